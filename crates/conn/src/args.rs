@@ -1,0 +1,154 @@
+//! The connection flags every subcommand shares, spelled like the mysql
+//! client's.
+//!
+//! `-h` is the host here, as in mysql; help is `--help` only.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::tls::SslMode;
+
+#[derive(clap::Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Connection (as the mysql client; see `Precedence` in README)")]
+pub struct ConnArgs {
+    /// Server host name or IP (`localhost` means the Unix socket, as in mysql)
+    #[arg(short = 'h', long)]
+    pub host: Option<String>,
+
+    /// TCP port
+    #[arg(short = 'P', long)]
+    pub port: Option<u16>,
+
+    /// User name
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+
+    /// Password; a bare -p or --password asks on the terminal. Prefer
+    /// option files or MYSQL_PWD: a command line is visible to other users
+    /// until sqlfleet masks it at start-up.
+    #[arg(short = 'p', long, num_args = 0..=1, require_equals = true, value_name = "PASSWORD")]
+    pub password: Option<Option<String>>,
+
+    /// Unix socket path
+    #[arg(short = 'S', long)]
+    pub socket: Option<PathBuf>,
+
+    /// Default database
+    #[arg(short = 'D', long)]
+    pub database: Option<String>,
+
+    /// Connection as a URL: mysql://user:pass@host:port/db?ssl-mode=..&socket=..
+    #[arg(long, value_name = "URL")]
+    pub dsn: Option<String>,
+
+    /// Read options from this file only (instead of /etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf)
+    #[arg(long, value_name = "FILE")]
+    pub defaults_file: Option<PathBuf>,
+
+    /// Read this file after the global option files and before ~/.my.cnf
+    #[arg(long, value_name = "FILE")]
+    pub defaults_extra_file: Option<PathBuf>,
+
+    /// Read no option files
+    #[arg(long)]
+    pub no_defaults: bool,
+
+    /// Transport: tcp or socket (default: socket for localhost, as mysql)
+    #[arg(long, value_parser = ["tcp", "socket", "TCP", "SOCKET"])]
+    pub protocol: Option<String>,
+
+    /// DISABLED, PREFERRED (default), REQUIRED, VERIFY_CA or VERIFY_IDENTITY
+    #[arg(long, value_name = "MODE")]
+    pub ssl_mode: Option<SslMode>,
+
+    /// CA certificate (PEM) for VERIFY_CA / VERIFY_IDENTITY
+    #[arg(long, value_name = "FILE")]
+    pub ssl_ca: Option<PathBuf>,
+
+    /// Connect to the local sandbox of this name (see `sqlfleet sandbox list`);
+    /// used instead of option files, flags still override
+    #[arg(long, value_name = "NAME")]
+    pub sandbox: Option<String>,
+}
+
+/// Rewrites the mysql-style attached password `-pSECRET` as
+/// `--password=SECRET`, which is how clap can read it without taking a
+/// following word as the password (in mysql, `-p word` prompts and `word`
+/// is something else). Everything after `--` is left alone.
+pub fn normalize_argv(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut out = Vec::new();
+    let mut passthrough = false;
+    for a in args {
+        if passthrough {
+            out.push(a);
+            continue;
+        }
+        if a == "--" {
+            passthrough = true;
+            out.push(a);
+            continue;
+        }
+        match a.to_str() {
+            Some(s) if s.len() > 2 && s.starts_with("-p") && !s.starts_with("-p=") => {
+                let mut o = OsString::from("--password=");
+                o.push(&s[2..]);
+                out.push(o);
+            }
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser, Debug)]
+    #[command(disable_help_flag = true)]
+    struct T {
+        #[command(flatten)]
+        conn: ConnArgs,
+        rest: Vec<String>,
+    }
+
+    fn parse(args: &[&str]) -> T {
+        let argv = normalize_argv(
+            std::iter::once("t")
+                .chain(args.iter().copied())
+                .map(OsString::from),
+        );
+        T::try_parse_from(argv).expect("parses")
+    }
+
+    #[test]
+    fn mysql_style_short_flags() {
+        let t = parse(&[
+            "-h", "db1", "-P3307", "-uroot", "-psecret", "-D", "shop", "-S/tmp/s",
+        ]);
+        assert_eq!(t.conn.host.as_deref(), Some("db1"));
+        assert_eq!(t.conn.port, Some(3307));
+        assert_eq!(t.conn.user.as_deref(), Some("root"));
+        assert_eq!(t.conn.password, Some(Some("secret".into())));
+        assert_eq!(t.conn.database.as_deref(), Some("shop"));
+        assert_eq!(t.conn.socket, Some(PathBuf::from("/tmp/s")));
+    }
+
+    #[test]
+    fn bare_p_prompts_and_does_not_eat_next_word() {
+        let t = parse(&["-p", "dbname"]);
+        assert_eq!(t.conn.password, Some(None));
+        assert_eq!(t.rest, vec!["dbname".to_string()]);
+        let t = parse(&["--password", "x"]);
+        assert_eq!(t.conn.password, Some(None));
+        let t = parse(&["--password=x y"]);
+        assert_eq!(t.conn.password, Some(Some("x y".into())));
+    }
+
+    #[test]
+    fn after_double_dash_untouched() {
+        let v = normalize_argv(["a", "--", "-pfoo"].map(OsString::from));
+        assert_eq!(v[2], OsString::from("-pfoo"));
+    }
+}

@@ -1,0 +1,148 @@
+//! Opening connections to a [`Target`] with mysql_async.
+//!
+//! `PREFERRED` TLS is done as the mysql client does it: TLS when the
+//! server offers it, plain otherwise. mysql_async has no such mode, so we
+//! try TLS and, if the server says it has none, reconnect without and
+//! remember that endpoint so later connections skip the failed attempt.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
+
+use crate::resolve::{Endpoint, Target};
+use crate::tls::SslMode;
+
+/// A connection failure, naming the endpoint and user (never the password).
+#[derive(Debug, thiserror::Error)]
+#[error("{endpoint} (user '{user}'): {what}")]
+pub struct ConnectError {
+    pub endpoint: String,
+    pub user: String,
+    pub what: String,
+    #[source]
+    pub source: Option<mysql_async::Error>,
+}
+
+impl ConnectError {
+    /// The server's error code, when the server refused us.
+    pub fn server_code(&self) -> Option<u16> {
+        match &self.source {
+            Some(mysql_async::Error::Server(s)) => Some(s.code),
+            _ => None,
+        }
+    }
+}
+
+fn plain_endpoints() -> &'static Mutex<HashSet<String>> {
+    static S: OnceLock<Mutex<HashSet<String>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashSet::new()))
+}
+
+impl Target {
+    /// Driver options for this target with the given TLS choice.
+    pub fn builder(&self, tls: Option<SslOpts>) -> OptsBuilder {
+        let b = OptsBuilder::default()
+            .user(Some(self.user.clone()))
+            .pass(self.secret().map(|s| s.expose().to_string()))
+            .db_name(self.database.clone())
+            // Never silently reconnect to a socket found through @@socket:
+            // we connect where we were told to.
+            .prefer_socket(false)
+            .tcp_nodelay(true)
+            .stmt_cache_size(0);
+        let b = match &self.endpoint {
+            Endpoint::Tcp { host, port } => b.ip_or_hostname(host.clone()).tcp_port(*port),
+            Endpoint::Socket(p) => b.socket(Some(p.to_string_lossy().into_owned())),
+        };
+        b.ssl_opts(tls)
+    }
+
+    /// The TLS options for this target's mode, before any fallback.
+    pub fn ssl_opts(&self) -> Option<SslOpts> {
+        if matches!(self.endpoint, Endpoint::Socket(_)) {
+            return None; // a Unix socket is already local and private
+        }
+        let ca = || {
+            self.ssl_ca
+                .clone()
+                .map(|p| vec![p.into()])
+                .unwrap_or_default()
+        };
+        match self.ssl_mode {
+            SslMode::Disabled => None,
+            SslMode::Preferred | SslMode::Required => Some(
+                SslOpts::default()
+                    .with_danger_accept_invalid_certs(true)
+                    .with_danger_skip_domain_validation(true),
+            ),
+            SslMode::VerifyCa => Some(
+                SslOpts::default()
+                    .with_root_certs(ca())
+                    .with_danger_skip_domain_validation(true),
+            ),
+            SslMode::VerifyIdentity => Some(SslOpts::default().with_root_certs(ca())),
+        }
+    }
+
+    /// Opts for a one-off driver use (pools etc.), honouring a known
+    /// plain-only endpoint for `PREFERRED`.
+    pub fn opts(&self) -> Opts {
+        let key = self.endpoint.to_string();
+        let tls = match self.ssl_mode {
+            SslMode::Preferred if plain_endpoints().lock().is_ok_and(|s| s.contains(&key)) => None,
+            _ => self.ssl_opts(),
+        };
+        self.builder(tls).into()
+    }
+
+    /// Opens one connection, with a connect timeout.
+    pub async fn connect(&self, timeout: Duration) -> Result<Conn, ConnectError> {
+        let attempt = |opts: Opts| async move {
+            match tokio::time::timeout(timeout, Conn::new(opts)).await {
+                Ok(r) => r.map_err(Some),
+                Err(_) => Err(None),
+            }
+        };
+        match attempt(self.opts()).await {
+            Ok(c) => Ok(c),
+            Err(Some(mysql_async::Error::Driver(
+                mysql_async::DriverError::NoClientSslFlagFromServer,
+            ))) if self.ssl_mode == SslMode::Preferred => {
+                if let Ok(mut s) = plain_endpoints().lock() {
+                    s.insert(self.endpoint.to_string());
+                }
+                attempt(self.builder(None).into())
+                    .await
+                    .map_err(|e| self.connect_error(e, timeout))
+            }
+            Err(e) => Err(self.connect_error(e, timeout)),
+        }
+    }
+
+    fn connect_error(&self, e: Option<mysql_async::Error>, timeout: Duration) -> ConnectError {
+        let what = match &e {
+            None => format!("connect timed out after {:.1}s", timeout.as_secs_f64()),
+            Some(mysql_async::Error::Driver(
+                mysql_async::DriverError::NoClientSslFlagFromServer,
+            )) => {
+                format!(
+                    "ssl-mode {} but the server does not offer TLS",
+                    self.ssl_mode
+                )
+            }
+            Some(mysql_async::Error::Server(s)) => {
+                format!("ERROR {} ({}): {}", s.code, s.state, s.message)
+            }
+            Some(mysql_async::Error::Io(io)) => format!("{io}"),
+            Some(other) => format!("{other}"),
+        };
+        ConnectError {
+            endpoint: self.endpoint.to_string(),
+            user: self.user.clone(),
+            what,
+            source: e,
+        }
+    }
+}

@@ -1,0 +1,414 @@
+//! Turning flags, a DSN, option files and the environment into one
+//! [`Target`], with the mysql client's precedence.
+//!
+//! Precedence, highest first:
+//! 1. command-line flags (`-h -P -u -p -S -D --ssl-mode --ssl-ca --protocol`)
+//! 2. `--dsn URL`
+//! 3. option files, groups `[client]` < `[client-server]` < `[client-mariadb]`
+//!    < `[sqlfleet]`; files in order `/etc/my.cnf`, `/etc/mysql/my.cnf`,
+//!    `--defaults-extra-file`, `~/.my.cnf` (later wins). `--defaults-file`
+//!    or `--sandbox NAME` replace that list with one file; `--no-defaults`
+//!    empties it.
+//! 4. environment: `MYSQL_PWD`, `MYSQL_HOST`, `MYSQL_TCP_PORT`, `MYSQL_UNIX_PORT`
+//! 5. built-in: host `localhost`, port 3306, socket `/run/mysqld/mysqld.sock`,
+//!    user = login name.
+//!
+//! Like the mysql client, host `localhost` means the Unix socket, unless a
+//! port is given on the command line or DSN without a socket, or
+//! `--protocol tcp`.
+
+use std::path::PathBuf;
+
+use crate::args::ConnArgs;
+use crate::dsn::{Dsn, DsnError};
+use crate::home;
+use crate::optfile::{normalize_key, OptFileError, OptionFiles};
+use crate::secret::Secret;
+use crate::tls::SslMode;
+
+/// Option-file groups read, in increasing precedence.
+pub const GROUPS: &[&str] = &["client", "client-server", "client-mariadb", "sqlfleet"];
+
+pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
+
+/// The process environment that resolution reads, injectable for tests.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    pub home: Option<PathBuf>,
+    pub sqlfleet_home: PathBuf,
+    pub login_user: Option<String>,
+    pub mysql_pwd: Option<Secret>,
+    pub mysql_host: Option<String>,
+    pub mysql_tcp_port: Option<String>,
+    pub mysql_unix_port: Option<String>,
+    /// Global option files, normally `/etc/my.cnf` and `/etc/mysql/my.cnf`.
+    pub global_files: Vec<PathBuf>,
+}
+
+impl Env {
+    pub fn from_process() -> Env {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Env {
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            sqlfleet_home: home::sqlfleet_home(),
+            login_user: var("USER").or_else(|| var("LOGNAME")).or_else(login_name),
+            mysql_pwd: std::env::var("MYSQL_PWD").ok().map(Secret::new),
+            mysql_host: var("MYSQL_HOST"),
+            mysql_tcp_port: var("MYSQL_TCP_PORT"),
+            mysql_unix_port: var("MYSQL_UNIX_PORT"),
+            global_files: vec!["/etc/my.cnf".into(), "/etc/mysql/my.cnf".into()],
+        }
+    }
+}
+
+fn login_name() -> Option<String> {
+    // SAFETY: getuid has no preconditions; getpwuid returns a pointer into
+    // static storage or null, read immediately and copied.
+    unsafe {
+        let pw = libc::getpwuid(libc::getuid());
+        if pw.is_null() || (*pw).pw_name.is_null() {
+            return None;
+        }
+        std::ffi::CStr::from_ptr((*pw).pw_name)
+            .to_str()
+            .ok()
+            .map(str::to_owned)
+    }
+}
+
+/// Where the server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Tcp { host: String, port: u16 },
+    Socket(PathBuf),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Tcp { host, port } if host.contains(':') => write!(f, "[{host}]:{port}"),
+            Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
+            Endpoint::Socket(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// A password, or a request to ask for one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PasswordSpec {
+    Given(Secret),
+    Prompt,
+}
+
+/// A fully resolved connection target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub endpoint: Endpoint,
+    pub user: String,
+    pub password: Option<PasswordSpec>,
+    pub database: Option<String>,
+    pub ssl_mode: SslMode,
+    pub ssl_ca: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    #[error(transparent)]
+    OptFile(#[from] OptFileError),
+    #[error(transparent)]
+    Dsn(#[from] DsnError),
+    #[error("{path}:{line}: option '{key}': {what}")]
+    BadOption {
+        path: PathBuf,
+        line: usize,
+        key: String,
+        what: String,
+    },
+    #[error("{var}: {what}")]
+    BadEnv { var: &'static str, what: String },
+    #[error("no sandbox named '{0}' ('sqlfleet sandbox list' shows them; 'sqlfleet sandbox up --name {0}' makes it)")]
+    UnknownSandbox(String),
+    #[error("sandbox name '{0}' is not valid: use letters, digits, '-' and '_'")]
+    BadSandboxName(String),
+    #[error(
+        "a password is needed but there is no terminal to ask on; use MYSQL_PWD or an option file"
+    )]
+    NoTerminal,
+    #[error("reading the password from the terminal: {0}")]
+    Prompt(std::io::Error),
+}
+
+/// Checks a sandbox name (it becomes a directory name).
+pub fn check_sandbox_name(name: &str) -> Result<(), ResolveError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(ResolveError::BadSandboxName(name.to_string()))
+    }
+}
+
+/// One source's contribution; `None` means "not set here".
+#[derive(Default)]
+struct Layer {
+    host: Option<String>,
+    port: Option<u16>,
+    user: Option<String>,
+    password: Option<PasswordSpec>,
+    socket: Option<PathBuf>,
+    database: Option<String>,
+    ssl_mode: Option<SslMode>,
+    ssl_ca: Option<PathBuf>,
+    protocol_tcp: Option<bool>,
+}
+
+impl Layer {
+    /// Fields set in `hi` replace those in `self`.
+    fn overlay(&mut self, hi: Layer) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if hi.$f.is_some() { self.$f = hi.$f; } )* };
+        }
+        take!(
+            host,
+            port,
+            user,
+            password,
+            socket,
+            database,
+            ssl_mode,
+            ssl_ca,
+            protocol_tcp
+        );
+    }
+}
+
+/// Which option files to read for these flags, in order.
+pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool)>, ResolveError> {
+    // (path, must_exist)
+    if let Some(name) = &args.sandbox {
+        check_sandbox_name(name)?;
+        let f = home::sandbox_defaults_file(&env.sqlfleet_home, name);
+        if !f.exists() {
+            return Err(ResolveError::UnknownSandbox(name.clone()));
+        }
+        return Ok(vec![(f, true)]);
+    }
+    if args.no_defaults {
+        return Ok(vec![]);
+    }
+    if let Some(f) = &args.defaults_file {
+        return Ok(vec![(f.clone(), true)]);
+    }
+    let mut files: Vec<(PathBuf, bool)> = env
+        .global_files
+        .iter()
+        .map(|f| (f.clone(), false))
+        .collect();
+    if let Some(f) = &args.defaults_extra_file {
+        files.push((f.clone(), true));
+    }
+    if let Some(h) = &env.home {
+        files.push((h.join(".my.cnf"), false));
+    }
+    Ok(files)
+}
+
+fn option_layer(args: &ConnArgs, env: &Env) -> Result<Layer, ResolveError> {
+    let mut files = OptionFiles::default();
+    for (path, must) in option_file_list(args, env)? {
+        if must {
+            files.read(&path)?;
+        } else {
+            files.read_if_exists(&path)?;
+        }
+    }
+    let merged = files.merged(GROUPS);
+    let mut layer = Layer::default();
+    for (key, v) in &merged {
+        let bad = |what: String| ResolveError::BadOption {
+            path: v.path.clone(),
+            line: v.line,
+            key: key.clone(),
+            what,
+        };
+        let need = || v.value.clone().ok_or_else(|| bad("needs a value".into()));
+        match normalize_key(key).as_str() {
+            "host" => layer.host = Some(need()?),
+            "port" => {
+                let s = need()?;
+                layer.port = Some(
+                    s.parse()
+                        .map_err(|_| bad(format!("'{s}' is not a port number")))?,
+                );
+            }
+            "user" => layer.user = Some(need()?),
+            "password" => {
+                layer.password = Some(match &v.value {
+                    Some(p) => PasswordSpec::Given(Secret::new(p.clone())),
+                    None => PasswordSpec::Prompt,
+                })
+            }
+            "socket" => layer.socket = Some(PathBuf::from(need()?)),
+            "database" => layer.database = Some(need()?),
+            "ssl-mode" => layer.ssl_mode = Some(need()?.parse().map_err(bad)?),
+            "ssl-ca" => layer.ssl_ca = Some(PathBuf::from(need()?)),
+            "protocol" => layer.protocol_tcp = Some(parse_protocol(&need()?).map_err(bad)?),
+            _ => {} // other programs' options share [client]
+        }
+    }
+    Ok(layer)
+}
+
+fn parse_protocol(s: &str) -> Result<bool, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "tcp" => Ok(true),
+        "socket" => Ok(false),
+        _ => Err(format!("protocol '{s}' is not tcp or socket")),
+    }
+}
+
+/// Resolves a target without prompting: a bare `-p` stays
+/// [`PasswordSpec::Prompt`].
+pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
+    let mut acc = Layer {
+        host: Some("localhost".into()),
+        port: Some(3306),
+        user: env.login_user.clone().or_else(|| Some("root".into())),
+        socket: Some(PathBuf::from(DEFAULT_SOCKET)),
+        ..Layer::default()
+    };
+    let mut env_layer = Layer {
+        host: env.mysql_host.clone(),
+        password: env.mysql_pwd.clone().map(PasswordSpec::Given),
+        socket: env.mysql_unix_port.clone().map(PathBuf::from),
+        ..Layer::default()
+    };
+    if let Some(p) = &env.mysql_tcp_port {
+        env_layer.port = Some(p.parse().map_err(|_| ResolveError::BadEnv {
+            var: "MYSQL_TCP_PORT",
+            what: format!("'{p}' is not a port number"),
+        })?);
+    }
+    acc.overlay(env_layer);
+    acc.overlay(option_layer(args, env)?);
+
+    // Explicit endpoint choices (DSN and flags) decide socket vs TCP.
+    let mut explicit_port = false;
+    let mut explicit_socket = false;
+    if let Some(d) = &args.dsn {
+        let d = Dsn::parse(d)?;
+        explicit_port |= d.port.is_some();
+        explicit_socket |= d.socket.is_some();
+        acc.overlay(Layer {
+            host: d.host,
+            port: d.port,
+            user: d.user,
+            password: d.password.map(PasswordSpec::Given),
+            socket: d.socket.map(PathBuf::from),
+            database: d.database,
+            ssl_mode: d.ssl_mode,
+            ssl_ca: d.ssl_ca.map(PathBuf::from),
+            protocol_tcp: None,
+        });
+    }
+    explicit_port |= args.port.is_some();
+    explicit_socket |= args.socket.is_some();
+    acc.overlay(Layer {
+        host: args.host.clone(),
+        port: args.port,
+        user: args.user.clone(),
+        password: args.password.clone().map(|p| match p {
+            Some(p) => PasswordSpec::Given(Secret::new(p)),
+            None => PasswordSpec::Prompt,
+        }),
+        socket: args.socket.clone(),
+        database: args.database.clone(),
+        ssl_mode: args.ssl_mode,
+        ssl_ca: args.ssl_ca.clone(),
+        protocol_tcp: match &args.protocol {
+            Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
+                var: "--protocol",
+                what,
+            })?),
+            None => None,
+        },
+    });
+
+    let host = acc.host.unwrap_or_else(|| "localhost".into());
+    let port = acc.port.unwrap_or(3306);
+    let use_socket = match acc.protocol_tcp {
+        Some(tcp) => !tcp,
+        None => host == "localhost" && (explicit_socket || !explicit_port),
+    };
+    let endpoint = if use_socket {
+        Endpoint::Socket(acc.socket.unwrap_or_else(|| PathBuf::from(DEFAULT_SOCKET)))
+    } else {
+        // TCP to "localhost" is TCP to the loopback address.
+        let host = if host == "localhost" {
+            "127.0.0.1".to_string()
+        } else {
+            host
+        };
+        Endpoint::Tcp { host, port }
+    };
+    Ok(Target {
+        endpoint,
+        user: acc.user.unwrap_or_else(|| "root".into()),
+        password: acc.password,
+        database: acc.database,
+        ssl_mode: acc.ssl_mode.unwrap_or_default(),
+        ssl_ca: acc.ssl_ca,
+    })
+}
+
+impl Target {
+    /// Replaces a [`PasswordSpec::Prompt`] by asking on the terminal.
+    pub fn prompt_password(mut self) -> Result<Target, ResolveError> {
+        if self.password == Some(PasswordSpec::Prompt) {
+            let tty = std::fs::OpenOptions::new().read(true).open("/dev/tty");
+            if tty.is_err() {
+                return Err(ResolveError::NoTerminal);
+            }
+            let pw =
+                rpassword::prompt_password("Enter password: ").map_err(ResolveError::Prompt)?;
+            self.password = Some(PasswordSpec::Given(Secret::new(pw)));
+        }
+        Ok(self)
+    }
+
+    /// The password to send, if any.
+    pub fn secret(&self) -> Option<&Secret> {
+        match &self.password {
+            Some(PasswordSpec::Given(s)) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The same target with another default database.
+    pub fn with_database(&self, db: Option<&str>) -> Target {
+        Target {
+            database: db.map(str::to_owned),
+            ..self.clone()
+        }
+    }
+
+    /// A target for `host:port` with this one's credentials and TLS settings.
+    pub fn with_endpoint(&self, endpoint: Endpoint) -> Target {
+        Target {
+            endpoint,
+            ..self.clone()
+        }
+    }
+}
+
+/// Resolves and prompts: what subcommands call.
+pub fn resolve_interactive(args: &ConnArgs) -> Result<Target, ResolveError> {
+    resolve(args, &Env::from_process())?.prompt_password()
+}
+
+#[cfg(test)]
+mod tests;

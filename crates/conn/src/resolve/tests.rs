@@ -1,0 +1,270 @@
+//! Precedence tests: each source overrides exactly the ones below it.
+
+use super::*;
+use std::fs;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    env: Env,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    fs::create_dir_all(&home).expect("mkdir");
+    let env = Env {
+        home: Some(home),
+        sqlfleet_home: dir.path().join("sqlfleet"),
+        login_user: Some("login".into()),
+        global_files: vec![dir.path().join("etc-my.cnf")],
+        ..Env::default()
+    };
+    Fixture { dir, env }
+}
+
+impl Fixture {
+    fn write(&self, rel: &str, text: &str) -> PathBuf {
+        let p = self.dir.path().join(rel);
+        fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        fs::write(&p, text).expect("write");
+        p
+    }
+    fn user_cnf(&self, text: &str) {
+        self.write("home/.my.cnf", text);
+    }
+}
+
+fn tcp(host: &str, port: u16) -> Endpoint {
+    Endpoint::Tcp {
+        host: host.into(),
+        port,
+    }
+}
+
+fn pw(t: &Target) -> Option<&str> {
+    t.secret().map(|s| s.expose())
+}
+
+#[test]
+fn builtin_defaults_are_the_mysql_clients() {
+    let f = fixture();
+    let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    assert_eq!(t.endpoint, Endpoint::Socket(DEFAULT_SOCKET.into()));
+    assert_eq!(t.user, "login");
+    assert_eq!(t.password, None);
+    assert_eq!(t.ssl_mode, SslMode::Preferred);
+}
+
+#[test]
+fn full_precedence_chain() {
+    let mut f = fixture();
+    f.env.mysql_pwd = Some(Secret::new("env-pw"));
+    f.env.mysql_host = Some("envhost".into());
+    f.write(
+        "etc-my.cnf",
+        "[client]\nhost=globalhost\nport=1111\nuser=globaluser\n",
+    );
+    f.user_cnf("[client]\nuser=clientuser\npassword=client-pw\n[sqlfleet]\nport=2222\n");
+
+    // Option files beat the environment, [sqlfleet] beats [client], ~/.my.cnf beats /etc.
+    let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("globalhost", 2222));
+    assert_eq!(t.user, "clientuser");
+    assert_eq!(pw(&t), Some("client-pw"));
+
+    // The DSN beats option files.
+    let args = ConnArgs {
+        dsn: Some("mysql://dsnuser:dsn-pw@dsnhost:3333/dsndb".into()),
+        ..ConnArgs::default()
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("dsnhost", 3333));
+    assert_eq!((t.user.as_str(), pw(&t)), ("dsnuser", Some("dsn-pw")));
+    assert_eq!(t.database.as_deref(), Some("dsndb"));
+
+    // Flags beat the DSN, field by field.
+    let args = ConnArgs {
+        port: Some(4444),
+        password: Some(Some("flag-pw".into())),
+        ..args
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("dsnhost", 4444));
+    assert_eq!((t.user.as_str(), pw(&t)), ("dsnuser", Some("flag-pw")));
+}
+
+#[test]
+fn mysql_pwd_used_when_nothing_else_sets_a_password() {
+    let mut f = fixture();
+    f.env.mysql_pwd = Some(Secret::new("env-pw"));
+    let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    assert_eq!(pw(&t), Some("env-pw"));
+}
+
+#[test]
+fn defaults_file_replaces_the_search_list() {
+    let f = fixture();
+    f.user_cnf("[client]\nuser=fromhome\n");
+    let only = f.write("only.cnf", "[client]\nhost=onlyhost\n");
+    let args = ConnArgs {
+        defaults_file: Some(only),
+        ..ConnArgs::default()
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.user, "login");
+    assert_eq!(t.endpoint, tcp("onlyhost", 3306));
+}
+
+#[test]
+fn defaults_extra_file_sits_between_global_and_user() {
+    let f = fixture();
+    f.write("etc-my.cnf", "[client]\nuser=g\nhost=g\nport=1\n");
+    let extra = f.write("extra.cnf", "[client]\nuser=e\nhost=e\n");
+    f.user_cnf("[client]\nuser=u\n");
+    let args = ConnArgs {
+        defaults_extra_file: Some(extra),
+        ..ConnArgs::default()
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.user, "u");
+    assert_eq!(t.endpoint, tcp("e", 1));
+}
+
+#[test]
+fn no_defaults_reads_nothing() {
+    let f = fixture();
+    f.user_cnf("[client]\nuser=fromhome\n");
+    let args = ConnArgs {
+        no_defaults: true,
+        ..ConnArgs::default()
+    };
+    assert_eq!(resolve(&args, &f.env).expect("resolves").user, "login");
+}
+
+#[test]
+fn localhost_socket_rules() {
+    let f = fixture();
+    f.user_cnf("[client]\nsocket=/tmp/my.sock\nport=3310\n");
+    // localhost + port from an option file: still the socket (as mysql).
+    let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    assert_eq!(t.endpoint, Endpoint::Socket("/tmp/my.sock".into()));
+    // A port on the command line without a socket means TCP (as mariadb).
+    let args = ConnArgs {
+        port: Some(3399),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").endpoint,
+        tcp("127.0.0.1", 3399)
+    );
+    // --protocol wins.
+    let args = ConnArgs {
+        protocol: Some("tcp".into()),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").endpoint,
+        tcp("127.0.0.1", 3310)
+    );
+    let args = ConnArgs {
+        host: Some("db".into()),
+        protocol: Some("socket".into()),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").endpoint,
+        Endpoint::Socket("/tmp/my.sock".into())
+    );
+}
+
+#[test]
+fn bare_password_prompts() {
+    let f = fixture();
+    f.user_cnf("[client]\npassword\n");
+    let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    assert_eq!(t.password, Some(PasswordSpec::Prompt));
+    let args = ConnArgs {
+        password: Some(None),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").password,
+        Some(PasswordSpec::Prompt)
+    );
+}
+
+#[test]
+fn sandbox_target_reads_its_defaults_file_only() {
+    let f = fixture();
+    f.user_cnf("[client]\nuser=fromhome\npassword=nope\n");
+    f.write(
+        "sqlfleet/sandboxes/demo/client.cnf",
+        "[client]\nhost=127.0.0.1\nport=23306\nuser=root\npassword=sbx\n",
+    );
+    let args = ConnArgs {
+        sandbox: Some("demo".into()),
+        ..ConnArgs::default()
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("127.0.0.1", 23306));
+    assert_eq!((t.user.as_str(), pw(&t)), ("root", Some("sbx")));
+    // Flags still override.
+    let args = ConnArgs {
+        database: Some("x".into()),
+        ..args
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").database.as_deref(),
+        Some("x")
+    );
+}
+
+#[test]
+fn errors_are_one_line_and_name_the_cause() {
+    let f = fixture();
+    let args = ConnArgs {
+        sandbox: Some("ghost".into()),
+        ..ConnArgs::default()
+    };
+    let e = resolve(&args, &f.env).expect_err("unknown").to_string();
+    assert!(e.starts_with("no sandbox named 'ghost'"), "{e}");
+    let args = ConnArgs {
+        sandbox: Some("../etc".into()),
+        ..ConnArgs::default()
+    };
+    assert!(resolve(&args, &f.env).is_err());
+
+    f.user_cnf("[client]\nport=eighty\n");
+    let e = resolve(&ConnArgs::default(), &f.env)
+        .expect_err("bad port")
+        .to_string();
+    assert!(
+        e.ends_with(".my.cnf:2: option 'port': 'eighty' is not a port number"),
+        "{e}"
+    );
+
+    f.user_cnf("[client\nport=1\n");
+    let e = resolve(&ConnArgs::default(), &f.env)
+        .expect_err("bad file")
+        .to_string();
+    assert!(e.contains(".my.cnf:1: group header"), "{e}");
+    assert!(!e.contains('\n'));
+
+    let args = ConnArgs {
+        defaults_file: Some("/nonexistent.cnf".into()),
+        ..ConnArgs::default()
+    };
+    let e = resolve(&args, &f.env).expect_err("missing").to_string();
+    assert!(e.starts_with("/nonexistent.cnf: cannot read"), "{e}");
+}
+
+#[test]
+fn passwords_never_in_debug_output() {
+    let f = fixture();
+    let args = ConnArgs {
+        dsn: Some("mysql://u:topsecret@h/db".into()),
+        ..ConnArgs::default()
+    };
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert!(!format!("{t:?}").contains("topsecret"));
+}

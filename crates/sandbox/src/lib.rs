@@ -1,0 +1,387 @@
+//! Local MariaDB servers for users, tests and benchmarks.
+//!
+//! A sandbox is a directory under `$SQLFLEET_HOME/sandboxes/NAME` holding
+//! one primary and optional GTID replicas, each a `mariadbd` from this
+//! machine bound to 127.0.0.1, with a generated root password in a 0600
+//! file and client option files other tools can use. Starting is polled
+//! for readiness, never slept for.
+
+pub mod error;
+pub mod meta;
+pub mod node;
+pub mod ports;
+pub mod setup;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rand::distributions::{Alphanumeric, DistString};
+use sqlfleet_conn::resolve::check_sandbox_name;
+use sqlfleet_conn::{home, Endpoint, PasswordSpec, Secret, SslMode, Target};
+
+pub use error::{Result, SandboxError};
+pub use meta::{Layout, Meta, NodeMeta, Role};
+pub use node::Binaries;
+pub use setup::ReplHealth;
+
+/// The sandbox used when none is named.
+pub const DEFAULT_NAME: &str = "default";
+/// Where new sandboxes look for free ports.
+pub const FIRST_PORT: u16 = 3307;
+
+/// What `up` should make or start.
+#[derive(Debug, Clone, Default)]
+pub struct UpOptions {
+    pub name: String,
+    /// The primary's port; replicas take the next ones. Chosen if absent.
+    pub port: Option<u16>,
+    /// Exact ports for every node (tests use kernel-chosen ones).
+    pub ports: Option<Vec<u16>>,
+    /// Number of replicas; for an existing sandbox, must match if given.
+    pub replicas: Option<usize>,
+    /// Extra server options, `key=value`.
+    pub options: Vec<String>,
+    /// Servers get SIGTERM when this process dies (test fixtures).
+    pub die_with_parent: bool,
+}
+
+/// What `up` did.
+#[derive(Debug, Clone)]
+pub struct UpReport {
+    pub sandbox: Sandbox,
+    /// Nodes started by this call (the others were already running).
+    pub started: Vec<String>,
+    /// Nodes initialised by this call (new data directories).
+    pub created: Vec<String>,
+    pub elapsed: Duration,
+}
+
+/// An existing sandbox.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    pub home: PathBuf,
+    pub meta: Meta,
+    pub layout: Layout,
+}
+
+/// One node's state, for `list`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct NodeStatus {
+    pub sandbox: String,
+    pub node: String,
+    pub role: Role,
+    pub port: u16,
+    pub pid: Option<i32>,
+    pub running: bool,
+    pub replication: Option<ReplHealth>,
+    /// Set when the node runs but could not be asked about replication.
+    pub error: Option<String>,
+}
+
+/// Names of all sandboxes under `home`.
+pub fn names(home: &Path) -> Result<Vec<String>> {
+    let dir = home.join("sandboxes");
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(SandboxError::io(&dir)(e)),
+    };
+    let mut out: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("sandbox.toml").is_file())
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+impl Sandbox {
+    /// Opens an existing sandbox by name.
+    pub fn open(home: &Path, name: &str) -> Result<Sandbox> {
+        check_sandbox_name(name)?;
+        let layout = Layout {
+            dir: home::sandbox_dir(home, name),
+        };
+        if !layout.meta().is_file() {
+            return Err(SandboxError::Unknown(name.to_string()));
+        }
+        let meta = Meta::load(&layout.meta())?;
+        Ok(Sandbox {
+            home: home.to_owned(),
+            meta,
+            layout,
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.meta.name
+    }
+
+    pub fn password(&self) -> Result<Secret> {
+        let p = self.layout.password_file();
+        let text = std::fs::read_to_string(&p).map_err(SandboxError::io(&p))?;
+        Ok(Secret::new(text.trim_end_matches('\n')))
+    }
+
+    /// A TCP target for root on `node`.
+    pub fn target(&self, node: &NodeMeta) -> Result<Target> {
+        Ok(Target {
+            endpoint: Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port: node.port,
+            },
+            user: "root".into(),
+            password: Some(PasswordSpec::Given(self.password()?)),
+            database: None,
+            ssl_mode: SslMode::Disabled,
+            ssl_ca: None,
+        })
+    }
+
+    /// The client option file for the primary.
+    pub fn defaults_file(&self) -> PathBuf {
+        self.layout.client_cnf(self.meta.primary())
+    }
+
+    /// Stops every node, replicas first. Returns the nodes that were running.
+    pub async fn down(&self) -> Result<Vec<String>> {
+        let mut stopped = Vec::new();
+        for n in self.meta.nodes.iter().rev() {
+            let label = self.label(n);
+            if node::stop(&label, &self.layout.node(n)).await? {
+                stopped.push(n.name.clone());
+            }
+        }
+        Ok(stopped)
+    }
+
+    /// Stops the sandbox and deletes its directory.
+    pub async fn destroy(self) -> Result<()> {
+        self.down().await?;
+        std::fs::remove_dir_all(&self.layout.dir).map_err(SandboxError::io(&self.layout.dir))
+    }
+
+    pub fn label(&self, n: &NodeMeta) -> String {
+        format!(
+            "sandbox '{}' {} (127.0.0.1:{})",
+            self.meta.name, n.name, n.port
+        )
+    }
+
+    /// Process and replication state of every node.
+    pub async fn status(&self) -> Vec<NodeStatus> {
+        let mut out = Vec::new();
+        let password = self.password().ok();
+        for n in &self.meta.nodes {
+            let nl = self.layout.node(n);
+            let pid = node::running_pid(&nl);
+            let mut st = NodeStatus {
+                sandbox: self.meta.name.clone(),
+                node: n.name.clone(),
+                role: n.role,
+                port: n.port,
+                pid,
+                running: pid.is_some(),
+                replication: None,
+                error: None,
+            };
+            if pid.is_some() && n.role == Role::Replica {
+                let label = self.label(n);
+                let r = async {
+                    let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
+                    let h = setup::repl_health(&mut c, &label).await;
+                    let _ = c.disconnect().await;
+                    h
+                }
+                .await;
+                match r {
+                    Ok(h) => st.replication = h,
+                    Err(e) => st.error = Some(e.to_string()),
+                }
+            }
+            out.push(st);
+        }
+        out
+    }
+
+    fn write_client_files(&self, password: &Secret) -> Result<()> {
+        for n in &self.meta.nodes {
+            let text = format!(
+                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\n",
+                self.meta.name,
+                n.name,
+                n.port,
+                password.expose().replace('\\', "\\\\").replace('"', "\\\""),
+                self.layout.node(n).socket().display()
+            );
+            meta::write_atomic(&self.layout.client_cnf(n), text.as_bytes(), 0o600)?;
+        }
+        Ok(())
+    }
+}
+
+fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
+    let replicas = opts.replicas.unwrap_or(0);
+    let count = replicas + 1;
+    let ports: Vec<u16> = match (&opts.ports, opts.port) {
+        (Some(p), _) => p.clone(),
+        (None, Some(base)) => {
+            let ports: Vec<u16> = (0..count as u16).map(|i| base.saturating_add(i)).collect();
+            for p in &ports {
+                ports::ensure_free(*p)?;
+            }
+            ports
+        }
+        (None, None) => {
+            let mut taken = Vec::new();
+            for n in names(home)? {
+                if let Ok(s) = Sandbox::open(home, &n) {
+                    taken.extend(s.meta.nodes.iter().map(|n| n.port));
+                }
+            }
+            let base = ports::find_block(FIRST_PORT, count, &taken)
+                .ok_or(SandboxError::PortInUse { port: FIRST_PORT })?;
+            (0..count as u16).map(|i| base + i).collect()
+        }
+    };
+    let nodes = ports
+        .iter()
+        .enumerate()
+        .map(|(i, &port)| NodeMeta {
+            name: if i == 0 {
+                "primary".into()
+            } else {
+                format!("replica{i}")
+            },
+            port,
+            server_id: i as u32 + 1,
+            role: if i == 0 { Role::Primary } else { Role::Replica },
+        })
+        .collect();
+    Ok(Meta {
+        name: opts.name.clone(),
+        nodes,
+        options: opts.options.clone(),
+    })
+}
+
+/// Creates the sandbox if needed and starts every node that is not
+/// running; returns when all are ready and replicas replicate.
+pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
+    let t0 = Instant::now();
+    check_sandbox_name(&opts.name)?;
+    let bins = Binaries::find()?;
+    let layout = Layout {
+        dir: home::sandbox_dir(home, &opts.name),
+    };
+    let sandbox = if layout.meta().is_file() {
+        let mut sb = Sandbox::open(home, &opts.name)?;
+        let have = sb.meta.nodes.len() - 1;
+        if let Some(want) = opts.replicas.filter(|w| *w != have) {
+            return Err(SandboxError::ReplicaCount {
+                name: opts.name.clone(),
+                have,
+                want,
+            });
+        }
+        if let Some(p) = opts.port.filter(|p| *p != sb.meta.primary().port) {
+            let _ = p;
+            return Err(SandboxError::PortChange {
+                name: opts.name.clone(),
+                have: sb.meta.primary().port,
+            });
+        }
+        if !opts.options.is_empty() && opts.options != sb.meta.options {
+            sb.meta.options = opts.options.clone();
+            sb.meta.save(&layout.meta())?;
+        }
+        sb
+    } else {
+        std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
+        let meta = new_meta(home, opts)?;
+        let password = Secret::new(Alphanumeric.sample_string(&mut rand::thread_rng(), 24));
+        meta::write_atomic(&layout.password_file(), password.expose().as_bytes(), 0o600)?;
+        meta.save(&layout.meta())?;
+        let sb = Sandbox {
+            home: home.to_owned(),
+            meta,
+            layout: layout.clone(),
+        };
+        sb.write_client_files(&password)?;
+        sb
+    };
+    let password = sandbox.password()?;
+
+    // Initialise and start every stopped node at once.
+    let mut created = Vec::new();
+    let mut started = Vec::new();
+    let mut pending = tokio::task::JoinSet::new();
+    for n in sandbox.meta.nodes.clone() {
+        let nl = sandbox.layout.node(&n);
+        if node::running_pid(&nl).is_some() {
+            continue;
+        }
+        let label = sandbox.label(&n);
+        let fresh = !nl.datadir().join("mysql").is_dir();
+        if fresh {
+            created.push(n.name.clone());
+        }
+        started.push(n.name.clone());
+        let bins = bins.clone();
+        let options = sandbox.meta.options.clone();
+        let die = opts.die_with_parent;
+        pending.spawn(async move {
+            if fresh {
+                let (b, l, nl2) = (bins.clone(), label.clone(), nl.clone());
+                tokio::task::spawn_blocking(move || node::init_datadir(&b, &l, &nl2))
+                    .await
+                    .map_err(|e| SandboxError::Sql {
+                        node: label.clone(),
+                        what: format!("init task failed: {e}"),
+                    })??;
+            }
+            let mut child = node::spawn(&bins, &n, &nl, &options, die)?;
+            node::wait_ready(&mut child, &label, n.port, &nl).await?;
+            Ok::<_, SandboxError>(())
+        });
+    }
+    let mut first_err = None;
+    while let Some(r) = pending.join_next().await {
+        let r = r.unwrap_or_else(|e| {
+            Err(SandboxError::Sql {
+                node: opts.name.clone(),
+                what: format!("start task failed: {e}"),
+            })
+        });
+        if let Err(e) = r {
+            first_err.get_or_insert(e);
+        }
+    }
+    if let Some(e) = first_err {
+        // Leave nothing half-started behind.
+        let _ = sandbox.down().await;
+        return Err(e);
+    }
+
+    // Users first (all nodes), then replication.
+    for n in &sandbox.meta.nodes {
+        let nl = sandbox.layout.node(n);
+        if !nl.setup_marker().exists() {
+            setup::secure_users(&sandbox.label(n), &nl, &password).await?;
+            if n.role == Role::Replica {
+                setup::start_replication(&sandbox.label(n), &nl, &password, sandbox.meta.primary())
+                    .await?;
+            }
+            meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
+        }
+    }
+    for n in sandbox.meta.replicas() {
+        setup::wait_replicating(&sandbox.label(n), &sandbox.layout.node(n), &password).await?;
+    }
+    Ok(UpReport {
+        sandbox,
+        started,
+        created,
+        elapsed: t0.elapsed(),
+    })
+}

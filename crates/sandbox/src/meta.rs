@@ -1,0 +1,182 @@
+//! What a sandbox is made of, kept in `sandbox.toml` in its directory, and
+//! where each node's files live.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Result, SandboxError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Primary,
+    Replica,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeMeta {
+    /// `primary`, `replica1`, ...
+    pub name: String,
+    pub port: u16,
+    pub server_id: u32,
+    pub role: Role,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    pub name: String,
+    /// The primary first, then replicas.
+    pub nodes: Vec<NodeMeta>,
+    /// Extra server options (`key=value`) written into every node's config.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+impl Meta {
+    pub fn primary(&self) -> &NodeMeta {
+        &self.nodes[0]
+    }
+
+    pub fn replicas(&self) -> impl Iterator<Item = &NodeMeta> {
+        self.nodes.iter().filter(|n| n.role == Role::Replica)
+    }
+
+    pub fn load(path: &Path) -> Result<Meta> {
+        let text = std::fs::read_to_string(path).map_err(SandboxError::io(path))?;
+        let meta: Meta = toml::from_str(&text).map_err(|e| SandboxError::Meta {
+            path: path.to_owned(),
+            what: e
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or("invalid")
+                .to_string(),
+        })?;
+        if meta.nodes.first().map(|n| n.role) != Some(Role::Primary) {
+            return Err(SandboxError::Meta {
+                path: path.to_owned(),
+                what: "the first node must be the primary".into(),
+            });
+        }
+        Ok(meta)
+    }
+
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = toml::to_string_pretty(self).map_err(|e| SandboxError::Meta {
+            path: path.to_owned(),
+            what: e.to_string(),
+        })?;
+        write_atomic(path, text.as_bytes(), 0o644)
+    }
+}
+
+/// Where a sandbox's files are.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub dir: PathBuf,
+}
+
+impl Layout {
+    pub fn meta(&self) -> PathBuf {
+        self.dir.join("sandbox.toml")
+    }
+    pub fn password_file(&self) -> PathBuf {
+        self.dir.join("root.pw")
+    }
+    /// The client option file for `node` (the primary's is `client.cnf`).
+    pub fn client_cnf(&self, node: &NodeMeta) -> PathBuf {
+        match node.role {
+            Role::Primary => self.dir.join("client.cnf"),
+            Role::Replica => self.dir.join(format!("client-{}.cnf", node.name)),
+        }
+    }
+    pub fn node(&self, node: &NodeMeta) -> NodeLayout {
+        NodeLayout {
+            dir: self.dir.join(&node.name),
+        }
+    }
+}
+
+/// Where one server's files are.
+#[derive(Debug, Clone)]
+pub struct NodeLayout {
+    pub dir: PathBuf,
+}
+
+impl NodeLayout {
+    pub fn datadir(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+    pub fn tmpdir(&self) -> PathBuf {
+        self.dir.join("tmp")
+    }
+    pub fn server_cnf(&self) -> PathBuf {
+        self.dir.join("my.cnf")
+    }
+    pub fn socket(&self) -> PathBuf {
+        self.dir.join("mysqld.sock")
+    }
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir.join("mariadbd.pid")
+    }
+    pub fn error_log(&self) -> PathBuf {
+        self.dir.join("error.log")
+    }
+    /// Present once the node's users and replication are set up.
+    pub fn setup_marker(&self) -> PathBuf {
+        self.dir.join(".setup-done")
+    }
+}
+
+/// Writes a file through a temporary name and a rename, with `mode`.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let tmp = path.with_extension("tmp~");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(mode)
+        .open(&tmp)
+        .map_err(SandboxError::io(&tmp))?;
+    f.write_all(bytes).map_err(SandboxError::io(&tmp))?;
+    f.sync_all().map_err(SandboxError::io(&tmp))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(SandboxError::io(path))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_and_validation() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("sandbox.toml");
+        let m = Meta {
+            name: "x".into(),
+            nodes: vec![
+                NodeMeta {
+                    name: "primary".into(),
+                    port: 4000,
+                    server_id: 1,
+                    role: Role::Primary,
+                },
+                NodeMeta {
+                    name: "replica1".into(),
+                    port: 4001,
+                    server_id: 2,
+                    role: Role::Replica,
+                },
+            ],
+            options: vec!["local_infile=0".into()],
+        };
+        m.save(&p).expect("save");
+        assert_eq!(Meta::load(&p).expect("load"), m);
+        std::fs::write(&p, "name = 1\n").expect("write");
+        let e = Meta::load(&p).expect_err("bad").to_string();
+        assert!(e.starts_with(&p.display().to_string()), "{e}");
+    }
+}

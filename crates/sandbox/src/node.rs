@@ -1,0 +1,354 @@
+//! One mariadbd process: its config, first-time initialisation, start with
+//! readiness polling, and stop.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode, Target};
+
+use crate::error::{Result, SandboxError};
+use crate::meta::{NodeLayout, NodeMeta, Role};
+
+/// How long a server may take to become ready (crash recovery of a big
+/// buffer pool can take a while; a normal start takes about a second).
+pub const START_TIMEOUT: Duration = Duration::from_secs(120);
+pub const STOP_TIMEOUT: Duration = Duration::from_secs(120);
+const POLL: Duration = Duration::from_millis(20);
+
+/// The MariaDB programs a sandbox runs.
+#[derive(Debug, Clone)]
+pub struct Binaries {
+    pub mariadbd: PathBuf,
+    pub install_db: PathBuf,
+}
+
+fn find_program(names: &[&str], extra_dirs: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::env::split_paths(&path).chain(extra_dirs.iter().map(PathBuf::from));
+    for d in dirs {
+        for n in names {
+            let p = d.join(n);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+impl Binaries {
+    /// Finds mariadbd (or `$SQLFLEET_MARIADBD`) and mariadb-install-db.
+    pub fn find() -> Result<Binaries> {
+        let sbin = [
+            "/usr/sbin",
+            "/usr/local/sbin",
+            "/usr/libexec",
+            "/usr/local/mysql/bin",
+        ];
+        let mariadbd = match std::env::var_os("SQLFLEET_MARIADBD") {
+            Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
+            _ => find_program(&["mariadbd", "mysqld"], &sbin)
+                .ok_or(SandboxError::MariadbMissing { what: "mariadbd" })?,
+        };
+        let mut dirs: Vec<&str> = vec!["/usr/bin", "/usr/local/bin", "/usr/scripts"];
+        let sibling = mariadbd.parent().map(|p| p.to_string_lossy().into_owned());
+        if let Some(s) = &sibling {
+            dirs.push(s);
+        }
+        let install_db = find_program(&["mariadb-install-db", "mysql_install_db"], &dirs).ok_or(
+            SandboxError::MariadbMissing {
+                what: "mariadb-install-db",
+            },
+        )?;
+        Ok(Binaries {
+            mariadbd,
+            install_db,
+        })
+    }
+
+    /// `mariadbd --version`, e.g. `10.11.19-MariaDB-0+deb12u1`.
+    pub fn version(&self) -> Option<String> {
+        let out = Command::new(&self.mariadbd)
+            .arg("--version")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut words = text.split_whitespace();
+        words.find(|w| *w == "Ver")?;
+        words.next().map(str::to_owned)
+    }
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The server's option file. Tuned for a local development and test
+/// server: durable enough to survive a kill, not fsync-bound.
+pub fn server_cnf(node: &NodeMeta, layout: &NodeLayout, options: &[String]) -> String {
+    let mut s =
+        String::from("# written by sqlfleet sandbox; edits are overwritten at start\n[mariadbd]\n");
+    let mut kv = |k: &str, v: &str| s.push_str(&format!("{k} = {v}\n"));
+    kv("datadir", &layout.datadir().display().to_string());
+    kv("tmpdir", &layout.tmpdir().display().to_string());
+    kv("socket", &layout.socket().display().to_string());
+    kv("pid-file", &layout.pid_file().display().to_string());
+    kv("log-error", &layout.error_log().display().to_string());
+    kv("port", &node.port.to_string());
+    kv("bind-address", "127.0.0.1");
+    kv("server-id", &node.server_id.to_string());
+    kv("log-bin", "mariadb-bin");
+    kv("log-slave-updates", "1");
+    kv("binlog-format", "ROW");
+    kv("gtid-strict-mode", "1");
+    kv("skip-name-resolve", "1");
+    kv("character-set-server", "utf8mb4");
+    kv("collation-server", "utf8mb4_general_ci");
+    kv("innodb-buffer-pool-size", "256M");
+    kv("innodb-log-file-size", "256M");
+    kv("innodb-flush-log-at-trx-commit", "2");
+    kv("sync-binlog", "0");
+    kv("max-connections", "2000");
+    kv("max-allowed-packet", "256M");
+    kv("local-infile", "1");
+    kv("performance-schema", "0");
+    kv("secure-file-priv", "\"\"");
+    if node.role == Role::Replica {
+        kv("read-only", "1");
+        kv("slave-parallel-threads", "2");
+    }
+    for o in options {
+        s.push_str(o);
+        s.push('\n');
+    }
+    s
+}
+
+/// Runs mariadb-install-db for a node that has no data yet.
+pub fn init_datadir(bins: &Binaries, label: &str, layout: &NodeLayout) -> Result<()> {
+    for d in [&layout.dir, &layout.tmpdir()] {
+        std::fs::create_dir_all(d).map_err(SandboxError::io(d))?;
+    }
+    let mut cmd = Command::new(&bins.install_db);
+    cmd.arg("--no-defaults")
+        .arg(format!("--datadir={}", layout.datadir().display()))
+        .arg("--auth-root-authentication-method=normal")
+        .arg("--skip-test-db")
+        .arg("--skip-name-resolve")
+        // Each node its own tmpdir: concurrent install-db runs collide on
+        // temporary table names in a shared /tmp.
+        .arg(format!("--tmpdir={}", layout.tmpdir().display()));
+    if let Some(dir) = bins.mariadbd.parent() {
+        // Lets install-db find this mariadbd rather than another one.
+        if let Some(base) = dir.parent() {
+            cmd.arg(format!("--basedir={}", base.display()));
+        }
+    }
+    if running_as_root() {
+        cmd.arg("--user=root");
+    }
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(SandboxError::io(&bins.install_db))?;
+    if !out.status.success() {
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        log.push_str(&String::from_utf8_lossy(&out.stdout));
+        return Err(SandboxError::InitFailed {
+            node: label.to_string(),
+            code: out
+                .status
+                .code()
+                .map_or("by signal".into(), |c| c.to_string()),
+            log: error_lines(&log),
+        });
+    }
+    Ok(())
+}
+
+/// Starts mariadbd for a node; returns the child (reap it or let it go).
+/// With `die_with_parent`, the server gets SIGTERM when the spawning
+/// thread's process exits (for test fixtures).
+pub fn spawn(
+    bins: &Binaries,
+    node: &NodeMeta,
+    layout: &NodeLayout,
+    options: &[String],
+    die_with_parent: bool,
+) -> Result<Child> {
+    crate::ports::ensure_free(node.port)?;
+    std::fs::create_dir_all(layout.tmpdir()).map_err(SandboxError::io(layout.tmpdir()))?;
+    let cnf = layout.server_cnf();
+    crate::meta::write_atomic(&cnf, server_cnf(node, layout, options).as_bytes(), 0o644)?;
+    // A stale socket or pid file from a killed server would confuse readiness.
+    let _ = std::fs::remove_file(layout.socket());
+    let _ = std::fs::remove_file(layout.pid_file());
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(layout.error_log())
+        .map_err(SandboxError::io(layout.error_log()))?;
+    let log2 = log
+        .try_clone()
+        .map_err(SandboxError::io(layout.error_log()))?;
+    let mut cmd = Command::new(&bins.mariadbd);
+    cmd.arg(format!("--defaults-file={}", cnf.display()));
+    if running_as_root() {
+        cmd.arg("--user=root");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .process_group(0);
+    if die_with_parent {
+        // SAFETY: prctl is async-signal-safe and touches no Rust state.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
+    cmd.spawn().map_err(SandboxError::io(&bins.mariadbd))
+}
+
+/// The target for root on a node's socket.
+pub fn socket_target(layout: &NodeLayout, password: Option<&Secret>) -> Target {
+    Target {
+        endpoint: Endpoint::Socket(layout.socket()),
+        user: "root".into(),
+        password: password.map(|p| PasswordSpec::Given(p.clone())),
+        database: None,
+        ssl_mode: SslMode::Disabled,
+        ssl_ca: None,
+    }
+}
+
+/// Polls until the server answers on its socket (any answer, even "access
+/// denied", means it is accepting connections), the child exits, or the
+/// timeout passes.
+pub async fn wait_ready(
+    child: &mut Child,
+    label: &str,
+    port: u16,
+    layout: &NodeLayout,
+) -> Result<()> {
+    let start = Instant::now();
+    let probe = socket_target(layout, None);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read_to_string(layout.error_log()).unwrap_or_default();
+            if log.contains("Address already in use") {
+                return Err(SandboxError::PortInUse { port });
+            }
+            return Err(SandboxError::StartFailed {
+                node: label.to_string(),
+                log_path: layout.error_log(),
+                tail: format!("{status}: {}", error_lines(&log)),
+            });
+        }
+        if layout.socket().exists() {
+            match probe.connect(Duration::from_secs(2)).await {
+                Ok(c) => {
+                    let _ = c.disconnect().await;
+                    return Ok(());
+                }
+                Err(e) if e.server_code().is_some() => return Ok(()),
+                Err(_) => {}
+            }
+        }
+        if start.elapsed() > START_TIMEOUT {
+            return Err(SandboxError::StartTimeout {
+                node: label.to_string(),
+                secs: START_TIMEOUT.as_secs(),
+                log_path: layout.error_log(),
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// The lines of the log that say ERROR, the last few, on one line.
+fn error_lines(log: &str) -> String {
+    let errs: Vec<&str> = log.lines().filter(|l| l.contains("ERROR")).collect();
+    let pick = if errs.is_empty() {
+        log.lines()
+            .rev()
+            .take(3)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect()
+    } else {
+        errs[errs.len().saturating_sub(3)..].to_vec()
+    };
+    one_line_tail(&pick.join(" | "), 600)
+}
+
+fn one_line_tail(s: &str, max: usize) -> String {
+    let flat = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.len() <= max {
+        flat
+    } else {
+        let mut cut = flat.len() - max;
+        while !flat.is_char_boundary(cut) {
+            cut += 1;
+        }
+        format!("...{}", &flat[cut..])
+    }
+}
+
+/// The pid of the running server of this node, if there is one.
+pub fn running_pid(layout: &NodeLayout) -> Option<i32> {
+    let text = std::fs::read_to_string(layout.pid_file()).ok()?;
+    let pid: i32 = text.trim().parse().ok()?;
+    is_alive(pid).then_some(pid)
+}
+
+/// True if `pid` exists and is not a zombie (reaping it if it is our child).
+pub fn is_alive(pid: i32) -> bool {
+    // SAFETY: waitpid with WNOHANG on a pid that may not be our child just
+    // returns ECHILD; kill with signal 0 only checks existence.
+    unsafe {
+        libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG);
+        if libc::kill(pid, 0) != 0 {
+            return false;
+        }
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .map(|(_, rest)| !rest.trim_start().starts_with('Z'))
+            .unwrap_or(true),
+        Err(_) => false,
+    }
+}
+
+/// Stops the node's server with SIGTERM and waits for it to exit; after
+/// the timeout it is killed. Returns whether a server was running.
+pub async fn stop(label: &str, layout: &NodeLayout) -> Result<bool> {
+    let Some(pid) = running_pid(layout) else {
+        return Ok(false);
+    };
+    // SAFETY: sending a signal to a pid we read from the server's pid file.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let start = Instant::now();
+    while is_alive(pid) {
+        if start.elapsed() > STOP_TIMEOUT {
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return Err(SandboxError::StopTimeout {
+                node: label.to_string(),
+                secs: STOP_TIMEOUT.as_secs(),
+                pid,
+            });
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    Ok(true)
+}

@@ -1,0 +1,247 @@
+//! `sqlfleet sandbox up|down|list|env|destroy`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use sqlfleet_conn::home::sqlfleet_home;
+use sqlfleet_sandbox::{self as sandbox, Role, Sandbox, UpOptions, DEFAULT_NAME};
+
+use crate::exit::Exit;
+
+#[derive(Subcommand, Debug)]
+pub enum SandboxCmd {
+    /// Create (first time) and start a sandbox; ready when this returns
+    Up(UpArgs),
+    /// Stop a sandbox's servers cleanly
+    Down(Which),
+    /// Name, ports, pid, state and replication health of every sandbox
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Shell exports (or the defaults-file path) to reach a sandbox
+    Env(EnvArgs),
+    /// Stop a sandbox and delete its data
+    Destroy(Which),
+}
+
+#[derive(Args, Debug)]
+pub struct UpArgs {
+    /// Sandbox name
+    #[arg(long, default_value = DEFAULT_NAME)]
+    name: String,
+    /// Primary's port (replicas take the next ones); default: first free from 3307
+    #[arg(long)]
+    port: Option<u16>,
+    /// Number of GTID replicas of the primary
+    #[arg(long)]
+    replicas: Option<usize>,
+    /// Extra server option, e.g. --option local_infile=0 (repeatable)
+    #[arg(long = "option", value_name = "KEY=VALUE")]
+    options: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct Which {
+    /// Sandbox name
+    #[arg(long, conflicts_with = "all")]
+    name: Option<String>,
+    /// Every sandbox
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct EnvArgs {
+    /// Sandbox name
+    #[arg(long, default_value = DEFAULT_NAME)]
+    name: String,
+    /// Which node: primary, replica1, ...
+    #[arg(long, default_value = "primary")]
+    node: String,
+    /// Print only the path of a client option file (for --defaults-file)
+    #[arg(long)]
+    defaults_file: bool,
+}
+
+pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
+    let home = sqlfleet_home();
+    match cmd {
+        SandboxCmd::Up(a) => up(home, a).await,
+        SandboxCmd::Down(w) => {
+            for sb in selected(&home, &w)? {
+                let stopped = sb.down().await?;
+                if stopped.is_empty() {
+                    println!("sandbox '{}' was not running", sb.name());
+                } else {
+                    println!("sandbox '{}' stopped ({})", sb.name(), stopped.join(", "));
+                }
+            }
+            Ok(Exit::Ok)
+        }
+        SandboxCmd::Destroy(w) => {
+            for sb in selected(&home, &w)? {
+                let name = sb.name().to_string();
+                let dir = sb.layout.dir.clone();
+                sb.destroy().await?;
+                println!("sandbox '{name}' destroyed ({} removed)", dir.display());
+            }
+            Ok(Exit::Ok)
+        }
+        SandboxCmd::List { json } => list(home, json).await,
+        SandboxCmd::Env(a) => env(home, a),
+    }
+}
+
+fn selected(home: &std::path::Path, w: &Which) -> anyhow::Result<Vec<Sandbox>> {
+    if w.all {
+        return sandbox::names(home)?
+            .iter()
+            .map(|n| Sandbox::open(home, n).map_err(Into::into))
+            .collect();
+    }
+    let name = w.name.as_deref().unwrap_or(DEFAULT_NAME);
+    Ok(vec![Sandbox::open(home, name)?])
+}
+
+async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
+    for o in &a.options {
+        if !o.contains('=') && o.starts_with('-') {
+            anyhow::bail!("--option '{o}': write server options as key=value, without dashes");
+        }
+    }
+    let opts = UpOptions {
+        name: a.name,
+        port: a.port,
+        ports: None,
+        replicas: a.replicas,
+        options: a.options,
+        die_with_parent: false,
+    };
+    let report = sandbox::up(&home, &opts).await?;
+    let sb = &report.sandbox;
+    let version = sandbox::Binaries::find()
+        .ok()
+        .and_then(|b| b.version())
+        .unwrap_or_else(|| "MariaDB".into());
+    let verb = if !report.created.is_empty() {
+        "created and started"
+    } else if !report.started.is_empty() {
+        "started"
+    } else {
+        "already running"
+    };
+    println!(
+        "sandbox '{}' {verb} in {:.1}s: {version}",
+        sb.name(),
+        report.elapsed.as_secs_f64()
+    );
+    for n in &sb.meta.nodes {
+        let role = match n.role {
+            Role::Primary => "primary",
+            Role::Replica => "replica (GTID, read_only)",
+        };
+        println!("  {:<9} 127.0.0.1:{:<5}  {role}", n.name, n.port);
+    }
+    println!("connect:");
+    println!("  mariadb --defaults-file={}", sb.defaults_file().display());
+    println!("  sqlfleet <command> --sandbox {}", sb.name());
+    println!("  eval \"$(sqlfleet sandbox env --name {})\"", sb.name());
+    println!(
+        "root password: {} (mode 0600)",
+        sb.layout.password_file().display()
+    );
+    Ok(Exit::Ok)
+}
+
+async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
+    let mut rows = Vec::new();
+    for name in sandbox::names(&home)? {
+        let sb = Sandbox::open(&home, &name)?;
+        rows.extend(sb.status().await);
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(Exit::Ok);
+    }
+    if rows.is_empty() {
+        println!(
+            "no sandboxes under {} ('sqlfleet sandbox up' makes one)",
+            home.display()
+        );
+        return Ok(Exit::Ok);
+    }
+    println!(
+        "{:<12} {:<9} {:<8} {:<6} {:>8} {:<8} REPLICATION",
+        "SANDBOX", "NODE", "ROLE", "PORT", "PID", "STATE"
+    );
+    for r in rows {
+        let role = match r.role {
+            Role::Primary => "primary",
+            Role::Replica => "replica",
+        };
+        let repl = match (&r.replication, &r.error, r.role, r.running) {
+            (_, Some(e), _, _) => format!("unknown: {e}"),
+            (Some(h), _, _, _) if h.healthy() => format!(
+                "ok, {}s behind, gtid {}",
+                h.seconds_behind.map_or("?".into(), |s| s.to_string()),
+                h.gtid_slave_pos
+            ),
+            (Some(h), _, _, _) => format!(
+                "BROKEN: io={} sql={} {}",
+                h.io_running, h.sql_running, h.last_error
+            ),
+            (None, _, Role::Replica, true) => "not configured".into(),
+            _ => "-".into(),
+        };
+        println!(
+            "{:<12} {:<9} {:<8} {:<6} {:>8} {:<8} {}",
+            r.sandbox,
+            r.node,
+            role,
+            r.port,
+            r.pid.map_or("-".into(), |p| p.to_string()),
+            if r.running { "running" } else { "stopped" },
+            repl
+        );
+    }
+    Ok(Exit::Ok)
+}
+
+fn env(home: PathBuf, a: EnvArgs) -> anyhow::Result<Exit> {
+    let sb = Sandbox::open(&home, &a.name)?;
+    let node = sb
+        .meta
+        .nodes
+        .iter()
+        .find(|n| n.name == a.node)
+        .with_context(|| {
+            let names: Vec<&str> = sb.meta.nodes.iter().map(|n| n.name.as_str()).collect();
+            format!(
+                "sandbox '{}' has no node '{}' (it has {})",
+                a.name,
+                a.node,
+                names.join(", ")
+            )
+        })?;
+    let cnf = sb.layout.client_cnf(node);
+    if a.defaults_file {
+        println!("{}", cnf.display());
+        return Ok(Exit::Ok);
+    }
+    // The password is read from its file when the shell evaluates this, so
+    // it never appears in our output.
+    let q = |p: &std::path::Path| format!("'{}'", p.display().to_string().replace('\'', "'\\''"));
+    println!("export MYSQL_HOST=127.0.0.1");
+    println!("export MYSQL_TCP_PORT={}", node.port);
+    println!(
+        "export MYSQL_PWD=\"$(cat {})\"",
+        q(&sb.layout.password_file())
+    );
+    println!("export SQLFLEET_SANDBOX={}", sb.name());
+    println!("export SQLFLEET_DEFAULTS_FILE={}", q(&cnf));
+    println!("# mariadb -uroot  |  mariadb --defaults-file=\"$SQLFLEET_DEFAULTS_FILE\"");
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,30 @@
+//! Exit codes shared by every subcommand.
+
+/// 0 success, 1 usage or setup error, 2 partial failure, 3 total failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Exit {
+    Ok = 0,
+    Usage = 1,
+    #[allow(dead_code)]
+    Partial = 2,
+    #[allow(dead_code)]
+    Total = 3,
+}
+
+/// An error and its causes on one line, `outer: inner: innermost`,
+/// skipping causes whose text the outer message already contains.
+pub fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    out.replace('\n', " ")
+}

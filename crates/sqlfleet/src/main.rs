@@ -1,0 +1,80 @@
+//! The `sqlfleet` binary: parses flags, runs the library crates, maps
+//! errors to exit codes. It holds no logic of its own.
+
+mod cmd;
+mod exit;
+mod proctitle;
+
+use clap::{Parser, Subcommand};
+
+use exit::Exit;
+
+/// Parallel tools for MySQL and MariaDB fleets.
+///
+/// Exit codes: 0 success, 1 usage or setup error, 2 partial failure (some
+/// hosts, some statements), 3 total failure.
+#[derive(Parser, Debug)]
+#[command(name = "sqlfleet", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Load a mysqldump/mariadb-dump stream or CSV/TSV files in parallel
+    Load(cmd::pending::PendingArgs),
+    /// Run SQL on many servers at once and merge the results
+    Query(cmd::pending::PendingArgs),
+    /// MySQL-protocol connection pool and proxy
+    Relay(cmd::pending::PendingArgs),
+    /// Throughput and latency sweeps, direct and through a relay
+    Bench(cmd::pending::PendingArgs),
+    /// Local MariaDB servers (and replicas) in a data dir
+    #[command(subcommand)]
+    Sandbox(cmd::sandbox::SandboxCmd),
+}
+
+fn main() {
+    proctitle::mask_passwords();
+    let argv = sqlfleet_conn::normalize_argv(std::env::args_os());
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                Exit::Usage
+            } else {
+                Exit::Ok
+            };
+            let _ = e.print();
+            std::process::exit(code as i32);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("sqlfleet: cannot start the async runtime: {e}");
+            std::process::exit(Exit::Usage as i32);
+        }
+    };
+    let result = rt.block_on(async move {
+        match cli.command {
+            Command::Load(a) => cmd::pending::run("load", 3, a),
+            Command::Query(a) => cmd::pending::run("query", 5, a),
+            Command::Relay(a) => cmd::pending::run("relay", 6, a),
+            Command::Bench(a) => cmd::pending::run("bench", 8, a),
+            Command::Sandbox(c) => cmd::sandbox::run(c).await,
+        }
+    });
+    let code = match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("sqlfleet: {}", exit::one_line(&e));
+            Exit::Usage
+        }
+    };
+    std::process::exit(code as i32);
+}

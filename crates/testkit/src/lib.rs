@@ -1,0 +1,231 @@
+//! The integration-test fixture.
+//!
+//! [`server()`] starts one sandbox (primary only) per test binary, the
+//! first time a test asks; [`replicated()`] one with two replicas. Ports
+//! come from the kernel and directories are unique, so test binaries run
+//! concurrently without colliding. The servers die with the test process
+//! (SIGTERM on parent death) and are stopped and deleted at exit; leftovers
+//! of a killed run are cleaned up by the next.
+//!
+//! No test is skipped when mariadbd is missing: the fixture panics with
+//! the install hint.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use sqlfleet_conn::quote::ident;
+use sqlfleet_conn::Target;
+use sqlfleet_sandbox::node::{is_alive, running_pid};
+use sqlfleet_sandbox::{Sandbox, SandboxError, UpOptions};
+
+/// A running sandbox owned by this test process.
+pub struct TestServer {
+    pub sandbox: Sandbox,
+}
+
+static HOMES: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+/// The primary-only server of this test binary.
+pub fn server() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| start("t", 0, vec![]))
+}
+
+/// A primary with two replicas, for replication tests.
+pub fn replicated() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| start("r", 2, vec![]))
+}
+
+/// A server started with extra options (e.g. `local_infile=0`); one per
+/// distinct call site, kept in the caller's own `OnceLock`.
+pub fn server_with(options: &[&str]) -> TestServer {
+    start("o", 0, options.iter().map(|s| s.to_string()).collect())
+}
+
+fn tests_root() -> PathBuf {
+    std::env::temp_dir().join("sqlfleet-tests")
+}
+
+fn start(name: &str, replicas: usize, options: Vec<String>) -> TestServer {
+    clean_stale();
+    let home = tests_root().join(format!(
+        "{}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        name
+    ));
+    let _ = std::fs::remove_dir_all(&home);
+    if let Err(e) = std::fs::create_dir_all(&home) {
+        panic!("test fixture: cannot create {}: {e}", home.display());
+    }
+    register_cleanup(&home);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let h2 = home.clone();
+    let name = name.to_string();
+    // The servers are spawned from a thread that lives as long as the
+    // process, because PR_SET_PDEATHSIG fires when the spawning *thread*
+    // exits.
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("test fixture runtime");
+        let r = rt.block_on(async {
+            let mut last = None;
+            for _ in 0..5 {
+                let ports = sqlfleet_sandbox::ports::ephemeral(replicas + 1)?;
+                let opts = UpOptions {
+                    name: name.clone(),
+                    ports: Some(ports),
+                    replicas: Some(replicas),
+                    options: options.clone(),
+                    die_with_parent: true,
+                    ..UpOptions::default()
+                };
+                match sqlfleet_sandbox::up(&h2, &opts).await {
+                    Ok(r) => return Ok(r.sandbox),
+                    Err(e @ SandboxError::PortInUse { .. }) => {
+                        // Another process took a port between our check and
+                        // the server's bind: try new ports.
+                        if let Ok(sb) = Sandbox::open(&h2, &name) {
+                            let _ = sb.destroy().await;
+                        }
+                        last = Some(e);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(last.unwrap_or(SandboxError::PortInUse { port: 0 }))
+        });
+        let _ = tx.send(r);
+        loop {
+            std::thread::park();
+        }
+    });
+    match rx.recv() {
+        Ok(Ok(sandbox)) => TestServer { sandbox },
+        Ok(Err(e)) => panic!("test fixture: cannot start a sandbox server: {e}"),
+        Err(_) => panic!("test fixture: the server thread died"),
+    }
+}
+
+fn register_cleanup(home: &Path) {
+    let mut homes = HOMES.lock().unwrap_or_else(|e| e.into_inner());
+    if homes.is_empty() {
+        // SAFETY: registering a plain extern "C" function with atexit.
+        unsafe { libc::atexit(cleanup_at_exit) };
+    }
+    homes.push(home.to_owned());
+}
+
+extern "C" fn cleanup_at_exit() {
+    let homes = HOMES.lock().map(|h| h.clone()).unwrap_or_default();
+    for h in homes {
+        stop_all_under(&h);
+        let _ = std::fs::remove_dir_all(&h);
+    }
+}
+
+/// Stops every server whose pid file is under `dir`, without a runtime.
+fn stop_all_under(dir: &Path) {
+    let Ok(sandboxes) = std::fs::read_dir(dir.join("sandboxes")) else {
+        return;
+    };
+    let mut pids = Vec::new();
+    for sb in sandboxes.flatten() {
+        for node in std::fs::read_dir(sb.path()).into_iter().flatten().flatten() {
+            let nl = sqlfleet_sandbox::meta::NodeLayout { dir: node.path() };
+            if let Some(pid) = running_pid(&nl) {
+                // SAFETY: signalling a pid read from our own server's pid file.
+                unsafe { libc::kill(pid, libc::SIGTERM) };
+                pids.push(pid);
+            }
+        }
+    }
+    let start = Instant::now();
+    while pids.iter().any(|&p| is_alive(p)) && start.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Removes fixture directories of test processes that no longer exist.
+fn clean_stale() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let Ok(entries) = std::fs::read_dir(tests_root()) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+                continue;
+            };
+            if pid != std::process::id() as i32 && !is_alive(pid) {
+                stop_all_under(&e.path());
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    });
+}
+
+impl TestServer {
+    /// Root on the primary over TCP.
+    pub fn target(&self) -> Target {
+        self.sandbox
+            .target(self.sandbox.meta.primary())
+            .expect("sandbox password file")
+    }
+
+    /// Root on replica `i` (1-based).
+    pub fn replica_target(&self, i: usize) -> Target {
+        self.sandbox
+            .target(&self.sandbox.meta.nodes[i])
+            .expect("sandbox password file")
+    }
+
+    /// The client option file for the primary (`--defaults-file`).
+    pub fn defaults_file(&self) -> PathBuf {
+        self.sandbox.defaults_file()
+    }
+
+    /// `$SQLFLEET_HOME` of this fixture (for `--sandbox NAME` in CLI tests).
+    pub fn home(&self) -> &Path {
+        &self.sandbox.home
+    }
+
+    /// A new, empty database whose name starts with `prefix`; returns its
+    /// name and a target that uses it.
+    pub async fn fresh_db(&self, prefix: &str) -> (String, Target) {
+        let name = format!(
+            "{}_{}",
+            prefix
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect::<String>(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut c = self.connect().await;
+        c.query_drop(format!(
+            "DROP DATABASE IF EXISTS {0}; CREATE DATABASE {0}",
+            ident(&name)
+        ))
+        .await
+        .expect("create test database");
+        let _ = c.disconnect().await;
+        let t = self.target().with_database(Some(&name));
+        (name, t)
+    }
+
+    /// A root connection to the primary.
+    pub async fn connect(&self) -> mysql_async::Conn {
+        self.target()
+            .connect(Duration::from_secs(10))
+            .await
+            .expect("connect to the test server")
+    }
+}
