@@ -47,9 +47,10 @@ impl Binaries {
             "/usr/libexec",
             "/usr/local/mysql/bin",
         ];
-        let mariadbd = match std::env::var_os("SQLFLEET_MARIADBD") {
+        let mariadbd = match std::env::var_os("SQLFLEET_MARIADBD").filter(|p| !p.is_empty()) {
             Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
-            _ => find_program(&["mariadbd", "mysqld"], &sbin)
+            Some(_) => return Err(SandboxError::MariadbMissing { what: "mariadbd" }),
+            None => find_program(&["mariadbd", "mysqld"], &sbin)
                 .ok_or(SandboxError::MariadbMissing { what: "mariadbd" })?,
         };
         let mut dirs: Vec<&str> = vec!["/usr/bin", "/usr/local/bin", "/usr/scripts"];

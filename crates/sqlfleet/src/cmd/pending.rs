@@ -17,7 +17,10 @@ pub struct PendingArgs {
     pub rest: Vec<String>,
 }
 
-pub fn run(name: &str, issue: u32, _args: PendingArgs) -> anyhow::Result<Exit> {
+pub fn run(name: &str, issue: u32, args: PendingArgs) -> anyhow::Result<Exit> {
+    // Validate the connection flags and option files even so, so that
+    // mistakes there surface the same way they will once the command exists.
+    sqlfleet_conn::resolve(&args.conn, &sqlfleet_conn::Env::from_process())?;
     eprintln!("sqlfleet {name}: not built yet (planned in issue {issue}); nothing was done");
     Ok(Exit::Usage)
 }

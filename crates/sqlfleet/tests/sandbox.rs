@@ -1,0 +1,264 @@
+//! The sandbox against real mariadbd: CLI life cycle, replication, errors.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{assert_setup_error, run_in, stdout};
+use mysql_async::prelude::Queryable;
+
+/// Destroys every sandbox under a home when dropped, pass or fail.
+struct Home(tempfile::TempDir);
+
+impl Home {
+    fn new() -> Home {
+        Home(tempfile::tempdir().expect("tempdir"))
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = run_in(self.path(), &["sandbox", "destroy", "--all"]);
+    }
+}
+
+fn free_port_block(n: u16) -> u16 {
+    // A kernel-chosen port with n-1 free ports after it.
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let p = l.local_addr().expect("addr").port();
+        drop(l);
+        if p < 60000 && (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
+            return p;
+        }
+    }
+}
+
+#[test]
+fn up_list_down_up_destroy() {
+    let home = Home::new();
+    let port = free_port_block(3);
+    let ps = port.to_string();
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "life",
+            "--port",
+            &ps,
+            "--replicas",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "up: {}", common::stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("created and started"), "{out}");
+    assert!(out.contains(&format!("127.0.0.1:{port}")), "{out}");
+
+    // The defaults file works with the stock client, and the password file is private.
+    let cnf = home.path().join("sandboxes/life/client.cnf");
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).expect("stat").permissions())
+            & 0o777
+    };
+    assert_eq!(mode(&cnf), 0o600);
+    assert_eq!(mode(&home.path().join("sandboxes/life/root.pw")), 0o600);
+    let q = std::process::Command::new("mariadb")
+        .arg(format!("--defaults-file={}", cnf.display()))
+        .args([
+            "-N",
+            "-e",
+            "SELECT @@port, @@bind_address, @@log_bin, @@gtid_strict_mode",
+        ])
+        .output()
+        .expect("mariadb client (apt-get install mariadb-client)");
+    assert_eq!(
+        String::from_utf8_lossy(&q.stdout).trim(),
+        format!("{port}\t127.0.0.1\t1\t1")
+    );
+
+    let o = run_in(home.path(), &["sandbox", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let nodes = v.as_array().expect("array");
+    assert_eq!(nodes.len(), 3);
+    for n in nodes {
+        assert_eq!(n["running"], true, "{n}");
+    }
+    for r in &nodes[1..] {
+        assert_eq!(r["replication"]["io_running"], "Yes", "{r}");
+        assert_eq!(r["replication"]["sql_running"], "Yes", "{r}");
+    }
+    let table = stdout(&run_in(home.path(), &["sandbox", "list"]));
+    assert!(
+        table.contains("replica2") && table.contains("ok, "),
+        "{table}"
+    );
+
+    let o = run_in(home.path(), &["sandbox", "down", "--all"]);
+    assert!(o.status.success());
+    assert!(
+        stdout(&o).contains("stopped (replica2, replica1, primary)"),
+        "{}",
+        stdout(&o)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&run_in(home.path(), &["sandbox", "list", "--json"]).stdout)
+            .expect("json");
+    assert!(
+        v.as_array()
+            .expect("array")
+            .iter()
+            .all(|n| n["running"] == false),
+        "{v}"
+    );
+
+    // Restarting an existing sandbox: fast path, replication resumes.
+    let t = Instant::now();
+    let o = run_in(home.path(), &["sandbox", "up", "--name", "life"]);
+    eprintln!(
+        "restart of an existing 3-node sandbox took {:?}",
+        t.elapsed()
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(stdout(&o).contains("started in"), "{}", stdout(&o));
+    let o = run_in(
+        home.path(),
+        &["sandbox", "up", "--name", "life", "--replicas", "1"],
+    );
+    assert_setup_error(&o, "has 2 replica(s)");
+
+    let o = run_in(home.path(), &["sandbox", "destroy", "--name", "life"]);
+    assert!(o.status.success());
+    assert!(!home.path().join("sandboxes/life").exists());
+}
+
+#[test]
+fn env_exports_reach_the_server_without_printing_the_password() {
+    let home = Home::new();
+    let port = free_port_block(1).to_string();
+    assert!(run_in(
+        home.path(),
+        &["sandbox", "up", "--name", "e", "--port", &port]
+    )
+    .status
+    .success());
+    let o = run_in(home.path(), &["sandbox", "env", "--name", "e"]);
+    let exports = stdout(&o);
+    let pw = std::fs::read_to_string(home.path().join("sandboxes/e/root.pw")).expect("pw");
+    assert!(!exports.contains(pw.trim()), "password printed");
+    let script = format!("{exports}\nmariadb -uroot -N -e 'SELECT 40+2'");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .output()
+        .expect("sh");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "42",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn replicas_apply_a_primary_write() {
+    let srv = sqlfleet_testkit::replicated();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut p = srv.connect().await;
+        p.query_drop("CREATE DATABASE IF NOT EXISTS repl_t; CREATE TABLE IF NOT EXISTS repl_t.x (id INT PRIMARY KEY, v VARCHAR(10))")
+            .await
+            .expect("ddl");
+        p.query_drop("INSERT INTO repl_t.x VALUES (1, 'hello')").await.expect("insert");
+        let t0 = Instant::now();
+        for i in 1..=2 {
+            let mut r = srv.replica_target(i).connect(Duration::from_secs(5)).await.expect("replica");
+            loop {
+                let v: Option<String> = r.query_first("SELECT v FROM repl_t.x WHERE id = 1").await.unwrap_or(None);
+                if v.as_deref() == Some("hello") {
+                    break;
+                }
+                assert!(t0.elapsed() < Duration::from_secs(30), "replica{i} never got the row");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let ro: i64 = r.query_first("SELECT @@read_only").await.expect("q").expect("row");
+            assert_eq!(ro, 1);
+        }
+        eprintln!("write visible on both replicas after {:?}", t0.elapsed());
+    });
+}
+
+#[test]
+fn port_in_use_is_a_one_line_error() {
+    let home = Home::new();
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = l.local_addr().expect("addr").port().to_string();
+    let o = run_in(
+        home.path(),
+        &["sandbox", "up", "--name", "p", "--port", &port],
+    );
+    assert_setup_error(&o, &format!("port {port} is in use"));
+}
+
+#[test]
+fn unknown_sandbox_is_a_one_line_error() {
+    let home = Home::new();
+    for args in [
+        &["sandbox", "down", "--name", "ghost"][..],
+        &["sandbox", "env", "--name", "ghost"],
+        &["load", "--sandbox", "ghost", "x.sql"],
+    ] {
+        assert_setup_error(&run_in(home.path(), args), "no sandbox named 'ghost'");
+    }
+}
+
+#[test]
+fn missing_mariadbd_names_the_package() {
+    let home = Home::new();
+    let o = common::sqlfleet()
+        .env("SQLFLEET_HOME", home.path())
+        .env("SQLFLEET_MARIADBD", "/nonexistent/mariadbd")
+        .args(["sandbox", "up", "--name", "m"])
+        .output()
+        .expect("run");
+    assert_setup_error(&o, "apt-get install mariadb-server");
+}
+
+#[test]
+fn malformed_option_file_is_a_one_line_error() {
+    let home = Home::new();
+    let cnf = home.path().join("bad.cnf");
+    std::fs::write(&cnf, "[client]\nport = 33o6\n").expect("write");
+    let o = run_in(
+        home.path(),
+        &["query", "--defaults-file", cnf.to_str().expect("utf8")],
+    );
+    assert_setup_error(&o, "bad.cnf:2: option 'port': '33o6' is not a port number");
+    std::fs::write(&cnf, "user=x\n").expect("write");
+    let o = run_in(
+        home.path(),
+        &["query", "--defaults-file", cnf.to_str().expect("utf8")],
+    );
+    assert_setup_error(
+        &o,
+        "bad.cnf:1: option 'user' appears before any [group] header",
+    );
+}
+
+#[test]
+fn unbuilt_commands_say_so_and_exit_1() {
+    let home = Home::new();
+    for c in ["query", "relay", "bench"] {
+        let o = run_in(home.path(), &[c, "--no-defaults"]);
+        assert_setup_error(&o, "not built yet");
+    }
+    let o = run_in(home.path(), &["sandbox", "frobnicate"]);
+    assert_eq!(o.status.code(), Some(1));
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs what sqlfleet needs to build and test on Debian/Ubuntu:
+# mariadb-server and mariadb-client (the sandbox and the stock client the
+# tests compare with), a C compiler (for the crypto crate), and Rust via
+# rustup when cargo is missing. Idempotent: installs only what is absent.
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+have mariadbd || need+=(mariadb-server)
+have mariadb || need+=(mariadb-client)
+have mariadb-dump || need+=(mariadb-client)
+have cc || need+=(gcc libc6-dev)
+have make || need+=(make)
+have curl || need+=(curl ca-certificates)
+have python3 || need+=(python3)
+for extra in "$@"; do need+=("$extra"); done
+
+if [ "${#need[@]}" -gt 0 ]; then
+  echo "deps: installing ${need[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  export PATH="$HOME/.cargo/bin:$PATH"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "deps: installing Rust with rustup" >&2
+  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs \
+    | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
+fi
