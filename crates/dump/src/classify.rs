@@ -1,0 +1,423 @@
+//! What a dump statement is, so the loader knows what may run in parallel.
+//!
+//! Looks at the statement's first words, reading through executable
+//! comments (`/*!50003 CREATE*/ /*!50017 DEFINER=...*/ /*!50003 TRIGGER`)
+//! as the server would, and skipping ordinary comments.
+
+/// A table, with its database when the statement names one.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TableRef {
+    pub db: Option<String>,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// `SET ...` (not GLOBAL): replayed on every connection.
+    Session,
+    /// `USE db`: replayed on every connection.
+    Use(String),
+    /// `LOCK TABLES` / `UNLOCK TABLES`: dumps add them for speed on one
+    /// connection; with many connections they would serialize, so skipped.
+    Lock,
+    /// `CREATE`/`DROP`/`ALTER`/`TRUNCATE TABLE`: ordered with the table's data.
+    TableDdl { table: TableRef, create: bool },
+    /// `INSERT`/`REPLACE` into a table: the parallel part.
+    Data(TableRef),
+    /// `CREATE TRIGGER ... ON table`: after the table's data.
+    Trigger(TableRef),
+    /// `CREATE DATABASE`, views, routines, events, anything else: runs
+    /// alone, after everything before it.
+    Barrier,
+}
+
+impl Kind {
+    pub fn table(&self) -> Option<&TableRef> {
+        match self {
+            Kind::TableDdl { table, .. } | Kind::Data(table) | Kind::Trigger(table) => Some(table),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Tok {
+    Word(String),
+    Ident(String),
+    Punct(u8),
+    Other,
+}
+
+/// The code of a statement with comments removed and executable comments
+/// opened, up to `limit` tokens.
+fn tokens(text: &[u8], limit: usize) -> Vec<Tok> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = text.len();
+    while i < n && out.len() < limit {
+        let b = text[i];
+        if b.is_ascii_whitespace() {
+            i += 1;
+        } else if b == b'/' && text.get(i + 1) == Some(&b'*') {
+            let mut j = i + 2;
+            let exec = text.get(j) == Some(&b'!')
+                || (text.get(j) == Some(&b'M') && text.get(j + 1) == Some(&b'!'));
+            if exec {
+                j += if text[j] == b'M' { 2 } else { 1 };
+                let ds = j;
+                while j < n && text[j].is_ascii_digit() {
+                    j += 1;
+                }
+                let version: u64 = std::str::from_utf8(&text[ds..j])
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                if version < 900_000 {
+                    i = j; // read the content as code
+                    continue;
+                }
+            }
+            // Ordinary (or never-executed) comment: skip to */.
+            match memchr::memmem::find(&text[j..], b"*/") {
+                Some(k) => i = j + k + 2,
+                None => break,
+            }
+        } else if b == b'*' && text.get(i + 1) == Some(&b'/') {
+            i += 2; // end of an executable comment
+        } else if b == b'#' || (b == b'-' && text.get(i + 1) == Some(&b'-')) {
+            match memchr::memchr(b'\n', &text[i..]) {
+                Some(k) => i += k + 1,
+                None => break,
+            }
+        } else if b == b'`' {
+            let mut s = Vec::new();
+            let mut j = i + 1;
+            while j < n {
+                if text[j] == b'`' {
+                    if text.get(j + 1) == Some(&b'`') {
+                        s.push(b'`');
+                        j += 2;
+                        continue;
+                    }
+                    break;
+                }
+                s.push(text[j]);
+                j += 1;
+            }
+            out.push(Tok::Ident(String::from_utf8_lossy(&s).into_owned()));
+            i = j + 1;
+        } else if b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80 {
+            let mut j = i;
+            while j < n
+                && (text[j].is_ascii_alphanumeric()
+                    || text[j] == b'_'
+                    || text[j] == b'$'
+                    || text[j] >= 0x80)
+            {
+                j += 1;
+            }
+            out.push(Tok::Word(String::from_utf8_lossy(&text[i..j]).into_owned()));
+            i = j;
+        } else if b == b'\'' || b == b'"' {
+            // A string: skip it.
+            let mut j = i + 1;
+            while j < n && text[j] != b {
+                if text[j] == b'\\' {
+                    j += 1;
+                }
+                j += 1;
+            }
+            out.push(Tok::Other);
+            i = j + 1;
+        } else {
+            out.push(Tok::Punct(b));
+            i += 1;
+        }
+    }
+    out
+}
+
+struct Cursor {
+    toks: Vec<Tok>,
+    i: usize,
+}
+
+impl Cursor {
+    fn kw(&self, k: &str) -> bool {
+        matches!(self.toks.get(self.i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k))
+    }
+    fn eat(&mut self, k: &str) -> bool {
+        if self.kw(k) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    fn eat_seq(&mut self, ks: &[&str]) -> bool {
+        let save = self.i;
+        for k in ks {
+            if !self.eat(k) {
+                self.i = save;
+                return false;
+            }
+        }
+        true
+    }
+    fn name(&mut self) -> Option<String> {
+        match self.toks.get(self.i) {
+            Some(Tok::Word(w)) | Some(Tok::Ident(w)) => {
+                self.i += 1;
+                Some(w.clone())
+            }
+            _ => None,
+        }
+    }
+    /// `name` or `db.name`.
+    fn table(&mut self) -> Option<TableRef> {
+        let first = self.name()?;
+        if self.toks.get(self.i) == Some(&Tok::Punct(b'.')) {
+            self.i += 1;
+            let second = self.name()?;
+            Some(TableRef {
+                db: Some(first),
+                name: second,
+            })
+        } else {
+            Some(TableRef {
+                db: None,
+                name: first,
+            })
+        }
+    }
+    /// Skips `DEFINER = user@host` and similar clauses up to a keyword.
+    fn skip_until(&mut self, any: &[&str]) -> bool {
+        while self.i < self.toks.len() {
+            if any.iter().any(|k| self.kw(k)) {
+                return true;
+            }
+            self.i += 1;
+        }
+        false
+    }
+}
+
+/// Classifies one statement.
+pub fn classify(text: &[u8]) -> Kind {
+    let mut c = Cursor {
+        toks: tokens(text, 48),
+        i: 0,
+    };
+    if c.eat("SET") {
+        if c.kw("GLOBAL") || c.kw("PERSIST") {
+            return Kind::Barrier;
+        }
+        return Kind::Session;
+    }
+    if c.eat("USE") {
+        return match c.name() {
+            Some(db) => Kind::Use(db),
+            None => Kind::Barrier,
+        };
+    }
+    if c.eat_seq(&["LOCK", "TABLES"]) || c.eat_seq(&["UNLOCK", "TABLES"]) {
+        return Kind::Lock;
+    }
+    if c.eat("INSERT") || c.eat("REPLACE") {
+        while c.eat("LOW_PRIORITY") || c.eat("DELAYED") || c.eat("HIGH_PRIORITY") || c.eat("IGNORE")
+        {
+        }
+        c.eat("INTO");
+        return match c.table() {
+            Some(t) => Kind::Data(t),
+            None => Kind::Barrier,
+        };
+    }
+    if c.eat("ALTER") {
+        c.eat("ONLINE");
+        c.eat("IGNORE");
+        if c.eat("TABLE") {
+            if let Some(t) = c.table() {
+                return Kind::TableDdl {
+                    table: t,
+                    create: false,
+                };
+            }
+        }
+        return Kind::Barrier;
+    }
+    if c.eat("TRUNCATE") {
+        c.eat("TABLE");
+        if let Some(t) = c.table() {
+            return Kind::TableDdl {
+                table: t,
+                create: false,
+            };
+        }
+        return Kind::Barrier;
+    }
+    if c.eat("DROP") {
+        c.eat("TEMPORARY");
+        if c.eat("TABLE") {
+            c.eat_seq(&["IF", "EXISTS"]);
+            if let Some(t) = c.table() {
+                // A list of tables touches several: keep it simple, run alone.
+                if c.toks.get(c.i) == Some(&Tok::Punct(b',')) {
+                    return Kind::Barrier;
+                }
+                return Kind::TableDdl {
+                    table: t,
+                    create: false,
+                };
+            }
+        }
+        return Kind::Barrier;
+    }
+    if c.eat("CREATE") {
+        c.eat_seq(&["OR", "REPLACE"]);
+        c.eat("TEMPORARY");
+        if c.eat("TABLE") {
+            c.eat_seq(&["IF", "NOT", "EXISTS"]);
+            if let Some(t) = c.table() {
+                // CREATE TABLE ... SELECT / LIKE reads other tables.
+                if c.toks.get(c.i) == Some(&Tok::Punct(b'(')) || c.i >= c.toks.len() {
+                    return Kind::TableDdl {
+                        table: t,
+                        create: true,
+                    };
+                }
+            }
+            return Kind::Barrier;
+        }
+        // CREATE [DEFINER=...] TRIGGER name ... ON table
+        if c.skip_until(&[
+            "TRIGGER",
+            "VIEW",
+            "PROCEDURE",
+            "FUNCTION",
+            "EVENT",
+            "DATABASE",
+            "SCHEMA",
+            "TABLE",
+        ]) && c.eat("TRIGGER")
+        {
+            c.eat_seq(&["IF", "NOT", "EXISTS"]);
+            let _ = c.table();
+            if c.skip_until(&["ON"]) && c.eat("ON") {
+                if let Some(t) = c.table() {
+                    return Kind::Trigger(t);
+                }
+            }
+        }
+        return Kind::Barrier;
+    }
+    Kind::Barrier
+}
+
+/// `ENGINE=...` of a CREATE TABLE, upper-cased, if given.
+pub fn engine(text: &[u8]) -> Option<String> {
+    let tail = &text[text.len().saturating_sub(2048)..];
+    let upper: Vec<u8> = tail.to_ascii_uppercase();
+    let at = memchr::memmem::rfind(&upper, b"ENGINE")?;
+    let rest = &upper[at + 6..];
+    let rest = rest.trim_ascii_start();
+    let rest = rest.strip_prefix(b"=").unwrap_or(rest).trim_ascii_start();
+    let end = rest
+        .iter()
+        .position(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
+}
+
+/// Engines whose writes cannot be journaled in the same transaction.
+pub fn is_transactional(engine: &str) -> bool {
+    matches!(engine, "INNODB" | "XTRADB" | "ROCKSDB" | "TOKUDB")
+}
+
+/// For a `SET` statement: `Some(false)` if it turns NO_BACKSLASH_ESCAPES
+/// on (backslashes stop escaping), `Some(true)` if it sets sql_mode
+/// without it, `None` if it does not touch sql_mode.
+pub fn backslash_escapes_after(text: &[u8]) -> Option<bool> {
+    let upper = text.to_ascii_uppercase();
+    memchr::memmem::find(&upper, b"SQL_MODE")?;
+    Some(memchr::memmem::find(&upper, b"NO_BACKSLASH_ESCAPES").is_none())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(name: &str) -> TableRef {
+        TableRef {
+            db: None,
+            name: name.into(),
+        }
+    }
+
+    #[test]
+    fn mysqldump_statements() {
+        let cases: Vec<(&str, Kind)> = vec![
+            ("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */", Kind::Session),
+            ("/*M!100616 SET @OLD_NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", Kind::Session),
+            ("SET @saved_cs_client     = @@character_set_client", Kind::Session),
+            ("SET GLOBAL max_connections = 10", Kind::Barrier),
+            ("USE `shop`", Kind::Use("shop".into())),
+            ("LOCK TABLES `t` WRITE", Kind::Lock),
+            ("UNLOCK TABLES", Kind::Lock),
+            ("DROP TABLE IF EXISTS `t`", Kind::TableDdl { table: t("t"), create: false }),
+            ("CREATE TABLE `t` (\n  `id` int NOT NULL\n) ENGINE=InnoDB", Kind::TableDdl { table: t("t"), create: true }),
+            ("/*!40000 ALTER TABLE `t` DISABLE KEYS */", Kind::TableDdl { table: t("t"), create: false }),
+            ("INSERT INTO `t` VALUES (1),(2)", Kind::Data(t("t"))),
+            ("INSERT IGNORE INTO db.`t` (`a`) VALUES (1)", Kind::Data(TableRef { db: Some("db".into()), name: "t".into() })),
+            ("REPLACE INTO `we``ird` VALUES (1)", Kind::Data(t("we`ird"))),
+            (
+                "/*!50003 CREATE*/ /*!50017 DEFINER=`root`@`localhost`*/ /*!50003 TRIGGER `trg` BEFORE INSERT ON `t` FOR EACH ROW SET NEW.a = 1 */",
+                Kind::Trigger(t("t")),
+            ),
+            ("CREATE DEFINER=`root`@`localhost` TRIGGER trg AFTER UPDATE ON x.y FOR EACH ROW BEGIN END", Kind::Trigger(TableRef { db: Some("x".into()), name: "y".into() })),
+            ("/*!50001 CREATE ALGORITHM=UNDEFINED */ /*!50013 DEFINER=`root`@`localhost` SQL SECURITY DEFINER */ /*!50001 VIEW `v` AS select 1 */", Kind::Barrier),
+            ("CREATE DEFINER=`root`@`localhost` PROCEDURE `p`() BEGIN SELECT 1; END", Kind::Barrier),
+            ("CREATE DATABASE /*!32312 IF NOT EXISTS*/ `shop` /*!40100 DEFAULT CHARACTER SET utf8mb4 */", Kind::Barrier),
+            ("CREATE TABLE t2 AS SELECT * FROM t", Kind::Barrier),
+            ("DROP TABLE a, b", Kind::Barrier),
+            ("-- comment\nINSERT INTO t VALUES (1)", Kind::Data(t("t"))),
+            ("/*M!999999\\- enable the sandbox mode */ /*!40101 SET x=1 */", Kind::Session),
+        ];
+        for (sql, want) in cases {
+            assert_eq!(classify(sql.as_bytes()), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn engines_and_sql_mode() {
+        assert_eq!(
+            engine(b"CREATE TABLE t (a int) ENGINE=MyISAM DEFAULT CHARSET=utf8mb4"),
+            Some("MYISAM".into())
+        );
+        assert_eq!(
+            engine(b"CREATE TABLE t (a int) ENGINE = Aria"),
+            Some("ARIA".into())
+        );
+        assert_eq!(engine(b"CREATE TABLE t (a int)"), None);
+        assert!(is_transactional("INNODB") && !is_transactional("MYISAM"));
+        assert_eq!(
+            backslash_escapes_after(
+                b"/*!40101 SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO,NO_BACKSLASH_ESCAPES' */"
+            ),
+            Some(false)
+        );
+        assert_eq!(
+            backslash_escapes_after(b"/*!40101 SET SQL_MODE=@OLD_SQL_MODE */"),
+            Some(true)
+        );
+        assert_eq!(backslash_escapes_after(b"SET NAMES utf8mb4"), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = classify(&bytes);
+            let _ = engine(&bytes);
+        }
+    }
+}

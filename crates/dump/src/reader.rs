@@ -1,0 +1,99 @@
+//! Opening a dump: a file or stdin, gzip or zstd detected by magic bytes.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+/// An opened dump: its decompressed byte stream, the compression found,
+/// and the compressed size when known (for progress).
+pub struct Opened {
+    pub reader: Box<dyn Read + Send>,
+    pub compression: Compression,
+    pub size: Option<u64>,
+    /// A counter of compressed bytes consumed, for progress.
+    pub raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+struct Counting<R> {
+    inner: R,
+    n: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n
+            .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Wraps decompressor errors with what they mean for a dump.
+struct Named<R> {
+    inner: R,
+    what: &'static str,
+}
+
+impl<R: Read> Read for Named<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner
+            .read(buf)
+            .map_err(|e| io::Error::new(e.kind(), format!("corrupt {} stream: {e}", self.what)))
+    }
+}
+
+/// Opens `path` (`-` is stdin) and picks the decompressor by magic bytes.
+pub fn open(path: &Path) -> io::Result<Opened> {
+    let raw_read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let (inner, size): (Box<dyn Read + Send>, Option<u64>) = if path == Path::new("-") {
+        (Box::new(io::stdin()), None)
+    } else {
+        let f = File::open(path)?;
+        let meta = f.metadata()?;
+        if meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a directory, not a dump file",
+            ));
+        }
+        let size = meta.is_file().then_some(meta.len());
+        (Box::new(f), size)
+    };
+    let counted = Counting {
+        inner,
+        n: raw_read.clone(),
+    };
+    let mut buf = BufReader::with_capacity(1 << 20, counted);
+    let head = buf.fill_buf()?;
+    let compression = if head.starts_with(&[0x1f, 0x8b]) {
+        Compression::Gzip
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Compression::Zstd
+    } else {
+        Compression::None
+    };
+    let reader: Box<dyn Read + Send> = match compression {
+        Compression::None => Box::new(buf),
+        Compression::Gzip => Box::new(Named {
+            inner: flate2::bufread::MultiGzDecoder::new(buf),
+            what: "gzip",
+        }),
+        Compression::Zstd => Box::new(Named {
+            inner: zstd::stream::read::Decoder::with_buffer(buf)?,
+            what: "zstd",
+        }),
+    };
+    Ok(Opened {
+        reader,
+        compression,
+        size,
+        raw_read,
+    })
+}

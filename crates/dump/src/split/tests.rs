@@ -1,0 +1,265 @@
+use super::*;
+use proptest::prelude::*;
+
+fn split_all(input: &[u8]) -> Result<Vec<Statement>, SplitError> {
+    Splitter::new(input).collect()
+}
+
+fn texts(input: &str) -> Vec<String> {
+    split_all(input.as_bytes())
+        .expect("splits")
+        .into_iter()
+        .map(|s| String::from_utf8(s.text).expect("utf8"))
+        .collect()
+}
+
+#[test]
+fn basic_statements_offsets_and_lines() {
+    let input = "SELECT 1;\n  SELECT 2 ;\n\nINSERT INTO t VALUES (1);";
+    let st = split_all(input.as_bytes()).expect("splits");
+    assert_eq!(st.len(), 3);
+    assert_eq!(st[0].text, b"SELECT 1");
+    assert_eq!((st[0].offset, st[0].line, st[0].end), (0, 1, 9));
+    assert_eq!(st[1].text, b"SELECT 2 ");
+    assert_eq!((st[1].offset, st[1].line), (12, 2));
+    assert_eq!((st[2].offset, st[2].line), (24, 4));
+    assert_eq!(st[2].end as usize, input.len());
+}
+
+#[test]
+fn quotes_hide_delimiters_and_comments() {
+    assert_eq!(
+        texts(
+            r#"INSERT INTO t VALUES ('a;b', "c;d", 'it''s', 'x\';y', `we;ird`);SELECT '-- no', '/* no */', '# no';"#
+        ),
+        vec![
+            r#"INSERT INTO t VALUES ('a;b', "c;d", 'it''s', 'x\';y', `we;ird`)"#,
+            "SELECT '-- no', '/* no */', '# no'",
+        ]
+    );
+}
+
+#[test]
+fn comments_are_skipped_or_kept() {
+    let t = texts("-- header\n--\n# hash\n/* block ; */\nSELECT 1 -- tail ;\n;\nSELECT 2--3\n;\n/* only a comment */;\n");
+    assert_eq!(t, vec!["SELECT 1 -- tail ;\n", "SELECT 2--3\n"]);
+}
+
+#[test]
+fn leading_comments_do_not_move_the_statement_start() {
+    let st = split_all(b"--\n-- Table structure\n--\n\nDROP TABLE t;").expect("splits");
+    assert_eq!(st[0].text, b"DROP TABLE t");
+    assert_eq!(st[0].line, 5);
+}
+
+#[test]
+fn executable_comments_are_code_and_lexed() {
+    let t = texts("/*!40101 SET NAMES utf8mb4 */;\n/*M!100100 SET x=1 */;\n/*!50003 CREATE*/ /*!50003 TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = '*/;' */;\n");
+    assert_eq!(
+        t,
+        vec![
+            "/*!40101 SET NAMES utf8mb4 */",
+            "/*M!100100 SET x=1 */",
+            "/*!50003 CREATE*/ /*!50003 TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = '*/;' */",
+        ]
+    );
+}
+
+#[test]
+fn sandbox_mode_line_of_new_dumps() {
+    let t = texts(
+        "/*M!999999\\- enable the sandbox mode */ \n-- MariaDB dump\n/*!40101 SET @OLD=@@X */;\n",
+    );
+    assert_eq!(t.len(), 1);
+    assert!(t[0].starts_with("/*M!999999"));
+}
+
+#[test]
+fn delimiter_blocks() {
+    let input = "DELIMITER ;;\nCREATE PROCEDURE p() BEGIN SELECT 1; SELECT ';;'; END ;;\ndelimiter ;\nSELECT 2;\nDELIMITER $$\nCREATE FUNCTION f() RETURNS INT RETURN 1$$\nDELIMITER ;\n";
+    assert_eq!(
+        texts(input),
+        vec![
+            "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT ';;'; END ",
+            "SELECT 2",
+            "CREATE FUNCTION f() RETURNS INT RETURN 1",
+        ]
+    );
+}
+
+#[test]
+fn no_backslash_escapes_mode() {
+    let mut s = Splitter::new(&b"SELECT 'a\\';SELECT 2;"[..]);
+    s.set_backslash_escapes(false);
+    let v: Vec<Statement> = s.collect::<Result<_, _>>().expect("splits");
+    assert_eq!(v[0].text, b"SELECT 'a\\'");
+    assert_eq!(v[1].text, b"SELECT 2");
+}
+
+#[test]
+fn binary_inside_strings_is_fine() {
+    let mut input = b"INSERT INTO t VALUES ('".to_vec();
+    input.extend_from_slice(&[0xff, 0xfe, b'\\', b'0', 0x80, b'\\', b'\'', b'\n']);
+    input.extend_from_slice(b"');\nSELECT 1;");
+    let st = split_all(&input).expect("splits");
+    assert_eq!(st.len(), 2);
+    assert_eq!(st[1].line, 3);
+}
+
+#[test]
+fn last_statement_without_delimiter_runs() {
+    assert_eq!(
+        texts("SELECT 1;\nSELECT 2\n"),
+        vec!["SELECT 1", "SELECT 2\n"]
+    );
+    assert_eq!(texts(""), Vec::<String>::new());
+    assert_eq!(texts("-- just a comment\n"), Vec::<String>::new());
+}
+
+#[test]
+fn truncation_errors_say_where() {
+    let cases: &[(&str, &str, u64, u64)] = &[
+        (
+            "SELECT 1;\nINSERT INTO t VALUES ('abc",
+            "inside a '-quoted string",
+            32,
+            2,
+        ),
+        ("SELECT 1;\n/* unfinished", "inside a /* comment", 10, 2),
+        (
+            "SELECT 1;\n/*!40101 SET x=1 ",
+            "inside a /*! comment",
+            10,
+            2,
+        ),
+        (
+            "DELIMITER ;;\nCREATE PROCEDURE p() BEGIN SELECT 1; END",
+            "inside a DELIMITER ;; block",
+            13,
+            2,
+        ),
+        (
+            "SELECT 1;\nDELIMITER \n",
+            "DELIMITER command without a delimiter",
+            10,
+            2,
+        ),
+        (
+            "SELECT 1;\nSELECT \0\0\0;",
+            "NUL byte outside a string",
+            17,
+            2,
+        ),
+    ];
+    for (input, want, off, line) in cases {
+        let e = split_all(input.as_bytes()).expect_err(input);
+        match &e {
+            SplitError::Syntax {
+                offset,
+                line: l,
+                what,
+            } => {
+                assert!(what.contains(want), "{input:?}: {e}");
+                assert_eq!((*offset, *l), (*off, *line), "{input:?}: {e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
+
+#[test]
+fn statement_size_is_bounded() {
+    let mut s =
+        Splitter::new(&b"SELECT 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa' FROM t;"[..]);
+    s.max_statement = 10;
+    let e = s.next_statement().expect_err("too long");
+    assert!(e.to_string().contains("longer than 10 bytes"), "{e}");
+}
+
+#[test]
+fn reads_across_block_boundaries() {
+    // Statements larger than the read block, with quotes and escapes
+    // straddling block edges.
+    let big = "x\\'y''z".repeat(100_000);
+    let input = format!(
+        "INSERT INTO t VALUES ('{big}');\nDELIMITER //\nSELECT '{big}'//\nDELIMITER ;\nSELECT 3;"
+    );
+    let st = split_all(input.as_bytes()).expect("splits");
+    assert_eq!(st.len(), 3);
+    assert_eq!(st[0].text.len(), big.len() + 25);
+    assert_eq!(st[2].text, b"SELECT 3");
+    assert_eq!(st[2].line, 5);
+}
+
+/// A reader that returns one byte at a time: the worst case for refills.
+struct Trickle<'a>(&'a [u8]);
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() || buf.is_empty() {
+            return Ok(0);
+        }
+        buf[0] = self.0[0];
+        self.0 = &self.0[1..];
+        Ok(1)
+    }
+}
+
+fn value_strategy() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[0-9]{1,6}".prop_map(|s| s),
+        "[a-z ;/*#\\-]{0,12}".prop_map(|s| format!("'{}'", s.replace('\'', "''"))),
+        "[a-z ;'`]{0,12}".prop_map(|s| format!("\"{}\"", s.replace('"', "\"\""))),
+        "[a-z ;'\"]{0,8}"
+            .prop_map(|s| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))),
+        "[a-z ;]{1,8}".prop_map(|s| format!("`{}`", s)),
+        Just("NULL".to_string()),
+        Just("_binary 'a\\0b'".to_string()),
+    ]
+}
+
+fn statement_strategy() -> impl Strategy<Value = String> {
+    (
+        prop::collection::vec(value_strategy(), 1..5),
+        prop::bool::ANY,
+    )
+        .prop_map(|(vals, comment)| {
+            let c = if comment { "/*!40000 x */ " } else { "" };
+            format!("INSERT INTO t VALUES {c}({})", vals.join(","))
+        })
+}
+
+proptest! {
+    #[test]
+    fn random_statements_split_back(stmts in prop::collection::vec(statement_strategy(), 0..8),
+                                    seps in prop::collection::vec("[ \n]{0,3}(-- c\n|# c\n|/\\* c; \\*/)?[ \n]{0,2}", 8)) {
+        let mut input = String::new();
+        for (i, s) in stmts.iter().enumerate() {
+            input.push_str(&seps[i]);
+            input.push_str(s);
+            input.push(';');
+        }
+        let got: Vec<String> = split_all(input.as_bytes()).expect("splits")
+            .into_iter().map(|s| String::from_utf8(s.text).expect("utf8")).collect();
+        prop_assert_eq!(&got, &stmts);
+        // Same result one byte at a time.
+        let slow: Vec<String> = Splitter::new(Trickle(input.as_bytes())).collect::<Result<Vec<_>, _>>().expect("splits")
+            .into_iter().map(|s| String::from_utf8(s.text).expect("utf8")).collect();
+        prop_assert_eq!(&slow, &stmts);
+    }
+
+    #[test]
+    fn offsets_point_at_the_text(stmts in prop::collection::vec(statement_strategy(), 1..6)) {
+        let input = stmts.join(";\n\n") + ";";
+        for s in split_all(input.as_bytes()).expect("splits") {
+            let at = &input.as_bytes()[s.offset as usize..s.offset as usize + s.text.len()];
+            prop_assert_eq!(at, &s.text[..]);
+            let line = input.as_bytes()[..s.offset as usize].iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+            prop_assert_eq!(line, s.line);
+        }
+    }
+
+    #[test]
+    fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..400)) {
+        let _ = split_all(&bytes);
+    }
+}

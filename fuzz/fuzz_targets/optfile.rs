@@ -1,0 +1,11 @@
+//! Option files and DSNs from outside must never panic the parser.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(s) = std::str::from_utf8(data) {
+        let mut f = sqlfleet_conn::optfile::OptionFiles::default();
+        let _ = f.parse_str(s, std::path::Path::new("fuzz.cnf"));
+        let _ = sqlfleet_conn::Dsn::parse(s);
+    }
+});
