@@ -209,7 +209,13 @@ pub fn classify(text: &[u8]) -> Kind {
         i: 0,
     };
     if c.eat("SET") {
-        if c.kw("GLOBAL") || c.kw("PERSIST") {
+        // SET GLOBAL x / SET @@GLOBAL.x (e.g. GTID_PURGED): server-wide, once.
+        let global = |w: Option<&Tok>| matches!(w, Some(Tok::Word(w)) if w.eq_ignore_ascii_case("GLOBAL") || w.eq_ignore_ascii_case("PERSIST"));
+        if global(c.toks.get(c.i))
+            || (c.toks.get(c.i) == Some(&Tok::Punct(b'@'))
+                && c.toks.get(c.i + 1) == Some(&Tok::Punct(b'@'))
+                && global(c.toks.get(c.i + 2)))
+        {
             return Kind::Barrier;
         }
         return Kind::Session;
@@ -361,6 +367,8 @@ mod tests {
             ("/*M!100616 SET @OLD_NOTE_VERBOSITY=@@NOTE_VERBOSITY, NOTE_VERBOSITY=0 */", Kind::Session),
             ("SET @saved_cs_client     = @@character_set_client", Kind::Session),
             ("SET GLOBAL max_connections = 10", Kind::Barrier),
+            ("SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'x:1-5'", Kind::Barrier),
+            ("SET @@SESSION.SQL_LOG_BIN= 0", Kind::Session),
             ("USE `shop`", Kind::Use("shop".into())),
             ("LOCK TABLES `t` WRITE", Kind::Lock),
             ("UNLOCK TABLES", Kind::Lock),

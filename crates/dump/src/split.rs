@@ -130,6 +130,11 @@ impl<R: Read> Splitter<R> {
         &self.delimiter
     }
 
+    /// The reader underneath.
+    pub fn get_ref(&self) -> &R {
+        &self.reader
+    }
+
     /// Bytes consumed from the input so far.
     pub fn bytes_read(&self) -> u64 {
         self.total_read
@@ -460,13 +465,15 @@ impl<R: Read> Splitter<R> {
 
     fn finish(&mut self) -> Result<Option<Statement>, SplitError> {
         match self.state {
-            State::Quote(q) => return Err(self.err(
-                self.opened,
-                format!(
+            State::Quote(q) => {
+                return Err(self.err(
+                    self.opened,
+                    format!(
                     "the dump ends inside a {}-quoted string that starts here (truncated dump?)",
                     q as char
                 ),
-            )),
+                ))
+            }
             State::BlockComment => {
                 return Err(self.err(
                     self.opened,

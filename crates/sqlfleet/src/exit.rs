@@ -6,9 +6,7 @@
 pub enum Exit {
     Ok = 0,
     Usage = 1,
-    #[allow(dead_code)]
     Partial = 2,
-    #[allow(dead_code)]
     Total = 3,
 }
 

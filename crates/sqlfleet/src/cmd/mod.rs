@@ -1,4 +1,5 @@
 //! One module per subcommand: flags in, library call, exit code out.
 
+pub mod load;
 pub mod pending;
 pub mod sandbox;

@@ -1,0 +1,99 @@
+//! Load errors: each says where (file, byte offset, line, table) and what.
+
+use std::path::PathBuf;
+
+use sqlfleet_dump::SplitError;
+
+/// A statement the server refused, with its place in the dump.
+#[derive(Debug, Clone)]
+pub struct StatementFailure {
+    pub offset: u64,
+    pub line: u64,
+    pub table: Option<String>,
+    pub code: Option<u16>,
+    pub message: String,
+    pub preview: String,
+}
+
+impl std::fmt::Display for StatementFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "byte offset {}, line {}", self.offset, self.line)?;
+        if let Some(t) = &self.table {
+            write!(f, ", table {t}")?;
+        }
+        match self.code {
+            Some(c) => write!(f, ": ERROR {c}: {}", self.message)?,
+            None => write!(f, ": {}", self.message)?,
+        }
+        write!(f, "; statement: {}", self.preview)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Connect(#[from] sqlfleet_conn::ConnectError),
+    #[error("{path}: {source}")]
+    Input {
+        path: PathBuf,
+        #[source]
+        source: SplitError,
+    },
+    #[error("{path}: the dump is empty: no SQL statements in it")]
+    Empty { path: PathBuf },
+    #[error("{path}: {failure}; everything before it that committed is journaled: fix the cause and rerun with --resume")]
+    Statement {
+        path: PathBuf,
+        failure: StatementFailure,
+    },
+    #[error("journal ({endpoint}): {what}")]
+    Journal { endpoint: String, what: String },
+    #[error("an earlier load of this dump (load id {load_id}) stopped before the end: rerun with --resume to continue it, or --restart to load it again from the start")]
+    Unfinished { load_id: String },
+    #[error("{what}")]
+    Setup { what: String },
+}
+
+impl LoadError {
+    /// Exit code: 1 for setup errors (nothing could start), 3 when the load
+    /// itself failed.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            LoadError::Open { .. }
+            | LoadError::Connect(_)
+            | LoadError::Journal { .. }
+            | LoadError::Unfinished { .. }
+            | LoadError::Setup { .. } => 1,
+            LoadError::Input { .. } | LoadError::Empty { .. } | LoadError::Statement { .. } => 3,
+        }
+    }
+}
+
+/// Server error codes worth retrying the whole batch for.
+pub fn retryable(e: &mysql_async::Error) -> bool {
+    match e {
+        mysql_async::Error::Server(s) => {
+            matches!(s.code, 1205 | 1213 | 1317 | 2006 | 2013 | 1927 | 1053)
+        }
+        mysql_async::Error::Io(_) => true,
+        mysql_async::Error::Driver(d) => matches!(
+            d,
+            mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected
+        ),
+        _ => false,
+    }
+}
+
+/// `(code, message)` of a driver error.
+pub fn describe(e: &mysql_async::Error) -> (Option<u16>, String) {
+    match e {
+        mysql_async::Error::Server(s) => (Some(s.code), s.message.clone()),
+        other => (None, other.to_string()),
+    }
+}

@@ -1,0 +1,350 @@
+//! The parallel, crash-safe loader for SQL dumps.
+//!
+//! Data flow: [`source`] (reader thread: decompress, split, classify) →
+//! [`schedule`] (order and overlap) → [`worker`]s (one connection each,
+//! batches in transactions with their [`journal`] record) and
+//! [`progress`]. Session settings travel as a [`session::Prelude`].
+
+pub mod defer;
+pub mod error;
+pub mod journal;
+pub mod progress;
+pub mod schedule;
+pub mod session;
+pub mod source;
+pub mod worker;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use serde::Serialize;
+use sqlfleet_conn::Target;
+
+pub use error::{LoadError, StatementFailure};
+use journal::Start;
+use schedule::Scheduler;
+use session::{Prelude, SessionConn};
+use source::Msg;
+use worker::{Ctx, Shared};
+
+/// What to load and how.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    pub target: Target,
+    pub path: PathBuf,
+    pub threads: usize,
+    pub resume: bool,
+    pub restart: bool,
+    pub continue_on_error: bool,
+    pub quarantine: Option<PathBuf>,
+    pub defer_indexes: bool,
+    pub progress: progress::Mode,
+    /// Database for statements before the dump's first `USE`.
+    pub database: Option<String>,
+    /// Target size of one transaction's statements.
+    pub batch_bytes: usize,
+    /// Overrides the dump's identity (needed to resume a stdin stream
+    /// whose first MiB is not unique).
+    pub load_id: Option<String>,
+}
+
+/// The end-of-load report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub source: String,
+    pub load_id: String,
+    pub complete: bool,
+    pub already_done: bool,
+    pub bytes: u64,
+    pub statements: u64,
+    pub batches: u64,
+    pub rows: u64,
+    pub tables: usize,
+    pub seconds: f64,
+    pub rows_per_sec: f64,
+    pub mb_per_sec: f64,
+    pub retries: u64,
+    pub errors: u64,
+    pub skipped_on_resume: u64,
+    pub threads: usize,
+    pub warnings: Vec<String>,
+    pub quarantine: Option<PathBuf>,
+}
+
+impl Summary {
+    /// The one-paragraph summary for people.
+    pub fn paragraph(&self) -> String {
+        if self.already_done {
+            return format!(
+                "{}: this dump (load id {}) was already loaded completely; nothing to do.",
+                self.source, self.load_id
+            );
+        }
+        let mut s = format!(
+            "{} {}: {} statements, {} rows into {} tables, {} in {:.1}s ({:.0} rows/s, {:.1} MB/s) on {} connections",
+            if self.complete { "loaded" } else { "stopped loading" },
+            self.source,
+            self.statements,
+            self.rows,
+            self.tables,
+            progress::human_bytes(self.bytes as f64),
+            self.seconds,
+            self.rows_per_sec,
+            self.mb_per_sec,
+            self.threads,
+        );
+        if self.skipped_on_resume > 0 {
+            s.push_str(&format!(
+                "; {} already-loaded statements skipped (resume)",
+                self.skipped_on_resume
+            ));
+        }
+        s.push_str(&format!("; {} retries", self.retries));
+        if self.errors > 0 {
+            s.push_str(&format!(
+                "; {} statements failed and were quarantined{}",
+                self.errors,
+                self.quarantine
+                    .as_ref()
+                    .map(|q| format!(" in {}", q.display()))
+                    .unwrap_or_default()
+            ));
+        } else {
+            s.push_str("; no errors");
+        }
+        s.push('.');
+        s
+    }
+}
+
+fn display_path(p: &Path) -> String {
+    if p == Path::new("-") {
+        "stdin".into()
+    } else {
+        p.display().to_string()
+    }
+}
+
+/// Loads a dump. `Ok` also when statements were quarantined (see
+/// `Summary::errors`); `Err` when the load stopped.
+pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
+    let started = Instant::now();
+    let source_name = display_path(&opts.path);
+    let opened = sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
+        path: opts.path.clone(),
+        source,
+    })?;
+    let raw_read = opened.raw_read.clone();
+    let total = opened.size;
+
+    // Connect first: a wrong password should not wait for the dump.
+    let mut control = SessionConn::open(&opts.target).await?;
+    let endpoint = opts.target.endpoint.to_string();
+
+    let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(256);
+    let reader = source::spawn(
+        opened.reader,
+        total,
+        opts.load_id.clone(),
+        sqlfleet_dump::split::MAX_STATEMENT,
+        tx,
+        stop_reader.clone(),
+    );
+    let input_err = |source| LoadError::Input {
+        path: opts.path.clone(),
+        source,
+    };
+    let load_id = match rx.recv().await {
+        Some(Msg::Id(id)) => id,
+        _ => {
+            return Err(LoadError::Empty {
+                path: opts.path.clone(),
+            })
+        }
+    };
+
+    let start = journal::prepare(
+        &mut control.conn,
+        &endpoint,
+        &load_id,
+        &source_name,
+        opts.resume,
+        opts.restart,
+    )
+    .await?;
+    let resume_ranges = match start {
+        Start::AlreadyDone => {
+            stop_reader.store(true, Ordering::Relaxed);
+            drop(rx);
+            let _ = reader.join();
+            return Ok(Summary {
+                source: source_name,
+                load_id,
+                complete: true,
+                already_done: true,
+                bytes: 0,
+                statements: 0,
+                batches: 0,
+                rows: 0,
+                tables: 0,
+                seconds: started.elapsed().as_secs_f64(),
+                rows_per_sec: 0.0,
+                mb_per_sec: 0.0,
+                retries: 0,
+                errors: 0,
+                skipped_on_resume: 0,
+                threads: opts.threads,
+                warnings: vec![],
+                quarantine: None,
+            });
+        }
+        Start::Resume(r) => r,
+        Start::Fresh => Default::default(),
+    };
+
+    let quarantine = match &opts.quarantine {
+        Some(p) if opts.continue_on_error => Some(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|source| LoadError::Open {
+                    path: p.clone(),
+                    source,
+                })?,
+        )),
+        _ => None,
+    };
+    let shared = Arc::new(Shared {
+        quarantine,
+        resuming: opts.resume,
+        ..Shared::default()
+    });
+    let ctx = Arc::new(Ctx {
+        target: opts.target.clone(),
+        prelude: Prelude::default(),
+        shared: shared.clone(),
+        load_id: load_id.clone(),
+        continue_on_error: opts.continue_on_error,
+    });
+    let threads = opts.threads.max(1);
+    let (qtx, qrx) = async_channel::bounded(threads * 2);
+    let workers: Vec<_> = (0..threads)
+        .map(|_| tokio::spawn(worker::run(ctx.clone(), qrx.clone())))
+        .collect();
+    let (pstop, prx) = tokio::sync::oneshot::channel();
+    let progress = tokio::spawn(progress::run(
+        progress::Sources {
+            shared: shared.clone(),
+            raw_read: raw_read.clone(),
+            total,
+            started,
+        },
+        opts.progress.resolve(),
+        prx,
+    ));
+
+    let mut sched = Scheduler::new(
+        ctx.clone(),
+        qtx,
+        control,
+        resume_ranges,
+        opts.batch_bytes,
+        opts.defer_indexes,
+        opts.database
+            .clone()
+            .or_else(|| opts.target.database.clone()),
+    );
+    let mut input_error = None;
+    let mut bytes = 0;
+    let mut saw_statement = false;
+    while let Some(msg) = rx.recv().await {
+        if shared.stopped() {
+            break;
+        }
+        match msg {
+            Msg::Item(item) => {
+                saw_statement = true;
+                sched.feed(item.stmt, item.kind).await;
+            }
+            Msg::Done { bytes: b } => {
+                bytes = b;
+                break;
+            }
+            Msg::Error(e) => {
+                input_error = Some(e);
+                break;
+            }
+            Msg::Id(_) => {}
+        }
+    }
+    stop_reader.store(true, Ordering::Relaxed);
+    drop(rx);
+    sched.finish().await;
+    let Scheduler {
+        queue,
+        mut control,
+        warnings,
+        skipped,
+        tables,
+        ..
+    } = sched;
+    queue.close();
+    for w in workers {
+        let _ = w.await;
+    }
+    let _ = pstop.send(());
+    let _ = progress.await;
+    let _ = reader.join();
+
+    let failure = shared
+        .failure
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let ok = failure.is_none() && input_error.is_none() && saw_statement;
+    let rows = shared.rows.load(Ordering::Relaxed);
+    let _ = journal::finish(&mut control.conn, &endpoint, &load_id, ok, bytes, rows).await;
+    let _ = control.conn.disconnect().await;
+    for w in &warnings {
+        eprintln!("sqlfleet load: warning: {w}");
+    }
+    if let Some(e) = input_error {
+        return Err(input_err(e));
+    }
+    if let Some(f) = failure {
+        return Err(LoadError::Statement {
+            path: opts.path.clone(),
+            failure: f,
+        });
+    }
+    if !saw_statement {
+        return Err(LoadError::Empty {
+            path: opts.path.clone(),
+        });
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Summary {
+        source: source_name,
+        load_id,
+        complete: true,
+        already_done: false,
+        bytes,
+        statements: shared.statements.load(Ordering::Relaxed),
+        batches: shared.batches.load(Ordering::Relaxed),
+        rows,
+        tables: tables.len(),
+        seconds,
+        rows_per_sec: rows as f64 / seconds.max(1e-9),
+        mb_per_sec: bytes as f64 / 1e6 / seconds.max(1e-9),
+        retries: shared.retries.load(Ordering::Relaxed),
+        errors: shared.quarantined.load(Ordering::Relaxed),
+        skipped_on_resume: skipped,
+        threads,
+        warnings,
+        quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
+    })
+}

@@ -1,0 +1,69 @@
+//! The dump's session settings, replayed on every connection.
+//!
+//! A dump sets up its session (`SET NAMES`, `SET SQL_MODE`, `SET
+//! FOREIGN_KEY_CHECKS=0`, `USE db`, user variables it restores later) and
+//! changes it as it goes. The loader keeps those statements in an
+//! append-only [`Prelude`]; each piece of work carries the prelude length
+//! at its place in the dump, and a connection replays what it has not yet
+//! applied before running it. So every statement runs with the session
+//! state it would have had on the single connection of `mysql < dump.sql`.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use sqlfleet_conn::Target;
+
+use crate::error::LoadError;
+
+#[derive(Clone, Default)]
+pub struct Prelude(Arc<RwLock<Vec<Arc<[u8]>>>>);
+
+impl Prelude {
+    pub fn push(&self, stmt: &[u8]) -> usize {
+        let mut v = self.0.write().unwrap_or_else(|e| e.into_inner());
+        v.push(stmt.into());
+        v.len()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn range(&self, from: usize, to: usize) -> Vec<Arc<[u8]>> {
+        let v = self.0.read().unwrap_or_else(|e| e.into_inner());
+        v[from.min(v.len())..to.min(v.len())].to_vec()
+    }
+}
+
+/// A connection that tracks how much of the prelude it has applied.
+pub struct SessionConn {
+    pub conn: Conn,
+    applied: usize,
+}
+
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl SessionConn {
+    pub async fn open(target: &Target) -> Result<SessionConn, LoadError> {
+        let conn = target.connect(CONNECT_TIMEOUT).await?;
+        Ok(SessionConn { conn, applied: 0 })
+    }
+
+    /// Replays prelude statements `[applied, upto)`.
+    pub async fn sync(&mut self, prelude: &Prelude, upto: usize) -> Result<(), mysql_async::Error> {
+        if upto <= self.applied {
+            return Ok(());
+        }
+        for stmt in prelude.range(self.applied, upto) {
+            self.conn.query_drop(&*stmt).await?;
+        }
+        self.applied = upto;
+        Ok(())
+    }
+}

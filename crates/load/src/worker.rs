@@ -1,0 +1,379 @@
+//! Workers: one connection each, pulling batches from a shared queue.
+//!
+//! A data batch runs in one transaction together with its journal record;
+//! deadlocks, lock-wait timeouts and lost connections retry the whole batch
+//! (reconnecting and replaying the session prelude) a bounded number of
+//! times. With `--continue-on-error` a batch that fails for good is re-run
+//! statement by statement and only the failing statements are quarantined.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use sqlfleet_conn::Target;
+use sqlfleet_dump::Statement;
+use tokio::sync::oneshot;
+
+use crate::error::{describe, retryable, StatementFailure};
+use crate::journal;
+use crate::session::{Prelude, SessionConn};
+
+pub const MAX_ATTEMPTS: u32 = 6;
+
+pub enum Work {
+    /// INSERTs of one table, loaded in one transaction.
+    Data {
+        table: String,
+        stmts: Vec<Statement>,
+    },
+    /// A deferred `ALTER TABLE ... ADD KEY ...`; `record` is the CREATE
+    /// TABLE's range, journaled once the indexes exist.
+    Index {
+        table: String,
+        alter: String,
+        record: (u64, u64, u64),
+    },
+}
+
+pub struct Job {
+    pub work: Work,
+    pub prelude_len: usize,
+    /// Dropped when the job is finished, whatever the outcome.
+    pub done: oneshot::Sender<()>,
+}
+
+/// State shared by the scheduler, the workers and the progress display.
+#[derive(Default)]
+pub struct Shared {
+    pub stop: AtomicBool,
+    pub failure: Mutex<Option<StatementFailure>>,
+    pub rows: AtomicU64,
+    pub statements: AtomicU64,
+    pub batches: AtomicU64,
+    pub retries: AtomicU64,
+    pub quarantined: AtomicU64,
+    pub quarantine: Option<Mutex<std::fs::File>>,
+    pub resuming: bool,
+}
+
+impl Shared {
+    pub fn fail(&self, f: StatementFailure) {
+        let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            *slot = Some(f);
+        }
+        self.stop.store(true, Ordering::SeqCst);
+    }
+
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Writes a statement the server refused to the quarantine file, with
+    /// a comment header saying where it was and why it failed.
+    pub fn quarantine(&self, stmt: &Statement, f: &StatementFailure) {
+        self.quarantined.fetch_add(1, Ordering::Relaxed);
+        let Some(file) = &self.quarantine else { return };
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let header = format!(
+            "-- sqlfleet quarantine: byte offset {}, line {}{}: {}{}\n",
+            f.offset,
+            f.line,
+            f.table
+                .as_ref()
+                .map(|t| format!(", table {t}"))
+                .unwrap_or_default(),
+            f.code.map(|c| format!("ERROR {c}: ")).unwrap_or_default(),
+            f.message.replace('\n', " ")
+        );
+        let has_semicolon = stmt.text.contains(&b';');
+        let _ = file.write_all(header.as_bytes());
+        if has_semicolon {
+            let _ = file.write_all(b"DELIMITER $$\n");
+        }
+        let _ = file.write_all(&stmt.text);
+        let _ = file.write_all(if has_semicolon {
+            b"$$\nDELIMITER ;\n\n"
+        } else {
+            b";\n\n"
+        });
+        let _ = file.flush();
+    }
+}
+
+pub struct Ctx {
+    pub target: Target,
+    pub prelude: Prelude,
+    pub shared: Arc<Shared>,
+    pub load_id: String,
+    pub continue_on_error: bool,
+}
+
+pub fn failure_of(
+    stmt: &Statement,
+    table: Option<&str>,
+    e: &mysql_async::Error,
+) -> StatementFailure {
+    let (code, message) = describe(e);
+    StatementFailure {
+        offset: stmt.offset,
+        line: stmt.line,
+        table: table.map(str::to_owned),
+        code,
+        message,
+        preview: stmt.preview(120),
+    }
+}
+
+/// Runs jobs until the queue closes.
+pub async fn run(ctx: Arc<Ctx>, queue: async_channel::Receiver<Job>) {
+    let mut conn: Option<SessionConn> = None;
+    while let Ok(job) = queue.recv().await {
+        if ctx.shared.stopped() {
+            continue; // drain: finish nothing more after a failure
+        }
+        process(&ctx, &mut conn, job.work, job.prelude_len).await;
+        drop(job.done);
+    }
+    if let Some(c) = conn {
+        let _ = c.conn.disconnect().await;
+    }
+}
+
+enum Outcome {
+    Ok(u64),
+    Retry(mysql_async::Error),
+    Fail(usize, mysql_async::Error),
+}
+
+async fn process(ctx: &Ctx, conn: &mut Option<SessionConn>, work: Work, prelude_len: usize) {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let outcome = attempt_once(ctx, conn, &work, prelude_len).await;
+        match outcome {
+            Outcome::Ok(rows) => {
+                ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
+                ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
+                if let Work::Data { stmts, .. } = &work {
+                    ctx.shared
+                        .statements
+                        .fetch_add(stmts.len() as u64, Ordering::Relaxed);
+                }
+                return;
+            }
+            Outcome::Retry(e) if attempt < MAX_ATTEMPTS => {
+                ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
+                if matches!(e, mysql_async::Error::Io(_) | mysql_async::Error::Driver(_))
+                    || matches!(&e, mysql_async::Error::Server(s) if s.code == 2006 || s.code == 2013)
+                {
+                    *conn = None; // reconnect and replay the prelude
+                }
+                tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
+            }
+            Outcome::Retry(e) => {
+                let (stmt, table) = first_stmt(&work);
+                ctx.shared.fail(failure_of(&stmt, Some(&table), &e));
+                return;
+            }
+            Outcome::Fail(i, e) => {
+                match &work {
+                    Work::Data { table, stmts } if ctx.continue_on_error => {
+                        one_by_one(ctx, conn, table, stmts, prelude_len).await;
+                    }
+                    Work::Data { table, stmts } => {
+                        ctx.shared.fail(failure_of(&stmts[i], Some(table), &e));
+                    }
+                    Work::Index { .. } => {
+                        let (stmt, table) = first_stmt(&work);
+                        let f = failure_of(&stmt, Some(&table), &e);
+                        if ctx.continue_on_error {
+                            ctx.shared.quarantine(&stmt, &f);
+                        } else {
+                            ctx.shared.fail(f);
+                        }
+                    }
+                }
+                return;
+            }
+        }
+    }
+}
+
+fn first_stmt(work: &Work) -> (Statement, String) {
+    match work {
+        Work::Data { table, stmts } => (stmts[0].clone(), table.clone()),
+        Work::Index {
+            table,
+            alter,
+            record,
+        } => (
+            Statement {
+                offset: record.0,
+                end: record.1,
+                line: record.2,
+                text: alter.clone().into_bytes(),
+            },
+            table.clone(),
+        ),
+    }
+}
+
+async fn ensure<'a>(
+    ctx: &Ctx,
+    conn: &'a mut Option<SessionConn>,
+) -> Result<&'a mut SessionConn, mysql_async::Error> {
+    if conn.is_none() {
+        let c = SessionConn::open(&ctx.target).await.map_err(|e| {
+            mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other(
+                e.to_string(),
+            )))
+        })?;
+        *conn = Some(c);
+    }
+    conn.as_mut().ok_or(mysql_async::Error::Driver(
+        mysql_async::DriverError::ConnectionClosed,
+    ))
+}
+
+async fn attempt_once(
+    ctx: &Ctx,
+    conn: &mut Option<SessionConn>,
+    work: &Work,
+    prelude_len: usize,
+) -> Outcome {
+    let c = match ensure(ctx, conn).await {
+        Ok(c) => c,
+        Err(e) => return Outcome::Retry(e),
+    };
+    if let Err(e) = c.sync(&ctx.prelude, prelude_len).await {
+        return if retryable(&e) {
+            Outcome::Retry(e)
+        } else {
+            Outcome::Fail(0, e)
+        };
+    }
+    match work {
+        Work::Data { stmts, .. } => {
+            let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
+            run_txn(ctx, c, stmts, range).await
+        }
+        Work::Index { alter, record, .. } => {
+            let r = c.conn.query_drop(alter.as_str()).await;
+            let r = match r {
+                Err(mysql_async::Error::Server(s)) if ctx.shared.resuming && s.code == 1061 => {
+                    Ok(())
+                }
+                other => other,
+            };
+            if let Err(e) = r {
+                return if retryable(&e) {
+                    Outcome::Retry(e)
+                } else {
+                    Outcome::Fail(0, e)
+                };
+            }
+            let rec = journal::record_sql(&ctx.load_id, record.0, record.1, "ddl", 0);
+            match c.conn.query_drop(rec).await {
+                Ok(()) => Outcome::Ok(0),
+                Err(e) if retryable(&e) => Outcome::Retry(e),
+                Err(e) => Outcome::Fail(0, e),
+            }
+        }
+    }
+}
+
+/// BEGIN; the statements; the journal record; COMMIT.
+async fn run_txn(
+    ctx: &Ctx,
+    c: &mut SessionConn,
+    stmts: &[Statement],
+    range: (u64, u64),
+) -> Outcome {
+    let fail = |i: usize, e: mysql_async::Error| {
+        if retryable(&e) {
+            Outcome::Retry(e)
+        } else {
+            Outcome::Fail(i, e)
+        }
+    };
+    if let Err(e) = c.conn.query_drop("BEGIN").await {
+        return fail(0, e);
+    }
+    let mut rows = 0;
+    for (i, s) in stmts.iter().enumerate() {
+        if let Err(e) = c.conn.query_drop(&s.text[..]).await {
+            let _ = c.conn.query_drop("ROLLBACK").await;
+            return fail(i, e);
+        }
+        rows += c.conn.affected_rows();
+    }
+    let rec = journal::record_sql(&ctx.load_id, range.0, range.1, "data", rows);
+    if let Err(e) = c.conn.query_drop(rec).await {
+        let _ = c.conn.query_drop("ROLLBACK").await;
+        return fail(0, e);
+    }
+    match c.conn.query_drop("COMMIT").await {
+        Ok(()) => Outcome::Ok(rows),
+        Err(e) => fail(0, e),
+    }
+}
+
+/// After a batch failed for good: each statement alone, quarantining the
+/// ones the server refuses.
+async fn one_by_one(
+    ctx: &Ctx,
+    conn: &mut Option<SessionConn>,
+    table: &str,
+    stmts: &[Statement],
+    prelude_len: usize,
+) {
+    for s in stmts {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let c = match ensure(ctx, conn).await {
+                Ok(c) => c,
+                Err(e) => {
+                    ctx.shared.fail(failure_of(s, Some(table), &e));
+                    return;
+                }
+            };
+            if let Err(e) = c.sync(&ctx.prelude, prelude_len).await {
+                ctx.shared.fail(failure_of(s, Some(table), &e));
+                return;
+            }
+            match run_txn(ctx, c, std::slice::from_ref(s), (s.offset, s.end)).await {
+                Outcome::Ok(rows) => {
+                    ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
+                    ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+                Outcome::Retry(_) if attempt < MAX_ATTEMPTS => {
+                    ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
+                    *conn = None;
+                }
+                Outcome::Retry(e) | Outcome::Fail(_, e) => {
+                    let f = failure_of(s, Some(table), &e);
+                    ctx.shared.quarantine(s, &f);
+                    // Journal it as handled, so --resume does not retry it.
+                    if let Ok(c) = ensure(ctx, conn).await {
+                        let _ = c
+                            .conn
+                            .query_drop(journal::record_sql(
+                                &ctx.load_id,
+                                s.offset,
+                                s.end,
+                                "quarantine",
+                                0,
+                            ))
+                            .await;
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
