@@ -260,7 +260,7 @@ impl Scheduler {
     /// Runs a statement on the scheduler's connection, journals it if
     /// `record`; returns false (after recording the failure) if it failed.
     async fn execute(&mut self, stmt: &Statement, key: Option<&Key>, record: bool) -> bool {
-        if self.ctx.shared.stopped() {
+        if self.ctx.shared.past_failure(stmt.offset) {
             return false;
         }
         let table = key.map(Self::show);

@@ -7,7 +7,7 @@
 //! statement by statement and only the failing statements are quarantined.
 
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -45,9 +45,12 @@ pub struct Job {
 }
 
 /// State shared by the scheduler, the workers and the progress display.
-#[derive(Default)]
 pub struct Shared {
-    pub stop: AtomicBool,
+    /// Byte offset of the earliest failing statement (u64::MAX: none).
+    /// Work before it in the dump still runs; work after it does not, so
+    /// a failed load has applied exactly the dump's prefix up to the first
+    /// failure, whatever order the workers hit their errors in.
+    pub stop_at: AtomicU64,
     pub failure: Mutex<Option<StatementFailure>>,
     pub rows: AtomicU64,
     pub statements: AtomicU64,
@@ -58,17 +61,39 @@ pub struct Shared {
     pub resuming: bool,
 }
 
+impl Default for Shared {
+    fn default() -> Self {
+        Shared {
+            stop_at: AtomicU64::new(u64::MAX),
+            failure: Mutex::default(),
+            rows: AtomicU64::default(),
+            statements: AtomicU64::default(),
+            batches: AtomicU64::default(),
+            retries: AtomicU64::default(),
+            quarantined: AtomicU64::default(),
+            quarantine: None,
+            resuming: false,
+        }
+    }
+}
+
 impl Shared {
+    /// Records a failure; the earliest in the dump is the one reported.
     pub fn fail(&self, f: StatementFailure) {
         let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());
-        if slot.is_none() {
+        if slot.as_ref().is_none_or(|old| f.offset < old.offset) {
+            self.stop_at.fetch_min(f.offset, Ordering::SeqCst);
             *slot = Some(f);
         }
-        self.stop.store(true, Ordering::SeqCst);
     }
 
     pub fn stopped(&self) -> bool {
-        self.stop.load(Ordering::Relaxed)
+        self.stop_at.load(Ordering::Relaxed) != u64::MAX
+    }
+
+    /// True if work starting at `offset` comes after the first failure.
+    pub fn past_failure(&self, offset: u64) -> bool {
+        offset > self.stop_at.load(Ordering::Relaxed)
     }
 
     /// Writes a statement the server refused to the quarantine file, with
@@ -131,8 +156,12 @@ pub fn failure_of(
 pub async fn run(ctx: Arc<Ctx>, queue: async_channel::Receiver<Job>) {
     let mut conn: Option<SessionConn> = None;
     while let Ok(job) = queue.recv().await {
-        if ctx.shared.stopped() {
-            continue; // drain: finish nothing more after a failure
+        let first = match &job.work {
+            Work::Data { stmts, .. } => stmts[0].offset,
+            Work::Index { record, .. } => record.0,
+        };
+        if ctx.shared.past_failure(first) {
+            continue; // drain: nothing after the first failure runs
         }
         process(&ctx, &mut conn, job.work, job.prelude_len).await;
         drop(job.done);

@@ -207,7 +207,7 @@ impl Sandbox {
     fn write_client_files(&self, password: &Secret) -> Result<()> {
         for n in &self.meta.nodes {
             let text = format!(
-                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\n",
+                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\ndefault-character-set = utf8mb4\n",
                 self.meta.name,
                 n.name,
                 n.port,

@@ -36,8 +36,10 @@ enum Command {
 }
 
 fn main() {
-    proctitle::mask_passwords();
+    // std reads argv lazily from the process's own memory: copy it before
+    // the passwords in that memory are overwritten.
     let argv = sqlfleet_conn::normalize_argv(std::env::args_os());
+    proctitle::mask_passwords();
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {

@@ -2,8 +2,8 @@
 //! `/proc/PID/cmdline`, as the mysql client does, by overwriting them in
 //! the process's own argv memory with `x`.
 //!
-//! Rust's `std::env::args` copies argv at start-up, so parsing is not
-//! affected. On glibc, functions in `.init_array` receive the original
+//! std reads argv lazily from that same memory, so the caller must copy
+//! the arguments (`std::env::args_os().collect()`) first. On glibc, functions in `.init_array` receive the original
 //! `argc`/`argv`; that is how we find the memory to overwrite.
 
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};

@@ -1,0 +1,551 @@
+//! `sqlfleet load` against a real server, compared with the stock client.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stderr, stdout};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::{server, TestServer};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+}
+
+/// The stock client, on the fixture server.
+fn mariadb(srv: &TestServer, args: &[&str], stdin: Option<&Path>) -> Output {
+    let mut c = Command::new("mariadb");
+    c.arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(args);
+    if let Some(p) = stdin {
+        c.stdin(std::fs::File::open(p).expect("open stdin file"));
+    }
+    let o = c
+        .output()
+        .expect("mariadb client (apt-get install mariadb-client)");
+    assert!(o.status.success(), "mariadb {args:?}: {}", stderr(&o));
+    o
+}
+
+fn fresh_db(srv: &TestServer, prefix: &str) -> String {
+    rt().block_on(srv.fresh_db(prefix)).0
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// A source database with every type, routines, triggers, views, events.
+fn source_db(srv: &TestServer) -> String {
+    let db = fresh_db(srv, "src");
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/every_type.sql");
+    mariadb(srv, &["-D", &db], Some(&schema));
+    db
+}
+
+fn dump(srv: &TestServer, db: &str, extra: &[&str], out: &Path) {
+    let mut c = Command::new("mariadb-dump");
+    c.arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--routines", "--triggers", "--events"])
+        .args(extra)
+        .arg(db)
+        .stdout(std::fs::File::create(out).expect("create dump"));
+    let o = c.output().expect("mariadb-dump");
+    assert!(o.status.success(), "mariadb-dump: {}", stderr(&o));
+}
+
+fn sqlfleet_load(srv: &TestServer, args: &[&str]) -> Output {
+    common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(args)
+        .output()
+        .expect("run sqlfleet")
+}
+
+/// Everything a load should reproduce, with the database name replaced.
+fn fingerprint(srv: &TestServer, db: &str) -> Vec<String> {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        let mut out = Vec::new();
+        let objects: Vec<(String, String)> = c
+            .exec(
+                "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name",
+                (db,),
+            )
+            .await
+            .expect("tables");
+        for (name, ty) in objects {
+            let q = format!("`{db}`.`{}`", name.replace('`', "``"));
+            let create: mysql_async::Row = c.query_first(format!("SHOW CREATE TABLE {q}")).await.expect("show").expect("row");
+            let create: String = create.get(1).expect("create text");
+            out.push(format!("{ty} {name}: {create}"));
+            if ty == "BASE TABLE" {
+                let sum: Option<(String, Option<i64>)> = c.query_first(format!("CHECKSUM TABLE {q}")).await.expect("checksum");
+                let n: Option<i64> = c.query_first(format!("SELECT COUNT(*) FROM {q}")).await.expect("count");
+                out.push(format!("checksum {name}: {:?} rows {:?}", sum.map(|s| s.1), n));
+            }
+        }
+        for (kind, sql) in [
+            ("TRIGGER", "SELECT trigger_name, action_statement, action_timing, event_manipulation, sql_mode FROM information_schema.triggers WHERE trigger_schema = ? ORDER BY 1"),
+            ("ROUTINE", "SELECT routine_name, routine_type, routine_definition, sql_mode FROM information_schema.routines WHERE routine_schema = ? ORDER BY 1"),
+            ("EVENT", "SELECT event_name, event_definition, status, interval_value FROM information_schema.events WHERE event_schema = ? ORDER BY 1"),
+        ] {
+            let rows: Vec<mysql_async::Row> = c.exec(sql, (db,)).await.expect("objects");
+            for r in rows {
+                let vals: Vec<String> = (0..r.len())
+                    .map(|i| r.get_opt::<Option<String>, _>(i).and_then(|v| v.ok()).flatten().unwrap_or_else(|| "NULL".into()))
+                    .collect();
+                out.push(format!("{kind} {}", vals.join(" | ")));
+            }
+        }
+        let _ = c.disconnect().await;
+        out.into_iter().map(|l| l.replace(db, "DB")).collect()
+    })
+}
+
+fn assert_same(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {
+    let want = fingerprint(srv, want_db);
+    let got = fingerprint(srv, got_db);
+    assert!(want.len() > 4, "fingerprint too small: {want:?}");
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g, "{what}: first difference");
+    }
+    assert_eq!(want.len(), got.len(), "{what}: object count");
+}
+
+#[test]
+fn loads_like_the_stock_client_for_every_dump_style() {
+    let srv = server();
+    let src = source_db(srv);
+    let dir = tmp();
+    let variants: &[(&str, &[&str], &[&str])] = &[
+        ("default", &[], &[]),
+        (
+            "one row per INSERT",
+            &["--skip-extended-insert"],
+            &["--threads", "3"],
+        ),
+        (
+            "complete inserts, hex blobs",
+            &["--complete-insert", "--hex-blob"],
+            &["--threads", "2"],
+        ),
+        (
+            "small statements, small batches",
+            &["--net-buffer-length=4096"],
+            &["--threads", "4", "--batch-bytes", "20000"],
+        ),
+        (
+            "no autocommit, no locks",
+            &["--no-autocommit", "--skip-add-locks"],
+            &[],
+        ),
+        ("skip-opt", &["--skip-opt"], &["--threads", "4"]),
+        (
+            "defer indexes",
+            &[],
+            &[
+                "--defer-indexes",
+                "--threads",
+                "4",
+                "--batch-bytes",
+                "50000",
+            ],
+        ),
+    ];
+    for (i, (name, dump_args, load_args)) in variants.iter().enumerate() {
+        let file = dir.path().join(format!("d{i}.sql"));
+        dump(srv, &src, dump_args, &file);
+        let stock = fresh_db(srv, "stock");
+        mariadb(srv, &["-D", &stock], Some(&file));
+        let ours = fresh_db(srv, "ours");
+        let mut args = vec!["-D", &ours];
+        args.extend_from_slice(load_args);
+        args.push(file.to_str().expect("utf8"));
+        let o = sqlfleet_load(srv, &args);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        assert!(stdout(&o).contains("no errors"), "{name}: {}", stdout(&o));
+        if !dump_args.contains(&"--skip-opt") {
+            // (--skip-opt drops ENGINE= from CREATE TABLE.)
+            assert!(
+                stderr(&o).contains("uses MYISAM"),
+                "{name}: MyISAM warning missing: {}",
+                stderr(&o)
+            );
+        }
+        assert_same(srv, &stock, &ours, name);
+    }
+}
+
+#[test]
+fn compressed_and_stdin_inputs() {
+    let srv = server();
+    let src = source_db(srv);
+    let dir = tmp();
+    let plain = dir.path().join("d.sql");
+    dump(srv, &src, &[], &plain);
+    let bytes = std::fs::read(&plain).expect("read");
+    let gz = dir.path().join("d.sql.gz");
+    let mut enc = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz).expect("create"),
+        flate2::Compression::fast(),
+    );
+    enc.write_all(&bytes).expect("gzip");
+    enc.finish().expect("gzip");
+    let zst = dir.path().join("d.sql.zst");
+    std::fs::write(&zst, zstd::encode_all(&bytes[..], 3).expect("zstd")).expect("write");
+
+    let stock = fresh_db(srv, "stock");
+    mariadb(srv, &["-D", &stock], Some(&plain));
+    for file in [&gz, &zst] {
+        let ours = fresh_db(srv, "ours");
+        let o = sqlfleet_load(srv, &["-D", &ours, file.to_str().expect("utf8")]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}: {}",
+            file.display(),
+            stderr(&o)
+        );
+        assert_same(srv, &stock, &ours, &file.display().to_string());
+    }
+    let ours = fresh_db(srv, "ours");
+    let o = common::sqlfleet()
+        .args([
+            "load",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "-D",
+            &ours,
+            "--json",
+            "-",
+        ])
+        .stdin(std::fs::File::open(&gz).expect("open"))
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "stdin: {}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json summary");
+    assert_eq!(v["event"], "summary");
+    assert!(v["rows"].as_u64().expect("rows") >= 20_000, "{v}");
+    assert_same(srv, &stock, &ours, "stdin");
+}
+
+/// A generated dump: `tables` tables of `rows` rows each, extended inserts.
+fn big_dump(path: &Path, tables: usize, rows: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    writeln!(f, "/*!40101 SET NAMES utf8mb4 */;\n/*!40014 SET @OLD_UNIQUE_CHECKS=@@UNIQUE_CHECKS, UNIQUE_CHECKS=0 */;").expect("w");
+    for t in 0..tables {
+        writeln!(f, "DROP TABLE IF EXISTS `big{t}`;\nCREATE TABLE `big{t}` (\n  `id` int NOT NULL,\n  `k` int NOT NULL,\n  `c` varchar(60) NOT NULL,\n  PRIMARY KEY (`id`),\n  KEY `k` (`k`)\n) ENGINE=InnoDB;").expect("w");
+        let mut id = 0;
+        while id < rows {
+            write!(f, "INSERT INTO `big{t}` VALUES ").expect("w");
+            let end = (id + 500).min(rows);
+            for i in id..end {
+                let sep = if i + 1 == end { ";\n" } else { "," };
+                write!(
+                    f,
+                    "({i},{},'value-{i}-\\'q\\'-{}'){sep}",
+                    i * 31 % 9973,
+                    "z".repeat(i % 17)
+                )
+                .expect("w");
+            }
+            id = end;
+        }
+    }
+    writeln!(f, "/*!40014 SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS */;").expect("w");
+}
+
+fn journal_rows(srv: &TestServer, load_id: &str) -> i64 {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        let n: Option<i64> = c
+            .exec_first(
+                "SELECT COUNT(*) FROM sqlfleet.load_journal WHERE load_id = ? AND kind = 'data'",
+                (load_id,),
+            )
+            .await
+            .unwrap_or(None);
+        n.unwrap_or(0)
+    })
+}
+
+#[test]
+fn kill_9_then_resume_loads_exactly_once() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("big.sql");
+    big_dump(&file, 4, 150_000);
+    let stock = fresh_db(srv, "stock");
+    mariadb(srv, &["-D", &stock], Some(&file));
+
+    let ours = fresh_db(srv, "ours");
+    let load_id = format!("kill9-{}", std::process::id());
+    let base = |extra: &[&str]| {
+        let mut c = common::sqlfleet();
+        c.arg("load")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args([
+                "-D",
+                &ours,
+                "--progress",
+                "none",
+                "--threads",
+                "3",
+                "--batch-bytes",
+                "100000",
+                "--load-id",
+                &load_id,
+            ])
+            .args(extra)
+            .arg(&file);
+        c
+    };
+    let mut child = base(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    while journal_rows(srv, &load_id) < 5 {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "load finished before it could be killed"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    let before = journal_rows(srv, &load_id);
+    eprintln!("killed after {before} journaled batches");
+
+    // Without --resume: refuse, and say how to go on.
+    let o = base(&[]).output().expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+
+    let o = base(&["--resume", "--json"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["skipped_on_resume"].as_u64().expect("skipped") > 0, "{v}");
+    assert_same(srv, &stock, &ours, "after kill -9 and --resume");
+
+    // Resuming a finished load does nothing.
+    let o = base(&["--resume"]).output().expect("run");
+    assert_eq!(o.status.code(), Some(0));
+    assert!(
+        stdout(&o).contains("already loaded completely"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn continue_on_error_quarantines_exactly_the_bad_statements() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("bad.sql");
+    let text = "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(5));\n\
+         INSERT INTO t VALUES (1,'a'),(2,'b');\n\
+         INSERT INTO t VALUES (2,'dup');\n\
+         INSERT INTO missing_table VALUES (1);\n\
+         INSERT INTO t VALUES (3,'c');\n\
+         CREATE VIEW broken AS SELECT nope FROM t;\n\
+         INSERT INTO t VALUES (4,'d');\n";
+    std::fs::write(&file, text).expect("write");
+    let dup_at = text.find("INSERT INTO t VALUES (2,'dup')").expect("dup");
+    let db = fresh_db(srv, "coe");
+    let q = dir.path().join("q.sql");
+    let o = sqlfleet_load(
+        srv,
+        &[
+            "-D",
+            &db,
+            "--continue-on-error",
+            "--quarantine",
+            q.to_str().expect("utf8"),
+            file.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("3 statements failed and were quarantined"),
+        "{}",
+        stdout(&o)
+    );
+    let quarantined = std::fs::read_to_string(&q).expect("quarantine file");
+    let mut stmts: Vec<&str> = quarantined
+        .lines()
+        .filter(|l| !l.starts_with("--") && !l.is_empty())
+        .collect();
+    stmts.sort();
+    // Batches of different tables fail in parallel: compare as a set.
+    assert_eq!(
+        stmts,
+        vec![
+            "CREATE VIEW broken AS SELECT nope FROM t;",
+            "INSERT INTO missing_table VALUES (1);",
+            "INSERT INTO t VALUES (2,'dup');"
+        ]
+    );
+    assert!(
+        quarantined.contains(&format!(
+            "-- sqlfleet quarantine: byte offset {dup_at}, line 3, table `"
+        )),
+        "{quarantined}"
+    );
+    assert!(
+        quarantined.contains("ERROR 1062: Duplicate entry '2'"),
+        "{quarantined}"
+    );
+    assert!(
+        quarantined.contains("line 4") && quarantined.contains("ERROR 1146"),
+        "{quarantined}"
+    );
+    let out = mariadb(
+        srv,
+        &[
+            "-N",
+            "-D",
+            &db,
+            "-e",
+            "SELECT GROUP_CONCAT(id ORDER BY id) FROM t",
+        ],
+        None,
+    );
+    assert_eq!(stdout(&out).trim(), "1,2,3,4");
+
+    // Without --continue-on-error: stop at the first failure, say where, exit 3.
+    let db = fresh_db(srv, "stop");
+    let o = sqlfleet_load(srv, &["-D", &db, file.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(3));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("byte offset {dup_at}, line 3"))
+            && e.contains("ERROR 1062")
+            && e.contains("INSERT INTO t VALUES (2,'dup')"),
+        "{e}"
+    );
+    assert!(e.contains("--resume"), "{e}");
+}
+
+#[test]
+fn bad_input_errors_say_where_and_exit_nonzero() {
+    let srv = server();
+    let dir = tmp();
+    let w = |name: &str, bytes: &[u8]| -> PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).expect("write");
+        p
+    };
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(b"CREATE TABLE g (a INT);\n").expect("gz");
+    for i in 0..20_000 {
+        gz.write_all(format!("INSERT INTO g VALUES ({i});\n").as_bytes())
+            .expect("gz");
+    }
+    let mut gz = gz.finish().expect("gz");
+    let cut = gz.len() / 2;
+    gz.truncate(cut);
+    gz.extend_from_slice(&[0x55; 40]);
+    let cases: Vec<(PathBuf, i32, &str)> = vec![
+        (
+            w(
+                "trunc.sql",
+                b"CREATE TABLE t (a TEXT);\nINSERT INTO t VALUES ('abc",
+            ),
+            3,
+            "byte offset 47, line 2: the dump ends inside a '-quoted string",
+        ),
+        (
+            w(
+                "trunc_delim.sql",
+                b"DELIMITER ;;\nCREATE PROCEDURE p() BEGIN SELECT 1; END",
+            ),
+            3,
+            "line 2: the dump ends inside a DELIMITER ;; block",
+        ),
+        (
+            w("comment.sql", b"SELECT 1;\n/* never closed"),
+            3,
+            "byte offset 10, line 2: the dump ends inside a /* comment",
+        ),
+        (w("empty.sql", b""), 3, "the dump is empty"),
+        (
+            w("garbage.bin", &[0x00, 0x01, 0x02, 0xff, 0x00, 0x13]),
+            3,
+            "NUL byte outside a string",
+        ),
+        (w("corrupt.sql.gz", &gz), 3, "corrupt gzip stream"),
+        (dir.path().join("missing.sql"), 1, "No such file"),
+    ];
+    for (path, code, want) in cases {
+        let db = fresh_db(srv, "bad");
+        let o = sqlfleet_load(srv, &["-D", &db, path.to_str().expect("utf8")]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{}: {e}", path.display());
+        assert!(
+            e.contains(want),
+            "{}: wanted '{want}' in: {e}",
+            path.display()
+        );
+        assert!(
+            e.contains(&path.display().to_string()),
+            "names the file: {e}"
+        );
+    }
+}
+
+#[test]
+fn password_on_the_command_line_is_hidden_from_ps() {
+    let srv = server();
+    let pw = srv.sandbox.password().expect("pw");
+    let port = srv.sandbox.meta.primary().port.to_string();
+    let db = fresh_db(srv, "ps");
+    let mut child = common::sqlfleet()
+        .args([
+            "load",
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port,
+            "-u",
+            "root",
+        ])
+        .arg(format!("-p{}", pw.expose()))
+        .args(["-D", &db, "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let pid = child.id();
+    // Connected and now waiting for stdin: read what `ps` would show.
+    let t0 = Instant::now();
+    let masked = format!("-p{}", "x".repeat(pw.expose().len()));
+    let cmdline = loop {
+        // Until exec, the child's cmdline is still the test's own.
+        let c = std::fs::read(format!("/proc/{pid}/cmdline")).expect("cmdline");
+        let s = String::from_utf8_lossy(&c).replace('\0', " ");
+        if s.contains(&masked) || t0.elapsed() > Duration::from_secs(5) {
+            break s;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    drop(child.stdin.take());
+    let out = child.wait_with_output().expect("wait");
+    assert!(
+        !cmdline.contains(pw.expose()),
+        "password visible: {cmdline}"
+    );
+    assert!(cmdline.contains(&masked), "{cmdline}: {}", stderr(&out));
+}
