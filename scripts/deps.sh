@@ -17,7 +17,10 @@ have cc || need+=(gcc libc6-dev)
 have make || need+=(make)
 have curl || need+=(curl ca-certificates)
 have python3 || need+=(python3)
-for extra in "$@"; do need+=("$extra"); done
+# Extra Debian packages asked for by name (benchmarks), if not installed.
+for extra in "$@"; do
+  dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")
+done
 
 if [ "${#need[@]}" -gt 0 ]; then
   echo "deps: installing ${need[*]}" >&2

@@ -17,9 +17,12 @@ pub enum Kind {
     Session,
     /// `USE db`: replayed on every connection.
     Use(String),
-    /// `LOCK TABLES` / `UNLOCK TABLES`: dumps add them for speed on one
-    /// connection; with many connections they would serialize, so skipped.
-    Lock,
+    /// Speed hints for a single connection, skipped by a parallel loader:
+    /// `LOCK TABLES` / `UNLOCK TABLES` (would serialize the workers) and
+    /// `ALTER TABLE t DISABLE KEYS` / `ENABLE KEYS` (a no-op for InnoDB;
+    /// for MyISAM the indexes are simply maintained during the load).
+    /// Skipping them changes no data or definition.
+    Hint,
     /// `CREATE`/`DROP`/`ALTER`/`TRUNCATE TABLE`: ordered with the table's data.
     TableDdl { table: TableRef, create: bool },
     /// `INSERT`/`REPLACE` into a table: the parallel part.
@@ -227,7 +230,7 @@ pub fn classify(text: &[u8]) -> Kind {
         };
     }
     if c.eat_seq(&["LOCK", "TABLES"]) || c.eat_seq(&["UNLOCK", "TABLES"]) {
-        return Kind::Lock;
+        return Kind::Hint;
     }
     if c.eat("INSERT") || c.eat("REPLACE") {
         while c.eat("LOW_PRIORITY") || c.eat("DELAYED") || c.eat("HIGH_PRIORITY") || c.eat("IGNORE")
@@ -244,6 +247,10 @@ pub fn classify(text: &[u8]) -> Kind {
         c.eat("IGNORE");
         if c.eat("TABLE") {
             if let Some(t) = c.table() {
+                let keys_next = matches!(c.toks.get(c.i + 1), Some(Tok::Word(w)) if w.eq_ignore_ascii_case("KEYS"));
+                if (c.kw("DISABLE") || c.kw("ENABLE")) && keys_next && c.toks.len() == c.i + 2 {
+                    return Kind::Hint;
+                }
                 return Kind::TableDdl {
                     table: t,
                     create: false,
@@ -370,11 +377,13 @@ mod tests {
             ("SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'x:1-5'", Kind::Barrier),
             ("SET @@SESSION.SQL_LOG_BIN= 0", Kind::Session),
             ("USE `shop`", Kind::Use("shop".into())),
-            ("LOCK TABLES `t` WRITE", Kind::Lock),
-            ("UNLOCK TABLES", Kind::Lock),
+            ("LOCK TABLES `t` WRITE", Kind::Hint),
+            ("UNLOCK TABLES", Kind::Hint),
+            ("ALTER TABLE `t` ENABLE KEYS", Kind::Hint),
+            ("ALTER TABLE `t` ADD KEY (a)", Kind::TableDdl { table: t("t"), create: false }),
             ("DROP TABLE IF EXISTS `t`", Kind::TableDdl { table: t("t"), create: false }),
             ("CREATE TABLE `t` (\n  `id` int NOT NULL\n) ENGINE=InnoDB", Kind::TableDdl { table: t("t"), create: true }),
-            ("/*!40000 ALTER TABLE `t` DISABLE KEYS */", Kind::TableDdl { table: t("t"), create: false }),
+            ("/*!40000 ALTER TABLE `t` DISABLE KEYS */", Kind::Hint),
             ("INSERT INTO `t` VALUES (1),(2)", Kind::Data(t("t"))),
             ("INSERT IGNORE INTO db.`t` (`a`) VALUES (1)", Kind::Data(TableRef { db: Some("db".into()), name: "t".into() })),
             ("REPLACE INTO `we``ird` VALUES (1)", Kind::Data(t("we`ird"))),

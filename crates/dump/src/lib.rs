@@ -5,6 +5,7 @@
 pub mod classify;
 pub mod reader;
 pub mod split;
+pub mod values;
 
 pub use classify::{classify, Kind, TableRef};
 pub use split::{SplitError, Splitter, Statement};

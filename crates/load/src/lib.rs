@@ -9,6 +9,7 @@ pub mod defer;
 pub mod error;
 pub mod journal;
 pub mod progress;
+pub mod queue;
 pub mod schedule;
 pub mod session;
 pub mod source;
@@ -48,6 +49,11 @@ pub struct LoadOptions {
     /// Overrides the dump's identity (needed to resume a stdin stream
     /// whose first MiB is not unique).
     pub load_id: Option<String>,
+    /// Send INSERT batches as LOAD DATA LOCAL when that is exact.
+    pub fast_path: bool,
+    /// Bytes of batches the scheduler may queue ahead of the workers
+    /// (so several tables load at once; bounds memory).
+    pub read_ahead: usize,
 }
 
 /// The end-of-load report.
@@ -68,6 +74,10 @@ pub struct Summary {
     pub retries: u64,
     pub errors: u64,
     pub skipped_on_resume: u64,
+    /// INSERT statements sent as LOAD DATA LOCAL rows (the fast path).
+    pub fast_path_statements: u64,
+    /// Batches that ran as plain INSERTs.
+    pub insert_batches: u64,
     pub threads: usize,
     pub warnings: Vec<String>,
     pub quarantine: Option<PathBuf>,
@@ -99,6 +109,12 @@ impl Summary {
             s.push_str(&format!(
                 "; {} already-loaded statements skipped (resume)",
                 self.skipped_on_resume
+            ));
+        }
+        if self.fast_path_statements > 0 {
+            s.push_str(&format!(
+                "; {} INSERTs sent as LOAD DATA rows",
+                self.fast_path_statements
             ));
         }
         s.push_str(&format!("; {} retries", self.retries));
@@ -144,7 +160,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let endpoint = opts.target.endpoint.to_string();
 
     let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(256);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(32);
     let reader = source::spawn(
         opened.reader,
         total,
@@ -196,6 +212,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 retries: 0,
                 errors: 0,
                 skipped_on_resume: 0,
+                fast_path_statements: 0,
+                insert_batches: 0,
                 threads: opts.threads,
                 warnings: vec![],
                 quarantine: None,
@@ -225,15 +243,16 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     });
     let ctx = Arc::new(Ctx {
         target: opts.target.clone(),
+        fast_path: std::sync::atomic::AtomicBool::new(opts.fast_path),
         prelude: Prelude::default(),
         shared: shared.clone(),
         load_id: load_id.clone(),
         continue_on_error: opts.continue_on_error,
     });
     let threads = opts.threads.max(1);
-    let (qtx, qrx) = async_channel::bounded(threads * 2);
+    let queue = Arc::new(queue::JobQueue::new(opts.read_ahead.max(opts.batch_bytes)));
     let workers: Vec<_> = (0..threads)
-        .map(|_| tokio::spawn(worker::run(ctx.clone(), qrx.clone())))
+        .map(|_| tokio::spawn(worker::run(ctx.clone(), queue.clone())))
         .collect();
     let (pstop, prx) = tokio::sync::oneshot::channel();
     let progress = tokio::spawn(progress::run(
@@ -249,7 +268,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
 
     let mut sched = Scheduler::new(
         ctx.clone(),
-        qtx,
+        queue.clone(),
         control,
         resume_ranges,
         opts.batch_bytes,
@@ -343,6 +362,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         retries: shared.retries.load(Ordering::Relaxed),
         errors: shared.quarantined.load(Ordering::Relaxed),
         skipped_on_resume: skipped,
+        fast_path_statements: shared.fast_statements.load(Ordering::Relaxed),
+        insert_batches: shared.fast_fallbacks.load(Ordering::Relaxed),
         threads,
         warnings,
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),

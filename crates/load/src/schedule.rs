@@ -1,7 +1,8 @@
 //! The scheduler: walks the dump in order and decides what may overlap.
 //!
 //! - Session statements (`SET`, `USE`) extend the prelude every connection
-//!   replays; `LOCK TABLES` is skipped (it would serialize the workers).
+//!   replays; `LOCK TABLES` and `DISABLE/ENABLE KEYS` hints are skipped
+//!   (they would serialize the workers and change nothing in the result).
 //! - INSERTs are grouped into batches of one table and handed to workers;
 //!   batches of one table run in parallel once the table exists.
 //! - DDL and triggers on a table wait for that table's batches in flight,
@@ -25,6 +26,7 @@ use tokio::sync::oneshot;
 use crate::defer;
 use crate::error::{retryable, StatementFailure};
 use crate::journal::{self, Ranges};
+use crate::queue::{has_auto_increment, JobQueue};
 use crate::session::SessionConn;
 use crate::worker::{failure_of, Ctx, Job, Work};
 
@@ -36,7 +38,7 @@ type Key = (Option<String>, String);
 
 pub struct Scheduler {
     pub ctx: Arc<Ctx>,
-    pub queue: async_channel::Sender<Job>,
+    pub queue: Arc<JobQueue>,
     pub control: SessionConn,
     pub resume: Ranges,
     pub batch_bytes: usize,
@@ -47,6 +49,8 @@ pub struct Scheduler {
     cur_db: Option<String>,
     batch: Option<(Key, Vec<Statement>, usize)>,
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
+    /// Tables known to have no AUTO_INCREMENT column (from their CREATE).
+    no_auto_inc: std::collections::HashSet<Key>,
     deferred: HashMap<Key, Deferred>,
 }
 
@@ -59,7 +63,7 @@ struct Deferred {
 impl Scheduler {
     pub fn new(
         ctx: Arc<Ctx>,
-        queue: async_channel::Sender<Job>,
+        queue: Arc<JobQueue>,
         control: SessionConn,
         resume: Ranges,
         batch_bytes: usize,
@@ -79,6 +83,7 @@ impl Scheduler {
             cur_db: database,
             batch: None,
             inflight: HashMap::new(),
+            no_auto_inc: Default::default(),
             deferred: HashMap::new(),
         }
     }
@@ -107,7 +112,7 @@ impl Scheduler {
                 self.ctx.prelude.push(&stmt.text);
                 self.cur_db = Some(db);
             }
-            Kind::Lock => {}
+            Kind::Hint => {}
             _ if self.resume.contains(stmt.offset) => {
                 self.skipped += 1;
                 // Keep what a deferred-index rewrite needs to know on resume.
@@ -140,6 +145,11 @@ impl Scheduler {
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
                 if create {
+                    if has_auto_increment(&stmt.text) {
+                        self.no_auto_inc.remove(&key);
+                    } else {
+                        self.no_auto_inc.insert(key.clone());
+                    }
                     if let Some(e) = engine(&stmt.text).filter(|e| !is_transactional(e)) {
                         self.warnings.push(format!(
                             "table {} uses {e}, which cannot roll back: its batches are journaled but a crash mid-batch may leave partial rows",
@@ -191,26 +201,25 @@ impl Scheduler {
     }
 
     async fn flush(&mut self) {
-        let Some((key, stmts, _)) = self.batch.take() else {
+        let Some((key, stmts, bytes)) = self.batch.take() else {
             return;
         };
         let (tx, rx) = oneshot::channel();
+        let table = Self::show(&key);
         let job = Job {
             work: Work::Data {
-                table: Self::show(&key),
+                table: table.clone(),
                 stmts,
             },
             prelude_len: self.ctx.prelude.len(),
             done: tx,
         };
-        if self.queue.send(job).await.is_ok() {
-            let list = self.inflight.entry(key).or_default();
-            list.push(rx);
-            if list.len() > 256 {
-                list.retain_mut(|r| {
-                    matches!(r.try_recv(), Err(oneshot::error::TryRecvError::Empty))
-                });
-            }
+        let auto_inc = !self.no_auto_inc.contains(&key);
+        self.queue.push(&table, auto_inc, job, bytes).await;
+        let list = self.inflight.entry(key).or_default();
+        list.push(rx);
+        if list.len() > 256 {
+            list.retain_mut(|r| matches!(r.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
         }
     }
 
@@ -219,6 +228,7 @@ impl Scheduler {
             return;
         };
         let table = Self::show(key);
+        let table_name = table.clone();
         let (tx, rx) = oneshot::channel();
         let job = Job {
             work: Work::Index {
@@ -229,9 +239,8 @@ impl Scheduler {
             prelude_len: d.prelude_len,
             done: tx,
         };
-        if self.queue.send(job).await.is_ok() {
-            self.inflight.entry(key.clone()).or_default().push(rx);
-        }
+        self.queue.push(&table_name, true, job, 0).await;
+        self.inflight.entry(key.clone()).or_default().push(rx);
     }
 
     async fn start_all_deferred(&mut self) {

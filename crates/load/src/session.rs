@@ -45,6 +45,9 @@ impl Prelude {
 pub struct SessionConn {
     pub conn: Conn,
     applied: usize,
+    /// `(character_set_client, backslash escapes on)` as the prelude left
+    /// them; read lazily for the LOAD DATA fast path.
+    charset: Option<(String, bool)>,
 }
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -52,7 +55,11 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 impl SessionConn {
     pub async fn open(target: &Target) -> Result<SessionConn, LoadError> {
         let conn = target.connect(CONNECT_TIMEOUT).await?;
-        Ok(SessionConn { conn, applied: 0 })
+        Ok(SessionConn {
+            conn,
+            applied: 0,
+            charset: None,
+        })
     }
 
     /// Replays prelude statements `[applied, upto)`.
@@ -64,6 +71,26 @@ impl SessionConn {
             self.conn.query_drop(&*stmt).await?;
         }
         self.applied = upto;
+        self.charset = None;
         Ok(())
+    }
+
+    /// The session's client character set and whether backslashes escape
+    /// in string literals (no NO_BACKSLASH_ESCAPES).
+    pub async fn charset(&mut self) -> Result<(String, bool), mysql_async::Error> {
+        if let Some(c) = &self.charset {
+            return Ok(c.clone());
+        }
+        let row: Option<(String, i64)> = self
+            .conn
+            .query_first(
+                "SELECT @@character_set_client, @@sql_mode NOT LIKE '%NO_BACKSLASH_ESCAPES%'",
+            )
+            .await?;
+        let c = row
+            .map(|(cs, bs)| (cs, bs == 1))
+            .unwrap_or_else(|| ("utf8mb4".into(), true));
+        self.charset = Some(c.clone());
+        Ok(c)
     }
 }

@@ -11,13 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::Target;
+use sqlfleet_dump::values::{insert_to_rows, Duplicates, Rows};
 use sqlfleet_dump::Statement;
 use tokio::sync::oneshot;
 
 use crate::error::{describe, retryable, StatementFailure};
 use crate::journal;
+use crate::queue::{JobQueue, Lease};
 use crate::session::{Prelude, SessionConn};
 
 pub const MAX_ATTEMPTS: u32 = 6;
@@ -57,6 +60,9 @@ pub struct Shared {
     pub batches: AtomicU64,
     pub retries: AtomicU64,
     pub quarantined: AtomicU64,
+    /// Statements loaded through LOAD DATA, and batches that fell back.
+    pub fast_statements: AtomicU64,
+    pub fast_fallbacks: AtomicU64,
     pub quarantine: Option<Mutex<std::fs::File>>,
     pub resuming: bool,
 }
@@ -71,6 +77,8 @@ impl Default for Shared {
             batches: AtomicU64::default(),
             retries: AtomicU64::default(),
             quarantined: AtomicU64::default(),
+            fast_statements: AtomicU64::default(),
+            fast_fallbacks: AtomicU64::default(),
             quarantine: None,
             resuming: false,
         }
@@ -130,6 +138,8 @@ impl Shared {
 
 pub struct Ctx {
     pub target: Target,
+    /// Use LOAD DATA LOCAL for INSERT batches it reproduces exactly.
+    pub fast_path: std::sync::atomic::AtomicBool,
     pub prelude: Prelude,
     pub shared: Arc<Shared>,
     pub load_id: String,
@@ -153,18 +163,23 @@ pub fn failure_of(
 }
 
 /// Runs jobs until the queue closes.
-pub async fn run(ctx: Arc<Ctx>, queue: async_channel::Receiver<Job>) {
+pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>) {
     let mut conn: Option<SessionConn> = None;
-    while let Ok(job) = queue.recv().await {
+    while let Some(Lease {
+        job,
+        table,
+        fast_ok,
+    }) = queue.pop().await
+    {
         let first = match &job.work {
             Work::Data { stmts, .. } => stmts[0].offset,
             Work::Index { record, .. } => record.0,
         };
-        if ctx.shared.past_failure(first) {
-            continue; // drain: nothing after the first failure runs
-        }
-        process(&ctx, &mut conn, job.work, job.prelude_len).await;
+        if !ctx.shared.past_failure(first) {
+            process(&ctx, &mut conn, job.work, job.prelude_len, fast_ok).await;
+        } // else drain: nothing after the first failure runs
         drop(job.done);
+        queue.done(&table);
     }
     if let Some(c) = conn {
         let _ = c.conn.disconnect().await;
@@ -177,11 +192,17 @@ enum Outcome {
     Fail(usize, mysql_async::Error),
 }
 
-async fn process(ctx: &Ctx, conn: &mut Option<SessionConn>, work: Work, prelude_len: usize) {
+async fn process(
+    ctx: &Ctx,
+    conn: &mut Option<SessionConn>,
+    work: Work,
+    prelude_len: usize,
+    fast_ok: bool,
+) {
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let outcome = attempt_once(ctx, conn, &work, prelude_len).await;
+        let outcome = attempt_once(ctx, conn, &work, prelude_len, fast_ok).await;
         match outcome {
             Outcome::Ok(rows) => {
                 ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
@@ -272,6 +293,7 @@ async fn attempt_once(
     conn: &mut Option<SessionConn>,
     work: &Work,
     prelude_len: usize,
+    fast_ok: bool,
 ) -> Outcome {
     let c = match ensure(ctx, conn).await {
         Ok(c) => c,
@@ -287,7 +309,7 @@ async fn attempt_once(
     match work {
         Work::Data { stmts, .. } => {
             let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
-            run_txn(ctx, c, stmts, range).await
+            run_txn(ctx, c, stmts, range, fast_ok).await
         }
         Work::Index { alter, record, .. } => {
             let r = c.conn.query_drop(alter.as_str()).await;
@@ -314,13 +336,130 @@ async fn attempt_once(
     }
 }
 
-/// BEGIN; the statements; the journal record; COMMIT.
+/// The batch as LOAD DATA groups, if every statement converts.
+fn convert(stmts: &[Statement], backslash_escapes: bool) -> Option<Vec<Rows>> {
+    let mut groups: Vec<Rows> = Vec::new();
+    for s in stmts {
+        let r = insert_to_rows(&s.text, backslash_escapes)?;
+        match groups.last_mut() {
+            Some(g)
+                if g.table == r.table && g.columns == r.columns && g.duplicates == r.duplicates =>
+            {
+                g.tsv.extend_from_slice(&r.tsv);
+                g.rows += r.rows;
+            }
+            _ => groups.push(r),
+        }
+    }
+    Some(groups)
+}
+
+enum Fast {
+    /// Loaded and committed: rows.
+    Done(u64),
+    /// Not applicable or not exact: run the INSERTs instead.
+    Fallback,
+    /// A connection problem: retry the batch.
+    Retry(mysql_async::Error),
+}
+
+/// BEGIN; LOAD DATA LOCAL for each group; the journal record; COMMIT —
+/// only if the server took every row without a warning. Anything else
+/// rolls back and leaves the batch to the INSERT path, so results are
+/// always what the INSERTs would give.
+async fn try_fast(ctx: &Ctx, c: &mut SessionConn, stmts: &[Statement], range: (u64, u64)) -> Fast {
+    if !ctx.fast_path.load(Ordering::Relaxed) {
+        return Fast::Fallback;
+    }
+    let (charset, backslashes) = match c.charset().await {
+        Ok(v) => v,
+        Err(e) if retryable(&e) => return Fast::Retry(e),
+        Err(_) => return Fast::Fallback,
+    };
+    let Some(groups) = convert(stmts, backslashes) else {
+        return Fast::Fallback;
+    };
+    let check = |e: mysql_async::Error| {
+        if retryable(&e) {
+            Fast::Retry(e)
+        } else {
+            Fast::Fallback
+        }
+    };
+    if let Err(e) = c.conn.query_drop("BEGIN").await {
+        return check(e);
+    }
+    let mut rows = 0;
+    for g in groups {
+        let sql = g.load_sql("sqlfleet-batch", &charset);
+        let expect = g.rows;
+        let duplicates = g.duplicates;
+        let data = bytes::Bytes::from(g.tsv);
+        c.conn.set_infile_handler(async move {
+            Ok(futures_util::stream::once(async move { Ok(data) }).boxed())
+        });
+        if let Err(e) = c.conn.query_drop(sql).await {
+            let _ = c.conn.query_drop("ROLLBACK").await;
+            if let mysql_async::Error::Server(s) = &e {
+                // The server (or its settings) refuses LOCAL INFILE: stop trying.
+                if matches!(s.code, 1148 | 3948 | 4166)
+                    && ctx.fast_path.swap(false, Ordering::Relaxed)
+                {
+                    eprintln!(
+                        "sqlfleet load: the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
+                        s.message
+                    );
+                }
+            }
+            return check(e);
+        }
+        let exact = c.conn.get_warnings() == 0
+            && (duplicates == Duplicates::Replace || c.conn.affected_rows() == expect);
+        if !exact {
+            let _ = c.conn.query_drop("ROLLBACK").await;
+            return Fast::Fallback;
+        }
+        rows += c.conn.affected_rows();
+    }
+    let rec = journal::record_sql(&ctx.load_id, range.0, range.1, "data", rows);
+    if let Err(e) = c.conn.query_drop(rec).await {
+        let _ = c.conn.query_drop("ROLLBACK").await;
+        return check(e);
+    }
+    match c.conn.query_drop("COMMIT").await {
+        Ok(()) => {
+            ctx.shared
+                .fast_statements
+                .fetch_add(stmts.len() as u64, Ordering::Relaxed);
+            Fast::Done(rows)
+        }
+        Err(e) => check(e),
+    }
+}
+
+/// The fast path when it applies, else BEGIN; the statements; the
+/// journal record; COMMIT.
 async fn run_txn(
     ctx: &Ctx,
     c: &mut SessionConn,
     stmts: &[Statement],
     range: (u64, u64),
+    fast_ok: bool,
 ) -> Outcome {
+    let fast = if fast_ok {
+        try_fast(ctx, c, stmts, range).await
+    } else {
+        Fast::Fallback
+    };
+    match fast {
+        Fast::Done(rows) => return Outcome::Ok(rows),
+        Fast::Retry(e) => return Outcome::Retry(e),
+        Fast::Fallback => {
+            if ctx.fast_path.load(Ordering::Relaxed) {
+                ctx.shared.fast_fallbacks.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
     let fail = |i: usize, e: mysql_async::Error| {
         if retryable(&e) {
             Outcome::Retry(e)
@@ -374,7 +513,7 @@ async fn one_by_one(
                 ctx.shared.fail(failure_of(s, Some(table), &e));
                 return;
             }
-            match run_txn(ctx, c, std::slice::from_ref(s), (s.offset, s.end)).await {
+            match run_txn(ctx, c, std::slice::from_ref(s), (s.offset, s.end), false).await {
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                     ctx.shared.statements.fetch_add(1, Ordering::Relaxed);

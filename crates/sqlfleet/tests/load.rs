@@ -173,6 +173,10 @@ fn loads_like_the_stock_client_for_every_dump_style() {
         let o = sqlfleet_load(srv, &args);
         assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
         assert!(stdout(&o).contains("no errors"), "{name}: {}", stdout(&o));
+        // The fast path carried the plain tables (not those with BIT or hex values).
+        let fast = stdout(&o).contains("sent as LOAD DATA rows");
+        let expect_fast = !load_args.contains(&"--no-fast-path");
+        assert_eq!(fast, expect_fast, "{name}: {}", stdout(&o));
         if !dump_args.contains(&"--skip-opt") {
             // (--skip-opt drops ENGINE= from CREATE TABLE.)
             assert!(
@@ -548,4 +552,27 @@ fn password_on_the_command_line_is_hidden_from_ps() {
         "password visible: {cmdline}"
     );
     assert!(cmdline.contains(&masked), "{cmdline}: {}", stderr(&out));
+}
+
+#[test]
+fn falls_back_to_inserts_when_the_server_refuses_local_infile() {
+    static NO_LOCAL: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let srv = NO_LOCAL.get_or_init(|| sqlfleet_testkit::server_with(&["local_infile=0"]));
+    let src = source_db(srv);
+    let dir = tmp();
+    let file = dir.path().join("d.sql");
+    dump(srv, &src, &[], &file);
+    let stock = fresh_db(srv, "stock");
+    mariadb(srv, &["-D", &stock], Some(&file));
+    let ours = fresh_db(srv, "ours");
+    let o = sqlfleet_load(srv, &["-D", &ours, file.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let said = stderr(&o).matches("refuses LOAD DATA LOCAL").count();
+    assert_eq!(said, 1, "says so once: {}", stderr(&o));
+    assert!(
+        !stdout(&o).contains("sent as LOAD DATA rows"),
+        "{}",
+        stdout(&o)
+    );
+    assert_same(srv, &stock, &ours, "local_infile=0");
 }

@@ -49,9 +49,18 @@ pub struct LoadArgs {
     /// Statements per transaction, in bytes
     #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
     batch_bytes: usize,
+    /// Bytes of batches queued ahead of the workers, so several tables load
+    /// at once (bounds memory together with --batch-bytes)
+    #[arg(long, default_value_t = 128 << 20, value_name = "BYTES")]
+    read_ahead: usize,
     /// The dump's identity for the journal [default: hash of its first MiB and size]
     #[arg(long)]
     load_id: Option<String>,
+    /// Always send the dump's INSERT statements as they are (by default,
+    /// batches of plain INSERTs go as LOAD DATA LOCAL rows when the result
+    /// is provably the same: all rows, no warnings; otherwise as INSERTs)
+    #[arg(long)]
+    no_fast_path: bool,
     /// Print the summary as JSON
     #[arg(long)]
     json: bool,
@@ -95,6 +104,8 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         database: None,
         batch_bytes: a.batch_bytes.max(1),
         load_id: a.load_id,
+        fast_path: !a.no_fast_path,
+        read_ahead: a.read_ahead,
     };
     let json = a.json || a.progress == Mode::Json;
     match sqlfleet_load::load(opts).await {

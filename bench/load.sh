@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Restore benchmark: the same sysbench-style tables loaded, in one run on
+# one sandbox server, by
+#   1. the stock client:  mariadb < dump.sql         (plain mariadb-dump)
+#   2. myloader           on a mydumper dump of the same tables
+#   3. the ceiling:       server-side LOAD DATA INFILE, one per table, in parallel
+#   4. sqlfleet load      on the plain mariadb-dump file
+# Each result is checked (CHECKSUM TABLE of every table equals the source).
+# Prints seconds, rows/s and ratios; append the table to docs/benchmarks.md.
+#
+# Usage: bench/load.sh [TABLES] [ROWS_PER_TABLE] [THREADS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TABLES="${1:-8}"
+ROWS="${2:-150000}"
+THREADS="${3:-4}"
+
+bash scripts/deps.sh mydumper
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+
+NAME=bench-load
+# A fresh server each run, sized so the data fits in memory.
+"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"$SQLFLEET" sandbox up --name "$NAME" --option innodb_buffer_pool_size=2G --option innodb_log_file_size=1G >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+SQL=(mariadb --defaults-file="$CNF" -N -B)
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sqlfleet-bench.XXXXXX")"
+chmod 755 "$WORK"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+
+now() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+
+echo "== generating $TABLES sysbench-style tables x $ROWS rows"
+"${SQL[@]}" -e "DROP DATABASE IF EXISTS sbsrc; CREATE DATABASE sbsrc"
+for t in $(seq 1 "$TABLES"); do
+  "${SQL[@]}" -D sbsrc -e "
+    CREATE TABLE sbtest$t (
+      id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL DEFAULT 0,
+      c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '',
+      PRIMARY KEY (id), KEY k_$t (k)) ENGINE=InnoDB;
+    INSERT INTO sbtest$t (k, c, pad)
+      SELECT FLOOR(RAND($t * seq) * $ROWS),
+        CONCAT_WS('-', LPAD(FLOOR(RAND(seq) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 1) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq + 2) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 3) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq + 4) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 5) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq + 6) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 7) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq + 8) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 9) * 1e11), 11, '0')),
+        CONCAT_WS('-', LPAD(FLOOR(RAND(seq * 3) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 5) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq * 7) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 11) * 1e11), 11, '0'),
+                       LPAD(FLOOR(RAND(seq * 13) * 1e11), 11, '0'))
+      FROM seq_1_to_$ROWS;"
+done
+TOTAL=$((TABLES * ROWS))
+checksums() { "${SQL[@]}" -e "CHECKSUM TABLE $(for t in $(seq 1 "$TABLES"); do printf '%s.sbtest%s,' "$1" "$t"; done | sed 's/,$//')" | awk '{print $2}'; }
+WANT="$(checksums sbsrc)"
+check() {
+  if [ "$(checksums "$1")" != "$WANT" ]; then echo "!! $1: data differs from the source" >&2; exit 1; fi
+}
+
+echo "== dumping (mariadb-dump, mydumper)"
+mariadb-dump --defaults-file="$CNF" sbsrc > "$WORK/dump.sql"
+mydumper --defaults-file="$CNF" -B sbsrc -o "$WORK/mydumper" -t "$THREADS" >/dev/null 2>&1
+DUMP_MB=$(python3 -c "import os; print(f'{os.path.getsize(\"$WORK/dump.sql\")/1e6:.0f}')")
+for t in $(seq 1 "$TABLES"); do
+  "${SQL[@]}" -e "SELECT * FROM sbsrc.sbtest$t INTO OUTFILE '$WORK/sbtest$t.tsv'"
+done
+fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1"; }
+
+echo "== 1. mariadb < dump.sql"
+fresh b_client; t0=$(now)
+mariadb --defaults-file="$CNF" -D b_client < "$WORK/dump.sql"
+T_CLIENT=$(secs "$t0" "$(now)"); check b_client
+
+echo "== 2. myloader -t $THREADS"
+fresh b_myloader; t0=$(now)
+myloader --defaults-file="$CNF" -d "$WORK/mydumper" -s sbsrc -B b_myloader -o -t "$THREADS" >/dev/null 2>&1
+T_MYLOADER=$(secs "$t0" "$(now)"); check b_myloader
+
+echo "== 3. LOAD DATA INFILE, $TABLES in parallel (ceiling)"
+fresh b_ceiling
+for t in $(seq 1 "$TABLES"); do "${SQL[@]}" -D b_ceiling -e "CREATE TABLE sbtest$t LIKE sbsrc.sbtest$t"; done
+t0=$(now)
+for t in $(seq 1 "$TABLES"); do
+  "${SQL[@]}" -D b_ceiling -e "SET unique_checks=0, foreign_key_checks=0; LOAD DATA INFILE '$WORK/sbtest$t.tsv' INTO TABLE sbtest$t" &
+done
+wait
+T_CEILING=$(secs "$t0" "$(now)"); check b_ceiling
+
+echo "== 4. sqlfleet load --threads $THREADS"
+fresh b_sqlfleet; t0=$(now)
+"$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none "$WORK/dump.sql"
+T_SQLFLEET=$(secs "$t0" "$(now)"); check b_sqlfleet
+
+"${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet; DROP DATABASE sbsrc"
+python3 - "$TOTAL" "$DUMP_MB" "$T_CLIENT" "$T_MYLOADER" "$T_CEILING" "$T_SQLFLEET" "$THREADS" "$TABLES" "$ROWS" <<'PY'
+import sys, platform, os
+total, mb = int(sys.argv[1]), sys.argv[2]
+t = dict(zip(["mariadb < dump.sql", "myloader", "LOAD DATA INFILE (ceiling)", "sqlfleet load"], map(float, sys.argv[3:7])))
+threads, tables, rows = sys.argv[7:10]
+print(f"\n{tables} tables x {rows} rows = {total} rows, plain dump {mb} MB, {threads} threads, {os.cpu_count()} CPUs; all results checksum-identical to the source\n")
+print("| method | seconds | rows/s | sqlfleet speed-up |")
+print("|---|---:|---:|---:|")
+s = t["sqlfleet load"]
+for k, v in t.items():
+    print(f"| {k} | {v:.2f} | {total / v:,.0f} | {v / s:.2f}x |")
+print(f"\nsqlfleet time / myloader time = {s / t['myloader']:.2f} (target <= 0.90)")
+print(f"sqlfleet time / ceiling time  = {s / t['LOAD DATA INFILE (ceiling)']:.2f} (target <= 1.15)")
+PY
