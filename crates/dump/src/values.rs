@@ -205,37 +205,44 @@ fn value(p: &mut P, out: &mut Vec<u8>, backslash_escapes: bool) -> Option<()> {
         b'\'' => {
             p.i += 1;
             loop {
-                let c = *p.s.get(p.i)?;
+                // Copy the run of ordinary bytes up to the next quote or
+                // backslash in one go; escape it only if it needs it.
+                let rest = &p.s[p.i..];
+                let run = if backslash_escapes {
+                    memchr::memchr2(b'\'', b'\\', rest)
+                } else {
+                    memchr::memchr(b'\'', rest)
+                }?;
+                push_field_bytes(out, &rest[..run]);
+                p.i += run;
+                let c = p.s[p.i];
                 p.i += 1;
-                if c == b {
-                    if p.s.get(p.i) == Some(&b) {
+                if c == b'\'' {
+                    if p.s.get(p.i) == Some(&b'\'') {
                         p.i += 1;
-                        push_field_byte(out, b);
+                        out.push(b'\'');
                         continue;
                     }
                     return Some(());
                 }
-                if c == b'\\' && backslash_escapes {
-                    let e = *p.s.get(p.i)?;
-                    p.i += 1;
-                    let raw = match e {
-                        b'0' => 0,
-                        b'b' => 8,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'Z' => 26,
-                        // \% and \_ keep their backslash in SQL strings.
-                        b'%' | b'_' => {
-                            push_field_byte(out, b'\\');
-                            e
-                        }
-                        other => other,
-                    };
-                    push_field_byte(out, raw);
-                } else {
-                    push_field_byte(out, c);
-                }
+                // A backslash escape.
+                let e = *p.s.get(p.i)?;
+                p.i += 1;
+                let raw = match e {
+                    b'0' => 0,
+                    b'b' => 8,
+                    b'n' => b'\n',
+                    b'r' => b'\r',
+                    b't' => b'\t',
+                    b'Z' => 26,
+                    // \% and \_ keep their backslash in SQL strings.
+                    b'%' | b'_' => {
+                        push_field_byte(out, b'\\');
+                        e
+                    }
+                    other => other,
+                };
+                push_field_byte(out, raw);
             }
         }
         b'N' | b'n' => {
@@ -280,6 +287,20 @@ fn value(p: &mut P, out: &mut Vec<u8>, backslash_escapes: bool) -> Option<()> {
             Some(())
         }
         _ => None,
+    }
+}
+
+/// Field data, escaped for `FIELDS ESCAPED BY '\\'`: copied whole when
+/// it has nothing to escape (the common case).
+fn push_field_bytes(out: &mut Vec<u8>, bytes: &[u8]) {
+    let special =
+        memchr::memchr3(b'\\', b'\t', b'\n', bytes).is_some() || memchr::memchr(0, bytes).is_some();
+    if special {
+        for &b in bytes {
+            push_field_byte(out, b);
+        }
+    } else {
+        out.extend_from_slice(bytes);
     }
 }
 

@@ -116,7 +116,8 @@ pub struct ReplHealth {
     pub sql_running: String,
     pub seconds_behind: Option<u64>,
     pub last_error: String,
-    pub gtid_slave_pos: String,
+    /// GTID position received from the primary (Gtid_IO_Pos).
+    pub gtid_io_pos: String,
 }
 
 impl ReplHealth {
@@ -142,7 +143,7 @@ pub async fn repl_health(conn: &mut Conn, label: &str) -> Result<Option<ReplHeal
         sql_running: text("Slave_SQL_Running"),
         seconds_behind: text("Seconds_Behind_Master").parse().ok(),
         last_error: if io_err.is_empty() { sql_err } else { io_err },
-        gtid_slave_pos: text("Gtid_Slave_Pos"),
+        gtid_io_pos: text("Gtid_IO_Pos"),
     }))
 }
 

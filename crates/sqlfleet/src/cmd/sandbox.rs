@@ -187,7 +187,7 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
             (Some(h), _, _, _) if h.healthy() => format!(
                 "ok, {}s behind, gtid {}",
                 h.seconds_behind.map_or("?".into(), |s| s.to_string()),
-                h.gtid_slave_pos
+                h.gtid_io_pos
             ),
             (Some(h), _, _, _) => format!(
                 "BROKEN: io={} sql={} {}",
