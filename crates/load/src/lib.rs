@@ -328,9 +328,6 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let rows = shared.rows.load(Ordering::Relaxed);
     let _ = journal::finish(&mut control.conn, &endpoint, &load_id, ok, bytes, rows).await;
     let _ = control.conn.disconnect().await;
-    for w in &warnings {
-        eprintln!("sqlfleet load: warning: {w}");
-    }
     if let Some(e) = input_error {
         return Err(input_err(e));
     }

@@ -151,7 +151,7 @@ impl Scheduler {
                         self.no_auto_inc.insert(key.clone());
                     }
                     if let Some(e) = engine(&stmt.text).filter(|e| !is_transactional(e)) {
-                        self.warnings.push(format!(
+                        self.warn(format!(
                             "table {} uses {e}, which cannot roll back: its batches are journaled but a crash mid-batch may leave partial rows",
                             Self::show(&key)
                         ));
@@ -191,6 +191,12 @@ impl Scheduler {
                 self.execute(&stmt, None, true).await;
             }
         }
+    }
+
+    /// Says it now (before the table's rows load) and keeps it for the summary.
+    fn warn(&mut self, w: String) {
+        eprintln!("sqlfleet load: warning: {w}");
+        self.warnings.push(w);
     }
 
     /// At the end of the dump: everything out, everything finished.
@@ -292,7 +298,7 @@ impl Scheduler {
                 Err(mysql_async::Error::Server(s))
                     if self.ctx.shared.resuming && ALREADY_DONE.contains(&s.code) =>
                 {
-                    self.warnings.push(format!(
+                    self.warn(format!(
                         "byte offset {}, line {}: already applied before the interruption ({}), kept",
                         stmt.offset, stmt.line, s.message
                     ));
