@@ -1,0 +1,350 @@
+//! Splitting a flat file into chunks at record boundaries, in one pass.
+//!
+//! Records are parsed with `LOAD DATA`'s rules (escape character, optional
+//! enclosure with doubled enclosure characters, multi-byte terminators), so
+//! a line terminator inside quotes or after an escape is not a boundary.
+//! While at it, each record is checked: its field count (a ragged row is an
+//! error naming its line), UTF-8 validity when the table wants it, and an
+//! unterminated quote at the end of the file.
+
+use std::io::Read;
+
+use crate::format::Format;
+
+/// A run of whole records, ready for one `LOAD DATA LOCAL`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Byte offset of the chunk's first byte in the file.
+    pub offset: u64,
+    /// Byte offset just past its last record.
+    pub end: u64,
+    /// 1-based line of the first record.
+    pub first_line: u64,
+    /// The line each record starts on (for warnings, which count records).
+    pub record_lines: Vec<u64>,
+    pub data: Vec<u8>,
+}
+
+impl Chunk {
+    pub fn records(&self) -> u64 {
+        self.record_lines.len() as u64
+    }
+
+    /// The last line the chunk touches.
+    pub fn last_line(&self) -> u64 {
+        let newlines = self.data.iter().filter(|&&b| b == b'\n').count() as u64;
+        let trailing = u64::from(self.data.last() == Some(&b'\n'));
+        self.first_line + newlines - trailing.min(newlines)
+    }
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum FlatError {
+    #[error("line {line} (byte offset {offset}): {what}")]
+    Record {
+        line: u64,
+        offset: u64,
+        what: String,
+    },
+    #[error("byte offset {offset}: read error: {what}")]
+    Io { offset: u64, what: String },
+}
+
+/// What the chunker checks as it goes.
+#[derive(Debug, Clone, Default)]
+pub struct Checks {
+    /// Every record must have this many fields.
+    pub fields: Option<usize>,
+    /// Records must be valid UTF-8 (for utf8/utf8mb4 tables).
+    pub utf8: bool,
+    /// The first record is a header: skipped, not loaded.
+    pub header: bool,
+}
+
+struct Rec {
+    end: usize,
+    fields: usize,
+    lines: u64,
+}
+
+enum Parse {
+    Done(Rec),
+    NeedMore,
+}
+
+pub struct Chunker<R> {
+    reader: R,
+    fmt: Format,
+    checks: Checks,
+    target: usize,
+    buf: Vec<u8>,
+    scratch: Box<[u8]>,
+    /// Absolute offset of `buf[0]`.
+    base: u64,
+    /// Start of the current chunk / next record in `buf`.
+    chunk_start: usize,
+    pos: usize,
+    line: u64,
+    chunk_line: u64,
+    record_lines: Vec<u64>,
+    eof: bool,
+    header_done: bool,
+}
+
+const BLOCK: usize = 1 << 20;
+
+impl<R: Read> Chunker<R> {
+    pub fn new(reader: R, fmt: Format, checks: Checks, target: usize) -> Self {
+        let header_done = !checks.header;
+        Chunker {
+            reader,
+            fmt,
+            checks,
+            target: target.max(1),
+            buf: Vec::with_capacity(BLOCK * 2),
+            scratch: vec![0; BLOCK].into_boxed_slice(),
+            base: 0,
+            chunk_start: 0,
+            pos: 0,
+            line: 1,
+            chunk_line: 1,
+            record_lines: Vec::new(),
+            eof: false,
+            header_done,
+        }
+    }
+
+    fn fill(&mut self) -> Result<bool, FlatError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.chunk_start > 0 {
+            self.buf.drain(..self.chunk_start);
+            self.base += self.chunk_start as u64;
+            self.pos -= self.chunk_start;
+            self.chunk_start = 0;
+        }
+        let n = loop {
+            match self.reader.read(&mut self.scratch) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    return Err(FlatError::Io {
+                        offset: self.base + self.buf.len() as u64,
+                        what: e.to_string(),
+                    })
+                }
+            }
+        };
+        self.buf.extend_from_slice(&self.scratch[..n]);
+        if n == 0 {
+            self.eof = true;
+        }
+        Ok(n > 0)
+    }
+
+    fn err(&self, at: usize, line: u64, what: impl Into<String>) -> FlatError {
+        FlatError::Record {
+            line,
+            offset: self.base + at as u64,
+            what: what.into(),
+        }
+    }
+
+    /// The next chunk, or `None` at the end of the file.
+    pub fn next_chunk(&mut self) -> Result<Option<Chunk>, FlatError> {
+        loop {
+            if self.pos >= self.buf.len() && !self.fill()? {
+                return Ok(self.take());
+            }
+            let parsed = parse_record(&self.buf, self.pos, &self.fmt, self.eof)
+                .map_err(|(at, what)| self.err(at, self.line, what))?;
+            let rec = match parsed {
+                Parse::NeedMore => {
+                    if !self.fill()? {
+                        // At EOF parse_record never asks for more.
+                        continue;
+                    }
+                    continue;
+                }
+                Parse::Done(r) => r,
+            };
+            let start = self.pos;
+            let rec_line = self.line;
+            self.pos = rec.end;
+            self.line += rec.lines;
+            if !self.header_done {
+                // Drop the header: the chunk starts after it.
+                self.header_done = true;
+                self.chunk_start = self.pos;
+                self.chunk_line = self.line;
+                continue;
+            }
+            let body = &self.buf[start..rec.end];
+            if let Some(want) = self.checks.fields {
+                if rec.fields != want {
+                    return Err(self.err(
+                        start,
+                        rec_line,
+                        format!(
+                            "{} field(s) where the table takes {want} (a ragged row?)",
+                            rec.fields
+                        ),
+                    ));
+                }
+            }
+            if self.checks.utf8 {
+                if let Err(e) = std::str::from_utf8(body) {
+                    let bad = e.valid_up_to();
+                    let line =
+                        rec_line + body[..bad].iter().filter(|&&b| b == b'\n').count() as u64;
+                    return Err(self.err(start + bad, line, "invalid UTF-8 for a utf8 table"));
+                }
+            }
+            if self.record_lines.is_empty() {
+                self.chunk_line = rec_line;
+            }
+            self.record_lines.push(rec_line);
+            if self.pos - self.chunk_start >= self.target {
+                if let Some(c) = self.take() {
+                    return Ok(Some(c));
+                }
+            }
+        }
+    }
+
+    fn take(&mut self) -> Option<Chunk> {
+        if self.record_lines.is_empty() {
+            return None;
+        }
+        let c = Chunk {
+            offset: self.base + self.chunk_start as u64,
+            end: self.base + self.pos as u64,
+            first_line: self.chunk_line,
+            record_lines: std::mem::take(&mut self.record_lines),
+            data: self.buf[self.chunk_start..self.pos].to_vec(),
+        };
+        self.chunk_start = self.pos;
+        Some(c)
+    }
+}
+
+fn at(buf: &[u8], i: usize, pat: &[u8]) -> bool {
+    buf.len() >= i + pat.len() && &buf[i..i + pat.len()] == pat
+}
+
+/// Could `pat` start at `i` but the buffer ends too soon to tell?
+fn partial(buf: &[u8], i: usize, pat: &[u8]) -> bool {
+    i < buf.len() && buf.len() < i + pat.len() && pat.starts_with(&buf[i..])
+}
+
+/// Parses one record starting at `start`. `NeedMore` when the buffer ends
+/// inside it (and more input may come).
+fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse, (usize, String)> {
+    let ft = &f.fields_terminated_by[..];
+    let lt = &f.lines_terminated_by[..];
+    let mut i = start;
+    let mut fields = 1;
+    let mut lines = 0u64;
+    let mut field_start = true;
+    loop {
+        if i >= buf.len() {
+            if !eof {
+                return Ok(Parse::NeedMore);
+            }
+            if i == start {
+                return Err((start, "empty record at end of input".into()));
+            }
+            return Ok(Parse::Done(Rec {
+                end: i,
+                fields,
+                lines,
+            }));
+        }
+        if !eof && (partial(buf, i, lt) || partial(buf, i, ft)) {
+            return Ok(Parse::NeedMore);
+        }
+        let b = buf[i];
+        if field_start && f.enclosed_by == Some(b) {
+            // An enclosed field: to the closing enclosure character.
+            let q = b;
+            let open = i;
+            i += 1;
+            loop {
+                if i >= buf.len() {
+                    if !eof {
+                        return Ok(Parse::NeedMore);
+                    }
+                    return Err((open, format!("unterminated {}-quoted field", q as char)));
+                }
+                let c = buf[i];
+                if Some(c) == f.escaped_by && f.escaped_by != Some(q) {
+                    if i + 1 >= buf.len() && !eof {
+                        return Ok(Parse::NeedMore);
+                    }
+                    if buf.get(i + 1) == Some(&b'\n') {
+                        lines += 1;
+                    }
+                    i += 2;
+                    continue;
+                }
+                if c == b'\n' {
+                    lines += 1;
+                }
+                if c == q {
+                    if i + 1 >= buf.len() && !eof {
+                        return Ok(Parse::NeedMore);
+                    }
+                    if buf.get(i + 1) == Some(&q) {
+                        i += 2; // doubled: a literal quote
+                        continue;
+                    }
+                    let after = i + 1;
+                    if !eof && (partial(buf, after, ft) || partial(buf, after, lt)) {
+                        return Ok(Parse::NeedMore);
+                    }
+                    if after >= buf.len() || at(buf, after, ft) || at(buf, after, lt) {
+                        i = after;
+                        break;
+                    }
+                    // A quote not followed by a terminator is data (as LOAD DATA).
+                }
+                i += 1;
+            }
+            field_start = false;
+            continue;
+        }
+        field_start = false;
+        if Some(b) == f.escaped_by {
+            if i + 1 >= buf.len() && !eof {
+                return Ok(Parse::NeedMore);
+            }
+            if buf.get(i + 1) == Some(&b'\n') {
+                lines += 1;
+            }
+            i = (i + 2).min(buf.len());
+            continue;
+        }
+        if at(buf, i, lt) {
+            lines += lt.iter().filter(|&&c| c == b'\n').count() as u64;
+            return Ok(Parse::Done(Rec {
+                end: i + lt.len(),
+                fields,
+                lines,
+            }));
+        }
+        if at(buf, i, ft) {
+            fields += 1;
+            i += ft.len();
+            field_start = true;
+            continue;
+        }
+        if b == b'\n' {
+            lines += 1;
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests;

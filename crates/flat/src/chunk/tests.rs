@@ -1,0 +1,217 @@
+use super::*;
+use proptest::prelude::*;
+
+fn chunks(
+    input: &[u8],
+    fmt: Format,
+    checks: Checks,
+    target: usize,
+) -> Result<Vec<Chunk>, FlatError> {
+    let mut c = Chunker::new(input, fmt, checks, target);
+    let mut out = Vec::new();
+    while let Some(ch) = c.next_chunk()? {
+        out.push(ch);
+    }
+    Ok(out)
+}
+
+fn all(input: &[u8], fmt: Format, checks: Checks) -> Chunk {
+    let mut v = chunks(input, fmt, checks, usize::MAX).expect("chunks");
+    assert_eq!(v.len(), 1);
+    v.remove(0)
+}
+
+#[test]
+fn tsv_records_and_lines() {
+    let c = all(
+        b"1\ta\n2\t\\N\n3\tx\\\ny\n",
+        Format::tsv(),
+        Checks {
+            fields: Some(2),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(c.record_lines, vec![1, 2, 3]);
+    assert_eq!(c.last_line(), 4);
+}
+
+#[test]
+fn csv_quotes_hide_separators_and_newlines() {
+    let input = b"1,\"a,b\",\"line\none\"\n2,\"say \"\"hi\"\"\",\n3,,\"x\\\"y\"\n";
+    let c = all(
+        input,
+        Format::csv(),
+        Checks {
+            fields: Some(3),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(c.record_lines, vec![1, 3, 4]);
+    assert_eq!(c.data, input);
+}
+
+#[test]
+fn crlf_and_multibyte_terminators() {
+    let fmt = Format {
+        lines_terminated_by: b"\r\n".to_vec(),
+        ..Format::csv()
+    };
+    let c = all(
+        b"1,\"a\r\nb\"\r\n2,c\r\n",
+        fmt,
+        Checks {
+            fields: Some(2),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(c.record_lines, vec![1, 3]);
+    let fmt = Format {
+        fields_terminated_by: b"||".to_vec(),
+        ..Format::tsv()
+    };
+    let c = all(
+        b"a||b||c\nd||e||f",
+        fmt,
+        Checks {
+            fields: Some(3),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(c.records(), 2);
+}
+
+#[test]
+fn header_is_skipped() {
+    let c = all(
+        b"id,name\n1,a\n2,b\n",
+        Format::csv(),
+        Checks {
+            header: true,
+            fields: Some(2),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(c.offset, 8);
+    assert_eq!(c.data, b"1,a\n2,b\n");
+    assert_eq!(c.record_lines, vec![2, 3]);
+}
+
+#[test]
+fn chunks_end_at_record_boundaries() {
+    let input: Vec<u8> = (0..1000)
+        .flat_map(|i| format!("{i},\"v\n{i}\"\n").into_bytes())
+        .collect();
+    let v = chunks(
+        &input,
+        Format::csv(),
+        Checks {
+            fields: Some(2),
+            ..Checks::default()
+        },
+        100,
+    )
+    .expect("chunks");
+    assert!(v.len() > 10);
+    let joined: Vec<u8> = v.iter().flat_map(|c| c.data.clone()).collect();
+    assert_eq!(joined, input);
+    let mut next = 0;
+    for c in &v {
+        assert_eq!(c.offset, next);
+        next = c.end;
+        assert!(c.data.ends_with(b"\"\n"));
+    }
+    assert_eq!(v.iter().map(Chunk::records).sum::<u64>(), 1000);
+}
+
+#[test]
+fn errors_name_the_line() {
+    let e = all_err(
+        b"1,a\n2,b,c\n",
+        Checks {
+            fields: Some(2),
+            ..Checks::default()
+        },
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 2 (byte offset 4): 3 field(s) where the table takes 2 (a ragged row?)"
+    );
+    let e = all_err(b"1,a\n2,\"open\n3,c\n", Checks::default());
+    assert_eq!(
+        e.to_string(),
+        "line 2 (byte offset 6): unterminated \"-quoted field"
+    );
+    let e = all_err(
+        b"1,a\n2,\xff\xfe\n",
+        Checks {
+            utf8: true,
+            ..Checks::default()
+        },
+    );
+    assert_eq!(
+        e.to_string(),
+        "line 2 (byte offset 6): invalid UTF-8 for a utf8 table"
+    );
+}
+
+fn all_err(input: &[u8], checks: Checks) -> FlatError {
+    chunks(input, Format::csv(), checks, usize::MAX).expect_err("must fail")
+}
+
+struct Trickle<'a>(&'a [u8]);
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.0.is_empty() || buf.is_empty() {
+            return Ok(0);
+        }
+        buf[0] = self.0[0];
+        self.0 = &self.0[1..];
+        Ok(1)
+    }
+}
+
+fn csv_field(v: &Option<String>) -> String {
+    match v {
+        None => "\\N".into(),
+        Some(s) if s.contains([',', '"', '\n', '\\']) || s.is_empty() => {
+            format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\"\""))
+        }
+        Some(s) => s.clone(),
+    }
+}
+
+proptest! {
+    #[test]
+    fn any_table_chunks_back_to_itself(
+        rows in prop::collection::vec(prop::collection::vec(prop::option::of("[a-z0-9 ,\"\n\\\\]{0,8}"), 3), 1..40),
+        target in 1usize..200,
+        crlf in any::<bool>(),
+    ) {
+        let lt = if crlf { "\r\n" } else { "\n" };
+        let input: String = rows.iter().map(|r| r.iter().map(csv_field).collect::<Vec<_>>().join(",") + lt).collect();
+        let fmt = Format { lines_terminated_by: lt.as_bytes().to_vec(), ..Format::csv() };
+        let checks = Checks { fields: Some(3), ..Checks::default() };
+        let v = chunks(input.as_bytes(), fmt.clone(), checks.clone(), target).expect("chunks");
+        let joined: Vec<u8> = v.iter().flat_map(|c| c.data.clone()).collect();
+        prop_assert_eq!(&joined, input.as_bytes());
+        prop_assert_eq!(v.iter().map(Chunk::records).sum::<u64>(), rows.len() as u64);
+        // Reading one byte at a time finds the same boundaries.
+        let mut slow = Chunker::new(Trickle(input.as_bytes()), fmt.clone(), checks.clone(), target);
+        let mut n = 0;
+        while let Some(c) = slow.next_chunk().expect("chunks") {
+            prop_assert_eq!(&c, &v[n]);
+            n += 1;
+        }
+        prop_assert_eq!(n, v.len());
+        // The fields parse back to the rows.
+        let parsed: Vec<Vec<Option<Vec<u8>>>> = v.iter().flat_map(|c| crate::fields::records(&c.data, &fmt)).collect();
+        let want: Vec<Vec<Option<Vec<u8>>>> = rows.iter().map(|r| r.iter().map(|f| f.as_ref().map(|s| s.as_bytes().to_vec())).collect()).collect();
+        prop_assert_eq!(parsed, want);
+    }
+
+    #[test]
+    fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), target in 1usize..50) {
+        let _ = chunks(&bytes, Format::csv(), Checks { fields: Some(2), utf8: true, header: false }, target);
+        let _ = chunks(&bytes, Format::tsv(), Checks::default(), target);
+    }
+}
