@@ -38,7 +38,7 @@ pub enum LoadError {
         source: std::io::Error,
     },
     #[error("{0}")]
-    Connect(#[from] sqlfleet_conn::ConnectError),
+    Connect(Box<sqlfleet_conn::ConnectError>),
     #[error("{path}: {source}")]
     Input {
         path: PathBuf,
@@ -50,14 +50,32 @@ pub enum LoadError {
     #[error("{path}: {failure}; everything before it that committed is journaled: fix the cause and rerun with --resume")]
     Statement {
         path: PathBuf,
-        failure: StatementFailure,
+        failure: Box<StatementFailure>,
     },
+    #[error("{path}: {source}")]
+    Flat {
+        path: PathBuf,
+        #[source]
+        source: sqlfleet_flat::FlatError,
+    },
+    #[error("{}, table {}: {}{}; committed chunks are journaled: fix the cause and rerun with --resume",
+        failure.preview,
+        failure.table.as_deref().unwrap_or("?"),
+        failure.code.map(|c| format!("ERROR {c}: ")).unwrap_or_default(),
+        failure.message)]
+    Chunk { failure: Box<StatementFailure> },
     #[error("journal ({endpoint}): {what}")]
     Journal { endpoint: String, what: String },
     #[error("an earlier load of this dump (load id {load_id}) stopped before the end: rerun with --resume to continue it, or --restart to load it again from the start")]
     Unfinished { load_id: String },
     #[error("{what}")]
     Setup { what: String },
+}
+
+impl From<sqlfleet_conn::ConnectError> for LoadError {
+    fn from(e: sqlfleet_conn::ConnectError) -> Self {
+        LoadError::Connect(Box::new(e))
+    }
 }
 
 impl LoadError {
@@ -70,7 +88,11 @@ impl LoadError {
             | LoadError::Journal { .. }
             | LoadError::Unfinished { .. }
             | LoadError::Setup { .. } => 1,
-            LoadError::Input { .. } | LoadError::Empty { .. } | LoadError::Statement { .. } => 3,
+            LoadError::Input { .. }
+            | LoadError::Flat { .. }
+            | LoadError::Chunk { .. }
+            | LoadError::Empty { .. }
+            | LoadError::Statement { .. } => 3,
         }
     }
 }

@@ -53,6 +53,12 @@ impl Ranges {
         self.0.is_empty()
     }
 
+    /// True if `[start, end)` overlaps any committed range.
+    pub fn intersects(&self, start: u64, end: u64) -> bool {
+        let i = self.0.partition_point(|&(s, _)| s < end);
+        i > 0 && self.0[i - 1].1 > start
+    }
+
     /// True if the statement starting at `offset` is inside a committed range.
     pub fn contains(&self, offset: u64) -> bool {
         let i = self.0.partition_point(|&(s, _)| s <= offset);
@@ -167,6 +173,8 @@ mod tests {
         assert!(r.contains(0) && r.contains(49) && !r.contains(50));
         assert!(r.contains(100) && r.contains(199) && r.contains(205));
         assert!(!r.contains(210) && !r.contains(99));
+        assert!(r.intersects(40, 60) && r.intersects(150, 300) && r.intersects(0, 1));
+        assert!(!r.intersects(50, 100) && !r.intersects(210, 400));
     }
 
     proptest::proptest! {

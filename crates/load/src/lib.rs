@@ -5,8 +5,11 @@
 //! batches in transactions with their [`journal`] record) and
 //! [`progress`]. Session settings travel as a [`session::Prelude`].
 
+pub mod chunk_job;
 pub mod defer;
+pub mod engine;
 pub mod error;
+pub mod flat;
 pub mod journal;
 pub mod progress;
 pub mod queue;
@@ -17,18 +20,18 @@ pub mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
 use sqlfleet_conn::Target;
 
+use engine::{Engine, EngineOptions};
 pub use error::{LoadError, StatementFailure};
 use journal::Start;
 use schedule::Scheduler;
-use session::{Prelude, SessionConn};
+use session::SessionConn;
 use source::Msg;
-use worker::{Ctx, Shared};
 
 /// What to load and how.
 #[derive(Debug, Clone)]
@@ -59,6 +62,8 @@ pub struct LoadOptions {
 /// The end-of-load report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// What `statements` counts: "statements" (dumps) or "chunks" (CSV/TSV).
+    pub unit: &'static str,
     pub source: String,
     pub load_id: String,
     pub complete: bool,
@@ -93,10 +98,11 @@ impl Summary {
             );
         }
         let mut s = format!(
-            "{} {}: {} statements, {} rows into {} tables, {} in {:.1}s ({:.0} rows/s, {:.1} MB/s) on {} connections",
+            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {:.1} MB/s) on {} connections",
             if self.complete { "loaded" } else { "stopped loading" },
             self.source,
             self.statements,
+            self.unit,
             self.rows,
             self.tables,
             progress::human_bytes(self.bytes as f64),
@@ -107,8 +113,8 @@ impl Summary {
         );
         if self.skipped_on_resume > 0 {
             s.push_str(&format!(
-                "; {} already-loaded statements skipped (resume)",
-                self.skipped_on_resume
+                "; {} already-loaded {} skipped (resume)",
+                self.skipped_on_resume, self.unit
             ));
         }
         if self.fast_path_statements > 0 {
@@ -197,6 +203,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             drop(rx);
             let _ = reader.join();
             return Ok(Summary {
+                unit: "statements",
                 source: source_name,
                 load_id,
                 complete: true,
@@ -223,52 +230,25 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         Start::Fresh => Default::default(),
     };
 
-    let quarantine = match &opts.quarantine {
-        Some(p) if opts.continue_on_error => Some(Mutex::new(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(p)
-                .map_err(|source| LoadError::Open {
-                    path: p.clone(),
-                    source,
-                })?,
-        )),
-        _ => None,
-    };
-    let shared = Arc::new(Shared {
-        quarantine,
-        resuming: opts.resume,
-        ..Shared::default()
-    });
-    let ctx = Arc::new(Ctx {
-        target: opts.target.clone(),
-        fast_path: std::sync::atomic::AtomicBool::new(opts.fast_path),
-        prelude: Prelude::default(),
-        shared: shared.clone(),
-        load_id: load_id.clone(),
-        continue_on_error: opts.continue_on_error,
-    });
     let threads = opts.threads.max(1);
-    let queue = Arc::new(queue::JobQueue::new(opts.read_ahead.max(opts.batch_bytes)));
-    let workers: Vec<_> = (0..threads)
-        .map(|_| tokio::spawn(worker::run(ctx.clone(), queue.clone())))
-        .collect();
-    let (pstop, prx) = tokio::sync::oneshot::channel();
-    let progress = tokio::spawn(progress::run(
-        progress::Sources {
-            shared: shared.clone(),
-            raw_read: raw_read.clone(),
-            total,
-            started,
-        },
-        opts.progress.resolve(),
-        prx,
-    ));
-
+    let engine = Engine::start(EngineOptions {
+        target: opts.target.clone(),
+        threads,
+        load_id: load_id.clone(),
+        resuming: opts.resume,
+        continue_on_error: opts.continue_on_error,
+        quarantine: opts.quarantine.clone(),
+        fast_path: opts.fast_path,
+        queue_bytes: opts.read_ahead.max(opts.batch_bytes),
+        progress: opts.progress,
+        raw_read: raw_read.clone(),
+        total,
+        started,
+    })?;
+    let shared = engine.shared.clone();
     let mut sched = Scheduler::new(
-        ctx.clone(),
-        queue.clone(),
+        engine.ctx.clone(),
+        engine.queue.clone(),
         control,
         resume_ranges,
         opts.batch_bytes,
@@ -304,19 +284,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     drop(rx);
     sched.finish().await;
     let Scheduler {
-        queue,
         mut control,
         warnings,
         skipped,
         tables,
         ..
     } = sched;
-    queue.close();
-    for w in workers {
-        let _ = w.await;
-    }
-    let _ = pstop.send(());
-    let _ = progress.await;
+    engine.finish().await;
     let _ = reader.join();
 
     let failure = shared
@@ -334,7 +308,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     if let Some(f) = failure {
         return Err(LoadError::Statement {
             path: opts.path.clone(),
-            failure: f,
+            failure: Box::new(f),
         });
     }
     if !saw_statement {
@@ -344,6 +318,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     }
     let seconds = started.elapsed().as_secs_f64();
     Ok(Summary {
+        unit: "statements",
         source: source_name,
         load_id,
         complete: true,

@@ -18,6 +18,7 @@ use sqlfleet_dump::values::{insert_to_rows, Duplicates, Rows};
 use sqlfleet_dump::Statement;
 use tokio::sync::oneshot;
 
+use crate::chunk_job::{self, ChunkOutcome, ChunkWork};
 use crate::error::{describe, retryable, StatementFailure};
 use crate::journal;
 use crate::queue::{JobQueue, Lease};
@@ -31,6 +32,8 @@ pub enum Work {
         table: String,
         stmts: Vec<Statement>,
     },
+    /// A chunk of a CSV/TSV file.
+    Chunk(Box<ChunkWork>),
     /// A deferred `ALTER TABLE ... ADD KEY ...`; `record` is the CREATE
     /// TABLE's range, journaled once the indexes exist.
     Index {
@@ -63,6 +66,8 @@ pub struct Shared {
     /// Statements loaded through LOAD DATA, and batches that fell back.
     pub fast_statements: AtomicU64,
     pub fast_fallbacks: AtomicU64,
+    /// Server warnings reported (CSV/TSV chunks).
+    pub warnings: AtomicU64,
     pub quarantine: Option<Mutex<std::fs::File>>,
     pub resuming: bool,
 }
@@ -79,6 +84,7 @@ impl Default for Shared {
             quarantined: AtomicU64::default(),
             fast_statements: AtomicU64::default(),
             fast_fallbacks: AtomicU64::default(),
+            warnings: AtomicU64::default(),
             quarantine: None,
             resuming: false,
         }
@@ -174,6 +180,8 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>) {
         let first = match &job.work {
             Work::Data { stmts, .. } => stmts[0].offset,
             Work::Index { record, .. } => record.0,
+            // Chunks of different files: a failure in one stops the rest.
+            Work::Chunk(_) => 0,
         };
         if !ctx.shared.past_failure(first) {
             process(&ctx, &mut conn, job.work, job.prelude_len, fast_ok).await;
@@ -188,6 +196,8 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>) {
 
 enum Outcome {
     Ok(u64),
+    /// Failed for good, already described (chunks).
+    Failed(StatementFailure),
     Retry(mysql_async::Error),
     Fail(usize, mysql_async::Error),
 }
@@ -224,8 +234,17 @@ async fn process(
                 tokio::time::sleep(Duration::from_millis(50 << attempt.min(6))).await;
             }
             Outcome::Retry(e) => {
-                let (stmt, table) = first_stmt(&work);
-                ctx.shared.fail(failure_of(&stmt, Some(&table), &e));
+                if let Work::Chunk(w) = &work {
+                    let (code, msg) = crate::error::describe(&e);
+                    ctx.shared.fail(w.failure(code, msg));
+                } else {
+                    let (stmt, table) = first_stmt(&work);
+                    ctx.shared.fail(failure_of(&stmt, Some(&table), &e));
+                }
+                return;
+            }
+            Outcome::Failed(f) => {
+                ctx.shared.fail(f);
                 return;
             }
             Outcome::Fail(i, e) => {
@@ -236,7 +255,7 @@ async fn process(
                     Work::Data { table, stmts } => {
                         ctx.shared.fail(failure_of(&stmts[i], Some(table), &e));
                     }
-                    Work::Index { .. } => {
+                    Work::Index { .. } | Work::Chunk(_) => {
                         let (stmt, table) = first_stmt(&work);
                         let f = failure_of(&stmt, Some(&table), &e);
                         if ctx.continue_on_error {
@@ -255,6 +274,15 @@ async fn process(
 fn first_stmt(work: &Work) -> (Statement, String) {
     match work {
         Work::Data { table, stmts } => (stmts[0].clone(), table.clone()),
+        Work::Chunk(w) => (
+            Statement {
+                offset: w.offset,
+                end: w.end,
+                line: w.record_lines.first().copied().unwrap_or(0),
+                text: w.file.clone().into_bytes(),
+            },
+            w.table.clone(),
+        ),
         Work::Index {
             table,
             alter,
@@ -307,6 +335,11 @@ async fn attempt_once(
         };
     }
     match work {
+        Work::Chunk(w) => match chunk_job::run(ctx, c, w).await {
+            ChunkOutcome::Ok(rows) => Outcome::Ok(rows),
+            ChunkOutcome::Retry(e) => Outcome::Retry(e),
+            ChunkOutcome::Fail(f) => Outcome::Failed(f),
+        },
         Work::Data { stmts, .. } => {
             let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
             run_txn(ctx, c, stmts, range, fast_ok).await
@@ -522,6 +555,10 @@ async fn one_by_one(
                 Outcome::Retry(_) if attempt < MAX_ATTEMPTS => {
                     ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
                     *conn = None;
+                }
+                Outcome::Failed(f) => {
+                    ctx.shared.quarantine(s, &f);
+                    break;
                 }
                 Outcome::Retry(e) | Outcome::Fail(_, e) => {
                     let f = failure_of(s, Some(table), &e);

@@ -23,7 +23,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Load a mysqldump/mariadb-dump stream or CSV/TSV files in parallel
-    Load(cmd::load::LoadArgs),
+    Load(Box<cmd::load::LoadArgs>),
     /// Run SQL on many servers at once and merge the results
     Query(cmd::pending::PendingArgs),
     /// MySQL-protocol connection pool and proxy
@@ -64,7 +64,7 @@ fn main() {
     };
     let result = rt.block_on(async move {
         match cli.command {
-            Command::Load(a) => cmd::load::run(a).await,
+            Command::Load(a) => cmd::load::run(*a).await,
             Command::Query(a) => cmd::pending::run("query", 5, a),
             Command::Relay(a) => cmd::pending::run("relay", 6, a),
             Command::Bench(a) => cmd::pending::run("bench", 8, a),

@@ -8,7 +8,8 @@ use sqlfleet_load::LoadOptions;
 
 use crate::exit::Exit;
 
-/// Load a mysqldump/mariadb-dump file in parallel, crash-safe and resumable.
+/// Load a mysqldump/mariadb-dump file, or CSV/TSV files with --into, in
+/// parallel, crash-safe and resumable.
 ///
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined
@@ -22,8 +23,48 @@ pub struct LoadArgs {
     /// Print help
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
-    /// The dump: a file (plain, gzip or zstd) or - for stdin
-    path: PathBuf,
+    /// The dump (one file; plain, gzip or zstd; - for stdin), or with
+    /// --into the CSV/TSV files
+    #[arg(required = true, value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// Load CSV/TSV files into this table (DB.TABLE, or TABLE with -D)
+    #[arg(long, value_name = "DB.TABLE", help_heading = "CSV/TSV files")]
+    into: Option<String>,
+    /// csv (',' optionally enclosed by '"', '\' escapes) or tsv (LOAD DATA's defaults)
+    #[arg(long, value_parser = ["csv", "tsv"], default_value = "tsv", help_heading = "CSV/TSV files")]
+    format: String,
+    /// The first line of each file is a header, not data
+    #[arg(long, help_heading = "CSV/TSV files")]
+    header: bool,
+    /// Field separator (\t, \x1f, ',', '||' ...)
+    #[arg(long, value_name = "S", help_heading = "CSV/TSV files")]
+    fields_terminated_by: Option<String>,
+    /// Optional field quote character ('' for none)
+    #[arg(long, value_name = "C", help_heading = "CSV/TSV files")]
+    enclosed_by: Option<String>,
+    /// Escape character ('' for none)
+    #[arg(long, value_name = "C", help_heading = "CSV/TSV files")]
+    escaped_by: Option<String>,
+    /// Line terminator (\n, \r\n ...)
+    #[arg(long, value_name = "S", help_heading = "CSV/TSV files")]
+    lines_terminated_by: Option<String>,
+    /// The table columns the fields go to, in order
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "A,B,C",
+        help_heading = "CSV/TSV files"
+    )]
+    columns: Option<Vec<String>>,
+    /// Server warnings (truncation, bad values) fail the chunk instead of being reported
+    #[arg(long, help_heading = "CSV/TSV files")]
+    strict: bool,
+    /// Character set of the files
+    #[arg(long, default_value = "utf8mb4", help_heading = "CSV/TSV files")]
+    character_set: String,
+    /// Size of the chunks a file is cut into
+    #[arg(long, default_value_t = 8 << 20, value_name = "BYTES", help_heading = "CSV/TSV files")]
+    chunk_bytes: usize,
     /// Parallel connections
     #[arg(long, default_value_t = 4)]
     threads: usize,
@@ -68,6 +109,14 @@ pub struct LoadArgs {
 
 pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     let target = sqlfleet_conn::resolve_interactive(&a.conn)?;
+    if let Some(into) = a.into.clone() {
+        return run_flat(a, target, into).await;
+    }
+    anyhow::ensure!(
+        a.paths.len() == 1,
+        "a dump is one file (or -); several files are for CSV/TSV loads with --into DB.TABLE"
+    );
+    let path = a.paths[0].clone();
     if let Some(id) = &a.load_id {
         anyhow::ensure!(
             !id.is_empty()
@@ -81,10 +130,10 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     anyhow::ensure!(a.threads >= 1, "--threads must be at least 1");
     let quarantine = a.quarantine.clone().or_else(|| {
         a.continue_on_error.then(|| {
-            let base = if a.path == std::path::Path::new("-") {
+            let base = if path == std::path::Path::new("-") {
                 PathBuf::from("stdin")
             } else {
-                a.path.clone()
+                path.clone()
             };
             let mut s = base.into_os_string();
             s.push(".quarantine.sql");
@@ -93,7 +142,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     });
     let opts = LoadOptions {
         target,
-        path: a.path,
+        path,
         threads: a.threads,
         resume: a.resume,
         restart: a.restart,
@@ -108,7 +157,14 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         read_ahead: a.read_ahead,
     };
     let json = a.json || a.progress == Mode::Json;
-    match sqlfleet_load::load(opts).await {
+    report(sqlfleet_load::load(opts).await, json)
+}
+
+fn report(
+    result: Result<sqlfleet_load::Summary, sqlfleet_load::LoadError>,
+    json: bool,
+) -> anyhow::Result<Exit> {
+    match result {
         Ok(summary) => {
             if json {
                 let mut v = serde_json::to_value(&summary)?;
@@ -131,4 +187,56 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
             })
         }
     }
+}
+
+async fn run_flat(
+    a: LoadArgs,
+    target: sqlfleet_conn::Target,
+    into: String,
+) -> anyhow::Result<Exit> {
+    use sqlfleet_flat::format::{parse_byte, parse_sep, Format};
+    let mut format = if a.format == "csv" {
+        Format::csv()
+    } else {
+        Format::tsv()
+    };
+    if let Some(s) = &a.fields_terminated_by {
+        format.fields_terminated_by = parse_sep(s).map_err(anyhow::Error::msg)?;
+    }
+    if let Some(s) = &a.enclosed_by {
+        format.enclosed_by = parse_byte(s, "--enclosed-by").map_err(anyhow::Error::msg)?;
+    }
+    if let Some(s) = &a.escaped_by {
+        format.escaped_by = parse_byte(s, "--escaped-by").map_err(anyhow::Error::msg)?;
+    }
+    if let Some(s) = &a.lines_terminated_by {
+        format.lines_terminated_by = parse_sep(s).map_err(anyhow::Error::msg)?;
+    }
+    format.check().map_err(anyhow::Error::msg)?;
+    anyhow::ensure!(
+        a.character_set
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        "--character-set '{}' is not a character set name",
+        a.character_set
+    );
+    let opts = sqlfleet_load::flat::FlatOptions {
+        target,
+        files: a.paths,
+        into,
+        format,
+        header: a.header,
+        columns: a.columns,
+        threads: a.threads,
+        resume: a.resume,
+        restart: a.restart,
+        strict: a.strict,
+        progress: a.progress,
+        chunk_bytes: a.chunk_bytes.max(1),
+        read_ahead: a.read_ahead,
+        charset: a.character_set,
+        fast_path: !a.no_fast_path,
+    };
+    let json = a.json || a.progress == Mode::Json;
+    report(sqlfleet_load::flat::load_flat(opts).await, json)
 }

@@ -1,0 +1,236 @@
+//! Loading one chunk of a CSV/TSV file: `LOAD DATA LOCAL` of the chunk's
+//! bytes and its journal record in one transaction, or, when the server
+//! refuses LOCAL INFILE, the same rows as multi-row INSERTs.
+//!
+//! Warnings the server raises are reported with the file and the lines of
+//! the rows they name; with `--strict` they fail the chunk instead.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use mysql_async::prelude::Queryable;
+use sqlfleet_flat::fields::records;
+use sqlfleet_flat::Format;
+
+use crate::error::{describe, retryable, StatementFailure};
+use crate::journal;
+use crate::session::SessionConn;
+use crate::worker::Ctx;
+
+/// A chunk and everything needed to load it.
+pub struct ChunkWork {
+    pub file: String,
+    pub load_id: String,
+    /// `` `db`.`t` ``
+    pub table: String,
+    /// `(a, b, c)` or empty.
+    pub columns: String,
+    pub format: Arc<Format>,
+    pub charset: String,
+    pub strict: bool,
+    pub offset: u64,
+    pub end: u64,
+    pub record_lines: Vec<u64>,
+    pub data: bytes::Bytes,
+}
+
+impl ChunkWork {
+    fn lines(&self) -> String {
+        let first = self.record_lines.first().copied().unwrap_or(0);
+        let last = self.record_lines.last().copied().unwrap_or(first);
+        if first == last {
+            format!("line {first}")
+        } else {
+            format!("lines {first}-{last}")
+        }
+    }
+
+    fn line_of_row(&self, row: usize) -> Option<u64> {
+        row.checked_sub(1)
+            .and_then(|i| self.record_lines.get(i))
+            .copied()
+    }
+
+    pub fn failure(&self, code: Option<u16>, message: String) -> StatementFailure {
+        StatementFailure {
+            offset: self.offset,
+            line: self.record_lines.first().copied().unwrap_or(0),
+            table: Some(self.table.clone()),
+            code,
+            message,
+            preview: format!(
+                "{} {} ({} rows)",
+                self.file,
+                self.lines(),
+                self.record_lines.len()
+            ),
+        }
+    }
+}
+
+pub enum ChunkOutcome {
+    Ok(u64),
+    Retry(mysql_async::Error),
+    Fail(StatementFailure),
+}
+
+/// One attempt at a chunk on `c`.
+pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork) -> ChunkOutcome {
+    let fail = |e: mysql_async::Error| {
+        if retryable(&e) {
+            ChunkOutcome::Retry(e)
+        } else {
+            let (code, msg) = describe(&e);
+            ChunkOutcome::Fail(w.failure(code, msg))
+        }
+    };
+    if let Err(e) = c.conn.query_drop("BEGIN").await {
+        return fail(e);
+    }
+    let rows = if ctx.fast_path.load(Ordering::Relaxed) {
+        let sql = format!(
+            "LOAD DATA LOCAL INFILE 'sqlfleet-chunk' INTO TABLE {} CHARACTER SET {} {} {}",
+            w.table,
+            w.charset,
+            w.format.clause(),
+            w.columns
+        );
+        let data = w.data.clone();
+        c.conn.set_infile_handler(async move {
+            Ok(futures_util::stream::once(async move { Ok(data) }).boxed())
+        });
+        match c.conn.query_drop(sql).await {
+            Ok(()) => Some(c.conn.affected_rows()),
+            Err(mysql_async::Error::Server(s)) if matches!(s.code, 1148 | 3948 | 4166) => {
+                let _ = c.conn.query_drop("ROLLBACK").await;
+                if ctx.fast_path.swap(false, Ordering::Relaxed) {
+                    eprintln!(
+                        "sqlfleet load: the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
+                        s.message
+                    );
+                }
+                if let Err(e) = c.conn.query_drop("BEGIN").await {
+                    return fail(e);
+                }
+                None
+            }
+            Err(e) => {
+                let _ = c.conn.query_drop("ROLLBACK").await;
+                return fail(e);
+            }
+        }
+    } else {
+        None
+    };
+    let rows = match rows {
+        Some(r) => r,
+        None => match insert_rows(c, w).await {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = c.conn.query_drop("ROLLBACK").await;
+                return fail(e);
+            }
+        },
+    };
+    if c.conn.get_warnings() > 0 {
+        let warnings: Vec<(String, u16, String)> =
+            match c.conn.query("SHOW WARNINGS LIMIT 20").await {
+                Ok(v) => v,
+                Err(e) => {
+                    let _ = c.conn.query_drop("ROLLBACK").await;
+                    return fail(e);
+                }
+            };
+        if !warnings.is_empty() {
+            let described: Vec<String> = warnings
+                .iter()
+                .map(|(level, code, msg)| {
+                    let row = msg
+                        .rsplit_once(" at row ")
+                        .and_then(|(_, n)| n.trim().parse::<usize>().ok())
+                        .and_then(|r| w.line_of_row(r));
+                    match row {
+                        Some(line) => format!("line {line}: {level} {code}: {msg}"),
+                        None => format!("{level} {code}: {msg}"),
+                    }
+                })
+                .collect();
+            if w.strict {
+                let _ = c.conn.query_drop("ROLLBACK").await;
+                let first = &warnings[0];
+                return ChunkOutcome::Fail(w.failure(
+                    Some(first.1),
+                    format!("--strict and the server warned: {}", described.join("; ")),
+                ));
+            }
+            ctx.shared
+                .warnings
+                .fetch_add(warnings.len() as u64, Ordering::Relaxed);
+            for d in &described {
+                eprintln!("sqlfleet load: warning: {} {}: {d}", w.file, w.lines());
+            }
+        }
+    }
+    let rec = journal::record_sql(&w.load_id, w.offset, w.end, "chunk", rows);
+    if let Err(e) = c.conn.query_drop(rec).await {
+        let _ = c.conn.query_drop("ROLLBACK").await;
+        return fail(e);
+    }
+    match c.conn.query_drop("COMMIT").await {
+        Ok(()) => ChunkOutcome::Ok(rows),
+        Err(e) => fail(e),
+    }
+}
+
+/// The chunk's rows as multi-row INSERTs of string literals (the server
+/// converts them as LOAD DATA would), about 1 MB per statement.
+async fn insert_rows(c: &mut SessionConn, w: &ChunkWork) -> Result<u64, mysql_async::Error> {
+    let (_, backslashes) = c.charset().await?;
+    let mut rows = 0;
+    let head = format!("INSERT INTO {} {} VALUES ", w.table, w.columns);
+    let mut sql: Vec<u8> = head.clone().into_bytes();
+    let mut n = 0;
+    for rec in records(&w.data, &w.format) {
+        if n > 0 {
+            sql.push(b',');
+        }
+        sql.push(b'(');
+        for (i, f) in rec.iter().enumerate() {
+            if i > 0 {
+                sql.push(b',');
+            }
+            match f {
+                None => sql.extend_from_slice(b"NULL"),
+                Some(v) => push_literal(&mut sql, v, backslashes),
+            }
+        }
+        sql.push(b')');
+        n += 1;
+        if sql.len() > 1 << 20 {
+            c.conn.query_drop(&sql[..]).await?;
+            rows += c.conn.affected_rows();
+            sql.truncate(head.len());
+            n = 0;
+        }
+    }
+    if n > 0 {
+        c.conn.query_drop(&sql[..]).await?;
+        rows += c.conn.affected_rows();
+    }
+    Ok(rows)
+}
+
+/// `_binary`-free string literal of raw bytes, for either escape mode.
+fn push_literal(out: &mut Vec<u8>, v: &[u8], backslashes: bool) {
+    out.push(b'\'');
+    for &b in v {
+        match b {
+            b'\'' => out.extend_from_slice(b"''"),
+            b'\\' if backslashes => out.extend_from_slice(b"\\\\"),
+            0 if backslashes => out.extend_from_slice(b"\\0"),
+            other => out.push(other),
+        }
+    }
+    out.push(b'\'');
+}

@@ -1,0 +1,428 @@
+//! `sqlfleet load --into DB.TABLE --format csv|tsv FILE...`: flat files cut
+//! into chunks at record boundaries (one pass), each chunk loaded by a
+//! worker with `LOAD DATA LOCAL` and journaled in the same transaction.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use mysql_async::prelude::Queryable;
+use sha2::{Digest, Sha256};
+use sqlfleet_conn::quote::ident;
+use sqlfleet_conn::Target;
+use sqlfleet_flat::{Checks, Chunk, Chunker, FlatError, Format};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::chunk_job::ChunkWork;
+use crate::engine::{Engine, EngineOptions};
+use crate::error::LoadError;
+use crate::journal::{self, Start};
+use crate::progress;
+use crate::session::SessionConn;
+use crate::worker::{Job, Work};
+use crate::Summary;
+
+#[derive(Debug, Clone)]
+pub struct FlatOptions {
+    pub target: Target,
+    pub files: Vec<PathBuf>,
+    /// `db.table` or `table` (then the connection's database).
+    pub into: String,
+    pub format: Format,
+    pub header: bool,
+    pub columns: Option<Vec<String>>,
+    pub threads: usize,
+    pub resume: bool,
+    pub restart: bool,
+    pub strict: bool,
+    pub progress: progress::Mode,
+    pub chunk_bytes: usize,
+    pub read_ahead: usize,
+    pub charset: String,
+    pub fast_path: bool,
+}
+
+/// What the reader thread sends for one file.
+enum Msg {
+    /// The file's identity, before its first chunk.
+    Id(String),
+    Chunk(Chunk),
+    Error(FlatError),
+    Done,
+}
+
+const ID_BYTES: usize = 1 << 20;
+
+/// How to read one file.
+struct ReaderSetup {
+    size: Option<u64>,
+    /// Mixed into the identity: the target table and columns.
+    salt: String,
+    format: Format,
+    checks: Checks,
+    chunk_bytes: usize,
+    read_counter: Arc<AtomicU64>,
+}
+
+/// Reads, hashes (first MiB) and chunks one file in a blocking thread.
+fn spawn_reader(
+    reader: Box<dyn Read + Send>,
+    r: ReaderSetup,
+    tx: mpsc::Sender<Msg>,
+) -> std::thread::JoinHandle<()> {
+    let ReaderSetup {
+        size,
+        salt,
+        format,
+        checks,
+        chunk_bytes,
+        read_counter,
+    } = r;
+    std::thread::spawn(move || {
+        let mut head = Vec::new();
+        let mut reader = reader;
+        // The identity: the first MiB, the size and the target table.
+        let mut buf = vec![0; 64 * 1024];
+        while head.len() < ID_BYTES {
+            match reader.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => head.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.blocking_send(Msg::Error(FlatError::Io {
+                        offset: head.len() as u64,
+                        what: e.to_string(),
+                    }));
+                    return;
+                }
+            }
+        }
+        let mut h = Sha256::new();
+        h.update(&head[..head.len().min(ID_BYTES)]);
+        h.update(size.unwrap_or(0).to_le_bytes());
+        h.update(salt.as_bytes());
+        let id: String = h
+            .finalize()
+            .iter()
+            .take(16)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if tx.blocking_send(Msg::Id(id)).is_err() {
+            return;
+        }
+        let mut chunker = Chunker::new(
+            std::io::Cursor::new(head).chain(reader),
+            format,
+            checks,
+            chunk_bytes,
+        );
+        loop {
+            match chunker.next_chunk() {
+                Ok(Some(c)) => {
+                    read_counter.fetch_add(c.end - c.offset, Ordering::Relaxed);
+                    if tx.blocking_send(Msg::Chunk(c)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {
+                    let _ = tx.blocking_send(Msg::Done);
+                    return;
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(Msg::Error(e));
+                    return;
+                }
+            }
+        }
+    })
+}
+
+fn setup(what: String) -> LoadError {
+    LoadError::Setup { what }
+}
+
+/// Loads CSV/TSV files into one table.
+pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
+    let started = Instant::now();
+    opts.format.check().map_err(setup)?;
+    let (db, table) = match opts.into.split_once('.') {
+        Some((d, t)) => (d.to_string(), t.to_string()),
+        None => match &opts.target.database {
+            Some(d) => (d.clone(), opts.into.clone()),
+            None => {
+                return Err(setup(format!(
+                    "--into {}: name the database (DB.TABLE or -D DB)",
+                    opts.into
+                )))
+            }
+        },
+    };
+    let table_sql = format!("{}.{}", ident(&db), ident(&table));
+    let mut control = SessionConn::open(&opts.target).await?;
+    let endpoint = opts.target.endpoint.to_string();
+    let cols: Vec<(String, Option<String>)> = control
+        .conn
+        .exec(
+            "SELECT COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+            (&db, &table),
+        )
+        .await
+        .map_err(|e| {
+            setup(format!(
+                "{endpoint}: reading the columns of {table_sql}: {}",
+                crate::error::describe(&e).1
+            ))
+        })?;
+    if cols.is_empty() {
+        return Err(setup(format!(
+            "{endpoint}: table {table_sql} does not exist (create it before loading)"
+        )));
+    }
+    let chosen: Vec<(String, Option<String>)> = match &opts.columns {
+        None => cols.clone(),
+        Some(list) => {
+            let mut v = Vec::new();
+            for c in list {
+                match cols.iter().find(|(n, _)| n.eq_ignore_ascii_case(c)) {
+                    Some(col) => v.push(col.clone()),
+                    None => {
+                        return Err(setup(format!("--columns: {table_sql} has no column '{c}'")))
+                    }
+                }
+            }
+            v
+        }
+    };
+    let columns_sql = match &opts.columns {
+        Some(_) => format!(
+            "({})",
+            chosen
+                .iter()
+                .map(|(n, _)| ident(n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => String::new(),
+    };
+    let utf8 = opts.charset.starts_with("utf8")
+        && chosen
+            .iter()
+            .any(|(_, cs)| cs.as_deref().is_some_and(|c| c.starts_with("utf8")));
+    let checks = Checks {
+        fields: Some(chosen.len()),
+        utf8,
+        header: opts.header,
+    };
+    let format = Arc::new(opts.format.clone());
+    let read_counter = Arc::new(AtomicU64::new(0));
+    let mut sizes = Some(0u64);
+    for f in &opts.files {
+        let size = if f == Path::new("-") {
+            None
+        } else {
+            std::fs::metadata(f).ok().map(|m| m.len())
+        };
+        sizes = sizes.zip(size).map(|(a, b)| a + b);
+    }
+    let engine = Engine::start(EngineOptions {
+        target: opts.target.clone(),
+        threads: opts.threads,
+        load_id: String::new(),
+        resuming: opts.resume,
+        continue_on_error: false,
+        quarantine: None,
+        fast_path: opts.fast_path,
+        queue_bytes: opts.read_ahead.max(opts.chunk_bytes),
+        progress: opts.progress,
+        raw_read: read_counter.clone(),
+        total: sizes,
+        started,
+    })?;
+    let shared = engine.shared.clone();
+
+    let mut failure: Option<LoadError> = None;
+    let mut runs: Vec<(String, Vec<oneshot::Receiver<()>>)> = Vec::new();
+    let mut skipped = 0;
+    let mut already_done = 0;
+    let mut bytes = 0;
+    'files: for path in &opts.files {
+        let shown = if path == Path::new("-") {
+            "stdin".to_string()
+        } else {
+            path.display().to_string()
+        };
+        let opened = match sqlfleet_dump::reader::open(path) {
+            Ok(o) => o,
+            Err(source) => {
+                failure = Some(LoadError::Open {
+                    path: path.clone(),
+                    source,
+                });
+                break;
+            }
+        };
+        let (tx, mut rx) = mpsc::channel(4);
+        let reading = ReaderSetup {
+            size: opened.size,
+            salt: format!("{table_sql}{columns_sql}"),
+            format: opts.format.clone(),
+            checks: checks.clone(),
+            chunk_bytes: opts.chunk_bytes,
+            read_counter: read_counter.clone(),
+        };
+        let reader = spawn_reader(opened.reader, reading, tx);
+        let load_id = match rx.recv().await {
+            Some(Msg::Id(id)) => id,
+            Some(Msg::Error(e)) => {
+                failure = Some(LoadError::Flat {
+                    path: path.clone(),
+                    source: e,
+                });
+                break;
+            }
+            _ => {
+                failure = Some(LoadError::Empty { path: path.clone() });
+                break;
+            }
+        };
+        let ranges = match journal::prepare(
+            &mut control.conn,
+            &endpoint,
+            &load_id,
+            &format!("{shown} -> {table_sql}"),
+            opts.resume,
+            opts.restart,
+        )
+        .await
+        {
+            Ok(Start::AlreadyDone) => {
+                already_done += 1;
+                eprintln!("sqlfleet load: {shown} was already loaded completely into {table_sql} (load id {load_id}); skipped");
+                drop(rx);
+                let _ = reader.join();
+                continue;
+            }
+            Ok(Start::Resume(r)) => r,
+            Ok(Start::Fresh) => Default::default(),
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        let mut done = Vec::new();
+        let mut saw = false;
+        while let Some(msg) = rx.recv().await {
+            if shared.stopped() {
+                break 'files;
+            }
+            match msg {
+                Msg::Chunk(c) => {
+                    saw = true;
+                    bytes += c.end - c.offset;
+                    if ranges.contains(c.offset) {
+                        skipped += 1;
+                        continue;
+                    }
+                    if ranges.intersects(c.offset, c.end) {
+                        failure = Some(setup(format!(
+                            "{shown}: chunk at byte offset {} does not line up with the interrupted run's chunks: resume with the same --chunk-bytes",
+                            c.offset
+                        )));
+                        break 'files;
+                    }
+                    let (tx, rx) = oneshot::channel();
+                    let n = c.data.len();
+                    let job = Job {
+                        work: Work::Chunk(Box::new(ChunkWork {
+                            file: shown.clone(),
+                            load_id: load_id.clone(),
+                            table: table_sql.clone(),
+                            columns: columns_sql.clone(),
+                            format: format.clone(),
+                            charset: opts.charset.clone(),
+                            strict: opts.strict,
+                            offset: c.offset,
+                            end: c.end,
+                            record_lines: c.record_lines,
+                            data: bytes::Bytes::from(c.data),
+                        })),
+                        prelude_len: 0,
+                        done: tx,
+                    };
+                    engine.queue.push(&table_sql, false, job, n).await;
+                    done.push(rx);
+                }
+                Msg::Error(e) => {
+                    failure = Some(LoadError::Flat {
+                        path: path.clone(),
+                        source: e,
+                    });
+                    break 'files;
+                }
+                Msg::Done => break,
+                Msg::Id(_) => {}
+            }
+        }
+        let _ = reader.join();
+        if !saw && ranges.is_empty() {
+            failure = Some(LoadError::Empty { path: path.clone() });
+            break;
+        }
+        runs.push((load_id, done));
+    }
+    engine.finish().await;
+    let stmt_failure = shared
+        .failure
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    let rows = shared.rows.load(Ordering::Relaxed);
+    for (id, done) in runs {
+        for rx in done {
+            let _ = rx.await;
+        }
+        let ok = failure.is_none() && stmt_failure.is_none();
+        let _ = journal::finish(&mut control.conn, &endpoint, &id, ok, bytes, rows).await;
+    }
+    let _ = control.conn.disconnect().await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if let Some(failure) = stmt_failure {
+        return Err(LoadError::Chunk {
+            failure: Box::new(failure),
+        });
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Summary {
+        unit: "chunks",
+        source: opts
+            .files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        load_id: String::new(),
+        complete: true,
+        already_done: already_done == opts.files.len(),
+        bytes,
+        statements: shared.batches.load(Ordering::Relaxed),
+        batches: shared.batches.load(Ordering::Relaxed),
+        rows,
+        tables: 1,
+        seconds,
+        rows_per_sec: rows as f64 / seconds.max(1e-9),
+        mb_per_sec: bytes as f64 / 1e6 / seconds.max(1e-9),
+        retries: shared.retries.load(Ordering::Relaxed),
+        errors: 0,
+        skipped_on_resume: skipped,
+        fast_path_statements: 0,
+        insert_batches: 0,
+        threads: opts.threads,
+        warnings: Vec::new(),
+        quarantine: None,
+    })
+}

@@ -1,0 +1,373 @@
+//! `sqlfleet load --into` (CSV/TSV) against a real server, compared with
+//! one `LOAD DATA LOCAL` of the same file by the stock client.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{stderr, stdout};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::{server, TestServer};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+}
+
+const TABLE: &str = "CREATE TABLE t (id INT NOT NULL PRIMARY KEY, name VARCHAR(40), note TEXT, amount DECIMAL(12,2), seen DATETIME NULL)";
+
+fn db_with_table(srv: &TestServer, prefix: &str) -> String {
+    rt().block_on(async {
+        let (db, t) = srv.fresh_db(prefix).await;
+        let mut c = t.connect(Duration::from_secs(5)).await.expect("connect");
+        c.query_drop(TABLE).await.expect("create");
+        db
+    })
+}
+
+fn sql(srv: &TestServer, q: &str) -> String {
+    let o = Command::new("mariadb")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--local-infile=1", "-N", "-B", "-e", q])
+        .output()
+        .expect("mariadb client");
+    assert!(o.status.success(), "{q}: {}", stderr(&o));
+    stdout(&o).trim().to_string()
+}
+
+fn checksum(srv: &TestServer, db: &str) -> String {
+    sql(
+        srv,
+        &format!("SELECT COUNT(*) FROM `{db}`.t; CHECKSUM TABLE `{db}`.t"),
+    )
+    .replace(db, "DB")
+}
+
+/// `rows` records in CSV (quotes, commas, newlines, NULLs, unicode) or TSV.
+fn write_file(path: &Path, rows: usize, csv: bool, header: bool) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
+    if header {
+        writeln!(
+            f,
+            "{}",
+            if csv {
+                "id,name,note,amount,seen"
+            } else {
+                "id\tname\tnote\tamount\tseen"
+            }
+        )
+        .expect("w");
+    }
+    for i in 0..rows {
+        let name = match i % 5 {
+            0 => format!("plain{i}"),
+            1 => format!("comma, {i}"),
+            2 => format!("quote \"{i}\""),
+            3 => format!("ünï {i} 😀"),
+            _ => String::new(),
+        };
+        let note = if i % 7 == 0 {
+            "line one\nline two".to_string()
+        } else {
+            format!("tab\there {i}")
+        };
+        let amount = if i % 11 == 0 {
+            "\\N".to_string()
+        } else {
+            format!("{}.{:02}", i, i % 100)
+        };
+        let seen = if i % 3 == 0 {
+            "\\N".to_string()
+        } else {
+            format!("2026-01-{:02} 10:{:02}:00", i % 28 + 1, i % 60)
+        };
+        if csv {
+            let q = |s: &str| format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\"\""));
+            writeln!(f, "{i},{},{},{amount},{seen}", q(&name), q(&note)).expect("w");
+        } else {
+            let e = |s: &str| {
+                s.replace('\\', "\\\\")
+                    .replace('\t', "\\t")
+                    .replace('\n', "\\n")
+            };
+            writeln!(f, "{i}\t{}\t{}\t{amount}\t{seen}", e(&name), e(&note)).expect("w");
+        }
+    }
+}
+
+fn load(srv: &TestServer, args: &[&str]) -> Output {
+    common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(args)
+        .output()
+        .expect("run sqlfleet")
+}
+
+fn stock_load(srv: &TestServer, db: &str, file: &Path, clause: &str) {
+    sql(
+        srv,
+        &format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE `{db}`.t {clause}",
+            file.display()
+        ),
+    );
+}
+
+#[test]
+fn csv_and_tsv_match_one_load_data() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    for (csv, header) in [(true, true), (false, false)] {
+        let file = dir.path().join(if csv { "d.csv" } else { "d.tsv" });
+        write_file(&file, 20_000, csv, header);
+        let want = db_with_table(srv, "want");
+        let clause = if csv {
+            "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\' IGNORE 1 LINES"
+        } else {
+            ""
+        };
+        stock_load(srv, &want, &file, clause);
+        let got = db_with_table(srv, "got");
+        let into = format!("{got}.t");
+        let mut args = vec![
+            "--into",
+            &into,
+            "--format",
+            if csv { "csv" } else { "tsv" },
+            "--threads",
+            "4",
+            "--chunk-bytes",
+            "50000",
+        ];
+        if header {
+            args.push("--header");
+        }
+        let f = file.to_str().expect("utf8");
+        args.push(f);
+        let o = load(srv, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(stdout(&o).contains("20000 rows"), "{}", stdout(&o));
+        assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
+        assert_eq!(checksum(srv, &got), checksum(srv, &want), "csv={csv}");
+    }
+}
+
+#[test]
+fn falls_back_to_inserts_without_local_infile() {
+    static NO_LOCAL: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let srv = NO_LOCAL.get_or_init(|| sqlfleet_testkit::server_with(&["local_infile=0"]));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("d.csv");
+    write_file(&file, 5_000, true, false);
+    // The reference: server-side LOAD DATA (LOCAL is off on this server).
+    let want = db_with_table(srv, "want");
+    sql(srv, &format!("LOAD DATA INFILE '{}' INTO TABLE `{want}`.t FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'", file.display()));
+    let got = db_with_table(srv, "got");
+    let into = format!("{got}.t");
+    let o = load(
+        srv,
+        &[
+            "--into",
+            &into,
+            "--format",
+            "csv",
+            "--chunk-bytes",
+            "30000",
+            file.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).matches("refuses LOAD DATA LOCAL").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(checksum(srv, &got), checksum(srv, &want));
+}
+
+fn journal_chunks(srv: &TestServer) -> i64 {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM sqlfleet.load_journal WHERE kind = 'chunk'")
+            .await
+            .unwrap_or(None);
+        n.unwrap_or(0)
+    })
+}
+
+#[test]
+fn kill_9_then_resume_loads_each_row_once() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("big.tsv");
+    write_file(&file, 400_000, false, false);
+    let want = db_with_table(srv, "kwant");
+    stock_load(srv, &want, &file, "");
+    let got = db_with_table(srv, "kgot");
+    let into = format!("{got}.t");
+    let f = file.to_str().expect("utf8");
+    let args = [
+        "--into",
+        into.as_str(),
+        "--threads",
+        "3",
+        "--chunk-bytes",
+        "200000",
+        f,
+    ];
+    let before = journal_chunks(srv);
+    let mut child = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let t0 = Instant::now();
+    while journal_chunks(srv) < before + 5 {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "finished before it could be killed"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    let o = load(srv, &args);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "refuses without --resume: {}",
+        stderr(&o)
+    );
+    let mut resume = args.to_vec();
+    resume.insert(0, "--resume");
+    let o = load(srv, &resume);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("skipped (resume)"), "{}", stdout(&o));
+    assert_eq!(checksum(srv, &got), checksum(srv, &want));
+}
+
+#[test]
+fn bad_input_names_file_and_line() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = db_with_table(srv, "bad");
+    let into = format!("{db}.t");
+    let cases: Vec<(&str, &[u8], i32, &str)> = vec![
+        (
+            "ragged.csv",
+            b"1,a,n,1,\\N\n2,b,n,2\n",
+            3,
+            "ragged.csv: line 2 (byte offset 11): 4 field(s) where the table takes 5",
+        ),
+        (
+            "open.csv",
+            b"1,a,n,1,\\N\n2,\"b,n,2,\\N\n",
+            3,
+            "open.csv: line 2 (byte offset 13): unterminated \"-quoted field",
+        ),
+        (
+            "latin1.csv",
+            b"1,a,n,1,\\N\n2,caf\xe9,n,2,\\N\n",
+            3,
+            "latin1.csv: line 2 (byte offset 16): invalid UTF-8",
+        ),
+        ("empty.csv", b"", 3, "the dump is empty"),
+    ];
+    for (name, bytes, code, want) in cases {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).expect("write");
+        let o = load(
+            srv,
+            &[
+                "--into",
+                &into,
+                "--format",
+                "csv",
+                p.to_str().expect("utf8"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(code), "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(want),
+            "{name}: wanted '{want}' in {}",
+            stderr(&o)
+        );
+    }
+    let p = dir.path().join("ok.csv");
+    std::fs::write(&p, "1,a,n,1,\\N\n").expect("write");
+    let o = load(
+        srv,
+        &[
+            "--into",
+            &format!("{db}.missing"),
+            p.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    let o = load(
+        srv,
+        &[
+            "--into",
+            &into,
+            "--columns",
+            "id,nope",
+            p.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no column 'nope'"), "{}", stderr(&o));
+}
+
+#[test]
+fn server_warnings_name_the_line_and_strict_fails() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("w.csv");
+    let long = "x".repeat(60);
+    std::fs::write(
+        &p,
+        format!("1,ok,n,1,\\N\n2,{long},n,2,\\N\n3,ok,n,3,\\N\n"),
+    )
+    .expect("write");
+    let db = db_with_table(srv, "warn");
+    let into = format!("{db}.t");
+    let f = p.to_str().expect("utf8");
+    // LOAD DATA LOCAL turns a too-long value into a warning: reported with its line.
+    let o = load(srv, &["--into", &into, "--format", "csv", f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "w.csv lines 1-3: line 2: Warning 1265: Data truncated for column 'name' at row 2"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    // --strict: the warning fails the chunk, nothing of it stays.
+    let db = db_with_table(srv, "strict");
+    let into = format!("{db}.t");
+    let o = load(srv, &["--into", &into, "--format", "csv", "--strict", f]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("w.csv lines 1-3")
+            && e.contains("--strict and the server warned: line 2: Warning 1265"),
+        "{e}"
+    );
+    assert!(e.contains("--resume"), "{e}");
+    assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{db}`.t")), "0");
+}
