@@ -76,7 +76,9 @@ pub enum ChunkOutcome {
 }
 
 /// One attempt at a chunk on `c`.
-pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork) -> ChunkOutcome {
+/// `local_ok`: this worker may use LOAD DATA (see `queue`: only the first
+/// worker on an AUTO_INCREMENT table does; the others send INSERTs).
+pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) -> ChunkOutcome {
     let fail = |e: mysql_async::Error| {
         if retryable(&e) {
             ChunkOutcome::Retry(e)
@@ -88,7 +90,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork) -> ChunkOutcome 
     if let Err(e) = c.conn.query_drop("BEGIN").await {
         return fail(e);
     }
-    let rows = if ctx.fast_path.load(Ordering::Relaxed) {
+    let rows = if local_ok && ctx.fast_path.load(Ordering::Relaxed) {
         let sql = format!(
             "LOAD DATA LOCAL INFILE 'sqlfleet-chunk' INTO TABLE {} CHARACTER SET {} {} {}",
             w.table,

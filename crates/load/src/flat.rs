@@ -162,10 +162,10 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let table_sql = format!("{}.{}", ident(&db), ident(&table));
     let mut control = SessionConn::open(&opts.target).await?;
     let endpoint = opts.target.endpoint.to_string();
-    let cols: Vec<(String, Option<String>)> = control
+    let cols: Vec<(String, Option<String>, String)> = control
         .conn
         .exec(
-            "SELECT COLUMN_NAME, CHARACTER_SET_NAME FROM information_schema.COLUMNS \
+            "SELECT COLUMN_NAME, CHARACTER_SET_NAME, EXTRA FROM information_schema.COLUMNS \
              WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
             (&db, &table),
         )
@@ -181,6 +181,10 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             "{endpoint}: table {table_sql} does not exist (create it before loading)"
         )));
     }
+    let auto_inc = cols
+        .iter()
+        .any(|(_, _, extra)| extra.contains("auto_increment"));
+    let cols: Vec<(String, Option<String>)> = cols.into_iter().map(|(n, cs, _)| (n, cs)).collect();
     let chosen: Vec<(String, Option<String>)> = match &opts.columns {
         None => cols.clone(),
         Some(list) => {
@@ -352,7 +356,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                         prelude_len: 0,
                         done: tx,
                     };
-                    engine.queue.push(&table_sql, false, job, n).await;
+                    engine.queue.push(&table_sql, auto_inc, job, n).await;
                     done.push(rx);
                 }
                 Msg::Error(e) => {

@@ -335,7 +335,7 @@ async fn attempt_once(
         };
     }
     match work {
-        Work::Chunk(w) => match chunk_job::run(ctx, c, w).await {
+        Work::Chunk(w) => match chunk_job::run(ctx, c, w, fast_ok).await {
             ChunkOutcome::Ok(rows) => Outcome::Ok(rows),
             ChunkOutcome::Retry(e) => Outcome::Retry(e),
             ChunkOutcome::Fail(f) => Outcome::Failed(f),

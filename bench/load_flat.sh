@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# CSV/TSV benchmark: the same rows, as TSV and as CSV, loaded in one run on
+# one sandbox server into one sysbench-style table by
+#   1. the ceiling:  server-side LOAD DATA INFILE, one per file, all in parallel
+#   2. mysqlimport --use-threads=THREADS --local   (one connection per file)
+#   3. sqlfleet load --into --threads THREADS       (files cut into chunks)
+# plus the one-big-file case: a single LOAD DATA INFILE of the whole file vs
+# sqlfleet on that one file. Every result is checked with CHECKSUM TABLE.
+#
+# Usage: bench/load_flat.sh [FILES] [ROWS_PER_FILE] [THREADS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FILES="${1:-8}"
+ROWS="${2:-150000}"
+THREADS="${3:-4}"
+
+bash scripts/deps.sh
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+NAME=bench-flat
+"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"$SQLFLEET" sandbox up --name "$NAME" --option innodb_buffer_pool_size=2G --option innodb_log_file_size=1G >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+SQL=(mariadb --defaults-file="$CNF" --local-infile=1 -N -B)
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sqlfleet-flat.XXXXXX")"
+chmod 755 "$WORK"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+now() { date +%s.%N; }
+secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+TOTAL=$((FILES * ROWS))
+
+DDL="CREATE TABLE sbtest (id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL DEFAULT 0,
+  c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '', PRIMARY KEY (id), KEY k_1 (k)) ENGINE=InnoDB"
+echo "== generating $TOTAL rows, writing $FILES TSV and $FILES CSV files"
+"${SQL[@]}" -e "DROP DATABASE IF EXISTS src; CREATE DATABASE src"
+"${SQL[@]}" -D src -e "$DDL; INSERT INTO sbtest (k, c, pad)
+  SELECT FLOOR(RAND(seq) * $TOTAL),
+    CONCAT_WS('-', LPAD(FLOOR(RAND(seq) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 1) * 1e11), 11, '0'), 'x,\"y\"',
+                   LPAD(FLOOR(RAND(seq + 2) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 3) * 1e11), 11, '0')),
+    CONCAT_WS('-', LPAD(FLOOR(RAND(seq * 3) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 5) * 1e11), 11, '0'))
+  FROM seq_1_to_$TOTAL"
+WANT="$("${SQL[@]}" -e "CHECKSUM TABLE src.sbtest" | cut -f2)"
+for i in $(seq 1 "$FILES"); do
+  mkdir -p "$WORK/tsv$i" "$WORK/csv$i"
+  lo=$(( (i - 1) * ROWS + 1 )); hi=$(( i * ROWS ))
+  "${SQL[@]}" -e "SELECT * FROM src.sbtest WHERE id BETWEEN $lo AND $hi INTO OUTFILE '$WORK/tsv$i/sbtest.tsv'"
+  "${SQL[@]}" -e "SELECT * FROM src.sbtest WHERE id BETWEEN $lo AND $hi INTO OUTFILE '$WORK/csv$i/sbtest.csv'
+    FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+done
+cat "$WORK"/tsv*/sbtest.tsv > "$WORK/all.tsv"
+MB=$(du -m "$WORK/all.tsv" | cut -f1)
+fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1; CREATE TABLE $1.sbtest LIKE src.sbtest"; }
+check() { [ "$("${SQL[@]}" -e "CHECKSUM TABLE $1.sbtest" | cut -f2)" = "$WANT" ] || { echo "!! $1 differs from the source" >&2; exit 1; }; }
+CSVCLAUSE="FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
+declare -A T
+for fmt in tsv csv; do
+  clause=""; [ "$fmt" = csv ] && clause="$CSVCLAUSE"
+  echo "== $fmt: ceiling, $FILES parallel LOAD DATA INFILE"
+  fresh ceil; t0=$(now)
+  for i in $(seq 1 "$FILES"); do "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/$fmt$i/sbtest.$fmt' INTO TABLE ceil.sbtest $clause" & done
+  wait; T[$fmt,ceiling]=$(secs "$t0" "$(now)"); check ceil
+  echo "== $fmt: mysqlimport --use-threads=$THREADS --local"
+  fresh imp; t0=$(now)
+  extra=(); [ "$fmt" = csv ] && extra=(--fields-terminated-by=, --fields-optionally-enclosed-by='"')
+  mariadb-import --defaults-file="$CNF" --local --use-threads="$THREADS" "${extra[@]}" imp $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
+  T[$fmt,mysqlimport]=$(secs "$t0" "$(now)"); check imp
+  echo "== $fmt: sqlfleet load --into --threads $THREADS"
+  fresh sf; t0=$(now)
+  "$SQLFLEET" load --sandbox "$NAME" --into sf.sbtest --format "$fmt" --threads "$THREADS" --progress none \
+    $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
+  T[$fmt,sqlfleet]=$(secs "$t0" "$(now)"); check sf
+done
+echo "== one big TSV file: one LOAD DATA INFILE vs sqlfleet"
+fresh one; t0=$(now)
+"${SQL[@]}" -e "LOAD DATA INFILE '$WORK/all.tsv' INTO TABLE one.sbtest"
+T[big,ceiling]=$(secs "$t0" "$(now)"); check one
+fresh onesf; t0=$(now)
+"$SQLFLEET" load --sandbox "$NAME" --into onesf.sbtest --threads "$THREADS" --progress none "$WORK/all.tsv" >/dev/null
+T[big,sqlfleet]=$(secs "$t0" "$(now)"); check onesf
+"${SQL[@]}" -e "DROP DATABASE src; DROP DATABASE ceil; DROP DATABASE imp; DROP DATABASE sf; DROP DATABASE one; DROP DATABASE onesf"
+
+echo
+echo "$FILES files x $ROWS rows = $TOTAL rows ($MB MB as TSV) into one table with an AUTO_INCREMENT key and a secondary index; $THREADS threads; $(nproc) CPUs; all checksum-identical"
+echo
+echo "| data | method | seconds | rows/s | sqlfleet / method |"
+echo "|---|---|---:|---:|---:|"
+for fmt in tsv csv; do
+  for m in ceiling mysqlimport sqlfleet; do
+    python3 -c "t=${T[$fmt,$m]}; s=${T[$fmt,sqlfleet]}; print(f'| $FILES $fmt files | $m | {t:.2f} | {$TOTAL/t:,.0f} | {s/t:.2f} |')"
+  done
+done
+for m in ceiling sqlfleet; do
+  python3 -c "t=${T[big,$m]}; s=${T[big,sqlfleet]}; print(f'| one big tsv file | $m | {t:.2f} | {$TOTAL/t:,.0f} | {s/t:.2f} |')"
+done
