@@ -25,7 +25,7 @@ enum Command {
     /// Load a mysqldump/mariadb-dump stream or CSV/TSV files in parallel
     Load(Box<cmd::load::LoadArgs>),
     /// Run SQL on many servers at once and merge the results
-    Query(cmd::pending::PendingArgs),
+    Query(Box<cmd::query::QueryArgs>),
     /// MySQL-protocol connection pool and proxy
     Relay(cmd::pending::PendingArgs),
     /// Throughput and latency sweeps, direct and through a relay
@@ -65,7 +65,7 @@ fn main() {
     let result = rt.block_on(async move {
         match cli.command {
             Command::Load(a) => cmd::load::run(*a).await,
-            Command::Query(a) => cmd::pending::run("query", 5, a),
+            Command::Query(a) => cmd::query::run(*a).await,
             Command::Relay(a) => cmd::pending::run("relay", 6, a),
             Command::Bench(a) => cmd::pending::run("bench", 8, a),
             Command::Sandbox(c) => cmd::sandbox::run(c).await,

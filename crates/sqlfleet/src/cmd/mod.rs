@@ -2,4 +2,5 @@
 
 pub mod load;
 pub mod pending;
+pub mod query;
 pub mod sandbox;

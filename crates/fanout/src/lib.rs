@@ -1,0 +1,7 @@
+//! `sqlfleet query`: [`hosts`] (host lists), [`run`] (bounded-concurrency
+//! executor with connect/query/overall timeouts and KILL QUERY) and
+//! [`output`] (mysql --batch TSV, CSV, JSON lines, tables, collapse, diff).
+
+pub mod hosts;
+pub mod output;
+pub mod run;

@@ -1,0 +1,404 @@
+//! Turning rows into text: `mysql --batch` TSV, CSV, JSON lines, aligned
+//! tables; and grouping identical results for `--collapse` and `--diff`.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// One value: `None` is NULL.
+pub type Value = Option<Vec<u8>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Tsv,
+    Jsonl,
+    Csv,
+    Table,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "tsv" => Ok(Format::Tsv),
+            "jsonl" => Ok(Format::Jsonl),
+            "csv" => Ok(Format::Csv),
+            "table" => Ok(Format::Table),
+            _ => Err(format!("format '{s}' is not tsv, jsonl, csv or table")),
+        }
+    }
+}
+
+/// A field as `mysql --batch` writes it: `\N` for NULL; tab, newline,
+/// backslash and NUL escaped.
+pub fn tsv_field(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        None => out.extend_from_slice(b"\\N"),
+        Some(b) => {
+            for &c in b {
+                match c {
+                    b'\t' => out.extend_from_slice(b"\\t"),
+                    b'\n' => out.extend_from_slice(b"\\n"),
+                    b'\\' => out.extend_from_slice(b"\\\\"),
+                    0 => out.extend_from_slice(b"\\0"),
+                    c => out.push(c),
+                }
+            }
+        }
+    }
+}
+
+/// RFC 4180 field; NULL is an empty unquoted field, "" an empty quoted one.
+pub fn csv_field(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        None => {}
+        Some(b) => {
+            out.push(b'"');
+            for &c in b {
+                if c == b'"' {
+                    out.push(b'"');
+                }
+                out.push(c);
+            }
+            out.push(b'"');
+        }
+    }
+}
+
+fn json_value(v: &Value) -> serde_json::Value {
+    match v {
+        None => serde_json::Value::Null,
+        Some(b) => serde_json::Value::String(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+/// Writes a block of rows of one host in a streaming format.
+pub fn write_rows(
+    out: &mut dyn Write,
+    fmt: Format,
+    host: &str,
+    db: Option<&str>,
+    columns: &[String],
+    rows: &[Vec<Value>],
+) -> std::io::Result<()> {
+    let mut line = Vec::with_capacity(256);
+    for r in rows {
+        line.clear();
+        match fmt {
+            Format::Tsv | Format::Table => {
+                line.extend_from_slice(host.as_bytes());
+                if let Some(d) = db {
+                    line.push(b'\t');
+                    line.extend_from_slice(d.as_bytes());
+                }
+                for v in r {
+                    line.push(b'\t');
+                    tsv_field(&mut line, v);
+                }
+            }
+            Format::Csv => {
+                csv_field(&mut line, &Some(host.as_bytes().to_vec()));
+                if let Some(d) = db {
+                    line.push(b',');
+                    csv_field(&mut line, &Some(d.as_bytes().to_vec()));
+                }
+                for v in r {
+                    line.push(b',');
+                    csv_field(&mut line, v);
+                }
+            }
+            Format::Jsonl => {
+                let mut obj = serde_json::Map::new();
+                obj.insert("host".into(), host.into());
+                if let Some(d) = db {
+                    obj.insert("database".into(), d.into());
+                }
+                let row: serde_json::Map<String, serde_json::Value> = columns
+                    .iter()
+                    .cloned()
+                    .zip(r.iter().map(json_value))
+                    .collect();
+                obj.insert("row".into(), row.into());
+                line.extend_from_slice(serde_json::Value::Object(obj).to_string().as_bytes());
+            }
+        }
+        line.push(b'\n');
+        out.write_all(&line)?;
+    }
+    Ok(())
+}
+
+/// The header line for streaming formats.
+pub fn header(fmt: Format, with_db: bool, columns: &[String]) -> Option<String> {
+    let mut names = vec!["host".to_string()];
+    if with_db {
+        names.push("database".into());
+    }
+    names.extend(columns.iter().cloned());
+    match fmt {
+        Format::Tsv | Format::Table => {
+            let mut line = Vec::new();
+            for (i, n) in names.iter().enumerate() {
+                if i > 0 {
+                    line.push(b'\t');
+                }
+                tsv_field(&mut line, &Some(n.as_bytes().to_vec()));
+            }
+            Some(String::from_utf8_lossy(&line).into_owned())
+        }
+        Format::Csv => Some(
+            names
+                .iter()
+                .map(|n| format!("\"{}\"", n.replace('"', "\"\"")))
+                .collect::<Vec<_>>()
+                .join(","),
+        ),
+        Format::Jsonl => None,
+    }
+}
+
+/// An aligned table, as the mysql client prints for people.
+pub fn table(columns: &[String], rows: &[Vec<String>]) -> String {
+    let mut w: Vec<usize> = columns.iter().map(|c| c.chars().count()).collect();
+    for r in rows {
+        for (i, v) in r.iter().enumerate() {
+            if i < w.len() {
+                w[i] = w[i].max(v.chars().count());
+            }
+        }
+    }
+    let sep: String = format!(
+        "+{}+\n",
+        w.iter()
+            .map(|n| "-".repeat(n + 2))
+            .collect::<Vec<_>>()
+            .join("+")
+    );
+    let line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&w)
+            .map(|(c, n)| format!(" {c}{} ", " ".repeat(n - c.chars().count())))
+            .collect();
+        format!("|{}|\n", parts.join("|"))
+    };
+    let mut s = sep.clone();
+    s.push_str(&line(columns));
+    s.push_str(&sep);
+    for r in rows {
+        s.push_str(&line(r));
+    }
+    s.push_str(&sep);
+    s
+}
+
+/// A host's whole result (or its error), comparable across hosts.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Outcome {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Value>>,
+    pub error: Option<String>,
+}
+
+/// Groups hosts with identical outcomes; largest group first, then by
+/// first host.
+pub fn group(results: &[(String, Outcome)]) -> Vec<(Outcome, Vec<String>)> {
+    let mut by: BTreeMap<&Outcome, Vec<String>> = BTreeMap::new();
+    for (h, o) in results {
+        by.entry(o).or_default().push(h.clone());
+    }
+    let mut groups: Vec<(Outcome, Vec<String>)> =
+        by.into_iter().map(|(o, hs)| (o.clone(), hs)).collect();
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.1[0].cmp(&b.1[0])));
+    groups
+}
+
+/// A result's rows as TSV lines (no host column).
+pub fn outcome_lines(o: &Outcome) -> Vec<String> {
+    if let Some(e) = &o.error {
+        return vec![format!("ERROR: {e}")];
+    }
+    o.rows
+        .iter()
+        .map(|r| {
+            let mut line = Vec::new();
+            for (i, v) in r.iter().enumerate() {
+                if i > 0 {
+                    line.push(b'\t');
+                }
+                tsv_field(&mut line, v);
+            }
+            String::from_utf8_lossy(&line).into_owned()
+        })
+        .collect()
+}
+
+/// `--collapse`: each distinct result once, under the hosts that gave it.
+pub fn collapse(results: &[(String, Outcome)]) -> String {
+    let mut s = String::new();
+    for (o, hosts) in group(results) {
+        s.push_str(&format!(
+            "==> {} ({} host{})\n",
+            hosts.join(", "),
+            hosts.len(),
+            if hosts.len() == 1 { "" } else { "s" }
+        ));
+        if o.error.is_none() && !o.columns.is_empty() {
+            s.push_str(&o.columns.join("\t"));
+            s.push('\n');
+        }
+        for l in outcome_lines(&o) {
+            s.push_str(&l);
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// `--diff`: only the hosts whose result differs from the majority, with
+/// the lines they lack (`-`) and have extra (`+`).
+pub fn diff(results: &[(String, Outcome)]) -> String {
+    let groups = group(results);
+    let Some((majority, mhosts)) = groups.first() else {
+        return String::new();
+    };
+    let mut s = String::new();
+    if groups.len() == 1 {
+        s.push_str(&format!("all {} hosts agree\n", mhosts.len()));
+        return s;
+    }
+    let mlines = outcome_lines(majority);
+    for (o, hosts) in &groups[1..] {
+        s.push_str(&format!(
+            "==> {} differ{} from the majority ({} host{}):\n",
+            hosts.join(", "),
+            if hosts.len() == 1 { "s" } else { "" },
+            mhosts.len(),
+            if mhosts.len() == 1 { "" } else { "s" }
+        ));
+        let lines = outcome_lines(o);
+        for l in mlines.iter().filter(|l| !lines.contains(l)) {
+            s.push_str(&format!("- {l}\n"));
+        }
+        for l in lines.iter().filter(|l| !mlines.contains(l)) {
+            s.push_str(&format!("+ {l}\n"));
+        }
+        if o.columns != majority.columns && o.error.is_none() && majority.error.is_none() {
+            s.push_str(&format!(
+                "  columns: {} vs {}\n",
+                o.columns.join(","),
+                majority.columns.join(",")
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Value {
+        Some(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn tsv_like_mysql_batch() {
+        let mut out = Vec::new();
+        write_rows(
+            &mut out,
+            Format::Tsv,
+            "h:1",
+            None,
+            &[],
+            &[vec![v("a\tb"), None, v("x\\y\nz"), Some(vec![0])]],
+        )
+        .expect("w");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "h:1\ta\\tb\t\\N\tx\\\\y\\nz\t\\0\n"
+        );
+    }
+
+    #[test]
+    fn csv_jsonl_and_headers() {
+        let cols = vec!["a".to_string(), "b".to_string()];
+        let mut out = Vec::new();
+        write_rows(
+            &mut out,
+            Format::Csv,
+            "h:1",
+            Some("db"),
+            &cols,
+            &[vec![v("x,\"y\""), None]],
+        )
+        .expect("w");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "\"h:1\",\"db\",\"x,\"\"y\"\"\",\n"
+        );
+        let mut out = Vec::new();
+        write_rows(
+            &mut out,
+            Format::Jsonl,
+            "h:1",
+            None,
+            &cols,
+            &[vec![v("1"), None]],
+        )
+        .expect("w");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "{\"host\":\"h:1\",\"row\":{\"a\":\"1\",\"b\":null}}\n"
+        );
+        assert_eq!(
+            header(Format::Tsv, true, &cols).as_deref(),
+            Some("host\tdatabase\ta\tb")
+        );
+        assert_eq!(header(Format::Jsonl, false, &cols), None);
+    }
+
+    #[test]
+    fn aligned_table() {
+        let t = table(
+            &["n".into(), "name".into()],
+            &[vec!["1".into(), "ünï".into()]],
+        );
+        assert_eq!(
+            t,
+            "+---+------+\n| n | name |\n+---+------+\n| 1 | ünï  |\n+---+------+\n"
+        );
+    }
+
+    fn outcome(rows: &[&str]) -> Outcome {
+        Outcome {
+            columns: vec!["v".into()],
+            rows: rows.iter().map(|r| vec![v(r)]).collect(),
+            error: None,
+        }
+    }
+
+    #[test]
+    fn collapse_and_diff() {
+        let results = vec![
+            ("a:1".to_string(), outcome(&["x", "y"])),
+            ("b:1".to_string(), outcome(&["x", "y"])),
+            ("c:1".to_string(), outcome(&["x", "z"])),
+            (
+                "d:1".to_string(),
+                Outcome {
+                    error: Some("ERROR 1045: denied".into()),
+                    ..outcome(&[])
+                },
+            ),
+        ];
+        assert_eq!(
+            collapse(&results),
+            "==> a:1, b:1 (2 hosts)\nv\nx\ny\n==> c:1 (1 host)\nv\nx\nz\n==> d:1 (1 host)\nERROR: ERROR 1045: denied\n"
+        );
+        assert_eq!(
+            diff(&results),
+            "==> c:1 differs from the majority (2 hosts):\n- y\n+ z\n==> d:1 differs from the majority (2 hosts):\n- x\n- y\n+ ERROR: ERROR 1045: denied\n"
+        );
+        assert_eq!(diff(&results[..2]), "all 2 hosts agree\n");
+    }
+}

@@ -1,0 +1,468 @@
+//! Running statements on many hosts at once.
+//!
+//! One task per host, at most `parallel` connected at a time. Rows stream
+//! to one output task through a bounded channel in blocks, so memory is
+//! bounded by the rows in flight, not by the size of the fleet. Three
+//! clocks: the connect timeout, the per-query timeout (enforced by the
+//! server with `SET STATEMENT max_statement_time` on MariaDB SELECTs, and
+//! by a `KILL QUERY` from a side connection when we give up), and the
+//! overall deadline after which unfinished hosts are reported as timed out.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use serde::Serialize;
+use sqlfleet_conn::quote::ident;
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::hosts::Host;
+use crate::output::{self, Format, Outcome, Value};
+
+#[derive(Debug, Clone)]
+pub enum Databases {
+    /// The connection's default database only.
+    Default,
+    List(Vec<String>),
+    /// Every database but the system ones.
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Stream,
+    Collapse,
+    Diff,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueryOptions {
+    pub base: Target,
+    pub hosts: Vec<Host>,
+    pub statements: Vec<String>,
+    pub databases: Databases,
+    pub parallel: usize,
+    pub connect_timeout: Duration,
+    pub query_timeout: Option<Duration>,
+    pub deadline: Option<Duration>,
+    pub format: Format,
+    pub header: bool,
+    pub mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Ok,
+    Error,
+    Timeout,
+    Unreachable,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct HostStatus {
+    pub host: String,
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub rows: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub hosts: usize,
+    pub ok: usize,
+    pub error: usize,
+    pub timeout: usize,
+    pub unreachable: usize,
+    pub seconds: f64,
+    pub statuses: Vec<HostStatus>,
+}
+
+enum Event {
+    Rows {
+        host: String,
+        db: Option<String>,
+        columns: Arc<Vec<String>>,
+        rows: Vec<Vec<Value>>,
+    },
+    Outcome {
+        host: String,
+        outcome: Outcome,
+    },
+}
+
+const BLOCK_ROWS: usize = 256;
+const SYSTEM_DBS: &[&str] = &["information_schema", "performance_schema", "mysql", "sys"];
+
+fn target_for(base: &Target, h: &Host) -> Target {
+    let mut t = base.with_endpoint(Endpoint::Tcp {
+        host: h.host.clone(),
+        port: h.port,
+    });
+    if let Some(u) = h.tags.get("user") {
+        t.user = u.clone();
+    }
+    if let Some(p) = h.tags.get("password") {
+        t.password = Some(PasswordSpec::Given(Secret::new(p.clone())));
+    }
+    t
+}
+
+/// Runs everything; rows go to `out` as they arrive. Returns per-host status.
+pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Result<Report> {
+    let started = Instant::now();
+    let deadline = opts.deadline.map(|d| started + d);
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    let writer = tokio::task::spawn_blocking({
+        let fmt = opts.format;
+        let header = opts.header;
+        let mode = opts.mode;
+        let with_db = !matches!(opts.databases, Databases::Default);
+        move || write_output(rx, out, fmt, header, mode, with_db)
+    });
+    let sem = Arc::new(Semaphore::new(opts.parallel.max(1)));
+    let opts = Arc::new(opts);
+    let mut tasks = Vec::with_capacity(opts.hosts.len());
+    for h in opts.hosts.clone() {
+        let (sem, tx, opts) = (sem.clone(), tx.clone(), opts.clone());
+        tasks.push(tokio::spawn(async move {
+            let addr = h.addr();
+            let t0 = Instant::now();
+            let work = async {
+                let _permit = sem.acquire().await.ok();
+                host_work(&opts, &h, &tx, deadline).await
+            };
+            let (state, message, rows) = match deadline {
+                Some(d) => match tokio::time::timeout_at(d.into(), work).await {
+                    Ok(r) => r,
+                    Err(_) => (
+                        State::Timeout,
+                        Some("overall deadline passed before this host finished".into()),
+                        0,
+                    ),
+                },
+                None => work.await,
+            };
+            HostStatus {
+                host: addr,
+                state,
+                message,
+                rows,
+                seconds: t0.elapsed().as_secs_f64(),
+            }
+        }));
+    }
+    drop(tx);
+    let mut statuses = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        if let Ok(s) = t.await {
+            statuses.push(s);
+        }
+    }
+    writer.await.map_err(std::io::Error::other)??;
+    let count = |s: State| statuses.iter().filter(|x| x.state == s).count();
+    Ok(Report {
+        hosts: statuses.len(),
+        ok: count(State::Ok),
+        error: count(State::Error),
+        timeout: count(State::Timeout),
+        unreachable: count(State::Unreachable),
+        seconds: started.elapsed().as_secs_f64(),
+        statuses,
+    })
+}
+
+/// Connects, runs every statement in every database; returns the state.
+async fn host_work(
+    opts: &QueryOptions,
+    h: &Host,
+    tx: &mpsc::Sender<Event>,
+    deadline: Option<Instant>,
+) -> (State, Option<String>, u64) {
+    let target = target_for(&opts.base, h);
+    let addr = h.addr();
+    let mut conn = match target.connect(opts.connect_timeout).await {
+        Ok(c) => c,
+        Err(e) => {
+            let state = if e.server_code().is_some() {
+                State::Error
+            } else {
+                State::Unreachable
+            };
+            return (state, Some(e.what), 0);
+        }
+    };
+    let mariadb = conn.server_version().0 >= 10 || conn_is_mariadb(&mut conn).await;
+    let dbs: Vec<Option<String>> = match &opts.databases {
+        Databases::Default => vec![None],
+        Databases::List(l) => l.iter().cloned().map(Some).collect(),
+        Databases::All => match conn.query::<String, _>("SHOW DATABASES").await {
+            Ok(v) => v
+                .into_iter()
+                .filter(|d| !SYSTEM_DBS.contains(&d.as_str()))
+                .map(Some)
+                .collect(),
+            Err(e) => return (State::Error, Some(describe(&e)), 0),
+        },
+    };
+    let mut outcome = Outcome {
+        columns: Vec::new(),
+        rows: Vec::new(),
+        error: None,
+    };
+    let mut total = 0;
+    let mut result = (State::Ok, None);
+    'all: for db in &dbs {
+        if let Some(d) = db {
+            if let Err(e) = conn.query_drop(format!("USE {}", ident(d))).await {
+                result = (State::Error, Some(format!("USE {d}: {}", describe(&e))));
+                break;
+            }
+        }
+        for stmt in &opts.statements {
+            let limit = match (opts.query_timeout, deadline) {
+                (Some(q), Some(d)) => Some(q.min(d.saturating_duration_since(Instant::now()))),
+                (q, Some(d)) => Some(
+                    q.unwrap_or(Duration::MAX)
+                        .min(d.saturating_duration_since(Instant::now())),
+                ),
+                (q, None) => q,
+            };
+            let sql = match (limit, mariadb) {
+                (Some(l), true) if is_select(stmt) => {
+                    format!(
+                        "SET STATEMENT max_statement_time = {:.3} FOR {stmt}",
+                        l.as_secs_f64().max(0.001)
+                    )
+                }
+                _ => stmt.clone(),
+            };
+            let id = conn.id();
+            let run = run_statement(
+                &mut conn,
+                &sql,
+                &addr,
+                db.as_deref(),
+                tx,
+                opts.mode,
+                &mut outcome,
+            );
+            let r = match limit {
+                Some(l) => match tokio::time::timeout(l + Duration::from_millis(50), run).await {
+                    Ok(r) => r,
+                    Err(_) => {
+                        kill_query(&target, id, opts.connect_timeout).await;
+                        result = (
+                            State::Timeout,
+                            Some(format!(
+                                "query timed out after {:.1}s (KILL QUERY {id} sent)",
+                                l.as_secs_f64()
+                            )),
+                        );
+                        // The connection is mid-result: drop it, don't reuse it.
+                        drop(conn);
+                        if opts.mode != Mode::Stream {
+                            outcome.error = result.1.clone();
+                            let _ = tx
+                                .send(Event::Outcome {
+                                    host: addr.clone(),
+                                    outcome,
+                                })
+                                .await;
+                        }
+                        return (result.0, result.1, total);
+                    }
+                },
+                None => run.await,
+            };
+            match r {
+                Ok(n) => total += n,
+                Err(e) => {
+                    let state = match &e {
+                        mysql_async::Error::Server(s) if s.code == 1969 || s.code == 3024 => {
+                            State::Timeout
+                        }
+                        _ => State::Error,
+                    };
+                    result = (state, Some(describe(&e)));
+                    outcome.error = result.1.clone();
+                    break 'all;
+                }
+            }
+        }
+    }
+    if opts.mode != Mode::Stream {
+        let _ = tx
+            .send(Event::Outcome {
+                host: addr.clone(),
+                outcome,
+            })
+            .await;
+    }
+    let _ = conn.disconnect().await;
+    (result.0, result.1, total)
+}
+
+async fn conn_is_mariadb(conn: &mut Conn) -> bool {
+    conn.query_first::<String, _>("SELECT VERSION()")
+        .await
+        .ok()
+        .flatten()
+        .is_some_and(|v| v.contains("MariaDB"))
+}
+
+fn is_select(stmt: &str) -> bool {
+    let s = stmt.trim_start().to_ascii_uppercase();
+    s.starts_with("SELECT") || s.starts_with("WITH")
+}
+
+fn describe(e: &mysql_async::Error) -> String {
+    match e {
+        mysql_async::Error::Server(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+        other => other.to_string(),
+    }
+}
+
+/// Asks the server to stop the query of connection `id`.
+async fn kill_query(target: &Target, id: u32, connect_timeout: Duration) {
+    if let Ok(mut c) = target.connect(connect_timeout).await {
+        let _ = c.query_drop(format!("KILL QUERY {id}")).await;
+        let _ = c.disconnect().await;
+    }
+}
+
+/// Runs one statement, streaming its rows (or keeping them for
+/// collapse/diff). Returns the number of rows.
+async fn run_statement(
+    conn: &mut Conn,
+    sql: &str,
+    addr: &str,
+    db: Option<&str>,
+    tx: &mpsc::Sender<Event>,
+    mode: Mode,
+    outcome: &mut Outcome,
+) -> Result<u64, mysql_async::Error> {
+    let mut result = conn.query_iter(sql).await?;
+    let columns: Arc<Vec<String>> = Arc::new(
+        result
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().into_owned())
+            .collect(),
+    );
+    if outcome.columns.is_empty() {
+        outcome.columns = columns.to_vec();
+    }
+    let mut n = 0;
+    let mut block = Vec::new();
+    while let Some(row) = result.next().await? {
+        let vals: Vec<Value> = row
+            .unwrap()
+            .into_iter()
+            .map(|v| match v {
+                mysql_async::Value::NULL => None,
+                mysql_async::Value::Bytes(b) => Some(b),
+                other => Some(other.as_sql(true).into_bytes()),
+            })
+            .collect();
+        n += 1;
+        if mode == Mode::Stream {
+            block.push(vals);
+            if block.len() >= BLOCK_ROWS {
+                let rows = std::mem::take(&mut block);
+                let _ = tx
+                    .send(Event::Rows {
+                        host: addr.to_string(),
+                        db: db.map(str::to_owned),
+                        columns: columns.clone(),
+                        rows,
+                    })
+                    .await;
+            }
+        } else {
+            outcome.rows.push(vals);
+        }
+    }
+    result.drop_result().await?;
+    if !block.is_empty() {
+        let _ = tx
+            .send(Event::Rows {
+                host: addr.to_string(),
+                db: db.map(str::to_owned),
+                columns,
+                rows: block,
+            })
+            .await;
+    }
+    Ok(n)
+}
+
+fn write_output(
+    mut rx: mpsc::Receiver<Event>,
+    out: Box<dyn Write + Send>,
+    fmt: Format,
+    header: bool,
+    mode: Mode,
+    with_db: bool,
+) -> std::io::Result<()> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    let mut header_done = !header;
+    let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+    let mut table_rows: Vec<Vec<String>> = Vec::new();
+    let mut table_cols: Vec<String> = Vec::new();
+    while let Some(ev) = rx.blocking_recv() {
+        match ev {
+            Event::Rows {
+                host,
+                db,
+                columns,
+                rows,
+            } => {
+                if fmt == Format::Table {
+                    if table_cols.is_empty() {
+                        table_cols.push("host".into());
+                        if with_db {
+                            table_cols.push("database".into());
+                        }
+                        table_cols.extend(columns.iter().cloned());
+                    }
+                    for r in rows {
+                        let mut cells = vec![host.clone()];
+                        if with_db {
+                            cells.push(db.clone().unwrap_or_default());
+                        }
+                        cells.extend(r.iter().map(|v| match v {
+                            None => "NULL".to_string(),
+                            Some(b) => String::from_utf8_lossy(b).into_owned(),
+                        }));
+                        table_rows.push(cells);
+                    }
+                    continue;
+                }
+                if !header_done {
+                    if let Some(h) = output::header(fmt, with_db, &columns) {
+                        writeln!(out, "{h}")?;
+                    }
+                    header_done = true;
+                }
+                output::write_rows(&mut out, fmt, &host, db.as_deref(), &columns, &rows)?;
+            }
+            Event::Outcome { host, outcome } => outcomes.push((host, outcome)),
+        }
+    }
+    outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+    match mode {
+        Mode::Collapse => out.write_all(output::collapse(&outcomes).as_bytes())?,
+        Mode::Diff => out.write_all(output::diff(&outcomes).as_bytes())?,
+        Mode::Stream if fmt == Format::Table && !table_cols.is_empty() => {
+            out.write_all(output::table(&table_cols, &table_rows).as_bytes())?
+        }
+        Mode::Stream => {}
+    }
+    out.flush()
+}

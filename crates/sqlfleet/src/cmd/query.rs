@@ -1,0 +1,198 @@
+//! `sqlfleet query`: the same SQL on many servers, results merged.
+
+use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlfleet_conn::{ConnArgs, Endpoint};
+use sqlfleet_fanout::hosts::{parse_list, Host};
+use sqlfleet_fanout::output::Format;
+use sqlfleet_fanout::run::{self, Databases, Mode, QueryOptions, State};
+
+use crate::exit::Exit;
+
+/// Run SQL on many servers at once and merge the results.
+///
+/// Hosts come from --hosts, --hosts-file or standard input, one per line:
+/// `host`, `host:port` or `[v6]:port`, then optional name=value tags
+/// (`user=` and `password=` override the credentials for that host).
+/// Exit codes: 0 every host ok, 1 usage error, 2 some hosts failed, 3 all failed.
+#[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Hosts, comma-separated: h1,h2:3307,[::1]:3306
+    #[arg(long, value_name = "LIST")]
+    hosts: Option<String>,
+    /// A file of hosts, one per line
+    #[arg(long, value_name = "FILE", conflicts_with = "hosts")]
+    hosts_file: Option<PathBuf>,
+    /// SQL to run (several statements allowed)
+    #[arg(short = 'e', long = "execute", value_name = "SQL")]
+    execute: Option<String>,
+    /// A file of SQL to run
+    #[arg(long, value_name = "FILE", conflicts_with = "execute")]
+    file: Option<PathBuf>,
+    /// tsv (like mysql --batch), jsonl, csv or table
+    #[arg(long, default_value = "tsv")]
+    format: Format,
+    /// Print a header line with the column names
+    #[arg(long)]
+    header: bool,
+    /// Print each distinct result once, under the hosts that gave it
+    #[arg(long, conflicts_with = "diff")]
+    collapse: bool,
+    /// Print only the hosts whose result differs from the majority
+    #[arg(long)]
+    diff: bool,
+    /// Hosts worked on at once
+    #[arg(long, default_value_t = 256)]
+    parallel: usize,
+    /// Seconds to wait for a connection
+    #[arg(long, default_value_t = 5.0, value_name = "S")]
+    connect_timeout: f64,
+    /// Seconds a statement may run (server-side limit where supported, then KILL QUERY)
+    #[arg(long, value_name = "S")]
+    query_timeout: Option<f64>,
+    /// Seconds for the whole run; hosts not finished by then are reported as timed out
+    #[arg(long, value_name = "S")]
+    deadline: Option<f64>,
+    /// Run in each of these databases
+    #[arg(
+        short = 'B',
+        long = "databases",
+        value_delimiter = ',',
+        value_name = "DB,DB",
+        conflicts_with = "all_databases"
+    )]
+    databases: Option<Vec<String>>,
+    /// Run in every database except the system ones
+    #[arg(long)]
+    all_databases: bool,
+    /// Write the per-host status as JSON to this file
+    #[arg(long, value_name = "FILE")]
+    status_json: Option<PathBuf>,
+}
+
+fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        v.is_finite() && v > 0.0,
+        "{what} must be a positive number of seconds"
+    );
+    Ok(Duration::from_secs_f64(v))
+}
+
+fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for st in sqlfleet_dump::Splitter::new(sql.as_bytes()) {
+        let st = st.context("the SQL")?;
+        out.push(String::from_utf8_lossy(&st.text).trim().to_string());
+    }
+    anyhow::ensure!(
+        !out.is_empty(),
+        "no SQL statement to run (-e SQL or --file F)"
+    );
+    Ok(out)
+}
+
+pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
+    let base = sqlfleet_conn::resolve_interactive(&a.conn)?;
+    let default_port = match &base.endpoint {
+        Endpoint::Tcp { port, .. } => *port,
+        Endpoint::Socket(_) => 3306,
+    };
+    let (text, source) = if let Some(list) = &a.hosts {
+        (
+            list.split(',').collect::<Vec<_>>().join("\n"),
+            "--hosts".to_string(),
+        )
+    } else if let Some(f) = &a.hosts_file {
+        let t = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
+        (t, f.display().to_string())
+    } else {
+        anyhow::ensure!(
+            !std::io::stdin().is_terminal(),
+            "no hosts: give --hosts h1,h2, --hosts-file FILE, or a list on standard input"
+        );
+        let mut t = String::new();
+        std::io::stdin()
+            .read_to_string(&mut t)
+            .context("reading hosts from stdin")?;
+        (t, "stdin".to_string())
+    };
+    let (hosts, warnings): (Vec<Host>, Vec<String>) = parse_list(&text, &source, default_port)?;
+    for w in warnings {
+        eprintln!("sqlfleet query: warning: {w}");
+    }
+    anyhow::ensure!(!hosts.is_empty(), "no hosts in {source}");
+    let sql = match (&a.execute, &a.file) {
+        (Some(s), _) => s.clone(),
+        (None, Some(f)) => {
+            std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?
+        }
+        (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F"),
+    };
+    let opts = QueryOptions {
+        base,
+        hosts,
+        statements: statements(&sql)?,
+        databases: match (&a.databases, a.all_databases) {
+            (Some(l), _) => Databases::List(l.clone()),
+            (None, true) => Databases::All,
+            (None, false) => Databases::Default,
+        },
+        parallel: a.parallel.max(1),
+        connect_timeout: secs(a.connect_timeout, "--connect-timeout")?,
+        query_timeout: a
+            .query_timeout
+            .map(|v| secs(v, "--query-timeout"))
+            .transpose()?,
+        deadline: a.deadline.map(|v| secs(v, "--deadline")).transpose()?,
+        format: a.format,
+        header: a.header,
+        mode: if a.collapse {
+            Mode::Collapse
+        } else if a.diff {
+            Mode::Diff
+        } else {
+            Mode::Stream
+        },
+    };
+    let report = run::run(opts, Box::new(std::io::stdout())).await?;
+    eprintln!(
+        "sqlfleet query: {} hosts in {:.3}s: {} ok, {} error, {} timeout, {} unreachable",
+        report.hosts, report.seconds, report.ok, report.error, report.timeout, report.unreachable
+    );
+    let failed: Vec<_> = report
+        .statuses
+        .iter()
+        .filter(|s| s.state != State::Ok)
+        .collect();
+    for s in failed.iter().take(50) {
+        eprintln!(
+            "  {:<24} {:<11} {}",
+            s.host,
+            format!("{:?}", s.state).to_lowercase(),
+            s.message.as_deref().unwrap_or("")
+        );
+    }
+    if failed.len() > 50 {
+        eprintln!("  ... and {} more (see --status-json)", failed.len() - 50);
+    }
+    if let Some(p) = &a.status_json {
+        std::fs::write(p, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(if report.ok == report.hosts {
+        Exit::Ok
+    } else if report.ok == 0 {
+        Exit::Total
+    } else {
+        Exit::Partial
+    })
+}

@@ -1,0 +1,291 @@
+//! `sqlfleet query` against real servers: formats, --diff, dead and silent
+//! hosts, timeouts that really stop the query, exit codes.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::{stderr, stdout};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::{replicated, server, TestServer};
+
+fn query(srv: &TestServer, args: &[&str]) -> Output {
+    common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(args)
+        .output()
+        .expect("run sqlfleet")
+}
+
+fn addr(port: u16) -> String {
+    format!("127.0.0.1:{port}")
+}
+
+#[test]
+fn diff_finds_the_odd_server_and_collapse_groups() {
+    let srv = replicated();
+    let ports: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| addr(n.port))
+        .collect();
+    let hosts = ports.join(",");
+    let o = query(
+        srv,
+        &["--hosts", &hosts, "-e", "SELECT @@read_only", "--diff"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "==> {} differs from the majority (2 hosts):\n- 1\n+ 0\n",
+            ports[0]
+        )
+    );
+    let o = query(
+        srv,
+        &["--hosts", &hosts, "-e", "SELECT @@read_only", "--collapse"],
+    );
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "==> {}, {} (2 hosts)\n@@read_only\n1\n==> {} (1 host)\n@@read_only\n0\n",
+            ports[1], ports[2], ports[0]
+        )
+    );
+}
+
+#[test]
+fn streams_tsv_jsonl_and_runs_per_database() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db1, t1) = rt.block_on(srv.fresh_db("q"));
+    let (db2, _) = rt.block_on(srv.fresh_db("q"));
+    rt.block_on(async {
+        let mut c = t1.connect(Duration::from_secs(5)).await.expect("connect");
+        c.query_drop("CREATE TABLE t (v VARCHAR(20)); INSERT INTO t VALUES ('tab\there'), (NULL)")
+            .await
+            .expect("setup");
+    });
+    let h = addr(srv.sandbox.meta.primary().port);
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-B",
+            &format!("{db1},{db2}"),
+            "-e",
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE()",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{h}\t{db1}\t1\n{h}\t{db2}\t0\n"));
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-D",
+            &db1,
+            "-e",
+            "SELECT v FROM t ORDER BY v IS NULL",
+            "--header",
+        ],
+    );
+    assert_eq!(stdout(&o), format!("host\tv\n{h}\ttab\\there\n{h}\t\\N\n"));
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-D",
+            &db1,
+            "-e",
+            "SELECT v FROM t ORDER BY v IS NULL",
+            "--format",
+            "jsonl",
+        ],
+    );
+    assert_eq!(stdout(&o), format!("{{\"host\":\"{h}\",\"row\":{{\"v\":\"tab\\there\"}}}}\n{{\"host\":\"{h}\",\"row\":{{\"v\":null}}}}\n"));
+}
+
+#[test]
+fn dead_and_silent_hosts_do_not_hold_up_the_others() {
+    let srv = server();
+    let good = addr(srv.sandbox.meta.primary().port);
+    // A port nobody listens on, and one that accepts but never says a word.
+    let dead = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let dead_addr = addr(dead.local_addr().expect("addr").port());
+    drop(dead);
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_addr = addr(silent.local_addr().expect("addr").port());
+    let dir = tempfile::tempdir().expect("tmp");
+    let status = dir.path().join("status.json");
+    let t0 = Instant::now();
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &format!("{good},{dead_addr},{silent_addr}"),
+            "-e",
+            "SELECT 42",
+            "--connect-timeout",
+            "1",
+            "--deadline",
+            "3",
+            "--status-json",
+            status.to_str().expect("utf8"),
+        ],
+    );
+    let took = t0.elapsed();
+    drop(silent);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{good}\t42\n"));
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&status).expect("status")).expect("json");
+    assert_eq!(
+        (v["ok"].as_u64(), v["unreachable"].as_u64()),
+        (Some(1), Some(2)),
+        "{v}"
+    );
+    let by_host = |h: &str| {
+        v["statuses"]
+            .as_array()
+            .expect("array")
+            .iter()
+            .find(|s| s["host"] == h)
+            .cloned()
+            .expect("host")
+    };
+    assert_eq!(by_host(&dead_addr)["state"], "unreachable");
+    assert!(by_host(&dead_addr)["message"]
+        .as_str()
+        .expect("msg")
+        .contains("refused"));
+    assert!(
+        by_host(&silent_addr)["message"]
+            .as_str()
+            .expect("msg")
+            .contains("timed out"),
+        "{v}"
+    );
+    assert!(
+        stderr(&o).contains("1 ok, 0 error, 0 timeout, 2 unreachable"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn query_timeout_really_stops_the_query() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    // A SELECT: the server's own max_statement_time stops it.
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-e",
+            "SELECT SLEEP(20)",
+            "--query-timeout",
+            "0.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("timeout") && stderr(&o).contains("max_statement_time"),
+        "{}",
+        stderr(&o)
+    );
+    // Not a SELECT: the client gives up and sends KILL QUERY from a side connection.
+    let t0 = Instant::now();
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-e",
+            "DO SLEEP(20) /* sqlfleet-kill-test */",
+            "--query-timeout",
+            "0.5",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("KILL QUERY"), "{}", stderr(&o));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let n: Option<i64> = c
+                .query_first("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE 'DO SLEEP(20) /* sqlfleet-kill-test%'")
+                .await
+                .expect("processlist");
+            if n == Some(0) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the query is still running on the server");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+}
+
+#[test]
+fn exit_codes_and_bad_host_lines() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("hosts.txt");
+    std::fs::write(&f, format!("# fleet\n{h} role=primary\n{h}\n")).expect("write");
+    let o = query(
+        srv,
+        &["--hosts-file", f.to_str().expect("utf8"), "-e", "SELECT 1"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("hosts.txt:3: ") && stderr(&o).contains("repeats line 2"),
+        "{}",
+        stderr(&o)
+    );
+    // Per-host credentials: a wrong password on one host is that host's error.
+    std::fs::write(
+        &f,
+        format!(
+            "{h}\nlocalhost:{} password=wrong\n",
+            srv.sandbox.meta.primary().port
+        ),
+    )
+    .expect("write");
+    let o = query(
+        srv,
+        &["--hosts-file", f.to_str().expect("utf8"), "-e", "SELECT 1"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ERROR 1045") && !stderr(&o).contains("wrong"),
+        "{}",
+        stderr(&o)
+    );
+    let o = query(srv, &["--hosts", &h, "-e", "SELECT * FROM no_such_table"]);
+    assert_eq!(o.status.code(), Some(3));
+    std::fs::write(&f, "db1\ndb2:notaport\n").expect("write");
+    let o = query(
+        srv,
+        &["--hosts-file", f.to_str().expect("utf8"), "-e", "SELECT 1"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("hosts.txt:2: port 'notaport'"),
+        "{}",
+        stderr(&o)
+    );
+}
