@@ -51,7 +51,12 @@ impl Target {
             // we connect where we were told to.
             .prefer_socket(false)
             .tcp_nodelay(true)
-            .stmt_cache_size(0);
+            .stmt_cache_size(0)
+            // Known up front, so the driver doesn't spend a round trip
+            // asking the server after every connect (the server still
+            // enforces its own max_allowed_packet).
+            .max_allowed_packet(Some(1 << 30))
+            .wait_timeout(Some(28_800));
         let b = match &self.endpoint {
             Endpoint::Tcp { host, port } => b.ip_or_hostname(host.clone()).tcp_port(*port),
             Endpoint::Socket(p) => b.socket(Some(p.to_string_lossy().into_owned())),

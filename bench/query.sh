@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Fan-out benchmark: one query on N distinct endpoints, sqlfleet query vs
+# `xargs -P 64` with the stock mariadb client, in one run on one machine.
+#
+# The endpoints are N loopback addresses (127.0.x.y) of one sandbox server
+# that listens on 0.0.0.0 inside a private network namespace (so nothing is
+# exposed outside it); both tools run inside that namespace. Needs root
+# (ip netns). Also measures sqlfleet's peak memory for 10x the endpoints.
+#
+# Usage: sudo bench/query.sh [ENDPOINTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-1000}"
+bash scripts/deps.sh iproute2 time
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+NS=sqlfleet-bench-$$
+NAME=bench-query
+WORK="$(mktemp -d)"
+cleanup() {
+  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip netns add "$NS"
+ip netns exec "$NS" ip link set lo up
+IN=(ip netns exec "$NS")
+"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
+  --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
+hosts() { python3 -c "
+n = $1
+for i in range(n):
+    print(f'127.{(i // 250) % 250}.{i % 250 + 1}.{i // 62500 + 1}:$PORT')"; }
+hosts "$N" > "$WORK/hosts.txt"
+hosts $((N * 10)) > "$WORK/hosts10.txt"
+Q="SELECT @@server_id, @@version, NOW()"
+secs() { python3 -c "print(f'{$2 - $1:.3f}')"; }
+now() { date +%s.%N; }
+
+# Warm the server's thread cache the same way for both tools.
+"${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" >/dev/null 2>&1 || true
+
+# best_of3 ARGS...: best wall time of three runs; rows in $WORK/sf.out.
+best_of3() {
+  local best=999 t t0
+  for _ in 1 2 3; do
+    t0=$(now)
+    "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" "$@" -e "$Q" > "$WORK/sf.out" 2>"$WORK/sf.err"
+    t=$(secs "$t0" "$(now)")
+    best=$(python3 -c "print(min($best, $t))")
+  done
+  echo "$best"
+}
+echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --parallel 256), best of 3"
+T_DEF=$(best_of3)
+ROWS_DEF=$(wc -l < "$WORK/sf.out")
+echo "== sqlfleet query --ssl-mode DISABLED --parallel 64, best of 3"
+T_TUNED=$(best_of3 --ssl-mode DISABLED --parallel 64)
+ROWS_TUNED=$(wc -l < "$WORK/sf.out")
+
+echo "== xargs -P 64 mariadb on $N endpoints"
+t0=$(now)
+"${IN[@]}" sh -c "xargs -P 64 -I{} sh -c 'h=\${1%:*}; mariadb --defaults-file=$CNF -h \$h -P $PORT -N -B -e \"$Q\" | sed \"s/^/\$1\t/\"' _ {} < $WORK/hosts.txt > $WORK/xargs.out"
+T_X=$(secs "$t0" "$(now)")
+ROWS_X=$(wc -l < "$WORK/xargs.out")
+
+echo "== sqlfleet query on $((N * 10)) endpoints: peak memory"
+/usr/bin/time -f "%M" -o "$WORK/rss" "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts10.txt" -e "$Q" > /dev/null 2>"$WORK/sf10.err" || true
+RSS=$(tail -1 "$WORK/rss")
+OK10=$(grep -o '[0-9]* ok' "$WORK/sf10.err" | head -1)
+echo
+echo "| tool | endpoints | seconds | rows |"
+echo "|---|---:|---:|---:|"
+echo "| sqlfleet query (defaults: ssl-mode PREFERRED, --parallel 256), best of 3 | $N | $T_DEF | $ROWS_DEF |"
+echo "| sqlfleet query --ssl-mode DISABLED --parallel 64, best of 3 | $N | $T_TUNED | $ROWS_TUNED |"
+echo "| xargs -P 64 mariadb (no TLS, its default) | $N | $T_X | $ROWS_X |"
+python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"
