@@ -17,6 +17,7 @@ have cc || need+=(gcc libc6-dev)
 have make || need+=(make)
 have curl || need+=(curl ca-certificates)
 have python3 || need+=(python3)
+have rsvg-convert || need+=(librsvg2-bin)   # PNG copies of bench charts
 # Extra Debian packages asked for by name (benchmarks), if not installed.
 for extra in "$@"; do
   dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")

@@ -27,9 +27,10 @@ enum Command {
     /// Run SQL on many servers at once and merge the results
     Query(Box<cmd::query::QueryArgs>),
     /// MySQL-protocol connection pool and proxy
-    Relay(cmd::pending::PendingArgs),
+    Relay(Box<cmd::pending::PendingArgs>),
     /// Throughput and latency sweeps, direct and through a relay
-    Bench(cmd::pending::PendingArgs),
+    #[command(subcommand)]
+    Bench(cmd::bench::BenchCmd),
     /// Local MariaDB servers (and replicas) in a data dir
     #[command(subcommand)]
     Sandbox(cmd::sandbox::SandboxCmd),
@@ -66,8 +67,8 @@ fn main() {
         match cli.command {
             Command::Load(a) => cmd::load::run(*a).await,
             Command::Query(a) => cmd::query::run(*a).await,
-            Command::Relay(a) => cmd::pending::run("relay", 6, a),
-            Command::Bench(a) => cmd::pending::run("bench", 8, a),
+            Command::Relay(a) => cmd::pending::run("relay", 6, *a),
+            Command::Bench(c) => cmd::bench::run(c).await,
             Command::Sandbox(c) => cmd::sandbox::run(c).await,
         }
     });

@@ -1,0 +1,320 @@
+//! The logging workload: N concurrent inserters into a table pre-filled to
+//! a size, with or without an index; per-second rates, stalls, connection
+//! errors, and a check that every acknowledged insert is in the table.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use serde::{Deserialize, Serialize};
+use sqlfleet_conn::Target;
+
+use crate::server::{self, Gauges};
+use crate::stats::Spread;
+
+pub const DB: &str = "sqlfleet_bench";
+const CONNECT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct InsertOptions {
+    pub target: Target,
+    pub processes: Vec<usize>,
+    pub table_sizes: Vec<u64>,
+    /// Index on (fname, version): each setting to run.
+    pub index: Vec<bool>,
+    pub connect_per_insert: bool,
+    /// Run each cell this long after the warm-up...
+    pub duration: Option<Duration>,
+    /// ...or until this many inserts are acknowledged.
+    pub rows: Option<u64>,
+    /// Seconds excluded from the statistics at the start of each cell.
+    pub warmup_seconds: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InsertCell {
+    pub processes: usize,
+    pub table_size: u64,
+    pub index: bool,
+    pub connect: String,
+    /// Inserts per second over the samples after warm-up.
+    pub rate: Spread,
+    /// Inserts committed in each second, warm-up included.
+    pub series: Vec<u64>,
+    pub warmup_seconds: usize,
+    pub stalls: usize,
+    pub acknowledged: u64,
+    pub failed: u64,
+    /// Errors by server code and message (or driver error).
+    pub errors: BTreeMap<String, u64>,
+    pub lost: u64,
+    /// Up to 20 acknowledged rows that are missing.
+    pub lost_rows: Vec<String>,
+    pub status_deltas: BTreeMap<String, i64>,
+    pub gauges: Gauges,
+    /// Fewer than 3 samples after warm-up: not meaningful.
+    pub too_short: bool,
+}
+
+impl InsertCell {
+    pub fn key(&self) -> String {
+        format!(
+            "insert p={} size={} index={} connect={}",
+            self.processes,
+            self.table_size,
+            if self.index { "on" } else { "off" },
+            self.connect
+        )
+    }
+}
+
+fn err_key(e: &mysql_async::Error) -> String {
+    match e {
+        mysql_async::Error::Server(s) => {
+            format!("{} {}", s.code, s.message.split(':').next().unwrap_or(""))
+        }
+        mysql_async::Error::Io(_) => "connection I/O error".into(),
+        other => other.to_string().chars().take(60).collect(),
+    }
+}
+
+struct Worker {
+    attempts: u64,
+    failed: BTreeSet<u64>,
+}
+
+async fn prepare(target: &Target, size: u64, index: bool) -> Result<(), mysql_async::Error> {
+    let mut c = target
+        .connect(CONNECT)
+        .await
+        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
+    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
+        .await?;
+    c.query_drop(format!("DROP TABLE IF EXISTS {DB}.bench_log"))
+        .await?;
+    c.query_drop(format!(
+        "CREATE TABLE {DB}.bench_log (fname CHAR(40) NOT NULL, ndname CHAR(40) NOT NULL, version INT NOT NULL, \
+         fdatime DATETIME NOT NULL{}) ENGINE=InnoDB",
+        if index { ", KEY fname_version (fname, version)" } else { "" }
+    ))
+    .await?;
+    let mut done = 0;
+    while done < size {
+        let n = (size - done).min(100_000);
+        c.query_drop(format!(
+            "INSERT INTO {DB}.bench_log SELECT CONCAT('prefill:', seq), CONCAT('nd', seq), seq, NOW() FROM {DB}.seq_{}_to_{}",
+            done + 1,
+            done + n
+        ))
+        .await?;
+        done += n;
+    }
+    let _ = c.disconnect().await;
+    Ok(())
+}
+
+/// Runs one cell.
+pub async fn run_cell(
+    o: &InsertOptions,
+    processes: usize,
+    table_size: u64,
+    index: bool,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<InsertCell, mysql_async::Error> {
+    prepare(&o.target, table_size, index).await?;
+    let mut side = o
+        .target
+        .connect(CONNECT)
+        .await
+        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
+    let before = server::variables(&mut side, server::STATUS, true).await?;
+    let run = format!(
+        "r{}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_micros())
+            .unwrap_or(0)
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let committed = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
+    let budget = o.rows.map(|r| Arc::new(AtomicU64::new(r)));
+    let mut tasks = Vec::new();
+    for w in 0..processes {
+        let (target, stop, committed, errors, budget, run) = (
+            o.target.clone(),
+            stop.clone(),
+            committed.clone(),
+            errors.clone(),
+            budget.clone(),
+            run.clone(),
+        );
+        let per_insert = o.connect_per_insert;
+        tasks.push(tokio::spawn(async move {
+            let mut st = Worker { attempts: 0, failed: BTreeSet::new() };
+            let mut conn = None;
+            let count_err = |k: String| *errors.lock().unwrap_or_else(|e| e.into_inner()).entry(k).or_insert(0) += 1;
+            while !stop.load(Ordering::Relaxed) {
+                if let Some(b) = &budget {
+                    if b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_err() {
+                        break;
+                    }
+                }
+                if conn.is_none() {
+                    match target.connect(CONNECT).await {
+                        Ok(c) => conn = Some(c),
+                        Err(e) => {
+                            count_err(match &e.source {
+                                Some(src) => err_key(src),
+                                None => e.what.clone(),
+                            });
+                            if let Some(b) = &budget {
+                                b.fetch_add(1, Ordering::SeqCst);
+                            }
+                            tokio::time::sleep(Duration::from_millis(10)).await;
+                            continue;
+                        }
+                    }
+                }
+                let Some(c) = conn.as_mut() else { continue };
+                let n = st.attempts;
+                st.attempts += 1;
+                let sql = format!(
+                    "INSERT INTO {DB}.bench_log (fname, ndname, version, fdatime) VALUES ('{run}:{w}:{n}', 'nd{n}', {n}, NOW())"
+                );
+                match c.query_drop(sql).await {
+                    Ok(()) => {
+                        committed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        st.failed.insert(n);
+                        count_err(err_key(&e));
+                        conn = None;
+                    }
+                }
+                if per_insert {
+                    if let Some(c) = conn.take() {
+                        let _ = c.disconnect().await;
+                    }
+                }
+            }
+            if let Some(c) = conn {
+                let _ = c.disconnect().await;
+            }
+            st
+        }));
+    }
+    // Sample once a second until the duration (or the row budget) is done.
+    let started = Instant::now();
+    let mut series = Vec::new();
+    let mut gauges = Gauges::default();
+    let mut last = 0;
+    let mut cpu = server::cpu_times();
+    let total_secs = o
+        .duration
+        .map(|d| o.warmup_seconds as u64 + d.as_secs().max(1));
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    loop {
+        tick.tick().await;
+        let now = committed.load(Ordering::Relaxed);
+        series.push(now - last);
+        last = now;
+        if let Ok(v) = server::variables(&mut side, &["Threads_running"], true).await {
+            if let Some(t) = v.get("Threads_running").and_then(|x| x.parse().ok()) {
+                gauges.threads_running.push(t);
+            }
+        }
+        let c2 = server::cpu_times();
+        if let (Some(a), Some(b)) = (cpu, c2) {
+            gauges.host_cpu_percent.push(server::cpu_busy_percent(a, b));
+        }
+        cpu = c2;
+        progress(&format!(
+            "p={processes} size={table_size} index={} t={}s rate={}/s",
+            if index { "on" } else { "off" },
+            series.len(),
+            series.last().copied().unwrap_or(0)
+        ));
+        let done = match total_secs {
+            Some(t) => series.len() as u64 >= t,
+            None => tasks.iter().all(|t| t.is_finished()),
+        };
+        if done || started.elapsed() > Duration::from_secs(3600) {
+            break;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut workers = Vec::new();
+    for t in tasks {
+        if let Ok(w) = t.await {
+            workers.push(w);
+        }
+    }
+    let after = server::variables(&mut side, server::STATUS, true).await?;
+    // Every acknowledged insert must be in the table.
+    let present: Vec<String> = side
+        .query(format!(
+            "SELECT fname FROM {DB}.bench_log WHERE fname LIKE '{run}:%'"
+        ))
+        .await?;
+    let mut have: BTreeSet<(usize, u64)> = BTreeSet::new();
+    for f in present {
+        let mut parts = f.trim_end().split(':').skip(1);
+        if let (Some(w), Some(n)) = (
+            parts.next().and_then(|x| x.parse().ok()),
+            parts.next().and_then(|x| x.parse().ok()),
+        ) {
+            have.insert((w, n));
+        }
+    }
+    let mut lost = 0;
+    let mut lost_rows = Vec::new();
+    let mut acknowledged = 0;
+    let mut failed = 0;
+    for (w, st) in workers.iter().enumerate() {
+        failed += st.failed.len() as u64;
+        for n in 0..st.attempts {
+            if st.failed.contains(&n) {
+                continue;
+            }
+            acknowledged += 1;
+            if !have.contains(&(w, n)) {
+                lost += 1;
+                if lost_rows.len() < 20 {
+                    lost_rows.push(format!("{run}:{w}:{n}"));
+                }
+            }
+        }
+    }
+    let _ = side.disconnect().await;
+    let warm = o.warmup_seconds.min(series.len());
+    let measured: Vec<f64> = series[warm..].iter().map(|&x| x as f64).collect();
+    let errors = errors.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    Ok(InsertCell {
+        processes,
+        table_size,
+        index,
+        connect: if o.connect_per_insert {
+            "per-insert".into()
+        } else {
+            "persistent".into()
+        },
+        rate: Spread::of(&measured),
+        stalls: series[warm..].iter().filter(|&&x| x == 0).count(),
+        too_short: measured.len() < 3,
+        series,
+        warmup_seconds: warm,
+        acknowledged,
+        failed,
+        errors,
+        lost,
+        lost_rows,
+        status_deltas: server::deltas(&before, &after),
+        gauges,
+    })
+}

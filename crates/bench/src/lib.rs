@@ -1,0 +1,11 @@
+//! `sqlfleet bench`: the [`insert`] sweep (concurrent inserters × table
+//! sizes × index, with a loss check) and the [`pool`] sweep (queries per
+//! connection, direct vs relays), recorded with [`stats`] and [`server`]
+//! gauges, written by [`report`] as CSV, JSON, [`svg`] charts and HTML.
+
+pub mod insert;
+pub mod pool;
+pub mod report;
+pub mod server;
+pub mod stats;
+pub mod svg;

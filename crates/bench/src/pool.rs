@@ -1,0 +1,209 @@
+//! The connection-pool question: clients that connect, run q queries and
+//! disconnect, direct and through each relay or proxy; queries/s per
+//! window, connect and query latency histograms kept apart.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use serde::{Deserialize, Serialize};
+use sqlfleet_conn::Target;
+
+use crate::insert::DB;
+use crate::server::{self, Gauges};
+use crate::stats::{histogram, Latency, Spread};
+
+const CONNECT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone)]
+pub struct PoolOptions {
+    /// (label, target): "direct" first, then each --via.
+    pub targets: Vec<(String, Target)>,
+    pub queries_per_connection: Vec<u32>,
+    pub clients: Vec<usize>,
+    pub rows: u32,
+    pub columns: u32,
+    pub column_size: u32,
+    /// Measured windows per cell, after one warm-up window.
+    pub samples: usize,
+    pub window: Duration,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PoolCell {
+    pub target: String,
+    pub queries_per_connection: u32,
+    pub clients: usize,
+    pub qps: Spread,
+    pub windows: Vec<f64>,
+    pub warmup_windows: usize,
+    pub connect: Latency,
+    pub query: Latency,
+    pub errors: u64,
+    pub connections: u64,
+    pub gauges: Gauges,
+    pub too_short: bool,
+}
+
+impl PoolCell {
+    pub fn key(&self) -> String {
+        format!(
+            "pool {} q={} clients={}",
+            self.target, self.queries_per_connection, self.clients
+        )
+    }
+}
+
+/// Creates the table the clients read (on the direct target).
+pub async fn prepare(o: &PoolOptions) -> Result<(), mysql_async::Error> {
+    let target = &o.targets[0].1;
+    let mut c = target
+        .connect(CONNECT)
+        .await
+        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
+    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
+        .await?;
+    c.query_drop(format!("DROP TABLE IF EXISTS {DB}.bench_pool"))
+        .await?;
+    let cols: Vec<String> = (1..=o.columns)
+        .map(|i| format!("c{i} CHAR({}) NOT NULL", o.column_size))
+        .collect();
+    c.query_drop(format!(
+        "CREATE TABLE {DB}.bench_pool (id INT PRIMARY KEY, {}) ENGINE=InnoDB",
+        cols.join(", ")
+    ))
+    .await?;
+    let vals: Vec<String> = (1..=o.columns)
+        .map(|i| {
+            format!(
+                "LEFT(REPEAT(CONCAT('c{i}-', seq), {}), {})",
+                o.column_size, o.column_size
+            )
+        })
+        .collect();
+    c.query_drop(format!(
+        "INSERT INTO {DB}.bench_pool SELECT seq, {} FROM {DB}.seq_1_to_{}",
+        vals.join(", "),
+        o.rows.max(1)
+    ))
+    .await?;
+    let _ = c.disconnect().await;
+    Ok(())
+}
+
+/// Runs one (target, q, clients) cell.
+pub async fn run_cell(
+    o: &PoolOptions,
+    label: &str,
+    target: &Target,
+    q: u32,
+    clients: usize,
+    progress: &(dyn Fn(&str) + Sync),
+) -> PoolCell {
+    let stop = Arc::new(AtomicBool::new(false));
+    let done_queries = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..clients {
+        let (target, stop, done_queries) = (target.clone(), stop.clone(), done_queries.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut connect_h = histogram();
+            let mut query_h = histogram();
+            let (mut errors, mut connections) = (0u64, 0u64);
+            let sql = format!("SELECT * FROM {DB}.bench_pool");
+            while !stop.load(Ordering::Relaxed) {
+                let t = Instant::now();
+                let mut c = match target.connect(CONNECT).await {
+                    Ok(c) => c,
+                    Err(_) => {
+                        errors += 1;
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                };
+                connections += 1;
+                let _ = connect_h.record(t.elapsed().as_micros().max(1) as u64);
+                for _ in 0..q {
+                    let t = Instant::now();
+                    match c.query_iter(sql.as_str()).await {
+                        Ok(r) => match r.drop_result().await {
+                            Ok(()) => {
+                                let _ = query_h.record(t.elapsed().as_micros().max(1) as u64);
+                                done_queries.fetch_add(1, Ordering::Relaxed);
+                            }
+                            Err(_) => errors += 1,
+                        },
+                        Err(_) => {
+                            errors += 1;
+                            break;
+                        }
+                    }
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+                let _ = c.disconnect().await;
+            }
+            (connect_h, query_h, errors, connections)
+        }));
+    }
+    let mut side = target.connect(CONNECT).await.ok();
+    let mut windows = Vec::new();
+    let mut gauges = Gauges::default();
+    let mut last = 0;
+    let mut cpu = server::cpu_times();
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + o.window, o.window);
+    for i in 0..=o.samples {
+        tick.tick().await;
+        let now = done_queries.load(Ordering::Relaxed);
+        windows.push((now - last) as f64 / o.window.as_secs_f64());
+        last = now;
+        if let Some(s) = side.as_mut() {
+            if let Ok(v) = server::variables(s, &["Threads_running"], true).await {
+                if let Some(t) = v.get("Threads_running").and_then(|x| x.parse().ok()) {
+                    gauges.threads_running.push(t);
+                }
+            }
+        }
+        let c2 = server::cpu_times();
+        if let (Some(a), Some(b)) = (cpu, c2) {
+            gauges.host_cpu_percent.push(server::cpu_busy_percent(a, b));
+        }
+        cpu = c2;
+        progress(&format!(
+            "{label} q={q} clients={clients} window {i}/{}: {:.0} queries/s",
+            o.samples,
+            windows[windows.len() - 1]
+        ));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut connect_h = histogram();
+    let mut query_h = histogram();
+    let (mut errors, mut connections) = (0, 0);
+    for t in tasks {
+        if let Ok((c, qh, e, n)) = t.await {
+            let _ = connect_h.add(&c);
+            let _ = query_h.add(&qh);
+            errors += e;
+            connections += n;
+        }
+    }
+    if let Some(s) = side {
+        let _ = s.disconnect().await;
+    }
+    let measured = &windows[1.min(windows.len())..];
+    PoolCell {
+        target: label.to_string(),
+        queries_per_connection: q,
+        clients,
+        qps: Spread::of(measured),
+        too_short: measured.len() < 3,
+        warmup_windows: 1,
+        windows,
+        connect: Latency::of(&connect_h),
+        query: Latency::of(&query_h),
+        errors,
+        connections,
+        gauges,
+    }
+}

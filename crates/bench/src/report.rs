@@ -1,0 +1,323 @@
+//! Results on disk: CSV of every sample, JSON of every cell, SVG charts and
+//! one self-contained HTML report; and comparing two result directories.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::insert::InsertCell;
+use crate::pool::PoolCell;
+use crate::stats::Spread;
+use crate::svg::{line_chart, Series};
+
+/// Everything one `bench` run produced.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    pub command: String,
+    pub parameters: BTreeMap<String, String>,
+    pub server: BTreeMap<String, String>,
+    pub started: String,
+    #[serde(default)]
+    pub insert: Vec<InsertCell>,
+    #[serde(default)]
+    pub pool: Vec<PoolCell>,
+}
+
+impl Results {
+    /// (key, throughput) of every cell, for comparisons.
+    pub fn throughputs(&self) -> Vec<(String, Spread)> {
+        let mut v: Vec<(String, Spread)> = self.insert.iter().map(|c| (c.key(), c.rate)).collect();
+        v.extend(self.pool.iter().map(|c| (c.key(), c.qps)));
+        v
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The charts for these results: (file stem, title, svg).
+pub fn charts(r: &Results) -> Vec<(String, String, String)> {
+    let mut out = Vec::new();
+    if !r.insert.is_empty() {
+        let mut by: BTreeMap<(u64, bool), Vec<(f64, f64)>> = BTreeMap::new();
+        for c in &r.insert {
+            by.entry((c.table_size, c.index))
+                .or_default()
+                .push((c.processes as f64, c.rate.mean));
+        }
+        let series: Vec<Series> = by
+            .into_iter()
+            .map(|((size, idx), mut pts)| {
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    label: format!("{size} rows, index {}", if idx { "on" } else { "off" }),
+                    points: pts,
+                }
+            })
+            .collect();
+        let t = "Insert rate vs concurrent inserters";
+        out.push((
+            "insert_rate_vs_processes".into(),
+            t.into(),
+            line_chart(t, "concurrent inserters", "inserts/s (mean)", &series),
+        ));
+        let series: Vec<Series> = r
+            .insert
+            .iter()
+            .take(8)
+            .map(|c| Series {
+                label: format!(
+                    "p={} {} idx={}",
+                    c.processes,
+                    c.table_size,
+                    if c.index { "on" } else { "off" }
+                ),
+                points: c
+                    .series
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (i as f64 + 1.0, v as f64))
+                    .collect(),
+            })
+            .collect();
+        let t = "Insert rate over time (first 8 cells)";
+        out.push((
+            "insert_rate_over_time".into(),
+            t.into(),
+            line_chart(t, "second", "inserts committed", &series),
+        ));
+    }
+    if !r.pool.is_empty() {
+        let mut by: BTreeMap<(String, usize), Vec<(f64, f64)>> = BTreeMap::new();
+        for c in &r.pool {
+            by.entry((c.target.clone(), c.clients))
+                .or_default()
+                .push((c.queries_per_connection as f64, c.qps.mean));
+        }
+        let series: Vec<Series> = by
+            .into_iter()
+            .map(|((t, cl), mut pts)| {
+                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                Series {
+                    label: format!("{t}, {cl} clients"),
+                    points: pts,
+                }
+            })
+            .collect();
+        let t = "Queries/s vs queries per connection";
+        out.push((
+            "pool_qps_vs_queries_per_connection".into(),
+            t.into(),
+            line_chart(t, "queries per connection", "queries/s (mean)", &series),
+        ));
+    }
+    out
+}
+
+/// Writes results.json, samples.csv, charts (SVG) and report.html into `dir`.
+pub fn write(dir: &Path, r: &Results) -> std::io::Result<Vec<String>> {
+    std::fs::create_dir_all(dir)?;
+    let mut files = Vec::new();
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string_pretty(r).map_err(std::io::Error::other)?,
+    )?;
+    files.push("results.json".to_string());
+    let mut csv = String::new();
+    if !r.insert.is_empty() {
+        csv.push_str("processes,table_size,index,connect,second,inserts,warmup\n");
+        for c in &r.insert {
+            for (i, v) in c.series.iter().enumerate() {
+                let _ = writeln!(
+                    csv,
+                    "{},{},{},{},{},{},{}",
+                    c.processes,
+                    c.table_size,
+                    c.index,
+                    c.connect,
+                    i + 1,
+                    v,
+                    i < c.warmup_seconds
+                );
+            }
+        }
+    } else {
+        csv.push_str("target,queries_per_connection,clients,window,queries_per_sec,warmup\n");
+        for c in &r.pool {
+            for (i, v) in c.windows.iter().enumerate() {
+                let _ = writeln!(
+                    csv,
+                    "{},{},{},{},{:.1},{}",
+                    c.target,
+                    c.queries_per_connection,
+                    c.clients,
+                    i + 1,
+                    v,
+                    i < c.warmup_windows
+                );
+            }
+        }
+    }
+    std::fs::write(dir.join("samples.csv"), csv)?;
+    files.push("samples.csv".into());
+    let charts = charts(r);
+    for (stem, _, svg) in &charts {
+        let f = format!("{stem}.svg");
+        std::fs::write(dir.join(&f), svg)?;
+        files.push(f);
+        if let Some(png) = svg_to_png(
+            &dir.join(format!("{stem}.svg")),
+            &dir.join(format!("{stem}.png")),
+        ) {
+            files.push(png);
+        }
+    }
+    std::fs::write(dir.join("report.html"), html(r, &charts))?;
+    files.push("report.html".into());
+    Ok(files)
+}
+
+/// PNG copies of the charts, rendered by `rsvg-convert` (Debian's
+/// librsvg2-bin) when it is installed; SVG is always written.
+fn svg_to_png(svg: &Path, png: &Path) -> Option<String> {
+    let ok = std::process::Command::new("rsvg-convert")
+        .arg("-o")
+        .arg(png)
+        .arg(svg)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .ok()?
+        .success();
+    ok.then(|| png.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .flatten()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// One self-contained page: parameters, server, tables, charts inline.
+pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
+    let mut h = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>sqlfleet bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}.warn{color:#b00}</style></head><body>");
+    let _ = write!(
+        h,
+        "<h1>sqlfleet {}</h1><p>started {}</p><h2>Parameters</h2><table>",
+        esc(&r.command),
+        esc(&r.started)
+    );
+    for (k, v) in &r.parameters {
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</table><h2>Server</h2><table>");
+    for (k, v) in &r.server {
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+    }
+    h.push_str("</table><h2>Results</h2>");
+    if !r.insert.is_empty() {
+        h.push_str("<table><tr><th>processes</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
+        for c in &r.insert {
+            let errs: Vec<String> = c.errors.iter().map(|(k, v)| format!("{v}× {k}")).collect();
+            let deltas: Vec<String> = c
+                .status_deltas
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td></tr>",
+                c.processes,
+                c.table_size,
+                if c.index { "on" } else { "off" },
+                c.connect,
+                c.rate.show(),
+                if c.too_short { " <span class=\"warn\">(too short to be meaningful)</span>" } else { "" },
+                c.stalls,
+                c.acknowledged,
+                if c.lost > 0 { "warn" } else { "" },
+                if c.lost > 0 { format!("{} ({})", c.lost, esc(&c.lost_rows.join(", "))) } else { "0".into() },
+                esc(&errs.join("; ")),
+                mean(&c.gauges.threads_running),
+                mean(&c.gauges.host_cpu_percent),
+                esc(&deltas.join(" ")),
+            );
+        }
+        h.push_str("</table>");
+    }
+    if !r.pool.is_empty() {
+        h.push_str("<table><tr><th>target</th><th>q/conn</th><th>clients</th><th>queries/s mean ± sd (n)</th><th>connect p50/p99 µs</th><th>query p50/p99 µs</th><th>connections</th><th>errors</th><th>host CPU %</th></tr>");
+        for c in &r.pool {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}/{}</td><td>{}/{}</td><td>{}</td><td>{}</td><td>{:.0}</td></tr>",
+                esc(&c.target),
+                c.queries_per_connection,
+                c.clients,
+                c.qps.show(),
+                if c.too_short { " <span class=\"warn\">(too short)</span>" } else { "" },
+                c.connect.p50_us,
+                c.connect.p99_us,
+                c.query.p50_us,
+                c.query.p99_us,
+                c.connections,
+                c.errors,
+                mean(&c.gauges.host_cpu_percent),
+            );
+        }
+        h.push_str("</table>");
+    }
+    h.push_str("<p>Warm-up excluded from means: the first second (insert) or window (pool) of each cell. Errors are counted, never dropped.</p>");
+    for (_, title, svg) in charts {
+        let _ = write!(h, "<h2>{}</h2>{svg}", esc(title));
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+/// Compares two result sets: lines of text and whether any cell regressed
+/// beyond the measured noise.
+pub fn compare(a: &Results, b: &Results) -> (String, bool) {
+    let bmap: BTreeMap<String, Spread> = b.throughputs().into_iter().collect();
+    let mut s = String::new();
+    let mut regressed = false;
+    for (k, sa) in a.throughputs() {
+        let Some(sb) = bmap.get(&k) else {
+            let _ = writeln!(s, "{k}: only in A");
+            continue;
+        };
+        let change = if sa.mean > 0.0 {
+            100.0 * (sb.mean - sa.mean) / sa.mean
+        } else {
+            0.0
+        };
+        let verdict = if sa.regressed_to(sb) {
+            regressed = true;
+            "REGRESSION"
+        } else if sb.regressed_to(&sa) {
+            "improvement"
+        } else {
+            "within noise"
+        };
+        let _ = writeln!(
+            s,
+            "{k}: {} -> {} ({change:+.1}%) {verdict}",
+            sa.show(),
+            sb.show()
+        );
+    }
+    (s, regressed)
+}
+
+pub fn read(dir: &Path) -> Result<Results, String> {
+    let p = dir.join("results.json");
+    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}

@@ -1,0 +1,132 @@
+//! What the server and the host were doing: settings, SHOW GLOBAL STATUS
+//! deltas, Threads_running and host CPU sampled once a second.
+
+use std::collections::BTreeMap;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use serde::{Deserialize, Serialize};
+
+/// Innodb_rows_inserted is gone from MariaDB 10.6+; Handler_write and
+/// Com_insert stand in for it there.
+pub const STATUS: &[&str] = &[
+    "Threads_running",
+    "Innodb_rows_inserted",
+    "Handler_write",
+    "Com_insert",
+    "Connections",
+    "Aborted_connects",
+    "Questions",
+];
+pub const SETTINGS: &[&str] = &[
+    "version",
+    "version_comment",
+    "max_connections",
+    "innodb_buffer_pool_size",
+    "innodb_flush_log_at_trx_commit",
+    "sync_binlog",
+    "log_bin",
+    "thread_handling",
+];
+
+pub async fn variables(
+    c: &mut Conn,
+    names: &[&str],
+    status: bool,
+) -> Result<BTreeMap<String, String>, mysql_async::Error> {
+    let list: Vec<String> = names.iter().map(|n| format!("'{n}'")).collect();
+    let sql = format!(
+        "SHOW GLOBAL {} WHERE Variable_name IN ({})",
+        if status { "STATUS" } else { "VARIABLES" },
+        list.join(",")
+    );
+    let rows: Vec<(String, String)> = c.query(sql).await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Counters after minus before (gauges like Threads_running are sampled instead).
+pub fn deltas(
+    before: &BTreeMap<String, String>,
+    after: &BTreeMap<String, String>,
+) -> BTreeMap<String, i64> {
+    after
+        .iter()
+        .filter(|(k, _)| k.as_str() != "Threads_running")
+        .filter_map(|(k, v)| {
+            let a: i64 = v.parse().ok()?;
+            let b: i64 = before.get(k)?.parse().ok()?;
+            Some((k.clone(), a - b))
+        })
+        .collect()
+}
+
+/// Host CPU busy share from /proc/stat between two readings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CpuTimes {
+    busy: u64,
+    total: u64,
+}
+
+pub fn cpu_times() -> Option<CpuTimes> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = text.lines().next()?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if v.len() < 5 {
+        return None;
+    }
+    let idle = v[3] + v[4];
+    let total: u64 = v.iter().take(8).sum();
+    Some(CpuTimes {
+        busy: total - idle,
+        total,
+    })
+}
+
+pub fn cpu_busy_percent(a: CpuTimes, b: CpuTimes) -> f64 {
+    let dt = b.total.saturating_sub(a.total);
+    if dt == 0 {
+        return 0.0;
+    }
+    100.0 * b.busy.saturating_sub(a.busy) as f64 / dt as f64
+}
+
+/// Per-second gauges sampled during a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Gauges {
+    pub threads_running: Vec<f64>,
+    pub host_cpu_percent: Vec<f64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_deltas_skip_gauges() {
+        let b: BTreeMap<String, String> = [("Connections", "10"), ("Threads_running", "3")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let a: BTreeMap<String, String> = [("Connections", "25"), ("Threads_running", "9")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let d = deltas(&b, &a);
+        assert_eq!(d.get("Connections"), Some(&15));
+        assert!(!d.contains_key("Threads_running"));
+    }
+
+    #[test]
+    fn cpu_reading() {
+        let a = cpu_times().expect("/proc/stat");
+        let b = CpuTimes {
+            busy: a.busy + 50,
+            total: a.total + 100,
+        };
+        assert!((cpu_busy_percent(a, b) - 50.0).abs() < 1e-9);
+    }
+}

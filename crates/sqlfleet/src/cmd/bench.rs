@@ -1,0 +1,364 @@
+//! `sqlfleet bench insert|pool|compare`.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use sqlfleet_bench::insert::{self, InsertOptions};
+use sqlfleet_bench::pool::{self, PoolOptions};
+use sqlfleet_bench::report::{self, Results};
+use sqlfleet_conn::{ConnArgs, Endpoint, Target};
+
+use crate::exit::Exit;
+
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Concurrent inserters x table sizes x index: rates, stalls, errors, lost rows
+    Insert(Box<InsertArgs>),
+    /// Connect / q queries / disconnect clients, direct and through relays
+    Pool(Box<PoolArgs>),
+    /// Compare two result directories; exit 2 on a regression beyond the noise
+    Compare { a: PathBuf, b: PathBuf },
+}
+
+#[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct InsertArgs {
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Concurrent inserters to try
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
+    processes: Vec<usize>,
+    /// Rows in the table before each run
+    #[arg(long, value_delimiter = ',', default_value = "0")]
+    table_sizes: Vec<u64>,
+    /// Index on (fname, version): on, off or both
+    #[arg(long, default_value = "both", value_parser = ["on", "off", "both"])]
+    index: String,
+    /// per-insert (connect for every insert) or persistent
+    #[arg(long, default_value = "persistent", value_parser = ["per-insert", "persistent"])]
+    connect: String,
+    /// Seconds per cell, after a 1 s warm-up
+    #[arg(long, default_value_t = 5, conflicts_with = "rows")]
+    duration: u64,
+    /// Or: acknowledged inserts per cell
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Where to write CSV, JSON, charts and report.html
+    #[arg(long, default_value = "bench-insert")]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+#[command(disable_help_flag = true)]
+pub struct PoolArgs {
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
+    /// Also measure through this relay or proxy (repeatable)
+    #[arg(long, value_name = "HOST:PORT")]
+    via: Vec<String>,
+    /// A list (1,2,5) or a range (1..10)
+    #[arg(long, default_value = "1,2,5,10,20")]
+    queries_per_connection: String,
+    #[arg(long, default_value_t = 256)]
+    rows: u32,
+    #[arg(long, default_value_t = 16)]
+    columns: u32,
+    #[arg(long, default_value_t = 32)]
+    column_size: u32,
+    /// Concurrent clients to try
+    #[arg(long, value_delimiter = ',', default_value = "8")]
+    clients: Vec<usize>,
+    /// Measured 1-second windows per cell (after one warm-up window)
+    #[arg(long, default_value_t = 5)]
+    samples: usize,
+    #[arg(long, default_value = "bench-pool")]
+    out: PathBuf,
+}
+
+fn parse_qs(s: &str) -> anyhow::Result<Vec<u32>> {
+    if let Some((a, b)) = s.split_once("..") {
+        let (a, b): (u32, u32) = (a.trim().parse()?, b.trim().parse()?);
+        anyhow::ensure!(
+            a >= 1 && a <= b,
+            "--queries-per-connection {s}: need 1 <= A <= B"
+        );
+        return Ok((a..=b).collect());
+    }
+    let v: Vec<u32> = s
+        .split(',')
+        .map(|x| x.trim().parse())
+        .collect::<Result<_, _>>()?;
+    anyhow::ensure!(
+        v.iter().all(|&q| q >= 1),
+        "queries per connection must be at least 1"
+    );
+    Ok(v)
+}
+
+fn explicit_target(c: &ConnArgs) -> bool {
+    c.host.is_some()
+        || c.port.is_some()
+        || c.socket.is_some()
+        || c.dsn.is_some()
+        || c.defaults_file.is_some()
+        || c.sandbox.is_some()
+}
+
+/// The target, or the embedded default: sandbox "bench", started if needed.
+async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
+    if explicit_target(conn) {
+        return Ok(sqlfleet_conn::resolve_interactive(conn)?);
+    }
+    let home = sqlfleet_conn::home::sqlfleet_home();
+    let opts = sqlfleet_sandbox::UpOptions {
+        name: "bench".into(),
+        ..Default::default()
+    };
+    eprintln!("sqlfleet bench: no target given: using sandbox 'bench' (starting it if needed)");
+    let r = sqlfleet_sandbox::up(&home, &opts).await?;
+    Ok(r.sandbox.target(r.sandbox.meta.primary())?)
+}
+
+async fn server_info(t: &Target) -> BTreeMap<String, String> {
+    match t.connect(Duration::from_secs(10)).await {
+        Ok(mut c) => {
+            let v =
+                sqlfleet_bench::server::variables(&mut c, sqlfleet_bench::server::SETTINGS, false)
+                    .await
+                    .unwrap_or_default();
+            let _ = c.disconnect().await;
+            let mut v = v;
+            v.insert("endpoint".into(), t.endpoint.to_string());
+            v
+        }
+        Err(e) => BTreeMap::from([("error".to_string(), e.to_string())]),
+    }
+}
+
+fn progress_fn() -> impl Fn(&str) + Sync {
+    let tty = std::io::stderr().is_terminal();
+    move |s: &str| {
+        if tty {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[2K{s}");
+            let _ = e.flush();
+        }
+    }
+}
+
+fn clear_progress() {
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K");
+    }
+}
+
+fn now_string() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format!("unix time {secs}")
+}
+
+pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
+    match cmd {
+        BenchCmd::Compare { a, b } => {
+            let ra = report::read(&a).map_err(anyhow::Error::msg)?;
+            let rb = report::read(&b).map_err(anyhow::Error::msg)?;
+            let (text, regressed) = report::compare(&ra, &rb);
+            print!("{text}");
+            Ok(if regressed { Exit::Partial } else { Exit::Ok })
+        }
+        BenchCmd::Insert(a) => insert_cmd(*a).await,
+        BenchCmd::Pool(a) => pool_cmd(*a).await,
+    }
+}
+
+async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
+    let target = target(&a.conn).await?;
+    anyhow::ensure!(
+        a.processes.iter().all(|&p| p >= 1),
+        "--processes must be at least 1"
+    );
+    let opts = InsertOptions {
+        target: target.clone(),
+        processes: a.processes.clone(),
+        table_sizes: a.table_sizes.clone(),
+        index: match a.index.as_str() {
+            "on" => vec![true],
+            "off" => vec![false],
+            _ => vec![false, true],
+        },
+        connect_per_insert: a.connect == "per-insert",
+        duration: if a.rows.is_some() {
+            None
+        } else {
+            Some(Duration::from_secs(a.duration.max(1)))
+        },
+        rows: a.rows,
+        warmup_seconds: 1,
+    };
+    let mut results = Results {
+        command: "bench insert".into(),
+        parameters: BTreeMap::from([
+            ("processes".to_string(), format!("{:?}", a.processes)),
+            ("table sizes".to_string(), format!("{:?}", a.table_sizes)),
+            ("index".to_string(), a.index.clone()),
+            ("connect".to_string(), a.connect.clone()),
+            (
+                "duration".to_string(),
+                a.rows
+                    .map_or(format!("{} s per cell + 1 s warm-up", a.duration), |r| {
+                        format!("{r} inserts per cell")
+                    }),
+            ),
+        ]),
+        server: server_info(&target).await,
+        started: now_string(),
+        insert: Vec::new(),
+        pool: Vec::new(),
+    };
+    let progress = progress_fn();
+    println!(
+        "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}",
+        "processes", "table_size", "index", "inserts/s", "stalls", "acked", "lost", "errors"
+    );
+    let mut lost_any = false;
+    for &size in &opts.table_sizes {
+        for &index in &opts.index {
+            for &p in &opts.processes {
+                let cell = insert::run_cell(&opts, p, size, index, &progress)
+                    .await
+                    .context("insert cell")?;
+                clear_progress();
+                lost_any |= cell.lost > 0;
+                println!(
+                    "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}{}",
+                    p,
+                    size,
+                    if index { "on" } else { "off" },
+                    cell.rate.show(),
+                    cell.stalls,
+                    cell.acknowledged,
+                    cell.lost,
+                    cell.errors.values().sum::<u64>(),
+                    if cell.too_short {
+                        "  (too short to be meaningful)"
+                    } else {
+                        ""
+                    }
+                );
+                for (k, n) in &cell.errors {
+                    println!("           {n} x {k}");
+                }
+                if cell.lost > 0 {
+                    println!("           LOST: {}", cell.lost_rows.join(", "));
+                }
+                results.insert.push(cell);
+            }
+        }
+    }
+    let files = report::write(&a.out, &results)?;
+    println!("wrote {} in {}", files.join(", "), a.out.display());
+    Ok(if lost_any { Exit::Partial } else { Exit::Ok })
+}
+
+async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
+    let direct = target(&a.conn).await?;
+    let mut targets = vec![("direct".to_string(), direct.clone())];
+    for v in &a.via {
+        let (h, p) = sqlfleet_fanout::hosts::parse_addr(v, 3306)
+            .map_err(|e| anyhow::anyhow!("--via {v}: {e}"))?;
+        targets.push((
+            format!("via {v}"),
+            direct.with_endpoint(Endpoint::Tcp { host: h, port: p }),
+        ));
+    }
+    let opts = PoolOptions {
+        targets,
+        queries_per_connection: parse_qs(&a.queries_per_connection)?,
+        clients: a.clients.clone(),
+        rows: a.rows,
+        columns: a.columns.max(1),
+        column_size: a.column_size.clamp(1, 255),
+        samples: a.samples.max(1),
+        window: Duration::from_secs(1),
+    };
+    pool::prepare(&opts)
+        .await
+        .context("creating the table the clients read")?;
+    let mut results = Results {
+        command: "bench pool".into(),
+        parameters: BTreeMap::from([
+            (
+                "targets".to_string(),
+                opts.targets
+                    .iter()
+                    .map(|t| t.0.clone())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            (
+                "queries per connection".to_string(),
+                format!("{:?}", opts.queries_per_connection),
+            ),
+            ("clients".to_string(), format!("{:?}", opts.clients)),
+            (
+                "table".to_string(),
+                format!(
+                    "{} rows x {} CHAR({}) columns",
+                    a.rows, opts.columns, opts.column_size
+                ),
+            ),
+            (
+                "samples".to_string(),
+                format!(
+                    "{} x 1 s windows per cell after a 1 s warm-up",
+                    opts.samples
+                ),
+            ),
+        ]),
+        server: server_info(&direct).await,
+        started: now_string(),
+        insert: Vec::new(),
+        pool: Vec::new(),
+    };
+    let progress = progress_fn();
+    println!(
+        "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}",
+        "target", "q/conn", "clients", "queries/s", "connect p50/p99", "query p50/p99", "errors"
+    );
+    for (label, t) in &opts.targets {
+        for &clients in &opts.clients {
+            for &q in &opts.queries_per_connection {
+                let c = pool::run_cell(&opts, label, t, q, clients, &progress).await;
+                clear_progress();
+                println!(
+                    "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}{}",
+                    label,
+                    q,
+                    clients,
+                    c.qps.show(),
+                    format!("{}/{} µs", c.connect.p50_us, c.connect.p99_us),
+                    format!("{}/{} µs", c.query.p50_us, c.query.p99_us),
+                    c.errors,
+                    if c.too_short { "  (too short)" } else { "" }
+                );
+                results.pool.push(c);
+            }
+        }
+    }
+    let files = report::write(&a.out, &results)?;
+    println!("wrote {} in {}", files.join(", "), a.out.display());
+    Ok(Exit::Ok)
+}

@@ -1,0 +1,268 @@
+//! `sqlfleet bench` on a sandbox: files produced, losses caught, refused
+//! connections counted, comparisons.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+use common::{stderr, stdout};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::{server, TestServer};
+
+fn bench(srv: &TestServer, args: &[&str]) -> Output {
+    common::sqlfleet()
+        .arg("bench")
+        .arg(args[0])
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(&args[1..])
+        .output()
+        .expect("run sqlfleet")
+}
+
+fn results(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("results.json")).expect("results.json"))
+        .expect("json")
+}
+
+fn assert_charts(dir: &Path, stems: &[&str]) {
+    for stem in stems {
+        let svg = std::fs::read_to_string(dir.join(format!("{stem}.svg"))).expect("svg");
+        assert!(
+            svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\"")
+                && svg.trim_end().ends_with("</svg>"),
+            "{stem}"
+        );
+        let png = std::fs::read(dir.join(format!("{stem}.png")))
+            .expect("png (needs rsvg-convert: apt-get install librsvg2-bin)");
+        assert!(
+            png.starts_with(b"\x89PNG\r\n\x1a\n"),
+            "{stem}.png is not a PNG"
+        );
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("<svg") && html.contains("Server") && html.contains("version"),
+        "report.html"
+    );
+}
+
+/// One test, run in order: the insert workloads share a table.
+#[test]
+fn insert_sweep_files_loss_check_and_compare() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let a = dir.path().join("a");
+    let o = bench(
+        srv,
+        &[
+            "insert",
+            "--processes",
+            "1,2",
+            "--table-sizes",
+            "0,1000",
+            "--index",
+            "both",
+            "--duration",
+            "2",
+            "--out",
+            a.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = results(&a);
+    let cells = r["insert"].as_array().expect("cells");
+    assert_eq!(cells.len(), 8);
+    for c in cells {
+        assert_eq!(c["lost"], 0, "{c}");
+        assert!(c["acknowledged"].as_u64().expect("acked") > 0);
+        assert_eq!(
+            c["series"].as_array().expect("series").len(),
+            3,
+            "1 s warm-up + 2 s"
+        );
+        assert_eq!(c["rate"]["n"], 2);
+        let d = &c["status_deltas"];
+        let inserted = d["Innodb_rows_inserted"]
+            .as_i64()
+            .or(d["Handler_write"].as_i64())
+            .expect("delta");
+        assert!(inserted > 0 && d["Com_insert"].as_i64() > Some(0), "{c}");
+    }
+    let csv = std::fs::read_to_string(a.join("samples.csv")).expect("csv");
+    assert_eq!(csv.lines().count(), 1 + 8 * 3);
+    assert_charts(&a, &["insert_rate_vs_processes", "insert_rate_over_time"]);
+    assert!(
+        stdout(&o).contains("too short to be meaningful"),
+        "n=2 must be flagged: {}",
+        stdout(&o)
+    );
+
+    // Rows deleted behind the benchmark's back are reported as lost.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // Whatever rows appear from now on belong to the next run.
+        let mut c = srv.connect().await;
+        c.query_drop("DROP TABLE IF EXISTS sqlfleet_bench.bench_log")
+            .await
+            .expect("drop");
+    });
+    let b = dir.path().join("b");
+    let child = common::sqlfleet()
+        .args([
+            "bench",
+            "insert",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+        ])
+        .args([
+            "--processes",
+            "2",
+            "--table-sizes",
+            "0",
+            "--index",
+            "off",
+            "--duration",
+            "3",
+            "--out",
+            b.to_str().expect("utf8"),
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        let t0 = Instant::now();
+        loop {
+            let deleted = c
+                .query_drop(
+                    "DELETE FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 7",
+                )
+                .await
+                .map(|_| c.affected_rows())
+                .unwrap_or(0);
+            if deleted > 0 {
+                break;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "no rows to delete");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    });
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a loss is a partial failure: {}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("LOST: r"), "{}", stdout(&o));
+    assert_eq!(results(&b)["insert"][0]["lost"], 7);
+
+    // compare: the same results are within noise; a much slower copy regresses.
+    let o = common::sqlfleet()
+        .args(["bench", "compare"])
+        .arg(&a)
+        .arg(&a)
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("within noise") && !stdout(&o).contains("REGRESSION"));
+    let mut slow = results(&a);
+    for c in slow["insert"].as_array_mut().expect("cells") {
+        let m = c["rate"]["mean"].as_f64().expect("mean");
+        c["rate"]["mean"] = (m / 10.0).into();
+        c["rate"]["stddev"] = 1.0.into();
+    }
+    let s = dir.path().join("slow");
+    std::fs::create_dir_all(&s).expect("mkdir");
+    std::fs::write(s.join("results.json"), slow.to_string()).expect("write");
+    let o = common::sqlfleet()
+        .args(["bench", "compare"])
+        .arg(&a)
+        .arg(&s)
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("REGRESSION"), "{}", stdout(&o));
+}
+
+#[test]
+fn too_many_connections_are_counted() {
+    static SMALL: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let srv = SMALL.get_or_init(|| sqlfleet_testkit::server_with(&["max_connections=4"]));
+    let dir = tempfile::tempdir().expect("tmp");
+    let o = bench(
+        srv,
+        &[
+            "insert",
+            "--processes",
+            "12",
+            "--index",
+            "off",
+            "--duration",
+            "2",
+            "--out",
+            dir.path().to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = results(dir.path());
+    let errors = &r["insert"][0]["errors"];
+    let refused: u64 = errors
+        .as_object()
+        .expect("errors")
+        .iter()
+        .filter(|(k, _)| k.starts_with("1040"))
+        .map(|(_, v)| v.as_u64().unwrap_or(0))
+        .sum();
+    assert!(
+        refused > 0,
+        "1040 Too many connections not counted: {errors}"
+    );
+    assert!(
+        stdout(&o).contains("x 1040 Too many connections"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(r["insert"][0]["lost"], 0);
+}
+
+#[test]
+fn pool_sweep_produces_every_file() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = srv.sandbox.meta.primary().port;
+    // "via" the same server under another address: two targets, same data.
+    let via = format!("localhost:{port}");
+    let o = bench(
+        srv,
+        &[
+            "pool",
+            "--via",
+            &via,
+            "--queries-per-connection",
+            "1..2",
+            "--clients",
+            "2",
+            "--samples",
+            "2",
+            "--rows",
+            "16",
+            "--out",
+            dir.path().to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = results(dir.path());
+    let cells = r["pool"].as_array().expect("cells");
+    assert_eq!(cells.len(), 4);
+    for c in cells {
+        assert!(c["qps"]["mean"].as_f64().expect("qps") > 0.0, "{c}");
+        assert!(
+            c["connect"]["count"].as_u64().expect("n") > 0
+                && c["query"]["count"].as_u64().expect("n") > 0
+        );
+        assert_eq!(c["errors"], 0);
+    }
+    assert_charts(dir.path(), &["pool_qps_vs_queries_per_connection"]);
+}
