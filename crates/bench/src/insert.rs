@@ -224,16 +224,7 @@ pub async fn run_cell(
         let now = committed.load(Ordering::Relaxed);
         series.push(now - last);
         last = now;
-        if let Ok(v) = server::variables(&mut side, &["Threads_running"], true).await {
-            if let Some(t) = v.get("Threads_running").and_then(|x| x.parse().ok()) {
-                gauges.threads_running.push(t);
-            }
-        }
-        let c2 = server::cpu_times();
-        if let (Some(a), Some(b)) = (cpu, c2) {
-            gauges.host_cpu_percent.push(server::cpu_busy_percent(a, b));
-        }
-        cpu = c2;
+        gauges.sample(Some(&mut side), &mut cpu).await;
         progress(&format!(
             "p={processes} size={table_size} index={} t={}s rate={}/s",
             if index { "on" } else { "off" },

@@ -158,18 +158,7 @@ pub async fn run_cell(
         let now = done_queries.load(Ordering::Relaxed);
         windows.push((now - last) as f64 / o.window.as_secs_f64());
         last = now;
-        if let Some(s) = side.as_mut() {
-            if let Ok(v) = server::variables(s, &["Threads_running"], true).await {
-                if let Some(t) = v.get("Threads_running").and_then(|x| x.parse().ok()) {
-                    gauges.threads_running.push(t);
-                }
-            }
-        }
-        let c2 = server::cpu_times();
-        if let (Some(a), Some(b)) = (cpu, c2) {
-            gauges.host_cpu_percent.push(server::cpu_busy_percent(a, b));
-        }
-        cpu = c2;
+        gauges.sample(side.as_mut(), &mut cpu).await;
         progress(&format!(
             "{label} q={q} clients={clients} window {i}/{}: {:.0} queries/s",
             o.samples,

@@ -101,6 +101,25 @@ pub struct Gauges {
     pub host_cpu_percent: Vec<f64>,
 }
 
+impl Gauges {
+    /// Takes one sample: Threads_running from `side` (if connected) and the
+    /// host CPU share since the previous reading in `cpu`.
+    pub async fn sample(&mut self, side: Option<&mut Conn>, cpu: &mut Option<CpuTimes>) {
+        if let Some(c) = side {
+            if let Ok(v) = variables(c, &["Threads_running"], true).await {
+                if let Some(t) = v.get("Threads_running").and_then(|x| x.parse().ok()) {
+                    self.threads_running.push(t);
+                }
+            }
+        }
+        let now = cpu_times();
+        if let (Some(a), Some(b)) = (*cpu, now) {
+            self.host_cpu_percent.push(cpu_busy_percent(a, b));
+        }
+        *cpu = now;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
