@@ -27,7 +27,7 @@ enum Command {
     /// Run SQL on many servers at once and merge the results
     Query(Box<cmd::query::QueryArgs>),
     /// MySQL-protocol connection pool and proxy
-    Relay(Box<cmd::pending::PendingArgs>),
+    Relay(Box<cmd::relay::RelayArgs>),
     /// Throughput and latency sweeps, direct and through a relay
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
@@ -67,7 +67,7 @@ fn main() {
         match cli.command {
             Command::Load(a) => cmd::load::run(*a).await,
             Command::Query(a) => cmd::query::run(*a).await,
-            Command::Relay(a) => cmd::pending::run("relay", 6, *a),
+            Command::Relay(a) => cmd::relay::run(*a).await,
             Command::Bench(c) => cmd::bench::run(c).await,
             Command::Sandbox(c) => cmd::sandbox::run(c).await,
         }

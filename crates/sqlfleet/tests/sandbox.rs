@@ -253,10 +253,10 @@ fn malformed_option_file_is_a_one_line_error() {
 }
 
 #[test]
-fn unbuilt_commands_say_so_and_exit_1() {
+fn usage_errors_exit_1() {
     let home = Home::new();
-    let o = run_in(home.path(), &["relay", "--no-defaults"]);
-    assert_setup_error(&o, "not built yet");
     let o = run_in(home.path(), &["sandbox", "frobnicate"]);
     assert_eq!(o.status.code(), Some(1));
+    let o = run_in(home.path(), &["relay", "--backend", "x:1"]);
+    assert_eq!(o.status.code(), Some(1), "missing required flags");
 }

@@ -2,6 +2,6 @@
 
 pub mod bench;
 pub mod load;
-pub mod pending;
 pub mod query;
+pub mod relay;
 pub mod sandbox;

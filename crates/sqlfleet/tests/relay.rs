@@ -1,0 +1,230 @@
+//! `sqlfleet relay` (session pooling) with real clients against a real
+//! server: the mariadb CLI, the Rust driver with prepared statements,
+//! transactions, errors, wrong passwords, connection reuse, pool limits.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
+use sqlfleet_testkit::{server, TestServer};
+
+struct Relay {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
+    let port = TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port();
+    let pw = srv.sandbox.password().expect("pw");
+    let backend = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let child = common::sqlfleet()
+        .args([
+            "relay",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--backend",
+            &backend,
+            "--backend-user",
+            "root",
+        ])
+        .args(["--user", "app:app-pw"])
+        .arg("--user")
+        .arg(format!("root:{}", pw.expose()))
+        .args(extra)
+        .env("SQLFLEET_BACKEND_PASSWORD", pw.expose())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn relay");
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "relay did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Relay { child, port }
+}
+
+fn app(port: u16, password: &str, db: Option<&str>) -> Target {
+    Target {
+        endpoint: Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        user: "app".into(),
+        password: Some(PasswordSpec::Given(Secret::new(password))),
+        database: db.map(str::to_owned),
+        ssl_mode: sqlfleet_conn::SslMode::Disabled,
+        ssl_ca: None,
+    }
+}
+
+fn cli(port: u16, args: &[&str]) -> std::process::Output {
+    Command::new("mariadb")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            "app",
+            "--password=app-pw",
+            "-N",
+            "-B",
+        ])
+        .args(args)
+        .output()
+        .expect("mariadb client")
+}
+
+#[test]
+fn clients_work_through_the_relay_and_reuse_backends() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relay"));
+
+    // The stock client: DDL, a rolled-back transaction, an error.
+    let o = cli(relay.port, &["-D", &db, "-e", "CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10)); INSERT INTO t VALUES (1,'a'); BEGIN; INSERT INTO t VALUES (2,'b'); ROLLBACK; SELECT COUNT(*) FROM t"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o).trim(), "1");
+    let o = cli(relay.port, &["-e", "SELEC 1"]);
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("ERROR 1064"),
+        "{}",
+        common::stderr(&o)
+    );
+
+    rt.block_on(async {
+        // Binary-protocol prepared statements and a transaction with the Rust driver.
+        let mut c = app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect via relay");
+        c.exec_drop("INSERT INTO t VALUES (?, ?)", (3, "c"))
+            .await
+            .expect("prepared insert");
+        let v: Option<String> = c
+            .exec_first("SELECT v FROM t WHERE id = ?", (3,))
+            .await
+            .expect("prepared select");
+        assert_eq!(v.as_deref(), Some("c"));
+        c.query_drop("SET @mine = 42").await.expect("set");
+        let id1: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await.expect("id");
+        c.disconnect().await.expect("quit");
+
+        // The next client gets the same backend connection, reset.
+        let mut c = app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect again");
+        let (id2, mine): (Option<u64>, Option<i64>) = c
+            .query_first("SELECT CONNECTION_ID(), @mine")
+            .await
+            .expect("q")
+            .expect("row");
+        assert_eq!(id2, id1, "backend connection reused");
+        assert_eq!(mine, None, "session state reset between clients");
+        c.disconnect().await.expect("quit");
+
+        // A wrong password is refused by the relay itself.
+        let e = app(relay.port, "nope", None)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect_err("refused");
+        assert_eq!(e.server_code(), Some(1045), "{e}");
+    });
+}
+
+#[test]
+fn a_full_pool_gives_a_clear_error_after_the_wait_timeout() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "0.5"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let holder = app(relay.port, "app-pw", None)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("first");
+        let t0 = Instant::now();
+        let e = app(relay.port, "app-pw", None)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect_err("pool full");
+        assert_eq!(e.server_code(), Some(1040), "{e}");
+        assert!(
+            e.to_string().contains("no backend connection became free"),
+            "{e}"
+        );
+        assert!(t0.elapsed() >= Duration::from_millis(400));
+        holder.disconnect().await.expect("quit");
+        // The slot is free again.
+        let c = app(relay.port, "app-pw", None)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("after release");
+        c.disconnect().await.expect("quit");
+    });
+}
+
+#[test]
+fn bench_pool_measures_through_the_relay() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let o = common::sqlfleet()
+        .args([
+            "bench",
+            "pool",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+        ])
+        .args([
+            "--via",
+            &format!("127.0.0.1:{}", relay.port),
+            "--queries-per-connection",
+            "1,3",
+            "--clients",
+            "2",
+            "--samples",
+            "2",
+            "--rows",
+            "8",
+        ])
+        .arg("--out")
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let r: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("results.json")).expect("json"))
+            .expect("json");
+    let via: Vec<&serde_json::Value> = r["pool"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .filter(|c| c["target"].as_str().expect("t").starts_with("via"))
+        .collect();
+    assert_eq!(via.len(), 2);
+    for c in via {
+        assert_eq!(c["errors"], 0, "{c}");
+        assert!(c["qps"]["mean"].as_f64().expect("qps") > 0.0);
+    }
+}

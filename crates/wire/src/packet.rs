@@ -1,0 +1,176 @@
+//! MySQL packet framing: 3-byte little-endian length, 1-byte sequence id,
+//! payload. A payload of 0xFFFFFF bytes continues in the next packet.
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+pub const MAX_CHUNK: usize = 0xFF_FFFF;
+
+/// One physical packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    pub seq: u8,
+    pub payload: Vec<u8>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    #[error("connection closed")]
+    Closed,
+    #[error("packet of {len} bytes exceeds the limit of {max}")]
+    TooBig { len: usize, max: usize },
+    #[error("{0}")]
+    Protocol(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Reads one physical packet; `max` bounds the payload.
+pub async fn read<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Packet, WireError> {
+    let mut h = [0u8; 4];
+    match r.read_exact(&mut h).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Err(WireError::Closed),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+    if len > max {
+        return Err(WireError::TooBig { len, max });
+    }
+    let mut payload = vec![0; len];
+    r.read_exact(&mut payload).await.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            WireError::Closed
+        } else {
+            e.into()
+        }
+    })?;
+    Ok(Packet { seq: h[3], payload })
+}
+
+/// Writes a logical payload, split into 0xFFFFFF-byte packets as needed;
+/// returns the next sequence id.
+pub async fn write<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    mut seq: u8,
+    payload: &[u8],
+) -> Result<u8, WireError> {
+    let mut rest = payload;
+    loop {
+        let n = rest.len().min(MAX_CHUNK);
+        let mut buf = Vec::with_capacity(4 + n);
+        buf.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        buf.push(seq);
+        buf.extend_from_slice(&rest[..n]);
+        w.write_all(&buf).await?;
+        seq = seq.wrapping_add(1);
+        rest = &rest[n..];
+        if n < MAX_CHUNK {
+            break;
+        }
+    }
+    w.flush().await?;
+    Ok(seq)
+}
+
+/// Writes a packet exactly as it was read (header rebuilt from it).
+pub async fn forward<W: AsyncWrite + Unpin>(w: &mut W, p: &Packet) -> Result<(), WireError> {
+    let mut buf = Vec::with_capacity(4 + p.payload.len());
+    buf.extend_from_slice(&(p.payload.len() as u32).to_le_bytes()[..3]);
+    buf.push(p.seq);
+    buf.extend_from_slice(&p.payload);
+    w.write_all(&buf).await?;
+    w.flush().await?;
+    Ok(())
+}
+
+/// An ERR packet payload (protocol 4.1 form).
+pub fn err_payload(code: u16, state: &str, message: &str) -> Vec<u8> {
+    let mut p = vec![0xFF];
+    p.extend_from_slice(&code.to_le_bytes());
+    p.push(b'#');
+    let mut st = state.as_bytes().to_vec();
+    st.resize(5, b'0');
+    p.extend_from_slice(&st);
+    p.extend_from_slice(message.as_bytes());
+    p
+}
+
+/// A plain OK packet payload.
+pub fn ok_payload(status: u16) -> Vec<u8> {
+    let mut p = vec![0x00, 0x00, 0x00];
+    p.extend_from_slice(&status.to_le_bytes());
+    p.extend_from_slice(&0u16.to_le_bytes());
+    p
+}
+
+/// `(code, message)` of an ERR payload.
+pub fn parse_err(p: &[u8]) -> Option<(u16, String)> {
+    if p.first() != Some(&0xFF) || p.len() < 3 {
+        return None;
+    }
+    let code = u16::from_le_bytes([p[1], p[2]]);
+    let msg = if p.get(3) == Some(&b'#') && p.len() >= 9 {
+        &p[9..]
+    } else {
+        &p[3..]
+    };
+    Some((code, String::from_utf8_lossy(msg).into_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn roundtrip_and_split() {
+        let mut buf = Vec::new();
+        let next = write(&mut buf, 3, b"hello").await.expect("write");
+        assert_eq!(next, 4);
+        assert_eq!(&buf[..4], &[5, 0, 0, 3]);
+        let p = read(&mut &buf[..], 100).await.expect("read");
+        assert_eq!(
+            p,
+            Packet {
+                seq: 3,
+                payload: b"hello".to_vec()
+            }
+        );
+        let big = vec![7u8; MAX_CHUNK + 10];
+        let mut buf = Vec::new();
+        assert_eq!(write(&mut buf, 0, &big).await.expect("write"), 2);
+        let mut r = &buf[..];
+        assert_eq!(
+            read(&mut r, usize::MAX).await.expect("p1").payload.len(),
+            MAX_CHUNK
+        );
+        assert_eq!(
+            read(&mut r, usize::MAX).await.expect("p2").payload.len(),
+            10
+        );
+    }
+
+    #[tokio::test]
+    async fn limits_and_truncation() {
+        let mut buf = Vec::new();
+        write(&mut buf, 0, &[1; 50]).await.expect("write");
+        assert!(matches!(
+            read(&mut &buf[..], 10).await,
+            Err(WireError::TooBig { len: 50, max: 10 })
+        ));
+        assert!(matches!(
+            read(&mut &buf[..20], 100).await,
+            Err(WireError::Closed)
+        ));
+        assert!(matches!(
+            read(&mut &[][..], 100).await,
+            Err(WireError::Closed)
+        ));
+    }
+
+    #[test]
+    fn err_packets() {
+        let p = err_payload(1045, "28000", "Access denied");
+        assert_eq!(parse_err(&p), Some((1045, "Access denied".into())));
+        assert_eq!(parse_err(&ok_payload(2)), None);
+    }
+}
