@@ -27,8 +27,16 @@ pub struct RelayArgs {
     #[arg(long, env = "SQLFLEET_BACKEND_PASSWORD", hide_env_values = true)]
     backend_password: Option<String>,
     /// A client account, NAME:PASSWORD (repeatable); kept as a hash
-    #[arg(long = "user", value_name = "NAME:PASSWORD", required = true)]
+    #[arg(
+        long = "user",
+        value_name = "NAME:PASSWORD",
+        required_unless_present = "users_file"
+    )]
     users: Vec<String>,
+    /// A file of client accounts, one NAME:PASSWORD per line (keeps
+    /// passwords off the command line)
+    #[arg(long, value_name = "FILE")]
+    users_file: Option<std::path::PathBuf>,
     /// Backend connections in use per backend
     #[arg(long, default_value_t = 100)]
     pool_max: usize,
@@ -45,7 +53,24 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         backends.push(Backend { host, port });
     }
     let mut users = HashMap::new();
-    for u in &a.users {
+    let mut lines: Vec<String> = a.users.clone();
+    if let Some(f) = &a.users_file {
+        let text = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
+        for (i, l) in text.lines().enumerate() {
+            let l = l.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            anyhow::ensure!(
+                l.contains(':'),
+                "{}:{}: expected NAME:PASSWORD",
+                f.display(),
+                i + 1
+            );
+            lines.push(l.to_string());
+        }
+    }
+    for u in &lines {
         let (n, h) = parse_user(u).map_err(anyhow::Error::msg)?;
         users.insert(n, h);
     }
