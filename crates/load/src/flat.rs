@@ -421,12 +421,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         rows_per_sec: rows as f64 / seconds.max(1e-9),
         mb_per_sec: bytes as f64 / 1e6 / seconds.max(1e-9),
         retries: shared.retries.load(Ordering::Relaxed),
-        errors: 0,
         skipped_on_resume: skipped,
-        fast_path_statements: 0,
-        insert_batches: 0,
         threads: opts.threads,
-        warnings: Vec::new(),
-        quarantine: None,
+        ..Summary::default()
     })
 }

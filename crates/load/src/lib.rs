@@ -60,7 +60,7 @@ pub struct LoadOptions {
 }
 
 /// The end-of-load report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Summary {
     /// What `statements` counts: "statements" (dumps) or "chunks" (CSV/TSV).
     pub unit: &'static str,
@@ -208,22 +208,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 load_id,
                 complete: true,
                 already_done: true,
-                bytes: 0,
-                statements: 0,
-                batches: 0,
-                rows: 0,
-                tables: 0,
                 seconds: started.elapsed().as_secs_f64(),
-                rows_per_sec: 0.0,
-                mb_per_sec: 0.0,
-                retries: 0,
-                errors: 0,
-                skipped_on_resume: 0,
-                fast_path_statements: 0,
-                insert_batches: 0,
                 threads: opts.threads,
-                warnings: vec![],
-                quarantine: None,
+                ..Summary::default()
             });
         }
         Start::Resume(r) => r,

@@ -317,17 +317,7 @@ fn kill_9_then_resume_loads_exactly_once() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    let t0 = Instant::now();
-    while journal_rows(srv, &load_id) < 5 {
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "load finished before it could be killed"
-        );
-        assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    common::kill_9_when(&mut child, 5, || journal_rows(srv, &load_id));
     let before = journal_rows(srv, &load_id);
     eprintln!("killed after {before} journaled batches");
 

@@ -6,7 +6,7 @@ mod common;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{stderr, stdout};
 use mysql_async::prelude::Queryable;
@@ -234,17 +234,7 @@ fn kill_9_then_resume_loads_each_row_once() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    let t0 = Instant::now();
-    while journal_chunks(srv) < before + 5 {
-        assert!(
-            child.try_wait().expect("wait").is_none(),
-            "finished before it could be killed"
-        );
-        assert!(t0.elapsed() < Duration::from_secs(60), "no progress");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    common::kill_9_when(&mut child, before + 5, || journal_chunks(srv));
     let o = load(srv, &args);
     assert_eq!(
         o.status.code(),

@@ -33,3 +33,26 @@ pub fn assert_setup_error(o: &Output, want: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
     assert!(err.contains(want), "wanted '{want}' in: {err}");
 }
+
+/// Kills `child` with SIGKILL once `progress()` reaches `at_least`, failing
+/// if the child finishes first or nothing happens for a minute.
+pub fn kill_9_when(
+    child: &mut std::process::Child,
+    at_least: i64,
+    mut progress: impl FnMut() -> i64,
+) {
+    let t0 = std::time::Instant::now();
+    while progress() < at_least {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "finished before it could be killed"
+        );
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "no progress"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+}
