@@ -14,8 +14,8 @@ use sqlfleet_conn::Target;
 use crate::server::{self, Gauges};
 use crate::stats::Spread;
 
-pub const DB: &str = "sqlfleet_bench";
-const CONNECT: Duration = Duration::from_secs(10);
+use crate::server::CONNECT;
+use crate::server::DB;
 
 #[derive(Debug, Clone)]
 pub struct InsertOptions {
@@ -86,20 +86,12 @@ struct Worker {
 }
 
 async fn prepare(target: &Target, size: u64, index: bool) -> Result<(), mysql_async::Error> {
-    let mut c = target
-        .connect(CONNECT)
-        .await
-        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
-    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
-        .await?;
-    c.query_drop(format!("DROP TABLE IF EXISTS {DB}.bench_log"))
-        .await?;
-    c.query_drop(format!(
-        "CREATE TABLE {DB}.bench_log (fname CHAR(40) NOT NULL, ndname CHAR(40) NOT NULL, version INT NOT NULL, \
-         fdatime DATETIME NOT NULL{}) ENGINE=InnoDB",
+    let mut c = server::connect(target).await?;
+    let columns = format!(
+        "fname CHAR(40) NOT NULL, ndname CHAR(40) NOT NULL, version INT NOT NULL, fdatime DATETIME NOT NULL{}",
         if index { ", KEY fname_version (fname, version)" } else { "" }
-    ))
-    .await?;
+    );
+    server::recreate_table(&mut c, "bench_log", &columns).await?;
     let mut done = 0;
     while done < size {
         let n = (size - done).min(100_000);
@@ -124,11 +116,7 @@ pub async fn run_cell(
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<InsertCell, mysql_async::Error> {
     prepare(&o.target, table_size, index).await?;
-    let mut side = o
-        .target
-        .connect(CONNECT)
-        .await
-        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
+    let mut side = server::connect(&o.target).await?;
     let before = server::variables(&mut side, server::STATUS, true).await?;
     let run = format!(
         "r{}",

@@ -10,11 +10,11 @@ use mysql_async::prelude::Queryable;
 use serde::{Deserialize, Serialize};
 use sqlfleet_conn::Target;
 
-use crate::insert::DB;
+use crate::server::DB;
 use crate::server::{self, Gauges};
 use crate::stats::{histogram, Latency, Spread};
 
-const CONNECT: Duration = Duration::from_secs(10);
+use crate::server::CONNECT;
 
 #[derive(Debug, Clone)]
 pub struct PoolOptions {
@@ -58,21 +58,15 @@ impl PoolCell {
 /// Creates the table the clients read (on the direct target).
 pub async fn prepare(o: &PoolOptions) -> Result<(), mysql_async::Error> {
     let target = &o.targets[0].1;
-    let mut c = target
-        .connect(CONNECT)
-        .await
-        .map_err(|e| mysql_async::Error::Other(e.what.into()))?;
-    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
-        .await?;
-    c.query_drop(format!("DROP TABLE IF EXISTS {DB}.bench_pool"))
-        .await?;
+    let mut c = server::connect(target).await?;
     let cols: Vec<String> = (1..=o.columns)
         .map(|i| format!("c{i} CHAR({}) NOT NULL", o.column_size))
         .collect();
-    c.query_drop(format!(
-        "CREATE TABLE {DB}.bench_pool (id INT PRIMARY KEY, {}) ENGINE=InnoDB",
-        cols.join(", ")
-    ))
+    server::recreate_table(
+        &mut c,
+        "bench_pool",
+        &format!("id INT PRIMARY KEY, {}", cols.join(", ")),
+    )
     .await?;
     let vals: Vec<String> = (1..=o.columns)
         .map(|i| {

@@ -6,6 +6,35 @@ use std::collections::BTreeMap;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use serde::{Deserialize, Serialize};
+use sqlfleet_conn::Target;
+
+/// The database the workloads create their tables in.
+pub const DB: &str = "sqlfleet_bench";
+pub const CONNECT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A connection for set-up and sampling (not a measured one).
+pub async fn connect(t: &Target) -> Result<Conn, mysql_async::Error> {
+    t.connect(CONNECT)
+        .await
+        .map_err(|e| mysql_async::Error::Other(e.to_string().into()))
+}
+
+/// Creates the bench database if needed and `table` afresh from its
+/// column definitions.
+pub async fn recreate_table(
+    c: &mut Conn,
+    table: &str,
+    definition: &str,
+) -> Result<(), mysql_async::Error> {
+    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
+        .await?;
+    c.query_drop(format!("DROP TABLE IF EXISTS {DB}.{table}"))
+        .await?;
+    c.query_drop(format!(
+        "CREATE TABLE {DB}.{table} ({definition}) ENGINE=InnoDB"
+    ))
+    .await
+}
 
 /// Innodb_rows_inserted is gone from MariaDB 10.6+; Handler_write and
 /// Com_insert stand in for it there.
