@@ -1,57 +1,275 @@
-//! Logging a client in: greeting, HandshakeResponse41, mysql_native_password
-//! (switching the client to it when it proposes another plugin).
+//! Logging a client in: greeting, optional switch to TLS, HandshakeResponse41,
+//! then mysql_native_password or caching_sha2_password (fast path with the
+//! scramble; full authentication with the password over TLS), switching
+//! the client to the plugin its account has. COM_CHANGE_USER reuses the
+//! same checks.
+
+use std::sync::Arc;
 
 use rand::RngCore;
-use sqlfleet_wire::handshake::{self, ClientHello, NATIVE};
+use sha2::{Digest, Sha256};
+use sqlfleet_wire::handshake::{self, ClientHello, NATIVE, SSL};
 use sqlfleet_wire::packet::{self, WireError};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::config::RelayConfig;
+use crate::config::{sha2_hash, Account, RelayConfig};
+use crate::io::AnyStream;
 
-pub const SERVER_VERSION: &str = "10.11.0-sqlfleet-relay";
+pub const SHA2: &str = "caching_sha2_password";
 
-/// Greets and authenticates; on success the client has been sent nothing
-/// yet after its credentials (the session sends OK once a backend is ready).
-/// Returns the hello and the next sequence id.
-pub async fn login(
-    cfg: &RelayConfig,
-    c: &mut TcpStream,
-    id: u32,
-) -> Result<(ClientHello, u8), WireError> {
-    let mut nonce = [0u8; 20];
-    rand::thread_rng().fill_bytes(&mut nonce);
-    for b in nonce.iter_mut() {
+/// What the relay presents itself as; the backend's version goes first so
+/// that drivers keep the features they pick by version.
+#[derive(Clone)]
+pub struct Greeting {
+    pub version: String,
+    pub tls: Option<Arc<tokio_rustls::TlsAcceptor>>,
+    pub tls_required: bool,
+}
+
+pub struct LoggedIn {
+    pub stream: AnyStream,
+    pub hello: ClientHello,
+    /// Sequence id for the OK that completes the login.
+    pub seq: u8,
+    pub nonce: [u8; 20],
+    pub tls: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("{0}")]
+    Wire(#[from] WireError),
+    #[error("access denied for {0}")]
+    Denied(String),
+}
+
+fn nonce() -> [u8; 20] {
+    let mut n = [0u8; 20];
+    rand::thread_rng().fill_bytes(&mut n);
+    for b in n.iter_mut() {
         // The nonce must not contain NUL (it is NUL-terminated on the wire).
         *b = (*b % 94) + 33;
     }
-    packet::write(c, 0, &handshake::greeting(SERVER_VERSION, id, &nonce, 45)).await?;
-    let r = packet::read(c, 1 << 16).await?;
+    n
+}
+
+/// caching_sha2_password's scramble check against SHA256(SHA256(pw)).
+pub fn sha2_verify(nonce: &[u8], token: &[u8], stored: &[u8; 32]) -> bool {
+    if token.len() != 32 {
+        return false;
+    }
+    let mut h = Sha256::new();
+    h.update(stored);
+    h.update(nonce);
+    let x = h.finalize();
+    let candidate: Vec<u8> = token.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect();
+    let check: [u8; 32] = Sha256::digest(&candidate).into();
+    check == *stored
+}
+
+/// The client side of the same scramble (for tests).
+pub fn sha2_token(nonce: &[u8], password: &str) -> Vec<u8> {
+    let p1 = Sha256::digest(password.as_bytes());
+    let p2 = Sha256::digest(p1);
+    let mut h = Sha256::new();
+    h.update(p2);
+    h.update(nonce);
+    let x = h.finalize();
+    p1.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// Greets, switches to TLS if the client asks, reads its credentials and
+/// checks them. On success nothing has been sent after the credentials
+/// (the caller sends OK, possibly after checking the default database).
+pub async fn login<S>(
+    cfg: &RelayConfig,
+    users: &std::collections::HashMap<String, Account>,
+    g: &Greeting,
+    mut raw: S,
+    id: u32,
+) -> Result<LoggedIn, AuthError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    let nonce = nonce();
+    let mut caps = handshake::SERVER_CAPS;
+    if g.tls.is_some() {
+        caps |= SSL;
+    }
+    packet::write(
+        &mut raw,
+        0,
+        &handshake::greeting_with(&g.version, id, &nonce, 45, caps),
+    )
+    .await?;
+    let first = packet::read(&mut raw, 1 << 16).await?;
+    let caps_of = |p: &[u8]| {
+        p.get(..4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .unwrap_or(0)
+    };
+    let (mut stream, r, tls) = if first.payload.len() == 32 && caps_of(&first.payload) & SSL != 0 {
+        let Some(acceptor) = &g.tls else {
+            return Err(WireError::Protocol(
+                "client asked for TLS, which is not configured".into(),
+            )
+            .into());
+        };
+        let tls = acceptor
+            .accept(raw)
+            .await
+            .map_err(|e| WireError::Protocol(format!("TLS handshake: {e}")))?;
+        let mut stream = AnyStream(Box::new(tls));
+        let r = packet::read(&mut stream, 1 << 16).await?;
+        (stream, r, true)
+    } else {
+        (AnyStream(Box::new(raw)), first, false)
+    };
+    if g.tls_required && !tls {
+        let msg =
+            "Connections using insecure transport are prohibited by the relay (TLS is required)";
+        packet::write(
+            &mut stream,
+            r.seq.wrapping_add(1),
+            &packet::err_payload(3159, "HY000", msg),
+        )
+        .await?;
+        return Err(WireError::Protocol(msg.into()).into());
+    }
     let mut hello = handshake::parse_client_hello(&r.payload)?;
-    let mut seq = r.seq.wrapping_add(1);
-    if hello.plugin.as_deref().is_some_and(|p| p != NATIVE) {
-        // Ask the client to answer with mysql_native_password.
+    let token = std::mem::take(&mut hello.auth);
+    let seq = check(
+        cfg,
+        users,
+        &mut stream,
+        r.seq.wrapping_add(1),
+        &hello.user,
+        hello.plugin.as_deref(),
+        token,
+        &nonce,
+        tls,
+    )
+    .await?;
+    Ok(LoggedIn {
+        stream,
+        hello,
+        seq,
+        nonce,
+        tls,
+    })
+}
+
+/// Checks credentials (switching plugin if needed) and returns the
+/// sequence id for the final OK. Sends the ERR itself when denied.
+#[allow(clippy::too_many_arguments)]
+pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
+    cfg: &RelayConfig,
+    users: &std::collections::HashMap<String, Account>,
+    s: &mut S,
+    mut seq: u8,
+    user: &str,
+    plugin: Option<&str>,
+    mut token: Vec<u8>,
+    nonce: &[u8; 20],
+    tls: bool,
+) -> Result<u8, AuthError> {
+    // Unknown users go through the same steps (no user enumeration).
+    let unknown = Account::from_password(&String::from_utf8_lossy(&nonce[..]));
+    let acct = users.get(user).unwrap_or(&unknown);
+    let use_sha2 = acct.sha2.is_some() && (plugin == Some(SHA2) || acct.native.is_none());
+    let want = if use_sha2 { SHA2 } else { NATIVE };
+    if plugin.unwrap_or(NATIVE) != want {
         let mut sw = vec![0xFE];
-        sw.extend_from_slice(NATIVE.as_bytes());
+        sw.extend_from_slice(want.as_bytes());
         sw.push(0);
-        sw.extend_from_slice(&nonce);
+        sw.extend_from_slice(nonce);
         sw.push(0);
-        packet::write(c, seq, &sw).await?;
-        let r = packet::read(c, 1 << 16).await?;
-        hello.auth = r.payload;
+        packet::write(s, seq, &sw).await?;
+        let r = packet::read(s, 1 << 16).await?;
+        token = r.payload;
         seq = r.seq.wrapping_add(1);
     }
-    let ok = cfg
-        .users
-        .get(&hello.user)
-        .is_some_and(|stored| handshake::native_verify(&nonce, &hello.auth, stored));
-    if !ok {
+    let empty = token.is_empty() || token == [0];
+    let ok = if use_sha2 {
+        let stored = acct.sha2.unwrap_or_default();
+        if empty {
+            stored == sha2_hash("")
+        } else if !sha2_verify(nonce, &token, &stored) {
+            false
+        } else if cfg.sha2_full_auth {
+            // Ask for the password itself; only over TLS.
+            packet::write(s, seq, &[0x01, 0x04]).await?;
+            let r = packet::read(s, 1 << 16).await?;
+            seq = r.seq.wrapping_add(1);
+            if !tls {
+                let msg = "caching_sha2_password full authentication needs TLS (RSA key exchange is not offered)";
+                packet::write(s, seq, &packet::err_payload(1045, "28000", msg)).await?;
+                return Err(AuthError::Denied(format!("{user}: {msg}")));
+            }
+            let pw = r.payload.strip_suffix(&[0]).unwrap_or(&r.payload);
+            sha2_hash(&String::from_utf8_lossy(pw)) == stored
+        } else {
+            packet::write(s, seq, &[0x01, 0x03]).await?;
+            seq = seq.wrapping_add(1);
+            true
+        }
+    } else {
+        let stored = acct.native.unwrap_or_default();
+        if empty {
+            stored == handshake::native_hash("")
+        } else {
+            handshake::native_verify(nonce, &token, &stored)
+        }
+    };
+    if !ok || !users.contains_key(user) {
         let msg = format!(
-            "Access denied for user '{}' (using password: {})",
-            hello.user,
-            if hello.auth.is_empty() { "NO" } else { "YES" }
+            "Access denied for user '{user}' (using password: {})",
+            if empty { "NO" } else { "YES" }
         );
-        packet::write(c, seq, &packet::err_payload(1045, "28000", &msg)).await?;
-        return Err(WireError::Protocol(msg));
+        packet::write(s, seq, &packet::err_payload(1045, "28000", &msg)).await?;
+        return Err(AuthError::Denied(msg));
     }
-    Ok((hello, seq))
+    Ok(seq)
+}
+
+/// A TLS acceptor from PEM files.
+pub fn tls_acceptor(
+    cert: &std::path::Path,
+    key: &std::path::Path,
+) -> Result<tokio_rustls::TlsAcceptor, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| format!("{}: {e}", cert.display()))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("{}: {e}", cert.display()))?;
+    if certs.is_empty() {
+        return Err(format!("{}: no certificate found", cert.display()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| format!("TLS certificate/key: {e}"))?;
+    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sha2_scramble_roundtrip() {
+        let nonce = [9u8; 20];
+        let t = sha2_token(&nonce, "pw");
+        assert!(sha2_verify(&nonce, &t, &sha2_hash("pw")));
+        assert!(!sha2_verify(&nonce, &t, &sha2_hash("other")));
+        assert!(!sha2_verify(&[1u8; 20], &t, &sha2_hash("pw")));
+        // Same as mysql_common's client-side scramble.
+        let theirs = mysql_common::scramble::scramble_sha256(&nonce, b"pw").expect("scramble");
+        assert_eq!(t, theirs.to_vec());
+    }
 }

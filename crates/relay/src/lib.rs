@@ -1,50 +1,210 @@
-//! `sqlfleet relay`, first slice: a session-pooling MySQL-protocol relay.
+//! `sqlfleet relay`: a MySQL-protocol connection pool and proxy.
 //!
-//! Clients log in to the relay ([`auth`]); each session leases a
-//! pre-authenticated backend connection from the [`pool`] and its packets
-//! are passed through without decoding rows ([`session`]). When the client
-//! quits, the backend connection is reset (COM_RESET_CONNECTION) and, if
-//! clean, goes back to the pool for the next client: connect-per-request
-//! applications skip the backend login.
+//! Clients log in to the relay ([`auth`], optionally over TLS); their
+//! commands run on pre-authenticated backend connections from the
+//! [`pool`], with replies forwarded packet by packet without decoding rows
+//! ([`io`], [`response`]). In transaction mode a backend connection serves
+//! many clients, one transaction at a time; session state is tracked from
+//! statement text ([`sql`]) and replayed, prepared statements are remapped
+//! ([`stmt`]), and anything unsafe to share pins the client ([`session`]).
 
 pub mod auth;
 pub mod config;
+pub mod io;
+pub mod metrics;
 pub mod pool;
+pub mod response;
 pub mod session;
+pub mod sql;
+pub mod stmt;
 
 pub use config::RelayConfig;
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
-/// Accepts clients until `shutdown` resolves; then stops accepting and
-/// gives running sessions up to `drain` to finish.
-pub async fn serve(
-    cfg: RelayConfig,
-    listener: tokio::net::TcpListener,
-    shutdown: impl std::future::Future<Output = ()>,
-    drain: std::time::Duration,
-) {
-    let cfg = Arc::new(cfg);
-    let pool = pool::Pool::new(cfg.clone());
-    let ids = AtomicU32::new(1);
-    let mut sessions = tokio::task::JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            a = listener.accept() => {
-                if let Ok((stream, _)) = a {
-                    let id = ids.fetch_add(1, Ordering::Relaxed);
-                    sessions.spawn(session::serve(cfg.clone(), pool.clone(), stream, id));
+use tokio::net::{TcpListener, UnixListener};
+
+/// A bound client listener.
+pub enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// Binds `HOST:PORT` or `unix:/path` (a stale socket file is replaced).
+    pub async fn bind(addr: &str) -> std::io::Result<Listener> {
+        match addr.strip_prefix("unix:") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                if std::fs::symlink_metadata(&path).is_ok()
+                    && std::os::unix::net::UnixStream::connect(&path).is_err()
+                {
+                    let _ = std::fs::remove_file(&path);
                 }
+                Ok(Listener::Unix(UnixListener::bind(&path)?, path))
             }
-            Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+            None => Ok(Listener::Tcp(TcpListener::bind(addr).await?)),
         }
     }
-    drop(listener);
-    let _ = tokio::time::timeout(drain, async {
-        while sessions.join_next().await.is_some() {}
-    })
-    .await;
+
+    pub fn describe(&self) -> String {
+        match self {
+            Listener::Tcp(l) => l
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "?".into()),
+            Listener::Unix(_, p) => format!("unix:{}", p.display()),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A running relay's shared state.
+pub struct Relay {
+    ctx: Arc<session::Ctx>,
+}
+
+/// The first backend's server version, for the greeting.
+async fn backend_version(cfg: &RelayConfig) -> Option<String> {
+    let b = cfg.backends.first()?;
+    let connect = async {
+        let mut s = tokio::net::TcpStream::connect((b.host.as_str(), b.port))
+            .await
+            .ok()?;
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 16).await.ok()?;
+        sqlfleet_wire::handshake::parse_server_hello(&p.payload).ok()
+    };
+    let hello = tokio::time::timeout(Duration::from_secs(3), connect)
+        .await
+        .ok()??;
+    Some(hello.version)
+}
+
+impl Relay {
+    pub async fn new(cfg: RelayConfig) -> Result<Relay, String> {
+        let tls = match &cfg.tls {
+            Some(t) => Some(Arc::new(auth::tls_acceptor(&t.cert, &t.key)?)),
+            None => None,
+        };
+        let version = backend_version(&cfg)
+            .await
+            .map(|v| {
+                let v = v.strip_prefix("5.5.5-").unwrap_or(&v).to_string();
+                format!("{v}-sqlfleet-relay")
+            })
+            .unwrap_or_else(|| "10.11.0-sqlfleet-relay".into());
+        let greeting = auth::Greeting {
+            version,
+            tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
+            tls,
+        };
+        let metrics = Arc::new(metrics::Metrics::default());
+        let cfg = Arc::new(cfg);
+        let pool = pool::Pool::new(cfg.clone(), metrics.clone());
+        Ok(Relay {
+            ctx: Arc::new(session::Ctx {
+                users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
+                cfg,
+                pool,
+                greeting,
+                metrics,
+            }),
+        })
+    }
+
+    /// Applies what SIGHUP reloads (accounts and pool settings); returns
+    /// what changed that needs a restart.
+    pub fn reload(&self, new: &RelayConfig) -> Vec<String> {
+        *self.ctx.users.write().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(new.dynamic.users.clone());
+        self.ctx.pool.reconfigure(new.dynamic.pool.clone());
+        let old = &self.ctx.cfg;
+        let mut ignored = Vec::new();
+        if old.listen != new.listen {
+            ignored.push("relay.listen".to_string());
+        }
+        if old.backends != new.backends || old.backend_user != new.backend_user {
+            ignored.push("backend".to_string());
+        }
+        if old.mode != new.mode {
+            ignored.push("relay.mode".to_string());
+        }
+        if old.tls != new.tls {
+            ignored.push("tls".to_string());
+        }
+        ignored
+    }
+
+    pub fn metrics_text(&self) -> String {
+        self.ctx.metrics.render(&self.ctx.pool.gauges())
+    }
+
+    pub fn metrics(&self) -> &metrics::Metrics {
+        &self.ctx.metrics
+    }
+
+    /// Serves `GET /metrics` on `listener` until the relay stops.
+    pub fn serve_metrics(self: &Arc<Self>, listener: TcpListener) -> tokio::task::JoinHandle<()> {
+        let me = self.clone();
+        tokio::spawn(metrics::serve_http(
+            listener,
+            Arc::new(move || me.metrics_text()),
+        ))
+    }
+
+    /// Accepts clients until `shutdown` resolves; then stops accepting and
+    /// gives running sessions up to `drain` to finish.
+    pub async fn serve(
+        &self,
+        listeners: Vec<Listener>,
+        shutdown: impl std::future::Future<Output = ()>,
+        drain: Duration,
+    ) {
+        let ids = Arc::new(AtomicU32::new(1));
+        let maintain = tokio::spawn(self.ctx.pool.clone().maintain());
+        let mut sessions = tokio::task::JoinSet::new();
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<session::Accepted>(1024);
+        let mut acceptors = Vec::new();
+        for l in listeners {
+            let tx = tx.clone();
+            acceptors.push(tokio::spawn(session::accept_loop(l, tx)));
+        }
+        drop(tx);
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                _ = &mut shutdown => break,
+                a = rx.recv() => match a {
+                    Some(a) => {
+                        let id = ids.fetch_add(1, Ordering::Relaxed);
+                        let ctx = self.ctx.clone();
+                        match a {
+                            session::Accepted::Tcp(s) => { sessions.spawn(session::serve(ctx, s, id)); }
+                            session::Accepted::Unix(s) => { sessions.spawn(session::serve(ctx, s, id)); }
+                        }
+                    }
+                    None => break,
+                },
+                Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+            }
+        }
+        for a in acceptors {
+            a.abort();
+        }
+        let _ = tokio::time::timeout(drain, async {
+            while sessions.join_next().await.is_some() {}
+        })
+        .await;
+        maintain.abort();
+    }
 }

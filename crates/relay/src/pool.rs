@@ -1,191 +1,467 @@
-//! Backend connections, logged in ahead of need and reused across client
-//! sessions. A connection serves only clients with the same session shape
-//! (protocol flags), collation and default database. Returning one resets
-//! it (COM_RESET_CONNECTION) and checks it is clean, off the client's path.
+//! Backend connections, logged in ahead of need and shared between
+//! clients. Each backend has at most `pool.max` connections open (in use
+//! or idle); clients wait for one in a bounded queue with a timeout. A
+//! connection remembers its session state (default database, settings,
+//! prepared statements) so that the one closest to what a client needs is
+//! chosen and only the difference is replayed.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
 
-use sqlfleet_wire::handshake;
-use sqlfleet_wire::packet::{self, WireError};
+use sqlfleet_wire::handshake::{self, DEPRECATE_EOF, SESSION_SHAPE};
+use sqlfleet_wire::packet::WireError;
 use tokio::net::TcpStream;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Notify;
 
-use crate::config::RelayConfig;
+use crate::config::{Backend, PoolSettings, RelayConfig};
+use crate::io::PacketIo;
+use crate::metrics::{BackendGauge, Metrics};
+use crate::response::{Expect, Tracker};
+use crate::sql::Setting;
+use crate::stmt::BackendStmts;
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Key {
-    pub backend: usize,
-    pub shape: u32,
+/// The protocol shape and collation a backend connection was opened with;
+/// only clients with the same can use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub caps: u32,
     pub collation: u8,
-    pub db: Option<String>,
 }
 
+/// A backend connection with what the relay knows of its session.
 pub struct BackendConn {
-    pub stream: TcpStream,
-    pub key: Key,
+    pub io: PacketIo<TcpStream>,
+    pub shape: Shape,
+    /// Capabilities in effect on this connection.
+    pub caps: u32,
+    pub db: Option<String>,
+    pub settings: Vec<Setting>,
+    pub stmts: BackendStmts,
+    pub backend: usize,
+    created: Instant,
+    idle_since: Instant,
+    _slot: Slot,
 }
 
-/// A backend connection in use by one client.
-pub struct Lease {
-    pub conn: BackendConn,
-    _permit: OwnedSemaphorePermit,
+impl BackendConn {
+    pub fn deprecate_eof(&self) -> bool {
+        self.caps & DEPRECATE_EOF != 0
+    }
+
+    /// Forgets the session state after COM_RESET_CONNECTION.
+    pub fn after_reset(&mut self) {
+        self.settings.clear();
+        self.stmts.clear();
+    }
+}
+
+/// Counts an open connection; dropping it frees the place and wakes a waiter.
+struct Slot {
+    side: Arc<Side>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.side.inner().open -= 1;
+        self.side.notify.notify_one();
+    }
+}
+
+struct Inner {
+    idle: Vec<BackendConn>,
+    open: usize,
+    /// The last shape asked for, used to keep `min` connections open.
+    last_shape: Option<Shape>,
+}
+
+/// One backend's share of the pool.
+struct Side {
+    backend: Backend,
+    inner: Mutex<Inner>,
+    notify: Notify,
+    waiting: AtomicUsize,
+    /// Clients holding one of its connections (least outstanding work).
+    busy: AtomicUsize,
+}
+
+impl Side {
+    fn inner(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     #[error("no backend connection became free within {0:?} (pool of {1} per backend is busy)")]
     Timeout(Duration, usize),
+    #[error("too many clients ({0}) are already waiting for a backend connection")]
+    Queue(usize),
     #[error("backend {0}: {1}")]
     Connect(String, WireError),
 }
 
+impl LeaseError {
+    /// The MySQL error code a client gets.
+    pub fn code(&self) -> u16 {
+        match self {
+            LeaseError::Timeout(..) | LeaseError::Queue(..) => 1040,
+            LeaseError::Connect(..) => 2003,
+        }
+    }
+}
+
 pub struct Pool {
     cfg: Arc<RelayConfig>,
-    idle: Mutex<HashMap<Key, Vec<BackendConn>>>,
-    slots: Vec<Arc<Semaphore>>,
+    settings: RwLock<PoolSettings>,
+    sides: Vec<Arc<Side>>,
+    pub metrics: Arc<Metrics>,
+}
+
+/// How well an idle connection fits what a client needs.
+fn fit(c: &BackendConn, shape: Shape, db: &Option<String>, settings: &[Setting]) -> Option<u8> {
+    if c.shape != shape {
+        return None;
+    }
+    match (&c.db, db) {
+        (a, b) if a == b => Some(if c.settings == settings { 3 } else { 2 }),
+        (Some(_), Some(_)) => Some(1),
+        _ => None, // a default database cannot be unset
+    }
 }
 
 impl Pool {
-    pub fn new(cfg: Arc<RelayConfig>) -> Arc<Pool> {
-        let slots = cfg
+    pub fn new(cfg: Arc<RelayConfig>, metrics: Arc<Metrics>) -> Arc<Pool> {
+        let sides = cfg
             .backends
             .iter()
-            .map(|_| Arc::new(Semaphore::new(cfg.pool_max)))
+            .map(|b| {
+                Arc::new(Side {
+                    backend: b.clone(),
+                    inner: Mutex::new(Inner {
+                        idle: Vec::new(),
+                        open: 0,
+                        last_shape: None,
+                    }),
+                    notify: Notify::new(),
+                    waiting: AtomicUsize::new(0),
+                    busy: AtomicUsize::new(0),
+                })
+            })
             .collect();
         Arc::new(Pool {
+            settings: RwLock::new(cfg.dynamic.pool.clone()),
             cfg,
-            idle: Mutex::new(HashMap::new()),
-            slots,
+            sides,
+            metrics,
         })
     }
 
-    /// The backend with the most free slots (least outstanding work).
+    pub fn settings(&self) -> PoolSettings {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// New sizes and timeouts; connections over a lower max close as they
+    /// come back.
+    pub fn reconfigure(&self, s: PoolSettings) {
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
+        for side in &self.sides {
+            side.notify.notify_waiters();
+        }
+    }
+
+    /// The backend with the fewest clients on it.
     pub fn pick(&self) -> usize {
-        (0..self.slots.len())
-            .max_by_key(|&i| self.slots[i].available_permits())
+        (0..self.sides.len())
+            .min_by_key(|&i| self.sides[i].busy.load(Relaxed))
             .unwrap_or(0)
     }
 
-    fn take_idle(&self, key: &Key) -> Option<BackendConn> {
-        self.idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get_mut(key)?
-            .pop()
+    pub fn gauges(&self) -> Vec<BackendGauge> {
+        self.sides
+            .iter()
+            .map(|s| {
+                let i = s.inner();
+                BackendGauge {
+                    addr: s.backend.addr(),
+                    open: i.open,
+                    idle: i.idle.len(),
+                    waiting: s.waiting.load(Relaxed),
+                }
+            })
+            .collect()
     }
 
-    pub async fn lease(&self, key: Key) -> Result<Lease, LeaseError> {
-        let sem = self.slots[key.backend].clone();
-        let permit = tokio::time::timeout(self.cfg.wait_timeout, sem.acquire_owned())
-            .await
-            .map_err(|_| LeaseError::Timeout(self.cfg.wait_timeout, self.cfg.pool_max))?
-            .map_err(|_| LeaseError::Timeout(self.cfg.wait_timeout, self.cfg.pool_max))?;
-        if let Some(conn) = self.take_idle(&key) {
-            return Ok(Lease {
-                conn,
-                _permit: permit,
-            });
+    /// A connection for a client: the idle one that fits best, else a new
+    /// one, else wait. Idle connections unused for a while are pinged
+    /// first.
+    pub async fn lease(
+        &self,
+        backend: usize,
+        shape: Shape,
+        db: &Option<String>,
+        settings: &[Setting],
+    ) -> Result<BackendConn, LeaseError> {
+        let side = &self.sides[backend];
+        let s = self.settings();
+        let t0 = Instant::now();
+        let deadline = t0 + s.wait_timeout;
+        let mut waiting = WaitGuard {
+            n: &side.waiting,
+            counted: false,
+        };
+        let result = loop {
+            enum Next {
+                Use(Box<BackendConn>),
+                Open(Slot),
+                Wait,
+            }
+            let next = {
+                let mut inner = side.inner();
+                inner.last_shape = Some(shape);
+                let best = inner
+                    .idle
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| fit(c, shape, db, settings).map(|f| (f, i)))
+                    .max();
+                if let Some((_, i)) = best {
+                    Next::Use(Box::new(inner.idle.swap_remove(i)))
+                } else if inner.open < s.max {
+                    inner.open += 1;
+                    Next::Open(Slot { side: side.clone() })
+                } else if !inner.idle.is_empty() {
+                    // Full of connections that do not fit: close the oldest idle one.
+                    let old = inner.idle.remove(0);
+                    drop(inner);
+                    drop(old);
+                    continue;
+                } else {
+                    Next::Wait
+                }
+            };
+            match next {
+                Next::Use(mut c) => {
+                    if c.idle_since.elapsed() >= s.check_after && ping(&mut c).await.is_err() {
+                        continue; // dead: dropped, try again
+                    }
+                    break Ok(*c);
+                }
+                Next::Open(slot) => break self.open(backend, shape, slot).await,
+                Next::Wait => {
+                    if !waiting.counted {
+                        waiting.counted = true;
+                        if side.waiting.fetch_add(1, Relaxed) >= s.max_waiters {
+                            self.metrics.lease_rejected.fetch_add(1, Relaxed);
+                            break Err(LeaseError::Queue(s.max_waiters));
+                        }
+                    }
+                    let notified = side.notify.notified();
+                    let now = Instant::now();
+                    if now >= deadline
+                        || tokio::time::timeout(deadline - now, notified)
+                            .await
+                            .is_err()
+                    {
+                        self.metrics.lease_timeouts.fetch_add(1, Relaxed);
+                        break Err(LeaseError::Timeout(s.wait_timeout, s.max));
+                    }
+                }
+            }
+        };
+        drop(waiting);
+        self.metrics.wait(t0.elapsed());
+        if result.is_ok() {
+            side.busy.fetch_add(1, Relaxed);
         }
-        let b = &self.cfg.backends[key.backend];
+        result
+    }
+
+    async fn open(
+        &self,
+        backend: usize,
+        shape: Shape,
+        slot: Slot,
+    ) -> Result<BackendConn, LeaseError> {
+        let b = &self.cfg.backends[backend];
         let connect = async {
-            let mut s = TcpStream::connect((b.host.as_str(), b.port)).await?;
+            let s = TcpStream::connect((b.host.as_str(), b.port)).await?;
             s.set_nodelay(true)?;
-            handshake::login(
-                &mut s,
+            let mut io = PacketIo::new(s);
+            let hello = handshake::login(
+                &mut io.s,
                 &self.cfg.backend_user,
                 &self.cfg.backend_password,
-                key.shape,
-                key.collation,
-                key.db.as_deref(),
+                shape.caps,
+                shape.collation,
+                None,
             )
             .await?;
-            Ok::<_, WireError>(s)
+            Ok::<_, WireError>((io, hello))
         };
-        let stream = connect
-            .await
-            .map_err(|e| LeaseError::Connect(b.addr(), e))?;
-        Ok(Lease {
-            conn: BackendConn { stream, key },
-            _permit: permit,
-        })
-    }
-
-    /// Resets a connection a client has finished with and keeps it if clean.
-    pub fn give_back(self: &Arc<Self>, lease: Lease) {
-        let pool = self.clone();
-        tokio::spawn(async move {
-            let Lease { mut conn, _permit } = lease;
-            // The slot frees now; the reset happens off the client's path.
-            drop(_permit);
-            if reset(&mut conn).await.is_ok() {
-                let mut idle = pool.idle.lock().unwrap_or_else(|e| e.into_inner());
-                let list = idle.entry(conn.key.clone()).or_default();
-                if list.len() < pool.cfg.pool_max {
-                    list.push(conn);
-                }
+        match tokio::time::timeout(Duration::from_secs(10), connect).await {
+            Ok(Ok((io, hello))) => {
+                self.metrics.backend_connects.fetch_add(1, Relaxed);
+                let now = Instant::now();
+                Ok(BackendConn {
+                    io,
+                    shape,
+                    caps: shape.caps & SESSION_SHAPE & hello.caps,
+                    db: None,
+                    settings: Vec::new(),
+                    stmts: BackendStmts::default(),
+                    backend,
+                    created: now,
+                    idle_since: now,
+                    _slot: slot,
+                })
             }
-        });
-    }
-}
-
-/// One command and its single OK/ERR reply.
-async fn simple(s: &mut TcpStream, payload: &[u8]) -> Result<(), WireError> {
-    packet::write(s, 0, payload).await?;
-    let r = packet::read(s, 1 << 16).await?;
-    match r.payload.first() {
-        Some(0x00) if r.seq == 1 => Ok(()),
-        _ => Err(WireError::Protocol(
-            "unexpected reply while resetting a backend connection".into(),
-        )),
-    }
-}
-
-/// COM_RESET_CONNECTION, then the default database back to the key's.
-async fn reset(c: &mut BackendConn) -> Result<(), WireError> {
-    simple(&mut c.stream, &[0x1F]).await?;
-    match &c.key.db {
-        Some(db) => {
-            let mut p = vec![0x02];
-            p.extend_from_slice(db.as_bytes());
-            simple(&mut c.stream, &p).await
-        }
-        None => {
-            // The session may have run USE: only a connection without a
-            // default database may serve clients that asked for none.
-            packet::write(&mut c.stream, 0, b"\x03SELECT DATABASE() IS NULL").await?;
-            let deprecate_eof = c.key.shape & handshake::DEPRECATE_EOF != 0;
-            let mut packets = Vec::new();
-            loop {
-                let p = packet::read(&mut c.stream, 1 << 16).await?;
-                let end = match p.payload.first() {
-                    Some(0xFF) => return Err(WireError::Protocol("reset check failed".into())),
-                    // EOF (or OK-as-EOF) ends the rows; without DEPRECATE_EOF one EOF
-                    // also ends the column definitions.
-                    Some(0xFE) if p.payload.len() < 0xFF_FFFF => {
-                        let n_eof = packets
-                            .iter()
-                            .filter(|q: &&Vec<u8>| q.first() == Some(&0xFE))
-                            .count();
-                        deprecate_eof || n_eof == 1
-                    }
-                    _ => false,
-                };
-                packets.push(p.payload);
-                if end {
-                    break;
-                }
+            Ok(Err(e)) => {
+                self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
+                Err(LeaseError::Connect(b.addr(), e))
             }
-            // The row is "1" when there is no default database.
-            let clean = packets.iter().any(|p| p.as_slice() == b"\x011");
-            if clean {
-                Ok(())
-            } else {
-                Err(WireError::Protocol(
-                    "session left a default database".into(),
+            Err(_) => {
+                self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
+                Err(LeaseError::Connect(
+                    b.addr(),
+                    WireError::Protocol("connect timed out after 10 s".into()),
                 ))
             }
         }
     }
+
+    /// A connection whose session state is known goes back to the pool.
+    pub fn put(&self, mut c: BackendConn) {
+        let side = &self.sides[c.backend];
+        side.busy.fetch_sub(1, Relaxed);
+        let s = self.settings();
+        c.idle_since = Instant::now();
+        let mut inner = side.inner();
+        if inner.open > s.max || c.created.elapsed() >= s.max_lifetime {
+            drop(inner);
+            drop(c);
+            return;
+        }
+        inner.idle.push(c);
+        drop(inner);
+        side.notify.notify_one();
+    }
+
+    /// A connection in an unknown state is closed.
+    pub fn discard(&self, c: BackendConn) {
+        self.sides[c.backend].busy.fetch_sub(1, Relaxed);
+        drop(c);
+    }
+
+    /// Resets a connection off the client's path and returns it to the pool.
+    pub fn reset_and_put(self: &Arc<Self>, mut c: BackendConn) {
+        let pool = self.clone();
+        tokio::spawn(async move {
+            pool.metrics.resets.fetch_add(1, Relaxed);
+            if simple(&mut c, &[0x1F]).await.is_ok() {
+                c.after_reset();
+                pool.put(c);
+            } else {
+                pool.discard(c);
+            }
+        });
+    }
+
+    /// Closes idle connections past their idle timeout or lifetime and
+    /// opens connections up to `min`. Runs every second until dropped.
+    pub async fn maintain(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let s = self.settings();
+            for (b, side) in self.sides.iter().enumerate() {
+                let (old, want) = {
+                    let mut inner = side.inner();
+                    let mut old = Vec::new();
+                    let mut i = 0;
+                    while i < inner.idle.len() {
+                        let c = &inner.idle[i];
+                        let expired = c.created.elapsed() >= s.max_lifetime
+                            || (c.idle_since.elapsed() >= s.idle_timeout
+                                && inner.open - old.len() > s.min);
+                        if expired {
+                            old.push(inner.idle.swap_remove(i));
+                        } else {
+                            i += 1;
+                        }
+                    }
+                    let open_after = inner.open - old.len();
+                    let want = match inner.last_shape {
+                        Some(shape) if open_after < s.min => {
+                            inner.open += s.min - open_after;
+                            Some((shape, s.min - open_after))
+                        }
+                        _ => None,
+                    };
+                    (old, want)
+                };
+                drop(old);
+                if let Some((shape, n)) = want {
+                    for _ in 0..n {
+                        let slot = Slot { side: side.clone() };
+                        if let Ok(c) = self.open(b, shape, slot).await {
+                            side.busy.fetch_add(1, Relaxed);
+                            self.put(c);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts a client in the wait queue; leaves it when dropped.
+struct WaitGuard<'a> {
+    n: &'a AtomicUsize,
+    counted: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.n.fetch_sub(1, Relaxed);
+        }
+    }
+}
+
+/// Sends one command and reads its whole reply without forwarding it;
+/// returns the reply's outcome (an ERR is an `Ok` with `error` set).
+pub async fn command(
+    c: &mut BackendConn,
+    payload: &[u8],
+    expect: Expect,
+) -> Result<crate::response::Outcome, WireError> {
+    c.io.write_packet(0, payload).await?;
+    let mut t = Tracker::new(expect, c.deprecate_eof());
+    loop {
+        let (_, mut p) = c.io.read_packet(1 << 30).await?;
+        let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let look = p.len().min(crate::response::PREFIX);
+        if t.packet(len, &mut p[..look])? == crate::response::Event::End {
+            return Ok(t.outcome);
+        }
+    }
+}
+
+/// A command answered by a single OK; an ERR is an error.
+pub async fn simple(c: &mut BackendConn, payload: &[u8]) -> Result<(), WireError> {
+    let o = command(c, payload, Expect::Single).await?;
+    match o.error {
+        None => Ok(()),
+        Some((code, msg)) => Err(WireError::Protocol(format!("ERROR {code}: {msg}"))),
+    }
+}
+
+async fn ping(c: &mut BackendConn) -> Result<(), WireError> {
+    tokio::time::timeout(Duration::from_secs(2), simple(c, &[0x0E]))
+        .await
+        .map_err(|_| WireError::Protocol("ping timed out".into()))?
 }

@@ -1,218 +1,690 @@
-//! One client session: log in, lease a backend, pass packets through until
-//! the client quits, then hand the backend back (or drop it if its state
-//! is unknown).
+//! One client session: log in, then read commands one at a time, run each
+//! on a backend connection and forward the reply as it arrives.
+//!
+//! In `transaction` mode the backend connection goes back to the pool when
+//! a command ends outside a transaction and nothing pins the client to it;
+//! the next command may run on another connection, after the client's
+//! default database and settings are replayed there. In `session` mode the
+//! client keeps its connection until it quits; it is then reset and reused.
 
-use std::sync::Arc;
+mod ps;
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, RwLock};
 
 use sqlfleet_wire::handshake::SESSION_SHAPE;
-use sqlfleet_wire::packet;
-use tokio::net::TcpStream;
+use sqlfleet_wire::packet::{self, WireError};
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::auth;
-use crate::config::RelayConfig;
-use crate::pool::{Key, Pool};
+use crate::auth::{self, Greeting};
+use crate::config::{Account, Mode, RelayConfig};
+use crate::io::{AnyStream, ForwardError, PacketIo};
+use crate::metrics::Metrics;
+use crate::pool::{self, BackendConn, Pool, Shape};
+use crate::response::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
+use crate::sql::{self, Effects, Pin, Setting};
+use crate::stmt::ClientStmts;
 
 const COM_QUIT: u8 = 0x01;
+const COM_INIT_DB: u8 = 0x02;
+const COM_QUERY: u8 = 0x03;
+const COM_FIELD_LIST: u8 = 0x04;
+const COM_REFRESH: u8 = 0x07;
+const COM_STATISTICS: u8 = 0x09;
+const COM_PROCESS_INFO: u8 = 0x0A;
+const COM_PROCESS_KILL: u8 = 0x0C;
+const COM_DEBUG: u8 = 0x0D;
+const COM_PING: u8 = 0x0E;
 const COM_CHANGE_USER: u8 = 0x11;
+const COM_STMT_PREPARE: u8 = 0x16;
+const COM_STMT_EXECUTE: u8 = 0x17;
+const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
+const COM_STMT_CLOSE: u8 = 0x19;
+const COM_STMT_RESET: u8 = 0x1A;
+const COM_SET_OPTION: u8 = 0x1B;
+const COM_STMT_FETCH: u8 = 0x1C;
+const COM_RESET_CONNECTION: u8 = 0x1F;
 
-enum End {
-    /// COM_QUIT: the backend is idle and can be reused.
-    Quit,
-    /// The client asked for something this relay does not pass through.
-    Unsupported(&'static str),
-    /// Either side went away mid-session: the backend's state is unknown.
-    Gone,
+/// What every session shares.
+pub struct Ctx {
+    pub cfg: Arc<RelayConfig>,
+    pub pool: Arc<Pool>,
+    pub users: RwLock<Arc<HashMap<String, Account>>>,
+    pub greeting: Greeting,
+    pub metrics: Arc<Metrics>,
 }
 
-pub async fn serve(cfg: Arc<RelayConfig>, pool: Arc<Pool>, mut client: TcpStream, id: u32) {
-    let _ = client.set_nodelay(true);
-    let Ok((hello, seq)) = auth::login(&cfg, &mut client, id).await else {
-        return;
-    };
-    let key = Key {
-        backend: pool.pick(),
-        shape: hello.caps & SESSION_SHAPE,
-        collation: hello.collation,
-        db: hello.database.clone(),
-    };
-    let mut lease = match pool.lease(key).await {
-        Ok(l) => l,
-        Err(e) => {
-            let code = if matches!(e, crate::pool::LeaseError::Timeout(..)) {
-                1040
-            } else {
-                2003
-            };
-            let _ = packet::write(
-                &mut client,
-                seq,
-                &packet::err_payload(code, "08004", &format!("sqlfleet relay: {e}")),
-            )
-            .await;
+/// Why a command did not complete normally.
+enum Fail {
+    /// Answer the command with this error; the session goes on.
+    Err(u16, &'static str, String),
+    /// The backend connection broke before any of the reply was forwarded.
+    Lost(String),
+    /// End the session (the client went away, or a reply was cut).
+    Close,
+}
+
+impl From<crate::pool::LeaseError> for Fail {
+    fn from(e: crate::pool::LeaseError) -> Fail {
+        Fail::Err(e.code(), "08004", format!("sqlfleet relay: {e}"))
+    }
+}
+
+struct Session {
+    ctx: Arc<Ctx>,
+    io: PacketIo<AnyStream>,
+    mode: Mode,
+    shape: Shape,
+    caps: u32,
+    nonce: [u8; 20],
+    tls: bool,
+    db: Option<String>,
+    settings: Vec<Setting>,
+    stmts: ClientStmts,
+    pins: BTreeSet<Pin>,
+    cursors: HashSet<u32>,
+    long_data: HashSet<u32>,
+    pin_next: Option<Pin>,
+    set_tx_armed: bool,
+    in_trans: bool,
+    autocommit: bool,
+    conn: Option<BackendConn>,
+    backend: Option<usize>,
+}
+
+struct ConnectedGauge(Arc<Metrics>);
+impl Drop for ConnectedGauge {
+    fn drop(&mut self) {
+        self.0.clients_connected.fetch_sub(1, Relaxed);
+    }
+}
+
+pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32)
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    ctx.metrics.clients_total.fetch_add(1, Relaxed);
+    ctx.metrics.clients_connected.fetch_add(1, Relaxed);
+    let _gauge = ConnectedGauge(ctx.metrics.clone());
+    let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let login = auth::login(&ctx.cfg, &users, &ctx.greeting, stream, id);
+    let li = match tokio::time::timeout(std::time::Duration::from_secs(10), login).await {
+        Ok(Ok(li)) => li,
+        Ok(Err(auth::AuthError::Denied(_))) => {
+            ctx.metrics.auth_failures.fetch_add(1, Relaxed);
             return;
         }
+        _ => return, // stalled, malformed or gone mid-handshake
     };
-    if packet::write(&mut client, seq, &packet::ok_payload(2))
-        .await
-        .is_err()
-    {
-        pool.give_back(lease);
+    let mut s = Session {
+        mode: ctx.cfg.mode,
+        shape: Shape {
+            caps: li.hello.caps & SESSION_SHAPE,
+            collation: li.hello.collation,
+        },
+        caps: li.hello.caps,
+        nonce: li.nonce,
+        tls: li.tls,
+        db: li.hello.database.clone(),
+        settings: Vec::new(),
+        stmts: ClientStmts::default(),
+        pins: BTreeSet::new(),
+        cursors: HashSet::new(),
+        long_data: HashSet::new(),
+        pin_next: None,
+        set_tx_armed: false,
+        in_trans: false,
+        autocommit: true,
+        conn: None,
+        backend: None,
+        io: PacketIo::new(li.stream),
+        ctx,
+    };
+    if s.mode == Mode::Session {
+        s.pins.insert(Pin::Session);
+        s.ctx.metrics.pin(Pin::Session);
+    }
+    // A default database asked for at login must exist.
+    if s.db.is_some() {
+        if let Err(f) = s.ensure_conn().await {
+            let (code, state, msg) = match f {
+                Fail::Err(c, st, m) => (c, st, m),
+                Fail::Lost(m) => (2013, "HY000", m),
+                Fail::Close => return,
+            };
+            let _ =
+                s.io.write_packet(li.seq, &packet::err_payload(code, state, &msg))
+                    .await;
+            return;
+        }
+    }
+    if s.io.write_packet(li.seq, &s.ok()).await.is_err() {
+        s.finish();
         return;
     }
-    match pipe(&mut client, &mut lease.conn.stream, cfg.max_packet).await {
-        End::Quit => pool.give_back(lease),
-        End::Unsupported(what) => {
-            let msg = format!("sqlfleet relay: {what} is not supported yet");
-            let _ = packet::write(&mut client, 1, &packet::err_payload(1235, "42000", &msg)).await;
+    s.release_if_free();
+    s.run().await;
+    s.finish();
+}
+
+fn upsert(list: &mut Vec<Setting>, s: &Setting) {
+    list.retain(|x| x.name != s.name);
+    list.push(s.clone());
+}
+
+impl Session {
+    fn ok(&self) -> Vec<u8> {
+        let mut status = 0;
+        if self.autocommit {
+            status |= STATUS_AUTOCOMMIT;
         }
-        End::Gone => {}
-    }
-}
-
-/// Follows packet boundaries in a byte stream without buffering whole
-/// packets: finds each command packet's first byte (sequence id 0), so
-/// COM_QUIT and COM_CHANGE_USER can be caught while bytes are copied in
-/// large reads. A header cut by a read is held back (at most 4 bytes) so
-/// that no part of a caught packet ever reaches the backend.
-#[derive(Default)]
-struct Framer {
-    /// Bytes of the current packet's payload still to pass.
-    remaining: usize,
-    /// The start of a header the previous read cut off.
-    held: Vec<u8>,
-}
-
-enum Seen {
-    Pass,
-    Stop(End),
-}
-
-impl Framer {
-    /// Takes the next read; returns the bytes to forward now and whether
-    /// the session ends here.
-    fn scan<'a>(&mut self, read: &'a [u8]) -> (std::borrow::Cow<'a, [u8]>, Seen) {
-        let data: std::borrow::Cow<'a, [u8]> = if self.held.is_empty() {
-            std::borrow::Cow::Borrowed(read)
-        } else {
-            let mut v = std::mem::take(&mut self.held);
-            v.extend_from_slice(read);
-            std::borrow::Cow::Owned(v)
-        };
-        let mut i = 0;
-        while i < data.len() {
-            if self.remaining > 0 {
-                let n = self.remaining.min(data.len() - i);
-                self.remaining -= n;
-                i += n;
-                continue;
-            }
-            let h = &data[i..];
-            let len = if h.len() >= 3 {
-                u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize
-            } else {
-                usize::MAX
-            };
-            if len == 0 && h.len() >= 4 {
-                i += 4; // an empty packet: no command byte
-                continue;
-            }
-            if h.len() < 5 {
-                // Hold the cut header back until the rest arrives.
-                self.held = h.to_vec();
-                return (cut(data, i), Seen::Pass);
-            }
-            if h[3] == 0 && h[4] == COM_QUIT {
-                return (cut(data, i), Seen::Stop(End::Quit));
-            }
-            if h[3] == 0 && h[4] == COM_CHANGE_USER {
-                return (
-                    cut(data, i),
-                    Seen::Stop(End::Unsupported("COM_CHANGE_USER")),
-                );
-            }
-            self.remaining = len;
-            i += 4;
+        if self.in_trans {
+            status |= STATUS_IN_TRANS;
         }
-        (data, Seen::Pass)
+        packet::ok_payload(status)
     }
-}
 
-fn cut(data: std::borrow::Cow<'_, [u8]>, at: usize) -> std::borrow::Cow<'_, [u8]> {
-    match data {
-        std::borrow::Cow::Borrowed(b) => std::borrow::Cow::Borrowed(&b[..at]),
-        std::borrow::Cow::Owned(mut v) => {
-            v.truncate(at);
-            std::borrow::Cow::Owned(v)
-        }
-    }
-}
-
-async fn pipe(client: &mut TcpStream, backend: &mut TcpStream, _max_packet: usize) -> End {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let (mut cr, mut cw) = client.split();
-    let (mut br, mut bw) = backend.split();
-    let to_backend = async {
-        let mut framer = Framer::default();
-        let mut buf = vec![0u8; 64 * 1024];
+    async fn run(&mut self) {
         loop {
-            let n = match cr.read(&mut buf).await {
-                Ok(0) | Err(_) => return End::Gone,
-                Ok(n) => n,
+            let (seq, cmd) = match self.io.read_packet(self.ctx.cfg.max_packet).await {
+                Ok(p) => p,
+                Err(WireError::TooBig { len, max }) => {
+                    let msg = format!(
+                        "Got a packet bigger than the relay's max_packet ({len} > {max} bytes)"
+                    );
+                    let _ = self
+                        .io
+                        .write_packet(1, &packet::err_payload(1153, "08S01", &msg))
+                        .await;
+                    return;
+                }
+                Err(_) => return,
             };
-            let (out, seen) = framer.scan(&buf[..n]);
-            if !out.is_empty() && bw.write_all(&out).await.is_err() {
-                return End::Gone;
+            if seq != 0 || cmd.is_empty() {
+                let _ = self
+                    .io
+                    .write_packet(
+                        1,
+                        &packet::err_payload(1156, "08S01", "Got packets out of order"),
+                    )
+                    .await;
+                return;
             }
-            if let Seen::Stop(e) = seen {
-                return e;
+            self.ctx.metrics.commands.fetch_add(1, Relaxed);
+            self.ctx
+                .metrics
+                .bytes_to_backend
+                .fetch_add(cmd.len() as u64 + 4, Relaxed);
+            if cmd[0] == COM_QUIT {
+                return;
             }
-        }
-    };
-    let to_client = async {
-        let _ = tokio::io::copy(&mut br, &mut cw).await;
-        let _ = cw.shutdown().await;
-        End::Gone
-    };
-    tokio::select! {
-        e = to_backend => e,
-        e = to_client => e,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pkt(seq: u8, payload: &[u8]) -> Vec<u8> {
-        let mut v = (payload.len() as u32).to_le_bytes()[..3].to_vec();
-        v.push(seq);
-        v.extend_from_slice(payload);
-        v
-    }
-
-    #[test]
-    fn finds_quit_across_any_split_and_never_forwards_it() {
-        let mut stream = pkt(0, b"\x03SELECT 1");
-        stream.extend(pkt(0, &[]));
-        stream.extend(pkt(0, &[0x03; 300]));
-        let quit_at = stream.len();
-        stream.extend(pkt(0, &[COM_QUIT]));
-        for cut in 0..=stream.len() {
-            for cut2 in cut..=stream.len() {
-                let mut f = Framer::default();
-                let mut out = Vec::new();
-                let mut stopped = false;
-                for part in [&stream[..cut], &stream[cut..cut2], &stream[cut2..]] {
-                    let (o, seen) = f.scan(part);
-                    out.extend_from_slice(&o);
-                    if matches!(seen, Seen::Stop(End::Quit)) {
-                        stopped = true;
-                        break;
+            // A one-statement pin ends after the statement it was kept for.
+            self.pin_next = None;
+            let r = self.command(&cmd).await;
+            match r {
+                Ok(()) => {}
+                Err(Fail::Close) => return,
+                Err(Fail::Err(code, state, msg)) => {
+                    self.ctx.metrics.errors.fetch_add(1, Relaxed);
+                    if self
+                        .io
+                        .write_packet(1, &packet::err_payload(code, state, &msg))
+                        .await
+                        .is_err()
+                    {
+                        return;
                     }
                 }
-                assert!(stopped, "cuts {cut},{cut2}");
-                assert_eq!(out, &stream[..quit_at], "cuts {cut},{cut2}");
+                Err(Fail::Lost(msg)) => {
+                    self.ctx.metrics.errors.fetch_add(1, Relaxed);
+                    self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                    if let Some(c) = self.conn.take() {
+                        self.ctx.pool.discard(c);
+                    }
+                    let stateful = self.in_trans
+                        || !self.pins.is_empty()
+                        || !self.settings.is_empty() && self.mode == Mode::Session;
+                    let msg = format!("Lost connection to backend server during query ({msg})");
+                    let _ = self
+                        .io
+                        .write_packet(1, &packet::err_payload(2013, "HY000", &msg))
+                        .await;
+                    if stateful {
+                        // The session's state died with the backend: the
+                        // client must reconnect rather than carry on without it.
+                        return;
+                    }
+                }
             }
+            self.release_if_free();
+        }
+    }
+
+    async fn command(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        match cmd[0] {
+            COM_QUERY => self.query(cmd).await,
+            COM_PING if self.conn.is_none() => self.local_ok().await,
+            COM_PING | COM_STATISTICS | COM_PROCESS_KILL | COM_DEBUG | COM_REFRESH => {
+                self.forward(cmd, Expect::Single, None).await.map(drop)
+            }
+            COM_PROCESS_INFO => self
+                .forward(cmd, Expect::Results { cursor: false }, None)
+                .await
+                .map(drop),
+            COM_FIELD_LIST => self.forward(cmd, Expect::FieldList, None).await.map(drop),
+            COM_INIT_DB => {
+                let o = self.forward(cmd, Expect::Single, None).await?;
+                if o.error.is_none() {
+                    let db = String::from_utf8_lossy(&cmd[1..]).into_owned();
+                    self.set_db(db);
+                }
+                Ok(())
+            }
+            COM_SET_OPTION => {
+                self.pin(Pin::SetOption);
+                self.forward(cmd, Expect::Single, None).await.map(drop)
+            }
+            COM_RESET_CONNECTION => self.reset_connection(cmd).await,
+            COM_CHANGE_USER => self.change_user(cmd).await,
+            COM_STMT_PREPARE => self.prepare(cmd).await,
+            COM_STMT_EXECUTE => self.execute(cmd).await,
+            COM_STMT_SEND_LONG_DATA => self.send_long_data(cmd).await,
+            COM_STMT_CLOSE => self.close_stmt(cmd).await,
+            COM_STMT_RESET => self.reset_stmt(cmd).await,
+            COM_STMT_FETCH => self.fetch(cmd).await,
+            c => Err(Fail::Err(
+                1047,
+                "08S01",
+                format!("Unknown command 0x{c:02x} (not passed through by the relay)"),
+            )),
+        }
+    }
+
+    async fn local_ok(&mut self) -> Result<(), Fail> {
+        let ok = self.ok();
+        self.io
+            .write_packet(1, &ok)
+            .await
+            .map(drop)
+            .map_err(|_| Fail::Close)
+    }
+
+    fn pin(&mut self, p: Pin) {
+        if self.pins.insert(p) {
+            self.ctx.metrics.pin(p);
+        }
+    }
+
+    fn set_db(&mut self, db: String) {
+        if let Some(c) = self.conn.as_mut() {
+            c.db = Some(db.clone());
+        }
+        self.db = Some(db);
+    }
+
+    async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let fx = match self.mode {
+            Mode::Transaction => sql::analyze(&cmd[1..]),
+            Mode::Session => Effects::default(),
+        };
+        // Take the pins first so that nothing releases the connection early.
+        let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
+        for p in &fx.pins {
+            self.pin(*p);
+        }
+        let o = self
+            .forward(cmd, Expect::Results { cursor: false }, None)
+            .await?;
+        if o.error.is_none() {
+            for s in &fx.settings {
+                upsert(&mut self.settings, s);
+                if let Some(c) = self.conn.as_mut() {
+                    upsert(&mut c.settings, s);
+                }
+            }
+            if let Some(db) = fx.use_db {
+                self.set_db(db);
+            }
+        }
+        for p in &fx.unpins {
+            self.pins.remove(p);
+        }
+        if had_set_tx && !self.in_trans {
+            self.pins.remove(&Pin::SetTransaction);
+        }
+        self.set_tx_armed = self.pins.contains(&Pin::SetTransaction);
+        let next = if o.insert_id != 0 {
+            Some(Pin::LastInsertId)
+        } else {
+            fx.pin_next
+        };
+        if let Some(p) = next {
+            if self.mode == Mode::Transaction {
+                self.ctx.metrics.pin(p);
+            }
+            self.pin_next = Some(p);
+        }
+        Ok(())
+    }
+
+    /// The client's backend connection, leased and brought to the
+    /// client's session state if it has none.
+    async fn ensure_conn(&mut self) -> Result<&mut BackendConn, Fail> {
+        if self.conn.is_none() {
+            let b = match self.backend {
+                Some(b) if self.mode == Mode::Session => b,
+                _ => self.ctx.pool.pick(),
+            };
+            self.backend = Some(b);
+            let mut c = self
+                .ctx
+                .pool
+                .lease(b, self.shape, &self.db, &self.settings)
+                .await?;
+            match self.sync(&mut c).await {
+                Ok(()) => self.conn = Some(c),
+                Err(e) => {
+                    self.ctx.pool.discard(c);
+                    return Err(e);
+                }
+            }
+        }
+        self.conn.as_mut().ok_or(Fail::Close)
+    }
+
+    /// Replays the client's settings and default database on `c`.
+    async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
+        let lost = |e: WireError| Fail::Lost(e.to_string());
+        if c.settings
+            .iter()
+            .any(|s| s.is_pseudo() && !self.settings.contains(s))
+        {
+            self.ctx.metrics.resets.fetch_add(1, Relaxed);
+            pool::simple(c, &[0x1F]).await.map_err(lost)?;
+            c.after_reset();
+        }
+        let mut parts: Vec<String> = self
+            .settings
+            .iter()
+            .filter(|s| !c.settings.contains(s))
+            .map(|s| s.text.clone())
+            .collect();
+        for s in &c.settings {
+            if !self.settings.iter().any(|x| x.name == s.name) {
+                parts.push(format!("@@session.{} = DEFAULT", s.name));
+            }
+        }
+        if !parts.is_empty() {
+            self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
+            let mut q = b"\x03SET ".to_vec();
+            q.extend_from_slice(parts.join(", ").as_bytes());
+            let o = pool::command(c, &q, Expect::Results { cursor: false })
+                .await
+                .map_err(lost)?;
+            if let Some((code, msg)) = o.error {
+                return Err(Fail::Err(
+                    code,
+                    "HY000",
+                    format!("sqlfleet relay: replaying session settings: {msg}"),
+                ));
+            }
+            c.settings = self.settings.clone();
+        }
+        match (&self.db, &c.db) {
+            (Some(d), cur) if cur.as_ref() != Some(d) => {
+                let mut p = vec![COM_INIT_DB];
+                p.extend_from_slice(d.as_bytes());
+                let o = pool::command(c, &p, Expect::Single).await.map_err(lost)?;
+                if let Some((code, msg)) = o.error {
+                    return Err(Fail::Err(code, "42000", msg));
+                }
+                c.db = Some(d.clone());
+            }
+            (None, Some(_)) => {
+                return Err(Fail::Err(
+                    1046,
+                    "3D000",
+                    "sqlfleet relay: no backend connection without a default database".into(),
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Sends a command on the client's backend connection and forwards the
+    /// reply; `rewrite_id` replaces a prepared statement's id in it.
+    async fn forward(
+        &mut self,
+        payload: &[u8],
+        expect: Expect,
+        rewrite_id: Option<u32>,
+    ) -> Result<Outcome, Fail> {
+        self.ensure_conn().await?;
+        let Some(mut c) = self.conn.take() else {
+            return Err(Fail::Close);
+        };
+        let sent = async {
+            for id in std::mem::take(&mut c.stmts.to_close) {
+                let mut p = vec![COM_STMT_CLOSE];
+                p.extend_from_slice(&id.to_le_bytes());
+                c.io.write_packet(0, &p).await?;
+            }
+            c.io.write_packet(0, payload).await
+        };
+        if let Err(e) = sent.await {
+            self.ctx.pool.discard(c);
+            return Err(Fail::Lost(e.to_string()));
+        }
+        let mut t = crate::response::Tracker::new(expect, c.deprecate_eof());
+        t.rewrite_id = rewrite_id;
+        match c.io.forward_reply(&mut self.io, &mut t).await {
+            Ok(n) => {
+                self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
+                self.conn = Some(c);
+            }
+            Err(ForwardError::Client(_)) => {
+                // Gone mid-reply: the rest of the reply is still coming.
+                self.ctx.pool.discard(c);
+                return Err(Fail::Close);
+            }
+            Err(ForwardError::Backend { err, forwarded }) => {
+                self.ctx.pool.discard(c);
+                self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                if forwarded {
+                    return Err(Fail::Close);
+                }
+                return Err(Fail::Lost(err.to_string()));
+            }
+        }
+        let o = t.outcome;
+        if o.error.is_some() {
+            self.ctx.metrics.errors.fetch_add(1, Relaxed);
+        }
+        if let Some(st) = o.status {
+            self.in_trans = st & STATUS_IN_TRANS != 0;
+            self.autocommit = st & STATUS_AUTOCOMMIT != 0;
+        }
+        Ok(o)
+    }
+
+    /// In transaction mode, hands the backend connection back when nothing
+    /// ties the client to it.
+    fn release_if_free(&mut self) {
+        if self.mode == Mode::Transaction
+            && !self.in_trans
+            && self.pins.is_empty()
+            && self.pin_next.is_none()
+        {
+            if let Some(c) = self.conn.take() {
+                self.ctx.pool.put(c);
+            }
+        }
+    }
+
+    /// The client is done: its connection (between commands, so in a known
+    /// state apart from the session's leftovers) is reset and reused.
+    fn finish(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.ctx.pool.reset_and_put(c);
+        }
+    }
+
+    fn clear_state(&mut self) {
+        self.settings.clear();
+        self.stmts.clear();
+        self.cursors.clear();
+        self.long_data.clear();
+        self.pins.retain(|p| *p == Pin::Session);
+        self.pin_next = None;
+        self.set_tx_armed = false;
+        self.in_trans = false;
+        self.autocommit = true;
+    }
+
+    async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        if self.conn.is_some() {
+            let o = self.forward(cmd, Expect::Single, None).await?;
+            if o.error.is_none() {
+                if let Some(c) = self.conn.as_mut() {
+                    c.after_reset();
+                }
+            }
+        } else {
+            self.local_ok().await?;
+        }
+        self.clear_state();
+        Ok(())
+    }
+
+    async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let Some(req) = parse_change_user(cmd, self.caps) else {
+            return Err(Fail::Err(1047, "08S01", "malformed COM_CHANGE_USER".into()));
+        };
+        let users = self
+            .ctx
+            .users
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let seq = match auth::check(
+            &self.ctx.cfg,
+            &users,
+            &mut self.io.s,
+            1,
+            &req.user,
+            req.plugin.as_deref(),
+            req.auth,
+            &self.nonce,
+            self.tls,
+        )
+        .await
+        {
+            Ok(seq) => seq,
+            Err(_) => {
+                self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                return Err(Fail::Close);
+            }
+        };
+        if let Some(c) = self.conn.take() {
+            self.ctx.pool.reset_and_put(c);
+        }
+        self.clear_state();
+        if let Some(coll) = req.collation {
+            self.shape.collation = coll;
+        }
+        self.db = req.database;
+        if self.db.is_some() {
+            if let Err(f) = self.ensure_conn().await {
+                let (code, state, msg) = match f {
+                    Fail::Err(c, s, m) => (c, s, m),
+                    Fail::Lost(m) => (2013, "HY000", m),
+                    Fail::Close => return Err(Fail::Close),
+                };
+                let _ = self
+                    .io
+                    .write_packet(seq, &packet::err_payload(code, state, &msg))
+                    .await;
+                return Err(Fail::Close);
+            }
+        }
+        let ok = self.ok();
+        self.io
+            .write_packet(seq, &ok)
+            .await
+            .map(drop)
+            .map_err(|_| Fail::Close)
+    }
+}
+
+struct ChangeUser {
+    user: String,
+    auth: Vec<u8>,
+    database: Option<String>,
+    collation: Option<u8>,
+    plugin: Option<String>,
+}
+
+fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
+    let cstr = |i: &mut usize| -> Option<Vec<u8>> {
+        let end = p.get(*i..)?.iter().position(|&b| b == 0)?;
+        let s = p[*i..*i + end].to_vec();
+        *i += end + 1;
+        Some(s)
+    };
+    let mut i = 1;
+    let user = String::from_utf8_lossy(&cstr(&mut i)?).into_owned();
+    let auth = if caps & sqlfleet_wire::handshake::SECURE_CONNECTION != 0 {
+        let n = *p.get(i)? as usize;
+        let a = p.get(i + 1..i + 1 + n)?.to_vec();
+        i += 1 + n;
+        a
+    } else {
+        cstr(&mut i)?
+    };
+    let db = cstr(&mut i).unwrap_or_default();
+    let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
+    let mut collation = None;
+    let mut plugin = None;
+    if let Some(c) = p.get(i..i + 2) {
+        collation = Some(c[0]);
+        i += 2;
+        plugin = cstr(&mut i).map(|v| String::from_utf8_lossy(&v).into_owned());
+    }
+    Some(ChangeUser {
+        user,
+        auth,
+        database,
+        collation,
+        plugin,
+    })
+}
+
+/// A client connection just accepted.
+pub enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// Accepts on one listener and hands connections to the relay's loop.
+pub async fn accept_loop(l: crate::Listener, tx: tokio::sync::mpsc::Sender<Accepted>) {
+    loop {
+        let a = match &l {
+            crate::Listener::Tcp(t) => t.accept().await.map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Accepted::Tcp(s)
+            }),
+            crate::Listener::Unix(u, _) => u.accept().await.map(|(s, _)| Accepted::Unix(s)),
+        };
+        match a {
+            Ok(a) => {
+                if tx.send(a).await.is_err() {
+                    return;
+                }
+            }
+            // Out of file descriptors and the like: back off briefly.
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
         }
     }
 }

@@ -157,19 +157,38 @@ fn clients_work_through_the_relay_and_reuse_backends() {
 #[test]
 fn a_full_pool_gives_a_clear_error_after_the_wait_timeout() {
     let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "0.5"]);
+    let relay = start_relay(
+        srv,
+        &[
+            "--mode",
+            "session",
+            "--pool-max",
+            "1",
+            "--wait-timeout",
+            "0.5",
+        ],
+    );
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
-        let holder = app(relay.port, "app-pw", None)
+        let mut holder = app(relay.port, "app-pw", None)
             .connect(Duration::from_secs(5))
             .await
             .expect("first");
+        holder
+            .query_drop("SELECT 1")
+            .await
+            .expect("holds a backend");
         let t0 = Instant::now();
-        let e = app(relay.port, "app-pw", None)
+        // Session mode leases at the first command.
+        let mut second = app(relay.port, "app-pw", None)
             .connect(Duration::from_secs(5))
             .await
-            .expect_err("pool full");
-        assert_eq!(e.server_code(), Some(1040), "{e}");
+            .expect("login needs no backend");
+        let e = second.query_drop("SELECT 1").await.expect_err("pool full");
+        assert!(
+            matches!(&e, mysql_async::Error::Server(s) if s.code == 1040),
+            "{e}"
+        );
         assert!(
             e.to_string().contains("no backend connection became free"),
             "{e}"

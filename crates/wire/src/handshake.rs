@@ -69,16 +69,27 @@ pub fn greeting(
     nonce: &[u8; 20],
     collation: u8,
 ) -> Vec<u8> {
+    greeting_with(server_version, connection_id, nonce, collation, SERVER_CAPS)
+}
+
+/// The greeting with the given capabilities (e.g. SSL added).
+pub fn greeting_with(
+    server_version: &str,
+    connection_id: u32,
+    nonce: &[u8; 20],
+    collation: u8,
+    caps: u32,
+) -> Vec<u8> {
     let mut p = vec![10];
     p.extend_from_slice(server_version.as_bytes());
     p.push(0);
     p.extend_from_slice(&connection_id.to_le_bytes());
     p.extend_from_slice(&nonce[..8]);
     p.push(0);
-    p.extend_from_slice(&(SERVER_CAPS as u16).to_le_bytes());
+    p.extend_from_slice(&(caps as u16).to_le_bytes());
     p.push(collation);
     p.extend_from_slice(&2u16.to_le_bytes()); // SERVER_STATUS_AUTOCOMMIT
-    p.extend_from_slice(&((SERVER_CAPS >> 16) as u16).to_le_bytes());
+    p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
     p.push(21);
     p.extend_from_slice(&[0; 10]);
     p.extend_from_slice(&nonce[8..]);

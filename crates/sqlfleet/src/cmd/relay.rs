@@ -1,55 +1,88 @@
-//! `sqlfleet relay` (quick mode): a session-pooling MySQL-protocol relay.
+//! `sqlfleet relay`: a MySQL-protocol connection pool and proxy, from
+//! flags (quick mode) or a TOML file (full mode).
 
 use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_relay::config::{parse_user, Backend, RelayConfig};
+use sqlfleet_relay::config::{
+    self, parse_user, Backend, Dynamic, Mode, PoolSettings, RelayConfig, TlsFiles,
+};
+use sqlfleet_relay::{Listener, Relay};
 
 use crate::exit::Exit;
 
 /// Listen for MySQL clients and serve them from a pool of logged-in
-/// backend connections (session pooling; mysql_native_password; no TLS yet).
+/// backend connections.
 ///
-/// SIGTERM or Ctrl-C stops accepting and lets sessions finish (up to 30 s).
+/// Quick mode: `--backend`, `--backend-user`, `--user NAME:PASSWORD`.
+/// Full mode: `--config relay.toml` (see README). SIGTERM or Ctrl-C stops
+/// accepting and lets sessions finish (up to 30 s); SIGHUP reloads the
+/// config file's users and pool settings without dropping clients.
 #[derive(clap::Args, Debug)]
 pub struct RelayArgs {
-    /// Address to listen on
-    #[arg(long, default_value = "127.0.0.1:6033")]
-    listen: String,
-    /// A backend server (repeatable; sessions go to the least busy)
-    #[arg(long = "backend", value_name = "HOST:PORT", required = true)]
+    /// A TOML config file (full mode); the other flags are then not used
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["backends", "users", "users_file"])]
+    config: Option<PathBuf>,
+    /// Check the config file and exit (0 if it is valid)
+    #[arg(long, requires = "config")]
+    check_config: bool,
+    /// Read a password on stdin and print the hashes a config file takes
+    #[arg(long, exclusive = true)]
+    hash_password: bool,
+    /// Address to listen on: HOST:PORT or unix:/path (repeatable)
+    #[arg(long = "listen", default_value = "127.0.0.1:6033")]
+    listen: Vec<String>,
+    /// A backend server (repeatable; clients go to the least busy)
+    #[arg(long = "backend", value_name = "HOST:PORT", required_unless_present_any = ["config", "hash_password"])]
     backends: Vec<String>,
     /// User the relay logs in to backends as
-    #[arg(long)]
+    #[arg(long, default_value = "root")]
     backend_user: String,
-    /// Its password (or MYSQL_PWD)
+    /// Its password (or SQLFLEET_BACKEND_PASSWORD, or MYSQL_PWD)
     #[arg(long, env = "SQLFLEET_BACKEND_PASSWORD", hide_env_values = true)]
     backend_password: Option<String>,
-    /// A client account, NAME:PASSWORD (repeatable); kept as a hash
-    #[arg(
-        long = "user",
-        value_name = "NAME:PASSWORD",
-        required_unless_present = "users_file"
-    )]
+    /// A client account, NAME:PASSWORD (repeatable); kept as hashes only
+    #[arg(long = "user", value_name = "NAME:PASSWORD")]
     users: Vec<String>,
     /// A file of client accounts, one NAME:PASSWORD per line (keeps
     /// passwords off the command line)
     #[arg(long, value_name = "FILE")]
-    users_file: Option<std::path::PathBuf>,
-    /// Backend connections in use per backend
+    users_file: Option<PathBuf>,
+    /// Pooling mode: transaction (share backend connections between
+    /// transactions) or session (one per client session)
+    #[arg(long, default_value = "transaction", value_parser = ["transaction", "session"])]
+    mode: String,
+    /// Backend connections open per backend (in use or idle)
     #[arg(long, default_value_t = 100)]
     pool_max: usize,
+    /// Backend connections kept open per backend even when idle
+    #[arg(long, default_value_t = 0)]
+    pool_min: usize,
     /// Seconds a client waits for a free backend connection
     #[arg(long, default_value_t = 5.0)]
     wait_timeout: f64,
+    /// Serve Prometheus metrics at http://ADDR/metrics
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics: Option<String>,
+    /// TLS certificate (PEM) offered to clients
+    #[arg(long, requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS private key (PEM)
+    #[arg(long, requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Refuse clients that do not use TLS
+    #[arg(long, requires = "tls_cert")]
+    require_tls: bool,
 }
 
-pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
+fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
     let mut backends = Vec::new();
     for b in &a.backends {
-        let (host, port) = sqlfleet_fanout::hosts::parse_addr(b, 3306)
-            .map_err(|e| anyhow::anyhow!("--backend {b}: {e}"))?;
+        let (host, port) =
+            config::parse_addr(b).map_err(|e| anyhow::anyhow!("--backend {b}: {e}"))?;
         backends.push(Backend { host, port });
     }
     let mut users = HashMap::new();
@@ -70,6 +103,10 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
             lines.push(l.to_string());
         }
     }
+    anyhow::ensure!(
+        !lines.is_empty(),
+        "give client accounts with --user NAME:PASSWORD or --users-file"
+    );
     for u in &lines {
         let (n, h) = parse_user(u).map_err(anyhow::Error::msg)?;
         users.insert(n, h);
@@ -78,28 +115,137 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         a.wait_timeout.is_finite() && a.wait_timeout > 0.0,
         "--wait-timeout must be positive"
     );
+    anyhow::ensure!(a.pool_min <= a.pool_max, "--pool-min exceeds --pool-max");
     let backend_password = a
         .backend_password
+        .clone()
         .or_else(|| std::env::var("MYSQL_PWD").ok())
         .unwrap_or_default();
-    let cfg = RelayConfig {
+    Ok(RelayConfig {
         listen: a.listen.clone(),
         backends,
-        backend_user: a.backend_user,
+        backend_user: a.backend_user.clone(),
         backend_password,
-        users,
-        pool_max: a.pool_max.max(1),
-        wait_timeout: Duration::from_secs_f64(a.wait_timeout),
+        mode: if a.mode == "session" {
+            Mode::Session
+        } else {
+            Mode::Transaction
+        },
+        tls: a
+            .tls_cert
+            .as_ref()
+            .zip(a.tls_key.as_ref())
+            .map(|(c, k)| TlsFiles {
+                cert: c.clone(),
+                key: k.clone(),
+                require: a.require_tls,
+            }),
+        sha2_full_auth: false,
+        metrics: a.metrics.clone(),
         max_packet: 1 << 30,
+        dynamic: Dynamic {
+            users,
+            pool: PoolSettings {
+                max: a.pool_max.max(1),
+                min: a.pool_min,
+                wait_timeout: Duration::from_secs_f64(a.wait_timeout),
+                ..PoolSettings::default()
+            },
+        },
+    })
+}
+
+pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
+    if a.hash_password {
+        let mut pw = String::new();
+        std::io::stdin()
+            .read_line(&mut pw)
+            .context("reading the password on stdin")?;
+        print!("{}", config::hash_lines(pw.trim_end_matches(['\n', '\r'])));
+        return Ok(Exit::Ok);
+    }
+    let cfg = match &a.config {
+        Some(path) => config::load(path)?,
+        None => quick_config(&a)?,
     };
-    let listener = tokio::net::TcpListener::bind(&a.listen)
-        .await
-        .with_context(|| format!("listening on {}", a.listen))?;
+    if let Some(t) = &cfg.tls {
+        sqlfleet_relay::auth::tls_acceptor(&t.cert, &t.key).map_err(anyhow::Error::msg)?;
+    }
+    if a.check_config {
+        println!(
+            "{}: ok ({} listener(s), {} backend(s), {} user(s), {:?} mode)",
+            a.config
+                .as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            cfg.listen.len(),
+            cfg.backends.len(),
+            cfg.dynamic.users.len(),
+            cfg.mode
+        );
+        return Ok(Exit::Ok);
+    }
+    let mut listeners = Vec::new();
+    for l in &cfg.listen {
+        listeners.push(
+            Listener::bind(l)
+                .await
+                .with_context(|| format!("listening on {l}"))?,
+        );
+    }
+    let metrics_listener = match &cfg.metrics {
+        Some(m) => Some(
+            tokio::net::TcpListener::bind(m)
+                .await
+                .with_context(|| format!("metrics listener {m}"))?,
+        ),
+        None => None,
+    };
+    let names: Vec<String> = listeners.iter().map(|l| l.describe()).collect();
+    let n_backends = cfg.backends.len();
+    let mode = cfg.mode;
+    let relay = Arc::new(Relay::new(cfg).await.map_err(anyhow::Error::msg)?);
+    if let Some(l) = metrics_listener {
+        eprintln!(
+            "sqlfleet relay: metrics on http://{}/metrics",
+            l.local_addr()?
+        );
+        relay.serve_metrics(l);
+    }
     eprintln!(
-        "sqlfleet relay: listening on {} for {} backend(s)",
-        listener.local_addr()?,
-        cfg.backends.len()
+        "sqlfleet relay: listening on {} for {n_backends} backend(s), {mode:?} pooling",
+        names.join(", ")
     );
+    if let Some(path) = a.config.clone() {
+        let relay = relay.clone();
+        tokio::spawn(async move {
+            let Ok(mut hup) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            else {
+                return;
+            };
+            while hup.recv().await.is_some() {
+                match config::load(&path) {
+                    Ok(new) => {
+                        let ignored = relay.reload(&new);
+                        eprintln!(
+                            "sqlfleet relay: reloaded users and pool settings from {}",
+                            path.display()
+                        );
+                        if !ignored.is_empty() {
+                            eprintln!(
+                                "sqlfleet relay: changes to {} need a restart and were not applied",
+                                ignored.join(", ")
+                            );
+                        }
+                    }
+                    Err(e) => {
+                        eprintln!("sqlfleet relay: reload refused, keeping the running config: {e}")
+                    }
+                }
+            }
+        });
+    }
     let shutdown = async {
         let mut term =
             tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
@@ -108,7 +254,9 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
         }
     };
-    sqlfleet_relay::serve(cfg, listener, shutdown, Duration::from_secs(30)).await;
+    relay
+        .serve(listeners, shutdown, Duration::from_secs(30))
+        .await;
     eprintln!("sqlfleet relay: stopped");
     Ok(Exit::Ok)
 }

@@ -1,0 +1,262 @@
+//! A stream with a read buffer, read packet by packet or forwarded in
+//! large spans, and the stream types a relay talks over (TCP, Unix
+//! sockets, TLS).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use sqlfleet_wire::packet::{self, WireError, MAX_CHUNK};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+
+use crate::response::{Event, ReplyError, Tracker, PREFIX};
+
+const BUF: usize = 64 * 1024;
+
+/// Any byte stream the relay serves clients over.
+pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Duplex for T {}
+
+/// A boxed client stream (TCP, Unix or TLS).
+pub struct AnyStream(pub Box<dyn Duplex>);
+
+impl AsyncRead for AnyStream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.0).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for AnyStream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut *self.0).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.0).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut *self.0).poll_shutdown(cx)
+    }
+}
+
+pub struct PacketIo<S> {
+    pub s: S,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+/// Why forwarding a reply stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardError {
+    /// The backend went away or sent nonsense; `forwarded` says whether
+    /// part of the reply already reached the client.
+    #[error("backend: {err}")]
+    Backend { err: WireError, forwarded: bool },
+    #[error("client: {0}")]
+    Client(WireError),
+}
+
+impl From<ReplyError> for WireError {
+    fn from(e: ReplyError) -> WireError {
+        WireError::Protocol(e.to_string())
+    }
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
+    pub fn new(s: S) -> PacketIo<S> {
+        PacketIo {
+            s,
+            buf: vec![0; BUF],
+            start: 0,
+            end: 0,
+        }
+    }
+
+    pub fn buffered(&self) -> usize {
+        self.end - self.start
+    }
+
+    /// Reads more bytes, making room for at least `want` buffered bytes.
+    async fn fill(&mut self, want: usize) -> Result<(), WireError> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+            if self.buf.len() > 4 * BUF && want <= BUF {
+                self.buf.truncate(BUF);
+                self.buf.shrink_to_fit();
+            }
+        }
+        if self.buf.len() - self.start < want || self.end == self.buf.len() {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.buf.len() < want {
+                self.buf.resize(want.next_power_of_two(), 0);
+            }
+        }
+        let n = self.s.read(&mut self.buf[self.end..]).await?;
+        if n == 0 {
+            return Err(WireError::Closed);
+        }
+        self.end += n;
+        Ok(())
+    }
+
+    async fn need(&mut self, n: usize) -> Result<(), WireError> {
+        while self.buffered() < n {
+            self.fill(n).await?;
+        }
+        Ok(())
+    }
+
+    fn header(&self) -> (usize, u8) {
+        let h = &self.buf[self.start..self.start + 4];
+        (u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize, h[3])
+    }
+
+    /// One logical packet (continuations joined): its first sequence id
+    /// and payload. `max` bounds the payload.
+    pub async fn read_packet(&mut self, max: usize) -> Result<(u8, Vec<u8>), WireError> {
+        let mut payload = Vec::new();
+        let mut first_seq = None;
+        loop {
+            self.need(4).await?;
+            let (len, seq) = self.header();
+            if payload.len() + len > max {
+                return Err(WireError::TooBig {
+                    len: payload.len() + len,
+                    max,
+                });
+            }
+            first_seq.get_or_insert(seq);
+            self.need(4 + len).await?;
+            payload.extend_from_slice(&self.buf[self.start + 4..self.start + 4 + len]);
+            self.start += 4 + len;
+            if len < MAX_CHUNK {
+                return Ok((first_seq.unwrap_or(0), payload));
+            }
+        }
+    }
+
+    pub async fn write_packet(&mut self, seq: u8, payload: &[u8]) -> Result<u8, WireError> {
+        packet::write(&mut self.s, seq, payload).await
+    }
+
+    /// Passes one physical packet through to `to` unchanged; returns its
+    /// payload length.
+    pub async fn pass_packet<W: AsyncWrite + Unpin>(
+        &mut self,
+        to: &mut W,
+    ) -> Result<usize, ForwardError> {
+        self.need(4).await.map_err(ForwardError::Client)?;
+        let (len, _) = self.header();
+        let mut left = 4 + len;
+        while left > 0 {
+            if self.buffered() == 0 {
+                self.fill(1).await.map_err(ForwardError::Client)?;
+            }
+            let n = left.min(self.buffered());
+            to.write_all(&self.buf[self.start..self.start + n])
+                .await
+                .map_err(|e| ForwardError::Backend {
+                    err: e.into(),
+                    forwarded: true,
+                })?;
+            self.start += n;
+            left -= n;
+        }
+        Ok(len)
+    }
+
+    /// Forwards a server reply to the client as it arrives, in spans as
+    /// large as each read, following it with `tracker` to its last packet.
+    /// A LOCAL INFILE request makes the client's file data flow the other
+    /// way until its empty packet. Returns the bytes forwarded.
+    pub async fn forward_reply<C: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        client: &mut PacketIo<C>,
+        tracker: &mut Tracker,
+    ) -> Result<u64, ForwardError> {
+        let mut total = 0u64;
+        // Payload bytes of the current packet not yet scanned past.
+        let mut remaining = 0usize;
+        let mut done = false;
+        let backend_err = |err: WireError, total: u64| ForwardError::Backend {
+            err,
+            forwarded: total > 0,
+        };
+        let mut infile = false;
+        loop {
+            let mut pos = self.start;
+            while !done && !infile {
+                if remaining > 0 {
+                    let n = remaining.min(self.end - pos);
+                    remaining -= n;
+                    pos += n;
+                    if remaining > 0 {
+                        break;
+                    }
+                    continue;
+                }
+                if self.end - pos < 4 {
+                    break;
+                }
+                let h = &self.buf[pos..pos + 4];
+                let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+                let look = len.min(PREFIX);
+                if self.end - pos < 4 + look {
+                    break;
+                }
+                let ev = tracker
+                    .packet(len, &mut self.buf[pos + 4..pos + 4 + look])
+                    .map_err(|e| backend_err(e.into(), total))?;
+                pos += 4;
+                remaining = len;
+                match ev {
+                    Event::More => {}
+                    Event::End => done = true,
+                    Event::LocalInfile => infile = true,
+                }
+            }
+            if (done || infile) && remaining > 0 {
+                let n = remaining.min(self.end - pos);
+                remaining -= n;
+                pos += n;
+            }
+            if pos > self.start {
+                client
+                    .s
+                    .write_all(&self.buf[self.start..pos])
+                    .await
+                    .map_err(|e| ForwardError::Client(e.into()))?;
+                total += (pos - self.start) as u64;
+                self.start = pos;
+            }
+            if done && remaining == 0 {
+                return Ok(total);
+            }
+            if infile && remaining == 0 {
+                // The client's file, packet by packet, ends with an empty one.
+                loop {
+                    let len = client.pass_packet(&mut self.s).await?;
+                    if len == 0 {
+                        break;
+                    }
+                }
+                infile = false;
+                continue;
+            }
+            let want = if remaining == 0 { 4 + PREFIX } else { 1 };
+            self.fill(want.min(BUF))
+                .await
+                .map_err(|e| backend_err(e, total))?;
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! Counters and gauges, served in the Prometheus text format.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::sql::Pin;
+
+/// Upper bounds (seconds) of the pool wait histogram.
+const WAIT_BUCKETS: [f64; 10] = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0];
+
+#[derive(Default)]
+pub struct Metrics {
+    pub clients_connected: AtomicI64,
+    pub clients_total: AtomicU64,
+    pub auth_failures: AtomicU64,
+    pub commands: AtomicU64,
+    pub errors: AtomicU64,
+    pub backend_lost: AtomicU64,
+    pub bytes_to_client: AtomicU64,
+    pub bytes_to_backend: AtomicU64,
+    pub backend_connects: AtomicU64,
+    pub backend_connect_errors: AtomicU64,
+    pub lease_timeouts: AtomicU64,
+    pub lease_rejected: AtomicU64,
+    pub resets: AtomicU64,
+    pub reprepares: AtomicU64,
+    pub state_syncs: AtomicU64,
+    pins: [AtomicU64; Pin::ALL.len()],
+    wait_buckets: [AtomicU64; WAIT_BUCKETS.len()],
+    wait_count: AtomicU64,
+    wait_sum_us: AtomicU64,
+}
+
+/// Per-backend gauges the pool reports at scrape time.
+pub struct BackendGauge {
+    pub addr: String,
+    pub open: usize,
+    pub idle: usize,
+    pub waiting: usize,
+}
+
+impl Metrics {
+    pub fn pin(&self, p: Pin) {
+        if let Some(i) = Pin::ALL.iter().position(|&x| x == p) {
+            self.pins[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    pub fn pins(&self, p: Pin) -> u64 {
+        Pin::ALL
+            .iter()
+            .position(|&x| x == p)
+            .map_or(0, |i| self.pins[i].load(Relaxed))
+    }
+
+    pub fn wait(&self, d: std::time::Duration) {
+        let s = d.as_secs_f64();
+        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+            if s <= *b {
+                self.wait_buckets[i].fetch_add(1, Relaxed);
+            }
+        }
+        self.wait_count.fetch_add(1, Relaxed);
+        self.wait_sum_us.fetch_add(d.as_micros() as u64, Relaxed);
+    }
+
+    pub fn render(&self, backends: &[BackendGauge]) -> String {
+        let mut o = String::new();
+        let mut one = |name: &str, kind: &str, help: &str, v: String| {
+            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} {kind}");
+            let _ = writeln!(o, "sqlfleet_relay_{name} {v}");
+        };
+        let g = |a: &AtomicU64| a.load(Relaxed).to_string();
+        one(
+            "clients_connected",
+            "gauge",
+            "Client connections open.",
+            self.clients_connected.load(Relaxed).to_string(),
+        );
+        one(
+            "clients_total",
+            "counter",
+            "Client connections accepted.",
+            g(&self.clients_total),
+        );
+        one(
+            "auth_failures_total",
+            "counter",
+            "Client logins refused.",
+            g(&self.auth_failures),
+        );
+        one(
+            "commands_total",
+            "counter",
+            "Client commands handled.",
+            g(&self.commands),
+        );
+        one(
+            "errors_total",
+            "counter",
+            "Commands answered with an error.",
+            g(&self.errors),
+        );
+        one(
+            "backend_lost_total",
+            "counter",
+            "Backend connections lost mid-command.",
+            g(&self.backend_lost),
+        );
+        one(
+            "bytes_to_client_total",
+            "counter",
+            "Bytes forwarded to clients.",
+            g(&self.bytes_to_client),
+        );
+        one(
+            "bytes_to_backend_total",
+            "counter",
+            "Bytes forwarded to backends.",
+            g(&self.bytes_to_backend),
+        );
+        one(
+            "backend_connects_total",
+            "counter",
+            "Backend connections opened.",
+            g(&self.backend_connects),
+        );
+        one(
+            "backend_connect_errors_total",
+            "counter",
+            "Backend connections that failed to open.",
+            g(&self.backend_connect_errors),
+        );
+        one(
+            "pool_wait_timeouts_total",
+            "counter",
+            "Clients that waited too long for a backend connection.",
+            g(&self.lease_timeouts),
+        );
+        one(
+            "pool_wait_rejected_total",
+            "counter",
+            "Clients refused because too many were waiting.",
+            g(&self.lease_rejected),
+        );
+        one(
+            "backend_resets_total",
+            "counter",
+            "COM_RESET_CONNECTION sent before reuse.",
+            g(&self.resets),
+        );
+        one(
+            "reprepares_total",
+            "counter",
+            "Statements prepared again on another backend connection.",
+            g(&self.reprepares),
+        );
+        one(
+            "state_syncs_total",
+            "counter",
+            "Session state replayed on a backend connection.",
+            g(&self.state_syncs),
+        );
+        let _ = writeln!(o, "# HELP sqlfleet_relay_pins_total Times a client was pinned to its backend connection, by reason.");
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_pins_total counter");
+        for (i, p) in Pin::ALL.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_pins_total{{reason=\"{}\"}} {}",
+                p.name(),
+                self.pins[i].load(Relaxed)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_pool_wait_seconds Time clients waited for a backend connection."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_pool_wait_seconds histogram");
+        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_pool_wait_seconds_bucket{{le=\"{b}\"}} {}",
+                self.wait_buckets[i].load(Relaxed)
+            );
+        }
+        let count = self.wait_count.load(Relaxed);
+        let _ = writeln!(
+            o,
+            "sqlfleet_relay_pool_wait_seconds_bucket{{le=\"+Inf\"}} {count}"
+        );
+        let _ = writeln!(
+            o,
+            "sqlfleet_relay_pool_wait_seconds_sum {}",
+            self.wait_sum_us.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(o, "sqlfleet_relay_pool_wait_seconds_count {count}");
+        for (name, help, f) in [
+            (
+                "backend_connections",
+                "Backend connections open (in use or idle).",
+                (|b: &BackendGauge| b.open) as fn(&BackendGauge) -> usize,
+            ),
+            (
+                "backend_idle",
+                "Backend connections idle in the pool.",
+                |b| b.idle,
+            ),
+            (
+                "pool_waiting",
+                "Clients waiting for a backend connection.",
+                |b| b.waiting,
+            ),
+        ] {
+            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} gauge");
+            for b in backends {
+                let _ = writeln!(
+                    o,
+                    "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
+                    b.addr,
+                    f(b)
+                );
+            }
+        }
+        o
+    }
+}
+
+/// Serves `GET /metrics` until the listener is dropped with the task.
+pub async fn serve_http(
+    listener: tokio::net::TcpListener,
+    render: Arc<dyn Fn() -> String + Send + Sync>,
+) {
+    loop {
+        let Ok((mut s, _)) = listener.accept().await else {
+            continue;
+        };
+        let render = render.clone();
+        tokio::spawn(async move {
+            let mut req = Vec::new();
+            let mut buf = [0u8; 1024];
+            let read = async {
+                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(n) => req.extend_from_slice(&buf[..n]),
+                    }
+                }
+                true
+            };
+            if !matches!(
+                tokio::time::timeout(std::time::Duration::from_secs(5), read).await,
+                Ok(true)
+            ) {
+                return;
+            }
+            let first = req.split(|&b| b == b'\n').next().unwrap_or_default();
+            let (status, body) = if first.starts_with(b"GET /metrics") {
+                ("200 OK", render())
+            } else {
+                ("404 Not Found", "try /metrics\n".to_string())
+            };
+            let resp = format!(
+                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = s.write_all(resp.as_bytes()).await;
+        });
+    }
+}

@@ -1,0 +1,311 @@
+//! Follows a server's reply to one command packet by packet, without
+//! decoding rows: where the reply ends, whether more result sets follow,
+//! the final status flags (in a transaction or not), errors, and the ids a
+//! relay must see (a prepared statement's id, the last insert id).
+//!
+//! It is fed each physical packet's length and the first bytes of its
+//! payload ([`PREFIX`] at most), so large rows stream through untouched.
+
+use sqlfleet_wire::handshake::lenenc;
+use sqlfleet_wire::packet::MAX_CHUNK;
+
+/// How many payload bytes the tracker needs to see of each packet.
+pub const PREFIX: usize = 64;
+
+pub const STATUS_IN_TRANS: u16 = 0x0001;
+pub const STATUS_AUTOCOMMIT: u16 = 0x0002;
+pub const STATUS_MORE_RESULTS: u16 = 0x0008;
+pub const STATUS_CURSOR_EXISTS: u16 = 0x0040;
+
+/// The shape of reply a command gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// OK, ERR, LOCAL INFILE request or result sets (COM_QUERY,
+    /// COM_STMT_EXECUTE); `cursor` when the execute opened a cursor.
+    Results { cursor: bool },
+    /// COM_STMT_PREPARE: OK with parameter and column definitions.
+    Prepare,
+    /// COM_FIELD_LIST: column definitions up to EOF.
+    FieldList,
+    /// COM_STMT_FETCH: rows up to EOF.
+    Rows,
+    /// One packet (COM_PING, COM_INIT_DB, COM_STATISTICS, ...).
+    Single,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    First,
+    Columns(u64),
+    ColumnsEof,
+    Rows,
+    PrepParams(u64, u64),
+    PrepParamsEof(u64),
+    PrepColumns(u64),
+    PrepColumnsEof,
+    FieldList,
+    Single,
+}
+
+/// What one reply ended with.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// Status flags of the final OK/EOF (none after an error).
+    pub status: Option<u16>,
+    /// ERR code and message.
+    pub error: Option<(u16, String)>,
+    pub insert_id: u64,
+    pub affected: u64,
+    /// COM_STMT_PREPARE: (statement id as the server sent it, params, columns).
+    pub prepared: Option<(u32, u16, u16)>,
+    /// Result sets seen (0 for an OK-only reply).
+    pub result_sets: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// The reply goes on.
+    More,
+    /// The server asks for a local file; the client's data comes next,
+    /// then the reply goes on.
+    LocalInfile,
+    /// That was the last packet of the reply.
+    End,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("malformed reply from the backend: {0}")]
+pub struct ReplyError(pub &'static str);
+
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    deprecate_eof: bool,
+    expect: Expect,
+    phase: Phase,
+    /// The previous physical packet was full: this one continues it.
+    continuation: bool,
+    /// The statement id to show the client in a prepare reply.
+    pub rewrite_id: Option<u32>,
+    pub outcome: Outcome,
+}
+
+fn u16_at(p: &[u8], i: usize) -> Option<u16> {
+    Some(u16::from_le_bytes([*p.get(i)?, *p.get(i + 1)?]))
+}
+
+/// Status flags (and affected rows / insert id) of an OK packet, or of an
+/// OK-as-EOF (0xFE header) with `deprecate_eof`.
+fn ok_fields(p: &[u8]) -> Option<(u64, u64, u16)> {
+    let mut i = 1;
+    let affected = lenenc(p, &mut i).ok()?;
+    let id = lenenc(p, &mut i).ok()?;
+    Some((affected, id, u16_at(p, i)?))
+}
+
+fn err_fields(p: &[u8]) -> (u16, String) {
+    let code = u16_at(p, 1).unwrap_or(0);
+    let msg = if p.get(3) == Some(&b'#') {
+        p.get(9..).unwrap_or_default()
+    } else {
+        p.get(3..).unwrap_or_default()
+    };
+    (code, String::from_utf8_lossy(msg).into_owned())
+}
+
+impl Tracker {
+    pub fn new(expect: Expect, deprecate_eof: bool) -> Tracker {
+        Tracker {
+            deprecate_eof,
+            expect,
+            phase: match expect {
+                Expect::Results { .. } | Expect::Prepare => Phase::First,
+                Expect::FieldList => Phase::FieldList,
+                Expect::Rows => Phase::Rows,
+                Expect::Single => Phase::Single,
+            },
+            continuation: false,
+            rewrite_id: None,
+            outcome: Outcome::default(),
+        }
+    }
+
+    /// Is this an EOF (or OK-as-EOF) terminator rather than a row?
+    fn is_eof(&self, len: usize, p: &[u8]) -> bool {
+        p.first() == Some(&0xFE)
+            && if self.deprecate_eof {
+                len < MAX_CHUNK
+            } else {
+                len < 9
+            }
+    }
+
+    /// Status flags of a terminator packet.
+    fn eof_status(&self, len: usize, p: &[u8]) -> Option<u16> {
+        if len < 9 {
+            u16_at(p, 3)
+        } else {
+            ok_fields(p).map(|(_, _, s)| s)
+        }
+    }
+
+    fn end_with_status(&mut self, status: Option<u16>) -> Event {
+        let s = status.unwrap_or(0);
+        self.outcome.status = status;
+        if s & STATUS_MORE_RESULTS != 0 {
+            self.phase = Phase::First;
+            Event::More
+        } else {
+            Event::End
+        }
+    }
+
+    /// Takes one physical packet: its payload length and its first
+    /// `min(len, PREFIX)` bytes (which a prepare reply may have rewritten).
+    pub fn packet(&mut self, len: usize, p: &mut [u8]) -> Result<Event, ReplyError> {
+        let was_continuation = self.continuation;
+        self.continuation = len == MAX_CHUNK;
+        if was_continuation {
+            return Ok(Event::More);
+        }
+        match self.phase {
+            Phase::Single => {
+                if p.first() == Some(&0xFF) {
+                    self.outcome.error = Some(err_fields(p));
+                } else if p.first() == Some(&0x00) {
+                    self.outcome.status = ok_fields(p).map(|(_, _, s)| s);
+                } else if p.first() == Some(&0xFE) && len < 9 {
+                    self.outcome.status = u16_at(p, 3);
+                }
+                Ok(Event::End)
+            }
+            Phase::First => match p.first() {
+                None => Err(ReplyError("empty packet where a reply should start")),
+                Some(0xFF) => {
+                    self.outcome.error = Some(err_fields(p));
+                    Ok(Event::End)
+                }
+                Some(0x00) if self.expect == Expect::Prepare => {
+                    let id = p.get(1..5).ok_or(ReplyError("short prepare reply"))?;
+                    let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                    let cols = u16_at(p, 5).ok_or(ReplyError("short prepare reply"))?;
+                    let params = u16_at(p, 7).ok_or(ReplyError("short prepare reply"))?;
+                    self.outcome.prepared = Some((id, params, cols));
+                    if let Some(to) = self.rewrite_id {
+                        p[1..5].copy_from_slice(&to.to_le_bytes());
+                    }
+                    self.phase = Phase::PrepParams(params as u64, cols as u64);
+                    self.after_prep_defs()
+                }
+                Some(0x00) => {
+                    let (affected, id, status) =
+                        ok_fields(p).ok_or(ReplyError("short OK packet"))?;
+                    self.outcome.affected += affected;
+                    if id != 0 {
+                        self.outcome.insert_id = id;
+                    }
+                    Ok(self.end_with_status(Some(status)))
+                }
+                Some(0xFB) if matches!(self.expect, Expect::Results { .. }) => {
+                    Ok(Event::LocalInfile)
+                }
+                Some(_) => {
+                    let mut i = 0;
+                    let n = lenenc(p, &mut i).map_err(|_| ReplyError("bad column count"))?;
+                    if n == 0 {
+                        return Err(ReplyError("zero column count"));
+                    }
+                    self.outcome.result_sets += 1;
+                    self.phase = Phase::Columns(n);
+                    Ok(Event::More)
+                }
+            },
+            Phase::Columns(n) => {
+                self.phase = match (n - 1, self.deprecate_eof) {
+                    (0, true) => Phase::Rows,
+                    (0, false) => Phase::ColumnsEof,
+                    (left, _) => Phase::Columns(left),
+                };
+                Ok(Event::More)
+            }
+            Phase::ColumnsEof => {
+                if !self.is_eof(len, p) {
+                    return Err(ReplyError("column definitions not followed by EOF"));
+                }
+                let status = self.eof_status(len, p);
+                let cursor = matches!(self.expect, Expect::Results { cursor: true });
+                if cursor && status.unwrap_or(0) & STATUS_CURSOR_EXISTS != 0 {
+                    self.outcome.status = status;
+                    return Ok(Event::End);
+                }
+                self.phase = Phase::Rows;
+                Ok(Event::More)
+            }
+            Phase::Rows | Phase::FieldList => {
+                if p.first() == Some(&0xFF) {
+                    self.outcome.error = Some(err_fields(p));
+                    return Ok(Event::End);
+                }
+                if self.is_eof(len, p) {
+                    let status = self.eof_status(len, p);
+                    if self.phase == Phase::FieldList || self.expect == Expect::Rows {
+                        self.outcome.status = status;
+                        return Ok(Event::End);
+                    }
+                    return Ok(self.end_with_status(status));
+                }
+                Ok(Event::More)
+            }
+            Phase::PrepParams(left, cols) => {
+                self.phase = Phase::PrepParams(left.saturating_sub(1), cols);
+                if left == 1 {
+                    self.phase = if self.deprecate_eof {
+                        Phase::PrepColumns(cols)
+                    } else {
+                        Phase::PrepParamsEof(cols)
+                    };
+                    return self.after_prep_defs();
+                }
+                Ok(Event::More)
+            }
+            Phase::PrepParamsEof(cols) => {
+                if !self.is_eof(len, p) {
+                    return Err(ReplyError("parameter definitions not followed by EOF"));
+                }
+                self.phase = Phase::PrepColumns(cols);
+                self.after_prep_defs()
+            }
+            Phase::PrepColumns(left) => {
+                self.phase = if left == 1 {
+                    if self.deprecate_eof {
+                        return Ok(Event::End);
+                    }
+                    Phase::PrepColumnsEof
+                } else {
+                    Phase::PrepColumns(left - 1)
+                };
+                Ok(Event::More)
+            }
+            Phase::PrepColumnsEof => {
+                if !self.is_eof(len, p) {
+                    return Err(ReplyError("column definitions not followed by EOF"));
+                }
+                Ok(Event::End)
+            }
+        }
+    }
+
+    /// After a prepare reply's header or a definitions block: skip empty
+    /// blocks, end when nothing is left.
+    fn after_prep_defs(&mut self) -> Result<Event, ReplyError> {
+        loop {
+            match self.phase {
+                Phase::PrepParams(0, cols) => self.phase = Phase::PrepColumns(cols),
+                Phase::PrepColumns(0) => return Ok(Event::End),
+                _ => return Ok(Event::More),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

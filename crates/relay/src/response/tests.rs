@@ -1,0 +1,177 @@
+use super::*;
+
+fn ok(status: u16, insert_id: u8) -> Vec<u8> {
+    let mut p = vec![0x00, 1, insert_id];
+    p.extend_from_slice(&status.to_le_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p
+}
+
+fn eof(status: u16) -> Vec<u8> {
+    let mut p = vec![0xFE, 0, 0];
+    p.extend_from_slice(&status.to_le_bytes());
+    p
+}
+
+fn ok_as_eof(status: u16) -> Vec<u8> {
+    let mut p = ok(status, 0);
+    p[0] = 0xFE;
+    p
+}
+
+/// Feeds whole packets; returns the index of the packet that ended the
+/// reply and the events.
+fn run(t: &mut Tracker, packets: &[Vec<u8>]) -> Option<usize> {
+    for (i, p) in packets.iter().enumerate() {
+        let mut pre = p[..p.len().min(PREFIX)].to_vec();
+        match t.packet(p.len(), &mut pre).expect("well formed") {
+            Event::End => return Some(i),
+            Event::More | Event::LocalInfile => {}
+        }
+    }
+    None
+}
+
+#[test]
+fn result_set_with_and_without_eof_packets() {
+    let classic = vec![
+        vec![2],
+        b"col-a".to_vec(),
+        b"col-b".to_vec(),
+        eof(2),
+        b"\x01x\x01y".to_vec(),
+        vec![0xFE; 9], // a row whose first column is long, not an EOF
+        eof(2 | STATUS_IN_TRANS),
+    ];
+    let mut t = Tracker::new(Expect::Results { cursor: false }, false);
+    assert_eq!(run(&mut t, &classic), Some(6));
+    assert_eq!(t.outcome.status, Some(3));
+    assert_eq!(t.outcome.result_sets, 1);
+
+    let modern = vec![vec![1], b"col".to_vec(), b"\x01x".to_vec(), ok_as_eof(2)];
+    let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+    assert_eq!(run(&mut t, &modern), Some(3));
+    assert_eq!(t.outcome.status, Some(2));
+}
+
+#[test]
+fn multiple_results_and_errors() {
+    // CALL: a result set, then the procedure's OK.
+    let packets = vec![
+        vec![1],
+        b"c".to_vec(),
+        eof(0),
+        b"\x011".to_vec(),
+        eof(2 | STATUS_MORE_RESULTS),
+        ok(2, 7),
+    ];
+    let mut t = Tracker::new(Expect::Results { cursor: false }, false);
+    assert_eq!(run(&mut t, &packets), Some(5));
+    assert_eq!(t.outcome.insert_id, 7);
+
+    let mut err = vec![0xFF, 0x7A, 0x04, b'#'];
+    err.extend_from_slice(b"42S02Table 'x' doesn't exist");
+    let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+    assert_eq!(run(&mut t, &[err.clone()]), Some(0));
+    assert_eq!(
+        t.outcome.error,
+        Some((1146, "Table 'x' doesn't exist".to_string()))
+    );
+    // An error in the middle of rows ends the reply too.
+    let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+    assert_eq!(
+        run(&mut t, &[vec![1], b"c".to_vec(), b"\x011".to_vec(), err]),
+        Some(3)
+    );
+}
+
+#[test]
+fn prepare_replies_and_id_rewrite() {
+    let mut head = vec![0x00];
+    head.extend_from_slice(&77u32.to_le_bytes());
+    head.extend_from_slice(&1u16.to_le_bytes()); // columns
+    head.extend_from_slice(&2u16.to_le_bytes()); // params
+    head.extend_from_slice(&[0, 0, 0]);
+    let classic = [
+        head.clone(),
+        b"p1".to_vec(),
+        b"p2".to_vec(),
+        eof(2),
+        b"c1".to_vec(),
+        eof(2),
+    ];
+    let mut t = Tracker::new(Expect::Prepare, false);
+    t.rewrite_id = Some(5);
+    let mut first = head.clone();
+    assert_eq!(t.packet(first.len(), &mut first), Ok(Event::More));
+    assert_eq!(&first[1..5], &5u32.to_le_bytes());
+    assert_eq!(run(&mut t, &classic[1..]), Some(4));
+    assert_eq!(t.outcome.prepared, Some((77, 2, 1)));
+
+    let mut t = Tracker::new(Expect::Prepare, true);
+    assert_eq!(
+        run(
+            &mut t,
+            &[head.clone(), b"p1".to_vec(), b"p2".to_vec(), b"c1".to_vec()]
+        ),
+        Some(3)
+    );
+    // No parameters, no columns: the header is the whole reply.
+    let mut bare = head;
+    bare[5..9].copy_from_slice(&[0, 0, 0, 0]);
+    let mut t = Tracker::new(Expect::Prepare, false);
+    assert_eq!(run(&mut t, &[bare]), Some(0));
+}
+
+#[test]
+fn cursors_local_infile_and_continuations() {
+    let mut t = Tracker::new(Expect::Results { cursor: true }, false);
+    assert_eq!(
+        run(
+            &mut t,
+            &[vec![1], b"c".to_vec(), eof(2 | STATUS_CURSOR_EXISTS)]
+        ),
+        Some(2)
+    );
+    let mut t = Tracker::new(Expect::Rows, false);
+    assert_eq!(run(&mut t, &[b"\x011".to_vec(), eof(2 | 0x80)]), Some(1));
+
+    let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+    let mut req = b"\xFBdata.csv".to_vec();
+    assert_eq!(t.packet(req.len(), &mut req), Ok(Event::LocalInfile));
+    assert_eq!(run(&mut t, &[ok(2, 0)]), Some(0));
+
+    // A row of exactly 0xFFFFFF bytes continues in the next packet, whose
+    // first byte is data even if it looks like an EOF.
+    let mut t = Tracker::new(Expect::Results { cursor: false }, false);
+    assert_eq!(run(&mut t, &[vec![1], b"c".to_vec(), eof(2)]), None);
+    let mut big = vec![0x05; PREFIX];
+    assert_eq!(t.packet(MAX_CHUNK, &mut big), Ok(Event::More));
+    let mut tail = eof(2);
+    assert_eq!(t.packet(tail.len(), &mut tail), Ok(Event::More));
+    assert_eq!(run(&mut t, &[eof(2)]), Some(0));
+}
+
+proptest::proptest! {
+    #[test]
+    fn never_panics_on_any_bytes(
+        packets in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40), 0..30),
+        kind in 0u8..5,
+        deprecate in proptest::prelude::any::<bool>(),
+    ) {
+        let expect = match kind {
+            0 => Expect::Results { cursor: false },
+            1 => Expect::Results { cursor: true },
+            2 => Expect::Prepare,
+            3 => Expect::FieldList,
+            _ => Expect::Rows,
+        };
+        let mut t = Tracker::new(expect, deprecate);
+        for mut p in packets {
+            let len = p.len();
+            if t.packet(len, &mut p).is_err() {
+                break;
+            }
+        }
+    }
+}

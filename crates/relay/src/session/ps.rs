@@ -1,0 +1,228 @@
+//! Binary-protocol prepared statement commands, with the client's ids
+//! mapped to whichever backend connection runs them.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use super::{Fail, Session, COM_INIT_DB};
+use crate::pool;
+use crate::response::Expect;
+use crate::sql::Pin;
+use crate::stmt::{self, ClientStmt, ExecuteError};
+
+fn unknown(id: u32, what: &str) -> Fail {
+    Fail::Err(
+        1243,
+        "HY000",
+        format!("Unknown prepared statement handler ({id}) given to {what}"),
+    )
+}
+
+impl Session {
+    fn update_stmt_pins(&mut self) {
+        if self.cursors.is_empty() {
+            self.pins.remove(&Pin::Cursor);
+        } else {
+            self.pin(Pin::Cursor);
+        }
+        if self.long_data.is_empty() {
+            self.pins.remove(&Pin::LongData);
+        } else {
+            self.pin(Pin::LongData);
+        }
+    }
+
+    pub(super) async fn prepare(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = self.stmts.reserve();
+        let o = self.forward(cmd, Expect::Prepare, Some(id)).await?;
+        if let Some((bid, params, columns)) = o.prepared {
+            let s = ClientStmt {
+                sql: Arc::from(&cmd[1..]),
+                db: self.db.clone(),
+                params,
+                columns,
+                types: None,
+            };
+            let cap = self.ctx.pool.settings().statement_cache;
+            if let Some(c) = self.conn.as_mut() {
+                c.stmts.insert(s.key(), bid, cap);
+            }
+            self.stmts.insert(id, s);
+        }
+        Ok(())
+    }
+
+    /// The backend id of a client statement on the current connection,
+    /// preparing it there first if needed (under the default database it
+    /// was prepared with).
+    async fn backend_stmt(&mut self, s: &ClientStmt) -> Result<u32, Fail> {
+        self.ensure_conn().await?;
+        let cap = self.ctx.pool.settings().statement_cache;
+        let client_db = self.db.clone();
+        let metrics = self.ctx.metrics.clone();
+        let Some(c) = self.conn.as_mut() else {
+            return Err(Fail::Close);
+        };
+        let key = s.key();
+        if let Some(b) = c.stmts.get_mut(&key) {
+            return Ok(b.id);
+        }
+        let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
+        let init_db = |db: &str| {
+            let mut p = vec![COM_INIT_DB];
+            p.extend_from_slice(db.as_bytes());
+            p
+        };
+        if s.db != c.db {
+            let Some(d) = &s.db else {
+                return Err(Fail::Err(
+                    1046,
+                    "3D000",
+                    "sqlfleet relay: this statement was prepared without a default database and cannot be prepared again on a connection that has one".into(),
+                ));
+            };
+            pool::simple(c, &init_db(d)).await.map_err(lost)?;
+            c.db = Some(d.clone());
+        }
+        let mut p = vec![0x16];
+        p.extend_from_slice(&s.sql);
+        let o = pool::command(c, &p, Expect::Prepare).await.map_err(lost)?;
+        if c.db != client_db {
+            if let Some(d) = &client_db {
+                pool::simple(c, &init_db(d)).await.map_err(lost)?;
+                c.db = Some(d.clone());
+            }
+        }
+        if let Some((code, msg)) = o.error {
+            return Err(Fail::Err(code, "HY000", msg));
+        }
+        let (bid, _, _) = o
+            .prepared
+            .ok_or_else(|| Fail::Lost("prepare reply without a statement id".into()))?;
+        c.stmts.insert(key, bid, cap);
+        metrics.reprepares.fetch_add(1, Relaxed);
+        Ok(bid)
+    }
+
+    pub(super) async fn execute(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = stmt::packet_id(cmd).unwrap_or(0);
+        let Some((cid, s)) = self.stmts.get_mut(id) else {
+            return Err(unknown(id, "mysqld_stmt_execute"));
+        };
+        let s = s.clone();
+        self.backend_stmt(&s).await?;
+        let key = s.key();
+        let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
+            return Err(Fail::Close);
+        };
+        let Some(bs) = c.stmts.get_mut(&key) else {
+            return Err(Fail::Close);
+        };
+        let out = match stmt::rewrite_execute(cmd, s.params, cs, bs) {
+            Ok(out) => out,
+            Err(e @ ExecuteError::NoTypes) | Err(e @ ExecuteError::Short) => {
+                return Err(Fail::Err(
+                    1210,
+                    "HY000",
+                    format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
+                ))
+            }
+        };
+        let cursor = stmt::wants_cursor(cmd);
+        let o = self.forward(&out, Expect::Results { cursor }, None).await?;
+        self.long_data.remove(&cid);
+        if cursor && o.error.is_none() {
+            self.cursors.insert(cid);
+        }
+        self.update_stmt_pins();
+        Ok(())
+    }
+
+    pub(super) async fn send_long_data(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = stmt::packet_id(cmd).unwrap_or(0);
+        let Some((cid, s)) = self.stmts.get_mut(id) else {
+            return Ok(()); // no reply to this command, even for errors
+        };
+        let s = s.clone();
+        let bid = self.backend_stmt(&s).await?;
+        self.long_data.insert(cid);
+        self.update_stmt_pins();
+        let Some(c) = self.conn.as_mut() else {
+            return Err(Fail::Close);
+        };
+        c.io.write_packet(0, &stmt::with_id(cmd, bid))
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        Ok(())
+    }
+
+    pub(super) async fn close_stmt(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = stmt::packet_id(cmd).unwrap_or(0);
+        let Some(cid) = self.stmts.get_mut(id).map(|(cid, _)| cid) else {
+            return Ok(());
+        };
+        let s = self.stmts.remove(cid);
+        self.long_data.remove(&cid);
+        if self.cursors.remove(&cid) {
+            // Close the open cursor on the backend; the statement stays cached.
+            if let (Some(s), Some(c)) = (s, self.conn.as_mut()) {
+                if let Some(b) = c.stmts.get_mut(&s.key()) {
+                    let mut p = vec![0x1A];
+                    p.extend_from_slice(&b.id.to_le_bytes());
+                    pool::simple(c, &p)
+                        .await
+                        .map_err(|e| Fail::Lost(e.to_string()))?;
+                }
+            }
+        }
+        self.update_stmt_pins();
+        Ok(())
+    }
+
+    pub(super) async fn reset_stmt(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = stmt::packet_id(cmd).unwrap_or(0);
+        let Some((cid, s)) = self.stmts.get_mut(id) else {
+            return Err(unknown(id, "mysqld_stmt_reset"));
+        };
+        let key = s.key();
+        let bid = self
+            .conn
+            .as_mut()
+            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+        self.long_data.remove(&cid);
+        self.cursors.remove(&cid);
+        match bid {
+            Some(bid) => {
+                self.forward(&stmt::with_id(cmd, bid), Expect::Single, None)
+                    .await?;
+            }
+            // Not prepared on this connection: nothing to reset there.
+            None => self.local_ok().await?,
+        }
+        self.update_stmt_pins();
+        Ok(())
+    }
+
+    pub(super) async fn fetch(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let id = stmt::packet_id(cmd).unwrap_or(0);
+        let Some((cid, s)) = self.stmts.get_mut(id) else {
+            return Err(unknown(id, "mysqld_stmt_fetch"));
+        };
+        let key = s.key();
+        let bid = self
+            .conn
+            .as_mut()
+            .filter(|_| self.cursors.contains(&cid))
+            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+        let Some(bid) = bid else {
+            return Err(Fail::Err(
+                1421,
+                "HY000",
+                format!("The statement ({id}) has no open cursor"),
+            ));
+        };
+        self.forward(&stmt::with_id(cmd, bid), Expect::Rows, None)
+            .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,106 @@
+use super::*;
+
+fn names(fx: &Effects) -> Vec<(&str, &str)> {
+    fx.settings
+        .iter()
+        .map(|s| (s.name.as_str(), s.text.as_str()))
+        .collect()
+}
+
+#[test]
+fn replayable_settings() {
+    let fx = analyze(b"SET sql_mode = 'ANSI_QUOTES', @@session.time_zone='+02:00', SESSION wait_timeout=60, @@max_join_size = -1");
+    assert_eq!(
+        names(&fx),
+        vec![
+            ("sql_mode", "@@session.sql_mode = 'ANSI_QUOTES'"),
+            ("time_zone", "@@session.time_zone = '+02:00'"),
+            ("wait_timeout", "@@session.wait_timeout = 60"),
+            ("max_join_size", "@@session.max_join_size = -1"),
+        ]
+    );
+    assert!(fx.pins.is_empty());
+    let fx = analyze(b"set names utf8mb4 collate utf8mb4_bin; SET autocommit=0");
+    assert_eq!(
+        names(&fx),
+        vec![
+            ("names", "names utf8mb4 collate utf8mb4_bin"),
+            ("autocommit", "@@session.autocommit = 0")
+        ]
+    );
+    let fx = analyze(b"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+    assert_eq!(fx.settings[0].name, "transaction isolation");
+    assert_eq!(
+        fx.settings[0].text,
+        "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+    );
+    // Global settings are not the session's.
+    assert_eq!(
+        analyze(b"SET GLOBAL max_connections = 10"),
+        Effects::default()
+    );
+    assert_eq!(
+        analyze(b"SET @@global.max_connections = 10"),
+        Effects::default()
+    );
+}
+
+#[test]
+fn what_pins() {
+    let pin = |sql: &str| analyze(sql.as_bytes()).pins;
+    assert_eq!(pin("SET @x = 1"), vec![Pin::UserVariable]);
+    assert_eq!(pin("SELECT @x"), vec![Pin::UserVariable]);
+    assert_eq!(pin("SELECT '@x', `a@b`, @@version"), vec![]);
+    assert_eq!(pin("SELECT 1 -- @x\n"), vec![]);
+    assert_eq!(
+        pin("/*!40101 SET @OLD=@@SQL_MODE */"),
+        vec![Pin::UserVariable]
+    );
+    assert_eq!(
+        pin("SET sql_mode = CONCAT(@@sql_mode, ',ANSI')"),
+        vec![Pin::SetExpression]
+    );
+    assert_eq!(
+        pin("create temporary table t (a int)"),
+        vec![Pin::TemporaryTable]
+    );
+    assert_eq!(pin("LOCK TABLES t WRITE"), vec![Pin::LockTables]);
+    assert_eq!(analyze(b"UNLOCK TABLES").unpins, vec![Pin::LockTables]);
+    assert_eq!(pin("SELECT GET_LOCK('a', 1)"), vec![Pin::GetLock]);
+    assert_eq!(pin("SELECT get_lock FROM t"), vec![]);
+    assert_eq!(pin("PREPARE s FROM 'SELECT 1'"), vec![Pin::TextPrepare]);
+    assert_eq!(
+        pin("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE"),
+        vec![Pin::SetTransaction]
+    );
+    assert_eq!(pin("XA START 'x'"), vec![Pin::Xa]);
+    assert_eq!(analyze(b"XA COMMIT 'x'").unpins, vec![Pin::Xa]);
+    assert_eq!(
+        analyze(b"SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1").pin_next,
+        Some(Pin::FoundRows)
+    );
+}
+
+#[test]
+fn use_statements() {
+    assert_eq!(analyze(b"USE shop").use_db.as_deref(), Some("shop"));
+    assert_eq!(analyze(b"use `we``ird`").use_db.as_deref(), Some("we`ird"));
+    assert_eq!(
+        analyze(b"SELECT 1; USE b; SELECT 2").use_db.as_deref(),
+        Some("b")
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+        let _ = analyze(&bytes);
+    }
+
+    #[test]
+    fn strings_never_pin(s in "[a-z@;' ]{0,30}") {
+        let quoted = format!("SELECT '{}'", s.replace('\'', "''"));
+        let fx = analyze(quoted.as_bytes());
+        proptest::prop_assert!(fx.pins.is_empty(), "{quoted}: {:?}", fx.pins);
+    }
+}

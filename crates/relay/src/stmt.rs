@@ -1,0 +1,292 @@
+//! Binary-protocol prepared statements across shared backend connections:
+//! the ids a client sees are the relay's; each backend connection keeps a
+//! bounded cache of what it has prepared (by default database and SQL) and
+//! re-prepares on demand. Parameter types, which a client sends only on its
+//! first execute, are re-sent to a backend statement that has not seen them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A statement as the client prepared it.
+#[derive(Debug, Clone)]
+pub struct ClientStmt {
+    pub sql: Arc<[u8]>,
+    pub db: Option<String>,
+    pub params: u16,
+    pub columns: u16,
+    /// The parameter types of the client's last execute that sent them.
+    pub types: Option<Vec<u8>>,
+}
+
+impl ClientStmt {
+    pub fn key(&self) -> StmtKey {
+        (self.db.clone(), self.sql.clone())
+    }
+}
+
+/// What a backend statement is prepared as.
+pub type StmtKey = (Option<String>, Arc<[u8]>);
+
+#[derive(Debug, Default)]
+pub struct ClientStmts {
+    map: HashMap<u32, ClientStmt>,
+    next: u32,
+    /// The most recent id, for MariaDB's "last prepared" id 0xFFFFFFFF.
+    last: u32,
+}
+
+impl ClientStmts {
+    /// The id the next prepared statement gets.
+    pub fn reserve(&mut self) -> u32 {
+        self.next = self.next.wrapping_add(1).max(1);
+        self.next
+    }
+
+    pub fn insert(&mut self, id: u32, s: ClientStmt) {
+        self.map.insert(id, s);
+        self.last = id;
+    }
+
+    fn resolve(&self, id: u32) -> u32 {
+        if id == u32::MAX {
+            self.last
+        } else {
+            id
+        }
+    }
+
+    pub fn get_mut(&mut self, id: u32) -> Option<(u32, &mut ClientStmt)> {
+        let id = self.resolve(id);
+        self.map.get_mut(&id).map(|s| (id, s))
+    }
+
+    pub fn remove(&mut self, id: u32) -> Option<ClientStmt> {
+        let id = self.resolve(id);
+        self.map.remove(&id)
+    }
+
+    pub fn clear(&mut self) {
+        self.map.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct BackendStmt {
+    pub id: u32,
+    /// Parameter types this backend statement last received.
+    pub types: Option<Vec<u8>>,
+    used: u64,
+}
+
+/// A backend connection's prepared statements, least recently used
+/// evicted past `cap` (their ids queued for COM_STMT_CLOSE).
+#[derive(Debug, Default)]
+pub struct BackendStmts {
+    map: HashMap<StmtKey, BackendStmt>,
+    tick: u64,
+    pub to_close: Vec<u32>,
+}
+
+impl BackendStmts {
+    pub fn get_mut(&mut self, key: &StmtKey) -> Option<&mut BackendStmt> {
+        self.tick += 1;
+        let t = self.tick;
+        let s = self.map.get_mut(key)?;
+        s.used = t;
+        Some(s)
+    }
+
+    pub fn insert(&mut self, key: StmtKey, id: u32, cap: usize) {
+        self.tick += 1;
+        if !self.map.contains_key(&key) && self.map.len() >= cap.max(1) {
+            if let Some(old) = self
+                .map
+                .iter()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(k, _)| k.clone())
+            {
+                if let Some(s) = self.map.remove(&old) {
+                    self.to_close.push(s.id);
+                }
+            }
+        }
+        if let Some(prev) = self.map.insert(
+            key,
+            BackendStmt {
+                id,
+                types: None,
+                used: self.tick,
+            },
+        ) {
+            if prev.id != id {
+                self.to_close.push(prev.id);
+            }
+        }
+    }
+
+    /// Forgets everything (the server dropped its statements).
+    pub fn clear(&mut self) {
+        self.map.clear();
+        self.to_close.clear();
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+}
+
+/// The statement id of a COM_STMT_* packet.
+pub fn packet_id(p: &[u8]) -> Option<u32> {
+    let b = p.get(1..5)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// The same packet with another statement id.
+pub fn with_id(p: &[u8], id: u32) -> Vec<u8> {
+    let mut v = p.to_vec();
+    if v.len() >= 5 {
+        v[1..5].copy_from_slice(&id.to_le_bytes());
+    }
+    v
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ExecuteError {
+    #[error("COM_STMT_EXECUTE packet is too short")]
+    Short,
+    #[error("COM_STMT_EXECUTE without parameter types on a statement never given any")]
+    NoTypes,
+}
+
+/// Whether an execute asks for a cursor.
+pub fn wants_cursor(p: &[u8]) -> bool {
+    p.get(5).is_some_and(|f| f & 0x07 != 0)
+}
+
+/// Rewrites a client's COM_STMT_EXECUTE for a backend statement: its id,
+/// and its parameter types when the backend statement last received others
+/// (or none). Remembers the types the client sends.
+pub fn rewrite_execute(
+    p: &[u8],
+    params: u16,
+    client: &mut ClientStmt,
+    backend: &mut BackendStmt,
+) -> Result<Vec<u8>, ExecuteError> {
+    if p.len() < 10 {
+        return Err(ExecuteError::Short);
+    }
+    if params == 0 {
+        return Ok(with_id(p, backend.id));
+    }
+    let nb = (params as usize).div_ceil(8);
+    let flag_at = 10 + nb;
+    let flag = *p.get(flag_at).ok_or(ExecuteError::Short)?;
+    let types_len = 2 * params as usize;
+    if flag == 1 {
+        let types = p
+            .get(flag_at + 1..flag_at + 1 + types_len)
+            .ok_or(ExecuteError::Short)?
+            .to_vec();
+        client.types = Some(types.clone());
+        backend.types = Some(types);
+        return Ok(with_id(p, backend.id));
+    }
+    if backend.types == client.types {
+        return Ok(with_id(p, backend.id));
+    }
+    let types = client.types.clone().ok_or(ExecuteError::NoTypes)?;
+    let mut v = Vec::with_capacity(p.len() + types_len);
+    v.extend_from_slice(&p[..flag_at]);
+    v.push(1);
+    v.extend_from_slice(&types);
+    v.extend_from_slice(&p[flag_at + 1..]);
+    v[1..5].copy_from_slice(&backend.id.to_le_bytes());
+    backend.types = Some(types);
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stmt(params: u16) -> ClientStmt {
+        ClientStmt {
+            sql: Arc::from(&b"SELECT ?"[..]),
+            db: None,
+            params,
+            columns: 1,
+            types: None,
+        }
+    }
+
+    #[test]
+    fn types_follow_the_client_to_a_new_backend_statement() {
+        // execute id 9, flags 0, iteration 1, one param: bitmap, bound=1, type LONG, value.
+        let first = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 0, 42, 0, 0, 0];
+        let later = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 43, 0, 0, 0];
+        let mut c = stmt(1);
+        let mut b1 = BackendStmt {
+            id: 100,
+            types: None,
+            used: 0,
+        };
+        let out = rewrite_execute(&first, 1, &mut c, &mut b1).expect("ok");
+        assert_eq!(&out[1..5], &100u32.to_le_bytes());
+        assert_eq!(&out[5..], &first[5..]);
+        // Same backend statement: nothing to add.
+        let out = rewrite_execute(&later, 1, &mut c, &mut b1).expect("ok");
+        assert_eq!(&out[5..], &later[5..]);
+        // Another backend statement: the types are put back.
+        let mut b2 = BackendStmt {
+            id: 7,
+            types: None,
+            used: 0,
+        };
+        let out = rewrite_execute(&later, 1, &mut c, &mut b2).expect("ok");
+        assert_eq!(
+            out,
+            [0x17, 7, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 0, 43, 0, 0, 0]
+        );
+        // A client that never sent types, on a statement that has others.
+        assert_eq!(
+            rewrite_execute(&later, 1, &mut stmt(1), &mut b2),
+            Err(ExecuteError::NoTypes)
+        );
+        assert_eq!(
+            rewrite_execute(&first[..11], 1, &mut c, &mut b1),
+            Err(ExecuteError::Short)
+        );
+    }
+
+    #[test]
+    fn backend_cache_is_bounded() {
+        let mut b = BackendStmts::default();
+        for i in 0..10u32 {
+            let key = (None, Arc::from(format!("SELECT {i}").as_bytes()));
+            b.insert(key, i, 4);
+        }
+        assert_eq!(b.len(), 4);
+        assert_eq!(b.to_close, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn rewrite_never_panics(p in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), params in 0u16..20) {
+            let mut c = stmt(params);
+            let mut b = BackendStmt { id: 1, types: None, used: 0 };
+            let _ = rewrite_execute(&p, params, &mut c, &mut b);
+        }
+    }
+}
