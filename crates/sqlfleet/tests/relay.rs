@@ -4,95 +4,11 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::relay::{app, cli, start_relay};
 use mysql_async::prelude::Queryable;
-use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
-use sqlfleet_testkit::{server, TestServer};
-
-struct Relay {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
-    let pw = srv.sandbox.password().expect("pw");
-    let backend = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
-    let child = common::sqlfleet()
-        .args([
-            "relay",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--backend",
-            &backend,
-            "--backend-user",
-            "root",
-        ])
-        .args(["--user", "app:app-pw"])
-        .arg("--user")
-        .arg(format!("root:{}", pw.expose()))
-        .args(extra)
-        .env("SQLFLEET_BACKEND_PASSWORD", pw.expose())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn relay");
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "relay did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Relay { child, port }
-}
-
-fn app(port: u16, password: &str, db: Option<&str>) -> Target {
-    Target {
-        endpoint: Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        user: "app".into(),
-        password: Some(PasswordSpec::Given(Secret::new(password))),
-        database: db.map(str::to_owned),
-        ssl_mode: sqlfleet_conn::SslMode::Disabled,
-        ssl_ca: None,
-    }
-}
-
-fn cli(port: u16, args: &[&str]) -> std::process::Output {
-    Command::new("mariadb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "-u",
-            "app",
-            "--password=app-pw",
-            "-N",
-            "-B",
-        ])
-        .args(args)
-        .output()
-        .expect("mariadb client")
-}
+use sqlfleet_testkit::server;
 
 #[test]
 fn clients_work_through_the_relay_and_reuse_backends() {

@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+pub mod relay;
+
 pub fn sqlfleet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sqlfleet"))
 }

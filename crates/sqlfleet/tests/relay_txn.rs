@@ -1,0 +1,356 @@
+//! Transaction pooling: session state follows a client from one backend
+//! connection to another, anything that cannot follow pins the client
+//! (and the pin is released when it is safe), prepared statements are
+//! re-prepared where they run.
+
+mod common;
+
+use std::time::Duration;
+
+use common::relay::{app, cli, start_relay, Relay};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::server;
+
+async fn connect(relay: &Relay, db: Option<&str>) -> mysql_async::Conn {
+    app(relay.port, "app-pw", db)
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("connect via relay")
+}
+
+async fn conn_id(c: &mut mysql_async::Conn) -> u64 {
+    c.query_first("SELECT CONNECTION_ID()")
+        .await
+        .expect("id")
+        .expect("row")
+}
+
+#[test]
+fn settings_and_database_follow_the_client_to_another_backend_connection() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaytxn").await;
+        let (home, _) = srv.fresh_db("relaytxnhome").await;
+        let mut a = connect(&relay, Some(&home)).await;
+        let mut b = connect(&relay, Some(&home)).await;
+        a.query_drop(format!("USE `{db}`")).await.expect("use");
+        a.query_drop("SET SESSION sql_mode = 'ANSI_QUOTES', time_zone = '+03:00'")
+            .await
+            .expect("set");
+        let x = conn_id(&mut a).await;
+        // B takes the idle connection A used: A's settings are undone for B.
+        b.query_drop("BEGIN").await.expect("begin");
+        let (bx, mode, tz, bdb): (u64, String, String, Option<String>) = b
+            .query_first(
+                "SELECT CONNECTION_ID(), @@session.sql_mode, @@session.time_zone, DATABASE()",
+            )
+            .await
+            .expect("b")
+            .expect("row");
+        assert_eq!(bx, x, "B reuses A's idle connection");
+        assert_ne!(mode, "ANSI_QUOTES");
+        assert_eq!(tz, "SYSTEM");
+        assert_eq!(bdb.as_deref(), Some(home.as_str()));
+        // A runs on another connection, with its settings and database replayed.
+        let (ay, mode, tz, adb): (u64, String, String, Option<String>) = a
+            .query_first(
+                "SELECT CONNECTION_ID(), @@session.sql_mode, @@session.time_zone, DATABASE()",
+            )
+            .await
+            .expect("a")
+            .expect("row");
+        assert_ne!(ay, x, "A moved to another backend connection");
+        assert_eq!(mode, "ANSI_QUOTES");
+        assert_eq!(tz, "+03:00");
+        assert_eq!(adb.as_deref(), Some(db.as_str()));
+        b.query_drop("COMMIT").await.expect("commit");
+        assert!(relay.metric("sqlfleet_relay_state_syncs_total") >= 2.0);
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}
+
+#[test]
+fn pins_hold_the_connection_and_release_when_safe() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "0.3"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaypin"));
+    cli(relay.port, &["-D", &db, "-e", "CREATE TABLE t (a INT)"]);
+    // (statement that pins, check it still sees its state, statement that releases, metric reason)
+    let cases: &[(&str, &str, Option<&str>, &str)] = &[
+        ("SET @x = 41", "SELECT @x + 1", None, "user_variable"),
+        (
+            "CREATE TEMPORARY TABLE tt (a INT)",
+            "SELECT COUNT(*) FROM tt",
+            None,
+            "temporary_table",
+        ),
+        (
+            "LOCK TABLES t READ",
+            "SELECT COUNT(*) FROM t",
+            Some("UNLOCK TABLES"),
+            "lock_tables",
+        ),
+        (
+            "SELECT GET_LOCK('relay-pin', 1)",
+            "SELECT IS_USED_LOCK('relay-pin') = CONNECTION_ID()",
+            None,
+            "get_lock",
+        ),
+        (
+            "PREPARE s FROM 'SELECT 1'",
+            "EXECUTE s",
+            None,
+            "text_prepare",
+        ),
+        (
+            "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+            "SELECT @@sql_mode LIKE '%ANSI_QUOTES%'",
+            None,
+            "set_expression",
+        ),
+        (
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "BEGIN",
+            Some("COMMIT"),
+            "set_transaction",
+        ),
+        ("BEGIN", "INSERT INTO t VALUES (1)", Some("ROLLBACK"), ""),
+    ];
+    rt.block_on(async {
+        for (pin, check, release, reason) in cases {
+            let mut a = connect(&relay, Some(&db)).await;
+            a.query_drop(*pin)
+                .await
+                .unwrap_or_else(|e| panic!("{pin}: {e}"));
+            // Another client cannot get the only backend connection.
+            let o = cli(relay.port, &["-e", "SELECT 1"]);
+            assert!(
+                !o.status.success() && common::stderr(&o).contains("1040"),
+                "{pin}: {}",
+                common::stderr(&o)
+            );
+            a.query_drop(*check)
+                .await
+                .unwrap_or_else(|e| panic!("{check}: {e}"));
+            if let Some(r) = release {
+                a.query_drop(*r).await.expect("release");
+                let o = cli(relay.port, &["-e", "SELECT 1"]);
+                assert!(o.status.success(), "after {r}: {}", common::stderr(&o));
+            }
+            a.disconnect().await.expect("quit");
+            // Quitting always gives the connection back, reset.
+            let o = cli(relay.port, &["-e", "SELECT @x IS NULL"]);
+            assert_eq!(
+                common::stdout(&o).trim(),
+                "1",
+                "{pin}: {}",
+                common::stderr(&o)
+            );
+            if !reason.is_empty() {
+                let n = relay.metric(&format!("sqlfleet_relay_pins_total{{reason=\"{reason}\"}}"));
+                assert!(n >= 1.0, "{reason} not counted");
+            }
+        }
+    });
+}
+
+#[test]
+fn last_insert_id_and_found_rows_read_after_the_write() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaylid").await;
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE ai (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+            .await
+            .expect("create");
+        for i in 0..20 {
+            // B keeps taking connections in between.
+            b.query_drop("INSERT INTO ai (v) VALUES (0)")
+                .await
+                .expect("b insert");
+            a.query_drop(format!("INSERT INTO ai (v) VALUES ({i} + 1)"))
+                .await
+                .expect("a insert");
+            let id: u64 = a
+                .query_first("SELECT LAST_INSERT_ID()")
+                .await
+                .expect("lid")
+                .expect("row");
+            let v: i64 = a
+                .query_first(format!("SELECT v FROM ai WHERE id = {id}"))
+                .await
+                .expect("v")
+                .expect("row");
+            assert_eq!(v, i + 1, "LAST_INSERT_ID from the right connection");
+        }
+        let _: Vec<i64> = a
+            .query("SELECT SQL_CALC_FOUND_ROWS id FROM ai LIMIT 1")
+            .await
+            .expect("calc");
+        let n: u64 = a
+            .query_first("SELECT FOUND_ROWS()")
+            .await
+            .expect("fr")
+            .expect("row");
+        assert_eq!(n, 40);
+        assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"last_insert_id\"}") >= 20.0);
+    });
+}
+
+#[test]
+fn prepared_statements_move_between_backend_connections() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relayps").await;
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE p (id INT PRIMARY KEY, s VARCHAR(20), d DOUBLE)")
+            .await
+            .expect("create");
+        let stmt = a
+            .prep("SELECT ? + 1, CONNECTION_ID()")
+            .await
+            .expect("prepare");
+        let (v, x): (i64, u64) = a.exec_first(&stmt, (1,)).await.expect("exec").expect("row");
+        assert_eq!(v, 2);
+        // B holds A's connection in a transaction; A's next execute runs elsewhere.
+        b.query_drop("BEGIN").await.expect("begin");
+        let bx = conn_id(&mut b).await;
+        assert_eq!(bx, x);
+        let (v, y): (i64, u64) = a
+            .exec_first(&stmt, (41,))
+            .await
+            .expect("exec")
+            .expect("row");
+        assert_eq!(v, 42);
+        assert_ne!(y, x, "re-prepared on another backend connection");
+        // Parameter types change between executes; NULLs and strings work.
+        let ins = a
+            .prep("INSERT INTO p VALUES (?, ?, ?)")
+            .await
+            .expect("prepare insert");
+        a.exec_drop(&ins, (1, "one", 1.5)).await.expect("insert 1");
+        b.query_drop("COMMIT").await.expect("commit");
+        b.query_drop("BEGIN").await.expect("begin");
+        a.exec_drop(&ins, (2, None::<String>, "2.5"))
+            .await
+            .expect("insert 2");
+        a.exec_drop(&ins, (3u8, "three", 3))
+            .await
+            .expect("insert 3");
+        b.query_drop("COMMIT").await.expect("commit");
+        let rows: Vec<(i64, Option<String>, f64)> = a
+            .query("SELECT id, s, d FROM p ORDER BY id")
+            .await
+            .expect("rows");
+        assert_eq!(
+            rows,
+            vec![
+                (1, Some("one".into()), 1.5),
+                (2, None, 2.5),
+                (3, Some("three".into()), 3.0)
+            ]
+        );
+        a.close(stmt).await.expect("close");
+        a.close(ins).await.expect("close");
+        // An error from a prepared statement reaches the client.
+        let e = a.prep("SELECT * FROM missing").await.expect_err("no table");
+        assert!(e.to_string().contains("1146"), "{e}");
+        assert!(relay.metric("sqlfleet_relay_reprepares_total") >= 1.0);
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}
+
+#[test]
+fn reset_and_change_user() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaycu").await;
+        let mut a = connect(&relay, None).await;
+        a.query_drop("SET @v = 1, SESSION sql_mode = 'ANSI_QUOTES'")
+            .await
+            .expect("set");
+        assert!(a.reset().await.expect("reset"), "COM_RESET_CONNECTION used");
+        let (v, mode): (Option<i64>, String) = a
+            .query_first("SELECT @v, @@session.sql_mode")
+            .await
+            .expect("q")
+            .expect("row");
+        assert_eq!(v, None);
+        assert_ne!(mode, "ANSI_QUOTES");
+        let pw = srv.sandbox.password().expect("pw");
+        a.change_user(
+            mysql_async::ChangeUserOpts::default()
+                .with_user(Some("root".into()))
+                .with_pass(Some(pw.expose().to_string()))
+                .with_db_name(Some(db.clone())),
+        )
+        .await
+        .expect("change user");
+        let d: Option<String> = a
+            .query_first("SELECT DATABASE()")
+            .await
+            .expect("db")
+            .expect("row");
+        assert_eq!(d.as_deref(), Some(db.as_str()));
+        let e = a
+            .change_user(
+                mysql_async::ChangeUserOpts::default()
+                    .with_user(Some("app".into()))
+                    .with_pass(Some("wrong".into())),
+            )
+            .await
+            .expect_err("wrong password");
+        assert!(e.to_string().contains("1045"), "{e}");
+    });
+}
+
+#[test]
+fn multiple_results_local_infile_and_cli_round_trip() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaymr"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let csv = dir.path().join("rows.tsv");
+    let mut text = String::new();
+    for i in 0..5000 {
+        text.push_str(&format!("{i}\tline {i}\n"));
+    }
+    std::fs::write(&csv, text).expect("write");
+    let o = cli(
+        relay.port,
+        &[
+            "-D",
+            &db,
+            "--local-infile=1",
+            "-e",
+            &format!(
+                "CREATE TABLE l (id INT PRIMARY KEY, s TEXT);\n\
+                 LOAD DATA LOCAL INFILE '{}' INTO TABLE l;\n\
+                 DELIMITER //\n\
+                 CREATE PROCEDURE two() BEGIN SELECT COUNT(*) FROM l; SELECT MAX(id) FROM l; END//\n\
+                 DELIMITER ;\n\
+                 CALL two(); SELECT 'after'",
+                csv.display()
+            ),
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(
+        common::stdout(&o).split_whitespace().collect::<Vec<_>>(),
+        vec!["5000", "4999", "after"]
+    );
+}
