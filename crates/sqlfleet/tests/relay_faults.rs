@@ -1,0 +1,186 @@
+//! Faults around the relay: a backend connection killed mid-transaction,
+//! a client that vanishes mid-result, malformed packets and stalled
+//! handshakes. The affected client gets an error or a clean disconnect;
+//! the relay and every other client carry on, and no backend connection
+//! with leftover state goes back to the pool.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::relay::{app, cli, start_relay};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::server;
+use sqlfleet_wire::handshake;
+
+#[test]
+fn a_backend_killed_mid_transaction_fails_only_that_client() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "3"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaykill").await;
+        let mut direct = srv.connect().await;
+        let mut a = app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("a");
+        let mut b = app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("b");
+        a.query_drop("CREATE TABLE k (id INT PRIMARY KEY)")
+            .await
+            .expect("create");
+        a.query_drop("BEGIN").await.expect("begin");
+        a.query_drop("INSERT INTO k VALUES (1)")
+            .await
+            .expect("insert");
+        let id: u64 = a
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .expect("id")
+            .expect("row");
+        direct
+            .query_drop(format!("KILL CONNECTION {id}"))
+            .await
+            .expect("kill");
+        let e = a
+            .query_drop("INSERT INTO k VALUES (2)")
+            .await
+            .expect_err("backend gone");
+        assert!(
+            e.to_string().contains("2013") || e.to_string().contains("Lost connection"),
+            "{e}"
+        );
+        // The transaction is gone and A was disconnected: it cannot carry on as if nothing happened.
+        assert!(
+            a.query_drop("SELECT 1").await.is_err(),
+            "a client mid-transaction is disconnected"
+        );
+        // Others are fine and nothing was committed.
+        for _ in 0..10 {
+            let n: i64 = b
+                .query_first("SELECT COUNT(*) FROM k")
+                .await
+                .expect("b")
+                .expect("row");
+            assert_eq!(n, 0);
+        }
+        assert!(relay.metric("sqlfleet_relay_backend_lost_total") >= 1.0);
+        let o = cli(relay.port, &["-e", "SELECT 7"]);
+        assert_eq!(common::stdout(&o).trim(), "7", "{}", common::stderr(&o));
+    });
+}
+
+#[test]
+fn a_client_vanishing_mid_result_leaks_nothing() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2", "--wait-timeout", "5"]);
+    for _ in 0..4 {
+        // `head` stops reading after 100 bytes; the client dies of SIGPIPE mid-result.
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "mariadb -h 127.0.0.1 -P {} -u app --password=app-pw -D mysql --quick -N -B \
+                 -e \"SELECT REPEAT('x', 2000) FROM seq_1_to_100000\" | head -c 100 > /dev/null",
+                relay.port
+            ))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("sh");
+        child.wait().expect("wait");
+    }
+    // The two backend places are free again: no slot leaked.
+    for _ in 0..3 {
+        let o = cli(
+            relay.port,
+            &["-D", "mysql", "-e", "SELECT COUNT(*) FROM seq_1_to_1000"],
+        );
+        assert_eq!(common::stdout(&o).trim(), "1000", "{}", common::stderr(&o));
+    }
+    let open = relay.metric(&format!(
+        "sqlfleet_relay_backend_connections{{backend=\"127.0.0.1:{}\"}}",
+        srv.sandbox.meta.primary().port
+    ));
+    assert!(
+        open <= 2.0,
+        "{open} backend connections open with a pool of 2"
+    );
+}
+
+#[test]
+fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    // A client that connects and never answers the greeting.
+    let staller = std::net::TcpStream::connect(("127.0.0.1", relay.port)).expect("connect");
+    // Garbage instead of a handshake response.
+    let mut junk = std::net::TcpStream::connect(("127.0.0.1", relay.port)).expect("connect");
+    junk.set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    let mut greeting = [0u8; 256];
+    let _ = junk.read(&mut greeting);
+    let _ = junk.write_all(&[0xFF, 0xFF, 0xFF, 1, 0xDE, 0xAD]);
+    let _ = junk.write_all(&[0u8; 64]);
+    drop(junk);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // A logged-in client sends a command with a wrong sequence id.
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
+            .await
+            .expect("connect");
+        let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
+        handshake::login(&mut s, "app", "app-pw", caps, 45, None)
+            .await
+            .expect("login");
+        sqlfleet_wire::packet::write(&mut s, 5, b"\x03SELECT 1")
+            .await
+            .expect("send");
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+            .await
+            .expect("reply");
+        let (code, _) = sqlfleet_wire::packet::parse_err(&p.payload).expect("an error");
+        assert_eq!(code, 1156);
+        assert!(
+            sqlfleet_wire::packet::read(&mut s, 1 << 20).await.is_err(),
+            "closed after"
+        );
+
+        // An unknown command gets an error and the session goes on.
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
+            .await
+            .expect("connect");
+        handshake::login(&mut s, "app", "app-pw", caps, 45, None)
+            .await
+            .expect("login");
+        sqlfleet_wire::packet::write(&mut s, 0, &[0x12, 1, 2, 3])
+            .await
+            .expect("send"); // COM_BINLOG_DUMP
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+            .await
+            .expect("reply");
+        assert_eq!(
+            sqlfleet_wire::packet::parse_err(&p.payload).map(|e| e.0),
+            Some(1047)
+        );
+        sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
+            .await
+            .expect("ping");
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+            .await
+            .expect("pong");
+        assert_eq!(p.payload.first(), Some(&0x00));
+    });
+    let o = cli(relay.port, &["-e", "SELECT 'still fine'"]);
+    assert_eq!(
+        common::stdout(&o).trim(),
+        "still fine",
+        "{}",
+        common::stderr(&o)
+    );
+    drop(staller);
+}
