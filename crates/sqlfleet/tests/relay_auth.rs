@@ -1,0 +1,239 @@
+//! Full mode: a TOML config with hashed accounts, --check-config, SIGHUP
+//! reloads; client authentication with mysql_native_password and
+//! caching_sha2_password (scramble and full), TLS offered and required.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::relay::{free_port, wait_listening};
+use mysql_async::prelude::Queryable;
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode, Target};
+use sqlfleet_testkit::{server, TestServer};
+
+fn hashes(pw: &str) -> String {
+    let mut child = common::sqlfleet()
+        .args(["relay", "--hash-password"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{pw}\n").as_bytes())
+        .expect("write");
+    let o = child.wait_with_output().expect("wait");
+    assert!(o.status.success());
+    String::from_utf8(o.stdout).expect("utf8")
+}
+
+fn cert(dir: &Path) -> (String, String) {
+    let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let o = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+        .arg(&k)
+        .arg("-out")
+        .arg(&c)
+        .output()
+        .expect("openssl");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    (c.display().to_string(), k.display().to_string())
+}
+
+struct Full {
+    child: std::process::Child,
+    port: u16,
+    stderr: std::path::PathBuf,
+}
+
+impl Drop for Full {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes a config with `users` (TOML [[users]] blocks) and `extra`.
+fn write_config(dir: &Path, srv: &TestServer, port: u16, users: &str, extra: &str) -> std::path::PathBuf {
+    let pwfile = dir.join("backend.pw");
+    std::fs::write(&pwfile, srv.sandbox.password().expect("pw").expose()).expect("pw");
+    let cfg = dir.join("relay.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmode = \"transaction\"\n{extra}\n\
+             [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword_file = \"{}\"\n\n\
+             [pool]\nmax = 10\n\n{users}",
+            srv.sandbox.meta.primary().port,
+            pwfile.display()
+        ),
+    )
+    .expect("config");
+    cfg
+}
+
+fn start_full(dir: &Path, cfg: &Path, port: u16) -> Full {
+    let stderr = dir.join("relay.err");
+    let child = common::sqlfleet()
+        .args(["relay", "--config"])
+        .arg(cfg)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&stderr).expect("log"))
+        .spawn()
+        .expect("spawn");
+    wait_listening(port);
+    Full {
+        child,
+        port,
+        stderr,
+    }
+}
+
+fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
+    Target {
+        endpoint: Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        user: name.into(),
+        password: Some(PasswordSpec::Given(Secret::new(pw))),
+        database: None,
+        ssl_mode: ssl,
+        ssl_ca: None,
+    }
+}
+
+async fn select_one(t: &Target) -> Result<i64, String> {
+    let mut c = t.connect(Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+    let v: Option<i64> = c.query_first("SELECT 1").await.map_err(|e| e.to_string())?;
+    Ok(v.unwrap_or(0))
+}
+
+#[test]
+fn config_file_checks_and_errors_name_the_line() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let users = format!("[[users]]\nname = \"app\"\n{}", hashes("app-pw"));
+    let cfg = write_config(dir.path(), srv, free_port(), &users, "");
+    let o = common::sqlfleet().args(["relay", "--check-config", "--config"]).arg(&cfg).output().expect("run");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(common::stdout(&o).contains("ok"));
+    let text = std::fs::read_to_string(&cfg).expect("read").replace("max = 10", "max = 10\nmax_size = 3");
+    std::fs::write(&cfg, text).expect("write");
+    let o = common::sqlfleet().args(["relay", "--check-config", "--config"]).arg(&cfg).output().expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    let line = std::fs::read_to_string(&cfg)
+        .expect("read")
+        .lines()
+        .position(|l| l.starts_with("max_size"))
+        .expect("line")
+        + 1;
+    let err = common::stderr(&o);
+    assert!(err.contains(&format!("line {line}")) && err.contains("max_size"), "{err}");
+}
+
+#[test]
+fn both_plugins_tls_and_reload() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (c, k) = cert(dir.path());
+    let port = free_port();
+    // `app` has both hashes; `sha` only the caching_sha2_password one.
+    let sha_only: String = hashes("sha-pw").lines().filter(|l| l.starts_with("sha2")).collect();
+    let users = format!(
+        "[[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"sha\"\n{sha_only}\n",
+        hashes("app-pw")
+    );
+    let tls = format!("[tls]\ncert = \"{c}\"\nkey = \"{k}\"\n");
+    let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = false\n");
+    std::fs::write(&cfg, format!("{}\n{tls}", std::fs::read_to_string(&cfg).expect("read"))).expect("write");
+    let relay = start_full(dir.path(), &cfg, port);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // mysql_native_password, plain and TLS.
+        assert_eq!(select_one(&user(port, "app", "app-pw", SslMode::Disabled)).await, Ok(1));
+        assert_eq!(select_one(&user(port, "app", "app-pw", SslMode::Required)).await, Ok(1));
+        // caching_sha2_password by auth switch (the scramble, no TLS needed).
+        assert_eq!(select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await, Ok(1));
+        let e = select_one(&user(port, "sha", "wrong", SslMode::Disabled)).await.expect_err("denied");
+        assert!(e.contains("1045"), "{e}");
+        let e = select_one(&user(port, "nobody", "x", SslMode::Disabled)).await.expect_err("denied");
+        assert!(e.contains("1045"), "{e}");
+    });
+    // The stock client: TLS, and caching_sha2_password.
+    let cli = |u: &str, pw: &str, extra: &[&str]| {
+        Command::new("mariadb")
+            .args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", u, &format!("--password={pw}"), "-N", "-B"])
+            .args(extra)
+            .args(["-e", "SELECT 42"])
+            .output()
+            .expect("mariadb")
+    };
+    let o = cli("app", "app-pw", &["--ssl"]);
+    assert_eq!(common::stdout(&o).trim(), "42", "{}", common::stderr(&o));
+    let o = cli("sha", "sha-pw", &[]);
+    assert_eq!(common::stdout(&o).trim(), "42", "{}", common::stderr(&o));
+
+    // Reload: a new user appears; a broken file is refused and the running config stays.
+    let users2 = format!("{users}[[users]]\nname = \"late\"\n{}", hashes("late-pw"));
+    let cfg2 = write_config(dir.path(), srv, port, &users2, "");
+    std::fs::write(&cfg2, format!("{}\n{tls}", std::fs::read_to_string(&cfg2).expect("read"))).expect("write");
+    let hup = |pid: u32| {
+        let ok = Command::new("kill").args(["-HUP", &pid.to_string()]).status().expect("kill");
+        assert!(ok.success());
+    };
+    hup(relay.child.id());
+    let t0 = Instant::now();
+    loop {
+        let o = cli("late", "late-pw", &[]);
+        if o.status.success() {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "reload not applied: {}", common::stderr(&o));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::write(&cfg, "[relay\nbroken").expect("break");
+    hup(relay.child.id());
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&relay.stderr).unwrap_or_default().contains("reload refused") {
+        assert!(t0.elapsed() < Duration::from_secs(10), "no refusal logged");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = cli("late", "late-pw", &[]);
+    assert!(o.status.success(), "running config kept: {}", common::stderr(&o));
+    drop(relay);
+}
+
+#[test]
+fn tls_required_and_full_sha2_authentication() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (c, k) = cert(dir.path());
+    let port = free_port();
+    let sha_only: String = hashes("sha-pw").lines().filter(|l| l.starts_with("sha2")).collect();
+    let users = format!("[[users]]\nname = \"sha\"\n{sha_only}\n");
+    let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}\n[tls]\ncert = \"{c}\"\nkey = \"{k}\"\nrequire = true\n",
+            std::fs::read_to_string(&cfg).expect("read")
+        ),
+    )
+    .expect("write");
+    let _relay = start_full(dir.path(), &cfg, port);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let e = select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await.expect_err("needs TLS");
+        assert!(e.contains("3159") || e.contains("TLS"), "{e}");
+        // Full authentication: the password itself, over TLS.
+        assert_eq!(select_one(&user(port, "sha", "sha-pw", SslMode::Required)).await, Ok(1));
+        let e = select_one(&user(port, "sha", "nope", SslMode::Required)).await.expect_err("denied");
+        assert!(e.contains("1045"), "{e}");
+    });
+}
