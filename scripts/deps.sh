@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sqlfleet needs to build and test on Debian/Ubuntu:
 # mariadb-server and mariadb-client (the sandbox and the stock client the
-# tests compare with), a C compiler (for the crypto crate), and Rust via
-# rustup when cargo is missing. Idempotent: installs only what is absent.
+# tests compare with), a C compiler (for the crypto crate), the client
+# drivers the relay tests use, and Rust via rustup when cargo is missing. Idempotent: installs only what is absent.
 set -euo pipefail
 
 SUDO=""
@@ -18,6 +18,17 @@ have make || need+=(make)
 have curl || need+=(curl ca-certificates)
 have python3 || need+=(python3)
 have rsvg-convert || need+=(librsvg2-bin)   # PNG copies of bench charts
+have openssl || need+=(openssl)             # relay TLS test certificates
+# Real clients the relay tests drive: sysbench, PyMySQL, go-sql-driver,
+# MariaDB Connector/J (Debian packages), mysql2 (npm, below).
+have sysbench || need+=(sysbench)
+have go || need+=(golang-go)
+have javac || need+=(default-jdk-headless)
+have node || need+=(nodejs)
+have npm || need+=(npm)
+for pkg in python3-pymysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
 # Extra Debian packages asked for by name (benchmarks), if not installed.
 for extra in "$@"; do
   dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")
@@ -28,6 +39,13 @@ if [ "${#need[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+NODE_DIR="$HOME/.cache/sqlfleet/node"
+if [ ! -d "$NODE_DIR/node_modules/mysql2" ]; then
+  echo "deps: installing mysql2 (npm) into $NODE_DIR" >&2
+  mkdir -p "$NODE_DIR"
+  (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund mysql2 >/dev/null)
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

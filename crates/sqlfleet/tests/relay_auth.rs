@@ -35,7 +35,18 @@ fn hashes(pw: &str) -> String {
 fn cert(dir: &Path) -> (String, String) {
     let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
     let o = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=localhost",
+            "-keyout",
+        ])
         .arg(&k)
         .arg("-out")
         .arg(&c)
@@ -59,7 +70,13 @@ impl Drop for Full {
 }
 
 /// Writes a config with `users` (TOML [[users]] blocks) and `extra`.
-fn write_config(dir: &Path, srv: &TestServer, port: u16, users: &str, extra: &str) -> std::path::PathBuf {
+fn write_config(
+    dir: &Path,
+    srv: &TestServer,
+    port: u16,
+    users: &str,
+    extra: &str,
+) -> std::path::PathBuf {
     let pwfile = dir.join("backend.pw");
     std::fs::write(&pwfile, srv.sandbox.password().expect("pw").expose()).expect("pw");
     let cfg = dir.join("relay.toml");
@@ -109,7 +126,10 @@ fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
 }
 
 async fn select_one(t: &Target) -> Result<i64, String> {
-    let mut c = t.connect(Duration::from_secs(5)).await.map_err(|e| e.to_string())?;
+    let mut c = t
+        .connect(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
     let v: Option<i64> = c.query_first("SELECT 1").await.map_err(|e| e.to_string())?;
     Ok(v.unwrap_or(0))
 }
@@ -120,12 +140,22 @@ fn config_file_checks_and_errors_name_the_line() {
     let dir = tempfile::tempdir().expect("tmp");
     let users = format!("[[users]]\nname = \"app\"\n{}", hashes("app-pw"));
     let cfg = write_config(dir.path(), srv, free_port(), &users, "");
-    let o = common::sqlfleet().args(["relay", "--check-config", "--config"]).arg(&cfg).output().expect("run");
+    let o = common::sqlfleet()
+        .args(["relay", "--check-config", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("run");
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(common::stdout(&o).contains("ok"));
-    let text = std::fs::read_to_string(&cfg).expect("read").replace("max = 10", "max = 10\nmax_size = 3");
+    let text = std::fs::read_to_string(&cfg)
+        .expect("read")
+        .replace("max = 10", "max = 10\nmax_size = 3");
     std::fs::write(&cfg, text).expect("write");
-    let o = common::sqlfleet().args(["relay", "--check-config", "--config"]).arg(&cfg).output().expect("run");
+    let o = common::sqlfleet()
+        .args(["relay", "--check-config", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("run");
     assert_eq!(o.status.code(), Some(1));
     let line = std::fs::read_to_string(&cfg)
         .expect("read")
@@ -134,7 +164,10 @@ fn config_file_checks_and_errors_name_the_line() {
         .expect("line")
         + 1;
     let err = common::stderr(&o);
-    assert!(err.contains(&format!("line {line}")) && err.contains("max_size"), "{err}");
+    assert!(
+        err.contains(&format!("line {line}")) && err.contains("max_size"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -144,31 +177,61 @@ fn both_plugins_tls_and_reload() {
     let (c, k) = cert(dir.path());
     let port = free_port();
     // `app` has both hashes; `sha` only the caching_sha2_password one.
-    let sha_only: String = hashes("sha-pw").lines().filter(|l| l.starts_with("sha2")).collect();
+    let sha_only: String = hashes("sha-pw")
+        .lines()
+        .filter(|l| l.starts_with("sha2"))
+        .collect();
     let users = format!(
         "[[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"sha\"\n{sha_only}\n",
         hashes("app-pw")
     );
     let tls = format!("[tls]\ncert = \"{c}\"\nkey = \"{k}\"\n");
     let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = false\n");
-    std::fs::write(&cfg, format!("{}\n{tls}", std::fs::read_to_string(&cfg).expect("read"))).expect("write");
+    std::fs::write(
+        &cfg,
+        format!("{}\n{tls}", std::fs::read_to_string(&cfg).expect("read")),
+    )
+    .expect("write");
     let relay = start_full(dir.path(), &cfg, port);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         // mysql_native_password, plain and TLS.
-        assert_eq!(select_one(&user(port, "app", "app-pw", SslMode::Disabled)).await, Ok(1));
-        assert_eq!(select_one(&user(port, "app", "app-pw", SslMode::Required)).await, Ok(1));
+        assert_eq!(
+            select_one(&user(port, "app", "app-pw", SslMode::Disabled)).await,
+            Ok(1)
+        );
+        assert_eq!(
+            select_one(&user(port, "app", "app-pw", SslMode::Required)).await,
+            Ok(1)
+        );
         // caching_sha2_password by auth switch (the scramble, no TLS needed).
-        assert_eq!(select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await, Ok(1));
-        let e = select_one(&user(port, "sha", "wrong", SslMode::Disabled)).await.expect_err("denied");
+        assert_eq!(
+            select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await,
+            Ok(1)
+        );
+        let e = select_one(&user(port, "sha", "wrong", SslMode::Disabled))
+            .await
+            .expect_err("denied");
         assert!(e.contains("1045"), "{e}");
-        let e = select_one(&user(port, "nobody", "x", SslMode::Disabled)).await.expect_err("denied");
+        let e = select_one(&user(port, "nobody", "x", SslMode::Disabled))
+            .await
+            .expect_err("denied");
         assert!(e.contains("1045"), "{e}");
     });
     // The stock client: TLS, and caching_sha2_password.
     let cli = |u: &str, pw: &str, extra: &[&str]| {
         Command::new("mariadb")
-            .args(["-h", "127.0.0.1", "-P", &port.to_string(), "-u", u, &format!("--password={pw}"), "-N", "-B"])
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-P",
+                &port.to_string(),
+                "-u",
+                u,
+                &format!("--password={pw}"),
+                "-N",
+                "-B",
+            ])
             .args(extra)
             .args(["-e", "SELECT 42"])
             .output()
@@ -182,9 +245,16 @@ fn both_plugins_tls_and_reload() {
     // Reload: a new user appears; a broken file is refused and the running config stays.
     let users2 = format!("{users}[[users]]\nname = \"late\"\n{}", hashes("late-pw"));
     let cfg2 = write_config(dir.path(), srv, port, &users2, "");
-    std::fs::write(&cfg2, format!("{}\n{tls}", std::fs::read_to_string(&cfg2).expect("read"))).expect("write");
+    std::fs::write(
+        &cfg2,
+        format!("{}\n{tls}", std::fs::read_to_string(&cfg2).expect("read")),
+    )
+    .expect("write");
     let hup = |pid: u32| {
-        let ok = Command::new("kill").args(["-HUP", &pid.to_string()]).status().expect("kill");
+        let ok = Command::new("kill")
+            .args(["-HUP", &pid.to_string()])
+            .status()
+            .expect("kill");
         assert!(ok.success());
     };
     hup(relay.child.id());
@@ -194,18 +264,29 @@ fn both_plugins_tls_and_reload() {
         if o.status.success() {
             break;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "reload not applied: {}", common::stderr(&o));
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "reload not applied: {}",
+            common::stderr(&o)
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     std::fs::write(&cfg, "[relay\nbroken").expect("break");
     hup(relay.child.id());
     let t0 = Instant::now();
-    while !std::fs::read_to_string(&relay.stderr).unwrap_or_default().contains("reload refused") {
+    while !std::fs::read_to_string(&relay.stderr)
+        .unwrap_or_default()
+        .contains("reload refused")
+    {
         assert!(t0.elapsed() < Duration::from_secs(10), "no refusal logged");
         std::thread::sleep(Duration::from_millis(50));
     }
     let o = cli("late", "late-pw", &[]);
-    assert!(o.status.success(), "running config kept: {}", common::stderr(&o));
+    assert!(
+        o.status.success(),
+        "running config kept: {}",
+        common::stderr(&o)
+    );
     drop(relay);
 }
 
@@ -215,7 +296,10 @@ fn tls_required_and_full_sha2_authentication() {
     let dir = tempfile::tempdir().expect("tmp");
     let (c, k) = cert(dir.path());
     let port = free_port();
-    let sha_only: String = hashes("sha-pw").lines().filter(|l| l.starts_with("sha2")).collect();
+    let sha_only: String = hashes("sha-pw")
+        .lines()
+        .filter(|l| l.starts_with("sha2"))
+        .collect();
     let users = format!("[[users]]\nname = \"sha\"\n{sha_only}\n");
     let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
     std::fs::write(
@@ -229,11 +313,18 @@ fn tls_required_and_full_sha2_authentication() {
     let _relay = start_full(dir.path(), &cfg, port);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
-        let e = select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await.expect_err("needs TLS");
+        let e = select_one(&user(port, "sha", "sha-pw", SslMode::Disabled))
+            .await
+            .expect_err("needs TLS");
         assert!(e.contains("3159") || e.contains("TLS"), "{e}");
         // Full authentication: the password itself, over TLS.
-        assert_eq!(select_one(&user(port, "sha", "sha-pw", SslMode::Required)).await, Ok(1));
-        let e = select_one(&user(port, "sha", "nope", SslMode::Required)).await.expect_err("denied");
+        assert_eq!(
+            select_one(&user(port, "sha", "sha-pw", SslMode::Required)).await,
+            Ok(1)
+        );
+        let e = select_one(&user(port, "sha", "nope", SslMode::Required))
+            .await
+            .expect_err("denied");
         assert!(e.contains("1045"), "{e}");
     });
 }
