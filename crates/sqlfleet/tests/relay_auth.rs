@@ -58,7 +58,6 @@ fn cert(dir: &Path) -> (String, String) {
 
 struct Full {
     child: std::process::Child,
-    port: u16,
     stderr: std::path::PathBuf,
 }
 
@@ -104,11 +103,7 @@ fn start_full(dir: &Path, cfg: &Path, port: u16) -> Full {
         .spawn()
         .expect("spawn");
     wait_listening(port);
-    Full {
-        child,
-        port,
-        stderr,
-    }
+    Full { child, stderr }
 }
 
 fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
