@@ -70,10 +70,21 @@ impl From<ReplyError> for WireError {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
+    /// A backend-side stream: replies are read in large spans.
     pub fn new(s: S) -> PacketIo<S> {
+        Self::with_capacity(s, BUF)
+    }
+
+    /// A client-side stream: commands are small; the buffer grows for
+    /// large ones and shrinks back.
+    pub fn small(s: S) -> PacketIo<S> {
+        Self::with_capacity(s, 4096)
+    }
+
+    fn with_capacity(s: S, n: usize) -> PacketIo<S> {
         PacketIo {
             s,
-            buf: vec![0; BUF],
+            buf: vec![0; n],
             start: 0,
             end: 0,
         }

@@ -138,7 +138,7 @@ where
         autocommit: true,
         conn: None,
         backend: None,
-        io: PacketIo::new(li.stream),
+        io: PacketIo::small(li.stream),
         ctx,
     };
     if s.mode == Mode::Session {

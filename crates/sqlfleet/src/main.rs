@@ -53,10 +53,22 @@ fn main() {
             std::process::exit(code as i32);
         }
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    // The relay is latency-bound: one event-loop thread avoids waking
+    // other workers for every packet (SQLFLEET_RELAY_THREADS overrides).
+    let relay_threads = std::env::var("SQLFLEET_RELAY_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1);
+    let mut builder = match &cli.command {
+        Command::Relay(_) if relay_threads <= 1 => tokio::runtime::Builder::new_current_thread(),
+        Command::Relay(_) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(relay_threads);
+            b
+        }
+        _ => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let rt = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("sqlfleet: cannot start the async runtime: {e}");

@@ -163,3 +163,40 @@ fn bench_pool_measures_through_the_relay() {
         assert!(c["qps"]["mean"].as_f64().expect("qps") > 0.0);
     }
 }
+
+#[test]
+fn idle_connections_close_down_to_the_pool_minimum() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-min", "2", "--idle-timeout", "1"]);
+    let series = format!(
+        "sqlfleet_relay_backend_connections{{backend=\"127.0.0.1:{}\"}}",
+        srv.sandbox.meta.primary().port
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // Five clients in transactions at once need five backend connections.
+        let mut clients = Vec::new();
+        for _ in 0..5 {
+            let mut c = app(relay.port, "app-pw", None)
+                .connect(Duration::from_secs(5))
+                .await
+                .expect("connect");
+            c.query_drop("BEGIN").await.expect("begin");
+            clients.push(c);
+        }
+        assert_eq!(relay.metric(&series), 5.0);
+        for mut c in clients {
+            c.query_drop("COMMIT").await.expect("commit");
+            c.disconnect().await.expect("quit");
+        }
+    });
+    let t0 = Instant::now();
+    while relay.metric(&series) != 2.0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "still {} open",
+            relay.metric(&series)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -64,6 +64,12 @@ pub struct RelayArgs {
     /// Seconds a client waits for a free backend connection
     #[arg(long, default_value_t = 5.0)]
     wait_timeout: f64,
+    /// Seconds an idle backend connection is kept (above --pool-min)
+    #[arg(long, default_value_t = 60.0)]
+    idle_timeout: f64,
+    /// Seconds a backend connection lives at most
+    #[arg(long, default_value_t = 3600.0)]
+    max_lifetime: f64,
     /// Serve Prometheus metrics at http://ADDR/metrics
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
@@ -116,6 +122,12 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         "--wait-timeout must be positive"
     );
     anyhow::ensure!(a.pool_min <= a.pool_max, "--pool-min exceeds --pool-max");
+    for (v, what) in [
+        (a.idle_timeout, "--idle-timeout"),
+        (a.max_lifetime, "--max-lifetime"),
+    ] {
+        anyhow::ensure!(v.is_finite() && v > 0.0, "{what} must be positive");
+    }
     let backend_password = a
         .backend_password
         .clone()
@@ -149,6 +161,8 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
                 max: a.pool_max.max(1),
                 min: a.pool_min,
                 wait_timeout: Duration::from_secs_f64(a.wait_timeout),
+                idle_timeout: Duration::from_secs_f64(a.idle_timeout),
+                max_lifetime: Duration::from_secs_f64(a.max_lifetime),
                 ..PoolSettings::default()
             },
         },
@@ -185,6 +199,7 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
+    raise_fd_limit();
     let mut listeners = Vec::new();
     for l in &cfg.listen {
         listeners.push(
@@ -259,4 +274,20 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         .await;
     eprintln!("sqlfleet relay: stopped");
     Ok(Exit::Ok)
+}
+
+/// A relay holds two sockets per active client: lift the soft limit on
+/// open files to the hard limit.
+fn raise_fd_limit() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
 }
