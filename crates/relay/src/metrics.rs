@@ -57,11 +57,10 @@ impl Metrics {
     }
 
     pub fn wait(&self, d: std::time::Duration) {
+        // One counter per bucket; render() makes them cumulative.
         let s = d.as_secs_f64();
-        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-            if s <= *b {
-                self.wait_buckets[i].fetch_add(1, Relaxed);
-            }
+        if let Some(i) = WAIT_BUCKETS.iter().position(|b| s <= *b) {
+            self.wait_buckets[i].fetch_add(1, Relaxed);
         }
         self.wait_count.fetch_add(1, Relaxed);
         self.wait_sum_us.fetch_add(d.as_micros() as u64, Relaxed);

@@ -222,12 +222,17 @@ impl Pool {
             let next = {
                 let mut inner = side.inner();
                 inner.last_shape = Some(shape);
-                let best = inner
-                    .idle
-                    .iter()
-                    .enumerate()
-                    .filter_map(|(i, c)| fit(c, shape, db, settings).map(|f| (f, i)))
-                    .max();
+                // The most recently returned connection usually fits exactly.
+                let last = inner.idle.len().checked_sub(1);
+                let best = match last {
+                    Some(i) if fit(&inner.idle[i], shape, db, settings) == Some(3) => Some((3, i)),
+                    _ => inner
+                        .idle
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, c)| fit(c, shape, db, settings).map(|f| (f, i)))
+                        .max(),
+                };
                 if let Some((_, i)) = best {
                     Next::Use(Box::new(inner.idle.swap_remove(i)))
                 } else if inner.open < s.max {

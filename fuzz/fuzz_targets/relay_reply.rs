@@ -1,0 +1,43 @@
+//! The relay follows backend replies packet by packet and reads client
+//! statements and execute packets: none of it may panic on any bytes.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use sqlfleet_relay::response::{Expect, Tracker};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&kind, rest)) = data.split_first() else {
+        return;
+    };
+    let expect = match kind % 5 {
+        0 => Expect::Results { cursor: false },
+        1 => Expect::Results { cursor: true },
+        2 => Expect::Prepare,
+        3 => Expect::FieldList,
+        _ => Expect::Rows,
+    };
+    // The rest is a stream of packets: 1-byte length, then the payload.
+    let mut t = Tracker::new(expect, kind & 0x80 != 0);
+    let mut i = 0;
+    while i < rest.len() {
+        let n = rest[i] as usize;
+        let p = &rest[(i + 1).min(rest.len())..(i + 1 + n).min(rest.len())];
+        let mut p = p.to_vec();
+        if t.packet(p.len(), &mut p).is_err() {
+            break;
+        }
+        i += 1 + n;
+    }
+    let _ = sqlfleet_relay::sql::analyze(rest);
+    let mut c = sqlfleet_relay::stmt::ClientStmt {
+        sql: std::sync::Arc::from(&b"SELECT ?"[..]),
+        db: None,
+        params: u16::from(kind % 20),
+        columns: 0,
+        types: None,
+    };
+    let mut b = sqlfleet_relay::stmt::BackendStmts::default();
+    b.insert(c.key(), 1, 4);
+    if let Some(bs) = b.get_mut(&c.key()) {
+        let _ = sqlfleet_relay::stmt::rewrite_execute(rest, c.params, &mut c, bs);
+    }
+});
