@@ -110,6 +110,9 @@ pub struct RelayConfig {
     pub backends: Vec<Backend>,
     pub backend_user: String,
     pub backend_password: String,
+    /// TLS towards backends: `Some(None)` encrypts without checking the
+    /// certificate, `Some(Some(ca))` checks it against `ca`.
+    pub backend_tls: Option<Option<PathBuf>>,
     pub mode: Mode,
     pub tls: Option<TlsFiles>,
     /// caching_sha2_password: always ask for the full password (over TLS)
@@ -180,6 +183,9 @@ struct BackendSection {
     password: Option<String>,
     password_file: Option<PathBuf>,
     password_env: Option<String>,
+    /// "disabled" (default), "required" or "verify".
+    tls: Option<String>,
+    tls_ca: Option<PathBuf>,
 }
 
 #[derive(Deserialize, Default)]
@@ -358,11 +364,14 @@ fn build(f: File) -> Result<RelayConfig, String> {
         key: t.key,
         require: t.require,
     });
+    let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
+        .map_err(|e| format!("backend.tls: {e}"))?;
     Ok(RelayConfig {
         listen: f.relay.listen,
         backends,
         backend_user: f.backend.user,
         backend_password: password,
+        backend_tls,
         mode: f.relay.mode,
         tls,
         sha2_full_auth: f.relay.sha2_full_auth,
@@ -370,6 +379,21 @@ fn build(f: File) -> Result<RelayConfig, String> {
         max_packet: f.relay.max_packet.unwrap_or(1 << 30),
         dynamic: Dynamic { users, pool },
     })
+}
+
+/// `disabled` | `required` | `verify` (with a CA file) into the config form.
+pub fn backend_tls(
+    mode: Option<&str>,
+    ca: Option<PathBuf>,
+) -> Result<Option<Option<PathBuf>>, String> {
+    match (mode.unwrap_or("disabled"), ca) {
+        ("disabled", None) => Ok(None),
+        ("required", None) => Ok(Some(None)),
+        ("verify", Some(ca)) => Ok(Some(Some(ca))),
+        ("verify", None) => Err("verify needs a CA file (tls_ca)".into()),
+        ("disabled" | "required", Some(_)) => Err("a CA file is only used with verify".into()),
+        (other, _) => Err(format!("{other:?}: use disabled, required or verify")),
+    }
 }
 
 /// `host`, `host:port`, `[v6]:port`.

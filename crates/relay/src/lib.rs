@@ -110,7 +110,11 @@ impl Relay {
         };
         let metrics = Arc::new(metrics::Metrics::default());
         let cfg = Arc::new(cfg);
-        let pool = pool::Pool::new(cfg.clone(), metrics.clone());
+        let backend_tls = match &cfg.backend_tls {
+            Some(ca) => Some(auth::tls_connector(ca.as_deref())?),
+            None => None,
+        };
+        let pool = pool::Pool::new(cfg.clone(), metrics.clone(), backend_tls);
         Ok(Relay {
             ctx: Arc::new(session::Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use sqlfleet_wire::handshake::{self, DEPRECATE_EOF, SESSION_SHAPE};
 use sqlfleet_wire::packet::WireError;
 use tokio::net::TcpStream;
+
+use crate::io::AnyStream;
 use tokio::sync::Notify;
 
 use crate::config::{Backend, PoolSettings, RelayConfig};
@@ -31,7 +33,7 @@ pub struct Shape {
 
 /// A backend connection with what the relay knows of its session.
 pub struct BackendConn {
-    pub io: PacketIo<TcpStream>,
+    pub io: PacketIo<AnyStream>,
     pub shape: Shape,
     /// Capabilities in effect on this connection.
     pub caps: u32,
@@ -113,6 +115,7 @@ impl LeaseError {
 
 pub struct Pool {
     cfg: Arc<RelayConfig>,
+    tls: Option<tokio_rustls::TlsConnector>,
     settings: RwLock<PoolSettings>,
     sides: Vec<Arc<Side>>,
     pub metrics: Arc<Metrics>,
@@ -131,7 +134,11 @@ fn fit(c: &BackendConn, shape: Shape, db: &Option<String>, settings: &[Setting])
 }
 
 impl Pool {
-    pub fn new(cfg: Arc<RelayConfig>, metrics: Arc<Metrics>) -> Arc<Pool> {
+    pub fn new(
+        cfg: Arc<RelayConfig>,
+        metrics: Arc<Metrics>,
+        tls: Option<tokio_rustls::TlsConnector>,
+    ) -> Arc<Pool> {
         let sides = cfg
             .backends
             .iter()
@@ -150,6 +157,7 @@ impl Pool {
             })
             .collect();
         Arc::new(Pool {
+            tls,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
             cfg,
             sides,
@@ -293,19 +301,53 @@ impl Pool {
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
         let connect = async {
-            let s = TcpStream::connect((b.host.as_str(), b.port)).await?;
-            s.set_nodelay(true)?;
-            let mut io = PacketIo::new(s);
-            let hello = handshake::login(
-                &mut io.s,
+            let mut tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
+            tcp.set_nodelay(true)?;
+            let hello = handshake::parse_server_hello(
+                &sqlfleet_wire::packet::read(&mut tcp, 1 << 16)
+                    .await?
+                    .payload,
+            )?;
+            let caps = handshake::client_caps(&hello, shape.caps, false, self.tls.is_some());
+            let (mut stream, seq) = match &self.tls {
+                None => (AnyStream(Box::new(tcp)), 1),
+                Some(tls) => {
+                    if hello.caps & handshake::SSL == 0 {
+                        return Err(WireError::Protocol(
+                            "backend does not offer TLS, which the relay is configured to require"
+                                .into(),
+                        ));
+                    }
+                    sqlfleet_wire::packet::write(
+                        &mut tcp,
+                        1,
+                        &handshake::ssl_request(caps, shape.collation),
+                    )
+                    .await?;
+                    let name =
+                        rustls::pki_types::ServerName::try_from(b.host.clone()).map_err(|e| {
+                            WireError::Protocol(format!("TLS server name {}: {e}", b.host))
+                        })?;
+                    let t = tls
+                        .connect(name, tcp)
+                        .await
+                        .map_err(|e| WireError::Protocol(format!("TLS to backend: {e}")))?;
+                    (AnyStream(Box::new(t)), 2)
+                }
+            };
+            handshake::respond(
+                &mut stream,
+                &hello,
+                seq,
+                caps,
                 &self.cfg.backend_user,
                 &self.cfg.backend_password,
-                shape.caps,
                 shape.collation,
                 None,
+                self.tls.is_some(),
             )
             .await?;
-            Ok::<_, WireError>((io, hello))
+            Ok::<_, WireError>((PacketIo::new(stream), hello))
         };
         match tokio::time::timeout(Duration::from_secs(10), connect).await {
             Ok(Ok((io, hello))) => {

@@ -323,3 +323,80 @@ fn tls_required_and_full_sha2_authentication() {
         assert!(e.contains("1045"), "{e}");
     });
 }
+
+#[test]
+fn a_relay_logs_in_to_its_backend_over_tls_with_caching_sha2() {
+    // client -> relay A -> (TLS, caching_sha2_password full auth) -> relay B -> server
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (c, k) = cert(dir.path());
+    let port_b = free_port();
+    let sha_only: String = hashes("relay-pw")
+        .lines()
+        .filter(|l| l.starts_with("sha2"))
+        .collect();
+    let users = format!("[[users]]\nname = \"relay\"\n{sha_only}\n");
+    let cfg = write_config(dir.path(), srv, port_b, &users, "sha2_full_auth = true\n");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{}\n[tls]\ncert = \"{c}\"\nkey = \"{k}\"\nrequire = true\n",
+            std::fs::read_to_string(&cfg).expect("read")
+        ),
+    )
+    .expect("write");
+    let _b = start_full(dir.path(), &cfg, port_b);
+    let port_a = free_port();
+    let mut a = common::sqlfleet()
+        .args(["relay", "--listen", &format!("127.0.0.1:{port_a}")])
+        .args([
+            "--backend",
+            &format!("127.0.0.1:{port_b}"),
+            "--backend-user",
+            "relay",
+        ])
+        .args(["--backend-tls", "required", "--user", "app:app-pw"])
+        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("relay a");
+    wait_listening(port_a);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let r = rt.block_on(select_one(&user(
+        port_a,
+        "app",
+        "app-pw",
+        SslMode::Disabled,
+    )));
+    let _ = a.kill();
+    let _ = a.wait();
+    assert_eq!(r, Ok(1));
+    // Without TLS the backend relay refuses relay A's login: a clear error.
+    let port_c = free_port();
+    let mut c2 = common::sqlfleet()
+        .args(["relay", "--listen", &format!("127.0.0.1:{port_c}")])
+        .args([
+            "--backend",
+            &format!("127.0.0.1:{port_b}"),
+            "--backend-user",
+            "relay",
+        ])
+        .args(["--user", "app:app-pw"])
+        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("relay c");
+    wait_listening(port_c);
+    let r = rt.block_on(select_one(&user(
+        port_c,
+        "app",
+        "app-pw",
+        SslMode::Disabled,
+    )));
+    let _ = c2.kill();
+    let _ = c2.wait();
+    let e = r.expect_err("backend login refused");
+    assert!(e.contains("3159") || e.contains("TLS"), "{e}");
+}

@@ -289,7 +289,7 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
 }
 
 /// Logs in to a backend as `user` with the given session flags and
-/// collation; returns the greeting. Only mysql_native_password.
+/// collation over a plain stream; returns the greeting.
 pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     user: &str,
@@ -299,6 +299,16 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     database: Option<&str>,
 ) -> Result<ServerHello, WireError> {
     let hello = parse_server_hello(&packet::read(s, 1 << 16).await?.payload)?;
+    let caps = client_caps(&hello, shape, database.is_some(), false);
+    respond(
+        s, &hello, 1, caps, user, password, collation, database, false,
+    )
+    .await?;
+    Ok(hello)
+}
+
+/// The capabilities a relay asks a backend for.
+pub fn client_caps(hello: &ServerHello, shape: u32, with_db: bool, tls: bool) -> u32 {
     let mut caps = LONG_PASSWORD
         | LONG_FLAG
         | PROTOCOL_41
@@ -307,11 +317,69 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
         | PLUGIN_AUTH
         | PLUGIN_AUTH_LENENC
         | (shape & SESSION_SHAPE);
-    if database.is_some() {
+    if with_db {
         caps |= CONNECT_WITH_DB;
     }
-    caps &= hello.caps | CONNECT_WITH_DB;
-    let token = native_token(&hello.nonce, password);
+    if tls {
+        caps |= SSL;
+    }
+    caps & (hello.caps | CONNECT_WITH_DB)
+}
+
+/// The SSLRequest packet that precedes a TLS handshake.
+pub fn ssl_request(caps: u32, collation: u8) -> Vec<u8> {
+    let mut p = Vec::with_capacity(32);
+    p.extend_from_slice(&(caps | SSL).to_le_bytes());
+    p.extend_from_slice(&(1u32 << 30).to_le_bytes());
+    p.push(collation);
+    p.extend_from_slice(&[0; 23]);
+    p
+}
+
+pub const SHA2: &str = "caching_sha2_password";
+
+fn token_for(plugin: &str, nonce: &[u8], password: &str) -> Result<Vec<u8>, WireError> {
+    match plugin {
+        NATIVE => Ok(native_token(nonce, password)),
+        SHA2 => Ok(sha2_token(nonce, password)),
+        other => Err(WireError::Protocol(format!(
+            "backend wants auth plugin {other}; the relay logs in with {NATIVE} or {SHA2}"
+        ))),
+    }
+}
+
+/// caching_sha2_password's scramble: SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) + nonce).
+pub fn sha2_token(nonce: &[u8], password: &str) -> Vec<u8> {
+    use sha2::{Digest as _, Sha256};
+    if password.is_empty() {
+        return Vec::new();
+    }
+    let p1 = Sha256::digest(password.as_bytes());
+    let p2 = Sha256::digest(p1);
+    let mut h = Sha256::new();
+    h.update(p2);
+    h.update(nonce);
+    let x = h.finalize();
+    p1.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect()
+}
+
+/// Sends the HandshakeResponse41 (sequence `seq`) and completes the
+/// authentication exchange: mysql_native_password or caching_sha2_password
+/// (fast path, or full authentication when `secure`, i.e. over TLS).
+#[allow(clippy::too_many_arguments)]
+pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    hello: &ServerHello,
+    seq: u8,
+    caps: u32,
+    user: &str,
+    password: &str,
+    collation: u8,
+    database: Option<&str>,
+    secure: bool,
+) -> Result<(), WireError> {
+    let plugin = if hello.plugin == SHA2 { SHA2 } else { NATIVE };
+    let token = token_for(plugin, &hello.nonce, password)?;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(1u32 << 30).to_le_bytes());
@@ -325,14 +393,14 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
         p.extend_from_slice(db.as_bytes());
         p.push(0);
     }
-    p.extend_from_slice(NATIVE.as_bytes());
+    p.extend_from_slice(plugin.as_bytes());
     p.push(0);
-    packet::write(s, 1, &p).await?;
+    packet::write(s, seq, &p).await?;
     loop {
         let r = packet::read(s, 1 << 16).await?;
         let seq = r.seq.wrapping_add(1);
         match r.payload.first() {
-            Some(0x00) => return Ok(hello),
+            Some(0x00) => return Ok(()),
             Some(0xFF) => {
                 let (code, msg) = packet::parse_err(&r.payload).unwrap_or((0, "unknown".into()));
                 return Err(WireError::Protocol(format!(
@@ -340,20 +408,30 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
                 )));
             }
             Some(0xFE) => {
-                // Auth switch: only to mysql_native_password.
+                // Auth switch.
                 let mut i = 1;
                 let plugin = String::from_utf8_lossy(&cstr(&r.payload, &mut i)?).into_owned();
-                if plugin != NATIVE {
-                    return Err(WireError::Protocol(format!(
-                        "backend wants auth plugin {plugin}; the relay logs in with {NATIVE} only"
-                    )));
-                }
                 let nonce: Vec<u8> = r.payload[i..]
                     .iter()
                     .copied()
                     .take_while(|&b| b != 0)
                     .collect();
-                packet::write(s, seq, &native_token(&nonce, password)).await?;
+                packet::write(s, seq, &token_for(&plugin, &nonce, password)?).await?;
+            }
+            // caching_sha2_password: fast path accepted, OK follows.
+            Some(0x01) if r.payload.get(1) == Some(&0x03) => {}
+            // Full authentication: the password itself, only over TLS.
+            Some(0x01) if r.payload.get(1) == Some(&0x04) => {
+                if !secure {
+                    return Err(WireError::Protocol(
+                        "backend asks for caching_sha2_password full authentication; \
+                         configure TLS to the backend (the RSA exchange is not implemented)"
+                            .into(),
+                    ));
+                }
+                let mut pw = password.as_bytes().to_vec();
+                pw.push(0);
+                packet::write(s, seq, &pw).await?;
             }
             _ => {
                 return Err(WireError::Protocol(

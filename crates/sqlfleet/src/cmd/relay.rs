@@ -41,6 +41,13 @@ pub struct RelayArgs {
     /// User the relay logs in to backends as
     #[arg(long, default_value = "root")]
     backend_user: String,
+    /// TLS to backends: disabled, required (encrypt, any certificate) or
+    /// verify (check the certificate against --backend-tls-ca)
+    #[arg(long, default_value = "disabled", value_parser = ["disabled", "required", "verify"])]
+    backend_tls: String,
+    /// CA certificate (PEM) for --backend-tls verify
+    #[arg(long, value_name = "FILE")]
+    backend_tls_ca: Option<PathBuf>,
     /// Its password (or SQLFLEET_BACKEND_PASSWORD, or MYSQL_PWD)
     #[arg(long, env = "SQLFLEET_BACKEND_PASSWORD", hide_env_values = true)]
     backend_password: Option<String>,
@@ -138,6 +145,8 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         backends,
         backend_user: a.backend_user.clone(),
         backend_password,
+        backend_tls: config::backend_tls(Some(&a.backend_tls), a.backend_tls_ca.clone())
+            .map_err(|e| anyhow::anyhow!("--backend-tls: {e}"))?,
         mode: if a.mode == "session" {
             Mode::Session
         } else {
