@@ -1,11 +1,11 @@
-//! 5,000 concurrent client connections through the relay in transaction
-//! mode, over a backend limited to max_connections=100: every client logs
-//! in, then all run a transaction at once; none gets an error and the
-//! server never sees more than the pool's connections.
+//! Size limits through the relay: 5,000 concurrent client connections over
+//! a backend limited to max_connections=100 (every client logs in, then all
+//! run a transaction at once; none gets an error and the server never sees
+//! more than the pool's connections), and packets over 16 MB both ways.
 
 mod common;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use common::relay::{app, start_relay};
@@ -13,10 +13,60 @@ use mysql_async::prelude::Queryable;
 
 const CLIENTS: usize = 5000;
 
+fn srv() -> &'static sqlfleet_testkit::TestServer {
+    static S: OnceLock<sqlfleet_testkit::TestServer> = OnceLock::new();
+    S.get_or_init(|| {
+        sqlfleet_testkit::server_with(&["max_connections=100", "max_allowed_packet=256M"])
+    })
+}
+
+#[test]
+fn packets_over_16_mb_pass_both_ways() {
+    let srv = srv();
+    let relay = start_relay(srv, &["--pool-max", "4"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("big").await;
+        let mut c = app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        c.query_drop("CREATE TABLE b (id INT PRIMARY KEY, v LONGBLOB)")
+            .await
+            .expect("create");
+        let blob: Vec<u8> = (0..40 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+        // Text protocol: the INSERT itself is a 40 MB+ packet (hex literal doubles it).
+        let hex: String = blob[..20 * 1024 * 1024]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        c.query_drop(format!("INSERT INTO b VALUES (1, x'{hex}')"))
+            .await
+            .expect("big text insert");
+        // Binary protocol: a 40 MB parameter.
+        c.exec_drop("INSERT INTO b VALUES (?, ?)", (2, blob.clone()))
+            .await
+            .expect("big prepared insert");
+        let back: Vec<u8> = c
+            .query_first("SELECT v FROM b WHERE id = 2")
+            .await
+            .expect("select")
+            .expect("row");
+        assert!(back == blob, "40 MB row came back intact");
+        let n: u64 = c
+            .query_first("SELECT LENGTH(v) FROM b WHERE id = 1")
+            .await
+            .expect("len")
+            .expect("row");
+        assert_eq!(n, 20 * 1024 * 1024);
+        c.disconnect().await.expect("quit");
+    });
+}
+
 #[test]
 fn five_thousand_clients_over_a_hundred_backend_connections() {
-    let srv = sqlfleet_testkit::server_with(&["max_connections=100"]);
-    let relay = start_relay(&srv, &["--pool-max", "90", "--wait-timeout", "60"]);
+    let srv = srv();
+    let relay = start_relay(srv, &["--pool-max", "90", "--wait-timeout", "60"]);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
