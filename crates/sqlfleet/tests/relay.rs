@@ -47,7 +47,16 @@ fn clients_work_through_the_relay_and_reuse_backends() {
         let id1: Option<u64> = c.query_first("SELECT CONNECTION_ID()").await.expect("id");
         c.disconnect().await.expect("quit");
 
-        // The next client gets the same backend connection, reset.
+        // The next client gets a pooled backend connection (no new login),
+        // reset: the pinned one goes back once its reset is done.
+        let resets = "sqlfleet_relay_backend_resets_total";
+        let t0 = Instant::now();
+        while relay.metric(resets) < 1.0 {
+            assert!(t0.elapsed() < Duration::from_secs(5), "no reset");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let opened = relay.metric("sqlfleet_relay_backend_connects_total");
         let mut c = app(relay.port, "app-pw", Some(&db))
             .connect(Duration::from_secs(5))
             .await
@@ -57,8 +66,13 @@ fn clients_work_through_the_relay_and_reuse_backends() {
             .await
             .expect("q")
             .expect("row");
-        assert_eq!(id2, id1, "backend connection reused");
         assert_eq!(mine, None, "session state reset between clients");
+        assert!(id2.is_some() && id1.is_some());
+        assert_eq!(
+            relay.metric("sqlfleet_relay_backend_connects_total"),
+            opened,
+            "served from the pool"
+        );
         c.disconnect().await.expect("quit");
 
         // A wrong password is refused by the relay itself.

@@ -75,7 +75,7 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
 #[test]
 fn pins_hold_the_connection_and_release_when_safe() {
     let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "0.3"]);
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("relaypin"));
     cli(relay.port, &["-D", &db, "-e", "CREATE TABLE t (a INT)"]);
