@@ -13,11 +13,36 @@ use sha2::{Digest, Sha256};
 pub struct Backend {
     pub host: String,
     pub port: u16,
+    /// A Unix socket instead of TCP (a relay on the database host).
+    pub socket: Option<PathBuf>,
 }
 
 impl Backend {
     pub fn addr(&self) -> String {
-        format!("{}:{}", self.host, self.port)
+        match &self.socket {
+            Some(p) => format!("unix:{}", p.display()),
+            None => format!("{}:{}", self.host, self.port),
+        }
+    }
+
+    /// `host[:port]`, `[v6]:port` or `unix:/path`.
+    pub fn parse(s: &str) -> Result<Backend, String> {
+        if let Some(p) = s.strip_prefix("unix:") {
+            if p.is_empty() {
+                return Err("empty socket path".into());
+            }
+            return Ok(Backend {
+                host: "localhost".into(),
+                port: 0,
+                socket: Some(PathBuf::from(p)),
+            });
+        }
+        let (host, port) = parse_addr(s)?;
+        Ok(Backend {
+            host,
+            port,
+            socket: None,
+        })
     }
 }
 
@@ -290,8 +315,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
     }
     let mut backends = Vec::new();
     for s in &f.backend.servers {
-        let (host, port) = parse_addr(s).map_err(|e| format!("backend.servers: {s}: {e}"))?;
-        backends.push(Backend { host, port });
+        backends.push(Backend::parse(s).map_err(|e| format!("backend.servers: {s}: {e}"))?);
     }
     if backends.is_empty() {
         return Err("backend.servers: give at least one server".into());
@@ -454,13 +478,7 @@ name = "app"
         ));
         let c = load(f.path()).expect("loads");
         assert_eq!(c.mode, Mode::Session);
-        assert_eq!(
-            c.backends[1],
-            Backend {
-                host: "db2".into(),
-                port: 3306
-            }
-        );
+        assert_eq!(c.backends[1].addr(), "db2:3306");
         assert_eq!(c.dynamic.pool.max, 20);
         assert_eq!(c.dynamic.pool.wait_timeout, Duration::from_millis(500));
         assert!(c.dynamic.users["app"] == Account::from_password("app-pw"));

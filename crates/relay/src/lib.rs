@@ -202,8 +202,13 @@ impl Relay {
                 Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
             }
         }
-        for a in acceptors {
+        // Stop accepting; awaiting the aborted tasks drops the listeners
+        // (and removes Unix socket files) before the process exits.
+        for a in &acceptors {
             a.abort();
+        }
+        for a in acceptors {
+            let _ = a.await;
         }
         let _ = tokio::time::timeout(drain, async {
             while sessions.join_next().await.is_some() {}

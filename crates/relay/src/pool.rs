@@ -301,16 +301,22 @@ impl Pool {
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
         let connect = async {
-            let mut tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
-            tcp.set_nodelay(true)?;
+            let mut raw = match &b.socket {
+                Some(path) => AnyStream(Box::new(tokio::net::UnixStream::connect(path).await?)),
+                None => {
+                    let tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
+                    tcp.set_nodelay(true)?;
+                    AnyStream(Box::new(tcp))
+                }
+            };
             let hello = handshake::parse_server_hello(
-                &sqlfleet_wire::packet::read(&mut tcp, 1 << 16)
+                &sqlfleet_wire::packet::read(&mut raw, 1 << 16)
                     .await?
                     .payload,
             )?;
             let caps = handshake::client_caps(&hello, shape.caps, false, self.tls.is_some());
             let (mut stream, seq) = match &self.tls {
-                None => (AnyStream(Box::new(tcp)), 1),
+                None => (raw, 1),
                 Some(tls) => {
                     if hello.caps & handshake::SSL == 0 {
                         return Err(WireError::Protocol(
@@ -319,7 +325,7 @@ impl Pool {
                         ));
                     }
                     sqlfleet_wire::packet::write(
-                        &mut tcp,
+                        &mut raw,
                         1,
                         &handshake::ssl_request(caps, shape.collation),
                     )
@@ -329,7 +335,7 @@ impl Pool {
                             WireError::Protocol(format!("TLS server name {}: {e}", b.host))
                         })?;
                     let t = tls
-                        .connect(name, tcp)
+                        .connect(name, raw)
                         .await
                         .map_err(|e| WireError::Protocol(format!("TLS to backend: {e}")))?;
                     (AnyStream(Box::new(t)), 2)

@@ -214,3 +214,50 @@ fn idle_connections_close_down_to_the_pool_minimum() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+#[test]
+fn a_backend_on_a_unix_socket_and_a_client_on_one() {
+    let srv = server();
+    let sock = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
+    let dir = tempfile::tempdir().expect("tmp");
+    let listen = dir.path().join("relay.sock");
+    // A relay whose only backend is the server's socket, reached by a client
+    // over the relay's own socket.
+    let pw = srv.sandbox.password().expect("pw");
+    let mut child = common::sqlfleet()
+        .args(["relay", "--listen", &format!("unix:{}", listen.display())])
+        .args(["--backend", &format!("unix:{}", sock.display())])
+        .args(["--backend-user", "root", "--user", "app:app-pw"])
+        .env("SQLFLEET_BACKEND_PASSWORD", pw.expose())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("relay");
+    let t0 = Instant::now();
+    while std::os::unix::net::UnixStream::connect(&listen).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "relay did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = std::process::Command::new("mariadb")
+        .arg(format!("--socket={}", listen.display()))
+        .args([
+            "-u",
+            "app",
+            "--password=app-pw",
+            "-N",
+            "-B",
+            "-e",
+            "SELECT @@socket LIKE '%mysqld.sock'",
+        ])
+        .output()
+        .expect("mariadb");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    assert_eq!(common::stdout(&o).trim(), "1", "{}", common::stderr(&o));
+    assert!(!listen.exists(), "socket file removed at exit");
+}

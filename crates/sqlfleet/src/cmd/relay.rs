@@ -35,7 +35,8 @@ pub struct RelayArgs {
     /// Address to listen on: HOST:PORT or unix:/path (repeatable)
     #[arg(long = "listen", default_value = "127.0.0.1:6033")]
     listen: Vec<String>,
-    /// A backend server (repeatable; clients go to the least busy)
+    /// A backend server, HOST:PORT or unix:/path (repeatable; clients go
+    /// to the least busy)
     #[arg(long = "backend", value_name = "HOST:PORT", required_unless_present_any = ["config", "hash_password"])]
     backends: Vec<String>,
     /// User the relay logs in to backends as
@@ -94,9 +95,7 @@ pub struct RelayArgs {
 fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
     let mut backends = Vec::new();
     for b in &a.backends {
-        let (host, port) =
-            config::parse_addr(b).map_err(|e| anyhow::anyhow!("--backend {b}: {e}"))?;
-        backends.push(Backend { host, port });
+        backends.push(Backend::parse(b).map_err(|e| anyhow::anyhow!("--backend {b}: {e}"))?);
     }
     let mut users = HashMap::new();
     let mut lines: Vec<String> = a.users.clone();
