@@ -39,6 +39,15 @@ public class Client {
                 if (e.getErrorCode() != 1146) throw e;
             }
             st.executeQuery("SELECT 1").close();
+            // A result streamed two rows at a time (fetch size).
+            PreparedStatement cur = c.prepareStatement("SELECT id FROM lang_java ORDER BY id");
+            cur.setFetchSize(2);
+            rs = cur.executeQuery();
+            int seen = 0, sum = 0;
+            while (rs.next()) { seen++; sum += rs.getInt(1); }
+            rs.close();
+            cur.close();
+            if (seen != n || sum != 1 + 2 + 3 + 5) throw new Exception("cursor read " + seen + " rows, sum " + sum);
             System.out.println("OK " + n);
         }
     }
