@@ -2,7 +2,8 @@
 //! a client that vanishes mid-result, malformed packets and stalled
 //! handshakes. The affected client gets an error or a clean disconnect;
 //! the relay and every other client carry on, and no backend connection
-//! with leftover state goes back to the pool.
+//! with leftover state goes back to the pool. Also, at the packet level,
+//! server-side cursors (COM_STMT_FETCH), which no test driver uses.
 
 mod common;
 
@@ -183,4 +184,102 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
         common::stderr(&o)
     );
     drop(staller);
+}
+
+/// Reads packets until an EOF/OK terminator (0xFE, short) or an ERR.
+async fn until_eof(s: &mut tokio::net::TcpStream) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    loop {
+        let p = sqlfleet_wire::packet::read(s, 1 << 24)
+            .await
+            .expect("packet");
+        let end = matches!(p.payload.first(), Some(0xFF))
+            || (p.payload.first() == Some(&0xFE) && p.payload.len() < 0xFF_FFFF);
+        out.push(p.payload);
+        if end {
+            return out;
+        }
+    }
+}
+
+#[test]
+fn server_side_cursors_fetch_through_the_relay() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        for deprecate_eof in [false, true] {
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
+                .await
+                .expect("connect");
+            let mut caps = handshake::MULTI_RESULTS | handshake::PS_MULTI_RESULTS;
+            if deprecate_eof {
+                caps |= handshake::DEPRECATE_EOF;
+            }
+            handshake::login(&mut s, "app", "app-pw", caps, 45, Some("mysql"))
+                .await
+                .expect("login");
+            let mut prep = vec![0x16];
+            prep.extend_from_slice(b"SELECT seq FROM seq_1_to_10");
+            sqlfleet_wire::packet::write(&mut s, 0, &prep)
+                .await
+                .expect("prepare");
+            let ok = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+                .await
+                .expect("prepare ok");
+            assert_eq!(ok.payload.first(), Some(&0x00));
+            let id = [ok.payload[1], ok.payload[2], ok.payload[3], ok.payload[4]];
+            // One column definition, then EOF unless deprecated.
+            if deprecate_eof {
+                sqlfleet_wire::packet::read(&mut s, 1 << 20)
+                    .await
+                    .expect("column");
+            } else {
+                assert_eq!(until_eof(&mut s).await.len(), 2);
+            }
+            // Execute with a read-only cursor: column count, definition, end of metadata.
+            let mut exec = vec![0x17];
+            exec.extend_from_slice(&id);
+            exec.extend_from_slice(&[1, 1, 0, 0, 0]);
+            sqlfleet_wire::packet::write(&mut s, 0, &exec)
+                .await
+                .expect("execute");
+            let meta = if deprecate_eof {
+                let mut m = vec![
+                    sqlfleet_wire::packet::read(&mut s, 1 << 20)
+                        .await
+                        .expect("count")
+                        .payload,
+                ];
+                m.extend(until_eof(&mut s).await);
+                m
+            } else {
+                until_eof(&mut s).await
+            };
+            assert_eq!(meta.first().map(|p| p.as_slice()), Some(&[1u8][..]));
+            // Fetch 4 rows, then the rest.
+            let mut got = 0;
+            for n in [4u32, 100] {
+                let mut fetch = vec![0x1C];
+                fetch.extend_from_slice(&id);
+                fetch.extend_from_slice(&n.to_le_bytes());
+                sqlfleet_wire::packet::write(&mut s, 0, &fetch)
+                    .await
+                    .expect("fetch");
+                let rows = until_eof(&mut s).await;
+                assert_ne!(rows.last().and_then(|p| p.first()), Some(&0xFF), "{rows:?}");
+                got += rows.len() - 1;
+            }
+            assert_eq!(got, 10, "deprecate_eof={deprecate_eof}");
+            // The session goes on normally afterwards.
+            sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
+                .await
+                .expect("ping");
+            let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+                .await
+                .expect("pong");
+            assert_eq!(p.payload.first(), Some(&0x00));
+        }
+        assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"cursor\"}") >= 2.0);
+    });
 }
