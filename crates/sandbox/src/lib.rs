@@ -10,6 +10,7 @@ pub mod error;
 pub mod meta;
 pub mod node;
 pub mod ports;
+pub mod promote;
 pub mod setup;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +23,7 @@ use sqlfleet_conn::{home, Endpoint, PasswordSpec, Secret, SslMode, Target};
 pub use error::{Result, SandboxError};
 pub use meta::{Layout, Meta, NodeMeta, Role};
 pub use node::Binaries;
+pub use promote::PromoteReport;
 pub use setup::ReplHealth;
 
 /// The sandbox used when none is named.
@@ -204,7 +206,7 @@ impl Sandbox {
         out
     }
 
-    fn write_client_files(&self, password: &Secret) -> Result<()> {
+    pub(crate) fn write_client_files(&self, password: &Secret) -> Result<()> {
         for n in &self.meta.nodes {
             let text = format!(
                 "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\ndefault-character-set = utf8mb4\n",
@@ -373,6 +375,18 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
                     .await?;
             }
             meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
+        }
+    }
+    // A node demoted while it was down (sandbox promote) has never been
+    // pointed at the new primary.
+    for n in sandbox.meta.replicas() {
+        let nl = sandbox.layout.node(n);
+        let label = sandbox.label(n);
+        let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
+        let configured = setup::repl_health(&mut c, &label).await?.is_some();
+        let _ = c.disconnect().await;
+        if !configured {
+            setup::start_replication(&label, &nl, &password, sandbox.meta.primary()).await?;
         }
     }
     for n in sandbox.meta.replicas() {

@@ -25,6 +25,19 @@ pub enum SandboxCmd {
     Env(EnvArgs),
     /// Stop a sandbox and delete its data
     Destroy(Which),
+    /// Make a replica the primary: it becomes writable and the other nodes
+    /// replicate from it (GTID)
+    Promote(PromoteArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PromoteArgs {
+    /// Sandbox name
+    #[arg(long, default_value = DEFAULT_NAME)]
+    name: String,
+    /// The replica to promote, e.g. replica1
+    #[arg(long)]
+    node: String,
 }
 
 #[derive(Args, Debug)]
@@ -58,9 +71,10 @@ pub struct EnvArgs {
     /// Sandbox name
     #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
-    /// Which node: primary, replica1, ...
-    #[arg(long, default_value = "primary")]
-    node: String,
+    /// Which node by name (primary, replica1, ...); default: whichever is
+    /// the primary now (after `sandbox promote` that is a former replica)
+    #[arg(long)]
+    node: Option<String>,
     /// Print only the path of a client option file (for --defaults-file)
     #[arg(long)]
     defaults_file: bool,
@@ -91,6 +105,31 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         SandboxCmd::List { json } => list(home, json).await,
+        SandboxCmd::Promote(a) => {
+            let mut sb = Sandbox::open(&home, &a.name)?;
+            let r = sb.promote(&a.node).await?;
+            println!(
+                "sandbox '{}': {} is the primary (was {}); replicating from it: {}{} ({:.2} s)",
+                a.name,
+                r.new_primary,
+                r.old_primary,
+                if r.repointed.is_empty() {
+                    "none".to_string()
+                } else {
+                    r.repointed.join(", ")
+                },
+                if r.not_running.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; not running, will follow when started: {}",
+                        r.not_running.join(", ")
+                    )
+                },
+                r.elapsed.as_secs_f64()
+            );
+            Ok(Exit::Ok)
+        }
         SandboxCmd::Env(a) => env(home, a),
     }
 }
@@ -212,17 +251,21 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
 
 fn env(home: PathBuf, a: EnvArgs) -> anyhow::Result<Exit> {
     let sb = Sandbox::open(&home, &a.name)?;
+    let want = a
+        .node
+        .clone()
+        .unwrap_or_else(|| sb.meta.primary().name.clone());
     let node = sb
         .meta
         .nodes
         .iter()
-        .find(|n| n.name == a.node)
+        .find(|n| n.name == want)
         .with_context(|| {
             let names: Vec<&str> = sb.meta.nodes.iter().map(|n| n.name.as_str()).collect();
             format!(
                 "sandbox '{}' has no node '{}' (it has {})",
                 a.name,
-                a.node,
+                want,
                 names.join(", ")
             )
         })?;
