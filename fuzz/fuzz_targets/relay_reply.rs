@@ -34,6 +34,7 @@ fuzz_target!(|data: &[u8]| {
         params: u16::from(kind % 20),
         columns: 0,
         types: None,
+        read: false,
     };
     let mut b = sqlfleet_relay::stmt::BackendStmts::default();
     b.insert(c.key(), 1, 4);

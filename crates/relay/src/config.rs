@@ -121,11 +121,72 @@ pub struct TlsFiles {
     pub require: bool,
 }
 
+/// Read-your-writes for reads sent to replicas.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// Replicas may lag.
+    None,
+    /// A client's reads see its own writes: the replica waits for the
+    /// client's last write (MASTER_GTID_WAIT, bounded), else the primary.
+    Session,
+}
+
+/// Backend roles and read routing. Roles come from health checks: a
+/// writable server (read_only=0) is the primary, read_only ones replicas.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Routing {
+    /// Autocommit reads go to replicas (transaction mode only).
+    pub read_write_split: bool,
+    pub consistency: Consistency,
+    /// Replicas further behind than this get no reads.
+    pub max_lag: Duration,
+    pub health_interval: Duration,
+    /// How long a replica may wait for a client's write before the read
+    /// goes to the primary.
+    pub consistency_wait: Duration,
+}
+
+impl Default for Routing {
+    fn default() -> Self {
+        Routing {
+            read_write_split: false,
+            consistency: Consistency::None,
+            max_lag: Duration::from_secs(10),
+            health_interval: Duration::from_millis(500),
+            consistency_wait: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Where a rule sends a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteTo {
+    Primary,
+    Replica,
+}
+
+/// An ordered query rule; the first that matches applies.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub name: String,
+    pub digest: Option<String>,
+    pub regex: Option<regex::Regex>,
+    pub user: Option<String>,
+    pub schema: Option<String>,
+    pub route: Option<RouteTo>,
+    pub reject: Option<String>,
+    /// `false`: the client is pinned to its connection after a match.
+    pub multiplex: bool,
+}
+
 /// What SIGHUP reloads.
 #[derive(Clone, Default)]
 pub struct Dynamic {
     pub users: HashMap<String, Account>,
     pub pool: PoolSettings,
+    pub rules: Vec<Rule>,
 }
 
 #[derive(Clone)]
@@ -145,6 +206,7 @@ pub struct RelayConfig {
     pub sha2_full_auth: bool,
     pub metrics: Option<String>,
     pub max_packet: usize,
+    pub routing: Routing,
     pub dynamic: Dynamic,
 }
 
@@ -182,6 +244,33 @@ struct File {
     tls: Option<TlsSection>,
     #[serde(default)]
     users: Vec<UserSection>,
+    #[serde(default)]
+    routing: RoutingSection,
+    #[serde(default)]
+    rules: Vec<RuleSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RoutingSection {
+    read_write_split: Option<bool>,
+    consistency: Option<Consistency>,
+    max_lag: Option<f64>,
+    health_interval: Option<f64>,
+    consistency_wait: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSection {
+    name: Option<String>,
+    match_digest: Option<String>,
+    match_regex: Option<String>,
+    user: Option<String>,
+    schema: Option<String>,
+    route: Option<RouteTo>,
+    reject: Option<String>,
+    multiplex: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -256,7 +345,7 @@ fn secs(v: Option<f64>, default: Duration, what: &str) -> Result<Duration, Strin
         None => Ok(default),
         Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
         Some(s) => Err(format!(
-            "pool.{what} = {s}: must be a non-negative number of seconds"
+            "{what} = {s}: must be a non-negative number of seconds"
         )),
     }
 }
@@ -370,10 +459,10 @@ fn build(f: File) -> Result<RelayConfig, String> {
     let pool = PoolSettings {
         max: f.pool.max.unwrap_or(d.max).max(1),
         min: f.pool.min.unwrap_or(d.min),
-        idle_timeout: secs(f.pool.idle_timeout, d.idle_timeout, "idle_timeout")?,
-        max_lifetime: secs(f.pool.max_lifetime, d.max_lifetime, "max_lifetime")?,
-        check_after: secs(f.pool.check_after, d.check_after, "check_after")?,
-        wait_timeout: secs(f.pool.wait_timeout, d.wait_timeout, "wait_timeout")?,
+        idle_timeout: secs(f.pool.idle_timeout, d.idle_timeout, "pool.idle_timeout")?,
+        max_lifetime: secs(f.pool.max_lifetime, d.max_lifetime, "pool.max_lifetime")?,
+        check_after: secs(f.pool.check_after, d.check_after, "pool.check_after")?,
+        wait_timeout: secs(f.pool.wait_timeout, d.wait_timeout, "pool.wait_timeout")?,
         max_waiters: f.pool.max_waiters.unwrap_or(d.max_waiters),
         statement_cache: f.pool.statement_cache.unwrap_or(d.statement_cache).max(1),
     };
@@ -382,6 +471,51 @@ fn build(f: File) -> Result<RelayConfig, String> {
             "pool.min ({}) exceeds pool.max ({})",
             pool.min, pool.max
         ));
+    }
+    let d = Routing::default();
+    let r = &f.routing;
+    let routing = Routing {
+        read_write_split: r.read_write_split.unwrap_or(false),
+        consistency: r.consistency.unwrap_or(Consistency::None),
+        max_lag: secs(r.max_lag, d.max_lag, "routing.max_lag")?,
+        health_interval: secs(
+            r.health_interval,
+            d.health_interval,
+            "routing.health_interval",
+        )?,
+        consistency_wait: secs(
+            r.consistency_wait,
+            d.consistency_wait,
+            "routing.consistency_wait",
+        )?,
+    };
+    if routing.health_interval.is_zero() {
+        return Err("routing.health_interval must be above 0".into());
+    }
+    let mut rules = Vec::new();
+    for (i, r) in f.rules.into_iter().enumerate() {
+        let name = r.name.clone().unwrap_or_else(|| format!("rule{}", i + 1));
+        let at = |m: &str| format!("rules[{i}] ({name}): {m}");
+        if r.match_digest.is_none() && r.match_regex.is_none() {
+            return Err(at("give match_digest or match_regex"));
+        }
+        if r.route.is_none() && r.reject.is_none() && r.multiplex.is_none() {
+            return Err(at("give route, reject or multiplex"));
+        }
+        let regex = match &r.match_regex {
+            Some(x) => Some(regex::Regex::new(x).map_err(|e| at(&format!("match_regex: {e}")))?),
+            None => None,
+        };
+        rules.push(Rule {
+            digest: r.match_digest.map(|d| crate::sql::digest(d.as_bytes())),
+            regex,
+            user: r.user,
+            schema: r.schema,
+            route: r.route,
+            reject: r.reject,
+            multiplex: r.multiplex.unwrap_or(true),
+            name,
+        });
     }
     let tls = f.tls.map(|t| TlsFiles {
         cert: t.cert,
@@ -401,7 +535,8 @@ fn build(f: File) -> Result<RelayConfig, String> {
         sha2_full_auth: f.relay.sha2_full_auth,
         metrics: f.relay.metrics,
         max_packet: f.relay.max_packet.unwrap_or(1 << 30),
-        dynamic: Dynamic { users, pool },
+        routing,
+        dynamic: Dynamic { users, pool, rules },
     })
 }
 

@@ -10,10 +10,12 @@
 
 pub mod auth;
 pub mod config;
+pub mod health;
 pub mod io;
 pub mod metrics;
 pub mod pool;
 pub mod response;
+pub mod rules;
 pub mod session;
 pub mod sql;
 pub mod stmt;
@@ -118,6 +120,8 @@ impl Relay {
         Ok(Relay {
             ctx: Arc::new(session::Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
+                rules: RwLock::new(Arc::new(rules::RuleSet::new(cfg.dynamic.rules.clone()))),
+                digests: rules::Digests::new(cfg.metrics.is_some(), 1000),
                 cfg,
                 pool,
                 greeting,
@@ -132,6 +136,8 @@ impl Relay {
         *self.ctx.users.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(new.dynamic.users.clone());
         self.ctx.pool.reconfigure(new.dynamic.pool.clone());
+        *self.ctx.rules.write().unwrap_or_else(|e| e.into_inner()) =
+            Arc::new(rules::RuleSet::new(new.dynamic.rules.clone()));
         let old = &self.ctx.cfg;
         let mut ignored = Vec::new();
         if old.listen != new.listen {
@@ -146,6 +152,9 @@ impl Relay {
         if old.tls != new.tls {
             ignored.push("tls".to_string());
         }
+        if old.routing != new.routing {
+            ignored.push("routing".to_string());
+        }
         ignored
     }
 
@@ -157,12 +166,61 @@ impl Relay {
         &self.ctx.metrics
     }
 
-    /// Serves `GET /metrics` on `listener` until the relay stops.
+    /// The admin status: backends with their health and pools, clients,
+    /// pins by reason, rule hits and the most frequent query digests.
+    pub fn status_json(&self) -> String {
+        let health = self.ctx.pool.health.all();
+        let backends: Vec<serde_json::Value> = self
+            .ctx
+            .pool
+            .gauges()
+            .into_iter()
+            .zip(health)
+            .map(|(g, h)| {
+                serde_json::json!({
+                    "address": g.addr, "role": h.role(), "up": h.up, "read_only": h.read_only,
+                    "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
+                    "error": h.error, "connections_open": g.open, "connections_idle": g.idle,
+                    "clients_waiting": g.waiting, "clients_busy": g.busy,
+                })
+            })
+            .collect();
+        let m = &self.ctx.metrics;
+        let pins: serde_json::Map<String, serde_json::Value> = sql::Pin::ALL
+            .iter()
+            .map(|p| (p.name().to_string(), m.pins(*p).into()))
+            .collect();
+        let rules = self.ctx.rules();
+        let rule_hits: Vec<serde_json::Value> = rules
+            .rules
+            .iter()
+            .zip(&rules.hits)
+            .map(|(r, h)| serde_json::json!({"name": r.name, "hits": h.load(Ordering::Relaxed)}))
+            .collect();
+        let (top, other) = self.ctx.digests.top(50);
+        let v = serde_json::json!({
+            "backends": backends,
+            "clients_connected": m.clients_connected.load(Ordering::Relaxed),
+            "commands": m.commands.load(Ordering::Relaxed),
+            "pins": pins,
+            "rules": rule_hits,
+            "digests": top,
+            "digests_other": other,
+        });
+        serde_json::to_string_pretty(&v).unwrap_or_default()
+    }
+
+    /// Serves `GET /metrics` (Prometheus) and `GET /status` (JSON) on
+    /// `listener` until the relay stops.
     pub fn serve_metrics(self: &Arc<Self>, listener: TcpListener) -> tokio::task::JoinHandle<()> {
         let me = self.clone();
         tokio::spawn(metrics::serve_http(
             listener,
-            Arc::new(move || me.metrics_text()),
+            Arc::new(move |path: &str| match path {
+                "/metrics" => Some(("text/plain; version=0.0.4", me.metrics_text())),
+                "/status" => Some(("application/json", me.status_json())),
+                _ => None,
+            }),
         ))
     }
 
@@ -176,6 +234,15 @@ impl Relay {
     ) {
         let ids = Arc::new(AtomicU32::new(1));
         let maintain = tokio::spawn(self.ctx.pool.clone().maintain());
+        let watchers: Vec<_> = (0..self.ctx.cfg.backends.len())
+            .map(|i| {
+                tokio::spawn(health::watch(
+                    self.ctx.cfg.clone(),
+                    self.ctx.pool.health.clone(),
+                    i,
+                ))
+            })
+            .collect();
         let mut sessions = tokio::task::JoinSet::new();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<session::Accepted>(1024);
         let mut acceptors = Vec::new();
@@ -215,5 +282,8 @@ impl Relay {
         })
         .await;
         maintain.abort();
+        for w in watchers {
+            w.abort();
+        }
     }
 }

@@ -28,6 +28,9 @@ pub struct Metrics {
     pub resets: AtomicU64,
     pub reprepares: AtomicU64,
     pub state_syncs: AtomicU64,
+    pub read_retries: AtomicU64,
+    pub consistency_waits: AtomicU64,
+    pub consistency_fallbacks: AtomicU64,
     pins: [AtomicU64; Pin::ALL.len()],
     wait_buckets: [AtomicU64; WAIT_BUCKETS.len()],
     wait_count: AtomicU64,
@@ -35,8 +38,11 @@ pub struct Metrics {
 }
 
 /// Per-backend gauges the pool reports at scrape time.
+#[derive(serde::Serialize)]
 pub struct BackendGauge {
     pub addr: String,
+    /// Clients holding one of its connections.
+    pub busy: usize,
     pub open: usize,
     pub idle: usize,
     pub waiting: usize,
@@ -229,11 +235,11 @@ impl Metrics {
     }
 }
 
-/// Serves `GET /metrics` until the listener is dropped with the task.
-pub async fn serve_http(
-    listener: tokio::net::TcpListener,
-    render: Arc<dyn Fn() -> String + Send + Sync>,
-) {
+/// A page for a path: its content type and body.
+pub type Pages = Arc<dyn Fn(&str) -> Option<(&'static str, String)> + Send + Sync>;
+
+/// Serves GET requests for `pages` until the task is dropped.
+pub async fn serve_http(listener: tokio::net::TcpListener, render: Pages) {
     loop {
         let Ok((mut s, _)) = listener.accept().await else {
             continue;
@@ -258,13 +264,21 @@ pub async fn serve_http(
                 return;
             }
             let first = req.split(|&b| b == b'\n').next().unwrap_or_default();
-            let (status, body) = if first.starts_with(b"GET /metrics") {
-                ("200 OK", render())
-            } else {
-                ("404 Not Found", "try /metrics\n".to_string())
+            let first = String::from_utf8_lossy(first);
+            let path = first
+                .strip_prefix("GET ")
+                .and_then(|r| r.split_whitespace().next())
+                .unwrap_or("");
+            let (status, ctype, body) = match render(path) {
+                Some((ctype, body)) => ("200 OK", ctype, body),
+                None => (
+                    "404 Not Found",
+                    "text/plain",
+                    "try /metrics or /status\n".to_string(),
+                ),
             };
             let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
                 body.len()
             );
             let _ = s.write_all(resp.as_bytes()).await;

@@ -113,8 +113,20 @@ impl LeaseError {
     }
 }
 
+/// Where a statement may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// No routing: the least busy backend.
+    Any,
+    /// The writable backend.
+    Primary,
+    /// A replica within the lag limit, else the primary.
+    Replica,
+}
+
 pub struct Pool {
     cfg: Arc<RelayConfig>,
+    pub health: Arc<crate::health::Health>,
     tls: Option<tokio_rustls::TlsConnector>,
     settings: RwLock<PoolSettings>,
     sides: Vec<Arc<Side>>,
@@ -157,6 +169,7 @@ impl Pool {
             })
             .collect();
         Arc::new(Pool {
+            health: Arc::new(crate::health::Health::new(cfg.backends.len())),
             tls,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
             cfg,
@@ -181,11 +194,35 @@ impl Pool {
         }
     }
 
-    /// The backend with the fewest clients on it.
-    pub fn pick(&self) -> usize {
-        (0..self.sides.len())
-            .min_by_key(|&i| self.sides[i].busy.load(Relaxed))
-            .unwrap_or(0)
+    /// The backend for a statement: for `Any`, the least busy one that is
+    /// not known to be down; for `Primary`, the least busy writable one
+    /// (none while no backend is writable); for `Replica`, the least busy
+    /// replicating read-only one within `max_lag`, else the primary.
+    pub fn pick(&self, route: Route) -> Option<usize> {
+        let states = self.health.all();
+        let busy = |i: &usize| self.sides[*i].busy.load(Relaxed);
+        let least = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(busy);
+        match route {
+            Route::Any => {
+                least(&mut (0..self.sides.len()).filter(|&i| !states[i].checked || states[i].up))
+                    .or_else(|| least(&mut (0..self.sides.len())))
+            }
+            Route::Primary => {
+                if states.iter().all(|s| !s.checked) {
+                    // No check has finished yet (just started): any will do.
+                    return self.pick(Route::Any);
+                }
+                least(&mut (0..self.sides.len()).filter(|&i| states[i].up && !states[i].read_only))
+            }
+            Route::Replica => {
+                let max_lag = self.cfg.routing.max_lag.as_secs();
+                least(&mut (0..self.sides.len()).filter(|&i| {
+                    let s = &states[i];
+                    s.up && s.read_only && s.replicating && s.lag.is_some_and(|l| l <= max_lag)
+                }))
+                .or_else(|| self.pick(Route::Primary))
+            }
+        }
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {
@@ -194,6 +231,7 @@ impl Pool {
             .map(|s| {
                 let i = s.inner();
                 BackendGauge {
+                    busy: s.busy.load(Relaxed),
                     addr: s.backend.addr(),
                     open: i.open,
                     idle: i.idle.len(),
@@ -500,6 +538,40 @@ pub async fn command(
         let look = p.len().min(crate::response::PREFIX);
         if t.packet(len, &mut p[..look])? == crate::response::Event::End {
             return Ok(t.outcome);
+        }
+    }
+}
+
+/// The first column of the first row of a one-column query (NULL: None).
+pub async fn query_value(c: &mut BackendConn, sql: &str) -> Result<Option<String>, WireError> {
+    let mut p = vec![0x03];
+    p.extend_from_slice(sql.as_bytes());
+    c.io.write_packet(0, &p).await?;
+    let mut t = Tracker::new(Expect::Results { cursor: false }, c.deprecate_eof());
+    let mut value = None;
+    loop {
+        let (_, mut p) = c.io.read_packet(1 << 24).await?;
+        let rows_before = t.outcome.rows;
+        let look = p.len().min(crate::response::PREFIX);
+        let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let mut head = p[..look].to_vec();
+        let ev = t.packet(len, &mut head)?;
+        if t.outcome.rows == 1 && rows_before == 0 {
+            // A text row: one length-encoded string, or 0xFB for NULL.
+            if p.first() != Some(&0xFB) {
+                let mut i = 0;
+                let n = handshake::lenenc(&p, &mut i)? as usize;
+                value = p
+                    .get(i..i + n)
+                    .map(|v| String::from_utf8_lossy(v).into_owned());
+            }
+            p.clear();
+        }
+        if ev == crate::response::Event::End {
+            if let Some((code, msg)) = t.outcome.error {
+                return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
+            }
+            return Ok(value);
         }
     }
 }

@@ -60,6 +60,8 @@ pub struct Outcome {
     pub prepared: Option<(u32, u16, u16)>,
     /// Result sets seen (0 for an OK-only reply).
     pub result_sets: u32,
+    /// Rows seen, over all result sets.
+    pub rows: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,6 +255,7 @@ impl Tracker {
                     }
                     return Ok(self.end_with_status(status));
                 }
+                self.outcome.rows += 1;
                 Ok(Event::More)
             }
             Phase::PrepParams(left, cols) => {

@@ -8,6 +8,7 @@
 //! client keeps its connection until it quits; it is then reset and reused.
 
 mod ps;
+mod route;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
@@ -21,7 +22,7 @@ use crate::auth::{self, Greeting};
 use crate::config::{Account, Mode, RelayConfig};
 use crate::io::{AnyStream, ForwardError, PacketIo};
 use crate::metrics::Metrics;
-use crate::pool::{self, BackendConn, Pool, Shape};
+use crate::pool::{self, BackendConn, Pool, Route, Shape};
 use crate::response::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
 use crate::sql::{self, Effects, Pin, Setting};
 use crate::stmt::ClientStmts;
@@ -51,8 +52,16 @@ pub struct Ctx {
     pub cfg: Arc<RelayConfig>,
     pub pool: Arc<Pool>,
     pub users: RwLock<Arc<HashMap<String, Account>>>,
+    pub rules: RwLock<Arc<crate::rules::RuleSet>>,
+    pub digests: crate::rules::Digests,
     pub greeting: Greeting,
     pub metrics: Arc<Metrics>,
+}
+
+impl Ctx {
+    pub fn rules(&self) -> Arc<crate::rules::RuleSet> {
+        self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Why a command did not complete normally.
@@ -91,6 +100,13 @@ struct Session {
     autocommit: bool,
     conn: Option<BackendConn>,
     backend: Option<usize>,
+    /// Where the next leased connection comes from.
+    route: Route,
+    /// A query rule chose the route.
+    route_fixed: bool,
+    /// The client's last committed write (consistency = session).
+    last_write_gtid: Option<String>,
+    user: String,
 }
 
 struct ConnectedGauge(Arc<Metrics>);
@@ -138,6 +154,10 @@ where
         autocommit: true,
         conn: None,
         backend: None,
+        route: Route::Any,
+        route_fixed: false,
+        last_write_gtid: None,
+        user: li.hello.user.clone(),
         io: PacketIo::small(li.stream),
         ctx,
     };
@@ -145,6 +165,7 @@ where
         s.pins.insert(Pin::Session);
         s.ctx.metrics.pin(Pin::Session);
     }
+    s.route = s.default_route();
     // A default database asked for at login must exist.
     if s.db.is_some() {
         if let Err(f) = s.ensure_conn().await {
@@ -221,6 +242,8 @@ impl Session {
             }
             // A one-statement pin ends after the statement it was kept for.
             self.pin_next = None;
+            self.route = self.default_route();
+            self.route_fixed = false;
             let r = self.command(&cmd).await;
             match r {
                 Ok(()) => {}
@@ -328,14 +351,28 @@ impl Session {
             Mode::Transaction => sql::analyze(&cmd[1..]),
             Mode::Session => Effects::default(),
         };
+        let t0 = std::time::Instant::now();
+        let digest = self.ctx.digests.enabled().then(|| sql::digest(&cmd[1..]));
+        self.apply_rules(&cmd[1..], digest.as_deref())?;
+        self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
         let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
         for p in &fx.pins {
             self.pin(*p);
         }
         let o = self
-            .forward(cmd, Expect::Results { cursor: false }, None)
-            .await?;
+            .forward_routed(cmd, Expect::Results { cursor: false })
+            .await;
+        if let Some(d) = digest {
+            self.ctx.digests.record(
+                d,
+                self.route == Route::Replica,
+                !matches!(&o, Ok(o) if o.error.is_none()),
+                t0.elapsed(),
+            );
+        }
+        let o = o?;
+        self.after_write(fx.read, &o).await?;
         if o.error.is_none() {
             for s in &fx.settings {
                 upsert(&mut self.settings, s);
@@ -374,7 +411,7 @@ impl Session {
         if self.conn.is_none() {
             let b = match self.backend {
                 Some(b) if self.mode == Mode::Session => b,
-                _ => self.ctx.pool.pick(),
+                _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
             let mut c = self

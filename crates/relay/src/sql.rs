@@ -28,10 +28,12 @@ pub enum Pin {
     LongData,
     Handler,
     Xa,
+    /// A query rule with `multiplex = false` matched.
+    Rule,
 }
 
 impl Pin {
-    pub const ALL: [Pin; 15] = [
+    pub const ALL: [Pin; 16] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -47,6 +49,7 @@ impl Pin {
         Pin::LongData,
         Pin::Handler,
         Pin::Xa,
+        Pin::Rule,
     ];
 
     pub fn name(self) -> &'static str {
@@ -66,6 +69,7 @@ impl Pin {
             Pin::LongData => "long_data",
             Pin::Handler => "handler",
             Pin::Xa => "xa",
+            Pin::Rule => "rule",
         }
     }
 }
@@ -258,6 +262,9 @@ pub struct Effects {
     pub unpins: Vec<Pin>,
     /// Keeps the backend for the next statement only.
     pub pin_next: Option<Pin>,
+    /// Only plain reads (SELECT without locking clauses, INTO or functions
+    /// with side effects): a replica may answer.
+    pub read: bool,
 }
 
 fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
@@ -271,14 +278,100 @@ fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
 pub fn analyze(sql: &[u8]) -> Effects {
     let lexed = lex(sql);
     let mut fx = Effects::default();
+    let mut reads = 0;
+    let mut others = 0;
     for stmt in lexed.toks.split(|(t, _)| *t == Tok::Punct(b';')) {
         if !stmt.is_empty() {
             statement(sql, stmt, &mut fx);
+            if is_read(stmt) {
+                reads += 1;
+            } else {
+                others += 1;
+            }
         }
     }
+    fx.read = reads > 0 && others == 0;
     fx.pins.sort();
     fx.pins.dedup();
     fx
+}
+
+/// A SELECT that changes nothing and locks nothing.
+fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
+    let first = t.iter().find(|(k, _)| *k != Tok::Punct(b'('));
+    if !matches!(word(first), Some("SELECT") | Some("WITH")) {
+        return false;
+    }
+    for (i, (k, _)) in t.iter().enumerate() {
+        let next = word(t.get(i + 1));
+        match k {
+            Tok::UserVar => return false,
+            Tok::Word(w) => {
+                let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
+                match w.as_str() {
+                    "INTO" | "SQL_CALC_FOUND_ROWS" => return false,
+                    "FOR" if next == Some("UPDATE") => return false,
+                    "LOCK" if next == Some("IN") => return false,
+                    "NEXT" | "PREVIOUS" if next == Some("VALUE") => return false,
+                    "GET_LOCK" | "RELEASE_LOCK" | "RELEASE_ALL_LOCKS" | "NEXTVAL" | "SETVAL"
+                    | "LASTVAL" | "LAST_INSERT_ID" | "FOUND_ROWS" | "ROW_COUNT"
+                    | "MASTER_GTID_WAIT" | "MASTER_POS_WAIT"
+                        if call =>
+                    {
+                        return false
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// A query's digest: literals replaced by `?`, lists of them by `...`,
+/// keywords upper-cased, comments dropped, one space between tokens.
+pub fn digest(sql: &[u8]) -> String {
+    let lexed = lex(sql);
+    let mut parts: Vec<String> = Vec::with_capacity(lexed.toks.len());
+    for (k, r) in &lexed.toks {
+        let t = match k {
+            Tok::Word(w) => w.clone(),
+            Tok::Literal => "?".into(),
+            Tok::Quoted(q) => format!("`{q}`"),
+            Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]).into_owned(),
+            Tok::Punct(c) => (*c as char).to_string(),
+        };
+        parts.push(t);
+        // `( ? , ? , ... )` becomes `( ... )`.
+        let n = parts.len();
+        if parts[n - 1] == ")" && n >= 3 && parts[n - 2] == "?" {
+            let mut i = n - 2;
+            while i >= 2 && parts[i - 1] == "," && parts[i - 2] == "?" {
+                i -= 2;
+            }
+            if i >= 1 && parts[i - 1] == "(" && n - 1 - i >= 3 {
+                parts.truncate(i);
+                parts.push("...".into());
+                parts.push(")".into());
+            }
+        }
+    }
+    let mut out = String::new();
+    for p in &parts {
+        let glue = matches!(p.as_str(), "," | ")" | "." | ";")
+            || out.ends_with('(')
+            || out.ends_with('.')
+            || out.is_empty();
+        if !glue {
+            out.push(' ');
+        }
+        out.push_str(p);
+    }
+    if out.ends_with(';') {
+        out.pop();
+    }
+    out
 }
 
 fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {

@@ -16,6 +16,8 @@ pub struct ClientStmt {
     pub columns: u16,
     /// The parameter types of the client's last execute that sent them.
     pub types: Option<Vec<u8>>,
+    /// A plain read a replica may answer.
+    pub read: bool,
 }
 
 impl ClientStmt {
@@ -228,6 +230,7 @@ mod tests {
             params,
             columns: 1,
             types: None,
+            read: true,
         }
     }
 

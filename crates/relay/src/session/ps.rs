@@ -42,6 +42,7 @@ impl Session {
                 params,
                 columns,
                 types: None,
+                read: crate::sql::analyze(&cmd[1..]).read,
             };
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
@@ -110,6 +111,11 @@ impl Session {
             return Err(unknown(id, "mysqld_stmt_execute"));
         };
         let s = s.clone();
+        self.choose_route(s.read);
+        if self.route == crate::pool::Route::Replica {
+            self.ensure_conn().await?;
+            self.wait_for_own_write().await?;
+        }
         self.backend_stmt(&s).await?;
         let key = s.key();
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
@@ -130,6 +136,7 @@ impl Session {
         };
         let cursor = stmt::wants_cursor(cmd);
         let o = self.forward(&out, Expect::Results { cursor }, None).await?;
+        self.after_write(s.read, &o).await?;
         self.long_data.remove(&cid);
         if cursor && o.error.is_none() {
             self.cursors.insert(cid);

@@ -104,3 +104,39 @@ proptest::proptest! {
         proptest::prop_assert!(fx.pins.is_empty(), "{quoted}: {:?}", fx.pins);
     }
 }
+
+#[test]
+fn reads_and_writes() {
+    let read = |q: &str| analyze(q.as_bytes()).read;
+    assert!(read("SELECT * FROM t WHERE id = 1"));
+    assert!(read("select a from t; select b from u"));
+    assert!(read("(SELECT 1) UNION (SELECT 2)"));
+    assert!(read("WITH x AS (SELECT 1) SELECT * FROM x"));
+    assert!(!read("SELECT * FROM t FOR UPDATE"));
+    assert!(!read("SELECT * FROM t LOCK IN SHARE MODE"));
+    assert!(!read("SELECT a INTO @x FROM t"));
+    assert!(!read("SELECT GET_LOCK('a', 1)"));
+    assert!(!read("SELECT NEXT VALUE FOR s"));
+    assert!(!read("SELECT LAST_INSERT_ID()"));
+    assert!(!read("INSERT INTO t VALUES (1)"));
+    assert!(!read("SELECT 1; DELETE FROM t"));
+    assert!(!read(""));
+    assert!(read("SELECT 'FOR UPDATE' FROM t"));
+}
+
+#[test]
+fn digests() {
+    assert_eq!(
+        digest(b"select *  from t where id = 42 and name='x' -- c\n"),
+        "SELECT * FROM T WHERE ID = ? AND NAME = ?"
+    );
+    assert_eq!(
+        digest(b"SELECT a FROM `Shop`.t WHERE id IN (1, 2, 3, 4)"),
+        "SELECT A FROM `Shop`.T WHERE ID IN (...)"
+    );
+    assert_eq!(digest(b"SELECT f(1, 2), g(3)"), "SELECT F (...), G (?)");
+    assert_eq!(
+        digest(b"INSERT INTO t VALUES (1,'a'),(2,'b');"),
+        "INSERT INTO T VALUES (...), (...)"
+    );
+}

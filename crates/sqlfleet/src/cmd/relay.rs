@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sqlfleet_relay::config::{
-    self, parse_user, Backend, Dynamic, Mode, PoolSettings, RelayConfig, TlsFiles,
+    self, parse_user, Backend, Consistency, Dynamic, Mode, PoolSettings, RelayConfig, Routing,
+    TlsFiles,
 };
 use sqlfleet_relay::{Listener, Relay};
 
@@ -78,7 +79,21 @@ pub struct RelayArgs {
     /// Seconds a backend connection lives at most
     #[arg(long, default_value_t = 3600.0)]
     max_lifetime: f64,
-    /// Serve Prometheus metrics at http://ADDR/metrics
+    /// Send autocommit reads to replicas (servers with read_only=1); the
+    /// writable server gets writes and transactions (transaction mode)
+    #[arg(long)]
+    read_write_split: bool,
+    /// Read-your-writes on replicas: none, or session (a client's reads
+    /// wait for its own last write, else go to the primary)
+    #[arg(long, default_value = "none", value_parser = ["none", "session"])]
+    consistency: String,
+    /// Seconds of replication lag past which a replica gets no reads
+    #[arg(long, default_value_t = 10.0)]
+    max_lag: f64,
+    /// Seconds between health checks of each backend
+    #[arg(long, default_value_t = 0.5)]
+    health_interval: f64,
+    /// Serve Prometheus metrics at http://ADDR/metrics (and JSON status at /status)
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
     /// TLS certificate (PEM) offered to clients
@@ -163,7 +178,19 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         sha2_full_auth: false,
         metrics: a.metrics.clone(),
         max_packet: 1 << 30,
+        routing: Routing {
+            read_write_split: a.read_write_split,
+            consistency: if a.consistency == "session" {
+                Consistency::Session
+            } else {
+                Consistency::None
+            },
+            max_lag: Duration::from_secs_f64(a.max_lag),
+            health_interval: Duration::from_secs_f64(a.health_interval),
+            ..Routing::default()
+        },
         dynamic: Dynamic {
+            rules: Vec::new(),
             users,
             pool: PoolSettings {
                 max: a.pool_max.max(1),

@@ -1,0 +1,222 @@
+//! Health checks: one connection per backend asks, every interval, whether
+//! the server is writable, how far its replication is behind and which
+//! GTIDs it has applied. A backend failing checks is marked down and
+//! checked again with growing back-off until it answers.
+
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use serde::Serialize;
+
+use crate::config::{Backend, RelayConfig};
+
+/// What the last check of a backend found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct State {
+    /// At least one check has completed.
+    pub checked: bool,
+    pub up: bool,
+    pub read_only: bool,
+    /// Replication threads running (replicas).
+    pub replicating: bool,
+    /// Seconds_Behind_Master.
+    pub lag: Option<u64>,
+    /// @@gtid_current_pos.
+    pub gtid: String,
+    pub error: Option<String>,
+    pub failures: u32,
+    #[serde(skip)]
+    pub changed: Option<Instant>,
+}
+
+impl State {
+    /// The role the relay gives it.
+    pub fn role(&self) -> &'static str {
+        match (self.up, self.read_only) {
+            (false, _) => "down",
+            (true, false) => "primary",
+            (true, true) => "replica",
+        }
+    }
+}
+
+pub struct Health {
+    states: Vec<Mutex<State>>,
+}
+
+impl Health {
+    pub fn new(n: usize) -> Health {
+        Health {
+            states: (0..n).map(|_| Mutex::new(State::default())).collect(),
+        }
+    }
+
+    pub fn get(&self, i: usize) -> State {
+        self.states[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn all(&self) -> Vec<State> {
+        (0..self.states.len()).map(|i| self.get(i)).collect()
+    }
+
+    fn set(&self, i: usize, f: impl FnOnce(&mut State)) {
+        let mut s = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
+        let before = (s.up, s.read_only);
+        f(&mut s);
+        if (s.up, s.read_only) != before {
+            s.changed = Some(Instant::now());
+        }
+    }
+
+    /// A client found the backend dead before the next check did.
+    pub fn mark_down(&self, i: usize, why: &str) {
+        self.set(i, |s| {
+            s.up = false;
+            s.error = Some(why.to_string());
+        });
+    }
+}
+
+fn opts(cfg: &RelayConfig, b: &Backend) -> mysql_async::Opts {
+    let mut o = mysql_async::OptsBuilder::default()
+        .user(Some(cfg.backend_user.clone()))
+        .pass(Some(cfg.backend_password.clone()))
+        .prefer_socket(false)
+        .stmt_cache_size(0);
+    o = match &b.socket {
+        Some(p) => o.socket(Some(p.display().to_string())),
+        None => o.ip_or_hostname(b.host.clone()).tcp_port(b.port),
+    };
+    if let Some(ca) = &cfg.backend_tls {
+        let ssl = match ca {
+            Some(ca) => mysql_async::SslOpts::default().with_root_certs(vec![ca.clone().into()]),
+            None => mysql_async::SslOpts::default()
+                .with_danger_accept_invalid_certs(true)
+                .with_danger_skip_domain_validation(true),
+        };
+        o = o.ssl_opts(Some(ssl));
+    }
+    o.into()
+}
+
+async fn check(
+    cfg: &RelayConfig,
+    b: &Backend,
+    conn: &mut Option<mysql_async::Conn>,
+) -> Result<State, String> {
+    if conn.is_none() {
+        *conn = Some(
+            mysql_async::Conn::new(opts(cfg, b))
+                .await
+                .map_err(|e| e.to_string())?,
+        );
+    }
+    let Some(c) = conn.as_mut() else {
+        return Err("no connection".into());
+    };
+    let (ro, gtid): (i64, String) = c
+        .query_first("SELECT @@read_only, @@gtid_current_pos")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no row")?;
+    let row: Option<mysql_async::Row> = c
+        .query_first("SHOW SLAVE STATUS")
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = |r: &mysql_async::Row, col: &str| -> String {
+        r.get_opt::<Option<String>, _>(col)
+            .and_then(|x| x.ok())
+            .flatten()
+            .unwrap_or_default()
+    };
+    let (replicating, lag) = match &row {
+        Some(r) => (
+            text(r, "Slave_IO_Running") == "Yes" && text(r, "Slave_SQL_Running") == "Yes",
+            text(r, "Seconds_Behind_Master").parse().ok(),
+        ),
+        None => (false, None),
+    };
+    Ok(State {
+        checked: true,
+        up: true,
+        read_only: ro != 0,
+        replicating,
+        lag,
+        gtid,
+        error: None,
+        failures: 0,
+        changed: None,
+    })
+}
+
+/// Checks backend `i` until the task is dropped.
+pub async fn watch(cfg: std::sync::Arc<RelayConfig>, health: std::sync::Arc<Health>, i: usize) {
+    let b = cfg.backends[i].clone();
+    let interval = cfg.routing.health_interval;
+    let mut conn = None;
+    loop {
+        let r = tokio::time::timeout(Duration::from_secs(2), check(&cfg, &b, &mut conn)).await;
+        let r = match r {
+            Ok(r) => r,
+            Err(_) => Err("health check timed out".to_string()),
+        };
+        let wait = match r {
+            Ok(st) => {
+                health.set(i, |s| {
+                    let changed = s.changed;
+                    *s = st;
+                    s.changed = changed;
+                });
+                interval
+            }
+            Err(e) => {
+                conn = None;
+                let mut failures = 0;
+                health.set(i, |s| {
+                    s.checked = true;
+                    s.up = false;
+                    s.failures += 1;
+                    failures = s.failures;
+                    s.error = Some(e);
+                });
+                // Back off while it stays down, up to 5 s.
+                (interval * 2u32.saturating_pow(failures.min(6))).min(Duration::from_secs(5))
+            }
+        };
+        tokio::time::sleep(wait).await;
+    }
+}
+
+/// Whether GTID position `pos` (`domain-server-seq,...`) includes `gtid`.
+pub fn covers(pos: &str, gtid: &str) -> bool {
+    let parse = |g: &str| -> Option<(u32, u64)> {
+        let mut it = g.trim().split('-');
+        let domain = it.next()?.parse().ok()?;
+        let _server = it.next()?;
+        let seq = it.next()?.parse().ok()?;
+        Some((domain, seq))
+    };
+    let Some((d, want)) = parse(gtid) else {
+        return true; // nothing to wait for
+    };
+    pos.split(',')
+        .filter_map(parse)
+        .any(|(pd, seq)| pd == d && seq >= want)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn gtid_coverage() {
+        use super::covers;
+        assert!(covers("0-1-42", "0-1-42"));
+        assert!(covers("0-1-43,1-2-5", "1-2-5"));
+        assert!(!covers("0-1-41", "0-1-42"));
+        assert!(!covers("1-1-100", "0-1-1"));
+        assert!(covers("", ""));
+    }
+}

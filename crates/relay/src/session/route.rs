@@ -1,0 +1,207 @@
+//! Routing a client's statements: replicas for plain autocommit reads
+//! when read/write split is on, the writable backend otherwise; waiting
+//! for a client's own writes on a replica (consistency = session); query
+//! rules; one transparent retry of a read whose replica died.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use super::{Fail, Session};
+use crate::config::{Consistency, Mode, RouteTo};
+use crate::health;
+use crate::pool::{self, Route};
+use crate::response::{Expect, Outcome};
+use crate::sql::Pin;
+
+impl Session {
+    pub(super) fn default_route(&self) -> Route {
+        if self.ctx.cfg.routing.read_write_split {
+            Route::Primary
+        } else {
+            Route::Any
+        }
+    }
+
+    /// A replica for a plain read outside a transaction with nothing
+    /// pinning the client, when read/write split is on.
+    pub(super) fn choose_route(&mut self, read: bool) {
+        if self.ctx.cfg.routing.read_write_split
+            && self.mode == Mode::Transaction
+            && self.conn.is_none()
+            && !self.in_trans
+            && self.pins.is_empty()
+            && read
+            && self.route == Route::Primary
+            && !self.route_fixed
+        {
+            self.route = Route::Replica;
+        }
+    }
+
+    /// A backend for the current route; while no backend is writable
+    /// (a failover in progress), waits up to the pool's wait timeout.
+    pub(super) async fn pick_backend(&mut self) -> Result<usize, Fail> {
+        let deadline = Instant::now() + self.ctx.pool.settings().wait_timeout;
+        loop {
+            if let Some(b) = self.ctx.pool.pick(self.route) {
+                return Ok(b);
+            }
+            if Instant::now() >= deadline {
+                return Err(Fail::Err(
+                    2003,
+                    "HY000",
+                    "sqlfleet relay: no writable backend (the primary is down and no replica has been promoted)".into(),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Applies the first matching query rule: reject, route, or pin.
+    pub(super) fn apply_rules(&mut self, sql: &[u8], digest: Option<&str>) -> Result<(), Fail> {
+        let rules = self.ctx.rules();
+        if rules.rules.is_empty() {
+            return Ok(());
+        }
+        let text = String::from_utf8_lossy(sql);
+        let owned;
+        let digest = match digest {
+            Some(d) => d,
+            None => {
+                owned = crate::sql::digest(sql);
+                &owned
+            }
+        };
+        for (i, r) in rules.rules.iter().enumerate() {
+            let hit = r.user.as_ref().is_none_or(|u| *u == self.user)
+                && r.schema
+                    .as_ref()
+                    .is_none_or(|s| Some(s) == self.db.as_ref())
+                && r.digest.as_ref().is_none_or(|d| d == digest)
+                && r.regex.as_ref().is_none_or(|x| x.is_match(&text));
+            if !hit {
+                continue;
+            }
+            rules.hits[i].fetch_add(1, Relaxed);
+            if let Some(msg) = &r.reject {
+                return Err(Fail::Err(
+                    1227,
+                    "42000",
+                    format!("sqlfleet relay: rejected by rule '{}': {msg}", r.name),
+                ));
+            }
+            if !r.multiplex {
+                self.pin(Pin::Rule);
+            }
+            match r.route {
+                Some(RouteTo::Primary) if self.ctx.cfg.routing.read_write_split => {
+                    self.route = Route::Primary;
+                    // Keep choose_route from sending it to a replica.
+                    self.route_fixed = true;
+                }
+                Some(RouteTo::Replica) if self.ctx.cfg.routing.read_write_split => {
+                    if self.conn.is_none() && !self.in_trans {
+                        self.route = Route::Replica;
+                        self.route_fixed = true;
+                    }
+                }
+                _ => {}
+            }
+            return Ok(());
+        }
+        Ok(())
+    }
+
+    /// Forwards with the current route: a read on a replica first waits for
+    /// the client's own last write; a read whose replica died before any
+    /// reply is retried once elsewhere.
+    pub(super) async fn forward_routed(
+        &mut self,
+        cmd: &[u8],
+        expect: Expect,
+    ) -> Result<Outcome, Fail> {
+        if self.route == Route::Replica {
+            self.ensure_conn().await?;
+            self.wait_for_own_write().await?;
+        }
+        match self.forward(cmd, expect, None).await {
+            Err(Fail::Lost(why)) if self.route == Route::Replica => {
+                if let Some(b) = self.backend {
+                    self.ctx.pool.health.mark_down(b, &why);
+                }
+                self.ctx.metrics.read_retries.fetch_add(1, Relaxed);
+                self.wait_for_own_write_fresh().await?;
+                self.forward(cmd, expect, None).await
+            }
+            r => r,
+        }
+    }
+
+    async fn wait_for_own_write_fresh(&mut self) -> Result<(), Fail> {
+        self.ensure_conn().await?;
+        self.wait_for_own_write().await
+    }
+
+    /// consistency = session: the replica holding the client's connection
+    /// must have applied the client's last write; it waits up to
+    /// `consistency_wait`, else the read goes to the primary.
+    pub(super) async fn wait_for_own_write(&mut self) -> Result<(), Fail> {
+        let routing = &self.ctx.cfg.routing;
+        if routing.consistency != Consistency::Session {
+            return Ok(());
+        }
+        let (Some(gtid), Some(b)) = (self.last_write_gtid.clone(), self.backend) else {
+            return Ok(());
+        };
+        let st = self.ctx.pool.health.get(b);
+        if !st.read_only || health::covers(&st.gtid, &gtid) {
+            return Ok(());
+        }
+        let wait = routing.consistency_wait.as_secs_f64();
+        let Some(c) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        let q = format!(
+            "SELECT 1 FROM DUAL WHERE MASTER_GTID_WAIT('{}', {wait:.3}) = 0",
+            gtid.replace('\'', "")
+        );
+        let mut p = vec![0x03];
+        p.extend_from_slice(q.as_bytes());
+        let o = pool::command(c, &p, Expect::Results { cursor: false })
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        if o.error.is_none() && o.rows == 1 {
+            self.ctx.metrics.consistency_waits.fetch_add(1, Relaxed);
+            return Ok(());
+        }
+        // Too far behind: read from the primary instead.
+        self.ctx.metrics.consistency_fallbacks.fetch_add(1, Relaxed);
+        if let Some(c) = self.conn.take() {
+            self.ctx.pool.put(c);
+        }
+        self.route = Route::Primary;
+        self.ensure_conn().await.map(drop)
+    }
+
+    /// consistency = session: after a committed write, remember its GTID.
+    pub(super) async fn after_write(&mut self, read: bool, o: &Outcome) -> Result<(), Fail> {
+        if self.ctx.cfg.routing.consistency != Consistency::Session
+            || read
+            || o.error.is_some()
+            || self.in_trans
+            || self.route == Route::Replica
+        {
+            return Ok(());
+        }
+        let Some(c) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        let v = pool::query_value(c, "SELECT @@last_gtid")
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        if let Some(g) = v.filter(|g| !g.is_empty()) {
+            self.last_write_gtid = Some(g);
+        }
+        Ok(())
+    }
+}
