@@ -99,11 +99,13 @@ impl Session {
                     // Keep choose_route from sending it to a replica.
                     self.route_fixed = true;
                 }
-                Some(RouteTo::Replica) if self.ctx.cfg.routing.read_write_split => {
-                    if self.conn.is_none() && !self.in_trans {
-                        self.route = Route::Replica;
-                        self.route_fixed = true;
-                    }
+                Some(RouteTo::Replica)
+                    if self.ctx.cfg.routing.read_write_split
+                        && self.conn.is_none()
+                        && !self.in_trans =>
+                {
+                    self.route = Route::Replica;
+                    self.route_fixed = true;
                 }
                 _ => {}
             }
