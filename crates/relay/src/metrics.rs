@@ -170,6 +170,25 @@ impl Metrics {
             "Session state replayed on a backend connection.",
             g(&self.state_syncs),
         );
+        for (name, help, v) in [
+            (
+                "read_retries_total",
+                "Reads retried on another backend after their replica died.",
+                &self.read_retries,
+            ),
+            (
+                "consistency_waits_total",
+                "Replica reads that waited for the client's own write.",
+                &self.consistency_waits,
+            ),
+            (
+                "consistency_fallbacks_total",
+                "Reads sent to the primary because a replica had not caught up.",
+                &self.consistency_fallbacks,
+            ),
+        ] {
+            one(name, "counter", help, g(v));
+        }
         let _ = writeln!(o, "# HELP sqlfleet_relay_pins_total Times a client was pinned to its backend connection, by reason.");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_pins_total counter");
         for (i, p) in Pin::ALL.iter().enumerate() {

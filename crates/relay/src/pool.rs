@@ -126,6 +126,7 @@ pub enum Route {
 
 pub struct Pool {
     cfg: Arc<RelayConfig>,
+    turn: AtomicUsize,
     pub health: Arc<crate::health::Health>,
     tls: Option<tokio_rustls::TlsConnector>,
     settings: RwLock<PoolSettings>,
@@ -169,6 +170,7 @@ impl Pool {
             })
             .collect();
         Arc::new(Pool {
+            turn: AtomicUsize::new(0),
             health: Arc::new(crate::health::Health::new(cfg.backends.len())),
             tls,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
@@ -200,7 +202,10 @@ impl Pool {
     /// replicating read-only one within `max_lag`, else the primary.
     pub fn pick(&self, route: Route) -> Option<usize> {
         let states = self.health.all();
-        let busy = |i: &usize| self.sides[*i].busy.load(Relaxed);
+        // Least busy first; ties go round-robin.
+        let turn = self.turn.fetch_add(1, Relaxed);
+        let n = self.sides.len();
+        let busy = |i: &usize| (self.sides[*i].busy.load(Relaxed), (i + n - turn % n) % n);
         let least = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(busy);
         match route {
             Route::Any => {

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 pub mod relay;
+pub mod routing;
 
 pub fn sqlfleet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sqlfleet"))

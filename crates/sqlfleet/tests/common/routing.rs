@@ -1,0 +1,116 @@
+//! A full-mode relay over a replicated test sandbox (primary + replicas),
+//! and the servers' own counters to check where statements ran.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::TestServer;
+
+use super::relay::{free_port, wait_listening, Relay};
+
+/// Starts `sqlfleet relay --config` with every node of `srv` as a backend,
+/// account app:app-pw, and `extra` TOML appended (e.g. [routing], [[rules]]).
+pub fn start_routing_relay(srv: &TestServer, dir: &Path, routing: &str, extra: &str) -> Relay {
+    let port = free_port();
+    let metrics_port = free_port();
+    let pwfile = dir.join("backend.pw");
+    std::fs::write(&pwfile, srv.sandbox.password().expect("pw").expose()).expect("pw");
+    let servers: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("\"127.0.0.1:{}\"", n.port))
+        .collect();
+    let hashes = sqlfleet_relay::config::hash_lines("app-pw");
+    let cfg = dir.join("relay.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+             [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = \"{}\"\n\n\
+             [pool]\nmax = 20\nwait_timeout = 20\n\n[routing]\n{routing}\n\n\
+             [[users]]\nname = \"app\"\n{hashes}\n{extra}",
+            servers.join(", "),
+            pwfile.display()
+        ),
+    )
+    .expect("config");
+    let child = super::sqlfleet()
+        .args(["relay", "--config"])
+        .arg(&cfg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("relay");
+    wait_listening(port);
+    let relay = Relay {
+        child,
+        port,
+        metrics_port,
+    };
+    relay.wait_roles(1, srv.sandbox.meta.nodes.len() - 1);
+    relay
+}
+
+impl Relay {
+    pub fn status(&self) -> serde_json::Value {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).expect("status");
+        s.write_all(b"GET /status HTTP/1.0\r\n\r\n")
+            .expect("request");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("response");
+        let body = out.split_once("\r\n\r\n").map(|x| x.1).unwrap_or_default();
+        serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
+    }
+
+    /// Roles as the relay sees them, by backend address.
+    pub fn roles(&self) -> Vec<(String, String)> {
+        self.status()["backends"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|b| {
+                        (
+                            b["address"].as_str().unwrap_or_default().to_string(),
+                            b["role"].as_str().unwrap_or_default().to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Waits until the relay sees this many primaries and replicas.
+    pub fn wait_roles(&self, primaries: usize, replicas: usize) {
+        let t0 = Instant::now();
+        loop {
+            let r = self.roles();
+            let n = |role: &str| r.iter().filter(|(_, x)| x == role).count();
+            if n("primary") == primaries && n("replica") == replicas {
+                return;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "roles stay {r:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A global status counter on each node, primary first.
+pub async fn counters(srv: &TestServer, name: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    for n in &srv.sandbox.meta.nodes {
+        let t = srv.sandbox.target(n).expect("target");
+        let mut c = t.connect(Duration::from_secs(5)).await.expect("node");
+        let v: Option<(String, u64)> = c
+            .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .await
+            .expect("status");
+        out.push(v.map(|x| x.1).unwrap_or(0));
+        let _ = c.disconnect().await;
+    }
+    out
+}

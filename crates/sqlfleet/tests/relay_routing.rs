@@ -1,0 +1,208 @@
+//! Read/write split over a primary and two replicas (checked on the
+//! servers' own counters), read-your-writes with consistency = session,
+//! and query rules that route, reject and count.
+
+mod common;
+
+use std::time::Duration;
+
+use common::relay::app;
+use common::routing::{counters, start_routing_relay};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::replicated;
+
+async fn client(port: u16, db: &str) -> mysql_async::Conn {
+    app(port, "app-pw", Some(db))
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("connect via relay")
+}
+
+/// The tests share one sandbox and compare its counters: one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn delta(after: &[u64], before: &[u64]) -> Vec<u64> {
+    after.iter().zip(before).map(|(a, b)| a - b).collect()
+}
+
+#[test]
+fn reads_go_to_replicas_and_writes_to_the_primary() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nhealth_interval = 2",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("split").await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY)")
+            .await
+            .expect("create");
+        let ins0 = counters(srv, "Com_insert").await;
+        let sel0 = counters(srv, "Com_select").await;
+        for i in 0..50 {
+            c.query_drop(format!("INSERT INTO t VALUES ({i})"))
+                .await
+                .expect("insert");
+        }
+        for _ in 0..200 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.expect("read");
+        }
+        let ins = delta(&counters(srv, "Com_insert").await, &ins0);
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(ins[0] >= 50, "inserts on the primary: {ins:?}");
+        let on_replicas: u64 = sel[1..].iter().sum();
+        assert!(on_replicas >= 200, "reads on replicas: {sel:?}");
+        assert!(sel[0] < 20, "reads kept off the primary: {sel:?}");
+        assert!(
+            sel[1] > 0 && sel[2] > 0,
+            "both replicas serve reads: {sel:?}"
+        );
+
+        // Inside a transaction everything goes to the primary.
+        let sel0 = counters(srv, "Com_select").await;
+        c.query_drop("BEGIN").await.expect("begin");
+        for _ in 0..50 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.expect("read");
+        }
+        c.query_drop("COMMIT").await.expect("commit");
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(sel[0] >= 50, "transaction reads on the primary: {sel:?}");
+        // Locking reads too.
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..20 {
+            let _: Option<i64> = c
+                .query_first("SELECT id FROM t WHERE id = 1 FOR UPDATE")
+                .await
+                .expect("locking read");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(sel[0] >= 20, "FOR UPDATE on the primary: {sel:?}");
+    });
+}
+
+#[test]
+fn session_consistency_reads_its_own_writes() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.5",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("ryw").await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE c (v INT PRIMARY KEY)")
+            .await
+            .expect("create");
+        let sel0 = counters(srv, "Com_select").await;
+        for i in 1..=200 {
+            c.query_drop(format!("INSERT INTO c VALUES ({i})"))
+                .await
+                .expect("insert");
+            let (max, n): (Option<i64>, i64) = c
+                .query_first("SELECT MAX(v), COUNT(*) FROM c")
+                .await
+                .expect("read")
+                .expect("row");
+            assert_eq!((max, n), (Some(i), i), "read after write {i} was stale");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(
+            sel[1] + sel[2] > 0,
+            "some reads were served by replicas: {sel:?}"
+        );
+    });
+    eprintln!(
+        "consistency waits {}, fallbacks to the primary {}",
+        relay.metric("sqlfleet_relay_consistency_waits_total"),
+        relay.metric("sqlfleet_relay_consistency_fallbacks_total")
+    );
+}
+
+#[test]
+fn rules_route_reject_and_count() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rules = r#"
+[[rules]]
+name = "no-deletes"
+match_regex = "(?i)^\\s*DELETE\\s+FROM\\s+guarded"
+reject = "deletes on guarded are not allowed"
+
+[[rules]]
+name = "fresh-reads"
+match_digest = "SELECT COUNT(*) FROM fresh"
+route = "primary"
+"#;
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nhealth_interval = 2",
+        rules,
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("rules").await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE guarded (id INT); CREATE TABLE fresh (id INT)")
+            .await
+            .expect("create");
+        let e = c
+            .query_drop("delete from guarded where id = 1")
+            .await
+            .expect_err("rejected");
+        assert!(
+            e.to_string().contains("deletes on guarded are not allowed"),
+            "{e}"
+        );
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..30 {
+            let _: Option<i64> = c
+                .query_first("select count(*)   from fresh")
+                .await
+                .expect("read");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(sel[0] >= 30, "rule sent them to the primary: {sel:?}");
+        let st = relay.status();
+        let hits: Vec<(String, u64)> = st["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .map(|r| {
+                (
+                    r["name"].as_str().unwrap_or_default().to_string(),
+                    r["hits"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            hits,
+            vec![
+                ("no-deletes".to_string(), 1),
+                ("fresh-reads".to_string(), 30)
+            ]
+        );
+        let digests = st["digests"].as_array().expect("digests");
+        assert!(
+            digests
+                .iter()
+                .any(|d| d["digest"] == "SELECT COUNT (*) FROM FRESH" && d["count"] == 30),
+            "{digests:?}"
+        );
+    });
+}
