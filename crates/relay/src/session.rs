@@ -408,17 +408,35 @@ impl Session {
     /// The client's backend connection, leased and brought to the
     /// client's session state if it has none.
     async fn ensure_conn(&mut self) -> Result<&mut BackendConn, Fail> {
-        if self.conn.is_none() {
+        let mut attempts = 0;
+        while self.conn.is_none() {
+            attempts += 1;
             let b = match self.backend {
                 Some(b) if self.mode == Mode::Session => b,
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
-            let mut c = self
+            let mut c = match self
                 .ctx
                 .pool
                 .lease(b, self.shape, &self.db, &self.settings)
-                .await?;
+                .await
+            {
+                Ok(c) => c,
+                Err(e @ crate::pool::LeaseError::Connect(..)) => {
+                    // Dead before a health check noticed: mark it and, with
+                    // several backends, try the next one the route allows.
+                    self.ctx.pool.health.mark_down(b, &e.to_string());
+                    if attempts < 3
+                        && self.ctx.cfg.backends.len() > 1
+                        && self.mode == Mode::Transaction
+                    {
+                        continue;
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
             match self.sync(&mut c).await {
                 Ok(()) => self.conn = Some(c),
                 Err(e) => {

@@ -1,0 +1,129 @@
+//! Availability through the relay on its own primary + 2 replicas: a
+//! killed replica drops out (reads retried elsewhere, no client error) and
+//! returns when restarted; a killed primary with a promoted replica keeps
+//! writes flowing without restarting the relay. Prints the failover time.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::relay::app;
+use common::routing::start_routing_relay;
+use mysql_async::prelude::Queryable;
+use sqlfleet_sandbox::{node, Sandbox, UpOptions};
+use sqlfleet_testkit::replicated;
+
+fn kill9(sb: &Sandbox, name: &str) {
+    let n = sb.meta.nodes.iter().find(|n| n.name == name).expect("node");
+    let pid = node::running_pid(&sb.layout.node(n)).expect("running");
+    let ok = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(ok.success());
+    let t0 = Instant::now();
+    while node::running_pid(&sb.layout.node(n)).is_some() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{name} did not die");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nhealth_interval = 0.2",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("failover"));
+    let connect = || async {
+        app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect via relay")
+    };
+    rt.block_on(async {
+        let mut c = connect().await;
+        c.query_drop("CREATE TABLE f (id INT PRIMARY KEY)")
+            .await
+            .expect("create");
+        c.query_drop("INSERT INTO f VALUES (0)")
+            .await
+            .expect("insert");
+    });
+
+    // A replica dies: reads keep working.
+    kill9(&srv.sandbox, "replica2");
+    rt.block_on(async {
+        let mut c = connect().await;
+        for _ in 0..100 {
+            let _: Option<i64> = c
+                .query_first("SELECT COUNT(*) FROM f")
+                .await
+                .expect("read while a replica is down");
+        }
+    });
+    relay.wait_roles(1, 1);
+    // It comes back.
+    rt.block_on(async {
+        let opts = UpOptions {
+            name: srv.sandbox.meta.name.clone(),
+            die_with_parent: true,
+            ..UpOptions::default()
+        };
+        sqlfleet_sandbox::up(&srv.sandbox.home, &opts)
+            .await
+            .expect("restart replica2");
+    });
+    relay.wait_roles(1, 2);
+
+    // The primary dies; replica1 is promoted; writes resume.
+    kill9(&srv.sandbox, "primary");
+    let killed = Instant::now();
+    let writer = rt.spawn({
+        let port = relay.port;
+        let db = db.clone();
+        async move {
+            let mut attempts = 0u32;
+            loop {
+                attempts += 1;
+                let r = async {
+                    let mut c = app(port, "app-pw", Some(&db))
+                        .connect(Duration::from_secs(5))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    c.query_drop("INSERT INTO f VALUES (1)")
+                        .await
+                        .map_err(|e| e.to_string())
+                }
+                .await;
+                if r.is_ok() {
+                    return (Instant::now(), attempts);
+                }
+                assert!(attempts < 200, "writes never resumed: {r:?}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    });
+    rt.block_on(async {
+        let mut sb = Sandbox::open(&srv.sandbox.home, &srv.sandbox.meta.name).expect("open");
+        sb.promote("replica1").await.expect("promote");
+    });
+    let (first_write, attempts) = rt.block_on(writer).expect("writer");
+    let took = first_write - killed;
+    eprintln!("failover: first successful write through the relay {took:?} after the primary was killed ({attempts} attempts)");
+    relay.wait_roles(1, 1);
+    rt.block_on(async {
+        let mut c = connect().await;
+        let ids: Vec<i64> = c
+            .query("SELECT id FROM f ORDER BY id")
+            .await
+            .expect("read back");
+        assert_eq!(ids, vec![0, 1]);
+    });
+    assert!(took < Duration::from_secs(20));
+}
