@@ -15,6 +15,8 @@ pub struct Backend {
     pub port: u16,
     /// A Unix socket instead of TCP (a relay on the database host).
     pub socket: Option<PathBuf>,
+    /// Share of the clients it gets relative to the others (default 1).
+    pub weight: u32,
 }
 
 impl Backend {
@@ -35,6 +37,7 @@ impl Backend {
                 host: "localhost".into(),
                 port: 0,
                 socket: Some(PathBuf::from(p)),
+                weight: 1,
             });
         }
         let (host, port) = parse_addr(s)?;
@@ -42,6 +45,7 @@ impl Backend {
             host,
             port,
             socket: None,
+            weight: 1,
         })
     }
 }
@@ -300,6 +304,8 @@ struct BackendSection {
     /// "disabled" (default), "required" or "verify".
     tls: Option<String>,
     tls_ca: Option<PathBuf>,
+    /// One weight per server (default 1 each).
+    weights: Option<Vec<u32>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -408,6 +414,18 @@ fn build(f: File) -> Result<RelayConfig, String> {
     }
     if backends.is_empty() {
         return Err("backend.servers: give at least one server".into());
+    }
+    if let Some(w) = &f.backend.weights {
+        if w.len() != backends.len() || w.contains(&0) {
+            return Err(format!(
+                "backend.weights: give one positive weight per server ({} servers, {} weights)",
+                backends.len(),
+                w.len()
+            ));
+        }
+        for (b, w) in backends.iter_mut().zip(w) {
+            b.weight = *w;
+        }
     }
     let password = match (
         &f.backend.password,

@@ -202,11 +202,33 @@ impl Pool {
     /// replicating read-only one within `max_lag`, else the primary.
     pub fn pick(&self, route: Route) -> Option<usize> {
         let states = self.health.all();
-        // Least busy first; ties go round-robin.
-        let turn = self.turn.fetch_add(1, Relaxed);
-        let n = self.sides.len();
-        let busy = |i: &usize| (self.sides[*i].busy.load(Relaxed), (i + n - turn % n) % n);
-        let least = |it: &mut dyn Iterator<Item = usize>| it.min_by_key(busy);
+        // Least busy per unit of weight first; ties go round-robin among
+        // the candidates, each taking turns in proportion to its weight.
+        let turn = self.turn.fetch_add(1, Relaxed) as u64;
+        let weight = |i: usize| u64::from(self.sides[i].backend.weight.max(1));
+        let least = |it: &mut dyn Iterator<Item = usize>| -> Option<usize> {
+            let cands: Vec<usize> = it.collect();
+            let total: u64 = cands.iter().map(|&i| weight(i)).sum();
+            let mut slot = turn % total.max(1);
+            let mut preferred = 0;
+            for (k, &i) in cands.iter().enumerate() {
+                if slot < weight(i) {
+                    preferred = k;
+                    break;
+                }
+                slot -= weight(i);
+            }
+            let m = cands.len();
+            (0..m)
+                .min_by_key(|&k| {
+                    let i = cands[k];
+                    (
+                        self.sides[i].busy.load(Relaxed) as u64 * 1_000_000 / weight(i),
+                        (k + m - preferred) % m,
+                    )
+                })
+                .map(|k| cands[k])
+        };
         match route {
             Route::Any => {
                 least(&mut (0..self.sides.len()).filter(|&i| !states[i].checked || states[i].up))

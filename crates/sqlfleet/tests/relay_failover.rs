@@ -37,6 +37,7 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
         dir.path(),
         "read_write_split = true\nhealth_interval = 0.2",
         "",
+        "",
     );
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("failover"));

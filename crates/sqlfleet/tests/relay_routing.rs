@@ -38,6 +38,7 @@ fn reads_go_to_replicas_and_writes_to_the_primary() {
         dir.path(),
         "read_write_split = true\nhealth_interval = 2",
         "",
+        "",
     );
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
@@ -99,6 +100,7 @@ fn session_consistency_reads_its_own_writes() {
         dir.path(),
         "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.5",
         "",
+        "",
     );
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
@@ -152,6 +154,7 @@ route = "primary"
         srv,
         dir.path(),
         "read_write_split = true\nhealth_interval = 2",
+        "",
         rules,
     );
     let rt = tokio::runtime::Runtime::new().expect("rt");
@@ -204,5 +207,73 @@ route = "primary"
                 .any(|d| d["digest"] == "SELECT COUNT (*) FROM FRESH" && d["count"] == 30),
             "{digests:?}"
         );
+    });
+}
+
+#[test]
+fn stopped_replication_takes_a_replica_out_and_weights_share_reads() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rules = "[[rules]]\nname = \"sticky\"\nmatch_regex = \"sticky\"\nmultiplex = false\n";
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nhealth_interval = 0.2",
+        "weights = [1, 1, 3]",
+        rules,
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("weights").await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE w (id INT)")
+            .await
+            .expect("create");
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..200 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM w").await.expect("read");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(
+            sel[2] > sel[1] * 3 / 2,
+            "replica2 (weight 3) gets more reads: {sel:?}"
+        );
+
+        // replica2 stops applying: it gets no reads until it runs again.
+        let r2 = srv.sandbox.meta.nodes[2].clone();
+        let mut direct = srv
+            .sandbox
+            .target(&r2)
+            .expect("target")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("replica2");
+        direct
+            .query_drop("STOP SLAVE SQL_THREAD")
+            .await
+            .expect("stop");
+        let t0 = std::time::Instant::now();
+        while relay.status()["backends"][2]["replicating"] != false {
+            assert!(t0.elapsed() < Duration::from_secs(10), "not noticed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..100 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM w").await.expect("read");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(
+            sel[1] >= 100 && sel[2] < 10,
+            "reads avoid the stopped replica: {sel:?}"
+        );
+        direct
+            .query_drop("START SLAVE SQL_THREAD")
+            .await
+            .expect("start");
+
+        // A rule that turns multiplexing off pins the client.
+        let _: Option<String> = c.query_first("SELECT 'sticky'").await.expect("sticky");
+        assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"rule\"}") >= 1.0);
     });
 }

@@ -11,8 +11,15 @@ use sqlfleet_testkit::TestServer;
 use super::relay::{free_port, wait_listening, Relay};
 
 /// Starts `sqlfleet relay --config` with every node of `srv` as a backend,
-/// account app:app-pw, and `extra` TOML appended (e.g. [routing], [[rules]]).
-pub fn start_routing_relay(srv: &TestServer, dir: &Path, routing: &str, extra: &str) -> Relay {
+/// account app:app-pw, `routing` as the [routing] section, `backend` added
+/// to [backend] (e.g. weights) and `extra` TOML appended (e.g. [[rules]]).
+pub fn start_routing_relay(
+    srv: &TestServer,
+    dir: &Path,
+    routing: &str,
+    backend: &str,
+    extra: &str,
+) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
     let pwfile = dir.join("backend.pw");
@@ -30,7 +37,7 @@ pub fn start_routing_relay(srv: &TestServer, dir: &Path, routing: &str, extra: &
         &cfg,
         format!(
             "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
-             [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = \"{}\"\n\n\
+             [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = \"{}\"\n{backend}\n\n\
              [pool]\nmax = 20\nwait_timeout = 20\n\n[routing]\n{routing}\n\n\
              [[users]]\nname = \"app\"\n{hashes}\n{extra}",
             servers.join(", "),
