@@ -260,3 +260,126 @@ fn usage_errors_exit_1() {
     let o = run_in(home.path(), &["relay", "--backend", "x:1"]);
     assert_eq!(o.status.code(), Some(1), "missing required flags");
 }
+
+#[test]
+fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
+    let home = Home::new();
+    let port = free_port_block(3).to_string();
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "pr",
+            "--port",
+            &port,
+            "--replicas",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // Refused: the primary itself, and a node that does not exist.
+    for (node, msg) in [
+        ("primary", "already the primary"),
+        ("ghost", "no node 'ghost'"),
+    ] {
+        let o = run_in(
+            home.path(),
+            &["sandbox", "promote", "--name", "pr", "--node", node],
+        );
+        assert_eq!(o.status.code(), Some(1));
+        assert!(common::stderr(&o).contains(msg), "{}", common::stderr(&o));
+    }
+    let o = run_in(
+        home.path(),
+        &["sandbox", "promote", "--name", "pr", "--node", "replica2"],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("replica2 is the primary"),
+        "{}",
+        common::stdout(&o)
+    );
+    // The default client file now reaches replica2, writable; the others follow it.
+    let cnf = run_in(
+        home.path(),
+        &["sandbox", "env", "--name", "pr", "--defaults-file"],
+    );
+    let cnf = common::stdout(&cnf).trim().to_string();
+    let sql = |cnf: &str, q: &str| {
+        let o = std::process::Command::new("mariadb")
+            .arg(format!("--defaults-file={cnf}"))
+            .args(["-N", "-B", "-e", q])
+            .output()
+            .expect("mariadb");
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o).trim().to_string()
+    };
+    let first: u16 = port.parse().expect("port");
+    assert_eq!(
+        sql(&cnf, "SELECT @@port, @@read_only"),
+        format!("{}\t0", first + 2)
+    );
+    sql(
+        &cnf,
+        "CREATE DATABASE pr_t; CREATE TABLE pr_t.x (id INT); INSERT INTO pr_t.x VALUES (7)",
+    );
+    for node in ["primary", "replica1"] {
+        let o = run_in(
+            home.path(),
+            &[
+                "sandbox",
+                "env",
+                "--name",
+                "pr",
+                "--node",
+                node,
+                "--defaults-file",
+            ],
+        );
+        let cnf = common::stdout(&o).trim().to_string();
+        let t0 = std::time::Instant::now();
+        loop {
+            let o = std::process::Command::new("mariadb")
+                .arg(format!("--defaults-file={cnf}"))
+                .args(["-N", "-B", "-e", "SELECT @@read_only, (SELECT COUNT(*) FROM pr_t.x)"])
+                .output()
+                .expect("mariadb");
+            if common::stdout(&o).trim() == "1\t1" {
+                break;
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "{node}: {}",
+                common::stderr(&o)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+    let o = run_in(home.path(), &["sandbox", "list", "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&common::stdout(&o)).expect("json");
+    let roles: Vec<(String, String)> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .filter(|n| n["sandbox"] == "pr")
+        .map(|n| {
+            (
+                n["node"].as_str().unwrap_or_default().into(),
+                n["role"].as_str().unwrap_or_default().into(),
+            )
+        })
+        .collect();
+    assert!(
+        roles.contains(&("replica2".into(), "primary".into())),
+        "{roles:?}"
+    );
+    assert!(
+        roles.contains(&("primary".into(), "replica".into())),
+        "{roles:?}"
+    );
+    assert!(run_in(home.path(), &["sandbox", "destroy", "--name", "pr"])
+        .status
+        .success());
+}
