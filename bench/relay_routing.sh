@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Relay routing benchmark, on a sandbox primary with two replicas, in one run:
+#   1. sysbench oltp_read_only (autocommit reads: --skip_trx=on) and
+#      oltp_point_select, direct to the primary vs through `sqlfleet relay
+#      --read-write-split` over all three servers, 4 and 64 threads;
+#   2. failover: the primary is killed (SIGKILL), replica1 is promoted with
+#      `sqlfleet sandbox promote`, and a writer retrying through the relay
+#      reports the time from the kill to its first successful write.
+# Passwords travel in 0600 files, never on command lines.
+#
+# Usage: bench/relay_routing.sh [SECONDS_PER_SYSBENCH_RUN]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS="${1:-10}"
+bash scripts/deps.sh sysbench
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+NAME=bench-routing
+"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"$SQLFLEET" sandbox up --name "$NAME" --replicas 2 --option max_connections=500 >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+PORTS=($(awk -F'"' '/^port/ {print}' "$SQLFLEET_HOME/sandboxes/$NAME/sandbox.toml" | awk -F' = ' '{print $2}'))
+PORT=${PORTS[0]}
+PWFILE="$SQLFLEET_HOME/sandboxes/$NAME/root.pw"
+WORK="$(mktemp -d)"; chmod 700 "$WORK"
+RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'root:%s\n' "$(cat "$PWFILE")" > "$WORK/users"; chmod 600 "$WORK/users"
+BACKENDS=()
+for p in "${PORTS[@]}"; do BACKENDS+=(--backend "127.0.0.1:$p"); done
+SQLFLEET_BACKEND_PASSWORD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$RPORT" "${BACKENDS[@]}" \
+  --backend-user root --users-file "$WORK/users" --pool-max 100 --wait-timeout 30 \
+  --read-write-split --health-interval 0.2 2>"$WORK/relay.log" &
+RELAY=$!
+trap 'kill $RELAY 2>/dev/null; "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$RPORT") 2>/dev/null && break; sleep 0.05; done
+sleep 1
+
+mk_sb() {  # $1 port -> config file
+  printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
+  chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
+}
+mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
+sysbench --config-file="$(mk_sb "$PORT")" oltp_read_only --tables=4 --table-size=100000 prepare >/dev/null
+sleep 2  # let the replicas apply the prepared tables
+declare -A QPS
+for test in oltp_read_only oltp_point_select; do
+  for threads in 4 64; do
+    for target in direct relay; do
+      p=$PORT; [ "$target" = relay ] && p=$RPORT
+      QPS[$test,$target,$threads]=$(sysbench --config-file="$(mk_sb "$p")" "$test" --tables=4 --table-size=100000 \
+        --skip_trx=on --threads="$threads" --time="$SECS" --report-interval=0 run \
+        | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}')
+    done
+  done
+done
+
+echo "== failover"
+printf '[client]\nuser=root\npassword=%s\nhost=127.0.0.1\nport=%s\n' "$(cat "$PWFILE")" "$RPORT" > "$WORK/relay.cnf"
+chmod 600 "$WORK/relay.cnf"
+mariadb --defaults-file="$WORK/relay.cnf" -e "CREATE TABLE IF NOT EXISTS sbtest.fo (id INT AUTO_INCREMENT PRIMARY KEY, at DOUBLE)"
+PID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/primary/mariadbd.pid")
+T0=$(date +%s.%N)
+kill -9 "$PID"
+"$SQLFLEET" sandbox promote --name "$NAME" --node replica1 > "$WORK/promote.txt"
+TP=$(date +%s.%N)
+ATTEMPTS=0
+until mariadb --defaults-file="$WORK/relay.cnf" -e "INSERT INTO sbtest.fo (at) VALUES (UNIX_TIMESTAMP(NOW(6)))" 2>/dev/null; do
+  ATTEMPTS=$((ATTEMPTS + 1))
+  [ "$ATTEMPTS" -gt 3000 ] && { echo "writes never resumed" >&2; exit 1; }
+  sleep 0.01
+done
+T1=$(date +%s.%N)
+cat "$WORK/promote.txt"
+
+echo
+echo "| workload (autocommit reads) | threads | direct to primary | relay, read/write split | ratio |"
+echo "|---|---:|---:|---:|---:|"
+for test in oltp_read_only oltp_point_select; do
+  for threads in 4 64; do
+    python3 -c "
+d=${QPS[$test,direct,$threads]}; r=${QPS[$test,relay,$threads]}
+print(f'| sysbench $test --skip_trx=on, {$SECS} s, queries/s | $threads | {d:,.0f} | {r:,.0f} | {r/d:.2f} |')"
+  done
+done
+python3 -c "
+t0=$T0; tp=$TP; t1=$T1
+print(f'| failover: primary killed -> promote done -> first write through the relay | | {(tp-t0)*1000:.0f} ms | {(t1-t0)*1000:.0f} ms | retries: $ATTEMPTS |')"
