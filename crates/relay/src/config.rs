@@ -134,6 +134,10 @@ pub enum Consistency {
     /// A client's reads see its own writes: the replica waits for the
     /// client's last write (MASTER_GTID_WAIT, bounded), else the primary.
     Session,
+    /// Reads see every write committed before they arrived: the replica
+    /// waits for the primary's current binlog position (one small query to
+    /// the primary per read), else the primary.
+    Global,
 }
 
 /// Backend roles and read routing. Roles come from health checks: a

@@ -191,8 +191,13 @@ pub async fn watch(cfg: std::sync::Arc<RelayConfig>, health: std::sync::Arc<Heal
     }
 }
 
-/// Whether GTID position `pos` (`domain-server-seq,...`) includes `gtid`.
-pub fn covers(pos: &str, gtid: &str) -> bool {
+/// Whether GTID position `pos` (`domain-server-seq,...`) includes every
+/// GTID of `want` (one GTID or a position list).
+pub fn covers(pos: &str, want: &str) -> bool {
+    want.split(',').all(|g| covers_one(pos, g))
+}
+
+fn covers_one(pos: &str, gtid: &str) -> bool {
     let parse = |g: &str| -> Option<(u32, u64)> {
         let mut it = g.trim().split('-');
         let domain = it.next()?.parse().ok()?;
@@ -218,5 +223,7 @@ mod tests {
         assert!(!covers("0-1-41", "0-1-42"));
         assert!(!covers("1-1-100", "0-1-1"));
         assert!(covers("", ""));
+        assert!(covers("0-1-42,1-2-9", "0-1-40,1-2-9"));
+        assert!(!covers("0-1-42,1-2-8", "0-1-40,1-2-9"));
     }
 }

@@ -277,3 +277,43 @@ fn stopped_replication_takes_a_replica_out_and_weights_share_reads() {
         assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"rule\"}") >= 1.0);
     });
 }
+
+#[test]
+fn global_consistency_sees_other_clients_writes() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"global\"\nhealth_interval = 0.5",
+        "",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("global").await;
+        // Another client writes straight to the primary, not through the relay.
+        let mut writer = srv.connect().await;
+        writer
+            .query_drop(format!("CREATE TABLE `{db}`.g (v INT PRIMARY KEY)"))
+            .await
+            .expect("create");
+        let mut c = client(relay.port, &db).await;
+        let sel0 = counters(srv, "Com_select").await;
+        for i in 1..=100 {
+            writer
+                .query_drop(format!("INSERT INTO `{db}`.g VALUES ({i})"))
+                .await
+                .expect("insert");
+            let max: Option<i64> = c.query_first("SELECT MAX(v) FROM g").await.expect("read");
+            assert_eq!(
+                max,
+                Some(i),
+                "read after another client's write {i} was stale"
+            );
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(sel[1] + sel[2] >= 100, "the reads ran on replicas: {sel:?}");
+    });
+}

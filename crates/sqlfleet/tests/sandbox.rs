@@ -343,7 +343,12 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
         loop {
             let o = std::process::Command::new("mariadb")
                 .arg(format!("--defaults-file={cnf}"))
-                .args(["-N", "-B", "-e", "SELECT @@read_only, (SELECT COUNT(*) FROM pr_t.x)"])
+                .args([
+                    "-N",
+                    "-B",
+                    "-e",
+                    "SELECT @@read_only, (SELECT COUNT(*) FROM pr_t.x)",
+                ])
                 .output()
                 .expect("mariadb");
             if common::stdout(&o).trim() == "1\t1" {

@@ -144,15 +144,41 @@ impl Session {
         self.wait_for_own_write().await
     }
 
-    /// consistency = session: the replica holding the client's connection
-    /// must have applied the client's last write; it waits up to
-    /// `consistency_wait`, else the read goes to the primary.
-    pub(super) async fn wait_for_own_write(&mut self) -> Result<(), Fail> {
-        let routing = &self.ctx.cfg.routing;
-        if routing.consistency != Consistency::Session {
-            return Ok(());
+    /// The primary's binlog position now (consistency = global).
+    async fn primary_position(&mut self) -> Result<Option<String>, Fail> {
+        let Some(p) = self.ctx.pool.pick(Route::Primary) else {
+            return Ok(None);
+        };
+        let mut c = self
+            .ctx
+            .pool
+            .lease(p, self.shape, &self.db, &self.settings)
+            .await?;
+        match pool::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
+            Ok(v) => {
+                self.ctx.pool.put(c);
+                Ok(v.filter(|v| !v.is_empty()))
+            }
+            Err(e) => {
+                self.ctx.pool.discard(c);
+                Err(Fail::Lost(e.to_string()))
+            }
         }
-        let (Some(gtid), Some(b)) = (self.last_write_gtid.clone(), self.backend) else {
+    }
+
+    /// Read-your-writes on the replica holding the client's connection:
+    /// with consistency = session it must have applied the client's last
+    /// write, with global everything the primary had committed when the
+    /// read arrived. It waits up to `consistency_wait`, else the read goes
+    /// to the primary.
+    pub(super) async fn wait_for_own_write(&mut self) -> Result<(), Fail> {
+        let target = match self.ctx.cfg.routing.consistency {
+            Consistency::None => return Ok(()),
+            Consistency::Session => self.last_write_gtid.clone(),
+            Consistency::Global => self.primary_position().await?,
+        };
+        let routing = &self.ctx.cfg.routing;
+        let (Some(gtid), Some(b)) = (target, self.backend) else {
             return Ok(());
         };
         let st = self.ctx.pool.health.get(b);

@@ -83,9 +83,10 @@ pub struct RelayArgs {
     /// writable server gets writes and transactions (transaction mode)
     #[arg(long)]
     read_write_split: bool,
-    /// Read-your-writes on replicas: none, or session (a client's reads
-    /// wait for its own last write, else go to the primary)
-    #[arg(long, default_value = "none", value_parser = ["none", "session"])]
+    /// Read-your-writes on replicas: none; session (a client's reads wait
+    /// for its own last write); global (reads wait for everything the
+    /// primary had committed); else the read goes to the primary
+    #[arg(long, default_value = "none", value_parser = ["none", "session", "global"])]
     consistency: String,
     /// Seconds of replication lag past which a replica gets no reads
     #[arg(long, default_value_t = 10.0)]
@@ -180,10 +181,10 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         max_packet: 1 << 30,
         routing: Routing {
             read_write_split: a.read_write_split,
-            consistency: if a.consistency == "session" {
-                Consistency::Session
-            } else {
-                Consistency::None
+            consistency: match a.consistency.as_str() {
+                "session" => Consistency::Session,
+                "global" => Consistency::Global,
+                _ => Consistency::None,
             },
             max_lag: Duration::from_secs_f64(a.max_lag),
             health_interval: Duration::from_secs_f64(a.health_interval),
