@@ -285,18 +285,17 @@ fn both_plugins_tls_and_reload() {
     drop(relay);
 }
 
-#[test]
-fn tls_required_and_full_sha2_authentication() {
-    let srv = server();
-    let dir = tempfile::tempdir().expect("tmp");
-    let (c, k) = cert(dir.path());
+/// A relay in full mode whose only account, `name`, has just a
+/// caching_sha2_password hash, with full authentication and TLS required.
+fn sha2_tls_relay(dir: &Path, srv: &TestServer, name: &str, pw: &str) -> (Full, u16) {
+    let (c, k) = cert(dir);
     let port = free_port();
-    let sha_only: String = hashes("sha-pw")
+    let sha_only: String = hashes(pw)
         .lines()
         .filter(|l| l.starts_with("sha2"))
         .collect();
-    let users = format!("[[users]]\nname = \"sha\"\n{sha_only}\n");
-    let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
+    let users = format!("[[users]]\nname = \"{name}\"\n{sha_only}\n");
+    let cfg = write_config(dir, srv, port, &users, "sha2_full_auth = true\n");
     std::fs::write(
         &cfg,
         format!(
@@ -305,7 +304,14 @@ fn tls_required_and_full_sha2_authentication() {
         ),
     )
     .expect("write");
-    let _relay = start_full(dir.path(), &cfg, port);
+    (start_full(dir, &cfg, port), port)
+}
+
+#[test]
+fn tls_required_and_full_sha2_authentication() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let (_relay, port) = sha2_tls_relay(dir.path(), srv, "sha", "sha-pw");
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let e = select_one(&user(port, "sha", "sha-pw", SslMode::Disabled))
@@ -324,79 +330,36 @@ fn tls_required_and_full_sha2_authentication() {
     });
 }
 
+/// A quick-mode relay in front of relay `backend` (as user relay), run
+/// for one `SELECT 1` by app; its result.
+fn select_through_chain(backend: u16, tls: bool) -> Result<i64, String> {
+    let port = free_port();
+    let mut relay = common::sqlfleet()
+        .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--backend", &format!("127.0.0.1:{backend}")])
+        .args(["--backend-user", "relay", "--user", "app:app-pw"])
+        .args(["--backend-tls", if tls { "required" } else { "disabled" }])
+        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("relay");
+    wait_listening(port);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let r = rt.block_on(select_one(&user(port, "app", "app-pw", SslMode::Disabled)));
+    let _ = relay.kill();
+    let _ = relay.wait();
+    r
+}
+
 #[test]
 fn a_relay_logs_in_to_its_backend_over_tls_with_caching_sha2() {
     // client -> relay A -> (TLS, caching_sha2_password full auth) -> relay B -> server
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
-    let (c, k) = cert(dir.path());
-    let port_b = free_port();
-    let sha_only: String = hashes("relay-pw")
-        .lines()
-        .filter(|l| l.starts_with("sha2"))
-        .collect();
-    let users = format!("[[users]]\nname = \"relay\"\n{sha_only}\n");
-    let cfg = write_config(dir.path(), srv, port_b, &users, "sha2_full_auth = true\n");
-    std::fs::write(
-        &cfg,
-        format!(
-            "{}\n[tls]\ncert = \"{c}\"\nkey = \"{k}\"\nrequire = true\n",
-            std::fs::read_to_string(&cfg).expect("read")
-        ),
-    )
-    .expect("write");
-    let _b = start_full(dir.path(), &cfg, port_b);
-    let port_a = free_port();
-    let mut a = common::sqlfleet()
-        .args(["relay", "--listen", &format!("127.0.0.1:{port_a}")])
-        .args([
-            "--backend",
-            &format!("127.0.0.1:{port_b}"),
-            "--backend-user",
-            "relay",
-        ])
-        .args(["--backend-tls", "required", "--user", "app:app-pw"])
-        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("relay a");
-    wait_listening(port_a);
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let r = rt.block_on(select_one(&user(
-        port_a,
-        "app",
-        "app-pw",
-        SslMode::Disabled,
-    )));
-    let _ = a.kill();
-    let _ = a.wait();
-    assert_eq!(r, Ok(1));
-    // Without TLS the backend relay refuses relay A's login: a clear error.
-    let port_c = free_port();
-    let mut c2 = common::sqlfleet()
-        .args(["relay", "--listen", &format!("127.0.0.1:{port_c}")])
-        .args([
-            "--backend",
-            &format!("127.0.0.1:{port_b}"),
-            "--backend-user",
-            "relay",
-        ])
-        .args(["--user", "app:app-pw"])
-        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("relay c");
-    wait_listening(port_c);
-    let r = rt.block_on(select_one(&user(
-        port_c,
-        "app",
-        "app-pw",
-        SslMode::Disabled,
-    )));
-    let _ = c2.kill();
-    let _ = c2.wait();
-    let e = r.expect_err("backend login refused");
+    let (_b, port_b) = sha2_tls_relay(dir.path(), srv, "relay", "relay-pw");
+    assert_eq!(select_through_chain(port_b, true), Ok(1));
+    // Without TLS the backend relay refuses the front relay's login: a clear error.
+    let e = select_through_chain(port_b, false).expect_err("backend login refused");
     assert!(e.contains("3159") || e.contains("TLS"), "{e}");
 }
