@@ -17,6 +17,9 @@ pub struct Backend {
     pub socket: Option<PathBuf>,
     /// Share of the clients it gets relative to the others (default 1).
     pub weight: u32,
+    /// A named replica group: it serves only reads a rule sends to the
+    /// group; replicas without one serve the read/write split.
+    pub group: Option<String>,
 }
 
 impl Backend {
@@ -38,6 +41,7 @@ impl Backend {
                 port: 0,
                 socket: Some(PathBuf::from(p)),
                 weight: 1,
+                group: None,
             });
         }
         let (host, port) = parse_addr(s)?;
@@ -46,6 +50,7 @@ impl Backend {
             port,
             socket: None,
             weight: 1,
+            group: None,
         })
     }
 }
@@ -184,6 +189,8 @@ pub struct Rule {
     pub user: Option<String>,
     pub schema: Option<String>,
     pub route: Option<RouteTo>,
+    /// With `route = "replica"`: replicas of this group.
+    pub group: Option<String>,
     pub reject: Option<String>,
     /// `false`: the client is pinned to its connection after a match.
     pub multiplex: bool,
@@ -277,6 +284,7 @@ struct RuleSection {
     user: Option<String>,
     schema: Option<String>,
     route: Option<RouteTo>,
+    group: Option<String>,
     reject: Option<String>,
     multiplex: Option<bool>,
 }
@@ -310,6 +318,8 @@ struct BackendSection {
     tls_ca: Option<PathBuf>,
     /// One weight per server (default 1 each).
     weights: Option<Vec<u32>>,
+    /// One replica group name per server ("" for none).
+    groups: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -431,6 +441,18 @@ fn build(f: File) -> Result<RelayConfig, String> {
             b.weight = *w;
         }
     }
+    if let Some(g) = &f.backend.groups {
+        if g.len() != backends.len() {
+            return Err(format!(
+                "backend.groups: give one group name (or \"\") per server ({} servers, {} names)",
+                backends.len(),
+                g.len()
+            ));
+        }
+        for (b, g) in backends.iter_mut().zip(g) {
+            b.group = (!g.is_empty()).then(|| g.clone());
+        }
+    }
     let password = match (
         &f.backend.password,
         &f.backend.password_file,
@@ -524,6 +546,14 @@ fn build(f: File) -> Result<RelayConfig, String> {
         if r.route.is_none() && r.reject.is_none() && r.multiplex.is_none() {
             return Err(at("give route, reject or multiplex"));
         }
+        if let Some(g) = &r.group {
+            if r.route != Some(RouteTo::Replica) {
+                return Err(at("group goes with route = \"replica\""));
+            }
+            if !backends.iter().any(|b| b.group.as_ref() == Some(g)) {
+                return Err(at(&format!("no server is in group {g:?} (backend.groups)")));
+            }
+        }
         let regex = match &r.match_regex {
             Some(x) => Some(regex::Regex::new(x).map_err(|e| at(&format!("match_regex: {e}")))?),
             None => None,
@@ -534,6 +564,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
             user: r.user,
             schema: r.schema,
             route: r.route,
+            group: r.group,
             reject: r.reject,
             multiplex: r.multiplex.unwrap_or(true),
             name,
@@ -651,6 +682,9 @@ name = "app"
         let f = write("[relay]\nlisten = [\"a:1\"]\n[backend]\nservers=[\"x\"]\nuser=\"u\"\n[[users]]\nname=\"a\"\nnative_hash=\"*12\"\n");
         let e = load(f.path()).map(|_| ()).expect_err("fails").to_string();
         assert!(e.contains("native_hash"), "{e}");
+        let f = write("[relay]\nlisten = [\"a:1\"]\n[backend]\nservers=[\"x\", \"y\"]\nuser=\"u\"\ngroups = [\"\", \"olap\"]\n[[rules]]\nmatch_regex=\"x\"\nroute=\"replica\"\ngroup=\"oltp\"\n");
+        let e = load(f.path()).map(|_| ()).expect_err("fails").to_string();
+        assert!(e.contains("no server is in group \"oltp\""), "{e}");
         let f = write("[relay\n");
         let e = load(f.path()).map(|_| ()).expect_err("fails").to_string();
         assert!(e.contains("line 1"), "{e}");

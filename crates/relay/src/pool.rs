@@ -120,8 +120,18 @@ pub enum Route {
     Any,
     /// The writable backend.
     Primary,
-    /// A replica within the lag limit, else the primary.
+    /// A replica (of no named group) within the lag limit, else the primary.
     Replica,
+    /// A replica of the named group (index into the distinct group names
+    /// in backend order), else the primary.
+    Group(usize),
+}
+
+impl Route {
+    /// A replica may answer.
+    pub fn is_replica(self) -> bool {
+        matches!(self, Route::Replica | Route::Group(_))
+    }
 }
 
 pub struct Pool {
@@ -241,15 +251,36 @@ impl Pool {
                 }
                 least(&mut (0..self.sides.len()).filter(|&i| states[i].up && !states[i].read_only))
             }
-            Route::Replica => {
+            Route::Replica | Route::Group(_) => {
+                let group = match route {
+                    Route::Group(g) => self.group_names().get(g).cloned(),
+                    _ => None,
+                };
                 let max_lag = self.cfg.routing.max_lag.as_secs();
                 least(&mut (0..self.sides.len()).filter(|&i| {
                     let s = &states[i];
-                    s.up && s.read_only && s.replicating && s.lag.is_some_and(|l| l <= max_lag)
+                    self.sides[i].backend.group == group
+                        && s.up
+                        && s.read_only
+                        && s.replicating
+                        && s.lag.is_some_and(|l| l <= max_lag)
                 }))
                 .or_else(|| self.pick(Route::Primary))
             }
         }
+    }
+
+    /// The distinct replica group names, in backend order.
+    pub fn group_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for s in &self.sides {
+            if let Some(g) = &s.backend.group {
+                if !names.contains(g) {
+                    names.push(g.clone());
+                }
+            }
+        }
+        names
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {

@@ -366,7 +366,7 @@ impl Session {
         if let Some(d) = digest {
             self.ctx.digests.record(
                 d,
-                self.route == Route::Replica,
+                self.route.is_replica(),
                 !matches!(&o, Ok(o) if o.error.is_none()),
                 t0.elapsed(),
             );

@@ -317,3 +317,47 @@ fn global_consistency_sees_other_clients_writes() {
         assert!(sel[1] + sel[2] >= 100, "the reads ran on replicas: {sel:?}");
     });
 }
+
+#[test]
+fn a_named_replica_group_serves_only_what_rules_send_it() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rules = "[[rules]]\nname = \"reports\"\nmatch_regex = \"(?i)/\\\\* report \\\\*/\"\nroute = \"replica\"\ngroup = \"reporting\"\n";
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nhealth_interval = 2",
+        "groups = [\"\", \"\", \"reporting\"]",
+        rules,
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("groups").await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE r (id INT)")
+            .await
+            .expect("create");
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..50 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM r").await.expect("read");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(
+            sel[1] >= 50 && sel[2] < 5,
+            "split reads skip the reporting group: {sel:?}"
+        );
+        let sel0 = counters(srv, "Com_select").await;
+        for _ in 0..50 {
+            let _: Option<i64> = c
+                .query_first("SELECT /* report */ COUNT(*) FROM r")
+                .await
+                .expect("report");
+        }
+        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        assert!(
+            sel[2] >= 50 && sel[1] < 5,
+            "reports go to the reporting group: {sel:?}"
+        );
+    });
+}

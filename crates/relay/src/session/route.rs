@@ -104,7 +104,16 @@ impl Session {
                         && self.conn.is_none()
                         && !self.in_trans =>
                 {
-                    self.route = Route::Replica;
+                    self.route = match &r.group {
+                        Some(g) => self
+                            .ctx
+                            .pool
+                            .group_names()
+                            .iter()
+                            .position(|n| n == g)
+                            .map_or(Route::Replica, Route::Group),
+                        None => Route::Replica,
+                    };
                     self.route_fixed = true;
                 }
                 _ => {}
@@ -122,12 +131,13 @@ impl Session {
         cmd: &[u8],
         expect: Expect,
     ) -> Result<Outcome, Fail> {
-        if self.route == Route::Replica {
+        let to_replica = self.route.is_replica();
+        if to_replica {
             self.ensure_conn().await?;
             self.wait_for_own_write().await?;
         }
         match self.forward(cmd, expect, None).await {
-            Err(Fail::Lost(why)) if self.route == Route::Replica => {
+            Err(Fail::Lost(why)) if to_replica => {
                 if let Some(b) = self.backend {
                     self.ctx.pool.health.mark_down(b, &why);
                 }
@@ -217,7 +227,7 @@ impl Session {
             || read
             || o.error.is_some()
             || self.in_trans
-            || self.route == Route::Replica
+            || self.route.is_replica()
         {
             return Ok(());
         }
