@@ -1,0 +1,343 @@
+//! The TOML config file: its sections, checks, and errors that name the
+//! file and line.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::*;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    relay: RelaySection,
+    backend: BackendSection,
+    #[serde(default)]
+    pool: PoolSection,
+    tls: Option<TlsSection>,
+    #[serde(default)]
+    users: Vec<UserSection>,
+    #[serde(default)]
+    routing: RoutingSection,
+    #[serde(default)]
+    rules: Vec<RuleSection>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RoutingSection {
+    read_write_split: Option<bool>,
+    consistency: Option<Consistency>,
+    max_lag: Option<f64>,
+    health_interval: Option<f64>,
+    consistency_wait: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleSection {
+    name: Option<String>,
+    match_digest: Option<String>,
+    match_regex: Option<String>,
+    user: Option<String>,
+    schema: Option<String>,
+    route: Option<RouteTo>,
+    group: Option<String>,
+    reject: Option<String>,
+    multiplex: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RelaySection {
+    listen: Vec<String>,
+    #[serde(default = "default_mode")]
+    mode: Mode,
+    metrics: Option<String>,
+    max_packet: Option<usize>,
+    #[serde(default)]
+    sha2_full_auth: bool,
+}
+
+fn default_mode() -> Mode {
+    Mode::Transaction
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BackendSection {
+    servers: Vec<String>,
+    user: String,
+    password: Option<String>,
+    password_file: Option<PathBuf>,
+    password_env: Option<String>,
+    /// "disabled" (default), "required" or "verify".
+    tls: Option<String>,
+    tls_ca: Option<PathBuf>,
+    /// One weight per server (default 1 each).
+    weights: Option<Vec<u32>>,
+    /// One replica group name per server ("" for none).
+    groups: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct PoolSection {
+    max: Option<usize>,
+    min: Option<usize>,
+    idle_timeout: Option<f64>,
+    max_lifetime: Option<f64>,
+    check_after: Option<f64>,
+    wait_timeout: Option<f64>,
+    max_waiters: Option<usize>,
+    statement_cache: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TlsSection {
+    cert: PathBuf,
+    key: PathBuf,
+    #[serde(default)]
+    require: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UserSection {
+    name: String,
+    /// `*HEX` as in mysql.user (SHA1(SHA1(pw))).
+    native_hash: Option<String>,
+    /// Hex SHA256(SHA256(pw)).
+    sha2_hash: Option<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {msg}")]
+    At { path: String, msg: String },
+}
+
+fn secs(v: Option<f64>, default: Duration, what: &str) -> Result<Duration, String> {
+    match v {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s >= 0.0 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(format!(
+            "{what} = {s}: must be a non-negative number of seconds"
+        )),
+    }
+}
+
+fn hex<const N: usize>(s: &str) -> Option<[u8; N]> {
+    let s = s.trim_start_matches('*');
+    if s.len() != 2 * N {
+        return None;
+    }
+    let mut out = [0u8; N];
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(out)
+}
+
+/// Reads and checks a config file. Errors name the file and, for TOML
+/// syntax and unknown keys, the line.
+pub fn load(path: &Path) -> Result<RelayConfig, ConfigError> {
+    let p = path.display().to_string();
+    let at = |msg: String| ConfigError::At {
+        path: p.clone(),
+        msg,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+    let f: File = toml::from_str(&text).map_err(|e| {
+        let line = e.span().map(|s| {
+            text.as_bytes()[..s.start.min(text.len())]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        });
+        match line {
+            Some(l) => at(format!("line {l}: {}", e.message())),
+            None => at(e.message().to_string()),
+        }
+    })?;
+    build(f).map_err(at)
+}
+
+fn build(f: File) -> Result<RelayConfig, String> {
+    if f.relay.listen.is_empty() {
+        return Err("relay.listen: give at least one address".into());
+    }
+    let mut backends = Vec::new();
+    for s in &f.backend.servers {
+        backends.push(Backend::parse(s).map_err(|e| format!("backend.servers: {s}: {e}"))?);
+    }
+    if backends.is_empty() {
+        return Err("backend.servers: give at least one server".into());
+    }
+    if let Some(w) = &f.backend.weights {
+        if w.len() != backends.len() || w.contains(&0) {
+            return Err(format!(
+                "backend.weights: give one positive weight per server ({} servers, {} weights)",
+                backends.len(),
+                w.len()
+            ));
+        }
+        for (b, w) in backends.iter_mut().zip(w) {
+            b.weight = *w;
+        }
+    }
+    if let Some(g) = &f.backend.groups {
+        if g.len() != backends.len() {
+            return Err(format!(
+                "backend.groups: give one group name (or \"\") per server ({} servers, {} names)",
+                backends.len(),
+                g.len()
+            ));
+        }
+        for (b, g) in backends.iter_mut().zip(g) {
+            b.group = (!g.is_empty()).then(|| g.clone());
+        }
+    }
+    let password = match (
+        &f.backend.password,
+        &f.backend.password_file,
+        &f.backend.password_env,
+    ) {
+        (Some(p), None, None) => p.clone(),
+        (None, Some(file), None) => std::fs::read_to_string(file)
+            .map_err(|e| format!("backend.password_file {}: {e}", file.display()))?
+            .trim_end_matches(['\n', '\r'])
+            .to_string(),
+        (None, None, Some(var)) => {
+            std::env::var(var).map_err(|_| format!("backend.password_env: ${var} is not set"))?
+        }
+        (None, None, None) => String::new(),
+        _ => return Err("backend: give one of password, password_file, password_env".into()),
+    };
+    let mut users = HashMap::new();
+    for (i, u) in f.users.iter().enumerate() {
+        let native = match &u.native_hash {
+            Some(h) => Some(hex::<20>(h).ok_or_else(|| {
+                format!(
+                    "users[{i}] ({}): native_hash must be * and 40 hex digits",
+                    u.name
+                )
+            })?),
+            None => None,
+        };
+        let sha2 = match &u.sha2_hash {
+            Some(h) => Some(hex::<32>(h).ok_or_else(|| {
+                format!("users[{i}] ({}): sha2_hash must be 64 hex digits", u.name)
+            })?),
+            None => None,
+        };
+        if native.is_none() && sha2.is_none() {
+            return Err(format!(
+                "users[{i}] ({}): give native_hash and/or sha2_hash (see `sqlfleet relay --hash-password`)",
+                u.name
+            ));
+        }
+        if users
+            .insert(u.name.clone(), Account { native, sha2 })
+            .is_some()
+        {
+            return Err(format!("users: {} is listed twice", u.name));
+        }
+    }
+    let d = PoolSettings::default();
+    let pool = PoolSettings {
+        max: f.pool.max.unwrap_or(d.max).max(1),
+        min: f.pool.min.unwrap_or(d.min),
+        idle_timeout: secs(f.pool.idle_timeout, d.idle_timeout, "pool.idle_timeout")?,
+        max_lifetime: secs(f.pool.max_lifetime, d.max_lifetime, "pool.max_lifetime")?,
+        check_after: secs(f.pool.check_after, d.check_after, "pool.check_after")?,
+        wait_timeout: secs(f.pool.wait_timeout, d.wait_timeout, "pool.wait_timeout")?,
+        max_waiters: f.pool.max_waiters.unwrap_or(d.max_waiters),
+        statement_cache: f.pool.statement_cache.unwrap_or(d.statement_cache).max(1),
+    };
+    if pool.min > pool.max {
+        return Err(format!(
+            "pool.min ({}) exceeds pool.max ({})",
+            pool.min, pool.max
+        ));
+    }
+    let d = Routing::default();
+    let r = &f.routing;
+    let routing = Routing {
+        read_write_split: r.read_write_split.unwrap_or(false),
+        consistency: r.consistency.unwrap_or(Consistency::None),
+        max_lag: secs(r.max_lag, d.max_lag, "routing.max_lag")?,
+        health_interval: secs(
+            r.health_interval,
+            d.health_interval,
+            "routing.health_interval",
+        )?,
+        consistency_wait: secs(
+            r.consistency_wait,
+            d.consistency_wait,
+            "routing.consistency_wait",
+        )?,
+    };
+    if routing.health_interval.is_zero() {
+        return Err("routing.health_interval must be above 0".into());
+    }
+    let mut rules = Vec::new();
+    for (i, r) in f.rules.into_iter().enumerate() {
+        let name = r.name.clone().unwrap_or_else(|| format!("rule{}", i + 1));
+        let at = |m: &str| format!("rules[{i}] ({name}): {m}");
+        if r.match_digest.is_none() && r.match_regex.is_none() {
+            return Err(at("give match_digest or match_regex"));
+        }
+        if r.route.is_none() && r.reject.is_none() && r.multiplex.is_none() {
+            return Err(at("give route, reject or multiplex"));
+        }
+        if let Some(g) = &r.group {
+            if r.route != Some(RouteTo::Replica) {
+                return Err(at("group goes with route = \"replica\""));
+            }
+            if !backends.iter().any(|b| b.group.as_ref() == Some(g)) {
+                return Err(at(&format!("no server is in group {g:?} (backend.groups)")));
+            }
+        }
+        let regex = match &r.match_regex {
+            Some(x) => Some(regex::Regex::new(x).map_err(|e| at(&format!("match_regex: {e}")))?),
+            None => None,
+        };
+        rules.push(Rule {
+            digest: r.match_digest.map(|d| crate::sql::digest(d.as_bytes())),
+            regex,
+            user: r.user,
+            schema: r.schema,
+            route: r.route,
+            group: r.group,
+            reject: r.reject,
+            multiplex: r.multiplex.unwrap_or(true),
+            name,
+        });
+    }
+    let tls = f.tls.map(|t| TlsFiles {
+        cert: t.cert,
+        key: t.key,
+        require: t.require,
+    });
+    let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
+        .map_err(|e| format!("backend.tls: {e}"))?;
+    Ok(RelayConfig {
+        listen: f.relay.listen,
+        backends,
+        backend_user: f.backend.user,
+        backend_password: password,
+        backend_tls,
+        mode: f.relay.mode,
+        tls,
+        sha2_full_auth: f.relay.sha2_full_auth,
+        metrics: f.relay.metrics,
+        max_packet: f.relay.max_packet.unwrap_or(1 << 30),
+        routing,
+        dynamic: Dynamic { users, pool, rules },
+    })
+}
