@@ -9,6 +9,7 @@
 //! ([`stmt`]), and anything unsafe to share pins the client ([`session`]).
 
 pub mod auth;
+pub mod backend;
 pub mod config;
 pub mod health;
 pub mod io;
