@@ -72,6 +72,34 @@ impl Drop for Listener {
     }
 }
 
+/// A client connection just accepted.
+pub enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// Accepts on one listener and hands connections to the relay's loop.
+pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Accepted>) {
+    loop {
+        let a = match &l {
+            Listener::Tcp(t) => t.accept().await.map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Accepted::Tcp(s)
+            }),
+            Listener::Unix(u, _) => u.accept().await.map(|(s, _)| Accepted::Unix(s)),
+        };
+        match a {
+            Ok(a) => {
+                if tx.send(a).await.is_err() {
+                    return;
+                }
+            }
+            // Out of file descriptors and the like: back off briefly.
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    }
+}
+
 /// A running relay's shared state.
 pub struct Relay {
     ctx: Arc<session::Ctx>,
@@ -245,11 +273,11 @@ impl Relay {
             })
             .collect();
         let mut sessions = tokio::task::JoinSet::new();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<session::Accepted>(1024);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
         let mut acceptors = Vec::new();
         for l in listeners {
             let tx = tx.clone();
-            acceptors.push(tokio::spawn(session::accept_loop(l, tx)));
+            acceptors.push(tokio::spawn(accept_loop(l, tx)));
         }
         drop(tx);
         tokio::pin!(shutdown);
@@ -261,8 +289,8 @@ impl Relay {
                         let id = ids.fetch_add(1, Ordering::Relaxed);
                         let ctx = self.ctx.clone();
                         match a {
-                            session::Accepted::Tcp(s) => { sessions.spawn(session::serve(ctx, s, id)); }
-                            session::Accepted::Unix(s) => { sessions.spawn(session::serve(ctx, s, id)); }
+                            Accepted::Tcp(s) => { sessions.spawn(session::serve(ctx, s, id)); }
+                            Accepted::Unix(s) => { sessions.spawn(session::serve(ctx, s, id)); }
                         }
                     }
                     None => break,

@@ -1,0 +1,142 @@
+//! Commands that change who the client is or reset its session:
+//! COM_RESET_CONNECTION and COM_CHANGE_USER.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use sqlfleet_wire::packet;
+
+use super::{Fail, Session};
+use crate::auth;
+use crate::response::Expect;
+use crate::sql::Pin;
+
+impl Session {
+    pub(super) fn clear_state(&mut self) {
+        self.settings.clear();
+        self.stmts.clear();
+        self.cursors.clear();
+        self.long_data.clear();
+        self.pins.retain(|p| *p == Pin::Session);
+        self.pin_next = None;
+        self.set_tx_armed = false;
+        self.in_trans = false;
+        self.autocommit = true;
+    }
+
+    pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        if self.conn.is_some() {
+            let o = self.forward(cmd, Expect::Single, None).await?;
+            if o.error.is_none() {
+                if let Some(c) = self.conn.as_mut() {
+                    c.after_reset();
+                }
+            }
+        } else {
+            self.local_ok().await?;
+        }
+        self.clear_state();
+        Ok(())
+    }
+
+    pub(super) async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let Some(req) = parse_change_user(cmd, self.caps) else {
+            return Err(Fail::Err(1047, "08S01", "malformed COM_CHANGE_USER".into()));
+        };
+        let users = self
+            .ctx
+            .users
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let seq = match auth::check(
+            &self.ctx.cfg,
+            &users,
+            &mut self.io.s,
+            1,
+            &req.user,
+            req.plugin.as_deref(),
+            req.auth,
+            &self.nonce,
+            self.tls,
+        )
+        .await
+        {
+            Ok(seq) => seq,
+            Err(_) => {
+                self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                return Err(Fail::Close);
+            }
+        };
+        if let Some(c) = self.conn.take() {
+            self.ctx.pool.reset_and_put(c);
+        }
+        self.clear_state();
+        if let Some(coll) = req.collation {
+            self.shape.collation = coll;
+        }
+        self.db = req.database;
+        if self.db.is_some() {
+            if let Err(f) = self.ensure_conn().await {
+                let (code, state, msg) = match f {
+                    Fail::Err(c, s, m) => (c, s, m),
+                    Fail::Lost(m) => (2013, "HY000", m),
+                    Fail::Close => return Err(Fail::Close),
+                };
+                let _ = self
+                    .io
+                    .write_packet(seq, &packet::err_payload(code, state, &msg))
+                    .await;
+                return Err(Fail::Close);
+            }
+        }
+        let ok = self.ok();
+        self.io
+            .write_packet(seq, &ok)
+            .await
+            .map(drop)
+            .map_err(|_| Fail::Close)
+    }
+}
+
+struct ChangeUser {
+    user: String,
+    auth: Vec<u8>,
+    database: Option<String>,
+    collation: Option<u8>,
+    plugin: Option<String>,
+}
+
+fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
+    let cstr = |i: &mut usize| -> Option<Vec<u8>> {
+        let end = p.get(*i..)?.iter().position(|&b| b == 0)?;
+        let s = p[*i..*i + end].to_vec();
+        *i += end + 1;
+        Some(s)
+    };
+    let mut i = 1;
+    let user = String::from_utf8_lossy(&cstr(&mut i)?).into_owned();
+    let auth = if caps & sqlfleet_wire::handshake::SECURE_CONNECTION != 0 {
+        let n = *p.get(i)? as usize;
+        let a = p.get(i + 1..i + 1 + n)?.to_vec();
+        i += 1 + n;
+        a
+    } else {
+        cstr(&mut i)?
+    };
+    let db = cstr(&mut i).unwrap_or_default();
+    let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
+    let mut collation = None;
+    let mut plugin = None;
+    if let Some(c) = p.get(i..i + 2) {
+        collation = Some(c[0]);
+        i += 2;
+        plugin = cstr(&mut i).map(|v| String::from_utf8_lossy(&v).into_owned());
+    }
+    Some(ChangeUser {
+        user,
+        auth,
+        database,
+        collation,
+        plugin,
+    })
+}
