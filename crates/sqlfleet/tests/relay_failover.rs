@@ -55,12 +55,26 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
         c.query_drop("INSERT INTO f VALUES (0)")
             .await
             .expect("insert");
+        // Prepared on both replicas before one dies.
+        for i in 0..20 {
+            let _: Option<i64> = c
+                .exec_first("SELECT COUNT(*) + ? FROM f", (i,))
+                .await
+                .expect("prepared read");
+        }
     });
 
     // A replica dies: reads keep working.
     kill9(&srv.sandbox, "replica2");
     rt.block_on(async {
         let mut c = connect().await;
+        // Prepared reads too (their statements get prepared again elsewhere).
+        for i in 0..100 {
+            let _: Option<i64> = c
+                .exec_first("SELECT COUNT(*) + ? FROM f", (i,))
+                .await
+                .expect("prepared read while a replica is down");
+        }
         for _ in 0..100 {
             let _: Option<i64> = c
                 .query_first("SELECT COUNT(*) FROM f")

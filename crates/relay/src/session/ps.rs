@@ -112,11 +112,47 @@ impl Session {
         };
         let s = s.clone();
         self.choose_route(s.read);
-        if self.route == crate::pool::Route::Replica {
+        let cursor = stmt::wants_cursor(cmd);
+        let mut retried = false;
+        let o = loop {
+            match self.execute_once(cmd, cid, &s, cursor).await {
+                // A read whose replica died before replying runs once more
+                // elsewhere (not with long data, which died with it).
+                Err(Fail::Lost(why))
+                    if self.route.is_replica() && !retried && !self.long_data.contains(&cid) =>
+                {
+                    retried = true;
+                    if let Some(b) = self.backend {
+                        self.ctx.pool.health.mark_down(b, &why);
+                    }
+                    self.ctx.metrics.read_retries.fetch_add(1, Relaxed);
+                }
+                r => break r?,
+            }
+        };
+        self.after_write(s.read, &o).await?;
+        self.long_data.remove(&cid);
+        if cursor && o.error.is_none() {
+            self.cursors.insert(cid);
+        }
+        self.update_stmt_pins();
+        Ok(())
+    }
+
+    /// Leases (for replicas: after the client's own write), prepares if
+    /// needed, rewrites and forwards one execute.
+    async fn execute_once(
+        &mut self,
+        cmd: &[u8],
+        cid: u32,
+        s: &ClientStmt,
+        cursor: bool,
+    ) -> Result<crate::response::Outcome, Fail> {
+        if self.route.is_replica() {
             self.ensure_conn().await?;
             self.wait_for_own_write().await?;
         }
-        self.backend_stmt(&s).await?;
+        self.backend_stmt(s).await?;
         let key = s.key();
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
@@ -134,15 +170,7 @@ impl Session {
                 ))
             }
         };
-        let cursor = stmt::wants_cursor(cmd);
-        let o = self.forward(&out, Expect::Results { cursor }, None).await?;
-        self.after_write(s.read, &o).await?;
-        self.long_data.remove(&cid);
-        if cursor && o.error.is_none() {
-            self.cursors.insert(cid);
-        }
-        self.update_stmt_pins();
-        Ok(())
+        self.forward(&out, Expect::Results { cursor }, None).await
     }
 
     pub(super) async fn send_long_data(&mut self, cmd: &[u8]) -> Result<(), Fail> {
