@@ -186,17 +186,25 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
         } else if !sha2_verify(nonce, &token, &stored) {
             false
         } else if cfg.sha2_full_auth {
-            // Ask for the password itself; only over TLS.
+            // Ask for the password itself: in clear over TLS, else
+            // encrypted with the relay's RSA key.
             packet::write(s, seq, &[0x01, 0x04]).await?;
-            let r = packet::read(s, 1 << 16).await?;
+            let mut r = packet::read(s, 1 << 16).await?;
             seq = r.seq.wrapping_add(1);
-            if !tls {
-                let msg = "caching_sha2_password full authentication needs TLS (RSA key exchange is not offered)";
-                packet::write(s, seq, &packet::err_payload(1045, "28000", msg)).await?;
-                return Err(AuthError::Denied(format!("{user}: {msg}")));
-            }
-            let pw = r.payload.strip_suffix(&[0]).unwrap_or(&r.payload);
-            sha2_hash(&String::from_utf8_lossy(pw)) == stored
+            let pw = if tls {
+                r.payload.strip_suffix(&[0]).unwrap_or(&r.payload).to_vec()
+            } else {
+                let key = rsa_key().await;
+                if r.payload == [0x02] {
+                    let mut p = vec![0x01];
+                    p.extend_from_slice(key.public_pem.as_bytes());
+                    packet::write(s, seq, &p).await?;
+                    r = packet::read(s, 1 << 16).await?;
+                    seq = r.seq.wrapping_add(1);
+                }
+                rsa_password(&key.private, &r.payload, nonce).unwrap_or_default()
+            };
+            !pw.is_empty() && sha2_hash(&String::from_utf8_lossy(&pw)) == stored
         } else {
             packet::write(s, seq, &[0x01, 0x03]).await?;
             seq = seq.wrapping_add(1);
@@ -219,6 +227,53 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
         return Err(AuthError::Denied(msg));
     }
     Ok(seq)
+}
+
+/// The relay's RSA key pair for caching_sha2_password full authentication
+/// without TLS, made once on first use (2048 bits).
+pub struct RsaKey {
+    pub private: rsa::RsaPrivateKey,
+    pub public_pem: String,
+}
+
+async fn rsa_key() -> Arc<RsaKey> {
+    static KEY: tokio::sync::OnceCell<Arc<RsaKey>> = tokio::sync::OnceCell::const_new();
+    KEY.get_or_init(|| async {
+        let make = || {
+            use rsa::pkcs8::EncodePublicKey;
+            let private = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
+                .expect("RSA key generation with the system RNG");
+            let public_pem = private
+                .to_public_key()
+                .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
+                .expect("PEM encoding of a fresh key");
+            Arc::new(RsaKey {
+                private,
+                public_pem,
+            })
+        };
+        match tokio::task::spawn_blocking(make).await {
+            Ok(k) => k,
+            Err(_) => make(),
+        }
+    })
+    .await
+    .clone()
+}
+
+/// The password a client sent RSA-OAEP(SHA-1)-encrypted, XORed with the
+/// nonce and NUL-terminated (caching_sha2_password / sha256_password).
+pub fn rsa_password(key: &rsa::RsaPrivateKey, cipher: &[u8], nonce: &[u8]) -> Option<Vec<u8>> {
+    let plain = key.decrypt(rsa::Oaep::new::<sha1::Sha1>(), cipher).ok()?;
+    let mut pw: Vec<u8> = plain
+        .iter()
+        .enumerate()
+        .map(|(i, b)| b ^ nonce[i % nonce.len().max(1)])
+        .collect();
+    if pw.last() == Some(&0) {
+        pw.pop();
+    }
+    Some(pw)
 }
 
 /// A TLS acceptor from PEM files.
@@ -249,6 +304,29 @@ pub fn tls_acceptor(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rsa_password_roundtrip() {
+        let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 1024).expect("key");
+        let nonce = [7u8; 20];
+        let mut plain = b"s3cret\0".to_vec();
+        for (i, b) in plain.iter_mut().enumerate() {
+            *b ^= nonce[i % 20];
+        }
+        let cipher = key
+            .to_public_key()
+            .encrypt(
+                &mut rand::thread_rng(),
+                rsa::Oaep::new::<sha1::Sha1>(),
+                &plain,
+            )
+            .expect("encrypt");
+        assert_eq!(
+            rsa_password(&key, &cipher, &nonce),
+            Some(b"s3cret".to_vec())
+        );
+        assert_eq!(rsa_password(&key, &cipher[1..], &nonce), None);
+    }
 
     #[test]
     fn sha2_scramble_roundtrip() {

@@ -363,3 +363,37 @@ fn a_relay_logs_in_to_its_backend_over_tls_with_caching_sha2() {
     let e = select_through_chain(port_b, false).expect_err("backend login refused");
     assert!(e.contains("3159") || e.contains("TLS"), "{e}");
 }
+
+#[test]
+fn full_sha2_authentication_without_tls_uses_the_rsa_key_exchange() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = free_port();
+    let sha_only = |pw: &str| -> String {
+        hashes(pw)
+            .lines()
+            .filter(|l| l.starts_with("sha2"))
+            .collect()
+    };
+    let users = format!(
+        "[[users]]\nname = \"sha\"\n{}\n[[users]]\nname = \"relay\"\n{}\n",
+        sha_only("sha-pw"),
+        sha_only("relay-pw")
+    );
+    let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
+    let _relay = start_full(dir.path(), &cfg, port);
+    // A relay in front logs in to this one the same way.
+    assert_eq!(select_through_chain(port, false), Ok(1));
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // The driver asks for the relay's public key and sends the password encrypted.
+        assert_eq!(
+            select_one(&user(port, "sha", "sha-pw", SslMode::Disabled)).await,
+            Ok(1)
+        );
+        let e = select_one(&user(port, "sha", "wrong", SslMode::Disabled))
+            .await
+            .expect_err("denied");
+        assert!(e.contains("1045"), "{e}");
+    });
+}

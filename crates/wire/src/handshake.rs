@@ -363,6 +363,29 @@ pub fn sha2_token(nonce: &[u8], password: &str) -> Vec<u8> {
     p1.iter().zip(x.iter()).map(|(a, b)| a ^ b).collect()
 }
 
+/// The password (NUL-terminated) XORed with the nonce and encrypted with
+/// RSA-OAEP(SHA-1) under the server's PEM public key.
+pub fn rsa_encrypt(pem: &[u8], password: &[u8], nonce: &[u8]) -> Result<Vec<u8>, WireError> {
+    use rsa::pkcs1::DecodeRsaPublicKey;
+    use rsa::pkcs8::DecodePublicKey;
+    let pem = std::str::from_utf8(pem)
+        .map_err(|_| WireError::Protocol("server public key is not PEM text".into()))?;
+    let key = rsa::RsaPublicKey::from_public_key_pem(pem.trim())
+        .or_else(|_| rsa::RsaPublicKey::from_pkcs1_pem(pem.trim()))
+        .map_err(|e| WireError::Protocol(format!("server public key: {e}")))?;
+    let plain: Vec<u8> = password
+        .iter()
+        .enumerate()
+        .map(|(i, b)| b ^ nonce[i % nonce.len().max(1)])
+        .collect();
+    key.encrypt(
+        &mut rand::thread_rng(),
+        rsa::Oaep::new::<sha1::Sha1>(),
+        &plain,
+    )
+    .map_err(|e| WireError::Protocol(format!("RSA encryption of the password: {e}")))
+}
+
 /// Sends the HandshakeResponse41 (sequence `seq`) and completes the
 /// authentication exchange: mysql_native_password or caching_sha2_password
 /// (fast path, or full authentication when `secure`, i.e. over TLS).
@@ -396,6 +419,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     p.extend_from_slice(plugin.as_bytes());
     p.push(0);
     packet::write(s, seq, &p).await?;
+    let mut nonce = hello.nonce.clone();
     loop {
         let r = packet::read(s, 1 << 16).await?;
         let seq = r.seq.wrapping_add(1);
@@ -411,7 +435,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
                 // Auth switch.
                 let mut i = 1;
                 let plugin = String::from_utf8_lossy(&cstr(&r.payload, &mut i)?).into_owned();
-                let nonce: Vec<u8> = r.payload[i..]
+                nonce = r.payload[i..]
                     .iter()
                     .copied()
                     .take_while(|&b| b != 0)
@@ -420,18 +444,20 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
             }
             // caching_sha2_password: fast path accepted, OK follows.
             Some(0x01) if r.payload.get(1) == Some(&0x03) => {}
-            // Full authentication: the password itself, only over TLS.
+            // Full authentication: the password itself over TLS, else
+            // encrypted with the server's RSA public key.
             Some(0x01) if r.payload.get(1) == Some(&0x04) => {
-                if !secure {
-                    return Err(WireError::Protocol(
-                        "backend asks for caching_sha2_password full authentication; \
-                         configure TLS to the backend (the RSA exchange is not implemented)"
-                            .into(),
-                    ));
-                }
                 let mut pw = password.as_bytes().to_vec();
                 pw.push(0);
-                packet::write(s, seq, &pw).await?;
+                if secure {
+                    packet::write(s, seq, &pw).await?;
+                } else {
+                    packet::write(s, seq, &[0x02]).await?;
+                    let k = packet::read(s, 1 << 16).await?;
+                    let pem = k.payload.get(1..).unwrap_or_default();
+                    let cipher = rsa_encrypt(pem, &pw, &nonce)?;
+                    packet::write(s, k.seq.wrapping_add(1), &cipher).await?;
+                }
             }
             _ => {
                 return Err(WireError::Protocol(
