@@ -4,7 +4,7 @@
 //! checked again with growing back-off until it answers.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use serde::Serialize;
@@ -26,8 +26,16 @@ pub struct State {
     pub gtid: String,
     pub error: Option<String>,
     pub failures: u32,
-    #[serde(skip)]
-    pub changed: Option<Instant>,
+}
+
+/// What routing needs of a backend's state (cheap to copy per statement).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Brief {
+    pub checked: bool,
+    pub up: bool,
+    pub read_only: bool,
+    pub replicating: bool,
+    pub lag: Option<u64>,
 }
 
 impl State {
@@ -63,13 +71,25 @@ impl Health {
         (0..self.states.len()).map(|i| self.get(i)).collect()
     }
 
+    /// The routing view of every backend.
+    pub fn briefs(&self) -> Vec<Brief> {
+        self.states
+            .iter()
+            .map(|m| {
+                let s = m.lock().unwrap_or_else(|e| e.into_inner());
+                Brief {
+                    checked: s.checked,
+                    up: s.up,
+                    read_only: s.read_only,
+                    replicating: s.replicating,
+                    lag: s.lag,
+                }
+            })
+            .collect()
+    }
+
     fn set(&self, i: usize, f: impl FnOnce(&mut State)) {
-        let mut s = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
-        let before = (s.up, s.read_only);
-        f(&mut s);
-        if (s.up, s.read_only) != before {
-            s.changed = Some(Instant::now());
-        }
+        f(&mut self.states[i].lock().unwrap_or_else(|e| e.into_inner()));
     }
 
     /// A client found the backend dead before the next check did.
@@ -149,7 +169,6 @@ async fn check(
         gtid,
         error: None,
         failures: 0,
-        changed: None,
     })
 }
 
@@ -166,11 +185,7 @@ pub async fn watch(cfg: std::sync::Arc<RelayConfig>, health: std::sync::Arc<Heal
         };
         let wait = match r {
             Ok(st) => {
-                health.set(i, |s| {
-                    let changed = s.changed;
-                    *s = st;
-                    s.changed = changed;
-                });
+                health.set(i, |s| *s = st);
                 interval
             }
             Err(e) => {

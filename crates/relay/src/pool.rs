@@ -213,7 +213,7 @@ impl Pool {
     /// (none while no backend is writable); for `Replica`, the least busy
     /// replicating read-only one within `max_lag`, else the primary.
     pub fn pick(&self, route: Route) -> Option<usize> {
-        let states = self.health.all();
+        let states = self.health.briefs();
         // Least busy per unit of weight first; ties go round-robin among
         // the candidates, each taking turns in proportion to its weight.
         let turn = self.turn.fetch_add(1, Relaxed) as u64;
@@ -485,9 +485,14 @@ impl Pool {
     }
 
     /// A connection whose session state is known goes back to the pool.
-    pub fn put(&self, mut c: BackendConn) {
+    pub fn put(&self, c: BackendConn) {
+        self.sides[c.backend].busy.fetch_sub(1, Relaxed);
+        self.make_idle(c);
+    }
+
+    /// Keeps `c` for the next client unless the pool shrank or it is old.
+    fn make_idle(&self, mut c: BackendConn) {
         let side = &self.sides[c.backend];
-        side.busy.fetch_sub(1, Relaxed);
         let s = self.settings();
         c.idle_since = Instant::now();
         let mut inner = side.inner();
@@ -559,8 +564,7 @@ impl Pool {
                     for _ in 0..n {
                         let slot = Slot { side: side.clone() };
                         if let Ok(c) = self.open(b, shape, slot).await {
-                            side.busy.fetch_add(1, Relaxed);
-                            self.put(c);
+                            self.make_idle(c);
                         }
                     }
                 }

@@ -266,9 +266,8 @@ impl Session {
                     if let Some(c) = self.conn.take() {
                         self.ctx.pool.discard(c);
                     }
-                    let stateful = self.in_trans
-                        || !self.pins.is_empty()
-                        || !self.settings.is_empty() && self.mode == Mode::Session;
+                    // Session mode always holds Pin::Session.
+                    let stateful = self.in_trans || !self.pins.is_empty();
                     let msg = format!("Lost connection to backend server during query ({msg})");
                     let _ = self
                         .io
@@ -348,13 +347,18 @@ impl Session {
     }
 
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
-        let fx = match self.mode {
-            Mode::Transaction => sql::analyze(&cmd[1..]),
-            Mode::Session => Effects::default(),
-        };
         let t0 = std::time::Instant::now();
-        let digest = self.ctx.digests.enabled().then(|| sql::digest(&cmd[1..]));
-        self.apply_rules(&cmd[1..], digest.as_deref())?;
+        let rules = self.ctx.rules();
+        let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty();
+        // One lex, and none at all in session mode without stats or rules.
+        let q = (self.mode == Mode::Transaction || want_digest).then(|| sql::Query::new(&cmd[1..]));
+        let fx = match (&q, self.mode) {
+            (Some(q), Mode::Transaction) => q.effects(),
+            _ => Effects::default(),
+        };
+        let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
+        self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
+        let digest = digest.filter(|_| self.ctx.digests.enabled());
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
         let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);

@@ -274,9 +274,35 @@ fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
     }
 }
 
+/// A COM_QUERY's text, lexed once for both its effects and its digest.
+pub struct Query<'a> {
+    sql: &'a [u8],
+    lexed: Lexed,
+}
+
+impl<'a> Query<'a> {
+    pub fn new(sql: &'a [u8]) -> Query<'a> {
+        Query {
+            sql,
+            lexed: lex(sql),
+        }
+    }
+
+    pub fn effects(&self) -> Effects {
+        effects(self.sql, &self.lexed)
+    }
+
+    pub fn digest(&self) -> String {
+        digest_of(self.sql, &self.lexed)
+    }
+}
+
 /// Reads one or more `;`-separated statements.
 pub fn analyze(sql: &[u8]) -> Effects {
-    let lexed = lex(sql);
+    Query::new(sql).effects()
+}
+
+fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     let mut fx = Effects::default();
     let mut reads = 0;
     let mut others = 0;
@@ -332,7 +358,10 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
 /// A query's digest: literals replaced by `?`, lists of them by `...`,
 /// keywords upper-cased, comments dropped, one space between tokens.
 pub fn digest(sql: &[u8]) -> String {
-    let lexed = lex(sql);
+    Query::new(sql).digest()
+}
+
+fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
     let mut parts: Vec<String> = Vec::with_capacity(lexed.toks.len());
     for (k, r) in &lexed.toks {
         let t = match k {

@@ -8,7 +8,7 @@ use super::{Fail, Session, COM_INIT_DB};
 use crate::pool;
 use crate::response::Expect;
 use crate::sql::Pin;
-use crate::stmt::{self, ClientStmt, ExecuteError};
+use crate::stmt::{self, ClientStmt};
 
 fn unknown(id: u32, what: &str) -> Fail {
     Fail::Err(
@@ -122,10 +122,7 @@ impl Session {
                     if self.route.is_replica() && !retried && !self.long_data.contains(&cid) =>
                 {
                     retried = true;
-                    if let Some(b) = self.backend {
-                        self.ctx.pool.health.mark_down(b, &why);
-                    }
-                    self.ctx.metrics.read_retries.fetch_add(1, Relaxed);
+                    self.replica_died(&why);
                 }
                 r => break r?,
             }
@@ -148,10 +145,7 @@ impl Session {
         s: &ClientStmt,
         cursor: bool,
     ) -> Result<crate::response::Outcome, Fail> {
-        if self.route.is_replica() {
-            self.ensure_conn().await?;
-            self.wait_for_own_write().await?;
-        }
+        self.before_replica_read().await?;
         self.backend_stmt(s).await?;
         let key = s.key();
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
@@ -162,7 +156,7 @@ impl Session {
         };
         let out = match stmt::rewrite_execute(cmd, s.params, cs, bs) {
             Ok(out) => out,
-            Err(e @ ExecuteError::NoTypes) | Err(e @ ExecuteError::Short) => {
+            Err(e) => {
                 return Err(Fail::Err(
                     1210,
                     "HY000",

@@ -58,20 +58,16 @@ impl Session {
     }
 
     /// Applies the first matching query rule: reject, route, or pin.
-    pub(super) fn apply_rules(&mut self, sql: &[u8], digest: Option<&str>) -> Result<(), Fail> {
-        let rules = self.ctx.rules();
+    pub(super) fn apply_rules(
+        &mut self,
+        rules: &crate::rules::RuleSet,
+        sql: &[u8],
+        digest: &str,
+    ) -> Result<(), Fail> {
         if rules.rules.is_empty() {
             return Ok(());
         }
         let text = String::from_utf8_lossy(sql);
-        let owned;
-        let digest = match digest {
-            Some(d) => d,
-            None => {
-                owned = crate::sql::digest(sql);
-                &owned
-            }
-        };
         for (i, r) in rules.rules.iter().enumerate() {
             let hit = r.user.as_ref().is_none_or(|u| *u == self.user)
                 && r.schema
@@ -131,27 +127,34 @@ impl Session {
         cmd: &[u8],
         expect: Expect,
     ) -> Result<Outcome, Fail> {
-        let to_replica = self.route.is_replica();
-        if to_replica {
-            self.ensure_conn().await?;
-            self.wait_for_own_write().await?;
-        }
+        self.before_replica_read().await?;
         match self.forward(cmd, expect, None).await {
-            Err(Fail::Lost(why)) if to_replica => {
-                if let Some(b) = self.backend {
-                    self.ctx.pool.health.mark_down(b, &why);
-                }
-                self.ctx.metrics.read_retries.fetch_add(1, Relaxed);
-                self.wait_for_own_write_fresh().await?;
+            Err(Fail::Lost(why)) if self.route.is_replica() => {
+                self.replica_died(&why);
+                self.before_replica_read().await?;
                 self.forward(cmd, expect, None).await
             }
             r => r,
         }
     }
 
-    async fn wait_for_own_write_fresh(&mut self) -> Result<(), Fail> {
-        self.ensure_conn().await?;
-        self.wait_for_own_write().await
+    /// For a read going to a replica: its connection, caught up with what
+    /// the consistency setting asks for.
+    pub(super) async fn before_replica_read(&mut self) -> Result<(), Fail> {
+        if self.route.is_replica() {
+            self.ensure_conn().await?;
+            self.wait_for_own_write().await?;
+        }
+        Ok(())
+    }
+
+    /// The replica under a read died before replying: mark it down so
+    /// the retry goes elsewhere.
+    pub(super) fn replica_died(&mut self, why: &str) {
+        if let Some(b) = self.backend {
+            self.ctx.pool.health.mark_down(b, why);
+        }
+        self.ctx.metrics.read_retries.fetch_add(1, Relaxed);
     }
 
     /// The primary's binlog position now (consistency = global).
@@ -181,7 +184,7 @@ impl Session {
     /// write, with global everything the primary had committed when the
     /// read arrived. It waits up to `consistency_wait`, else the read goes
     /// to the primary.
-    pub(super) async fn wait_for_own_write(&mut self) -> Result<(), Fail> {
+    async fn wait_for_own_write(&mut self) -> Result<(), Fail> {
         let target = match self.ctx.cfg.routing.consistency {
             Consistency::None => return Ok(()),
             Consistency::Session => self.last_write_gtid.clone(),
