@@ -32,6 +32,15 @@ fn hashes(pw: &str) -> String {
     String::from_utf8(o.stdout).expect("utf8")
 }
 
+/// Only the caching_sha2_password hash line, for accounts without a
+/// mysql_native_password one.
+fn sha2_only(pw: &str) -> String {
+    hashes(pw)
+        .lines()
+        .filter(|l| l.starts_with("sha2"))
+        .collect()
+}
+
 fn cert(dir: &Path) -> (String, String) {
     let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
     let o = Command::new("openssl")
@@ -172,10 +181,7 @@ fn both_plugins_tls_and_reload() {
     let (c, k) = cert(dir.path());
     let port = free_port();
     // `app` has both hashes; `sha` only the caching_sha2_password one.
-    let sha_only: String = hashes("sha-pw")
-        .lines()
-        .filter(|l| l.starts_with("sha2"))
-        .collect();
+    let sha_only = sha2_only("sha-pw");
     let users = format!(
         "[[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"sha\"\n{sha_only}\n",
         hashes("app-pw")
@@ -290,10 +296,7 @@ fn both_plugins_tls_and_reload() {
 fn sha2_tls_relay(dir: &Path, srv: &TestServer, name: &str, pw: &str) -> (Full, u16) {
     let (c, k) = cert(dir);
     let port = free_port();
-    let sha_only: String = hashes(pw)
-        .lines()
-        .filter(|l| l.starts_with("sha2"))
-        .collect();
+    let sha_only = sha2_only(pw);
     let users = format!("[[users]]\nname = \"{name}\"\n{sha_only}\n");
     let cfg = write_config(dir, srv, port, &users, "sha2_full_auth = true\n");
     std::fs::write(
@@ -369,16 +372,10 @@ fn full_sha2_authentication_without_tls_uses_the_rsa_key_exchange() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let port = free_port();
-    let sha_only = |pw: &str| -> String {
-        hashes(pw)
-            .lines()
-            .filter(|l| l.starts_with("sha2"))
-            .collect()
-    };
     let users = format!(
         "[[users]]\nname = \"sha\"\n{}\n[[users]]\nname = \"relay\"\n{}\n",
-        sha_only("sha-pw"),
-        sha_only("relay-pw")
+        sha2_only("sha-pw"),
+        sha2_only("relay-pw")
     );
     let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
     let _relay = start_full(dir.path(), &cfg, port);

@@ -131,13 +131,8 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         // A logged-in client sends a command with a wrong sequence id.
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
-            .await
-            .expect("connect");
         let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
-        handshake::login(&mut s, "app", "app-pw", caps, 45, None)
-            .await
-            .expect("login");
+        let mut s = logged_in(relay.port, caps, None).await;
         sqlfleet_wire::packet::write(&mut s, 5, b"\x03SELECT 1")
             .await
             .expect("send");
@@ -152,12 +147,7 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
         );
 
         // An unknown command gets an error and the session goes on.
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
-            .await
-            .expect("connect");
-        handshake::login(&mut s, "app", "app-pw", caps, 45, None)
-            .await
-            .expect("login");
+        let mut s = logged_in(relay.port, caps, None).await;
         sqlfleet_wire::packet::write(&mut s, 0, &[0x12, 1, 2, 3])
             .await
             .expect("send"); // COM_BINLOG_DUMP
@@ -186,6 +176,17 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
     drop(staller);
 }
 
+/// A raw connection to the relay, logged in as app with these capabilities.
+async fn logged_in(port: u16, caps: u32, db: Option<&str>) -> tokio::net::TcpStream {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    handshake::login(&mut s, "app", "app-pw", caps, 45, db)
+        .await
+        .expect("login");
+    s
+}
+
 /// Reads packets until an EOF/OK terminator (0xFE, short) or an ERR.
 async fn until_eof(s: &mut tokio::net::TcpStream) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
@@ -209,16 +210,11 @@ fn server_side_cursors_fetch_through_the_relay() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         for deprecate_eof in [false, true] {
-            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", relay.port))
-                .await
-                .expect("connect");
             let mut caps = handshake::MULTI_RESULTS | handshake::PS_MULTI_RESULTS;
             if deprecate_eof {
                 caps |= handshake::DEPRECATE_EOF;
             }
-            handshake::login(&mut s, "app", "app-pw", caps, 45, Some("mysql"))
-                .await
-                .expect("login");
+            let mut s = logged_in(relay.port, caps, Some("mysql")).await;
             let mut prep = vec![0x16];
             prep.extend_from_slice(b"SELECT seq FROM seq_1_to_10");
             sqlfleet_wire::packet::write(&mut s, 0, &prep)

@@ -18,6 +18,24 @@ async fn client(port: u16, db: &str) -> mysql_async::Conn {
         .expect("connect via relay")
 }
 
+/// Runs `n` one-value reads through the relay; returns how many SELECTs
+/// each server (primary first) counted meanwhile.
+async fn selects_during_reads(
+    srv: &sqlfleet_testkit::TestServer,
+    c: &mut mysql_async::Conn,
+    sql: &str,
+    n: usize,
+) -> Vec<u64> {
+    let before = counters(srv, "Com_select").await;
+    for _ in 0..n {
+        let _: Option<i64> = c
+            .query_first(sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    delta(&counters(srv, "Com_select").await, &before)
+}
+
 /// The tests share one sandbox and compare its counters: one at a time.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -78,14 +96,8 @@ fn reads_go_to_replicas_and_writes_to_the_primary() {
         let sel = delta(&counters(srv, "Com_select").await, &sel0);
         assert!(sel[0] >= 50, "transaction reads on the primary: {sel:?}");
         // Locking reads too.
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..20 {
-            let _: Option<i64> = c
-                .query_first("SELECT id FROM t WHERE id = 1 FOR UPDATE")
-                .await
-                .expect("locking read");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel =
+            selects_during_reads(srv, &mut c, "SELECT id FROM t WHERE id = 1 FOR UPDATE", 20).await;
         assert!(sel[0] >= 20, "FOR UPDATE on the primary: {sel:?}");
     });
 }
@@ -172,14 +184,7 @@ route = "primary"
             e.to_string().contains("deletes on guarded are not allowed"),
             "{e}"
         );
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..30 {
-            let _: Option<i64> = c
-                .query_first("select count(*)   from fresh")
-                .await
-                .expect("read");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel = selects_during_reads(srv, &mut c, "select count(*)   from fresh", 30).await;
         assert!(sel[0] >= 30, "rule sent them to the primary: {sel:?}");
         let st = relay.status();
         let hits: Vec<(String, u64)> = st["rules"]
@@ -230,11 +235,7 @@ fn stopped_replication_takes_a_replica_out_and_weights_share_reads() {
         c.query_drop("CREATE TABLE w (id INT)")
             .await
             .expect("create");
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..200 {
-            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM w").await.expect("read");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel = selects_during_reads(srv, &mut c, "SELECT COUNT(*) FROM w", 200).await;
         assert!(
             sel[2] > sel[1] * 3 / 2,
             "replica2 (weight 3) gets more reads: {sel:?}"
@@ -258,11 +259,7 @@ fn stopped_replication_takes_a_replica_out_and_weights_share_reads() {
             assert!(t0.elapsed() < Duration::from_secs(10), "not noticed");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..100 {
-            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM w").await.expect("read");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel = selects_during_reads(srv, &mut c, "SELECT COUNT(*) FROM w", 100).await;
         assert!(
             sel[1] >= 100 && sel[2] < 10,
             "reads avoid the stopped replica: {sel:?}"
@@ -338,23 +335,13 @@ fn a_named_replica_group_serves_only_what_rules_send_it() {
         c.query_drop("CREATE TABLE r (id INT)")
             .await
             .expect("create");
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..50 {
-            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM r").await.expect("read");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel = selects_during_reads(srv, &mut c, "SELECT COUNT(*) FROM r", 50).await;
         assert!(
             sel[1] >= 50 && sel[2] < 5,
             "split reads skip the reporting group: {sel:?}"
         );
-        let sel0 = counters(srv, "Com_select").await;
-        for _ in 0..50 {
-            let _: Option<i64> = c
-                .query_first("SELECT /* report */ COUNT(*) FROM r")
-                .await
-                .expect("report");
-        }
-        let sel = delta(&counters(srv, "Com_select").await, &sel0);
+        let sel =
+            selects_during_reads(srv, &mut c, "SELECT /* report */ COUNT(*) FROM r", 50).await;
         assert!(
             sel[2] >= 50 && sel[1] < 5,
             "reports go to the reporting group: {sel:?}"
