@@ -13,30 +13,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
-bash scripts/deps.sh sysbench
-source scripts/env.sh
-cargo build --release --quiet
-SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
-export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
 NAME=bench-relay
-"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
-"$SQLFLEET" sandbox up --name "$NAME" --option max_connections=500 >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
-PWFILE="$SQLFLEET_HOME/sandboxes/$NAME/root.pw"
-WORK="$(mktemp -d)"; chmod 700 "$WORK"
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-printf 'root:%s\n' "$(cat "$PWFILE")" > "$WORK/users"; chmod 600 "$WORK/users"
-PIDS=()
-trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$WORK"' EXIT
+source bench/relay_common.sh
 declare -A RPORT
 for mode in transaction session; do
   RPORT[$mode]=$(free_port)
-  SQLFLEET_BACKEND_PASSWORD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:${RPORT[$mode]}" \
-    --backend "127.0.0.1:$PORT" --backend-user root --users-file "$WORK/users" --pool-max 100 \
-    --mode "$mode" 2>"$WORK/relay-$mode.log" &
-  PIDS+=($!)
-  for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/${RPORT[$mode]}") 2>/dev/null && break; sleep 0.05; done
+  start_relay "${RPORT[$mode]}" --backend "127.0.0.1:$PORT" --pool-max 100 --mode "$mode"
 done
 port_of() { case "$1" in direct) echo "$PORT";; *) echo "${RPORT[$1]}";; esac; }
 TARGETS=(direct transaction session)
@@ -46,10 +28,6 @@ echo "== queries per connection, direct vs relay (transaction mode)"
   --clients 8 --samples 4 --out "$WORK/pool" | tee "$WORK/pool.txt"
 
 echo "== sysbench, persistent connections"
-mk_sb() {  # $1 port -> config file
-  printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
-  chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
-}
 mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
 sysbench --config-file="$(mk_sb "$PORT")" oltp_read_only --tables=4 --table-size=100000 prepare >/dev/null
 declare -A QPS

@@ -12,35 +12,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-10}"
-bash scripts/deps.sh sysbench
-source scripts/env.sh
-cargo build --release --quiet
-SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
-export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
 NAME=bench-routing
-"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
-"$SQLFLEET" sandbox up --name "$NAME" --replicas 2 --option max_connections=500 >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-PORTS=($(awk -F'"' '/^port/ {print}' "$SQLFLEET_HOME/sandboxes/$NAME/sandbox.toml" | awk -F' = ' '{print $2}'))
-PORT=${PORTS[0]}
-PWFILE="$SQLFLEET_HOME/sandboxes/$NAME/root.pw"
-WORK="$(mktemp -d)"; chmod 700 "$WORK"
-RPORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-printf 'root:%s\n' "$(cat "$PWFILE")" > "$WORK/users"; chmod 600 "$WORK/users"
+UP_ARGS="--replicas 2"
+source bench/relay_common.sh
+trap 'cleanup; "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1' EXIT
+PORTS=($(awk -F' = ' '/^port/ {print $2}' "$SQLFLEET_HOME/sandboxes/$NAME/sandbox.toml"))
+RPORT=$(free_port)
 BACKENDS=()
 for p in "${PORTS[@]}"; do BACKENDS+=(--backend "127.0.0.1:$p"); done
-SQLFLEET_BACKEND_PASSWORD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$RPORT" "${BACKENDS[@]}" \
-  --backend-user root --users-file "$WORK/users" --pool-max 100 --wait-timeout 30 \
-  --read-write-split --health-interval 0.2 2>"$WORK/relay.log" &
-RELAY=$!
-trap 'kill $RELAY 2>/dev/null; "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1; rm -rf "$WORK"' EXIT
-for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$RPORT") 2>/dev/null && break; sleep 0.05; done
+start_relay "$RPORT" "${BACKENDS[@]}" --pool-max 100 --wait-timeout 30 --read-write-split --health-interval 0.2
 sleep 1
 
-mk_sb() {  # $1 port -> config file
-  printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
-  chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
-}
 mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
 sysbench --config-file="$(mk_sb "$PORT")" oltp_read_only --tables=4 --table-size=100000 prepare >/dev/null
 sleep 2  # let the replicas apply the prepared tables

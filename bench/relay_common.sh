@@ -1,0 +1,36 @@
+# Shared by the relay benchmarks (source it from the repository root):
+# builds sqlfleet, starts sandbox $NAME (extra `sandbox up` arguments in
+# $UP_ARGS), keeps passwords in 0600 files under $WORK, and offers
+#   free_port, wait_port PORT, start_relay PORT ARGS... (backgrounded, pid
+#   added to PIDS), mk_sb PORT (a sysbench config file).
+set -euo pipefail
+bash scripts/deps.sh sysbench
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+# shellcheck disable=SC2086
+"$SQLFLEET" sandbox up --name "$NAME" ${UP_ARGS:-} --option max_connections=500 >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
+PWFILE="$SQLFLEET_HOME/sandboxes/$NAME/root.pw"
+WORK="$(mktemp -d)"; chmod 700 "$WORK"
+printf 'root:%s\n' "$(cat "$PWFILE")" > "$WORK/users"; chmod 600 "$WORK/users"
+PIDS=()
+cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; }
+start_relay() {  # $1 listen port, then relay flags
+  local port=$1; shift
+  SQLFLEET_BACKEND_PASSWORD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$port" \
+    --backend-user root --users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
+  PIDS+=($!)
+  wait_port "$port"
+}
+mk_sb() {  # $1 port -> config file
+  printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
+  chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
+}
