@@ -109,9 +109,7 @@ pub struct Relay {
 async fn backend_version(cfg: &RelayConfig) -> Option<String> {
     let b = cfg.backends.first()?;
     let connect = async {
-        let mut s = tokio::net::TcpStream::connect((b.host.as_str(), b.port))
-            .await
-            .ok()?;
+        let mut s = pool::dial(b).await.ok()?;
         let p = sqlfleet_wire::packet::read(&mut s, 1 << 16).await.ok()?;
         sqlfleet_wire::handshake::parse_server_hello(&p.payload).ok()
     };

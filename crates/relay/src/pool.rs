@@ -115,6 +115,18 @@ impl LeaseError {
     }
 }
 
+/// A socket to a backend (TCP with NODELAY, or its Unix socket).
+pub async fn dial(b: &crate::config::Backend) -> std::io::Result<AnyStream> {
+    Ok(match &b.socket {
+        Some(path) => AnyStream(Box::new(tokio::net::UnixStream::connect(path).await?)),
+        None => {
+            let tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
+            tcp.set_nodelay(true)?;
+            AnyStream(Box::new(tcp))
+        }
+    })
+}
+
 /// Where a statement may run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Route {
@@ -399,14 +411,7 @@ impl Pool {
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
         let connect = async {
-            let mut raw = match &b.socket {
-                Some(path) => AnyStream(Box::new(tokio::net::UnixStream::connect(path).await?)),
-                None => {
-                    let tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
-                    tcp.set_nodelay(true)?;
-                    AnyStream(Box::new(tcp))
-                }
-            };
+            let mut raw = dial(b).await?;
             let hello = handshake::parse_server_hello(
                 &sqlfleet_wire::packet::read(&mut raw, 1 << 16)
                     .await?

@@ -254,10 +254,25 @@ fn a_backend_on_a_unix_socket_and_a_client_on_one() {
         ])
         .output()
         .expect("mariadb");
+    // The greeting carries the backend's version, read over its socket.
+    let status = std::process::Command::new("mariadb")
+        .arg(format!("--socket={}", listen.display()))
+        .args(["-u", "app", "--password=app-pw", "-e", "status"])
+        .output()
+        .expect("mariadb status");
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
     let _ = child.wait();
     assert_eq!(common::stdout(&o).trim(), "1", "{}", common::stderr(&o));
+    let status = common::stdout(&status);
+    let version = status
+        .lines()
+        .find(|l| l.starts_with("Server version:"))
+        .unwrap_or_default();
+    assert!(
+        version.contains("-MariaDB") && version.contains("-sqlfleet-relay"),
+        "{status}"
+    );
     assert!(!listen.exists(), "socket file removed at exit");
 }
