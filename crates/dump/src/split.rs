@@ -21,6 +21,9 @@ pub struct Statement {
     /// 1-based line of the first byte.
     pub line: u64,
     pub text: Vec<u8>,
+    /// Set when this is the mysql client's `source FILE` / `\\. FILE`
+    /// command rather than SQL (`text` is then the command's line).
+    pub source: Option<String>,
 }
 
 impl Statement {
@@ -88,6 +91,11 @@ pub struct Splitter<R> {
     exec_opened: (u64, u64),
     started: bool,
     has_code: bool,
+    /// Only whitespace since the last newline (or the start): where the
+    /// mysql client recognises its long commands (`use db`, `source f`).
+    at_line_start: bool,
+    /// `quit`/`exit`/`\\q` was read: the input ends here.
+    quit: bool,
     delimiter: Vec<u8>,
     backslash_escapes: bool,
     eof: bool,
@@ -112,6 +120,8 @@ impl<R: Read> Splitter<R> {
             exec_opened: (0, 0),
             started: false,
             has_code: false,
+            at_line_start: true,
+            quit: false,
             delimiter: b";".to_vec(),
             backslash_escapes: true,
             eof: false,
@@ -202,14 +212,20 @@ impl<R: Read> Splitter<R> {
     /// The next statement, or `None` at the end of the dump.
     pub fn next_statement(&mut self) -> Result<Option<Statement>, SplitError> {
         loop {
-            if !self.have(1)? {
+            if self.quit || !self.have(1)? {
                 return self.finish();
+            }
+            if self.abs(self.pos) == 0 && self.peek_is(b"\xEF\xBB\xBF")? {
+                // A UTF-8 byte order mark: the client skips it.
+                self.pos += 3;
+                continue;
             }
             let b = self.buf[self.pos];
             if !self.started {
                 if b.is_ascii_whitespace() {
                     if b == b'\n' {
                         self.line += 1;
+                        self.at_line_start = true;
                     }
                     self.pos += 1;
                     continue;
@@ -220,6 +236,14 @@ impl<R: Read> Splitter<R> {
                 if self.try_delimiter_command()? {
                     continue;
                 }
+                if self.at_line_start {
+                    match self.try_long_command()? {
+                        Command::None => {}
+                        Command::Skipped => continue,
+                        Command::Statement(s) => return Ok(Some(s)),
+                    }
+                }
+                self.at_line_start = false;
             }
             if self.pos - self.start > self.max_statement {
                 return Err(self.err(
@@ -250,6 +274,13 @@ impl<R: Read> Splitter<R> {
                         }
                         self.reset();
                         continue;
+                    }
+                    if b == b'\\' && self.have(2)? {
+                        match self.short_command()? {
+                            Command::None => {}
+                            Command::Skipped => continue,
+                            Command::Statement(s) => return Ok(Some(s)),
+                        }
                     }
                     match b {
                         b'\'' | b'"' | b'`' => {
@@ -293,6 +324,7 @@ impl<R: Read> Splitter<R> {
                         b'\n' => {
                             self.line += 1;
                             self.pos += 1;
+                            self.at_line_start = true;
                         }
                         _ => {
                             if !b.is_ascii_whitespace() {
@@ -343,6 +375,7 @@ impl<R: Read> Splitter<R> {
                         self.pos += i + 1;
                         self.line += 1;
                         self.state = State::Normal;
+                        self.at_line_start = true;
                         self.drop_leading_comment();
                     }
                 },
@@ -400,12 +433,16 @@ impl<R: Read> Splitter<R> {
                     break;
                 }
                 None => {
-                    end = self.buf.len();
-                    if !self.fill()? {
+                    // fill() may move the buffer: measure again after it.
+                    let more = self.fill()?;
+                    end = if more {
+                        self.pos + KW.len()
+                    } else {
+                        self.buf.len()
+                    };
+                    if !more {
                         break;
                     }
-                    // fill() may have moved the buffer.
-                    end = self.pos + KW.len();
                 }
             }
         }
@@ -449,6 +486,204 @@ impl<R: Read> Splitter<R> {
     fn reset(&mut self) {
         self.started = false;
         self.has_code = false;
+        self.at_line_start = false;
+    }
+
+    /// The rest of the current line from `from` (exclusive of the
+    /// newline), reading more input as needed; returns `(arg, end)` with
+    /// `end` at the newline or the end of input.
+    fn rest_of_line(&mut self, from_pos: usize) -> Result<(Vec<u8>, usize), SplitError> {
+        let rel = from_pos - self.pos;
+        loop {
+            let from = self.pos + rel;
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[from.min(self.buf.len())..]) {
+                let end = from + i;
+                return Ok((self.buf[from..end].to_vec(), end));
+            }
+            if !self.fill()? {
+                let end = self.buf.len();
+                let from = (self.pos + rel).min(end);
+                return Ok((self.buf[from..end].to_vec(), end));
+            }
+        }
+    }
+
+    /// A client command's line becomes a statement (or nothing).
+    fn command_statement(&mut self, text: Vec<u8>, end: usize, source: Option<String>) -> Command {
+        let s = Statement {
+            offset: self.abs(self.start),
+            end: self.abs(end),
+            line: self.start_line,
+            text,
+            source,
+        };
+        self.pos = end;
+        self.reset();
+        Command::Statement(s)
+    }
+
+    fn skip_command(&mut self, end: usize) -> Command {
+        self.pos = end;
+        self.reset();
+        Command::Skipped
+    }
+
+    /// At the start of a line with nothing buffered: the mysql client's
+    /// long commands (`use db`, `source file`, `charset cs`, `quit`, ...),
+    /// done as the client does them, or refused with the line.
+    fn try_long_command(&mut self) -> Result<Command, SplitError> {
+        // Look at the first word only: most lines are SQL (long INSERTs).
+        const LONGEST: usize = "resetconnection".len() + 1;
+        let mut n = LONGEST;
+        while n > 0 && !self.have(n)? {
+            n -= 1;
+        }
+        let head = &self.buf[self.pos..self.pos + n];
+        let word_end = head
+            .iter()
+            .position(|b| b.is_ascii_whitespace() || *b == b';')
+            .unwrap_or(head.len());
+        if word_end == 0 || word_end == LONGEST || !COMMANDS.contains(&&*head[..word_end].to_ascii_lowercase()) {
+            return Ok(Command::None);
+        }
+        let (line, end) = self.rest_of_line(self.pos)?;
+        let word = line[..word_end].to_ascii_lowercase();
+        let arg = strip_delimiter(line[word_end..].trim_ascii(), &self.delimiter);
+        let at = (self.abs(self.pos), self.line);
+        let name = String::from_utf8_lossy(&word).into_owned();
+        Ok(match word.as_slice() {
+            b"use" => {
+                let db = first_word(arg);
+                if db.is_empty() {
+                    return Err(self.err(at, "'use' without a database name"));
+                }
+                self.command_statement(use_sql(&db), end, None)
+            }
+            b"source" => {
+                let path = String::from_utf8_lossy(arg).into_owned();
+                if path.is_empty() {
+                    return Err(self.err(at, "'source' without a file name"));
+                }
+                self.command_statement(line.clone(), end, Some(path))
+            }
+            b"charset" => {
+                let cs = first_word(arg);
+                if cs.is_empty() {
+                    return Err(self.err(at, "'charset' without a character set"));
+                }
+                self.command_statement(names_sql(&cs), end, None)
+            }
+            b"quit" | b"exit" => {
+                self.quit = true;
+                self.skip_command(end)
+            }
+            b"go" | b"ego" | b"clear" | b"warnings" | b"nowarning" | b"print" | b"tee"
+            | b"notee" | b"pager" | b"nopager" | b"prompt" | b"rehash" | b"status" | b"help"
+            | b"?" => {
+                // Client-side only (output, prompts): nothing reaches the server.
+                self.skip_command(end)
+            }
+            b"connect" | b"system" | b"edit" | b"resetconnection" => {
+                return Err(self.err(
+                    at,
+                    format!("the mysql client command '{name}' is not supported by sqlfleet load (it changes the connection or runs programs); remove it from the file"),
+                ))
+            }
+            _ => Command::None,
+        })
+    }
+
+    /// At a backslash outside strings and comments: the mysql client's
+    /// short commands (`\\g`, `\\G`, `\\c`, `\\u db`, `\\. file`, `\\C cs`,
+    /// `\\d delim`, `\\q`, ...). Anything else (`\\N`) stays SQL.
+    fn short_command(&mut self) -> Result<Command, SplitError> {
+        let c = self.buf[self.pos + 1];
+        let at = (self.abs(self.pos), self.line);
+        let nothing_before = !self.has_code;
+        let refuse = |me: &Self, what: String| -> SplitError { me.err(at, what) };
+        match c {
+            b'g' | b'G' => {
+                let stmt_end = self.pos;
+                self.pos += 2;
+                if self.has_code {
+                    return Ok(Command::Statement(self.take(stmt_end)));
+                }
+                self.reset();
+                Ok(Command::Skipped)
+            }
+            b'c' => {
+                // Clears what was typed of the statement.
+                self.pos += 2;
+                self.reset();
+                self.exec_comment = false;
+                Ok(Command::Skipped)
+            }
+            b'q' => {
+                self.quit = true;
+                self.reset();
+                Ok(Command::Skipped)
+            }
+            b'u' | b'.' | b'C' | b'd' | b'W' | b'w' | b'p' | b't' | b'T' | b'n' | b'P' | b'R'
+            | b'#' | b's' | b'h' | b'?' => {
+                if !nothing_before {
+                    return Err(refuse(
+                        self,
+                        format!(
+                            "the mysql client command \\{} inside a statement is not supported by sqlfleet load; put it on a line of its own",
+                            c as char
+                        ),
+                    ));
+                }
+                let (rest, end) = self.rest_of_line(self.pos + 2)?;
+                let arg = strip_delimiter(rest.trim_ascii(), &self.delimiter).to_vec();
+                match c {
+                    b'u' => {
+                        let db = first_word(&arg);
+                        if db.is_empty() {
+                            return Err(refuse(self, "\\u without a database name".into()));
+                        }
+                        Ok(self.command_statement(use_sql(&db), end, None))
+                    }
+                    b'.' => {
+                        let path = String::from_utf8_lossy(&arg).into_owned();
+                        if path.is_empty() {
+                            return Err(refuse(self, "\\. without a file name".into()));
+                        }
+                        let line = self.buf[self.pos..end].to_vec();
+                        Ok(self.command_statement(line, end, Some(path)))
+                    }
+                    b'C' => {
+                        let cs = first_word(&arg);
+                        if cs.is_empty() {
+                            return Err(refuse(self, "\\C without a character set".into()));
+                        }
+                        Ok(self.command_statement(names_sql(&cs), end, None))
+                    }
+                    b'd' => {
+                        let delim: Vec<u8> = rest
+                            .trim_ascii()
+                            .split(|b| b.is_ascii_whitespace())
+                            .next()
+                            .unwrap_or_default()
+                            .to_vec();
+                        if delim.is_empty() || delim.iter().any(|b| b"\\'\"`".contains(b)) {
+                            return Err(refuse(self, "\\d needs a delimiter without quotes or backslashes".into()));
+                        }
+                        self.delimiter = delim;
+                        Ok(self.skip_command(end))
+                    }
+                    _ => Ok(self.skip_command(end)), // output-only commands
+                }
+            }
+            b'r' | b'!' | b'e' | b'x' => Err(refuse(
+                self,
+                format!(
+                    "the mysql client command \\{} is not supported by sqlfleet load (it changes the connection or runs programs); remove it from the file",
+                    c as char
+                ),
+            )),
+            _ => Ok(Command::None),
+        }
     }
 
     fn take(&mut self, stmt_end: usize) -> Statement {
@@ -458,6 +693,7 @@ impl<R: Read> Splitter<R> {
             end: self.abs(self.pos),
             line: self.start_line,
             text,
+            source: None,
         };
         self.reset();
         s
@@ -506,6 +742,61 @@ impl<R: Read> Splitter<R> {
         }
         Ok(None)
     }
+}
+
+/// The mysql client's long command names (recognised at a line start).
+const COMMANDS: &[&[u8]] = &[
+    b"use", b"source", b"charset", b"quit", b"exit", b"go", b"ego", b"clear", b"warnings",
+    b"nowarning", b"print", b"tee", b"notee", b"pager", b"nopager", b"prompt", b"rehash",
+    b"status", b"help", b"?", b"connect", b"system", b"edit", b"resetconnection",
+];
+
+/// What a client command turned into.
+enum Command {
+    /// Not a client command: SQL.
+    None,
+    /// Done or ignored; nothing to send.
+    Skipped,
+    /// Becomes this statement (`USE`, `SET NAMES`, a `source`).
+    Statement(Statement),
+}
+
+fn strip_delimiter<'a>(arg: &'a [u8], delimiter: &[u8]) -> &'a [u8] {
+    let arg = arg.strip_suffix(delimiter).unwrap_or(arg);
+    arg.strip_suffix(b";").unwrap_or(arg).trim_ascii()
+}
+
+/// The first word of an argument, without quotes around it.
+fn first_word(arg: &[u8]) -> Vec<u8> {
+    let w = arg
+        .split(|b| b.is_ascii_whitespace())
+        .next()
+        .unwrap_or_default();
+    let w = w.strip_suffix(b";").unwrap_or(w);
+    for q in [b'`', b'\'', b'"'] {
+        if w.len() >= 2 && w[0] == q && w[w.len() - 1] == q {
+            return w[1..w.len() - 1].to_vec();
+        }
+    }
+    w.to_vec()
+}
+
+fn use_sql(db: &[u8]) -> Vec<u8> {
+    let mut v = b"USE `".to_vec();
+    for &b in db {
+        if b == b'`' {
+            v.push(b'`');
+        }
+        v.push(b);
+    }
+    v.push(b'`');
+    v
+}
+
+fn names_sql(cs: &[u8]) -> Vec<u8> {
+    let mut v = b"SET NAMES ".to_vec();
+    v.extend(cs.iter().filter(|b| b.is_ascii_alphanumeric() || **b == b'_'));
+    v
 }
 
 impl<R: Read> Iterator for Splitter<R> {

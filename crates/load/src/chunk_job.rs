@@ -13,10 +13,11 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_flat::fields::records;
 use sqlfleet_flat::Format;
 
-use crate::error::{describe, retryable, StatementFailure};
+use crate::error::{describe, StatementFailure};
+use crate::retry::retryable;
 use crate::journal;
 use crate::session::SessionConn;
-use crate::worker::Ctx;
+use crate::state::Ctx;
 
 /// A chunk and everything needed to load it.
 pub struct ChunkWork {

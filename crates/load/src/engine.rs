@@ -11,7 +11,8 @@ use crate::error::LoadError;
 use crate::progress;
 use crate::queue::JobQueue;
 use crate::session::Prelude;
-use crate::worker::{self, Ctx, Shared};
+use crate::state::{Ctx, Shared};
+use crate::worker;
 
 pub struct EngineOptions {
     pub target: Target,

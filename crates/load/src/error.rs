@@ -97,25 +97,29 @@ impl LoadError {
     }
 }
 
-/// Server error codes worth retrying the whole batch for.
-pub fn retryable(e: &mysql_async::Error) -> bool {
-    match e {
-        mysql_async::Error::Server(s) => {
-            matches!(s.code, 1205 | 1213 | 1317 | 2006 | 2013 | 1927 | 1053)
-        }
-        mysql_async::Error::Io(_) => true,
-        mysql_async::Error::Driver(d) => matches!(
-            d,
-            mysql_async::DriverError::ConnectionClosed | mysql_async::DriverError::PoolDisconnected
-        ),
-        _ => false,
-    }
-}
-
 /// `(code, message)` of a driver error.
 pub fn describe(e: &mysql_async::Error) -> (Option<u16>, String) {
     match e {
         mysql_async::Error::Server(s) => (Some(s.code), s.message.clone()),
         other => (None, other.to_string()),
+    }
+}
+
+impl StatementFailure {
+    /// The failure of `stmt` (in `table`) with the driver's error.
+    pub fn of(
+        stmt: &sqlfleet_dump::Statement,
+        table: Option<&str>,
+        e: &mysql_async::Error,
+    ) -> StatementFailure {
+        let (code, message) = describe(e);
+        StatementFailure {
+            offset: stmt.offset,
+            line: stmt.line,
+            table: table.map(str::to_owned),
+            code,
+            message,
+            preview: stmt.preview(120),
+        }
     }
 }

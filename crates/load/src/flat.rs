@@ -21,7 +21,7 @@ use crate::error::LoadError;
 use crate::journal::{self, Start};
 use crate::progress;
 use crate::session::SessionConn;
-use crate::worker::{Job, Work};
+use crate::job::{Job, Work};
 use crate::Summary;
 
 #[derive(Debug, Clone)]

@@ -9,13 +9,17 @@ pub mod chunk_job;
 pub mod defer;
 pub mod engine;
 pub mod error;
+pub mod fast_path;
 pub mod flat;
+pub mod job;
 pub mod journal;
 pub mod progress;
 pub mod queue;
+pub mod retry;
 pub mod schedule;
 pub mod session;
 pub mod source;
+pub mod state;
 pub mod worker;
 
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::worker::Shared;
+use crate::state::Shared;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {

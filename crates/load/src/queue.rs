@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use tokio::sync::Notify;
 
-use crate::worker::Job;
+use crate::job::Job;
 
 struct TableQ {
     key: String,
@@ -167,7 +167,7 @@ mod tests {
     fn job() -> (Job, oneshot::Receiver<()>) {
         let (tx, rx) = oneshot::channel();
         let job = Job {
-            work: crate::worker::Work::Index {
+            work: crate::job::Work::Index {
                 table: String::new(),
                 alter: String::new(),
                 record: (0, 0, 0),

@@ -24,15 +24,13 @@ use sqlfleet_dump::{Kind, Statement, TableRef};
 use tokio::sync::oneshot;
 
 use crate::defer;
-use crate::error::{retryable, StatementFailure};
+use crate::error::StatementFailure;
+use crate::retry::{backoff, needs_reconnect, retryable, ALREADY_DONE, MAX_ATTEMPTS};
 use crate::journal::{self, Ranges};
 use crate::queue::{has_auto_increment, JobQueue};
 use crate::session::SessionConn;
-use crate::worker::{failure_of, Ctx, Job, Work};
-
-/// Codes that mean "this DDL already ran" — tolerated on `--resume`, for
-/// the one DDL that may have run just before a crash without its record.
-const ALREADY_DONE: &[u16] = &[1050, 1007, 1359, 1304, 1537, 1061, 1826];
+use crate::job::{Job, Work};
+use crate::state::Ctx;
 
 type Key = (Option<String>, String);
 
@@ -289,11 +287,14 @@ impl Scheduler {
             }
             .await;
             match r {
-                Err(e) if retryable(&e) && attempt < crate::worker::MAX_ATTEMPTS => {
+                Err(e) if retryable(&e) && attempt < MAX_ATTEMPTS => {
                     self.ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    if let Ok(c) = SessionConn::open(&self.ctx.target).await {
-                        self.control = c;
+                    if needs_reconnect(&e) {
+                        if let Ok(c) = SessionConn::open(&self.ctx.target).await {
+                            self.control = c;
+                        }
                     }
+                    tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(mysql_async::Error::Server(s))
                     if self.ctx.shared.resuming && ALREADY_DONE.contains(&s.code) =>
@@ -319,7 +320,7 @@ impl Scheduler {
                                 "recording in the journal: {}",
                                 crate::error::describe(&e).1
                             ),
-                            ..failure_of(stmt, table.as_deref(), &e)
+                            ..StatementFailure::of(stmt, table.as_deref(), &e)
                         });
                         return false;
                     }
@@ -327,7 +328,7 @@ impl Scheduler {
                 true
             }
             Err(e) => {
-                let f = failure_of(stmt, table.as_deref(), &e);
+                let f = StatementFailure::of(stmt, table.as_deref(), &e);
                 if self.ctx.continue_on_error {
                     self.ctx.shared.quarantine(stmt, &f);
                     let rec = journal::record_sql(

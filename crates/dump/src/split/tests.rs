@@ -263,3 +263,76 @@ proptest! {
         let _ = split_all(&bytes);
     }
 }
+
+#[test]
+fn delimiter_at_the_very_end_without_newline_is_no_panic() {
+    for input in [
+        "DELIMITER ;;\nCREATE PROCEDURE p() BEGIN SELECT 1; END;;\nDELIMITER ;",
+        "DELIMITER ;",
+        "SELECT 1;\nDELIMITER $$",
+    ] {
+        let st = split_all(input.as_bytes()).expect("splits");
+        assert!(st.len() <= 1, "{input}: {st:?}");
+    }
+    // Across a block boundary too (the buffer moves while the line is read).
+    let mut big = "INSERT INTO t VALUES ('".to_string();
+    big.push_str(&"x".repeat(BLOCK - 30));
+    big.push_str("');\nDELIMITER ;");
+    let st = split_all(big.as_bytes()).expect("splits");
+    assert_eq!(st.len(), 1);
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped() {
+    let st = split_all(b"\xEF\xBB\xBFSELECT 1;").expect("splits");
+    assert_eq!(st[0].text, b"SELECT 1");
+    assert_eq!(st[0].offset, 3);
+}
+
+#[test]
+fn client_commands_as_the_mysql_client_does_them() {
+    let t = texts("use shop\nINSERT INTO t VALUES (1);\nSELECT 1\\g\nSELECT 2\\G\nSELECT 3 \\c\ncharset utf8mb4\n\\u other\nSELECT \\N;\n");
+    assert_eq!(
+        t,
+        vec![
+            "USE `shop`",
+            "INSERT INTO t VALUES (1)",
+            "SELECT 1",
+            "SELECT 2",
+            "SET NAMES utf8mb4",
+            "USE `other`",
+            "SELECT \\N",
+        ]
+    );
+    // `use` as the last line without a semicolon, and the statement before it.
+    assert_eq!(texts("INSERT INTO t VALUES (1);\nuse `d`"), vec!["INSERT INTO t VALUES (1)", "USE `d`"]);
+    // Only at a line start with nothing typed: here it is SQL.
+    assert_eq!(texts("SELECT 1, use_count FROM t;"), vec!["SELECT 1, use_count FROM t"]);
+    // quit ends the input.
+    assert_eq!(texts("SELECT 1;\nquit\nSELECT 2;"), vec!["SELECT 1"]);
+    // \d changes the delimiter.
+    assert_eq!(texts("\\d $$\nSELECT 1$$\n"), vec!["SELECT 1"]);
+}
+
+#[test]
+fn source_commands_are_marked() {
+    let st = split_all(b"source load_a.dump\nSELECT 1;\n\\. b.sql\n").expect("splits");
+    assert_eq!(st[0].source.as_deref(), Some("load_a.dump"));
+    assert_eq!(st[0].line, 1);
+    assert_eq!(st[1].source, None);
+    assert_eq!(st[2].source.as_deref(), Some("b.sql"));
+    assert_eq!(st[2].line, 3);
+}
+
+#[test]
+fn unsupported_client_commands_are_refused_with_the_line() {
+    for (input, line) in [("SELECT 1;\nsystem ls\n", 2), ("\\! ls\n", 1), ("connect other\n", 1), ("SELECT 1 \\u db;\n", 1)] {
+        match split_all(input.as_bytes()) {
+            Err(SplitError::Syntax { line: l, what, .. }) => {
+                assert_eq!(l, line, "{input}: {what}");
+                assert!(what.contains("not supported"), "{what}");
+            }
+            other => panic!("{input}: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,31 @@
+//! The job vocabulary between the scheduler, the queue and the workers.
+
+use sqlfleet_dump::Statement;
+use tokio::sync::oneshot;
+
+use crate::chunk_job::ChunkWork;
+
+pub enum Work {
+    /// INSERTs of one table, loaded in one transaction.
+    Data {
+        table: String,
+        stmts: Vec<Statement>,
+    },
+    /// A chunk of a CSV/TSV file.
+    Chunk(Box<ChunkWork>),
+    /// A deferred `ALTER TABLE ... ADD KEY ...`; `record` is the CREATE
+    /// TABLE's range, journaled once the indexes exist.
+    Index {
+        table: String,
+        alter: String,
+        record: (u64, u64, u64),
+    },
+}
+
+pub struct Job {
+    pub work: Work,
+    pub prelude_len: usize,
+    /// Dropped when the job is finished, whatever the outcome.
+    pub done: oneshot::Sender<()>,
+}
+
