@@ -327,6 +327,24 @@ pub fn classify(text: &[u8]) -> Kind {
     Kind::Barrier
 }
 
+/// The database a `CREATE DATABASE` / `DROP DATABASE` (or SCHEMA) names.
+pub fn database_named(text: &[u8]) -> Option<String> {
+    let mut c = Cursor {
+        toks: tokens(text, 12),
+        i: 0,
+    };
+    if !(c.eat("CREATE") || c.eat("DROP") || c.eat("ALTER")) {
+        return None;
+    }
+    c.eat_seq(&["OR", "REPLACE"]);
+    if !(c.eat("DATABASE") || c.eat("SCHEMA")) {
+        return None;
+    }
+    c.eat_seq(&["IF", "NOT", "EXISTS"]);
+    c.eat_seq(&["IF", "EXISTS"]);
+    c.name()
+}
+
 /// `ENGINE=...` of a CREATE TABLE, upper-cased, if given.
 pub fn engine(text: &[u8]) -> Option<String> {
     let tail = &text[text.len().saturating_sub(2048)..];
@@ -403,6 +421,13 @@ mod tests {
         for (sql, want) in cases {
             assert_eq!(classify(sql.as_bytes()), want, "{sql}");
         }
+    }
+
+    #[test]
+    fn database_names() {
+        assert_eq!(database_named(b"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `sqlfleet` /*!40100 DEFAULT CHARACTER SET utf8mb4 */"), Some("sqlfleet".into()));
+        assert_eq!(database_named(b"DROP SCHEMA IF EXISTS x"), Some("x".into()));
+        assert_eq!(database_named(b"DROP TABLE x"), None);
     }
 
     #[test]

@@ -543,7 +543,10 @@ impl<R: Read> Splitter<R> {
             .iter()
             .position(|b| b.is_ascii_whitespace() || *b == b';')
             .unwrap_or(head.len());
-        if word_end == 0 || word_end == LONGEST || !COMMANDS.contains(&&*head[..word_end].to_ascii_lowercase()) {
+        if word_end == 0
+            || word_end == LONGEST
+            || !COMMANDS.contains(&&*head[..word_end].to_ascii_lowercase())
+        {
             return Ok(Command::None);
         }
         let (line, end) = self.rest_of_line(self.pos)?;
@@ -746,9 +749,30 @@ impl<R: Read> Splitter<R> {
 
 /// The mysql client's long command names (recognised at a line start).
 const COMMANDS: &[&[u8]] = &[
-    b"use", b"source", b"charset", b"quit", b"exit", b"go", b"ego", b"clear", b"warnings",
-    b"nowarning", b"print", b"tee", b"notee", b"pager", b"nopager", b"prompt", b"rehash",
-    b"status", b"help", b"?", b"connect", b"system", b"edit", b"resetconnection",
+    b"use",
+    b"source",
+    b"charset",
+    b"quit",
+    b"exit",
+    b"go",
+    b"ego",
+    b"clear",
+    b"warnings",
+    b"nowarning",
+    b"print",
+    b"tee",
+    b"notee",
+    b"pager",
+    b"nopager",
+    b"prompt",
+    b"rehash",
+    b"status",
+    b"help",
+    b"?",
+    b"connect",
+    b"system",
+    b"edit",
+    b"resetconnection",
 ];
 
 /// What a client command turned into.
@@ -795,7 +819,10 @@ fn use_sql(db: &[u8]) -> Vec<u8> {
 
 fn names_sql(cs: &[u8]) -> Vec<u8> {
     let mut v = b"SET NAMES ".to_vec();
-    v.extend(cs.iter().filter(|b| b.is_ascii_alphanumeric() || **b == b'_'));
+    v.extend(
+        cs.iter()
+            .filter(|b| b.is_ascii_alphanumeric() || **b == b'_'),
+    );
     v
 }
 

@@ -14,8 +14,8 @@ use sqlfleet_flat::fields::records;
 use sqlfleet_flat::Format;
 
 use crate::error::{describe, StatementFailure};
-use crate::retry::retryable;
 use crate::journal;
+use crate::retry::retryable;
 use crate::session::SessionConn;
 use crate::state::Ctx;
 

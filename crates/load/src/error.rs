@@ -70,6 +70,15 @@ pub enum LoadError {
     Unfinished { load_id: String },
     #[error("{what}")]
     Setup { what: String },
+    #[error("a load of this input (load id {load_id}) is running: connection {connection} from {host} on {endpoint} holds its lock; wait for it to end (or kill it) before loading or resuming")]
+    Running {
+        load_id: String,
+        connection: u64,
+        host: String,
+        endpoint: String,
+    },
+    #[error("{path}: {what}; nothing was loaded by this run")]
+    Changed { path: PathBuf, what: String },
 }
 
 impl From<sqlfleet_conn::ConnectError> for LoadError {
@@ -87,7 +96,9 @@ impl LoadError {
             | LoadError::Connect(_)
             | LoadError::Journal { .. }
             | LoadError::Unfinished { .. }
-            | LoadError::Setup { .. } => 1,
+            | LoadError::Setup { .. }
+            | LoadError::Running { .. }
+            | LoadError::Changed { .. } => 1,
             LoadError::Input { .. }
             | LoadError::Flat { .. }
             | LoadError::Chunk { .. }
@@ -106,6 +117,18 @@ pub fn describe(e: &mysql_async::Error) -> (Option<u16>, String) {
 }
 
 impl StatementFailure {
+    /// A failure at `stmt` that is not a server error (fill in `message`).
+    pub fn of_text(stmt: &sqlfleet_dump::Statement, table: Option<&str>) -> StatementFailure {
+        StatementFailure {
+            offset: stmt.offset,
+            line: stmt.line,
+            table: table.map(str::to_owned),
+            code: None,
+            message: String::new(),
+            preview: stmt.preview(120),
+        }
+    }
+
     /// The failure of `stmt` (in `table`) with the driver's error.
     pub fn of(
         stmt: &sqlfleet_dump::Statement,

@@ -11,7 +11,6 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_dump::values::{insert_to_rows, Duplicates, Rows};
 use sqlfleet_dump::Statement;
 
-use crate::journal;
 use crate::retry::retryable;
 use crate::session::SessionConn;
 use crate::state::Ctx;
@@ -47,7 +46,12 @@ pub enum Fast {
 /// only if the server took every row without a warning. Anything else
 /// rolls back and leaves the batch to the INSERT path, so results are
 /// always what the INSERTs would give.
-pub async fn try_fast(ctx: &Ctx, c: &mut SessionConn, stmts: &[Statement], range: (u64, u64)) -> Fast {
+pub async fn try_fast(
+    ctx: &Ctx,
+    c: &mut SessionConn,
+    stmts: &[Statement],
+    record: &(dyn Fn(u64) -> String + Sync),
+) -> Fast {
     if !ctx.fast_path.load(Ordering::Relaxed) {
         return Fast::Fallback;
     }
@@ -101,8 +105,7 @@ pub async fn try_fast(ctx: &Ctx, c: &mut SessionConn, stmts: &[Statement], range
         }
         rows += c.conn.affected_rows();
     }
-    let rec = journal::record_sql(&ctx.load_id, range.0, range.1, "data", rows);
-    if let Err(e) = c.conn.query_drop(rec).await {
+    if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return check(e);
     }
@@ -116,4 +119,3 @@ pub async fn try_fast(ctx: &Ctx, c: &mut SessionConn, stmts: &[Statement], range
         Err(e) => check(e),
     }
 }
-

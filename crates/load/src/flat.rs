@@ -18,10 +18,10 @@ use tokio::sync::{mpsc, oneshot};
 use crate::chunk_job::ChunkWork;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::LoadError;
+use crate::job::{Job, Work};
 use crate::journal::{self, Start};
 use crate::progress;
 use crate::session::SessionConn;
-use crate::job::{Job, Work};
 use crate::Summary;
 
 #[derive(Debug, Clone)]
@@ -299,6 +299,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             &format!("{shown} -> {table_sql}"),
             opts.resume,
             opts.restart,
+            opened.size,
         )
         .await
         {
@@ -309,7 +310,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                 let _ = reader.join();
                 continue;
             }
-            Ok(Start::Resume(r)) => r,
+            Ok(Start::Resume(r)) => r.ranges,
             Ok(Start::Fresh) => Default::default(),
             Err(e) => {
                 failure = Some(e);
@@ -356,7 +357,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                         prelude_len: 0,
                         done: tx,
                     };
-                    engine.queue.push(&table_sql, auto_inc, job, n).await;
+                    engine.queue.push(&table_sql, auto_inc, false, job, n).await;
                     done.push(rx);
                 }
                 Msg::Error(e) => {

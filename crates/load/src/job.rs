@@ -4,12 +4,17 @@ use sqlfleet_dump::Statement;
 use tokio::sync::oneshot;
 
 use crate::chunk_job::ChunkWork;
+use crate::identity::ChainValue;
 
 pub enum Work {
     /// INSERTs of one table, loaded in one transaction.
     Data {
         table: String,
         stmts: Vec<Statement>,
+        /// The statement chain after the last statement.
+        chain: ChainValue,
+        /// The table cannot roll back (MyISAM, Aria, ...).
+        nontx: bool,
     },
     /// A chunk of a CSV/TSV file.
     Chunk(Box<ChunkWork>),
@@ -28,4 +33,3 @@ pub struct Job {
     /// Dropped when the job is finished, whatever the outcome.
     pub done: oneshot::Sender<()>,
 }
-

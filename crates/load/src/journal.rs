@@ -6,6 +6,19 @@
 //! transaction, so a batch's rows and its record commit or vanish
 //! together; DDL (which commits implicitly) is recorded right after it
 //! runs. `--resume` skips every statement inside a recorded range.
+//!
+//! Work that cannot commit with its record writes a `pending-*` row
+//! first and turns it into the final record after: DDL (so `--resume`
+//! tolerates "already exists" only for the one DDL that was in flight)
+//! and batches into non-transactional tables (MyISAM, Aria: a batch in
+//! flight may have left part of its rows, so on `--resume` such a table
+//! is emptied and loaded again from the dump, which created it).
+//!
+//! Each record carries the statement chain ([`crate::identity`]) at its
+//! end, so a resume can tell the same dump from another one.
+//!
+//! A running load holds a named lock (`GET_LOCK`) on its own connection,
+//! so a second process loading the same input is refused while it runs.
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
@@ -24,6 +37,9 @@ pub const SCHEMA_SQL: &[&str] = &[
         bytes BIGINT UNSIGNED NULL,
         rows_loaded BIGINT UNSIGNED NULL
     ) ENGINE=InnoDB",
+    "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS size BIGINT UNSIGNED NULL, \
+        ADD COLUMN IF NOT EXISTS stateful_line BIGINT UNSIGNED NULL, \
+        ADD COLUMN IF NOT EXISTS stateful_why VARCHAR(200) NULL",
     "CREATE TABLE IF NOT EXISTS sqlfleet.load_journal (
         load_id CHAR(32) NOT NULL,
         start_offset BIGINT UNSIGNED NOT NULL,
@@ -33,7 +49,12 @@ pub const SCHEMA_SQL: &[&str] = &[
         committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (load_id, start_offset)
     ) ENGINE=InnoDB",
+    "ALTER TABLE sqlfleet.load_journal ADD COLUMN IF NOT EXISTS tbl VARCHAR(600) NULL, \
+        ADD COLUMN IF NOT EXISTS chain CHAR(32) NULL",
 ];
+
+/// The schema the journal lives in; a dump's statements on it are skipped.
+pub const SCHEMA: &str = "sqlfleet";
 
 /// Byte ranges `[start, end)` already committed, sorted by start.
 #[derive(Debug, Default, Clone)]
@@ -70,8 +91,58 @@ impl Ranges {
 #[derive(Debug)]
 pub enum Start {
     Fresh,
-    Resume(Ranges),
+    Resume(Resume),
     AlreadyDone,
+}
+
+/// What an interrupted load left to go on from.
+#[derive(Debug, Default, Clone)]
+pub struct Resume {
+    /// Committed ranges: skipped.
+    pub ranges: Ranges,
+    /// Chain value recorded at each range's end (hex), to check the input.
+    pub chains: std::collections::HashMap<u64, String>,
+    /// The furthest recorded end: the input is checked up to here before
+    /// anything runs.
+    pub horizon: u64,
+    /// Start offsets of DDL that was in flight (may have run).
+    pub pending_ddl: std::collections::HashSet<u64>,
+    /// Non-transactional tables that had a batch in flight.
+    pub dirty_tables: Vec<String>,
+    /// The input's size when the load began, if known.
+    pub size: Option<u64>,
+}
+
+/// One journal record.
+pub struct Record<'a> {
+    pub load_id: &'a str,
+    pub start: u64,
+    pub end: u64,
+    /// data | ddl | create | chunk | quarantine | pending-data | pending-ddl
+    pub kind: &'a str,
+    pub rows: u64,
+    pub table: Option<&'a str>,
+    pub chain: Option<&'a crate::identity::ChainValue>,
+}
+
+impl Record<'_> {
+    /// The statement that writes (or, for a pending row, completes) it.
+    pub fn sql(&self) -> String {
+        format!(
+            "INSERT INTO sqlfleet.load_journal (load_id, start_offset, end_offset, kind, rows_loaded, tbl, chain) \
+             VALUES ('{}', {}, {}, '{}', {}, {}, {}) ON DUPLICATE KEY UPDATE end_offset = VALUES(end_offset), \
+             kind = VALUES(kind), rows_loaded = VALUES(rows_loaded), tbl = VALUES(tbl), chain = VALUES(chain)",
+            self.load_id,
+            self.start,
+            self.end,
+            self.kind,
+            self.rows,
+            self.table.map(literal).unwrap_or_else(|| "NULL".into()),
+            self.chain
+                .map(|c| format!("'{}'", crate::identity::hex(c)))
+                .unwrap_or_else(|| "NULL".into()),
+        )
+    }
 }
 
 fn jerr(endpoint: &str) -> impl Fn(mysql_async::Error) -> LoadError + '_ {
@@ -89,6 +160,7 @@ pub async fn prepare(
     source: &str,
     resume: bool,
     restart: bool,
+    size: Option<u64>,
 ) -> Result<Start, LoadError> {
     let e = jerr(endpoint);
     for sql in SCHEMA_SQL {
@@ -108,15 +180,7 @@ pub async fn prepare(
                 load_id: load_id.to_string(),
             })
         }
-        (Some(_), true, false) => {
-            let rows: Vec<(u64, u64)> = conn
-                .query(format!(
-                    "SELECT start_offset, end_offset FROM sqlfleet.load_journal WHERE load_id = {id}"
-                ))
-                .await
-                .map_err(&e)?;
-            Start::Resume(Ranges::from_unsorted(rows))
-        }
+        (Some(_), true, false) => Start::Resume(read_resume(conn, load_id).await.map_err(&e)?),
         _ => {
             conn.query_drop(format!(
                 "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
@@ -126,22 +190,184 @@ pub async fn prepare(
             Start::Fresh
         }
     };
+    let size_sql = size.map_or("NULL".to_string(), |s| s.to_string());
+    let fresh = matches!(start, Start::Fresh);
     conn.query_drop(format!(
-        "INSERT INTO sqlfleet.loads (load_id, source, state) VALUES ({id}, {}, 'running') \
-         ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL",
-        literal(&source.chars().take(1000).collect::<String>())
+        "INSERT INTO sqlfleet.loads (load_id, source, state, size) VALUES ({id}, {}, 'running', {size_sql}) \
+         ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL{}",
+        literal(&source.chars().take(1000).collect::<String>()),
+        if fresh { ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL" } else { "" }
     ))
     .await
     .map_err(&e)?;
     Ok(start)
 }
 
-/// The statement that records a committed range.
+/// The statement that records a committed range (no table, no chain).
 pub fn record_sql(load_id: &str, start: u64, end: u64, kind: &str, rows: u64) -> String {
-    format!(
-        "INSERT INTO sqlfleet.load_journal (load_id, start_offset, end_offset, kind, rows_loaded) \
-         VALUES ('{load_id}', {start}, {end}, '{kind}', {rows})"
-    )
+    Record {
+        load_id,
+        start,
+        end,
+        kind,
+        rows,
+        table: None,
+        chain: None,
+    }
+    .sql()
+}
+
+async fn read_resume(conn: &mut Conn, load_id: &str) -> Result<Resume, mysql_async::Error> {
+    let id = literal(load_id);
+    type Row = (u64, u64, String, Option<String>, Option<String>);
+    let rows: Vec<Row> = conn
+        .query(format!(
+            "SELECT start_offset, end_offset, kind, tbl, chain FROM sqlfleet.load_journal WHERE load_id = {id}"
+        ))
+        .await?;
+    let size: Option<Option<u64>> = conn
+        .query_first(format!(
+            "SELECT size FROM sqlfleet.loads WHERE load_id = {id}"
+        ))
+        .await?;
+    let mut r = Resume {
+        size: size.flatten(),
+        ..Resume::default()
+    };
+    let mut ranges = Vec::new();
+    for (start, end, kind, tbl, chain) in rows {
+        match kind.as_str() {
+            "pending-ddl" => {
+                r.pending_ddl.insert(start);
+            }
+            "pending-data" => {
+                if let Some(t) = tbl {
+                    if !r.dirty_tables.contains(&t) {
+                        r.dirty_tables.push(t);
+                    }
+                }
+            }
+            _ => {
+                ranges.push((start, end));
+                r.horizon = r.horizon.max(end);
+                if let Some(c) = chain {
+                    r.chains.insert(end, c);
+                }
+            }
+        }
+    }
+    r.ranges = Ranges::from_unsorted(ranges);
+    Ok(r)
+}
+
+/// Why an interrupted load cannot be resumed exactly, if it cannot.
+pub async fn stateful_since(
+    conn: &mut Conn,
+    load_id: &str,
+) -> Result<Option<(u64, String)>, mysql_async::Error> {
+    let row: Option<(Option<u64>, Option<String>)> = conn
+        .query_first(format!(
+            "SELECT stateful_line, stateful_why FROM sqlfleet.loads WHERE load_id = {}",
+            literal(load_id)
+        ))
+        .await?;
+    Ok(row.and_then(|(l, w)| l.map(|l| (l, w.unwrap_or_default()))))
+}
+
+/// Records that the load now depends on one connection's state.
+pub async fn mark_stateful(
+    conn: &mut Conn,
+    load_id: &str,
+    line: u64,
+    why: &str,
+) -> Result<(), mysql_async::Error> {
+    conn.query_drop(format!(
+        "UPDATE sqlfleet.loads SET stateful_line = {line}, stateful_why = {} WHERE load_id = {} AND stateful_line IS NULL",
+        literal(why),
+        literal(load_id)
+    ))
+    .await
+}
+
+/// Makes a non-transactional table that had a batch in flight exact
+/// again: its rows are deleted and its data records dropped, so the
+/// resumed load loads all of its data again. Refused when this load did
+/// not create the table (its other rows could not be told apart).
+pub async fn reset_dirty_table(
+    conn: &mut Conn,
+    endpoint: &str,
+    load_id: &str,
+    table: &str,
+) -> Result<u64, LoadError> {
+    let e = jerr(endpoint);
+    let created: Option<u64> = conn
+        .query_first(format!(
+            "SELECT COUNT(*) FROM sqlfleet.load_journal WHERE load_id = {} AND tbl = {} AND kind = 'create'",
+            literal(load_id),
+            literal(table)
+        ))
+        .await
+        .map_err(&e)?;
+    if created.unwrap_or(0) == 0 {
+        return Err(LoadError::Setup {
+            what: format!(
+                "table {table} is non-transactional and had a batch in flight when the load stopped, and this dump did not create it, so its partial rows cannot be told from the rows it had before: restore {table} and load again with --restart"
+            ),
+        });
+    }
+    conn.query_drop(format!("DELETE FROM {table}"))
+        .await
+        .map_err(|err| LoadError::Setup {
+            what: format!(
+                "emptying {table} to load it again: {}",
+                crate::error::describe(&err).1
+            ),
+        })?;
+    let deleted = conn.affected_rows();
+    conn.query_drop(format!(
+        "DELETE FROM sqlfleet.load_journal WHERE load_id = {} AND tbl = {} AND kind IN ('data', 'pending-data', 'quarantine')",
+        literal(load_id),
+        literal(table)
+    ))
+    .await
+    .map_err(&e)?;
+    Ok(deleted)
+}
+
+/// The lock a running load holds on its own connection.
+pub fn lock_name(load_id: &str) -> String {
+    format!("sqlfleet_load_{load_id}")
+}
+
+/// Takes the load's lock on `conn` (held until it closes), or says who
+/// holds it.
+pub async fn lock(conn: &mut Conn, endpoint: &str, load_id: &str) -> Result<(), LoadError> {
+    let e = jerr(endpoint);
+    let name = literal(&lock_name(load_id));
+    let got: Option<Option<i64>> = conn
+        .query_first(format!("SELECT GET_LOCK({name}, 0)"))
+        .await
+        .map_err(&e)?;
+    if got.flatten() == Some(1) {
+        return Ok(());
+    }
+    let holder: Option<Option<u64>> = conn
+        .query_first(format!("SELECT IS_USED_LOCK({name})"))
+        .await
+        .map_err(&e)?;
+    let holder = holder.flatten().unwrap_or(0);
+    let host: Option<String> = conn
+        .query_first(format!(
+            "SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = {holder}"
+        ))
+        .await
+        .map_err(&e)?;
+    Err(LoadError::Running {
+        load_id: load_id.to_string(),
+        connection: holder,
+        host: host.unwrap_or_else(|| "?".into()),
+        endpoint: endpoint.to_string(),
+    })
 }
 
 /// Marks the run finished (or failed).

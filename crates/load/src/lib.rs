@@ -11,6 +11,7 @@ pub mod engine;
 pub mod error;
 pub mod fast_path;
 pub mod flat;
+pub mod identity;
 pub mod job;
 pub mod journal;
 pub mod progress;
@@ -33,9 +34,10 @@ use sqlfleet_conn::Target;
 use engine::{Engine, EngineOptions};
 pub use error::{LoadError, StatementFailure};
 use journal::Start;
-use schedule::Scheduler;
+use schedule::{Regime, Scheduler};
 use session::SessionConn;
 use source::Msg;
+use sqlfleet_dump::Kind;
 
 /// What to load and how.
 #[derive(Debug, Clone)]
@@ -61,6 +63,9 @@ pub struct LoadOptions {
     /// Bytes of batches the scheduler may queue ahead of the workers
     /// (so several tables load at once; bounds memory).
     pub read_ahead: usize,
+    /// Run every statement in file order on one connection, as the
+    /// stock client does (the default for files that are not dumps).
+    pub serial: bool,
 }
 
 /// The end-of-load report.
@@ -88,6 +93,10 @@ pub struct Summary {
     /// Batches that ran as plain INSERTs.
     pub insert_batches: u64,
     pub threads: usize,
+    /// How the statements ran: "parallel", "ordered" (file order, one
+    /// connection, journaled) or "one connection" (as written, from the
+    /// first statement that needs one connection's state).
+    pub mode: &'static str,
     pub warnings: Vec<String>,
     pub quarantine: Option<PathBuf>,
 }
@@ -153,6 +162,56 @@ fn display_path(p: &Path) -> String {
     }
 }
 
+/// Holds back what would run on `--resume` until the input has been
+/// checked against the interrupted load's journal up to the furthest
+/// point it recorded (the statement chain at every recorded end), so a
+/// different dump is refused before anything of it runs.
+struct ResumeCheck {
+    horizon: u64,
+    chains: std::collections::HashMap<u64, String>,
+    verified: bool,
+    /// The last recorded end that matched (for the message).
+    matched: u64,
+    held: Vec<source::Item>,
+}
+
+impl ResumeCheck {
+    fn new(r: &journal::Resume) -> ResumeCheck {
+        ResumeCheck {
+            horizon: r.horizon,
+            chains: r.chains.clone(),
+            verified: r.horizon == 0,
+            matched: 0,
+            held: Vec::new(),
+        }
+    }
+
+    /// Checks an item; `Err` says where the input differs.
+    fn check(&mut self, item: &source::Item) -> Result<(), String> {
+        let end = item.stmt.end;
+        if let Some(want) = self.chains.get(&end) {
+            if *want != identity::hex(&item.chain) {
+                return Err(format!(
+                    "this is not the input the interrupted load read: it first differs between byte {} and byte {end} (line {}); refusing to resume (use --restart to load it from the start)",
+                    self.matched, item.stmt.line
+                ));
+            }
+            self.matched = end;
+        }
+        if !self.verified && end >= self.horizon {
+            if end != self.horizon && !self.chains.contains_key(&self.horizon) {
+                // No statement ended where the journal's last one did.
+                return Err(format!(
+                    "this is not the input the interrupted load read: no statement ends at byte {} where its journal's last one did (first differs after byte {}); refusing to resume (use --restart)",
+                    self.horizon, self.matched
+                ));
+            }
+            self.verified = true;
+        }
+        Ok(())
+    }
+}
+
 /// Loads a dump. `Ok` also when statements were quarantined (see
 /// `Summary::errors`); `Err` when the load stopped.
 pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
@@ -166,7 +225,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let total = opened.size;
 
     // Connect first: a wrong password should not wait for the dump.
-    let mut control = SessionConn::open(&opts.target).await?;
+    let control = SessionConn::open(&opts.target).await?;
+    // The lock and the journal's own bookkeeping live on a connection of
+    // their own, outside any transaction the file opens.
+    let mut bookkeeping = SessionConn::open(&opts.target).await?.conn;
     let endpoint = opts.target.endpoint.to_string();
 
     let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -178,33 +240,47 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         sqlfleet_dump::split::MAX_STATEMENT,
         tx,
         stop_reader.clone(),
-    );
+    )
+    .map_err(|source| LoadError::Open {
+        path: opts.path.clone(),
+        source,
+    })?;
     let input_err = |source| LoadError::Input {
         path: opts.path.clone(),
         source,
     };
-    let load_id = match rx.recv().await {
-        Some(Msg::Id(id)) => id,
+    let stop = |rx: tokio::sync::mpsc::Receiver<Msg>| {
+        stop_reader.store(true, Ordering::Relaxed);
+        drop(rx);
+    };
+    let (load_id, is_dump) = match rx.recv().await {
+        Some(Msg::Id { id, dump }) => (id, dump),
+        Some(Msg::Error(e)) => {
+            stop(rx);
+            let _ = reader.join();
+            return Err(input_err(e));
+        }
         _ => {
             return Err(LoadError::Empty {
                 path: opts.path.clone(),
             })
         }
     };
+    journal::lock(&mut bookkeeping, &endpoint, &load_id).await?;
 
     let start = journal::prepare(
-        &mut control.conn,
+        &mut bookkeeping,
         &endpoint,
         &load_id,
         &source_name,
         opts.resume,
         opts.restart,
+        total,
     )
     .await?;
-    let resume_ranges = match start {
+    let mut resume = match start {
         Start::AlreadyDone => {
-            stop_reader.store(true, Ordering::Relaxed);
-            drop(rx);
+            stop(rx);
             let _ = reader.join();
             return Ok(Summary {
                 unit: "statements",
@@ -220,6 +296,59 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         Start::Resume(r) => r,
         Start::Fresh => Default::default(),
     };
+    let mut warnings = Vec::new();
+    if opts.resume {
+        let refuse = |what: String| {
+            stop_reader.store(true, Ordering::Relaxed);
+            LoadError::Changed {
+                path: opts.path.clone(),
+                what,
+            }
+        };
+        if let (Some(was), Some(now)) = (resume.size, total) {
+            if was != now {
+                return Err(refuse(format!(
+                    "the interrupted load read a file of {was} bytes, this one has {now}: not the same input; refusing to resume (use --restart)"
+                )));
+            }
+        }
+        let stateful = journal::stateful_since(&mut bookkeeping, &load_id)
+            .await
+            .map_err(|e| LoadError::Journal {
+                endpoint: endpoint.clone(),
+                what: error::describe(&e).1,
+            })?;
+        if let Some((line, why)) = stateful {
+            return Err(refuse(format!(
+                "the interrupted load had reached line {line}, where {why} tied the file to one connection's state, which a new connection does not have: it cannot be resumed exactly; restore the target and load with --restart"
+            )));
+        }
+        for t in std::mem::take(&mut resume.dirty_tables) {
+            let n = journal::reset_dirty_table(&mut bookkeeping, &endpoint, &load_id, &t).await?;
+            let w = format!(
+                "table {t} is not transactional and had a batch in flight when the load stopped: its {n} rows were deleted and its data is loaded again"
+            );
+            eprintln!("sqlfleet load: warning: {w}");
+            warnings.push(w);
+            resume = match journal::prepare(
+                &mut bookkeeping,
+                &endpoint,
+                &load_id,
+                &source_name,
+                true,
+                false,
+                total,
+            )
+            .await?
+            {
+                Start::Resume(r) => journal::Resume {
+                    dirty_tables: Vec::new(),
+                    ..r
+                },
+                _ => resume,
+            };
+        }
+    }
 
     let threads = opts.threads.max(1);
     let engine = Engine::start(EngineOptions {
@@ -237,18 +366,34 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         started,
     })?;
     let shared = engine.shared.clone();
+    let regime = if is_dump && !opts.serial {
+        Regime::Parallel
+    } else {
+        if !opts.serial {
+            let w = format!(
+                "{source_name} is not a mysqldump/mariadb-dump file (no dump header): its statements run in file order on one connection, as with the mysql client"
+            );
+            eprintln!("sqlfleet load: note: {w}");
+        }
+        Regime::Ordered
+    };
+    let mut check = ResumeCheck::new(&resume);
     let mut sched = Scheduler::new(
         engine.ctx.clone(),
         engine.queue.clone(),
         control,
-        resume_ranges,
+        bookkeeping,
+        resume,
         opts.batch_bytes,
         opts.defer_indexes,
         opts.database
             .clone()
             .or_else(|| opts.target.database.clone()),
+        regime,
     );
+    sched.warnings.extend(warnings);
     let mut input_error = None;
+    let mut changed = None;
     let mut bytes = 0;
     let mut saw_statement = false;
     while let Some(msg) = rx.recv().await {
@@ -258,41 +403,77 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         match msg {
             Msg::Item(item) => {
                 saw_statement = true;
-                sched.feed(item.stmt, item.kind).await;
+                if let Err(what) = check.check(&item) {
+                    changed = Some(what);
+                    break;
+                }
+                if check.verified {
+                    for held in std::mem::take(&mut check.held) {
+                        sched.feed(held).await;
+                    }
+                    sched.feed(*item).await;
+                } else if check.held.is_empty()
+                    && (matches!(item.kind, Kind::Session | Kind::Use(_) | Kind::Hint)
+                        || sched.resume.ranges.contains(item.stmt.offset))
+                {
+                    sched.feed(*item).await; // runs nothing
+                } else {
+                    check.held.push(*item);
+                }
             }
             Msg::Done { bytes: b } => {
                 bytes = b;
+                if !check.verified {
+                    changed = Some(format!(
+                        "this is not the input the interrupted load read: it ends at byte {b}, before byte {} that the interrupted load had reached; refusing to resume (use --restart)",
+                        check.horizon
+                    ));
+                }
                 break;
             }
             Msg::Error(e) => {
                 input_error = Some(e);
                 break;
             }
-            Msg::Id(_) => {}
+            Msg::Id { .. } => {}
         }
     }
-    stop_reader.store(true, Ordering::Relaxed);
-    drop(rx);
-    sched.finish().await;
+    stop(rx);
+    if changed.is_none() {
+        sched.finish().await;
+    }
     let Scheduler {
-        mut control,
+        control,
+        mut bookkeeping,
         warnings,
         skipped,
         tables,
+        regime,
         ..
     } = sched;
     engine.finish().await;
     let _ = reader.join();
+    if let Some(c) = control {
+        let _ = c.conn.disconnect().await;
+    }
 
     let failure = shared
         .failure
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    let ok = failure.is_none() && input_error.is_none() && saw_statement;
+    let ok = failure.is_none() && input_error.is_none() && changed.is_none() && saw_statement;
     let rows = shared.rows.load(Ordering::Relaxed);
-    let _ = journal::finish(&mut control.conn, &endpoint, &load_id, ok, bytes, rows).await;
-    let _ = control.conn.disconnect().await;
+    if changed.is_none() {
+        let _ = journal::finish(&mut bookkeeping, &endpoint, &load_id, ok, bytes, rows).await;
+    }
+    let _ = bookkeeping.disconnect().await;
+    if let Some(what) = changed {
+        return Err(LoadError::Changed {
+            path: opts.path.clone(),
+            what,
+        });
+    }
     if let Some(e) = input_error {
         return Err(input_err(e));
     }
@@ -328,6 +509,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         fast_path_statements: shared.fast_statements.load(Ordering::Relaxed),
         insert_batches: shared.fast_fallbacks.load(Ordering::Relaxed),
         threads,
+        mode: match regime {
+            Regime::Parallel => "parallel",
+            Regime::Ordered => "ordered",
+            Regime::Stateful => "one connection",
+        },
         warnings,
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
     })

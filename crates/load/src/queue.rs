@@ -25,6 +25,9 @@ struct TableQ {
     jobs: VecDeque<(Job, usize)>,
     active: usize,
     auto_inc: bool,
+    /// One worker at a time, in queue order (rows whose order decides
+    /// the result: INSERT IGNORE, REPLACE, --continue-on-error).
+    ordered: bool,
 }
 
 #[derive(Default)]
@@ -63,7 +66,7 @@ impl JobQueue {
 
     /// Queues a job for `table`, waiting while the queue holds more than
     /// its byte budget (so memory stays bounded).
-    pub async fn push(&self, table: &str, auto_inc: bool, job: Job, bytes: usize) {
+    pub async fn push(&self, table: &str, auto_inc: bool, ordered: bool, job: Job, bytes: usize) {
         loop {
             let notified = self.changed.notified();
             tokio::pin!(notified);
@@ -76,12 +79,14 @@ impl JobQueue {
                         Some(t) => {
                             t.jobs.push_back((job, bytes));
                             t.auto_inc = auto_inc;
+                            t.ordered |= ordered;
                         }
                         None => st.tables.push(TableQ {
                             key: table.to_string(),
                             jobs: VecDeque::from([(job, bytes)]),
                             active: 0,
                             auto_inc,
+                            ordered,
                         }),
                     }
                     drop(st);
@@ -105,7 +110,7 @@ impl JobQueue {
                     .tables
                     .iter()
                     .enumerate()
-                    .filter(|(_, t)| !t.jobs.is_empty())
+                    .filter(|(_, t)| !(t.jobs.is_empty() || t.ordered && t.active > 0))
                     .min_by_key(|(i, t)| (t.active, *i))
                     .map(|(i, _)| i);
                 if let Some(i) = best {
@@ -182,7 +187,7 @@ mod tests {
     async fn spreads_workers_over_tables_and_limits_fast_path() {
         let q = JobQueue::new(1 << 20);
         for t in ["a", "a", "a", "b"] {
-            q.push(t, true, job().0, 10).await;
+            q.push(t, true, false, job().0, 10).await;
         }
         let l1 = q.pop().await.expect("job");
         let l2 = q.pop().await.expect("job");
@@ -197,8 +202,8 @@ mod tests {
         q.done("a");
         let l4 = q.pop().await.expect("the last 'a' job");
         assert_eq!((l4.table.as_str(), l4.fast_ok), ("a", true));
-        q.push("c", false, job().0, 10).await;
-        q.push("c", false, job().0, 10).await;
+        q.push("c", false, false, job().0, 10).await;
+        q.push("c", false, false, job().0, 10).await;
         let l5 = q.pop().await.expect("job");
         let l6 = q.pop().await.expect("job");
         assert_eq!((l5.table.as_str(), l6.table.as_str()), ("c", "c"));
@@ -213,13 +218,35 @@ mod tests {
     #[tokio::test]
     async fn push_waits_for_room() {
         let q = std::sync::Arc::new(JobQueue::new(15));
-        q.push("a", false, job().0, 10).await;
+        q.push("a", false, false, job().0, 10).await;
         let q2 = q.clone();
-        let pusher = tokio::spawn(async move { q2.push("a", false, job().0, 10).await });
+        let pusher = tokio::spawn(async move { q2.push("a", false, false, job().0, 10).await });
         tokio::task::yield_now().await;
         assert!(!pusher.is_finished());
         let _l = q.pop().await.expect("job");
         pusher.await.expect("pushed once there was room");
+    }
+
+    #[tokio::test]
+    async fn an_ordered_table_gets_one_worker_at_a_time_in_order() {
+        let q = JobQueue::new(1 << 20);
+        let (j1, _r1) = job();
+        let (j2, _r2) = job();
+        q.push("t", false, true, j1, 10).await;
+        q.push("t", false, true, j2, 10).await;
+        q.push("u", false, false, job().0, 10).await;
+        let a = q.pop().await.expect("job");
+        assert_eq!(a.table, "t");
+        let b = q.pop().await.expect("job");
+        assert_eq!(b.table, "u", "t's second batch waits for its first");
+        q.close();
+        let q = std::sync::Arc::new(q);
+        let q2 = q.clone();
+        let next = tokio::spawn(async move { q2.pop().await.map(|l| l.table) });
+        tokio::task::yield_now().await;
+        assert!(!next.is_finished());
+        q.done("t");
+        assert_eq!(next.await.expect("join").as_deref(), Some("t"));
     }
 
     #[test]

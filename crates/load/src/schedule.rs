@@ -1,55 +1,96 @@
 //! The scheduler: walks the dump in order and decides what may overlap.
 //!
-//! - Session statements (`SET`, `USE`) extend the prelude every connection
-//!   replays; `LOCK TABLES` and `DISABLE/ENABLE KEYS` hints are skipped
-//!   (they would serialize the workers and change nothing in the result).
-//! - INSERTs are grouped into batches of one table and handed to workers;
-//!   batches of one table run in parallel once the table exists.
-//! - DDL and triggers on a table wait for that table's batches in flight,
-//!   then run in dump order on the scheduler's own connection (so a
-//!   trigger never fires on the dump's rows, and a table's data never
-//!   races its CREATE). Other tables' batches keep flowing meanwhile.
-//! - Everything else (databases, views, routines, events, unknown
-//!   statements) is a barrier: it waits for all work in flight and runs
-//!   alone, so a view is created after the tables it reads are loaded.
+//! Three regimes, chosen so that the result is always that of the stock
+//! client running the file on one connection:
+//!
+//! - **parallel** (mysqldump/mariadb-dump files): session statements
+//!   (`SET`, `USE`) extend the prelude every connection replays; plain
+//!   INSERTs are grouped into batches of one table and handed to workers;
+//!   DDL and triggers on a table wait for that table's batches, then run
+//!   in dump order on the scheduler's own connection; everything else
+//!   (databases, views, routines, statements that read other tables) is a
+//!   barrier that waits for all work in flight and runs alone.
+//!   `LOCK TABLES` and `DISABLE/ENABLE KEYS` hints are skipped.
+//! - **ordered** (any other .sql file): the same batches and journal, but
+//!   everything runs in file order on the scheduler's connection, so
+//!   `LAST_INSERT_ID()` and friends see what they would.
+//! - **stateful**: from the first statement that needs one connection's
+//!   state (user variables, temporary tables, transaction control,
+//!   prepared statements, CALL, LAST_INSERT_ID after parallel work is
+//!   refused), everything runs as written on the scheduler's connection,
+//!   after the work in flight. Such a load cannot be resumed exactly; the
+//!   journal says so and `--resume` refuses it.
+//!
+//! Batches into non-transactional tables (MyISAM, Aria; asked of the
+//! server) never take a path that needs a rollback (see `worker`).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
-use sqlfleet_conn::quote::ident;
-use sqlfleet_dump::classify::{engine, is_transactional};
+use sqlfleet_conn::quote::{ident, literal};
+use sqlfleet_dump::classify::database_named;
+use sqlfleet_dump::inspect::{sets_autocommit_off, Traits};
 use sqlfleet_dump::{Kind, Statement, TableRef};
 use tokio::sync::oneshot;
 
 use crate::defer;
 use crate::error::StatementFailure;
-use crate::retry::{backoff, needs_reconnect, retryable, ALREADY_DONE, MAX_ATTEMPTS};
-use crate::journal::{self, Ranges};
-use crate::queue::{has_auto_increment, JobQueue};
-use crate::session::SessionConn;
+use crate::identity::ChainValue;
 use crate::job::{Job, Work};
+use crate::journal::{self, Record, Resume};
+use crate::queue::{has_auto_increment, JobQueue};
+use crate::retry::{backoff, needs_reconnect, retryable, ALREADY_DONE, MAX_ATTEMPTS};
+use crate::session::SessionConn;
+use crate::source::Item;
 use crate::state::Ctx;
+use crate::worker;
 
 type Key = (Option<String>, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Regime {
+    Parallel,
+    Ordered,
+    Stateful,
+}
 
 pub struct Scheduler {
     pub ctx: Arc<Ctx>,
     pub queue: Arc<JobQueue>,
-    pub control: SessionConn,
-    pub resume: Ranges,
+    /// The scheduler's own connection (DDL, barriers, ordered work).
+    pub control: Option<SessionConn>,
+    /// The connection that holds the load's lock; journal bookkeeping
+    /// that must not join a transaction of the file's.
+    pub bookkeeping: mysql_async::Conn,
+    pub resume: Resume,
     pub batch_bytes: usize,
     pub defer_indexes: bool,
     pub warnings: Vec<String>,
     pub skipped: u64,
     pub tables: std::collections::BTreeSet<String>,
+    pub regime: Regime,
     cur_db: Option<String>,
-    batch: Option<(Key, Vec<Statement>, usize)>,
+    batch: Option<Batch>,
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
     /// Tables known to have no AUTO_INCREMENT column (from their CREATE).
     no_auto_inc: std::collections::HashSet<Key>,
+    /// Transactional or not, as the server says.
+    transactional: HashMap<Key, bool>,
     deferred: HashMap<Key, Deferred>,
+    /// Some batch went to a worker (another connection).
+    workers_used: bool,
+    own_schema_noticed: bool,
+}
+
+struct Batch {
+    key: Key,
+    stmts: Vec<Statement>,
+    bytes: usize,
+    chain: ChainValue,
+    /// The order of rows with equal keys matters (IGNORE, REPLACE, ...).
+    ordered: bool,
 }
 
 struct Deferred {
@@ -59,30 +100,38 @@ struct Deferred {
 }
 
 impl Scheduler {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         ctx: Arc<Ctx>,
         queue: Arc<JobQueue>,
         control: SessionConn,
-        resume: Ranges,
+        bookkeeping: mysql_async::Conn,
+        resume: Resume,
         batch_bytes: usize,
         defer_indexes: bool,
         database: Option<String>,
+        regime: Regime,
     ) -> Scheduler {
         Scheduler {
             ctx,
             queue,
-            control,
+            control: Some(control),
+            bookkeeping,
             resume,
             batch_bytes,
             defer_indexes,
             warnings: Vec::new(),
             skipped: 0,
             tables: Default::default(),
+            regime,
             cur_db: database,
             batch: None,
             inflight: HashMap::new(),
             no_auto_inc: Default::default(),
+            transactional: HashMap::new(),
             deferred: HashMap::new(),
+            workers_used: false,
+            own_schema_noticed: false,
         }
     }
 
@@ -97,9 +146,172 @@ impl Scheduler {
         }
     }
 
+    /// Statements on the journal's own schema (a dump of a server that
+    /// was itself loaded with sqlfleet) are skipped: they would drop the
+    /// live journal.
+    fn on_own_schema(&mut self, stmt: &Statement, kind: &Kind) -> bool {
+        let own = |db: Option<&str>| db == Some(journal::SCHEMA);
+        let hit = match kind {
+            Kind::Use(db) => own(Some(db)),
+            Kind::Session | Kind::Hint => false,
+            Kind::Barrier => {
+                own(database_named(&stmt.text).as_deref()) || own(self.cur_db.as_deref())
+            }
+            other => other.table().is_some_and(|t| own(self.key(t).0.as_deref())),
+        };
+        if hit && !self.own_schema_noticed {
+            self.own_schema_noticed = true;
+            self.warn(format!(
+                "line {}: the dump contains the `{}` schema (sqlfleet's own load journal, from a server loaded with sqlfleet); its statements are skipped",
+                stmt.line,
+                journal::SCHEMA
+            ));
+        }
+        hit
+    }
+
+    /// Why this statement needs the one connection the file would run
+    /// on, if it does.
+    fn needs_one_connection(&self, kind: &Kind, t: &Traits, stmt: &Statement) -> Option<String> {
+        if let Some(f) = t.previous_result {
+            return Some(format!(
+                "{f} (the previous statement's result on this connection)"
+            ));
+        }
+        if let Some(why) = t.session_state {
+            return Some(why.to_string());
+        }
+        if t.temporary {
+            return Some("a temporary table".into());
+        }
+        match kind {
+            Kind::Session if t.reads_tables => Some("a SET computed from a query".into()),
+            Kind::Session if self.regime == Regime::Ordered && sets_autocommit_off(&stmt.text) => {
+                Some("SET autocommit=0 (a transaction the file ends itself)".into())
+            }
+            Kind::Session | Kind::Use(_) | Kind::Hint => None,
+            _ if t.user_vars => Some("a user variable".into()),
+            _ => None,
+        }
+    }
+
     /// Handles one statement of the dump, in order. Errors are recorded
     /// in the shared failure slot.
-    pub async fn feed(&mut self, stmt: Statement, kind: Kind) {
+    pub async fn feed(&mut self, item: Item) {
+        let Item {
+            stmt,
+            kind,
+            traits,
+            chain,
+        } = item;
+        if self.ctx.shared.stopped() {
+            return;
+        }
+        if self.on_own_schema(&stmt, &kind) {
+            if let Kind::Use(db) = kind {
+                self.cur_db = Some(db);
+            }
+            return;
+        }
+        if let Some(path) = &stmt.source {
+            self.ctx.shared.fail(StatementFailure {
+                code: None,
+                message: format!("the client command 'source {path}' is not supported by sqlfleet load yet: load {path} on its own, or expand it into this file"),
+                ..StatementFailure::of_text(&stmt, None)
+            });
+            return;
+        }
+        if !matches!(kind, Kind::Session | Kind::Use(_) | Kind::Hint)
+            && self.resume.ranges.contains(stmt.offset)
+        {
+            self.skipped += 1;
+            if let Kind::TableDdl {
+                table,
+                create: true,
+            } = &kind
+            {
+                self.tables.insert(Self::show(&self.key(table)));
+            }
+            return;
+        }
+        if self.regime != Regime::Stateful {
+            if let Some(why) = self.needs_one_connection(&kind, &traits, &stmt) {
+                if traits.previous_result.is_some() && self.workers_used {
+                    self.ctx.shared.fail(StatementFailure {
+                        code: None,
+                        message: format!(
+                            "this statement uses {why}, but the statements before it were loaded in parallel on other connections, so it would not see what the stock client's would: load this file with --serial"
+                        ),
+                        ..StatementFailure::of_text(&stmt, None)
+                    });
+                    return;
+                }
+                self.enter_stateful(&stmt, &why).await;
+            }
+        }
+        if self.regime == Regime::Stateful {
+            self.feed_stateful(stmt, kind).await;
+        } else {
+            self.feed_journaled(stmt, kind, traits, chain).await;
+        }
+    }
+
+    /// From here on, everything runs as written on the scheduler's
+    /// connection, after the work in flight.
+    async fn enter_stateful(&mut self, stmt: &Statement, why: &str) {
+        // The batch not yet sent runs as written too (so ROW_COUNT() and
+        // the like after it see its last statement).
+        let pending = self.batch.take();
+        self.start_all_deferred().await;
+        self.wait_all().await;
+        self.regime = Regime::Stateful;
+        self.warn(format!(
+            "line {}: {why} ties the rest of this file to one connection: it runs in order on one connection from here, and this load cannot be resumed after an interruption (--restart instead)",
+            stmt.line
+        ));
+        if let Err(e) =
+            journal::mark_stateful(&mut self.bookkeeping, &self.ctx.load_id, stmt.line, why).await
+        {
+            self.ctx.shared.fail(StatementFailure {
+                message: format!("recording in the journal: {}", crate::error::describe(&e).1),
+                ..StatementFailure::of(stmt, None, &e)
+            });
+            return;
+        }
+        if let Some(b) = pending {
+            let table = Self::show(&b.key);
+            for s in b.stmts {
+                self.execute(&s, Some(&table), None, None).await;
+            }
+        }
+    }
+
+    async fn feed_stateful(&mut self, stmt: Statement, kind: Kind) {
+        match kind {
+            Kind::Hint => {}
+            Kind::Use(db) => {
+                self.cur_db = Some(db);
+                self.execute(&stmt, None, None, None).await;
+            }
+            other => {
+                let table = other.table().map(|t| Self::show(&self.key(t)));
+                if let Some(t) = &table {
+                    if matches!(other, Kind::TableDdl { create: true, .. }) {
+                        self.tables.insert(t.clone());
+                    }
+                }
+                self.execute(&stmt, table.as_deref(), None, None).await;
+            }
+        }
+    }
+
+    async fn feed_journaled(
+        &mut self,
+        stmt: Statement,
+        kind: Kind,
+        traits: Traits,
+        chain: ChainValue,
+    ) {
         match kind {
             Kind::Session => {
                 self.flush().await;
@@ -111,55 +323,66 @@ impl Scheduler {
                 self.cur_db = Some(db);
             }
             Kind::Hint => {}
-            _ if self.resume.contains(stmt.offset) => {
-                self.skipped += 1;
-                // Keep what a deferred-index rewrite needs to know on resume.
-                if let Kind::TableDdl {
-                    table,
-                    create: true,
-                } = &kind
-                {
-                    self.tables.insert(Self::show(&self.key(table)));
-                }
+            Kind::Data(t) if traits.reads_tables || traits.expressions => {
+                // Reads other tables (INSERT ... SELECT, a subquery) or
+                // calls functions: after everything before it, alone.
+                self.flush().await;
+                self.start_all_deferred().await;
+                self.wait_all().await;
+                let key = self.key(&t);
+                let nontx = !self.is_transactional(&key).await;
+                let work = Work::Data {
+                    table: Self::show(&key),
+                    stmts: vec![stmt],
+                    chain,
+                    nontx,
+                };
+                let prelude_len = self.ctx.prelude.len();
+                worker::process(&self.ctx, &mut self.control, work, prelude_len, false).await;
             }
             Kind::Data(t) => {
                 let key = self.key(&t);
                 let len = stmt.text.len();
+                let ordered = traits.order_sensitive || self.ctx.continue_on_error;
                 match &mut self.batch {
-                    Some((k, stmts, bytes)) if *k == key && *bytes + len <= self.batch_bytes => {
-                        stmts.push(stmt);
-                        *bytes += len;
+                    Some(b) if b.key == key && b.bytes + len <= self.batch_bytes => {
+                        b.stmts.push(stmt);
+                        b.bytes += len;
+                        b.chain = chain;
+                        b.ordered |= ordered;
                     }
                     _ => {
                         self.flush().await;
-                        self.batch = Some((key, vec![stmt], len));
+                        self.batch = Some(Batch {
+                            key,
+                            stmts: vec![stmt],
+                            bytes: len,
+                            chain,
+                            ordered,
+                        });
                     }
                 }
             }
             Kind::TableDdl { table, create } => {
                 self.flush().await;
                 let key = self.key(&table);
-                self.tables.insert(Self::show(&key));
+                let shown = Self::show(&key);
+                self.tables.insert(shown.clone());
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
+                self.transactional.remove(&key);
                 if create {
                     if has_auto_increment(&stmt.text) {
                         self.no_auto_inc.remove(&key);
                     } else {
                         self.no_auto_inc.insert(key.clone());
                     }
-                    if let Some(e) = engine(&stmt.text).filter(|e| !is_transactional(e)) {
-                        self.warn(format!(
-                            "table {} uses {e}, which cannot roll back: its batches are journaled but a crash mid-batch may leave partial rows",
-                            Self::show(&key)
-                        ));
-                    }
                     if self.defer_indexes {
                         if let Some((text, keys)) = defer::strip_secondary_indexes(&stmt.text) {
                             let record = (stmt.offset, stmt.end, stmt.line);
                             let rewritten = Statement { text, ..stmt };
                             // Journaled only once the indexes are back.
-                            if self.execute(&rewritten, Some(&key), false).await {
+                            if self.execute(&rewritten, Some(&shown), None, None).await {
                                 self.deferred.insert(
                                     key,
                                     Deferred {
@@ -173,20 +396,24 @@ impl Scheduler {
                         }
                     }
                 }
-                self.execute(&stmt, Some(&key), true).await;
+                let what = if create { "create" } else { "ddl" };
+                self.execute(&stmt, Some(&shown), Some(what), Some(&chain))
+                    .await;
             }
             Kind::Trigger(table) => {
                 self.flush().await;
                 let key = self.key(&table);
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
-                self.execute(&stmt, Some(&key), true).await;
+                let shown = Self::show(&key);
+                self.execute(&stmt, Some(&shown), Some("ddl"), Some(&chain))
+                    .await;
             }
             Kind::Barrier => {
                 self.flush().await;
                 self.start_all_deferred().await;
                 self.wait_all().await;
-                self.execute(&stmt, None, true).await;
+                self.execute(&stmt, None, Some("ddl"), Some(&chain)).await;
             }
         }
     }
@@ -204,23 +431,68 @@ impl Scheduler {
         self.wait_all().await;
     }
 
+    /// Is this table transactional? Asked of the server once per table
+    /// (after each DDL on it), so a default engine, an ALTER ... ENGINE
+    /// or a table the dump did not create are all seen as they are.
+    async fn is_transactional(&mut self, key: &Key) -> bool {
+        if let Some(t) = self.transactional.get(key) {
+            return *t;
+        }
+        let Some(c) = self.control.as_mut() else {
+            return true;
+        };
+        let db = match &key.0 {
+            Some(db) => literal(db),
+            None => "DATABASE()".into(),
+        };
+        let q = format!(
+            "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {}",
+            literal(&key.1)
+        );
+        let engine: Option<Option<String>> = c.conn.query_first(q).await.unwrap_or(None);
+        let tx = match engine.flatten() {
+            Some(e) => sqlfleet_dump::classify::is_transactional(&e.to_ascii_uppercase()),
+            None => true, // not there (yet): the INSERT will say so
+        };
+        if !tx {
+            let shown = Self::show(key);
+            self.warn(format!(
+                "table {shown} is not transactional: its batches run statement by statement, never retried; if the load stops mid-batch, --resume empties {shown} and loads its data again"
+            ));
+        }
+        self.transactional.insert(key.clone(), tx);
+        tx
+    }
+
     async fn flush(&mut self) {
-        let Some((key, stmts, bytes)) = self.batch.take() else {
+        let Some(b) = self.batch.take() else {
             return;
         };
+        let nontx = !self.is_transactional(&b.key).await;
+        let table = Self::show(&b.key);
+        let work = Work::Data {
+            table: table.clone(),
+            stmts: b.stmts,
+            chain: b.chain,
+            nontx,
+        };
+        let prelude_len = self.ctx.prelude.len();
+        if self.regime == Regime::Ordered {
+            worker::process(&self.ctx, &mut self.control, work, prelude_len, !nontx).await;
+            return;
+        }
+        self.workers_used = true;
         let (tx, rx) = oneshot::channel();
-        let table = Self::show(&key);
         let job = Job {
-            work: Work::Data {
-                table: table.clone(),
-                stmts,
-            },
-            prelude_len: self.ctx.prelude.len(),
+            work,
+            prelude_len,
             done: tx,
         };
-        let auto_inc = !self.no_auto_inc.contains(&key);
-        self.queue.push(&table, auto_inc, job, bytes).await;
-        let list = self.inflight.entry(key).or_default();
+        let auto_inc = !self.no_auto_inc.contains(&b.key);
+        self.queue
+            .push(&table, auto_inc, b.ordered, job, b.bytes)
+            .await;
+        let list = self.inflight.entry(b.key).or_default();
         list.push(rx);
         if list.len() > 256 {
             list.retain_mut(|r| matches!(r.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
@@ -243,7 +515,7 @@ impl Scheduler {
             prelude_len: d.prelude_len,
             done: tx,
         };
-        self.queue.push(&table_name, true, job, 0).await;
+        self.queue.push(&table_name, true, false, job, 0).await;
         self.inflight.entry(key.clone()).or_default().push(rx);
     }
 
@@ -270,34 +542,61 @@ impl Scheduler {
         }
     }
 
-    /// Runs a statement on the scheduler's connection, journals it if
-    /// `record`; returns false (after recording the failure) if it failed.
-    async fn execute(&mut self, stmt: &Statement, key: Option<&Key>, record: bool) -> bool {
+    /// Runs a statement on the scheduler's connection; journals it as
+    /// `record` (a pending row first, so an interrupted DDL is known);
+    /// returns false (after recording the failure) if it failed.
+    async fn execute(
+        &mut self,
+        stmt: &Statement,
+        table: Option<&str>,
+        record: Option<&str>,
+        chain: Option<&ChainValue>,
+    ) -> bool {
         if self.ctx.shared.past_failure(stmt.offset) {
             return false;
         }
-        let table = key.map(Self::show);
+        let stateful = self.regime == Regime::Stateful;
         let upto = self.ctx.prelude.len();
+        let rec = |kind: &'static str, me: &Self| {
+            Record {
+                load_id: &me.ctx.load_id,
+                start: stmt.offset,
+                end: stmt.end,
+                kind,
+                rows: 0,
+                table,
+                chain,
+            }
+            .sql()
+        };
         let mut attempt = 0;
         let result = loop {
             attempt += 1;
+            let pending = record.map(|_| rec("pending-ddl", self));
             let r = async {
-                self.control.sync(&self.ctx.prelude, upto).await?;
-                self.control.conn.query_drop(&stmt.text[..]).await
+                let c = worker::ensure(&self.ctx, &mut self.control).await?;
+                c.sync(&self.ctx.prelude, upto).await?;
+                if let Some(p) = &pending {
+                    c.conn.query_drop(format!("BEGIN; {p}; COMMIT")).await?;
+                }
+                c.conn.query_drop(&stmt.text[..]).await
             }
             .await;
             match r {
-                Err(e) if retryable(&e) && attempt < MAX_ATTEMPTS => {
+                Err(e)
+                    if retryable(&e)
+                        && attempt < MAX_ATTEMPTS
+                        && !(stateful && needs_reconnect(&e)) =>
+                {
                     self.ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
                     if needs_reconnect(&e) {
-                        if let Ok(c) = SessionConn::open(&self.ctx.target).await {
-                            self.control = c;
-                        }
+                        self.control = None;
                     }
                     tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(mysql_async::Error::Server(s))
-                    if self.ctx.shared.resuming && ALREADY_DONE.contains(&s.code) =>
+                    if self.resume.pending_ddl.contains(&stmt.offset)
+                        && ALREADY_DONE.contains(&s.code) =>
                 {
                     self.warn(format!(
                         "byte offset {}, line {}: already applied before the interruption ({}), kept",
@@ -311,16 +610,19 @@ impl Scheduler {
         match result {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
-                if record {
-                    let rec =
-                        journal::record_sql(&self.ctx.load_id, stmt.offset, stmt.end, "ddl", 0);
-                    if let Err(e) = self.control.conn.query_drop(rec).await {
+                if let Some(kind) = record {
+                    let sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
+                    let r = match self.control.as_mut() {
+                        Some(c) => c.conn.query_drop(format!("BEGIN; {sql}; COMMIT")).await,
+                        None => Ok(()),
+                    };
+                    if let Err(e) = r {
                         self.ctx.shared.fail(StatementFailure {
                             message: format!(
                                 "recording in the journal: {}",
                                 crate::error::describe(&e).1
                             ),
-                            ..StatementFailure::of(stmt, table.as_deref(), &e)
+                            ..StatementFailure::of(stmt, table, &e)
                         });
                         return false;
                     }
@@ -328,17 +630,18 @@ impl Scheduler {
                 true
             }
             Err(e) => {
-                let f = StatementFailure::of(stmt, table.as_deref(), &e);
+                let mut f = StatementFailure::of(stmt, table, &e);
+                if stateful && needs_reconnect(&e) {
+                    f.message.push_str(" (the connection was lost, and with it the session state this file built up: the load cannot go on; restore the target and load again with --restart)");
+                }
                 if self.ctx.continue_on_error {
                     self.ctx.shared.quarantine(stmt, &f);
-                    let rec = journal::record_sql(
-                        &self.ctx.load_id,
-                        stmt.offset,
-                        stmt.end,
-                        "quarantine",
-                        0,
-                    );
-                    let _ = self.control.conn.query_drop(rec).await;
+                    if !stateful {
+                        let q = rec("quarantine", self);
+                        if let Some(c) = self.control.as_mut() {
+                            let _ = c.conn.query_drop(format!("BEGIN; {q}; COMMIT")).await;
+                        }
+                    }
                 } else {
                     self.ctx.shared.fail(f);
                 }

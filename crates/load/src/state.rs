@@ -112,4 +112,3 @@ pub struct Ctx {
     pub load_id: String,
     pub continue_on_error: bool,
 }
-

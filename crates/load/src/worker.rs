@@ -16,7 +16,7 @@ use crate::chunk_job::{self, ChunkOutcome};
 use crate::error::StatementFailure;
 use crate::fast_path::{try_fast, Fast};
 use crate::job::Work;
-use crate::journal;
+use crate::journal::{self, Record};
 use crate::queue::{JobQueue, Lease};
 use crate::retry::{backoff, needs_reconnect, retryable, MAX_ATTEMPTS};
 use crate::session::SessionConn;
@@ -56,7 +56,7 @@ enum Outcome {
     Fail(usize, mysql_async::Error),
 }
 
-async fn process(
+pub(crate) async fn process(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
     work: Work,
@@ -91,7 +91,8 @@ async fn process(
                     ctx.shared.fail(w.failure(code, msg));
                 } else {
                     let (stmt, table) = first_stmt(&work);
-                    ctx.shared.fail(StatementFailure::of(&stmt, Some(&table), &e));
+                    ctx.shared
+                        .fail(StatementFailure::of(&stmt, Some(&table), &e));
                 }
                 return;
             }
@@ -101,11 +102,17 @@ async fn process(
             }
             Outcome::Fail(i, e) => {
                 match &work {
-                    Work::Data { table, stmts } if ctx.continue_on_error => {
+                    Work::Data {
+                        table,
+                        stmts,
+                        nontx: false,
+                        ..
+                    } if ctx.continue_on_error => {
                         one_by_one(ctx, conn, table, stmts, prelude_len).await;
                     }
-                    Work::Data { table, stmts } => {
-                        ctx.shared.fail(StatementFailure::of(&stmts[i], Some(table), &e));
+                    Work::Data { table, stmts, .. } => {
+                        ctx.shared
+                            .fail(StatementFailure::of(&stmts[i], Some(table), &e));
                     }
                     Work::Index { .. } | Work::Chunk(_) => {
                         let (stmt, table) = first_stmt(&work);
@@ -125,7 +132,7 @@ async fn process(
 
 fn first_stmt(work: &Work) -> (Statement, String) {
     match work {
-        Work::Data { table, stmts } => (stmts[0].clone(), table.clone()),
+        Work::Data { table, stmts, .. } => (stmts[0].clone(), table.clone()),
         Work::Chunk(w) => (
             Statement {
                 offset: w.offset,
@@ -153,7 +160,7 @@ fn first_stmt(work: &Work) -> (Statement, String) {
     }
 }
 
-async fn ensure<'a>(
+pub(crate) async fn ensure<'a>(
     ctx: &Ctx,
     conn: &'a mut Option<SessionConn>,
 ) -> Result<&'a mut SessionConn, mysql_async::Error> {
@@ -194,9 +201,30 @@ async fn attempt_once(
             ChunkOutcome::Retry(e) => Outcome::Retry(e),
             ChunkOutcome::Fail(f) => Outcome::Failed(f),
         },
-        Work::Data { stmts, .. } => {
+        Work::Data {
+            stmts,
+            table,
+            chain,
+            nontx,
+        } => {
             let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
-            run_txn(ctx, c, stmts, range, fast_ok).await
+            let record = |kind: &'static str, rows: u64| {
+                Record {
+                    load_id: &ctx.load_id,
+                    start: range.0,
+                    end: range.1,
+                    kind,
+                    rows,
+                    table: Some(table),
+                    chain: Some(chain),
+                }
+                .sql()
+            };
+            if *nontx {
+                run_nontx(ctx, c, table, stmts, &record).await
+            } else {
+                run_txn(ctx, c, stmts, &|rows| record("data", rows), fast_ok).await
+            }
         }
         Work::Index { alter, record, .. } => {
             let r = c.conn.query_drop(alter.as_str()).await;
@@ -229,11 +257,11 @@ async fn run_txn(
     ctx: &Ctx,
     c: &mut SessionConn,
     stmts: &[Statement],
-    range: (u64, u64),
+    record: &(dyn Fn(u64) -> String + Sync),
     fast_ok: bool,
 ) -> Outcome {
     let fast = if fast_ok {
-        try_fast(ctx, c, stmts, range).await
+        try_fast(ctx, c, stmts, record).await
     } else {
         Fast::Fallback
     };
@@ -264,14 +292,79 @@ async fn run_txn(
         }
         rows += c.conn.affected_rows();
     }
-    let rec = journal::record_sql(&ctx.load_id, range.0, range.1, "data", rows);
-    if let Err(e) = c.conn.query_drop(rec).await {
+    if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(0, e);
     }
     match c.conn.query_drop("COMMIT").await {
         Ok(()) => Outcome::Ok(rows),
         Err(e) => fail(0, e),
+    }
+}
+
+/// A batch into a table that cannot roll back (MyISAM, Aria): a pending
+/// journal row first, then each statement exactly once (no fast path, no
+/// retry once a statement may have written rows), then the final record.
+/// A failing statement keeps whatever rows it wrote, as with the stock
+/// client; a lost connection leaves the pending row, so `--resume`
+/// empties the table and loads its data again.
+async fn run_nontx(
+    ctx: &Ctx,
+    c: &mut SessionConn,
+    table: &str,
+    stmts: &[Statement],
+    record: &(dyn Fn(&'static str, u64) -> String + Sync),
+) -> Outcome {
+    let journal = |sql: String| format!("BEGIN; {sql}; COMMIT");
+    if let Err(e) = c.conn.query_drop(journal(record("pending-data", 0))).await {
+        // Nothing of the batch ran yet: an ordinary retry is exact.
+        return if retryable(&e) {
+            Outcome::Retry(e)
+        } else {
+            Outcome::Fail(0, e)
+        };
+    }
+    let lost = |s: &Statement, e: &mysql_async::Error| {
+        let mut f = StatementFailure::of(s, Some(table), e);
+        f.message.push_str(&format!(
+            " (the connection was lost while loading non-transactional table {table}: rows of this batch may be partly in; rerun with --resume, which empties {table} and loads its data again)"
+        ));
+        Outcome::Failed(f)
+    };
+    let mut rows = 0;
+    for s in stmts {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match c.conn.query_drop(&s.text[..]).await {
+                Ok(()) => {
+                    rows += c.conn.affected_rows();
+                    break;
+                }
+                Err(e) if needs_reconnect(&e) => return lost(s, &e),
+                // A lock wait or deadlock: the statement did not run.
+                Err(e) if retryable(&e) && attempt < MAX_ATTEMPTS => {
+                    ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => {
+                    let mut f = StatementFailure::of(s, Some(table), &e);
+                    if !ctx.continue_on_error {
+                        return Outcome::Failed(f);
+                    }
+                    f.message.push_str(&format!(
+                        " (table {table} is non-transactional: rows this statement wrote before the error stay, as with the stock client)"
+                    ));
+                    ctx.shared.quarantine(s, &f);
+                    rows += c.conn.affected_rows();
+                    break;
+                }
+            }
+        }
+    }
+    match c.conn.query_drop(journal(record("data", rows))).await {
+        Ok(()) => Outcome::Ok(rows),
+        Err(e) => lost(&stmts[stmts.len() - 1], &e),
     }
 }
 
@@ -299,7 +392,8 @@ async fn one_by_one(
                 ctx.shared.fail(StatementFailure::of(s, Some(table), &e));
                 return;
             }
-            match run_txn(ctx, c, std::slice::from_ref(s), (s.offset, s.end), false).await {
+            let record = |rows| journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows);
+            match run_txn(ctx, c, std::slice::from_ref(s), &record, false).await {
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                     ctx.shared.statements.fetch_add(1, Ordering::Relaxed);

@@ -180,7 +180,7 @@ fn loads_like_the_stock_client_for_every_dump_style() {
         if !dump_args.contains(&"--skip-opt") {
             // (--skip-opt drops ENGINE= from CREATE TABLE.)
             assert!(
-                stderr(&o).contains("uses MYISAM"),
+                stderr(&o).contains("is not transactional"),
                 "{name}: MyISAM warning missing: {}",
                 stderr(&o)
             );
@@ -478,7 +478,9 @@ fn bad_input_errors_say_where_and_exit_nonzero() {
             3,
             "NUL byte outside a string",
         ),
-        (w("corrupt.sql.gz", &gz), 3, "corrupt gzip stream"),
+        // Garbage inside a gzip stream may decompress to bad SQL before the
+        // checksum fails: either way the error names the place.
+        (w("corrupt.sql.gz", &gz), 3, "byte offset"),
         (dir.path().join("missing.sql"), 1, "No such file"),
     ];
     for (path, code, want) in cases {

@@ -305,9 +305,15 @@ fn client_commands_as_the_mysql_client_does_them() {
         ]
     );
     // `use` as the last line without a semicolon, and the statement before it.
-    assert_eq!(texts("INSERT INTO t VALUES (1);\nuse `d`"), vec!["INSERT INTO t VALUES (1)", "USE `d`"]);
+    assert_eq!(
+        texts("INSERT INTO t VALUES (1);\nuse `d`"),
+        vec!["INSERT INTO t VALUES (1)", "USE `d`"]
+    );
     // Only at a line start with nothing typed: here it is SQL.
-    assert_eq!(texts("SELECT 1, use_count FROM t;"), vec!["SELECT 1, use_count FROM t"]);
+    assert_eq!(
+        texts("SELECT 1, use_count FROM t;"),
+        vec!["SELECT 1, use_count FROM t"]
+    );
     // quit ends the input.
     assert_eq!(texts("SELECT 1;\nquit\nSELECT 2;"), vec!["SELECT 1"]);
     // \d changes the delimiter.
@@ -326,7 +332,12 @@ fn source_commands_are_marked() {
 
 #[test]
 fn unsupported_client_commands_are_refused_with_the_line() {
-    for (input, line) in [("SELECT 1;\nsystem ls\n", 2), ("\\! ls\n", 1), ("connect other\n", 1), ("SELECT 1 \\u db;\n", 1)] {
+    for (input, line) in [
+        ("SELECT 1;\nsystem ls\n", 2),
+        ("\\! ls\n", 1),
+        ("connect other\n", 1),
+        ("SELECT 1 \\u db;\n", 1),
+    ] {
         match split_all(input.as_bytes()) {
             Err(SplitError::Syntax { line: l, what, .. }) => {
                 assert_eq!(l, line, "{input}: {what}");

@@ -102,7 +102,12 @@ pub struct LoadArgs {
     /// is provably the same: all rows, no warnings; otherwise as INSERTs)
     #[arg(long)]
     no_fast_path: bool,
-    /// Print the summary as JSON
+    /// Run every statement in file order on one connection, as the mysql
+    /// client does (the default for .sql files that are not
+    /// mysqldump/mariadb-dump output; dumps load in parallel)
+    #[arg(long)]
+    serial: bool,
+    /// Print the summary (or the error) as JSON
     #[arg(long)]
     json: bool,
 }
@@ -155,6 +160,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         load_id: a.load_id,
         fast_path: !a.no_fast_path,
         read_ahead: a.read_ahead,
+        serial: a.serial,
     };
     let json = a.json || a.progress == Mode::Json;
     report(sqlfleet_load::load(opts).await, json)
@@ -181,10 +187,19 @@ fn report(
         }
         Err(e) => {
             eprintln!("sqlfleet load: {e}");
-            Ok(match e.exit_code() {
+            let exit = match e.exit_code() {
                 1 => Exit::Usage,
                 _ => Exit::Total,
-            })
+            };
+            if json {
+                let v = serde_json::json!({
+                    "event": "error",
+                    "error": e.to_string(),
+                    "exit_code": e.exit_code(),
+                });
+                println!("{v}");
+            }
+            Ok(exit)
         }
     }
 }
