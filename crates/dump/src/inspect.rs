@@ -71,6 +71,9 @@ enum Tok<'a> {
     Close,
     Comma,
     Literal,
+    Number(&'a [u8]),
+    /// A `quoted` identifier's content.
+    Quoted(&'a [u8]),
     Other,
 }
 
@@ -117,7 +120,7 @@ fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Tok<'a>)) {
                     }
                     j += 1;
                 }
-                f(Tok::Word(b"`"));
+                f(Tok::Quoted(&text[(i + 1).min(n)..j.min(n)]));
                 i = j + 1;
             }
             b'/' if text.get(i + 1) == Some(&b'*') => {
@@ -199,7 +202,7 @@ fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Tok<'a>)) {
                 {
                     j += 1;
                 }
-                f(Tok::Literal);
+                f(Tok::Number(&text[i..j]));
                 i = j;
             }
             c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
@@ -362,6 +365,91 @@ pub fn inspect(text: &[u8]) -> Traits {
     t
 }
 
+/// Does this INSERT leave the AUTO_INCREMENT column `name` (at `pos`
+/// among the table's columns) to the server in some row — no value, NULL,
+/// DEFAULT or 0 — so that the order of inserts decides the ids?
+/// Conservative: anything it cannot read counts as yes.
+pub fn generates_ids(text: &[u8], pos: usize, name: &str) -> bool {
+    let mut after_table = false;
+    let mut words = 0;
+    let mut list: Option<Vec<Vec<u8>>> = None; // the column list, if any
+    let mut in_list = false;
+    let mut after_values = false;
+    let mut depth = 0usize;
+    let mut field = 0usize;
+    let mut at_field_start = true;
+    let mut target: Option<usize> = Some(pos);
+    let mut generated = false;
+    let mut saw_row = false;
+    scan(text, |tok| {
+        if generated {
+            return;
+        }
+        if !after_values {
+            match tok {
+                Tok::Word(w) | Tok::Quoted(w) => {
+                    words += 1;
+                    if in_list {
+                        if let Some(l) = list.as_mut() {
+                            l.push(w.to_vec());
+                        }
+                    } else if is(w, "VALUES") || is(w, "VALUE") {
+                        after_values = true;
+                        target = match &list {
+                            None => Some(pos),
+                            Some(cols) => cols
+                                .iter()
+                                .position(|c| c.eq_ignore_ascii_case(name.as_bytes())),
+                        };
+                        if target.is_none() {
+                            generated = true;
+                        }
+                    } else if matches!(tok, Tok::Word(_)) && (is(w, "SET") || is(w, "SELECT")) {
+                        generated = true;
+                    } else if words >= 2 {
+                        after_table = true;
+                    }
+                }
+                Tok::Open if after_table && list.is_none() => {
+                    list = Some(Vec::new());
+                    in_list = true;
+                }
+                Tok::Close if in_list => in_list = false,
+                _ => {}
+            }
+            return;
+        }
+        match tok {
+            Tok::Open => {
+                depth += 1;
+                if depth == 1 {
+                    field = 0;
+                    at_field_start = true;
+                    saw_row = true;
+                }
+            }
+            Tok::Close => depth = depth.saturating_sub(1),
+            Tok::Comma if depth == 1 => {
+                field += 1;
+                at_field_start = true;
+            }
+            other if depth == 1 && at_field_start => {
+                at_field_start = false;
+                if Some(field) == target {
+                    generated = match other {
+                        Tok::Word(w) => is(w, "NULL") || is(w, "DEFAULT"),
+                        Tok::Number(n) => n.iter().all(|b| *b == b'0'),
+                        Tok::Literal => false,
+                        _ => true,
+                    };
+                }
+            }
+            _ => {}
+        }
+    });
+    generated || !saw_row
+}
+
 /// `SET autocommit = 0` (or OFF): the statements after it form a
 /// transaction that only a later COMMIT or ROLLBACK ends.
 pub fn sets_autocommit_off(text: &[u8]) -> bool {
@@ -447,6 +535,31 @@ mod tests {
         let tr = t("/*!50003 CREATE*/ /*!50017 DEFINER=`root`@`localhost`*/ /*!50003 TRIGGER `trg` BEFORE INSERT ON `t` FOR EACH ROW SET @n = @n + 1 */");
         assert!(!tr.user_vars, "{tr:?}");
         assert!(sets_autocommit_off(b"SET autocommit=0"));
+        let ins = "INSERT INTO `t` VALUES (1,'a'),(2,'b')";
+        assert!(!generates_ids(ins.as_bytes(), 0, "id"));
+        assert!(generates_ids(
+            b"INSERT INTO `t` VALUES (1,'a'),(NULL,'b')",
+            0,
+            "id"
+        ));
+        assert!(generates_ids(b"INSERT INTO `t` VALUES (0,'a')", 0, "id"));
+        assert!(!generates_ids(b"INSERT INTO `t` VALUES ('a',5)", 1, "id"));
+        assert!(generates_ids(
+            b"INSERT INTO `t` (`v`) VALUES ('a')",
+            0,
+            "id"
+        ));
+        assert!(!generates_ids(
+            b"INSERT INTO `t` (`v`, `id`) VALUES ('a', 7)",
+            0,
+            "id"
+        ));
+        assert!(generates_ids(b"INSERT INTO t SET v = 1", 0, "id"));
+        assert!(!generates_ids(
+            b"INSERT INTO `select` (`id`, `v`) VALUES (3, 'x')",
+            0,
+            "id"
+        ));
         assert!(sets_autocommit_off(b"set autocommit = OFF"));
         assert!(!sets_autocommit_off(b"SET autocommit=1"));
     }

@@ -3,6 +3,7 @@
 //! and [`classify::classify`] (what each statement is). Pure: no network.
 
 pub mod classify;
+pub mod comments;
 pub mod inspect;
 pub mod reader;
 pub mod split;

@@ -136,6 +136,11 @@ impl<R: Read> Splitter<R> {
         self.backslash_escapes = on;
     }
 
+    /// Do backslashes escape in strings (no NO_BACKSLASH_ESCAPES)?
+    pub fn backslash_escapes(&self) -> bool {
+        self.backslash_escapes
+    }
+
     pub fn delimiter(&self) -> &[u8] {
         &self.delimiter
     }

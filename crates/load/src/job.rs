@@ -15,6 +15,9 @@ pub enum Work {
         chain: ChainValue,
         /// The table cannot roll back (MyISAM, Aria, ...).
         nontx: bool,
+        /// Some row leaves its AUTO_INCREMENT id to the server: no fast
+        /// path (a rolled-back attempt would use ids up).
+        generates_ids: bool,
     },
     /// A chunk of a CSV/TSV file.
     Chunk(Box<ChunkWork>),

@@ -50,7 +50,8 @@ pub const SCHEMA_SQL: &[&str] = &[
         PRIMARY KEY (load_id, start_offset)
     ) ENGINE=InnoDB",
     "ALTER TABLE sqlfleet.load_journal ADD COLUMN IF NOT EXISTS tbl VARCHAR(600) NULL, \
-        ADD COLUMN IF NOT EXISTS chain CHAR(32) NULL",
+        ADD COLUMN IF NOT EXISTS chain CHAR(32) NULL, \
+        ADD COLUMN IF NOT EXISTS auto_increment BIGINT UNSIGNED NULL",
 ];
 
 /// The schema the journal lives in; a dump's statements on it are skipped.
@@ -334,6 +335,67 @@ pub async fn reset_dirty_table(
     Ok(deleted)
 }
 
+/// The `AUTO_INCREMENT=N` table option of a CREATE TABLE (1 if none).
+pub fn auto_increment_option(create: &[u8]) -> u64 {
+    let upper = create.to_ascii_uppercase();
+    let body_end = memchr::memmem::rfind(&upper, b")").unwrap_or(0);
+    memchr::memmem::find(&upper[body_end..], b"AUTO_INCREMENT=")
+        .map(|i| {
+            upper[body_end + i + 15..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .fold(0u64, |n, d| {
+                    n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+                })
+        })
+        .filter(|n| *n > 0)
+        .unwrap_or(1)
+}
+
+/// What to add to a table's `create` record: the CREATE's AUTO_INCREMENT
+/// start, so a resume can set the counter back (below).
+pub fn note_auto_increment_sql(load_id: &str, start: u64, create: &[u8]) -> String {
+    format!(
+        "UPDATE sqlfleet.load_journal SET auto_increment = {} WHERE load_id = {} AND start_offset = {start}",
+        auto_increment_option(create),
+        literal(load_id)
+    )
+}
+
+/// On `--resume`: a transaction rolled back by the interruption used up
+/// AUTO_INCREMENT values (InnoDB and Aria never hand them out again), so
+/// ids the server assigns from here on would differ from an
+/// uninterrupted load's. Setting the option back to the CREATE's value
+/// makes the server take max(that, largest id + 1), which is what the
+/// uninterrupted load would have.
+pub async fn restore_auto_increments(
+    conn: &mut Conn,
+    endpoint: &str,
+    load_id: &str,
+) -> Result<usize, LoadError> {
+    let e = jerr(endpoint);
+    let rows: Vec<(String, u64)> = conn
+        .query(format!(
+            "SELECT tbl, auto_increment FROM sqlfleet.load_journal WHERE load_id = {} AND kind = 'create' \
+             AND tbl IS NOT NULL AND auto_increment IS NOT NULL",
+            literal(load_id)
+        ))
+        .await
+        .map_err(&e)?;
+    let mut n = 0;
+    for (tbl, start) in rows {
+        // A table dropped later in the dump is not there: nothing to do.
+        if conn
+            .query_drop(format!("ALTER TABLE {tbl} AUTO_INCREMENT = {start}"))
+            .await
+            .is_ok()
+        {
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// The lock a running load holds on its own connection.
 pub fn lock_name(load_id: &str) -> String {
     format!("sqlfleet_load_{load_id}")
@@ -392,6 +454,15 @@ pub async fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn auto_increment_options() {
+        assert_eq!(auto_increment_option(b"CREATE TABLE t (\n  id int AUTO_INCREMENT\n) ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4"), 42);
+        assert_eq!(
+            auto_increment_option(b"CREATE TABLE t (id int AUTO_INCREMENT PRIMARY KEY)"),
+            1
+        );
+    }
 
     #[test]
     fn ranges_contain() {

@@ -66,6 +66,9 @@ pub struct LoadOptions {
     /// Run every statement in file order on one connection, as the
     /// stock client does (the default for files that are not dumps).
     pub serial: bool,
+    /// Keep comments inside statements (the client's `--comments`); by
+    /// default they are removed as the client removes them.
+    pub comments: bool,
 }
 
 /// The end-of-load report.
@@ -238,6 +241,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         total,
         opts.load_id.clone(),
         sqlfleet_dump::split::MAX_STATEMENT,
+        opts.comments,
         tx,
         stop_reader.clone(),
     )
@@ -348,6 +352,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 _ => resume,
             };
         }
+    }
+
+    if opts.resume && !resume.ranges.is_empty() {
+        journal::restore_auto_increments(&mut bookkeeping, &endpoint, &load_id).await?;
     }
 
     let threads = opts.threads.max(1);

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_dump::classify::database_named;
-use sqlfleet_dump::inspect::{sets_autocommit_off, Traits};
+use sqlfleet_dump::inspect::{generates_ids, sets_autocommit_off, Traits};
 use sqlfleet_dump::{Kind, Statement, TableRef};
 use tokio::sync::oneshot;
 
@@ -76,12 +76,16 @@ pub struct Scheduler {
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
     /// Tables known to have no AUTO_INCREMENT column (from their CREATE).
     no_auto_inc: std::collections::HashSet<Key>,
-    /// Transactional or not, as the server says.
-    transactional: HashMap<Key, bool>,
+    /// Engine and AUTO_INCREMENT column, as the server says.
+    info: HashMap<Key, TableInfo>,
     deferred: HashMap<Key, Deferred>,
     /// Some batch went to a worker (another connection).
     workers_used: bool,
     own_schema_noticed: bool,
+    /// Tables this load gave a trigger: their rows fire it, so they load
+    /// in file order on the scheduler's connection (what the trigger
+    /// writes elsewhere, e.g. AUTO_INCREMENT ids, depends on the order).
+    triggered: std::collections::HashSet<Key>,
 }
 
 struct Batch {
@@ -91,6 +95,17 @@ struct Batch {
     chain: ChainValue,
     /// The order of rows with equal keys matters (IGNORE, REPLACE, ...).
     ordered: bool,
+}
+
+#[derive(Clone)]
+struct TableInfo {
+    transactional: bool,
+    /// Rows are kept in insertion order (MyISAM/Aria heaps, InnoDB without
+    /// a primary key), which a later SELECT without ORDER BY shows: its
+    /// batches go one at a time in file order.
+    heap_order: bool,
+    /// The AUTO_INCREMENT column: position among the columns, name.
+    auto_inc: Option<(usize, String)>,
 }
 
 struct Deferred {
@@ -128,10 +143,11 @@ impl Scheduler {
             batch: None,
             inflight: HashMap::new(),
             no_auto_inc: Default::default(),
-            transactional: HashMap::new(),
+            info: HashMap::new(),
             deferred: HashMap::new(),
             workers_used: false,
             own_schema_noticed: false,
+            triggered: Default::default(),
         }
     }
 
@@ -323,19 +339,24 @@ impl Scheduler {
                 self.cur_db = Some(db);
             }
             Kind::Hint => {}
-            Kind::Data(t) if traits.reads_tables || traits.expressions => {
+            Kind::Data(t)
+                if traits.reads_tables
+                    || traits.expressions
+                    || self.triggered.contains(&self.key(&t)) =>
+            {
                 // Reads other tables (INSERT ... SELECT, a subquery) or
                 // calls functions: after everything before it, alone.
                 self.flush().await;
                 self.start_all_deferred().await;
                 self.wait_all().await;
                 let key = self.key(&t);
-                let nontx = !self.is_transactional(&key).await;
+                let nontx = !self.table_info(&key).await.transactional;
                 let work = Work::Data {
                     table: Self::show(&key),
                     stmts: vec![stmt],
                     chain,
                     nontx,
+                    generates_ids: true,
                 };
                 let prelude_len = self.ctx.prelude.len();
                 worker::process(&self.ctx, &mut self.control, work, prelude_len, false).await;
@@ -370,7 +391,7 @@ impl Scheduler {
                 self.tables.insert(shown.clone());
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
-                self.transactional.remove(&key);
+                self.info.remove(&key);
                 if create {
                     if has_auto_increment(&stmt.text) {
                         self.no_auto_inc.remove(&key);
@@ -403,6 +424,7 @@ impl Scheduler {
             Kind::Trigger(table) => {
                 self.flush().await;
                 let key = self.key(&table);
+                self.triggered.insert(key.clone());
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
                 let shown = Self::show(&key);
@@ -431,54 +453,98 @@ impl Scheduler {
         self.wait_all().await;
     }
 
-    /// Is this table transactional? Asked of the server once per table
-    /// (after each DDL on it), so a default engine, an ALTER ... ENGINE
-    /// or a table the dump did not create are all seen as they are.
-    async fn is_transactional(&mut self, key: &Key) -> bool {
-        if let Some(t) = self.transactional.get(key) {
-            return *t;
+    /// The table's engine and AUTO_INCREMENT column, asked of the server
+    /// once per table (again after each DDL on it), so a default engine,
+    /// an ALTER ... ENGINE or a table the dump did not create are all
+    /// seen as they are.
+    async fn table_info(&mut self, key: &Key) -> TableInfo {
+        if let Some(t) = self.info.get(key) {
+            return t.clone();
         }
+        let unknown = TableInfo {
+            transactional: true,
+            heap_order: true,
+            auto_inc: None,
+        };
         let Some(c) = self.control.as_mut() else {
-            return true;
+            return unknown;
         };
         let db = match &key.0 {
             Some(db) => literal(db),
             None => "DATABASE()".into(),
         };
         let q = format!(
-            "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {}",
+            "SELECT t.ENGINE, c.COLUMN_NAME, c.ORDINAL_POSITION, \
+             (SELECT COUNT(*) FROM information_schema.TRIGGERS g WHERE g.EVENT_OBJECT_SCHEMA = t.TABLE_SCHEMA \
+              AND g.EVENT_OBJECT_TABLE = t.TABLE_NAME), \
+             (SELECT COUNT(*) FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA \
+              AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY') FROM information_schema.TABLES t \
+             LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA \
+             AND c.TABLE_NAME = t.TABLE_NAME AND c.EXTRA LIKE '%auto_increment%' \
+             WHERE t.TABLE_SCHEMA = {db} AND t.TABLE_NAME = {}",
             literal(&key.1)
         );
-        let engine: Option<Option<String>> = c.conn.query_first(q).await.unwrap_or(None);
-        let tx = match engine.flatten() {
-            Some(e) => sqlfleet_dump::classify::is_transactional(&e.to_ascii_uppercase()),
-            None => true, // not there (yet): the INSERT will say so
+        type Row = (Option<String>, Option<String>, Option<u64>, u64, u64);
+        let row: Option<Row> = c.conn.query_first(q).await.unwrap_or(None);
+        let Some((engine, col, pos, triggers, pk)) = row else {
+            return unknown; // not there (yet): the INSERT will say so
         };
-        if !tx {
+        if triggers > 0 {
+            // Its rows fire triggers the target already had.
+            self.triggered.insert(key.clone());
+        }
+        let transactional = engine
+            .map(|e| sqlfleet_dump::classify::is_transactional(&e.to_ascii_uppercase()))
+            .unwrap_or(true);
+        let info = TableInfo {
+            transactional,
+            heap_order: !transactional || pk == 0,
+            auto_inc: col.zip(pos).map(|(c, p)| (p.saturating_sub(1) as usize, c)),
+        };
+        if !info.transactional {
             let shown = Self::show(key);
             self.warn(format!(
                 "table {shown} is not transactional: its batches run statement by statement, never retried; if the load stops mid-batch, --resume empties {shown} and loads its data again"
             ));
         }
-        self.transactional.insert(key.clone(), tx);
-        tx
+        self.info.insert(key.clone(), info.clone());
+        info
     }
 
     async fn flush(&mut self) {
         let Some(b) = self.batch.take() else {
             return;
         };
-        let nontx = !self.is_transactional(&b.key).await;
+        let info = self.table_info(&b.key).await;
+        let nontx = !info.transactional;
+        // Ids the server assigns depend on the order of inserts, and a
+        // rolled-back attempt would use some up: such batches go one at a
+        // time in file order, and never by the fast path (its fallback
+        // rolls back).
+        let generates = info
+            .auto_inc
+            .as_ref()
+            .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
         let table = Self::show(&b.key);
         let work = Work::Data {
             table: table.clone(),
             stmts: b.stmts,
             chain: b.chain,
             nontx,
+            generates_ids: generates,
         };
         let prelude_len = self.ctx.prelude.len();
-        if self.regime == Regime::Ordered {
-            worker::process(&self.ctx, &mut self.control, work, prelude_len, !nontx).await;
+        let triggered = self.triggered.contains(&b.key);
+        if triggered {
+            // Its rows fire a trigger: in file order, after everything
+            // before it, never by the fast path (a fallback would roll
+            // back what the trigger did, ids included).
+            self.start_all_deferred().await;
+            self.wait_all().await;
+        }
+        if self.regime == Regime::Ordered || triggered {
+            let fast_ok = !nontx && !triggered;
+            worker::process(&self.ctx, &mut self.control, work, prelude_len, fast_ok).await;
             return;
         }
         self.workers_used = true;
@@ -489,8 +555,9 @@ impl Scheduler {
             done: tx,
         };
         let auto_inc = !self.no_auto_inc.contains(&b.key);
+        let ordered = b.ordered || generates || info.heap_order;
         self.queue
-            .push(&table, auto_inc, b.ordered, job, b.bytes)
+            .push(&table, auto_inc, ordered, job, b.bytes)
             .await;
         let list = self.inflight.entry(b.key).or_default();
         list.push(rx);
@@ -611,7 +678,15 @@ impl Scheduler {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
                 if let Some(kind) = record {
-                    let sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
+                    let mut sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
+                    if kind == "create" && has_auto_increment(&stmt.text) {
+                        sql.push_str("; ");
+                        sql.push_str(&journal::note_auto_increment_sql(
+                            &self.ctx.load_id,
+                            stmt.offset,
+                            &stmt.text,
+                        ));
+                    }
                     let r = match self.control.as_mut() {
                         Some(c) => c.conn.query_drop(format!("BEGIN; {sql}; COMMIT")).await,
                         None => Ok(()),

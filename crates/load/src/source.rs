@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use sqlfleet_dump::classify::{backslash_escapes_after, classify};
+use sqlfleet_dump::comments::{strip_comments, strip_cr};
 use sqlfleet_dump::inspect::{inspect, Traits};
 use sqlfleet_dump::{Kind, SplitError, Splitter, Statement};
 use tokio::sync::mpsc;
@@ -93,6 +94,7 @@ pub fn spawn(
     size: Option<u64>,
     load_id: Option<String>,
     max_statement: usize,
+    keep_comments: bool,
     tx: mpsc::Sender<Msg>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -101,7 +103,7 @@ pub fn spawn(
         .spawn(move || {
             let panic_tx = tx.clone();
             let run = std::panic::AssertUnwindSafe(|| {
-                read_all(reader, size, load_id, max_statement, &tx, &stop)
+                read_all(reader, size, load_id, max_statement, keep_comments, &tx, &stop)
             });
             if let Err(p) = std::panic::catch_unwind(run) {
                 let what = p
@@ -122,6 +124,7 @@ fn read_all(
     size: Option<u64>,
     load_id: Option<String>,
     max_statement: usize,
+    keep_comments: bool,
     tx: &mpsc::Sender<Msg>,
     stop: &AtomicBool,
 ) {
@@ -151,7 +154,15 @@ fn read_all(
             }
         }
         let msg = match next {
-            Ok(Some(stmt)) => {
+            Ok(Some(mut stmt)) => {
+                if let Some(text) = strip_cr(&stmt.text) {
+                    stmt.text = text;
+                }
+                if !keep_comments {
+                    if let Some(text) = strip_comments(&stmt.text, sp.backslash_escapes()) {
+                        stmt.text = text;
+                    }
+                }
                 let kind = classify(&stmt.text);
                 if kind == Kind::Session {
                     if let Some(on) = backslash_escapes_after(&stmt.text) {

@@ -206,6 +206,7 @@ async fn attempt_once(
             table,
             chain,
             nontx,
+            generates_ids,
         } => {
             let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
             let record = |kind: &'static str, rows: u64| {
@@ -223,6 +224,7 @@ async fn attempt_once(
             if *nontx {
                 run_nontx(ctx, c, table, stmts, &record).await
             } else {
+                let fast_ok = fast_ok && !generates_ids;
                 run_txn(ctx, c, stmts, &|rows| record("data", rows), fast_ok).await
             }
         }

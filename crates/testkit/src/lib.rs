@@ -221,6 +221,84 @@ impl TestServer {
         (name, t)
     }
 
+    /// Everything a load of `db` should reproduce, as lines with the
+    /// database name replaced by `DB`: each table's and view's SHOW
+    /// CREATE, each table's CHECKSUM TABLE and row count, the triggers,
+    /// routines and events. Two databases loaded from the same input
+    /// must give the same lines.
+    pub async fn fingerprint(&self, db: &str) -> Vec<String> {
+        let mut c = self.connect().await;
+        let mut out = Vec::new();
+        let objects: Vec<(String, String)> = c
+            .exec(
+                "SELECT table_name, table_type FROM information_schema.tables WHERE table_schema = ? ORDER BY table_name",
+                (db,),
+            )
+            .await
+            .expect("tables");
+        for (name, ty) in objects {
+            let q = format!("{}.{}", ident(db), ident(&name));
+            let create: mysql_async::Row = c
+                .query_first(format!("SHOW CREATE TABLE {q}"))
+                .await
+                .expect("show")
+                .expect("row");
+            let create: String = create.get(1).expect("create text");
+            out.push(format!("{ty} {name}: {create}"));
+            if ty == "BASE TABLE" {
+                let sum: Option<(String, Option<i64>)> = c
+                    .query_first(format!("CHECKSUM TABLE {q}"))
+                    .await
+                    .expect("checksum");
+                let n: Option<i64> = c
+                    .query_first(format!("SELECT COUNT(*) FROM {q}"))
+                    .await
+                    .expect("count");
+                out.push(format!(
+                    "checksum {name}: {:?} rows {:?}",
+                    sum.map(|s| s.1),
+                    n
+                ));
+            }
+        }
+        for (kind, sql) in [
+            ("TRIGGER", "SELECT trigger_name, action_statement, action_timing, event_manipulation, sql_mode FROM information_schema.triggers WHERE trigger_schema = ? ORDER BY 1"),
+            ("ROUTINE", "SELECT routine_name, routine_type, routine_definition, sql_mode FROM information_schema.routines WHERE routine_schema = ? ORDER BY 1"),
+            ("EVENT", "SELECT event_name, event_definition, status, interval_value FROM information_schema.events WHERE event_schema = ? ORDER BY 1"),
+        ] {
+            let rows: Vec<mysql_async::Row> = c.exec(sql, (db,)).await.expect("objects");
+            for r in rows {
+                let vals: Vec<String> = (0..r.len())
+                    .map(|i| {
+                        r.get_opt::<Option<String>, _>(i)
+                            .and_then(|v| v.ok())
+                            .flatten()
+                            .unwrap_or_else(|| "NULL".into())
+                    })
+                    .collect();
+                out.push(format!("{kind} {}", vals.join(" | ")));
+            }
+        }
+        let _ = c.disconnect().await;
+        out.into_iter().map(|l| l.replace(db, "DB")).collect()
+    }
+
+    /// Runs the stock client (`mariadb`) with this server's option file,
+    /// `-D db`, the file on stdin; returns its output.
+    pub fn stock_client(&self, db: &str, file: &Path, extra: &[&str]) -> std::process::Output {
+        let input = std::fs::File::open(file).expect("open the file for the stock client");
+        std::process::Command::new("mariadb")
+            .arg(format!(
+                "--defaults-file={}",
+                self.defaults_file().display()
+            ))
+            .args(extra)
+            .args(["-D", db])
+            .stdin(input)
+            .output()
+            .expect("the mariadb client (apt-get install mariadb-client)")
+    }
+
     /// A root connection to the primary.
     pub async fn connect(&self) -> mysql_async::Conn {
         self.target()

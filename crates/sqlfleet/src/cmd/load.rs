@@ -107,6 +107,11 @@ pub struct LoadArgs {
     /// mysqldump/mariadb-dump output; dumps load in parallel)
     #[arg(long)]
     serial: bool,
+    /// Keep comments inside statements (routine and trigger bodies) as the
+    /// mysql client's --comments does; by default they are removed, as the
+    /// client removes them
+    #[arg(long)]
+    comments: bool,
     /// Print the summary (or the error) as JSON
     #[arg(long)]
     json: bool,
@@ -161,6 +166,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         fast_path: !a.no_fast_path,
         read_ahead: a.read_ahead,
         serial: a.serial,
+        comments: a.comments,
     };
     let json = a.json || a.progress == Mode::Json;
     report(sqlfleet_load::load(opts).await, json)

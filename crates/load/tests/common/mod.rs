@@ -1,0 +1,124 @@
+//! Shared by the loader's integration tests: loading a file with the
+//! library the way the CLI does, on a runtime of its own (so a test can
+//! drop the runtime mid-load, as kill -9 would), and comparing with the
+//! stock client.
+
+#![allow(dead_code)]
+
+pub mod gen;
+
+use std::path::Path;
+use std::time::Duration;
+
+use sqlfleet_load::{LoadError, LoadOptions, Summary};
+use sqlfleet_testkit::TestServer;
+
+pub fn options(srv: &TestServer, db: &str, path: &Path) -> LoadOptions {
+    LoadOptions {
+        target: srv.target().with_database(Some(db)),
+        path: path.to_path_buf(),
+        threads: 4,
+        resume: false,
+        restart: false,
+        continue_on_error: false,
+        quarantine: None,
+        defer_indexes: false,
+        progress: sqlfleet_load::progress::Mode::None,
+        database: None,
+        batch_bytes: 4 << 20,
+        load_id: None,
+        fast_path: true,
+        read_ahead: 128 << 20,
+        serial: false,
+        comments: false,
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// Loads on a runtime of its own.
+pub fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
+    runtime().block_on(sqlfleet_load::load(opts))
+}
+
+/// Starts a load and kills it after `after`: the runtime, its tasks and
+/// its connections are dropped at once, as if the process died (the
+/// server rolls back what was not committed). `None` if it ended first.
+pub fn load_killed_after(opts: LoadOptions, after: Duration) -> Option<Result<Summary, LoadError>> {
+    let rt = runtime();
+    let r = rt.block_on(async { tokio::time::timeout(after, sqlfleet_load::load(opts)).await });
+    rt.shutdown_background();
+    r.ok()
+}
+
+/// `--resume`, retried while the killed run's lock is still held (the
+/// server notices the dead connection a moment later).
+pub fn resume(mut opts: LoadOptions) -> Result<Summary, LoadError> {
+    opts.resume = true;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match load(opts.clone()) {
+            Err(LoadError::Running { .. }) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            other => return other,
+        }
+    }
+}
+
+pub fn fresh_db(srv: &TestServer, prefix: &str) -> String {
+    runtime().block_on(srv.fresh_db(prefix)).0
+}
+
+pub fn fingerprint(srv: &TestServer, db: &str) -> Vec<String> {
+    runtime().block_on(srv.fingerprint(db))
+}
+
+/// The fingerprint with the `AUTO_INCREMENT=N` table options left out.
+pub fn without_auto_increment_counters(lines: Vec<String>) -> Vec<String> {
+    lines
+        .into_iter()
+        .map(|l| match l.find(" AUTO_INCREMENT=") {
+            Some(i) => {
+                let rest = &l[i + " AUTO_INCREMENT=".len()..];
+                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+                format!("{}{}", &l[..i], &rest[digits..])
+            }
+            None => l,
+        })
+        .collect()
+}
+
+/// The first line where two fingerprints differ, if any.
+pub fn first_difference(want: &[String], got: &[String]) -> Option<String> {
+    for (w, g) in want.iter().zip(got) {
+        if w != g {
+            return Some(format!("stock: {w:?}\nours:  {g:?}"));
+        }
+    }
+    (want.len() != got.len()).then(|| format!("{} objects vs {}", want.len(), got.len()))
+}
+
+/// Runs SQL on the server and returns the first column of each row.
+pub fn query(srv: &TestServer, sql: &str) -> Vec<String> {
+    use mysql_async::prelude::Queryable;
+    runtime().block_on(async {
+        let mut c = srv.connect().await;
+        let rows: Vec<mysql_async::Row> = c.query(sql).await.expect("query");
+        let _ = c.disconnect().await;
+        rows.into_iter()
+            .map(|r| {
+                r.get_opt::<Option<String>, _>(0)
+                    .and_then(|v| v.ok())
+                    .flatten()
+                    .unwrap_or_else(|| "NULL".into())
+            })
+            .collect()
+    })
+}
