@@ -68,7 +68,7 @@ impl Engine {
         });
         let queue = Arc::new(JobQueue::new(o.queue_bytes));
         let workers = (0..o.threads.max(1))
-            .map(|_| tokio::spawn(worker::run(ctx.clone(), queue.clone())))
+            .map(|i| tokio::spawn(worker::run(ctx.clone(), queue.clone(), i)))
             .collect();
         let (progress_stop, rx) = tokio::sync::oneshot::channel();
         let progress = tokio::spawn(progress::run(

@@ -174,6 +174,27 @@ pub async fn prepare(
         ))
         .await
         .map_err(&e)?;
+    if state.is_none() && resume {
+        // Nothing recorded for this input: was another input of the same
+        // name interrupted? (Another size or first MiB gives another id.)
+        let other: Option<(String, Option<u64>)> = conn
+            .query_first(format!(
+                "SELECT load_id, size FROM sqlfleet.loads WHERE source = {} AND state <> 'done' \
+                 ORDER BY started_at DESC LIMIT 1",
+                literal(&source.chars().take(1000).collect::<String>())
+            ))
+            .await
+            .map_err(&e)?;
+        if let Some((other_id, other_size)) = other {
+            return Err(LoadError::Setup {
+                what: format!(
+                    "{source}: the interrupted load of this name (load id {other_id}{}) read another input{}: not the same input; refusing to resume (use --restart to load this one from the start)",
+                    other_size.map(|s| format!(", {s} bytes")).unwrap_or_default(),
+                    size.map(|s| format!("; this one has {s} bytes")).unwrap_or_default()
+                ),
+            });
+        }
+    }
     let start = match (state.as_deref(), resume, restart) {
         (Some("done"), true, false) => return Ok(Start::AlreadyDone),
         (Some("running" | "failed"), false, false) => {
@@ -394,6 +415,65 @@ pub async fn restore_auto_increments(
         }
     }
     Ok(n)
+}
+
+/// The lock each of a load's connections holds for its slot (worker
+/// number, or `c` for the scheduler's), so a later run can see whether a
+/// killed run's statements still run on the server.
+pub fn slot_lock_name(load_id: &str, slot: &str) -> String {
+    format!("sqlfleet_load_{load_id}_{slot}")
+}
+
+/// Takes a slot's lock if free (`DO`: nothing to read).
+pub fn slot_lock_sql(load_id: &str, slot: &str) -> String {
+    format!(
+        "DO GET_LOCK({}, 0)",
+        literal(&slot_lock_name(load_id, slot))
+    )
+}
+
+/// Slots checked for leftovers of an interrupted run.
+const SLOTS: usize = 256;
+
+/// Before a run reads the journal: waits until no connection of an
+/// interrupted run of this load still runs a statement on the server (a
+/// killed client's last statement goes on until it ends), killing such
+/// a statement if it outlasts `patience`.
+pub async fn wait_for_leftovers(
+    conn: &mut Conn,
+    endpoint: &str,
+    load_id: &str,
+    patience: std::time::Duration,
+) -> Result<(), LoadError> {
+    let e = jerr(endpoint);
+    let names: Vec<String> = std::iter::once("c".to_string())
+        .chain((0..SLOTS).map(|i| i.to_string()))
+        .map(|s| format!("IS_USED_LOCK({})", literal(&slot_lock_name(load_id, &s))))
+        .collect();
+    let q = format!("SELECT CONCAT_WS(',', {})", names.join(", "));
+    let started = std::time::Instant::now();
+    let mut killed = false;
+    loop {
+        let held: Option<String> = conn.query_first(q.as_str()).await.map_err(&e)?;
+        let held = held.unwrap_or_default();
+        if held.is_empty() {
+            return Ok(());
+        }
+        if started.elapsed() > patience {
+            if killed {
+                return Err(LoadError::Setup {
+                    what: format!(
+                        "connections {held} of an interrupted run of this load (load id {load_id}) are still running on {endpoint} and would not end; wait for them or KILL them, then resume"
+                    ),
+                });
+            }
+            for id in held.split(',') {
+                let _ = conn.query_drop(format!("KILL {}", id.trim())).await;
+            }
+            killed = true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// The lock a running load holds on its own connection.

@@ -28,6 +28,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use mysql_async::prelude::Queryable;
 use serde::Serialize;
 use sqlfleet_conn::Target;
 
@@ -271,6 +272,22 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         }
     };
     journal::lock(&mut bookkeeping, &endpoint, &load_id).await?;
+    journal::wait_for_leftovers(
+        &mut bookkeeping,
+        &endpoint,
+        &load_id,
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
+    let mut control = control;
+    control
+        .conn
+        .query_drop(journal::slot_lock_sql(&load_id, "c"))
+        .await
+        .map_err(|e| LoadError::Journal {
+            endpoint: endpoint.clone(),
+            what: error::describe(&e).1,
+        })?;
 
     let start = journal::prepare(
         &mut bookkeeping,

@@ -359,7 +359,7 @@ impl Scheduler {
                     generates_ids: true,
                 };
                 let prelude_len = self.ctx.prelude.len();
-                worker::process(&self.ctx, &mut self.control, work, prelude_len, false).await;
+                worker::process(&self.ctx, &mut self.control, "c", work, prelude_len, false).await;
             }
             Kind::Data(t) => {
                 let key = self.key(&t);
@@ -544,7 +544,15 @@ impl Scheduler {
         }
         if self.regime == Regime::Ordered || triggered {
             let fast_ok = !nontx && !triggered;
-            worker::process(&self.ctx, &mut self.control, work, prelude_len, fast_ok).await;
+            worker::process(
+                &self.ctx,
+                &mut self.control,
+                "c",
+                work,
+                prelude_len,
+                fast_ok,
+            )
+            .await;
             return;
         }
         self.workers_used = true;
@@ -641,7 +649,7 @@ impl Scheduler {
             attempt += 1;
             let pending = record.map(|_| rec("pending-ddl", self));
             let r = async {
-                let c = worker::ensure(&self.ctx, &mut self.control).await?;
+                let c = worker::ensure(&self.ctx, &mut self.control, "c").await?;
                 c.sync(&self.ctx.prelude, upto).await?;
                 if let Some(p) = &pending {
                     c.conn.query_drop(format!("BEGIN; {p}; COMMIT")).await?;

@@ -23,7 +23,8 @@ use crate::session::SessionConn;
 use crate::state::Ctx;
 
 /// Runs jobs until the queue closes.
-pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>) {
+pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
+    let slot = index.to_string();
     let mut conn: Option<SessionConn> = None;
     while let Some(Lease {
         job,
@@ -38,7 +39,7 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>) {
             Work::Chunk(_) => 0,
         };
         if !ctx.shared.past_failure(first) {
-            process(&ctx, &mut conn, job.work, job.prelude_len, fast_ok).await;
+            process(&ctx, &mut conn, &slot, job.work, job.prelude_len, fast_ok).await;
         } // else drain: nothing after the first failure runs
         drop(job.done);
         queue.done(&table);
@@ -59,6 +60,7 @@ enum Outcome {
 pub(crate) async fn process(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
+    slot: &str,
     work: Work,
     prelude_len: usize,
     fast_ok: bool,
@@ -66,7 +68,7 @@ pub(crate) async fn process(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let outcome = attempt_once(ctx, conn, &work, prelude_len, fast_ok).await;
+        let outcome = attempt_once(ctx, conn, slot, &work, prelude_len, fast_ok).await;
         match outcome {
             Outcome::Ok(rows) => {
                 ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
@@ -108,7 +110,7 @@ pub(crate) async fn process(
                         nontx: false,
                         ..
                     } if ctx.continue_on_error => {
-                        one_by_one(ctx, conn, table, stmts, prelude_len).await;
+                        one_by_one(ctx, conn, slot, table, stmts, prelude_len).await;
                     }
                     Work::Data { table, stmts, .. } => {
                         ctx.shared
@@ -160,16 +162,26 @@ fn first_stmt(work: &Work) -> (Statement, String) {
     }
 }
 
+/// The connection, opened if there is none. A new connection takes the
+/// load's lock for `slot` (waiting while a killed run's connection in
+/// that slot still runs a statement on the server), so a resume never
+/// overlaps what an interrupted run left in flight.
 pub(crate) async fn ensure<'a>(
     ctx: &Ctx,
     conn: &'a mut Option<SessionConn>,
+    slot: &str,
 ) -> Result<&'a mut SessionConn, mysql_async::Error> {
     if conn.is_none() {
-        let c = SessionConn::open(&ctx.target).await.map_err(|e| {
+        let mut c = SessionConn::open(&ctx.target).await.map_err(|e| {
             mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other(
                 e.to_string(),
             )))
         })?;
+        // Not waited for: an old connection of this run that still holds
+        // the slot is gone from our side and ends with its statement.
+        c.conn
+            .query_drop(journal::slot_lock_sql(&ctx.load_id, slot))
+            .await?;
         *conn = Some(c);
     }
     conn.as_mut().ok_or(mysql_async::Error::Driver(
@@ -180,11 +192,12 @@ pub(crate) async fn ensure<'a>(
 async fn attempt_once(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
+    slot: &str,
     work: &Work,
     prelude_len: usize,
     fast_ok: bool,
 ) -> Outcome {
-    let c = match ensure(ctx, conn).await {
+    let c = match ensure(ctx, conn, slot).await {
         Ok(c) => c,
         Err(e) => return Outcome::Retry(e),
     };
@@ -375,6 +388,7 @@ async fn run_nontx(
 async fn one_by_one(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
+    slot: &str,
     table: &str,
     stmts: &[Statement],
     prelude_len: usize,
@@ -383,7 +397,7 @@ async fn one_by_one(
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let c = match ensure(ctx, conn).await {
+            let c = match ensure(ctx, conn, slot).await {
                 Ok(c) => c,
                 Err(e) => {
                     ctx.shared.fail(StatementFailure::of(s, Some(table), &e));
@@ -413,7 +427,7 @@ async fn one_by_one(
                     let f = StatementFailure::of(s, Some(table), &e);
                     ctx.shared.quarantine(s, &f);
                     // Journal it as handled, so --resume does not retry it.
-                    if let Ok(c) = ensure(ctx, conn).await {
+                    if let Ok(c) = ensure(ctx, conn, slot).await {
                         let _ = c
                             .conn
                             .query_drop(journal::record_sql(

@@ -57,10 +57,53 @@ pub fn load_killed_after(opts: LoadOptions, after: Duration) -> Option<Result<Su
     r.ok()
 }
 
+/// Starts a load and kills it (as [`load_killed_after`]) once `ready`
+/// says so (it is asked every 10 ms). `None` if it was killed.
+pub fn load_killed_when(
+    opts: LoadOptions,
+    ready: impl Fn() -> bool,
+) -> Option<Result<Summary, LoadError>> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let run = std::thread::spawn(move || {
+        let rt = runtime();
+        let r = rt.block_on(async {
+            tokio::select! {
+                r = sqlfleet_load::load(opts) => Some(r),
+                _ = rx => None,
+            }
+        });
+        rt.shutdown_background();
+        r
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !run.is_finished() && std::time::Instant::now() < deadline {
+        if ready() {
+            let _ = tx.send(());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    run.join().expect("load thread")
+}
+
+/// The furthest byte the journal of loads of `path` has recorded.
+pub fn journaled_up_to(srv: &TestServer, path: &Path) -> u64 {
+    let q = format!(
+        "SELECT COALESCE(MAX(j.end_offset), 0) FROM sqlfleet.load_journal j JOIN sqlfleet.loads l USING (load_id) \
+         WHERE l.source = '{}' AND l.state = 'running' AND j.kind = 'data'",
+        path.display()
+    );
+    query(srv, &q)
+        .first()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
 /// `--resume`, retried while the killed run's lock is still held (the
 /// server notices the dead connection a moment later).
 pub fn resume(mut opts: LoadOptions) -> Result<Summary, LoadError> {
     opts.resume = true;
+    opts.restart = false;
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         match load(opts.clone()) {

@@ -1,0 +1,459 @@
+//! Each case where `sqlfleet load` once gave a different result from the
+//! stock client with exit 0: now the same result, or a clear refusal.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sqlfleet_load::LoadError;
+use sqlfleet_testkit::{server, TestServer};
+
+const HEADER: &str =
+    "-- MariaDB dump 10.19  Distrib 10.11.6-MariaDB, for debian-linux-gnu (x86_64)\n\
+/*!40101 SET NAMES utf8mb4 */;\n\
+/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\n\
+/*!40101 SET @OLD_SQL_MODE=@@SQL_MODE, SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;\n";
+
+fn write(dir: &Path, name: &str, text: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).expect("write");
+    p
+}
+
+/// Loads `file` with the stock client (`extra` flags) and with sqlfleet
+/// (`tune` adjusts the options); asserts the same result.
+fn same_as_stock(
+    srv: &TestServer,
+    file: &Path,
+    extra: &[&str],
+    tune: impl Fn(&mut sqlfleet_load::LoadOptions),
+) {
+    let stock = common::fresh_db(srv, "stock");
+    let o = srv.stock_client(&stock, file, extra);
+    assert!(
+        o.status.success() || extra.contains(&"--force"),
+        "stock client: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let ours = common::fresh_db(srv, "ours");
+    let mut opts = common::options(srv, &ours, file);
+    tune(&mut opts);
+    let r = common::load(opts);
+    assert!(r.is_ok(), "{}: {r:?}", file.display());
+    let want = common::fingerprint(srv, &stock);
+    let got = common::fingerprint(srv, &ours);
+    assert!(want.len() >= 2, "{want:?}");
+    if let Some(d) = common::first_difference(&want, &got) {
+        panic!("{}: differs from the stock client:\n{d}", file.display());
+    }
+}
+
+/// A dump with one big MyISAM (or other) table, many statements.
+fn big_dump(engine: &str, pk: bool, rows: usize, tweak_last: Option<&str>) -> Vec<u8> {
+    let mut s = String::from(HEADER);
+    s.push_str(&format!(
+        "CREATE TABLE `big` (`id` int NOT NULL, `v` varchar(40){}) ENGINE={engine};\n",
+        if pk { ", PRIMARY KEY (`id`)" } else { "" }
+    ));
+    let per = 200;
+    let mut id = 0;
+    while id < rows {
+        let vals: Vec<String> = (id..(id + per).min(rows))
+            .map(|i| format!("({i},'row {i} of the big table')"))
+            .collect();
+        id += per;
+        s.push_str(&format!("INSERT INTO `big` VALUES {};\n", vals.join(",")));
+    }
+    if let Some(t) = tweak_last {
+        s.push_str(t);
+    }
+    s.into_bytes()
+}
+
+#[test]
+fn a_myisam_batch_with_warnings_is_loaded_once() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    for engine in ["MyISAM", "Aria"] {
+        let f = write(
+            dir.path(),
+            &format!("warn-{engine}.sql"),
+            format!("{HEADER}CREATE TABLE `m` (`a` int, `d` date) ENGINE={engine};\nINSERT INTO `m` VALUES (1,'2020-02-30'),(2,'2020-01-01'),(3,'2021-02-29'),(4,NULL);\n").as_bytes(),
+        );
+        same_as_stock(srv, &f, &[], |_| {});
+    }
+}
+
+#[test]
+fn continue_on_error_on_myisam_matches_the_client_with_force() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(
+        dir.path(),
+        "dup.sql",
+        format!("{HEADER}CREATE TABLE `m` (`a` int PRIMARY KEY) ENGINE=MyISAM;\nINSERT INTO `m` VALUES (1),(2);\nINSERT INTO `m` VALUES (3),(1),(4);\nINSERT INTO `m` VALUES (5);\n").as_bytes(),
+    );
+    let q = dir.path().join("dup.quarantine.sql");
+    same_as_stock(srv, &f, &["--force"], |o| {
+        o.continue_on_error = true;
+        o.quarantine = Some(q.clone());
+    });
+    let quarantined = std::fs::read_to_string(&q).expect("quarantine file");
+    assert!(quarantined.contains("VALUES (3),(1),(4)"), "{quarantined}");
+    assert!(quarantined.contains("non-transactional"), "{quarantined}");
+}
+
+#[test]
+fn myisam_killed_mid_load_then_resumed_is_exact() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    for (engine, pk) in [("MyISAM", true), ("MyISAM", false), ("Aria", true)] {
+        let f = write(
+            dir.path(),
+            &format!("big-{engine}-{pk}.sql"),
+            &big_dump(engine, pk, 60_000, None),
+        );
+        let stock = common::fresh_db(srv, "stock");
+        assert!(srv.stock_client(&stock, &f, &[]).status.success());
+        let ours = common::fresh_db(srv, "ours");
+        let mut opts = common::options(srv, &ours, &f);
+        opts.batch_bytes = 20_000;
+        // Killed three times at growing points of the load, then resumed.
+        let mut killed = 0;
+        for at in [100_000u64, 600_000, 1_400_000] {
+            let mut o = opts.clone();
+            o.resume = killed > 0;
+            let f2 = f.clone();
+            match common::load_killed_when(o, || common::journaled_up_to(srv, &f2) >= at) {
+                None => killed += 1,
+                Some(r) => {
+                    assert!(r.is_ok(), "{r:?}");
+                    break;
+                }
+            }
+        }
+        let journal = common::query(srv, &format!("SELECT CONCAT_WS(' ', j.start_offset, j.end_offset, j.kind, l.state) FROM sqlfleet.load_journal j JOIN sqlfleet.loads l USING (load_id) WHERE l.source = '{}' ORDER BY j.start_offset LIMIT 4", f.display()));
+        let r = common::resume(opts.clone());
+        assert!(r.is_ok(), "{engine}: {r:?}; journal before: {journal:?}");
+        assert!(
+            killed > 0,
+            "{engine}: the load ended before any kill: make the dump bigger"
+        );
+        let want = common::fingerprint(srv, &stock);
+        let got = common::fingerprint(srv, &ours);
+        assert_eq!(
+            common::first_difference(&want, &got),
+            None,
+            "{engine} pk={pk} after {killed} kills"
+        );
+    }
+}
+
+#[test]
+fn a_second_load_of_the_same_input_is_refused_while_the_first_runs() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(
+        dir.path(),
+        "slow.sql",
+        &big_dump("InnoDB", false, 150_000, None),
+    );
+    let ours = common::fresh_db(srv, "ours");
+    let mut opts = common::options(srv, &ours, &f);
+    opts.batch_bytes = 8_000;
+    opts.threads = 1;
+    let first = {
+        let o = opts.clone();
+        std::thread::spawn(move || common::load(o))
+    };
+    // Wait until the first holds its lock.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        if common::journaled_up_to(srv, &f) > 0 {
+            break; // it holds its lock and has committed work
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first load never took its lock"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut second = opts.clone();
+    second.resume = true;
+    second.batch_bytes = 100_000;
+    match common::load(second) {
+        Err(e @ LoadError::Running { .. }) => {
+            let msg = e.to_string();
+            assert!(
+                msg.contains("is running") && msg.contains("connection"),
+                "{msg}"
+            );
+            assert_eq!(e.exit_code(), 1);
+        }
+        other => panic!("a second load while the first runs: {other:?}"),
+    }
+    let r = first.join().expect("join");
+    assert!(r.is_ok(), "{r:?}");
+    let rows = common::query(srv, &format!("SELECT COUNT(*) FROM `{ours}`.`big`"));
+    assert_eq!(rows, vec!["150000".to_string()], "loaded once");
+}
+
+#[test]
+fn resume_with_another_input_is_refused_before_anything_runs() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    // Same size and first MiB (same load id), different last statement.
+    let a = big_dump(
+        "InnoDB",
+        true,
+        60_000,
+        Some("INSERT INTO `big` VALUES (9999991,'a');\n"),
+    );
+    let b = big_dump(
+        "InnoDB",
+        true,
+        60_000,
+        Some("INSERT INTO `big` VALUES (9999992,'a');\n"),
+    );
+    assert_eq!(a.len(), b.len());
+    assert!(a.len() > (1 << 20) + 1000);
+    // A different middle: the first recorded end after it must not match.
+    let mut c = a.clone();
+    let at = (1 << 20) + 100;
+    let i = at
+        + c[at..]
+            .iter()
+            .position(|x| *x == b'7')
+            .expect("a digit to change");
+    c[i] = b'8';
+    for (name, bytes) in [("B (another end)", &b), ("C (another middle)", &c)] {
+        let fa = write(dir.path(), &format!("dump-{}.sql", &name[..1]), &a);
+        let ours = common::fresh_db(srv, "ours");
+        let mut opts = common::options(srv, &ours, &fa);
+        opts.threads = 1;
+        opts.batch_bytes = 20_000;
+        opts.restart = true; // the same content was loaded in another round
+                             // Load A past the changed place but not to its end, then put the
+                             // other file in its place.
+        let past = at as u64 + 50_000;
+        assert!(
+            common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &fa) > past)
+                .is_none(),
+            "the load ended before the kill"
+        );
+        let count = format!("SELECT COUNT(*) FROM `{ours}`.`big`");
+        let before = common::query(srv, &count);
+        std::fs::write(&fa, bytes).expect("replace");
+        match common::resume(opts.clone()) {
+            Err(e @ LoadError::Changed { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("not the input") && msg.contains("differs"),
+                    "{name}: {msg}"
+                );
+                assert_eq!(common::query(srv, &count), before, "{name}: nothing ran");
+            }
+            // B differs only in its last statement, after everything the
+            // journal recorded: the resume reads it as new, as B says.
+            Ok(_) if name.starts_with('B') => {}
+            other => panic!("{name}: {other:?}"),
+        }
+        // Another size under the same name: refused too.
+        let fresh = common::fresh_db(srv, "ours");
+        let mut o = common::options(srv, &fresh, &fa);
+        o.threads = 1;
+        o.batch_bytes = 20_000;
+        o.restart = true;
+        std::fs::write(&fa, &a).expect("a");
+        assert!(
+            common::load_killed_when(o.clone(), || common::journaled_up_to(srv, &fa) > 100_000)
+                .is_none()
+        );
+        std::fs::write(&fa, &a[..a.len() - 41]).expect("shorter");
+        match common::resume(o) {
+            Err(e) => assert!(e.to_string().contains("not the same input"), "{e}"),
+            Ok(s) => panic!("a shorter file was resumed: {s:?}"),
+        }
+    }
+}
+
+#[test]
+fn files_that_use_connection_state_load_like_the_stock_client() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let body = "CREATE TABLE `parent` (`id` int PRIMARY KEY, `v` varchar(10)) ENGINE=InnoDB;\n\
+CREATE TABLE `child` (`id` int PRIMARY KEY, `v` varchar(10)) ENGINE=InnoDB;\n\
+CREATE TABLE `crcs` (`t` varchar(10), `crc` bigint, `n` int) ENGINE=InnoDB;\n\
+INSERT INTO `parent` VALUES (1,'a'),(2,'b'),(3,'c');\n\
+INSERT INTO `child` SELECT `id`, `v` FROM `parent`;\n\
+SET @crc = (SELECT SUM(CRC32(`v`)) FROM `parent`);\n\
+SELECT @n := COUNT(*) FROM `child`;\n\
+INSERT INTO `crcs` VALUES ('parent', @crc, @n);\n\
+CREATE TEMPORARY TABLE `tmp` (`id` int);\n\
+INSERT INTO `tmp` VALUES (10),(11);\n\
+INSERT INTO `parent` SELECT `id`, 'tmp' FROM `tmp`;\n\
+START TRANSACTION;\n\
+INSERT INTO `parent` VALUES (20,'rolled');\n\
+ROLLBACK;\n";
+    let auto =
+        "CREATE TABLE `a` (`id` int AUTO_INCREMENT PRIMARY KEY, `v` varchar(10)) ENGINE=InnoDB;\n\
+CREATE TABLE `b` (`id` int, `ref` int) ENGINE=InnoDB;\n\
+INSERT INTO `a` (`v`) VALUES ('x');\n\
+INSERT INTO `a` (`v`) VALUES ('y');\n\
+INSERT INTO `b` VALUES (1, LAST_INSERT_ID());\n";
+    let plain = write(dir.path(), "script.sql", format!("{body}{auto}").as_bytes());
+    let dump = write(
+        dir.path(),
+        "dump-like.sql",
+        format!("{HEADER}{body}").as_bytes(),
+    );
+    for threads in [1, 4] {
+        same_as_stock(srv, &plain, &[], |o| o.threads = threads);
+        same_as_stock(srv, &dump, &[], |o| o.threads = threads);
+    }
+    // The batch not yet sent runs on the same connection as the
+    // LAST_INSERT_ID() after it: exact even in a dump.
+    let lid = write(
+        dir.path(),
+        "dump-lid.sql",
+        format!("{HEADER}{auto}").as_bytes(),
+    );
+    same_as_stock(srv, &lid, &[], |_| {});
+    // After work sent to other connections it cannot see its statement:
+    // refused clearly, and --serial loads it.
+    let auto2 = auto.replace(
+        "INSERT INTO `b` VALUES",
+        "INSERT INTO `b` VALUES (0, 0);\nINSERT INTO `b` VALUES",
+    );
+    let mixed = write(
+        dir.path(),
+        "dump-lid2.sql",
+        format!("{HEADER}{auto2}").as_bytes(),
+    );
+    let ours = common::fresh_db(srv, "ours");
+    match common::load(common::options(srv, &ours, &mixed)) {
+        Err(e) => assert!(e.to_string().contains("--serial"), "{e}"),
+        Ok(s) => panic!("LAST_INSERT_ID after parallel work was loaded: {s:?}"),
+    }
+    same_as_stock(srv, &mixed, &[], |o| {
+        o.serial = true;
+        o.restart = true;
+    });
+}
+
+#[test]
+fn client_commands_and_hand_written_files() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let other = common::fresh_db(srv, "other");
+    // `use` without a semicolon, as the last line and before a statement;
+    // \g and \G; a BOM; DELIMITER at the very end without a newline.
+    let text = format!(
+        "\u{feff}CREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1)\\g\nuse {other}\nCREATE TABLE IF NOT EXISTS `t` (`a` int);\nINSERT INTO `t` VALUES (2)\\G\nDELIMITER ;;\nCREATE PROCEDURE `p`() BEGIN SELECT 1; END;;\nDELIMITER ;"
+    );
+    let f = write(dir.path(), "hand.sql", text.as_bytes());
+    let stock = common::fresh_db(srv, "stock");
+    assert!(srv.stock_client(&stock, &f, &[]).status.success());
+    let stock_other = common::query(srv, &format!("SELECT COUNT(*) FROM `{other}`.`t`"));
+    assert_eq!(stock_other, vec!["1"]);
+    common::query(srv, &format!("DROP PROCEDURE `{other}`.`p`"));
+    common::query(srv, &format!("DELETE FROM `{other}`.`t`"));
+    let ours = common::fresh_db(srv, "ours");
+    let r = common::load(common::options(srv, &ours, &f));
+    assert!(r.is_ok(), "{r:?}");
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{other}`.`t`")),
+        vec!["1"]
+    );
+    assert_eq!(
+        common::fingerprint(srv, &stock),
+        common::fingerprint(srv, &ours)
+    );
+    assert_eq!(
+        common::query(
+            srv,
+            &format!(
+                "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{other}'"
+            )
+        ),
+        vec!["1"]
+    );
+    // Commands that would change the connection are refused with the line.
+    let f = write(
+        dir.path(),
+        "system.sql",
+        b"CREATE TABLE `s` (`a` int);\nsystem rm -rf /tmp/x\n",
+    );
+    let ours = common::fresh_db(srv, "ours");
+    match common::load(common::options(srv, &ours, &f)) {
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("line 2") && m.contains("not supported"), "{m}");
+        }
+        Ok(s) => panic!("{s:?}"),
+    }
+}
+
+#[test]
+fn inputs_that_are_not_sql_are_named() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let ours = common::fresh_db(srv, "ours");
+    for (name, bytes, want) in [
+        (
+            "x.xml",
+            b"<?xml version=\"1.0\"?>\n<mysqldump xmlns:xsi=\"x\">\n".to_vec(),
+            "XML dump",
+        ),
+        (
+            "u16.sql",
+            b"\xFF\xFES\x00E\x00L\x00E\x00C\x00T\x00".to_vec(),
+            "UTF-16",
+        ),
+    ] {
+        let f = write(dir.path(), name, &bytes);
+        match common::load(common::options(srv, &ours, &f)) {
+            Err(e) => {
+                assert!(e.to_string().contains(want), "{name}: {e}");
+                assert_eq!(e.exit_code(), 3);
+            }
+            Ok(s) => panic!("{name}: {s:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_dump_of_a_server_loaded_with_sqlfleet_keeps_the_journal() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let ours = common::fresh_db(srv, "ours");
+    let text = format!(
+        "{HEADER}CREATE DATABASE /*!32312 IF NOT EXISTS*/ `sqlfleet`;\nUSE `sqlfleet`;\nDROP TABLE IF EXISTS `load_journal`;\nCREATE TABLE `load_journal` (`x` int);\nINSERT INTO `load_journal` VALUES (1);\nDROP TABLE IF EXISTS `loads`;\nCREATE TABLE `loads` (`x` int);\nUSE `{ours}`;\nCREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1),(2);\n"
+    );
+    let f = write(dir.path(), "all.sql", text.as_bytes());
+    let s = common::load(common::options(srv, &ours, &f)).expect("loads");
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("sqlfleet's own load journal")),
+        "{:?}",
+        s.warnings
+    );
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{ours}`.`t`")),
+        vec!["2"]
+    );
+    let state = common::query(
+        srv,
+        &format!(
+            "SELECT state FROM sqlfleet.loads WHERE load_id = '{}'",
+            s.load_id
+        ),
+    );
+    assert_eq!(
+        state,
+        vec!["done"],
+        "the live journal survived the dump's DROP TABLE"
+    );
+}
