@@ -24,6 +24,9 @@ pub struct Statement {
     /// Set when this is the mysql client's `source FILE` / `\\. FILE`
     /// command rather than SQL (`text` is then the command's line).
     pub source: Option<String>,
+    /// The file this statement came from when it is not the main input
+    /// (a file read with `source`); its `line` is that file's.
+    pub origin: Option<std::sync::Arc<str>>,
 }
 
 impl Statement {
@@ -521,6 +524,7 @@ impl<R: Read> Splitter<R> {
             line: self.start_line,
             text,
             source,
+            origin: None,
         };
         self.pos = end;
         self.reset();
@@ -702,6 +706,7 @@ impl<R: Read> Splitter<R> {
             line: self.start_line,
             text,
             source: None,
+            origin: None,
         };
         self.reset();
         s

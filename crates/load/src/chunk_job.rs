@@ -55,6 +55,7 @@ impl ChunkWork {
 
     pub fn failure(&self, code: Option<u16>, message: String) -> StatementFailure {
         StatementFailure {
+            origin: None,
             offset: self.offset,
             line: self.record_lines.first().copied().unwrap_or(0),
             table: Some(self.table.clone()),

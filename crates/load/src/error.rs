@@ -7,6 +7,8 @@ use sqlfleet_dump::SplitError;
 /// A statement the server refused, with its place in the dump.
 #[derive(Debug, Clone)]
 pub struct StatementFailure {
+    /// The sourced file it came from (`source FILE`), when not the main one.
+    pub origin: Option<String>,
     pub offset: u64,
     pub line: u64,
     pub table: Option<String>,
@@ -17,7 +19,10 @@ pub struct StatementFailure {
 
 impl std::fmt::Display for StatementFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "byte offset {}, line {}", self.offset, self.line)?;
+        match &self.origin {
+            Some(o) => write!(f, "in {o} (sourced), line {}", self.line)?,
+            None => write!(f, "byte offset {}, line {}", self.offset, self.line)?,
+        }
         if let Some(t) = &self.table {
             write!(f, ", table {t}")?;
         }
@@ -120,6 +125,7 @@ impl StatementFailure {
     /// A failure at `stmt` that is not a server error (fill in `message`).
     pub fn of_text(stmt: &sqlfleet_dump::Statement, table: Option<&str>) -> StatementFailure {
         StatementFailure {
+            origin: stmt.origin.as_deref().map(str::to_owned),
             offset: stmt.offset,
             line: stmt.line,
             table: table.map(str::to_owned),
@@ -137,6 +143,7 @@ impl StatementFailure {
     ) -> StatementFailure {
         let (code, message) = describe(e);
         StatementFailure {
+            origin: stmt.origin.as_deref().map(str::to_owned),
             offset: stmt.offset,
             line: stmt.line,
             table: table.map(str::to_owned),

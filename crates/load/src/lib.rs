@@ -241,8 +241,15 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         opened.reader,
         total,
         opts.load_id.clone(),
-        sqlfleet_dump::split::MAX_STATEMENT,
-        opts.comments,
+        source::ReadOptions {
+            max_statement: sqlfleet_dump::split::MAX_STATEMENT,
+            keep_comments: opts.comments,
+            base_dir: opts
+                .path
+                .parent()
+                .filter(|_| opts.path != Path::new("-"))
+                .map(Path::to_path_buf),
+        },
         tx,
         stop_reader.clone(),
     )

@@ -229,14 +229,6 @@ impl Scheduler {
             }
             return;
         }
-        if let Some(path) = &stmt.source {
-            self.ctx.shared.fail(StatementFailure {
-                code: None,
-                message: format!("the client command 'source {path}' is not supported by sqlfleet load yet: load {path} on its own, or expand it into this file"),
-                ..StatementFailure::of_text(&stmt, None)
-            });
-            return;
-        }
         if !matches!(kind, Kind::Session | Kind::Use(_) | Kind::Hint)
             && self.resume.ranges.contains(stmt.offset)
         {

@@ -88,13 +88,21 @@ fn not_sql(head: &[u8]) -> Option<&'static str> {
     None
 }
 
+/// How to read.
+pub struct ReadOptions {
+    pub max_statement: usize,
+    /// Keep comments inside statements (the client's `--comments`).
+    pub keep_comments: bool,
+    /// Where `source FILE` looks first (the main file's directory).
+    pub base_dir: Option<std::path::PathBuf>,
+}
+
 /// Starts the reader thread. `stop` ends it early.
 pub fn spawn(
     reader: Box<dyn Read + Send>,
     size: Option<u64>,
     load_id: Option<String>,
-    max_statement: usize,
-    keep_comments: bool,
+    opts: ReadOptions,
     tx: mpsc::Sender<Msg>,
     stop: Arc<AtomicBool>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
@@ -103,7 +111,7 @@ pub fn spawn(
         .spawn(move || {
             let panic_tx = tx.clone();
             let run = std::panic::AssertUnwindSafe(|| {
-                read_all(reader, size, load_id, max_statement, keep_comments, &tx, &stop)
+                read_all(reader, size, load_id, &opts, &tx, &stop)
             });
             if let Err(p) = std::panic::catch_unwind(run) {
                 let what = p
@@ -119,12 +127,160 @@ pub fn spawn(
         })
 }
 
+/// How deep `source` may nest (the client has no limit but file handles;
+/// a file that sources itself would never end).
+const MAX_SOURCE_DEPTH: usize = 16;
+
+/// The reader's state across the main file and the files it sources.
+struct Reading<'a> {
+    tx: &'a mpsc::Sender<Msg>,
+    stop: &'a AtomicBool,
+    held: Vec<Msg>,
+    id_sent: bool,
+    chain: Chain,
+    keep_comments: bool,
+    max_statement: usize,
+    /// Backslash escapes in strings (the session's sql_mode, shared by
+    /// every file of the session).
+    escapes: bool,
+    /// Bytes of sourced files read so far: statements get offsets in one
+    /// stream, the main file's bytes with each sourced file's spliced in
+    /// where its `source` command stood.
+    shift: u64,
+    /// Where `source` looks first: the main file's directory.
+    base_dir: Option<std::path::PathBuf>,
+}
+
+impl Reading<'_> {
+    /// Sends, or holds until the identity is known. False when the
+    /// receiver is gone.
+    fn emit(&mut self, m: Msg) -> bool {
+        if self.id_sent {
+            self.tx.blocking_send(m).is_ok()
+        } else {
+            self.held.push(m);
+            true
+        }
+    }
+
+    fn send_id(&mut self, id: String, dump: bool) -> bool {
+        if self.tx.blocking_send(Msg::Id { id, dump }).is_err() {
+            return false;
+        }
+        self.id_sent = true;
+        for m in std::mem::take(&mut self.held) {
+            if self.tx.blocking_send(m).is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// A statement as the client would send it, classified and chained.
+    fn item(&mut self, mut stmt: Statement, shift: u64) -> Item {
+        if let Some(text) = strip_cr(&stmt.text) {
+            stmt.text = text;
+        }
+        if !self.keep_comments {
+            if let Some(text) = strip_comments(&stmt.text, self.escapes) {
+                stmt.text = text;
+            }
+        }
+        stmt.offset += shift;
+        stmt.end += shift;
+        let kind = classify(&stmt.text);
+        if kind == Kind::Session {
+            if let Some(on) = backslash_escapes_after(&stmt.text) {
+                self.escapes = on;
+            }
+        }
+        let traits = inspect(&stmt.text);
+        let chain = self.chain.add(stmt.offset, &stmt.text);
+        Item {
+            stmt,
+            kind,
+            traits,
+            chain,
+        }
+    }
+
+    fn resolve(&self, path: &str) -> std::path::PathBuf {
+        let p = std::path::Path::new(path);
+        if p.is_absolute() {
+            return p.to_path_buf();
+        }
+        match &self.base_dir {
+            Some(d) if d.join(p).exists() => d.join(p),
+            _ => p.to_path_buf(),
+        }
+    }
+
+    /// Reads a sourced file in place of its `source` command (which ends
+    /// at virtual offset `at`): its statements follow, then the file that
+    /// sourced it goes on. Returns the bytes it spliced in (its own and
+    /// those of the files it sourced), or `None` when reading stopped.
+    fn source(
+        &mut self,
+        cmd: &Statement,
+        path: &str,
+        at: u64,
+        depth: usize,
+    ) -> Result<Option<u64>, SplitError> {
+        let here = |what: String| SplitError::Syntax {
+            offset: cmd.offset,
+            line: cmd.line,
+            what,
+        };
+        if depth >= MAX_SOURCE_DEPTH {
+            return Err(here(format!("'source {path}': sourced files nest deeper than {MAX_SOURCE_DEPTH} (a file that sources itself?)")));
+        }
+        let full = self.resolve(path);
+        let opened = sqlfleet_dump::reader::open(&full)
+            .map_err(|e| here(format!("'source {path}': {}: {e}", full.display())))?;
+        let origin: Arc<str> = full.display().to_string().into();
+        let mut sp = Splitter::new(opened.reader);
+        sp.max_statement = self.max_statement;
+        sp.set_backslash_escapes(self.escapes);
+        let named = |e: SplitError| {
+            let (offset, line, what) = match e {
+                SplitError::Syntax { offset, line, what } => (offset, line, what),
+                SplitError::Io { offset, what } => (offset, 0, what),
+            };
+            here(format!(
+                "in {origin} (sourced here), byte offset {offset}, line {line}: {what}"
+            ))
+        };
+        let mut inner = 0u64;
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                return Ok(None);
+            }
+            let Some(mut stmt) = sp.next_statement().map_err(named)? else {
+                break;
+            };
+            if let Some(next) = stmt.source.clone() {
+                match self.source(&stmt, &next, at + stmt.end + inner, depth + 1)? {
+                    Some(n) => inner += n,
+                    None => return Ok(None),
+                }
+                continue;
+            }
+            stmt.origin = Some(origin.clone());
+            let item = self.item(stmt, at + inner);
+            sp.set_backslash_escapes(self.escapes);
+            if !self.emit(Msg::Item(Box::new(item))) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(sp.bytes_read() + inner))
+    }
+}
+
 fn read_all(
     reader: Box<dyn Read + Send>,
     size: Option<u64>,
     load_id: Option<String>,
-    max_statement: usize,
-    keep_comments: bool,
+    opts: &ReadOptions,
     tx: &mpsc::Sender<Msg>,
     stop: &AtomicBool,
 ) {
@@ -133,19 +289,27 @@ fn read_all(
         id: IdHasher::default(),
         head: Vec::new(),
     });
-    sp.max_statement = max_statement;
-    let mut chain = Chain::default();
-    let mut held: Vec<Msg> = Vec::new();
-    let mut id_sent = false;
-    let send = |m: Msg| tx.blocking_send(m).is_ok();
+    sp.max_statement = opts.max_statement;
+    let mut r = Reading {
+        tx,
+        stop,
+        held: Vec::new(),
+        id_sent: false,
+        chain: Chain::default(),
+        keep_comments: opts.keep_comments,
+        max_statement: opts.max_statement,
+        escapes: true,
+        shift: 0,
+        base_dir: opts.base_dir.clone(),
+    };
     loop {
         if stop.load(Ordering::Relaxed) {
             return;
         }
         let next = sp.next_statement();
-        if !id_sent {
+        if !r.id_sent {
             if let Some(what) = not_sql(&sp.get_ref().head) {
-                let _ = send(Msg::Error(SplitError::Syntax {
+                let _ = tx.blocking_send(Msg::Error(SplitError::Syntax {
                     offset: 0,
                     line: 1,
                     what: what.into(),
@@ -153,61 +317,62 @@ fn read_all(
                 return;
             }
         }
-        let msg = match next {
-            Ok(Some(mut stmt)) => {
-                if let Some(text) = strip_cr(&stmt.text) {
-                    stmt.text = text;
-                }
-                if !keep_comments {
-                    if let Some(text) = strip_comments(&stmt.text, sp.backslash_escapes()) {
-                        stmt.text = text;
+        let mut finished = false;
+        match next {
+            Ok(Some(stmt)) => {
+                if let Some(path) = stmt.source.clone() {
+                    let at = stmt.end + r.shift;
+                    match r.source(&stmt, &path, at, 0) {
+                        Ok(Some(n)) => {
+                            r.shift += n;
+                            sp.set_backslash_escapes(r.escapes);
+                        }
+                        Ok(None) => return,
+                        Err(e) => {
+                            finished = true;
+                            if !r.emit(Msg::Error(e)) {
+                                return;
+                            }
+                        }
                     }
-                }
-                let kind = classify(&stmt.text);
-                if kind == Kind::Session {
-                    if let Some(on) = backslash_escapes_after(&stmt.text) {
-                        sp.set_backslash_escapes(on);
-                    }
-                }
-                let traits = inspect(&stmt.text);
-                let chain = chain.add(stmt.offset, &stmt.text);
-                Some(Msg::Item(Box::new(Item {
-                    stmt,
-                    kind,
-                    traits,
-                    chain,
-                })))
-            }
-            Ok(None) => None,
-            Err(e) => Some(Msg::Error(e)),
-        };
-        let finished = !matches!(msg, Some(Msg::Item(_)));
-        if !id_sent {
-            if let Some(m) = msg {
-                held.push(m);
-            }
-            let h = sp.get_ref();
-            if h.id.is_full() || finished {
-                let id = load_id.clone().unwrap_or_else(|| h.id.finish(size, ""));
-                let dump = is_dump_header(&h.head);
-                if !send(Msg::Id { id, dump }) {
-                    return;
-                }
-                id_sent = true;
-                for m in held.drain(..) {
-                    if !send(m) {
+                } else {
+                    let shift = r.shift;
+                    let item = r.item(stmt, shift);
+                    sp.set_backslash_escapes(r.escapes);
+                    if !r.emit(Msg::Item(Box::new(item))) {
                         return;
                     }
                 }
             }
-        } else if let Some(m) = msg {
-            if !send(m) {
-                return;
+            Ok(None) => finished = true,
+            Err(e) => {
+                finished = true;
+                let e = match e {
+                    SplitError::Syntax { offset, line, what } => SplitError::Syntax {
+                        offset: offset + r.shift,
+                        line,
+                        what,
+                    },
+                    other => other,
+                };
+                if !r.emit(Msg::Error(e)) {
+                    return;
+                }
+            }
+        }
+        if !r.id_sent {
+            let h = sp.get_ref();
+            if h.id.is_full() || finished {
+                let id = load_id.clone().unwrap_or_else(|| h.id.finish(size, ""));
+                let dump = is_dump_header(&h.head);
+                if !r.send_id(id, dump) {
+                    return;
+                }
             }
         }
         if finished {
-            let _ = send(Msg::Done {
-                bytes: sp.bytes_read(),
+            let _ = tx.blocking_send(Msg::Done {
+                bytes: sp.bytes_read() + r.shift,
             });
             return;
         }

@@ -457,3 +457,77 @@ fn a_dump_of_a_server_loaded_with_sqlfleet_keeps_the_journal() {
         "the live journal survived the dump's DROP TABLE"
     );
 }
+
+#[test]
+fn source_reads_the_named_files_in_place() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let d = dir.path();
+    write(
+        d,
+        "rows_b.dump",
+        b"INSERT INTO `t` (`a`) VALUES (3),(4);\nINSERT INTO `t` (`a`) VALUES (5);\n",
+    );
+    write(
+        d,
+        "rows_a.dump",
+        format!(
+            "INSERT INTO `t` (`a`) VALUES (1);\nsource {}\nINSERT INTO `t` (`a`) VALUES (2);\n",
+            d.join("rows_b.dump").display()
+        )
+        .as_bytes(),
+    );
+    let main = format!(
+        "CREATE TABLE `t` (`a` int, `seq` int AUTO_INCREMENT PRIMARY KEY);\nsource {}\n\\. {}\nINSERT INTO `t` (`a`) VALUES (6);\n",
+        d.join("rows_a.dump").display(),
+        d.join("rows_b.dump").display()
+    );
+    let f = write(d, "main.sql", main.as_bytes());
+    // The order of rows shows in the AUTO_INCREMENT ids.
+    same_as_stock(srv, &f, &[], |_| {});
+    // Relative names are found beside the file that names them.
+    let rel = write(
+        d,
+        "rel.sql",
+        b"CREATE TABLE `t` (`a` int);\nsource rows_b.dump\n",
+    );
+    let ours = common::fresh_db(srv, "ours");
+    common::load(common::options(srv, &ours, &rel)).expect("relative source");
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{ours}`.`t`")),
+        vec!["3"]
+    );
+    // A missing file is an error naming the line of the command.
+    let bad = write(
+        d,
+        "bad.sql",
+        b"CREATE TABLE `t` (`a` int);\nsource nowhere.dump\n",
+    );
+    let ours = common::fresh_db(srv, "ours");
+    match common::load(common::options(srv, &ours, &bad)) {
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("line 2") && m.contains("nowhere.dump"), "{m}");
+        }
+        Ok(s) => panic!("{s:?}"),
+    }
+    // A failing statement in a sourced file names that file and line.
+    write(
+        d,
+        "broken.dump",
+        b"INSERT INTO `t` VALUES (1);\nINSERT INTO `nope` VALUES (1);\n",
+    );
+    let f = write(
+        d,
+        "calls-broken.sql",
+        b"CREATE TABLE `t` (`a` int);\nsource broken.dump\n",
+    );
+    let ours = common::fresh_db(srv, "ours");
+    match common::load(common::options(srv, &ours, &f)) {
+        Err(e) => {
+            let m = e.to_string();
+            assert!(m.contains("broken.dump (sourced), line 2"), "{m}");
+        }
+        Ok(s) => panic!("{s:?}"),
+    }
+}
