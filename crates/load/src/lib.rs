@@ -483,8 +483,18 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         regime,
         ..
     } = sched;
+    let ctx = engine.ctx.clone();
     engine.finish().await;
     let _ = reader.join();
+    let when: Option<String> = bookkeeping.query_first("SELECT NOW()").await.unwrap_or(None);
+    shared.write_quarantine(
+        &ctx.prelude,
+        &format!(
+            "{source_name} (load id {load_id}), run of {}",
+            when.unwrap_or_default()
+        ),
+        opts.database.as_deref().or(opts.target.database.as_deref()),
+    );
     if let Some(c) = control {
         let _ = c.conn.disconnect().await;
     }

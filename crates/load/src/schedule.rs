@@ -297,9 +297,17 @@ impl Scheduler {
     async fn feed_stateful(&mut self, stmt: Statement, kind: Kind) {
         match kind {
             Kind::Hint => {}
-            Kind::Use(db) => {
-                self.cur_db = Some(db);
-                self.execute(&stmt, None, None, None).await;
+            Kind::Use(_) | Kind::Session => {
+                if let Kind::Use(db) = kind {
+                    self.cur_db = Some(db);
+                }
+                if self.execute(&stmt, None, None, None).await {
+                    // Kept in the prelude too, for the quarantine's context.
+                    let n = self.ctx.prelude.push(&stmt.text);
+                    if let Some(c) = self.control.as_mut() {
+                        c.mark_applied(n);
+                    }
+                }
             }
             other => {
                 let table = other.table().map(|t| Self::show(&self.key(t)));
@@ -710,7 +718,7 @@ impl Scheduler {
                     f.message.push_str(" (the connection was lost, and with it the session state this file built up: the load cannot go on; restore the target and load again with --restart)");
                 }
                 if self.ctx.continue_on_error {
-                    self.ctx.shared.quarantine(stmt, &f);
+                    self.ctx.shared.quarantine(stmt, &f, upto);
                     if !stateful {
                         let q = rec("quarantine", self);
                         if let Some(c) = self.control.as_mut() {

@@ -35,7 +35,7 @@ impl Prelude {
         self.len() == 0
     }
 
-    fn range(&self, from: usize, to: usize) -> Vec<Arc<[u8]>> {
+    pub fn range(&self, from: usize, to: usize) -> Vec<Arc<[u8]>> {
         let v = self.0.read().unwrap_or_else(|e| e.into_inner());
         v[from.min(v.len())..to.min(v.len())].to_vec()
     }
@@ -73,6 +73,13 @@ impl SessionConn {
         self.applied = upto;
         self.charset = None;
         Ok(())
+    }
+
+    /// Says the connection already has the prelude up to `n` (it ran
+    /// those statements itself).
+    pub fn mark_applied(&mut self, n: usize) {
+        self.applied = self.applied.max(n);
+        self.charset = None;
     }
 
     /// The session's client character set and whether backslashes escape

@@ -30,6 +30,7 @@ pub struct Shared {
     /// Server warnings reported (CSV/TSV chunks).
     pub warnings: AtomicU64,
     pub quarantine: Option<Mutex<std::fs::File>>,
+    pub quarantined_items: Mutex<Vec<Quarantined>>,
     pub resuming: bool,
 }
 
@@ -47,6 +48,7 @@ impl Default for Shared {
             fast_fallbacks: AtomicU64::default(),
             warnings: AtomicU64::default(),
             quarantine: None,
+            quarantined_items: Mutex::default(),
             resuming: false,
         }
     }
@@ -71,16 +73,20 @@ impl Shared {
         offset > self.stop_at.load(Ordering::Relaxed)
     }
 
-    /// Writes a statement the server refused to the quarantine file, with
-    /// a comment header saying where it was and why it failed.
-    pub fn quarantine(&self, stmt: &Statement, f: &StatementFailure) {
+    /// Keeps a statement the server refused for the quarantine file,
+    /// with where it was, why it failed and the session statements
+    /// (prelude length) it ran after.
+    pub fn quarantine(&self, stmt: &Statement, f: &StatementFailure, prelude_len: usize) {
         self.quarantined.fetch_add(1, Ordering::Relaxed);
-        let Some(file) = &self.quarantine else { return };
-        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        if self.quarantine.is_none() {
+            return;
+        }
         let header = format!(
-            "-- sqlfleet quarantine: byte offset {}, line {}{}: {}{}\n",
-            f.offset,
-            f.line,
+            "-- sqlfleet quarantine: {}{}: {}{}\n",
+            match &f.origin {
+                Some(o) => format!("in {o} (sourced), line {}", f.line),
+                None => format!("byte offset {}, line {}", f.offset, f.line),
+            },
             f.table
                 .as_ref()
                 .map(|t| format!(", table {t}"))
@@ -88,18 +94,70 @@ impl Shared {
             f.code.map(|c| format!("ERROR {c}: ")).unwrap_or_default(),
             f.message.replace('\n', " ")
         );
-        let has_semicolon = stmt.text.contains(&b';');
-        let _ = file.write_all(header.as_bytes());
-        if has_semicolon {
-            let _ = file.write_all(b"DELIMITER $$\n");
+        self.quarantined_items
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Quarantined {
+                offset: stmt.offset,
+                header,
+                text: stmt.text.clone(),
+                prelude_len,
+            });
+    }
+
+    /// Writes this run's quarantined statements in file order, each after
+    /// the session statements (`SET`, `USE`) that came before it, so the
+    /// file replays on its own: `mariadb [options] < FILE`.
+    pub fn write_quarantine(&self, prelude: &Prelude, run: &str, database: Option<&str>) {
+        let Some(file) = &self.quarantine else { return };
+        let mut items = std::mem::take(&mut *self.quarantined_items.lock().unwrap_or_else(|e| e.into_inner()));
+        if items.is_empty() {
+            return;
         }
-        let _ = file.write_all(&stmt.text);
-        let _ = file.write_all(if has_semicolon {
-            b"$$\nDELIMITER ;\n\n"
-        } else {
-            b";\n\n"
-        });
+        items.sort_by_key(|q| q.offset);
+        let mut out: Vec<u8> = format!(
+            "-- sqlfleet load quarantine: {run}\n-- {} statement(s) the server refused, in file order, each after the session statements before it.\n-- Fix them, then replay this file with: mariadb [connection options] < FILE\n",
+            items.len()
+        )
+        .into_bytes();
+        if let Some(db) = database {
+            write_statement(&mut out, format!("USE {}", sqlfleet_conn::quote::ident(db)).as_bytes());
+        }
+        let mut applied = 0;
+        for q in &items {
+            if q.prelude_len > applied {
+                for p in prelude.range(applied, q.prelude_len) {
+                    write_statement(&mut out, &p);
+                }
+                applied = q.prelude_len;
+            }
+            out.extend_from_slice(q.header.as_bytes());
+            write_statement(&mut out, &q.text);
+        }
+        out.push(b'\n');
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = file.write_all(&out);
         let _ = file.flush();
+    }
+}
+
+/// A refused statement kept for the quarantine file.
+pub struct Quarantined {
+    offset: u64,
+    header: String,
+    text: Vec<u8>,
+    prelude_len: usize,
+}
+
+/// One statement with its delimiter (DELIMITER-wrapped when it has `;`).
+fn write_statement(out: &mut Vec<u8>, text: &[u8]) {
+    if text.contains(&b';') {
+        out.extend_from_slice(b"DELIMITER $$\n");
+        out.extend_from_slice(text);
+        out.extend_from_slice(b"$$\nDELIMITER ;\n");
+    } else {
+        out.extend_from_slice(text);
+        out.extend_from_slice(b";\n");
     }
 }
 

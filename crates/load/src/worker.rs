@@ -120,7 +120,7 @@ pub(crate) async fn process(
                         let (stmt, table) = first_stmt(&work);
                         let f = StatementFailure::of(&stmt, Some(&table), &e);
                         if ctx.continue_on_error {
-                            ctx.shared.quarantine(&stmt, &f);
+                            ctx.shared.quarantine(&stmt, &f, prelude_len);
                         } else {
                             ctx.shared.fail(f);
                         }
@@ -237,7 +237,7 @@ async fn attempt_once(
                 .sql()
             };
             if *nontx {
-                run_nontx(ctx, c, table, stmts, &record).await
+                run_nontx(ctx, c, table, stmts, &record, prelude_len).await
             } else {
                 let fast_ok = fast_ok && !generates_ids;
                 run_txn(ctx, c, stmts, &|rows| record("data", rows), fast_ok).await
@@ -331,6 +331,7 @@ async fn run_nontx(
     table: &str,
     stmts: &[Statement],
     record: &(dyn Fn(&'static str, u64) -> String + Sync),
+    prelude_len: usize,
 ) -> Outcome {
     let journal = |sql: String| format!("BEGIN; {sql}; COMMIT");
     if let Err(e) = c.conn.query_drop(journal(record("pending-data", 0))).await {
@@ -372,7 +373,7 @@ async fn run_nontx(
                     f.message.push_str(&format!(
                         " (table {table} is non-transactional: rows this statement wrote before the error stay, as with the stock client)"
                     ));
-                    ctx.shared.quarantine(s, &f);
+                    ctx.shared.quarantine(s, &f, prelude_len);
                     rows += c.conn.affected_rows();
                     break;
                 }
@@ -422,12 +423,12 @@ async fn one_by_one(
                     *conn = None;
                 }
                 Outcome::Failed(f) => {
-                    ctx.shared.quarantine(s, &f);
+                    ctx.shared.quarantine(s, &f, prelude_len);
                     break;
                 }
                 Outcome::Retry(e) | Outcome::Fail(_, e) => {
                     let f = StatementFailure::of(s, Some(table), &e);
-                    ctx.shared.quarantine(s, &f);
+                    ctx.shared.quarantine(s, &f, prelude_len);
                     // Journal it as handled, so --resume does not retry it.
                     if let Ok(c) = ensure(ctx, conn, slot).await {
                         let _ = c
