@@ -65,6 +65,12 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE")]
     pub ssl_ca: Option<PathBuf>,
 
+    /// The connection's character set, as the mysql client's option
+    /// (also `default-character-set` in option files) [default: utf8mb4;
+    /// `auto` means utf8mb4 too]
+    #[arg(long, value_name = "NAME")]
+    pub default_character_set: Option<String>,
+
     /// Connect to the local sandbox of this name (see `sqlfleet sandbox list`);
     /// used instead of option files, flags still override
     #[arg(long, value_name = "NAME")]

@@ -56,7 +56,14 @@ impl Target {
             // asking the server after every connect (the server still
             // enforces its own max_allowed_packet).
             .max_allowed_packet(Some(1 << 30))
-            .wait_timeout(Some(28_800));
+            .wait_timeout(Some(28_800))
+            // The client's default-character-set, on every new connection.
+            .init(
+                self.charset
+                    .iter()
+                    .map(|cs| format!("SET NAMES {cs}"))
+                    .collect::<Vec<_>>(),
+            );
         let b = match &self.endpoint {
             Endpoint::Tcp { host, port } => b.ip_or_hostname(host.clone()).tcp_port(*port),
             Endpoint::Socket(p) => b.socket(Some(p.to_string_lossy().into_owned())),

@@ -109,6 +109,9 @@ pub struct Target {
     pub database: Option<String>,
     pub ssl_mode: SslMode,
     pub ssl_ca: Option<PathBuf>,
+    /// `SET NAMES` after connecting (the client's default-character-set);
+    /// `None`: utf8mb4, set in the handshake.
+    pub charset: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -164,6 +167,7 @@ struct Layer {
     ssl_mode: Option<SslMode>,
     ssl_ca: Option<PathBuf>,
     protocol_tcp: Option<bool>,
+    charset: Option<String>,
 }
 
 impl Layer {
@@ -181,7 +185,8 @@ impl Layer {
             database,
             ssl_mode,
             ssl_ca,
-            protocol_tcp
+            protocol_tcp,
+            charset
         );
     }
 }
@@ -257,10 +262,22 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<Layer, ResolveError> {
             "ssl-mode" => layer.ssl_mode = Some(need()?.parse().map_err(bad)?),
             "ssl-ca" => layer.ssl_ca = Some(PathBuf::from(need()?)),
             "protocol" => layer.protocol_tcp = Some(parse_protocol(&need()?).map_err(bad)?),
+            "default-character-set" => layer.charset = Some(parse_charset(&need()?).map_err(bad)?),
             _ => {} // other programs' options share [client]
         }
     }
     Ok(layer)
+}
+
+/// A character set name as `SET NAMES` takes it (`auto`: utf8mb4).
+fn parse_charset(s: &str) -> Result<String, String> {
+    if s.eq_ignore_ascii_case("auto") {
+        return Ok("utf8mb4".into());
+    }
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Err(format!("'{s}' is not a character set name"));
+    }
+    Ok(s.to_ascii_lowercase())
 }
 
 fn parse_protocol(s: &str) -> Result<bool, String> {
@@ -313,6 +330,7 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
             ssl_mode: d.ssl_mode,
             ssl_ca: d.ssl_ca.map(PathBuf::from),
             protocol_tcp: None,
+            charset: None,
         });
     }
     explicit_port |= args.port.is_some();
@@ -332,6 +350,13 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
         protocol_tcp: match &args.protocol {
             Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
                 var: "--protocol",
+                what,
+            })?),
+            None => None,
+        },
+        charset: match &args.default_character_set {
+            Some(c) => Some(parse_charset(c).map_err(|what| ResolveError::BadEnv {
+                var: "--default-character-set",
                 what,
             })?),
             None => None,
@@ -362,6 +387,7 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
         database: acc.database,
         ssl_mode: acc.ssl_mode.unwrap_or_default(),
         ssl_ca: acc.ssl_ca,
+        charset: acc.charset,
     })
 }
 

@@ -486,7 +486,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let ctx = engine.ctx.clone();
     engine.finish().await;
     let _ = reader.join();
-    let when: Option<String> = bookkeeping.query_first("SELECT NOW()").await.unwrap_or(None);
+    let when: Option<String> = bookkeeping
+        .query_first("SELECT NOW()")
+        .await
+        .unwrap_or(None);
     shared.write_quarantine(
         &ctx.prelude,
         &format!(

@@ -110,7 +110,12 @@ impl Shared {
     /// file replays on its own: `mariadb [options] < FILE`.
     pub fn write_quarantine(&self, prelude: &Prelude, run: &str, database: Option<&str>) {
         let Some(file) = &self.quarantine else { return };
-        let mut items = std::mem::take(&mut *self.quarantined_items.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut items = std::mem::take(
+            &mut *self
+                .quarantined_items
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()),
+        );
         if items.is_empty() {
             return;
         }
@@ -121,7 +126,10 @@ impl Shared {
         )
         .into_bytes();
         if let Some(db) = database {
-            write_statement(&mut out, format!("USE {}", sqlfleet_conn::quote::ident(db)).as_bytes());
+            write_statement(
+                &mut out,
+                format!("USE {}", sqlfleet_conn::quote::ident(db)).as_bytes(),
+            );
         }
         let mut applied = 0;
         for q in &items {

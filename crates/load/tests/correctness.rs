@@ -531,3 +531,27 @@ fn source_reads_the_named_files_in_place() {
         Ok(s) => panic!("{s:?}"),
     }
 }
+
+#[test]
+fn the_connection_character_set_is_the_clients() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    // Latin-1 bytes (é = 0xE9), as a latin1 client sends them.
+    let mut text = format!("{HEADER}")
+        .replace("/*!40101 SET NAMES utf8mb4 */;\n", "")
+        .into_bytes();
+    text.extend_from_slice(b"CREATE TABLE `l` (`v` varchar(10)) DEFAULT CHARSET=utf8mb4;\nINSERT INTO `l` VALUES ('caf\xE9'),('na\xEFve');\n");
+    let f = write(dir.path(), "latin1.sql", &text);
+    same_as_stock(srv, &f, &["--default-character-set=latin1"], |o| {
+        o.target.charset = Some("latin1".into());
+    });
+    let stock = common::fresh_db(srv, "stock");
+    assert!(srv
+        .stock_client(&stock, &f, &["--default-character-set=latin1"])
+        .status
+        .success());
+    assert_eq!(
+        common::query(srv, &format!("SELECT HEX(`v`) FROM `{stock}`.`l` LIMIT 1")),
+        vec!["636166C3A9".to_string()]
+    );
+}

@@ -137,6 +137,7 @@ impl Sandbox {
             database: None,
             ssl_mode: SslMode::Disabled,
             ssl_ca: None,
+            charset: None,
         })
     }
 

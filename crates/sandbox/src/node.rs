@@ -227,6 +227,7 @@ pub fn socket_target(layout: &NodeLayout, password: Option<&Secret>) -> Target {
         database: None,
         ssl_mode: SslMode::Disabled,
         ssl_ca: None,
+        charset: None,
     }
 }
 

@@ -126,6 +126,7 @@ fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
         database: None,
         ssl_mode: ssl,
         ssl_ca: None,
+        charset: None,
     }
 }
 

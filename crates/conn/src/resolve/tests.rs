@@ -268,3 +268,29 @@ fn passwords_never_in_debug_output() {
     let t = resolve(&args, &f.env).expect("resolves");
     assert!(!format!("{t:?}").contains("topsecret"));
 }
+
+#[test]
+fn default_character_set_from_files_and_flags() {
+    let f = fixture();
+    f.user_cnf("[client]\ndefault-character-set=latin1\n");
+    let t = resolve(&ConnArgs::default(), &f.env).expect("ok");
+    assert_eq!(t.charset.as_deref(), Some("latin1"));
+    let args = ConnArgs {
+        default_character_set: Some("auto".into()),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("ok").charset.as_deref(),
+        Some("utf8mb4")
+    );
+    let args = ConnArgs {
+        default_character_set: Some("utf8; DROP".into()),
+        ..ConnArgs::default()
+    };
+    assert!(resolve(&args, &f.env).is_err());
+    let f = fixture();
+    assert_eq!(
+        resolve(&ConnArgs::default(), &f.env).expect("ok").charset,
+        None
+    );
+}

@@ -108,6 +108,7 @@ pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
         database: db.map(str::to_owned),
         ssl_mode: sqlfleet_conn::SslMode::Disabled,
         ssl_ca: None,
+        charset: None,
     }
 }
 
