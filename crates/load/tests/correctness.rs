@@ -537,7 +537,7 @@ fn the_connection_character_set_is_the_clients() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     // Latin-1 bytes (é = 0xE9), as a latin1 client sends them.
-    let mut text = format!("{HEADER}")
+    let mut text = HEADER
         .replace("/*!40101 SET NAMES utf8mb4 */;\n", "")
         .into_bytes();
     text.extend_from_slice(b"CREATE TABLE `l` (`v` varchar(10)) DEFAULT CHARSET=utf8mb4;\nINSERT INTO `l` VALUES ('caf\xE9'),('na\xEFve');\n");
