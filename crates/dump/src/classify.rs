@@ -327,6 +327,18 @@ pub fn classify(text: &[u8]) -> Kind {
     Kind::Barrier
 }
 
+/// Is this `DROP TABLE` (or `DROP TEMPORARY TABLE`)?
+pub fn is_drop_table(text: &[u8]) -> bool {
+    let mut c = Cursor {
+        toks: tokens(text, 4),
+        i: 0,
+    };
+    c.eat("DROP") && {
+        c.eat("TEMPORARY");
+        c.eat("TABLE")
+    }
+}
+
 /// The database a `CREATE DATABASE` / `DROP DATABASE` (or SCHEMA) names.
 pub fn database_named(text: &[u8]) -> Option<String> {
     let mut c = Cursor {
@@ -428,6 +440,8 @@ mod tests {
         assert_eq!(database_named(b"CREATE DATABASE /*!32312 IF NOT EXISTS*/ `sqlfleet` /*!40100 DEFAULT CHARACTER SET utf8mb4 */"), Some("sqlfleet".into()));
         assert_eq!(database_named(b"DROP SCHEMA IF EXISTS x"), Some("x".into()));
         assert_eq!(database_named(b"DROP TABLE x"), None);
+        assert!(is_drop_table(b"/*!50001 DROP TABLE IF EXISTS `v`*/"));
+        assert!(!is_drop_table(b"ALTER TABLE t ADD KEY (a)"));
     }
 
     #[test]

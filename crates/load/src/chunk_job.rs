@@ -109,10 +109,10 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             Err(mysql_async::Error::Server(s)) if matches!(s.code, 1148 | 3948 | 4166) => {
                 let _ = c.conn.query_drop("ROLLBACK").await;
                 if ctx.fast_path.swap(false, Ordering::Relaxed) {
-                    eprintln!(
-                        "sqlfleet load: the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
+                    crate::progress::say(&format!(
+                        "the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
                         s.message
-                    );
+                    ));
                 }
                 if let Err(e) = c.conn.query_drop("BEGIN").await {
                     return fail(e);
@@ -172,7 +172,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
                 .warnings
                 .fetch_add(warnings.len() as u64, Ordering::Relaxed);
             for d in &described {
-                eprintln!("sqlfleet load: warning: {} {}: {d}", w.file, w.lines());
+                crate::progress::say(&format!("warning: {} {}: {d}", w.file, w.lines()));
             }
         }
     }

@@ -25,6 +25,8 @@ pub struct EngineOptions {
     pub queue_bytes: usize,
     pub progress: progress::Mode,
     pub raw_read: Arc<std::sync::atomic::AtomicU64>,
+    /// Input bytes read (decompressed), for progress.
+    pub read: Arc<std::sync::atomic::AtomicU64>,
     pub total: Option<u64>,
     pub started: Instant,
 }
@@ -55,6 +57,7 @@ impl Engine {
         };
         let shared = Arc::new(Shared {
             quarantine,
+            read: o.read,
             resuming: o.resuming,
             ..Shared::default()
         });

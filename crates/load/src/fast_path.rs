@@ -89,10 +89,10 @@ pub async fn try_fast(
                 if matches!(s.code, 1148 | 3948 | 4166)
                     && ctx.fast_path.swap(false, Ordering::Relaxed)
                 {
-                    eprintln!(
-                        "sqlfleet load: the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
+                    crate::progress::say(&format!(
+                        "the server refuses LOAD DATA LOCAL ({}); loading with INSERT statements",
                         s.message
-                    );
+                    ));
                 }
             }
             return check(e);

@@ -242,6 +242,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         queue_bytes: opts.read_ahead.max(opts.chunk_bytes),
         progress: opts.progress,
         raw_read: read_counter.clone(),
+        read: read_counter.clone(),
         total: sizes,
         started,
     })?;

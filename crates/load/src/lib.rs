@@ -115,7 +115,7 @@ impl Summary {
             );
         }
         let mut s = format!(
-            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {:.1} MB/s) on {} connections",
+            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {}/s) on {} connections",
             if self.complete { "loaded" } else { "stopped loading" },
             self.source,
             self.statements,
@@ -125,7 +125,7 @@ impl Summary {
             progress::human_bytes(self.bytes as f64),
             self.seconds,
             self.rows_per_sec,
-            self.mb_per_sec,
+            progress::human_bytes(self.mb_per_sec * 1e6),
             self.threads,
         );
         if self.skipped_on_resume > 0 {
@@ -236,12 +236,14 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let endpoint = opts.target.endpoint.to_string();
 
     let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(32);
     let reader = source::spawn(
         opened.reader,
         total,
         opts.load_id.clone(),
         source::ReadOptions {
+            read: read.clone(),
             max_statement: sqlfleet_dump::split::MAX_STATEMENT,
             keep_comments: opts.comments,
             base_dir: opts
@@ -356,7 +358,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             let w = format!(
                 "table {t} is not transactional and had a batch in flight when the load stopped: its {n} rows were deleted and its data is loaded again"
             );
-            eprintln!("sqlfleet load: warning: {w}");
+            progress::say(&format!("warning: {w}"));
             warnings.push(w);
             resume = match journal::prepare(
                 &mut bookkeeping,
@@ -394,6 +396,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         queue_bytes: opts.read_ahead.max(opts.batch_bytes),
         progress: opts.progress,
         raw_read: raw_read.clone(),
+        read,
         total,
         started,
     })?;
@@ -405,7 +408,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             let w = format!(
                 "{source_name} is not a mysqldump/mariadb-dump file (no dump header): its statements run in file order on one connection, as with the mysql client"
             );
-            eprintln!("sqlfleet load: note: {w}");
+            progress::say(&format!("note: {w}"));
         }
         Regime::Ordered
     };

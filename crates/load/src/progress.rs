@@ -48,6 +48,20 @@ pub struct Sources {
     pub started: Instant,
 }
 
+/// A status line is on the terminal: messages clear it first.
+static BAR_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Prints a message on stderr without mixing it into the status line
+/// (the line is drawn again at the next tick).
+pub fn say(msg: &str) {
+    let mut e = std::io::stderr().lock();
+    if BAR_ON.load(Ordering::Relaxed) {
+        let _ = write!(e, "\r\x1b[2K");
+    }
+    let _ = writeln!(e, "sqlfleet load: {msg}");
+    let _ = e.flush();
+}
+
 pub fn human_bytes(b: f64) -> String {
     const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut v = b;
@@ -71,18 +85,31 @@ fn eta(secs: f64) -> String {
 impl Sources {
     fn line(&self, mode: Mode) -> String {
         let el = self.started.elapsed().as_secs_f64().max(1e-3);
-        let read = self.raw_read.load(Ordering::Relaxed) as f64;
+        let raw = self.raw_read.load(Ordering::Relaxed) as f64;
+        let read = self.shared.read.load(Ordering::Relaxed) as f64;
+        let applied = self.shared.applied.load(Ordering::Relaxed) as f64;
         let rows = self.shared.rows.load(Ordering::Relaxed);
         let retries = self.shared.retries.load(Ordering::Relaxed);
         let errors = self.shared.quarantined.load(Ordering::Relaxed);
         let rate = rows as f64 / el;
-        let bps = read / el;
-        let left = self.total.map(|t| (t as f64 - read) / bps.max(1.0));
+        // What is committed, in the input's own (possibly compressed) bytes.
+        let done = if read > 0.0 {
+            applied * raw / read
+        } else {
+            0.0
+        };
+        let bps = done / el;
+        let left = self
+            .total
+            .filter(|_| done > 0.0)
+            .map(|t| (t as f64 - done).max(0.0) / bps.max(1.0));
+        let ahead = (read - applied).max(0.0);
         if mode == Mode::Json {
             return serde_json::json!({
                 "event": "progress",
                 "seconds": (el * 1000.0).round() / 1000.0,
-                "bytes_read": read as u64,
+                "bytes_applied": done.round() as u64,
+                "bytes_read": raw as u64,
                 "bytes_total": self.total,
                 "rows": rows,
                 "rows_per_sec": rate.round(),
@@ -97,17 +124,22 @@ impl Sources {
             Some(t) if t > 0 => format!(
                 " / {} ({:.0}%)",
                 human_bytes(t as f64),
-                100.0 * read / t as f64
+                (100.0 * done / t as f64).min(100.0)
             ),
             _ => String::new(),
         };
         format!(
-            "{}{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}",
-            human_bytes(read),
+            "{} loaded{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
+            human_bytes(done),
             rate,
             human_bytes(bps),
             left.map(|l| format!(" · ETA {}", eta(l)))
                 .unwrap_or_default(),
+            if ahead >= 1024.0 * 1024.0 {
+                format!(" · {} read ahead", human_bytes(ahead))
+            } else {
+                String::new()
+            },
             if retries > 0 {
                 format!(" · {retries} retries")
             } else {
@@ -127,6 +159,7 @@ pub async fn run(src: Sources, mode: Mode, mut stop: tokio::sync::oneshot::Recei
     if mode == Mode::None || mode == Mode::Auto {
         return;
     }
+    BAR_ON.store(mode == Mode::Bar, Ordering::Relaxed);
     let tick = if mode == Mode::Json {
         Duration::from_secs(1)
     } else {
@@ -148,6 +181,7 @@ pub async fn run(src: Sources, mode: Mode, mut stop: tokio::sync::oneshot::Recei
         }
     }
     if mode == Mode::Bar {
+        BAR_ON.store(false, Ordering::Relaxed);
         let mut e = std::io::stderr().lock();
         let _ = write!(e, "\r\x1b[2K");
         let _ = e.flush();

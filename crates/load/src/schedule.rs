@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::quote::{ident, literal};
-use sqlfleet_dump::classify::database_named;
+use sqlfleet_dump::classify::{database_named, is_drop_table};
 use sqlfleet_dump::inspect::{generates_ids, sets_autocommit_off, Traits};
 use sqlfleet_dump::{Kind, Statement, TableRef};
 use tokio::sync::oneshot;
@@ -229,16 +229,21 @@ impl Scheduler {
             }
             return;
         }
+        if matches!(kind, Kind::Session | Kind::Use(_) | Kind::Hint) {
+            self.applied(&stmt);
+        }
         if !matches!(kind, Kind::Session | Kind::Use(_) | Kind::Hint)
             && self.resume.ranges.contains(stmt.offset)
         {
             self.skipped += 1;
-            if let Kind::TableDdl {
-                table,
-                create: true,
-            } = &kind
-            {
-                self.tables.insert(Self::show(&self.key(table)));
+            self.applied(&stmt);
+            if let Kind::TableDdl { table, create } = &kind {
+                let shown = Self::show(&self.key(table));
+                if *create {
+                    self.tables.insert(shown);
+                } else if is_drop_table(&stmt.text) {
+                    self.tables.remove(&shown);
+                }
             }
             return;
         }
@@ -388,7 +393,12 @@ impl Scheduler {
                 self.flush().await;
                 let key = self.key(&table);
                 let shown = Self::show(&key);
-                self.tables.insert(shown.clone());
+                if create {
+                    self.tables.insert(shown.clone());
+                } else if is_drop_table(&stmt.text) {
+                    // (mysqldump's stand-in tables for views are dropped.)
+                    self.tables.remove(&shown);
+                }
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
                 self.info.remove(&key);
@@ -440,9 +450,17 @@ impl Scheduler {
         }
     }
 
+    /// Counts a statement's bytes as done, for progress.
+    fn applied(&self, stmt: &Statement) {
+        self.ctx
+            .shared
+            .applied
+            .fetch_add(stmt.end - stmt.offset, Ordering::Relaxed);
+    }
+
     /// Says it now (before the table's rows load) and keeps it for the summary.
     fn warn(&mut self, w: String) {
-        eprintln!("sqlfleet load: warning: {w}");
+        crate::progress::say(&format!("warning: {w}"));
         self.warnings.push(w);
     }
 
@@ -685,6 +703,7 @@ impl Scheduler {
         match result {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
+                self.applied(stmt);
                 if let Some(kind) = record {
                     let mut sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
                     if kind == "create" && has_auto_increment(&stmt.text) {

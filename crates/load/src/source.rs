@@ -90,6 +90,8 @@ fn not_sql(head: &[u8]) -> Option<&'static str> {
 
 /// How to read.
 pub struct ReadOptions {
+    /// Bytes read so far (decompressed, sourced files included).
+    pub read: Arc<std::sync::atomic::AtomicU64>,
     pub max_statement: usize,
     /// Keep comments inside statements (the client's `--comments`).
     pub keep_comments: bool,
@@ -149,6 +151,7 @@ struct Reading<'a> {
     shift: u64,
     /// Where `source` looks first: the main file's directory.
     base_dir: Option<std::path::PathBuf>,
+    read: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Reading<'_> {
@@ -188,6 +191,7 @@ impl Reading<'_> {
         }
         stmt.offset += shift;
         stmt.end += shift;
+        self.read.fetch_max(stmt.end, Ordering::Relaxed);
         let kind = classify(&stmt.text);
         if kind == Kind::Session {
             if let Some(on) = backslash_escapes_after(&stmt.text) {
@@ -301,6 +305,7 @@ fn read_all(
         escapes: true,
         shift: 0,
         base_dir: opts.base_dir.clone(),
+        read: opts.read.clone(),
     };
     loop {
         if stop.load(Ordering::Relaxed) {

@@ -20,6 +20,10 @@ pub struct Shared {
     pub stop_at: AtomicU64,
     pub failure: Mutex<Option<StatementFailure>>,
     pub rows: AtomicU64,
+    /// Input bytes (decompressed) whose work has committed, and read so
+    /// far: progress counts what is applied, not what is read ahead.
+    pub applied: AtomicU64,
+    pub read: Arc<AtomicU64>,
     pub statements: AtomicU64,
     pub batches: AtomicU64,
     pub retries: AtomicU64,
@@ -40,6 +44,8 @@ impl Default for Shared {
             stop_at: AtomicU64::new(u64::MAX),
             failure: Mutex::default(),
             rows: AtomicU64::default(),
+            applied: AtomicU64::default(),
+            read: Arc::default(),
             statements: AtomicU64::default(),
             batches: AtomicU64::default(),
             retries: AtomicU64::default(),

@@ -73,6 +73,12 @@ pub(crate) async fn process(
             Outcome::Ok(rows) => {
                 ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                 ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
+                let bytes = match &work {
+                    Work::Data { stmts, .. } => stmts[stmts.len() - 1].end - stmts[0].offset,
+                    Work::Chunk(w) => w.end - w.offset,
+                    Work::Index { .. } => 0,
+                };
+                ctx.shared.applied.fetch_add(bytes, Ordering::Relaxed);
                 if let Work::Data { stmts, .. } = &work {
                     ctx.shared
                         .statements
@@ -416,6 +422,9 @@ async fn one_by_one(
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                     ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
+                    ctx.shared
+                        .applied
+                        .fetch_add(s.end - s.offset, Ordering::Relaxed);
                     break;
                 }
                 Outcome::Retry(_) if attempt < MAX_ATTEMPTS => {
