@@ -128,7 +128,9 @@ impl JobQueue {
                         fast_ok,
                     });
                 }
-                if st.closed {
+                // Closed: done once nothing is left (jobs of an ordered
+                // table may still wait for its running one).
+                if st.closed && st.tables.iter().all(|t| t.jobs.is_empty()) {
                     return None;
                 }
             }

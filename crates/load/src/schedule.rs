@@ -491,29 +491,30 @@ impl Scheduler {
             Some(db) => literal(db),
             None => "DATABASE()".into(),
         };
+        // Each lookup names its schema and table with constants: the
+        // server then opens only that table (a join on columns would read
+        // every table of the schema).
+        let t = literal(&key.1);
         let q = format!(
-            "SELECT t.ENGINE, c.COLUMN_NAME, c.ORDINAL_POSITION, \
-             (SELECT COUNT(*) FROM information_schema.TRIGGERS g WHERE g.EVENT_OBJECT_SCHEMA = t.TABLE_SCHEMA \
-              AND g.EVENT_OBJECT_TABLE = t.TABLE_NAME), \
-             (SELECT COUNT(*) FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = t.TABLE_SCHEMA \
-              AND s.TABLE_NAME = t.TABLE_NAME AND s.INDEX_NAME = 'PRIMARY') FROM information_schema.TABLES t \
-             LEFT JOIN information_schema.COLUMNS c ON c.TABLE_SCHEMA = t.TABLE_SCHEMA \
-             AND c.TABLE_NAME = t.TABLE_NAME AND c.EXTRA LIKE '%auto_increment%' \
-             WHERE t.TABLE_SCHEMA = {db} AND t.TABLE_NAME = {}",
-            literal(&key.1)
+            "SELECT (SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t}), \
+             (SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND EXTRA LIKE '%auto_increment%' LIMIT 1), \
+             (SELECT ORDINAL_POSITION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND EXTRA LIKE '%auto_increment%' LIMIT 1), \
+             (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = {db} AND EVENT_OBJECT_TABLE = {t}), \
+             (SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND INDEX_NAME = 'PRIMARY')"
         );
         type Row = (Option<String>, Option<String>, Option<u64>, u64, u64);
         let row: Option<Row> = c.conn.query_first(q).await.unwrap_or(None);
-        let Some((engine, col, pos, triggers, pk)) = row else {
+        let Some((Some(engine), col, pos, triggers, pk)) = row else {
             return unknown; // not there (yet): the INSERT will say so
         };
         if triggers > 0 {
             // Its rows fire triggers the target already had.
             self.triggered.insert(key.clone());
         }
-        let transactional = engine
-            .map(|e| sqlfleet_dump::classify::is_transactional(&e.to_ascii_uppercase()))
-            .unwrap_or(true);
+        let transactional = sqlfleet_dump::classify::is_transactional(&engine.to_ascii_uppercase());
         let info = TableInfo {
             transactional,
             heap_order: !transactional || pk == 0,
@@ -662,20 +663,48 @@ impl Scheduler {
             }
             .sql()
         };
+        // The final record, written in the same round trip as the
+        // statement (the server stops a multi-statement at an error).
+        let done_sql = record.map(|kind| {
+            let mut sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
+            if kind == "create" && has_auto_increment(&stmt.text) {
+                sql.push_str("; ");
+                sql.push_str(&journal::note_auto_increment_sql(
+                    &self.ctx.load_id,
+                    stmt.offset,
+                    &stmt.text,
+                ));
+            }
+            format!("BEGIN; {sql}; COMMIT")
+        });
+        let mut recorded = false;
         let mut attempt = 0;
         let result = loop {
             attempt += 1;
-            let pending = record.map(|_| rec("pending-ddl", self));
+            // A pending row first, committed before the statement runs (DDL
+            // commits on its own): an interrupted DDL is known on resume.
+            let text: Vec<u8> = match &done_sql {
+                Some(done) => {
+                    let mut t =
+                        format!("BEGIN; {}; COMMIT;\n", rec("pending-ddl", self)).into_bytes();
+                    t.extend_from_slice(&stmt.text);
+                    // (a newline first: the statement may end in a -- comment)
+                    t.extend_from_slice(format!("\n;\n{done}").as_bytes());
+                    t
+                }
+                None => stmt.text.clone(),
+            };
             let r = async {
                 let c = worker::ensure(&self.ctx, &mut self.control, "c").await?;
                 c.sync(&self.ctx.prelude, upto).await?;
-                if let Some(p) = &pending {
-                    c.conn.query_drop(format!("BEGIN; {p}; COMMIT")).await?;
-                }
-                c.conn.query_drop(&stmt.text[..]).await
+                c.conn.query_drop(&text[..]).await
             }
             .await;
             match r {
+                Ok(()) => {
+                    recorded = done_sql.is_some();
+                    break Ok(());
+                }
                 Err(e)
                     if retryable(&e)
                         && attempt < MAX_ATTEMPTS
@@ -704,18 +733,9 @@ impl Scheduler {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
                 self.applied(stmt);
-                if let Some(kind) = record {
-                    let mut sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
-                    if kind == "create" && has_auto_increment(&stmt.text) {
-                        sql.push_str("; ");
-                        sql.push_str(&journal::note_auto_increment_sql(
-                            &self.ctx.load_id,
-                            stmt.offset,
-                            &stmt.text,
-                        ));
-                    }
+                if let (Some(done), false) = (&done_sql, recorded) {
                     let r = match self.control.as_mut() {
-                        Some(c) => c.conn.query_drop(format!("BEGIN; {sql}; COMMIT")).await,
+                        Some(c) => c.conn.query_drop(done.as_str()).await,
                         None => Ok(()),
                     };
                     if let Err(e) = r {

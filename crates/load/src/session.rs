@@ -67,8 +67,28 @@ impl SessionConn {
         if upto <= self.applied {
             return Ok(());
         }
+        // One round trip for the lot: a dump sets and restores a handful
+        // of session variables around every table, and a worker that
+        // catches up on thousands of them one by one pays a round trip
+        // each. Statements with a `;` of their own go alone.
+        let mut batch: Vec<u8> = Vec::new();
         for stmt in prelude.range(self.applied, upto) {
-            self.conn.query_drop(&*stmt).await?;
+            if stmt.contains(&b';') {
+                if !batch.is_empty() {
+                    self.conn.query_drop(&batch[..]).await?;
+                    batch.clear();
+                }
+                self.conn.query_drop(&*stmt).await?;
+            } else {
+                if !batch.is_empty() {
+                    // (a newline first: a statement may end in a -- comment)
+                    batch.extend_from_slice(b"\n;\n");
+                }
+                batch.extend_from_slice(&stmt);
+            }
+        }
+        if !batch.is_empty() {
+            self.conn.query_drop(&batch[..]).await?;
         }
         self.applied = upto;
         self.charset = None;

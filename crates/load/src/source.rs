@@ -82,7 +82,7 @@ fn not_sql(head: &[u8]) -> Option<&'static str> {
             "this is an XML dump (mysqldump --xml); sqlfleet load reads SQL dumps, not XML",
         );
     }
-    if head.len() >= 4 && head.iter().take(64).step_by(2).skip(1).all(|b| *b == 0) && head[0] != 0 {
+    if head.len() >= 4 && head.iter().take(64).skip(1).step_by(2).all(|b| *b == 0) && head[0] != 0 {
         return Some("this file looks like UTF-16 text; sqlfleet load reads SQL in UTF-8: convert it with iconv -f UTF-16 -t UTF-8");
     }
     None
