@@ -49,10 +49,24 @@ impl<R: Read> Read for Named<R> {
     }
 }
 
+/// Is this path the standard input (`-`)? The one place that decides.
+pub fn is_stdin(path: &Path) -> bool {
+    path == Path::new("-")
+}
+
+/// How to name an input in messages: `stdin` for `-`.
+pub fn display_name(path: &Path) -> String {
+    if is_stdin(path) {
+        "stdin".into()
+    } else {
+        path.display().to_string()
+    }
+}
+
 /// Opens `path` (`-` is stdin) and picks the decompressor by magic bytes.
 pub fn open(path: &Path) -> io::Result<Opened> {
     let raw_read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (inner, size): (Box<dyn Read + Send>, Option<u64>) = if path == Path::new("-") {
+    let (inner, size): (Box<dyn Read + Send>, Option<u64>) = if is_stdin(path) {
         (Box::new(io::stdin()), None)
     } else {
         let f = File::open(path)?;

@@ -233,6 +233,25 @@ fn at(buf: &[u8], i: usize, pat: &[u8]) -> bool {
     buf.len() >= i + pat.len() && &buf[i..i + pat.len()] == pat
 }
 
+/// The first byte from `i` on that is a terminator's first byte, a newline
+/// or the escape character (or the end of `buf`).
+fn next_special(buf: &[u8], i: usize, ft0: u8, lt0: u8, esc: Option<u8>) -> usize {
+    let rest = &buf[i.min(buf.len())..];
+    let found = match (esc, lt0 == b'\n' || ft0 == b'\n') {
+        (None, _) => memchr::memchr3(ft0, lt0, b'\n', rest),
+        (Some(e), true) => memchr::memchr3(ft0, lt0, e, rest),
+        (Some(e), false) => {
+            let a = memchr::memchr3(ft0, lt0, e, rest);
+            let b = memchr::memchr(b'\n', rest);
+            match (a, b) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            }
+        }
+    };
+    found.map_or(buf.len(), |k| i + k)
+}
+
 /// Could `pat` start at `i` but the buffer ends too soon to tell?
 fn partial(buf: &[u8], i: usize, pat: &[u8]) -> bool {
     i < buf.len() && buf.len() < i + pat.len() && pat.starts_with(&buf[i..])
@@ -315,6 +334,12 @@ fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse
             continue;
         }
         field_start = false;
+        if !(b == ft[0] || b == lt[0] || b == b'\n' || Some(b) == f.escaped_by) {
+            // Plain field bytes: jump to the next byte that can matter
+            // (most of a file is plain field bytes; this is the hot loop).
+            i = next_special(buf, i + 1, ft[0], lt[0], f.escaped_by);
+            continue;
+        }
         if Some(b) == f.escaped_by {
             if i + 1 >= buf.len() && !eof {
                 return Ok(Parse::NeedMore);

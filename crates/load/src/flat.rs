@@ -3,13 +3,12 @@
 //! worker with `LOAD DATA LOCAL` and journaled in the same transaction.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
-use sha2::{Digest, Sha256};
 use sqlfleet_conn::quote::ident;
 use sqlfleet_conn::Target;
 use sqlfleet_flat::{Checks, Chunk, Chunker, FlatError, Format};
@@ -18,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::chunk_job::ChunkWork;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::LoadError;
+use crate::identity::{IdHasher, ID_BYTES};
 use crate::job::{Job, Work};
 use crate::journal::{self, Start};
 use crate::progress;
@@ -52,8 +52,6 @@ enum Msg {
     Error(FlatError),
     Done,
 }
-
-const ID_BYTES: usize = 1 << 20;
 
 /// How to read one file.
 struct ReaderSetup {
@@ -99,16 +97,9 @@ fn spawn_reader(
                 }
             }
         }
-        let mut h = Sha256::new();
-        h.update(&head[..head.len().min(ID_BYTES)]);
-        h.update(size.unwrap_or(0).to_le_bytes());
-        h.update(salt.as_bytes());
-        let id: String = h
-            .finalize()
-            .iter()
-            .take(16)
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let mut h = IdHasher::default();
+        h.update(&head);
+        let id = h.finish(size, &salt);
         if tx.blocking_send(Msg::Id(id)).is_err() {
             return;
         }
@@ -224,7 +215,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let read_counter = Arc::new(AtomicU64::new(0));
     let mut sizes = Some(0u64);
     for f in &opts.files {
-        let size = if f == Path::new("-") {
+        let size = if sqlfleet_dump::reader::is_stdin(f) {
             None
         } else {
             std::fs::metadata(f).ok().map(|m| m.len())
@@ -254,11 +245,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let mut already_done = 0;
     let mut bytes = 0;
     'files: for path in &opts.files {
-        let shown = if path == Path::new("-") {
-            "stdin".to_string()
-        } else {
-            path.display().to_string()
-        };
+        let shown = sqlfleet_dump::reader::display_name(path);
         let opened = match sqlfleet_dump::reader::open(path) {
             Ok(o) => o,
             Err(source) => {

@@ -158,14 +158,6 @@ impl Summary {
     }
 }
 
-fn display_path(p: &Path) -> String {
-    if p == Path::new("-") {
-        "stdin".into()
-    } else {
-        p.display().to_string()
-    }
-}
-
 /// Holds back what would run on `--resume` until the input has been
 /// checked against the interrupted load's journal up to the furthest
 /// point it recorded (the statement chain at every recorded end), so a
@@ -220,7 +212,7 @@ impl ResumeCheck {
 /// `Summary::errors`); `Err` when the load stopped.
 pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let started = Instant::now();
-    let source_name = display_path(&opts.path);
+    let source_name = sqlfleet_dump::reader::display_name(&opts.path);
     let opened = sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
         path: opts.path.clone(),
         source,
@@ -249,7 +241,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             base_dir: opts
                 .path
                 .parent()
-                .filter(|_| opts.path != Path::new("-"))
+                .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path))
                 .map(Path::to_path_buf),
         },
         tx,

@@ -140,7 +140,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     anyhow::ensure!(a.threads >= 1, "--threads must be at least 1");
     let quarantine = a.quarantine.clone().or_else(|| {
         a.continue_on_error.then(|| {
-            let base = if path == std::path::Path::new("-") {
+            let base = if sqlfleet_dump::reader::is_stdin(&path) {
                 PathBuf::from("stdin")
             } else {
                 path.clone()
