@@ -22,7 +22,7 @@ use crate::job::{Job, Work};
 use crate::journal::{self, Start};
 use crate::progress;
 use crate::session::SessionConn;
-use crate::Summary;
+use crate::summary::Summary;
 
 #[derive(Debug, Clone)]
 pub struct FlatOptions {

@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod session;
 pub mod source;
 pub mod state;
+pub mod summary;
 pub mod worker;
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,6 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
-use serde::Serialize;
 use sqlfleet_conn::Target;
 
 use engine::{Engine, EngineOptions};
@@ -39,6 +39,7 @@ use schedule::{Regime, Scheduler};
 use session::SessionConn;
 use source::Msg;
 use sqlfleet_dump::Kind;
+pub use summary::Summary;
 
 /// What to load and how.
 #[derive(Debug, Clone)]
@@ -70,92 +71,6 @@ pub struct LoadOptions {
     /// Keep comments inside statements (the client's `--comments`); by
     /// default they are removed as the client removes them.
     pub comments: bool,
-}
-
-/// The end-of-load report.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Summary {
-    /// What `statements` counts: "statements" (dumps) or "chunks" (CSV/TSV).
-    pub unit: &'static str,
-    pub source: String,
-    pub load_id: String,
-    pub complete: bool,
-    pub already_done: bool,
-    pub bytes: u64,
-    pub statements: u64,
-    pub batches: u64,
-    pub rows: u64,
-    pub tables: usize,
-    pub seconds: f64,
-    pub rows_per_sec: f64,
-    pub mb_per_sec: f64,
-    pub retries: u64,
-    pub errors: u64,
-    pub skipped_on_resume: u64,
-    /// INSERT statements sent as LOAD DATA LOCAL rows (the fast path).
-    pub fast_path_statements: u64,
-    /// Batches that ran as plain INSERTs.
-    pub insert_batches: u64,
-    pub threads: usize,
-    /// How the statements ran: "parallel", "ordered" (file order, one
-    /// connection, journaled) or "one connection" (as written, from the
-    /// first statement that needs one connection's state).
-    pub mode: &'static str,
-    pub warnings: Vec<String>,
-    pub quarantine: Option<PathBuf>,
-}
-
-impl Summary {
-    /// The one-paragraph summary for people.
-    pub fn paragraph(&self) -> String {
-        if self.already_done {
-            return format!(
-                "{}: this dump (load id {}) was already loaded completely; nothing to do.",
-                self.source, self.load_id
-            );
-        }
-        let mut s = format!(
-            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {}/s) on {} connections",
-            if self.complete { "loaded" } else { "stopped loading" },
-            self.source,
-            self.statements,
-            self.unit,
-            self.rows,
-            self.tables,
-            progress::human_bytes(self.bytes as f64),
-            self.seconds,
-            self.rows_per_sec,
-            progress::human_bytes(self.mb_per_sec * 1e6),
-            self.threads,
-        );
-        if self.skipped_on_resume > 0 {
-            s.push_str(&format!(
-                "; {} already-loaded {} skipped (resume)",
-                self.skipped_on_resume, self.unit
-            ));
-        }
-        if self.fast_path_statements > 0 {
-            s.push_str(&format!(
-                "; {} INSERTs sent as LOAD DATA rows",
-                self.fast_path_statements
-            ));
-        }
-        s.push_str(&format!("; {} retries", self.retries));
-        if self.errors > 0 {
-            s.push_str(&format!(
-                "; {} statements failed and were quarantined{}",
-                self.errors,
-                self.quarantine
-                    .as_ref()
-                    .map(|q| format!(" in {}", q.display()))
-                    .unwrap_or_default()
-            ));
-        } else {
-            s.push_str("; no errors");
-        }
-        s.push('.');
-        s
-    }
 }
 
 /// Holds back what would run on `--resume` until the input has been

@@ -1,0 +1,93 @@
+//! The end-of-load report: a paragraph for people, JSON for machines.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::progress;
+
+/// The end-of-load report.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    /// What `statements` counts: "statements" (dumps) or "chunks" (CSV/TSV).
+    pub unit: &'static str,
+    pub source: String,
+    pub load_id: String,
+    pub complete: bool,
+    pub already_done: bool,
+    pub bytes: u64,
+    pub statements: u64,
+    pub batches: u64,
+    pub rows: u64,
+    pub tables: usize,
+    pub seconds: f64,
+    pub rows_per_sec: f64,
+    pub mb_per_sec: f64,
+    pub retries: u64,
+    pub errors: u64,
+    pub skipped_on_resume: u64,
+    /// INSERT statements sent as LOAD DATA LOCAL rows (the fast path).
+    pub fast_path_statements: u64,
+    /// Batches that ran as plain INSERTs.
+    pub insert_batches: u64,
+    pub threads: usize,
+    /// How the statements ran: "parallel", "ordered" (file order, one
+    /// connection, journaled) or "one connection" (as written, from the
+    /// first statement that needs one connection's state).
+    pub mode: &'static str,
+    pub warnings: Vec<String>,
+    pub quarantine: Option<PathBuf>,
+}
+
+impl Summary {
+    /// The one-paragraph summary for people.
+    pub fn paragraph(&self) -> String {
+        if self.already_done {
+            return format!(
+                "{}: this dump (load id {}) was already loaded completely; nothing to do.",
+                self.source, self.load_id
+            );
+        }
+        let mut s = format!(
+            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {}/s) on {} connections",
+            if self.complete { "loaded" } else { "stopped loading" },
+            self.source,
+            self.statements,
+            self.unit,
+            self.rows,
+            self.tables,
+            progress::human_bytes(self.bytes as f64),
+            self.seconds,
+            self.rows_per_sec,
+            progress::human_bytes(self.mb_per_sec * 1e6),
+            self.threads,
+        );
+        if self.skipped_on_resume > 0 {
+            s.push_str(&format!(
+                "; {} already-loaded {} skipped (resume)",
+                self.skipped_on_resume, self.unit
+            ));
+        }
+        if self.fast_path_statements > 0 {
+            s.push_str(&format!(
+                "; {} INSERTs sent as LOAD DATA rows",
+                self.fast_path_statements
+            ));
+        }
+        s.push_str(&format!("; {} retries", self.retries));
+        if self.errors > 0 {
+            s.push_str(&format!(
+                "; {} statements failed and were quarantined{}",
+                self.errors,
+                self.quarantine
+                    .as_ref()
+                    .map(|q| format!(" in {}", q.display()))
+                    .unwrap_or_default()
+            ));
+        } else {
+            s.push_str("; no errors");
+        }
+        s.push('.');
+        s
+    }
+}
