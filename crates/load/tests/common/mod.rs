@@ -123,21 +123,6 @@ pub fn fingerprint(srv: &TestServer, db: &str) -> Vec<String> {
     runtime().block_on(srv.fingerprint(db))
 }
 
-/// The fingerprint with the `AUTO_INCREMENT=N` table options left out.
-pub fn without_auto_increment_counters(lines: Vec<String>) -> Vec<String> {
-    lines
-        .into_iter()
-        .map(|l| match l.find(" AUTO_INCREMENT=") {
-            Some(i) => {
-                let rest = &l[i + " AUTO_INCREMENT=".len()..];
-                let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-                format!("{}{}", &l[..i], &rest[digits..])
-            }
-            None => l,
-        })
-        .collect()
-}
-
 /// The first line where two fingerprints differ, if any.
 pub fn first_difference(want: &[String], got: &[String]) -> Option<String> {
     for (w, g) in want.iter().zip(got) {
