@@ -18,6 +18,8 @@ pub enum Work {
         /// Some row leaves its AUTO_INCREMENT id to the server: no fast
         /// path (a rolled-back attempt would use ids up).
         generates_ids: bool,
+        /// The table has an AUTO_INCREMENT column.
+        auto_inc: bool,
     },
     /// A chunk of a CSV/TSV file.
     Chunk(Box<ChunkWork>),

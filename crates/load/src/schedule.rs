@@ -92,7 +92,8 @@ struct Batch {
     key: Key,
     stmts: Vec<Statement>,
     bytes: usize,
-    chain: ChainValue,
+    /// The statement chain after each statement.
+    chains: Vec<ChainValue>,
     /// The order of rows with equal keys matters (IGNORE, REPLACE, ...).
     ordered: bool,
 }
@@ -355,13 +356,14 @@ impl Scheduler {
                 self.start_all_deferred().await;
                 self.wait_all().await;
                 let key = self.key(&t);
-                let nontx = !self.table_info(&key).await.transactional;
+                let info = self.table_info(&key).await;
                 let work = Work::Data {
                     table: Self::show(&key),
                     stmts: vec![stmt],
                     chain,
-                    nontx,
+                    nontx: !info.transactional,
                     generates_ids: true,
+                    auto_inc: info.auto_inc.is_some(),
                 };
                 let prelude_len = self.ctx.prelude.len();
                 worker::process(&self.ctx, &mut self.control, "c", work, prelude_len, false).await;
@@ -374,7 +376,7 @@ impl Scheduler {
                     Some(b) if b.key == key && b.bytes + len <= self.batch_bytes => {
                         b.stmts.push(stmt);
                         b.bytes += len;
-                        b.chain = chain;
+                        b.chains.push(chain);
                         b.ordered |= ordered;
                     }
                     _ => {
@@ -383,7 +385,7 @@ impl Scheduler {
                             key,
                             stmts: vec![stmt],
                             bytes: len,
-                            chain,
+                            chains: vec![chain],
                             ordered,
                         });
                     }
@@ -545,15 +547,37 @@ impl Scheduler {
             .as_ref()
             .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
         let table = Self::show(&b.key);
-        let work = Work::Data {
-            table: table.clone(),
-            stmts: b.stmts,
-            chain: b.chain,
-            nontx,
-            generates_ids: generates,
-        };
         let prelude_len = self.ctx.prelude.len();
         let triggered = self.triggered.contains(&b.key);
+        // With --continue-on-error a failed batch is rolled back and run
+        // again statement by statement; ids the server assigned (to the
+        // table's rows or by its triggers) in the rolled-back attempt would
+        // be used up. Such batches go one statement per transaction.
+        let split = self.ctx.continue_on_error && (generates || triggered);
+        let last = b.chains.last().copied().unwrap_or_default();
+        let works: Vec<Work> = if split {
+            b.stmts
+                .into_iter()
+                .zip(b.chains)
+                .map(|(s, c)| Work::Data {
+                    table: table.clone(),
+                    stmts: vec![s],
+                    chain: c,
+                    nontx,
+                    generates_ids: generates,
+                    auto_inc: info.auto_inc.is_some(),
+                })
+                .collect()
+        } else {
+            vec![Work::Data {
+                table: table.clone(),
+                stmts: b.stmts,
+                chain: last,
+                nontx,
+                generates_ids: generates,
+                auto_inc: info.auto_inc.is_some(),
+            }]
+        };
         if triggered {
             // Its rows fire a trigger: in file order, after everything
             // before it, never by the fast path (a fallback would roll
@@ -563,33 +587,38 @@ impl Scheduler {
         }
         if self.regime == Regime::Ordered || triggered {
             let fast_ok = !nontx && !triggered;
-            worker::process(
-                &self.ctx,
-                &mut self.control,
-                "c",
-                work,
-                prelude_len,
-                fast_ok,
-            )
-            .await;
+            for work in works {
+                worker::process(
+                    &self.ctx,
+                    &mut self.control,
+                    "c",
+                    work,
+                    prelude_len,
+                    fast_ok,
+                )
+                .await;
+            }
             return;
         }
         self.workers_used = true;
-        let (tx, rx) = oneshot::channel();
-        let job = Job {
-            work,
-            prelude_len,
-            done: tx,
-        };
         let auto_inc = !self.no_auto_inc.contains(&b.key);
         let ordered = b.ordered || generates || info.heap_order;
-        self.queue
-            .push(&table, auto_inc, ordered, job, b.bytes)
-            .await;
-        let list = self.inflight.entry(b.key).or_default();
-        list.push(rx);
-        if list.len() > 256 {
-            list.retain_mut(|r| matches!(r.try_recv(), Err(oneshot::error::TryRecvError::Empty)));
+        let per = b.bytes / works.len().max(1);
+        for work in works {
+            let (tx, rx) = oneshot::channel();
+            let job = Job {
+                work,
+                prelude_len,
+                done: tx,
+            };
+            self.queue.push(&table, auto_inc, ordered, job, per).await;
+            let list = self.inflight.entry(b.key.clone()).or_default();
+            list.push(rx);
+            if list.len() > 256 {
+                list.retain_mut(|r| {
+                    matches!(r.try_recv(), Err(oneshot::error::TryRecvError::Empty))
+                });
+            }
         }
     }
 

@@ -228,6 +228,7 @@ async fn attempt_once(
             chain,
             nontx,
             generates_ids,
+            auto_inc,
         } => {
             let range = (stmts[0].offset, stmts[stmts.len() - 1].end);
             let record = |kind: &'static str, rows: u64| {
@@ -245,7 +246,11 @@ async fn attempt_once(
             if *nontx {
                 run_nontx(ctx, c, table, stmts, &record, prelude_len).await
             } else {
-                let fast_ok = fast_ok && !generates_ids;
+                // LOAD DATA LOCAL skips duplicate keys (as IGNORE) and so
+                // goes past a row the INSERTs stop at; rolled back, the ids
+                // of the rows after it stay used. With --continue-on-error a
+                // failing batch's counter must stay the stock client's.
+                let fast_ok = fast_ok && !generates_ids && !(ctx.continue_on_error && *auto_inc);
                 run_txn(ctx, c, stmts, &|rows| record("data", rows), fast_ok).await
             }
         }

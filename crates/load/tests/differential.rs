@@ -30,15 +30,16 @@ fn generated_files_load_like_the_stock_client() {
     let first = env_u64("SQLFLEET_DIFF_SEED", 1);
     let dir = tempfile::tempdir().expect("tempdir");
     let mut failures = Vec::new();
-    let (mut killed, mut concurrent, mut refused, mut compared) = (0, 0, 0, 0);
+    let (mut killed, mut concurrent, mut refused, mut compared, mut forced) = (0, 0, 0, 0, 0);
     for seed in first..first + files {
         let g = common::gen::generate(seed);
         let path = dir.path().join(format!("gen-{seed}.sql"));
         std::fs::write(&path, &g.text).expect("write");
         let stock = common::fresh_db(srv, "stock");
-        let o = srv.stock_client(&stock, &path, &[]);
+        let force: &[&str] = if g.failing { &["--force"] } else { &[] };
+        let o = srv.stock_client(&stock, &path, force);
         assert!(
-            o.status.success(),
+            o.status.success() || g.failing,
             "seed {seed}: the stock client failed (a generator bug): {}\n{}",
             String::from_utf8_lossy(&o.stderr),
             String::from_utf8_lossy(&g.text)
@@ -48,6 +49,12 @@ fn generated_files_load_like_the_stock_client() {
         let mut opts = common::options(srv, &ours, &path);
         opts.threads = rng.gen_range(1..=4);
         opts.batch_bytes = [200, 2000, 4 << 20][rng.gen_range(0..3)];
+        if g.failing {
+            forced += 1;
+            // As the client's --force: refused statements are set aside.
+            opts.continue_on_error = true;
+            opts.quarantine = Some(dir.path().join(format!("gen-{seed}.quarantine.sql")));
+        }
         let how = rng.gen_range(0..10);
         let result = if how < 2 {
             // Killed at a random moment, then resumed.
@@ -124,7 +131,7 @@ fn generated_files_load_like_the_stock_client() {
         eprintln!("differential: failing files kept in {}", keep.display());
     }
     eprintln!(
-        "differential: {files} files from seed {first}: {compared} compared, {refused} clear refusals, {killed} killed and resumed, {concurrent} run twice at once, {} failures",
+        "differential: {files} files from seed {first}: {compared} compared, {refused} clear refusals, {killed} killed and resumed, {concurrent} run twice at once, {forced} with refused statements (--force / --continue-on-error), {} failures",
         failures.len()
     );
     assert!(

@@ -17,6 +17,9 @@ pub struct Generated {
     pub stateful: bool,
     /// Has a non-transactional table.
     pub nontx: bool,
+    /// Has statements the server refuses (load with --force /
+    /// --continue-on-error).
+    pub failing: bool,
 }
 
 struct Table {
@@ -76,8 +79,26 @@ pub fn generate(seed: u64) -> Generated {
         out.push_str("CREATE TABLE `log` (`seq` int NOT NULL AUTO_INCREMENT PRIMARY KEY, `x` int) ENGINE=InnoDB;\n");
         out.push_str("DELIMITER ;;\nCREATE TRIGGER `t0_ai` AFTER INSERT ON `t0` FOR EACH ROW BEGIN\n  INSERT INTO `log` (`x`) VALUES (NEW.`id`);\nEND ;;\nDELIMITER ;\n");
     }
+    let failing = rng.gen_bool(0.15);
     let steps = rng.gen_range(3..40);
     for _ in 0..steps {
+        if failing && rng.gen_bool(0.1) {
+            // A statement the server refuses: a missing table, or a
+            // duplicate key in the middle of a multi-row INSERT (MyISAM
+            // keeps the rows before it, InnoDB none).
+            let t = &mut tables[rng.gen_range(0..n_tables)];
+            if t.pk && t.next_id > 2 && rng.gen_bool(0.7) {
+                let (a, dup, b) = (t.next_id, rng.gen_range(1..t.next_id), t.next_id + 1);
+                t.next_id += 2;
+                out.push_str(&format!(
+                    "INSERT INTO `{}` VALUES ({a},'before',NULL,1),({dup},'dup',NULL,2),({b},'after',NULL,3);\n",
+                    t.name
+                ));
+            } else {
+                out.push_str("INSERT INTO `missing_table` VALUES (1);\n");
+            }
+            continue;
+        }
         let ti = rng.gen_range(0..tables.len());
         let roll = rng.gen_range(0..100);
         if roll < 60 {
@@ -233,6 +254,7 @@ pub fn generate(seed: u64) -> Generated {
         dump,
         stateful,
         nontx,
+        failing,
     }
 }
 
