@@ -116,7 +116,7 @@ pub(crate) async fn process(
                         nontx: false,
                         ..
                     } if ctx.continue_on_error => {
-                        one_by_one(ctx, conn, slot, table, stmts, prelude_len).await;
+                        one_by_one(ctx, conn, slot, table, stmts, prelude_len, (i, &e)).await;
                     }
                     Work::Data { table, stmts, .. } => {
                         ctx.shared
@@ -399,6 +399,11 @@ async fn run_nontx(
 
 /// After a batch failed for good: each statement alone, quarantining the
 /// ones the server refuses.
+///
+/// The statement that failed the batch (`failed`) is not run again: it is
+/// quarantined with its error, as the stock client runs each statement
+/// once (a second run would fire its triggers and use AUTO_INCREMENT
+/// values again).
 async fn one_by_one(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
@@ -406,8 +411,23 @@ async fn one_by_one(
     table: &str,
     stmts: &[Statement],
     prelude_len: usize,
+    failed: (usize, &mysql_async::Error),
 ) {
-    for s in stmts {
+    for (idx, s) in stmts.iter().enumerate() {
+        if idx == failed.0 {
+            let f = StatementFailure::of(s, Some(table), failed.1);
+            ctx.shared.quarantine(s, &f, prelude_len);
+            if let Ok(c) = ensure(ctx, conn, slot).await {
+                let _ = c
+                    .conn
+                    .query_drop(format!(
+                        "BEGIN; {}; COMMIT",
+                        journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0)
+                    ))
+                    .await;
+            }
+            continue;
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -447,12 +467,9 @@ async fn one_by_one(
                     if let Ok(c) = ensure(ctx, conn, slot).await {
                         let _ = c
                             .conn
-                            .query_drop(journal::record_sql(
-                                &ctx.load_id,
-                                s.offset,
-                                s.end,
-                                "quarantine",
-                                0,
+                            .query_drop(format!(
+                                "BEGIN; {}; COMMIT",
+                                journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0)
                             ))
                             .await;
                     }
