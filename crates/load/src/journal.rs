@@ -337,6 +337,24 @@ pub async fn reset_dirty_table(
             ),
         });
     }
+    // Rows the interrupted batch wrote fired the table's triggers, whose
+    // writes elsewhere emptying the table cannot undo.
+    let (schema, name) = split_shown(table);
+    let triggers: Option<u64> = conn
+        .query_first(format!(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = {} AND EVENT_OBJECT_TABLE = {}",
+            schema.as_deref().map(literal).unwrap_or_else(|| "DATABASE()".into()),
+            literal(&name)
+        ))
+        .await
+        .map_err(&e)?;
+    if triggers.unwrap_or(0) > 0 {
+        return Err(LoadError::Setup {
+            what: format!(
+                "table {table} is non-transactional and had a batch in flight when the load stopped, and it has triggers: what they wrote for that batch cannot be undone by emptying {table}; restore the target and load again with --restart"
+            ),
+        });
+    }
     conn.query_drop(format!("DELETE FROM {table}"))
         .await
         .map_err(|err| LoadError::Setup {
@@ -476,6 +494,30 @@ pub async fn wait_for_leftovers(
     }
 }
 
+/// `` `db`.`t` `` (as the scheduler shows a table) back into its parts.
+fn split_shown(shown: &str) -> (Option<String>, String) {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut chars = shown.chars().peekable();
+    let mut quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '`' if quoted && chars.peek() == Some(&'`') => {
+                cur.push('`');
+                chars.next();
+            }
+            '`' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
+            other => cur.push(other),
+        }
+    }
+    parts.push(cur);
+    match parts.len() {
+        2 => (Some(parts[0].clone()), parts[1].clone()),
+        _ => (None, parts.pop().unwrap_or_default()),
+    }
+}
+
 /// The lock a running load holds on its own connection.
 pub fn lock_name(load_id: &str) -> String {
     format!("sqlfleet_load_{load_id}")
@@ -534,6 +576,16 @@ pub async fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shown_names_split_back() {
+        assert_eq!(split_shown("`d`.`t`"), (Some("d".into()), "t".into()));
+        assert_eq!(
+            split_shown("`we``ird.db`.`t.x`"),
+            (Some("we`ird.db".into()), "t.x".into())
+        );
+        assert_eq!(split_shown("`t`"), (None, "t".into()));
+    }
 
     #[test]
     fn auto_increment_options() {

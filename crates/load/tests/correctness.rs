@@ -555,3 +555,60 @@ fn the_connection_character_set_is_the_clients() {
         vec!["636166C3A9".to_string()]
     );
 }
+
+#[test]
+fn a_non_transactional_table_with_triggers_is_not_emptied_on_resume() {
+    let srv = server();
+    let db = common::fresh_db(srv, "trig");
+    common::query(
+        srv,
+        &format!("CREATE TABLE `{db}`.`m` (`a` int) ENGINE=Aria"),
+    );
+    common::query(
+        srv,
+        &format!("CREATE TABLE `{db}`.`log` (`a` int) ENGINE=InnoDB"),
+    );
+    common::query(srv, &format!("CREATE TRIGGER `{db}`.`m_ai` AFTER INSERT ON `{db}`.`m` FOR EACH ROW INSERT INTO `{db}`.`log` VALUES (NEW.a)"));
+    common::query(srv, &format!("INSERT INTO `{db}`.`m` VALUES (1),(2)"));
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let r = rt.block_on(async {
+        let mut c = srv.connect().await;
+        for sql in sqlfleet_load::journal::SCHEMA_SQL {
+            mysql_async::prelude::Queryable::query_drop(&mut c, *sql)
+                .await
+                .expect("schema");
+        }
+        let table = format!("`{db}`.`m`");
+        let id = format!("{:032}", db.len());
+        for kind in ["create", "pending-data"] {
+            let rec = sqlfleet_load::journal::Record {
+                load_id: &id,
+                start: if kind == "create" { 0 } else { 10 },
+                end: if kind == "create" { 9 } else { 20 },
+                kind,
+                rows: 0,
+                table: Some(&table),
+                chain: None,
+            };
+            mysql_async::prelude::Queryable::query_drop(&mut c, rec.sql())
+                .await
+                .expect("record");
+        }
+        sqlfleet_load::journal::reset_dirty_table(&mut c, "test", &id, &table).await
+    });
+    match r {
+        Err(e) => assert!(
+            e.to_string().contains("has triggers") && e.to_string().contains("--restart"),
+            "{e}"
+        ),
+        Ok(n) => panic!("emptied {n} rows of a table whose triggers wrote elsewhere"),
+    }
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{db}`.`m`")),
+        vec!["2"],
+        "nothing deleted"
+    );
+}

@@ -107,6 +107,11 @@ fn generated_files_load_like_the_stock_client() {
             {
                 refused += 1;
             }
+            // A non-transactional table with triggers that had a batch in
+            // flight when killed: its triggers' writes cannot be undone.
+            Err(LoadError::Setup { what }) if how < 2 && what.contains("has triggers") => {
+                refused += 1;
+            }
             Err(e) => failures.push(format!(
                 "seed {seed} (dump={}, stateful={}): {e}",
                 g.dump, g.stateful
