@@ -14,21 +14,8 @@ FILES="${1:-8}"
 ROWS="${2:-150000}"
 THREADS="${3:-4}"
 
-bash scripts/deps.sh
-source scripts/env.sh
-cargo build --release --quiet
-SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
-export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
-NAME=bench-flat
-"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
-"$SQLFLEET" sandbox up --name "$NAME" --option innodb_buffer_pool_size=2G --option innodb_log_file_size=1G >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-SQL=(mariadb --defaults-file="$CNF" --local-infile=1 -N -B)
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/sqlfleet-flat.XXXXXX")"
-chmod 755 "$WORK"
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
-now() { date +%s.%N; }
-secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+source bench/load_common.sh
+load_bench_setup bench-flat
 TOTAL=$((FILES * ROWS))
 
 DDL="CREATE TABLE sbtest (id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL DEFAULT 0,

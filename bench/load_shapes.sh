@@ -14,21 +14,8 @@ SMALL="${1:-2000}"
 BIG="${2:-1000000}"
 THREADS="${3:-4}"
 
-bash scripts/deps.sh mydumper
-source scripts/env.sh
-cargo build --release --quiet
-SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
-export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
-
-NAME=bench-shapes
-"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
-"$SQLFLEET" sandbox up --name "$NAME" --option innodb_buffer_pool_size=2G --option innodb_log_file_size=1G >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-SQL=(mariadb --defaults-file="$CNF" -N -B)
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/sqlfleet-shapes.XXXXXX")"
-[ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
-now() { date +%s.%N; }
-secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+source bench/load_common.sh
+load_bench_setup bench-shapes mydumper
 
 echo "== generating $SMALL small tables and one of $BIG rows"
 "${SQL[@]}" -e "DROP DATABASE IF EXISTS shsrc; CREATE DATABASE shsrc"

@@ -397,6 +397,23 @@ async fn run_nontx(
     }
 }
 
+/// Quarantines a statement and journals it as handled, so `--resume`
+/// does not run it again.
+async fn set_aside(
+    ctx: &Ctx,
+    conn: &mut Option<SessionConn>,
+    slot: &str,
+    s: &Statement,
+    f: &StatementFailure,
+    prelude_len: usize,
+) {
+    ctx.shared.quarantine(s, f, prelude_len);
+    if let Ok(c) = ensure(ctx, conn, slot).await {
+        let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0);
+        let _ = c.conn.query_drop(format!("BEGIN; {rec}; COMMIT")).await;
+    }
+}
+
 /// After a batch failed for good: each statement alone, quarantining the
 /// ones the server refuses.
 ///
@@ -416,16 +433,7 @@ async fn one_by_one(
     for (idx, s) in stmts.iter().enumerate() {
         if idx == failed.0 {
             let f = StatementFailure::of(s, Some(table), failed.1);
-            ctx.shared.quarantine(s, &f, prelude_len);
-            if let Ok(c) = ensure(ctx, conn, slot).await {
-                let _ = c
-                    .conn
-                    .query_drop(format!(
-                        "BEGIN; {}; COMMIT",
-                        journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0)
-                    ))
-                    .await;
-            }
+            set_aside(ctx, conn, slot, s, &f, prelude_len).await;
             continue;
         }
         let mut attempt = 0;
@@ -452,9 +460,12 @@ async fn one_by_one(
                         .fetch_add(s.end - s.offset, Ordering::Relaxed);
                     break;
                 }
-                Outcome::Retry(_) if attempt < MAX_ATTEMPTS => {
+                Outcome::Retry(e) if attempt < MAX_ATTEMPTS => {
                     ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    *conn = None;
+                    if needs_reconnect(&e) {
+                        *conn = None;
+                    }
+                    tokio::time::sleep(backoff(attempt)).await;
                 }
                 Outcome::Failed(f) => {
                     ctx.shared.quarantine(s, &f, prelude_len);
@@ -462,17 +473,7 @@ async fn one_by_one(
                 }
                 Outcome::Retry(e) | Outcome::Fail(_, e) => {
                     let f = StatementFailure::of(s, Some(table), &e);
-                    ctx.shared.quarantine(s, &f, prelude_len);
-                    // Journal it as handled, so --resume does not retry it.
-                    if let Ok(c) = ensure(ctx, conn, slot).await {
-                        let _ = c
-                            .conn
-                            .query_drop(format!(
-                                "BEGIN; {}; COMMIT",
-                                journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0)
-                            ))
-                            .await;
-                    }
+                    set_aside(ctx, conn, slot, s, &f, prelude_len).await;
                     break;
                 }
             }
