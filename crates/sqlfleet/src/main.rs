@@ -41,6 +41,15 @@ fn main() {
     // the passwords in that memory are overwritten.
     let argv = sqlfleet_conn::normalize_argv(std::env::args_os());
     proctitle::mask_passwords();
+    // A word after a bare -p / --password is not taken as the password (as
+    // the mysql client); but if it was meant as one, a usage error must not
+    // print it back.
+    let after_password: Vec<String> = argv
+        .windows(2)
+        .filter(|w| w[0] == "-p" || w[0] == "--password")
+        .filter_map(|w| w[1].to_str().map(str::to_owned))
+        .filter(|v| !v.starts_with('-') && !v.is_empty())
+        .collect();
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -49,7 +58,15 @@ fn main() {
             } else {
                 Exit::Ok
             };
-            let _ = e.print();
+            if e.use_stderr() {
+                let mut text = e.render().to_string();
+                for secret in &after_password {
+                    text = text.replace(secret.as_str(), "***");
+                }
+                eprint!("{text}");
+            } else {
+                let _ = e.print();
+            }
             std::process::exit(code as i32);
         }
     };

@@ -292,3 +292,26 @@ fn exit_codes_and_bad_host_lines() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_password_after_a_bare_p_is_never_echoed_in_a_usage_error() {
+    let o = common::sqlfleet()
+        .args([
+            "query",
+            "-p",
+            "s3cret-pw",
+            "--hosts",
+            "127.0.0.1:1",
+            "-e",
+            "SELECT 1",
+        ])
+        .output()
+        .expect("run sqlfleet");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("unexpected argument"), "{err}");
+    assert!(
+        !err.contains("s3cret-pw"),
+        "the password was printed: {err}"
+    );
+}
