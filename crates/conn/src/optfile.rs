@@ -103,6 +103,15 @@ impl OptionFiles {
                 path: path.to_owned(),
             });
         }
+        if world_writable(path) {
+            // As the mysql client: anyone could have put options (a host,
+            // a user) in it.
+            eprintln!(
+                "Warning: World-writable config file '{}' is ignored",
+                path.display()
+            );
+            return Ok(());
+        }
         let bytes = std::fs::read(path).map_err(|source| OptFileError::Io {
             path: path.to_owned(),
             source,
@@ -426,5 +435,35 @@ mod tests {
             let f = parse(&text).expect("parses");
             proptest::prop_assert_eq!(val(&f, "client", "password"), Some(Some(v)));
         }
+    }
+}
+
+/// Is `path` a regular file anyone may write?
+fn world_writable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o002 != 0)
+}
+
+#[cfg(test)]
+mod world_writable_tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_world_writable_file_is_ignored_as_the_client_does() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let p = dir.path().join("my.cnf");
+        std::fs::write(&p, "[client]\nhost=evil\n").expect("write");
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let mut f = OptionFiles::default();
+        f.read(&p).expect("read");
+        assert!(
+            f.merged(&["client"]).is_empty(),
+            "options of a world-writable file were used"
+        );
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let mut f = OptionFiles::default();
+        f.read(&p).expect("read");
+        assert_eq!(f.merged(&["client"]).len(), 1);
     }
 }
