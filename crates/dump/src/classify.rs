@@ -109,16 +109,8 @@ fn tokens(text: &[u8], limit: usize) -> Vec<Tok> {
             }
             out.push(Tok::Ident(String::from_utf8_lossy(&s).into_owned()));
             i = j + 1;
-        } else if b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80 {
-            let mut j = i;
-            while j < n
-                && (text[j].is_ascii_alphanumeric()
-                    || text[j] == b'_'
-                    || text[j] == b'$'
-                    || text[j] >= 0x80)
-            {
-                j += 1;
-            }
+        } else if is_word_byte(b) {
+            let j = word_end(text, i);
             out.push(Tok::Word(String::from_utf8_lossy(&text[i..j]).into_owned()));
             i = j;
         } else if b == b'\'' || b == b'"' {
@@ -138,6 +130,16 @@ fn tokens(text: &[u8], limit: usize) -> Vec<Tok> {
         }
     }
     out
+}
+
+/// Can this byte be part of an unquoted identifier or keyword?
+pub(crate) fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+}
+
+/// The end of the word that starts at `i`.
+pub(crate) fn word_end(text: &[u8], i: usize) -> usize {
+    i + text[i..].iter().take_while(|b| is_word_byte(**b)).count()
 }
 
 struct Cursor {

@@ -8,6 +8,8 @@
 //! every INSERT on the reader thread: strings are skipped with memchr and
 //! only the code between them is looked at.
 
+use crate::classify::{is_word_byte, word_end};
+
 /// What [`inspect`] found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Traits {
@@ -205,16 +207,9 @@ fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Tok<'a>)) {
                 f(Tok::Number(&text[i..j]));
                 i = j;
             }
-            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
-                let mut j = i + 1;
-                while j < n
-                    && (text[j].is_ascii_alphanumeric()
-                        || text[j] == b'_'
-                        || text[j] == b'$'
-                        || text[j] >= 0x80)
-                {
-                    j += 1;
-                }
+            c if is_word_byte(c) => {
+                // (digits were taken as numbers above)
+                let j = word_end(text, i);
                 let w = &text[i..j];
                 // x'..', b'..', n'..', _charset'..': a literal's prefix.
                 let mut k = j;
