@@ -110,8 +110,9 @@ impl ResumeCheck {
             self.matched = end;
         }
         if !self.verified && end >= self.horizon {
-            if end != self.horizon && !self.chains.contains_key(&self.horizon) {
-                // No statement ended where the journal's last one did.
+            if end != self.horizon {
+                // No statement ended where the journal's last one did: the
+                // statements lie elsewhere, so no recorded chain was met.
                 return Err(format!(
                     "this is not the input the interrupted load read: no statement ends at byte {} where its journal's last one did (first differs after byte {}); refusing to resume (use --restart)",
                     self.horizon, self.matched
@@ -472,4 +473,49 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         warnings,
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlfleet_dump::inspect::Traits;
+
+    fn item(offset: u64, end: u64, chain: u8) -> source::Item {
+        source::Item {
+            stmt: sqlfleet_dump::Statement {
+                offset,
+                end,
+                line: 1,
+                text: Vec::new(),
+                source: None,
+                origin: None,
+            },
+            kind: Kind::Barrier,
+            traits: Traits::default(),
+            chain: [chain; 16],
+        }
+    }
+
+    fn check_for(horizon: u64) -> ResumeCheck {
+        let r = journal::Resume {
+            horizon,
+            chains: [(horizon, identity::hex(&[7u8; 16]))].into_iter().collect(),
+            ..journal::Resume::default()
+        };
+        ResumeCheck::new(&r)
+    }
+
+    #[test]
+    fn a_resume_is_verified_only_where_a_statement_ends_at_the_recorded_end() {
+        let mut same = check_for(100);
+        assert!(same.check(&item(0, 50, 1)).is_ok() && !same.verified);
+        assert!(same.check(&item(50, 100, 7)).is_ok() && same.verified);
+        // Other statement boundaries: no recorded end is ever met.
+        let mut shifted = check_for(100);
+        assert!(shifted.check(&item(0, 60, 1)).is_ok());
+        assert!(shifted.check(&item(60, 120, 7)).is_err());
+        // The same end with another chain.
+        let mut changed = check_for(100);
+        assert!(changed.check(&item(0, 100, 8)).is_err());
+    }
 }
