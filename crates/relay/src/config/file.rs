@@ -308,7 +308,9 @@ fn build(f: File) -> Result<RelayConfig, String> {
             None => None,
         };
         rules.push(Rule {
-            digest: r.match_digest.map(|d| crate::sql::digest(d.as_bytes())),
+            digest: r
+                .match_digest
+                .map(|d| crate::protocol::sql::digest(d.as_bytes())),
             regex,
             user: r.user,
             schema: r.schema,

@@ -219,7 +219,7 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         None => quick_config(&a)?,
     };
     if let Some(t) = &cfg.tls {
-        sqlfleet_relay::auth::tls_acceptor(&t.cert, &t.key).map_err(anyhow::Error::msg)?;
+        sqlfleet_relay::tls::tls_acceptor(&t.cert, &t.key).map_err(anyhow::Error::msg)?;
     }
     if a.check_config {
         println!(

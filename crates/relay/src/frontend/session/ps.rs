@@ -5,10 +5,10 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use super::{Fail, Session, COM_INIT_DB};
-use crate::pool;
-use crate::response::Expect;
-use crate::sql::Pin;
-use crate::stmt::{self, ClientStmt};
+use crate::backend::command;
+use crate::protocol::reply::Expect;
+use crate::protocol::sql::Pin;
+use crate::protocol::stmt::{self, ClientStmt};
 
 fn unknown(id: u32, what: &str) -> Fail {
     Fail::Err(
@@ -42,7 +42,7 @@ impl Session {
                 params,
                 columns,
                 types: None,
-                read: crate::sql::analyze(&cmd[1..]).read,
+                read: crate::protocol::sql::analyze(&cmd[1..]).read,
             };
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
@@ -82,15 +82,17 @@ impl Session {
                     "sqlfleet relay: this statement was prepared without a default database and cannot be prepared again on a connection that has one".into(),
                 ));
             };
-            pool::simple(c, &init_db(d)).await.map_err(lost)?;
+            command::simple(c, &init_db(d)).await.map_err(lost)?;
             c.db = Some(d.clone());
         }
         let mut p = vec![0x16];
         p.extend_from_slice(&s.sql);
-        let o = pool::command(c, &p, Expect::Prepare).await.map_err(lost)?;
+        let o = command::command(c, &p, Expect::Prepare)
+            .await
+            .map_err(lost)?;
         if c.db != client_db {
             if let Some(d) = &client_db {
-                pool::simple(c, &init_db(d)).await.map_err(lost)?;
+                command::simple(c, &init_db(d)).await.map_err(lost)?;
                 c.db = Some(d.clone());
             }
         }
@@ -144,7 +146,7 @@ impl Session {
         cid: u32,
         s: &ClientStmt,
         cursor: bool,
-    ) -> Result<crate::response::Outcome, Fail> {
+    ) -> Result<crate::protocol::reply::Outcome, Fail> {
         self.before_replica_read().await?;
         self.backend_stmt(s).await?;
         let key = s.key();
@@ -198,7 +200,7 @@ impl Session {
                 if let Some(b) = c.stmts.get_mut(&s.key()) {
                     let mut p = vec![0x1A];
                     p.extend_from_slice(&b.id.to_le_bytes());
-                    pool::simple(c, &p)
+                    command::simple(c, &p)
                         .await
                         .map_err(|e| Fail::Lost(e.to_string()))?;
                 }

@@ -7,11 +7,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use super::{Fail, Session};
+use crate::backend::command;
+use crate::backend::health;
+use crate::backend::pool::Route;
 use crate::config::{Consistency, Mode, RouteTo};
-use crate::health;
-use crate::pool::{self, Route};
-use crate::response::{Expect, Outcome};
-use crate::sql::Pin;
+use crate::protocol::reply::{Expect, Outcome};
+use crate::protocol::sql::Pin;
 
 impl Session {
     pub(super) fn default_route(&self) -> Route {
@@ -60,7 +61,7 @@ impl Session {
     /// Applies the first matching query rule: reject, route, or pin.
     pub(super) fn apply_rules(
         &mut self,
-        rules: &crate::rules::RuleSet,
+        rules: &crate::routing::rules::RuleSet,
         sql: &[u8],
         digest: &str,
     ) -> Result<(), Fail> {
@@ -167,7 +168,7 @@ impl Session {
             .pool
             .lease(p, self.shape, &self.db, &self.settings)
             .await?;
-        match pool::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
+        match command::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
             Ok(v) => {
                 self.ctx.pool.put(c);
                 Ok(v.filter(|v| !v.is_empty()))
@@ -208,7 +209,7 @@ impl Session {
         );
         let mut p = vec![0x03];
         p.extend_from_slice(q.as_bytes());
-        let o = pool::command(c, &p, Expect::Results { cursor: false })
+        let o = command::command(c, &p, Expect::Results { cursor: false })
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         if o.error.is_none() && o.rows == 1 {
@@ -237,7 +238,7 @@ impl Session {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let v = pool::query_value(c, "SELECT @@last_gtid")
+        let v = command::query_value(c, "SELECT @@last_gtid")
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         if let Some(g) = v.filter(|g| !g.is_empty()) {

@@ -6,9 +6,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mysql_async::prelude::Queryable;
 use serde::Serialize;
 
+use crate::backend::command::query_row;
+use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::{Backend, RelayConfig};
 
 /// What the last check of a backend found.
@@ -101,58 +102,33 @@ impl Health {
     }
 }
 
-fn opts(cfg: &RelayConfig, b: &Backend) -> mysql_async::Opts {
-    let mut o = mysql_async::OptsBuilder::default()
-        .user(Some(cfg.backend_user.clone()))
-        .pass(Some(cfg.backend_password.clone()))
-        .prefer_socket(false)
-        .stmt_cache_size(0);
-    o = match &b.socket {
-        Some(p) => o.socket(Some(p.display().to_string())),
-        None => o.ip_or_hostname(b.host.clone()).tcp_port(b.port),
-    };
-    if let Some(ca) = &cfg.backend_tls {
-        let ssl = match ca {
-            Some(ca) => mysql_async::SslOpts::default().with_root_certs(vec![ca.clone().into()]),
-            None => mysql_async::SslOpts::default()
-                .with_danger_accept_invalid_certs(true)
-                .with_danger_skip_domain_validation(true),
-        };
-        o = o.ssl_opts(Some(ssl));
-    }
-    o.into()
-}
-
-async fn check(
-    cfg: &RelayConfig,
-    b: &Backend,
-    conn: &mut Option<mysql_async::Conn>,
-) -> Result<State, String> {
+async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result<State, String> {
     if conn.is_none() {
-        *conn = Some(
-            mysql_async::Conn::new(opts(cfg, b))
-                .await
-                .map_err(|e| e.to_string())?,
-        );
+        let shape = Shape {
+            caps: 0,
+            collation: 45,
+        };
+        *conn = Some(dialer.login(b, shape).await.map_err(|e| e.to_string())?);
     }
     let Some(c) = conn.as_mut() else {
         return Err("no connection".into());
     };
-    let (ro, gtid): (i64, String) = c
-        .query_first("SELECT @@read_only, @@gtid_current_pos")
+    let first = query_row(c, "SELECT @@read_only AS ro, @@gtid_current_pos AS gtid")
         .await
         .map_err(|e| e.to_string())?
         .ok_or("no row")?;
-    let row: Option<mysql_async::Row> = c
-        .query_first("SHOW SLAVE STATUS")
-        .await
-        .map_err(|e| e.to_string())?;
-    let text = |r: &mysql_async::Row, col: &str| -> String {
-        r.get_opt::<Option<String>, _>(col)
-            .and_then(|x| x.ok())
-            .flatten()
+    let get = |r: &[(String, Option<String>)], col: &str| -> String {
+        r.iter()
+            .find(|(n, _)| n == col)
+            .and_then(|(_, v)| v.clone())
             .unwrap_or_default()
     };
+    let ro: i64 = get(&first, "ro").parse().map_err(|_| "bad @@read_only")?;
+    let gtid = get(&first, "gtid");
+    let row = query_row(c, "SHOW SLAVE STATUS")
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = |r: &Vec<(String, Option<String>)>, col: &str| get(r, col);
     let (replicating, lag) = match &row {
         Some(r) => (
             text(r, "Slave_IO_Running") == "Yes" && text(r, "Slave_SQL_Running") == "Yes",
@@ -173,12 +149,17 @@ async fn check(
 }
 
 /// Checks backend `i` until the task is dropped.
-pub async fn watch(cfg: std::sync::Arc<RelayConfig>, health: std::sync::Arc<Health>, i: usize) {
+pub async fn watch(
+    cfg: std::sync::Arc<RelayConfig>,
+    dialer: Dialer,
+    health: std::sync::Arc<Health>,
+    i: usize,
+) {
     let b = cfg.backends[i].clone();
     let interval = cfg.routing.health_interval;
     let mut conn = None;
     loop {
-        let r = tokio::time::timeout(Duration::from_secs(2), check(&cfg, &b, &mut conn)).await;
+        let r = tokio::time::timeout(Duration::from_secs(2), check(&dialer, &b, &mut conn)).await;
         let r = match r {
             Ok(r) => r,
             Err(_) => Err("health check timed out".to_string()),

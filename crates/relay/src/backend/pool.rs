@@ -9,29 +9,22 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use sqlfleet_wire::handshake::{self, DEPRECATE_EOF, SESSION_SHAPE};
+use sqlfleet_wire::handshake::DEPRECATE_EOF;
 use sqlfleet_wire::packet::WireError;
-use tokio::net::TcpStream;
 
-use crate::io::AnyStream;
+use crate::backend::dial::Dialer;
+pub use crate::backend::dial::Shape;
+use crate::protocol::io::AnyStream;
+pub use crate::routing::Route;
 
-use crate::backend::ping;
-pub use crate::backend::{command, query_value, simple};
+use crate::backend::command::{ping, simple, Link};
 use tokio::sync::Notify;
 
+use crate::admin::metrics::{BackendGauge, Metrics};
 use crate::config::{Backend, PoolSettings, RelayConfig};
-use crate::io::PacketIo;
-use crate::metrics::{BackendGauge, Metrics};
-use crate::sql::Setting;
-use crate::stmt::BackendStmts;
-
-/// The protocol shape and collation a backend connection was opened with;
-/// only clients with the same can use it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Shape {
-    pub caps: u32,
-    pub collation: u8,
-}
+use crate::protocol::io::PacketIo;
+use crate::protocol::sql::Setting;
+use crate::protocol::stmt::BackendStmts;
 
 /// A backend connection with what the relay knows of its session.
 pub struct BackendConn {
@@ -48,11 +41,16 @@ pub struct BackendConn {
     _slot: Slot,
 }
 
-impl BackendConn {
-    pub fn deprecate_eof(&self) -> bool {
+impl Link for BackendConn {
+    fn io(&mut self) -> &mut PacketIo<AnyStream> {
+        &mut self.io
+    }
+    fn deprecate_eof(&self) -> bool {
         self.caps & DEPRECATE_EOF != 0
     }
+}
 
+impl BackendConn {
     /// Forgets the session state after COM_RESET_CONNECTION.
     pub fn after_reset(&mut self) {
         self.settings.clear();
@@ -115,44 +113,11 @@ impl LeaseError {
     }
 }
 
-/// A socket to a backend (TCP with NODELAY, or its Unix socket).
-pub async fn dial(b: &crate::config::Backend) -> std::io::Result<AnyStream> {
-    Ok(match &b.socket {
-        Some(path) => AnyStream(Box::new(tokio::net::UnixStream::connect(path).await?)),
-        None => {
-            let tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
-            tcp.set_nodelay(true)?;
-            AnyStream(Box::new(tcp))
-        }
-    })
-}
-
-/// Where a statement may run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
-    /// No routing: the least busy backend.
-    Any,
-    /// The writable backend.
-    Primary,
-    /// A replica (of no named group) within the lag limit, else the primary.
-    Replica,
-    /// A replica of the named group (index into the distinct group names
-    /// in backend order), else the primary.
-    Group(usize),
-}
-
-impl Route {
-    /// A replica may answer.
-    pub fn is_replica(self) -> bool {
-        matches!(self, Route::Replica | Route::Group(_))
-    }
-}
-
 pub struct Pool {
     cfg: Arc<RelayConfig>,
     turn: AtomicUsize,
-    pub health: Arc<crate::health::Health>,
-    tls: Option<tokio_rustls::TlsConnector>,
+    pub health: Arc<crate::backend::health::Health>,
+    dialer: Dialer,
     settings: RwLock<PoolSettings>,
     sides: Vec<Arc<Side>>,
     pub metrics: Arc<Metrics>,
@@ -171,11 +136,12 @@ fn fit(c: &BackendConn, shape: Shape, db: &Option<String>, settings: &[Setting])
 }
 
 impl Pool {
-    pub fn new(
-        cfg: Arc<RelayConfig>,
-        metrics: Arc<Metrics>,
-        tls: Option<tokio_rustls::TlsConnector>,
-    ) -> Arc<Pool> {
+    /// The dial path every backend connection uses.
+    pub fn dialer(&self) -> &Dialer {
+        &self.dialer
+    }
+
+    pub fn new(cfg: Arc<RelayConfig>, metrics: Arc<Metrics>, dialer: Dialer) -> Arc<Pool> {
         let sides = cfg
             .backends
             .iter()
@@ -195,8 +161,8 @@ impl Pool {
             .collect();
         Arc::new(Pool {
             turn: AtomicUsize::new(0),
-            health: Arc::new(crate::health::Health::new(cfg.backends.len())),
-            tls,
+            health: Arc::new(crate::backend::health::Health::new(cfg.backends.len())),
+            dialer,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
             cfg,
             sides,
@@ -368,7 +334,7 @@ impl Pool {
             };
             match next {
                 Next::Use(mut c) => {
-                    if c.idle_since.elapsed() >= s.check_after && ping(&mut c).await.is_err() {
+                    if c.idle_since.elapsed() >= s.check_after && ping(&mut *c).await.is_err() {
                         continue; // dead: dropped, try again
                     }
                     break Ok(*c);
@@ -410,62 +376,14 @@ impl Pool {
         slot: Slot,
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
-        let connect = async {
-            let mut raw = dial(b).await?;
-            let hello = handshake::parse_server_hello(
-                &sqlfleet_wire::packet::read(&mut raw, 1 << 16)
-                    .await?
-                    .payload,
-            )?;
-            let caps = handshake::client_caps(&hello, shape.caps, false, self.tls.is_some());
-            let (mut stream, seq) = match &self.tls {
-                None => (raw, 1),
-                Some(tls) => {
-                    if hello.caps & handshake::SSL == 0 {
-                        return Err(WireError::Protocol(
-                            "backend does not offer TLS, which the relay is configured to require"
-                                .into(),
-                        ));
-                    }
-                    sqlfleet_wire::packet::write(
-                        &mut raw,
-                        1,
-                        &handshake::ssl_request(caps, shape.collation),
-                    )
-                    .await?;
-                    let name =
-                        rustls::pki_types::ServerName::try_from(b.host.clone()).map_err(|e| {
-                            WireError::Protocol(format!("TLS server name {}: {e}", b.host))
-                        })?;
-                    let t = tls
-                        .connect(name, raw)
-                        .await
-                        .map_err(|e| WireError::Protocol(format!("TLS to backend: {e}")))?;
-                    (AnyStream(Box::new(t)), 2)
-                }
-            };
-            handshake::respond(
-                &mut stream,
-                &hello,
-                seq,
-                caps,
-                &self.cfg.backend_user,
-                &self.cfg.backend_password,
-                shape.collation,
-                None,
-                self.tls.is_some(),
-            )
-            .await?;
-            Ok::<_, WireError>((PacketIo::new(stream), hello))
-        };
-        match tokio::time::timeout(Duration::from_secs(10), connect).await {
-            Ok(Ok((io, hello))) => {
+        match self.dialer.login(b, shape).await {
+            Ok(l) => {
                 self.metrics.backend_connects.fetch_add(1, Relaxed);
                 let now = Instant::now();
                 Ok(BackendConn {
-                    io,
+                    io: l.io,
                     shape,
-                    caps: shape.caps & SESSION_SHAPE & hello.caps,
+                    caps: l.caps,
                     db: None,
                     settings: Vec::new(),
                     stmts: BackendStmts::default(),
@@ -475,16 +393,9 @@ impl Pool {
                     _slot: slot,
                 })
             }
-            Ok(Err(e)) => {
+            Err(e) => {
                 self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
                 Err(LeaseError::Connect(b.addr(), e))
-            }
-            Err(_) => {
-                self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
-                Err(LeaseError::Connect(
-                    b.addr(),
-                    WireError::Protocol("connect timed out after 10 s".into()),
-                ))
             }
         }
     }

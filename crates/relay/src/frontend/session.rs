@@ -19,14 +19,15 @@ use sqlfleet_wire::handshake::SESSION_SHAPE;
 use sqlfleet_wire::packet::{self, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::auth::{self, Greeting};
+use crate::admin::metrics::Metrics;
+use crate::backend::command::{self, Link};
+use crate::backend::pool::{BackendConn, Pool, Route, Shape};
 use crate::config::{Account, Mode, RelayConfig};
-use crate::io::{AnyStream, ForwardError, PacketIo};
-use crate::metrics::Metrics;
-use crate::pool::{self, BackendConn, Pool, Route, Shape};
-use crate::response::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
-use crate::sql::{self, Effects, Pin, Setting};
-use crate::stmt::ClientStmts;
+use crate::frontend::auth::{self, Greeting};
+use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
+use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
+use crate::protocol::sql::{self, Effects, Pin, Setting};
+use crate::protocol::stmt::ClientStmts;
 
 const COM_QUIT: u8 = 0x01;
 const COM_INIT_DB: u8 = 0x02;
@@ -53,14 +54,14 @@ pub struct Ctx {
     pub cfg: Arc<RelayConfig>,
     pub pool: Arc<Pool>,
     pub users: RwLock<Arc<HashMap<String, Account>>>,
-    pub rules: RwLock<Arc<crate::rules::RuleSet>>,
-    pub digests: crate::rules::Digests,
+    pub rules: RwLock<Arc<crate::routing::rules::RuleSet>>,
+    pub digests: crate::routing::rules::Digests,
     pub greeting: Greeting,
     pub metrics: Arc<Metrics>,
 }
 
 impl Ctx {
-    pub fn rules(&self) -> Arc<crate::rules::RuleSet> {
+    pub fn rules(&self) -> Arc<crate::routing::rules::RuleSet> {
         self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
@@ -75,8 +76,8 @@ enum Fail {
     Close,
 }
 
-impl From<crate::pool::LeaseError> for Fail {
-    fn from(e: crate::pool::LeaseError) -> Fail {
+impl From<crate::backend::pool::LeaseError> for Fail {
+    fn from(e: crate::backend::pool::LeaseError) -> Fail {
         Fail::Err(e.code(), "08004", format!("sqlfleet relay: {e}"))
     }
 }
@@ -428,7 +429,7 @@ impl Session {
                 .await
             {
                 Ok(c) => c,
-                Err(e @ crate::pool::LeaseError::Connect(..)) => {
+                Err(e @ crate::backend::pool::LeaseError::Connect(..)) => {
                     // Dead before a health check noticed: mark it and, with
                     // several backends, try the next one the route allows.
                     self.ctx.pool.health.mark_down(b, &e.to_string());
@@ -461,7 +462,7 @@ impl Session {
             .any(|s| s.is_pseudo() && !self.settings.contains(s))
         {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
-            pool::simple(c, &[0x1F]).await.map_err(lost)?;
+            command::simple(c, &[0x1F]).await.map_err(lost)?;
             c.after_reset();
         }
         let mut parts: Vec<String> = self
@@ -479,7 +480,7 @@ impl Session {
             self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
             let mut q = b"\x03SET ".to_vec();
             q.extend_from_slice(parts.join(", ").as_bytes());
-            let o = pool::command(c, &q, Expect::Results { cursor: false })
+            let o = command::command(c, &q, Expect::Results { cursor: false })
                 .await
                 .map_err(lost)?;
             if let Some((code, msg)) = o.error {
@@ -495,7 +496,9 @@ impl Session {
             (Some(d), cur) if cur.as_ref() != Some(d) => {
                 let mut p = vec![COM_INIT_DB];
                 p.extend_from_slice(d.as_bytes());
-                let o = pool::command(c, &p, Expect::Single).await.map_err(lost)?;
+                let o = command::command(c, &p, Expect::Single)
+                    .await
+                    .map_err(lost)?;
                 if let Some((code, msg)) = o.error {
                     return Err(Fail::Err(code, "42000", msg));
                 }
@@ -537,7 +540,7 @@ impl Session {
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
-        let mut t = crate::response::Tracker::new(expect, c.deprecate_eof());
+        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof());
         t.rewrite_id = rewrite_id;
         match c.io.forward_reply(&mut self.io, &mut t).await {
             Ok(n) => {

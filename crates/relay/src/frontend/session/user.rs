@@ -6,9 +6,9 @@ use std::sync::atomic::Ordering::Relaxed;
 use sqlfleet_wire::packet;
 
 use super::{Fail, Session};
-use crate::auth;
-use crate::response::Expect;
-use crate::sql::Pin;
+use crate::frontend::auth;
+use crate::protocol::reply::Expect;
+use crate::protocol::sql::Pin;
 
 impl Session {
     pub(super) fn clear_state(&mut self) {

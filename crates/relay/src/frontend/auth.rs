@@ -12,8 +12,9 @@ use sqlfleet_wire::handshake::{self, ClientHello, NATIVE, SSL};
 use sqlfleet_wire::packet::{self, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::rsa::{rsa_key, rsa_password};
 use crate::config::{sha2_hash, Account, RelayConfig};
-use crate::io::AnyStream;
+use crate::protocol::io::AnyStream;
 
 pub const SHA2: &str = "caching_sha2_password";
 
@@ -229,104 +230,10 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     Ok(seq)
 }
 
-/// The relay's RSA key pair for caching_sha2_password full authentication
-/// without TLS, made once on first use (2048 bits).
-pub struct RsaKey {
-    pub private: rsa::RsaPrivateKey,
-    pub public_pem: String,
-}
-
-async fn rsa_key() -> Arc<RsaKey> {
-    static KEY: tokio::sync::OnceCell<Arc<RsaKey>> = tokio::sync::OnceCell::const_new();
-    KEY.get_or_init(|| async {
-        let make = || {
-            use rsa::pkcs8::EncodePublicKey;
-            let private = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 2048)
-                .expect("RSA key generation with the system RNG");
-            let public_pem = private
-                .to_public_key()
-                .to_public_key_pem(rsa::pkcs8::LineEnding::LF)
-                .expect("PEM encoding of a fresh key");
-            Arc::new(RsaKey {
-                private,
-                public_pem,
-            })
-        };
-        match tokio::task::spawn_blocking(make).await {
-            Ok(k) => k,
-            Err(_) => make(),
-        }
-    })
-    .await
-    .clone()
-}
-
-/// The password a client sent RSA-OAEP(SHA-1)-encrypted, XORed with the
-/// nonce and NUL-terminated (caching_sha2_password / sha256_password).
-pub fn rsa_password(key: &rsa::RsaPrivateKey, cipher: &[u8], nonce: &[u8]) -> Option<Vec<u8>> {
-    let plain = key.decrypt(rsa::Oaep::new::<sha1::Sha1>(), cipher).ok()?;
-    let mut pw: Vec<u8> = plain
-        .iter()
-        .enumerate()
-        .map(|(i, b)| b ^ nonce[i % nonce.len().max(1)])
-        .collect();
-    if pw.last() == Some(&0) {
-        pw.pop();
-    }
-    Some(pw)
-}
-
-/// A TLS acceptor from PEM files.
-pub fn tls_acceptor(
-    cert: &std::path::Path,
-    key: &std::path::Path,
-) -> Result<tokio_rustls::TlsAcceptor, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| format!("{}: {e}", cert.display()))?
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("{}: {e}", cert.display()))?;
-    if certs.is_empty() {
-        return Err(format!("{}: no certificate found", cert.display()));
-    }
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("{}: {e}", key.display()))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .map_err(|e| format!("TLS certificate/key: {e}"))?;
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rsa_password_roundtrip() {
-        let key = rsa::RsaPrivateKey::new(&mut rand::thread_rng(), 1024).expect("key");
-        let nonce = [7u8; 20];
-        let mut plain = b"s3cret\0".to_vec();
-        for (i, b) in plain.iter_mut().enumerate() {
-            *b ^= nonce[i % 20];
-        }
-        let cipher = key
-            .to_public_key()
-            .encrypt(
-                &mut rand::thread_rng(),
-                rsa::Oaep::new::<sha1::Sha1>(),
-                &plain,
-            )
-            .expect("encrypt");
-        assert_eq!(
-            rsa_password(&key, &cipher, &nonce),
-            Some(b"s3cret".to_vec())
-        );
-        assert_eq!(rsa_password(&key, &cipher[1..], &nonce), None);
-    }
+    use crate::config::sha2_hash;
 
     #[test]
     fn sha2_scramble_roundtrip() {
@@ -339,79 +246,4 @@ mod tests {
         let theirs = mysql_common::scramble::scramble_sha256(&nonce, b"pw").expect("scramble");
         assert_eq!(t, theirs.to_vec());
     }
-}
-
-/// Accepts any server certificate (TLS `required` without a CA to check
-/// against, as the mysql client's --ssl without --ssl-verify-server-cert).
-#[derive(Debug)]
-struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerify {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &rustls::pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
-        _server_name: &rustls::pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls::pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls::pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
-}
-
-/// A TLS connector for backends: certificates checked against `ca` when
-/// given, else accepted as they are (encryption without verification).
-pub fn tls_connector(ca: Option<&std::path::Path>) -> Result<tokio_rustls::TlsConnector, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
-    let config = match ca {
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in
-                CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))?
-            {
-                let c = c.map_err(|e| format!("{}: {e}", ca.display()))?;
-                roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
-            }
-            builder.with_root_certificates(roots).with_no_client_auth()
-        }
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-            .with_no_client_auth(),
-    };
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }

@@ -2,11 +2,8 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-use crate::sql::Pin;
+use crate::protocol::sql::Pin;
 
 /// Upper bounds (seconds) of the pool wait histogram.
 const WAIT_BUCKETS: [f64; 10] = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0];
@@ -251,56 +248,5 @@ impl Metrics {
             }
         }
         o
-    }
-}
-
-/// A page for a path: its content type and body.
-pub type Pages = Arc<dyn Fn(&str) -> Option<(&'static str, String)> + Send + Sync>;
-
-/// Serves GET requests for `pages` until the task is dropped.
-pub async fn serve_http(listener: tokio::net::TcpListener, render: Pages) {
-    loop {
-        let Ok((mut s, _)) = listener.accept().await else {
-            continue;
-        };
-        let render = render.clone();
-        tokio::spawn(async move {
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            let read = async {
-                while !req.windows(4).any(|w| w == b"\r\n\r\n") && req.len() < 8192 {
-                    match s.read(&mut buf).await {
-                        Ok(0) | Err(_) => return false,
-                        Ok(n) => req.extend_from_slice(&buf[..n]),
-                    }
-                }
-                true
-            };
-            if !matches!(
-                tokio::time::timeout(std::time::Duration::from_secs(5), read).await,
-                Ok(true)
-            ) {
-                return;
-            }
-            let first = req.split(|&b| b == b'\n').next().unwrap_or_default();
-            let first = String::from_utf8_lossy(first);
-            let path = first
-                .strip_prefix("GET ")
-                .and_then(|r| r.split_whitespace().next())
-                .unwrap_or("");
-            let (status, ctype, body) = match render(path) {
-                Some((ctype, body)) => ("200 OK", ctype, body),
-                None => (
-                    "404 Not Found",
-                    "text/plain",
-                    "try /metrics or /status\n".to_string(),
-                ),
-            };
-            let resp = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-            let _ = s.write_all(resp.as_bytes()).await;
-        });
     }
 }

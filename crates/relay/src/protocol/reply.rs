@@ -9,6 +9,8 @@
 use sqlfleet_wire::handshake::lenenc;
 use sqlfleet_wire::packet::MAX_CHUNK;
 
+use crate::protocol::track::Change;
+
 /// How many payload bytes the tracker needs to see of each packet.
 pub const PREFIX: usize = 64;
 
@@ -62,6 +64,10 @@ pub struct Outcome {
     pub result_sets: u32,
     /// Rows seen, over all result sets.
     pub rows: u64,
+    /// Warnings of the last OK or EOF.
+    pub warnings: u16,
+    /// Session-state changes the server reported, over the whole reply.
+    pub changes: Vec<Change>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,20 +94,17 @@ pub struct Tracker {
     continuation: bool,
     /// The statement id to show the client in a prepare reply.
     pub rewrite_id: Option<u32>,
+    /// The connection has CLIENT_SESSION_TRACK: OKs are read whole.
+    track: bool,
+    /// The client does not: OKs are rewritten without the tracker data.
+    strip: bool,
+    /// The packet just seen, rewritten: forward this payload instead.
+    pub replacement: Option<Vec<u8>>,
     pub outcome: Outcome,
 }
 
 fn u16_at(p: &[u8], i: usize) -> Option<u16> {
     Some(u16::from_le_bytes([*p.get(i)?, *p.get(i + 1)?]))
-}
-
-/// Status flags (and affected rows / insert id) of an OK packet, or of an
-/// OK-as-EOF (0xFE header) with `deprecate_eof`.
-fn ok_fields(p: &[u8]) -> Option<(u64, u64, u16)> {
-    let mut i = 1;
-    let affected = lenenc(p, &mut i).ok()?;
-    let id = lenenc(p, &mut i).ok()?;
-    Some((affected, id, u16_at(p, i)?))
 }
 
 fn err_fields(p: &[u8]) -> (u16, String) {
@@ -127,8 +130,50 @@ impl Tracker {
             },
             continuation: false,
             rewrite_id: None,
+            track: false,
+            strip: false,
+            replacement: None,
             outcome: Outcome::default(),
         }
+    }
+
+    /// Session tracking is on for the connection (`track`), and the
+    /// client did not ask for it (`strip`).
+    pub fn tracking(mut self, track: bool, strip: bool) -> Tracker {
+        self.track = track;
+        self.strip = track && strip;
+        self
+    }
+
+    /// Must the next packet (of payload length `len`, first byte `first`)
+    /// be handed over whole? True for an OK that may carry tracker data.
+    pub fn needs_whole(&self, len: usize, first: u8) -> bool {
+        if !self.track || self.continuation || len >= MAX_CHUNK {
+            return false;
+        }
+        match self.phase {
+            Phase::First => first == 0x00 && self.expect != Expect::Prepare,
+            Phase::Single => first == 0x00,
+            Phase::Rows | Phase::FieldList => first == 0xFE && self.deprecate_eof && len >= 9,
+            _ => false,
+        }
+    }
+
+    /// An OK packet (or OK ending a result set): its fields, changes and,
+    /// for a client without tracking, its rewritten form.
+    fn take_ok(&mut self, p: &[u8]) -> Option<u16> {
+        let ok = crate::protocol::track::parse_ok(p, self.track)?;
+        if self.strip {
+            // Info is length-prefixed and state data may follow: rewrite.
+            self.replacement = crate::protocol::track::strip(p).filter(|s| s.as_slice() != p);
+        }
+        self.outcome.affected += ok.affected;
+        if ok.insert_id != 0 {
+            self.outcome.insert_id = ok.insert_id;
+        }
+        self.outcome.warnings = ok.warnings;
+        self.outcome.changes.extend(ok.changes);
+        Some(ok.status)
     }
 
     /// Is this an EOF (or OK-as-EOF) terminator rather than a row?
@@ -141,12 +186,13 @@ impl Tracker {
             }
     }
 
-    /// Status flags of a terminator packet.
-    fn eof_status(&self, len: usize, p: &[u8]) -> Option<u16> {
+    /// Status flags (and warnings) of a terminator packet.
+    fn eof_status(&mut self, len: usize, p: &[u8]) -> Option<u16> {
         if len < 9 {
+            self.outcome.warnings = u16_at(p, 1).unwrap_or(0);
             u16_at(p, 3)
         } else {
-            ok_fields(p).map(|(_, _, s)| s)
+            self.take_ok(p)
         }
     }
 
@@ -174,8 +220,9 @@ impl Tracker {
                 if p.first() == Some(&0xFF) {
                     self.outcome.error = Some(err_fields(p));
                 } else if p.first() == Some(&0x00) {
-                    self.outcome.status = ok_fields(p).map(|(_, _, s)| s);
+                    self.outcome.status = self.take_ok(p);
                 } else if p.first() == Some(&0xFE) && len < 9 {
+                    self.outcome.warnings = u16_at(p, 1).unwrap_or(0);
                     self.outcome.status = u16_at(p, 3);
                 }
                 Ok(Event::End)
@@ -199,12 +246,7 @@ impl Tracker {
                     self.after_prep_defs()
                 }
                 Some(0x00) => {
-                    let (affected, id, status) =
-                        ok_fields(p).ok_or(ReplyError("short OK packet"))?;
-                    self.outcome.affected += affected;
-                    if id != 0 {
-                        self.outcome.insert_id = id;
-                    }
+                    let status = self.take_ok(p).ok_or(ReplyError("short OK packet"))?;
                     Ok(self.end_with_status(Some(status)))
                 }
                 Some(0xFB) if matches!(self.expect, Expect::Results { .. }) => {

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use sqlfleet_wire::packet::{self, WireError, MAX_CHUNK};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
-use crate::response::{Event, ReplyError, Tracker, PREFIX};
+use crate::protocol::reply::{Event, ReplyError, Tracker, PREFIX};
 
 const BUF: usize = 64 * 1024;
 

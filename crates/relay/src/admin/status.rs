@@ -1,0 +1,49 @@
+//! The admin status page: backends with their health and pools, clients,
+//! pins by reason, rule hits and the most frequent query digests.
+
+use std::sync::atomic::Ordering;
+
+use crate::frontend::session::Ctx;
+use crate::protocol::sql;
+
+/// The status as pretty-printed JSON.
+pub fn render(ctx: &Ctx) -> String {
+    let health = ctx.pool.health.all();
+    let backends: Vec<serde_json::Value> = ctx
+        .pool
+        .gauges()
+        .into_iter()
+        .zip(health)
+        .map(|(g, h)| {
+            serde_json::json!({
+                "address": g.addr, "role": h.role(), "up": h.up, "read_only": h.read_only,
+                "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
+                "error": h.error, "connections_open": g.open, "connections_idle": g.idle,
+                "clients_waiting": g.waiting, "clients_busy": g.busy,
+            })
+        })
+        .collect();
+    let m = &ctx.metrics;
+    let pins: serde_json::Map<String, serde_json::Value> = sql::Pin::ALL
+        .iter()
+        .map(|p| (p.name().to_string(), m.pins(*p).into()))
+        .collect();
+    let rules = ctx.rules();
+    let rule_hits: Vec<serde_json::Value> = rules
+        .rules
+        .iter()
+        .zip(&rules.hits)
+        .map(|(r, h)| serde_json::json!({"name": r.name, "hits": h.load(Ordering::Relaxed)}))
+        .collect();
+    let (top, other) = ctx.digests.top(50);
+    let v = serde_json::json!({
+        "backends": backends,
+        "clients_connected": m.clients_connected.load(Ordering::Relaxed),
+        "commands": m.commands.load(Ordering::Relaxed),
+        "pins": pins,
+        "rules": rule_hits,
+        "digests": top,
+        "digests_other": other,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}

@@ -1,0 +1,161 @@
+//! Commands the relay itself sends on a backend connection (state
+//! replay, resets, health pings, re-prepares, GTID reads): the whole reply
+//! is read and followed, never forwarded to a client.
+
+use std::time::Duration;
+
+use sqlfleet_wire::handshake;
+use sqlfleet_wire::packet::WireError;
+
+use crate::protocol::io::{AnyStream, PacketIo};
+use crate::protocol::reply::{Expect, Tracker};
+
+/// A logged-in backend connection the relay can send its own commands on.
+pub trait Link {
+    fn io(&mut self) -> &mut PacketIo<AnyStream>;
+    /// CLIENT_DEPRECATE_EOF is in effect (results end with an OK, not EOF).
+    fn deprecate_eof(&self) -> bool;
+}
+
+/// Sends one command and reads its whole reply without forwarding it;
+/// returns the reply's outcome (an ERR is an `Ok` with `error` set).
+pub async fn command(
+    c: &mut impl Link,
+    payload: &[u8],
+    expect: Expect,
+) -> Result<crate::protocol::reply::Outcome, WireError> {
+    c.io().write_packet(0, payload).await?;
+    let mut t = Tracker::new(expect, c.deprecate_eof());
+    loop {
+        let (_, mut p) = c.io().read_packet(1 << 30).await?;
+        let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let look = p.len().min(crate::protocol::reply::PREFIX);
+        if t.packet(len, &mut p[..look])? == crate::protocol::reply::Event::End {
+            return Ok(t.outcome);
+        }
+    }
+}
+
+/// The first column of the first row of a one-column query (NULL: None).
+pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>, WireError> {
+    let mut p = vec![0x03];
+    p.extend_from_slice(sql.as_bytes());
+    c.io().write_packet(0, &p).await?;
+    let mut t = Tracker::new(Expect::Results { cursor: false }, c.deprecate_eof());
+    let mut value = None;
+    loop {
+        let (_, mut p) = c.io().read_packet(1 << 24).await?;
+        let rows_before = t.outcome.rows;
+        let look = p.len().min(crate::protocol::reply::PREFIX);
+        let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let mut head = p[..look].to_vec();
+        let ev = t.packet(len, &mut head)?;
+        if t.outcome.rows == 1 && rows_before == 0 {
+            // A text row: one length-encoded string, or 0xFB for NULL.
+            if p.first() != Some(&0xFB) {
+                let mut i = 0;
+                let n = handshake::lenenc(&p, &mut i)? as usize;
+                value = p
+                    .get(i..i + n)
+                    .map(|v| String::from_utf8_lossy(v).into_owned());
+            }
+            p.clear();
+        }
+        if ev == crate::protocol::reply::Event::End {
+            if let Some((code, msg)) = t.outcome.error {
+                return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
+            }
+            return Ok(value);
+        }
+    }
+}
+
+/// A command answered by a single OK; an ERR is an error.
+pub async fn simple(c: &mut impl Link, payload: &[u8]) -> Result<(), WireError> {
+    let o = command(c, payload, Expect::Single).await?;
+    match o.error {
+        None => Ok(()),
+        Some((code, msg)) => Err(WireError::Protocol(format!("ERROR {code}: {msg}"))),
+    }
+}
+
+pub(crate) async fn ping(c: &mut impl Link) -> Result<(), WireError> {
+    tokio::time::timeout(Duration::from_secs(2), simple(c, &[0x0E]))
+        .await
+        .map_err(|_| WireError::Protocol("ping timed out".into()))?
+}
+
+/// The first row of a query as (column name, value) pairs; `None` when it
+/// returns no row. For the relay's own small queries (health checks).
+pub async fn query_row(
+    c: &mut impl Link,
+    sql: &str,
+) -> Result<Option<Vec<(String, Option<String>)>>, WireError> {
+    let mut p = vec![0x03];
+    p.extend_from_slice(sql.as_bytes());
+    c.io().write_packet(0, &p).await?;
+    let max = 1 << 24;
+    let (_, first) = c.io().read_packet(max).await?;
+    match first.first() {
+        Some(0xFF) => {
+            let code = first
+                .get(1..3)
+                .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
+            let msg = String::from_utf8_lossy(first.get(9..).unwrap_or_default()).into_owned();
+            return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
+        }
+        Some(0x00) | None => return Ok(None),
+        _ => {}
+    }
+    let mut i = 0;
+    let n = handshake::lenenc(&first, &mut i)? as usize;
+    let mut names = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (_, def) = c.io().read_packet(max).await?;
+        // catalog, schema, table, org_table, name
+        let mut i = 0;
+        let mut name = String::new();
+        for k in 0..5 {
+            let len = handshake::lenenc(&def, &mut i)? as usize;
+            let s = def
+                .get(i..i + len)
+                .ok_or_else(|| WireError::Protocol("short column definition".into()))?;
+            if k == 4 {
+                name = String::from_utf8_lossy(s).into_owned();
+            }
+            i += len;
+        }
+        names.push(name);
+    }
+    if !c.deprecate_eof() {
+        c.io().read_packet(max).await?;
+    }
+    let mut row = None;
+    loop {
+        let (_, p) = c.io().read_packet(max).await?;
+        let end =
+            p.first() == Some(&0xFE) && p.len() < 0xFF_FFFF && (p.len() < 9 || c.deprecate_eof());
+        if end || p.first() == Some(&0xFF) {
+            return Ok(row);
+        }
+        if row.is_none() {
+            let mut i = 0;
+            let mut vals = Vec::with_capacity(n);
+            for name in &names {
+                let v = if p.get(i) == Some(&0xFB) {
+                    i += 1;
+                    None
+                } else {
+                    let len = handshake::lenenc(&p, &mut i)? as usize;
+                    let s = p
+                        .get(i..i + len)
+                        .ok_or_else(|| WireError::Protocol("short row".into()))?;
+                    i += len;
+                    Some(String::from_utf8_lossy(s).into_owned())
+                };
+                vals.push((name.clone(), v));
+            }
+            row = Some(vals);
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! The one way the relay reaches a backend: a socket (TCP with NODELAY or
+//! the server's Unix socket), TLS when configured, and the login with the
+//! relay's backend account (mysql_native_password or caching_sha2_password,
+//! as the server asks). The pool, health checks and the version probe all
+//! come through here, so a change to backend TLS or login is made once.
+
+use std::time::Duration;
+
+use sqlfleet_wire::handshake::{self, ServerHello, DEPRECATE_EOF, SESSION_SHAPE};
+use sqlfleet_wire::packet::WireError;
+use tokio::net::TcpStream;
+
+use crate::backend::command::Link;
+use crate::config::{Backend, RelayConfig};
+use crate::protocol::io::{AnyStream, PacketIo};
+
+/// How long a dial and login may take.
+pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The protocol shape and collation a backend connection was opened with;
+/// only clients with the same can use it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Shape {
+    pub caps: u32,
+    pub collation: u8,
+}
+
+/// Dials and logs in to backends with the relay's account and TLS setting.
+#[derive(Clone)]
+pub struct Dialer {
+    user: String,
+    password: String,
+    tls: Option<tokio_rustls::TlsConnector>,
+}
+
+/// A logged-in backend connection, before the pool takes it.
+pub struct Login {
+    pub io: PacketIo<AnyStream>,
+    pub hello: ServerHello,
+    /// Capabilities in effect (asked for and offered).
+    pub caps: u32,
+}
+
+impl Link for Login {
+    fn io(&mut self) -> &mut PacketIo<AnyStream> {
+        &mut self.io
+    }
+    fn deprecate_eof(&self) -> bool {
+        self.caps & DEPRECATE_EOF != 0
+    }
+}
+
+/// A socket to a backend (TCP with NODELAY, or its Unix socket).
+async fn socket(b: &Backend) -> std::io::Result<AnyStream> {
+    Ok(match &b.socket {
+        Some(path) => AnyStream(Box::new(tokio::net::UnixStream::connect(path).await?)),
+        None => {
+            let tcp = TcpStream::connect((b.host.as_str(), b.port)).await?;
+            tcp.set_nodelay(true)?;
+            AnyStream(Box::new(tcp))
+        }
+    })
+}
+
+impl Dialer {
+    pub fn new(cfg: &RelayConfig) -> Result<Dialer, String> {
+        let tls = match &cfg.backend_tls {
+            Some(ca) => Some(crate::tls::tls_connector(ca.as_deref())?),
+            None => None,
+        };
+        Ok(Dialer {
+            user: cfg.backend_user.clone(),
+            password: cfg.backend_password.clone(),
+            tls,
+        })
+    }
+
+    /// The server's greeting only (no login): what it calls itself.
+    pub async fn hello(&self, b: &Backend) -> Result<ServerHello, WireError> {
+        let probe = async {
+            let mut s = socket(b).await?;
+            let p = sqlfleet_wire::packet::read(&mut s, 1 << 16).await?;
+            handshake::parse_server_hello(&p.payload)
+        };
+        tokio::time::timeout(Duration::from_secs(3), probe)
+            .await
+            .map_err(|_| WireError::Protocol("greeting timed out after 3 s".into()))?
+    }
+
+    /// Dials `b` and logs in with `shape`'s capabilities and collation.
+    pub async fn login(&self, b: &Backend, shape: Shape) -> Result<Login, WireError> {
+        tokio::time::timeout(LOGIN_TIMEOUT, self.login_now(b, shape))
+            .await
+            .map_err(|_| WireError::Protocol("connect timed out after 10 s".into()))?
+    }
+
+    async fn login_now(&self, b: &Backend, shape: Shape) -> Result<Login, WireError> {
+        let mut raw = socket(b).await?;
+        let hello = handshake::parse_server_hello(
+            &sqlfleet_wire::packet::read(&mut raw, 1 << 16)
+                .await?
+                .payload,
+        )?;
+        let caps = handshake::client_caps(&hello, shape.caps, false, self.tls.is_some());
+        let (mut stream, seq) = match &self.tls {
+            None => (raw, 1),
+            Some(tls) => {
+                if hello.caps & handshake::SSL == 0 {
+                    return Err(WireError::Protocol(
+                        "backend does not offer TLS, which the relay is configured to require"
+                            .into(),
+                    ));
+                }
+                sqlfleet_wire::packet::write(
+                    &mut raw,
+                    1,
+                    &handshake::ssl_request(caps, shape.collation),
+                )
+                .await?;
+                let name = rustls::pki_types::ServerName::try_from(b.host.clone())
+                    .map_err(|e| WireError::Protocol(format!("TLS server name {}: {e}", b.host)))?;
+                let t = tls
+                    .connect(name, raw)
+                    .await
+                    .map_err(|e| WireError::Protocol(format!("TLS to backend: {e}")))?;
+                (AnyStream(Box::new(t)), 2)
+            }
+        };
+        handshake::respond(
+            &mut stream,
+            &hello,
+            seq,
+            caps,
+            &self.user,
+            &self.password,
+            shape.collation,
+            None,
+            self.tls.is_some(),
+        )
+        .await?;
+        Ok(Login {
+            io: PacketIo::new(stream),
+            caps: shape.caps & SESSION_SHAPE & hello.caps,
+            hello,
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! Client listeners (TCP or Unix socket) and the loop that accepts on them.
+
+use std::path::PathBuf;
+
+use tokio::net::{TcpListener, UnixListener};
+
+/// A bound client listener.
+pub enum Listener {
+    Tcp(TcpListener),
+    Unix(UnixListener, PathBuf),
+}
+
+impl Listener {
+    /// Binds `HOST:PORT` or `unix:/path` (a stale socket file is replaced).
+    pub async fn bind(addr: &str) -> std::io::Result<Listener> {
+        match addr.strip_prefix("unix:") {
+            Some(path) => {
+                let path = PathBuf::from(path);
+                if std::fs::symlink_metadata(&path).is_ok()
+                    && std::os::unix::net::UnixStream::connect(&path).is_err()
+                {
+                    let _ = std::fs::remove_file(&path);
+                }
+                Ok(Listener::Unix(UnixListener::bind(&path)?, path))
+            }
+            None => Ok(Listener::Tcp(TcpListener::bind(addr).await?)),
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Listener::Tcp(l) => l
+                .local_addr()
+                .map(|a| a.to_string())
+                .unwrap_or_else(|_| "?".into()),
+            Listener::Unix(_, p) => format!("unix:{}", p.display()),
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix(_, p) = self {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// A client connection just accepted.
+pub enum Accepted {
+    Tcp(tokio::net::TcpStream),
+    Unix(tokio::net::UnixStream),
+}
+
+/// Accepts on one listener and hands connections to the relay's loop.
+pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Accepted>) {
+    loop {
+        let a = match &l {
+            Listener::Tcp(t) => t.accept().await.map(|(s, _)| {
+                let _ = s.set_nodelay(true);
+                Accepted::Tcp(s)
+            }),
+            Listener::Unix(u, _) => u.accept().await.map(|(s, _)| Accepted::Unix(s)),
+        };
+        match a {
+            Ok(a) => {
+                if tx.send(a).await.is_err() {
+                    return;
+                }
+            }
+            // Out of file descriptors and the like: back off briefly.
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! The MySQL protocol as the relay reads it: packet I/O and forwarding
+//! ([`io`]), following a reply without decoding rows ([`reply`]), what a
+//! statement's text does to session state ([`sql`]), prepared statement
+//! ids and their rewriting ([`stmt`]), and the session-state tracker data
+//! a server puts in its OK packets ([`track`]).
+
+pub mod io;
+pub mod reply;
+pub mod sql;
+pub mod stmt;
+pub mod track;

@@ -1,0 +1,226 @@
+//! OK packets read whole: affected rows, insert id, status, warnings and
+//! the session-state tracker data a server adds when the connection has
+//! CLIENT_SESSION_TRACK (MariaDB 10.2+, MySQL 5.7+). The relay turns
+//! tracking on for every backend connection so that the server, not the
+//! statement text, says what changed in a session: system variables with
+//! their new values, the default database, and "something else changed"
+//! (user variables, temporary tables, prepared statements...).
+//!
+//! For a client that did not ask for session tracking the same OK is
+//! rewritten to the shape it expects ([`strip`]).
+//!
+//! Written by hand because it sits on the forwarding path and must accept
+//! any bytes: every read is bounds-checked and a malformed OK is `None`.
+
+use sqlfleet_wire::handshake::lenenc;
+
+/// Status flag: the OK carries session-state data.
+pub const STATUS_SESSION_STATE_CHANGED: u16 = 0x4000;
+
+/// Tracker entry types.
+const SYSTEM_VARIABLES: u8 = 0;
+const SCHEMA: u8 = 1;
+const STATE_CHANGE: u8 = 2;
+
+/// One change the server reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A session system variable and its new value, as text.
+    SysVar(String, String),
+    /// The new default database ("" when there is none).
+    Schema(String),
+    /// Session state changed in some way (user variables, temporary
+    /// tables, prepared statements, or any of the above).
+    State,
+    /// A tracker type the relay does not interpret (GTIDs, transaction
+    /// characteristics or state).
+    Other(u8),
+}
+
+/// An OK packet's fields.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OkPacket {
+    pub affected: u64,
+    pub insert_id: u64,
+    pub status: u16,
+    pub warnings: u16,
+    pub changes: Vec<Change>,
+}
+
+fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
+    let n = usize::try_from(lenenc(p, i).ok()?).ok()?;
+    let end = i.checked_add(n)?;
+    let s = p.get(*i..end)?;
+    *i = end;
+    Some(s)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Where an OK's parts are: the offset just past the warnings, and the
+/// info text's range when the packet has the tracked layout.
+struct Layout {
+    ok: OkPacket,
+    after_warnings: usize,
+    info: std::ops::Range<usize>,
+}
+
+fn layout(p: &[u8], session_track: bool) -> Option<Layout> {
+    let mut i = 1;
+    let affected = lenenc(p, &mut i).ok()?;
+    let insert_id = lenenc(p, &mut i).ok()?;
+    let status = u16::from_le_bytes([*p.get(i)?, *p.get(i + 1)?]);
+    let warnings = u16::from_le_bytes([*p.get(i + 2)?, *p.get(i + 3)?]);
+    i += 4;
+    let after_warnings = i;
+    let mut ok = OkPacket {
+        affected,
+        insert_id,
+        status,
+        warnings,
+        changes: Vec::new(),
+    };
+    if !session_track {
+        return Some(Layout {
+            ok,
+            after_warnings,
+            info: i..p.len(),
+        });
+    }
+    let mut info = i..i;
+    if i < p.len() {
+        let start = i;
+        let s = lenenc_bytes(p, &mut i)?;
+        info = (i - s.len()).max(start)..i;
+    }
+    if status & STATUS_SESSION_STATE_CHANGED != 0 && i < p.len() {
+        let all = lenenc_bytes(p, &mut i)?;
+        let mut j = 0;
+        while j < all.len() {
+            let kind = all[j];
+            j += 1;
+            let data = lenenc_bytes(all, &mut j)?;
+            let mut k = 0;
+            ok.changes.push(match kind {
+                SYSTEM_VARIABLES => {
+                    let name = lenenc_bytes(data, &mut k)?;
+                    let value = lenenc_bytes(data, &mut k)?;
+                    Change::SysVar(text(name).to_ascii_lowercase(), text(value))
+                }
+                SCHEMA => Change::Schema(text(lenenc_bytes(data, &mut k)?)),
+                STATE_CHANGE => Change::State,
+                other => Change::Other(other),
+            });
+        }
+    }
+    Some(Layout {
+        ok,
+        after_warnings,
+        info,
+    })
+}
+
+/// Reads a whole OK packet (header 0x00, or 0xFE for an OK that ends a
+/// result set); `session_track` when the connection has CLIENT_SESSION_TRACK.
+pub fn parse_ok(p: &[u8], session_track: bool) -> Option<OkPacket> {
+    layout(p, session_track).map(|l| l.ok)
+}
+
+/// The same OK for a client without CLIENT_SESSION_TRACK: the info text
+/// unprefixed to the end, no state data, the state-changed flag cleared.
+pub fn strip(p: &[u8]) -> Option<Vec<u8>> {
+    let l = layout(p, true)?;
+    let mut out = Vec::with_capacity(l.after_warnings + l.info.len());
+    out.extend_from_slice(p.get(..l.after_warnings)?);
+    let st = l.after_warnings - 4;
+    let status = l.ok.status & !STATUS_SESSION_STATE_CHANGED;
+    out[st..st + 2].copy_from_slice(&status.to_le_bytes());
+    out.extend_from_slice(p.get(l.info)?);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn lenenc_str(out: &mut Vec<u8>, s: &[u8]) {
+        assert!(s.len() < 251);
+        out.push(s.len() as u8);
+        out.extend_from_slice(s);
+    }
+
+    fn tracked_ok(info: &[u8], entries: &[(u8, Vec<u8>)]) -> Vec<u8> {
+        let mut p = vec![0x00, 3, 0];
+        let status = 0x0002
+            | if entries.is_empty() {
+                0
+            } else {
+                STATUS_SESSION_STATE_CHANGED
+            };
+        p.extend_from_slice(&status.to_le_bytes());
+        p.extend_from_slice(&1u16.to_le_bytes());
+        lenenc_str(&mut p, info);
+        if !entries.is_empty() {
+            let mut all = Vec::new();
+            for (k, d) in entries {
+                all.push(*k);
+                lenenc_str(&mut all, d);
+            }
+            lenenc_str(&mut p, &all);
+        }
+        p
+    }
+
+    #[test]
+    fn reads_variables_schema_and_state() {
+        let mut var = Vec::new();
+        lenenc_str(&mut var, b"TIME_ZONE");
+        lenenc_str(&mut var, b"+05:00");
+        let mut db = Vec::new();
+        lenenc_str(&mut db, b"shop");
+        let p = tracked_ok(
+            b"",
+            &[
+                (0, var),
+                (1, db),
+                (2, b"\x011".to_vec()),
+                (5, b"\x08________".to_vec()),
+            ],
+        );
+        let ok = parse_ok(&p, true).expect("ok");
+        assert_eq!(ok.affected, 3);
+        assert_eq!(ok.warnings, 1);
+        assert_eq!(
+            ok.changes,
+            vec![
+                Change::SysVar("time_zone".into(), "+05:00".into()),
+                Change::Schema("shop".into()),
+                Change::State,
+                Change::Other(5)
+            ]
+        );
+    }
+
+    #[test]
+    fn strip_keeps_info_and_drops_state() {
+        let p = tracked_ok(b"Rows matched: 3", &[(2, b"\x011".to_vec())]);
+        let s = strip(&p).expect("strip");
+        assert_eq!(parse_ok(&s, false).expect("ok").status, 0x0002);
+        assert!(s.ends_with(b"Rows matched: 3"));
+        assert_eq!(s.len(), 7 + 15);
+        // An OK without info or state is unchanged.
+        let bare = vec![0x00, 0, 0, 2, 0, 0, 0];
+        assert_eq!(strip(&bare), Some(bare.clone()));
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(p in proptest::collection::vec(any::<u8>(), 0..80), t in any::<bool>()) {
+            let _ = parse_ok(&p, t);
+            let _ = strip(&p);
+        }
+    }
+}
