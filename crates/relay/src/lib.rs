@@ -74,6 +74,7 @@ impl Relay {
                 pool,
                 greeting,
                 metrics,
+                clients: Default::default(),
             }),
         })
     }

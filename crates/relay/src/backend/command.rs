@@ -80,9 +80,12 @@ pub async fn simple(c: &mut impl Link, payload: &[u8]) -> Result<(), WireError> 
 }
 
 pub(crate) async fn ping(c: &mut impl Link) -> Result<(), WireError> {
-    tokio::time::timeout(Duration::from_secs(2), simple(c, &[0x0E]))
-        .await
-        .map_err(|_| WireError::Protocol("ping timed out".into()))?
+    tokio::time::timeout(
+        Duration::from_secs(2),
+        simple(c, &[sqlfleet_wire::command::COM_PING]),
+    )
+    .await
+    .map_err(|_| WireError::Protocol("ping timed out".into()))?
 }
 
 /// The first row of a query as (column name, value) pairs; `None` when it

@@ -101,7 +101,11 @@ impl Dialer {
                 .await?
                 .payload,
         )?;
-        let caps = handshake::client_caps(&hello, shape.caps, false, self.tls.is_some());
+        // Session tracking is always asked for: the relay reads what the
+        // server says changed (see track_sessions) and strips it for
+        // clients that did not ask.
+        let want = shape.caps | handshake::SESSION_TRACK;
+        let caps = handshake::client_caps(&hello, want, false, self.tls.is_some());
         let (mut stream, seq) = match &self.tls {
             None => (raw, 1),
             Some(tls) => {
@@ -140,8 +144,22 @@ impl Dialer {
         .await?;
         Ok(Login {
             io: PacketIo::new(stream),
-            caps: shape.caps & SESSION_SHAPE & hello.caps,
+            caps: want & SESSION_SHAPE & hello.caps,
             hello,
         })
     }
+}
+
+/// Turns on the server's session-state tracking on a fresh connection:
+/// every OK then names the session variables that changed (with their
+/// values), a new default database, and that something else changed.
+/// False when the server has no tracking (the relay then pins on what it
+/// cannot see instead).
+pub async fn track_sessions(l: &mut impl Link, caps: u32) -> bool {
+    if caps & handshake::SESSION_TRACK == 0 {
+        return false;
+    }
+    let set = b"\x03SET session_track_schema = ON, session_track_state_change = ON, \
+session_track_system_variables = '*'";
+    crate::backend::command::simple(l, set).await.is_ok()
 }

@@ -36,6 +36,12 @@ pub struct BackendConn {
     pub settings: Vec<Setting>,
     pub stmts: BackendStmts,
     pub backend: usize,
+    /// The server's thread id for this connection (for KILL QUERY).
+    pub thread_id: u32,
+    /// Session tracking is on: OKs report changed variables, schema, state.
+    pub tracking: bool,
+    /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
+    pub last_insert_id: u64,
     created: Instant,
     idle_since: Instant,
     _slot: Slot,
@@ -52,9 +58,29 @@ impl Link for BackendConn {
 
 impl BackendConn {
     /// Forgets the session state after COM_RESET_CONNECTION.
-    pub fn after_reset(&mut self) {
+    /// After a COM_RESET_CONNECTION (sent by the relay or forwarded for
+    /// the client): the server dropped the session's variables (session
+    /// tracking among them, so it is turned on again) and prepared
+    /// statements; it keeps the default database.
+    pub async fn after_reset(&mut self) -> Result<(), WireError> {
+        self.last_insert_id = 0;
         self.settings.clear();
         self.stmts.clear();
+        if self.tracking {
+            let caps = self.caps;
+            if !crate::backend::dial::track_sessions(self, caps).await {
+                return Err(WireError::Protocol(
+                    "turning session tracking back on after a reset failed".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Resets the session on the server (COM_RESET_CONNECTION).
+    pub async fn reset(&mut self) -> Result<(), WireError> {
+        simple(self, &[sqlfleet_wire::command::COM_RESET_CONNECTION]).await?;
+        self.after_reset().await
     }
 }
 
@@ -93,6 +119,11 @@ impl Side {
     }
 }
 
+/// The error code a client gets when no backend can be reached: a
+/// server-range code (ER_CONNECT_TO_FOREIGN_DATA_SOURCE), as client
+/// libraries reject client-range codes (2003) inside an ERR packet.
+pub const UNREACHABLE_CODE: u16 = 1429;
+
 #[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     #[error("no backend connection became free within {0:?} (pool of {1} per backend is busy)")]
@@ -108,7 +139,7 @@ impl LeaseError {
     pub fn code(&self) -> u16 {
         match self {
             LeaseError::Timeout(..) | LeaseError::Queue(..) => 1040,
-            LeaseError::Connect(..) => 2003,
+            LeaseError::Connect(..) => UNREACHABLE_CODE,
         }
     }
 }
@@ -377,10 +408,15 @@ impl Pool {
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
         match self.dialer.login(b, shape).await {
-            Ok(l) => {
+            Ok(mut l) => {
                 self.metrics.backend_connects.fetch_add(1, Relaxed);
+                let caps = l.caps;
+                let tracking = crate::backend::dial::track_sessions(&mut l, caps).await;
                 let now = Instant::now();
                 Ok(BackendConn {
+                    thread_id: l.hello.connection_id,
+                    last_insert_id: 0,
+                    tracking,
                     io: l.io,
                     shape,
                     caps: l.caps,
@@ -433,8 +469,7 @@ impl Pool {
         let pool = self.clone();
         tokio::spawn(async move {
             pool.metrics.resets.fetch_add(1, Relaxed);
-            if simple(&mut c, &[0x1F]).await.is_ok() {
-                c.after_reset();
+            if c.reset().await.is_ok() {
                 pool.put(c);
             } else {
                 pool.discard(c);

@@ -3,5 +3,6 @@
 //! ([`session`]).
 
 pub mod auth;
+pub mod clients;
 pub mod rsa;
 pub mod session;

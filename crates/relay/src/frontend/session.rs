@@ -7,6 +7,7 @@
 //! default database and settings are replayed there. In `session` mode the
 //! client keeps its connection until it quits; it is then reset and reused.
 
+mod kill;
 mod ps;
 mod route;
 mod user;
@@ -15,7 +16,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
-use sqlfleet_wire::handshake::SESSION_SHAPE;
+use sqlfleet_wire::handshake::{SESSION_SHAPE, SESSION_TRACK};
 use sqlfleet_wire::packet::{self, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -28,26 +29,14 @@ use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
 use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
 use crate::protocol::sql::{self, Effects, Pin, Setting};
 use crate::protocol::stmt::ClientStmts;
+use crate::protocol::track::Change;
 
-const COM_QUIT: u8 = 0x01;
-const COM_INIT_DB: u8 = 0x02;
-const COM_QUERY: u8 = 0x03;
-const COM_FIELD_LIST: u8 = 0x04;
-const COM_REFRESH: u8 = 0x07;
-const COM_STATISTICS: u8 = 0x09;
-const COM_PROCESS_INFO: u8 = 0x0A;
-const COM_PROCESS_KILL: u8 = 0x0C;
-const COM_DEBUG: u8 = 0x0D;
-const COM_PING: u8 = 0x0E;
-const COM_CHANGE_USER: u8 = 0x11;
-const COM_STMT_PREPARE: u8 = 0x16;
-const COM_STMT_EXECUTE: u8 = 0x17;
-const COM_STMT_SEND_LONG_DATA: u8 = 0x18;
-const COM_STMT_CLOSE: u8 = 0x19;
-const COM_STMT_RESET: u8 = 0x1A;
-const COM_SET_OPTION: u8 = 0x1B;
-const COM_STMT_FETCH: u8 = 0x1C;
-const COM_RESET_CONNECTION: u8 = 0x1F;
+use sqlfleet_wire::command::*;
+
+/// The error code for a backend lost mid-command: a server-range code
+/// (ER_NET_READ_ERROR, SQLSTATE 08S01) that client libraries accept in an
+/// ERR packet and treat as a communication failure.
+pub const LOST_CODE: u16 = 1158;
 
 /// What every session shares.
 pub struct Ctx {
@@ -58,6 +47,8 @@ pub struct Ctx {
     pub digests: crate::routing::rules::Digests,
     pub greeting: Greeting,
     pub metrics: Arc<Metrics>,
+    /// Connected clients by the id the relay gave them (for KILL).
+    pub clients: crate::frontend::clients::Clients,
 }
 
 impl Ctx {
@@ -109,6 +100,22 @@ struct Session {
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
     user: String,
+    /// The id the client was given in the greeting.
+    id: u32,
+    /// What KILL from another client sees of this one.
+    handle: Arc<crate::frontend::clients::Handle>,
+    /// The current command's text explains a session change the server
+    /// reports (SET, USE, or a command the relay manages itself).
+    explained: bool,
+    /// ROW_COUNT() after the client's previous statement.
+    last_row_count: i64,
+    /// LAST_INSERT_ID() as the client's session has it.
+    last_insert_id: u64,
+    /// The connection is kept because the previous statement's row count
+    /// is positive and may be asked for.
+    row_count_hold: bool,
+    /// The previous statement kept the connection for this one (LAST_INSERT_ID() and the like).
+    kept_for_this: bool,
 }
 
 struct ConnectedGauge(Arc<Metrics>);
@@ -135,7 +142,15 @@ where
         }
         _ => return, // stalled, malformed or gone mid-handshake
     };
+    let (handle, _registered) = ctx.clients.register(id, &li.hello.user);
     let mut s = Session {
+        id,
+        handle,
+        explained: true,
+        last_row_count: -1,
+        last_insert_id: 0,
+        row_count_hold: false,
+        kept_for_this: false,
         mode: ctx.cfg.mode,
         shape: Shape {
             caps: li.hello.caps & SESSION_SHAPE,
@@ -173,7 +188,7 @@ where
         if let Err(f) = s.ensure_conn().await {
             let (code, state, msg) = match f {
                 Fail::Err(c, st, m) => (c, st, m),
-                Fail::Lost(m) => (2013, "HY000", m),
+                Fail::Lost(m) => (LOST_CODE, "08S01", m),
                 Fail::Close => return,
             };
             let _ =
@@ -210,7 +225,13 @@ impl Session {
 
     async fn run(&mut self) {
         loop {
-            let (seq, cmd) = match self.io.read_packet(self.ctx.cfg.max_packet).await {
+            let max = self.ctx.cfg.max_packet;
+            let handle = self.handle.clone();
+            let read = tokio::select! {
+                r = self.io.read_packet(max) => r,
+                _ = handle.killed() => return,
+            };
+            let (seq, cmd) = match read {
                 Ok(p) => p,
                 Err(WireError::TooBig { len, max }) => {
                     let msg = format!(
@@ -235,6 +256,9 @@ impl Session {
                 return;
             }
             self.ctx.metrics.commands.fetch_add(1, Relaxed);
+            if cmd[0] != COM_QUERY && cmd[0] != COM_STMT_EXECUTE {
+                self.drop_diagnostics_hold(&Effects::default());
+            }
             self.ctx
                 .metrics
                 .bytes_to_backend
@@ -243,7 +267,8 @@ impl Session {
                 return;
             }
             // A one-statement pin ends after the statement it was kept for.
-            self.pin_next = None;
+            self.kept_for_this = self.pin_next.take().is_some();
+            self.explained = true;
             self.route = self.default_route();
             self.route_fixed = false;
             let r = self.command(&cmd).await;
@@ -272,7 +297,7 @@ impl Session {
                     let msg = format!("Lost connection to backend server during query ({msg})");
                     let _ = self
                         .io
-                        .write_packet(1, &packet::err_payload(2013, "HY000", &msg))
+                        .write_packet(1, &packet::err_payload(LOST_CODE, "08S01", &msg))
                         .await;
                     if stateful {
                         // The session's state died with the backend: the
@@ -289,7 +314,13 @@ impl Session {
         match cmd[0] {
             COM_QUERY => self.query(cmd).await,
             COM_PING if self.conn.is_none() => self.local_ok().await,
-            COM_PING | COM_STATISTICS | COM_PROCESS_KILL | COM_DEBUG | COM_REFRESH => {
+            COM_PROCESS_KILL => {
+                let id = cmd
+                    .get(1..5)
+                    .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+                self.kill(false, u64::from(id)).await
+            }
+            COM_PING | COM_STATISTICS | COM_DEBUG | COM_REFRESH => {
                 self.forward(cmd, Expect::Single, None).await.map(drop)
             }
             COM_PROCESS_INFO => self
@@ -301,7 +332,7 @@ impl Session {
                 let o = self.forward(cmd, Expect::Single, None).await?;
                 if o.error.is_none() {
                     let db = String::from_utf8_lossy(&cmd[1..]).into_owned();
-                    self.set_db(db);
+                    self.set_db(Some(db));
                 }
                 Ok(())
             }
@@ -340,11 +371,11 @@ impl Session {
         }
     }
 
-    fn set_db(&mut self, db: String) {
+    fn set_db(&mut self, db: Option<String>) {
         if let Some(c) = self.conn.as_mut() {
-            c.db = Some(db.clone());
+            c.db = db.clone();
         }
-        self.db = Some(db);
+        self.db = db;
     }
 
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
@@ -360,12 +391,17 @@ impl Session {
         let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let digest = digest.filter(|_| self.ctx.digests.enabled());
+        if let Some((query_only, id)) = fx.kill {
+            return self.kill(query_only, id).await;
+        }
+        self.explained = fx.settings_only;
+        self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
-        let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
         for p in &fx.pins {
             self.pin(*p);
         }
+        self.carry_over(&fx).await?;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;
@@ -379,15 +415,31 @@ impl Session {
         }
         let o = o?;
         self.after_write(fx.read, &o).await?;
-        if o.error.is_none() {
+        self.keep_diagnostics(&o, fx.uses_tables);
+        self.after_text_effects(&fx, &o);
+        Ok(())
+    }
+
+    /// What the statement's text says it did, where the server's tracker
+    /// is silent: settings (when the backend has no tracking), a dropped
+    /// default database, pins released, one-statement pins.
+    fn after_text_effects(&mut self, fx: &Effects, o: &Outcome) {
+        // SET TRANSACTION armed by an earlier statement ends with this one
+        // unless a transaction is now open.
+        let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
+        let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+        if o.error.is_none() && fx.drops_db.is_some() && fx.drops_db == self.db {
+            self.set_db(None);
+        }
+        if o.error.is_none() && !tracked {
             for s in &fx.settings {
                 upsert(&mut self.settings, s);
                 if let Some(c) = self.conn.as_mut() {
                     upsert(&mut c.settings, s);
                 }
             }
-            if let Some(db) = fx.use_db {
-                self.set_db(db);
+            if let Some(db) = fx.use_db.clone() {
+                self.set_db(Some(db));
             }
         }
         for p in &fx.unpins {
@@ -407,6 +459,76 @@ impl Session {
                 self.ctx.metrics.pin(p);
             }
             self.pin_next = Some(p);
+        }
+    }
+
+    /// Keeps the connection while the client's diagnostics live on it:
+    /// warnings and errors stay until a statement that uses a table (or
+    /// raises new ones), so SHOW WARNINGS, GET DIAGNOSTICS and
+    /// @@warning_count must run where they were left; a positive row count
+    /// is kept for the next statement (ROW_COUNT()).
+    fn keep_diagnostics(&mut self, o: &Outcome, uses_tables: bool) {
+        self.last_row_count = if o.result_sets > 0 || o.error.is_some() {
+            -1
+        } else {
+            o.affected as i64
+        };
+        if o.error.is_some() || o.warnings > 0 {
+            self.pin(Pin::Diagnostics);
+        } else if uses_tables {
+            self.pins.remove(&Pin::Diagnostics);
+        }
+        // Held for ROW_COUNT() in the next statement only; a statement
+        // that does not ask gives the connection up first (see
+        // `drop_diagnostics_hold`), so this costs no multiplexing.
+        self.row_count_hold = self.last_row_count > 0;
+    }
+
+    /// Before a statement that does not read the previous one's
+    /// diagnostics: the row count kept for it no longer matters, nor do
+    /// warnings if the statement uses a table (which clears them on any
+    /// connection), so the connection kept for them goes back and routing
+    /// may choose again.
+    fn drop_diagnostics_hold(&mut self, fx: &Effects) {
+        if fx.reads_diagnostics {
+            return;
+        }
+        let held = std::mem::take(&mut self.row_count_hold)
+            || (fx.uses_tables && self.pins.remove(&Pin::Diagnostics));
+        if held && !self.kept_for_this {
+            self.release_if_free();
+        }
+    }
+
+    /// On a connection the client's previous statement did not run on,
+    /// diagnostics are made the client's own: empty (its previous
+    /// statement left nothing to report, else the connection would still
+    /// be held).
+    async fn carry_over(&mut self, fx: &Effects) -> Result<(), Fail> {
+        if self.conn.is_some() || !fx.reads_diagnostics {
+            return Ok(());
+        }
+        self.before_replica_read().await?;
+
+        if fx.reads_diagnostics {
+            self.clear_diagnostics().await?;
+        }
+        Ok(())
+    }
+
+    /// On a connection the client's previous statement did not run on:
+    /// empty diagnostics and the row count that statement left.
+    async fn clear_diagnostics(&mut self) -> Result<(), Fail> {
+        let row_count = self.last_row_count;
+        let c = self.ensure_conn().await?;
+        let lost = |e: WireError| Fail::Lost(e.to_string());
+        // Only a statement that reads a table clears the warning list.
+        let clear = b"\x03SELECT * FROM (SELECT 1) AS sqlfleet_relay WHERE 0";
+        command::command(c, clear, Expect::Results { cursor: false })
+            .await
+            .map_err(lost)?;
+        if row_count == 0 {
+            command::simple(c, b"\x03DO 0").await.map_err(lost)?;
         }
         Ok(())
     }
@@ -462,8 +584,7 @@ impl Session {
             .any(|s| s.is_pseudo() && !self.settings.contains(s))
         {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
-            command::simple(c, &[0x1F]).await.map_err(lost)?;
-            c.after_reset();
+            c.reset().await.map_err(lost)?;
         }
         let mut parts: Vec<String> = self
             .settings
@@ -471,6 +592,13 @@ impl Session {
             .filter(|s| !c.settings.contains(s))
             .map(|s| s.text.clone())
             .collect();
+        // LAST_INSERT_ID() is per connection: the client's goes with it.
+        if c.last_insert_id != self.last_insert_id {
+            parts.push(format!(
+                "@@session.last_insert_id = {}",
+                self.last_insert_id
+            ));
+        }
         for s in &c.settings {
             if !self.settings.iter().any(|x| x.name == s.name) {
                 parts.push(format!("@@session.{} = DEFAULT", s.name));
@@ -491,6 +619,7 @@ impl Session {
                 ));
             }
             c.settings = self.settings.clone();
+            c.last_insert_id = self.last_insert_id;
         }
         match (&self.db, &c.db) {
             (Some(d), cur) if cur.as_ref() != Some(d) => {
@@ -540,9 +669,14 @@ impl Session {
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
-        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof());
+        let layout = c.caps & SESSION_TRACK != 0;
+        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
+            .tracking(layout, self.caps & SESSION_TRACK == 0);
         t.rewrite_id = rewrite_id;
-        match c.io.forward_reply(&mut self.io, &mut t).await {
+        self.handle.running(Some((c.backend, c.thread_id)));
+        let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
+        self.handle.running(None);
+        match forwarded {
             Ok(n) => {
                 self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
                 self.conn = Some(c);
@@ -565,11 +699,60 @@ impl Session {
         if o.error.is_some() {
             self.ctx.metrics.errors.fetch_add(1, Relaxed);
         }
-        if let Some(st) = o.status {
-            self.in_trans = st & STATUS_IN_TRANS != 0;
-            self.autocommit = st & STATUS_AUTOCOMMIT != 0;
-        }
+        self.observe(&o);
         Ok(o)
+    }
+
+    /// Takes in what the server said about the session after a command:
+    /// transaction and autocommit status, and the tracker's changes
+    /// (variables are recorded for replay, a new default database is
+    /// followed, any other change pins unless the command's text explains
+    /// it).
+    fn observe(&mut self, o: &Outcome) {
+        if o.insert_id != 0 {
+            self.last_insert_id = o.insert_id;
+            if let Some(c) = self.conn.as_mut() {
+                c.last_insert_id = o.insert_id;
+            }
+        }
+        match o.status {
+            Some(st) => {
+                self.in_trans = st & STATUS_IN_TRANS != 0;
+                self.autocommit = st & STATUS_AUTOCOMMIT != 0;
+                self.pins.remove(&Pin::MaybeInTransaction);
+            }
+            // An error packet has no status: under autocommit=0 the
+            // statement may have opened a transaction all the same.
+            None if !self.autocommit => self.pin(Pin::MaybeInTransaction),
+            None => {}
+        }
+        let mut state = false;
+        for ch in &o.changes {
+            match ch {
+                Change::SysVar(name, _) if name.starts_with("session_track") => {
+                    self.pin(Pin::Tracking)
+                }
+                // Read-only: the result of the statement, not a setting.
+                Change::SysVar(name, _) if name == "last_gtid" => {}
+                Change::SysVar(name, value) => {
+                    let s = Setting::from_server(name, value);
+                    upsert(&mut self.settings, &s);
+                    if let Some(c) = self.conn.as_mut() {
+                        upsert(&mut c.settings, &s);
+                    }
+                }
+                Change::Schema(db) => self.set_db((!db.is_empty()).then(|| db.clone())),
+                Change::State => state = true,
+                Change::Other(_) => {}
+            }
+        }
+        if state && !self.explained {
+            self.pin(Pin::ServerState);
+        }
+        // Autocommit as the server has it must be what a replay gives.
+        if o.status.is_some() && self.autocommit != sql::replayed_autocommit(&self.settings) {
+            self.pin(Pin::ServerState);
+        }
     }
 
     /// In transaction mode, hands the backend connection back when nothing
@@ -579,6 +762,7 @@ impl Session {
             && !self.in_trans
             && self.pins.is_empty()
             && self.pin_next.is_none()
+            && !self.row_count_hold
         {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.put(c);

@@ -206,6 +206,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         let mut infile = false;
         loop {
             let mut pos = self.start;
+            let mut need = 4 + PREFIX;
             while !done && !infile {
                 if remaining > 0 {
                     let n = remaining.min(self.end - pos);
@@ -217,17 +218,52 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     continue;
                 }
                 if self.end - pos < 4 {
+                    need = 4 + PREFIX;
                     break;
                 }
                 let h = &self.buf[pos..pos + 4];
                 let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
-                let look = len.min(PREFIX);
+                let seq = h[3];
+                if len > 0 && self.end - pos < 5 {
+                    need = 4 + len.min(PREFIX);
+                    break;
+                }
+                // An OK that may carry session-tracker data is read whole.
+                let whole = len > 0 && tracker.needs_whole(len, self.buf[pos + 4]);
+                let look = if whole { len } else { len.min(PREFIX) };
                 if self.end - pos < 4 + look {
+                    need = 4 + look;
                     break;
                 }
                 let ev = tracker
                     .packet(len, &mut self.buf[pos + 4..pos + 4 + look])
                     .map_err(|e| backend_err(e.into(), total))?;
+                if let Some(new) = tracker.replacement.take() {
+                    // Forward what came before, then the rewritten packet.
+                    let mut out = self.buf[self.start..pos].to_vec();
+                    let n = new.len() as u32;
+                    out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
+                    out.extend_from_slice(&new);
+                    client
+                        .s
+                        .write_all(&out)
+                        .await
+                        .map_err(|e| ForwardError::Client(e.into()))?;
+                    total += out.len() as u64;
+                    pos += 4 + len;
+                    self.start = pos;
+                    match ev {
+                        Event::More => continue,
+                        Event::End => {
+                            done = true;
+                            break;
+                        }
+                        Event::LocalInfile => {
+                            infile = true;
+                            break;
+                        }
+                    }
+                }
                 pos += 4;
                 remaining = len;
                 match ev {
@@ -264,10 +300,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                 infile = false;
                 continue;
             }
-            let want = if remaining == 0 { 4 + PREFIX } else { 1 };
-            self.fill(want.min(BUF))
-                .await
-                .map_err(|e| backend_err(e, total))?;
+            let want = if remaining == 0 { need } else { 1 };
+            self.fill(want).await.map_err(|e| backend_err(e, total))?;
         }
     }
 }

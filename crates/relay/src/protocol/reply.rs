@@ -154,7 +154,7 @@ impl Tracker {
         match self.phase {
             Phase::First => first == 0x00 && self.expect != Expect::Prepare,
             Phase::Single => first == 0x00,
-            Phase::Rows | Phase::FieldList => first == 0xFE && self.deprecate_eof && len >= 9,
+            Phase::Rows | Phase::FieldList => first == 0xFE && self.deprecate_eof,
             _ => false,
         }
     }
@@ -188,7 +188,8 @@ impl Tracker {
 
     /// Status flags (and warnings) of a terminator packet.
     fn eof_status(&mut self, len: usize, p: &[u8]) -> Option<u16> {
-        if len < 9 {
+        // With CLIENT_DEPRECATE_EOF every terminator is an OK packet.
+        if len < 9 && !self.deprecate_eof {
             self.outcome.warnings = u16_at(p, 1).unwrap_or(0);
             u16_at(p, 3)
         } else {

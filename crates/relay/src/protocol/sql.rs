@@ -30,10 +30,25 @@ pub enum Pin {
     Xa,
     /// A query rule with `multiplex = false` matched.
     Rule,
+    /// The server reported a session change the relay cannot replay
+    /// (a user variable, temporary table or prepared statement made where
+    /// the text does not show it: in a procedure, function or trigger).
+    ServerState,
+    /// The client changed the session tracking the relay relies on.
+    Tracking,
+    /// BACKUP STAGE / BACKUP LOCK hold server locks for this session.
+    Backup,
+    /// CALL: a procedure may take locks the server does not report.
+    Call,
+    /// The previous statement left warnings, an error or a row count that
+    /// the next one may ask about (SHOW WARNINGS, ROW_COUNT()).
+    Diagnostics,
+    /// An error under autocommit=0 may have opened a transaction.
+    MaybeInTransaction,
 }
 
 impl Pin {
-    pub const ALL: [Pin; 16] = [
+    pub const ALL: [Pin; 22] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -50,6 +65,12 @@ impl Pin {
         Pin::Handler,
         Pin::Xa,
         Pin::Rule,
+        Pin::ServerState,
+        Pin::Tracking,
+        Pin::Backup,
+        Pin::Call,
+        Pin::Diagnostics,
+        Pin::MaybeInTransaction,
     ];
 
     pub fn name(self) -> &'static str {
@@ -70,6 +91,12 @@ impl Pin {
             Pin::Handler => "handler",
             Pin::Xa => "xa",
             Pin::Rule => "rule",
+            Pin::ServerState => "server_state",
+            Pin::Tracking => "session_tracking",
+            Pin::Backup => "backup_lock",
+            Pin::Call => "call",
+            Pin::Diagnostics => "diagnostics",
+            Pin::MaybeInTransaction => "maybe_in_transaction",
         }
     }
 }
@@ -242,6 +269,26 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// A variable as the server reported it changed, replayed by value.
+    pub fn from_server(name: &str, value: &str) -> Setting {
+        let numeric = !value.is_empty()
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.')
+            && value.bytes().any(|b| b.is_ascii_digit());
+        let lit = if numeric {
+            value.to_string()
+        } else if value.is_empty() && name == "character_set_results" {
+            "NULL".to_string()
+        } else {
+            format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
+        };
+        Setting {
+            name: name.to_string(),
+            text: format!("@@session.{name} = {lit}"),
+        }
+    }
+
     /// Pseudo settings cannot be put back to their default with `= DEFAULT`.
     pub fn is_pseudo(&self) -> bool {
         matches!(
@@ -249,6 +296,18 @@ impl Setting {
             "names" | "charset" | "transaction isolation" | "transaction access"
         )
     }
+}
+
+/// Whether replaying `settings` on a fresh connection leaves autocommit on.
+pub fn replayed_autocommit(settings: &[Setting]) -> bool {
+    let Some(s) = settings.iter().rev().find(|s| s.name == "autocommit") else {
+        return true;
+    };
+    let v = s.text.rsplit('=').next().unwrap_or("").trim();
+    let v = v
+        .trim_matches(|c| c == '\'' || c == '"')
+        .to_ascii_uppercase();
+    !matches!(v.as_str(), "0" | "OFF" | "FALSE")
 }
 
 /// What a COM_QUERY does to the session, as far as its text says.
@@ -265,6 +324,22 @@ pub struct Effects {
     /// Only plain reads (SELECT without locking clauses, INTO or functions
     /// with side effects): a replica may answer.
     pub read: bool,
+    /// Every statement is a SET of session variables or a USE: a session
+    /// change the server reports is explained by the text.
+    pub settings_only: bool,
+    /// Reads the previous statement's diagnostics (SHOW WARNINGS/ERRORS,
+    /// GET DIAGNOSTICS, @@warning_count, ROW_COUNT(), FOUND_ROWS()).
+    pub reads_diagnostics: bool,
+    /// Reads the session's last insert id (LAST_INSERT_ID() without an
+    /// argument, @@identity, @@last_insert_id).
+    pub reads_insert_id: bool,
+    /// The last statement reads or writes a table, which (on MariaDB and
+    /// MySQL) clears the warnings and errors left by earlier statements.
+    pub uses_tables: bool,
+    /// `KILL [QUERY|CONNECTION] <id>`: (query only, id).
+    pub kill: Option<(bool, u64)>,
+    /// `DROP DATABASE <name>` / `DROP SCHEMA <name>`.
+    pub drops_db: Option<String>,
 }
 
 fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
@@ -317,10 +392,477 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         }
     }
     fx.read = reads > 0 && others == 0;
+    let stmts: Vec<_> = lexed
+        .toks
+        .split(|(t, _)| *t == Tok::Punct(b';'))
+        .filter(|s| !s.is_empty())
+        .collect();
+    fx.uses_tables = stmts.last().is_some_and(|t| uses_tables(t));
+    fx.settings_only = !stmts.is_empty()
+        && stmts
+            .iter()
+            .all(|s| matches!(word(s.first()), Some("SET") | Some("USE")));
     fx.pins.sort();
     fx.pins.dedup();
     fx
 }
+
+/// Built-in functions and keywords that may be followed by `(`: a call
+/// to any other name is a stored function, which may write.
+const BUILTINS: &[&str] = &[
+    "ABS",
+    "ACOS",
+    "ADDDATE",
+    "ADDTIME",
+    "ADD_MONTHS",
+    "AES_DECRYPT",
+    "AES_ENCRYPT",
+    "ALL",
+    "AND",
+    "ANY",
+    "ANY_VALUE",
+    "AREA",
+    "AS",
+    "ASCII",
+    "ASIN",
+    "ASTEXT",
+    "ASWKB",
+    "ASWKT",
+    "ATAN",
+    "ATAN2",
+    "AVG",
+    "BENCHMARK",
+    "BETWEEN",
+    "BIGINT",
+    "BIN",
+    "BINARY",
+    "BIT_AND",
+    "BIT_COUNT",
+    "BIT_LENGTH",
+    "BIT_OR",
+    "BIT_XOR",
+    "BY",
+    "CASE",
+    "CAST",
+    "CEIL",
+    "CEILING",
+    "CENTROID",
+    "CHAR",
+    "CHARACTER",
+    "CHARACTER_LENGTH",
+    "CHARSET",
+    "CHAR_LENGTH",
+    "CHR",
+    "COALESCE",
+    "COERCIBILITY",
+    "COLLATE",
+    "COLLATION",
+    "COLUMN_CHECK",
+    "COLUMN_CREATE",
+    "COLUMN_EXISTS",
+    "COLUMN_GET",
+    "COLUMN_JSON",
+    "COLUMN_LIST",
+    "COMPRESS",
+    "CONCAT",
+    "CONCAT_WS",
+    "CONNECTION_ID",
+    "CONTAINS",
+    "CONV",
+    "CONVERT",
+    "CONVERT_TZ",
+    "COS",
+    "COT",
+    "COUNT",
+    "CRC32",
+    "CRC32C",
+    "CROSSES",
+    "CUME_DIST",
+    "CURDATE",
+    "CURRENT_DATE",
+    "CURRENT_ROLE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "CURTIME",
+    "DATABASE",
+    "DATE",
+    "DATEDIFF",
+    "DATETIME",
+    "DATE_ADD",
+    "DATE_FORMAT",
+    "DATE_SUB",
+    "DAY",
+    "DAYNAME",
+    "DAYOFMONTH",
+    "DAYOFWEEK",
+    "DAYOFYEAR",
+    "DECIMAL",
+    "DECODE",
+    "DECODE_HISTOGRAM",
+    "DEFAULT",
+    "DEGREES",
+    "DENSE_RANK",
+    "DES_DECRYPT",
+    "DES_ENCRYPT",
+    "DIMENSION",
+    "DISJOINT",
+    "DISTINCT",
+    "DIV",
+    "DOUBLE",
+    "ELSE",
+    "ELT",
+    "ENCODE",
+    "ENCRYPT",
+    "ENDPOINT",
+    "ENVELOPE",
+    "EQUALS",
+    "EXISTS",
+    "EXP",
+    "EXPORT_SET",
+    "EXTRACT",
+    "EXTRACTVALUE",
+    "FIELD",
+    "FIND_IN_SET",
+    "FIRST_VALUE",
+    "FLOAT",
+    "FLOOR",
+    "FORMAT",
+    "FORMAT_BYTES",
+    "FORMAT_PICO_TIME",
+    "FROM",
+    "FROM_BASE64",
+    "FROM_DAYS",
+    "FROM_UNIXTIME",
+    "GEOMCOLLFROMTEXT",
+    "GEOMETRYCOLLECTION",
+    "GEOMETRYN",
+    "GEOMETRYTYPE",
+    "GEOMFROMTEXT",
+    "GEOMFROMWKB",
+    "GET_FORMAT",
+    "GLENGTH",
+    "GREATEST",
+    "GROUP_CONCAT",
+    "HAVING",
+    "HEX",
+    "HOUR",
+    "IF",
+    "IFNULL",
+    "IN",
+    "INET6_ATON",
+    "INET6_NTOA",
+    "INET_ATON",
+    "INET_NTOA",
+    "INSERT",
+    "INSTR",
+    "INT",
+    "INTEGER",
+    "INTERIORRINGN",
+    "INTERSECTS",
+    "INTERVAL",
+    "IS",
+    "ISCLOSED",
+    "ISEMPTY",
+    "ISNULL",
+    "ISRING",
+    "ISSIMPLE",
+    "IS_FREE_LOCK",
+    "IS_IPV4",
+    "IS_IPV4_COMPAT",
+    "IS_IPV4_MAPPED",
+    "IS_IPV6",
+    "IS_USED_LOCK",
+    "JOIN",
+    "JSON_ARRAY",
+    "JSON_ARRAYAGG",
+    "JSON_ARRAY_APPEND",
+    "JSON_ARRAY_INSERT",
+    "JSON_ARRAY_INTERSECT",
+    "JSON_ARRAY_LENGTH",
+    "JSON_COMPACT",
+    "JSON_CONTAINS",
+    "JSON_CONTAINS_PATH",
+    "JSON_DEPTH",
+    "JSON_DETAILED",
+    "JSON_EQUALS",
+    "JSON_EXISTS",
+    "JSON_EXTRACT",
+    "JSON_INSERT",
+    "JSON_KEYS",
+    "JSON_LENGTH",
+    "JSON_LOOSE",
+    "JSON_MERGE",
+    "JSON_MERGE_PATCH",
+    "JSON_MERGE_PRESERVE",
+    "JSON_NORMALIZE",
+    "JSON_OBJECT",
+    "JSON_OBJECTAGG",
+    "JSON_OBJECT_FILTER_KEYS",
+    "JSON_OBJECT_TO_ARRAY",
+    "JSON_OVERLAPS",
+    "JSON_PRETTY",
+    "JSON_QUERY",
+    "JSON_QUOTE",
+    "JSON_REMOVE",
+    "JSON_REPLACE",
+    "JSON_SCHEMA_VALID",
+    "JSON_SEARCH",
+    "JSON_SET",
+    "JSON_TABLE",
+    "JSON_TYPE",
+    "JSON_UNQUOTE",
+    "JSON_VALID",
+    "JSON_VALUE",
+    "KDF",
+    "LAG",
+    "LAST_DAY",
+    "LAST_VALUE",
+    "LATERAL",
+    "LCASE",
+    "LEAD",
+    "LEAST",
+    "LEFT",
+    "LENGTH",
+    "LENGTHB",
+    "LIKE",
+    "LIMIT",
+    "LINEFROMTEXT",
+    "LINESTRING",
+    "LN",
+    "LOAD_FILE",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "LOCATE",
+    "LOG",
+    "LOG10",
+    "LOG2",
+    "LOWER",
+    "LPAD",
+    "LTRIM",
+    "MAKEDATE",
+    "MAKETIME",
+    "MAKE_SET",
+    "MATCH",
+    "MAX",
+    "MBRCONTAINS",
+    "MBRDISJOINT",
+    "MBREQUAL",
+    "MBRINTERSECTS",
+    "MBROVERLAPS",
+    "MBRTOUCHES",
+    "MBRWITHIN",
+    "MD5",
+    "MEDIAN",
+    "MICROSECOND",
+    "MID",
+    "MIN",
+    "MINUTE",
+    "MOD",
+    "MONTH",
+    "MONTHNAME",
+    "MONTHS_BETWEEN",
+    "MULTILINESTRING",
+    "MULTIPOINT",
+    "MULTIPOLYGON",
+    "NATURAL_SORT_KEY",
+    "NCHAR",
+    "NOT",
+    "NOW",
+    "NTH_VALUE",
+    "NTILE",
+    "NULLIF",
+    "NUMGEOMETRIES",
+    "NUMINTERIORRINGS",
+    "NUMPOINTS",
+    "OCT",
+    "OCTET_LENGTH",
+    "OFFSET",
+    "OLD_PASSWORD",
+    "ON",
+    "OR",
+    "ORD",
+    "OVER",
+    "OVERLAPS",
+    "PARTITION",
+    "PASSWORD",
+    "PERCENTILE_CONT",
+    "PERCENTILE_DISC",
+    "PERCENT_RANK",
+    "PERIOD_ADD",
+    "PERIOD_DIFF",
+    "PI",
+    "POINT",
+    "POINTN",
+    "POLYGON",
+    "POSITION",
+    "POW",
+    "POWER",
+    "QUARTER",
+    "QUOTE",
+    "RADIANS",
+    "RAND",
+    "RANDOM_BYTES",
+    "RANK",
+    "REGEXP",
+    "REGEXP_INSTR",
+    "REGEXP_REPLACE",
+    "REGEXP_SUBSTR",
+    "RELEASE_ALL_LOCKS",
+    "REPEAT",
+    "REPLACE",
+    "REVERSE",
+    "RIGHT",
+    "RLIKE",
+    "ROUND",
+    "ROW",
+    "ROWNUM",
+    "ROW_NUMBER",
+    "RPAD",
+    "RTRIM",
+    "SCHEMA",
+    "SECOND",
+    "SEC_TO_TIME",
+    "SELECT",
+    "SESSION_USER",
+    "SFORMAT",
+    "SHA",
+    "SHA1",
+    "SHA2",
+    "SIGN",
+    "SIGNED",
+    "SIN",
+    "SLEEP",
+    "SOME",
+    "SOUNDEX",
+    "SPACE",
+    "SQRT",
+    "SRID",
+    "STARTPOINT",
+    "STD",
+    "STDDEV",
+    "STDDEV_POP",
+    "STDDEV_SAMP",
+    "STRCMP",
+    "STR_TO_DATE",
+    "ST_AREA",
+    "ST_ASBINARY",
+    "ST_ASGEOJSON",
+    "ST_ASTEXT",
+    "ST_ASWKB",
+    "ST_ASWKT",
+    "ST_BOUNDARY",
+    "ST_BUFFER",
+    "ST_CENTROID",
+    "ST_CONTAINS",
+    "ST_CONVEXHULL",
+    "ST_CROSSES",
+    "ST_DIFFERENCE",
+    "ST_DIMENSION",
+    "ST_DISJOINT",
+    "ST_DISTANCE",
+    "ST_DISTANCE_SPHERE",
+    "ST_ENDPOINT",
+    "ST_ENVELOPE",
+    "ST_EQUALS",
+    "ST_EXTERIORRING",
+    "ST_GEOMCOLLFROMTEXT",
+    "ST_GEOMETRYN",
+    "ST_GEOMETRYTYPE",
+    "ST_GEOMFROMGEOJSON",
+    "ST_GEOMFROMTEXT",
+    "ST_GEOMFROMWKB",
+    "ST_INTERIORRINGN",
+    "ST_INTERSECTION",
+    "ST_INTERSECTS",
+    "ST_ISCLOSED",
+    "ST_ISEMPTY",
+    "ST_ISRING",
+    "ST_ISSIMPLE",
+    "ST_LENGTH",
+    "ST_LINEFROMTEXT",
+    "ST_NUMGEOMETRIES",
+    "ST_NUMINTERIORRINGS",
+    "ST_NUMPOINTS",
+    "ST_OVERLAPS",
+    "ST_POINTFROMTEXT",
+    "ST_POINTN",
+    "ST_POLYFROMTEXT",
+    "ST_RELATE",
+    "ST_SRID",
+    "ST_STARTPOINT",
+    "ST_SYMDIFFERENCE",
+    "ST_TOUCHES",
+    "ST_UNION",
+    "ST_WITHIN",
+    "ST_X",
+    "ST_Y",
+    "SUBDATE",
+    "SUBSTR",
+    "SUBSTRING",
+    "SUBSTRING_INDEX",
+    "SUBTIME",
+    "SUM",
+    "SYSDATE",
+    "SYSTEM_USER",
+    "SYS_GUID",
+    "TAN",
+    "THEN",
+    "TIME",
+    "TIMEDIFF",
+    "TIMESTAMP",
+    "TIMESTAMPADD",
+    "TIMESTAMPDIFF",
+    "TIME_FORMAT",
+    "TIME_TO_SEC",
+    "TOUCHES",
+    "TO_BASE64",
+    "TO_CHAR",
+    "TO_DAYS",
+    "TO_SECONDS",
+    "TRIM",
+    "TRIM_ORACLE",
+    "TRUNCATE",
+    "UCASE",
+    "UNCOMPRESS",
+    "UNCOMPRESSED_LENGTH",
+    "UNHEX",
+    "UNION",
+    "UNIX_TIMESTAMP",
+    "UNSIGNED",
+    "UPDATEXML",
+    "UPPER",
+    "USER",
+    "USING",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+    "UUID",
+    "UUID_SHORT",
+    "VALUE",
+    "VALUES",
+    "VARCHAR",
+    "VARIANCE",
+    "VAR_POP",
+    "VAR_SAMP",
+    "VERSION",
+    "WEEK",
+    "WEEKDAY",
+    "WEEKOFYEAR",
+    "WEIGHT_STRING",
+    "WHEN",
+    "WHERE",
+    "WITH",
+    "WITHIN",
+    "WSREP_LAST_SEEN_GTID",
+    "WSREP_LAST_WRITTEN_GTID",
+    "WSREP_SYNC_WAIT_UPTO_GTID",
+    "X",
+    "XOR",
+    "Y",
+    "YEAR",
+    "YEARWEEK",
+];
 
 /// A SELECT that changes nothing and locks nothing.
 fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
@@ -346,6 +888,9 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
                     {
                         return false
                     }
+                    // A stored function (unqualified or db.f) may write.
+                    w if call && BUILTINS.binary_search(&w).is_err() => return false,
+                    _ if call && i > 0 && t[i - 1].0 == Tok::Punct(b'.') => return false,
                     _ => {}
                 }
             }
@@ -418,8 +963,23 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         match w.as_str() {
             "GET_LOCK" if call => fx.pins.push(Pin::GetLock),
             "SQL_CALC_FOUND_ROWS" => fx.pin_next = Some(Pin::FoundRows),
+            "ROW_COUNT" | "FOUND_ROWS" if call => fx.reads_diagnostics = true,
+            "LAST_INSERT_ID"
+                if call && t.get(i + 2).is_some_and(|(k, _)| *k == Tok::Punct(b')')) =>
+            {
+                fx.reads_insert_id = true
+            }
+            "WARNINGS" | "ERRORS" if i > 0 && word(t.first()) == Some("SHOW") => {
+                fx.reads_diagnostics = true
+            }
+            "DIAGNOSTICS" if word(t.first()) == Some("GET") => fx.reads_diagnostics = true,
             _ => {}
         }
+    }
+    if t.iter()
+        .any(|(k, _)| matches!(k, Tok::SysVar(_, n) if n == "warning_count" || n == "error_count"))
+    {
+        fx.reads_diagnostics = true;
     }
     match w0 {
         "SET" => set(sql, &t[1..], fx),
@@ -446,10 +1006,76 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             "COMMIT" | "ROLLBACK" => fx.unpins.push(Pin::Xa),
             _ => fx.pins.push(Pin::Xa),
         },
-        "FLUSH" if w1 == "TABLES" && t.iter().any(|(k, _)| *k == Tok::Word("LOCK".into())) => {
+        "FLUSH"
+            if (w1 == "TABLES" || w1 == "TABLE")
+                && t.iter().any(|(k, _)| {
+                    *k == Tok::Word("LOCK".into()) || *k == Tok::Word("EXPORT".into())
+                }) =>
+        {
             fx.pins.push(Pin::LockTables)
         }
+        "BACKUP" => match (w1, w2) {
+            ("STAGE", "END") | ("UNLOCK", _) => fx.unpins.push(Pin::Backup),
+            _ => fx.pins.push(Pin::Backup),
+        },
+        "CALL" => fx.pins.push(Pin::Call),
+        "KILL" => fx.kill = kill_target(sql, &t[1..]),
+        "DROP" if w1 == "DATABASE" || w1 == "SCHEMA" => {
+            let name = if w2 == "IF" { t.get(4) } else { t.get(2) };
+            fx.drops_db = match name {
+                Some((Tok::Word(_), r)) => {
+                    Some(String::from_utf8_lossy(&sql[r.clone()]).into_owned())
+                }
+                Some((Tok::Quoted(q), _)) => Some(q.clone()),
+                _ => None,
+            }
+        }
         _ => {}
+    }
+}
+
+/// Whether a statement names a table (conservatively: DML, or a FROM
+/// followed by a name other than DUAL or by a derived table).
+fn uses_tables(t: &[(Tok, Range<usize>)]) -> bool {
+    if matches!(
+        word(t.first()),
+        Some("INSERT") | Some("UPDATE") | Some("DELETE") | Some("REPLACE")
+    ) {
+        return true;
+    }
+    t.windows(2).any(|w| {
+        word(Some(&w[0])) == Some("FROM")
+            && match &w[1].0 {
+                Tok::Word(n) => n != "DUAL",
+                Tok::Quoted(_) => true,
+                Tok::Punct(b'(') => true,
+                _ => false,
+            }
+    })
+}
+
+/// The target of `KILL [HARD|SOFT] [CONNECTION|QUERY] <thread id>` (after
+/// KILL): (query only, id). `KILL QUERY ID` and `KILL USER` name no thread.
+fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, u64)> {
+    let mut i = 0;
+    if matches!(word(t.first()), Some("HARD") | Some("SOFT")) {
+        i += 1;
+    }
+    let mut query = false;
+    match word(t.get(i)) {
+        Some("QUERY") => {
+            query = true;
+            i += 1;
+        }
+        Some("CONNECTION") => i += 1,
+        _ => {}
+    }
+    match t.get(i) {
+        Some((Tok::Literal, r)) if t.len() == i + 1 => {
+            let id = std::str::from_utf8(&sql[r.clone()]).ok()?.parse().ok()?;
+            Some((query, id))
+        }
+        _ => None,
     }
 }
 

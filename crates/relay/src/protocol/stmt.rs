@@ -16,8 +16,9 @@ pub struct ClientStmt {
     pub columns: u16,
     /// The parameter types of the client's last execute that sent them.
     pub types: Option<Vec<u8>>,
-    /// A plain read a replica may answer.
-    pub read: bool,
+    /// What the statement's text does to the session (pins, settings,
+    /// whether a replica may answer it).
+    pub fx: Arc<crate::protocol::sql::Effects>,
 }
 
 impl ClientStmt {
@@ -230,7 +231,10 @@ mod tests {
             params,
             columns: 1,
             types: None,
-            read: true,
+            fx: Arc::new(crate::protocol::sql::Effects {
+                read: true,
+                ..Default::default()
+            }),
         }
     }
 

@@ -4,11 +4,12 @@
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-use super::{Fail, Session, COM_INIT_DB};
+use super::{Fail, Session};
 use crate::backend::command;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::Pin;
 use crate::protocol::stmt::{self, ClientStmt};
+use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_PREPARE, COM_STMT_RESET};
 
 fn unknown(id: u32, what: &str) -> Fail {
     Fail::Err(
@@ -33,6 +34,15 @@ impl Session {
     }
 
     pub(super) async fn prepare(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let fx = crate::protocol::sql::analyze(&cmd[1..]);
+        if fx.kill.is_some() {
+            // The id would reach the backend untranslated.
+            return Err(Fail::Err(
+                1295,
+                "HY000",
+                "KILL cannot be a prepared statement through the relay; send it as a query".into(),
+            ));
+        }
         let id = self.stmts.reserve();
         let o = self.forward(cmd, Expect::Prepare, Some(id)).await?;
         if let Some((bid, params, columns)) = o.prepared {
@@ -42,7 +52,7 @@ impl Session {
                 params,
                 columns,
                 types: None,
-                read: crate::protocol::sql::analyze(&cmd[1..]).read,
+                fx: Arc::new(fx),
             };
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
@@ -85,7 +95,7 @@ impl Session {
             command::simple(c, &init_db(d)).await.map_err(lost)?;
             c.db = Some(d.clone());
         }
-        let mut p = vec![0x16];
+        let mut p = vec![COM_STMT_PREPARE];
         p.extend_from_slice(&s.sql);
         let o = command::command(c, &p, Expect::Prepare)
             .await
@@ -113,7 +123,14 @@ impl Session {
             return Err(unknown(id, "mysqld_stmt_execute"));
         };
         let s = s.clone();
-        self.choose_route(s.read);
+        let fx = s.fx.clone();
+        self.explained = fx.settings_only;
+        self.drop_diagnostics_hold(&fx);
+        self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        for p in &fx.pins {
+            self.pin(*p);
+        }
+        self.carry_over(&fx).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;
         let o = loop {
@@ -129,7 +146,9 @@ impl Session {
                 r => break r?,
             }
         };
-        self.after_write(s.read, &o).await?;
+        self.after_write(fx.read, &o).await?;
+        self.keep_diagnostics(&o, fx.uses_tables);
+        self.after_text_effects(&fx, &o);
         self.long_data.remove(&cid);
         if cursor && o.error.is_none() {
             self.cursors.insert(cid);
@@ -198,7 +217,7 @@ impl Session {
             // Close the open cursor on the backend; the statement stays cached.
             if let (Some(s), Some(c)) = (s, self.conn.as_mut()) {
                 if let Some(b) = c.stmts.get_mut(&s.key()) {
-                    let mut p = vec![0x1A];
+                    let mut p = vec![COM_STMT_RESET];
                     p.extend_from_slice(&b.id.to_le_bytes());
                     command::simple(c, &p)
                         .await

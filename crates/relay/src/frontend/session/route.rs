@@ -49,7 +49,7 @@ impl Session {
             }
             if Instant::now() >= deadline {
                 return Err(Fail::Err(
-                    2003,
+                    crate::backend::pool::UNREACHABLE_CODE,
                     "HY000",
                     "sqlfleet relay: no writable backend (the primary is down and no replica has been promoted)".into(),
                 ));

@@ -28,7 +28,9 @@ impl Session {
             let o = self.forward(cmd, Expect::Single, None).await?;
             if o.error.is_none() {
                 if let Some(c) = self.conn.as_mut() {
-                    c.after_reset();
+                    c.after_reset()
+                        .await
+                        .map_err(|e| Fail::Lost(e.to_string()))?;
                 }
             }
         } else {
@@ -62,6 +64,12 @@ impl Session {
         .await
         {
             Ok(seq) => seq,
+            Err(auth::AuthError::Denied(_)) => {
+                // The client got its access-denied error; as with a direct
+                // connection, the session goes on as the user it was.
+                self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                return Ok(());
+            }
             Err(_) => {
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
                 return Err(Fail::Close);
@@ -71,6 +79,8 @@ impl Session {
             self.ctx.pool.reset_and_put(c);
         }
         self.clear_state();
+        self.user = req.user.clone();
+        self.handle.set_user(&req.user);
         if let Some(coll) = req.collation {
             self.shape.collation = coll;
         }
@@ -79,7 +89,7 @@ impl Session {
             if let Err(f) = self.ensure_conn().await {
                 let (code, state, msg) = match f {
                     Fail::Err(c, s, m) => (c, s, m),
-                    Fail::Lost(m) => (2013, "HY000", m),
+                    Fail::Lost(m) => (crate::frontend::session::LOST_CODE, "08S01", m),
                     Fail::Close => return Err(Fail::Close),
                 };
                 let _ = self

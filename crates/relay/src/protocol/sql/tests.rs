@@ -35,14 +35,14 @@ fn replayable_settings() {
         "SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
     );
     // Global settings are not the session's.
-    assert_eq!(
-        analyze(b"SET GLOBAL max_connections = 10"),
-        Effects::default()
-    );
-    assert_eq!(
-        analyze(b"SET @@global.max_connections = 10"),
-        Effects::default()
-    );
+    for q in [
+        &b"SET GLOBAL max_connections = 10"[..],
+        b"SET @@global.max_connections = 10",
+    ] {
+        let fx = analyze(q);
+        assert!(fx.settings.is_empty() && fx.pins.is_empty(), "{fx:?}");
+        assert!(fx.settings_only);
+    }
 }
 
 #[test]
@@ -138,5 +138,38 @@ fn digests() {
     assert_eq!(
         digest(b"INSERT INTO t VALUES (1,'a'),(2,'b');"),
         "INSERT INTO T VALUES (...), (...)"
+    );
+}
+
+#[test]
+fn what_the_tracker_cannot_say() {
+    // Stored functions may write: not a read for a replica.
+    assert!(!analyze(b"SELECT f(1)").read);
+    assert!(!analyze(b"SELECT shop.f(1) FROM t").read);
+    assert!(analyze(b"SELECT COUNT(*), CONCAT(a, 'x') FROM t WHERE b IN (1, 2)").read);
+    // Procedures and backup locks pin.
+    assert_eq!(analyze(b"CALL p(1)").pins, vec![Pin::Call]);
+    assert_eq!(analyze(b"BACKUP STAGE START").pins, vec![Pin::Backup]);
+    assert_eq!(analyze(b"BACKUP STAGE END").unpins, vec![Pin::Backup]);
+    assert_eq!(
+        analyze(b"FLUSH TABLES t FOR EXPORT").pins,
+        vec![Pin::LockTables]
+    );
+    // KILL names a relay id.
+    assert_eq!(analyze(b"KILL QUERY 42").kill, Some((true, 42)));
+    assert_eq!(analyze(b"KILL 7").kill, Some((false, 7)));
+    assert_eq!(analyze(b"KILL HARD CONNECTION 7").kill, Some((false, 7)));
+    assert_eq!(analyze(b"KILL QUERY ID 7").kill, None);
+    // Diagnostics readers and table use.
+    assert!(analyze(b"SHOW WARNINGS").reads_diagnostics);
+    assert!(analyze(b"SELECT @@warning_count").reads_diagnostics);
+    assert!(analyze(b"SELECT ROW_COUNT()").reads_diagnostics);
+    assert!(!analyze(b"SELECT 1").reads_diagnostics);
+    assert!(analyze(b"SELECT * FROM t").uses_tables);
+    assert!(!analyze(b"SELECT 1 FROM DUAL").uses_tables);
+    assert!(!analyze(b"SELECT @v").uses_tables);
+    assert_eq!(
+        analyze(b"DROP DATABASE IF EXISTS `x`").drops_db.as_deref(),
+        Some("x")
     );
 }

@@ -1,0 +1,96 @@
+//! The connected clients by the id each was given in its greeting, so that
+//! `KILL [QUERY] <id>` from one client reaches the statement another is
+//! running on whatever backend connection it has at that moment.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+/// One client as others see it.
+pub struct Handle {
+    user: Mutex<String>,
+    /// (backend index, server thread id) of the statement running now.
+    running: Mutex<Option<(usize, u32)>>,
+    killed: AtomicBool,
+    wake: Notify,
+}
+
+impl Handle {
+    /// The relay account the client is logged in as.
+    pub fn user(&self) -> String {
+        self.user.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// After COM_CHANGE_USER.
+    pub fn set_user(&self, user: &str) {
+        *self.user.lock().unwrap_or_else(|e| e.into_inner()) = user.to_string();
+    }
+
+    /// Records the backend thread running this client's command (or none).
+    pub fn running(&self, at: Option<(usize, u32)>) {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = at;
+    }
+
+    pub fn running_at(&self) -> Option<(usize, u32)> {
+        *self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the session to end (KILL CONNECTION).
+    pub fn kill(&self) {
+        self.killed.store(true, Ordering::SeqCst);
+        self.wake.notify_waiters();
+        self.wake.notify_one();
+    }
+
+    /// Resolves once the session has been killed.
+    pub async fn killed(&self) {
+        loop {
+            let n = self.wake.notified();
+            if self.killed.load(Ordering::SeqCst) {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
+type Map = Arc<Mutex<HashMap<u32, Arc<Handle>>>>;
+
+#[derive(Default)]
+pub struct Clients(Map);
+
+impl Clients {
+    /// Adds a client; it stays until the returned guard is dropped.
+    pub fn register(&self, id: u32, user: &str) -> (Arc<Handle>, Registered) {
+        let h = Arc::new(Handle {
+            user: Mutex::new(user.to_string()),
+            running: Mutex::new(None),
+            killed: AtomicBool::new(false),
+            wake: Notify::new(),
+        });
+        self.lock().insert(id, h.clone());
+        (h, Registered(self.0.clone(), id))
+    }
+
+    pub fn get(&self, id: u32) -> Option<Arc<Handle>> {
+        self.lock().get(&id).cloned()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Handle>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Removes a client from the registry when its session ends.
+pub struct Registered(Map, u32);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.1);
+    }
+}

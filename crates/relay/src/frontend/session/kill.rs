@@ -1,0 +1,58 @@
+//! `KILL [QUERY|CONNECTION] <id>` and COM_PROCESS_KILL with the ids the
+//! relay hands out: the id names a relay client, never a backend thread.
+//! A statement that client is running is killed on its backend with
+//! `KILL QUERY <thread>` over a connection of its own (the pool may be
+//! full); KILL CONNECTION also ends that client's session. A client may
+//! kill only sessions of its own account.
+
+use super::{Fail, Session};
+use crate::backend::command;
+use crate::backend::dial::Shape;
+
+impl Session {
+    pub(super) async fn kill(&mut self, query_only: bool, id: u64) -> Result<(), Fail> {
+        let target = u32::try_from(id).ok().and_then(|i| self.ctx.clients.get(i));
+        let Some(target) = target else {
+            return Err(Fail::Err(1094, "HY000", format!("Unknown thread id: {id}")));
+        };
+        if target.user() != self.user {
+            return Err(Fail::Err(
+                1095,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            ));
+        }
+        if u64::from(self.id) == id {
+            if query_only {
+                // Nothing of ours runs while this runs.
+                return self.local_ok().await;
+            }
+            return Err(Fail::Err(1927, "70100", "Connection was killed".into()));
+        }
+        if let Some((b, thread)) = target.running_at() {
+            let backend = &self.ctx.cfg.backends[b];
+            let shape = Shape {
+                caps: 0,
+                collation: self.shape.collation,
+            };
+            let mut c = self
+                .ctx
+                .pool
+                .dialer()
+                .login(backend, shape)
+                .await
+                .map_err(|e| Fail::Lost(e.to_string()))?;
+            let q = format!("\x03KILL QUERY {thread}");
+            if let Err(e) = command::simple(&mut c, q.as_bytes()).await {
+                // Finished meanwhile: nothing left to kill.
+                if !e.to_string().contains("1094") {
+                    return Err(Fail::Err(1094, "HY000", format!("KILL {id}: {e}")));
+                }
+            }
+        }
+        if !query_only {
+            target.kill();
+        }
+        self.local_ok().await
+    }
+}

@@ -1,0 +1,296 @@
+//! The relay against a direct connection, on scripts nobody chose: each of
+//! several concurrent clients runs a seeded, generated script of
+//! session-state statements (variables set by text, by prepared statement
+//! and inside procedures; user variables; temporary tables; GET_LOCK;
+//! autocommit=0 transactions with failing statements; warnings then SHOW
+//! WARNINGS; ROW_COUNT; LAST_INSERT_ID) once directly and once through a
+//! relay whose pool is much smaller than the number of clients. Every
+//! client must observe exactly the same results both ways, and its table
+//! must hold the same rows afterwards.
+//!
+//! `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_SEEDS`
+//! sets how many seeds a run tries (the CI budget), `..._STEPS` the script
+//! length.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use rand::{Rng, SeedableRng};
+use sqlfleet_relay::{Listener, Relay};
+use sqlfleet_testkit::{server, TestServer};
+
+const CLIENTS: usize = 8;
+
+/// One step of a client's script.
+#[derive(Debug, Clone)]
+enum Step {
+    /// A statement sent as COM_QUERY.
+    Text(String),
+    /// A statement sent as a server-side prepared statement with params.
+    Prepared(String, Vec<mysql_async::Value>),
+}
+
+fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
+    use Step::*;
+    let mut out = Vec::new();
+    while out.len() < steps {
+        let k: u8 = rng.gen_range(0..9);
+        let kv = mysql_async::Value::from(k);
+        let tz = format!("'+0{k}:00'");
+        let s: Vec<Step> = match rng.gen_range(0..34) {
+            0 => vec![Text(format!("SET time_zone = {tz}"))],
+            1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
+            2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
+            3 => vec![Prepared("SELECT @@session.time_zone, @@session.autocommit".into(), vec![])],
+            4 => vec![Text(format!("SET @v = {k}"))],
+            5 => vec![Prepared("SET @v = ?".into(), vec![kv])],
+            6 => vec![Text("SELECT @v, @pv".into())],
+            7 => vec![
+                Text("CREATE TEMPORARY TABLE IF NOT EXISTS tmp (a INT)".into()),
+                Text(format!("INSERT INTO tmp VALUES ({k})")),
+            ],
+            8 => vec![Text("SELECT COUNT(*), SUM(a) FROM tmp".into())],
+            9 => vec![Text("SELECT GET_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode), 0)".into())],
+            10 => vec![Text("SELECT IS_USED_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode)) IS NOT NULL, RELEASE_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode))".into())],
+            11 => vec![Text("SET autocommit = 0".into())],
+            12 => vec![Prepared("SET autocommit = ?".into(), vec![mysql_async::Value::from(0)])],
+            13 => vec![Text("SET autocommit = 1".into())],
+            14 | 15 => vec![Text(format!("INSERT INTO t (v) VALUES ({k})"))],
+            16 => vec![Text("INSERT INTO no_such_table VALUES (1)".into())],
+            17 => vec![Text("COMMIT".into())],
+            18 => vec![Text("ROLLBACK".into())],
+            19 => vec![Text("SELECT COUNT(*), COALESCE(SUM(v), 0) FROM t".into())],
+            20 => vec![Text("SELECT 1/0".into()), Text("SHOW WARNINGS".into())],
+            21 => vec![Text("SHOW WARNINGS".into())],
+            22 => vec![Text("SELECT @@warning_count, @@error_count".into())],
+            23 => vec![Text("UPDATE t SET v = v + 1 WHERE v < 5".into()), Text("SELECT ROW_COUNT()".into())],
+            24 => vec![Text("SELECT ROW_COUNT()".into())],
+            25 => vec![Text(format!("CALL p_tz({tz})"))],
+            26 => vec![Text(format!("CALL p_uv({k})"))],
+            27 => vec![Prepared("INSERT INTO t (v) VALUES (?)".into(), vec![kv]), Text("SELECT LAST_INSERT_ID()".into())],
+            28 => vec![Text(format!("SET SESSION sql_mode = '{}'", if k.is_multiple_of(2) { "ANSI_QUOTES" } else { "" }))],
+            29 => vec![Text("SELECT DATABASE()".into())],
+            30 => vec![Text(format!("SET NAMES {}", if k.is_multiple_of(2) { "latin1" } else { "utf8mb4" })), Text("SELECT @@character_set_client, @@collation_connection".into())],
+            31 => vec![
+                Text(format!("INSERT INTO t (v) VALUES ({k})")),
+                Text("SELECT 1".into()),
+                Text("SELECT LAST_INSERT_ID(), @@identity".into()),
+            ],
+            32 => vec![Text("SELECT LAST_INSERT_ID()".into())],
+            _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
+        };
+        out.extend(s);
+    }
+    out
+}
+
+/// What a step returned: its rows, or its error code.
+async fn run_step(c: &mut mysql_async::Conn, s: &Step) -> String {
+    let r: Result<Vec<mysql_async::Row>, mysql_async::Error> = match s {
+        Step::Text(q) => c.query(q.as_str()).await,
+        Step::Prepared(q, p) => c.exec(q.as_str(), p.clone()).await,
+    };
+    match r {
+        Ok(rows) => rows
+            .into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| v.as_sql(true))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .collect::<Vec<_>>()
+            .join(";"),
+        Err(mysql_async::Error::Server(e)) => format!("ERROR {}", e.code),
+        Err(e) => format!("FAILED {e}"),
+    }
+}
+
+async fn client_opts(port: u16, user: &str, pw: &str, db: &str) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some(user))
+        .pass(Some(pw))
+        .db_name(Some(db))
+        .prefer_socket(false)
+        .into()
+}
+
+/// Prepares database `db`: per-database tables and procedures.
+async fn setup(srv: &TestServer, db: &str) {
+    let mut c = srv.connect().await;
+    c.query_drop(format!(
+        "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db};
+         CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE PROCEDURE p_tz(z VARCHAR(10)) SET time_zone = z;
+         CREATE PROCEDURE p_uv(k INT) SET @pv = k;"
+    ))
+    .await
+    .expect("setup");
+}
+
+/// Runs every client's script concurrently against `port`; returns each
+/// client's observations followed by its table's final contents.
+async fn run_all(
+    srv: &TestServer,
+    port: u16,
+    user: &str,
+    pw: &str,
+    prefix: &str,
+    scripts: &[Vec<Step>],
+) -> Vec<Vec<String>> {
+    for i in 0..scripts.len() {
+        setup(srv, &format!("{prefix}_{i}")).await;
+    }
+    let mut tasks = Vec::new();
+    for (i, script) in scripts.iter().enumerate() {
+        let db = format!("{prefix}_{i}");
+        let opts = client_opts(port, user, pw, &db).await;
+        let script = script.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = mysql_async::Conn::new(opts).await.expect("client connects");
+            let mut seen = Vec::new();
+            for s in &script {
+                seen.push(run_step(&mut c, s).await.replace(&db, "DB"));
+            }
+            let _ = c.disconnect().await;
+            seen
+        }));
+    }
+    let mut out = Vec::new();
+    for t in tasks {
+        out.push(t.await.expect("client task"));
+    }
+    // What each client's table holds once every client has gone.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut c = srv.connect().await;
+    for (i, seen) in out.iter_mut().enumerate() {
+        let rows: Vec<(i64, i64)> = c
+            .query(format!("SELECT id, v FROM {prefix}_{i}.t ORDER BY id"))
+            .await
+            .expect("final rows");
+        seen.push(format!("final table: {rows:?}"));
+    }
+    out
+}
+
+async fn start_relay(srv: &TestServer, mode: &str) -> (u16, tokio::sync::oneshot::Sender<()>) {
+    let pw = srv.sandbox.password().expect("password");
+    let cfg_text = format!(
+        r#"
+[relay]
+listen = ["127.0.0.1:0"]
+mode = "{mode}"
+
+[backend]
+servers = ["127.0.0.1:{port}"]
+user = "root"
+password = "{pw}"
+
+[pool]
+max = 2
+wait_timeout = 30
+
+[[users]]
+name = "app"
+{hashes}
+"#,
+        port = srv.sandbox.meta.primary().port,
+        pw = pw.expose(),
+        hashes = sqlfleet_relay::config::hash_lines("app-pw"),
+    );
+    let f = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(f.path(), cfg_text).expect("write config");
+    let cfg = sqlfleet_relay::config::load(f.path()).expect("config");
+    let relay = Arc::new(Relay::new(cfg).await.expect("relay"));
+    let l = Listener::bind("127.0.0.1:0").await.expect("bind");
+    let port: u16 = l
+        .describe()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        relay
+            .serve(
+                vec![l],
+                async {
+                    let _ = rx.await;
+                },
+                Duration::from_secs(1),
+            )
+            .await;
+    });
+    (port, tx)
+}
+
+fn env_num(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+async fn differential(mode: &str, seeds: std::ops::Range<u64>) {
+    let srv = server();
+
+    let root_pw = srv.sandbox.password().expect("password");
+    let steps = env_num("SQLFLEET_RELAY_DIFF_STEPS", 40) as usize;
+    let (port, stop) = start_relay(srv, mode).await;
+    // The relay's account on the server: same rights as the direct client.
+    for seed in seeds {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let scripts: Vec<Vec<Step>> = (0..CLIENTS).map(|_| generate(&mut rng, steps)).collect();
+        let direct = run_all(
+            srv,
+            srv.sandbox.meta.primary().port,
+            "root",
+            root_pw.expose(),
+            &format!("dd{seed}"),
+            &scripts,
+        )
+        .await;
+        let relayed = run_all(srv, port, "app", "app-pw", &format!("dr{seed}"), &scripts).await;
+        for (i, (d, r)) in direct.iter().zip(&relayed).enumerate() {
+            if d != r {
+                let at = d.iter().zip(r).position(|(a, b)| a != b).unwrap_or(0);
+                let script: Vec<String> = scripts[i]
+                    .iter()
+                    .take(at + 1)
+                    .map(|s| format!("{s:?}"))
+                    .collect();
+                panic!(
+                    "{mode} mode, seed {seed} (replay: SQLFLEET_RELAY_DIFF_SEED={seed}), client {i}, step {at}:\n  direct: {:?}\n  relay:  {:?}\nscript up to there:\n  {}",
+                    d.get(at),
+                    r.get(at),
+                    script.join("\n  ")
+                );
+            }
+        }
+    }
+    let _ = stop.send(());
+}
+
+fn seeds(first: u64) -> std::ops::Range<u64> {
+    match std::env::var("SQLFLEET_RELAY_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        Some(s) => s..s + 1,
+        None => first..first + env_num("SQLFLEET_RELAY_DIFF_SEEDS", 6),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transaction_mode_matches_direct_connections() {
+    differential("transaction", seeds(1000)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn session_mode_matches_direct_connections() {
+    differential("session", seeds(5000)).await;
+}
