@@ -45,18 +45,19 @@ impl Relay {
             None => None,
         };
         let dialer = backend::dial::Dialer::new(&cfg)?;
-        let version = match cfg.backends.first() {
-            Some(b) => dialer.hello(b).await.ok().map(|h| h.version),
+        // The greeting looks like the backend's: its version string (with
+        // MariaDB's "5.5.5-" prefix, which drivers read) and collation.
+        let hello = match cfg.backends.first() {
+            Some(b) => dialer.hello(b).await.ok(),
             None => None,
         };
-        let version = version
-            .map(|v| {
-                let v = v.strip_prefix("5.5.5-").unwrap_or(&v).to_string();
-                format!("{v}-sqlfleet-relay")
-            })
-            .unwrap_or_else(|| "10.11.0-sqlfleet-relay".into());
+        let version = hello
+            .as_ref()
+            .map(|h| format!("{}-sqlfleet-relay", h.version))
+            .unwrap_or_else(|| "5.5.5-10.11.0-MariaDB-sqlfleet-relay".into());
         let greeting = frontend::auth::Greeting {
             version,
+            collation: hello.as_ref().map_or(45, |h| h.collation),
             tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
             tls,
         };
@@ -142,7 +143,9 @@ impl Relay {
         shutdown: impl std::future::Future<Output = ()>,
         drain: Duration,
     ) {
-        let ids = Arc::new(AtomicU32::new(1));
+        // Client ids start far above any server thread id, so that KILL of
+        // a relay id and KILL of a CONNECTION_ID() can never be confused.
+        let ids = Arc::new(AtomicU32::new(frontend::clients::FIRST_ID));
         let maintain = tokio::spawn(self.ctx.pool.clone().maintain());
         let watchers: Vec<_> = (0..self.ctx.cfg.backends.len())
             .map(|i| {

@@ -241,6 +241,8 @@ pub struct ServerHello {
     pub version: String,
     pub connection_id: u32,
     pub caps: u32,
+    /// The server's default collation id.
+    pub collation: u8,
     pub nonce: Vec<u8>,
     pub plugin: String,
 }
@@ -264,6 +266,7 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
     i += 9;
     let lo = p.get(i..i + 2).ok_or_else(bad)?;
     let mut caps = u16::from_le_bytes([lo[0], lo[1]]) as u32;
+    let collation = *p.get(i + 2).ok_or_else(bad)?;
     i += 2 + 1 + 2;
     let hi = p.get(i..i + 2).ok_or_else(bad)?;
     caps |= (u16::from_le_bytes([hi[0], hi[1]]) as u32) << 16;
@@ -283,6 +286,7 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
         version,
         connection_id,
         caps,
+        collation,
         nonce,
         plugin,
     })

@@ -23,6 +23,8 @@ pub const SHA2: &str = "caching_sha2_password";
 #[derive(Clone)]
 pub struct Greeting {
     pub version: String,
+    /// The backend's default collation (what a direct greeting carries).
+    pub collation: u8,
     pub tls: Option<Arc<tokio_rustls::TlsAcceptor>>,
     pub tls_required: bool,
 }
@@ -89,7 +91,7 @@ where
     packet::write(
         &mut raw,
         0,
-        &handshake::greeting_with(&g.version, id, &nonce, 45, caps),
+        &handshake::greeting_with(&g.version, id, &nonce, g.collation, caps),
     )
     .await?;
     let first = packet::read(&mut raw, 1 << 16).await?;

@@ -8,11 +8,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
+/// The first id the relay gives a client (server thread ids stay below).
+pub const FIRST_ID: u32 = 1 << 30;
+
 /// One client as others see it.
 pub struct Handle {
     user: Mutex<String>,
     /// (backend index, server thread id) of the statement running now.
     running: Mutex<Option<(usize, u32)>>,
+    alias: Mutex<Option<u32>>,
     killed: AtomicBool,
     wake: Notify,
 }
@@ -37,6 +41,15 @@ impl Handle {
         *self.running.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The server thread the client is pinned to (its CONNECTION_ID()).
+    pub fn set_alias(&self, thread: Option<u32>) {
+        *self.alias.lock().unwrap_or_else(|e| e.into_inner()) = thread;
+    }
+
+    pub fn alias(&self) -> Option<u32> {
+        *self.alias.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Asks the session to end (KILL CONNECTION).
     pub fn kill(&self) {
         self.killed.store(true, Ordering::SeqCst);
@@ -58,6 +71,8 @@ impl Handle {
 
 type Map = Arc<Mutex<HashMap<u32, Arc<Handle>>>>;
 
+/// Clients by relay id, and by the server thread id of a connection a
+/// client is pinned to after asking CONNECTION_ID().
 #[derive(Default)]
 pub struct Clients(Map);
 
@@ -67,6 +82,7 @@ impl Clients {
         let h = Arc::new(Handle {
             user: Mutex::new(user.to_string()),
             running: Mutex::new(None),
+            alias: Mutex::new(None),
             killed: AtomicBool::new(false),
             wake: Notify::new(),
         });
@@ -74,8 +90,15 @@ impl Clients {
         (h, Registered(self.0.clone(), id))
     }
 
-    pub fn get(&self, id: u32) -> Option<Arc<Handle>> {
-        self.lock().get(&id).cloned()
+    /// The client with relay id `id`, or pinned to server thread `id`.
+    pub fn get(&self, id: u32) -> Option<(u32, Arc<Handle>)> {
+        let map = self.lock();
+        if let Some(h) = map.get(&id) {
+            return Some((id, h.clone()));
+        }
+        map.iter()
+            .find(|(_, h)| h.alias() == Some(id))
+            .map(|(k, h)| (*k, h.clone()))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Handle>>> {

@@ -700,6 +700,10 @@ impl Session {
             self.ctx.metrics.errors.fetch_add(1, Relaxed);
         }
         self.observe(&o);
+        if self.pins.contains(&Pin::ConnectionId) && self.handle.alias().is_none() {
+            self.handle
+                .set_alias(self.conn.as_ref().map(|c| c.thread_id));
+        }
         Ok(o)
     }
 

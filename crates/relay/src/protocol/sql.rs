@@ -45,10 +45,12 @@ pub enum Pin {
     Diagnostics,
     /// An error under autocommit=0 may have opened a transaction.
     MaybeInTransaction,
+    /// CONNECTION_ID() was asked: the id stays true (and KILL-able).
+    ConnectionId,
 }
 
 impl Pin {
-    pub const ALL: [Pin; 22] = [
+    pub const ALL: [Pin; 23] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -71,6 +73,7 @@ impl Pin {
         Pin::Call,
         Pin::Diagnostics,
         Pin::MaybeInTransaction,
+        Pin::ConnectionId,
     ];
 
     pub fn name(self) -> &'static str {
@@ -97,6 +100,7 @@ impl Pin {
             Pin::Call => "call",
             Pin::Diagnostics => "diagnostics",
             Pin::MaybeInTransaction => "maybe_in_transaction",
+            Pin::ConnectionId => "connection_id",
         }
     }
 }
@@ -962,6 +966,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
         match w.as_str() {
             "GET_LOCK" if call => fx.pins.push(Pin::GetLock),
+            "CONNECTION_ID" if call => fx.pins.push(Pin::ConnectionId),
             "SQL_CALC_FOUND_ROWS" => fx.pin_next = Some(Pin::FoundRows),
             "ROW_COUNT" | "FOUND_ROWS" if call => fx.reads_diagnostics = true,
             "LAST_INSERT_ID"

@@ -1,9 +1,13 @@
 //! `KILL [QUERY|CONNECTION] <id>` and COM_PROCESS_KILL with the ids the
 //! relay hands out: the id names a relay client, never a backend thread.
-//! A statement that client is running is killed on its backend with
+//! The server thread id a client learnt from CONNECTION_ID() names it too
+//! (asking CONNECTION_ID() pins the client to that connection). A
+//! statement that client is running is killed on its backend with
 //! `KILL QUERY <thread>` over a connection of its own (the pool may be
 //! full); KILL CONNECTION also ends that client's session. A client may
 //! kill only sessions of its own account.
+
+use sqlfleet_wire::packet;
 
 use super::{Fail, Session};
 use crate::backend::command;
@@ -12,7 +16,7 @@ use crate::backend::dial::Shape;
 impl Session {
     pub(super) async fn kill(&mut self, query_only: bool, id: u64) -> Result<(), Fail> {
         let target = u32::try_from(id).ok().and_then(|i| self.ctx.clients.get(i));
-        let Some(target) = target else {
+        let Some((target_id, target)) = target else {
             return Err(Fail::Err(1094, "HY000", format!("Unknown thread id: {id}")));
         };
         if target.user() != self.user {
@@ -22,12 +26,20 @@ impl Session {
                 format!("You are not owner of thread {id}"),
             ));
         }
-        if u64::from(self.id) == id {
+        if target_id == self.id {
             if query_only {
                 // Nothing of ours runs while this runs.
                 return self.local_ok().await;
             }
-            return Err(Fail::Err(1927, "70100", "Connection was killed".into()));
+            // As the server does: the error, then the connection closes.
+            let _ = self
+                .io
+                .write_packet(
+                    1,
+                    &packet::err_payload(1927, "70100", "Connection was killed"),
+                )
+                .await;
+            return Err(Fail::Close);
         }
         if let Some((b, thread)) = target.running_at() {
             let backend = &self.ctx.cfg.backends[b];

@@ -12,6 +12,7 @@ use crate::protocol::sql::Pin;
 
 impl Session {
     pub(super) fn clear_state(&mut self) {
+        self.handle.set_alias(None);
         self.settings.clear();
         self.stmts.clear();
         self.cursors.clear();

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# MariaDB's own test suite through the relay: the full curated list of
+# `main` tests (crates/relay/tests/mysqltest/full.list) runs with
+# mariadb-test-run --extern directly, then through the relay in transaction
+# and in session mode, each on a fresh server started with the suite's own
+# options. Prints the pass counts (recorded in docs/benchmarks.md).
+#
+# How the list is chosen: every main/*.test that has no .opt/.cnf file of
+# its own (those need a server started with other options) and does not
+# restart, kill or shut down the server, need debug builds, binary logs,
+# replication, SSL, files in the suite's var directory or exec of other
+# programs; of those, the tests that pass when run directly against such a
+# server. `--list` rebuilds the candidates (the passing ones are then
+# taken from a direct run's output).
+#
+# Usage: bench/mysqltest.sh [--list]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+suite=/usr/share/mysql/mysql-test
+if [ "${1:-}" = "--list" ]; then
+  cd "$suite/main"
+  for f in *.test; do
+    t=${f%.test}
+    ls "$t.opt" "$t-master.opt" "$t.cnf" "$t-slave.opt" 2>/dev/null | grep -q . && continue
+    grep -qiE 'shutdown|restart_mysqld|kill_mysqld|crash|have_debug|not_embedded_server|wait_until_disconnected|have_binlog|have_log_bin|master-slave|rpl_|\$MYSQLD|exec |--exec|have_ssl|have_openssl|have_perfschema|mysqld\.1|\$MYSQL_TMP_DIR|\$MYSQLTEST_VARDIR|remove_file|write_file|big_test|have_innodb_16k|have_partition|have_sequence|long_test' "$f" && continue
+    echo "main.$t"
+  done
+  exit 0
+fi
+report=$(mktemp)
+SQLFLEET_MYSQLTEST_LIST="$PWD/crates/relay/tests/mysqltest/full.list" \
+SQLFLEET_MYSQLTEST_REPORT="$report" \
+  cargo test --release -p sqlfleet-relay --test mysql_test -- --nocapture || true
+echo "== mariadb-test-run main, full curated list =="
+cat "$report"

@@ -1,0 +1,320 @@
+//! MariaDB's own test suite as the oracle: a list of `main` tests runs
+//! with `mariadb-test-run --extern` against a server directly, then
+//! through the relay in transaction mode and in session mode. Every test
+//! that passes directly must pass through the relay, except those in
+//! `mysqltest/known.list`, each with the reason a pool cannot give the
+//! same answer (or the relay feature it waits for).
+//!
+//! CI runs `mysqltest/ci.list`; `bench/mysqltest.sh` runs the full
+//! curated list (`SQLFLEET_MYSQLTEST_LIST`) and records the counts.
+//!
+//! The server is started as mariadb-test-run starts its own (latin1,
+//! MyISAM by default, the buffer sizes results depend on), root has an
+//! empty password on the socket as the tests assume, and the `mtr`
+//! schema has its suppression procedures.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use sqlfleet_relay::{Listener, Relay};
+use sqlfleet_testkit::{server_with, TestServer};
+
+const SUITE: &str = "/usr/share/mysql/mysql-test";
+
+/// The options mariadb-test-run gives its own servers that results
+/// depend on (include/default_mysqld.cnf).
+const SERVER_OPTIONS: &[&str] = &[
+    "character-set-server=latin1",
+    "collation-server=latin1_swedish_ci",
+    "default-storage-engine=myisam",
+    "local-infile=1",
+    "log-bin-trust-function-creators=1",
+    "use_stat_tables=preferably",
+    "histogram_type=json_hb",
+    "key_buffer_size=1M",
+    "sort_buffer_size=256K",
+    "max_heap_table_size=1M",
+];
+
+fn here() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mysqltest")
+}
+
+/// Test names from a list file (`main.x`, one per line, `#` comments).
+fn read_list(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+/// Known differences: test name and reason.
+fn known() -> BTreeMap<String, String> {
+    std::fs::read_to_string(here().join("known.list"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            if l.is_empty() || l.starts_with('#') {
+                return None;
+            }
+            let (name, why) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
+            Some((name.to_string(), why.trim().to_string()))
+        })
+        .collect()
+}
+
+/// Prepares the server as the suite expects it.
+async fn prepare(srv: &TestServer) {
+    let mut c = srv.connect().await;
+    c.query_drop(
+        "SET PASSWORD FOR root@localhost = PASSWORD(''); \
+         SET PASSWORD FOR root@'127.0.0.1' = PASSWORD(''); \
+         CREATE DATABASE IF NOT EXISTS test; \
+         DROP DATABASE IF EXISTS mtr; CREATE DATABASE mtr",
+    )
+    .await
+    .expect("prepare the server");
+    drop(c);
+    // The suite's helper procedures (mtr.add_suppression and friends),
+    // written for mysqltest: read them with the stock client.
+    let sql = std::fs::read_to_string(format!("{SUITE}/include/mtr_warnings.sql"))
+        .expect("mariadb-test is installed (apt-get install mariadb-test)");
+    let sql: String = sql
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .map(|l| match l.trim().to_ascii_lowercase().as_str() {
+            "delimiter ||;" => "DELIMITER ||".to_string(),
+            "delimiter ;||" => "DELIMITER ;".to_string(),
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let socket = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
+    let mut child = Command::new("mariadb")
+        .args(["-uroot", "-S"])
+        .arg(&socket)
+        .arg("mtr")
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("the mariadb client");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(sql.as_bytes())
+        .expect("write");
+    assert!(
+        child.wait().expect("mariadb").success(),
+        "loading mtr_warnings.sql"
+    );
+}
+
+/// Runs `tests` with mariadb-test-run against a server at `socket` and
+/// `port`; returns each test's verdict (pass, fail, skipped).
+fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMap<String, String> {
+    let vardir = std::env::temp_dir().join(format!("sqlfleet-mtr-{}-{label}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&vardir);
+    let out = Command::new("perl")
+        .current_dir(SUITE)
+        .arg("mariadb-test-run.pl")
+        .arg("--extern")
+        .arg(format!("socket={}", socket.display()))
+        .arg("--extern")
+        .arg(format!("port={port}"))
+        .arg(format!("--vardir={}", vardir.display()))
+        .args([
+            "--force",
+            "--max-test-fail=0",
+            "--nocheck-testcases",
+            "--parallel=1",
+        ])
+        .args(["--testcase-timeout=2", "--suite-timeout=30"])
+        .args(tests)
+        .output()
+        .expect("perl and mariadb-test (apt-get install mariadb-test)");
+    let _ = std::fs::remove_dir_all(&vardir);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    // The whole output (diffs of failing tests) for whoever looks next.
+    let saved = std::env::temp_dir().join(format!("sqlfleet-mysqltest-{label}.out"));
+    let _ = std::fs::write(&saved, &text);
+    eprintln!("mariadb-test-run output ({label}): {}", saved.display());
+    let mut verdicts = BTreeMap::new();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(rest)) = (words.next(), line.find('[')) else {
+            continue;
+        };
+        if !name.starts_with("main.") {
+            continue;
+        }
+        let v = &line[rest..];
+        let verdict = if v.starts_with("[ pass ]") {
+            "pass"
+        } else if v.starts_with("[ fail ]") {
+            "fail"
+        } else if v.starts_with("[ skipped ]") {
+            "skipped"
+        } else {
+            continue;
+        };
+        verdicts.insert(name.to_string(), verdict.to_string());
+    }
+    verdicts
+}
+
+/// A relay in front of `srv` that logs in to it over its socket as
+/// root@localhost, the account the suite's own connections use, so that
+/// CURRENT_USER(), DEFINER clauses and privileges read the same.
+async fn start_relay(
+    srv: &TestServer,
+    mode: &str,
+    dir: &Path,
+) -> (PathBuf, u16, tokio::sync::oneshot::Sender<()>) {
+    let backend = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
+    let socket = dir.join(format!("relay-{mode}.sock"));
+    let cfg_text = format!(
+        r#"
+[relay]
+listen = ["127.0.0.1:0"]
+mode = "{mode}"
+
+[backend]
+servers = ["unix:{backend}"]
+user = "root"
+password = ""
+
+[pool]
+max = 4
+wait_timeout = 30
+
+[[users]]
+name = "root"
+{hashes}
+"#,
+        backend = backend.display(),
+        hashes = sqlfleet_relay::config::hash_lines(""),
+    );
+    let f = dir.join(format!("relay-{mode}.toml"));
+    std::fs::write(&f, cfg_text).expect("write config");
+    let cfg = sqlfleet_relay::config::load(&f).expect("config");
+    let relay = Arc::new(Relay::new(cfg).await.expect("relay"));
+    let tcp = Listener::bind("127.0.0.1:0").await.expect("bind");
+    let port: u16 = tcp
+        .describe()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let unix = Listener::bind(&format!("unix:{}", socket.display()))
+        .await
+        .expect("bind unix");
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        relay
+            .serve(
+                vec![tcp, unix],
+                async {
+                    let _ = rx.await;
+                },
+                Duration::from_secs(1),
+            )
+            .await;
+    });
+    (socket, port, tx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_own_tests_pass_through_the_relay() {
+    // A fresh server for each run: what one run's failures leave behind
+    // must not decide the next run's results.
+    let srv = server_with(SERVER_OPTIONS);
+    prepare(&srv).await;
+    let list = std::env::var("SQLFLEET_MYSQLTEST_LIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| here().join("ci.list"));
+    let tests = read_list(&list);
+    let known = known();
+    let dir = tempfile::tempdir().expect("tmp");
+    let node = srv.sandbox.meta.primary().clone();
+    let node_socket = srv.sandbox.layout.node(&node).socket();
+    let direct = run_suite("direct", &node_socket, node.port, &tests);
+    let passed: BTreeSet<&String> = direct
+        .iter()
+        .filter(|(_, v)| *v == "pass")
+        .map(|(k, _)| k)
+        .collect();
+    assert!(
+        !passed.is_empty(),
+        "no test passed directly: see the mariadb-test-run output above"
+    );
+    let mut report = vec![format!(
+        "{} tests listed; direct: {} pass",
+        tests.len(),
+        passed.len()
+    )];
+    let mut regressions = Vec::new();
+    for mode in ["transaction", "session"] {
+        let srv = server_with(SERVER_OPTIONS);
+        prepare(&srv).await;
+        let (socket, port, stop) = start_relay(&srv, mode, dir.path()).await;
+        // Known differences are left out of the run: a test that fails
+        // half-way leaves tables and accounts that would fail the next.
+        let relayed = tokio::task::spawn_blocking({
+            let tests: Vec<String> = passed
+                .iter()
+                .filter(|t| !known.contains_key(t.as_str()))
+                .map(|s| s.to_string())
+                .collect();
+            move || run_suite(mode, &socket, port, &tests)
+        })
+        .await
+        .expect("suite");
+        let _ = stop.send(());
+        let ok = passed
+            .iter()
+            .filter(|t| relayed.get(**t).map(String::as_str) == Some("pass"))
+            .count();
+        let failed: Vec<&&String> = passed
+            .iter()
+            .filter(|t| relayed.get(**t).map(String::as_str) != Some("pass"))
+            .filter(|t| !known.contains_key(t.as_str()))
+            .collect();
+        let excluded = passed
+            .iter()
+            .filter(|t| known.contains_key(t.as_str()))
+            .count();
+        report.push(format!(
+            "{mode} mode: {ok} of the {} that pass directly ({excluded} known differences not run); failing: {failed:?}",
+            passed.len()
+        ));
+        for t in failed {
+            if !known.contains_key(t.as_str()) {
+                regressions.push(format!("{mode}: {t}"));
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    if let Ok(p) = std::env::var("SQLFLEET_MYSQLTEST_REPORT") {
+        std::fs::write(p, report.join("\n") + "\n").expect("write report");
+    }
+    assert!(
+        passed.len() * 10 >= tests.len() * 9,
+        "most listed tests should pass directly: {}",
+        report.join("\n")
+    );
+    assert!(
+        regressions.is_empty(),
+        "tests that pass directly but not through the relay (not in known.list):\n{}\n{}",
+        regressions.join("\n"),
+        report.join("\n")
+    );
+}
