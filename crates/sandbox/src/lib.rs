@@ -13,6 +13,7 @@ pub mod ports;
 pub mod promote;
 pub mod setup;
 
+use mysql_async::prelude::Queryable;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -76,8 +77,34 @@ pub struct NodeStatus {
     pub pid: Option<i32>,
     pub running: bool,
     pub replication: Option<ReplHealth>,
+    /// Transactions the primary has committed that this replica has not
+    /// applied yet (by GTID, summed over replication domains).
+    pub gtid_behind: Option<u64>,
     /// Set when the node runs but could not be asked about replication.
     pub error: Option<String>,
+}
+
+/// Transactions in `primary` (a GTID position) not yet in `applied`.
+pub fn gtid_behind(primary: &str, applied: &str) -> u64 {
+    let parse = |pos: &str| -> Vec<(u32, u64)> {
+        pos.split(',')
+            .filter_map(|g| {
+                let mut it = g.trim().split('-');
+                let domain = it.next()?.parse().ok()?;
+                let _server = it.next()?;
+                let seq = it.next()?.parse().ok()?;
+                Some((domain, seq))
+            })
+            .collect()
+    };
+    let have = parse(applied);
+    parse(primary)
+        .into_iter()
+        .map(|(d, seq)| {
+            let got = have.iter().find(|(hd, _)| *hd == d).map_or(0, |(_, s)| *s);
+            seq.saturating_sub(got)
+        })
+        .sum()
 }
 
 /// Names of all sandboxes under `home`.
@@ -175,6 +202,19 @@ impl Sandbox {
     pub async fn status(&self) -> Vec<NodeStatus> {
         let mut out = Vec::new();
         let password = self.password().ok();
+        // What the primary has committed, to measure replicas against.
+        let primary_pos: Option<String> = async {
+            let p = self.meta.primary();
+            let nl = self.layout.node(p);
+            node::running_pid(&nl)?;
+            let mut c = setup::root_conn(&self.label(p), &nl, password.as_ref())
+                .await
+                .ok()?;
+            let v: Option<String> = c.query_first("SELECT @@gtid_binlog_pos").await.ok()?;
+            let _ = c.disconnect().await;
+            v
+        }
+        .await;
         for n in &self.meta.nodes {
             let nl = self.layout.node(n);
             let pid = node::running_pid(&nl);
@@ -186,6 +226,7 @@ impl Sandbox {
                 pid,
                 running: pid.is_some(),
                 replication: None,
+                gtid_behind: None,
                 error: None,
             };
             if pid.is_some() && n.role == Role::Replica {
@@ -193,12 +234,22 @@ impl Sandbox {
                 let r = async {
                     let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
                     let h = setup::repl_health(&mut c, &label).await;
+                    let applied: Option<String> = c
+                        .query_first("SELECT @@gtid_slave_pos")
+                        .await
+                        .ok()
+                        .flatten();
                     let _ = c.disconnect().await;
-                    h
+                    h.map(|h| (h, applied))
                 }
                 .await;
                 match r {
-                    Ok(h) => st.replication = h,
+                    Ok((h, applied)) => {
+                        st.replication = h;
+                        st.gtid_behind = primary_pos
+                            .as_deref()
+                            .map(|p| gtid_behind(p, applied.as_deref().unwrap_or("")));
+                    }
                     Err(e) => st.error = Some(e.to_string()),
                 }
             }
@@ -399,4 +450,17 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         created,
         elapsed: t0.elapsed(),
     })
+}
+
+#[cfg(test)]
+mod gtid_tests {
+    #[test]
+    fn transactions_behind_by_domain() {
+        use super::gtid_behind;
+        assert_eq!(gtid_behind("0-1-100", "0-1-100"), 0);
+        assert_eq!(gtid_behind("0-1-100", "0-1-40"), 60);
+        assert_eq!(gtid_behind("0-1-100,1-2-5", "0-1-100"), 5);
+        assert_eq!(gtid_behind("0-1-10", ""), 10);
+        assert_eq!(gtid_behind("", "0-1-10"), 0);
+    }
 }

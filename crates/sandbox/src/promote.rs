@@ -1,6 +1,11 @@
-//! Promoting a replica: it stops replicating and becomes writable, the
-//! other replicas (and the old primary, if it still runs) replicate from it
-//! with GTID, and `sandbox.toml` and the client files follow the new roles.
+//! Promoting a replica without losing a committed transaction: the old
+//! primary (when it runs) stops taking writes (read_only, and a global
+//! read lock held for the switch, since read_only does not stop accounts
+//! with SUPER), the candidate waits until it has applied every GTID the
+//! old primary committed (or the promotion is refused and the old primary
+//! takes writes again, nothing changed), then it stops replicating and
+//! becomes writable, the other replicas and the old primary replicate from
+//! it with GTID, and `sandbox.toml` and the client files follow the roles.
 
 use std::time::{Duration, Instant};
 
@@ -19,12 +24,16 @@ pub struct PromoteReport {
     pub repointed: Vec<String>,
     /// Nodes that were not running (they replicate once started).
     pub not_running: Vec<String>,
+    /// The old primary's GTID position the new primary had applied before
+    /// it took writes; `None` when the old primary was not running (what
+    /// it committed and never sent cannot be checked).
+    pub caught_up_to: Option<String>,
     pub elapsed: Duration,
 }
 
 impl Sandbox {
     /// Makes replica `name` the primary.
-    pub async fn promote(&mut self, name: &str) -> Result<PromoteReport> {
+    pub async fn promote(&mut self, name: &str, wait: Duration) -> Result<PromoteReport> {
         let t0 = Instant::now();
         let Some(pos) = self.meta.nodes.iter().position(|n| n.name == name) else {
             return Err(SandboxError::Sql {
@@ -56,15 +65,79 @@ impl Sandbox {
                 what: "not running: start it with 'sqlfleet sandbox up' first".into(),
             });
         }
-        let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
-        let e = |w: mysql_async::Error| SandboxError::Sql {
-            node: label.clone(),
-            what: w.to_string(),
+        let sql = |node: String| {
+            move |w: mysql_async::Error| SandboxError::Sql {
+                node: node.clone(),
+                what: w.to_string(),
+            }
         };
-        c.query_drop("STOP SLAVE").await.map_err(e)?;
-        c.query_drop("RESET SLAVE ALL").await.map_err(e)?;
-        c.query_drop("SET GLOBAL read_only = 0").await.map_err(e)?;
+        // Stop the old primary's writes and learn what it committed.
+        let old = self.meta.primary().clone();
+        let old_label = self.label(&old);
+        let old_nl = self.layout.node(&old);
+        let mut fence = None;
+        let mut target = None;
+        if node::running_pid(&old_nl).is_some() {
+            let mut o = setup::root_conn(&old_label, &old_nl, Some(&password)).await?;
+            o.query_drop("SET GLOBAL read_only = 1")
+                .await
+                .map_err(sql(old_label.clone()))?;
+            o.query_drop("FLUSH TABLES WITH READ LOCK")
+                .await
+                .map_err(sql(old_label.clone()))?;
+            let pos: Option<String> = o
+                .query_first("SELECT @@gtid_binlog_pos")
+                .await
+                .map_err(sql(old_label.clone()))?;
+            target = Some(pos.unwrap_or_default());
+            fence = Some(o);
+        }
+        let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
+        if let Some(pos) = target.as_deref().filter(|p| !p.is_empty()) {
+            let q = format!(
+                "SELECT MASTER_GTID_WAIT('{}', {:.3})",
+                pos.replace('\'', ""),
+                wait.as_secs_f64()
+            );
+            let r: Option<i64> = c.query_first(q).await.map_err(sql(label.clone()))?;
+            if r != Some(0) {
+                let have: Option<String> = c
+                    .query_first("SELECT @@gtid_slave_pos")
+                    .await
+                    .map_err(sql(label.clone()))?;
+                // Refused: the old primary takes writes again.
+                if let Some(mut o) = fence.take() {
+                    let _ = o.query_drop("UNLOCK TABLES").await;
+                    let _ = o.query_drop("SET GLOBAL read_only = 0").await;
+                    let _ = o.disconnect().await;
+                }
+                return Err(SandboxError::Sql {
+                    node: label,
+                    what: format!(
+                        "has not applied everything the primary committed within {:.0} s \
+                         (primary at {pos}, replica at {}); nothing changed, the primary \
+                         takes writes again (wait longer with --wait)",
+                        wait.as_secs_f64(),
+                        have.unwrap_or_default()
+                    ),
+                });
+            }
+        }
+        c.query_drop("STOP SLAVE")
+            .await
+            .map_err(sql(label.clone()))?;
+        c.query_drop("RESET SLAVE ALL")
+            .await
+            .map_err(sql(label.clone()))?;
+        c.query_drop("SET GLOBAL read_only = 0")
+            .await
+            .map_err(sql(label.clone()))?;
         let _ = c.disconnect().await;
+        // The old primary stays read-only; its lock goes before it follows.
+        if let Some(mut o) = fence.take() {
+            let _ = o.query_drop("UNLOCK TABLES").await;
+            let _ = o.disconnect().await;
+        }
 
         let old_primary = self.meta.primary().name.clone();
         for n in &mut self.meta.nodes {
@@ -113,6 +186,7 @@ impl Sandbox {
             old_primary,
             repointed,
             not_running,
+            caught_up_to: target,
             elapsed: t0.elapsed(),
         })
     }

@@ -388,3 +388,83 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
         .status
         .success());
 }
+
+/// Writes committed on the primary right before a promotion are on the
+/// new primary and the other replica afterwards (the promotion waits for
+/// the candidate to apply them), and the next write replicates.
+#[test]
+fn promote_keeps_every_committed_write() {
+    let home = Home::new();
+    let port = free_port_block(3).to_string();
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "pk",
+            "--port",
+            &port,
+            "--replicas",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let env = run_in(
+        home.path(),
+        &["sandbox", "env", "--name", "pk", "--defaults-file"],
+    );
+    let primary_cnf = common::stdout(&env).trim().to_string();
+    let cnf_dir = std::path::Path::new(&primary_cnf)
+        .parent()
+        .expect("dir")
+        .to_path_buf();
+    let sql = |cnf: &std::path::Path, q: &str| {
+        let o = std::process::Command::new("mariadb")
+            .arg(format!("--defaults-file={}", cnf.display()))
+            .args(["-N", "-B", "-e", q])
+            .output()
+            .expect("mariadb");
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        common::stdout(&o).trim().to_string()
+    };
+    let primary = std::path::PathBuf::from(&primary_cnf);
+    // One big transaction, committed just before the promotion starts.
+    sql(
+        &primary,
+        "CREATE DATABASE pk_t; CREATE TABLE pk_t.x (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         USE pk_t; INSERT INTO pk_t.x SELECT seq FROM seq_1_to_300000",
+    );
+    let o = run_in(
+        home.path(),
+        &["sandbox", "promote", "--name", "pk", "--node", "replica2"],
+    );
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert!(
+        common::stdout(&o).contains("had applied the old primary's"),
+        "{}",
+        common::stdout(&o)
+    );
+    // replica2 is now the primary (client.cnf follows it).
+    let new_primary = cnf_dir.join("client.cnf");
+    assert_eq!(sql(&new_primary, "SELECT COUNT(*) FROM pk_t.x"), "300000");
+    sql(&new_primary, "INSERT INTO pk_t.x VALUES (300001)");
+    // The old primary and replica1 follow and end with every row.
+    for other in ["client-primary.cnf", "client-replica1.cnf"] {
+        let cnf = cnf_dir.join(other);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let n = sql(&cnf, "SELECT COUNT(*) FROM pk_t.x");
+            if n == "300001" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{other} has {n} rows, not 300001; replication: {}",
+                sql(&cnf, "SHOW SLAVE STATUS")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+    let _ = run_in(home.path(), &["sandbox", "destroy", "--name", "pk"]);
+}

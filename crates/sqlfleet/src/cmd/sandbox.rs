@@ -38,6 +38,10 @@ pub struct PromoteArgs {
     /// The replica to promote, e.g. replica1
     #[arg(long)]
     node: String,
+    /// Seconds to wait for the replica to apply everything the primary
+    /// committed; past that the promotion is refused and nothing changes
+    #[arg(long, default_value_t = 60.0)]
+    wait: f64,
 }
 
 #[derive(Args, Debug)]
@@ -107,7 +111,12 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
         SandboxCmd::List { json } => list(home, json).await,
         SandboxCmd::Promote(a) => {
             let mut sb = Sandbox::open(&home, &a.name)?;
-            let r = sb.promote(&a.node).await?;
+            if !(a.wait.is_finite() && a.wait >= 0.0) {
+                anyhow::bail!("--wait takes a number of seconds (>= 0), not {}", a.wait);
+            }
+            let r = sb
+                .promote(&a.node, std::time::Duration::from_secs_f64(a.wait))
+                .await?;
             println!(
                 "sandbox '{}': {} is the primary (was {}); replicating from it: {}{} ({:.2} s)",
                 a.name,
@@ -128,6 +137,14 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
                 },
                 r.elapsed.as_secs_f64()
             );
+            match &r.caught_up_to {
+                Some(pos) => println!("{} had applied the old primary's {pos}", r.new_primary),
+                None => eprintln!(
+                    "warning: the old primary was not running: what it committed and had not \
+                     sent to {} is not on the new primary",
+                    r.new_primary
+                ),
+            }
             Ok(Exit::Ok)
         }
         SandboxCmd::Env(a) => env(home, a),
@@ -224,7 +241,8 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
         let repl = match (&r.replication, &r.error, r.role, r.running) {
             (_, Some(e), _, _) => format!("unknown: {e}"),
             (Some(h), _, _, _) if h.healthy() => format!(
-                "ok, {}s behind, gtid {}",
+                "ok, {} transactions behind ({}s), gtid {}",
+                r.gtid_behind.map_or("?".into(), |n| n.to_string()),
                 h.seconds_behind.map_or("?".into(), |s| s.to_string()),
                 h.gtid_io_pos
             ),
