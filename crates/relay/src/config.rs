@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 mod file;
-pub use file::{load, ConfigError};
+pub use file::{from_flags, load, ConfigError, Flags};
 use sha2::{Digest, Sha256};
 
 #[derive(Debug, Clone, PartialEq, Eq)]

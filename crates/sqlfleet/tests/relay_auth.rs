@@ -395,3 +395,84 @@ fn full_sha2_authentication_without_tls_uses_the_rsa_key_exchange() {
         assert!(e.contains("1045"), "{e}");
     });
 }
+
+/// Quick-mode flags go through the config file's checks: what the file
+/// refuses, the flags refuse the same way (exit 1, the flag named, no
+/// panic), and what it accepts they accept.
+#[test]
+fn quick_mode_flags_are_checked_like_the_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let quick = |extra: &[&str]| {
+        common::sqlfleet()
+            .args(["relay", "--check-config", "--listen", "127.0.0.1:0"])
+            .args(["--backend", "127.0.0.1:3306", "--backend-user", "relay"])
+            .args(["--user", "app:pw"])
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let file = |routing: &str, pool: &str| {
+        let p = dir.path().join("relay.toml");
+        std::fs::write(
+            &p,
+            format!(
+                "[relay]\nlisten = [\"127.0.0.1:0\"]\n[backend]\nservers = [\"127.0.0.1:3306\"]\nuser = \"relay\"\n[pool]\n{pool}\n[routing]\n{routing}\n[[users]]\nname = \"app\"\n{}",
+                hashes("pw")
+            ),
+        )
+        .expect("write");
+        common::sqlfleet()
+            .args(["relay", "--check-config", "--config"])
+            .arg(&p)
+            .output()
+            .expect("run")
+    };
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (&["--max-lag=-1"], "max_lag = -1.0", "", "--max-lag"),
+        (&["--max-lag=NaN"], "max_lag = nan", "", "--max-lag"),
+        (
+            &["--health-interval=0"],
+            "health_interval = 0.0",
+            "",
+            "--health-interval",
+        ),
+        (
+            &["--wait-timeout=-2"],
+            "",
+            "wait_timeout = -2.0",
+            "--wait-timeout",
+        ),
+        (
+            &["--pool-min=5", "--pool-max=2"],
+            "",
+            "min = 5\nmax = 2",
+            "--pool-min",
+        ),
+    ];
+    for (flags, routing, pool, named) in cases {
+        let q = quick(flags);
+        let f = file(routing, pool);
+        assert_eq!(
+            q.status.code(),
+            Some(1),
+            "{flags:?}: {}",
+            common::stderr(&q)
+        );
+        assert_eq!(
+            f.status.code(),
+            Some(1),
+            "{routing}{pool}: {}",
+            common::stderr(&f)
+        );
+        assert!(
+            common::stderr(&q).contains(named) && !common::stderr(&q).contains("panicked"),
+            "{flags:?}: {}",
+            common::stderr(&q)
+        );
+    }
+    // Accepted by both.
+    let q = quick(&["--max-lag=0", "--health-interval=0.1"]);
+    assert!(q.status.success(), "{}", common::stderr(&q));
+    let f = file("max_lag = 0.0\nhealth_interval = 0.1", "");
+    assert!(f.status.success(), "{}", common::stderr(&f));
+}

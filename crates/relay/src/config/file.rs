@@ -114,6 +114,102 @@ struct UserSection {
     sha2_hash: Option<String>,
 }
 
+/// The quick-mode command-line flags: turned into the file's sections and
+/// checked by the same code, so a flag is refused exactly when the file
+/// would refuse the same setting.
+pub struct Flags {
+    pub listen: Vec<String>,
+    pub backends: Vec<String>,
+    pub backend_user: String,
+    pub backend_password: String,
+    pub backend_tls: Option<String>,
+    pub backend_tls_ca: Option<PathBuf>,
+    pub mode: Mode,
+    pub metrics: Option<String>,
+    pub pool_max: usize,
+    pub pool_min: usize,
+    pub wait_timeout: f64,
+    pub idle_timeout: f64,
+    pub max_lifetime: f64,
+    pub read_write_split: bool,
+    pub consistency: Consistency,
+    pub max_lag: f64,
+    pub health_interval: f64,
+    /// (certificate, key, require TLS)
+    pub tls: Option<(PathBuf, PathBuf, bool)>,
+    pub users: HashMap<String, Account>,
+}
+
+/// File keys and the flags that set them, for errors about flags.
+const FLAG_NAMES: &[(&str, &str)] = &[
+    ("relay.listen", "--listen"),
+    ("backend.servers", "--backend"),
+    ("backend.tls", "--backend-tls"),
+    ("pool.max", "--pool-max"),
+    ("pool.min", "--pool-min"),
+    ("pool.wait_timeout", "--wait-timeout"),
+    ("pool.idle_timeout", "--idle-timeout"),
+    ("pool.max_lifetime", "--max-lifetime"),
+    ("routing.max_lag", "--max-lag"),
+    ("routing.health_interval", "--health-interval"),
+];
+
+/// A configuration from quick-mode flags.
+pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
+    if q.users.is_empty() {
+        return Err("give client accounts with --user NAME:PASSWORD or --users-file".into());
+    }
+    let f = File {
+        relay: RelaySection {
+            listen: q.listen,
+            mode: q.mode,
+            metrics: q.metrics,
+            max_packet: None,
+            sha2_full_auth: false,
+        },
+        backend: BackendSection {
+            servers: q.backends,
+            user: q.backend_user,
+            password: Some(q.backend_password),
+            password_file: None,
+            password_env: None,
+            tls: q.backend_tls,
+            tls_ca: q.backend_tls_ca,
+            weights: None,
+            groups: None,
+        },
+        pool: PoolSection {
+            max: Some(q.pool_max),
+            min: Some(q.pool_min),
+            idle_timeout: Some(q.idle_timeout),
+            max_lifetime: Some(q.max_lifetime),
+            check_after: None,
+            wait_timeout: Some(q.wait_timeout),
+            max_waiters: None,
+            statement_cache: None,
+        },
+        tls: q
+            .tls
+            .map(|(cert, key, require)| TlsSection { cert, key, require }),
+        users: Vec::new(),
+        routing: RoutingSection {
+            read_write_split: Some(q.read_write_split),
+            consistency: Some(q.consistency),
+            max_lag: Some(q.max_lag),
+            health_interval: Some(q.health_interval),
+            consistency_wait: None,
+        },
+        rules: Vec::new(),
+    };
+    let mut cfg = build(f).map_err(|e| {
+        FLAG_NAMES
+            .iter()
+            .fold(e, |e, (key, flag)| e.replace(key, flag))
+    })?;
+    cfg.dynamic.users = q.users;
+    Ok(cfg)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("{path}: {msg}")]

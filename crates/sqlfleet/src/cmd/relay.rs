@@ -7,10 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_relay::config::{
-    self, parse_user, Backend, Consistency, Dynamic, Mode, PoolSettings, RelayConfig, Routing,
-    TlsFiles,
-};
+use sqlfleet_relay::config::{self, parse_user, Consistency, Mode, RelayConfig};
 use sqlfleet_relay::{Listener, Relay};
 
 use crate::exit::Exit;
@@ -109,10 +106,6 @@ pub struct RelayArgs {
 }
 
 fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
-    let mut backends = Vec::new();
-    for b in &a.backends {
-        backends.push(Backend::parse(b).map_err(|e| anyhow::anyhow!("--backend {b}: {e}"))?);
-    }
     let mut users = HashMap::new();
     let mut lines: Vec<String> = a.users.clone();
     if let Some(f) = &a.users_file {
@@ -131,78 +124,50 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
             lines.push(l.to_string());
         }
     }
-    anyhow::ensure!(
-        !lines.is_empty(),
-        "give client accounts with --user NAME:PASSWORD or --users-file"
-    );
     for u in &lines {
         let (n, h) = parse_user(u).map_err(anyhow::Error::msg)?;
         users.insert(n, h);
-    }
-    anyhow::ensure!(
-        a.wait_timeout.is_finite() && a.wait_timeout > 0.0,
-        "--wait-timeout must be positive"
-    );
-    anyhow::ensure!(a.pool_min <= a.pool_max, "--pool-min exceeds --pool-max");
-    for (v, what) in [
-        (a.idle_timeout, "--idle-timeout"),
-        (a.max_lifetime, "--max-lifetime"),
-    ] {
-        anyhow::ensure!(v.is_finite() && v > 0.0, "{what} must be positive");
     }
     let backend_password = a
         .backend_password
         .clone()
         .or_else(|| std::env::var("MYSQL_PWD").ok())
         .unwrap_or_default();
-    Ok(RelayConfig {
+    // The same checks as the config file's (one validation for both).
+    config::from_flags(config::Flags {
         listen: a.listen.clone(),
-        backends,
+        backends: a.backends.clone(),
         backend_user: a.backend_user.clone(),
         backend_password,
-        backend_tls: config::backend_tls(Some(&a.backend_tls), a.backend_tls_ca.clone())
-            .map_err(|e| anyhow::anyhow!("--backend-tls: {e}"))?,
+        backend_tls: Some(a.backend_tls.clone()),
+        backend_tls_ca: a.backend_tls_ca.clone(),
         mode: if a.mode == "session" {
             Mode::Session
         } else {
             Mode::Transaction
         },
+        metrics: a.metrics.clone(),
+        pool_max: a.pool_max,
+        pool_min: a.pool_min,
+        wait_timeout: a.wait_timeout,
+        idle_timeout: a.idle_timeout,
+        max_lifetime: a.max_lifetime,
+        read_write_split: a.read_write_split,
+        consistency: match a.consistency.as_str() {
+            "session" => Consistency::Session,
+            "global" => Consistency::Global,
+            _ => Consistency::None,
+        },
+        max_lag: a.max_lag,
+        health_interval: a.health_interval,
         tls: a
             .tls_cert
-            .as_ref()
-            .zip(a.tls_key.as_ref())
-            .map(|(c, k)| TlsFiles {
-                cert: c.clone(),
-                key: k.clone(),
-                require: a.require_tls,
-            }),
-        sha2_full_auth: false,
-        metrics: a.metrics.clone(),
-        max_packet: 1 << 30,
-        routing: Routing {
-            read_write_split: a.read_write_split,
-            consistency: match a.consistency.as_str() {
-                "session" => Consistency::Session,
-                "global" => Consistency::Global,
-                _ => Consistency::None,
-            },
-            max_lag: Duration::from_secs_f64(a.max_lag),
-            health_interval: Duration::from_secs_f64(a.health_interval),
-            ..Routing::default()
-        },
-        dynamic: Dynamic {
-            rules: Vec::new(),
-            users,
-            pool: PoolSettings {
-                max: a.pool_max.max(1),
-                min: a.pool_min,
-                wait_timeout: Duration::from_secs_f64(a.wait_timeout),
-                idle_timeout: Duration::from_secs_f64(a.idle_timeout),
-                max_lifetime: Duration::from_secs_f64(a.max_lifetime),
-                ..PoolSettings::default()
-            },
-        },
+            .clone()
+            .zip(a.tls_key.clone())
+            .map(|(c, k)| (c, k, a.require_tls)),
+        users,
     })
+    .map_err(anyhow::Error::msg)
 }
 
 pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
