@@ -51,6 +51,9 @@ pub struct QueryOptions {
     pub format: Format,
     pub header: bool,
     pub mode: Mode,
+    /// Becomes true on the first Ctrl-C: statements in flight are stopped
+    /// with KILL QUERY and their hosts reported as interrupted.
+    pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -60,6 +63,8 @@ pub enum State {
     Error,
     Timeout,
     Unreachable,
+    /// Stopped by the user (Ctrl-C): the statement was killed or not run.
+    Interrupted,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +84,7 @@ pub struct Report {
     pub error: usize,
     pub timeout: usize,
     pub unreachable: usize,
+    pub interrupted: usize,
     pub seconds: f64,
     pub statuses: Vec<HostStatus>,
 }
@@ -135,6 +141,9 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
             let t0 = Instant::now();
             let work = async {
                 let _permit = sem.acquire().await.ok();
+                if interrupted(&opts) {
+                    return (State::Interrupted, Some("not run: interrupted".into()), 0);
+                }
                 host_work(&opts, &h, &tx, deadline).await
             };
             let (state, message, rows) = match deadline {
@@ -172,9 +181,28 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         error: count(State::Error),
         timeout: count(State::Timeout),
         unreachable: count(State::Unreachable),
+        interrupted: count(State::Interrupted),
         seconds: started.elapsed().as_secs_f64(),
         statuses,
     })
+}
+
+fn interrupted(opts: &QueryOptions) -> bool {
+    opts.interrupt.as_ref().is_some_and(|r| *r.borrow())
+}
+
+/// Resolves when the user interrupts (never without an interrupt channel).
+async fn on_interrupt(opts: &QueryOptions) {
+    match opts.interrupt.clone() {
+        Some(mut r) => {
+            while !*r.borrow_and_update() {
+                if r.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+        None => std::future::pending::<()>().await,
+    }
 }
 
 /// Connects, runs every statement in every database; returns the state.
@@ -252,10 +280,39 @@ async fn host_work(
                 opts.mode,
                 &mut outcome,
             );
-            let r = match limit {
-                Some(l) => match tokio::time::timeout(l + Duration::from_millis(50), run).await {
-                    Ok(r) => r,
-                    Err(_) => {
+            let limited = async {
+                match limit {
+                    Some(l) => tokio::time::timeout(l + Duration::from_millis(50), run)
+                        .await
+                        .map_err(|_| l),
+                    None => Ok(run.await),
+                }
+            };
+            let limited = tokio::select! {
+                r = limited => Some(r),
+                _ = on_interrupt(opts) => None,
+            };
+            let Some(limited) = limited else {
+                // Ctrl-C: stop the statement on the server, as the mysql
+                // client does, and report this host as interrupted.
+                kill_query(&target, id, opts.connect_timeout).await;
+                drop(conn);
+                let msg = format!("interrupted (KILL QUERY {id} sent)");
+                if opts.mode != Mode::Stream {
+                    outcome.error = Some(msg.clone());
+                    let _ = tx
+                        .send(Event::Outcome {
+                            host: addr.clone(),
+                            outcome,
+                        })
+                        .await;
+                }
+                return (State::Interrupted, Some(msg), total);
+            };
+            let r = match limited {
+                Ok(r) => r,
+                Err(l) => {
+                    {
                         kill_query(&target, id, opts.connect_timeout).await;
                         result = (
                             State::Timeout,
@@ -277,8 +334,7 @@ async fn host_work(
                         }
                         return (result.0, result.1, total);
                     }
-                },
-                None => run.await,
+                }
             };
             match r {
                 Ok(n) => total += n,

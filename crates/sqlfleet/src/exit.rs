@@ -8,6 +8,8 @@ pub enum Exit {
     Usage = 1,
     Partial = 2,
     Total = 3,
+    /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
+    Interrupted = 130,
 }
 
 /// An error and its causes on one line, `outer: inner: innermost`,

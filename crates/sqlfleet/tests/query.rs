@@ -315,3 +315,59 @@ fn a_password_after_a_bare_p_is_never_echoed_in_a_usage_error() {
         "the password was printed: {err}"
     );
 }
+
+/// Ctrl-C does what the mysql client's does: the statements in flight are
+/// stopped with KILL QUERY on every host, the summary prints with those
+/// hosts interrupted, and the exit code is 130.
+#[test]
+fn ctrl_c_kills_the_queries_in_flight_and_exits_130() {
+    let srv = server();
+    let host = addr(srv.sandbox.meta.primary().port);
+    let marker = "SELECT SLEEP(60) AS ctrl_c_marker";
+    let child = common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--hosts", &host, "-e", marker])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sqlfleet");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let running = |rt: &tokio::runtime::Runtime| -> u64 {
+        rt.block_on(async {
+            let mut c = srv.connect().await;
+            let n: Option<u64> = c
+                .query_first(
+                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                     WHERE INFO LIKE '%ctrl_c_marker%' AND INFO NOT LIKE '%PROCESSLIST%'",
+                )
+                .await
+                .expect("processlist");
+            n.unwrap_or(0)
+        })
+    };
+    let t0 = Instant::now();
+    while running(&rt) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the query never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: sending a signal to our own child process.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    let o = child.wait_with_output().expect("wait");
+    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1 interrupted"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("KILL QUERY"), "{}", stderr(&o));
+    let t1 = Instant::now();
+    while running(&rt) > 0 {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the statement still runs on the server after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -77,9 +77,16 @@ impl BackendConn {
         Ok(())
     }
 
-    /// Resets the session on the server (COM_RESET_CONNECTION).
+    /// Resets the session on the server (COM_RESET_CONNECTION) and frees
+    /// the user-level locks (GET_LOCK) the reset may leave held.
     pub async fn reset(&mut self) -> Result<(), WireError> {
         simple(self, &[sqlfleet_wire::command::COM_RESET_CONNECTION]).await?;
+        crate::backend::command::command(
+            self,
+            b"\x03DO RELEASE_ALL_LOCKS()",
+            crate::protocol::reply::Expect::Results { cursor: false },
+        )
+        .await?;
         self.after_reset().await
     }
 }

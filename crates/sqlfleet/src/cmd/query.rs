@@ -162,11 +162,22 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         } else {
             Mode::Stream
         },
+        interrupt: Some(interrupt_on_ctrl_c()),
     };
     let report = run::run(opts, Box::new(std::io::stdout())).await?;
     eprintln!(
-        "sqlfleet query: {} hosts in {:.3}s: {} ok, {} error, {} timeout, {} unreachable",
-        report.hosts, report.seconds, report.ok, report.error, report.timeout, report.unreachable
+        "sqlfleet query: {} hosts in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
+        report.hosts,
+        report.seconds,
+        report.ok,
+        report.error,
+        report.timeout,
+        report.unreachable,
+        if report.interrupted > 0 {
+            format!(", {} interrupted", report.interrupted)
+        } else {
+            String::new()
+        }
     );
     let failed: Vec<_> = report
         .statuses
@@ -188,11 +199,33 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         std::fs::write(p, serde_json::to_string_pretty(&report)?)
             .with_context(|| format!("{}", p.display()))?;
     }
-    Ok(if report.ok == report.hosts {
+    Ok(if report.interrupted > 0 {
+        Exit::Interrupted
+    } else if report.ok == report.hosts {
         Exit::Ok
     } else if report.ok == 0 {
         Exit::Total
     } else {
         Exit::Partial
     })
+}
+
+/// The mysql client's Ctrl-C: the first one stops the statements in flight
+/// (KILL QUERY on each host) and lets the summary print; a second one
+/// exits at once.
+fn interrupt_on_ctrl_c() -> tokio::sync::watch::Receiver<bool> {
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        eprintln!(
+            "sqlfleet query: Ctrl-C: stopping the statements in flight (Ctrl-C again to quit now)"
+        );
+        let _ = tx.send(true);
+        if tokio::signal::ctrl_c().await.is_ok() {
+            std::process::exit(130);
+        }
+    });
+    rx
 }
