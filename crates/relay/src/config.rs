@@ -223,6 +223,9 @@ pub struct RelayConfig {
     /// instead of the scramble.
     pub sha2_full_auth: bool,
     pub metrics: Option<String>,
+    /// Bearer token the admin pages ask for (required when they listen
+    /// beyond loopback).
+    pub metrics_token: Option<String>,
     pub max_packet: usize,
     pub routing: Routing,
     pub dynamic: Dynamic,

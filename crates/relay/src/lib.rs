@@ -132,6 +132,7 @@ impl Relay {
                 "/status" => Some(("application/json", me.status_json())),
                 _ => None,
             }),
+            self.ctx.cfg.metrics_token.clone(),
         ))
     }
 

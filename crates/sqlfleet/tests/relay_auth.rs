@@ -470,6 +470,23 @@ fn quick_mode_flags_are_checked_like_the_file() {
             common::stderr(&q)
         );
     }
+    // Admin pages beyond loopback need a token.
+    let q = quick(&["--metrics", "0.0.0.0:9104"]);
+    assert_eq!(q.status.code(), Some(1));
+    assert!(
+        common::stderr(&q).contains("--metrics-token-file"),
+        "{}",
+        common::stderr(&q)
+    );
+    let token = dir.path().join("token");
+    std::fs::write(&token, "s3cret\n").expect("write");
+    let q = quick(
+        &["--metrics", "0.0.0.0:9104", "--metrics-token-file"]
+            .into_iter()
+            .chain([token.to_str().expect("utf8")])
+            .collect::<Vec<_>>(),
+    );
+    assert!(q.status.success(), "{}", common::stderr(&q));
     // Accepted by both.
     let q = quick(&["--max-lag=0", "--health-interval=0.1"]);
     assert!(q.status.success(), "{}", common::stderr(&q));

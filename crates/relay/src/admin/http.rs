@@ -9,12 +9,17 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 pub type Pages = Arc<dyn Fn(&str) -> Option<(&'static str, String)> + Send + Sync>;
 
 /// Serves GET requests for `pages` until the task is dropped.
-pub async fn serve_http(listener: tokio::net::TcpListener, render: Pages) {
+///
+/// With `token`, a request must carry `Authorization: Bearer <token>`
+/// (Prometheus: `authorization: {credentials_file: ...}`).
+pub async fn serve_http(listener: tokio::net::TcpListener, render: Pages, token: Option<String>) {
+    let token = Arc::new(token);
     loop {
         let Ok((mut s, _)) = listener.accept().await else {
             continue;
         };
         let render = render.clone();
+        let token = token.clone();
         tokio::spawn(async move {
             let mut req = Vec::new();
             let mut buf = [0u8; 1024];
@@ -39,7 +44,21 @@ pub async fn serve_http(listener: tokio::net::TcpListener, render: Pages) {
                 .strip_prefix("GET ")
                 .and_then(|r| r.split_whitespace().next())
                 .unwrap_or("");
-            let (status, ctype, body) = match render(path) {
+            let authorized = match token.as_deref() {
+                None => true,
+                Some(t) => String::from_utf8_lossy(&req).lines().any(|l| {
+                    l.split_once(':').is_some_and(|(k, v)| {
+                        k.trim().eq_ignore_ascii_case("authorization")
+                            && v.trim().strip_prefix("Bearer ").map(str::trim) == Some(t)
+                    })
+                }),
+            };
+            let (status, ctype, body) = match render(path).filter(|_| authorized) {
+                _ if !authorized => (
+                    "401 Unauthorized",
+                    "text/plain",
+                    "a bearer token is required\n".to_string(),
+                ),
                 Some((ctype, body)) => ("200 OK", ctype, body),
                 None => (
                     "404 Not Found",

@@ -56,6 +56,8 @@ struct RelaySection {
     #[serde(default = "default_mode")]
     mode: Mode,
     metrics: Option<String>,
+    /// A file holding the bearer token the admin pages require.
+    metrics_token_file: Option<PathBuf>,
     max_packet: Option<usize>,
     #[serde(default)]
     sha2_full_auth: bool,
@@ -126,6 +128,7 @@ pub struct Flags {
     pub backend_tls_ca: Option<PathBuf>,
     pub mode: Mode,
     pub metrics: Option<String>,
+    pub metrics_token_file: Option<PathBuf>,
     pub pool_max: usize,
     pub pool_min: usize,
     pub wait_timeout: f64,
@@ -143,6 +146,8 @@ pub struct Flags {
 /// File keys and the flags that set them, for errors about flags.
 const FLAG_NAMES: &[(&str, &str)] = &[
     ("relay.listen", "--listen"),
+    ("relay.metrics_token_file", "--metrics-token-file"),
+    ("relay.metrics", "--metrics"),
     ("backend.servers", "--backend"),
     ("backend.tls", "--backend-tls"),
     ("pool.max", "--pool-max"),
@@ -164,6 +169,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             listen: q.listen,
             mode: q.mode,
             metrics: q.metrics,
+            metrics_token_file: q.metrics_token_file,
             max_packet: None,
             sha2_full_auth: false,
         },
@@ -424,6 +430,35 @@ fn build(f: File) -> Result<RelayConfig, String> {
     });
     let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
         .map_err(|e| format!("backend.tls: {e}"))?;
+    let metrics_token = match &f.relay.metrics_token_file {
+        Some(p) => {
+            let t = std::fs::read_to_string(p)
+                .map_err(|e| format!("relay.metrics_token_file {}: {e}", p.display()))?
+                .trim()
+                .to_string();
+            if t.is_empty() {
+                return Err(format!("relay.metrics_token_file {}: empty", p.display()));
+            }
+            Some(t)
+        }
+        None => None,
+    };
+    if let Some(m) = &f.relay.metrics {
+        // The admin pages show query digests and backend state: only on
+        // loopback without a token.
+        let loopback = parse_addr(m)
+            .map(|(h, _)| {
+                h == "localhost"
+                    || h.parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            })
+            .map_err(|e| format!("relay.metrics: {m}: {e}"))?;
+        if !loopback && metrics_token.is_none() {
+            return Err(format!(
+                "relay.metrics: {m} is reachable beyond this machine: give relay.metrics_token_file (a bearer token the pages then require), or listen on 127.0.0.1"
+            ));
+        }
+    }
     Ok(RelayConfig {
         listen: f.relay.listen,
         backends,
@@ -433,6 +468,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         mode: f.relay.mode,
         tls,
         sha2_full_auth: f.relay.sha2_full_auth,
+        metrics_token,
         metrics: f.relay.metrics,
         max_packet: f.relay.max_packet.unwrap_or(1 << 30),
         routing,

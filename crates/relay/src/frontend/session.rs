@@ -69,7 +69,21 @@ enum Fail {
 
 impl From<crate::backend::pool::LeaseError> for Fail {
     fn from(e: crate::backend::pool::LeaseError) -> Fail {
-        Fail::Err(e.code(), "08004", format!("sqlfleet relay: {e}"))
+        let msg = match &e {
+            // The server's own words may name the relay's backend account:
+            // they go to /status (the backend's health), not to clients.
+            crate::backend::pool::LeaseError::Connect(addr, why) => {
+                let why = why.to_string();
+                // Keep the server's error code, not its text.
+                let why = match why.find("ERROR ") {
+                    Some(i) => why[i..].split(':').next().unwrap_or("").to_string(),
+                    None => why,
+                };
+                format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)")
+            }
+            other => format!("sqlfleet relay: {other}"),
+        };
+        Fail::Err(e.code(), "08004", msg)
     }
 }
 

@@ -94,6 +94,10 @@ pub struct RelayArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (and JSON status at /status)
     #[arg(long, value_name = "HOST:PORT")]
     metrics: Option<String>,
+    /// A file with a bearer token the metrics and status pages require
+    /// (needed when --metrics listens beyond loopback)
+    #[arg(long, value_name = "FILE")]
+    metrics_token_file: Option<PathBuf>,
     /// TLS certificate (PEM) offered to clients
     #[arg(long, requires = "tls_key")]
     tls_cert: Option<PathBuf>,
@@ -147,6 +151,7 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
             Mode::Transaction
         },
         metrics: a.metrics.clone(),
+        metrics_token_file: a.metrics_token_file.clone(),
         pool_max: a.pool_max,
         pool_min: a.pool_min,
         wait_timeout: a.wait_timeout,
