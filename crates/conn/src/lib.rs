@@ -5,6 +5,7 @@
 //! [`Target`]; [`Target::connect`] opens a connection with the chosen TLS
 //! mode. Passwords travel as [`Secret`]s, which never print.
 
+pub mod addr;
 pub mod args;
 pub mod dsn;
 pub mod home;

@@ -30,48 +30,7 @@ pub struct HostError {
     pub what: String,
 }
 
-/// Parses one address: `host`, `host:port`, `[v6]`, `[v6]:port`.
-pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
-    let port_of = |p: &str| -> Result<u16, String> {
-        match p.parse::<u16>() {
-            Ok(0) | Err(_) => Err(format!("port '{p}' is not a number from 1 to 65535")),
-            Ok(n) => Ok(n),
-        }
-    };
-    if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest
-            .split_once(']')
-            .ok_or("IPv6 address without a closing ']'")?;
-        if h.is_empty() {
-            return Err("empty IPv6 address".into());
-        }
-        let port = match after {
-            "" => default_port,
-            p => port_of(
-                p.strip_prefix(':')
-                    .ok_or_else(|| format!("unexpected '{p}' after ']'"))?,
-            )?,
-        };
-        return Ok((h.to_string(), port));
-    }
-    if s.matches(':').count() > 1 {
-        return Err(format!("'{s}': write IPv6 addresses as [addr]:port"));
-    }
-    let (h, port) = match s.split_once(':') {
-        Some((h, p)) => (h, port_of(p)?),
-        None => (s, default_port),
-    };
-    if h.is_empty() {
-        return Err(format!("'{s}': empty host name"));
-    }
-    if !h
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    {
-        return Err(format!("'{h}' is not a host name or address"));
-    }
-    Ok((h.to_string(), port))
-}
+pub use sqlfleet_conn::addr::parse_addr;
 
 /// Parses a host list. Returns the hosts (first occurrence kept, in order)
 /// and warnings about duplicates.

@@ -33,25 +33,16 @@ impl Backend {
         }
     }
 
-    /// `host[:port]`, `[v6]:port` or `unix:/path`.
+    /// `host[:port]`, `[v6]:port` or `unix:/path` (the shared parser).
     pub fn parse(s: &str) -> Result<Backend, String> {
-        if let Some(p) = s.strip_prefix("unix:") {
-            if p.is_empty() {
-                return Err("empty socket path".into());
-            }
-            return Ok(Backend {
-                host: "localhost".into(),
-                port: 0,
-                socket: Some(PathBuf::from(p)),
-                weight: 1,
-                group: None,
-            });
-        }
-        let (host, port) = parse_addr(s)?;
+        let (host, port, socket) = match sqlfleet_conn::addr::parse_address(s, 3306)? {
+            sqlfleet_conn::addr::Address::Tcp(h, p) => (h, p, None),
+            sqlfleet_conn::addr::Address::Unix(p) => ("localhost".to_string(), 0, Some(p)),
+        };
         Ok(Backend {
             host,
             port,
-            socket: None,
+            socket,
             weight: 1,
             group: None,
         })
@@ -281,23 +272,7 @@ pub fn backend_tls(
 
 /// `host`, `host:port`, `[v6]:port`.
 pub fn parse_addr(s: &str) -> Result<(String, u16), String> {
-    let (host, port) = if let Some(rest) = s.strip_prefix('[') {
-        let (h, after) = rest.split_once(']').ok_or("unclosed [")?;
-        (h.to_string(), after.strip_prefix(':'))
-    } else {
-        match s.rsplit_once(':') {
-            Some((h, p)) => (h.to_string(), Some(p)),
-            None => (s.to_string(), None),
-        }
-    };
-    let port = match port {
-        Some(p) => p.parse().map_err(|_| format!("bad port {p:?}"))?,
-        None => 3306,
-    };
-    if host.is_empty() {
-        return Err("empty host".into());
-    }
-    Ok((host, port))
+    sqlfleet_conn::addr::parse_addr(s, 3306)
 }
 
 #[cfg(test)]

@@ -277,7 +277,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     let direct = target(&a.conn).await?;
     let mut targets = vec![("direct".to_string(), direct.clone())];
     for v in &a.via {
-        let (h, p) = sqlfleet_fanout::hosts::parse_addr(v, 3306)
+        let (h, p) = sqlfleet_conn::addr::parse_addr(v, 3306)
             .map_err(|e| anyhow::anyhow!("--via {v}: {e}"))?;
         targets.push((
             format!("via {v}"),

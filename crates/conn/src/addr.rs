@@ -1,0 +1,96 @@
+//! The one parser of server addresses every command uses: `host`,
+//! `host:port`, `[v6]`, `[v6]:port`, and (where a socket will do)
+//! `unix:/path`.
+
+use std::path::PathBuf;
+
+/// A server address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Address {
+    Tcp(String, u16),
+    Unix(PathBuf),
+}
+
+/// `host[:port]`, `[v6][:port]` or `unix:/path`.
+pub fn parse_address(s: &str, default_port: u16) -> Result<Address, String> {
+    if let Some(p) = s.strip_prefix("unix:") {
+        if p.is_empty() {
+            return Err("empty socket path".into());
+        }
+        return Ok(Address::Unix(PathBuf::from(p)));
+    }
+    parse_addr(s, default_port).map(|(h, p)| Address::Tcp(h, p))
+}
+
+/// Parses one address: `host`, `host:port`, `[v6]`, `[v6]:port`.
+pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
+    let port_of = |p: &str| -> Result<u16, String> {
+        match p.parse::<u16>() {
+            Ok(0) | Err(_) => Err(format!("port '{p}' is not a number from 1 to 65535")),
+            Ok(n) => Ok(n),
+        }
+    };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (h, after) = rest
+            .split_once(']')
+            .ok_or("IPv6 address without a closing ']'")?;
+        if h.is_empty() {
+            return Err("empty IPv6 address".into());
+        }
+        let port = match after {
+            "" => default_port,
+            p => port_of(
+                p.strip_prefix(':')
+                    .ok_or_else(|| format!("unexpected '{p}' after ']'"))?,
+            )?,
+        };
+        return Ok((h.to_string(), port));
+    }
+    if s.matches(':').count() > 1 {
+        return Err(format!("'{s}': write IPv6 addresses as [addr]:port"));
+    }
+    let (h, port) = match s.split_once(':') {
+        Some((h, p)) => (h, port_of(p)?),
+        None => (s, default_port),
+    };
+    if h.is_empty() {
+        return Err(format!("'{s}': empty host name"));
+    }
+    if !h
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+    {
+        return Err(format!("'{h}' is not a host name or address"));
+    }
+    Ok((h.to_string(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms() {
+        assert_eq!(parse_addr("db1", 3306), Ok(("db1".into(), 3306)));
+        assert_eq!(parse_addr("db1:3307", 3306), Ok(("db1".into(), 3307)));
+        assert_eq!(parse_addr("[::1]:3307", 3306), Ok(("::1".into(), 3307)));
+        assert_eq!(parse_addr("[::1]", 3306), Ok(("::1".into(), 3306)));
+        assert!(parse_addr("::1", 3306).is_err());
+        assert!(parse_addr("db1:0", 3306).is_err());
+        assert!(parse_addr("db1:x", 3306).is_err());
+        assert!(parse_addr(":3306", 3306).is_err());
+        assert!(parse_addr("[::1", 3306).is_err());
+        assert_eq!(
+            parse_address("unix:/run/m.sock", 3306),
+            Ok(Address::Unix("/run/m.sock".into()))
+        );
+        assert!(parse_address("unix:", 3306).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(s in ".{0,40}") {
+            let _ = parse_address(&s, 3306);
+        }
+    }
+}
