@@ -294,3 +294,45 @@ async fn transaction_mode_matches_direct_connections() {
 async fn session_mode_matches_direct_connections() {
     differential("session", seeds(5000)).await;
 }
+
+/// A client that goes away while its statement runs (here: killed while
+/// waiting on a long SLEEP) has the statement stopped on the server, as a
+/// direct connection's would be.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_mid_statement_has_its_statement_stopped() {
+    let srv = server();
+    let (port, stop) = start_relay(srv, "transaction").await;
+    let mut child = std::process::Command::new("mariadb")
+        .args(["-h127.0.0.1", "-uapp", "-papp-pw", "--skip-ssl"])
+        .arg(format!("-P{port}"))
+        .args(["-e", "SELECT SLEEP(60) AS gone_marker"])
+        .spawn()
+        .expect("the mariadb client");
+    let running = || async {
+        let mut c = srv.connect().await;
+        let n: Option<u64> = c
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE '%gone_marker%' AND INFO NOT LIKE '%PROCESSLIST%'",
+            )
+            .await
+            .expect("processlist");
+        n.unwrap_or(0)
+    };
+    let t0 = std::time::Instant::now();
+    while running().await == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(20), "never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    child.kill().expect("kill the client");
+    let _ = child.wait();
+    let t1 = std::time::Instant::now();
+    while running().await > 0 {
+        assert!(
+            t1.elapsed() < Duration::from_secs(5),
+            "the statement still runs after its client went away"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let _ = stop.send(());
+}

@@ -683,6 +683,28 @@ impl Session {
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
+        // Until the reply starts, watch the client too: one that goes away
+        // mid-statement (a lock wait, a long query) has its statement
+        // stopped, as the server stops a direct client's.
+        loop {
+            let pipelined = self.io.buffered();
+            tokio::select! {
+                r = c.io.readable() => {
+                    if let Err(e) = r {
+                        self.ctx.pool.discard(c);
+                        return Err(Fail::Lost(e.to_string()));
+                    }
+                    break;
+                }
+                r = self.io.read_more(), if pipelined < (1 << 20) => {
+                    if r.is_err() {
+                        self.kill_backend_query(c.backend, c.thread_id).await;
+                        self.ctx.pool.discard(c);
+                        return Err(Fail::Close);
+                    }
+                }
+            }
+        }
         let layout = c.caps & SESSION_TRACK != 0;
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
             .tracking(layout, self.caps & SESSION_TRACK == 0);

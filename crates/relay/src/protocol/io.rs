@@ -95,6 +95,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     }
 
     /// Reads more bytes, making room for at least `want` buffered bytes.
+    /// Waits until at least one unread byte is buffered (reading once if
+    /// none is). Cancel-safe: bytes read stay in the buffer.
+    pub async fn readable(&mut self) -> Result<(), WireError> {
+        if self.buffered() > 0 {
+            return Ok(());
+        }
+        self.fill(1).await
+    }
+
+    /// Reads whatever the peer sends next into the buffer (one read).
+    pub async fn read_more(&mut self) -> Result<(), WireError> {
+        self.fill(self.buffered() + 1).await
+    }
+
     async fn fill(&mut self, want: usize) -> Result<(), WireError> {
         if self.start == self.end {
             self.start = 0;

@@ -14,6 +14,21 @@ use crate::backend::command;
 use crate::backend::dial::Shape;
 
 impl Session {
+    /// `KILL QUERY <thread>` on backend `b`, over a connection of its own
+    /// (the pool may be full). A statement that finished meanwhile leaves
+    /// nothing to kill.
+    pub(super) async fn kill_backend_query(&self, b: usize, thread: u32) {
+        let backend = &self.ctx.cfg.backends[b];
+        let shape = Shape {
+            caps: 0,
+            collation: self.shape.collation,
+        };
+        if let Ok(mut c) = self.ctx.pool.dialer().login(backend, shape).await {
+            let q = format!("\x03KILL QUERY {thread}");
+            let _ = command::simple(&mut c, q.as_bytes()).await;
+        }
+    }
+
     pub(super) async fn kill(&mut self, query_only: bool, id: u64) -> Result<(), Fail> {
         let target = u32::try_from(id).ok().and_then(|i| self.ctx.clients.get(i));
         let Some((target_id, target)) = target else {
@@ -42,25 +57,7 @@ impl Session {
             return Err(Fail::Close);
         }
         if let Some((b, thread)) = target.running_at() {
-            let backend = &self.ctx.cfg.backends[b];
-            let shape = Shape {
-                caps: 0,
-                collation: self.shape.collation,
-            };
-            let mut c = self
-                .ctx
-                .pool
-                .dialer()
-                .login(backend, shape)
-                .await
-                .map_err(|e| Fail::Lost(e.to_string()))?;
-            let q = format!("\x03KILL QUERY {thread}");
-            if let Err(e) = command::simple(&mut c, q.as_bytes()).await {
-                // Finished meanwhile: nothing left to kill.
-                if !e.to_string().contains("1094") {
-                    return Err(Fail::Err(1094, "HY000", format!("KILL {id}: {e}")));
-                }
-            }
+            self.kill_backend_query(b, thread).await;
         }
         if !query_only {
             target.kill();
