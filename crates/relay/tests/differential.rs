@@ -12,12 +12,12 @@
 //! sets how many seeds a run tries (the CI budget), `..._STEPS` the script
 //! length.
 
-use std::sync::Arc;
+mod common;
+
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
 use rand::{Rng, SeedableRng};
-use sqlfleet_relay::{Listener, Relay};
 use sqlfleet_testkit::{server, TestServer};
 
 const CLIENTS: usize = 8;
@@ -202,30 +202,7 @@ name = "app"
         pw = pw.expose(),
         hashes = sqlfleet_relay::config::hash_lines("app-pw"),
     );
-    let f = tempfile::NamedTempFile::new().expect("tmp");
-    std::fs::write(f.path(), cfg_text).expect("write config");
-    let cfg = sqlfleet_relay::config::load(f.path()).expect("config");
-    let relay = Arc::new(Relay::new(cfg).await.expect("relay"));
-    let l = Listener::bind("127.0.0.1:0").await.expect("bind");
-    let port: u16 = l
-        .describe()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        relay
-            .serve(
-                vec![l],
-                async {
-                    let _ = rx.await;
-                },
-                Duration::from_secs(1),
-            )
-            .await;
-    });
-    (port, tx)
+    common::serve(&cfg_text, None).await
 }
 
 fn env_num(name: &str, default: u64) -> u64 {

@@ -13,14 +13,13 @@
 //! empty password on the socket as the tests assume, and the `mtr`
 //! schema has its suppression procedures.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
-use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use sqlfleet_relay::{Listener, Relay};
 use sqlfleet_testkit::{server_with, TestServer};
 
 const SUITE: &str = "/usr/share/mysql/mysql-test";
@@ -136,7 +135,7 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
             "--nocheck-testcases",
             "--parallel=1",
         ])
-        .args(["--testcase-timeout=2", "--suite-timeout=30"])
+        .args(["--testcase-timeout=1", "--suite-timeout=30"])
         .args(tests)
         .output()
         .expect("perl and mariadb-test (apt-get install mariadb-test)");
@@ -203,33 +202,8 @@ name = "root"
         backend = backend.display(),
         hashes = sqlfleet_relay::config::hash_lines(""),
     );
-    let f = dir.join(format!("relay-{mode}.toml"));
-    std::fs::write(&f, cfg_text).expect("write config");
-    let cfg = sqlfleet_relay::config::load(&f).expect("config");
-    let relay = Arc::new(Relay::new(cfg).await.expect("relay"));
-    let tcp = Listener::bind("127.0.0.1:0").await.expect("bind");
-    let port: u16 = tcp
-        .describe()
-        .rsplit(':')
-        .next()
-        .and_then(|p| p.parse().ok())
-        .expect("port");
-    let unix = Listener::bind(&format!("unix:{}", socket.display()))
-        .await
-        .expect("bind unix");
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(async move {
-        relay
-            .serve(
-                vec![tcp, unix],
-                async {
-                    let _ = rx.await;
-                },
-                Duration::from_secs(1),
-            )
-            .await;
-    });
-    (socket, port, tx)
+    let (port, stop) = common::serve(&cfg_text, Some(&socket)).await;
+    (socket, port, stop)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

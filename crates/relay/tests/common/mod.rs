@@ -1,0 +1,46 @@
+//! Running a relay inside a test process, from a config file's text.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlfleet_relay::{Listener, Relay};
+
+/// A relay serving on a free TCP port on 127.0.0.1 (and on `unix` when
+/// given) until the returned sender is used or dropped.
+pub async fn serve(
+    config: &str,
+    unix: Option<&std::path::Path>,
+) -> (u16, tokio::sync::oneshot::Sender<()>) {
+    let f = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(f.path(), config).expect("write config");
+    let cfg = sqlfleet_relay::config::load(f.path()).expect("config");
+    let relay = Arc::new(Relay::new(cfg).await.expect("relay"));
+    let tcp = Listener::bind("127.0.0.1:0").await.expect("bind");
+    let port: u16 = tcp
+        .describe()
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("port");
+    let mut listeners = vec![tcp];
+    if let Some(path) = unix {
+        listeners.push(
+            Listener::bind(&format!("unix:{}", path.display()))
+                .await
+                .expect("bind unix"),
+        );
+    }
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        relay
+            .serve(
+                listeners,
+                async {
+                    let _ = rx.await;
+                },
+                Duration::from_secs(1),
+            )
+            .await;
+    });
+    (port, tx)
+}
