@@ -97,7 +97,34 @@ fn five_thousand_clients_over_a_hundred_backend_connections() {
         }
         let logged_in = t0.elapsed();
         assert_eq!(relay.metric("sqlfleet_relay_clients_connected"), CLIENTS as f64);
-        // Now all of them run a transaction at once.
+        // Now all of them run a transaction at once, while a sampler reads
+        // the pool's open connections from the relay's metrics.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = std::thread::spawn({
+            let stop = stop.clone();
+            let metrics_port = relay.metrics_port;
+            move || {
+                let mut max = 0.0f64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    use std::io::{Read, Write};
+                    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", metrics_port)) else {
+                        continue;
+                    };
+                    let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n");
+                    let mut page = String::new();
+                    let _ = s.read_to_string(&mut page);
+                    for l in page.lines() {
+                        if l.starts_with("sqlfleet_relay_backend_connections{") {
+                            if let Some(v) = l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()) {
+                                max = max.max(v);
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                max
+            }
+        });
         let t1 = Instant::now();
         let mut work = tokio::task::JoinSet::new();
         for (i, mut c) in conns {
@@ -123,6 +150,8 @@ fn five_thousand_clients_over_a_hundred_backend_connections() {
             }
         }
         let ran = t1.elapsed();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let pool_max_seen = sampler.join().expect("sampler");
         assert!(errors.is_empty(), "{} errors, first: {:?}", errors.len(), errors.first());
         let n: i64 = direct
             .query_first(format!("SELECT COUNT(*) FROM `{db}`.s"))
@@ -135,6 +164,12 @@ fn five_thousand_clients_over_a_hundred_backend_connections() {
             .await
             .expect("status")
             .expect("row");
+        // ...and the pool itself never held more than its --pool-max 90.
+        assert!(pool_max_seen > 0.0, "the sampler saw the pool");
+        assert!(
+            pool_max_seen <= 90.0,
+            "the pool opened {pool_max_seen} backend connections with --pool-max 90"
+        );
         assert!(max_used.1 <= 100, "server saw {} connections", max_used.1);
         eprintln!(
             "{CLIENTS} clients: logged in in {logged_in:?}, transactions in {ran:?}; server max used connections {}",

@@ -18,8 +18,11 @@ async fn connect(relay: &Relay, db: Option<&str>) -> mysql_async::Conn {
         .expect("connect via relay")
 }
 
+/// The server thread of the backend connection a statement ran on, read
+/// without asking CONNECTION_ID() (which pins the client to keep its
+/// answer true).
 async fn conn_id(c: &mut mysql_async::Conn) -> u64 {
-    c.query_first("SELECT CONNECTION_ID()")
+    c.query_first("SELECT @@pseudo_thread_id")
         .await
         .expect("id")
         .expect("row")
@@ -44,7 +47,7 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
         b.query_drop("BEGIN").await.expect("begin");
         let (bx, mode, tz, bdb): (u64, String, String, Option<String>) = b
             .query_first(
-                "SELECT CONNECTION_ID(), @@session.sql_mode, @@session.time_zone, DATABASE()",
+                "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
             )
             .await
             .expect("b")
@@ -56,7 +59,7 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
         // A runs on another connection, with its settings and database replayed.
         let (ay, mode, tz, adb): (u64, String, String, Option<String>) = a
             .query_first(
-                "SELECT CONNECTION_ID(), @@session.sql_mode, @@session.time_zone, DATABASE()",
+                "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
             )
             .await
             .expect("a")
@@ -217,7 +220,7 @@ fn prepared_statements_move_between_backend_connections() {
             .await
             .expect("create");
         let stmt = a
-            .prep("SELECT ? + 1, CONNECTION_ID()")
+            .prep("SELECT ? + 1, @@pseudo_thread_id")
             .await
             .expect("prepare");
         let (v, x): (i64, u64) = a.exec_first(&stmt, (1,)).await.expect("exec").expect("row");
@@ -353,4 +356,48 @@ fn multiple_results_local_infile_and_cli_round_trip() {
         common::stdout(&o).split_whitespace().collect::<Vec<_>>(),
         vec!["5000", "4999", "after"]
     );
+}
+
+/// Asking CONNECTION_ID() keeps the answer true: the client stays on that
+/// backend connection, and KILL with that id reaches it.
+#[test]
+fn connection_id_pins_and_names_the_client_for_kill() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let id: u64 = a
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .expect("id")
+            .expect("row");
+        // Another client cannot take A's connection now.
+        let mut b = connect(&relay, None).await;
+        for _ in 0..5 {
+            assert_ne!(conn_id(&mut b).await, id);
+            assert_eq!(conn_id(&mut a).await, id);
+        }
+        // KILL QUERY with that id stops A's statement, not someone else's.
+        let sleeper = tokio::spawn(async move {
+            let r: Result<Option<i64>, _> = a.query_first("SELECT SLEEP(30)").await;
+            (r, a)
+        });
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        b.query_drop(format!("KILL QUERY {id}"))
+            .await
+            .expect("kill");
+        let (r, _a) = tokio::time::timeout(Duration::from_secs(10), sleeper)
+            .await
+            .expect("A's statement stopped")
+            .expect("task");
+        // Interrupted: SLEEP returns 1 or the statement fails with 1317.
+        match r {
+            Ok(v) => assert_eq!(v, Some(1)),
+            Err(e) => assert!(e.to_string().contains("1317"), "{e}"),
+        }
+        // An id that names no client is refused, not passed to the server.
+        let e = b.query_drop("KILL QUERY 1").await.expect_err("unknown id");
+        assert!(e.to_string().contains("1094"), "{e}");
+    });
 }

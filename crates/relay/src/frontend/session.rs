@@ -679,7 +679,11 @@ impl Session {
             }
             c.io.write_packet(0, payload).await
         };
+        // From here until the reply ends, KILL from another client reaches
+        // this statement.
+        self.handle.running(Some((c.backend, c.thread_id)));
         if let Err(e) = sent.await {
+            self.handle.running(None);
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
@@ -691,6 +695,7 @@ impl Session {
             tokio::select! {
                 r = c.io.readable() => {
                     if let Err(e) = r {
+                        self.handle.running(None);
                         self.ctx.pool.discard(c);
                         return Err(Fail::Lost(e.to_string()));
                     }
@@ -698,6 +703,7 @@ impl Session {
                 }
                 r = self.io.read_more(), if pipelined < (1 << 20) => {
                     if r.is_err() {
+                        self.handle.running(None);
                         self.kill_backend_query(c.backend, c.thread_id).await;
                         self.ctx.pool.discard(c);
                         return Err(Fail::Close);
@@ -709,7 +715,6 @@ impl Session {
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
             .tracking(layout, self.caps & SESSION_TRACK == 0);
         t.rewrite_id = rewrite_id;
-        self.handle.running(Some((c.backend, c.thread_id)));
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
         match forwarded {
