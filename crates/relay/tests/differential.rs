@@ -38,7 +38,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..34) {
+        let s: Vec<Step> = match rng.gen_range(0..36) {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -78,6 +78,11 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
                 Text("SELECT LAST_INSERT_ID(), @@identity".into()),
             ],
             32 => vec![Text("SELECT LAST_INSERT_ID()".into())],
+            33 => vec![
+                Text("SELECT v FROM t ORDER BY id LIMIT 2".into()),
+                Text("SELECT FOUND_ROWS(), ROW_COUNT()".into()),
+            ],
+            34 => vec![Text("SELECT FOUND_ROWS()".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);

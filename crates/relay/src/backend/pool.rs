@@ -42,6 +42,9 @@ pub struct BackendConn {
     pub tracking: bool,
     /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
     pub last_insert_id: u64,
+    /// The last statement on it left warnings or an error, which stay
+    /// until a statement that uses a table.
+    pub diagnostics_dirty: bool,
     created: Instant,
     idle_since: Instant,
     _slot: Slot,
@@ -423,6 +426,7 @@ impl Pool {
                 Ok(BackendConn {
                     thread_id: l.hello.connection_id,
                     last_insert_id: 0,
+                    diagnostics_dirty: false,
                     tracking,
                     io: l.io,
                     shape,

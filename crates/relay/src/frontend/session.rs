@@ -125,9 +125,10 @@ struct Session {
     last_row_count: i64,
     /// LAST_INSERT_ID() as the client's session has it.
     last_insert_id: u64,
-    /// The connection is kept because the previous statement's row count
-    /// is positive and may be asked for.
-    row_count_hold: bool,
+    /// FOUND_ROWS() after the client's last SELECT.
+    last_found_rows: u64,
+    /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
+    found_rows_calc: bool,
     /// The previous statement kept the connection for this one (LAST_INSERT_ID() and the like).
     kept_for_this: bool,
 }
@@ -163,7 +164,8 @@ where
         explained: true,
         last_row_count: -1,
         last_insert_id: 0,
-        row_count_hold: false,
+        last_found_rows: 0,
+        found_rows_calc: false,
         kept_for_this: false,
         mode: ctx.cfg.mode,
         shape: Shape {
@@ -415,6 +417,11 @@ impl Session {
         for p in &fx.pins {
             self.pin(*p);
         }
+        let rewritten = match self.own_counts(&cmd[1..], &fx) {
+            std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
+            std::borrow::Cow::Borrowed(_) => None,
+        };
+        let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         self.carry_over(&fx).await?;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
@@ -429,7 +436,7 @@ impl Session {
         }
         let o = o?;
         self.after_write(fx.read, &o).await?;
-        self.keep_diagnostics(&o, fx.uses_tables);
+        self.keep_diagnostics(&o, &fx);
         self.after_text_effects(&fx, &o);
         Ok(())
     }
@@ -463,12 +470,8 @@ impl Session {
             self.pins.remove(&Pin::SetTransaction);
         }
         self.set_tx_armed = self.pins.contains(&Pin::SetTransaction);
-        let next = if o.insert_id != 0 {
-            Some(Pin::LastInsertId)
-        } else {
-            fx.pin_next
-        };
-        if let Some(p) = next {
+        // (LAST_INSERT_ID() needs no pin: the id travels with the replay.)
+        if let Some(p) = fx.pin_next {
             if self.mode == Mode::Transaction {
                 self.ctx.metrics.pin(p);
             }
@@ -479,39 +482,65 @@ impl Session {
     /// Keeps the connection while the client's diagnostics live on it:
     /// warnings and errors stay until a statement that uses a table (or
     /// raises new ones), so SHOW WARNINGS, GET DIAGNOSTICS and
-    /// @@warning_count must run where they were left; a positive row count
-    /// is kept for the next statement (ROW_COUNT()).
-    fn keep_diagnostics(&mut self, o: &Outcome, uses_tables: bool) {
+    /// @@warning_count must run where they were left. The row count and
+    /// found rows are remembered instead (see `own_counts`), so no
+    /// connection is held through a client's think time for them.
+    fn keep_diagnostics(&mut self, o: &Outcome, fx: &Effects) {
+        let uses_tables = fx.uses_tables;
         self.last_row_count = if o.result_sets > 0 || o.error.is_some() {
             -1
         } else {
             o.affected as i64
         };
-        if o.error.is_some() || o.warnings > 0 {
+        let dirty = o.error.is_some() || o.warnings > 0;
+        if dirty {
             self.pin(Pin::Diagnostics);
         } else if uses_tables {
             self.pins.remove(&Pin::Diagnostics);
         }
-        // Held for ROW_COUNT() in the next statement only; a statement
-        // that does not ask gives the connection up first (see
-        // `drop_diagnostics_hold`), so this costs no multiplexing.
-        self.row_count_hold = self.last_row_count > 0;
+        if let Some(c) = self.conn.as_mut() {
+            c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !uses_tables);
+        }
+        if fx.selects && o.result_sets > 0 && o.error.is_none() {
+            self.last_found_rows = o.rows;
+            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows);
+        }
     }
 
     /// Before a statement that does not read the previous one's
-    /// diagnostics: the row count kept for it no longer matters, nor do
-    /// warnings if the statement uses a table (which clears them on any
-    /// connection), so the connection kept for them goes back and routing
-    /// may choose again.
+    /// diagnostics and uses a table (which clears warnings on any
+    /// connection): the connection kept for the warnings goes back and
+    /// routing may choose again.
     fn drop_diagnostics_hold(&mut self, fx: &Effects) {
-        if fx.reads_diagnostics {
+        if fx.reads_diagnostics || !fx.uses_tables {
             return;
         }
-        let held = std::mem::take(&mut self.row_count_hold)
-            || (fx.uses_tables && self.pins.remove(&Pin::Diagnostics));
-        if held && !self.kept_for_this {
+        if self.pins.remove(&Pin::Diagnostics) && !self.kept_for_this {
             self.release_if_free();
         }
+    }
+
+    /// A statement that asks ROW_COUNT() or FOUND_ROWS() gets the client's
+    /// own values written in: the relay knows them from the replies, while
+    /// the connection may have run other clients' statements (or the
+    /// relay's own) since. FOUND_ROWS() after SQL_CALC_FOUND_ROWS is the
+    /// server's (the connection is kept for it); a text of several
+    /// statements is sent as it is.
+    fn own_counts<'q>(&self, sql: &'q [u8], fx: &Effects) -> std::borrow::Cow<'q, [u8]> {
+        if !fx.reads_diagnostics || fx.statements != 1 {
+            return std::borrow::Cow::Borrowed(sql);
+        }
+        let mut out = std::borrow::Cow::Borrowed(sql);
+        if let Some(v) = sql::substitute_call(&out, "ROW_COUNT", self.last_row_count) {
+            out = std::borrow::Cow::Owned(v);
+        }
+        if !self.found_rows_calc {
+            let found = i64::try_from(self.last_found_rows).unwrap_or(i64::MAX);
+            if let Some(v) = sql::substitute_call(&out, "FOUND_ROWS", found) {
+                out = std::borrow::Cow::Owned(v);
+            }
+        }
+        out
     }
 
     /// On a connection the client's previous statement did not run on,
@@ -519,19 +548,24 @@ impl Session {
     /// statement left nothing to report, else the connection would still
     /// be held).
     async fn carry_over(&mut self, fx: &Effects) -> Result<(), Fail> {
-        if self.conn.is_some() || !fx.reads_diagnostics {
+        // Same connection as the previous statement, or a statement that
+        // clears diagnostics itself (it uses a table): nothing to do.
+        if self.conn.is_some() || (fx.uses_tables && !fx.reads_diagnostics) {
             return Ok(());
         }
         self.before_replica_read().await?;
-
-        if fx.reads_diagnostics {
+        self.ensure_conn().await?;
+        // What the previous user of the connection left must not show.
+        let dirty = self.conn.as_ref().is_some_and(|c| c.diagnostics_dirty);
+        if fx.reads_diagnostics || dirty {
             self.clear_diagnostics().await?;
         }
         Ok(())
     }
 
     /// On a connection the client's previous statement did not run on:
-    /// empty diagnostics and the row count that statement left.
+    /// empty diagnostics, and the row count that statement left where it
+    /// is one a statement reproduces (-1 after a query, 0 after others).
     async fn clear_diagnostics(&mut self) -> Result<(), Fail> {
         let row_count = self.last_row_count;
         let c = self.ensure_conn().await?;
@@ -544,6 +578,7 @@ impl Session {
         if row_count == 0 {
             command::simple(c, b"\x03DO 0").await.map_err(lost)?;
         }
+        c.diagnostics_dirty = false;
         Ok(())
     }
 
@@ -807,7 +842,6 @@ impl Session {
             && !self.in_trans
             && self.pins.is_empty()
             && self.pin_next.is_none()
-            && !self.row_count_hold
         {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.put(c);

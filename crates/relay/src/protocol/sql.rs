@@ -337,6 +337,10 @@ pub struct Effects {
     /// Reads the session's last insert id (LAST_INSERT_ID() without an
     /// argument, @@identity, @@last_insert_id).
     pub reads_insert_id: bool,
+    /// The last statement is a SELECT (which sets FOUND_ROWS()).
+    pub selects: bool,
+    /// How many `;`-separated statements the text holds.
+    pub statements: usize,
     /// The last statement reads or writes a table, which (on MariaDB and
     /// MySQL) clears the warnings and errors left by earlier statements.
     pub uses_tables: bool,
@@ -401,7 +405,14 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         .split(|(t, _)| *t == Tok::Punct(b';'))
         .filter(|s| !s.is_empty())
         .collect();
+    fx.statements = stmts.len();
     fx.uses_tables = stmts.last().is_some_and(|t| uses_tables(t));
+    fx.selects = stmts.last().is_some_and(|t| {
+        matches!(
+            word(t.iter().find(|(k, _)| *k != Tok::Punct(b'('))),
+            Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
+        )
+    });
     fx.settings_only = !stmts.is_empty()
         && stmts
             .iter()
@@ -1037,6 +1048,54 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         }
         _ => {}
     }
+}
+
+/// The statement with every call `NAME()` (no arguments) replaced by
+/// `value`; where the call is a whole select-list item without an alias,
+/// it keeps its column name (`value AS `NAME()``, as written). `None`
+/// when the statement has no such call.
+pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
+    let lexed = lex(sql);
+    let t = &lexed.toks;
+    let mut out = Vec::with_capacity(sql.len() + 16);
+    let mut at = 0;
+    let mut found = false;
+    let mut i = 0;
+    while i + 2 < t.len() {
+        let is_call = matches!(&t[i].0, Tok::Word(w) if w == name)
+            && t[i + 1].0 == Tok::Punct(b'(')
+            && t[i + 2].0 == Tok::Punct(b')');
+        if !is_call {
+            i += 1;
+            continue;
+        }
+        found = true;
+        let start = t[i].1.start;
+        let end = t[i + 2].1.end;
+        let item_start = i > 0
+            && (matches!(&t[i - 1].0, Tok::Word(w) if w == "SELECT")
+                || t[i - 1].0 == Tok::Punct(b','));
+        let item_end = match t.get(i + 3) {
+            None => true,
+            Some((Tok::Punct(b','), _)) | Some((Tok::Punct(b';'), _)) => true,
+            Some((Tok::Word(w), _)) => w == "FROM" || w == "INTO",
+            _ => false,
+        };
+        out.extend_from_slice(&sql[at..start]);
+        out.extend_from_slice(value.to_string().as_bytes());
+        if item_start && item_end {
+            out.extend_from_slice(b" AS `");
+            out.extend_from_slice(&sql[start..end]);
+            out.push(b'`');
+        }
+        at = end;
+        i += 3;
+    }
+    if !found {
+        return None;
+    }
+    out.extend_from_slice(&sql[at..]);
+    Some(out)
 }
 
 /// Whether a statement names a table (conservatively: DML, or a FROM

@@ -173,3 +173,28 @@ fn what_the_tracker_cannot_say() {
         Some("x")
     );
 }
+
+#[test]
+fn a_call_becomes_its_value_and_keeps_its_column_name() {
+    let s = |q: &str, v| {
+        substitute_call(q.as_bytes(), "ROW_COUNT", v).map(|b| String::from_utf8(b).expect("utf8"))
+    };
+    assert_eq!(
+        s("SELECT ROW_COUNT()", 3).as_deref(),
+        Some("SELECT 3 AS `ROW_COUNT()`")
+    );
+    assert_eq!(
+        s("select row_count()", 3).as_deref(),
+        Some("select 3 AS `row_count()`")
+    );
+    assert_eq!(
+        s("SELECT ROW_COUNT() AS rc", 3).as_deref(),
+        Some("SELECT 3 AS rc")
+    );
+    assert_eq!(
+        s("SELECT a, ROW_COUNT() FROM t WHERE ROW_COUNT() > 1", 2).as_deref(),
+        Some("SELECT a, 2 AS `ROW_COUNT()` FROM t WHERE 2 > 1")
+    );
+    assert_eq!(s("SELECT 'ROW_COUNT()'", 2), None);
+    assert_eq!(s("SELECT 1", 2), None);
+}
