@@ -203,7 +203,12 @@ fn last_insert_id_and_found_rows_read_after_the_write() {
             .expect("fr")
             .expect("row");
         assert_eq!(n, 40);
-        assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"last_insert_id\"}") >= 20.0);
+        // Right without holding A's connection for it: the id travels with
+        // A's session state to whichever connection runs A's next statement.
+        assert_eq!(
+            relay.metric("sqlfleet_relay_pins_total{reason=\"last_insert_id\"}"),
+            0.0
+        );
     });
 }
 
