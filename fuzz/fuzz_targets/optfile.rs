@@ -1,4 +1,5 @@
-//! Option files and DSNs from outside must never panic the parser.
+//! Option files, DSNs and server addresses from outside must never panic
+//! their parsers.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
@@ -7,5 +8,6 @@ fuzz_target!(|data: &[u8]| {
         let mut f = sqlfleet_conn::optfile::OptionFiles::default();
         let _ = f.parse_str(s, std::path::Path::new("fuzz.cnf"));
         let _ = sqlfleet_conn::Dsn::parse(s);
+        let _ = sqlfleet_conn::addr::parse_address(s, 3306);
     }
 });

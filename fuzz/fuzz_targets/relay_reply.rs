@@ -1,8 +1,10 @@
-//! The relay follows backend replies packet by packet and reads client
-//! statements and execute packets: none of it may panic on any bytes.
+//! The relay follows backend replies packet by packet (OK packets whole,
+//! with their session-tracker data), reads client statements and execute
+//! packets, and rewrites ROW_COUNT()/FOUND_ROWS() calls: none of it may
+//! panic on any bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_relay::response::{Expect, Tracker};
+use sqlfleet_relay::protocol::reply::{Expect, Tracker};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, rest)) = data.split_first() else {
@@ -16,7 +18,7 @@ fuzz_target!(|data: &[u8]| {
         _ => Expect::Rows,
     };
     // The rest is a stream of packets: 1-byte length, then the payload.
-    let mut t = Tracker::new(expect, kind & 0x80 != 0);
+    let mut t = Tracker::new(expect, kind & 0x80 != 0).tracking(kind & 0x40 != 0, kind & 0x20 != 0);
     let mut i = 0;
     while i < rest.len() {
         let n = rest[i] as usize;
@@ -27,18 +29,21 @@ fuzz_target!(|data: &[u8]| {
         }
         i += 1 + n;
     }
-    let _ = sqlfleet_relay::sql::analyze(rest);
-    let mut c = sqlfleet_relay::stmt::ClientStmt {
+    let _ = sqlfleet_relay::protocol::sql::analyze(rest);
+    let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, "ROW_COUNT", 3);
+    let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);
+    let _ = sqlfleet_relay::protocol::track::strip(rest);
+    let mut c = sqlfleet_relay::protocol::stmt::ClientStmt {
         sql: std::sync::Arc::from(&b"SELECT ?"[..]),
         db: None,
         params: u16::from(kind % 20),
         columns: 0,
         types: None,
-        read: false,
+        fx: Default::default(),
     };
-    let mut b = sqlfleet_relay::stmt::BackendStmts::default();
+    let mut b = sqlfleet_relay::protocol::stmt::BackendStmts::default();
     b.insert(c.key(), 1, 4);
     if let Some(bs) = b.get_mut(&c.key()) {
-        let _ = sqlfleet_relay::stmt::rewrite_execute(rest, c.params, &mut c, bs);
+        let _ = sqlfleet_relay::protocol::stmt::rewrite_execute(rest, c.params, &mut c, bs);
     }
 });
