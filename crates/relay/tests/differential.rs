@@ -318,3 +318,43 @@ async fn a_client_gone_mid_statement_has_its_statement_stopped() {
     }
     let _ = stop.send(());
 }
+
+/// A global set through the relay reaches every client that connects
+/// afterwards, as it would on new direct connections: pooled connections
+/// whose session defaults predate it are reset first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_set_through_the_relay_reaches_later_clients() {
+    let srv = server();
+    let (port, stop) = start_relay(srv, "transaction").await;
+    let (db, _) = srv.fresh_db("globals").await;
+    let opts = client_opts(port, "app", "app-pw", &db).await;
+    let read = |opts: mysql_async::Opts| async move {
+        let mut c = mysql_async::Conn::new(opts).await.expect("connect");
+        let v: Option<u64> = c
+            .query_first("SELECT @@session.div_precision_increment")
+            .await
+            .expect("read");
+        let _ = c.disconnect().await;
+        v
+    };
+    // Pooled connections exist with the old default.
+    let before = read(opts.clone()).await;
+    let mut a = mysql_async::Conn::new(opts.clone()).await.expect("connect");
+    a.query_drop("SET GLOBAL div_precision_increment = 9")
+        .await
+        .expect("set global");
+    let after = read(opts.clone()).await;
+    a.query_drop(format!(
+        "SET GLOBAL div_precision_increment = {}",
+        before.unwrap_or(4)
+    ))
+    .await
+    .expect("restore");
+    let _ = a.disconnect().await;
+    assert_eq!(
+        after,
+        Some(9),
+        "a new client sees the new global (was {before:?})"
+    );
+    let _ = stop.send(());
+}

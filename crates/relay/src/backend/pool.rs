@@ -45,6 +45,9 @@ pub struct BackendConn {
     /// The last statement on it left warnings or an error, which stay
     /// until a statement that uses a table.
     pub diagnostics_dirty: bool,
+    /// The pool's global-settings epoch when this session was last reset
+    /// (or opened): its session defaults are the globals of that time.
+    epoch: u64,
     created: Instant,
     idle_since: Instant,
     _slot: Slot,
@@ -156,6 +159,8 @@ impl LeaseError {
 
 pub struct Pool {
     cfg: Arc<RelayConfig>,
+    /// Bumped when a client sets a global variable.
+    epoch: std::sync::atomic::AtomicU64,
     turn: AtomicUsize,
     pub health: Arc<crate::backend::health::Health>,
     dialer: Dialer,
@@ -177,6 +182,12 @@ fn fit(c: &BackendConn, shape: Shape, db: &Option<String>, settings: &[Setting])
 }
 
 impl Pool {
+    /// A client set a global variable: connections whose session defaults
+    /// predate it are reset (to the new globals) before their next client.
+    pub fn globals_changed(&self) {
+        self.epoch.fetch_add(1, Relaxed);
+    }
+
     /// The dial path every backend connection uses.
     pub fn dialer(&self) -> &Dialer {
         &self.dialer
@@ -202,6 +213,7 @@ impl Pool {
             .collect();
         Arc::new(Pool {
             turn: AtomicUsize::new(0),
+            epoch: std::sync::atomic::AtomicU64::new(0),
             health: Arc::new(crate::backend::health::Health::new(cfg.backends.len())),
             dialer,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
@@ -378,6 +390,15 @@ impl Pool {
                     if c.idle_since.elapsed() >= s.check_after && ping(&mut *c).await.is_err() {
                         continue; // dead: dropped, try again
                     }
+                    let epoch = self.epoch.load(Relaxed);
+                    if c.epoch < epoch {
+                        // Its session defaults are globals since changed.
+                        self.metrics.resets.fetch_add(1, Relaxed);
+                        if c.reset().await.is_err() {
+                            continue;
+                        }
+                        c.epoch = epoch;
+                    }
                     break Ok(*c);
                 }
                 Next::Open(slot) => break self.open(backend, shape, slot).await,
@@ -427,6 +448,7 @@ impl Pool {
                     thread_id: l.hello.connection_id,
                     last_insert_id: 0,
                     diagnostics_dirty: false,
+                    epoch: self.epoch.load(Relaxed),
                     tracking,
                     io: l.io,
                     shape,
@@ -480,7 +502,9 @@ impl Pool {
         let pool = self.clone();
         tokio::spawn(async move {
             pool.metrics.resets.fetch_add(1, Relaxed);
+            let epoch = pool.epoch.load(Relaxed);
             if c.reset().await.is_ok() {
+                c.epoch = epoch;
                 pool.put(c);
             } else {
                 pool.discard(c);

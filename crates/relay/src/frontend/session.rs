@@ -435,6 +435,9 @@ impl Session {
             );
         }
         let o = o?;
+        if fx.sets_global && o.error.is_none() {
+            self.ctx.pool.globals_changed();
+        }
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, &fx);
         self.after_text_effects(&fx, &o);

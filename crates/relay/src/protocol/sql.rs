@@ -341,6 +341,9 @@ pub struct Effects {
     pub selects: bool,
     /// How many `;`-separated statements the text holds.
     pub statements: usize,
+    /// Sets a global variable: connections the pool reset before it hold
+    /// the old value as their session default.
+    pub sets_global: bool,
     /// The last statement reads or writes a table, which (on MariaDB and
     /// MySQL) clears the warnings and errors left by earlier statements.
     pub uses_tables: bool,
@@ -1158,6 +1161,7 @@ fn set(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         _ => {}
     }
     if scope_global {
+        fx.sets_global = true;
         return; // affects the server, not the session
     }
     if word(t.get(i)) == Some("TRANSACTION") {
@@ -1227,12 +1231,18 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
             Some((Tok::Word(v), _)) => (v.to_ascii_lowercase(), 2),
             _ => return fx.pins.push(Pin::SetExpression),
         },
-        Tok::Word(w) if w == "GLOBAL" => return,
+        Tok::Word(w) if w == "GLOBAL" => {
+            fx.sets_global = true;
+            return;
+        }
         Tok::Word(w) => (w.to_ascii_lowercase(), 1),
         Tok::Quoted(q) => (q.to_ascii_lowercase(), 1),
         Tok::SysVar(scope, v) => match scope.as_deref() {
             None | Some("session") | Some("local") => (v.clone(), 1),
-            Some(_) => return, // @@global.x
+            Some(_) => {
+                fx.sets_global = true; // @@global.x
+                return;
+            }
         },
         Tok::UserVar => return, // already pinned
         _ => return fx.pins.push(Pin::SetExpression),
