@@ -58,6 +58,9 @@ impl Relay {
         let greeting = frontend::auth::Greeting {
             version,
             collation: hello.as_ref().map_or(45, |h| h.collation),
+            ext: hello.as_ref().map_or(0, |h| {
+                h.ext & sqlfleet_wire::handshake::MARIADB_EXTENDED_METADATA
+            }),
             tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
             tls,
         };

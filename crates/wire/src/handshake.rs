@@ -60,6 +60,11 @@ pub const SESSION_SHAPE: u32 = FOUND_ROWS
     | SESSION_TRACK
     | DEPRECATE_EOF;
 
+/// MariaDB's extended capabilities (a second word of flags, sent in the
+/// greeting's and the login's filler when the CLIENT_MYSQL bit is clear):
+/// column definitions carry extended type info (e.g. format=json).
+pub const MARIADB_EXTENDED_METADATA: u32 = 1 << 3;
+
 pub const NATIVE: &str = "mysql_native_password";
 
 /// The server greeting (protocol 10) with a 20-byte nonce.
@@ -69,7 +74,14 @@ pub fn greeting(
     nonce: &[u8; 20],
     collation: u8,
 ) -> Vec<u8> {
-    greeting_with(server_version, connection_id, nonce, collation, SERVER_CAPS)
+    greeting_with(
+        server_version,
+        connection_id,
+        nonce,
+        collation,
+        SERVER_CAPS,
+        0,
+    )
 }
 
 /// The greeting with the given capabilities (e.g. SSL added).
@@ -79,7 +91,14 @@ pub fn greeting_with(
     nonce: &[u8; 20],
     collation: u8,
     caps: u32,
+    ext: u32,
 ) -> Vec<u8> {
+    // MariaDB's extended flags go in the filler, with CLIENT_MYSQL clear.
+    let caps = if ext != 0 {
+        caps & !LONG_PASSWORD
+    } else {
+        caps
+    };
     let mut p = vec![10];
     p.extend_from_slice(server_version.as_bytes());
     p.push(0);
@@ -91,7 +110,8 @@ pub fn greeting_with(
     p.extend_from_slice(&2u16.to_le_bytes()); // SERVER_STATUS_AUTOCOMMIT
     p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
     p.push(21);
-    p.extend_from_slice(&[0; 10]);
+    p.extend_from_slice(&[0; 6]);
+    p.extend_from_slice(&ext.to_le_bytes());
     p.extend_from_slice(&nonce[8..]);
     p.push(0);
     p.extend_from_slice(NATIVE.as_bytes());
@@ -103,6 +123,8 @@ pub fn greeting_with(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientHello {
     pub caps: u32,
+    /// MariaDB extended capabilities (0 from MySQL clients).
+    pub ext: u32,
     pub collation: u8,
     pub user: String,
     pub auth: Vec<u8>,
@@ -155,6 +177,11 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
         ));
     }
     let collation = p[8];
+    let ext = if caps & LONG_PASSWORD == 0 {
+        u32::from_le_bytes([p[28], p[29], p[30], p[31]])
+    } else {
+        0
+    };
     let mut i = 32;
     let user = String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned();
     let auth = if caps & PLUGIN_AUTH_LENENC != 0 {
@@ -192,6 +219,7 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
     };
     Ok(ClientHello {
         caps,
+        ext,
         collation,
         user,
         auth,
@@ -243,6 +271,8 @@ pub struct ServerHello {
     pub caps: u32,
     /// The server's default collation id.
     pub collation: u8,
+    /// MariaDB extended capabilities (0 from MySQL servers).
+    pub ext: u32,
     pub nonce: Vec<u8>,
     pub plugin: String,
 }
@@ -272,6 +302,10 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
     caps |= (u16::from_le_bytes([hi[0], hi[1]]) as u32) << 16;
     i += 2;
     let data_len = *p.get(i).ok_or_else(bad)? as usize;
+    let ext = match p.get(i + 7..i + 11) {
+        Some(b) if caps & LONG_PASSWORD == 0 => u32::from_le_bytes([b[0], b[1], b[2], b[3]]),
+        _ => 0,
+    };
     i += 1 + 10;
     let part2 = data_len.saturating_sub(8).max(13);
     let rest = p.get(i..i + part2).ok_or_else(bad)?;
@@ -287,6 +321,7 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
         connection_id,
         caps,
         collation,
+        ext,
         nonce,
         plugin,
     })
@@ -305,7 +340,7 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     let hello = parse_server_hello(&packet::read(s, 1 << 16).await?.payload)?;
     let caps = client_caps(&hello, shape, database.is_some(), false);
     respond(
-        s, &hello, 1, caps, user, password, collation, database, false,
+        s, &hello, 1, caps, 0, user, password, collation, database, false,
     )
     .await?;
     Ok(hello)
@@ -399,19 +434,27 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     hello: &ServerHello,
     seq: u8,
     caps: u32,
+    ext: u32,
     user: &str,
     password: &str,
     collation: u8,
     database: Option<&str>,
     secure: bool,
 ) -> Result<(), WireError> {
+    // MariaDB's extended flags go in the filler, with CLIENT_MYSQL clear.
+    let caps = if ext != 0 {
+        caps & !LONG_PASSWORD
+    } else {
+        caps
+    };
     let plugin = if hello.plugin == SHA2 { SHA2 } else { NATIVE };
     let token = token_for(plugin, &hello.nonce, password)?;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(1u32 << 30).to_le_bytes());
     p.push(collation);
-    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(&[0; 19]);
+    p.extend_from_slice(&ext.to_le_bytes());
     p.extend_from_slice(user.as_bytes());
     p.push(0);
     p.push(token.len() as u8);
@@ -497,6 +540,22 @@ mod tests {
         assert_eq!(h.nonce, vec![1; 20]);
         assert_eq!(h.plugin, NATIVE);
         assert_eq!(h.caps, SERVER_CAPS);
+        assert_eq!(h.ext, 0);
+        assert_eq!(h.collation, 45);
+        // With MariaDB's extended flags: CLIENT_MYSQL clear, flags in the filler.
+        let g = greeting_with(
+            "5.5.5-10.11.0-MariaDB",
+            7,
+            &[2; 20],
+            8,
+            SERVER_CAPS,
+            MARIADB_EXTENDED_METADATA,
+        );
+        let h = parse_server_hello(&g).expect("parses");
+        assert_eq!(h.ext, MARIADB_EXTENDED_METADATA);
+        assert_eq!(h.caps, SERVER_CAPS & !LONG_PASSWORD);
+        assert_eq!(h.collation, 8);
+        assert_eq!(h.nonce, vec![2; 20]);
     }
 
     #[test]

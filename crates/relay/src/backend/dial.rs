@@ -23,6 +23,8 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Shape {
     pub caps: u32,
     pub collation: u8,
+    /// MariaDB extended capabilities (extended column metadata).
+    pub ext: u32,
 }
 
 /// Dials and logs in to backends with the relay's account and TLS setting.
@@ -135,6 +137,7 @@ impl Dialer {
             &hello,
             seq,
             caps,
+            shape.ext & hello.ext,
             &self.user,
             &self.password,
             shape.collation,

@@ -107,6 +107,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         let shape = Shape {
             caps: 0,
             collation: 45,
+            ext: 0,
         };
         *conn = Some(dialer.login(b, shape).await.map_err(|e| e.to_string())?);
     }

@@ -25,6 +25,9 @@ pub struct Greeting {
     pub version: String,
     /// The backend's default collation (what a direct greeting carries).
     pub collation: u8,
+    /// MariaDB extended capabilities offered (those the backend has and
+    /// the relay passes through: extended column metadata).
+    pub ext: u32,
     pub tls: Option<Arc<tokio_rustls::TlsAcceptor>>,
     pub tls_required: bool,
 }
@@ -91,7 +94,7 @@ where
     packet::write(
         &mut raw,
         0,
-        &handshake::greeting_with(&g.version, id, &nonce, g.collation, caps),
+        &handshake::greeting_with(&g.version, id, &nonce, g.collation, caps, g.ext),
     )
     .await?;
     let first = packet::read(&mut raw, 1 << 16).await?;

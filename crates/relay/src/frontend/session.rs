@@ -171,6 +171,7 @@ where
         shape: Shape {
             caps: li.hello.caps & SESSION_SHAPE,
             collation: li.hello.collation,
+            ext: li.hello.ext & ctx.greeting.ext,
         },
         caps: li.hello.caps,
         nonce: li.nonce,
@@ -440,6 +441,7 @@ impl Session {
         }
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, &fx);
+        self.capture_found_rows().await?;
         self.after_text_effects(&fx, &o);
         Ok(())
     }
@@ -506,8 +508,28 @@ impl Session {
         }
         if fx.selects && o.result_sets > 0 && o.error.is_none() {
             self.last_found_rows = o.rows;
-            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows);
+            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
         }
+    }
+
+    /// After SQL_CALC_FOUND_ROWS or a LIMIT with an offset only the server
+    /// knows the count: ask for it at once, on the same connection, so that the client's later
+    /// FOUND_ROWS() is answered with it wherever it runs.
+    async fn capture_found_rows(&mut self) -> Result<(), Fail> {
+        if !self.found_rows_calc {
+            return Ok(());
+        }
+        let Some(c) = self.conn.as_mut() else {
+            return Ok(());
+        };
+        let v = command::query_value(c, "SELECT FOUND_ROWS()")
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        if let Some(n) = v.and_then(|v| v.parse().ok()) {
+            self.last_found_rows = n;
+            self.found_rows_calc = false;
+        }
+        Ok(())
     }
 
     /// Before a statement that does not read the previous one's

@@ -341,6 +341,9 @@ pub struct Effects {
     pub selects: bool,
     /// How many `;`-separated statements the text holds.
     pub statements: usize,
+    /// The last statement has LIMIT with an offset (FOUND_ROWS() then
+    /// counts the skipped rows too: only the server knows it).
+    pub limit_offset: bool,
     /// Sets a global variable: connections the pool reset before it hold
     /// the old value as their session default.
     pub sets_global: bool,
@@ -409,6 +412,15 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         .filter(|s| !s.is_empty())
         .collect();
     fx.statements = stmts.len();
+    fx.limit_offset = stmts.last().is_some_and(|t| {
+        t.iter().enumerate().any(|(i, (k, _))| match k {
+            Tok::Word(w) if w == "OFFSET" => true,
+            Tok::Word(w) if w == "LIMIT" => {
+                t.get(i + 2).is_some_and(|(k, _)| *k == Tok::Punct(b','))
+            }
+            _ => false,
+        })
+    });
     fx.uses_tables = stmts.last().is_some_and(|t| uses_tables(t));
     fx.selects = stmts.last().is_some_and(|t| {
         matches!(
@@ -1053,10 +1065,11 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     }
 }
 
-/// The statement with every call `NAME()` (no arguments) replaced by
-/// `value`; where the call is a whole select-list item without an alias,
-/// it keeps its column name (`value AS `NAME()``, as written). `None`
-/// when the statement has no such call.
+/// The statement with every call `NAME()` (no arguments) answering
+/// `value` (`COALESCE(value, NAME())`, so the column keeps the call's type);
+/// where the call is a whole select-list item without an alias, it keeps
+/// its column name (`... AS `NAME()``, as written). `None` when the
+/// statement has no such call.
 pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
     let lexed = lex(sql);
     let t = &lexed.toks;
@@ -1085,7 +1098,11 @@ pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
             _ => false,
         };
         out.extend_from_slice(&sql[at..start]);
-        out.extend_from_slice(value.to_string().as_bytes());
+        // COALESCE(value, call) keeps the call's type and length in the
+        // column definition (a bare literal would be a shorter INT).
+        out.extend_from_slice(format!("COALESCE({value}, ").as_bytes());
+        out.extend_from_slice(&sql[start..end]);
+        out.push(b')');
         if item_start && item_end {
             out.extend_from_slice(b" AS `");
             out.extend_from_slice(&sql[start..end]);

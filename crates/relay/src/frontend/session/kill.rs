@@ -22,6 +22,7 @@ impl Session {
         let shape = Shape {
             caps: 0,
             collation: self.shape.collation,
+            ext: 0,
         };
         if let Ok(mut c) = self.ctx.pool.dialer().login(backend, shape).await {
             let q = format!("\x03KILL QUERY {thread}");

@@ -148,6 +148,7 @@ impl Session {
         };
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, &fx);
+        self.capture_found_rows().await?;
         self.after_text_effects(&fx, &o);
         self.long_data.remove(&cid);
         if cursor && o.error.is_none() {
