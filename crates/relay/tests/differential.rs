@@ -290,17 +290,7 @@ async fn a_client_gone_mid_statement_has_its_statement_stopped() {
         .args(["-e", "SELECT SLEEP(60) AS gone_marker"])
         .spawn()
         .expect("the mariadb client");
-    let running = || async {
-        let mut c = srv.connect().await;
-        let n: Option<u64> = c
-            .query_first(
-                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-                 WHERE INFO LIKE '%gone_marker%' AND INFO NOT LIKE '%PROCESSLIST%'",
-            )
-            .await
-            .expect("processlist");
-        n.unwrap_or(0)
-    };
+    let running = || srv.running("gone_marker");
     let t0 = std::time::Instant::now();
     while running().await == 0 {
         assert!(t0.elapsed() < Duration::from_secs(20), "never started");

@@ -333,19 +333,7 @@ fn ctrl_c_kills_the_queries_in_flight_and_exits_130() {
         .spawn()
         .expect("run sqlfleet");
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    let running = |rt: &tokio::runtime::Runtime| -> u64 {
-        rt.block_on(async {
-            let mut c = srv.connect().await;
-            let n: Option<u64> = c
-                .query_first(
-                    "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-                     WHERE INFO LIKE '%ctrl_c_marker%' AND INFO NOT LIKE '%PROCESSLIST%'",
-                )
-                .await
-                .expect("processlist");
-            n.unwrap_or(0)
-        })
-    };
+    let running = |rt: &tokio::runtime::Runtime| rt.block_on(srv.running("ctrl_c_marker"));
     let t0 = Instant::now();
     while running(&rt) == 0 {
         assert!(

@@ -299,6 +299,22 @@ impl TestServer {
             .expect("the mariadb client (apt-get install mariadb-client)")
     }
 
+    /// How many statements whose text contains `marker` run on the primary
+    /// now (this probe itself not counted).
+    pub async fn running(&self, marker: &str) -> u64 {
+        let mut c = self.connect().await;
+        let n: Option<u64> = c
+            .exec_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE CONCAT('%', ?, '%') AND ID <> CONNECTION_ID()",
+                (marker,),
+            )
+            .await
+            .expect("processlist");
+        let _ = c.disconnect().await;
+        n.unwrap_or(0)
+    }
+
     /// A root connection to the primary.
     pub async fn connect(&self) -> mysql_async::Conn {
         self.target()
