@@ -25,8 +25,8 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; }
 start_relay() {  # $1 listen port, then relay flags
   local port=$1; shift
-  SQLFLEET_BACKEND_PASSWORD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$port" \
-    --backend-user root --users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
+  MYSQL_PWD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$port" \
+    --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
   PIDS+=($!)
   wait_port "$port"
 }

@@ -205,9 +205,8 @@ pub struct RelayConfig {
     pub backends: Vec<Backend>,
     pub backend_user: String,
     pub backend_password: String,
-    /// TLS towards backends: `Some(None)` encrypts without checking the
-    /// certificate, `Some(Some(ca))` checks it against `ca`.
-    pub backend_tls: Option<Option<PathBuf>>,
+    /// TLS towards backends.
+    pub backend_tls: BackendTls,
     pub mode: Mode,
     pub tls: Option<TlsFiles>,
     /// caching_sha2_password: always ask for the full password (over TLS)
@@ -237,9 +236,11 @@ impl std::fmt::Debug for RelayConfig {
 
 /// Parses `NAME:PASSWORD` into the stored form.
 pub fn parse_user(s: &str) -> Result<(String, Account), String> {
-    let (name, pw) = s.split_once(':').ok_or("--user takes NAME:PASSWORD")?;
+    let (name, pw) = s
+        .split_once(':')
+        .ok_or("--client-user takes NAME:PASSWORD")?;
     if name.is_empty() {
-        return Err("--user: empty user name".into());
+        return Err("--client-user: empty user name".into());
     }
     Ok((name.to_string(), Account::from_password(pw)))
 }
@@ -255,18 +256,37 @@ pub fn hash_lines(pw: &str) -> String {
     )
 }
 
-/// `disabled` | `required` | `verify` (with a CA file) into the config form.
-pub fn backend_tls(
-    mode: Option<&str>,
-    ca: Option<PathBuf>,
-) -> Result<Option<Option<PathBuf>>, String> {
+/// TLS towards backends, as the file's `backend.tls` (or quick mode's
+/// `--ssl-mode`) says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum BackendTls {
+    /// Plain.
+    #[default]
+    Disabled,
+    /// TLS over TCP when the server offers it, plain otherwise (and over a
+    /// Unix socket); the certificate is not checked.
+    Preferred,
+    /// TLS or no connection; the certificate is not checked.
+    Required,
+    /// TLS, the certificate chained to this CA and naming the backend host.
+    Verify(PathBuf),
+}
+
+/// `disabled` | `preferred` | `required` | `verify` (with a CA file) into
+/// the config form.
+pub fn backend_tls(mode: Option<&str>, ca: Option<PathBuf>) -> Result<BackendTls, String> {
     match (mode.unwrap_or("disabled"), ca) {
-        ("disabled", None) => Ok(None),
-        ("required", None) => Ok(Some(None)),
-        ("verify", Some(ca)) => Ok(Some(Some(ca))),
+        ("disabled", None) => Ok(BackendTls::Disabled),
+        ("preferred", None) => Ok(BackendTls::Preferred),
+        ("required", None) => Ok(BackendTls::Required),
+        ("verify", Some(ca)) => Ok(BackendTls::Verify(ca)),
         ("verify", None) => Err("verify needs a CA file (tls_ca)".into()),
-        ("disabled" | "required", Some(_)) => Err("a CA file is only used with verify".into()),
-        (other, _) => Err(format!("{other:?}: use disabled, required or verify")),
+        ("disabled" | "preferred" | "required", Some(_)) => {
+            Err("a CA file is only used with verify".into())
+        }
+        (other, _) => Err(format!(
+            "{other:?}: use disabled, preferred, required or verify"
+        )),
     }
 }
 

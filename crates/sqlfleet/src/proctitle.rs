@@ -39,16 +39,10 @@ pub fn secret_range(arg: &[u8], prev: Option<&[u8]>) -> Option<std::ops::Range<u
     if arg.starts_with(b"-p=") && arg.len() > 3 {
         return Some(3..arg.len());
     }
-    if let Some(rest) = arg.strip_prefix(b"--backend-password=") {
-        return (!rest.is_empty()).then(|| arg.len() - rest.len()..arg.len());
-    }
-    if prev == Some(b"--backend-password") && !arg.is_empty() {
-        return Some(0..arg.len());
-    }
-    // The relay's --user NAME:PASSWORD.
-    let user_value = match arg.strip_prefix(b"--user=") {
+    // The relay's --client-user NAME:PASSWORD.
+    let user_value = match arg.strip_prefix(b"--client-user=") {
         Some(rest) => Some((arg.len() - rest.len(), rest)),
-        None if prev == Some(b"--user") => Some((0, arg)),
+        None if prev == Some(b"--client-user") => Some((0, arg)),
         None => None,
     };
     if let Some((start, v)) = user_value {
@@ -132,13 +126,9 @@ mod tests {
         );
         assert_eq!(masked("mysql://u@h/db", Some("--dsn")), "mysql://u@h/db");
         assert_eq!(masked("--port=3306", None), "--port=3306");
-        assert_eq!(
-            masked("--backend-password=pw", None),
-            "--backend-password=xx"
-        );
-        assert_eq!(masked("pw", Some("--backend-password")), "xx");
-        assert_eq!(masked("--user=app:pw", None), "--user=app:xx");
-        assert_eq!(masked("app:pw", Some("--user")), "app:xx");
+        assert_eq!(masked("--client-user=app:pw", None), "--client-user=app:xx");
+        assert_eq!(masked("app:pw", Some("--client-user")), "app:xx");
         assert_eq!(masked("root", Some("--user")), "root");
+        assert_eq!(masked("a:b", Some("--user")), "a:b");
     }
 }

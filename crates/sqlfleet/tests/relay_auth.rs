@@ -334,16 +334,22 @@ fn tls_required_and_full_sha2_authentication() {
     });
 }
 
-/// A quick-mode relay in front of relay `backend` (as user relay), run
-/// for one `SELECT 1` by app; its result.
-fn select_through_chain(backend: u16, tls: bool) -> Result<i64, String> {
+/// A quick-mode relay in front of relay `backend` (as user relay, with
+/// this `--ssl-mode`), run for one `SELECT 1` by app; its result.
+fn select_through_chain(backend: u16, ssl_mode: &str) -> Result<i64, String> {
     let port = free_port();
     let mut relay = common::sqlfleet()
         .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--backend", &format!("127.0.0.1:{backend}")])
-        .args(["--backend-user", "relay", "--user", "app:app-pw"])
-        .args(["--backend-tls", if tls { "required" } else { "disabled" }])
-        .env("SQLFLEET_BACKEND_PASSWORD", "relay-pw")
+        .args([
+            "--no-defaults",
+            "-u",
+            "relay",
+            "--client-user",
+            "app:app-pw",
+        ])
+        .args(["--ssl-mode", ssl_mode])
+        .env("MYSQL_PWD", "relay-pw")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -362,9 +368,11 @@ fn a_relay_logs_in_to_its_backend_over_tls_with_caching_sha2() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let (_b, port_b) = sha2_tls_relay(dir.path(), srv, "relay", "relay-pw");
-    assert_eq!(select_through_chain(port_b, true), Ok(1));
+    assert_eq!(select_through_chain(port_b, "REQUIRED"), Ok(1));
+    // PREFERRED takes the TLS the backend offers, in the same handshake.
+    assert_eq!(select_through_chain(port_b, "PREFERRED"), Ok(1));
     // Without TLS the backend relay refuses the front relay's login: a clear error.
-    let e = select_through_chain(port_b, false).expect_err("backend login refused");
+    let e = select_through_chain(port_b, "DISABLED").expect_err("backend login refused");
     assert!(e.contains("3159") || e.contains("TLS"), "{e}");
 }
 
@@ -380,8 +388,10 @@ fn full_sha2_authentication_without_tls_uses_the_rsa_key_exchange() {
     );
     let cfg = write_config(dir.path(), srv, port, &users, "sha2_full_auth = true\n");
     let _relay = start_full(dir.path(), &cfg, port);
-    // A relay in front logs in to this one the same way.
-    assert_eq!(select_through_chain(port, false), Ok(1));
+    // A relay in front logs in to this one the same way; PREFERRED stays
+    // plain when the backend offers no TLS.
+    assert_eq!(select_through_chain(port, "DISABLED"), Ok(1));
+    assert_eq!(select_through_chain(port, "PREFERRED"), Ok(1));
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         // The driver asks for the relay's public key and sends the password encrypted.
@@ -405,8 +415,14 @@ fn quick_mode_flags_are_checked_like_the_file() {
     let quick = |extra: &[&str]| {
         common::sqlfleet()
             .args(["relay", "--check-config", "--listen", "127.0.0.1:0"])
-            .args(["--backend", "127.0.0.1:3306", "--backend-user", "relay"])
-            .args(["--user", "app:pw"])
+            .args([
+                "--backend",
+                "127.0.0.1:3306",
+                "--no-defaults",
+                "-u",
+                "relay",
+            ])
+            .args(["--client-user", "app:pw"])
             .args(extra)
             .output()
             .expect("run")

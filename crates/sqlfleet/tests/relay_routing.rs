@@ -348,3 +348,72 @@ fn a_named_replica_group_serves_only_what_rules_send_it() {
         );
     });
 }
+
+/// Quick mode reaches its backends as every command reaches a server:
+/// `--sandbox NAME` gives every server of the sandbox (the read/write split
+/// then finds the replicas by their health checks), and an option file
+/// alone (`--defaults-file`, no `--backend`) names the server and logs in.
+#[test]
+fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
+    let _one = serial();
+    let srv = replicated();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("bysandbox"));
+    let spawn = |args: &[&str]| {
+        let port = common::relay::free_port();
+        let child = common::sqlfleet()
+            .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--client-user", "app:app-pw", "--health-interval", "0.2"])
+            .args(args)
+            .env("SQLFLEET_HOME", srv.home())
+            .env_remove("MYSQL_PWD")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn relay");
+        common::relay::wait_listening(port);
+        common::relay::Relay {
+            child,
+            port,
+            metrics_port: 0,
+        }
+    };
+    let name = srv.sandbox.name().to_string();
+    let relay = spawn(&["--sandbox", &name, "--read-write-split"]);
+    rt.block_on(async {
+        let mut c = client(relay.port, &db).await;
+        // Health checks find the replicas; give them a moment.
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
+        assert!(
+            sel[1] + sel[2] >= 60,
+            "reads served by the sandbox's replicas: {sel:?}"
+        );
+        let ids: Vec<i64> = {
+            let mut v = Vec::new();
+            for _ in 0..3 {
+                c.query_drop("BEGIN").await.expect("begin");
+                let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
+                c.query_drop("COMMIT").await.expect("commit");
+                v.push(id.expect("a value"));
+            }
+            v
+        };
+        let primary = srv.sandbox.meta.primary().server_id as i64;
+        assert!(
+            ids.iter().all(|&i| i == primary),
+            "transactions on the primary ({primary}): {ids:?}"
+        );
+    });
+    drop(relay);
+
+    let relay = spawn(&[
+        "--defaults-file",
+        &srv.defaults_file().display().to_string(),
+    ]);
+    rt.block_on(async {
+        let mut c = client(relay.port, &db).await;
+        let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
+        assert_eq!(id, Some(srv.sandbox.meta.primary().server_id as i64));
+    });
+}

@@ -11,7 +11,7 @@ use sqlfleet_wire::packet::WireError;
 use tokio::net::TcpStream;
 
 use crate::backend::command::Link;
-use crate::config::{Backend, RelayConfig};
+use crate::config::{Backend, BackendTls, RelayConfig};
 use crate::protocol::io::{AnyStream, PacketIo};
 
 /// How long a dial and login may take.
@@ -33,6 +33,8 @@ pub struct Dialer {
     user: String,
     password: String,
     tls: Option<tokio_rustls::TlsConnector>,
+    /// TLS only when the server offers it over TCP (`preferred`).
+    tls_optional: bool,
 }
 
 /// A logged-in backend connection, before the pool takes it.
@@ -67,13 +69,15 @@ async fn socket(b: &Backend) -> std::io::Result<AnyStream> {
 impl Dialer {
     pub fn new(cfg: &RelayConfig) -> Result<Dialer, String> {
         let tls = match &cfg.backend_tls {
-            Some(ca) => Some(crate::tls::tls_connector(ca.as_deref())?),
-            None => None,
+            BackendTls::Disabled => None,
+            BackendTls::Preferred | BackendTls::Required => Some(crate::tls::tls_connector(None)?),
+            BackendTls::Verify(ca) => Some(crate::tls::tls_connector(Some(ca))?),
         };
         Ok(Dialer {
             user: cfg.backend_user.clone(),
             password: cfg.backend_password.clone(),
             tls,
+            tls_optional: cfg.backend_tls == BackendTls::Preferred,
         })
     }
 
@@ -107,8 +111,13 @@ impl Dialer {
         // server says changed (see track_sessions) and strips it for
         // clients that did not ask.
         let want = shape.caps | handshake::SESSION_TRACK;
-        let caps = handshake::client_caps(&hello, want, false, self.tls.is_some());
-        let (mut stream, seq) = match &self.tls {
+        // `preferred`: TLS in this same handshake when the server offers it
+        // over TCP, plain otherwise (as the mysql client's PREFERRED).
+        let tls = self.tls.as_ref().filter(|_| {
+            !self.tls_optional || (b.socket.is_none() && hello.caps & handshake::SSL != 0)
+        });
+        let caps = handshake::client_caps(&hello, want, false, tls.is_some());
+        let (mut stream, seq) = match tls {
             None => (raw, 1),
             Some(tls) => {
                 if hello.caps & handshake::SSL == 0 {
@@ -142,7 +151,7 @@ impl Dialer {
             &self.password,
             shape.collation,
             None,
-            self.tls.is_some(),
+            tls.is_some(),
         )
         .await?;
         Ok(Login {

@@ -75,7 +75,7 @@ struct BackendSection {
     password: Option<String>,
     password_file: Option<PathBuf>,
     password_env: Option<String>,
-    /// "disabled" (default), "required" or "verify".
+    /// "disabled" (default), "preferred", "required" or "verify".
     tls: Option<String>,
     tls_ca: Option<PathBuf>,
     /// One weight per server (default 1 each).
@@ -149,7 +149,7 @@ const FLAG_NAMES: &[(&str, &str)] = &[
     ("relay.metrics_token_file", "--metrics-token-file"),
     ("relay.metrics", "--metrics"),
     ("backend.servers", "--backend"),
-    ("backend.tls", "--backend-tls"),
+    ("backend.tls", "--ssl-mode"),
     ("pool.max", "--pool-max"),
     ("pool.min", "--pool-min"),
     ("pool.wait_timeout", "--wait-timeout"),
@@ -162,7 +162,9 @@ const FLAG_NAMES: &[(&str, &str)] = &[
 /// A configuration from quick-mode flags.
 pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
     if q.users.is_empty() {
-        return Err("give client accounts with --user NAME:PASSWORD or --users-file".into());
+        return Err(
+            "give client accounts with --client-user NAME:PASSWORD or --client-users-file".into(),
+        );
     }
     let f = File {
         relay: RelaySection {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use sqlfleet_conn::{ConnArgs, Endpoint, SslMode};
 use sqlfleet_relay::config::{self, parse_user, Consistency, Mode, RelayConfig};
 use sqlfleet_relay::{Listener, Relay};
 
@@ -15,12 +16,24 @@ use crate::exit::Exit;
 /// Listen for MySQL clients and serve them from a pool of logged-in
 /// backend connections.
 ///
-/// Quick mode: `--backend`, `--backend-user`, `--user NAME:PASSWORD`.
-/// Full mode: `--config relay.toml` (see README). SIGTERM or Ctrl-C stops
-/// accepting and lets sessions finish (up to 30 s); SIGHUP reloads the
-/// config file's users and pool settings without dropping clients.
+/// Quick mode: the backend from the connection options (as every command:
+/// -h/-P/-S/-u/-p, --dsn, option files, MYSQL_PWD, --ssl-mode, or
+/// --sandbox NAME for all of a sandbox's servers), or several with
+/// --backend; client accounts with --client-user NAME:PASSWORD.
+/// Full mode: `--config relay.toml`. SIGTERM or Ctrl-C stops accepting and
+/// lets sessions finish (up to 30 s); SIGHUP reloads the config file's
+/// users and pool settings without dropping clients.
+/// Exit codes: 0 stopped cleanly (or --check-config: the file is valid),
+/// 1 a usage, config or start-up error.
 #[derive(clap::Args, Debug)]
+#[command(disable_help_flag = true)]
 pub struct RelayArgs {
+    /// The backends' login, TLS and (without --backend) address
+    #[command(flatten)]
+    conn: ConnArgs,
+    /// Print help
+    #[arg(long, action = clap::ArgAction::Help)]
+    help: Option<bool>,
     /// A TOML config file (full mode); the other flags are then not used
     #[arg(long, value_name = "FILE", conflicts_with_all = ["backends", "users", "users_file"])]
     config: Option<PathBuf>,
@@ -34,28 +47,17 @@ pub struct RelayArgs {
     #[arg(long = "listen", default_value = "127.0.0.1:6033")]
     listen: Vec<String>,
     /// A backend server, HOST:PORT or unix:/path (repeatable; clients go
-    /// to the least busy)
-    #[arg(long = "backend", value_name = "HOST:PORT", required_unless_present_any = ["config", "hash_password"])]
+    /// to the least busy); logged into with the connection options'
+    /// user, password and --ssl-mode. Default: the connection options'
+    /// server, or every server of --sandbox
+    #[arg(long = "backend", value_name = "HOST:PORT")]
     backends: Vec<String>,
-    /// User the relay logs in to backends as
-    #[arg(long, default_value = "root")]
-    backend_user: String,
-    /// TLS to backends: disabled, required (encrypt, any certificate) or
-    /// verify (check the certificate against --backend-tls-ca)
-    #[arg(long, default_value = "disabled", value_parser = ["disabled", "required", "verify"])]
-    backend_tls: String,
-    /// CA certificate (PEM) for --backend-tls verify
-    #[arg(long, value_name = "FILE")]
-    backend_tls_ca: Option<PathBuf>,
-    /// Its password (or SQLFLEET_BACKEND_PASSWORD, or MYSQL_PWD)
-    #[arg(long, env = "SQLFLEET_BACKEND_PASSWORD", hide_env_values = true)]
-    backend_password: Option<String>,
     /// A client account, NAME:PASSWORD (repeatable); kept as hashes only
-    #[arg(long = "user", value_name = "NAME:PASSWORD")]
+    #[arg(long = "client-user", value_name = "NAME:PASSWORD")]
     users: Vec<String>,
     /// A file of client accounts, one NAME:PASSWORD per line (keeps
     /// passwords off the command line)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long = "client-users-file", value_name = "FILE")]
     users_file: Option<PathBuf>,
     /// Pooling mode: transaction (share backend connections between
     /// transactions) or session (one per client session)
@@ -109,6 +111,75 @@ pub struct RelayArgs {
     require_tls: bool,
 }
 
+/// How quick mode reaches its backends, from the shared connection options.
+struct BackendLogin {
+    servers: Vec<String>,
+    user: String,
+    password: String,
+    /// The config file's `backend.tls` word.
+    tls: &'static str,
+    tls_ca: Option<PathBuf>,
+}
+
+/// The backends' address, account and TLS as every command resolves a
+/// target (flags, DSN, option files, environment, --sandbox); `--backend`
+/// replaces the address, and a sandbox gives all of its servers.
+fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
+    anyhow::ensure!(
+        a.conn.database.is_none(),
+        "-D/--database: the relay does not choose a database; its clients do"
+    );
+    anyhow::ensure!(
+        a.conn.default_character_set.is_none(),
+        "--default-character-set: the relay's clients choose their own character set"
+    );
+    let target = sqlfleet_conn::resolve_interactive(&a.conn)?;
+    let servers = if !a.backends.is_empty() {
+        a.backends.clone()
+    } else if let Some(name) = &a.conn.sandbox {
+        let home = sqlfleet_conn::home::sqlfleet_home();
+        let sb = sqlfleet_sandbox::Sandbox::open(&home, name)?;
+        sb.meta
+            .nodes
+            .iter()
+            .map(|n| format!("unix:{}", sb.layout.node(n).socket().display()))
+            .collect()
+    } else {
+        vec![match &target.endpoint {
+            Endpoint::Socket(p) => format!("unix:{}", p.display()),
+            e @ Endpoint::Tcp { .. } => e.to_string(),
+        }]
+    };
+    let (tls, tls_ca) = match target.ssl_mode {
+        SslMode::Disabled => ("disabled", None),
+        SslMode::Preferred => ("preferred", None),
+        SslMode::Required => ("required", None),
+        SslMode::VerifyIdentity => (
+            "verify",
+            Some(target.ssl_ca.clone().context(
+                "--ssl-mode=VERIFY_IDENTITY needs --ssl-ca (the CA the backends' certificates chain to)",
+            )?),
+        ),
+        SslMode::VerifyCa => anyhow::bail!(
+            "--ssl-mode=VERIFY_CA: the relay always checks the backend's name as well; use VERIFY_IDENTITY"
+        ),
+    };
+    anyhow::ensure!(
+        tls_ca.is_some() || target.ssl_ca.is_none(),
+        "--ssl-ca is only used with --ssl-mode=VERIFY_IDENTITY"
+    );
+    Ok(BackendLogin {
+        servers,
+        user: target.user.clone(),
+        password: target
+            .secret()
+            .map(|s| s.expose().to_string())
+            .unwrap_or_default(),
+        tls,
+        tls_ca,
+    })
+}
+
 fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
     let mut users = HashMap::new();
     let mut lines: Vec<String> = a.users.clone();
@@ -132,19 +203,15 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         let (n, h) = parse_user(u).map_err(anyhow::Error::msg)?;
         users.insert(n, h);
     }
-    let backend_password = a
-        .backend_password
-        .clone()
-        .or_else(|| std::env::var("MYSQL_PWD").ok())
-        .unwrap_or_default();
+    let login = backend_login(a)?;
     // The same checks as the config file's (one validation for both).
     config::from_flags(config::Flags {
         listen: a.listen.clone(),
-        backends: a.backends.clone(),
-        backend_user: a.backend_user.clone(),
-        backend_password,
-        backend_tls: Some(a.backend_tls.clone()),
-        backend_tls_ca: a.backend_tls_ca.clone(),
+        backends: login.servers,
+        backend_user: login.user,
+        backend_password: login.password,
+        backend_tls: Some(login.tls.to_string()),
+        backend_tls_ca: login.tls_ca,
         mode: if a.mode == "session" {
             Mode::Session
         } else {
@@ -185,7 +252,13 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     let cfg = match &a.config {
-        Some(path) => config::load(path)?,
+        Some(path) => {
+            anyhow::ensure!(
+                !conn_given(&a.conn),
+                "--config: the connection options are not used with a config file (its [backend] section says how backends are reached)"
+            );
+            config::load(path)?
+        }
         None => quick_config(&a)?,
     };
     if let Some(t) = &cfg.tls {
@@ -280,6 +353,42 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         .await;
     eprintln!("sqlfleet relay: stopped");
     Ok(Exit::Ok)
+}
+
+/// Whether any connection option was given on the command line.
+fn conn_given(c: &ConnArgs) -> bool {
+    let ConnArgs {
+        host,
+        port,
+        user,
+        password,
+        socket,
+        database,
+        dsn,
+        defaults_file,
+        defaults_extra_file,
+        no_defaults,
+        protocol,
+        ssl_mode,
+        ssl_ca,
+        default_character_set,
+        sandbox,
+    } = c;
+    host.is_some()
+        || port.is_some()
+        || user.is_some()
+        || password.is_some()
+        || socket.is_some()
+        || database.is_some()
+        || dsn.is_some()
+        || defaults_file.is_some()
+        || defaults_extra_file.is_some()
+        || *no_defaults
+        || protocol.is_some()
+        || ssl_mode.is_some()
+        || ssl_ca.is_some()
+        || default_character_set.is_some()
+        || sandbox.is_some()
 }
 
 /// A relay holds two sockets per active client: lift the soft limit on

@@ -53,16 +53,17 @@ pub fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
             &format!("127.0.0.1:{port}"),
             "--backend",
             &backend,
-            "--backend-user",
+            "--no-defaults",
+            "-u",
             "root",
             "--metrics",
             &format!("127.0.0.1:{metrics_port}"),
         ])
-        .args(["--user", "app:app-pw"])
-        .arg("--user")
+        .args(["--client-user", "app:app-pw"])
+        .arg("--client-user")
         .arg(format!("root:{}", pw.expose()))
         .args(extra)
-        .env("SQLFLEET_BACKEND_PASSWORD", pw.expose())
+        .env("MYSQL_PWD", pw.expose())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
