@@ -1,5 +1,13 @@
 //! Running a relay inside a test process, from a config file's text.
 
+#![allow(dead_code)]
+
+pub mod relay;
+pub mod routing;
+
+#[allow(unused_imports)]
+pub use relay::{stderr, stdout};
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 pub mod relay;
-pub mod routing;
 
 pub fn sqlfleet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sqlfleet"))

@@ -1,16 +1,15 @@
-//! A full-mode relay over a replicated test sandbox (primary + replicas),
-//! and the servers' own counters to check where statements ran.
+//! A relay over a replicated test sandbox (primary + replicas), and the
+//! servers' own counters to check where statements ran.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::TestServer;
 
-use super::relay::{free_port, wait_listening, Relay};
+use super::relay::{free_port, quoted, start_config, Relay};
 
-/// Starts `sqlfleet relay --config` with every node of `srv` as a backend,
+/// Starts a relay with every node of `srv` as a backend,
 /// account app:app-pw, `routing` as the [routing] section, `backend` added
 /// to [backend] (e.g. weights) and `extra` TOML appended (e.g. [[rules]]).
 pub fn start_routing_relay(
@@ -32,44 +31,22 @@ pub fn start_routing_relay(
         .map(|n| format!("\"127.0.0.1:{}\"", n.port))
         .collect();
     let hashes = sqlfleet_relay::config::hash_lines("app-pw");
-    let cfg = dir.join("relay.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
-             [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = \"{}\"\n{backend}\n\n\
-             [pool]\nmax = 20\nwait_timeout = 20\n\n[routing]\n{routing}\n\n\
-             [[users]]\nname = \"app\"\n{hashes}\n{extra}",
-            servers.join(", "),
-            pwfile.display()
-        ),
-    )
-    .expect("config");
-    let child = super::sqlfleet()
-        .args(["relay", "--config"])
-        .arg(&cfg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("relay");
-    wait_listening(port);
-    let relay = Relay {
-        child,
-        port,
-        metrics_port,
-    };
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = {}\n{backend}\n\n\
+         [pool]\nmax = 20\nwait_timeout = 20\n\n[routing]\n{routing}\n\n\
+         [[users]]\nname = \"app\"\n{hashes}\n{extra}",
+        servers.join(", "),
+        quoted(&pwfile.display().to_string())
+    );
+    let relay = start_config(&toml, port, metrics_port);
     relay.wait_roles(1, srv.sandbox.meta.nodes.len() - 1);
     relay
 }
 
 impl Relay {
     pub fn status(&self) -> serde_json::Value {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).expect("status");
-        s.write_all(b"GET /status HTTP/1.0\r\n\r\n")
-            .expect("request");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("response");
+        let out = self.page("/status");
         let body = out.split_once("\r\n\r\n").map(|x| x.1).unwrap_or_default();
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
     }

@@ -1,0 +1,225 @@
+//! A relay running inside the test process on its own thread and runtime,
+//! from a config file's text, for tests written in blocking style (each
+//! drives its clients on its own runtime, as against a separate process).
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
+use sqlfleet_relay::{Listener, Relay as Server};
+use sqlfleet_testkit::TestServer;
+
+pub struct Relay {
+    pub port: u16,
+    pub metrics_port: u16,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        drop(self.stop.take());
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Starts a relay from `toml` (which must listen on `port` and serve
+/// metrics on `metrics_port`); returns once it accepts clients.
+pub fn start_config(toml: &str, port: u16, metrics_port: u16) -> Relay {
+    let f = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(f.path(), toml).expect("write config");
+    let cfg = sqlfleet_relay::config::load(f.path()).expect("config");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready, is_ready) = std::sync::mpsc::channel::<Result<(), String>>();
+    let thread = std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        rt.block_on(async move {
+            let start = async {
+                let mut listeners = Vec::new();
+                for l in &cfg.listen {
+                    listeners.push(Listener::bind(l).await.map_err(|e| format!("{l}: {e}"))?);
+                }
+                let metrics = match &cfg.metrics {
+                    Some(m) => Some(
+                        tokio::net::TcpListener::bind(m)
+                            .await
+                            .map_err(|e| format!("{m}: {e}"))?,
+                    ),
+                    None => None,
+                };
+                let relay = Arc::new(Server::new(cfg).await?);
+                if let Some(m) = metrics {
+                    relay.serve_metrics(m);
+                }
+                Ok::<_, String>((relay, listeners))
+            };
+            match start.await {
+                Ok((relay, listeners)) => {
+                    let _ = ready.send(Ok(()));
+                    relay
+                        .serve(
+                            listeners,
+                            async {
+                                let _ = stopped.await;
+                            },
+                            Duration::from_secs(1),
+                        )
+                        .await;
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                }
+            }
+        });
+    });
+    is_ready
+        .recv_timeout(Duration::from_secs(20))
+        .expect("relay start")
+        .expect("relay starts");
+    wait_listening(port);
+    Relay {
+        port,
+        metrics_port,
+        stop: Some(stop),
+        thread: Some(thread),
+    }
+}
+
+pub fn wait_listening(port: u16) {
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "relay did not start"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// TOML string quoting.
+pub fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A relay in front of `srv`'s primary with accounts app:app-pw and root
+/// (the server's password), metrics on a free port. `flags` are the
+/// quick-mode spellings of the settings a test changes: `--pool-max N`,
+/// `--pool-min N`, `--wait-timeout S`, `--idle-timeout S`, `--mode M`.
+pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
+    let port = free_port();
+    let metrics_port = free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let mut pool = String::new();
+    let mut mode = "transaction".to_string();
+    for pair in flags.chunks(2) {
+        let [flag, value] = pair else {
+            panic!("flags come in pairs: {flags:?}")
+        };
+        match *flag {
+            "--pool-max" => pool += &format!("max = {value}\n"),
+            "--pool-min" => pool += &format!("min = {value}\n"),
+            "--wait-timeout" => pool += &format!("wait_timeout = {value}\n"),
+            "--idle-timeout" => pool += &format!("idle_timeout = {value}\n"),
+            "--mode" => mode = value.to_string(),
+            other => panic!("start_relay does not know {other}"),
+        }
+    }
+    let hash = sqlfleet_relay::config::hash_lines;
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n\n\
+         [pool]\n{pool}\n\
+         [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n",
+        srv.sandbox.meta.primary().port,
+        quoted(pw.expose()),
+        hash("app-pw"),
+        hash(pw.expose()),
+    );
+    start_config(&toml, port, metrics_port)
+}
+
+impl Relay {
+    /// An admin page's body.
+    pub fn page(&self, path: &str) -> String {
+        use std::io::{Read, Write};
+        let mut s =
+            std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).expect("admin page");
+        s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+            .expect("request");
+        let mut out = String::new();
+        s.read_to_string(&mut out).expect("response");
+        out
+    }
+
+    /// The metrics page.
+    pub fn metrics(&self) -> String {
+        self.page("/metrics")
+    }
+
+    /// One sample's value from the metrics page.
+    pub fn metric(&self, series: &str) -> f64 {
+        let page = self.metrics();
+        page.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+    }
+}
+
+pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
+    Target {
+        endpoint: Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        user: "app".into(),
+        password: Some(PasswordSpec::Given(Secret::new(password))),
+        database: db.map(str::to_owned),
+        ssl_mode: sqlfleet_conn::SslMode::Disabled,
+        ssl_ca: None,
+        charset: None,
+    }
+}
+
+/// The stock client through the relay as app.
+pub fn cli(port: u16, args: &[&str]) -> std::process::Output {
+    Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            "app",
+            "--password=app-pw",
+            "-N",
+            "-B",
+        ])
+        .args(args)
+        .output()
+        .expect("mariadb client")
+}
+
+pub fn stdout(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
