@@ -10,6 +10,8 @@
 //! No test is skipped when mariadbd is missing: the fixture panics with
 //! the install hint.
 
+pub mod proxy;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};

@@ -2,13 +2,13 @@
 //! from a config file's text, for tests written in blocking style (each
 //! drives its clients on its own runtime, as against a separate process).
 
-use std::net::TcpListener;
-use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
 use sqlfleet_relay::{Listener, Relay as Server};
+#[allow(unused_imports)]
+pub use sqlfleet_testkit::proxy::{app, cli, free_port, wait_listening};
+use sqlfleet_testkit::proxy::{http_get, metric_in};
 use sqlfleet_testkit::TestServer;
 
 pub struct Relay {
@@ -25,14 +25,6 @@ impl Drop for Relay {
             let _ = t.join();
         }
     }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
 }
 
 /// Starts a relay from `toml` (which must listen on `port` and serve
@@ -101,17 +93,6 @@ pub fn start_config(toml: &str, port: u16, metrics_port: u16) -> Relay {
     }
 }
 
-pub fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "relay did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 /// TOML string quoting.
 pub fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
@@ -155,16 +136,9 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
 }
 
 impl Relay {
-    /// An admin page's body.
+    /// An admin page's whole response.
     pub fn page(&self, path: &str) -> String {
-        use std::io::{Read, Write};
-        let mut s =
-            std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).expect("admin page");
-        s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-            .expect("request");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("response");
-        out
+        http_get(self.metrics_port, path)
     }
 
     /// The metrics page.
@@ -174,46 +148,8 @@ impl Relay {
 
     /// One sample's value from the metrics page.
     pub fn metric(&self, series: &str) -> f64 {
-        let page = self.metrics();
-        page.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+        metric_in(&self.metrics(), series)
     }
-}
-
-pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
-    Target {
-        endpoint: Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        user: "app".into(),
-        password: Some(PasswordSpec::Given(Secret::new(password))),
-        database: db.map(str::to_owned),
-        ssl_mode: sqlfleet_conn::SslMode::Disabled,
-        ssl_ca: None,
-        charset: None,
-    }
-}
-
-/// The stock client through the relay as app.
-pub fn cli(port: u16, args: &[&str]) -> std::process::Output {
-    Command::new("mariadb")
-        .args([
-            "--no-defaults",
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "-u",
-            "app",
-            "--password=app-pw",
-            "-N",
-            "-B",
-        ])
-        .args(args)
-        .output()
-        .expect("mariadb client")
 }
 
 pub fn stdout(o: &std::process::Output) -> String {

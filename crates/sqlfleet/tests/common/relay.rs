@@ -1,10 +1,10 @@
 //! Starting `sqlfleet relay` against a test server, and clients for it.
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Stdio};
 
-use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
+#[allow(unused_imports)]
+pub use sqlfleet_testkit::proxy::{app, cli, free_port, wait_listening};
+use sqlfleet_testkit::proxy::{http_get, metric_in};
 use sqlfleet_testkit::TestServer;
 
 pub struct Relay {
@@ -17,25 +17,6 @@ impl Drop for Relay {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-    }
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
-
-pub fn wait_listening(port: u16) {
-    let t0 = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(10),
-            "relay did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
     }
 }
 
@@ -79,55 +60,11 @@ pub fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
 impl Relay {
     /// The metrics page.
     pub fn metrics(&self) -> String {
-        use std::io::{Read, Write};
-        let mut s =
-            std::net::TcpStream::connect(("127.0.0.1", self.metrics_port)).expect("metrics");
-        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n")
-            .expect("request");
-        let mut out = String::new();
-        s.read_to_string(&mut out).expect("response");
-        out
+        http_get(self.metrics_port, "/metrics")
     }
 
     /// One sample's value from the metrics page.
     pub fn metric(&self, series: &str) -> f64 {
-        let page = self.metrics();
-        page.lines()
-            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+        metric_in(&self.metrics(), series)
     }
-}
-
-pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
-    Target {
-        endpoint: Endpoint::Tcp {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        user: "app".into(),
-        password: Some(PasswordSpec::Given(Secret::new(password))),
-        database: db.map(str::to_owned),
-        ssl_mode: sqlfleet_conn::SslMode::Disabled,
-        ssl_ca: None,
-        charset: None,
-    }
-}
-
-/// The stock client through the relay as app.
-pub fn cli(port: u16, args: &[&str]) -> std::process::Output {
-    Command::new("mariadb")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-P",
-            &port.to_string(),
-            "-u",
-            "app",
-            "--password=app-pw",
-            "-N",
-            "-B",
-        ])
-        .args(args)
-        .output()
-        .expect("mariadb client")
 }

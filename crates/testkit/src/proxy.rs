@@ -1,0 +1,85 @@
+//! Helpers for tests of anything that listens for MySQL clients (the
+//! relay, run in-process or as the binary): free ports, waiting for a
+//! listener, admin pages, and clients as the test account `app`.
+
+use std::net::TcpListener;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode, Target};
+
+/// A TCP port nobody listens on (just now).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// Waits (up to 10 s) until something accepts on 127.0.0.1:`port`.
+pub fn wait_listening(port: u16) {
+    let t0 = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "nothing listens on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The whole HTTP/1.0 response for GET `path` on 127.0.0.1:`port`.
+pub fn http_get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("admin page");
+    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
+        .expect("request");
+    let mut out = String::new();
+    s.read_to_string(&mut out).expect("response");
+    out
+}
+
+/// One sample's value from a Prometheus text page (panics when absent).
+pub fn metric_in(page: &str, series: &str) -> f64 {
+    page.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {series} in\n{page}"))
+}
+
+/// A client target for user `app` on 127.0.0.1:`port`, without TLS.
+pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
+    Target {
+        endpoint: Endpoint::Tcp {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        user: "app".into(),
+        password: Some(PasswordSpec::Given(Secret::new(password))),
+        database: db.map(str::to_owned),
+        ssl_mode: SslMode::Disabled,
+        ssl_ca: None,
+        charset: None,
+    }
+}
+
+/// The stock client as app (password app-pw) on 127.0.0.1:`port`, batch
+/// mode without column names.
+pub fn cli(port: u16, args: &[&str]) -> Output {
+    Command::new("mariadb")
+        .args([
+            "--no-defaults",
+            "-h",
+            "127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            "app",
+            "--password=app-pw",
+            "-N",
+            "-B",
+        ])
+        .args(args)
+        .output()
+        .expect("mariadb client")
+}
