@@ -24,6 +24,24 @@ pub fn parse_address(s: &str, default_port: u16) -> Result<Address, String> {
 
 /// Parses one address: `host`, `host:port`, `[v6]`, `[v6]:port`.
 pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
+    let (h, port) = split_host_port(s)?;
+    if h.is_empty() {
+        return Err(format!("'{s}': empty host name"));
+    }
+    if !s.starts_with('[')
+        && !h
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
+    {
+        return Err(format!("'{h}' is not a host name or address"));
+    }
+    Ok((h.to_string(), port.unwrap_or(default_port)))
+}
+
+/// The host and the port if one is written: `host`, `host:port`, `[v6]`,
+/// `[v6]:port`, or an empty host (`:port`, ``) for callers that allow one
+/// (a DSN's authority). IPv6 addresses must be in brackets.
+pub fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
     let port_of = |p: &str| -> Result<u16, String> {
         match p.parse::<u16>() {
             Ok(0) | Err(_) => Err(format!("port '{p}' is not a number from 1 to 65535")),
@@ -38,31 +56,23 @@ pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
             return Err("empty IPv6 address".into());
         }
         let port = match after {
-            "" => default_port,
-            p => port_of(
+            "" => None,
+            p => Some(port_of(
                 p.strip_prefix(':')
                     .ok_or_else(|| format!("unexpected '{p}' after ']'"))?,
-            )?,
+            )?),
         };
-        return Ok((h.to_string(), port));
+        return Ok((h, port));
     }
     if s.matches(':').count() > 1 {
-        return Err(format!("'{s}': write IPv6 addresses as [addr]:port"));
+        return Err(format!(
+            "'{s}': write IPv6 addresses in brackets, as [addr]:port"
+        ));
     }
-    let (h, port) = match s.split_once(':') {
-        Some((h, p)) => (h, port_of(p)?),
-        None => (s, default_port),
-    };
-    if h.is_empty() {
-        return Err(format!("'{s}': empty host name"));
-    }
-    if !h
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
-    {
-        return Err(format!("'{h}' is not a host name or address"));
-    }
-    Ok((h.to_string(), port))
+    Ok(match s.split_once(':') {
+        Some((h, p)) => (h, Some(port_of(p)?)),
+        None => (s, None),
+    })
 }
 
 #[cfg(test)]
