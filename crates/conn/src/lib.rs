@@ -20,7 +20,8 @@ pub use args::{normalize_argv, ConnArgs};
 pub use dsn::Dsn;
 pub use open::ConnectError;
 pub use resolve::{
-    resolve, resolve_interactive, Endpoint, Env, PasswordSpec, ResolveError, Target,
+    resolve, resolve_interactive, resolve_interactive_traced, resolve_traced, Endpoint, Env,
+    Origin, PasswordSpec, ResolveError, Target,
 };
 pub use secret::Secret;
 pub use tls::SslMode;

@@ -8,7 +8,9 @@
 //!    < `[sqlfleet]`; files in order `/etc/my.cnf`, `/etc/mysql/my.cnf`,
 //!    `--defaults-extra-file`, `~/.my.cnf` (later wins). `--defaults-file`
 //!    or `--sandbox NAME` replace that list with one file; `--no-defaults`
-//!    empties it.
+//!    empties it. `SQLFLEET_SANDBOX=NAME` in the environment (what
+//!    `sqlfleet sandbox env` exports) acts as `--sandbox NAME` unless a flag,
+//!    a DSN or `--defaults-file` names the server.
 //! 4. environment: `MYSQL_PWD`, `MYSQL_HOST`, `MYSQL_TCP_PORT`, `MYSQL_UNIX_PORT`
 //! 5. built-in: host `localhost`, port 3306, socket `/run/mysqld/mysqld.sock`,
 //!    user = login name.
@@ -43,6 +45,8 @@ pub struct Env {
     pub mysql_unix_port: Option<String>,
     /// Global option files, normally `/etc/my.cnf` and `/etc/mysql/my.cnf`.
     pub global_files: Vec<PathBuf>,
+    /// `SQLFLEET_SANDBOX`: the sandbox `sqlfleet sandbox env` points at.
+    pub sqlfleet_sandbox: Option<String>,
 }
 
 impl Env {
@@ -57,6 +61,7 @@ impl Env {
             mysql_tcp_port: var("MYSQL_TCP_PORT"),
             mysql_unix_port: var("MYSQL_UNIX_PORT"),
             global_files: vec!["/etc/my.cnf".into(), "/etc/mysql/my.cnf".into()],
+            sqlfleet_sandbox: var("SQLFLEET_SANDBOX"),
         }
     }
 }
@@ -89,6 +94,54 @@ impl std::fmt::Display for Endpoint {
             Endpoint::Tcp { host, port } if host.contains(':') => write!(f, "[{host}]:{port}"),
             Endpoint::Tcp { host, port } => write!(f, "{host}:{port}"),
             Endpoint::Socket(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Which source named the server (its host, port or socket): how a
+/// command tells "the user pointed me somewhere" from "nothing was said"
+/// (then some commands fall back to a sandbox, saying so).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// `-h`, `-P`, `-S` or `--protocol` on the command line.
+    Flags,
+    Dsn,
+    /// `--sandbox NAME`, or `SQLFLEET_SANDBOX` (`from_env`).
+    Sandbox {
+        name: String,
+        from_env: bool,
+    },
+    /// An option file (the one whose value won).
+    OptionFile(PathBuf),
+    /// `MYSQL_HOST`, `MYSQL_TCP_PORT` or `MYSQL_UNIX_PORT`.
+    Environment,
+    /// Nothing: the built-in defaults (the local server's socket).
+    BuiltIn,
+}
+
+impl Origin {
+    /// Whether anything named the server.
+    pub fn named(&self) -> bool {
+        *self != Origin::BuiltIn
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Flags => f.write_str("the command line"),
+            Origin::Dsn => f.write_str("--dsn"),
+            Origin::Sandbox {
+                name,
+                from_env: false,
+            } => write!(f, "--sandbox {name}"),
+            Origin::Sandbox {
+                name,
+                from_env: true,
+            } => write!(f, "SQLFLEET_SANDBOX={name}"),
+            Origin::OptionFile(p) => write!(f, "{}", p.display()),
+            Origin::Environment => f.write_str("MYSQL_HOST/MYSQL_TCP_PORT/MYSQL_UNIX_PORT"),
+            Origin::BuiltIn => f.write_str("the built-in default"),
         }
     }
 }
@@ -191,14 +244,33 @@ impl Layer {
     }
 }
 
+/// The sandbox these flags (or `SQLFLEET_SANDBOX`) point at, and whether
+/// it came from the environment. The variable yields to anything on the
+/// command line that names the server.
+pub fn sandbox_of<'a>(args: &'a ConnArgs, env: &'a Env) -> Option<(&'a str, bool)> {
+    if let Some(n) = &args.sandbox {
+        return Some((n, false));
+    }
+    let named_here = args.host.is_some()
+        || args.port.is_some()
+        || args.socket.is_some()
+        || args.dsn.is_some()
+        || args.defaults_file.is_some()
+        || args.no_defaults;
+    match &env.sqlfleet_sandbox {
+        Some(n) if !named_here => Some((n, true)),
+        _ => None,
+    }
+}
+
 /// Which option files to read for these flags, in order.
 pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool)>, ResolveError> {
     // (path, must_exist)
-    if let Some(name) = &args.sandbox {
+    if let Some(name) = sandbox_of(args, env).map(|(n, _)| n) {
         check_sandbox_name(name)?;
         let f = home::sandbox_defaults_file(&env.sqlfleet_home, name);
         if !f.exists() {
-            return Err(ResolveError::UnknownSandbox(name.clone()));
+            return Err(ResolveError::UnknownSandbox(name.to_string()));
         }
         return Ok(vec![(f, true)]);
     }
@@ -222,7 +294,8 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
     Ok(files)
 }
 
-fn option_layer(args: &ConnArgs, env: &Env) -> Result<Layer, ResolveError> {
+/// The option files' settings, and the file that named the server (if any).
+fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), ResolveError> {
     let mut files = OptionFiles::default();
     for (path, must) in option_file_list(args, env)? {
         if must {
@@ -233,7 +306,14 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<Layer, ResolveError> {
     }
     let merged = files.merged(GROUPS);
     let mut layer = Layer::default();
+    let mut named_by = None;
     for (key, v) in &merged {
+        if matches!(
+            normalize_key(key).as_str(),
+            "host" | "port" | "socket" | "protocol"
+        ) {
+            named_by = Some(v.path.clone());
+        }
         let bad = |what: String| ResolveError::BadOption {
             path: v.path.clone(),
             line: v.line,
@@ -266,7 +346,7 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<Layer, ResolveError> {
             _ => {} // other programs' options share [client]
         }
     }
-    Ok(layer)
+    Ok((layer, named_by))
 }
 
 /// A character set name as `SET NAMES` takes it (`auto`: utf8mb4).
@@ -291,6 +371,11 @@ fn parse_protocol(s: &str) -> Result<bool, String> {
 /// Resolves a target without prompting: a bare `-p` stays
 /// [`PasswordSpec::Prompt`].
 pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
+    resolve_traced(args, env).map(|(t, _)| t)
+}
+
+/// As [`resolve()`], and which source named the server.
+pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), ResolveError> {
     let mut acc = Layer {
         host: Some("localhost".into()),
         port: Some(3306),
@@ -310,14 +395,30 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
             what: format!("'{p}' is not a port number"),
         })?);
     }
+    let mut origin = Origin::BuiltIn;
+    if env_layer.host.is_some() || env_layer.port.is_some() || env_layer.socket.is_some() {
+        origin = Origin::Environment;
+    }
     acc.overlay(env_layer);
-    acc.overlay(option_layer(args, env)?);
+    let (files, file) = option_layer(args, env)?;
+    acc.overlay(files);
+    if let Some((name, from_env)) = sandbox_of(args, env) {
+        origin = Origin::Sandbox {
+            name: name.to_string(),
+            from_env,
+        };
+    } else if let Some(p) = file {
+        origin = Origin::OptionFile(p);
+    }
 
     // Explicit endpoint choices (DSN and flags) decide socket vs TCP.
     let mut explicit_port = false;
     let mut explicit_socket = false;
     if let Some(d) = &args.dsn {
         let d = Dsn::parse(d)?;
+        if d.host.is_some() || d.port.is_some() || d.socket.is_some() {
+            origin = Origin::Dsn;
+        }
         explicit_port |= d.port.is_some();
         explicit_socket |= d.socket.is_some();
         acc.overlay(Layer {
@@ -335,6 +436,13 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
     }
     explicit_port |= args.port.is_some();
     explicit_socket |= args.socket.is_some();
+    if args.host.is_some()
+        || args.port.is_some()
+        || args.socket.is_some()
+        || args.protocol.is_some()
+    {
+        origin = Origin::Flags;
+    }
     acc.overlay(Layer {
         host: args.host.clone(),
         port: args.port,
@@ -380,15 +488,18 @@ pub fn resolve(args: &ConnArgs, env: &Env) -> Result<Target, ResolveError> {
         };
         Endpoint::Tcp { host, port }
     };
-    Ok(Target {
-        endpoint,
-        user: acc.user.unwrap_or_else(|| "root".into()),
-        password: acc.password,
-        database: acc.database,
-        ssl_mode: acc.ssl_mode.unwrap_or_default(),
-        ssl_ca: acc.ssl_ca,
-        charset: acc.charset,
-    })
+    Ok((
+        Target {
+            endpoint,
+            user: acc.user.unwrap_or_else(|| "root".into()),
+            password: acc.password,
+            database: acc.database,
+            ssl_mode: acc.ssl_mode.unwrap_or_default(),
+            ssl_ca: acc.ssl_ca,
+            charset: acc.charset,
+        },
+        origin,
+    ))
 }
 
 impl Target {
@@ -433,7 +544,13 @@ impl Target {
 
 /// Resolves and prompts: what subcommands call.
 pub fn resolve_interactive(args: &ConnArgs) -> Result<Target, ResolveError> {
-    resolve(args, &Env::from_process())?.prompt_password()
+    resolve_interactive_traced(args).map(|(t, _)| t)
+}
+
+/// As [`resolve_interactive()`], and which source named the server.
+pub fn resolve_interactive_traced(args: &ConnArgs) -> Result<(Target, Origin), ResolveError> {
+    let (t, origin) = resolve_traced(args, &Env::from_process())?;
+    Ok((t.prompt_password()?, origin))
 }
 
 #[cfg(test)]

@@ -1,20 +1,39 @@
-//! Host lists: `host`, `host:port`, `[v6]:port`, then optional
-//! `name=value` tags (`user=` and `password=` override the credentials for
-//! that host); `#` starts a comment; duplicates are dropped with a warning.
+//! Host lists: `host`, `host:port`, `[v6]:port` or `unix:/path`, then
+//! optional `name=value` tags (`user=` and `password=` override the
+//! credentials for that host); `#` starts a comment; duplicates are dropped
+//! with a warning. As in the mysql client, `localhost` without a port means
+//! the Unix socket when one is given (`-S`).
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use sqlfleet_conn::addr::{parse_address, split_host_port, Address};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
     pub host: String,
     pub port: u16,
+    /// The server's Unix socket instead of TCP.
+    pub socket: Option<PathBuf>,
     pub tags: BTreeMap<String, String>,
 }
 
 impl Host {
-    /// `host:port`, `[v6]:port`: how a host is named in output.
+    /// A TCP host without tags.
+    pub fn tcp(host: impl Into<String>, port: u16) -> Host {
+        Host {
+            host: host.into(),
+            port,
+            socket: None,
+            tags: BTreeMap::new(),
+        }
+    }
+
+    /// `host:port`, `[v6]:port` or `unix:/path`: how a host is named in output.
     pub fn addr(&self) -> String {
-        if self.host.contains(':') {
+        if let Some(p) = &self.socket {
+            format!("unix:{}", p.display())
+        } else if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {
             format!("{}:{}", self.host, self.port)
@@ -33,14 +52,16 @@ pub struct HostError {
 pub use sqlfleet_conn::addr::parse_addr;
 
 /// Parses a host list. Returns the hosts (first occurrence kept, in order)
-/// and warnings about duplicates.
+/// and warnings about duplicates. `local_socket` is where `localhost`
+/// without a port goes (the `-S` flag).
 pub fn parse_list(
     text: &str,
     source_name: &str,
     default_port: u16,
+    local_socket: Option<&Path>,
 ) -> Result<(Vec<Host>, Vec<String>), HostError> {
     let mut hosts: Vec<Host> = Vec::new();
-    let mut seen: BTreeMap<(String, u16), usize> = BTreeMap::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
     let mut warnings = Vec::new();
     for (i, raw) in text.lines().enumerate() {
         let line_no = i + 1;
@@ -55,7 +76,16 @@ pub fn parse_list(
         }
         let mut words = line.split_whitespace();
         let addr = words.next().unwrap_or_default();
-        let (host, port) = parse_addr(addr, default_port).map_err(err)?;
+        let (host, port, socket) = match parse_address(addr, default_port).map_err(err)? {
+            Address::Unix(p) => ("localhost".to_string(), 0, Some(p)),
+            Address::Tcp(h, p) => {
+                let port_written = split_host_port(addr).map_or(true, |(_, p)| p.is_some());
+                let socket = local_socket
+                    .filter(|_| h == "localhost" && !port_written)
+                    .map(Path::to_path_buf);
+                (h, p, socket)
+            }
+        };
         let mut tags = BTreeMap::new();
         for w in words {
             let (k, v) = w
@@ -71,16 +101,21 @@ pub fn parse_list(
                 "give the port in the address ({host}:{p}), not as a tag"
             )));
         }
-        let key = (host.clone(), port);
+        let h = Host {
+            host,
+            port,
+            socket,
+            tags,
+        };
+        let key = h.addr();
         if let Some(first) = seen.get(&key) {
             warnings.push(format!(
-                "{source_name}:{line_no}: {} repeats line {first}; ignored",
-                Host { host, port, tags }.addr()
+                "{source_name}:{line_no}: {key} repeats line {first}; ignored"
             ));
             continue;
         }
         seen.insert(key, line_no);
-        hosts.push(Host { host, port, tags });
+        hosts.push(h);
     }
     Ok((hosts, warnings))
 }
@@ -92,7 +127,7 @@ mod tests {
     #[test]
     fn parses_all_forms() {
         let text = "# fleet\ndb1\ndb2:3307 dc=eu role=replica\n[::1]:3308\n[fe80::1]\n\n10.0.0.1 user=ro password=s3cret # trailing\ndb1:3306\n";
-        let (hosts, warnings) = parse_list(text, "hosts.txt", 3306).expect("parses");
+        let (hosts, warnings) = parse_list(text, "hosts.txt", 3306, None).expect("parses");
         let addrs: Vec<String> = hosts.iter().map(Host::addr).collect();
         assert_eq!(
             addrs,
@@ -113,6 +148,20 @@ mod tests {
     }
 
     #[test]
+    fn localhost_is_the_socket_when_one_is_given() {
+        let text = "localhost\nlocalhost:3307\nunix:/run/b.sock\n";
+        let sock = Path::new("/run/a.sock");
+        let (hosts, _) = parse_list(text, "l", 3306, Some(sock)).expect("parses");
+        let addrs: Vec<String> = hosts.iter().map(Host::addr).collect();
+        assert_eq!(
+            addrs,
+            vec!["unix:/run/a.sock", "localhost:3307", "unix:/run/b.sock"]
+        );
+        let (hosts, _) = parse_list("localhost\n", "l", 3306, None).expect("parses");
+        assert_eq!(hosts[0].addr(), "localhost:3306");
+    }
+
+    #[test]
     fn errors_name_file_and_line() {
         let cases = [
             ("db1\ndb2:99999\n", "hosts.txt:2: port '99999'"),
@@ -127,7 +176,7 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = parse_list(text, "hosts.txt", 3306)
+            let e = parse_list(text, "hosts.txt", 3306, None)
                 .expect_err(text)
                 .to_string();
             assert!(e.starts_with(want), "{text:?}: {e}");
@@ -137,7 +186,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn never_panics(s in "\\PC{0,120}") {
-            let _ = parse_list(&s, "x", 3306);
+            let _ = parse_list(&s, "x", 3306, Some(Path::new("/s")));
         }
     }
 }

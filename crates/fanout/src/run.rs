@@ -106,9 +106,12 @@ const BLOCK_ROWS: usize = 256;
 const SYSTEM_DBS: &[&str] = &["information_schema", "performance_schema", "mysql", "sys"];
 
 fn target_for(base: &Target, h: &Host) -> Target {
-    let mut t = base.with_endpoint(Endpoint::Tcp {
-        host: h.host.clone(),
-        port: h.port,
+    let mut t = base.with_endpoint(match &h.socket {
+        Some(p) => Endpoint::Socket(p.clone()),
+        None => Endpoint::Tcp {
+            host: h.host.clone(),
+            port: h.port,
+        },
     });
     if let Some(u) = h.tags.get("user") {
         t.user = u.clone();

@@ -266,3 +266,34 @@ fn pool_sweep_produces_every_file() {
     }
     assert_charts(dir.path(), &["pool_qps_vs_queries_per_connection"]);
 }
+
+/// bench resolves its target as every command does: after `eval "$(sqlfleet
+/// sandbox env --name X)"` it benchmarks X (SQLFLEET_SANDBOX), says so, and
+/// starts no sandbox of its own.
+#[test]
+fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let o = common::sqlfleet()
+        .args(["bench", "insert", "--processes", "1", "--duration", "1"])
+        .args([
+            "--index",
+            "off",
+            "--out",
+            dir.path().to_str().expect("utf8"),
+        ])
+        .env("SQLFLEET_HOME", srv.home())
+        .env("SQLFLEET_SANDBOX", srv.sandbox.name())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("SQLFLEET_SANDBOX={}", srv.sandbox.name())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !srv.home().join("sandboxes/bench").exists(),
+        "a sandbox 'bench' was started"
+    );
+}

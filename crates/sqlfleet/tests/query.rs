@@ -359,3 +359,61 @@ fn ctrl_c_kills_the_queries_in_flight_and_exits_130() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// query finds its servers the way every command finds one: `--sandbox
+/// NAME` (or `sandbox env`'s SQLFLEET_SANDBOX) is every server of that
+/// sandbox, and `localhost` with `-S` is the socket, as in mysql.
+#[test]
+fn a_sandbox_or_a_socket_names_the_hosts() {
+    let srv = replicated();
+    let name = srv.sandbox.name().to_string();
+    let mut want: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| n.server_id.to_string())
+        .collect();
+    want.sort();
+    let run = |args: &[&str], envs: &[(&str, &str)]| {
+        let o = common::sqlfleet()
+            .arg("query")
+            .args(args)
+            .env("SQLFLEET_HOME", srv.home())
+            .envs(envs.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        // host<TAB>value
+        let mut ids: Vec<String> = stdout(&o)
+            .lines()
+            .filter_map(|l| l.rsplit('\t').next())
+            .map(str::to_owned)
+            .collect();
+        ids.sort();
+        ids
+    };
+    let sql = ["-e", "SELECT @@server_id"];
+    assert_eq!(run(&[&["--sandbox", &name][..], &sql].concat(), &[]), want);
+    assert_eq!(run(&sql, &[("SQLFLEET_SANDBOX", &name)]), want);
+
+    let primary = srv.sandbox.meta.primary();
+    let sock = srv.sandbox.layout.node(primary).socket();
+    let pw = srv.sandbox.password().expect("pw");
+    let ids = run(
+        &[
+            "--no-defaults",
+            "-u",
+            "root",
+            "--hosts",
+            "localhost",
+            "-S",
+            sock.to_str().expect("utf8"),
+            "-e",
+            "SELECT @@server_id",
+        ],
+        &[("MYSQL_PWD", pw.expose())],
+    );
+    assert_eq!(ids, vec![primary.server_id.to_string()]);
+}

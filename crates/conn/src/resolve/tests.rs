@@ -294,3 +294,59 @@ fn default_character_set_from_files_and_flags() {
         None
     );
 }
+
+/// `sqlfleet sandbox env` exports SQLFLEET_SANDBOX: it points every command
+/// at that sandbox (over ~/.my.cnf), and yields to a server named on the
+/// command line; each result says which source named the server.
+#[test]
+fn sqlfleet_sandbox_points_at_the_sandbox_and_origins_are_reported() {
+    let mut f = fixture();
+    let home_cnf = f.dir.path().join("home/.my.cnf");
+    f.user_cnf("[client]\nhost=db.example\nuser=fromhome\n");
+    f.write(
+        "sqlfleet/sandboxes/demo/client.cnf",
+        "[client]\nhost=127.0.0.1\nport=23306\nuser=root\npassword=sbx\n",
+    );
+    let none = ConnArgs::default();
+    let (t, o) = resolve_traced(&none, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("db.example", 3306));
+    assert_eq!(o, Origin::OptionFile(home_cnf.clone()));
+
+    f.env.sqlfleet_sandbox = Some("demo".into());
+    let (t, o) = resolve_traced(&none, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("127.0.0.1", 23306));
+    assert_eq!((t.user.as_str(), pw(&t)), ("root", Some("sbx")));
+    assert_eq!(
+        o,
+        Origin::Sandbox {
+            name: "demo".into(),
+            from_env: true
+        }
+    );
+
+    let flags = ConnArgs {
+        host: Some("db2".into()),
+        ..ConnArgs::default()
+    };
+    let (t, o) = resolve_traced(&flags, &f.env).expect("resolves");
+    assert_eq!(t.endpoint, tcp("db2", 3306));
+    assert_eq!(t.user, "fromhome", "~/.my.cnf is read again");
+    assert_eq!(o, Origin::Flags);
+
+    let dsn = ConnArgs {
+        dsn: Some("mysql://u@db3:3310/".into()),
+        ..ConnArgs::default()
+    };
+    assert_eq!(resolve_traced(&dsn, &f.env).expect("ok").1, Origin::Dsn);
+
+    f.env.sqlfleet_sandbox = None;
+    f.user_cnf("[client]\nuser=fromhome\n");
+    let (_, o) = resolve_traced(&none, &f.env).expect("resolves");
+    assert_eq!(o, Origin::BuiltIn);
+    assert!(!o.named());
+    f.env.mysql_host = Some("envhost".into());
+    assert_eq!(
+        resolve_traced(&none, &f.env).expect("ok").1,
+        Origin::Environment
+    );
+}

@@ -105,26 +105,23 @@ fn parse_qs(s: &str) -> anyhow::Result<Vec<u32>> {
     Ok(v)
 }
 
-fn explicit_target(c: &ConnArgs) -> bool {
-    c.host.is_some()
-        || c.port.is_some()
-        || c.socket.is_some()
-        || c.dsn.is_some()
-        || c.defaults_file.is_some()
-        || c.sandbox.is_some()
-}
-
-/// The target, or the embedded default: sandbox "bench", started if needed.
+/// The target as every command resolves it (flags, DSN, option files,
+/// environment, SQLFLEET_SANDBOX), or, when none of them names a server,
+/// the embedded default: sandbox "bench", started if needed.
 async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
-    if explicit_target(conn) {
-        return Ok(sqlfleet_conn::resolve_interactive(conn)?);
+    let (target, origin) = sqlfleet_conn::resolve_interactive_traced(conn)?;
+    if origin.named() {
+        eprintln!("sqlfleet bench: target {} (from {origin})", target.endpoint);
+        return Ok(target);
     }
     let home = sqlfleet_conn::home::sqlfleet_home();
     let opts = sqlfleet_sandbox::UpOptions {
         name: "bench".into(),
         ..Default::default()
     };
-    eprintln!("sqlfleet bench: no target given: using sandbox 'bench' (starting it if needed)");
+    eprintln!(
+        "sqlfleet bench: no target given (no -h/-P/-S, --dsn, --sandbox, option file host or SQLFLEET_SANDBOX): using sandbox 'bench' (starting it if needed)"
+    );
     let r = sqlfleet_sandbox::up(&home, &opts).await?;
     Ok(r.sandbox.target(r.sandbox.meta.primary())?)
 }

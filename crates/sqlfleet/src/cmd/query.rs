@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_conn::{ConnArgs, Endpoint};
+use sqlfleet_conn::{ConnArgs, Endpoint, Origin, Target};
 use sqlfleet_fanout::hosts::{parse_list, Host};
 use sqlfleet_fanout::output::Format;
 use sqlfleet_fanout::run::{self, Databases, Mode, QueryOptions, State};
@@ -100,35 +100,82 @@ fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
-    let base = sqlfleet_conn::resolve_interactive(&a.conn)?;
+/// The hosts to run on, and where they came from (for messages):
+/// --hosts / --hosts-file; else a server named on the command line (-h,
+/// -S, --dsn, --sandbox: every server of the sandbox); else a list on
+/// standard input; else the server option files, the environment or
+/// SQLFLEET_SANDBOX name.
+fn hosts(a: &QueryArgs, base: &Target, origin: &Origin) -> anyhow::Result<(Vec<Host>, String)> {
     let default_port = match &base.endpoint {
         Endpoint::Tcp { port, .. } => *port,
         Endpoint::Socket(_) => 3306,
     };
-    let (text, source) = if let Some(list) = &a.hosts {
-        (
-            list.split(',').collect::<Vec<_>>().join("\n"),
-            "--hosts".to_string(),
-        )
-    } else if let Some(f) = &a.hosts_file {
-        let t = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
-        (t, f.display().to_string())
-    } else {
-        anyhow::ensure!(
-            !std::io::stdin().is_terminal(),
-            "no hosts: give --hosts h1,h2, --hosts-file FILE, or a list on standard input"
+    let list = |text: &str, source: String| -> anyhow::Result<(Vec<Host>, String)> {
+        let (hosts, warnings) = parse_list(text, &source, default_port, a.conn.socket.as_deref())?;
+        for w in warnings {
+            eprintln!("sqlfleet query: warning: {w}");
+        }
+        Ok((hosts, source))
+    };
+    if let Some(l) = &a.hosts {
+        return list(
+            &l.split(',').collect::<Vec<_>>().join("\n"),
+            "--hosts".into(),
         );
+    }
+    if let Some(f) = &a.hosts_file {
+        let t = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
+        return list(&t, f.display().to_string());
+    }
+    let on_command_line = matches!(
+        origin,
+        Origin::Flags
+            | Origin::Dsn
+            | Origin::Sandbox {
+                from_env: false,
+                ..
+            }
+    ) && a
+        .conn
+        .port
+        .is_none_or(|_| a.conn.host.is_some() || a.conn.socket.is_some());
+    if !on_command_line && !std::io::stdin().is_terminal() {
         let mut t = String::new();
         std::io::stdin()
             .read_to_string(&mut t)
             .context("reading hosts from stdin")?;
-        (t, "stdin".to_string())
-    };
-    let (hosts, warnings): (Vec<Host>, Vec<String>) = parse_list(&text, &source, default_port)?;
-    for w in warnings {
-        eprintln!("sqlfleet query: warning: {w}");
+        if !t.trim().is_empty() || !origin.named() {
+            return list(&t, "stdin".into());
+        }
     }
+    anyhow::ensure!(
+        origin.named(),
+        "no hosts: give --hosts h1,h2, --hosts-file FILE, a list on standard input, or one server (-h, -S, --dsn, --sandbox)"
+    );
+    if let Origin::Sandbox { name, .. } = origin {
+        let home = sqlfleet_conn::home::sqlfleet_home();
+        let sb = sqlfleet_sandbox::Sandbox::open(&home, name)?;
+        let hosts = sb
+            .meta
+            .nodes
+            .iter()
+            .map(|n| Host::tcp("127.0.0.1", n.port))
+            .collect();
+        return Ok((hosts, format!("sandbox {name}")));
+    }
+    let host = match &base.endpoint {
+        Endpoint::Tcp { host, port } => Host::tcp(host.clone(), *port),
+        Endpoint::Socket(p) => Host {
+            socket: Some(p.clone()),
+            ..Host::tcp("localhost", 0)
+        },
+    };
+    Ok((vec![host], origin.to_string()))
+}
+
+pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
+    let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
+    let (hosts, source) = hosts(&a, &base, &origin)?;
     anyhow::ensure!(!hosts.is_empty(), "no hosts in {source}");
     let sql = match (&a.execute, &a.file) {
         (Some(s), _) => s.clone(),
