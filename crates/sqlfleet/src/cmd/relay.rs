@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_conn::{ConnArgs, Endpoint, SslMode};
+use sqlfleet_conn::{ConnArgs, Endpoint, Origin, SslMode};
 use sqlfleet_relay::config::{self, parse_user, Consistency, Mode, RelayConfig};
 use sqlfleet_relay::{Listener, Relay};
 
@@ -133,10 +133,10 @@ fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
         a.conn.default_character_set.is_none(),
         "--default-character-set: the relay's clients choose their own character set"
     );
-    let target = sqlfleet_conn::resolve_interactive(&a.conn)?;
+    let (target, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
     let servers = if !a.backends.is_empty() {
         a.backends.clone()
-    } else if let Some(name) = &a.conn.sandbox {
+    } else if let Origin::Sandbox { name, .. } = &origin {
         let home = sqlfleet_conn::home::sqlfleet_home();
         let sb = sqlfleet_sandbox::Sandbox::open(&home, name)?;
         sb.meta
