@@ -28,6 +28,9 @@ pub struct PoolOptions {
     /// Measured windows per cell, after one warm-up window.
     pub samples: usize,
     pub window: Duration,
+    /// A cell whose errors exceed this share of its attempts (connects and
+    /// queries) fails the run.
+    pub max_error_rate: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -42,6 +45,13 @@ pub struct PoolCell {
     pub query: Latency,
     pub errors: u64,
     pub connections: u64,
+    /// The first error a client met (with the server's or client's code).
+    #[serde(default)]
+    pub first_error: Option<String>,
+    /// More errors than the run allows (`max_error_rate`): its throughput
+    /// says nothing and is not compared.
+    #[serde(default)]
+    pub failed: bool,
     pub gauges: Gauges,
     pub too_short: bool,
 }
@@ -104,13 +114,20 @@ pub async fn run_cell(
             let mut connect_h = histogram();
             let mut query_h = histogram();
             let (mut errors, mut connections) = (0u64, 0u64);
+            let mut first_error: Option<String> = None;
+            let mut note = |e: &dyn std::fmt::Display| {
+                if first_error.is_none() {
+                    first_error = Some(e.to_string());
+                }
+            };
             let sql = format!("SELECT * FROM {DB}.bench_pool");
             while !stop.load(Ordering::Relaxed) {
                 let t = Instant::now();
                 let mut c = match target.connect(CONNECT).await {
                     Ok(c) => c,
-                    Err(_) => {
+                    Err(e) => {
                         errors += 1;
+                        note(&e);
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         continue;
                     }
@@ -125,10 +142,14 @@ pub async fn run_cell(
                                 let _ = query_h.record(t.elapsed().as_micros().max(1) as u64);
                                 done_queries.fetch_add(1, Ordering::Relaxed);
                             }
-                            Err(_) => errors += 1,
+                            Err(e) => {
+                                errors += 1;
+                                note(&e);
+                            }
                         },
-                        Err(_) => {
+                        Err(e) => {
                             errors += 1;
+                            note(&e);
                             break;
                         }
                     }
@@ -138,7 +159,7 @@ pub async fn run_cell(
                 }
                 let _ = c.disconnect().await;
             }
-            (connect_h, query_h, errors, connections)
+            (connect_h, query_h, errors, connections, first_error)
         }));
     }
     let mut side = target.connect(CONNECT).await.ok();
@@ -162,20 +183,21 @@ pub async fn run_cell(
     stop.store(true, Ordering::Relaxed);
     let mut connect_h = histogram();
     let mut query_h = histogram();
-    let (mut errors, mut connections) = (0, 0);
+    let (mut errors, mut connections, mut first_error) = (0, 0, None);
     for t in tasks {
-        if let Ok((c, qh, e, n)) = t.await {
+        if let Ok((c, qh, e, n, first)) = t.await {
             let _ = connect_h.add(&c);
             let _ = query_h.add(&qh);
             errors += e;
             connections += n;
+            first_error = first_error.or(first);
         }
     }
     if let Some(s) = side {
         let _ = s.disconnect().await;
     }
     let measured = &windows[1.min(windows.len())..];
-    PoolCell {
+    let mut cell = PoolCell {
         target: label.to_string(),
         queries_per_connection: q,
         clients,
@@ -187,6 +209,13 @@ pub async fn run_cell(
         query: Latency::of(&query_h),
         errors,
         connections,
+        first_error,
+        failed: false,
         gauges,
-    }
+    };
+    let total_queries = done_queries.load(Ordering::Relaxed);
+    let attempts = errors + connections + total_queries;
+    cell.failed =
+        errors > 0 && (total_queries == 0 || errors as f64 > o.max_error_rate * attempts as f64);
+    cell
 }

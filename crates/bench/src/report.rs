@@ -284,8 +284,30 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
 
 /// Compares two result sets: lines of text and whether any cell regressed
 /// beyond the measured noise.
-pub fn compare(a: &Results, b: &Results) -> (String, bool) {
+/// Compares two runs of the same benchmark cell by cell: the text, and
+/// whether anything regressed beyond the noise (or failed in B). Runs of
+/// different benchmarks, or with no cell in common, are refused.
+pub fn compare(a: &Results, b: &Results) -> Result<(String, bool), String> {
+    if a.command != b.command {
+        return Err(format!(
+            "A is a '{}' run and B a '{}' run: only runs of the same benchmark compare",
+            a.command, b.command
+        ));
+    }
+    let failed_in = |r: &Results| -> std::collections::BTreeSet<String> {
+        r.pool
+            .iter()
+            .filter(|c| c.failed)
+            .map(|c| c.key())
+            .collect()
+    };
+    let (fa, fb) = (failed_in(a), failed_in(b));
     let bmap: BTreeMap<String, Spread> = b.throughputs().into_iter().collect();
+    if !a.throughputs().iter().any(|(k, _)| bmap.contains_key(k)) {
+        return Err(
+            "A and B have no cell in common (different parameters): nothing to compare".into(),
+        );
+    }
     let mut s = String::new();
     let mut regressed = false;
     for (k, sa) in a.throughputs() {
@@ -293,6 +315,15 @@ pub fn compare(a: &Results, b: &Results) -> (String, bool) {
             let _ = writeln!(s, "{k}: only in A");
             continue;
         };
+        if fb.contains(&k) {
+            regressed = true;
+            let _ = writeln!(s, "{k}: FAILED in B (too many errors)");
+            continue;
+        }
+        if fa.contains(&k) {
+            let _ = writeln!(s, "{k}: failed in A (too many errors): not compared");
+            continue;
+        }
         let change = if sa.mean > 0.0 {
             100.0 * (sb.mean - sa.mean) / sa.mean
         } else {
@@ -313,7 +344,7 @@ pub fn compare(a: &Results, b: &Results) -> (String, bool) {
             sb.show()
         );
     }
-    (s, regressed)
+    Ok((s, regressed))
 }
 
 pub fn read(dir: &Path) -> Result<Results, String> {

@@ -49,9 +49,13 @@ pub fn secret_range(arg: &[u8], prev: Option<&[u8]>) -> Option<std::ops::Range<u
         let colon = v.iter().position(|&b| b == b':')?;
         return (colon + 1 < v.len()).then(|| start + colon + 1..arg.len());
     }
-    let url_start = if let Some(rest) = arg.strip_prefix(b"--dsn=") {
+    // --dsn URL, and bench's --via URL.
+    let url_start = if let Some(rest) = arg
+        .strip_prefix(b"--dsn=")
+        .or_else(|| arg.strip_prefix(b"--via="))
+    {
         arg.len() - rest.len()
-    } else if prev == Some(b"--dsn") {
+    } else if prev == Some(b"--dsn") || prev == Some(b"--via") {
         0
     } else {
         return None;
@@ -125,6 +129,15 @@ mod tests {
             "mysql://u:xx@h/db"
         );
         assert_eq!(masked("mysql://u@h/db", Some("--dsn")), "mysql://u@h/db");
+        assert_eq!(
+            masked("mysql://u:pw@h:6033/", Some("--via")),
+            "mysql://u:xx@h:6033/"
+        );
+        assert_eq!(
+            masked("--via=mysql://u:pw@h/", None),
+            "--via=mysql://u:xx@h/"
+        );
+        assert_eq!(masked("127.0.0.1:6033", Some("--via")), "127.0.0.1:6033");
         assert_eq!(masked("--port=3306", None), "--port=3306");
         assert_eq!(masked("--client-user=app:pw", None), "--client-user=app:xx");
         assert_eq!(masked("app:pw", Some("--client-user")), "app:xx");

@@ -297,3 +297,95 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
         "a sandbox 'bench' was started"
     );
 }
+
+/// A `--via` target gets its own credentials from a URL; one whose every
+/// connection fails fails the run (exit 2) with the first error and its
+/// code, and `compare` calls it a failure, not an improvement; runs of
+/// different benchmarks are refused (exit 1).
+#[test]
+fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = srv.sandbox.meta.primary().port;
+    let pw = srv.sandbox.password().expect("pw");
+    let pool = |out: &str, via: &str| {
+        bench(
+            srv,
+            &[
+                "pool",
+                "--via",
+                via,
+                "--queries-per-connection",
+                "1",
+                "--clients",
+                "1",
+                "--samples",
+                "1",
+                "--rows",
+                "4",
+                "--out",
+                dir.path().join(out).to_str().expect("utf8"),
+            ],
+        )
+    };
+    let good = pool(
+        "good",
+        &format!(
+            "mysql://root:{}@127.0.0.1:{port}/?ssl-mode=DISABLED",
+            pw.expose()
+        ),
+    );
+    assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    let bad = pool(
+        "bad",
+        &format!("mysql://root:wrong@127.0.0.1:{port}/?ssl-mode=DISABLED"),
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains("1045") && !stderr(&bad).contains("wrong"),
+        "the first error, with its code, and no password: {}",
+        stderr(&bad)
+    );
+    let r = results(&dir.path().join("bad"));
+    let via = r["pool"]
+        .as_array()
+        .expect("cells")
+        .iter()
+        .find(|c| c["target"].as_str() != Some("direct"))
+        .expect("via cell")
+        .clone();
+    assert_eq!(via["failed"], true, "{via}");
+
+    let compare = |a: &str, b: &std::path::Path| {
+        common::sqlfleet()
+            .args(["bench", "compare"])
+            .arg(dir.path().join(a))
+            .arg(b)
+            .output()
+            .expect("compare")
+    };
+    let o = compare("good", &dir.path().join("bad"));
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("FAILED in B"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("improvement"), "{}", stdout(&o));
+
+    let ins = dir.path().join("ins");
+    let o = bench(
+        srv,
+        &[
+            "insert",
+            "--processes",
+            "1",
+            "--index",
+            "off",
+            "--duration",
+            "1",
+            "--out",
+            ins.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = compare("good", &ins);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("same benchmark"), "{}", stderr(&o));
+}

@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use sqlfleet_bench::insert::{self, InsertOptions};
 use sqlfleet_bench::pool::{self, PoolOptions};
 use sqlfleet_bench::report::{self, Results};
-use sqlfleet_conn::{ConnArgs, Endpoint, Target};
+use sqlfleet_conn::{ConnArgs, Endpoint, PasswordSpec, Target};
 
 use crate::exit::Exit;
 
@@ -63,9 +63,15 @@ pub struct PoolArgs {
     /// Print help
     #[arg(long, action = clap::ArgAction::Help)]
     help: Option<bool>,
-    /// Also measure through this relay or proxy (repeatable)
-    #[arg(long, value_name = "HOST:PORT")]
+    /// Also measure through this relay or proxy (repeatable): HOST:PORT
+    /// (with the direct target's user, password and TLS) or a URL with its
+    /// own, mysql://user:pass@host:port/?ssl-mode=DISABLED
+    #[arg(long, value_name = "HOST:PORT|URL")]
     via: Vec<String>,
+    /// Fail the run (exit 2) when a cell's errors exceed this percentage of
+    /// its attempts (connects and queries), or when it ran no query at all
+    #[arg(long, default_value_t = 1.0, value_name = "PCT")]
+    max_errors: f64,
     /// A list (1,2,5) or a range (1..10)
     #[arg(long, default_value = "1,2,5,10,20")]
     queries_per_connection: String,
@@ -172,7 +178,8 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
         BenchCmd::Compare { a, b } => {
             let ra = report::read(&a).map_err(anyhow::Error::msg)?;
             let rb = report::read(&b).map_err(anyhow::Error::msg)?;
-            let (text, regressed) = report::compare(&ra, &rb);
+            let (text, regressed) = report::compare(&ra, &rb)
+                .map_err(|e| anyhow::anyhow!("{} vs {}: {e}", a.display(), b.display()))?;
             print!("{text}");
             Ok(if regressed { Exit::Partial } else { Exit::Ok })
         }
@@ -274,13 +281,14 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     let direct = target(&a.conn).await?;
     let mut targets = vec![("direct".to_string(), direct.clone())];
     for v in &a.via {
-        let (h, p) = sqlfleet_conn::addr::parse_addr(v, 3306)
-            .map_err(|e| anyhow::anyhow!("--via {v}: {e}"))?;
-        targets.push((
-            format!("via {v}"),
-            direct.with_endpoint(Endpoint::Tcp { host: h, port: p }),
-        ));
+        let (label, t) = via_target(&direct, v).map_err(|e| anyhow::anyhow!("--via {e}"))?;
+        targets.push((label, t));
     }
+    anyhow::ensure!(
+        a.max_errors.is_finite() && (0.0..=100.0).contains(&a.max_errors),
+        "--max-errors {}: a percentage from 0 to 100",
+        a.max_errors
+    );
     let opts = PoolOptions {
         targets,
         queries_per_connection: parse_qs(&a.queries_per_connection)?,
@@ -290,6 +298,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         column_size: a.column_size.clamp(1, 255),
         samples: a.samples.max(1),
         window: Duration::from_secs(1),
+        max_error_rate: a.max_errors / 100.0,
     };
     pool::prepare(&opts)
         .await
@@ -349,7 +358,13 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
                     format!("{}/{} µs", c.connect.p50_us, c.connect.p99_us),
                     format!("{}/{} µs", c.query.p50_us, c.query.p99_us),
                     c.errors,
-                    if c.too_short { "  (too short)" } else { "" }
+                    if c.failed {
+                        "  FAILED: too many errors"
+                    } else if c.too_short {
+                        "  (too short)"
+                    } else {
+                        ""
+                    }
                 );
                 results.pool.push(c);
             }
@@ -357,5 +372,56 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     }
     let files = report::write(&a.out, &results)?;
     println!("wrote {} in {}", files.join(", "), a.out.display());
-    Ok(Exit::Ok)
+    let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
+    for c in &failed {
+        eprintln!(
+            "sqlfleet bench: {}: {} errors in {} connections (more than {}%); first: {}",
+            c.key(),
+            c.errors,
+            c.connections,
+            a.max_errors,
+            c.first_error.as_deref().unwrap_or("?")
+        );
+    }
+    Ok(if failed.is_empty() {
+        Exit::Ok
+    } else {
+        Exit::Partial
+    })
+}
+
+/// A `--via` target: `HOST:PORT` with the direct target's login and TLS,
+/// or a URL whose parts replace them. Returns (label, target); the label
+/// never shows a password.
+fn via_target(direct: &Target, v: &str) -> Result<(String, Target), String> {
+    if v.contains("://") {
+        let d = sqlfleet_conn::Dsn::parse(v).map_err(|e| e.to_string())?;
+        let mut t = direct.clone();
+        let host = d.host.clone().unwrap_or_else(|| "127.0.0.1".into());
+        t.endpoint = match &d.socket {
+            Some(s) => Endpoint::Socket(s.into()),
+            None => Endpoint::Tcp {
+                host,
+                port: d.port.unwrap_or(3306),
+            },
+        };
+        if let Some(u) = d.user {
+            t.user = u;
+        }
+        if let Some(p) = d.password {
+            t.password = Some(PasswordSpec::Given(p));
+        }
+        if let Some(m) = d.ssl_mode {
+            t.ssl_mode = m;
+        }
+        if let Some(ca) = d.ssl_ca {
+            t.ssl_ca = Some(ca.into());
+        }
+        return Ok((format!("via {}", t.endpoint), t));
+    }
+    let (h, p) = sqlfleet_conn::addr::parse_addr(v, 3306).map_err(|e| format!("{v}: {e}"))?;
+    Ok((
+        format!("via {v}"),
+        direct.with_endpoint(Endpoint::Tcp { host: h, port: p }),
+    ))
 }
