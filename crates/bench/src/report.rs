@@ -94,7 +94,8 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
     }
     if !r.pool.is_empty() {
         let mut by: BTreeMap<(String, usize), Vec<(f64, f64)>> = BTreeMap::new();
-        for c in &r.pool {
+        // A failed cell's throughput means nothing: no point, not a zero.
+        for c in r.pool.iter().filter(|c| !c.failed) {
             by.entry((c.target.clone(), c.clients))
                 .or_default()
                 .push((c.queries_per_connection as f64, c.qps.mean));
@@ -262,7 +263,16 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                 c.queries_per_connection,
                 c.clients,
                 c.qps.show(),
-                if c.too_short { " <span class=\"warn\">(too short)</span>" } else { "" },
+                if c.failed {
+                    format!(
+                        " <span class=\"warn\">FAILED: {}</span>",
+                        esc(c.first_error.as_deref().unwrap_or("too many errors"))
+                    )
+                } else if c.too_short {
+                    " <span class=\"warn\">(too short)</span>".to_string()
+                } else {
+                    String::new()
+                },
                 c.connect.p50_us,
                 c.connect.p99_us,
                 c.query.p50_us,
