@@ -135,7 +135,11 @@ impl Target {
 
     fn connect_error(&self, e: Option<mysql_async::Error>, timeout: Duration) -> ConnectError {
         let what = match &e {
-            None => format!("connect timed out after {:.1}s", timeout.as_secs_f64()),
+            None => format!(
+                "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {:.1}s)",
+                self.endpoint,
+                timeout.as_secs_f64()
+            ),
             Some(mysql_async::Error::Driver(
                 mysql_async::DriverError::NoClientSslFlagFromServer,
             )) => {
@@ -147,7 +151,7 @@ impl Target {
             Some(mysql_async::Error::Server(s)) => {
                 format!("ERROR {} ({}): {}", s.code, s.state, s.message)
             }
-            Some(mysql_async::Error::Io(io)) => format!("{io}"),
+            Some(mysql_async::Error::Io(io)) => client_error(&self.endpoint, io),
             Some(other) => format!("{other}"),
         };
         ConnectError {
@@ -156,5 +160,45 @@ impl Target {
             what,
             source: e,
         }
+    }
+}
+
+/// An I/O failure as the mysql client words it, with its client error
+/// code: 2002 (socket), 2003 (TCP, with the system error number), 2005
+/// (unknown host), 2013 (lost during the handshake), 2026 (TLS).
+fn client_error(endpoint: &Endpoint, e: &mysql_async::IoError) -> String {
+    let io = match e {
+        mysql_async::IoError::Io(io) => io,
+        other => return format!("ERROR 2026 (HY000): TLS/SSL error: {other}"),
+    };
+    let errno = io.raw_os_error();
+    // "111: Connection refused": the number as the client prints it, and its meaning.
+    let sys = |n: i32| {
+        let text = std::io::Error::from_raw_os_error(n).to_string();
+        let text = text
+            .split(" (os error")
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        format!("{n}: {text}")
+    };
+    match (endpoint, errno) {
+        (Endpoint::Socket(p), Some(n)) => format!(
+            "ERROR 2002 (HY000): Can't connect to local server through socket '{}' ({})",
+            p.display(),
+            sys(n)
+        ),
+        (Endpoint::Tcp { host, .. }, None) if io.to_string().contains("lookup address") => {
+            format!("ERROR 2005 (HY000): Unknown server host '{host}' ({io})")
+        }
+        (Endpoint::Tcp { .. }, Some(n)) => {
+            format!(
+                "ERROR 2003 (HY000): Can't connect to server on '{endpoint}' ({})",
+                sys(n)
+            )
+        }
+        _ => format!(
+            "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet' ({io})"
+        ),
     }
 }

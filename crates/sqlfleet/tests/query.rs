@@ -168,15 +168,23 @@ fn dead_and_silent_hosts_do_not_hold_up_the_others() {
             .expect("host")
     };
     assert_eq!(by_host(&dead_addr)["state"], "unreachable");
-    assert!(by_host(&dead_addr)["message"]
+    let dead = by_host(&dead_addr)["message"]
         .as_str()
         .expect("msg")
-        .contains("refused"));
+        .to_string();
+    assert!(
+        dead.contains("ERROR 2003 (HY000)") && dead.contains("111: Connection refused"),
+        "the client's error code, as mysql prints it: {dead}"
+    );
     assert!(
         by_host(&silent_addr)["message"]
             .as_str()
             .expect("msg")
-            .contains("timed out"),
+            .contains("ERROR 2003 (HY000): Can't connect to server on")
+            && by_host(&silent_addr)["message"]
+                .as_str()
+                .expect("msg")
+                .contains("timed out"),
         "{v}"
     );
     assert!(
