@@ -71,6 +71,44 @@ fn json_value(v: &Value) -> serde_json::Value {
     }
 }
 
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+/// Column names made distinct for JSON keys, in order: a repeated name
+/// gets `_2`, `_3`, ... (`SELECT 1 a, 2 a` gives `a` and `a_2`).
+pub fn distinct_names(columns: &[String]) -> Vec<String> {
+    let mut taken: std::collections::HashSet<String> = columns.iter().cloned().collect();
+    let mut seen = std::collections::HashSet::new();
+    columns
+        .iter()
+        .map(|c| {
+            if seen.insert(c.clone()) {
+                return c.clone();
+            }
+            let mut i = 2;
+            loop {
+                let n = format!("{c}_{i}");
+                if taken.insert(n.clone()) {
+                    seen.insert(n.clone());
+                    return n;
+                }
+                i += 1;
+            }
+        })
+        .collect()
+}
+
+/// A row as a JSON object whose keys keep the columns' order.
+fn json_row(names: &[String], row: &[Value]) -> String {
+    let fields: Vec<String> = names
+        .iter()
+        .zip(row)
+        .map(|(k, v)| format!("{}:{}", json_str(k), json_value(v)))
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
 /// Writes a block of rows of one host in a streaming format.
 pub fn write_rows(
     out: &mut dyn Write,
@@ -81,6 +119,11 @@ pub fn write_rows(
     rows: &[Vec<Value>],
 ) -> std::io::Result<()> {
     let mut line = Vec::with_capacity(256);
+    let names = if fmt == Format::Jsonl {
+        distinct_names(columns)
+    } else {
+        Vec::new()
+    };
     for r in rows {
         line.clear();
         match fmt {
@@ -107,18 +150,12 @@ pub fn write_rows(
                 }
             }
             Format::Jsonl => {
-                let mut obj = serde_json::Map::new();
-                obj.insert("host".into(), host.into());
+                let mut text = format!("{{\"host\":{}", json_str(host));
                 if let Some(d) = db {
-                    obj.insert("database".into(), d.into());
+                    text.push_str(&format!(",\"database\":{}", json_str(d)));
                 }
-                let row: serde_json::Map<String, serde_json::Value> = columns
-                    .iter()
-                    .cloned()
-                    .zip(r.iter().map(json_value))
-                    .collect();
-                obj.insert("row".into(), row.into());
-                line.extend_from_slice(serde_json::Value::Object(obj).to_string().as_bytes());
+                text.push_str(&format!(",\"row\":{}}}", json_row(&names, r)));
+                line.extend_from_slice(text.as_bytes());
             }
         }
         line.push(b'\n');
@@ -230,6 +267,130 @@ pub fn outcome_lines(o: &Outcome) -> Vec<String> {
             String::from_utf8_lossy(&line).into_owned()
         })
         .collect()
+}
+
+/// A group's rows as JSON objects.
+fn json_rows(o: &Outcome, rows: &[&Vec<Value>]) -> String {
+    let names = distinct_names(&o.columns);
+    let rows: Vec<String> = rows.iter().map(|r| json_row(&names, r)).collect();
+    format!("[{}]", rows.join(","))
+}
+
+fn json_list(items: &[String]) -> String {
+    let v: Vec<String> = items.iter().map(|s| json_str(s)).collect();
+    format!("[{}]", v.join(","))
+}
+
+/// `--collapse` in `fmt`: each distinct result once, under the hosts that
+/// gave it (tsv: `==>` lines; jsonl: one object per group; csv: the hosts
+/// as the first field of each row; table: a table per group).
+pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
+    let mut s = String::new();
+    match fmt {
+        Format::Tsv => return collapse(results),
+        Format::Jsonl => {
+            for (o, hosts) in group(results) {
+                let rows: Vec<&Vec<Value>> = o.rows.iter().collect();
+                s.push_str(&format!(
+                    "{{\"hosts\":{},\"columns\":{},\"rows\":{},\"error\":{}}}\n",
+                    json_list(&hosts),
+                    json_list(&o.columns),
+                    json_rows(&o, &rows),
+                    o.error.as_deref().map_or("null".to_string(), json_str)
+                ));
+            }
+        }
+        Format::Csv => {
+            for (o, hosts) in group(results) {
+                let who = Some(hosts.join(" ").into_bytes());
+                let mut line = Vec::new();
+                let rows: Vec<Vec<Value>> = match &o.error {
+                    Some(e) => vec![vec![Some(format!("ERROR: {e}").into_bytes())]],
+                    None => o.rows.clone(),
+                };
+                for r in rows {
+                    line.clear();
+                    csv_field(&mut line, &who);
+                    for v in &r {
+                        line.push(b',');
+                        csv_field(&mut line, v);
+                    }
+                    s.push_str(&String::from_utf8_lossy(&line));
+                    s.push('\n');
+                }
+            }
+        }
+        Format::Table => {
+            for (o, hosts) in group(results) {
+                s.push_str(&format!(
+                    "==> {} ({} host{})\n",
+                    hosts.join(", "),
+                    hosts.len(),
+                    if hosts.len() == 1 { "" } else { "s" }
+                ));
+                match &o.error {
+                    Some(e) => s.push_str(&format!("ERROR: {e}\n")),
+                    None if o.columns.is_empty() => {}
+                    None => {
+                        let rows: Vec<Vec<String>> = o
+                            .rows
+                            .iter()
+                            .map(|r| r.iter().map(display).collect())
+                            .collect();
+                        s.push_str(&table(&o.columns, &rows));
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+/// A value as the mysql client's table shows it.
+pub fn display(v: &Value) -> String {
+    match v {
+        None => "NULL".to_string(),
+        Some(b) => String::from_utf8_lossy(b).into_owned(),
+    }
+}
+
+/// `--diff` in `fmt` (tsv or jsonl; the caller refuses the others): jsonl
+/// gives one object per differing group with the majority's hosts and the
+/// rows missing and extra.
+pub fn diff_as(results: &[(String, Outcome)], fmt: Format) -> String {
+    if fmt != Format::Jsonl {
+        return diff(results);
+    }
+    let groups = group(results);
+    let Some((majority, mhosts)) = groups.first() else {
+        return String::new();
+    };
+    if groups.len() == 1 {
+        return format!("{{\"agree\":true,\"hosts\":{}}}\n", json_list(mhosts));
+    }
+    let mut s = String::new();
+    for (o, hosts) in &groups[1..] {
+        let missing: Vec<&Vec<Value>> = majority
+            .rows
+            .iter()
+            .filter(|r| !o.rows.contains(r))
+            .collect();
+        let extra: Vec<&Vec<Value>> = o
+            .rows
+            .iter()
+            .filter(|r| !majority.rows.contains(r))
+            .collect();
+        s.push_str(&format!(
+            "{{\"hosts\":{},\"majority\":{},\"columns\":{},\"missing\":{},\"extra\":{},\"error\":{}}}\n",
+            json_list(hosts),
+            json_list(mhosts),
+            json_list(&o.columns),
+            json_rows(majority, &missing),
+            json_rows(o, &extra),
+            o.error.as_deref().map_or("null".to_string(), json_str)
+        ));
+    }
+    s
 }
 
 /// `--collapse`: each distinct result once, under the hosts that gave it.
@@ -349,6 +510,27 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).expect("utf8"),
             "{\"host\":\"h:1\",\"row\":{\"a\":\"1\",\"b\":null}}\n"
+        );
+        // Column order kept, repeated names made distinct.
+        let dup = vec![
+            "z".to_string(),
+            "a".to_string(),
+            "a".to_string(),
+            "a_2".to_string(),
+        ];
+        let mut out = Vec::new();
+        write_rows(
+            &mut out,
+            Format::Jsonl,
+            "h:1",
+            None,
+            &dup,
+            &[vec![v("1"), v("2"), v("3"), v("4")]],
+        )
+        .expect("w");
+        assert_eq!(
+            String::from_utf8(out).expect("utf8"),
+            "{\"host\":\"h:1\",\"row\":{\"z\":\"1\",\"a\":\"2\",\"a_3\":\"3\",\"a_2\":\"4\"}}\n"
         );
         assert_eq!(
             header(Format::Tsv, true, &cols).as_deref(),

@@ -75,6 +75,38 @@ pub struct HostStatus {
     pub message: Option<String>,
     pub rows: u64,
     pub seconds: f64,
+    /// With -B / --all-databases: how each database went.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub databases: Vec<DatabaseStatus>,
+}
+
+/// One database's outcome on one host (-B / --all-databases).
+#[derive(Debug, Clone, Serialize)]
+pub struct DatabaseStatus {
+    pub database: String,
+    pub state: State,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    pub rows: u64,
+}
+
+/// What one host's work came to.
+struct HostResult {
+    state: State,
+    message: Option<String>,
+    rows: u64,
+    databases: Vec<DatabaseStatus>,
+}
+
+impl HostResult {
+    fn of(state: State, message: Option<String>, rows: u64) -> HostResult {
+        HostResult {
+            state,
+            message,
+            rows,
+            databases: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +117,9 @@ pub struct Report {
     pub timeout: usize,
     pub unreachable: usize,
     pub interrupted: usize,
+    /// With -B / --all-databases: (host, database) pairs that ran clean.
+    pub databases_ok: usize,
+    pub databases_failed: usize,
     pub seconds: f64,
     pub statuses: Vec<HostStatus>,
 }
@@ -145,14 +180,18 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
             let work = async {
                 let _permit = sem.acquire().await.ok();
                 if interrupted(&opts) {
-                    return (State::Interrupted, Some("not run: interrupted".into()), 0);
+                    return HostResult::of(
+                        State::Interrupted,
+                        Some("not run: interrupted".into()),
+                        0,
+                    );
                 }
                 host_work(&opts, &h, &tx, deadline).await
             };
-            let (state, message, rows) = match deadline {
+            let r = match deadline {
                 Some(d) => match tokio::time::timeout_at(d.into(), work).await {
                     Ok(r) => r,
-                    Err(_) => (
+                    Err(_) => HostResult::of(
                         State::Timeout,
                         Some("overall deadline passed before this host finished".into()),
                         0,
@@ -162,10 +201,11 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
             };
             HostStatus {
                 host: addr,
-                state,
-                message,
-                rows,
+                state: r.state,
+                message: r.message,
+                rows: r.rows,
                 seconds: t0.elapsed().as_secs_f64(),
+                databases: r.databases,
             }
         }));
     }
@@ -185,6 +225,16 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         timeout: count(State::Timeout),
         unreachable: count(State::Unreachable),
         interrupted: count(State::Interrupted),
+        databases_ok: statuses
+            .iter()
+            .flat_map(|s| &s.databases)
+            .filter(|d| d.state == State::Ok)
+            .count(),
+        databases_failed: statuses
+            .iter()
+            .flat_map(|s| &s.databases)
+            .filter(|d| d.state != State::Ok)
+            .count(),
         seconds: started.elapsed().as_secs_f64(),
         statuses,
     })
@@ -214,7 +264,7 @@ async fn host_work(
     h: &Host,
     tx: &mpsc::Sender<Event>,
     deadline: Option<Instant>,
-) -> (State, Option<String>, u64) {
+) -> HostResult {
     let target = target_for(&opts.base, h);
     let addr = h.addr();
     let mut conn = match target.connect(opts.connect_timeout).await {
@@ -225,7 +275,7 @@ async fn host_work(
             } else {
                 State::Unreachable
             };
-            return (state, Some(e.what), 0);
+            return HostResult::of(state, Some(e.what), 0);
         }
     };
     let mariadb = conn.server_version().0 >= 10 || conn_is_mariadb(&mut conn).await;
@@ -238,7 +288,7 @@ async fn host_work(
                 .filter(|d| !SYSTEM_DBS.contains(&d.as_str()))
                 .map(Some)
                 .collect(),
-            Err(e) => return (State::Error, Some(describe(&e)), 0),
+            Err(e) => return HostResult::of(State::Error, Some(describe(&e)), 0),
         },
     };
     let mut outcome = Outcome {
@@ -247,12 +297,25 @@ async fn host_work(
         error: None,
     };
     let mut total = 0;
-    let mut result = (State::Ok, None);
-    'all: for db in &dbs {
+    // Each database runs on its own: a failure in one (USE, a statement) is
+    // reported for it and the next one still runs.
+    let mut per_db: Vec<DatabaseStatus> = Vec::new();
+    for db in &dbs {
+        let before = total;
+        let mut db_result: (State, Option<String>) = (State::Ok, None);
         if let Some(d) = db {
             if let Err(e) = conn.query_drop(format!("USE {}", ident(d))).await {
-                result = (State::Error, Some(format!("USE {d}: {}", describe(&e))));
-                break;
+                let msg = format!("USE {d}: {}", describe(&e));
+                if opts.mode != Mode::Stream && outcome.error.is_none() {
+                    outcome.error = Some(msg.clone());
+                }
+                per_db.push(DatabaseStatus {
+                    database: d.clone(),
+                    state: State::Error,
+                    message: Some(msg),
+                    rows: 0,
+                });
+                continue;
             }
         }
         for stmt in &opts.statements {
@@ -310,24 +373,21 @@ async fn host_work(
                         })
                         .await;
                 }
-                return (State::Interrupted, Some(msg), total);
+                return HostResult::of(State::Interrupted, Some(msg), total);
             };
             let r = match limited {
                 Ok(r) => r,
                 Err(l) => {
                     {
                         kill_query(&target, id, opts.connect_timeout).await;
-                        result = (
-                            State::Timeout,
-                            Some(format!(
-                                "query timed out after {:.1}s (KILL QUERY {id} sent)",
-                                l.as_secs_f64()
-                            )),
+                        let msg = format!(
+                            "query timed out after {:.1}s (KILL QUERY {id} sent)",
+                            l.as_secs_f64()
                         );
                         // The connection is mid-result: drop it, don't reuse it.
                         drop(conn);
                         if opts.mode != Mode::Stream {
-                            outcome.error = result.1.clone();
+                            outcome.error = Some(msg.clone());
                             let _ = tx
                                 .send(Event::Outcome {
                                     host: addr.clone(),
@@ -335,7 +395,7 @@ async fn host_work(
                                 })
                                 .await;
                         }
-                        return (result.0, result.1, total);
+                        return HostResult::of(State::Timeout, Some(msg), total);
                     }
                 }
             };
@@ -348,12 +408,43 @@ async fn host_work(
                         }
                         _ => State::Error,
                     };
-                    result = (state, Some(describe(&e)));
-                    outcome.error = result.1.clone();
-                    break 'all;
+                    let msg = match db {
+                        Some(d) if dbs.len() > 1 => format!("{d}: {}", describe(&e)),
+                        _ => describe(&e),
+                    };
+                    if outcome.error.is_none() {
+                        outcome.error = Some(msg.clone());
+                    }
+                    db_result = (state, Some(msg));
+                    break;
                 }
             }
         }
+        per_db.push(DatabaseStatus {
+            database: db.clone().unwrap_or_default(),
+            state: db_result.0,
+            message: db_result.1,
+            rows: total - before,
+        });
+    }
+    let failed: Vec<&DatabaseStatus> = per_db.iter().filter(|d| d.state != State::Ok).collect();
+    let result = match failed.first() {
+        None => (State::Ok, None),
+        Some(f) => (
+            f.state,
+            Some(match failed.len() {
+                1 => f.message.clone().unwrap_or_default(),
+                n => format!(
+                    "{} (and {} more database{})",
+                    f.message.clone().unwrap_or_default(),
+                    n - 1,
+                    if n == 2 { "" } else { "s" }
+                ),
+            }),
+        ),
+    };
+    if matches!(opts.databases, Databases::Default) {
+        per_db.clear();
     }
     if opts.mode != Mode::Stream {
         let _ = tx
@@ -364,7 +455,12 @@ async fn host_work(
             .await;
     }
     let _ = conn.disconnect().await;
-    (result.0, result.1, total)
+    HostResult {
+        state: result.0,
+        message: result.1,
+        rows: total,
+        databases: per_db,
+    }
 }
 
 async fn conn_is_mariadb(conn: &mut Conn) -> bool {
@@ -470,10 +566,12 @@ fn write_output(
     with_db: bool,
 ) -> std::io::Result<()> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
-    let mut header_done = !header;
+    // A header whenever the column set changes (each statement's result
+    // set gets its own), not only for the first.
+    let mut last_columns: Option<Arc<Vec<String>>> = None;
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
-    let mut table_rows: Vec<Vec<String>> = Vec::new();
-    let mut table_cols: Vec<String> = Vec::new();
+    // Table format: one table per column set, in order of first appearance.
+    let mut tables: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
     while let Some(ev) = rx.blocking_recv() {
         match ev {
             Event::Rows {
@@ -483,31 +581,33 @@ fn write_output(
                 rows,
             } => {
                 if fmt == Format::Table {
-                    if table_cols.is_empty() {
-                        table_cols.push("host".into());
-                        if with_db {
-                            table_cols.push("database".into());
-                        }
-                        table_cols.extend(columns.iter().cloned());
+                    let mut cols = vec!["host".to_string()];
+                    if with_db {
+                        cols.push("database".into());
                     }
+                    cols.extend(columns.iter().cloned());
+                    let i = match tables.iter().position(|(c, _)| *c == cols) {
+                        Some(i) => i,
+                        None => {
+                            tables.push((cols, Vec::new()));
+                            tables.len() - 1
+                        }
+                    };
                     for r in rows {
                         let mut cells = vec![host.clone()];
                         if with_db {
                             cells.push(db.clone().unwrap_or_default());
                         }
-                        cells.extend(r.iter().map(|v| match v {
-                            None => "NULL".to_string(),
-                            Some(b) => String::from_utf8_lossy(b).into_owned(),
-                        }));
-                        table_rows.push(cells);
+                        cells.extend(r.iter().map(output::display));
+                        tables[i].1.push(cells);
                     }
                     continue;
                 }
-                if !header_done {
+                if header && last_columns.as_deref() != Some(&*columns) {
                     if let Some(h) = output::header(fmt, with_db, &columns) {
                         writeln!(out, "{h}")?;
                     }
-                    header_done = true;
+                    last_columns = Some(columns.clone());
                 }
                 output::write_rows(&mut out, fmt, &host, db.as_deref(), &columns, &rows)?;
             }
@@ -516,12 +616,13 @@ fn write_output(
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
     match mode {
-        Mode::Collapse => out.write_all(output::collapse(&outcomes).as_bytes())?,
-        Mode::Diff => out.write_all(output::diff(&outcomes).as_bytes())?,
-        Mode::Stream if fmt == Format::Table && !table_cols.is_empty() => {
-            out.write_all(output::table(&table_cols, &table_rows).as_bytes())?
+        Mode::Collapse => out.write_all(output::collapse_as(&outcomes, fmt).as_bytes())?,
+        Mode::Diff => out.write_all(output::diff_as(&outcomes, fmt).as_bytes())?,
+        Mode::Stream => {
+            for (cols, rows) in &tables {
+                out.write_all(output::table(cols, rows).as_bytes())?
+            }
         }
-        Mode::Stream => {}
     }
     out.flush()
 }

@@ -425,3 +425,75 @@ fn a_sandbox_or_a_socket_names_the_hosts() {
     );
     assert_eq!(ids, vec![primary.server_id.to_string()]);
 }
+
+/// Output as asked for in every mode: jsonl keeps column order and
+/// repeated names; every result set gets its header; --collapse honours
+/// --format; --diff refuses formats it cannot write; -B reports each
+/// database (one missing database is a partial failure, exit 2).
+#[test]
+fn formats_headers_and_per_database_results() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    let ok = |args: &[&str]| {
+        let o = query(srv, &[&["--hosts", &h][..], args].concat());
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    assert_eq!(
+        ok(&["-e", "SELECT 1 AS z, 2 AS a, 3 AS a", "--format", "jsonl"]),
+        format!("{{\"host\":\"{h}\",\"row\":{{\"z\":\"1\",\"a\":\"2\",\"a_2\":\"3\"}}}}\n")
+    );
+    assert_eq!(
+        ok(&["-e", "SELECT 1 AS a; SELECT 2 AS b, 3 AS c", "--header"]),
+        format!("host\ta\n{h}\t1\nhost\tb\tc\n{h}\t2\t3\n")
+    );
+    assert_eq!(
+        ok(&["-e", "SELECT 1 AS a", "--collapse", "--format", "jsonl"]),
+        format!("{{\"hosts\":[\"{h}\"],\"columns\":[\"a\"],\"rows\":[{{\"a\":\"1\"}}],\"error\":null}}\n")
+    );
+    let t = ok(&["-e", "SELECT 1 AS a", "--collapse", "--format", "table"]);
+    assert!(t.contains("| a |") && t.contains("| 1 |"), "{t}");
+    let o = query(
+        srv,
+        &["--hosts", &h, "-e", "SELECT 1", "--diff", "--format", "csv"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--diff writes tsv or jsonl"),
+        "{}",
+        stderr(&o)
+    );
+
+    let dir = tempfile::tempdir().expect("tmp");
+    let status = dir.path().join("status.json");
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "-B",
+            "mysql,nosuchdb",
+            "-e",
+            "SELECT 7",
+            "--status-json",
+            status.to_str().expect("utf8"),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{h}\tmysql\t7\n"));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&status).expect("status")).expect("json");
+    let dbs = &v["statuses"][0]["databases"];
+    assert_eq!(dbs[0]["database"], "mysql");
+    assert_eq!(dbs[0]["state"], "ok");
+    assert_eq!(dbs[1]["database"], "nosuchdb");
+    assert_eq!(dbs[1]["state"], "error");
+    assert!(
+        dbs[1]["message"].as_str().expect("msg").contains("1049"),
+        "{v}"
+    );
+    assert_eq!(
+        (v["databases_ok"].as_u64(), v["databases_failed"].as_u64()),
+        (Some(1), Some(1))
+    );
+}

@@ -174,6 +174,11 @@ fn hosts(a: &QueryArgs, base: &Target, origin: &Origin) -> anyhow::Result<(Vec<H
 }
 
 pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
+    anyhow::ensure!(
+        !(a.diff && matches!(a.format, Format::Csv | Format::Table)),
+        "--diff writes tsv or jsonl (the lines each host lacks and has extra); --format {} is for rows",
+        if a.format == Format::Csv { "csv" } else { "table" }
+    );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
     let (hosts, source) = hosts(&a, &base, &origin)?;
     anyhow::ensure!(!hosts.is_empty(), "no hosts in {source}");
@@ -213,8 +218,9 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     };
     let report = run::run(opts, Box::new(std::io::stdout())).await?;
     eprintln!(
-        "sqlfleet query: {} hosts in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
+        "sqlfleet query: {} host{} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
         report.hosts,
+        if report.hosts == 1 { "" } else { "s" },
         report.seconds,
         report.ok,
         report.error,
@@ -226,6 +232,12 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             String::new()
         }
     );
+    if report.databases_ok + report.databases_failed > 0 {
+        eprintln!(
+            "sqlfleet query: databases: {} ok, {} failed (per host and database in --status-json)",
+            report.databases_ok, report.databases_failed
+        );
+    }
     let failed: Vec<_> = report
         .statuses
         .iter()
@@ -250,7 +262,8 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         Exit::Interrupted
     } else if report.ok == report.hosts {
         Exit::Ok
-    } else if report.ok == 0 {
+    } else if report.ok == 0 && report.databases_ok == 0 {
+        // Partial when some database ran clean on some host (-B db1,nosuchdb).
         Exit::Total
     } else {
         Exit::Partial
