@@ -8,72 +8,75 @@ use std::path::PathBuf;
 
 use crate::tls::SslMode;
 
+/// The heading the connection flags share in `--help` (each field names it,
+/// so the command's own options stay under "Options").
+const CONN: &str = "Connection (as the mysql client: flags, then --dsn, option files, environment)";
+
 #[derive(clap::Args, Debug, Clone, Default)]
-#[command(next_help_heading = "Connection (as the mysql client; see `Precedence` in README)")]
 pub struct ConnArgs {
     /// Server host name or IP (`localhost` means the Unix socket, as in mysql)
-    #[arg(short = 'h', long)]
+    #[arg(short = 'h', long, help_heading = CONN)]
     pub host: Option<String>,
 
     /// TCP port
-    #[arg(short = 'P', long)]
+    #[arg(short = 'P', long, help_heading = CONN)]
     pub port: Option<u16>,
 
     /// User name
-    #[arg(short = 'u', long)]
+    #[arg(short = 'u', long, help_heading = CONN)]
     pub user: Option<String>,
 
     /// Password; a bare -p or --password asks on the terminal. Prefer
     /// option files or MYSQL_PWD: a command line is visible to other users
     /// until sqlfleet masks it at start-up.
-    #[arg(short = 'p', long, num_args = 0..=1, require_equals = true, value_name = "PASSWORD")]
+    #[arg(short = 'p', long, num_args = 0..=1, require_equals = true, value_name = "PASSWORD", help_heading = CONN)]
     pub password: Option<Option<String>>,
 
     /// Unix socket path
-    #[arg(short = 'S', long)]
+    #[arg(short = 'S', long, help_heading = CONN)]
     pub socket: Option<PathBuf>,
 
     /// Default database
-    #[arg(short = 'D', long)]
+    #[arg(short = 'D', long, help_heading = CONN)]
     pub database: Option<String>,
 
     /// Connection as a URL: mysql://user:pass@host:port/db?ssl-mode=..&socket=..
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = CONN)]
     pub dsn: Option<String>,
 
     /// Read options from this file only (instead of /etc/my.cnf, /etc/mysql/my.cnf, ~/.my.cnf)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub defaults_file: Option<PathBuf>,
 
     /// Read this file after the global option files and before ~/.my.cnf
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub defaults_extra_file: Option<PathBuf>,
 
     /// Read no option files
-    #[arg(long)]
+    #[arg(long, help_heading = CONN)]
     pub no_defaults: bool,
 
     /// Transport: tcp or socket (default: socket for localhost, as mysql)
-    #[arg(long, value_parser = ["tcp", "socket", "TCP", "SOCKET"])]
+    #[arg(long, value_parser = ["tcp", "socket"], ignore_case = true, help_heading = CONN)]
     pub protocol: Option<String>,
 
     /// DISABLED, PREFERRED (default), REQUIRED, VERIFY_CA or VERIFY_IDENTITY
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", help_heading = CONN)]
     pub ssl_mode: Option<SslMode>,
 
     /// CA certificate (PEM) for VERIFY_CA / VERIFY_IDENTITY
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub ssl_ca: Option<PathBuf>,
 
     /// The connection's character set, as the mysql client's option
     /// (also `default-character-set` in option files) [default: utf8mb4;
     /// `auto` means utf8mb4 too]
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = CONN)]
     pub default_character_set: Option<String>,
 
     /// Connect to the local sandbox of this name (see `sqlfleet sandbox list`);
     /// used instead of option files, flags still override
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = CONN)]
     pub sandbox: Option<String>,
 }
 

@@ -22,11 +22,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Load a mysqldump/mariadb-dump stream or CSV/TSV files in parallel
+    // load, query and relay take their help (and exit codes) from their
+    // argument structs' docs.
     Load(Box<cmd::load::LoadArgs>),
-    /// Run SQL on many servers at once and merge the results
     Query(Box<cmd::query::QueryArgs>),
-    /// MySQL-protocol connection pool and proxy
     Relay(Box<cmd::relay::RelayArgs>),
     /// Throughput and latency sweeps, direct and through a relay
     #[command(subcommand)]

@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{assert_setup_error, run_in, stdout};
+use common::{assert_setup_error, run_in, stderr, stdout};
 use mysql_async::prelude::Queryable;
 
 /// Destroys every sandbox under a home when dropped, pass or fail.
@@ -467,4 +467,66 @@ fn promote_keeps_every_committed_write() {
         }
     }
     let _ = run_in(home.path(), &["sandbox", "destroy", "--name", "pk"]);
+}
+
+/// `destroy` asks on a terminal before deleting data: "n" keeps the
+/// sandbox (exit 1), `--yes` and a non-terminal stdin do not ask.
+#[test]
+fn destroy_asks_on_a_terminal() {
+    let home = tempfile::tempdir().expect("tmp");
+    let fake = |name: &str| {
+        let dir = home.path().join("sandboxes").join(name);
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(
+            dir.join("sandbox.toml"),
+            format!("name = \"{name}\"\noptions = []\n\n[[nodes]]\nname = \"primary\"\nport = 1\nserver_id = 1\nrole = \"primary\"\n"),
+        )
+        .expect("meta");
+        dir
+    };
+    let dir = fake("keepme");
+    let bin = env!("CARGO_BIN_EXE_sqlfleet");
+    // A terminal for the command (script(1)), answering "n".
+    let mut child = std::process::Command::new("script")
+        .args([
+            "-qec",
+            &format!("{bin} sandbox destroy --name keepme"),
+            "/dev/null",
+        ])
+        .env("SQLFLEET_HOME", home.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("script(1) from bsdutils");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let _ = stdin.write_all(b"n\n");
+    }
+    let o = child.wait_with_output().expect("wait");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("[y/N]") && out.contains("not destroyed"),
+        "{out}"
+    );
+    assert!(dir.exists(), "the sandbox was deleted without a yes");
+
+    let o = common::run_in(
+        home.path(),
+        &["sandbox", "destroy", "--name", "keepme", "--yes"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!dir.exists());
+    let dir = fake("scripted");
+    let o = common::sqlfleet()
+        .env("SQLFLEET_HOME", home.path())
+        .args(["sandbox", "destroy", "--name", "scripted"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!dir.exists());
 }

@@ -16,12 +16,22 @@ use crate::exit::Exit;
 
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
-    /// Concurrent inserters x table sizes x index: rates, stalls, errors, lost rows
+    /// Concurrent inserters x table sizes x index: rates, stalls, errors, lost rows.
+    /// Exit codes: 0 done, 1 usage or setup error, 2 acknowledged rows were lost
     Insert(Box<InsertArgs>),
-    /// Connect / q queries / disconnect clients, direct and through relays
+    /// Connect / q queries / disconnect clients, direct and through relays.
+    /// Exit codes: 0 done, 1 usage or setup error, 2 a cell failed (more
+    /// errors than --max-errors)
     Pool(Box<PoolArgs>),
-    /// Compare two result directories; exit 2 on a regression beyond the noise
-    Compare { a: PathBuf, b: PathBuf },
+    /// Compare two result directories. Exit codes: 0 no regression, 1 the
+    /// runs do not compare (different benchmarks, no cell in common), 2 a
+    /// regression beyond the noise or a cell that failed in B
+    Compare {
+        /// The earlier run's directory (results.json)
+        a: PathBuf,
+        /// The later run's directory
+        b: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -30,7 +40,7 @@ pub struct InsertArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// Concurrent inserters to try
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
@@ -61,7 +71,7 @@ pub struct PoolArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// Also measure through this relay or proxy (repeatable): HOST:PORT
     /// (with the direct target's user, password and TLS) or a URL with its
@@ -75,10 +85,13 @@ pub struct PoolArgs {
     /// A list (1,2,5) or a range (1..10)
     #[arg(long, default_value = "1,2,5,10,20")]
     queries_per_connection: String,
+    /// Rows in the table each query reads whole
     #[arg(long, default_value_t = 256)]
     rows: u32,
+    /// CHAR columns in that table
     #[arg(long, default_value_t = 16)]
     columns: u32,
+    /// Width of each CHAR column (1 to 255)
     #[arg(long, default_value_t = 32)]
     column_size: u32,
     /// Concurrent clients to try
@@ -87,6 +100,7 @@ pub struct PoolArgs {
     /// Measured 1-second windows per cell (after one warm-up window)
     #[arg(long, default_value_t = 5)]
     samples: usize,
+    /// Where to write CSV, JSON, charts and report.html
     #[arg(long, default_value = "bench-pool")]
     out: PathBuf,
 }

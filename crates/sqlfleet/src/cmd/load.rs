@@ -21,7 +21,7 @@ pub struct LoadArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// The dump (one file; plain, gzip or zstd; - for stdin), or with
     /// --into the CSV/TSV files

@@ -14,17 +14,22 @@ use crate::exit::Exit;
 
 /// Run SQL on many servers at once and merge the results.
 ///
-/// Hosts come from --hosts, --hosts-file or standard input, one per line:
-/// `host`, `host:port` or `[v6]:port`, then optional name=value tags
-/// (`user=` and `password=` override the credentials for that host).
-/// Exit codes: 0 every host ok, 1 usage error, 2 some hosts failed, 3 all failed.
+/// Hosts come from --hosts or --hosts-file; else from a server named on
+/// the command line (-h, -S, --dsn, --sandbox: every server of the
+/// sandbox); else from standard input; else from the option files or
+/// SQLFLEET_SANDBOX. One per line: `host`, `host:port`, `[v6]:port` or
+/// `unix:/path`, then optional name=value tags (`user=` and `password=`
+/// override the credentials for that host).
+///
+/// Exit codes: 0 every host ok, 1 usage error, 2 some hosts (or databases)
+/// failed, 3 all failed, 130 interrupted (Ctrl-C).
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct QueryArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// Hosts, comma-separated: h1,h2:3307,[::1]:3306
     #[arg(long, value_name = "LIST")]

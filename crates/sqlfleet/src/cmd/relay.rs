@@ -32,7 +32,7 @@ pub struct RelayArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::Help)]
+    #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// A TOML config file (full mode); the other flags are then not used
     #[arg(long, value_name = "FILE", conflicts_with_all = ["backends", "users", "users_file"])]

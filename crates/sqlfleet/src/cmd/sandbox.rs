@@ -1,5 +1,6 @@
 //! `sqlfleet sandbox up|down|list|env|destroy`.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -11,22 +12,29 @@ use crate::exit::Exit;
 
 #[derive(Subcommand, Debug)]
 pub enum SandboxCmd {
-    /// Create (first time) and start a sandbox; ready when this returns
+    /// Create (first time) and start a sandbox; ready when this returns.
+    /// Exit codes: 0 running, 1 it could not be started (the reason is
+    /// printed)
     Up(UpArgs),
-    /// Stop a sandbox's servers cleanly
+    /// Stop a sandbox's servers cleanly. Exit codes: 0 stopped (or was not
+    /// running), 1 no such sandbox or a server did not stop
     Down(Which),
-    /// Name, ports, pid, state and replication health of every sandbox
+    /// Name, ports, pid, state and replication health of every sandbox.
+    /// Exit codes: 0 listed, 1 the sandbox directory cannot be read
     List {
         /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
     },
-    /// Shell exports (or the defaults-file path) to reach a sandbox
+    /// Shell exports (or the defaults-file path) to reach a sandbox.
+    /// Exit codes: 0 printed, 1 no such sandbox or node
     Env(EnvArgs),
-    /// Stop a sandbox and delete its data
-    Destroy(Which),
+    /// Stop a sandbox and delete its data (asks first on a terminal).
+    /// Exit codes: 0 destroyed, 1 no such sandbox, not confirmed, or an error
+    Destroy(DestroyArgs),
     /// Make a replica the primary: it becomes writable and the other nodes
-    /// replicate from it (GTID)
+    /// replicate from it (GTID). Exit codes: 0 promoted, 1 refused (the
+    /// replica did not catch up in --wait seconds; nothing changed) or an error
     Promote(PromoteArgs),
 }
 
@@ -63,11 +71,20 @@ pub struct UpArgs {
 #[derive(Args, Debug)]
 pub struct Which {
     /// Sandbox name
-    #[arg(long, conflicts_with = "all")]
-    name: Option<String>,
-    /// Every sandbox
+    #[arg(long, default_value = DEFAULT_NAME)]
+    name: String,
+    /// Every sandbox (instead of --name)
     #[arg(long)]
     all: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DestroyArgs {
+    #[command(flatten)]
+    which: Which,
+    /// Do not ask (a terminal is asked before its data is deleted)
+    #[arg(long, short = 'y')]
+    yes: bool,
 }
 
 #[derive(Args, Debug)]
@@ -99,8 +116,26 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
             }
             Ok(Exit::Ok)
         }
-        SandboxCmd::Destroy(w) => {
-            for sb in selected(&home, &w)? {
+        SandboxCmd::Destroy(a) => {
+            let all = selected(&home, &a.which)?;
+            if !a.yes && std::io::stdin().is_terminal() && !all.is_empty() {
+                let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
+                eprint!(
+                    "Destroy sandbox{} {} and delete {} data (under {})? [y/N] ",
+                    if names.len() == 1 { "" } else { "es" },
+                    names.join(", "),
+                    if names.len() == 1 { "its" } else { "their" },
+                    home.join("sandboxes").display()
+                );
+                let mut answer = String::new();
+                std::io::stdin()
+                    .read_line(&mut answer)
+                    .context("reading the answer")?;
+                if !matches!(answer.trim(), "y" | "Y" | "yes" | "YES") {
+                    anyhow::bail!("not destroyed (answer y, or give --yes)");
+                }
+            }
+            for sb in all {
                 let name = sb.name().to_string();
                 let dir = sb.layout.dir.clone();
                 sb.destroy().await?;
@@ -158,8 +193,7 @@ fn selected(home: &std::path::Path, w: &Which) -> anyhow::Result<Vec<Sandbox>> {
             .map(|n| Sandbox::open(home, n).map_err(Into::into))
             .collect();
     }
-    let name = w.name.as_deref().unwrap_or(DEFAULT_NAME);
-    Ok(vec![Sandbox::open(home, name)?])
+    Ok(vec![Sandbox::open(home, &w.name)?])
 }
 
 async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
