@@ -186,6 +186,8 @@ pub enum ResolveError {
     UnknownSandbox(String),
     #[error("sandbox name '{0}' is not valid: use letters, digits, '-' and '_'")]
     BadSandboxName(String),
+    #[error("sandbox name '{0}...' is too long ({1} characters; at most 64)")]
+    SandboxNameTooLong(String, usize),
     #[error(
         "a password is needed but there is no terminal to ask on; use MYSQL_PWD or an option file"
     )]
@@ -196,6 +198,13 @@ pub enum ResolveError {
 
 /// Checks a sandbox name (it becomes a directory name).
 pub fn check_sandbox_name(name: &str) -> Result<(), ResolveError> {
+    let chars = name.chars().count();
+    if chars > 64 {
+        return Err(ResolveError::SandboxNameTooLong(
+            name.chars().take(20).collect(),
+            chars,
+        ));
+    }
     let ok = !name.is_empty()
         && name.len() <= 64
         && name

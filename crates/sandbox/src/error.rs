@@ -22,6 +22,10 @@ pub enum SandboxError {
         "sandbox '{name}' was made on port {have}; it keeps its ports (destroy it to change them)"
     )]
     PortChange { name: String, have: u16 },
+    #[error("sandbox '{name}' is running: new server options take effect on a restart; add --restart to restart it with them (nothing was changed)")]
+    OptionsNeedRestart { name: String },
+    #[error("--option {option}: the server refuses it: {why}")]
+    BadOption { option: String, why: String },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -46,6 +46,8 @@ pub struct UpOptions {
     pub options: Vec<String>,
     /// Servers get SIGTERM when this process dies (test fixtures).
     pub die_with_parent: bool,
+    /// Restart running servers when `options` change (else that is refused).
+    pub restart: bool,
 }
 
 /// What `up` did.
@@ -320,10 +322,25 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
 }
 
 /// Creates the sandbox if needed and starts every node that is not
-/// running; returns when all are ready and replicas replicate.
+/// running; returns when all are ready and replicas replicate. A sandbox
+/// this call began and could not start is removed again (its error says
+/// why), so nothing is left that `list` does not show.
 pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
-    let t0 = Instant::now();
     check_sandbox_name(&opts.name)?;
+    let dir = home::sandbox_dir(home, &opts.name);
+    let existed = dir.join("sandbox.toml").is_file();
+    let r = up_now(home, opts).await;
+    if r.is_err() && !existed {
+        if let Ok(sb) = Sandbox::open(home, &opts.name) {
+            let _ = sb.down().await;
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    r
+}
+
+async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
+    let t0 = Instant::now();
     let bins = Binaries::find()?;
     let layout = Layout {
         dir: home::sandbox_dir(home, &opts.name),
@@ -346,13 +363,30 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             });
         }
         if !opts.options.is_empty() && opts.options != sb.meta.options {
+            // Checked before anything is saved: a refused option must not
+            // break every later `up`.
+            node::check_options(&bins, &opts.options)?;
+            let running = sb
+                .meta
+                .nodes
+                .iter()
+                .any(|n| node::running_pid(&sb.layout.node(n)).is_some());
+            if running && !opts.restart {
+                return Err(SandboxError::OptionsNeedRestart {
+                    name: opts.name.clone(),
+                });
+            }
+            if running {
+                sb.down().await?;
+            }
             sb.meta.options = opts.options.clone();
             sb.meta.save(&layout.meta())?;
         }
         sb
     } else {
-        std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
+        node::check_options(&bins, &opts.options)?;
         let meta = new_meta(home, opts)?;
+        std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
         let password = Secret::new(Alphanumeric.sample_string(&mut rand::thread_rng(), 24));
         meta::write_atomic(&layout.password_file(), password.expose().as_bytes(), 0o600)?;
         meta.save(&layout.meta())?;

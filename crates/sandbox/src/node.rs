@@ -128,6 +128,38 @@ pub fn server_cnf(node: &NodeMeta, layout: &NodeLayout, options: &[String]) -> S
     s
 }
 
+/// Asks the server binary whether it takes these `key=value` options
+/// (`mariadbd --no-defaults --KEY=VALUE --verbose --help`): a refused one
+/// is an error naming it, before it is saved anywhere.
+pub fn check_options(bins: &Binaries, options: &[String]) -> Result<()> {
+    for o in options {
+        let arg = format!("--{}", o.trim().trim_start_matches("--"));
+        let out = Command::new(&bins.mariadbd)
+            .args(["--no-defaults", &arg, "--verbose", "--help"])
+            .output()
+            .map_err(SandboxError::io(&bins.mariadbd))?;
+        if !out.status.success() {
+            let err = String::from_utf8_lossy(&out.stderr);
+            let why = err
+                .lines()
+                .filter(|l| l.contains("[ERROR]"))
+                .map(|l| l.split("[ERROR]").nth(1).unwrap_or(l).trim())
+                .filter(|l| !l.starts_with("Aborting"))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(SandboxError::BadOption {
+                option: o.clone(),
+                why: if why.is_empty() {
+                    format!("mariadbd exit {:?}", out.status.code())
+                } else {
+                    why
+                },
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Runs mariadb-install-db for a node that has no data yet.
 pub fn init_datadir(bins: &Binaries, label: &str, layout: &NodeLayout) -> Result<()> {
     for d in [&layout.dir, &layout.tmpdir()] {

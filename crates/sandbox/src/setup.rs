@@ -151,10 +151,37 @@ pub async fn repl_health(conn: &mut Conn, label: &str) -> Result<Option<ReplHeal
 pub async fn wait_replicating(label: &str, layout: &NodeLayout, password: &Secret) -> Result<()> {
     let mut conn = root_conn(label, layout, Some(password)).await?;
     let start = Instant::now();
+    let mut restarted = false;
     loop {
         let h = repl_health(&mut conn, label).await?;
         match &h {
             Some(h) if h.healthy() => break,
+            // A thread stopped by an error will not start by waiting: say so now.
+            Some(h)
+                if (h.io_running == "No" || h.sql_running == "No") && !h.last_error.is_empty() =>
+            {
+                return Err(SandboxError::Sql {
+                    node: label.to_string(),
+                    what: format!(
+                        "replication stopped (IO {}, SQL {}): {}",
+                        h.io_running, h.sql_running, h.last_error
+                    ),
+                });
+            }
+            // Stopped by someone (STOP SLAVE), without an error: start it once.
+            Some(h)
+                if !restarted
+                    && (h.io_running == "No" || h.sql_running == "No")
+                    && start.elapsed() > Duration::from_millis(500) =>
+            {
+                restarted = true;
+                conn.query_drop("START SLAVE")
+                    .await
+                    .map_err(|e| SandboxError::Sql {
+                        node: label.to_string(),
+                        what: format!("START SLAVE: {e}"),
+                    })?;
+            }
             Some(h) if start.elapsed() > Duration::from_secs(60) => {
                 return Err(SandboxError::Sql {
                     node: label.to_string(),

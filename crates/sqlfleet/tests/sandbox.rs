@@ -530,3 +530,142 @@ fn destroy_asks_on_a_terminal() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!dir.exists());
 }
+
+/// The sandbox's rough edges: a refused `--option` is said at once and
+/// saved nowhere (no directory left behind); options for a running sandbox
+/// need `--restart`; an over-long name says "too long"; a replica whose SQL
+/// thread stopped on an error makes `up` report that error at once.
+#[test]
+fn sandbox_edges_are_refused_clearly_and_leave_nothing_behind() {
+    let home = Home::new();
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "bad",
+            "--option",
+            "no_such_option=1",
+        ],
+    );
+    assert_setup_error(&o, "--option no_such_option=1: the server refuses it");
+    assert!(
+        !home.path().join("sandboxes/bad").exists(),
+        "a failed up left its directory"
+    );
+    let long = "n".repeat(70);
+    assert_setup_error(
+        &run_in(home.path(), &["sandbox", "up", "--name", &long]),
+        "is too long (70 characters; at most 64)",
+    );
+
+    let port = free_port_block(2);
+    let ps = port.to_string();
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "e",
+            "--port",
+            &ps,
+            "--replicas",
+            "1",
+        ],
+    );
+    assert!(o.status.success(), "up: {}", common::stderr(&o));
+    let meta = home.path().join("sandboxes/e/sandbox.toml");
+    let before = std::fs::read_to_string(&meta).expect("meta");
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "e",
+            "--option",
+            "max_connections=77",
+        ],
+    );
+    assert_setup_error(&o, "add --restart");
+    assert_eq!(std::fs::read_to_string(&meta).expect("meta"), before);
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "e",
+            "--option",
+            "no_such_option=1",
+        ],
+    );
+    assert_setup_error(&o, "the server refuses it");
+    assert_eq!(std::fs::read_to_string(&meta).expect("meta"), before);
+
+    // Break replication: a row on the replica that the primary then writes too.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let sb = sqlfleet_sandbox::Sandbox::open(home.path(), "e").expect("open");
+    rt.block_on(async {
+        let mut p = sb
+            .target(sb.meta.primary())
+            .expect("t")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("primary");
+        p.query_drop("CREATE DATABASE d").await.expect("db");
+        p.query_drop("CREATE TABLE d.t (id INT PRIMARY KEY)")
+            .await
+            .expect("t");
+        let replica = sb.meta.replicas().next().expect("replica").clone();
+        let mut r = sb
+            .target(&replica)
+            .expect("t")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("replica");
+        let t0 = Instant::now();
+        while r.query_drop("INSERT INTO d.t VALUES (1)").await.is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "table never replicated"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        p.query_drop("INSERT INTO d.t VALUES (1)")
+            .await
+            .expect("dup");
+        // The replica's SQL thread stops on the duplicate key.
+        let t0 = Instant::now();
+        loop {
+            let row: Option<mysql_async::Row> =
+                r.query_first("SHOW SLAVE STATUS").await.expect("status");
+            let sql: Option<String> = row.and_then(|r| r.get("Slave_SQL_Running"));
+            if sql.as_deref() == Some("No") {
+                break;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "replication never broke"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    });
+    // `up` on the running sandbox: the stopped replica is reported at once.
+    let t0 = Instant::now();
+    let o = run_in(home.path(), &["sandbox", "up", "--name", "e"]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    assert!(
+        common::stderr(&o).contains("replication stopped (IO Yes, SQL No)"),
+        "{}",
+        common::stderr(&o)
+    );
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "the replication error was not reported at once"
+    );
+    let o = run_in(home.path(), &["sandbox", "destroy", "--name", "e", "--yes"]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+}

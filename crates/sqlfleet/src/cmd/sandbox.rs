@@ -63,9 +63,14 @@ pub struct UpArgs {
     /// Number of GTID replicas of the primary
     #[arg(long)]
     replicas: Option<usize>,
-    /// Extra server option, e.g. --option local_infile=0 (repeatable)
+    /// Extra server option, e.g. --option local_infile=0 (repeatable);
+    /// checked with the server binary before it is saved
     #[arg(long = "option", value_name = "KEY=VALUE")]
     options: Vec<String>,
+    /// Restart running servers to apply changed --option values (without
+    /// it, changing the options of a running sandbox is refused)
+    #[arg(long)]
+    restart: bool,
 }
 
 #[derive(Args, Debug)]
@@ -117,6 +122,15 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         SandboxCmd::Destroy(a) => {
+            // A directory without sandbox.toml (left by an older failed
+            // `up`) is no sandbox: remove it so the name is free again.
+            let dir = sqlfleet_conn::home::sandbox_dir(&home, &a.which.name);
+            if !a.which.all && dir.is_dir() && !dir.join("sandbox.toml").is_file() {
+                sqlfleet_conn::resolve::check_sandbox_name(&a.which.name)?;
+                std::fs::remove_dir_all(&dir).with_context(|| format!("{}", dir.display()))?;
+                println!("removed {} (an unfinished sandbox)", dir.display());
+                return Ok(Exit::Ok);
+            }
             let all = selected(&home, &a.which)?;
             if !a.yes && std::io::stdin().is_terminal() && !all.is_empty() {
                 let names: Vec<&str> = all.iter().map(|s| s.name()).collect();
@@ -209,6 +223,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         replicas: a.replicas,
         options: a.options,
         die_with_parent: false,
+        restart: a.restart,
     };
     let report = sandbox::up(&home, &opts).await?;
     let sb = &report.sandbox;
