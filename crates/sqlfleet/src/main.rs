@@ -3,6 +3,7 @@
 
 mod cmd;
 mod exit;
+mod log;
 mod proctitle;
 
 use clap::{Parser, Subcommand};
@@ -15,9 +16,15 @@ use exit::Exit;
 /// hosts, some statements), 3 total failure.
 #[derive(Parser, Debug)]
 #[command(name = "sqlfleet", version, about, long_about = None, propagate_version = true)]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// More log lines (-v debug, -vv trace)
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count, global = true)]
+    verbose: u8,
+    /// Log lines as text (timestamped) or as JSON objects, one per line
+    #[arg(long, value_enum, default_value_t = log::LogFormat::Text, global = true)]
+    log_format: log::LogFormat,
 }
 
 #[derive(Subcommand, Debug)]
@@ -33,6 +40,21 @@ enum Command {
     /// Local MariaDB servers (and replicas) in a data dir
     #[command(subcommand)]
     Sandbox(cmd::sandbox::SandboxCmd),
+    /// Print a shell completion script: bash, zsh, fish, elvish or
+    /// powershell (e.g. `sqlfleet completions bash > /etc/bash_completion.d/sqlfleet`).
+    /// Exit codes: 0 printed, 1 unknown shell
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Write man pages (sqlfleet.1 and one per command, e.g.
+    /// sqlfleet-query.1) into a directory, generated from these definitions.
+    /// Exit codes: 0 written, 1 the directory cannot be written
+    Man {
+        /// Where to write them
+        #[arg(long, default_value = ".")]
+        out: std::path::PathBuf,
+    },
 }
 
 fn main() {
@@ -69,6 +91,25 @@ fn main() {
             std::process::exit(code as i32);
         }
     };
+    log::init(cli.verbose, cli.log_format);
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "sqlfleet", &mut std::io::stdout());
+            std::process::exit(Exit::Ok as i32);
+        }
+        Command::Man { out } => std::process::exit(match cmd::man::write(out) {
+            Ok(files) => {
+                println!("wrote {} man pages in {}", files, out.display());
+                Exit::Ok as i32
+            }
+            Err(e) => {
+                eprintln!("sqlfleet: {}", exit::one_line(&e));
+                Exit::Usage as i32
+            }
+        }),
+        _ => {}
+    }
     // The relay is latency-bound: one event-loop thread avoids waking
     // other workers for every packet (SQLFLEET_RELAY_THREADS overrides).
     let relay_threads = std::env::var("SQLFLEET_RELAY_THREADS")
@@ -98,6 +139,7 @@ fn main() {
             Command::Relay(a) => cmd::relay::run(*a).await,
             Command::Bench(c) => cmd::bench::run(c).await,
             Command::Sandbox(c) => cmd::sandbox::run(c).await,
+            Command::Completions { .. } | Command::Man { .. } => Ok(Exit::Ok),
         }
     });
     let code = match result {

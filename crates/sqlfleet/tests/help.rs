@@ -85,3 +85,92 @@ fn help_sits_under_options_and_protocol_values_appear_once() {
         );
     }
 }
+
+/// Completions and man pages come from the same definitions as --help.
+#[test]
+fn completions_and_man_pages() {
+    for shell in ["bash", "zsh", "fish"] {
+        let o = common::sqlfleet()
+            .args(["completions", shell])
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(0), "{shell}");
+        let s = common::stdout(&o);
+        assert!(
+            s.contains("sandbox") && s.contains("hosts-file"),
+            "{shell}: {s}"
+        );
+    }
+    let dir = tempfile::tempdir().expect("tmp");
+    let o = common::sqlfleet()
+        .args(["man", "--out"])
+        .arg(dir.path())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", common::stderr(&o));
+    let page = std::fs::read_to_string(dir.path().join("sqlfleet-query.1")).expect("page");
+    assert!(page.starts_with(".ie") || page.contains(".TH"), "{page}");
+    assert!(
+        page.contains("hosts\\-file") || page.contains("hosts-file"),
+        "{page}"
+    );
+    assert!(dir.path().join("sqlfleet-sandbox-promote.1").is_file());
+}
+
+/// Log lines carry a timestamp, and `--log-format json` makes each one a
+/// JSON object (here the relay's start line).
+#[test]
+fn log_lines_are_timestamped_text_or_json() {
+    // -v and --log-format are taken by every command.
+    let o = common::sqlfleet()
+        .args(["bench", "compare", "/nonexistent-a", "/nonexistent-b"])
+        .args(["-v", "--log-format", "json"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
+    let listen = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let lport = listen.local_addr().expect("addr").port();
+    drop(listen);
+    let mut child = common::sqlfleet()
+        .args([
+            "relay",
+            "--log-format",
+            "json",
+            "--listen",
+            &format!("127.0.0.1:{lport}"),
+        ])
+        .args([
+            "--backend",
+            "127.0.0.1:9",
+            "--no-defaults",
+            "-u",
+            "x",
+            "--client-user",
+            "a:b",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let mut line = String::new();
+    {
+        use std::io::BufRead;
+        let mut r = std::io::BufReader::new(&mut stderr);
+        r.read_line(&mut line).expect("a log line");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let v: serde_json::Value =
+        serde_json::from_str(line.trim()).unwrap_or_else(|e| panic!("{e}: {line}"));
+    assert_eq!(v["level"], "INFO", "{v}");
+    assert!(
+        v["timestamp"].as_str().is_some_and(|t| t.starts_with("20")),
+        "{v}"
+    );
+    assert!(
+        v["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("listening on")),
+        "{v}"
+    );
+}

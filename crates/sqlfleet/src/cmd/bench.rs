@@ -131,7 +131,7 @@ fn parse_qs(s: &str) -> anyhow::Result<Vec<u32>> {
 async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
     let (target, origin) = sqlfleet_conn::resolve_interactive_traced(conn)?;
     if origin.named() {
-        eprintln!("sqlfleet bench: target {} (from {origin})", target.endpoint);
+        tracing::info!("bench: target {} (from {origin})", target.endpoint);
         return Ok(target);
     }
     let home = sqlfleet_conn::home::sqlfleet_home();
@@ -139,8 +139,8 @@ async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
         name: "bench".into(),
         ..Default::default()
     };
-    eprintln!(
-        "sqlfleet bench: no target given (no -h/-P/-S, --dsn, --sandbox, option file host or SQLFLEET_SANDBOX): using sandbox 'bench' (starting it if needed)"
+    tracing::info!(
+        "bench: no target given (no -h/-P/-S, --dsn, --sandbox, option file host or SQLFLEET_SANDBOX): using sandbox 'bench' (starting it if needed)"
     );
     let r = sqlfleet_sandbox::up(&home, &opts).await?;
     Ok(r.sandbox.target(r.sandbox.meta.primary())?)

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod load;
+pub mod man;
 pub mod query;
 pub mod relay;
 pub mod sandbox;

@@ -300,14 +300,11 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
     let mode = cfg.mode;
     let relay = Arc::new(Relay::new(cfg).await.map_err(anyhow::Error::msg)?);
     if let Some(l) = metrics_listener {
-        eprintln!(
-            "sqlfleet relay: metrics on http://{}/metrics",
-            l.local_addr()?
-        );
+        tracing::info!("relay: metrics on http://{}/metrics", l.local_addr()?);
         relay.serve_metrics(l);
     }
-    eprintln!(
-        "sqlfleet relay: listening on {} for {n_backends} backend(s), {mode:?} pooling",
+    tracing::info!(
+        "relay: listening on {} for {n_backends} backend(s), {mode:?} pooling",
         names.join(", ")
     );
     if let Some(path) = a.config.clone() {
@@ -322,19 +319,19 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
                 match config::load(&path) {
                     Ok(new) => {
                         let ignored = relay.reload(&new);
-                        eprintln!(
-                            "sqlfleet relay: reloaded users and pool settings from {}",
+                        tracing::info!(
+                            "relay: reloaded users and pool settings from {}",
                             path.display()
                         );
                         if !ignored.is_empty() {
-                            eprintln!(
-                                "sqlfleet relay: changes to {} need a restart and were not applied",
+                            tracing::warn!(
+                                "relay: changes to {} need a restart and were not applied",
                                 ignored.join(", ")
                             );
                         }
                     }
                     Err(e) => {
-                        eprintln!("sqlfleet relay: reload refused, keeping the running config: {e}")
+                        tracing::error!("relay: reload refused, keeping the running config: {e}")
                     }
                 }
             }
@@ -351,7 +348,7 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
     relay
         .serve(listeners, shutdown, Duration::from_secs(30))
         .await;
-    eprintln!("sqlfleet relay: stopped");
+    tracing::info!("relay: stopped");
     Ok(Exit::Ok)
 }
 
