@@ -44,14 +44,25 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
             .expect("set");
         let x = conn_id(&mut a).await;
         // B takes the idle connection A used: A's settings are undone for B.
-        b.query_drop("BEGIN").await.expect("begin");
-        let (bx, mode, tz, bdb): (u64, String, String, Option<String>) = b
-            .query_first(
-                "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
-            )
-            .await
-            .expect("b")
-            .expect("row");
+        // (A's connection goes back to the pool just after A's reply; B may
+        // get the other idle one first, then tries again.)
+        let mut tries = 0;
+        let (bx, mode, tz, bdb) = loop {
+            b.query_drop("BEGIN").await.expect("begin");
+            let r: (u64, String, String, Option<String>) = b
+                .query_first(
+                    "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
+                )
+                .await
+                .expect("b")
+                .expect("row");
+            tries += 1;
+            if r.0 == x || tries == 50 {
+                break r;
+            }
+            b.query_drop("COMMIT").await.expect("commit");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
         assert_eq!(bx, x, "B reuses A's idle connection");
         assert_ne!(mode, "ANSI_QUOTES");
         assert_eq!(tz, "SYSTEM");

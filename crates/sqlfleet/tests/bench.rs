@@ -11,6 +11,13 @@ use common::{stderr, stdout};
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::{server, TestServer};
 
+/// The tests on the shared server use the same tables (bench_log,
+/// bench_pool): one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn bench(srv: &TestServer, args: &[&str]) -> Output {
     common::sqlfleet()
         .arg("bench")
@@ -51,6 +58,7 @@ fn assert_charts(dir: &Path, stems: &[&str]) {
 /// One test, run in order: the insert workloads share a table.
 #[test]
 fn insert_sweep_files_loss_check_and_compare() {
+    let _one = serial();
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let a = dir.path().join("a");
@@ -229,6 +237,7 @@ fn too_many_connections_are_counted() {
 
 #[test]
 fn pool_sweep_produces_every_file() {
+    let _one = serial();
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let port = srv.sandbox.meta.primary().port;
@@ -272,6 +281,7 @@ fn pool_sweep_produces_every_file() {
 /// starts no sandbox of its own.
 #[test]
 fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
+    let _one = serial();
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let o = common::sqlfleet()
@@ -304,6 +314,7 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
 /// different benchmarks are refused (exit 1).
 #[test]
 fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
+    let _one = serial();
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let port = srv.sandbox.meta.primary().port;
