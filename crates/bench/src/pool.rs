@@ -52,6 +52,9 @@ pub struct PoolCell {
     /// says nothing and is not compared.
     #[serde(default)]
     pub failed: bool,
+    /// SHOW GLOBAL STATUS deltas over the cell (on the direct server).
+    #[serde(default)]
+    pub status_deltas: std::collections::BTreeMap<String, i64>,
     pub gauges: Gauges,
     pub too_short: bool,
 }
@@ -163,6 +166,14 @@ pub async fn run_cell(
         }));
     }
     let mut side = target.connect(CONNECT).await.ok();
+    // Status is read on the direct server, whatever the cell's target.
+    let mut status_conn = o.targets[0].1.connect(CONNECT).await.ok();
+    let before = match status_conn.as_mut() {
+        Some(c) => server::variables(c, server::POOL_STATUS, true)
+            .await
+            .unwrap_or_default(),
+        None => Default::default(),
+    };
     let mut windows = Vec::new();
     let mut gauges = Gauges::default();
     let mut last = 0;
@@ -196,6 +207,16 @@ pub async fn run_cell(
     if let Some(s) = side {
         let _ = s.disconnect().await;
     }
+    let status_deltas = match status_conn.as_mut() {
+        Some(c) => match server::variables(c, server::POOL_STATUS, true).await {
+            Ok(after) => server::deltas(&before, &after),
+            Err(_) => Default::default(),
+        },
+        None => Default::default(),
+    };
+    if let Some(c) = status_conn {
+        let _ = c.disconnect().await;
+    }
     let measured = &windows[1.min(windows.len())..];
     let mut cell = PoolCell {
         target: label.to_string(),
@@ -211,6 +232,7 @@ pub async fn run_cell(
         connections,
         first_error,
         failed: false,
+        status_deltas,
         gauges,
     };
     let total_queries = done_queries.load(Ordering::Relaxed);

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::insert::InsertCell;
 use crate::pool::PoolCell;
 use crate::stats::Spread;
-use crate::svg::{line_chart, Series};
+use crate::svg::{line_chart, Chart, Series};
 
 /// Everything one `bench` run produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -40,81 +40,171 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// (x, mean, sd) points of one line.
+type Points = Vec<(f64, f64, f64)>;
+
+/// How an insert cell is named for people: "2 processes, 1000000 rows
+/// before, index on (fname, version)".
+pub fn insert_label(processes: Option<usize>, size: u64, index: bool) -> String {
+    let mut parts = Vec::new();
+    if let Some(p) = processes {
+        parts.push(format!("{p} process{}", if p == 1 { "" } else { "es" }));
+    }
+    parts.push(if size == 0 {
+        "empty table".to_string()
+    } else {
+        format!("{size} rows before")
+    });
+    parts.push(if index {
+        "index on (fname, version)".to_string()
+    } else {
+        "no index".to_string()
+    });
+    parts.join(", ")
+}
+
 /// The charts for these results: (file stem, title, svg).
 pub fn charts(r: &Results) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     if !r.insert.is_empty() {
-        let mut by: BTreeMap<(u64, bool), Vec<(f64, f64)>> = BTreeMap::new();
+        let mut by: BTreeMap<(u64, bool), Points> = BTreeMap::new();
         for c in &r.insert {
-            by.entry((c.table_size, c.index))
-                .or_default()
-                .push((c.processes as f64, c.rate.mean));
+            by.entry((c.table_size, c.index)).or_default().push((
+                c.processes as f64,
+                c.rate.mean,
+                c.rate.stddev,
+            ));
         }
         let series: Vec<Series> = by
             .into_iter()
             .map(|((size, idx), mut pts)| {
                 pts.sort_by(|a, b| a.0.total_cmp(&b.0));
                 Series {
-                    label: format!("{size} rows, index {}", if idx { "on" } else { "off" }),
-                    points: pts,
+                    errors: pts.iter().map(|p| p.2).collect(),
+                    ..Series::new(
+                        insert_label(None, size, idx),
+                        pts.iter().map(|p| (p.0, p.1)).collect(),
+                    )
                 }
             })
             .collect();
-        let t = "Insert rate vs concurrent inserters";
+        let t = "Insert rate vs concurrent inserters (mean ± sd)";
         out.push((
             "insert_rate_vs_processes".into(),
             t.into(),
-            line_chart(t, "concurrent inserters", "inserts/s (mean)", &series),
+            line_chart(&Chart {
+                title: t,
+                x_label: "concurrent inserters (processes)",
+                y_label: "inserts/s",
+                x_integer: true,
+                band: None,
+                series: &series,
+            }),
         ));
         let series: Vec<Series> = r
             .insert
             .iter()
             .take(8)
-            .map(|c| Series {
-                label: format!(
-                    "p={} {} idx={}",
-                    c.processes,
-                    c.table_size,
-                    if c.index { "on" } else { "off" }
-                ),
-                points: c
-                    .series
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &v)| (i as f64 + 1.0, v as f64))
-                    .collect(),
+            .map(|c| {
+                Series::new(
+                    insert_label(Some(c.processes), c.table_size, c.index),
+                    c.series
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &v)| (i as f64 + 1.0, v as f64))
+                        .collect(),
+                )
             })
             .collect();
-        let t = "Insert rate over time (first 8 cells)";
+        let warmup = r.insert.first().map_or(1, |c| c.warmup_seconds) as f64;
+        let t = "Inserts committed each second (first 8 cells)";
         out.push((
             "insert_rate_over_time".into(),
             t.into(),
-            line_chart(t, "second", "inserts committed", &series),
+            line_chart(&Chart {
+                title: t,
+                x_label: "second of the cell",
+                y_label: "inserts/s",
+                x_integer: true,
+                band: Some((0.5, warmup + 0.5, "warm-up (not in the means)")),
+                series: &series,
+            }),
         ));
     }
     if !r.pool.is_empty() {
-        let mut by: BTreeMap<(String, usize), Vec<(f64, f64)>> = BTreeMap::new();
-        // A failed cell's throughput means nothing: no point, not a zero.
-        for c in r.pool.iter().filter(|c| !c.failed) {
-            by.entry((c.target.clone(), c.clients))
-                .or_default()
-                .push((c.queries_per_connection as f64, c.qps.mean));
-        }
-        let series: Vec<Series> = by
-            .into_iter()
-            .map(|((t, cl), mut pts)| {
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Series {
-                    label: format!("{t}, {cl} clients"),
-                    points: pts,
-                }
-            })
-            .collect();
-        let t = "Queries/s vs queries per connection";
+        let ok: Vec<&PoolCell> = r.pool.iter().filter(|c| !c.failed).collect();
+        let group = |f: &dyn Fn(&PoolCell) -> (f64, f64)| {
+            let mut by: BTreeMap<(String, usize), Points> = BTreeMap::new();
+            for c in &ok {
+                let (y, e) = f(c);
+                by.entry((c.target.clone(), c.clients)).or_default().push((
+                    c.queries_per_connection as f64,
+                    y,
+                    e,
+                ));
+            }
+            by
+        };
+        // One colour per (target, clients); on the latency chart one dash
+        // pattern per measure.
+        let to_series = |by: BTreeMap<(String, usize), Points>,
+                         what: &str,
+                         dash: Option<&'static str>| {
+            by.into_iter()
+                .enumerate()
+                .map(|(i, ((t, cl), mut pts))| {
+                    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    Series {
+                        label: format!("{t}, {cl} client{}{what}", if cl == 1 { "" } else { "s" }),
+                        points: pts.iter().map(|p| (p.0, p.1)).collect(),
+                        errors: pts.iter().map(|p| p.2).collect(),
+                        color: Some(i),
+                        dash,
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let series = to_series(group(&|c| (c.qps.mean, c.qps.stddev)), "", None);
+        let t = "Queries/s vs queries per connection (mean ± sd)";
         out.push((
             "pool_qps_vs_queries_per_connection".into(),
             t.into(),
-            line_chart(t, "queries per connection", "queries/s (mean)", &series),
+            line_chart(&Chart {
+                title: t,
+                x_label: "queries per connection",
+                y_label: "queries/s",
+                x_integer: true,
+                band: None,
+                series: &series,
+            }),
+        ));
+        let mut series = to_series(
+            group(&|c| (c.connect.p50_us as f64, 0.0)),
+            ": connect p50",
+            None,
+        );
+        series.extend(to_series(
+            group(&|c| (c.query.p50_us as f64, 0.0)),
+            ": query p50",
+            Some("8 4"),
+        ));
+        series.extend(to_series(
+            group(&|c| (c.query.p99_us as f64, 0.0)),
+            ": query p99",
+            Some("2 3"),
+        ));
+        let t = "Connect and query latency vs queries per connection";
+        out.push((
+            "pool_latency".into(),
+            t.into(),
+            line_chart(&Chart {
+                title: t,
+                x_label: "queries per connection",
+                y_label: "latency (µs)",
+                x_integer: true,
+                band: None,
+                series: &series,
+            }),
         ));
     }
     out
@@ -206,15 +296,85 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
+/// `2026-11-23 07:20:01 UTC` for seconds since the Unix epoch (the civil
+/// calendar from a day count, as in Howard Hinnant's date algorithms).
+pub fn utc_date(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Why these numbers may not be production figures: relaxed durability
+/// on the server, a saturated host CPU (the clients and the server share
+/// it), failed cells.
+pub fn warnings(r: &Results) -> Vec<String> {
+    let mut w = Vec::new();
+    let get = |k: &str| r.server.get(k).map(String::as_str);
+    let mut relaxed = Vec::new();
+    if let Some(v) = get("innodb_flush_log_at_trx_commit").filter(|v| *v != "1") {
+        relaxed.push(format!("innodb_flush_log_at_trx_commit={v}"));
+    }
+    if get("log_bin") == Some("ON") {
+        if let Some(v) = get("sync_binlog").filter(|v| *v != "1") {
+            relaxed.push(format!("sync_binlog={v}"));
+        }
+    }
+    if !relaxed.is_empty() {
+        w.push(format!(
+            "The server runs with relaxed durability ({}): commits are not flushed to disk each time, so these rates are higher than a durable server's. Do not quote them as production figures.",
+            relaxed.join(", ")
+        ));
+    }
+    let cpu = |g: &crate::server::Gauges| mean(&g.host_cpu_percent);
+    let busiest = r
+        .insert
+        .iter()
+        .map(|c| cpu(&c.gauges))
+        .chain(r.pool.iter().map(|c| cpu(&c.gauges)))
+        .fold(0.0f64, f64::max);
+    if busiest >= 90.0 {
+        w.push(format!(
+            "The host CPU was saturated ({busiest:.0}% in the busiest cell): the clients and the server competed for it, so higher concurrency measures the host, not the server."
+        ));
+    }
+    let failed = r.pool.iter().filter(|c| c.failed).count();
+    if failed > 0 {
+        w.push(format!(
+            "{failed} cell{} failed (more errors than allowed); {} not charted.",
+            if failed == 1 { "" } else { "s" },
+            if failed == 1 { "it is" } else { "they are" }
+        ));
+    }
+    w
+}
+
 /// One self-contained page: parameters, server, tables, charts inline.
 pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
     let mut h = String::from("<!doctype html><html><head><meta charset=\"utf-8\"><title>sqlfleet bench</title><style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}.warn{color:#b00}</style></head><body>");
     let _ = write!(
         h,
-        "<h1>sqlfleet {}</h1><p>started {}</p><h2>Parameters</h2><table>",
+        "<h1>sqlfleet {}</h1><p>started {}</p>",
         esc(&r.command),
         esc(&r.started)
     );
+    for w in warnings(r) {
+        let _ = write!(h, "<p class=\"warn\"><b>Warning:</b> {}</p>", esc(&w));
+    }
+    h.push_str("<h2>Parameters</h2><table>");
     for (k, v) in &r.parameters {
         let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
     }
@@ -280,6 +440,32 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                 c.connections,
                 c.errors,
                 mean(&c.gauges.host_cpu_percent),
+            );
+        }
+        h.push_str("</table><h3>Latency percentiles (µs, HDR histograms) and server status deltas</h3><table><tr><th>target</th><th>q/conn</th><th>clients</th><th>connects</th><th>connect p50 / p90 / p99 / p99.9 / max</th><th>queries</th><th>query p50 / p90 / p99 / p99.9 / max</th><th>status deltas</th></tr>");
+        for c in &r.pool {
+            let p = |l: &crate::stats::Latency| {
+                format!(
+                    "{} / {} / {} / {} / {}",
+                    l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
+                )
+            };
+            let deltas: Vec<String> = c
+                .status_deltas
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&c.target),
+                c.queries_per_connection,
+                c.clients,
+                c.connect.count,
+                p(&c.connect),
+                c.query.count,
+                p(&c.query),
+                esc(&deltas.join(" ")),
             );
         }
         h.push_str("</table>");
@@ -361,4 +547,14 @@ pub fn read(dir: &Path) -> Result<Results, String> {
     let p = dir.join("results.json");
     let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod date_tests {
+    #[test]
+    fn civil_dates() {
+        assert_eq!(super::utc_date(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(super::utc_date(951_782_400), "2000-02-29 00:00:00 UTC");
+        assert_eq!(super::utc_date(1_795_418_401), "2026-11-23 07:20:01 UTC");
+    }
 }

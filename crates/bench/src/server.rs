@@ -47,6 +47,15 @@ pub const STATUS: &[&str] = &[
     "Aborted_connects",
     "Questions",
 ];
+/// What a pool cell's clients cost the server.
+pub const POOL_STATUS: &[&str] = &[
+    "Connections",
+    "Aborted_connects",
+    "Threads_created",
+    "Com_select",
+    "Questions",
+    "Bytes_sent",
+];
 pub const SETTINGS: &[&str] = &[
     "version",
     "version_comment",

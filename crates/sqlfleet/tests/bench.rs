@@ -53,6 +53,18 @@ fn assert_charts(dir: &Path, stems: &[&str]) {
         html.contains("<svg") && html.contains("Server") && html.contains("version"),
         "report.html"
     );
+    // The sandbox runs with innodb_flush_log_at_trx_commit=2: said at the top.
+    assert!(
+        html.contains("relaxed durability (innodb_flush_log_at_trx_commit=2"),
+        "no durability warning in report.html"
+    );
+    // The start is a date, not a count of seconds.
+    let started = html.split("<p>started ").nth(1).unwrap_or_default();
+    assert!(
+        started.starts_with("20") && started[..23].ends_with("UTC"),
+        "{}",
+        &started[..started.len().min(40)]
+    );
 }
 
 /// One test, run in order: the insert workloads share a table.
@@ -101,6 +113,16 @@ fn insert_sweep_files_loss_check_and_compare() {
     let csv = std::fs::read_to_string(a.join("samples.csv")).expect("csv");
     assert_eq!(csv.lines().count(), 1 + 8 * 3);
     assert_charts(&a, &["insert_rate_vs_processes", "insert_rate_over_time"]);
+    // Whole ticks on a count axis, error bars for the sd, the warm-up marked.
+    let by_p = std::fs::read_to_string(a.join("insert_rate_vs_processes.svg")).expect("svg");
+    assert!(
+        by_p.contains(">2</text>") && !by_p.contains(">1.5</text>"),
+        "{by_p}"
+    );
+    assert!(by_p.contains("<path d=\"M"), "no error bars");
+    let over = std::fs::read_to_string(a.join("insert_rate_over_time.svg")).expect("svg");
+    assert!(over.contains("warm-up"), "warm-up not marked");
+    assert!(over.contains("1 process, empty table, no index"), "{over}");
     assert!(
         stdout(&o).contains("too short to be meaningful"),
         "n=2 must be flagged: {}",
@@ -273,7 +295,15 @@ fn pool_sweep_produces_every_file() {
         );
         assert_eq!(c["errors"], 0);
     }
-    assert_charts(dir.path(), &["pool_qps_vs_queries_per_connection"]);
+    assert_charts(
+        dir.path(),
+        &["pool_qps_vs_queries_per_connection", "pool_latency"],
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("html");
+    assert!(
+        html.contains("Latency percentiles") && html.contains("Connections="),
+        "pool report lacks the latency percentiles or status deltas"
+    );
 }
 
 /// bench resolves its target as every command does: after `eval "$(sqlfleet

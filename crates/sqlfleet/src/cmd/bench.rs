@@ -63,6 +63,10 @@ pub struct InsertArgs {
     /// Where to write CSV, JSON, charts and report.html
     #[arg(long, default_value = "bench-insert")]
     out: PathBuf,
+    /// Print a progress line every S seconds (as sysbench's
+    /// --report-interval); without it a terminal gets one line updated in place
+    #[arg(long, value_name = "S")]
+    report_interval: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -103,6 +107,10 @@ pub struct PoolArgs {
     /// Where to write CSV, JSON, charts and report.html
     #[arg(long, default_value = "bench-pool")]
     out: PathBuf,
+    /// Print a progress line every S seconds (as sysbench's
+    /// --report-interval); without it a terminal gets one line updated in place
+    #[arg(long, value_name = "S")]
+    report_interval: Option<u64>,
 }
 
 fn parse_qs(s: &str) -> anyhow::Result<Vec<u32>> {
@@ -162,11 +170,23 @@ async fn server_info(t: &Target) -> BTreeMap<String, String> {
     }
 }
 
-fn progress_fn() -> impl Fn(&str) + Sync {
+/// Progress while a cell runs: on a terminal one line rewritten in place;
+/// with `--report-interval S` (as sysbench's) a kept line every S seconds,
+/// prefixed with the elapsed time, terminal or not.
+fn progress_fn(report_interval: Option<u64>) -> impl Fn(&str) + Sync {
     let tty = std::io::stderr().is_terminal();
+    let start = std::time::Instant::now();
+    let last = std::sync::Mutex::new(0u64);
     move |s: &str| {
-        if tty {
-            let mut e = std::io::stderr().lock();
+        let mut e = std::io::stderr().lock();
+        if let Some(every) = report_interval.filter(|n| *n > 0) {
+            let now = start.elapsed().as_secs();
+            let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
+            if now >= *l + every {
+                *l = now;
+                let _ = writeln!(e, "{}[ {now}s ] {s}", if tty { "\r\x1b[2K" } else { "" });
+            }
+        } else if tty {
             let _ = write!(e, "\r\x1b[2K{s}");
             let _ = e.flush();
         }
@@ -184,7 +204,7 @@ fn now_string() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    format!("unix time {secs}")
+    report::utc_date(secs)
 }
 
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
@@ -246,7 +266,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         insert: Vec::new(),
         pool: Vec::new(),
     };
-    let progress = progress_fn();
+    let progress = progress_fn(a.report_interval);
     println!(
         "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}",
         "processes", "table_size", "index", "inserts/s", "stalls", "acked", "lost", "errors"
@@ -288,6 +308,9 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
     }
     let files = report::write(&a.out, &results)?;
     println!("wrote {} in {}", files.join(", "), a.out.display());
+    for w in report::warnings(&results) {
+        println!("warning: {w}");
+    }
     Ok(if lost_any { Exit::Partial } else { Exit::Ok })
 }
 
@@ -353,7 +376,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         insert: Vec::new(),
         pool: Vec::new(),
     };
-    let progress = progress_fn();
+    let progress = progress_fn(a.report_interval);
     println!(
         "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}",
         "target", "q/conn", "clients", "queries/s", "connect p50/p99", "query p50/p99", "errors"
@@ -386,6 +409,9 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     }
     let files = report::write(&a.out, &results)?;
     println!("wrote {} in {}", files.join(", "), a.out.display());
+    for w in report::warnings(&results) {
+        println!("warning: {w}");
+    }
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
         eprintln!(
