@@ -14,6 +14,7 @@ pub mod optfile;
 pub mod quote;
 pub mod resolve;
 pub mod secret;
+pub mod text;
 pub mod tls;
 
 pub use args::{normalize_argv, ConnArgs};

@@ -424,7 +424,10 @@ pub fn diff(results: &[(String, Outcome)]) -> String {
     };
     let mut s = String::new();
     if groups.len() == 1 {
-        s.push_str(&format!("all {} hosts agree\n", mhosts.len()));
+        s.push_str(&match mhosts.len() {
+            1 => "the one host agrees with itself\n".to_string(),
+            n => format!("all {n} hosts agree\n"),
+        });
         return s;
     }
     let mlines = outcome_lines(majority);

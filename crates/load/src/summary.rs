@@ -49,18 +49,22 @@ impl Summary {
             );
         }
         let mut s = format!(
-            "{} {}: {} {}, {} rows into {} table(s), {} in {:.1}s ({:.0} rows/s, {}/s) on {} connections",
-            if self.complete { "loaded" } else { "stopped loading" },
+            "{} {}: {} {}, {} rows into {}, {} in {:.1}s ({:.0} rows/s, {}/s) on {}",
+            if self.complete {
+                "loaded"
+            } else {
+                "stopped loading"
+            },
             self.source,
             self.statements,
             self.unit,
             self.rows,
-            self.tables,
+            sqlfleet_conn::text::count(self.tables as u64, "table"),
             progress::human_bytes(self.bytes as f64),
             self.seconds,
             self.rows_per_sec,
             progress::human_bytes(self.mb_per_sec * 1e6),
-            self.threads,
+            sqlfleet_conn::text::count(self.threads as u64, "connection"),
         );
         if self.skipped_on_resume > 0 {
             s.push_str(&format!(

@@ -12,7 +12,7 @@ pub enum SandboxError {
     Unknown(String),
     #[error("{0}")]
     BadName(#[from] sqlfleet_conn::ResolveError),
-    #[error("sandbox '{name}' has {have} replica(s); 'sqlfleet sandbox destroy --name {name}' first to make it with {want}")]
+    #[error("sandbox '{name}' has {}; 'sqlfleet sandbox destroy --name {name}' first to make it with {want}", sqlfleet_conn::text::count(*have as u64, "replica"))]
     ReplicaCount {
         name: String,
         have: usize,

@@ -223,9 +223,8 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     };
     let report = run::run(opts, Box::new(std::io::stdout())).await?;
     eprintln!(
-        "sqlfleet query: {} host{} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
-        report.hosts,
-        if report.hosts == 1 { "" } else { "s" },
+        "sqlfleet query: {} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
+        sqlfleet_conn::text::count(report.hosts as u64, "host"),
         report.seconds,
         report.ok,
         report.error,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use sqlfleet_conn::text::count;
 use sqlfleet_conn::{ConnArgs, Endpoint, Origin, SslMode};
 use sqlfleet_relay::config::{self, parse_user, Consistency, Mode, RelayConfig};
 use sqlfleet_relay::{Listener, Relay};
@@ -266,14 +267,14 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
     }
     if a.check_config {
         println!(
-            "{}: ok ({} listener(s), {} backend(s), {} user(s), {:?} mode)",
+            "{}: ok ({}, {}, {}, {:?} mode)",
             a.config
                 .as_ref()
                 .map(|p| p.display().to_string())
                 .unwrap_or_default(),
-            cfg.listen.len(),
-            cfg.backends.len(),
-            cfg.dynamic.users.len(),
+            count(cfg.listen.len() as u64, "listener"),
+            count(cfg.backends.len() as u64, "backend"),
+            count(cfg.dynamic.users.len() as u64, "user"),
             cfg.mode
         );
         return Ok(Exit::Ok);
@@ -304,8 +305,9 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         relay.serve_metrics(l);
     }
     tracing::info!(
-        "relay: listening on {} for {n_backends} backend(s), {mode:?} pooling",
-        names.join(", ")
+        "relay: listening on {} for {}, {mode:?} pooling",
+        names.join(", "),
+        count(n_backends as u64, "backend")
     );
     if let Some(path) = a.config.clone() {
         let relay = relay.clone();
