@@ -207,6 +207,11 @@ pub struct RelayConfig {
     pub backend_password: String,
     /// TLS towards backends.
     pub backend_tls: BackendTls,
+    /// Per-user backend accounts: each client's backend connections log in
+    /// as that client (same name and password), pooled per account; the
+    /// relay's own account only runs health checks. Otherwise every client
+    /// shares the relay's backend account and its privileges.
+    pub per_user_accounts: bool,
     pub mode: Mode,
     pub tls: Option<TlsFiles>,
     /// caching_sha2_password: always ask for the full password (over TLS)

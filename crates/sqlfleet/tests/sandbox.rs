@@ -132,7 +132,7 @@ fn up_list_down_up_destroy() {
         home.path(),
         &["sandbox", "up", "--name", "life", "--replicas", "1"],
     );
-    assert_setup_error(&o, "has 2 replica(s)");
+    assert_setup_error(&o, "has 2 replicas");
 
     let o = run_in(home.path(), &["sandbox", "destroy", "--name", "life"]);
     assert!(o.status.success());

@@ -253,6 +253,47 @@ pub fn native_token(nonce: &[u8], password: &str) -> Vec<u8> {
     stage1.iter().zip(mix).map(|(a, b)| a ^ b).collect()
 }
 
+/// What a login to a server proves the password with: the password
+/// itself, or (mysql_native_password only) SHA1(password), which a relay
+/// recovers from a client's native token and the stored double hash.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Credential {
+    Password(String),
+    NativeStage1([u8; 20]),
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Credential::Password(_) => "Credential::Password(..)",
+            Credential::NativeStage1(_) => "Credential::NativeStage1(..)",
+        })
+    }
+}
+
+/// The native token for SHA1(password) (what `native_token` computes
+/// from the password).
+pub fn native_token_from_stage1(nonce: &[u8], stage1: &[u8; 20]) -> Vec<u8> {
+    let stage2 = sha1(&[stage1]);
+    let mix = sha1(&[nonce, &stage2]);
+    stage1.iter().zip(mix).map(|(a, b)| a ^ b).collect()
+}
+
+/// Checks a client's native token against the stored SHA1(SHA1(password))
+/// and, when it matches, returns SHA1(password): enough to log in to a
+/// server with mysql_native_password as that user, never the password.
+pub fn native_stage1(nonce: &[u8], token: &[u8], stored: &[u8; 20]) -> Option<[u8; 20]> {
+    if token.len() != 20 {
+        return None;
+    }
+    let mix = sha1(&[nonce, stored]);
+    let mut stage1 = [0u8; 20];
+    for (o, (a, b)) in stage1.iter_mut().zip(token.iter().zip(mix)) {
+        *o = a ^ b;
+    }
+    (sha1(&[&stage1]) == *stored).then_some(stage1)
+}
+
 /// Checks a client's token against the stored SHA1(SHA1(password)).
 pub fn native_verify(nonce: &[u8], token: &[u8], stored: &[u8; 20]) -> bool {
     if token.len() != 20 {
@@ -340,7 +381,16 @@ pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
     let hello = parse_server_hello(&packet::read(s, 1 << 16).await?.payload)?;
     let caps = client_caps(&hello, shape, database.is_some(), false);
     respond(
-        s, &hello, 1, caps, 0, user, password, collation, database, false,
+        s,
+        &hello,
+        1,
+        caps,
+        0,
+        user,
+        &Credential::Password(password.to_string()),
+        collation,
+        database,
+        false,
     )
     .await?;
     Ok(hello)
@@ -377,11 +427,15 @@ pub fn ssl_request(caps: u32, collation: u8) -> Vec<u8> {
 
 pub const SHA2: &str = "caching_sha2_password";
 
-fn token_for(plugin: &str, nonce: &[u8], password: &str) -> Result<Vec<u8>, WireError> {
-    match plugin {
-        NATIVE => Ok(native_token(nonce, password)),
-        SHA2 => Ok(sha2_token(nonce, password)),
-        other => Err(WireError::Protocol(format!(
+fn token_for(plugin: &str, nonce: &[u8], cred: &Credential) -> Result<Vec<u8>, WireError> {
+    match (plugin, cred) {
+        (NATIVE, Credential::Password(p)) => Ok(native_token(nonce, p)),
+        (NATIVE, Credential::NativeStage1(s)) => Ok(native_token_from_stage1(nonce, s)),
+        (SHA2, Credential::Password(p)) => Ok(sha2_token(nonce, p)),
+        (SHA2, Credential::NativeStage1(_)) => Err(WireError::Protocol(format!(
+            "the backend account uses {SHA2}, which needs the password itself; the client logged in with {NATIVE} (use {NATIVE} for this account on the backend, or {SHA2} with full authentication on the relay)"
+        ))),
+        (other, _) => Err(WireError::Protocol(format!(
             "backend wants auth plugin {other}; the relay logs in with {NATIVE} or {SHA2}"
         ))),
     }
@@ -436,7 +490,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     caps: u32,
     ext: u32,
     user: &str,
-    password: &str,
+    cred: &Credential,
     collation: u8,
     database: Option<&str>,
     secure: bool,
@@ -448,7 +502,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         caps
     };
     let plugin = if hello.plugin == SHA2 { SHA2 } else { NATIVE };
-    let token = token_for(plugin, &hello.nonce, password)?;
+    let token = token_for(plugin, &hello.nonce, cred)?;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(1u32 << 30).to_le_bytes());
@@ -487,13 +541,18 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
                     .copied()
                     .take_while(|&b| b != 0)
                     .collect();
-                packet::write(s, seq, &token_for(&plugin, &nonce, password)?).await?;
+                packet::write(s, seq, &token_for(&plugin, &nonce, cred)?).await?;
             }
             // caching_sha2_password: fast path accepted, OK follows.
             Some(0x01) if r.payload.get(1) == Some(&0x03) => {}
             // Full authentication: the password itself over TLS, else
             // encrypted with the server's RSA public key.
             Some(0x01) if r.payload.get(1) == Some(&0x04) => {
+                let Credential::Password(password) = cred else {
+                    return Err(WireError::Protocol(format!(
+                        "the backend asks for the password itself ({SHA2} full authentication); the relay has only the native proof of it"
+                    )));
+                };
                 let mut pw = password.as_bytes().to_vec();
                 pw.push(0);
                 if secure {
@@ -518,6 +577,31 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stage1_recovered_from_a_token_logs_in_the_same() {
+        let nonce = [7u8; 20];
+        let stored = native_hash("s3cret");
+        let t = native_token(&nonce, "s3cret");
+        let stage1 = native_stage1(&nonce, &t, &stored).expect("verifies");
+        // The backend's nonce differs; the token from stage1 is the password's.
+        let other = [9u8; 20];
+        assert_eq!(
+            native_token_from_stage1(&other, &stage1),
+            native_token(&other, "s3cret")
+        );
+        assert!(native_stage1(&nonce, &native_token(&nonce, "bad"), &stored).is_none());
+        assert!(native_stage1(&nonce, &[], &stored).is_none());
+        // Debug output never shows the secret.
+        assert_eq!(
+            format!("{:?}", Credential::NativeStage1(stage1)),
+            "Credential::NativeStage1(..)"
+        );
+        assert_eq!(
+            format!("{:?}", Credential::Password("s3cret".into())),
+            "Credential::Password(..)"
+        );
+    }
 
     #[test]
     fn native_password_roundtrip() {

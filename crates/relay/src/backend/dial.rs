@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use sqlfleet_wire::handshake::{self, ServerHello, DEPRECATE_EOF, SESSION_SHAPE};
+use sqlfleet_wire::handshake::{self, Credential, ServerHello, DEPRECATE_EOF, SESSION_SHAPE};
 use sqlfleet_wire::packet::WireError;
 use tokio::net::TcpStream;
 
@@ -25,6 +25,14 @@ pub struct Shape {
     pub collation: u8,
     /// MariaDB extended capabilities (extended column metadata).
     pub ext: u32,
+}
+
+/// A backend account a client's connections log in as (per-user mode):
+/// the client's own name, proven with what its login gave the relay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendAccount {
+    pub user: String,
+    pub credential: Credential,
 }
 
 /// Dials and logs in to backends with the relay's account and TLS setting.
@@ -93,14 +101,25 @@ impl Dialer {
             .map_err(|_| WireError::Protocol("greeting timed out after 3 s".into()))?
     }
 
-    /// Dials `b` and logs in with `shape`'s capabilities and collation.
-    pub async fn login(&self, b: &Backend, shape: Shape) -> Result<Login, WireError> {
-        tokio::time::timeout(LOGIN_TIMEOUT, self.login_now(b, shape))
+    /// Dials `b` and logs in with `shape`'s capabilities and collation, as
+    /// `account` (per-user mode) or the relay's own backend account.
+    pub async fn login(
+        &self,
+        b: &Backend,
+        shape: Shape,
+        account: Option<&BackendAccount>,
+    ) -> Result<Login, WireError> {
+        tokio::time::timeout(LOGIN_TIMEOUT, self.login_now(b, shape, account))
             .await
             .map_err(|_| WireError::Protocol("connect timed out after 10 s".into()))?
     }
 
-    async fn login_now(&self, b: &Backend, shape: Shape) -> Result<Login, WireError> {
+    async fn login_now(
+        &self,
+        b: &Backend,
+        shape: Shape,
+        account: Option<&BackendAccount>,
+    ) -> Result<Login, WireError> {
         let mut raw = socket(b).await?;
         let hello = handshake::parse_server_hello(
             &sqlfleet_wire::packet::read(&mut raw, 1 << 16)
@@ -147,8 +166,11 @@ impl Dialer {
             seq,
             caps,
             shape.ext & hello.ext,
-            &self.user,
-            &self.password,
+            account.map_or(&self.user, |a| &a.user),
+            &account.map_or_else(
+                || Credential::Password(self.password.clone()),
+                |a| a.credential.clone(),
+            ),
             shape.collation,
             None,
             tls.is_some(),

@@ -109,7 +109,12 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
             collation: 45,
             ext: 0,
         };
-        *conn = Some(dialer.login(b, shape).await.map_err(|e| e.to_string())?);
+        *conn = Some(
+            dialer
+                .login(b, shape, None)
+                .await
+                .map_err(|e| e.to_string())?,
+        );
     }
     let Some(c) = conn.as_mut() else {
         return Err("no connection".into());

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use sqlfleet_wire::handshake::DEPRECATE_EOF;
 use sqlfleet_wire::packet::WireError;
 
-use crate::backend::dial::Dialer;
 pub use crate::backend::dial::Shape;
+use crate::backend::dial::{BackendAccount, Dialer};
 use crate::protocol::io::AnyStream;
 pub use crate::routing::Route;
 
@@ -36,6 +36,9 @@ pub struct BackendConn {
     pub settings: Vec<Setting>,
     pub stmts: BackendStmts,
     pub backend: usize,
+    /// Per-user mode: the client account it is logged in as (else the
+    /// relay's own). Only that account's clients get it.
+    pub account: Option<Arc<BackendAccount>>,
     /// The server's thread id for this connection (for KILL QUERY).
     pub thread_id: u32,
     /// Session tracking is on: OKs report changed variables, schema, state.
@@ -145,6 +148,10 @@ pub enum LeaseError {
     Queue(usize),
     #[error("backend {0}: {1}")]
     Connect(String, WireError),
+    /// Per-user mode: the server refused the client's own account (its
+    /// code and words go to that client; the backend is not down).
+    #[error("{1}")]
+    Denied(u16, String),
 }
 
 impl LeaseError {
@@ -153,8 +160,19 @@ impl LeaseError {
         match self {
             LeaseError::Timeout(..) | LeaseError::Queue(..) => 1040,
             LeaseError::Connect(..) => UNREACHABLE_CODE,
+            LeaseError::Denied(code, _) => *code,
         }
     }
+}
+
+/// `backend login failed: ERROR 1045: Access denied ...` as (code, text).
+fn login_refusal(e: &WireError) -> Option<(u16, String)> {
+    let WireError::Protocol(m) = e else {
+        return None;
+    };
+    let rest = m.strip_prefix("backend login failed: ERROR ")?;
+    let (code, text) = rest.split_once(": ")?;
+    Some((code.parse().ok()?, text.to_string()))
 }
 
 pub struct Pool {
@@ -169,9 +187,18 @@ pub struct Pool {
     pub metrics: Arc<Metrics>,
 }
 
+/// What a client needs of a backend connection.
+pub struct Want<'a> {
+    pub shape: Shape,
+    pub account: Option<&'a Arc<BackendAccount>>,
+    pub db: &'a Option<String>,
+    pub settings: &'a [Setting],
+}
+
 /// How well an idle connection fits what a client needs.
-fn fit(c: &BackendConn, shape: Shape, db: &Option<String>, settings: &[Setting]) -> Option<u8> {
-    if c.shape != shape {
+fn fit(c: &BackendConn, w: &Want) -> Option<u8> {
+    let (shape, db, settings) = (w.shape, w.db, w.settings);
+    if c.shape != shape || c.account.as_deref() != w.account.map(|a| &**a) {
         return None;
     }
     match (&c.db, db) {
@@ -335,13 +362,8 @@ impl Pool {
     /// A connection for a client: the idle one that fits best, else a new
     /// one, else wait. Idle connections unused for a while are pinged
     /// first.
-    pub async fn lease(
-        &self,
-        backend: usize,
-        shape: Shape,
-        db: &Option<String>,
-        settings: &[Setting],
-    ) -> Result<BackendConn, LeaseError> {
+    pub async fn lease(&self, backend: usize, want: Want<'_>) -> Result<BackendConn, LeaseError> {
+        let shape = want.shape;
         let side = &self.sides[backend];
         let s = self.settings();
         let t0 = Instant::now();
@@ -362,12 +384,12 @@ impl Pool {
                 // The most recently returned connection usually fits exactly.
                 let last = inner.idle.len().checked_sub(1);
                 let best = match last {
-                    Some(i) if fit(&inner.idle[i], shape, db, settings) == Some(3) => Some((3, i)),
+                    Some(i) if fit(&inner.idle[i], &want) == Some(3) => Some((3, i)),
                     _ => inner
                         .idle
                         .iter()
                         .enumerate()
-                        .filter_map(|(i, c)| fit(c, shape, db, settings).map(|f| (f, i)))
+                        .filter_map(|(i, c)| fit(c, &want).map(|f| (f, i)))
                         .max(),
                 };
                 if let Some((_, i)) = best {
@@ -401,7 +423,7 @@ impl Pool {
                     }
                     break Ok(*c);
                 }
-                Next::Open(slot) => break self.open(backend, shape, slot).await,
+                Next::Open(slot) => break self.open(backend, shape, want.account, slot).await,
                 Next::Wait => {
                     if !waiting.counted {
                         waiting.counted = true;
@@ -435,10 +457,11 @@ impl Pool {
         &self,
         backend: usize,
         shape: Shape,
+        account: Option<&Arc<BackendAccount>>,
         slot: Slot,
     ) -> Result<BackendConn, LeaseError> {
         let b = &self.cfg.backends[backend];
-        match self.dialer.login(b, shape).await {
+        match self.dialer.login(b, shape, account.map(|a| &**a)).await {
             Ok(mut l) => {
                 self.metrics.backend_connects.fetch_add(1, Relaxed);
                 let caps = l.caps;
@@ -457,6 +480,7 @@ impl Pool {
                     settings: Vec::new(),
                     stmts: BackendStmts::default(),
                     backend,
+                    account: account.cloned(),
                     created: now,
                     idle_since: now,
                     _slot: slot,
@@ -464,6 +488,13 @@ impl Pool {
             }
             Err(e) => {
                 self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
+                // The server answered the client's own account with an
+                // error: that client is refused, the backend is fine.
+                if account.is_some() {
+                    if let Some((code, msg)) = login_refusal(&e) {
+                        return Err(LeaseError::Denied(code, msg));
+                    }
+                }
                 Err(LeaseError::Connect(b.addr(), e))
             }
         }
@@ -549,7 +580,9 @@ impl Pool {
                 if let Some((shape, n)) = want {
                     for _ in 0..n {
                         let slot = Slot { side: side.clone() };
-                        if let Ok(c) = self.open(b, shape, slot).await {
+                        // Kept open as the relay's own account (per-user
+                        // mode pools open as clients arrive).
+                        if let Ok(c) = self.open(b, shape, None, slot).await {
                             self.make_idle(c);
                         }
                     }

@@ -77,6 +77,9 @@ struct BackendSection {
     password_env: Option<String>,
     /// "disabled" (default), "preferred", "required" or "verify".
     tls: Option<String>,
+    /// "shared" (default: every client uses `user`) or "per-user" (each
+    /// client's connections log in as that client).
+    accounts: Option<String>,
     tls_ca: Option<PathBuf>,
     /// One weight per server (default 1 each).
     weights: Option<Vec<u32>>,
@@ -126,6 +129,7 @@ pub struct Flags {
     pub backend_password: String,
     pub backend_tls: Option<String>,
     pub backend_tls_ca: Option<PathBuf>,
+    pub per_user_accounts: bool,
     pub mode: Mode,
     pub metrics: Option<String>,
     pub metrics_token_file: Option<PathBuf>,
@@ -150,6 +154,7 @@ const FLAG_NAMES: &[(&str, &str)] = &[
     ("relay.metrics", "--metrics"),
     ("backend.servers", "--backend"),
     ("backend.tls", "--ssl-mode"),
+    ("backend.accounts", "--per-user-accounts"),
     ("pool.max", "--pool-max"),
     ("pool.min", "--pool-min"),
     ("pool.wait_timeout", "--wait-timeout"),
@@ -183,6 +188,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             password_env: None,
             tls: q.backend_tls,
             tls_ca: q.backend_tls_ca,
+            accounts: q.per_user_accounts.then(|| "per-user".to_string()),
             weights: None,
             groups: None,
         },
@@ -432,6 +438,15 @@ fn build(f: File) -> Result<RelayConfig, String> {
     });
     let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
         .map_err(|e| format!("backend.tls: {e}"))?;
+    let per_user_accounts = match f.backend.accounts.as_deref() {
+        None | Some("shared") => false,
+        Some("per-user") => true,
+        Some(other) => {
+            return Err(format!(
+                "backend.accounts: {other:?}: use \"shared\" or \"per-user\""
+            ))
+        }
+    };
     let metrics_token = match &f.relay.metrics_token_file {
         Some(p) => {
             let t = std::fs::read_to_string(p)
@@ -467,6 +482,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         backend_user: f.backend.user,
         backend_password: password,
         backend_tls,
+        per_user_accounts,
         mode: f.relay.mode,
         tls,
         sha2_full_auth: f.relay.sha2_full_auth,

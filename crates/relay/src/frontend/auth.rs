@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use rand::RngCore;
 use sha2::{Digest, Sha256};
-use sqlfleet_wire::handshake::{self, ClientHello, NATIVE, SSL};
+use sqlfleet_wire::handshake::{self, ClientHello, Credential, NATIVE, SSL};
 use sqlfleet_wire::packet::{self, WireError};
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -39,6 +39,9 @@ pub struct LoggedIn {
     pub seq: u8,
     pub nonce: [u8; 20],
     pub tls: bool,
+    /// What proves this client's password to a server (per-user backend
+    /// accounts), when its login gave the relay one.
+    pub credential: Option<Credential>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -133,7 +136,7 @@ where
     }
     let mut hello = handshake::parse_client_hello(&r.payload)?;
     let token = std::mem::take(&mut hello.auth);
-    let seq = check(
+    let (seq, credential) = check(
         cfg,
         users,
         &mut stream,
@@ -151,11 +154,15 @@ where
         seq,
         nonce,
         tls,
+        credential,
     })
 }
 
 /// Checks credentials (switching plugin if needed) and returns the
-/// sequence id for the final OK. Sends the ERR itself when denied.
+/// sequence id for the final OK, with what proves the password to a server
+/// when the login gave one (SHA1(password) from a native token; the
+/// password itself from caching_sha2_password's full authentication).
+/// Sends the ERR itself when denied.
 #[allow(clippy::too_many_arguments)]
 pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     cfg: &RelayConfig,
@@ -167,7 +174,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     mut token: Vec<u8>,
     nonce: &[u8; 20],
     tls: bool,
-) -> Result<u8, AuthError> {
+) -> Result<(u8, Option<Credential>), AuthError> {
     // Unknown users go through the same steps (no user enumeration).
     let unknown = Account::from_password(&String::from_utf8_lossy(&nonce[..]));
     let acct = users.get(user).unwrap_or(&unknown);
@@ -185,10 +192,15 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
         seq = r.seq.wrapping_add(1);
     }
     let empty = token.is_empty() || token == [0];
+    let mut credential = None;
     let ok = if use_sha2 {
         let stored = acct.sha2.unwrap_or_default();
         if empty {
-            stored == sha2_hash("")
+            let ok = stored == sha2_hash("");
+            if ok {
+                credential = Some(Credential::Password(String::new()));
+            }
+            ok
         } else if !sha2_verify(nonce, &token, &stored) {
             false
         } else if cfg.sha2_full_auth {
@@ -210,7 +222,12 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
                 }
                 rsa_password(&key.private, &r.payload, nonce).unwrap_or_default()
             };
-            !pw.is_empty() && sha2_hash(&String::from_utf8_lossy(&pw)) == stored
+            let pw = String::from_utf8_lossy(&pw).into_owned();
+            let ok = !pw.is_empty() && sha2_hash(&pw) == stored;
+            if ok {
+                credential = Some(Credential::Password(pw));
+            }
+            ok
         } else {
             packet::write(s, seq, &[0x01, 0x03]).await?;
             seq = seq.wrapping_add(1);
@@ -219,9 +236,19 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     } else {
         let stored = acct.native.unwrap_or_default();
         if empty {
-            stored == handshake::native_hash("")
+            let ok = stored == handshake::native_hash("");
+            if ok {
+                credential = Some(Credential::Password(String::new()));
+            }
+            ok
         } else {
-            handshake::native_verify(nonce, &token, &stored)
+            match handshake::native_stage1(nonce, &token, &stored) {
+                Some(stage1) => {
+                    credential = Some(Credential::NativeStage1(stage1));
+                    true
+                }
+                None => false,
+            }
         }
     };
     if !ok || !users.contains_key(user) {
@@ -232,7 +259,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
         packet::write(s, seq, &packet::err_payload(1045, "28000", &msg)).await?;
         return Err(AuthError::Denied(msg));
     }
-    Ok(seq)
+    Ok((seq, credential))
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::admin::metrics::Metrics;
 use crate::backend::command::{self, Link};
+use crate::backend::dial::BackendAccount;
 use crate::backend::pool::{BackendConn, Pool, Route, Shape};
 use crate::config::{Account, Mode, RelayConfig};
 use crate::frontend::auth::{self, Greeting};
@@ -81,6 +82,9 @@ impl From<crate::backend::pool::LeaseError> for Fail {
                 };
                 format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)")
             }
+            crate::backend::pool::LeaseError::Denied(code, text) => {
+                return Fail::Err(*code, "28000", text.clone())
+            }
             other => format!("sqlfleet relay: {other}"),
         };
         Fail::Err(e.code(), "08004", msg)
@@ -114,6 +118,9 @@ struct Session {
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
     user: String,
+    /// Per-user mode: the backend account this client's connections log
+    /// in as (its own).
+    account: Option<Arc<BackendAccount>>,
     /// The id the client was given in the greeting.
     id: u32,
     /// What KILL from another client sees of this one.
@@ -192,6 +199,7 @@ where
         route_fixed: false,
         last_write_gtid: None,
         user: li.hello.user.clone(),
+        account: None,
         io: PacketIo::small(li.stream),
         ctx,
     };
@@ -200,8 +208,30 @@ where
         s.ctx.metrics.pin(Pin::Session);
     }
     s.route = s.default_route();
-    // A default database asked for at login must exist.
-    if s.db.is_some() {
+    if s.ctx.cfg.per_user_accounts {
+        match &li.credential {
+            Some(c) => {
+                s.account = Some(Arc::new(BackendAccount {
+                    user: s.user.clone(),
+                    credential: c.clone(),
+                }))
+            }
+            None => {
+                s.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                let msg = format!(
+                    "Access denied for user '{}': the relay logs in to the server as you, which needs mysql_native_password or caching_sha2_password with full authentication (sha2_full_auth)",
+                    s.user
+                );
+                let _ =
+                    s.io.write_packet(li.seq, &packet::err_payload(1045, "28000", &msg))
+                        .await;
+                return;
+            }
+        }
+    }
+    // A default database asked for at login must exist; per-user, the
+    // server must take the client's account (its refusal is the login's).
+    if s.db.is_some() || s.account.is_some() {
         if let Err(f) = s.ensure_conn().await {
             let (code, state, msg) = match f {
                 Fail::Err(c, st, m) => (c, st, m),
@@ -229,6 +259,16 @@ fn upsert(list: &mut Vec<Setting>, s: &Setting) {
 }
 
 impl Session {
+    /// What this client needs of a backend connection.
+    fn want(&self) -> crate::backend::pool::Want<'_> {
+        crate::backend::pool::Want {
+            shape: self.shape,
+            account: self.account.as_ref(),
+            db: &self.db,
+            settings: &self.settings,
+        }
+    }
+
     fn ok(&self) -> Vec<u8> {
         let mut status = 0;
         if self.autocommit {
@@ -618,12 +658,7 @@ impl Session {
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
-            let mut c = match self
-                .ctx
-                .pool
-                .lease(b, self.shape, &self.db, &self.settings)
-                .await
-            {
+            let mut c = match self.ctx.pool.lease(b, self.want()).await {
                 Ok(c) => c,
                 Err(e @ crate::backend::pool::LeaseError::Connect(..)) => {
                     // Dead before a health check noticed: mark it and, with

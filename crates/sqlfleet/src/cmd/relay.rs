@@ -60,6 +60,12 @@ pub struct RelayArgs {
     /// passwords off the command line)
     #[arg(long = "client-users-file", value_name = "FILE")]
     users_file: Option<PathBuf>,
+    /// Log in to backends as each client (same name and password; pools
+    /// per account), so the server applies the client's own privileges;
+    /// -u/-p then only run health checks. Clients must log in with
+    /// mysql_native_password (or caching_sha2_password with full authentication)
+    #[arg(long)]
+    per_user_accounts: bool,
     /// Pooling mode: transaction (share backend connections between
     /// transactions) or session (one per client session)
     #[arg(long, default_value = "transaction", value_parser = ["transaction", "session"])]
@@ -213,6 +219,7 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         backend_password: login.password,
         backend_tls: Some(login.tls.to_string()),
         backend_tls_ca: login.tls_ca,
+        per_user_accounts: a.per_user_accounts,
         mode: if a.mode == "session" {
             Mode::Session
         } else {

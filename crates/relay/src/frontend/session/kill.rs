@@ -24,7 +24,10 @@ impl Session {
             collation: self.shape.collation,
             ext: 0,
         };
-        if let Ok(mut c) = self.ctx.pool.dialer().login(backend, shape).await {
+        // As the client's own backend account in per-user mode (a query of
+        // its own), else the relay's.
+        let account = self.account.as_deref();
+        if let Ok(mut c) = self.ctx.pool.dialer().login(backend, shape, account).await {
             let q = format!("\x03KILL QUERY {thread}");
             let _ = command::simple(&mut c, q.as_bytes()).await;
         }

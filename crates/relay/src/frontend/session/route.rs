@@ -163,11 +163,7 @@ impl Session {
         let Some(p) = self.ctx.pool.pick(Route::Primary) else {
             return Ok(None);
         };
-        let mut c = self
-            .ctx
-            .pool
-            .lease(p, self.shape, &self.db, &self.settings)
-            .await?;
+        let mut c = self.ctx.pool.lease(p, self.want()).await?;
         match command::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
             Ok(v) => {
                 self.ctx.pool.put(c);

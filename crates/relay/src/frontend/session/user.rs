@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use sqlfleet_wire::packet;
 
 use super::{Fail, Session};
+use crate::backend::dial::BackendAccount;
 use crate::frontend::auth;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::Pin;
@@ -51,7 +52,7 @@ impl Session {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        let seq = match auth::check(
+        let (seq, credential) = match auth::check(
             &self.ctx.cfg,
             &users,
             &mut self.io.s,
@@ -76,17 +77,40 @@ impl Session {
                 return Err(Fail::Close);
             }
         };
+        let account = match (self.ctx.cfg.per_user_accounts, credential) {
+            (false, _) => None,
+            (true, Some(c)) => Some(std::sync::Arc::new(BackendAccount {
+                user: req.user.clone(),
+                credential: c,
+            })),
+            (true, None) => {
+                // The relay could not log in to the server as that user:
+                // refused, and the session goes on as it was.
+                self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                let msg = format!(
+                    "Access denied for user '{}': the relay logs in to the server as you, which needs mysql_native_password or caching_sha2_password with full authentication",
+                    req.user
+                );
+                return self
+                    .io
+                    .write_packet(seq, &packet::err_payload(1045, "28000", &msg))
+                    .await
+                    .map(drop)
+                    .map_err(|_| Fail::Close);
+            }
+        };
         if let Some(c) = self.conn.take() {
             self.ctx.pool.reset_and_put(c);
         }
         self.clear_state();
+        self.account = account;
         self.user = req.user.clone();
         self.handle.set_user(&req.user);
         if let Some(coll) = req.collation {
             self.shape.collation = coll;
         }
         self.db = req.database;
-        if self.db.is_some() {
+        if self.db.is_some() || self.account.is_some() {
             if let Err(f) = self.ensure_conn().await {
                 let (code, state, msg) = match f {
                     Fail::Err(c, s, m) => (c, s, m),
