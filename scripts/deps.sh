@@ -21,6 +21,7 @@ have rsvg-convert || need+=(librsvg2-bin)   # PNG copies of bench charts
 have openssl || need+=(openssl)             # relay TLS test certificates
 [ -f /usr/share/mysql/mysql-test/mariadb-test-run.pl ] || need+=(mariadb-test)   # the server's own suite, run through the relay
 have perl || need+=(perl)
+have promtool || need+=(prometheus)         # promtool checks the relay's /metrics
 # Real clients the relay tests drive: sysbench, PyMySQL, go-sql-driver,
 # MariaDB Connector/J (Debian packages), mysql2 (npm, below).
 have sysbench || need+=(sysbench)

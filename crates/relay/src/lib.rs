@@ -64,7 +64,7 @@ impl Relay {
             tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
             tls,
         };
-        let metrics = Arc::new(admin::metrics::Metrics::default());
+        let metrics = Arc::new(admin::metrics::Metrics::new(cfg.backends.len()));
         let cfg = Arc::new(cfg);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         Ok(Relay {

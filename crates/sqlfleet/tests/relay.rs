@@ -276,3 +276,129 @@ fn a_backend_on_a_unix_socket_and_a_client_on_one() {
     );
     assert!(!listen.exists(), "socket file removed at exit");
 }
+
+/// What an operator reads: the metrics page passes `promtool check
+/// metrics` (histograms cumulative, per-backend counters and latency
+/// histogram present), and the log has a line for a refused login and one
+/// for a backend that is down (JSON lines here).
+#[test]
+fn metrics_pass_promtool_and_logs_name_failed_logins_and_down_backends() {
+    let srv = server();
+    let port = common::relay::free_port();
+    let metrics_port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let live = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let dead = format!("127.0.0.1:{}", common::relay::free_port());
+    let mut child = common::sqlfleet()
+        .args([
+            "relay",
+            "--log-format",
+            "json",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(["--backend", &live, "--backend", &dead])
+        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
+        .args([
+            "--metrics",
+            &format!("127.0.0.1:{metrics_port}"),
+            "--health-interval",
+            "0.1",
+        ])
+        .env("MYSQL_PWD", pw.expose())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("relay");
+    common::relay::wait_listening(port);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        // Traffic through the live backend (the dead one gets no clients
+        // once checked), a wrong password, and a pool wait.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        for _ in 0..5 {
+            let mut c = app(port, "app-pw", None)
+                .connect(Duration::from_secs(5))
+                .await
+                .expect("connect");
+            let _: Option<i64> = c.query_first("SELECT 1").await.expect("select");
+            let _ = c.query_drop("SELEC 1").await;
+            c.disconnect().await.expect("quit");
+        }
+        let e = app(port, "wrong", None)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect_err("wrong password");
+        assert!(e.to_string().contains("1045"), "{e}");
+    });
+    let page = sqlfleet_testkit::proxy::http_get(metrics_port, "/metrics");
+    let body = page.split_once("\r\n\r\n").map(|x| x.1).unwrap_or_default();
+    assert!(
+        body.contains(&format!(
+            "sqlfleet_relay_backend_commands_total{{backend=\"{live}\"}}"
+        )) && body.contains("sqlfleet_relay_backend_command_seconds_bucket"),
+        "{body}"
+    );
+    // Every histogram cumulative: bucket counts never fall as `le` grows,
+    // and the +Inf bucket equals _count.
+    let mut last: std::collections::HashMap<String, f64> = Default::default();
+    for l in body.lines().filter(|l| l.contains("_bucket{")) {
+        let (series, value) = l.rsplit_once(' ').expect("sample");
+        let key = series.split("le=").next().unwrap_or_default().to_string();
+        let v: f64 = value.parse().expect("number");
+        let prev = last.insert(key.clone(), v).unwrap_or(0.0);
+        assert!(v >= prev, "histogram not cumulative at {l} (before {prev})");
+    }
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; scripts/deps.sh installs it)");
+    {
+        use std::io::Write;
+        child_stdin(&mut check)
+            .write_all(body.as_bytes())
+            .expect("feed");
+    }
+    let out = check.wait_with_output().expect("promtool");
+    // promtool exits 0 when valid (lint warnings go to stdout with exit 3).
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() || (out.status.code() == Some(3) && !said.contains("error")),
+        "promtool: {said}"
+    );
+    assert!(
+        !said.contains("non-cumulative") && !said.contains("error while"),
+        "{said}"
+    );
+
+    // The log lines so far.
+    let _ = child.kill();
+    let o = child.wait_with_output().expect("relay output");
+    let log = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<serde_json::Value> = log
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let said = |needle: &str, level: &str| {
+        lines.iter().any(|v| {
+            v["level"] == level && v["message"].as_str().is_some_and(|m| m.contains(needle))
+        })
+    };
+    assert!(said("login refused", "WARN"), "{log}");
+    assert!(said(&format!("backend {dead} is down"), "ERROR"), "{log}");
+    assert!(
+        said(&format!("backend {live} is up as primary"), "INFO"),
+        "{log}"
+    );
+}
+
+fn child_stdin(c: &mut std::process::Child) -> std::process::ChildStdin {
+    c.stdin.take().expect("stdin")
+}

@@ -5,11 +5,77 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use crate::protocol::sql::Pin;
 
-/// Upper bounds (seconds) of the pool wait histogram.
+/// Upper bounds (seconds) of the pool wait and command latency histograms.
 const WAIT_BUCKETS: [f64; 10] = [0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0];
+
+/// A histogram over WAIT_BUCKETS: one counter per bucket (rendered
+/// cumulative, as Prometheus wants), a count and a sum.
+#[derive(Default)]
+pub struct Histogram {
+    buckets: [AtomicU64; WAIT_BUCKETS.len()],
+    count: AtomicU64,
+    sum_us: AtomicU64,
+}
+
+impl Histogram {
+    pub fn observe(&self, d: std::time::Duration) {
+        let s = d.as_secs_f64();
+        if let Some(i) = WAIT_BUCKETS.iter().position(|b| s <= *b) {
+            self.buckets[i].fetch_add(1, Relaxed);
+        }
+        self.count.fetch_add(1, Relaxed);
+        self.sum_us.fetch_add(d.as_micros() as u64, Relaxed);
+    }
+
+    /// The `_bucket`, `_sum` and `_count` lines; `labels` go before `le`.
+    fn render(&self, o: &mut String, name: &str, labels: &str) {
+        let mut cumulative = 0;
+        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
+            cumulative += self.buckets[i].load(Relaxed);
+            let _ = writeln!(o, "{name}_bucket{{{labels}le=\"{b}\"}} {cumulative}");
+        }
+        let count = self.count.load(Relaxed).max(cumulative);
+        let _ = writeln!(o, "{name}_bucket{{{labels}le=\"+Inf\"}} {count}");
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{}}}", labels.trim_end_matches(','))
+        };
+        let _ = writeln!(
+            o,
+            "{name}_sum{braces} {}",
+            self.sum_us.load(Relaxed) as f64 / 1e6
+        );
+        let _ = writeln!(o, "{name}_count{braces} {count}");
+    }
+}
+
+/// What one backend did, for /metrics and /status.
+#[derive(Default)]
+pub struct BackendCounters {
+    /// Client commands it answered.
+    pub commands: AtomicU64,
+    /// Of those, answered with an error (or lost).
+    pub errors: AtomicU64,
+    pub bytes_to_client: AtomicU64,
+    /// Connections opened to it, and leases of an idle one.
+    pub connects: AtomicU64,
+    pub reuses: AtomicU64,
+    /// Command latency as the client saw it (through the relay).
+    pub latency: Histogram,
+}
+
+/// A label value with `\`, `"` and newlines escaped.
+pub fn label(v: &str) -> String {
+    v.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
 
 #[derive(Default)]
 pub struct Metrics {
+    /// One per configured backend, in order.
+    pub backends: Vec<BackendCounters>,
     pub clients_connected: AtomicI64,
     pub clients_total: AtomicU64,
     pub auth_failures: AtomicU64,
@@ -29,9 +95,7 @@ pub struct Metrics {
     pub consistency_waits: AtomicU64,
     pub consistency_fallbacks: AtomicU64,
     pins: [AtomicU64; Pin::ALL.len()],
-    wait_buckets: [AtomicU64; WAIT_BUCKETS.len()],
-    wait_count: AtomicU64,
-    wait_sum_us: AtomicU64,
+    wait: Histogram,
 }
 
 /// Per-backend gauges the pool reports at scrape time.
@@ -46,6 +110,19 @@ pub struct BackendGauge {
 }
 
 impl Metrics {
+    /// Counters for `backends` backends.
+    pub fn new(backends: usize) -> Metrics {
+        Metrics {
+            backends: (0..backends).map(|_| BackendCounters::default()).collect(),
+            ..Metrics::default()
+        }
+    }
+
+    /// The counters of backend `i` (a spare set if out of range).
+    pub fn backend(&self, i: usize) -> Option<&BackendCounters> {
+        self.backends.get(i)
+    }
+
     pub fn pin(&self, p: Pin) {
         if let Some(i) = Pin::ALL.iter().position(|&x| x == p) {
             self.pins[i].fetch_add(1, Relaxed);
@@ -60,13 +137,7 @@ impl Metrics {
     }
 
     pub fn wait(&self, d: std::time::Duration) {
-        // One counter per bucket; render() makes them cumulative.
-        let s = d.as_secs_f64();
-        if let Some(i) = WAIT_BUCKETS.iter().position(|b| s <= *b) {
-            self.wait_buckets[i].fetch_add(1, Relaxed);
-        }
-        self.wait_count.fetch_add(1, Relaxed);
-        self.wait_sum_us.fetch_add(d.as_micros() as u64, Relaxed);
+        self.wait.observe(d);
     }
 
     pub fn render(&self, backends: &[BackendGauge]) -> String {
@@ -201,24 +272,58 @@ impl Metrics {
             "# HELP sqlfleet_relay_pool_wait_seconds Time clients waited for a backend connection."
         );
         let _ = writeln!(o, "# TYPE sqlfleet_relay_pool_wait_seconds histogram");
-        for (i, b) in WAIT_BUCKETS.iter().enumerate() {
-            let _ = writeln!(
-                o,
-                "sqlfleet_relay_pool_wait_seconds_bucket{{le=\"{b}\"}} {}",
-                self.wait_buckets[i].load(Relaxed)
+        self.wait
+            .render(&mut o, "sqlfleet_relay_pool_wait_seconds", "");
+        for (name, help, f) in [
+            (
+                "backend_commands_total",
+                "Client commands the backend answered.",
+                (|c: &BackendCounters| c.commands.load(Relaxed)) as fn(&BackendCounters) -> u64,
+            ),
+            (
+                "backend_errors_total",
+                "Client commands the backend answered with an error (or lost).",
+                |c| c.errors.load(Relaxed),
+            ),
+            (
+                "backend_bytes_to_client_total",
+                "Reply bytes from the backend forwarded to clients.",
+                |c| c.bytes_to_client.load(Relaxed),
+            ),
+            (
+                "backend_connections_created_total",
+                "Connections the pool opened to the backend.",
+                |c| c.connects.load(Relaxed),
+            ),
+            (
+                "backend_connections_reused_total",
+                "Leases of an idle pooled connection to the backend.",
+                |c| c.reuses.load(Relaxed),
+            ),
+        ] {
+            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} counter");
+            for (b, c) in backends.iter().zip(&self.backends) {
+                let _ = writeln!(
+                    o,
+                    "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
+                    label(&b.addr),
+                    f(c)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_backend_command_seconds Client command latency through the relay, by backend."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_command_seconds histogram");
+        for (b, c) in backends.iter().zip(&self.backends) {
+            c.latency.render(
+                &mut o,
+                "sqlfleet_relay_backend_command_seconds",
+                &format!("backend=\"{}\",", label(&b.addr)),
             );
         }
-        let count = self.wait_count.load(Relaxed);
-        let _ = writeln!(
-            o,
-            "sqlfleet_relay_pool_wait_seconds_bucket{{le=\"+Inf\"}} {count}"
-        );
-        let _ = writeln!(
-            o,
-            "sqlfleet_relay_pool_wait_seconds_sum {}",
-            self.wait_sum_us.load(Relaxed) as f64 / 1e6
-        );
-        let _ = writeln!(o, "sqlfleet_relay_pool_wait_seconds_count {count}");
         for (name, help, f) in [
             (
                 "backend_connections",
@@ -242,7 +347,7 @@ impl Metrics {
                 let _ = writeln!(
                     o,
                     "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
-                    b.addr,
+                    label(&b.addr),
                     f(b)
                 );
             }

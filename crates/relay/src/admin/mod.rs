@@ -1,7 +1,8 @@
 //! What the relay tells its operators: counters and gauges in the
-//! Prometheus text format ([`metrics`]), the JSON status ([`status`]) and
-//! the small HTTP server both are read over ([`http`]).
+//! Prometheus text format ([`metrics`]), the JSON status ([`status`]), the
+//! small HTTP server both are read over ([`http`]) and log lines ([`log`]).
 
 pub mod http;
+pub mod log;
 pub mod metrics;
 pub mod status;

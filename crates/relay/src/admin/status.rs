@@ -14,12 +14,20 @@ pub fn render(ctx: &Ctx) -> String {
         .gauges()
         .into_iter()
         .zip(health)
-        .map(|(g, h)| {
+        .enumerate()
+        .map(|(i, (g, h))| {
+            let c = ctx.metrics.backend(i);
+            let n = |f: fn(&crate::admin::metrics::BackendCounters) -> u64| c.map_or(0, f);
             serde_json::json!({
                 "address": g.addr, "role": h.role(), "up": h.up, "read_only": h.read_only,
                 "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "connections_open": g.open, "connections_idle": g.idle,
                 "clients_waiting": g.waiting, "clients_busy": g.busy,
+                "commands": n(|c| c.commands.load(Ordering::Relaxed)),
+                "errors": n(|c| c.errors.load(Ordering::Relaxed)),
+                "bytes_to_client": n(|c| c.bytes_to_client.load(Ordering::Relaxed)),
+                "connections_created": n(|c| c.connects.load(Ordering::Relaxed)),
+                "connections_reused": n(|c| c.reuses.load(Ordering::Relaxed)),
             })
         })
         .collect();

@@ -170,6 +170,7 @@ pub async fn watch(
             Ok(r) => r,
             Err(_) => Err("health check timed out".to_string()),
         };
+        let before = health.get(i);
         let wait = match r {
             Ok(st) => {
                 health.set(i, |s| *s = st);
@@ -189,6 +190,16 @@ pub async fn watch(
                 (interval * 2u32.saturating_pow(failures.min(6))).min(Duration::from_secs(5))
             }
         };
+        let after = health.get(i);
+        // The first check of a backend that is up says so too.
+        let from = if before.checked {
+            before.role()
+        } else {
+            "down"
+        };
+        if from != after.role() || (!before.checked && !after.up) {
+            crate::admin::log::backend_role(&b.addr(), from, after.role(), after.error.as_deref());
+        }
         tokio::time::sleep(wait).await;
     }
 }

@@ -421,6 +421,9 @@ impl Pool {
                         }
                         c.epoch = epoch;
                     }
+                    if let Some(m) = self.metrics.backend(backend) {
+                        m.reuses.fetch_add(1, Relaxed);
+                    }
                     break Ok(*c);
                 }
                 Next::Open(slot) => break self.open(backend, shape, want.account, slot).await,
@@ -429,6 +432,10 @@ impl Pool {
                         waiting.counted = true;
                         if side.waiting.fetch_add(1, Relaxed) >= s.max_waiters {
                             self.metrics.lease_rejected.fetch_add(1, Relaxed);
+                            crate::admin::log::pool_exhausted(
+                                &side.backend.addr(),
+                                &format!("{} clients already waiting", s.max_waiters),
+                            );
                             break Err(LeaseError::Queue(s.max_waiters));
                         }
                     }
@@ -440,6 +447,13 @@ impl Pool {
                             .is_err()
                     {
                         self.metrics.lease_timeouts.fetch_add(1, Relaxed);
+                        crate::admin::log::pool_exhausted(
+                            &side.backend.addr(),
+                            &format!(
+                                "no connection free within {:?} (pool max {})",
+                                s.wait_timeout, s.max
+                            ),
+                        );
                         break Err(LeaseError::Timeout(s.wait_timeout, s.max));
                     }
                 }
@@ -464,6 +478,9 @@ impl Pool {
         match self.dialer.login(b, shape, account.map(|a| &**a)).await {
             Ok(mut l) => {
                 self.metrics.backend_connects.fetch_add(1, Relaxed);
+                if let Some(m) = self.metrics.backend(backend) {
+                    m.connects.fetch_add(1, Relaxed);
+                }
                 let caps = l.caps;
                 let tracking = crate::backend::dial::track_sessions(&mut l, caps).await;
                 let now = Instant::now();

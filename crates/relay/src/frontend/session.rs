@@ -158,8 +158,9 @@ where
     let login = auth::login(&ctx.cfg, &users, &ctx.greeting, stream, id);
     let li = match tokio::time::timeout(std::time::Duration::from_secs(10), login).await {
         Ok(Ok(li)) => li,
-        Ok(Err(auth::AuthError::Denied(_))) => {
+        Ok(Err(auth::AuthError::Denied(why))) => {
             ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+            crate::admin::log::login_failed("", id, &why);
             return;
         }
         _ => return, // stalled, malformed or gone mid-handshake
@@ -218,6 +219,11 @@ where
             }
             None => {
                 s.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                crate::admin::log::login_failed(
+                    &s.user,
+                    id,
+                    "no credential the server can take (per-user accounts)",
+                );
                 let msg = format!(
                     "Access denied for user '{}': the relay logs in to the server as you, which needs mysql_native_password or caching_sha2_password with full authentication (sha2_full_auth)",
                     s.user
@@ -328,7 +334,24 @@ impl Session {
             self.explained = true;
             self.route = self.default_route();
             self.route_fixed = false;
+            let t0 = std::time::Instant::now();
             let r = self.command(&cmd).await;
+            // Per backend: the command it answered, its latency, errors.
+            if let Some(c) = self
+                .conn
+                .as_ref()
+                .and_then(|c| self.ctx.metrics.backend(c.backend))
+            {
+                c.commands.fetch_add(1, Relaxed);
+                c.latency.observe(t0.elapsed());
+                if matches!(r, Err(Fail::Err(..))) {
+                    c.errors.fetch_add(1, Relaxed);
+                }
+            } else if let (Err(Fail::Lost(_)), Some(c)) =
+                (&r, self.backend.and_then(|b| self.ctx.metrics.backend(b)))
+            {
+                c.errors.fetch_add(1, Relaxed);
+            }
             match r {
                 Ok(()) => {}
                 Err(Fail::Close) => return,
@@ -815,6 +838,9 @@ impl Session {
         match forwarded {
             Ok(n) => {
                 self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
+                if let Some(b) = self.ctx.metrics.backend(c.backend) {
+                    b.bytes_to_client.fetch_add(n, Relaxed);
+                }
                 self.conn = Some(c);
             }
             Err(ForwardError::Client(_)) => {

@@ -66,10 +66,11 @@ impl Session {
         .await
         {
             Ok(seq) => seq,
-            Err(auth::AuthError::Denied(_)) => {
+            Err(auth::AuthError::Denied(why)) => {
                 // The client got its access-denied error; as with a direct
                 // connection, the session goes on as the user it was.
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                crate::admin::log::login_failed(&req.user, self.id, &why);
                 return Ok(());
             }
             Err(_) => {

@@ -1,0 +1,116 @@
+//! The relay's log lines (through `tracing`; the binary chooses text or
+//! JSON and the level): failed logins and pool exhaustion at most once a
+//! second each, with how many were folded in; backend up, down and role
+//! changes as they happen.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Lets one line through per second; counts the ones it holds back.
+#[derive(Default)]
+pub struct Limiter {
+    last_second: AtomicU64,
+    held: AtomicU64,
+}
+
+impl Limiter {
+    /// `Some(n)` when a line may be written now, `n` being how many were
+    /// held back since the last one.
+    pub fn pass(&self) -> Option<u64> {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let last = self.last_second.load(Relaxed);
+        if now > last
+            && self
+                .last_second
+                .compare_exchange(last, now, Relaxed, Relaxed)
+                .is_ok()
+        {
+            return Some(self.held.swap(0, Relaxed));
+        }
+        self.held.fetch_add(1, Relaxed);
+        None
+    }
+}
+
+fn folded(n: u64) -> String {
+    if n == 0 {
+        String::new()
+    } else {
+        format!(" (and {n} more since the last line)")
+    }
+}
+
+static LOGIN: Limiter = Limiter {
+    last_second: AtomicU64::new(0),
+    held: AtomicU64::new(0),
+};
+static POOL: Limiter = Limiter {
+    last_second: AtomicU64::new(0),
+    held: AtomicU64::new(0),
+};
+
+/// A client's login was refused.
+pub fn login_failed(user: &str, client: u32, why: &str) {
+    if let Some(n) = LOGIN.pass() {
+        let who = if user.is_empty() {
+            String::new()
+        } else {
+            format!(" for user '{user}'")
+        };
+        tracing::warn!(
+            client,
+            "relay: login refused{who} (client {client}): {why}{}",
+            folded(n)
+        );
+    }
+}
+
+/// A client could not get a backend connection in time (or the queue
+/// was full).
+pub fn pool_exhausted(backend: &str, why: &str) {
+    if let Some(n) = POOL.pass() {
+        tracing::warn!(
+            backend,
+            "relay: pool exhausted on {backend}: {why}{}",
+            folded(n)
+        );
+    }
+}
+
+/// A backend's role as health checks see it changed.
+pub fn backend_role(backend: &str, from: &str, to: &str, error: Option<&str>) {
+    match (to, error) {
+        ("down", Some(e)) => {
+            tracing::error!(
+                backend,
+                role = to,
+                "relay: backend {backend} is down ({from} before): {e}"
+            )
+        }
+        ("down", None) => tracing::error!(backend, role = to, "relay: backend {backend} is down"),
+        (_, _) if from == "down" => {
+            tracing::info!(backend, role = to, "relay: backend {backend} is up as {to}")
+        }
+        _ => tracing::warn!(
+            backend,
+            role = to,
+            "relay: backend {backend} changed role: {from} -> {to}"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Limiter;
+
+    #[test]
+    fn one_line_a_second_and_the_rest_counted() {
+        let l = Limiter::default();
+        assert_eq!(l.pass(), Some(0));
+        assert_eq!(l.pass(), None);
+        assert_eq!(l.pass(), None);
+        assert_eq!(l.held.load(std::sync::atomic::Ordering::Relaxed), 2);
+    }
+}
