@@ -1,7 +1,9 @@
 //! `sqlfleet query`: [`hosts`] (host lists), [`run`] (bounded-concurrency
 //! executor with connect/query/overall timeouts and KILL QUERY) and
-//! [`output`] (mysql --batch TSV, CSV, JSON lines, tables, collapse, diff).
+//! [`output`] (mysql --batch TSV, CSV, JSON lines, tables, collapse, diff)
+//! and [`discover`] (a replication fleet found from one of its servers).
 
+pub mod discover;
 pub mod hosts;
 pub mod output;
 pub mod run;

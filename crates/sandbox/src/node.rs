@@ -100,6 +100,10 @@ pub fn server_cnf(node: &NodeMeta, layout: &NodeLayout, options: &[String]) -> S
     kv("log-error", &layout.error_log().display().to_string());
     kv("port", &node.port.to_string());
     kv("bind-address", "127.0.0.1");
+    // Replicas register where they listen (SHOW SLAVE HOSTS), so a fleet
+    // can be found from its primary (query --discover).
+    kv("report-host", "127.0.0.1");
+    kv("report-port", &node.port.to_string());
     kv("server-id", &node.server_id.to_string());
     kv("log-bin", "mariadb-bin");
     kv("log-slave-updates", "1");

@@ -497,3 +497,97 @@ fn formats_headers_and_per_database_results() {
         (Some(1), Some(1))
     );
 }
+
+/// `--discover` finds a replication fleet from any one of its servers,
+/// both ways: from the primary down, from a replica up and across, with a
+/// replica of a replica (depth 2); a server in the topology that is down is
+/// reported, not dropped.
+#[test]
+fn discover_walks_the_topology_both_ways() {
+    let home = tempfile::tempdir().expect("tmp");
+    let o = common::run_in(
+        home.path(),
+        &["sandbox", "up", "--name", "topo", "--replicas", "2"],
+    );
+    assert!(o.status.success(), "up: {}", stderr(&o));
+    let sb = sqlfleet_sandbox::Sandbox::open(home.path(), "topo").expect("open");
+    let (p, r1, r2) = (
+        sb.meta.nodes[0].clone(),
+        sb.meta.nodes[1].clone(),
+        sb.meta.nodes[2].clone(),
+    );
+    // replica2 becomes a replica of replica1: a chain.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        sqlfleet_sandbox::setup::start_replication(
+            "replica2",
+            &sb.layout.node(&r2),
+            &sb.password().expect("pw"),
+            &r1,
+        )
+        .await
+        .expect("chain");
+    });
+    let discover = |from: u16| {
+        let o = common::sqlfleet()
+            .env("SQLFLEET_HOME", home.path())
+            .args(["query", "--sandbox", "topo", "--discover"])
+            .arg(format!("127.0.0.1:{from}"))
+            .arg("--discover-only")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run");
+        let mut lines: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+        lines.sort();
+        (o.status.code(), lines, stderr(&o))
+    };
+    let mut want = vec![
+        format!("127.0.0.1:{} depth=0 role=primary", p.port),
+        format!("127.0.0.1:{} depth=1 role=replica", r1.port),
+        format!("127.0.0.1:{} depth=2 role=replica", r2.port),
+    ];
+    want.sort();
+    // Registration with the new primary can take a moment.
+    let t0 = Instant::now();
+    loop {
+        let (code, lines, err) = discover(r2.port);
+        if lines == want {
+            assert_eq!(code, Some(0), "{err}");
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "from replica2: {lines:?} {err}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for from in [p.port, r1.port] {
+        let (code, lines, err) = discover(from);
+        assert_eq!((code, &lines), (Some(0), &want), "from {from}: {err}");
+    }
+    // The top primary down: found from a replica, reported as unreachable.
+    rt.block_on(async {
+        let mut c = sb
+            .target(&p)
+            .expect("t")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("primary");
+        c.query_drop("SHUTDOWN").await.ok();
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let (code, lines, err) = discover(r1.port);
+    assert_eq!(code, Some(2), "{lines:?} {err}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("127.0.0.1:{} ", p.port))
+                && l.contains("unreachable=yes")),
+        "{lines:?}"
+    );
+    assert!(err.contains("could not be reached"), "{err}");
+    let _ = common::run_in(
+        home.path(),
+        &["sandbox", "destroy", "--name", "topo", "--yes"],
+    );
+}

@@ -37,6 +37,15 @@ pub struct QueryArgs {
     /// A file of hosts, one per line
     #[arg(long, value_name = "FILE", conflicts_with = "hosts")]
     hosts_file: Option<PathBuf>,
+    /// Find the hosts from this server: its replication topology both ways
+    /// (primaries from replication status on every channel, replicas that
+    /// register with report_host), tagged role=, depth=, channel=
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with_all = ["hosts", "hosts_file"])]
+    discover: Option<String>,
+    /// With --discover: print the host list (hosts-file format) and exit
+    /// (2 if a server in the topology could not be reached)
+    #[arg(long, requires = "discover")]
+    discover_only: bool,
     /// SQL to run (several statements allowed)
     #[arg(short = 'e', long = "execute", value_name = "SQL")]
     execute: Option<String>,
@@ -185,14 +194,51 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         if a.format == Format::Csv { "csv" } else { "table" }
     );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
-    let (hosts, source) = hosts(&a, &base, &origin)?;
+    let (hosts, source) = match &a.discover {
+        Some(start) => {
+            let default_port = match &base.endpoint {
+                Endpoint::Tcp { port, .. } => *port,
+                Endpoint::Socket(_) => 3306,
+            };
+            let (h, p) = sqlfleet_conn::addr::parse_addr(start, default_port)
+                .map_err(|e| anyhow::anyhow!("--discover {start}: {e}"))?;
+            let found = sqlfleet_fanout::discover::discover(
+                &base,
+                (h, p),
+                secs(a.connect_timeout, "--connect-timeout")?,
+                10_000,
+            )
+            .await;
+            let unreachable: Vec<String> = found
+                .iter()
+                .filter_map(sqlfleet_fanout::discover::unreachable_note)
+                .collect();
+            for u in &unreachable {
+                eprintln!("sqlfleet query: warning: {u}");
+            }
+            if a.discover_only {
+                for h in &found {
+                    let tags: Vec<String> =
+                        h.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    println!("{} {}", h.addr(), tags.join(" "));
+                }
+                return Ok(if unreachable.is_empty() {
+                    Exit::Ok
+                } else {
+                    Exit::Partial
+                });
+            }
+            (found, format!("--discover {start}"))
+        }
+        None => hosts(&a, &base, &origin)?,
+    };
     anyhow::ensure!(!hosts.is_empty(), "no hosts in {source}");
     let sql = match (&a.execute, &a.file) {
         (Some(s), _) => s.clone(),
         (None, Some(f)) => {
             std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?
         }
-        (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F"),
+        (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F (or --discover-only)"),
     };
     let opts = QueryOptions {
         base,

@@ -1,0 +1,218 @@
+//! Finding a replication fleet from any one of its servers: walk the
+//! topology both ways — each server's primaries from its replication
+//! status (every channel: `SHOW ALL SLAVES STATUS` on MariaDB, `SHOW
+//! REPLICA STATUS` / `SHOW SLAVE STATUS` elsewhere) and its replicas from
+//! `SHOW SLAVE HOSTS` (replicas that set `report_host`) — until no new
+//! server turns up. Each host gets tags `role=primary|replica`, `depth=`
+//! (hops from the top of its chain) and `channel=` (the channels it
+//! replicates through); servers named in the topology that cannot be
+//! reached are kept, tagged `unreachable=yes`, so a run reports them.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::time::Duration;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Row;
+use sqlfleet_conn::{Endpoint, Target};
+
+use crate::hosts::Host;
+
+/// One server found, and what it said about its neighbours.
+#[derive(Debug, Clone, Default)]
+struct Node {
+    /// (primary, channel) pairs it replicates from.
+    primaries: Vec<((String, u16), String)>,
+    unreachable: Option<String>,
+}
+
+/// The servers found from `start`, in the order found; at most `limit`.
+pub async fn discover(
+    base: &Target,
+    start: (String, u16),
+    connect_timeout: Duration,
+    limit: usize,
+) -> Vec<Host> {
+    let mut nodes: BTreeMap<(String, u16), Node> = BTreeMap::new();
+    let mut order = Vec::new();
+    // One spelling per server: TCP to "localhost" is the loopback address.
+    let norm = |(h, p): (String, u16)| {
+        if h == "localhost" {
+            ("127.0.0.1".to_string(), p)
+        } else {
+            (h, p)
+        }
+    };
+    let mut queue = VecDeque::from([norm(start)]);
+    let mut seen = BTreeSet::new();
+    while let Some(addr) = queue.pop_front() {
+        if seen.len() >= limit || !seen.insert(addr.clone()) {
+            continue;
+        }
+        order.push(addr.clone());
+        let node = match look(base, &addr, connect_timeout).await {
+            Ok((primaries, replicas)) => {
+                let primaries: Vec<_> =
+                    primaries.into_iter().map(|(p, ch)| (norm(p), ch)).collect();
+                for (p, _) in &primaries {
+                    queue.push_back(p.clone());
+                }
+                queue.extend(replicas.into_iter().map(norm));
+                Node {
+                    primaries,
+                    unreachable: None,
+                }
+            }
+            Err(e) => Node {
+                unreachable: Some(e),
+                ..Node::default()
+            },
+        };
+        nodes.insert(addr, node);
+    }
+    order
+        .iter()
+        .map(|addr| {
+            let n = &nodes[addr];
+            let mut tags = BTreeMap::new();
+            let role = if n.primaries.is_empty() {
+                "primary"
+            } else {
+                "replica"
+            };
+            tags.insert("role".to_string(), role.to_string());
+            tags.insert("depth".to_string(), depth(&nodes, addr, 0).to_string());
+            let channels: Vec<&str> = n
+                .primaries
+                .iter()
+                .map(|(_, c)| c.as_str())
+                .filter(|c| !c.is_empty())
+                .collect();
+            if !channels.is_empty() {
+                tags.insert("channel".to_string(), channels.join(","));
+            }
+            if n.unreachable.is_some() {
+                tags.insert("unreachable".to_string(), "yes".to_string());
+            }
+            Host {
+                tags,
+                ..Host::tcp(addr.0.clone(), addr.1)
+            }
+        })
+        .collect()
+}
+
+/// Hops to the top of the chain (the shortest over channels; a cycle,
+/// as in a primary-primary pair, stops counting).
+fn depth(nodes: &BTreeMap<(String, u16), Node>, addr: &(String, u16), hops: usize) -> usize {
+    let Some(n) = nodes.get(addr) else {
+        return hops;
+    };
+    if n.primaries.is_empty() || hops > nodes.len() {
+        return hops;
+    }
+    n.primaries
+        .iter()
+        .map(|(p, _)| depth(nodes, p, hops + 1))
+        .min()
+        .unwrap_or(hops)
+}
+
+/// Why a discovered server could not be read, for messages.
+pub fn unreachable_note(h: &Host) -> Option<String> {
+    (h.tags.get("unreachable").map(String::as_str) == Some("yes"))
+        .then(|| format!("{} is in the topology but could not be reached", h.addr()))
+}
+
+type Neighbours = (Vec<((String, u16), String)>, Vec<(String, u16)>);
+
+/// One server's primaries (with channel names) and registered replicas.
+async fn look(
+    base: &Target,
+    addr: &(String, u16),
+    connect_timeout: Duration,
+) -> Result<Neighbours, String> {
+    let t = base.with_endpoint(Endpoint::Tcp {
+        host: addr.0.clone(),
+        port: addr.1,
+    });
+    let mut c = t
+        .connect(connect_timeout)
+        .await
+        .map_err(|e| e.to_string())?;
+    let text = |r: &Row, col: &str| -> String {
+        r.get_opt::<String, _>(col)
+            .and_then(Result::ok)
+            .unwrap_or_default()
+    };
+    // MariaDB: every channel; MySQL 8: SHOW REPLICA STATUS (channels as rows).
+    let mut status: Vec<Row> = match c.query("SHOW ALL SLAVES STATUS").await {
+        Ok(rows) => rows,
+        Err(_) => match c.query("SHOW REPLICA STATUS").await {
+            Ok(rows) => rows,
+            Err(_) => c.query("SHOW SLAVE STATUS").await.unwrap_or_default(),
+        },
+    };
+    let mut primaries = Vec::new();
+    for r in status.drain(..) {
+        let host = [text(&r, "Master_Host"), text(&r, "Source_Host")]
+            .into_iter()
+            .find(|h| !h.is_empty());
+        let port = [text(&r, "Master_Port"), text(&r, "Source_Port")]
+            .into_iter()
+            .find_map(|p| p.parse::<u16>().ok());
+        let channel = [text(&r, "Connection_name"), text(&r, "Channel_Name")]
+            .into_iter()
+            .find(|c| !c.is_empty())
+            .unwrap_or_default();
+        if let (Some(h), Some(p)) = (host, port) {
+            primaries.push(((h, p), channel));
+        }
+    }
+    let hosts: Vec<Row> = match c.query("SHOW SLAVE HOSTS").await {
+        Ok(r) => r,
+        Err(_) => c.query("SHOW REPLICAS").await.unwrap_or_default(),
+    };
+    let replicas = hosts
+        .iter()
+        .filter_map(|r| {
+            let h = text(r, "Host");
+            let p = text(r, "Port").parse::<u16>().ok()?;
+            (!h.is_empty() && p != 0).then_some((h, p))
+        })
+        .collect();
+    let _ = c.disconnect().await;
+    Ok((primaries, replicas))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_follows_the_shortest_chain_and_stops_on_cycles() {
+        let a = ("a".to_string(), 1);
+        let b = ("b".to_string(), 1);
+        let c = ("c".to_string(), 1);
+        let mut nodes = BTreeMap::new();
+        nodes.insert(a.clone(), Node::default());
+        nodes.insert(
+            b.clone(),
+            Node {
+                primaries: vec![(a.clone(), String::new())],
+                unreachable: None,
+            },
+        );
+        nodes.insert(
+            c.clone(),
+            Node {
+                primaries: vec![(b.clone(), String::new())],
+                unreachable: None,
+            },
+        );
+        assert_eq!(depth(&nodes, &a, 0), 0);
+        assert_eq!(depth(&nodes, &c, 0), 2);
+        // a <-> b replicate from each other: no endless count.
+        nodes.get_mut(&a).expect("a").primaries = vec![(b.clone(), String::new())];
+        assert!(depth(&nodes, &a, 0) <= nodes.len() + 2);
+    }
+}
