@@ -209,7 +209,12 @@ route = "primary"
         assert!(
             digests
                 .iter()
-                .any(|d| d["digest"] == "SELECT COUNT (*) FROM FRESH" && d["count"] == 30),
+                .any(|d| d["digest"] == "select count (*) from fresh"
+                    && d["count"] == 30
+                    && d["rows"] == 30
+                    && d["min_ms"].as_f64() <= d["avg_ms"].as_f64()
+                    && d["avg_ms"].as_f64() <= d["max_ms"].as_f64()
+                    && d["p99_ms"].as_f64() > Some(0.0)),
             "{digests:?}"
         );
     });

@@ -491,10 +491,16 @@ impl Session {
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;
         if let Some(d) = digest {
+            let rows = match &o {
+                Ok(o) if o.result_sets > 0 => o.rows,
+                Ok(o) => o.affected,
+                Err(_) => 0,
+            };
             self.ctx.digests.record(
                 d,
                 self.route.is_replica(),
                 !matches!(&o, Ok(o) if o.error.is_none()),
+                rows,
                 t0.elapsed(),
             );
         }

@@ -940,7 +940,8 @@ fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
     let mut parts: Vec<String> = Vec::with_capacity(lexed.toks.len());
     for (k, r) in &lexed.toks {
         let t = match k {
-            Tok::Word(w) => w.clone(),
+            // Keywords and identifiers as written; only literals go.
+            Tok::Word(_) => String::from_utf8_lossy(&sql[r.clone()]).into_owned(),
             Tok::Literal => "?".into(),
             Tok::Quoted(q) => format!("`{q}`"),
             Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]).into_owned(),

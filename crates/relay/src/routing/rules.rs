@@ -23,12 +23,88 @@ impl RuleSet {
     }
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+/// Latency buckets per digest: bucket i holds times up to 2^(i/2) µs.
+const TIME_BUCKETS: usize = 64;
+
+fn bucket_bound_us(i: usize) -> f64 {
+    2f64.powf(i as f64 / 2.0)
+}
+
+#[derive(Debug, Clone, Serialize)]
 pub struct DigestStat {
     pub count: u64,
     pub errors: u64,
     pub on_replicas: u64,
+    /// Rows returned (or affected) over all executions.
+    pub rows: u64,
     pub total_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    #[serde(skip)]
+    buckets: [u32; TIME_BUCKETS],
+}
+
+impl Default for DigestStat {
+    fn default() -> DigestStat {
+        DigestStat {
+            count: 0,
+            errors: 0,
+            on_replicas: 0,
+            rows: 0,
+            total_ms: 0.0,
+            min_ms: 0.0,
+            max_ms: 0.0,
+            buckets: [0; TIME_BUCKETS],
+        }
+    }
+}
+
+impl DigestStat {
+    fn add(&mut self, replica: bool, error: bool, rows: u64, took: Duration) {
+        let ms = took.as_secs_f64() * 1e3;
+        self.min_ms = if self.count == 0 {
+            ms
+        } else {
+            self.min_ms.min(ms)
+        };
+        self.max_ms = self.max_ms.max(ms);
+        self.count += 1;
+        self.errors += u64::from(error);
+        self.on_replicas += u64::from(replica);
+        self.rows += rows;
+        self.total_ms += ms;
+        let us = took.as_secs_f64() * 1e6;
+        let i = (0..TIME_BUCKETS)
+            .find(|&i| us <= bucket_bound_us(i))
+            .unwrap_or(TIME_BUCKETS - 1);
+        self.buckets[i] = self.buckets[i].saturating_add(1);
+    }
+
+    pub fn avg_ms(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.total_ms / self.count as f64
+        }
+    }
+
+    /// The 99th percentile, as the upper bound of its bucket (within a
+    /// factor of 1.41), never above the maximum seen.
+    pub fn p99_ms(&self) -> f64 {
+        let total: u64 = self.buckets.iter().map(|&b| u64::from(b)).sum();
+        if total == 0 {
+            return 0.0;
+        }
+        let want = (total as f64 * 0.99).ceil() as u64;
+        let mut seen = 0;
+        for (i, &b) in self.buckets.iter().enumerate() {
+            seen += u64::from(b);
+            if seen >= want {
+                return (bucket_bound_us(i) / 1e3).min(self.max_ms);
+            }
+        }
+        self.max_ms
+    }
 }
 
 pub struct Digests {
@@ -42,6 +118,8 @@ pub struct DigestRow {
     pub digest: String,
     #[serde(flatten)]
     pub stat: DigestStat,
+    pub avg_ms: f64,
+    pub p99_ms: f64,
 }
 
 impl Digests {
@@ -57,7 +135,7 @@ impl Digests {
         self.enabled
     }
 
-    pub fn record(&self, digest: String, replica: bool, error: bool, took: Duration) {
+    pub fn record(&self, digest: String, replica: bool, error: bool, rows: u64, took: Duration) {
         let mut g = self.map.lock().unwrap_or_else(|e| e.into_inner());
         let (map, other) = &mut *g;
         let full = map.len() >= self.cap;
@@ -66,10 +144,7 @@ impl Digests {
             None if full => other,
             None => map.entry(digest).or_default(),
         };
-        s.count += 1;
-        s.errors += u64::from(error);
-        s.on_replicas += u64::from(replica);
-        s.total_ms += took.as_secs_f64() * 1e3;
+        s.add(replica, error, rows, took);
     }
 
     /// The `n` most frequent digests, and everything past the cap.
@@ -80,6 +155,8 @@ impl Digests {
                 .map(|(d, s)| DigestRow {
                     digest: d.clone(),
                     stat: s.clone(),
+                    avg_ms: s.avg_ms(),
+                    p99_ms: s.p99_ms(),
                 })
                 .collect();
         rows.sort_by(|a, b| {
@@ -101,7 +178,7 @@ mod tests {
     fn bounded_with_other() {
         let d = Digests::new(true, 2);
         for q in ["A", "B", "C", "A", "D"] {
-            d.record(q.into(), false, q == "D", Duration::from_millis(1));
+            d.record(q.into(), false, q == "D", 3, Duration::from_millis(1));
         }
         let (top, other) = d.top(10);
         assert_eq!(
@@ -111,5 +188,21 @@ mod tests {
             vec![("A", 2), ("B", 1)]
         );
         assert_eq!((other.count, other.errors), (2, 1));
+        assert_eq!(top[0].stat.rows, 6);
+    }
+
+    #[test]
+    fn times_min_avg_max_p99() {
+        let d = Digests::new(true, 10);
+        for ms in 1..=100u64 {
+            d.record("Q".into(), false, false, 1, Duration::from_millis(ms));
+        }
+        let (top, _) = d.top(1);
+        let r = &top[0];
+        assert_eq!(r.stat.count, 100);
+        assert!((r.stat.min_ms - 1.0).abs() < 1e-9 && (r.stat.max_ms - 100.0).abs() < 1e-9);
+        assert!((r.avg_ms - 50.5).abs() < 1e-9, "{}", r.avg_ms);
+        // The 99th of 1..=100 ms is 99 ms: its bucket's bound is within 1.42x.
+        assert!(r.p99_ms >= 99.0 && r.p99_ms <= 100.0, "{}", r.p99_ms);
     }
 }

@@ -74,7 +74,8 @@ impl Session {
                 && r.schema
                     .as_ref()
                     .is_none_or(|s| Some(s) == self.db.as_ref())
-                && r.digest.as_ref().is_none_or(|d| d == digest)
+                // Keywords may be written in any case; so may identifiers here.
+                && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
                 && r.regex.as_ref().is_none_or(|x| x.is_match(&text));
             if !hit {
                 continue;

@@ -128,16 +128,16 @@ fn reads_and_writes() {
 fn digests() {
     assert_eq!(
         digest(b"select *  from t where id = 42 and name='x' -- c\n"),
-        "SELECT * FROM T WHERE ID = ? AND NAME = ?"
+        "select * from t where id = ? and name = ?"
     );
     assert_eq!(
         digest(b"SELECT a FROM `Shop`.t WHERE id IN (1, 2, 3, 4)"),
-        "SELECT A FROM `Shop`.T WHERE ID IN (...)"
+        "SELECT a FROM `Shop`.t WHERE id IN (...)"
     );
-    assert_eq!(digest(b"SELECT f(1, 2), g(3)"), "SELECT F (...), G (?)");
+    assert_eq!(digest(b"SELECT f(1, 2), g(3)"), "SELECT f (...), g (?)");
     assert_eq!(
         digest(b"INSERT INTO t VALUES (1,'a'),(2,'b');"),
-        "INSERT INTO T VALUES (...), (...)"
+        "INSERT INTO t VALUES (...), (...)"
     );
 }
 
