@@ -31,7 +31,10 @@ async fn conn_id(c: &mut mysql_async::Conn) -> u64 {
 #[test]
 fn settings_and_database_follow_the_client_to_another_backend_connection() {
     let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "2"]);
+    // One backend connection: B must get the one A used, and A gets it
+    // back after B: each time the other's session state must be undone
+    // and the client's own replayed.
+    let relay = start_relay(srv, &["--pool-max", "1"]);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let (db, _) = srv.fresh_db("relaytxn").await;
@@ -43,31 +46,25 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
             .await
             .expect("set");
         let x = conn_id(&mut a).await;
-        // B takes the idle connection A used: A's settings are undone for B.
-        // (A's connection goes back to the pool just after A's reply; B may
-        // get the other idle one first, then tries again.)
-        let mut tries = 0;
-        let (bx, mode, tz, bdb) = loop {
-            b.query_drop("BEGIN").await.expect("begin");
-            let r: (u64, String, String, Option<String>) = b
-                .query_first(
-                    "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
-                )
-                .await
-                .expect("b")
-                .expect("row");
-            tries += 1;
-            if r.0 == x || tries == 50 {
-                break r;
-            }
-            b.query_drop("COMMIT").await.expect("commit");
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        };
-        assert_eq!(bx, x, "B reuses A's idle connection");
+        // B takes the connection A used: A's settings are undone for B.
+        b.query_drop("BEGIN").await.expect("begin");
+        let (bx, mode, tz, bdb): (u64, String, String, Option<String>) = b
+            .query_first(
+                "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
+            )
+            .await
+            .expect("b")
+            .expect("row");
+        assert_eq!(bx, x, "B runs on the connection A used");
         assert_ne!(mode, "ANSI_QUOTES");
         assert_eq!(tz, "SYSTEM");
         assert_eq!(bdb.as_deref(), Some(home.as_str()));
-        // A runs on another connection, with its settings and database replayed.
+        b.query_drop("SET SESSION time_zone = '-05:00'")
+            .await
+            .expect("b set");
+        b.query_drop("COMMIT").await.expect("commit");
+        // A again, on the connection B just used: B's setting undone, A's
+        // settings and database replayed.
         let (ay, mode, tz, adb): (u64, String, String, Option<String>) = a
             .query_first(
                 "SELECT @@pseudo_thread_id, @@session.sql_mode, @@session.time_zone, DATABASE()",
@@ -75,11 +72,10 @@ fn settings_and_database_follow_the_client_to_another_backend_connection() {
             .await
             .expect("a")
             .expect("row");
-        assert_ne!(ay, x, "A moved to another backend connection");
+        assert_eq!(ay, x, "A is back on the one connection");
         assert_eq!(mode, "ANSI_QUOTES");
         assert_eq!(tz, "+03:00");
         assert_eq!(adb.as_deref(), Some(db.as_str()));
-        b.query_drop("COMMIT").await.expect("commit");
         assert!(relay.metric("sqlfleet_relay_state_syncs_total") >= 2.0);
         a.disconnect().await.expect("quit");
         b.disconnect().await.expect("quit");
@@ -99,7 +95,7 @@ fn pins_hold_the_connection_and_release_when_safe() {
         (
             "CREATE TEMPORARY TABLE tt (a INT)",
             "SELECT COUNT(*) FROM tt",
-            None,
+            Some("DROP TEMPORARY TABLE tt"),
             "temporary_table",
         ),
         (
@@ -110,8 +106,14 @@ fn pins_hold_the_connection_and_release_when_safe() {
         ),
         (
             "SELECT GET_LOCK('relay-pin', 1)",
-            "SELECT IS_USED_LOCK('relay-pin') = CONNECTION_ID()",
-            None,
+            "SELECT IS_FREE_LOCK('relay-pin') = 0",
+            Some("SELECT RELEASE_LOCK('relay-pin')"),
+            "get_lock",
+        ),
+        (
+            "SELECT GET_LOCK(CONCAT('relay-', 'pin2'), 1)",
+            "SELECT 1",
+            Some("SELECT RELEASE_ALL_LOCKS()"),
             "get_lock",
         ),
         (
@@ -415,5 +417,58 @@ fn connection_id_pins_and_names_the_client_for_kill() {
         // An id that names no client is refused, not passed to the server.
         let e = b.query_drop("KILL QUERY 1").await.expect_err("unknown id");
         assert!(e.to_string().contains("1094"), "{e}");
+    });
+}
+
+/// Named locks nest: taken twice and released once, the lock is still
+/// held, so the client keeps its connection; the second release frees it.
+/// A temporary table dropped while another remains keeps the pin too.
+#[test]
+fn pins_release_only_when_nothing_is_left() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaypin2"));
+    let other_gets_in = || cli(relay.port, &["-e", "SELECT 1"]).status.success();
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("SELECT GET_LOCK('n', 1), GET_LOCK('n', 1)")
+            .await
+            .expect("lock twice");
+        a.query_drop("SELECT RELEASE_LOCK('n')")
+            .await
+            .expect("release once");
+        assert!(
+            !other_gets_in(),
+            "released once of twice: still held, still pinned"
+        );
+        a.query_drop("SELECT RELEASE_LOCK('n')")
+            .await
+            .expect("release twice");
+        assert!(other_gets_in(), "both released: the connection is free");
+
+        a.query_drop("CREATE TEMPORARY TABLE t1 (a INT)")
+            .await
+            .expect("t1");
+        a.query_drop("CREATE TEMPORARY TABLE t2 (a INT)")
+            .await
+            .expect("t2");
+        a.query_drop("DROP TEMPORARY TABLE t1")
+            .await
+            .expect("drop t1");
+        assert!(!other_gets_in(), "t2 is still there: still pinned");
+        let n: Option<i64> = a
+            .query_first("SELECT COUNT(*) FROM t2")
+            .await
+            .expect("t2 is ours");
+        assert_eq!(n, Some(0));
+        a.query_drop("DROP TEMPORARY TABLE t2")
+            .await
+            .expect("drop t2");
+        assert!(
+            other_gets_in(),
+            "no temporary table left: the connection is free"
+        );
+        a.disconnect().await.expect("quit");
     });
 }

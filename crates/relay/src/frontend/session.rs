@@ -12,7 +12,7 @@ mod ps;
 mod route;
 mod user;
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
@@ -28,7 +28,7 @@ use crate::config::{Account, Mode, RelayConfig};
 use crate::frontend::auth::{self, Greeting};
 use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
 use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
-use crate::protocol::sql::{self, Effects, Pin, Setting};
+use crate::protocol::sql::{self, Effects, LockOp, Pin, Setting, TempOp};
 use crate::protocol::stmt::ClientStmts;
 use crate::protocol::track::Change;
 
@@ -138,6 +138,13 @@ struct Session {
     found_rows_calc: bool,
     /// The previous statement kept the connection for this one (LAST_INSERT_ID() and the like).
     kept_for_this: bool,
+    /// Temporary tables this client made and has not dropped (lower-cased
+    /// names as written); `None` once one was made in a way the text does
+    /// not name (the pin then stays).
+    temp_tables: Option<BTreeSet<String>>,
+    /// Named locks held (GET_LOCK counts, as the server's locks nest);
+    /// `None` once a lock was taken under a name that is not a literal.
+    locks: Option<BTreeMap<String, u32>>,
 }
 
 struct ConnectedGauge(Arc<Metrics>);
@@ -175,6 +182,8 @@ where
         last_found_rows: 0,
         found_rows_calc: false,
         kept_for_this: false,
+        temp_tables: Some(BTreeSet::new()),
+        locks: Some(BTreeMap::new()),
         mode: ctx.cfg.mode,
         shape: Shape {
             caps: li.hello.caps & SESSION_SHAPE,
@@ -474,7 +483,7 @@ impl Session {
         if let Some((query_only, id)) = fx.kill {
             return self.kill(query_only, id).await;
         }
-        self.explained = fx.settings_only;
+        self.explained = fx.explains_state();
         self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
@@ -540,6 +549,18 @@ impl Session {
         for p in &fx.unpins {
             self.pins.remove(p);
         }
+        if o.error.is_none() {
+            self.follow_temp_tables_and_locks(fx);
+        } else if fx.statements > 1 {
+            // Some of the statements before the failing one ran: what they
+            // made or took is not known any more.
+            if !fx.temp_ops.is_empty() {
+                self.temp_tables = None;
+            }
+            if !fx.lock_ops.is_empty() {
+                self.locks = None;
+            }
+        }
         if had_set_tx && !self.in_trans {
             self.pins.remove(&Pin::SetTransaction);
         }
@@ -550,6 +571,47 @@ impl Session {
                 self.ctx.metrics.pin(p);
             }
             self.pin_next = Some(p);
+        }
+    }
+
+    /// Releases the temporary-table and named-lock pins when the client has
+    /// dropped every temporary table it made and released every lock it
+    /// took — as far as the statements' own text says; anything made out
+    /// of sight (a procedure, a computed lock name) keeps the pin.
+    fn follow_temp_tables_and_locks(&mut self, fx: &Effects) {
+        for op in &fx.temp_ops {
+            match (op, self.temp_tables.as_mut()) {
+                (TempOp::Create(n), Some(set)) if !n.is_empty() => {
+                    set.insert(n.clone());
+                }
+                (TempOp::Create(_), _) => self.temp_tables = None,
+                (TempOp::Drop(n), Some(set)) => {
+                    set.remove(n);
+                }
+                (TempOp::Drop(_), None) => {}
+            }
+        }
+        if !fx.temp_ops.is_empty() && self.temp_tables.as_ref().is_some_and(|s| s.is_empty()) {
+            self.pins.remove(&Pin::TemporaryTable);
+        }
+        for op in &fx.lock_ops {
+            match (op, self.locks.as_mut()) {
+                (LockOp::Get(Some(n)), Some(m)) => *m.entry(n.clone()).or_default() += 1,
+                (LockOp::Get(None), _) => self.locks = None,
+                (LockOp::Release(Some(n)), Some(m)) => {
+                    if let Some(c) = m.get_mut(n) {
+                        *c -= 1;
+                        if *c == 0 {
+                            m.remove(n);
+                        }
+                    }
+                }
+                (LockOp::ReleaseAll, _) => self.locks = Some(BTreeMap::new()),
+                _ => {}
+            }
+        }
+        if !fx.lock_ops.is_empty() && self.locks.as_ref().is_some_and(|m| m.is_empty()) {
+            self.pins.remove(&Pin::GetLock);
         }
     }
 

@@ -354,6 +354,43 @@ pub struct Effects {
     pub kill: Option<(bool, u64)>,
     /// `DROP DATABASE <name>` / `DROP SCHEMA <name>`.
     pub drops_db: Option<String>,
+    /// Temporary tables made and dropped, in order (names as written,
+    /// lower-cased): when none the session made is left, the pin goes.
+    pub temp_ops: Vec<TempOp>,
+    /// GET_LOCK / RELEASE_LOCK / RELEASE_ALL_LOCKS, in order.
+    pub lock_ops: Vec<LockOp>,
+    /// Calls a function that is not a built-in (a stored function may
+    /// change the session out of sight).
+    pub calls_stored: bool,
+}
+
+impl Effects {
+    /// Whether the text accounts for a session-state change the server
+    /// reports: only SETs and USE, or one statement that makes or drops
+    /// temporary tables and nothing else the relay cannot see.
+    pub fn explains_state(&self) -> bool {
+        self.settings_only
+            || (self.statements == 1
+                && !self.calls_stored
+                && !self.temp_ops.is_empty()
+                && self.pins.iter().all(|p| *p == Pin::TemporaryTable))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TempOp {
+    Create(String),
+    /// `DROP [TEMPORARY] TABLE` (a plain DROP TABLE drops a temporary
+    /// table of that name first).
+    Drop(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockOp {
+    /// The lock's name as written, when it is a literal.
+    Get(Option<String>),
+    Release(Option<String>),
+    ReleaseAll,
 }
 
 fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
@@ -931,7 +968,8 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
 }
 
 /// A query's digest: literals replaced by `?`, lists of them by `...`,
-/// keywords upper-cased, comments dropped, one space between tokens.
+/// keywords and identifiers as written, comments dropped, one space
+/// between tokens.
 pub fn digest(sql: &[u8]) -> String {
     Query::new(sql).digest()
 }
@@ -988,11 +1026,37 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     if t.iter().any(|(k, _)| *k == Tok::UserVar) {
         fx.pins.push(Pin::UserVariable);
     }
+    // Where function calls can be: in DDL only its SELECT part (a table
+    // name or a column type followed by `(` is no call; DEFAULT, CHECK and
+    // generated columns take no stored functions); DROP has none.
+    let calls_from = match w0 {
+        "CREATE" | "ALTER" => t
+            .iter()
+            .position(|(k, _)| *k == Tok::Word("SELECT".into()))
+            .unwrap_or(t.len()),
+        "DROP" => t.len(),
+        _ => 0,
+    };
     for (i, (k, _)) in t.iter().enumerate() {
         let Tok::Word(w) = k else { continue };
         let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
+        if call
+            && i >= calls_from
+            && (BUILTINS.binary_search(&w.as_str()).is_err()
+                || (i > 0 && t[i - 1].0 == Tok::Punct(b'.')))
+        {
+            fx.calls_stored = true;
+        }
         match w.as_str() {
-            "GET_LOCK" if call => fx.pins.push(Pin::GetLock),
+            "GET_LOCK" if call => {
+                fx.pins.push(Pin::GetLock);
+                fx.lock_ops.push(LockOp::Get(literal_arg(sql, t, i, b',')));
+            }
+            "RELEASE_LOCK" if call => {
+                fx.lock_ops
+                    .push(LockOp::Release(literal_arg(sql, t, i, b')')));
+            }
+            "RELEASE_ALL_LOCKS" if call => fx.lock_ops.push(LockOp::ReleaseAll),
             "CONNECTION_ID" if call => fx.pins.push(Pin::ConnectionId),
             "SQL_CALC_FOUND_ROWS" => fx.pin_next = Some(Pin::FoundRows),
             "ROW_COUNT" | "FOUND_ROWS" if call => fx.reads_diagnostics = true,
@@ -1028,7 +1092,28 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             if w1 == "TEMPORARY"
                 || (w1 == "OR" && w2 == "REPLACE" && word(t.get(3)) == Some("TEMPORARY")) =>
         {
-            fx.pins.push(Pin::TemporaryTable)
+            fx.pins.push(Pin::TemporaryTable);
+            // CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT EXISTS] name
+            let mut i = if w1 == "OR" { 5 } else { 3 };
+            if word(t.get(i)) == Some("IF") {
+                i += 3;
+            }
+            let names = table_names(sql, t.get(i..).unwrap_or_default());
+            let name = names.into_iter().next().unwrap_or_default();
+            fx.temp_ops.push(TempOp::Create(name));
+        }
+        "DROP"
+            if w1 == "TABLE"
+                || w1 == "TABLES"
+                || (w1 == "TEMPORARY" && (w2 == "TABLE" || w2 == "TABLES")) =>
+        {
+            let mut i = if w1 == "TEMPORARY" { 3 } else { 2 };
+            if word(t.get(i)) == Some("IF") {
+                i += 2;
+            }
+            for n in table_names(sql, t.get(i..).unwrap_or_default()) {
+                fx.temp_ops.push(TempOp::Drop(n));
+            }
         }
         "LOCK" if w1 == "TABLE" || w1 == "TABLES" => fx.pins.push(Pin::LockTables),
         "UNLOCK" if w1 == "TABLE" || w1 == "TABLES" => fx.unpins.push(Pin::LockTables),
@@ -1064,6 +1149,41 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         }
         _ => {}
     }
+}
+
+/// The literal first argument of the call at `t[i]` (`NAME('x' <end>`),
+/// as written; `None` when it is an expression.
+fn literal_arg(sql: &[u8], t: &[(Tok, Range<usize>)], i: usize, end: u8) -> Option<String> {
+    match (t.get(i + 2), t.get(i + 3)) {
+        (Some((Tok::Literal, r)), Some((Tok::Punct(c), _))) if *c == end => {
+            Some(String::from_utf8_lossy(&sql[r.clone()]).into_owned())
+        }
+        _ => None,
+    }
+}
+
+/// Comma-separated table names (`t`, `db.t`, quoted parts), as written and
+/// lower-cased; stops at the first token that is not part of one.
+fn table_names(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    for (k, r) in t {
+        // A name part only at the start of a name or after its dot.
+        let part_due = cur.is_empty() || cur.ends_with('.');
+        match k {
+            Tok::Word(_) if part_due => {
+                cur.push_str(&String::from_utf8_lossy(&sql[r.clone()]).to_lowercase())
+            }
+            Tok::Quoted(q) if part_due => cur.push_str(&q.to_lowercase()),
+            Tok::Punct(b'.') if !part_due => cur.push('.'),
+            Tok::Punct(b',') if !part_due => out.push(std::mem::take(&mut cur)),
+            _ => break,
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
 }
 
 /// The statement with every call `NAME()` (no arguments) answering

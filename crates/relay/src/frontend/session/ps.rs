@@ -124,7 +124,7 @@ impl Session {
         };
         let s = s.clone();
         let fx = s.fx.clone();
-        self.explained = fx.settings_only;
+        self.explained = fx.explains_state();
         self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in &fx.pins {

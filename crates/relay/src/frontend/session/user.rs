@@ -23,6 +23,9 @@ impl Session {
         self.set_tx_armed = false;
         self.in_trans = false;
         self.autocommit = true;
+        // A reset drops temporary tables and releases named locks.
+        self.temp_tables = Some(Default::default());
+        self.locks = Some(Default::default());
     }
 
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {

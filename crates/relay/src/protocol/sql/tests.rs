@@ -198,3 +198,34 @@ fn a_call_becomes_its_value_and_keeps_its_column_name() {
     assert_eq!(s("SELECT 'ROW_COUNT()'", 2), None);
     assert_eq!(s("SELECT 1", 2), None);
 }
+
+#[test]
+fn temporary_tables_and_named_locks_are_followed_by_name() {
+    let fx = analyze(b"CREATE TEMPORARY TABLE IF NOT EXISTS `Tmp1` (id INT); CREATE OR REPLACE TEMPORARY TABLE db.t2 AS SELECT 1");
+    assert_eq!(
+        fx.temp_ops,
+        vec![
+            TempOp::Create("tmp1".into()),
+            TempOp::Create("db.t2".into())
+        ]
+    );
+    let fx = analyze(b"DROP TEMPORARY TABLE IF EXISTS tmp1, db.t2 RESTRICT");
+    assert_eq!(
+        fx.temp_ops,
+        vec![TempOp::Drop("tmp1".into()), TempOp::Drop("db.t2".into())]
+    );
+    assert_eq!(
+        analyze(b"DROP TABLE x").temp_ops,
+        vec![TempOp::Drop("x".into())]
+    );
+    let fx = analyze(b"SELECT GET_LOCK('a', 1), GET_LOCK(CONCAT('b', 1), 1), RELEASE_LOCK('a'), RELEASE_ALL_LOCKS()");
+    assert_eq!(
+        fx.lock_ops,
+        vec![
+            LockOp::Get(Some("'a'".into())),
+            LockOp::Get(None),
+            LockOp::Release(Some("'a'".into())),
+            LockOp::ReleaseAll
+        ]
+    );
+}
