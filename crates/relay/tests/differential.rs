@@ -182,7 +182,11 @@ async fn run_all(
     out
 }
 
-async fn start_relay(srv: &TestServer, mode: &str) -> (u16, tokio::sync::oneshot::Sender<()>) {
+async fn start_relay(
+    srv: &TestServer,
+    mode: &str,
+    accounts: &str,
+) -> (u16, tokio::sync::oneshot::Sender<()>) {
     let pw = srv.sandbox.password().expect("password");
     let cfg_text = format!(
         r#"
@@ -194,6 +198,7 @@ mode = "{mode}"
 servers = ["127.0.0.1:{port}"]
 user = "root"
 password = "{pw}"
+accounts = "{accounts}"
 
 [pool]
 max = 2
@@ -217,12 +222,23 @@ fn env_num(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-async fn differential(mode: &str, seeds: std::ops::Range<u64>) {
+async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
     let srv = server();
 
     let root_pw = srv.sandbox.password().expect("password");
     let steps = env_num("SQLFLEET_RELAY_DIFF_STEPS", 40) as usize;
-    let (port, stop) = start_relay(srv, mode).await;
+    if accounts == "per-user" {
+        // The client's own account on the server, with root's rights (what
+        // the direct side runs as), and the relay's user list's password.
+        let mut c = srv.connect().await;
+        for sql in [
+            "CREATE OR REPLACE USER 'app'@'%' IDENTIFIED BY 'app-pw'",
+            "GRANT ALL PRIVILEGES ON *.* TO 'app'@'%' WITH GRANT OPTION",
+        ] {
+            c.query_drop(sql).await.expect("app account");
+        }
+    }
+    let (port, stop) = start_relay(srv, mode, accounts).await;
     // The relay's account on the server: same rights as the direct client.
     for seed in seeds {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
@@ -269,12 +285,19 @@ fn seeds(first: u64) -> std::ops::Range<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn transaction_mode_matches_direct_connections() {
-    differential("transaction", seeds(1000)).await;
+    differential("transaction", "shared", seeds(1000)).await;
+}
+
+/// The same scripts with per-user backend accounts: each client's
+/// connections log in as that client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn per_user_accounts_match_direct_connections() {
+    differential("transaction", "per-user", seeds(9000)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn session_mode_matches_direct_connections() {
-    differential("session", seeds(5000)).await;
+    differential("session", "shared", seeds(5000)).await;
 }
 
 /// A client that goes away while its statement runs (here: killed while
@@ -283,7 +306,7 @@ async fn session_mode_matches_direct_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_gone_mid_statement_has_its_statement_stopped() {
     let srv = server();
-    let (port, stop) = start_relay(srv, "transaction").await;
+    let (port, stop) = start_relay(srv, "transaction", "shared").await;
     let mut child = std::process::Command::new("mariadb")
         .args(["-h127.0.0.1", "-uapp", "-papp-pw", "--skip-ssl"])
         .arg(format!("-P{port}"))
@@ -315,7 +338,7 @@ async fn a_client_gone_mid_statement_has_its_statement_stopped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_global_set_through_the_relay_reaches_later_clients() {
     let srv = server();
-    let (port, stop) = start_relay(srv, "transaction").await;
+    let (port, stop) = start_relay(srv, "transaction", "shared").await;
     let (db, _) = srv.fresh_db("globals").await;
     let opts = client_opts(port, "app", "app-pw", &db).await;
     let read = |opts: mysql_async::Opts| async move {
