@@ -96,6 +96,9 @@ pub struct Metrics {
     pub consistency_fallbacks: AtomicU64,
     pins: [AtomicU64; Pin::ALL.len()],
     wait: Histogram,
+    /// Client logins, from accept to the final OK (greeting, TLS,
+    /// credentials, and the first lease when the login needs one).
+    pub login: Histogram,
 }
 
 /// Per-backend gauges the pool reports at scrape time.
@@ -274,6 +277,13 @@ impl Metrics {
         let _ = writeln!(o, "# TYPE sqlfleet_relay_pool_wait_seconds histogram");
         self.wait
             .render(&mut o, "sqlfleet_relay_pool_wait_seconds", "");
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_login_seconds Client logins, from accept to the final OK."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_login_seconds histogram");
+        self.login
+            .render(&mut o, "sqlfleet_relay_login_seconds", "");
         for (name, help, f) in [
             (
                 "backend_commands_total",

@@ -158,6 +158,7 @@ pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
 {
+    let accepted = std::time::Instant::now();
     ctx.metrics.clients_total.fetch_add(1, Relaxed);
     ctx.metrics.clients_connected.fetch_add(1, Relaxed);
     let _gauge = ConnectedGauge(ctx.metrics.clone());
@@ -263,6 +264,7 @@ where
         s.finish();
         return;
     }
+    s.ctx.metrics.login.observe(accepted.elapsed());
     s.release_if_free();
     s.run().await;
     s.finish();

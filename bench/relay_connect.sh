@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Where a connect-per-query client's time goes through the relay: one
+# `bench pool` run at q/conn = 1 with light queries (1 row x 1 column),
+# direct and through the relay, then the relay's own histograms (login from
+# accept to OK, pool lease wait, command latency at the relay) next to what
+# the clients measured (connect and query latency, HDR p50).
+#
+# Usage: bench/relay_connect.sh [CLIENTS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CLIENTS="${1:-4}"
+NAME=bench-relay-connect
+source bench/relay_common.sh
+RP=$(free_port)
+MP=$(free_port)
+start_relay "$RP" --backend "127.0.0.1:$PORT" --pool-max 100 --metrics "127.0.0.1:$MP"
+"$SQLFLEET" bench pool --sandbox "$NAME" --via "127.0.0.1:$RP" --queries-per-connection 1 \
+  --rows 1 --columns 1 --clients "$CLIENTS" --samples 5 --out "$WORK/pool" > "$WORK/pool.txt"
+curl -s "http://127.0.0.1:$MP/metrics" > "$WORK/metrics.txt"
+python3 - "$WORK/pool/results.json" "$WORK/metrics.txt" <<'PY'
+import json, sys, re
+r = json.load(open(sys.argv[1]))
+m = open(sys.argv[2]).read()
+def mean(name, labels=""):
+    lab = re.escape(labels)
+    s = re.search(rf"^{name}_sum{lab} (\S+)$", m, re.M)
+    c = re.search(rf"^{name}_count{lab} (\S+)$", m, re.M)
+    if not s or not c or float(c.group(1)) == 0:
+        return float("nan")
+    return float(s.group(1)) / float(c.group(1)) * 1e6
+cells = {c["target"]: c for c in r["pool"]}
+d = cells["direct"]
+v = [c for t, c in cells.items() if t != "direct"][0]
+print(f"| measure (µs) | direct | through the relay |")
+print(f"|---|---:|---:|")
+print(f"| client: connect p50 | {d['connect']['p50_us']} | {v['connect']['p50_us']} |")
+print(f"| client: first query p50 | {d['query']['p50_us']} | {v['query']['p50_us']} |")
+print(f"| relay: login, accept to OK (mean) | - | {mean('sqlfleet_relay_login_seconds'):.0f} |")
+print(f"| relay: pool lease wait (mean) | - | {mean('sqlfleet_relay_pool_wait_seconds'):.0f} |")
+lat = re.search(r'^sqlfleet_relay_backend_command_seconds_sum\{backend="([^"]+)"\}', m, re.M)
+if lat:
+    labels = '{backend="' + lat.group(1) + '"}'
+    cmd = mean("sqlfleet_relay_backend_command_seconds", labels)
+    print(f"| relay: command, read to reply forwarded (mean) | - | {cmd:.0f} |")
+print(f"| queries/s | {d['qps']['mean']:.0f} | {v['qps']['mean']:.0f} |")
+PY
