@@ -288,6 +288,14 @@ fn svg_to_png(svg: &Path, png: &Path) -> Option<String> {
         .flatten()
 }
 
+/// `Com_select=12 Connections=3`: status deltas in one cell.
+fn deltas_text(d: &BTreeMap<String, i64>) -> String {
+    d.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn mean(v: &[f64]) -> f64 {
     if v.is_empty() {
         0.0
@@ -387,11 +395,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
         h.push_str("<table><tr><th>processes</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
         for c in &r.insert {
             let errs: Vec<String> = c.errors.iter().map(|(k, v)| format!("{v}× {k}")).collect();
-            let deltas: Vec<String> = c
-                .status_deltas
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
+            let deltas = deltas_text(&c.status_deltas);
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}{}</td><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{:.1}</td><td>{:.0}</td><td>{}</td></tr>",
@@ -408,7 +412,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                 esc(&errs.join("; ")),
                 mean(&c.gauges.threads_running),
                 mean(&c.gauges.host_cpu_percent),
-                esc(&deltas.join(" ")),
+                esc(&deltas),
             );
         }
         h.push_str("</table>");
@@ -450,11 +454,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                     l.p50_us, l.p90_us, l.p99_us, l.p999_us, l.max_us
                 )
             };
-            let deltas: Vec<String> = c
-                .status_deltas
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
+            let deltas = deltas_text(&c.status_deltas);
             let _ = write!(
                 h,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -465,7 +465,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                 p(&c.connect),
                 c.query.count,
                 p(&c.query),
-                esc(&deltas.join(" ")),
+                esc(&deltas),
             );
         }
         h.push_str("</table>");

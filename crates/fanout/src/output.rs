@@ -322,12 +322,7 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
         }
         Format::Table => {
             for (o, hosts) in group(results) {
-                s.push_str(&format!(
-                    "==> {} ({} host{})\n",
-                    hosts.join(", "),
-                    hosts.len(),
-                    if hosts.len() == 1 { "" } else { "s" }
-                ));
+                s.push_str(&group_header(&hosts));
                 match &o.error {
                     Some(e) => s.push_str(&format!("ERROR: {e}\n")),
                     None if o.columns.is_empty() => {}
@@ -393,16 +388,20 @@ pub fn diff_as(results: &[(String, Outcome)], fmt: Format) -> String {
     s
 }
 
+/// `==> h1, h2 (2 hosts)`: the line above a group's result.
+fn group_header(hosts: &[String]) -> String {
+    format!(
+        "==> {} ({})\n",
+        hosts.join(", "),
+        sqlfleet_conn::text::count(hosts.len() as u64, "host")
+    )
+}
+
 /// `--collapse`: each distinct result once, under the hosts that gave it.
 pub fn collapse(results: &[(String, Outcome)]) -> String {
     let mut s = String::new();
     for (o, hosts) in group(results) {
-        s.push_str(&format!(
-            "==> {} ({} host{})\n",
-            hosts.join(", "),
-            hosts.len(),
-            if hosts.len() == 1 { "" } else { "s" }
-        ));
+        s.push_str(&group_header(&hosts));
         if o.error.is_none() && !o.columns.is_empty() {
             s.push_str(&o.columns.join("\t"));
             s.push('\n');

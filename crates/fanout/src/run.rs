@@ -358,45 +358,37 @@ async fn host_work(
                 r = limited => Some(r),
                 _ = on_interrupt(opts) => None,
             };
-            let Some(limited) = limited else {
-                // Ctrl-C: stop the statement on the server, as the mysql
-                // client does, and report this host as interrupted.
-                kill_query(&target, id, opts.connect_timeout).await;
-                drop(conn);
-                let msg = format!("interrupted (KILL QUERY {id} sent)");
-                if opts.mode != Mode::Stream {
-                    outcome.error = Some(msg.clone());
-                    let _ = tx
-                        .send(Event::Outcome {
-                            host: addr.clone(),
-                            outcome,
-                        })
-                        .await;
-                }
-                return HostResult::of(State::Interrupted, Some(msg), total);
-            };
+            // Ctrl-C (as the mysql client: stop the statement on the
+            // server) or past the time limit: the statement is killed, the
+            // connection (mid-result) dropped, the host reported.
             let r = match limited {
-                Ok(r) => r,
-                Err(l) => {
-                    {
-                        kill_query(&target, id, opts.connect_timeout).await;
-                        let msg = format!(
-                            "query timed out after {:.1}s (KILL QUERY {id} sent)",
-                            l.as_secs_f64()
-                        );
-                        // The connection is mid-result: drop it, don't reuse it.
-                        drop(conn);
-                        if opts.mode != Mode::Stream {
-                            outcome.error = Some(msg.clone());
-                            let _ = tx
-                                .send(Event::Outcome {
-                                    host: addr.clone(),
-                                    outcome,
-                                })
-                                .await;
-                        }
-                        return HostResult::of(State::Timeout, Some(msg), total);
+                Some(Ok(r)) => r,
+                stopped => {
+                    let (state, msg) = match stopped {
+                        Some(Err(l)) => (
+                            State::Timeout,
+                            format!(
+                                "query timed out after {:.1}s (KILL QUERY {id} sent)",
+                                l.as_secs_f64()
+                            ),
+                        ),
+                        _ => (
+                            State::Interrupted,
+                            format!("interrupted (KILL QUERY {id} sent)"),
+                        ),
+                    };
+                    kill_query(&target, id, opts.connect_timeout).await;
+                    drop(conn);
+                    if opts.mode != Mode::Stream {
+                        outcome.error = Some(msg.clone());
+                        let _ = tx
+                            .send(Event::Outcome {
+                                host: addr.clone(),
+                                outcome,
+                            })
+                            .await;
                     }
+                    return HostResult::of(state, Some(msg), total);
                 }
             };
             match r {
