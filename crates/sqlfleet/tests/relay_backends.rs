@@ -80,10 +80,19 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
     });
     drop(relay);
 
-    let relay = spawn(&[
-        "--defaults-file",
-        &srv.defaults_file().display().to_string(),
-    ]);
+    // An ssl-ca in the option file (common in ~/.my.cnf) is not used
+    // without a verifying --ssl-mode, as with every command: no refusal.
+    let dir = tempfile::tempdir().expect("tmp");
+    let with_ca = dir.path().join("my.cnf");
+    std::fs::write(
+        &with_ca,
+        format!(
+            "{}\nssl-ca = /nonexistent/ca.pem\n",
+            std::fs::read_to_string(srv.defaults_file()).expect("cnf")
+        ),
+    )
+    .expect("write");
+    let relay = spawn(&["--defaults-file", &with_ca.display().to_string()]);
     rt.block_on(async {
         let mut c = client(relay.port, &db).await;
         let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
