@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use sqlfleet_conn::addr::{parse_address, split_host_port, Address};
+use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Host {
@@ -27,6 +28,25 @@ impl Host {
             socket: None,
             tags: BTreeMap::new(),
         }
+    }
+
+    /// Where and as whom to connect: `base` (the shared connection options)
+    /// with this host's address and its `user=` / `password=` tags.
+    pub fn target(&self, base: &Target) -> Target {
+        let mut t = base.with_endpoint(match &self.socket {
+            Some(p) => Endpoint::Socket(p.clone()),
+            None => Endpoint::Tcp {
+                host: self.host.clone(),
+                port: self.port,
+            },
+        });
+        if let Some(u) = self.tags.get("user") {
+            t.user = u.clone();
+        }
+        if let Some(p) = self.tags.get("password") {
+            t.password = Some(PasswordSpec::Given(Secret::new(p.clone())));
+        }
+        t
     }
 
     /// `host:port`, `[v6]:port` or `unix:/path`: how a host is named in output.

@@ -16,7 +16,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use serde::Serialize;
 use sqlfleet_conn::quote::ident;
-use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, Target};
+use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::hosts::Host;
@@ -140,23 +140,6 @@ enum Event {
 const BLOCK_ROWS: usize = 256;
 const SYSTEM_DBS: &[&str] = &["information_schema", "performance_schema", "mysql", "sys"];
 
-fn target_for(base: &Target, h: &Host) -> Target {
-    let mut t = base.with_endpoint(match &h.socket {
-        Some(p) => Endpoint::Socket(p.clone()),
-        None => Endpoint::Tcp {
-            host: h.host.clone(),
-            port: h.port,
-        },
-    });
-    if let Some(u) = h.tags.get("user") {
-        t.user = u.clone();
-    }
-    if let Some(p) = h.tags.get("password") {
-        t.password = Some(PasswordSpec::Given(Secret::new(p.clone())));
-    }
-    t
-}
-
 /// Runs everything; rows go to `out` as they arrive. Returns per-host status.
 pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Result<Report> {
     let started = Instant::now();
@@ -265,7 +248,7 @@ async fn host_work(
     tx: &mpsc::Sender<Event>,
     deadline: Option<Instant>,
 ) -> HostResult {
-    let target = target_for(&opts.base, h);
+    let target = h.target(&opts.base);
     let addr = h.addr();
     let mut conn = match target.connect(opts.connect_timeout).await {
         Ok(c) => c,

@@ -1,6 +1,7 @@
 //! One module per subcommand: flags in, library call, exit code out.
 
 pub mod bench;
+pub mod inventory;
 pub mod load;
 pub mod man;
 pub mod query;

@@ -1,15 +1,14 @@
 //! `sqlfleet query`: the same SQL on many servers, results merged.
 
-use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_conn::{ConnArgs, Endpoint, Origin, Target};
-use sqlfleet_fanout::hosts::{parse_list, Host};
+use sqlfleet_conn::ConnArgs;
 use sqlfleet_fanout::output::Format;
 use sqlfleet_fanout::run::{self, Databases, Mode, QueryOptions, State};
 
+use super::inventory::{self, HostArgs};
 use crate::exit::Exit;
 
 /// Run SQL on many servers at once and merge the results.
@@ -31,17 +30,8 @@ pub struct QueryArgs {
     /// Print help
     #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
-    /// Hosts, comma-separated: h1,h2:3307,[::1]:3306
-    #[arg(long, value_name = "LIST")]
-    hosts: Option<String>,
-    /// A file of hosts, one per line
-    #[arg(long, value_name = "FILE", conflicts_with = "hosts")]
-    hosts_file: Option<PathBuf>,
-    /// Find the hosts from this server: its replication topology both ways
-    /// (primaries from replication status on every channel, replicas that
-    /// register with report_host), tagged role=, depth=, channel=
-    #[arg(long, value_name = "HOST[:PORT]", conflicts_with_all = ["hosts", "hosts_file"])]
-    discover: Option<String>,
+    #[command(flatten)]
+    hosts: HostArgs,
     /// With --discover: print the host list (hosts-file format) and exit
     /// (2 if a server in the topology could not be reached)
     #[arg(long, requires = "discover")]
@@ -114,79 +104,6 @@ fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// The hosts to run on, and where they came from (for messages):
-/// --hosts / --hosts-file; else a server named on the command line (-h,
-/// -S, --dsn, --sandbox: every server of the sandbox); else a list on
-/// standard input; else the server option files, the environment or
-/// SQLFLEET_SANDBOX name.
-fn hosts(a: &QueryArgs, base: &Target, origin: &Origin) -> anyhow::Result<(Vec<Host>, String)> {
-    let default_port = match &base.endpoint {
-        Endpoint::Tcp { port, .. } => *port,
-        Endpoint::Socket(_) => 3306,
-    };
-    let list = |text: &str, source: String| -> anyhow::Result<(Vec<Host>, String)> {
-        let (hosts, warnings) = parse_list(text, &source, default_port, a.conn.socket.as_deref())?;
-        for w in warnings {
-            eprintln!("sqlfleet query: warning: {w}");
-        }
-        Ok((hosts, source))
-    };
-    if let Some(l) = &a.hosts {
-        return list(
-            &l.split(',').collect::<Vec<_>>().join("\n"),
-            "--hosts".into(),
-        );
-    }
-    if let Some(f) = &a.hosts_file {
-        let t = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
-        return list(&t, f.display().to_string());
-    }
-    let on_command_line = matches!(
-        origin,
-        Origin::Flags
-            | Origin::Dsn
-            | Origin::Sandbox {
-                from_env: false,
-                ..
-            }
-    ) && a
-        .conn
-        .port
-        .is_none_or(|_| a.conn.host.is_some() || a.conn.socket.is_some());
-    if !on_command_line && !std::io::stdin().is_terminal() {
-        let mut t = String::new();
-        std::io::stdin()
-            .read_to_string(&mut t)
-            .context("reading hosts from stdin")?;
-        if !t.trim().is_empty() || !origin.named() {
-            return list(&t, "stdin".into());
-        }
-    }
-    anyhow::ensure!(
-        origin.named(),
-        "no hosts: give --hosts h1,h2, --hosts-file FILE, a list on standard input, or one server (-h, -S, --dsn, --sandbox)"
-    );
-    if let Origin::Sandbox { name, .. } = origin {
-        let home = sqlfleet_conn::home::sqlfleet_home();
-        let sb = sqlfleet_sandbox::Sandbox::open(&home, name)?;
-        let hosts = sb
-            .meta
-            .nodes
-            .iter()
-            .map(|n| Host::tcp("127.0.0.1", n.port))
-            .collect();
-        return Ok((hosts, format!("sandbox {name}")));
-    }
-    let host = match &base.endpoint {
-        Endpoint::Tcp { host, port } => Host::tcp(host.clone(), *port),
-        Endpoint::Socket(p) => Host {
-            socket: Some(p.clone()),
-            ..Host::tcp("localhost", 0)
-        },
-    };
-    Ok((vec![host], origin.to_string()))
-}
-
 pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     anyhow::ensure!(
         !(a.diff && matches!(a.format, Format::Csv | Format::Table)),
@@ -194,45 +111,21 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         if a.format == Format::Csv { "csv" } else { "table" }
     );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
-    let (hosts, source) = match &a.discover {
-        Some(start) => {
-            let default_port = match &base.endpoint {
-                Endpoint::Tcp { port, .. } => *port,
-                Endpoint::Socket(_) => 3306,
-            };
-            let (h, p) = sqlfleet_conn::addr::parse_addr(start, default_port)
-                .map_err(|e| anyhow::anyhow!("--discover {start}: {e}"))?;
-            let found = sqlfleet_fanout::discover::discover(
-                &base,
-                (h, p),
-                secs(a.connect_timeout, "--connect-timeout")?,
-                10_000,
-            )
-            .await;
-            let unreachable: Vec<String> = found
-                .iter()
-                .filter_map(sqlfleet_fanout::discover::unreachable_note)
-                .collect();
-            for u in &unreachable {
-                eprintln!("sqlfleet query: warning: {u}");
-            }
-            if a.discover_only {
-                for h in &found {
-                    let tags: Vec<String> =
-                        h.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    println!("{} {}", h.addr(), tags.join(" "));
-                }
-                return Ok(if unreachable.is_empty() {
-                    Exit::Ok
-                } else {
-                    Exit::Partial
-                });
-            }
-            (found, format!("--discover {start}"))
+    let connect_timeout = secs(a.connect_timeout, "--connect-timeout")?;
+    let inv =
+        inventory::resolve("query", &a.hosts, &a.conn, &base, &origin, connect_timeout).await?;
+    if a.discover_only {
+        for h in &inv.hosts {
+            let tags: Vec<String> = h.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            println!("{} {}", h.addr(), tags.join(" "));
         }
-        None => hosts(&a, &base, &origin)?,
-    };
-    anyhow::ensure!(!hosts.is_empty(), "no hosts in {source}");
+        return Ok(if inv.unreachable.is_empty() {
+            Exit::Ok
+        } else {
+            Exit::Partial
+        });
+    }
+    let hosts = inv.hosts;
     let sql = match (&a.execute, &a.file) {
         (Some(s), _) => s.clone(),
         (None, Some(f)) => {
@@ -250,7 +143,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             (None, false) => Databases::Default,
         },
         parallel: a.parallel.max(1),
-        connect_timeout: secs(a.connect_timeout, "--connect-timeout")?,
+        connect_timeout,
         query_timeout: a
             .query_timeout
             .map(|v| secs(v, "--query-timeout"))
