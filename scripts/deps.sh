@@ -22,6 +22,9 @@ have openssl || need+=(openssl)             # relay TLS test certificates
 [ -f /usr/share/mysql/mysql-test/mariadb-test-run.pl ] || need+=(mariadb-test)   # the server's own suite, run through the relay
 have perl || need+=(perl)
 have promtool || need+=(prometheus)         # promtool checks the relay's /metrics
+have sshd || need+=(openssh-server)         # watch's host metrics over a real SSH session
+have ssh || need+=(openssh-client)
+have tmux || need+=(tmux)                   # watch's terminal screen, driven in a pane
 # Real clients the relay tests drive: sysbench, PyMySQL, go-sql-driver,
 # MariaDB Connector/J (Debian packages), mysql2 (npm, below).
 have sysbench || need+=(sysbench)

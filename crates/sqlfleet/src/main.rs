@@ -34,6 +34,7 @@ enum Command {
     Load(Box<cmd::load::LoadArgs>),
     Query(Box<cmd::query::QueryArgs>),
     Relay(Box<cmd::relay::RelayArgs>),
+    Watch(Box<cmd::watch::WatchArgs>),
     /// Throughput and latency sweeps, direct and through a relay
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
@@ -136,6 +137,7 @@ fn main() {
         match cli.command {
             Command::Load(a) => cmd::load::run(*a).await,
             Command::Query(a) => cmd::query::run(*a).await,
+            Command::Watch(a) => cmd::watch::run(*a).await,
             Command::Relay(a) => cmd::relay::run(*a).await,
             Command::Bench(c) => cmd::bench::run(c).await,
             Command::Sandbox(c) => cmd::sandbox::run(c).await,

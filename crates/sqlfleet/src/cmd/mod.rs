@@ -7,3 +7,4 @@ pub mod man;
 pub mod query;
 pub mod relay;
 pub mod sandbox;
+pub mod watch;

@@ -1,0 +1,18 @@
+//! `sqlfleet watch`: an agentless fleet monitor.
+//!
+//! Servers come from the same inventory as `sqlfleet query` (fanout's host
+//! lists, conn's targets); each is checked every interval over one kept
+//! connection (`probe`), host figures stream over one SSH session per host
+//! (`ssh`), rules with hold times turn conditions into incidents
+//! (`rules`), incidents become one message per batch on every channel
+//! (`notify`), and the screens draw the shared fleet view (`ui`).
+
+pub mod config;
+pub mod creds;
+pub mod monitor;
+pub mod notify;
+pub mod probe;
+pub mod rules;
+pub mod sample;
+pub mod ssh;
+pub mod ui;

@@ -1,0 +1,459 @@
+//! The poller: one task per server, every `interval`, at most one check in
+//! flight per server, each bounded by the check deadline. Checks take a
+//! permit from one of two lanes: servers that answered last time use the
+//! live lane, failing ones the back-off lane (and, after the unreachable
+//! rule's count of failures, a growing delay up to 30 s), so dead hosts
+//! never hold slots that live ones need. Results land in the shared
+//! [`Fleet`] (what the screens draw) and as [`Event`]s (state changes,
+//! incidents, deliveries) for logs and JSON lines.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+use sqlfleet_conn::Target;
+use sqlfleet_fanout::hosts::Host;
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::config::NotifyConfig;
+use crate::notify::{self, Delivery, Message};
+use crate::probe::{self, Health};
+use crate::rules::{IncidentEvent, Incidents, Observation, Rule, RuleKind};
+use crate::sample::{rates, Rates, Sample};
+use crate::ssh::{self, HostMetrics, Latest, SshTarget};
+
+/// A server's state, worst last (sorting by it puts the worst first when
+/// reversed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    /// Not checked yet.
+    Unknown,
+    Ok,
+    /// Answering, with a rule's incident open.
+    Degraded,
+    /// Accepting connections but not answering within the deadline.
+    Stalled,
+    /// Refused, unreachable, or turning the login away.
+    Down,
+}
+
+impl State {
+    pub fn name(self) -> &'static str {
+        match self {
+            State::Unknown => "unknown",
+            State::Ok => "ok",
+            State::Degraded => "degraded",
+            State::Stalled => "stalled",
+            State::Down => "down",
+        }
+    }
+}
+
+/// How many samples the sparklines keep.
+pub const HISTORY: usize = 60;
+
+/// What the screens and `--json` show of one server.
+#[derive(Debug, Clone, Serialize)]
+pub struct Server {
+    pub server: String,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub tags: BTreeMap<String, String>,
+    pub state: State,
+    /// Why it is not ok ("" when ok).
+    pub reason: String,
+    /// Unix seconds of the last check.
+    pub checked_at: Option<f64>,
+    /// Milliseconds the last login took (a kept connection logs in once).
+    pub connect_ms: Option<f64>,
+    pub failures: u32,
+    pub sample: Option<Sample>,
+    pub rates: Option<Rates>,
+    pub host: Option<HostMetrics>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_error: Option<String>,
+    pub incidents: Vec<OpenIncident>,
+    #[serde(skip)]
+    pub qps_history: VecDeque<f64>,
+    #[serde(skip)]
+    pub cpu_history: VecDeque<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OpenIncident {
+    pub rule: &'static str,
+    pub detail: String,
+    pub since: f64,
+}
+
+impl Server {
+    fn new(h: &Host) -> Server {
+        Server {
+            server: h.addr(),
+            tags: h
+                .tags
+                .iter()
+                .filter(|(k, _)| k.as_str() != "password")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+            state: State::Unknown,
+            reason: String::new(),
+            checked_at: None,
+            connect_ms: None,
+            failures: 0,
+            sample: None,
+            rates: None,
+            host: None,
+            host_error: None,
+            incidents: Vec::new(),
+            qps_history: VecDeque::new(),
+            cpu_history: VecDeque::new(),
+        }
+    }
+}
+
+/// Every server, in inventory order.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Fleet {
+    pub servers: Vec<Server>,
+}
+
+impl Fleet {
+    pub fn count(&self, s: State) -> usize {
+        self.servers.iter().filter(|x| x.state == s).count()
+    }
+}
+
+/// What happened, for logs and `--json` lines.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Event {
+    State {
+        at: f64,
+        server: String,
+        from: State,
+        to: State,
+        reason: String,
+    },
+    Incident(IncidentEvent),
+    Notification {
+        at: f64,
+        subject: String,
+        deliveries: Vec<Delivery>,
+    },
+}
+
+/// One server to watch.
+#[derive(Debug, Clone)]
+pub struct Watched {
+    pub host: Host,
+    pub target: Target,
+    pub ssh: Option<SshTarget>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MonitorConfig {
+    pub servers: Vec<Watched>,
+    pub interval: Duration,
+    pub timeout: Duration,
+    pub parallel: usize,
+    pub rules: Vec<Rule>,
+    pub notify: NotifyConfig,
+    pub batch: Duration,
+}
+
+pub fn now_unix() -> f64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+fn push(h: &mut VecDeque<f64>, v: f64) {
+    if h.len() == HISTORY {
+        h.pop_front();
+    }
+    h.push_back(v);
+}
+
+/// Checks every server once, at most `parallel` at a time; rules are
+/// judged on that one check (no hold times: there is no history).
+pub async fn once(cfg: &MonitorConfig) -> Fleet {
+    let sem = Arc::new(Semaphore::new(cfg.parallel.max(1)));
+    let rules: Vec<Rule> = cfg
+        .rules
+        .iter()
+        .map(|r| Rule {
+            hold: 0.0,
+            checks: 1,
+            ..r.clone()
+        })
+        .collect();
+    let mut tasks = Vec::new();
+    for w in cfg.servers.clone() {
+        let (sem, timeout) = (sem.clone(), cfg.timeout);
+        tasks.push(tokio::spawn(async move {
+            let _p = sem.acquire().await.ok();
+            let mut link = None;
+            let c = bounded_check(&w.target, &mut link, timeout).await;
+            (w, c)
+        }));
+    }
+    let mut fleet = Fleet::default();
+    for t in tasks {
+        let Ok((w, c)) = t.await else { continue };
+        let mut s = Server::new(&w.host);
+        let mut inc = Incidents::default();
+        apply(&mut s, &c, None, &rules, &mut inc, now_unix());
+        fleet.servers.push(s);
+    }
+    fleet
+}
+
+async fn bounded_check(
+    target: &Target,
+    link: &mut Option<probe::Link>,
+    timeout: Duration,
+) -> probe::Check {
+    let taken = Instant::now();
+    match tokio::time::timeout(
+        timeout + Duration::from_millis(250),
+        probe::check(target, link, timeout),
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(_) => {
+            *link = None;
+            probe::Check {
+                health: Health::Stalled(format!("no answer within {:.1}s", timeout.as_secs_f64())),
+                connect: None,
+                sample: None,
+                taken,
+            }
+        }
+    }
+}
+
+/// Folds one check into a server's view; returns the incident events.
+fn apply(
+    s: &mut Server,
+    c: &probe::Check,
+    prev: Option<(&Sample, Instant)>,
+    rules: &[Rule],
+    inc: &mut Incidents,
+    now: f64,
+) -> Vec<IncidentEvent> {
+    s.checked_at = Some(now);
+    if let Some(d) = c.connect {
+        s.connect_ms = Some(d.as_secs_f64() * 1000.0);
+    }
+    match &c.health {
+        Health::Ok => s.failures = 0,
+        _ => s.failures = s.failures.saturating_add(1),
+    }
+    if let (Some(cur), Some((p, at))) = (&c.sample, prev) {
+        s.rates = rates(p, cur, c.taken.duration_since(at).as_secs_f64());
+    } else if c.sample.is_none() {
+        s.rates = None;
+    }
+    if let Some(r) = &s.rates {
+        push(&mut s.qps_history, r.qps);
+    }
+    if let Some(cpu) = s.host.as_ref().and_then(|h| h.cpu_percent) {
+        push(&mut s.cpu_history, cpu);
+    }
+    if c.sample.is_some() {
+        s.sample = c.sample.clone();
+    }
+    let events = inc.observe(
+        rules,
+        &s.server,
+        now,
+        &Observation {
+            health: &c.health,
+            failures: s.failures,
+            sample: c.sample.as_ref(),
+            rates: s.rates.as_ref(),
+            host: s.host.as_ref(),
+        },
+    );
+    s.incidents = inc
+        .open_on(&s.server)
+        .into_iter()
+        .map(|(rule, detail, since)| OpenIncident {
+            rule,
+            detail,
+            since,
+        })
+        .collect();
+    let degraded: Vec<String> = s
+        .incidents
+        .iter()
+        .filter(|i| i.rule != RuleKind::Unreachable.name())
+        .map(|i| format!("{}: {}", i.rule, i.detail))
+        .collect();
+    (s.state, s.reason) = match &c.health {
+        Health::Down(why) => (State::Down, why.clone()),
+        Health::Stalled(why) => (State::Stalled, why.clone()),
+        Health::Ok if !degraded.is_empty() => (State::Degraded, degraded.join("; ")),
+        Health::Ok => (State::Ok, String::new()),
+    };
+    events
+}
+
+/// Starts watching: returns the shared view and the event stream. Runs
+/// until the runtime stops.
+pub fn start(cfg: MonitorConfig) -> (Arc<Mutex<Fleet>>, mpsc::UnboundedReceiver<Event>) {
+    let fleet = Arc::new(Mutex::new(Fleet {
+        servers: cfg.servers.iter().map(|w| Server::new(&w.host)).collect(),
+    }));
+    let (etx, erx) = mpsc::unbounded_channel::<Event>();
+    let (dtx, mut drx) = mpsc::unbounded_channel::<(Message, Vec<Delivery>)>();
+    let notifier = notify::spawn(cfg.notify.clone(), cfg.batch, dtx);
+    {
+        let etx = etx.clone();
+        tokio::spawn(async move {
+            while let Some((m, d)) = drx.recv().await {
+                let _ = etx.send(Event::Notification {
+                    at: now_unix(),
+                    subject: m.subject,
+                    deliveries: d,
+                });
+            }
+        });
+    }
+    let live = Arc::new(Semaphore::new(cfg.parallel.max(1)));
+    let backoff = Arc::new(Semaphore::new((cfg.parallel / 8).max(4)));
+    let incidents = Arc::new(Mutex::new(Incidents::default()));
+    let cfg = Arc::new(cfg);
+    for (i, w) in cfg.servers.iter().cloned().enumerate() {
+        let ctx = Ctx {
+            cfg: cfg.clone(),
+            fleet: fleet.clone(),
+            events: etx.clone(),
+            notifier: notifier.clone(),
+            live: live.clone(),
+            backoff: backoff.clone(),
+            incidents: incidents.clone(),
+        };
+        // Spread the first checks over the interval so a big fleet does
+        // not arrive at the same instant every second.
+        let offset = cfg
+            .interval
+            .mul_f64(i as f64 / cfg.servers.len().max(1) as f64);
+        tokio::spawn(async move {
+            tokio::time::sleep(offset).await;
+            server_loop(ctx, i, w).await
+        });
+    }
+    (fleet, erx)
+}
+
+struct Ctx {
+    cfg: Arc<MonitorConfig>,
+    fleet: Arc<Mutex<Fleet>>,
+    events: mpsc::UnboundedSender<Event>,
+    notifier: mpsc::UnboundedSender<IncidentEvent>,
+    live: Arc<Semaphore>,
+    backoff: Arc<Semaphore>,
+    incidents: Arc<Mutex<Incidents>>,
+}
+
+async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
+    let cfg = &ctx.cfg;
+    let unreachable_checks = cfg
+        .rules
+        .iter()
+        .find(|r| r.kind == RuleKind::Unreachable)
+        .map(|r| r.checks)
+        .unwrap_or(3);
+    let mut link: Option<probe::Link> = None;
+    let mut prev: Option<(Sample, Instant)> = None;
+    let mut failures = 0u32;
+    let host_metrics: Arc<Mutex<Latest>> = Arc::default();
+    let mut ssh_task: Option<tokio::task::JoinHandle<()>> = None;
+    let mut next = tokio::time::Instant::now();
+    loop {
+        let lane = if failures == 0 {
+            &ctx.live
+        } else {
+            &ctx.backoff
+        };
+        let c = {
+            let _permit = lane.acquire().await.ok();
+            bounded_check(&w.target, &mut link, cfg.timeout).await
+        };
+        let now = now_unix();
+        if let (Some(ssh), Some(s), None) = (&w.ssh, &c.sample, &ssh_task) {
+            ssh_task = Some(ssh::spawn(
+                ssh.clone(),
+                s.datadir.clone(),
+                cfg.interval,
+                host_metrics.clone(),
+            ));
+        }
+        let events = {
+            let Ok(mut fleet) = ctx.fleet.lock() else {
+                return;
+            };
+            let Some(s) = fleet.servers.get_mut(index) else {
+                return;
+            };
+            if let Ok(l) = host_metrics.lock() {
+                // Host figures older than three intervals are not shown as current.
+                let fresh = l.at.is_some_and(|at| at.elapsed() < cfg.interval * 3);
+                s.host = if fresh { l.metrics.clone() } else { None };
+                s.host_error = l.error.clone();
+            }
+            let before = s.state;
+            let mut inc = match ctx.incidents.lock() {
+                Ok(i) => i,
+                Err(_) => return,
+            };
+            let events = apply(
+                s,
+                &c,
+                prev.as_ref().map(|(p, at)| (p, *at)),
+                &cfg.rules,
+                &mut inc,
+                now,
+            );
+            failures = s.failures;
+            if s.state != before {
+                let _ = ctx.events.send(Event::State {
+                    at: now,
+                    server: s.server.clone(),
+                    from: before,
+                    to: s.state,
+                    reason: s.reason.clone(),
+                });
+            }
+            events
+        };
+        for e in events {
+            let _ = ctx.events.send(Event::Incident(e.clone()));
+            let _ = ctx.notifier.send(e);
+        }
+        if let Some(s) = c.sample {
+            prev = Some((s, c.taken));
+        } else if !matches!(c.health, Health::Ok) {
+            prev = None;
+        }
+        // Back-off: past the unreachable rule's count, wait longer each time.
+        let delay = if failures > unreachable_checks {
+            let k = (failures - unreachable_checks).min(5);
+            (cfg.interval * (1u32 << k)).min(Duration::from_secs(30).max(cfg.interval))
+        } else {
+            cfg.interval
+        };
+        next += delay;
+        let now_i = tokio::time::Instant::now();
+        if next < now_i {
+            // A slow check: start again from now rather than firing a burst.
+            next = now_i;
+        }
+        tokio::time::sleep_until(next).await;
+    }
+}

@@ -1,0 +1,261 @@
+//! One check of one server: is it there, does it answer, and what does it
+//! say about itself.
+//!
+//! A server keeps one connection between checks (a reconnect per check
+//! would cost the server a login every interval). Failures are told apart
+//! the way an operator needs them:
+//! - **down**: the connection is refused, the host is unreachable, the name
+//!   does not resolve, or the server turns the login away (access denied,
+//!   too many connections) — each named as such;
+//! - **stalled**: something accepts the TCP connection (or holds the open
+//!   one) but the server does not finish its handshake or answer a
+//!   trivial query within the deadline (a SIGSTOPped mariadbd, a full disk).
+//!
+//! When the connection attempt times out, a raw socket probe tells which of
+//! the two it is: no TCP connection is "down", a connection without a
+//! greeting is "stalled".
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use sqlfleet_conn::{Endpoint, Target};
+use tokio::io::AsyncReadExt;
+
+use crate::sample::{Channel, Row, Running, Sample, STATUS_NAMES};
+
+/// How a check went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Health {
+    Ok,
+    Stalled(String),
+    Down(String),
+}
+
+/// The result of one check.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub health: Health,
+    /// How long the login took, when this check logged in.
+    pub connect: Option<Duration>,
+    pub sample: Option<Sample>,
+    pub taken: Instant,
+}
+
+/// A server's connection kept between checks.
+pub struct Link {
+    conn: Conn,
+    mariadb: bool,
+    version: (u16, u16, u16),
+}
+
+/// Runs one check within `deadline`, reusing `link` and leaving it set
+/// when the server answered. The caller enforces the deadline on the
+/// whole future too; this one bounds the connect and names what failed.
+pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration) -> Check {
+    let taken = Instant::now();
+    let mut connect = None;
+    let l = match link {
+        Some(l) => l,
+        None => match open(target, deadline).await {
+            Ok(l) => {
+                connect = Some(taken.elapsed());
+                link.insert(l)
+            }
+            Err(health) => {
+                return Check {
+                    health,
+                    connect: None,
+                    sample: None,
+                    taken,
+                }
+            }
+        },
+    };
+    let left = deadline.saturating_sub(taken.elapsed());
+    match tokio::time::timeout(left, read_sample(l)).await {
+        Ok(Ok(sample)) => Check {
+            health: Health::Ok,
+            connect,
+            sample: Some(sample),
+            taken,
+        },
+        Ok(Err(e)) => {
+            *link = None;
+            Check {
+                health: Health::Down(format!("connection lost: {}", describe(&e))),
+                connect,
+                sample: None,
+                taken,
+            }
+        }
+        Err(_) => {
+            *link = None;
+            Check {
+                health: Health::Stalled(format!(
+                    "no answer to the status queries within {:.1}s",
+                    deadline.as_secs_f64()
+                )),
+                connect,
+                sample: None,
+                taken,
+            }
+        }
+    }
+}
+
+async fn open(target: &Target, deadline: Duration) -> Result<Link, Health> {
+    match target.connect(deadline).await {
+        Ok(mut conn) => {
+            let version: Option<String> = conn
+                .query_first("SELECT @@version")
+                .await
+                .map_err(|e| Health::Down(format!("after login: {}", describe(&e))))?;
+            let mariadb = version.as_deref().is_some_and(|v| v.contains("MariaDB"));
+            let v = conn.server_version();
+            Ok(Link {
+                conn,
+                mariadb,
+                version: v,
+            })
+        }
+        Err(e) if e.source.is_none() => Err(timed_out(&target.endpoint, deadline).await),
+        Err(e) => Err(Health::Down(e.what)),
+    }
+}
+
+/// The connect attempt timed out: did anything accept the connection?
+async fn timed_out(endpoint: &Endpoint, deadline: Duration) -> Health {
+    let probe = Duration::from_millis(500).min(deadline);
+    let greeting = |mut s: Box<dyn tokio::io::AsyncRead + Unpin + Send>| async move {
+        let mut b = [0u8; 1];
+        matches!(
+            tokio::time::timeout(probe, s.read(&mut b)).await,
+            Ok(Ok(n)) if n > 0
+        )
+    };
+    let accepted: Option<bool> = match endpoint {
+        Endpoint::Tcp { host, port } => {
+            match tokio::time::timeout(
+                probe,
+                tokio::net::TcpStream::connect((host.as_str(), *port)),
+            )
+            .await
+            {
+                Ok(Ok(s)) => Some(greeting(Box::new(s)).await),
+                _ => None,
+            }
+        }
+        Endpoint::Socket(p) => {
+            match tokio::time::timeout(probe, tokio::net::UnixStream::connect(p)).await {
+                Ok(Ok(s)) => Some(greeting(Box::new(s)).await),
+                _ => None,
+            }
+        }
+    };
+    let secs = deadline.as_secs_f64();
+    match accepted {
+        None => Health::Down(format!(
+            "ERROR 2003 (HY000): Can't connect to server on '{endpoint}' (no connection within {secs:.1}s)"
+        )),
+        Some(false) => Health::Stalled(format!(
+            "accepts connections but sends no handshake within {secs:.1}s"
+        )),
+        Some(true) => Health::Stalled(format!("the login did not finish within {secs:.1}s")),
+    }
+}
+
+fn describe(e: &mysql_async::Error) -> String {
+    match e {
+        mysql_async::Error::Server(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+        other => other.to_string(),
+    }
+}
+
+fn replication_sql(l: &Link) -> &'static str {
+    if l.mariadb {
+        "SHOW ALL SLAVES STATUS"
+    } else if l.version >= (8, 0, 22) {
+        "SHOW REPLICA STATUS"
+    } else {
+        "SHOW SLAVE STATUS"
+    }
+}
+
+/// Processlist entries that are not client work: replication threads,
+/// the event scheduler, idle connections, and this check itself.
+const RUNNING_SQL: &str = "SELECT ID, USER, COALESCE(DB, ''), TIME, COMMAND, LEFT(COALESCE(INFO, ''), 300) \
+     FROM information_schema.PROCESSLIST \
+     WHERE COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump', 'Binlog Dump GTID', 'Slave_IO', 'Slave_SQL', 'Slave_worker', 'Connect') \
+     AND USER NOT IN ('system user', 'event_scheduler') AND ID <> CONNECTION_ID() \
+     ORDER BY TIME DESC LIMIT 5";
+
+/// One round trip: variables, status, replication, the longest statements.
+async fn read_sample(l: &mut Link) -> Result<Sample, mysql_async::Error> {
+    let names = STATUS_NAMES
+        .iter()
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let sql = format!(
+        "SELECT @@version, @@hostname, @@max_connections, @@read_only, @@datadir; \
+         SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}; {RUNNING_SQL}",
+        replication_sql(l)
+    );
+    let mut s = Sample::default();
+    let mut r = l.conn.query_iter(sql).await?;
+    let vars: Vec<mysql_async::Row> = r.collect().await?;
+    if let Some(v) = vars.first() {
+        s.version = text(v, 0);
+        s.hostname = text(v, 1);
+        s.max_connections = text(v, 2).parse().unwrap_or(0);
+        s.read_only = matches!(text(v, 3).as_str(), "1" | "ON");
+        s.datadir = text(v, 4);
+    }
+    let status: Vec<mysql_async::Row> = r.collect().await?;
+    s.read_status(
+        &status
+            .iter()
+            .map(|row| (text(row, 0), text(row, 1)))
+            .collect::<Vec<_>>(),
+    );
+    let repl: Vec<mysql_async::Row> = r.collect().await?;
+    s.channels = repl
+        .iter()
+        .map(|row| Channel::from_row(&named(row)))
+        .collect();
+    let running: Vec<mysql_async::Row> = r.collect().await?;
+    s.running = running
+        .iter()
+        .map(|row| Running {
+            id: text(row, 0).parse().unwrap_or(0),
+            user: text(row, 1),
+            db: text(row, 2),
+            seconds: text(row, 3).parse().unwrap_or(0),
+            command: text(row, 4),
+            info: text(row, 5),
+        })
+        .collect();
+    drop(r);
+    Ok(s)
+}
+
+fn cell(row: &mysql_async::Row, i: usize) -> Option<String> {
+    match row.as_ref(i)? {
+        mysql_async::Value::NULL => None,
+        mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+    }
+}
+
+fn text(row: &mysql_async::Row, i: usize) -> String {
+    cell(row, i).unwrap_or_default()
+}
+
+fn named(row: &mysql_async::Row) -> Row {
+    row.columns_ref()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.name_str().into_owned(), cell(row, i)))
+        .collect()
+}

@@ -1,0 +1,143 @@
+//! What a server looks like on a screen: the columns, their text, the
+//! worst-first order. Used by the plain table (`--once`) and the TUI.
+
+pub mod tui;
+
+use crate::monitor::{Fleet, Server, State};
+
+pub const COLUMNS: [&str; 12] = [
+    "SERVER", "STATE", "VERSION", "UPTIME", "CONN", "RUN", "QPS", "REPL", "LAG", "CPU", "MEM",
+    "WHY",
+];
+
+fn uptime(secs: u64) -> String {
+    match secs {
+        s if s >= 86_400 => format!("{}d{}h", s / 86_400, s % 86_400 / 3600),
+        s if s >= 3600 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        s if s >= 60 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
+}
+
+/// The replication summary: "-" none, "ok" all running, else the trouble.
+pub fn replication(s: &Server) -> String {
+    let Some(x) = &s.sample else {
+        return String::new();
+    };
+    if x.channels.is_empty() {
+        return "-".into();
+    }
+    let bad = x.channels.iter().filter(|c| !c.running()).count();
+    if bad == 0 {
+        "ok".into()
+    } else {
+        format!("{bad}/{} stopped", x.channels.len())
+    }
+}
+
+/// The cells of one server's row, in [`COLUMNS`] order.
+pub fn cells(s: &Server) -> [String; 12] {
+    let sample = s
+        .sample
+        .as_ref()
+        .filter(|_| s.state != State::Down && s.state != State::Stalled);
+    let n = |name: &str| {
+        sample
+            .map(|x| x.counter(name).to_string())
+            .unwrap_or_default()
+    };
+    [
+        s.server.clone(),
+        s.state.name().to_string(),
+        sample.map(|x| x.version.clone()).unwrap_or_default(),
+        sample
+            .map(|x| uptime(x.counter("Uptime")))
+            .unwrap_or_default(),
+        sample
+            .map(|x| format!("{}/{}", x.counter("Threads_connected"), x.max_connections))
+            .unwrap_or_default(),
+        n("Threads_running"),
+        s.rates
+            .filter(|_| sample.is_some())
+            .map(|r| format!("{:.0}", r.qps))
+            .unwrap_or_default(),
+        if sample.is_some() {
+            replication(s)
+        } else {
+            String::new()
+        },
+        sample
+            .and_then(|x| x.channels.iter().filter_map(|c| c.lag).max())
+            .map(|l| format!("{l}s"))
+            .unwrap_or_default(),
+        s.host
+            .as_ref()
+            .and_then(|h| h.cpu_percent)
+            .map(|c| format!("{c:.0}%"))
+            .unwrap_or_default(),
+        s.host
+            .as_ref()
+            .and_then(|h| h.mem_used_percent())
+            .map(|c| format!("{c:.0}%"))
+            .unwrap_or_default(),
+        s.reason.clone(),
+    ]
+}
+
+/// Worst state first, then by name.
+pub fn worst_first(servers: &mut [&Server]) {
+    servers.sort_by(|a, b| b.state.cmp(&a.state).then_with(|| a.server.cmp(&b.server)));
+}
+
+/// A plain aligned table, worst first, with a one-line summary.
+pub fn table(f: &Fleet) -> String {
+    let mut servers: Vec<&Server> = f.servers.iter().collect();
+    worst_first(&mut servers);
+    let rows: Vec<[String; 12]> = servers.iter().map(|s| cells(s)).collect();
+    let mut width = COLUMNS.map(str::len);
+    for r in &rows {
+        for (w, c) in width.iter_mut().zip(r.iter()) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = String::new();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(&format!("{c:<w$}  ", w = width[i]));
+            }
+        }
+        l.trim_end().to_string() + "\n"
+    };
+    let mut out = line(&COLUMNS.map(String::from));
+    for r in &rows {
+        out.push_str(&line(r));
+    }
+    out.push_str(&summary(f));
+    out.push('\n');
+    out
+}
+
+/// "3 servers: 2 ok, 1 down".
+pub fn summary(f: &Fleet) -> String {
+    let parts: Vec<String> = [
+        State::Ok,
+        State::Degraded,
+        State::Stalled,
+        State::Down,
+        State::Unknown,
+    ]
+    .iter()
+    .filter_map(|s| {
+        let n = f.count(*s);
+        (n > 0).then(|| format!("{n} {}", s.name()))
+    })
+    .collect();
+    format!(
+        "{}: {}",
+        sqlfleet_conn::text::count(f.servers.len() as u64, "server"),
+        parts.join(", ")
+    )
+}

@@ -1,0 +1,368 @@
+//! The terminal screen (ratatui over crossterm): one row per server, worst
+//! first, coloured by state, a qps sparkline; keys to sort, filter, open a
+//! server's detail and switch to a compact view. It only reads the shared
+//! fleet view, so a slow server never blocks drawing. The terminal is
+//! restored on exit and on panic.
+
+use std::io::Stdout;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEventKind, KeyModifiers};
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::backend::CrosstermBackend;
+use ratatui::layout::{Constraint, Direction, Layout};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::{Frame, Terminal};
+
+use crate::monitor::{Fleet, Server, State};
+use crate::ui::{cells, summary, worst_first, COLUMNS};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Sort {
+    Worst,
+    Name,
+    Qps,
+    Running,
+}
+
+impl Sort {
+    fn next(self) -> Sort {
+        match self {
+            Sort::Worst => Sort::Name,
+            Sort::Name => Sort::Qps,
+            Sort::Qps => Sort::Running,
+            Sort::Running => Sort::Worst,
+        }
+    }
+    fn name(self) -> &'static str {
+        match self {
+            Sort::Worst => "worst first",
+            Sort::Name => "name",
+            Sort::Qps => "qps",
+            Sort::Running => "threads running",
+        }
+    }
+}
+
+struct App {
+    sort: Sort,
+    filter: String,
+    editing: bool,
+    compact: bool,
+    detail: bool,
+    table: TableState,
+}
+
+fn color(s: State) -> Color {
+    match s {
+        State::Ok => Color::Green,
+        State::Degraded => Color::Yellow,
+        State::Stalled => Color::Magenta,
+        State::Down => Color::Red,
+        State::Unknown => Color::Gray,
+    }
+}
+
+/// Eight-level bars of the last values.
+pub fn sparkline(values: impl Iterator<Item = f64> + Clone, width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let v: Vec<f64> = values.collect();
+    let v = &v[v.len().saturating_sub(width)..];
+    let max = v.iter().cloned().fold(0.0f64, f64::max);
+    v.iter()
+        .map(|x| {
+            if max <= 0.0 {
+                BARS[0]
+            } else {
+                BARS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize]
+            }
+        })
+        .collect()
+}
+
+fn visible<'a>(f: &'a Fleet, app: &App) -> Vec<&'a Server> {
+    let needle = app.filter.to_lowercase();
+    let mut v: Vec<&Server> = f
+        .servers
+        .iter()
+        .filter(|s| {
+            needle.is_empty()
+                || s.server.to_lowercase().contains(&needle)
+                || s.state.name().contains(&needle)
+                || s.tags
+                    .iter()
+                    .any(|(k, v)| format!("{k}={v}").contains(&needle))
+        })
+        .collect();
+    let counter = |s: &Server, n: &str| s.sample.as_ref().map(|x| x.counter(n)).unwrap_or(0);
+    match app.sort {
+        Sort::Worst => worst_first(&mut v),
+        Sort::Name => v.sort_by(|a, b| a.server.cmp(&b.server)),
+        Sort::Qps => v.sort_by(|a, b| {
+            let q = |s: &Server| s.rates.map(|r| r.qps).unwrap_or(0.0);
+            q(b).total_cmp(&q(a))
+        }),
+        Sort::Running => v.sort_by_key(|s| std::cmp::Reverse(counter(s, "Threads_running"))),
+    }
+    v
+}
+
+fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
+    let servers = visible(f, app);
+    let area = frame.area();
+    let chunks = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints(if app.detail {
+            vec![
+                Constraint::Length(1),
+                Constraint::Percentage(50),
+                Constraint::Min(5),
+            ]
+        } else {
+            vec![
+                Constraint::Length(1),
+                Constraint::Min(3),
+                Constraint::Length(0),
+            ]
+        })
+        .split(area);
+    let head = format!(
+        " sqlfleet watch — {} — sort: {} {}— q quit, s sort, / filter, Enter detail, c compact",
+        summary(f),
+        app.sort.name(),
+        if app.filter.is_empty() && !app.editing {
+            String::new()
+        } else {
+            format!(
+                "— filter: {}{} ",
+                app.filter,
+                if app.editing { "_" } else { "" }
+            )
+        }
+    );
+    frame.render_widget(
+        Paragraph::new(head).style(Style::default().add_modifier(Modifier::BOLD)),
+        chunks[0],
+    );
+    let (cols, widths): (Vec<usize>, Vec<Constraint>) = if app.compact {
+        (
+            vec![0, 1, 6],
+            vec![
+                Constraint::Min(16),
+                Constraint::Length(9),
+                Constraint::Length(7),
+            ],
+        )
+    } else {
+        (
+            (0..COLUMNS.len()).collect(),
+            vec![
+                Constraint::Min(18),
+                Constraint::Length(9),
+                Constraint::Length(14),
+                Constraint::Length(7),
+                Constraint::Length(10),
+                Constraint::Length(4),
+                Constraint::Length(7),
+                Constraint::Length(11),
+                Constraint::Length(6),
+                Constraint::Length(5),
+                Constraint::Length(5),
+                Constraint::Min(20),
+            ],
+        )
+    };
+    let mut header: Vec<&str> = cols.iter().map(|i| COLUMNS[*i]).collect();
+    let mut widths = widths;
+    if !app.compact {
+        header.insert(7, "QPS TREND");
+        widths.insert(7, Constraint::Length(16));
+    }
+    let rows: Vec<Row> = servers
+        .iter()
+        .map(|s| {
+            let c = cells(s);
+            let mut v: Vec<Cell> = cols.iter().map(|i| Cell::from(c[*i].clone())).collect();
+            if !app.compact {
+                v.insert(7, Cell::from(sparkline(s.qps_history.iter().cloned(), 16)));
+            }
+            Row::new(v).style(Style::default().fg(color(s.state)))
+        })
+        .collect();
+    let t = Table::new(rows, widths)
+        .header(Row::new(header).style(Style::default().add_modifier(Modifier::REVERSED)))
+        .row_highlight_style(Style::default().add_modifier(Modifier::BOLD | Modifier::UNDERLINED))
+        .block(Block::default().borders(Borders::NONE));
+    if app.table.selected().is_none_or(|i| i >= servers.len()) {
+        app.table.select((!servers.is_empty()).then_some(0));
+    }
+    frame.render_stateful_widget(t, chunks[1], &mut app.table);
+    if app.detail {
+        let text = app
+            .table
+            .selected()
+            .and_then(|i| servers.get(i))
+            .map(|s| detail(s))
+            .unwrap_or_default();
+        frame.render_widget(
+            Paragraph::new(text)
+                .wrap(Wrap { trim: false })
+                .block(Block::default().borders(Borders::TOP).title(" detail ")),
+            chunks[2],
+        );
+    }
+}
+
+/// A server's detail: state, incidents, replication channels, the top of
+/// its processlist.
+pub fn detail(s: &Server) -> Vec<Line<'static>> {
+    let mut l = vec![Line::from(format!(
+        "{}  {}  {}",
+        s.server,
+        s.state.name(),
+        s.reason
+    ))];
+    if !s.tags.is_empty() {
+        let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        l.push(Line::from(format!("tags: {}", tags.join(" "))));
+    }
+    if let Some(h) = &s.host {
+        l.push(Line::from(format!(
+            "host: cpu {} mem {} load {:.2} disk {}",
+            h.cpu_percent
+                .map(|c| format!("{c:.0}%"))
+                .unwrap_or("-".into()),
+            h.mem_used_percent()
+                .map(|c| format!("{c:.0}%"))
+                .unwrap_or("-".into()),
+            h.load1,
+            h.disk_percent
+                .map(|c| format!("{c:.0}%"))
+                .unwrap_or("-".into()),
+        )));
+    } else if let Some(e) = &s.host_error {
+        l.push(Line::from(format!("host metrics: {e}")));
+    }
+    for i in &s.incidents {
+        l.push(Line::from(format!("incident {}: {}", i.rule, i.detail)));
+    }
+    if let Some(x) = &s.sample {
+        for c in &x.channels {
+            l.push(Line::from(format!(
+                "channel '{}' from {}: IO {} SQL {} lag {} gtid {} {}",
+                c.name,
+                c.source,
+                c.io_running,
+                c.sql_running,
+                c.lag.map(|v| format!("{v}s")).unwrap_or("NULL".into()),
+                c.gtid,
+                c.last_error
+            )));
+        }
+        for r in &x.running {
+            l.push(Line::from(format!(
+                "{:>8} {:<12} {:<12} {:>5}s {}",
+                r.id, r.user, r.db, r.seconds, r.info
+            )));
+        }
+    }
+    l
+}
+
+type Term = Terminal<CrosstermBackend<Stdout>>;
+
+fn restore() {
+    let _ = terminal::disable_raw_mode();
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+}
+
+/// Runs the screen until the user quits. Blocking: call from a blocking
+/// thread; the monitor keeps running on the runtime.
+pub fn run(fleet: Arc<Mutex<Fleet>>) -> std::io::Result<()> {
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        default_hook(info);
+    }));
+    terminal::enable_raw_mode()?;
+    crossterm::execute!(std::io::stdout(), EnterAlternateScreen)?;
+    let mut term: Term = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut app = App {
+        sort: Sort::Worst,
+        filter: String::new(),
+        editing: false,
+        compact: false,
+        detail: false,
+        table: TableState::default(),
+    };
+    let r = (|| -> std::io::Result<()> {
+        loop {
+            let snapshot = match fleet.lock() {
+                Ok(f) => f.clone(),
+                Err(_) => return Ok(()),
+            };
+            term.draw(|f| draw(f, &snapshot, &mut app))?;
+            if !event::poll(Duration::from_millis(250))? {
+                continue;
+            }
+            let TermEvent::Key(k) = event::read()? else {
+                continue; // resizes redraw on the next pass
+            };
+            if k.kind != KeyEventKind::Press {
+                continue;
+            }
+            if app.editing {
+                match k.code {
+                    KeyCode::Enter => app.editing = false,
+                    KeyCode::Esc => {
+                        app.editing = false;
+                        app.filter.clear();
+                    }
+                    KeyCode::Backspace => {
+                        app.filter.pop();
+                    }
+                    KeyCode::Char(c) => app.filter.push(c),
+                    _ => {}
+                }
+                continue;
+            }
+            let n = visible(&snapshot, &app).len();
+            match k.code {
+                KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
+                KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
+                KeyCode::Char('s') => app.sort = app.sort.next(),
+                KeyCode::Char('/') => app.editing = true,
+                KeyCode::Char('c') => app.compact = !app.compact,
+                KeyCode::Enter => app.detail = !app.detail,
+                KeyCode::Down | KeyCode::Char('j') if n > 0 => app
+                    .table
+                    .select(Some(app.table.selected().map_or(0, |i| (i + 1).min(n - 1)))),
+                KeyCode::Up | KeyCode::Char('k') => app.table.select(Some(
+                    app.table.selected().map_or(0, |i| i.saturating_sub(1)),
+                )),
+                _ => {}
+            }
+        }
+    })();
+    restore();
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparkline_scales_to_the_largest_value() {
+        assert_eq!(sparkline([0.0, 50.0, 100.0].into_iter(), 16), "▁▅█");
+        assert_eq!(sparkline([0.0, 0.0].into_iter(), 16), "▁▁");
+        assert_eq!(sparkline((0..40).map(f64::from), 16).chars().count(), 16);
+    }
+}
