@@ -11,6 +11,7 @@
 //! the install hint.
 
 pub mod proxy;
+pub mod sinks;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
