@@ -217,8 +217,10 @@ async fn bounded_check(
     timeout: Duration,
 ) -> probe::Check {
     let taken = Instant::now();
+    // The check bounds its own connect; the margin leaves room for the
+    // socket probe (at most 500 ms) that names a timed-out connect.
     match tokio::time::timeout(
-        timeout + Duration::from_millis(250),
+        timeout + Duration::from_millis(800),
         probe::check(target, link, timeout),
     )
     .await

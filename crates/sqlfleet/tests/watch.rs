@@ -1,0 +1,404 @@
+//! `sqlfleet watch` from the command line: --once exit codes and JSON, the
+//! credential store (round trip, never in argv, wrong passphrase, damaged
+//! file), test-alert through real sinks, JSON lines of state changes, and
+//! the terminal screen driven in tmux.
+
+mod common;
+
+use std::io::Write;
+use std::net::TcpListener;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{sqlfleet, stderr, stdout};
+use sqlfleet_testkit::{replicated, sinks};
+
+/// A port nothing listens on.
+fn refused_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+#[test]
+fn once_exit_codes_json_and_table() {
+    let srv = replicated();
+    let name = srv.sandbox.name().to_string();
+    let run = |args: &[&str]| {
+        sqlfleet()
+            .arg("watch")
+            .args(args)
+            .env("SQLFLEET_HOME", srv.home())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let o = run(&["--sandbox", &name, "--once"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let table = stdout(&o);
+    assert_eq!(
+        table.lines().filter(|l| l.contains("  ok  ")).count(),
+        3,
+        "{table}"
+    );
+    assert!(table.contains("3 servers: 3 ok"), "{table}");
+
+    let primary = srv.sandbox.meta.primary().port;
+    let dead = refused_port();
+    let defaults = srv.defaults_file();
+    let hosts = format!("127.0.0.1:{primary},127.0.0.1:{dead}");
+    let o = run(&[
+        &format!("--defaults-file={}", defaults.display()),
+        "--hosts",
+        &hosts,
+        "--once",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let state = |addr: String| {
+        v["servers"]
+            .as_array()
+            .expect("servers")
+            .iter()
+            .find(|s| s["server"] == addr.as_str())
+            .map(|s| s["state"].as_str().unwrap_or_default().to_string())
+            .expect("server in output")
+    };
+    assert_eq!(state(format!("127.0.0.1:{primary}")), "ok");
+    assert_eq!(state(format!("127.0.0.1:{dead}")), "down");
+
+    let o = run(&["--hosts", &format!("127.0.0.1:{dead}"), "--once"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert!(stdout(&o).contains("Connection refused"), "{}", stdout(&o));
+
+    // A server that accepts connections and never greets is stalled.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let o = run(&[
+        "--hosts",
+        &format!("127.0.0.1:{port}"),
+        "--once",
+        "--timeout",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stdout(&o).contains("stalled"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("sends no handshake"), "{}", stdout(&o));
+}
+
+#[test]
+fn credential_store_round_trip_never_in_argv_and_clear_errors() {
+    let srv = replicated();
+    let home = tempfile::tempdir().expect("home");
+    let port = srv.sandbox.meta.primary().port;
+    let server = format!("127.0.0.1:{port}");
+    let pw = srv
+        .sandbox
+        .password()
+        .expect("root password")
+        .expose()
+        .to_string();
+    let cmd = |args: &[&str], pass: &str| {
+        let mut c = sqlfleet();
+        c.arg("watch")
+            .args(args)
+            .env("SQLFLEET_HOME", home.path())
+            .env("SQLFLEET_CREDS_PASSPHRASE", pass)
+            .env_remove("MYSQL_PWD");
+        c
+    };
+    let o = cmd(&["creds", "init"], "open sesame")
+        .output()
+        .expect("init");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+
+    // The password goes in on stdin; while add waits for it, its argv
+    // (and so `ps`) holds no secret.
+    let mut add = cmd(&["creds", "add", &server, "--user", "root"], "open sesame")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("add");
+    std::thread::sleep(Duration::from_millis(300));
+    let argv = std::fs::read(format!("/proc/{}/cmdline", add.id())).expect("cmdline");
+    assert!(
+        !String::from_utf8_lossy(&argv).contains(&pw),
+        "password in argv"
+    );
+    add.stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{pw}\n").as_bytes())
+        .expect("write");
+    let o = add.wait_with_output().expect("add");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let store = home.path().join("watch/creds.age");
+    let raw = std::fs::read(&store).expect("store");
+    assert!(
+        !String::from_utf8_lossy(&raw).contains(&pw),
+        "plain text on disk"
+    );
+
+    let o = cmd(&["creds", "list"], "open sesame")
+        .output()
+        .expect("list");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains(&server) && stdout(&o).contains("password=yes"));
+    assert!(!stdout(&o).contains(&pw), "list printed the password");
+
+    // The login comes from the store: no option file, no -p.
+    let o = cmd(
+        &[
+            "--no-defaults",
+            "-u",
+            "nobody",
+            "--hosts",
+            &server,
+            "--once",
+        ],
+        "open sesame",
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("watch");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+
+    let o = cmd(&["creds", "list"], "wrong").output().expect("list");
+    common::assert_setup_error(&o, "wrong passphrase");
+    let o = cmd(&["--no-defaults", "--hosts", &server, "--once"], "wrong")
+        .stdin(Stdio::null())
+        .output()
+        .expect("watch");
+    common::assert_setup_error(&o, "wrong passphrase");
+
+    let mut bytes = std::fs::read(&store).expect("store");
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&store, &bytes).expect("damage");
+    let o = cmd(&["creds", "list"], "open sesame")
+        .output()
+        .expect("list");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
+}
+
+#[test]
+fn test_alert_reports_every_channel() {
+    let dir = tempfile::tempdir().expect("dir");
+    let (url, hook) = sinks::webhook(0);
+    let (smtp_port, mail) = sinks::smtp();
+    let cfg = dir.path().join("watch.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[notify.webhook]\nurl = \"{url}\"\nattempts = 1\n[notify.smtp]\nserver = \"127.0.0.1\"\nport = {smtp_port}\ntls = \"none\"\nfrom = \"watch@example.com\"\nto = [\"dba@example.com\"]\n"
+        ),
+    )
+    .expect("config");
+    let o = sqlfleet()
+        .args(["watch", "test-alert", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("test-alert");
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("webhook\tdelivered"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("smtp\tdelivered"), "{}", stdout(&o));
+    hook.wait_for(&["test-alert"], Duration::from_secs(5));
+    mail.wait_for(
+        &["test-alert", "RCPT TO:<dba@example.com>"],
+        Duration::from_secs(5),
+    );
+
+    // One channel failing: reported, exit 2.
+    let dead = refused_port();
+    std::fs::write(
+        &cfg,
+        format!(
+            "[notify.webhook]\nurl = \"http://127.0.0.1:{dead}/\"\nattempts = 1\n[notify.smtp]\nserver = \"127.0.0.1\"\nport = {smtp_port}\ntls = \"none\"\nfrom = \"watch@example.com\"\nto = [\"dba@example.com\"]\n"
+        ),
+    )
+    .expect("config");
+    let o = sqlfleet()
+        .args(["watch", "test-alert", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("test-alert");
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).contains("webhook\tFAILED"), "{}", stdout(&o));
+
+    // A typo in the config is refused, naming the key.
+    std::fs::write(&cfg, "[rules.cpu]\nabove = 80\nhodl = 5\n").expect("config");
+    let o = sqlfleet()
+        .args(["watch", "--once", "--hosts", "127.0.0.1:1", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("watch");
+    common::assert_setup_error(&o, "hodl");
+}
+
+/// A listener that accepts and never greets (stalled), until dropped
+/// (then refused: down).
+fn silent_server() -> (TcpListener, u16) {
+    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let p = l.local_addr().expect("addr").port();
+    (l, p)
+}
+
+#[test]
+fn json_lines_report_each_state_change_once() {
+    let srv = replicated();
+    let primary = srv.sandbox.meta.primary().port;
+    let (silent, port) = silent_server();
+    let mut child = sqlfleet()
+        .args([
+            "watch",
+            "--ui",
+            "none",
+            "--json",
+            "--interval",
+            "0.5",
+            "--timeout",
+            "1",
+        ])
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--hosts", &format!("127.0.0.1:{primary},127.0.0.1:{port}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("watch");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let v: serde_json::Value = serde_json::from_str(&l).expect("each line is JSON");
+            let _ = tx.send(v);
+        }
+    });
+    let wait = |server: &str, to: &str| {
+        let t0 = Instant::now();
+        loop {
+            let v = rx
+                .recv_timeout(Duration::from_secs(15).saturating_sub(t0.elapsed()))
+                .unwrap_or_else(|_| panic!("no {server} -> {to} line"));
+            if v["type"] == "state" && v["server"] == server && v["to"] == to {
+                return v;
+            }
+        }
+    };
+    wait(&format!("127.0.0.1:{primary}"), "ok");
+    let v = wait(&format!("127.0.0.1:{port}"), "stalled");
+    assert_eq!(v["from"], "unknown");
+    drop(silent);
+    let v = wait(&format!("127.0.0.1:{port}"), "down");
+    assert_eq!(v["from"], "stalled");
+    // The incident line follows (3 failed checks by default).
+    let t0 = Instant::now();
+    loop {
+        let v = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("incident line");
+        if v["type"] == "incident" {
+            assert_eq!(v["phase"], "opened");
+            assert_eq!(v["server"], format!("127.0.0.1:{port}"));
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+    // SIGTERM stops it cleanly.
+    unsafe_kill(child.id(), libc::SIGTERM);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0));
+}
+
+fn unsafe_kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(pid as i32, sig);
+    }
+}
+
+fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux (scripts/deps.sh installs it)");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn the_screen_shows_every_server_and_a_state_change() {
+    let srv = replicated();
+    let (silent, port) = silent_server();
+    let session = format!("sqlfleet-watch-{}", std::process::id());
+    let hosts: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .chain([format!("127.0.0.1:{port}")])
+        .collect();
+    let cmd = format!(
+        "{} watch --defaults-file={} --hosts {} --interval 0.5 --timeout 1",
+        env!("CARGO_BIN_EXE_sqlfleet"),
+        srv.defaults_file().display(),
+        hosts.join(",")
+    );
+    tmux(&["kill-session", "-t", &session]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "180",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    let capture = || tmux(&["capture-pane", "-p", "-t", &session]);
+    let until = |want: &dyn Fn(&str) -> bool, what: &str| {
+        let t0 = Instant::now();
+        loop {
+            let screen = capture();
+            if want(&screen) {
+                return screen;
+            }
+            if t0.elapsed() > Duration::from_secs(20) {
+                tmux(&["kill-session", "-t", &session]);
+                panic!("the screen never showed {what}:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let screen = until(
+        &|s| s.contains("3 ok") && s.contains("1 stalled"),
+        "three ok servers and one stalled",
+    );
+    // Worst first: the stalled server's row comes before the ok ones.
+    let row = |s: &str, needle: &str| s.lines().position(|l| l.contains(needle));
+    let stalled_row = row(&screen, &format!("127.0.0.1:{port}")).expect("stalled row");
+    for n in &srv.sandbox.meta.nodes {
+        let r = row(&screen, &format!("127.0.0.1:{}", n.port)).expect("server row");
+        assert!(stalled_row < r, "worst first:\n{screen}");
+    }
+    drop(silent);
+    until(&|s| s.contains("1 down"), "the silent server going down");
+    // Compact mode and the filter answer keys.
+    tmux(&["send-keys", "-t", &session, "c"]);
+    until(
+        &|s| !s.contains("VERSION") && s.contains("SERVER"),
+        "the compact view",
+    );
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let t0 = Instant::now();
+    while tmux(&["list-sessions"]).contains(&session) {
+        assert!(t0.elapsed() < Duration::from_secs(5), "q did not quit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
