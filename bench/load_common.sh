@@ -15,7 +15,7 @@ load_bench_setup() {
   SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
   export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
   NAME="$name"
-  "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+  "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
   "$SQLFLEET" sandbox up --name "$NAME" --option innodb_buffer_pool_size=2G --option innodb_log_file_size=1G >/dev/null
   CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
   SQL=(mariadb --defaults-file="$CNF" --local-infile=1 -N -B)

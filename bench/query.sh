@@ -20,7 +20,7 @@ NS=sqlfleet-bench-$$
 NAME=bench-query
 WORK="$(mktemp -d)"
 cleanup() {
-  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
   ip netns del "$NS" 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -28,7 +28,7 @@ trap cleanup EXIT
 ip netns add "$NS"
 ip netns exec "$NS" ip link set lo up
 IN=(ip netns exec "$NS")
-"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
 "${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
   --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
 CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"

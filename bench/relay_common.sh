@@ -9,7 +9,7 @@ source scripts/env.sh
 cargo build --release --quiet
 SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
 export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
-"$SQLFLEET" sandbox destroy --name "$NAME" >/dev/null 2>&1 || true
+"$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
 # shellcheck disable=SC2086
 "$SQLFLEET" sandbox up --name "$NAME" ${UP_ARGS:-} --option max_connections=500 >/dev/null
 CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Monitoring cost: sqlfleet watch polling N endpoints every second, against
+# mysqld_exporter (Debian's prometheus-mysqld-exporter, one process per
+# target, as it is deployed) scraped every second for K targets.
+#
+# Endpoints: N loopback addresses of one sandbox server in a private
+# network namespace (the set-up of bench/query.sh). Reports CPU time per
+# server-check (µs, user+system of the monitor's processes) and peak RSS.
+# Needs root (ip netns). No timing is asserted anywhere; this prints figures
+# for docs/benchmarks.md.
+#
+# Usage: sudo bench/watch.sh [ENDPOINTS] [SECONDS] [EXPORTER_TARGETS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N="${1:-1000}"
+DURATION="${2:-60}"
+K="${3:-50}"
+bash scripts/deps.sh iproute2 time prometheus-mysqld-exporter curl
+source scripts/env.sh
+cargo build --release --quiet
+SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+EXPORTER=/usr/bin/prometheus-mysqld-exporter
+export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
+NS=sqlfleet-watch-$$
+NAME=bench-watch
+WORK="$(mktemp -d)"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null || true; done
+  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
+  ip netns del "$NS" 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+ip netns add "$NS"
+ip netns exec "$NS" ip link set lo up
+IN=(ip netns exec "$NS")
+"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
+"${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
+  --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
+CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
+PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
+PW=$(awk -F' = ' '/^password/ {print $2}' "$CNF" | tr -d '"')
+python3 -c "
+for i in range($N):
+    print(f'127.{(i // 250) % 250}.{i % 250 + 1}.{i // 62500 + 1}:$PORT')" > "$WORK/hosts.txt"
+ticks=$(getconf CLK_TCK)
+# cpu_of PID...: user+system seconds of these processes (from /proc/PID/stat).
+cpu_of() {
+  local total=0
+  for p in "$@"; do
+    read -r ut st < <(awk '{print $14, $15}' "/proc/$p/stat")
+    total=$((total + ut + st))
+  done
+  python3 -c "print($total / $ticks)"
+}
+rss_of() { # peak RSS (KiB), summed over processes
+  local total=0
+  for p in "$@"; do total=$((total + $(awk '/VmHWM/ {print $2}' "/proc/$p/status"))); done
+  echo "$total"
+}
+
+echo "== sqlfleet watch: $N endpoints, interval 1 s, ${DURATION} s"
+"${IN[@]}" "$SQLFLEET" watch --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" \
+  --ui none --json --interval 1 > "$WORK/watch.out" 2>"$WORK/watch.err" &
+WPID=$!
+PIDS+=("$WPID")
+sleep 5   # logins done; measure the steady state
+c0=$(cpu_of "$WPID")
+sleep "$DURATION"
+c1=$(cpu_of "$WPID")
+W_RSS=$(rss_of "$WPID")
+OKS=$(grep -c '"to":"ok"' "$WORK/watch.out" || true)
+kill "$WPID"
+W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
+W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")
+
+echo "== mysqld_exporter: $K targets (one process each), scraped every 1 s, ${DURATION} s"
+EPIDS=()
+for i in $(seq 1 "$K"); do
+  host=$(sed -n "${i}p" "$WORK/hosts.txt")
+  "${IN[@]}" env DATA_SOURCE_NAME="root:$PW@tcp($host)/" "$EXPORTER" \
+    --web.listen-address="127.0.0.1:$((19100 + i))" > /dev/null 2>&1 &
+  EPIDS+=($!)
+  PIDS+=($!)
+done
+sleep 2
+scrape() { for i in $(seq 1 "$K"); do "${IN[@]}" curl -s -o /dev/null "http://127.0.0.1:$((19100 + i))/metrics" & done; wait; }
+scrape; sleep 3
+e0=$(cpu_of "${EPIDS[@]}")
+end=$((SECONDS + DURATION))
+while [ "$SECONDS" -lt "$end" ]; do t=$SECONDS; scrape; while [ "$SECONDS" -eq "$t" ]; do sleep 0.05; done; done
+e1=$(cpu_of "${EPIDS[@]}")
+E_RSS=$(rss_of "${EPIDS[@]}")
+E_US=$(python3 -c "print(f'{($e1 - $e0) * 1e6 / ($K * $DURATION):.1f}')")
+
+echo
+echo "| monitor | servers | interval | CPU per server-check (µs) | cores used | peak RSS (MiB) |"
+echo "|---|---:|---:|---:|---:|---:|"
+echo "| sqlfleet watch (one process, kept connections) | $N | 1 s | $W_US | $W_CORE | $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") |"
+echo "| mysqld_exporter (one process per target; scrapes not counted) | $K | 1 s | $E_US | $(python3 -c "print(f'{($e1 - $e0) / $DURATION:.3f}')") | $(python3 -c "print(f'{$E_RSS / 1024:.1f}')") |"
+echo
+echo "state lines 'to ok' from sqlfleet watch: $OKS of $N servers"
