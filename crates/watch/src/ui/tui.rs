@@ -225,6 +225,11 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
         s.state.name(),
         s.reason
     ))];
+    l.push(Line::from(format!(
+        "qps trend {}   cpu trend {}",
+        sparkline(s.qps_history.iter().cloned(), 40),
+        sparkline(s.cpu_history.iter().cloned(), 40)
+    )));
     if !s.tags.is_empty() {
         let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         l.push(Line::from(format!("tags: {}", tags.join(" "))));
