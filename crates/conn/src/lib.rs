@@ -2,11 +2,13 @@
 //!
 //! [`ConnArgs`] are the shared flags; [`resolve()`] applies option files,
 //! a DSN and the environment in the documented precedence and yields a
-//! [`Target`]; [`Target::connect`] opens a connection with the chosen TLS
-//! mode. Passwords travel as [`Secret`]s, which never print.
+//! [`Target`]; [`Target::connect`] opens a driver connection with the chosen
+//! TLS mode, [`Target::dial`] logs in with our own handshake (one handshake
+//! for PREFERRED) for the text-protocol client of `sqlfleet query`. Passwords travel as [`Secret`]s, which never print.
 
 pub mod addr;
 pub mod args;
+pub mod dial;
 pub mod dsn;
 pub mod home;
 pub mod open;

@@ -23,6 +23,10 @@ pub struct ConnectError {
     pub what: String,
     #[source]
     pub source: Option<mysql_async::Error>,
+    /// The server's error code, when the server refused us.
+    pub code: Option<u16>,
+    /// No connection (or no login) within the connect timeout.
+    pub timed_out: bool,
 }
 
 impl ConnectError {
@@ -30,7 +34,7 @@ impl ConnectError {
     pub fn server_code(&self) -> Option<u16> {
         match &self.source {
             Some(mysql_async::Error::Server(s)) => Some(s.code),
-            _ => None,
+            _ => self.code,
         }
     }
 }
@@ -158,6 +162,8 @@ impl Target {
             endpoint: self.endpoint.to_string(),
             user: self.user.clone(),
             what,
+            timed_out: e.is_none(),
+            code: None,
             source: e,
         }
     }
@@ -167,10 +173,14 @@ impl Target {
 /// code: 2002 (socket), 2003 (TCP, with the system error number), 2005
 /// (unknown host), 2013 (lost during the handshake), 2026 (TLS).
 fn client_error(endpoint: &Endpoint, e: &mysql_async::IoError) -> String {
-    let io = match e {
-        mysql_async::IoError::Io(io) => io,
-        other => return format!("ERROR 2026 (HY000): TLS/SSL error: {other}"),
-    };
+    match e {
+        mysql_async::IoError::Io(io) => client_io_error(endpoint, io),
+        other => format!("ERROR 2026 (HY000): TLS/SSL error: {other}"),
+    }
+}
+
+/// An I/O failure on the way to a server, in the mysql client's words.
+pub(crate) fn client_io_error(endpoint: &Endpoint, io: &std::io::Error) -> String {
     let errno = io.raw_os_error();
     // "111: Connection refused": the number as the client prints it, and its meaning.
     let sys = |n: i32| {

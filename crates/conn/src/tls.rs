@@ -1,7 +1,9 @@
-//! `--ssl-mode` and `--ssl-ca`, with the mysql client's meanings.
+//! `--ssl-mode` and `--ssl-ca`, with the mysql client's meanings, and the
+//! one TLS connector that carries them out.
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 /// How hard to insist on TLS, as the mysql client's `--ssl-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,6 +46,159 @@ impl fmt::Display for SslMode {
             SslMode::VerifyCa => "VERIFY_CA",
             SslMode::VerifyIdentity => "VERIFY_IDENTITY",
         })
+    }
+}
+
+/// Accepts any server certificate (TLS `required` without a CA to check
+/// against, as the mysql client's --ssl without --ssl-verify-server-cert).
+#[derive(Debug)]
+struct NoVerify(Arc<rustls::crypto::CryptoProvider>);
+
+impl rustls::client::danger::ServerCertVerifier for NoVerify {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &rustls::pki_types::CertificateDer<'_>,
+        _intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        _server_name: &rustls::pki_types::ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        Ok(rustls::client::danger::ServerCertVerified::assertion())
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+/// The TLS connector for `mode`: `None` for DISABLED; PREFERRED and
+/// REQUIRED accept any certificate (encryption without verification, as
+/// the mysql client); VERIFY_CA checks the chain against `ca` but not the
+/// name; VERIFY_IDENTITY checks both. The one connector every command and
+/// the relay's backend side use.
+pub fn connector(
+    mode: SslMode,
+    ca: Option<&std::path::Path>,
+) -> Result<Option<tokio_rustls::TlsConnector>, String> {
+    match mode {
+        SslMode::Disabled => Ok(None),
+        SslMode::Preferred | SslMode::Required => tls_connector(None, true).map(Some),
+        SslMode::VerifyCa | SslMode::VerifyIdentity => {
+            let ca = ca.ok_or_else(|| format!("--ssl-mode {mode} needs --ssl-ca (the CA to check the server's certificate against)"))?;
+            tls_connector(Some(ca), mode == SslMode::VerifyIdentity).map(Some)
+        }
+    }
+}
+
+fn tls_connector(
+    ca: Option<&std::path::Path>,
+    check_name: bool,
+) -> Result<tokio_rustls::TlsConnector, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?;
+    let config = match ca {
+        Some(ca) => {
+            let mut roots = rustls::RootCertStore::empty();
+            for c in
+                CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))?
+            {
+                let c = c.map_err(|e| format!("{}: {e}", ca.display()))?;
+                roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+            }
+            if check_name {
+                builder.with_root_certificates(roots).with_no_client_auth()
+            } else {
+                let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                    Arc::new(roots),
+                    provider.clone(),
+                )
+                .build()
+                .map_err(|e| e.to_string())?;
+                builder
+                    .dangerous()
+                    .with_custom_certificate_verifier(Arc::new(ChainOnly(inner)))
+                    .with_no_client_auth()
+            }
+        }
+        None => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
+            .with_no_client_auth(),
+    };
+    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
+}
+
+/// VERIFY_CA: the chain must lead to the CA; the name is not checked.
+#[derive(Debug)]
+struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
+
+impl rustls::client::danger::ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        match self
+            .0
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+            | Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::NotValidForNameContext { .. },
+            )) => Ok(rustls::client::danger::ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.0.supported_verify_schemes()
     }
 }
 

@@ -12,11 +12,10 @@ use std::io::Write;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mysql_async::prelude::Queryable;
-use mysql_async::Conn;
 use serde::Serialize;
-use sqlfleet_conn::quote::ident;
 use sqlfleet_conn::Target;
+use sqlfleet_wire::client::{Client, Step};
+use sqlfleet_wire::WireError;
 use tokio::sync::{mpsc, Semaphore};
 
 use crate::hosts::Host;
@@ -250,7 +249,7 @@ async fn host_work(
 ) -> HostResult {
     let target = h.target(&opts.base);
     let addr = h.addr();
-    let mut conn = match target.connect(opts.connect_timeout).await {
+    let mut conn = match target.dial(opts.connect_timeout).await {
         Ok(c) => c,
         Err(e) => {
             let state = if e.server_code().is_some() {
@@ -261,13 +260,14 @@ async fn host_work(
             return HostResult::of(state, Some(e.what), 0);
         }
     };
-    let mariadb = conn.server_version().0 >= 10 || conn_is_mariadb(&mut conn).await;
+    let mariadb = conn.is_mariadb();
     let dbs: Vec<Option<String>> = match &opts.databases {
         Databases::Default => vec![None],
         Databases::List(l) => l.iter().cloned().map(Some).collect(),
-        Databases::All => match conn.query::<String, _>("SHOW DATABASES").await {
+        Databases::All => match conn.column("SHOW DATABASES").await {
             Ok(v) => v
                 .into_iter()
+                .flatten()
                 .filter(|d| !SYSTEM_DBS.contains(&d.as_str()))
                 .map(Some)
                 .collect(),
@@ -287,7 +287,7 @@ async fn host_work(
         let before = total;
         let mut db_result: (State, Option<String>) = (State::Ok, None);
         if let Some(d) = db {
-            if let Err(e) = conn.query_drop(format!("USE {}", ident(d))).await {
+            if let Err(e) = conn.use_db(d).await {
                 let msg = format!("USE {d}: {}", describe(&e));
                 if opts.mode != Mode::Stream && outcome.error.is_none() {
                     outcome.error = Some(msg.clone());
@@ -378,7 +378,7 @@ async fn host_work(
                 Ok(n) => total += n,
                 Err(e) => {
                     let state = match &e {
-                        mysql_async::Error::Server(s) if s.code == 1969 || s.code == 3024 => {
+                        WireError::Server { code, .. } if *code == 1969 || *code == 3024 => {
                             State::Timeout
                         }
                         _ => State::Error,
@@ -429,7 +429,7 @@ async fn host_work(
             })
             .await;
     }
-    let _ = conn.disconnect().await;
+    conn.quit().await;
     HostResult {
         state: result.0,
         message: result.1,
@@ -438,96 +438,83 @@ async fn host_work(
     }
 }
 
-async fn conn_is_mariadb(conn: &mut Conn) -> bool {
-    conn.query_first::<String, _>("SELECT VERSION()")
-        .await
-        .ok()
-        .flatten()
-        .is_some_and(|v| v.contains("MariaDB"))
-}
-
 fn is_select(stmt: &str) -> bool {
     let s = stmt.trim_start().to_ascii_uppercase();
     s.starts_with("SELECT") || s.starts_with("WITH")
 }
 
-fn describe(e: &mysql_async::Error) -> String {
+fn describe(e: &WireError) -> String {
     match e {
-        mysql_async::Error::Server(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+        WireError::Closed => "ERROR 2013 (HY000): Lost connection to server during query".into(),
         other => other.to_string(),
     }
 }
 
 /// Asks the server to stop the query of connection `id`.
 async fn kill_query(target: &Target, id: u32, connect_timeout: Duration) {
-    if let Ok(mut c) = target.connect(connect_timeout).await {
-        let _ = c.query_drop(format!("KILL QUERY {id}")).await;
-        let _ = c.disconnect().await;
+    if let Ok(mut c) = target.dial(connect_timeout).await {
+        let _ = c.execute(&format!("KILL QUERY {id}")).await;
+        c.quit().await;
     }
 }
 
 /// Runs one statement, streaming its rows (or keeping them for
 /// collapse/diff). Returns the number of rows.
 async fn run_statement(
-    conn: &mut Conn,
+    conn: &mut Client,
     sql: &str,
     addr: &str,
     db: Option<&str>,
     tx: &mpsc::Sender<Event>,
     mode: Mode,
     outcome: &mut Outcome,
-) -> Result<u64, mysql_async::Error> {
-    let mut result = conn.query_iter(sql).await?;
-    let columns: Arc<Vec<String>> = Arc::new(
-        result
-            .columns_ref()
-            .iter()
-            .map(|c| c.name_str().into_owned())
-            .collect(),
-    );
-    if outcome.columns.is_empty() {
-        outcome.columns = columns.to_vec();
-    }
+) -> Result<u64, WireError> {
+    conn.query(sql).await?;
+    let mut columns: Arc<Vec<String>> = Arc::new(Vec::new());
     let mut n = 0;
     let mut block = Vec::new();
-    while let Some(row) = result.next().await? {
-        let vals: Vec<Value> = row
-            .unwrap()
-            .into_iter()
-            .map(|v| match v {
-                mysql_async::Value::NULL => None,
-                mysql_async::Value::Bytes(b) => Some(b),
-                other => Some(other.as_sql(true).into_bytes()),
-            })
-            .collect();
-        n += 1;
-        if mode == Mode::Stream {
-            block.push(vals);
-            if block.len() >= BLOCK_ROWS {
-                let rows = std::mem::take(&mut block);
-                let _ = tx
-                    .send(Event::Rows {
-                        host: addr.to_string(),
-                        db: db.map(str::to_owned),
-                        columns: columns.clone(),
-                        rows,
-                    })
-                    .await;
+    let flush = |block: &mut Vec<Vec<Value>>, columns: &Arc<Vec<String>>| {
+        let rows = std::mem::take(block);
+        let ev = Event::Rows {
+            host: addr.to_string(),
+            db: db.map(str::to_owned),
+            columns: columns.clone(),
+            rows,
+        };
+        async move {
+            let _ = tx.send(ev).await;
+        }
+    };
+    // Every result set of the statement (a CALL or several statements
+    // give more than one); rows of the first that has columns name the
+    // outcome's columns, as before.
+    while let Some(step) = conn.step().await? {
+        match step {
+            Step::Columns(c) => {
+                if !block.is_empty() {
+                    flush(&mut block, &columns).await;
+                }
+                columns = Arc::new(c);
+                if outcome.columns.is_empty() {
+                    outcome.columns = columns.to_vec();
+                }
             }
-        } else {
-            outcome.rows.push(vals);
+            Step::Row(vals) => {
+                n += 1;
+                if mode == Mode::Stream {
+                    block.push(vals);
+                    if block.len() >= BLOCK_ROWS {
+                        flush(&mut block, &columns).await;
+                    }
+                } else {
+                    outcome.rows.push(vals);
+                }
+            }
+            Step::Done { .. } => {}
         }
     }
-    result.drop_result().await?;
     if !block.is_empty() {
-        let _ = tx
-            .send(Event::Rows {
-                host: addr.to_string(),
-                db: db.map(str::to_owned),
-                columns,
-                rows: block,
-            })
-            .await;
+        flush(&mut block, &columns).await;
     }
     Ok(n)
 }

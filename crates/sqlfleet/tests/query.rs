@@ -591,3 +591,92 @@ fn discover_walks_the_topology_both_ways() {
         &["sandbox", "destroy", "--name", "topo", "--yes"],
     );
 }
+
+/// A server with TLS (a certificate made for the test) beside the plain one.
+fn tls_server() -> &'static TestServer {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("sqlfleet-query-tls-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("cert dir");
+        let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
+        let o = std::process::Command::new("openssl")
+            .args([
+                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+            ])
+            .args(["-subj", "/CN=localhost", "-keyout"])
+            .arg(&k)
+            .arg("-out")
+            .arg(&c)
+            .output()
+            .expect("openssl");
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        sqlfleet_testkit::server_with(&[
+            &format!("ssl-cert={}", c.display()),
+            &format!("ssl-key={}", k.display()),
+        ])
+    })
+}
+
+fn connections(srv: &TestServer) -> u64 {
+    tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let mut c = srv
+            .target()
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        let v: Option<(String, u64)> = c
+            .query_first("SHOW GLOBAL STATUS LIKE 'Connections'")
+            .await
+            .expect("status");
+        v.expect("Connections").1
+    })
+}
+
+/// The default ssl-mode (PREFERRED) takes TLS where the server offers it
+/// and plain where it does not — in one handshake each: the server counts
+/// one connection per host and run, not two.
+#[test]
+fn preferred_tls_is_one_handshake_taken_where_offered() {
+    let plain = server();
+    let tls = tls_server();
+    let cipher = |srv: &TestServer| {
+        let before = connections(srv);
+        let o = query(
+            srv,
+            &[
+                "--hosts",
+                &addr(srv.sandbox.meta.primary().port),
+                "-e",
+                "SHOW SESSION STATUS LIKE 'Ssl_cipher'",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // `connections` itself made one more.
+        let used = connections(srv) - before - 1;
+        assert_eq!(used, 1, "handshakes for one host: {used}");
+        let out = stdout(&o);
+        // host <TAB> Variable_name <TAB> Value
+        let line = out.lines().next().unwrap_or_default().to_string();
+        line.split('\t').nth(2).unwrap_or_default().to_string()
+    };
+    let c = cipher(tls);
+    assert!(
+        !c.is_empty() && c != "Ssl_cipher",
+        "TLS offered but not taken: {c:?}"
+    );
+    assert_eq!(cipher(plain), "", "a plain server: no TLS");
+    // REQUIRED against the plain server is refused, naming why.
+    let o = query(
+        plain,
+        &[
+            "--hosts",
+            &addr(plain.sandbox.meta.primary().port),
+            "--ssl-mode",
+            "REQUIRED",
+            "-e",
+            "SELECT 1",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stderr(&o).contains("does not offer TLS"), "{}", stderr(&o));
+}

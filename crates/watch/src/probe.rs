@@ -119,7 +119,7 @@ async fn open(target: &Target, deadline: Duration) -> Result<Link, Health> {
                 version: v,
             })
         }
-        Err(e) if e.source.is_none() => Err(timed_out(&target.endpoint, deadline).await),
+        Err(e) if e.timed_out => Err(timed_out(&target.endpoint, deadline).await),
         Err(e) => Err(Health::Down(e.what)),
     }
 }

@@ -1,6 +1,8 @@
-//! The MySQL wire protocol pieces the relay needs: [`packet`] framing and
-//! ERR/OK payloads, and the [`handshake`] on both sides.
+//! The MySQL wire protocol pieces the relay and query need: [`packet`]
+//! framing and ERR/OK payloads, the [`handshake`] on both sides, and a small
+//! text-protocol [`client`].
 
+pub mod client;
 pub mod command;
 pub mod handshake;
 pub mod packet;

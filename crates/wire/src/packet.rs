@@ -20,6 +20,13 @@ pub enum WireError {
     TooBig { len: usize, max: usize },
     #[error("{0}")]
     Protocol(String),
+    /// The server's ERR packet.
+    #[error("ERROR {code} ({state}): {message}")]
+    Server {
+        code: u16,
+        state: String,
+        message: String,
+    },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }

@@ -78,8 +78,12 @@ impl Dialer {
     pub fn new(cfg: &RelayConfig) -> Result<Dialer, String> {
         let tls = match &cfg.backend_tls {
             BackendTls::Disabled => None,
-            BackendTls::Preferred | BackendTls::Required => Some(crate::tls::tls_connector(None)?),
-            BackendTls::Verify(ca) => Some(crate::tls::tls_connector(Some(ca))?),
+            BackendTls::Preferred | BackendTls::Required => {
+                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::Required, None)?
+            }
+            BackendTls::Verify(ca) => {
+                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::VerifyIdentity, Some(ca))?
+            }
         };
         Ok(Dialer {
             user: cfg.backend_user.clone(),

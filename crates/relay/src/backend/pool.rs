@@ -165,14 +165,12 @@ impl LeaseError {
     }
 }
 
-/// `backend login failed: ERROR 1045: Access denied ...` as (code, text).
+/// The server's refusal of a login (1045 Access denied ...) as (code, text).
 fn login_refusal(e: &WireError) -> Option<(u16, String)> {
-    let WireError::Protocol(m) = e else {
-        return None;
-    };
-    let rest = m.strip_prefix("backend login failed: ERROR ")?;
-    let (code, text) = rest.split_once(": ")?;
-    Some((code.parse().ok()?, text.to_string()))
+    match e {
+        WireError::Server { code, message, .. } => Some((*code, message.clone())),
+        _ => None,
+    }
 }
 
 pub struct Pool {

@@ -1,0 +1,182 @@
+//! Logging in with our own handshake (the wire crate's), for commands that
+//! talk to many servers once each (`query`): one TCP connection, the
+//! greeting read, TLS taken in the same handshake when the server offers
+//! it (`PREFERRED`) or required by the ssl-mode, then the login — and no
+//! query after it unless `--default-character-set` asks for one. The
+//! driver (`open.rs`) cannot take TLS "if offered" without a second
+//! handshake, which doubles the cost of a run on a plain fleet.
+
+use std::time::Duration;
+
+use sqlfleet_wire::client::{Client, Duplex};
+use sqlfleet_wire::handshake::{self, Credential};
+use sqlfleet_wire::WireError;
+
+use crate::open::{client_io_error, ConnectError};
+use crate::resolve::{Endpoint, Target};
+use crate::tls::SslMode;
+
+/// utf8mb4_general_ci: the mysql client's default connection collation.
+const UTF8MB4: u8 = 45;
+
+/// What a query session asks of the server.
+const CAPS: u32 = handshake::MULTI_STATEMENTS
+    | handshake::MULTI_RESULTS
+    | handshake::PS_MULTI_RESULTS
+    | handshake::DEPRECATE_EOF;
+
+impl Target {
+    /// Connects and logs in within `timeout` (see the module doc).
+    pub async fn dial(&self, timeout: Duration) -> Result<Client, ConnectError> {
+        match tokio::time::timeout(timeout, self.dial_now()).await {
+            Ok(r) => r,
+            Err(_) => Err(self.failed(
+                format!(
+                    "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {:.1}s)",
+                    self.endpoint,
+                    timeout.as_secs_f64()
+                ),
+                None,
+                true,
+            )),
+        }
+    }
+
+    fn failed(&self, what: String, code: Option<u16>, timed_out: bool) -> ConnectError {
+        ConnectError {
+            endpoint: self.endpoint.to_string(),
+            user: self.user.clone(),
+            what,
+            source: None,
+            code,
+            timed_out,
+        }
+    }
+
+    fn wire_failed(&self, e: WireError) -> ConnectError {
+        match e {
+            WireError::Server {
+                code,
+                state,
+                message,
+            } => self.failed(format!("ERROR {code} ({state}): {message}"), Some(code), false),
+            WireError::Io(io) => self.failed(client_io_error(&self.endpoint, &io), None, false),
+            WireError::Closed => self.failed(
+                "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet'".into(),
+                None,
+                false,
+            ),
+            other => self.failed(format!("login failed: {other}"), None, false),
+        }
+    }
+
+    async fn dial_now(&self) -> Result<Client, ConnectError> {
+        let mut raw: Box<dyn Duplex> = match &self.endpoint {
+            Endpoint::Tcp { host, port } => {
+                let s = tokio::net::TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map_err(|e| self.failed(client_io_error(&self.endpoint, &e), None, false))?;
+                let _ = s.set_nodelay(true);
+                Box::new(s)
+            }
+            Endpoint::Socket(p) => Box::new(
+                tokio::net::UnixStream::connect(p)
+                    .await
+                    .map_err(|e| self.failed(client_io_error(&self.endpoint, &e), None, false))?,
+            ),
+        };
+        let greeting = sqlfleet_wire::packet::read(&mut raw, 1 << 16)
+            .await
+            .map_err(|e| self.wire_failed(e))?;
+        let hello =
+            handshake::parse_server_hello(&greeting.payload).map_err(|e| self.wire_failed(e))?;
+        let offered = hello.caps & handshake::SSL != 0;
+        // A Unix socket is already local and private: no TLS over it.
+        let tcp = matches!(self.endpoint, Endpoint::Tcp { .. });
+        let tls = match self.ssl_mode {
+            SslMode::Disabled => false,
+            SslMode::Preferred => tcp && offered,
+            _ if !tcp => false,
+            mode => {
+                if !offered {
+                    return Err(self.failed(
+                        format!(
+                            "ERROR 2026 (HY000): TLS/SSL error: ssl-mode {mode} but the server does not offer TLS"
+                        ),
+                        None,
+                        false,
+                    ));
+                }
+                true
+            }
+        };
+        let caps = handshake::client_caps(&hello, CAPS, self.database.is_some(), tls);
+        let (mut stream, seq): (Box<dyn Duplex>, u8) = if tls {
+            let connector = crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref())
+                .map_err(|e| {
+                    self.failed(
+                        format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
+                        None,
+                        false,
+                    )
+                })?
+                .ok_or_else(|| {
+                    self.failed(
+                        "ERROR 2026 (HY000): TLS/SSL error: no TLS configuration".into(),
+                        None,
+                        false,
+                    )
+                })?;
+            sqlfleet_wire::packet::write(&mut raw, 1, &handshake::ssl_request(caps, UTF8MB4))
+                .await
+                .map_err(|e| self.wire_failed(e))?;
+            let host = match &self.endpoint {
+                Endpoint::Tcp { host, .. } => host.clone(),
+                Endpoint::Socket(_) => "localhost".into(),
+            };
+            let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
+                self.failed(
+                    format!("ERROR 2026 (HY000): TLS/SSL error: server name {host}: {e}"),
+                    None,
+                    false,
+                )
+            })?;
+            let t = connector.connect(name, raw).await.map_err(|e| {
+                self.failed(
+                    format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
+                    None,
+                    false,
+                )
+            })?;
+            (Box::new(t), 2)
+        } else {
+            (raw, 1)
+        };
+        let password = self
+            .secret()
+            .map(|s| s.expose().to_string())
+            .unwrap_or_default();
+        handshake::respond(
+            &mut stream,
+            &hello,
+            seq,
+            caps,
+            0,
+            &self.user,
+            &Credential::Password(password),
+            UTF8MB4,
+            self.database.as_deref(),
+            tls,
+        )
+        .await
+        .map_err(|e| self.wire_failed(e))?;
+        let mut client = Client::new(stream, hello, caps, tls);
+        if let Some(cs) = &self.charset {
+            client
+                .execute(&format!("SET NAMES {cs}"))
+                .await
+                .map_err(|e| self.wire_failed(e))?;
+        }
+        Ok(client)
+    }
+}
