@@ -74,6 +74,8 @@ OKS=$(grep -c '"to":"ok"' "$WORK/watch.out" || true)
 kill "$WPID"
 W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")
+echo "sqlfleet watch: $N servers, 1 s interval: $W_US µs CPU per server-check, $W_CORE cores, peak RSS $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") MiB, $OKS servers reported ok"
+if [ "$K" -eq 0 ]; then exit 0; fi
 
 echo "== mysqld_exporter: $K targets (one process each), scraped every 1 s, ${DURATION} s"
 EPIDS=()
@@ -85,7 +87,7 @@ for i in $(seq 1 "$K"); do
   PIDS+=($!)
 done
 sleep 2
-scrape() { for i in $(seq 1 "$K"); do "${IN[@]}" curl -s -o /dev/null "http://127.0.0.1:$((19100 + i))/metrics" & done; wait; }
+scrape() { for i in $(seq 1 "$K"); do "${IN[@]}" curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$((19100 + i))/metrics" & done; wait; }
 scrape; sleep 3
 e0=$(cpu_of "${EPIDS[@]}")
 end=$((SECONDS + DURATION))
