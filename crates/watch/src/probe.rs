@@ -2,7 +2,9 @@
 //! say about itself.
 //!
 //! A server keeps one connection between checks (a reconnect per check
-//! would cost the server a login every interval). Failures are told apart
+//! would cost the server a login every interval), logged in with conn's
+//! `dial` (one handshake, TLS where offered) and read with the wire
+//! crate's text-protocol client. Failures are told apart
 //! the way an operator needs them:
 //! - **down**: the connection is refused, the host is unreachable, the name
 //!   does not resolve, or the server turns the login away (access denied,
@@ -17,9 +19,9 @@
 
 use std::time::{Duration, Instant};
 
-use mysql_async::prelude::Queryable;
-use mysql_async::Conn;
 use sqlfleet_conn::{Endpoint, Target};
+use sqlfleet_wire::client::{Client, Step};
+use sqlfleet_wire::WireError;
 use tokio::io::AsyncReadExt;
 
 use crate::sample::{Channel, Row, Running, Sample, STATUS_NAMES};
@@ -44,7 +46,7 @@ pub struct Check {
 
 /// A server's connection kept between checks.
 pub struct Link {
-    conn: Conn,
+    conn: Client,
     mariadb: bool,
     version: (u16, u16, u16),
 }
@@ -105,18 +107,16 @@ pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration)
 }
 
 async fn open(target: &Target, deadline: Duration) -> Result<Link, Health> {
-    match target.connect(deadline).await {
-        Ok(mut conn) => {
-            let version: Option<String> = conn
-                .query_first("SELECT @@version")
-                .await
-                .map_err(|e| Health::Down(format!("after login: {}", describe(&e))))?;
-            let mariadb = version.as_deref().is_some_and(|v| v.contains("MariaDB"));
-            let v = conn.server_version();
+    match target.dial(deadline).await {
+        Ok(conn) => {
+            // One handshake (TLS only where offered), the flavour from the
+            // greeting: no query before the first check.
+            let mariadb = conn.is_mariadb();
+            let version = version_of(&conn.hello.version);
             Ok(Link {
                 conn,
                 mariadb,
-                version: v,
+                version,
             })
         }
         Err(e) if e.timed_out => Err(timed_out(&target.endpoint, deadline).await),
@@ -165,11 +165,24 @@ async fn timed_out(endpoint: &Endpoint, deadline: Duration) -> Health {
     }
 }
 
-fn describe(e: &mysql_async::Error) -> String {
+fn describe(e: &WireError) -> String {
     match e {
-        mysql_async::Error::Server(s) => format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+        WireError::Closed => "the server closed the connection".into(),
         other => other.to_string(),
     }
+}
+
+/// `8.0.36-log` or `5.5.5-10.11.6-MariaDB` → (major, minor, patch).
+fn version_of(v: &str) -> (u16, u16, u16) {
+    let v = v.strip_prefix("5.5.5-").unwrap_or(v);
+    let mut n = v
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|x| x.parse::<u16>().unwrap_or(0));
+    (
+        n.next().unwrap_or(0),
+        n.next().unwrap_or(0),
+        n.next().unwrap_or(0),
+    )
 }
 
 fn replication_sql(l: &Link) -> &'static str {
@@ -191,7 +204,10 @@ const RUNNING_SQL: &str = "SELECT ID, USER, COALESCE(DB, ''), TIME, COMMAND, LEF
      ORDER BY TIME DESC LIMIT 5";
 
 /// One round trip: variables, status, replication, the longest statements.
-async fn read_sample(l: &mut Link) -> Result<Sample, mysql_async::Error> {
+/// Column names and rows (NULL as `None`) of one result set.
+type ResultSet = (Vec<String>, Vec<Vec<Option<String>>>);
+
+async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
     let names = STATUS_NAMES
         .iter()
         .map(|n| format!("'{n}'"))
@@ -202,30 +218,52 @@ async fn read_sample(l: &mut Link) -> Result<Sample, mysql_async::Error> {
          SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}; {RUNNING_SQL}",
         replication_sql(l)
     );
+    // Four result sets, each as (column names, rows).
+    let mut sets: Vec<ResultSet> = Vec::new();
+    l.conn.query(&sql).await?;
+    while let Some(step) = l.conn.step().await? {
+        match step {
+            Step::Columns(c) => sets.push((c, Vec::new())),
+            Step::Row(r) => {
+                if let Some((_, rows)) = sets.last_mut() {
+                    rows.push(
+                        r.into_iter()
+                            .map(|v| v.map(|b| String::from_utf8_lossy(&b).into_owned()))
+                            .collect(),
+                    );
+                }
+            }
+            Step::Done { .. } => {}
+        }
+    }
+    let empty = (Vec::new(), Vec::new());
+    let set = |i: usize| sets.get(i).unwrap_or(&empty);
+    let text = |r: &[Option<String>], i: usize| r.get(i).cloned().flatten().unwrap_or_default();
     let mut s = Sample::default();
-    let mut r = l.conn.query_iter(sql).await?;
-    let vars: Vec<mysql_async::Row> = r.collect().await?;
-    if let Some(v) = vars.first() {
+    if let Some(v) = set(0).1.first() {
         s.version = text(v, 0);
         s.hostname = text(v, 1);
         s.max_connections = text(v, 2).parse().unwrap_or(0);
         s.read_only = matches!(text(v, 3).as_str(), "1" | "ON");
         s.datadir = text(v, 4);
     }
-    let status: Vec<mysql_async::Row> = r.collect().await?;
     s.read_status(
-        &status
+        &set(1)
+            .1
             .iter()
             .map(|row| (text(row, 0), text(row, 1)))
             .collect::<Vec<_>>(),
     );
-    let repl: Vec<mysql_async::Row> = r.collect().await?;
+    let (cols, repl) = set(2);
     s.channels = repl
         .iter()
-        .map(|row| Channel::from_row(&named(row)))
+        .map(|row| {
+            let named: Row = cols.iter().cloned().zip(row.iter().cloned()).collect();
+            Channel::from_row(&named)
+        })
         .collect();
-    let running: Vec<mysql_async::Row> = r.collect().await?;
-    s.running = running
+    s.running = set(3)
+        .1
         .iter()
         .map(|row| Running {
             id: text(row, 0).parse().unwrap_or(0),
@@ -236,26 +274,18 @@ async fn read_sample(l: &mut Link) -> Result<Sample, mysql_async::Error> {
             info: text(row, 5),
         })
         .collect();
-    drop(r);
     Ok(s)
 }
 
-fn cell(row: &mysql_async::Row, i: usize) -> Option<String> {
-    match row.as_ref(i)? {
-        mysql_async::Value::NULL => None,
-        mysql_async::Value::Bytes(b) => Some(String::from_utf8_lossy(b).into_owned()),
-        other => Some(other.as_sql(true).trim_matches('\'').to_string()),
+#[cfg(test)]
+mod tests {
+    use super::version_of;
+
+    #[test]
+    fn versions_of_both_flavours() {
+        assert_eq!(version_of("5.5.5-10.11.6-MariaDB-log"), (10, 11, 6));
+        assert_eq!(version_of("8.0.36"), (8, 0, 36));
+        assert_eq!(version_of("8.4.0-commercial"), (8, 4, 0));
+        assert_eq!(version_of(""), (0, 0, 0));
     }
-}
-
-fn text(row: &mysql_async::Row, i: usize) -> String {
-    cell(row, i).unwrap_or_default()
-}
-
-fn named(row: &mysql_async::Row) -> Row {
-    row.columns_ref()
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.name_str().into_owned(), cell(row, i)))
-        .collect()
 }
