@@ -304,27 +304,7 @@ fn mean(v: &[f64]) -> f64 {
     }
 }
 
-/// `2026-11-23 07:20:01 UTC` for seconds since the Unix epoch (the civil
-/// calendar from a day count, as in Howard Hinnant's date algorithms).
-pub fn utc_date(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
+pub use sqlfleet_conn::text::utc_date;
 
 /// Why these numbers may not be production figures: relaxed durability
 /// on the server, a saturated host CPU (the clients and the server share
