@@ -402,3 +402,43 @@ fn the_screen_shows_every_server_and_a_state_change() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// An account without the monitoring privileges: the check names the
+/// refusal instead of calling the connection lost.
+#[test]
+fn an_account_without_privileges_is_named_as_such() {
+    use mysql_async::prelude::Queryable;
+    let srv = replicated();
+    tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let mut c = srv
+            .target()
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("root");
+        c.query_drop("CREATE USER IF NOT EXISTS 'watch_nopriv'@'%' IDENTIFIED BY 'np-pw'")
+            .await
+            .expect("user");
+    });
+    let port = srv.sandbox.meta.primary().port;
+    let o = sqlfleet()
+        .args([
+            "watch",
+            "--no-defaults",
+            "-u",
+            "watch_nopriv",
+            "--password=np-pw",
+            "--once",
+        ])
+        .args(["--hosts", &format!("127.0.0.1:{port}")])
+        .env_remove("MYSQL_PWD")
+        .stdin(Stdio::null())
+        .output()
+        .expect("watch");
+    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("status queries were refused"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(stdout(&o).contains("1227"), "{}", stdout(&o));
+}

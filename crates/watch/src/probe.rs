@@ -82,6 +82,17 @@ pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration)
             sample: Some(sample),
             taken,
         },
+        // The server answered with an error (a privilege the monitor account
+        // lacks): the connection is fine and kept; the check names it.
+        Ok(Err(e @ WireError::Server { .. })) => Check {
+            health: Health::Down(format!(
+                "the status queries were refused: {} (the monitor account needs PROCESS and REPLICATION CLIENT)",
+                describe(&e)
+            )),
+            connect,
+            sample: None,
+            taken,
+        },
         Ok(Err(e)) => {
             *link = None;
             Check {

@@ -286,17 +286,29 @@ async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
     })
 }
 
+/// `[user@]host[:port]` or `[user@][v6]:port` as ssh's destination and `-p`.
 fn ssh_target(dest: &str, options: &[String]) -> SshTarget {
-    // user@host:port → -p port
-    let (destination, port) = match dest.rsplit_once(':') {
-        Some((d, p)) if !d.ends_with(']') || d.contains('[') => match p.parse::<u16>() {
-            Ok(p) => (d.to_string(), Some(p)),
-            Err(_) => (dest.to_string(), None),
+    let (user, host) = match dest.rsplit_once('@') {
+        Some((u, h)) => (format!("{u}@"), h),
+        None => (String::new(), dest),
+    };
+    let (host, port) = match host.strip_prefix('[').and_then(|h| h.split_once(']')) {
+        // [v6] or [v6]:port
+        Some((v6, rest)) => (
+            v6.to_string(),
+            rest.strip_prefix(':').and_then(|p| p.parse().ok()),
+        ),
+        // host:port (one colon); a bare IPv6 address has several
+        None => match host.split_once(':') {
+            Some((h, p)) if !p.contains(':') => match p.parse::<u16>() {
+                Ok(p) => (h.to_string(), Some(p)),
+                Err(_) => (host.to_string(), None),
+            },
+            _ => (host.to_string(), None),
         },
-        _ => (dest.to_string(), None),
     };
     SshTarget {
-        destination,
+        destination: format!("{user}{host}"),
         port,
         options: options.to_vec(),
     }
@@ -463,5 +475,23 @@ fn text_line(e: &Event) -> String {
                 .collect();
             format!("notification \"{subject}\": {}", d.join(", "))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ssh_target;
+
+    #[test]
+    fn ssh_destinations_with_and_without_ports() {
+        let t = |d: &str| {
+            let s = ssh_target(d, &[]);
+            (s.destination, s.port)
+        };
+        assert_eq!(t("ops@db1"), ("ops@db1".into(), None));
+        assert_eq!(t("ops@db1:2222"), ("ops@db1".into(), Some(2222)));
+        assert_eq!(t("ops@[::1]:22"), ("ops@::1".into(), Some(22)));
+        assert_eq!(t("ops@::1"), ("ops@::1".into(), None));
+        assert_eq!(t("db1"), ("db1".into(), None));
     }
 }
