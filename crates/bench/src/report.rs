@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::insert::InsertCell;
 use crate::pool::PoolCell;
 use crate::stats::Spread;
-use crate::svg::{line_chart, Chart, Series};
+use sqlfleet_chart::{line_chart, Chart, Series};
 
 /// Everything one `bench` run produced.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -97,7 +97,8 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_label: "concurrent inserters (processes)",
                 y_label: "inserts/s",
                 x_integer: true,
-                band: None,
+                bands: &[],
+                band_fill: "#eee",
                 series: &series,
             }),
         ));
@@ -126,7 +127,8 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_label: "second of the cell",
                 y_label: "inserts/s",
                 x_integer: true,
-                band: Some((0.5, warmup + 0.5, "warm-up (not in the means)")),
+                bands: &[(0.5, warmup + 0.5, "warm-up (not in the means)")],
+                band_fill: "#eee",
                 series: &series,
             }),
         ));
@@ -174,7 +176,8 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_label: "queries per connection",
                 y_label: "queries/s",
                 x_integer: true,
-                band: None,
+                bands: &[],
+                band_fill: "#eee",
                 series: &series,
             }),
         ));
@@ -202,7 +205,8 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_label: "queries per connection",
                 y_label: "latency (µs)",
                 x_integer: true,
-                band: None,
+                bands: &[],
+                band_fill: "#eee",
                 series: &series,
             }),
         ));

@@ -1,11 +1,14 @@
-//! Line charts as self-contained SVG (no fonts or libraries needed).
+//! Line charts as self-contained SVG (no fonts or libraries needed), for
+//! bench reports and watch's server pages.
 //!
 //! Written by hand because the charts are few and simple, must embed in a
-//! single HTML page, and must render the same in a browser and in
-//! `rsvg-convert`: round axis ticks (1-2-5 steps; whole numbers for
-//! counted things such as processes), error bars where a spread is known,
-//! an optional shaded band (the warm-up), and the legend under the plot so
-//! long labels are never cut off.
+//! single HTML page (or be served as is), and must render the same in a
+//! browser and in `rsvg-convert`: round axis ticks (1-2-5 steps; whole
+//! numbers for counted things such as processes), error bars where a
+//! spread is known, shaded bands (a warm-up, incidents), and the legend
+//! under the plot so long labels are never cut off. Every point is a
+//! circle carrying its values (`data-x`, `data-y`), so a page can show
+//! them and a test can read them.
 
 /// One line of a chart.
 pub struct Series {
@@ -39,8 +42,10 @@ pub struct Chart<'a> {
     /// The x values are counts (processes, queries per connection): whole
     /// ticks only.
     pub x_integer: bool,
-    /// A shaded x range with its label, e.g. (0.5, 1.5, "warm-up").
-    pub band: Option<(f64, f64, &'a str)>,
+    /// Shaded x ranges with their labels, e.g. (0.5, 1.5, "warm-up").
+    pub bands: &'a [(f64, f64, &'a str)],
+    /// The bands' colour (e.g. "#eee" for a warm-up, "#fdd" for incidents).
+    pub band_fill: &'a str,
     pub series: &'a [Series],
 }
 
@@ -131,7 +136,7 @@ pub fn line_chart(c: &Chart) -> String {
             y1 = y1.max(y + s.errors.get(i).copied().unwrap_or(0.0));
         }
     }
-    if let Some((a, z, _)) = c.band {
+    for &(a, z, _) in c.bands {
         x0 = x0.min(a);
         x1 = x1.max(z);
     }
@@ -163,11 +168,12 @@ pub fn line_chart(c: &Chart) -> String {
         (w - r + l) / 2.0,
         esc(c.title)
     );
-    if let Some((a, z, text)) = c.band {
+    for &(a, z, text) in c.bands {
         s.push_str(&format!(
-            "<rect x=\"{:.1}\" y=\"{t}\" width=\"{:.1}\" height=\"{plot_h}\" fill=\"#eee\"/><text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">{}</text>\n",
+            "<rect class=\"band\" x=\"{:.1}\" y=\"{t}\" width=\"{:.1}\" height=\"{plot_h}\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" fill=\"#777\">{}</text>\n",
             px(a),
             (px(z) - px(a)).max(0.0),
+            esc(c.band_fill),
             (px(a) + px(z)) / 2.0,
             t + 14.0,
             esc(text)
@@ -230,7 +236,7 @@ pub fn line_chart(c: &Chart) -> String {
                 ));
             }
             s.push_str(&format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{col}\"/>\n",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{col}\" data-x=\"{x}\" data-y=\"{y}\"/>\n",
                 px(x),
                 py(y)
             ));
@@ -297,7 +303,8 @@ mod tests {
             x_label: "queries per connection",
             y_label: "queries/s",
             x_integer: true,
-            band: Some((0.5, 1.5, "warm-up")),
+            bands: &[(0.5, 1.5, "warm-up")],
+            band_fill: "#eee",
             series: &series,
         });
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -317,7 +324,8 @@ mod tests {
             x_label: "x",
             y_label: "y",
             x_integer: false,
-            band: None,
+            bands: &[],
+            band_fill: "#eee",
             series: &[],
         });
         assert!(empty.ends_with("</svg>\n"));
