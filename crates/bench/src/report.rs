@@ -99,6 +99,7 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_integer: true,
                 bands: &[],
                 band_fill: "#eee",
+                x_range: None,
                 series: &series,
             }),
         ));
@@ -129,6 +130,7 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_integer: true,
                 bands: &[(0.5, warmup + 0.5, "warm-up (not in the means)")],
                 band_fill: "#eee",
+                x_range: None,
                 series: &series,
             }),
         ));
@@ -178,6 +180,7 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_integer: true,
                 bands: &[],
                 band_fill: "#eee",
+                x_range: None,
                 series: &series,
             }),
         ));
@@ -207,6 +210,7 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 x_integer: true,
                 bands: &[],
                 band_fill: "#eee",
+                x_range: None,
                 series: &series,
             }),
         ));

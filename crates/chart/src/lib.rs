@@ -46,6 +46,9 @@ pub struct Chart<'a> {
     pub bands: &'a [(f64, f64, &'a str)],
     /// The bands' colour (e.g. "#eee" for a warm-up, "#fdd" for incidents).
     pub band_fill: &'a str,
+    /// An x range the axis covers even where no point lies (e.g. the last
+    /// hour of a time chart).
+    pub x_range: Option<(f64, f64)>,
     pub series: &'a [Series],
 }
 
@@ -136,7 +139,11 @@ pub fn line_chart(c: &Chart) -> String {
             y1 = y1.max(y + s.errors.get(i).copied().unwrap_or(0.0));
         }
     }
-    for &(a, z, _) in c.bands {
+    for &(a, z, _) in c
+        .bands
+        .iter()
+        .chain(c.x_range.map(|(a, z)| (a, z, "")).iter())
+    {
         x0 = x0.min(a);
         x1 = x1.max(z);
     }
@@ -305,6 +312,7 @@ mod tests {
             x_integer: true,
             bands: &[(0.5, 1.5, "warm-up")],
             band_fill: "#eee",
+            x_range: None,
             series: &series,
         });
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -326,6 +334,7 @@ mod tests {
             x_integer: false,
             bands: &[],
             band_fill: "#eee",
+            x_range: None,
             series: &[],
         });
         assert!(empty.ends_with("</svg>\n"));

@@ -29,6 +29,9 @@ pub enum CredsError {
     },
 }
 
+/// The entry holding the web page's login (basic auth), not a server's.
+pub const WEB_LOGIN: &str = "@web";
+
 /// One server's login.
 #[derive(Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Entry {

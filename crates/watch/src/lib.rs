@@ -5,14 +5,21 @@
 //! connection (`probe`), host figures stream over one SSH session per host
 //! (`ssh`), rules with hold times turn conditions into incidents
 //! (`rules`), incidents become one message per batch on every channel
-//! (`notify`), and the screens draw the shared fleet view (`ui`).
+//! (`notify`), and the screens draw the shared fleet view (`ui`). What
+//! the monitor sees is kept (`record` into `history`, a SQLite file) and
+//! served to browsers and Prometheus (`web`), with the numbers every
+//! consumer shares in `figures`.
 
 pub mod config;
 pub mod creds;
+pub mod figures;
+pub mod history;
 pub mod monitor;
 pub mod notify;
 pub mod probe;
+pub mod record;
 pub mod rules;
 pub mod sample;
 pub mod ssh;
 pub mod ui;
+pub mod web;

@@ -67,6 +67,10 @@ pub struct Server {
     pub checked_at: Option<f64>,
     /// Milliseconds the last login took (a kept connection logs in once).
     pub connect_ms: Option<f64>,
+    /// Milliseconds the last check took (login, if any, and the queries).
+    pub check_ms: Option<f64>,
+    /// Checks made since the monitor started.
+    pub checks: u64,
     pub failures: u32,
     pub sample: Option<Sample>,
     pub rates: Option<Rates>,
@@ -101,6 +105,8 @@ impl Server {
             reason: String::new(),
             checked_at: None,
             connect_ms: None,
+            check_ms: None,
+            checks: 0,
             failures: 0,
             sample: None,
             rates: None,
@@ -141,6 +147,9 @@ pub enum Event {
         at: f64,
         subject: String,
         deliveries: Vec<Delivery>,
+        /// The incident events the message carried.
+        #[serde(skip)]
+        events: Vec<IncidentEvent>,
     },
 }
 
@@ -248,6 +257,8 @@ fn apply(
     now: f64,
 ) -> Vec<IncidentEvent> {
     s.checked_at = Some(now);
+    s.check_ms = Some(c.taken.elapsed().as_secs_f64() * 1000.0);
+    s.checks += 1;
     if let Some(d) = c.connect {
         s.connect_ms = Some(d.as_secs_f64() * 1000.0);
     }
@@ -322,6 +333,7 @@ pub fn start(cfg: MonitorConfig) -> (Arc<Mutex<Fleet>>, mpsc::UnboundedReceiver<
                     at: now_unix(),
                     subject: m.subject,
                     deliveries: d,
+                    events: m.events,
                 });
             }
         });

@@ -2,14 +2,18 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlfleet_conn::{ConnArgs, PasswordSpec, Secret};
 use sqlfleet_watch::config::{self, FileConfig};
 use sqlfleet_watch::creds::{self, Entry, Store};
+use sqlfleet_watch::history::{History, HistoryConfig};
 use sqlfleet_watch::monitor::{self, Event, MonitorConfig, State, Watched};
+use sqlfleet_watch::record;
 use sqlfleet_watch::ssh::SshTarget;
+use sqlfleet_watch::web::{self, metrics::Metrics, Web};
 
 use super::inventory::{self, HostArgs};
 use crate::exit::Exit;
@@ -62,6 +66,18 @@ pub struct WatchArgs {
     /// Check every server once, print the table (or JSON) and exit
     #[arg(long)]
     once: bool,
+    /// Serve the fleet page, /metrics and /api on ADDR (e.g. 127.0.0.1:8080);
+    /// an address other than loopback needs a login (`creds web`, or a
+    /// token in $SQLFLEET_WATCH_TOKEN)
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Keep the samples and incidents in this SQLite file (or DIR/history.db)
+    /// [default with --listen: $SQLFLEET_HOME/watch/history.db]
+    #[arg(long, value_name = "DIR|FILE")]
+    history: Option<PathBuf>,
+    /// The history's bound in MiB; the oldest samples go first [default: 1024]
+    #[arg(long, value_name = "MIB")]
+    history_max_mb: Option<u64>,
     #[command(flatten)]
     store: StoreArgs,
 }
@@ -115,6 +131,12 @@ enum CredsCmd {
         /// Store no password (the server or option files provide the login)
         #[arg(long)]
         no_password: bool,
+    },
+    /// Set the web page's login (HTTP basic auth for --listen); the
+    /// password is read from the terminal or one line of standard input
+    Web {
+        #[arg(long)]
+        user: String,
     },
     /// List the servers in the store (never the passwords)
     List,
@@ -207,6 +229,20 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             });
             creds::save(&path, &p, &store)?;
             println!("saved {server} in {}", path.display());
+        }
+        CredsCmd::Web { user } => {
+            let p = passphrase(s, "Store passphrase: ")?;
+            let mut store = creds::load(&path, &p)?;
+            let password = read_password(&format!("the web page's user {user}"))?;
+            anyhow::ensure!(!password.is_empty(), "an empty password protects nothing");
+            store.put(Entry {
+                server: creds::WEB_LOGIN.into(),
+                user: Some(user.clone()),
+                password: Some(password),
+                ssh: None,
+            });
+            creds::save(&path, &p, &store)?;
+            println!("saved the web login {user} in {}", path.display());
         }
         CredsCmd::List => {
             let p = passphrase(s, "Store passphrase: ")?;
@@ -399,7 +435,71 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         } else {
             Ui::None
         });
-    let (fleet, mut events) = monitor::start(cfg);
+    // The history and the page, set up (and refused) before polling starts.
+    let history_path = a.history.clone().or_else(|| {
+        a.listen.map(|_| {
+            sqlfleet_conn::home::sqlfleet_home()
+                .join("watch")
+                .join("history.db")
+        })
+    });
+    let history = match history_path {
+        Some(p) => {
+            let p = if p.is_dir() { p.join("history.db") } else { p };
+            let mut hc = HistoryConfig::new(p);
+            if let Some(mb) = a.history_max_mb {
+                anyhow::ensure!(mb >= 1, "--history-max-mb must be at least 1");
+                hc.max_bytes = mb << 20;
+            }
+            let h = History::open(hc)?;
+            h.close_left_open(monitor::now_unix())?;
+            Some(Arc::new(h))
+        }
+        None => None,
+    };
+    let metrics = a.listen.map(|_| Arc::new(Metrics::default()));
+    let web = match a.listen {
+        Some(addr) => {
+            let auth = web::Auth {
+                basic: store
+                    .as_ref()
+                    .and_then(|s| s.get(creds::WEB_LOGIN))
+                    .and_then(|e| Some((e.user.clone()?, e.password.clone()?))),
+                token: std::env::var("SQLFLEET_WATCH_TOKEN")
+                    .ok()
+                    .filter(|t| !t.is_empty()),
+            };
+            Some((addr, auth))
+        }
+        None => None,
+    };
+    let interval = cfg.interval;
+    let (fleet, events) = monitor::start(cfg);
+    if let (Some((addr, auth)), Some(m)) = (web, &metrics) {
+        let w = Web::bind(
+            addr,
+            auth,
+            fleet.clone(),
+            history.clone(),
+            m.clone(),
+            interval,
+        )
+        .await?;
+        if let Some(bound) = w.local_addr() {
+            tracing::info!("the fleet page is at http://{bound}/");
+            if ui == Ui::None {
+                eprintln!("watch: the fleet page is at http://{bound}/");
+            }
+        }
+        w.spawn();
+    }
+    if history.is_some() || metrics.is_some() {
+        record::spawn(fleet.clone(), interval, history.clone(), metrics.clone());
+    }
+    let mut events = match &history {
+        Some(h) => record::tee(h.clone(), events),
+        None => events,
+    };
     match ui {
         Ui::Tui => {
             // Events still go to the log (stderr is the screen's, so only

@@ -1,0 +1,346 @@
+//! The page's handlers: the pages themselves, the JSON API, the live
+//! stream, server-drawn charts and the metrics text.
+
+use std::collections::{BTreeMap, HashMap};
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::extract::{Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::Stream;
+use serde::Serialize;
+use serde_json::json;
+
+use super::WebState;
+use crate::figures::{Figures, Metric};
+use crate::history::IncidentRow;
+use crate::monitor::{now_unix, Fleet, Server};
+use crate::sample::{Channel, Running};
+
+pub const INDEX: &str = include_str!("assets/index.html");
+pub const SERVER: &str = include_str!("assets/server.html");
+pub const INCIDENTS: &str = include_str!("assets/incidents.html");
+pub const APP_JS: &str = include_str!("assets/app.js");
+pub const STYLE: &str = include_str!("assets/style.css");
+
+/// One server as the fleet page shows it.
+#[derive(Serialize)]
+struct Row<'a> {
+    name: &'a str,
+    state: &'static str,
+    reason: &'a str,
+    tags: &'a BTreeMap<String, String>,
+    version: Option<&'a str>,
+    uptime: Option<u64>,
+    max_connections: Option<u64>,
+    replication: String,
+    checked_at: Option<f64>,
+    incidents: usize,
+    #[serde(flatten)]
+    figures: Figures,
+}
+
+fn row(s: &Server) -> Row<'_> {
+    let figures = Figures::of(s);
+    let sample = s.sample.as_ref().filter(|_| figures.running.is_some());
+    Row {
+        name: &s.server,
+        state: s.state.name(),
+        reason: &s.reason,
+        tags: &s.tags,
+        version: sample.map(|x| x.version.as_str()),
+        uptime: sample.map(|x| x.counter("Uptime")),
+        max_connections: sample.map(|x| x.max_connections),
+        replication: if sample.is_some() {
+            crate::ui::replication(s)
+        } else {
+            String::new()
+        },
+        checked_at: s.checked_at,
+        incidents: s.incidents.len(),
+        figures,
+    }
+}
+
+fn fleet_json(st: &WebState) -> serde_json::Value {
+    let Ok(f) = st.fleet.lock() else {
+        return json!({"error": "the monitor stopped"});
+    };
+    json!({
+        "at": now_unix(),
+        "interval": st.interval.as_secs_f64(),
+        "servers": f.servers.iter().map(row).collect::<Vec<_>>(),
+    })
+}
+
+fn error(code: StatusCode, msg: impl Into<String>) -> Response {
+    (code, Json(json!({ "error": msg.into() }))).into_response()
+}
+
+fn find(f: &Fleet, name: &str) -> Option<Server> {
+    f.servers.iter().find(|s| s.server == name).cloned()
+}
+
+pub async fn fleet(State(st): State<Arc<WebState>>) -> Response {
+    Json(fleet_json(&st)).into_response()
+}
+
+/// The live page's stream: the whole fleet as one `fleet` event per tick.
+pub async fn events(
+    State(st): State<Arc<WebState>>,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let stream = futures_util::stream::unfold((st, true), |(st, first)| async move {
+        if !first {
+            tokio::time::sleep(st.tick).await;
+        }
+        let ev = SseEvent::default()
+            .event("fleet")
+            .data(fleet_json(&st).to_string());
+        Some((Ok(ev), (st, false)))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default())
+}
+
+type Params = Query<HashMap<String, String>>;
+
+async fn history_incidents(
+    st: &Arc<WebState>,
+    server: Option<String>,
+    limit: usize,
+) -> Option<Vec<IncidentRow>> {
+    let h = st.history.clone()?;
+    tokio::task::spawn_blocking(move || h.incidents(server.as_deref(), limit))
+        .await
+        .ok()?
+        .map_err(|e| tracing::warn!("history: {e}"))
+        .ok()
+}
+
+pub async fn server(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let Some(name) = q.get("name") else {
+        return error(StatusCode::BAD_REQUEST, "name= is missing");
+    };
+    let s = match st.fleet.lock() {
+        Ok(f) => find(&f, name),
+        Err(_) => None,
+    };
+    let Some(s) = s else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("{name}: not a watched server"),
+        );
+    };
+    let incidents = history_incidents(&st, Some(name.clone()), 50).await;
+    let empty_c: Vec<Channel> = Vec::new();
+    let empty_r: Vec<Running> = Vec::new();
+    let sample = s.sample.as_ref();
+    Json(json!({
+        "server": row(&s),
+        "connect_ms": s.connect_ms,
+        "check_ms": s.check_ms,
+        "hostname": sample.map(|x| x.hostname.as_str()),
+        "read_only": sample.map(|x| x.read_only),
+        "channels": sample.map(|x| &x.channels).unwrap_or(&empty_c),
+        "processlist": sample.map(|x| &x.running).unwrap_or(&empty_r),
+        "host_error": s.host_error,
+        "open_incidents": s.incidents,
+        "incidents": incidents,
+        "history": st.history.is_some(),
+    }))
+    .into_response()
+}
+
+/// The window a `range=` names: hour (default), day, week.
+fn window(q: &HashMap<String, String>) -> Result<(f64, &'static str, f64), String> {
+    match q.get("range").map(String::as_str).unwrap_or("hour") {
+        "hour" => Ok((3600.0, "minutes ago", 60.0)),
+        "day" => Ok((86_400.0, "hours ago", 3600.0)),
+        "week" => Ok((7.0 * 86_400.0, "days ago", 86_400.0)),
+        r => Err(format!("range={r}: use hour, day or week")),
+    }
+}
+
+struct SeriesReq {
+    name: String,
+    metric: Metric,
+    span: f64,
+    unit: &'static str,
+    per: f64,
+}
+
+fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Response> {
+    let name = q
+        .get("server")
+        .cloned()
+        .ok_or_else(|| error(StatusCode::BAD_REQUEST, "server= is missing"))?;
+    let m = q.get("metric").map(String::as_str).unwrap_or("qps");
+    let metric = Metric::parse(m).ok_or_else(|| {
+        let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
+        error(
+            StatusCode::BAD_REQUEST,
+            format!("metric={m}: one of {}", names.join(", ")),
+        )
+    })?;
+    let (span, unit, per) = window(q).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
+    Ok(SeriesReq {
+        name,
+        metric,
+        span,
+        unit,
+        per,
+    })
+}
+
+type Drawn = (Vec<(f64, f64)>, Vec<IncidentRow>);
+
+async fn load_series(st: &Arc<WebState>, r: &SeriesReq, now: f64) -> Result<Drawn, Response> {
+    let Some(h) = st.history.clone() else {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no history is kept (run with --history)",
+        ));
+    };
+    let (name, metric, from) = (r.name.clone(), r.metric, now - r.span);
+    tokio::task::spawn_blocking(move || {
+        let pts = h.series(&name, metric, from, now, 360, now)?;
+        let inc = h.incidents(Some(&name), 500)?;
+        Ok::<_, crate::history::HistoryError>((pts, inc))
+    })
+    .await
+    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+}
+
+pub async fn series(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let r = match series_req(&q) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let now = now_unix();
+    match load_series(&st, &r, now).await {
+        Ok((pts, _)) => Json(json!({
+            "server": r.name,
+            "metric": r.metric.name(),
+            "from": now - r.span,
+            "to": now,
+            "points": pts,
+        }))
+        .into_response(),
+        Err(e) => e,
+    }
+}
+
+/// A metric's chart over the range, the incidents shaded on it.
+pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let r = match series_req(&q) {
+        Ok(r) => r,
+        Err(e) => return e,
+    };
+    let now = now_unix();
+    let (pts, inc) = match load_series(&st, &r, now).await {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    let from = now - r.span;
+    if pts.is_empty() {
+        let why = match r.metric {
+            Metric::Cpu | Metric::Mem | Metric::Disk => " (host figures need SSH to the host)",
+            Metric::Lag => " (the server replicates from no one, or its threads are stopped)",
+            _ => "",
+        };
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no samples of {} in this range{why}", r.metric.label()),
+        );
+    }
+    let rel = |t: f64| (t - now) / r.per;
+    let series = vec![sqlfleet_chart::Series::new(
+        r.metric.label(),
+        pts.iter().map(|&(t, v)| (rel(t), v)).collect(),
+    )];
+    let bands: Vec<(f64, f64, &str)> = inc
+        .iter()
+        .filter(|i| i.resolved.unwrap_or(now) >= from)
+        .map(|i| {
+            (
+                rel(i.opened.max(from)),
+                rel(i.resolved.unwrap_or(now)),
+                i.rule.as_str(),
+            )
+        })
+        .collect();
+    let title = format!("{} — {}", r.name, r.metric.label());
+    let x_label = r.unit.to_string();
+    let svg = sqlfleet_chart::line_chart(&sqlfleet_chart::Chart {
+        title: &title,
+        x_label: &x_label,
+        y_label: r.metric.label(),
+        x_integer: false,
+        bands: &bands,
+        band_fill: "#fbd5d5",
+        x_range: Some((-r.span / r.per, 0.0)),
+        series: &series,
+    });
+    ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
+}
+
+pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let server = q.get("server").cloned();
+    match history_incidents(&st, server.clone(), 1000).await {
+        Some(rows) => Json(json!({ "history": true, "incidents": rows })).into_response(),
+        None => {
+            // Without a history: the open incidents the monitor holds.
+            let open: Vec<serde_json::Value> = match st.fleet.lock() {
+                Ok(f) => f
+                    .servers
+                    .iter()
+                    .filter(|s| server.as_ref().map_or(true, |n| *n == s.server))
+                    .flat_map(|s| {
+                        s.incidents.iter().map(|i| {
+                            json!({"server": s.server, "rule": i.rule, "detail": i.detail, "opened": i.since,
+                                   "resolved": null, "end_note": "", "notified": ""})
+                        })
+                    })
+                    .collect(),
+                Err(_) => Vec::new(),
+            };
+            Json(json!({ "history": false, "incidents": open })).into_response()
+        }
+    }
+}
+
+pub async fn history(State(st): State<Arc<WebState>>) -> Response {
+    let Some(h) = st.history.clone() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no history is kept (run with --history)",
+        );
+    };
+    let path = h.path().display().to_string();
+    match tokio::task::spawn_blocking(move || h.usage()).await {
+        Ok(Ok(u)) => Json(json!({ "path": path, "usage": u })).into_response(),
+        Ok(Err(e)) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}
+
+pub async fn metrics(State(st): State<Arc<WebState>>) -> Response {
+    let text = match st.fleet.lock() {
+        Ok(f) => st.metrics.render(&f),
+        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the monitor stopped"),
+    };
+    match text {
+        Ok(t) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            t,
+        )
+            .into_response(),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
+}

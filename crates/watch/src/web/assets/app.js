@@ -1,0 +1,219 @@
+// sqlfleet watch pages: the live fleet table, a server's page, incidents.
+// Plain DOM code, no framework; every value goes in as text, never HTML.
+"use strict";
+
+const RANK = { down: 0, stalled: 1, degraded: 2, unknown: 3, ok: 4 };
+const $ = (sel) => document.querySelector(sel);
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined && text !== null) e.textContent = text;
+  return e;
+}
+function num(v, digits) {
+  if (v === null || v === undefined) return "";
+  return Number(v).toFixed(digits === undefined ? 0 : digits);
+}
+function pct(v) { return v === null || v === undefined ? "" : num(v) + "%"; }
+function when(t) {
+  if (!t) return "";
+  return new Date(t * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+}
+function setText(td, text) { if (td.textContent !== text) td.textContent = text; }
+
+// ---- fleet page -----------------------------------------------------------
+const rows = new Map();
+let lastOrder = "";
+let latest = null;
+
+function cellsOf(s) {
+  const conns = s.connected === null || s.connected === undefined ? "" :
+    num(s.connected) + (s.max_connections ? " / " + s.max_connections : "");
+  return [s.name, s.state, num(s.qps), num(s.running), conns, s.replication || "",
+          s.lag === null || s.lag === undefined ? "" : num(s.lag) + "s",
+          pct(s.cpu), pct(s.mem), pct(s.disk), s.version || "", s.reason || ""];
+}
+const NUMERIC = new Set([2, 3, 4, 6, 7, 8, 9]);
+
+function rowFor(s) {
+  let tr = rows.get(s.name);
+  if (!tr) {
+    tr = el("tr", { "data-server": s.name });
+    cellsOf(s).forEach((_, i) => {
+      const td = el("td", i === 11 ? { class: "why" } : NUMERIC.has(i) ? { class: "num" } : {});
+      if (i === 0) {
+        const a = el("a", { href: "/server?name=" + encodeURIComponent(s.name) });
+        td.appendChild(a);
+      }
+      tr.appendChild(td);
+    });
+    rows.set(s.name, tr);
+  }
+  const c = cellsOf(s);
+  const tds = tr.children;
+  setText(tds[0].firstChild, c[0]);
+  for (let i = 1; i < c.length; i++) setText(tds[i], c[i]);
+  tds[1].className = "state " + s.state;
+  if (tr.dataset.state !== s.state) tr.dataset.state = s.state;
+  tr.dataset.search = (s.name + " " + s.state + " " + (s.reason || "") + " " +
+    Object.entries(s.tags || {}).map(([k, v]) => k + "=" + v).join(" ")).toLowerCase();
+  return tr;
+}
+
+function renderFleet(data) {
+  latest = data;
+  const servers = data.servers || [];
+  const group = $("#group").value;
+  const filter = $("#filter").value.trim().toLowerCase();
+  // Tag keys for grouping.
+  const keys = new Set();
+  servers.forEach((s) => Object.keys(s.tags || {}).forEach((k) => keys.add(k)));
+  const sel = $("#group");
+  const have = new Set([...sel.options].map((o) => o.value));
+  [...keys].sort().forEach((k) => { if (!have.has(k)) sel.appendChild(el("option", { value: k }, k)); });
+
+  const sorted = servers.slice().sort((a, b) => {
+    if (group) {
+      const ga = (a.tags || {})[group] || "", gb = (b.tags || {})[group] || "";
+      if (ga !== gb) return ga < gb ? -1 : 1;
+    }
+    return (RANK[a.state] - RANK[b.state]) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  });
+  const tbody = $("#fleet tbody");
+  const order = [];
+  let lastGroup = null;
+  const wanted = [];
+  for (const s of sorted) {
+    const tr = rowFor(s);
+    tr.hidden = filter !== "" && !tr.dataset.search.includes(filter);
+    if (group) {
+      const g = (s.tags || {})[group] || "(none)";
+      if (g !== lastGroup) {
+        const gid = "group:" + g;
+        let gr = rows.get(gid);
+        if (!gr) {
+          gr = el("tr", { class: "group" });
+          gr.appendChild(el("td", { colspan: "12" }));
+          rows.set(gid, gr);
+        }
+        const n = sorted.filter((x) => ((x.tags || {})[group] || "(none)") === g);
+        const bad = n.filter((x) => x.state !== "ok").length;
+        setText(gr.firstChild, group + "=" + g + " — " + n.length + " servers" + (bad ? ", " + bad + " not ok" : ""));
+        wanted.push(gr);
+        order.push(gid);
+        lastGroup = g;
+      }
+    }
+    wanted.push(tr);
+    order.push(s.name);
+  }
+  // Move rows only when the order changed: no flicker on a quiet fleet.
+  const key = order.join("\n");
+  if (key !== lastOrder) {
+    tbody.replaceChildren(...wanted);
+    lastOrder = key;
+  }
+  const counts = {};
+  servers.forEach((s) => { counts[s.state] = (counts[s.state] || 0) + 1; });
+  const sum = $("#summary");
+  sum.replaceChildren(...["down", "stalled", "degraded", "ok", "unknown"]
+    .filter((k) => counts[k])
+    .map((k) => el("span", { class: "state " + k, "data-count": k }, counts[k] + " " + k)));
+}
+
+function fleetPage() {
+  const live = $("#live");
+  const es = new EventSource("/api/events");
+  es.addEventListener("fleet", (e) => {
+    live.textContent = "live";
+    live.className = "live on";
+    renderFleet(JSON.parse(e.data));
+  });
+  es.onerror = () => { live.textContent = "reconnecting…"; live.className = "live"; };
+  const again = () => { if (latest) { lastOrder = ""; renderFleet(latest); } };
+  $("#filter").addEventListener("input", again);
+  $("#group").addEventListener("change", again);
+}
+
+// ---- server page ----------------------------------------------------------
+const CHARTS = ["qps", "running", "connected", "lag", "cpu", "mem", "disk"];
+
+function fillTable(sel, items, cells) {
+  const tbody = $(sel + " tbody");
+  tbody.replaceChildren(...items.map((it) => {
+    const tr = el("tr");
+    cells(it).forEach((c) => tr.appendChild(el("td", { class: "wrap" }, c)));
+    return tr;
+  }));
+}
+
+async function loadCharts(name, range) {
+  const box = $("#charts");
+  const figs = await Promise.all(CHARTS.map(async (m) => {
+    const fig = el("figure", { "data-metric": m });
+    try {
+      const r = await fetch("/api/chart.svg?server=" + encodeURIComponent(name) + "&metric=" + m + "&range=" + range);
+      if (!r.ok) throw new Error((await r.json()).error || r.statusText);
+      const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
+      fig.appendChild(document.importNode(doc.documentElement, true));
+    } catch (err) {
+      fig.appendChild(el("div", { class: "empty" }, m + ": " + err.message));
+    }
+    return fig;
+  }));
+  box.replaceChildren(...figs);
+}
+
+async function loadServer(name) {
+  const r = await fetch("/api/server?name=" + encodeURIComponent(name));
+  const d = await r.json();
+  if (!r.ok) { $("#why").textContent = d.error; return; }
+  const s = d.server;
+  $("#state").textContent = s.state;
+  $("#state").className = "badge " + s.state;
+  document.body.dataset.state = s.state;
+  $("#why").textContent = [s.reason, s.version, d.hostname ? "host " + d.hostname : "",
+    d.connect_ms ? "login " + num(d.connect_ms, 1) + " ms" : "", d.host_error || ""].filter(Boolean).join(" · ");
+  fillTable("#processlist", d.processlist || [], (p) => [String(p.id), p.user, p.db, String(p.seconds), p.command, p.info]);
+  fillTable("#channels", d.channels || [], (c) => [c.name || "(default)", c.source, c.io_running, c.sql_running,
+    c.lag === null ? "" : c.lag + "s", c.gtid, c.last_error]);
+  const inc = d.incidents || (d.open_incidents || []).map((i) => ({ rule: i.rule, opened: i.since, detail: i.detail }));
+  fillTable("#incidents", inc, (i) => [i.rule, when(i.opened), i.resolved ? when(i.resolved) : "open",
+    i.detail + (i.end_note ? " (" + i.end_note + ")" : ""), i.notified || ""]);
+}
+
+function serverPage() {
+  const name = new URLSearchParams(location.search).get("name") || "";
+  $("#title").textContent = name;
+  document.title = name + " — sqlfleet watch";
+  let range = "hour";
+  document.querySelectorAll("button[data-range]").forEach((b) => b.addEventListener("click", () => {
+    range = b.dataset.range;
+    document.querySelectorAll("button[data-range]").forEach((x) => x.classList.toggle("on", x === b));
+    loadCharts(name, range);
+  }));
+  loadServer(name);
+  loadCharts(name, range);
+  setInterval(() => loadServer(name), 2000);
+  setInterval(() => loadCharts(name, range), 10000);
+}
+
+// ---- incidents page ---------------------------------------------------------
+async function loadIncidents() {
+  const r = await fetch("/api/incidents");
+  const d = await r.json();
+  const list = d.incidents || [];
+  const open = list.filter((i) => !i.resolved).length;
+  $("#summary").textContent = open + " open, " + (list.length - open) + " resolved" + (d.history ? "" : " (no history kept)");
+  fillTable("#incidents", list, (i) => [i.server, i.rule, when(i.opened), i.resolved ? when(i.resolved) : "open",
+    i.detail + (i.end_note ? " (" + i.end_note + ")" : ""), i.notified || ""]);
+}
+
+function incidentsPage() {
+  loadIncidents();
+  setInterval(loadIncidents, 3000);
+}
+
+const PAGES = { fleet: fleetPage, server: serverPage, incidents: incidentsPage };
+(PAGES[document.body.dataset.page] || (() => {}))();

@@ -1,0 +1,209 @@
+//! `/metrics`: the fleet in Prometheus' text format 0.0.4 (the `prometheus`
+//! crate encodes it, so HELP/TYPE lines, label escaping and the
+//! histogram's cumulative buckets are right by construction, and
+//! `promtool check metrics` accepts it). Gauges and counters are read
+//! from the fleet view at each scrape; the check-time histogram is kept
+//! here and fed by the recorder, one observation per check.
+
+use prometheus::core::Collector;
+use prometheus::{
+    exponential_buckets, Encoder, GaugeVec, Histogram, HistogramOpts, IntCounterVec, IntGaugeVec,
+    Opts, Registry, TextEncoder,
+};
+
+use crate::figures::Figures;
+use crate::monitor::{Fleet, State};
+
+const PREFIX: &str = "sqlfleet_watch_";
+
+/// What outlives a scrape: the check-time histogram.
+pub struct Metrics {
+    check_seconds: Option<Histogram>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let h = exponential_buckets(0.0005, 2.0, 14).and_then(|b| {
+            Histogram::with_opts(
+                HistogramOpts::new(
+                    format!("{PREFIX}check_duration_seconds"),
+                    "How long checks took (login when needed, the status round trip)",
+                )
+                .buckets(b),
+            )
+        });
+        Metrics {
+            check_seconds: h.ok(),
+        }
+    }
+}
+
+const STATES: [State; 5] = [
+    State::Unknown,
+    State::Ok,
+    State::Degraded,
+    State::Stalled,
+    State::Down,
+];
+
+fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec> {
+    GaugeVec::new(Opts::new(format!("{PREFIX}{name}"), help), labels)
+}
+
+fn int_gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<IntGaugeVec> {
+    IntGaugeVec::new(Opts::new(format!("{PREFIX}{name}"), help), labels)
+}
+
+impl Metrics {
+    pub fn observe_check(&self, seconds: f64) {
+        if let Some(h) = &self.check_seconds {
+            h.observe(seconds);
+        }
+    }
+
+    /// The text exposition of the fleet as it is now.
+    pub fn render(&self, fleet: &Fleet) -> prometheus::Result<String> {
+        let servers = int_gauge("servers", "Servers watched, by state", &["state"])?;
+        let state = int_gauge(
+            "state",
+            "1 for the state a server is in, 0 for the others",
+            &["server", "state"],
+        )?;
+        let up = int_gauge(
+            "up",
+            "1 when the server answered its last check",
+            &["server"],
+        )?;
+        let info = int_gauge(
+            "server_info",
+            "The server's version and read_only (value always 1)",
+            &["server", "version", "read_only"],
+        )?;
+        let checks = IntCounterVec::new(
+            Opts::new(
+                format!("{PREFIX}checks_total"),
+                "Checks made of the server since the watcher started",
+            ),
+            &["server"],
+        )?;
+        let s_ = ["server"];
+        let connect = gauge("connect_seconds", "How long the last login took", &s_)?;
+        let qps = gauge(
+            "queries_per_second",
+            "Questions per second over the last interval",
+            &s_,
+        )?;
+        let running = gauge("threads_running", "Threads_running", &s_)?;
+        let connected = gauge("threads_connected", "Threads_connected", &s_)?;
+        let max_conn = gauge("max_connections", "max_connections", &s_)?;
+        let cpu = gauge(
+            "host_cpu_percent",
+            "Host CPU busy (user+nice+system), percent",
+            &s_,
+        )?;
+        let mem = gauge(
+            "host_memory_used_percent",
+            "Host memory in use (total - available), percent",
+            &s_,
+        )?;
+        let disk = gauge(
+            "host_disk_used_percent",
+            "Disk use of the data directory's file system, percent",
+            &s_,
+        )?;
+        let ch = ["server", "channel"];
+        let lag = gauge(
+            "replication_lag_seconds",
+            "Seconds_Behind_Master of a replication channel",
+            &ch,
+        )?;
+        let io = int_gauge(
+            "replication_io_running",
+            "1 when the channel's I/O thread runs",
+            &ch,
+        )?;
+        let sql = int_gauge(
+            "replication_sql_running",
+            "1 when the channel's SQL thread runs",
+            &ch,
+        )?;
+        for st in STATES {
+            servers
+                .with_label_values(&[st.name()])
+                .set(fleet.count(st) as i64);
+        }
+        for s in &fleet.servers {
+            let n = s.server.as_str();
+            for st in STATES {
+                state
+                    .with_label_values(&[n, st.name()])
+                    .set((s.state == st) as i64);
+            }
+            up.with_label_values(&[n])
+                .set(matches!(s.state, State::Ok | State::Degraded) as i64);
+            checks.with_label_values(&[n]).inc_by(s.checks);
+            if let Some(ms) = s.connect_ms {
+                connect.with_label_values(&[n]).set(ms / 1000.0);
+            }
+            let f = Figures::of(s);
+            for (fam, v) in [
+                (&qps, f.qps),
+                (&running, f.running),
+                (&connected, f.connected),
+                (&cpu, f.cpu),
+                (&mem, f.mem),
+                (&disk, f.disk),
+            ] {
+                if let Some(v) = v {
+                    fam.with_label_values(&[n]).set(v);
+                }
+            }
+            let Some(x) = s.sample.as_ref().filter(|_| f.running.is_some()) else {
+                continue;
+            };
+            max_conn
+                .with_label_values(&[n])
+                .set(x.max_connections as f64);
+            info.with_label_values(&[n, &x.version, if x.read_only { "true" } else { "false" }])
+                .set(1);
+            for c in &x.channels {
+                let l = [n, c.name.as_str()];
+                if let Some(v) = c.lag {
+                    lag.with_label_values(&l).set(v as f64);
+                }
+                io.with_label_values(&l)
+                    .set(c.io_running.eq_ignore_ascii_case("yes") as i64);
+                sql.with_label_values(&l)
+                    .set(c.sql_running.eq_ignore_ascii_case("yes") as i64);
+            }
+        }
+        let r = Registry::new();
+        let all: Vec<Box<dyn Collector>> = vec![
+            Box::new(servers),
+            Box::new(state),
+            Box::new(up),
+            Box::new(info),
+            Box::new(checks),
+            Box::new(connect),
+            Box::new(qps),
+            Box::new(running),
+            Box::new(connected),
+            Box::new(max_conn),
+            Box::new(lag),
+            Box::new(io),
+            Box::new(sql),
+            Box::new(cpu),
+            Box::new(mem),
+            Box::new(disk),
+        ];
+        for c in all {
+            r.register(c)?;
+        }
+        if let Some(h) = &self.check_seconds {
+            r.register(Box::new(h.clone()))?;
+        }
+        let mut out = Vec::new();
+        TextEncoder::new().encode(&r.gather(), &mut out)?;
+        String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    }
+}
