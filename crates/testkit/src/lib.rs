@@ -10,6 +10,7 @@
 //! No test is skipped when mariadbd is missing: the fixture panics with
 //! the install hint.
 
+pub mod browser;
 pub mod proxy;
 pub mod sinks;
 

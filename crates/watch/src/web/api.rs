@@ -77,7 +77,16 @@ fn fleet_json(st: &WebState) -> serde_json::Value {
 }
 
 fn error(code: StatusCode, msg: impl Into<String>) -> Response {
-    (code, Json(json!({ "error": msg.into() }))).into_response()
+    Fail(code, msg.into()).into_response()
+}
+
+/// A refused request: its status and a JSON `{"error": ...}` body.
+struct Fail(StatusCode, String);
+
+impl IntoResponse for Fail {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
 }
 
 fn find(f: &Fleet, name: &str) -> Option<Server> {
@@ -171,20 +180,20 @@ struct SeriesReq {
     per: f64,
 }
 
-fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Response> {
+fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Fail> {
     let name = q
         .get("server")
         .cloned()
-        .ok_or_else(|| error(StatusCode::BAD_REQUEST, "server= is missing"))?;
+        .ok_or_else(|| Fail(StatusCode::BAD_REQUEST, "server= is missing".into()))?;
     let m = q.get("metric").map(String::as_str).unwrap_or("qps");
     let metric = Metric::parse(m).ok_or_else(|| {
         let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
-        error(
+        Fail(
             StatusCode::BAD_REQUEST,
             format!("metric={m}: one of {}", names.join(", ")),
         )
     })?;
-    let (span, unit, per) = window(q).map_err(|e| error(StatusCode::BAD_REQUEST, e))?;
+    let (span, unit, per) = window(q).map_err(|e| Fail(StatusCode::BAD_REQUEST, e))?;
     Ok(SeriesReq {
         name,
         metric,
@@ -196,11 +205,11 @@ fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Response> {
 
 type Drawn = (Vec<(f64, f64)>, Vec<IncidentRow>);
 
-async fn load_series(st: &Arc<WebState>, r: &SeriesReq, now: f64) -> Result<Drawn, Response> {
+async fn load_series(st: &Arc<WebState>, r: &SeriesReq, now: f64) -> Result<Drawn, Fail> {
     let Some(h) = st.history.clone() else {
-        return Err(error(
+        return Err(Fail(
             StatusCode::SERVICE_UNAVAILABLE,
-            "no history is kept (run with --history)",
+            "no history is kept (run with --history)".into(),
         ));
     };
     let (name, metric, from) = (r.name.clone(), r.metric, now - r.span);
@@ -210,14 +219,14 @@ async fn load_series(st: &Arc<WebState>, r: &SeriesReq, now: f64) -> Result<Draw
         Ok::<_, crate::history::HistoryError>((pts, inc))
     })
     .await
-    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
-    .map_err(|e| error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| Fail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))
 }
 
 pub async fn series(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
     let r = match series_req(&q) {
         Ok(r) => r,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     let now = now_unix();
     match load_series(&st, &r, now).await {
@@ -229,7 +238,7 @@ pub async fn series(State(st): State<Arc<WebState>>, Query(q): Params) -> Respon
             "points": pts,
         }))
         .into_response(),
-        Err(e) => e,
+        Err(e) => e.into_response(),
     }
 }
 
@@ -237,12 +246,12 @@ pub async fn series(State(st): State<Arc<WebState>>, Query(q): Params) -> Respon
 pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
     let r = match series_req(&q) {
         Ok(r) => r,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     let now = now_unix();
     let (pts, inc) = match load_series(&st, &r, now).await {
         Ok(x) => x,
-        Err(e) => return e,
+        Err(e) => return e.into_response(),
     };
     let from = now - r.span;
     if pts.is_empty() {
@@ -297,7 +306,7 @@ pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Res
                 Ok(f) => f
                     .servers
                     .iter()
-                    .filter(|s| server.as_ref().map_or(true, |n| *n == s.server))
+                    .filter(|s| server.as_ref().is_none_or(|n| *n == s.server))
                     .flat_map(|s| {
                         s.incidents.iter().map(|i| {
                             json!({"server": s.server, "rule": i.rule, "detail": i.detail, "opened": i.since,
