@@ -100,6 +100,9 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     let dir = tempfile::tempdir().expect("dir");
     let hist = dir.path().join("h.db");
     let rt = tokio::runtime::Runtime::new().expect("runtime");
+    let (url, hook) = sqlfleet_testkit::sinks::webhook(0);
+    let config = dir.path().join("watch.toml");
+    std::fs::write(&config, format!("[notify.webhook]\nurl = \"{url}\"\n")).expect("config");
     let w = Watcher::start(
         srv,
         &[
@@ -107,6 +110,8 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
             "127.0.0.1:0",
             "--history",
             hist.to_str().expect("path"),
+            "--config",
+            config.to_str().expect("path"),
         ],
         &[],
     );
@@ -123,6 +128,21 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     want.sort();
     assert_eq!(names.as_str(), Some(want.join(",").as_str()));
     b.screenshot(&shots.join("fleet-ok.png"));
+    // Grouped by the sandbox's node tag: one heading per node.
+    b.eval("{ const g = document.querySelector('#group'); g.value = 'node'; g.dispatchEvent(new Event('change')) }");
+    let groups = b.eval(
+        "[...document.querySelectorAll('#fleet tbody tr.group')].map(r => r.textContent).join('|')",
+    );
+    let groups = groups.as_str().unwrap_or_default();
+    for n in ["node=primary", "node=replica1", "node=replica2"] {
+        assert!(groups.contains(n), "{groups}");
+    }
+    // The filter box leaves only what matches.
+    let port = srv.sandbox.meta.nodes[2].port.to_string();
+    b.eval(&format!("{{ const f = document.querySelector('#filter'); f.value = '{port}'; f.dispatchEvent(new Event('input')) }}"));
+    let shown = b.eval("[...document.querySelectorAll('#fleet tbody tr[data-server]')].filter(r => !r.hidden).map(r => r.dataset.server).join(',')");
+    assert_eq!(shown.as_str(), Some(addr_of(srv, 2).as_str()));
+    b.eval("{ const f = document.querySelector('#filter'); f.value = ''; f.dispatchEvent(new Event('input')); const g = document.querySelector('#group'); g.value = ''; g.dispatchEvent(new Event('change')) }");
 
     // kill -9 a replica: its row turns down (and moves to the top) without a reload.
     b.eval("window.__sameDocument = true");
@@ -219,9 +239,13 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
         &format!("[...document.querySelectorAll('#incidents tbody tr')].map(r => r.textContent).find(t => t.includes('{victim}') && t.includes('unreachable') && !t.includes('open')) || ''"),
         Duration::from_secs(30),
     );
-    assert!(
-        text.as_str().unwrap_or_default().contains("Can't connect"),
-        "{text}"
+    let text = text.as_str().unwrap_or_default();
+    assert!(text.contains("Can't connect"), "{text}");
+    // What was sent about it is on the page, and did arrive.
+    hook.wait_for(&[&victim, "resolved"], Duration::from_secs(10));
+    b.wait_for(
+        &format!("[...document.querySelectorAll('#incidents tbody tr')].some(r => r.textContent.includes('{victim}') && (r.textContent.match(/webhook sent/g) || []).length === 2)"),
+        Duration::from_secs(10),
     );
     b.screenshot(&shots.join("incidents.png"));
     w.stop();

@@ -30,7 +30,7 @@ const APP_ID: i64 = 0x7371_6677;
 pub enum HistoryError {
     #[error("{path}: the history file is in use by another process (is another `sqlfleet watch` running with it?)")]
     Locked { path: String },
-    #[error("{path}: not a sqlfleet watch history ({what}); move it away or name another file with --history")]
+    #[error("{path}: not a sqlfleet watch history, or a damaged one ({what}); move it away or name another file with --history")]
     Foreign { path: String, what: String },
     #[error("{path}: {what}")]
     Sqlite { path: String, what: String },
@@ -650,6 +650,26 @@ mod tests {
             .expect("refused");
         assert!(matches!(e, HistoryError::Foreign { .. }), "{e}");
         assert!(e.to_string().contains("junk.db"), "{e}");
+        // A history whose pages were damaged (the header intact).
+        let hurt = dir.path().join("hurt.db");
+        {
+            let h = History::open(HistoryConfig::new(hurt.clone())).expect("open");
+            let pts: Vec<Point> = (0..3000)
+                .map(|i| point(&format!("s{}", i % 50), 1e9 + i as f64, 1.0))
+                .collect();
+            h.record(&pts).expect("record");
+        }
+        let mut bytes = std::fs::read(&hurt).expect("read");
+        assert!(bytes.len() > 5 * 4096, "{}", bytes.len());
+        for b in &mut bytes[2 * 4096..4 * 4096] {
+            *b = 0xa5;
+        }
+        std::fs::write(&hurt, bytes).expect("write");
+        let e = History::open(HistoryConfig::new(hurt))
+            .err()
+            .expect("refused");
+        assert!(matches!(e, HistoryError::Foreign { .. }), "{e}");
+        assert!(e.to_string().contains("hurt.db"), "{e}");
         let other = dir.path().join("other.db");
         {
             let c = Connection::open(&other).expect("open");
