@@ -75,6 +75,29 @@ kill "$WPID"
 W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")
 echo "sqlfleet watch: $N servers, 1 s interval: $W_US µs CPU per server-check, $W_CORE cores, peak RSS $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") MiB, $OKS servers reported ok"
+
+# The fleet page's draw time is read by a real browser (a test binary that
+# drives headless Chromium), built here, run inside the namespace.
+PAGE_TEST=$(cd "$(dirname "$0")/.." && cargo test --release -p sqlfleet --test watch_web --no-run --message-format=json 2>/dev/null \
+  | python3 -c "import sys, json; print([m['executable'] for m in map(json.loads, sys.stdin) if m.get('executable') and 'watch_web' in m['executable']][0])")
+echo "== sqlfleet watch with its web page and history: $N endpoints, interval 1 s, ${DURATION} s"
+"${IN[@]}" "$SQLFLEET" watch --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" \
+  --ui none --json --interval 1 --listen 127.0.0.1:18080 --history "$WORK/history.db" \
+  > "$WORK/watch-web.out" 2>"$WORK/watch-web.err" &
+WPID=$!
+PIDS+=("$WPID")
+sleep 5
+c0=$(cpu_of "$WPID")
+sleep "$DURATION"
+c1=$(cpu_of "$WPID")
+WW_RSS=$(rss_of "$WPID")
+WW_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
+# The live stream's size per update, and the fleet page drawn by a real browser.
+SSE_BYTES=$("${IN[@]}" curl -s --max-time 3 http://127.0.0.1:18080/api/fleet | wc -c)
+PAGE=$("${IN[@]}" env WATCH_PAGE=http://127.0.0.1:18080/ "$PAGE_TEST" --ignored --exact fleet_page_draw_time --nocapture 2>/dev/null | grep '^PAGE' || echo "PAGE (the browser run failed)")
+HIST=$(du -k "$WORK/history.db" | cut -f1)
+kill "$WPID"
+echo "sqlfleet watch --listen --history: $WW_US µs CPU per server-check, peak RSS $(python3 -c "print(f'{$WW_RSS / 1024:.1f}')") MiB, history $HIST KiB after ${DURATION} s, one fleet update $SSE_BYTES bytes, page: $PAGE"
 if [ "$K" -eq 0 ]; then exit 0; fi
 
 echo "== mysqld_exporter: $K targets (one process each), scraped every 1 s, ${DURATION} s"

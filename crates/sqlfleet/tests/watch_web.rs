@@ -472,3 +472,45 @@ fn a_non_local_bind_needs_a_login_and_every_request_carries_it() {
     assert_eq!(code, 401);
     w.stop();
 }
+
+/// Not a test: bench/watch.sh runs it (`--ignored`) against a watcher of
+/// 1,000 servers to report how long the browser takes to draw one update
+/// of the fleet page. `WATCH_PAGE` is the page's address.
+#[test]
+#[ignore]
+fn fleet_page_draw_time() {
+    let Ok(url) = std::env::var("WATCH_PAGE") else {
+        return;
+    };
+    let mut b = Browser::launch();
+    let t = Instant::now();
+    b.goto(&url);
+    let rows = b.wait_for(
+        "Number(document.body.dataset.rows || 0)",
+        Duration::from_secs(30),
+    );
+    let first = t.elapsed();
+    let mut draws = Vec::new();
+    let mut last = String::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while draws.len() < 10 && Instant::now() < deadline {
+        let v = b.eval("document.body.dataset.renderMs + '/' + performance.now()");
+        let v = v.as_str().unwrap_or_default().to_string();
+        if v != last {
+            if let Some(ms) = v.split('/').next().and_then(|m| m.parse::<f64>().ok()) {
+                draws.push(ms);
+            }
+            last = v;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    draws.sort_by(f64::total_cmp);
+    let median = draws.get(draws.len() / 2).copied().unwrap_or(f64::NAN);
+    let max = draws.last().copied().unwrap_or(f64::NAN);
+    b.screenshot(&artifacts("watch-bench").join("fleet-1000.png"));
+    println!(
+        "PAGE rows={rows} first_view_ms={:.0} draw_median_ms={median:.1} draw_max_ms={max:.1} draws={}",
+        first.as_secs_f64() * 1000.0,
+        draws.len()
+    );
+}
