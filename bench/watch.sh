@@ -71,6 +71,11 @@ sleep "$DURATION"
 c1=$(cpu_of "$WPID")
 W_RSS=$(rss_of "$WPID")
 OKS=$(grep -c '"to":"ok"' "$WORK/watch.out" || true)
+# The server's own view of the connection storm (who refused what).
+"${IN[@]}" mariadb --defaults-file="$CNF" -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN
+  ('Threads_connected','Aborted_connects','Connection_errors_accept','Connection_errors_internal',
+   'Connection_errors_max_connections','Connection_errors_peer_address','Connection_errors_select',
+   'Max_used_connections')" | tr '\t' '=' | tr '\n' ' '; echo
 kill "$WPID"
 W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")

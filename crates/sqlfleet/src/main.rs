@@ -59,6 +59,13 @@ enum Command {
 }
 
 fn main() {
+    // Started by ssh as its askpass program (watch's host metrics with a
+    // stored SSH password): answer and leave.
+    if std::env::var_os("SSH_ASKPASS_REQUIRE").is_some() {
+        if let Some(sock) = std::env::var_os(sqlfleet_watch::askpass::ENV) {
+            std::process::exit(sqlfleet_watch::askpass::answer(std::path::Path::new(&sock)));
+        }
+    }
     // std reads argv lazily from the process's own memory: copy it before
     // the passwords in that memory are overwritten.
     let argv = sqlfleet_conn::normalize_argv(std::env::args_os());

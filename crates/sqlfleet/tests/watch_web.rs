@@ -514,3 +514,103 @@ fn fleet_page_draw_time() {
         draws.len()
     );
 }
+
+/// The processes whose command line holds `needle` (other than ours).
+fn argv_holding(needle: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| e.file_name().to_string_lossy() != me)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn an_ssh_password_from_the_store_goes_through_askpass_never_argv() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("dir");
+    let pw = format!(
+        "ssh-{}-{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() % 100_000
+    );
+    let user = sqlfleet_testkit::sshd::password_user(&pw);
+    // Password logins only: no key of ours is authorised for this login.
+    let sshd = sqlfleet_testkit::sshd::start(dir.path(), true);
+    let file = dir.path().join("c.age");
+    let f = file.to_str().expect("p");
+    let home = srv.home();
+    store(home, &["--creds", f, "init"], "");
+    let primary = addr_of(srv, 0);
+    let dest = format!("{user}@127.0.0.1:{}", sshd.port);
+    store(
+        home,
+        &[
+            "--creds",
+            f,
+            "add",
+            &primary,
+            "--no-password",
+            "--ssh",
+            &dest,
+            "--ssh-password",
+        ],
+        &format!("{pw}\n"),
+    );
+    let cfg = dir.path().join("watch.toml");
+    std::fs::write(
+        &cfg,
+        "[ssh]\noptions = [\"-o\", \"PubkeyAuthentication=no\", \"-o\", \"UserKnownHostsFile=/dev/null\", \"-o\", \"StrictHostKeyChecking=no\", \"-o\", \"LogLevel=ERROR\"]\n",
+    )
+    .expect("config");
+    let hist = dir.path().join("h.db");
+    let w = Watcher::start(
+        srv,
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--history",
+            hist.to_str().expect("p"),
+            "--creds",
+            f,
+            "--config",
+            cfg.to_str().expect("p"),
+        ],
+        &[("SQLFLEET_CREDS_PASSPHRASE", "correct horse")],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut leaks = Vec::new();
+    let v = loop {
+        leaks.extend(argv_holding(&pw));
+        let v = json(&w.addr, &format!("/api/server?name={primary}"));
+        if v["server"]["mem"].is_number() {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no host figures over a password login: {v}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let mem = v["server"]["mem"].as_f64().unwrap_or(-1.0);
+    assert!(mem > 0.0 && mem <= 100.0, "{v}");
+    // The session is up: ssh asked our askpass, the password never in any argv.
+    let ssh = argv_holding(&format!("{user}@127.0.0.1"));
+    assert!(ssh.iter().any(|c| c.contains("BatchMode=no")), "{ssh:?}");
+    leaks.extend(argv_holding(&pw));
+    assert!(
+        leaks.is_empty(),
+        "the password on a command line: {leaks:?}"
+    );
+    w.stop();
+}

@@ -13,6 +13,7 @@
 pub mod browser;
 pub mod proxy;
 pub mod sinks;
+pub mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -41,6 +41,9 @@ pub struct Entry {
     pub password: Option<String>,
     /// `user@host` for host metrics over SSH.
     pub ssh: Option<String>,
+    /// The SSH login's password, when the host takes no key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ssh_password: Option<String>,
 }
 
 impl std::fmt::Debug for Entry {
@@ -50,6 +53,7 @@ impl std::fmt::Debug for Entry {
             .field("user", &self.user)
             .field("password", &self.password.as_ref().map(|_| "***"))
             .field("ssh", &self.ssh)
+            .field("ssh_password", &self.ssh_password.as_ref().map(|_| "***"))
             .finish()
     }
 }
@@ -182,6 +186,7 @@ mod tests {
             user: Some("monitor".into()),
             password: Some("s3cret pass".into()),
             ssh: Some("ops@db1".into()),
+            ssh_password: Some("ssh pass".into()),
         }
     }
 

@@ -10,6 +10,7 @@
 //! served to browsers and Prometheus (`web`), with the numbers every
 //! consumer shares in `figures`.
 
+pub mod askpass;
 pub mod config;
 pub mod creds;
 pub mod figures;

@@ -102,6 +102,9 @@ pub struct SshTarget {
     pub port: Option<u16>,
     /// Extra ssh options (`-o Name=value`, `-i key`), from the config.
     pub options: Vec<String>,
+    /// A password from the credential store, given through our askpass
+    /// (`crate::askpass`); keys only when `None`.
+    pub password: Option<sqlfleet_conn::Secret>,
 }
 
 /// The latest host metrics of one host, shared with the poller.
@@ -157,10 +160,30 @@ async fn session(
     latest: &Arc<Mutex<Latest>>,
 ) -> String {
     let mut cmd = tokio::process::Command::new("ssh");
+    // The served password lives as long as this session.
+    let _served = match &t.password {
+        Some(pw) => {
+            let served = match crate::askpass::serve(pw.clone()) {
+                Ok(s) => s,
+                Err(e) => return format!("ssh: the password socket: {e}"),
+            };
+            let me = match std::env::current_exe() {
+                Ok(p) => p,
+                Err(e) => return format!("ssh: {e}"),
+            };
+            cmd.env("SSH_ASKPASS", me)
+                .env("SSH_ASKPASS_REQUIRE", "force")
+                .env(crate::askpass::ENV, served.path())
+                .args(["-o", "BatchMode=no", "-o", "NumberOfPasswordPrompts=1"]);
+            Some(served)
+        }
+        None => {
+            cmd.args(["-o", "BatchMode=yes"]);
+            None
+        }
+    };
     cmd.args([
         "-T",
-        "-o",
-        "BatchMode=yes",
         "-o",
         "ConnectTimeout=5",
         "-o",

@@ -131,6 +131,10 @@ enum CredsCmd {
         /// Store no password (the server or option files provide the login)
         #[arg(long)]
         no_password: bool,
+        /// Also store a password for the SSH login (read after the
+        /// server's, from the terminal or the next line of standard input)
+        #[arg(long, requires = "ssh")]
+        ssh_password: bool,
     },
     /// Set the web page's login (HTTP basic auth for --listen); the
     /// password is read from the terminal or one line of standard input
@@ -213,6 +217,7 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             user,
             ssh,
             no_password,
+            ssh_password,
         } => {
             let p = passphrase(s, "Store passphrase: ")?;
             let mut store = creds::load(&path, &p)?;
@@ -221,11 +226,18 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             } else {
                 Some(read_password(&server)?)
             };
+            let ssh_password = if ssh_password {
+                let d = ssh.as_deref().unwrap_or_default();
+                Some(read_password(&format!("{d} (SSH)"))?)
+            } else {
+                None
+            };
             store.put(Entry {
                 server: server.clone(),
                 user,
                 password,
                 ssh,
+                ssh_password,
             });
             creds::save(&path, &p, &store)?;
             println!("saved {server} in {}", path.display());
@@ -240,6 +252,7 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
                 user: Some(user.clone()),
                 password: Some(password),
                 ssh: None,
+                ssh_password: None,
             });
             creds::save(&path, &p, &store)?;
             println!("saved the web login {user} in {}", path.display());
@@ -249,11 +262,16 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             let store = creds::load(&path, &p)?;
             for e in &store.entries {
                 println!(
-                    "{}\tuser={}\tpassword={}\tssh={}",
+                    "{}\tuser={}\tpassword={}\tssh={}\tssh_password={}",
                     e.server,
                     e.user.as_deref().unwrap_or("-"),
                     if e.password.is_some() { "yes" } else { "no" },
-                    e.ssh.as_deref().unwrap_or("-")
+                    e.ssh.as_deref().unwrap_or("-"),
+                    if e.ssh_password.is_some() {
+                        "yes"
+                    } else {
+                        "no"
+                    },
                 );
             }
         }
@@ -347,6 +365,7 @@ fn ssh_target(dest: &str, options: &[String]) -> SshTarget {
         destination: format!("{user}{host}"),
         port,
         options: options.to_vec(),
+        password: None,
     }
 }
 
@@ -396,7 +415,11 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
                 .and_then(|e| e.ssh.clone())
                 .or_else(|| file.ssh.hosts.get(&addr).cloned())
                 .or_else(|| h.tags.get("ssh").cloned())
-                .map(|d| ssh_target(&d, &file.ssh.options));
+                .map(|d| SshTarget {
+                    // The store's SSH password, when it has one for this server.
+                    password: entry.and_then(|e| e.ssh_password.clone()).map(Secret::new),
+                    ..ssh_target(&d, &file.ssh.options)
+                });
             Watched {
                 host: h.clone(),
                 target,
