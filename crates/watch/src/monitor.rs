@@ -19,7 +19,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::config::NotifyConfig;
 use crate::notify::{self, Delivery, Message};
 use crate::probe::{self, Health};
-use crate::rules::{IncidentEvent, Incidents, Observation, Rule, RuleKind};
+use crate::rules::{IncidentEvent, Incidents, Observation, Phase, Rule, RuleKind};
 use crate::sample::{rates, Rates, Sample};
 use crate::ssh::{self, HostMetrics, Latest, SshTarget};
 
@@ -54,6 +54,9 @@ impl State {
 /// How many samples the sparklines keep.
 pub const HISTORY: usize = 60;
 
+/// How many resolved incidents a server's view keeps.
+pub const RECENT: usize = 5;
+
 /// What the screens and `--json` show of one server.
 #[derive(Debug, Clone, Serialize)]
 pub struct Server {
@@ -78,6 +81,10 @@ pub struct Server {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host_error: Option<String>,
     pub incidents: Vec<OpenIncident>,
+    /// The last few incidents that resolved, newest last (the screen's
+    /// detail; the history keeps them all).
+    #[serde(skip)]
+    pub resolved: VecDeque<IncidentEvent>,
     #[serde(skip)]
     pub qps_history: VecDeque<f64>,
     #[serde(skip)]
@@ -92,7 +99,7 @@ pub struct OpenIncident {
 }
 
 impl Server {
-    fn new(h: &Host) -> Server {
+    pub fn new(h: &Host) -> Server {
         Server {
             server: h.addr(),
             tags: h
@@ -113,6 +120,7 @@ impl Server {
             host: None,
             host_error: None,
             incidents: Vec::new(),
+            resolved: VecDeque::new(),
             qps_history: VecDeque::new(),
             cpu_history: VecDeque::new(),
         }
@@ -292,6 +300,12 @@ fn apply(
             host: s.host.as_ref(),
         },
     );
+    for e in events.iter().filter(|e| e.phase == Phase::Resolved) {
+        if s.resolved.len() == RECENT {
+            s.resolved.pop_front();
+        }
+        s.resolved.push_back(e.clone());
+    }
     s.incidents = inc
         .open_on(&s.server)
         .into_iter()

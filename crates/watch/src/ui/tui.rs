@@ -254,6 +254,16 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
     for i in &s.incidents {
         l.push(Line::from(format!("incident {}: {}", i.rule, i.detail)));
     }
+    for i in s.resolved.iter().rev() {
+        let when = |t: f64| sqlfleet_conn::text::utc_date(t.max(0.0) as u64);
+        l.push(Line::from(format!(
+            "resolved {}: {} ({} to {})",
+            i.rule,
+            i.detail,
+            when(i.opened_at),
+            i.resolved_at.map(when).unwrap_or_default()
+        )));
+    }
     if let Some(x) = &s.sample {
         for c in &x.channels {
             l.push(Line::from(format!(
@@ -369,5 +379,25 @@ mod tests {
         assert_eq!(sparkline([0.0, 50.0, 100.0].into_iter(), 16), "▁▅█");
         assert_eq!(sparkline([0.0, 0.0].into_iter(), 16), "▁▁");
         assert_eq!(sparkline((0..40).map(f64::from), 16).chars().count(), 16);
+    }
+
+    #[test]
+    fn detail_lists_open_and_recently_resolved_incidents() {
+        let mut s = Server::new(&sqlfleet_fanout::hosts::Host::tcp("db1", 3306));
+        s.resolved.push_back(crate::rules::IncidentEvent {
+            phase: crate::rules::Phase::Resolved,
+            server: "db1:3306".into(),
+            rule: "unreachable",
+            detail: "down: refused".into(),
+            opened_at: 1_800_000_000.0,
+            resolved_at: Some(1_800_000_060.0),
+        });
+        let text: Vec<String> = detail(&s).iter().map(|l| l.to_string()).collect();
+        let line = text
+            .iter()
+            .find(|l| l.starts_with("resolved unreachable"))
+            .unwrap_or_else(|| panic!("{text:?}"));
+        assert!(line.contains("down: refused"), "{line}");
+        assert!(line.contains(" to "), "{line}");
     }
 }
