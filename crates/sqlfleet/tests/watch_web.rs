@@ -77,6 +77,42 @@ impl Drop for Watcher {
     }
 }
 
+/// Starts the sandbox's stopped nodes again from a thread that lives as
+/// long as the test binary: a server dies with the thread that started it
+/// (so it never outlives the tests), and the next test needs it up.
+fn restart_for_good(srv: &TestServer) {
+    let (tx, rx) = mpsc::channel();
+    let (home, name) = (srv.sandbox.home.clone(), srv.sandbox.meta.name.clone());
+    std::thread::spawn(move || {
+        // A current-thread runtime kept with this thread, which parks until
+        // the process exits: the server dies with it, not before.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build();
+        let r = match &rt {
+            Ok(rt) => rt
+                .block_on(sqlfleet_sandbox::up(
+                    &home,
+                    &UpOptions {
+                        name,
+                        die_with_parent: true,
+                        ..UpOptions::default()
+                    },
+                ))
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        let _ = tx.send(r);
+        loop {
+            std::thread::park();
+        }
+    });
+    rx.recv()
+        .expect("restart thread")
+        .expect("restart the sandbox");
+}
+
 /// The tests share one sandbox and one of them kills a node: one at a time.
 fn serial() -> MutexGuard<'static, ()> {
     static M: Mutex<()> = Mutex::new(());
@@ -99,7 +135,6 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     let srv = replicated();
     let dir = tempfile::tempdir().expect("dir");
     let hist = dir.path().join("h.db");
-    let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (url, hook) = sqlfleet_testkit::sinks::webhook(0);
     let config = dir.path().join("watch.toml");
     std::fs::write(&config, format!("[notify.webhook]\nurl = \"{url}\"\n")).expect("config");
@@ -181,17 +216,7 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     while node::running_pid(&layout).is_some() {
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The runtime lives as long as the test: the restarted server dies
-    // with the thread that started it.
-    rt.block_on(sqlfleet_sandbox::up(
-        &srv.sandbox.home,
-        &UpOptions {
-            name: srv.sandbox.meta.name.clone(),
-            die_with_parent: true,
-            ..UpOptions::default()
-        },
-    ))
-    .expect("restart replica1");
+    restart_for_good(srv);
     b.wait_for(
         &format!("{row}.dataset.state === 'ok'"),
         Duration::from_secs(60),
