@@ -7,7 +7,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{mpsc, Mutex, MutexGuard};
@@ -15,7 +15,8 @@ use std::time::{Duration, Instant};
 
 use common::{sqlfleet, stderr};
 use sqlfleet_sandbox::{node, UpOptions};
-use sqlfleet_testkit::browser::{artifacts, http_get, Browser};
+use sqlfleet_testkit::browser::{artifacts, Browser};
+use sqlfleet_testkit::http::http_get;
 use sqlfleet_testkit::{replicated, TestServer};
 
 /// A running `sqlfleet watch` and the address its page is on.
@@ -117,6 +118,18 @@ fn restart_for_good(srv: &TestServer) {
 fn serial() -> MutexGuard<'static, ()> {
     static M: Mutex<()> = Mutex::new(());
     M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `sqlfleet watch` of the sandbox with `extra`, expected to stop at
+/// once (refused at start): its output.
+fn refused_run(srv: &TestServer, extra: &[&str]) -> std::process::Output {
+    sqlfleet()
+        .args(["watch", "--sandbox", srv.sandbox.name(), "--ui", "none"])
+        .args(extra)
+        .env("SQLFLEET_HOME", srv.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run watch")
 }
 
 fn json(addr: &str, path: &str) -> serde_json::Value {
@@ -325,19 +338,10 @@ fn metrics_pass_promtool_and_the_history_survives_a_restart() {
     ] {
         assert!(text.contains(name), "{name} missing in:\n{text}");
     }
-    let mut p = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (Debian's prometheus package)");
-    p.stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("feed");
-    let o = p.wait_with_output().expect("promtool");
+    let o = common::output_with_stdin(
+        Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+    );
     assert!(
         o.status.success(),
         "promtool: {}{}",
@@ -346,20 +350,7 @@ fn metrics_pass_promtool_and_the_history_survives_a_restart() {
     );
 
     // A second watcher on the same file is refused, naming it.
-    let o = sqlfleet()
-        .args([
-            "watch",
-            "--sandbox",
-            srv.sandbox.name(),
-            "--ui",
-            "none",
-            "--history",
-            h,
-        ])
-        .env("SQLFLEET_HOME", srv.home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
+    let o = refused_run(srv, &["--history", h]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("in use by another process"),
@@ -383,41 +374,20 @@ fn metrics_pass_promtool_and_the_history_survives_a_restart() {
     // Not a history file: refused with one line naming it.
     let junk = dir.path().join("junk.db");
     std::fs::write(&junk, vec![b'x'; 4096]).expect("write");
-    let o = sqlfleet()
-        .args([
-            "watch",
-            "--sandbox",
-            srv.sandbox.name(),
-            "--ui",
-            "none",
-            "--history",
-        ])
-        .arg(&junk)
-        .env("SQLFLEET_HOME", srv.home())
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
+    let o = refused_run(srv, &["--history", junk.to_str().expect("path")]);
     common::assert_setup_error(&o, "junk.db: not a sqlfleet watch history");
 }
 
 fn store(home: &Path, args: &[&str], stdin: &str) {
-    let mut c = sqlfleet()
-        .arg("watch")
-        .arg("creds")
-        .args(args)
-        .env("SQLFLEET_HOME", home)
-        .env("SQLFLEET_CREDS_PASSPHRASE", "correct horse")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("creds");
-    c.stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("write");
-    let o = c.wait_with_output().expect("wait");
+    let o = common::output_with_stdin(
+        sqlfleet()
+            .arg("watch")
+            .arg("creds")
+            .args(args)
+            .env("SQLFLEET_HOME", home)
+            .env("SQLFLEET_CREDS_PASSPHRASE", "correct horse"),
+        stdin.as_bytes(),
+    );
     assert!(o.status.success(), "creds {args:?}: {}", stderr(&o));
 }
 
@@ -426,13 +396,7 @@ fn a_non_local_bind_needs_a_login_and_every_request_carries_it() {
     let _one = serial();
     let srv = replicated();
     let home = srv.home();
-    let o = sqlfleet()
-        .args(["watch", "--sandbox", srv.sandbox.name(), "--ui", "none"])
-        .args(["--listen", "0.0.0.0:0"])
-        .env("SQLFLEET_HOME", home)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
+    let o = refused_run(srv, &["--listen", "0.0.0.0:0"]);
     common::assert_setup_error(&o, "not a loopback address, so the page needs a login");
 
     // A bearer token.

@@ -31,13 +31,10 @@ pub fn wait_listening(port: u16) {
 
 /// The whole HTTP/1.0 response for GET `path` on 127.0.0.1:`port`.
 pub fn http_get(port: u16, path: &str) -> String {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("admin page");
-    s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())
-        .expect("request");
-    let mut out = String::new();
-    s.read_to_string(&mut out).expect("response");
-    out
+    crate::http::raw(
+        &format!("127.0.0.1:{port}"),
+        &format!("GET {path} HTTP/1.0\r\n\r\n"),
+    )
 }
 
 /// One sample's value from a Prometheus text page (panics when absent).

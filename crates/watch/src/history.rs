@@ -112,16 +112,6 @@ fn state_code(s: State) -> i64 {
     }
 }
 
-fn state_of(c: i64) -> State {
-    match c {
-        1 => State::Ok,
-        2 => State::Degraded,
-        3 => State::Stalled,
-        4 => State::Down,
-        _ => State::Unknown,
-    }
-}
-
 const COLUMNS: &str = "qps, running, connected, conn_pct, lag, cpu, mem, disk";
 
 impl History {
@@ -249,8 +239,8 @@ impl History {
         })
     }
 
-    /// Incidents, newest first: open ones and those resolved within `since`
-    /// seconds, of one server or all.
+    /// Incidents, newest first, of one server or all, at most `limit`
+    /// (resolved ones age out with the minute tier).
     pub fn incidents(
         &self,
         server: Option<&str>,
@@ -312,35 +302,6 @@ impl History {
             )?;
             rows.collect()
         })
-    }
-
-    /// The states a server was in over a range, as (start, end, state)
-    /// spans, for shading a chart.
-    pub fn states(
-        &self,
-        server: &str,
-        from: f64,
-        to: f64,
-    ) -> Result<Vec<(f64, f64, State)>, HistoryError> {
-        let raw: Vec<(i64, i64)> = self.with(|c| {
-            let mut q = c.prepare_cached(
-                "SELECT s.at, s.state FROM samples s JOIN servers v ON v.id = s.server
-                 WHERE v.name = ?1 AND s.tier = 0 AND s.at >= ?2 AND s.at <= ?3 ORDER BY s.at",
-            )?;
-            let rows = q.query_map(params![server, from as i64, to as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?;
-            rows.collect()
-        })?;
-        let mut spans: Vec<(f64, f64, State)> = Vec::new();
-        for (at, code) in raw {
-            let (at, st) = (at as f64, state_of(code));
-            match spans.last_mut() {
-                Some(l) if l.2 == st => l.1 = at,
-                _ => spans.push((at, at, st)),
-            }
-        }
-        Ok(spans)
     }
 
     /// Folds finished minutes into the minute tier, drops what aged out,

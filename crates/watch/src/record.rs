@@ -94,17 +94,9 @@ pub fn tee(
                 } => {
                     let what: Vec<String> = deliveries
                         .iter()
-                        .map(|d| {
-                            format!(
-                                "{} {}{}",
-                                d.channel,
-                                if d.ok { "sent" } else { "failed" },
-                                if d.ok {
-                                    String::new()
-                                } else {
-                                    format!(": {}", d.detail)
-                                }
-                            )
+                        .map(|d| match d.ok {
+                            true => format!("{} sent", d.channel),
+                            false => format!("{} failed: {}", d.channel, d.detail),
                         })
                         .collect();
                     h.notified(*at, events, &what.join(", "))

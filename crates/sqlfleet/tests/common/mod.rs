@@ -20,6 +20,24 @@ pub fn run_in(home: &Path, args: &[&str]) -> Output {
         .expect("run sqlfleet")
 }
 
+/// Runs `cmd` with `input` on its standard input; its output.
+pub fn output_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut c = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    c.stdin
+        .take()
+        .expect("stdin")
+        .write_all(input)
+        .expect("write stdin");
+    c.wait_with_output().expect("wait")
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

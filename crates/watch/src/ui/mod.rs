@@ -3,6 +3,7 @@
 
 pub mod tui;
 
+use crate::figures::Figures;
 use crate::monitor::{Fleet, Server, State};
 
 pub const COLUMNS: [&str; 12] = [
@@ -37,15 +38,10 @@ pub fn replication(s: &Server) -> String {
 
 /// The cells of one server's row, in [`COLUMNS`] order.
 pub fn cells(s: &Server) -> [String; 12] {
-    let sample = s
-        .sample
-        .as_ref()
-        .filter(|_| s.state != State::Down && s.state != State::Stalled);
-    let n = |name: &str| {
-        sample
-            .map(|x| x.counter(name).to_string())
-            .unwrap_or_default()
-    };
+    let f = Figures::of(s);
+    // Figures are only given while the server answers.
+    let sample = s.sample.as_ref().filter(|_| f.running.is_some());
+    let whole = |v: Option<f64>, unit: &str| v.map(|x| format!("{x:.0}{unit}")).unwrap_or_default();
     [
         s.server.clone(),
         s.state.name().to_string(),
@@ -56,30 +52,16 @@ pub fn cells(s: &Server) -> [String; 12] {
         sample
             .map(|x| format!("{}/{}", x.counter("Threads_connected"), x.max_connections))
             .unwrap_or_default(),
-        n("Threads_running"),
-        s.rates
-            .filter(|_| sample.is_some())
-            .map(|r| format!("{:.0}", r.qps))
-            .unwrap_or_default(),
+        whole(f.running, ""),
+        whole(f.qps, ""),
         if sample.is_some() {
             replication(s)
         } else {
             String::new()
         },
-        sample
-            .and_then(|x| x.channels.iter().filter_map(|c| c.lag).max())
-            .map(|l| format!("{l}s"))
-            .unwrap_or_default(),
-        s.host
-            .as_ref()
-            .and_then(|h| h.cpu_percent)
-            .map(|c| format!("{c:.0}%"))
-            .unwrap_or_default(),
-        s.host
-            .as_ref()
-            .and_then(|h| h.mem_used_percent())
-            .map(|c| format!("{c:.0}%"))
-            .unwrap_or_default(),
+        whole(f.lag, "s"),
+        whole(f.cpu, "%"),
+        whole(f.mem, "%"),
         s.reason.clone(),
     ]
 }

@@ -103,7 +103,7 @@ pub async fn events(
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let stream = futures_util::stream::unfold((st, true), |(st, first)| async move {
         if !first {
-            tokio::time::sleep(st.tick).await;
+            tokio::time::sleep(st.tick()).await;
         }
         let ev = SseEvent::default()
             .event("fleet")

@@ -68,10 +68,17 @@ pub(crate) struct WebState {
     pub fleet: Arc<Mutex<Fleet>>,
     pub history: Option<Arc<History>>,
     pub metrics: Arc<Metrics>,
-    /// How often the live page gets a fresh view.
-    pub tick: Duration,
     pub auth: Auth,
     pub interval: Duration,
+}
+
+impl WebState {
+    /// How often the live page gets a fresh view: the interval, within
+    /// 0.25 s and 2 s.
+    pub fn tick(&self) -> Duration {
+        self.interval
+            .clamp(Duration::from_millis(250), Duration::from_secs(2))
+    }
 }
 
 /// A bound listener, ready to serve.
@@ -100,7 +107,6 @@ impl Web {
             fleet,
             history,
             metrics,
-            tick: interval.clamp(Duration::from_millis(250), Duration::from_secs(2)),
             auth,
             interval,
         });
