@@ -150,7 +150,13 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     let hist = dir.path().join("h.db");
     let (url, hook) = sqlfleet_testkit::sinks::webhook(0);
     let config = dir.path().join("watch.toml");
-    std::fs::write(&config, format!("[notify.webhook]\nurl = \"{url}\"\n")).expect("config");
+    // The default unreachable rule (3 failed checks), cleared after 3 s of
+    // answers so the incident's end falls inside the test.
+    std::fs::write(
+        &config,
+        format!("[notify.webhook]\nurl = \"{url}\"\n[rules.unreachable]\nclear = 3\n"),
+    )
+    .expect("config");
     let w = Watcher::start(
         srv,
         &[
@@ -224,6 +230,12 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     );
     b.screenshot(&shots.join("fleet-down.png"));
     eprintln!("the page showed the kill after {took:?}");
+    // The incident opens only after its third failed check: the node stays
+    // down until it has (and was notified), so the restart cannot race it.
+    hook.wait_for(
+        &[&format!("OPENED   {victim}  unreachable")],
+        Duration::from_secs(30),
+    );
 
     // Restart: back to ok.
     while node::running_pid(&layout).is_some() {
