@@ -71,6 +71,25 @@ sleep "$DURATION"
 c1=$(cpu_of "$WPID")
 W_RSS=$(rss_of "$WPID")
 OKS=$(grep -c '"to":"ok"' "$WORK/watch.out" || true)
+# Each server's last state at the end, counted with its reason: a server
+# that never turned ok says why.
+last_states() {
+  python3 - "$1" <<'PY'
+import json, sys, collections, re
+last = {}
+for line in open(sys.argv[1]):
+    try:
+        e = json.loads(line)
+    except ValueError:
+        continue
+    if "to" in e and "server" in e:
+        why = re.sub(r"'[^']*:[0-9]+'", "'HOST:PORT'", e.get("reason") or "")
+        last[e["server"]] = (e["to"], why)
+c = collections.Counter(last.values())
+print("last states:", ", ".join(f"{n} {st}" + (f" ({why})" if why else "") for (st, why), n in c.most_common(8)))
+PY
+}
+last_states "$WORK/watch.out"
 # The server's own view of the connection storm (who refused what).
 "${IN[@]}" mariadb --defaults-file="$CNF" -N -e "SHOW GLOBAL STATUS WHERE Variable_name IN
   ('Threads_connected','Aborted_connects','Connection_errors_accept','Connection_errors_internal',
@@ -101,6 +120,7 @@ WW_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 SSE_BYTES=$("${IN[@]}" curl -s --max-time 3 http://127.0.0.1:18080/api/fleet | wc -c)
 PAGE=$("${IN[@]}" env WATCH_PAGE=http://127.0.0.1:18080/ "$PAGE_TEST" --ignored --exact fleet_page_draw_time --nocapture 2>/dev/null | grep '^PAGE' || echo "PAGE (the browser run failed)")
 HIST=$(du -k "$WORK/history.db" | cut -f1)
+last_states "$WORK/watch-web.out"
 kill "$WPID"
 echo "sqlfleet watch --listen --history: $WW_US µs CPU per server-check, peak RSS $(python3 -c "print(f'{$WW_RSS / 1024:.1f}')") MiB, history $HIST KiB after ${DURATION} s, one fleet update $SSE_BYTES bytes, page: $PAGE"
 if [ "$K" -eq 0 ]; then exit 0; fi

@@ -6,13 +6,14 @@
 //! driver (`open.rs`) cannot take TLS "if offered" without a second
 //! handshake, which doubles the cost of a run on a plain fleet.
 
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 use sqlfleet_wire::client::{Client, Duplex};
 use sqlfleet_wire::handshake::{self, Credential};
 use sqlfleet_wire::WireError;
 
-use crate::open::{client_io_error, ConnectError};
+use crate::open::{client_io_error, ConnectError, Stage};
 use crate::resolve::{Endpoint, Target};
 use crate::tls::SslMode;
 
@@ -26,19 +27,42 @@ const CAPS: u32 = handshake::MULTI_STATEMENTS
     | handshake::DEPRECATE_EOF;
 
 impl Target {
-    /// Connects and logs in within `timeout` (see the module doc).
+    /// Connects and logs in within `timeout` (see the module doc). A
+    /// timeout says how far the login had got (`ConnectError::stage`) and
+    /// words it as the mysql client does for that stage.
     pub async fn dial(&self, timeout: Duration) -> Result<Client, ConnectError> {
-        match tokio::time::timeout(timeout, self.dial_now()).await {
+        let stage = AtomicU8::new(Stage::Connecting as u8);
+        match tokio::time::timeout(timeout, self.dial_now(&stage)).await {
             Ok(r) => r,
-            Err(_) => Err(self.failed(
-                format!(
-                    "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {:.1}s)",
-                    self.endpoint,
-                    timeout.as_secs_f64()
-                ),
-                None,
-                true,
-            )),
+            Err(_) => {
+                let secs = timeout.as_secs_f64();
+                let (at, what) = match stage.load(Ordering::Relaxed) {
+                    s if s == Stage::Connecting as u8 => (
+                        Stage::Connecting,
+                        format!(
+                            "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {secs:.1}s)",
+                            self.endpoint
+                        ),
+                    ),
+                    s if s == Stage::Greeting as u8 => (
+                        Stage::Greeting,
+                        format!(
+                            "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet' (connected to '{}', no greeting within {secs:.1}s)",
+                            self.endpoint
+                        ),
+                    ),
+                    _ => (
+                        Stage::Login,
+                        format!(
+                            "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading authorization packet' ('{}' greeted but the login did not finish within {secs:.1}s)",
+                            self.endpoint
+                        ),
+                    ),
+                };
+                let mut e = self.failed(what, None, true);
+                e.stage = Some(at);
+                Err(e)
+            }
         }
     }
 
@@ -50,6 +74,7 @@ impl Target {
             source: None,
             code,
             timed_out,
+            stage: None,
         }
     }
 
@@ -70,7 +95,7 @@ impl Target {
         }
     }
 
-    async fn dial_now(&self) -> Result<Client, ConnectError> {
+    async fn dial_now(&self, stage: &AtomicU8) -> Result<Client, ConnectError> {
         let mut raw: Box<dyn Duplex> = match &self.endpoint {
             Endpoint::Tcp { host, port } => {
                 let s = tokio::net::TcpStream::connect((host.as_str(), *port))
@@ -85,11 +110,13 @@ impl Target {
                     .map_err(|e| self.failed(client_io_error(&self.endpoint, &e), None, false))?,
             ),
         };
+        stage.store(Stage::Greeting as u8, Ordering::Relaxed);
         let greeting = sqlfleet_wire::packet::read(&mut raw, 1 << 16)
             .await
             .map_err(|e| self.wire_failed(e))?;
         let hello =
             handshake::parse_server_hello(&greeting.payload).map_err(|e| self.wire_failed(e))?;
+        stage.store(Stage::Login as u8, Ordering::Relaxed);
         let offered = hello.caps & handshake::SSL != 0;
         // A Unix socket is already local and private: no TLS over it.
         let tcp = matches!(self.endpoint, Endpoint::Tcp { .. });
@@ -178,5 +205,78 @@ impl Target {
                 .map_err(|e| self.wire_failed(e))?;
         }
         Ok(client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A listener that accepts and, when `greet`, sends a greeting, then
+    /// says nothing more (holding the connections open).
+    async fn silent(greet: bool) -> (u16, tokio::task::JoinHandle<()>) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut s, _)) = l.accept().await {
+                if greet {
+                    let hello = handshake::greeting("10.11.6-MariaDB", 7, &[1; 20], UTF8MB4);
+                    let _ = sqlfleet_wire::packet::write(&mut s, 0, &hello).await;
+                }
+                held.push(s);
+            }
+        });
+        (port, task)
+    }
+
+    fn target(port: u16) -> Target {
+        Target {
+            endpoint: Endpoint::Tcp {
+                host: "127.0.0.1".into(),
+                port,
+            },
+            user: "u".into(),
+            password: None,
+            database: None,
+            ssl_mode: SslMode::Disabled,
+            ssl_ca: None,
+            charset: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_timeout_names_how_far_the_login_got() {
+        let t = Duration::from_millis(300);
+        let (port, task) = silent(false).await;
+        let e = target(port).dial(t).await.err().expect("no greeting");
+        assert!(e.timed_out);
+        assert_eq!(e.stage, Some(Stage::Greeting), "{}", e.what);
+        assert!(
+            e.what.contains("reading initial communication packet"),
+            "{}",
+            e.what
+        );
+        task.abort();
+
+        let (port, task) = silent(true).await;
+        let e = target(port).dial(t).await.err().expect("no login answer");
+        assert_eq!(e.stage, Some(Stage::Login), "{}", e.what);
+        assert!(
+            e.what.contains("reading authorization packet"),
+            "{}",
+            e.what
+        );
+        task.abort();
+
+        // A refused connection is no timeout at all.
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        drop(l);
+        let e = target(port).dial(t).await.err().expect("refused");
+        assert!(!e.timed_out && e.stage.is_none(), "{}", e.what);
+        assert!(e.what.contains("ERROR 2003"), "{}", e.what);
     }
 }

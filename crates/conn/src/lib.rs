@@ -21,7 +21,7 @@ pub mod tls;
 
 pub use args::{normalize_argv, ConnArgs};
 pub use dsn::Dsn;
-pub use open::ConnectError;
+pub use open::{ConnectError, Stage};
 pub use resolve::{
     resolve, resolve_interactive, resolve_interactive_traced, resolve_traced, Endpoint, Env,
     Origin, PasswordSpec, ResolveError, Target,

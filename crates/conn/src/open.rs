@@ -27,6 +27,23 @@ pub struct ConnectError {
     pub code: Option<u16>,
     /// No connection (or no login) within the connect timeout.
     pub timed_out: bool,
+    /// When it timed out: how far the login had got (our own handshake
+    /// knows; the driver does not say).
+    pub stage: Option<Stage>,
+}
+
+/// How far a login had got: what a timeout tells an operator about the
+/// server (no TCP connection is a server that is not there; a connection
+/// without a greeting, or a login that does not finish, is one that is
+/// there but does not answer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// The TCP (or socket) connection is not established.
+    Connecting,
+    /// Connected; the server's greeting has not arrived.
+    Greeting,
+    /// Greeted; TLS and the login exchange have not finished.
+    Login,
 }
 
 impl ConnectError {
@@ -163,6 +180,7 @@ impl Target {
             user: self.user.clone(),
             what,
             timed_out: e.is_none(),
+            stage: None,
             code: None,
             source: e,
         }

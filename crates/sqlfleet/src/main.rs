@@ -3,6 +3,7 @@
 
 mod cmd;
 mod exit;
+mod fdlimit;
 mod log;
 mod proctitle;
 

@@ -13,16 +13,17 @@
 //!   one) but the server does not finish its handshake or answer a
 //!   trivial query within the deadline (a SIGSTOPped mariadbd, a full disk).
 //!
-//! When the connection attempt times out, a raw socket probe tells which of
-//! the two it is: no TCP connection is "down", a connection without a
-//! greeting is "stalled".
+//! When the login times out, how far it got tells which of the two it is
+//! (conn's `dial` records it): no TCP connection is "down", a connection
+//! without a greeting or a login that does not finish is "stalled". No
+//! second connection is made to find out (it would add to the load of a
+//! server that is slow to greet).
 
 use std::time::{Duration, Instant};
 
-use sqlfleet_conn::{Endpoint, Target};
+use sqlfleet_conn::{ConnectError, Stage, Target};
 use sqlfleet_wire::client::{Client, Step};
 use sqlfleet_wire::WireError;
-use tokio::io::AsyncReadExt;
 
 use crate::sample::{Channel, Row, Running, Sample, STATUS_NAMES};
 
@@ -130,49 +131,24 @@ async fn open(target: &Target, deadline: Duration) -> Result<Link, Health> {
                 version,
             })
         }
-        Err(e) if e.timed_out => Err(timed_out(&target.endpoint, deadline).await),
+        Err(e) if e.timed_out => Err(timed_out(&e, deadline)),
         Err(e) => Err(Health::Down(e.what)),
     }
 }
 
-/// The connect attempt timed out: did anything accept the connection?
-async fn timed_out(endpoint: &Endpoint, deadline: Duration) -> Health {
-    let probe = Duration::from_millis(500).min(deadline);
-    let greeting = |mut s: Box<dyn tokio::io::AsyncRead + Unpin + Send>| async move {
-        let mut b = [0u8; 1];
-        matches!(
-            tokio::time::timeout(probe, s.read(&mut b)).await,
-            Ok(Ok(n)) if n > 0
-        )
-    };
-    let accepted: Option<bool> = match endpoint {
-        Endpoint::Tcp { host, port } => {
-            match tokio::time::timeout(
-                probe,
-                tokio::net::TcpStream::connect((host.as_str(), *port)),
-            )
-            .await
-            {
-                Ok(Ok(s)) => Some(greeting(Box::new(s)).await),
-                _ => None,
-            }
-        }
-        Endpoint::Socket(p) => {
-            match tokio::time::timeout(probe, tokio::net::UnixStream::connect(p)).await {
-                Ok(Ok(s)) => Some(greeting(Box::new(s)).await),
-                _ => None,
-            }
-        }
-    };
+/// The login timed out: how far it got tells down from stalled. No TCP
+/// connection is "down"; a connection without a greeting, or a greeting
+/// without a finished login, is a server that is there but not answering.
+fn timed_out(e: &ConnectError, deadline: Duration) -> Health {
     let secs = deadline.as_secs_f64();
-    match accepted {
-        None => Health::Down(format!(
-            "ERROR 2003 (HY000): Can't connect to server on '{endpoint}' (no connection within {secs:.1}s)"
-        )),
-        Some(false) => Health::Stalled(format!(
+    match e.stage {
+        Some(Stage::Greeting) => Health::Stalled(format!(
             "accepts connections but sends no handshake within {secs:.1}s"
         )),
-        Some(true) => Health::Stalled(format!("the login did not finish within {secs:.1}s")),
+        Some(Stage::Login) => {
+            Health::Stalled(format!("the login did not finish within {secs:.1}s"))
+        }
+        Some(Stage::Connecting) | None => Health::Down(e.what.clone()),
     }
 }
 

@@ -284,7 +284,8 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         );
         return Ok(Exit::Ok);
     }
-    raise_fd_limit();
+    // Two sockets per active client.
+    crate::fdlimit::raise();
     let mut listeners = Vec::new();
     for l in &cfg.listen {
         listeners.push(
@@ -393,20 +394,4 @@ fn conn_given(c: &ConnArgs) -> bool {
         || ssl_ca.is_some()
         || default_character_set.is_some()
         || sandbox.is_some()
-}
-
-/// A relay holds two sockets per active client: lift the soft limit on
-/// open files to the hard limit.
-fn raise_fd_limit() {
-    let mut l = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
-            l.rlim_cur = l.rlim_max;
-            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &l);
-        }
-    }
 }

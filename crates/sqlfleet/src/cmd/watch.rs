@@ -427,6 +427,18 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
             }
         })
         .collect();
+    // One kept connection per server, an SSH pipe per host with metrics.
+    let needed =
+        servers.len() as u64 + servers.iter().filter(|w| w.ssh.is_some()).count() as u64 * 3 + 64;
+    if let Some(w) = crate::fdlimit::ensure(
+        needed,
+        &format!(
+            "watching {}",
+            sqlfleet_conn::text::count(servers.len() as u64, "server")
+        ),
+    ) {
+        tracing::warn!("{w}");
+    }
     let cfg = MonitorConfig {
         servers,
         interval,
