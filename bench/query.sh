@@ -78,6 +78,13 @@ for _ in 1 2 3 4 5; do
 done
 "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" > /dev/null 2>"$WORK/sf.err"
 T_RUN=$(grep -o 'in [0-9.]*s' "$WORK/sf.err" | head -1 | tr -dc '0-9.')
+"${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \
+  --status-json "$WORK/status.json" > /dev/null 2>"$WORK/sf-v.err"
+TIMING=$(python3 -c "
+import json; t = json.load(open('$WORK/status.json'))['timing']
+print(f\"tasks spawned {t['spawned']:.3f} s, last login done {t['last_login']:.3f} s, last host done {t['last_host']:.3f} s; per host: login p50 {t['login_p50']*1e3:.1f} ms (max {t['login_max']*1e3:.1f}), statements p50 {t['statements_p50']*1e3:.1f} ms (max {t['statements_max']*1e3:.1f})\")")
+echo "== the server's own yardstick: connect, read the greeting, close, for each of $N endpoints (256 at once), best of 3"
+T_GREET=$("${IN[@]}" python3 bench/greet_rate.py "$WORK/hosts.txt" 256 3)
 echo "== sqlfleet query on $((N * 10)) endpoints: peak memory"
 /usr/bin/time -f "%M" -o "$WORK/rss" "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts10.txt" -e "$Q" > /dev/null 2>"$WORK/sf10.err" || true
 RSS=$(tail -1 "$WORK/rss")
@@ -90,4 +97,6 @@ echo "| sqlfleet query --ssl-mode DISABLED --parallel 64, best of 3 | $N | $T_TU
 echo "| xargs -P 64 mariadb (no TLS, its default) | $N | $T_X | $ROWS_X |"
 echo
 echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (of the best wall time $T_DEF s)"
+echo "inside the command: $TIMING"
+echo "server yardstick (accept + greeting only, no login, no query; Python asyncio): $T_GREET s for $N endpoints; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / $T_GREET:.2f}')")x that"
 python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"

@@ -45,6 +45,8 @@ python3 -c "
 for i in range($N):
     print(f'127.{(i // 250) % 250}.{i % 250 + 1}.{i // 62500 + 1}:$PORT')" > "$WORK/hosts.txt"
 ticks=$(getconf CLK_TCK)
+# The server's own process: what each monitor's checks cost it.
+SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
 # cpu_of PID...: user+system seconds of these processes (from /proc/PID/stat).
 cpu_of() {
   local total=0
@@ -66,9 +68,9 @@ echo "== sqlfleet watch: $N endpoints, interval 1 s, ${DURATION} s"
 WPID=$!
 PIDS+=("$WPID")
 sleep 5   # logins done; measure the steady state
-c0=$(cpu_of "$WPID")
+c0=$(cpu_of "$WPID"); s0=$(cpu_of "$SPID")
 sleep "$DURATION"
-c1=$(cpu_of "$WPID")
+c1=$(cpu_of "$WPID"); s1=$(cpu_of "$SPID")
 W_RSS=$(rss_of "$WPID")
 OKS=$(grep -c '"to":"ok"' "$WORK/watch.out" || true)
 # Each server's last state at the end, counted with its reason: a server
@@ -98,7 +100,8 @@ last_states "$WORK/watch.out"
 kill "$WPID"
 W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")
-echo "sqlfleet watch: $N servers, 1 s interval: $W_US µs CPU per server-check, $W_CORE cores, peak RSS $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") MiB, $OKS servers reported ok"
+W_SRV=$(python3 -c "print(f'{($s1 - $s0) * 1e6 / ($N * $DURATION):.1f}')")
+echo "sqlfleet watch: $N servers, 1 s interval: $W_US µs CPU per server-check, $W_CORE cores, peak RSS $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") MiB, $OKS servers reported ok; the server spent $W_SRV µs CPU per check"
 
 # The fleet page's draw time is read by a real browser (a test binary that
 # drives headless Chromium), built here, run inside the namespace.
@@ -115,12 +118,16 @@ c0=$(cpu_of "$WPID")
 sleep "$DURATION"
 c1=$(cpu_of "$WPID")
 WW_RSS=$(rss_of "$WPID")
+# The states at the end of the measured window (before the browser runs:
+# on 2 cores a browser drawing 1,000 rows starves the server).
+head -n "$(wc -l < "$WORK/watch-web.out")" "$WORK/watch-web.out" > "$WORK/watch-web.window"
+echo -n "at the end of the window: "; last_states "$WORK/watch-web.window"
 WW_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 # The live stream's size per update, and the fleet page drawn by a real browser.
 SSE_BYTES=$("${IN[@]}" curl -s --max-time 3 http://127.0.0.1:18080/api/fleet | wc -c)
 PAGE=$("${IN[@]}" env WATCH_PAGE=http://127.0.0.1:18080/ "$PAGE_TEST" --ignored --exact fleet_page_draw_time --nocapture 2>/dev/null | grep '^PAGE' || echo "PAGE (the browser run failed)")
 HIST=$(du -k "$WORK/history.db" | cut -f1)
-last_states "$WORK/watch-web.out"
+echo -n "after the browser's visit: "; last_states "$WORK/watch-web.out"
 kill "$WPID"
 echo "sqlfleet watch --listen --history: $WW_US µs CPU per server-check, peak RSS $(python3 -c "print(f'{$WW_RSS / 1024:.1f}')") MiB, history $HIST KiB after ${DURATION} s, one fleet update $SSE_BYTES bytes, page: $PAGE"
 if [ "$K" -eq 0 ]; then exit 0; fi
@@ -135,19 +142,33 @@ for i in $(seq 1 "$K"); do
   PIDS+=($!)
 done
 sleep 2
-scrape() { for i in $(seq 1 "$K"); do "${IN[@]}" curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$((19100 + i))/metrics" & done; wait; }
+# Waits for its own curls only (a bare `wait` would wait for the exporters).
+scrape() {
+  local cpids=()
+  for i in $(seq 1 "$K"); do
+    "${IN[@]}" curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$((19100 + i))/metrics" &
+    cpids+=($!)
+  done
+  wait "${cpids[@]}"
+}
 scrape; sleep 3
-e0=$(cpu_of "${EPIDS[@]}")
+e0=$(cpu_of "${EPIDS[@]}"); s0=$(cpu_of "$SPID")
 end=$((SECONDS + DURATION))
-while [ "$SECONDS" -lt "$end" ]; do t=$SECONDS; scrape; while [ "$SECONDS" -eq "$t" ]; do sleep 0.05; done; done
-e1=$(cpu_of "${EPIDS[@]}")
+ROUNDS=0
+while [ "$SECONDS" -lt "$end" ]; do
+  t=$SECONDS; scrape; ROUNDS=$((ROUNDS + 1))
+  while [ "$SECONDS" -eq "$t" ]; do sleep 0.05; done
+done
+e1=$(cpu_of "${EPIDS[@]}"); s1=$(cpu_of "$SPID")
 E_RSS=$(rss_of "${EPIDS[@]}")
-E_US=$(python3 -c "print(f'{($e1 - $e0) * 1e6 / ($K * $DURATION):.1f}')")
+# Per scrape actually made (a scrape slower than a second makes fewer).
+E_US=$(python3 -c "print(f'{($e1 - $e0) * 1e6 / ($K * $ROUNDS):.1f}')")
+E_SRV=$(python3 -c "print(f'{($s1 - $s0) * 1e6 / ($K * $ROUNDS):.1f}')")
 
 echo
-echo "| monitor | servers | interval | CPU per server-check (µs) | cores used | peak RSS (MiB) |"
-echo "|---|---:|---:|---:|---:|---:|"
-echo "| sqlfleet watch (one process, kept connections) | $N | 1 s | $W_US | $W_CORE | $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") |"
-echo "| mysqld_exporter (one process per target; scrapes not counted) | $K | 1 s | $E_US | $(python3 -c "print(f'{($e1 - $e0) / $DURATION:.3f}')") | $(python3 -c "print(f'{$E_RSS / 1024:.1f}')") |"
+echo "| monitor | servers | interval | CPU per server-check (µs) | cores used | peak RSS (MiB) | server CPU per check (µs) |"
+echo "|---|---:|---:|---:|---:|---:|---:|"
+echo "| sqlfleet watch (one process, kept connections) | $N | 1 s | $W_US | $W_CORE | $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") | $W_SRV |"
+echo "| mysqld_exporter (one process per target; curl not counted; $ROUNDS scrape rounds in ${DURATION} s) | $K | 1 s | $E_US | $(python3 -c "print(f'{($e1 - $e0) / $DURATION:.3f}')") | $(python3 -c "print(f'{$E_RSS / 1024:.1f}')") | $E_SRV |"
 echo
 echo "state lines 'to ok' from sqlfleet watch: $OKS of $N servers"

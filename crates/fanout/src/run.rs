@@ -74,6 +74,11 @@ pub struct HostStatus {
     pub message: Option<String>,
     pub rows: u64,
     pub seconds: f64,
+    /// Of `seconds`: waiting for a slot (`--parallel`), then logging in;
+    /// the rest ran the statements and handed the rows to the output.
+    pub queued_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub login_seconds: Option<f64>,
     /// With -B / --all-databases: how each database went.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub databases: Vec<DatabaseStatus>,
@@ -95,6 +100,7 @@ struct HostResult {
     message: Option<String>,
     rows: u64,
     databases: Vec<DatabaseStatus>,
+    login: Option<Duration>,
 }
 
 impl HostResult {
@@ -104,6 +110,7 @@ impl HostResult {
             message,
             rows,
             databases: Vec::new(),
+            login: None,
         }
     }
 }
@@ -120,7 +127,52 @@ pub struct Report {
     pub databases_ok: usize,
     pub databases_failed: usize,
     pub seconds: f64,
+    /// Where the run's time went.
+    pub timing: Timing,
     pub statuses: Vec<HostStatus>,
+}
+
+/// Where a run's wall time went (seconds from its start) and what one
+/// host's work cost, for finding the slow part of a big run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timing {
+    /// Every host's task spawned (set-up before the first connect).
+    pub spawned: f64,
+    /// The last login finished.
+    pub last_login: f64,
+    /// The last host finished its statements.
+    pub last_host: f64,
+    /// Per host, median and worst: login, and statements with their rows.
+    pub login_p50: f64,
+    pub login_max: f64,
+    pub statements_p50: f64,
+    pub statements_max: f64,
+}
+
+impl Timing {
+    fn of(statuses: &[HostStatus], spawned: f64, ends: &[(f64, f64)]) -> Timing {
+        let mut login: Vec<f64> = statuses.iter().filter_map(|s| s.login_seconds).collect();
+        let mut stmts: Vec<f64> = statuses
+            .iter()
+            .filter_map(|s| {
+                s.login_seconds
+                    .map(|l| (s.seconds - s.queued_seconds - l).max(0.0))
+            })
+            .collect();
+        let p50 = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        Timing {
+            spawned,
+            last_login: ends.iter().map(|e| e.0).fold(0.0, f64::max),
+            last_host: ends.iter().map(|e| e.1).fold(0.0, f64::max),
+            login_p50: p50(&mut login),
+            login_max: login.last().copied().unwrap_or(0.0),
+            statements_p50: p50(&mut stmts),
+            statements_max: stmts.last().copied().unwrap_or(0.0),
+        }
+    }
 }
 
 enum Event {
@@ -159,8 +211,10 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         tasks.push(tokio::spawn(async move {
             let addr = h.addr();
             let t0 = Instant::now();
+            let mut queued = Duration::ZERO;
             let work = async {
                 let _permit = sem.acquire().await.ok();
+                queued = t0.elapsed();
                 if interrupted(&opts) {
                     return HostResult::of(
                         State::Interrupted,
@@ -181,21 +235,31 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
                 },
                 None => work.await,
             };
-            HostStatus {
-                host: addr,
-                state: r.state,
-                message: r.message,
-                rows: r.rows,
-                seconds: t0.elapsed().as_secs_f64(),
-                databases: r.databases,
-            }
+            let end = started.elapsed().as_secs_f64();
+            let login_end = r.login.map(|l| (t0 + queued + l - started).as_secs_f64());
+            (
+                HostStatus {
+                    host: addr,
+                    state: r.state,
+                    message: r.message,
+                    rows: r.rows,
+                    seconds: t0.elapsed().as_secs_f64(),
+                    queued_seconds: queued.as_secs_f64(),
+                    login_seconds: r.login.map(|l| l.as_secs_f64()),
+                    databases: r.databases,
+                },
+                (login_end.unwrap_or(0.0), end),
+            )
         }));
     }
     drop(tx);
+    let spawned = started.elapsed().as_secs_f64();
     let mut statuses = Vec::with_capacity(tasks.len());
+    let mut ends = Vec::with_capacity(tasks.len());
     for t in tasks {
-        if let Ok(s) = t.await {
+        if let Ok((s, e)) = t.await {
             statuses.push(s);
+            ends.push(e);
         }
     }
     writer.await.map_err(std::io::Error::other)??;
@@ -218,6 +282,7 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
             .filter(|d| d.state != State::Ok)
             .count(),
         seconds: started.elapsed().as_secs_f64(),
+        timing: Timing::of(&statuses, spawned, &ends),
         statuses,
     })
 }
@@ -249,7 +314,8 @@ async fn host_work(
 ) -> HostResult {
     let target = h.target(&opts.base);
     let addr = h.addr();
-    let mut conn = match target.dial(opts.connect_timeout).await {
+    let dialing = Instant::now();
+    let conn = match target.dial(opts.connect_timeout).await {
         Ok(c) => c,
         Err(e) => {
             let state = if e.server_code().is_some() {
@@ -260,6 +326,21 @@ async fn host_work(
             return HostResult::of(state, Some(e.what), 0);
         }
     };
+    let login = dialing.elapsed();
+    let mut r = statements(opts, &target, conn, &addr, tx, deadline).await;
+    r.login = Some(login);
+    r
+}
+
+/// Runs every statement in every database on a logged-in connection.
+async fn statements(
+    opts: &QueryOptions,
+    target: &Target,
+    mut conn: Client,
+    addr: &str,
+    tx: &mpsc::Sender<Event>,
+    deadline: Option<Instant>,
+) -> HostResult {
     let mariadb = conn.is_mariadb();
     let dbs: Vec<Option<String>> = match &opts.databases {
         Databases::Default => vec![None],
@@ -323,7 +404,7 @@ async fn host_work(
             let run = run_statement(
                 &mut conn,
                 &sql,
-                &addr,
+                addr,
                 db.as_deref(),
                 tx,
                 opts.mode,
@@ -360,13 +441,13 @@ async fn host_work(
                             format!("interrupted (KILL QUERY {id} sent)"),
                         ),
                     };
-                    kill_query(&target, id, opts.connect_timeout).await;
+                    kill_query(target, id, opts.connect_timeout).await;
                     drop(conn);
                     if opts.mode != Mode::Stream {
                         outcome.error = Some(msg.clone());
                         let _ = tx
                             .send(Event::Outcome {
-                                host: addr.clone(),
+                                host: addr.to_string(),
                                 outcome,
                             })
                             .await;
@@ -424,7 +505,7 @@ async fn host_work(
     if opts.mode != Mode::Stream {
         let _ = tx
             .send(Event::Outcome {
-                host: addr.clone(),
+                host: addr.to_string(),
                 outcome,
             })
             .await;
@@ -435,6 +516,7 @@ async fn host_work(
         message: result.1,
         rows: total,
         databases: per_db,
+        login: None,
     }
 }
 

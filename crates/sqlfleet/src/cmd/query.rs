@@ -175,6 +175,18 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             String::new()
         }
     );
+    let t = &report.timing;
+    tracing::debug!(
+        "where the time went: tasks spawned at {:.3}s, last login done at {:.3}s, last host done at {:.3}s, output done at {:.3}s; per host login p50 {:.1} ms (max {:.1}), statements p50 {:.1} ms (max {:.1})",
+        t.spawned,
+        t.last_login,
+        t.last_host,
+        report.seconds,
+        t.login_p50 * 1e3,
+        t.login_max * 1e3,
+        t.statements_p50 * 1e3,
+        t.statements_max * 1e3
+    );
     if report.databases_ok + report.databases_failed > 0 {
         eprintln!(
             "sqlfleet query: databases: {} ok, {} failed (per host and database in --status-json)",
