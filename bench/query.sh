@@ -78,8 +78,17 @@ for _ in 1 2 3 4 5; do
 done
 "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" > /dev/null 2>"$WORK/sf.err"
 T_RUN=$(grep -o 'in [0-9.]*s' "$WORK/sf.err" | head -1 | tr -dc '0-9.')
+# The server's own CPU for one run (every login and query of it): on a
+# machine where it had every core to itself, a run could not take less than
+# that divided by the cores.
+SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
+srv_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$SPID/stat"; }
+sc0=$(srv_cpu)
 "${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \
   --status-json "$WORK/status.json" > /dev/null 2>"$WORK/sf-v.err"
+sc1=$(srv_cpu)
+SRV_CPU=$(python3 -c "print(f'{$sc1 - $sc0:.3f}')")
+CORES=$(nproc)
 TIMING=$(python3 -c "
 import json; t = json.load(open('$WORK/status.json'))['timing']
 print(f\"tasks spawned {t['spawned']:.3f} s, last login done {t['last_login']:.3f} s, last host done {t['last_host']:.3f} s; per host: login p50 {t['login_p50']*1e3:.1f} ms (max {t['login_max']*1e3:.1f}), statements p50 {t['statements_p50']*1e3:.1f} ms (max {t['statements_max']*1e3:.1f})\")")
@@ -98,5 +107,6 @@ echo "| xargs -P 64 mariadb (no TLS, its default) | $N | $T_X | $ROWS_X |"
 echo
 echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (of the best wall time $T_DEF s)"
 echo "inside the command: $TIMING"
-echo "server yardstick (accept + greeting only, no login, no query; Python asyncio): $T_GREET s for $N endpoints; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / $T_GREET:.2f}')")x that"
+echo "server side: one run cost the server $SRV_CPU s of CPU (logins, queries, disconnects of $N hosts): a floor of $(python3 -c "print(f'{$SRV_CPU / $CORES:.3f}')") s with all $CORES cores given to the server; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / ($SRV_CPU / $CORES):.2f}')")x that floor"
+echo "accept + greeting only (no login, no query), a Python asyncio client: $T_GREET s for $N endpoints (its own cost dominates; sqlfleet's whole run is $(python3 -c "print(f'{$T_DEF / $T_GREET:.2f}')")x it)"
 python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"

@@ -442,3 +442,58 @@ fn an_account_without_privileges_is_named_as_such() {
     );
     assert!(stdout(&o).contains("1227"), "{}", stdout(&o));
 }
+
+#[test]
+fn the_longest_running_statement_is_listed_and_an_idle_server_lists_none() {
+    let srv = replicated();
+    let primary = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let defaults = format!("--defaults-file={}", srv.defaults_file().display());
+    let once = || {
+        let o = sqlfleet()
+            .args(["watch", &defaults, "--hosts", &primary, "--once", "--json"])
+            .env("SQLFLEET_HOME", srv.home())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        v["servers"][0]["sample"]["running"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
+    // Nothing but the check itself (and replication's own threads) runs.
+    let idle = once();
+    assert!(idle.is_empty(), "{idle:?}");
+    // A client's long statement is listed, with its text.
+    let mut client = std::process::Command::new("mariadb")
+        .arg(&defaults)
+        .args(["-N", "-e", "SELECT SLEEP(30), 'watch-long-marker'"])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("mariadb");
+    let until = Instant::now() + Duration::from_secs(10);
+    let found = loop {
+        let running = once();
+        if let Some(r) = running.iter().find(|r| {
+            r["info"]
+                .as_str()
+                .is_some_and(|i| i.contains("watch-long-marker"))
+        }) {
+            break r.clone();
+        }
+        assert!(Instant::now() < until, "never listed: {running:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(found["command"], "Query", "{found}");
+    // The listed id is the server's: KILL QUERY with it ends the statement.
+    let id = found["id"].as_u64().expect("id");
+    let k = std::process::Command::new("mariadb")
+        .arg(&defaults)
+        .args(["-e", &format!("KILL QUERY {id}")])
+        .output()
+        .expect("mariadb");
+    assert!(k.status.success(), "{}", stderr(&k));
+    let _ = client.wait();
+    let _ = client.kill();
+}
