@@ -84,9 +84,10 @@ T_RUN=$(grep -o 'in [0-9.]*s' "$WORK/sf.err" | head -1 | tr -dc '0-9.')
 SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
 srv_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$SPID/stat"; }
 sc0=$(srv_cpu)
-"${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \
+/usr/bin/time -f "%U %S" -o "$WORK/cpu" "${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \
   --status-json "$WORK/status.json" > /dev/null 2>"$WORK/sf-v.err"
 sc1=$(srv_cpu)
+CLI_CPU=$(awk '{printf "%.3f", $1 + $2}' "$WORK/cpu")
 SRV_CPU=$(python3 -c "print(f'{$sc1 - $sc0:.3f}')")
 CORES=$(nproc)
 TIMING=$(python3 -c "
@@ -108,5 +109,6 @@ echo
 echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (of the best wall time $T_DEF s)"
 echo "inside the command: $TIMING"
 echo "server side: one run cost the server $SRV_CPU s of CPU (logins, queries, disconnects of $N hosts): a floor of $(python3 -c "print(f'{$SRV_CPU / $CORES:.3f}')") s with all $CORES cores given to the server; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / ($SRV_CPU / $CORES):.2f}')")x that floor"
+echo "client side: the same run cost sqlfleet $CLI_CPU s of CPU; server + client on this machine's $CORES cores: a floor of $(python3 -c "print(f'{($SRV_CPU + $CLI_CPU) / $CORES:.3f}')") s"
 echo "accept + greeting only (no login, no query), a Python asyncio client: $T_GREET s for $N endpoints (its own cost dominates; sqlfleet's whole run is $(python3 -c "print(f'{$T_DEF / $T_GREET:.2f}')")x it)"
 python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"
