@@ -178,8 +178,12 @@ impl Relay {
                         let id = ids.fetch_add(1, Ordering::Relaxed);
                         let ctx = self.ctx.clone();
                         match a {
-                            Accepted::Tcp(s) => { sessions.spawn(frontend::session::serve(ctx, s, id)); }
-                            Accepted::Unix(s) => { sessions.spawn(frontend::session::serve(ctx, s, id)); }
+                            Accepted::Tcp(s) => {
+                                // The client's host as the server would name it in errors.
+                                let host = s.peer_addr().map(|a| a.ip().to_canonical().to_string()).unwrap_or_default();
+                                sessions.spawn(frontend::session::serve(ctx, s, id, host));
+                            }
+                            Accepted::Unix(s) => { sessions.spawn(frontend::session::serve(ctx, s, id, "localhost".into())); }
                         }
                     }
                     None => break,

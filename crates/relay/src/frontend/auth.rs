@@ -85,6 +85,7 @@ pub async fn login<S>(
     g: &Greeting,
     mut raw: S,
     id: u32,
+    host: &str,
 ) -> Result<LoggedIn, AuthError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
@@ -146,6 +147,7 @@ where
         token,
         &nonce,
         tls,
+        host,
     )
     .await?;
     Ok(LoggedIn {
@@ -174,6 +176,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     mut token: Vec<u8>,
     nonce: &[u8; 20],
     tls: bool,
+    host: &str,
 ) -> Result<(u8, Option<Credential>), AuthError> {
     // Unknown users go through the same steps (no user enumeration).
     let unknown = Account::from_password(&String::from_utf8_lossy(&nonce[..]));
@@ -253,7 +256,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     };
     if !ok || !users.contains_key(user) {
         let msg = format!(
-            "Access denied for user '{user}' (using password: {})",
+            "Access denied for user '{user}'@'{host}' (using password: {})",
             if empty { "NO" } else { "YES" }
         );
         packet::write(s, seq, &packet::err_payload(1045, "28000", &msg)).await?;

@@ -97,6 +97,12 @@ struct Session {
     mode: Mode,
     shape: Shape,
     caps: u32,
+    /// COM_CHANGE_USER attempts refused on this connection: as the server
+    /// (MDEV-3915), after three every further one is refused unheard, so a
+    /// connection cannot be used to guess passwords.
+    change_user_failures: u8,
+    /// The client's host, for access-denied messages worded as the server's.
+    host: String,
     nonce: [u8; 20],
     tls: bool,
     db: Option<String>,
@@ -154,7 +160,9 @@ impl Drop for ConnectedGauge {
     }
 }
 
-pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32)
+/// Serves one client; `host` is its address as the server would name it
+/// in an error ('localhost' over a socket).
+pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32, host: String)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
 {
@@ -163,7 +171,7 @@ where
     ctx.metrics.clients_connected.fetch_add(1, Relaxed);
     let _gauge = ConnectedGauge(ctx.metrics.clone());
     let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
-    let login = auth::login(&ctx.cfg, &users, &ctx.greeting, stream, id);
+    let login = auth::login(&ctx.cfg, &users, &ctx.greeting, stream, id, &host);
     let li = match tokio::time::timeout(std::time::Duration::from_secs(10), login).await {
         Ok(Ok(li)) => li,
         Ok(Err(auth::AuthError::Denied(why))) => {
@@ -192,6 +200,8 @@ where
             ext: li.hello.ext & ctx.greeting.ext,
         },
         caps: li.hello.caps,
+        change_user_failures: 0,
+        host,
         nonce: li.nonce,
         tls: li.tls,
         db: li.hello.database.clone(),

@@ -11,6 +11,9 @@ use crate::frontend::auth;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::Pin;
 
+/// Refused COM_CHANGE_USER attempts a connection gets, as the server allows.
+const MAX_CHANGE_USER_FAILURES: u8 = 3;
+
 impl Session {
     pub(super) fn clear_state(&mut self) {
         self.handle.set_alias(None);
@@ -46,6 +49,12 @@ impl Session {
     }
 
     pub(super) async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        // The server's limit (MDEV-3915): three refused attempts per
+        // connection, then the command itself is refused, successes
+        // between them not counting.
+        if self.change_user_failures >= MAX_CHANGE_USER_FAILURES {
+            return Err(Fail::Err(1047, "08S01", "Unknown command".into()));
+        }
         let Some(req) = parse_change_user(cmd, self.caps) else {
             return Err(Fail::Err(1047, "08S01", "malformed COM_CHANGE_USER".into()));
         };
@@ -65,6 +74,7 @@ impl Session {
             req.auth,
             &self.nonce,
             self.tls,
+            &self.host,
         )
         .await
         {
@@ -72,6 +82,7 @@ impl Session {
             Err(auth::AuthError::Denied(why)) => {
                 // The client got its access-denied error; as with a direct
                 // connection, the session goes on as the user it was.
+                self.change_user_failures = self.change_user_failures.saturating_add(1);
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
                 crate::admin::log::login_failed(&req.user, self.id, &why);
                 return Ok(());
@@ -90,6 +101,7 @@ impl Session {
             (true, None) => {
                 // The relay could not log in to the server as that user:
                 // refused, and the session goes on as it was.
+                self.change_user_failures = self.change_user_failures.saturating_add(1);
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
                 let msg = format!(
                     "Access denied for user '{}': the relay logs in to the server as you, which needs mysql_native_password or caching_sha2_password with full authentication",
