@@ -86,8 +86,31 @@ pub fn load_killed_when(
     run.join().expect("load thread")
 }
 
+/// Waits until no connection has `db` as its database: a killed run's
+/// connections are gone from the server, and what they had sent has ended
+/// there (committed or rolled back), so counts read afterwards are final.
+pub fn settled(srv: &TestServer, db: &str) {
+    let q = format!(
+        "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = '{db}' AND ID <> CONNECTION_ID()"
+    );
+    let until = std::time::Instant::now() + Duration::from_secs(60);
+    while query(srv, &q).first().map(String::as_str) != Some("0") {
+        assert!(
+            std::time::Instant::now() < until,
+            "the killed run's connections to {db} are still on the server"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The furthest byte the journal of loads of `path` has recorded.
 pub fn journaled_up_to(srv: &TestServer, path: &Path) -> u64 {
+    // Before the first load on this server made the journal: nothing yet.
+    let made = "SELECT COUNT(*) FROM information_schema.TABLES \
+                WHERE TABLE_SCHEMA = 'sqlfleet' AND TABLE_NAME IN ('load_journal', 'loads')";
+    if query(srv, made).first().map(String::as_str) != Some("2") {
+        return 0;
+    }
     let q = format!(
         "SELECT COALESCE(MAX(j.end_offset), 0) FROM sqlfleet.load_journal j JOIN sqlfleet.loads l USING (load_id) \
          WHERE l.source = '{}' AND l.state = 'running' AND j.kind = 'data'",
