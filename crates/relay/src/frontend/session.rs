@@ -395,16 +395,25 @@ impl Session {
                     }
                     // Session mode always holds Pin::Session.
                     let stateful = self.in_trans || !self.pins.is_empty();
+                    if stateful {
+                        // The session's state died with its server
+                        // connection (killed, server gone): it ends as a
+                        // direct connection would, closed without a word,
+                        // so the client's library reports its own 2013
+                        // (Lost connection) and retry-on-2013 logic runs.
+                        tracing::info!(
+                            client = self.id,
+                            "the server connection holding this client's session was lost ({msg}); the client is disconnected"
+                        );
+                        return;
+                    }
+                    // Nothing of the client's lived there: it carries on
+                    // after an error in the server's range.
                     let msg = format!("Lost connection to backend server during query ({msg})");
                     let _ = self
                         .io
                         .write_packet(1, &packet::err_payload(LOST_CODE, "08S01", &msg))
                         .await;
-                    if stateful {
-                        // The session's state died with the backend: the
-                        // client must reconnect rather than carry on without it.
-                        return;
-                    }
                 }
             }
             self.release_if_free();
