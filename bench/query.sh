@@ -16,29 +16,11 @@ source scripts/env.sh
 cargo build --release --quiet
 SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
 export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
-NS=sqlfleet-bench-$$
 NAME=bench-query
-WORK="$(mktemp -d)"
-cleanup() {
-  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
-  ip netns del "$NS" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-ip netns add "$NS"
-ip netns exec "$NS" ip link set lo up
-IN=(ip netns exec "$NS")
-"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
-"${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
-  --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
-hosts() { python3 -c "
-n = $1
-for i in range(n):
-    print(f'127.{(i // 250) % 250}.{i % 250 + 1}.{i // 62500 + 1}:$PORT')"; }
-hosts "$N" > "$WORK/hosts.txt"
-hosts $((N * 10)) > "$WORK/hosts10.txt"
+source bench/netns_fleet.sh
+netns_fleet_up
+fleet_hosts "$N" > "$WORK/hosts.txt"
+fleet_hosts $((N * 10)) > "$WORK/hosts10.txt"
 Q="SELECT @@server_id, @@version, NOW()"
 secs() { python3 -c "print(f'{$2 - $1:.3f}')"; }
 now() { date +%s.%N; }
@@ -81,7 +63,6 @@ T_RUN=$(grep -o 'in [0-9.]*s' "$WORK/sf.err" | head -1 | tr -dc '0-9.')
 # The server's own CPU for one run (every login and query of it): on a
 # machine where it had every core to itself, a run could not take less than
 # that divided by the cores.
-SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
 srv_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$SPID/stat"; }
 sc0=$(srv_cpu)
 /usr/bin/time -f "%U %S" -o "$WORK/cpu" "${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \

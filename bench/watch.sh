@@ -21,32 +21,13 @@ cargo build --release --quiet
 SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
 EXPORTER=/usr/bin/prometheus-mysqld-exporter
 export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
-NS=sqlfleet-watch-$$
 NAME=bench-watch
-WORK="$(mktemp -d)"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do kill "$p" 2>/dev/null || true; done
-  ip netns exec "$NS" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
-  ip netns del "$NS" 2>/dev/null || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-ip netns add "$NS"
-ip netns exec "$NS" ip link set lo up
-IN=(ip netns exec "$NS")
-"${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
-"${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
-  --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
-CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
-PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
-PW=$(awk -F' = ' '/^password/ {print $2}' "$CNF" | tr -d '"')
-python3 -c "
-for i in range($N):
-    print(f'127.{(i // 250) % 250}.{i % 250 + 1}.{i // 62500 + 1}:$PORT')" > "$WORK/hosts.txt"
+source bench/netns_fleet.sh
+netns_fleet_up
+fleet_hosts "$N" > "$WORK/hosts.txt"
 ticks=$(getconf CLK_TCK)
-# The server's own process: what each monitor's checks cost it.
-SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
+# SPID (from netns_fleet_up): the server's own process, what each
+# monitor's checks cost it.
 # cpu_of PID...: user+system seconds of these processes (from /proc/PID/stat).
 cpu_of() {
   local total=0
