@@ -35,31 +35,12 @@ impl Target {
         match tokio::time::timeout(timeout, self.dial_now(&stage)).await {
             Ok(r) => r,
             Err(_) => {
-                let secs = timeout.as_secs_f64();
-                let (at, what) = match stage.load(Ordering::Relaxed) {
-                    s if s == Stage::Connecting as u8 => (
-                        Stage::Connecting,
-                        format!(
-                            "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {secs:.1}s)",
-                            self.endpoint
-                        ),
-                    ),
-                    s if s == Stage::Greeting as u8 => (
-                        Stage::Greeting,
-                        format!(
-                            "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet' (connected to '{}', no greeting within {secs:.1}s)",
-                            self.endpoint
-                        ),
-                    ),
-                    _ => (
-                        Stage::Login,
-                        format!(
-                            "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading authorization packet' ('{}' greeted but the login did not finish within {secs:.1}s)",
-                            self.endpoint
-                        ),
-                    ),
-                };
-                let mut e = self.failed(what, None, true);
+                let at = Stage::from_u8(stage.load(Ordering::Relaxed));
+                let mut e = self.failed(
+                    at.timed_out(&self.endpoint, timeout.as_secs_f64()),
+                    None,
+                    true,
+                );
                 e.stage = Some(at);
                 Err(e)
             }

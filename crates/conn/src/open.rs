@@ -39,11 +39,37 @@ pub struct ConnectError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
     /// The TCP (or socket) connection is not established.
-    Connecting,
+    Connecting = 0,
     /// Connected; the server's greeting has not arrived.
-    Greeting,
+    Greeting = 1,
     /// Greeted; TLS and the login exchange have not finished.
-    Login,
+    Login = 2,
+}
+
+impl Stage {
+    /// The stage a login's progress counter holds (`Stage as u8`).
+    pub(crate) fn from_u8(v: u8) -> Stage {
+        match v {
+            0 => Stage::Connecting,
+            1 => Stage::Greeting,
+            _ => Stage::Login,
+        }
+    }
+
+    /// A timeout at this stage, worded as the mysql client words it.
+    pub(crate) fn timed_out(self, endpoint: &Endpoint, secs: f64) -> String {
+        match self {
+            Stage::Connecting => format!(
+                "ERROR 2003 (HY000): Can't connect to server on '{endpoint}' (connect timed out after {secs:.1}s)"
+            ),
+            Stage::Greeting => format!(
+                "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet' (connected to '{endpoint}', no greeting within {secs:.1}s)"
+            ),
+            Stage::Login => format!(
+                "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading authorization packet' ('{endpoint}' greeted but the login did not finish within {secs:.1}s)"
+            ),
+        }
+    }
 }
 
 impl ConnectError {
@@ -156,11 +182,8 @@ impl Target {
 
     fn connect_error(&self, e: Option<mysql_async::Error>, timeout: Duration) -> ConnectError {
         let what = match &e {
-            None => format!(
-                "ERROR 2003 (HY000): Can't connect to server on '{}' (connect timed out after {:.1}s)",
-                self.endpoint,
-                timeout.as_secs_f64()
-            ),
+            // The driver does not say how far it got: named as a connect.
+            None => Stage::Connecting.timed_out(&self.endpoint, timeout.as_secs_f64()),
             Some(mysql_async::Error::Driver(
                 mysql_async::DriverError::NoClientSslFlagFromServer,
             )) => {
