@@ -74,8 +74,6 @@ CORES=$(nproc)
 TIMING=$(python3 -c "
 import json; t = json.load(open('$WORK/status.json'))['timing']
 print(f\"tasks spawned {t['spawned']:.3f} s, last login done {t['last_login']:.3f} s, last host done {t['last_host']:.3f} s; per host: login p50 {t['login_p50']*1e3:.1f} ms (max {t['login_max']*1e3:.1f}), statements p50 {t['statements_p50']*1e3:.1f} ms (max {t['statements_max']*1e3:.1f})\")")
-echo "== the server's own yardstick: connect, read the greeting, close, for each of $N endpoints (256 at once), best of 3"
-T_GREET=$("${IN[@]}" python3 bench/greet_rate.py "$WORK/hosts.txt" 256 3)
 echo "== sqlfleet query on $((N * 10)) endpoints: peak memory"
 /usr/bin/time -f "%M" -o "$WORK/rss" "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts10.txt" -e "$Q" > /dev/null 2>"$WORK/sf10.err" || true
 RSS=$(tail -1 "$WORK/rss")
@@ -91,5 +89,4 @@ echo "breakdown (defaults): process start and exit $T_START s; connects + querie
 echo "inside the command: $TIMING"
 echo "server side: one run cost the server $SRV_CPU s of CPU (logins, queries, disconnects of $N hosts): a floor of $(python3 -c "print(f'{$SRV_CPU / $CORES:.3f}')") s with all $CORES cores given to the server; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / ($SRV_CPU / $CORES):.2f}')")x that floor"
 echo "client side: the same run cost sqlfleet $CLI_CPU s of CPU; server + client on this machine's $CORES cores: a floor of $(python3 -c "print(f'{($SRV_CPU + $CLI_CPU) / $CORES:.3f}')") s"
-echo "accept + greeting only (no login, no query), a Python asyncio client: $T_GREET s for $N endpoints (its own cost dominates; sqlfleet's whole run is $(python3 -c "print(f'{$T_DEF / $T_GREET:.2f}')")x it)"
 python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"
