@@ -1,0 +1,409 @@
+//! Applying transactions on the target: one connection per worker, each
+//! stream (source, database) always on the same worker so its order is
+//! the source's, several source transactions per target commit, and the
+//! stream positions written in that same commit.
+//!
+//! Row events go through `BINLOG '<base64>'` (the target's own row
+//! applier, as `mariadb-binlog | mariadb` does); statements run as text in
+//! the session state the source ran them in.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use sqlfleet_conn::quote::{ident, literal};
+use sqlfleet_conn::Target;
+use tokio::sync::mpsc;
+
+use crate::position;
+use crate::txn::{Item, Session, Stmt, Txn};
+
+/// Deadlock and lock wait timeout: retried, not a stream failure.
+const RETRYABLE: &[u16] = &[1205, 1213];
+
+/// One transaction for one stream.
+pub struct Job {
+    pub source: Arc<str>,
+    /// The source's reading session; jobs of an older one are dropped
+    /// after that session failed.
+    pub generation: u64,
+    pub idx: u64,
+    pub stream: String,
+    pub txn: Arc<Txn>,
+    /// The source's current format description event (raw).
+    pub format: Arc<Vec<u8>>,
+    pub reply: mpsc::UnboundedSender<Done>,
+}
+
+#[derive(Debug)]
+pub struct Done {
+    pub generation: u64,
+    pub idx: u64,
+    pub stream: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Applied,
+    /// Not applied: its stream had stopped, or its session had failed.
+    Dropped,
+    /// The target refused it (SQL error): its stream stops.
+    Failed {
+        error: String,
+        statement: String,
+    },
+    /// The connection failed: the source must restart from the target's
+    /// positions (the commit may or may not have happened).
+    Lost {
+        error: String,
+    },
+}
+
+/// Why applying failed.
+#[derive(Debug, Clone)]
+pub enum ApplyError {
+    Sql {
+        code: u16,
+        error: String,
+        statement: String,
+    },
+    Lost(String),
+}
+
+impl ApplyError {
+    fn from_driver(e: mysql_async::Error, statement: &str) -> ApplyError {
+        match e {
+            mysql_async::Error::Server(s) => ApplyError::Sql {
+                code: s.code,
+                error: format!("ERROR {} ({}): {}", s.code, s.state, s.message),
+                statement: statement.chars().take(300).collect(),
+            },
+            other => ApplyError::Lost(other.to_string()),
+        }
+    }
+}
+
+/// A target session ready for `BINLOG` statements.
+pub struct Applier {
+    pub conn: Conn,
+    /// The format description last sent on this session.
+    format: Option<Arc<Vec<u8>>>,
+}
+
+impl Applier {
+    pub async fn open(target: &Target) -> Result<Applier, ApplyError> {
+        let mut conn = target
+            .connect(Duration::from_secs(10))
+            .await
+            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        conn.query_drop("SET @@session.pseudo_slave_mode = 1")
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "SET @@session.pseudo_slave_mode = 1"))?;
+        Ok(Applier { conn, format: None })
+    }
+
+    async fn run(&mut self, sql: &str) -> Result<(), ApplyError> {
+        self.conn
+            .query_drop(sql)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, sql))
+    }
+
+    async fn run_bytes(&mut self, sql: &[u8]) -> Result<(), ApplyError> {
+        self.conn
+            .query_drop(sql)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, &String::from_utf8_lossy(sql)))
+    }
+
+    /// Sends the source's format description when this session has not
+    /// seen it (a `BINLOG` of rows needs one first).
+    pub async fn prime(&mut self, format: &Arc<Vec<u8>>) -> Result<(), ApplyError> {
+        if self.format.as_ref().is_some_and(|f| f == format) {
+            return Ok(());
+        }
+        self.run(&binlog_statement(format)).await?;
+        self.format = Some(format.clone());
+        Ok(())
+    }
+
+    /// Applies one transaction's items (inside the caller's transaction).
+    pub async fn items(&mut self, txn: &Txn) -> Result<(), ApplyError> {
+        for item in &txn.items {
+            match item {
+                Item::Rows(bytes) => self.run(&binlog_statement(bytes)).await?,
+                Item::Stmt(s) => self.statement(s).await?,
+            }
+        }
+        Ok(())
+    }
+
+    /// A statement in its source session state.
+    pub async fn statement(&mut self, s: &Stmt) -> Result<(), ApplyError> {
+        self.run(&session_sql(&s.session)).await?;
+        match &s.db {
+            Some(db) => self.run(&format!("USE {}", ident(db))).await?,
+            None => {}
+        }
+        self.run_bytes(&s.sql).await
+    }
+}
+
+/// `BINLOG '<base64>'` for raw events.
+pub fn binlog_statement(raw: &[u8]) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD.encode(raw);
+    format!("BINLOG '{b64}'")
+}
+
+const OPTION_AUTO_IS_NULL: u32 = 1 << 14;
+const OPTION_NO_FOREIGN_KEY_CHECKS: u32 = 1 << 26;
+const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
+
+/// The `SET` that gives a session the source statement's state.
+pub fn session_sql(s: &Session) -> String {
+    let mut v = vec![
+        format!("@@session.pseudo_thread_id = {}", s.thread_id),
+        format!("TIMESTAMP = {}", s.timestamp),
+    ];
+    if let Some(f) = s.flags2 {
+        v.push(format!(
+            "@@session.foreign_key_checks = {}",
+            u8::from(f & OPTION_NO_FOREIGN_KEY_CHECKS == 0)
+        ));
+        v.push(format!(
+            "@@session.unique_checks = {}",
+            u8::from(f & OPTION_RELAXED_UNIQUE_CHECKS == 0)
+        ));
+        v.push(format!(
+            "@@session.sql_auto_is_null = {}",
+            u8::from(f & OPTION_AUTO_IS_NULL != 0)
+        ));
+    }
+    if let Some(m) = s.sql_mode {
+        v.push(format!("@@session.sql_mode = {m}"));
+    }
+    if let Some((c, cc, cs)) = s.charset {
+        v.push(format!("@@session.character_set_client = {c}"));
+        v.push(format!("@@session.collation_connection = {cc}"));
+        v.push(format!("@@session.collation_server = {cs}"));
+    }
+    if let Some(tz) = &s.time_zone {
+        v.push(format!("@@session.time_zone = {}", literal(tz)));
+    }
+    if let Some(n) = s.lc_time_names {
+        v.push(format!("@@session.lc_time_names = {n}"));
+    }
+    if let Some((inc, off)) = s.auto_increment {
+        v.push(format!("@@session.auto_increment_increment = {inc}"));
+        v.push(format!("@@session.auto_increment_offset = {off}"));
+    }
+    if let Some(i) = s.insert_id {
+        v.push(format!("INSERT_ID = {i}"));
+    }
+    if let Some(i) = s.last_insert_id {
+        v.push(format!("LAST_INSERT_ID = {i}"));
+    }
+    if let Some((a, b)) = s.rand {
+        v.push(format!("@@RAND_SEED1 = {a}, @@RAND_SEED2 = {b}"));
+    }
+    format!("SET {}", v.join(", "))
+}
+
+/// The position rows for transactions applied together: the last GTID of
+/// each (source, stream, domain).
+pub fn position_sql(done: &[(&str, &str, &Txn)]) -> Vec<String> {
+    let mut last: BTreeMap<(&str, &str, u32), &Txn> = BTreeMap::new();
+    for (source, stream, txn) in done {
+        last.insert((source, stream, txn.gtid.domain), txn);
+    }
+    last.iter()
+        .map(|((source, stream, _), t)| {
+            position::upsert(source, stream, &t.gtid, &t.file, t.end_pos, t.timestamp)
+        })
+        .collect()
+}
+
+/// One worker: its queue, its connection, its batches.
+pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
+    let mut applier: Option<Applier> = None;
+    // (source, generation, stream) that failed; (source, generation) lost.
+    let mut stopped: HashSet<(Arc<str>, u64, String)> = HashSet::new();
+    let mut lost: HashSet<(Arc<str>, u64)> = HashSet::new();
+    while let Some(first) = rx.recv().await {
+        let mut jobs = vec![first];
+        while jobs.len() < batch {
+            match rx.try_recv() {
+                Ok(j) => jobs.push(j),
+                Err(_) => break,
+            }
+        }
+        let mut live = Vec::new();
+        for j in jobs {
+            if lost.contains(&(j.source.clone(), j.generation))
+                || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
+            {
+                reply(&j, Outcome::Dropped);
+            } else {
+                live.push(j);
+            }
+        }
+        if live.is_empty() {
+            continue;
+        }
+        if applier.is_none() {
+            match Applier::open(&target).await {
+                Ok(a) => applier = Some(a),
+                Err(e) => {
+                    let error = match e {
+                        ApplyError::Lost(s) => s,
+                        ApplyError::Sql { error, .. } => error,
+                    };
+                    for j in &live {
+                        lost.insert((j.source.clone(), j.generation));
+                        reply(
+                            j,
+                            Outcome::Lost {
+                                error: error.clone(),
+                            },
+                        );
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    continue;
+                }
+            }
+        }
+        let Some(a) = applier.as_mut() else { continue };
+        let r = apply_batch(a, &live).await;
+        match r {
+            Ok(()) => {
+                for j in &live {
+                    reply(j, Outcome::Applied);
+                }
+            }
+            Err(ApplyError::Lost(e)) => {
+                applier = None;
+                for j in &live {
+                    lost.insert((j.source.clone(), j.generation));
+                    reply(j, Outcome::Lost { error: e.clone() });
+                }
+            }
+            Err(ApplyError::Sql { .. }) => {
+                // Find the failing transaction(s): one by one.
+                for j in &live {
+                    if lost.contains(&(j.source.clone(), j.generation))
+                        || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
+                    {
+                        reply(j, Outcome::Dropped);
+                        continue;
+                    }
+                    let Some(a) = applier.as_mut() else {
+                        lost.insert((j.source.clone(), j.generation));
+                        reply(
+                            j,
+                            Outcome::Lost {
+                                error: "connection lost".into(),
+                            },
+                        );
+                        continue;
+                    };
+                    match apply_batch(a, std::slice::from_ref(j)).await {
+                        Ok(()) => reply(j, Outcome::Applied),
+                        Err(ApplyError::Sql {
+                            error, statement, ..
+                        }) => {
+                            stopped.insert((j.source.clone(), j.generation, j.stream.clone()));
+                            reply(j, Outcome::Failed { error, statement });
+                        }
+                        Err(ApplyError::Lost(e)) => {
+                            applier = None;
+                            lost.insert((j.source.clone(), j.generation));
+                            reply(j, Outcome::Lost { error: e });
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn reply(j: &Job, outcome: Outcome) {
+    let _ = j.reply.send(Done {
+        generation: j.generation,
+        idx: j.idx,
+        stream: j.stream.clone(),
+        outcome,
+    });
+}
+
+/// Applies jobs in one target transaction with their positions; retries
+/// deadlocks and lock wait timeouts.
+async fn apply_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+    let mut tries = 0;
+    loop {
+        let r = try_batch(a, jobs).await;
+        match &r {
+            Err(ApplyError::Sql { code, .. }) if RETRYABLE.contains(code) && tries < 5 => {
+                let _ = a.run("ROLLBACK").await;
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(50 << tries)).await;
+            }
+            Err(ApplyError::Sql { .. }) => {
+                a.run("ROLLBACK").await?;
+                return r;
+            }
+            _ => return r,
+        }
+    }
+}
+
+async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+    a.run("START TRANSACTION").await?;
+    for j in jobs {
+        a.prime(&j.format).await?;
+        a.items(&j.txn).await?;
+    }
+    let done: Vec<(&str, &str, &Txn)> = jobs
+        .iter()
+        .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
+        .collect();
+    for sql in position_sql(&done) {
+        a.run(&sql).await?;
+    }
+    a.run("COMMIT").await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_set_names_every_state_the_source_had() {
+        let s = Session {
+            timestamp: 1_700_000_000,
+            thread_id: 9,
+            flags2: Some(OPTION_NO_FOREIGN_KEY_CHECKS),
+            sql_mode: Some(1_411_383_296),
+            charset: Some((33, 33, 45)),
+            time_zone: Some("+02:00".into()),
+            insert_id: Some(5),
+            ..Session::default()
+        };
+        let sql = session_sql(&s);
+        for want in [
+            "pseudo_thread_id = 9",
+            "TIMESTAMP = 1700000000",
+            "foreign_key_checks = 0",
+            "unique_checks = 1",
+            "sql_mode = 1411383296",
+            "collation_server = 45",
+            "time_zone = '+02:00'",
+            "INSERT_ID = 5",
+        ] {
+            assert!(sql.contains(want), "{sql} lacks {want}");
+        }
+    }
+}

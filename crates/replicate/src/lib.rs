@@ -1,0 +1,22 @@
+//! sqlfleet replicate: many MariaDB primaries into one server.
+//!
+//! Each source's binlog is read as a GTID replica would ([`source`]),
+//! assembled into transactions and split by target database ([`txn`],
+//! after filters and renames from [`config`]); each database is a stream
+//! whose transactions apply in the source's order on one worker
+//! connection ([`apply`]), streams in parallel; a transaction across
+//! databases and DDL are barriers. Every applied transaction commits
+//! together with its stream's position ([`position`]), so a restart
+//! after kill -9, a target restart or a lost source resumes exactly.
+//! [`run`] wires sources and workers; [`status`] reads the positions.
+
+pub mod apply;
+pub mod config;
+pub mod event;
+pub mod gtid;
+pub mod position;
+pub mod run;
+pub mod source;
+pub mod sqltext;
+pub mod status;
+pub mod txn;

@@ -1,0 +1,188 @@
+//! Where each stream is, kept on the target in `sqlfleet.*` tables and
+//! written in the same transaction as the rows it describes — the reason
+//! replicate is exactly once.
+//!
+//! - `replicate_position (source, stream, domain_id)`: the last GTID a
+//!   stream applied in each domain. Stream `''` is the source's *floor*:
+//!   every transaction at or before it is applied (or deliberately
+//!   skipped) in every stream; a restart reads the source from there and
+//!   skips what a stream's own row already covers.
+//! - `replicate_ddl (source)`: a standalone statement (DDL) started but
+//!   not yet recorded; after a crash it is re-run, and "already done"
+//!   errors are taken as done (DDL cannot commit with a position).
+//! - `replicate_skip (source, gtid)`: transactions `replicate skip` told
+//!   us to pass over, kept as the record that they were.
+//! - `replicate_error (source, stream)`: the error a stopped stream hit.
+
+use std::collections::BTreeMap;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+use sqlfleet_conn::quote::literal;
+
+use crate::gtid::{Gtid, GtidPos};
+
+/// Our schema on the target (never replicated).
+pub const SCHEMA: &str = "sqlfleet";
+/// The stream name of a source's floor.
+pub const FLOOR: &str = "";
+
+const DDL: &[&str] = &[
+    "CREATE DATABASE IF NOT EXISTS sqlfleet",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_position (
+        source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL,
+        domain_id INT UNSIGNED NOT NULL, server_id INT UNSIGNED NOT NULL,
+        seq_no BIGINT UNSIGNED NOT NULL,
+        binlog_file VARCHAR(255) NOT NULL DEFAULT '', binlog_pos BIGINT UNSIGNED NOT NULL DEFAULT 0,
+        source_time BIGINT UNSIGNED NOT NULL DEFAULT 0,
+        applied_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (source, stream, domain_id)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_ddl (
+        source VARCHAR(64) NOT NULL PRIMARY KEY, gtid VARCHAR(64) NOT NULL,
+        statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_skip (
+        source VARCHAR(64) NOT NULL, gtid VARCHAR(64) NOT NULL,
+        reason VARCHAR(255) NOT NULL DEFAULT '', at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (source, gtid)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_error (
+        source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL, gtid VARCHAR(64) NOT NULL,
+        error TEXT NOT NULL, statement MEDIUMTEXT NOT NULL,
+        at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (source, stream)) ENGINE=InnoDB",
+];
+
+/// Creates the tables when missing.
+pub async fn ensure(conn: &mut Conn) -> mysql_async::Result<()> {
+    for d in DDL {
+        conn.query_drop(*d).await?;
+    }
+    Ok(())
+}
+
+/// What the target holds for one source.
+#[derive(Debug, Clone, Default)]
+pub struct Stored {
+    pub floor: GtidPos,
+    pub streams: BTreeMap<String, GtidPos>,
+    pub skips: Vec<Gtid>,
+    /// A standalone statement that was started and not recorded.
+    pub ddl: Option<Gtid>,
+    /// A start position was recorded (the floor is where to read from,
+    /// even when empty).
+    pub started: bool,
+}
+
+impl Stored {
+    /// True when `stream` has applied `g` already.
+    pub fn applied(&self, stream: &str, g: &Gtid) -> bool {
+        self.floor.covers(g) || self.streams.get(stream).is_some_and(|p| p.covers(g))
+    }
+}
+
+pub async fn load(conn: &mut Conn, source: &str) -> mysql_async::Result<Stored> {
+    let mut s = Stored::default();
+    let rows: Vec<(String, u32, u32, u64)> = conn
+        .exec(
+            "SELECT stream, domain_id, server_id, seq_no FROM sqlfleet.replicate_position WHERE source = ?",
+            (source,),
+        )
+        .await?;
+    for (stream, domain, server, seq) in rows {
+        let g = Gtid {
+            domain,
+            server,
+            seq,
+        };
+        if stream == FLOOR {
+            s.started = true;
+            if domain != STARTED {
+                s.floor.advance(g);
+            }
+        } else {
+            s.streams.entry(stream).or_default().advance(g);
+        }
+    }
+    let skips: Vec<String> = conn
+        .exec(
+            "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ?",
+            (source,),
+        )
+        .await?;
+    s.skips = skips.iter().filter_map(|g| g.parse().ok()).collect();
+    let ddl: Option<String> = conn
+        .exec_first(
+            "SELECT gtid FROM sqlfleet.replicate_ddl WHERE source = ?",
+            (source,),
+        )
+        .await?;
+    s.ddl = ddl.and_then(|g| g.parse().ok());
+    Ok(s)
+}
+
+/// The statement recording `stream` at `g` (also the floor when stream is
+/// [`FLOOR`]).
+pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: u32) -> String {
+    format!(
+        "INSERT INTO sqlfleet.replicate_position (source, stream, domain_id, server_id, seq_no, binlog_file, binlog_pos, source_time) \
+         VALUES ({}, {}, {}, {}, {}, {}, {}, {}) \
+         ON DUPLICATE KEY UPDATE server_id = VALUES(server_id), seq_no = VALUES(seq_no), \
+         binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), source_time = VALUES(source_time)",
+        literal(source),
+        literal(stream),
+        g.domain,
+        g.server,
+        g.seq,
+        literal(file),
+        pos,
+        time
+    )
+}
+
+/// The floor row marking that a start position was chosen (so that
+/// "current" is decided once, even on a server without GTIDs yet).
+const STARTED: u32 = u32::MAX;
+
+/// Records where a source starts, the first time.
+pub async fn write_start(conn: &mut Conn, source: &str, pos: &GtidPos) -> mysql_async::Result<()> {
+    let mark = Gtid {
+        domain: STARTED,
+        server: 0,
+        seq: 0,
+    };
+    conn.query_drop("START TRANSACTION").await?;
+    conn.query_drop(upsert(source, FLOOR, &mark, "", 0, 0))
+        .await?;
+    write_floor(conn, source, pos).await?;
+    conn.query_drop("COMMIT").await
+}
+
+/// Writes a floor (every domain of `pos`), autocommitted.
+pub async fn write_floor(conn: &mut Conn, source: &str, pos: &GtidPos) -> mysql_async::Result<()> {
+    for g in pos.0.values() {
+        conn.query_drop(upsert(source, FLOOR, g, "", 0, 0)).await?;
+    }
+    Ok(())
+}
+
+pub async fn record_error(
+    conn: &mut Conn,
+    source: &str,
+    stream: &str,
+    g: &Gtid,
+    error: &str,
+    statement: &str,
+) -> mysql_async::Result<()> {
+    conn.exec_drop(
+        "REPLACE INTO sqlfleet.replicate_error (source, stream, gtid, error, statement) VALUES (?, ?, ?, ?, ?)",
+        (source, stream, g.to_string(), error, statement),
+    )
+    .await
+}
+
+pub async fn clear_errors(conn: &mut Conn, source: &str) -> mysql_async::Result<()> {
+    conn.exec_drop(
+        "DELETE FROM sqlfleet.replicate_error WHERE source = ?",
+        (source,),
+    )
+    .await
+}

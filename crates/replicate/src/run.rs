@@ -1,0 +1,192 @@
+//! Wires one `replicate` run: checks every source and the target before
+//! anything is applied, starts the workers (one target connection each)
+//! and one reader per source, and reports progress until stopped.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::Queryable;
+use serde::Serialize;
+use sqlfleet_conn::Target;
+use tokio::sync::{mpsc, watch};
+
+use crate::apply;
+use crate::config::{Checked, SYSTEM_SCHEMAS};
+use crate::position;
+use crate::source::{self, SourceRunner, SourceView};
+
+/// How a run behaves.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Overrides `[apply] threads`.
+    pub threads: Option<usize>,
+    /// Return once each source's position at start is applied.
+    pub until_caught_up: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Summary {
+    pub elapsed_seconds: f64,
+    pub applied: u64,
+    pub transactions_per_second: f64,
+    pub stopped_streams: usize,
+    pub warnings: Vec<String>,
+    pub sources: Vec<SourceView>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("target: {0}")]
+    Target(String),
+    #[error(transparent)]
+    Refused(#[from] source::Refused),
+}
+
+/// Live views of every source, for progress lines.
+pub type Views = Vec<Arc<Mutex<SourceView>>>;
+
+pub async fn run(
+    cfg: &Checked,
+    target: &Target,
+    sources: &[Target],
+    opts: &Options,
+    stop: watch::Receiver<bool>,
+    views: Views,
+) -> Result<Summary, RunError> {
+    let started = Instant::now();
+    let mut ctl = target
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| RunError::Target(e.to_string()))?;
+    check_target(&mut ctl).await?;
+    position::ensure(&mut ctl)
+        .await
+        .map_err(|e| RunError::Target(format!("creating sqlfleet.replicate_* tables: {e}")))?;
+    let warnings = non_transactional(&mut ctl).await;
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
+    drop(ctl);
+    for (s, t) in cfg.sources.iter().zip(sources) {
+        source::preflight(s, t).await?;
+    }
+
+    let threads = opts.threads.unwrap_or(cfg.threads).max(1);
+    let mut senders = Vec::new();
+    let mut worker_tasks = Vec::new();
+    for _ in 0..threads {
+        let (tx, rx) = mpsc::channel(4096);
+        senders.push(tx);
+        worker_tasks.push(tokio::spawn(apply::worker(target.clone(), cfg.batch, rx)));
+    }
+    let workers = Arc::new(senders);
+    let mut tasks = Vec::new();
+    for ((s, t), view) in cfg.sources.iter().zip(sources).zip(&views) {
+        if let Ok(mut v) = view.lock() {
+            v.name = s.name.clone();
+        }
+        let runner = SourceRunner {
+            cfg: s.clone(),
+            source: t.clone(),
+            target: target.clone(),
+            workers: workers.clone(),
+            view: view.clone(),
+            stop: stop.clone(),
+            until_caught_up: opts.until_caught_up,
+        };
+        tasks.push(tokio::spawn(runner.run()));
+    }
+    let mut refused = None;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => refused = Some(e),
+            Err(e) => {
+                refused = Some(source::Refused {
+                    source_name: "?".into(),
+                    what: format!("reader task failed: {e}"),
+                })
+            }
+        }
+    }
+    drop(workers);
+    for w in worker_tasks {
+        let _ = w.await;
+    }
+    if let Some(e) = refused {
+        return Err(e.into());
+    }
+    let sources: Vec<SourceView> = views
+        .iter()
+        .filter_map(|v| v.lock().ok().map(|g| g.clone()))
+        .collect();
+    let applied = sources.iter().map(|s| s.applied).sum();
+    let elapsed = started.elapsed().as_secs_f64();
+    Ok(Summary {
+        elapsed_seconds: elapsed,
+        applied,
+        transactions_per_second: if elapsed > 0.0 {
+            applied as f64 / elapsed
+        } else {
+            0.0
+        },
+        stopped_streams: sources
+            .iter()
+            .map(|s| s.streams.values().filter(|x| x.error.is_some()).count())
+            .sum(),
+        warnings,
+        sources,
+    })
+}
+
+/// The target must be MariaDB and let us run `BINLOG` statements.
+async fn check_target(c: &mut mysql_async::Conn) -> Result<(), RunError> {
+    let version: String = c
+        .query_first("SELECT @@version")
+        .await
+        .map_err(|e| RunError::Target(e.to_string()))?
+        .unwrap_or_default();
+    if !version.contains("MariaDB") {
+        return Err(RunError::Target(format!(
+            "server version {version} is not MariaDB; the target applies MariaDB row events"
+        )));
+    }
+    let grants: Vec<String> = c
+        .query("SHOW GRANTS")
+        .await
+        .map_err(|e| RunError::Target(e.to_string()))?;
+    let global = grants.iter().filter(|g| g.contains(" ON *.* "));
+    let ok = global.clone().any(|g| {
+        g.contains("ALL PRIVILEGES") || g.contains("SUPER") || g.contains("BINLOG REPLAY")
+    });
+    if !ok {
+        return Err(RunError::Target(
+            "the target user needs the BINLOG REPLAY privilege (or SUPER) to apply row events: GRANT BINLOG REPLAY ON *.* TO ..."
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Tables on the target that cannot commit with a position (named in a
+/// warning: a crash while applying to them may apply a change twice).
+async fn non_transactional(c: &mut mysql_async::Conn) -> Vec<String> {
+    let skip = SYSTEM_SCHEMAS
+        .iter()
+        .map(|s| format!("'{s}'"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let rows: Vec<(String, String, String)> = c
+        .query(format!(
+            "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES \
+             WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE NOT IN ('InnoDB') \
+             AND TABLE_SCHEMA NOT IN ({skip}) ORDER BY 1, 2 LIMIT 50"
+        ))
+        .await
+        .unwrap_or_default();
+    rows.into_iter()
+        .map(|(d, t, e)| {
+            format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it can apply a change twice")
+        })
+        .collect()
+}

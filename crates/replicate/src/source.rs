@@ -1,0 +1,856 @@
+//! One source: read its binlog as a replica would (MariaDB GTID mode),
+//! split transactions by target database, hand each to its stream's
+//! worker, apply barriers (DDL, transactions across databases) itself
+//! once everything before them is applied, and keep the source's floor.
+//!
+//! Every failure that leaves doubt (source or target connection lost, a
+//! `skip` recorded) is handled the same way: wait for what is in flight,
+//! then read the positions back from the target and start reading again
+//! from the floor — what a stream's own row covers is skipped. That one
+//! path is what makes kill -9, a target restart and a reconnect exact.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use mysql_async::prelude::Queryable;
+use mysql_async::BinlogStreamRequest;
+use mysql_async::Conn;
+use serde::Serialize;
+use sqlfleet_conn::quote::literal;
+use sqlfleet_conn::Target;
+use tokio::sync::{mpsc, watch};
+
+use crate::apply::{self, Applier, ApplyError, Done, Job, Outcome};
+use crate::config;
+use crate::gtid::{Gtid, GtidPos};
+use crate::position::{self, Stored};
+use crate::txn::{Assembler, Out, Txn};
+
+/// Errors that stop a source for good (bad settings, refused at start).
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("source '{source_name}': {what}")]
+pub struct Refused {
+    pub source_name: String,
+    pub what: String,
+}
+
+/// A stream's state as shown by progress, status and the summary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StreamView {
+    pub position: String,
+    pub applied: u64,
+    pub last_source_time: u32,
+    pub error: Option<String>,
+    pub error_gtid: Option<String>,
+    pub statement: Option<String>,
+}
+
+/// A source's state, shared with the progress printer.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SourceView {
+    pub name: String,
+    pub state: String,
+    pub read: String,
+    pub floor: String,
+    pub source_pos: String,
+    pub applied: u64,
+    pub skipped: u64,
+    pub reconnects: u64,
+    pub last_error: Option<String>,
+    pub streams: BTreeMap<String, StreamView>,
+}
+
+impl SourceView {
+    /// Transactions of the source not yet known applied everywhere.
+    pub fn behind(&self) -> u64 {
+        match (
+            GtidPos::parse(&self.floor),
+            GtidPos::parse(&self.source_pos),
+        ) {
+            (Ok(f), Ok(s)) => f.behind(&s),
+            _ => 0,
+        }
+    }
+}
+
+pub type Shared = Arc<Mutex<SourceView>>;
+
+fn set<F: FnOnce(&mut SourceView)>(v: &Shared, f: F) {
+    if let Ok(mut g) = v.lock() {
+        f(&mut g);
+    }
+}
+
+/// What a source needs to run.
+pub struct SourceRunner {
+    pub cfg: config::Source,
+    pub source: Target,
+    pub target: Target,
+    pub workers: Arc<Vec<mpsc::Sender<Job>>>,
+    pub view: Shared,
+    pub stop: watch::Receiver<bool>,
+    /// Return once everything the source had at start is applied.
+    pub until_caught_up: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Pending,
+    Applied,
+    Stopped,
+}
+
+/// One reading session's bookkeeping.
+struct Session {
+    generation: u64,
+    stored: Stored,
+    read: GtidPos,
+    floor: GtidPos,
+    floor_written: GtidPos,
+    frozen: bool,
+    window: BTreeMap<u64, (GtidPos, Status)>,
+    next_idx: u64,
+    outstanding: usize,
+    stopped: BTreeMap<String, Gtid>,
+    format: Arc<Vec<u8>>,
+}
+
+/// How a session ended.
+enum End {
+    Stop,
+    CaughtUp,
+    Restart(String),
+}
+
+impl SourceRunner {
+    /// Runs until stopped (or caught up); Err only for a refusal at start.
+    pub async fn run(mut self) -> Result<(), Refused> {
+        let mut generation = 0u64;
+        let mut backoff = Duration::from_millis(250);
+        let mut first = true;
+        loop {
+            generation += 1;
+            let r = self.session(generation, first).await;
+            first = false;
+            match r {
+                Ok(End::Stop) | Ok(End::CaughtUp) => {
+                    set(&self.view, |v| v.state = "stopped".into());
+                    return Ok(());
+                }
+                Ok(End::Restart(why)) => {
+                    tracing::warn!(source = %self.cfg.name, "restarting from the target's positions: {why}");
+                    set(&self.view, |v| {
+                        v.state = "reconnecting".into();
+                        v.last_error = Some(why);
+                        v.reconnects += 1;
+                    });
+                }
+                Err(SessionError::Refused(what)) => {
+                    return Err(Refused {
+                        source_name: self.cfg.name.clone(),
+                        what,
+                    })
+                }
+                Err(SessionError::Retry(why)) => {
+                    tracing::warn!(source = %self.cfg.name, "{why}; retrying in {backoff:?}");
+                    set(&self.view, |v| {
+                        v.state = "reconnecting".into();
+                        v.last_error = Some(why);
+                        v.reconnects += 1;
+                    });
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.stop.changed() => {}
+                    }
+                    if *self.stop.borrow() {
+                        return Ok(());
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    continue;
+                }
+            }
+            backoff = Duration::from_millis(250);
+        }
+    }
+
+    async fn session(&mut self, generation: u64, first: bool) -> Result<End, SessionError> {
+        let name = self.cfg.name.clone();
+        set(&self.view, |v| v.state = "connecting".into());
+        let mut ctl = Applier::open(&self.target)
+            .await
+            .map_err(|e| SessionError::Retry(format!("target: {}", apply_error_text(&e))))?;
+        let stored = position::load(&mut ctl.conn, &name)
+            .await
+            .map_err(|e| SessionError::Retry(format!("target: reading positions: {e}")))?;
+        position::clear_errors(&mut ctl.conn, &name)
+            .await
+            .map_err(|e| SessionError::Retry(format!("target: {e}")))?;
+        let mut src = self
+            .source
+            .connect(Duration::from_secs(10))
+            .await
+            .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
+        let facts = check_source(&mut src).await.map_err(|e| match e {
+            CheckError::Refused(w) if first => SessionError::Refused(w),
+            CheckError::Refused(w) | CheckError::Query(w) => SessionError::Retry(w),
+        })?;
+        let start = if stored.started {
+            stored.floor.clone()
+        } else {
+            let p = match &self.cfg.start {
+                config::Start::Current => facts.binlog_pos.clone(),
+                config::Start::Gtid(p) => p.clone(),
+                config::Start::File { file, pos } => {
+                    let g: Option<Option<String>> = src
+                        .exec_first("SELECT BINLOG_GTID_POS(?, ?)", (file.as_str(), *pos))
+                        .await
+                        .map_err(|e| SessionError::Retry(format!("BINLOG_GTID_POS: {e}")))?;
+                    let g = g.flatten().ok_or_else(|| {
+                        SessionError::Refused(format!(
+                            "start = \"file:{file}:{pos}\": the source has no such binlog position"
+                        ))
+                    })?;
+                    GtidPos::parse(&g).map_err(SessionError::Refused)?
+                }
+            };
+            position::write_start(&mut ctl.conn, &name, &p)
+                .await
+                .map_err(|e| SessionError::Retry(format!("target: {e}")))?;
+            p
+        };
+        let source_pos = facts.binlog_pos.clone();
+        set(&self.view, |v| {
+            v.state = "running".into();
+            v.source_pos = source_pos.to_string();
+            v.floor = start.to_string();
+        });
+        drop(src);
+
+        let stream_conn = self
+            .source
+            .connect(Duration::from_secs(10))
+            .await
+            .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
+        let mut stream = open_stream(stream_conn, self.cfg.server_id, &start)
+            .await
+            .map_err(|e| SessionError::Retry(format!("requesting the binlog: {e}")))?;
+
+        let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+        let mut s = Session {
+            generation,
+            stored,
+            read: start.clone(),
+            floor: start.clone(),
+            floor_written: start.clone(),
+            frozen: false,
+            window: BTreeMap::new(),
+            next_idx: 0,
+            outstanding: 0,
+            stopped: BTreeMap::new(),
+            format: Arc::new(Vec::new()),
+        };
+        let mut asm = Assembler::new(self.cfg.dbs.clone());
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        let mut last_event = Instant::now();
+        let mut stop = self.stop.clone();
+        let end = loop {
+            if self.until_caught_up
+                && s.window.is_empty()
+                && !asm.in_transaction()
+                && s.read.behind(&source_pos) == 0
+            {
+                break End::CaughtUp;
+            }
+            tokio::select! {
+                ev = stream.next() => {
+                    last_event = Instant::now();
+                    let ev = match ev {
+                        Some(Ok(ev)) => ev,
+                        Some(Err(e)) => break End::Restart(format!("binlog stream: {e}")),
+                        None => break End::Restart("the source closed the binlog stream".into()),
+                    };
+                    match asm.push(&ev) {
+                        Ok(Out::Nothing) => {}
+                        Ok(Out::Format(raw)) => s.format = Arc::new(raw),
+                        Ok(Out::Txn(t)) => {
+                            if let Err(e) = self.dispatch(&mut s, &mut ctl, *t, &tx, &mut rx).await {
+                                break e;
+                            }
+                        }
+                        Err(e) => {
+                            return Err(SessionError::Refused(e.to_string()));
+                        }
+                    }
+                }
+                Some(d) = rx.recv() => {
+                    if let Some(e) = self.done(&mut s, &mut ctl, d).await {
+                        break e;
+                    }
+                }
+                _ = tick.tick() => {
+                    if let Some(e) = self.tick(&mut s, &mut ctl).await {
+                        break e;
+                    }
+                    if last_event.elapsed() > Duration::from_secs(30) {
+                        break End::Restart("no event or heartbeat from the source for 30 s".into());
+                    }
+                }
+                _ = stop.changed() => {
+                    if *stop.borrow() {
+                        break End::Stop;
+                    }
+                }
+            }
+        };
+        // Let what is in flight finish, then record the floor.
+        while s.outstanding > 0 {
+            match rx.recv().await {
+                Some(d) => {
+                    let _ = self.done(&mut s, &mut ctl, d).await;
+                }
+                None => break,
+            }
+        }
+        let _ = self.write_floor(&mut s, &mut ctl).await;
+        let _ = stream.close().await;
+        Ok(end)
+    }
+
+    async fn dispatch(
+        &self,
+        s: &mut Session,
+        ctl: &mut Applier,
+        txn: Txn,
+        tx: &mpsc::UnboundedSender<Done>,
+        rx: &mut mpsc::UnboundedReceiver<Done>,
+    ) -> Result<(), End> {
+        let g = txn.gtid;
+        let prev = s.read.0.get(&g.domain).copied();
+        if let Some(p) = prev {
+            if g.seq <= p.seq {
+                return Err(End::Restart(format!(
+                    "GTID {g} after {p} in the same domain: sequence numbers went back (is gtid_strict_mode off on the source?)"
+                )));
+            }
+        }
+        s.read.advance(g);
+        let after = s.read.clone();
+        set(&self.view, |v| v.read = after.to_string());
+        let idx = s.next_idx;
+        s.next_idx += 1;
+        let finish = |s: &mut Session, st: Status| {
+            s.window.insert(idx, (after.clone(), st));
+            advance(s);
+        };
+        let streams: Vec<String> = txn.dbs.iter().cloned().collect();
+        if txn.is_empty() || streams.iter().all(|d| s.stored.applied(d, &g)) {
+            finish(s, Status::Applied);
+            return Ok(());
+        }
+        if s.stored.skips.contains(&g) {
+            // Recorded by `replicate skip`: its streams move past it.
+            let rows: Vec<String> = streams
+                .iter()
+                .map(|d| {
+                    position::upsert(&self.cfg.name, d, &g, &txn.file, txn.end_pos, txn.timestamp)
+                })
+                .collect();
+            for r in rows {
+                ctl.conn
+                    .query_drop(r)
+                    .await
+                    .map_err(|e| End::Restart(format!("target: {e}")))?;
+            }
+            set(&self.view, |v| v.skipped += 1);
+            finish(s, Status::Applied);
+            return Ok(());
+        }
+        if let Some(why) = &txn.unsupported {
+            let why = format!("cannot apply {g} exactly: {why}");
+            for d in &streams {
+                self.stop_stream(s, ctl, d, &g, &why, &txn.first).await;
+            }
+            finish(s, Status::Stopped);
+            return Ok(());
+        }
+        if let Some(d) = streams.iter().find(|d| s.stopped.contains_key(*d)) {
+            // Its stream stopped earlier: it, and every stream it
+            // touches, waits for that to be resolved.
+            let why = format!("waits for stream '{d}', stopped at an earlier transaction");
+            for o in &streams {
+                if !s.stopped.contains_key(o) {
+                    self.stop_stream(s, ctl, o, &g, &why, &txn.first).await;
+                }
+            }
+            finish(s, Status::Stopped);
+            return Ok(());
+        }
+        if txn.standalone || streams.len() > 1 {
+            // A barrier: everything before it is applied first.
+            while s.outstanding > 0 {
+                match rx.recv().await {
+                    Some(d) => {
+                        if let Some(e) = self.done(s, ctl, d).await {
+                            return Err(e);
+                        }
+                    }
+                    None => break,
+                }
+            }
+            ctl.prime(&s.format)
+                .await
+                .map_err(|e| End::Restart(format!("target: {}", apply_error_text(&e))))?;
+            let r = if txn.standalone {
+                self.apply_standalone(s, ctl, &txn).await
+            } else {
+                self.apply_multi(ctl, &txn).await
+            };
+            match r {
+                Ok(()) => {
+                    self.count(&streams, &txn);
+                    finish(s, Status::Applied);
+                    // All before it is done: the floor can be written now.
+                    self.write_floor(s, ctl).await?;
+                }
+                Err(ApplyError::Lost(e)) => return Err(End::Restart(format!("target: {e}"))),
+                Err(ApplyError::Sql {
+                    error, statement, ..
+                }) => {
+                    for d in &streams {
+                        self.stop_stream(s, ctl, d, &g, &error, &statement).await;
+                    }
+                    finish(s, Status::Stopped);
+                }
+            }
+            return Ok(());
+        }
+        let stream = streams[0].clone();
+        let w = worker_for(&self.cfg.name, &stream, self.workers.len());
+        s.window.insert(idx, (after, Status::Pending));
+        s.outstanding += 1;
+        let job = Job {
+            source: Arc::from(self.cfg.name.as_str()),
+            generation: s.generation,
+            idx,
+            stream,
+            txn: Arc::new(txn),
+            format: s.format.clone(),
+            reply: tx.clone(),
+        };
+        if self.workers[w].send(job).await.is_err() {
+            return Err(End::Stop);
+        }
+        Ok(())
+    }
+
+    fn count(&self, streams: &[String], txn: &Txn) {
+        set(&self.view, |v| {
+            v.applied += 1;
+            for d in streams {
+                let e = v.streams.entry(d.clone()).or_default();
+                e.applied += 1;
+                e.position = txn.gtid.to_string();
+                e.last_source_time = txn.timestamp;
+                e.error = None;
+            }
+        });
+    }
+
+    async fn done(&self, s: &mut Session, ctl: &mut Applier, d: Done) -> Option<End> {
+        if d.generation != s.generation {
+            return None;
+        }
+        s.outstanding = s.outstanding.saturating_sub(1);
+        let mut end = None;
+        let status = match d.outcome {
+            Outcome::Applied => Status::Applied,
+            Outcome::Dropped => Status::Stopped,
+            Outcome::Failed { error, statement } => {
+                let g = self.failed_gtid(s, d.idx).unwrap_or_default();
+                self.stop_stream(s, ctl, &d.stream, &g, &error, &statement)
+                    .await;
+                Status::Stopped
+            }
+            Outcome::Lost { error } => {
+                end = Some(End::Restart(format!("target: {error}")));
+                Status::Stopped
+            }
+        };
+        if status == Status::Applied {
+            set(&self.view, |v| {
+                v.applied += 1;
+                let e = v.streams.entry(d.stream.clone()).or_default();
+                e.applied += 1;
+            });
+        }
+        if let Some(e) = s.window.get_mut(&d.idx) {
+            e.1 = status;
+        }
+        advance(s);
+        end
+    }
+
+    /// The GTID of window entry `idx`: the domain entry that changed
+    /// between it and the one before.
+    fn failed_gtid(&self, s: &Session, idx: u64) -> Option<Gtid> {
+        let (after, _) = s.window.get(&idx)?;
+        let before = s
+            .window
+            .range(..idx)
+            .next_back()
+            .map(|(_, (p, _))| p.clone())
+            .unwrap_or_else(|| s.floor.clone());
+        after
+            .0
+            .values()
+            .find(|g| before.0.get(&g.domain) != Some(*g))
+            .copied()
+    }
+
+    async fn stop_stream(
+        &self,
+        s: &mut Session,
+        ctl: &mut Applier,
+        stream: &str,
+        g: &Gtid,
+        error: &str,
+        statement: &str,
+    ) {
+        tracing::error!(source = %self.cfg.name, stream, gtid = %g, "stream stopped: {error} (statement: {statement})");
+        s.stopped.insert(stream.to_string(), *g);
+        let _ = position::record_error(&mut ctl.conn, &self.cfg.name, stream, g, error, statement)
+            .await;
+        set(&self.view, |v| {
+            let e = v.streams.entry(stream.to_string()).or_default();
+            e.error = Some(error.to_string());
+            e.error_gtid = Some(g.to_string());
+            e.statement = Some(statement.to_string());
+        });
+    }
+
+    /// DDL and other statements outside a transaction: marked as started,
+    /// run, then recorded; after a crash between the two, re-run with
+    /// "already done" errors taken as done.
+    async fn apply_standalone(
+        &self,
+        s: &mut Session,
+        ctl: &mut Applier,
+        txn: &Txn,
+    ) -> Result<(), ApplyError> {
+        let name = &self.cfg.name;
+        let redo = s.stored.ddl == Some(txn.gtid);
+        let first = txn.first.clone();
+        ctl.conn
+            .exec_drop(
+                "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
+                (name.as_str(), txn.gtid.to_string(), first.as_str()),
+            )
+            .await
+            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        let r = ctl.items(txn).await;
+        match r {
+            Err(ApplyError::Sql { code, .. }) if redo && ALREADY_DONE.contains(&code) => {
+                tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found it already applied: {first}");
+            }
+            other => other?,
+        }
+        let streams: Vec<(&str, &str, &Txn)> = txn
+            .dbs
+            .iter()
+            .map(|d| (name.as_str(), d.as_str(), txn))
+            .collect();
+        let mut sql = apply::position_sql(&streams);
+        sql.push(format!(
+            "DELETE FROM sqlfleet.replicate_ddl WHERE source = {}",
+            literal(name)
+        ));
+        ctl.conn
+            .query_drop("START TRANSACTION")
+            .await
+            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        for q in sql {
+            ctl.conn
+                .query_drop(q)
+                .await
+                .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        }
+        ctl.conn
+            .query_drop("COMMIT")
+            .await
+            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        s.stored.ddl = None;
+        Ok(())
+    }
+
+    /// A transaction across databases: one target transaction with every
+    /// touched stream's position.
+    async fn apply_multi(&self, ctl: &mut Applier, txn: &Txn) -> Result<(), ApplyError> {
+        let name = self.cfg.name.as_str();
+        let r = async {
+            ctl.conn
+                .query_drop("START TRANSACTION")
+                .await
+                .map_err(|e| ApplyError::Lost(e.to_string()))?;
+            ctl.items(txn).await?;
+            let streams: Vec<(&str, &str, &Txn)> =
+                txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
+            for q in apply::position_sql(&streams) {
+                ctl.conn
+                    .query_drop(q)
+                    .await
+                    .map_err(|e| ApplyError::Lost(e.to_string()))?;
+            }
+            ctl.conn
+                .query_drop("COMMIT")
+                .await
+                .map_err(|e| ApplyError::Lost(e.to_string()))
+        }
+        .await;
+        if let Err(ApplyError::Sql { .. }) = &r {
+            let _ = ctl.conn.query_drop("ROLLBACK").await;
+        }
+        r
+    }
+
+    async fn tick(&self, s: &mut Session, ctl: &mut Applier) -> Option<End> {
+        if let Err(e) = self.write_floor(s, ctl).await {
+            return Some(e);
+        }
+        if !s.stopped.is_empty() {
+            // A `skip` recorded for a stopped stream's transaction
+            // restarts the session, which honours it.
+            let skips: Result<Vec<String>, _> = ctl
+                .conn
+                .exec(
+                    "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ?",
+                    (self.cfg.name.as_str(),),
+                )
+                .await;
+            match skips {
+                Ok(list) => {
+                    let list: Vec<Gtid> = list.iter().filter_map(|g| g.parse().ok()).collect();
+                    if s.stopped
+                        .values()
+                        .any(|g| list.contains(g) && !s.stored.skips.contains(g))
+                    {
+                        return Some(End::Restart("a skip was recorded".into()));
+                    }
+                }
+                Err(e) => return Some(End::Restart(format!("target: {e}"))),
+            }
+        }
+        None
+    }
+
+    async fn write_floor(&self, s: &mut Session, ctl: &mut Applier) -> Result<(), End> {
+        if s.floor != s.floor_written {
+            position::write_floor(&mut ctl.conn, &self.cfg.name, &s.floor)
+                .await
+                .map_err(|e| End::Restart(format!("target: {e}")))?;
+            s.floor_written = s.floor.clone();
+            let f = s.floor.to_string();
+            set(&self.view, |v| v.floor = f);
+        }
+        Ok(())
+    }
+}
+
+/// Moves the floor past every finished transaction at the window's front;
+/// a stopped one freezes it (a restart must read it again).
+fn advance(s: &mut Session) {
+    while let Some(e) = s.window.first_entry() {
+        match e.get().1 {
+            Status::Pending => break,
+            Status::Applied => {
+                let (p, _) = e.remove();
+                if !s.frozen {
+                    s.floor = p;
+                }
+            }
+            Status::Stopped => {
+                s.frozen = true;
+                e.remove();
+            }
+        }
+    }
+}
+
+/// Errors that mean a re-run DDL had already been applied.
+const ALREADY_DONE: &[u16] = &[
+    1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1360, 1304, 1305,
+];
+
+fn worker_for(source: &str, stream: &str, n: usize) -> usize {
+    let h = source
+        .bytes()
+        .chain([0u8])
+        .chain(stream.bytes())
+        .fold(2_166_136_261u32, |h, b| {
+            (h ^ b as u32).wrapping_mul(16_777_619)
+        });
+    h as usize % n.max(1)
+}
+
+fn apply_error_text(e: &ApplyError) -> String {
+    match e {
+        ApplyError::Lost(s) => s.clone(),
+        ApplyError::Sql { error, .. } => error.clone(),
+    }
+}
+
+enum SessionError {
+    Refused(String),
+    Retry(String),
+}
+
+enum CheckError {
+    Refused(String),
+    Query(String),
+}
+
+struct Facts {
+    binlog_pos: GtidPos,
+}
+
+/// Checks a source before anything is applied: reachable, MariaDB with
+/// binlog on, and its databases map onto distinct names.
+pub async fn preflight(cfg: &config::Source, t: &Target) -> Result<(), Refused> {
+    let refuse = |what: String| Refused {
+        source_name: cfg.name.clone(),
+        what,
+    };
+    let mut c = t
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| refuse(e.to_string()))?;
+    check_source(&mut c).await.map_err(|e| match e {
+        CheckError::Refused(w) | CheckError::Query(w) => refuse(w),
+    })?;
+    let dbs: Vec<String> = c
+        .query("SHOW DATABASES")
+        .await
+        .map_err(|e| refuse(format!("SHOW DATABASES: {e}")))?;
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for d in &dbs {
+        if let Some(to) = cfg.dbs.map(d) {
+            if let Some(other) = seen.insert(to, d) {
+                return Err(refuse(format!(
+                    "databases '{other}' and '{d}' would both be written into '{to}' (a rename onto an existing name)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A source the applier can follow: MariaDB, binlog on, uncompressed.
+async fn check_source(c: &mut Conn) -> Result<Facts, CheckError> {
+    let q = |e: mysql_async::Error| CheckError::Query(format!("reading settings: {e}"));
+    let version: String = c
+        .query_first("SELECT @@version")
+        .await
+        .map_err(q)?
+        .unwrap_or_default();
+    if !version.contains("MariaDB") {
+        return Err(CheckError::Refused(format!(
+            "server version {version} is not MariaDB; replicate reads MariaDB binlogs (GTID mode) only for now"
+        )));
+    }
+    let row: Option<(String, String, String)> = c
+        .query_first("SELECT @@log_bin, @@log_bin_compress, @@gtid_binlog_pos")
+        .await
+        .map_err(q)?;
+    let (log_bin, compress, pos) = row.unwrap_or_default();
+    if log_bin != "1" && !log_bin.eq_ignore_ascii_case("ON") {
+        return Err(CheckError::Refused(
+            "binary logging is off (log_bin=OFF): start the server with log_bin=ON (and binlog_format=ROW)".into(),
+        ));
+    }
+    if compress == "1" || compress.eq_ignore_ascii_case("ON") {
+        return Err(CheckError::Refused(
+            "log_bin_compress=ON: compressed events cannot be applied; set log_bin_compress=OFF"
+                .into(),
+        ));
+    }
+    let binlog_pos = GtidPos::parse(&pos).map_err(CheckError::Query)?;
+    Ok(Facts { binlog_pos })
+}
+
+/// Registers as a MariaDB GTID replica and asks for events after `start`.
+async fn open_stream(
+    mut conn: Conn,
+    server_id: u32,
+    start: &GtidPos,
+) -> mysql_async::Result<mysql_async::BinlogStream> {
+    conn.query_drop(format!(
+        "SET @mariadb_slave_capability = 4, @slave_connect_state = {}, \
+         @slave_gtid_strict_mode = 0, @slave_gtid_ignore_duplicates = 0, \
+         @master_heartbeat_period = 5000000000",
+        literal(&start.to_string())
+    ))
+    .await?;
+    conn.get_binlog_stream(
+        BinlogStreamRequest::new(server_id)
+            .with_filename(b"")
+            .with_pos(4u64),
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    fn pos(s: &str) -> GtidPos {
+        GtidPos::parse(s).expect("pos")
+    }
+
+    fn session() -> Session {
+        Session {
+            generation: 1,
+            stored: Stored::default(),
+            read: GtidPos::default(),
+            floor: pos("0-1-1"),
+            floor_written: pos("0-1-1"),
+            frozen: false,
+            window: BTreeMap::new(),
+            next_idx: 0,
+            outstanding: 0,
+            stopped: BTreeMap::new(),
+            format: Arc::new(Vec::new()),
+        }
+    }
+
+    #[test]
+    fn the_floor_follows_the_finished_prefix_and_freezes_at_a_stop() {
+        let mut s = session();
+        s.window.insert(0, (pos("0-1-2"), Status::Applied));
+        s.window.insert(1, (pos("0-1-3"), Status::Pending));
+        s.window.insert(2, (pos("0-1-4"), Status::Applied));
+        advance(&mut s);
+        assert_eq!(s.floor, pos("0-1-2"), "stops before the pending one");
+        s.window.get_mut(&1).expect("entry").1 = Status::Applied;
+        advance(&mut s);
+        assert_eq!(s.floor, pos("0-1-4"));
+        s.window.insert(3, (pos("0-1-5"), Status::Stopped));
+        s.window.insert(4, (pos("0-1-6"), Status::Applied));
+        advance(&mut s);
+        assert_eq!(s.floor, pos("0-1-4"), "frozen before the stopped one");
+        assert!(s.window.is_empty());
+    }
+
+    #[test]
+    fn a_stream_always_lands_on_the_same_worker() {
+        let a = worker_for("eu", "app", 8);
+        for _ in 0..10 {
+            assert_eq!(worker_for("eu", "app", 8), a);
+        }
+        let spread: BTreeSet<usize> = (0..64)
+            .map(|i| worker_for("eu", &format!("db{i}"), 8))
+            .collect();
+        assert!(spread.len() > 4, "{spread:?}");
+    }
+}

@@ -1,0 +1,186 @@
+//! `replicate status` and `replicate skip`: read (and, for skip, add to)
+//! what the target records, and compare with each source's position.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mysql_async::prelude::Queryable;
+use serde::Serialize;
+use sqlfleet_conn::Target;
+
+use crate::config::Checked;
+use crate::gtid::{Gtid, GtidPos};
+use crate::position::{self, FLOOR};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamStatus {
+    pub stream: String,
+    pub position: String,
+    pub applied_at: String,
+    pub lag_seconds: u64,
+    pub state: String,
+    pub error: Option<String>,
+    pub error_gtid: Option<String>,
+    pub statement: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SourceStatus {
+    pub source: String,
+    pub floor: String,
+    pub source_position: Option<String>,
+    pub source_error: Option<String>,
+    /// Source transactions past the floor.
+    pub behind: Option<u64>,
+    pub skipped: Vec<String>,
+    pub streams: Vec<StreamStatus>,
+}
+
+type Row = (String, String, u32, u32, u64, u64, String);
+
+pub async fn status(
+    cfg: &Checked,
+    target: &Target,
+    sources: &[Target],
+) -> Result<Vec<SourceStatus>, String> {
+    let mut t = target
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    position::ensure(&mut t)
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut out = Vec::new();
+    for (s, st) in cfg.sources.iter().zip(sources) {
+        let rows: Vec<Row> = t
+            .exec(
+                "SELECT stream, CAST(applied_at AS CHAR), domain_id, server_id, seq_no, source_time, binlog_file \
+                 FROM sqlfleet.replicate_position WHERE source = ? AND domain_id <> 4294967295 ORDER BY stream, domain_id",
+                (s.name.as_str(),),
+            )
+            .await
+            .map_err(|e| format!("target: {e}"))?;
+        let errors: Vec<(String, String, String, String)> = t
+            .exec(
+                "SELECT stream, gtid, error, statement FROM sqlfleet.replicate_error WHERE source = ?",
+                (s.name.as_str(),),
+            )
+            .await
+            .map_err(|e| format!("target: {e}"))?;
+        let skipped: Vec<String> = t
+            .exec(
+                "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ? ORDER BY at",
+                (s.name.as_str(),),
+            )
+            .await
+            .map_err(|e| format!("target: {e}"))?;
+        let mut floor = GtidPos::default();
+        let mut streams: Vec<StreamStatus> = Vec::new();
+        let mut times: Vec<u64> = Vec::new();
+        for (stream, at, domain, server, seq, time, _) in &rows {
+            let g = Gtid {
+                domain: *domain,
+                server: *server,
+                seq: *seq,
+            };
+            if stream == FLOOR {
+                floor.advance(g);
+                continue;
+            }
+            match streams.last_mut() {
+                Some(x) if x.stream == *stream => {
+                    x.position.push(',');
+                    x.position.push_str(&g.to_string());
+                }
+                _ => {
+                    streams.push(StreamStatus {
+                        stream: stream.clone(),
+                        position: g.to_string(),
+                        applied_at: at.clone(),
+                        lag_seconds: 0,
+                        state: "ok".into(),
+                        error: None,
+                        error_gtid: None,
+                        statement: None,
+                    });
+                    times.push(*time);
+                }
+            }
+        }
+        let (source_position, source_error) = match source_pos(st).await {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(e)),
+        };
+        let behind = source_position.as_ref().map(|p| floor.behind(p));
+        for (x, time) in streams.iter_mut().zip(times) {
+            if behind.unwrap_or(1) > 0 && time > 0 {
+                x.lag_seconds = now.saturating_sub(time);
+            }
+        }
+        for (stream, gtid, error, statement) in errors {
+            let idx = match streams.iter().position(|x| x.stream == stream) {
+                Some(i) => i,
+                None => {
+                    streams.push(StreamStatus {
+                        stream: stream.clone(),
+                        position: String::new(),
+                        applied_at: String::new(),
+                        lag_seconds: 0,
+                        state: "ok".into(),
+                        error: None,
+                        error_gtid: None,
+                        statement: None,
+                    });
+                    streams.len() - 1
+                }
+            };
+            let x = &mut streams[idx];
+            x.state = "stopped".into();
+            x.error = Some(error);
+            x.error_gtid = Some(gtid);
+            x.statement = Some(statement);
+        }
+        out.push(SourceStatus {
+            source: s.name.clone(),
+            floor: floor.to_string(),
+            source_position: source_position.map(|p| p.to_string()),
+            source_error,
+            behind,
+            skipped,
+            streams,
+        });
+    }
+    Ok(out)
+}
+
+async fn source_pos(t: &Target) -> Result<GtidPos, String> {
+    let mut c = t
+        .connect(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
+    let p: Option<String> = c
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .map_err(|e| e.to_string())?;
+    GtidPos::parse(&p.unwrap_or_default())
+}
+
+/// Records that `gtid` of `source` is to be passed over (a running
+/// replicate picks it up within a second; the next start otherwise).
+pub async fn skip(target: &Target, source: &str, gtid: &Gtid, reason: &str) -> Result<(), String> {
+    let mut t = target
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    position::ensure(&mut t)
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    t.exec_drop(
+        "REPLACE INTO sqlfleet.replicate_skip (source, gtid, reason) VALUES (?, ?, ?)",
+        (source, gtid.to_string(), reason),
+    )
+    .await
+    .map_err(|e| format!("target: {e}"))
+}

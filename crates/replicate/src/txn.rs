@@ -1,0 +1,565 @@
+//! Binlog events of one source → transactions ready for the target.
+//!
+//! A MariaDB transaction starts at its GTID event and ends at its XID
+//! event, a `COMMIT` query, or — for a standalone group (DDL, a statement
+//! on a non-transactional table) — after its single statement. Row events
+//! are kept as raw bytes grouped per statement (table maps + rows up to
+//! the end-of-statement flag) for a `BINLOG` statement on the target;
+//! table maps are filtered and renamed here. Statements keep the session
+//! state the source ran them with (status variables, INSERT_ID, RAND
+//! seeds). Anything the applier could not reproduce exactly (user
+//! variables, LOAD DATA, XA) marks the transaction unsupported: its
+//! stream stops there with that reason, never applies it differently.
+
+use std::collections::{BTreeSet, HashMap};
+
+use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
+use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal};
+
+use crate::config::DbMap;
+use crate::event::{self, mariadb};
+use crate::gtid::{decode_gtid_event, Gtid};
+use crate::sqltext;
+
+/// The session a statement ran in on the source.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Session {
+    pub timestamp: u32,
+    pub thread_id: u32,
+    pub flags2: Option<u32>,
+    pub sql_mode: Option<u64>,
+    pub charset: Option<(u16, u16, u16)>,
+    pub time_zone: Option<String>,
+    pub lc_time_names: Option<u16>,
+    pub auto_increment: Option<(u16, u16)>,
+    pub insert_id: Option<u64>,
+    pub last_insert_id: Option<u64>,
+    pub rand: Option<(u64, u64)>,
+}
+
+/// One statement to run as text.
+#[derive(Debug, Clone)]
+pub struct Stmt {
+    /// The target's default database (renamed), if the source had one.
+    pub db: Option<String>,
+    pub sql: Vec<u8>,
+    pub session: Session,
+}
+
+#[derive(Debug, Clone)]
+pub enum Item {
+    /// Raw table map + rows events of one statement, for `BINLOG '...'`.
+    Rows(Vec<u8>),
+    Stmt(Stmt),
+}
+
+/// One source transaction, filtered and renamed for the target.
+#[derive(Debug, Clone)]
+pub struct Txn {
+    pub gtid: Gtid,
+    /// Applied outside a transaction (DDL): not atomic with a position.
+    pub standalone: bool,
+    /// The source's commit time (event header), seconds since the epoch.
+    pub timestamp: u32,
+    pub file: String,
+    /// Position after the transaction in `file`.
+    pub end_pos: u64,
+    pub items: Vec<Item>,
+    /// Target databases written (after filters and renames).
+    pub dbs: BTreeSet<String>,
+    /// Why this transaction cannot be applied exactly, if so.
+    pub unsupported: Option<String>,
+    /// The statement text to show in errors (first statement or table).
+    pub first: String,
+}
+
+impl Txn {
+    /// Nothing of it is replicated (all filtered out, or empty).
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty() && self.unsupported.is_none()
+    }
+}
+
+/// The assembler failed: the stream does not look like a MariaDB binlog.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("binlog {file}:{pos}: {what}")]
+pub struct StreamError {
+    pub file: String,
+    pub pos: u64,
+    pub what: String,
+}
+
+struct Building {
+    txn: Txn,
+    /// Table id → target database (None: filtered), for this statement.
+    tables: HashMap<u64, Option<String>>,
+    /// BINLOG bytes of the statement being read, and where its last kept
+    /// rows event starts.
+    group: Vec<u8>,
+    last_rows_at: Option<usize>,
+    last_rows_flagged: bool,
+    pending: Session,
+}
+
+/// Turns one source's events into transactions.
+pub struct Assembler {
+    map: DbMap,
+    file: String,
+    fde: Option<Vec<u8>>,
+    cur: Option<Building>,
+}
+
+/// What one event produced.
+#[derive(Debug)]
+pub enum Out {
+    Nothing,
+    /// A new format description: appliers must see it before rows.
+    Format(Vec<u8>),
+    Txn(Box<Txn>),
+}
+
+fn raw_bytes(ev: &Event) -> Vec<u8> {
+    let mut v = Vec::with_capacity(ev.data().len() + 23);
+    // Writing into a Vec cannot fail.
+    let _ = ev.write(BinlogVersion::Version4, &mut v);
+    v
+}
+
+fn has_crc(ev: &Event) -> bool {
+    matches!(
+        ev.footer().get_checksum_alg(),
+        Ok(Some(BinlogChecksumAlg::BINLOG_CHECKSUM_ALG_CRC32))
+    )
+}
+
+const ROWS_TYPES: [u8; 6] = [23, 24, 25, 30, 31, 32];
+
+impl Assembler {
+    pub fn new(map: DbMap) -> Self {
+        Assembler {
+            map,
+            file: String::new(),
+            fde: None,
+            cur: None,
+        }
+    }
+
+    /// The binlog file being read (from the last rotate).
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// The last format description event, raw.
+    pub fn format(&self) -> Option<&[u8]> {
+        self.fde.as_deref()
+    }
+
+    /// True between a GTID event and the end of its transaction.
+    pub fn in_transaction(&self) -> bool {
+        self.cur.is_some()
+    }
+
+    pub fn push(&mut self, ev: &Event) -> Result<Out, StreamError> {
+        let h = ev.header();
+        let pos = h.log_pos() as u64;
+        let err = |what: String| StreamError {
+            file: self.file.clone(),
+            pos,
+            what,
+        };
+        let ty = h.event_type_raw();
+        match ty {
+            t if t == EventType::FORMAT_DESCRIPTION_EVENT as u8 => {
+                let raw = raw_bytes(ev);
+                self.fde = Some(raw.clone());
+                return Ok(Out::Format(raw));
+            }
+            t if t == EventType::ROTATE_EVENT as u8 => {
+                let r: RotateEvent = ev
+                    .read_event()
+                    .map_err(|e| err(format!("bad rotate event: {e}")))?;
+                self.file = r.name().into_owned();
+                return Ok(Out::Nothing);
+            }
+            mariadb::GTID => {
+                if self.cur.is_some() {
+                    return Err(err("a GTID event inside an unfinished transaction".into()));
+                }
+                let g = decode_gtid_event(ev.data()).map_err(|e| err(e.to_string()))?;
+                let mut txn = Txn {
+                    gtid: Gtid {
+                        domain: g.domain,
+                        server: h.server_id(),
+                        seq: g.seq,
+                    },
+                    standalone: g.standalone(),
+                    timestamp: h.timestamp(),
+                    file: self.file.clone(),
+                    end_pos: pos,
+                    items: Vec::new(),
+                    dbs: BTreeSet::new(),
+                    unsupported: None,
+                    first: String::new(),
+                };
+                if g.xa() {
+                    txn.unsupported = Some("an XA transaction (XA PREPARE/COMMIT)".into());
+                }
+                self.cur = Some(Building {
+                    txn,
+                    tables: HashMap::new(),
+                    group: Vec::new(),
+                    last_rows_at: None,
+                    last_rows_flagged: false,
+                    pending: Session::default(),
+                });
+                return Ok(Out::Nothing);
+            }
+            mariadb::ANNOTATE_ROWS
+            | mariadb::BINLOG_CHECKPOINT
+            | mariadb::GTID_LIST
+            | 27 // heartbeat
+            | 28 // ignorable
+            | 29 // rows query (MySQL)
+            => return Ok(Out::Nothing),
+            mariadb::START_ENCRYPTION
+            | mariadb::QUERY_COMPRESSED
+            | mariadb::FIRST_COMPRESSED_ROWS..=mariadb::LAST_COMPRESSED_ROWS => {
+                return Err(err(format!(
+                    "event type {ty} (compressed or encrypted binlog) cannot be applied; set log_bin_compress=OFF on the source"
+                )));
+            }
+            _ => {}
+        }
+        let Some(b) = self.cur.as_mut() else {
+            // Outside a transaction only the events above may appear.
+            return Err(err(format!("event type {ty} outside a transaction")));
+        };
+        let crc = has_crc(ev);
+        let fde = ev.fde();
+        match ty {
+            t if t == EventType::TABLE_MAP_EVENT as u8 => {
+                let ph = fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT);
+                let raw = raw_bytes(ev);
+                let tm = event::table_map(&raw, crc, ph).map_err(|e| err(e.to_string()))?;
+                let db = String::from_utf8_lossy(&tm.db).into_owned();
+                let target = self.map.map(&db).map(str::to_string);
+                if let Some(t) = &target {
+                    let raw = if *t == db {
+                        raw
+                    } else {
+                        event::rename_table_map(&raw, crc, ph, t.as_bytes())
+                            .map_err(|e| err(e.to_string()))?
+                    };
+                    b.group.extend_from_slice(&raw);
+                    b.txn.dbs.insert(t.clone());
+                    if b.txn.first.is_empty() {
+                        b.txn.first =
+                            format!("rows of {}.{}", t, String::from_utf8_lossy(&tm.table));
+                    }
+                }
+                b.tables.insert(tm.table_id, target);
+            }
+            t if ROWS_TYPES.contains(&t) => {
+                let et = EventType::try_from(t).map_err(|_| err("rows event type".into()))?;
+                let ph = fde.get_event_type_header_length(et);
+                let raw = raw_bytes(ev);
+                let (id, flags) = event::rows_header(&raw, ph).map_err(|e| err(e.to_string()))?;
+                let kept = match b.tables.get(&id) {
+                    Some(t) => t.is_some(),
+                    None => {
+                        return Err(err(format!(
+                            "rows event for table id {id} without a table map"
+                        )))
+                    }
+                };
+                let end = flags & event::STMT_END_F != 0;
+                if kept {
+                    b.last_rows_at = Some(b.group.len());
+                    b.last_rows_flagged = end;
+                    b.group.extend_from_slice(&raw);
+                }
+                if end {
+                    close_group(b, crc, ph).map_err(|e| err(e.to_string()))?;
+                }
+            }
+            t if t == EventType::QUERY_EVENT as u8 => {
+                let q: QueryEvent = ev
+                    .read_event()
+                    .map_err(|e| err(format!("bad query event: {e}")))?;
+                let sql = q.query_raw();
+                let word = first_word(sql);
+                match word.as_str() {
+                    "BEGIN" => return Ok(Out::Nothing),
+                    "COMMIT" => return Ok(self.finish(pos)),
+                    "ROLLBACK" if !is_rollback_to(sql) => {
+                        b.txn.unsupported.get_or_insert_with(|| {
+                            "a transaction the source rolled back after changing a non-transactional table".into()
+                        });
+                        return Ok(self.finish(pos));
+                    }
+                    "XA" => {
+                        b.txn
+                            .unsupported
+                            .get_or_insert_with(|| "an XA transaction".into());
+                    }
+                    _ => {
+                        let mut session = std::mem::take(&mut b.pending);
+                        session.timestamp = h.timestamp();
+                        session.thread_id = q.thread_id();
+                        read_status(&q, &mut session);
+                        let src_db = q.schema().into_owned();
+                        let stmt = route_statement(&self.map, &src_db, sql, session);
+                        match stmt {
+                            Routed::Apply { stmt, dbs } => {
+                                if b.txn.first.is_empty() {
+                                    b.txn.first = String::from_utf8_lossy(&stmt.sql)
+                                        .chars()
+                                        .take(200)
+                                        .collect();
+                                }
+                                b.txn.dbs.extend(dbs);
+                                b.txn.items.push(Item::Stmt(stmt));
+                            }
+                            Routed::Filtered => {}
+                            Routed::Refused(why) => {
+                                b.txn.unsupported.get_or_insert(why);
+                            }
+                        }
+                    }
+                }
+                if b.txn.standalone {
+                    return Ok(self.finish(pos));
+                }
+            }
+            t if t == EventType::XID_EVENT as u8 => return Ok(self.finish(pos)),
+            t if t == EventType::INTVAR_EVENT as u8 => {
+                let d = ev.data();
+                if d.len() >= 9 {
+                    let v = u64::from_le_bytes(d[1..9].try_into().unwrap_or([0; 8]));
+                    match d[0] {
+                        1 => b.pending.last_insert_id = Some(v),
+                        2 => b.pending.insert_id = Some(v),
+                        _ => {}
+                    }
+                } else {
+                    return Err(err("short INTVAR event".into()));
+                }
+            }
+            t if t == EventType::RAND_EVENT as u8 => {
+                let d = ev.data();
+                if d.len() >= 16 {
+                    b.pending.rand = Some((
+                        u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8])),
+                        u64::from_le_bytes(d[8..16].try_into().unwrap_or([0; 8])),
+                    ));
+                } else {
+                    return Err(err("short RAND event".into()));
+                }
+            }
+            t if t == EventType::USER_VAR_EVENT as u8 => {
+                b.txn.unsupported.get_or_insert_with(|| {
+                    "a statement that reads user variables (User_var event); use binlog_format=ROW on the source".into()
+                });
+            }
+            17 | 18 => {
+                b.txn.unsupported.get_or_insert_with(|| {
+                    "LOAD DATA logged as a statement; use binlog_format=ROW on the source".into()
+                });
+            }
+            other => {
+                b.txn.unsupported.get_or_insert_with(|| {
+                    format!("binlog event type {other}, which the applier does not know")
+                });
+            }
+        }
+        Ok(Out::Nothing)
+    }
+
+    fn finish(&mut self, pos: u64) -> Out {
+        match self.cur.take() {
+            Some(mut b) => {
+                if !b.group.is_empty() {
+                    // A statement without its end flag (should not happen);
+                    // apply what was read as one group.
+                    let _ = close_group(&mut b, false, 8);
+                }
+                b.txn.end_pos = pos;
+                Out::Txn(Box::new(b.txn))
+            }
+            None => Out::Nothing,
+        }
+    }
+}
+
+fn close_group(b: &mut Building, crc: bool, rows_ph: u8) -> Result<(), crate::gtid::DecodeError> {
+    if let Some(at) = b.last_rows_at {
+        if !b.last_rows_flagged {
+            event::set_stmt_end(&mut b.group[at..], crc, rows_ph)?;
+        }
+        b.txn.items.push(Item::Rows(std::mem::take(&mut b.group)));
+    }
+    b.group.clear();
+    b.tables.clear();
+    b.last_rows_at = None;
+    b.last_rows_flagged = false;
+    Ok(())
+}
+
+fn is_rollback_to(sql: &[u8]) -> bool {
+    let s = String::from_utf8_lossy(&sql[..sql.len().min(64)]).to_ascii_uppercase();
+    let w: Vec<&str> = s.split_whitespace().take(3).collect();
+    matches!(
+        w.as_slice(),
+        ["ROLLBACK", "TO", ..] | ["ROLLBACK", "WORK", "TO"]
+    )
+}
+
+fn first_word(sql: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&sql[..sql.len().min(32)]);
+    s.trim_start()
+        .split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+}
+
+fn read_status(q: &QueryEvent, s: &mut Session) {
+    for v in q.status_vars().iter() {
+        match v.get_value() {
+            Ok(StatusVarVal::Flags2(f)) => s.flags2 = Some(f.0),
+            Ok(StatusVarVal::SqlMode(m)) => s.sql_mode = Some(m.0),
+            Ok(StatusVarVal::Charset {
+                charset_client,
+                collation_connection,
+                collation_server,
+            }) => s.charset = Some((charset_client, collation_connection, collation_server)),
+            Ok(StatusVarVal::TimeZone(tz)) => s.time_zone = Some(tz.as_str().into_owned()),
+            Ok(StatusVarVal::LcTimeNames(n)) => s.lc_time_names = Some(n),
+            Ok(StatusVarVal::AutoIncrement { increment, offset }) => {
+                s.auto_increment = Some((increment, offset))
+            }
+            _ => {}
+        }
+    }
+}
+
+enum Routed {
+    Apply { stmt: Stmt, dbs: Vec<String> },
+    Filtered,
+    Refused(String),
+}
+
+/// Where a statement goes: its default database decides (as the server's
+/// own replicate-do-db does), databases it names in its text must agree
+/// with the filters, and renamed ones are rewritten.
+fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> Routed {
+    let named = sqltext::databases(sql);
+    let default = (!src_db.is_empty()).then_some(src_db);
+    // The databases this statement writes in the source's names.
+    let mut all: Vec<&str> = named.iter().map(String::as_str).collect();
+    if let Some(d) = default {
+        all.push(d);
+    }
+    all.sort();
+    all.dedup();
+    if all.is_empty() {
+        // No database at all (e.g. CREATE USER, SET GLOBAL): not data.
+        return Routed::Filtered;
+    }
+    let mapped: Vec<(&str, Option<&str>)> = all.iter().map(|d| (*d, map.map(d))).collect();
+    let kept = mapped.iter().filter(|(_, t)| t.is_some()).count();
+    let decided_by = default.map_or(kept > 0, |d| map.map(d).is_some());
+    if !decided_by {
+        if kept == 0 || default.is_some() {
+            return Routed::Filtered;
+        }
+        return Routed::Refused(format!(
+            "a statement writing both replicated and filtered databases: {}",
+            String::from_utf8_lossy(&sql[..sql.len().min(200)])
+        ));
+    }
+    if kept != mapped.len() {
+        let dropped: Vec<&str> = mapped
+            .iter()
+            .filter(|(_, t)| t.is_none())
+            .map(|(d, _)| *d)
+            .collect();
+        return Routed::Refused(format!(
+            "a statement naming databases this source's filters exclude ({}): {}",
+            dropped.join(", "),
+            String::from_utf8_lossy(&sql[..sql.len().min(200)])
+        ));
+    }
+    let mut text = sql.to_vec();
+    for (from, to) in &mapped {
+        if let Some(to) = to {
+            if from != to && named.iter().any(|n| n == from) {
+                text = sqltext::rename(&text, from, to);
+            }
+        }
+    }
+    Routed::Apply {
+        stmt: Stmt {
+            db: default.and_then(|d| map.map(d)).map(str::to_string),
+            sql: text,
+            session,
+        },
+        dbs: mapped
+            .iter()
+            .filter_map(|(_, t)| t.map(str::to_string))
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn map() -> DbMap {
+        let mut r = BTreeMap::new();
+        r.insert("app".to_string(), "app_eu".to_string());
+        DbMap::new(&[], &["skip*".to_string()], &r)
+    }
+
+    #[test]
+    fn statements_route_by_default_database_and_rename() {
+        let s = Session::default();
+        match route_statement(&map(), "app", b"ALTER TABLE t ADD c INT", s.clone()) {
+            Routed::Apply { stmt, dbs } => {
+                assert_eq!(stmt.db.as_deref(), Some("app_eu"));
+                assert_eq!(dbs, vec!["app_eu"]);
+            }
+            _ => panic!("applies"),
+        }
+        match route_statement(&map(), "", b"CREATE DATABASE app", s.clone()) {
+            Routed::Apply { stmt, dbs } => {
+                assert_eq!(stmt.sql, b"CREATE DATABASE `app_eu`");
+                assert_eq!(dbs, vec!["app_eu"]);
+                assert_eq!(stmt.db, None);
+            }
+            _ => panic!("applies"),
+        }
+        assert!(matches!(
+            route_statement(&map(), "skipme", b"CREATE TABLE t (a int)", s.clone()),
+            Routed::Filtered
+        ));
+        assert!(matches!(
+            route_statement(&map(), "", b"CREATE USER x", s.clone()),
+            Routed::Filtered
+        ));
+        assert!(matches!(
+            route_statement(
+                &map(),
+                "app",
+                b"INSERT INTO skip1.t SELECT * FROM t",
+                s.clone()
+            ),
+            Routed::Refused(_)
+        ));
+        assert!(matches!(
+            route_statement(&map(), "", b"INSERT INTO skip1.t SELECT * FROM app.t", s),
+            Routed::Refused(_)
+        ));
+    }
+}
