@@ -75,7 +75,7 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
-    fn from_driver(e: mysql_async::Error, statement: &str) -> ApplyError {
+    pub fn from_driver(e: mysql_async::Error, statement: &str) -> ApplyError {
         match e {
             mysql_async::Error::Server(s) => ApplyError::Sql {
                 code: s.code,

@@ -123,10 +123,11 @@ pub async fn load(conn: &mut Conn, source: &str) -> mysql_async::Result<Stored> 
 /// [`FLOOR`]).
 pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: u32) -> String {
     format!(
-        "INSERT INTO sqlfleet.replicate_position (source, stream, domain_id, server_id, seq_no, binlog_file, binlog_pos, source_time) \
-         VALUES ({}, {}, {}, {}, {}, {}, {}, {}) \
+        "INSERT INTO sqlfleet.replicate_position (source, stream, domain_id, server_id, seq_no, binlog_file, binlog_pos, source_time, applied_at) \
+         VALUES ({}, {}, {}, {}, {}, {}, {}, {}, SYSDATE(6)) \
          ON DUPLICATE KEY UPDATE server_id = VALUES(server_id), seq_no = VALUES(seq_no), \
-         binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), source_time = VALUES(source_time)",
+         binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), source_time = VALUES(source_time), \
+         applied_at = SYSDATE(6)",
         literal(source),
         literal(stream),
         g.domain,

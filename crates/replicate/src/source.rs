@@ -131,9 +131,13 @@ impl SourceRunner {
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
         loop {
+            let progress_before = self.view.lock().map(|v| v.applied).unwrap_or(0);
             generation += 1;
             let r = self.session(generation, first).await;
             first = false;
+            if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
+                backoff = Duration::from_millis(250);
+            }
             match r {
                 Ok(End::Stop) | Ok(End::CaughtUp) => {
                     set(&self.view, |v| v.state = "stopped".into());
@@ -146,6 +150,17 @@ impl SourceRunner {
                         v.last_error = Some(why);
                         v.reconnects += 1;
                     });
+                    // Quick the first time (a recorded skip, a blip), slower
+                    // while the cause stays.
+                    tokio::select! {
+                        _ = tokio::time::sleep(backoff) => {}
+                        _ = self.stop.changed() => {}
+                    }
+                    if *self.stop.borrow() {
+                        return Ok(());
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(10));
+                    continue;
                 }
                 Err(SessionError::Refused(what)) => {
                     return Err(Refused {
@@ -171,7 +186,6 @@ impl SourceRunner {
                     continue;
                 }
             }
-            backoff = Duration::from_millis(250);
         }
     }
 
@@ -548,7 +562,7 @@ impl SourceRunner {
                 (name.as_str(), txn.gtid.to_string(), first.as_str()),
             )
             .await
-            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         let r = ctl.items(txn).await;
         match r {
             Err(ApplyError::Sql { code, .. }) if redo && ALREADY_DONE.contains(&code) => {
@@ -569,17 +583,17 @@ impl SourceRunner {
         ctl.conn
             .query_drop("START TRANSACTION")
             .await
-            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         for q in sql {
             ctl.conn
                 .query_drop(q)
                 .await
-                .map_err(|e| ApplyError::Lost(e.to_string()))?;
+                .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         }
         ctl.conn
             .query_drop("COMMIT")
             .await
-            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         s.stored.ddl = None;
         Ok(())
     }
@@ -592,7 +606,7 @@ impl SourceRunner {
             ctl.conn
                 .query_drop("START TRANSACTION")
                 .await
-                .map_err(|e| ApplyError::Lost(e.to_string()))?;
+                .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
             ctl.items(txn).await?;
             let streams: Vec<(&str, &str, &Txn)> =
                 txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
@@ -600,12 +614,12 @@ impl SourceRunner {
                 ctl.conn
                     .query_drop(q)
                     .await
-                    .map_err(|e| ApplyError::Lost(e.to_string()))?;
+                    .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
             }
             ctl.conn
                 .query_drop("COMMIT")
                 .await
-                .map_err(|e| ApplyError::Lost(e.to_string()))
+                .map_err(|e| ApplyError::from_driver(e, "recording the position"))
         }
         .await;
         if let Err(ApplyError::Sql { .. }) = &r {

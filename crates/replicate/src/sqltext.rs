@@ -175,6 +175,14 @@ fn db_refs(sql: &[u8]) -> Vec<Ident> {
     refs
 }
 
+/// True for `CREATE|DROP|ALTER DATABASE|SCHEMA ...` (run without a
+/// default database: the one it names may not exist yet, or any more).
+pub fn is_database_statement(sql: &[u8]) -> bool {
+    let t = tokens(sql);
+    (kw(t.first(), "create") || kw(t.first(), "drop") || kw(t.first(), "alter"))
+        && (kw(t.get(1), "database") || kw(t.get(1), "schema"))
+}
+
 /// The distinct database names a statement names in its text.
 pub fn databases(sql: &[u8]) -> Vec<String> {
     let mut v: Vec<String> = db_refs(sql).into_iter().map(|i| i.name).collect();
@@ -216,6 +224,8 @@ mod tests {
         );
         assert_eq!(databases(b"CREATE DATABASE IF NOT EXISTS app"), vec!["app"]);
         assert_eq!(databases(b"drop schema `app`"), vec!["app"]);
+        assert!(is_database_statement(b"/* x */ CREATE DATABASE app"));
+        assert!(!is_database_statement(b"CREATE TABLE app.t (a int)"));
         assert!(databases(b"create table t (id int) /* app.t */ -- app.x\n").is_empty());
         assert_eq!(databases(b"select app.t.c from app.t"), vec!["app"]);
         assert!(databases(b"select 1.5, t.c from t").contains(&"t".to_string()));

@@ -15,6 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal};
+use mysql_common::proto::MySerialize;
 
 use crate::config::DbMap;
 use crate::event::{self, mariadb};
@@ -178,7 +179,19 @@ impl Assembler {
                 let r: RotateEvent = ev
                     .read_event()
                     .map_err(|e| err(format!("bad rotate event: {e}")))?;
-                self.file = r.name().into_owned();
+                let mut name = r.name_raw().to_vec();
+                // The rotate that opens a stream comes before the format
+                // description, so the reader cannot know it ends in a
+                // CRC32: drop those 4 bytes when they are one.
+                if self.fde.is_none() && name.len() > event::CRC_LEN {
+                    let mut raw = Vec::with_capacity(event::HEADER_LEN + ev.data().len());
+                    h.serialize(&mut raw);
+                    raw.extend_from_slice(ev.data());
+                    if event::crc_ok(&raw) {
+                        name.truncate(name.len() - event::CRC_LEN);
+                    }
+                }
+                self.file = String::from_utf8_lossy(&name).into_owned();
                 return Ok(Out::Nothing);
             }
             mariadb::GTID => {
@@ -500,7 +513,10 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
     }
     Routed::Apply {
         stmt: Stmt {
-            db: default.and_then(|d| map.map(d)).map(str::to_string),
+            db: default
+                .filter(|_| !sqltext::is_database_statement(sql))
+                .and_then(|d| map.map(d))
+                .map(str::to_string),
             sql: text,
             session,
         },

@@ -36,6 +36,7 @@ enum Command {
     Query(Box<cmd::query::QueryArgs>),
     Relay(Box<cmd::relay::RelayArgs>),
     Watch(Box<cmd::watch::WatchArgs>),
+    Replicate(Box<cmd::replicate::ReplicateArgs>),
     /// Throughput and latency sweeps, direct and through a relay
     #[command(subcommand)]
     Bench(cmd::bench::BenchCmd),
@@ -146,6 +147,7 @@ fn main() {
             Command::Load(a) => cmd::load::run(*a).await,
             Command::Query(a) => cmd::query::run(*a).await,
             Command::Watch(a) => cmd::watch::run(*a).await,
+            Command::Replicate(a) => cmd::replicate::run(*a).await,
             Command::Relay(a) => cmd::relay::run(*a).await,
             Command::Bench(c) => cmd::bench::run(c).await,
             Command::Sandbox(c) => cmd::sandbox::run(c).await,

@@ -6,5 +6,6 @@ pub mod load;
 pub mod man;
 pub mod query;
 pub mod relay;
+pub mod replicate;
 pub mod sandbox;
 pub mod watch;

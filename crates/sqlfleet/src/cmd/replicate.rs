@@ -1,0 +1,260 @@
+//! `sqlfleet replicate`: flags and config file in, the replicate crate's
+//! run, status or skip, exit code out.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use sqlfleet_conn::{ConnArgs, Env, Target};
+use sqlfleet_replicate::config::{self, Checked};
+use sqlfleet_replicate::gtid::Gtid;
+use sqlfleet_replicate::run::{self, Options};
+use sqlfleet_replicate::source::SourceView;
+use tokio::sync::watch;
+
+use crate::exit::Exit;
+
+/// Replicate many MariaDB primaries into one server: each source's binlog
+/// is split by database and applied in parallel, each transaction
+/// committed together with its position (exactly once across kill -9,
+/// target restarts and reconnects). Config keys: see README ("replicate").
+///
+/// Exit codes: 0 stopped cleanly (Ctrl-C/SIGTERM, or caught up with
+/// --until-caught-up), 1 usage or setup error (bad config, a source
+/// refused: binlog off, not MariaDB; the target lacks BINLOG REPLAY),
+/// 2 some streams stopped on an error (see `replicate status`).
+#[derive(clap::Args, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ReplicateArgs {
+    #[command(subcommand)]
+    action: Option<Action>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(clap::Args, Debug, Default)]
+struct RunArgs {
+    /// The config file (TOML: [target], [[source]], [apply])
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Target connections applying in parallel (overrides [apply] threads)
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Stop once everything each source had at start is applied
+    #[arg(long)]
+    until_caught_up: bool,
+    /// Progress lines on stderr: auto (on a terminal), always, never
+    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
+    progress: String,
+    /// Print the summary as JSON on stdout
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum Action {
+    /// Per stream: position, lag, state, last error. Exit codes: 0 all
+    /// streams ok, 1 setup error, 2 some stream stopped or a source unreachable
+    Status {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// JSON on stdout
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pass over one transaction of a source, recorded on the target
+    /// (sqlfleet.replicate_skip). Exit codes: 0 recorded, 1 error
+    Skip {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The source's name in the config
+        #[arg(long)]
+        source: String,
+        /// The transaction's GTID (domain-server-seq)
+        #[arg(long)]
+        gtid: String,
+        /// Why (kept with the record)
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+}
+
+fn target_of(dsn: &str) -> anyhow::Result<Target> {
+    let args = ConnArgs {
+        dsn: Some(dsn.to_string()),
+        ..ConnArgs::default()
+    };
+    sqlfleet_conn::resolve(&args, &Env::from_process())
+        .with_context(|| sqlfleet_conn::dsn::mask_password(dsn))
+}
+
+fn load(path: &std::path::Path) -> anyhow::Result<(Checked, Target, Vec<Target>)> {
+    let cfg = config::load(path).map_err(|e| anyhow!(e))?;
+    let target = target_of(&cfg.target_dsn).context("[target]")?;
+    let sources = cfg
+        .sources
+        .iter()
+        .map(|s| target_of(&s.dsn).with_context(|| format!("source '{}'", s.name)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok((cfg, target, sources))
+}
+
+pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
+    match a.action {
+        Some(Action::Status { config, json }) => status(&config, json).await,
+        Some(Action::Skip {
+            config,
+            source,
+            gtid,
+            reason,
+        }) => {
+            let (cfg, target, _) = load(&config)?;
+            if !cfg.sources.iter().any(|s| s.name == source) {
+                return Err(anyhow!("no source named '{source}' in {}", config.display()));
+            }
+            let g: Gtid = gtid.parse().map_err(|e: String| anyhow!(e))?;
+            sqlfleet_replicate::status::skip(&target, &source, &g, &reason)
+                .await
+                .map_err(|e| anyhow!(e))?;
+            println!("recorded: source '{source}' passes over {g}");
+            Ok(Exit::Ok)
+        }
+        None => replicate(a.run).await,
+    }
+}
+
+async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
+    let path = a
+        .config
+        .ok_or_else(|| anyhow!("replicate needs --config FILE (or a subcommand: status, skip)"))?;
+    let (cfg, target, sources) = load(&path)?;
+    let (stop_tx, stop_rx) = watch::channel(false);
+    tokio::spawn(async move {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
+        }
+        let _ = stop_tx.send(true);
+    });
+    let views: Vec<Arc<Mutex<SourceView>>> = cfg
+        .sources
+        .iter()
+        .map(|_| Arc::new(Mutex::new(SourceView::default())))
+        .collect();
+    let show = match a.progress.as_str() {
+        "always" => true,
+        "never" => false,
+        _ => std::io::stderr().is_terminal(),
+    };
+    let progress = show.then(|| {
+        let views = views.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                eprintln!("replicate: {}", line(&views));
+            }
+        })
+    });
+    let opts = Options {
+        threads: a.threads,
+        until_caught_up: a.until_caught_up,
+    };
+    let r = run::run(&cfg, &target, &sources, &opts, stop_rx, views).await;
+    if let Some(p) = progress {
+        p.abort();
+    }
+    let summary = r?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        eprintln!(
+            "replicate: applied {} transactions from {} in {:.1}s ({:.0}/s); {} stopped; floors: {}",
+            summary.applied,
+            sqlfleet_conn::text::count(summary.sources.len() as u64, "source"),
+            summary.elapsed_seconds,
+            summary.transactions_per_second,
+            sqlfleet_conn::text::count(summary.stopped_streams as u64, "stream"),
+            summary
+                .sources
+                .iter()
+                .map(|s| format!("{} {}", s.name, s.floor))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    }
+    Ok(if summary.stopped_streams > 0 {
+        Exit::Partial
+    } else {
+        Exit::Ok
+    })
+}
+
+fn line(views: &[Arc<Mutex<SourceView>>]) -> String {
+    views
+        .iter()
+        .filter_map(|v| v.lock().ok().map(|g| g.clone()))
+        .map(|v| {
+            let stopped = v.streams.values().filter(|s| s.error.is_some()).count();
+            format!(
+                "{} {} applied={} behind={}{}",
+                v.name,
+                v.state,
+                v.applied,
+                v.behind(),
+                if stopped > 0 {
+                    format!(" STOPPED={stopped}")
+                } else {
+                    String::new()
+                }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+async fn status(path: &std::path::Path, json: bool) -> anyhow::Result<Exit> {
+    let (cfg, target, sources) = load(path)?;
+    let st = sqlfleet_replicate::status::status(&cfg, &target, &sources)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    let bad = st
+        .iter()
+        .any(|s| s.source_error.is_some() || s.streams.iter().any(|x| x.state != "ok"));
+    if json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+    } else {
+        for s in &st {
+            println!(
+                "source {}: floor {} source {} behind {}{}",
+                s.source,
+                if s.floor.is_empty() { "-" } else { &s.floor },
+                s.source_position.as_deref().unwrap_or("?"),
+                s.behind.map_or("?".into(), |b| b.to_string()),
+                s.source_error
+                    .as_ref()
+                    .map(|e| format!(" (unreachable: {e})"))
+                    .unwrap_or_default()
+            );
+            for x in &s.streams {
+                println!(
+                    "  {:<24} {:<8} {:<20} lag {}s{}",
+                    x.stream,
+                    x.state,
+                    x.position,
+                    x.lag_seconds,
+                    match (&x.error_gtid, &x.error) {
+                        (Some(g), Some(e)) => format!(
+                            "  at {g}: {e}; statement: {}",
+                            x.statement.as_deref().unwrap_or("")
+                        ),
+                        _ => String::new(),
+                    }
+                );
+            }
+        }
+    }
+    Ok(if bad { Exit::Partial } else { Exit::Ok })
+}
