@@ -167,7 +167,10 @@ const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
 pub fn session_sql(s: &Session) -> String {
     let mut v = vec![
         format!("@@session.pseudo_thread_id = {}", s.thread_id),
-        format!("TIMESTAMP = {}", s.timestamp),
+        match s.timestamp_usec {
+            Some(u) => format!("TIMESTAMP = {}.{u:06}", s.timestamp),
+            None => format!("TIMESTAMP = {}", s.timestamp),
+        },
     ];
     if let Some(f) = s.flags2 {
         v.push(format!(

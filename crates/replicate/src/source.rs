@@ -497,6 +497,7 @@ impl SourceRunner {
                 v.applied += 1;
                 let e = v.streams.entry(d.stream.clone()).or_default();
                 e.applied += 1;
+                e.error = None;
             });
         }
         if let Some(e) = s.window.get_mut(&d.idx) {

@@ -26,6 +26,8 @@ use crate::sqltext;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Session {
     pub timestamp: u32,
+    /// Microseconds of the statement's start (MariaDB's Q_HRNOW).
+    pub timestamp_usec: Option<u32>,
     pub thread_id: u32,
     pub flags2: Option<u32>,
     pub sql_mode: Option<u64>,
@@ -436,6 +438,9 @@ fn first_word(sql: &[u8]) -> String {
         .to_ascii_uppercase()
 }
 
+/// MariaDB's own status variable: the statement's start microseconds.
+const Q_HRNOW: u8 = 128;
+
 fn read_status(q: &QueryEvent, s: &mut Session) {
     for v in q.status_vars().iter() {
         match v.get_value() {
@@ -453,6 +458,65 @@ fn read_status(q: &QueryEvent, s: &mut Session) {
             }
             _ => {}
         }
+    }
+    s.timestamp_usec = mariadb_tail(q.status_vars_raw()).and_then(hrnow);
+}
+
+/// The MariaDB-specific status variables (keys from 128), after the ones
+/// both servers share. The binlog library stops at the first key it does
+/// not know, so the shared ones are walked here by their lengths
+/// (log_event.h); None when the bytes do not follow that layout.
+pub fn mariadb_tail(raw: &[u8]) -> Option<&[u8]> {
+    let mut p = 0usize;
+    while let Some(&key) = raw.get(p) {
+        if key >= 128 {
+            return Some(&raw[p..]);
+        }
+        p += 1;
+        let var = |p: usize| raw.get(p).map(|n| *n as usize);
+        let len = match key {
+            0 | 3 | 10 => 4,
+            1 | 9 | 17 => 8,
+            2 => 1 + var(p)? + 1,
+            4 => 6,
+            5 | 6 => 1 + var(p)?,
+            7 | 8 | 18 => 2,
+            11 => {
+                let u = var(p)?;
+                1 + u + 1 + var(p + 1 + u)?
+            }
+            12 => {
+                let n = var(p)?;
+                let mut l = 1;
+                if n != 254 {
+                    for _ in 0..n {
+                        let end = raw.get(p + l..)?.iter().position(|b| *b == 0)?;
+                        l += end + 1;
+                    }
+                }
+                l
+            }
+            13 => 3,
+            14 | 15 => 0,
+            16 | 19 | 20 => 1,
+            _ => return None,
+        };
+        p = p.checked_add(len)?;
+        if p > raw.len() {
+            return None;
+        }
+    }
+    Some(&[])
+}
+
+/// Q_HRNOW in the MariaDB-specific tail of a query event's status
+/// variables (it is written first among them).
+fn hrnow(tail: &[u8]) -> Option<u32> {
+    match tail {
+        [Q_HRNOW, a, b, c, ..] => {
+            Some(u32::from_le_bytes([*a, *b, *c, 0])).filter(|u| *u < 1_000_000)
+        }
+        _ => None,
     }
 }
 
@@ -536,6 +600,24 @@ mod tests {
         let mut r = BTreeMap::new();
         r.insert("app".to_string(), "app_eu".to_string());
         DbMap::new(&[], &["skip*".to_string()], &r)
+    }
+
+    #[test]
+    fn microseconds_are_found_after_the_shared_status_variables() {
+        // Q_FLAGS2, Q_SQL_MODE, Q_CATALOG_NZ "std", Q_CHARSET, Q_HRNOW 123456
+        let mut raw = vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
+        raw.extend([6, 3, b's', b't', b'd', 4, 33, 0, 33, 0, 45, 0]);
+        raw.extend([Q_HRNOW, 0x40, 0xe2, 0x01]);
+        assert_eq!(mariadb_tail(&raw).and_then(hrnow), Some(123_456));
+        assert_eq!(mariadb_tail(&raw[..raw.len() - 4]), Some(&[][..]));
+        assert_eq!(mariadb_tail(&[6, 9, b'x']), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn status_bytes_never_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
+            let _ = mariadb_tail(&raw).and_then(hrnow);
+        }
     }
 
     #[test]

@@ -112,7 +112,10 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
         }) => {
             let (cfg, target, _) = load(&config)?;
             if !cfg.sources.iter().any(|s| s.name == source) {
-                return Err(anyhow!("no source named '{source}' in {}", config.display()));
+                return Err(anyhow!(
+                    "no source named '{source}' in {}",
+                    config.display()
+                ));
             }
             let g: Gtid = gtid.parse().map_err(|e: String| anyhow!(e))?;
             sqlfleet_replicate::status::skip(&target, &source, &g, &reason)
@@ -132,7 +135,8 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
     let (cfg, target, sources) = load(&path)?;
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(async move {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}

@@ -1,0 +1,199 @@
+//! sqlfleet replicate against real servers: independent primaries with
+//! live writes (row- and statement-based, DDL half-way, transactions
+//! across databases), renames and filters; the oracle is each source
+//! database's fingerprint against its target copy.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use mysql_async::prelude::Queryable;
+use sqlfleet_replicate::config;
+use sqlfleet_replicate::run::{self, Options, Summary};
+use sqlfleet_replicate::source::SourceView;
+use sqlfleet_testkit::TestServer;
+use tokio::sync::watch;
+
+struct Running {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<Summary, run::RunError>>,
+}
+
+fn start(cfg_text: &str, sources: &[&TestServer], opts: Options) -> (config::Checked, Running) {
+    let cfg = config::parse(cfg_text).expect("config");
+    let targets: Vec<_> = sources.iter().map(|s| s.target()).collect();
+    let (tx, rx) = watch::channel(false);
+    let views = cfg
+        .sources
+        .iter()
+        .map(|_| Arc::new(Mutex::new(SourceView::default())))
+        .collect();
+    let c2 = cfg.clone();
+    let task =
+        tokio::spawn(
+            async move { run::run(&c2, &target().target(), &targets, &opts, rx, views).await },
+        );
+    (cfg, Running { stop: tx, task })
+}
+
+impl Running {
+    async fn finish(self) -> Summary {
+        let _ = self.stop.send(true);
+        tokio::time::timeout(Duration::from_secs(60), self.task)
+            .await
+            .expect("replicate stops within a minute")
+            .expect("task")
+            .expect("replicate ran")
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn live_writes_on_two_sources_with_ddl_renames_filters_and_cross_database_transactions_end_identical(
+) {
+    let (s0, s1) = (source(0), source(1));
+    let (p0, p1) = (binlog_pos(s0).await, binlog_pos(s1).await);
+    let cfg = format!(
+        r#"
+        [target]
+        dsn = "{}"
+        [apply]
+        threads = 3
+        batch = 16
+        [[source]]
+        name = "ra0"
+        dsn = "{}"
+        include = ["ra_*"]
+        start = "gtid:{p0}"
+        [[source]]
+        name = "ra1"
+        dsn = "{}"
+        include = ["ra_*"]
+        exclude = ["ra_skip"]
+        rename = {{ ra_app = "ra_app_two" }}
+        start = "gtid:{p1}"
+        "#,
+        dsn(target()),
+        dsn(s0),
+        dsn(s1)
+    );
+    let (_cfg, running) = start(&cfg, &[s0, s1], Options::default());
+    for (s, db) in [(s0, "ra_a"), (s0, "ra_b"), (s1, "ra_app"), (s1, "ra_skip")] {
+        create_db(s, db).await;
+    }
+    tokio::join!(
+        workload(s0, "ra_a", Some("ra_b"), 1, 240),
+        workload(s0, "ra_b", None, 2, 240),
+        workload(s1, "ra_app", None, 3, 240),
+        workload(s1, "ra_skip", None, 4, 60),
+    );
+    wait_caught_up("ra0", s0, Duration::from_secs(90)).await;
+    wait_caught_up("ra1", s1, Duration::from_secs(90)).await;
+    assert_same(s0, "ra_a", "ra_a").await;
+    assert_same(s0, "ra_b", "ra_b").await;
+    assert_same(s1, "ra_app", "ra_app_two").await;
+    let mut t = target().connect().await;
+    let dbs: Vec<String> = t.query("SHOW DATABASES LIKE 'ra\\_%'").await.expect("dbs");
+    assert_eq!(
+        dbs,
+        vec!["ra_a", "ra_app_two", "ra_b"],
+        "filtered and renamed-away databases are absent"
+    );
+    let summary = running.finish().await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert!(summary.applied > 400, "{summary:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_conflicting_row_stops_only_its_stream_and_skip_moves_past_it() {
+    let s = source(2);
+    let p = binlog_pos(s).await;
+    let cfg_text = format!(
+        r#"
+        [target]
+        dsn = "{}"
+        [[source]]
+        name = "rc"
+        dsn = "{}"
+        include = ["rc_*"]
+        start = "gtid:{p}"
+        "#,
+        dsn(target()),
+        dsn(s)
+    );
+    let (cfg, running) = start(&cfg_text, &[s], Options::default());
+    create_db(s, "rc_x").await;
+    create_db(s, "rc_y").await;
+    wait_caught_up("rc", s, Duration::from_secs(60)).await;
+    // The target already has the row the source is about to write.
+    exec(target(), "INSERT INTO rc_x.t (id, v) VALUES (1000, 0)").await;
+    exec(s, "INSERT INTO rc_x.t (id, v) VALUES (1000, 1)").await;
+    let conflict = binlog_pos(s).await;
+    exec(s, "INSERT INTO rc_x.t (id, v) VALUES (1001, 1)").await;
+    for i in 0..20 {
+        exec(s, &format!("INSERT INTO rc_y.t (v) VALUES ({i})")).await;
+    }
+    let sources = vec![s.target()];
+    // rc_y goes on; rc_x stops at the conflict, naming it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let stopped = loop {
+        let st = sqlfleet_replicate::status::status(&cfg, &target().target(), &sources)
+            .await
+            .expect("status");
+        let x = st[0].streams.iter().find(|x| x.stream == "rc_x").cloned();
+        let y_rows: Option<u64> = {
+            let mut c = target().connect().await;
+            c.query_first("SELECT COUNT(*) FROM rc_y.t")
+                .await
+                .expect("count")
+        };
+        if let Some(x) = x.filter(|x| x.state == "stopped") {
+            if y_rows == Some(20) {
+                break x;
+            }
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no stopped rc_x with rc_y applied: {st:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let err = stopped.error.clone().unwrap_or_default();
+    assert!(err.contains("1062"), "{err}");
+    let g = stopped.error_gtid.clone().expect("the failing GTID");
+    let want = conflict.0.values().next().expect("a domain").to_string();
+    assert_eq!(g, want, "the error names the conflicting transaction");
+    let mut c = target().connect().await;
+    let x_rows: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM rc_x.t WHERE id = 1001")
+        .await
+        .expect("count");
+    assert_eq!(
+        x_rows,
+        Some(0),
+        "nothing after the conflict applied in rc_x"
+    );
+
+    // skip: recorded, the stream moves past it and catches up.
+    sqlfleet_replicate::status::skip(&target().target(), "rc", &g.parse().expect("gtid"), "test")
+        .await
+        .expect("skip");
+    wait_caught_up("rc", s, Duration::from_secs(60)).await;
+    let rows: Vec<(i32, i32)> = c
+        .query("SELECT id, v FROM rc_x.t WHERE id >= 1000 ORDER BY id")
+        .await
+        .expect("rows");
+    assert_eq!(
+        rows,
+        vec![(1000, 0), (1001, 1)],
+        "the target's row kept, the next applied"
+    );
+    let st = sqlfleet_replicate::status::status(&cfg, &target().target(), &sources)
+        .await
+        .expect("status");
+    assert_eq!(st[0].skipped, vec![g]);
+    assert!(st[0].streams.iter().all(|x| x.state == "ok"), "{st:?}");
+    let summary = running.finish().await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+}
