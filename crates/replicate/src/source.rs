@@ -736,10 +736,16 @@ pub async fn preflight(cfg: &config::Source, t: &Target) -> Result<(), Refused> 
         source_name: cfg.name.clone(),
         what,
     };
-    let mut c = t
-        .connect(Duration::from_secs(10))
-        .await
-        .map_err(|e| refuse(e.to_string()))?;
+    let mut c = match t.connect(Duration::from_secs(10)).await {
+        Ok(c) => c,
+        // Wrong credentials will not get better; an unreachable server
+        // may (its reader retries with back-off, as a replica does).
+        Err(e) if e.server_code().is_some() => return Err(refuse(e.to_string())),
+        Err(e) => {
+            tracing::warn!(source = %cfg.name, "not reachable now, retrying: {e}");
+            return Ok(());
+        }
+    };
     check_source(&mut c).await.map_err(|e| match e {
         CheckError::Refused(w) | CheckError::Query(w) => refuse(w),
     })?;

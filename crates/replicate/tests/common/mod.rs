@@ -145,7 +145,7 @@ pub async fn workload(src: &TestServer, db: &str, other: Option<&str>, seed: u64
     for i in 0..ops {
         if i == ops / 2 {
             c.query_drop(format!(
-                "ALTER TABLE {db}.t ADD COLUMN extra INT NOT NULL DEFAULT 7"
+                "ALTER TABLE {db}.t ADD COLUMN extra_{seed} INT NOT NULL DEFAULT 7"
             ))
             .await
             .expect("alter");
@@ -161,7 +161,7 @@ pub async fn workload(src: &TestServer, db: &str, other: Option<&str>, seed: u64
             )
         } else if r < 65 {
             format!(
-                "UPDATE {db}.t SET v = v + {v}, s = CONCAT(IFNULL(s, ''), '{s}') WHERE id % 11 = {}",
+                "UPDATE {db}.t SET v = v + {v}, s = LEFT(CONCAT(IFNULL(s, ''), '{s}'), 60) WHERE id % 11 = {}",
                 rng.gen_range(0..11)
             )
         } else if r < 75 {
@@ -195,4 +195,38 @@ pub async fn workload(src: &TestServer, db: &str, other: Option<&str>, seed: u64
     }
     let _ = c.disconnect().await;
     let _ = sbr.disconnect().await;
+}
+
+/// kill -9 of a fixture server, then a start on the same data directory.
+pub async fn crash_and_restart(s: &TestServer) {
+    let sb = &s.sandbox;
+    let layout = sb.layout.node(sb.meta.primary());
+    let pid = sqlfleet_sandbox::node::running_pid(&layout).expect("the server runs");
+    // SAFETY: signalling our own fixture server's pid.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    while sqlfleet_sandbox::node::is_alive(pid) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The port can be briefly taken (a client's ephemeral port, a socket
+    // closing): retry as an operator would.
+    let mut tries = 0;
+    loop {
+        let r = sqlfleet_sandbox::up(
+            &sb.home,
+            &sqlfleet_sandbox::UpOptions {
+                name: sb.meta.name.clone(),
+                die_with_parent: true,
+                ..Default::default()
+            },
+        )
+        .await;
+        match r {
+            Ok(_) => return,
+            Err(sqlfleet_sandbox::SandboxError::PortInUse { .. }) if tries < 50 => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("restart the server: {e}"),
+        }
+    }
 }
