@@ -145,9 +145,8 @@ impl Applier {
     /// A statement in its source session state.
     pub async fn statement(&mut self, s: &Stmt) -> Result<(), ApplyError> {
         self.run(&session_sql(&s.session)).await?;
-        match &s.db {
-            Some(db) => self.run(&format!("USE {}", ident(db))).await?,
-            None => {}
+        if let Some(db) = &s.db {
+            self.run(&format!("USE {}", ident(db))).await?;
         }
         self.run_bytes(&s.sql).await
     }

@@ -11,6 +11,7 @@ use common::*;
 use sqlfleet_replicate::config;
 use sqlfleet_replicate::run::{self, Options};
 use sqlfleet_replicate::source::SourceView;
+use sqlfleet_testkit::workload::{crash_and_restart, create_db, workload};
 use tokio::sync::watch;
 
 fn spawn(

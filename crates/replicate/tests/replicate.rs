@@ -13,6 +13,7 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_replicate::config;
 use sqlfleet_replicate::run::{self, Options, Summary};
 use sqlfleet_replicate::source::SourceView;
+use sqlfleet_testkit::workload::{create_db, exec, workload};
 use sqlfleet_testkit::TestServer;
 use tokio::sync::watch;
 

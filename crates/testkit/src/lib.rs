@@ -15,6 +15,7 @@ pub mod http;
 pub mod proxy;
 pub mod sinks;
 pub mod sshd;
+pub mod workload;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -192,6 +193,17 @@ impl TestServer {
         self.sandbox
             .target(&self.sandbox.meta.nodes[i])
             .expect("sandbox password file")
+    }
+
+    /// A DSN for root on the primary over TCP (for config files).
+    pub fn dsn(&self) -> String {
+        let t = self.target();
+        let pw = t
+            .secret()
+            .map(|p| p.expose().to_string())
+            .unwrap_or_default();
+        let port = self.sandbox.meta.primary().port;
+        format!("mysql://root:{pw}@127.0.0.1:{port}/?ssl-mode=DISABLED")
     }
 
     /// The client option file for the primary (`--defaults-file`).

@@ -1,0 +1,229 @@
+//! `sqlfleet replicate` from the command line: kill -9 of the process at
+//! seeded random moments while the source is written, then a restart
+//! that catches up — the target's copy equals the source; status --json,
+//! skip, and refusals (binlog off, a rename onto an existing name, a
+//! config typo) as one-line errors with exit 1.
+
+mod common;
+
+use std::io::Write;
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use common::{assert_setup_error, sqlfleet, stderr, stdout};
+use mysql_async::prelude::Queryable;
+use rand::{Rng, SeedableRng};
+use sqlfleet_testkit::workload::{create_db, exec, workload};
+use sqlfleet_testkit::TestServer;
+
+fn source() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=3", "server-id=33"]))
+}
+
+fn target() -> &'static TestServer {
+    static T: OnceLock<TestServer> = OnceLock::new();
+    T.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=7", "server-id=77"]))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn gtid_pos(rt: &tokio::runtime::Runtime, s: &TestServer) -> String {
+    rt.block_on(async {
+        let mut c = s.connect().await;
+        let p: Option<String> = c
+            .query_first("SELECT @@gtid_binlog_pos")
+            .await
+            .expect("pos");
+        p.unwrap_or_default()
+    })
+}
+
+fn config(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
+    let p = dir.join(format!("{name}.toml"));
+    let mut f = std::fs::File::create(&p).expect("config file");
+    writeln!(f, "{body}").expect("write config");
+    p
+}
+
+#[test]
+fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let start = gtid_pos(&rt, s);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(
+        dir.path(),
+        "k",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[apply]\nthreads = 3\nbatch = 4\n\
+             [[source]]\nname = \"ka\"\ndsn = \"{}\"\ninclude = [\"ka_*\"]\nstart = \"gtid:{start}\"\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    rt.block_on(async {
+        create_db(s, "ka_a").await;
+        create_db(s, "ka_b").await;
+    });
+    let writer = std::thread::spawn(|| {
+        runtime().block_on(async {
+            tokio::join!(
+                workload(source(), "ka_a", Some("ka_b"), 21, 1500),
+                workload(source(), "ka_b", None, 22, 1500),
+            )
+        });
+    });
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6b69_6c6c);
+    for round in 0..5 {
+        let mut child = sqlfleet()
+            .args(["replicate", "--config"])
+            .arg(&cfg)
+            .args(["--progress", "never"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn replicate");
+        std::thread::sleep(Duration::from_millis(rng.gen_range(150..900)));
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "round {round}: replicate exited before it was killed"
+        );
+        child.kill().expect("kill -9");
+        child.wait().expect("reap");
+    }
+    writer.join().expect("writer");
+    let o = sqlfleet()
+        .args(["replicate", "--config"])
+        .arg(&cfg)
+        .args(["--until-caught-up", "--json", "--progress", "never"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run replicate");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("summary JSON");
+    assert_eq!(v["stopped_streams"], 0, "{v}");
+    rt.block_on(async {
+        for db in ["ka_a", "ka_b"] {
+            assert_eq!(
+                s.fingerprint(db).await,
+                t.fingerprint(db).await,
+                "{db} differs after kill -9 and restart"
+            );
+        }
+    });
+
+    // status: caught up, both streams ok.
+    let o = sqlfleet()
+        .args(["replicate", "status", "--json", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("status");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let st: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("status JSON");
+    assert_eq!(st[0]["source"], "ka");
+    assert_eq!(st[0]["behind"], 0, "{st}");
+    let streams: Vec<&str> = st[0]["streams"]
+        .as_array()
+        .expect("streams")
+        .iter()
+        .filter_map(|x| x["stream"].as_str())
+        .collect();
+    assert_eq!(streams, vec!["ka_a", "ka_b"], "{st}");
+}
+
+#[test]
+fn refusals_are_one_line_errors_before_anything_is_applied() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |cfg: &std::path::Path, extra: &[&str]| {
+        sqlfleet()
+            .args(["replicate", "--progress", "never", "--config"])
+            .arg(cfg)
+            .args(extra)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let base = |src: &str, more: &str| {
+        format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"rf\"\ndsn = \"{src}\"\n{more}\n",
+            t.dsn()
+        )
+    };
+
+    // A typo in a key.
+    let c = config(dir.path(), "typo", &base(&s.dsn(), "includes = [\"x\"]"));
+    assert_setup_error(&run(&c, &[]), "unknown field `includes`");
+
+    // Binary logging off on the source.
+    let nolog = sqlfleet_testkit::server_with(&["skip-log-bin"]);
+    let c = config(dir.path(), "nolog", &base(&nolog.dsn(), ""));
+    assert_setup_error(&run(&c, &[]), "log_bin=OFF");
+
+    // A rename onto a database the source also has.
+    rt.block_on(exec(
+        s,
+        "CREATE DATABASE IF NOT EXISTS rf_a; CREATE DATABASE IF NOT EXISTS rf_b",
+    ));
+    let c = config(
+        dir.path(),
+        "rename",
+        &base(
+            &s.dsn(),
+            "include = [\"rf_*\"]\nrename = { rf_a = \"rf_b\" }",
+        ),
+    );
+    let o = run(&c, &[]);
+    assert_setup_error(&o, "would both be written into 'rf_b'");
+    rt.block_on(async {
+        let mut c = t.connect().await;
+        let n: Option<u64> = c
+            .query_first(
+                "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'rf\\_%'",
+            )
+            .await
+            .expect("count");
+        assert_eq!(n, Some(0), "nothing applied");
+    });
+
+    // skip names a source the config does not have.
+    let c = config(dir.path(), "ok", &base(&s.dsn(), ""));
+    let o = sqlfleet()
+        .args([
+            "replicate",
+            "skip",
+            "--source",
+            "nope",
+            "--gtid",
+            "3-33-1",
+            "--config",
+        ])
+        .arg(&c)
+        .output()
+        .expect("skip");
+    assert_setup_error(&o, "no source named 'nope'");
+    let o = sqlfleet()
+        .args([
+            "replicate",
+            "skip",
+            "--source",
+            "rf",
+            "--gtid",
+            "3-33",
+            "--config",
+        ])
+        .arg(&c)
+        .output()
+        .expect("skip");
+    assert_setup_error(&o, "not a MariaDB GTID");
+}
