@@ -19,6 +19,10 @@ pub enum SandboxError {
         want: usize,
     },
     #[error(
+        "sandbox '{name}' was made with GTID domain {have}; it keeps it (destroy it to change it)"
+    )]
+    DomainChange { name: String, have: u32 },
+    #[error(
         "sandbox '{name}' was made on port {have}; it keeps its ports (destroy it to change them)"
     )]
     PortChange { name: String, have: u16 },

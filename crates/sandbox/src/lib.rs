@@ -42,6 +42,10 @@ pub struct UpOptions {
     pub ports: Option<Vec<u16>>,
     /// Number of replicas; for an existing sandbox, must match if given.
     pub replicas: Option<usize>,
+    /// GTID domain of this sandbox's writes (gtid_domain_id), and server
+    /// ids `domain*100 + 1..`: sandboxes with distinct domains are
+    /// independent primaries one server can replicate from together.
+    pub domain: Option<u32>,
     /// Extra server options, `key=value`.
     pub options: Vec<String>,
     /// Servers get SIGTERM when this process dies (test fixtures).
@@ -310,12 +314,13 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
                 format!("replica{i}")
             },
             port,
-            server_id: i as u32 + 1,
+            server_id: opts.domain.unwrap_or(0) * 100 + i as u32 + 1,
             role: if i == 0 { Role::Primary } else { Role::Replica },
         })
         .collect();
     Ok(Meta {
         name: opts.name.clone(),
+        domain: opts.domain.unwrap_or(0),
         nodes,
         options: opts.options.clone(),
     })
@@ -353,6 +358,12 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
                 name: opts.name.clone(),
                 have,
                 want,
+            });
+        }
+        if opts.domain.is_some_and(|d| d != sb.meta.domain) {
+            return Err(SandboxError::DomainChange {
+                name: opts.name.clone(),
+                have: sb.meta.domain,
             });
         }
         if let Some(p) = opts.port.filter(|p| *p != sb.meta.primary().port) {
@@ -416,7 +427,11 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         }
         started.push(n.name.clone());
         let bins = bins.clone();
-        let options = sandbox.meta.options.clone();
+        let mut options = sandbox.meta.options.clone();
+        if sandbox.meta.domain != 0 {
+            // First, so a user's own --option still has the last word.
+            options.insert(0, format!("gtid-domain-id={}", sandbox.meta.domain));
+        }
         let die = opts.die_with_parent;
         pending.spawn(async move {
             if fresh {

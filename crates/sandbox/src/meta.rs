@@ -28,6 +28,9 @@ pub struct NodeMeta {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Meta {
     pub name: String,
+    /// GTID domain (gtid_domain_id) of every node; 0 by default.
+    #[serde(default)]
+    pub domain: u32,
     /// The primary first, then replicas.
     pub nodes: Vec<NodeMeta>,
     /// Extra server options (`key=value`) written into every node's config.
@@ -157,6 +160,7 @@ mod tests {
         let p = dir.path().join("sandbox.toml");
         let m = Meta {
             name: "x".into(),
+            domain: 0,
             nodes: vec![
                 NodeMeta {
                     name: "primary".into(),

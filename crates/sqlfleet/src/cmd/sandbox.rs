@@ -63,6 +63,11 @@ pub struct UpArgs {
     /// Number of GTID replicas of the primary
     #[arg(long)]
     replicas: Option<usize>,
+    /// GTID domain of this sandbox (gtid_domain_id; server ids become
+    /// DOMAIN*100+1..): sandboxes with distinct domains are independent
+    /// primaries, e.g. sources for `replicate` or native multi-source
+    #[arg(long)]
+    domain: Option<u32>,
     /// Extra server option, e.g. --option local_infile=0 (repeatable);
     /// checked with the server binary before it is saved
     #[arg(long = "option", value_name = "KEY=VALUE")]
@@ -221,6 +226,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         port: a.port,
         ports: None,
         replicas: a.replicas,
+        domain: a.domain,
         options: a.options,
         die_with_parent: false,
         restart: a.restart,
