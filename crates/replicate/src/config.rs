@@ -255,14 +255,14 @@ pub fn parse(text: &str) -> Result<Checked, String> {
     for s in &c.source {
         let at = format!("source '{}'", s.name);
         if s.name.is_empty()
-            || s.name.len() > 64
+            || s.name.len() > 55
             || !s
                 .name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
             return Err(format!(
-                "source name '{}': use 1-64 letters, digits, '_' or '-'",
+                "source name '{}': use 1-55 letters, digits, '_' or '-'",
                 s.name
             ));
         }

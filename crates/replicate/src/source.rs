@@ -195,6 +195,34 @@ impl SourceRunner {
         let mut ctl = Applier::open(&self.target)
             .await
             .map_err(|e| SessionError::Retry(format!("target: {}", apply_error_text(&e))))?;
+        // One replicate per source: a second process would apply the same
+        // transactions. The lock lives as long as this session's connection
+        // (a killed process's is released by the server when it notices).
+        let lock = format!("sqlfleet:{name}");
+        let got: Option<Option<i64>> = ctl
+            .conn
+            .exec_first(
+                "SELECT GET_LOCK(?, ?)",
+                (lock.as_str(), if first { 3 } else { 10 }),
+            )
+            .await
+            .map_err(|e| SessionError::Retry(format!("target: {e}")))?;
+        if got.flatten() != Some(1) {
+            let holder: Option<Option<u64>> = ctl
+                .conn
+                .exec_first("SELECT IS_USED_LOCK(?)", (lock.as_str(),))
+                .await
+                .unwrap_or(None);
+            let what = format!(
+                "is being replicated by another sqlfleet replicate (target connection {}); stop that one first",
+                holder.flatten().map_or("?".into(), |h| h.to_string())
+            );
+            return Err(if first {
+                SessionError::Refused(what)
+            } else {
+                SessionError::Retry(what)
+            });
+        }
         let stored = position::load(&mut ctl.conn, &name)
             .await
             .map_err(|e| SessionError::Retry(format!("target: reading positions: {e}")))?;

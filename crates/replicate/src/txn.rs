@@ -317,6 +317,14 @@ impl Assembler {
                             .unsupported
                             .get_or_insert_with(|| "an XA transaction".into());
                     }
+                    // A temporary table lives in one session; statements
+                    // using it may apply on another connection.
+                    "CREATE" if second_word(sql) == "TEMPORARY" => {
+                        b.txn.unsupported.get_or_insert_with(|| {
+                            "a temporary table in a statement-based binlog; use binlog_format=ROW on the source".into()
+                        });
+                    }
+                    "DROP" if second_word(sql) == "TEMPORARY" => {}
                     _ => {
                         let mut session = std::mem::take(&mut b.pending);
                         session.timestamp = h.timestamp();
@@ -427,6 +435,11 @@ fn is_rollback_to(sql: &[u8]) -> bool {
         w.as_slice(),
         ["ROLLBACK", "TO", ..] | ["ROLLBACK", "WORK", "TO"]
     )
+}
+
+fn second_word(sql: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&sql[..sql.len().min(64)]).to_ascii_uppercase();
+    s.split_whitespace().nth(1).unwrap_or("").to_string()
 }
 
 fn first_word(sql: &[u8]) -> String {

@@ -196,8 +196,36 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
         assert_eq!(n, Some(0), "nothing applied");
     });
 
+    // A second replicate of the same source while one runs.
+    let c = config(dir.path(), "ok", &base(&s.dsn(), "include = [\"rf_none\"]"));
+    let mut first = sqlfleet()
+        .args(["replicate", "--progress", "never", "--config"])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn replicate");
+    let t0 = std::time::Instant::now();
+    while rt.block_on(async {
+        let mut c = t.connect().await;
+        let h: Option<Option<u64>> = c
+            .query_first("SELECT IS_USED_LOCK('sqlfleet:rf')")
+            .await
+            .expect("lock");
+        h.flatten().is_none()
+    }) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the first never took the source"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = run(&c, &[]);
+    assert_setup_error(&o, "is being replicated by another sqlfleet replicate");
+    first.kill().expect("kill");
+    first.wait().expect("reap");
+
     // skip names a source the config does not have.
-    let c = config(dir.path(), "ok", &base(&s.dsn(), ""));
     let o = sqlfleet()
         .args([
             "replicate",
