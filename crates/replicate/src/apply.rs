@@ -18,6 +18,7 @@ use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::mpsc;
 
+use crate::event;
 use crate::position;
 use crate::txn::{Item, Session, Stmt, Txn};
 
@@ -135,7 +136,11 @@ impl Applier {
     pub async fn items(&mut self, txn: &Txn) -> Result<(), ApplyError> {
         for item in &txn.items {
             match item {
-                Item::Rows(bytes) => self.run(&binlog_statement(bytes)).await?,
+                Item::Rows(bytes) => {
+                    for chunk in rows_chunks(bytes, CHUNK) {
+                        self.run(&binlog_statement(&chunk)).await?;
+                    }
+                }
                 Item::Stmt(s) => self.statement(s).await?,
             }
         }
@@ -150,6 +155,49 @@ impl Applier {
         }
         self.run_bytes(&s.sql).await
     }
+}
+
+/// Raw bytes per `BINLOG` statement, at most (base64 makes it 4/3 of
+/// this): well under the default max_allowed_packet of 16 MiB.
+const CHUNK: usize = 4 << 20;
+
+/// Splits one statement's events (table maps first, then rows events)
+/// into pieces of about `limit` bytes, each starting with every table map:
+/// the server forgets table maps at the end of each `BINLOG` statement and
+/// silently ignores rows events whose map it does not have.
+pub fn rows_chunks(raw: &[u8], limit: usize) -> Vec<Vec<u8>> {
+    let mut events = Vec::new();
+    let mut p = 0;
+    while p + event::HEADER_LEN <= raw.len() {
+        let size = u32::from_le_bytes([raw[p + 9], raw[p + 10], raw[p + 11], raw[p + 12]]) as usize;
+        if size < event::HEADER_LEN || p + size > raw.len() {
+            // Not our own framing: send it whole, as it was.
+            return vec![raw.to_vec()];
+        }
+        events.push(&raw[p..p + size]);
+        p += size;
+    }
+    if p != raw.len() || raw.len() <= limit {
+        return vec![raw.to_vec()];
+    }
+    let maps: Vec<u8> = events
+        .iter()
+        .take_while(|e| e[4] == 19)
+        .flat_map(|e| e.iter().copied())
+        .collect();
+    let n_maps = events.iter().take_while(|e| e[4] == 19).count();
+    let mut out = Vec::new();
+    let mut cur = maps.clone();
+    for e in &events[n_maps..] {
+        if cur.len() > maps.len() && cur.len() + e.len() > limit {
+            out.push(std::mem::replace(&mut cur, maps.clone()));
+        }
+        cur.extend_from_slice(e);
+    }
+    if cur.len() > maps.len() {
+        out.push(cur);
+    }
+    out
 }
 
 /// `BINLOG '<base64>'` for raw events.
@@ -381,6 +429,41 @@ async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn ev(ty: u8, len: usize, fill: u8) -> Vec<u8> {
+        let mut e = vec![fill; len];
+        e[4] = ty;
+        e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
+        e
+    }
+
+    #[test]
+    fn big_statements_split_with_their_table_maps_in_every_piece() {
+        let (m1, m2) = (ev(19, 40, 1), ev(19, 30, 2));
+        let rows: Vec<Vec<u8>> = (0..10).map(|i| ev(23, 100, 10 + i)).collect();
+        let mut raw = [m1.clone(), m2.clone()].concat();
+        for r in &rows {
+            raw.extend_from_slice(r);
+        }
+        let chunks = rows_chunks(&raw, 350);
+        assert!(chunks.len() > 1);
+        let maps = [m1, m2].concat();
+        let mut rejoined = Vec::new();
+        for c in &chunks {
+            assert!(
+                c.starts_with(&maps),
+                "every piece starts with the table maps"
+            );
+            assert!(c.len() <= 350 || c.len() == maps.len() + 100);
+            rejoined.extend_from_slice(&c[maps.len()..]);
+        }
+        assert_eq!(rejoined, rows.concat(), "every rows event once, in order");
+        assert_eq!(rows_chunks(&raw, 1 << 20), vec![raw.clone()]);
+        assert_eq!(
+            rows_chunks(&raw[..raw.len() - 1], 100),
+            vec![raw[..raw.len() - 1].to_vec()]
+        );
+    }
 
     #[test]
     fn the_session_set_names_every_state_the_source_had() {

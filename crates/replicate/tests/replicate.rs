@@ -198,3 +198,26 @@ async fn a_conflicting_row_stops_only_its_stream_and_skip_moves_past_it() {
     let summary = running.finish().await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_of_many_megabytes_applies_whole_in_pieces() {
+    let s = source(1);
+    let p = binlog_pos(s).await;
+    let cfg_text = format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"rb\"\ndsn = \"{}\"\ninclude = [\"rb_*\"]\nstart = \"gtid:{p}\"\n",
+        dsn(target()),
+        dsn(s)
+    );
+    let (_cfg, running) = start(&cfg_text, &[s], Options::default());
+    exec(
+        s,
+        "CREATE DATABASE rb_big; USE rb_big; CREATE TABLE rb_big.t (id INT PRIMARY KEY, pad VARCHAR(255)) ENGINE=InnoDB; \
+         INSERT INTO rb_big.t SELECT seq, REPEAT(CHAR(65 + seq % 26), 250) FROM seq_1_to_60000; \
+         UPDATE rb_big.t SET pad = REPEAT('z', 200) WHERE id % 2 = 0",
+    )
+    .await;
+    wait_caught_up("rb", s, Duration::from_secs(120)).await;
+    assert_same(s, "rb_big", "rb_big").await;
+    let summary = running.finish().await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+}
