@@ -327,7 +327,7 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
             }
         }
         let Some(a) = applier.as_mut() else { continue };
-        let r = apply_batch(a, &live).await;
+        let r = apply_batch(a, &live, true).await;
         match r {
             Ok(()) => {
                 for j in &live {
@@ -360,7 +360,7 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
                         );
                         continue;
                     };
-                    match apply_batch(a, std::slice::from_ref(j)).await {
+                    match apply_batch(a, std::slice::from_ref(j), false).await {
                         Ok(()) => reply(j, Outcome::Applied),
                         Err(ApplyError::Sql {
                             error, statement, ..
@@ -391,10 +391,14 @@ fn reply(j: &Job, outcome: Outcome) {
 
 /// Applies jobs in one target transaction with their positions; retries
 /// deadlocks and lock wait timeouts.
-async fn apply_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+async fn apply_batch(a: &mut Applier, jobs: &[Job], one_trip: bool) -> Result<(), ApplyError> {
     let mut tries = 0;
     loop {
-        let r = try_batch(a, jobs).await;
+        let r = if one_trip {
+            try_batch_one_trip(a, jobs).await
+        } else {
+            try_batch(a, jobs).await
+        };
         match &r {
             Err(ApplyError::Sql { code, .. }) if RETRYABLE.contains(code) && tries < 5 => {
                 let _ = a.run("ROLLBACK").await;
@@ -410,6 +414,93 @@ async fn apply_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
     }
 }
 
+/// The whole batch in few round trips: START TRANSACTION and the positions,
+/// the rows of consecutive transactions merged into few `BINLOG`
+/// statements, statements with their session, COMMIT — as multi-statement
+/// queries. A `BINLOG` statement always ends its query: the server does not
+/// flag further results after one (MariaDB 10.11 desynchronises the
+/// protocol otherwise). On an error the server stops at the failing
+/// statement (the COMMIT never runs); the caller rolls back and finds the
+/// culprit statement by statement ([`try_batch`]).
+async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+    if let Some(f) = jobs.first().map(|j| &j.format) {
+        if jobs.iter().all(|j| j.format == *f) {
+            a.prime(f).await?;
+        } else {
+            return try_batch(a, jobs).await;
+        }
+    }
+    for q in batch_queries(jobs) {
+        a.run_bytes(&q).await?;
+    }
+    Ok(())
+}
+
+/// The queries of [`try_batch_one_trip`].
+pub fn batch_queries(jobs: &[Job]) -> Vec<Vec<u8>> {
+    let mut out: Vec<Vec<u8>> = Vec::new();
+    let mut q: Vec<u8> = b"START TRANSACTION".to_vec();
+    let done: Vec<(&str, &str, &Txn)> = jobs
+        .iter()
+        .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
+        .collect();
+    for sql in position_sql(&done) {
+        q.extend_from_slice(b"\n;\n");
+        q.extend_from_slice(sql.as_bytes());
+    }
+    let mut rows: Vec<u8> = Vec::new();
+    let flush = |q: &mut Vec<u8>, rows: &mut Vec<u8>, out: &mut Vec<Vec<u8>>| {
+        if !rows.is_empty() {
+            if !q.is_empty() {
+                q.extend_from_slice(b"\n;\n");
+            }
+            q.extend_from_slice(binlog_statement(rows).as_bytes());
+            out.push(std::mem::take(q));
+            rows.clear();
+        }
+    };
+    let next = |q: &mut Vec<u8>| {
+        if !q.is_empty() {
+            q.extend_from_slice(b"\n;\n");
+        }
+    };
+    for j in jobs {
+        for item in &j.txn.items {
+            match item {
+                Item::Rows(bytes) if bytes.len() > CHUNK => {
+                    flush(&mut q, &mut rows, &mut out);
+                    for chunk in rows_chunks(bytes, CHUNK) {
+                        rows.extend_from_slice(&chunk);
+                        flush(&mut q, &mut rows, &mut out);
+                    }
+                }
+                Item::Rows(bytes) => {
+                    if rows.len() + bytes.len() > CHUNK {
+                        flush(&mut q, &mut rows, &mut out);
+                    }
+                    rows.extend_from_slice(bytes);
+                }
+                Item::Stmt(st) => {
+                    flush(&mut q, &mut rows, &mut out);
+                    next(&mut q);
+                    q.extend_from_slice(session_sql(&st.session).as_bytes());
+                    if let Some(db) = &st.db {
+                        q.extend_from_slice(format!("\n;\nUSE {}", ident(db)).as_bytes());
+                    }
+                    q.extend_from_slice(b"\n;\n");
+                    q.extend_from_slice(&st.sql);
+                }
+            }
+        }
+    }
+    flush(&mut q, &mut rows, &mut out);
+    next(&mut q);
+    q.extend_from_slice(b"COMMIT");
+    out.push(q);
+    out
+}
+
+/// Statement by statement: slower, but an error names its statement.
 async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
     a.run("START TRANSACTION").await?;
     for j in jobs {
@@ -463,6 +554,72 @@ mod tests {
             rows_chunks(&raw[..raw.len() - 1], 100),
             vec![raw[..raw.len() - 1].to_vec()]
         );
+    }
+
+    fn job(items: Vec<Item>) -> Job {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        Job {
+            source: Arc::from("s"),
+            generation: 1,
+            idx: 0,
+            stream: "db".into(),
+            txn: Arc::new(Txn {
+                gtid: crate::gtid::Gtid {
+                    domain: 1,
+                    server: 1,
+                    seq: 5,
+                },
+                standalone: false,
+                timestamp: 1,
+                file: "bin.000001".into(),
+                end_pos: 100,
+                items,
+                dbs: ["db".to_string()].into_iter().collect(),
+                unsupported: None,
+                first: String::new(),
+            }),
+            format: Arc::new(vec![]),
+            reply: tx,
+        }
+    }
+
+    #[test]
+    fn a_batch_ends_each_query_at_a_binlog_statement_and_commits_with_its_positions() {
+        let rows = || Item::Rows([ev(19, 40, 1), ev(23, 60, 2)].concat());
+        let stmt = Item::Stmt(Stmt {
+            db: Some("db".into()),
+            sql: b"UPDATE t SET a = 1".to_vec(),
+            session: Session::default(),
+        });
+        let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
+        let qs = batch_queries(&jobs);
+        let text: Vec<String> = qs
+            .iter()
+            .map(|q| String::from_utf8_lossy(q).into_owned())
+            .collect();
+        assert!(text[0].starts_with("START TRANSACTION"), "{text:?}");
+        assert!(
+            text[0].contains("replicate_position"),
+            "positions in the same transaction"
+        );
+        assert_eq!(text.last().map(|t| t.ends_with("COMMIT")), Some(true));
+        for t in &text {
+            let binlogs = t.matches("BINLOG '").count();
+            assert!(binlogs <= 1, "one BINLOG per query: {t}");
+            if binlogs == 1 {
+                assert!(t.trim_end().ends_with('\''), "BINLOG ends its query: {t}");
+            }
+        }
+        // The two transactions' first rows merge into one BINLOG; the
+        // statement splits them.
+        assert_eq!(
+            text.iter().filter(|t| t.contains("BINLOG")).count(),
+            2,
+            "{text:?}"
+        );
+        assert!(text
+            .iter()
+            .any(|t| t.contains("USE `db`\n;\nUPDATE t SET a = 1")));
     }
 
     #[test]

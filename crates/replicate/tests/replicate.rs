@@ -104,6 +104,11 @@ async fn live_writes_on_two_sources_with_ddl_renames_filters_and_cross_database_
     let summary = running.finish().await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert!(summary.applied > 400, "{summary:?}");
+    let restarts: u64 = summary.sources.iter().map(|s| s.reconnects).sum();
+    assert_eq!(
+        restarts, 0,
+        "nothing failed, so nothing restarted: {summary:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -220,4 +225,5 @@ async fn a_statement_of_many_megabytes_applies_whole_in_pieces() {
     assert_same(s, "rb_big", "rb_big").await;
     let summary = running.finish().await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(summary.sources[0].reconnects, 0, "{summary:?}");
 }

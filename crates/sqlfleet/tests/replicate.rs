@@ -111,6 +111,10 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("summary JSON");
     assert_eq!(v["stopped_streams"], 0, "{v}");
+    assert_eq!(
+        v["sources"][0]["reconnects"], 0,
+        "the last run had nothing to recover from: {v}"
+    );
     rt.block_on(async {
         for db in ["ka_a", "ka_b"] {
             assert_eq!(
