@@ -44,6 +44,9 @@ pub struct Done {
     pub generation: u64,
     pub idx: u64,
     pub stream: String,
+    pub gtid: crate::gtid::Gtid,
+    /// The source's commit time of the transaction.
+    pub timestamp: u32,
     pub outcome: Outcome,
 }
 
@@ -385,6 +388,8 @@ fn reply(j: &Job, outcome: Outcome) {
         generation: j.generation,
         idx: j.idx,
         stream: j.stream.clone(),
+        gtid: j.txn.gtid,
+        timestamp: j.txn.timestamp,
         outcome,
     });
 }

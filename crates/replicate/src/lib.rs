@@ -8,12 +8,14 @@
 //! databases and DDL are barriers. Every applied transaction commits
 //! together with its stream's position ([`position`]), so a restart
 //! after kill -9, a target restart or a lost source resumes exactly.
-//! [`run`] wires sources and workers; [`status`] reads the positions.
+//! [`run`] wires sources and workers; [`status`] reads the positions;
+//! [`metrics`] serves them to Prometheus.
 
 pub mod apply;
 pub mod config;
 pub mod event;
 pub mod gtid;
+pub mod metrics;
 pub mod position;
 pub mod run;
 pub mod source;

@@ -268,7 +268,9 @@ impl SourceRunner {
             v.source_pos = source_pos.to_string();
             v.floor = start.to_string();
         });
-        drop(src);
+        // Kept to follow the source's position (for lag) while reading.
+        let mut probe = Some(src);
+        let mut probed = Instant::now();
 
         let stream_conn = self
             .source
@@ -334,6 +336,15 @@ impl SourceRunner {
                 _ = tick.tick() => {
                     if let Some(e) = self.tick(&mut s, &mut ctl).await {
                         break e;
+                    }
+                    if probed.elapsed() >= Duration::from_secs(2) {
+                        probed = Instant::now();
+                        if let Some(p) = probe.as_mut() {
+                            match p.query_first::<String, _>("SELECT @@gtid_binlog_pos").await {
+                                Ok(Some(pos)) => set(&self.view, |v| v.source_pos = pos),
+                                _ => probe = None,
+                            }
+                        }
                     }
                     if last_event.elapsed() > Duration::from_secs(30) {
                         break End::Restart("no event or heartbeat from the source for 30 s".into());
@@ -510,8 +521,7 @@ impl SourceRunner {
             Outcome::Applied => Status::Applied,
             Outcome::Dropped => Status::Stopped,
             Outcome::Failed { error, statement } => {
-                let g = self.failed_gtid(s, d.idx).unwrap_or_default();
-                self.stop_stream(s, ctl, &d.stream, &g, &error, &statement)
+                self.stop_stream(s, ctl, &d.stream, &d.gtid, &error, &statement)
                     .await;
                 Status::Stopped
             }
@@ -526,6 +536,8 @@ impl SourceRunner {
                 let e = v.streams.entry(d.stream.clone()).or_default();
                 e.applied += 1;
                 e.error = None;
+                e.position = d.gtid.to_string();
+                e.last_source_time = d.timestamp;
             });
         }
         if let Some(e) = s.window.get_mut(&d.idx) {
@@ -533,23 +545,6 @@ impl SourceRunner {
         }
         advance(s);
         end
-    }
-
-    /// The GTID of window entry `idx`: the domain entry that changed
-    /// between it and the one before.
-    fn failed_gtid(&self, s: &Session, idx: u64) -> Option<Gtid> {
-        let (after, _) = s.window.get(&idx)?;
-        let before = s
-            .window
-            .range(..idx)
-            .next_back()
-            .map(|(_, (p, _))| p.clone())
-            .unwrap_or_else(|| s.floor.clone());
-        after
-            .0
-            .values()
-            .find(|g| before.0.get(&g.domain) != Some(*g))
-            .copied()
     }
 
     async fn stop_stream(

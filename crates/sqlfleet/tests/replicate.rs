@@ -202,8 +202,20 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
 
     // A second replicate of the same source while one runs.
     let c = config(dir.path(), "ok", &base(&s.dsn(), "include = [\"rf_none\"]"));
+    let mport = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let maddr = format!("127.0.0.1:{mport}");
     let mut first = sqlfleet()
-        .args(["replicate", "--progress", "never", "--config"])
+        .args([
+            "replicate",
+            "--progress",
+            "never",
+            "--metrics",
+            &maddr,
+            "--config",
+        ])
         .arg(&c)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
@@ -226,6 +238,33 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
     }
     let o = run(&c, &[]);
     assert_setup_error(&o, "is being replicated by another sqlfleet replicate");
+    // The running one's metrics: valid exposition, the source running.
+    let (status, _, body) = sqlfleet_testkit::http::http_get(&maddr, "/metrics", &[]);
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("sqlfleet_replicate_running{source=\"rf\"} 1"),
+        "{body}"
+    );
+    let mut check = std::process::Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package; scripts/deps.sh installs it)");
+    check
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(body.as_bytes())
+        .expect("feed promtool");
+    let out = check.wait_with_output().expect("promtool");
+    assert!(
+        out.status.success(),
+        "promtool: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     first.kill().expect("kill");
     first.wait().expect("reap");
 

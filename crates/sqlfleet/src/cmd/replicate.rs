@@ -51,6 +51,9 @@ struct RunArgs {
     /// Print the summary as JSON on stdout
     #[arg(long)]
     json: bool,
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9105)
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
 }
 
 #[derive(clap::Subcommand, Debug)]
@@ -162,6 +165,14 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
             }
         })
     });
+    let metrics = match a.metrics {
+        Some(addr) => Some(
+            sqlfleet_replicate::metrics::serve(addr, views.clone())
+                .await
+                .with_context(|| format!("--metrics {addr}"))?,
+        ),
+        None => None,
+    };
     let opts = Options {
         threads: a.threads,
         until_caught_up: a.until_caught_up,
@@ -169,6 +180,9 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
     let r = run::run(&cfg, &target, &sources, &opts, stop_rx, views).await;
     if let Some(p) = progress {
         p.abort();
+    }
+    if let Some(m) = metrics {
+        m.abort();
     }
     let summary = r?;
     if a.json {
