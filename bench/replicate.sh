@@ -28,11 +28,12 @@ export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
 WORK="$(mktemp -d)"; chmod 700 "$WORK"
 SOURCES=(rsrc1 rsrc2 rsrc3)
 cleanup() {
+  [ -n "${KEEP:-}" ] && { echo "kept: sandboxes ${SOURCES[*]} rtgt, config $WORK/replicate.toml"; return; }
   for n in "${SOURCES[@]}" rtgt; do "$SQLFLEET" sandbox destroy --name "$n" --yes >/dev/null 2>&1 || true; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-cleanup; mkdir -p "$WORK"; chmod 700 "$WORK"
+KEEP_SAVED=${KEEP:-}; KEEP=; cleanup; KEEP=$KEEP_SAVED; mkdir -p "$WORK"; chmod 700 "$WORK"
 
 cnf() { "$SQLFLEET" sandbox env --name "$1" --defaults-file; }
 port() { awk -F' = ' '/^port/ {print $2}' "$(cnf "$1")"; }
@@ -97,7 +98,9 @@ reset_target() {
 
 echo "== (a) native multi-source replication, slave_parallel_threads=$THREADS, optimistic"
 reset_target
-slave_pos=$(IFS=,; echo "${START[*]}" | sed 's/^,*//; s/,,*/,/g; s/,$//')
+# The target's own domain (its DDL above) must be in the position too
+# (gtid_strict_mode); no source writes it.
+slave_pos=$(IFS=,; echo "$(sql rtgt "SELECT @@gtid_binlog_pos"),${START[*]}" | sed 's/^,*//; s/,,*/,/g; s/,$//')
 sql rtgt "SET GLOBAL gtid_slave_pos = '$slave_pos'"
 for n in "${SOURCES[@]}"; do
   sql rtgt "CHANGE MASTER '$n' TO MASTER_HOST='127.0.0.1', MASTER_PORT=$(port "$n"), MASTER_USER='root', MASTER_PASSWORD='$(pw "$n")', MASTER_USE_GTID=slave_pos"

@@ -25,6 +25,52 @@ use crate::txn::{Item, Session, Stmt, Txn};
 /// Deadlock and lock wait timeout: retried, not a stream failure.
 const RETRYABLE: &[u16] = &[1205, 1213];
 
+/// The workers' queues, and which worker each stream is on: a stream
+/// stays on the worker it was first given (its order is that queue's), and
+/// a new stream goes to the worker with the fewest streams, so a handful of
+/// streams never share a worker while another idles.
+pub struct Workers {
+    senders: Vec<mpsc::Sender<Job>>,
+    assigned: std::sync::Mutex<(
+        std::collections::HashMap<(String, String), usize>,
+        Vec<usize>,
+    )>,
+}
+
+impl Workers {
+    pub fn new(senders: Vec<mpsc::Sender<Job>>) -> Workers {
+        let n = senders.len();
+        Workers {
+            senders,
+            assigned: std::sync::Mutex::new((std::collections::HashMap::new(), vec![0; n])),
+        }
+    }
+
+    /// The worker of (source, stream).
+    pub fn pick(&self, source: &str, stream: &str) -> usize {
+        let Ok(mut g) = self.assigned.lock() else {
+            return 0;
+        };
+        let (map, load) = &mut *g;
+        if let Some(w) = map.get(&(source.to_string(), stream.to_string())) {
+            return *w;
+        }
+        let w = (0..load.len()).min_by_key(|i| load[*i]).unwrap_or(0);
+        load[w] += 1;
+        map.insert((source.to_string(), stream.to_string()), w);
+        w
+    }
+
+    /// Queues a job on its stream's worker; false when workers are gone.
+    pub async fn send(&self, job: Job) -> bool {
+        let w = self.pick(&job.source, &job.stream);
+        match self.senders.get(w) {
+            Some(tx) => tx.send(job).await.is_ok(),
+            None => false,
+        }
+    }
+}
+
 /// One transaction for one stream.
 pub struct Job {
     pub source: Arc<str>,
@@ -104,9 +150,15 @@ impl Applier {
             .connect(Duration::from_secs(10))
             .await
             .map_err(|e| ApplyError::Lost(e.to_string()))?;
-        conn.query_drop("SET @@session.pseudo_slave_mode = 1")
+        // No Annotate_rows on the target: it would copy the whole BINLOG
+        // statement (megabytes of base64) before every table map in it
+        // into the target's binlog — quadratic, 60 GB for a 60k-transaction
+        // backlog before this line.
+        let prelude =
+            "SET @@session.pseudo_slave_mode = 1, @@session.binlog_annotate_row_events = 0";
+        conn.query_drop(prelude)
             .await
-            .map_err(|e| ApplyError::from_driver(e, "SET @@session.pseudo_slave_mode = 1"))?;
+            .map_err(|e| ApplyError::from_driver(e, prelude))?;
         Ok(Applier { conn, format: None })
     }
 
@@ -330,7 +382,13 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
             }
         }
         let Some(a) = applier.as_mut() else { continue };
+        let t0 = std::time::Instant::now();
         let r = apply_batch(a, &live, true).await;
+        tracing::debug!(
+            jobs = live.len(),
+            micros = t0.elapsed().as_micros() as u64,
+            "batch"
+        );
         match r {
             Ok(()) => {
                 for j in &live {
@@ -625,6 +683,21 @@ mod tests {
         assert!(text
             .iter()
             .any(|t| t.contains("USE `db`\n;\nUPDATE t SET a = 1")));
+    }
+
+    #[test]
+    fn streams_spread_over_workers_and_stay_where_they_started() {
+        let (txs, _rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Job>(1)).unzip();
+        let w = Workers::new(txs);
+        let first: Vec<usize> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|d| w.pick("s1", d))
+            .collect();
+        let mut sorted = first.clone();
+        sorted.sort();
+        assert_eq!(sorted, vec![0, 1, 2, 3], "four streams, four workers");
+        assert_eq!(w.pick("s1", "b"), first[1], "sticky");
+        assert_ne!(w.pick("s2", "a"), w.pick("s2", "b"));
     }
 
     #[test]

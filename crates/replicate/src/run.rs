@@ -79,7 +79,7 @@ pub async fn run(
         senders.push(tx);
         worker_tasks.push(tokio::spawn(apply::worker(target.clone(), cfg.batch, rx)));
     }
-    let workers = Arc::new(senders);
+    let workers = Arc::new(apply::Workers::new(senders));
     let mut tasks = Vec::new();
     for ((s, t), view) in cfg.sources.iter().zip(sources).zip(&views) {
         if let Ok(mut v) = view.lock() {

@@ -22,7 +22,7 @@ use sqlfleet_conn::quote::literal;
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
 
-use crate::apply::{self, Applier, ApplyError, Done, Job, Outcome};
+use crate::apply::{self, Applier, ApplyError, Done, Job, Outcome, Workers};
 use crate::config;
 use crate::gtid::{Gtid, GtidPos};
 use crate::position::{self, Stored};
@@ -88,7 +88,7 @@ pub struct SourceRunner {
     pub cfg: config::Source,
     pub source: Target,
     pub target: Target,
-    pub workers: Arc<Vec<mpsc::Sender<Job>>>,
+    pub workers: Arc<Workers>,
     pub view: Shared,
     pub stop: watch::Receiver<bool>,
     /// Return once everything the source had at start is applied.
@@ -480,7 +480,6 @@ impl SourceRunner {
             return Ok(());
         }
         let stream = streams[0].clone();
-        let w = worker_for(&self.cfg.name, &stream, self.workers.len());
         s.window.insert(idx, (after, Status::Pending));
         s.outstanding += 1;
         let job = Job {
@@ -492,7 +491,7 @@ impl SourceRunner {
             format: s.format.clone(),
             reply: tx.clone(),
         };
-        if self.workers[w].send(job).await.is_err() {
+        if !self.workers.send(job).await {
             return Err(End::Stop);
         }
         Ok(())
@@ -720,17 +719,6 @@ const ALREADY_DONE: &[u16] = &[
     1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1360, 1304, 1305,
 ];
 
-fn worker_for(source: &str, stream: &str, n: usize) -> usize {
-    let h = source
-        .bytes()
-        .chain([0u8])
-        .chain(stream.bytes())
-        .fold(2_166_136_261u32, |h, b| {
-            (h ^ b as u32).wrapping_mul(16_777_619)
-        });
-    h as usize % n.max(1)
-}
-
 fn apply_error_text(e: &ApplyError) -> String {
     match e {
         ApplyError::Lost(s) => s.clone(),
@@ -846,7 +834,6 @@ async fn open_stream(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     fn pos(s: &str) -> GtidPos {
         GtidPos::parse(s).expect("pos")
@@ -884,17 +871,5 @@ mod tests {
         advance(&mut s);
         assert_eq!(s.floor, pos("0-1-4"), "frozen before the stopped one");
         assert!(s.window.is_empty());
-    }
-
-    #[test]
-    fn a_stream_always_lands_on_the_same_worker() {
-        let a = worker_for("eu", "app", 8);
-        for _ in 0..10 {
-            assert_eq!(worker_for("eu", "app", 8), a);
-        }
-        let spread: BTreeSet<usize> = (0..64)
-            .map(|i| worker_for("eu", &format!("db{i}"), 8))
-            .collect();
-        assert!(spread.len() > 4, "{spread:?}");
     }
 }

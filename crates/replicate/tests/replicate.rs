@@ -109,6 +109,11 @@ async fn live_writes_on_two_sources_with_ddl_renames_filters_and_cross_database_
         restarts, 0,
         "nothing failed, so nothing restarted: {summary:?}"
     );
+    assert_eq!(
+        annotated_binlog_statements().await,
+        0,
+        "the target's binlog must not copy BINLOG statements into Annotate_rows events"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
