@@ -7,7 +7,7 @@
 //! applier, as `mariadb-binlog | mariadb` does); statements run as text in
 //! the session state the source ran them in.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,12 +29,12 @@ const RETRYABLE: &[u16] = &[1205, 1213];
 /// stays on the worker it was first given (its order is that queue's), and
 /// a new stream goes to the worker with the fewest streams, so a handful of
 /// streams never share a worker while another idles.
+/// Streams → worker, and how many streams each worker has.
+type Assignment = (HashMap<(String, String), usize>, Vec<usize>);
+
 pub struct Workers {
     senders: Vec<mpsc::Sender<Job>>,
-    assigned: std::sync::Mutex<(
-        std::collections::HashMap<(String, String), usize>,
-        Vec<usize>,
-    )>,
+    assigned: std::sync::Mutex<Assignment>,
 }
 
 impl Workers {
@@ -42,7 +42,7 @@ impl Workers {
         let n = senders.len();
         Workers {
             senders,
-            assigned: std::sync::Mutex::new((std::collections::HashMap::new(), vec![0; n])),
+            assigned: std::sync::Mutex::new((HashMap::new(), vec![0; n])),
         }
     }
 
