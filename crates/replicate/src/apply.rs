@@ -356,83 +356,91 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
                 live.push(j);
             }
         }
-        if live.is_empty() {
-            continue;
+        // One target transaction per source format: a batch mixing sources
+        // would need a format description between them (a round trip each).
+        let mut groups: Vec<Vec<Job>> = Vec::new();
+        for j in live {
+            match groups.iter_mut().find(|g| g[0].format == j.format) {
+                Some(g) => g.push(j),
+                None => groups.push(vec![j]),
+            }
         }
-        if applier.is_none() {
-            match Applier::open(&target).await {
-                Ok(a) => applier = Some(a),
-                Err(e) => {
-                    let error = match e {
-                        ApplyError::Lost(s) => s,
-                        ApplyError::Sql { error, .. } => error,
-                    };
+        for live in groups {
+            if applier.is_none() {
+                match Applier::open(&target).await {
+                    Ok(a) => applier = Some(a),
+                    Err(e) => {
+                        let error = match e {
+                            ApplyError::Lost(s) => s,
+                            ApplyError::Sql { error, .. } => error,
+                        };
+                        for j in &live {
+                            lost.insert((j.source.clone(), j.generation));
+                            reply(
+                                j,
+                                Outcome::Lost {
+                                    error: error.clone(),
+                                },
+                            );
+                        }
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        continue;
+                    }
+                }
+            }
+            let Some(a) = applier.as_mut() else { continue };
+            let t0 = std::time::Instant::now();
+            let r = apply_batch(a, &live, true).await;
+            tracing::debug!(
+                jobs = live.len(),
+                micros = t0.elapsed().as_micros() as u64,
+                "batch"
+            );
+            match r {
+                Ok(()) => {
+                    for j in &live {
+                        reply(j, Outcome::Applied);
+                    }
+                }
+                Err(ApplyError::Lost(e)) => {
+                    applier = None;
                     for j in &live {
                         lost.insert((j.source.clone(), j.generation));
-                        reply(
-                            j,
-                            Outcome::Lost {
-                                error: error.clone(),
-                            },
-                        );
+                        reply(j, Outcome::Lost { error: e.clone() });
                     }
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                    continue;
                 }
-            }
-        }
-        let Some(a) = applier.as_mut() else { continue };
-        let t0 = std::time::Instant::now();
-        let r = apply_batch(a, &live, true).await;
-        tracing::debug!(
-            jobs = live.len(),
-            micros = t0.elapsed().as_micros() as u64,
-            "batch"
-        );
-        match r {
-            Ok(()) => {
-                for j in &live {
-                    reply(j, Outcome::Applied);
-                }
-            }
-            Err(ApplyError::Lost(e)) => {
-                applier = None;
-                for j in &live {
-                    lost.insert((j.source.clone(), j.generation));
-                    reply(j, Outcome::Lost { error: e.clone() });
-                }
-            }
-            Err(ApplyError::Sql { .. }) => {
-                // Find the failing transaction(s): one by one.
-                for j in &live {
-                    if lost.contains(&(j.source.clone(), j.generation))
-                        || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
-                    {
-                        reply(j, Outcome::Dropped);
-                        continue;
-                    }
-                    let Some(a) = applier.as_mut() else {
-                        lost.insert((j.source.clone(), j.generation));
-                        reply(
-                            j,
-                            Outcome::Lost {
-                                error: "connection lost".into(),
-                            },
-                        );
-                        continue;
-                    };
-                    match apply_batch(a, std::slice::from_ref(j), false).await {
-                        Ok(()) => reply(j, Outcome::Applied),
-                        Err(ApplyError::Sql {
-                            error, statement, ..
-                        }) => {
-                            stopped.insert((j.source.clone(), j.generation, j.stream.clone()));
-                            reply(j, Outcome::Failed { error, statement });
+                Err(ApplyError::Sql { .. }) => {
+                    // Find the failing transaction(s): one by one.
+                    for j in &live {
+                        if lost.contains(&(j.source.clone(), j.generation))
+                            || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
+                        {
+                            reply(j, Outcome::Dropped);
+                            continue;
                         }
-                        Err(ApplyError::Lost(e)) => {
-                            applier = None;
+                        let Some(a) = applier.as_mut() else {
                             lost.insert((j.source.clone(), j.generation));
-                            reply(j, Outcome::Lost { error: e });
+                            reply(
+                                j,
+                                Outcome::Lost {
+                                    error: "connection lost".into(),
+                                },
+                            );
+                            continue;
+                        };
+                        match apply_batch(a, std::slice::from_ref(j), false).await {
+                            Ok(()) => reply(j, Outcome::Applied),
+                            Err(ApplyError::Sql {
+                                error, statement, ..
+                            }) => {
+                                stopped.insert((j.source.clone(), j.generation, j.stream.clone()));
+                                reply(j, Outcome::Failed { error, statement });
+                            }
+                            Err(ApplyError::Lost(e)) => {
+                                applier = None;
+                                lost.insert((j.source.clone(), j.generation));
+                                reply(j, Outcome::Lost { error: e });
+                            }
                         }
                     }
                 }
