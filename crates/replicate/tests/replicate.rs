@@ -210,11 +210,26 @@ async fn a_conflicting_row_stops_only_its_stream_and_skip_moves_past_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_statement_of_many_megabytes_applies_whole_in_pieces() {
+async fn a_statement_of_many_megabytes_applies_whole_in_pieces_from_a_file_position() {
     let s = source(1);
-    let p = binlog_pos(s).await;
+    // Started from a binlog file:position (translated to GTIDs by the
+    // source), with a MyISAM table on the target to be warned about.
+    let (file, pos): (String, u64) = {
+        let mut c = s.connect().await;
+        let r: mysql_async::Row = c
+            .query_first("SHOW MASTER STATUS")
+            .await
+            .expect("master status")
+            .expect("binlog on");
+        (r.get(0).expect("file"), r.get(1).expect("position"))
+    };
+    exec(
+        target(),
+        "CREATE DATABASE IF NOT EXISTS rb_side; CREATE TABLE IF NOT EXISTS rb_side.m (a INT) ENGINE=MyISAM",
+    )
+    .await;
     let cfg_text = format!(
-        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"rb\"\ndsn = \"{}\"\ninclude = [\"rb_*\"]\nstart = \"gtid:{p}\"\n",
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"rb\"\ndsn = \"{}\"\ninclude = [\"rb_*\"]\nstart = \"file:{file}:{pos}\"\n",
         dsn(target()),
         dsn(s)
     );
@@ -231,4 +246,12 @@ async fn a_statement_of_many_megabytes_applies_whole_in_pieces() {
     let summary = running.finish().await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_eq!(summary.sources[0].reconnects, 0, "{summary:?}");
+    assert!(
+        summary
+            .warnings
+            .iter()
+            .any(|w| w.contains("rb_side.m is MyISAM")),
+        "{:?}",
+        summary.warnings
+    );
 }
