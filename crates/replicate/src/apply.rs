@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::event;
 use crate::position;
-use crate::txn::{Item, Session, Stmt, Txn};
+use crate::txn::{Item, Session, Stmt, Txn, VarValue};
 
 /// Deadlock and lock wait timeout: retried, not a stream failure.
 const RETRYABLE: &[u16] = &[1205, 1213];
@@ -138,8 +138,13 @@ impl ApplyError {
 }
 
 /// A target session ready for `BINLOG` statements.
+/// Collation id → (character set, collation) names on the target.
+pub type Collations = HashMap<u32, (String, String)>;
+
 pub struct Applier {
     pub conn: Conn,
+    /// Names of the collations user variables were logged with.
+    collations: Collations,
     /// The format description last sent on this session.
     format: Option<Arc<Vec<u8>>>,
 }
@@ -159,7 +164,11 @@ impl Applier {
         conn.query_drop(prelude)
             .await
             .map_err(|e| ApplyError::from_driver(e, prelude))?;
-        Ok(Applier { conn, format: None })
+        Ok(Applier {
+            conn,
+            collations: Collations::new(),
+            format: None,
+        })
     }
 
     async fn run(&mut self, sql: &str) -> Result<(), ApplyError> {
@@ -174,6 +183,40 @@ impl Applier {
             .query_drop(sql)
             .await
             .map_err(|e| ApplyError::from_driver(e, &String::from_utf8_lossy(sql)))
+    }
+
+    /// Looks up the names of collations the sessions' user variables use
+    /// and this applier has not seen yet.
+    pub async fn learn(&mut self, sessions: &[Session]) -> Result<(), ApplyError> {
+        let want: std::collections::BTreeSet<u32> = sessions
+            .iter()
+            .flat_map(|s| s.user_vars.iter())
+            .filter_map(|(_, v)| match v {
+                VarValue::Str { collation, .. } => Some(*collation),
+                _ => None,
+            })
+            .filter(|c| !self.collations.contains_key(c))
+            .collect();
+        if want.is_empty() {
+            return Ok(());
+        }
+        let list = want
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let sql = format!(
+            "SELECT ID, CHARACTER_SET_NAME, COLLATION_NAME FROM information_schema.COLLATIONS WHERE ID IN ({list})"
+        );
+        let rows: Vec<(u32, String, String)> = self
+            .conn
+            .query(&sql)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, &sql))?;
+        for (id, cs, coll) in rows {
+            self.collations.insert(id, (cs, coll));
+        }
+        Ok(())
     }
 
     /// Sends the source's format description when this session has not
@@ -204,7 +247,9 @@ impl Applier {
 
     /// A statement in its source session state.
     pub async fn statement(&mut self, s: &Stmt) -> Result<(), ApplyError> {
-        self.run(&session_sql(&s.session)).await?;
+        self.learn(std::slice::from_ref(&s.session)).await?;
+        self.run(&session_sql(&s.session, &self.collations)?)
+            .await?;
         if let Some(db) = &s.db {
             self.run(&format!("USE {}", ident(db))).await?;
         }
@@ -265,8 +310,10 @@ const OPTION_AUTO_IS_NULL: u32 = 1 << 14;
 const OPTION_NO_FOREIGN_KEY_CHECKS: u32 = 1 << 26;
 const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
 
-/// The `SET` that gives a session the source statement's state.
-pub fn session_sql(s: &Session) -> String {
+/// The `SET` that gives a session the source statement's state, user
+/// variables included (a string in its character set and collation, as
+/// logged; the collation's names from `names`).
+pub fn session_sql(s: &Session, names: &Collations) -> Result<String, ApplyError> {
     let mut v = vec![
         format!("@@session.pseudo_thread_id = {}", s.thread_id),
         match s.timestamp_usec {
@@ -315,7 +362,29 @@ pub fn session_sql(s: &Session) -> String {
     if let Some((a, b)) = s.rand {
         v.push(format!("@@RAND_SEED1 = {a}, @@RAND_SEED2 = {b}"));
     }
-    format!("SET {}", v.join(", "))
+    for (name, value) in &s.user_vars {
+        let lit = match value {
+            VarValue::Null => "NULL".to_string(),
+            VarValue::Int(i) => i.to_string(),
+            VarValue::UInt(u) => u.to_string(),
+            // Shortest exact round trip, in E notation: a DOUBLE literal.
+            VarValue::Real(f) => format!("{f:E}"),
+            VarValue::Decimal(d) => d.clone(),
+            VarValue::Str { collation, bytes } => {
+                let (cs, coll) = names.get(collation).ok_or_else(|| ApplyError::Sql {
+                    code: 1273,
+                    error: format!(
+                        "user variable @{name}: collation id {collation} is unknown on the target"
+                    ),
+                    statement: String::new(),
+                })?;
+                let hex: String = bytes.iter().map(|b| format!("{b:02X}")).collect();
+                format!("_{cs} X'{hex}' COLLATE {}", ident(coll))
+            }
+        };
+        v.push(format!("@{} := {lit}", ident(name)));
+    }
+    Ok(format!("SET {}", v.join(", ")))
 }
 
 /// The position rows for transactions applied together: the last GTID of
@@ -501,14 +570,23 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
             return try_batch(a, jobs).await;
         }
     }
-    for q in batch_queries(jobs) {
+    let sessions: Vec<Session> = jobs
+        .iter()
+        .flat_map(|j| j.txn.items.iter())
+        .filter_map(|i| match i {
+            Item::Stmt(st) if !st.session.user_vars.is_empty() => Some(st.session.clone()),
+            _ => None,
+        })
+        .collect();
+    a.learn(&sessions).await?;
+    for q in batch_queries(jobs, &a.collations)? {
         a.run_bytes(&q).await?;
     }
     Ok(())
 }
 
 /// The queries of [`try_batch_one_trip`].
-pub fn batch_queries(jobs: &[Job]) -> Vec<Vec<u8>> {
+pub fn batch_queries(jobs: &[Job], names: &Collations) -> Result<Vec<Vec<u8>>, ApplyError> {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut q: Vec<u8> = b"START TRANSACTION".to_vec();
     let done: Vec<(&str, &str, &Txn)> = jobs
@@ -554,7 +632,7 @@ pub fn batch_queries(jobs: &[Job]) -> Vec<Vec<u8>> {
                 Item::Stmt(st) => {
                     flush(&mut q, &mut rows, &mut out);
                     next(&mut q);
-                    q.extend_from_slice(session_sql(&st.session).as_bytes());
+                    q.extend_from_slice(session_sql(&st.session, names)?.as_bytes());
                     if let Some(db) = &st.db {
                         q.extend_from_slice(format!("\n;\nUSE {}", ident(db)).as_bytes());
                     }
@@ -568,7 +646,7 @@ pub fn batch_queries(jobs: &[Job]) -> Vec<Vec<u8>> {
     next(&mut q);
     q.extend_from_slice(b"COMMIT");
     out.push(q);
-    out
+    Ok(out)
 }
 
 /// Statement by statement: slower, but an error names its statement.
@@ -663,7 +741,7 @@ mod tests {
             session: Session::default(),
         });
         let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
-        let qs = batch_queries(&jobs);
+        let qs = batch_queries(&jobs, &Collations::new()).expect("queries");
         let text: Vec<String> = qs
             .iter()
             .map(|q| String::from_utf8_lossy(q).into_owned())
@@ -709,6 +787,45 @@ mod tests {
     }
 
     #[test]
+    fn user_variables_become_exact_literals() {
+        let mut names = Collations::new();
+        names.insert(8, ("latin1".into(), "latin1_swedish_ci".into()));
+        let s = Session {
+            user_vars: vec![
+                ("n".into(), VarValue::Null),
+                ("i".into(), VarValue::Int(-42)),
+                ("u".into(), VarValue::UInt(u64::MAX)),
+                ("r".into(), VarValue::Real(0.1)),
+                ("d".into(), VarValue::Decimal("123.4567890123".into())),
+                (
+                    "l".into(),
+                    VarValue::Str {
+                        collation: 8,
+                        bytes: vec![0xE7, b'a'],
+                    },
+                ),
+            ],
+            ..Session::default()
+        };
+        let sql = session_sql(&s, &names).expect("sql");
+        for want in [
+            "@`n` := NULL",
+            "@`i` := -42",
+            "@`u` := 18446744073709551615",
+            "@`r` := 1E-1",
+            "@`d` := 123.4567890123",
+            "@`l` := _latin1 X'E761' COLLATE `latin1_swedish_ci`",
+        ] {
+            assert!(sql.contains(want), "{sql} lacks {want}");
+        }
+        names.clear();
+        assert!(
+            session_sql(&s, &names).is_err(),
+            "an unknown collation is an error, not a guess"
+        );
+    }
+
+    #[test]
     fn the_session_set_names_every_state_the_source_had() {
         let s = Session {
             timestamp: 1_700_000_000,
@@ -720,7 +837,7 @@ mod tests {
             insert_id: Some(5),
             ..Session::default()
         };
-        let sql = session_sql(&s);
+        let sql = session_sql(&s, &Collations::new()).expect("sql");
         for want in [
             "pseudo_thread_id = 9",
             "TIMESTAMP = 1700000000",

@@ -7,14 +7,16 @@
 //! the end-of-statement flag) for a `BINLOG` statement on the target;
 //! table maps are filtered and renamed here. Statements keep the session
 //! state the source ran them with (status variables, INSERT_ID, RAND
-//! seeds). Anything the applier could not reproduce exactly (user
-//! variables, LOAD DATA, XA) marks the transaction unsupported: its
+//! seeds, user variables). Anything the applier could not reproduce
+//! exactly (temporary tables, LOAD DATA, XA) marks the transaction unsupported: its
 //! stream stops there with that reason, never applies it differently.
 
 use std::collections::{BTreeSet, HashMap};
 
 use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
-use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal};
+use mysql_common::binlog::decimal::Decimal;
+use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal, UserVarEvent};
+use mysql_common::constants::ItemResult;
 use mysql_common::proto::MySerialize;
 
 use crate::config::DbMap;
@@ -23,7 +25,7 @@ use crate::gtid::{decode_gtid_event, Gtid};
 use crate::sqltext;
 
 /// The session a statement ran in on the source.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Session {
     pub timestamp: u32,
     /// Microseconds of the statement's start (MariaDB's Q_HRNOW).
@@ -38,6 +40,62 @@ pub struct Session {
     pub insert_id: Option<u64>,
     pub last_insert_id: Option<u64>,
     pub rand: Option<(u64, u64)>,
+    /// User variables the statement reads, with the values they had.
+    pub user_vars: Vec<(String, VarValue)>,
+}
+
+/// A user variable's value as the source logged it (User_var event).
+#[derive(Debug, Clone, PartialEq)]
+pub enum VarValue {
+    Null,
+    Int(i64),
+    UInt(u64),
+    Real(f64),
+    /// In decimal notation, exact.
+    Decimal(String),
+    /// Bytes in the character set of collation id `collation`.
+    Str {
+        collation: u32,
+        bytes: Vec<u8>,
+    },
+}
+
+impl Eq for VarValue {}
+
+/// Reads a User_var event's variable.
+fn user_var(ev: &UserVarEvent<'_>) -> Result<(String, VarValue), String> {
+    let name = ev.name().into_owned();
+    if ev.is_null() {
+        return Ok((name, VarValue::Null));
+    }
+    let v = ev.value();
+    let fixed8 = || -> Result<[u8; 8], String> {
+        v.get(..8)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| format!("user variable @{name}: short value"))
+    };
+    let value = match ev.value_type() {
+        Ok(ItemResult::STRING_RESULT) => VarValue::Str {
+            collation: ev.charset(),
+            bytes: v.to_vec(),
+        },
+        Ok(ItemResult::INT_RESULT) => {
+            let b = fixed8()?;
+            if ev.flags_raw() & 1 != 0 {
+                VarValue::UInt(u64::from_le_bytes(b))
+            } else {
+                VarValue::Int(i64::from_le_bytes(b))
+            }
+        }
+        Ok(ItemResult::REAL_RESULT) => VarValue::Real(f64::from_le_bytes(fixed8()?)),
+        Ok(ItemResult::DECIMAL_RESULT) => {
+            let d = Decimal::read_packed(v, false)
+                .map_err(|e| format!("user variable @{name}: bad decimal: {e}"))?;
+            VarValue::Decimal(d.to_string())
+        }
+        other => return Err(format!("user variable @{name}: value type {other:?}")),
+    };
+    Ok((name, value))
 }
 
 /// One statement to run as text.
@@ -380,9 +438,16 @@ impl Assembler {
                 }
             }
             t if t == EventType::USER_VAR_EVENT as u8 => {
-                b.txn.unsupported.get_or_insert_with(|| {
-                    "a statement that reads user variables (User_var event); use binlog_format=ROW on the source".into()
-                });
+                let parsed = ev
+                    .read_event::<UserVarEvent>()
+                    .map_err(|e| e.to_string())
+                    .and_then(|u| user_var(&u));
+                match parsed {
+                    Ok(v) => b.pending.user_vars.push(v),
+                    Err(why) => {
+                        b.txn.unsupported.get_or_insert(why);
+                    }
+                }
             }
             17 | 18 => {
                 b.txn.unsupported.get_or_insert_with(|| {
