@@ -399,7 +399,7 @@ impl Assembler {
                                         .collect();
                                 }
                                 b.txn.dbs.extend(dbs);
-                                b.txn.items.push(Item::Stmt(stmt));
+                                b.txn.items.push(Item::Stmt(*stmt));
                             }
                             Routed::Filtered => {}
                             Routed::Refused(why) => {
@@ -599,7 +599,7 @@ fn hrnow(tail: &[u8]) -> Option<u32> {
 }
 
 enum Routed {
-    Apply { stmt: Stmt, dbs: Vec<String> },
+    Apply { stmt: Box<Stmt>, dbs: Vec<String> },
     Filtered,
     Refused(String),
 }
@@ -654,14 +654,14 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
         }
     }
     Routed::Apply {
-        stmt: Stmt {
+        stmt: Box::new(Stmt {
             db: default
                 .filter(|_| !sqltext::is_database_statement(sql))
                 .and_then(|d| map.map(d))
                 .map(str::to_string),
             sql: text,
             session,
-        },
+        }),
         dbs: mapped
             .iter()
             .filter_map(|(_, t)| t.map(str::to_string))
