@@ -83,6 +83,9 @@ pub struct Job {
     /// The source's current format description event (raw).
     pub format: Arc<Vec<u8>>,
     pub reply: mpsc::UnboundedSender<Done>,
+    /// This job's share of its source's in-flight byte budget, given back
+    /// when the worker is done with it.
+    pub budget: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 #[derive(Debug)]
@@ -729,6 +732,7 @@ mod tests {
             }),
             format: Arc::new(vec![]),
             reply: tx,
+            budget: None,
         }
     }
 

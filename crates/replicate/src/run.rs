@@ -93,6 +93,7 @@ pub async fn run(
             view: view.clone(),
             stop: stop.clone(),
             until_caught_up: opts.until_caught_up,
+            budget: Arc::new(tokio::sync::Semaphore::new(source::IN_FLIGHT_KIB as usize)),
         };
         tasks.push(tokio::spawn(runner.run()));
     }

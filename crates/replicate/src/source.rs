@@ -26,7 +26,7 @@ use crate::apply::{self, Applier, ApplyError, Done, Job, Outcome, Workers};
 use crate::config;
 use crate::gtid::{Gtid, GtidPos};
 use crate::position::{self, Stored};
-use crate::txn::{Assembler, Out, Txn};
+use crate::txn::{Assembler, Item, Out, Txn};
 
 /// Errors that stop a source for good (bad settings, refused at start).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -93,7 +93,12 @@ pub struct SourceRunner {
     pub stop: watch::Receiver<bool>,
     /// Return once everything the source had at start is applied.
     pub until_caught_up: bool,
+    /// In-flight bytes (KiB) of this source's queued transactions.
+    pub budget: Arc<tokio::sync::Semaphore>,
 }
+
+/// Per source: at most this many KiB of transactions queued or applying.
+pub const IN_FLIGHT_KIB: u32 = 256 * 1024;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Status {
@@ -482,6 +487,14 @@ impl SourceRunner {
         let stream = streams[0].clone();
         s.window.insert(idx, (after, Status::Pending));
         s.outstanding += 1;
+        // Memory stays bounded however far behind the target is: a source
+        // has at most IN_FLIGHT_KIB of transactions queued or applying.
+        let kib = txn.items.iter().map(|i| match i {
+            Item::Rows(b) => b.len(),
+            Item::Stmt(st) => st.sql.len(),
+        });
+        let kib = (kib.sum::<usize>() / 1024 + 1).min(IN_FLIGHT_KIB as usize) as u32;
+        let budget = self.budget.clone().acquire_many_owned(kib).await.ok();
         let job = Job {
             source: Arc::from(self.cfg.name.as_str()),
             generation: s.generation,
@@ -490,6 +503,7 @@ impl SourceRunner {
             txn: Arc::new(txn),
             format: s.format.clone(),
             reply: tx.clone(),
+            budget,
         };
         if !self.workers.send(job).await {
             return Err(End::Stop);
