@@ -66,6 +66,9 @@ impl Relay {
         };
         let metrics = Arc::new(admin::metrics::Metrics::new(cfg.backends.len()));
         let cfg = Arc::new(cfg);
+        let server_accounts = cfg
+            .per_user_accounts
+            .then(|| backend::accounts::ServerAccounts::new(dialer.clone(), cfg.backends.clone()));
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         Ok(Relay {
             ctx: Arc::new(frontend::session::Ctx {
@@ -79,6 +82,7 @@ impl Relay {
                 greeting,
                 metrics,
                 clients: Default::default(),
+                server_accounts,
             }),
         })
     }

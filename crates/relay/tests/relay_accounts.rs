@@ -112,3 +112,79 @@ fn each_client_runs_as_its_own_account() {
     });
     assert!(relay.metric("sqlfleet_relay_backend_connects_total") >= 2.0);
 }
+
+/// Per-user mode takes accounts made on the server without a config entry
+/// (looked up in mysql.user with the relay's account): the right password
+/// logs in as that account, a wrong one is refused as the server would,
+/// and a changed password or a dropped account is seen within the
+/// lookup's few seconds.
+#[test]
+fn accounts_made_on_the_server_log_in_without_a_config_entry() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        for sql in [
+            "DROP USER IF EXISTS 'dave'@'%', 'erin'@'%'",
+            "CREATE USER 'dave'@'%' IDENTIFIED BY 'dave-pw'",
+            // erin is listed in the relay with another password: the
+            // listed one is what the relay checks.
+            "CREATE USER 'erin'@'%' IDENTIFIED BY 'erin-server'",
+        ] {
+            root.query_drop(sql).await.expect("set-up");
+        }
+    });
+    let port = free_port();
+    let metrics_port = free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"per-user\"\n\n\
+         [[users]]\nname = \"erin\"\n{}\n",
+        srv.sandbox.meta.primary().port,
+        quoted(pw.expose()),
+        sqlfleet_relay::config::hash_lines("erin-relay"),
+    );
+    let _relay = start_config(&toml, port, metrics_port);
+    rt.block_on(async {
+        let connect = |u: &'static str, p: &'static str| async move {
+            client(port, u, p).connect(Duration::from_secs(5)).await
+        };
+        let mut d = connect("dave", "dave-pw")
+            .await
+            .expect("dave, from the server");
+        let who: Option<String> = d.query_first("SELECT CURRENT_USER()").await.expect("who");
+        assert_eq!(who.as_deref(), Some("dave@%"));
+        drop(d);
+        let e = connect("dave", "wrong").await.expect_err("wrong password");
+        assert!(e.to_string().contains("1045"), "{e}");
+        let e = connect("nobody", "x").await.expect_err("no such account");
+        assert!(e.to_string().contains("1045"), "{e}");
+        // The listed account keeps its listed password (and the server
+        // then has the last word: its own password differs, so refused).
+        let e = connect("erin", "erin-server")
+            .await
+            .expect_err("not the listed password");
+        assert!(e.to_string().contains("1045"), "{e}");
+
+        // A new password on the server: the old one stops working, the
+        // new one works, within the lookup's time to live.
+        let mut root = srv.connect().await;
+        root.query_drop("ALTER USER 'dave'@'%' IDENTIFIED BY 'dave-new'")
+            .await
+            .expect("alter");
+        tokio::time::sleep(sqlfleet_relay::backend::accounts::TTL + Duration::from_millis(200))
+            .await;
+        let e = connect("dave", "dave-pw").await.expect_err("old password");
+        assert!(e.to_string().contains("1045"), "{e}");
+        let mut d = connect("dave", "dave-new").await.expect("new password");
+        let one: Option<i64> = d.query_first("SELECT 1").await.expect("query");
+        assert_eq!(one, Some(1));
+        drop(d);
+        root.query_drop("DROP USER 'dave'@'%'").await.expect("drop");
+        tokio::time::sleep(sqlfleet_relay::backend::accounts::TTL + Duration::from_millis(200))
+            .await;
+        let e = connect("dave", "dave-new").await.expect_err("dropped");
+        assert!(e.to_string().contains("1045"), "{e}");
+    });
+}

@@ -1,8 +1,10 @@
 //! Everything on the server side of the relay: the one way to dial and
 //! log in to a backend ([`dial`]), the commands the relay sends on its own
 //! behalf ([`command`]), the pool of logged-in connections ([`pool`]) and
-//! health checks over the same dial path ([`health`]).
+//! health checks over the same dial path ([`health`]), and, per-user,
+//! accounts looked up on the server ([`accounts`]).
 
+pub mod accounts;
 pub mod command;
 pub mod dial;
 pub mod health;

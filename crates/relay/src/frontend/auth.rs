@@ -79,9 +79,33 @@ pub fn sha2_verify(nonce: &[u8], token: &[u8], stored: &[u8; 32]) -> bool {
 /// Greets, switches to TLS if the client asks, reads its credentials and
 /// checks them. On success nothing has been sent after the credentials
 /// (the caller sends OK, possibly after checking the default database).
+/// `users` with `user` added from the server when it is not there
+/// (per-user mode: accounts made on the server need no config entry; a
+/// name the config lists keeps its listed password).
+pub async fn with_server_account<'a>(
+    users: &'a std::collections::HashMap<String, Account>,
+    server: Option<&crate::backend::accounts::ServerAccounts>,
+    user: &str,
+    extra: &'a mut Option<std::collections::HashMap<String, Account>>,
+) -> &'a std::collections::HashMap<String, Account> {
+    let Some(sa) = server.filter(|_| !users.contains_key(user)) else {
+        return users;
+    };
+    match sa.lookup(user).await {
+        Some(a) => {
+            let mut m = users.clone();
+            m.insert(user.to_string(), a);
+            extra.insert(m)
+        }
+        None => users,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 pub async fn login<S>(
     cfg: &RelayConfig,
     users: &std::collections::HashMap<String, Account>,
+    server: Option<&crate::backend::accounts::ServerAccounts>,
     g: &Greeting,
     mut raw: S,
     id: u32,
@@ -137,6 +161,8 @@ where
     }
     let mut hello = handshake::parse_client_hello(&r.payload)?;
     let token = std::mem::take(&mut hello.auth);
+    let mut extra = None;
+    let users = with_server_account(users, server, &hello.user, &mut extra).await;
     let (seq, credential) = check(
         cfg,
         users,

@@ -50,6 +50,8 @@ pub struct Ctx {
     pub metrics: Arc<Metrics>,
     /// Connected clients by the id the relay gave them (for KILL).
     pub clients: crate::frontend::clients::Clients,
+    /// Per-user mode: accounts looked up on the server.
+    pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
 }
 
 impl Ctx {
@@ -171,7 +173,15 @@ where
     ctx.metrics.clients_connected.fetch_add(1, Relaxed);
     let _gauge = ConnectedGauge(ctx.metrics.clone());
     let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
-    let login = auth::login(&ctx.cfg, &users, &ctx.greeting, stream, id, &host);
+    let login = auth::login(
+        &ctx.cfg,
+        &users,
+        ctx.server_accounts.as_ref(),
+        &ctx.greeting,
+        stream,
+        id,
+        &host,
+    );
     let li = match tokio::time::timeout(std::time::Duration::from_secs(10), login).await {
         Ok(Ok(li)) => li,
         Ok(Err(auth::AuthError::Denied(why))) => {

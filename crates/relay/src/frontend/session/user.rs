@@ -64,9 +64,17 @@ impl Session {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        let mut extra = None;
+        let users = auth::with_server_account(
+            &users,
+            self.ctx.server_accounts.as_ref(),
+            &req.user,
+            &mut extra,
+        )
+        .await;
         let (seq, credential) = match auth::check(
             &self.ctx.cfg,
-            &users,
+            users,
             &mut self.io.s,
             1,
             &req.user,
