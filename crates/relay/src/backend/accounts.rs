@@ -10,6 +10,8 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use sqlfleet_conn::quote::literal;
+
 use crate::backend::command::query_row;
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::{Account, Backend};
@@ -35,21 +37,6 @@ pub fn parse_native(s: &str) -> Option<[u8; 20]> {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(out)
-}
-
-fn quote(s: &str) -> String {
-    let mut q = String::with_capacity(s.len() + 2);
-    q.push('\'');
-    for c in s.chars() {
-        match c {
-            '\'' => q.push_str("''"),
-            '\\' => q.push_str("\\\\"),
-            '\0' => q.push_str("\\0"),
-            c => q.push(c),
-        }
-    }
-    q.push('\'');
-    q
 }
 
 impl ServerAccounts {
@@ -93,7 +80,7 @@ impl ServerAccounts {
         let sql = format!(
             "SELECT COUNT(DISTINCT authentication_string) AS n, MAX(authentication_string) AS h \
              FROM mysql.user WHERE User = {} AND plugin IN ('mysql_native_password', '')",
-            quote(user)
+            literal(user)
         );
         let mut guard = self.conn.lock().await;
         for attempt in 0..2 {
@@ -149,13 +136,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn native_hashes_parse_and_quoting_escapes() {
+    fn native_hashes_parse() {
         let h = parse_native("*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19").expect("hash");
         assert_eq!(h[0], 0x24);
         assert_eq!(h[19], 0x19);
         assert!(parse_native("2470C0C0").is_none());
         assert!(parse_native("*ZZ70C0C06DEE42FD1618BB99005ADCA2EC9D1E19").is_none());
         assert!(parse_native("").is_none());
-        assert_eq!(quote("a'b\\c"), "'a''b\\\\c'");
     }
 }
