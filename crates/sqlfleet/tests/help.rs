@@ -17,6 +17,9 @@ const COMMANDS: &[&[&str]] = &[
     &["sandbox", "env"],
     &["sandbox", "destroy"],
     &["sandbox", "promote"],
+    &["replicate"],
+    &["replicate", "status"],
+    &["replicate", "skip"],
 ];
 
 fn help(cmd: &[&str]) -> String {

@@ -19,7 +19,11 @@ use crate::exit::Exit;
 /// Replicate many MariaDB primaries into one server: each source's binlog
 /// is split by database and applied in parallel, each transaction
 /// committed together with its position (exactly once across kill -9,
-/// target restarts and reconnects). Config keys: see README ("replicate").
+/// target restarts and reconnects). The config file (TOML) has [target]
+/// dsn; optional [apply] threads and batch; one [[source]] per primary with
+/// name, dsn, include and exclude (database globs), rename (a table of old
+/// = new), start ("current", "gtid:D-S-N" or "file:NAME:POS") and
+/// server_id. Unknown keys are refused.
 ///
 /// Exit codes: 0 stopped cleanly (Ctrl-C/SIGTERM, or caught up with
 /// --until-caught-up), 1 usage or setup error (bad config, a source
@@ -61,6 +65,7 @@ enum Action {
     /// Per stream: position, lag, state, last error. Exit codes: 0 all
     /// streams ok, 1 setup error, 2 some stream stopped or a source unreachable
     Status {
+        /// The config file replicate runs with
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// JSON on stdout
@@ -70,6 +75,7 @@ enum Action {
     /// Pass over one transaction of a source, recorded on the target
     /// (sqlfleet.replicate_skip). Exit codes: 0 recorded, 1 error
     Skip {
+        /// The config file replicate runs with
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// The source's name in the config
