@@ -125,8 +125,9 @@ fn accounts_made_on_the_server_log_in_without_a_config_entry() {
     rt.block_on(async {
         let mut root = srv.connect().await;
         for sql in [
-            "DROP USER IF EXISTS 'dave'@'%', 'erin'@'%'",
+            "DROP USER IF EXISTS 'dave'@'%', 'erin'@'%', 'frank'@'%'",
             "CREATE USER 'dave'@'%' IDENTIFIED BY 'dave-pw'",
+            "CREATE USER 'frank'@'%'",
             // erin is listed in the relay with another password: the
             // listed one is what the relay checks.
             "CREATE USER 'erin'@'%' IDENTIFIED BY 'erin-server'",
@@ -157,6 +158,15 @@ fn accounts_made_on_the_server_log_in_without_a_config_entry() {
         assert_eq!(who.as_deref(), Some("dave@%"));
         drop(d);
         let e = connect("dave", "wrong").await.expect_err("wrong password");
+        assert!(e.to_string().contains("1045"), "{e}");
+        // An account without a password: only an empty one logs in.
+        let mut f = connect("frank", "").await.expect("frank, no password");
+        let who: Option<String> = f.query_first("SELECT CURRENT_USER()").await.expect("who");
+        assert_eq!(who.as_deref(), Some("frank@%"));
+        drop(f);
+        let e = connect("frank", "guess")
+            .await
+            .expect_err("a password frank has not");
         assert!(e.to_string().contains("1045"), "{e}");
         let e = connect("nobody", "x").await.expect_err("no such account");
         assert!(e.to_string().contains("1045"), "{e}");

@@ -98,7 +98,14 @@ impl ServerAccounts {
                     if get("n").as_deref() != Some("1") {
                         return Ok(None);
                     }
-                    return Ok(get("h").as_deref().and_then(parse_native).map(|h| Account {
+                    // An account without a password stores an empty string:
+                    // only an empty password logs in, as on the server.
+                    let hash = match get("h").as_deref() {
+                        Some("") => Some(sqlfleet_wire::handshake::native_hash("")),
+                        Some(h) => parse_native(h),
+                        None => None,
+                    };
+                    return Ok(hash.map(|h| Account {
                         native: Some(h),
                         sha2: None,
                     }));
