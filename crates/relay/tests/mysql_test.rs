@@ -176,6 +176,7 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
 async fn start_relay(
     srv: &TestServer,
     mode: &str,
+    per_user: bool,
     dir: &Path,
 ) -> (PathBuf, u16, tokio::sync::oneshot::Sender<()>) {
     let backend = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
@@ -191,6 +192,7 @@ servers = ["unix:{backend}"]
 user = "root"
 password = ""
 
+{accounts}
 [pool]
 max = 4
 wait_timeout = 30
@@ -201,6 +203,13 @@ name = "root"
 "#,
         backend = backend.display(),
         hashes = sqlfleet_relay::config::hash_lines(""),
+        // Per-user: each test connection logs in to the server as itself
+        // (accounts the tests make included, looked up in mysql.user).
+        accounts = if per_user {
+            "accounts = \"per-user\"\n"
+        } else {
+            ""
+        },
     );
     let (port, stop) = common::serve(&cfg_text, Some(&socket)).await;
     (socket, port, stop)
@@ -208,15 +217,31 @@ name = "root"
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_servers_own_tests_pass_through_the_relay() {
+    let list = std::env::var("SQLFLEET_MYSQLTEST_LIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| here().join("ci.list"));
+    let per_user = std::env::var("SQLFLEET_MYSQLTEST_ACCOUNTS").as_deref() == Ok("per-user");
+    run_list(&list, per_user, known()).await;
+}
+
+/// The tests that log in as accounts they create (known differences in
+/// the shared-account runs above) pass through a per-user relay, which
+/// looks such accounts up on the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tests_that_log_in_as_their_own_accounts_pass_through_a_per_user_relay() {
+    run_list(&here().join("peruser.list"), true, BTreeMap::new()).await;
+}
+
+async fn run_list(list: &Path, per_user: bool, known: BTreeMap<String, String>) {
+    // One suite at a time: mariadb-test-run's directories are named by
+    // process and run label.
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = ONE_AT_A_TIME.lock().await;
     // A fresh server for each run: what one run's failures leave behind
     // must not decide the next run's results.
     let srv = server_with(SERVER_OPTIONS);
     prepare(&srv).await;
-    let list = std::env::var("SQLFLEET_MYSQLTEST_LIST")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| here().join("ci.list"));
-    let tests = read_list(&list);
-    let known = known();
+    let tests = read_list(list);
     let dir = tempfile::tempdir().expect("tmp");
     let node = srv.sandbox.meta.primary().clone();
     let node_socket = srv.sandbox.layout.node(&node).socket();
@@ -239,7 +264,7 @@ async fn the_servers_own_tests_pass_through_the_relay() {
     for mode in ["transaction", "session"] {
         let srv = server_with(SERVER_OPTIONS);
         prepare(&srv).await;
-        let (socket, port, stop) = start_relay(&srv, mode, dir.path()).await;
+        let (socket, port, stop) = start_relay(&srv, mode, per_user, dir.path()).await;
         // Known differences are left out of the run: a test that fails
         // half-way leaves tables and accounts that would fail the next.
         let relayed = tokio::task::spawn_blocking({
