@@ -148,33 +148,17 @@ impl SourceRunner {
                     set(&self.view, |v| v.state = "stopped".into());
                     return Ok(());
                 }
-                Ok(End::Restart(why)) => {
-                    tracing::warn!(source = %self.cfg.name, "restarting from the target's positions: {why}");
-                    set(&self.view, |v| {
-                        v.state = "reconnecting".into();
-                        v.last_error = Some(why);
-                        v.reconnects += 1;
-                    });
-                    // Quick the first time (a recorded skip, a blip), slower
-                    // while the cause stays.
-                    tokio::select! {
-                        _ = tokio::time::sleep(backoff) => {}
-                        _ = self.stop.changed() => {}
-                    }
-                    if *self.stop.borrow() {
-                        return Ok(());
-                    }
-                    backoff = (backoff * 2).min(Duration::from_secs(10));
-                    continue;
-                }
                 Err(SessionError::Refused(what)) => {
                     return Err(Refused {
                         source_name: self.cfg.name.clone(),
                         what,
                     })
                 }
-                Err(SessionError::Retry(why)) => {
-                    tracing::warn!(source = %self.cfg.name, "{why}; retrying in {backoff:?}");
+                // Any doubt: read again from the target's positions, quick
+                // the first time (a recorded skip, a blip), slower while
+                // the cause stays.
+                Ok(End::Restart(why)) | Err(SessionError::Retry(why)) => {
+                    tracing::warn!(source = %self.cfg.name, "{why}; again from the target's positions in {backoff:?}");
                     set(&self.view, |v| {
                         v.state = "reconnecting".into();
                         v.last_error = Some(why);
@@ -188,7 +172,6 @@ impl SourceRunner {
                         return Ok(());
                     }
                     backoff = (backoff * 2).min(Duration::from_secs(10));
-                    continue;
                 }
             }
         }

@@ -23,6 +23,21 @@ pub struct StreamStatus {
     pub statement: Option<String>,
 }
 
+impl StreamStatus {
+    fn new(stream: &str, position: String, applied_at: String) -> StreamStatus {
+        StreamStatus {
+            stream: stream.to_string(),
+            position,
+            applied_at,
+            lag_seconds: 0,
+            state: "ok".into(),
+            error: None,
+            error_gtid: None,
+            statement: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SourceStatus {
     pub source: String,
@@ -95,16 +110,7 @@ pub async fn status(
                     x.position.push_str(&g.to_string());
                 }
                 _ => {
-                    streams.push(StreamStatus {
-                        stream: stream.clone(),
-                        position: g.to_string(),
-                        applied_at: at.clone(),
-                        lag_seconds: 0,
-                        state: "ok".into(),
-                        error: None,
-                        error_gtid: None,
-                        statement: None,
-                    });
+                    streams.push(StreamStatus::new(stream, g.to_string(), at.clone()));
                     times.push(*time);
                 }
             }
@@ -123,16 +129,7 @@ pub async fn status(
             let idx = match streams.iter().position(|x| x.stream == stream) {
                 Some(i) => i,
                 None => {
-                    streams.push(StreamStatus {
-                        stream: stream.clone(),
-                        position: String::new(),
-                        applied_at: String::new(),
-                        lag_seconds: 0,
-                        state: "ok".into(),
-                        error: None,
-                        error_gtid: None,
-                        statement: None,
-                    });
+                    streams.push(StreamStatus::new(&stream, String::new(), String::new()));
                     streams.len() - 1
                 }
             };
