@@ -194,7 +194,7 @@ password = ""
 
 {accounts}
 [pool]
-max = 4
+max = {max}
 wait_timeout = 30
 
 [[users]]
@@ -203,6 +203,15 @@ name = "root"
 "#,
         backend = backend.display(),
         hashes = sqlfleet_relay::config::hash_lines(""),
+        // A small pool shares server connections between the test's clients
+        // as much as it can. Session mode holds one per client by design,
+        // and per-user mode one per account: there the pool is sized for
+        // the most connections a test opens at once.
+        max = if mode == "transaction" && !per_user {
+            4
+        } else {
+            16
+        },
         // Per-user: each test connection logs in to the server as itself
         // (accounts the tests make included, looked up in mysql.user).
         accounts = if per_user {

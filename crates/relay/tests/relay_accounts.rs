@@ -198,3 +198,162 @@ fn accounts_made_on_the_server_log_in_without_a_config_entry() {
         assert!(e.to_string().contains("1045"), "{e}");
     });
 }
+
+/// Which account a login gets is the server's rule, not the name alone:
+/// an anonymous account on the relay's host beats `name@'%'`, as it does
+/// for a direct login (the classic surprise, kept). Each login through the
+/// relay is compared with the same login made directly.
+#[test]
+fn the_account_the_server_matches_is_the_one_the_relay_checks() {
+    let setup = [
+        "DROP USER IF EXISTS 'hank'@'%', ''@'localhost', ''@'127.0.0.1'",
+        "CREATE USER 'hank'@'%' IDENTIFIED BY 'hank-pw'",
+        "CREATE USER ''@'localhost' IDENTIFIED BY 'anon-pw'",
+        "CREATE USER ''@'127.0.0.1' IDENTIFIED BY 'anon-pw'",
+    ];
+    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    let sport = srv.sandbox.meta.primary().port;
+    rt.block_on(async {
+        for (user, pw) in [
+            ("hank", "anon-pw"),
+            ("hank", "hank-pw"),
+            ("nobody", "anon-pw"),
+            ("nobody", "x"),
+        ] {
+            let login = |p: u16| async move {
+                match client(p, user, pw).connect(Duration::from_secs(5)).await {
+                    Ok(mut c) => {
+                        let who: Option<String> =
+                            c.query_first("SELECT CURRENT_USER()").await.expect("who");
+                        Ok(who.unwrap_or_default())
+                    }
+                    Err(e) => Err(e.to_string().contains("1045")),
+                }
+            };
+            let direct = login(sport).await;
+            let relayed = login(port).await;
+            assert_eq!(relayed, direct, "{user} / {pw}: relay vs direct");
+        }
+    });
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        root.query_drop("DROP USER ''@'localhost', ''@'127.0.0.1', 'hank'@'%'")
+            .await
+            .expect("clean up");
+    });
+}
+
+/// KILL in per-user mode: a thread id that is not a relay client's goes
+/// to the server, which lets an account kill its own statements (here one
+/// made around the relay) as it would directly; `KILL CONNECTION USER`
+/// ends the account's relay clients too; an account dropped through the
+/// relay leaves no idle server connection behind.
+#[test]
+fn kill_and_drop_user_act_on_the_account_as_on_the_server() {
+    let setup = [
+        "DROP USER IF EXISTS 'ivy'@'%', 'jack'@'%', 'kate'@'%'",
+        "CREATE USER 'ivy'@'%' IDENTIFIED BY 'ivy-pw'",
+        "CREATE USER 'kate'@'%' IDENTIFIED BY 'kate-pw'",
+        "CREATE USER 'jack'@'%' IDENTIFIED BY 'jack-pw'",
+        "GRANT ALL ON *.* TO 'ivy'@'%'",
+    ];
+    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    let sport = srv.sandbox.meta.primary().port;
+    rt.block_on(async {
+        let dial = |p: u16, u: &'static str, pw: &'static str| async move {
+            client(p, u, pw)
+                .connect(Duration::from_secs(5))
+                .await
+                .expect("login")
+        };
+        // A statement of jack's, made directly: jack through the relay
+        // kills it by its server thread id.
+        let mut around = dial(sport, "jack", "jack-pw").await;
+        let thread: Option<u64> = around
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .expect("id");
+        let thread = thread.expect("thread id");
+        let sleeper = tokio::spawn(async move {
+            let r: Result<Option<i64>, _> = around.query_first("SELECT SLEEP(30)").await;
+            r.map_err(|e| e.to_string())
+        });
+        let mut jack = dial(port, "jack", "jack-pw").await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        jack.query_drop(format!("KILL QUERY {thread}"))
+            .await
+            .expect("jack may kill jack's own statement");
+        let slept = tokio::time::timeout(Duration::from_secs(10), sleeper)
+            .await
+            .expect("killed well before 30 s")
+            .expect("join");
+        let e = slept.expect_err("the statement was killed");
+        assert!(e.contains("1317"), "interrupted: {e}");
+        // ivy (with the privilege) ends every connection of jack's,
+        // including jack's relay client.
+        let mut ivy = dial(port, "ivy", "ivy-pw").await;
+        ivy.query_drop("KILL CONNECTION USER jack")
+            .await
+            .expect("kill user");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            jack.query_drop("SELECT 1").await.is_err(),
+            "jack's relay client was ended"
+        );
+        // kate's client leaves an idle pooled server connection behind;
+        // dropping kate through the relay closes it.
+        let count = "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'kate'";
+        let mut kate = dial(port, "kate", "kate-pw").await;
+        kate.query_drop("SELECT 1").await.expect("query");
+        drop(kate);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut root = srv.connect().await;
+        let idle: Option<i64> = root.query_first(count).await.expect("count");
+        assert!(idle.unwrap_or(0) >= 1, "the pool keeps kate's connection");
+        ivy.query_drop("DROP USER 'kate'@'%'").await.expect("drop");
+        let mut left = 1;
+        for _ in 0..50 {
+            let n: Option<i64> = root.query_first(count).await.expect("count");
+            left = n.unwrap_or(0);
+            if left == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(left, 0, "no server session of the dropped account is left");
+        root.query_drop("DROP USER 'ivy'@'%', 'jack'@'%'")
+            .await
+            .expect("clean up");
+    });
+}
+
+/// A server with `setup` run on it and a per-user relay (no listed users)
+/// in front of it: (server, runtime, relay port, relay).
+fn per_user_relay(
+    setup: &[&str],
+) -> (
+    &'static sqlfleet_testkit::TestServer,
+    tokio::runtime::Runtime,
+    u16,
+    common::relay::Relay,
+) {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        for sql in setup {
+            root.query_drop(*sql).await.expect("set-up");
+        }
+    });
+    let port = free_port();
+    let metrics_port = free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"per-user\"\n",
+        srv.sandbox.meta.primary().port,
+        quoted(pw.expose()),
+    );
+    let relay = start_config(&toml, port, metrics_port);
+    (srv, rt, port, relay)
+}

@@ -1,9 +1,12 @@
 //! Per-user mode: accounts made on the server log in through the relay
 //! without being listed in its config. A user the relay's list does not
 //! name is looked up in `mysql.user` with the relay's own account (it
-//! needs SELECT on mysql.user); the mysql_native_password hash found there
-//! checks the client's token as the server would, and the client's backend
-//! connections then log in as it (the server has the last word). Answers
+//! needs SELECT on mysql.user). The row the server itself would match for
+//! a login from the relay's host is chosen by the server's rules (most
+//! specific host, then user: an anonymous `''@localhost` beats
+//! `name@'%'`); its mysql_native_password hash checks the client's token
+//! as the server would, and the client's backend connections then log in
+//! as that name (the server has the last word). Answers
 //! are kept for a few seconds, so a burst of connects costs one lookup and
 //! a changed password or a dropped user is seen within that time.
 
@@ -12,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use sqlfleet_conn::quote::literal;
 
-use crate::backend::command::query_row;
+use crate::backend::command::{query_row, query_rows};
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::{Account, Backend};
 
@@ -37,6 +40,123 @@ pub fn parse_native(s: &str) -> Option<[u8; 20]> {
         *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
     }
     Some(out)
+}
+
+/// One row of mysql.user as the lookup reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub user: String,
+    pub host: String,
+    pub plugin: String,
+    pub auth: String,
+}
+
+impl Row {
+    /// What checks a client's token for this account: a
+    /// mysql_native_password hash (an account without a password stores
+    /// an empty string, and only an empty password logs in, as on the
+    /// server). Other plugins: none, so the login is refused.
+    fn account(&self) -> Option<Account> {
+        if !matches!(self.plugin.as_str(), "mysql_native_password" | "") {
+            return None;
+        }
+        let hash = match self.auth.as_str() {
+            "" => Some(sqlfleet_wire::handshake::native_hash("")),
+            h => parse_native(h),
+        };
+        hash.map(|h| Account {
+            native: Some(h),
+            sha2: None,
+        })
+    }
+}
+
+fn field(row: Option<&Vec<(String, Option<String>)>>, col: &str) -> Option<String> {
+    row.and_then(|r| r.iter().find(|(n, _)| n == col))
+        .and_then(|(_, v)| v.clone())
+}
+
+/// How specific a user or host pattern is, as the server ranks its
+/// accounts: a name without wildcards first, then patterns by how late
+/// their first wildcard comes, the empty name (anonymous, any host) last.
+fn specificity(s: &str) -> u8 {
+    if s.is_empty() {
+        return 0;
+    }
+    match s.chars().position(|c| c == '%' || c == '_') {
+        None => 128,
+        Some(p) => (p + 1).min(127) as u8,
+    }
+}
+
+/// `host` against a Host column pattern: `%` and `_` wildcards (a
+/// backslash escapes), letters compared without case; an
+/// `address/netmask` pattern by its bits.
+pub fn host_matches(pattern: &str, host: &str) -> bool {
+    if let Some((addr, mask)) = pattern.split_once('/') {
+        let (Ok(a), Ok(m), Ok(h)) = (
+            addr.parse::<std::net::Ipv4Addr>(),
+            mask.parse::<std::net::Ipv4Addr>(),
+            host.parse::<std::net::Ipv4Addr>(),
+        ) else {
+            return false;
+        };
+        let (a, m, h) = (u32::from(a), u32::from(m), u32::from(h));
+        return h & m == a;
+    }
+    let p: Vec<char> = pattern.to_lowercase().chars().collect();
+    let h: Vec<char> = host.to_lowercase().chars().collect();
+    like(&p, &h)
+}
+
+fn like(p: &[char], s: &[char]) -> bool {
+    // Iterative wildcard match with one backtrack point for `%`.
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some('%') => {
+                star = Some((pi, si));
+                pi += 1;
+                continue;
+            }
+            Some('\\') if p.get(pi + 1) == Some(&s[si]) => {
+                pi += 2;
+                si += 1;
+                continue;
+            }
+            Some('_') => {
+                pi += 1;
+                si += 1;
+                continue;
+            }
+            Some(c) if *c != '\\' && *c == s[si] => {
+                pi += 1;
+                si += 1;
+                continue;
+            }
+            _ => {}
+        }
+        match star {
+            Some((sp, ss)) => {
+                pi = sp + 1;
+                si = ss + 1;
+                star = Some((sp, ss + 1));
+            }
+            None => return false,
+        }
+    }
+    p[pi..].iter().all(|c| *c == '%')
+}
+
+/// The account the server matches for a login from `host`: of the rows
+/// whose host pattern matches, the one with the most specific host, then
+/// the most specific user (so an anonymous `''@localhost` wins over
+/// `name@'%'`, the server's well-known rule).
+pub fn matching<'a>(rows: &'a [Row], host: &str) -> Option<&'a Row> {
+    rows.iter()
+        .filter(|r| host_matches(&r.host, host))
+        .max_by_key(|r| (specificity(&r.host), specificity(&r.user)))
 }
 
 impl ServerAccounts {
@@ -77,9 +197,12 @@ impl ServerAccounts {
     }
 
     async fn query(&self, user: &str) -> Result<Option<Account>, String> {
+        // The rows the server could match for this name: its own and the
+        // anonymous ones, roles left out. Which one wins is decided below
+        // as the server decides it, for the host the relay logs in from.
         let sql = format!(
-            "SELECT COUNT(DISTINCT authentication_string) AS n, MAX(authentication_string) AS h \
-             FROM mysql.user WHERE User = {} AND plugin IN ('mysql_native_password', '')",
+            "SELECT User AS u, Host AS h, plugin AS p, authentication_string AS a \
+             FROM mysql.user WHERE User IN ({}, '') AND is_role = 'N'",
             literal(user)
         );
         let mut guard = self.conn.lock().await;
@@ -88,27 +211,27 @@ impl ServerAccounts {
                 *guard = Some(self.dial().await?);
             }
             let Some(c) = guard.as_mut() else { continue };
-            match query_row(c, &sql).await {
-                Ok(row) => {
-                    let get = |col: &str| {
-                        row.as_ref()
-                            .and_then(|r| r.iter().find(|(n, _)| n == col))
-                            .and_then(|(_, v)| v.clone())
-                    };
-                    if get("n").as_deref() != Some("1") {
-                        return Ok(None);
-                    }
-                    // An account without a password stores an empty string:
-                    // only an empty password logs in, as on the server.
-                    let hash = match get("h").as_deref() {
-                        Some("") => Some(sqlfleet_wire::handshake::native_hash("")),
-                        Some(h) => parse_native(h),
-                        None => None,
-                    };
-                    return Ok(hash.map(|h| Account {
-                        native: Some(h),
-                        sha2: None,
-                    }));
+            // The host the server sees the relay's logins come from.
+            let host = query_row(c, "SELECT SUBSTRING_INDEX(USER(), '@', -1) AS h")
+                .await
+                .map(|r| field(r.as_ref(), "h").unwrap_or_default());
+            let rows = match host {
+                Ok(h) => query_rows(c, &sql, 10_000).await.map(|r| (h, r)),
+                Err(e) => Err(e),
+            };
+            match rows {
+                Ok((host, rows)) => {
+                    let rows: Vec<Row> = rows
+                        .iter()
+                        .map(|r| Row {
+                            user: field(Some(r), "u").unwrap_or_default(),
+                            host: field(Some(r), "h").unwrap_or_default(),
+                            plugin: field(Some(r), "p").unwrap_or_default(),
+                            auth: field(Some(r), "a").unwrap_or_default(),
+                        })
+                        .collect();
+                    let found = matching(&rows, &host).and_then(Row::account);
+                    return Ok(found);
                 }
                 // A kept connection may have gone stale: dial once more.
                 Err(e) if attempt == 0 => {
@@ -141,6 +264,44 @@ impl ServerAccounts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(user: &str, host: &str) -> Row {
+        Row {
+            user: user.into(),
+            host: host.into(),
+            plugin: "mysql_native_password".into(),
+            auth: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_server_s_account_order_decides() {
+        let rows = [row("conn", "%"), row("", "localhost")];
+        assert_eq!(matching(&rows, "localhost"), Some(&rows[1]));
+        assert_eq!(matching(&rows, "10.0.0.1"), Some(&rows[0]));
+        let rows = [row("", "%"), row("u", "%"), row("u", "10.0.%")];
+        assert_eq!(matching(&rows, "10.0.3.4"), Some(&rows[2]));
+        assert_eq!(matching(&rows, "127.0.0.1"), Some(&rows[1]));
+        let rows = [row("u", "10.0.0.0/255.255.255.0")];
+        assert!(matching(&rows, "10.0.0.9").is_some());
+        assert!(matching(&rows, "10.0.1.9").is_none());
+        assert!(matching(&[row("u", "LocalHost")], "localhost").is_some());
+        assert!(matching(&[row("u", "local_ost")], "localhost").is_some());
+        assert!(matching(&[row("u", "local")], "localhost").is_none());
+        assert!(matching(&[row("u", "l%t")], "localhost").is_some());
+        assert!(matching(&[row("u", "a\\_b")], "a_b").is_some());
+        assert!(matching(&[row("u", "a\\_b")], "axb").is_none());
+    }
+
+    #[test]
+    fn other_plugins_are_not_checked_by_the_relay() {
+        let mut r = row("u", "%");
+        r.plugin = "ed25519".into();
+        assert!(r.account().is_none());
+        r.plugin = "mysql_native_password".into();
+        r.auth = "*2470C0C06DEE42FD1618BB99005ADCA2EC9D1E19".into();
+        assert_eq!(r.account().and_then(|a| a.native).map(|h| h[0]), Some(0x24));
+    }
 
     #[test]
     fn native_hashes_parse() {

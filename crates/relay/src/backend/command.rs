@@ -94,6 +94,16 @@ pub async fn query_row(
     c: &mut impl Link,
     sql: &str,
 ) -> Result<Option<Vec<(String, Option<String>)>>, WireError> {
+    Ok(query_rows(c, sql, 1).await?.into_iter().next())
+}
+
+/// Up to `limit` rows of a query's result (the rest are read and
+/// dropped), each as (column name, value) pairs; none for an OK.
+pub async fn query_rows(
+    c: &mut impl Link,
+    sql: &str,
+    limit: usize,
+) -> Result<Vec<Vec<(String, Option<String>)>>, WireError> {
     let mut p = vec![0x03];
     p.extend_from_slice(sql.as_bytes());
     c.io().write_packet(0, &p).await?;
@@ -107,7 +117,7 @@ pub async fn query_row(
             let msg = String::from_utf8_lossy(first.get(9..).unwrap_or_default()).into_owned();
             return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
         }
-        Some(0x00) | None => return Ok(None),
+        Some(0x00) | None => return Ok(Vec::new()),
         _ => {}
     }
     let mut i = 0;
@@ -133,15 +143,15 @@ pub async fn query_row(
     if !c.deprecate_eof() {
         c.io().read_packet(max).await?;
     }
-    let mut row = None;
+    let mut rows = Vec::new();
     loop {
         let (_, p) = c.io().read_packet(max).await?;
         let end =
             p.first() == Some(&0xFE) && p.len() < 0xFF_FFFF && (p.len() < 9 || c.deprecate_eof());
         if end || p.first() == Some(&0xFF) {
-            return Ok(row);
+            return Ok(rows);
         }
-        if row.is_none() {
+        if rows.len() < limit {
             let mut i = 0;
             let mut vals = Vec::with_capacity(n);
             for name in &names {
@@ -158,7 +168,7 @@ pub async fn query_row(
                 };
                 vals.push((name.clone(), v));
             }
-            row = Some(vals);
+            rows.push(vals);
         }
     }
 }

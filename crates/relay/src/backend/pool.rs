@@ -183,6 +183,9 @@ pub struct Pool {
     settings: RwLock<PoolSettings>,
     sides: Vec<Arc<Side>>,
     pub metrics: Arc<Metrics>,
+    /// Accounts dropped through the relay: their connections are not kept
+    /// idle (until the name logs in again, made anew).
+    dropped: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// What a client needs of a backend connection.
@@ -214,6 +217,37 @@ impl Pool {
     }
 
     /// The dial path every backend connection uses.
+    /// A client dropped the account `user`: its idle server connections
+    /// are closed (a dropped account's sessions would linger otherwise,
+    /// counted on the server and of no use to anyone), and those its
+    /// clients still hold are closed when they come back.
+    pub fn forget_account(&self, user: &str) {
+        self.dropped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(user.to_string());
+        for side in &self.sides {
+            let gone: Vec<BackendConn> = {
+                let mut inner = side.inner();
+                let (gone, keep) = std::mem::take(&mut inner.idle)
+                    .into_iter()
+                    .partition(|c| c.account.as_ref().is_some_and(|a| a.user == user));
+                inner.idle = keep;
+                gone
+            };
+            drop(gone);
+        }
+    }
+
+    fn is_dropped(&self, c: &BackendConn) -> bool {
+        c.account.as_ref().is_some_and(|a| {
+            self.dropped
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&a.user)
+        })
+    }
+
     pub fn dialer(&self) -> &Dialer {
         &self.dialer
     }
@@ -239,6 +273,7 @@ impl Pool {
         Arc::new(Pool {
             turn: AtomicUsize::new(0),
             epoch: std::sync::atomic::AtomicU64::new(0),
+            dropped: Default::default(),
             health: Arc::new(crate::backend::health::Health::new(cfg.backends.len())),
             dialer,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
@@ -475,6 +510,13 @@ impl Pool {
         let b = &self.cfg.backends[backend];
         match self.dialer.login(b, shape, account.map(|a| &**a)).await {
             Ok(mut l) => {
+                if let Some(a) = account {
+                    // Logged in: the account exists (again).
+                    self.dropped
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&a.user);
+                }
                 self.metrics.backend_connects.fetch_add(1, Relaxed);
                 if let Some(m) = self.metrics.backend(backend) {
                     m.connects.fetch_add(1, Relaxed);
@@ -527,7 +569,7 @@ impl Pool {
         let s = self.settings();
         c.idle_since = Instant::now();
         let mut inner = side.inner();
-        if inner.open > s.max || c.created.elapsed() >= s.max_lifetime {
+        if inner.open > s.max || c.created.elapsed() >= s.max_lifetime || self.is_dropped(&c) {
             drop(inner);
             drop(c);
             return;

@@ -14,6 +14,8 @@ pub const FIRST_ID: u32 = 1 << 30;
 /// One client as others see it.
 pub struct Handle {
     user: Mutex<String>,
+    /// The client's host as the server would name it.
+    host: String,
     /// (backend index, server thread id) of the statement running now.
     running: Mutex<Option<(usize, u32)>>,
     alias: Mutex<Option<u32>>,
@@ -25,6 +27,10 @@ impl Handle {
     /// The relay account the client is logged in as.
     pub fn user(&self) -> String {
         self.user.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn host(&self) -> &str {
+        &self.host
     }
 
     /// After COM_CHANGE_USER.
@@ -78,9 +84,10 @@ pub struct Clients(Map);
 
 impl Clients {
     /// Adds a client; it stays until the returned guard is dropped.
-    pub fn register(&self, id: u32, user: &str) -> (Arc<Handle>, Registered) {
+    pub fn register(&self, id: u32, user: &str, host: &str) -> (Arc<Handle>, Registered) {
         let h = Arc::new(Handle {
             user: Mutex::new(user.to_string()),
+            host: host.to_string(),
             running: Mutex::new(None),
             alias: Mutex::new(None),
             killed: AtomicBool::new(false),
@@ -99,6 +106,19 @@ impl Clients {
         map.iter()
             .find(|(_, h)| h.alias() == Some(id))
             .map(|(k, h)| (*k, h.clone()))
+    }
+
+    /// The clients logged in as `user` (from a host matching `host`,
+    /// when given), by relay id.
+    pub fn of_user(&self, user: &str, host: Option<&str>) -> Vec<(u32, Arc<Handle>)> {
+        self.lock()
+            .iter()
+            .filter(|(_, h)| h.user() == user)
+            .filter(|(_, h)| {
+                host.is_none_or(|p| crate::backend::accounts::host_matches(p, h.host()))
+            })
+            .map(|(k, h)| (*k, h.clone()))
+            .collect()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u32, Arc<Handle>>> {

@@ -28,7 +28,7 @@ use crate::config::{Account, Mode, RelayConfig};
 use crate::frontend::auth::{self, Greeting};
 use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
 use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
-use crate::protocol::sql::{self, Effects, LockOp, Pin, Setting, TempOp};
+use crate::protocol::sql::{self, Effects, KillTarget, LockOp, Pin, Setting, TempOp};
 use crate::protocol::stmt::ClientStmts;
 use crate::protocol::track::Change;
 
@@ -191,7 +191,7 @@ where
         }
         _ => return, // stalled, malformed or gone mid-handshake
     };
-    let (handle, _registered) = ctx.clients.register(id, &li.hello.user);
+    let (handle, _registered) = ctx.clients.register(id, &li.hello.user, &host);
     let mut s = Session {
         id,
         handle,
@@ -438,7 +438,7 @@ impl Session {
                 let id = cmd
                     .get(1..5)
                     .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
-                self.kill(false, u64::from(id)).await
+                self.kill(false, KillTarget::Id(u64::from(id)), cmd).await
             }
             COM_PING | COM_STATISTICS | COM_DEBUG | COM_REFRESH => {
                 self.forward(cmd, Expect::Single, None).await.map(drop)
@@ -503,16 +503,31 @@ impl Session {
         let rules = self.ctx.rules();
         let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty();
         // One lex, and none at all in session mode without stats or rules.
-        let q = (self.mode == Mode::Transaction || want_digest).then(|| sql::Query::new(&cmd[1..]));
+        // In every mode, KILL is the relay's (the ids it names are the
+        // relay's) and a global set makes pooled sessions stale.
+        let in_any_mode = ["KILL", "SET", "DROP"]
+            .iter()
+            .any(|w| sql::starts_with_word(&cmd[1..], w));
+        let q = (self.mode == Mode::Transaction || want_digest || in_any_mode)
+            .then(|| sql::Query::new(&cmd[1..]));
         let fx = match (&q, self.mode) {
             (Some(q), Mode::Transaction) => q.effects(),
+            (Some(q), _) if in_any_mode => {
+                let fx = q.effects();
+                Effects {
+                    kill: fx.kill,
+                    sets_global: fx.sets_global,
+                    drops_users: fx.drops_users,
+                    ..Effects::default()
+                }
+            }
             _ => Effects::default(),
         };
         let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let digest = digest.filter(|_| self.ctx.digests.enabled());
-        if let Some((query_only, id)) = fx.kill {
-            return self.kill(query_only, id).await;
+        if let Some((query_only, target)) = fx.kill.clone() {
+            return self.kill(query_only, target, cmd).await;
         }
         self.explained = fx.explains_state();
         self.drop_diagnostics_hold(&fx);
@@ -563,6 +578,11 @@ impl Session {
         // unless a transaction is now open.
         let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+        if o.error.is_none() {
+            for u in &fx.drops_users {
+                self.ctx.pool.forget_account(u);
+            }
+        }
         if o.error.is_none() && fx.drops_db.is_some() && fx.drops_db == self.db {
             self.set_db(None);
         }
@@ -797,7 +817,12 @@ impl Session {
                 Err(e) => return Err(e.into()),
             };
             match self.sync(&mut c).await {
-                Ok(()) => self.conn = Some(c),
+                Ok(()) => {
+                    if self.mode == Mode::Session {
+                        self.handle.set_alias(Some(c.thread_id));
+                    }
+                    self.conn = Some(c)
+                }
                 Err(e) => {
                     self.ctx.pool.discard(c);
                     return Err(e);
@@ -961,7 +986,11 @@ impl Session {
             self.ctx.metrics.errors.fetch_add(1, Relaxed);
         }
         self.observe(&o);
-        if self.pins.contains(&Pin::ConnectionId) && self.handle.alias().is_none() {
+        // The server thread id the client can learn (CONNECTION_ID(); in
+        // session mode its own connection's) names it for KILL too.
+        if (self.pins.contains(&Pin::ConnectionId) || self.mode == Mode::Session)
+            && self.handle.alias().is_none()
+        {
             self.handle
                 .set_alias(self.conn.as_ref().map(|c| c.thread_id));
         }

@@ -195,8 +195,12 @@ pub struct Effects {
     /// The last statement reads or writes a table, which (on MariaDB and
     /// MySQL) clears the warnings and errors left by earlier statements.
     pub uses_tables: bool,
-    /// `KILL [QUERY|CONNECTION] <id>`: (query only, id).
-    pub kill: Option<(bool, u64)>,
+    /// `KILL [QUERY|CONNECTION] <id>` or `... USER <account>`: (query
+    /// only, whom).
+    pub kill: Option<(bool, KillTarget)>,
+    /// `DROP USER a, b@h`: the account names (their server connections
+    /// idle in a per-user pool are closed).
+    pub drops_users: Vec<String>,
     /// `DROP DATABASE <name>` / `DROP SCHEMA <name>`.
     pub drops_db: Option<String>,
     /// Temporary tables made and dropped, in order (names as written,
@@ -982,6 +986,20 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         },
         "CALL" => fx.pins.push(Pin::Call),
         "KILL" => fx.kill = kill_target(sql, &t[1..]),
+        "DROP" if w1 == "USER" => {
+            let from = if w2 == "IF" { t.get(4) } else { t.get(2) };
+            if let (Some((_, a)), Some((_, b))) = (from, t.last()) {
+                fx.drops_users = sql
+                    .get(a.start..b.end)
+                    .map(|text| {
+                        text.split(|c| *c == b',')
+                            .filter_map(account_name)
+                            .map(|(u, _)| u)
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            }
+        }
         "DROP" if w1 == "DATABASE" || w1 == "SCHEMA" => {
             let name = if w2 == "IF" { t.get(4) } else { t.get(2) };
             fx.drops_db = match name {
@@ -1104,9 +1122,35 @@ fn uses_tables(t: &[(Tok, Range<usize>)]) -> bool {
     })
 }
 
-/// The target of `KILL [HARD|SOFT] [CONNECTION|QUERY] <thread id>` (after
-/// KILL): (query only, id). `KILL QUERY ID` and `KILL USER` name no thread.
-fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, u64)> {
+/// Whether the statement's first word is `w` (upper-case ASCII), after
+/// blanks: a cheap test before lexing.
+pub fn starts_with_word(sql: &[u8], w: &str) -> bool {
+    let start = sql
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(sql.len());
+    let rest = &sql[start..];
+    rest.len() >= w.len()
+        && rest[..w.len()].eq_ignore_ascii_case(w.as_bytes())
+        && rest
+            .get(w.len())
+            .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
+}
+
+/// Whom a KILL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillTarget {
+    /// A thread id (a relay id, or a server thread id).
+    Id(u64),
+    /// `USER name[@host]`: every connection of that account (the host
+    /// pattern, when given, as written).
+    User(String, Option<String>),
+}
+
+/// The target of `KILL [HARD|SOFT] [CONNECTION|QUERY] <thread id>` or
+/// `... USER <account>` (after KILL): (query only, whom). `KILL QUERY ID`
+/// names a query, not a thread.
+fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, KillTarget)> {
     let mut i = 0;
     if matches!(word(t.first()), Some("HARD") | Some("SOFT")) {
         i += 1;
@@ -1123,10 +1167,51 @@ fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, u64)> {
     match t.get(i) {
         Some((Tok::Literal, r)) if t.len() == i + 1 => {
             let id = std::str::from_utf8(&sql[r.clone()]).ok()?.parse().ok()?;
-            Some((query, id))
+            Some((query, KillTarget::Id(id)))
+        }
+        Some((Tok::Word(w), _)) if w == "USER" => {
+            let from = t.get(i + 1)?.1.start;
+            let to = t.last()?.1.end;
+            let (user, host) = account_name(sql.get(from..to)?)?;
+            Some((query, KillTarget::User(user, host)))
         }
         _ => None,
     }
+}
+
+/// `name`, `name@host`, `'name'@'host'` (any of the three quotes) as
+/// written after `USER`: the name and host unquoted.
+pub fn account_name(text: &[u8]) -> Option<(String, Option<String>)> {
+    let text = std::str::from_utf8(text)
+        .ok()?
+        .trim()
+        .trim_end_matches(';')
+        .trim();
+    let mut parts = Vec::new();
+    let mut chars = text.chars().peekable();
+    let mut cur = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' | '"' | '`' => loop {
+                match chars.next() {
+                    Some(q) if q == c && chars.peek() == Some(&c) => {
+                        chars.next();
+                        cur.push(c);
+                    }
+                    Some(q) if q == c => break,
+                    Some(q) => cur.push(q),
+                    None => return None,
+                }
+            },
+            '@' if parts.is_empty() => parts.push(std::mem::take(&mut cur)),
+            c if c.is_whitespace() => return None,
+            c => cur.push(c),
+        }
+    }
+    parts.push(cur);
+    let mut it = parts.into_iter();
+    let user = it.next()?;
+    Some((user, it.next()))
 }
 
 /// `SET` assignments (after the SET keyword).

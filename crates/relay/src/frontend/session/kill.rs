@@ -6,12 +6,27 @@
 //! `KILL QUERY <thread>` over a connection of its own (the pool may be
 //! full); KILL CONNECTION also ends that client's session. A client may
 //! kill only sessions of its own account.
+//!
+//! In per-user mode the client's backend connections are its own account's,
+//! so an id that is not a relay client's (an event worker's, a connection
+//! made around the relay) goes to the server, whose privileges decide, as
+//! they would for a direct client. With one shared account it is refused:
+//! the server would kill as the relay.
+//!
+//! `KILL ... USER name[@host]` ends (or stops the statements of) the relay
+//! clients logged in as that account; in per-user mode the server first
+//! runs it as the client (its privileges decide, and it reaches the
+//! account's connections made around the relay), in shared mode only the
+//! client's own account may be named.
 
 use sqlfleet_wire::packet;
 
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::backend::dial::Shape;
+use crate::frontend::clients::FIRST_ID;
+use crate::protocol::reply::Expect;
+use crate::protocol::sql::KillTarget;
 
 impl Session {
     /// `KILL QUERY <thread>` on backend `b`, over a connection of its own
@@ -33,9 +48,29 @@ impl Session {
         }
     }
 
-    pub(super) async fn kill(&mut self, query_only: bool, id: u64) -> Result<(), Fail> {
+    /// `cmd` is the client's command as sent (COM_QUERY or
+    /// COM_PROCESS_KILL), for the server when it decides.
+    pub(super) async fn kill(
+        &mut self,
+        query_only: bool,
+        target: KillTarget,
+        cmd: &[u8],
+    ) -> Result<(), Fail> {
+        match target {
+            KillTarget::Id(id) => self.kill_id(query_only, id, cmd).await,
+            KillTarget::User(user, host) => {
+                self.kill_user(query_only, &user, host.as_deref(), cmd)
+                    .await
+            }
+        }
+    }
+
+    async fn kill_id(&mut self, query_only: bool, id: u64, cmd: &[u8]) -> Result<(), Fail> {
         let target = u32::try_from(id).ok().and_then(|i| self.ctx.clients.get(i));
         let Some((target_id, target)) = target else {
+            if self.account.is_some() && id < u64::from(FIRST_ID) {
+                return self.forward(cmd, Expect::Single, None).await.map(drop);
+            }
             return Err(Fail::Err(1094, "HY000", format!("Unknown thread id: {id}")));
         };
         if target.user() != self.user {
@@ -67,5 +102,74 @@ impl Session {
             target.kill();
         }
         self.local_ok().await
+    }
+
+    async fn kill_user(
+        &mut self,
+        query_only: bool,
+        user: &str,
+        host: Option<&str>,
+        cmd: &[u8],
+    ) -> Result<(), Fail> {
+        let per_user = self.account.is_some();
+        if !per_user && user != self.user {
+            return Err(Fail::Err(
+                1095,
+                "HY000",
+                format!("You are not owner of thread of user {user}"),
+            ));
+        }
+        let targets: Vec<_> = self
+            .ctx
+            .clients
+            .of_user(user, host)
+            .into_iter()
+            .filter(|(id, _)| *id != self.id)
+            .collect();
+        if per_user {
+            // The server's verdict and count, as a direct client gets them.
+            let o = self.forward(cmd, Expect::Single, None).await?;
+            if o.error.is_some() {
+                return Ok(());
+            }
+        }
+        for (_, t) in &targets {
+            if let Some((b, thread)) = t.running_at() {
+                self.kill_backend_query(b, thread).await;
+            }
+            if !query_only {
+                t.kill();
+            }
+        }
+        if per_user {
+            return Ok(());
+        }
+        let mut ok = vec![0x00];
+        put_lenenc(&mut ok, targets.len() as u64);
+        ok.extend_from_slice(&self.ok()[2..]);
+        self.io
+            .write_packet(1, &ok)
+            .await
+            .map(drop)
+            .map_err(|_| Fail::Close)
+    }
+}
+
+/// A length-encoded integer.
+fn put_lenenc(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xFFFF => {
+            out.push(0xFC);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xFF_FFFF => {
+            out.push(0xFD);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xFE);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
     }
 }

@@ -156,10 +156,31 @@ fn what_the_tracker_cannot_say() {
         vec![Pin::LockTables]
     );
     // KILL names a relay id.
-    assert_eq!(analyze(b"KILL QUERY 42").kill, Some((true, 42)));
-    assert_eq!(analyze(b"KILL 7").kill, Some((false, 7)));
-    assert_eq!(analyze(b"KILL HARD CONNECTION 7").kill, Some((false, 7)));
+    let id = |n| Some((n == 42, KillTarget::Id(n)));
+    assert_eq!(analyze(b"KILL QUERY 42").kill, id(42));
+    assert_eq!(analyze(b"KILL 7").kill, id(7));
+    assert_eq!(analyze(b"KILL HARD CONNECTION 7").kill, id(7));
     assert_eq!(analyze(b"KILL QUERY ID 7").kill, None);
+    let user =
+        |q, u: &str, h: Option<&str>| Some((q, KillTarget::User(u.into(), h.map(Into::into))));
+    assert_eq!(
+        analyze(b"kill soft connection user test2").kill,
+        user(false, "test2", None)
+    );
+    assert_eq!(
+        analyze(b"KILL HARD QUERY USER test@localhost").kill,
+        user(true, "test", Some("localhost"))
+    );
+    assert_eq!(
+        analyze(b"KILL USER 'a b'@'%'").kill,
+        user(false, "a b", Some("%"))
+    );
+    assert_eq!(analyze(b"KILL USER `x``y`").kill, user(false, "x`y", None));
+    assert_eq!(
+        analyze(b"DROP USER a, 'b c'@localhost").drops_users,
+        ["a", "b c"]
+    );
+    assert_eq!(analyze(b"drop user if exists u@'%'").drops_users, ["u"]);
     // Diagnostics readers and table use.
     assert!(analyze(b"SHOW WARNINGS").reads_diagnostics);
     assert!(analyze(b"SELECT @@warning_count").reads_diagnostics);
