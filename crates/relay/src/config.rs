@@ -65,6 +65,9 @@ pub enum Mode {
 pub struct Account {
     pub native: Option<[u8; 20]>,
     pub sha2: Option<[u8; 32]>,
+    /// A server account with a mysql_old_password hash (per-user mode,
+    /// servers with secure_auth=0): checked with that plugin only.
+    pub old: Option<[u32; 2]>,
 }
 
 impl Account {
@@ -72,6 +75,7 @@ impl Account {
         Account {
             native: Some(sqlfleet_wire::handshake::native_hash(pw)),
             sha2: Some(sha2_hash(pw)),
+            old: None,
         }
     }
 }

@@ -357,3 +357,45 @@ fn per_user_relay(
     let relay = start_config(&toml, port, metrics_port);
     (srv, rt, port, relay)
 }
+
+/// An account with a pre-4.1 (mysql_old_password) hash, on a server that
+/// still takes them (secure_auth=0): the mariadb client logs in through a
+/// per-user relay as it does directly, and a wrong password is refused
+/// the same way.
+#[test]
+fn old_password_accounts_log_in_as_directly() {
+    let setup = [
+        "SET GLOBAL secure_auth = 0",
+        "DROP USER IF EXISTS 'olga'@'%'",
+        "CREATE USER 'olga'@'%' IDENTIFIED BY PASSWORD '09301740536db389'",
+    ];
+    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    let sport = srv.sandbox.meta.primary().port;
+    let login = |p: u16, pw: &str| {
+        let out = std::process::Command::new("mariadb")
+            .args(["--no-defaults", "-h127.0.0.1", "-uolga", "-N", "-B"])
+            .arg(format!("-P{p}"))
+            .arg(format!("-p{pw}"))
+            .args(["-e", "SELECT CURRENT_USER()"])
+            .output()
+            .expect("the mariadb client");
+        eprintln!("port {p}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        )
+    };
+    for pw in ["oldpw", "wrong"] {
+        let direct = login(sport, pw);
+        let relayed = login(port, pw);
+        assert_eq!(relayed, direct, "password {pw}: relay vs direct");
+    }
+    assert_eq!(login(port, "oldpw"), (true, "olga@%".to_string()));
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        root.query_drop("DROP USER 'olga'@'%'").await.expect("drop");
+        root.query_drop("SET GLOBAL secure_auth = DEFAULT")
+            .await
+            .expect("restore");
+    });
+}

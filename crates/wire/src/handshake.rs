@@ -260,6 +260,9 @@ pub fn native_token(nonce: &[u8], password: &str) -> Vec<u8> {
 pub enum Credential {
     Password(String),
     NativeStage1([u8; 20]),
+    /// A mysql_old_password account's stored hash, which is all its
+    /// (pre-4.1) scramble needs.
+    OldHash([u32; 2]),
 }
 
 impl std::fmt::Debug for Credential {
@@ -267,6 +270,7 @@ impl std::fmt::Debug for Credential {
         f.write_str(match self {
             Credential::Password(_) => "Credential::Password(..)",
             Credential::NativeStage1(_) => "Credential::NativeStage1(..)",
+            Credential::OldHash(_) => "Credential::OldHash(..)",
         })
     }
 }
@@ -426,16 +430,95 @@ pub fn ssl_request(caps: u32, collation: u8) -> Vec<u8> {
 
 pub const SHA2: &str = "caching_sha2_password";
 
+/// The pre-4.1 plugin, still accepted by MariaDB with `secure_auth=0`.
+pub const OLD: &str = "mysql_old_password";
+
+/// mysql_old_password's hash of a password (blanks and tabs skipped), as
+/// the server stores it (16 hex digits: the two halves).
+pub fn old_hash(password: &[u8]) -> [u32; 2] {
+    // The server computes in `unsigned long` (64 bits here) and keeps 31.
+    let (mut nr, mut add, mut nr2) = (1_345_345_333u64, 7u64, 0x1234_5671u64);
+    for &c in password {
+        if c == b' ' || c == b'\t' {
+            continue;
+        }
+        let tmp = u64::from(c);
+        nr ^= ((nr & 63).wrapping_add(add))
+            .wrapping_mul(tmp)
+            .wrapping_add(nr << 8);
+        nr2 = nr2.wrapping_add((nr2 << 8) ^ nr);
+        add = add.wrapping_add(tmp);
+    }
+    let mask = (1u64 << 31) - 1;
+    [(nr & mask) as u32, (nr2 & mask) as u32]
+}
+
+/// A stored mysql_old_password hash (16 hex digits).
+pub fn parse_old_hash(s: &str) -> Option<[u32; 2]> {
+    if s.len() != 16 || !s.is_ascii() {
+        return None;
+    }
+    Some([
+        u32::from_str_radix(&s[..8], 16).ok()?,
+        u32::from_str_radix(&s[8..], 16).ok()?,
+    ])
+}
+
+/// The 8 characters mysql_old_password answers the first 8 bytes of
+/// `nonce` with, for a stored hash.
+fn old_scramble(nonce: &[u8], hash: [u32; 2]) -> [u8; 8] {
+    let msg = old_hash(&nonce[..nonce.len().min(8)]);
+    let max = 0x3FFF_FFFFu64;
+    let mut s1 = u64::from(hash[0] ^ msg[0]) % max;
+    let mut s2 = u64::from(hash[1] ^ msg[1]) % max;
+    let mut rnd = || {
+        s1 = (s1 * 3 + s2) % max;
+        s2 = (s1 + s2 + 33) % max;
+        s1 as f64 / max as f64
+    };
+    let mut out = [0u8; 8];
+    for b in out.iter_mut() {
+        *b = (rnd() * 31.0).floor() as u8 + 64;
+    }
+    let extra = (rnd() * 31.0).floor() as u8;
+    for b in out.iter_mut() {
+        *b ^= extra;
+    }
+    out
+}
+
+/// What a client sends for mysql_old_password: the scramble and a NUL
+/// (only the NUL for an empty password).
+pub fn old_token(nonce: &[u8], hash: Option<[u32; 2]>) -> Vec<u8> {
+    let mut t = hash
+        .map(|h| old_scramble(nonce, h).to_vec())
+        .unwrap_or_default();
+    t.push(0);
+    t
+}
+
+/// Checks a mysql_old_password answer against the stored hash.
+pub fn old_check(nonce: &[u8], token: &[u8], stored: [u32; 2]) -> bool {
+    let t = token.strip_suffix(&[0]).unwrap_or(token);
+    t.len() == 8 && t == old_scramble(nonce, stored)
+}
+
 fn token_for(plugin: &str, nonce: &[u8], cred: &Credential) -> Result<Vec<u8>, WireError> {
     match (plugin, cred) {
         (NATIVE, Credential::Password(p)) => Ok(native_token(nonce, p)),
         (NATIVE, Credential::NativeStage1(s)) => Ok(native_token_from_stage1(nonce, s)),
         (SHA2, Credential::Password(p)) => Ok(sha2_token(nonce, p)),
+        (OLD, Credential::Password(p)) if p.is_empty() => Ok(old_token(nonce, None)),
+        (OLD, Credential::Password(p)) => Ok(old_token(nonce, Some(old_hash(p.as_bytes())))),
+        (OLD, Credential::OldHash(h)) => Ok(old_token(nonce, Some(*h))),
+        (NATIVE | SHA2, Credential::OldHash(_)) => Err(WireError::Protocol(format!(
+            "the client logged in with {OLD}; the backend account wants {plugin}"
+        ))),
         (SHA2, Credential::NativeStage1(_)) => Err(WireError::Protocol(format!(
             "the backend account uses {SHA2}, which needs the password itself; the client logged in with {NATIVE} (use {NATIVE} for this account on the backend, or {SHA2} with full authentication on the relay)"
         ))),
         (other, _) => Err(WireError::Protocol(format!(
-            "backend wants auth plugin {other}; the relay logs in with {NATIVE} or {SHA2}"
+            "backend wants auth plugin {other}; the relay logs in with {NATIVE}, {SHA2} or {OLD}"
         ))),
     }
 }
@@ -500,7 +583,12 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     } else {
         caps
     };
-    let plugin = if hello.plugin == SHA2 { SHA2 } else { NATIVE };
+    let plugin = match cred {
+        // Only the pre-4.1 scramble can be made from an old hash.
+        Credential::OldHash(_) => OLD,
+        _ if hello.plugin == SHA2 => SHA2,
+        _ => NATIVE,
+    };
     let token = token_for(plugin, &hello.nonce, cred)?;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
@@ -667,5 +755,30 @@ mod tests {
             let _ = parse_client_hello(&bytes);
             let _ = parse_server_hello(&bytes);
         }
+    }
+
+    #[test]
+    fn old_password_hash_and_scramble() {
+        // The server's own: CREATE USER ... IDENTIFIED BY PASSWORD
+        // "09301740536db389" is the account whose password is "oldpw"
+        // (mysql-test main.change_user), and OLD_PASSWORD('') is
+        // 5030573512345671.
+        assert_eq!(old_hash(b"oldpw"), [0x0930_1740, 0x536d_b389]);
+        assert_eq!(
+            parse_old_hash("09301740536db389"),
+            Some([0x0930_1740, 0x536d_b389])
+        );
+        assert_eq!(old_hash(b""), [0x5030_5735, 0x1234_5671]);
+        assert_eq!(old_hash(b" old pw\t"), old_hash(b"oldpw"));
+        let nonce = *b"abcdefgh_ignored_past_8";
+        let h = old_hash(b"oldpw");
+        let t = old_token(&nonce, Some(h));
+        assert_eq!(t.len(), 9);
+        assert!(t[..8].iter().all(|b| (64..128).contains(b)) && t[8] == 0);
+        assert!(old_check(&nonce, &t, h));
+        assert!(!old_check(b"zzzzzzzz", &t, h));
+        assert!(!old_check(&nonce, &t, old_hash(b"other")));
+        assert!(!old_check(&nonce, &[0], h));
+        assert!(parse_old_hash("0930174").is_none());
     }
 }

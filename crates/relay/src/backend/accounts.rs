@@ -57,6 +57,17 @@ impl Row {
     /// an empty string, and only an empty password logs in, as on the
     /// server). Other plugins: none, so the login is refused.
     fn account(&self) -> Option<Account> {
+        if self.plugin == sqlfleet_wire::handshake::OLD {
+            let old = match self.auth.as_str() {
+                "" => Some(sqlfleet_wire::handshake::old_hash(b"")),
+                h => sqlfleet_wire::handshake::parse_old_hash(h),
+            };
+            return old.map(|h| Account {
+                native: None,
+                sha2: None,
+                old: Some(h),
+            });
+        }
         if !matches!(self.plugin.as_str(), "mysql_native_password" | "") {
             return None;
         }
@@ -67,6 +78,7 @@ impl Row {
         hash.map(|h| Account {
             native: Some(h),
             sha2: None,
+            old: None,
         })
     }
 }
@@ -291,6 +303,16 @@ mod tests {
         assert!(matching(&[row("u", "l%t")], "localhost").is_some());
         assert!(matching(&[row("u", "a\\_b")], "a_b").is_some());
         assert!(matching(&[row("u", "a\\_b")], "axb").is_none());
+    }
+
+    #[test]
+    fn old_password_accounts_carry_their_hash() {
+        let mut r = row("u", "%");
+        r.plugin = "mysql_old_password".into();
+        r.auth = "09301740536db389".into();
+        let a = r.account().expect("an old-password account");
+        assert_eq!(a.old, Some([0x0930_1740, 0x536d_b389]));
+        assert!(a.native.is_none() && a.sha2.is_none());
     }
 
     #[test]

@@ -352,7 +352,14 @@ fn build(f: File) -> Result<RelayConfig, String> {
             ));
         }
         if users
-            .insert(u.name.clone(), Account { native, sha2 })
+            .insert(
+                u.name.clone(),
+                Account {
+                    native,
+                    sha2,
+                    old: None,
+                },
+            )
             .is_some()
         {
             return Err(format!("users: {} is listed twice", u.name));

@@ -207,13 +207,20 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     // Unknown users go through the same steps (no user enumeration).
     let unknown = Account::from_password(&String::from_utf8_lossy(&nonce[..]));
     let acct = users.get(user).unwrap_or(&unknown);
-    let use_sha2 = acct.sha2.is_some() && (plugin == Some(SHA2) || acct.native.is_none());
-    let want = if use_sha2 { SHA2 } else { NATIVE };
+    let use_old = acct.old.is_some();
+    let use_sha2 =
+        !use_old && acct.sha2.is_some() && (plugin == Some(SHA2) || acct.native.is_none());
+    let want = match (use_old, use_sha2) {
+        (true, _) => handshake::OLD,
+        (_, true) => SHA2,
+        _ => NATIVE,
+    };
     if plugin.unwrap_or(NATIVE) != want {
         let mut sw = vec![0xFE];
         sw.extend_from_slice(want.as_bytes());
         sw.push(0);
-        sw.extend_from_slice(nonce);
+        // The pre-4.1 scramble uses 8 bytes of the nonce.
+        sw.extend_from_slice(if use_old { &nonce[..8] } else { &nonce[..] });
         sw.push(0);
         packet::write(s, seq, &sw).await?;
         let r = packet::read(s, 1 << 16).await?;
@@ -222,7 +229,21 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     }
     let empty = token.is_empty() || token == [0];
     let mut credential = None;
-    let ok = if use_sha2 {
+    let ok = if let Some(stored) = acct.old {
+        if empty {
+            let ok = stored == handshake::old_hash(b"");
+            if ok {
+                credential = Some(Credential::Password(String::new()));
+            }
+            ok
+        } else {
+            let ok = handshake::old_check(&nonce[..8], &token, stored);
+            if ok {
+                credential = Some(Credential::OldHash(stored));
+            }
+            ok
+        }
+    } else if use_sha2 {
         let stored = acct.sha2.unwrap_or_default();
         if empty {
             let ok = stored == sha2_hash("");
