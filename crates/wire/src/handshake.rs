@@ -754,6 +754,21 @@ mod tests {
         fn parsers_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let _ = parse_client_hello(&bytes);
             let _ = parse_server_hello(&bytes);
+            let _ = parse_old_hash(&String::from_utf8_lossy(&bytes));
+            let _ = old_check(&bytes, &bytes, [1, 2]);
+        }
+
+        #[test]
+        fn old_scramble_checks_its_own_answer(
+            pw in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40),
+            other in proptest::collection::vec(proptest::prelude::any::<u8>(), 1..40),
+            nonce in proptest::collection::vec(33u8..127, 8..21),
+        ) {
+            let h = old_hash(&pw);
+            let t = old_token(&nonce, Some(h));
+            proptest::prop_assert!(old_check(&nonce, &t, h));
+            let o = old_hash(&other);
+            proptest::prop_assert_eq!(old_check(&nonce, &t, o), o == h || old_scramble(&nonce, o) == old_scramble(&nonce, h));
         }
     }
 
