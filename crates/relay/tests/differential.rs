@@ -3,7 +3,8 @@
 //! session-state statements (variables set by text, by prepared statement
 //! and inside procedures; user variables; temporary tables; GET_LOCK;
 //! autocommit=0 transactions with failing statements; warnings then SHOW
-//! WARNINGS; ROW_COUNT; LAST_INSERT_ID) once directly and once through a
+//! WARNINGS; ROW_COUNT; LAST_INSERT_ID; KILL QUERY of one's own running
+//! statement from a second connection) once directly and once through a
 //! relay whose pool is much smaller than the number of clients. Every
 //! client must observe exactly the same results both ways, and its table
 //! must hold the same rows afterwards.
@@ -29,16 +30,24 @@ enum Step {
     Text(String),
     /// A statement sent as a server-side prepared statement with params.
     Prepared(String, Vec<mysql_async::Value>),
+    /// `SELECT SLEEP(5)`, which a second connection of the same client
+    /// stops with `KILL QUERY <the id its handshake gave>` (what Ctrl-C in
+    /// the mariadb client does).
+    KillOwn,
 }
 
-fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
+/// `kills`: whether scripts may stop their own statements (their second
+/// connection must log in while the pool may be held by pinned clients:
+/// free in the shared-account modes, where a login without a database
+/// needs no server connection, not in per-user mode).
+fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step> {
     use Step::*;
     let mut out = Vec::new();
     while out.len() < steps {
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..36) {
+        let s: Vec<Step> = match rng.gen_range(0..37) {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -83,6 +92,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
                 Text("SELECT FOUND_ROWS(), ROW_COUNT()".into()),
             ],
             34 => vec![Text("SELECT FOUND_ROWS()".into())],
+            35 if kills => vec![KillOwn, Text("SELECT COUNT(*) FROM t".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -91,10 +101,46 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize) -> Vec<Step> {
 }
 
 /// What a step returned: its rows, or its error code.
-async fn run_step(c: &mut mysql_async::Conn, s: &Step) -> String {
+async fn run_step(c: &mut mysql_async::Conn, opts: &mysql_async::Opts, s: &Step) -> String {
     let r: Result<Vec<mysql_async::Row>, mysql_async::Error> = match s {
         Step::Text(q) => c.query(q.as_str()).await,
         Step::Prepared(q, p) => c.exec(q.as_str(), p.clone()).await,
+        Step::KillOwn => {
+            let id = c.id();
+            // No database and no settings to read at connect: the login
+            // and the KILL need no pooled server connection, which pinned
+            // clients may all hold.
+            let side_opts = mysql_async::OptsBuilder::from_opts(opts.clone())
+                .db_name(None::<String>)
+                .max_allowed_packet(Some(16 << 20))
+                .wait_timeout(Some(28_800));
+            let mut side = mysql_async::Conn::new(side_opts)
+                .await
+                .expect("second connection");
+            // KILL until the statement is stopped (one that comes before
+            // it started finds nothing to stop, directly and through the
+            // relay alike).
+            let killer = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    let _ = side.query_drop(format!("KILL QUERY {id}")).await;
+                }
+            };
+            let r: Result<Vec<i64>, _> = tokio::select! {
+                r = c.query("SELECT SLEEP(5)") => r,
+                _ = killer => unreachable!("the kill loop never ends"),
+            };
+            let _ = side.disconnect().await;
+            // Stopped mid-sleep SLEEP() returns 1; stopped around it the
+            // statement fails with 1317: both are "killed", which one
+            // depends on timing alone (so the script's next statement
+            // reads a table, which clears the diagnostics either leaves).
+            return match r {
+                Ok(v) if v == [1] => "killed".into(),
+                Err(mysql_async::Error::Server(e)) if e.code == 1317 => "killed".into(),
+                other => format!("not killed: {other:?}"),
+            };
+        }
     };
     match r {
         Ok(rows) => rows
@@ -156,10 +202,12 @@ async fn run_all(
         let opts = client_opts(port, user, pw, &db).await;
         let script = script.clone();
         tasks.push(tokio::spawn(async move {
-            let mut c = mysql_async::Conn::new(opts).await.expect("client connects");
+            let mut c = mysql_async::Conn::new(opts.clone())
+                .await
+                .expect("client connects");
             let mut seen = Vec::new();
             for s in &script {
-                seen.push(run_step(&mut c, s).await.replace(&db, "DB"));
+                seen.push(run_step(&mut c, &opts, s).await.replace(&db, "DB"));
             }
             let _ = c.disconnect().await;
             seen
@@ -242,7 +290,9 @@ async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
     // The relay's account on the server: same rights as the direct client.
     for seed in seeds {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let scripts: Vec<Vec<Step>> = (0..CLIENTS).map(|_| generate(&mut rng, steps)).collect();
+        let scripts: Vec<Vec<Step>> = (0..CLIENTS)
+            .map(|_| generate(&mut rng, steps, accounts != "per-user"))
+            .collect();
         let direct = run_all(
             srv,
             srv.sandbox.meta.primary().port,
@@ -253,6 +303,17 @@ async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
         )
         .await;
         let relayed = run_all(srv, port, "app", "app-pw", &format!("dr{seed}"), &scripts).await;
+        // The kills stop the statement (else the step would test nothing).
+        for (script, seen) in scripts.iter().zip(&direct) {
+            for (step, got) in script.iter().zip(seen) {
+                if matches!(step, Step::KillOwn) {
+                    assert_eq!(
+                        got, "killed",
+                        "seed {seed}: a direct KILL QUERY of one's own statement"
+                    );
+                }
+            }
+        }
         for (i, (d, r)) in direct.iter().zip(&relayed).enumerate() {
             if d != r {
                 let at = d.iter().zip(r).position(|(a, b)| a != b).unwrap_or(0);
