@@ -196,6 +196,7 @@ password = ""
 [pool]
 max = {max}
 wait_timeout = 30
+{idle}
 
 [[users]]
 name = "root"
@@ -204,14 +205,13 @@ name = "root"
         backend = backend.display(),
         hashes = sqlfleet_relay::config::hash_lines(""),
         // A small pool shares server connections between the test's clients
-        // as much as it can. Session mode holds one per client by design,
-        // and per-user mode one per account: there the pool is sized for
-        // the most connections a test opens at once.
-        max = if mode == "transaction" && !per_user {
-            4
-        } else {
-            16
-        },
+        // as much as it can. Per-user mode holds connections per account:
+        // there the pool is sized for the most connections a test opens at
+        // once, and idle ones close after a second (else the accounts'
+        // connections a test leaves behind would count in the next test's
+        // wait for the server's session count to drop).
+        max = if per_user { 16 } else { 4 },
+        idle = if per_user { "idle_timeout = 1" } else { "" },
         // Per-user: each test connection logs in to the server as itself
         // (accounts the tests make included, looked up in mysql.user).
         accounts = if per_user {
