@@ -53,9 +53,12 @@ fn read_list(p: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Known differences: test name, the modes it differs in (none named: both)
-/// and the reason. A line reads `main.x REASON` or `main.x [mode] REASON`.
-fn known() -> BTreeMap<String, (Option<String>, String)> {
+/// Known differences: test name, the runs it differs in and the reason. A
+/// line reads `main.x REASON`, or `main.x [TAGS] REASON` for a difference
+/// in some runs only: each tag (comma-separated) names a mode
+/// (`transaction`, `session`) or an account kind (`shared`, `per-user`),
+/// and the run must match every tag.
+fn known() -> BTreeMap<String, (Vec<String>, String)> {
     std::fs::read_to_string(here().join("known.list"))
         .unwrap_or_default()
         .lines()
@@ -66,20 +69,34 @@ fn known() -> BTreeMap<String, (Option<String>, String)> {
             }
             let (name, rest) = l.split_once(char::is_whitespace).unwrap_or((l, ""));
             let rest = rest.trim();
-            let (mode, why) = match rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
-                Some((m, why)) => (Some(m.trim().to_string()), why.trim()),
-                None => (None, rest),
+            let (tags, why) = match rest.strip_prefix('[').and_then(|r| r.split_once(']')) {
+                Some((t, why)) => (
+                    t.split(',').map(|t| t.trim().to_string()).collect(),
+                    why.trim(),
+                ),
+                None => (Vec::new(), rest),
             };
-            Some((name.to_string(), (mode, why.to_string())))
+            Some((name.to_string(), (tags, why.to_string())))
         })
         .collect()
 }
 
-/// Whether `test` is a known difference in `mode`.
-fn is_known(known: &BTreeMap<String, (Option<String>, String)>, test: &str, mode: &str) -> bool {
-    known
-        .get(test)
-        .is_some_and(|(m, _)| m.as_deref().is_none_or(|m| m == mode))
+/// Whether `test` is a known difference in a run of `mode` with shared or
+/// per-user accounts.
+fn is_known(
+    known: &BTreeMap<String, (Vec<String>, String)>,
+    test: &str,
+    mode: &str,
+    per_user: bool,
+) -> bool {
+    let accounts = if per_user { "per-user" } else { "shared" };
+    known.get(test).is_some_and(|(tags, _)| {
+        tags.iter().all(|t| match t.as_str() {
+            "transaction" | "session" => t == mode,
+            "shared" | "per-user" => t == accounts,
+            other => panic!("known.list: unknown tag [{other}] for {test}"),
+        })
+    })
 }
 
 /// Prepares the server as the suite expects it.
@@ -243,18 +260,28 @@ async fn the_servers_own_tests_pass_through_the_relay() {
         .map(PathBuf::from)
         .unwrap_or_else(|_| here().join("ci.list"));
     let per_user = std::env::var("SQLFLEET_MYSQLTEST_ACCOUNTS").as_deref() == Ok("per-user");
-    run_list(&list, per_user, known()).await;
+    run_list(read_list(&list), per_user, known()).await;
 }
 
-/// The tests that log in as accounts they create (known differences in
-/// the shared-account runs above) pass through a per-user relay, which
-/// looks such accounts up on the server.
+/// The tests that log in as accounts they create (known differences of
+/// the shared-account runs above, `[shared]` in known.list) pass through
+/// a per-user relay, which looks such accounts up on the server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tests_that_log_in_as_their_own_accounts_pass_through_a_per_user_relay() {
-    run_list(&here().join("peruser.list"), true, BTreeMap::new()).await;
+    let known = known();
+    let tests = known
+        .iter()
+        .filter(|(_, (tags, _))| tags == &["shared"])
+        .map(|(t, _)| t.clone())
+        .collect();
+    run_list(tests, true, known).await;
 }
 
-async fn run_list(list: &Path, per_user: bool, known: BTreeMap<String, (Option<String>, String)>) {
+async fn run_list(
+    tests: Vec<String>,
+    per_user: bool,
+    known: BTreeMap<String, (Vec<String>, String)>,
+) {
     // One suite at a time: mariadb-test-run's directories are named by
     // process and run label.
     static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -263,7 +290,6 @@ async fn run_list(list: &Path, per_user: bool, known: BTreeMap<String, (Option<S
     // must not decide the next run's results.
     let srv = server_with(SERVER_OPTIONS);
     prepare(&srv).await;
-    let tests = read_list(list);
     let dir = tempfile::tempdir().expect("tmp");
     let node = srv.sandbox.meta.primary().clone();
     let node_socket = srv.sandbox.layout.node(&node).socket();
@@ -292,7 +318,7 @@ async fn run_list(list: &Path, per_user: bool, known: BTreeMap<String, (Option<S
         let relayed = tokio::task::spawn_blocking({
             let tests: Vec<String> = passed
                 .iter()
-                .filter(|t| !is_known(&known, t, mode))
+                .filter(|t| !is_known(&known, t, mode, per_user))
                 .map(|s| s.to_string())
                 .collect();
             move || run_suite(mode, &socket, port, &tests)
@@ -307,15 +333,18 @@ async fn run_list(list: &Path, per_user: bool, known: BTreeMap<String, (Option<S
         let failed: Vec<&&String> = passed
             .iter()
             .filter(|t| relayed.get(**t).map(String::as_str) != Some("pass"))
-            .filter(|t| !is_known(&known, t, mode))
+            .filter(|t| !is_known(&known, t, mode, per_user))
             .collect();
-        let excluded = passed.iter().filter(|t| is_known(&known, t, mode)).count();
+        let excluded = passed
+            .iter()
+            .filter(|t| is_known(&known, t, mode, per_user))
+            .count();
         report.push(format!(
             "{mode} mode: {ok} of the {} that pass directly ({excluded} known differences not run); failing: {failed:?}",
             passed.len()
         ));
         for t in failed {
-            if !is_known(&known, t, mode) {
+            if !is_known(&known, t, mode, per_user) {
                 regressions.push(format!("{mode}: {t}"));
             }
         }
