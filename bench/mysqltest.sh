@@ -3,7 +3,8 @@
 # `main` tests (crates/relay/tests/mysqltest/full.list) runs with
 # mariadb-test-run --extern directly, then through the relay in transaction
 # and in session mode, each on a fresh server started with the suite's own
-# options. Prints the pass counts (recorded in docs/benchmarks.md).
+# options, with shared and with per-user backend accounts. Prints the pass
+# counts (recorded in docs/benchmarks.md).
 #
 # How the list is chosen: every main/*.test that has no .opt/.cnf file of
 # its own (those need a server started with other options) and does not
@@ -27,9 +28,15 @@ if [ "${1:-}" = "--list" ]; then
   done
   exit 0
 fi
-report=$(mktemp)
-SQLFLEET_MYSQLTEST_LIST="$PWD/crates/relay/tests/mysqltest/full.list" \
-SQLFLEET_MYSQLTEST_REPORT="$report" \
-  cargo test --release -p sqlfleet-relay --test mysql_test -- --nocapture || true
-echo "== mariadb-test-run main, full curated list =="
-cat "$report"
+# Once with the relay's one shared backend account, once with per-user
+# accounts (the recommended mode, where tests that log in as accounts they
+# create run too: known.list tags them [shared]).
+for accounts in shared per-user; do
+  report=$(mktemp)
+  SQLFLEET_MYSQLTEST_LIST="$PWD/crates/relay/tests/mysqltest/full.list" \
+  SQLFLEET_MYSQLTEST_ACCOUNTS="$accounts" \
+  SQLFLEET_MYSQLTEST_REPORT="$report" \
+    cargo test --release -p sqlfleet-relay --test mysql_test the_servers_own -- --nocapture || true
+  echo "== mariadb-test-run main, full curated list, $accounts accounts =="
+  cat "$report"
+done
