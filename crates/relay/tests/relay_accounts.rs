@@ -399,3 +399,46 @@ fn old_password_accounts_log_in_as_directly() {
             .expect("restore");
     });
 }
+
+/// An account made right after a refused login logs in at once (absence
+/// is never remembered), and a password changed through the relay works
+/// at once, as both do directly.
+#[test]
+fn accounts_made_or_changed_log_in_at_once() {
+    let setup = [
+        "DROP USER IF EXISTS 'nina'@'%', 'otto'@'%'",
+        "CREATE USER 'otto'@'%' IDENTIFIED BY 'otto-1'",
+        "GRANT ALL ON *.* TO 'otto'@'%' WITH GRANT OPTION",
+    ];
+    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    rt.block_on(async {
+        let connect = |u: &'static str, p: &'static str| async move {
+            client(port, u, p).connect(Duration::from_secs(5)).await
+        };
+        let e = connect("nina", "nina-pw")
+            .await
+            .expect_err("no such account yet");
+        assert!(e.to_string().contains("1045"), "{e}");
+        let mut root = srv.connect().await;
+        root.query_drop("CREATE USER 'nina'@'%' IDENTIFIED BY 'nina-pw'")
+            .await
+            .expect("create");
+        let mut n = connect("nina", "nina-pw").await.expect("made a moment ago");
+        let one: Option<i64> = n.query_first("SELECT 1").await.expect("query");
+        assert_eq!(one, Some(1));
+        drop(n);
+        // otto changes nina's password through the relay.
+        let mut o = connect("otto", "otto-1").await.expect("otto");
+        o.query_drop("ALTER USER 'nina'@'%' IDENTIFIED BY 'nina-2'")
+            .await
+            .expect("alter");
+        connect("nina", "nina-2")
+            .await
+            .expect("the new password at once");
+        let e = connect("nina", "nina-pw").await.expect_err("the old one");
+        assert!(e.to_string().contains("1045"), "{e}");
+        root.query_drop("DROP USER 'nina'@'%', 'otto'@'%'")
+            .await
+            .expect("clean up");
+    });
+}

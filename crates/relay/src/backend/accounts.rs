@@ -6,9 +6,10 @@
 //! specific host, then user: an anonymous `''@localhost` beats
 //! `name@'%'`); its mysql_native_password hash checks the client's token
 //! as the server would, and the client's backend connections then log in
-//! as that name (the server has the last word). Answers
-//! are kept for a few seconds, so a burst of connects costs one lookup and
-//! a changed password or a dropped user is seen within that time.
+//! as that name (the server has the last word). Accounts found are kept
+//! for a few seconds, so a burst of connects costs one lookup; a statement
+//! through the relay that changes accounts empties the cache, and an
+//! account not found is never kept (one made a moment later logs in).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -199,13 +200,24 @@ impl ServerAccounts {
                 return None;
             }
         };
-        if let Ok(mut c) = self.cache.lock() {
+        // Only accounts found are kept: one made on the server a moment
+        // after a refused login must log in at once, as it does directly.
+        // (A kept one that changed meanwhile is safe: the server checks
+        // the client's backend login itself.)
+        if let (Ok(mut c), Some(_)) = (self.cache.lock(), &found) {
             if c.len() > 10_000 {
                 c.retain(|_, (at, _)| at.elapsed() < TTL);
             }
             c.insert(user.to_string(), (Instant::now(), found.clone()));
         }
         found
+    }
+
+    /// Accounts changed through the relay: look everything up again.
+    pub fn forget(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
     }
 
     async fn query(&self, user: &str) -> Result<Option<Account>, String> {

@@ -505,9 +505,11 @@ impl Session {
         // One lex, and none at all in session mode without stats or rules.
         // In every mode, KILL is the relay's (the ids it names are the
         // relay's) and a global set makes pooled sessions stale.
-        let in_any_mode = ["KILL", "SET", "DROP"]
-            .iter()
-            .any(|w| sql::starts_with_word(&cmd[1..], w));
+        let in_any_mode = [
+            "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
+        ]
+        .iter()
+        .any(|w| sql::starts_with_word(&cmd[1..], w));
         let q = (self.mode == Mode::Transaction || want_digest || in_any_mode)
             .then(|| sql::Query::new(&cmd[1..]));
         let fx = match (&q, self.mode) {
@@ -518,6 +520,7 @@ impl Session {
                     kill: fx.kill,
                     sets_global: fx.sets_global,
                     drops_users: fx.drops_users,
+                    changes_accounts: fx.changes_accounts,
                     ..Effects::default()
                 }
             }
@@ -581,6 +584,11 @@ impl Session {
         if o.error.is_none() {
             for u in &fx.drops_users {
                 self.ctx.pool.forget_account(u);
+            }
+            if fx.changes_accounts {
+                if let Some(sa) = &self.ctx.server_accounts {
+                    sa.forget();
+                }
             }
         }
         if o.error.is_none() && fx.drops_db.is_some() && fx.drops_db == self.db {

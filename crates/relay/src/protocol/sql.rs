@@ -198,6 +198,10 @@ pub struct Effects {
     /// `KILL [QUERY|CONNECTION] <id>` or `... USER <account>`: (query
     /// only, whom).
     pub kill: Option<(bool, KillTarget)>,
+    /// Creates, changes or drops accounts or their passwords and rights
+    /// (what per-user mode looked up on the server is then looked up
+    /// again).
+    pub changes_accounts: bool,
     /// `DROP USER a, b@h`: the account names (their server connections
     /// idle in a per-user pool are closed).
     pub drops_users: Vec<String>,
@@ -870,6 +874,13 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     let w0 = word(t.first()).unwrap_or("");
     let w1 = word(t.get(1)).unwrap_or("");
     let w2 = word(t.get(2)).unwrap_or("");
+    fx.changes_accounts |= matches!(
+        (w0, w1, w2),
+        ("CREATE" | "ALTER" | "DROP" | "RENAME", "USER", _)
+            | ("CREATE", "OR", "REPLACE")
+            | ("SET", "PASSWORD", _)
+            | ("GRANT" | "REVOKE", _, _)
+    );
     // Anything that reads or writes a user variable keeps state on the
     // backend connection (SET @x is the common case).
     if t.iter().any(|(k, _)| *k == Tok::UserVar) {

@@ -181,6 +181,20 @@ fn what_the_tracker_cannot_say() {
         ["a", "b c"]
     );
     assert_eq!(analyze(b"drop user if exists u@'%'").drops_users, ["u"]);
+    for q in [
+        "CREATE USER u",
+        "create or replace user u",
+        "ALTER USER u IDENTIFIED BY 'x'",
+        "SET PASSWORD FOR u = PASSWORD('x')",
+        "GRANT SELECT ON *.* TO u",
+        "REVOKE ALL ON *.* FROM u",
+        "RENAME USER a TO b",
+        "DROP USER u",
+    ] {
+        assert!(analyze(q.as_bytes()).changes_accounts, "{q}");
+    }
+    assert!(!analyze(b"CREATE TABLE user (a INT)").changes_accounts);
+    assert!(!analyze(b"SELECT user FROM mysql.user").changes_accounts);
     // Diagnostics readers and table use.
     assert!(analyze(b"SHOW WARNINGS").reads_diagnostics);
     assert!(analyze(b"SELECT @@warning_count").reads_diagnostics);
