@@ -289,9 +289,19 @@ fn kill_and_drop_user_act_on_the_account_as_on_the_server() {
             .expect("join");
         let e = slept.expect_err("the statement was killed");
         assert!(e.contains("1317"), "interrupted: {e}");
-        // ivy (with the privilege) ends every connection of jack's,
-        // including jack's relay client.
+        // Relay ids: jack may not stop ivy's session, ivy (with the
+        // privilege, as on the server) may stop jack's.
         let mut ivy = dial(port, "ivy", "ivy-pw").await;
+        let e = jack
+            .query_drop(format!("KILL QUERY {}", ivy.id()))
+            .await
+            .expect_err("jack may not kill ivy's");
+        assert!(e.to_string().contains("1095"), "{e}");
+        ivy.query_drop(format!("KILL QUERY {}", jack.id()))
+            .await
+            .expect("ivy may kill jack's");
+        // ivy ends every connection of jack's, including jack's relay
+        // client.
         ivy.query_drop("KILL CONNECTION USER jack")
             .await
             .expect("kill user");

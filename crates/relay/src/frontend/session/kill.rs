@@ -5,7 +5,8 @@
 //! statement that client is running is killed on its backend with
 //! `KILL QUERY <thread>` over a connection of its own (the pool may be
 //! full); KILL CONNECTION also ends that client's session. A client may
-//! kill only sessions of its own account.
+//! kill sessions of its own account, and in per-user mode others' too when
+//! its account has SUPER or CONNECTION ADMIN on the server.
 //!
 //! In per-user mode the client's backend connections are its own account's,
 //! so an id that is not a relay client's (an event worker's, a connection
@@ -73,7 +74,7 @@ impl Session {
             }
             return Err(Fail::Err(1094, "HY000", format!("Unknown thread id: {id}")));
         };
-        if target.user() != self.user {
+        if target.user() != self.user && !self.may_kill_others().await? {
             return Err(Fail::Err(
                 1095,
                 "HY000",
@@ -102,6 +103,25 @@ impl Session {
             target.kill();
         }
         self.local_ok().await
+    }
+
+    /// Whether the client may kill other accounts' sessions: in per-user
+    /// mode, when its own account holds SUPER or CONNECTION ADMIN on the
+    /// server (asked as that account); with one shared account, never.
+    async fn may_kill_others(&mut self) -> Result<bool, Fail> {
+        if self.account.is_none() {
+            return Ok(false);
+        }
+        let c = self.ensure_conn().await?;
+        let n = command::query_value(
+            c,
+            "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES \
+             WHERE PRIVILEGE_TYPE IN ('SUPER', 'CONNECTION ADMIN')",
+        )
+        .await
+        .map_err(|e| Fail::Lost(e.to_string()))?;
+        self.release_if_free();
+        Ok(n.as_deref().is_some_and(|n| n != "0"))
     }
 
     async fn kill_user(
