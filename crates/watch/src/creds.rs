@@ -96,6 +96,9 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CredsError + '_ {
     }
 }
 
+/// The largest scrypt work factor (log2 N) a store may ask for.
+const MAX_WORK_FACTOR: u8 = 22;
+
 /// Reads and decrypts the store.
 pub fn load(path: &Path, passphrase: &str) -> Result<Store, CredsError> {
     let p = path.display().to_string();
@@ -111,7 +114,13 @@ pub fn load(path: &Path, passphrase: &str) -> Result<Store, CredsError> {
         what,
     };
     let decryptor = age::Decryptor::new(&bytes[..]).map_err(|e| corrupt(e.to_string()))?;
-    let identity = age::scrypt::Identity::new(SecretString::from(passphrase.to_string()));
+    let mut identity = age::scrypt::Identity::new(SecretString::from(passphrase.to_string()));
+    // age refuses a work factor more than 16 times what this machine does in
+    // a second *now*; a store written by us on a quiet moment is then refused
+    // on a busy one. The store is our own 0600 file, so accept what we may
+    // have written: up to 2^22 (4 GiB of scrypt memory, the bound that stops
+    // a damaged header from asking for more).
+    identity.set_max_work_factor(MAX_WORK_FACTOR);
     let mut reader = match decryptor.decrypt(std::iter::once(&identity as &dyn age::Identity)) {
         Ok(r) => r,
         Err(age::DecryptError::DecryptionFailed | age::DecryptError::NoMatchingKeys) => {
