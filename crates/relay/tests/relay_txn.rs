@@ -122,9 +122,11 @@ fn pins_hold_the_connection_and_release_when_safe() {
             None,
             "text_prepare",
         ),
+        // (A SET to a computed value is replayed from the server's report
+        // instead: a_set_to_a_computed_value_is_replayed_not_pinned.)
         (
-            "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
-            "SELECT @@sql_mode LIKE '%ANSI_QUOTES%'",
+            "SET ROLE NONE",
+            "SELECT CURRENT_ROLE() IS NULL",
             None,
             "set_expression",
         ),
@@ -471,4 +473,42 @@ fn pins_release_only_when_nothing_is_left() {
         );
         a.disconnect().await.expect("quit");
     });
+}
+
+/// A SET to a computed value (`sql_mode = CONCAT(@@sql_mode, ...)`, as
+/// Connector/J sends at every login) is replayed from the value the server
+/// reports, not pinned: with one backend connection, another client gets
+/// it at once, without the first client's setting, and the first client
+/// finds its own again.
+#[test]
+fn a_set_to_a_computed_value_is_replayed_not_pinned() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let mut b = connect(&relay, None).await;
+        a.query_drop("SET autocommit = 1, sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')")
+            .await
+            .expect("set");
+        let mode: String = b
+            .query_first("SELECT @@sql_mode")
+            .await
+            .expect("B is not kept waiting for A's connection")
+            .expect("row");
+        assert!(!mode.contains("ANSI_QUOTES"), "B: {mode}");
+        let mode: String = a
+            .query_first("SELECT @@sql_mode")
+            .await
+            .expect("a")
+            .expect("row");
+        assert!(mode.contains("ANSI_QUOTES"), "A: {mode}");
+        // SET ROLE changes the session in a way no setting replays: it pins.
+        a.query_drop("SET ROLE NONE").await.expect("role");
+        let r = tokio::time::timeout(Duration::from_secs(10), b.query_drop("SELECT 1"))
+            .await
+            .expect("B's wait ends");
+        assert!(r.is_err(), "A's SET ROLE keeps the only connection");
+    });
+    assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"set_expression\"}") >= 2.0);
 }

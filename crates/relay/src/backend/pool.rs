@@ -65,6 +65,22 @@ impl Link for BackendConn {
     }
 }
 
+/// What brings session variable `name` back to the value a new
+/// connection of capabilities `caps` starts with: its global (`DEFAULT`),
+/// except that a client with CLIENT_IGNORE_SPACE starts with IGNORE_SPACE
+/// added to the global sql_mode, which `DEFAULT` would drop. (One
+/// expression: the assignments of one SET all read the values from before
+/// it.)
+pub fn undo_setting(name: &str, caps: u32) -> String {
+    if name == "sql_mode" && caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
+        return IGNORE_SPACE_SQL_MODE.to_string();
+    }
+    format!("@@session.{name} = DEFAULT")
+}
+
+const IGNORE_SPACE_SQL_MODE: &str =
+    "@@session.sql_mode = CONCAT(@@global.sql_mode, ',IGNORE_SPACE')";
+
 impl BackendConn {
     /// Forgets the session state after COM_RESET_CONNECTION.
     /// After a COM_RESET_CONNECTION (sent by the relay or forwarded for
@@ -87,7 +103,8 @@ impl BackendConn {
     }
 
     /// Resets the session on the server (COM_RESET_CONNECTION) and frees
-    /// the user-level locks (GET_LOCK) the reset may leave held.
+    /// the user-level locks (GET_LOCK) the reset may leave held: the
+    /// session a new connection of its shape starts with.
     pub async fn reset(&mut self) -> Result<(), WireError> {
         simple(self, &[sqlfleet_wire::command::COM_RESET_CONNECTION]).await?;
         crate::backend::command::command(
@@ -96,7 +113,15 @@ impl BackendConn {
             crate::protocol::reply::Expect::Results { cursor: false },
         )
         .await?;
-        self.after_reset().await
+        self.after_reset().await?;
+        // The server's reset gives sql_mode the global's value, without
+        // the IGNORE_SPACE the login's CLIENT_IGNORE_SPACE added: the next
+        // client must find the session a new connection would have.
+        if self.shape.caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
+            let set = format!("\x03SET {IGNORE_SPACE_SQL_MODE}");
+            simple(self, set.as_bytes()).await?;
+        }
+        Ok(())
     }
 }
 
@@ -214,6 +239,11 @@ impl Pool {
     /// predate it are reset (to the new globals) before their next client.
     pub fn globals_changed(&self) {
         self.epoch.fetch_add(1, Relaxed);
+    }
+
+    /// How many times a client has set a global through the relay.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Relaxed)
     }
 
     /// The dial path every backend connection uses.

@@ -108,7 +108,7 @@ impl Pin {
 }
 
 /// One tracked session setting, replayable with `SET <text>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Setting {
     /// The variable (lower case) or a pseudo name: `names`, `charset`,
     /// `transaction isolation`, `transaction access`.
@@ -215,6 +215,10 @@ pub struct Effects {
     /// Calls a function that is not a built-in (a stored function may
     /// change the session out of sight).
     pub calls_stored: bool,
+    /// Session variables set to a computed value (`sql_mode =
+    /// CONCAT(@@sql_mode, ...)`): pinned by [`Pin::SetExpression`], which a
+    /// tracking server's report of each one's resulting value releases.
+    pub computed: Vec<String>,
 }
 
 impl Effects {
@@ -1343,6 +1347,7 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | [(Tok::Punct(b'-' | b'+'), _), (Tok::Literal, _)]
     );
     if !simple {
+        fx.computed.push(name);
         return fx.pins.push(Pin::SetExpression);
     }
     let value = String::from_utf8_lossy(&sql[value[0].1.start..value[value.len() - 1].1.end]);

@@ -45,6 +45,19 @@ impl Session {
             self.local_ok().await?;
         }
         self.clear_state();
+        // The server's reset leaves sql_mode at the global's value, where
+        // the login of a CLIENT_IGNORE_SPACE client had added IGNORE_SPACE:
+        // that difference from a new session is a setting like any other.
+        if self.shape.caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
+            let s = crate::protocol::sql::Setting {
+                name: "sql_mode".into(),
+                text: "@@session.sql_mode = DEFAULT".into(),
+            };
+            super::upsert(&mut self.settings, &s);
+            if let Some(c) = self.conn.as_mut() {
+                super::upsert(&mut c.settings, &s);
+            }
+        }
         Ok(())
     }
 
