@@ -5,17 +5,20 @@
 # accept to OK, pool lease wait, command latency at the relay) next to what
 # the clients measured (connect and query latency, HDR p50).
 #
-# Usage: bench/relay_connect.sh [CLIENTS]
+# Usage: bench/relay_connect.sh [CLIENTS [BENCH POOL FLAGS...]]
+#   e.g. a driver's connect-time reads, timed in the connect:
+#   bench/relay_connect.sh 4 --connect-query 'SELECT @@max_allowed_packet,@@system_time_zone,@@time_zone,@@auto_increment_increment'
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLIENTS="${1:-4}"
+shift || true
 NAME=bench-relay-connect
 source bench/relay_common.sh
 RP=$(free_port)
 MP=$(free_port)
 start_relay "$RP" --backend "127.0.0.1:$PORT" --pool-max 100 --metrics "127.0.0.1:$MP"
 "$SQLFLEET" bench pool --sandbox "$NAME" --via "127.0.0.1:$RP" --queries-per-connection 1 \
-  --rows 1 --columns 1 --clients "$CLIENTS" --samples 5 --out "$WORK/pool" > "$WORK/pool.txt"
+  --rows 1 --columns 1 --clients "$CLIENTS" --samples 5 --out "$WORK/pool" "$@" > "$WORK/pool.txt"
 curl -s "http://127.0.0.1:$MP/metrics" > "$WORK/metrics.txt"
 python3 - "$WORK/pool/results.json" "$WORK/metrics.txt" <<'PY'
 import json, sys, re
@@ -37,6 +40,9 @@ print(f"| client: connect p50 | {d['connect']['p50_us']} | {v['connect']['p50_us
 print(f"| client: first query p50 | {d['query']['p50_us']} | {v['query']['p50_us']} |")
 print(f"| relay: login, accept to OK (mean) | - | {mean('sqlfleet_relay_login_seconds'):.0f} |")
 print(f"| relay: pool lease wait (mean) | - | {mean('sqlfleet_relay_pool_wait_seconds'):.0f} |")
+local = re.search(r"^sqlfleet_relay_answered_locally_total (\S+)$", m, re.M)
+if local:
+    print(f"| relay: reads answered locally (count) | - | {float(local.group(1)):.0f} |")
 lat = re.search(r'^sqlfleet_relay_backend_command_seconds_sum\{backend="([^"]+)"\}', m, re.M)
 if lat:
     labels = '{backend="' + lat.group(1) + '"}'

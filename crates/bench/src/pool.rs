@@ -31,6 +31,9 @@ pub struct PoolOptions {
     /// A cell whose errors exceed this share of its attempts (connects and
     /// queries) fails the run.
     pub max_error_rate: f64,
+    /// Statements each client sends right after logging in (as drivers
+    /// do), timed as part of its connect.
+    pub connect_queries: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -113,6 +116,7 @@ pub async fn run_cell(
     let mut tasks = Vec::new();
     for _ in 0..clients {
         let (target, stop, done_queries) = (target.clone(), stop.clone(), done_queries.clone());
+        let connect_queries = o.connect_queries.clone();
         tasks.push(tokio::spawn(async move {
             let mut connect_h = histogram();
             let mut query_h = histogram();
@@ -135,6 +139,19 @@ pub async fn run_cell(
                         continue;
                     }
                 };
+                let mut login = Ok(());
+                for sql in &connect_queries {
+                    login = c.query_drop(sql.as_str()).await;
+                    if login.is_err() {
+                        break;
+                    }
+                }
+                if let Err(e) = login {
+                    errors += 1;
+                    note(&e);
+                    let _ = c.disconnect().await;
+                    continue;
+                }
                 connections += 1;
                 let _ = connect_h.record(t.elapsed().as_micros().max(1) as u64);
                 for _ in 0..q {

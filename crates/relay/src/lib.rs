@@ -82,6 +82,7 @@ impl Relay {
                 greeting,
                 metrics,
                 clients: Default::default(),
+                answers: Default::default(),
                 server_accounts,
             }),
         })
@@ -93,6 +94,7 @@ impl Relay {
         *self.ctx.users.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(new.dynamic.users.clone());
         self.ctx.pool.reconfigure(new.dynamic.pool.clone());
+        self.ctx.answers.clear();
         *self.ctx.rules.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(routing::rules::RuleSet::new(new.dynamic.rules.clone()));
         let old = &self.ctx.cfg;

@@ -50,41 +50,54 @@ fn run_client(name: &str, mut cmd: Command) {
     );
 }
 
-#[test]
-fn pymysql() {
+/// How each language runs one of the programs in tests/clients.
+fn python(file: &str) -> Command {
     let mut c = Command::new("/usr/bin/python3");
-    c.arg("client.py");
-    run_client("py", c);
+    c.arg(file);
+    c
 }
 
-#[test]
-fn go_sql_driver() {
+fn go(file: &str) -> Command {
     let mut c = Command::new("go");
-    c.args(["run", "client.go"])
+    c.args(["run", file])
         .env("GO111MODULE", "off")
         .env("GOPATH", "/usr/share/gocode")
         .env("GOCACHE", cache().join("go-build"))
         .env("GOFLAGS", "");
-    run_client("go", c);
+    c
+}
+
+fn node(file: &str) -> Command {
+    let mut c = Command::new("node");
+    c.arg(file)
+        .env("NODE_PATH", cache().join("node/node_modules"));
+    c
+}
+
+fn java(file: &str) -> Command {
+    let mut c = Command::new("java");
+    c.args(["-cp", "/usr/share/java/mariadb-java-client.jar", file]);
+    c
+}
+
+#[test]
+fn pymysql() {
+    run_client("py", python("client.py"));
+}
+
+#[test]
+fn go_sql_driver() {
+    run_client("go", go("client.go"));
 }
 
 #[test]
 fn node_mysql2() {
-    let mut c = Command::new("node");
-    c.arg("client.js")
-        .env("NODE_PATH", cache().join("node/node_modules"));
-    run_client("js", c);
+    run_client("js", node("client.js"));
 }
 
 #[test]
 fn mariadb_connector_j() {
-    let mut c = Command::new("java");
-    c.args([
-        "-cp",
-        "/usr/share/java/mariadb-java-client.jar",
-        "Client.java",
-    ]);
-    run_client("java", c);
+    run_client("java", java("Client.java"));
 }
 
 #[test]
@@ -129,4 +142,77 @@ fn sysbench_read_write_with_prepared_statements() {
         }
     }
     assert!(relay.metric("sqlfleet_relay_commands_total") > 1000.0);
+}
+
+/// Runs `cmd` (a program in tests/clients reading RELAY_VARS_FILE) against
+/// `port` as root; returns its output, which must succeed.
+fn vars_output(name: &str, mut cmd: Command, port: u16, password: &str) -> String {
+    let o = cmd
+        .current_dir(clients_dir())
+        .env("RELAY_HOST", "127.0.0.1")
+        .env("RELAY_PORT", port.to_string())
+        .env("RELAY_USER", "root")
+        .env("RELAY_PASSWORD", password)
+        .env("MYSQL_PWD", password)
+        .env("RELAY_VARS_FILE", clients_dir().join("vars.sql"))
+        .output()
+        .unwrap_or_else(|e| panic!("{name}: {e} (run scripts/deps.sh to install the client)"));
+    assert!(
+        o.status.success(),
+        "{name} on port {port}: exit {:?}\nstdout: {}\nstderr: {}",
+        o.status.code(),
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+    common::stdout(&o)
+}
+
+/// The connect-time variable reads the relay answers from the server's
+/// recorded reply look to every driver exactly as the server's own: each
+/// program prints every column's metadata and value on two connections,
+/// directly and through the relay, and the outputs must be equal (the
+/// relay answering at least the second connection's reads itself).
+#[test]
+fn variable_reads_answered_by_the_relay_look_the_same_to_every_driver() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let pw = srv.sandbox.password().expect("pw").expose().to_string();
+    let direct = srv.sandbox.meta.primary().port;
+    let reads = std::fs::read_to_string(clients_dir().join("vars.sql"))
+        .expect("vars.sql")
+        .lines()
+        .filter(|l| !l.is_empty())
+        .count() as f64;
+    // The stock client, twice, with each read's column metadata.
+    let cli = || {
+        let mut script = String::new();
+        for _ in 0..2 {
+            script +=
+                "mariadb --no-defaults -h 127.0.0.1 -P \"$RELAY_PORT\" -u root --column-type-info \
+                       -e \"$(sed 's/$/;/' \"$RELAY_VARS_FILE\")\" || exit 1\n";
+        }
+        let mut c = Command::new("bash");
+        c.args(["-c", &script]);
+        c
+    };
+    type Program = Box<dyn Fn() -> Command>;
+    let programs: Vec<(&str, Program)> = vec![
+        ("PyMySQL", Box::new(|| python("vars.py"))),
+        ("go-sql-driver", Box::new(|| go("vars.go"))),
+        ("mysql2", Box::new(|| node("vars.js"))),
+        ("Connector/J", Box::new(|| java("Vars.java"))),
+        ("mariadb CLI", Box::new(cli)),
+    ];
+    for (name, program) in programs {
+        let want = vars_output(name, program(), direct, &pw);
+        let before = relay.metric("sqlfleet_relay_answered_locally_total");
+        let got = vars_output(name, program(), relay.port, &pw);
+        let answered = relay.metric("sqlfleet_relay_answered_locally_total") - before;
+        assert_eq!(got, want, "{name}: through the relay vs directly");
+        assert!(
+            answered >= reads,
+            "{name}: {answered} of its {} reads answered by the relay (at least the second connection's {reads})",
+            2.0 * reads
+        );
+    }
 }

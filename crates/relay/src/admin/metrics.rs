@@ -91,6 +91,8 @@ pub struct Metrics {
     pub resets: AtomicU64,
     pub reprepares: AtomicU64,
     pub state_syncs: AtomicU64,
+    /// Statements answered from a recorded server reply.
+    pub answered_locally: AtomicU64,
     pub read_retries: AtomicU64,
     pub consistency_waits: AtomicU64,
     pub consistency_fallbacks: AtomicU64,
@@ -234,6 +236,12 @@ impl Metrics {
             "counter",
             "Statements prepared again on another backend connection.",
             g(&self.reprepares),
+        );
+        one(
+            "answered_locally_total",
+            "counter",
+            "Connect-time variable reads answered from the server's recorded reply.",
+            g(&self.answered_locally),
         );
         one(
             "state_syncs_total",

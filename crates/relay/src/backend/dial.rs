@@ -19,7 +19,7 @@ pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The protocol shape and collation a backend connection was opened with;
 /// only clients with the same can use it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub struct Shape {
     pub caps: u32,
     pub collation: u8,

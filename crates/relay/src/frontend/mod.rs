@@ -1,7 +1,9 @@
 //! Everything on the client side of the relay: logging clients in
 //! ([`auth`], with the RSA key of [`rsa`]) and serving their commands
-//! ([`session`]).
+//! ([`session`]), and the replies it gives without a server round trip
+//! ([`answers`]).
 
+pub mod answers;
 pub mod auth;
 pub mod clients;
 pub mod rsa;

@@ -8,6 +8,7 @@
 //! client keeps its connection until it quits; it is then reset and reused.
 
 mod kill;
+mod local;
 mod ps;
 mod route;
 mod user;
@@ -46,6 +47,8 @@ pub struct Ctx {
     pub users: RwLock<Arc<HashMap<String, Account>>>,
     pub rules: RwLock<Arc<crate::routing::rules::RuleSet>>,
     pub digests: crate::routing::rules::Digests,
+    /// Recorded replies to connect-time variable reads.
+    pub answers: crate::frontend::answers::Answers,
     pub greeting: Greeting,
     pub metrics: Arc<Metrics>,
     /// Connected clients by the id the relay gave them (for KILL).
@@ -125,6 +128,8 @@ struct Session {
     route_fixed: bool,
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
+    /// A reply being recorded as it is forwarded (see `local.rs`).
+    capture: Option<Vec<u8>>,
     user: String,
     /// Per-user mode: the backend account this client's connections log
     /// in as (its own).
@@ -229,6 +234,7 @@ where
         route: Route::Any,
         route_fixed: false,
         last_write_gtid: None,
+        capture: None,
         user: li.hello.user.clone(),
         account: None,
         io: PacketIo::small(li.stream),
@@ -536,6 +542,7 @@ impl Session {
         self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
+        let had_set_expression = self.pins.contains(&Pin::SetExpression);
         for p in &fx.pins {
             self.pin(*p);
         }
@@ -544,10 +551,29 @@ impl Session {
             std::borrow::Cow::Borrowed(_) => None,
         };
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
+        // A connect-time variable read: the server's recorded reply, or
+        // the server's reply recorded on its way.
+        let local = self.local_key(&cmd[1..]);
+        if let Some(key) = &local {
+            if self.answer_locally(key).await? {
+                if let Some(d) = digest {
+                    self.ctx
+                        .digests
+                        .record(d, self.route.is_replica(), false, 1, t0.elapsed());
+                }
+                return Ok(());
+            }
+            self.capture = Some(Vec::new());
+        }
+        let epoch = self.ctx.pool.epoch();
         self.carry_over(&fx).await?;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;
+        let captured = self.capture.take();
+        if let (Some(key), Ok(o)) = (local, &o) {
+            self.record_answer(key, epoch, o, captured);
+        }
         if let Some(d) = digest {
             let rows = match &o {
                 Ok(o) if o.result_sets > 0 => o.rows,
@@ -570,7 +596,35 @@ impl Session {
         self.keep_diagnostics(&o, &fx);
         self.capture_found_rows().await?;
         self.after_text_effects(&fx, &o);
+        if !had_set_expression {
+            self.release_computed_settings(&fx, &o);
+        }
         Ok(())
+    }
+
+    /// A SET of session variables to computed values pins the client
+    /// until the server has said what each one became: a tracking
+    /// backend's report is recorded for replay like any other setting, so
+    /// the pin goes when every such variable was reported (and the
+    /// statement took no other pin of that kind, e.g. SET ROLE).
+    fn release_computed_settings(&mut self, fx: &Effects, o: &Outcome) {
+        let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+        let by_assignment = fx.pins.iter().filter(|p| **p == Pin::SetExpression).count();
+        if !tracked
+            || o.error.is_some()
+            || fx.computed.is_empty()
+            || by_assignment != fx.computed.len()
+        {
+            return;
+        }
+        let reported = fx.computed.iter().all(|name| {
+            o.changes
+                .iter()
+                .any(|ch| matches!(ch, Change::SysVar(n, _) if n == name))
+        });
+        if reported {
+            self.pins.remove(&Pin::SetExpression);
+        }
     }
 
     /// What the statement's text says it did, where the server's tracker
@@ -865,7 +919,7 @@ impl Session {
         }
         for s in &c.settings {
             if !self.settings.iter().any(|x| x.name == s.name) {
-                parts.push(format!("@@session.{} = DEFAULT", s.name));
+                parts.push(crate::backend::pool::undo_setting(&s.name, c.shape.caps));
             }
         }
         if !parts.is_empty() {
@@ -965,10 +1019,12 @@ impl Session {
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
             .tracking(layout, self.caps & SESSION_TRACK == 0);
         t.rewrite_id = rewrite_id;
+        t.capture = self.capture.take();
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
         match forwarded {
             Ok(n) => {
+                self.capture = t.capture.take();
                 self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
                 if let Some(b) = self.ctx.metrics.backend(c.backend) {
                     b.bytes_to_client.fetch_add(n, Relaxed);

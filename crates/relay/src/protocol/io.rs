@@ -263,6 +263,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                         .write_all(&out)
                         .await
                         .map_err(|e| ForwardError::Client(e.into()))?;
+                    if let Some(cap) = tracker.capture.as_mut() {
+                        cap.extend_from_slice(&out);
+                    }
                     total += out.len() as u64;
                     pos += 4 + len;
                     self.start = pos;
@@ -297,6 +300,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     .write_all(&self.buf[self.start..pos])
                     .await
                     .map_err(|e| ForwardError::Client(e.into()))?;
+                if let Some(cap) = tracker.capture.as_mut() {
+                    cap.extend_from_slice(&self.buf[self.start..pos]);
+                }
                 total += (pos - self.start) as u64;
                 self.start = pos;
             }

@@ -100,6 +100,9 @@ pub struct Tracker {
     strip: bool,
     /// The packet just seen, rewritten: forward this payload instead.
     pub replacement: Option<Vec<u8>>,
+    /// When set, every byte forwarded to the client is copied here too
+    /// (the relay records a reply it may give again itself).
+    pub capture: Option<Vec<u8>>,
     pub outcome: Outcome,
 }
 
@@ -133,6 +136,7 @@ impl Tracker {
             track: false,
             strip: false,
             replacement: None,
+            capture: None,
             outcome: Outcome::default(),
         }
     }

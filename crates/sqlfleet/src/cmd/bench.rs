@@ -89,6 +89,11 @@ pub struct PoolArgs {
     /// A list (1,2,5) or a range (1..10)
     #[arg(long, default_value = "1,2,5,10,20")]
     queries_per_connection: String,
+    /// A statement each client sends right after logging in, as drivers
+    /// do, timed as part of its connect (repeatable, in order): e.g. the
+    /// mariadb client's `select @@version_comment limit 1`
+    #[arg(long, value_name = "SQL")]
+    connect_query: Vec<String>,
     /// Rows in the table each query reads whole
     #[arg(long, default_value_t = 256)]
     rows: u32,
@@ -336,6 +341,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         samples: a.samples.max(1),
         window: Duration::from_secs(1),
         max_error_rate: a.max_errors / 100.0,
+        connect_queries: a.connect_query.clone(),
     };
     pool::prepare(&opts)
         .await
@@ -356,6 +362,10 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
                 format!("{:?}", opts.queries_per_connection),
             ),
             ("clients".to_string(), format!("{:?}", opts.clients)),
+            (
+                "connect queries".to_string(),
+                format!("{:?}", opts.connect_queries),
+            ),
             (
                 "table".to_string(),
                 format!(

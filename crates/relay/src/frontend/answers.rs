@@ -1,0 +1,270 @@
+//! Replies the relay gives without a server round trip: the server's own
+//! reply to a connect-time read of server variables (`SELECT
+//! @@version_comment LIMIT 1` from the mariadb client, `SELECT
+//! @@max_allowed_packet` and the like from drivers), recorded once byte for
+//! byte as a client of the same shape received it, and replayed to later
+//! clients of that shape.
+//!
+//! Exact by construction: an entry is the very bytes the server sent (after
+//! the relay's own rewriting for the client's capabilities), kept only when
+//! the reply had nothing session-specific in it (one result set of one row,
+//! no warnings, status = autocommit only, no tracker data), and replayed
+//! only to a client in the state it was recorded in (transaction mode, no
+//! backend connection held, the same session settings, autocommit on, no
+//! transaction). The variables are a fixed list whose value a new pooled
+//! connection would give any client (no per-connection counters, ids,
+//! clocks or tracking settings). An entry lives [`TTL`] and is dropped at
+//! once when a client sets a global through the relay (the pool's epoch);
+//! a global changed on the server by other means is seen within [`TTL`],
+//! as a pooled connection sees it only once it is reset.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sqlfleet_dump::lex::{lex, Tok};
+
+use crate::backend::pool::Shape;
+use crate::protocol::sql::Setting;
+
+/// How long a recorded reply is replayed.
+pub const TTL: Duration = Duration::from_secs(1);
+
+/// Replies larger than this are not kept (a variable read is tiny).
+const MAX_REPLY: usize = 4096;
+
+/// At most this many distinct statements are kept.
+const MAX_ENTRIES: usize = 256;
+
+/// Server variables whose value on a fresh pooled connection is what a
+/// direct connection of the same shape would read: static server facts and
+/// session values that start from the globals (or from the client's
+/// collation, which is part of the key). Per-connection values
+/// (`timestamp`, `last_insert_id`, `pseudo_thread_id`, `warning_count`,
+/// ...), the relay's own (`session_track_*`) and routing facts
+/// (`read_only`, `server_id`) are not here.
+const VARIABLES: &[&str] = &[
+    "auto_increment_increment",
+    "auto_increment_offset",
+    "character_set_client",
+    "character_set_connection",
+    "character_set_database",
+    "character_set_results",
+    "character_set_server",
+    "character_set_system",
+    "collation_connection",
+    "collation_database",
+    "collation_server",
+    "default_storage_engine",
+    "div_precision_increment",
+    "init_connect",
+    "interactive_timeout",
+    "license",
+    "lower_case_table_names",
+    "max_allowed_packet",
+    "net_buffer_length",
+    "net_write_timeout",
+    "performance_schema",
+    "query_cache_size",
+    "query_cache_type",
+    "sql_mode",
+    "system_time_zone",
+    "time_zone",
+    "transaction_isolation",
+    "transaction_read_only",
+    "tx_isolation",
+    "tx_read_only",
+    "version",
+    "version_comment",
+    "version_compile_machine",
+    "version_compile_os",
+    "version_malloc_library",
+    "version_ssl_library",
+    "wait_timeout",
+];
+
+/// Is `sql` (a COM_QUERY's text) a read of listed server variables only:
+/// `SELECT @@[session.|global.|local.]name [[AS] alias], ... [LIMIT 1]`,
+/// without comments, other expressions or a second statement?
+pub fn is_variable_read(sql: &[u8]) -> bool {
+    if sql.len() > 1024
+        || sql.windows(2).any(|w| w == b"/*" || w == b"--")
+        || sql.iter().any(|&c| c == b'#' || c == b';' || c == 0)
+    {
+        return false;
+    }
+    let toks = lex(sql).toks;
+    let mut it = toks.iter().map(|(t, r)| (t, &sql[r.clone()])).peekable();
+    if !matches!(it.next(), Some((Tok::Word(w), _)) if w == "SELECT") {
+        return false;
+    }
+    loop {
+        match it.next() {
+            Some((Tok::SysVar(scope, name), _))
+                if scope
+                    .as_deref()
+                    .is_none_or(|s| matches!(s, "session" | "global" | "local"))
+                    && VARIABLES.contains(&name.as_str()) => {}
+            _ => return false,
+        }
+        // An optional alias.
+        if matches!(it.peek(), Some((Tok::Word(w), _)) if w == "AS") {
+            it.next();
+            if !matches!(it.next(), Some((Tok::Word(_) | Tok::Quoted(_), _))) {
+                return false;
+            }
+        } else if matches!(it.peek(), Some((Tok::Word(w), _)) if w != "LIMIT")
+            || matches!(it.peek(), Some((Tok::Quoted(_), _)))
+        {
+            it.next();
+        }
+        match it.next() {
+            None => return true,
+            Some((Tok::Punct(b','), _)) => continue,
+            Some((Tok::Word(w), _)) if w == "LIMIT" => {
+                return matches!(it.next(), Some((Tok::Literal, b"1"))) && it.next().is_none();
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// What a recorded reply was recorded for: the backend that gave it, the
+/// client's session shape, default database (`@@character_set_database`
+/// follows it), backend account (per-user mode) and session settings (the
+/// backend connection is brought to them before a statement runs), and
+/// the statement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    pub backend: usize,
+    pub shape: Shape,
+    pub db: Option<String>,
+    pub account: Option<String>,
+    pub settings: Vec<Setting>,
+    pub sql: Vec<u8>,
+}
+
+struct Entry {
+    reply: Vec<u8>,
+    at: Instant,
+    epoch: u64,
+}
+
+/// The recorded replies, shared by all sessions.
+#[derive(Default)]
+pub struct Answers {
+    entries: Mutex<HashMap<Key, Entry>>,
+}
+
+impl Answers {
+    /// The reply recorded for `key` at pool epoch `epoch`, if still fresh.
+    pub fn get(&self, key: &Key, epoch: u64) -> Option<Vec<u8>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let e = entries.get(key)?;
+        (e.epoch == epoch && e.at.elapsed() < TTL).then(|| e.reply.clone())
+    }
+
+    /// Keeps `reply` (the whole reply as the client received it, packet
+    /// headers included) for `key`.
+    pub fn put(&self, key: Key, reply: Vec<u8>, epoch: u64) {
+        if reply.len() > MAX_REPLY {
+            return;
+        }
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(&key) {
+            entries.retain(|_, e| e.at.elapsed() < TTL);
+            if entries.len() >= MAX_ENTRIES {
+                return;
+            }
+        }
+        entries.insert(
+            key,
+            Entry {
+                reply,
+                at: Instant::now(),
+                epoch,
+            },
+        );
+    }
+
+    /// Forgets every recorded reply (a reload may renumber backends).
+    pub fn clear(&self) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_of_listed_variables_are_recognised() {
+        for sql in [
+            "select @@version_comment limit 1",
+            "SELECT @@max_allowed_packet",
+            "SELECT @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@tx_isolation tx",
+            "SELECT  @@global.max_allowed_packet ,@@wait_timeout",
+            "select @@version_comment `c`",
+        ] {
+            assert!(is_variable_read(sql.as_bytes()), "{sql}");
+        }
+    }
+
+    #[test]
+    fn anything_else_is_not() {
+        for sql in [
+            "SELECT 1",
+            "SELECT @@timestamp",
+            "SELECT @@last_insert_id",
+            "SELECT @@pseudo_thread_id",
+            "SELECT @@read_only",
+            "SELECT @@session_track_schema",
+            "SELECT @@version, NOW()",
+            "SELECT @@version FROM t",
+            "SELECT @@version LIMIT 2",
+            "SELECT @@version LIMIT 1, 1",
+            "SELECT @@version; DROP TABLE t",
+            "SELECT @@version /* x */",
+            "SELECT @@version -- x",
+            "SELECT @@version # x",
+            "SELECT @@version INTO @v",
+            "SELECT @@version INTO OUTFILE '/tmp/x'",
+            "SELECT @@version, @v",
+            "SELECT @@version + 1",
+            "SELECT @@foo.version",
+            "SET @@version = 1",
+            "SELECT",
+            "",
+        ] {
+            assert!(!is_variable_read(sql.as_bytes()), "{sql}");
+        }
+    }
+
+    #[test]
+    fn entries_expire_and_follow_the_epoch() {
+        let a = Answers::default();
+        let key = Key {
+            backend: 0,
+            shape: Shape::default(),
+            db: None,
+            account: None,
+            settings: Vec::new(),
+            sql: b"SELECT @@version".to_vec(),
+        };
+        a.put(key.clone(), b"reply".to_vec(), 1);
+        assert_eq!(a.get(&key, 1).as_deref(), Some(&b"reply"[..]));
+        assert_eq!(a.get(&key, 2), None, "a global set since: stale");
+        a.clear();
+        assert_eq!(a.get(&key, 1), None);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn never_panics(sql in proptest::collection::vec(proptest::num::u8::ANY, 0..200)) {
+            let _ = is_variable_read(&sql);
+        }
+    }
+}

@@ -1,0 +1,263 @@
+//! Connect-time variable reads the relay answers without a server round
+//! trip: byte for byte the server's own reply, for every session shape, in
+//! the state the server would leave; a global set through the relay is
+//! seen at once. Real drivers' views of the same reads are compared in
+//! relay_clients.rs.
+
+mod common;
+
+use common::relay::{start_relay, Relay};
+use sqlfleet_testkit::{server, TestServer};
+use sqlfleet_wire::handshake;
+use sqlfleet_wire::packet;
+use tokio::net::TcpStream;
+
+/// Logs in as root (the same account directly and through the relay).
+async fn login(port: u16, password: &str, caps: u32, collation: u8) -> TcpStream {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    handshake::login(&mut s, "root", password, caps, collation, None)
+        .await
+        .expect("login");
+    s
+}
+
+/// Sends a COM_QUERY and returns the whole reply as it came over the
+/// wire (packet headers included): a result set's metadata, rows and
+/// terminator, or an OK / ERR.
+async fn reply(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> Vec<u8> {
+    let mut q = vec![0x03];
+    q.extend_from_slice(sql.as_bytes());
+    packet::write(s, 0, &q).await.expect("send");
+    let mut out = Vec::new();
+    let push = |p: &packet::Packet, out: &mut Vec<u8>| {
+        let n = p.payload.len() as u32;
+        out.extend_from_slice(&n.to_le_bytes()[..3]);
+        out.push(p.seq);
+        out.extend_from_slice(&p.payload);
+    };
+    let first = packet::read(s, 1 << 24).await.expect("reply");
+    push(&first, &mut out);
+    if matches!(first.payload.first(), Some(0x00 | 0xFF)) {
+        return out;
+    }
+    let mut i = 0;
+    let columns = handshake::lenenc(&first.payload, &mut i).expect("column count");
+    for _ in 0..columns {
+        push(&packet::read(s, 1 << 24).await.expect("column"), &mut out);
+    }
+    if !deprecate_eof {
+        push(&packet::read(s, 1 << 24).await.expect("eof"), &mut out);
+    }
+    loop {
+        let p = packet::read(s, 1 << 24).await.expect("row");
+        push(&p, &mut out);
+        if matches!(p.payload.first(), Some(0xFE | 0xFF)) {
+            return out;
+        }
+    }
+}
+
+/// One value of a one-row, one-column reply (text protocol).
+async fn value(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> String {
+    let r = reply(s, sql, deprecate_eof).await;
+    // Walk to the row: count, definition, [EOF], row.
+    let mut at = 0;
+    let mut packets = Vec::new();
+    while at + 4 <= r.len() {
+        let n = u32::from_le_bytes([r[at], r[at + 1], r[at + 2], 0]) as usize;
+        packets.push(&r[at + 4..at + 4 + n]);
+        at += 4 + n;
+    }
+    let row = packets[if deprecate_eof { 2 } else { 3 }];
+    let mut i = 0;
+    let len = handshake::lenenc(row, &mut i).expect("value length") as usize;
+    String::from_utf8_lossy(&row[i..i + len]).into_owned()
+}
+
+const READS: &[&str] = &[
+    "select @@version_comment limit 1",
+    "SELECT @@max_allowed_packet",
+    "SELECT @@session.auto_increment_increment AS auto_increment_increment, @@character_set_client AS character_set_client, @@character_set_connection AS character_set_connection, @@character_set_results AS character_set_results, @@character_set_server AS character_set_server, @@collation_server AS collation_server, @@init_connect AS init_connect, @@interactive_timeout AS interactive_timeout, @@license AS license, @@lower_case_table_names AS lower_case_table_names, @@max_allowed_packet AS max_allowed_packet, @@net_write_timeout AS net_write_timeout, @@query_cache_size AS query_cache_size, @@query_cache_type AS query_cache_type, @@sql_mode AS sql_mode, @@system_time_zone AS system_time_zone, @@time_zone AS time_zone, @@tx_isolation AS transaction_isolation, @@wait_timeout AS wait_timeout",
+    "SELECT @@version, @@version_compile_os, @@global.max_allowed_packet",
+];
+
+fn shapes() -> Vec<(u32, u8)> {
+    let base = handshake::MULTI_RESULTS | handshake::PS_MULTI_RESULTS;
+    let mut v = Vec::new();
+    for extra in [
+        0,
+        handshake::DEPRECATE_EOF,
+        handshake::SESSION_TRACK,
+        handshake::DEPRECATE_EOF | handshake::SESSION_TRACK | handshake::MULTI_STATEMENTS,
+        handshake::INTERACTIVE,
+    ] {
+        // utf8mb4_general_ci and latin1_swedish_ci.
+        for collation in [45u8, 8] {
+            v.push((base | extra, collation));
+        }
+    }
+    v
+}
+
+fn local(relay: &Relay) -> f64 {
+    relay.metric("sqlfleet_relay_answered_locally_total")
+}
+
+fn password(srv: &TestServer) -> String {
+    srv.sandbox.password().expect("pw").expose().to_string()
+}
+
+#[test]
+fn variable_reads_answered_locally_are_the_servers_bytes() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "4"]);
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        for (caps, collation) in shapes() {
+            let deprecate = caps & handshake::DEPRECATE_EOF != 0;
+            for sql in READS {
+                let mut d = login(direct_port, &pw, caps, collation).await;
+                let want = reply(&mut d, sql, deprecate).await;
+                // The first client's read goes to the server (and is
+                // recorded); the second's is answered by the relay.
+                let before = local(&relay);
+                let mut first = login(relay.port, &pw, caps, collation).await;
+                let got_first = reply(&mut first, sql, deprecate).await;
+                let mut second = login(relay.port, &pw, caps, collation).await;
+                let got_second = reply(&mut second, sql, deprecate).await;
+                let answered = local(&relay) - before;
+                assert_eq!(
+                    got_first, want,
+                    "{sql} (caps {caps:#x}, collation {collation}): forwarded"
+                );
+                assert_eq!(
+                    got_second, want,
+                    "{sql} (caps {caps:#x}, collation {collation}): answered by the relay"
+                );
+                assert!(
+                    answered >= 1.0,
+                    "{sql} (caps {caps:#x}, collation {collation}): the second read was answered by the relay ({answered})"
+                );
+                // After the read, the session is where the server's reply
+                // leaves it: ROW_COUNT() -1, FOUND_ROWS() 1, no warnings.
+                let after = "SELECT ROW_COUNT(), FOUND_ROWS(), @@warning_count";
+                let w = reply(&mut d, after, deprecate).await;
+                let g = reply(&mut second, after, deprecate).await;
+                assert_eq!(g, w, "{sql}: the session after a read answered by the relay");
+            }
+        }
+    });
+}
+
+#[test]
+fn reads_that_must_reach_the_server_do() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let pw = password(srv);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
+    rt.block_on(async {
+        let mut c = login(relay.port, &pw, caps, 45).await;
+        // Record the reply.
+        value(&mut c, "SELECT @@max_allowed_packet", true).await;
+        // A global set through the relay is seen at once.
+        let was = value(&mut c, "SELECT @@global.max_allowed_packet", true).await;
+        let was_n: u64 = was.parse().expect("number");
+        let new = was_n + 1024;
+        reply(
+            &mut c,
+            &format!("SET GLOBAL max_allowed_packet = {new}"),
+            true,
+        )
+        .await;
+        let mut fresh = login(relay.port, &pw, caps, 45).await;
+        let seen = value(&mut fresh, "SELECT @@max_allowed_packet", true).await;
+        reply(
+            &mut c,
+            &format!("SET GLOBAL max_allowed_packet = {was_n}"),
+            true,
+        )
+        .await;
+        assert_eq!(
+            seen,
+            new.to_string(),
+            "a new client reads the global set through the relay"
+        );
+        // A session that changed a setting, or holds a transaction, is
+        // not answered for: its own value comes from the server.
+        let before = local(&relay);
+        reply(&mut fresh, "SET SESSION time_zone = '+05:00'", true).await;
+        assert_eq!(
+            value(&mut fresh, "SELECT @@time_zone", true).await,
+            "+05:00"
+        );
+        reply(&mut fresh, "SET SESSION time_zone = DEFAULT", true).await;
+        reply(&mut fresh, "BEGIN", true).await;
+        value(&mut fresh, "SELECT @@version_comment", true).await;
+        value(&mut fresh, "SELECT @@version_comment", true).await;
+        reply(&mut fresh, "COMMIT", true).await;
+        assert_eq!(
+            local(&relay),
+            before,
+            "nothing answered locally in a changed session or a transaction"
+        );
+    });
+}
+
+/// COM_RESET_CONNECTION; its OK must come back.
+async fn reset(s: &mut TcpStream) {
+    packet::write(s, 0, &[0x1f]).await.expect("reset");
+    let ok = packet::read(s, 1 << 20).await.expect("reset reply");
+    assert_eq!(ok.payload.first(), Some(&0x00), "reset OK");
+}
+
+/// A client with CLIENT_IGNORE_SPACE starts with IGNORE_SPACE in its
+/// sql_mode (the server adds it at login). Through the relay it must keep
+/// it on a pooled connection that another client changed (undoing a
+/// setting with `DEFAULT` would drop it), and after COM_RESET_CONNECTION
+/// it must have what a direct connection has after one. Connector/J logs
+/// in this way and builds its sql_mode from `@@sql_mode`.
+#[test]
+fn ignore_space_clients_keep_their_sql_mode_on_pooled_connections() {
+    let srv = server();
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF | handshake::IGNORE_SPACE;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (initial, after_reset) = rt.block_on(async {
+        let mut d = login(direct_port, &pw, caps, 45).await;
+        let initial = value(&mut d, "SELECT @@sql_mode", true).await;
+        reset(&mut d).await;
+        (initial, value(&mut d, "SELECT @@sql_mode", true).await)
+    });
+    assert!(initial.contains("IGNORE_SPACE"), "{initial}");
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--pool-max", "1", "--mode", mode]);
+        rt.block_on(async {
+            let mut a = login(relay.port, &pw, caps, 45).await;
+            reply(
+                &mut a,
+                "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+                true,
+            )
+            .await;
+            drop(a);
+            let mut b = login(relay.port, &pw, caps, 45).await;
+            assert_eq!(
+                value(&mut b, "SELECT @@sql_mode", true).await,
+                initial,
+                "{mode} mode: a new client on the connection another one changed"
+            );
+            reset(&mut b).await;
+            assert_eq!(
+                value(&mut b, "SELECT @@sql_mode", true).await,
+                after_reset,
+                "{mode} mode: after COM_RESET_CONNECTION"
+            );
+        });
+    }
+}
