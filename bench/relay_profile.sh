@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where a relayed query's time goes: sysbench oltp_point_select (4 threads,
 # persistent connections) direct and through `sqlfleet relay` variants —
-# one event-loop thread (default), two runtime threads, and a backend on the
-# server's Unix socket — with the host's idle CPU and context switches
+# one event loop per core (default), one event loop (--threads 1), and a
+# backend on the server's Unix socket — with the host's idle CPU and context switches
 # (vmstat), the relay's own CPU time, and its system calls per query
 # (strace -c) and kernel/user split (perf, when present) in a last run.
 #
@@ -43,9 +43,9 @@ echo "| target | queries/s | host idle | context switches per query | relay CPU 
 echo "|---|---:|---:|---:|---:|"
 run "direct" "$PORT"
 R1=$(free_port); start_relay "$R1" --backend "127.0.0.1:$PORT"
-run "relay, one event-loop thread (default)" "$R1" "${PIDS[-1]}"
-R2=$(free_port); SQLFLEET_RELAY_THREADS=2 start_relay "$R2" --backend "127.0.0.1:$PORT"
-run "relay, SQLFLEET_RELAY_THREADS=2" "$R2" "${PIDS[-1]}"
+run "relay, one event loop per core (default)" "$R1" "${PIDS[-1]}"
+R2=$(free_port); start_relay "$R2" --backend "127.0.0.1:$PORT" --threads 1
+run "relay, --threads 1" "$R2" "${PIDS[-1]}"
 R3=$(free_port); start_relay "$R3" --backend "unix:$SOCK"
 run "relay, backend on the Unix socket" "$R3" "${PIDS[-1]}"
 

@@ -217,6 +217,9 @@ pub struct RelayConfig {
     /// shares the relay's backend account and its privileges.
     pub per_user_accounts: bool,
     pub mode: Mode,
+    /// Event-loop threads: each serves its share of the clients on its
+    /// own (one per core by default).
+    pub threads: usize,
     pub tls: Option<TlsFiles>,
     /// caching_sha2_password: always ask for the full password (over TLS)
     /// instead of the scramble.

@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod backend;
 pub mod config;
+pub mod event_loops;
 pub mod frontend;
 pub mod listen;
 pub mod protocol;
@@ -167,6 +168,7 @@ impl Relay {
                 ))
             })
             .collect();
+        let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
         let mut sessions = tokio::task::JoinSet::new();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
         let mut acceptors = Vec::new();
@@ -183,13 +185,34 @@ impl Relay {
                     Some(a) => {
                         let id = ids.fetch_add(1, Ordering::Relaxed);
                         let ctx = self.ctx.clone();
+                        // Each client is served on one event loop; its socket
+                        // moves to that loop's poller.
+                        let (at, handle) = loops.next();
                         match a {
                             Accepted::Tcp(s) => {
                                 // The client's host as the server would name it in errors.
                                 let host = s.peer_addr().map(|a| a.ip().to_canonical().to_string()).unwrap_or_default();
-                                sessions.spawn(frontend::session::serve(ctx, s, id, host));
+                                if at == 0 {
+                                    sessions.spawn(frontend::session::serve(ctx, s, id, host));
+                                } else if let Ok(std) = s.into_std() {
+                                    sessions.spawn_on(async move {
+                                        if let Ok(s) = tokio::net::TcpStream::from_std(std) {
+                                            frontend::session::serve(ctx, s, id, host).await;
+                                        }
+                                    }, handle);
+                                }
                             }
-                            Accepted::Unix(s) => { sessions.spawn(frontend::session::serve(ctx, s, id, "localhost".into())); }
+                            Accepted::Unix(s) => {
+                                if at == 0 {
+                                    sessions.spawn(frontend::session::serve(ctx, s, id, "localhost".into()));
+                                } else if let Ok(std) = s.into_std() {
+                                    sessions.spawn_on(async move {
+                                        if let Ok(s) = tokio::net::UnixStream::from_std(std) {
+                                            frontend::session::serve(ctx, s, id, "localhost".into()).await;
+                                        }
+                                    }, handle);
+                                }
+                            }
                         }
                     }
                     None => break,

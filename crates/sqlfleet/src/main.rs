@@ -120,19 +120,10 @@ fn main() {
         }),
         _ => {}
     }
-    // The relay is latency-bound: one event-loop thread avoids waking
-    // other workers for every packet (SQLFLEET_RELAY_THREADS overrides).
-    let relay_threads = std::env::var("SQLFLEET_RELAY_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .unwrap_or(1);
+    // The relay runs its own event loops, one single-threaded runtime per
+    // thread (relay --threads); this is the first of them.
     let mut builder = match &cli.command {
-        Command::Relay(_) if relay_threads <= 1 => tokio::runtime::Builder::new_current_thread(),
-        Command::Relay(_) => {
-            let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(relay_threads);
-            b
-        }
+        Command::Relay(_) => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
     let rt = match builder.enable_all().build() {

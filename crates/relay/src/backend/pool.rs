@@ -48,6 +48,8 @@ pub struct BackendConn {
     /// The last statement on it left warnings or an error, which stay
     /// until a statement that uses a table.
     pub diagnostics_dirty: bool,
+    /// The event loop whose poller its socket is registered on.
+    home: usize,
     /// The pool's global-settings epoch when this session was last reset
     /// (or opened): its session defaults are the globals of that time.
     epoch: u64,
@@ -221,18 +223,24 @@ pub struct Want<'a> {
     pub settings: &'a [Setting],
 }
 
-/// How well an idle connection fits what a client needs.
+/// How well an idle connection fits what a client needs: same database
+/// and settings best, then same database, then another database; among
+/// equals, one of the event loop the client runs on (its socket is on
+/// that loop's poller). [`BEST_FIT`] is the best.
 fn fit(c: &BackendConn, w: &Want) -> Option<u8> {
     let (shape, db, settings) = (w.shape, w.db, w.settings);
     if c.shape != shape || c.account.as_deref() != w.account.map(|a| &**a) {
         return None;
     }
-    match (&c.db, db) {
+    let f = match (&c.db, db) {
         (a, b) if a == b => Some(if c.settings == settings { 3 } else { 2 }),
         (Some(_), Some(_)) => Some(1),
         _ => None, // a default database cannot be unset
-    }
+    }?;
+    Some(f * 2 + u8::from(c.home == crate::event_loops::home()))
 }
+
+const BEST_FIT: u8 = 7;
 
 impl Pool {
     /// A client set a global variable: connections whose session defaults
@@ -447,7 +455,7 @@ impl Pool {
                 // The most recently returned connection usually fits exactly.
                 let last = inner.idle.len().checked_sub(1);
                 let best = match last {
-                    Some(i) if fit(&inner.idle[i], &want) == Some(3) => Some((3, i)),
+                    Some(i) if fit(&inner.idle[i], &want) == Some(BEST_FIT) => Some((BEST_FIT, i)),
                     _ => inner
                         .idle
                         .iter()
@@ -558,6 +566,7 @@ impl Pool {
                     thread_id: l.hello.connection_id,
                     last_insert_id: 0,
                     diagnostics_dirty: false,
+                    home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
                     tracking,
                     io: l.io,

@@ -61,6 +61,8 @@ struct RelaySection {
     max_packet: Option<usize>,
     #[serde(default)]
     sha2_full_auth: bool,
+    /// Event-loop threads (default: one per core).
+    threads: Option<usize>,
 }
 
 fn default_mode() -> Mode {
@@ -131,6 +133,7 @@ pub struct Flags {
     pub backend_tls_ca: Option<PathBuf>,
     pub per_user_accounts: bool,
     pub mode: Mode,
+    pub threads: Option<usize>,
     pub metrics: Option<String>,
     pub metrics_token_file: Option<PathBuf>,
     pub pool_max: usize,
@@ -152,6 +155,7 @@ const FLAG_NAMES: &[(&str, &str)] = &[
     ("relay.listen", "--listen"),
     ("relay.metrics_token_file", "--metrics-token-file"),
     ("relay.metrics", "--metrics"),
+    ("relay.threads", "--threads"),
     ("backend.servers", "--backend"),
     ("backend.tls", "--ssl-mode"),
     ("backend.accounts", "--per-user-accounts"),
@@ -179,6 +183,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             metrics_token_file: q.metrics_token_file,
             max_packet: None,
             sha2_full_auth: false,
+            threads: q.threads,
         },
         backend: BackendSection {
             servers: q.backends,
@@ -483,8 +488,16 @@ fn build(f: File) -> Result<RelayConfig, String> {
             ));
         }
     }
+    let threads = match f.relay.threads {
+        Some(0) | Some(257..) => {
+            return Err("relay.threads: from 1 to 256 event-loop threads".into());
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
     Ok(RelayConfig {
         listen: f.relay.listen,
+        threads,
         backends,
         backend_user: f.backend.user,
         backend_password: password,

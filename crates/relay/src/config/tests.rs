@@ -55,3 +55,22 @@ fn errors_name_the_line() {
     let e = load(f.path()).map(|_| ()).expect_err("fails").to_string();
     assert!(e.contains("line 1"), "{e}");
 }
+
+#[test]
+fn event_loop_threads() {
+    let hashes = hash_lines("app-pw");
+    let file = |threads: &str| {
+        write(&format!(
+            "[relay]\nlisten = [\"127.0.0.1:6033\"]\n{threads}\n[backend]\nservers = [\"db1\"]\nuser = \"relay\"\npassword = \"x\"\n\n[[users]]\nname = \"app\"\n{hashes}\n"
+        ))
+    };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let c = load(file("").path()).expect("default");
+    assert_eq!(c.threads, cores, "one per core by default");
+    let c = load(file("threads = 3").path()).expect("three");
+    assert_eq!(c.threads, 3);
+    for bad in ["threads = 0", "threads = 1000"] {
+        let e = load(file(bad).path()).expect_err(bad);
+        assert!(e.to_string().contains("relay.threads"), "{bad}: {e}");
+    }
+}

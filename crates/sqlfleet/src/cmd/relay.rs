@@ -70,6 +70,10 @@ pub struct RelayArgs {
     /// transactions) or session (one per client session)
     #[arg(long, default_value = "transaction", value_parser = ["transaction", "session"])]
     mode: String,
+    /// Event-loop threads, each serving its share of the clients with its
+    /// own sockets (default: one per core)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
     /// Backend connections open per backend (in use or idle)
     #[arg(long, default_value_t = 100)]
     pool_max: usize,
@@ -223,6 +227,7 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         } else {
             Mode::Transaction
         },
+        threads: a.threads,
         metrics: a.metrics.clone(),
         metrics_token_file: a.metrics_token_file.clone(),
         pool_max: a.pool_max,
