@@ -1,7 +1,8 @@
 //! The relay follows backend replies packet by packet (OK packets whole,
 //! with their session-tracker data), reads client statements and execute
-//! packets, and rewrites ROW_COUNT()/FOUND_ROWS() calls: none of it may
-//! panic on any bytes.
+//! packets, rewrites ROW_COUNT()/FOUND_ROWS() calls and tells the
+//! connect-time variable reads it may answer itself: none of it may panic
+//! on any bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_relay::protocol::reply::{Expect, Tracker};
@@ -30,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         i += 1 + n;
     }
     let _ = sqlfleet_relay::protocol::sql::analyze(rest);
+    let _ = sqlfleet_relay::frontend::answers::is_variable_read(rest);
     let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, "ROW_COUNT", 3);
     let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);
     let _ = sqlfleet_relay::protocol::track::strip(rest);
