@@ -41,13 +41,15 @@ impl Session {
         let Some(reply) = self.ctx.answers.get(key, self.ctx.pool.epoch()) else {
             return Ok(false);
         };
-        use tokio::io::AsyncWriteExt;
-        self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
+        // Counted before the client can see the reply (a reader of the
+        // metrics right after it must find it counted).
         self.ctx.metrics.answered_locally.fetch_add(1, Relaxed);
         self.ctx
             .metrics
             .bytes_to_client
             .fetch_add(reply.len() as u64, Relaxed);
+        use tokio::io::AsyncWriteExt;
+        self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
         // One result set of one row, no warnings: what a SELECT leaves.
         self.last_row_count = -1;
         self.last_found_rows = 1;
