@@ -188,30 +188,19 @@ impl Relay {
                         // Each client is served on one event loop; its socket
                         // moves to that loop's poller.
                         let (at, handle) = loops.next();
-                        match a {
-                            Accepted::Tcp(s) => {
-                                // The client's host as the server would name it in errors.
-                                let host = s.peer_addr().map(|a| a.ip().to_canonical().to_string()).unwrap_or_default();
-                                if at == 0 {
-                                    sessions.spawn(frontend::session::serve(ctx, s, id, host));
-                                } else if let Ok(std) = s.into_std() {
+                        let host = a.host();
+                        if at == 0 {
+                            sessions.spawn(serve_accepted(ctx, a, id, host));
+                        } else {
+                            match a.detach() {
+                                Ok(d) => {
                                     sessions.spawn_on(async move {
-                                        if let Ok(s) = tokio::net::TcpStream::from_std(std) {
-                                            frontend::session::serve(ctx, s, id, host).await;
+                                        if let Ok(a) = d.attach() {
+                                            serve_accepted(ctx, a, id, host).await;
                                         }
                                     }, handle);
                                 }
-                            }
-                            Accepted::Unix(s) => {
-                                if at == 0 {
-                                    sessions.spawn(frontend::session::serve(ctx, s, id, "localhost".into()));
-                                } else if let Ok(std) = s.into_std() {
-                                    sessions.spawn_on(async move {
-                                        if let Ok(s) = tokio::net::UnixStream::from_std(std) {
-                                            frontend::session::serve(ctx, s, id, "localhost".into()).await;
-                                        }
-                                    }, handle);
-                                }
+                                Err(e) => tracing::debug!("client {id} dropped moving to event loop {at}: {e}"),
                             }
                         }
                     }
@@ -236,5 +225,13 @@ impl Relay {
         for w in watchers {
             w.abort();
         }
+    }
+}
+
+/// Serves one accepted client (see [`frontend::session::serve`]).
+async fn serve_accepted(ctx: Arc<frontend::session::Ctx>, a: Accepted, id: u32, host: String) {
+    match a {
+        Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host).await,
+        Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host).await,
     }
 }

@@ -52,6 +52,44 @@ pub enum Accepted {
     Unix(tokio::net::UnixStream),
 }
 
+/// An accepted connection taken off its event loop's poller, to be
+/// registered on another loop's ([`Detached::attach`] there).
+pub enum Detached {
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl Accepted {
+    /// The client's host as the server would name it in errors
+    /// ('localhost' over a socket).
+    pub fn host(&self) -> String {
+        match self {
+            Accepted::Tcp(s) => s
+                .peer_addr()
+                .map(|a| a.ip().to_canonical().to_string())
+                .unwrap_or_default(),
+            Accepted::Unix(_) => "localhost".into(),
+        }
+    }
+
+    pub fn detach(self) -> std::io::Result<Detached> {
+        Ok(match self {
+            Accepted::Tcp(s) => Detached::Tcp(s.into_std()?),
+            Accepted::Unix(s) => Detached::Unix(s.into_std()?),
+        })
+    }
+}
+
+impl Detached {
+    /// Registers the connection on the calling event loop's poller.
+    pub fn attach(self) -> std::io::Result<Accepted> {
+        Ok(match self {
+            Detached::Tcp(s) => Accepted::Tcp(tokio::net::TcpStream::from_std(s)?),
+            Detached::Unix(s) => Accepted::Unix(tokio::net::UnixStream::from_std(s)?),
+        })
+    }
+}
+
 /// Accepts on one listener and hands connections to the relay's loop.
 pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Accepted>) {
     loop {

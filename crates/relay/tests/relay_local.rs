@@ -101,6 +101,11 @@ fn shapes() -> Vec<(u32, u8)> {
     v
 }
 
+/// Held by the tests that read or set max_allowed_packet: one sets the
+/// global on the server they share, which a direct login made meanwhile
+/// would read.
+static GLOBALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn local(relay: &Relay) -> f64 {
     relay.metric("sqlfleet_relay_answered_locally_total")
 }
@@ -111,6 +116,7 @@ fn password(srv: &TestServer) -> String {
 
 #[test]
 fn variable_reads_answered_locally_are_the_servers_bytes() {
+    let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
     let srv = server();
     let relay = start_relay(srv, &["--pool-max", "4"]);
     let pw = password(srv);
@@ -155,6 +161,7 @@ fn variable_reads_answered_locally_are_the_servers_bytes() {
 
 #[test]
 fn reads_that_must_reach_the_server_do() {
+    let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
     let srv = server();
     let relay = start_relay(srv, &["--pool-max", "2"]);
     let pw = password(srv);

@@ -80,6 +80,17 @@ pub fn undo_setting(name: &str, caps: u32) -> String {
     format!("@@session.{name} = DEFAULT")
 }
 
+/// What a client's own COM_RESET_CONNECTION leaves that differs from a new
+/// session of capabilities `caps`, as a setting to replay: the server's
+/// reset gives sql_mode the global's value, without the IGNORE_SPACE a
+/// CLIENT_IGNORE_SPACE login added.
+pub fn left_by_client_reset(caps: u32) -> Option<Setting> {
+    (caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0).then(|| Setting {
+        name: "sql_mode".into(),
+        text: "@@session.sql_mode = DEFAULT".into(),
+    })
+}
+
 const IGNORE_SPACE_SQL_MODE: &str =
     "@@session.sql_mode = CONCAT(@@global.sql_mode, ',IGNORE_SPACE')";
 

@@ -45,14 +45,9 @@ impl Session {
             self.local_ok().await?;
         }
         self.clear_state();
-        // The server's reset leaves sql_mode at the global's value, where
-        // the login of a CLIENT_IGNORE_SPACE client had added IGNORE_SPACE:
-        // that difference from a new session is a setting like any other.
-        if self.shape.caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
-            let s = crate::protocol::sql::Setting {
-                name: "sql_mode".into(),
-                text: "@@session.sql_mode = DEFAULT".into(),
-            };
+        // What the server's reset leaves that a new session would not have
+        // is a setting like any other.
+        if let Some(s) = crate::backend::pool::left_by_client_reset(self.shape.caps) {
             super::upsert(&mut self.settings, &s);
             if let Some(c) = self.conn.as_mut() {
                 super::upsert(&mut c.settings, &s);
