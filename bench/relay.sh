@@ -29,22 +29,7 @@ for mode in transaction session; do
   start_relay "${RPORT[$mode]}" --backend "127.0.0.1:$PORT" --pool-max 100 --mode "$mode"
 done
 # haproxy, TCP mode, one server: the byte-pipe peer.
-HPORT=$(free_port)
-cat > "$WORK/haproxy.cfg" <<EOF
-global
-  maxconn 4000
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 1h
-  timeout server 1h
-listen mysql
-  bind 127.0.0.1:$HPORT
-  server s1 127.0.0.1:$PORT
-EOF
-haproxy -f "$WORK/haproxy.cfg" -db >"$WORK/haproxy.log" 2>&1 &
-PIDS+=($!)
-wait_port "$HPORT"
+HPORT=$(free_port); start_haproxy "$HPORT"
 port_of() { case "$1" in direct) echo "$PORT";; haproxy) echo "$HPORT";; *) echo "${RPORT[$1]}";; esac; }
 TARGETS=(direct transaction session haproxy)
 VIA=(--via "127.0.0.1:${RPORT[transaction]}" --via "127.0.0.1:$HPORT")

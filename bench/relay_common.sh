@@ -2,7 +2,9 @@
 # builds sqlfleet, starts sandbox $NAME (extra `sandbox up` arguments in
 # $UP_ARGS), keeps passwords in 0600 files under $WORK, and offers
 #   free_port, wait_port PORT, start_relay PORT ARGS... (backgrounded, pid
-#   added to PIDS), mk_sb PORT (a sysbench config file).
+#   added to PIDS), start_haproxy PORT [NBTHREAD] (haproxy in TCP mode in
+#   front of the sandbox: the byte-pipe peer), mk_sb PORT (a sysbench
+#   config file).
 set -euo pipefail
 bash scripts/deps.sh sysbench
 source scripts/env.sh
@@ -29,6 +31,17 @@ start_relay() {  # $1 listen port, then relay flags
     --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
   PIDS+=($!)
   wait_port "$port"
+}
+start_haproxy() {  # $1 listen port, $2 threads (haproxy's default: one per core)
+  {
+    printf 'global\n  maxconn 4000\n'
+    if [ -n "${2:-}" ]; then printf '  nbthread %s\n' "$2"; fi
+    printf 'defaults\n  mode tcp\n  timeout connect 5s\n  timeout client 1h\n  timeout server 1h\n'
+    printf 'listen mysql\n  bind 127.0.0.1:%s\n  server s1 127.0.0.1:%s\n' "$1" "$PORT"
+  } > "$WORK/haproxy-$1.cfg"
+  haproxy -f "$WORK/haproxy-$1.cfg" -db >"$WORK/haproxy-$1.log" 2>&1 &
+  PIDS+=($!)
+  wait_port "$1"
 }
 mk_sb() {  # $1 port -> config file
   printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"

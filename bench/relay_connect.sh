@@ -17,13 +17,16 @@ source bench/relay_common.sh
 RP=$(free_port)
 MP=$(free_port)
 start_relay "$RP" --backend "127.0.0.1:$PORT" --pool-max 100 --metrics "127.0.0.1:$MP"
+CPU0=$(awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat")
 "$SQLFLEET" bench pool --sandbox "$NAME" --via "127.0.0.1:$RP" --queries-per-connection 1 \
   --rows 1 --columns 1 --clients "$CLIENTS" --samples 5 --out "$WORK/pool" "$@" > "$WORK/pool.txt"
+CPU1=$(awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat")
 curl -s "http://127.0.0.1:$MP/metrics" > "$WORK/metrics.txt"
-python3 - "$WORK/pool/results.json" "$WORK/metrics.txt" <<'PY'
+python3 - "$WORK/pool/results.json" "$WORK/metrics.txt" "$((CPU1 - CPU0))" "$(getconf CLK_TCK)" <<'PY'
 import json, sys, re
 r = json.load(open(sys.argv[1]))
 m = open(sys.argv[2]).read()
+relay_cpu = int(sys.argv[3]) / int(sys.argv[4])
 def mean(name, labels=""):
     lab = re.escape(labels)
     s = re.search(rf"^{name}_sum{lab} (\S+)$", m, re.M)
@@ -48,5 +51,8 @@ if lat:
     labels = '{backend="' + lat.group(1) + '"}'
     cmd = mean("sqlfleet_relay_backend_command_seconds", labels)
     print(f"| relay: command, read to reply forwarded (mean) | - | {cmd:.0f} |")
+clients = re.search(r"^sqlfleet_relay_clients_total (\S+)$", m, re.M)
+if clients and float(clients.group(1)) > 0:
+    print(f"| relay: its CPU per client connection (login + queries, /proc) | - | {relay_cpu / float(clients.group(1)) * 1e6:.0f} |")
 print(f"| queries/s | {d['qps']['mean']:.0f} | {v['qps']['mean']:.0f} |")
 PY

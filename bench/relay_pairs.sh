@@ -21,22 +21,7 @@ source bench/relay_common.sh
 SOCK=$(awk -F' = ' '/^socket/ {print $2}' "$CNF")
 RT=$(free_port); start_relay "$RT" --backend "127.0.0.1:$PORT" --pool-max 100
 RU=$(free_port); start_relay "$RU" --backend "unix:$SOCK" --pool-max 100
-HPORT=$(free_port)
-cat > "$WORK/haproxy.cfg" <<CFG
-global
-  maxconn 4000
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 1h
-  timeout server 1h
-listen mysql
-  bind 127.0.0.1:$HPORT
-  server s1 127.0.0.1:$PORT
-CFG
-haproxy -f "$WORK/haproxy.cfg" -db >"$WORK/haproxy.log" 2>&1 &
-PIDS+=($!)
-wait_port "$HPORT"
+HPORT=$(free_port); start_haproxy "$HPORT"
 mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
 sysbench --config-file="$(mk_sb "$PORT")" oltp_point_select --tables=4 --table-size=10000 prepare >/dev/null
 qps() {  # PORT THREADS
