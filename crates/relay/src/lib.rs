@@ -169,6 +169,7 @@ impl Relay {
             })
             .collect();
         let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
+        let _ = self.ctx.metrics.loops.set(loops.placement().clone());
         let mut sessions = tokio::task::JoinSet::new();
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
         let mut acceptors = Vec::new();
@@ -185,20 +186,24 @@ impl Relay {
                     Some(a) => {
                         let id = ids.fetch_add(1, Ordering::Relaxed);
                         let ctx = self.ctx.clone();
-                        // Each client is served on one event loop; its socket
-                        // moves to that loop's poller.
-                        let (at, handle) = loops.next();
+                        // Each client is served on one event loop: the
+                        // accepting one unless it is much busier than
+                        // another (event_loops.rs); its socket moves to
+                        // that loop's poller.
+                        let seat = loops.placement().seat_new(event_loops::home());
+                        let at = seat.at();
                         let host = a.host();
-                        if at == 0 {
-                            sessions.spawn(serve_accepted(ctx, a, id, host));
+                        if at == event_loops::home() {
+                            sessions.spawn(serve_accepted(ctx, a, id, host, seat));
                         } else {
                             match a.detach() {
                                 Ok(d) => {
+                                    let handle = seat.handle(at).clone();
                                     sessions.spawn_on(async move {
                                         if let Ok(a) = d.attach() {
-                                            serve_accepted(ctx, a, id, host).await;
+                                            serve_accepted(ctx, a, id, host, seat).await;
                                         }
-                                    }, handle);
+                                    }, &handle);
                                 }
                                 Err(e) => tracing::debug!("client {id} dropped moving to event loop {at}: {e}"),
                             }
@@ -229,9 +234,15 @@ impl Relay {
 }
 
 /// Serves one accepted client (see [`frontend::session::serve`]).
-async fn serve_accepted(ctx: Arc<frontend::session::Ctx>, a: Accepted, id: u32, host: String) {
+async fn serve_accepted(
+    ctx: Arc<frontend::session::Ctx>,
+    a: Accepted,
+    id: u32,
+    host: String,
+    seat: event_loops::Seat,
+) {
     match a {
-        Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host).await,
-        Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host).await,
+        Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host, seat).await,
+        Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host, seat).await,
     }
 }

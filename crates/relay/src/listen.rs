@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use tokio::net::{TcpListener, UnixListener};
 
+use crate::protocol::io::AnyStream;
+
 /// A bound client listener.
 pub enum Listener {
     Tcp(TcpListener),
@@ -78,6 +80,39 @@ impl Accepted {
             Accepted::Unix(s) => Detached::Unix(s.into_std()?),
         })
     }
+}
+
+impl From<Accepted> for AnyStream {
+    fn from(a: Accepted) -> AnyStream {
+        match a {
+            Accepted::Tcp(s) => AnyStream(Box::new(s)),
+            Accepted::Unix(s) => AnyStream(Box::new(s)),
+        }
+    }
+}
+
+/// A stream's plain TCP or Unix socket taken off this event loop's poller
+/// (to be [`Detached::attach`]ed on another loop); `None` when it is
+/// something else (TLS keeps its loop), with the stream left in place.
+pub fn detach_plain(s: &mut AnyStream) -> Option<std::io::Result<Detached>> {
+    let any = s.0.as_any();
+    if !any.is::<tokio::net::TcpStream>() && !any.is::<tokio::net::UnixStream>() {
+        return None;
+    }
+    let taken = std::mem::replace(s, AnyStream::gone()).0.into_any();
+    Some(match taken.downcast::<tokio::net::TcpStream>() {
+        Ok(t) => Accepted::Tcp(*t).detach(),
+        Err(other) => match other.downcast::<tokio::net::UnixStream>() {
+            Ok(u) => Accepted::Unix(*u).detach(),
+            Err(_) => Err(std::io::Error::other("not a plain socket")),
+        },
+    })
+}
+
+/// Whether [`detach_plain`] can move this stream.
+pub fn is_plain(s: &AnyStream) -> bool {
+    let any = s.0.as_any();
+    any.is::<tokio::net::TcpStream>() || any.is::<tokio::net::UnixStream>()
 }
 
 impl Detached {

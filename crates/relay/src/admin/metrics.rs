@@ -101,6 +101,10 @@ pub struct Metrics {
     /// Client logins, from accept to the final OK (greeting, TLS,
     /// credentials, and the first lease when the login needs one).
     pub login: Histogram,
+    /// Sessions moved to a less busy event loop.
+    pub session_moves: AtomicU64,
+    /// Where sessions run (set when the relay starts serving).
+    pub loops: std::sync::OnceLock<std::sync::Arc<crate::event_loops::Placement>>,
 }
 
 /// Per-backend gauges the pool reports at scrape time.
@@ -267,6 +271,22 @@ impl Metrics {
             ),
         ] {
             one(name, "counter", help, g(v));
+        }
+        one(
+            "session_moves_total",
+            "counter",
+            "Sessions moved to a less busy event loop between commands.",
+            g(&self.session_moves),
+        );
+        if let Some(p) = self.loops.get() {
+            let _ = writeln!(
+                o,
+                "# HELP sqlfleet_relay_loop_sessions Client sessions each event loop serves."
+            );
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_loop_sessions gauge");
+            for (i, n) in p.counts().into_iter().enumerate() {
+                let _ = writeln!(o, "sqlfleet_relay_loop_sessions{{loop=\"{i}\"}} {n}");
+            }
         }
         let _ = writeln!(o, "# HELP sqlfleet_relay_pins_total Times a client was pinned to its backend connection, by reason.");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_pins_total counter");

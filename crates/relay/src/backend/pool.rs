@@ -58,6 +58,24 @@ pub struct BackendConn {
     _slot: Slot,
 }
 
+impl BackendConn {
+    /// Moves its socket to the calling event loop's poller: a connection
+    /// used from another loop would have every reply cross threads. A TLS
+    /// connection stays polled where it was opened. On an error the
+    /// socket is lost (the caller drops the connection).
+    pub fn come_home(&mut self) -> std::io::Result<()> {
+        let here = crate::event_loops::home();
+        if self.home == here {
+            return Ok(());
+        }
+        if let Some(d) = crate::listen::detach_plain(&mut self.io.s) {
+            self.io.s = d?.attach()?.into();
+            self.home = here;
+        }
+        Ok(())
+    }
+}
+
 impl Link for BackendConn {
     fn io(&mut self) -> &mut PacketIo<AnyStream> {
         &mut self.io
@@ -502,6 +520,9 @@ impl Pool {
                             continue;
                         }
                         c.epoch = epoch;
+                    }
+                    if c.come_home().is_err() {
+                        continue;
                     }
                     if let Some(m) = self.metrics.backend(backend) {
                         m.reuses.fetch_add(1, Relaxed);

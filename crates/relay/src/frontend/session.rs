@@ -26,6 +26,7 @@ use crate::backend::command::{self, Link};
 use crate::backend::dial::BackendAccount;
 use crate::backend::pool::{BackendConn, Pool, Route, Shape};
 use crate::config::{Account, Mode, RelayConfig};
+use crate::event_loops::Seat;
 use crate::frontend::auth::{self, Greeting};
 use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
 use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
@@ -98,6 +99,13 @@ impl From<crate::backend::pool::LeaseError> for Fail {
 
 struct Session {
     ctx: Arc<Ctx>,
+    /// The event loop serving this session (counted there).
+    seat: Seat,
+    /// `run` returned to move the session to this loop.
+    moving: Option<usize>,
+    /// Commands served, and at which count to look for a less busy loop.
+    commands_run: u64,
+    next_move_check: u64,
     io: PacketIo<AnyStream>,
     mode: Mode,
     shape: Shape,
@@ -169,7 +177,7 @@ impl Drop for ConnectedGauge {
 
 /// Serves one client; `host` is its address as the server would name it
 /// in an error ('localhost' over a socket).
-pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32, host: String)
+pub async fn serve<S>(ctx: Arc<Ctx>, stream: S, id: u32, host: String, seat: Seat)
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
 {
@@ -199,6 +207,10 @@ where
     let (handle, _registered) = ctx.clients.register(id, &li.hello.user, &host);
     let mut s = Session {
         id,
+        seat,
+        moving: None,
+        next_move_check: crate::event_loops::MOVE_AFTER,
+        commands_run: 0,
         handle,
         explained: true,
         last_row_count: -1,
@@ -292,8 +304,38 @@ where
     }
     s.ctx.metrics.login.observe(accepted.elapsed());
     s.release_if_free();
-    s.run().await;
-    s.finish();
+    drive(s).await;
+}
+
+/// Runs a session to its end; when its event loop serves more sessions
+/// than another by two or more, the session moves there between commands
+/// (its sockets to that loop's poller) and goes on as before.
+fn drive(mut s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> {
+    Box::pin(async move {
+        loop {
+            s.run().await;
+            let Some(to) = s.moving.take() else {
+                s.finish();
+                return;
+            };
+            let Some(client) = s.take_off() else {
+                continue; // not movable after all: stays
+            };
+            s.seat.move_to(to);
+            s.ctx.metrics.session_moves.fetch_add(1, Relaxed);
+            let handle = s.seat.handle(to).clone();
+            // This task waits for the session's end so that a relay
+            // draining its sessions still waits for this one.
+            let _ = handle
+                .spawn(async move {
+                    if s.put_on(client) {
+                        drive(s).await;
+                    }
+                })
+                .await;
+            return;
+        }
+    })
 }
 
 fn upsert(list: &mut Vec<Setting>, s: &Setting) {
@@ -325,6 +367,14 @@ impl Session {
 
     async fn run(&mut self) {
         loop {
+            if self.commands_run >= self.next_move_check {
+                self.next_move_check += crate::event_loops::RECHECK;
+                if let Some(to) = self.seat.better().filter(|_| self.movable()) {
+                    self.moving = Some(to);
+                    return;
+                }
+            }
+            self.commands_run += 1;
             let max = self.ctx.cfg.max_packet;
             let handle = self.handle.clone();
             let read = tokio::select! {
@@ -1123,6 +1173,52 @@ impl Session {
         {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.put(c);
+            }
+        }
+    }
+
+    /// The client's socket can move to another event loop (plain TCP or
+    /// Unix; a TLS session stays where it is).
+    fn movable(&self) -> bool {
+        crate::listen::is_plain(&self.io.s)
+    }
+
+    /// Takes the client's socket off this loop's poller; `None` when it
+    /// cannot move (the session stays, or ends if the socket was lost on
+    /// the way).
+    fn take_off(&mut self) -> Option<crate::listen::Detached> {
+        match crate::listen::detach_plain(&mut self.io.s)? {
+            Ok(d) => Some(d),
+            Err(e) => {
+                tracing::debug!(
+                    client = self.id,
+                    "a client socket could not leave its event loop: {e}"
+                );
+                None
+            }
+        }
+    }
+
+    /// Registers a moved session's sockets on this loop's poller (the
+    /// client's, and the backend connection's it holds); false when one
+    /// was lost (the session then ends, as its server session would have).
+    fn put_on(&mut self, client: crate::listen::Detached) -> bool {
+        if let Some(c) = self.conn.as_mut() {
+            if c.come_home().is_err() {
+                if let Some(c) = self.conn.take() {
+                    self.ctx.pool.discard(c);
+                }
+                return false;
+            }
+        }
+        match client.attach() {
+            Ok(a) => {
+                self.io.s = a.into();
+                true
+            }
+            Err(_) => {
+                self.finish();
+                false
             }
         }
     }

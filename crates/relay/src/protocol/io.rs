@@ -13,11 +13,33 @@ use crate::protocol::reply::{Event, ReplyError, Tracker, PREFIX};
 const BUF: usize = 64 * 1024;
 
 /// Any byte stream the relay serves clients over.
-pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
-impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync> Duplex for T {}
+pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {
+    /// What it is (a plain socket can move to another event loop).
+    fn as_any(&self) -> &dyn std::any::Any;
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any>;
+}
+impl<T: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static> Duplex for T {
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
+    }
+}
 
 /// A boxed client stream (TCP, Unix or TLS).
 pub struct AnyStream(pub Box<dyn Duplex>);
+
+impl AnyStream {
+    /// A stand-in while the real stream is on its way to another event
+    /// loop: reads end at once, writes go nowhere.
+    pub fn gone() -> AnyStream {
+        AnyStream(Box::new(tokio::io::join(
+            tokio::io::empty(),
+            tokio::io::sink(),
+        )))
+    }
+}
 
 impl AsyncRead for AnyStream {
     fn poll_read(

@@ -101,13 +101,15 @@ pub fn quoted(s: &str) -> String {
 /// A relay in front of `srv`'s primary with accounts app:app-pw and root
 /// (the server's password), metrics on a free port. `flags` are the
 /// quick-mode spellings of the settings a test changes: `--pool-max N`,
-/// `--pool-min N`, `--wait-timeout S`, `--idle-timeout S`, `--mode M`.
+/// `--pool-min N`, `--wait-timeout S`, `--idle-timeout S`, `--mode M`,
+/// `--threads N`.
 pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
     let pw = srv.sandbox.password().expect("pw");
     let mut pool = String::new();
     let mut mode = "transaction".to_string();
+    let mut relay_extra = String::new();
     for pair in flags.chunks(2) {
         let [flag, value] = pair else {
             panic!("flags come in pairs: {flags:?}")
@@ -118,12 +120,13 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
             "--wait-timeout" => pool += &format!("wait_timeout = {value}\n"),
             "--idle-timeout" => pool += &format!("idle_timeout = {value}\n"),
             "--mode" => mode = value.to_string(),
+            "--threads" => relay_extra += &format!("threads = {value}\n"),
             other => panic!("start_relay does not know {other}"),
         }
     }
     let hash = sqlfleet_relay::config::hash_lines;
     let toml = format!(
-        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n{relay_extra}\n\
          [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n\n\
          [pool]\n{pool}\n\
          [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n",
