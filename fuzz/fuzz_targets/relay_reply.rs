@@ -1,11 +1,12 @@
 //! The relay follows backend replies packet by packet (OK packets whole,
 //! with their session-tracker data), reads client statements and execute
-//! packets, rewrites ROW_COUNT()/FOUND_ROWS() calls and tells the
+//! packets, rewrites ROW_COUNT()/FOUND_ROWS() calls and OKs for what a
+//! client's session tracks, and tells the
 //! connect-time variable reads it may answer itself: none of it may panic
 //! on any bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_relay::protocol::reply::{Expect, Tracker};
+use sqlfleet_relay::protocol::reply::{ClientTracking, Expect, Tracker};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&kind, rest)) = data.split_first() else {
@@ -19,7 +20,17 @@ fuzz_target!(|data: &[u8]| {
         _ => Expect::Rows,
     };
     // The rest is a stream of packets: 1-byte length, then the payload.
-    let mut t = Tracker::new(expect, kind & 0x80 != 0).tracking(kind & 0x40 != 0, kind & 0x20 != 0);
+    let view = std::sync::Arc::new(sqlfleet_relay::protocol::track::TrackView::from_values(
+        "autocommit,character_set_client",
+        "ON",
+        "OFF",
+    ));
+    let client = match kind & 0x30 {
+        0x00 => ClientTracking::Raw,
+        0x10 => ClientTracking::Strip,
+        _ => ClientTracking::Filter(view.clone()),
+    };
+    let mut t = Tracker::new(expect, kind & 0x80 != 0).tracking(kind & 0x40 != 0, client);
     let mut i = 0;
     while i < rest.len() {
         let n = rest[i] as usize;
@@ -35,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, "ROW_COUNT", 3);
     let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);
     let _ = sqlfleet_relay::protocol::track::strip(rest);
+    let _ = sqlfleet_relay::protocol::track::filter(rest, &view);
     let mut c = sqlfleet_relay::protocol::stmt::ClientStmt {
         sql: std::sync::Arc::from(&b"SELECT ?"[..]),
         db: None,

@@ -171,7 +171,7 @@ impl Relay {
         let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
         let _ = self.ctx.metrics.loops.set(loops.placement().clone());
         let mut sessions = tokio::task::JoinSet::new();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<Accepted>(1024);
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<listen::Client>(1024);
         let mut acceptors = Vec::new();
         for l in listeners {
             let tx = tx.clone();
@@ -183,7 +183,7 @@ impl Relay {
             tokio::select! {
                 _ = &mut shutdown => break,
                 a = rx.recv() => match a {
-                    Some(a) => {
+                    Some(listen::Client { conn: a, host }) => {
                         let id = ids.fetch_add(1, Ordering::Relaxed);
                         let ctx = self.ctx.clone();
                         // Each client is served on one event loop: the
@@ -192,7 +192,6 @@ impl Relay {
                         // that loop's poller.
                         let seat = loops.placement().seat_new(event_loops::home());
                         let at = seat.at();
-                        let host = a.host();
                         if at == event_loops::home() {
                             sessions.spawn(serve_accepted(ctx, a, id, host, seat));
                         } else {

@@ -25,7 +25,13 @@ impl Listener {
                 }
                 Ok(Listener::Unix(UnixListener::bind(&path)?, path))
             }
-            None => Ok(Listener::Tcp(TcpListener::bind(addr).await?)),
+            None => {
+                let l = TcpListener::bind(addr).await?;
+                // Accepted sockets inherit it (Linux): no setsockopt per
+                // client. `accept_loop` checks the first one.
+                let _ = socket2::SockRef::from(&l).set_tcp_nodelay(true);
+                Ok(Listener::Tcp(l))
+            }
         }
     }
 
@@ -54,6 +60,13 @@ pub enum Accepted {
     Unix(tokio::net::UnixStream),
 }
 
+/// A client connection and its host as the server would name it in
+/// errors (the address accept gave; 'localhost' over a socket).
+pub struct Client {
+    pub conn: Accepted,
+    pub host: String,
+}
+
 /// An accepted connection taken off its event loop's poller, to be
 /// registered on another loop's ([`Detached::attach`] there).
 pub enum Detached {
@@ -62,18 +75,6 @@ pub enum Detached {
 }
 
 impl Accepted {
-    /// The client's host as the server would name it in errors
-    /// ('localhost' over a socket).
-    pub fn host(&self) -> String {
-        match self {
-            Accepted::Tcp(s) => s
-                .peer_addr()
-                .map(|a| a.ip().to_canonical().to_string())
-                .unwrap_or_default(),
-            Accepted::Unix(_) => "localhost".into(),
-        }
-    }
-
     pub fn detach(self) -> std::io::Result<Detached> {
         Ok(match self {
             Accepted::Tcp(s) => Detached::Tcp(s.into_std()?),
@@ -126,14 +127,27 @@ impl Detached {
 }
 
 /// Accepts on one listener and hands connections to the relay's loop.
-pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Accepted>) {
+pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Client>) {
+    // Whether accepted sockets came with TCP_NODELAY from the listener;
+    // if not, it is set on each.
+    let mut inherits_nodelay = None;
     loop {
         let a = match &l {
-            Listener::Tcp(t) => t.accept().await.map(|(s, _)| {
-                let _ = s.set_nodelay(true);
-                Accepted::Tcp(s)
+            Listener::Tcp(t) => t.accept().await.map(|(s, addr)| {
+                let inherits =
+                    *inherits_nodelay.get_or_insert_with(|| s.nodelay().unwrap_or(false));
+                if !inherits {
+                    let _ = s.set_nodelay(true);
+                }
+                Client {
+                    conn: Accepted::Tcp(s),
+                    host: addr.ip().to_canonical().to_string(),
+                }
             }),
-            Listener::Unix(u, _) => u.accept().await.map(|(s, _)| Accepted::Unix(s)),
+            Listener::Unix(u, _) => u.accept().await.map(|(s, _)| Client {
+                conn: Accepted::Unix(s),
+                host: "localhost".into(),
+            }),
         };
         match a {
             Ok(a) => {

@@ -59,6 +59,61 @@ async fn reply(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> Vec<u8> {
     }
 }
 
+/// A reply with each OK's session-tracker entries in one order: a server
+/// lists the variables a statement changed in no fixed order (two direct
+/// sessions may differ), so replies are compared as sets of entries.
+fn entries_sorted(reply: &[u8]) -> Vec<u8> {
+    fn lenenc_at(p: &[u8], i: &mut usize) -> Option<usize> {
+        let mut j = *i;
+        let n = handshake::lenenc(p, &mut j).ok()? as usize;
+        *i = j;
+        Some(n)
+    }
+    fn sort_ok(p: &[u8]) -> Option<Vec<u8>> {
+        let mut i = 1;
+        lenenc_at(p, &mut i)?;
+        lenenc_at(p, &mut i)?;
+        let status = u16::from_le_bytes([*p.get(i)?, *p.get(i + 1)?]);
+        i += 4;
+        if status & 0x4000 == 0 || i >= p.len() {
+            return None;
+        }
+        let n = lenenc_at(p, &mut i)?;
+        i += n;
+        let block_len = lenenc_at(p, &mut i)?;
+        let block_start = i;
+        let block = p.get(i..i + block_len)?;
+        let mut entries = Vec::new();
+        let mut j = 0;
+        while j < block.len() {
+            let start = j;
+            j += 1;
+            let n = lenenc_at(block, &mut j)?;
+            j += n;
+            entries.push(block.get(start..j)?.to_vec());
+        }
+        entries.sort();
+        let mut out = p[..block_start].to_vec();
+        out.extend(entries.concat());
+        out.extend_from_slice(p.get(block_start + block_len..)?);
+        Some(out)
+    }
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 4 <= reply.len() {
+        let n = u32::from_le_bytes([reply[at], reply[at + 1], reply[at + 2], 0]) as usize;
+        let end = (at + 4 + n).min(reply.len());
+        let payload = &reply[at + 4..end];
+        out.extend_from_slice(&reply[at..at + 4]);
+        match payload.first() {
+            Some(0x00) => out.extend(sort_ok(payload).unwrap_or_else(|| payload.to_vec())),
+            _ => out.extend_from_slice(payload),
+        }
+        at = end;
+    }
+    out
+}
+
 /// One value of a one-row, one-column reply (text protocol).
 async fn value(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> String {
     let r = reply(s, sql, deprecate_eof).await;
@@ -267,4 +322,105 @@ fn ignore_space_clients_keep_their_sql_mode_on_pooled_connections() {
             );
         });
     }
+}
+
+/// Session SETs drivers send at login, each alone and after another.
+const SETS: &[&[&str]] = &[
+    &["SET NAMES utf8mb4"],
+    &["SET NAMES latin1 COLLATE latin1_bin"],
+    &["set names 'utf8'"],
+    &["SET autocommit=1"],
+    &["SET character_set_results = NULL"],
+    &["SET SESSION time_zone = '+00:00', sql_mode = 'ANSI_QUOTES'"],
+    &["SET NAMES utf8mb4", "SET autocommit=1"],
+];
+
+/// What a session's settings and diagnostics are after a statement.
+const AFTER_SET: &str = "SELECT @@character_set_client, @@character_set_connection, @@character_set_results, @@collation_connection, @@autocommit, @@time_zone, @@sql_mode, ROW_COUNT(), FOUND_ROWS(), @@warning_count, @@in_transaction";
+
+#[test]
+fn session_sets_answered_locally_are_the_servers_bytes_and_leave_the_same_session() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "4"]);
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        for (caps, collation) in shapes() {
+            let deprecate = caps & handshake::DEPRECATE_EOF != 0;
+            for sets in SETS {
+                let what = format!("{sets:?} (caps {caps:#x}, collation {collation})");
+                let mut d = login(direct_port, &pw, caps, collation).await;
+                let mut first = login(relay.port, &pw, caps, collation).await;
+                let mut second = login(relay.port, &pw, caps, collation).await;
+                // A SELECT first, so that FOUND_ROWS() has something to keep.
+                for s in [&mut d, &mut first, &mut second] {
+                    reply(s, "SELECT 1 UNION SELECT 2", deprecate).await;
+                }
+                let before = local(&relay);
+                for sql in *sets {
+                    let want = reply(&mut d, sql, deprecate).await;
+                    // The first client's SET goes to the server (and is
+                    // recorded); the second's is answered by the relay.
+                    let got_first = reply(&mut first, sql, deprecate).await;
+                    let got_second = reply(&mut second, sql, deprecate).await;
+                    let want = entries_sorted(&want);
+                    assert_eq!(entries_sorted(&got_first), want, "{what}: {sql} forwarded");
+                    assert_eq!(
+                        entries_sorted(&got_second),
+                        want,
+                        "{what}: {sql} answered by the relay"
+                    );
+                }
+                let answered = local(&relay) - before;
+                assert!(
+                    answered >= sets.len() as f64,
+                    "{what}: the second client's SETs were answered by the relay ({answered})"
+                );
+                let w = reply(&mut d, AFTER_SET, deprecate).await;
+                for (who, s) in [("forwarded", &mut first), ("answered", &mut second)] {
+                    let g = reply(s, AFTER_SET, deprecate).await;
+                    assert_eq!(g, w, "{what}: the session after ({who})");
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn sets_that_fail_or_warn_are_never_answered_locally() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let before = local(&relay);
+        for sql in [
+            "SET NAMES nosuchcharset",
+            "SET SESSION sql_mode = 'NO_SUCH_MODE'",
+            // Below the minimum: truncated, with a warning.
+            "SET SESSION max_sort_length = 1",
+            "SET @user_variable = 1",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SET autocommit = 0",
+        ] {
+            let mut d = login(direct_port, &pw, caps, 45).await;
+            reply(&mut d, "SELECT 1 UNION SELECT 2", true).await;
+            let want = reply(&mut d, sql, true).await;
+            let want_after = reply(&mut d, AFTER_SET, true).await;
+            for _ in 0..3 {
+                let mut c = login(relay.port, &pw, caps, 45).await;
+                reply(&mut c, "SELECT 1 UNION SELECT 2", true).await;
+                assert_eq!(reply(&mut c, sql, true).await, want, "{sql}");
+                assert_eq!(
+                    reply(&mut c, AFTER_SET, true).await,
+                    want_after,
+                    "{sql}: after"
+                );
+            }
+        }
+        assert_eq!(local(&relay), before, "none of them answered by the relay");
+    });
 }

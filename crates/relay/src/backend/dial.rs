@@ -4,6 +4,7 @@
 //! as the server asks). The pool, health checks and the version probe all
 //! come through here, so a change to backend TLS or login is made once.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlfleet_wire::handshake::{self, Credential, ServerHello, DEPRECATE_EOF, SESSION_SHAPE};
@@ -13,6 +14,7 @@ use tokio::net::TcpStream;
 use crate::backend::command::Link;
 use crate::config::{Backend, BackendTls, RelayConfig};
 use crate::protocol::io::{AnyStream, PacketIo};
+use crate::protocol::track::TrackView;
 
 /// How long a dial and login may take.
 pub const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -200,4 +202,20 @@ pub async fn track_sessions(l: &mut impl Link, caps: u32) -> bool {
     let set = b"\x03SET session_track_schema = ON, session_track_state_change = ON, \
 session_track_system_variables = '*'";
     crate::backend::command::simple(l, set).await.is_ok()
+}
+
+/// What a new session on this server tracks (read before
+/// [`track_sessions`] changes it): what a tracking client is shown.
+pub async fn client_tracking(l: &mut impl Link) -> Option<Arc<TrackView>> {
+    let v = crate::backend::command::query_value(
+        l,
+        "SELECT CONCAT_WS(',,', @@session_track_system_variables, @@session_track_schema, @@session_track_state_change)",
+    )
+    .await
+    .ok()??;
+    let mut parts = v.rsplitn(3, ",,");
+    let state = parts.next()?;
+    let schema = parts.next()?;
+    let vars = parts.next()?;
+    Some(Arc::new(TrackView::from_values(vars, schema, state)))
 }

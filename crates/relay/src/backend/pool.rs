@@ -43,6 +43,9 @@ pub struct BackendConn {
     pub thread_id: u32,
     /// Session tracking is on: OKs report changed variables, schema, state.
     pub tracking: bool,
+    /// What a tracking client's own session would report (the server's
+    /// tracking settings for a new session).
+    pub client_tracking: Option<Arc<crate::protocol::track::TrackView>>,
     /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
     pub last_insert_id: u64,
     /// The last statement on it left warnings or an error, which stay
@@ -90,7 +93,9 @@ impl Link for BackendConn {
 /// except that a client with CLIENT_IGNORE_SPACE starts with IGNORE_SPACE
 /// added to the global sql_mode, which `DEFAULT` would drop. (One
 /// expression: the assignments of one SET all read the values from before
-/// it.)
+/// it.) Settings `DEFAULT` cannot undo (`Setting::undone_by_reset`: the
+/// character set variables come from the login's collation) are undone by
+/// resetting the connection instead.
 pub fn undo_setting(name: &str, caps: u32) -> String {
     if name == "sql_mode" && caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
         return IGNORE_SPACE_SQL_MODE.to_string();
@@ -592,6 +597,10 @@ impl Pool {
                     m.connects.fetch_add(1, Relaxed);
                 }
                 let caps = l.caps;
+                let client_tracking = match caps & sqlfleet_wire::handshake::SESSION_TRACK {
+                    0 => None,
+                    _ => crate::backend::dial::client_tracking(&mut l).await,
+                };
                 let tracking = crate::backend::dial::track_sessions(&mut l, caps).await;
                 let now = Instant::now();
                 Ok(BackendConn {
@@ -601,6 +610,7 @@ impl Pool {
                     home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
                     tracking,
+                    client_tracking,
                     io: l.io,
                     shape,
                     caps: l.caps,

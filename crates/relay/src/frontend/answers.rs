@@ -1,17 +1,23 @@
 //! Replies the relay gives without a server round trip: the server's own
 //! reply to a connect-time read of server variables (`SELECT
 //! @@version_comment LIMIT 1` from the mariadb client, `SELECT
-//! @@max_allowed_packet` and the like from drivers), recorded once byte for
-//! byte as a client of the same shape received it, and replayed to later
-//! clients of that shape.
+//! @@max_allowed_packet` and the like from drivers) or to a SET of session
+//! variables (`SET NAMES utf8mb4`, `SET autocommit=1`, ...), recorded once
+//! byte for byte as a client of the same shape received it, and replayed
+//! to later clients of that shape in the same state.
 //!
 //! Exact by construction: an entry is the very bytes the server sent (after
 //! the relay's own rewriting for the client's capabilities), kept only when
-//! the reply had nothing session-specific in it (one result set of one row,
-//! no warnings, status = autocommit only, no tracker data), and replayed
-//! only to a client in the state it was recorded in (transaction mode, no
-//! backend connection held, the same session settings, autocommit on, no
-//! transaction). The variables are a fixed list whose value a new pooled
+//! the reply had nothing session-specific in it (a read: one result set of
+//! one row, no warnings, status = autocommit only, no tracker data; a SET:
+//! an OK of no rows and no warnings, autocommit on, no transaction, nothing
+//! pinned), and replayed only to a client in the state it was recorded in
+//! (transaction mode, no backend connection held, the same session
+//! settings, autocommit on, no transaction). A SET's entry also keeps what
+//! it left of the session (its settings as the server reported them,
+//! ROW_COUNT()): the same statement in the same state leaves the same, and
+//! the next statement's connection is brought to those settings as after
+//! any SET the server ran. The variables are a fixed list whose value a new pooled
 //! connection would give any client (no per-connection counters, ids,
 //! clocks or tracking settings). An entry lives [`TTL`] and is dropped at
 //! once when a client sets a global through the relay (the pool's epoch);
@@ -148,10 +154,41 @@ pub struct Key {
     pub sql: Vec<u8>,
 }
 
+/// What a recorded statement left of the client's session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Left {
+    pub settings: Vec<Setting>,
+    /// ROW_COUNT() after it.
+    pub row_count: i64,
+    /// FOUND_ROWS() after it (a SELECT; others leave it as it was).
+    pub found_rows: Option<u64>,
+}
+
 struct Entry {
     reply: Vec<u8>,
+    left: Left,
     at: Instant,
     epoch: u64,
+}
+
+/// Is this statement (its effects as the relay reads them) one SET of
+/// session variables whose reply and result can be recorded: to values
+/// the text gives, no global, no `SET TRANSACTION` (next transaction only),
+/// nothing pinned?
+pub fn is_session_set(fx: &crate::protocol::sql::Effects) -> bool {
+    fx.settings_only
+        && fx.statements == 1
+        && !fx.settings.is_empty()
+        && fx.use_db.is_none()
+        && fx.pins.is_empty()
+        && fx.pin_next.is_none()
+        && fx.computed.is_empty()
+        && !fx.sets_global
+        && fx.kill.is_none()
+        && fx
+            .settings
+            .iter()
+            .all(|s| !s.name.starts_with("transaction") && !s.name.starts_with("session_track"))
 }
 
 /// The recorded replies, shared by all sessions.
@@ -161,16 +198,17 @@ pub struct Answers {
 }
 
 impl Answers {
-    /// The reply recorded for `key` at pool epoch `epoch`, if still fresh.
-    pub fn get(&self, key: &Key, epoch: u64) -> Option<Vec<u8>> {
+    /// The reply recorded for `key` at pool epoch `epoch`, and what it
+    /// left of the session, if still fresh.
+    pub fn get(&self, key: &Key, epoch: u64) -> Option<(Vec<u8>, Left)> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let e = entries.get(key)?;
-        (e.epoch == epoch && e.at.elapsed() < TTL).then(|| e.reply.clone())
+        (e.epoch == epoch && e.at.elapsed() < TTL).then(|| (e.reply.clone(), e.left.clone()))
     }
 
     /// Keeps `reply` (the whole reply as the client received it, packet
-    /// headers included) for `key`.
-    pub fn put(&self, key: Key, reply: Vec<u8>, epoch: u64) {
+    /// headers included) for `key`, with what it left of the session.
+    pub fn put(&self, key: Key, reply: Vec<u8>, left: Left, epoch: u64) {
         if reply.len() > MAX_REPLY {
             return;
         }
@@ -185,6 +223,7 @@ impl Answers {
             key,
             Entry {
                 reply,
+                left,
                 at: Instant::now(),
                 epoch,
             },
@@ -258,8 +297,13 @@ mod tests {
             settings: Vec::new(),
             sql: b"SELECT @@version".to_vec(),
         };
-        a.put(key.clone(), b"reply".to_vec(), 1);
-        assert_eq!(a.get(&key, 1).as_deref(), Some(&b"reply"[..]));
+        let left = Left {
+            settings: Vec::new(),
+            row_count: -1,
+            found_rows: Some(1),
+        };
+        a.put(key.clone(), b"reply".to_vec(), left.clone(), 1);
+        assert_eq!(a.get(&key, 1), Some((b"reply".to_vec(), left)));
         assert_eq!(a.get(&key, 2), None, "a global set since: stale");
         a.clear();
         assert_eq!(a.get(&key, 1), None);

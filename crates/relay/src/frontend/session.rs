@@ -603,7 +603,7 @@ impl Session {
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         // A connect-time variable read: the server's recorded reply, or
         // the server's reply recorded on its way.
-        let local = self.local_key(&cmd[1..]);
+        let local = self.local_key(&cmd[1..], &fx);
         if let Some(key) = &local {
             if self.answer_locally(key).await? {
                 if let Some(d) = digest {
@@ -621,9 +621,6 @@ impl Session {
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;
         let captured = self.capture.take();
-        if let (Some(key), Ok(o)) = (local, &o) {
-            self.record_answer(key, epoch, o, captured);
-        }
         if let Some(d) = digest {
             let rows = match &o {
                 Ok(o) if o.result_sets > 0 => o.rows,
@@ -648,6 +645,9 @@ impl Session {
         self.after_text_effects(&fx, &o);
         if !had_set_expression {
             self.release_computed_settings(&fx, &o);
+        }
+        if let (Some(key), Some(reply)) = (local, captured) {
+            self.record_answer(key, epoch, &o, &fx, reply);
         }
         Ok(())
     }
@@ -949,7 +949,7 @@ impl Session {
         let lost = |e: WireError| Fail::Lost(e.to_string());
         if c.settings
             .iter()
-            .any(|s| s.is_pseudo() && !self.settings.contains(s))
+            .any(|s| s.undone_by_reset() && !self.settings.contains(s))
         {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
@@ -1066,8 +1066,19 @@ impl Session {
             }
         }
         let layout = c.caps & SESSION_TRACK != 0;
+        use crate::protocol::reply::ClientTracking;
+        let client = if self.caps & SESSION_TRACK == 0 {
+            ClientTracking::Strip
+        } else if self.pins.contains(&Pin::Tracking) {
+            // The client's own tracking settings are on the connection.
+            ClientTracking::Raw
+        } else {
+            c.client_tracking
+                .clone()
+                .map_or(ClientTracking::Raw, ClientTracking::Filter)
+        };
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
-            .tracking(layout, self.caps & SESSION_TRACK == 0);
+            .tracking(layout, client);
         t.rewrite_id = rewrite_id;
         t.capture = self.capture.take();
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;

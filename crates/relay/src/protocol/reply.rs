@@ -96,14 +96,26 @@ pub struct Tracker {
     pub rewrite_id: Option<u32>,
     /// The connection has CLIENT_SESSION_TRACK: OKs are read whole.
     track: bool,
-    /// The client does not: OKs are rewritten without the tracker data.
-    strip: bool,
+    /// How OKs are rewritten for the client (see [`ClientTracking`]).
+    client: ClientTracking,
     /// The packet just seen, rewritten: forward this payload instead.
     pub replacement: Option<Vec<u8>>,
     /// When set, every byte forwarded to the client is copied here too
     /// (the relay records a reply it may give again itself).
     pub capture: Option<Vec<u8>>,
     pub outcome: Outcome,
+}
+
+/// What a client sees of the tracker data in a tracking connection's OKs.
+#[derive(Debug, Clone)]
+pub enum ClientTracking {
+    /// As the server sent it (the client's own tracking settings are on
+    /// the connection).
+    Raw,
+    /// None: the client did not ask for CLIENT_SESSION_TRACK.
+    Strip,
+    /// What a new session of the client's would track.
+    Filter(std::sync::Arc<crate::protocol::track::TrackView>),
 }
 
 fn u16_at(p: &[u8], i: usize) -> Option<u16> {
@@ -134,18 +146,18 @@ impl Tracker {
             continuation: false,
             rewrite_id: None,
             track: false,
-            strip: false,
+            client: ClientTracking::Raw,
             replacement: None,
             capture: None,
             outcome: Outcome::default(),
         }
     }
 
-    /// Session tracking is on for the connection (`track`), and the
-    /// client did not ask for it (`strip`).
-    pub fn tracking(mut self, track: bool, strip: bool) -> Tracker {
+    /// Session tracking is on for the connection (`track`), and what the
+    /// client is to see of it.
+    pub fn tracking(mut self, track: bool, client: ClientTracking) -> Tracker {
         self.track = track;
-        self.strip = track && strip;
+        self.client = if track { client } else { ClientTracking::Raw };
         self
     }
 
@@ -167,10 +179,13 @@ impl Tracker {
     /// for a client without tracking, its rewritten form.
     fn take_ok(&mut self, p: &[u8]) -> Option<u16> {
         let ok = crate::protocol::track::parse_ok(p, self.track)?;
-        if self.strip {
+        let rewritten = match &self.client {
+            ClientTracking::Raw => None,
             // Info is length-prefixed and state data may follow: rewrite.
-            self.replacement = crate::protocol::track::strip(p).filter(|s| s.as_slice() != p);
-        }
+            ClientTracking::Strip => crate::protocol::track::strip(p),
+            ClientTracking::Filter(view) => crate::protocol::track::filter(p, view),
+        };
+        self.replacement = rewritten.filter(|s| s.as_slice() != p);
         self.outcome.affected += ok.affected;
         if ok.insert_id != 0 {
             self.outcome.insert_id = ok.insert_id;

@@ -138,11 +138,22 @@ impl Setting {
         }
     }
 
-    /// Pseudo settings cannot be put back to their default with `= DEFAULT`.
-    pub fn is_pseudo(&self) -> bool {
+    /// It cannot be put back to a new session's value with `= DEFAULT`
+    /// (a connection carrying it is reset instead): pseudo settings, and
+    /// the character set variables, which a new session takes from the
+    /// collation its login asked for, not from the globals (a latin1 login
+    /// on a utf8mb4 server starts with latin1).
+    pub fn undone_by_reset(&self) -> bool {
         matches!(
             self.name.as_str(),
-            "names" | "charset" | "transaction isolation" | "transaction access"
+            "names"
+                | "charset"
+                | "transaction isolation"
+                | "transaction access"
+                | "character_set_client"
+                | "character_set_connection"
+                | "character_set_results"
+                | "collation_connection"
         )
     }
 }

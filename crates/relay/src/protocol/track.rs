@@ -7,7 +7,10 @@
 //! (user variables, temporary tables, prepared statements...).
 //!
 //! For a client that did not ask for session tracking the same OK is
-//! rewritten to the shape it expects ([`strip`]).
+//! rewritten to the shape it expects ([`strip`]); for one that did, to
+//! what its own session tracks ([`filter`] with a [`TrackView`]: the
+//! server's settings a new session starts with), since the relay's
+//! connections track everything.
 //!
 //! Written by hand because it sits on the forwarding path and must accept
 //! any bytes: every read is bounds-checked and a malformed OK is `None`.
@@ -128,6 +131,141 @@ pub fn parse_ok(p: &[u8], session_track: bool) -> Option<OkPacket> {
     layout(p, session_track).map(|l| l.ok)
 }
 
+/// What a client's session reports in its OKs: the session tracking a new
+/// session starts with (the server's globals), read on the relay's
+/// connection before it turns tracking up to everything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackView {
+    /// Variables reported, lower case; `None`: every one (`*`).
+    pub vars: Option<Vec<String>>,
+    pub schema: bool,
+    pub state_change: bool,
+}
+
+impl TrackView {
+    /// From the values of `session_track_system_variables`,
+    /// `session_track_schema` and `session_track_state_change`.
+    pub fn from_values(vars: &str, schema: &str, state_change: &str) -> TrackView {
+        let on = |v: &str| v == "1" || v.eq_ignore_ascii_case("ON");
+        let mut list: Vec<String> = Vec::new();
+        let mut all = false;
+        for v in vars.split(',').map(|v| v.trim().to_ascii_lowercase()) {
+            if v == "*" {
+                all = true;
+            } else if !v.is_empty() && !list.contains(&v) {
+                list.push(v);
+            }
+        }
+        TrackView {
+            vars: (!all).then_some(list),
+            schema: on(schema),
+            state_change: on(state_change),
+        }
+    }
+}
+
+/// One tracker entry of an OK's state block: its type, its bytes
+/// (length-prefixed data), and the variable's name for a system-variable
+/// entry.
+struct Entry<'a> {
+    kind: u8,
+    bytes: &'a [u8],
+    name: Option<String>,
+}
+
+fn entries(all: &[u8]) -> Option<Vec<Entry<'_>>> {
+    let mut out = Vec::new();
+    let mut j = 0;
+    while j < all.len() {
+        let kind = all[j];
+        j += 1;
+        let start = j;
+        let data = lenenc_bytes(all, &mut j)?;
+        let name = if kind == SYSTEM_VARIABLES {
+            let mut k = 0;
+            Some(text(lenenc_bytes(data, &mut k)?).to_ascii_lowercase())
+        } else {
+            None
+        };
+        out.push(Entry {
+            kind,
+            bytes: &all[start..j],
+            name,
+        });
+    }
+    Some(out)
+}
+
+fn put_lenenc_len(out: &mut Vec<u8>, n: usize) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xFFFF => {
+            out.push(0xFC);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xFF_FFFF => {
+            out.push(0xFD);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xFE);
+            out.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+    }
+}
+
+/// The same OK for a tracking client whose session tracks `view`: the
+/// entries it would not get dropped, and no state block (nor the flag)
+/// when nothing is left. The variables keep the server's order, which is
+/// no promise: two direct sessions may list the same changes in different
+/// orders. `None` when
+/// the packet is not a well-formed tracked OK.
+pub fn filter(p: &[u8], view: &TrackView) -> Option<Vec<u8>> {
+    let l = layout(p, true)?;
+    if l.ok.status & STATUS_SESSION_STATE_CHANGED == 0 || l.info.end >= p.len() {
+        return Some(p.to_vec());
+    }
+    let mut i = l.info.end;
+    let all = lenenc_bytes(p, &mut i)?;
+    if i != p.len() {
+        return None;
+    }
+    let kept: Vec<Entry> = entries(all)?
+        .into_iter()
+        .filter(|e| match e.kind {
+            SYSTEM_VARIABLES => match (&view.vars, &e.name) {
+                (None, _) => true,
+                (Some(list), Some(n)) => list.contains(n),
+                (Some(_), None) => false,
+            },
+            SCHEMA => view.schema,
+            STATE_CHANGE => view.state_change,
+            _ => true,
+        })
+        .collect();
+    let mut out = Vec::with_capacity(p.len());
+    out.extend_from_slice(p.get(..l.info.end)?);
+    if kept.is_empty() {
+        let st = l.after_warnings - 4;
+        let status = l.ok.status & !STATUS_SESSION_STATE_CHANGED;
+        out[st..st + 2].copy_from_slice(&status.to_le_bytes());
+        // The info string stays length-prefixed; an empty one at the very
+        // end is left out, as the server leaves it.
+        if l.info.is_empty() && out.len() == l.after_warnings + 1 {
+            out.truncate(l.after_warnings);
+        }
+        return Some(out);
+    }
+    let mut block = Vec::with_capacity(all.len());
+    for e in &kept {
+        block.push(e.kind);
+        block.extend_from_slice(e.bytes);
+    }
+    put_lenenc_len(&mut out, block.len());
+    out.extend_from_slice(&block);
+    Some(out)
+}
+
 /// The same OK for a client without CLIENT_SESSION_TRACK: the info text
 /// unprefixed to the end, no state data, the state-changed flag cleared.
 pub fn strip(p: &[u8]) -> Option<Vec<u8>> {
@@ -214,6 +352,60 @@ mod tests {
         // An OK without info or state is unchanged.
         let bare = vec![0x00, 0, 0, 2, 0, 0, 0];
         assert_eq!(strip(&bare), Some(bare.clone()));
+    }
+
+    fn sysvar(name: &str, value: &str) -> (u8, Vec<u8>) {
+        let mut d = Vec::new();
+        lenenc_str(&mut d, name.as_bytes());
+        lenenc_str(&mut d, value.as_bytes());
+        (SYSTEM_VARIABLES, d)
+    }
+
+    #[test]
+    fn filter_keeps_what_the_clients_session_tracks() {
+        let view = TrackView::from_values(
+            "autocommit,character_set_client,character_set_connection,character_set_results,time_zone",
+            "ON",
+            "OFF",
+        );
+        let server = tracked_ok(
+            b"",
+            &[
+                sysvar("character_set_client", "utf8mb4"),
+                sysvar("character_set_results", "utf8mb4"),
+                sysvar("sql_mode", "ANSI"),
+                sysvar("character_set_connection", "utf8mb4"),
+                (SCHEMA, vec![2, b'd', b'b']),
+                (STATE_CHANGE, vec![1, b'1']),
+            ],
+        );
+        let want = tracked_ok(
+            b"",
+            &[
+                sysvar("character_set_client", "utf8mb4"),
+                sysvar("character_set_results", "utf8mb4"),
+                sysvar("character_set_connection", "utf8mb4"),
+                (SCHEMA, vec![2, b'd', b'b']),
+            ],
+        );
+        assert_eq!(filter(&server, &view), Some(want));
+        // Nothing left: no state block, no flag, no empty info string.
+        let only_untracked = tracked_ok(
+            b"",
+            &[sysvar("sql_mode", "ANSI"), (STATE_CHANGE, vec![1, b'1'])],
+        );
+        let bare = filter(&only_untracked, &view).expect("filtered");
+        assert_eq!(bare, vec![0x00, 3, 0, 0x02, 0x00, 1, 0]);
+        // Every variable tracked: the entries stay.
+        let all = TrackView::from_values("*", "ON", "ON");
+        assert_eq!(filter(&server, &all), Some(server.clone()));
+    }
+
+    proptest! {
+        #[test]
+        fn filter_never_panics(p in proptest::collection::vec(any::<u8>(), 0..80)) {
+            let _ = filter(&p, &TrackView::from_values("autocommit", "ON", "OFF"));
+        }
     }
 
     proptest! {

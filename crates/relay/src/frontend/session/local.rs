@@ -1,19 +1,29 @@
-//! Connect-time variable reads answered without a server round trip, from
-//! the server's own recorded reply (`frontend/answers.rs` says when that is
-//! exact); the first such read of a kind goes to the server and is
-//! recorded on the way.
+//! Connect-time variable reads and session SETs answered without a server
+//! round trip, from the server's own recorded reply (`frontend/answers.rs`
+//! says when that is exact); the first such statement of a kind goes to
+//! the server and is recorded on the way, with what it left of the
+//! client's session (its settings, ROW_COUNT(), FOUND_ROWS()).
 
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Fail, Session};
 use crate::config::Mode;
-use crate::frontend::answers::{self, Key};
+use crate::frontend::answers::{self, Key, Left};
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
+use crate::protocol::sql::Effects;
+
+/// Status flags a reply may carry besides autocommit and still be given
+/// again: the session's sql_mode as the flags show it (NO_BACKSLASH_ESCAPES,
+/// ANSI_QUOTES), which the key's settings fix.
+const STATUS_SQL_MODE: u16 = 0x0200 | 0x8000;
+/// The OK status flag saying the session's state changed (a tracking
+/// client's SET reply carries it).
+const STATUS_STATE_CHANGED: u16 = 0x4000;
 
 impl Session {
     /// The key this statement's reply is recorded under, when the client
     /// is in the state a recorded reply is exact for.
-    pub(super) fn local_key(&self, sql: &[u8]) -> Option<Key> {
+    pub(super) fn local_key(&self, sql: &[u8], fx: &Effects) -> Option<Key> {
         if self.mode != Mode::Transaction
             || self.conn.is_some()
             || self.in_trans
@@ -21,7 +31,7 @@ impl Session {
             || !self.pins.is_empty()
             || self.pin_next.is_some()
             || self.found_rows_calc
-            || !answers::is_variable_read(sql)
+            || !(answers::is_session_set(fx) || answers::is_variable_read(sql))
         {
             return None;
         }
@@ -38,7 +48,7 @@ impl Session {
     /// Sends the recorded reply for `key`, if there is a fresh one, and
     /// leaves the session as the server's reply would have.
     pub(super) async fn answer_locally(&mut self, key: &Key) -> Result<bool, Fail> {
-        let Some(reply) = self.ctx.answers.get(key, self.ctx.pool.epoch()) else {
+        let Some((reply, left)) = self.ctx.answers.get(key, self.ctx.pool.epoch()) else {
             return Ok(false);
         };
         // Counted before the client can see the reply (a reader of the
@@ -50,36 +60,61 @@ impl Session {
             .fetch_add(reply.len() as u64, Relaxed);
         use tokio::io::AsyncWriteExt;
         self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
-        // One result set of one row, no warnings: what a SELECT leaves.
-        self.last_row_count = -1;
-        self.last_found_rows = 1;
-        self.found_rows_calc = false;
+        self.settings = left.settings;
+        self.last_row_count = left.row_count;
+        if let Some(n) = left.found_rows {
+            self.last_found_rows = n;
+        }
         Ok(true)
     }
 
-    /// Keeps what the client just received for `key` when the reply was
-    /// one that can be given again as it is.
+    /// Keeps what the client just received for `key`, and what the
+    /// statement left of the session, when both can be given again as they
+    /// are: no error or warning, nothing the relay pins or holds the
+    /// connection for, autocommit on and no transaction; a read's reply is
+    /// one row with nothing tracked, a SET's an OK of no rows.
     /// `epoch` is the pool's when the statement was sent.
     pub(super) fn record_answer(
         &self,
         mut key: Key,
         epoch: u64,
         o: &Outcome,
-        reply: Option<Vec<u8>>,
+        fx: &Effects,
+        reply: Vec<u8>,
     ) {
-        let (Some(reply), Some(c)) = (reply, self.conn.as_ref()) else {
+        let Some(c) = self.conn.as_ref() else {
             return;
         };
-        let exact = o.error.is_none()
-            && o.warnings == 0
-            && o.result_sets == 1
-            && o.rows == 1
-            && o.changes.is_empty()
-            && o.status == Some(STATUS_AUTOCOMMIT)
-            && o.insert_id == 0;
+        let session_free = self.pins.is_empty()
+            && self.pin_next.is_none()
+            && !self.in_trans
+            && self.autocommit
+            && !self.found_rows_calc
+            && !self.set_tx_armed;
+        let common = session_free && o.error.is_none() && o.warnings == 0 && o.insert_id == 0;
+        let exact = if answers::is_session_set(fx) {
+            common
+                && o.result_sets == 0
+                && o.affected == 0
+                && o.status.is_some_and(|st| {
+                    st & !(STATUS_STATE_CHANGED | STATUS_SQL_MODE) == STATUS_AUTOCOMMIT
+                })
+        } else {
+            common
+                && o.result_sets == 1
+                && o.rows == 1
+                && o.changes.is_empty()
+                && o.status
+                    .is_some_and(|st| st & !STATUS_SQL_MODE == STATUS_AUTOCOMMIT)
+        };
         if exact {
             key.backend = c.backend;
-            self.ctx.answers.put(key, reply, epoch);
+            let left = Left {
+                settings: self.settings.clone(),
+                row_count: self.last_row_count,
+                found_rows: fx.selects.then_some(self.last_found_rows),
+            };
+            self.ctx.answers.put(key, reply, left, epoch);
         }
     }
 }
