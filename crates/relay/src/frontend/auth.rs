@@ -14,7 +14,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::rsa::{rsa_key, rsa_password};
 use crate::config::{sha2_hash, Account, RelayConfig};
-use crate::protocol::io::AnyStream;
+use crate::protocol::io::{AnyStream, Prefixed};
 
 pub const SHA2: &str = "caching_sha2_password";
 
@@ -101,6 +101,21 @@ pub async fn with_server_account<'a>(
     }
 }
 
+/// The server side of a TLS handshake on `io`.
+async fn tls_accept<IO>(
+    acceptor: &tokio_rustls::TlsAcceptor,
+    io: IO,
+) -> Result<AnyStream, WireError>
+where
+    IO: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static,
+{
+    let tls = acceptor
+        .accept(io)
+        .await
+        .map_err(|e| WireError::Protocol(format!("TLS handshake: {e}")))?;
+    Ok(AnyStream(Box::new(tls)))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub async fn login<S>(
     cfg: &RelayConfig,
@@ -125,7 +140,9 @@ where
         &handshake::greeting_with(&g.version, id, &nonce, g.collation, caps, g.ext),
     )
     .await?;
-    let first = packet::read(&mut raw, 1 << 16).await?;
+    // One read for header and payload; what came behind the packet (a
+    // TLS ClientHello, usually) is read again from `ahead` first.
+    let (first, ahead) = crate::protocol::io::read_first(&mut raw, 1 << 16).await?;
     let caps_of = |p: &[u8]| {
         p.get(..4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -138,15 +155,17 @@ where
             )
             .into());
         };
-        let tls = acceptor
-            .accept(raw)
-            .await
-            .map_err(|e| WireError::Protocol(format!("TLS handshake: {e}")))?;
-        let mut stream = AnyStream(Box::new(tls));
+        let mut stream = if ahead.is_empty() {
+            tls_accept(acceptor, raw).await?
+        } else {
+            tls_accept(acceptor, Prefixed::new(ahead, raw)).await?
+        };
         let r = packet::read(&mut stream, 1 << 16).await?;
         (stream, r, true)
-    } else {
+    } else if ahead.is_empty() {
         (AnyStream(Box::new(raw)), first, false)
+    } else {
+        (AnyStream(Box::new(Prefixed::new(ahead, raw))), first, false)
     };
     if g.tls_required && !tls {
         let msg =

@@ -347,3 +347,140 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 }
+
+/// Reads a connection's first packet in as few reads as the peer allows
+/// (usually one: header and payload together), returning it and whatever
+/// came after it in the same reads (a TLS ClientHello right behind an
+/// SSLRequest, or a client that did not wait for the server's answer).
+pub async fn read_first<S: AsyncRead + Unpin>(
+    s: &mut S,
+    max: usize,
+) -> Result<(packet::Packet, Vec<u8>), WireError> {
+    let mut buf: Vec<u8> = Vec::with_capacity(1024);
+    loop {
+        if buf.len() >= 4 {
+            let len = u32::from_le_bytes([buf[0], buf[1], buf[2], 0]) as usize;
+            if len > max {
+                return Err(WireError::TooBig { len, max });
+            }
+            if buf.len() >= 4 + len {
+                let rest = buf.split_off(4 + len);
+                let seq = buf[3];
+                buf.drain(..4);
+                return Ok((packet::Packet { seq, payload: buf }, rest));
+            }
+        }
+        if buf.capacity() - buf.len() < 512 {
+            buf.reserve(4096);
+        }
+        if s.read_buf(&mut buf).await? == 0 {
+            return Err(WireError::Closed);
+        }
+    }
+}
+
+/// A stream whose first bytes were already read: they are given back
+/// first, then the stream's own.
+pub struct Prefixed<S> {
+    prefix: Vec<u8>,
+    at: usize,
+    inner: S,
+}
+
+impl<S> Prefixed<S> {
+    pub fn new(prefix: Vec<u8>, inner: S) -> Prefixed<S> {
+        Prefixed {
+            prefix,
+            at: 0,
+            inner,
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Prefixed<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let me = &mut *self;
+        if me.at < me.prefix.len() {
+            let n = (me.prefix.len() - me.at).min(buf.remaining());
+            buf.put_slice(&me.prefix[me.at..me.at + n]);
+            me.at += n;
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut me.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Prefixed<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn framed(seq: u8, payload: &[u8]) -> Vec<u8> {
+        let mut v = (payload.len() as u32).to_le_bytes()[..3].to_vec();
+        v.push(seq);
+        v.extend_from_slice(payload);
+        v
+    }
+
+    #[tokio::test]
+    async fn the_first_packet_and_what_came_behind_it() {
+        let mut bytes = framed(1, b"hello");
+        bytes.extend_from_slice(b"TLS client hello");
+        // All at once, and byte by byte.
+        for chunk in [bytes.len(), 1] {
+            let (mut a, mut b) = tokio::io::duplex(64);
+            let data = bytes.clone();
+            let writer = tokio::spawn(async move {
+                for c in data.chunks(chunk) {
+                    a.write_all(c).await.expect("write");
+                }
+                a
+            });
+            let (p, ahead) = read_first(&mut b, 100).await.expect("first");
+            assert_eq!((p.seq, p.payload.as_slice()), (1, &b"hello"[..]));
+            // Whatever was not yet read stays in the stream: together, the
+            // rest of the bytes in order.
+            let _a = writer.await.expect("writer");
+            let mut s = Prefixed::new(ahead, b);
+            let mut rest = vec![0; 16];
+            s.read_exact(&mut rest).await.expect("rest");
+            assert_eq!(rest, b"TLS client hello");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_first_packet_too_big_or_cut_is_refused() {
+        let (mut a, mut b) = tokio::io::duplex(64);
+        a.write_all(&framed(1, &[0; 50])).await.expect("write");
+        assert!(matches!(
+            read_first(&mut b, 10).await,
+            Err(WireError::TooBig { .. })
+        ));
+        let (mut a, mut b) = tokio::io::duplex(64);
+        a.write_all(&framed(1, b"hello")[..6]).await.expect("write");
+        drop(a);
+        assert!(matches!(
+            read_first(&mut b, 10).await,
+            Err(WireError::Closed)
+        ));
+    }
+}
