@@ -92,12 +92,18 @@ impl From<Accepted> for AnyStream {
     }
 }
 
-/// A stream's plain TCP or Unix socket taken off this event loop's poller
-/// (to be [`Detached::attach`]ed on another loop); `None` when it is
-/// something else (TLS keeps its loop), with the stream left in place.
-pub fn detach_plain(s: &mut AnyStream) -> Option<std::io::Result<Detached>> {
+/// Whether [`detach_plain`] can move this stream: a plain TCP or Unix
+/// socket (a TLS stream keeps its loop).
+pub fn is_plain(s: &AnyStream) -> bool {
     let any = s.0.as_any();
-    if !any.is::<tokio::net::TcpStream>() && !any.is::<tokio::net::UnixStream>() {
+    any.is::<tokio::net::TcpStream>() || any.is::<tokio::net::UnixStream>()
+}
+
+/// A stream's plain socket taken off this event loop's poller (to be
+/// [`Detached::attach`]ed on another loop); `None`, with the stream left
+/// in place, when it is not [`is_plain`].
+pub fn detach_plain(s: &mut AnyStream) -> Option<std::io::Result<Detached>> {
+    if !is_plain(s) {
         return None;
     }
     let taken = std::mem::replace(s, AnyStream::gone()).0.into_any();
@@ -108,12 +114,6 @@ pub fn detach_plain(s: &mut AnyStream) -> Option<std::io::Result<Detached>> {
             Err(_) => Err(std::io::Error::other("not a plain socket")),
         },
     })
-}
-
-/// Whether [`detach_plain`] can move this stream.
-pub fn is_plain(s: &AnyStream) -> bool {
-    let any = s.0.as_any();
-    any.is::<tokio::net::TcpStream>() || any.is::<tokio::net::UnixStream>()
 }
 
 impl Detached {

@@ -156,9 +156,9 @@ fn shapes() -> Vec<(u32, u8)> {
     v
 }
 
-/// Held by the tests that read or set max_allowed_packet: one sets the
-/// global on the server they share, which a direct login made meanwhile
-/// would read.
+/// Held by the tests that set a global on the server they share (which a
+/// direct login made meanwhile would read) and by those comparing what
+/// those globals decide (max_allowed_packet, the tracked variables).
 static GLOBALS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn local(relay: &Relay) -> f64 {
@@ -340,6 +340,7 @@ const AFTER_SET: &str = "SELECT @@character_set_client, @@character_set_connecti
 
 #[test]
 fn session_sets_answered_locally_are_the_servers_bytes_and_leave_the_same_session() {
+    let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
     let srv = server();
     let relay = start_relay(srv, &["--pool-max", "4"]);
     let pw = password(srv);
@@ -389,6 +390,7 @@ fn session_sets_answered_locally_are_the_servers_bytes_and_leave_the_same_sessio
 
 #[test]
 fn sets_that_fail_or_warn_are_never_answered_locally() {
+    let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
     let srv = server();
     let relay = start_relay(srv, &["--pool-max", "2"]);
     let pw = password(srv);
@@ -423,4 +425,54 @@ fn sets_that_fail_or_warn_are_never_answered_locally() {
         }
         assert_eq!(local(&relay), before, "none of them answered by the relay");
     });
+}
+
+/// A tracking client is shown what its own session tracks: after a global
+/// change of the tracked variables made through the relay, what a new
+/// session tracks then.
+#[test]
+fn tracking_clients_see_the_tracking_a_global_set_through_the_relay_gives() {
+    let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF | handshake::SESSION_TRACK;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let sql = "SET SESSION sql_mode = 'ANSI_QUOTES'";
+    let (want, got) = rt.block_on(async {
+        let mut admin = login(relay.port, &pw, caps, 45).await;
+        // A tracking client first, so that the relay has read the old
+        // setting.
+        let mut before = login(relay.port, &pw, caps, 45).await;
+        reply(&mut before, sql, true).await;
+        let was = value(
+            &mut admin,
+            "SELECT @@global.session_track_system_variables",
+            true,
+        )
+        .await;
+        reply(
+            &mut admin,
+            "SET GLOBAL session_track_system_variables = 'autocommit,sql_mode'",
+            true,
+        )
+        .await;
+        let mut d = login(direct_port, &pw, caps, 45).await;
+        let want = reply(&mut d, sql, true).await;
+        let mut r = login(relay.port, &pw, caps, 45).await;
+        let got = reply(&mut r, sql, true).await;
+        reply(
+            &mut admin,
+            &format!("SET GLOBAL session_track_system_variables = '{was}'"),
+            true,
+        )
+        .await;
+        (want, got)
+    });
+    assert!(
+        want.windows(8).any(|w| w == b"sql_mode"),
+        "the server reports sql_mode once it is tracked"
+    );
+    assert_eq!(entries_sorted(&got), entries_sorted(&want));
 }

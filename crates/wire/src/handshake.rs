@@ -142,6 +142,25 @@ fn cstr(p: &[u8], i: &mut usize) -> Result<Vec<u8>, WireError> {
     Ok(s)
 }
 
+/// Appends `n` as a length-encoded integer (the writer of [`lenenc`]).
+pub fn put_lenenc(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xFFFF => {
+            out.push(0xFC);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xFF_FFFF => {
+            out.push(0xFD);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xFE);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+}
+
 /// Length-encoded integer at `i`.
 pub fn lenenc(p: &[u8], i: &mut usize) -> Result<u64, WireError> {
     let bad = || WireError::Protocol("truncated length-encoded integer".into());
@@ -750,6 +769,17 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn put_lenenc_is_read_back(n in proptest::prelude::any::<u64>(), small in 0u64..70_000) {
+            for v in [n, small] {
+                let mut out = vec![0xAA];
+                put_lenenc(&mut out, v);
+                let mut i = 1;
+                proptest::prop_assert_eq!(lenenc(&out, &mut i).ok(), Some(v));
+                proptest::prop_assert_eq!(i, out.len());
+            }
+        }
+
         #[test]
         fn parsers_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let _ = parse_client_hello(&bytes);

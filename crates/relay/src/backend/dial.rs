@@ -204,12 +204,12 @@ session_track_system_variables = '*'";
     crate::backend::command::simple(l, set).await.is_ok()
 }
 
-/// What a new session on this server tracks (read before
-/// [`track_sessions`] changes it): what a tracking client is shown.
+/// What a new session on this server tracks (the globals, whatever
+/// [`track_sessions`] did to this one): what a tracking client is shown.
 pub async fn client_tracking(l: &mut impl Link) -> Option<Arc<TrackView>> {
     let v = crate::backend::command::query_value(
         l,
-        "SELECT CONCAT_WS(',,', @@session_track_system_variables, @@session_track_schema, @@session_track_state_change)",
+        "SELECT CONCAT_WS(',,', @@global.session_track_system_variables, @@global.session_track_schema, @@global.session_track_state_change)",
     )
     .await
     .ok()??;

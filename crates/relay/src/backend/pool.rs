@@ -25,6 +25,7 @@ use crate::config::{Backend, PoolSettings, RelayConfig};
 use crate::protocol::io::PacketIo;
 use crate::protocol::sql::Setting;
 use crate::protocol::stmt::BackendStmts;
+use crate::protocol::track::TrackView;
 
 /// A backend connection with what the relay knows of its session.
 pub struct BackendConn {
@@ -45,7 +46,7 @@ pub struct BackendConn {
     pub tracking: bool,
     /// What a tracking client's own session would report (the server's
     /// tracking settings for a new session).
-    pub client_tracking: Option<Arc<crate::protocol::track::TrackView>>,
+    pub client_tracking: Option<Arc<TrackView>>,
     /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
     pub last_insert_id: u64,
     /// The last statement on it left warnings or an error, which stay
@@ -188,6 +189,9 @@ struct Side {
     waiting: AtomicUsize,
     /// Clients holding one of its connections (least outstanding work).
     busy: AtomicUsize,
+    /// What a tracking client's own session reports here, and the pool
+    /// epoch it was read in (see [`Pool::client_tracking`]).
+    tracked: Mutex<Option<(u64, Arc<TrackView>)>>,
 }
 
 impl Side {
@@ -339,6 +343,7 @@ impl Pool {
                     notify: Notify::new(),
                     waiting: AtomicUsize::new(0),
                     busy: AtomicUsize::new(0),
+                    tracked: Mutex::new(None),
                 })
             })
             .collect();
@@ -525,6 +530,9 @@ impl Pool {
                             continue;
                         }
                         c.epoch = epoch;
+                        if c.tracking {
+                            c.client_tracking = self.client_tracking(backend, &mut *c).await;
+                        }
                     }
                     if c.come_home().is_err() {
                         continue;
@@ -575,6 +583,27 @@ impl Pool {
         result
     }
 
+    /// What a tracking client's own session reports on `backend`: the
+    /// server's session_track_* globals, read on `l` once per pool epoch
+    /// (a global set through the relay starts a new one).
+    async fn client_tracking(&self, backend: usize, l: &mut impl Link) -> Option<Arc<TrackView>> {
+        let epoch = self.epoch.load(Relaxed);
+        let side = &self.sides[backend];
+        let cached = side
+            .tracked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .filter(|(e, _)| *e == epoch)
+            .map(|(_, v)| v.clone());
+        if cached.is_some() {
+            return cached;
+        }
+        let v = crate::backend::dial::client_tracking(l).await?;
+        *side.tracked.lock().unwrap_or_else(|e| e.into_inner()) = Some((epoch, v.clone()));
+        Some(v)
+    }
+
     async fn open(
         &self,
         backend: usize,
@@ -599,7 +628,7 @@ impl Pool {
                 let caps = l.caps;
                 let client_tracking = match caps & sqlfleet_wire::handshake::SESSION_TRACK {
                     0 => None,
-                    _ => crate::backend::dial::client_tracking(&mut l).await,
+                    _ => self.client_tracking(backend, &mut l).await,
                 };
                 let tracking = crate::backend::dial::track_sessions(&mut l, caps).await;
                 let now = Instant::now();

@@ -25,7 +25,7 @@
 //! as a pooled connection sees it only once it is reset.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use sqlfleet_dump::lex::{lex, Tok};
@@ -165,8 +165,8 @@ pub struct Left {
 }
 
 struct Entry {
-    reply: Vec<u8>,
-    left: Left,
+    reply: Arc<[u8]>,
+    left: Arc<Left>,
     at: Instant,
     epoch: u64,
 }
@@ -200,7 +200,7 @@ pub struct Answers {
 impl Answers {
     /// The reply recorded for `key` at pool epoch `epoch`, and what it
     /// left of the session, if still fresh.
-    pub fn get(&self, key: &Key, epoch: u64) -> Option<(Vec<u8>, Left)> {
+    pub fn get(&self, key: &Key, epoch: u64) -> Option<(Arc<[u8]>, Arc<Left>)> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let e = entries.get(key)?;
         (e.epoch == epoch && e.at.elapsed() < TTL).then(|| (e.reply.clone(), e.left.clone()))
@@ -222,8 +222,8 @@ impl Answers {
         entries.insert(
             key,
             Entry {
-                reply,
-                left,
+                reply: reply.into(),
+                left: Arc::new(left),
                 at: Instant::now(),
                 epoch,
             },
@@ -303,7 +303,8 @@ mod tests {
             found_rows: Some(1),
         };
         a.put(key.clone(), b"reply".to_vec(), left.clone(), 1);
-        assert_eq!(a.get(&key, 1), Some((b"reply".to_vec(), left)));
+        let (reply, got) = a.get(&key, 1).expect("fresh");
+        assert_eq!((&*reply, &*got), (&b"reply"[..], &left));
         assert_eq!(a.get(&key, 2), None, "a global set since: stale");
         a.clear();
         assert_eq!(a.get(&key, 1), None);

@@ -319,7 +319,9 @@ fn drive(mut s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = (
                 return;
             };
             let Some(client) = s.take_off() else {
-                continue; // not movable after all: stays
+                // Its socket was lost on the way (run() then ends the
+                // session at its next read).
+                continue;
             };
             s.seat.move_to(to);
             s.ctx.metrics.session_moves.fetch_add(1, Relaxed);
@@ -1194,9 +1196,9 @@ impl Session {
         crate::listen::is_plain(&self.io.s)
     }
 
-    /// Takes the client's socket off this loop's poller; `None` when it
-    /// cannot move (the session stays, or ends if the socket was lost on
-    /// the way).
+    /// Takes the client's socket off this loop's poller (`run` asked for a
+    /// move only when it is `movable`); `None` when the socket was lost on
+    /// the way.
     fn take_off(&mut self) -> Option<crate::listen::Detached> {
         match crate::listen::detach_plain(&mut self.io.s)? {
             Ok(d) => Some(d),

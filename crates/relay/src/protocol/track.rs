@@ -196,24 +196,6 @@ fn entries(all: &[u8]) -> Option<Vec<Entry<'_>>> {
     Some(out)
 }
 
-fn put_lenenc_len(out: &mut Vec<u8>, n: usize) {
-    match n {
-        0..=250 => out.push(n as u8),
-        251..=0xFFFF => {
-            out.push(0xFC);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xFF_FFFF => {
-            out.push(0xFD);
-            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xFE);
-            out.extend_from_slice(&(n as u64).to_le_bytes());
-        }
-    }
-}
-
 /// The same OK for a tracking client whose session tracks `view`: the
 /// entries it would not get dropped, and no state block (nor the flag)
 /// when nothing is left. The variables keep the server's order, which is
@@ -261,7 +243,7 @@ pub fn filter(p: &[u8], view: &TrackView) -> Option<Vec<u8>> {
         block.push(e.kind);
         block.extend_from_slice(e.bytes);
     }
-    put_lenenc_len(&mut out, block.len());
+    sqlfleet_wire::handshake::put_lenenc(&mut out, block.len() as u64);
     out.extend_from_slice(&block);
     Some(out)
 }

@@ -165,31 +165,12 @@ impl Session {
             return Ok(());
         }
         let mut ok = vec![0x00];
-        put_lenenc(&mut ok, targets.len() as u64);
+        sqlfleet_wire::handshake::put_lenenc(&mut ok, targets.len() as u64);
         ok.extend_from_slice(&self.ok()[2..]);
         self.io
             .write_packet(1, &ok)
             .await
             .map(drop)
             .map_err(|_| Fail::Close)
-    }
-}
-
-/// A length-encoded integer.
-fn put_lenenc(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=250 => out.push(n as u8),
-        251..=0xFFFF => {
-            out.push(0xFC);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xFF_FFFF => {
-            out.push(0xFD);
-            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xFE);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
     }
 }

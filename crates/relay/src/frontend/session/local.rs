@@ -60,7 +60,7 @@ impl Session {
             .fetch_add(reply.len() as u64, Relaxed);
         use tokio::io::AsyncWriteExt;
         self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
-        self.settings = left.settings;
+        self.settings = left.settings.clone();
         self.last_row_count = left.row_count;
         if let Some(n) = left.found_rows {
             self.last_found_rows = n;
