@@ -3,7 +3,10 @@
 # `bench pool` run at q/conn = 1 with light queries (1 row x 1 column),
 # direct and through the relay, then the relay's own histograms (login from
 # accept to OK, pool lease wait, command latency at the relay) next to what
-# the clients measured (connect and query latency, HDR p50).
+# the clients measured (connect and query latency, HDR p50); then the
+# server's own CPU per client connection (/proc), with each target alone:
+# a direct connection pays the server's login, one through the relay only
+# its query.
 #
 # Usage: bench/relay_connect.sh [CLIENTS [BENCH POOL FLAGS...]]
 #   e.g. a driver's connect-time reads, timed in the connect:
@@ -56,3 +59,19 @@ if clients and float(clients.group(1)) > 0:
     print(f"| relay: its CPU per client connection (login + queries, /proc) | - | {relay_cpu / float(clients.group(1)) * 1e6:.0f} |")
 print(f"| queries/s | {d['qps']['mean']:.0f} | {v['qps']['mean']:.0f} |")
 PY
+# The server's CPU per client connection, each target measured alone.
+SPID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/primary/mariadbd.pid")
+server_cpu() {  # DSN -> µs of server CPU per client connection
+  local c0 c1
+  c0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+  "$SQLFLEET" bench pool --dsn "$1" --queries-per-connection 1 --rows 1 --columns 1 \
+    --clients "$CLIENTS" --samples 3 --out "$WORK/alone" >/dev/null 2>&1
+  c1=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
+  python3 - "$WORK/alone/results.json" "$((c1 - c0))" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+cell = json.load(open(sys.argv[1]))["pool"][0]
+print(f"{int(sys.argv[2]) / int(sys.argv[3]) / cell['connections'] * 1e6:.0f}")
+PY
+}
+PW_ENC=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read().strip(), safe=""))' "$PWFILE")
+echo "| server: its CPU per client connection, target alone (/proc) | $(server_cpu "mysql://root:$PW_ENC@127.0.0.1:$PORT/?ssl-mode=DISABLED") | $(server_cpu "mysql://root:$PW_ENC@127.0.0.1:$RP/?ssl-mode=DISABLED") |"
