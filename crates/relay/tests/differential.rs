@@ -4,7 +4,8 @@
 //! and inside procedures; user variables; temporary tables; GET_LOCK;
 //! autocommit=0 transactions with failing statements; warnings then SHOW
 //! WARNINGS; ROW_COUNT; LAST_INSERT_ID; KILL QUERY of one's own running
-//! statement from a second connection) once directly and once through a
+//! statement from a second connection; disconnecting and connecting anew,
+//! COM_RESET_CONNECTION, COM_CHANGE_USER) once directly and once through a
 //! relay whose pool is much smaller than the number of clients. Every
 //! client must observe exactly the same results both ways, and its table
 //! must hold the same rows afterwards.
@@ -34,6 +35,14 @@ enum Step {
     /// stops with `KILL QUERY <the id its handshake gave>` (what Ctrl-C in
     /// the mariadb client does).
     KillOwn,
+    /// The client disconnects and connects anew, as an application that
+    /// opens a connection per request does: the new session must start
+    /// clean, whatever the old one left on the server connection.
+    Reconnect,
+    /// COM_RESET_CONNECTION.
+    Reset,
+    /// COM_CHANGE_USER to the same account (a pool's older reset).
+    ChangeUser,
 }
 
 /// `kills`: whether scripts may stop their own statements (their second
@@ -47,7 +56,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..37) {
+        let s: Vec<Step> = match rng.gen_range(0..40) {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -60,7 +69,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
                 Text(format!("INSERT INTO tmp VALUES ({k})")),
             ],
             8 => vec![Text("SELECT COUNT(*), SUM(a) FROM tmp".into())],
-            9 => vec![Text("SELECT GET_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode), 0)".into())],
+            9 => vec![Text("SELECT GET_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode), 1)".into())],
             10 => vec![Text("SELECT IS_USED_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode)) IS NOT NULL, RELEASE_LOCK(CONCAT('lk_', DATABASE(), '_', @@session.sql_mode))".into())],
             11 => vec![Text("SET autocommit = 0".into())],
             12 => vec![Prepared("SET autocommit = ?".into(), vec![mysql_async::Value::from(0)])],
@@ -93,6 +102,9 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             ],
             34 => vec![Text("SELECT FOUND_ROWS()".into())],
             35 if kills => vec![KillOwn, Text("SELECT COUNT(*) FROM t".into())],
+            36 => vec![Reconnect],
+            37 => vec![Reset],
+            38 => vec![ChangeUser],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -105,6 +117,20 @@ async fn run_step(c: &mut mysql_async::Conn, opts: &mysql_async::Opts, s: &Step)
     let r: Result<Vec<mysql_async::Row>, mysql_async::Error> = match s {
         Step::Text(q) => c.query(q.as_str()).await,
         Step::Prepared(q, p) => c.exec(q.as_str(), p.clone()).await,
+        Step::Reset => {
+            return match c.reset().await {
+                Ok(true) => "reset".into(),
+                Ok(false) => "reset not supported".into(),
+                Err(e) => format!("reset failed: {e}"),
+            }
+        }
+        Step::ChangeUser => {
+            return match c.change_user(Default::default()).await {
+                Ok(()) => "changed user".into(),
+                Err(e) => format!("change user failed: {e}"),
+            }
+        }
+        Step::Reconnect => unreachable!("run_all reconnects"),
         Step::KillOwn => {
             let id = c.id();
             // No database and no settings to read at connect: the login
@@ -120,16 +146,25 @@ async fn run_step(c: &mut mysql_async::Conn, opts: &mysql_async::Opts, s: &Step)
             // KILL until the statement is stopped (one that comes before
             // it started finds nothing to stop, directly and through the
             // relay alike).
+            // A KILL already sent when the statement ends is waited for:
+            // dropped unanswered, it could reach the server later and stop
+            // one of the script's next statements.
+            let done = std::sync::atomic::AtomicBool::new(false);
             let killer = async {
                 loop {
                     tokio::time::sleep(Duration::from_millis(300)).await;
+                    if done.load(std::sync::atomic::Ordering::SeqCst) {
+                        break;
+                    }
                     let _ = side.query_drop(format!("KILL QUERY {id}")).await;
                 }
             };
-            let r: Result<Vec<i64>, _> = tokio::select! {
-                r = c.query("SELECT SLEEP(5)") => r,
-                _ = killer => unreachable!("the kill loop never ends"),
+            let sleeper = async {
+                let r: Result<Vec<i64>, _> = c.query("SELECT SLEEP(5)").await;
+                done.store(true, std::sync::atomic::Ordering::SeqCst);
+                r
             };
+            let (r, ()) = tokio::join!(sleeper, killer);
             let _ = side.disconnect().await;
             // Stopped mid-sleep SLEEP() returns 1; stopped around it the
             // statement fails with 1317: both are "killed", which one
@@ -207,6 +242,14 @@ async fn run_all(
                 .expect("client connects");
             let mut seen = Vec::new();
             for s in &script {
+                if let Step::Reconnect = s {
+                    let _ = c.disconnect().await;
+                    c = mysql_async::Conn::new(opts.clone())
+                        .await
+                        .expect("client reconnects");
+                    seen.push("reconnected".into());
+                    continue;
+                }
                 seen.push(run_step(&mut c, &opts, s).await.replace(&db, "DB"));
             }
             let _ = c.disconnect().await;
@@ -359,6 +402,52 @@ async fn per_user_accounts_match_direct_connections() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn session_mode_matches_direct_connections() {
     differential("session", "shared", seeds(5000)).await;
+}
+
+/// COM_RESET_CONNECTION and COM_CHANGE_USER leave ROW_COUNT(),
+/// LAST_INSERT_ID() and FOUND_ROWS() as the server's reset does (the
+/// relay answers the counts from what it tracks; it kept the old ones).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_and_change_user_leave_the_counts_a_direct_session_has() {
+    use Step::*;
+    let srv = server();
+    let counts = || Text("SELECT ROW_COUNT(), LAST_INSERT_ID(), FOUND_ROWS()".into());
+    let mut script = Vec::new();
+    for (reset, rows) in [(Reset, 2), (ChangeUser, 3)] {
+        script.extend([
+            Text(format!("SELECT * FROM seq_1_to_{rows}")),
+            Text("INSERT INTO t (v) VALUES (1), (2)".into()),
+            reset,
+            counts(),
+            Text("INSERT INTO t (v) VALUES (3)".into()),
+            counts(),
+        ]);
+    }
+    let scripts = vec![script];
+    let root_pw = srv.sandbox.password().expect("password");
+    let direct = run_all(
+        srv,
+        srv.sandbox.meta.primary().port,
+        "root",
+        root_pw.expose(),
+        "cd",
+        &scripts,
+    )
+    .await;
+    for mode in ["transaction", "session"] {
+        let (port, stop) = start_relay(srv, mode, "shared").await;
+        let relayed = run_all(srv, port, "app", "app-pw", "cr", &scripts).await;
+        assert_eq!(direct, relayed, "{mode} mode");
+        let _ = stop.send(());
+    }
+    // What the relay must imitate happened: the reset gave ROW_COUNT()
+    // 0 and LAST_INSERT_ID() 0 and kept the previous SELECT's FOUND_ROWS().
+    for after in ["'0','0','2'", "'0','0','3'"] {
+        assert!(
+            direct[0].iter().any(|s| s == after),
+            "{after} in {direct:?}"
+        );
+    }
 }
 
 /// A client that goes away while its statement runs (here: killed while

@@ -7,6 +7,8 @@ use sqlfleet_wire::packet;
 
 use super::{Fail, Session};
 use crate::backend::dial::BackendAccount;
+use crate::backend::pool::BackendConn;
+use crate::config::Mode;
 use crate::frontend::auth;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::Pin;
@@ -26,6 +28,11 @@ impl Session {
         self.set_tx_armed = false;
         self.in_trans = false;
         self.autocommit = true;
+        // As the server's reset (THD::change_user, for both commands):
+        // ROW_COUNT() is 0 (the command's OK) and LAST_INSERT_ID() 0;
+        // FOUND_ROWS() keeps the previous SELECT's count.
+        self.last_row_count = 0;
+        self.last_insert_id = 0;
         // A reset drops temporary tables and releases named locks.
         self.temp_tables = Some(Default::default());
         self.locks = Some(Default::default());
@@ -131,9 +138,25 @@ impl Session {
                     .map_err(|_| Fail::Close);
             }
         };
-        if let Some(c) = self.conn.take() {
-            self.ctx.pool.reset_and_put(c);
-        }
+        // Session mode, same account and character set, and a database the
+        // connection can take: the client's own connection is reset in
+        // place, as the server's COM_CHANGE_USER resets its session (which
+        // keeps FOUND_ROWS() and the connection id); otherwise it goes back
+        // to the pool and another is leased.
+        let in_place = |c: &BackendConn| {
+            self.mode == Mode::Session
+                && req.collation.is_none_or(|x| x == self.shape.collation)
+                && c.account.as_ref().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
+                && (req.database.is_some() || c.db.is_none())
+        };
+        let keep = match self.conn.take() {
+            Some(c) if in_place(&c) => Some(c),
+            Some(c) => {
+                self.ctx.pool.reset_and_put(c);
+                None
+            }
+            None => None,
+        };
         self.clear_state();
         self.account = account;
         self.user = req.user.clone();
@@ -142,19 +165,24 @@ impl Session {
             self.shape.collation = coll;
         }
         self.db = req.database;
-        if self.db.is_some() || self.account.is_some() {
-            if let Err(f) = self.ensure_conn().await {
-                let (code, state, msg) = match f {
-                    Fail::Err(c, s, m) => (c, s, m),
-                    Fail::Lost(m) => (crate::frontend::session::LOST_CODE, "08S01", m),
-                    Fail::Close => return Err(Fail::Close),
-                };
-                let _ = self
-                    .io
-                    .write_packet(seq, &packet::err_payload(code, state, &msg))
-                    .await;
-                return Err(Fail::Close);
+        let ready = match keep {
+            Some(c) => self.reset_in_place(c).await,
+            None if self.db.is_some() || self.account.is_some() => {
+                self.ensure_conn().await.map(drop)
             }
+            None => Ok(()),
+        };
+        if let Err(f) = ready {
+            let (code, state, msg) = match f {
+                Fail::Err(c, s, m) => (c, s, m),
+                Fail::Lost(m) => (crate::frontend::session::LOST_CODE, "08S01", m),
+                Fail::Close => return Err(Fail::Close),
+            };
+            let _ = self
+                .io
+                .write_packet(seq, &packet::err_payload(code, state, &msg))
+                .await;
+            return Err(Fail::Close);
         }
         let ok = self.ok();
         self.io
@@ -162,6 +190,29 @@ impl Session {
             .await
             .map(drop)
             .map_err(|_| Fail::Close)
+    }
+}
+
+impl Session {
+    /// COM_CHANGE_USER on the client's own connection (session mode): the
+    /// server's session reset, then the client's database.
+    async fn reset_in_place(&mut self, mut c: BackendConn) -> Result<(), Fail> {
+        self.ctx.metrics.resets.fetch_add(1, Relaxed);
+        let r = match c.reset().await {
+            Ok(()) => self.sync(&mut c).await,
+            Err(e) => Err(Fail::Lost(e.to_string())),
+        };
+        match r {
+            Ok(()) => {
+                self.handle.set_alias(Some(c.thread_id));
+                self.conn = Some(c);
+                Ok(())
+            }
+            Err(e) => {
+                self.ctx.pool.discard(c);
+                Err(e)
+            }
+        }
     }
 }
 
