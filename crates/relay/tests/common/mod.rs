@@ -19,6 +19,15 @@ pub async fn serve(
     config: &str,
     unix: Option<&std::path::Path>,
 ) -> (u16, tokio::sync::oneshot::Sender<()>) {
+    let (port, stop, _) = serve_relay(config, unix).await;
+    (port, stop)
+}
+
+/// [`serve`], with the relay itself (its metrics).
+pub async fn serve_relay(
+    config: &str,
+    unix: Option<&std::path::Path>,
+) -> (u16, tokio::sync::oneshot::Sender<()>, Arc<Relay>) {
     let f = tempfile::NamedTempFile::new().expect("tmp");
     std::fs::write(f.path(), config).expect("write config");
     let cfg = sqlfleet_relay::config::load(f.path()).expect("config");
@@ -39,8 +48,9 @@ pub async fn serve(
         );
     }
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    let serving = relay.clone();
     tokio::spawn(async move {
-        relay
+        serving
             .serve(
                 listeners,
                 async {
@@ -50,5 +60,5 @@ pub async fn serve(
             )
             .await;
     });
-    (port, tx)
+    (port, tx, relay)
 }
