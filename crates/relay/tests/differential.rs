@@ -5,7 +5,10 @@
 //! autocommit=0 transactions with failing statements; warnings then SHOW
 //! WARNINGS; ROW_COUNT; LAST_INSERT_ID; KILL QUERY of one's own running
 //! statement from a second connection; disconnecting and connecting anew,
-//! COM_RESET_CONNECTION, COM_CHANGE_USER) once directly and once through a
+//! COM_RESET_CONNECTION, COM_CHANGE_USER; SQL PREPARE/EXECUTE; SET
+//! timestamp; sequences' LASTVAL; user variables assigned in a SELECT;
+//! isolation levels, one-shot SET TRANSACTION, read-only transactions,
+//! savepoints, SET STATEMENT ... FOR) once directly and once through a
 //! relay whose pool is much smaller than the number of clients. Every
 //! client must observe exactly the same results both ways, and its table
 //! must hold the same rows afterwards.
@@ -56,7 +59,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..42) {
+        let s: Vec<Step> = match rng.gen_range(0..56) {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -108,6 +111,21 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             // Reads the relay may answer from a recorded reply.
             39 => vec![Text("select @@version_comment limit 1".into())],
             40 => vec![Text("SELECT @@session.time_zone AS tz, @@sql_mode, @@max_allowed_packet".into())],
+            // Session state in other shapes.
+            41 => vec![Text("PREPARE s1 FROM 'SELECT ? + 1, @v'".into()), Text(format!("SET @a = {k}"))],
+            42 => vec![Text("EXECUTE s1 USING @a".into())],
+            43 => vec![Text("DEALLOCATE PREPARE s1".into())],
+            44 => vec![Text(format!("SET timestamp = 100000000{k}"))],
+            45 => vec![Text("SELECT UNIX_TIMESTAMP() < 1500000000, @@timestamp < 1500000000".into())],
+            46 => vec![Text("SELECT NEXTVAL(sq)".into())],
+            47 => vec![Text("SELECT LASTVAL(sq), PREVIOUS VALUE FOR sq".into())],
+            48 => vec![Text(format!("SELECT @x := {k}")), Text("SELECT @x".into())],
+            49 => vec![Text(format!("SELECT {k} INTO @y")), Text("SELECT @y".into())],
+            50 => vec![Text("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED".into()), Text("SELECT @@tx_isolation".into())],
+            51 => vec![Text("SET TRANSACTION READ ONLY".into()), Text(format!("INSERT INTO t (v) VALUES ({k})"))],
+            52 => vec![Text("START TRANSACTION READ ONLY".into()), Text(format!("INSERT INTO t (v) VALUES ({k})"))],
+            53 => vec![Text("SAVEPOINT sp1".into()), Text(format!("INSERT INTO t (v) VALUES ({k})")), Text("ROLLBACK TO SAVEPOINT sp1".into())],
+            54 => vec![Text("SET STATEMENT time_zone = '+05:00' FOR SELECT @@time_zone".into()), Text("SELECT @@time_zone".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -215,7 +233,8 @@ async fn setup(srv: &TestServer, db: &str) {
         "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db};
          CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
          CREATE PROCEDURE p_tz(z VARCHAR(10)) SET time_zone = z;
-         CREATE PROCEDURE p_uv(k INT) SET @pv = k;"
+         CREATE PROCEDURE p_uv(k INT) SET @pv = k;
+         CREATE SEQUENCE sq;"
     ))
     .await
     .expect("setup");

@@ -88,7 +88,15 @@ fn pins_hold_the_connection_and_release_when_safe() {
     let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("relaypin"));
-    cli(relay.port, &["-D", &db, "-e", "CREATE TABLE t (a INT)"]);
+    cli(
+        relay.port,
+        &[
+            "-D",
+            &db,
+            "-e",
+            "CREATE TABLE t (a INT); CREATE SEQUENCE sq",
+        ],
+    );
     // (statement that pins, check it still sees its state, statement that releases, metric reason)
     let cases: &[(&str, &str, Option<&str>, &str)] = &[
         ("SET @x = 41", "SELECT @x + 1", None, "user_variable"),
@@ -137,6 +145,13 @@ fn pins_hold_the_connection_and_release_when_safe() {
             "set_transaction",
         ),
         ("BEGIN", "INSERT INTO t VALUES (1)", Some("ROLLBACK"), ""),
+        // LASTVAL lives on the connection NEXTVAL ran on.
+        (
+            "SELECT NEXTVAL(sq)",
+            "SELECT LASTVAL(sq) = 1",
+            None,
+            "sequence",
+        ),
     ];
     rt.block_on(async {
         for (pin, check, release, reason) in cases {
@@ -157,7 +172,11 @@ fn pins_hold_the_connection_and_release_when_safe() {
             if let Some(r) = release {
                 a.query_drop(*r).await.expect("release");
                 let o = cli(relay.port, &["-e", "SELECT 1"]);
-                assert!(o.status.success(), "after {r}: {}", common::stderr(&o));
+                assert!(
+                    o.status.success(),
+                    "{pin}: after {r}: {}",
+                    common::stderr(&o)
+                );
             }
             a.disconnect().await.expect("quit");
             // Quitting always gives the connection back, reset.
@@ -511,4 +530,111 @@ fn a_set_to_a_computed_value_is_replayed_not_pinned() {
         assert!(r.is_err(), "A's SET ROLE keeps the only connection");
     });
     assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"set_expression\"}") >= 2.0);
+}
+
+/// A SET TRANSACTION's characteristics stay pending on the server until a
+/// transaction uses them: SELECT 1, DO, or an INSERT refused as read-only
+/// leave them there (a direct session's second INSERT is refused too).
+/// The client keeps its connection until then: released after the first
+/// statement, the pending READ ONLY went to the next client of the
+/// connection (found by the differential oracle).
+#[test]
+fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaysettx"));
+    rt.block_on(async {
+        let mut direct = srv.connect().await;
+        direct
+            .query_drop(format!("CREATE TABLE `{db}`.t (a INT)"))
+            .await
+            .expect("table");
+        let held = || {
+            let o = cli(relay.port, &["-e", "SELECT 1"]);
+            !o.status.success() && common::stderr(&o).contains("1040")
+        };
+        let mut a = connect(&relay, Some(&db)).await;
+        for (sql, code) in [
+            ("SET TRANSACTION READ ONLY", None),
+            ("SELECT 1", None),
+            ("DO 1", None),
+            ("INSERT INTO t VALUES (1)", Some(1792)),
+            ("INSERT INTO t VALUES (2)", Some(1792)),
+        ] {
+            let r = a.query_drop(sql).await;
+            match (code, r) {
+                (None, Ok(())) => {}
+                (Some(c), Err(mysql_async::Error::Server(e))) if e.code == c => {}
+                (want, got) => panic!("{sql}: wanted {want:?}, got {got:?}"),
+            }
+            assert!(held(), "after {sql}: the connection went back to the pool");
+        }
+        a.query_drop("COMMIT").await.expect("commit");
+        // (The refused INSERT's error holds the connection for SHOW
+        // WARNINGS until a statement that reads a table.)
+        a.query_drop("SELECT COUNT(*) FROM t").await.expect("read");
+        assert!(!held(), "after COMMIT the connection is free");
+        a.query_drop("INSERT INTO t VALUES (3)")
+            .await
+            .expect("read-write again");
+        // Through a transaction that began and ended.
+        a.query_drop("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
+            .await
+            .expect("set");
+        a.query_drop("SELECT 1").await.expect("select");
+        assert!(held(), "pending isolation level kept");
+        a.query_drop("BEGIN").await.expect("begin");
+        a.query_drop("SELECT COUNT(*) FROM t").await.expect("read");
+        a.query_drop("COMMIT").await.expect("commit");
+        assert!(!held(), "the transaction used it");
+        let n: Option<i64> = a
+            .query_first("SELECT COUNT(*) FROM t")
+            .await
+            .expect("count");
+        assert_eq!(n, Some(1));
+        a.disconnect().await.expect("quit");
+    });
+}
+
+/// Under autocommit=0 the server keeps a savepoint before the transaction
+/// touched a table, while its replies report no transaction: the client
+/// keeps its connection until the transaction ends (found by the
+/// differential oracle: ROLLBACK TO SAVEPOINT failed with 1305 on another
+/// connection).
+#[test]
+fn a_savepoint_under_autocommit_0_keeps_the_connection_until_the_transaction_ends() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaysavepoint"));
+    rt.block_on(async {
+        let held = || {
+            let o = cli(relay.port, &["-e", "SELECT 1"]);
+            !o.status.success() && common::stderr(&o).contains("1040")
+        };
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("SET autocommit = 0")
+            .await
+            .expect("autocommit");
+        assert!(!held(), "no transaction yet: the connection is free");
+        for sql in ["SAVEPOINT sp", "SELECT 1", "ROLLBACK TO SAVEPOINT sp"] {
+            a.query_drop(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(held(), "after {sql}: the connection went back to the pool");
+        }
+        a.query_drop("ROLLBACK").await.expect("rollback");
+        assert!(!held(), "the transaction ended: the connection is free");
+        // With autocommit on and no transaction it ends with the statement.
+        a.query_drop("SET autocommit = 1")
+            .await
+            .expect("autocommit");
+        a.query_drop("SAVEPOINT sp").await.expect("savepoint");
+        assert!(
+            !held(),
+            "under autocommit a savepoint outside a transaction is gone at once"
+        );
+        a.disconnect().await.expect("quit");
+    });
 }

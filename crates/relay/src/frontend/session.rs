@@ -126,6 +126,9 @@ struct Session {
     long_data: HashSet<u32>,
     pin_next: Option<Pin>,
     set_tx_armed: bool,
+    /// A transaction was open since the pending SET TRANSACTION or
+    /// savepoint (which end with it).
+    set_tx_began: bool,
     in_trans: bool,
     autocommit: bool,
     conn: Option<BackendConn>,
@@ -149,6 +152,9 @@ struct Session {
     /// The current command's text explains a session change the server
     /// reports (SET, USE, or a command the relay manages itself).
     explained: bool,
+    /// The current statement's `SET STATEMENT ... FOR` variables: the
+    /// server reports them changed, the session keeps its own.
+    statement_vars: Vec<String>,
     /// ROW_COUNT() after the client's previous statement.
     last_row_count: i64,
     /// LAST_INSERT_ID() as the client's session has it.
@@ -214,6 +220,7 @@ where
         handle,
         explained: true,
         last_row_count: -1,
+        statement_vars: Vec::new(),
         last_insert_id: 0,
         last_found_rows: 0,
         found_rows_calc: false,
@@ -239,6 +246,7 @@ where
         long_data: HashSet::new(),
         pin_next: None,
         set_tx_armed: false,
+        set_tx_began: false,
         in_trans: false,
         autocommit: true,
         conn: None,
@@ -421,6 +429,7 @@ impl Session {
             // A one-statement pin ends after the statement it was kept for.
             self.kept_for_this = self.pin_next.take().is_some();
             self.explained = true;
+            self.statement_vars.clear();
             self.route = self.default_route();
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
@@ -579,6 +588,7 @@ impl Session {
                     sets_global: fx.sets_global,
                     drops_users: fx.drops_users,
                     changes_accounts: fx.changes_accounts,
+                    statement_vars: fx.statement_vars,
                     ..Effects::default()
                 }
             }
@@ -591,6 +601,7 @@ impl Session {
             return self.kill(query_only, target, cmd).await;
         }
         self.explained = fx.explains_state();
+        self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
@@ -726,10 +737,31 @@ impl Session {
                 self.locks = None;
             }
         }
-        if had_set_tx && !self.in_trans {
+        // The server keeps a SET TRANSACTION's characteristics until a
+        // transaction uses them: one that began and ended, COMMIT or
+        // ROLLBACK. A statement that touches no transactional table (SELECT
+        // 1, SET, DO, a failing one) leaves them pending, and which
+        // statements touch one the text does not always say: until then
+        // the connection stays the client's.
+        // A savepoint ends with its transaction too, which autocommit=0
+        // keeps open before any table is touched, the server reporting
+        // none (autocommit on and no transaction: it ended at once).
+        let savepoint = self.pins.contains(&Pin::Savepoint);
+        let ended =
+            !self.in_trans && (self.set_tx_began || (o.error.is_none() && fx.ends_transaction));
+        if self.in_trans && (had_set_tx || savepoint) {
+            self.set_tx_began = true;
+        }
+        if had_set_tx && ended {
             self.pins.remove(&Pin::SetTransaction);
         }
+        if savepoint && (ended || (!self.in_trans && self.autocommit)) {
+            self.pins.remove(&Pin::Savepoint);
+        }
         self.set_tx_armed = self.pins.contains(&Pin::SetTransaction);
+        if !self.set_tx_armed && !self.pins.contains(&Pin::Savepoint) {
+            self.set_tx_began = false;
+        }
         // (LAST_INSERT_ID() needs no pin: the id travels with the replay.)
         if let Some(p) = fx.pin_next {
             if self.mode == Mode::Transaction {
@@ -1155,6 +1187,12 @@ impl Session {
                 }
                 // Read-only: the result of the statement, not a setting.
                 Change::SysVar(name, _) if name == "last_gtid" => {}
+                // Set for one statement only (SET STATEMENT ... FOR).
+                Change::SysVar(name, _)
+                    if self
+                        .statement_vars
+                        .iter()
+                        .any(|v| v.eq_ignore_ascii_case(name)) => {}
                 Change::SysVar(name, value) => {
                     let s = Setting::from_server(name, value);
                     upsert(&mut self.settings, &s);

@@ -49,10 +49,17 @@ pub enum Pin {
     MaybeInTransaction,
     /// CONNECTION_ID() was asked: the id stays true (and KILL-able).
     ConnectionId,
+    /// NEXTVAL / NEXT VALUE FOR / SETVAL: the session's LASTVAL (PREVIOUS
+    /// VALUE FOR) lives on the connection, and nothing can set it again
+    /// elsewhere.
+    Sequence,
+    /// SAVEPOINT under autocommit=0 before the transaction touched a
+    /// table: the server keeps the savepoint but reports no transaction.
+    Savepoint,
 }
 
 impl Pin {
-    pub const ALL: [Pin; 23] = [
+    pub const ALL: [Pin; 25] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -76,6 +83,8 @@ impl Pin {
         Pin::Diagnostics,
         Pin::MaybeInTransaction,
         Pin::ConnectionId,
+        Pin::Sequence,
+        Pin::Savepoint,
     ];
 
     pub fn name(self) -> &'static str {
@@ -103,6 +112,8 @@ impl Pin {
             Pin::Diagnostics => "diagnostics",
             Pin::MaybeInTransaction => "maybe_in_transaction",
             Pin::ConnectionId => "connection_id",
+            Pin::Sequence => "sequence",
+            Pin::Savepoint => "savepoint",
         }
     }
 }
@@ -230,6 +241,14 @@ pub struct Effects {
     /// CONCAT(@@sql_mode, ...)`): pinned by [`Pin::SetExpression`], which a
     /// tracking server's report of each one's resulting value releases.
     pub computed: Vec<String>,
+    /// Variables a `SET STATEMENT ... FOR` sets for its statement only
+    /// (lower-cased): the server reports them changed, but afterwards the
+    /// session has its own values again. The statement after FOR is read
+    /// as the statement.
+    pub statement_vars: Vec<String>,
+    /// COMMIT or ROLLBACK (not to a savepoint): ends the transaction, and
+    /// a pending `SET TRANSACTION` with it.
+    pub ends_transaction: bool,
 }
 
 impl Effects {
@@ -300,22 +319,21 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     let mut fx = Effects::default();
     let mut reads = 0;
     let mut others = 0;
-    for stmt in lexed.toks.split(|(t, _)| *t == Tok::Punct(b';')) {
-        if !stmt.is_empty() {
-            statement(sql, stmt, &mut fx);
-            if is_read(stmt) {
-                reads += 1;
-            } else {
-                others += 1;
-            }
-        }
-    }
-    fx.read = reads > 0 && others == 0;
     let stmts: Vec<_> = lexed
         .toks
         .split(|(t, _)| *t == Tok::Punct(b';'))
         .filter(|s| !s.is_empty())
+        .map(|s| after_set_statement(s, &mut fx.statement_vars))
         .collect();
+    for stmt in &stmts {
+        statement(sql, stmt, &mut fx);
+        if is_read(stmt) {
+            reads += 1;
+        } else {
+            others += 1;
+        }
+    }
+    fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
     fx.limit_offset = stmts.last().is_some_and(|t| {
         t.iter().enumerate().any(|(i, (k, _))| match k {
@@ -340,6 +358,41 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     fx.pins.sort();
     fx.pins.dedup();
     fx
+}
+
+/// `SET STATEMENT a = 1, b = 2 FOR <statement>`: the statement after FOR
+/// (the names set for it go to `vars`); any other statement as it is.
+fn after_set_statement<'t>(
+    t: &'t [(Tok, Range<usize>)],
+    vars: &mut Vec<String>,
+) -> &'t [(Tok, Range<usize>)] {
+    if word(t.first()) != Some("SET") || word(t.get(1)) != Some("STATEMENT") {
+        return t;
+    }
+    let mut depth = 0i32;
+    let mut names = Vec::new();
+    let mut name_next = true;
+    for (i, (k, _)) in t.iter().enumerate().skip(2) {
+        match k {
+            Tok::Punct(b'(') => depth += 1,
+            Tok::Punct(b')') => depth -= 1,
+            Tok::Punct(b',') if depth == 0 => name_next = true,
+            Tok::Word(w) if depth == 0 && w == "FOR" && !name_next => {
+                vars.extend(names);
+                return &t[i + 1..];
+            }
+            Tok::Word(w) if name_next => {
+                names.push(w.to_ascii_lowercase());
+                name_next = false;
+            }
+            Tok::Quoted(w) if name_next => {
+                names.push(w.to_ascii_lowercase());
+                name_next = false;
+            }
+            _ => name_next = false,
+        }
+    }
+    t
 }
 
 /// Built-in functions and keywords that may be followed by `(`: a call
@@ -923,6 +976,8 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             fx.calls_stored = true;
         }
         match w.as_str() {
+            "NEXTVAL" | "SETVAL" if call => fx.pins.push(Pin::Sequence),
+            "NEXT" if word(t.get(i + 1)) == Some("VALUE") => fx.pins.push(Pin::Sequence),
             "GET_LOCK" if call => {
                 fx.pins.push(Pin::GetLock);
                 fx.lock_ops.push(LockOp::Get(literal_arg(sql, t, i, b',')));
@@ -954,6 +1009,11 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     }
     match w0 {
         "SET" => set(sql, &t[1..], fx),
+        "COMMIT" => fx.ends_transaction = true,
+        "SAVEPOINT" => fx.pins.push(Pin::Savepoint),
+        "ROLLBACK" if !t.iter().any(|(k, _)| *k == Tok::Word("TO".into())) => {
+            fx.ends_transaction = true
+        }
         "USE" => {
             fx.use_db = match t.get(1) {
                 Some((Tok::Word(_), r)) => {

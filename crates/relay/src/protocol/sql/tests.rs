@@ -264,3 +264,43 @@ fn temporary_tables_and_named_locks_are_followed_by_name() {
         ]
     );
 }
+
+#[test]
+fn set_statement_is_read_as_the_statement_after_for() {
+    let fx = analyze(
+        b"SET STATEMENT time_zone = '+05:00', `sql_mode` = (SELECT 'a,b') FOR SELECT GET_LOCK('a', 0)",
+    );
+    assert_eq!(fx.statement_vars, vec!["time_zone", "sql_mode"]);
+    assert!(fx.settings.is_empty());
+    assert!(!fx.settings_only, "the server's report is not explained");
+    assert!(fx.selects);
+    assert_eq!(fx.lock_ops, vec![LockOp::Get(Some("'a'".into()))]);
+    let fx = analyze(b"set statement max_statement_time=1 for insert into t values (1)");
+    assert_eq!(fx.statement_vars, vec!["max_statement_time"]);
+    assert!(!fx.read);
+    assert!(fx.uses_tables);
+    // Without FOR: nothing is read into it (the server refuses it).
+    let fx = analyze(b"SET STATEMENT time_zone = '+05:00'");
+    assert!(fx.statement_vars.is_empty() && fx.settings.is_empty());
+}
+
+#[test]
+fn sequence_use_pins_and_is_no_read() {
+    for q in [
+        &b"SELECT NEXTVAL(sq)"[..],
+        b"SELECT NEXT VALUE FOR db.sq",
+        b"INSERT INTO t VALUES (NEXTVAL(sq))",
+        b"SELECT SETVAL(sq, 100)",
+    ] {
+        let fx = analyze(q);
+        assert!(
+            fx.pins.contains(&Pin::Sequence),
+            "{}",
+            String::from_utf8_lossy(q)
+        );
+        assert!(!fx.read, "{}", String::from_utf8_lossy(q));
+    }
+    // Reading the session's last value takes no pin of its own.
+    let fx = analyze(b"SELECT LASTVAL(sq), PREVIOUS VALUE FOR sq");
+    assert!(!fx.pins.contains(&Pin::Sequence));
+}
