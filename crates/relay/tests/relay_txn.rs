@@ -638,3 +638,30 @@ fn a_savepoint_under_autocommit_0_keeps_the_connection_until_the_transaction_end
         a.disconnect().await.expect("quit");
     });
 }
+
+/// `SET STATEMENT v = x FOR <statement>` sets `v` for that statement only;
+/// the server's tracking reports `v` changed all the same, and the relay
+/// replayed that value on the client's next connection (found by the
+/// differential oracle).
+#[test]
+fn set_statement_leaves_the_session_its_own_values() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let mut b = connect(&relay, None).await;
+        a.query_drop("SET time_zone = '+01:00'").await.expect("set");
+        let inside: Option<String> = a
+            .query_first("SET STATEMENT time_zone = '+05:00' FOR SELECT @@time_zone")
+            .await
+            .expect("set statement");
+        assert_eq!(inside.as_deref(), Some("+05:00"));
+        // B takes the one connection in between: A's settings are replayed.
+        let _: Option<i64> = b.query_first("SELECT 1").await.expect("b");
+        let after: Option<String> = a.query_first("SELECT @@time_zone").await.expect("a");
+        assert_eq!(after.as_deref(), Some("+01:00"));
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}

@@ -257,6 +257,12 @@ impl Effects {
     /// temporary tables and nothing else the relay cannot see.
     pub fn explains_state(&self) -> bool {
         self.settings_only
+            // SET STATEMENT ... FOR a statement whose own changes the text
+            // shows (no stored code): the report is of the variables.
+            || (self.statements == 1
+                && !self.statement_vars.is_empty()
+                && !self.calls_stored
+                && !self.pins.contains(&Pin::Call))
             || (self.statements == 1
                 && !self.calls_stored
                 && !self.temp_ops.is_empty()
