@@ -8,8 +8,12 @@
 //! COM_RESET_CONNECTION, COM_CHANGE_USER; SQL PREPARE/EXECUTE; SET
 //! timestamp; sequences' LASTVAL; user variables assigned in a SELECT;
 //! isolation levels, one-shot SET TRANSACTION, read-only transactions,
-//! savepoints, SET STATEMENT ... FOR) once directly and once through a
-//! relay whose pool is much smaller than the number of clients. Every
+//! savepoints, SET STATEMENT ... FOR; CREATE TEMPORARY ... AS SELECT and
+//! a temporary table shadowing a real one; LOCK TABLES; HANDLER; one-shot
+//! insert_id and rand seeds; SQL_SELECT_LIMIT, auto_increment_increment,
+//! character sets, computed sql_mode; DO GET_LOCK) once directly and once
+//! through a relay whose pool is much smaller than the number of clients.
+//! Every
 //! client must observe exactly the same results both ways, and its table
 //! must hold the same rows afterwards.
 //!
@@ -59,7 +63,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..56) {
+        let s: Vec<Step> = match rng.gen_range(0..71) {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -126,6 +130,21 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             52 => vec![Text("START TRANSACTION READ ONLY".into()), Text(format!("INSERT INTO t (v) VALUES ({k})"))],
             53 => vec![Text("SAVEPOINT sp1".into()), Text(format!("INSERT INTO t (v) VALUES ({k})")), Text("ROLLBACK TO SAVEPOINT sp1".into())],
             54 => vec![Text("SET STATEMENT time_zone = '+05:00' FOR SELECT @@time_zone".into()), Text("SELECT @@time_zone".into())],
+            55 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS tmp2 AS SELECT v FROM t".into()), Text("SELECT COUNT(*) FROM tmp2".into())],
+            56 => vec![Text("DROP TEMPORARY TABLE IF EXISTS tmp".into())],
+            57 => vec![Text("LOCK TABLES t READ".into())],
+            58 => vec![Text("UNLOCK TABLES".into())],
+            59 => vec![Text("HANDLER t OPEN".into()), Text("HANDLER t READ FIRST".into())],
+            60 => vec![Text("HANDLER t CLOSE".into())],
+            61 => vec![Text(format!("SET insert_id = {}", 1000 + u32::from(k))), Text(format!("INSERT INTO t (v) VALUES ({k})"))],
+            62 => vec![Text(format!("SET SQL_SELECT_LIMIT = {}", if k.is_multiple_of(2) { "1" } else { "DEFAULT" })), Text("SELECT v FROM t ORDER BY id".into())],
+            63 => vec![Text(format!("SET @@session.auto_increment_increment = {}", if k.is_multiple_of(2) { 1 } else { 3 }))],
+            64 => vec![Text(format!("SET {}", if k.is_multiple_of(2) { "CHARACTER SET latin1" } else { "character_set_results = NULL" })), Text("SELECT @@character_set_results, @@character_set_client".into())],
+            65 => vec![Text("DO GET_LOCK(CONCAT('lk2_', DATABASE()), 1)".into())],
+            66 => vec![Text("DO RELEASE_ALL_LOCKS()".into()), Text("SELECT IS_USED_LOCK(CONCAT('lk2_', DATABASE())) IS NULL".into())],
+            67 => vec![Text(format!("SET sql_mode = {}", if k.is_multiple_of(2) { "CONCAT(@@sql_mode, ',NO_ZERO_DATE')" } else { "DEFAULT" }))],
+            68 => vec![Text(format!("SET rand_seed1 = {k}, rand_seed2 = {k}")), Text("SELECT RAND()".into())],
+            69 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS t (v INT)".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);

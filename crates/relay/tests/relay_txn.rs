@@ -665,3 +665,48 @@ fn set_statement_leaves_the_session_its_own_values() {
         b.disconnect().await.expect("quit");
     });
 }
+
+/// `SET insert_id = N` (as mysqlbinlog writes it) is used by the next
+/// insert only: the client keeps its connection rather than have it
+/// replayed (its id used again: error 1062; `rand_seed1 = DEFAULT`, to
+/// undo one, fails with 1230), and the connection is reset after it.
+#[test]
+fn a_one_shot_variable_is_used_once_and_never_replayed() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relayoneshot"));
+    rt.block_on(async {
+        let held = || {
+            let o = cli(relay.port, &["-e", "SELECT 1"]);
+            !o.status.success() && common::stderr(&o).contains("1040")
+        };
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+            .await
+            .expect("table");
+        a.query_drop("SET insert_id = 500, rand_seed1 = 1, rand_seed2 = 2")
+            .await
+            .expect("set");
+        a.query_drop("INSERT INTO t (v) VALUES (1)")
+            .await
+            .expect("insert");
+        assert!(held(), "the one-shot variables keep the connection");
+        a.query_drop("INSERT INTO t (v) VALUES (2)")
+            .await
+            .expect("insert");
+        let ids: Vec<i64> = a.query("SELECT id FROM t ORDER BY id").await.expect("ids");
+        assert_eq!(ids, vec![500, 501]);
+        a.disconnect().await.expect("quit");
+        let o = cli(
+            relay.port,
+            &[
+                "-D",
+                &db,
+                "-e",
+                "INSERT INTO t (v) VALUES (3); SELECT MAX(id) FROM t",
+            ],
+        );
+        assert_eq!(common::stdout(&o).trim(), "502", "{}", common::stderr(&o));
+    });
+}

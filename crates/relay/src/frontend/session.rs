@@ -1187,6 +1187,11 @@ impl Session {
                 }
                 // Read-only: the result of the statement, not a setting.
                 Change::SysVar(name, _) if name == "last_gtid" => {}
+                // Used once by the server: never replayed (the text pinned
+                // the client; a procedure's SET does so here).
+                Change::SysVar(name, _) if sql::ONE_SHOT_VARIABLES.contains(&name.as_str()) => {
+                    self.pin(Pin::OneShotVariable)
+                }
                 // Set for one statement only (SET STATEMENT ... FOR).
                 Change::SysVar(name, _)
                     if self

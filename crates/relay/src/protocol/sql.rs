@@ -56,10 +56,17 @@ pub enum Pin {
     /// SAVEPOINT under autocommit=0 before the transaction touched a
     /// table: the server keeps the savepoint but reports no transaction.
     Savepoint,
+    /// A variable the server uses once and forgets (`insert_id`,
+    /// `rand_seed1/2`, as mysqlbinlog writes them): replayed on another
+    /// connection it would be used again, and undone it has no default.
+    OneShotVariable,
 }
 
+/// Session variables the server uses for the next statement only.
+pub const ONE_SHOT_VARIABLES: [&str; 3] = ["insert_id", "rand_seed1", "rand_seed2"];
+
 impl Pin {
-    pub const ALL: [Pin; 25] = [
+    pub const ALL: [Pin; 26] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -85,6 +92,7 @@ impl Pin {
         Pin::ConnectionId,
         Pin::Sequence,
         Pin::Savepoint,
+        Pin::OneShotVariable,
     ];
 
     pub fn name(self) -> &'static str {
@@ -114,6 +122,7 @@ impl Pin {
             Pin::ConnectionId => "connection_id",
             Pin::Sequence => "sequence",
             Pin::Savepoint => "savepoint",
+            Pin::OneShotVariable => "one_shot_variable",
         }
     }
 }
@@ -1407,6 +1416,9 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
         Tok::UserVar => return, // already pinned
         _ => return fx.pins.push(Pin::SetExpression),
     };
+    if ONE_SHOT_VARIABLES.contains(&name.as_str()) {
+        return fx.pins.push(Pin::OneShotVariable);
+    }
     // `=` or `:=`
     match a.get(k) {
         Some((Tok::Punct(b'='), _)) => k += 1,

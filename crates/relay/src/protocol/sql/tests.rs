@@ -304,3 +304,20 @@ fn sequence_use_pins_and_is_no_read() {
     let fx = analyze(b"SELECT LASTVAL(sq), PREVIOUS VALUE FOR sq");
     assert!(!fx.pins.contains(&Pin::Sequence));
 }
+
+#[test]
+fn one_shot_variables_pin_and_are_never_settings() {
+    for q in [
+        &b"SET insert_id = 1005"[..],
+        b"SET @@session.rand_seed1 = 7, rand_seed2 = 8",
+        b"SET SESSION INSERT_ID=3",
+    ] {
+        let fx = analyze(q);
+        assert!(
+            fx.pins.contains(&Pin::OneShotVariable),
+            "{}",
+            String::from_utf8_lossy(q)
+        );
+        assert!(fx.settings.is_empty(), "{}", String::from_utf8_lossy(q));
+    }
+}
