@@ -710,3 +710,32 @@ fn a_one_shot_variable_is_used_once_and_never_replayed() {
         assert_eq!(common::stdout(&o).trim(), "502", "{}", common::stderr(&o));
     });
 }
+
+/// A client that sets LAST_INSERT_ID by SET (`last_insert_id` or its alias
+/// `identity`, which have no DEFAULT) keeps it on whichever connection runs
+/// its next statement, and the client that gets its connection in between
+/// is not handed an error from undoing it.
+#[test]
+fn last_insert_id_set_by_a_client_follows_it_and_never_fails_another() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        for set in ["SET last_insert_id = 77", "SET @@session.identity = 77"] {
+            let mut a = connect(&relay, None).await;
+            let mut b = connect(&relay, None).await;
+            a.query_drop(set)
+                .await
+                .unwrap_or_else(|e| panic!("{set}: {e}"));
+            let seen: Option<u64> = b
+                .query_first("SELECT LAST_INSERT_ID()")
+                .await
+                .unwrap_or_else(|e| panic!("after {set}, another client: {e}"));
+            assert_eq!(seen, Some(0), "after {set}, another client");
+            let own: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("own");
+            assert_eq!(own, Some(77), "{set}");
+            a.disconnect().await.expect("quit");
+            b.disconnect().await.expect("quit");
+        }
+    });
+}

@@ -101,6 +101,10 @@ pub fn undo_setting(name: &str, caps: u32) -> String {
     if name == "sql_mode" && caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
         return IGNORE_SPACE_SQL_MODE.to_string();
     }
+    // No DEFAULT for these: a new session's value is 0.
+    if name == "last_insert_id" || name == "identity" {
+        return format!("@@session.{name} = 0");
+    }
     format!("@@session.{name} = DEFAULT")
 }
 

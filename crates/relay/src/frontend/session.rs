@@ -988,6 +988,49 @@ impl Session {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
         }
+        if let Err(e) = self.replay_settings(c).await {
+            // Undoing what another client left can fail where replaying
+            // the client's own would not (a variable without a DEFAULT):
+            // that is not this client's error. A reset undoes everything.
+            if !matches!(e, Fail::Err(..)) || c.settings.is_empty() {
+                return Err(e);
+            }
+            tracing::debug!(
+                client = self.id,
+                "undoing another client's settings failed; resetting the connection"
+            );
+            self.ctx.metrics.resets.fetch_add(1, Relaxed);
+            c.reset().await.map_err(lost)?;
+            self.replay_settings(c).await?;
+        }
+        match (&self.db, &c.db) {
+            (Some(d), cur) if cur.as_ref() != Some(d) => {
+                let mut p = vec![COM_INIT_DB];
+                p.extend_from_slice(d.as_bytes());
+                let o = command::command(c, &p, Expect::Single)
+                    .await
+                    .map_err(lost)?;
+                if let Some((code, msg)) = o.error {
+                    return Err(Fail::Err(code, "42000", msg));
+                }
+                c.db = Some(d.clone());
+            }
+            (None, Some(_)) => {
+                return Err(Fail::Err(
+                    1046,
+                    "3D000",
+                    "sqlfleet relay: no backend connection without a default database".into(),
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One SET: the client's settings `c` lacks, its LAST_INSERT_ID(), and
+    /// `= DEFAULT` for what another client left on `c`.
+    async fn replay_settings(&self, c: &mut BackendConn) -> Result<(), Fail> {
+        let lost = |e: WireError| Fail::Lost(e.to_string());
         let mut parts: Vec<String> = self
             .settings
             .iter()
@@ -1022,27 +1065,6 @@ impl Session {
             }
             c.settings = self.settings.clone();
             c.last_insert_id = self.last_insert_id;
-        }
-        match (&self.db, &c.db) {
-            (Some(d), cur) if cur.as_ref() != Some(d) => {
-                let mut p = vec![COM_INIT_DB];
-                p.extend_from_slice(d.as_bytes());
-                let o = command::command(c, &p, Expect::Single)
-                    .await
-                    .map_err(lost)?;
-                if let Some((code, msg)) = o.error {
-                    return Err(Fail::Err(code, "42000", msg));
-                }
-                c.db = Some(d.clone());
-            }
-            (None, Some(_)) => {
-                return Err(Fail::Err(
-                    1046,
-                    "3D000",
-                    "sqlfleet relay: no backend connection without a default database".into(),
-                ))
-            }
-            _ => {}
         }
         Ok(())
     }
