@@ -17,7 +17,9 @@
 //! client must observe exactly the same results both ways, and its table
 //! must hold the same rows afterwards.
 //!
-//! `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_SEEDS`
+//! `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_KINDS`
+//! (a list of the generator's step numbers) narrows the scripts down to
+//! those kinds of step; `SQLFLEET_RELAY_DIFF_SEEDS`
 //! sets how many seeds a run tries (the CI budget), `..._STEPS` the script
 //! length.
 
@@ -58,12 +60,23 @@ enum Step {
 /// needs no server connection, not in per-user mode).
 fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step> {
     use Step::*;
+    // SQLFLEET_RELAY_DIFF_KINDS=11,12,51: only these kinds of step (to
+    // narrow a difference down).
+    let kinds: Vec<u32> = std::env::var("SQLFLEET_RELAY_DIFF_KINDS")
+        .unwrap_or_default()
+        .split(',')
+        .filter_map(|k| k.trim().parse().ok())
+        .collect();
     let mut out = Vec::new();
     while out.len() < steps {
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let s: Vec<Step> = match rng.gen_range(0..71) {
+        let kind = rng.gen_range(0..76);
+        if !kinds.is_empty() && !kinds.contains(&kind) {
+            continue;
+        }
+        let s: Vec<Step> = match kind {
             0 => vec![Text(format!("SET time_zone = {tz}"))],
             1 => vec![Prepared("SET time_zone = ?".into(), vec![format!("+0{k}:00").into()])],
             2 => vec![Text("SELECT @@session.time_zone, @@session.sql_mode, @@session.autocommit".into())],
@@ -145,6 +158,15 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             67 => vec![Text(format!("SET sql_mode = {}", if k.is_multiple_of(2) { "CONCAT(@@sql_mode, ',NO_ZERO_DATE')" } else { "DEFAULT" }))],
             68 => vec![Text(format!("SET rand_seed1 = {k}, rand_seed2 = {k}")), Text("SELECT RAND()".into())],
             69 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS t (v INT)".into())],
+            // The same shapes sent as server-side prepared statements.
+            70 => vec![Prepared("SET TRANSACTION READ ONLY".into(), vec![]), Prepared("INSERT INTO t (v) VALUES (?)".into(), vec![kv])],
+            71 => vec![Prepared("SAVEPOINT sp1".into(), vec![]), Prepared("SELECT NEXTVAL(sq)".into(), vec![])],
+            72 => vec![Prepared("SET STATEMENT time_zone = '+05:00' FOR SELECT @@time_zone".into(), vec![])],
+            73 => vec![Prepared("SET insert_id = ?".into(), vec![mysql_async::Value::from(2000 + u32::from(k))]), Prepared("INSERT INTO t (v) VALUES (?)".into(), vec![kv])],
+            // (Then a statement that clears the warnings: a statement the
+            // relay prepares again on the connection holding them clears
+            // them, which the scripts would otherwise find.)
+            74 => vec![Prepared("SELECT no_such_column FROM t".into(), vec![]), Text("SELECT ROW_COUNT()".into()), Text("SHOW WARNINGS".into()), Text("SELECT COUNT(*) FROM t".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);

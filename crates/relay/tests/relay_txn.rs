@@ -593,6 +593,29 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
             .await
             .expect("count");
         assert_eq!(n, Some(1));
+        // A read-only transaction ended by SET autocommit = 1 leaves the
+        // session read only (a direct one too), its status saying no
+        // transaction: the connection stays the client's until COMMIT.
+        for sql in [
+            "START TRANSACTION READ ONLY",
+            "SET autocommit = 0",
+            "SET autocommit = 1",
+            "SELECT 1",
+        ] {
+            a.query_drop(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(held(), "after {sql}: the connection went back to the pool");
+        }
+        match a.query_drop("INSERT INTO t VALUES (4)").await {
+            Err(mysql_async::Error::Server(e)) if e.code == 1792 => {}
+            other => panic!("still read only as directly: {other:?}"),
+        }
+        a.query_drop("COMMIT").await.expect("commit");
+        a.query_drop("INSERT INTO t VALUES (5)")
+            .await
+            .expect("read-write after COMMIT");
+        assert!(!held(), "free after COMMIT");
         a.disconnect().await.expect("quit");
     });
 }
@@ -737,5 +760,37 @@ fn last_insert_id_set_by_a_client_follows_it_and_never_fails_another() {
             a.disconnect().await.expect("quit");
             b.disconnect().await.expect("quit");
         }
+    });
+}
+
+/// A refused COM_STMT_PREPARE leaves ROW_COUNT() -1 and its error for
+/// SHOW WARNINGS, as on the server (the relay answered ROW_COUNT() with
+/// the statement before's count; found by the differential oracle).
+#[test]
+fn a_refused_prepare_leaves_the_diagnostics_the_server_does() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relayprepfail"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (v INT)").await.expect("table");
+        a.query_drop("INSERT INTO t VALUES (1), (2)")
+            .await
+            .expect("insert");
+        let e = a.prep("SELECT no_such_column FROM t").await;
+        assert!(
+            matches!(e, Err(mysql_async::Error::Server(ref e)) if e.code == 1054),
+            "{e:?}"
+        );
+        let n: Option<i64> = a
+            .query_first("SELECT ROW_COUNT()")
+            .await
+            .expect("row count");
+        assert_eq!(n, Some(-1));
+        let w: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.expect("warnings");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].1, 1054);
+        a.disconnect().await.expect("quit");
     });
 }

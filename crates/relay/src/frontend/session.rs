@@ -29,7 +29,9 @@ use crate::config::{Account, Mode, RelayConfig};
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self, Greeting};
 use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
-use crate::protocol::reply::{Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS};
+use crate::protocol::reply::{
+    Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
+};
 use crate::protocol::sql::{self, Effects, KillTarget, LockOp, Pin, Setting, TempOp};
 use crate::protocol::stmt::ClientStmts;
 use crate::protocol::track::Change;
@@ -125,10 +127,8 @@ struct Session {
     cursors: HashSet<u32>,
     long_data: HashSet<u32>,
     pin_next: Option<Pin>,
-    set_tx_armed: bool,
-    /// A transaction was open since the pending SET TRANSACTION or
-    /// savepoint (which end with it).
-    set_tx_began: bool,
+    /// A transaction was open since the savepoint (which ends with it).
+    savepoint_began: bool,
     in_trans: bool,
     autocommit: bool,
     conn: Option<BackendConn>,
@@ -245,8 +245,7 @@ where
         cursors: HashSet::new(),
         long_data: HashSet::new(),
         pin_next: None,
-        set_tx_armed: false,
-        set_tx_began: false,
+        savepoint_began: false,
         in_trans: false,
         autocommit: true,
         conn: None,
@@ -694,9 +693,6 @@ impl Session {
     /// is silent: settings (when the backend has no tracking), a dropped
     /// default database, pins released, one-statement pins.
     fn after_text_effects(&mut self, fx: &Effects, o: &Outcome) {
-        // SET TRANSACTION armed by an earlier statement ends with this one
-        // unless a transaction is now open.
-        let had_set_tx = self.set_tx_armed && self.pins.contains(&Pin::SetTransaction);
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
         if o.error.is_none() {
             for u in &fx.drops_users {
@@ -737,30 +733,29 @@ impl Session {
                 self.locks = None;
             }
         }
-        // The server keeps a SET TRANSACTION's characteristics until a
-        // transaction uses them: one that began and ended, COMMIT or
-        // ROLLBACK. A statement that touches no transactional table (SELECT
-        // 1, SET, DO, a failing one) leaves them pending, and which
-        // statements touch one the text does not always say: until then
-        // the connection stays the client's.
-        // A savepoint ends with its transaction too, which autocommit=0
-        // keeps open before any table is touched, the server reporting
-        // none (autocommit on and no transaction: it ended at once).
-        let savepoint = self.pins.contains(&Pin::Savepoint);
-        let ended =
-            !self.in_trans && (self.set_tx_began || (o.error.is_none() && fx.ends_transaction));
-        if self.in_trans && (had_set_tx || savepoint) {
-            self.set_tx_began = true;
-        }
-        if had_set_tx && ended {
+        // Transaction characteristics (a SET TRANSACTION's, or a read-only
+        // transaction's) stay on the server until COMMIT or ROLLBACK: a
+        // statement that touches no table (SELECT 1, SET, DO, a refused
+        // one) leaves a SET TRANSACTION pending, and a read-only
+        // transaction ended by SET autocommit = 1 leaves the session read
+        // only, the server's status saying neither. Until then the
+        // connection stays the client's.
+        if o.error.is_none() && fx.ends_transaction && !self.in_trans {
             self.pins.remove(&Pin::SetTransaction);
         }
-        if savepoint && (ended || (!self.in_trans && self.autocommit)) {
-            self.pins.remove(&Pin::Savepoint);
-        }
-        self.set_tx_armed = self.pins.contains(&Pin::SetTransaction);
-        if !self.set_tx_armed && !self.pins.contains(&Pin::Savepoint) {
-            self.set_tx_began = false;
+        // A savepoint ends with its transaction, which autocommit=0 keeps
+        // open before any table is touched, the server reporting none
+        // (autocommit on and no transaction: it ended at once).
+        if self.pins.contains(&Pin::Savepoint) {
+            if self.in_trans {
+                self.savepoint_began = true;
+            } else if self.savepoint_began
+                || self.autocommit
+                || (o.error.is_none() && fx.ends_transaction)
+            {
+                self.pins.remove(&Pin::Savepoint);
+                self.savepoint_began = false;
+            }
         }
         // (LAST_INSERT_ID() needs no pin: the id travels with the replay.)
         if let Some(p) = fx.pin_next {
@@ -1192,6 +1187,11 @@ impl Session {
         }
         match o.status {
             Some(st) => {
+                // A read-only transaction's characteristic may outlive it
+                // (see `after_text_effects`).
+                if st & STATUS_IN_TRANS_READONLY != 0 {
+                    self.pin(Pin::SetTransaction);
+                }
                 self.in_trans = st & STATUS_IN_TRANS != 0;
                 self.autocommit = st & STATUS_AUTOCOMMIT != 0;
                 self.pins.remove(&Pin::MaybeInTransaction);

@@ -18,6 +18,7 @@ pub const STATUS_IN_TRANS: u16 = 0x0001;
 pub const STATUS_AUTOCOMMIT: u16 = 0x0002;
 pub const STATUS_MORE_RESULTS: u16 = 0x0008;
 pub const STATUS_CURSOR_EXISTS: u16 = 0x0040;
+pub const STATUS_IN_TRANS_READONLY: u16 = 0x2000;
 
 /// The shape of reply a command gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -259,6 +260,8 @@ impl Tracker {
                     let cols = u16_at(p, 5).ok_or(ReplyError("short prepare reply"))?;
                     let params = u16_at(p, 7).ok_or(ReplyError("short prepare reply"))?;
                     self.outcome.prepared = Some((id, params, cols));
+                    // (reserved byte, then the warning count)
+                    self.outcome.warnings = u16_at(p, 10).unwrap_or(0);
                     if let Some(to) = self.rewrite_id {
                         p[1..5].copy_from_slice(&to.to_le_bytes());
                     }

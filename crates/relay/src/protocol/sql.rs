@@ -24,6 +24,9 @@ pub enum Pin {
     FoundRows,
     LastInsertId,
     SetExpression,
+    /// Transaction characteristics pending on the server (SET TRANSACTION,
+    /// or a read-only transaction's, which SET autocommit = 1 leaves
+    /// behind): until COMMIT or ROLLBACK.
     SetTransaction,
     SetOption,
     Cursor,

@@ -89,8 +89,7 @@ impl Session {
             && self.pin_next.is_none()
             && !self.in_trans
             && self.autocommit
-            && !self.found_rows_calc
-            && !self.set_tx_armed;
+            && !self.found_rows_calc;
         let common = session_free && o.error.is_none() && o.warnings == 0 && o.insert_id == 0;
         let exact = if answers::is_session_set(fx) {
             common

@@ -45,6 +45,21 @@ impl Session {
         }
         let id = self.stmts.reserve();
         let o = self.forward(cmd, Expect::Prepare, Some(id)).await?;
+        // As the server: a refused prepare leaves its error for SHOW
+        // WARNINGS and ROW_COUNT() -1; one that succeeds clears the
+        // warnings and leaves ROW_COUNT() as it was.
+        let dirty = o.error.is_some() || o.warnings > 0;
+        if o.error.is_some() {
+            self.last_row_count = -1;
+        }
+        if dirty {
+            self.pin(Pin::Diagnostics);
+        } else {
+            self.pins.remove(&Pin::Diagnostics);
+        }
+        if let Some(c) = self.conn.as_mut() {
+            c.diagnostics_dirty = dirty;
+        }
         if let Some((bid, params, columns)) = o.prepared {
             let s = ClientStmt {
                 sql: Arc::from(&cmd[1..]),
@@ -125,6 +140,7 @@ impl Session {
         let s = s.clone();
         let fx = s.fx.clone();
         self.explained = fx.explains_state();
+        self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(&fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in &fx.pins {

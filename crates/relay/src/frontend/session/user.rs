@@ -25,8 +25,7 @@ impl Session {
         self.long_data.clear();
         self.pins.retain(|p| *p == Pin::Session);
         self.pin_next = None;
-        self.set_tx_armed = false;
-        self.set_tx_began = false;
+        self.savepoint_began = false;
         self.in_trans = false;
         self.autocommit = true;
         // As the server's reset (THD::change_user, for both commands):
