@@ -11,7 +11,8 @@
 //! savepoints, SET STATEMENT ... FOR; CREATE TEMPORARY ... AS SELECT and
 //! a temporary table shadowing a real one; LOCK TABLES; HANDLER; one-shot
 //! insert_id and rand seeds; SQL_SELECT_LIMIT, auto_increment_increment,
-//! character sets, computed sql_mode; DO GET_LOCK) once directly and once
+//! character sets, computed sql_mode; DO GET_LOCK; several statements in
+//! one text) once directly and once
 //! through a relay whose pool is much smaller than the number of clients.
 //! Every
 //! client must observe exactly the same results both ways, and its table
@@ -72,7 +73,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let kind = rng.gen_range(0..76);
+        let kind = rng.gen_range(0..80);
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
@@ -167,6 +168,11 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             // relay prepares again on the connection holding them clears
             // them, which the scripts would otherwise find.)
             74 => vec![Prepared("SELECT no_such_column FROM t".into(), vec![]), Text("SELECT ROW_COUNT()".into()), Text("SHOW WARNINGS".into()), Text("SELECT COUNT(*) FROM t".into())],
+            // Several statements in one text.
+            75 => vec![Text(format!("SET @m = {k}; SELECT @m + 1, @@time_zone"))],
+            76 => vec![Text(format!("INSERT INTO t (v) VALUES ({k}); SELECT LAST_INSERT_ID()")), Text("SELECT LAST_INSERT_ID(), ROW_COUNT()".into())],
+            77 => vec![Text(format!("SET time_zone = '+0{k}:00'; SELECT @@time_zone")), Text("SELECT @@time_zone".into())],
+            78 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS tmp3 (a INT); INSERT INTO tmp3 VALUES (1)".into()), Text("SELECT COUNT(*) FROM tmp3".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
