@@ -12,11 +12,10 @@
 //! a temporary table shadowing a real one; LOCK TABLES; HANDLER; one-shot
 //! insert_id and rand seeds; SQL_SELECT_LIMIT, auto_increment_increment,
 //! character sets, computed sql_mode; DO GET_LOCK; several statements in
-//! one text) once directly and once
-//! through a relay whose pool is much smaller than the number of clients.
-//! Every
-//! client must observe exactly the same results both ways, and its table
-//! must hold the same rows afterwards.
+//! one text) once directly and once through a relay whose pool is much
+//! smaller than the number of clients. Every client must observe exactly
+//! the same results both ways, and its table must hold the same rows
+//! afterwards.
 //!
 //! `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_KINDS`
 //! (a list of the generator's step numbers) narrows the scripts down to
