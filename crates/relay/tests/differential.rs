@@ -163,10 +163,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             71 => vec![Prepared("SAVEPOINT sp1".into(), vec![]), Prepared("SELECT NEXTVAL(sq)".into(), vec![])],
             72 => vec![Prepared("SET STATEMENT time_zone = '+05:00' FOR SELECT @@time_zone".into(), vec![])],
             73 => vec![Prepared("SET insert_id = ?".into(), vec![mysql_async::Value::from(2000 + u32::from(k))]), Prepared("INSERT INTO t (v) VALUES (?)".into(), vec![kv])],
-            // (Then a statement that clears the warnings: a statement the
-            // relay prepares again on the connection holding them clears
-            // them, which the scripts would otherwise find.)
-            74 => vec![Prepared("SELECT no_such_column FROM t".into(), vec![]), Text("SELECT ROW_COUNT()".into()), Text("SHOW WARNINGS".into()), Text("SELECT COUNT(*) FROM t".into())],
+            74 => vec![Prepared("SELECT no_such_column FROM t".into(), vec![]), Text("SELECT ROW_COUNT()".into()), Text("SHOW WARNINGS".into())],
             // Several statements in one text.
             75 => vec![Text(format!("SET @m = {k}; SELECT @m + 1, @@time_zone"))],
             76 => vec![Text(format!("INSERT INTO t (v) VALUES ({k}); SELECT LAST_INSERT_ID()")), Text("SELECT LAST_INSERT_ID(), ROW_COUNT()".into())],
@@ -395,7 +392,10 @@ fn env_num(name: &str, default: u64) -> u64 {
 }
 
 async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
-    let many = seeds.end - seeds.start >= 6;
+    // Enough of the whole generator for its variable reads and SETs to
+    // repeat within a recorded reply's lifetime.
+    let many =
+        seeds.end - seeds.start >= 6 && std::env::var_os("SQLFLEET_RELAY_DIFF_KINDS").is_none();
     let srv = server();
 
     let root_pw = srv.sandbox.password().expect("password");

@@ -765,7 +765,8 @@ fn last_insert_id_set_by_a_client_follows_it_and_never_fails_another() {
 
 /// A refused COM_STMT_PREPARE leaves ROW_COUNT() -1 and its error for
 /// SHOW WARNINGS, as on the server (the relay answered ROW_COUNT() with
-/// the statement before's count; found by the differential oracle).
+/// the statement before's count; found by the differential oracle), and a
+/// prepare clears warnings only when its statement opens a table.
 #[test]
 fn a_refused_prepare_leaves_the_diagnostics_the_server_does() {
     let srv = server();
@@ -791,6 +792,22 @@ fn a_refused_prepare_leaves_the_diagnostics_the_server_does() {
         let w: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.expect("warnings");
         assert_eq!(w.len(), 1, "{w:?}");
         assert_eq!(w[0].1, 1054);
+        // A prepare that opens no table keeps the warnings (and the
+        // connection holding them: another client's statement there would
+        // clear them); one that opens a table clears them.
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("SELECT 1/0").await.expect("warning");
+        let _ = a.prep("SET time_zone = ?").await.expect("prepare");
+        b.query_drop("SELECT COUNT(*) FROM t").await.expect("b");
+        let w: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.expect("warnings");
+        assert_eq!(w.iter().map(|w| w.1).collect::<Vec<_>>(), vec![1365]);
+        let _ = a
+            .prep("SELECT v FROM t WHERE v = ?")
+            .await
+            .expect("prepare");
+        let w: Vec<(String, u32, String)> = a.query("SHOW WARNINGS").await.expect("warnings");
+        assert!(w.is_empty(), "{w:?}");
+        b.disconnect().await.expect("quit");
         a.disconnect().await.expect("quit");
     });
 }

@@ -46,19 +46,20 @@ impl Session {
         let id = self.stmts.reserve();
         let o = self.forward(cmd, Expect::Prepare, Some(id)).await?;
         // As the server: a refused prepare leaves its error for SHOW
-        // WARNINGS and ROW_COUNT() -1; one that succeeds clears the
-        // warnings and leaves ROW_COUNT() as it was.
+        // WARNINGS and ROW_COUNT() -1; one that succeeds leaves ROW_COUNT()
+        // as it was and clears the warnings when its statement opens a
+        // table (as a statement run does).
         let dirty = o.error.is_some() || o.warnings > 0;
         if o.error.is_some() {
             self.last_row_count = -1;
         }
         if dirty {
             self.pin(Pin::Diagnostics);
-        } else {
+        } else if fx.uses_tables {
             self.pins.remove(&Pin::Diagnostics);
         }
         if let Some(c) = self.conn.as_mut() {
-            c.diagnostics_dirty = dirty;
+            c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !fx.uses_tables);
         }
         if let Some((bid, params, columns)) = o.prepared {
             let s = ClientStmt {
