@@ -58,23 +58,43 @@ pub fn webhook(fail_first: usize) -> (String, Received) {
             let mut r = BufReader::new(s);
             let mut len = 0usize;
             let mut line = String::new();
+            // Only a whole request counts: a connection closed before its
+            // headers ended (a client's idle or abandoned connection) is
+            // no message.
+            let mut whole = false;
+            let mut chunked = false;
             loop {
                 line.clear();
                 if r.read_line(&mut line).unwrap_or(0) == 0 {
                     break;
                 }
                 if line == "\r\n" {
+                    whole = true;
                     break;
                 }
                 let lower = line.to_ascii_lowercase();
                 if let Some(v) = lower.strip_prefix("content-length:") {
                     len = v.trim().parse().unwrap_or(0);
                 }
+                if lower.starts_with("transfer-encoding:") && lower.contains("chunked") {
+                    chunked = true;
+                }
             }
-            let mut body = vec![0u8; len];
-            if r.read_exact(&mut body).is_err() {
+            if !whole {
                 continue;
             }
+            let body = if chunked {
+                match read_chunked(&mut r) {
+                    Some(b) => b,
+                    None => continue,
+                }
+            } else {
+                let mut body = vec![0u8; len];
+                if r.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                body
+            };
             let n = seen.fetch_add(1, Ordering::SeqCst);
             let status = if n < fail_first {
                 "500 Internal Server Error"
@@ -90,6 +110,28 @@ pub fn webhook(fail_first: usize) -> (String, Received) {
         }
     });
     (url, got)
+}
+
+/// A chunked request body (RFC 9112 7.1), without trailers.
+fn read_chunked(r: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        r.read_line(&mut line).ok()?;
+        let size = usize::from_str_radix(line.trim().split(';').next()?.trim(), 16).ok()?;
+        if size == 0 {
+            // The empty line ending the (absent) trailers.
+            line.clear();
+            r.read_line(&mut line).ok()?;
+            return Some(body);
+        }
+        let at = body.len();
+        body.resize(at + size, 0);
+        r.read_exact(&mut body[at..]).ok()?;
+        let mut crlf = [0u8; 2];
+        r.read_exact(&mut crlf).ok()?;
+    }
 }
 
 /// An SMTP server (no TLS) recording each message's envelope and data.
