@@ -28,6 +28,13 @@ async fn conn_id(c: &mut mysql_async::Conn) -> u64 {
         .expect("row")
 }
 
+/// Whether another client finds the relay's only backend connection
+/// taken (a one-connection pool: error 1040 once the wait times out).
+fn held(relay: &Relay) -> bool {
+    let o = cli(relay.port, &["-e", "SELECT 1"]);
+    !o.status.success() && common::stderr(&o).contains("1040")
+}
+
 #[test]
 fn settings_and_database_follow_the_client_to_another_backend_connection() {
     let srv = server();
@@ -550,10 +557,6 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
             .query_drop(format!("CREATE TABLE `{db}`.t (a INT)"))
             .await
             .expect("table");
-        let held = || {
-            let o = cli(relay.port, &["-e", "SELECT 1"]);
-            !o.status.success() && common::stderr(&o).contains("1040")
-        };
         let mut a = connect(&relay, Some(&db)).await;
         for (sql, code) in [
             ("SET TRANSACTION READ ONLY", None),
@@ -568,13 +571,16 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
                 (Some(c), Err(mysql_async::Error::Server(e))) if e.code == c => {}
                 (want, got) => panic!("{sql}: wanted {want:?}, got {got:?}"),
             }
-            assert!(held(), "after {sql}: the connection went back to the pool");
+            assert!(
+                held(&relay),
+                "after {sql}: the connection went back to the pool"
+            );
         }
         a.query_drop("COMMIT").await.expect("commit");
         // (The refused INSERT's error holds the connection for SHOW
         // WARNINGS until a statement that reads a table.)
         a.query_drop("SELECT COUNT(*) FROM t").await.expect("read");
-        assert!(!held(), "after COMMIT the connection is free");
+        assert!(!held(&relay), "after COMMIT the connection is free");
         a.query_drop("INSERT INTO t VALUES (3)")
             .await
             .expect("read-write again");
@@ -583,11 +589,11 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
             .await
             .expect("set");
         a.query_drop("SELECT 1").await.expect("select");
-        assert!(held(), "pending isolation level kept");
+        assert!(held(&relay), "pending isolation level kept");
         a.query_drop("BEGIN").await.expect("begin");
         a.query_drop("SELECT COUNT(*) FROM t").await.expect("read");
         a.query_drop("COMMIT").await.expect("commit");
-        assert!(!held(), "the transaction used it");
+        assert!(!held(&relay), "the transaction used it");
         let n: Option<i64> = a
             .query_first("SELECT COUNT(*) FROM t")
             .await
@@ -605,7 +611,10 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
             a.query_drop(sql)
                 .await
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            assert!(held(), "after {sql}: the connection went back to the pool");
+            assert!(
+                held(&relay),
+                "after {sql}: the connection went back to the pool"
+            );
         }
         match a.query_drop("INSERT INTO t VALUES (4)").await {
             Err(mysql_async::Error::Server(e)) if e.code == 1792 => {}
@@ -615,7 +624,7 @@ fn a_pending_set_transaction_keeps_the_connection_until_a_transaction_uses_it() 
         a.query_drop("INSERT INTO t VALUES (5)")
             .await
             .expect("read-write after COMMIT");
-        assert!(!held(), "free after COMMIT");
+        assert!(!held(&relay), "free after COMMIT");
         a.disconnect().await.expect("quit");
     });
 }
@@ -632,30 +641,32 @@ fn a_savepoint_under_autocommit_0_keeps_the_connection_until_the_transaction_end
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("relaysavepoint"));
     rt.block_on(async {
-        let held = || {
-            let o = cli(relay.port, &["-e", "SELECT 1"]);
-            !o.status.success() && common::stderr(&o).contains("1040")
-        };
         let mut a = connect(&relay, Some(&db)).await;
         a.query_drop("SET autocommit = 0")
             .await
             .expect("autocommit");
-        assert!(!held(), "no transaction yet: the connection is free");
+        assert!(!held(&relay), "no transaction yet: the connection is free");
         for sql in ["SAVEPOINT sp", "SELECT 1", "ROLLBACK TO SAVEPOINT sp"] {
             a.query_drop(sql)
                 .await
                 .unwrap_or_else(|e| panic!("{sql}: {e}"));
-            assert!(held(), "after {sql}: the connection went back to the pool");
+            assert!(
+                held(&relay),
+                "after {sql}: the connection went back to the pool"
+            );
         }
         a.query_drop("ROLLBACK").await.expect("rollback");
-        assert!(!held(), "the transaction ended: the connection is free");
+        assert!(
+            !held(&relay),
+            "the transaction ended: the connection is free"
+        );
         // With autocommit on and no transaction it ends with the statement.
         a.query_drop("SET autocommit = 1")
             .await
             .expect("autocommit");
         a.query_drop("SAVEPOINT sp").await.expect("savepoint");
         assert!(
-            !held(),
+            !held(&relay),
             "under autocommit a savepoint outside a transaction is gone at once"
         );
         a.disconnect().await.expect("quit");
@@ -700,10 +711,6 @@ fn a_one_shot_variable_is_used_once_and_never_replayed() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("relayoneshot"));
     rt.block_on(async {
-        let held = || {
-            let o = cli(relay.port, &["-e", "SELECT 1"]);
-            !o.status.success() && common::stderr(&o).contains("1040")
-        };
         let mut a = connect(&relay, Some(&db)).await;
         a.query_drop("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
             .await
@@ -714,7 +721,7 @@ fn a_one_shot_variable_is_used_once_and_never_replayed() {
         a.query_drop("INSERT INTO t (v) VALUES (1)")
             .await
             .expect("insert");
-        assert!(held(), "the one-shot variables keep the connection");
+        assert!(held(&relay), "the one-shot variables keep the connection");
         a.query_drop("INSERT INTO t (v) VALUES (2)")
             .await
             .expect("insert");

@@ -820,6 +820,16 @@ impl Session {
         } else {
             o.affected as i64
         };
+        self.hold_diagnostics(o, uses_tables);
+        if fx.selects && o.result_sets > 0 && o.error.is_none() {
+            self.last_found_rows = o.rows;
+            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
+        }
+    }
+
+    /// Warnings or an error hold the connection for SHOW WARNINGS; a
+    /// statement that opens a table clears them (on the connection too).
+    pub(super) fn hold_diagnostics(&mut self, o: &Outcome, uses_tables: bool) {
         let dirty = o.error.is_some() || o.warnings > 0;
         if dirty {
             self.pin(Pin::Diagnostics);
@@ -828,10 +838,6 @@ impl Session {
         }
         if let Some(c) = self.conn.as_mut() {
             c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !uses_tables);
-        }
-        if fx.selects && o.result_sets > 0 && o.error.is_none() {
-            self.last_found_rows = o.rows;
-            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
         }
     }
 
@@ -941,7 +947,7 @@ impl Session {
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
-            let mut c = match self.ctx.pool.lease(b, self.want()).await {
+            let c = match self.ctx.pool.lease(b, self.want()).await {
                 Ok(c) => c,
                 Err(e @ crate::backend::pool::LeaseError::Connect(..)) => {
                     // Dead before a health check noticed: mark it and, with
@@ -957,20 +963,27 @@ impl Session {
                 }
                 Err(e) => return Err(e.into()),
             };
-            match self.sync(&mut c).await {
-                Ok(()) => {
-                    if self.mode == Mode::Session {
-                        self.handle.set_alias(Some(c.thread_id));
-                    }
-                    self.conn = Some(c)
-                }
-                Err(e) => {
-                    self.ctx.pool.discard(c);
-                    return Err(e);
-                }
-            }
+            self.adopt(c).await?;
         }
         self.conn.as_mut().ok_or(Fail::Close)
+    }
+
+    /// Brings `c` to the client's session state and makes it the client's
+    /// connection; one that could not be brought there is discarded.
+    pub(super) async fn adopt(&mut self, mut c: BackendConn) -> Result<(), Fail> {
+        match self.sync(&mut c).await {
+            Ok(()) => {
+                if self.mode == Mode::Session {
+                    self.handle.set_alias(Some(c.thread_id));
+                }
+                self.conn = Some(c);
+                Ok(())
+            }
+            Err(e) => {
+                self.ctx.pool.discard(c);
+                Err(e)
+            }
+        }
     }
 
     /// Replays the client's settings and default database on `c`.

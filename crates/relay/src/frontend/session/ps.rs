@@ -49,18 +49,10 @@ impl Session {
         // WARNINGS and ROW_COUNT() -1; one that succeeds leaves ROW_COUNT()
         // as it was and clears the warnings when its statement opens a
         // table (as a statement run does).
-        let dirty = o.error.is_some() || o.warnings > 0;
         if o.error.is_some() {
             self.last_row_count = -1;
         }
-        if dirty {
-            self.pin(Pin::Diagnostics);
-        } else if fx.uses_tables {
-            self.pins.remove(&Pin::Diagnostics);
-        }
-        if let Some(c) = self.conn.as_mut() {
-            c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !fx.uses_tables);
-        }
+        self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
             let s = ClientStmt {
                 sql: Arc::from(&cmd[1..]),

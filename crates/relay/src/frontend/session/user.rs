@@ -63,6 +63,17 @@ impl Session {
         Ok(())
     }
 
+    /// COM_CHANGE_USER on the client's own connection (session mode): the
+    /// server's session reset, then the client's settings and database.
+    async fn reset_in_place(&mut self, mut c: BackendConn) -> Result<(), Fail> {
+        self.ctx.metrics.resets.fetch_add(1, Relaxed);
+        if let Err(e) = c.reset().await {
+            self.ctx.pool.discard(c);
+            return Err(Fail::Lost(e.to_string()));
+        }
+        self.adopt(c).await
+    }
+
     pub(super) async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         // The server's limit (MDEV-3915): three refused attempts per
         // connection, then the command itself is refused, successes
@@ -190,29 +201,6 @@ impl Session {
             .await
             .map(drop)
             .map_err(|_| Fail::Close)
-    }
-}
-
-impl Session {
-    /// COM_CHANGE_USER on the client's own connection (session mode): the
-    /// server's session reset, then the client's database.
-    async fn reset_in_place(&mut self, mut c: BackendConn) -> Result<(), Fail> {
-        self.ctx.metrics.resets.fetch_add(1, Relaxed);
-        let r = match c.reset().await {
-            Ok(()) => self.sync(&mut c).await,
-            Err(e) => Err(Fail::Lost(e.to_string())),
-        };
-        match r {
-            Ok(()) => {
-                self.handle.set_alias(Some(c.thread_id));
-                self.conn = Some(c);
-                Ok(())
-            }
-            Err(e) => {
-                self.ctx.pool.discard(c);
-                Err(e)
-            }
-        }
     }
 }
 
