@@ -12,7 +12,10 @@
 //! a temporary table shadowing a real one; LOCK TABLES; HANDLER; one-shot
 //! insert_id and rand seeds; SQL_SELECT_LIMIT, auto_increment_increment,
 //! character sets, computed sql_mode; DO GET_LOCK; several statements in
-//! one text) once directly and once through a relay whose pool is much
+//! one text; stored functions and a trigger that change the session out
+//! of the text's sight: user variables, a temporary table, a setting, a
+//! user lock, a sequence's LASTVAL; a second database by USE and by
+//! COM_CHANGE_USER) once directly and once through a relay whose pool is much
 //! smaller than the number of clients. Every client must observe exactly
 //! the same results both ways, and its table must hold the same rows
 //! afterwards.
@@ -52,6 +55,9 @@ enum Step {
     Reset,
     /// COM_CHANGE_USER to the same account (a pool's older reset).
     ChangeUser,
+    /// COM_CHANGE_USER to the same account and the client's second
+    /// database (`DB_b`).
+    ChangeUserDb,
 }
 
 /// `kills`: whether scripts may stop their own statements (their second
@@ -72,7 +78,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let kind = rng.gen_range(0..80);
+        let kind = rng.gen_range(0..92);
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
@@ -169,6 +175,20 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             76 => vec![Text(format!("INSERT INTO t (v) VALUES ({k}); SELECT LAST_INSERT_ID()")), Text("SELECT LAST_INSERT_ID(), ROW_COUNT()".into())],
             77 => vec![Text(format!("SET time_zone = '+0{k}:00'; SELECT @@time_zone")), Text("SELECT @@time_zone".into())],
             78 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS tmp3 (a INT); INSERT INTO tmp3 VALUES (1)".into()), Text("SELECT COUNT(*) FROM tmp3".into())],
+            // Session state changed out of the text's sight: stored
+            // functions and a trigger (user variables, a temporary table,
+            // a setting, a user lock, a sequence), and a second database.
+            80 => vec![Text(format!("SET time_zone = f_uv({k})")), Text("SELECT @fv, @@time_zone".into())],
+            81 => vec![Text(format!("SELECT f_tmp({k})")), Text("SELECT COUNT(*), SUM(a) FROM ftmp".into())],
+            82 => vec![Text(format!("SELECT f_tz({k})")), Text("SELECT @@time_zone".into())],
+            83 => vec![Text(format!("INSERT INTO tt (v) VALUES ({k})")), Text("SELECT @trig".into())],
+            84 => vec![Text("SELECT f_lock()".into())],
+            85 => vec![Text("SELECT IS_FREE_LOCK(CONCAT('lkf_', DATABASE())), RELEASE_LOCK(CONCAT('lkf_', DATABASE()))".into())],
+            86 => vec![Text(format!("USE {}", if k.is_multiple_of(2) { "{DB}_b" } else { "{DB}" })), Text("SELECT DATABASE(), COUNT(*) FROM t".into())],
+            87 => vec![ChangeUserDb, Text("SELECT DATABASE()".into())],
+            88 => vec![Text(format!("DO f_uv({k})")), Text("SELECT @fv".into())],
+            89 => vec![Prepared("SELECT f_uv(?)".into(), vec![kv]), Prepared("SELECT @fv".into(), vec![])],
+            90 => vec![Text("SELECT f_seq()".into()), Text("SELECT LASTVAL(sq)".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -177,10 +197,15 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
 }
 
 /// What a step returned: its rows, or its error code.
-async fn run_step(c: &mut mysql_async::Conn, opts: &mysql_async::Opts, s: &Step) -> String {
+async fn run_step(
+    c: &mut mysql_async::Conn,
+    opts: &mysql_async::Opts,
+    db: &str,
+    s: &Step,
+) -> String {
     let r: Result<Vec<mysql_async::Row>, mysql_async::Error> = match s {
-        Step::Text(q) => c.query(q.as_str()).await,
-        Step::Prepared(q, p) => c.exec(q.as_str(), p.clone()).await,
+        Step::Text(q) => c.query(q.replace("{DB}", db)).await,
+        Step::Prepared(q, p) => c.exec(q.replace("{DB}", db), p.clone()).await,
         Step::Reset => {
             return match c.reset().await {
                 Ok(true) => "reset".into(),
@@ -193,6 +218,13 @@ async fn run_step(c: &mut mysql_async::Conn, opts: &mysql_async::Opts, s: &Step)
                 Ok(()) => "changed user".into(),
                 Err(e) => format!("change user failed: {e}"),
             }
+        }
+        Step::ChangeUserDb => {
+            let to = mysql_async::ChangeUserOpts::default().with_db_name(Some(format!("{db}_b")));
+            return match c.change_user(to).await {
+                Ok(()) => "changed user".into(),
+                Err(e) => format!("change user failed: {e}"),
+            };
         }
         Step::Reconnect => unreachable!("run_all reconnects"),
         Step::KillOwn => {
@@ -269,15 +301,26 @@ async fn client_opts(port: u16, user: &str, pw: &str, db: &str) -> mysql_async::
         .into()
 }
 
-/// Prepares database `db`: per-database tables and procedures.
+/// Prepares database `db` and its second, `db_b`: per-database tables,
+/// procedures, functions that change the session, a trigger that sets a
+/// user variable.
 async fn setup(srv: &TestServer, db: &str) {
     let mut c = srv.connect().await;
     c.query_drop(format!(
-        "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db};
+        "DROP DATABASE IF EXISTS {db}_b; CREATE DATABASE {db}_b;
+         CREATE TABLE {db}_b.t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db};
          CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TABLE tt (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TRIGGER tt_bi BEFORE INSERT ON tt FOR EACH ROW SET @trig = NEW.v;
          CREATE PROCEDURE p_tz(z VARCHAR(10)) SET time_zone = z;
          CREATE PROCEDURE p_uv(k INT) SET @pv = k;
-         CREATE SEQUENCE sq;"
+         CREATE FUNCTION f_uv(k INT) RETURNS VARCHAR(10) DETERMINISTIC BEGIN SET @fv = k; RETURN CONCAT('+0', k, ':00'); END;
+         CREATE FUNCTION f_tmp(k INT) RETURNS INT DETERMINISTIC BEGIN CREATE TEMPORARY TABLE IF NOT EXISTS ftmp (a INT); INSERT INTO ftmp VALUES (k); RETURN k; END;
+         CREATE FUNCTION f_tz(k INT) RETURNS INT DETERMINISTIC BEGIN SET time_zone = CONCAT('+0', k, ':00'); RETURN k; END;
+         CREATE FUNCTION f_lock() RETURNS INT DETERMINISTIC RETURN GET_LOCK(CONCAT('lkf_', DATABASE()), 1);
+         CREATE SEQUENCE sq;
+         CREATE FUNCTION f_seq() RETURNS BIGINT DETERMINISTIC RETURN NEXTVAL(sq);"
     ))
     .await
     .expect("setup");
@@ -315,7 +358,7 @@ async fn run_all(
                     seen.push("reconnected".into());
                     continue;
                 }
-                seen.push(run_step(&mut c, &opts, s).await.replace(&db, "DB"));
+                seen.push(run_step(&mut c, &opts, &db, s).await.replace(&db, "DB"));
             }
             let _ = c.disconnect().await;
             seen
@@ -334,6 +377,11 @@ async fn run_all(
             .await
             .expect("final rows");
         seen.push(format!("final table: {rows:?}"));
+        let rows: Vec<(i64, i64)> = c
+            .query(format!("SELECT id, v FROM {prefix}_{i}_b.t ORDER BY id"))
+            .await
+            .expect("final rows");
+        seen.push(format!("second database's table: {rows:?}"));
     }
     out
 }

@@ -101,7 +101,8 @@ fn pins_hold_the_connection_and_release_when_safe() {
             "-D",
             &db,
             "-e",
-            "CREATE TABLE t (a INT); CREATE SEQUENCE sq",
+            "CREATE TABLE t (a INT); CREATE SEQUENCE sq; \
+             CREATE FUNCTION f_seq() RETURNS BIGINT DETERMINISTIC RETURN NEXTVAL(sq)",
         ],
     );
     // (statement that pins, check it still sees its state, statement that releases, metric reason)
@@ -158,6 +159,14 @@ fn pins_hold_the_connection_and_release_when_safe() {
             "SELECT LASTVAL(sq) = 1",
             None,
             "sequence",
+        ),
+        // A stored function may advance a sequence (or take a user lock)
+        // out of the tracker's sight: it holds the connection as CALL does.
+        (
+            "SELECT f_seq()",
+            "SELECT LASTVAL(sq) = 2",
+            None,
+            "stored_function",
         ),
     ];
     rt.block_on(async {

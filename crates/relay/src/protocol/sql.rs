@@ -63,13 +63,17 @@ pub enum Pin {
     /// `rand_seed1/2`, as mysqlbinlog writes them): replayed on another
     /// connection it would be used again, and undone it has no default.
     OneShotVariable,
+    /// A stored function was called: like a procedure it may take a user
+    /// lock or advance a sequence (LASTVAL), which the server does not
+    /// report.
+    StoredFunction,
 }
 
 /// Session variables the server uses for the next statement only.
 pub const ONE_SHOT_VARIABLES: [&str; 3] = ["insert_id", "rand_seed1", "rand_seed2"];
 
 impl Pin {
-    pub const ALL: [Pin; 26] = [
+    pub const ALL: [Pin; 27] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -96,6 +100,7 @@ impl Pin {
         Pin::Sequence,
         Pin::Savepoint,
         Pin::OneShotVariable,
+        Pin::StoredFunction,
     ];
 
     pub fn name(self) -> &'static str {
@@ -126,6 +131,7 @@ impl Pin {
             Pin::Sequence => "sequence",
             Pin::Savepoint => "savepoint",
             Pin::OneShotVariable => "one_shot_variable",
+            Pin::StoredFunction => "stored_function",
         }
     }
 }
@@ -268,7 +274,9 @@ impl Effects {
     /// reports: only SETs and USE, or one statement that makes or drops
     /// temporary tables and nothing else the relay cannot see.
     pub fn explains_state(&self) -> bool {
-        self.settings_only
+        // A stored function in a SET (`SET time_zone = f()`) may change
+        // anything besides the variable set.
+        (self.settings_only && !self.calls_stored)
             // SET STATEMENT ... FOR a statement whose own changes the text
             // shows (no stored code): the report is of the variables.
             || (self.statements == 1
@@ -887,23 +895,93 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
                     "FOR" if next == Some("UPDATE") => return false,
                     "LOCK" if next == Some("IN") => return false,
                     "NEXT" | "PREVIOUS" if next == Some("VALUE") => return false,
-                    "GET_LOCK" | "RELEASE_LOCK" | "RELEASE_ALL_LOCKS" | "NEXTVAL" | "SETVAL"
-                    | "LASTVAL" | "LAST_INSERT_ID" | "FOUND_ROWS" | "ROW_COUNT"
-                    | "MASTER_GTID_WAIT" | "MASTER_POS_WAIT"
-                        if call =>
-                    {
-                        return false
-                    }
-                    // A stored function (unqualified or db.f) may write.
-                    w if call && BUILTINS.binary_search(&w).is_err() => return false,
-                    _ if call && i > 0 && t[i - 1].0 == Tok::Punct(b'.') => return false,
+                    w if call && EFFECT_BUILTINS.contains(&w) => return false,
                     _ => {}
                 }
             }
             _ => {}
         }
+        // A stored function (unqualified or db.f) may write.
+        if calls_stored_function(t, i) {
+            return false;
+        }
     }
     true
+}
+
+/// Built-in functions with an effect on the session or the server, which
+/// the relay follows itself (locks, sequences, diagnostics, waits).
+const EFFECT_BUILTINS: &[&str] = &[
+    "GET_LOCK",
+    "RELEASE_LOCK",
+    "RELEASE_ALL_LOCKS",
+    "NEXTVAL",
+    "SETVAL",
+    "LASTVAL",
+    "LAST_INSERT_ID",
+    "FOUND_ROWS",
+    "ROW_COUNT",
+    "MASTER_GTID_WAIT",
+    "MASTER_POS_WAIT",
+];
+
+/// Words followed by `(` in statements that are neither functions nor
+/// tables: index hints, JSON_TABLE's COLUMNS, MATCH ... AGAINST, PARTITION
+/// lists, MEMBER OF, PROCEDURE ANALYSE.
+const NOT_CALLS: &[&str] = &[
+    "AGAINST",
+    "ANALYSE",
+    "COLUMNS",
+    "INDEX",
+    "KEY",
+    "OF",
+    "PARTITION",
+];
+
+/// Words after which a name followed by `(` is a table (or CTE, or
+/// procedure) with its column list: `INSERT [IGNORE] [INTO] t (a)`,
+/// `LOAD DATA ... INTO TABLE t (a)`, `WITH c (a) AS`, `CALL p (1)`.
+const BEFORE_TABLE: &[&str] = &[
+    "CALL",
+    "DELAYED",
+    "HIGH_PRIORITY",
+    "IGNORE",
+    "INSERT",
+    "INTO",
+    "LOW_PRIORITY",
+    "RECURSIVE",
+    "REPLACE",
+    "TABLE",
+    "WITH",
+];
+
+/// Whether the name at `i` calls a stored function: a word or backquoted
+/// name followed by `(` that is no built-in, keyword or known effect, and
+/// not a table named before its column list. Such a call may change the
+/// session out of the tracker's sight (a user lock, a sequence's LASTVAL)
+/// and may write, so it pins and is never a read for a replica. When in
+/// doubt it says yes: a wrong yes costs sharing, a wrong no correctness.
+fn calls_stored_function(t: &[(Tok, Range<usize>)], i: usize) -> bool {
+    if !t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'(')) {
+        return false;
+    }
+    let qualified = i >= 2 && t[i - 1].0 == Tok::Punct(b'.');
+    let named = match &t[i].0 {
+        Tok::Word(w) => {
+            qualified
+                || (BUILTINS.binary_search(&w.as_str()).is_err()
+                    && !EFFECT_BUILTINS.contains(&w.as_str())
+                    && !NOT_CALLS.contains(&w.as_str()))
+        }
+        Tok::Quoted(_) => true,
+        _ => false,
+    };
+    if !named {
+        return false;
+    }
+    let first = if qualified { i - 2 } else { i };
+    let before = first.checked_sub(1).and_then(|j| word(t.get(j)));
+    !before.is_some_and(|w| BEFORE_TABLE.contains(&w))
 }
 
 /// A query's digest: literals replaced by `?`, lists of them by `...`,
@@ -984,15 +1062,12 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         _ => 0,
     };
     for (i, (k, _)) in t.iter().enumerate() {
+        if i >= calls_from && calls_stored_function(t, i) {
+            fx.calls_stored = true;
+            fx.pins.push(Pin::StoredFunction);
+        }
         let Tok::Word(w) = k else { continue };
         let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
-        if call
-            && i >= calls_from
-            && (BUILTINS.binary_search(&w.as_str()).is_err()
-                || (i > 0 && t[i - 1].0 == Tok::Punct(b'.')))
-        {
-            fx.calls_stored = true;
-        }
         match w.as_str() {
             "NEXTVAL" | "SETVAL" if call => fx.pins.push(Pin::Sequence),
             "NEXT" if word(t.get(i + 1)) == Some("VALUE") => fx.pins.push(Pin::Sequence),
