@@ -42,6 +42,12 @@ fuzz_target!(|data: &[u8]| {
         i += 1 + n;
     }
     let _ = sqlfleet_relay::protocol::sql::analyze(rest);
+    // A trigger body or column default the relay reads from the server.
+    let _ = sqlfleet_relay::protocol::sql::Query::new(rest).written_tables();
+    let _ = sqlfleet_relay::backend::write_effects::judge(&[vec![
+        ("k".into(), Some("trigger".into())),
+        ("s".into(), Some(String::from_utf8_lossy(rest).into_owned())),
+    ]]);
     let _ = sqlfleet_relay::frontend::answers::is_variable_read(rest);
     let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, "ROW_COUNT", 3);
     let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);

@@ -24,6 +24,30 @@ pub fn ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
 }
 
+/// A dotted name as SQL writes it (`db.t`, `` `my db`.`t``x` ``) back
+/// into its parts, unquoted: the inverse of [`ident`] joined with dots.
+/// Whitespace outside backquotes is dropped.
+pub fn split_qualified(s: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '`' if quoted && chars.peek() == Some(&'`') => {
+                cur.push('`');
+                chars.next();
+            }
+            '`' => quoted = !quoted,
+            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
+            c if c.is_whitespace() && !quoted => {}
+            c => cur.push(c),
+        }
+    }
+    parts.push(cur);
+    parts
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,5 +56,8 @@ mod tests {
     fn quoting() {
         assert_eq!(literal("it's \\ ok"), "'it''s \\\\ ok'");
         assert_eq!(ident("we`ird"), "`we``ird`");
+        assert_eq!(split_qualified("`my db`.`t``x`"), ["my db", "t`x"]);
+        assert_eq!(split_qualified("shop . t"), ["shop", "t"]);
+        assert_eq!(split_qualified(&ident("a.b")), ["a.b"]);
     }
 }

@@ -496,22 +496,7 @@ pub async fn wait_for_leftovers(
 
 /// `` `db`.`t` `` (as the scheduler shows a table) back into its parts.
 fn split_shown(shown: &str) -> (Option<String>, String) {
-    let mut parts = Vec::new();
-    let mut cur = String::new();
-    let mut chars = shown.chars().peekable();
-    let mut quoted = false;
-    while let Some(c) = chars.next() {
-        match c {
-            '`' if quoted && chars.peek() == Some(&'`') => {
-                cur.push('`');
-                chars.next();
-            }
-            '`' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
-            other => cur.push(other),
-        }
-    }
-    parts.push(cur);
+    let mut parts = sqlfleet_conn::quote::split_qualified(shown);
     match parts.len() {
         2 => (Some(parts[0].clone()), parts[1].clone()),
         _ => (None, parts.pop().unwrap_or_default()),

@@ -70,6 +70,8 @@ impl Relay {
         let server_accounts = cfg
             .per_user_accounts
             .then(|| backend::accounts::ServerAccounts::new(dialer.clone(), cfg.backends.clone()));
+        let write_effects =
+            backend::write_effects::WriteEffects::new(dialer.clone(), cfg.backends.clone());
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         Ok(Relay {
             ctx: Arc::new(frontend::session::Ctx {
@@ -85,6 +87,7 @@ impl Relay {
                 clients: Default::default(),
                 answers: Default::default(),
                 server_accounts,
+                write_effects,
             }),
         })
     }

@@ -15,7 +15,9 @@
 //! one text; stored functions and a trigger that change the session out
 //! of the text's sight: user variables, a temporary table, a setting, a
 //! user lock, a sequence's LASTVAL; a second database by USE and by
-//! COM_CHANGE_USER) once directly and once through a relay whose pool is much
+//! COM_CHANGE_USER; writes to tables whose column DEFAULT or trigger
+//! does what no tracker reports, directly, through a trigger and through
+//! a view) once directly and once through a relay whose pool is much
 //! smaller than the number of clients. Every client must observe exactly
 //! the same results both ways, and its table must hold the same rows
 //! afterwards.
@@ -78,7 +80,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let kind = rng.gen_range(0..92);
+        let kind = rng.gen_range(0..97);
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
@@ -189,6 +191,14 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             88 => vec![Text(format!("DO f_uv({k})")), Text("SELECT @fv".into())],
             89 => vec![Prepared("SELECT f_uv(?)".into(), vec![kv]), Prepared("SELECT @fv".into(), vec![])],
             90 => vec![Text("SELECT f_seq()".into()), Text("SELECT LASTVAL(sq)".into())],
+            // Writes whose table does what the tracker does not report: a
+            // column DEFAULT NEXTVAL, a trigger taking a user lock, a
+            // trigger writing such a table, a view over one.
+            91 => vec![Text(format!("INSERT INTO ts (v) VALUES ({k})")), Text("SELECT LASTVAL(sq2)".into())],
+            92 => vec![Text(format!("INSERT INTO tl (v) VALUES ({k})")), Text("SELECT IS_FREE_LOCK(CONCAT('lkt_', DATABASE()))".into())],
+            93 => vec![Text("SELECT RELEASE_LOCK(CONCAT('lkt_', DATABASE()))".into())],
+            94 => vec![Text(format!("INSERT INTO ta (v) VALUES ({k})")), Text("SELECT PREVIOUS VALUE FOR sq2".into())],
+            95 => vec![Prepared("INSERT INTO vts (v) VALUES (?)".into(), vec![kv]), Text("SELECT LASTVAL(sq2)".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -320,7 +330,14 @@ async fn setup(srv: &TestServer, db: &str) {
          CREATE FUNCTION f_tz(k INT) RETURNS INT DETERMINISTIC BEGIN SET time_zone = CONCAT('+0', k, ':00'); RETURN k; END;
          CREATE FUNCTION f_lock() RETURNS INT DETERMINISTIC RETURN GET_LOCK(CONCAT('lkf_', DATABASE()), 1);
          CREATE SEQUENCE sq;
-         CREATE FUNCTION f_seq() RETURNS BIGINT DETERMINISTIC RETURN NEXTVAL(sq);"
+         CREATE FUNCTION f_seq() RETURNS BIGINT DETERMINISTIC RETURN NEXTVAL(sq);
+         CREATE SEQUENCE sq2;
+         CREATE TABLE ts (id BIGINT DEFAULT NEXTVAL(sq2) PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE VIEW vts AS SELECT id, v FROM ts;
+         CREATE TABLE tl (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TRIGGER tl_bi BEFORE INSERT ON tl FOR EACH ROW SET NEW.v = GET_LOCK(CONCAT('lkt_', DATABASE()), 1);
+         CREATE TABLE ta (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TRIGGER ta_ai AFTER INSERT ON ta FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);"
     ))
     .await
     .expect("setup");
@@ -496,9 +513,9 @@ async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
                     .map(|s| format!("{s:?}"))
                     .collect();
                 panic!(
-                    "{mode} mode, seed {seed} (replay: SQLFLEET_RELAY_DIFF_SEED={seed}), client {i}, step {at}:\n  direct: {:?}\n  relay:  {:?}\nscript up to there:\n  {}",
-                    d.get(at),
-                    r.get(at),
+                    "{mode} mode, seed {seed} (replay: SQLFLEET_RELAY_DIFF_SEED={seed}), client {i}, step {at}:\n  direct: {}\n  relay:  {}\nscript up to there:\n  {}",
+                    if std::env::var_os("SQLFLEET_RELAY_DIFF_ALL").is_some() { format!("{d:?}") } else { format!("{:?}", d.get(at)) },
+                    if std::env::var_os("SQLFLEET_RELAY_DIFF_ALL").is_some() { format!("{r:?}") } else { format!("{:?}", r.get(at)) },
                     script.join("\n  ")
                 );
             }
@@ -544,6 +561,34 @@ async fn session_mode_matches_direct_connections() {
     differential("session", "shared", seeds(5000)).await;
 }
 
+/// Runs `scripts` directly, then through a relay in transaction and in
+/// session mode, asserts every client saw the same, and gives what the
+/// direct clients saw (for the test to check the premise it names).
+async fn same_both_ways(
+    srv: &TestServer,
+    scripts: Vec<Vec<Step>>,
+    prefix: &str,
+) -> Vec<Vec<String>> {
+    let root_pw = srv.sandbox.password().expect("password");
+    let port = srv.sandbox.meta.primary().port;
+    let direct = run_all(
+        srv,
+        port,
+        "root",
+        root_pw.expose(),
+        &format!("{prefix}d"),
+        &scripts,
+    )
+    .await;
+    for mode in ["transaction", "session"] {
+        let (port, stop) = start_relay(srv, mode, "shared").await;
+        let relayed = run_all(srv, port, "app", "app-pw", &format!("{prefix}r"), &scripts).await;
+        assert_eq!(direct, relayed, "{mode} mode");
+        let _ = stop.send(());
+    }
+    direct
+}
+
 /// COM_RESET_CONNECTION and COM_CHANGE_USER leave ROW_COUNT(),
 /// LAST_INSERT_ID() and FOUND_ROWS() as the server's reset does (the
 /// relay answers the counts from what it tracks; it kept the old ones).
@@ -563,23 +608,7 @@ async fn reset_and_change_user_leave_the_counts_a_direct_session_has() {
             counts(),
         ]);
     }
-    let scripts = vec![script];
-    let root_pw = srv.sandbox.password().expect("password");
-    let direct = run_all(
-        srv,
-        srv.sandbox.meta.primary().port,
-        "root",
-        root_pw.expose(),
-        "cd",
-        &scripts,
-    )
-    .await;
-    for mode in ["transaction", "session"] {
-        let (port, stop) = start_relay(srv, mode, "shared").await;
-        let relayed = run_all(srv, port, "app", "app-pw", "cr", &scripts).await;
-        assert_eq!(direct, relayed, "{mode} mode");
-        let _ = stop.send(());
-    }
+    let direct = same_both_ways(srv, vec![script], "c").await;
     // What the relay must imitate happened: the reset gave ROW_COUNT()
     // 0 and LAST_INSERT_ID() 0 and kept the previous SELECT's FOUND_ROWS().
     for after in ["'0','0','2'", "'0','0','3'"] {
@@ -588,6 +617,35 @@ async fn reset_and_change_user_leave_the_counts_a_direct_session_has() {
             "{after} in {direct:?}"
         );
     }
+}
+
+/// FOUND_ROWS() after a SELECT that failed is what the server left: 0
+/// when a function failed while the SELECT ran, the earlier count when
+/// the SELECT failed before running (found by the differential oracle:
+/// the relay answered the earlier count in both cases).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_select_leaves_found_rows_as_the_server_does() {
+    use Step::*;
+    let srv = server();
+    let found = || Text("SELECT FOUND_ROWS()".into());
+    let script = vec![
+        Text("SELECT * FROM seq_1_to_3".into()),
+        Text("START TRANSACTION READ ONLY".into()),
+        Text("SELECT f_tmp(3)".into()),
+        found(),
+        Text("COMMIT".into()),
+        Text("SELECT * FROM seq_1_to_2".into()),
+        Text("SELECT * FROM no_such_table".into()),
+        found(),
+        Text("SELECT * FROM seq_1_to_4".into()),
+        Text("SELECT f_tmp(1) FROM seq_1_to_2 WHERE seq = (SELECT seq FROM seq_1_to_3)".into()),
+        found(),
+    ];
+    let direct = same_both_ways(srv, vec![script], "f").await;
+    // What the relay must imitate happened.
+    assert_eq!(direct[0][2], "ERROR 1792", "{direct:?}");
+    assert_eq!(direct[0][3], "'0'", "{direct:?}");
+    assert_eq!(direct[0][7], "'2'", "{direct:?}");
 }
 
 /// A client that goes away while its statement runs (here: killed while

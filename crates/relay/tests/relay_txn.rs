@@ -827,3 +827,100 @@ fn a_refused_prepare_leaves_the_diagnostics_the_server_does() {
         a.disconnect().await.expect("quit");
     });
 }
+
+/// A write to a table whose column DEFAULT NEXTVAL advances a sequence,
+/// or whose trigger takes a user lock (directly, through another table's
+/// trigger, or through a view), changes the writer's session where no
+/// tracker reports it: the client keeps its connection (found by the
+/// differential oracle: LASTVAL read NULL on the next connection, and the
+/// trigger's lock stayed with a connection another client got). Writes to
+/// tables whose triggers do nothing of the kind still share; DDL through
+/// the relay is seen at once.
+#[test]
+fn a_write_whose_default_or_trigger_acts_unseen_keeps_the_connection() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaywriteeffects"));
+    rt.block_on(async {
+        let mut setup = srv.connect().await;
+        setup
+            .query_drop(format!(
+                "USE {db};
+                 CREATE SEQUENCE s;
+                 CREATE TABLE ts (id BIGINT DEFAULT NEXTVAL(s) PRIMARY KEY, v INT);
+                 CREATE VIEW vts AS SELECT id, v FROM ts;
+                 CREATE TABLE tl (id INT AUTO_INCREMENT PRIMARY KEY, v INT);
+                 CREATE TRIGGER tl_bi BEFORE INSERT ON tl FOR EACH ROW SET NEW.v = GET_LOCK('relay-trig', 1);
+                 CREATE TABLE plain (v INT);
+                 CREATE TABLE audited (v INT);
+                 CREATE TRIGGER audited_ai AFTER INSERT ON audited FOR EACH ROW INSERT INTO plain VALUES (NEW.v);
+                 CREATE TABLE chained (v INT);
+                 CREATE TRIGGER chained_ai AFTER INSERT ON chained FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);"
+            ))
+            .await
+            .expect("setup");
+        let _ = setup.disconnect().await;
+        for sql in [
+            "INSERT INTO plain VALUES (1)",
+            "INSERT INTO audited VALUES (1)",
+            "UPDATE plain SET v = v + 1",
+        ] {
+            let mut a = connect(&relay, Some(&db)).await;
+            a.query_drop(sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(!held(&relay), "{sql}: nothing unseen, the connection is shared");
+            a.disconnect().await.expect("quit");
+        }
+        let cases: &[(&str, &str)] = &[
+            ("INSERT INTO ts (v) VALUES (1)", "SELECT LASTVAL(s) IS NOT NULL"),
+            ("INSERT INTO chained VALUES (1)", "SELECT LASTVAL(s) IS NOT NULL"),
+            ("INSERT INTO vts (v) VALUES (1)", "SELECT LASTVAL(s) IS NOT NULL"),
+            (
+                "INSERT INTO tl (v) VALUES (0)",
+                "SELECT RELEASE_LOCK('relay-trig') = 1",
+            ),
+        ];
+        for (write, check) in cases {
+            let mut a = connect(&relay, Some(&db)).await;
+            a.query_drop(*write)
+                .await
+                .unwrap_or_else(|e| panic!("{write}: {e}"));
+            assert!(held(&relay), "{write}: the connection went to the pool");
+            let ok: Option<i64> = a.query_first(*check).await.expect("check");
+            assert_eq!(ok, Some(1), "{write}: {check}");
+            a.disconnect().await.expect("quit");
+            // The writer's session went with it: the next client's is clean.
+            let o = cli(
+                relay.port,
+                &["-D", &db, "-e", "SELECT LASTVAL(s) IS NULL, IS_FREE_LOCK('relay-trig')"],
+            );
+            assert_eq!(
+                common::stdout(&o).trim(),
+                "1\t1",
+                "{write}: {}",
+                common::stderr(&o)
+            );
+        }
+        // The same write as a prepared statement.
+        let mut a = connect(&relay, Some(&db)).await;
+        a.exec_drop("INSERT INTO ts (v) VALUES (?)", (7,))
+            .await
+            .expect("prepared insert");
+        assert!(held(&relay), "a prepared write: the connection went to the pool");
+        a.disconnect().await.expect("quit");
+        // A trigger made through the relay counts at once (no stale verdict).
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop(
+            "CREATE TRIGGER plain_bi BEFORE INSERT ON plain FOR EACH ROW SET NEW.v = NEXTVAL(s)",
+        )
+        .await
+        .expect("create trigger");
+        a.query_drop("INSERT INTO plain VALUES (1)")
+            .await
+            .expect("insert");
+        assert!(held(&relay), "a trigger made a moment ago is followed");
+        a.disconnect().await.expect("quit");
+        let n = relay.metric("sqlfleet_relay_pins_total{reason=\"trigger_or_sequence_default\"}");
+        assert!(n >= 5.0, "pins counted: {n}");
+    });
+}

@@ -16,18 +16,16 @@ use std::time::{Duration, Instant};
 
 use sqlfleet_conn::quote::literal;
 
-use crate::backend::command::{query_row, query_rows};
-use crate::backend::dial::{Dialer, Login, Shape};
+use crate::backend::dial::Dialer;
+use crate::backend::side::{field, SideConn};
 use crate::config::{Account, Backend};
 
 /// How long a looked-up account (or its absence) is trusted.
 pub const TTL: Duration = Duration::from_secs(2);
 
 pub struct ServerAccounts {
-    dialer: Dialer,
-    backends: Vec<Backend>,
+    side: SideConn,
     cache: std::sync::Mutex<HashMap<String, (Instant, Option<Account>)>>,
-    conn: tokio::sync::Mutex<Option<Login>>,
 }
 
 /// `*` and 40 hex digits (mysql.user's native hash) → the 20 bytes.
@@ -82,11 +80,6 @@ impl Row {
             old: None,
         })
     }
-}
-
-fn field(row: Option<&Vec<(String, Option<String>)>>, col: &str) -> Option<String> {
-    row.and_then(|r| r.iter().find(|(n, _)| n == col))
-        .and_then(|(_, v)| v.clone())
 }
 
 /// How specific a user or host pattern is, as the server ranks its
@@ -175,10 +168,8 @@ pub fn matching<'a>(rows: &'a [Row], host: &str) -> Option<&'a Row> {
 impl ServerAccounts {
     pub fn new(dialer: Dialer, backends: Vec<Backend>) -> ServerAccounts {
         ServerAccounts {
-            dialer,
-            backends,
+            side: SideConn::new(dialer, backends),
             cache: std::sync::Mutex::new(HashMap::new()),
-            conn: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -229,59 +220,22 @@ impl ServerAccounts {
              FROM mysql.user WHERE User IN ({}, '') AND is_role = 'N'",
             literal(user)
         );
-        let mut guard = self.conn.lock().await;
-        for attempt in 0..2 {
-            if guard.is_none() {
-                *guard = Some(self.dial().await?);
-            }
-            let Some(c) = guard.as_mut() else { continue };
-            // The host the server sees the relay's logins come from.
-            let host = query_row(c, "SELECT SUBSTRING_INDEX(USER(), '@', -1) AS h")
-                .await
-                .map(|r| field(r.as_ref(), "h").unwrap_or_default());
-            let rows = match host {
-                Ok(h) => query_rows(c, &sql, 10_000).await.map(|r| (h, r)),
-                Err(e) => Err(e),
-            };
-            match rows {
-                Ok((host, rows)) => {
-                    let rows: Vec<Row> = rows
-                        .iter()
-                        .map(|r| Row {
-                            user: field(Some(r), "u").unwrap_or_default(),
-                            host: field(Some(r), "h").unwrap_or_default(),
-                            plugin: field(Some(r), "p").unwrap_or_default(),
-                            auth: field(Some(r), "a").unwrap_or_default(),
-                        })
-                        .collect();
-                    let found = matching(&rows, &host).and_then(Row::account);
-                    return Ok(found);
-                }
-                // A kept connection may have gone stale: dial once more.
-                Err(e) if attempt == 0 => {
-                    tracing::debug!("account lookup connection: {e}");
-                    *guard = None;
-                }
-                Err(e) => return Err(e.to_string()),
-            }
-        }
-        Err("no connection".into())
-    }
-
-    async fn dial(&self) -> Result<Login, String> {
-        let shape = Shape {
-            caps: 0,
-            collation: 45,
-            ext: 0,
-        };
-        let mut last = String::from("no backend");
-        for b in &self.backends {
-            match self.dialer.login(b, shape, None).await {
-                Ok(l) => return Ok(l),
-                Err(e) => last = format!("{}:{}: {e}", b.host, b.port),
-            }
-        }
-        Err(last)
+        // The host the server sees the relay's logins come from.
+        let host_sql = "SELECT SUBSTRING_INDEX(USER(), '@', -1) AS h";
+        let got = self.side.queries(&[host_sql, &sql], 10_000).await?;
+        let host = field(got.first().and_then(|r| r.first()), "h").unwrap_or_default();
+        let rows: Vec<Row> = got
+            .get(1)
+            .into_iter()
+            .flatten()
+            .map(|r| Row {
+                user: field(Some(r), "u").unwrap_or_default(),
+                host: field(Some(r), "h").unwrap_or_default(),
+                plugin: field(Some(r), "p").unwrap_or_default(),
+                auth: field(Some(r), "a").unwrap_or_default(),
+            })
+            .collect();
+        Ok(matching(&rows, &host).and_then(Row::account))
     }
 }
 

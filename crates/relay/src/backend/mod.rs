@@ -1,11 +1,15 @@
 //! Everything on the server side of the relay: the one way to dial and
 //! log in to a backend ([`dial`]), the commands the relay sends on its own
 //! behalf ([`command`]), the pool of logged-in connections ([`pool`]) and
-//! health checks over the same dial path ([`health`]), and, per-user,
-//! accounts looked up on the server ([`accounts`]).
+//! health checks over the same dial path ([`health`]), the relay's own
+//! connection for lookups ([`side`]): per-user, accounts looked up on the
+//! server ([`accounts`]), and which tables' writes do what no tracker
+//! reports ([`write_effects`]).
 
 pub mod accounts;
 pub mod command;
 pub mod dial;
 pub mod health;
 pub mod pool;
+pub mod side;
+pub mod write_effects;

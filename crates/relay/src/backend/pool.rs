@@ -52,6 +52,10 @@ pub struct BackendConn {
     /// The last statement on it left warnings or an error, which stay
     /// until a statement that uses a table.
     pub diagnostics_dirty: bool,
+    /// The client (relay id) whose FOUND_ROWS() the server holds on it:
+    /// that client's last SELECT ran here and nothing since changed the
+    /// count (the relay's own SELECTs do: they set None).
+    pub found_rows_of: Option<u32>,
     /// The event loop whose poller its socket is registered on.
     home: usize,
     /// The pool's global-settings epoch when this session was last reset
@@ -640,6 +644,7 @@ impl Pool {
                     thread_id: l.hello.connection_id,
                     last_insert_id: 0,
                     diagnostics_dirty: false,
+                    found_rows_of: None,
                     home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
                     tracking,

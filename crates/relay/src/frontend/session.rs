@@ -58,6 +58,8 @@ pub struct Ctx {
     pub clients: crate::frontend::clients::Clients,
     /// Per-user mode: accounts looked up on the server.
     pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
+    /// Which tables' writes change the session unseen (triggers, defaults).
+    pub write_effects: crate::backend::write_effects::WriteEffects,
 }
 
 impl Ctx {
@@ -588,6 +590,7 @@ impl Session {
                     drops_users: fx.drops_users,
                     changes_accounts: fx.changes_accounts,
                     statement_vars: fx.statement_vars,
+                    changes_schema: fx.changes_schema,
                     ..Effects::default()
                 }
             }
@@ -608,6 +611,7 @@ impl Session {
         for p in &fx.pins {
             self.pin(*p);
         }
+        self.pin_unseen_write_effects(&fx).await;
         let rewritten = match self.own_counts(&cmd[1..], &fx) {
             std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
             std::borrow::Cow::Borrowed(_) => None,
@@ -694,6 +698,9 @@ impl Session {
     /// default database, pins released, one-statement pins.
     fn after_text_effects(&mut self, fx: &Effects, o: &Outcome) {
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+        if fx.changes_schema {
+            self.ctx.write_effects.forget();
+        }
         if o.error.is_none() {
             for u in &fx.drops_users {
                 self.ctx.pool.forget_account(u);
@@ -821,9 +828,24 @@ impl Session {
             o.affected as i64
         };
         self.hold_diagnostics(o, uses_tables);
+        let id = self.id;
         if fx.selects && o.result_sets > 0 && o.error.is_none() {
             self.last_found_rows = o.rows;
             self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
+            if let Some(c) = self.conn.as_mut() {
+                c.found_rows_of = Some(id);
+            }
+        } else if o.error.is_some() && (fx.selects || fx.statements > 1) {
+            // A SELECT that failed leaves the server's count as far as it
+            // got (0 when a function failed while it ran, the earlier one
+            // when it failed before: a missing table, a syntax error), and
+            // only the server knows which. Where the server held the
+            // client's own count before, it is asked; elsewhere the count
+            // stays the client's (exact for failures before running).
+            if let Some(c) = self.conn.as_mut() {
+                self.found_rows_calc = c.found_rows_of == Some(id);
+                c.found_rows_of = None;
+            }
         }
     }
 
@@ -854,9 +876,14 @@ impl Session {
         let v = command::query_value(c, "SELECT FOUND_ROWS()")
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
+        // The question's own one row is the server's count now.
+        c.found_rows_of = None;
         if let Some(n) = v.and_then(|v| v.parse().ok()) {
             self.last_found_rows = n;
             self.found_rows_calc = false;
+            if n == 1 {
+                c.found_rows_of = Some(self.id);
+            }
         }
         Ok(())
     }
@@ -929,6 +956,7 @@ impl Session {
         command::command(c, clear, Expect::Results { cursor: false })
             .await
             .map_err(lost)?;
+        c.found_rows_of = None;
         if row_count == 0 {
             command::simple(c, b"\x03DO 0").await.map_err(lost)?;
         }
@@ -1251,6 +1279,34 @@ impl Session {
         // Autocommit as the server has it must be what a replay gives.
         if o.status.is_some() && self.autocommit != sql::replayed_autocommit(&self.settings) {
             self.pin(Pin::ServerState);
+        }
+    }
+
+    /// A write to a table whose column default or trigger may advance a
+    /// sequence or take a user lock (`backend/write_effects.rs`) keeps the
+    /// connection: the server reports neither. Only transaction mode
+    /// shares connections between statements; a session-mode client's
+    /// connection is reset before another client gets it.
+    pub(super) async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
+        if self.mode != Mode::Transaction
+            || fx.writes.is_empty()
+            || self.pins.contains(&Pin::WriteEffects)
+        {
+            return;
+        }
+        for w in &fx.writes {
+            // An unqualified name is in the session's database, or in the
+            // one a USE in the same text makes current.
+            let dbs: Vec<&String> = match &w.db {
+                Some(d) => vec![d],
+                None => self.db.iter().chain(fx.use_db.iter()).collect(),
+            };
+            for db in dbs {
+                if self.ctx.write_effects.hidden(db, &w.name).await {
+                    self.pin(Pin::WriteEffects);
+                    return;
+                }
+            }
         }
     }
 

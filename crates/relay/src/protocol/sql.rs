@@ -11,6 +11,9 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
+mod writes;
+pub use writes::{written_tables, TableRef};
+
 /// Why a client cannot share its backend connection for now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Pin {
@@ -67,13 +70,17 @@ pub enum Pin {
     /// lock or advance a sequence (LASTVAL), which the server does not
     /// report.
     StoredFunction,
+    /// A write to a table whose column default advances a sequence or
+    /// whose trigger may take a user lock or advance one (or a view):
+    /// nothing reports either.
+    WriteEffects,
 }
 
 /// Session variables the server uses for the next statement only.
 pub const ONE_SHOT_VARIABLES: [&str; 3] = ["insert_id", "rand_seed1", "rand_seed2"];
 
 impl Pin {
-    pub const ALL: [Pin; 27] = [
+    pub const ALL: [Pin; 28] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -101,6 +108,7 @@ impl Pin {
         Pin::Savepoint,
         Pin::OneShotVariable,
         Pin::StoredFunction,
+        Pin::WriteEffects,
     ];
 
     pub fn name(self) -> &'static str {
@@ -132,6 +140,7 @@ impl Pin {
             Pin::Savepoint => "savepoint",
             Pin::OneShotVariable => "one_shot_variable",
             Pin::StoredFunction => "stored_function",
+            Pin::WriteEffects => "trigger_or_sequence_default",
         }
     }
 }
@@ -267,6 +276,12 @@ pub struct Effects {
     /// COMMIT or ROLLBACK (not to a savepoint): ends the transaction, and
     /// a pending `SET TRANSACTION` with it.
     pub ends_transaction: bool,
+    /// Tables the statements write (INSERT, REPLACE, UPDATE, DELETE, LOAD
+    /// DATA): a column default or trigger may do what no tracker reports.
+    pub writes: Vec<TableRef>,
+    /// CREATE, ALTER, DROP or RENAME: what the relay learnt of tables
+    /// (their triggers and defaults) is looked up again.
+    pub changes_schema: bool,
 }
 
 impl Effects {
@@ -333,6 +348,12 @@ impl<'a> Query<'a> {
 
     pub fn digest(&self) -> String {
         digest_of(self.sql, &self.lexed)
+    }
+
+    /// Every table the text writes, wherever the writing statement stands
+    /// (a trigger's or routine's body: `BEGIN INSERT INTO t ...; END`).
+    pub fn written_tables(&self) -> Vec<TableRef> {
+        written_tables(self.sql, &self.lexed.toks)
     }
 }
 
@@ -927,15 +948,20 @@ const EFFECT_BUILTINS: &[&str] = &[
 
 /// Words followed by `(` in statements that are neither functions nor
 /// tables: index hints, JSON_TABLE's COLUMNS, MATCH ... AGAINST, PARTITION
-/// lists, MEMBER OF, PROCEDURE ANALYSE.
+/// lists, MEMBER OF, PROCEDURE ANALYSE; and the compound-statement words
+/// of routine and trigger bodies.
 const NOT_CALLS: &[&str] = &[
     "AGAINST",
     "ANALYSE",
     "COLUMNS",
+    "ELSEIF",
     "INDEX",
     "KEY",
     "OF",
     "PARTITION",
+    "RETURN",
+    "UNTIL",
+    "WHILE",
 ];
 
 /// Words after which a name followed by `(` is a table (or CTE, or
@@ -1045,6 +1071,10 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | ("SET", "PASSWORD", _)
             | ("GRANT" | "REVOKE", _, _)
     );
+    if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
+        fx.writes.extend(written_tables(sql, t));
+    }
+    fx.changes_schema |= matches!(w0, "CREATE" | "ALTER" | "DROP" | "RENAME");
     // Anything that reads or writes a user variable keeps state on the
     // backend connection (SET @x is the common case).
     if t.iter().any(|(k, _)| *k == Tok::UserVar) {

@@ -64,6 +64,11 @@ impl Session {
         self.last_row_count = left.row_count;
         if let Some(n) = left.found_rows {
             self.last_found_rows = n;
+            // The server's count on a connection the client holds is not
+            // this answer's.
+            if let Some(c) = self.conn.as_mut() {
+                c.found_rows_of = None;
+            }
         }
         Ok(true)
     }

@@ -139,6 +139,7 @@ impl Session {
         for p in &fx.pins {
             self.pin(*p);
         }
+        self.pin_unseen_write_effects(&fx).await;
         self.carry_over(&fx).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;

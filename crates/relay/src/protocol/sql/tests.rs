@@ -97,6 +97,30 @@ proptest::proptest! {
         let _ = analyze(&bytes);
     }
 
+    /// Writes assembled from the words the table reader acts on, in any
+    /// order: never a panic, and every name it gives is a word of the text.
+    #[test]
+    fn written_tables_never_panic(words in proptest::collection::vec(
+        proptest::sample::select(vec![
+            "INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD", "DATA", "INTO", "TABLE", "FROM",
+            "JOIN", "USING", "SET", "WHERE", "IGNORE", "LOW_PRIORITY", "OR", "KEY", "FOR",
+            "t", "`a b`", "`x``y`", "db", ".", ",", "(", ")", ";", "1", "'s'", "@v",
+        ]),
+        0..24,
+    )) {
+        let sql = words.join(" ");
+        let q = Query::new(sql.as_bytes());
+        for r in q.written_tables().into_iter().chain(q.effects().writes) {
+            for part in r.db.iter().chain(std::iter::once(&r.name)) {
+                let plain = part.replace('`', "``");
+                proptest::prop_assert!(
+                    sql.contains(part.as_str()) || sql.contains(&plain),
+                    "{sql}: {r:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn strings_never_pin(s in "[a-z@;' ]{0,30}") {
         let quoted = format!("SELECT '{}'", s.replace('\'', "''"));
@@ -355,4 +379,60 @@ fn one_shot_variables_pin_and_are_never_settings() {
         );
         assert!(fx.settings.is_empty(), "{}", String::from_utf8_lossy(q));
     }
+}
+
+#[test]
+fn which_tables_a_write_names() {
+    let names = |sql: &str| -> Vec<String> {
+        analyze(sql.as_bytes())
+            .writes
+            .into_iter()
+            .map(|r| match r.db {
+                Some(d) => format!("{d}.{}", r.name),
+                None => r.name,
+            })
+            .collect()
+    };
+    assert_eq!(names("INSERT INTO Orders (a) VALUES (1)"), ["Orders"]);
+    assert_eq!(
+        names("insert ignore into `my db`.`t``x` values (1)"),
+        ["my db.t`x"]
+    );
+    assert_eq!(names("REPLACE shop.t SELECT * FROM u"), ["shop.t"]);
+    assert_eq!(
+        names("INSERT INTO t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)"),
+        ["t"]
+    );
+    assert_eq!(
+        names("UPDATE LOW_PRIORITY t1 AS a JOIN db2.t2 b ON a.id = b.id, t3 SET a.v = 1"),
+        ["t1", "db2.t2", "t3"]
+    );
+    assert_eq!(names("DELETE FROM t WHERE id IN (SELECT id FROM u)"), ["t"]);
+    assert_eq!(
+        names("DELETE t1, t2 FROM t1 JOIN t2 ON t1.id = t2.id WHERE t1.v = 0"),
+        ["t1", "t2", "t1", "t2"]
+    );
+    assert_eq!(
+        names("LOAD DATA LOCAL INFILE '/tmp/x' INTO TABLE shop.t (a, b)"),
+        ["shop.t"]
+    );
+    assert_eq!(
+        names("INSERT INTO a VALUES (1); UPDATE b SET v = 2"),
+        ["a", "b"]
+    );
+    // Reads, DDL and the string functions INSERT() and REPLACE() write
+    // nothing.
+    for sql in [
+        "SELECT REPLACE(a, 'x', 'y'), INSERT(a, 1, 2, 'z') FROM t",
+        "SELECT * FROM t FOR UPDATE",
+        "CREATE TABLE t (a INT REFERENCES u (a) ON DELETE CASCADE ON UPDATE CASCADE)",
+        "CREATE OR REPLACE TABLE t (a INT)",
+    ] {
+        assert!(names(sql).is_empty(), "{sql}");
+    }
+    // DDL empties what the relay learnt of tables.
+    assert!(
+        analyze(b"CREATE TRIGGER x BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1").changes_schema
+    );
+    assert!(!analyze(b"INSERT INTO t VALUES (1)").changes_schema);
 }

@@ -1,0 +1,229 @@
+//! Writes that change the session out of every tracker's sight. A column
+//! `DEFAULT NEXTVAL(s)` advances a sequence, and a trigger may take a user
+//! lock, advance a sequence or call a routine that does: the writer's
+//! LASTVAL and locks then live on the backend connection, and the server
+//! reports none of it. A client whose write may do so keeps its
+//! connection (transaction mode would hand it to another client, who
+//! would see the lock or the LASTVAL, while the writer saw neither).
+//!
+//! Which tables do: their triggers' bodies and column defaults (and
+//! whether the name is a view, which is assumed to) are read from
+//! information_schema on the relay's own lookup connection and judged with
+//! the relay's statement reader; a trigger that writes other tables makes
+//! its table as suspect as those. A verdict is kept for [`TTL`]; DDL
+//! through the relay empties the cache, DDL elsewhere is seen within the
+//! TTL. A lookup that fails counts as "may": sharing is lost, never
+//! correctness.
+
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
+
+use sqlfleet_conn::quote::literal;
+
+use crate::backend::dial::Dialer;
+use crate::backend::side::{field, Row, SideConn};
+use crate::config::Backend;
+use crate::protocol::sql::{self, Pin, TableRef};
+
+/// How long a table's verdict is trusted.
+pub const TTL: Duration = Duration::from_secs(2);
+
+/// How deep triggers writing tables with triggers are followed before the
+/// answer is "may".
+const MAX_DEPTH: usize = 4;
+
+pub struct WriteEffects {
+    side: SideConn,
+    cache: std::sync::Mutex<HashMap<(String, String), (Instant, bool)>>,
+}
+
+/// What one table's lookup says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Writing it may change the session unseen.
+    Hidden,
+    /// Not by itself; its triggers write these tables (unqualified names
+    /// are in the trigger's database).
+    Writes(Vec<TableRef>),
+}
+
+/// Judges one table from its lookup rows: (`k`, `s`) with `k` one of
+/// `trigger` (the body), `default` (a column default) or `view`.
+pub fn judge(rows: &[Row]) -> Verdict {
+    let mut writes = Vec::new();
+    for r in rows {
+        let kind = field(Some(r), "k").unwrap_or_default();
+        let text = field(Some(r), "s").unwrap_or_default();
+        match kind.as_str() {
+            "view" => return Verdict::Hidden,
+            "default" | "trigger" => {
+                let q = sql::Query::new(text.as_bytes());
+                let fx = q.effects();
+                let unseen = fx.pins.iter().any(|p| {
+                    matches!(
+                        p,
+                        Pin::GetLock
+                            | Pin::Sequence
+                            | Pin::StoredFunction
+                            | Pin::Call
+                            | Pin::ConnectionId
+                            | Pin::LockTables
+                            | Pin::TextPrepare
+                    )
+                }) || !fx.lock_ops.is_empty();
+                if unseen {
+                    return Verdict::Hidden;
+                }
+                if kind == "trigger" {
+                    writes.extend(q.written_tables());
+                }
+            }
+            _ => return Verdict::Hidden,
+        }
+    }
+    Verdict::Writes(writes)
+}
+
+/// The lookup of one table: its triggers' bodies, its column defaults,
+/// and whether it is a view.
+fn lookup_sql(db: &str, table: &str) -> String {
+    let (d, t) = (literal(db), literal(table));
+    format!(
+        "SELECT 'trigger' AS k, ACTION_STATEMENT AS s FROM information_schema.TRIGGERS \
+         WHERE EVENT_OBJECT_SCHEMA = {d} AND EVENT_OBJECT_TABLE = {t} \
+         UNION ALL SELECT 'default', COLUMN_DEFAULT FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} AND COLUMN_DEFAULT IS NOT NULL \
+         UNION ALL SELECT 'view', '' FROM information_schema.VIEWS \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t}"
+    )
+}
+
+impl WriteEffects {
+    pub fn new(dialer: Dialer, backends: Vec<Backend>) -> WriteEffects {
+        WriteEffects {
+            side: SideConn::new(dialer, backends),
+            cache: std::sync::Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether writing `db`.`table` may change the writer's session in a
+    /// way no tracker reports.
+    pub async fn hidden(&self, db: &str, table: &str) -> bool {
+        let key = (db.to_string(), table.to_string());
+        if let Ok(c) = self.cache.lock() {
+            if let Some((at, v)) = c.get(&key) {
+                if at.elapsed() < TTL {
+                    return *v;
+                }
+            }
+        }
+        let v = match self.follow(db, table).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(
+                    db,
+                    table,
+                    "looking up the table's triggers and defaults failed ({e}): its writers keep their connections"
+                );
+                true
+            }
+        };
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() > 10_000 {
+                c.retain(|_, (at, _)| at.elapsed() < TTL);
+            }
+            c.insert(key, (Instant::now(), v));
+        }
+        v
+    }
+
+    /// DDL went through the relay: look every table up again.
+    pub fn forget(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+    }
+
+    /// The table and, through triggers, every table it writes.
+    async fn follow(&self, db: &str, table: &str) -> Result<bool, String> {
+        let mut seen = HashSet::new();
+        let mut todo = vec![(db.to_string(), table.to_string(), 0usize)];
+        while let Some((d, t, depth)) = todo.pop() {
+            if !seen.insert((d.clone(), t.clone())) {
+                continue;
+            }
+            if depth > MAX_DEPTH {
+                return Ok(true);
+            }
+            let rows = self
+                .side
+                .queries(&[&lookup_sql(&d, &t)], 10_000)
+                .await?
+                .pop()
+                .unwrap_or_default();
+            match judge(&rows) {
+                Verdict::Hidden => return Ok(true),
+                Verdict::Writes(w) => todo.extend(
+                    w.into_iter()
+                        .map(|r| (r.db.unwrap_or_else(|| d.clone()), r.name, depth + 1)),
+                ),
+            }
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(k: &str, s: &str) -> Row {
+        vec![("k".into(), Some(k.into())), ("s".into(), Some(s.into()))]
+    }
+
+    #[test]
+    fn what_makes_a_write_hidden() {
+        assert_eq!(judge(&[]), Verdict::Writes(vec![]));
+        for rows in [
+            vec![row("default", "nextval(`shop`.`s`)")],
+            vec![row("default", "NEXT VALUE FOR s")],
+            vec![row("trigger", "SET NEW.v = GET_LOCK('x', 1)")],
+            vec![row("trigger", "BEGIN DO RELEASE_LOCK('x'); END")],
+            vec![row("trigger", "BEGIN SET NEW.id = f_next(); END")],
+            vec![row("trigger", "CALL audit(NEW.id)")],
+            vec![row("view", "")],
+        ] {
+            assert_eq!(judge(&rows), Verdict::Hidden, "{rows:?}");
+        }
+        // Defaults and triggers that only compute, or set user variables
+        // (which the server reports), are no reason.
+        assert_eq!(
+            judge(&[
+                row("default", "current_timestamp()"),
+                row("trigger", "SET @last = NEW.v"),
+                row(
+                    "trigger",
+                    "BEGIN IF NEW.v < 0 THEN SET NEW.v = 0; END IF; END"
+                ),
+            ]),
+            Verdict::Writes(vec![])
+        );
+        // A trigger writing another table passes the question on.
+        assert_eq!(
+            judge(&[row(
+                "trigger",
+                "BEGIN INSERT INTO audit (v) VALUES (NEW.v); UPDATE other.`Tot` SET n = n + 1; END"
+            )]),
+            Verdict::Writes(vec![
+                TableRef {
+                    db: None,
+                    name: "audit".into()
+                },
+                TableRef {
+                    db: Some("other".into()),
+                    name: "Tot".into()
+                },
+            ])
+        );
+    }
+}
