@@ -35,6 +35,9 @@ const MAX_DEPTH: usize = 4;
 pub struct WriteEffects {
     side: SideConn,
     cache: std::sync::Mutex<HashMap<(String, String), (Instant, bool)>>,
+    /// One lookup at a time: writers that missed the cache together wait
+    /// for the first one's answer instead of each asking again.
+    lookup: tokio::sync::Mutex<()>,
 }
 
 /// What one table's lookup says.
@@ -103,19 +106,27 @@ impl WriteEffects {
         WriteEffects {
             side: SideConn::new(dialer, backends),
             cache: std::sync::Mutex::new(HashMap::new()),
+            lookup: tokio::sync::Mutex::new(()),
         }
+    }
+
+    fn cached(&self, key: &(String, String)) -> Option<bool> {
+        let c = self.cache.lock().ok()?;
+        c.get(key)
+            .filter(|(at, _)| at.elapsed() < TTL)
+            .map(|(_, v)| *v)
     }
 
     /// Whether writing `db`.`table` may change the writer's session in a
     /// way no tracker reports.
     pub async fn hidden(&self, db: &str, table: &str) -> bool {
         let key = (db.to_string(), table.to_string());
-        if let Ok(c) = self.cache.lock() {
-            if let Some((at, v)) = c.get(&key) {
-                if at.elapsed() < TTL {
-                    return *v;
-                }
-            }
+        if let Some(v) = self.cached(&key) {
+            return v;
+        }
+        let _turn = self.lookup.lock().await;
+        if let Some(v) = self.cached(&key) {
+            return v;
         }
         let v = match self.follow(db, table).await {
             Ok(v) => v,
