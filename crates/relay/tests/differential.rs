@@ -15,7 +15,7 @@
 //! one text; stored functions and a trigger that change the session out
 //! of the text's sight: user variables, a temporary table, a setting, a
 //! user lock, a sequence's LASTVAL; a second database by USE and by
-//! COM_CHANGE_USER; writes to tables whose column DEFAULT or trigger
+//! COM_CHANGE_USER, and COM_CHANGE_USER to another account; writes to tables whose column DEFAULT or trigger
 //! does what no tracker reports, directly, through a trigger and through
 //! a view) once directly and once through a relay whose pool is much
 //! smaller than the number of clients. Every client must observe exactly
@@ -60,6 +60,8 @@ enum Step {
     /// COM_CHANGE_USER to the same account and the client's second
     /// database (`DB_b`).
     ChangeUserDb,
+    /// COM_CHANGE_USER to another account (`app2`, with the same rights).
+    ChangeUserOther,
 }
 
 /// `kills`: whether scripts may stop their own statements (their second
@@ -80,7 +82,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
         let k: u8 = rng.gen_range(0..9);
         let kv = mysql_async::Value::from(k);
         let tz = format!("'+0{k}:00'");
-        let kind = rng.gen_range(0..97);
+        let kind = rng.gen_range(0..98);
         if !kinds.is_empty() && !kinds.contains(&kind) {
             continue;
         }
@@ -199,6 +201,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             93 => vec![Text("SELECT RELEASE_LOCK(CONCAT('lkt_', DATABASE()))".into())],
             94 => vec![Text(format!("INSERT INTO ta (v) VALUES ({k})")), Text("SELECT PREVIOUS VALUE FOR sq2".into())],
             95 => vec![Prepared("INSERT INTO vts (v) VALUES (?)".into(), vec![kv]), Text("SELECT LASTVAL(sq2)".into())],
+            96 => vec![ChangeUserOther, Text("SELECT DATABASE(), @@time_zone, @v".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -207,12 +210,7 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
 }
 
 /// What a step returned: its rows, or its error code.
-async fn run_step(
-    c: &mut mysql_async::Conn,
-    opts: &mysql_async::Opts,
-    db: &str,
-    s: &Step,
-) -> String {
+async fn run_step(c: &mut mysql_async::Conn, db: &str, s: &Step) -> String {
     let r: Result<Vec<mysql_async::Row>, mysql_async::Error> = match s {
         Step::Text(q) => c.query(q.replace("{DB}", db)).await,
         Step::Prepared(q, p) => c.exec(q.replace("{DB}", db), p.clone()).await,
@@ -236,13 +234,24 @@ async fn run_step(
                 Err(e) => format!("change user failed: {e}"),
             };
         }
+        Step::ChangeUserOther => {
+            let to = mysql_async::ChangeUserOpts::default()
+                .with_user(Some("app2".into()))
+                .with_pass(Some("app2-pw".into()));
+            return match c.change_user(to).await {
+                Ok(()) => "changed user".into(),
+                Err(e) => format!("change user failed: {e}"),
+            };
+        }
         Step::Reconnect => unreachable!("run_all reconnects"),
         Step::KillOwn => {
             let id = c.id();
             // No database and no settings to read at connect: the login
             // and the KILL need no pooled server connection, which pinned
             // clients may all hold.
-            let side_opts = mysql_async::OptsBuilder::from_opts(opts.clone())
+            // As the account the client is now (COM_CHANGE_USER may have
+            // changed it).
+            let side_opts = mysql_async::OptsBuilder::from_opts(c.opts().clone())
                 .db_name(None::<String>)
                 .max_allowed_packet(Some(16 << 20))
                 .wait_timeout(Some(28_800));
@@ -375,7 +384,7 @@ async fn run_all(
                     seen.push("reconnected".into());
                     continue;
                 }
-                seen.push(run_step(&mut c, &opts, &db, s).await.replace(&db, "DB"));
+                seen.push(run_step(&mut c, &db, s).await.replace(&db, "DB"));
             }
             let _ = c.disconnect().await;
             seen
@@ -441,10 +450,15 @@ wait_timeout = 30
 [[users]]
 name = "app"
 {hashes}
+
+[[users]]
+name = "app2"
+{hashes2}
 "#,
         port = srv.sandbox.meta.primary().port,
         pw = pw.expose(),
         hashes = sqlfleet_relay::config::hash_lines("app-pw"),
+        hashes2 = sqlfleet_relay::config::hash_lines("app2-pw"),
     );
     common::serve_relay(&cfg_text, None).await
 }
@@ -475,6 +489,15 @@ async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
         ] {
             c.query_drop(sql).await.expect("app account");
         }
+    }
+    // The account scripts change to with COM_CHANGE_USER, on the server
+    // (same rights) and in the relay's user list.
+    let mut c = srv.connect().await;
+    for sql in [
+        "CREATE USER IF NOT EXISTS 'app2'@'%' IDENTIFIED BY 'app2-pw'",
+        "GRANT ALL PRIVILEGES ON *.* TO 'app2'@'%' WITH GRANT OPTION",
+    ] {
+        c.query_drop(sql).await.expect("app2 account");
     }
     let (port, stop, relay) = start_relay_with_metrics(srv, mode, accounts).await;
     // The relay's account on the server: same rights as the direct client.

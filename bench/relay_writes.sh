@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# What following a write's table costs the relay: sysbench oltp_write_only
+# and oltp_insert (persistent clients, transaction mode) through this
+# build's relay and through the relay of an earlier revision (BASE, built
+# in a worktree beside the clone), with haproxy (TCP mode) as the
+# byte-pipe yardstick, in alternating rounds so that all three see the same
+# moments of a noisy machine. Prints median q/s and the medians of the
+# per-round ratios.
+#
+# Usage: bench/relay_writes.sh BASE [ROUNDS] [SECONDS] [CLIENTS...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE="${1:?usage: bench/relay_writes.sh BASE [ROUNDS] [SECONDS] [CLIENTS...]}"
+ROUNDS="${2:-3}"
+SECS="${3:-4}"
+shift 3 || shift $#
+CLIENTS=("${@:-4 64}")
+# shellcheck disable=SC2206
+CLIENTS=(${CLIENTS[*]})
+NAME=bench-relay-writes
+bash scripts/deps.sh haproxy
+source bench/relay_common.sh
+# The earlier revision's binary, built once per revision.
+REV=$(git rev-parse --short "$BASE")
+OLD_DIR="$SQLFLEET_TARGET/../sqlfleet-base-$REV"
+OLD_BIN="$OLD_DIR/target/release/sqlfleet"
+if [ ! -x "$OLD_BIN" ]; then
+  rm -rf "$OLD_DIR"
+  git worktree add --detach "$OLD_DIR/src" "$REV" >/dev/null 2>&1 || git worktree add --force --detach "$OLD_DIR/src" "$REV" >/dev/null
+  (cd "$OLD_DIR/src" && CARGO_TARGET_DIR="$OLD_DIR/target" cargo build --release --quiet)
+  git worktree remove --force "$OLD_DIR/src" >/dev/null 2>&1 || true
+fi
+start_old_relay() {  # $1 listen port, then relay flags
+  local port=$1; shift
+  MYSQL_PWD="$(cat "$PWFILE")" "$OLD_BIN" relay --listen "127.0.0.1:$port" \
+    --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
+  PIDS+=($!)
+  wait_port "$port"
+}
+RN=$(free_port); start_relay "$RN" --backend "127.0.0.1:$PORT" --pool-max 100
+RO=$(free_port); start_old_relay "$RO" --backend "127.0.0.1:$PORT" --pool-max 100
+HPORT=$(free_port); start_haproxy "$HPORT"
+mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
+sysbench --config-file="$(mk_sb "$PORT")" oltp_write_only --tables=4 --table-size=10000 prepare >/dev/null
+qps() {  # TEST PORT THREADS
+  sysbench --config-file="$(mk_sb "$2")" "$1" --tables=4 --table-size=10000 \
+    --threads="$3" --time="$SECS" --report-interval=0 run | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}'
+}
+echo "| workload | clients | rounds | haproxy q/s | relay $REV q/s | relay now q/s | $REV/haproxy | now/haproxy | now/$REV |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+for t in oltp_write_only oltp_insert; do
+  for c in "${CLIENTS[@]}"; do
+    H=(); O=(); N=()
+    for i in $(seq "$ROUNDS"); do
+      if [ $((i % 2)) -eq 1 ]; then
+        N+=("$(qps "$t" "$RN" "$c")"); O+=("$(qps "$t" "$RO" "$c")"); H+=("$(qps "$t" "$HPORT" "$c")")
+      else
+        H+=("$(qps "$t" "$HPORT" "$c")"); O+=("$(qps "$t" "$RO" "$c")"); N+=("$(qps "$t" "$RN" "$c")")
+      fi
+    done
+    python3 - "$t" "$c" "${H[*]}" "${O[*]}" "${N[*]}" <<'PY'
+import statistics as st, sys
+t, c = sys.argv[1:3]
+h, o, n = ([float(x) for x in a.split()] for a in sys.argv[3:6])
+ratio = lambda xs, ys: st.median(x / y for x, y in zip(xs, ys))
+print(f"| {t} | {c} | {len(h)} | {st.median(h):,.0f} | {st.median(o):,.0f} | {st.median(n):,.0f} | {ratio(o, h):.2f} | {ratio(n, h):.2f} | {ratio(n, o):.2f} |")
+PY
+  done
+done
