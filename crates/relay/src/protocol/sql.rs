@@ -1181,11 +1181,15 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             "COMMIT" | "ROLLBACK" => fx.unpins.push(Pin::Xa),
             _ => fx.pins.push(Pin::Xa),
         },
+        // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] TABLES ... WITH READ LOCK
+        // (or FOR EXPORT): the lock is the session's.
         "FLUSH"
-            if (w1 == "TABLES" || w1 == "TABLE")
-                && t.iter().any(|(k, _)| {
-                    *k == Tok::Word("LOCK".into()) || *k == Tok::Word("EXPORT".into())
-                }) =>
+            if matches!(
+                (w1, w2),
+                ("TABLES" | "TABLE", _) | ("LOCAL" | "NO_WRITE_TO_BINLOG", "TABLES" | "TABLE")
+            ) && t.iter().any(|(k, _)| {
+                *k == Tok::Word("LOCK".into()) || *k == Tok::Word("EXPORT".into())
+            }) =>
         {
             fx.pins.push(Pin::LockTables)
         }

@@ -214,6 +214,14 @@ fn what_the_tracker_cannot_say() {
         analyze(b"FLUSH TABLES t FOR EXPORT").pins,
         vec![Pin::LockTables]
     );
+    for sql in [
+        "FLUSH TABLES WITH READ LOCK",
+        "FLUSH LOCAL TABLES WITH READ LOCK",
+        "flush no_write_to_binlog tables t1, t2 with read lock",
+    ] {
+        assert_eq!(analyze(sql.as_bytes()).pins, vec![Pin::LockTables], "{sql}");
+    }
+    assert!(analyze(b"FLUSH LOCAL STATUS").pins.is_empty());
     // KILL names a relay id.
     let id = |n| Some((n == 42, KillTarget::Id(n)));
     assert_eq!(analyze(b"KILL QUERY 42").kill, id(42));
