@@ -750,6 +750,55 @@ fn a_one_shot_variable_is_used_once_and_never_replayed() {
     });
 }
 
+/// `SET gtid_seq_no = N` (as mysqlbinlog writes it before each event
+/// group) is used by the next transaction and then cleared by the server,
+/// which reports no change: recorded as a setting it was replayed on other
+/// connections, giving the same GTID twice. It keeps the connection like
+/// insert_id.
+#[test]
+fn gtid_seq_no_is_used_once_and_never_replayed() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaygtidseq"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (v INT)").await.expect("table");
+        let pos: String = a
+            .query_first("SELECT @@gtid_binlog_pos")
+            .await
+            .expect("pos")
+            .expect("row");
+        let seq = |pos: &str| -> u64 {
+            pos.split(',')
+                .filter_map(|g| g.rsplit('-').next()?.parse().ok())
+                .max()
+                .unwrap_or(0)
+        };
+        let n = seq(&pos) + 1000;
+        a.query_drop(format!("SET gtid_seq_no = {n}"))
+            .await
+            .expect("set");
+        assert!(held(&relay), "gtid_seq_no keeps the connection");
+        a.query_drop("INSERT INTO t VALUES (1)")
+            .await
+            .expect("insert");
+        let after: String = a
+            .query_first("SELECT @@gtid_binlog_pos")
+            .await
+            .expect("pos")
+            .expect("row");
+        assert!(seq(&after) >= n, "the insert used {n}: {after}");
+        let left: u64 = a
+            .query_first("SELECT @@session.gtid_seq_no")
+            .await
+            .expect("left")
+            .expect("row");
+        assert_eq!(left, 0, "the server cleared it after use");
+        a.disconnect().await.expect("quit");
+    });
+}
+
 /// A client that sets LAST_INSERT_ID by SET (`last_insert_id` or its alias
 /// `identity`, which have no DEFAULT) keeps it on whichever connection runs
 /// its next statement, and the client that gets its connection in between

@@ -76,8 +76,10 @@ pub enum Pin {
     WriteEffects,
 }
 
-/// Session variables the server uses for the next statement only.
-pub const ONE_SHOT_VARIABLES: [&str; 3] = ["insert_id", "rand_seed1", "rand_seed2"];
+/// Session variables the server uses for the next statement (or, for
+/// `gtid_seq_no`, the next transaction written to the binlog) and then
+/// clears without reporting it: replayed, a GTID would be used twice.
+pub const ONE_SHOT_VARIABLES: [&str; 4] = ["insert_id", "rand_seed1", "rand_seed2", "gtid_seq_no"];
 
 impl Pin {
     pub const ALL: [Pin; 28] = [
