@@ -22,7 +22,7 @@ bash scripts/deps.sh haproxy
 source bench/relay_common.sh
 # The earlier revision's binary, built once per revision.
 REV=$(git rev-parse --short "$BASE")
-OLD_DIR="$SQLFLEET_TARGET/../sqlfleet-base-$REV"
+OLD_DIR="$SQLFLEET_TARGET/sqlfleet-base-$REV"
 OLD_BIN="$OLD_DIR/target/release/sqlfleet"
 if [ ! -x "$OLD_BIN" ]; then
   rm -rf "$OLD_DIR"
