@@ -177,7 +177,9 @@ fn what_the_tracker_cannot_say() {
     assert_eq!(analyze(b"SELECT f(1)").pins, vec![Pin::StoredFunction]);
     assert_eq!(analyze(b"DO shop.f()").pins, vec![Pin::StoredFunction]);
     assert!(analyze(b"SELECT CONCAT(a, 'x') FROM t").pins.is_empty());
-    assert!(analyze(b"SELECT NVL(a, 0), BIN_TO_UUID(b) FROM t").pins.is_empty());
+    assert!(analyze(b"SELECT NVL(a, 0), BIN_TO_UUID(b) FROM t")
+        .pins
+        .is_empty());
     // The built-in list is searched by halves: it must stay sorted.
     assert!(BUILTINS.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(analyze(b"SELECT `f`(1)").pins, vec![Pin::StoredFunction]);
