@@ -322,7 +322,15 @@ impl Scheduler {
                         self.tables.insert(t.clone());
                     }
                 }
-                self.execute(&stmt, table.as_deref(), None, None).await;
+                let ran = self.execute(&stmt, table.as_deref(), None, None).await;
+                // The rows an INSERT/REPLACE run as written put in, as the
+                // batched regimes count them (the summary said 0 rows).
+                if let (true, Kind::Data(_), Some(c)) = (ran, &other, self.control.as_ref()) {
+                    self.ctx
+                        .shared
+                        .rows
+                        .fetch_add(c.conn.affected_rows(), Ordering::Relaxed);
+                }
             }
         }
     }

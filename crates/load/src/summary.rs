@@ -64,7 +64,14 @@ impl Summary {
             self.seconds,
             self.rows_per_sec,
             progress::human_bytes(self.mb_per_sec * 1e6),
-            sqlfleet_conn::text::count(self.threads as u64, "connection"),
+            match self.mode {
+                "parallel" => sqlfleet_conn::text::count(self.threads as u64, "connection"),
+                "ordered" => "one connection, in file order".to_string(),
+                _ => format!(
+                    "{}, in file order on one from the statement that needed it",
+                    sqlfleet_conn::text::count(self.threads as u64, "connection")
+                ),
+            },
         );
         if self.skipped_on_resume > 0 {
             s.push_str(&format!(

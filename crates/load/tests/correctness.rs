@@ -615,3 +615,32 @@ fn a_non_transactional_table_with_triggers_is_not_emptied_on_resume() {
         "nothing deleted"
     );
 }
+
+/// The summary's row count is the rows the file put in, whichever way its
+/// statements ran: batched in parallel, or as written on one connection
+/// once a statement needed one connection's state (it said 0 rows there).
+#[test]
+fn the_summary_counts_the_rows_put_in_on_one_connection_too() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let body = "CREATE TABLE `t` (`id` int PRIMARY KEY, `v` int) ENGINE=InnoDB;\n\
+INSERT INTO `t` VALUES (1,1),(2,2),(3,3);\n\
+SET @x = 10;\n\
+INSERT INTO `t` VALUES (@x, 1),(11, 2);\n\
+INSERT INTO `t` VALUES (12, 3);\n\
+UPDATE `t` SET `v` = 0 WHERE `id` < 3;\n";
+    for (name, text) in [
+        ("dump-state.sql", format!("{HEADER}{body}")),
+        ("plain-state.sql", body.to_string()),
+    ] {
+        let file = write(dir.path(), name, text.as_bytes());
+        let db = common::fresh_db(srv, "rows");
+        let s = common::load(common::options(srv, &db, &file)).expect("load");
+        assert_eq!(s.rows, 6, "{name}: {}", s.paragraph());
+        assert!(
+            s.paragraph().contains("6 rows into 1 table"),
+            "{}",
+            s.paragraph()
+        );
+    }
+}

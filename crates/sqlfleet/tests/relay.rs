@@ -399,6 +399,64 @@ fn metrics_pass_promtool_and_logs_name_failed_logins_and_down_backends() {
     );
 }
 
+/// A relay whose backend account lacks the TRIGGER privilege cannot see
+/// triggers in information_schema, so it cannot tell which writes take a
+/// user lock or advance a sequence unseen: it says so in its log.
+#[test]
+fn a_backend_account_that_cannot_see_triggers_is_named_in_the_log() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaynotrigger"));
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        for sql in [
+            "CREATE USER IF NOT EXISTS 'relaynotrig'@'%' IDENTIFIED BY 'nt-pw'".to_string(),
+            format!("GRANT SELECT, INSERT, CREATE ON {db}.* TO 'relaynotrig'@'%'"),
+            format!("CREATE TABLE {db}.t (v INT)"),
+        ] {
+            c.query_drop(sql).await.expect("setup");
+        }
+    });
+    let port = common::relay::free_port();
+    let mut child = common::sqlfleet()
+        .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--backend",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+        ])
+        .args([
+            "--no-defaults",
+            "-u",
+            "relaynotrig",
+            "--client-user",
+            "app:app-pw",
+        ])
+        .env("MYSQL_PWD", "nt-pw")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("relay");
+    common::relay::wait_listening(port);
+    rt.block_on(async {
+        let mut c = app(port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        c.query_drop("INSERT INTO t VALUES (1)")
+            .await
+            .expect("insert");
+        c.disconnect().await.expect("quit");
+    });
+    let _ = child.kill();
+    let o = child.wait_with_output().expect("relay output");
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        log.lines()
+            .any(|l| l.contains("WARN") && l.contains("no global TRIGGER privilege")),
+        "{log}"
+    );
+}
+
 fn child_stdin(c: &mut std::process::Child) -> std::process::ChildStdin {
     c.stdin.take().expect("stdin")
 }

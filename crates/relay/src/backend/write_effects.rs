@@ -38,6 +38,10 @@ pub struct WriteEffects {
     /// One lookup at a time: writers that missed the cache together wait
     /// for the first one's answer instead of each asking again.
     lookup: tokio::sync::Mutex<()>,
+    /// Whether the relay's account was asked if it can see triggers
+    /// (information_schema shows only those of tables it has the TRIGGER
+    /// privilege on): once, and a warning when it cannot.
+    asked_privilege: std::sync::atomic::AtomicBool,
 }
 
 /// What one table's lookup says.
@@ -107,6 +111,7 @@ impl WriteEffects {
             side: SideConn::new(dialer, backends),
             cache: std::sync::Mutex::new(HashMap::new()),
             lookup: tokio::sync::Mutex::new(()),
+            asked_privilege: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -157,6 +162,7 @@ impl WriteEffects {
 
     /// The table and, through triggers, every table it writes.
     async fn follow(&self, db: &str, table: &str) -> Result<bool, String> {
+        self.ask_privilege().await?;
         let mut seen = HashSet::new();
         let mut todo = vec![(db.to_string(), table.to_string(), 0usize)];
         while let Some((d, t, depth)) = todo.pop() {
@@ -181,6 +187,29 @@ impl WriteEffects {
             }
         }
         Ok(false)
+    }
+
+    /// Warns once when the relay's account lacks the global TRIGGER
+    /// privilege: information_schema then hides triggers from it, and the
+    /// writes they make unseen cannot be followed.
+    async fn ask_privilege(&self) -> Result<(), String> {
+        use std::sync::atomic::Ordering::Relaxed;
+        if self.asked_privilege.load(Relaxed) {
+            return Ok(());
+        }
+        let sql = "SELECT COUNT(*) AS n FROM information_schema.USER_PRIVILEGES \
+                   WHERE PRIVILEGE_TYPE = 'TRIGGER'";
+        let rows = self.side.queries(&[sql], 1).await?;
+        let n = field(rows.first().and_then(|r| r.first()), "n").unwrap_or_default();
+        if n == "0" {
+            tracing::warn!(
+                "the relay's backend account has no global TRIGGER privilege, so information_schema \
+                 shows it no triggers: writes to tables whose triggers take user locks or advance \
+                 sequences are not followed (GRANT TRIGGER ON *.* to that account)"
+            );
+        }
+        self.asked_privilege.store(true, Relaxed);
+        Ok(())
     }
 }
 
