@@ -130,6 +130,17 @@ fn spawn_reader(
     })
 }
 
+/// The AUTO_INCREMENT column, when the loaded columns leave it out.
+fn cols_extra_auto_inc(
+    server_given: &[String],
+    auto_inc_col: &Option<String>,
+    chosen: &[(String, Option<String>)],
+) -> Option<String> {
+    let col = auto_inc_col.as_ref()?;
+    (server_given.contains(col) && !chosen.iter().any(|(c, _)| c.eq_ignore_ascii_case(col)))
+        .then(|| col.clone())
+}
+
 fn setup(what: String) -> LoadError {
     LoadError::Setup { what }
 }
@@ -153,10 +164,10 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let table_sql = format!("{}.{}", ident(&db), ident(&table));
     let mut control = SessionConn::open(&opts.target).await?;
     let endpoint = opts.target.endpoint.to_string();
-    let cols: Vec<(String, Option<String>, String)> = control
+    let cols: Vec<(String, Option<String>, String, Option<String>)> = control
         .conn
         .exec(
-            "SELECT COLUMN_NAME, CHARACTER_SET_NAME, EXTRA FROM information_schema.COLUMNS \
+            "SELECT COLUMN_NAME, CHARACTER_SET_NAME, EXTRA, COLUMN_DEFAULT FROM information_schema.COLUMNS \
              WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
             (&db, &table),
         )
@@ -172,10 +183,40 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             "{endpoint}: table {table_sql} does not exist (create it before loading)"
         )));
     }
-    let auto_inc = cols
+    let auto_inc_col = cols
         .iter()
-        .any(|(_, _, extra)| extra.contains("auto_increment"));
-    let cols: Vec<(String, Option<String>)> = cols.into_iter().map(|(n, cs, _)| (n, cs)).collect();
+        .find(|(_, _, extra, _)| extra.contains("auto_increment"))
+        .map(|(n, ..)| n.clone());
+    let auto_inc = auto_inc_col.is_some();
+    let triggers: Option<u64> = control
+        .conn
+        .exec_first(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS \
+             WHERE EVENT_OBJECT_SCHEMA = ? AND EVENT_OBJECT_TABLE = ?",
+            (&db, &table),
+        )
+        .await
+        .map_err(|e| {
+            setup(format!(
+                "{endpoint}: reading the triggers of {table_sql}: {}",
+                crate::error::describe(&e).1
+            ))
+        })?;
+    // Values the server gives rows in the order they arrive: an
+    // AUTO_INCREMENT or `DEFAULT NEXTVAL(...)` column the file leaves out.
+    let server_given: Vec<String> = cols
+        .iter()
+        .filter(|(_, _, extra, default)| {
+            extra.contains("auto_increment")
+                || default.as_deref().is_some_and(|d| {
+                    let d = d.to_ascii_lowercase();
+                    d.contains("nextval") || d.contains("next value for")
+                })
+        })
+        .map(|(n, ..)| n.clone())
+        .collect();
+    let cols: Vec<(String, Option<String>)> =
+        cols.into_iter().map(|(n, cs, _, _)| (n, cs)).collect();
     let chosen: Vec<(String, Option<String>)> = match &opts.columns {
         None => cols.clone(),
         Some(list) => {
@@ -191,6 +232,31 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             v
         }
     };
+    // Rows that get server-given values or fire triggers load in file
+    // order, one chunk at a time, as LOAD DATA INFILE puts them in (chunks
+    // in parallel gave the same rows other ids, silently).
+    let left_out = server_given
+        .iter()
+        .any(|n| !chosen.iter().any(|(c, _)| c.eq_ignore_ascii_case(n)));
+    let in_file_order = left_out || triggers.unwrap_or(0) > 0;
+    // InnoDB reserves AUTO_INCREMENT values for a LOAD DATA in growing
+    // blocks and drops what a statement did not use: ids left to the
+    // server follow one LOAD DATA only when the file is one statement.
+    let auto_inc_left_out = cols_extra_auto_inc(&server_given, &auto_inc_col, &chosen);
+    if let Some(col) = auto_inc_left_out {
+        for f in &opts.files {
+            let size = (!sqlfleet_dump::reader::is_stdin(f))
+                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
+                .flatten();
+            if size.is_none_or(|n| n as usize > opts.chunk_bytes) {
+                return Err(setup(format!(
+                    "{}: the file leaves the AUTO_INCREMENT column `{col}` of {table_sql} to the server, which reserves ids per LOAD DATA statement: loaded in several statements the rows would get other ids than one LOAD DATA gives them. Put the ids in the file, or load it as one statement with --chunk-bytes {} or more",
+                    f.display(),
+                    size.map_or("(its size)".to_string(), |n| n.to_string()),
+                )));
+            }
+        }
+    }
     let columns_sql = match &opts.columns {
         Some(_) => format!(
             "({})",
@@ -345,7 +411,10 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                         prelude_len: 0,
                         done: tx,
                     };
-                    engine.queue.push(&table_sql, auto_inc, false, job, n).await;
+                    engine
+                        .queue
+                        .push(&table_sql, auto_inc, in_file_order, job, n)
+                        .await;
                     done.push(rx);
                 }
                 Msg::Error(e) => {
@@ -412,6 +481,11 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         retries: shared.retries.load(Ordering::Relaxed),
         skipped_on_resume: skipped,
         threads: opts.threads,
+        mode: if in_file_order {
+            "in file order"
+        } else {
+            "parallel"
+        },
         ..Summary::default()
     })
 }

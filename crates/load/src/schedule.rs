@@ -82,9 +82,11 @@ pub struct Scheduler {
     /// Some batch went to a worker (another connection).
     workers_used: bool,
     own_schema_noticed: bool,
-    /// Tables this load gave a trigger: their rows fire it, so they load
+    /// Tables whose rows fire a trigger (this load's or the target's) or
+    /// take a sequence value by a column `DEFAULT NEXTVAL(...)`: they load
     /// in file order on the scheduler's connection (what the trigger
-    /// writes elsewhere, e.g. AUTO_INCREMENT ids, depends on the order).
+    /// writes elsewhere, e.g. AUTO_INCREMENT ids, and which row gets which
+    /// sequence value depend on the order).
     triggered: std::collections::HashSet<Key>,
 }
 
@@ -513,15 +515,19 @@ impl Scheduler {
               AND EXTRA LIKE '%auto_increment%' LIMIT 1), \
              (SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = {db} AND EVENT_OBJECT_TABLE = {t}), \
              (SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
-              AND INDEX_NAME = 'PRIMARY')"
+              AND INDEX_NAME = 'PRIMARY'), \
+             (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND (COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%'))"
         );
-        type Row = (Option<String>, Option<String>, Option<u64>, u64, u64);
+        type Row = (Option<String>, Option<String>, Option<u64>, u64, u64, u64);
         let row: Option<Row> = c.conn.query_first(q).await.unwrap_or(None);
-        let Some((Some(engine), col, pos, triggers, pk)) = row else {
+        let Some((Some(engine), col, pos, triggers, pk, sequenced)) = row else {
             return unknown; // not there (yet): the INSERT will say so
         };
-        if triggers > 0 {
-            // Its rows fire triggers the target already had.
+        if triggers > 0 || sequenced > 0 {
+            // Its rows fire triggers the target already had, or take the
+            // next value of a sequence (which row gets which depends on
+            // the order, and a rolled-back attempt would use some up).
             self.triggered.insert(key.clone());
         }
         let transactional = sqlfleet_dump::classify::is_transactional(&engine.to_ascii_uppercase());

@@ -65,12 +65,16 @@ impl Summary {
             self.rows_per_sec,
             progress::human_bytes(self.mb_per_sec * 1e6),
             match self.mode {
-                "parallel" => sqlfleet_conn::text::count(self.threads as u64, "connection"),
                 "ordered" => "one connection, in file order".to_string(),
-                _ => format!(
+                "one connection" => format!(
                     "{}, in file order on one from the statement that needed it",
                     sqlfleet_conn::text::count(self.threads as u64, "connection")
                 ),
+                "in file order" => format!(
+                    "{}, one chunk at a time in file order",
+                    sqlfleet_conn::text::count(self.threads as u64, "connection")
+                ),
+                _ => sqlfleet_conn::text::count(self.threads as u64, "connection"),
             },
         );
         if self.skipped_on_resume > 0 {

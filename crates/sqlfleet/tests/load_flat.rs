@@ -159,6 +159,79 @@ fn csv_and_tsv_match_one_load_data() {
     }
 }
 
+/// Rows whose AUTO_INCREMENT or `DEFAULT NEXTVAL(...)` column the file
+/// leaves out, or that fire a trigger, get their values in the order they
+/// arrive: loaded in file order they match one LOAD DATA (chunks in
+/// parallel gave the same rows other ids, silently).
+#[test]
+fn server_given_ids_and_triggers_match_one_load_data() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("v.tsv");
+    let body: String = (0..20_000).map(|i| format!("{i}\tx{i}\n")).collect();
+    std::fs::write(&file, body).expect("write");
+    let f = file.to_str().expect("utf8");
+    for (table, columns) in [
+        ("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT, w VARCHAR(20))", "(v, w)"),
+        ("CREATE TABLE t (id BIGINT NOT NULL DEFAULT NEXTVAL(s) PRIMARY KEY, v INT, w VARCHAR(20))", "(v, w)"),
+        ("CREATE TABLE t (v INT PRIMARY KEY, w VARCHAR(20))", ""),
+    ] {
+        let triggered = columns.is_empty();
+        let make = |prefix: &str| {
+            rt().block_on(async {
+                let (db, t) = srv.fresh_db(prefix).await;
+                let mut c = t.connect(Duration::from_secs(5)).await.expect("connect");
+                c.query_drop("CREATE SEQUENCE s").await.expect("sequence");
+                c.query_drop(table).await.expect("create");
+                if triggered {
+                    c.query_drop("CREATE TABLE log (n INT AUTO_INCREMENT PRIMARY KEY, v INT)")
+                        .await
+                        .expect("log");
+                    c.query_drop("CREATE TRIGGER t_ai AFTER INSERT ON t FOR EACH ROW INSERT INTO log (v) VALUES (NEW.v)")
+                        .await
+                        .expect("trigger");
+                }
+                db
+            })
+        };
+        let want = make("want");
+        stock_load(srv, &want, &file, columns);
+        let got = make("got");
+        let into = format!("{got}.t");
+        let mut args = vec!["--into", &into, "--format", "tsv", "--threads", "4", "--chunk-bytes", "20000"];
+        if !triggered {
+            args.extend(["--columns", "v,w"]);
+        }
+        args.push(f);
+        let o = load(srv, &args);
+        if table.contains("AUTO_INCREMENT") {
+            // InnoDB gives a LOAD DATA's ids in blocks per statement: in
+            // chunks they cannot be one LOAD DATA's. Refused, naming the
+            // column and the way to load it as one statement.
+            assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+            assert!(
+                stderr(&o).contains("AUTO_INCREMENT column `id`") && stderr(&o).contains("--chunk-bytes"),
+                "{}",
+                stderr(&o)
+            );
+            assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{got}`.t")), "0");
+            let big = "10000000";
+            let pos = args.iter().position(|a| *a == "20000").expect("chunk bytes");
+            args[pos] = big;
+            let o = load(srv, &args);
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        } else {
+            assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+            assert!(stdout(&o).contains("one chunk at a time in file order"), "{}", stdout(&o));
+        }
+        assert_eq!(checksum(srv, &got), checksum(srv, &want), "{table}");
+        if triggered {
+            let log = |db: &str| sql(srv, &format!("SELECT SUM(n * v) FROM `{db}`.log"));
+            assert_eq!(log(&got), log(&want), "the trigger's rows");
+        }
+    }
+}
+
 #[test]
 fn falls_back_to_inserts_without_local_infile() {
     static NO_LOCAL: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
