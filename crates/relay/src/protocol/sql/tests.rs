@@ -202,6 +202,7 @@ fn what_the_tracker_cannot_say() {
         "WITH c (x) AS (SELECT 1) SELECT x FROM c",
         "SELECT * FROM t PARTITION (p0), JSON_TABLE('[]', '$[*]' COLUMNS (a INT PATH '$')) j",
         "SELECT 1 MEMBER OF ('[1]')",
+        "(SELECT a FROM t) EXCEPT (SELECT a FROM u) INTERSECT (SELECT 1)",
     ] {
         let fx = analyze(sql.as_bytes());
         assert!(!fx.calls_stored, "{sql}");
