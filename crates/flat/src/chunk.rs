@@ -59,6 +59,51 @@ pub struct Checks {
     pub utf8: bool,
     /// The first record is a header: skipped, not loaded.
     pub header: bool,
+    /// A field (by position) the server fills in itself when it is NULL
+    /// or, unless `zero_is_value`, 0: an AUTO_INCREMENT column. A record
+    /// that leaves it to the server is an error naming its line (the
+    /// caller asks for this when one LOAD DATA's ids cannot be matched).
+    pub server_assigns: Option<ServerAssigns>,
+}
+
+/// The AUTO_INCREMENT field the records must fill in themselves.
+#[derive(Debug, Clone)]
+pub struct ServerAssigns {
+    pub field: usize,
+    pub column: String,
+    /// sql_mode has NO_AUTO_VALUE_ON_ZERO: only NULL is left to the server.
+    pub zero_is_value: bool,
+}
+
+/// The common case without parsing the record: the id is its first field,
+/// written as plain digits not starting with 0, then the field terminator.
+fn plainly_nonzero_first(body: &[u8], field: usize, f: &Format) -> bool {
+    if field != 0 || !body.first().is_some_and(|b| (b'1'..=b'9').contains(b)) {
+        return false;
+    }
+    let digits = body.iter().take_while(|b| b.is_ascii_digit()).count();
+    body[digits..].starts_with(&f.fields_terminated_by)
+}
+
+/// Whether an AUTO_INCREMENT field's text is one the server replaces with
+/// the next id: NULL, or a value that converts to 0 (empty, `0`, `0.4`,
+/// text without digits), as an integer column takes it.
+pub fn leaves_id_to_server(v: Option<&[u8]>, zero_is_value: bool) -> bool {
+    let Some(v) = v else { return true };
+    if zero_is_value {
+        return false;
+    }
+    let t = String::from_utf8_lossy(v);
+    let t = t.trim_start();
+    let num: String = t
+        .char_indices()
+        .take_while(|(i, c)| {
+            c.is_ascii_digit() || *c == '.' || (*i == 0 && (*c == '-' || *c == '+'))
+        })
+        .map(|(_, c)| c)
+        .collect();
+    let n: f64 = num.parse().unwrap_or(0.0);
+    n.abs() < 0.5
 }
 
 struct Rec {
@@ -199,6 +244,25 @@ impl<R: Read> Chunker<R> {
                     let line =
                         rec_line + body[..bad].iter().filter(|&&b| b == b'\n').count() as u64;
                     return Err(self.err(start + bad, line, "invalid UTF-8 for a utf8 table"));
+                }
+            }
+            if let Some(sa) = self
+                .checks
+                .server_assigns
+                .as_ref()
+                .filter(|sa| !plainly_nonzero_first(body, sa.field, &self.fmt))
+            {
+                let fields = crate::fields::records(body, &self.fmt);
+                let v = fields.first().and_then(|r| r.get(sa.field));
+                if v.is_some_and(|v| leaves_id_to_server(v.as_deref(), sa.zero_is_value)) {
+                    return Err(self.err(
+                        start,
+                        rec_line,
+                        format!(
+                            "the AUTO_INCREMENT column `{}` is left to the server here (NULL or 0), which gives a LOAD DATA's ids in blocks per statement: loaded in several statements such rows would get other ids than one LOAD DATA gives them; put the ids in the file, or load it as one statement with --chunk-bytes at least the file's size",
+                            sa.column
+                        ),
+                    ));
                 }
             }
             if self.record_lines.is_empty() {

@@ -7,5 +7,5 @@ pub mod chunk;
 pub mod fields;
 pub mod format;
 
-pub use chunk::{Checks, Chunk, Chunker, FlatError};
+pub use chunk::{leaves_id_to_server, Checks, Chunk, Chunker, FlatError, ServerAssigns};
 pub use format::Format;

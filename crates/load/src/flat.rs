@@ -248,7 +248,12 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             let size = (!sqlfleet_dump::reader::is_stdin(f))
                 .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
                 .flatten();
-            if size.is_none_or(|n| n as usize > opts.chunk_bytes) {
+            // A compressed file's size says nothing of its chunks.
+            let compressed = !sqlfleet_dump::reader::is_stdin(f)
+                && sqlfleet_dump::reader::open(f).map_or(true, |o| {
+                    o.compression != sqlfleet_dump::reader::Compression::None
+                });
+            if compressed || size.is_none_or(|n| n as usize > opts.chunk_bytes) {
                 return Err(setup(format!(
                     "{}: the file leaves the AUTO_INCREMENT column `{col}` of {table_sql} to the server, which reserves ids per LOAD DATA statement: loaded in several statements the rows would get other ids than one LOAD DATA gives them. Put the ids in the file, or load it as one statement with --chunk-bytes {} or more",
                     f.display(),
@@ -272,10 +277,32 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         && chosen
             .iter()
             .any(|(_, cs)| cs.as_deref().is_some_and(|c| c.starts_with("utf8")));
+    // Ids the file leaves to the server (NULL or 0 in the AUTO_INCREMENT
+    // column) cannot be one LOAD DATA's when the file is loaded in several
+    // statements: the chunker refuses such a record, naming its line.
+    let zero_is_value = {
+        let mode: Option<String> = control
+            .conn
+            .query_first("SELECT @@SESSION.sql_mode")
+            .await
+            .unwrap_or(None);
+        mode.is_some_and(|m| m.to_ascii_uppercase().contains("NO_AUTO_VALUE_ON_ZERO"))
+    };
+    let server_assigns = auto_inc_col.as_ref().and_then(|col| {
+        chosen
+            .iter()
+            .position(|(c, _)| c.eq_ignore_ascii_case(col))
+            .map(|field| sqlfleet_flat::ServerAssigns {
+                field,
+                column: col.clone(),
+                zero_is_value,
+            })
+    });
     let checks = Checks {
         fields: Some(chosen.len()),
         utf8,
         header: opts.header,
+        server_assigns: None,
     };
     let format = Arc::new(opts.format.clone());
     let read_counter = Arc::new(AtomicU64::new(0));
@@ -327,7 +354,14 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             size: opened.size,
             salt: format!("{table_sql}{columns_sql}"),
             format: opts.format.clone(),
-            checks: checks.clone(),
+            checks: Checks {
+                // Only a file of several chunks is several statements.
+                server_assigns: server_assigns.clone().filter(|_| {
+                    opened.compression != sqlfleet_dump::reader::Compression::None
+                        || opened.size.is_none_or(|n| n as usize > opts.chunk_bytes)
+                }),
+                ..checks.clone()
+            },
             chunk_bytes: opts.chunk_bytes,
             read_counter: read_counter.clone(),
         };

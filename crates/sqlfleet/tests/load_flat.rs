@@ -232,6 +232,66 @@ fn server_given_ids_and_triggers_match_one_load_data() {
     }
 }
 
+/// A file that gives its AUTO_INCREMENT ids but leaves one row's to the
+/// server (`\N`) is refused at that row's line when it is several LOAD
+/// DATA statements; as one statement it matches one LOAD DATA.
+#[test]
+fn an_id_left_to_the_server_in_several_chunks_is_refused_at_its_line() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("ids.tsv");
+    let body: String = (1..=20_000)
+        .map(|i| {
+            if i == 15_000 {
+                "\\N\tnull id\n".to_string()
+            } else {
+                format!("{i}\tx{i}\n")
+            }
+        })
+        .collect();
+    std::fs::write(&file, body).expect("write");
+    let f = file.to_str().expect("utf8");
+    let make = |prefix: &str| {
+        rt().block_on(async {
+            let (db, t) = srv.fresh_db(prefix).await;
+            let mut c = t.connect(Duration::from_secs(5)).await.expect("connect");
+            c.query_drop("CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, w VARCHAR(20))")
+                .await
+                .expect("create");
+            db
+        })
+    };
+    let want = make("want");
+    stock_load(srv, &want, &file, "");
+    let got = make("got");
+    let into = format!("{got}.t");
+    let mut args = vec![
+        "--into",
+        &into,
+        "--format",
+        "tsv",
+        "--threads",
+        "4",
+        "--chunk-bytes",
+        "20000",
+        f,
+    ];
+    let o = load(srv, &args);
+    assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("line 15000") && stderr(&o).contains("AUTO_INCREMENT column `id`"),
+        "{}",
+        stderr(&o)
+    );
+    let got = make("got");
+    let into = format!("{got}.t");
+    args[1] = &into;
+    args[7] = "10000000";
+    let o = load(srv, &args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(checksum(srv, &got), checksum(srv, &want));
+}
+
 #[test]
 fn falls_back_to_inserts_without_local_infile() {
     static NO_LOCAL: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();

@@ -211,7 +211,51 @@ proptest! {
 
     #[test]
     fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), target in 1usize..50) {
-        let _ = chunks(&bytes, Format::csv(), Checks { fields: Some(2), utf8: true, header: false }, target);
+        let _ = chunks(&bytes, Format::csv(), Checks { fields: Some(2), utf8: true, header: false, server_assigns: None }, target);
+        let sa = ServerAssigns { field: 1, column: "id".into(), zero_is_value: false };
+        let _ = chunks(&bytes, Format::tsv(), Checks { server_assigns: Some(sa), ..Checks::default() }, target);
         let _ = chunks(&bytes, Format::tsv(), Checks::default(), target);
     }
+}
+
+#[test]
+fn a_record_that_leaves_its_id_to_the_server_is_named() {
+    for (v, zero_is_value, left) in [
+        (None, false, true),
+        (Some(&b"0"[..]), false, true),
+        (Some(&b""[..]), false, true),
+        (Some(&b" 0.4"[..]), false, true),
+        (Some(&b"abc"[..]), false, true),
+        (Some(&b"7"[..]), false, false),
+        (Some(&b"0.5"[..]), false, false),
+        (Some(&b"-3"[..]), false, false),
+        (Some(&b"0"[..]), true, false),
+        (None, true, true),
+    ] {
+        assert_eq!(
+            leaves_id_to_server(v, zero_is_value),
+            left,
+            "{v:?} {zero_is_value}"
+        );
+    }
+    // Plain digits first need no parse; anything else is parsed.
+    assert!(plainly_nonzero_first(b"10\tx\n", 0, &Format::tsv()));
+    assert!(!plainly_nonzero_first(b"0\tx\n", 0, &Format::tsv()));
+    assert!(!plainly_nonzero_first(b"1.5\tx\n", 0, &Format::tsv()));
+    assert!(!plainly_nonzero_first(b"10\tx\n", 1, &Format::tsv()));
+    let checks = Checks {
+        fields: Some(2),
+        server_assigns: Some(ServerAssigns {
+            field: 0,
+            column: "id".into(),
+            zero_is_value: false,
+        }),
+        ..Checks::default()
+    };
+    assert!(chunks(b"1\ta\n2\tb\n", Format::tsv(), checks.clone(), 4).is_ok());
+    let e = chunks(b"1\ta\n2\tb\n\\N\tc\n", Format::tsv(), checks, 4).expect_err("NULL id");
+    assert!(
+        matches!(&e, FlatError::Record { line: 3, what, .. } if what.contains("`id`")),
+        "{e}"
+    );
 }
