@@ -444,6 +444,9 @@ fn which_tables_a_write_names() {
     ] {
         assert!(names(sql).is_empty(), "{sql}");
     }
+    // A body's ON UPDATE / ON DELETE clauses are no statements either.
+    let body = Query::new(b"ALTER TABLE t MODIFY c TIMESTAMP ON UPDATE CURRENT_TIMESTAMP");
+    assert!(body.written_tables().is_empty());
     // DDL empties what the relay learnt of tables.
     assert!(
         analyze(b"CREATE TRIGGER x BEFORE INSERT ON t FOR EACH ROW SET NEW.a = 1").changes_schema

@@ -129,9 +129,14 @@ pub fn written_tables_at(t: &[(Tok, Range<usize>)]) -> Vec<(TableRef, Range<usiz
                     out.push((r, t[j].1.start..t[next - 1].1.end));
                 }
             }
-            // Not ON DUPLICATE KEY UPDATE, SELECT ... FOR UPDATE or a
-            // trigger's BEFORE/AFTER UPDATE.
-            "UPDATE" if !matches!(before, Some("KEY" | "FOR" | "BEFORE" | "AFTER" | "OR")) => {
+            // Not ON DUPLICATE KEY UPDATE, SELECT ... FOR UPDATE, a
+            // trigger's BEFORE/AFTER UPDATE or a column's ON UPDATE.
+            "UPDATE"
+                if !matches!(
+                    before,
+                    Some("KEY" | "FOR" | "BEFORE" | "AFTER" | "OR" | "ON")
+                ) =>
+            {
                 let j = skip(t, i + 1, &["LOW_PRIORITY", "IGNORE"]);
                 table_list(t, j, &["SET"], &mut out);
             }
