@@ -83,10 +83,11 @@ pub struct Scheduler {
     workers_used: bool,
     own_schema_noticed: bool,
     /// Tables whose rows fire a trigger (this load's or the target's) or
-    /// take a sequence value by a column `DEFAULT NEXTVAL(...)`: they load
-    /// in file order on the scheduler's connection (what the trigger
-    /// writes elsewhere, e.g. AUTO_INCREMENT ids, and which row gets which
-    /// sequence value depend on the order).
+    /// take values of several sequences by column defaults: they load in
+    /// file order on the scheduler's connection (what the trigger writes
+    /// elsewhere, e.g. AUTO_INCREMENT ids, and which row gets which
+    /// sequence value depend on the order). A batch leaving one
+    /// `DEFAULT NEXTVAL(...)` column to its default does too (`flush`).
     triggered: std::collections::HashSet<Key>,
 }
 
@@ -109,6 +110,9 @@ struct TableInfo {
     heap_order: bool,
     /// The AUTO_INCREMENT column: position among the columns, name.
     auto_inc: Option<(usize, String)>,
+    /// The one column whose default takes a sequence's next value:
+    /// position, name. A batch that leaves it to the default loads inline.
+    sequenced: Option<(usize, String)>,
 }
 
 struct Deferred {
@@ -495,6 +499,7 @@ impl Scheduler {
             transactional: true,
             heap_order: true,
             auto_inc: None,
+            sequenced: None,
         };
         let Some(c) = self.control.as_mut() else {
             return unknown;
@@ -517,17 +522,30 @@ impl Scheduler {
              (SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
               AND INDEX_NAME = 'PRIMARY'), \
              (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
-              AND (COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%'))"
+              AND {seq}), \
+             (SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND {seq} LIMIT 1), \
+             (SELECT ORDINAL_POSITION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
+              AND {seq} LIMIT 1)",
+            seq = "(COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%')"
         );
-        type Row = (Option<String>, Option<String>, Option<u64>, u64, u64, u64);
+        type Row = (
+            Option<String>,
+            Option<String>,
+            Option<u64>,
+            u64,
+            u64,
+            u64,
+            Option<String>,
+            Option<u64>,
+        );
         let row: Option<Row> = c.conn.query_first(q).await.unwrap_or(None);
-        let Some((Some(engine), col, pos, triggers, pk, sequenced)) = row else {
+        let Some((Some(engine), col, pos, triggers, pk, sequenced, seq_col, seq_pos)) = row else {
             return unknown; // not there (yet): the INSERT will say so
         };
-        if triggers > 0 || sequenced > 0 {
-            // Its rows fire triggers the target already had, or take the
-            // next value of a sequence (which row gets which depends on
-            // the order, and a rolled-back attempt would use some up).
+        if triggers > 0 || sequenced > 1 {
+            // Its rows fire triggers the target already had (or take
+            // values of several sequences): in file order, always.
             self.triggered.insert(key.clone());
         }
         let transactional = sqlfleet_dump::classify::is_transactional(&engine.to_ascii_uppercase());
@@ -535,6 +553,9 @@ impl Scheduler {
             transactional,
             heap_order: !transactional || pk == 0,
             auto_inc: col.zip(pos).map(|(c, p)| (p.saturating_sub(1) as usize, c)),
+            sequenced: seq_col
+                .zip(seq_pos)
+                .map(|(c, p)| (p.saturating_sub(1) as usize, c)),
         };
         if !info.transactional {
             let shown = Self::show(key);
@@ -562,7 +583,15 @@ impl Scheduler {
             .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
         let table = Self::show(&b.key);
         let prelude_len = self.ctx.prelude.len();
-        let triggered = self.triggered.contains(&b.key);
+        // Rows that take a sequence's next value (shared with other tables
+        // and statements): which row gets which depends on the order of
+        // everything, and a rolled-back attempt would use some up. Batches
+        // that give the column its value (a dump's) stay parallel.
+        let takes_sequence = info
+            .sequenced
+            .as_ref()
+            .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
+        let triggered = self.triggered.contains(&b.key) || takes_sequence;
         // With --continue-on-error a failed batch is rolled back and run
         // again statement by statement; ids the server assigned (to the
         // table's rows or by its triggers) in the rolled-back attempt would
