@@ -2,7 +2,7 @@
 # builds sqlfleet, starts sandbox $NAME (extra `sandbox up` arguments in
 # $UP_ARGS), keeps passwords in 0600 files under $WORK, and offers
 #   free_port, wait_port PORT, start_relay PORT ARGS... (backgrounded, pid
-#   added to PIDS), start_haproxy PORT [NBTHREAD] (haproxy in TCP mode in
+#   added to PIDS; start_relay_of BIN PORT ARGS... with another binary), start_haproxy PORT [NBTHREAD] (haproxy in TCP mode in
 #   front of the sandbox: the byte-pipe peer), mk_sb PORT (a sysbench
 #   config file).
 set -euo pipefail
@@ -26,8 +26,11 @@ trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 100); do (echo > "/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; }
 start_relay() {  # $1 listen port, then relay flags
-  local port=$1; shift
-  MYSQL_PWD="$(cat "$PWFILE")" "$SQLFLEET" relay --listen "127.0.0.1:$port" \
+  start_relay_of "$SQLFLEET" "$@"
+}
+start_relay_of() {  # $1 sqlfleet binary, $2 listen port, then relay flags
+  local bin=$1 port=$2; shift 2
+  MYSQL_PWD="$(cat "$PWFILE")" "$bin" relay --listen "127.0.0.1:$port" \
     --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
   PIDS+=($!)
   wait_port "$port"

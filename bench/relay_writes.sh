@@ -31,16 +31,9 @@ if [ ! -x "$OLD_BIN" ]; then
   (cd "$OLD_DIR/src" && CARGO_TARGET_DIR="$OLD_DIR/target" cargo build --release --quiet)
   git worktree remove --force "$OLD_DIR/src" >/dev/null 2>&1 || true
 fi
-start_old_relay() {  # $1 listen port, then relay flags
-  local port=$1; shift
-  MYSQL_PWD="$(cat "$PWFILE")" "$OLD_BIN" relay --listen "127.0.0.1:$port" \
-    --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
-  PIDS+=($!)
-  wait_port "$port"
-}
 RN=$(free_port); start_relay "$RN" --backend "127.0.0.1:$PORT" --pool-max 100
 PN=${PIDS[-1]}
-RO=$(free_port); start_old_relay "$RO" --backend "127.0.0.1:$PORT" --pool-max 100
+RO=$(free_port); start_relay_of "$OLD_BIN" "$RO" --backend "127.0.0.1:$PORT" --pool-max 100
 PO=${PIDS[-1]}
 HZ=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }

@@ -130,15 +130,11 @@ fn spawn_reader(
     })
 }
 
-/// The AUTO_INCREMENT column, when the loaded columns leave it out.
-fn cols_extra_auto_inc(
-    server_given: &[String],
-    auto_inc_col: &Option<String>,
-    chosen: &[(String, Option<String>)],
-) -> Option<String> {
-    let col = auto_inc_col.as_ref()?;
-    (server_given.contains(col) && !chosen.iter().any(|(c, _)| c.eq_ignore_ascii_case(col)))
-        .then(|| col.clone())
+/// Whether a file will be loaded in more than one LOAD DATA statement:
+/// bigger than a chunk, of unknown size (stdin), or compressed (its size
+/// says nothing of its chunks).
+fn several_statements(compressed: bool, size: Option<u64>, chunk_bytes: usize) -> bool {
+    compressed || size.is_none_or(|n| n as usize > chunk_bytes)
 }
 
 fn setup(what: String) -> LoadError {
@@ -164,11 +160,14 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let table_sql = format!("{}.{}", ident(&db), ident(&table));
     let mut control = SessionConn::open(&opts.target).await?;
     let endpoint = opts.target.endpoint.to_string();
-    let cols: Vec<(String, Option<String>, String, Option<String>)> = control
+    let cols: Vec<(String, Option<String>, String, Option<u8>)> = control
         .conn
         .exec(
-            "SELECT COLUMN_NAME, CHARACTER_SET_NAME, EXTRA, COLUMN_DEFAULT FROM information_schema.COLUMNS \
-             WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+            format!(
+                "SELECT COLUMN_NAME, CHARACTER_SET_NAME, EXTRA, {} FROM information_schema.COLUMNS \
+                 WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+                crate::queue::TAKES_SEQUENCE
+            ),
             (&db, &table),
         )
         .await
@@ -206,12 +205,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     // AUTO_INCREMENT or `DEFAULT NEXTVAL(...)` column the file leaves out.
     let server_given: Vec<String> = cols
         .iter()
-        .filter(|(_, _, extra, default)| {
-            extra.contains("auto_increment")
-                || default.as_deref().is_some_and(|d| {
-                    let d = d.to_ascii_lowercase();
-                    d.contains("nextval") || d.contains("next value for")
-                })
+        .filter(|(_, _, extra, sequenced)| {
+            extra.contains("auto_increment") || sequenced.unwrap_or(0) > 0
         })
         .map(|(n, ..)| n.clone())
         .collect();
@@ -242,18 +237,25 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     // InnoDB reserves AUTO_INCREMENT values for a LOAD DATA in growing
     // blocks and drops what a statement did not use: ids left to the
     // server follow one LOAD DATA only when the file is one statement.
-    let auto_inc_left_out = cols_extra_auto_inc(&server_given, &auto_inc_col, &chosen);
+    let auto_inc_left_out = auto_inc_col
+        .as_ref()
+        .filter(|col| !chosen.iter().any(|(c, _)| c.eq_ignore_ascii_case(col)));
     if let Some(col) = auto_inc_left_out {
         for f in &opts.files {
-            let size = (!sqlfleet_dump::reader::is_stdin(f))
-                .then(|| std::fs::metadata(f).ok().map(|m| m.len()))
-                .flatten();
-            // A compressed file's size says nothing of its chunks.
-            let compressed = !sqlfleet_dump::reader::is_stdin(f)
-                && sqlfleet_dump::reader::open(f).map_or(true, |o| {
-                    o.compression != sqlfleet_dump::reader::Compression::None
-                });
-            if compressed || size.is_none_or(|n| n as usize > opts.chunk_bytes) {
+            // stdin is not opened here (it can be read once only) and is of
+            // unknown size; a file that does not open is named below.
+            let (compressed, size) = if sqlfleet_dump::reader::is_stdin(f) {
+                (false, None)
+            } else {
+                match sqlfleet_dump::reader::open(f) {
+                    Ok(o) => (
+                        o.compression != sqlfleet_dump::reader::Compression::None,
+                        o.size,
+                    ),
+                    Err(_) => continue,
+                }
+            };
+            if several_statements(compressed, size, opts.chunk_bytes) {
                 return Err(setup(format!(
                     "{}: the file leaves the AUTO_INCREMENT column `{col}` of {table_sql} to the server, which reserves ids per LOAD DATA statement: loaded in several statements the rows would get other ids than one LOAD DATA gives them. Put the ids in the file, or load it as one statement with --chunk-bytes {} or more",
                     f.display(),
@@ -280,24 +282,28 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     // Ids the file leaves to the server (NULL or 0 in the AUTO_INCREMENT
     // column) cannot be one LOAD DATA's when the file is loaded in several
     // statements: the chunker refuses such a record, naming its line.
-    let zero_is_value = {
-        let mode: Option<String> = control
-            .conn
-            .query_first("SELECT @@SESSION.sql_mode")
-            .await
-            .unwrap_or(None);
-        mode.is_some_and(|m| m.to_ascii_uppercase().contains("NO_AUTO_VALUE_ON_ZERO"))
-    };
-    let server_assigns = auto_inc_col.as_ref().and_then(|col| {
+    let id_field = auto_inc_col.as_ref().and_then(|col| {
         chosen
             .iter()
             .position(|(c, _)| c.eq_ignore_ascii_case(col))
-            .map(|field| sqlfleet_flat::ServerAssigns {
-                field,
-                column: col.clone(),
-                zero_is_value,
-            })
+            .map(|field| (field, col.clone()))
     });
+    let server_assigns = match id_field {
+        Some((field, column)) => {
+            let mode: Option<String> = control
+                .conn
+                .query_first("SELECT @@SESSION.sql_mode")
+                .await
+                .unwrap_or(None);
+            Some(sqlfleet_flat::ServerAssigns {
+                field,
+                column,
+                zero_is_value: mode
+                    .is_some_and(|m| m.to_ascii_uppercase().contains("NO_AUTO_VALUE_ON_ZERO")),
+            })
+        }
+        None => None,
+    };
     let checks = Checks {
         fields: Some(chosen.len()),
         utf8,
@@ -357,8 +363,11 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             checks: Checks {
                 // Only a file of several chunks is several statements.
                 server_assigns: server_assigns.clone().filter(|_| {
-                    opened.compression != sqlfleet_dump::reader::Compression::None
-                        || opened.size.is_none_or(|n| n as usize > opts.chunk_bytes)
+                    several_statements(
+                        opened.compression != sqlfleet_dump::reader::Compression::None,
+                        opened.size,
+                        opts.chunk_bytes,
+                    )
                 }),
                 ..checks.clone()
             },

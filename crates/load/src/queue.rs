@@ -158,6 +158,12 @@ impl JobQueue {
     }
 }
 
+/// An information_schema.COLUMNS condition: the column's default takes a
+/// sequence's next value (`nextval(s)`, `NEXT VALUE FOR s`), so rows that
+/// leave it to the default get values in the order they are inserted.
+pub const TAKES_SEQUENCE: &str =
+    "(COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%')";
+
 /// Does this CREATE TABLE give a column AUTO_INCREMENT (not just the
 /// `AUTO_INCREMENT=N` table option)?
 pub fn has_auto_increment(create: &[u8]) -> bool {

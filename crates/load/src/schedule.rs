@@ -527,7 +527,7 @@ impl Scheduler {
               AND {seq} LIMIT 1), \
              (SELECT ORDINAL_POSITION FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {db} AND TABLE_NAME = {t} \
               AND {seq} LIMIT 1)",
-            seq = "(COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%')"
+            seq = crate::queue::TAKES_SEQUENCE
         );
         type Row = (
             Option<String>,
@@ -577,20 +577,21 @@ impl Scheduler {
         // rolled-back attempt would use some up: such batches go one at a
         // time in file order, and never by the fast path (its fallback
         // rolls back).
-        let generates = info
-            .auto_inc
-            .as_ref()
-            .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
+        // Does some statement leave this column (position, name) to the
+        // server: no value, NULL, DEFAULT or 0?
+        let left_to_server = |col: &Option<(usize, String)>| {
+            col.as_ref().is_some_and(|(pos, name)| {
+                b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name))
+            })
+        };
+        let generates = left_to_server(&info.auto_inc);
         let table = Self::show(&b.key);
         let prelude_len = self.ctx.prelude.len();
         // Rows that take a sequence's next value (shared with other tables
         // and statements): which row gets which depends on the order of
         // everything, and a rolled-back attempt would use some up. Batches
         // that give the column its value (a dump's) stay parallel.
-        let takes_sequence = info
-            .sequenced
-            .as_ref()
-            .is_some_and(|(pos, name)| b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name)));
+        let takes_sequence = left_to_server(&info.sequenced);
         let triggered = self.triggered.contains(&b.key) || takes_sequence;
         // With --continue-on-error a failed batch is rolled back and run
         // again statement by statement; ids the server assigned (to the

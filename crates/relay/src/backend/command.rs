@@ -15,6 +15,10 @@ pub trait Link {
     fn io(&mut self) -> &mut PacketIo<AnyStream>;
     /// CLIENT_DEPRECATE_EOF is in effect (results end with an OK, not EOF).
     fn deprecate_eof(&self) -> bool;
+    /// The relay is about to send a statement of its own: what the
+    /// connection's session holds for a client may change with it (a
+    /// SELECT's row count becomes FOUND_ROWS()).
+    fn own_statement(&mut self) {}
 }
 
 /// Sends one command and reads its whole reply without forwarding it;
@@ -24,6 +28,7 @@ pub async fn command(
     payload: &[u8],
     expect: Expect,
 ) -> Result<crate::protocol::reply::Outcome, WireError> {
+    c.own_statement();
     c.io().write_packet(0, payload).await?;
     let mut t = Tracker::new(expect, c.deprecate_eof());
     loop {
@@ -38,6 +43,7 @@ pub async fn command(
 
 /// The first column of the first row of a one-column query (NULL: None).
 pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>, WireError> {
+    c.own_statement();
     let mut p = vec![0x03];
     p.extend_from_slice(sql.as_bytes());
     c.io().write_packet(0, &p).await?;
@@ -104,6 +110,7 @@ pub async fn query_rows(
     sql: &str,
     limit: usize,
 ) -> Result<Vec<Vec<(String, Option<String>)>>, WireError> {
+    c.own_statement();
     let mut p = vec![0x03];
     p.extend_from_slice(sql.as_bytes());
     c.io().write_packet(0, &p).await?;

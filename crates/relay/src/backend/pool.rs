@@ -54,7 +54,8 @@ pub struct BackendConn {
     pub diagnostics_dirty: bool,
     /// The client (relay id) whose FOUND_ROWS() the server holds on it:
     /// that client's last SELECT ran here and nothing since changed the
-    /// count (the relay's own SELECTs do: they set None).
+    /// count (every statement of the relay's own forgets it:
+    /// `Link::own_statement`).
     pub found_rows_of: Option<u32>,
     /// The event loop whose poller its socket is registered on.
     home: usize,
@@ -90,6 +91,9 @@ impl Link for BackendConn {
     }
     fn deprecate_eof(&self) -> bool {
         self.caps & DEPRECATE_EOF != 0
+    }
+    fn own_statement(&mut self) {
+        self.found_rows_of = None;
     }
 }
 

@@ -877,7 +877,6 @@ impl Session {
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         // The question's own one row is the server's count now.
-        c.found_rows_of = None;
         if let Some(n) = v.and_then(|v| v.parse().ok()) {
             self.last_found_rows = n;
             self.found_rows_calc = false;
@@ -956,7 +955,6 @@ impl Session {
         command::command(c, clear, Expect::Results { cursor: false })
             .await
             .map_err(lost)?;
-        c.found_rows_of = None;
         if row_count == 0 {
             command::simple(c, b"\x03DO 0").await.map_err(lost)?;
         }

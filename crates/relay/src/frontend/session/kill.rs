@@ -120,7 +120,6 @@ impl Session {
         )
         .await
         .map_err(|e| Fail::Lost(e.to_string()))?;
-        c.found_rows_of = None;
         self.release_if_free();
         Ok(n.as_deref().is_some_and(|n| n != "0"))
     }

@@ -167,7 +167,6 @@ impl Session {
         let mut c = self.ctx.pool.lease(p, self.want()).await?;
         match command::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
             Ok(v) => {
-                c.found_rows_of = None;
                 self.ctx.pool.put(c);
                 Ok(v.filter(|v| !v.is_empty()))
             }
@@ -239,7 +238,6 @@ impl Session {
         let v = command::query_value(c, "SELECT @@last_gtid")
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
-        c.found_rows_of = None;
         if let Some(g) = v.filter(|g| !g.is_empty()) {
             self.last_write_gtid = Some(g);
         }
