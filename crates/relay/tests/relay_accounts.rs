@@ -347,6 +347,21 @@ fn per_user_relay(
     u16,
     common::relay::Relay,
 ) {
+    per_user_relay_as(setup, None, "")
+}
+
+/// [`per_user_relay`] with the relay's own backend account given (root's
+/// when `None`) and `[pool]` settings.
+fn per_user_relay_as(
+    setup: &[&str],
+    account: Option<(&str, &str)>,
+    pool: &str,
+) -> (
+    &'static sqlfleet_testkit::TestServer,
+    tokio::runtime::Runtime,
+    u16,
+    common::relay::Relay,
+) {
     let srv = server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
@@ -357,12 +372,15 @@ fn per_user_relay(
     });
     let port = free_port();
     let metrics_port = free_port();
-    let pw = srv.sandbox.password().expect("pw");
+    let root_pw = srv.sandbox.password().expect("pw");
+    let (user, pw) = account.unwrap_or(("root", root_pw.expose()));
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
-         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"per-user\"\n",
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = {}\npassword = {}\naccounts = \"per-user\"\n\n\
+         [pool]\n{pool}",
         srv.sandbox.meta.primary().port,
-        quoted(pw.expose()),
+        quoted(user),
+        quoted(pw),
     );
     let relay = start_config(&toml, port, metrics_port);
     (srv, rt, port, relay)
@@ -450,5 +468,87 @@ fn accounts_made_or_changed_log_in_at_once() {
         root.query_drop("DROP USER 'nina'@'%', 'otto'@'%'")
             .await
             .expect("clean up");
+    });
+}
+
+/// Per-user mode: a client's account may write a table whose columns the
+/// relay's own account cannot see, so the relay cannot tell whether a
+/// column default advances a sequence (the server reports no such
+/// change). Such a write keeps the client's connection, as one whose
+/// default is known to does; a table the relay can see and whose defaults
+/// do nothing still shares it.
+#[test]
+fn a_write_to_a_table_the_relay_cannot_see_keeps_the_connection() {
+    let setup = [
+        "DROP DATABASE IF EXISTS unseen",
+        "CREATE DATABASE unseen",
+        "CREATE SEQUENCE unseen.s",
+        "CREATE TABLE unseen.ts (id BIGINT DEFAULT NEXTVAL(unseen.s) PRIMARY KEY, v INT)",
+        "CREATE TABLE unseen.plain (v INT)",
+        "DROP USER IF EXISTS 'relaylook'@'%', 'writer'@'%'",
+        "CREATE USER 'relaylook'@'%' IDENTIFIED BY 'look-pw'",
+        "GRANT SELECT ON mysql.user TO 'relaylook'@'%'",
+        "GRANT TRIGGER ON *.* TO 'relaylook'@'%'",
+        "GRANT SELECT ON unseen.plain TO 'relaylook'@'%'",
+        "CREATE USER 'writer'@'%' IDENTIFIED BY 'writer-pw'",
+        "GRANT ALL ON unseen.* TO 'writer'@'%'",
+    ];
+    let (srv, rt, port, relay) = per_user_relay_as(
+        &setup,
+        Some(("relaylook", "look-pw")),
+        "max = 1\nwait_timeout = 1\n",
+    );
+    let connect = || async move {
+        let mut t = client(port, "writer", "writer-pw");
+        t.database = Some("unseen".into());
+        t.connect(Duration::from_secs(5)).await
+    };
+    rt.block_on(async {
+        // With one backend connection, a second client gets one (to log
+        // in and to query) only if the first client's went back to the
+        // pool.
+        let shared = || async move {
+            let r = match connect().await {
+                Ok(mut b) => {
+                    let r = b.query_drop("SELECT 1").await.map_err(|e| e.to_string());
+                    let _ = b.disconnect().await;
+                    r
+                }
+                Err(e) => Err(e.to_string()),
+            };
+            match r {
+                Ok(()) => true,
+                Err(e) => {
+                    assert!(e.contains("1040"), "{e}");
+                    false
+                }
+            }
+        };
+        let mut a = connect().await.expect("writer");
+        a.query_drop("INSERT INTO plain VALUES (1)")
+            .await
+            .expect("plain insert");
+        assert!(shared().await, "a table the relay sees, nothing unseen");
+        a.query_drop("INSERT INTO ts (v) VALUES (1)")
+            .await
+            .expect("insert");
+        assert!(
+            !shared().await,
+            "a table the relay cannot see went to the pool after a write"
+        );
+        let last: Option<i64> = a.query_first("SELECT LASTVAL(s)").await.expect("lastval");
+        assert_eq!(last, Some(1), "the writer's LASTVAL");
+        a.disconnect().await.expect("quit");
+    });
+    let n = relay.metric("sqlfleet_relay_pins_total{reason=\"trigger_or_sequence_default\"}");
+    assert!(n >= 1.0, "pins counted: {n}");
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        root.query_drop("DROP USER 'relaylook'@'%', 'writer'@'%'")
+            .await
+            .expect("drop users");
+        root.query_drop("DROP DATABASE unseen")
+            .await
+            .expect("drop db");
     });
 }

@@ -13,7 +13,14 @@
 //! its table as suspect as those. A verdict is kept for [`TTL`]; DDL
 //! through the relay empties the cache, DDL elsewhere is seen within the
 //! TTL. A lookup that fails counts as "may": sharing is lost, never
-//! correctness.
+//! correctness. So does a table the relay's account sees but none of whose
+//! columns it sees (per-user mode, where clients' accounts may have
+//! rights the relay's lacks): its defaults are unknown. The global TRIGGER
+//! privilege the relay asks for (see `ask_privilege`) makes every table
+//! visible; a name not visible at all (an alias the statement reader
+//! passed on, a table that does not exist) is nothing to fear. An account
+//! that sees some of a table's columns (grants on single columns) is
+//! trusted for the rest.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -55,13 +62,17 @@ pub enum Verdict {
 }
 
 /// Judges one table from its lookup rows: (`k`, `s`) with `k` one of
-/// `trigger` (the body), `default` (a column default) or `view`.
+/// `table` (the table is visible; `s` counts the columns the relay's
+/// account sees), `trigger` (the body), `default` (a column default) or
+/// `view`.
 pub fn judge(rows: &[Row]) -> Verdict {
     let mut writes = Vec::new();
     for r in rows {
         let kind = field(Some(r), "k").unwrap_or_default();
         let text = field(Some(r), "s").unwrap_or_default();
         match kind.as_str() {
+            "table" if text.parse::<u64>().is_ok_and(|n| n > 0) => {}
+            "table" => return Verdict::Hidden,
             "view" => return Verdict::Hidden,
             "default" | "trigger" => {
                 let q = sql::Query::new(text.as_bytes());
@@ -91,12 +102,16 @@ pub fn judge(rows: &[Row]) -> Verdict {
     Verdict::Writes(writes)
 }
 
-/// The lookup of one table: its triggers' bodies, its column defaults,
-/// and whether it is a view.
+/// The lookup of one table: whether the relay sees it and how many of its
+/// columns, its triggers' bodies, its column defaults, and whether it is
+/// a view.
 fn lookup_sql(db: &str, table: &str) -> String {
     let (d, t) = (literal(db), literal(table));
     format!(
-        "SELECT 'trigger' AS k, ACTION_STATEMENT AS s FROM information_schema.TRIGGERS \
+        "SELECT 'table' AS k, (SELECT COUNT(*) FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t}) AS s FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
+         UNION ALL SELECT 'trigger', ACTION_STATEMENT FROM information_schema.TRIGGERS \
          WHERE EVENT_OBJECT_SCHEMA = {d} AND EVENT_OBJECT_TABLE = {t} \
          UNION ALL SELECT 'default', COLUMN_DEFAULT FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} AND COLUMN_DEFAULT IS NOT NULL \
@@ -190,8 +205,9 @@ impl WriteEffects {
     }
 
     /// Warns once when the relay's account lacks the global TRIGGER
-    /// privilege: information_schema then hides triggers from it, and the
-    /// writes they make unseen cannot be followed.
+    /// privilege: information_schema then hides triggers from it (and
+    /// tables it has no other right on), and the writes they make unseen
+    /// cannot be followed.
     async fn ask_privilege(&self) -> Result<(), String> {
         use std::sync::atomic::Ordering::Relaxed;
         if self.asked_privilege.load(Relaxed) {
@@ -204,8 +220,9 @@ impl WriteEffects {
         if n == "0" {
             tracing::warn!(
                 "the relay's backend account has no global TRIGGER privilege, so information_schema \
-                 shows it no triggers: writes to tables whose triggers take user locks or advance \
-                 sequences are not followed (GRANT TRIGGER ON *.* to that account)"
+                 shows it no triggers, nor tables it has no other right on: writes to tables whose \
+                 triggers or column defaults take user locks or advance sequences are not followed \
+                 (GRANT TRIGGER ON *.* to that account)"
             );
         }
         self.asked_privilege.store(true, Relaxed);
@@ -221,9 +238,14 @@ mod tests {
         vec![("k".into(), Some(k.into())), ("s".into(), Some(s.into()))]
     }
 
+    /// A table whose lookup shows `n` columns, then `rows`.
+    fn seen(n: &str, rows: &[Row]) -> Vec<Row> {
+        [vec![row("table", n)], rows.to_vec()].concat()
+    }
+
     #[test]
     fn what_makes_a_write_hidden() {
-        assert_eq!(judge(&[]), Verdict::Writes(vec![]));
+        assert_eq!(judge(&seen("2", &[])), Verdict::Writes(vec![]));
         for rows in [
             vec![row("default", "nextval(`shop`.`s`)")],
             vec![row("default", "NEXT VALUE FOR s")],
@@ -233,27 +255,38 @@ mod tests {
             vec![row("trigger", "CALL audit(NEW.id)")],
             vec![row("view", "")],
         ] {
-            assert_eq!(judge(&rows), Verdict::Hidden, "{rows:?}");
+            assert_eq!(judge(&seen("3", &rows)), Verdict::Hidden, "{rows:?}");
         }
+        // A table the relay's account sees but none of whose columns:
+        // its defaults are unknown.
+        assert_eq!(judge(&seen("0", &[])), Verdict::Hidden);
+        // A name it does not see at all (an alias, a missing table).
+        assert_eq!(judge(&[]), Verdict::Writes(vec![]));
         // Defaults and triggers that only compute, or set user variables
         // (which the server reports), are no reason.
         assert_eq!(
-            judge(&[
-                row("default", "current_timestamp()"),
-                row("trigger", "SET @last = NEW.v"),
-                row(
-                    "trigger",
-                    "BEGIN IF NEW.v < 0 THEN SET NEW.v = 0; END IF; END"
-                ),
-            ]),
+            judge(&seen(
+                "4",
+                &[
+                    row("default", "current_timestamp()"),
+                    row("trigger", "SET @last = NEW.v"),
+                    row(
+                        "trigger",
+                        "BEGIN IF NEW.v < 0 THEN SET NEW.v = 0; END IF; END"
+                    ),
+                ]
+            )),
             Verdict::Writes(vec![])
         );
         // A trigger writing another table passes the question on.
         assert_eq!(
-            judge(&[row(
-                "trigger",
-                "BEGIN INSERT INTO audit (v) VALUES (NEW.v); UPDATE other.`Tot` SET n = n + 1; END"
-            )]),
+            judge(&seen(
+                "1",
+                &[row(
+                    "trigger",
+                    "BEGIN INSERT INTO audit (v) VALUES (NEW.v); UPDATE other.`Tot` SET n = n + 1; END"
+                )]
+            )),
             Verdict::Writes(vec![
                 TableRef {
                     db: None,
