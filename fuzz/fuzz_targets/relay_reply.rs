@@ -53,17 +53,17 @@ fuzz_target!(|data: &[u8]| {
     let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);
     let _ = sqlfleet_relay::protocol::track::strip(rest);
     let _ = sqlfleet_relay::protocol::track::filter(rest, &view);
-    let mut c = sqlfleet_relay::protocol::stmt::ClientStmt {
-        sql: std::sync::Arc::from(&b"SELECT ?"[..]),
-        db: None,
-        params: u16::from(kind % 20),
-        columns: 0,
-        types: None,
-        fx: Default::default(),
-    };
+    let mut c = sqlfleet_relay::protocol::stmt::ClientStmt::new(
+        None,
+        b"SELECT ?",
+        u16::from(kind % 20),
+        0,
+        Default::default(),
+    );
     let mut b = sqlfleet_relay::protocol::stmt::BackendStmts::default();
-    b.insert(c.key(), 1, 4);
-    if let Some(bs) = b.get_mut(&c.key()) {
-        let _ = sqlfleet_relay::protocol::stmt::rewrite_execute(rest, c.params, &mut c, bs);
+    b.insert(c.def.key.clone(), 1, 4);
+    let def = c.def.clone();
+    if let Some(bs) = b.get_mut(&def.key) {
+        let _ = sqlfleet_relay::protocol::stmt::rewrite_execute(rest, def.params, &mut c, bs);
     }
 });

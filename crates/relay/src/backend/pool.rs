@@ -393,6 +393,11 @@ impl Pool {
     /// (none while no backend is writable); for `Replica`, the least busy
     /// replicating read-only one within `max_lag`, else the primary.
     pub fn pick(&self, route: Route) -> Option<usize> {
+        // One backend: `Any` gets it whatever its state (as below), with
+        // no per-statement look at the health states.
+        if self.sides.len() == 1 && route == Route::Any {
+            return Some(0);
+        }
         let states = self.health.briefs();
         // Least busy per unit of weight first; ties go round-robin among
         // the candidates, each taking turns in proportion to its weight.
@@ -489,14 +494,19 @@ impl Pool {
         let side = &self.sides[backend];
         let s = self.settings();
         let t0 = Instant::now();
+        // The time of the last look at the idle list (the start, or the end
+        // of a wait): how long a connection found there has been idle.
+        let mut clock = t0;
         let deadline = t0 + s.wait_timeout;
         let mut waiting = WaitGuard {
             n: &side.waiting,
             counted: false,
         };
         let result = loop {
+            // Not boxed: a lease per statement would cost an allocation.
+            #[allow(clippy::large_enum_variant)]
             enum Next {
-                Use(Box<BackendConn>),
+                Use(BackendConn),
                 Open(Slot),
                 Wait,
             }
@@ -515,7 +525,7 @@ impl Pool {
                         .max(),
                 };
                 if let Some((_, i)) = best {
-                    Next::Use(Box::new(inner.idle.swap_remove(i)))
+                    Next::Use(inner.idle.swap_remove(i))
                 } else if inner.open < s.max {
                     inner.open += 1;
                     Next::Open(Slot { side: side.clone() })
@@ -531,7 +541,9 @@ impl Pool {
             };
             match next {
                 Next::Use(mut c) => {
-                    if c.idle_since.elapsed() >= s.check_after && ping(&mut *c).await.is_err() {
+                    if clock.saturating_duration_since(c.idle_since) >= s.check_after
+                        && ping(&mut c).await.is_err()
+                    {
                         continue; // dead: dropped, try again
                     }
                     let epoch = self.epoch.load(Relaxed);
@@ -543,7 +555,7 @@ impl Pool {
                         }
                         c.epoch = epoch;
                         if c.tracking {
-                            c.client_tracking = self.client_tracking(backend, &mut *c).await;
+                            c.client_tracking = self.client_tracking(backend, &mut c).await;
                         }
                     }
                     if c.come_home().is_err() {
@@ -552,7 +564,7 @@ impl Pool {
                     if let Some(m) = self.metrics.backend(backend) {
                         m.reuses.fetch_add(1, Relaxed);
                     }
-                    break Ok(*c);
+                    break Ok(c);
                 }
                 Next::Open(slot) => break self.open(backend, shape, want.account, slot).await,
                 Next::Wait => {
@@ -584,6 +596,7 @@ impl Pool {
                         );
                         break Err(LeaseError::Timeout(s.wait_timeout, s.max));
                     }
+                    clock = Instant::now();
                 }
             }
         };
@@ -690,9 +703,13 @@ impl Pool {
     fn make_idle(&self, mut c: BackendConn) {
         let side = &self.sides[c.backend];
         let s = self.settings();
-        c.idle_since = Instant::now();
+        let now = Instant::now();
+        c.idle_since = now;
         let mut inner = side.inner();
-        if inner.open > s.max || c.created.elapsed() >= s.max_lifetime || self.is_dropped(&c) {
+        if inner.open > s.max
+            || now.duration_since(c.created) >= s.max_lifetime
+            || self.is_dropped(&c)
+        {
             drop(inner);
             drop(c);
             return;

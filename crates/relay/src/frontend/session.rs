@@ -13,7 +13,7 @@ mod ps;
 mod route;
 mod user;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
@@ -126,8 +126,8 @@ struct Session {
     settings: Vec<Setting>,
     stmts: ClientStmts,
     pins: BTreeSet<Pin>,
-    cursors: HashSet<u32>,
-    long_data: HashSet<u32>,
+    cursors: rustc_hash::FxHashSet<u32>,
+    long_data: rustc_hash::FxHashSet<u32>,
     pin_next: Option<Pin>,
     /// A transaction was open since the savepoint (which ends with it).
     savepoint_began: bool,
@@ -244,8 +244,8 @@ where
         settings: Vec::new(),
         stmts: ClientStmts::default(),
         pins: BTreeSet::new(),
-        cursors: HashSet::new(),
-        long_data: HashSet::new(),
+        cursors: Default::default(),
+        long_data: Default::default(),
         pin_next: None,
         savepoint_began: false,
         in_trans: false,

@@ -11,6 +11,9 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use crate::protocol::reply::{Event, ReplyError, Tracker, PREFIX};
 
 const BUF: usize = 64 * 1024;
+/// The framing buffer is kept up to this size; a larger one (a big
+/// command) is let go after its write.
+const OUT_KEEP: usize = 64 * 1024;
 
 /// Any byte stream the relay serves clients over.
 pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send + Sync + 'static {
@@ -72,6 +75,8 @@ pub struct PacketIo<S> {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// Where [`PacketIo::write_packet`] frames a packet.
+    out: Vec<u8>,
 }
 
 /// Why forwarding a reply stopped early.
@@ -109,6 +114,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             buf: vec![0; n],
             start: 0,
             end: 0,
+            out: Vec::new(),
         }
     }
 
@@ -192,8 +198,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 
+    /// Writes one packet (split as the protocol wants past 16 MiB). A
+    /// packet that fits in one frame is framed in a buffer kept for the
+    /// connection: one write and no allocation per command.
     pub async fn write_packet(&mut self, seq: u8, payload: &[u8]) -> Result<u8, WireError> {
-        packet::write(&mut self.s, seq, payload).await
+        if payload.len() >= MAX_CHUNK {
+            return packet::write(&mut self.s, seq, payload).await;
+        }
+        self.out.clear();
+        self.out
+            .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
+        self.out.push(seq);
+        self.out.extend_from_slice(payload);
+        self.s.write_all(&self.out).await?;
+        self.s.flush().await?;
+        if self.out.capacity() > OUT_KEEP {
+            self.out = Vec::new();
+        }
+        Ok(seq.wrapping_add(1))
     }
 
     /// Passes one physical packet through to `to` unchanged; returns its

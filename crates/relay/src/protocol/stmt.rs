@@ -4,35 +4,91 @@
 //! re-prepares on demand. Parameter types, which a client sends only on its
 //! first execute, are re-sent to a backend statement that has not seen them.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
-/// A statement as the client prepared it.
+use rustc_hash::FxHashMap;
+
+/// A statement as the client prepared it: what it is (shared, so that an
+/// execute holds it without a copy) and the parameter types the client
+/// last sent.
 #[derive(Debug, Clone)]
 pub struct ClientStmt {
-    pub sql: Arc<[u8]>,
-    pub db: Option<String>,
-    pub params: u16,
-    pub columns: u16,
+    pub def: Arc<StmtDef>,
     /// The parameter types of the client's last execute that sent them.
     pub types: Option<Vec<u8>>,
+}
+
+/// What a prepared statement is, fixed at prepare.
+#[derive(Debug)]
+pub struct StmtDef {
+    /// The default database it was prepared in and its text: what a
+    /// backend connection prepares it as.
+    pub key: StmtKey,
+    pub params: u16,
+    pub columns: u16,
     /// What the statement's text does to the session (pins, settings,
     /// whether a replica may answer it).
-    pub fx: Arc<crate::protocol::sql::Effects>,
+    pub fx: crate::protocol::sql::Effects,
 }
 
 impl ClientStmt {
-    pub fn key(&self) -> StmtKey {
-        (self.db.clone(), self.sql.clone())
+    pub fn new(
+        db: Option<String>,
+        sql: &[u8],
+        params: u16,
+        columns: u16,
+        fx: crate::protocol::sql::Effects,
+    ) -> ClientStmt {
+        ClientStmt {
+            def: Arc::new(StmtDef {
+                key: StmtKey::new(db, Arc::from(sql)),
+                params,
+                columns,
+                fx,
+            }),
+            types: None,
+        }
     }
 }
 
-/// What a backend statement is prepared as.
-pub type StmtKey = (Option<String>, Arc<[u8]>);
+/// What a backend statement is prepared as: the default database and the
+/// text. Its hash is taken once, when the client prepares (with a
+/// per-process random key, so a client cannot choose texts that collide),
+/// and every execute's lookup hashes only that number.
+#[derive(Debug, Clone)]
+pub struct StmtKey {
+    hash: u64,
+    pub db: Option<String>,
+    pub sql: Arc<[u8]>,
+}
+
+impl StmtKey {
+    pub fn new(db: Option<String>, sql: Arc<[u8]>) -> StmtKey {
+        use std::hash::BuildHasher;
+        static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+            std::sync::OnceLock::new();
+        let hash = KEYS.get_or_init(Default::default).hash_one((&db, &*sql));
+        StmtKey { hash, db, sql }
+    }
+}
+
+impl PartialEq for StmtKey {
+    fn eq(&self, o: &StmtKey) -> bool {
+        self.hash == o.hash && self.db == o.db && self.sql == o.sql
+    }
+}
+
+impl Eq for StmtKey {}
+
+impl std::hash::Hash for StmtKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        h.write_u64(self.hash);
+    }
+}
 
 #[derive(Debug, Default)]
 pub struct ClientStmts {
-    map: HashMap<u32, ClientStmt>,
+    map: FxHashMap<u32, ClientStmt>,
     next: u32,
     /// The most recent id, for MariaDB's "last prepared" id 0xFFFFFFFF.
     last: u32,
@@ -93,7 +149,7 @@ pub struct BackendStmt {
 /// evicted past `cap` (their ids queued for COM_STMT_CLOSE).
 #[derive(Debug, Default)]
 pub struct BackendStmts {
-    map: HashMap<StmtKey, BackendStmt>,
+    map: FxHashMap<StmtKey, BackendStmt>,
     tick: u64,
     pub to_close: Vec<u32>,
 }
@@ -225,17 +281,16 @@ mod tests {
     use super::*;
 
     fn stmt(params: u16) -> ClientStmt {
-        ClientStmt {
-            sql: Arc::from(&b"SELECT ?"[..]),
-            db: None,
+        ClientStmt::new(
+            None,
+            b"SELECT ?",
             params,
-            columns: 1,
-            types: None,
-            fx: Arc::new(crate::protocol::sql::Effects {
+            1,
+            crate::protocol::sql::Effects {
                 read: true,
                 ..Default::default()
-            }),
-        }
+            },
+        )
     }
 
     #[test]
@@ -281,11 +336,30 @@ mod tests {
     fn backend_cache_is_bounded() {
         let mut b = BackendStmts::default();
         for i in 0..10u32 {
-            let key = (None, Arc::from(format!("SELECT {i}").as_bytes()));
+            let key = StmtKey::new(None, Arc::from(format!("SELECT {i}").as_bytes()));
             b.insert(key, i, 4);
         }
         assert_eq!(b.len(), 4);
         assert_eq!(b.to_close, vec![0, 1, 2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_statement_is_found_by_its_database_and_text_only() {
+        let key = |db: Option<&str>, sql: &str| {
+            StmtKey::new(db.map(Into::into), Arc::from(sql.as_bytes()))
+        };
+        let mut b = BackendStmts::default();
+        b.insert(key(Some("a"), "SELECT ?"), 7, 8);
+        b.insert(key(None, "SELECT ?"), 8, 8);
+        b.insert(key(Some("b"), "SELECT ?"), 9, 8);
+        let id = |b: &mut BackendStmts, k: StmtKey| b.get_mut(&k).map(|s| s.id);
+        assert_eq!(id(&mut b, key(Some("a"), "SELECT ?")), Some(7));
+        assert_eq!(id(&mut b, key(None, "SELECT ?")), Some(8));
+        assert_eq!(id(&mut b, key(Some("b"), "SELECT ?")), Some(9));
+        assert_eq!(id(&mut b, key(Some("a"), "SELECT  ?")), None);
+        assert_eq!(id(&mut b, key(Some("c"), "SELECT ?")), None);
+        assert_eq!(key(Some("a"), "x"), key(Some("a"), "x"));
+        assert_ne!(key(Some("a"), "x"), key(Some("ax"), ""));
     }
 
     proptest::proptest! {

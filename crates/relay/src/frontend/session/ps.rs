@@ -2,13 +2,12 @@
 //! mapped to whichever backend connection runs them.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::Pin;
-use crate::protocol::stmt::{self, ClientStmt};
+use crate::protocol::stmt::{self, ClientStmt, StmtDef};
 use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_PREPARE, COM_STMT_RESET};
 
 fn unknown(id: u32, what: &str) -> Fail {
@@ -54,17 +53,10 @@ impl Session {
         }
         self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
-            let s = ClientStmt {
-                sql: Arc::from(&cmd[1..]),
-                db: self.db.clone(),
-                params,
-                columns,
-                types: None,
-                fx: Arc::new(fx),
-            };
+            let s = ClientStmt::new(self.db.clone(), &cmd[1..], params, columns, fx);
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
-                c.stmts.insert(s.key(), bid, cap);
+                c.stmts.insert(s.def.key.clone(), bid, cap);
             }
             self.stmts.insert(id, s);
         }
@@ -74,26 +66,29 @@ impl Session {
     /// The backend id of a client statement on the current connection,
     /// preparing it there first if needed (under the default database it
     /// was prepared with).
-    async fn backend_stmt(&mut self, s: &ClientStmt) -> Result<u32, Fail> {
+    async fn backend_stmt(&mut self, s: &StmtDef) -> Result<u32, Fail> {
         self.ensure_conn().await?;
+        let Some(c) = self.conn.as_mut() else {
+            return Err(Fail::Close);
+        };
+        if let Some(b) = c.stmts.get_mut(&s.key) {
+            return Ok(b.id);
+        }
         let cap = self.ctx.pool.settings().statement_cache;
         let client_db = self.db.clone();
         let metrics = self.ctx.metrics.clone();
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
         };
-        let key = s.key();
-        if let Some(b) = c.stmts.get_mut(&key) {
-            return Ok(b.id);
-        }
+        let (db, sql) = (&s.key.db, &s.key.sql);
         let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
         let init_db = |db: &str| {
             let mut p = vec![COM_INIT_DB];
             p.extend_from_slice(db.as_bytes());
             p
         };
-        if s.db != c.db {
-            let Some(d) = &s.db else {
+        if *db != c.db {
+            let Some(d) = db else {
                 return Err(Fail::Err(
                     1046,
                     "3D000",
@@ -104,7 +99,7 @@ impl Session {
             c.db = Some(d.clone());
         }
         let mut p = vec![COM_STMT_PREPARE];
-        p.extend_from_slice(&s.sql);
+        p.extend_from_slice(sql);
         let o = command::command(c, &p, Expect::Prepare)
             .await
             .map_err(lost)?;
@@ -120,7 +115,7 @@ impl Session {
         let (bid, _, _) = o
             .prepared
             .ok_or_else(|| Fail::Lost("prepare reply without a statement id".into()))?;
-        c.stmts.insert(key, bid, cap);
+        c.stmts.insert(s.key.clone(), bid, cap);
         metrics.reprepares.fetch_add(1, Relaxed);
         Ok(bid)
     }
@@ -130,17 +125,17 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_execute"));
         };
-        let s = s.clone();
-        let fx = s.fx.clone();
+        let s = s.def.clone();
+        let fx = &s.fx;
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
-        self.drop_diagnostics_hold(&fx);
+        self.drop_diagnostics_hold(fx);
         self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in &fx.pins {
             self.pin(*p);
         }
-        self.pin_unseen_write_effects(&fx).await;
-        self.carry_over(&fx).await?;
+        self.pin_unseen_write_effects(fx).await;
+        self.carry_over(fx).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;
         let o = loop {
@@ -157,9 +152,9 @@ impl Session {
             }
         };
         self.after_write(fx.read, &o).await?;
-        self.keep_diagnostics(&o, &fx);
+        self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
-        self.after_text_effects(&fx, &o);
+        self.after_text_effects(fx, &o);
         self.long_data.remove(&cid);
         if cursor && o.error.is_none() {
             self.cursors.insert(cid);
@@ -174,16 +169,15 @@ impl Session {
         &mut self,
         cmd: &[u8],
         cid: u32,
-        s: &ClientStmt,
+        s: &StmtDef,
         cursor: bool,
     ) -> Result<crate::protocol::reply::Outcome, Fail> {
         self.before_replica_read().await?;
         self.backend_stmt(s).await?;
-        let key = s.key();
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
         };
-        let Some(bs) = c.stmts.get_mut(&key) else {
+        let Some(bs) = c.stmts.get_mut(&s.key) else {
             return Err(Fail::Close);
         };
         let out = match stmt::rewrite_execute(cmd, s.params, cs, bs) {
@@ -204,7 +198,7 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Ok(()); // no reply to this command, even for errors
         };
-        let s = s.clone();
+        let s = s.def.clone();
         let bid = self.backend_stmt(&s).await?;
         self.long_data.insert(cid);
         self.update_stmt_pins();
@@ -227,7 +221,7 @@ impl Session {
         if self.cursors.remove(&cid) {
             // Close the open cursor on the backend; the statement stays cached.
             if let (Some(s), Some(c)) = (s, self.conn.as_mut()) {
-                if let Some(b) = c.stmts.get_mut(&s.key()) {
+                if let Some(b) = c.stmts.get_mut(&s.def.key) {
                     let mut p = vec![COM_STMT_RESET];
                     p.extend_from_slice(&b.id.to_le_bytes());
                     command::simple(c, &p)
@@ -245,7 +239,7 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_reset"));
         };
-        let key = s.key();
+        let key = s.def.key.clone();
         let bid = self
             .conn
             .as_mut()
@@ -269,7 +263,7 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_fetch"));
         };
-        let key = s.key();
+        let key = s.def.key.clone();
         let bid = self
             .conn
             .as_mut()
