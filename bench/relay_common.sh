@@ -4,7 +4,8 @@
 #   free_port, wait_port PORT, start_relay PORT ARGS... (backgrounded, pid
 #   added to PIDS; start_relay_of BIN PORT ARGS... with another binary), start_haproxy PORT [NBTHREAD] (haproxy in TCP mode in
 #   front of the sandbox: the byte-pipe peer), mk_sb PORT (a sysbench
-#   config file).
+#   config file), binary_of REV (the sqlfleet binary of an earlier
+#   revision, built once per revision beside the target directory).
 set -euo pipefail
 bash scripts/deps.sh sysbench
 source scripts/env.sh
@@ -49,4 +50,16 @@ start_haproxy() {  # $1 listen port, $2 threads (haproxy's default: one per core
 mk_sb() {  # $1 port -> config file
   printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
   chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
+}
+binary_of() {  # $1 revision -> path of its release binary
+  local rev dir
+  rev=$(git rev-parse --short "$1")
+  dir="$SQLFLEET_TARGET/sqlfleet-base-$rev"
+  if [ ! -x "$dir/target/release/sqlfleet" ]; then
+    rm -rf "$dir"
+    git worktree add --detach "$dir/src" "$rev" >/dev/null 2>&1 || git worktree add --force --detach "$dir/src" "$rev" >/dev/null
+    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release --quiet)
+    git worktree remove --force "$dir/src" >/dev/null 2>&1 || true
+  fi
+  echo "$dir/target/release/sqlfleet"
 }

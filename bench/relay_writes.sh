@@ -23,14 +23,7 @@ bash scripts/deps.sh haproxy
 source bench/relay_common.sh
 # The earlier revision's binary, built once per revision.
 REV=$(git rev-parse --short "$BASE")
-OLD_DIR="$SQLFLEET_TARGET/sqlfleet-base-$REV"
-OLD_BIN="$OLD_DIR/target/release/sqlfleet"
-if [ ! -x "$OLD_BIN" ]; then
-  rm -rf "$OLD_DIR"
-  git worktree add --detach "$OLD_DIR/src" "$REV" >/dev/null 2>&1 || git worktree add --force --detach "$OLD_DIR/src" "$REV" >/dev/null
-  (cd "$OLD_DIR/src" && CARGO_TARGET_DIR="$OLD_DIR/target" cargo build --release --quiet)
-  git worktree remove --force "$OLD_DIR/src" >/dev/null 2>&1 || true
-fi
+OLD_BIN=$(binary_of "$BASE")
 RN=$(free_port); start_relay "$RN" --backend "127.0.0.1:$PORT" --pool-max 100
 PN=${PIDS[-1]}
 RO=$(free_port); start_relay_of "$OLD_BIN" "$RO" --backend "127.0.0.1:$PORT" --pool-max 100

@@ -286,6 +286,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     need = 4 + len.min(PREFIX);
                     break;
                 }
+                if len > 0 && tracker.plain_row(len, self.buf[pos + 4]) {
+                    pos += 4;
+                    remaining = len;
+                    continue;
+                }
                 // An OK that may carry session-tracker data is read whole.
                 let whole = len > 0 && tracker.needs_whole(len, self.buf[pos + 4]);
                 let look = if whole { len } else { len.min(PREFIX) };

@@ -164,6 +164,26 @@ impl Tracker {
 
     /// Must the next packet (of payload length `len`, first byte `first`)
     /// be handed over whole? True for an OK that may carry tracker data.
+    /// Whether the packet of `len` bytes starting with `first` is one more
+    /// row of the result set being read, whole and with no marker byte
+    /// (0xFE ends the rows, 0xFF is an error): counted here, so the
+    /// forwarding loop passes it without a closer look ([`Tracker::packet`]
+    /// would do the same with it).
+    #[inline]
+    pub fn plain_row(&mut self, len: usize, first: u8) -> bool {
+        if self.phase == Phase::Rows
+            && !self.continuation
+            && len > 0
+            && len < MAX_CHUNK
+            && first != 0xFE
+            && first != 0xFF
+        {
+            self.outcome.rows += 1;
+            return true;
+        }
+        false
+    }
+
     pub fn needs_whole(&self, len: usize, first: u8) -> bool {
         if !self.track || self.continuation || len >= MAX_CHUNK {
             return false;

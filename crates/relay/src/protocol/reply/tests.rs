@@ -175,3 +175,52 @@ proptest::proptest! {
         }
     }
 }
+
+proptest::proptest! {
+    /// The forwarding loop passes plain rows by with `plain_row` instead
+    /// of `packet`: a result set's header, then any packets (rows, EOFs,
+    /// OKs, errors, long rows starting with 0xFE), give the same events
+    /// and the same outcome either way.
+    #[test]
+    fn passing_plain_rows_by_changes_nothing(
+        columns in 1u8..4,
+        rows in proptest::collection::vec(
+            (
+                proptest::prop_oneof![
+                    proptest::prelude::Just(0xFEu8),
+                    proptest::prelude::Just(0xFFu8),
+                    proptest::prelude::Just(0x00u8),
+                    proptest::prelude::any::<u8>(),
+                ],
+                proptest::collection::vec(proptest::prelude::any::<u8>(), 0..12),
+            ),
+            0..20,
+        ),
+        deprecate in proptest::prelude::any::<bool>(),
+        expect_rows in proptest::prelude::any::<bool>(),
+    ) {
+        let expect = if expect_rows { Expect::Rows } else { Expect::Results { cursor: false } };
+        let mut packets = vec![vec![columns]];
+        packets.extend((0..columns).map(|_| b"col".to_vec()));
+        if !deprecate {
+            packets.push(eof(2));
+        }
+        packets.extend(rows.into_iter().map(|(first, rest)| [vec![first], rest].concat()));
+        let mut a = Tracker::new(expect, deprecate);
+        let mut b = Tracker::new(expect, deprecate);
+        for p in &packets {
+            let len = p.len();
+            let ea = a.packet(len, &mut p.clone());
+            let eb = if len > 0 && b.plain_row(len, p[0]) {
+                Ok(Event::More)
+            } else {
+                b.packet(len, &mut p.clone())
+            };
+            proptest::prop_assert_eq!(&ea, &eb);
+            if ea != Ok(Event::More) {
+                break;
+            }
+        }
+        proptest::prop_assert_eq!(&a.outcome, &b.outcome);
+    }
+}

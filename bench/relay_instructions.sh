@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# The relay's own user-space work per query, counted rather than timed:
+# the relay runs under valgrind's callgrind (one event loop), sysbench
+# sends a fixed number of transactions through it after a warm-up, and
+# the instructions executed in that span are divided by the queries. The
+# count does not depend on how busy the machine is, so two builds can be
+# compared to the percent on a noisy host (the wall clock cannot). The
+# kernel's share (system calls, wake-ups) is not in it: see
+# relay_profile.sh for that. Note: callgrind counts each byte of a `rep
+# movsb` copy as an instruction, which makes memcpy look dearer than it is.
+#
+# Usage: bench/relay_instructions.sh [EVENTS] [REV...]
+#   EVENTS sysbench transactions per workload (default 1000); each REV is
+#   an earlier revision to count too (built once, beside the target dir).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+EVENTS="${1:-1000}"
+shift || true
+NAME=bench-relay-instructions
+source bench/relay_common.sh
+bash scripts/deps.sh valgrind
+mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
+sysbench --config-file="$(mk_sb "$PORT")" oltp_read_only --tables=4 --table-size=10000 prepare >/dev/null
+
+# count BIN WORKLOAD [SYSBENCH FLAGS...]: user-space instructions per query.
+count() {
+  local bin=$1 workload=$2 port pid out queries total
+  shift 2
+  port=$(free_port)
+  out="$WORK/cg-$port"
+  MYSQL_PWD="$(cat "$PWFILE")" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+    "$bin" relay --listen "127.0.0.1:$port" --no-defaults -u root --ssl-mode DISABLED \
+    --client-users-file "$WORK/users" --backend "127.0.0.1:$PORT" --threads 1 2>"$out.log" &
+  pid=$!
+  for _ in $(seq 300); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
+  sb() {  # EVENTS [FLAGS...]
+    local n=$1
+    shift
+    sysbench --config-file="$(mk_sb "$port")" "$workload" --tables=4 --table-size=10000 \
+      --threads=8 --events="$n" --time=0 --report-interval=0 "$@" run | awk '/queries:/ {print $2; exit}'
+  }
+  sb "$((EVENTS / 4 + 1))" "$@" >/dev/null
+  callgrind_control -z "$pid" >/dev/null
+  queries=$(sb "$EVENTS" "$@")
+  callgrind_control -d "$pid" >/dev/null
+  sleep 1
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  total=$(callgrind_annotate "$(ls -S "$out".*.* | head -1)" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+  echo $((total / queries))
+}
+
+BINS=("$SQLFLEET")
+LABELS=("this build")
+for rev in "$@"; do
+  BINS+=("$(binary_of "$rev")")
+  LABELS+=("$(git rev-parse --short "$rev")")
+done
+printf '| workload (8 clients, %s transactions) |' "$EVENTS"
+for l in "${LABELS[@]}"; do printf ' %s |' "$l"; done
+printf '\n|---|'
+for _ in "${LABELS[@]}"; do printf -- '---:|'; done
+printf '\n'
+for w in "oltp_point_select" "oltp_read_only" "oltp_read_only --db-ps-mode=disable"; do
+  printf '| %s, instructions per query |' "$w"
+  for b in "${BINS[@]}"; do
+    # shellcheck disable=SC2086
+    printf ' %s |' "$(count "$b" $w)"
+  done
+  printf '\n'
+done
