@@ -40,9 +40,9 @@ count() {
       --threads=8 --events="$n" --time=0 --report-interval=0 "$@" run | awk '/queries:/ {print $2; exit}'
   }
   sb "$((EVENTS / 4 + 1))" "$@" >/dev/null
-  callgrind_control -z "$pid" >/dev/null
+  callgrind_control -z "$pid" >/dev/null 2>&1
   queries=$(sb "$EVENTS" "$@")
-  callgrind_control -d "$pid" >/dev/null
+  callgrind_control -d "$pid" >/dev/null 2>&1
   sleep 1
   kill "$pid"; wait "$pid" 2>/dev/null || true
   total=$(callgrind_annotate "$(ls -S "$out".*.* | head -1)" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
