@@ -28,12 +28,21 @@ impl Drop for Home {
 }
 
 fn free_port_block(n: u16) -> u16 {
-    // A kernel-chosen port with n-1 free ports after it.
+    // A kernel-chosen port with n-1 free ports after it, none of them
+    // handed to another test of this process: tests run at once, the
+    // kernel hands out neighbouring ports, and a block that overlaps
+    // another test's (whose servers are not listening yet) would collide.
+    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         let p = l.local_addr().expect("addr").port();
         drop(l);
-        if p < 60000 && (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok()) {
+        let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
+        if p < 60000
+            && (0..n).all(|i| !taken.contains(&(p + i)))
+            && (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok())
+        {
+            taken.extend((0..n).map(|i| p + i));
             return p;
         }
     }
