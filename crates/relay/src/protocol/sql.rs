@@ -1030,15 +1030,22 @@ pub fn digest(sql: &[u8]) -> String {
 }
 
 fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
-    let mut parts: Vec<String> = Vec::with_capacity(lexed.toks.len());
+    use std::borrow::Cow;
+    // Tokens borrowed from the statement where they can be (one
+    // allocation per token would be the digest's main cost).
+    let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(lexed.toks.len());
     for (k, r) in &lexed.toks {
-        let t = match k {
+        let t: Cow<'_, str> = match k {
             // Keywords and identifiers as written; only literals go.
-            Tok::Word(_) => String::from_utf8_lossy(&sql[r.clone()]).into_owned(),
-            Tok::Literal => "?".into(),
-            Tok::Quoted(q) => format!("`{q}`"),
-            Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]).into_owned(),
-            Tok::Punct(c) => (*c as char).to_string(),
+            Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => {
+                String::from_utf8_lossy(&sql[r.clone()])
+            }
+            Tok::Literal => Cow::Borrowed("?"),
+            Tok::Quoted(q) => Cow::Owned(format!("`{q}`")),
+            Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => {
+                String::from_utf8_lossy(&sql[r.clone()])
+            }
+            Tok::Punct(c) => Cow::Owned((*c as char).to_string()),
         };
         parts.push(t);
         // `( ? , ? , ... )` becomes `( ... )`.
@@ -1050,14 +1057,14 @@ fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
             }
             if i >= 1 && parts[i - 1] == "(" && n - 1 - i >= 3 {
                 parts.truncate(i);
-                parts.push("...".into());
-                parts.push(")".into());
+                parts.push(Cow::Borrowed("..."));
+                parts.push(Cow::Borrowed(")"));
             }
         }
     }
-    let mut out = String::new();
+    let mut out = String::with_capacity(sql.len());
     for p in &parts {
-        let glue = matches!(p.as_str(), "," | ")" | "." | ";")
+        let glue = matches!(p.as_ref(), "," | ")" | "." | ";")
             || out.ends_with('(')
             || out.ends_with('.')
             || out.is_empty();
