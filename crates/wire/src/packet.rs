@@ -58,17 +58,29 @@ pub async fn read<R: AsyncRead + Unpin>(r: &mut R, max: usize) -> Result<Packet,
 /// returns the next sequence id.
 pub async fn write<W: AsyncWrite + Unpin>(
     w: &mut W,
+    seq: u8,
+    payload: &[u8],
+) -> Result<u8, WireError> {
+    let mut buf = Vec::with_capacity(4 + payload.len().min(MAX_CHUNK));
+    write_with(w, &mut buf, seq, payload).await
+}
+
+/// [`write`], each packet framed in `buf` (cleared first): a caller that
+/// writes often keeps one buffer and saves an allocation per packet.
+pub async fn write_with<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    buf: &mut Vec<u8>,
     mut seq: u8,
     payload: &[u8],
 ) -> Result<u8, WireError> {
     let mut rest = payload;
     loop {
         let n = rest.len().min(MAX_CHUNK);
-        let mut buf = Vec::with_capacity(4 + n);
+        buf.clear();
         buf.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
         buf.push(seq);
         buf.extend_from_slice(&rest[..n]);
-        w.write_all(&buf).await?;
+        w.write_all(buf).await?;
         seq = seq.wrapping_add(1);
         rest = &rest[n..];
         if n < MAX_CHUNK {

@@ -198,24 +198,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 
-    /// Writes one packet (split as the protocol wants past 16 MiB). A
-    /// packet that fits in one frame is framed in a buffer kept for the
-    /// connection: one write and no allocation per command.
+    /// Writes one packet (split as the protocol wants past 16 MiB), framed
+    /// in a buffer kept for the connection: no allocation per command.
     pub async fn write_packet(&mut self, seq: u8, payload: &[u8]) -> Result<u8, WireError> {
-        if payload.len() >= MAX_CHUNK {
-            return packet::write(&mut self.s, seq, payload).await;
-        }
-        self.out.clear();
-        self.out
-            .extend_from_slice(&(payload.len() as u32).to_le_bytes()[..3]);
-        self.out.push(seq);
-        self.out.extend_from_slice(payload);
-        self.s.write_all(&self.out).await?;
-        self.s.flush().await?;
+        let r = packet::write_with(&mut self.s, &mut self.out, seq, payload).await;
         if self.out.capacity() > OUT_KEEP {
             self.out = Vec::new();
         }
-        Ok(seq.wrapping_add(1))
+        r
     }
 
     /// Passes one physical packet through to `to` unchanged; returns its

@@ -7,6 +7,7 @@
 //! string is not a user variable; executable comments (`/*! ... */`) are
 //! read as code, as the server reads them.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
@@ -1029,24 +1030,25 @@ pub fn digest(sql: &[u8]) -> String {
     Query::new(sql).digest()
 }
 
+/// One token as the digest shows it, borrowed from the statement where it
+/// can be (an allocation per token would be the digest's main cost).
+fn digest_token<'a>(sql: &'a [u8], k: &Tok, r: &Range<usize>) -> Cow<'a, str> {
+    match k {
+        // Keywords and identifiers as written; only literals go.
+        Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]),
+        Tok::Literal => Cow::Borrowed("?"),
+        Tok::Quoted(q) => Cow::Owned(format!("`{q}`")),
+        Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => {
+            String::from_utf8_lossy(&sql[r.clone()])
+        }
+        Tok::Punct(c) => Cow::Owned((*c as char).to_string()),
+    }
+}
+
 fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
-    use std::borrow::Cow;
-    // Tokens borrowed from the statement where they can be (one
-    // allocation per token would be the digest's main cost).
     let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(lexed.toks.len());
     for (k, r) in &lexed.toks {
-        let t: Cow<'_, str> = match k {
-            // Keywords and identifiers as written; only literals go.
-            Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => {
-                String::from_utf8_lossy(&sql[r.clone()])
-            }
-            Tok::Literal => Cow::Borrowed("?"),
-            Tok::Quoted(q) => Cow::Owned(format!("`{q}`")),
-            Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => {
-                String::from_utf8_lossy(&sql[r.clone()])
-            }
-            Tok::Punct(c) => Cow::Owned((*c as char).to_string()),
-        };
+        let t = digest_token(sql, k, r);
         parts.push(t);
         // `( ? , ? , ... )` becomes `( ... )`.
         let n = parts.len();

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 /// A statement as the client prepared it: what it is (shared, so that an
 /// execute holds it without a copy) and the parameter types the client
 /// last sent.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ClientStmt {
     pub def: Arc<StmtDef>,
     /// The parameter types of the client's last execute that sent them.

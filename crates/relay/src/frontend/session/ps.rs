@@ -75,11 +75,8 @@ impl Session {
             return Ok(b.id);
         }
         let cap = self.ctx.pool.settings().statement_cache;
-        let client_db = self.db.clone();
-        let metrics = self.ctx.metrics.clone();
-        let Some(c) = self.conn.as_mut() else {
-            return Err(Fail::Close);
-        };
+        let client_db = &self.db;
+        let metrics = &self.ctx.metrics;
         let (db, sql) = (&s.key.db, &s.key.sql);
         let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
         let init_db = |db: &str| {
@@ -103,8 +100,8 @@ impl Session {
         let o = command::command(c, &p, Expect::Prepare)
             .await
             .map_err(lost)?;
-        if c.db != client_db {
-            if let Some(d) = &client_db {
+        if c.db != *client_db {
+            if let Some(d) = client_db {
                 command::simple(c, &init_db(d)).await.map_err(lost)?;
                 c.db = Some(d.clone());
             }
@@ -239,11 +236,11 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_reset"));
         };
-        let key = s.def.key.clone();
+        let def = s.def.clone();
         let bid = self
             .conn
             .as_mut()
-            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+            .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
         self.long_data.remove(&cid);
         self.cursors.remove(&cid);
         match bid {
@@ -263,12 +260,12 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_fetch"));
         };
-        let key = s.def.key.clone();
+        let def = s.def.clone();
         let bid = self
             .conn
             .as_mut()
             .filter(|_| self.cursors.contains(&cid))
-            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+            .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
         let Some(bid) = bid else {
             return Err(Fail::Err(
                 1421,
