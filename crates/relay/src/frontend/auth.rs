@@ -62,6 +62,17 @@ fn nonce() -> [u8; 20] {
     n
 }
 
+/// The account an unknown user is checked against, so that the login
+/// takes the same steps as a known user's: hashes of a random password
+/// drawn once per process (a login hashes nothing more than it must).
+fn unknown_account() -> &'static Account {
+    static UNKNOWN: std::sync::OnceLock<Account> = std::sync::OnceLock::new();
+    UNKNOWN.get_or_init(|| {
+        let pw: String = nonce().iter().map(|&b| char::from(b)).collect();
+        Account::from_password(&pw)
+    })
+}
+
 /// caching_sha2_password's scramble check against SHA256(SHA256(pw)).
 pub fn sha2_verify(nonce: &[u8], token: &[u8], stored: &[u8; 32]) -> bool {
     if token.len() != 32 {
@@ -224,8 +235,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
     host: &str,
 ) -> Result<(u8, Option<Credential>), AuthError> {
     // Unknown users go through the same steps (no user enumeration).
-    let unknown = Account::from_password(&String::from_utf8_lossy(&nonce[..]));
-    let acct = users.get(user).unwrap_or(&unknown);
+    let acct = users.get(user).unwrap_or_else(|| unknown_account());
     let use_old = acct.old.is_some();
     let use_sha2 =
         !use_old && acct.sha2.is_some() && (plugin == Some(SHA2) || acct.native.is_none());
@@ -346,5 +356,14 @@ mod tests {
         // Same as mysql_common's client-side scramble.
         let theirs = mysql_common::scramble::scramble_sha256(&nonce, b"pw").expect("scramble");
         assert_eq!(t, theirs.to_vec());
+    }
+
+    #[test]
+    fn the_unknown_account_is_drawn_once_and_takes_no_empty_password() {
+        let a = unknown_account();
+        assert!(std::ptr::eq(a, unknown_account()));
+        assert_ne!(a.native, Some(handshake::native_hash("")));
+        assert_ne!(a.sha2, Some(sha2_hash("")));
+        assert!(a.old.is_none());
     }
 }
