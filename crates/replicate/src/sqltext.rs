@@ -21,7 +21,7 @@ struct Ident {
 fn ident(sql: &[u8], t: &(Tok, Range<usize>)) -> Option<Ident> {
     let name = match &t.0 {
         Tok::Word(_) => String::from_utf8_lossy(&sql[t.1.clone()]).into_owned(),
-        Tok::Quoted(n) => n.clone(),
+        Tok::Quoted(n) => n.to_string(),
         _ => return None,
     };
     Some(Ident {

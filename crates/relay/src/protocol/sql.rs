@@ -371,7 +371,7 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     let mut others = 0;
     let stmts: Vec<_> = lexed
         .toks
-        .split(|(t, _)| *t == Tok::Punct(b';'))
+        .split(|(t, _)| t.is_punct(b';'))
         .filter(|s| !s.is_empty())
         .map(|s| after_set_statement(s, &mut fx.statement_vars))
         .collect();
@@ -388,16 +388,14 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     fx.limit_offset = stmts.last().is_some_and(|t| {
         t.iter().enumerate().any(|(i, (k, _))| match k {
             Tok::Word(w) if w == "OFFSET" => true,
-            Tok::Word(w) if w == "LIMIT" => {
-                t.get(i + 2).is_some_and(|(k, _)| *k == Tok::Punct(b','))
-            }
+            Tok::Word(w) if w == "LIMIT" => t.get(i + 2).is_some_and(|(k, _)| k.is_punct(b',')),
             _ => false,
         })
     });
     fx.uses_tables = stmts.last().is_some_and(|t| uses_tables(t));
     fx.selects = stmts.last().is_some_and(|t| {
         matches!(
-            word(t.iter().find(|(k, _)| *k != Tok::Punct(b'('))),
+            word(t.iter().find(|(k, _)| !k.is_punct(b'('))),
             Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
         )
     });
@@ -432,11 +430,11 @@ fn after_set_statement<'t>(
                 return &t[i + 1..];
             }
             Tok::Word(w) if name_next => {
-                names.push(w.to_ascii_lowercase());
+                names.push(w.as_str().to_ascii_lowercase());
                 name_next = false;
             }
             Tok::Quoted(w) if name_next => {
-                names.push(w.to_ascii_lowercase());
+                names.push(w.as_str().to_ascii_lowercase());
                 name_next = false;
             }
             _ => name_next = false,
@@ -911,7 +909,7 @@ const BUILTINS: &[&str] = &[
 
 /// A SELECT that changes nothing and locks nothing.
 fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
-    let first = t.iter().find(|(k, _)| *k != Tok::Punct(b'('));
+    let first = t.iter().find(|(k, _)| !k.is_punct(b'('));
     if !matches!(word(first), Some("SELECT") | Some("WITH")) {
         return false;
     }
@@ -920,7 +918,7 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
         match k {
             Tok::UserVar => return false,
             Tok::Word(w) => {
-                let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
+                let call = t.get(i + 1).is_some_and(|(k, _)| k.is_punct(b'('));
                 match w.as_str() {
                     "INTO" | "SQL_CALC_FOUND_ROWS" => return false,
                     "FOR" if next == Some("UPDATE") => return false,
@@ -1001,10 +999,10 @@ const BEFORE_TABLE: &[&str] = &[
 /// and may write, so it pins and is never a read for a replica. When in
 /// doubt it says yes: a wrong yes costs sharing, a wrong no correctness.
 fn calls_stored_function(t: &[(Tok, Range<usize>)], i: usize) -> bool {
-    if !t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'(')) {
+    if !t.get(i + 1).is_some_and(|(k, _)| k.is_punct(b'(')) {
         return false;
     }
-    let qualified = i >= 2 && t[i - 1].0 == Tok::Punct(b'.');
+    let qualified = i >= 2 && t[i - 1].0.is_punct(b'.');
     let named = match &t[i].0 {
         Tok::Word(w) => {
             qualified
@@ -1098,7 +1096,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     fx.changes_schema |= matches!(w0, "CREATE" | "ALTER" | "DROP" | "RENAME");
     // Anything that reads or writes a user variable keeps state on the
     // backend connection (SET @x is the common case).
-    if t.iter().any(|(k, _)| *k == Tok::UserVar) {
+    if t.iter().any(|(k, _)| matches!(k, Tok::UserVar)) {
         fx.pins.push(Pin::UserVariable);
     }
     // Where function calls can be: in DDL only its SELECT part (a table
@@ -1107,7 +1105,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     let calls_from = match w0 {
         "CREATE" | "ALTER" => t
             .iter()
-            .position(|(k, _)| *k == Tok::Word("SELECT".into()))
+            .position(|(k, _)| k.is_word("SELECT"))
             .unwrap_or(t.len()),
         "DROP" => t.len(),
         _ => 0,
@@ -1118,7 +1116,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             fx.pins.push(Pin::StoredFunction);
         }
         let Tok::Word(w) = k else { continue };
-        let call = t.get(i + 1).is_some_and(|(k, _)| *k == Tok::Punct(b'('));
+        let call = t.get(i + 1).is_some_and(|(k, _)| k.is_punct(b'('));
         match w.as_str() {
             "NEXTVAL" | "SETVAL" if call => fx.pins.push(Pin::Sequence),
             "NEXT" if word(t.get(i + 1)) == Some("VALUE") => fx.pins.push(Pin::Sequence),
@@ -1134,9 +1132,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             "CONNECTION_ID" if call => fx.pins.push(Pin::ConnectionId),
             "SQL_CALC_FOUND_ROWS" => fx.pin_next = Some(Pin::FoundRows),
             "ROW_COUNT" | "FOUND_ROWS" if call => fx.reads_diagnostics = true,
-            "LAST_INSERT_ID"
-                if call && t.get(i + 2).is_some_and(|(k, _)| *k == Tok::Punct(b')')) =>
-            {
+            "LAST_INSERT_ID" if call && t.get(i + 2).is_some_and(|(k, _)| k.is_punct(b')')) => {
                 fx.reads_insert_id = true
             }
             "WARNINGS" | "ERRORS" if i > 0 && word(t.first()) == Some("SHOW") => {
@@ -1155,15 +1151,13 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
         "SET" => set(sql, &t[1..], fx),
         "COMMIT" => fx.ends_transaction = true,
         "SAVEPOINT" => fx.pins.push(Pin::Savepoint),
-        "ROLLBACK" if !t.iter().any(|(k, _)| *k == Tok::Word("TO".into())) => {
-            fx.ends_transaction = true
-        }
+        "ROLLBACK" if !t.iter().any(|(k, _)| k.is_word("TO")) => fx.ends_transaction = true,
         "USE" => {
             fx.use_db = match t.get(1) {
                 Some((Tok::Word(_), r)) => {
                     Some(String::from_utf8_lossy(&sql[r.clone()]).into_owned())
                 }
-                Some((Tok::Quoted(q), _)) => Some(q.clone()),
+                Some((Tok::Quoted(q), _)) => Some(q.to_string()),
                 _ => None,
             }
         }
@@ -1208,9 +1202,9 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             if matches!(
                 (w1, w2),
                 ("TABLES" | "TABLE", _) | ("LOCAL" | "NO_WRITE_TO_BINLOG", "TABLES" | "TABLE")
-            ) && t.iter().any(|(k, _)| {
-                *k == Tok::Word("LOCK".into()) || *k == Tok::Word("EXPORT".into())
-            }) =>
+            ) && t
+                .iter()
+                .any(|(k, _)| k.is_word("LOCK") || k.is_word("EXPORT")) =>
         {
             fx.pins.push(Pin::LockTables)
         }
@@ -1240,7 +1234,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
                 Some((Tok::Word(_), r)) => {
                     Some(String::from_utf8_lossy(&sql[r.clone()]).into_owned())
                 }
-                Some((Tok::Quoted(q), _)) => Some(q.clone()),
+                Some((Tok::Quoted(q), _)) => Some(q.to_string()),
                 _ => None,
             }
         }
@@ -1297,8 +1291,8 @@ pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
     let mut i = 0;
     while i + 2 < t.len() {
         let is_call = matches!(&t[i].0, Tok::Word(w) if w == name)
-            && t[i + 1].0 == Tok::Punct(b'(')
-            && t[i + 2].0 == Tok::Punct(b')');
+            && t[i + 1].0.is_punct(b'(')
+            && t[i + 2].0.is_punct(b')');
         if !is_call {
             i += 1;
             continue;
@@ -1307,8 +1301,7 @@ pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
         let start = t[i].1.start;
         let end = t[i + 2].1.end;
         let item_start = i > 0
-            && (matches!(&t[i - 1].0, Tok::Word(w) if w == "SELECT")
-                || t[i - 1].0 == Tok::Punct(b','));
+            && (matches!(&t[i - 1].0, Tok::Word(w) if w == "SELECT") || t[i - 1].0.is_punct(b','));
         let item_end = match t.get(i + 3) {
             None => true,
             Some((Tok::Punct(b','), _)) | Some((Tok::Punct(b';'), _)) => true,
@@ -1530,15 +1523,15 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
             return;
         }
         Tok::Word(w) if matches!(w.as_str(), "SESSION" | "LOCAL") => match a.get(1) {
-            Some((Tok::Word(v), _)) => (v.to_ascii_lowercase(), 2),
+            Some((Tok::Word(v), _)) => (v.as_str().to_ascii_lowercase(), 2),
             _ => return fx.pins.push(Pin::SetExpression),
         },
         Tok::Word(w) if w == "GLOBAL" => {
             fx.sets_global = true;
             return;
         }
-        Tok::Word(w) => (w.to_ascii_lowercase(), 1),
-        Tok::Quoted(q) => (q.to_ascii_lowercase(), 1),
+        Tok::Word(w) => (w.as_str().to_ascii_lowercase(), 1),
+        Tok::Quoted(q) => (q.as_str().to_ascii_lowercase(), 1),
         Tok::SysVar(scope, v) => match scope.as_deref() {
             None | Some("session") | Some("local") => (v.clone(), 1),
             Some(_) => {
@@ -1555,9 +1548,7 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
     // `=` or `:=`
     match a.get(k) {
         Some((Tok::Punct(b'='), _)) => k += 1,
-        Some((Tok::Punct(b':'), _)) if a.get(k + 1).is_some_and(|x| x.0 == Tok::Punct(b'=')) => {
-            k += 2
-        }
+        Some((Tok::Punct(b':'), _)) if a.get(k + 1).is_some_and(|x| x.0.is_punct(b'=')) => k += 2,
         _ => return fx.pins.push(Pin::SetExpression),
     }
     let value = &a[k..];

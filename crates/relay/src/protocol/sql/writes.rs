@@ -28,7 +28,7 @@ pub struct TableRef {
 /// written are taken from the text afterwards ([`with_text`]).
 fn name_at(t: &[(Tok, Range<usize>)], i: usize) -> Option<(TableRef, usize)> {
     let ident = |j: usize| match &t.get(j)?.0 {
-        Tok::Word(w) | Tok::Quoted(w) => Some(w.clone()),
+        Tok::Word(w) | Tok::Quoted(w) => Some(w.to_string()),
         _ => None,
     };
     let first = ident(i)?;
@@ -53,7 +53,7 @@ fn name_at(t: &[(Tok, Range<usize>)], i: usize) -> Option<(TableRef, usize)> {
 }
 
 fn is_punct(t: &[(Tok, Range<usize>)], i: usize, c: u8) -> bool {
-    t.get(i).is_some_and(|(k, _)| *k == Tok::Punct(c))
+    t.get(i).is_some_and(|(k, _)| k.is_punct(c))
 }
 
 /// Skips the modifiers in `mods` from `i`.
@@ -155,8 +155,8 @@ pub fn written_tables_at(t: &[(Tok, Range<usize>)]) -> Vec<(TableRef, Range<usiz
                     && t[..i]
                         .iter()
                         .rev()
-                        .take_while(|(k, _)| *k != Tok::Punct(b';'))
-                        .any(|(k, _)| *k == Tok::Word("LOAD".into())) =>
+                        .take_while(|(k, _)| !k.is_punct(b';'))
+                        .any(|(k, _)| k.is_word("LOAD")) =>
             {
                 if let Some((r, next)) = name_at(t, i + 1) {
                     out.push((r, t[i + 1].1.start..t[next - 1].1.end));

@@ -1,0 +1,16 @@
+//! The statement lexer must never panic, its tokens must lie inside the
+//! text in order, and a word must be its own bytes upper-cased.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use sqlfleet_dump::lex::{lex, Tok};
+
+fuzz_target!(|data: &[u8]| {
+    let mut last = 0;
+    for (tok, r) in lex(data).toks {
+        assert!(r.start >= last && r.start <= r.end && r.end <= data.len());
+        last = r.start;
+        if let Tok::Word(w) = tok {
+            assert_eq!(w.as_str(), String::from_utf8_lossy(&data[r]).to_ascii_uppercase());
+        }
+    }
+});
