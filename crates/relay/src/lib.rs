@@ -70,8 +70,13 @@ impl Relay {
         let server_accounts = cfg
             .per_user_accounts
             .then(|| backend::accounts::ServerAccounts::new(dialer.clone(), cfg.backends.clone()));
-        let write_effects =
-            backend::write_effects::WriteEffects::new(dialer.clone(), cfg.backends.clone());
+        // One lookup connection for the tables' and the views' questions.
+        let side = Arc::new(backend::side::SideConn::new(
+            dialer.clone(),
+            cfg.backends.clone(),
+        ));
+        let write_effects = backend::write_effects::WriteEffects::new(side.clone());
+        let view_calls = backend::view_calls::ViewCalls::new(side);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         Ok(Relay {
             ctx: Arc::new(frontend::session::Ctx {
@@ -88,6 +93,7 @@ impl Relay {
                 answers: Default::default(),
                 server_accounts,
                 write_effects,
+                view_calls,
             }),
         })
     }

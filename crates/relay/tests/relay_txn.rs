@@ -877,6 +877,30 @@ fn a_refused_prepare_leaves_the_diagnostics_the_server_does() {
     });
 }
 
+/// Runs `sql` through the relay (whose pool holds one connection) and
+/// asserts the client kept its backend connection, that `check` answers 1
+/// in its session, and that after it left the next client's session has
+/// neither sequence `s`'s LASTVAL nor user lock `lock`.
+async fn kept_then_left_clean(relay: &Relay, db: &str, sql: &str, check: &str, lock: &str) {
+    let mut a = connect(relay, Some(db)).await;
+    a.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    assert!(held(relay), "{sql}: the connection went to the pool");
+    let ok: Option<i64> = a.query_first(check).await.expect("check");
+    assert_eq!(ok, Some(1), "{sql}: {check}");
+    a.disconnect().await.expect("quit");
+    // The client's session went with it: the next client's is clean.
+    let probe = format!("SELECT LASTVAL(s) IS NULL, IS_FREE_LOCK('{lock}')");
+    let o = cli(relay.port, &["-D", db, "-e", &probe]);
+    assert_eq!(
+        common::stdout(&o).trim(),
+        "1\t1",
+        "{sql}: {}",
+        common::stderr(&o)
+    );
+}
+
 /// A write to a table whose column DEFAULT NEXTVAL advances a sequence,
 /// or whose trigger takes a user lock (directly, through another table's
 /// trigger, or through a view), changes the writer's session where no
@@ -930,25 +954,7 @@ fn a_write_whose_default_or_trigger_acts_unseen_keeps_the_connection() {
             ),
         ];
         for (write, check) in cases {
-            let mut a = connect(&relay, Some(&db)).await;
-            a.query_drop(*write)
-                .await
-                .unwrap_or_else(|e| panic!("{write}: {e}"));
-            assert!(held(&relay), "{write}: the connection went to the pool");
-            let ok: Option<i64> = a.query_first(*check).await.expect("check");
-            assert_eq!(ok, Some(1), "{write}: {check}");
-            a.disconnect().await.expect("quit");
-            // The writer's session went with it: the next client's is clean.
-            let o = cli(
-                relay.port,
-                &["-D", &db, "-e", "SELECT LASTVAL(s) IS NULL, IS_FREE_LOCK('relay-trig')"],
-            );
-            assert_eq!(
-                common::stdout(&o).trim(),
-                "1\t1",
-                "{write}: {}",
-                common::stderr(&o)
-            );
+            kept_then_left_clean(&relay, &db, write, check, "relay-trig").await;
         }
         // The same write as a prepared statement.
         let mut a = connect(&relay, Some(&db)).await;
@@ -971,5 +977,93 @@ fn a_write_whose_default_or_trigger_acts_unseen_keeps_the_connection() {
         a.disconnect().await.expect("quit");
         let n = relay.metric("sqlfleet_relay_pins_total{reason=\"trigger_or_sequence_default\"}");
         assert!(n >= 5.0, "pins counted: {n}");
+    });
+}
+
+/// A read of a view whose definition calls a stored function runs the
+/// function, and one that takes a user lock or advances a sequence
+/// changes the reader's session where no tracker reports it: the reader
+/// keeps its connection, as `SELECT f()` does (left unseen before: the
+/// lock stayed with a pooled connection, exit 0). So does a view of such
+/// a view, the same read as a prepared statement, and a view made through
+/// the relay a moment ago; reads of plain views still share.
+#[test]
+fn a_read_of_a_view_calling_a_stored_function_keeps_the_connection() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relayviewcalls"));
+    rt.block_on(async {
+        let mut setup = srv.connect().await;
+        setup
+            .query_drop(format!(
+                "USE {db};
+                 CREATE TABLE t (v INT);
+                 INSERT INTO t VALUES (1);
+                 CREATE SEQUENCE s;
+                 CREATE FUNCTION f_lock() RETURNS INT DETERMINISTIC RETURN GET_LOCK('relay-view', 1);
+                 CREATE FUNCTION f_seq() RETURNS BIGINT DETERMINISTIC RETURN NEXTVAL(s);
+                 CREATE VIEW v_plain AS SELECT v, NOW() AS at FROM t;
+                 CREATE VIEW v_lock AS SELECT f_lock() AS l;
+                 CREATE VIEW v_seq AS SELECT f_seq() AS id FROM t;
+                 CREATE VIEW v_outer AS SELECT l FROM v_lock;"
+            ))
+            .await
+            .expect("setup");
+        let _ = setup.disconnect().await;
+        for sql in ["SELECT * FROM v_plain", "SELECT COUNT(*) FROM t"] {
+            let mut a = connect(&relay, Some(&db)).await;
+            a.query_drop(sql)
+                .await
+                .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(
+                !held(&relay),
+                "{sql}: nothing unseen, the connection is shared"
+            );
+            a.disconnect().await.expect("quit");
+        }
+        let q = format!("SELECT l FROM `{db}`.v_lock");
+        let cases: &[(&str, &str)] = &[
+            (
+                "SELECT * FROM v_lock",
+                "SELECT RELEASE_LOCK('relay-view') = 1",
+            ),
+            (
+                "SELECT l FROM v_outer",
+                "SELECT RELEASE_LOCK('relay-view') = 1",
+            ),
+            (&q, "SELECT RELEASE_LOCK('relay-view') = 1"),
+            ("SELECT id FROM v_seq", "SELECT LASTVAL(s) IS NOT NULL"),
+        ];
+        for (read, check) in cases {
+            kept_then_left_clean(&relay, &db, read, check, "relay-view").await;
+        }
+        // The same read as a prepared statement.
+        let mut a = connect(&relay, Some(&db)).await;
+        let _: Vec<i64> = a
+            .exec("SELECT l FROM v_lock WHERE ? = 1", (1,))
+            .await
+            .expect("prepared read");
+        assert!(
+            held(&relay),
+            "a prepared read: the connection went to the pool"
+        );
+        let ok: Option<i64> = a
+            .query_first("SELECT RELEASE_LOCK('relay-view') = 1")
+            .await
+            .expect("release");
+        assert_eq!(ok, Some(1));
+        a.disconnect().await.expect("quit");
+        // A view made through the relay counts at once (no stale look).
+        let mut a = connect(&relay, Some(&db)).await;
+        a.query_drop("SELECT * FROM v_plain").await.expect("read");
+        a.query_drop("CREATE OR REPLACE VIEW v_plain AS SELECT f_lock() AS l")
+            .await
+            .expect("replace view");
+        a.query_drop("SELECT * FROM v_plain").await.expect("read");
+        assert!(held(&relay), "a view made a moment ago is followed");
+        a.disconnect().await.expect("quit");
+        let n = relay.metric("sqlfleet_relay_pins_total{reason=\"stored_function\"}");
+        assert!(n >= 6.0, "pins counted: {n}");
     });
 }

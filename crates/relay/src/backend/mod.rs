@@ -3,8 +3,8 @@
 //! behalf ([`command`]), the pool of logged-in connections ([`pool`]) and
 //! health checks over the same dial path ([`health`]), the relay's own
 //! connection for lookups ([`side`]): per-user, accounts looked up on the
-//! server ([`accounts`]), and which tables' writes do what no tracker
-//! reports ([`write_effects`]).
+//! server ([`accounts`]), which tables' writes do what no tracker
+//! reports ([`write_effects`]) and which views' reads do ([`view_calls`]).
 
 pub mod accounts;
 pub mod command;
@@ -12,4 +12,5 @@ pub mod dial;
 pub mod health;
 pub mod pool;
 pub mod side;
+pub mod view_calls;
 pub mod write_effects;

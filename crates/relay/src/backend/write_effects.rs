@@ -23,14 +23,13 @@
 //! trusted for the rest.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlfleet_conn::quote::literal;
 
-use crate::backend::dial::Dialer;
 use crate::backend::side::{field, Row, SideConn};
-use crate::config::Backend;
-use crate::protocol::sql::{self, Pin, TableRef};
+use crate::protocol::sql::{self, TableRef};
 
 /// How long a table's verdict is trusted.
 pub const TTL: Duration = Duration::from_secs(2);
@@ -40,7 +39,7 @@ pub const TTL: Duration = Duration::from_secs(2);
 const MAX_DEPTH: usize = 4;
 
 pub struct WriteEffects {
-    side: SideConn,
+    side: Arc<SideConn>,
     cache: std::sync::Mutex<HashMap<(String, String), (Instant, bool)>>,
     /// One lookup at a time: writers that missed the cache together wait
     /// for the first one's answer instead of each asking again.
@@ -76,20 +75,7 @@ pub fn judge(rows: &[Row]) -> Verdict {
             "view" => return Verdict::Hidden,
             "default" | "trigger" => {
                 let q = sql::Query::new(text.as_bytes());
-                let fx = q.effects();
-                let unseen = fx.pins.iter().any(|p| {
-                    matches!(
-                        p,
-                        Pin::GetLock
-                            | Pin::Sequence
-                            | Pin::StoredFunction
-                            | Pin::Call
-                            | Pin::ConnectionId
-                            | Pin::LockTables
-                            | Pin::TextPrepare
-                    )
-                }) || !fx.lock_ops.is_empty();
-                if unseen {
+                if q.effects().acts_unseen() {
                     return Verdict::Hidden;
                 }
                 if kind == "trigger" {
@@ -121,9 +107,9 @@ fn lookup_sql(db: &str, table: &str) -> String {
 }
 
 impl WriteEffects {
-    pub fn new(dialer: Dialer, backends: Vec<Backend>) -> WriteEffects {
+    pub fn new(side: Arc<SideConn>) -> WriteEffects {
         WriteEffects {
-            side: SideConn::new(dialer, backends),
+            side,
             cache: std::sync::Mutex::new(HashMap::new()),
             lookup: tokio::sync::Mutex::new(()),
             asked_privilege: std::sync::atomic::AtomicBool::new(false),

@@ -60,6 +60,7 @@ pub struct Ctx {
     pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
     /// Which tables' writes change the session unseen (triggers, defaults).
     pub write_effects: crate::backend::write_effects::WriteEffects,
+    pub view_calls: crate::backend::view_calls::ViewCalls,
 }
 
 impl Ctx {
@@ -605,11 +606,15 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(&fx);
-        self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        let via_view = q.is_some() && self.names_a_calling_view(&cmd[1..], &fx).await;
+        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
         let had_set_expression = self.pins.contains(&Pin::SetExpression);
         for p in &fx.pins {
             self.pin(*p);
+        }
+        if via_view {
+            self.pin(Pin::StoredFunction);
         }
         self.pin_unseen_write_effects(&fx).await;
         let rewritten = match self.own_counts(&cmd[1..], &fx) {
@@ -700,6 +705,7 @@ impl Session {
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
         if fx.changes_schema {
             self.ctx.write_effects.forget();
+            self.ctx.view_calls.forget();
         }
         if o.error.is_none() {
             for u in &fx.drops_users {
@@ -1306,6 +1312,23 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// In transaction mode, whether the statement names a view whose
+    /// reading calls a stored function (`backend/view_calls.rs`): it is
+    /// then treated as the call itself (pinned, never a replica's read).
+    pub(super) async fn names_a_calling_view(&self, sql: &[u8], fx: &Effects) -> bool {
+        if self.mode != Mode::Transaction || fx.calls_stored {
+            return false;
+        }
+        let mut dbs = [""; 2];
+        let mut n = 0;
+        for d in self.db.iter().chain(fx.use_db.iter()) {
+            dbs[n] = d;
+            n += 1;
+        }
+        let suspects = self.ctx.view_calls.suspects(&dbs[..n]).await;
+        !suspects.is_empty() && suspects.named_in(sql, &dbs[..n])
     }
 
     /// In transaction mode, hands the backend connection back when nothing

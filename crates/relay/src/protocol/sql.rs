@@ -288,6 +288,27 @@ pub struct Effects {
 }
 
 impl Effects {
+    /// Whether the text may change the session where no tracker reports
+    /// it: a user lock, a sequence's LASTVAL, a routine that may do either,
+    /// the connection's id, LOCK TABLES or a text PREPARE. Run for a
+    /// client in a trigger or a view, it ties the client to its
+    /// connection (`backend/write_effects.rs`, `backend/view_calls.rs`).
+    pub fn acts_unseen(&self) -> bool {
+        !self.lock_ops.is_empty()
+            || self.pins.iter().any(|p| {
+                matches!(
+                    p,
+                    Pin::GetLock
+                        | Pin::Sequence
+                        | Pin::StoredFunction
+                        | Pin::Call
+                        | Pin::ConnectionId
+                        | Pin::LockTables
+                        | Pin::TextPrepare
+                )
+            })
+    }
+
     /// Whether the text accounts for a session-state change the server
     /// reports: only SETs and USE, or one statement that makes or drops
     /// temporary tables and nothing else the relay cannot see.

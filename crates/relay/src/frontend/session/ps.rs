@@ -127,9 +127,13 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(fx);
-        self.choose_route(fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        let via_view = self.names_a_calling_view(&s.key.sql, fx).await;
+        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in &fx.pins {
             self.pin(*p);
+        }
+        if via_view {
+            self.pin(Pin::StoredFunction);
         }
         self.pin_unseen_write_effects(fx).await;
         self.carry_over(fx).await?;
