@@ -476,15 +476,20 @@ fn accounts_made_or_changed_log_in_at_once() {
 /// column default advances a sequence (the server reports no such
 /// change). Such a write keeps the client's connection, as one whose
 /// default is known to does; a table the relay can see and whose defaults
-/// do nothing still shares it.
+/// do nothing still shares it. Likewise a read of a view whose definition
+/// the relay's account may not read: it may call a function that takes a
+/// user lock.
 #[test]
-fn a_write_to_a_table_the_relay_cannot_see_keeps_the_connection() {
+fn a_write_or_a_view_the_relay_cannot_see_keeps_the_connection() {
     let setup = [
         "DROP DATABASE IF EXISTS unseen",
         "CREATE DATABASE unseen",
         "CREATE SEQUENCE unseen.s",
         "CREATE TABLE unseen.ts (id BIGINT DEFAULT NEXTVAL(unseen.s) PRIMARY KEY, v INT)",
         "CREATE TABLE unseen.plain (v INT)",
+        "CREATE FUNCTION unseen.f() RETURNS INT DETERMINISTIC RETURN GET_LOCK('unseen-view', 1)",
+        "CREATE VIEW unseen.v AS SELECT unseen.f() AS l",
+        "CREATE VIEW unseen.vp AS SELECT v FROM unseen.plain",
         "DROP USER IF EXISTS 'relaylook'@'%', 'writer'@'%'",
         "CREATE USER 'relaylook'@'%' IDENTIFIED BY 'look-pw'",
         "GRANT SELECT ON mysql.user TO 'relaylook'@'%'",
@@ -538,6 +543,23 @@ fn a_write_to_a_table_the_relay_cannot_see_keeps_the_connection() {
         );
         let last: Option<i64> = a.query_first("SELECT LASTVAL(s)").await.expect("lastval");
         assert_eq!(last, Some(1), "the writer's LASTVAL");
+        a.disconnect().await.expect("quit");
+        // Views whose definitions the relay's account may not read (it has
+        // no SELECT and SHOW VIEW on them) count as calling functions: the
+        // reader keeps its lock.
+        let mut a = connect().await.expect("reader");
+        a.query_drop("SELECT * FROM plain").await.expect("read");
+        assert!(shared().await, "a plain table's read shares");
+        a.query_drop("SELECT * FROM v").await.expect("view read");
+        assert!(
+            !shared().await,
+            "a view the relay cannot read went to the pool after a read"
+        );
+        let mine: Option<i64> = a
+            .query_first("SELECT RELEASE_LOCK('unseen-view')")
+            .await
+            .expect("release");
+        assert_eq!(mine, Some(1), "the reader's lock");
         a.disconnect().await.expect("quit");
     });
     let n = relay.metric("sqlfleet_relay_pins_total{reason=\"trigger_or_sequence_default\"}");

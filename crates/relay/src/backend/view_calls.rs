@@ -146,6 +146,8 @@ pub struct ViewCalls {
     lookup: tokio::sync::Mutex<()>,
     /// Whether the last lookup failed (warned once per run of failures).
     failing: std::sync::atomic::AtomicBool,
+    /// Whether hidden definitions were warned about (once).
+    warned_hidden: std::sync::atomic::AtomicBool,
 }
 
 impl ViewCalls {
@@ -155,6 +157,7 @@ impl ViewCalls {
             seen: std::sync::Mutex::new(None),
             lookup: tokio::sync::Mutex::new(()),
             failing: std::sync::atomic::AtomicBool::new(false),
+            warned_hidden: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -185,6 +188,7 @@ impl ViewCalls {
                 if rows.len() > MAX_VIEWS {
                     Suspects::everything()
                 } else {
+                    self.warn_hidden(&rows);
                     let mut s = judge(&rows);
                     s.covers.extend(dbs.iter().map(|d| d.to_string()));
                     s
@@ -204,6 +208,22 @@ impl ViewCalls {
             *seen = Some((Instant::now(), s.clone()));
         }
         s
+    }
+
+    /// Warns once when views' definitions are hidden from the relay's
+    /// account: reads of them all keep their connections.
+    fn warn_hidden(&self, rows: &[Row]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let hidden = rows
+            .iter()
+            .filter(|r| field(Some(r), "s").is_none_or(|s| s.trim().is_empty()))
+            .count();
+        if hidden > 0 && !self.warned_hidden.swap(true, Relaxed) {
+            tracing::warn!(
+                "the relay's backend account may not read the definitions of {}, so reads of them keep their connections as if they called stored functions (GRANT SELECT, SHOW VIEW on them, or ON *.*, to that account)",
+                sqlfleet_conn::text::count(u64::try_from(hidden).unwrap_or(u64::MAX), "view")
+            );
+        }
     }
 
     /// DDL went through the relay: look again before the next statement.
