@@ -21,8 +21,9 @@
 //! view in it named from another database waits for the TTL). A server without such views (the usual case)
 //! costs a statement a clock read and a look at an empty set.
 
-use std::collections::HashSet;
 use std::ops::Range;
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,17 +42,21 @@ const MAX_VIEWS: usize = 100_000;
 const LOOKUP: &str = "SELECT TABLE_SCHEMA AS d, TABLE_NAME AS n, VIEW_DEFINITION AS s \
                       FROM information_schema.VIEWS";
 
-/// The views whose reading may change the session unseen, as `(database,
-/// view)` in lower case.
+/// The views whose reading may change the session unseen.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Suspects {
-    views: HashSet<(String, String)>,
+    /// View name -> its databases, both in ASCII lower case (names match
+    /// without regard to case: a wrong yes only costs sharing).
+    views: FxHashMap<String, Vec<String>>,
+    /// The databases that hold suspect views (ASCII lower case): a
+    /// statement in another one is looked at only for qualified names.
+    dbs: FxHashSet<String>,
     /// The lookup failed: anything may be such a view.
     all: bool,
     /// The databases this look covers (as named): those that had views,
     /// and those statements asked about. A statement in another one (a
     /// database made a moment ago) looks again at once.
-    covers: HashSet<String>,
+    covers: FxHashSet<String>,
 }
 
 impl Suspects {
@@ -68,36 +73,80 @@ impl Suspects {
         !self.all && self.views.is_empty()
     }
 
+    fn insert(&mut self, db: &str, name: &str) {
+        let dbs = self.views.entry(name.to_ascii_lowercase()).or_default();
+        let db = db.to_ascii_lowercase();
+        if !dbs.contains(&db) {
+            dbs.push(db.clone());
+        }
+        self.dbs.insert(db);
+    }
+
+    fn contains(&self, db: &str, name: &str) -> bool {
+        self.in_dbs(name, &[db])
+    }
+
+    /// Whether `name` is a suspect view in one of `dbs`.
+    fn in_dbs(&self, name: &str, dbs: &[&str]) -> bool {
+        with_lower(name, |k| self.views.get(k)).is_some_and(|in_dbs| {
+            in_dbs
+                .iter()
+                .any(|v| dbs.iter().any(|d| d.eq_ignore_ascii_case(v)))
+        })
+    }
+
     /// Whether `sql` names a suspect view: `db.view`, or `view` in one of
     /// `dbs` (the session's database and one a USE in the text makes
     /// current).
     pub fn named_in(&self, sql: &[u8], dbs: &[&str]) -> bool {
+        !self.is_empty() && self.named_in_tokens(&lex(sql).toks, dbs)
+    }
+
+    /// [`Suspects::named_in`] on the statement's tokens.
+    pub fn named_in_tokens(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> bool {
         if self.all {
             return true;
         }
         if self.views.is_empty() {
             return false;
         }
-        let toks = lex(sql).toks;
+        // Unqualified names matter only in a database with suspect views
+        // (MariaDB's own sys schema has some: its views call its
+        // functions); qualified ones anywhere.
+        let local = dbs.iter().any(|d| with_lower(d, |d| self.dbs.contains(d)));
         (0..toks.len()).any(|i| {
-            let Some(name) = name_at(&toks, i) else {
+            let qualified = i >= 2 && toks[i - 1].0.is_punct(b'.');
+            if !qualified && !local {
+                return false;
+            }
+            let Some(name) = name_at(toks, i) else {
                 return false;
             };
-            let qualified = i >= 2 && toks[i - 1].0.is_punct(b'.');
-            match qualified.then(|| name_at(&toks, i - 2)).flatten() {
-                Some(db) => self.views.contains(&(db, name)),
-                None => dbs
-                    .iter()
-                    .any(|d| self.views.contains(&(d.to_lowercase(), name.clone()))),
+            match qualified.then(|| name_at(toks, i - 2)).flatten() {
+                Some(db) => self.contains(db, name),
+                None => self.in_dbs(name, dbs),
             }
         })
     }
 }
 
-/// The name at token `i` (a word or a backquoted name), lower case.
-fn name_at(toks: &[(Tok, Range<usize>)], i: usize) -> Option<String> {
+/// `f` of `s` in ASCII lower case, cased on the stack when short.
+fn with_lower<R>(s: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 64];
+    if let Some(b) = buf.get_mut(..s.len()) {
+        b.copy_from_slice(s.as_bytes());
+        b.make_ascii_lowercase();
+        if let Ok(k) = std::str::from_utf8(b) {
+            return f(k);
+        }
+    }
+    f(&s.to_ascii_lowercase())
+}
+
+/// The name at token `i` (a word or a backquoted name).
+fn name_at(toks: &[(Tok, Range<usize>)], i: usize) -> Option<&str> {
     match &toks.get(i)?.0 {
-        Tok::Word(w) | Tok::Quoted(w) => Some(w.as_str().to_lowercase()),
+        Tok::Word(w) | Tok::Quoted(w) => Some(w.as_str()),
         _ => None,
     }
 }
@@ -106,41 +155,70 @@ fn name_at(toks: &[(Tok, Range<usize>)], i: usize) -> Option<String> {
 /// definition): those that call what may change the session unseen, whose
 /// definition is hidden, or that name such a view.
 pub fn judge(rows: &[Row]) -> Suspects {
-    let views: Vec<(String, String, String)> = rows
-        .iter()
-        .map(|r| {
-            let get = |c| field(Some(r), c).unwrap_or_default();
-            (get("d").to_lowercase(), get("n").to_lowercase(), get("s"))
-        })
-        .collect();
-    let mut out = Suspects {
-        covers: rows.iter().filter_map(|r| field(Some(r), "d")).collect(),
-        ..Suspects::default()
-    };
-    for (d, n, def) in &views {
-        if def.trim().is_empty() || sql::Query::new(def.as_bytes()).effects().acts_unseen() {
-            out.views.insert((d.clone(), n.clone()));
+    let mut out = Suspects::default();
+    // Each definition lexed once: (database, view, its tokens).
+    let mut rest = Vec::new();
+    for r in rows {
+        let get = |c| field(Some(r), c).unwrap_or_default();
+        let (d, n, def) = (get("d"), get("n"), get("s"));
+        out.covers.insert(d.clone());
+        let q = sql::Query::new(def.as_bytes());
+        if def.trim().is_empty() || q.effects().acts_unseen() {
+            out.insert(&d, &n);
+        } else {
+            rest.push((d, n, q.into_tokens()));
         }
     }
     // Views of suspect views, until nothing more is found.
     loop {
-        let more: Vec<(String, String)> = views
-            .iter()
-            .filter(|(d, n, def)| {
-                !out.views.contains(&(d.clone(), n.clone())) && out.named_in(def.as_bytes(), &[d])
-            })
-            .map(|(d, n, _)| (d.clone(), n.clone()))
-            .collect();
+        let (more, still): (Vec<_>, Vec<_>) = rest
+            .into_iter()
+            .partition(|(d, _, toks)| out.named_in_tokens(toks, &[d]));
         if more.is_empty() {
             return out;
         }
-        out.views.extend(more);
+        for (d, n, _) in &more {
+            out.insert(d, n);
+        }
+        rest = still;
+    }
+}
+
+/// A session's hold on the current look: reused, with no lock and no
+/// lookup, while it is the current one, has not run out, and the session
+/// is in the database it was taken in.
+pub struct Look {
+    generation: u64,
+    expires: Instant,
+    db: Option<String>,
+    suspects: Arc<Suspects>,
+    /// The session's database holds suspect views.
+    local: bool,
+}
+
+impl Look {
+    /// Whether a statement (its tokens) names a suspect view; `dbs` are
+    /// its databases (the session's, and a USE's in the text).
+    pub fn names(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> bool {
+        if self.suspects.is_empty() {
+            return false;
+        }
+        // No suspect view in its database and no qualified name: no name
+        // can be one.
+        if !self.suspects.all && !self.local && !toks.iter().any(|(t, _)| t.is_punct(b'.')) {
+            return false;
+        }
+        self.suspects.named_in_tokens(toks, dbs)
     }
 }
 
 pub struct ViewCalls {
     side: Arc<SideConn>,
-    seen: std::sync::Mutex<Option<(Instant, Arc<Suspects>)>>,
+    /// The current look: when it was taken, its generation, what it found.
+    seen: std::sync::Mutex<Option<(Instant, u64, Arc<Suspects>)>>,
+    /// Counts looks and forgets: a session's [`Look`] of another
+    /// generation is taken again.
+    generation: std::sync::atomic::AtomicU64,
     /// One lookup at a time: statements that found the look stale
     /// together wait for the first one's answer.
     lookup: tokio::sync::Mutex<()>,
@@ -148,6 +226,10 @@ pub struct ViewCalls {
     failing: std::sync::atomic::AtomicBool,
     /// Whether hidden definitions were warned about (once).
     warned_hidden: std::sync::atomic::AtomicBool,
+    /// The last lookup's rows (their hash, with keys drawn per process)
+    /// and what they were judged to be.
+    last: std::sync::Mutex<Option<(u64, Suspects)>>,
+    hasher: std::collections::hash_map::RandomState,
 }
 
 impl ViewCalls {
@@ -155,32 +237,46 @@ impl ViewCalls {
         ViewCalls {
             side,
             seen: std::sync::Mutex::new(None),
+            generation: std::sync::atomic::AtomicU64::new(0),
             lookup: tokio::sync::Mutex::new(()),
             failing: std::sync::atomic::AtomicBool::new(false),
             warned_hidden: std::sync::atomic::AtomicBool::new(false),
+            last: std::sync::Mutex::new(None),
+            hasher: std::collections::hash_map::RandomState::new(),
         }
     }
 
-    fn fresh(&self, dbs: &[&str]) -> Option<Arc<Suspects>> {
-        let s = self.seen.lock().ok()?;
-        s.as_ref()
-            .filter(|(at, v)| {
-                at.elapsed() < TTL && (v.all || dbs.iter().all(|d| v.covers.contains(*d)))
-            })
-            .map(|(_, v)| v.clone())
+    /// Whether a session's look still holds at `now` in database `db`.
+    pub fn still(&self, look: &Look, db: Option<&str>, now: Instant) -> bool {
+        now < look.expires
+            && look.db.as_deref() == db
+            && self.generation.load(std::sync::atomic::Ordering::Acquire) == look.generation
     }
 
-    /// The suspect views, looked up again when the last look is older than
-    /// the TTL or does not cover one of `dbs` (the statement's databases).
-    pub async fn suspects(&self, dbs: &[&str]) -> Arc<Suspects> {
-        if let Some(s) = self.fresh(dbs) {
-            return s;
+    fn fresh(&self, dbs: &[&str], db: Option<&str>) -> Option<Look> {
+        let s = self.seen.lock().ok()?;
+        let (at, generation, v) = s.as_ref()?;
+        (at.elapsed() < TTL && (v.all || dbs.iter().all(|d| v.covers.contains(*d)))).then(|| Look {
+            generation: *generation,
+            expires: *at + TTL,
+            db: db.map(str::to_string),
+            local: dbs.iter().any(|d| with_lower(d, |d| v.dbs.contains(d))),
+            suspects: v.clone(),
+        })
+    }
+
+    /// The current look for a session in `db` whose statement is in
+    /// `dbs`; looked up again when the last look is older than the TTL or
+    /// does not cover one of `dbs`.
+    pub async fn look(&self, dbs: &[&str], db: Option<&str>) -> Look {
+        if let Some(l) = self.fresh(dbs, db) {
+            return l;
         }
         let _turn = self.lookup.lock().await;
-        if let Some(s) = self.fresh(dbs) {
-            return s;
+        if let Some(l) = self.fresh(dbs, db) {
+            return l;
         }
-        use std::sync::atomic::Ordering::Relaxed;
+        use std::sync::atomic::Ordering::{AcqRel, Relaxed};
         let s = match self.side.queries(&[LOOKUP], MAX_VIEWS + 1).await {
             Ok(mut r) => {
                 self.failing.store(false, Relaxed);
@@ -188,8 +284,7 @@ impl ViewCalls {
                 if rows.len() > MAX_VIEWS {
                     Suspects::everything()
                 } else {
-                    self.warn_hidden(&rows);
-                    let mut s = judge(&rows);
+                    let mut s = self.judged(&rows);
                     s.covers.extend(dbs.iter().map(|d| d.to_string()));
                     s
                 }
@@ -203,9 +298,38 @@ impl ViewCalls {
                 Suspects::everything()
             }
         };
+        let generation = self.generation.fetch_add(1, AcqRel) + 1;
+        let at = Instant::now();
         let s = Arc::new(s);
         if let Ok(mut seen) = self.seen.lock() {
-            *seen = Some((Instant::now(), s.clone()));
+            *seen = Some((at, generation, s.clone()));
+        }
+        Look {
+            generation,
+            expires: at + TTL,
+            db: db.map(str::to_string),
+            local: dbs.iter().any(|d| with_lower(d, |d| s.dbs.contains(d))),
+            suspects: s,
+        }
+    }
+
+    /// The judgement of `rows`: the last one again when the rows are the
+    /// same (the usual case: views change seldom, and MariaDB's sys
+    /// schema alone has a hundred long definitions to read).
+    fn judged(&self, rows: &[Row]) -> Suspects {
+        use std::hash::BuildHasher;
+        let key = self.hasher.hash_one(rows);
+        if let Ok(last) = self.last.lock() {
+            if let Some((k, s)) = last.as_ref() {
+                if *k == key {
+                    return s.clone();
+                }
+            }
+        }
+        self.warn_hidden(rows);
+        let s = judge(rows);
+        if let Ok(mut last) = self.last.lock() {
+            *last = Some((key, s.clone()));
         }
         s
     }
@@ -231,6 +355,8 @@ impl ViewCalls {
         if let Ok(mut s) = self.seen.lock() {
             *s = None;
         }
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
     }
 }
 
@@ -247,7 +373,11 @@ mod tests {
     }
 
     fn views(s: &Suspects) -> Vec<(String, String)> {
-        let mut v: Vec<_> = s.views.iter().cloned().collect();
+        let mut v: Vec<_> = s
+            .views
+            .iter()
+            .flat_map(|(n, dbs)| dbs.iter().map(move |d| (d.clone(), n.clone())))
+            .collect();
         v.sort();
         v
     }
@@ -306,5 +436,31 @@ mod tests {
         assert!(!s.named_in(b"SELECT 'v_lock'", &["shop"]));
         let all = Suspects::everything();
         assert!(all.named_in(b"SELECT 1", &[]));
+    }
+
+    #[test]
+    fn a_look_skips_statements_that_cannot_name_a_suspect_view() {
+        let s = Arc::new(judge(&[row(
+            "sys",
+            "x_io",
+            "select `sys`.`format_bytes`(1) AS `b`",
+        )]));
+        let look = |db: &str| Look {
+            generation: 1,
+            expires: Instant::now() + TTL,
+            db: Some(db.into()),
+            local: with_lower(db, |d| s.dbs.contains(d)),
+            suspects: s.clone(),
+        };
+        let names =
+            |l: &Look, sql: &[u8]| l.names(&lex(sql).toks, &[l.db.as_deref().unwrap_or("")]);
+        let app = look("app");
+        assert!(!app.local);
+        assert!(!names(&app, b"SELECT * FROM x_io"));
+        assert!(names(&app, b"SELECT * FROM sys.x_io"));
+        assert!(!names(&app, b"SELECT t.v FROM t"));
+        let sys = look("SYS");
+        assert!(sys.local);
+        assert!(names(&sys, b"SELECT * FROM x_io"));
     }
 }

@@ -168,6 +168,9 @@ struct Session {
     found_rows_calc: bool,
     /// The previous statement kept the connection for this one (LAST_INSERT_ID() and the like).
     kept_for_this: bool,
+    /// The look at views that call stored functions this session holds
+    /// (`backend/view_calls.rs`).
+    view_look: Option<crate::backend::view_calls::Look>,
     /// Temporary tables this client made and has not dropped (lower-cased
     /// names as written); `None` once one was made in a way the text does
     /// not name (the pin then stays).
@@ -228,6 +231,7 @@ where
         last_found_rows: 0,
         found_rows_calc: false,
         kept_for_this: false,
+        view_look: None,
         temp_tables: Some(BTreeSet::new()),
         locks: Some(BTreeMap::new()),
         mode: ctx.cfg.mode,
@@ -606,7 +610,10 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(&fx);
-        let via_view = q.is_some() && self.names_a_calling_view(&cmd[1..], &fx).await;
+        let via_view = match &q {
+            Some(q) => self.names_a_calling_view(q.tokens(), &fx).await,
+            None => false,
+        };
         self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         // Take the pins first so that nothing releases the connection early.
         let had_set_expression = self.pins.contains(&Pin::SetExpression);
@@ -1317,18 +1324,39 @@ impl Session {
     /// In transaction mode, whether the statement names a view whose
     /// reading calls a stored function (`backend/view_calls.rs`): it is
     /// then treated as the call itself (pinned, never a replica's read).
-    pub(super) async fn names_a_calling_view(&self, sql: &[u8], fx: &Effects) -> bool {
+    /// The session keeps its look at the views while it holds (one atomic
+    /// read and a clock read per statement); a text that USEs another
+    /// database looks for that statement alone.
+    pub(super) async fn names_a_calling_view(
+        &mut self,
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+    ) -> bool {
         if self.mode != Mode::Transaction || fx.calls_stored {
             return false;
         }
+        let views = &self.ctx.view_calls;
+        let db = self.db.as_deref();
         let mut dbs = [""; 2];
         let mut n = 0;
-        for d in self.db.iter().chain(fx.use_db.iter()) {
+        for d in db.iter().chain(fx.use_db.as_deref().iter()) {
             dbs[n] = d;
             n += 1;
         }
-        let suspects = self.ctx.view_calls.suspects(&dbs[..n]).await;
-        !suspects.is_empty() && suspects.named_in(sql, &dbs[..n])
+        let dbs = &dbs[..n];
+        if fx.use_db.is_some() {
+            return views.look(dbs, db).await.names(toks, dbs);
+        }
+        let now = std::time::Instant::now();
+        let held = self
+            .view_look
+            .as_ref()
+            .is_some_and(|l| views.still(l, db, now));
+        if !held {
+            let look = views.look(dbs, db).await;
+            self.view_look = Some(look);
+        }
+        self.view_look.as_ref().is_some_and(|l| l.names(toks, dbs))
     }
 
     /// In transaction mode, hands the backend connection back when nothing

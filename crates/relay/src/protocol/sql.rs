@@ -366,6 +366,16 @@ impl<'a> Query<'a> {
         }
     }
 
+    /// The statement's tokens.
+    pub fn tokens(&self) -> &[(Tok, Range<usize>)] {
+        &self.lexed.toks
+    }
+
+    /// The statement's tokens, kept (a prepared statement's).
+    pub fn into_tokens(self) -> Vec<(Tok, Range<usize>)> {
+        self.lexed.toks
+    }
+
     pub fn effects(&self) -> Effects {
         effects(self.sql, &self.lexed)
     }

@@ -29,6 +29,9 @@ pub struct StmtDef {
     /// What the statement's text does to the session (pins, settings,
     /// whether a replica may answer it).
     pub fx: crate::protocol::sql::Effects,
+    /// Its text's tokens: which views it names is asked at each execute
+    /// (`backend/view_calls.rs`), without lexing it again.
+    pub toks: Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
 }
 
 impl ClientStmt {
@@ -38,6 +41,7 @@ impl ClientStmt {
         params: u16,
         columns: u16,
         fx: crate::protocol::sql::Effects,
+        toks: Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
     ) -> ClientStmt {
         ClientStmt {
             def: Arc::new(StmtDef {
@@ -45,6 +49,7 @@ impl ClientStmt {
                 params,
                 columns,
                 fx,
+                toks,
             }),
             types: None,
         }
@@ -290,6 +295,7 @@ mod tests {
                 read: true,
                 ..Default::default()
             },
+            Vec::new(),
         )
     }
 

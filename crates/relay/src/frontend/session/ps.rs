@@ -33,7 +33,8 @@ impl Session {
     }
 
     pub(super) async fn prepare(&mut self, cmd: &[u8]) -> Result<(), Fail> {
-        let fx = crate::protocol::sql::analyze(&cmd[1..]);
+        let q = crate::protocol::sql::Query::new(&cmd[1..]);
+        let fx = q.effects();
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
             return Err(Fail::Err(
@@ -53,7 +54,14 @@ impl Session {
         }
         self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
-            let s = ClientStmt::new(self.db.clone(), &cmd[1..], params, columns, fx);
+            let s = ClientStmt::new(
+                self.db.clone(),
+                &cmd[1..],
+                params,
+                columns,
+                fx,
+                q.into_tokens(),
+            );
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
                 c.stmts.insert(s.def.key.clone(), bid, cap);
@@ -127,7 +135,7 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(fx);
-        let via_view = self.names_a_calling_view(&s.key.sql, fx).await;
+        let via_view = self.names_a_calling_view(&s.toks, fx).await;
         self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in &fx.pins {
             self.pin(*p);
