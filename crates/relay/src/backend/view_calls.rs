@@ -11,15 +11,21 @@
 //! per [`TTL`] (by the first statement after it ran out, or the first in
 //! a database the last look did not cover) and judged with
 //! the relay's statement reader; a view that names a suspect view is
-//! suspect too. A definition the relay's account may not read (without
-//! SHOW VIEW only the definer sees it) counts as suspect; a lookup that
+//! suspect too. A definition the relay's account may not read (it takes
+//! SELECT and SHOW VIEW; else only the definer sees it) counts as suspect; a lookup that
 //! fails makes every statement suspect until one succeeds. Names match
 //! without regard to case, and a column or alias spelt like a suspect view
 //! counts as well: a wrong yes costs sharing, a wrong no correctness. DDL
 //! through the relay makes the next statement look again; DDL elsewhere
 //! is seen within the TTL, or at once in a database new to the look (a
-//! view in it named from another database waits for the TTL). A server without such views (the usual case)
-//! costs a statement a clock read and a look at an empty set.
+//! view in it named from another database waits for the TTL).
+//!
+//! Cost: every MariaDB server has such views (its sys schema's call its
+//! own functions), so the check runs on every statement in transaction
+//! mode. A session keeps its [`Look`] while it holds (a clock read and an
+//! atomic read per statement); a statement in a database without suspect
+//! views and with no qualified name is then passed without a lookup in
+//! any set. A lookup whose rows did not change reuses the last judgement.
 
 use std::ops::Range;
 
