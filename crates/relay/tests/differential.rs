@@ -357,6 +357,33 @@ async fn setup(srv: &TestServer, db: &str) {
     .expect("setup");
 }
 
+/// Waits (up to 5 s) until server thread `id` has ended. A direct client
+/// that disconnects leaves the server to end its thread, and release its
+/// user locks, a moment later; on a loaded host the client's next
+/// connection could otherwise still find its own lock taken (seen: seed
+/// 5015, RELEASE_LOCK 0 directly, NULL through the relay). A relay
+/// client's id names no server thread, so nothing is waited for there.
+async fn thread_gone(watch: &mysql_async::Opts, id: u32) {
+    let Ok(mut w) = mysql_async::Conn::new(watch.clone()).await else {
+        return;
+    };
+    for _ in 0..250 {
+        let n: Option<u64> = w
+            .exec_first(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?",
+                (id,),
+            )
+            .await
+            .ok()
+            .flatten();
+        if n == Some(0) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = w.disconnect().await;
+}
+
 /// Runs every client's script concurrently against `port`; returns each
 /// client's observations followed by its table's final contents.
 async fn run_all(
@@ -370,10 +397,21 @@ async fn run_all(
     for i in 0..scripts.len() {
         setup(srv, &format!("{prefix}_{i}")).await;
     }
+    // The server's own view of its threads, to wait for a disconnected
+    // client's thread to end (its user locks go with it).
+    let root_pw = srv.sandbox.password().expect("password");
+    let watch_opts = client_opts(
+        srv.sandbox.meta.primary().port,
+        "root",
+        root_pw.expose(),
+        "mysql",
+    )
+    .await;
     let mut tasks = Vec::new();
     for (i, script) in scripts.iter().enumerate() {
         let db = format!("{prefix}_{i}");
         let opts = client_opts(port, user, pw, &db).await;
+        let watch_opts = watch_opts.clone();
         let script = script.clone();
         tasks.push(tokio::spawn(async move {
             let mut c = mysql_async::Conn::new(opts.clone())
@@ -382,7 +420,9 @@ async fn run_all(
             let mut seen = Vec::new();
             for s in &script {
                 if let Step::Reconnect = s {
+                    let old = c.id();
                     let _ = c.disconnect().await;
+                    thread_gone(&watch_opts, old).await;
                     c = mysql_async::Conn::new(opts.clone())
                         .await
                         .expect("client reconnects");
