@@ -33,7 +33,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sqlfleet_dump::lex::{lex, Tok};
+use sqlfleet_dump::lex::Tok;
 
 use crate::backend::side::{field, Row, SideConn};
 use crate::protocol::sql;
@@ -101,25 +101,22 @@ impl Suspects {
         })
     }
 
-    /// Whether `sql` names a suspect view: `db.view`, or `view` in one of
-    /// `dbs` (the session's database and one a USE in the text makes
-    /// current).
-    pub fn named_in(&self, sql: &[u8], dbs: &[&str]) -> bool {
-        !self.is_empty() && self.named_in_tokens(&lex(sql).toks, dbs)
+    /// Whether one of `dbs` holds suspect views.
+    fn holds_any(&self, dbs: &[&str]) -> bool {
+        dbs.iter().any(|d| with_lower(d, |d| self.dbs.contains(d)))
     }
 
-    /// [`Suspects::named_in`] on the statement's tokens.
-    pub fn named_in_tokens(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> bool {
+    /// Whether a statement (its tokens) names a suspect view: `db.view`,
+    /// or `view` in one of `dbs` (the session's database and one a USE in
+    /// the text makes current). `local` is [`Suspects::holds_any`] of
+    /// `dbs`: without it, only qualified names are looked up.
+    fn names(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str], local: bool) -> bool {
         if self.all {
             return true;
         }
         if self.views.is_empty() {
             return false;
         }
-        // Unqualified names matter only in a database with suspect views
-        // (MariaDB's own sys schema has some: its views call its
-        // functions); qualified ones anywhere.
-        let local = dbs.iter().any(|d| with_lower(d, |d| self.dbs.contains(d)));
         (0..toks.len()).any(|i| {
             let qualified = i >= 2 && toks[i - 1].0.is_punct(b'.');
             if !qualified && !local {
@@ -179,7 +176,7 @@ pub fn judge(rows: &[Row]) -> Suspects {
     loop {
         let (more, still): (Vec<_>, Vec<_>) = rest
             .into_iter()
-            .partition(|(d, _, toks)| out.named_in_tokens(toks, &[d]));
+            .partition(|(d, _, toks)| out.names(toks, &[d], out.holds_any(&[d])));
         if more.is_empty() {
             return out;
         }
@@ -198,23 +195,34 @@ pub struct Look {
     expires: Instant,
     db: Option<String>,
     suspects: Arc<Suspects>,
-    /// The session's database holds suspect views.
+    /// The statement's databases hold suspect views (else only qualified
+    /// names are looked up).
     local: bool,
 }
 
 impl Look {
+    /// The look taken at `at` for a session in `db` whose statement is in
+    /// `dbs`.
+    fn new(
+        at: Instant,
+        generation: u64,
+        suspects: Arc<Suspects>,
+        dbs: &[&str],
+        db: Option<&str>,
+    ) -> Look {
+        Look {
+            generation,
+            expires: at + TTL,
+            db: db.map(str::to_string),
+            local: suspects.holds_any(dbs),
+            suspects,
+        }
+    }
+
     /// Whether a statement (its tokens) names a suspect view; `dbs` are
-    /// its databases (the session's, and a USE's in the text).
+    /// its databases, those the look was taken for.
     pub fn names(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> bool {
-        if self.suspects.is_empty() {
-            return false;
-        }
-        // No suspect view in its database and no qualified name: no name
-        // can be one.
-        if !self.suspects.all && !self.local && !toks.iter().any(|(t, _)| t.is_punct(b'.')) {
-            return false;
-        }
-        self.suspects.named_in_tokens(toks, dbs)
+        self.suspects.names(toks, dbs, self.local)
     }
 }
 
@@ -262,13 +270,8 @@ impl ViewCalls {
     fn fresh(&self, dbs: &[&str], db: Option<&str>) -> Option<Look> {
         let s = self.seen.lock().ok()?;
         let (at, generation, v) = s.as_ref()?;
-        (at.elapsed() < TTL && (v.all || dbs.iter().all(|d| v.covers.contains(*d)))).then(|| Look {
-            generation: *generation,
-            expires: *at + TTL,
-            db: db.map(str::to_string),
-            local: dbs.iter().any(|d| with_lower(d, |d| v.dbs.contains(d))),
-            suspects: v.clone(),
-        })
+        (at.elapsed() < TTL && (v.all || dbs.iter().all(|d| v.covers.contains(*d))))
+            .then(|| Look::new(*at, *generation, v.clone(), dbs, db))
     }
 
     /// The current look for a session in `db` whose statement is in
@@ -310,13 +313,7 @@ impl ViewCalls {
         if let Ok(mut seen) = self.seen.lock() {
             *seen = Some((at, generation, s.clone()));
         }
-        Look {
-            generation,
-            expires: at + TTL,
-            db: db.map(str::to_string),
-            local: dbs.iter().any(|d| with_lower(d, |d| s.dbs.contains(d))),
-            suspects: s,
-        }
+        Look::new(at, generation, s, dbs, db)
     }
 
     /// The judgement of `rows`: the last one again when the rows are the
@@ -369,6 +366,7 @@ impl ViewCalls {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sqlfleet_dump::lex::lex;
 
     fn row(d: &str, n: &str, s: &str) -> Row {
         vec![
@@ -376,6 +374,11 @@ mod tests {
             ("n".into(), Some(n.into())),
             ("s".into(), Some(s.into())),
         ]
+    }
+
+    /// Whether `sql` names one of `s`'s views from `dbs`.
+    fn named_in(s: &Suspects, sql: &[u8], dbs: &[&str]) -> bool {
+        s.names(&lex(sql).toks, dbs, s.holds_any(dbs))
     }
 
     fn views(s: &Suspects) -> Vec<(String, String)> {
@@ -432,16 +435,20 @@ mod tests {
     #[test]
     fn a_statement_names_a_suspect_view_in_its_database_or_qualified() {
         let s = judge(&[row("shop", "v_lock", "select `shop`.`f`() AS `l`")]);
-        assert!(s.named_in(b"SELECT * FROM v_lock", &["shop"]));
-        assert!(s.named_in(b"select l from `V_LOCK` where 1", &["Shop"]));
-        assert!(s.named_in(b"SELECT * FROM shop.v_lock", &[]));
-        assert!(s.named_in(b"INSERT INTO t SELECT l FROM `shop`.`v_lock`", &["x"]));
-        assert!(!s.named_in(b"SELECT * FROM v_lock", &["other"]));
-        assert!(!s.named_in(b"SELECT * FROM other.v_lock", &["shop"]));
-        assert!(!s.named_in(b"SELECT * FROM t", &["shop"]));
-        assert!(!s.named_in(b"SELECT 'v_lock'", &["shop"]));
+        assert!(named_in(&s, b"SELECT * FROM v_lock", &["shop"]));
+        assert!(named_in(&s, b"select l from `V_LOCK` where 1", &["Shop"]));
+        assert!(named_in(&s, b"SELECT * FROM shop.v_lock", &[]));
+        assert!(named_in(
+            &s,
+            b"INSERT INTO t SELECT l FROM `shop`.`v_lock`",
+            &["x"]
+        ));
+        assert!(!named_in(&s, b"SELECT * FROM v_lock", &["other"]));
+        assert!(!named_in(&s, b"SELECT * FROM other.v_lock", &["shop"]));
+        assert!(!named_in(&s, b"SELECT * FROM t", &["shop"]));
+        assert!(!named_in(&s, b"SELECT 'v_lock'", &["shop"]));
         let all = Suspects::everything();
-        assert!(all.named_in(b"SELECT 1", &[]));
+        assert!(named_in(&all, b"SELECT 1", &[]));
     }
 
     #[test]
@@ -451,13 +458,7 @@ mod tests {
             "x_io",
             "select `sys`.`format_bytes`(1) AS `b`",
         )]));
-        let look = |db: &str| Look {
-            generation: 1,
-            expires: Instant::now() + TTL,
-            db: Some(db.into()),
-            local: with_lower(db, |d| s.dbs.contains(d)),
-            suspects: s.clone(),
-        };
+        let look = |db: &str| Look::new(Instant::now(), 1, s.clone(), &[db], Some(db));
         let names =
             |l: &Look, sql: &[u8]| l.names(&lex(sql).toks, &[l.db.as_deref().unwrap_or("")]);
         let app = look("app");

@@ -610,20 +610,9 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(&fx);
-        let via_view = match &q {
-            Some(q) => self.names_a_calling_view(q.tokens(), &fx).await,
-            None => false,
-        };
-        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
-        // Take the pins first so that nothing releases the connection early.
         let had_set_expression = self.pins.contains(&Pin::SetExpression);
-        for p in &fx.pins {
-            self.pin(*p);
-        }
-        if via_view {
-            self.pin(Pin::StoredFunction);
-        }
-        self.pin_unseen_write_effects(&fx).await;
+        let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
+        self.route_and_pin(toks, &fx).await;
         let rewritten = match self.own_counts(&cmd[1..], &fx) {
             std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
             std::borrow::Cow::Borrowed(_) => None,
@@ -1298,7 +1287,7 @@ impl Session {
     /// connection: the server reports neither. Only transaction mode
     /// shares connections between statements; a session-mode client's
     /// connection is reset before another client gets it.
-    pub(super) async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
+    async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
         if self.mode != Mode::Transaction
             || fx.writes.is_empty()
             || self.pins.contains(&Pin::WriteEffects)
@@ -1321,13 +1310,33 @@ impl Session {
         }
     }
 
+    /// Chooses the statement's route and takes its pins, before anything
+    /// can release the connection: those its text names, a stored
+    /// function's when it reads a view that calls one, and a write's whose
+    /// table acts unseen. `toks` are the statement's tokens.
+    pub(super) async fn route_and_pin(
+        &mut self,
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+    ) {
+        let via_view = self.names_a_calling_view(toks, fx).await;
+        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        for p in &fx.pins {
+            self.pin(*p);
+        }
+        if via_view {
+            self.pin(Pin::StoredFunction);
+        }
+        self.pin_unseen_write_effects(fx).await;
+    }
+
     /// In transaction mode, whether the statement names a view whose
     /// reading calls a stored function (`backend/view_calls.rs`): it is
     /// then treated as the call itself (pinned, never a replica's read).
     /// The session keeps its look at the views while it holds (one atomic
     /// read and a clock read per statement); a text that USEs another
     /// database looks for that statement alone.
-    pub(super) async fn names_a_calling_view(
+    async fn names_a_calling_view(
         &mut self,
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,

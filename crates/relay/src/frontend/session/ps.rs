@@ -135,15 +135,7 @@ impl Session {
         self.explained = fx.explains_state();
         self.statement_vars.clone_from(&fx.statement_vars);
         self.drop_diagnostics_hold(fx);
-        let via_view = self.names_a_calling_view(&s.toks, fx).await;
-        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
-        for p in &fx.pins {
-            self.pin(*p);
-        }
-        if via_view {
-            self.pin(Pin::StoredFunction);
-        }
-        self.pin_unseen_write_effects(fx).await;
+        self.route_and_pin(&s.toks, fx).await;
         self.carry_over(fx).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;
