@@ -176,7 +176,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             }
         }
     }
-    let rec = journal::record_sql(&w.load_id, w.offset, w.end, "chunk", rows);
+    let rec = journal::record_sql(&w.load_id, w.offset, w.end, "chunk", rows, None);
     if let Err(e) = c.conn.query_drop(rec).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(e);

@@ -128,11 +128,15 @@ pub struct Record<'a> {
 
 impl Record<'_> {
     /// The statement that writes (or, for a pending row, completes) it.
+    /// A record naming a table also keeps that table's AUTO_INCREMENT
+    /// counter as it stands when the record is written (NULL for a table
+    /// without one): see [`restore_auto_increments`].
     pub fn sql(&self) -> String {
         format!(
-            "INSERT INTO sqlfleet.load_journal (load_id, start_offset, end_offset, kind, rows_loaded, tbl, chain) \
-             VALUES ('{}', {}, {}, '{}', {}, {}, {}) ON DUPLICATE KEY UPDATE end_offset = VALUES(end_offset), \
-             kind = VALUES(kind), rows_loaded = VALUES(rows_loaded), tbl = VALUES(tbl), chain = VALUES(chain)",
+            "INSERT INTO sqlfleet.load_journal (load_id, start_offset, end_offset, kind, rows_loaded, tbl, chain, auto_increment) \
+             VALUES ('{}', {}, {}, '{}', {}, {}, {}, {}) ON DUPLICATE KEY UPDATE end_offset = VALUES(end_offset), \
+             kind = VALUES(kind), rows_loaded = VALUES(rows_loaded), tbl = VALUES(tbl), chain = VALUES(chain), \
+             auto_increment = VALUES(auto_increment)",
             self.load_id,
             self.start,
             self.end,
@@ -142,8 +146,22 @@ impl Record<'_> {
             self.chain
                 .map(|c| format!("'{}'", crate::identity::hex(c)))
                 .unwrap_or_else(|| "NULL".into()),
+            self.table
+                .map(counter_sql)
+                .unwrap_or_else(|| "NULL".into()),
         )
     }
+}
+
+/// A subquery giving the AUTO_INCREMENT counter of `table` (as shown:
+/// `` `db`.`t` `` or `` `t` `` in the connection's database) right now.
+fn counter_sql(table: &str) -> String {
+    let (schema, name) = split_shown(table);
+    let schema = schema.map_or_else(|| "DATABASE()".to_string(), |d| literal(&d));
+    format!(
+        "(SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = {})",
+        literal(&name)
+    )
 }
 
 fn jerr(endpoint: &str) -> impl Fn(mysql_async::Error) -> LoadError + '_ {
@@ -226,14 +244,21 @@ pub async fn prepare(
 }
 
 /// The statement that records a committed range (no table, no chain).
-pub fn record_sql(load_id: &str, start: u64, end: u64, kind: &str, rows: u64) -> String {
+pub fn record_sql(
+    load_id: &str,
+    start: u64,
+    end: u64,
+    kind: &str,
+    rows: u64,
+    table: Option<&str>,
+) -> String {
     Record {
         load_id,
         start,
         end,
         kind,
         rows,
-        table: None,
+        table,
         chain: None,
     }
     .sql()
@@ -374,50 +399,33 @@ pub async fn reset_dirty_table(
     Ok(deleted)
 }
 
-/// The `AUTO_INCREMENT=N` table option of a CREATE TABLE (1 if none).
-pub fn auto_increment_option(create: &[u8]) -> u64 {
-    let upper = create.to_ascii_uppercase();
-    let body_end = memchr::memmem::rfind(&upper, b")").unwrap_or(0);
-    memchr::memmem::find(&upper[body_end..], b"AUTO_INCREMENT=")
-        .map(|i| {
-            upper[body_end + i + 15..]
-                .iter()
-                .take_while(|b| b.is_ascii_digit())
-                .fold(0u64, |n, d| {
-                    n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
-                })
-        })
-        .filter(|n| *n > 0)
-        .unwrap_or(1)
-}
-
-/// What to add to a table's `create` record: the CREATE's AUTO_INCREMENT
-/// start, so a resume can set the counter back (below).
-pub fn note_auto_increment_sql(load_id: &str, start: u64, create: &[u8]) -> String {
-    format!(
-        "UPDATE sqlfleet.load_journal SET auto_increment = {} WHERE load_id = {} AND start_offset = {start}",
-        auto_increment_option(create),
-        literal(load_id)
-    )
-}
-
 /// On `--resume`: a transaction rolled back by the interruption used up
 /// AUTO_INCREMENT values (InnoDB and Aria never hand them out again), so
 /// ids the server assigns from here on would differ from an
-/// uninterrupted load's. Setting the option back to the CREATE's value
-/// makes the server take max(that, largest id + 1), which is what the
-/// uninterrupted load would have.
+/// uninterrupted load's. Each table this load created gets back the
+/// counter its records kept: the largest since the table's last CREATE
+/// or DDL record (counters only grow between them). That is the counter
+/// after everything committed, with what committed statements used up
+/// and never gave back (a statement refused with `--force`, an INSERT
+/// IGNORE's duplicate): the uninterrupted load's. A batch that leaves
+/// ids to the server runs alone on its table, so no record keeps what a
+/// rolled-back one took. The server takes max(that, largest id + 1).
 pub async fn restore_auto_increments(
     conn: &mut Conn,
     endpoint: &str,
     load_id: &str,
 ) -> Result<usize, LoadError> {
     let e = jerr(endpoint);
+    let id = literal(load_id);
     let rows: Vec<(String, u64)> = conn
         .query(format!(
-            "SELECT tbl, auto_increment FROM sqlfleet.load_journal WHERE load_id = {} AND kind = 'create' \
-             AND tbl IS NOT NULL AND auto_increment IS NOT NULL",
-            literal(load_id)
+            "SELECT j.tbl, MAX(j.auto_increment) FROM sqlfleet.load_journal j \
+             JOIN (SELECT tbl, MAX(start_offset) AS since FROM sqlfleet.load_journal \
+                   WHERE load_id = {id} AND kind IN ('create', 'ddl') AND tbl IS NOT NULL GROUP BY tbl) d \
+               ON d.tbl = j.tbl AND j.start_offset >= d.since \
+             WHERE j.load_id = {id} AND j.auto_increment IS NOT NULL \
+               AND EXISTS (SELECT 1 FROM sqlfleet.load_journal c WHERE c.load_id = {id} AND c.kind = 'create' AND c.tbl = j.tbl) \
+             GROUP BY j.tbl"
         ))
         .await
         .map_err(&e)?;
@@ -573,12 +581,25 @@ mod tests {
     }
 
     #[test]
-    fn auto_increment_options() {
-        assert_eq!(auto_increment_option(b"CREATE TABLE t (\n  id int AUTO_INCREMENT\n) ENGINE=InnoDB AUTO_INCREMENT=42 DEFAULT CHARSET=utf8mb4"), 42);
-        assert_eq!(
-            auto_increment_option(b"CREATE TABLE t (id int AUTO_INCREMENT PRIMARY KEY)"),
-            1
-        );
+    fn a_record_naming_a_table_keeps_its_counter() {
+        let rec = |table| {
+            Record {
+                load_id: "x",
+                start: 0,
+                end: 1,
+                kind: "data",
+                rows: 0,
+                table,
+                chain: None,
+            }
+            .sql()
+        };
+        assert!(rec(Some("`d`.`t`")).contains(
+            "(SELECT AUTO_INCREMENT FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'd' AND TABLE_NAME = 't')"
+        ));
+        assert!(rec(Some("`t`")).contains("TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 't'"));
+        assert!(rec(None).ends_with("auto_increment = VALUES(auto_increment)"));
+        assert!(!rec(None).contains("information_schema"));
     }
 
     #[test]

@@ -355,6 +355,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                         sched.feed(held).await;
                     }
                     sched.feed(*item).await;
+                    // A resumed run that cannot go on exactly stops here.
+                    if let Some(what) = sched.refused.take() {
+                        changed = Some(what);
+                        break;
+                    }
                 } else if check.held.is_empty()
                     && (matches!(item.kind, Kind::Session | Kind::Use(_) | Kind::Hint)
                         || sched.resume.ranges.contains(item.stmt.offset))

@@ -71,6 +71,9 @@ pub struct Scheduler {
     pub skipped: u64,
     pub tables: std::collections::BTreeSet<String>,
     pub regime: Regime,
+    /// Why a resumed run cannot go on exactly (with `--restart` as the
+    /// way on); set once, and the load stops before the statement.
+    pub refused: Option<String>,
     cur_db: Option<String>,
     batch: Option<Batch>,
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
@@ -146,6 +149,7 @@ impl Scheduler {
             skipped: 0,
             tables: Default::default(),
             regime,
+            refused: None,
             cur_db: database,
             batch: None,
             inflight: HashMap::new(),
@@ -227,7 +231,7 @@ impl Scheduler {
             traits,
             chain,
         } = item;
-        if self.ctx.shared.stopped() {
+        if self.ctx.shared.stopped() || self.refused.is_some() {
             return;
         }
         if self.on_own_schema(&stmt, &kind) {
@@ -256,6 +260,10 @@ impl Scheduler {
         }
         if self.regime != Regime::Stateful {
             if let Some(why) = self.needs_one_connection(&kind, &traits, &stmt) {
+                if let (Some(f), true) = (traits.previous_result, self.skipped > 0) {
+                    self.refuse_resume(&stmt, f).await;
+                    return;
+                }
                 if traits.previous_result.is_some() && self.workers_used {
                     self.ctx.shared.fail(StatementFailure {
                         code: None,
@@ -274,6 +282,22 @@ impl Scheduler {
         } else {
             self.feed_journaled(stmt, kind, traits, chain).await;
         }
+    }
+
+    /// A resumed run reached a statement that reads what an earlier one
+    /// left on the connection (`LAST_INSERT_ID()`, `ROW_COUNT()`,
+    /// `FOUND_ROWS()`, `ROLLBACK`), and earlier statements ran in the
+    /// interrupted load, on a connection that is gone: this one would read
+    /// 0 or nothing where the stock client read the value. Refused, and
+    /// recorded so that the next `--resume` refuses before anything runs.
+    async fn refuse_resume(&mut self, stmt: &Statement, f: &str) {
+        let why = format!("{f} (what an earlier statement left on the connection)");
+        let _ =
+            journal::mark_stateful(&mut self.bookkeeping, &self.ctx.load_id, stmt.line, &why).await;
+        self.refused = Some(format!(
+            "line {}: {f} reads what an earlier statement left on the connection, and statements before it ran in the interrupted load, on a connection that is gone: this load cannot be resumed exactly; restore the target and load with --restart",
+            stmt.line
+        ));
     }
 
     /// From here on, everything runs as written on the scheduler's
@@ -739,15 +763,7 @@ impl Scheduler {
         // The final record, written in the same round trip as the
         // statement (the server stops a multi-statement at an error).
         let done_sql = record.map(|kind| {
-            let mut sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
-            if kind == "create" && has_auto_increment(&stmt.text) {
-                sql.push_str("; ");
-                sql.push_str(&journal::note_auto_increment_sql(
-                    &self.ctx.load_id,
-                    stmt.offset,
-                    &stmt.text,
-                ));
-            }
+            let sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
             format!("BEGIN; {sql}; COMMIT")
         });
         let mut recorded = false;

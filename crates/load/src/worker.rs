@@ -269,7 +269,7 @@ async fn attempt_once(
                     Outcome::Fail(0, e)
                 };
             }
-            let rec = journal::record_sql(&ctx.load_id, record.0, record.1, "ddl", 0);
+            let rec = journal::record_sql(&ctx.load_id, record.0, record.1, "ddl", 0, None);
             match c.conn.query_drop(rec).await {
                 Ok(()) => Outcome::Ok(0),
                 Err(e) if retryable(&e) => Outcome::Retry(e),
@@ -403,13 +403,14 @@ async fn set_aside(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
     slot: &str,
+    table: &str,
     s: &Statement,
     f: &StatementFailure,
     prelude_len: usize,
 ) {
     ctx.shared.quarantine(s, f, prelude_len);
     if let Ok(c) = ensure(ctx, conn, slot).await {
-        let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0);
+        let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0, Some(table));
         let _ = c.conn.query_drop(format!("BEGIN; {rec}; COMMIT")).await;
     }
 }
@@ -433,7 +434,7 @@ async fn one_by_one(
     for (idx, s) in stmts.iter().enumerate() {
         if idx == failed.0 {
             let f = StatementFailure::of(s, Some(table), failed.1);
-            set_aside(ctx, conn, slot, s, &f, prelude_len).await;
+            set_aside(ctx, conn, slot, table, s, &f, prelude_len).await;
             continue;
         }
         let mut attempt = 0;
@@ -450,7 +451,9 @@ async fn one_by_one(
                 ctx.shared.fail(StatementFailure::of(s, Some(table), &e));
                 return;
             }
-            let record = |rows| journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows);
+            let record = |rows| {
+                journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows, Some(table))
+            };
             match run_txn(ctx, c, std::slice::from_ref(s), &record, false).await {
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
@@ -473,7 +476,7 @@ async fn one_by_one(
                 }
                 Outcome::Retry(e) | Outcome::Fail(_, e) => {
                     let f = StatementFailure::of(s, Some(table), &e);
-                    set_aside(ctx, conn, slot, s, &f, prelude_len).await;
+                    set_aside(ctx, conn, slot, table, s, &f, prelude_len).await;
                     break;
                 }
             }

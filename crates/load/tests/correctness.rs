@@ -694,3 +694,92 @@ fn rows_that_take_a_sequence_value_keep_the_stock_clients_ids() {
         panic!("differs from the stock client:\n{d}");
     }
 }
+
+/// `LAST_INSERT_ID()` (or `ROW_COUNT()`, `FOUND_ROWS()`) reads what an
+/// earlier statement left on the connection. A run killed after that
+/// statement and before the reader cannot be resumed exactly: the
+/// resumed run's connection never ran it (it gave 0 where the stock
+/// client gave the id, exit 0, seed 80 of the differential test). The
+/// resume refuses with --restart as the way on, and again at once.
+#[test]
+fn a_resume_past_what_last_insert_id_reads_is_refused() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    for engine in ["InnoDB", "MyISAM"] {
+        let text = format!(
+            "CREATE TABLE `a` (`id` int AUTO_INCREMENT PRIMARY KEY, `v` varchar(10), `n` int) ENGINE={engine};\n\
+CREATE TABLE `b` (`x` int) ENGINE=InnoDB;\n\
+INSERT INTO `a` (`v`) VALUES ('x');\n\
+INSERT INTO `b` SELECT SLEEP(1);\n\
+INSERT INTO `a` VALUES (500, 'after', LAST_INSERT_ID());\n"
+        );
+        let f = write(dir.path(), &format!("lid-{engine}.sql"), text.as_bytes());
+        let ours = common::fresh_db(srv, "ours");
+        let opts = common::options(srv, &ours, &f);
+        // Once the first INSERT is journaled, while the second sleeps.
+        let at = text.find("INSERT INTO `a` (").expect("offset") as u64 + 1;
+        let f2 = f.clone();
+        let r = common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &f2) >= at);
+        assert!(
+            r.is_none(),
+            "{engine}: the load ended before the kill: {r:?}"
+        );
+        for attempt in 0..2 {
+            match common::resume(opts.clone()) {
+                Err(LoadError::Changed { what, .. }) => {
+                    assert!(
+                        what.contains("--restart") && what.contains("LAST_INSERT_ID"),
+                        "{what}"
+                    )
+                }
+                other => panic!(
+                    "{engine}, resume {attempt}: {other:?}; rows {:?}",
+                    common::query(
+                        srv,
+                        &format!("SELECT CONCAT_WS(',', id, v, n) FROM `{ours}`.`a`")
+                    )
+                ),
+            }
+        }
+    }
+}
+
+/// A statement refused under --force and an INSERT IGNORE's duplicate
+/// use up AUTO_INCREMENT values the stock client never gives back. A
+/// resume set the counter back to the CREATE's (the server then took the
+/// largest id + 1), so the next generated id was lower than the stock
+/// client's (seed 1012 of the differential test, exit 0). The counter
+/// each record kept is what a resume restores now.
+#[test]
+fn a_resume_keeps_the_ids_refused_statements_used_up() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let text = "CREATE TABLE `a` (`id` int AUTO_INCREMENT PRIMARY KEY, `v` varchar(10) UNIQUE) ENGINE=InnoDB;\n\
+CREATE TABLE `b` (`x` int) ENGINE=InnoDB;\n\
+INSERT INTO `a` VALUES (1,'x');\n\
+INSERT INTO `a` VALUES (12,'b'),(1,'dup');\n\
+INSERT IGNORE INTO `a` (`v`) VALUES ('x');\n\
+INSERT INTO `b` VALUES (1);\n\
+INSERT INTO `b` SELECT SLEEP(1);\n\
+INSERT INTO `a` (`v`) VALUES ('gen');\n";
+    let f = write(dir.path(), "burnt.sql", text.as_bytes());
+    let stock = common::fresh_db(srv, "stock");
+    srv.stock_client(&stock, &f, &["--force"]);
+    let ours = common::fresh_db(srv, "ours");
+    let mut opts = common::options(srv, &ours, &f);
+    opts.continue_on_error = true;
+    opts.quarantine = Some(dir.path().join("burnt.quarantine.sql"));
+    let at = text.find("INSERT INTO `b` VALUES (1)").expect("offset") as u64 + 1;
+    let f2 = f.clone();
+    let r = common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &f2) >= at);
+    assert!(r.is_none(), "the load ended before the kill: {r:?}");
+    let r = common::resume(opts);
+    assert!(r.is_ok(), "{r:?}");
+    let want = common::fingerprint(srv, &stock);
+    assert!(
+        want.iter().any(|l| l.contains("AUTO_INCREMENT=15")),
+        "the stock client's counter: {want:?}"
+    );
+    let got = common::fingerprint(srv, &ours);
+    assert_eq!(common::first_difference(&want, &got), None);
+}

@@ -57,10 +57,18 @@ fn generated_files_load_like_the_stock_client() {
         }
         let how = rng.gen_range(0..10);
         let result = if how < 2 {
-            // Killed at a random moment, then resumed.
+            // Killed, then resumed: at a random moment, or once the
+            // journal has passed a random byte of the file (a point a
+            // replay of the seed meets again).
             killed += 1;
-            let after = Duration::from_millis(rng.gen_range(5..120));
-            match common::load_killed_after(opts.clone(), after) {
+            let outcome = if rng.gen_bool(0.5) {
+                let after = Duration::from_millis(rng.gen_range(5..120));
+                common::load_killed_after(opts.clone(), after)
+            } else {
+                let at = rng.gen_range(0..g.text.len() as u64);
+                common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &path) > at)
+            };
+            match outcome {
                 Some(done) => done,
                 None => common::resume(opts.clone()),
             }
