@@ -56,6 +56,11 @@ fn generated_files_load_like_the_stock_client() {
             opts.quarantine = Some(dir.path().join(format!("gen-{seed}.quarantine.sql")));
         }
         let how = rng.gen_range(0..10);
+        // How this run went, for the failure message.
+        let mut run = format!(
+            "{} threads, batches of {} bytes",
+            opts.threads, opts.batch_bytes
+        );
         let result = if how < 2 {
             // Killed, then resumed: at a random moment, or once the
             // journal has passed a random byte of the file (a point a
@@ -63,19 +68,25 @@ fn generated_files_load_like_the_stock_client() {
             killed += 1;
             let outcome = if rng.gen_bool(0.5) {
                 let after = Duration::from_millis(rng.gen_range(5..120));
+                run.push_str(&format!(", killed after {after:?}"));
                 common::load_killed_after(opts.clone(), after)
             } else {
                 let at = rng.gen_range(0..g.text.len() as u64);
+                run.push_str(&format!(", killed once the journal passed byte {at}"));
                 common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &path) > at)
             };
             match outcome {
-                Some(done) => done,
+                Some(done) => {
+                    run.push_str(" (it had ended)");
+                    done
+                }
                 None => common::resume(opts.clone()),
             }
         } else if how < 3 {
             // Twice at once: the second is a --resume; it must be refused
             // while the first runs, or find the load done.
             concurrent += 1;
+            run.push_str(", run twice at once");
             let mut second = opts.clone();
             second.resume = true;
             let a = std::thread::spawn(move || common::load(opts));
@@ -103,7 +114,7 @@ fn generated_files_load_like_the_stock_client() {
                 let got = common::fingerprint(srv, &ours);
                 if let Some(d) = common::first_difference(&want, &got) {
                     failures.push(format!(
-                        "seed {seed} (dump={}, stateful={}, nontx={}): {d}",
+                        "seed {seed} (dump={}, stateful={}, nontx={}; {run}): {d}",
                         g.dump, g.stateful, g.nontx
                     ));
                 }
@@ -121,7 +132,7 @@ fn generated_files_load_like_the_stock_client() {
                 refused += 1;
             }
             Err(e) => failures.push(format!(
-                "seed {seed} (dump={}, stateful={}): {e}",
+                "seed {seed} (dump={}, stateful={}; {run}): {e}",
                 g.dump, g.stateful
             )),
         }
