@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Where a relayed query's time goes: sysbench oltp_point_select (4 threads,
-# persistent connections) direct and through `sqlfleet relay` variants —
-# one event loop per core (default), one event loop (--threads 1), and a
-# backend on the server's Unix socket — with the host's idle CPU and context switches
-# (vmstat), the relay's own CPU time, and its system calls per query
-# (strace -c) and kernel/user split (perf, when present) in a last run.
+# Where a relayed query's time goes: sysbench oltp_point_select (persistent
+# connections, 4 threads or CLIENTS) direct, through haproxy in TCP mode (the
+# byte pipe) and through `sqlfleet relay` variants — one event loop per core
+# (default), one event loop (--threads 1), and a backend on the server's
+# Unix socket — with the host's idle CPU and context switches (vmstat), the
+# proxy's own CPU time, and for the relay and haproxy side by side their
+# system calls per query (strace -c) and kernel/user split (perf, when
+# present) in last runs.
 #
-# Usage: bench/relay_profile.sh [SECONDS_PER_RUN]
+# Usage: bench/relay_profile.sh [SECONDS_PER_RUN] [CLIENTS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-5}"
+CLIENTS="${2:-4}"
 NAME=bench-relay
+bash scripts/deps.sh haproxy strace procps
 source bench/relay_common.sh
-bash scripts/deps.sh strace procps
 SOCK=$(awk -F' = ' '/^socket/ {print $2}' "$CNF")
 mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
 sysbench --config-file="$(mk_sb "$PORT")" oltp_point_select --tables=4 --table-size=100000 prepare >/dev/null
@@ -25,7 +28,7 @@ run() {
   local vm=$!
   local qps
   qps=$(sysbench --config-file="$(mk_sb "$port")" oltp_point_select --tables=4 --table-size=100000 \
-    --threads=4 --time="$SECS" --report-interval=0 run | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}')
+    --threads="$CLIENTS" --time="$SECS" --report-interval=0 run | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}')
   wait "$vm" || true
   [ -n "$pid" ] && cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   python3 - "$label" "$qps" "$SECS" "$((cpu1 - cpu0))" "$(getconf CLK_TCK)" "$WORK/vmstat" <<'PY'
@@ -34,36 +37,44 @@ label, qps, secs, ticks, hz, vm = sys.argv[1], float(sys.argv[2]), float(sys.arg
 rows = [l.split() for l in open(vm) if l.strip() and l.split()[0].isdigit()][1:] or [[0] * 17]
 idle = sum(int(r[14]) for r in rows) / len(rows)
 cs = sum(int(r[11]) for r in rows) / len(rows)
-relay = f"{ticks / hz / secs * 100:.0f}% of a core, {ticks / hz / (qps * secs) * 1e6:.1f} µs/query" if ticks else "-"
-print(f"| {label} | {qps:,.0f} | {idle:.0f}% | {cs / qps:.1f} | {relay} |")
+proxy = f"{ticks / hz / secs * 100:.0f}% of a core, {ticks / hz / (qps * secs) * 1e6:.1f} µs/query" if ticks else "-"
+print(f"| {label} | {qps:,.0f} | {idle:.0f}% | {cs / qps:.1f} | {proxy} |")
 PY
 }
 
-echo "| target | queries/s | host idle | context switches per query | relay CPU |"
+echo "| target ($CLIENTS clients) | queries/s | host idle | context switches per query | proxy CPU |"
 echo "|---|---:|---:|---:|---:|"
 run "direct" "$PORT"
-R1=$(free_port); start_relay "$R1" --backend "127.0.0.1:$PORT"
-run "relay, one event loop per core (default)" "$R1" "${PIDS[-1]}"
+HP=$(free_port); start_haproxy "$HP"; HPID=${PIDS[-1]}
+run "haproxy, TCP mode" "$HP" "$HPID"
+R1=$(free_port); start_relay "$R1" --backend "127.0.0.1:$PORT"; R1PID=${PIDS[-1]}
+run "relay, one event loop per core (default)" "$R1" "$R1PID"
 R2=$(free_port); start_relay "$R2" --backend "127.0.0.1:$PORT" --threads 1
 run "relay, --threads 1" "$R2" "${PIDS[-1]}"
 R3=$(free_port); start_relay "$R3" --backend "unix:$SOCK"
 run "relay, backend on the Unix socket" "$R3" "${PIDS[-1]}"
 
-echo
-echo "== system calls of the relay (default) during $SECS s of the same load"
-( sleep 1; timeout "$((SECS - 2))" strace -c -f -p "${PIDS[0]}" -o "$WORK/strace" ) &
-ST=$!
-sysbench --config-file="$(mk_sb "$R1")" oltp_point_select --tables=4 --table-size=100000 \
-  --threads=4 --time="$SECS" --report-interval=0 run | awk '/queries:/ {print "sysbench", $2, "queries (slowed by strace)"}'
-wait "$ST" || true
-awk '/sendto|recvfrom|epoll_wait|writev|readv|total/' "$WORK/strace"
-if command -v perf >/dev/null 2>&1; then
+for who in relay haproxy; do
+  if [ "$who" = relay ]; then P=$R1; PID=$R1PID; else P=$HP; PID=$HPID; fi
   echo
-  echo "== perf: where the relay's CPU goes ($((SECS - 2)) s)"
-  ( sleep 1; perf record -q -p "${PIDS[0]}" -o "$WORK/perf.data" -- sleep "$((SECS - 2))" >/dev/null 2>&1 ) &
-  PF=$!
-  sysbench --config-file="$(mk_sb "$R1")" oltp_point_select --tables=4 --table-size=100000 \
-    --threads=4 --time="$SECS" --report-interval=0 run >/dev/null
-  wait "$PF" || true
-  perf report -i "$WORK/perf.data" --no-children --sort dso 2>/dev/null | awk '/%/ && !/^#/' | head -5
-fi
+  echo "== system calls of $who during $SECS s of the same load"
+  ( sleep 1; timeout -s INT "$((SECS - 2))" strace -c -f -p "$PID" -o "$WORK/strace" ) &
+  ST=$!
+  sysbench --config-file="$(mk_sb "$P")" oltp_point_select --tables=4 --table-size=100000 \
+    --threads="$CLIENTS" --time="$SECS" --report-interval=0 run | awk '/queries:/ {print "sysbench", $2, "queries (slowed by strace)"}'
+  wait "$ST" || true
+  awk '/sendto|recvfrom|epoll_wait|writev|readv|total/' "$WORK/strace"
+  if command -v perf >/dev/null 2>&1; then
+    echo
+    echo "== perf: where $who's CPU goes ($((SECS - 2)) s): kernel and user, context switches"
+    ( sleep 1; perf record -q -p "$PID" -o "$WORK/perf.data" -- sleep "$((SECS - 2))" >/dev/null 2>&1 ) &
+    PF=$!
+    ( sleep 1; perf stat -e task-clock,context-switches -p "$PID" -o "$WORK/stat" -- sleep "$((SECS - 2))" >/dev/null 2>&1 ) &
+    PS=$!
+    sysbench --config-file="$(mk_sb "$P")" oltp_point_select --tables=4 --table-size=100000 \
+      --threads="$CLIENTS" --time="$SECS" --report-interval=0 run | awk '/queries:/ {print "sysbench", $2, "queries"}'
+    wait "$PF" "$PS" || true
+    perf report -i "$WORK/perf.data" --no-children --sort dso 2>/dev/null | awk '/%/ && !/^#/' | head -4
+    awk '/task-clock|context-switches/ {print $1, $2}' "$WORK/stat"
+  fi
+done
