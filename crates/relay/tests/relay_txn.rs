@@ -929,7 +929,11 @@ fn a_write_whose_default_or_trigger_acts_unseen_keeps_the_connection() {
                  CREATE TABLE audited (v INT);
                  CREATE TRIGGER audited_ai AFTER INSERT ON audited FOR EACH ROW INSERT INTO plain VALUES (NEW.v);
                  CREATE TABLE chained (v INT);
-                 CREATE TRIGGER chained_ai AFTER INSERT ON chained FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);"
+                 CREATE TRIGGER chained_ai AFTER INSERT ON chained FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);
+                 CREATE FUNCTION f_trig_lock() RETURNS INT DETERMINISTIC RETURN GET_LOCK('relay-trig', 1);
+                 CREATE VIEW v_trig_lock AS SELECT f_trig_lock() AS l;
+                 CREATE TABLE viewed (v INT);
+                 CREATE TRIGGER viewed_bi BEFORE INSERT ON viewed FOR EACH ROW SET NEW.v = (SELECT l FROM v_trig_lock);"
             ))
             .await
             .expect("setup");
@@ -950,6 +954,12 @@ fn a_write_whose_default_or_trigger_acts_unseen_keeps_the_connection() {
             ("INSERT INTO vts (v) VALUES (1)", "SELECT LASTVAL(s) IS NOT NULL"),
             (
                 "INSERT INTO tl (v) VALUES (0)",
+                "SELECT RELEASE_LOCK('relay-trig') = 1",
+            ),
+            // The trigger only reads, but what it reads is a view whose
+            // function takes the lock.
+            (
+                "INSERT INTO viewed (v) VALUES (0)",
                 "SELECT RELEASE_LOCK('relay-trig') = 1",
             ),
         ];

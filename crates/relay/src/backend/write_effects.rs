@@ -12,7 +12,8 @@
 //! the relay's statement reader; a trigger that writes other tables makes
 //! its table as suspect as those. A verdict is kept for [`TTL`]; DDL
 //! through the relay empties the cache, DDL elsewhere is seen within the
-//! TTL. A lookup that fails counts as "may": sharing is lost, never
+//! TTL. A trigger that reads a view whose stored function acts unseen
+//! (`view_calls.rs` knows which) counts too. A lookup that fails counts as "may": sharing is lost, never
 //! correctness. So does a table the relay's account sees but none of whose
 //! columns it sees (per-user mode, where clients' accounts may have
 //! rights the relay's lacks): its defaults are unknown. The global TRIGGER
@@ -29,6 +30,7 @@ use std::time::{Duration, Instant};
 use sqlfleet_conn::quote::literal;
 
 use crate::backend::side::{field, Row, SideConn};
+use crate::backend::view_calls::ViewCalls;
 use crate::protocol::sql::{self, TableRef};
 
 /// How long a table's verdict is trusted.
@@ -88,6 +90,27 @@ pub fn judge(rows: &[Row]) -> Verdict {
     Verdict::Writes(writes)
 }
 
+/// Whether a trigger among `rows` (of a table in `db`, where its
+/// unqualified names are) names a view whose definition calls a stored
+/// function that acts unseen.
+async fn reads_a_calling_view(rows: &[Row], db: &str, views: &ViewCalls) -> bool {
+    let mut look = None;
+    for r in rows {
+        if field(Some(r), "k").as_deref() != Some("trigger") {
+            continue;
+        }
+        let body = field(Some(r), "s").unwrap_or_default();
+        let q = sql::Query::new(body.as_bytes());
+        if look.is_none() {
+            look = Some(views.look(&[db], Some(db)).await);
+        }
+        if look.as_ref().is_some_and(|l| l.names(q.tokens(), &[db])) {
+            return true;
+        }
+    }
+    false
+}
+
 /// The lookup of one table: whether the relay sees it and how many of its
 /// columns, its triggers' bodies, its column defaults, and whether it is
 /// a view.
@@ -124,8 +147,9 @@ impl WriteEffects {
     }
 
     /// Whether writing `db`.`table` may change the writer's session in a
-    /// way no tracker reports.
-    pub async fn hidden(&self, db: &str, table: &str) -> bool {
+    /// way no tracker reports; `views` says which views call stored
+    /// functions that do (a trigger may read one).
+    pub async fn hidden(&self, db: &str, table: &str, views: &ViewCalls) -> bool {
         let key = (db.to_string(), table.to_string());
         if let Some(v) = self.cached(&key) {
             return v;
@@ -134,7 +158,7 @@ impl WriteEffects {
         if let Some(v) = self.cached(&key) {
             return v;
         }
-        let v = match self.follow(db, table).await {
+        let v = match self.follow(db, table, views).await {
             Ok(v) => v,
             Err(e) => {
                 tracing::warn!(
@@ -161,8 +185,10 @@ impl WriteEffects {
         }
     }
 
-    /// The table and, through triggers, every table it writes.
-    async fn follow(&self, db: &str, table: &str) -> Result<bool, String> {
+    /// The table and, through triggers, every table it writes; a trigger
+    /// that names a view calling a stored function that acts unseen
+    /// (`view_calls.rs`) makes it hidden too.
+    async fn follow(&self, db: &str, table: &str, views: &ViewCalls) -> Result<bool, String> {
         self.ask_privilege().await?;
         let mut seen = HashSet::new();
         let mut todo = vec![(db.to_string(), table.to_string(), 0usize)];
@@ -181,6 +207,9 @@ impl WriteEffects {
                 .unwrap_or_default();
             match judge(&rows) {
                 Verdict::Hidden => return Ok(true),
+                Verdict::Writes(_) if reads_a_calling_view(&rows, &d, views).await => {
+                    return Ok(true)
+                }
                 Verdict::Writes(w) => todo.extend(
                     w.into_iter()
                         .map(|r| (r.db.unwrap_or_else(|| d.clone()), r.name, depth + 1)),

@@ -1302,7 +1302,12 @@ impl Session {
                 None => self.db.iter().chain(fx.use_db.iter()).collect(),
             };
             for db in dbs {
-                if self.ctx.write_effects.hidden(db, &w.name).await {
+                if self
+                    .ctx
+                    .write_effects
+                    .hidden(db, &w.name, &self.ctx.view_calls)
+                    .await
+                {
                     self.pin(Pin::WriteEffects);
                     return;
                 }
