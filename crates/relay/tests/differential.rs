@@ -205,6 +205,8 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             // Reads of views whose definitions call such functions.
             98 => vec![Text("SELECT l FROM v_lock".into())],
             99 => vec![Prepared("SELECT id FROM v_seq".into(), vec![]), Text("SELECT LASTVAL(sq)".into())],
+            // A write whose trigger reads such a view.
+            97 => vec![Text(format!("INSERT INTO tv (v) VALUES ({k})")), Text("SELECT LASTVAL(sq)".into())],
             _ => vec![Text("SELECT CONVERT_TZ('2020-01-01 00:00:00', @@session.time_zone, '+00:00')".into())],
         };
         out.extend(s);
@@ -351,7 +353,9 @@ async fn setup(srv: &TestServer, db: &str) {
          CREATE TABLE tl (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
          CREATE TRIGGER tl_bi BEFORE INSERT ON tl FOR EACH ROW SET NEW.v = GET_LOCK(CONCAT('lkt_', DATABASE()), 1);
          CREATE TABLE ta (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
-         CREATE TRIGGER ta_ai AFTER INSERT ON ta FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);"
+         CREATE TRIGGER ta_ai AFTER INSERT ON ta FOR EACH ROW INSERT INTO ts (v) VALUES (NEW.v);
+         CREATE TABLE tv (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TRIGGER tv_bi BEFORE INSERT ON tv FOR EACH ROW SET NEW.v = (SELECT id FROM v_seq);"
     ))
     .await
     .expect("setup");
