@@ -179,49 +179,18 @@ impl Relay {
             .collect();
         let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
         let _ = self.ctx.metrics.loops.set(loops.placement().clone());
-        let mut sessions = tokio::task::JoinSet::new();
-        let (tx, mut rx) = tokio::sync::mpsc::channel::<listen::Client>(1024);
+        let sessions = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
         let mut acceptors = Vec::new();
         for l in listeners {
-            let tx = tx.clone();
-            acceptors.push(tokio::spawn(accept_loop(l, tx)));
+            let starter = Starter {
+                ctx: self.ctx.clone(),
+                ids: ids.clone(),
+                placement: loops.placement().clone(),
+                sessions: sessions.clone(),
+            };
+            acceptors.push(tokio::spawn(accept_loop(l, move |c| starter.start(c))));
         }
-        drop(tx);
-        tokio::pin!(shutdown);
-        loop {
-            tokio::select! {
-                _ = &mut shutdown => break,
-                a = rx.recv() => match a {
-                    Some(listen::Client { conn: a, host }) => {
-                        let id = ids.fetch_add(1, Ordering::Relaxed);
-                        let ctx = self.ctx.clone();
-                        // Each client is served on one event loop: the
-                        // accepting one unless it is much busier than
-                        // another (event_loops.rs); its socket moves to
-                        // that loop's poller.
-                        let seat = loops.placement().seat_new(event_loops::home());
-                        let at = seat.at();
-                        if at == event_loops::home() {
-                            sessions.spawn(serve_accepted(ctx, a, id, host, seat));
-                        } else {
-                            match a.detach() {
-                                Ok(d) => {
-                                    let handle = seat.handle(at).clone();
-                                    sessions.spawn_on(async move {
-                                        if let Ok(a) = d.attach() {
-                                            serve_accepted(ctx, a, id, host, seat).await;
-                                        }
-                                    }, &handle);
-                                }
-                                Err(e) => tracing::debug!("client {id} dropped moving to event loop {at}: {e}"),
-                            }
-                        }
-                    }
-                    None => break,
-                },
-                Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
-            }
-        }
+        shutdown.await;
         // Stop accepting; awaiting the aborted tasks drops the listeners
         // (and removes Unix socket files) before the process exits.
         for a in &acceptors {
@@ -230,6 +199,9 @@ impl Relay {
         for a in acceptors {
             let _ = a.await;
         }
+        // No session starts any more: the ones running get the drain time,
+        // and what is left then is aborted with the set.
+        let mut sessions = std::mem::take(&mut *lock(&sessions));
         let _ = tokio::time::timeout(drain, async {
             while sessions.join_next().await.is_some() {}
         })
@@ -237,6 +209,54 @@ impl Relay {
         maintain.abort();
         for w in watchers {
             w.abort();
+        }
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts the session of each client an accept loop takes, on the
+/// accepting task (no channel or second task between them).
+struct Starter {
+    ctx: Arc<frontend::session::Ctx>,
+    ids: Arc<AtomicU32>,
+    placement: Arc<event_loops::Placement>,
+    /// Every session, so that a stopping relay can drain them; finished
+    /// ones are reaped as new ones start.
+    sessions: Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>,
+}
+
+impl Starter {
+    fn start(&self, client: listen::Client) {
+        let listen::Client { conn: a, host } = client;
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let ctx = self.ctx.clone();
+        // Each client is served on one event loop: the accepting one
+        // unless it is much busier than another (event_loops.rs); its
+        // socket moves to that loop's poller.
+        let seat = self.placement.seat_new(event_loops::home());
+        let at = seat.at();
+        let mut set = lock(&self.sessions);
+        while set.try_join_next().is_some() {}
+        if at == event_loops::home() {
+            set.spawn(serve_accepted(ctx, a, id, host, seat));
+            return;
+        }
+        match a.detach() {
+            Ok(d) => {
+                let handle = seat.handle(at).clone();
+                set.spawn_on(
+                    async move {
+                        if let Ok(a) = d.attach() {
+                            serve_accepted(ctx, a, id, host, seat).await;
+                        }
+                    },
+                    &handle,
+                );
+            }
+            Err(e) => tracing::debug!("client {id} dropped moving to event loop {at}: {e}"),
         }
     }
 }

@@ -126,8 +126,10 @@ impl Detached {
     }
 }
 
-/// Accepts on one listener and hands connections to the relay's loop.
-pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Client>) {
+/// Accepts on one listener and hands each connection to `start` (which
+/// spawns its session) on the accepting task itself: no channel and no
+/// second task between the accept and the session.
+pub async fn accept_loop(l: Listener, start: impl Fn(Client)) {
     // Whether accepted sockets came with TCP_NODELAY from the listener;
     // if not, it is set on each.
     let mut inherits_nodelay = None;
@@ -150,11 +152,7 @@ pub async fn accept_loop(l: Listener, tx: tokio::sync::mpsc::Sender<Client>) {
             }),
         };
         match a {
-            Ok(a) => {
-                if tx.send(a).await.is_err() {
-                    return;
-                }
-            }
+            Ok(a) => start(a),
             // Out of file descriptors and the like: back off briefly.
             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
         }
