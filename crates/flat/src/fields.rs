@@ -23,7 +23,9 @@ fn unescape(e: u8) -> u8 {
     }
 }
 
-/// Every record of `data` (whole records, as the chunker cuts them).
+/// Every record of `data` (whole records, as the chunker cuts them). A
+/// record may have fewer fields than the chunker counted: the server
+/// takes a last field that would start at the end of the data as missing.
 pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
     let ft = &f.fields_terminated_by[..];
     let lt = &f.lines_terminated_by[..];
@@ -63,6 +65,13 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                     v.push(c);
                     i += 1;
                 }
+            }
+            // The data ends right after a field terminator: the server
+            // reads no field there (the column gets its default, with
+            // warning 1261), not an empty one; only a line terminator
+            // after it would make it an empty field.
+            if !enclosed && i >= data.len() && !row.is_empty() {
+                break;
             }
             let mut end_of_record = i >= data.len();
             while i < data.len() {
@@ -131,6 +140,21 @@ mod tests {
                 s("\\N"),
                 s("e")
             ]
+        );
+        // At the end of the data, after a field terminator and before any
+        // line terminator, there is no field (LOAD DATA's rule), while
+        // with a line terminator there is an empty one.
+        assert_eq!(
+            records(b"a\tb\t", &Format::tsv()),
+            vec![vec![s("a"), s("b")]]
+        );
+        assert_eq!(
+            records(b"a\tb\t\n", &Format::tsv()),
+            vec![vec![s("a"), s("b"), s("")]]
+        );
+        assert_eq!(
+            records(b"a,\"\"", &Format::csv()),
+            vec![vec![s("a"), s("")]]
         );
         let r = records(b"a\t\\N\t\\0b\nlast\tx\ty", &Format::tsv());
         assert_eq!(

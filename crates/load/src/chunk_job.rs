@@ -27,6 +27,10 @@ pub struct ChunkWork {
     pub table: String,
     /// `(a, b, c)` or empty.
     pub columns: String,
+    /// How many fields each record has (the chunker checked): a record
+    /// that comes shorter from [`records`] gets DEFAULT for the rest, as
+    /// LOAD DATA gives a missing field its column's default.
+    pub fields: usize,
     pub format: Arc<Format>,
     pub charset: String,
     pub strict: bool,
@@ -208,6 +212,12 @@ async fn insert_rows(c: &mut SessionConn, w: &ChunkWork) -> Result<u64, mysql_as
                 None => sql.extend_from_slice(b"NULL"),
                 Some(v) => push_literal(&mut sql, v, backslashes),
             }
+        }
+        for i in rec.len()..w.fields {
+            if i > 0 {
+                sql.push(b',');
+            }
+            sql.extend_from_slice(b"DEFAULT");
         }
         sql.push(b')');
         n += 1;

@@ -443,6 +443,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                             load_id: load_id.clone(),
                             table: table_sql.clone(),
                             columns: columns_sql.clone(),
+                            fields: chosen.len(),
                             format: format.clone(),
                             charset: opts.charset.clone(),
                             strict: opts.strict,

@@ -1,0 +1,340 @@
+//! The oracle for flat files: generated files (CSV, TSV and other
+//! separators, enclosures, escapes and line ends; fields that need
+//! quoting or escaping, NULLs, too few or too many fields, and now and
+//! then bytes written raw where they should have been escaped) loaded by
+//! the stock client's one `LOAD DATA LOCAL INFILE` and by `sqlfleet load
+//! --into` (random threads and chunk sizes, by LOAD DATA or by INSERTs)
+//! must give the same rows, or sqlfleet must refuse the file clearly.
+//!
+//! `SQLFLEET_FLAT_DIFF_FILES` (default 40) sets the budget and
+//! `SQLFLEET_FLAT_DIFF_SEED` the first seed; a failure prints the seed and
+//! keeps the file.
+
+mod common;
+
+use mysql_async::prelude::Queryable;
+use rand::{Rng, SeedableRng};
+use sqlfleet_flat::Format;
+use sqlfleet_load::flat::FlatOptions;
+use sqlfleet_testkit::{server, TestServer};
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// One generated file: its bytes, its format, whether its first line is
+/// a header.
+struct Flat {
+    text: Vec<u8>,
+    format: Format,
+    header: bool,
+}
+
+fn pick<'a, T>(rng: &mut impl Rng, xs: &'a [T]) -> &'a T {
+    &xs[rng.gen_range(0..xs.len())]
+}
+
+fn generate(seed: u64) -> Flat {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let format = match rng.gen_range(0..5) {
+        0 => Format::csv(),
+        1 => Format::tsv(),
+        2 => Format {
+            fields_terminated_by: b";".to_vec(),
+            enclosed_by: Some(b'\''),
+            escaped_by: Some(b'\\'),
+            lines_terminated_by: b"\r\n".to_vec(),
+        },
+        3 => Format {
+            fields_terminated_by: b"||".to_vec(),
+            enclosed_by: None,
+            escaped_by: Some(b'\\'),
+            lines_terminated_by: b"\n".to_vec(),
+        },
+        _ => Format {
+            fields_terminated_by: b",".to_vec(),
+            enclosed_by: Some(b'"'),
+            escaped_by: None,
+            lines_terminated_by: b"\n".to_vec(),
+        },
+    };
+    let header = rng.gen_bool(0.3);
+    let mut text = Vec::new();
+    let sep = format.fields_terminated_by.clone();
+    let eol = format.lines_terminated_by.clone();
+    if header {
+        text.extend_from_slice(b"a");
+        text.extend_from_slice(&sep);
+        text.extend_from_slice(b"b");
+        text.extend_from_slice(&sep);
+        text.extend_from_slice(b"c");
+        text.extend_from_slice(&eol);
+    }
+    // Pieces of field content: the format's own bytes among them.
+    let mut pieces: Vec<Vec<u8>> = [
+        "x",
+        "plain",
+        "two words",
+        " lead",
+        "trail ",
+        "N",
+        "NULL",
+        "é",
+        "😀",
+        "0",
+        "-1.5",
+        ",",
+        ";",
+        "|",
+        "\t",
+        "\n",
+        "\r",
+        "\"",
+        "'",
+        "\\",
+        "\\N",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    pieces.push(sep.clone());
+    pieces.push(eol.clone());
+    // Some files are malformed: ragged rows, or bytes written raw where
+    // they should have been quoted or escaped.
+    let ragged = rng.gen_bool(0.15);
+    let raw = rng.gen_bool(0.15);
+    let rows = rng.gen_range(1..60);
+    for _ in 0..rows {
+        let fields = match rng.gen_range(0..20) {
+            0 if ragged => 2,
+            1 if ragged => 4,
+            _ => 3,
+        };
+        for f in 0..fields {
+            if f > 0 {
+                text.extend_from_slice(&sep);
+            }
+            let how = rng.gen_range(0..20);
+            if how == 0 {
+                // NULL as the format writes it.
+                text.extend_from_slice(if format.escaped_by.is_some() {
+                    b"\\N"
+                } else {
+                    b"NULL"
+                });
+                continue;
+            }
+            let mut v = Vec::new();
+            for _ in 0..rng.gen_range(0..4) {
+                let piece: &Vec<u8> = pick(&mut rng, &pieces);
+                v.extend_from_slice(piece);
+            }
+            if how == 1 && raw {
+                // Raw: written as it is, however the server reads it.
+                text.extend_from_slice(&v);
+            } else if let (Some(q), true) = (format.enclosed_by, how % 2 == 0) {
+                text.push(q);
+                for &b in &v {
+                    if Some(b) == format.escaped_by {
+                        text.push(b);
+                    }
+                    if b == q {
+                        text.push(q);
+                    }
+                    text.push(b);
+                }
+                text.push(q);
+            } else if let Some(e) = format.escaped_by {
+                // Escaped: the escape byte before every byte that would
+                // end the field or the line or be read as a quote.
+                let mut i = 0;
+                while i < v.len() {
+                    let rest = &v[i..];
+                    let special = rest.starts_with(&sep)
+                        || rest.starts_with(&eol)
+                        || rest[0] == e
+                        || (i == 0 && Some(rest[0]) == format.enclosed_by);
+                    match rest[0] {
+                        b'\n' => text.extend_from_slice(&[e, b'n']),
+                        b'\t' => text.extend_from_slice(&[e, b't']),
+                        b'\r' => text.extend_from_slice(&[e, b'r']),
+                        b if special => text.extend_from_slice(&[e, b]),
+                        b => text.push(b),
+                    }
+                    i += 1;
+                }
+            } else {
+                // Neither quoted nor escapable: only bytes that cannot end
+                // anything.
+                text.extend(
+                    v.iter()
+                        .filter(|b| {
+                            !sep.contains(b) && !eol.contains(b) && Some(**b) != format.enclosed_by
+                        })
+                        .copied(),
+                );
+            }
+        }
+        text.extend_from_slice(&eol);
+    }
+    if rng.gen_bool(0.2) {
+        // No line end after the last record.
+        text.truncate(text.len() - eol.len());
+    }
+    Flat {
+        text,
+        format,
+        header,
+    }
+}
+
+async fn make_table(srv: &TestServer, prefix: &str) -> String {
+    let (db, _) = srv.fresh_db(prefix).await;
+    let mut c = srv.connect().await;
+    c.query_drop(format!(
+        "CREATE TABLE `{db}`.t (a TEXT, b TEXT, c TEXT) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    ))
+    .await
+    .expect("create");
+    db
+}
+
+/// One column's value: NULL or its bytes.
+type Value = Option<Vec<u8>>;
+
+/// The table's rows, sorted (chunks load in any order).
+async fn rows(srv: &TestServer, db: &str) -> Vec<Vec<Value>> {
+    let mut c = srv.connect().await;
+    let mut v: Vec<(Value, Value, Value)> = c
+        .query(format!("SELECT a, b, c FROM `{db}`.t"))
+        .await
+        .expect("rows");
+    v.sort();
+    v.into_iter().map(|(a, b, c)| vec![a, b, c]).collect()
+}
+
+#[test]
+fn generated_flat_files_load_like_one_load_data() {
+    let srv = server();
+    let files = env_u64("SQLFLEET_FLAT_DIFF_FILES", 40);
+    let first = env_u64("SQLFLEET_FLAT_DIFF_SEED", 1);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let mut failures = Vec::new();
+    let (mut compared, mut refused) = (0, 0);
+    for seed in first..first + files {
+        let g = generate(seed);
+        let path = dir.path().join(format!("flat-{seed}.txt"));
+        std::fs::write(&path, &g.text).expect("write");
+        let stock = rt.block_on(make_table(srv, "fstock"));
+        let load = format!(
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE `{stock}`.t CHARACTER SET utf8mb4 {}{}",
+            path.display(),
+            g.format.clause(),
+            if g.header { " IGNORE 1 LINES" } else { "" }
+        );
+        let o = std::process::Command::new("mariadb")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["--local-infile=1", "-e", &load])
+            .output()
+            .expect("mariadb");
+        assert!(
+            o.status.success(),
+            "seed {seed}: the stock client failed: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let ours = rt.block_on(make_table(srv, "fours"));
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xf1a7);
+        let opts = FlatOptions {
+            target: srv.target().with_database(Some(&ours)),
+            files: vec![path.clone()],
+            into: "t".into(),
+            format: g.format.clone(),
+            header: g.header,
+            columns: None,
+            threads: rng.gen_range(1..=4),
+            resume: false,
+            restart: false,
+            strict: false,
+            progress: sqlfleet_load::progress::Mode::None,
+            chunk_bytes: *pick(&mut rng, &[1usize, 64, 300, 4096, 1 << 20]),
+            read_ahead: 1 << 20,
+            charset: "utf8mb4".into(),
+            fast_path: rng.gen_bool(0.5),
+        };
+        let how = format!(
+            "{} threads, chunks of {} bytes, {}",
+            opts.threads,
+            opts.chunk_bytes,
+            if opts.fast_path {
+                "LOAD DATA"
+            } else {
+                "INSERTs"
+            }
+        );
+        match rt.block_on(sqlfleet_load::flat::load_flat(opts)) {
+            Ok(_) => {
+                compared += 1;
+                let (want, got) =
+                    rt.block_on(async { (rows(srv, &stock).await, rows(srv, &ours).await) });
+                if want != got {
+                    let at = want.iter().zip(&got).position(|(a, b)| a != b);
+                    failures.push(format!(
+                        "seed {seed} ({:?}, header={}; {how}): {} rows from LOAD DATA, {} from sqlfleet; first difference: {:?} against {:?}",
+                        g.format,
+                        g.header,
+                        want.len(),
+                        got.len(),
+                        at.map(|i| &want[i]),
+                        at.map(|i| &got[i]),
+                    ));
+                }
+            }
+            Err(e) => {
+                // A refusal must name the file and a place in it.
+                let msg = e.to_string();
+                if msg.contains(&path.display().to_string()) && msg.contains("line") {
+                    if std::env::var_os("SQLFLEET_FLAT_DIFF_SHOW").is_some() {
+                        eprintln!("seed {seed} ({how}): refused: {msg}");
+                    }
+                    refused += 1;
+                } else {
+                    failures.push(format!(
+                        "seed {seed} ({how}): refused without a place: {msg}"
+                    ));
+                }
+            }
+        }
+    }
+    if !failures.is_empty() {
+        let keep = std::env::temp_dir().join("sqlfleet-flat-differential");
+        let _ = std::fs::create_dir_all(&keep);
+        for seed in first..first + files {
+            let name = format!("flat-{seed}.txt");
+            if failures
+                .iter()
+                .any(|f| f.starts_with(&format!("seed {seed} ")))
+            {
+                let _ = std::fs::copy(dir.path().join(&name), keep.join(&name));
+            }
+        }
+        eprintln!(
+            "flat differential: failing files kept in {}",
+            keep.display()
+        );
+    }
+    eprintln!(
+        "flat differential: {files} files from seed {first}: {compared} compared, {refused} clear refusals, {} failures",
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {files} files differ from one LOAD DATA:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(compared > files / 2, "too few files compared: {compared}");
+}
