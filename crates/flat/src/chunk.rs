@@ -198,6 +198,24 @@ impl<R: Read> Chunker<R> {
 
     /// The next chunk, or `None` at the end of the file.
     pub fn next_chunk(&mut self) -> Result<Option<Chunk>, FlatError> {
+        while !self.header_done {
+            // The header is one line as `IGNORE 1 LINES` reads it: to the
+            // first line terminator, escapes honoured but not quotes (a
+            // quoted line break in a header ends it, and the rest of that
+            // line is the first row, as with LOAD DATA).
+            match skip_line(&self.buf, self.pos, &self.fmt, self.eof) {
+                Some((end, lines)) => {
+                    self.pos = end;
+                    self.line += lines;
+                    self.header_done = true;
+                    self.chunk_start = self.pos;
+                    self.chunk_line = self.line;
+                }
+                None => {
+                    self.fill()?;
+                }
+            }
+        }
         loop {
             if self.pos >= self.buf.len() && !self.fill()? {
                 return Ok(self.take());
@@ -218,13 +236,6 @@ impl<R: Read> Chunker<R> {
             let rec_line = self.line;
             self.pos = rec.end;
             self.line += rec.lines;
-            if !self.header_done {
-                // Drop the header: the chunk starts after it.
-                self.header_done = true;
-                self.chunk_start = self.pos;
-                self.chunk_line = self.line;
-                continue;
-            }
             let body = &self.buf[start..rec.end];
             if let Some(want) = self.checks.fields {
                 if rec.fields != want {
@@ -321,6 +332,43 @@ fn partial(buf: &[u8], i: usize, pat: &[u8]) -> bool {
     i < buf.len() && buf.len() < i + pat.len() && pat.starts_with(&buf[i..])
 }
 
+/// Where the line from `start` ends, as LOAD DATA's `IGNORE n LINES`
+/// skips one: after the first line terminator, an escape byte taking the
+/// byte after it along, quotes not counted. `None` when the buffer ends
+/// first and more input may come. Also the newlines passed.
+fn skip_line(buf: &[u8], start: usize, f: &Format, eof: bool) -> Option<(usize, u64)> {
+    let lt = &f.lines_terminated_by[..];
+    let mut lines = 0;
+    let mut i = start;
+    while i < buf.len() {
+        if Some(buf[i]) == f.escaped_by {
+            if i + 1 >= buf.len() {
+                break;
+            }
+            lines += u64::from(buf[i + 1] == b'\n');
+            i += 2;
+            continue;
+        }
+        if at(buf, i, lt) {
+            lines += lt.iter().filter(|&&c| c == b'\n').count() as u64;
+            return Some((i + lt.len(), lines));
+        }
+        if partial(buf, i, lt) && !eof {
+            return None;
+        }
+        lines += u64::from(buf[i] == b'\n');
+        i += 1;
+    }
+    eof.then_some((buf.len(), lines))
+}
+
+/// With the escape byte also the enclosure (`ESCAPED BY '"'` with
+/// `ENCLOSED BY '"'`), LOAD DATA reads it outside quotes as an escape
+/// only before itself (`""`); before anything else it is a plain byte.
+pub(crate) fn escapes_here(f: &Format, next: Option<u8>) -> bool {
+    f.escaped_by.is_none() || f.escaped_by != f.enclosed_by || next == f.escaped_by
+}
+
 /// Parses one record starting at `start`. `NeedMore` when the buffer ends
 /// inside it (and more input may come).
 fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse, (usize, String)> {
@@ -404,7 +452,7 @@ fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse
             i = next_special(buf, i + 1, ft[0], lt[0], f.escaped_by);
             continue;
         }
-        if Some(b) == f.escaped_by {
+        if Some(b) == f.escaped_by && buf.get(i + 1).is_none_or(|&n| escapes_here(f, Some(n))) {
             if i + 1 >= buf.len() && !eof {
                 return Ok(Parse::NeedMore);
             }

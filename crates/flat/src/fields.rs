@@ -85,7 +85,10 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                     break;
                 }
                 let c = data[i];
-                if Some(c) == f.escaped_by && i + 1 < data.len() {
+                if Some(c) == f.escaped_by
+                    && i + 1 < data.len()
+                    && crate::chunk::escapes_here(f, Some(data[i + 1]))
+                {
                     if data[i + 1] == b'N' && v.is_empty() && !enclosed {
                         null_escape = true;
                     }

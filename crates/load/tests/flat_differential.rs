@@ -39,7 +39,27 @@ fn pick<'a, T>(rng: &mut impl Rng, xs: &'a [T]) -> &'a T {
 
 fn generate(seed: u64) -> Flat {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let format = match rng.gen_range(0..5) {
+    let format = match rng.gen_range(0..8) {
+        5 => Format {
+            // The enclosure is the escape too.
+            fields_terminated_by: b",".to_vec(),
+            enclosed_by: Some(b'"'),
+            escaped_by: Some(b'"'),
+            lines_terminated_by: b"\n".to_vec(),
+        },
+        6 => Format {
+            // Lines end with something other than a newline.
+            fields_terminated_by: b"\t".to_vec(),
+            enclosed_by: Some(b'"'),
+            escaped_by: Some(b'\\'),
+            lines_terminated_by: b"~~".to_vec(),
+        },
+        7 => Format {
+            fields_terminated_by: b", ".to_vec(),
+            enclosed_by: Some(b'"'),
+            escaped_by: Some(b'\\'),
+            lines_terminated_by: b";\n".to_vec(),
+        },
         0 => Format::csv(),
         1 => Format::tsv(),
         2 => Format {
@@ -66,7 +86,12 @@ fn generate(seed: u64) -> Flat {
     let sep = format.fields_terminated_by.clone();
     let eol = format.lines_terminated_by.clone();
     if header {
-        text.extend_from_slice(b"a");
+        // Now and then a header whose name holds a line break, quoted.
+        let first: Vec<u8> = match format.enclosed_by {
+            Some(q) if rng.gen_bool(0.3) => [&[q][..], b"a\nb", &[q][..]].concat(),
+            _ => b"a".to_vec(),
+        };
+        text.extend_from_slice(&first);
         text.extend_from_slice(&sep);
         text.extend_from_slice(b"b");
         text.extend_from_slice(&sep);

@@ -96,6 +96,48 @@ fn header_is_skipped() {
     assert_eq!(c.record_lines, vec![2, 3]);
 }
 
+/// The header is a line as `IGNORE 1 LINES` reads it: a quoted line
+/// break ends it, and the rest of that line is the first row (as LOAD DATA
+/// loads it); an escaped one does not.
+#[test]
+fn the_header_ends_at_the_first_line_end_quotes_or_not() {
+    let header = |input: &[u8]| {
+        all(
+            input,
+            Format::csv(),
+            Checks {
+                header: true,
+                ..Checks::default()
+            },
+        )
+    };
+    let c = header(b"\"id\nx\",name\n1,a\n");
+    assert_eq!(c.data, b"x\",name\n1,a\n");
+    assert_eq!(c.record_lines, vec![2, 3]);
+    let c = header(b"id\\\nx,name\n1,a\n");
+    assert_eq!(c.data, b"1,a\n");
+    assert_eq!(c.record_lines, vec![3]);
+}
+
+/// With `ESCAPED BY '"'` and `ENCLOSED BY '"'`, a quote outside quotes
+/// escapes only a quote: before a line end it is data and the line ends.
+#[test]
+fn an_escape_that_is_the_enclosure_escapes_only_itself() {
+    let fmt = Format {
+        escaped_by: Some(b'"'),
+        ..Format::csv()
+    };
+    let c = all(b"a\"\nb,c\"\"d\n", fmt.clone(), Checks::default());
+    assert_eq!(c.record_lines, vec![1, 2]);
+    assert_eq!(
+        crate::fields::records(&c.data, &fmt),
+        vec![
+            vec![Some(b"a\"".to_vec())],
+            vec![Some(b"b".to_vec()), Some(b"c\"d".to_vec())]
+        ]
+    );
+}
+
 #[test]
 fn chunks_end_at_record_boundaries() {
     let input: Vec<u8> = (0..1000)
