@@ -251,6 +251,29 @@ proptest! {
         prop_assert_eq!(parsed, want);
     }
 
+    /// The chunker and the field reader (two readers of one syntax: one
+    /// cuts, one reads values for INSERTs) agree on where records end,
+    /// whatever the bytes and the format.
+    #[test]
+    fn the_chunker_and_the_field_reader_find_the_same_records(
+        bytes in prop::collection::vec(prop::sample::select(b"ab,;\"'\\\n\r\t~N ".to_vec()), 0..200),
+        which in 0usize..5,
+        target in 1usize..40,
+    ) {
+        let fmt = match which {
+            0 => Format::csv(),
+            1 => Format::tsv(),
+            2 => Format { escaped_by: Some(b'"'), ..Format::csv() },
+            3 => Format { enclosed_by: Some(b'\''), fields_terminated_by: b";".to_vec(), lines_terminated_by: b"\r\n".to_vec(), ..Format::csv() },
+            _ => Format { escaped_by: None, lines_terminated_by: b"~~".to_vec(), ..Format::csv() },
+        };
+        if let Ok(v) = chunks(&bytes, fmt.clone(), Checks::default(), target) {
+            for c in v {
+                prop_assert_eq!(crate::fields::records(&c.data, &fmt).len() as u64, c.records(), "{:?}", String::from_utf8_lossy(&c.data));
+            }
+        }
+    }
+
     #[test]
     fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..300), target in 1usize..50) {
         let _ = chunks(&bytes, Format::csv(), Checks { fields: Some(2), utf8: true, header: false, server_assigns: None }, target);
