@@ -702,3 +702,140 @@ fn preferred_tls_is_one_handshake_taken_where_offered() {
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("does not offer TLS"), "{}", stderr(&o));
 }
+
+/// The oracle for the TSV format: generated values (tabs, line breaks,
+/// backslashes, NUL, quotes, `NULL` and `\N` as text, multibyte text, bytes
+/// that are not UTF-8, SQL NULL) in text and binary columns, printed by
+/// `sqlfleet query` and by the stock client in batch mode, must be the same
+/// bytes, but for NULL (`\N` here, `NULL` there). Seeded
+/// (`SQLFLEET_QUERY_DIFF_SEED`), replayable.
+#[test]
+fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
+    use rand::{Rng, SeedableRng};
+    let srv = server();
+    let seed: u64 = std::env::var("SQLFLEET_QUERY_DIFF_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let pieces: &[&[u8]] = &[
+        b"a",
+        b"\t",
+        b"\n",
+        b"\r",
+        b"\\",
+        b"\0",
+        b"'",
+        b"\"",
+        b" ",
+        b"N",
+        b"\\N",
+        b"NULL",
+        b"\xc3\xa9",
+        b"\xf0\x9f\x98\x80",
+        b"\xff",
+        b"\x80a",
+        b"\x1a",
+        b"x y",
+    ];
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("qdiff"));
+    let mut values = Vec::new();
+    for id in 0..200 {
+        let mut text: Vec<u8> = Vec::new();
+        let mut bin: Vec<u8> = Vec::new();
+        for _ in 0..rng.gen_range(0..5) {
+            let p = pieces[rng.gen_range(0..pieces.len())];
+            bin.extend_from_slice(p);
+            if std::str::from_utf8(p).is_ok() {
+                text.extend_from_slice(p);
+            }
+        }
+        let hex = |v: &[u8]| {
+            if v.is_empty() {
+                "''".to_string()
+            } else {
+                format!(
+                    "X'{}'",
+                    v.iter().map(|b| format!("{b:02X}")).collect::<String>()
+                )
+            }
+        };
+        let t = if rng.gen_bool(0.1) {
+            "NULL".into()
+        } else {
+            hex(&text)
+        };
+        let b = if rng.gen_bool(0.1) {
+            "NULL".into()
+        } else {
+            hex(&bin)
+        };
+        values.push(format!("({id}, {t}, {b})"));
+    }
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        c.query_drop(format!(
+            "CREATE TABLE `{db}`.t (id INT PRIMARY KEY, s VARCHAR(100) CHARACTER SET utf8mb4, b VARBINARY(100));
+             INSERT INTO `{db}`.t VALUES {}",
+            values.join(",")
+        ))
+        .await
+        .expect("values");
+    });
+    let sql = format!("SELECT id, s IS NULL, s, b IS NULL, b FROM `{db}`.t ORDER BY id");
+    let h = addr(srv.sandbox.meta.primary().port);
+    let ours = query(srv, &["--hosts", &h, "-e", &sql]);
+    assert_eq!(ours.status.code(), Some(0), "{}", stderr(&ours));
+    let stock = std::process::Command::new("mariadb")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["-B", "-N", "-e", &sql])
+        .output()
+        .expect("mariadb");
+    assert!(
+        stock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&stock.stderr)
+    );
+    let lines = |b: &[u8]| -> Vec<Vec<u8>> {
+        b.split(|&c| c == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let (ours, stock) = (lines(&ours.stdout), lines(&stock.stdout));
+    assert_eq!(ours.len(), stock.len(), "seed {seed}: rows");
+    let prefix = format!("{h}\t").into_bytes();
+    for (o, s) in ours.iter().zip(&stock) {
+        let o = o.strip_prefix(&prefix[..]).unwrap_or_else(|| {
+            panic!(
+                "seed {seed}: no host prefix: {:?}",
+                String::from_utf8_lossy(o)
+            )
+        });
+        let of: Vec<&[u8]> = o.split(|&c| c == b'\t').collect();
+        let sf: Vec<&[u8]> = s.split(|&c| c == b'\t').collect();
+        assert_eq!(of.len(), 5, "seed {seed}: {:?}", String::from_utf8_lossy(o));
+        assert_eq!(sf.len(), 5, "seed {seed}: {:?}", String::from_utf8_lossy(s));
+        for (i, (a, b)) in of.iter().zip(&sf).enumerate() {
+            let null = (i == 2 && sf[1] == b"1") || (i == 4 && sf[3] == b"1");
+            if null {
+                assert_eq!(
+                    (*a, *b),
+                    (&b"\\N"[..], &b"NULL"[..]),
+                    "seed {seed}, row {:?}",
+                    String::from_utf8_lossy(sf[0])
+                );
+            } else {
+                assert_eq!(
+                    a,
+                    b,
+                    "seed {seed}, row {}, column {i}: sqlfleet {:?}, the stock client {:?}",
+                    String::from_utf8_lossy(sf[0]),
+                    String::from_utf8_lossy(a),
+                    String::from_utf8_lossy(b)
+                );
+            }
+        }
+    }
+}
