@@ -460,3 +460,60 @@ fn a_backend_account_that_cannot_see_triggers_is_named_in_the_log() {
 fn child_stdin(c: &mut std::process::Child) -> std::process::ChildStdin {
     c.stdin.take().expect("stdin")
 }
+
+/// SIGTERM stops the accepting and lets the sessions that run finish: a
+/// statement in flight gets its result, a new client is refused, and the
+/// relay exits 0 once the last session has ended.
+#[test]
+fn sigterm_lets_running_sessions_finish_and_refuses_new_ones() {
+    let srv = server();
+    let port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let mut child = common::sqlfleet()
+        .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--backend",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+        ])
+        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
+        .env("MYSQL_PWD", pw.expose())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("relay");
+    common::relay::wait_listening(port);
+    let slow =
+        std::thread::spawn(move || cli(port, &["-N", "-B", "-e", "SELECT SLEEP(2), 'done'"]));
+    // The statement is on the server before the signal.
+    let t0 = Instant::now();
+    let mut running = false;
+    while t0.elapsed() < Duration::from_secs(10) && !running {
+        running = srv_running(srv, "SELECT SLEEP(2)");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(running, "the slow statement never reached the server");
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_millis(300));
+    let late = cli(port, &["-N", "-B", "-e", "SELECT 1"]);
+    assert!(
+        !late.status.success(),
+        "a client after SIGTERM was served: {}",
+        common::stdout(&late)
+    );
+    let o = slow.join().expect("slow client");
+    assert_eq!(
+        common::stdout(&o).trim(),
+        "0\tdone",
+        "the statement in flight: {}",
+        common::stderr(&o)
+    );
+    let status = child.wait().expect("relay exit");
+    assert_eq!(status.code(), Some(0), "the relay's exit after draining");
+}
+
+fn srv_running(srv: &sqlfleet_testkit::TestServer, text: &str) -> bool {
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(srv.running(text)) > 0
+}
