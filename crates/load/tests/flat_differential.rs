@@ -6,7 +6,7 @@
 //! --into` (random threads and chunk sizes, by LOAD DATA or by INSERTs)
 //! must give the same rows, or sqlfleet must refuse the file clearly.
 //!
-//! `SQLFLEET_FLAT_DIFF_FILES` (default 40) sets the budget and
+//! `SQLFLEET_FLAT_DIFF_FILES` (default 100) sets the budget and
 //! `SQLFLEET_FLAT_DIFF_SEED` the first seed; a failure prints the seed and
 //! keeps the file.
 
@@ -244,7 +244,7 @@ async fn rows(srv: &TestServer, db: &str) -> Vec<Vec<Value>> {
 #[test]
 fn generated_flat_files_load_like_one_load_data() {
     let srv = server();
-    let files = env_u64("SQLFLEET_FLAT_DIFF_FILES", 40);
+    let files = env_u64("SQLFLEET_FLAT_DIFF_FILES", 100);
     let first = env_u64("SQLFLEET_FLAT_DIFF_SEED", 1);
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = tokio::runtime::Runtime::new().expect("rt");
