@@ -94,6 +94,7 @@ impl Relay {
                 server_accounts,
                 write_effects,
                 view_calls,
+                trace: frontend::trace::Trace::from_env(),
             }),
         })
     }
@@ -133,6 +134,12 @@ impl Relay {
 
     pub fn metrics(&self) -> &admin::metrics::Metrics {
         &self.ctx.metrics
+    }
+
+    /// Client `id`'s command record, when `SQLFLEET_RELAY_TRACE` was set
+    /// at start (see [`frontend::trace`]).
+    pub fn trace(&self, id: u32) -> Vec<String> {
+        self.ctx.trace.of(id)
     }
 
     /// The admin status as JSON (see [`admin::status`]).

@@ -22,7 +22,9 @@
 //! the same results both ways, and its table must hold the same rows
 //! afterwards.
 //!
-//! `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_KINDS`
+//! `SQLFLEET_RELAY_TRACE` adds the relay's record of a failing client
+//! (which backend connection each command ran on, its pins) to the
+//! message. `SQLFLEET_RELAY_DIFF_SEED` replays one seed; `SQLFLEET_RELAY_DIFF_KINDS`
 //! (a list of the generator's step numbers) narrows the scripts down to
 //! those kinds of step; `SQLFLEET_RELAY_DIFF_SEEDS`
 //! sets how many seeds a run tries (the CI budget), `..._STEPS` the script
@@ -390,6 +392,33 @@ async fn thread_gone(watch: &mysql_async::Opts, id: u32) {
 
 /// Runs every client's script concurrently against `port`; returns each
 /// client's observations followed by its table's final contents.
+/// With `SQLFLEET_RELAY_TRACE` set: the ids each script's connections
+/// got (prefix, client, id), to print the relay's record of a failing
+/// client (`Relay::trace`).
+static IDS: std::sync::Mutex<Vec<(String, usize, u32)>> = std::sync::Mutex::new(Vec::new());
+
+fn note_id(prefix: &str, i: usize, id: u32) {
+    if std::env::var_os("SQLFLEET_RELAY_TRACE").is_some() {
+        IDS.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((prefix.to_string(), i, id));
+    }
+}
+
+/// The relay's record of client `i` of run `prefix`, when traced.
+fn traced(relay: &sqlfleet_relay::Relay, prefix: &str, i: usize) -> String {
+    let ids: Vec<u32> = IDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .filter(|(p, j, _)| p == prefix && *j == i)
+        .map(|(_, _, id)| *id)
+        .collect();
+    ids.iter()
+        .map(|id| format!("\nrelay client {id}:\n  {}", relay.trace(*id).join("\n  ")))
+        .collect()
+}
+
 async fn run_all(
     srv: &TestServer,
     port: u16,
@@ -417,10 +446,12 @@ async fn run_all(
         let opts = client_opts(port, user, pw, &db).await;
         let watch_opts = watch_opts.clone();
         let script = script.clone();
+        let prefix = prefix.to_string();
         tasks.push(tokio::spawn(async move {
             let mut c = mysql_async::Conn::new(opts.clone())
                 .await
                 .expect("client connects");
+            note_id(&prefix, i, c.id());
             let mut seen = Vec::new();
             for s in &script {
                 if let Step::Reconnect = s {
@@ -430,6 +461,7 @@ async fn run_all(
                     c = mysql_async::Conn::new(opts.clone())
                         .await
                         .expect("client reconnects");
+                    note_id(&prefix, i, c.id());
                     seen.push("reconnected".into());
                     continue;
                 }
@@ -585,10 +617,11 @@ async fn differential(mode: &str, accounts: &str, seeds: std::ops::Range<u64>) {
                     .map(|s| format!("{s:?}"))
                     .collect();
                 panic!(
-                    "{mode} mode, seed {seed} (replay: SQLFLEET_RELAY_DIFF_SEED={seed}), client {i}, step {at}:\n  direct: {}\n  relay:  {}\nscript up to there:\n  {}",
+                    "{mode} mode, seed {seed} (replay: SQLFLEET_RELAY_DIFF_SEED={seed}), client {i}, step {at}:\n  direct: {}\n  relay:  {}\nscript up to there:\n  {}{}",
                     if std::env::var_os("SQLFLEET_RELAY_DIFF_ALL").is_some() { format!("{d:?}") } else { format!("{:?}", d.get(at)) },
                     if std::env::var_os("SQLFLEET_RELAY_DIFF_ALL").is_some() { format!("{r:?}") } else { format!("{:?}", r.get(at)) },
-                    script.join("\n  ")
+                    script.join("\n  "),
+                    traced(&relay, &format!("dr{seed}"), i)
                 );
             }
         }

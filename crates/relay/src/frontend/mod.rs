@@ -8,3 +8,4 @@ pub mod auth;
 pub mod clients;
 pub mod rsa;
 pub mod session;
+pub mod trace;

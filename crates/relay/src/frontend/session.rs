@@ -61,6 +61,8 @@ pub struct Ctx {
     /// Which tables' writes change the session unseen (triggers, defaults).
     pub write_effects: crate::backend::write_effects::WriteEffects,
     pub view_calls: crate::backend::view_calls::ViewCalls,
+    /// Which backend connection each command ran on (tests only; off).
+    pub trace: crate::frontend::trace::Trace,
 }
 
 impl Ctx {
@@ -439,7 +441,21 @@ impl Session {
             self.route = self.default_route();
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
+            let before = self.conn.as_ref().map(|c| c.thread_id);
             let r = self.command(&cmd).await;
+            if self.ctx.trace.on() {
+                let after = self.conn.as_ref().map(|c| c.thread_id);
+                let ok = if r.is_ok() { "ok" } else { "failed" };
+                self.ctx.trace.add(
+                    self.id,
+                    format!(
+                        "command {:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
+                        cmd[0],
+                        self.pins,
+                        self.conn.as_ref().map(|c| c.diagnostics_dirty)
+                    ),
+                );
+            }
             // Per backend: the command it answered, its latency, errors.
             if let Some(c) = self
                 .conn
