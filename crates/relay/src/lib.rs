@@ -247,19 +247,21 @@ impl Starter {
         let at = seat.at();
         let mut set = lock(&self.sessions);
         while set.try_join_next().is_some() {}
+        // Boxed first: the session's future is large, and each move on
+        // the way into the task would copy it.
         if at == event_loops::home() {
-            set.spawn(serve_accepted(ctx, a, id, host, seat));
+            set.spawn(Box::pin(serve_accepted(ctx, a, id, host, seat)));
             return;
         }
         match a.detach() {
             Ok(d) => {
                 let handle = seat.handle(at).clone();
                 set.spawn_on(
-                    async move {
+                    Box::pin(async move {
                         if let Ok(a) = d.attach() {
                             serve_accepted(ctx, a, id, host, seat).await;
                         }
-                    },
+                    }),
                     &handle,
                 );
             }
