@@ -87,7 +87,7 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                 let c = data[i];
                 if Some(c) == f.escaped_by
                     && i + 1 < data.len()
-                    && crate::chunk::escapes_here(f, Some(data[i + 1]))
+                    && crate::chunk::escapes_here(f, data[i + 1])
                 {
                     if data[i + 1] == b'N' && v.is_empty() && !enclosed {
                         null_escape = true;

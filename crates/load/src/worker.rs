@@ -403,14 +403,14 @@ async fn set_aside(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
     slot: &str,
-    table: &str,
     s: &Statement,
     f: &StatementFailure,
     prelude_len: usize,
 ) {
     ctx.shared.quarantine(s, f, prelude_len);
     if let Ok(c) = ensure(ctx, conn, slot).await {
-        let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0, Some(table));
+        let table = f.table.as_deref();
+        let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0, table);
         let _ = c.conn.query_drop(format!("BEGIN; {rec}; COMMIT")).await;
     }
 }
@@ -434,7 +434,7 @@ async fn one_by_one(
     for (idx, s) in stmts.iter().enumerate() {
         if idx == failed.0 {
             let f = StatementFailure::of(s, Some(table), failed.1);
-            set_aside(ctx, conn, slot, table, s, &f, prelude_len).await;
+            set_aside(ctx, conn, slot, s, &f, prelude_len).await;
             continue;
         }
         let mut attempt = 0;
@@ -476,7 +476,7 @@ async fn one_by_one(
                 }
                 Outcome::Retry(e) | Outcome::Fail(_, e) => {
                     let f = StatementFailure::of(s, Some(table), &e);
-                    set_aside(ctx, conn, slot, table, s, &f, prelude_len).await;
+                    set_aside(ctx, conn, slot, s, &f, prelude_len).await;
                     break;
                 }
             }

@@ -467,21 +467,8 @@ fn child_stdin(c: &mut std::process::Child) -> std::process::ChildStdin {
 #[test]
 fn sigterm_lets_running_sessions_finish_and_refuses_new_ones() {
     let srv = server();
-    let port = common::relay::free_port();
-    let pw = srv.sandbox.password().expect("pw");
-    let mut child = common::sqlfleet()
-        .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
-        .args([
-            "--backend",
-            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
-        ])
-        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
-        .env("MYSQL_PWD", pw.expose())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("relay");
-    common::relay::wait_listening(port);
+    let mut relay = start_relay(srv, &[]);
+    let port = relay.port;
     let slow =
         std::thread::spawn(move || cli(port, &["-N", "-B", "-e", "SELECT SLEEP(2), 'done'"]));
     // The statement is on the server before the signal.
@@ -493,7 +480,7 @@ fn sigterm_lets_running_sessions_finish_and_refuses_new_ones() {
     }
     assert!(running, "the slow statement never reached the server");
     let _ = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &relay.child.id().to_string()])
         .status();
     std::thread::sleep(Duration::from_millis(300));
     let late = cli(port, &["-N", "-B", "-e", "SELECT 1"]);
@@ -509,7 +496,7 @@ fn sigterm_lets_running_sessions_finish_and_refuses_new_ones() {
         "the statement in flight: {}",
         common::stderr(&o)
     );
-    let status = child.wait().expect("relay exit");
+    let status = relay.child.wait().expect("relay exit");
     assert_eq!(status.code(), Some(0), "the relay's exit after draining");
 }
 

@@ -173,3 +173,40 @@ pub fn query(srv: &TestServer, sql: &str) -> Vec<String> {
             .collect()
     })
 }
+
+/// The end of a differential run (`what` against `oracle`): keeps the files of the failing seeds
+/// (each failure starts `seed N `; `file(N)` names its file in `dir`) in
+/// the temporary directory `keep` for a look, prints `summary`, and fails
+/// with the failures, or when fewer than half of `files` were compared.
+pub fn report(
+    (what, oracle): (&str, &str),
+    dir: &Path,
+    keep: &str,
+    file: impl Fn(u64) -> String,
+    failures: &[String],
+    (files, compared): (u64, u64),
+    summary: String,
+) {
+    if !failures.is_empty() {
+        let keep = std::env::temp_dir().join(keep);
+        let _ = std::fs::create_dir_all(&keep);
+        for f in failures {
+            if let Some(seed) = f
+                .strip_prefix("seed ")
+                .and_then(|r| r.split([' ', ':']).next())
+                .and_then(|n| n.parse().ok())
+            {
+                let _ = std::fs::copy(dir.join(file(seed)), keep.join(file(seed)));
+            }
+        }
+        eprintln!("{what}: failing files kept in {}", keep.display());
+    }
+    eprintln!("{what}: {summary}, {} failures", failures.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {files} files differ from {oracle}:\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    assert!(compared > files / 2, "too few files compared: {compared}");
+}
