@@ -140,6 +140,26 @@ impl ApplyError {
     }
 }
 
+/// A failed `BINLOG` statement named as a replica names it: the event,
+/// its table, the server's error and the source position — never the
+/// base64.
+fn rows_error(e: ApplyError, rows: &crate::txn::Rows, txn: &Txn) -> ApplyError {
+    match e {
+        ApplyError::Sql { code, error, .. } => {
+            let error = format!(
+                "Could not execute {}; {error}; source binlog {} end_log_pos {}, GTID {}",
+                rows.what, txn.file, txn.end_pos, txn.gtid
+            );
+            ApplyError::Sql {
+                code,
+                statement: rows.what.clone(),
+                error,
+            }
+        }
+        lost => lost,
+    }
+}
+
 /// A target session ready for `BINLOG` statements.
 /// Collation id → (character set, collation) names on the target.
 pub type Collations = HashMap<u32, (String, String)>;
@@ -237,9 +257,11 @@ impl Applier {
     pub async fn items(&mut self, txn: &Txn) -> Result<(), ApplyError> {
         for item in &txn.items {
             match item {
-                Item::Rows(bytes) => {
-                    for chunk in rows_chunks(bytes, CHUNK) {
-                        self.run(&binlog_statement(&chunk)).await?;
+                Item::Rows(rows) => {
+                    for chunk in rows_chunks(&rows.bytes, CHUNK) {
+                        self.run(&binlog_statement(&chunk))
+                            .await
+                            .map_err(|e| rows_error(e, rows, txn))?;
                     }
                 }
                 Item::Stmt(s) => self.statement(s).await?,
@@ -619,18 +641,18 @@ pub fn batch_queries(jobs: &[Job], names: &Collations) -> Result<Vec<Vec<u8>>, A
     for j in jobs {
         for item in &j.txn.items {
             match item {
-                Item::Rows(bytes) if bytes.len() > CHUNK => {
+                Item::Rows(r) if r.bytes.len() > CHUNK => {
                     flush(&mut q, &mut rows, &mut out);
-                    for chunk in rows_chunks(bytes, CHUNK) {
+                    for chunk in rows_chunks(&r.bytes, CHUNK) {
                         rows.extend_from_slice(&chunk);
                         flush(&mut q, &mut rows, &mut out);
                     }
                 }
-                Item::Rows(bytes) => {
-                    if rows.len() + bytes.len() > CHUNK {
+                Item::Rows(r) => {
+                    if rows.len() + r.bytes.len() > CHUNK {
                         flush(&mut q, &mut rows, &mut out);
                     }
-                    rows.extend_from_slice(bytes);
+                    rows.extend_from_slice(&r.bytes);
                 }
                 Item::Stmt(st) => {
                     flush(&mut q, &mut rows, &mut out);
@@ -728,6 +750,7 @@ mod tests {
                 items,
                 dbs: ["db".to_string()].into_iter().collect(),
                 unsupported: None,
+                unknown_scope: false,
                 first: String::new(),
             }),
             format: Arc::new(vec![]),
@@ -738,7 +761,12 @@ mod tests {
 
     #[test]
     fn a_batch_ends_each_query_at_a_binlog_statement_and_commits_with_its_positions() {
-        let rows = || Item::Rows([ev(19, 40, 1), ev(23, 60, 2)].concat());
+        let rows = || {
+            Item::Rows(crate::txn::Rows {
+                bytes: [ev(19, 40, 1), ev(23, 60, 2)].concat(),
+                what: "Write_rows event on table d.t".into(),
+            })
+        };
         let stmt = Item::Stmt(Stmt {
             db: Some("db".into()),
             sql: b"UPDATE t SET a = 1".to_vec(),

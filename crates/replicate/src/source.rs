@@ -386,7 +386,13 @@ impl SourceRunner {
             advance(s);
         };
         let streams: Vec<String> = txn.dbs.iter().cloned().collect();
-        if txn.is_empty() || streams.iter().all(|d| s.stored.applied(d, &g)) {
+        // Already applied: below the floor, or (when every stream it
+        // touches is known) covered by each of those streams' positions.
+        let known = !streams.is_empty() && !txn.unknown_scope;
+        if txn.is_empty()
+            || s.stored.floor.covers(&g)
+            || (known && streams.iter().all(|d| s.stored.applied(d, &g)))
+        {
             finish(s, Status::Applied);
             return Ok(());
         }
@@ -408,10 +414,33 @@ impl SourceRunner {
             finish(s, Status::Applied);
             return Ok(());
         }
+        if let Some(at) = s.stopped.get(ALL_STREAMS).copied() {
+            // The source stopped as a whole: nothing after it applies.
+            let why = format!("waits for the source, stopped at {at}");
+            let waiting: Vec<&String> = streams
+                .iter()
+                .filter(|d| !s.stopped.contains_key(*d))
+                .collect();
+            for d in waiting {
+                self.stop_stream(s, ctl, d, &g, &why, &txn.first).await;
+            }
+            finish(s, Status::Stopped);
+            return Ok(());
+        }
         if let Some(why) = &txn.unsupported {
-            let why = format!("cannot apply {g} exactly: {why}");
+            // Fail closed: a transaction that is not applied stops every
+            // stream it touches, and the whole source when it may touch
+            // streams nobody can name. The floor stays before it.
+            let why = format!(
+                "cannot apply {g} ({} position {}) exactly: {why}",
+                txn.file, txn.end_pos
+            );
             for d in &streams {
                 self.stop_stream(s, ctl, d, &g, &why, &txn.first).await;
+            }
+            if txn.unknown_scope || streams.is_empty() {
+                self.stop_stream(s, ctl, ALL_STREAMS, &g, &why, &txn.first)
+                    .await;
             }
             finish(s, Status::Stopped);
             return Ok(());
@@ -473,7 +502,7 @@ impl SourceRunner {
         // Memory stays bounded however far behind the target is: a source
         // has at most IN_FLIGHT_KIB of transactions queued or applying.
         let kib = txn.items.iter().map(|i| match i {
-            Item::Rows(b) => b.len(),
+            Item::Rows(r) => r.bytes.len(),
             Item::Stmt(st) => st.sql.len(),
         });
         let kib = (kib.sum::<usize>() / 1024 + 1).min(IN_FLIGHT_KIB as usize) as u32;
@@ -710,6 +739,10 @@ fn advance(s: &mut Session) {
         }
     }
 }
+
+/// The stream name under which a source stopped as a whole is recorded:
+/// a transaction that was not applied and may touch any database.
+pub const ALL_STREAMS: &str = "*";
 
 /// Errors that mean a re-run DDL had already been applied.
 const ALREADY_DONE: &[u16] = &[

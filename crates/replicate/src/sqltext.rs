@@ -1,26 +1,69 @@
-//! The database names a replicated statement writes through its text:
-//! `db.table` qualifiers and `CREATE|DROP|ALTER DATABASE name`, found with
-//! the shared SQL lexer (`sqlfleet_dump::lex`: strings, backquotes and
-//! comments handled), and rewritten for renames token by token. Rows
-//! events carry their database in the table map; only statements (DDL,
-//! statement-based DML) need this. Property-tested (no panic, a rewrite
-//! touches only the named tokens).
+//! The database names a replicated statement names in its text, and the
+//! statement with some of them renamed.
+//!
+//! MariaDB's query events carry the statement's default database and no
+//! list of the databases it updates (MySQL's `Q_UPDATED_DB_NAMES` is not
+//! written), so for statements — DDL, and DML a MIXED or STATEMENT binlog
+//! logs as text — the text is all there is. A bare `x.y` decides nothing:
+//! it is `database.table` only where the grammar puts a table name (after
+//! `FROM`, `JOIN`, `INTO`, `UPDATE`, `TABLE`, `VIEW`, `CALL`, the `ON` of a
+//! trigger or index, `REFERENCES`, `NEXTVAL(`, …), and `table.column` (a
+//! table, an alias, `NEW`/`OLD`) everywhere else; `x.y.z` and `x.y(` name a
+//! database wherever they stand. The reading is a small state machine over
+//! the shared lexer's tokens (`sqlfleet_dump::lex`: strings, backquotes and
+//! comments handled), written by hand because no SQL parser reads
+//! MariaDB's dialect (routine bodies, sequences, executable comments).
+//!
+//! It fails closed ([`Unsure`]): a `x.y` read as `table.column` whose `x`
+//! the statement never introduces (as a table, an alias or a variable), a
+//! statement kind it does not know that qualifies names, and double quotes
+//! under `ANSI_QUOTES` stop the caller instead of being guessed.
+//! Property-tested (no panic; a rename touches only the named tokens).
 
+use std::collections::HashSet;
 use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Tok};
 
 /// One identifier: its byte range in the text and its unquoted name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Ident {
-    at: Range<usize>,
-    name: String,
+pub struct Ident {
+    pub at: Range<usize>,
+    pub name: String,
 }
 
+/// The text could not be read with certainty.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsure(pub String);
+
+/// What a statement's text names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Named {
+    /// Database qualifiers, in text order.
+    pub refs: Vec<Ident>,
+    /// True for `CREATE|DROP|ALTER DATABASE|SCHEMA ...`.
+    pub database_statement: bool,
+}
+
+impl Named {
+    /// The distinct database names, sorted.
+    pub fn databases(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.refs.iter().map(|i| i.name.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+type T = (Tok, Range<usize>);
+
 /// The identifier a token is, in the text's own case.
-fn ident(sql: &[u8], t: &(Tok, Range<usize>)) -> Option<Ident> {
+fn ident(sql: &[u8], t: &T) -> Option<Ident> {
     let name = match &t.0 {
-        Tok::Word(_) => String::from_utf8_lossy(&sql[t.1.clone()]).into_owned(),
+        Tok::Word(w) if !RESERVED.contains(&w.as_str()) => {
+            String::from_utf8_lossy(&sql[t.1.clone()]).into_owned()
+        }
         Tok::Quoted(n) => n.to_string(),
         _ => return None,
     };
@@ -30,30 +73,336 @@ fn ident(sql: &[u8], t: &(Tok, Range<usize>)) -> Option<Ident> {
     })
 }
 
-fn kw(t: Option<&(Tok, Range<usize>)>, word: &str) -> bool {
-    matches!(t, Some((Tok::Word(w), _)) if w == word)
+fn word<'a>(t: Option<&'a T>) -> Option<&'a str> {
+    match t {
+        Some((Tok::Word(w), _)) => Some(w.as_str()),
+        _ => None,
+    }
 }
 
-fn dot(t: Option<&(Tok, Range<usize>)>) -> bool {
-    matches!(t, Some((Tok::Punct(b'.'), _)))
+fn kw(t: Option<&T>, w: &str) -> bool {
+    word(t) == Some(w)
 }
 
-/// Database references in a statement: `x` of `x.y`, and the name of
-/// `CREATE|DROP|ALTER DATABASE|SCHEMA [IF [NOT] EXISTS] x`.
-fn db_refs(sql: &[u8]) -> Vec<Ident> {
-    let t = lex(sql).toks;
-    let mut refs = Vec::new();
-    for k in 0..t.len() {
-        if let Some(id) = ident(sql, &t[k]) {
-            if dot(t.get(k + 1))
-                && t.get(k + 2).is_some_and(|n| ident(sql, n).is_some())
-                && !dot(k.checked_sub(1).and_then(|p| t.get(p)))
-            {
-                refs.push(id);
-            }
+fn punct(t: Option<&T>, c: u8) -> bool {
+    t.is_some_and(|x| x.0.is_punct(c))
+}
+
+/// Reserved words that are never a bare name (the ones this reader meets
+/// where a name could stand).
+const RESERVED: &[&str] = &[
+    "SELECT",
+    "FROM",
+    "WHERE",
+    "JOIN",
+    "INNER",
+    "LEFT",
+    "RIGHT",
+    "CROSS",
+    "NATURAL",
+    "OUTER",
+    "STRAIGHT_JOIN",
+    "ON",
+    "USING",
+    "INTO",
+    "VALUES",
+    "VALUE",
+    "SET",
+    "UPDATE",
+    "DELETE",
+    "INSERT",
+    "REPLACE",
+    "TABLE",
+    "GROUP",
+    "ORDER",
+    "BY",
+    "LIMIT",
+    "HAVING",
+    "UNION",
+    "AS",
+    "AND",
+    "OR",
+    "NOT",
+    "IN",
+    "IS",
+    "NULL",
+    "LIKE",
+    "TO",
+    "FOR",
+    "IF",
+    "EXISTS",
+    "CREATE",
+    "DROP",
+    "ALTER",
+    "RENAME",
+    "CALL",
+    "WITH",
+    "DISTINCT",
+    "ALL",
+    "CASE",
+    "WHEN",
+    "THEN",
+    "ELSE",
+    "END",
+    "IGNORE",
+    "LOW_PRIORITY",
+    "HIGH_PRIORITY",
+    "DELAYED",
+    "PARTITION",
+    "REFERENCES",
+    "KEY",
+    "INDEX",
+    "PRIMARY",
+    "UNIQUE",
+    "FOREIGN",
+    "DEFAULT",
+    "EACH",
+    "ROW",
+    "BEGIN",
+    "DO",
+    "LOOP",
+    "REPEAT",
+    "WHILE",
+    "RETURN",
+    "DECLARE",
+    "INTERVAL",
+    "READ",
+    "WRITE",
+    "LOCK",
+    "FORCE",
+    "USE",
+    "RETURNING",
+    "WINDOW",
+    "OVER",
+    "TRUNCATE",
+    "TRIGGER",
+    "PROCEDURE",
+    "FUNCTION",
+    "VIEW",
+    "SEQUENCE",
+    "EVENT",
+    "DATABASE",
+    "SCHEMA",
+    "TEMPORARY",
+    "TABLES",
+    "ELSEIF",
+    "UNTIL",
+    "LEAVE",
+    "ITERATE",
+    "OPEN",
+    "CLOSE",
+    "FETCH",
+    "CURSOR",
+    "HANDLER",
+    "SIGNAL",
+    "RESIGNAL",
+    "DUPLICATE",
+    "BETWEEN",
+    "REGEXP",
+    "RLIKE",
+    "DIV",
+    "MOD",
+    "XOR",
+    "BINARY",
+    "COLLATE",
+    "ESCAPE",
+    "SEPARATOR",
+    "LATERAL",
+    "QUICK",
+    "ADD",
+    "MODIFY",
+    "CHANGE",
+    "COLUMN",
+    "CONSTRAINT",
+    "CHECK",
+    "AFTER",
+    "BEFORE",
+    "FOLLOWS",
+    "PRECEDES",
+    "DEFINER",
+    "SQL",
+    "SECURITY",
+    "ALGORITHM",
+    "RETURNS",
+    "DETERMINISTIC",
+    "COMMENT",
+    "LANGUAGE",
+];
+
+/// Statements this reader knows the grammar of (by first word).
+const KNOWN: &[&str] = &[
+    "SELECT",
+    "INSERT",
+    "REPLACE",
+    "UPDATE",
+    "DELETE",
+    "CREATE",
+    "ALTER",
+    "DROP",
+    "RENAME",
+    "TRUNCATE",
+    "CALL",
+    "WITH",
+    "GRANT",
+    "REVOKE",
+    "ANALYZE",
+    "OPTIMIZE",
+    "REPAIR",
+    "CHECK",
+    "FLUSH",
+    "SET",
+    "DO",
+    "LOCK",
+    "UNLOCK",
+    "SAVEPOINT",
+    "RELEASE",
+    "ROLLBACK",
+    "COMMIT",
+    "BEGIN",
+    "START",
+    "XA",
+    "LOAD",
+    "INSTALL",
+    "UNINSTALL",
+    "TABLE",
+    "VALUES",
+    "EXECUTE",
+    "PREPARE",
+    "DEALLOCATE",
+    "USE",
+    "KILL",
+    "SHUTDOWN",
+    "PURGE",
+    "RESET",
+    "BINLOG",
+    "SHOW",
+    "BACKUP",
+    "HANDLER",
+    "CHANGE",
+    "STOP",
+    "SIGNAL",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A statement (or subquery): `FROM` introduces tables.
+    Stmt,
+    /// An expression, a column list or a function's arguments.
+    Expr,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    kind: Kind,
+    /// The next name is a table (or view, routine, sequence) name.
+    expect: bool,
+    /// In a list of tables: a comma expects another.
+    list: bool,
+}
+
+impl Frame {
+    fn stmt() -> Frame {
+        Frame {
+            kind: Kind::Stmt,
+            expect: false,
+            list: false,
         }
     }
-    if is_database(&t) {
+}
+
+/// Facts about the (sub-)statement being read, from its first words.
+#[derive(Default)]
+struct Head {
+    /// `CREATE ... TRIGGER`: the `ON` after its event names the table.
+    trigger: bool,
+    /// `CREATE|DROP ... INDEX`, `GRANT`, `REVOKE`: the first `ON`.
+    on_names_table: bool,
+    on_seen: bool,
+    /// The token index of `LIKE` in `CREATE TABLE t LIKE u`, if here.
+    like_at: Option<usize>,
+    rename: bool,
+    ddl: bool,
+    object_seen: bool,
+}
+
+fn head(t: &[T], at: usize) -> Head {
+    let w = |k: usize| word(t.get(at + k)).unwrap_or("");
+    let first = w(0);
+    let mut h = Head {
+        ddl: matches!(first, "CREATE" | "ALTER" | "DROP"),
+        rename: first == "RENAME",
+        on_names_table: matches!(first, "GRANT" | "REVOKE"),
+        ..Head::default()
+    };
+    if h.ddl {
+        // Up to the object word: CREATE [OR REPLACE] [DEFINER=..] [UNIQUE] ...
+        let mut k = at + 1;
+        while k < t.len() && k < at + 24 {
+            match word(t.get(k)) {
+                Some("TRIGGER") => h.trigger = true,
+                Some("INDEX") => h.on_names_table = true,
+                Some("TABLE") => {
+                    // CREATE TABLE [IF NOT EXISTS] name [(] LIKE
+                    let mut e = k + 1;
+                    if kw(t.get(e), "IF") {
+                        e += 1;
+                        if kw(t.get(e), "NOT") {
+                            e += 1;
+                        }
+                        e += 1;
+                    }
+                    e += 1;
+                    while punct(t.get(e), b'.') {
+                        e += 2;
+                    }
+                    if punct(t.get(e), b'(') {
+                        e += 1;
+                    }
+                    if kw(t.get(e), "LIKE") {
+                        h.like_at = Some(e);
+                    }
+                }
+                Some(
+                    "VIEW" | "PROCEDURE" | "FUNCTION" | "EVENT" | "SEQUENCE" | "DATABASE"
+                    | "SCHEMA" | "USER" | "ROLE" | "SERVER",
+                ) => {}
+                _ => {
+                    k += 1;
+                    continue;
+                }
+            }
+            break;
+        }
+    }
+    h
+}
+
+/// Where a statement may start inside a routine, trigger or event body.
+fn starts_statement(w: &str, prev: Option<&T>) -> bool {
+    match w {
+        "BEGIN" | "DO" | "LOOP" | "REPEAT" | "ELSE" => true,
+        // THEN after a condition (IF, WHEN of a CASE statement); in a CASE
+        // expression nothing table-like follows either.
+        "THEN" => true,
+        "ROW" => kw(prev, "EACH"),
+        _ => false,
+    }
+}
+
+/// Reads what a statement's text names; `ansi_quotes` when the source
+/// session's sql_mode had ANSI_QUOTES.
+pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
+    let t = lex(sql).toks;
+    if ansi_quotes && sql.contains(&b'"') {
+        return Err(Unsure(
+            "double quotes under sql_mode ANSI_QUOTES (identifiers or strings cannot be told apart here)".into(),
+        ));
+    }
+    let mut named = Named {
+        database_statement: is_database(&t),
+        ..Named::default()
+    };
+    if named.database_statement {
         let mut k = 2;
         if kw(t.get(k), "IF") {
             k += 1;
@@ -65,40 +414,244 @@ fn db_refs(sql: &[u8]) -> Vec<Ident> {
             }
         }
         if let Some(id) = t.get(k).and_then(|x| ident(sql, x)) {
-            refs.push(id);
+            named.refs.push(id);
+        }
+        return Ok(named);
+    }
+    let mut stack = vec![Frame::stmt()];
+    let mut h = head(&t, 0);
+    let mut introduced: HashSet<String> = HashSet::new();
+    let mut qualifiers: Vec<Ident> = Vec::new();
+    let mut k = 0;
+    while k < t.len() {
+        let prev = k.checked_sub(1).and_then(|p| t.get(p));
+        let next = t.get(k + 1);
+        let depth = stack.len();
+        let Some(top) = stack.last_mut() else {
+            break;
+        };
+        match &t[k].0 {
+            Tok::Punct(b';') => {
+                stack.truncate(1);
+                stack[0] = Frame::stmt();
+                h = head(&t, k + 1);
+            }
+            Tok::Punct(b'(') => {
+                let first = word(next);
+                let mut f = Frame {
+                    kind: Kind::Expr,
+                    expect: false,
+                    list: false,
+                };
+                if matches!(first, Some("SELECT" | "WITH" | "VALUES" | "TABLE")) {
+                    f.kind = Kind::Stmt;
+                } else if top.expect && top.kind == Kind::Stmt {
+                    // FROM ( a JOIN b ... ): a nested list of tables.
+                    f = Frame {
+                        kind: Kind::Stmt,
+                        expect: true,
+                        list: true,
+                    };
+                } else if matches!(word(prev), Some("NEXTVAL" | "LASTVAL" | "SETVAL")) {
+                    f.expect = true;
+                } else if h.like_at == Some(k + 1) {
+                    f.kind = Kind::Stmt;
+                }
+                top.expect = false;
+                stack.push(f);
+            }
+            Tok::Punct(b')') => {
+                if stack.len() > 1 {
+                    stack.pop();
+                }
+            }
+            Tok::Punct(b',') => {
+                if top.list {
+                    top.expect = true;
+                }
+            }
+            Tok::Word(w) if ident(sql, &t[k]).is_none() => {
+                let w = w.as_str();
+                if depth == 1 && starts_statement(w, prev) {
+                    stack[0] = Frame::stmt();
+                    h = head(&t, k + 1);
+                    k += 1;
+                    continue;
+                }
+                let paren_next = punct(next, b'(');
+                match w {
+                    "FROM" if top.kind == Kind::Stmt => {
+                        top.expect = true;
+                        top.list = true;
+                    }
+                    "JOIN" | "STRAIGHT_JOIN" => {
+                        top.expect = true;
+                        top.list = true;
+                    }
+                    "INTO" | "TRUNCATE" | "CALL" => top.expect = true,
+                    "TABLE" | "TABLES" => {
+                        top.expect = true;
+                        top.list = true;
+                    }
+                    "REFERENCES" => top.expect = true,
+                    "INSERT" | "REPLACE"
+                        if !paren_next
+                            && !kw(prev, "OR")
+                            && !matches!(word(prev), Some("BEFORE" | "AFTER")) =>
+                    {
+                        top.expect = true;
+                    }
+                    "UPDATE" | "DELETE"
+                        if !paren_next
+                            && !matches!(
+                                word(prev),
+                                Some("KEY" | "FOR" | "ON" | "BEFORE" | "AFTER")
+                            ) =>
+                    {
+                        top.expect = true;
+                        top.list = true;
+                    }
+                    "VIEW" | "PROCEDURE" | "FUNCTION" | "TRIGGER" | "EVENT" | "SEQUENCE"
+                        if h.ddl && !h.object_seen =>
+                    {
+                        h.object_seen = true;
+                        top.expect = true;
+                        top.list = w == "VIEW" || w == "SEQUENCE";
+                    }
+                    "RENAME" => {
+                        h.rename = true;
+                        top.expect = true;
+                    }
+                    "TO" | "AS" if h.rename && w == "TO" || kw(prev, "RENAME") => top.expect = true,
+                    "LIKE" if h.like_at == Some(k) => top.expect = true,
+                    "FOR" if kw(prev, "VALUE") => top.expect = true,
+                    "ON" => {
+                        let trigger_event =
+                            h.trigger && matches!(word(prev), Some("INSERT" | "UPDATE" | "DELETE"));
+                        if (trigger_event || h.on_names_table) && !h.on_seen {
+                            h.on_seen = true;
+                            top.expect = true;
+                            top.list = false;
+                        } else {
+                            top.expect = false;
+                            top.list = false;
+                        }
+                    }
+                    "WHERE" | "SET" | "USING" | "GROUP" | "ORDER" | "LIMIT" | "HAVING"
+                    | "VALUES" | "VALUE" | "SELECT" | "UNION" | "WINDOW" | "RETURNING"
+                    | "RETURNS" | "WHEN" => {
+                        top.expect = false;
+                        top.list = false;
+                    }
+                    // Modifiers between a keyword and its name keep the
+                    // expectation; other keywords end it.
+                    "IGNORE" | "LOW_PRIORITY" | "HIGH_PRIORITY" | "DELAYED" | "QUICK" | "IF"
+                    | "NOT" | "EXISTS" | "TEMPORARY" | "LATERAL" | "ONLY" => {}
+                    _ => top.expect = false,
+                }
+            }
+            Tok::Word(_) | Tok::Quoted(_) => {
+                // A name, maybe qualified: x, x.y, x.y.z, x.*
+                let mut parts = vec![k];
+                let mut e = k + 1;
+                let mut star = false;
+                while punct(t.get(e), b'.') {
+                    match t.get(e + 1) {
+                        Some(x) if ident(sql, x).is_some() || matches!(x.0, Tok::Word(_)) => {
+                            parts.push(e + 1);
+                            e += 2;
+                        }
+                        Some((Tok::Punct(b'*'), _)) => {
+                            star = true;
+                            e += 2;
+                            break;
+                        }
+                        _ => break,
+                    }
+                }
+                let call = punct(t.get(e), b'(');
+                let first = ident(sql, &t[k]);
+                let last = parts
+                    .last()
+                    .and_then(|p| t.get(*p))
+                    .map(|x| name_of(sql, x));
+                if let Some(first) = first {
+                    let grant_star = star && parts.len() == 1 && h.on_names_table && top.expect;
+                    if parts.len() >= 3 || (parts.len() == 2 && (top.expect || call)) || grant_star
+                    {
+                        named.refs.push(first);
+                    } else if parts.len() == 2 || star {
+                        qualifiers.push(first);
+                    }
+                }
+                if let Some(l) = last {
+                    if parts.len() <= 2 && !star {
+                        introduced.insert(l.to_ascii_lowercase());
+                    }
+                }
+                if punct(t.get(e), b'.') {
+                    return Err(Unsure(format!(
+                        "a qualified name at byte {} that cannot be split into its parts",
+                        t[k].1.start
+                    )));
+                }
+                top.expect = false;
+                k = e;
+                continue;
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    // `x.y` read as table.column: x must be something the statement
+    // introduces, or the reading may have missed a table position.
+    for q in &qualifiers {
+        let n = q.name.to_ascii_lowercase();
+        if n == "new" || n == "old" || introduced.contains(&n) {
+            continue;
+        }
+        return Err(Unsure(format!(
+            "cannot tell whether '{}' at byte {} is a database or a table: the statement names no table or alias '{}'",
+            q.name, q.at.start, q.name
+        )));
+    }
+    if !named.refs.is_empty() || !qualifiers.is_empty() {
+        let first = word(t.first()).unwrap_or("");
+        if !KNOWN.contains(&first) {
+            return Err(Unsure(format!(
+                "qualified names in a statement starting with '{first}', whose grammar this reader does not know"
+            )));
         }
     }
-    refs
+    Ok(named)
 }
 
-fn is_database(t: &[(Tok, Range<usize>)]) -> bool {
+/// A name token's text, unquoted.
+fn name_of(sql: &[u8], t: &T) -> String {
+    match &t.0 {
+        Tok::Quoted(n) => n.to_string(),
+        _ => String::from_utf8_lossy(&sql[t.1.clone()]).into_owned(),
+    }
+}
+
+fn is_database(t: &[T]) -> bool {
     (kw(t.first(), "CREATE") || kw(t.first(), "DROP") || kw(t.first(), "ALTER"))
         && (kw(t.get(1), "DATABASE") || kw(t.get(1), "SCHEMA"))
 }
 
-/// True for `CREATE|DROP|ALTER DATABASE|SCHEMA ...` (run without a
-/// default database: the one it names may not exist yet, or any more).
-pub fn is_database_statement(sql: &[u8]) -> bool {
-    is_database(&lex(sql).toks)
-}
-
-/// The distinct database names a statement names in its text.
-pub fn databases(sql: &[u8]) -> Vec<String> {
-    let mut v: Vec<String> = db_refs(sql).into_iter().map(|i| i.name).collect();
-    v.sort();
-    v.dedup();
-    v
-}
-
-/// The statement with every database reference `from` replaced by `to`
-/// (backquoted).
-pub fn rename(sql: &[u8], from: &str, to: &str) -> Vec<u8> {
+/// The statement with each database reference renamed to what `to`
+/// gives for its name (backquoted); names it gives None for stay.
+pub fn rename(sql: &[u8], named: &Named, to: impl Fn(&str) -> Option<String>) -> Vec<u8> {
     let mut out = Vec::with_capacity(sql.len() + 16);
     let mut at = 0;
-    for r in db_refs(sql).into_iter().filter(|r| r.name == from) {
+    for r in &named.refs {
+        let Some(new) = to(&r.name) else { continue };
+        if r.at.start < at || r.at.end > sql.len() {
+            continue;
+        }
         out.extend_from_slice(&sql[at..r.at.start]);
         out.push(b'`');
-        out.extend_from_slice(to.replace('`', "``").as_bytes());
+        out.extend_from_slice(new.replace('`', "``").as_bytes());
         out.push(b'`');
         at = r.at.end;
     }
@@ -111,52 +664,166 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn dbs(sql: &str) -> Vec<String> {
+        read(sql.as_bytes(), false)
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .databases()
+    }
+
+    fn unsure(sql: &str) -> bool {
+        read(sql.as_bytes(), false).is_err()
+    }
+
+    /// Each row: a statement and the databases its text names.
     #[test]
-    fn qualified_names_and_database_statements() {
-        assert_eq!(
-            databases(b"ALTER TABLE app.t ADD c INT, ALGORITHM=INPLACE"),
-            vec!["app"]
-        );
-        assert_eq!(
-            databases(b"insert into `a b`.t select * from other.u where x = 'app.t'"),
-            vec!["a b", "other"]
-        );
-        assert_eq!(databases(b"CREATE DATABASE IF NOT EXISTS app"), vec!["app"]);
-        assert_eq!(databases(b"drop schema `app`"), vec!["app"]);
-        assert!(is_database_statement(b"/* x */ CREATE DATABASE app"));
-        assert!(!is_database_statement(b"CREATE TABLE app.t (a int)"));
-        assert!(databases(b"create table t (id int) /* app.t */ -- app.x\n").is_empty());
-        assert_eq!(databases(b"select app.t.c from app.t"), vec!["app"]);
-        assert!(databases(b"select 1.5, t.c from t").contains(&"t".to_string()));
+    fn qualifiers_are_databases_only_where_the_grammar_puts_a_table() {
+        let rows: &[(&str, &[&str])] = &[
+            ("ALTER TABLE app.t ADD c INT, ALGORITHM=INPLACE", &["app"]),
+            ("insert into `a b`.t select * from other.u where x = 'app.t'", &["a b", "other"]),
+            ("CREATE DATABASE IF NOT EXISTS app", &["app"]),
+            ("drop schema `app`", &["app"]),
+            ("create table t (id int) /* app.t */ -- app.x\n", &[]),
+            ("select app.t.c from app.t", &["app"]),
+            // Finding 1: a table alias is no database.
+            ("UPDATE child c SET c.v = c.v + 100 WHERE c.id < 50", &[]),
+            ("UPDATE app.child AS c SET c.v = 1", &["app"]),
+            ("UPDATE a.t x JOIN b.u y ON x.id = y.id SET x.v = y.v", &["a", "b"]),
+            ("UPDATE t1, other.t2 SET t1.a = t2.a WHERE t1.id = t2.id", &["other"]),
+            ("DELETE c FROM child c JOIN parent p ON c.pid = p.id WHERE p.x > 1", &[]),
+            ("DELETE x.* FROM app.t x WHERE x.id IN (SELECT y.id FROM o.u y)", &["app", "o"]),
+            ("DELETE FROM app.t WHERE t.id = 1", &["app"]),
+            ("DELETE app.t1 FROM app.t1 JOIN t2 ON t1.a = t2.a", &["app"]),
+            // Finding 2: a view whose query uses aliases.
+            ("CREATE VIEW v_alias AS SELECT c.pid, c.v FROM child c WHERE c.v > 1", &[]),
+            (
+                "CREATE ALGORITHM=UNDEFINED DEFINER=`root`@`localhost` SQL SECURITY DEFINER VIEW `app`.`v` AS select `c`.`pid` AS `pid` from `app`.`child` `c`",
+                &["app"],
+            ),
+            // Finding 3: NEW and OLD in a trigger body.
+            (
+                "CREATE DEFINER=`root`@`localhost` TRIGGER child_ai AFTER INSERT ON child FOR EACH ROW INSERT INTO audit (what, at_id) VALUES ('child', NEW.id)",
+                &[],
+            ),
+            (
+                "CREATE TRIGGER tr BEFORE UPDATE ON app.t FOR EACH ROW BEGIN INSERT INTO log.a VALUES (OLD.v); SET NEW.v = NEW.v + 1; END",
+                &["app", "log"],
+            ),
+            ("INSERT INTO t SELECT s.a, s.b FROM src s LEFT JOIN o.x ON x.k = s.k", &["o"]),
+            ("INSERT INTO t (a) SELECT a FROM u ON DUPLICATE KEY UPDATE t.a = u.a", &[]),
+            ("INSERT INTO t SELECT * FROM (SELECT q.a FROM db2.q) AS d", &["db2"]),
+            ("INSERT INTO t VALUES (NEXTVAL(s1.seq)), (NEXT VALUE FOR s2.seq)", &["s1", "s2"]),
+            ("INSERT INTO t VALUES (fdb.f(1)), (EXTRACT(YEAR FROM t.d))", &["fdb"]),
+            ("SELECT t.a FROM t WHERE EXISTS (SELECT 1 FROM o.u WHERE u.k = t.k)", &["o"]),
+            ("CALL app.p(1)", &["app"]),
+            ("CALL app.p", &["app"]),
+            ("RENAME TABLE a.t TO b.t, a.u TO c.u", &["a", "b", "c"]),
+            ("ALTER TABLE t RENAME TO other.t", &["other"]),
+            ("ALTER TABLE t RENAME COLUMN a TO b", &[]),
+            ("CREATE TABLE x.t LIKE y.t", &["x", "y"]),
+            ("CREATE TABLE t (LIKE y.t)", &["y"]),
+            ("CREATE TABLE t (id INT, pid INT REFERENCES p.parent (id) ON DELETE CASCADE)", &["p"]),
+            ("CREATE TABLE t (a INT CHECK (a LIKE 'x'), b INT) SELECT s.a FROM o.s", &["o"]),
+            ("CREATE TABLE t (id INT DEFAULT NEXTVAL(q.seq1))", &["q"]),
+            ("CREATE INDEX i ON d.t (a)", &["d"]),
+            ("DROP TABLE IF EXISTS a.t, b.u", &["a", "b"]),
+            ("DROP VIEW a.v, b.w", &["a", "b"]),
+            ("TRUNCATE TABLE a.t", &["a"]),
+            ("TRUNCATE a.t", &["a"]),
+            ("LOCK TABLES a.t READ, b.u AS x WRITE", &["a", "b"]),
+            ("GRANT SELECT ON app.* TO u@localhost", &["app"]),
+            (
+                "CREATE PROCEDURE app.p(IN n INT) BEGIN DECLARE r ROW TYPE OF t; UPDATE t c SET c.v = n; INSERT INTO other.t SELECT r.a; END",
+                &["app", "other"],
+            ),
+            (
+                "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO DELETE FROM app.log WHERE log.at < NOW()",
+                &["app"],
+            ),
+            ("CREATE FUNCTION f(x INT) RETURNS INT RETURN (SELECT COUNT(*) FROM o.t WHERE t.a = x)", &["o"]),
+            ("SELECT SETVAL(app.s, 10)", &["app"]),
+            ("WITH w AS (SELECT a FROM o.t) UPDATE u JOIN w ON u.a = w.a SET u.b = 1", &["o"]),
+            ("INSERT INTO t SELECT 1.5, 'x.y', s.c FROM `q.r`.s", &["q.r"]),
+            ("REPLACE INTO a.t SELECT REPLACE(u.s, 'a', 'b') FROM u", &["a"]),
+            ("SELECT w.a FROM t w WINDOW x AS (PARTITION BY w.b)", &[]),
+            ("SELECT c.* FROM child c", &[]),
+        ];
+        for (sql, want) in rows {
+            assert_eq!(dbs(sql), *want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn an_unsure_reading_is_an_error() {
+        // `app.t` after a comma join that follows an ON: the reader sees
+        // an expression, and `app` is introduced nowhere.
+        assert!(unsure("SELECT 1 FROM a JOIN b ON a.x = b.x, app.t"));
+        assert!(unsure("UPDATE t SET v = q.w"));
+        assert!(unsure("FROBNICATE app.t"));
+        assert!(read(br#"INSERT INTO "t" VALUES ("a")"#, true).is_err());
+        assert!(read(br#"INSERT INTO t VALUES ("a")"#, false).is_ok());
     }
 
     #[test]
     fn renames_touch_only_database_tokens() {
+        let r = |sql: &str, from: &str, to: &str| {
+            let n = read(sql.as_bytes(), false).expect("read");
+            let one = |d: &str| (d == from).then(|| to.to_string());
+            String::from_utf8(rename(sql.as_bytes(), &n, one)).expect("utf8")
+        };
         assert_eq!(
-            rename(b"CREATE DATABASE app", "app", "app_eu"),
-            b"CREATE DATABASE `app_eu`".to_vec()
+            r("CREATE DATABASE app", "app", "app_eu"),
+            "CREATE DATABASE `app_eu`"
         );
         assert_eq!(
-            rename(
-                b"create table app.t like app2.t /* app.t */ -- 'app'",
+            r(
+                "create table app.t like app2.t /* app.t */ -- 'app'",
                 "app",
                 "x"
             ),
-            b"create table `x`.t like app2.t /* app.t */ -- 'app'".to_vec()
+            "create table `x`.t like app2.t /* app.t */ -- 'app'"
         );
         assert_eq!(
-            rename(b"rename table `app`.a to `app`.b", "app", "z"),
-            b"rename table `z`.a to `z`.b".to_vec()
+            r("rename table `app`.a to `app`.b", "app", "z"),
+            "rename table `z`.a to `z`.b"
+        );
+        assert_eq!(
+            r(
+                "UPDATE app.t app SET app.v = 1 WHERE app.id IN (SELECT id FROM app.u)",
+                "app",
+                "s1"
+            ),
+            "UPDATE `s1`.t app SET app.v = 1 WHERE app.id IN (SELECT id FROM `s1`.u)"
+        );
+        assert_eq!(
+            r("CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW INSERT INTO app.a VALUES (NEW.id)", "app", "s1"),
+            "CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW INSERT INTO `s1`.a VALUES (NEW.id)"
         );
     }
 
     proptest! {
         #[test]
         fn any_text_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
-            let _ = databases(&b);
-            let r = rename(&b, "a", "b");
-            if !databases(&b).iter().any(|d| d == "a") {
-                prop_assert_eq!(r, b);
+            if let Ok(n) = read(&b, false) {
+                let r = rename(&b, &n, |d| (d == "a").then(|| "b".to_string()));
+                if !n.databases().iter().any(|d| d == "a") {
+                    prop_assert_eq!(r, b.clone());
+                }
+            }
+            let _ = read(&b, true);
+        }
+
+        #[test]
+        fn sql_like_text_never_panics(words in proptest::collection::vec(
+            proptest::sample::select(vec!["SELECT", "FROM", "a", ".", "b", "(", ")", ",", "ON",
+                "JOIN", "UPDATE", "SET", "=", "INTO", "INSERT", "`x`", ";", "BEGIN", "END",
+                "CREATE", "TABLE", "LIKE", "TRIGGER", "NEW", "*", "NEXTVAL", "1.5", "'s'"]),
+            0..40)) {
+            let sql = words.join(" ");
+            if let Ok(n) = read(sql.as_bytes(), false) {
+                let out = rename(sql.as_bytes(), &n, |d| (d == "a").then(|| "zz".to_string()));
+                // Only database tokens change: the text outside them stays.
+                let kept = String::from_utf8_lossy(&out).replace("`zz`", "a");
+                prop_assert_eq!(kept, sql);
             }
         }
     }

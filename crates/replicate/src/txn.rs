@@ -109,9 +109,26 @@ pub struct Stmt {
 
 #[derive(Debug, Clone)]
 pub enum Item {
-    /// Raw table map + rows events of one statement, for `BINLOG '...'`.
-    Rows(Vec<u8>),
+    Rows(Rows),
     Stmt(Stmt),
+}
+
+/// Raw table map + rows events of one statement, for `BINLOG '...'`.
+#[derive(Debug, Clone)]
+pub struct Rows {
+    pub bytes: Vec<u8>,
+    /// What they are, as a replica names them in an error: "Write_rows
+    /// event on table app_eu.orders".
+    pub what: String,
+}
+
+/// A rows event type's name, as native replication's errors give it.
+fn rows_kind(ty: u8) -> &'static str {
+    match ty {
+        23 | 30 => "Write_rows",
+        24 | 31 => "Update_rows",
+        _ => "Delete_rows",
+    }
 }
 
 /// One source transaction, filtered and renamed for the target.
@@ -130,14 +147,27 @@ pub struct Txn {
     pub dbs: BTreeSet<String>,
     /// Why this transaction cannot be applied exactly, if so.
     pub unsupported: Option<String>,
+    /// It holds something whose databases are not known (an event the
+    /// applier does not read, a statement it could not read with
+    /// certainty): `dbs` may miss some, so an unsupported transaction
+    /// stops the whole source rather than only `dbs`' streams.
+    pub unknown_scope: bool,
     /// The statement text to show in errors (first statement or table).
     pub first: String,
 }
 
 impl Txn {
-    /// Nothing of it is replicated (all filtered out, or empty).
+    /// Nothing of it is replicated (all filtered out, or empty): no
+    /// replicated database is touched, and none may have been.
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty() && self.unsupported.is_none()
+        self.items.is_empty() && self.dbs.is_empty() && !self.unknown_scope
+    }
+
+    /// Marks it unapplicable (the first reason is kept); `unknown` when
+    /// the databases it touches are not all known.
+    fn refuse(&mut self, why: impl Into<String>, unknown: bool) {
+        self.unsupported.get_or_insert_with(|| why.into());
+        self.unknown_scope |= unknown;
     }
 }
 
@@ -154,6 +184,9 @@ struct Building {
     txn: Txn,
     /// Table id → target database (None: filtered), for this statement.
     tables: HashMap<u64, Option<String>>,
+    /// What the statement's rows are, for errors: "Write_rows event on
+    /// table db.t" (the first kept rows event).
+    what: Option<String>,
     /// BINLOG bytes of the statement being read, and where its last kept
     /// rows event starts.
     group: Vec<u8>,
@@ -195,6 +228,18 @@ fn has_crc(ev: &Event) -> bool {
 
 const ROWS_TYPES: [u8; 6] = [23, 24, 25, 30, 31, 32];
 
+/// An event header flag: a reader that does not know the event may skip it.
+const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
+
+/// The `created` time of a format description event (0 when it only
+/// opens a binlog file the server went on writing).
+fn fde_created(data: &[u8]) -> u32 {
+    // binlog version (2), server version (50), created (4)
+    data.get(52..56)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_le_bytes)
+}
+
 impl Assembler {
     pub fn new(map: DbMap) -> Self {
         Assembler {
@@ -231,9 +276,26 @@ impl Assembler {
         let ty = h.event_type_raw();
         match ty {
             t if t == EventType::FORMAT_DESCRIPTION_EVENT as u8 => {
+                // A server start's description in the middle of a
+                // transaction: the source crashed while writing it, and
+                // never committed it (a replica rolls such a group back).
+                if self.cur.is_some() && fde_created(ev.data()) != 0 {
+                    let g = self.cur.take().map(|b| b.txn.gtid);
+                    tracing::warn!(
+                        "binlog {}: the source restarted inside transaction {}; it was never committed there and is dropped, as a replica does",
+                        self.file,
+                        g.map_or_else(String::new, |g| g.to_string())
+                    );
+                }
                 let raw = raw_bytes(ev);
                 self.fde = Some(raw.clone());
                 return Ok(Out::Format(raw));
+            }
+            t if t == EventType::STOP_EVENT as u8 && self.cur.is_none() => return Ok(Out::Nothing),
+            t if t == EventType::INCIDENT_EVENT as u8 => {
+                return Err(err(
+                    "an incident event: the source lost events here (its binlog is incomplete); a replica stops here too".into(),
+                ));
             }
             t if t == EventType::ROTATE_EVENT as u8 => {
                 let r: RotateEvent = ev
@@ -272,14 +334,16 @@ impl Assembler {
                     items: Vec::new(),
                     dbs: BTreeSet::new(),
                     unsupported: None,
+                    unknown_scope: false,
                     first: String::new(),
                 };
                 if g.xa() {
-                    txn.unsupported = Some("an XA transaction (XA PREPARE/COMMIT)".into());
+                    txn.refuse("an XA transaction (XA PREPARE/COMMIT)", false);
                 }
                 self.cur = Some(Building {
                     txn,
                     tables: HashMap::new(),
+                    what: None,
                     group: Vec::new(),
                     last_rows_at: None,
                     last_rows_flagged: false,
@@ -294,6 +358,10 @@ impl Assembler {
             | 28 // ignorable
             | 29 // rows query (MySQL)
             => return Ok(Out::Nothing),
+            // Not known, but the source says it may be passed over.
+            _ if self.cur.is_none() && h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {
+                return Ok(Out::Nothing)
+            }
             mariadb::START_ENCRYPTION
             | mariadb::QUERY_COMPRESSED
             | mariadb::FIRST_COMPRESSED_ROWS..=mariadb::LAST_COMPRESSED_ROWS => {
@@ -330,7 +398,10 @@ impl Assembler {
                             format!("rows of {}.{}", t, String::from_utf8_lossy(&tm.table));
                     }
                 }
-                b.tables.insert(tm.table_id, target);
+                b.tables.insert(
+                    tm.table_id,
+                    target.map(|t| format!("{t}.{}", String::from_utf8_lossy(&tm.table))),
+                );
             }
             t if ROWS_TYPES.contains(&t) => {
                 let et = EventType::try_from(t).map_err(|_| err("rows event type".into()))?;
@@ -338,7 +409,7 @@ impl Assembler {
                 let raw = raw_bytes(ev);
                 let (id, flags) = event::rows_header(&raw, ph).map_err(|e| err(e.to_string()))?;
                 let kept = match b.tables.get(&id) {
-                    Some(t) => t.is_some(),
+                    Some(t) => t.clone(),
                     None => {
                         return Err(err(format!(
                             "rows event for table id {id} without a table map"
@@ -346,7 +417,10 @@ impl Assembler {
                     }
                 };
                 let end = flags & event::STMT_END_F != 0;
-                if kept {
+                if let Some(table) = kept {
+                    if b.what.is_none() {
+                        b.what = Some(format!("{} event on table {table}", rows_kind(t)));
+                    }
                     b.last_rows_at = Some(b.group.len());
                     b.last_rows_flagged = end;
                     b.group.extend_from_slice(&raw);
@@ -365,23 +439,13 @@ impl Assembler {
                     "BEGIN" => return Ok(Out::Nothing),
                     "COMMIT" => return Ok(self.finish(pos)),
                     "ROLLBACK" if !is_rollback_to(sql) => {
-                        b.txn.unsupported.get_or_insert_with(|| {
-                            "a transaction the source rolled back after changing a non-transactional table".into()
-                        });
+                        b.txn.refuse(
+                            "a transaction the source rolled back after changing a non-transactional table",
+                            false,
+                        );
                         return Ok(self.finish(pos));
                     }
-                    "XA" => {
-                        b.txn
-                            .unsupported
-                            .get_or_insert_with(|| "an XA transaction".into());
-                    }
-                    // A temporary table lives in one session; statements
-                    // using it may apply on another connection.
-                    "CREATE" if second_word(sql) == "TEMPORARY" => {
-                        b.txn.unsupported.get_or_insert_with(|| {
-                            "a temporary table in a statement-based binlog; use binlog_format=ROW on the source".into()
-                        });
-                    }
+                    "XA" => b.txn.refuse("an XA transaction", false),
                     "DROP" if second_word(sql) == "TEMPORARY" => {}
                     _ => {
                         let mut session = std::mem::take(&mut b.pending);
@@ -389,8 +453,17 @@ impl Assembler {
                         session.thread_id = q.thread_id();
                         read_status(&q, &mut session);
                         let src_db = q.schema().into_owned();
-                        let stmt = route_statement(&self.map, &src_db, sql, session);
-                        match stmt {
+                        // A temporary table lives in one session; statements
+                        // using it may apply on another connection.
+                        let temporary = word == "CREATE" && second_word(sql) == "TEMPORARY";
+                        match route_statement(&self.map, &src_db, sql, session) {
+                            Routed::Apply { dbs, .. } if temporary => {
+                                b.txn.dbs.extend(dbs);
+                                b.txn.refuse(
+                                    "a temporary table in a statement-based binlog; use binlog_format=ROW on the source",
+                                    false,
+                                );
+                            }
                             Routed::Apply { stmt, dbs } => {
                                 if b.txn.first.is_empty() {
                                     b.txn.first = String::from_utf8_lossy(&stmt.sql)
@@ -402,8 +475,14 @@ impl Assembler {
                                 b.txn.items.push(Item::Stmt(*stmt));
                             }
                             Routed::Filtered => {}
-                            Routed::Refused(why) => {
-                                b.txn.unsupported.get_or_insert(why);
+                            Routed::Refused { why, dbs } => {
+                                if b.txn.first.is_empty() {
+                                    b.txn.first =
+                                        String::from_utf8_lossy(sql).chars().take(200).collect();
+                                }
+                                let unknown = dbs.is_empty();
+                                b.txn.dbs.extend(dbs);
+                                b.txn.refuse(why, unknown);
                             }
                         }
                     }
@@ -444,21 +523,19 @@ impl Assembler {
                     .and_then(|u| user_var(&u));
                 match parsed {
                     Ok(v) => b.pending.user_vars.push(v),
-                    Err(why) => {
-                        b.txn.unsupported.get_or_insert(why);
-                    }
+                    // The statement it belongs to decides whether it matters.
+                    Err(why) => b.txn.refuse(why, false),
                 }
             }
-            17 | 18 => {
-                b.txn.unsupported.get_or_insert_with(|| {
-                    "LOAD DATA logged as a statement; use binlog_format=ROW on the source".into()
-                });
-            }
-            other => {
-                b.txn.unsupported.get_or_insert_with(|| {
-                    format!("binlog event type {other}, which the applier does not know")
-                });
-            }
+            17 | 18 => b.txn.refuse(
+                "LOAD DATA logged as a statement; use binlog_format=ROW on the source",
+                true,
+            ),
+            _ if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {}
+            other => b.txn.refuse(
+                format!("binlog event type {other}, which the applier does not know"),
+                true,
+            ),
         }
         Ok(Out::Nothing)
     }
@@ -484,10 +561,14 @@ fn close_group(b: &mut Building, crc: bool, rows_ph: u8) -> Result<(), crate::gt
         if !b.last_rows_flagged {
             event::set_stmt_end(&mut b.group[at..], crc, rows_ph)?;
         }
-        b.txn.items.push(Item::Rows(std::mem::take(&mut b.group)));
+        b.txn.items.push(Item::Rows(Rows {
+            bytes: std::mem::take(&mut b.group),
+            what: b.what.take().unwrap_or_default(),
+        }));
     }
     b.group.clear();
     b.tables.clear();
+    b.what = None;
     b.last_rows_at = None;
     b.last_rows_flagged = false;
     Ok(())
@@ -599,20 +680,52 @@ fn hrnow(tail: &[u8]) -> Option<u32> {
 }
 
 enum Routed {
-    Apply { stmt: Box<Stmt>, dbs: Vec<String> },
+    Apply {
+        stmt: Box<Stmt>,
+        dbs: Vec<String>,
+    },
     Filtered,
-    Refused(String),
+    /// Not applied; `dbs` are the replicated target databases it touches
+    /// (empty: not known which).
+    Refused {
+        why: String,
+        dbs: Vec<String>,
+    },
 }
 
-/// Where a statement goes: its default database decides (as the server's
-/// own replicate-do-db does), databases it names in its text must agree
-/// with the filters, and renamed ones are rewritten.
+/// sql_mode's ANSI_QUOTES bit.
+const MODE_ANSI_QUOTES: u64 = 4;
+
+/// Where a statement goes. The server says only its default database, so
+/// the databases it names come from its text ([`sqltext`]); it applies
+/// when every one of them is replicated (renamed ones rewritten), is
+/// filtered when none is, and is refused — its streams stop — when some
+/// are and some are not, or when the text cannot be read with certainty.
 fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> Routed {
-    let named = sqltext::databases(sql);
+    let show = || String::from_utf8_lossy(&sql[..sql.len().min(200)]).into_owned();
     let default = (!src_db.is_empty()).then_some(src_db);
-    // The databases this statement writes in the source's names.
-    let mut all: Vec<&str> = named.iter().map(String::as_str).collect();
-    if let Some(d) = default {
+    let ansi = session.sql_mode.is_some_and(|m| m & MODE_ANSI_QUOTES != 0);
+    let named = match sqltext::read(sql, ansi) {
+        Ok(n) => n,
+        Err(why) => {
+            return Routed::Refused {
+                why: format!(
+                    "cannot tell which databases a statement writes ({why}): {}",
+                    show()
+                ),
+                dbs: default
+                    .and_then(|d| map.map(d))
+                    .map(str::to_string)
+                    .into_iter()
+                    .collect(),
+            }
+        }
+    };
+    let text_dbs = named.databases();
+    // The databases this statement may write, in the source's names. A
+    // CREATE/DROP/ALTER DATABASE writes only the one it names.
+    let mut all: Vec<&str> = text_dbs.iter().map(String::as_str).collect();
+    if let Some(d) = default.filter(|_| !named.database_statement) {
         all.push(d);
     }
     all.sort();
@@ -622,50 +735,41 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
         return Routed::Filtered;
     }
     let mapped: Vec<(&str, Option<&str>)> = all.iter().map(|d| (*d, map.map(d))).collect();
-    let kept = mapped.iter().filter(|(_, t)| t.is_some()).count();
-    let decided_by = default.map_or(kept > 0, |d| map.map(d).is_some());
-    if !decided_by {
-        if kept == 0 || default.is_some() {
-            return Routed::Filtered;
-        }
-        return Routed::Refused(format!(
-            "a statement writing both replicated and filtered databases: {}",
-            String::from_utf8_lossy(&sql[..sql.len().min(200)])
-        ));
+    let kept: Vec<String> = mapped
+        .iter()
+        .filter_map(|(_, t)| t.map(str::to_string))
+        .collect();
+    if kept.is_empty() {
+        return Routed::Filtered;
     }
-    if kept != mapped.len() {
+    if kept.len() != mapped.len() {
         let dropped: Vec<&str> = mapped
             .iter()
             .filter(|(_, t)| t.is_none())
             .map(|(d, _)| *d)
             .collect();
-        return Routed::Refused(format!(
-            "a statement naming databases this source's filters exclude ({}): {}",
-            dropped.join(", "),
-            String::from_utf8_lossy(&sql[..sql.len().min(200)])
-        ));
+        return Routed::Refused {
+            why: format!(
+                "a statement writing replicated databases and databases this source's filters exclude ({}): {}",
+                dropped.join(", "),
+                show()
+            ),
+            dbs: kept,
+        };
     }
-    let mut text = sql.to_vec();
-    for (from, to) in &mapped {
-        if let Some(to) = to {
-            if from != to && named.iter().any(|n| n == from) {
-                text = sqltext::rename(&text, from, to);
-            }
-        }
-    }
+    let text = sqltext::rename(sql, &named, |d| {
+        map.map(d).filter(|t| *t != d).map(str::to_string)
+    });
     Routed::Apply {
         stmt: Box::new(Stmt {
             db: default
-                .filter(|_| !sqltext::is_database_statement(sql))
+                .filter(|_| !named.database_statement)
                 .and_then(|d| map.map(d))
                 .map(str::to_string),
             sql: text,
             session,
         }),
-        dbs: mapped
-            .iter()
-            .filter_map(|(_, t)| t.map(str::to_string))
-            .collect(),
+        dbs: kept,
     }
 }
 
@@ -731,11 +835,46 @@ mod tests {
                 b"INSERT INTO skip1.t SELECT * FROM t",
                 s.clone()
             ),
-            Routed::Refused(_)
+            Routed::Refused { .. }
         ));
         assert!(matches!(
             route_statement(&map(), "", b"INSERT INTO skip1.t SELECT * FROM app.t", s),
-            Routed::Refused(_)
+            Routed::Refused { .. }
         ));
+    }
+
+    /// Finding 1 of the MIXED-source report: an alias was taken for a
+    /// database, the statement refused with no stream to stop, and dropped.
+    #[test]
+    fn aliases_route_by_the_default_database_and_unsure_text_refuses() {
+        let s = Session::default();
+        let sql = b"UPDATE child c SET c.v = c.v + 100 WHERE c.id < 50";
+        match route_statement(&map(), "app", sql, s.clone()) {
+            Routed::Apply { stmt, dbs } => {
+                assert_eq!(dbs, vec!["app_eu"]);
+                assert_eq!(stmt.sql, sql.to_vec(), "the alias is not renamed");
+            }
+            _ => panic!("applies"),
+        }
+        // Text that cannot be read with certainty stops the default
+        // database's stream, or (none replicated) says it knows none.
+        let unsure = b"UPDATE t SET v = app.w";
+        match route_statement(&map(), "app", unsure, s.clone()) {
+            Routed::Refused { dbs, why } => {
+                assert_eq!(dbs, vec!["app_eu"]);
+                assert!(why.contains("cannot tell"), "{why}");
+            }
+            _ => panic!("refused"),
+        }
+        match route_statement(&map(), "", unsure, s.clone()) {
+            Routed::Refused { dbs, .. } => assert!(dbs.is_empty()),
+            _ => panic!("refused"),
+        }
+        // A filtered default database with a replicated one named: refused
+        // with the replicated stream (never filtered away).
+        match route_statement(&map(), "skip1", b"INSERT INTO app.t VALUES (1)", s) {
+            Routed::Refused { dbs, .. } => assert_eq!(dbs, vec!["app_eu"]),
+            _ => panic!("refused"),
+        }
     }
 }
