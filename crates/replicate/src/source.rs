@@ -414,6 +414,22 @@ impl SourceRunner {
             finish(s, Status::Applied);
             return Ok(());
         }
+        // A barrier (DDL, several databases) waits for everything before
+        // it first — and only then knows whether one of its streams
+        // stopped there, which must stop it too.
+        let barrier = txn.standalone || streams.len() > 1;
+        if barrier {
+            while s.outstanding > 0 {
+                match rx.recv().await {
+                    Some(d) => {
+                        if let Some(e) = self.done(s, ctl, d).await {
+                            return Err(e);
+                        }
+                    }
+                    None => break,
+                }
+            }
+        }
         if let Some(at) = s.stopped.get(ALL_STREAMS).copied() {
             // The source stopped as a whole: nothing after it applies.
             let why = format!("waits for the source, stopped at {at}");
@@ -457,18 +473,7 @@ impl SourceRunner {
             finish(s, Status::Stopped);
             return Ok(());
         }
-        if txn.standalone || streams.len() > 1 {
-            // A barrier: everything before it is applied first.
-            while s.outstanding > 0 {
-                match rx.recv().await {
-                    Some(d) => {
-                        if let Some(e) = self.done(s, ctl, d).await {
-                            return Err(e);
-                        }
-                    }
-                    None => break,
-                }
-            }
+        if barrier {
             ctl.prime(&s.format)
                 .await
                 .map_err(|e| End::Restart(format!("target: {}", apply_error_text(&e))))?;

@@ -73,7 +73,7 @@ fn ident(sql: &[u8], t: &T) -> Option<Ident> {
     })
 }
 
-fn word<'a>(t: Option<&'a T>) -> Option<&'a str> {
+fn word(t: Option<&T>) -> Option<&str> {
     match t {
         Some((Tok::Word(w), _)) => Some(w.as_str()),
         _ => None,
@@ -460,16 +460,10 @@ pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
                 top.expect = false;
                 stack.push(f);
             }
-            Tok::Punct(b')') => {
-                if stack.len() > 1 {
-                    stack.pop();
-                }
+            Tok::Punct(b')') if depth > 1 => {
+                stack.pop();
             }
-            Tok::Punct(b',') => {
-                if top.list {
-                    top.expect = true;
-                }
-            }
+            Tok::Punct(b',') if top.list => top.expect = true,
             Tok::Word(w) if ident(sql, &t[k]).is_none() => {
                 let w = w.as_str();
                 if depth == 1 && starts_statement(w, prev) {

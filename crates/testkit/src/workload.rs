@@ -105,11 +105,27 @@ pub async fn workload(src: &TestServer, db: &str, other: Option<&str>, seed: u64
 
 /// kill -9 of a fixture server, then a start on the same data directory.
 pub async fn crash_and_restart(s: &TestServer) {
+    stop_and_restart(s, true).await
+}
+
+/// A clean shutdown of a fixture server (its binlog ends in a Stop
+/// event), then a start on the same data directory.
+pub async fn restart_cleanly(s: &TestServer) {
+    stop_and_restart(s, false).await
+}
+
+async fn stop_and_restart(s: &TestServer, kill: bool) {
     let sb = &s.sandbox;
     let layout = sb.layout.node(sb.meta.primary());
     let pid = sqlfleet_sandbox::node::running_pid(&layout).expect("the server runs");
-    // SAFETY: signalling our own fixture server's pid.
-    unsafe { libc::kill(pid, libc::SIGKILL) };
+    if kill {
+        // SAFETY: signalling our own fixture server's pid.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    } else {
+        let mut c = s.connect().await;
+        let _ = c.query_drop("SHUTDOWN").await;
+        drop(c);
+    }
     while sqlfleet_sandbox::node::is_alive(pid) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

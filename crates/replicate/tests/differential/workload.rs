@@ -1,0 +1,211 @@
+//! A seeded workload for one source: two databases (`alpha`, `beta`) and
+//! sometimes a third created and dropped, written in the shapes the
+//! MIXED-source report found lost and the ones a DBA's application uses —
+//! aliases in single- and multi-table UPDATE/DELETE, INSERT ... SELECT with
+//! subqueries, triggers with NEW/OLD writing other tables, views with
+//! aliases, joins and views of views (one across databases), procedures
+//! and functions with bodies, CALL, sequences as column defaults, foreign
+//! keys with cascades, generated columns, partitions, a table without a
+//! primary key, CREATE TABLE ... SELECT, RENAME TABLE across databases,
+//! user variables, LAST_INSERT_ID(), transactions over both databases and
+//! one large transaction (a table without a primary key stays small: a
+//! replica scans it once per changed row). Every statement is deterministic, so a replica
+//! that applies them in the source's order must end identical.
+
+use rand::rngs::StdRng;
+use rand::Rng;
+
+/// One source's part of a seed.
+pub struct Plan {
+    pub format: &'static str,
+    pub image: &'static str,
+    pub alpha: String,
+    pub beta: String,
+    pub gamma: String,
+    /// Groups of statements; each group runs on the one connection in
+    /// order (a group is a transaction or a statement with its session).
+    pub steps: Vec<Vec<String>>,
+}
+
+const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
+const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
+
+pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
+    let format = FORMATS[rng.gen_range(0..FORMATS.len())];
+    let image = IMAGES[rng.gen_range(0..IMAGES.len())];
+    let alpha = format!("q{seed}_{src}_alpha");
+    let beta = format!("q{seed}_{src}_beta");
+    let gamma = format!("q{seed}_{src}_gamma");
+    let (a, b) = (&alpha, &beta);
+    let mut out: Vec<Vec<String>> = vec![
+        vec![format!("CREATE DATABASE {a}"), format!("CREATE DATABASE {b}")],
+        vec![format!("USE {a}")],
+        vec!["CREATE TABLE parent (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB".into()],
+        vec!["CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, pid INT, v INT NOT NULL DEFAULT 0, \
+              doubled INT AS (v * 2) VIRTUAL, plus INT AS (v + 1) PERSISTENT, note TEXT, \
+              FOREIGN KEY (pid) REFERENCES parent (id) ON DELETE CASCADE) ENGINE=InnoDB"
+            .into()],
+        vec!["CREATE TABLE audit (n INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20), at_id BIGINT) ENGINE=InnoDB".into()],
+        vec!["CREATE TABLE nopk (a INT, b VARCHAR(40)) ENGINE=InnoDB".into()],
+        vec!["CREATE TABLE bulk (id INT AUTO_INCREMENT PRIMARY KEY, a INT, b VARCHAR(40)) ENGINE=InnoDB".into()],
+        vec!["CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 7".into()],
+        // A sequence is written row-based only (STATEMENT refuses it).
+        vec![if format == "STATEMENT" {
+            "CREATE TABLE seqd (id BIGINT NOT NULL PRIMARY KEY, v INT) ENGINE=InnoDB".into()
+        } else {
+            "CREATE TABLE seqd (id BIGINT NOT NULL DEFAULT NEXTVAL(seq1) PRIMARY KEY, v INT) ENGINE=InnoDB".into()
+        }],
+        vec!["CREATE TABLE part (id INT PRIMARY KEY, v INT) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 3".into()],
+        vec![format!("CREATE TABLE {b}.t3 (id INT PRIMARY KEY, w INT NOT NULL) ENGINE=InnoDB")],
+        vec!["CREATE TRIGGER child_ai AFTER INSERT ON child FOR EACH ROW \
+              INSERT INTO audit (what, at_id) VALUES ('child', NEW.id)"
+            .into()],
+        vec!["CREATE TRIGGER child_bu BEFORE UPDATE ON child FOR EACH ROW \
+              SET NEW.v = IF(NEW.v > 100000, OLD.v, NEW.v)"
+            .into()],
+        vec![format!(
+            "CREATE TRIGGER parent_ad AFTER DELETE ON parent FOR EACH ROW \
+             INSERT INTO {b}.t3 (id, w) VALUES (100000 + OLD.id, 1) ON DUPLICATE KEY UPDATE w = w + 1"
+        )],
+        vec!["CREATE VIEW v_alias AS SELECT c.pid, c.v FROM child c WHERE c.v > 1".into()],
+        vec!["CREATE VIEW v_join AS SELECT p.name, c.v FROM parent p JOIN child c ON c.pid = p.id".into()],
+        vec!["CREATE VIEW v_of_v AS SELECT x.v FROM v_alias x WHERE x.v > 5".into()],
+        vec![format!(
+            "CREATE VIEW {b}.v_cross AS SELECT t.id, c.v FROM {b}.t3 t JOIN {a}.child c ON c.id = t.id"
+        )],
+        vec![format!(
+            "CREATE PROCEDURE bump(IN n INT) BEGIN \
+             UPDATE child c SET c.v = c.v + n WHERE c.id % 5 = 0; \
+             INSERT INTO {b}.t3 (id, w) VALUES (1000 + n, n) ON DUPLICATE KEY UPDATE w = w + 1; END"
+        )],
+        vec!["CREATE FUNCTION twice(x INT) RETURNS INT DETERMINISTIC RETURN x * 2".into()],
+    ];
+    let mut parent_id = 0;
+    let mut made_gamma = false;
+    let mut renamed = false;
+    let mut altered = false;
+    for i in 0..steps {
+        let n: i32 = rng.gen_range(1..50);
+        let r = rng.gen_range(0..7);
+        let step: Vec<String> = match rng.gen_range(0..22) {
+            0 | 1 => {
+                let rows: Vec<String> = (0..rng.gen_range(1..5))
+                    .map(|_| {
+                        parent_id += 1;
+                        format!("({parent_id}, 'p{parent_id}')")
+                    })
+                    .collect();
+                vec![format!("INSERT INTO parent (id, name) VALUES {}", rows.join(", "))]
+            }
+            2 | 3 => {
+                let rows: Vec<String> = (0..rng.gen_range(1..6))
+                    .map(|k| {
+                        let pid = if parent_id > 0 {
+                            rng.gen_range(1..=parent_id).to_string()
+                        } else {
+                            "NULL".into()
+                        };
+                        format!("({pid}, {}, 'n{k}')", rng.gen_range(0..500))
+                    })
+                    .collect();
+                // Parents deleted by an earlier step: ignore FK failures
+                // the same way on every server.
+                vec![format!(
+                    "INSERT IGNORE INTO child (pid, v, note) VALUES {}",
+                    rows.join(", ")
+                )]
+            }
+            4 => vec![format!(
+                "UPDATE child c SET c.v = c.v + {n} WHERE c.id < {}",
+                rng.gen_range(5..60)
+            )],
+            5 => vec![format!(
+                "DELETE c FROM child c JOIN parent p ON c.pid = p.id WHERE p.id % 7 = {r}"
+            )],
+            6 => vec![format!("DELETE FROM parent WHERE id % 11 = {r}")],
+            7 => vec![format!(
+                "UPDATE child c JOIN {b}.t3 d ON c.id = d.id SET c.v = d.w + c.v WHERE d.w % 3 = {}",
+                r % 3
+            )],
+            8 => vec![format!(
+                "INSERT INTO {b}.t3 (id, w) SELECT c.id, c.v FROM child c \
+                 WHERE c.id % 3 = {} AND c.v > (SELECT AVG(x.v) / 2 FROM child x) ORDER BY c.id \
+                 ON DUPLICATE KEY UPDATE w = VALUES(w) + 1",
+                r % 3
+            )],
+            9 => vec![
+                "START TRANSACTION".into(),
+                format!("INSERT INTO nopk (a, b) VALUES ({n}, 'tx{i}'), ({r}, NULL)"),
+                format!("UPDATE {b}.t3 SET w = w + 1 WHERE id % 2 = {}", r % 2),
+                "COMMIT".into(),
+            ],
+            10 if format != "STATEMENT" => {
+                vec![format!("INSERT INTO seqd (v) VALUES ({n}), ({r})")]
+            }
+            11 => vec![
+                format!("SET @x = {n} * 3"),
+                "INSERT INTO child (pid, v, note) VALUES (NULL, @x, CONCAT('uv', @x))".into(),
+            ],
+            12 => vec![
+                format!("INSERT INTO parent (id, name) VALUES ({}, 'lid')", {
+                    parent_id += 1;
+                    parent_id
+                }),
+                "INSERT INTO child (pid, v) VALUES (NULL, 1)".into(),
+                "INSERT INTO audit (what, at_id) VALUES ('lid', LAST_INSERT_ID())".into(),
+            ],
+            13 => vec![format!("CALL bump({n})")],
+            14 => vec![format!(
+                "INSERT INTO part (id, v) VALUES ({n}, {r}), ({}, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+                n + 50
+            )],
+            15 => vec![format!(
+                "UPDATE nopk SET b = CONCAT(IFNULL(b, ''), 'x') WHERE a % 3 = {}",
+                r % 3
+            )],
+            16 => vec![format!(
+                "INSERT INTO child (pid, v) SELECT NULL, twice(t.w) FROM {b}.t3 t WHERE t.id % 5 = {} ORDER BY t.id LIMIT 3",
+                r % 5
+            )],
+            17 if !altered => {
+                altered = true;
+                vec![format!("ALTER TABLE nopk ADD COLUMN c{n} INT DEFAULT {n}")]
+            }
+            18 if !renamed => {
+                renamed = true;
+                vec![
+                    format!("CREATE TABLE {b}.ctas AS SELECT c.id, c.v FROM child c WHERE c.v > {n}"),
+                    format!("CREATE TABLE {a}.moving (id INT PRIMARY KEY) ENGINE=InnoDB"),
+                    format!("INSERT INTO {a}.moving VALUES (1), (2)"),
+                    format!("RENAME TABLE {a}.moving TO {b}.moved"),
+                ]
+            }
+            19 if !made_gamma => {
+                made_gamma = true;
+                vec![
+                    format!("CREATE DATABASE {gamma}"),
+                    format!("CREATE TABLE {gamma}.g (id INT PRIMARY KEY)"),
+                    format!("INSERT INTO {gamma}.g VALUES (1), (2), (3)"),
+                    format!("DROP DATABASE {gamma}"),
+                ]
+            }
+            20 => vec![format!(
+                "INSERT INTO bulk (a, b) SELECT seq, 'big' FROM seq_1_to_{}",
+                rng.gen_range(2000..6000)
+            )],
+            _ => vec![format!(
+                "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
+                r % 5
+            )],
+        };
+        out.push(step);
+    }
+    Plan {
+        format,
+        image,
+        alpha,
+        beta,
+        gamma,
+        steps: out,
+    }
+}

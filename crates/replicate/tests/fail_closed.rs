@@ -1,0 +1,228 @@
+//! No transaction is lost silently: every path that does not apply a
+//! transaction stops its streams — or the whole source, when nobody can
+//! say which streams it touches — names the transaction, keeps the floor
+//! before it, and makes `--until-caught-up` report stopped streams; a
+//! `skip` is the one way past. And a source restarted cleanly (its binlog
+//! ends in a Stop event and goes on in the next file) is read across.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use mysql_async::prelude::Queryable;
+use sqlfleet_replicate::config;
+use sqlfleet_replicate::gtid::GtidPos;
+use sqlfleet_replicate::run::{self, Options, Summary};
+use sqlfleet_replicate::source::SourceView;
+use sqlfleet_replicate::status;
+use sqlfleet_testkit::workload::exec;
+use sqlfleet_testkit::TestServer;
+use tokio::sync::watch;
+
+fn cfg(name: &str, s: &TestServer, include: &str, start: &GtidPos) -> config::Checked {
+    config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"{name}\"\ndsn = \"{}\"\ninclude = [\"{include}\"]\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config")
+}
+
+async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(2),
+        until_caught_up: true,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns once caught up")
+    .expect("runs")
+}
+
+async fn stopped(cfg: &config::Checked, s: &TestServer) -> Vec<status::StreamStatus> {
+    let st = status::status(cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    st[0]
+        .streams
+        .iter()
+        .filter(|x| x.state == "stopped")
+        .cloned()
+        .collect()
+}
+
+async fn count(sql: &str) -> Option<i64> {
+    let mut c = target().connect().await;
+    let n = c.query_first(sql).await.unwrap_or(None);
+    let _ = c.disconnect().await;
+    n
+}
+
+/// A statement whose text cannot be read with certainty, with no default
+/// database to name a stream: the whole source stops there, and nothing
+/// after it applies until it is skipped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_unreadable_statement_stops_the_whole_source_until_skipped() {
+    let s = source(0);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fc_a; CREATE TABLE fc_a.t (id INT PRIMARY KEY, v INT); \
+         CREATE TABLE fc_a.u (id INT PRIMARY KEY, v INT); INSERT INTO fc_a.t VALUES (1, 1); \
+         INSERT INTO fc_a.u VALUES (1, 1); CREATE DATABASE fc_b; CREATE TABLE fc_b.w (id INT PRIMARY KEY, v INT); \
+         INSERT INTO fc_b.w VALUES (1, 5)",
+    )
+    .await;
+    let cfg = cfg("fc", s, "fc_*", &start);
+    // A comma after a join's ON: the reader takes `fc_b.w` for a column
+    // and no table or alias is named `fc_b`, so it cannot be sure.
+    exec(
+        s,
+        "SET SESSION binlog_format = 'STATEMENT'; \
+         UPDATE fc_a.t JOIN fc_a.u ON t.id = u.id, fc_b.w SET t.v = w.v + u.v",
+    )
+    .await;
+    let unreadable = binlog_pos(s).await;
+    exec(
+        s,
+        "INSERT INTO fc_a.t VALUES (2, 2); INSERT INTO fc_b.w VALUES (2, 2)",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert!(summary.stopped_streams > 0, "{summary:?}");
+    let st = stopped(&cfg, s).await;
+    let all = st
+        .iter()
+        .find(|x| x.stream == "*")
+        .unwrap_or_else(|| panic!("the source stopped as a whole: {st:?}"));
+    let g = unreadable.0.values().next().expect("a gtid").to_string();
+    assert_eq!(all.error_gtid.as_deref(), Some(g.as_str()), "{all:?}");
+    let err = all.error.clone().unwrap_or_default();
+    assert!(err.contains("cannot tell"), "{err}");
+    assert!(
+        floor("fc").await.behind(&unreadable) > 0,
+        "the floor stays before it"
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fc_a.t WHERE id = 2").await,
+        Some(0)
+    );
+    assert_eq!(count("SELECT v FROM fc_a.t WHERE id = 1").await, Some(1));
+    // skip: the way past, on the operator's word.
+    status::skip(&target().target(), "fc", &g.parse().expect("gtid"), "test")
+        .await
+        .expect("skip");
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fc_b.w WHERE id = 2").await,
+        Some(1)
+    );
+}
+
+/// A statement that writes a replicated database and an excluded one is
+/// refused with the replicated one's stream stopped — never filtered away
+/// by its default database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_across_the_filter_stops_its_replicated_stream() {
+    let s = source(1);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fx_in; CREATE TABLE fx_in.t (id INT PRIMARY KEY, v INT); \
+         CREATE DATABASE fy_out; CREATE TABLE fy_out.t (id INT PRIMARY KEY, v INT); INSERT INTO fy_out.t VALUES (1, 9)",
+    )
+    .await;
+    let cfg = cfg("fx", s, "fx_*", &start);
+    exec(
+        s,
+        "SET SESSION binlog_format = 'STATEMENT'; USE fy_out; INSERT INTO fx_in.t SELECT id, v FROM t",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let st = stopped(&cfg, s).await;
+    assert_eq!(st.len(), 1, "{st:?}");
+    assert_eq!(st[0].stream, "fx_in");
+    let err = st[0].error.clone().unwrap_or_default();
+    assert!(err.contains("fy_out"), "names the excluded database: {err}");
+}
+
+/// A transaction across databases right after one that fails in one of
+/// them waits for it (before, it was applied once everything before it
+/// had finished, moving the stopped stream's position past the failure).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_barrier_after_a_failing_transaction_does_not_pass_it() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fb_x; CREATE TABLE fb_x.t (id INT PRIMARY KEY, v INT); \
+         CREATE DATABASE fb_y; CREATE TABLE fb_y.t (id INT PRIMARY KEY, v INT)",
+    )
+    .await;
+    let cfg = cfg("fb", s, "fb_*", &start);
+    // Create the tables on the target first, then a conflict there.
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    exec(target(), "INSERT INTO fb_x.t VALUES (7, 0)").await;
+    exec(
+        s,
+        "INSERT INTO fb_x.t VALUES (7, 1); \
+         START TRANSACTION; INSERT INTO fb_x.t VALUES (8, 1); INSERT INTO fb_y.t VALUES (8, 1); COMMIT",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert!(summary.stopped_streams >= 1, "{summary:?}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fb_x.t WHERE id = 8").await,
+        Some(0),
+        "the transaction after the conflict must not apply"
+    );
+    let st = stopped(&cfg, s).await;
+    let x = st
+        .iter()
+        .find(|x| x.stream == "fb_x")
+        .expect("fb_x stopped");
+    assert!(
+        x.error.clone().unwrap_or_default().contains("1062"),
+        "{x:?}"
+    );
+    // Run again: still stopped at the conflict, nothing passed it.
+    let summary = until_caught_up(&cfg, s).await;
+    assert!(summary.stopped_streams >= 1, "{summary:?}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fb_x.t WHERE id = 8").await,
+        Some(0)
+    );
+}
+
+/// Finding 5: a source shut down cleanly ends its binlog in a Stop event
+/// and goes on in the next file; a replicate started from before the
+/// restart reads across it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cleanly_restarted_source_is_read_across_its_stop_event() {
+    // Its own server: the others' tests must not see it go down.
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s = S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=4", "server-id=104"]));
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fr_a; CREATE TABLE fr_a.t (id INT PRIMARY KEY)",
+    )
+    .await;
+    exec(s, "INSERT INTO fr_a.t VALUES (1), (2)").await;
+    sqlfleet_testkit::workload::restart_cleanly(s).await;
+    exec(s, "INSERT INTO fr_a.t VALUES (3)").await;
+    let cfg = cfg("fr", s, "fr_*", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(count("SELECT COUNT(*) FROM fr_a.t").await, Some(3));
+}
