@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 
 use crate::event;
 use crate::position;
+use crate::sequence;
 use crate::txn::{Item, Session, Stmt, Txn, VarValue};
 
 /// Deadlock and lock wait timeout: retried, not a stream failure.
@@ -259,15 +260,99 @@ impl Applier {
             match item {
                 Item::Rows(rows) => {
                     for chunk in rows_chunks(&rows.bytes, CHUNK) {
-                        self.run(&binlog_statement(&chunk))
-                            .await
-                            .map_err(|e| rows_error(e, rows, txn))?;
+                        let r = match self.run(&binlog_statement(&chunk)).await {
+                            Err(
+                                e @ ApplyError::Sql {
+                                    code: sequence::ER_SEQUENCE_INVALID_DATA,
+                                    ..
+                                },
+                            ) => self.with_sequences(&chunk, e).await,
+                            r => r,
+                        };
+                        r.map_err(|e| rows_error(e, rows, txn))?;
                     }
                 }
                 Item::Stmt(s) => self.statement(s).await?,
             }
         }
         Ok(())
+    }
+
+    /// A piece whose `BINLOG` a sequence refused (`refused`): event by
+    /// event, a sequence's partially logged row written whole (see
+    /// [`sequence`]); `refused` stands when no event is one.
+    async fn with_sequences(
+        &mut self,
+        piece: &[u8],
+        refused: ApplyError,
+    ) -> Result<(), ApplyError> {
+        let Some((maps, rest)) = sequence::split(piece) else {
+            return Err(refused);
+        };
+        if !rest
+            .iter()
+            .any(|e| sequence::partial_write(&maps, e).is_some())
+        {
+            return Err(refused);
+        }
+        let prefix: Vec<u8> = maps.concat();
+        for e in rest {
+            match sequence::partial_write(&maps, e) {
+                Some(p) => self.write_sequence(&p).await?,
+                None => {
+                    let mut one = prefix.clone();
+                    one.extend_from_slice(e);
+                    self.run(&binlog_statement(&one)).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The target's sequence row with the logged columns laid over it.
+    async fn write_sequence(&mut self, p: &sequence::Partial) -> Result<(), ApplyError> {
+        let q = format!("{}.{}", ident(&p.db), ident(&p.table));
+        let read = format!("SELECT {} FROM {q}", sequence::COLUMNS.join(", "));
+        let row: Option<mysql_async::Row> = self
+            .conn
+            .query_first(read.as_str())
+            .await
+            .map_err(|e| ApplyError::from_driver(e, &read))?;
+        let Some(row) = row else {
+            return Err(ApplyError::Sql {
+                code: sequence::ER_SEQUENCE_INVALID_DATA,
+                error: format!("sequence {q} has no row on the target"),
+                statement: read,
+            });
+        };
+        let mut vals = Vec::with_capacity(8);
+        for i in 0..8 {
+            let current = match row.as_ref(i) {
+                Some(mysql_async::Value::Int(v)) => *v as u64,
+                Some(mysql_async::Value::UInt(v)) => *v,
+                Some(mysql_async::Value::Bytes(b)) => {
+                    let t = String::from_utf8_lossy(b);
+                    t.parse::<i64>()
+                        .map(|v| v as u64)
+                        .or_else(|_| t.parse::<u64>())
+                        .map_err(|_| ApplyError::Sql {
+                            code: sequence::ER_SEQUENCE_INVALID_DATA,
+                            error: format!("sequence {q}: column {i} reads '{t}'"),
+                            statement: read.clone(),
+                        })?
+                }
+                other => {
+                    return Err(ApplyError::Sql {
+                        code: sequence::ER_SEQUENCE_INVALID_DATA,
+                        error: format!("sequence {q}: column {i} reads {other:?}"),
+                        statement: read,
+                    })
+                }
+            };
+            vals.push(p.literal(i, current));
+        }
+        self.run(&format!("INSERT INTO {q} VALUES ({})", vals.join(", ")))
+            .await
     }
 
     /// A statement in its source session state.

@@ -18,6 +18,7 @@ pub mod gtid;
 pub mod metrics;
 pub mod position;
 pub mod run;
+pub mod sequence;
 pub mod source;
 pub mod sqltext;
 pub mod status;

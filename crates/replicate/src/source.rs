@@ -18,7 +18,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::BinlogStreamRequest;
 use mysql_async::Conn;
 use serde::Serialize;
-use sqlfleet_conn::quote::literal;
+use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
 
@@ -620,7 +620,34 @@ impl SourceRunner {
         let r = ctl.items(txn).await;
         match r {
             Err(ApplyError::Sql { code, .. }) if redo && ALREADY_DONE.contains(&code) => {
-                tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found it already applied: {first}");
+                if code == ER_TABLE_EXISTS && !created_whole(ctl, txn).await? {
+                    // A kill -9 in the middle of a CREATE TABLE (a
+                    // partitioned one) can leave a table that "exists" and
+                    // cannot be opened: ours, since we had started it.
+                    tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found a half-created table; dropping it and creating it again: {first}");
+                    for q in half_created_drop(txn) {
+                        ctl.conn
+                            .query_drop(q.as_str())
+                            .await
+                            .map_err(|e| ApplyError::from_driver(e, &q))?;
+                    }
+                    ctl.items(txn).await.map_err(|e| match e {
+                        ApplyError::Sql {
+                            code,
+                            error,
+                            statement,
+                        } => ApplyError::Sql {
+                            code,
+                            error: format!(
+                                "a table half-created when the target was killed could not be created again ({error}); remove what the crash left and `replicate skip` nothing: a restart retries"
+                            ),
+                            statement,
+                        },
+                        lost => lost,
+                    })?;
+                } else {
+                    tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found it already applied: {first}");
+                }
             }
             other => other?,
         }
@@ -745,13 +772,51 @@ fn advance(s: &mut Session) {
     }
 }
 
+/// ER_TABLE_EXISTS_ERROR.
+const ER_TABLE_EXISTS: u16 = 1050;
+
+/// The table a standalone `CREATE TABLE` creates, qualified.
+fn created(txn: &Txn) -> Option<String> {
+    let Some(Item::Stmt(st)) = txn.items.first() else {
+        return None;
+    };
+    let (db, table) = crate::sqltext::created_table(&st.sql)?;
+    let db = db.or_else(|| st.db.clone())?;
+    Some(format!("{}.{}", ident(&db), ident(&table)))
+}
+
+/// Whether the table a re-run `CREATE TABLE` found existing can be
+/// opened (true too when the statement creates no table).
+async fn created_whole(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError> {
+    let Some(q) = created(txn) else {
+        return Ok(true);
+    };
+    match ctl
+        .conn
+        .query_drop(format!("SELECT 1 FROM {q} LIMIT 0"))
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(mysql_async::Error::Server(_)) => Ok(false),
+        Err(e) => Err(ApplyError::from_driver(e, &q)),
+    }
+}
+
+/// The statements that remove a half-created table.
+fn half_created_drop(txn: &Txn) -> Vec<String> {
+    created(txn)
+        .map(|q| vec![format!("DROP TABLE IF EXISTS {q}")])
+        .unwrap_or_default()
+}
+
 /// The stream name under which a source stopped as a whole is recorded:
 /// a transaction that was not applied and may touch any database.
 pub const ALL_STREAMS: &str = "*";
 
-/// Errors that mean a re-run DDL had already been applied.
+/// Errors that mean a re-run DDL had already been applied: database,
+/// table, column, key, trigger, routine and event exists / is gone.
 const ALREADY_DONE: &[u16] = &[
-    1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1360, 1304, 1305,
+    1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1304, 1305, 1359, 1360, 1537, 1539, 4092,
 ];
 
 fn apply_error_text(e: &ApplyError) -> String {

@@ -628,6 +628,37 @@ fn name_of(sql: &[u8], t: &T) -> String {
     }
 }
 
+/// The table `CREATE [OR REPLACE] [TEMPORARY] TABLE [IF NOT EXISTS]
+/// [db.]name` creates: its database if qualified, and its name.
+pub fn created_table(sql: &[u8]) -> Option<(Option<String>, String)> {
+    let t = lex(sql).toks;
+    let mut k = 0;
+    if !kw(t.get(k), "CREATE") {
+        return None;
+    }
+    k += 1;
+    if kw(t.get(k), "OR") && kw(t.get(k + 1), "REPLACE") {
+        k += 2;
+    }
+    if kw(t.get(k), "TEMPORARY") {
+        k += 1;
+    }
+    if !kw(t.get(k), "TABLE") {
+        return None;
+    }
+    k += 1;
+    if kw(t.get(k), "IF") && kw(t.get(k + 1), "NOT") && kw(t.get(k + 2), "EXISTS") {
+        k += 3;
+    }
+    let first = t.get(k).and_then(|x| ident(sql, x))?.name;
+    if punct(t.get(k + 1), b'.') {
+        let table = t.get(k + 2).map(|x| name_of(sql, x))?;
+        Some((Some(first), table))
+    } else {
+        Some((None, first))
+    }
+}
+
 fn is_database(t: &[T]) -> bool {
     (kw(t.first(), "CREATE") || kw(t.first(), "DROP") || kw(t.first(), "ALTER"))
         && (kw(t.get(1), "DATABASE") || kw(t.get(1), "SCHEMA"))
@@ -744,6 +775,19 @@ mod tests {
         for (sql, want) in rows {
             assert_eq!(dbs(sql), *want, "{sql}");
         }
+    }
+
+    #[test]
+    fn the_created_table_is_named() {
+        assert_eq!(
+            created_table(b"CREATE TABLE part (id INT) PARTITION BY HASH (id) PARTITIONS 3"),
+            Some((None, "part".into()))
+        );
+        assert_eq!(
+            created_table(b"create or replace table if not exists `a b`.`t` like u"),
+            Some((Some("a b".into()), "t".into()))
+        );
+        assert_eq!(created_table(b"CREATE VIEW v AS SELECT 1"), None);
     }
 
     #[test]
