@@ -628,6 +628,69 @@ fn name_of(sql: &[u8], t: &T) -> String {
     }
 }
 
+/// `CREATE|ALTER EVENT` as a replica keeps it: an event the source made
+/// ENABLE or DISABLE becomes `DISABLE ON SLAVE` (what MariaDB's replica
+/// records as SLAVESIDE_DISABLED), so the copy does not run it a second
+/// time — its effects arrive from the source. None: not such a statement,
+/// or nothing to change (an ALTER that leaves the status alone).
+pub fn event_as_replica(sql: &[u8]) -> Option<Vec<u8>> {
+    let t = lex(sql).toks;
+    if !(kw(t.first(), "CREATE") || kw(t.first(), "ALTER")) {
+        return None;
+    }
+    let ev = (1..t.len().min(16)).find(|k| kw(t.get(*k), "EVENT"))?;
+    if (1..ev).any(|k| {
+        matches!(
+            word(t.get(k)),
+            Some("TABLE" | "VIEW" | "PROCEDURE" | "FUNCTION" | "TRIGGER" | "DATABASE")
+        )
+    }) {
+        return None;
+    }
+    let mut depth = 0i32;
+    let mut end = t.len();
+    let mut status: Option<Range<usize>> = None;
+    for k in ev + 1..t.len() {
+        match &t[k].0 {
+            Tok::Punct(b'(') => depth += 1,
+            Tok::Punct(b')') => depth -= 1,
+            Tok::Word(w) if depth == 0 => match w.as_str() {
+                "DO" => {
+                    end = k;
+                    break;
+                }
+                "ENABLE" => status = Some(t[k].1.clone()),
+                "DISABLE" => {
+                    let on_slave = kw(t.get(k + 1), "ON") && kw(t.get(k + 2), "SLAVE");
+                    if on_slave {
+                        return None;
+                    }
+                    status = Some(t[k].1.clone());
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    let mut out = Vec::with_capacity(sql.len() + 20);
+    match status {
+        Some(r) => {
+            out.extend_from_slice(&sql[..r.start]);
+            out.extend_from_slice(b"DISABLE ON SLAVE");
+            out.extend_from_slice(&sql[r.end..]);
+        }
+        // CREATE without a status is ENABLE; an ALTER without one keeps it.
+        None if kw(t.first(), "CREATE") => {
+            let at = t.get(end)?.1.start;
+            out.extend_from_slice(&sql[..at]);
+            out.extend_from_slice(b"DISABLE ON SLAVE ");
+            out.extend_from_slice(&sql[at..]);
+        }
+        None => return None,
+    }
+    Some(out)
+}
+
 /// The table `CREATE [OR REPLACE] [TEMPORARY] TABLE [IF NOT EXISTS]
 /// [db.]name` creates: its database if qualified, and its name.
 pub fn created_table(sql: &[u8]) -> Option<(Option<String>, String)> {
@@ -774,6 +837,31 @@ mod tests {
         ];
         for (sql, want) in rows {
             assert_eq!(dbs(sql), *want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn events_arrive_as_a_replica_keeps_them() {
+        let e = |sql: &str| {
+            event_as_replica(sql.as_bytes()).map(|v| String::from_utf8(v).expect("utf8"))
+        };
+        let rows: &[(&str, Option<&str>)] = &[
+            (
+                "CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO INSERT INTO t VALUES (1)",
+                Some("CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DISABLE ON SLAVE DO INSERT INTO t VALUES (1)"),
+            ),
+            (
+                "CREATE DEFINER=`r`@`h` EVENT e ON SCHEDULE AT NOW() + INTERVAL 1 DAY ON COMPLETION PRESERVE ENABLE COMMENT 'x DO' DO BEGIN DISABLE; END",
+                Some("CREATE DEFINER=`r`@`h` EVENT e ON SCHEDULE AT NOW() + INTERVAL 1 DAY ON COMPLETION PRESERVE DISABLE ON SLAVE COMMENT 'x DO' DO BEGIN DISABLE; END"),
+            ),
+            ("ALTER EVENT e DISABLE", Some("ALTER EVENT e DISABLE ON SLAVE")),
+            ("ALTER EVENT e RENAME TO f", None),
+            ("CREATE EVENT e ON SCHEDULE EVERY 1 DAY DISABLE ON SLAVE DO SELECT 1", None),
+            ("CREATE TABLE event (a INT)", None),
+            ("CREATE TRIGGER event BEFORE INSERT ON t FOR EACH ROW SET @a = 1", None),
+        ];
+        for (sql, want) in rows {
+            assert_eq!(e(sql).as_deref(), *want, "{sql}");
         }
     }
 

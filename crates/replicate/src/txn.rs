@@ -757,9 +757,12 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
             dbs: kept,
         };
     }
-    let text = sqltext::rename(sql, &named, |d| {
+    let mut text = sqltext::rename(sql, &named, |d| {
         map.map(d).filter(|t| *t != d).map(str::to_string)
     });
+    if let Some(replica) = sqltext::event_as_replica(&text) {
+        text = replica;
+    }
     Routed::Apply {
         stmt: Box::new(Stmt {
             db: default

@@ -79,6 +79,13 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
              INSERT INTO {b}.t3 (id, w) VALUES (1000 + n, n) ON DUPLICATE KEY UPDATE w = w + 1; END"
         )],
         vec!["CREATE FUNCTION twice(x INT) RETURNS INT DETERMINISTIC RETURN x * 2".into()],
+        // The scheduler is off on every server here: the event's effects
+        // replicate as its statements would; its definition must arrive
+        // as a replica keeps one (not to run twice).
+        vec![format!(
+            "CREATE EVENT tick ON SCHEDULE EVERY 1 HOUR DO \
+             INSERT INTO {b}.t3 (id, w) SELECT 500000 + MAX(c.id), 1 FROM child c"
+        )],
     ];
     let mut parent_id = 0;
     let mut made_gamma = false;
