@@ -4,7 +4,8 @@
 //! FULL, MINIMAL or NOBLOB); a native replica follows both with MariaDB's
 //! own multi-source replication (`CHANGE MASTER 'name'`), sqlfleet
 //! replicate copies the same databases into another server, renaming one
-//! of each source's two databases. When both have caught up, every
+//! of each source's two databases. Some seeds kill -9 a source, or shut it
+//! down cleanly, between two steps of its workload. When both have caught up, every
 //! object must be the same on the two copies: SHOW CREATE of every table
 //! and view, triggers, routines, CHECKSUM TABLE and row counts, each
 //! sequence's state — with the renamed database's names mapped back.
@@ -12,7 +13,7 @@
 //! seeds stop sqlfleet half-way, or kill -9 its target mid-apply, and go
 //! on from what the target recorded.
 //!
-//! `SQLFLEET_REPL_DIFF_SEEDS` (default 6), `SQLFLEET_REPL_DIFF_SEED`
+//! `SQLFLEET_REPL_DIFF_SEEDS` (default 30, about 40 s), `SQLFLEET_REPL_DIFF_SEED`
 //! (first seed, default 1), `SQLFLEET_REPL_DIFF_STEPS` (default 40);
 //! `bench/replicate_differential.sh` runs more. A failing seed prints its
 //! number and the workload's file.
@@ -32,7 +33,7 @@ use sqlfleet_replicate::config;
 use sqlfleet_replicate::gtid::GtidPos;
 use sqlfleet_replicate::run::{self, Options, Summary};
 use sqlfleet_replicate::source::SourceView;
-use sqlfleet_testkit::workload::crash_and_restart;
+use sqlfleet_testkit::workload::{crash_and_restart, restart_cleanly};
 use sqlfleet_testkit::TestServer;
 use tokio::sync::{watch, OnceCell};
 
@@ -62,7 +63,8 @@ async fn native() -> &'static TestServer {
                 let port = s.sandbox.meta.primary().port;
                 c.query_drop(format!(
                     "CHANGE MASTER '{name}' TO MASTER_HOST = '127.0.0.1', MASTER_PORT = {port}, \
-                     MASTER_USER = 'root', MASTER_PASSWORD = {}, MASTER_USE_GTID = slave_pos",
+                     MASTER_USER = 'root', MASTER_PASSWORD = {}, MASTER_USE_GTID = slave_pos, \
+                     MASTER_CONNECT_RETRY = 1",
                     sqlfleet_conn::quote::literal(&pw)
                 ))
                 .await
@@ -181,8 +183,19 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
             "-- seed {seed} source {i}: binlog_format={} binlog_row_image={}",
             p.format, p.image
         );
-        for st in &p.steps {
+        for (k, st) in p.steps.iter().enumerate() {
             let _ = writeln!(log, "{};", st.join(";\n"));
+            if let Some((_, kill)) = p.restart.filter(|r| r.0 == k) {
+                let _ = writeln!(
+                    log,
+                    "-- the source {}",
+                    if kill {
+                        "killed -9 and started"
+                    } else {
+                        "shut down and started"
+                    }
+                );
+            }
         }
     }
     let mut cfg_text = format!(
@@ -215,19 +228,36 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         .enumerate()
         .map(|(i, p)| {
             let steps = p.steps.clone();
-            let (format, image) = (p.format, p.image);
+            let (format, image, restart) = (p.format, p.image, p.restart);
+            let alpha = p.alpha.clone();
             tokio::spawn(async move {
-                let mut c = source(i).connect().await;
-                c.query_drop(format!(
-                    "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'"
-                ))
-                .await
-                .expect("session binlog settings");
-                for st in steps {
+                let session = async || {
+                    let mut c = source(i).connect().await;
+                    c.query_drop(format!(
+                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'"
+                    ))
+                    .await
+                    .expect("session binlog settings");
+                    c
+                };
+                let mut c = session().await;
+                for (k, st) in steps.into_iter().enumerate() {
                     for sql in st {
                         c.query_drop(&sql)
                             .await
                             .unwrap_or_else(|e| panic!("source {i}: {sql}: {e}"));
+                    }
+                    if let Some((at, kill)) = restart.filter(|r| r.0 == k) {
+                        let _ = c.disconnect().await;
+                        if kill {
+                            crash_and_restart(source(i)).await;
+                        } else {
+                            restart_cleanly(source(i)).await;
+                        }
+                        c = session().await;
+                        if at >= 1 {
+                            c.query_drop(format!("USE {alpha}")).await.expect("use");
+                        }
                     }
                 }
                 let _ = c.disconnect().await;
@@ -354,7 +384,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         .with_test_writer()
         .with_max_level(tracing::Level::WARN)
         .try_init();
-    let seeds = env("SQLFLEET_REPL_DIFF_SEEDS", 6);
+    let seeds = env("SQLFLEET_REPL_DIFF_SEEDS", 30);
     let first = env("SQLFLEET_REPL_DIFF_SEED", 1);
     let steps = env("SQLFLEET_REPL_DIFF_STEPS", 40) as usize;
     native().await;
@@ -362,13 +392,22 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     let _ = std::fs::create_dir_all(&keep);
     let mut failed = Vec::new();
     let mut refused = Vec::new();
+    let (mut source_restarts, mut target_kills, mut stopped_early) = (0, 0, 0);
     for seed in first..first + seeds {
         let mut log = String::new();
-        let diffs = match one_seed(seed, steps, &mut log).await {
+        let verdict = one_seed(seed, steps, &mut log).await;
+        source_restarts += log.matches("-- the source").count();
+        target_kills += log.matches("-- kill -9 of the target").count();
+        stopped_early += log.matches("-- first run stopped").count();
+        let diffs = match verdict {
             Verdict::Same => continue,
             Verdict::Refused(d) => {
                 refused.push(seed);
-                eprintln!("seed {seed}: refused clearly: {}", d[0]);
+                let why = d
+                    .iter()
+                    .find(|l| l.contains("half-created"))
+                    .unwrap_or(&d[0]);
+                eprintln!("seed {seed}: refused clearly: {why}");
                 continue;
             }
             Verdict::Differs(d) => d,
@@ -386,7 +425,8 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         failed.push(seed);
     }
     eprintln!(
-        "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?}",
+        "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?} \
+         ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts)",
         seeds as usize - refused.len() - failed.len(),
         refused.len(),
         failed.len()

@@ -9,7 +9,8 @@
 //! primary key, CREATE TABLE ... SELECT, RENAME TABLE across databases,
 //! user variables, LAST_INSERT_ID(), transactions over both databases and
 //! one large transaction (a table without a primary key stays small: a
-//! replica scans it once per changed row). Every statement is deterministic, so a replica
+//! replica scans it once per changed row), binlogs rotated, and the
+//! source killed -9 or shut down cleanly between two steps. Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
@@ -25,6 +26,9 @@ pub struct Plan {
     /// Groups of statements; each group runs on the one connection in
     /// order (a group is a transaction or a statement with its session).
     pub steps: Vec<Vec<String>>,
+    /// After this step the source goes down and comes back: killed -9
+    /// (true) or shut down cleanly (false).
+    pub restart: Option<(usize, bool)>,
 }
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
@@ -94,7 +98,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..22) {
+        let step: Vec<String> = match rng.gen_range(0..23) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -200,6 +204,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
                 "INSERT INTO bulk (a, b) SELECT seq, 'big' FROM seq_1_to_{}",
                 rng.gen_range(2000..6000)
             )],
+            21 if rng.gen_bool(0.3) => vec!["FLUSH BINARY LOGS".into()],
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
@@ -207,6 +212,9 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
         };
         out.push(step);
     }
+    let restart = rng
+        .gen_bool(0.12)
+        .then(|| (rng.gen_range(2..out.len()), rng.gen_bool(0.5)));
     Plan {
         format,
         image,
@@ -214,5 +222,6 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
         beta,
         gamma,
         steps: out,
+        restart,
     }
 }
