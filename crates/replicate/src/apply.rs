@@ -36,14 +36,17 @@ type Assignment = (HashMap<(String, String), usize>, Vec<usize>);
 pub struct Workers {
     senders: Vec<mpsc::Sender<Job>>,
     assigned: std::sync::Mutex<Assignment>,
+    /// Bumped by whoever applies DDL (see [`DdlGeneration`]).
+    pub ddl: DdlGeneration,
 }
 
 impl Workers {
-    pub fn new(senders: Vec<mpsc::Sender<Job>>) -> Workers {
+    pub fn new(senders: Vec<mpsc::Sender<Job>>, ddl: DdlGeneration) -> Workers {
         let n = senders.len();
         Workers {
             senders,
             assigned: std::sync::Mutex::new((HashMap::new(), vec![0; n])),
+            ddl,
         }
     }
 
@@ -129,6 +132,14 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
+    /// The error's text (the server's, or why the connection is gone).
+    pub fn text(&self) -> String {
+        match self {
+            ApplyError::Lost(s) => s.clone(),
+            ApplyError::Sql { error, .. } => error.clone(),
+        }
+    }
+
     pub fn from_driver(e: mysql_async::Error, statement: &str) -> ApplyError {
         match e {
             mysql_async::Error::Server(s) => ApplyError::Sql {
@@ -511,12 +522,93 @@ pub fn position_sql(done: &[(&str, &str, &Txn)]) -> Vec<String> {
         .collect()
 }
 
+/// Bumped after every DDL the target applies: workers read again which
+/// tables do not roll back.
+pub type DdlGeneration = Arc<std::sync::atomic::AtomicU64>;
+
+/// The target's tables that a ROLLBACK does not undo (MyISAM, Aria,
+/// MEMORY ...), as last read.
+#[derive(Default)]
+struct NonTransactional {
+    read_at: Option<u64>,
+    tables: HashSet<(String, String)>,
+    dbs: HashSet<String>,
+}
+
+impl NonTransactional {
+    async fn refresh(&mut self, a: &mut Applier, generation: u64) -> Result<(), ApplyError> {
+        if self.read_at == Some(generation) {
+            return Ok(());
+        }
+        let q = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+                 WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE <> 'InnoDB' \
+                 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'sqlfleet')";
+        let rows: Vec<(String, String)> = a
+            .conn
+            .query(q)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, q))?;
+        self.dbs = rows.iter().map(|(d, _)| d.clone()).collect();
+        self.tables = rows.into_iter().collect();
+        self.read_at = Some(generation);
+        Ok(())
+    }
+
+    /// Whether applying `txn` may write a table that does not roll back:
+    /// a rows event on one, or a statement in a database holding one.
+    fn touched_by(&self, txn: &Txn) -> bool {
+        if self.tables.is_empty() {
+            return false;
+        }
+        txn.items.iter().any(|item| match item {
+            Item::Rows(r) => sequence::split(&r.bytes).is_none_or(|(maps, _)| {
+                maps.iter().any(|m| {
+                    event::table_map(m, event::crc_ok(m), 8).map_or(true, |tm| {
+                        self.tables.contains(&(
+                            String::from_utf8_lossy(&tm.db).into_owned(),
+                            String::from_utf8_lossy(&tm.table).into_owned(),
+                        ))
+                    })
+                })
+            }),
+            Item::Stmt(_) => txn.dbs.iter().any(|d| self.dbs.contains(d)),
+        })
+    }
+}
+
+/// What a worker knows of its jobs' fates.
+#[derive(Default)]
+struct Fates {
+    /// (source, generation, stream) that failed.
+    stopped: HashSet<(Arc<str>, u64, String)>,
+    /// (source, generation) whose session is lost.
+    lost: HashSet<(Arc<str>, u64)>,
+}
+
+impl Fates {
+    fn dropped(&self, j: &Job) -> bool {
+        self.lost.contains(&(j.source.clone(), j.generation))
+            || self
+                .stopped
+                .contains(&(j.source.clone(), j.generation, j.stream.clone()))
+    }
+
+    fn lose(&mut self, j: &Job, error: &str) {
+        self.lost.insert((j.source.clone(), j.generation));
+        reply(
+            j,
+            Outcome::Lost {
+                error: error.to_string(),
+            },
+        );
+    }
+}
+
 /// One worker: its queue, its connection, its batches.
-pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
+pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>, ddl: DdlGeneration) {
     let mut applier: Option<Applier> = None;
-    // (source, generation, stream) that failed; (source, generation) lost.
-    let mut stopped: HashSet<(Arc<str>, u64, String)> = HashSet::new();
-    let mut lost: HashSet<(Arc<str>, u64)> = HashSet::new();
+    let mut fates = Fates::default();
+    let mut nontx = NonTransactional::default();
     while let Some(first) = rx.recv().await {
         let mut jobs = vec![first];
         while jobs.len() < batch {
@@ -525,20 +617,14 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        let mut live = Vec::new();
-        for j in jobs {
-            if lost.contains(&(j.source.clone(), j.generation))
-                || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
-            {
-                reply(&j, Outcome::Dropped);
-            } else {
-                live.push(j);
-            }
-        }
         // One target transaction per source format: a batch mixing sources
         // would need a format description between them (a round trip each).
         let mut groups: Vec<Vec<Job>> = Vec::new();
-        for j in live {
+        for j in jobs {
+            if fates.dropped(&j) {
+                reply(&j, Outcome::Dropped);
+                continue;
+            }
             match groups.iter_mut().find(|g| g[0].format == j.format) {
                 Some(g) => g.push(j),
                 None => groups.push(vec![j]),
@@ -549,18 +635,8 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
                 match Applier::open(&target).await {
                     Ok(a) => applier = Some(a),
                     Err(e) => {
-                        let error = match e {
-                            ApplyError::Lost(s) => s,
-                            ApplyError::Sql { error, .. } => error,
-                        };
                         for j in &live {
-                            lost.insert((j.source.clone(), j.generation));
-                            reply(
-                                j,
-                                Outcome::Lost {
-                                    error: error.clone(),
-                                },
-                            );
+                            fates.lose(j, &e.text());
                         }
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         continue;
@@ -568,59 +644,123 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>) {
                 }
             }
             let Some(a) = applier.as_mut() else { continue };
-            let t0 = std::time::Instant::now();
-            let r = apply_batch(a, &live, true).await;
-            tracing::debug!(
-                jobs = live.len(),
-                micros = t0.elapsed().as_micros() as u64,
-                "batch"
-            );
-            match r {
-                Ok(()) => {
-                    for j in &live {
-                        reply(j, Outcome::Applied);
-                    }
+            let generation = ddl.load(std::sync::atomic::Ordering::Acquire);
+            if let Err(e) = nontx.refresh(a, generation).await {
+                applier = None;
+                for j in &live {
+                    fates.lose(j, &e.text());
                 }
-                Err(ApplyError::Lost(e)) => {
-                    applier = None;
-                    for j in &live {
-                        lost.insert((j.source.clone(), j.generation));
-                        reply(j, Outcome::Lost { error: e.clone() });
-                    }
+                continue;
+            }
+            // A transaction that writes a table a ROLLBACK does not undo
+            // is applied alone and never retried: a failed batch is
+            // applied again one by one, which would apply its writes twice.
+            let mut runs: Vec<(bool, Vec<Job>)> = Vec::new();
+            for j in live {
+                let alone = nontx.touched_by(&j.txn);
+                match runs.last_mut() {
+                    Some((false, run)) if !alone => run.push(j),
+                    _ => runs.push((alone, vec![j])),
                 }
-                Err(ApplyError::Sql { .. }) => {
-                    // Find the failing transaction(s): one by one.
-                    for j in &live {
-                        if lost.contains(&(j.source.clone(), j.generation))
-                            || stopped.contains(&(j.source.clone(), j.generation, j.stream.clone()))
-                        {
-                            reply(j, Outcome::Dropped);
-                            continue;
-                        }
-                        let Some(a) = applier.as_mut() else {
-                            lost.insert((j.source.clone(), j.generation));
-                            reply(
-                                j,
-                                Outcome::Lost {
-                                    error: "connection lost".into(),
-                                },
-                            );
-                            continue;
-                        };
-                        match apply_batch(a, std::slice::from_ref(j), false).await {
-                            Ok(()) => reply(j, Outcome::Applied),
-                            Err(ApplyError::Sql {
-                                error, statement, ..
-                            }) => {
-                                stopped.insert((j.source.clone(), j.generation, j.stream.clone()));
-                                reply(j, Outcome::Failed { error, statement });
-                            }
-                            Err(ApplyError::Lost(e)) => {
-                                applier = None;
-                                lost.insert((j.source.clone(), j.generation));
-                                reply(j, Outcome::Lost { error: e });
-                            }
-                        }
+            }
+            for (alone, run) in runs {
+                apply_run(&mut applier, &target, run, alone, &mut fates).await;
+            }
+        }
+    }
+}
+
+/// Applies one run of jobs in one target transaction; on an error, one by
+/// one to find the culprit (not `alone` ones: they fail as they are).
+async fn apply_run(
+    applier: &mut Option<Applier>,
+    target: &Target,
+    run: Vec<Job>,
+    alone: bool,
+    fates: &mut Fates,
+) {
+    let mut live = Vec::new();
+    for j in run {
+        if fates.dropped(&j) {
+            reply(&j, Outcome::Dropped);
+        } else {
+            live.push(j);
+        }
+    }
+    if live.is_empty() {
+        return;
+    }
+    if applier.is_none() {
+        match Applier::open(target).await {
+            Ok(a) => *applier = Some(a),
+            Err(e) => {
+                for j in &live {
+                    fates.lose(j, &e.text());
+                }
+                return;
+            }
+        }
+    }
+    let Some(a) = applier.as_mut() else { return };
+    let t0 = std::time::Instant::now();
+    let r = apply_batch(a, &live, true, !alone).await;
+    tracing::debug!(
+        jobs = live.len(),
+        micros = t0.elapsed().as_micros() as u64,
+        "batch"
+    );
+    match r {
+        Ok(()) => {
+            for j in &live {
+                reply(j, Outcome::Applied);
+            }
+        }
+        Err(ApplyError::Lost(e)) => {
+            *applier = None;
+            for j in &live {
+                fates.lose(j, &e);
+            }
+        }
+        Err(ApplyError::Sql {
+            error, statement, ..
+        }) if alone => {
+            for j in &live {
+                fates
+                    .stopped
+                    .insert((j.source.clone(), j.generation, j.stream.clone()));
+                reply(
+                    j,
+                    Outcome::Failed {
+                        error: error.clone(),
+                        statement: statement.clone(),
+                    },
+                );
+            }
+        }
+        Err(ApplyError::Sql { .. }) => {
+            // Find the failing transaction(s): one by one.
+            for j in &live {
+                if fates.dropped(j) {
+                    reply(j, Outcome::Dropped);
+                    continue;
+                }
+                let Some(a) = applier.as_mut() else {
+                    fates.lose(j, "connection lost");
+                    continue;
+                };
+                match apply_batch(a, std::slice::from_ref(j), false, true).await {
+                    Ok(()) => reply(j, Outcome::Applied),
+                    Err(ApplyError::Sql {
+                        error, statement, ..
+                    }) => {
+                        fates
+                            .stopped
+                            .insert((j.source.clone(), j.generation, j.stream.clone()));
+                        reply(j, Outcome::Failed { error, statement });
+                    }
+                    Err(ApplyError::Lost(e)) => {
+                        *applier = None;
+                        fates.lose(j, &e);
                     }
                 }
             }
@@ -641,7 +781,12 @@ fn reply(j: &Job, outcome: Outcome) {
 
 /// Applies jobs in one target transaction with their positions; retries
 /// deadlocks and lock wait timeouts.
-async fn apply_batch(a: &mut Applier, jobs: &[Job], one_trip: bool) -> Result<(), ApplyError> {
+async fn apply_batch(
+    a: &mut Applier,
+    jobs: &[Job],
+    one_trip: bool,
+    retry: bool,
+) -> Result<(), ApplyError> {
     let mut tries = 0;
     loop {
         let r = if one_trip {
@@ -650,7 +795,7 @@ async fn apply_batch(a: &mut Applier, jobs: &[Job], one_trip: bool) -> Result<()
             try_batch(a, jobs).await
         };
         match &r {
-            Err(ApplyError::Sql { code, .. }) if RETRYABLE.contains(code) && tries < 5 => {
+            Err(ApplyError::Sql { code, .. }) if retry && RETRYABLE.contains(code) && tries < 5 => {
                 let _ = a.run("ROLLBACK").await;
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(50 << tries)).await;
@@ -891,7 +1036,7 @@ mod tests {
     #[test]
     fn streams_spread_over_workers_and_stay_where_they_started() {
         let (txs, _rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Job>(1)).unzip();
-        let w = Workers::new(txs);
+        let w = Workers::new(txs, DdlGeneration::default());
         let first: Vec<usize> = ["a", "b", "c", "d"]
             .iter()
             .map(|d| w.pick("s1", d))

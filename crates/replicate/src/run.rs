@@ -74,12 +74,18 @@ pub async fn run(
     let threads = opts.threads.unwrap_or(cfg.threads).max(1);
     let mut senders = Vec::new();
     let mut worker_tasks = Vec::new();
+    let ddl = apply::DdlGeneration::default();
     for _ in 0..threads {
         let (tx, rx) = mpsc::channel(4096);
         senders.push(tx);
-        worker_tasks.push(tokio::spawn(apply::worker(target.clone(), cfg.batch, rx)));
+        worker_tasks.push(tokio::spawn(apply::worker(
+            target.clone(),
+            cfg.batch,
+            rx,
+            ddl.clone(),
+        )));
     }
-    let workers = Arc::new(apply::Workers::new(senders));
+    let workers = Arc::new(apply::Workers::new(senders, ddl));
     let mut tasks = Vec::new();
     for ((s, t), view) in cfg.sources.iter().zip(sources).zip(&views) {
         if let Ok(mut v) = view.lock() {

@@ -182,7 +182,7 @@ impl SourceRunner {
         set(&self.view, |v| v.state = "connecting".into());
         let mut ctl = Applier::open(&self.target)
             .await
-            .map_err(|e| SessionError::Retry(format!("target: {}", apply_error_text(&e))))?;
+            .map_err(|e| SessionError::Retry(format!("target: {}", e.text())))?;
         // One replicate per source: a second process would apply the same
         // transactions. The lock lives as long as this session's connection
         // (a killed process's is released by the server when it notices).
@@ -476,9 +476,14 @@ impl SourceRunner {
         if barrier {
             ctl.prime(&s.format)
                 .await
-                .map_err(|e| End::Restart(format!("target: {}", apply_error_text(&e))))?;
+                .map_err(|e| End::Restart(format!("target: {}", e.text())))?;
             let r = if txn.standalone {
-                self.apply_standalone(s, ctl, &txn).await
+                let r = self.apply_standalone(s, ctl, &txn).await;
+                // Engines may have changed: workers read them again.
+                self.workers
+                    .ddl
+                    .fetch_add(1, std::sync::atomic::Ordering::Release);
+                r
             } else {
                 self.apply_multi(ctl, &txn).await
             };
@@ -818,13 +823,6 @@ pub const ALL_STREAMS: &str = "*";
 const ALREADY_DONE: &[u16] = &[
     1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1304, 1305, 1359, 1360, 1537, 1539, 4092,
 ];
-
-fn apply_error_text(e: &ApplyError) -> String {
-    match e {
-        ApplyError::Lost(s) => s.clone(),
-        ApplyError::Sql { error, .. } => error.clone(),
-    }
-}
 
 enum SessionError {
     Refused(String),

@@ -6,7 +6,7 @@
 //! aliases, joins and views of views (one across databases), procedures
 //! and functions with bodies, CALL, sequences as column defaults, foreign
 //! keys with cascades, generated columns, partitions, a table without a
-//! primary key, CREATE TABLE ... SELECT, RENAME TABLE across databases,
+//! primary key, a MyISAM table (alone and in a transaction with InnoDB), CREATE TABLE ... SELECT, RENAME TABLE across databases,
 //! user variables, LAST_INSERT_ID(), transactions over both databases and
 //! one large transaction (a table without a primary key stays small: a
 //! replica scans it once per changed row), binlogs rotated, and the
@@ -52,6 +52,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
         vec!["CREATE TABLE audit (n INT AUTO_INCREMENT PRIMARY KEY, what VARCHAR(20), at_id BIGINT) ENGINE=InnoDB".into()],
         vec!["CREATE TABLE nopk (a INT, b VARCHAR(40)) ENGINE=InnoDB".into()],
         vec!["CREATE TABLE bulk (id INT AUTO_INCREMENT PRIMARY KEY, a INT, b VARCHAR(40)) ENGINE=InnoDB".into()],
+        vec!["CREATE TABLE myi (id INT PRIMARY KEY, v INT) ENGINE=MyISAM".into()],
         vec!["CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 7".into()],
         // A sequence is written row-based only (STATEMENT refuses it).
         vec![if format == "STATEMENT" {
@@ -98,7 +99,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..23) {
+        let step: Vec<String> = match rng.gen_range(0..25) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -205,6 +206,15 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
                 rng.gen_range(2000..6000)
             )],
             21 if rng.gen_bool(0.3) => vec!["FLUSH BINARY LOGS".into()],
+            22 => vec![format!(
+                "INSERT INTO myi (id, v) VALUES ({n}, {r}) ON DUPLICATE KEY UPDATE v = v + {r}"
+            )],
+            23 => vec![
+                "START TRANSACTION".into(),
+                format!("UPDATE myi m SET m.v = m.v + 1 WHERE m.id % 3 = {}", r % 3),
+                format!("INSERT INTO nopk (a, b) VALUES ({n}, 'mixed')"),
+                "COMMIT".into(),
+            ],
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
