@@ -127,6 +127,14 @@ enum End {
     Stop,
     CaughtUp,
     Restart(String),
+    /// The source cannot go on (what it needs is gone): stop it for good.
+    Refused(String),
+}
+
+/// ER_MASTER_FATAL_ERROR_READING_BINLOG: the source cannot send from the
+/// requested position (its binlog was purged, or never had it).
+fn purged(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == 1236)
 }
 
 impl SourceRunner {
@@ -148,11 +156,15 @@ impl SourceRunner {
                     set(&self.view, |v| v.state = "stopped".into());
                     return Ok(());
                 }
-                Err(SessionError::Refused(what)) => {
+                Err(SessionError::Refused(what)) | Ok(End::Refused(what)) => {
+                    set(&self.view, |v| {
+                        v.state = "stopped".into();
+                        v.last_error = Some(what.clone());
+                    });
                     return Err(Refused {
                         source_name: self.cfg.name.clone(),
                         what,
-                    })
+                    });
                 }
                 // Any doubt: read again from the target's positions, quick
                 // the first time (a recorded skip, a blip), slower while
@@ -267,7 +279,15 @@ impl SourceRunner {
             .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
         let mut stream = open_stream(stream_conn, self.cfg.server_id, &start)
             .await
-            .map_err(|e| SessionError::Retry(format!("requesting the binlog: {e}")))?;
+            .map_err(|e| {
+                if purged(&e) {
+                    SessionError::Refused(format!(
+                        "the source no longer has the binlog position {start} (purged?): {e}"
+                    ))
+                } else {
+                    SessionError::Retry(format!("requesting the binlog: {e}"))
+                }
+            })?;
 
         let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
         let mut s = Session {
@@ -300,6 +320,10 @@ impl SourceRunner {
                     last_event = Instant::now();
                     let ev = match ev {
                         Some(Ok(ev)) => ev,
+                        Some(Err(e)) if purged(&e) => break End::Refused(format!(
+                            "the source no longer has the binlog its floor {} needs (purged?); native replication stops here too: {e}",
+                            s.floor
+                        )),
                         Some(Err(e)) => break End::Restart(format!("binlog stream: {e}")),
                         None => break End::Restart("the source closed the binlog stream".into()),
                     };

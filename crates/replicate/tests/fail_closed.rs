@@ -226,3 +226,59 @@ async fn a_cleanly_restarted_source_is_read_across_its_stop_event() {
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_eq!(count("SELECT COUNT(*) FROM fr_a.t").await, Some(3));
 }
+
+/// A source that purged the binlog the floor needs is refused with the
+/// reason (native replication stops with error 1236 there too), instead
+/// of being retried for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_purged_binlog_refuses_the_source() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s = S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=5", "server-id=105"]));
+    let start = binlog_pos(s).await;
+    exec(s, "CREATE DATABASE fp_a; CREATE TABLE fp_a.t (id INT PRIMARY KEY); INSERT INTO fp_a.t VALUES (1)").await;
+    // The server keeps a file until its binlog checkpoint has passed it
+    // (PURGE then only warns): rotate and purge until the first file goes.
+    let mut c = s.connect().await;
+    let first = |rows: Vec<mysql_async::Row>| rows.first().and_then(|r| r.get::<String, _>(0));
+    let before = first(c.query("SHOW BINARY LOGS").await.expect("logs")).expect("a binlog");
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
+        let current: Option<mysql_async::Row> =
+            c.query_first("SHOW MASTER STATUS").await.unwrap_or(None);
+        let file: String = current.and_then(|r| r.get(0)).expect("a binlog");
+        c.query_drop(format!("PURGE BINARY LOGS TO '{file}'"))
+            .await
+            .expect("purge");
+        let now = first(c.query("SHOW BINARY LOGS").await.expect("logs"));
+        if now.as_deref() != Some(before.as_str()) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first binlog was never purged"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let _ = c.disconnect().await;
+    let cfg = cfg("fp", s, "fp_*", &start);
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(1),
+        until_caught_up: true,
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns instead of retrying for ever");
+    match r {
+        Err(run::RunError::Refused(e)) => {
+            assert!(e.what.contains("1236"), "{e}");
+            assert!(e.what.contains("purged"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+}
