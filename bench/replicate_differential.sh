@@ -13,8 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 source scripts/env.sh
+log="${SQLFLEET_TARGET:-target}/replicate-differential.log"
 rc=0
 SQLFLEET_REPL_DIFF_SEEDS="${1:-500}" SQLFLEET_REPL_DIFF_SEED="${2:-1}" SQLFLEET_REPL_DIFF_STEPS="${3:-40}" \
-  cargo test -p sqlfleet-replicate --test differential -- --nocapture 2>&1 \
-  | grep -E "^replicate differential:|^seed .*(differences|refused)|^  |test result" || rc=1
+  cargo test -p sqlfleet-replicate --test differential -- --nocapture >"$log" 2>&1 || rc=1
+grep -E -A2 "^replicate differential:|^seed .*(differences|refused)|^  |panicked|test result" "$log" || true
+echo "(the whole output: $log)"
 exit "$rc"
