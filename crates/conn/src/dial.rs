@@ -135,7 +135,7 @@ impl Target {
                         false,
                     )
                 })?;
-            sqlfleet_wire::packet::write(&mut raw, 1, &handshake::ssl_request(caps, UTF8MB4))
+            sqlfleet_wire::packet::write(&mut raw, 1, &handshake::ssl_request(caps, 0, UTF8MB4))
                 .await
                 .map_err(|e| self.wire_failed(e))?;
             let host = match &self.endpoint {

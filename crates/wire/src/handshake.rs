@@ -93,12 +93,7 @@ pub fn greeting_with(
     caps: u32,
     ext: u32,
 ) -> Vec<u8> {
-    // MariaDB's extended flags go in the filler, with CLIENT_MYSQL clear.
-    let caps = if ext != 0 {
-        caps & !LONG_PASSWORD
-    } else {
-        caps
-    };
+    let caps = mariadb_caps(caps, ext);
     let mut p = vec![10];
     p.extend_from_slice(server_version.as_bytes());
     p.push(0);
@@ -437,14 +432,30 @@ pub fn client_caps(hello: &ServerHello, shape: u32, with_db: bool, tls: bool) ->
     caps & (hello.caps | CONNECT_WITH_DB)
 }
 
-/// The SSLRequest packet that precedes a TLS handshake.
-pub fn ssl_request(caps: u32, collation: u8) -> Vec<u8> {
+/// The SSLRequest packet that precedes a TLS handshake: the same
+/// capabilities — MariaDB's extended ones (`ext`) included — as the
+/// response sent after it, since the server takes the extended ones from
+/// this packet (with them missing it sent result sets without the cached
+/// metadata flag the client had asked for: every statement from a
+/// libmariadb client then failed with "malformed packet").
+pub fn ssl_request(caps: u32, ext: u32, collation: u8) -> Vec<u8> {
     let mut p = Vec::with_capacity(32);
-    p.extend_from_slice(&(caps | SSL).to_le_bytes());
+    p.extend_from_slice(&(mariadb_caps(caps, ext) | SSL).to_le_bytes());
     p.extend_from_slice(&(1u32 << 30).to_le_bytes());
     p.push(collation);
-    p.extend_from_slice(&[0; 23]);
+    p.extend_from_slice(&[0; 19]);
+    p.extend_from_slice(&ext.to_le_bytes());
     p
+}
+
+/// MariaDB's extended flags go in the filler with CLIENT_MYSQL (the
+/// LONG_PASSWORD bit) clear.
+fn mariadb_caps(caps: u32, ext: u32) -> u32 {
+    if ext != 0 {
+        caps & !LONG_PASSWORD
+    } else {
+        caps
+    }
 }
 
 pub const SHA2: &str = "caching_sha2_password";
@@ -596,12 +607,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     database: Option<&str>,
     secure: bool,
 ) -> Result<(), WireError> {
-    // MariaDB's extended flags go in the filler, with CLIENT_MYSQL clear.
-    let caps = if ext != 0 {
-        caps & !LONG_PASSWORD
-    } else {
-        caps
-    };
+    let caps = mariadb_caps(caps, ext);
     let plugin = match cred {
         // Only the pre-4.1 scramble can be made from an old hash.
         Credential::OldHash(_) => OLD,
@@ -678,6 +684,25 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_ssl_request_carries_the_extended_capabilities_of_the_response() {
+        let ext = 0b1100;
+        let p = ssl_request(PROTOCOL_41 | LONG_PASSWORD, ext, 45);
+        assert_eq!(p.len(), 32);
+        let caps = u32::from_le_bytes([p[0], p[1], p[2], p[3]]);
+        assert_eq!(caps & SSL, SSL);
+        assert_eq!(
+            caps & LONG_PASSWORD,
+            0,
+            "CLIENT_MYSQL clear: the filler holds flags"
+        );
+        assert_eq!(u32::from_le_bytes([p[28], p[29], p[30], p[31]]), ext);
+        assert_eq!(p[8], 45);
+        let plain = ssl_request(PROTOCOL_41 | LONG_PASSWORD, 0, 45);
+        assert_eq!(plain[0] & 1, 1, "no extended flags: CLIENT_MYSQL stays");
+        assert!(plain[9..].iter().all(|b| *b == 0));
+    }
 
     #[test]
     fn stage1_recovered_from_a_token_logs_in_the_same() {

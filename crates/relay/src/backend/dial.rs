@@ -154,7 +154,7 @@ impl Dialer {
                 sqlfleet_wire::packet::write(
                     &mut raw,
                     1,
-                    &handshake::ssl_request(caps, shape.collation),
+                    &handshake::ssl_request(caps, shape.ext & hello.ext, shape.collation),
                 )
                 .await?;
                 let name = rustls::pki_types::ServerName::try_from(b.host.clone())
