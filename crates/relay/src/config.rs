@@ -220,6 +220,9 @@ pub struct RelayConfig {
     /// Event-loop threads: each serves its share of the clients on its
     /// own (one per core by default).
     pub threads: usize,
+    /// Clients connected at once; more get ERROR 1040 at the handshake.
+    /// None: [`RelayConfig::client_limit`] sizes it to the open-file limit.
+    pub max_clients: Option<usize>,
     pub tls: Option<TlsFiles>,
     /// caching_sha2_password: always ask for the full password (over TLS)
     /// instead of the scramble.
@@ -231,6 +234,19 @@ pub struct RelayConfig {
     pub max_packet: usize,
     pub routing: Routing,
     pub dynamic: Dynamic,
+}
+
+impl RelayConfig {
+    /// How many clients may be connected at once: the configured number,
+    /// or what the open-file limit (`open_files`) leaves after every
+    /// backend connection the pool may open and a reserve for listeners,
+    /// lookups and health checks.
+    pub fn client_limit(&self, open_files: u64) -> usize {
+        self.max_clients.unwrap_or_else(|| {
+            let backend = self.backends.len() * self.dynamic.pool.max * 2;
+            (open_files as usize).saturating_sub(backend + 128).max(64)
+        })
+    }
 }
 
 impl std::fmt::Debug for RelayConfig {

@@ -78,6 +78,10 @@ impl Relay {
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
         let view_calls = backend::view_calls::ViewCalls::new(side);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
+        let max_clients = cfg.client_limit(open_file_limit());
+        tracing::info!(
+            "at most {max_clients} clients at once (relay.max_clients); more get ERROR 1040"
+        );
         Ok(Relay {
             ctx: Arc::new(frontend::session::Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
@@ -95,6 +99,7 @@ impl Relay {
                 write_effects,
                 view_calls,
                 trace: frontend::trace::Trace::from_env(),
+                max_clients,
             }),
         })
     }
@@ -281,5 +286,19 @@ async fn serve_accepted(
     match a {
         Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host, seat).await,
         Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host, seat).await,
+    }
+}
+
+/// The process's soft open-file limit (1024 when it cannot be read).
+fn open_file_limit() -> u64 {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes the struct passed.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) } == 0 {
+        l.rlim_cur
+    } else {
+        1024
     }
 }

@@ -6,6 +6,12 @@ use tokio::net::{TcpListener, UnixListener};
 
 use crate::protocol::io::AnyStream;
 
+/// Connections the kernel queues before the relay accepts them (capped
+/// by net.core.somaxconn). tokio's 1024 was too few for a burst of
+/// thousands of clients: SYNs past a full queue are dropped, and the
+/// client retries them for 30 s and more instead of getting an answer.
+const BACKLOG: i32 = 8192;
+
 /// A bound client listener.
 pub enum Listener {
     Tcp(TcpListener),
@@ -23,13 +29,16 @@ impl Listener {
                 {
                     let _ = std::fs::remove_file(&path);
                 }
-                Ok(Listener::Unix(UnixListener::bind(&path)?, path))
+                let l = UnixListener::bind(&path)?;
+                let _ = socket2::SockRef::from(&l).listen(BACKLOG);
+                Ok(Listener::Unix(l, path))
             }
             None => {
                 let l = TcpListener::bind(addr).await?;
                 // Accepted sockets inherit it (Linux): no setsockopt per
                 // client. `accept_loop` checks the first one.
                 let _ = socket2::SockRef::from(&l).set_tcp_nodelay(true);
+                let _ = socket2::SockRef::from(&l).listen(BACKLOG);
                 Ok(Listener::Tcp(l))
             }
         }

@@ -78,6 +78,8 @@ pub struct Metrics {
     pub backends: Vec<BackendCounters>,
     pub clients_connected: AtomicI64,
     pub clients_total: AtomicU64,
+    /// Clients turned away with ERROR 1040 (relay.max_clients reached).
+    pub clients_refused_full: AtomicU64,
     pub auth_failures: AtomicU64,
     pub commands: AtomicU64,
     pub errors: AtomicU64,
@@ -168,6 +170,12 @@ impl Metrics {
             "counter",
             "Client connections accepted.",
             g(&self.clients_total),
+        );
+        one(
+            "clients_refused_total",
+            "counter",
+            "Clients turned away with ERROR 1040 at the handshake: relay.max_clients were connected.",
+            g(&self.clients_refused_full),
         );
         one(
             "auth_failures_total",

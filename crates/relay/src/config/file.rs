@@ -63,6 +63,9 @@ struct RelaySection {
     sha2_full_auth: bool,
     /// Event-loop threads (default: one per core).
     threads: Option<usize>,
+    /// Clients connected at once; more get ERROR 1040 at the handshake
+    /// (default: what the open-file limit leaves after the backends).
+    max_clients: Option<usize>,
 }
 
 fn default_mode() -> Mode {
@@ -184,6 +187,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             max_packet: None,
             sha2_full_auth: false,
             threads: q.threads,
+            max_clients: None,
         },
         backend: BackendSection {
             servers: q.backends,
@@ -495,9 +499,13 @@ fn build(f: File) -> Result<RelayConfig, String> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    if f.relay.max_clients == Some(0) {
+        return Err("relay.max_clients: at least 1 (leave it out for the default)".into());
+    }
     Ok(RelayConfig {
         listen: f.relay.listen,
         threads,
+        max_clients: f.relay.max_clients,
         backends,
         backend_user: f.backend.user,
         backend_password: password,

@@ -63,6 +63,8 @@ pub struct Ctx {
     pub view_calls: crate::backend::view_calls::ViewCalls,
     /// Which backend connection each command ran on (tests only; off).
     pub trace: crate::frontend::trace::Trace,
+    /// Clients connected at once; more get ERROR 1040 at the handshake.
+    pub max_clients: usize,
 }
 
 impl Ctx {
@@ -197,8 +199,18 @@ where
 {
     let accepted = std::time::Instant::now();
     ctx.metrics.clients_total.fetch_add(1, Relaxed);
-    ctx.metrics.clients_connected.fetch_add(1, Relaxed);
+    let connected = ctx.metrics.clients_connected.fetch_add(1, Relaxed) + 1;
     let _gauge = ConnectedGauge(ctx.metrics.clone());
+    if connected > ctx.max_clients as i64 {
+        // The server's own answer when it is full: an error packet in
+        // place of the greeting, never a reset.
+        ctx.metrics.clients_refused_full.fetch_add(1, Relaxed);
+        let mut stream = stream;
+        let err = sqlfleet_wire::packet::err_payload(1040, "08004", "Too many connections");
+        let _ = sqlfleet_wire::packet::write(&mut stream, 0, &err).await;
+        let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
+        return;
+    }
     let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
     let login = auth::login(
         &ctx.cfg,

@@ -1,0 +1,132 @@
+//! Clients the relay cannot serve get the server's answer — `ERROR 1040
+//! (08004): Too many connections` in a proper packet — never a reset: the
+//! go driver's own concurrency test opens @@max_connections transactions
+//! at once and accepts, for each, success or 1040.
+
+mod common;
+
+use std::time::Duration;
+
+use common::relay::start_relay;
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::proxy::app;
+
+/// 2,000 clients each open a transaction and hold it; the relay has 100
+/// backend connections. Every client either has its transaction or got
+/// 1040 as an error packet (at login or at its statement), and the relay
+/// still serves a new client afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_beyond_the_pool_get_1040_never_a_reset() {
+    let srv = sqlfleet_testkit::server();
+    let r = start_relay(srv, &["--pool-max", "100", "--wait-timeout", "1"]);
+    let target = app(r.port, "app-pw", None);
+    let n = 2000;
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let t = target.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut c = match t.connect(Duration::from_secs(30)).await {
+                Ok(c) => c,
+                Err(e) => return Err(format!("connect: {e}")),
+            };
+            let r = async {
+                c.query_drop("START TRANSACTION").await?;
+                c.query_drop("SELECT 1").await?;
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                c.query_drop("COMMIT").await
+            }
+            .await;
+            let _ = c.disconnect().await;
+            r.map_err(|e| match e {
+                mysql_async::Error::Server(s) => format!("server {}", s.code),
+                other => format!("io: {other}"),
+            })
+        }));
+    }
+    let (mut ok, mut too_many, mut other) = (0, 0, Vec::new());
+    for t in tasks {
+        match t.await.expect("task") {
+            Ok(()) => ok += 1,
+            Err(e) if e.contains("1040") => too_many += 1,
+            Err(e) => other.push(e),
+        }
+    }
+    other.sort();
+    other.dedup();
+    assert!(
+        other.is_empty(),
+        "{ok} ok, {too_many} got 1040, others: {other:?}"
+    );
+    assert!(
+        ok >= 100,
+        "the pool's connections served transactions: {ok}"
+    );
+    assert!(too_many > 0, "some were turned away: {ok} ok");
+    let mut c = target
+        .connect(Duration::from_secs(10))
+        .await
+        .expect("a new client after the storm");
+    let one: Option<i64> = c.query_first("SELECT 1").await.expect("select");
+    assert_eq!(one, Some(1));
+}
+
+/// With `max_clients` reached, the next client's handshake is answered
+/// with 1040 — an error packet where the greeting would be, as the server
+/// does at max_connections — and a client gets in again once one leaves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn clients_past_max_clients_get_1040_at_the_handshake() {
+    let srv = sqlfleet_testkit::server();
+    let port = common::relay::free_port();
+    let metrics_port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmax_clients = 20\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n\n\
+         [[users]]\nname = \"app\"\n{}\n",
+        srv.sandbox.meta.primary().port,
+        common::relay::quoted(pw.expose()),
+        sqlfleet_relay::config::hash_lines("app-pw"),
+    );
+    let r = common::relay::start_config(&toml, port, metrics_port);
+    let target = app(r.port, "app-pw", None);
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        held.push(
+            target
+                .connect(Duration::from_secs(10))
+                .await
+                .expect("within the limit"),
+        );
+    }
+    for _ in 0..3 {
+        match target.connect(Duration::from_secs(10)).await {
+            Err(e) => assert_eq!(e.server_code(), Some(1040), "{e}"),
+            Ok(_) => panic!("a 21st client got in"),
+        }
+    }
+    assert_eq!(r.metric("sqlfleet_relay_clients_refused_total"), 3.0);
+    // The stock client shows the server's words.
+    let out = common::relay::cli(r.port, &["-e", "SELECT 1"]);
+    let err = common::relay::stderr(&out);
+    assert!(
+        err.contains("1040") && err.contains("Too many connections"),
+        "{err}"
+    );
+    if let Some(c) = held.pop() {
+        let _ = c.disconnect().await;
+    }
+    let mut again = None;
+    for _ in 0..50 {
+        if let Ok(c) = target.connect(Duration::from_secs(10)).await {
+            again = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut c = again.expect("a place was free again");
+    let one: Option<i64> = c.query_first("SELECT 1").await.expect("select");
+    assert_eq!(one, Some(1));
+    for c in held {
+        let _ = c.disconnect().await;
+    }
+}
