@@ -90,10 +90,16 @@ async fn native() -> &'static TestServer {
 /// replication errors.
 async fn native_caught_up(n: &TestServer, pos: &GtidPos) {
     let mut c = n.connect().await;
-    let r: Option<i64> = c
+    let r: Option<i64> = match c
         .exec_first("SELECT MASTER_GTID_WAIT(?, 120)", (pos.to_string(),))
         .await
-        .expect("master_gtid_wait");
+    {
+        Ok(r) => r,
+        Err(e) => panic!(
+            "the native replica failed waiting for {pos}: {e}; the end of its error log:\n{}",
+            error_log_tail(n)
+        ),
+    };
     if r != Some(0) {
         let st: Vec<mysql_async::Row> = c.query("SHOW ALL SLAVES STATUS").await.expect("status");
         let errs: Vec<String> = st
@@ -119,6 +125,15 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) {
         panic!("the native replica did not reach {pos}: {errs:?}");
     }
     let _ = c.disconnect().await;
+}
+
+/// The last lines of a fixture server's error log.
+fn error_log_tail(s: &TestServer) -> String {
+    let sb = &s.sandbox;
+    let log = sb.layout.node(sb.meta.primary()).error_log();
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(40)..].join("\n")
 }
 
 /// What must match, for one database on one server: the fixture's
