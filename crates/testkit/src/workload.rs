@@ -115,6 +115,13 @@ pub async fn restart_cleanly(s: &TestServer) {
 }
 
 async fn stop_and_restart(s: &TestServer, kill: bool) {
+    stop(s, kill).await;
+    start_again(s).await;
+}
+
+/// Stops a fixture server: kill -9 (`kill`) or a clean shutdown; returns
+/// once the process is gone.
+pub async fn stop(s: &TestServer, kill: bool) {
     let sb = &s.sandbox;
     let layout = sb.layout.node(sb.meta.primary());
     let pid = sqlfleet_sandbox::node::running_pid(&layout).expect("the server runs");
@@ -129,6 +136,11 @@ async fn stop_and_restart(s: &TestServer, kill: bool) {
     while sqlfleet_sandbox::node::is_alive(pid) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Starts a stopped fixture server again on its data directory.
+pub async fn start_again(s: &TestServer) {
+    let sb = &s.sandbox;
     // The port can be briefly taken (a client's ephemeral port, a socket
     // closing): retry as an operator would.
     let mut tries = 0;

@@ -118,6 +118,12 @@ pub struct BackendGauge {
     pub open: usize,
     pub idle: usize,
     pub waiting: usize,
+    /// The last health check (or a client) found it up.
+    pub up: bool,
+    /// "primary", "replica" or "down".
+    pub role: &'static str,
+    /// Seconds_Behind_Master, when it replicates.
+    pub lag: Option<u64>,
 }
 
 impl Metrics {
@@ -369,6 +375,48 @@ impl Metrics {
                 "sqlfleet_relay_backend_command_seconds",
                 &format!("backend=\"{}\",", label(&b.addr)),
             );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_backend_up 1 when the last health check (or a client) found the backend up."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_up gauge");
+        for b in backends {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_backend_up{{backend=\"{}\"}} {}",
+                label(&b.addr),
+                u8::from(b.up)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_backend_role The role the relay gives the backend: 1 for its current one."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_role gauge");
+        for b in backends {
+            for role in ["primary", "replica", "down"] {
+                let _ = writeln!(
+                    o,
+                    "sqlfleet_relay_backend_role{{backend=\"{}\",role=\"{role}\"}} {}",
+                    label(&b.addr),
+                    u8::from(b.role == role)
+                );
+            }
+        }
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_backend_lag_seconds Replication lag of a backend that replicates (Seconds_Behind_Master)."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_lag_seconds gauge");
+        for b in backends {
+            if let Some(lag) = b.lag {
+                let _ = writeln!(
+                    o,
+                    "sqlfleet_relay_backend_lag_seconds{{backend=\"{}\"}} {lag}",
+                    label(&b.addr)
+                );
+            }
         }
         for (name, help, f) in [
             (

@@ -52,12 +52,15 @@ impl State {
 
 pub struct Health {
     states: Vec<Mutex<State>>,
+    /// Each backend's address, for the log line of a state change.
+    addrs: Vec<String>,
 }
 
 impl Health {
-    pub fn new(n: usize) -> Health {
+    pub fn new(addrs: Vec<String>) -> Health {
         Health {
-            states: (0..n).map(|_| Mutex::new(State::default())).collect(),
+            states: addrs.iter().map(|_| Mutex::new(State::default())).collect(),
+            addrs,
         }
     }
 
@@ -93,12 +96,21 @@ impl Health {
         f(&mut self.states[i].lock().unwrap_or_else(|e| e.into_inner()));
     }
 
-    /// A client found the backend dead before the next check did.
+    /// A client found the backend dead before the next check did: the
+    /// change is logged here, once (the check that follows sees it down
+    /// already and says nothing until it is up again).
     pub fn mark_down(&self, i: usize, why: &str) {
+        let mut from = None;
         self.set(i, |s| {
+            if s.up {
+                from = Some(s.role());
+            }
             s.up = false;
             s.error = Some(why.to_string());
         });
+        if let (Some(from), Some(addr)) = (from, self.addrs.get(i)) {
+            crate::admin::log::backend_role(addr, from, "down", Some(why));
+        }
     }
 }
 
@@ -228,6 +240,26 @@ fn covers_one(pos: &str, gtid: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backend_a_client_found_down_is_down_for_routing_and_the_next_check() {
+        let h = Health::new(vec!["127.0.0.1:1".into()]);
+        h.set(0, |s| {
+            s.checked = true;
+            s.up = true;
+        });
+        h.mark_down(0, "connection lost");
+        let s = h.get(0);
+        assert!(!s.up);
+        assert_eq!(s.role(), "down");
+        assert_eq!(s.error.as_deref(), Some("connection lost"));
+        assert!(!h.briefs()[0].up);
+        // A second client finding the same: still down, nothing new.
+        h.mark_down(0, "again");
+        assert_eq!(h.get(0).role(), "down");
+    }
+
     #[test]
     fn gtid_coverage() {
         use super::covers;

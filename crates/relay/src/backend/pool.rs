@@ -363,7 +363,9 @@ impl Pool {
             turn: AtomicUsize::new(0),
             epoch: std::sync::atomic::AtomicU64::new(0),
             dropped: Default::default(),
-            health: Arc::new(crate::backend::health::Health::new(cfg.backends.len())),
+            health: Arc::new(crate::backend::health::Health::new(
+                cfg.backends.iter().map(|b| b.addr()).collect(),
+            )),
             dialer,
             settings: RwLock::new(cfg.dynamic.pool.clone()),
             cfg,
@@ -473,14 +475,19 @@ impl Pool {
     pub fn gauges(&self) -> Vec<BackendGauge> {
         self.sides
             .iter()
-            .map(|s| {
+            .enumerate()
+            .map(|(n, s)| {
                 let i = s.inner();
+                let h = self.health.get(n);
                 BackendGauge {
                     busy: s.busy.load(Relaxed),
                     addr: s.backend.addr(),
                     open: i.open,
                     idle: i.idle.len(),
                     waiting: s.waiting.load(Relaxed),
+                    up: h.checked && h.up,
+                    role: if h.checked { h.role() } else { "down" },
+                    lag: h.lag,
                 }
             })
             .collect()

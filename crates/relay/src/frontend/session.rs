@@ -407,9 +407,31 @@ impl Session {
             self.commands_run += 1;
             let max = self.ctx.cfg.max_packet;
             let handle = self.handle.clone();
+            // A backend connection the client keeps between commands (its
+            // session lives there) says nothing until the next command —
+            // unless the server closes it (wait_timeout, KILL, a restart):
+            // then the client's socket closes too, promptly, as it would
+            // directly, so a driver's check of an idle connection sees it.
+            let io = &mut self.io;
+            let held = self.conn.as_mut().map(|c| &mut c.io);
+            let backend_closed = async move {
+                match held {
+                    Some(b) => {
+                        let _ = b.read_packet(1 << 16).await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
             let read = tokio::select! {
-                r = self.io.read_packet(max) => r,
+                r = io.read_packet(max) => r,
                 _ = handle.killed() => return,
+                _ = backend_closed => {
+                    if let Some(c) = self.conn.take() {
+                        self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                        self.ctx.pool.discard(c);
+                    }
+                    return;
+                }
             };
             let (seq, cmd) = match read {
                 Ok(p) => p,

@@ -1,0 +1,134 @@
+//! What the relay does when a backend goes away, as an operator and a
+//! client see it: a backend a client's command finds dead is logged down
+//! once and shows in `/metrics` (`sqlfleet_relay_backend_up`,
+//! `_backend_role{role}`), and is logged up again when it is back; and a
+//! backend connection the server closes while its client is idle (session
+//! mode, `wait_timeout`) closes that client too, as a direct connection
+//! would.
+
+mod common;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::relay::start_relay;
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::proxy::app;
+use sqlfleet_testkit::TestServer;
+
+/// Log lines the relay writes (a global subscriber: the relay runs on its
+/// own thread).
+fn logs() -> Arc<Mutex<Vec<u8>>> {
+    static L: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    L.get_or_init(|| {
+        let buf = Arc::new(Mutex::new(Vec::new()));
+        let b2 = buf.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || Sink(b2.clone()))
+            .try_init();
+        buf
+    })
+    .clone()
+}
+
+struct Sink(Arc<Mutex<Vec<u8>>>);
+impl Write for Sink {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn lines_with(needle: &str) -> usize {
+    let l = logs();
+    let text = String::from_utf8_lossy(&l.lock().unwrap_or_else(|e| e.into_inner())).into_owned();
+    text.lines().filter(|x| x.contains(needle)).count()
+}
+
+fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !f() {
+        assert!(Instant::now() < deadline, "waited 30 s for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn own_server() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| sqlfleet_testkit::server_with(&["max-connections=500"]))
+}
+
+#[test]
+fn a_backend_found_dead_is_logged_once_and_shown_in_metrics() {
+    logs();
+    let srv = own_server();
+    let r = start_relay(srv, &["--mode", "session"]);
+    let addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let up = format!("sqlfleet_relay_backend_up{{backend=\"{addr}\"}}");
+    let role = |r: &str| format!("sqlfleet_relay_backend_role{{backend=\"{addr}\",role=\"{r}\"}}");
+    wait_for("the backend up", || r.metric(&up) == 1.0);
+    assert_eq!(r.metric(&role("primary")), 1.0);
+    assert_eq!(r.metric(&role("down")), 0.0);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let t = app(r.port, "app-pw", None);
+        let mut c = t.connect(Duration::from_secs(10)).await.expect("connect");
+        let one: Option<i64> = c.query_first("SELECT 1").await.expect("select");
+        assert_eq!(one, Some(1));
+        let downs_before = lines_with(&format!("backend {addr} is down"));
+        sqlfleet_testkit::workload::stop(srv, true).await;
+        // The client's command is what finds it dead.
+        assert!(c.query_drop("SELECT 1").await.is_err());
+        wait_for("the backend down in /metrics", || r.metric(&up) == 0.0);
+        assert_eq!(r.metric(&role("down")), 1.0);
+        assert_eq!(r.metric(&role("primary")), 0.0);
+        // Logged once, whoever noticed first (the client or a check).
+        wait_for("the down line", || {
+            lines_with(&format!("backend {addr} is down")) > downs_before
+        });
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(
+            lines_with(&format!("backend {addr} is down")),
+            downs_before + 1,
+            "one line for one change"
+        );
+        sqlfleet_testkit::workload::start_again(srv).await;
+        wait_for("the backend up again", || r.metric(&up) == 1.0);
+        wait_for("the up line", || {
+            lines_with(&format!("backend {addr} is up as primary")) > 0
+        });
+    });
+}
+
+#[test]
+fn a_backend_connection_the_server_closes_closes_its_idle_client() {
+    let srv = sqlfleet_testkit::server();
+    let r = start_relay(srv, &["--mode", "session"]);
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let t = app(r.port, "app-pw", None);
+        let mut c = t.connect(Duration::from_secs(10)).await.expect("connect");
+        c.query_drop("SET SESSION wait_timeout = 1")
+            .await
+            .expect("set");
+        let before = r.metric("sqlfleet_relay_clients_connected");
+        assert!(before >= 1.0);
+        // The server closes the idle connection after a second; the relay
+        // closes the client's within a moment, without its next command.
+        wait_for("the client's connection closed by the relay", || {
+            r.metric("sqlfleet_relay_clients_connected") < before
+        });
+        assert!(
+            c.query_drop("SELECT 1").await.is_err(),
+            "its session is gone"
+        );
+    });
+}
