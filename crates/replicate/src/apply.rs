@@ -527,51 +527,76 @@ pub fn position_sql(done: &[(&str, &str, &Txn)]) -> Vec<String> {
 pub type DdlGeneration = Arc<std::sync::atomic::AtomicU64>;
 
 /// The target's tables that a ROLLBACK does not undo (MyISAM, Aria,
-/// MEMORY ...), as last read.
+/// MEMORY ...), per database, each as read at a DDL generation. Only the
+/// databases of the jobs at hand are read, and again only after a DDL: a
+/// consolidation target holds many databases, and information_schema
+/// opens every table it lists an engine for.
 #[derive(Default)]
 struct NonTransactional {
-    read_at: Option<u64>,
-    tables: HashSet<(String, String)>,
-    dbs: HashSet<String>,
+    dbs: HashMap<String, (u64, HashSet<String>)>,
 }
 
 impl NonTransactional {
-    async fn refresh(&mut self, a: &mut Applier, generation: u64) -> Result<(), ApplyError> {
-        if self.read_at == Some(generation) {
+    async fn refresh(
+        &mut self,
+        a: &mut Applier,
+        generation: u64,
+        jobs: &[Job],
+    ) -> Result<(), ApplyError> {
+        let stale: std::collections::BTreeSet<&str> = jobs
+            .iter()
+            .flat_map(|j| j.txn.dbs.iter())
+            .filter(|d| self.dbs.get(*d).is_none_or(|(g, _)| *g != generation))
+            .map(String::as_str)
+            .collect();
+        if stale.is_empty() {
             return Ok(());
         }
-        let q = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
-                 WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE <> 'InnoDB' \
-                 AND TABLE_SCHEMA NOT IN ('mysql', 'information_schema', 'performance_schema', 'sys', 'sqlfleet')";
+        let list = stale
+            .iter()
+            .map(|d| literal(d))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let q = format!(
+            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA IN ({list}) AND TABLE_TYPE = 'BASE TABLE' AND ENGINE <> 'InnoDB'"
+        );
         let rows: Vec<(String, String)> = a
             .conn
-            .query(q)
+            .query(q.as_str())
             .await
-            .map_err(|e| ApplyError::from_driver(e, q))?;
-        self.dbs = rows.iter().map(|(d, _)| d.clone()).collect();
-        self.tables = rows.into_iter().collect();
-        self.read_at = Some(generation);
+            .map_err(|e| ApplyError::from_driver(e, &q))?;
+        for d in stale {
+            self.dbs.insert(d.to_string(), (generation, HashSet::new()));
+        }
+        for (d, t) in rows {
+            if let Some((_, tables)) = self.dbs.get_mut(&d) {
+                tables.insert(t);
+            }
+        }
         Ok(())
+    }
+
+    fn holds(&self, db: &str) -> Option<&HashSet<String>> {
+        self.dbs.get(db).map(|(_, t)| t).filter(|t| !t.is_empty())
     }
 
     /// Whether applying `txn` may write a table that does not roll back:
     /// a rows event on one, or a statement in a database holding one.
     fn touched_by(&self, txn: &Txn) -> bool {
-        if self.tables.is_empty() {
+        if !txn.dbs.iter().any(|d| self.holds(d).is_some()) {
             return false;
         }
         txn.items.iter().any(|item| match item {
             Item::Rows(r) => sequence::split(&r.bytes).is_none_or(|(maps, _)| {
                 maps.iter().any(|m| {
                     event::table_map(m, event::crc_ok(m), 8).map_or(true, |tm| {
-                        self.tables.contains(&(
-                            String::from_utf8_lossy(&tm.db).into_owned(),
-                            String::from_utf8_lossy(&tm.table).into_owned(),
-                        ))
+                        self.holds(&String::from_utf8_lossy(&tm.db))
+                            .is_some_and(|t| t.contains(&*String::from_utf8_lossy(&tm.table)))
                     })
                 })
             }),
-            Item::Stmt(_) => txn.dbs.iter().any(|d| self.dbs.contains(d)),
+            Item::Stmt(_) => true,
         })
     }
 }
@@ -645,7 +670,7 @@ pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>, d
             }
             let Some(a) = applier.as_mut() else { continue };
             let generation = ddl.load(std::sync::atomic::Ordering::Acquire);
-            if let Err(e) = nontx.refresh(a, generation).await {
+            if let Err(e) = nontx.refresh(a, generation, &live).await {
                 applier = None;
                 for j in &live {
                     fates.lose(j, &e.text());
@@ -958,6 +983,64 @@ mod tests {
             rows_chunks(&raw[..raw.len() - 1], 100),
             vec![raw[..raw.len() - 1].to_vec()]
         );
+    }
+
+    /// A table map for db.table (MariaDB's 8-byte post header, no CRC).
+    fn table_map(db: &str, table: &str) -> Vec<u8> {
+        let mut e = vec![0u8; 19];
+        e[4] = 19;
+        e.extend_from_slice(&[7, 0, 0, 0, 0, 0, 1, 0]);
+        for n in [db, table] {
+            e.push(n.len() as u8);
+            e.extend_from_slice(n.as_bytes());
+            e.push(0);
+        }
+        e.extend_from_slice(&[1, 3, 0, 0]);
+        let size = e.len() as u32;
+        e[9..13].copy_from_slice(&size.to_le_bytes());
+        e
+    }
+
+    /// Each row: what a transaction writes, and whether it must be
+    /// applied alone (a table that a ROLLBACK does not undo).
+    #[test]
+    fn transactions_writing_tables_that_do_not_roll_back_are_told_apart() {
+        let mut n = NonTransactional::default();
+        let myi: HashSet<String> = ["myi".to_string()].into_iter().collect();
+        n.dbs.insert("db".into(), (1, myi));
+        n.dbs.insert("other".into(), (1, HashSet::new()));
+        let rows = |t: &str| {
+            Item::Rows(crate::txn::Rows {
+                bytes: [table_map("db", t), ev(23, 60, 2)].concat(),
+                what: String::new(),
+            })
+        };
+        let stmt = Item::Stmt(crate::txn::Stmt {
+            db: Some("db".into()),
+            sql: b"UPDATE myi SET v = v + 1".to_vec(),
+            session: Session::default(),
+        });
+        let cases: Vec<(&str, Vec<Item>, bool)> = vec![
+            ("rows of an InnoDB table", vec![rows("t")], false),
+            ("rows of the MyISAM table", vec![rows("myi")], true),
+            ("a statement in a database holding one", vec![stmt], true),
+            (
+                "unreadable rows: assumed so",
+                vec![Item::Rows(crate::txn::Rows {
+                    bytes: vec![1, 2, 3],
+                    what: String::new(),
+                })],
+                true,
+            ),
+        ];
+        for (what, items, alone) in cases {
+            assert_eq!(n.touched_by(&job(items).txn), alone, "{what}");
+        }
+        let mut other = job(vec![rows("myi")]);
+        if let Some(t) = Arc::get_mut(&mut other.txn) {
+            t.dbs = ["other".to_string()].into_iter().collect();
+        }
+        assert!(!n.touched_by(&other.txn), "a database without one");
     }
 
     fn job(items: Vec<Item>) -> Job {
