@@ -169,6 +169,20 @@ impl DbMap {
         }
         Some(self.rename.get(db).map(String::as_str).unwrap_or(db))
     }
+
+    /// The source database renamed onto `db`'s own name, when `db` is
+    /// taken under its own name too: the two would be written into one
+    /// database. (Checked at start for the databases that exist; this
+    /// catches one created later.)
+    pub fn collides(&self, db: &str) -> Option<&str> {
+        if self.rename.contains_key(db) || self.map(db) != Some(db) {
+            return None;
+        }
+        self.rename
+            .iter()
+            .find(|(_, to)| to.as_str() == db)
+            .map(|(from, _)| from.as_str())
+    }
 }
 
 /// `*` any run, `?` one character; everything else literal.
@@ -409,6 +423,18 @@ mod tests {
         }
         let e = parse("[target]\ndsn = \"mysql://h/\"\n").expect_err("no sources");
         assert!(e.contains("no [[source]]"), "{e}");
+    }
+
+    #[test]
+    fn a_database_named_like_a_rename_target_collides() {
+        let mut r = BTreeMap::new();
+        r.insert("app".to_string(), "app_eu".to_string());
+        let m = DbMap::new(&[], &[], &r);
+        assert_eq!(m.collides("app_eu"), Some("app"));
+        assert_eq!(m.collides("app"), None);
+        assert_eq!(m.collides("other"), None);
+        let m = DbMap::new(&[], &["app_eu".to_string()], &r);
+        assert_eq!(m.collides("app_eu"), None, "excluded: never written");
     }
 
     #[test]

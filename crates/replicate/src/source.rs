@@ -234,10 +234,12 @@ impl SourceRunner {
             .connect(Duration::from_secs(10))
             .await
             .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
-        let facts = check_source(&mut src).await.map_err(|e| match e {
-            CheckError::Refused(w) if first => SessionError::Refused(w),
-            CheckError::Refused(w) | CheckError::Query(w) => SessionError::Retry(w),
-        })?;
+        let facts = check_source(&mut src, &self.cfg.dbs)
+            .await
+            .map_err(|e| match e {
+                CheckError::Refused(w) if first => SessionError::Refused(w),
+                CheckError::Refused(w) | CheckError::Query(w) => SessionError::Retry(w),
+            })?;
         let start = if stored.started {
             stored.floor.clone()
         } else {
@@ -879,28 +881,22 @@ pub async fn preflight(cfg: &config::Source, t: &Target) -> Result<(), Refused> 
             return Ok(());
         }
     };
-    check_source(&mut c).await.map_err(|e| match e {
-        CheckError::Refused(w) | CheckError::Query(w) => refuse(w),
-    })?;
-    let dbs: Vec<String> = c
-        .query("SHOW DATABASES")
-        .await
-        .map_err(|e| refuse(format!("SHOW DATABASES: {e}")))?;
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
-    for d in &dbs {
-        if let Some(to) = cfg.dbs.map(d) {
-            if let Some(other) = seen.insert(to, d) {
-                return Err(refuse(format!(
-                    "databases '{other}' and '{d}' would both be written into '{to}' (a rename onto an existing name)"
-                )));
-            }
+    // What the server says is final; a connection lost on the way (the
+    // source restarting just now) is retried by the reader, which checks
+    // the same again before it reads anything.
+    match check_source(&mut c, &cfg.dbs).await {
+        Ok(_) => Ok(()),
+        Err(CheckError::Refused(w)) => Err(refuse(w)),
+        Err(CheckError::Query(w)) => {
+            tracing::warn!(source = %cfg.name, "not readable now, retrying: {w}");
+            Ok(())
         }
     }
-    Ok(())
 }
 
-/// A source the applier can follow: MariaDB, binlog on, uncompressed.
-async fn check_source(c: &mut Conn) -> Result<Facts, CheckError> {
+/// A source the applier can follow: MariaDB, binlog on, uncompressed,
+/// and its databases map onto distinct names on the target.
+async fn check_source(c: &mut Conn, map: &config::DbMap) -> Result<Facts, CheckError> {
     let q = |e: mysql_async::Error| CheckError::Query(format!("reading settings: {e}"));
     let version: String = c
         .query_first("SELECT @@version")
@@ -929,6 +925,20 @@ async fn check_source(c: &mut Conn) -> Result<Facts, CheckError> {
         ));
     }
     let binlog_pos = GtidPos::parse(&pos).map_err(CheckError::Query)?;
+    let dbs: Vec<String> = c.query("SHOW DATABASES").await.map_err(|e| match e {
+        mysql_async::Error::Server(_) => CheckError::Refused(format!("SHOW DATABASES: {e}")),
+        other => CheckError::Query(format!("SHOW DATABASES: {other}")),
+    })?;
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for d in &dbs {
+        if let Some(to) = map.map(d) {
+            if let Some(other) = seen.insert(to, d) {
+                return Err(CheckError::Refused(format!(
+                    "databases '{other}' and '{d}' would both be written into '{to}' (a rename onto an existing name)"
+                )));
+            }
+        }
+    }
     Ok(Facts { binlog_pos })
 }
 

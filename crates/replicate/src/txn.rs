@@ -384,6 +384,13 @@ impl Assembler {
                 let tm = event::table_map(&raw, crc, ph).map_err(|e| err(e.to_string()))?;
                 let db = String::from_utf8_lossy(&tm.db).into_owned();
                 let target = self.map.map(&db).map(str::to_string);
+                if let (Some(t), Some(other)) = (&target, self.map.collides(&db)) {
+                    b.txn.dbs.insert(t.clone());
+                    b.txn.refuse(
+                        format!("rows of source database '{db}', which would be written into '{t}' together with '{other}' (renamed onto that name)"),
+                        false,
+                    );
+                }
                 if let Some(t) = &target {
                     let raw = if *t == db {
                         raw
@@ -741,6 +748,15 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
         .collect();
     if kept.is_empty() {
         return Routed::Filtered;
+    }
+    if let Some((d, other)) = all.iter().find_map(|d| map.collides(d).map(|o| (*d, o))) {
+        return Routed::Refused {
+            why: format!(
+                "a statement on source database '{d}', which would be written into '{d}' together with '{other}' (renamed onto that name): {}",
+                show()
+            ),
+            dbs: kept,
+        };
     }
     if kept.len() != mapped.len() {
         let dropped: Vec<&str> = mapped

@@ -282,3 +282,67 @@ async fn a_purged_binlog_refuses_the_source() {
         other => panic!("refused, not {other:?}"),
     }
 }
+
+/// A database created later under the name another one is renamed onto
+/// would be written into the same target database: its transactions stop
+/// their stream, saying so, instead of mixing the two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_database_created_under_a_rename_target_stops_instead_of_mixing() {
+    let s = source(1);
+    let start = binlog_pos(s).await;
+    let cfg = config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"fz\"\ndsn = \"{}\"\ninclude = [\"fz_*\"]\n\
+         rename = {{ fz_a = \"fz_b\" }}\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config");
+    // Running before fz_b exists (at start it would be refused outright).
+    let (tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let c2 = cfg.clone();
+    let st_target = s.target();
+    let task = tokio::spawn(async move {
+        run::run(
+            &c2,
+            &target().target(),
+            &[st_target],
+            &Options::default(),
+            rx,
+            views,
+        )
+        .await
+    });
+    exec(s, "CREATE DATABASE fz_a; CREATE TABLE fz_a.t (id INT PRIMARY KEY); INSERT INTO fz_a.t VALUES (1)").await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count("SELECT COUNT(*) FROM fz_b.t").await != Some(1) {
+        assert!(std::time::Instant::now() < deadline, "fz_a arrived as fz_b");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    exec(s, "CREATE DATABASE fz_b; CREATE TABLE fz_b.t (id INT PRIMARY KEY); INSERT INTO fz_b.t VALUES (2)").await;
+    let b = loop {
+        let st = stopped(&cfg, s).await;
+        if let Some(b) = st.into_iter().find(|x| x.stream == "fz_b") {
+            break b;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "fz_b's stream never stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        b.error
+            .clone()
+            .unwrap_or_default()
+            .contains("renamed onto that name"),
+        "{b:?}"
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fz_b.t").await,
+        Some(1),
+        "only fz_a's row"
+    );
+    let _ = tx.send(true);
+    let _ = tokio::time::timeout(Duration::from_secs(60), task).await;
+}
