@@ -694,8 +694,9 @@ pub fn event_as_replica(sql: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The table `CREATE [OR REPLACE] [TEMPORARY] TABLE [IF NOT EXISTS]
-/// [db.]name` creates: its database if qualified, and its name.
+/// The table (or sequence) `CREATE [OR REPLACE] [TEMPORARY] TABLE|SEQUENCE
+/// [IF NOT EXISTS] [db.]name` creates: its database if qualified, and its
+/// name.
 pub fn created_table(sql: &[u8]) -> Option<(Option<String>, String)> {
     let t = lex(sql).toks;
     let mut k = 0;
@@ -709,7 +710,7 @@ pub fn created_table(sql: &[u8]) -> Option<(Option<String>, String)> {
     if kw(t.get(k), "TEMPORARY") {
         k += 1;
     }
-    if !kw(t.get(k), "TABLE") {
+    if !kw(t.get(k), "TABLE") && !kw(t.get(k), "SEQUENCE") {
         return None;
     }
     k += 1;
@@ -879,6 +880,10 @@ mod tests {
             Some((Some("a b".into()), "t".into()))
         );
         assert_eq!(created_table(b"CREATE VIEW v AS SELECT 1"), None);
+        assert_eq!(
+            created_table(b"CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 7"),
+            Some((None, "seq1".into()))
+        );
     }
 
     #[test]
