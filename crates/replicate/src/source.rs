@@ -806,7 +806,8 @@ fn advance(s: &mut Session) {
 /// ER_TABLE_EXISTS_ERROR.
 const ER_TABLE_EXISTS: u16 = 1050;
 
-/// The table a standalone `CREATE TABLE` creates, qualified.
+/// The table (or sequence) a standalone `CREATE TABLE|SEQUENCE` creates,
+/// qualified.
 fn created(txn: &Txn) -> Option<String> {
     let Some(Item::Stmt(st)) = txn.items.first() else {
         return None;
@@ -816,15 +817,16 @@ fn created(txn: &Txn) -> Option<String> {
     Some(format!("{}.{}", ident(&db), ident(&table)))
 }
 
-/// Whether the table a re-run `CREATE TABLE` found existing can be
-/// opened (true too when the statement creates no table).
+/// Whether the table or sequence a re-run `CREATE` found existing can be
+/// read (true too when the statement creates neither). One row is read: a
+/// sequence that lost its row to the crash "exists" and cannot be read.
 async fn created_whole(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError> {
     let Some(q) = created(txn) else {
         return Ok(true);
     };
     match ctl
         .conn
-        .query_drop(format!("SELECT 1 FROM {q} LIMIT 0"))
+        .query_drop(format!("SELECT 1 FROM {q} LIMIT 1"))
         .await
     {
         Ok(()) => Ok(true),
