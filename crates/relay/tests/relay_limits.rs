@@ -15,8 +15,25 @@ use sqlfleet_testkit::proxy::app;
 /// backend connections. Every client either has its transaction or got
 /// 1040 as an error packet (at login or at its statement), and the relay
 /// still serves a new client afterwards.
+/// This process holds both ends of every client connection: lift the
+/// soft open-file limit to the hard one first.
+fn raise_open_files() {
+    let mut l = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut l) == 0 && l.rlim_cur < l.rlim_max {
+            l.rlim_cur = l.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &l);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn clients_beyond_the_pool_get_1040_never_a_reset() {
+    raise_open_files();
     let srv = sqlfleet_testkit::server();
     let r = start_relay(srv, &["--pool-max", "100", "--wait-timeout", "1"]);
     let target = app(r.port, "app-pw", None);
