@@ -467,7 +467,9 @@ pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
                 stack.pop();
             }
             Tok::Punct(b',') if top.list => top.expect = true,
-            Tok::Word(w) if ident(sql, &t[k]).is_none() => {
+            // A keyword right before a dot is a name (`comment.t`,
+            // `event.id`): read as one below.
+            Tok::Word(w) if ident(sql, &t[k]).is_none() && !punct(next, b'.') => {
                 let w = w.as_str();
                 if depth == 1 && starts_statement(w, prev) {
                     stack[0] = Frame::stmt();
@@ -544,7 +546,14 @@ pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
                     // expectation; other keywords end it.
                     "IGNORE" | "LOW_PRIORITY" | "HIGH_PRIORITY" | "DELAYED" | "QUICK" | "IF"
                     | "NOT" | "EXISTS" | "TEMPORARY" | "LATERAL" | "ONLY" => {}
-                    _ => top.expect = false,
+                    _ => {
+                        // A keyword where a table name stands is that name
+                        // (`FROM event`).
+                        if top.expect {
+                            introduced.insert(w.to_ascii_lowercase());
+                        }
+                        top.expect = false;
+                    }
                 }
             }
             Tok::Word(_) | Tok::Quoted(_) => {
@@ -567,7 +576,12 @@ pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
                     }
                 }
                 let call = punct(t.get(e), b'(');
-                let first = ident(sql, &t[k]);
+                let first = ident(sql, &t[k]).or_else(|| {
+                    Some(Ident {
+                        at: t[k].1.clone(),
+                        name: name_of(sql, &t[k]),
+                    })
+                });
                 let last = parts
                     .last()
                     .and_then(|p| t.get(*p))
@@ -838,6 +852,10 @@ mod tests {
             ("REPLACE INTO a.t SELECT REPLACE(u.s, 'a', 'b') FROM u", &["a"]),
             ("SELECT w.a FROM t w WINDOW x AS (PARTITION BY w.b)", &[]),
             ("SELECT c.* FROM child c", &[]),
+            // Names that are also keywords, before a dot.
+            ("INSERT INTO comment.t VALUES (1)", &["comment"]),
+            ("UPDATE event.t SET v = 1", &["event"]),
+            ("SELECT event.id FROM event", &[]),
         ];
         for (sql, want) in rows {
             assert_eq!(dbs(sql), *want, "{sql}");
