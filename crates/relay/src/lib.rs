@@ -79,9 +79,6 @@ impl Relay {
         let view_calls = backend::view_calls::ViewCalls::new(side);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         let max_clients = cfg.client_limit(open_file_limit());
-        tracing::info!(
-            "at most {max_clients} clients at once (relay.max_clients); more get ERROR 1040"
-        );
         Ok(Relay {
             ctx: Arc::new(frontend::session::Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
@@ -102,6 +99,12 @@ impl Relay {
                 max_clients,
             }),
         })
+    }
+
+    /// Clients allowed at once (relay.max_clients, or its default); more
+    /// get ERROR 1040 at the handshake.
+    pub fn max_clients(&self) -> usize {
+        self.ctx.max_clients
     }
 
     /// Applies what SIGHUP reloads (accounts and pool settings); returns

@@ -535,3 +535,39 @@ fn falls_back_to_inserts_when_the_server_refuses_local_infile() {
     );
     assert_same(srv, &stock, &ours, "local_infile=0");
 }
+
+/// CSV/TSV options on a dump are refused naming the one that applies
+/// (`--character-set latin1` on a .sql file was accepted and ignored).
+#[test]
+fn csv_options_on_a_dump_are_refused_with_the_one_that_applies() {
+    let srv = server();
+    let dir = tmp();
+    let p = dir.path().join("d.sql");
+    std::fs::write(&p, b"CREATE TABLE t (a INT);\n").expect("write");
+    let path = p.to_str().expect("utf8 path");
+    let db = fresh_db(srv, "csvopts");
+    for (args, want) in [
+        (vec!["--character-set", "latin1"], "--default-character-set"),
+        (vec!["--header"], "--header is for CSV/TSV"),
+        (vec!["--format", "csv"], "--format is for CSV/TSV"),
+        (vec!["--strict"], "--strict is for CSV/TSV"),
+    ] {
+        let mut all = vec!["-D", db.as_str()];
+        all.extend(args.iter());
+        all.push(path);
+        let o = sqlfleet_load(srv, &all);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{args:?}: {}", stderr(&o));
+    }
+    let n: Option<i64> = rt().block_on(async {
+        let mut c = srv.connect().await;
+        mysql_async::prelude::Queryable::exec_first(
+            &mut c,
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?",
+            (db.as_str(),),
+        )
+        .await
+        .expect("count")
+    });
+    assert_eq!(n, Some(0), "nothing ran");
+}

@@ -31,8 +31,8 @@ pub struct LoadArgs {
     #[arg(long, value_name = "DB.TABLE", help_heading = "CSV/TSV files")]
     into: Option<String>,
     /// csv (',' optionally enclosed by '"', '\' escapes) or tsv (LOAD DATA's defaults)
-    #[arg(long, value_parser = ["csv", "tsv"], default_value = "tsv", help_heading = "CSV/TSV files")]
-    format: String,
+    #[arg(long, value_parser = ["csv", "tsv"], help_heading = "CSV/TSV files")]
+    format: Option<String>,
     /// The first line of each file is a header, not data
     #[arg(long, help_heading = "CSV/TSV files")]
     header: bool,
@@ -59,12 +59,12 @@ pub struct LoadArgs {
     /// Server warnings (truncation, bad values) fail the chunk instead of being reported
     #[arg(long, help_heading = "CSV/TSV files")]
     strict: bool,
-    /// Character set of the files
-    #[arg(long, default_value = "utf8mb4", help_heading = "CSV/TSV files")]
-    character_set: String,
-    /// Size of the chunks a file is cut into
-    #[arg(long, default_value_t = 8 << 20, value_name = "BYTES", help_heading = "CSV/TSV files")]
-    chunk_bytes: usize,
+    /// Character set of the files [default: utf8mb4]
+    #[arg(long, help_heading = "CSV/TSV files")]
+    character_set: Option<String>,
+    /// Size of the chunks a file is cut into [default: 8388608]
+    #[arg(long, value_name = "BYTES", help_heading = "CSV/TSV files")]
+    chunk_bytes: Option<usize>,
     /// Parallel connections
     #[arg(long, default_value_t = 4)]
     threads: usize,
@@ -121,6 +121,16 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     let target = sqlfleet_conn::resolve_interactive(&a.conn)?;
     if let Some(into) = a.into.clone() {
         return run_flat(a, target, into).await;
+    }
+    if let Some(flag) = flat_only(&a).first() {
+        anyhow::bail!(
+            "{flag} is for CSV/TSV files loaded with --into DB.TABLE; {}",
+            if *flag == "--character-set" {
+                "a dump's character set is what its SET NAMES says, or --default-character-set"
+            } else {
+                "a .sql dump takes no such option"
+            }
+        );
     }
     anyhow::ensure!(
         a.paths.len() == 1,
@@ -210,13 +220,30 @@ fn report(
     }
 }
 
+/// The CSV/TSV-only options given on a command line that loads a dump.
+fn flat_only(a: &LoadArgs) -> Vec<&'static str> {
+    let given = [
+        ("--format", a.format.is_some()),
+        ("--header", a.header),
+        ("--fields-terminated-by", a.fields_terminated_by.is_some()),
+        ("--enclosed-by", a.enclosed_by.is_some()),
+        ("--escaped-by", a.escaped_by.is_some()),
+        ("--lines-terminated-by", a.lines_terminated_by.is_some()),
+        ("--columns", a.columns.is_some()),
+        ("--strict", a.strict),
+        ("--character-set", a.character_set.is_some()),
+        ("--chunk-bytes", a.chunk_bytes.is_some()),
+    ];
+    given.iter().filter(|(_, g)| *g).map(|(f, _)| *f).collect()
+}
+
 async fn run_flat(
     a: LoadArgs,
     target: sqlfleet_conn::Target,
     into: String,
 ) -> anyhow::Result<Exit> {
     use sqlfleet_flat::format::{parse_byte, parse_sep, Format};
-    let mut format = if a.format == "csv" {
+    let mut format = if a.format.as_deref() == Some("csv") {
         Format::csv()
     } else {
         Format::tsv()
@@ -234,12 +261,12 @@ async fn run_flat(
         format.lines_terminated_by = parse_sep(s).map_err(anyhow::Error::msg)?;
     }
     format.check().map_err(anyhow::Error::msg)?;
+    let charset = a.character_set.clone().unwrap_or_else(|| "utf8mb4".into());
     anyhow::ensure!(
-        a.character_set
+        charset
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
-        "--character-set '{}' is not a character set name",
-        a.character_set
+        "--character-set '{charset}' is not a character set name"
     );
     let opts = sqlfleet_load::flat::FlatOptions {
         target,
@@ -253,9 +280,9 @@ async fn run_flat(
         restart: a.restart,
         strict: a.strict,
         progress: a.progress,
-        chunk_bytes: a.chunk_bytes.max(1),
+        chunk_bytes: a.chunk_bytes.unwrap_or(8 << 20).max(1),
         read_ahead: a.read_ahead,
-        charset: a.character_set,
+        charset,
         fast_path: !a.no_fast_path,
     };
     let json = a.json || a.progress == Mode::Json;

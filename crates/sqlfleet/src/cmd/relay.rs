@@ -316,9 +316,10 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         relay.serve_metrics(l);
     }
     tracing::info!(
-        "relay: listening on {} for {}, {mode:?} pooling",
+        "relay: listening on {} for {}, {mode:?} pooling, at most {} clients at once (more get ERROR 1040)",
         names.join(", "),
-        count(n_backends as u64, "backend")
+        count(n_backends as u64, "backend"),
+        relay.max_clients()
     );
     if let Some(path) = a.config.clone() {
         let relay = relay.clone();
