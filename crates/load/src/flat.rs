@@ -397,6 +397,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             opts.resume,
             opts.restart,
             opened.size,
+            None,
         )
         .await
         {

@@ -44,6 +44,17 @@ impl IdHasher {
     }
 }
 
+/// The load id of input `input_id` loaded into default database `db`
+/// (`-D`; empty for none): a resume is bound to the database it loads
+/// into, and the same dump into another database is another load.
+pub fn bound(input_id: &str, db: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(input_id.as_bytes());
+    h.update(b"\0-D ");
+    h.update(db.as_bytes());
+    hex(&h.finalize()[..16])
+}
+
 /// The chain value after a statement: 16 bytes.
 pub type ChainValue = [u8; 16];
 

@@ -49,6 +49,8 @@ pub const SCHEMA_SQL: &[&str] = &[
         committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (load_id, start_offset)
     ) ENGINE=InnoDB",
+    "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS input_id CHAR(32) NULL, \
+        ADD COLUMN IF NOT EXISTS target_db VARCHAR(192) NULL",
     "ALTER TABLE sqlfleet.load_journal ADD COLUMN IF NOT EXISTS tbl VARCHAR(600) NULL, \
         ADD COLUMN IF NOT EXISTS chain CHAR(32) NULL, \
         ADD COLUMN IF NOT EXISTS auto_increment BIGINT UNSIGNED NULL",
@@ -172,6 +174,11 @@ fn jerr(endpoint: &str) -> impl Fn(mysql_async::Error) -> LoadError + '_ {
 }
 
 /// Creates the journal tables and decides how this run starts.
+/// A dump's load bound to its target database: (the input's id, the
+/// `-D` database, empty for none).
+pub type Bound<'a> = Option<(&'a str, &'a str)>;
+
+#[allow(clippy::too_many_arguments)]
 pub async fn prepare(
     conn: &mut Conn,
     endpoint: &str,
@@ -180,6 +187,7 @@ pub async fn prepare(
     resume: bool,
     restart: bool,
     size: Option<u64>,
+    bound: Bound<'_>,
 ) -> Result<Start, LoadError> {
     let e = jerr(endpoint);
     for sql in SCHEMA_SQL {
@@ -192,6 +200,36 @@ pub async fn prepare(
         ))
         .await
         .map_err(&e)?;
+    if let (None, true, Some((input, db))) = (&state, resume, bound) {
+        // The same dump interrupted while loading into another database:
+        // resuming it here would load only the rest into this one.
+        let other: Option<(String, Option<String>)> = conn
+            .query_first(format!(
+                "SELECT load_id, target_db FROM sqlfleet.loads WHERE input_id = {} AND state <> 'done' \
+                 AND load_id <> {id} ORDER BY started_at DESC LIMIT 1",
+                literal(input)
+            ))
+            .await
+            .map_err(&e)?;
+        if let Some((other_id, other_db)) = other {
+            let other_db = other_db.unwrap_or_default();
+            let name = |d: &str| {
+                if d.is_empty() {
+                    "no -D".to_string()
+                } else {
+                    format!("-D {d}")
+                }
+            };
+            return Err(LoadError::Setup {
+                what: format!(
+                    "{source}: the interrupted load of this dump (load id {other_id}) was loading with {} on {endpoint}; resume it there ({}), or load it with {} from the start with --restart",
+                    name(&other_db),
+                    name(&other_db),
+                    name(db)
+                ),
+            });
+        }
+    }
     if state.is_none() && resume {
         // Nothing recorded for this input: was another input of the same
         // name interrupted? (Another size or first MiB gives another id.)
@@ -232,11 +270,21 @@ pub async fn prepare(
     };
     let size_sql = size.map_or("NULL".to_string(), |s| s.to_string());
     let fresh = matches!(start, Start::Fresh);
+    let (input_sql, db_sql) = match bound {
+        Some((input, db)) => (literal(input), literal(db)),
+        None => ("NULL".to_string(), "NULL".to_string()),
+    };
     conn.query_drop(format!(
-        "INSERT INTO sqlfleet.loads (load_id, source, state, size) VALUES ({id}, {}, 'running', {size_sql}) \
-         ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL{}",
+        "INSERT INTO sqlfleet.loads (load_id, source, state, size, input_id, target_db) \
+         VALUES ({id}, {}, 'running', {size_sql}, {input_sql}, {db_sql}) \
+         ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
+         input_id = VALUES(input_id), target_db = VALUES(target_db){}",
         literal(&source.chars().take(1000).collect::<String>()),
-        if fresh { ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL" } else { "" }
+        if fresh {
+            ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL"
+        } else {
+            ""
+        }
     ))
     .await
     .map_err(&e)?;

@@ -188,6 +188,17 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             })
         }
     };
+    // A resume is bound to the database it loads into: the same dump
+    // loaded with another -D is another load (an id given with --load-id
+    // is the user's to choose).
+    let input_id = load_id;
+    let target_db = opts.target.database.clone().unwrap_or_default();
+    let load_id = if opts.load_id.is_some() {
+        input_id.clone()
+    } else {
+        crate::identity::bound(&input_id, &target_db)
+    };
+    let bound = Some((input_id.as_str(), target_db.as_str()));
     journal::lock(&mut bookkeeping, &endpoint, &load_id).await?;
     journal::wait_for_leftovers(
         &mut bookkeeping,
@@ -214,6 +225,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         opts.resume,
         opts.restart,
         total,
+        bound,
     )
     .await?;
     let mut resume = match start {
@@ -276,6 +288,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 true,
                 false,
                 total,
+                bound,
             )
             .await?
             {

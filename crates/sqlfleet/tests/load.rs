@@ -571,3 +571,72 @@ fn csv_options_on_a_dump_are_refused_with_the_one_that_applies() {
     });
     assert_eq!(n, Some(0), "nothing ran");
 }
+
+/// Issue 40, finding 1: a resume is bound to the database it loads into.
+/// A dump without USE, interrupted while loading with -D a, is refused on
+/// `--resume -D b` (it would load only the rest into b, exit 0), naming
+/// -D a; a plain load of it into c is a new load, not a conflict; and
+/// `--resume -D a` completes a exactly.
+#[test]
+fn a_resume_is_bound_to_the_database_it_loads_into() {
+    let srv = server();
+    let dir = tmp();
+    let p = dir.path().join("nouse.sql");
+    std::fs::write(
+        &p,
+        b"CREATE TABLE t (a INT);\nINSERT INTO t VALUES (1);\nINSERT INTO later VALUES (1);\nINSERT INTO t VALUES (2);\n",
+    )
+    .expect("write");
+    let path = p.to_str().expect("utf8 path");
+    let (a, b, c) = (
+        fresh_db(srv, "bind_a"),
+        fresh_db(srv, "bind_b"),
+        fresh_db(srv, "bind_c"),
+    );
+    let o = sqlfleet_load(srv, &["-D", &a, path]);
+    assert_ne!(
+        o.status.code(),
+        Some(0),
+        "stops at the missing table: {}",
+        stderr(&o)
+    );
+    let o = sqlfleet_load(srv, &["-D", &b, "--resume", path]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("-D {a}")) && err.contains("--restart"),
+        "{err}"
+    );
+    let count = |db: &str, sql: &str| -> Option<i64> {
+        rt().block_on(async {
+            let mut c = srv.connect().await;
+            mysql_async::prelude::Queryable::query_first(
+                &mut c,
+                format!("SELECT {sql} FROM `{db}`.t"),
+            )
+            .await
+            .ok()
+            .flatten()
+        })
+    };
+    assert_eq!(count(&b, "COUNT(*)"), None, "nothing loaded into b");
+    // Another database, no --resume: a load of its own (it stops at the
+    // same missing table, not at the interrupted one).
+    let o = sqlfleet_load(srv, &["-D", &c, path]);
+    assert!(!stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("later"), "{}", stderr(&o));
+    assert!(count(&c, "COUNT(*)").is_some(), "c was loaded");
+    // The cause fixed, the original completes.
+    rt().block_on(async {
+        let mut conn = srv.connect().await;
+        mysql_async::prelude::Queryable::query_drop(
+            &mut conn,
+            format!("CREATE TABLE `{a}`.later (a INT)"),
+        )
+        .await
+        .expect("create later");
+    });
+    let o = sqlfleet_load(srv, &["-D", &a, "--resume", path]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(count(&a, "COUNT(*)"), Some(2), "a has both rows, once");
+}
