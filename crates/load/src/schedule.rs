@@ -595,6 +595,14 @@ impl Scheduler {
         let Some(b) = self.batch.take() else {
             return;
         };
+        // After a failure nothing later in the file runs, as the stock
+        // client stops there (a batch held until the end was still run).
+        if b.stmts
+            .first()
+            .is_some_and(|s| self.ctx.shared.past_failure(s.offset))
+        {
+            return;
+        }
         let info = self.table_info(&b.key).await;
         let nontx = !info.transactional;
         // Ids the server assigns depend on the order of inserts, and a

@@ -600,13 +600,6 @@ fn a_resume_is_bound_to_the_database_it_loads_into() {
         "stops at the missing table: {}",
         stderr(&o)
     );
-    let o = sqlfleet_load(srv, &["-D", &b, "--resume", path]);
-    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
-    let err = stderr(&o);
-    assert!(
-        err.contains(&format!("-D {a}")) && err.contains("--restart"),
-        "{err}"
-    );
     let count = |db: &str, sql: &str| -> Option<i64> {
         rt().block_on(async {
             let mut c = srv.connect().await;
@@ -619,6 +612,18 @@ fn a_resume_is_bound_to_the_database_it_loads_into() {
             .flatten()
         })
     };
+    assert_eq!(
+        count(&a, "COUNT(*)"),
+        Some(1),
+        "nothing after the failing line ran, as with the stock client"
+    );
+    let o = sqlfleet_load(srv, &["-D", &b, "--resume", path]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("-D {a}")) && err.contains("--restart"),
+        "{err}"
+    );
     assert_eq!(count(&b, "COUNT(*)"), None, "nothing loaded into b");
     // Another database, no --resume: a load of its own (it stops at the
     // same missing table, not at the interrupted one).
