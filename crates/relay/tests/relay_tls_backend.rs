@@ -17,36 +17,12 @@ use common::relay::{quoted, start_config, stdout};
 use sqlfleet_testkit::proxy::free_port;
 use sqlfleet_testkit::TestServer;
 
-/// A self-signed certificate for 127.0.0.1, made once per test binary.
+/// A self-signed certificate, made once per test binary.
 fn certs() -> &'static Path {
     static D: OnceLock<tempfile::TempDir> = OnceLock::new();
     D.get_or_init(|| {
         let d = tempfile::tempdir().expect("tmp");
-        let out = Command::new("openssl")
-            .args([
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-subj",
-                "/CN=127.0.0.1",
-                "-addext",
-                "subjectAltName=IP:127.0.0.1",
-                "-keyout",
-            ])
-            .arg(d.path().join("key.pem"))
-            .arg("-out")
-            .arg(d.path().join("cert.pem"))
-            .output()
-            .expect("openssl (apt-get install openssl)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        sqlfleet_testkit::tls::self_signed(d.path(), "127.0.0.1");
         d
     })
     .path()

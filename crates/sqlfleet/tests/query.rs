@@ -620,18 +620,7 @@ fn tls_server() -> &'static TestServer {
     S.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("sqlfleet-query-tls-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("cert dir");
-        let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
-        let o = std::process::Command::new("openssl")
-            .args([
-                "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-            ])
-            .args(["-subj", "/CN=localhost", "-keyout"])
-            .arg(&k)
-            .arg("-out")
-            .arg(&c)
-            .output()
-            .expect("openssl");
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let (c, k) = sqlfleet_testkit::tls::self_signed(&dir, "localhost");
         sqlfleet_testkit::server_with(&[
             &format!("ssl-cert={}", c.display()),
             &format!("ssl-key={}", k.display()),

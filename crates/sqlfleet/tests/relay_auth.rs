@@ -42,26 +42,7 @@ fn sha2_only(pw: &str) -> String {
 }
 
 fn cert(dir: &Path) -> (String, String) {
-    let (c, k) = (dir.join("cert.pem"), dir.join("key.pem"));
-    let o = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-        ])
-        .arg(&k)
-        .arg("-out")
-        .arg(&c)
-        .output()
-        .expect("openssl");
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (c, k) = sqlfleet_testkit::tls::self_signed(dir, "localhost");
     (c.display().to_string(), k.display().to_string())
 }
 

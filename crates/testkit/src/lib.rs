@@ -15,6 +15,7 @@ pub mod http;
 pub mod proxy;
 pub mod sinks;
 pub mod sshd;
+pub mod tls;
 pub mod workload;
 
 use std::path::{Path, PathBuf};
