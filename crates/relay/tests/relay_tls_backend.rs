@@ -65,21 +65,9 @@ const SCRIPT: &str = "SELECT 1; \
     SELECT COUNT(*) FROM information_schema.COLLATIONS WHERE ID < 10; \
     SELECT VARIABLE_VALUE <> '' FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'Ssl_cipher'";
 
+/// The stock client through the relay, plain to it (testkit's `cli`).
 fn stock_client(port: u16) -> std::process::Output {
-    Command::new("mariadb")
-        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
-        .args([
-            "-u",
-            "app",
-            "--password=app-pw",
-            "-N",
-            "-B",
-            "--ssl=0",
-            "-e",
-            SCRIPT,
-        ])
-        .output()
-        .expect("mariadb client")
+    sqlfleet_testkit::proxy::cli(port, &["--ssl=0", "-e", SCRIPT])
 }
 
 #[test]
