@@ -148,6 +148,20 @@ impl Pin {
     }
 }
 
+/// Session variables the server's tracker reports as an empty value when
+/// they are NULL, and that refuse `''` (checked on MariaDB 10.11: each
+/// takes NULL and answers `''` with an unknown engine, character set or
+/// "can't be set to the value of ''"). Replayed as `''`, a client's
+/// `SET SESSION enforce_storage_engine = NULL` would fail the client's
+/// next statement on another connection.
+const NULL_WHEN_EMPTY: &[&str] = &[
+    "character_set_results",
+    "default_tmp_storage_engine",
+    "enforce_storage_engine",
+    "innodb_ft_user_stopword_table",
+    "innodb_tmpdir",
+];
+
 /// One tracked session setting, replayable with `SET <text>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Setting {
@@ -168,7 +182,7 @@ impl Setting {
             && value.bytes().any(|b| b.is_ascii_digit());
         let lit = if numeric {
             value.to_string()
-        } else if value.is_empty() && name == "character_set_results" {
+        } else if value.is_empty() && NULL_WHEN_EMPTY.contains(&name) {
             "NULL".to_string()
         } else {
             format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''"))

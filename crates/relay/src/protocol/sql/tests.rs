@@ -494,3 +494,56 @@ proptest::proptest! {
         }
     }
 }
+
+/// How a value the server's tracker reported is replayed: numbers bare,
+/// text quoted, and an empty value as NULL where `''` is refused.
+#[test]
+fn settings_reported_by_the_server_replay_as_they_were() {
+    let rows: &[(&str, &str, &str)] = &[
+        ("wait_timeout", "60", "@@session.wait_timeout = 60"),
+        ("max_join_size", "-1", "@@session.max_join_size = -1"),
+        ("sql_mode", "", "@@session.sql_mode = ''"),
+        (
+            "sql_mode",
+            "ANSI_QUOTES",
+            "@@session.sql_mode = 'ANSI_QUOTES'",
+        ),
+        ("time_zone", "+02:00", "@@session.time_zone = '+02:00'"),
+        ("init_connect", "it's", "@@session.init_connect = 'it''s'"),
+        ("init_connect", "a\\b", "@@session.init_connect = 'a\\\\b'"),
+        (
+            "character_set_results",
+            "",
+            "@@session.character_set_results = NULL",
+        ),
+        (
+            "enforce_storage_engine",
+            "",
+            "@@session.enforce_storage_engine = NULL",
+        ),
+        (
+            "enforce_storage_engine",
+            "MyISAM",
+            "@@session.enforce_storage_engine = 'MyISAM'",
+        ),
+        (
+            "default_tmp_storage_engine",
+            "",
+            "@@session.default_tmp_storage_engine = NULL",
+        ),
+        ("innodb_tmpdir", "", "@@session.innodb_tmpdir = NULL"),
+        (
+            "innodb_ft_user_stopword_table",
+            "",
+            "@@session.innodb_ft_user_stopword_table = NULL",
+        ),
+    ];
+    for (name, value, text) in rows {
+        let s = Setting::from_server(name, value);
+        assert_eq!(
+            (s.name.as_str(), s.text.as_str()),
+            (*name, *text),
+            "{name} = {value:?}"
+        );
+    }
+}
