@@ -11,9 +11,10 @@ mod kill;
 mod local;
 mod ps;
 mod route;
+mod state;
 mod user;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, RwLock};
 
@@ -29,12 +30,10 @@ use crate::config::{Account, Mode, RelayConfig};
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self, Greeting};
 use crate::protocol::io::{AnyStream, ForwardError, PacketIo};
-use crate::protocol::reply::{
-    Expect, Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
-};
-use crate::protocol::sql::{self, Effects, KillTarget, LockOp, Pin, Setting, TempOp};
+use crate::protocol::reply::{Expect, Outcome};
+use crate::protocol::sql::{self, Effects, KillTarget, Pin, Setting};
 use crate::protocol::stmt::ClientStmts;
-use crate::protocol::track::Change;
+use state::{ClientState, ForConn, FoundRowsOnConn};
 
 use sqlfleet_wire::command::*;
 
@@ -116,7 +115,8 @@ struct Session {
     commands_run: u64,
     next_move_check: u64,
     io: PacketIo<AnyStream>,
-    mode: Mode,
+    /// The client's session as the relay follows it (`state.rs`).
+    st: ClientState,
     shape: Shape,
     caps: u32,
     /// COM_CHANGE_USER attempts refused on this connection: as the server
@@ -127,17 +127,7 @@ struct Session {
     host: String,
     nonce: [u8; 20],
     tls: bool,
-    db: Option<String>,
-    settings: Vec<Setting>,
     stmts: ClientStmts,
-    pins: BTreeSet<Pin>,
-    cursors: rustc_hash::FxHashSet<u32>,
-    long_data: rustc_hash::FxHashSet<u32>,
-    pin_next: Option<Pin>,
-    /// A transaction was open since the savepoint (which ends with it).
-    savepoint_began: bool,
-    in_trans: bool,
-    autocommit: bool,
     conn: Option<BackendConn>,
     backend: Option<usize>,
     /// Where the next leased connection comes from.
@@ -156,32 +146,9 @@ struct Session {
     id: u32,
     /// What KILL from another client sees of this one.
     handle: Arc<crate::frontend::clients::Handle>,
-    /// The current command's text explains a session change the server
-    /// reports (SET, USE, or a command the relay manages itself).
-    explained: bool,
-    /// The current statement's `SET STATEMENT ... FOR` variables: the
-    /// server reports them changed, the session keeps its own.
-    statement_vars: Vec<String>,
-    /// ROW_COUNT() after the client's previous statement.
-    last_row_count: i64,
-    /// LAST_INSERT_ID() as the client's session has it.
-    last_insert_id: u64,
-    /// FOUND_ROWS() after the client's last SELECT.
-    last_found_rows: u64,
-    /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
-    found_rows_calc: bool,
-    /// The previous statement kept the connection for this one (LAST_INSERT_ID() and the like).
-    kept_for_this: bool,
     /// The look at views that call stored functions this session holds
     /// (`backend/view_calls.rs`).
     view_look: Option<crate::backend::view_calls::Look>,
-    /// Temporary tables this client made and has not dropped (lower-cased
-    /// names as written); `None` once one was made in a way the text does
-    /// not name (the pin then stays).
-    temp_tables: Option<BTreeSet<String>>,
-    /// Named locks held (GET_LOCK counts, as the server's locks nest);
-    /// `None` once a lock was taken under a name that is not a literal.
-    locks: Option<BTreeMap<String, u32>>,
 }
 
 struct ConnectedGauge(Arc<Metrics>);
@@ -238,17 +205,8 @@ where
         next_move_check: crate::event_loops::MOVE_AFTER,
         commands_run: 0,
         handle,
-        explained: true,
-        last_row_count: -1,
-        statement_vars: Vec::new(),
-        last_insert_id: 0,
-        last_found_rows: 0,
-        found_rows_calc: false,
-        kept_for_this: false,
         view_look: None,
-        temp_tables: Some(BTreeSet::new()),
-        locks: Some(BTreeMap::new()),
-        mode: ctx.cfg.mode,
+        st: ClientState::new(ctx.cfg.mode, li.hello.database.clone()),
         shape: Shape {
             caps: li.hello.caps & SESSION_SHAPE,
             collation: li.hello.collation,
@@ -259,16 +217,7 @@ where
         host,
         nonce: li.nonce,
         tls: li.tls,
-        db: li.hello.database.clone(),
-        settings: Vec::new(),
         stmts: ClientStmts::default(),
-        pins: BTreeSet::new(),
-        cursors: Default::default(),
-        long_data: Default::default(),
-        pin_next: None,
-        savepoint_began: false,
-        in_trans: false,
-        autocommit: true,
         conn: None,
         backend: None,
         route: Route::Any,
@@ -280,8 +229,7 @@ where
         io: PacketIo::small(li.stream),
         ctx,
     };
-    if s.mode == Mode::Session {
-        s.pins.insert(Pin::Session);
+    if s.st.mode == Mode::Session {
         s.ctx.metrics.pin(Pin::Session);
     }
     s.route = s.default_route();
@@ -313,7 +261,7 @@ where
     }
     // A default database asked for at login must exist; per-user, the
     // server must take the client's account (its refusal is the login's).
-    if s.db.is_some() || s.account.is_some() {
+    if s.st.db.is_some() || s.account.is_some() {
         if let Err(f) = s.ensure_conn().await {
             let (code, state, msg) = match f {
                 Fail::Err(c, st, m) => (c, st, m),
@@ -379,20 +327,32 @@ impl Session {
         crate::backend::pool::Want {
             shape: self.shape,
             account: self.account.as_ref(),
-            db: &self.db,
-            settings: &self.settings,
+            db: &self.st.db,
+            settings: &self.st.settings,
         }
     }
 
     fn ok(&self) -> Vec<u8> {
-        let mut status = 0;
-        if self.autocommit {
-            status |= STATUS_AUTOCOMMIT;
+        packet::ok_payload(self.st.status())
+    }
+
+    /// Applies what an observation of the client's session asks of its
+    /// connection, and counts the pins it took.
+    fn apply(&mut self, f: ForConn) {
+        for p in &f.pinned {
+            self.ctx.metrics.pin(*p);
         }
-        if self.in_trans {
-            status |= STATUS_IN_TRANS;
+        if let Some(c) = self.conn.as_mut() {
+            for s in &f.settings {
+                upsert(&mut c.settings, s);
+            }
+            if let Some(db) = f.db {
+                c.db = db;
+            }
+            if let Some(id) = f.insert_id {
+                c.last_insert_id = id;
+            }
         }
-        packet::ok_payload(status)
     }
 
     async fn run(&mut self) {
@@ -469,9 +429,7 @@ impl Session {
                 return;
             }
             // A one-statement pin ends after the statement it was kept for.
-            self.kept_for_this = self.pin_next.take().is_some();
-            self.explained = true;
-            self.statement_vars.clear();
+            self.st.begin_command();
             self.route = self.default_route();
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
@@ -485,7 +443,7 @@ impl Session {
                     format!(
                         "command {:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
                         cmd[0],
-                        self.pins,
+                        self.st.pins,
                         self.conn.as_ref().map(|c| c.diagnostics_dirty)
                     ),
                 );
@@ -527,8 +485,7 @@ impl Session {
                         self.ctx.pool.discard(c);
                     }
                     // Session mode always holds Pin::Session.
-                    let stateful = self.in_trans || !self.pins.is_empty();
-                    if stateful {
+                    if self.st.lives_on_conn() {
                         // The session's state died with its server
                         // connection (killed, server gone): it ends as a
                         // direct connection would, closed without a word,
@@ -609,16 +566,16 @@ impl Session {
     }
 
     fn pin(&mut self, p: Pin) {
-        if self.pins.insert(p) {
+        if self.st.pin(p) {
             self.ctx.metrics.pin(p);
         }
     }
 
     fn set_db(&mut self, db: Option<String>) {
         if let Some(c) = self.conn.as_mut() {
-            c.db = db.clone();
+            c.db.clone_from(&db);
         }
-        self.db = db;
+        self.st.db = db;
     }
 
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
@@ -633,9 +590,9 @@ impl Session {
         ]
         .iter()
         .any(|w| sql::starts_with_word(&cmd[1..], w));
-        let q = (self.mode == Mode::Transaction || want_digest || in_any_mode)
+        let q = (self.st.mode == Mode::Transaction || want_digest || in_any_mode)
             .then(|| sql::Query::new(&cmd[1..]));
-        let fx = match (&q, self.mode) {
+        let fx = match (&q, self.st.mode) {
             (Some(q), Mode::Transaction) => q.effects(),
             (Some(q), _) if in_any_mode => {
                 let fx = q.effects();
@@ -657,13 +614,12 @@ impl Session {
         if let Some((query_only, target)) = fx.kill.clone() {
             return self.kill(query_only, target, cmd).await;
         }
-        self.explained = fx.explains_state();
-        self.statement_vars.clone_from(&fx.statement_vars);
+        self.st.begin_statement(&fx);
         self.drop_diagnostics_hold(&fx);
-        let had_set_expression = self.pins.contains(&Pin::SetExpression);
+        let had_set_expression = self.st.pins.contains(&Pin::SetExpression);
         let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
         self.route_and_pin(toks, &fx).await;
-        let rewritten = match self.own_counts(&cmd[1..], &fx) {
+        let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
             std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
             std::borrow::Cow::Borrowed(_) => None,
         };
@@ -711,7 +667,8 @@ impl Session {
         self.capture_found_rows().await?;
         self.after_text_effects(&fx, &o);
         if !had_set_expression {
-            self.release_computed_settings(&fx, &o);
+            let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+            self.st.release_computed_settings(&fx, &o, tracked);
         }
         if let (Some(key), Some(reply)) = (local, captured) {
             self.record_answer(key, epoch, &o, &fx, reply);
@@ -719,34 +676,10 @@ impl Session {
         Ok(())
     }
 
-    /// A SET of session variables to computed values pins the client
-    /// until the server has said what each one became: a tracking
-    /// backend's report is recorded for replay like any other setting, so
-    /// the pin goes when every such variable was reported (and the
-    /// statement took no other pin of that kind, e.g. SET ROLE).
-    fn release_computed_settings(&mut self, fx: &Effects, o: &Outcome) {
-        let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
-        let by_assignment = fx.pins.iter().filter(|p| **p == Pin::SetExpression).count();
-        if !tracked
-            || o.error.is_some()
-            || fx.computed.is_empty()
-            || by_assignment != fx.computed.len()
-        {
-            return;
-        }
-        let reported = fx.computed.iter().all(|name| {
-            o.changes
-                .iter()
-                .any(|ch| matches!(ch, Change::SysVar(n, _) if n == name))
-        });
-        if reported {
-            self.pins.remove(&Pin::SetExpression);
-        }
-    }
-
     /// What the statement's text says it did, where the server's tracker
-    /// is silent: settings (when the backend has no tracking), a dropped
-    /// default database, pins released, one-statement pins.
+    /// is silent (`ClientState::after_text`), and what it changed of the
+    /// relay's shared knowledge: the tables whose writes act unseen, the
+    /// accounts it remembers.
     fn after_text_effects(&mut self, fx: &Effects, o: &Outcome) {
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
         if fx.changes_schema {
@@ -763,140 +696,26 @@ impl Session {
                 }
             }
         }
-        if o.error.is_none() && fx.drops_db.is_some() && fx.drops_db == self.db {
-            self.set_db(None);
-        }
-        if o.error.is_none() && !tracked {
-            for s in &fx.settings {
-                upsert(&mut self.settings, s);
-                if let Some(c) = self.conn.as_mut() {
-                    upsert(&mut c.settings, s);
-                }
-            }
-            if let Some(db) = fx.use_db.clone() {
-                self.set_db(Some(db));
-            }
-        }
-        for p in &fx.unpins {
-            self.pins.remove(p);
-        }
-        if o.error.is_none() {
-            self.follow_temp_tables_and_locks(fx);
-        } else if fx.statements > 1 {
-            // Some of the statements before the failing one ran: what they
-            // made or took is not known any more.
-            if !fx.temp_ops.is_empty() {
-                self.temp_tables = None;
-            }
-            if !fx.lock_ops.is_empty() {
-                self.locks = None;
-            }
-        }
-        // Transaction characteristics (a SET TRANSACTION's, or a read-only
-        // transaction's) stay on the server until COMMIT or ROLLBACK: a
-        // statement that touches no table (SELECT 1, SET, DO, a refused
-        // one) leaves a SET TRANSACTION pending, and a read-only
-        // transaction ended by SET autocommit = 1 leaves the session read
-        // only, the server's status saying neither. Until then the
-        // connection stays the client's.
-        if o.error.is_none() && fx.ends_transaction && !self.in_trans {
-            self.pins.remove(&Pin::SetTransaction);
-        }
-        // A savepoint ends with its transaction, which autocommit=0 keeps
-        // open before any table is touched, the server reporting none
-        // (autocommit on and no transaction: it ended at once).
-        if self.pins.contains(&Pin::Savepoint) {
-            if self.in_trans {
-                self.savepoint_began = true;
-            } else if self.savepoint_began
-                || self.autocommit
-                || (o.error.is_none() && fx.ends_transaction)
-            {
-                self.pins.remove(&Pin::Savepoint);
-                self.savepoint_began = false;
-            }
-        }
-        // (LAST_INSERT_ID() needs no pin: the id travels with the replay.)
-        if let Some(p) = fx.pin_next {
-            if self.mode == Mode::Transaction {
-                self.ctx.metrics.pin(p);
-            }
-            self.pin_next = Some(p);
-        }
-    }
-
-    /// Releases the temporary-table and named-lock pins when the client has
-    /// dropped every temporary table it made and released every lock it
-    /// took — as far as the statements' own text says; anything made out
-    /// of sight (a procedure, a computed lock name) keeps the pin.
-    fn follow_temp_tables_and_locks(&mut self, fx: &Effects) {
-        for op in &fx.temp_ops {
-            match (op, self.temp_tables.as_mut()) {
-                (TempOp::Create(n), Some(set)) if !n.is_empty() => {
-                    set.insert(n.clone());
-                }
-                (TempOp::Create(_), _) => self.temp_tables = None,
-                (TempOp::Drop(n), Some(set)) => {
-                    set.remove(n);
-                }
-                (TempOp::Drop(_), None) => {}
-            }
-        }
-        if !fx.temp_ops.is_empty() && self.temp_tables.as_ref().is_some_and(|s| s.is_empty()) {
-            self.pins.remove(&Pin::TemporaryTable);
-        }
-        for op in &fx.lock_ops {
-            match (op, self.locks.as_mut()) {
-                (LockOp::Get(Some(n)), Some(m)) => *m.entry(n.clone()).or_default() += 1,
-                (LockOp::Get(None), _) => self.locks = None,
-                (LockOp::Release(Some(n)), Some(m)) => {
-                    if let Some(c) = m.get_mut(n) {
-                        *c -= 1;
-                        if *c == 0 {
-                            m.remove(n);
-                        }
-                    }
-                }
-                (LockOp::ReleaseAll, _) => self.locks = Some(BTreeMap::new()),
-                _ => {}
-            }
-        }
-        if !fx.lock_ops.is_empty() && self.locks.as_ref().is_some_and(|m| m.is_empty()) {
-            self.pins.remove(&Pin::GetLock);
-        }
+        let f = self.st.after_text(fx, o, tracked);
+        self.apply(f);
     }
 
     /// Keeps the connection while the client's diagnostics live on it:
     /// warnings and errors stay until a statement that uses a table (or
     /// raises new ones), so SHOW WARNINGS, GET DIAGNOSTICS and
     /// @@warning_count must run where they were left. The row count and
-    /// found rows are remembered instead (see `own_counts`), so no
+    /// found rows are remembered instead (`ClientState::own_counts`), so no
     /// connection is held through a client's think time for them.
     fn keep_diagnostics(&mut self, o: &Outcome, fx: &Effects) {
-        let uses_tables = fx.uses_tables;
-        self.last_row_count = if o.result_sets > 0 || o.error.is_some() {
-            -1
-        } else {
-            o.affected as i64
-        };
-        self.hold_diagnostics(o, uses_tables);
         let id = self.id;
-        if fx.selects && o.result_sets > 0 && o.error.is_none() {
-            self.last_found_rows = o.rows;
-            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
-            if let Some(c) = self.conn.as_mut() {
-                c.found_rows_of = Some(id);
-            }
-        } else if o.error.is_some() && (fx.selects || fx.statements > 1) {
-            // A SELECT that failed leaves the server's count as far as it
-            // got (0 when a function failed while it ran, the earlier one
-            // when it failed before: a missing table, a syntax error), and
-            // only the server knows which. Where the server held the
-            // client's own count before, it is asked; elsewhere the count
-            // stays the client's (exact for failures before running).
-            if let Some(c) = self.conn.as_mut() {
-                self.found_rows_calc = c.found_rows_of == Some(id);
-                c.found_rows_of = None;
+        let mine = self.conn.as_ref().map(|c| c.found_rows_of == Some(id));
+        let found = self.st.counts_after(o, fx, mine);
+        self.hold_diagnostics(o, fx.uses_tables);
+        if let Some(c) = self.conn.as_mut() {
+            match found {
+                FoundRowsOnConn::Mine => c.found_rows_of = Some(id),
+                FoundRowsOnConn::Unknown => c.found_rows_of = None,
+                FoundRowsOnConn::Unchanged => {}
             }
         }
     }
@@ -904,12 +723,10 @@ impl Session {
     /// Warnings or an error hold the connection for SHOW WARNINGS; a
     /// statement that opens a table clears them (on the connection too).
     pub(super) fn hold_diagnostics(&mut self, o: &Outcome, uses_tables: bool) {
-        let dirty = o.error.is_some() || o.warnings > 0;
-        if dirty {
-            self.pin(Pin::Diagnostics);
-        } else if uses_tables {
-            self.pins.remove(&Pin::Diagnostics);
+        if let Some(p) = self.st.hold_diagnostics(o, uses_tables) {
+            self.ctx.metrics.pin(p);
         }
+        let dirty = o.error.is_some() || o.warnings > 0;
         if let Some(c) = self.conn.as_mut() {
             c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !uses_tables);
         }
@@ -919,7 +736,7 @@ impl Session {
     /// knows the count: ask for it at once, on the same connection, so that the client's later
     /// FOUND_ROWS() is answered with it wherever it runs.
     async fn capture_found_rows(&mut self) -> Result<(), Fail> {
-        if !self.found_rows_calc {
+        if !self.st.found_rows_calc {
             return Ok(());
         }
         let Some(c) = self.conn.as_mut() else {
@@ -930,8 +747,8 @@ impl Session {
             .map_err(|e| Fail::Lost(e.to_string()))?;
         // The question's own one row is the server's count now.
         if let Some(n) = v.and_then(|v| v.parse().ok()) {
-            self.last_found_rows = n;
-            self.found_rows_calc = false;
+            self.st.last_found_rows = n;
+            self.st.found_rows_calc = false;
             if n == 1 {
                 c.found_rows_of = Some(self.id);
             }
@@ -944,35 +761,9 @@ impl Session {
     /// connection): the connection kept for the warnings goes back and
     /// routing may choose again.
     fn drop_diagnostics_hold(&mut self, fx: &Effects) {
-        if fx.reads_diagnostics || !fx.uses_tables {
-            return;
-        }
-        if self.pins.remove(&Pin::Diagnostics) && !self.kept_for_this {
+        if self.st.drop_diagnostics_hold(fx) {
             self.release_if_free();
         }
-    }
-
-    /// A statement that asks ROW_COUNT() or FOUND_ROWS() gets the client's
-    /// own values written in: the relay knows them from the replies, while
-    /// the connection may have run other clients' statements (or the
-    /// relay's own) since. FOUND_ROWS() after SQL_CALC_FOUND_ROWS is the
-    /// server's (the connection is kept for it); a text of several
-    /// statements is sent as it is.
-    fn own_counts<'q>(&self, sql: &'q [u8], fx: &Effects) -> std::borrow::Cow<'q, [u8]> {
-        if !fx.reads_diagnostics || fx.statements != 1 {
-            return std::borrow::Cow::Borrowed(sql);
-        }
-        let mut out = std::borrow::Cow::Borrowed(sql);
-        if let Some(v) = sql::substitute_call(&out, "ROW_COUNT", self.last_row_count) {
-            out = std::borrow::Cow::Owned(v);
-        }
-        if !self.found_rows_calc {
-            let found = i64::try_from(self.last_found_rows).unwrap_or(i64::MAX);
-            if let Some(v) = sql::substitute_call(&out, "FOUND_ROWS", found) {
-                out = std::borrow::Cow::Owned(v);
-            }
-        }
-        out
     }
 
     /// On a connection the client's previous statement did not run on,
@@ -999,7 +790,7 @@ impl Session {
     /// empty diagnostics, and the row count that statement left where it
     /// is one a statement reproduces (-1 after a query, 0 after others).
     async fn clear_diagnostics(&mut self) -> Result<(), Fail> {
-        let row_count = self.last_row_count;
+        let row_count = self.st.last_row_count;
         let c = self.ensure_conn().await?;
         let lost = |e: WireError| Fail::Lost(e.to_string());
         // Only a statement that reads a table clears the warning list.
@@ -1021,7 +812,7 @@ impl Session {
         while self.conn.is_none() {
             attempts += 1;
             let b = match self.backend {
-                Some(b) if self.mode == Mode::Session => b,
+                Some(b) if self.st.mode == Mode::Session => b,
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
@@ -1033,7 +824,7 @@ impl Session {
                     self.ctx.pool.health.mark_down(b, &e.to_string());
                     if attempts < 3
                         && self.ctx.cfg.backends.len() > 1
-                        && self.mode == Mode::Transaction
+                        && self.st.mode == Mode::Transaction
                     {
                         continue;
                     }
@@ -1051,7 +842,7 @@ impl Session {
     pub(super) async fn adopt(&mut self, mut c: BackendConn) -> Result<(), Fail> {
         match self.sync(&mut c).await {
             Ok(()) => {
-                if self.mode == Mode::Session {
+                if self.st.mode == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id));
                 }
                 self.conn = Some(c);
@@ -1069,7 +860,7 @@ impl Session {
         let lost = |e: WireError| Fail::Lost(e.to_string());
         if c.settings
             .iter()
-            .any(|s| s.undone_by_reset() && !self.settings.contains(s))
+            .any(|s| s.undone_by_reset() && !self.st.settings.contains(s))
         {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
@@ -1089,7 +880,7 @@ impl Session {
             c.reset().await.map_err(lost)?;
             self.replay_settings(c).await?;
         }
-        match (&self.db, &c.db) {
+        match (&self.st.db, &c.db) {
             (Some(d), cur) if cur.as_ref() != Some(d) => {
                 let mut p = vec![COM_INIT_DB];
                 p.extend_from_slice(d.as_bytes());
@@ -1118,20 +909,21 @@ impl Session {
     async fn replay_settings(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
         let mut parts: Vec<String> = self
+            .st
             .settings
             .iter()
             .filter(|s| !c.settings.contains(s))
             .map(|s| s.text.clone())
             .collect();
         // LAST_INSERT_ID() is per connection: the client's goes with it.
-        if c.last_insert_id != self.last_insert_id {
+        if c.last_insert_id != self.st.last_insert_id {
             parts.push(format!(
                 "@@session.last_insert_id = {}",
-                self.last_insert_id
+                self.st.last_insert_id
             ));
         }
         for s in &c.settings {
-            if !self.settings.iter().any(|x| x.name == s.name) {
+            if !self.st.settings.iter().any(|x| x.name == s.name) {
                 parts.push(crate::backend::pool::undo_setting(&s.name, c.shape.caps));
             }
         }
@@ -1149,8 +941,8 @@ impl Session {
                     format!("sqlfleet relay: replaying session settings: {msg}"),
                 ));
             }
-            c.settings = self.settings.clone();
-            c.last_insert_id = self.last_insert_id;
+            c.settings = self.st.settings.clone();
+            c.last_insert_id = self.st.last_insert_id;
         }
         Ok(())
     }
@@ -1211,7 +1003,7 @@ impl Session {
         use crate::protocol::reply::ClientTracking;
         let client = if self.caps & SESSION_TRACK == 0 {
             ClientTracking::Strip
-        } else if self.pins.contains(&Pin::Tracking) {
+        } else if self.st.pins.contains(&Pin::Tracking) {
             // The client's own tracking settings are on the connection.
             ClientTracking::Raw
         } else {
@@ -1255,7 +1047,7 @@ impl Session {
         self.observe(&o);
         // The server thread id the client can learn (CONNECTION_ID(); in
         // session mode its own connection's) names it for KILL too.
-        if (self.pins.contains(&Pin::ConnectionId) || self.mode == Mode::Session)
+        if (self.st.pins.contains(&Pin::ConnectionId) || self.st.mode == Mode::Session)
             && self.handle.alias().is_none()
         {
             self.handle
@@ -1264,72 +1056,11 @@ impl Session {
         Ok(o)
     }
 
-    /// Takes in what the server said about the session after a command:
-    /// transaction and autocommit status, and the tracker's changes
-    /// (variables are recorded for replay, a new default database is
-    /// followed, any other change pins unless the command's text explains
-    /// it).
+    /// Takes in what the server said about the session after a command
+    /// (`ClientState::observe`).
     fn observe(&mut self, o: &Outcome) {
-        if o.insert_id != 0 {
-            self.last_insert_id = o.insert_id;
-            if let Some(c) = self.conn.as_mut() {
-                c.last_insert_id = o.insert_id;
-            }
-        }
-        match o.status {
-            Some(st) => {
-                // A read-only transaction's characteristic may outlive it
-                // (see `after_text_effects`).
-                if st & STATUS_IN_TRANS_READONLY != 0 {
-                    self.pin(Pin::SetTransaction);
-                }
-                self.in_trans = st & STATUS_IN_TRANS != 0;
-                self.autocommit = st & STATUS_AUTOCOMMIT != 0;
-                self.pins.remove(&Pin::MaybeInTransaction);
-            }
-            // An error packet has no status: under autocommit=0 the
-            // statement may have opened a transaction all the same.
-            None if !self.autocommit => self.pin(Pin::MaybeInTransaction),
-            None => {}
-        }
-        let mut state = false;
-        for ch in &o.changes {
-            match ch {
-                Change::SysVar(name, _) if name.starts_with("session_track") => {
-                    self.pin(Pin::Tracking)
-                }
-                // Read-only: the result of the statement, not a setting.
-                Change::SysVar(name, _) if name == "last_gtid" => {}
-                // Used once by the server: never replayed (the text pinned
-                // the client; a procedure's SET does so here).
-                Change::SysVar(name, _) if sql::ONE_SHOT_VARIABLES.contains(&name.as_str()) => {
-                    self.pin(Pin::OneShotVariable)
-                }
-                // Set for one statement only (SET STATEMENT ... FOR).
-                Change::SysVar(name, _)
-                    if self
-                        .statement_vars
-                        .iter()
-                        .any(|v| v.eq_ignore_ascii_case(name)) => {}
-                Change::SysVar(name, value) => {
-                    let s = Setting::from_server(name, value);
-                    upsert(&mut self.settings, &s);
-                    if let Some(c) = self.conn.as_mut() {
-                        upsert(&mut c.settings, &s);
-                    }
-                }
-                Change::Schema(db) => self.set_db((!db.is_empty()).then(|| db.clone())),
-                Change::State => state = true,
-                Change::Other(_) => {}
-            }
-        }
-        if state && !self.explained {
-            self.pin(Pin::ServerState);
-        }
-        // Autocommit as the server has it must be what a replay gives.
-        if o.status.is_some() && self.autocommit != sql::replayed_autocommit(&self.settings) {
-            self.pin(Pin::ServerState);
-        }
+        let f = self.st.observe(o);
+        self.apply(f);
     }
 
     /// A write to a table whose column default or trigger may advance a
@@ -1338,9 +1069,9 @@ impl Session {
     /// shares connections between statements; a session-mode client's
     /// connection is reset before another client gets it.
     async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
-        if self.mode != Mode::Transaction
+        if self.st.mode != Mode::Transaction
             || fx.writes.is_empty()
-            || self.pins.contains(&Pin::WriteEffects)
+            || self.st.pins.contains(&Pin::WriteEffects)
         {
             return;
         }
@@ -1349,7 +1080,7 @@ impl Session {
             // one a USE in the same text makes current.
             let dbs: Vec<&String> = match &w.db {
                 Some(d) => vec![d],
-                None => self.db.iter().chain(fx.use_db.iter()).collect(),
+                None => self.st.db.iter().chain(fx.use_db.iter()).collect(),
             };
             for db in dbs {
                 if self
@@ -1376,8 +1107,8 @@ impl Session {
     ) {
         let via_view = self.names_a_calling_view(toks, fx).await;
         self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
-        for p in &fx.pins {
-            self.pin(*p);
+        for p in self.st.take_statement_pins(fx) {
+            self.ctx.metrics.pin(p);
         }
         if via_view {
             self.pin(Pin::StoredFunction);
@@ -1396,11 +1127,11 @@ impl Session {
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
     ) -> bool {
-        if self.mode != Mode::Transaction || fx.calls_stored {
+        if self.st.mode != Mode::Transaction || fx.calls_stored {
             return false;
         }
         let views = &self.ctx.view_calls;
-        let db = self.db.as_deref();
+        let db = self.st.db.as_deref();
         let mut dbs = [""; 2];
         let mut n = 0;
         for d in db.iter().chain(fx.use_db.as_deref().iter()) {
@@ -1426,11 +1157,7 @@ impl Session {
     /// In transaction mode, hands the backend connection back when nothing
     /// ties the client to it.
     fn release_if_free(&mut self) {
-        if self.mode == Mode::Transaction
-            && !self.in_trans
-            && self.pins.is_empty()
-            && self.pin_next.is_none()
-        {
+        if self.st.may_release() {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.put(c);
             }

@@ -24,13 +24,9 @@ impl Session {
     /// The key this statement's reply is recorded under, when the client
     /// is in the state a recorded reply is exact for.
     pub(super) fn local_key(&self, sql: &[u8], fx: &Effects) -> Option<Key> {
-        if self.mode != Mode::Transaction
+        if self.st.mode != Mode::Transaction
             || self.conn.is_some()
-            || self.in_trans
-            || !self.autocommit
-            || !self.pins.is_empty()
-            || self.pin_next.is_some()
-            || self.found_rows_calc
+            || !self.st.is_plain()
             || !(answers::is_session_set(fx) || answers::is_variable_read(sql))
         {
             return None;
@@ -38,9 +34,9 @@ impl Session {
         Some(Key {
             backend: self.ctx.pool.pick(self.route)?,
             shape: self.shape,
-            db: self.db.clone(),
+            db: self.st.db.clone(),
             account: self.account.as_ref().map(|a| a.user.clone()),
-            settings: self.settings.clone(),
+            settings: self.st.settings.clone(),
             sql: sql.to_vec(),
         })
     }
@@ -60,10 +56,10 @@ impl Session {
             .fetch_add(reply.len() as u64, Relaxed);
         use tokio::io::AsyncWriteExt;
         self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
-        self.settings = left.settings.clone();
-        self.last_row_count = left.row_count;
+        self.st.settings = left.settings.clone();
+        self.st.last_row_count = left.row_count;
         if let Some(n) = left.found_rows {
-            self.last_found_rows = n;
+            self.st.last_found_rows = n;
             // The server's count on a connection the client holds is not
             // this answer's.
             if let Some(c) = self.conn.as_mut() {
@@ -90,12 +86,7 @@ impl Session {
         let Some(c) = self.conn.as_ref() else {
             return;
         };
-        let session_free = self.pins.is_empty()
-            && self.pin_next.is_none()
-            && !self.in_trans
-            && self.autocommit
-            && !self.found_rows_calc;
-        let common = session_free && o.error.is_none() && o.warnings == 0 && o.insert_id == 0;
+        let common = self.st.is_plain() && o.error.is_none() && o.warnings == 0 && o.insert_id == 0;
         let exact = if answers::is_session_set(fx) {
             common
                 && o.result_sets == 0
@@ -114,9 +105,9 @@ impl Session {
         if exact {
             key.backend = c.backend;
             let left = Left {
-                settings: self.settings.clone(),
-                row_count: self.last_row_count,
-                found_rows: fx.selects.then_some(self.last_found_rows),
+                settings: self.st.settings.clone(),
+                row_count: self.st.last_row_count,
+                found_rows: fx.selects.then_some(self.st.last_found_rows),
             };
             self.ctx.answers.put(key, reply, left, epoch);
         }

@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::protocol::reply::Expect;
-use crate::protocol::sql::Pin;
 use crate::protocol::stmt::{self, ClientStmt, StmtDef};
 use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_PREPARE, COM_STMT_RESET};
 
@@ -20,15 +19,8 @@ fn unknown(id: u32, what: &str) -> Fail {
 
 impl Session {
     fn update_stmt_pins(&mut self) {
-        if self.cursors.is_empty() {
-            self.pins.remove(&Pin::Cursor);
-        } else {
-            self.pin(Pin::Cursor);
-        }
-        if self.long_data.is_empty() {
-            self.pins.remove(&Pin::LongData);
-        } else {
-            self.pin(Pin::LongData);
+        for p in self.st.update_stmt_pins() {
+            self.ctx.metrics.pin(p);
         }
     }
 
@@ -50,12 +42,12 @@ impl Session {
         // as it was and clears the warnings when its statement opens a
         // table (as a statement run does).
         if o.error.is_some() {
-            self.last_row_count = -1;
+            self.st.last_row_count = -1;
         }
         self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
             let s = ClientStmt::new(
-                self.db.clone(),
+                self.st.db.clone(),
                 &cmd[1..],
                 params,
                 columns,
@@ -83,7 +75,7 @@ impl Session {
             return Ok(b.id);
         }
         let cap = self.ctx.pool.settings().statement_cache;
-        let client_db = &self.db;
+        let client_db = &self.st.db;
         let metrics = &self.ctx.metrics;
         let (db, sql) = (&s.key.db, &s.key.sql);
         let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
@@ -132,8 +124,7 @@ impl Session {
         };
         let s = s.def.clone();
         let fx = &s.fx;
-        self.explained = fx.explains_state();
-        self.statement_vars.clone_from(&fx.statement_vars);
+        self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
         self.route_and_pin(&s.toks, fx).await;
         self.carry_over(fx).await?;
@@ -144,7 +135,7 @@ impl Session {
                 // A read whose replica died before replying runs once more
                 // elsewhere (not with long data, which died with it).
                 Err(Fail::Lost(why))
-                    if self.route.is_replica() && !retried && !self.long_data.contains(&cid) =>
+                    if self.route.is_replica() && !retried && !self.st.long_data.contains(&cid) =>
                 {
                     retried = true;
                     self.replica_died(&why);
@@ -156,9 +147,9 @@ impl Session {
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
         self.after_text_effects(fx, &o);
-        self.long_data.remove(&cid);
+        self.st.long_data.remove(&cid);
         if cursor && o.error.is_none() {
-            self.cursors.insert(cid);
+            self.st.cursors.insert(cid);
         }
         self.update_stmt_pins();
         Ok(())
@@ -201,7 +192,7 @@ impl Session {
         };
         let s = s.def.clone();
         let bid = self.backend_stmt(&s).await?;
-        self.long_data.insert(cid);
+        self.st.long_data.insert(cid);
         self.update_stmt_pins();
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
@@ -218,8 +209,8 @@ impl Session {
             return Ok(());
         };
         let s = self.stmts.remove(cid);
-        self.long_data.remove(&cid);
-        if self.cursors.remove(&cid) {
+        self.st.long_data.remove(&cid);
+        if self.st.cursors.remove(&cid) {
             // Close the open cursor on the backend; the statement stays cached.
             if let (Some(s), Some(c)) = (s, self.conn.as_mut()) {
                 if let Some(b) = c.stmts.get_mut(&s.def.key) {
@@ -245,8 +236,8 @@ impl Session {
             .conn
             .as_mut()
             .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
-        self.long_data.remove(&cid);
-        self.cursors.remove(&cid);
+        self.st.long_data.remove(&cid);
+        self.st.cursors.remove(&cid);
         match bid {
             Some(bid) => {
                 self.forward(&stmt::with_id(cmd, bid), Expect::Single, None)
@@ -268,7 +259,7 @@ impl Session {
         let bid = self
             .conn
             .as_mut()
-            .filter(|_| self.cursors.contains(&cid))
+            .filter(|_| self.st.cursors.contains(&cid))
             .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
         let Some(bid) = bid else {
             return Err(Fail::Err(

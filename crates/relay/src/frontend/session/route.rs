@@ -10,7 +10,7 @@ use super::{Fail, Session};
 use crate::backend::command;
 use crate::backend::health;
 use crate::backend::pool::Route;
-use crate::config::{Consistency, Mode, RouteTo};
+use crate::config::{Consistency, RouteTo};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::Pin;
 
@@ -27,10 +27,8 @@ impl Session {
     /// pinning the client, when read/write split is on.
     pub(super) fn choose_route(&mut self, read: bool) {
         if self.ctx.cfg.routing.read_write_split
-            && self.mode == Mode::Transaction
+            && self.st.may_read_elsewhere()
             && self.conn.is_none()
-            && !self.in_trans
-            && self.pins.is_empty()
             && read
             && self.route == Route::Primary
             && !self.route_fixed
@@ -73,7 +71,7 @@ impl Session {
             let hit = r.user.as_ref().is_none_or(|u| *u == self.user)
                 && r.schema
                     .as_ref()
-                    .is_none_or(|s| Some(s) == self.db.as_ref())
+                    .is_none_or(|s| Some(s) == self.st.db.as_ref())
                 // Keywords may be written in any case; so may identifiers here.
                 && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
                 && r.regex.as_ref().is_none_or(|x| x.is_match(&text));
@@ -100,7 +98,7 @@ impl Session {
                 Some(RouteTo::Replica)
                     if self.ctx.cfg.routing.read_write_split
                         && self.conn.is_none()
-                        && !self.in_trans =>
+                        && !self.st.in_trans =>
                 {
                     self.route = match &r.group {
                         Some(g) => self
@@ -227,7 +225,7 @@ impl Session {
         if self.ctx.cfg.routing.consistency != Consistency::Session
             || read
             || o.error.is_some()
-            || self.in_trans
+            || self.st.in_trans
             || self.route.is_replica()
         {
             return Ok(());

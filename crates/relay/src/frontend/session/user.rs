@@ -11,7 +11,6 @@ use crate::backend::pool::BackendConn;
 use crate::config::Mode;
 use crate::frontend::auth;
 use crate::protocol::reply::Expect;
-use crate::protocol::sql::Pin;
 
 /// Refused COM_CHANGE_USER attempts a connection gets, as the server allows.
 const MAX_CHANGE_USER_FAILURES: u8 = 3;
@@ -19,23 +18,8 @@ const MAX_CHANGE_USER_FAILURES: u8 = 3;
 impl Session {
     pub(super) fn clear_state(&mut self) {
         self.handle.set_alias(None);
-        self.settings.clear();
         self.stmts.clear();
-        self.cursors.clear();
-        self.long_data.clear();
-        self.pins.retain(|p| *p == Pin::Session);
-        self.pin_next = None;
-        self.savepoint_began = false;
-        self.in_trans = false;
-        self.autocommit = true;
-        // As the server's reset (THD::change_user, for both commands):
-        // ROW_COUNT() is 0 (the command's OK) and LAST_INSERT_ID() 0;
-        // FOUND_ROWS() keeps the previous SELECT's count.
-        self.last_row_count = 0;
-        self.last_insert_id = 0;
-        // A reset drops temporary tables and releases named locks.
-        self.temp_tables = Some(Default::default());
-        self.locks = Some(Default::default());
+        self.st.clear();
     }
 
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
@@ -55,7 +39,7 @@ impl Session {
         // What the server's reset leaves that a new session would not have
         // is a setting like any other.
         if let Some(s) = crate::backend::pool::left_by_client_reset(self.shape.caps) {
-            super::upsert(&mut self.settings, &s);
+            self.st.set(&s);
             if let Some(c) = self.conn.as_mut() {
                 super::upsert(&mut c.settings, &s);
             }
@@ -155,7 +139,7 @@ impl Session {
         // keeps FOUND_ROWS() and the connection id); otherwise it goes back
         // to the pool and another is leased.
         let in_place = |c: &BackendConn| {
-            self.mode == Mode::Session
+            self.st.mode == Mode::Session
                 && req.collation.is_none_or(|x| x == self.shape.collation)
                 && c.account.as_ref().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
                 && (req.database.is_some() || c.db.is_none())
@@ -175,10 +159,10 @@ impl Session {
         if let Some(coll) = req.collation {
             self.shape.collation = coll;
         }
-        self.db = req.database;
+        self.st.db = req.database;
         let ready = match keep {
             Some(c) => self.reset_in_place(c).await,
-            None if self.db.is_some() || self.account.is_some() => {
+            None if self.st.db.is_some() || self.account.is_some() => {
                 self.ensure_conn().await.map(drop)
             }
             None => Ok(()),

@@ -1,0 +1,538 @@
+//! The relay's mirror of a client's server session, as a value: its
+//! default database and settings, what pins it to its backend connection,
+//! its transaction status, the temporary tables and named locks it holds,
+//! its statement counts (ROW_COUNT(), FOUND_ROWS(), LAST_INSERT_ID()) and
+//! its open cursors.
+//!
+//! Every rule that decides whether a client may give its connection back
+//! lives here, as methods that take facts — a statement's effects (what
+//! its text says, `protocol/sql.rs`), a reply's outcome (what the server
+//! said, `protocol/reply.rs`) — and return what the connection the
+//! statement ran on must learn. Nothing here touches a socket, the pool or
+//! the metrics; `session.rs` drives it and applies what it returns. The
+//! tests below give each pin and release rule as a row.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::config::Mode;
+use crate::protocol::reply::{
+    Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
+};
+use crate::protocol::sql::{self, Effects, LockOp, Pin, Setting, TempOp};
+use crate::protocol::track::Change;
+
+/// The client's session as the relay follows it.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientState {
+    /// Transaction mode shares connections between statements; session
+    /// mode keeps one per client (`Pin::Session`).
+    pub mode: Mode,
+    pub db: Option<String>,
+    /// Settings to replay on another connection, one per variable.
+    pub settings: Vec<Setting>,
+    pub pins: BTreeSet<Pin>,
+    /// A pin for the next statement only (LAST_INSERT_ID() and the like).
+    pub pin_next: Option<Pin>,
+    /// The previous statement kept the connection for this one.
+    pub kept_for_this: bool,
+    /// A transaction was open since the savepoint (which ends with it).
+    pub savepoint_began: bool,
+    pub in_trans: bool,
+    pub autocommit: bool,
+    /// The current statement's text explains a session change the server
+    /// reports (SET, USE, or a command the relay manages itself).
+    pub explained: bool,
+    /// The current statement's `SET STATEMENT ... FOR` variables: the
+    /// server reports them changed, the session keeps its own.
+    pub statement_vars: Vec<String>,
+    /// ROW_COUNT() after the client's previous statement.
+    pub last_row_count: i64,
+    /// LAST_INSERT_ID() as the client's session has it.
+    pub last_insert_id: u64,
+    /// FOUND_ROWS() after the client's last SELECT.
+    pub last_found_rows: u64,
+    /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
+    pub found_rows_calc: bool,
+    /// Prepared statements (client ids) with an open cursor.
+    pub cursors: rustc_hash::FxHashSet<u32>,
+    /// Prepared statements (client ids) with long data sent.
+    pub long_data: rustc_hash::FxHashSet<u32>,
+    /// Temporary tables made and not dropped (lower-cased names as
+    /// written); `None` once one was made in a way the text does not name
+    /// (the pin then stays).
+    pub temp_tables: Option<BTreeSet<String>>,
+    /// Named locks held (GET_LOCK counts, as the server's locks nest);
+    /// `None` once a lock was taken under a name that is not a literal.
+    pub locks: Option<BTreeMap<String, u32>>,
+}
+
+/// What a statement's observation asks of the backend connection it ran
+/// on, and the pins it took (counted by the caller).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ForConn {
+    /// Settings the connection now has too.
+    pub settings: Vec<Setting>,
+    /// The connection's default database is now this.
+    pub db: Option<Option<String>>,
+    /// The connection's LAST_INSERT_ID() is now this.
+    pub insert_id: Option<u64>,
+    /// Pins newly taken.
+    pub pinned: Vec<Pin>,
+}
+
+/// Whose FOUND_ROWS() the connection holds after a statement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FoundRowsOnConn {
+    /// This client's (its SELECT just ran there).
+    Mine,
+    /// Nobody's that the relay knows.
+    Unknown,
+    /// As before.
+    Unchanged,
+}
+
+fn upsert(list: &mut Vec<Setting>, s: &Setting) {
+    list.retain(|x| x.name != s.name);
+    list.push(s.clone());
+}
+
+impl ClientState {
+    /// A client just logged in (with `db` as its default database).
+    pub fn new(mode: Mode, db: Option<String>) -> ClientState {
+        let mut pins = BTreeSet::new();
+        if mode == Mode::Session {
+            pins.insert(Pin::Session);
+        }
+        ClientState {
+            mode,
+            db,
+            settings: Vec::new(),
+            pins,
+            pin_next: None,
+            kept_for_this: false,
+            savepoint_began: false,
+            in_trans: false,
+            autocommit: true,
+            explained: true,
+            statement_vars: Vec::new(),
+            last_row_count: -1,
+            last_insert_id: 0,
+            last_found_rows: 0,
+            found_rows_calc: false,
+            cursors: Default::default(),
+            long_data: Default::default(),
+            temp_tables: Some(BTreeSet::new()),
+            locks: Some(BTreeMap::new()),
+        }
+    }
+
+    /// Takes a pin; true when it is new.
+    pub fn pin(&mut self, p: Pin) -> bool {
+        self.pins.insert(p)
+    }
+
+    fn take(&mut self, p: Pin, out: &mut ForConn) {
+        if self.pins.insert(p) {
+            out.pinned.push(p);
+        }
+    }
+
+    /// Records a setting (replacing the variable's earlier one).
+    pub fn set(&mut self, s: &Setting) {
+        upsert(&mut self.settings, s);
+    }
+
+    /// The OK status flags a reply of the relay's own carries.
+    pub fn status(&self) -> u16 {
+        let mut status = 0;
+        if self.autocommit {
+            status |= STATUS_AUTOCOMMIT;
+        }
+        if self.in_trans {
+            status |= STATUS_IN_TRANS;
+        }
+        status
+    }
+
+    /// Nothing ties the client to its connection: in transaction mode it
+    /// goes back to the pool.
+    pub fn may_release(&self) -> bool {
+        self.mode == Mode::Transaction
+            && !self.in_trans
+            && self.pins.is_empty()
+            && self.pin_next.is_none()
+    }
+
+    /// Something of the client's lives on its connection (a transaction,
+    /// anything pinned): losing the connection loses the session.
+    pub fn lives_on_conn(&self) -> bool {
+        self.in_trans || !self.pins.is_empty()
+    }
+
+    /// A plain read may go to a replica: transaction mode, no transaction
+    /// and nothing pinned (the router adds its own conditions).
+    pub fn may_read_elsewhere(&self) -> bool {
+        self.mode == Mode::Transaction && !self.in_trans && self.pins.is_empty()
+    }
+
+    /// A recorded reply can stand for the server's: nothing of the
+    /// session's outside the settings and database the key holds.
+    pub fn is_plain(&self) -> bool {
+        self.pins.is_empty()
+            && self.pin_next.is_none()
+            && !self.in_trans
+            && self.autocommit
+            && !self.found_rows_calc
+    }
+
+    /// A new client command arrives: a one-statement pin ends after the
+    /// statement it was kept for.
+    pub fn begin_command(&mut self) {
+        self.kept_for_this = self.pin_next.take().is_some();
+        self.explained = true;
+        self.statement_vars.clear();
+    }
+
+    /// A statement with effects `fx` is about to run.
+    pub fn begin_statement(&mut self, fx: &Effects) {
+        self.explained = fx.explains_state();
+        self.statement_vars.clone_from(&fx.statement_vars);
+    }
+
+    /// The pins the statement's text takes before it runs; returns the new ones.
+    pub fn take_statement_pins(&mut self, fx: &Effects) -> Vec<Pin> {
+        fx.pins
+            .iter()
+            .copied()
+            .filter(|p| self.pins.insert(*p))
+            .collect()
+    }
+
+    /// Before a statement that does not read the previous one's
+    /// diagnostics and uses a table (which clears warnings on any
+    /// connection): the hold for the warnings ends. True when the
+    /// connection may be released now.
+    pub fn drop_diagnostics_hold(&mut self, fx: &Effects) -> bool {
+        if fx.reads_diagnostics || !fx.uses_tables {
+            return false;
+        }
+        self.pins.remove(&Pin::Diagnostics) && !self.kept_for_this
+    }
+
+    /// Warnings or an error hold the connection for SHOW WARNINGS; a
+    /// statement that opens a table clears them. Returns the pin when it
+    /// is newly taken.
+    pub fn hold_diagnostics(&mut self, o: &Outcome, uses_tables: bool) -> Option<Pin> {
+        if o.error.is_some() || o.warnings > 0 {
+            return self.pin(Pin::Diagnostics).then_some(Pin::Diagnostics);
+        }
+        if uses_tables {
+            self.pins.remove(&Pin::Diagnostics);
+        }
+        None
+    }
+
+    /// The client's statement counts after a reply: ROW_COUNT() always,
+    /// FOUND_ROWS() after a SELECT. `conn_has_mine`: whether the
+    /// connection's own FOUND_ROWS() was this client's before the
+    /// statement (`None` without a connection).
+    pub fn counts_after(
+        &mut self,
+        o: &Outcome,
+        fx: &Effects,
+        conn_has_mine: Option<bool>,
+    ) -> FoundRowsOnConn {
+        self.last_row_count = if o.result_sets > 0 || o.error.is_some() {
+            -1
+        } else {
+            o.affected as i64
+        };
+        if fx.selects && o.result_sets > 0 && o.error.is_none() {
+            self.last_found_rows = o.rows;
+            self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
+            FoundRowsOnConn::Mine
+        } else if o.error.is_some() && (fx.selects || fx.statements > 1) {
+            // A SELECT that failed leaves the server's count as far as it
+            // got (0 when a function failed while it ran, the earlier one
+            // when it failed before: a missing table, a syntax error), and
+            // only the server knows which. Where the server held the
+            // client's own count before, it is asked; elsewhere the count
+            // stays the client's (exact for failures before running).
+            match conn_has_mine {
+                Some(mine) => {
+                    self.found_rows_calc = mine;
+                    FoundRowsOnConn::Unknown
+                }
+                None => FoundRowsOnConn::Unchanged,
+            }
+        } else {
+            FoundRowsOnConn::Unchanged
+        }
+    }
+
+    /// Takes in what the server said about the session after a command:
+    /// transaction and autocommit status, and the tracker's changes
+    /// (variables are recorded for replay, a new default database is
+    /// followed, any other change pins unless the command's text explains
+    /// it).
+    pub fn observe(&mut self, o: &Outcome) -> ForConn {
+        let mut out = ForConn::default();
+        if o.insert_id != 0 {
+            self.last_insert_id = o.insert_id;
+            out.insert_id = Some(o.insert_id);
+        }
+        match o.status {
+            Some(st) => {
+                // A read-only transaction's characteristic may outlive it
+                // (see `after_text`).
+                if st & STATUS_IN_TRANS_READONLY != 0 {
+                    self.take(Pin::SetTransaction, &mut out);
+                }
+                self.in_trans = st & STATUS_IN_TRANS != 0;
+                self.autocommit = st & STATUS_AUTOCOMMIT != 0;
+                self.pins.remove(&Pin::MaybeInTransaction);
+            }
+            // An error packet has no status: under autocommit=0 the
+            // statement may have opened a transaction all the same.
+            None if !self.autocommit => self.take(Pin::MaybeInTransaction, &mut out),
+            None => {}
+        }
+        let mut state = false;
+        for ch in &o.changes {
+            match ch {
+                Change::SysVar(name, _) if name.starts_with("session_track") => {
+                    self.take(Pin::Tracking, &mut out)
+                }
+                // Read-only: the result of the statement, not a setting.
+                Change::SysVar(name, _) if name == "last_gtid" => {}
+                // Used once by the server: never replayed (the text pinned
+                // the client; a procedure's SET does so here).
+                Change::SysVar(name, _) if sql::ONE_SHOT_VARIABLES.contains(&name.as_str()) => {
+                    self.take(Pin::OneShotVariable, &mut out)
+                }
+                // Set for one statement only (SET STATEMENT ... FOR).
+                Change::SysVar(name, _)
+                    if self
+                        .statement_vars
+                        .iter()
+                        .any(|v| v.eq_ignore_ascii_case(name)) => {}
+                Change::SysVar(name, value) => {
+                    let s = Setting::from_server(name, value);
+                    upsert(&mut self.settings, &s);
+                    out.settings.push(s);
+                }
+                Change::Schema(db) => {
+                    let db = (!db.is_empty()).then(|| db.clone());
+                    self.db.clone_from(&db);
+                    out.db = Some(db);
+                }
+                Change::State => state = true,
+                Change::Other(_) => {}
+            }
+        }
+        if state && !self.explained {
+            self.take(Pin::ServerState, &mut out);
+        }
+        // Autocommit as the server has it must be what a replay gives.
+        if o.status.is_some() && self.autocommit != sql::replayed_autocommit(&self.settings) {
+            self.take(Pin::ServerState, &mut out);
+        }
+        out
+    }
+
+    /// What the statement's text says it did, where the server's tracker
+    /// is silent (`tracked`: the connection reports settings itself):
+    /// settings, a dropped default database, pins released, one-statement
+    /// pins.
+    pub fn after_text(&mut self, fx: &Effects, o: &Outcome, tracked: bool) -> ForConn {
+        let mut out = ForConn::default();
+        let ok = o.error.is_none();
+        if ok && fx.drops_db.is_some() && fx.drops_db == self.db {
+            self.db = None;
+            out.db = Some(None);
+        }
+        if ok && !tracked {
+            for s in &fx.settings {
+                upsert(&mut self.settings, s);
+                out.settings.push(s.clone());
+            }
+            if let Some(db) = fx.use_db.clone() {
+                self.db = Some(db.clone());
+                out.db = Some(Some(db));
+            }
+        }
+        for p in &fx.unpins {
+            self.pins.remove(p);
+        }
+        if ok {
+            self.follow_temp_tables_and_locks(fx);
+        } else if fx.statements > 1 {
+            // Some of the statements before the failing one ran: what they
+            // made or took is not known any more.
+            if !fx.temp_ops.is_empty() {
+                self.temp_tables = None;
+            }
+            if !fx.lock_ops.is_empty() {
+                self.locks = None;
+            }
+        }
+        // Transaction characteristics (a SET TRANSACTION's, or a read-only
+        // transaction's) stay on the server until COMMIT or ROLLBACK: a
+        // statement that touches no table (SELECT 1, SET, DO, a refused
+        // one) leaves a SET TRANSACTION pending, and a read-only
+        // transaction ended by SET autocommit = 1 leaves the session read
+        // only, the server's status saying neither. Until then the
+        // connection stays the client's.
+        if ok && fx.ends_transaction && !self.in_trans {
+            self.pins.remove(&Pin::SetTransaction);
+        }
+        // A savepoint ends with its transaction, which autocommit=0 keeps
+        // open before any table is touched, the server reporting none
+        // (autocommit on and no transaction: it ended at once).
+        if self.pins.contains(&Pin::Savepoint) {
+            if self.in_trans {
+                self.savepoint_began = true;
+            } else if self.savepoint_began || self.autocommit || (ok && fx.ends_transaction) {
+                self.pins.remove(&Pin::Savepoint);
+                self.savepoint_began = false;
+            }
+        }
+        // (LAST_INSERT_ID() needs no pin: the id travels with the replay.)
+        if let Some(p) = fx.pin_next {
+            if self.mode == Mode::Transaction {
+                out.pinned.push(p);
+            }
+            self.pin_next = Some(p);
+        }
+        out
+    }
+
+    /// Releases the temporary-table and named-lock pins when the client has
+    /// dropped every temporary table it made and released every lock it
+    /// took — as far as the statements' own text says; anything made out
+    /// of sight (a procedure, a computed lock name) keeps the pin.
+    fn follow_temp_tables_and_locks(&mut self, fx: &Effects) {
+        for op in &fx.temp_ops {
+            match (op, self.temp_tables.as_mut()) {
+                (TempOp::Create(n), Some(set)) if !n.is_empty() => {
+                    set.insert(n.clone());
+                }
+                (TempOp::Create(_), _) => self.temp_tables = None,
+                (TempOp::Drop(n), Some(set)) => {
+                    set.remove(n);
+                }
+                (TempOp::Drop(_), None) => {}
+            }
+        }
+        if !fx.temp_ops.is_empty() && self.temp_tables.as_ref().is_some_and(|s| s.is_empty()) {
+            self.pins.remove(&Pin::TemporaryTable);
+        }
+        for op in &fx.lock_ops {
+            match (op, self.locks.as_mut()) {
+                (LockOp::Get(Some(n)), Some(m)) => *m.entry(n.clone()).or_default() += 1,
+                (LockOp::Get(None), _) => self.locks = None,
+                (LockOp::Release(Some(n)), Some(m)) => {
+                    if let Some(c) = m.get_mut(n) {
+                        *c -= 1;
+                        if *c == 0 {
+                            m.remove(n);
+                        }
+                    }
+                }
+                (LockOp::ReleaseAll, _) => self.locks = Some(BTreeMap::new()),
+                _ => {}
+            }
+        }
+        if !fx.lock_ops.is_empty() && self.locks.as_ref().is_some_and(|m| m.is_empty()) {
+            self.pins.remove(&Pin::GetLock);
+        }
+    }
+
+    /// A SET of session variables to computed values pins the client
+    /// until the server has said what each one became: a tracking
+    /// backend's report is recorded for replay like any other setting, so
+    /// the pin goes when every such variable was reported (and the
+    /// statement took no other pin of that kind, e.g. SET ROLE).
+    pub fn release_computed_settings(&mut self, fx: &Effects, o: &Outcome, tracked: bool) {
+        let by_assignment = fx.pins.iter().filter(|p| **p == Pin::SetExpression).count();
+        if !tracked
+            || o.error.is_some()
+            || fx.computed.is_empty()
+            || by_assignment != fx.computed.len()
+        {
+            return;
+        }
+        let reported = fx.computed.iter().all(|name| {
+            o.changes
+                .iter()
+                .any(|ch| matches!(ch, Change::SysVar(n, _) if n == name))
+        });
+        if reported {
+            self.pins.remove(&Pin::SetExpression);
+        }
+    }
+
+    /// Prepared-statement pins follow the open cursors and long data;
+    /// returns the pins newly taken.
+    pub fn update_stmt_pins(&mut self) -> Vec<Pin> {
+        let mut taken = Vec::new();
+        for (p, on) in [
+            (Pin::Cursor, !self.cursors.is_empty()),
+            (Pin::LongData, !self.long_data.is_empty()),
+        ] {
+            if !on {
+                self.pins.remove(&p);
+            } else if self.pins.insert(p) {
+                taken.push(p);
+            }
+        }
+        taken
+    }
+
+    /// A statement that asks ROW_COUNT() or FOUND_ROWS() gets the client's
+    /// own values written in: the relay knows them from the replies, while
+    /// the connection may have run other clients' statements (or the
+    /// relay's own) since. FOUND_ROWS() after SQL_CALC_FOUND_ROWS is the
+    /// server's (the connection is kept for it); a text of several
+    /// statements is sent as it is.
+    pub fn own_counts<'q>(&self, text: &'q [u8], fx: &Effects) -> std::borrow::Cow<'q, [u8]> {
+        if !fx.reads_diagnostics || fx.statements != 1 {
+            return std::borrow::Cow::Borrowed(text);
+        }
+        let mut out = std::borrow::Cow::Borrowed(text);
+        if let Some(v) = sql::substitute_call(&out, "ROW_COUNT", self.last_row_count) {
+            out = std::borrow::Cow::Owned(v);
+        }
+        if !self.found_rows_calc {
+            let found = i64::try_from(self.last_found_rows).unwrap_or(i64::MAX);
+            if let Some(v) = sql::substitute_call(&out, "FOUND_ROWS", found) {
+                out = std::borrow::Cow::Owned(v);
+            }
+        }
+        out
+    }
+
+    /// COM_RESET_CONNECTION or COM_CHANGE_USER: the session is a new one
+    /// (prepared statements are the caller's to drop).
+    pub fn clear(&mut self) {
+        self.settings.clear();
+        self.cursors.clear();
+        self.long_data.clear();
+        self.pins.retain(|p| *p == Pin::Session);
+        self.pin_next = None;
+        self.savepoint_began = false;
+        self.in_trans = false;
+        self.autocommit = true;
+        // As the server's reset (THD::change_user, for both commands):
+        // ROW_COUNT() is 0 (the command's OK) and LAST_INSERT_ID() 0;
+        // FOUND_ROWS() keeps the previous SELECT's count.
+        self.last_row_count = 0;
+        self.last_insert_id = 0;
+        // A reset drops temporary tables and releases named locks.
+        self.temp_tables = Some(Default::default());
+        self.locks = Some(Default::default());
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,570 @@
+//! Every pin and release rule as a row: a client's statements with the
+//! server's replies, run through the state as the session drives it, and
+//! what the client is left holding.
+
+use super::*;
+use crate::protocol::sql::Query;
+
+/// A reply as the server gives it, reduced to what the state reads.
+#[derive(Clone, Copy)]
+enum R {
+    /// OK, autocommit on, no transaction.
+    Ok,
+    /// OK inside a transaction.
+    InTx,
+    /// OK with autocommit off and no transaction open.
+    NoAutocommit,
+    /// `SET autocommit = 0`'s OK: the status and the tracked variable.
+    AutocommitOff,
+    /// OK inside a read-only transaction.
+    ReadOnlyTx,
+    /// An error packet (no status).
+    Err,
+    /// OK with warnings.
+    Warn,
+    /// A result set of n rows.
+    Rows(u64),
+    /// OK with a tracked variable change.
+    Track(&'static str, &'static str),
+    /// OK with an unexplained session-state change.
+    State,
+    /// OK with a new default database.
+    Schema(&'static str),
+}
+
+fn outcome(r: R) -> Outcome {
+    let ok = |status| Outcome {
+        status: Some(status),
+        ..Outcome::default()
+    };
+    match r {
+        R::Ok => ok(STATUS_AUTOCOMMIT),
+        R::InTx => ok(STATUS_AUTOCOMMIT | STATUS_IN_TRANS),
+        R::NoAutocommit => ok(0),
+        R::AutocommitOff => Outcome {
+            changes: vec![Change::SysVar("autocommit".into(), "OFF".into())],
+            ..ok(0)
+        },
+        R::ReadOnlyTx => ok(STATUS_AUTOCOMMIT | STATUS_IN_TRANS | STATUS_IN_TRANS_READONLY),
+        R::Err => Outcome {
+            error: Some((1146, "no such table".into())),
+            ..Outcome::default()
+        },
+        R::Warn => Outcome {
+            warnings: 1,
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+        R::Rows(n) => Outcome {
+            result_sets: 1,
+            rows: n,
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+        R::Track(name, value) => Outcome {
+            changes: vec![Change::SysVar(name.into(), value.into())],
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+        R::State => Outcome {
+            changes: vec![Change::State],
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+        R::Schema(db) => Outcome {
+            changes: vec![Change::Schema(db.into())],
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+    }
+}
+
+/// One statement through the state, in the order the session drives it
+/// (`session.rs`, `query`), on a backend that tracks session state.
+fn run(st: &mut ClientState, sql: &str, r: R) {
+    let o = outcome(r);
+    st.begin_command();
+    let fx = Query::new(sql.as_bytes()).effects();
+    st.begin_statement(&fx);
+    st.drop_diagnostics_hold(&fx);
+    let had_set_expression = st.pins.contains(&Pin::SetExpression);
+    st.take_statement_pins(&fx);
+    st.observe(&o);
+    st.counts_after(&o, &fx, Some(false));
+    st.hold_diagnostics(&o, fx.uses_tables);
+    st.after_text(&fx, &o, true);
+    if !had_set_expression {
+        st.release_computed_settings(&fx, &o, true);
+    }
+}
+
+struct Row {
+    rule: &'static str,
+    mode: Mode,
+    steps: &'static [(&'static str, R)],
+    /// The pins left after the last step.
+    pins: &'static [Pin],
+    /// Whether the connection goes back to the pool after the last step.
+    release: bool,
+}
+
+const T: Mode = Mode::Transaction;
+
+const ROWS: &[Row] = &[
+    Row {
+        rule: "a plain read holds nothing",
+        mode: T,
+        steps: &[("SELECT * FROM t", R::Rows(3))],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "session mode holds its connection for good",
+        mode: Mode::Session,
+        steps: &[("SELECT * FROM t", R::Rows(3))],
+        pins: &[Pin::Session],
+        release: false,
+    },
+    Row {
+        rule: "an open transaction holds the connection",
+        mode: T,
+        steps: &[("BEGIN", R::InTx), ("INSERT INTO t VALUES (1)", R::InTx)],
+        pins: &[],
+        release: false,
+    },
+    Row {
+        rule: "COMMIT gives it back",
+        mode: T,
+        steps: &[
+            ("BEGIN", R::InTx),
+            ("INSERT INTO t VALUES (1)", R::InTx),
+            ("COMMIT", R::Ok),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "an error under autocommit=0 may have opened a transaction",
+        mode: T,
+        steps: &[
+            ("SET autocommit = 0", R::AutocommitOff),
+            ("INSERT INTO nope VALUES (1)", R::Err),
+        ],
+        pins: &[Pin::Diagnostics, Pin::MaybeInTransaction],
+        release: false,
+    },
+    Row {
+        rule: "the next status says whether it did",
+        mode: T,
+        steps: &[
+            ("SET autocommit = 0", R::AutocommitOff),
+            ("INSERT INTO nope VALUES (1)", R::Err),
+            ("SELECT 1", R::NoAutocommit),
+        ],
+        pins: &[Pin::Diagnostics],
+        release: false,
+    },
+    Row {
+        rule: "autocommit=0 as the server has it, but not as a replay would give it",
+        mode: T,
+        steps: &[("CALL p()", R::NoAutocommit)],
+        pins: &[Pin::ServerState, Pin::Call],
+        release: false,
+    },
+    Row {
+        rule: "a temporary table pins",
+        mode: T,
+        steps: &[("CREATE TEMPORARY TABLE tt (a int)", R::Ok)],
+        pins: &[Pin::TemporaryTable],
+        release: false,
+    },
+    Row {
+        rule: "dropping every temporary table made releases",
+        mode: T,
+        steps: &[
+            ("CREATE TEMPORARY TABLE tt (a int)", R::Ok),
+            ("CREATE TEMPORARY TABLE t2 (a int)", R::Ok),
+            ("DROP TEMPORARY TABLE tt", R::Ok),
+            ("DROP TABLE t2", R::Ok),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "dropping one of two keeps the pin",
+        mode: T,
+        steps: &[
+            ("CREATE TEMPORARY TABLE tt (a int)", R::Ok),
+            ("CREATE TEMPORARY TABLE t2 (a int)", R::Ok),
+            ("DROP TEMPORARY TABLE tt", R::Ok),
+        ],
+        pins: &[Pin::TemporaryTable],
+        release: false,
+    },
+    Row {
+        rule: "a failed text of several statements forgets what it made: the pin stays",
+        mode: T,
+        steps: &[
+            (
+                "CREATE TEMPORARY TABLE tt (a int); SELECT * FROM nope",
+                R::Err,
+            ),
+            ("DROP TEMPORARY TABLE tt", R::Ok),
+        ],
+        pins: &[Pin::TemporaryTable, Pin::Diagnostics],
+        release: false,
+    },
+    Row {
+        rule: "a named lock pins until released as often as taken",
+        mode: T,
+        steps: &[
+            ("SELECT GET_LOCK('a', 1)", R::Rows(1)),
+            ("SELECT GET_LOCK('a', 1)", R::Rows(1)),
+            ("SELECT RELEASE_LOCK('a')", R::Rows(1)),
+        ],
+        pins: &[Pin::GetLock],
+        release: false,
+    },
+    Row {
+        rule: "the last release frees it",
+        mode: T,
+        steps: &[
+            ("SELECT GET_LOCK('a', 1)", R::Rows(1)),
+            ("SELECT GET_LOCK('a', 1)", R::Rows(1)),
+            ("SELECT RELEASE_LOCK('a')", R::Rows(1)),
+            ("SELECT RELEASE_LOCK('a')", R::Rows(1)),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "RELEASE_ALL_LOCKS frees every lock",
+        mode: T,
+        steps: &[
+            ("SELECT GET_LOCK('a', 1), GET_LOCK('b', 1)", R::Rows(1)),
+            ("SELECT RELEASE_ALL_LOCKS()", R::Rows(1)),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a lock under a computed name is never known released",
+        mode: T,
+        steps: &[
+            ("SELECT GET_LOCK(CONCAT('a', id), 1) FROM t", R::Rows(1)),
+            ("SELECT RELEASE_LOCK('a1')", R::Rows(1)),
+        ],
+        pins: &[Pin::GetLock],
+        release: false,
+    },
+    Row {
+        rule: "warnings hold the connection for SHOW WARNINGS",
+        mode: T,
+        steps: &[("INSERT INTO t VALUES ('x')", R::Warn)],
+        pins: &[Pin::Diagnostics],
+        release: false,
+    },
+    Row {
+        rule: "SHOW WARNINGS reads them where they are",
+        mode: T,
+        steps: &[
+            ("INSERT INTO t VALUES ('x')", R::Warn),
+            ("SHOW WARNINGS", R::Rows(1)),
+        ],
+        pins: &[Pin::Diagnostics],
+        release: false,
+    },
+    Row {
+        rule: "a statement that opens a table clears them",
+        mode: T,
+        steps: &[
+            ("INSERT INTO t VALUES ('x')", R::Warn),
+            ("SELECT * FROM t", R::Rows(2)),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a statement that opens no table leaves them",
+        mode: T,
+        steps: &[
+            ("INSERT INTO t VALUES ('x')", R::Warn),
+            ("SELECT 1", R::Rows(1)),
+        ],
+        pins: &[Pin::Diagnostics],
+        release: false,
+    },
+    Row {
+        rule: "a new default database is followed, not pinned",
+        mode: T,
+        steps: &[("USE b", R::Schema("b"))],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a tracked setting is replayed, not pinned",
+        mode: T,
+        steps: &[("SET sql_mode = 'ANSI'", R::Track("sql_mode", "ANSI"))],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "changing session tracking pins",
+        mode: T,
+        steps: &[(
+            "SET session_track_state_change = 0",
+            R::Track("session_track_state_change", "OFF"),
+        )],
+        pins: &[Pin::Tracking],
+        release: false,
+    },
+    Row {
+        rule: "a state change the text explains does not pin",
+        mode: T,
+        steps: &[("SET NAMES latin1", R::State)],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a state change the text does not explain pins (a procedure's user variable)",
+        mode: T,
+        steps: &[("SELECT f(1)", R::State)],
+        pins: &[Pin::ServerState, Pin::StoredFunction],
+        release: false,
+    },
+    Row {
+        rule: "a user variable pins",
+        mode: T,
+        steps: &[("SET @a = 1", R::State)],
+        pins: &[Pin::UserVariable],
+        release: false,
+    },
+    Row {
+        rule: "a one-shot variable set out of sight pins",
+        mode: T,
+        steps: &[("SELECT f(1)", R::Track("insert_id", "5"))],
+        pins: &[Pin::OneShotVariable, Pin::StoredFunction],
+        release: false,
+    },
+    Row {
+        rule: "SET STATEMENT's variable is not the session's",
+        mode: T,
+        steps: &[(
+            "SET STATEMENT max_statement_time = 5 FOR SELECT * FROM t",
+            R::Track("max_statement_time", "5.000000"),
+        )],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a read-only transaction's characteristic outlives it",
+        mode: T,
+        steps: &[
+            ("START TRANSACTION READ ONLY", R::ReadOnlyTx),
+            ("SET autocommit = 1", R::Ok),
+        ],
+        pins: &[Pin::SetTransaction],
+        release: false,
+    },
+    Row {
+        rule: "until COMMIT or ROLLBACK",
+        mode: T,
+        steps: &[
+            ("START TRANSACTION READ ONLY", R::ReadOnlyTx),
+            ("COMMIT", R::Ok),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "SET TRANSACTION waits for the next transaction to end",
+        mode: T,
+        steps: &[
+            ("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", R::Ok),
+            ("SELECT 1", R::Rows(1)),
+        ],
+        pins: &[Pin::SetTransaction],
+        release: false,
+    },
+    Row {
+        rule: "a savepoint under autocommit ends at once",
+        mode: T,
+        steps: &[("SAVEPOINT a", R::Ok)],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a savepoint in a transaction ends with it",
+        mode: T,
+        steps: &[
+            ("BEGIN", R::InTx),
+            ("SAVEPOINT a", R::InTx),
+            ("INSERT INTO t VALUES (1)", R::InTx),
+            ("COMMIT", R::Ok),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "LAST_INSERT_ID() is carried, not pinned",
+        mode: T,
+        steps: &[
+            ("INSERT INTO t VALUES (NULL)", R::Ok),
+            ("SELECT LAST_INSERT_ID()", R::Rows(1)),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "SQL_CALC_FOUND_ROWS keeps the connection for the next statement",
+        mode: T,
+        steps: &[("SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1", R::Rows(1))],
+        pins: &[],
+        release: false,
+    },
+    Row {
+        rule: "which then gives it back",
+        mode: T,
+        steps: &[
+            ("SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1", R::Rows(1)),
+            ("SELECT FOUND_ROWS()", R::Rows(1)),
+        ],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "LOCK TABLES pins until UNLOCK TABLES",
+        mode: T,
+        steps: &[("LOCK TABLES t READ", R::Ok)],
+        pins: &[Pin::LockTables],
+        release: false,
+    },
+    Row {
+        rule: "UNLOCK TABLES releases",
+        mode: T,
+        steps: &[("LOCK TABLES t READ", R::Ok), ("UNLOCK TABLES", R::Ok)],
+        pins: &[],
+        release: true,
+    },
+    Row {
+        rule: "a SET to a computed value pins until the server reports it",
+        mode: T,
+        steps: &[("SET sql_mode = CONCAT(@@sql_mode, ',ANSI')", R::Ok)],
+        pins: &[Pin::SetExpression],
+        release: false,
+    },
+    Row {
+        rule: "reported: replayed by value",
+        mode: T,
+        steps: &[(
+            "SET sql_mode = CONCAT(@@sql_mode, ',ANSI')",
+            R::Track("sql_mode", "ANSI"),
+        )],
+        pins: &[],
+        release: true,
+    },
+];
+
+#[test]
+fn every_pin_and_release_rule() {
+    let mut failed = Vec::new();
+    for row in ROWS {
+        let mut st = ClientState::new(row.mode, Some("test".into()));
+        for (sql, r) in row.steps {
+            run(&mut st, sql, *r);
+        }
+        let pins: Vec<Pin> = st.pins.iter().copied().collect();
+        let want: Vec<Pin> = row
+            .pins
+            .iter()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if pins != want || st.may_release() != row.release {
+            failed.push(format!(
+                "{}: pins {pins:?} (expected {:?}), release {} (expected {})",
+                row.rule,
+                row.pins,
+                st.may_release(),
+                row.release
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "\n{}", failed.join("\n"));
+}
+
+#[test]
+fn what_the_connection_learns_from_an_observation() {
+    let mut st = ClientState::new(T, Some("a".into()));
+    let o = Outcome {
+        insert_id: 7,
+        changes: vec![
+            Change::SysVar("time_zone".into(), "+01:00".into()),
+            Change::Schema("b".into()),
+            Change::SysVar("last_gtid".into(), "0-1-5".into()),
+        ],
+        ..outcome(R::Ok)
+    };
+    let f = st.observe(&o);
+    assert_eq!(
+        f,
+        ForConn {
+            settings: vec![Setting::from_server("time_zone", "+01:00")],
+            db: Some(Some("b".into())),
+            insert_id: Some(7),
+            pinned: vec![],
+        }
+    );
+    assert_eq!(st.db.as_deref(), Some("b"));
+    assert_eq!(st.last_insert_id, 7);
+    // USE without tracking: from the text.
+    let fx = Query::new(b"USE c").effects();
+    let f = st.after_text(&fx, &outcome(R::Ok), false);
+    assert_eq!(f.db, Some(Some("c".into())));
+    // DROP DATABASE of the default one leaves none.
+    let fx = Query::new(b"DROP DATABASE c").effects();
+    let f = st.after_text(&fx, &outcome(R::Ok), true);
+    assert_eq!((f.db, st.db.clone()), (Some(None), None));
+}
+
+#[test]
+fn counts_are_the_clients_own() {
+    let mut st = ClientState::new(T, None);
+    let sel = Query::new(b"SELECT * FROM t").effects();
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(4)), &sel, None),
+        FoundRowsOnConn::Mine
+    );
+    assert_eq!((st.last_found_rows, st.last_row_count), (4, -1));
+    let ins = Query::new(b"INSERT INTO t VALUES (1), (2)").effects();
+    let o = Outcome {
+        affected: 2,
+        ..outcome(R::Ok)
+    };
+    assert_eq!(st.counts_after(&o, &ins, None), FoundRowsOnConn::Unchanged);
+    assert_eq!((st.last_found_rows, st.last_row_count), (4, 2));
+    // A failed SELECT where the connection had the client's count: ask.
+    assert_eq!(
+        st.counts_after(&outcome(R::Err), &sel, Some(true)),
+        FoundRowsOnConn::Unknown
+    );
+    assert!(st.found_rows_calc);
+    let rc = Query::new(b"SELECT ROW_COUNT()").effects();
+    st.last_row_count = 2;
+    let text = st.own_counts(b"SELECT ROW_COUNT()", &rc);
+    assert!(
+        String::from_utf8_lossy(&text).starts_with("SELECT COALESCE(2, "),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+}
+
+#[test]
+fn a_reset_leaves_a_new_session() {
+    let mut st = ClientState::new(Mode::Session, Some("a".into()));
+    run(&mut st, "SET @a = 1", R::State);
+    run(&mut st, "BEGIN", R::InTx);
+    st.clear();
+    assert_eq!(
+        st.pins.iter().copied().collect::<Vec<_>>(),
+        vec![Pin::Session]
+    );
+    assert!(!st.in_trans && st.autocommit && st.settings.is_empty());
+    assert_eq!((st.last_row_count, st.last_insert_id), (0, 0));
+}
