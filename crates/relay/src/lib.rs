@@ -16,6 +16,7 @@
 pub mod admin;
 pub mod backend;
 pub mod config;
+mod ctx;
 pub mod event_loops;
 pub mod frontend;
 pub mod listen;
@@ -24,6 +25,7 @@ pub mod routing;
 pub mod tls;
 
 pub use config::RelayConfig;
+pub use ctx::Ctx;
 pub use listen::{accept_loop, Accepted, Listener};
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -36,7 +38,7 @@ use backend::pool::Pool;
 
 /// A running relay's shared state.
 pub struct Relay {
-    ctx: Arc<frontend::session::Ctx>,
+    ctx: Arc<Ctx>,
 }
 
 impl Relay {
@@ -80,7 +82,7 @@ impl Relay {
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         let max_clients = cfg.client_limit(open_file_limit());
         Ok(Relay {
-            ctx: Arc::new(frontend::session::Ctx {
+            ctx: Arc::new(Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
                 rules: RwLock::new(Arc::new(routing::rules::RuleSet::new(
                     cfg.dynamic.rules.clone(),
@@ -235,7 +237,7 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Starts the session of each client an accept loop takes, on the
 /// accepting task (no channel or second task between them).
 struct Starter {
-    ctx: Arc<frontend::session::Ctx>,
+    ctx: Arc<Ctx>,
     ids: Arc<AtomicU32>,
     placement: Arc<event_loops::Placement>,
     /// Every session, so that a stopping relay can drain them; finished
@@ -280,7 +282,7 @@ impl Starter {
 
 /// Serves one accepted client (see [`frontend::session::serve`]).
 async fn serve_accepted(
-    ctx: Arc<frontend::session::Ctx>,
+    ctx: Arc<Ctx>,
     a: Accepted,
     id: u32,
     host: String,

@@ -169,6 +169,11 @@ fn password(srv: &TestServer) -> String {
     srv.sandbox.password().expect("pw").expose().to_string()
 }
 
+/// A recorded reply is given again for a second (`answers::TTL`): a
+/// pair of statements further apart than this (a machine busy with
+/// other work) is compared byte for byte but not counted as answered.
+const FRESH: std::time::Duration = std::time::Duration::from_millis(900);
+
 #[test]
 fn variable_reads_answered_locally_are_the_servers_bytes() {
     let _globals = GLOBALS.lock().unwrap_or_else(|e| e.into_inner());
@@ -187,9 +192,11 @@ fn variable_reads_answered_locally_are_the_servers_bytes() {
                 // recorded); the second's is answered by the relay.
                 let before = local(&relay);
                 let mut first = login(relay.port, &pw, caps, collation).await;
-                let got_first = reply(&mut first, sql, deprecate).await;
                 let mut second = login(relay.port, &pw, caps, collation).await;
+                let recorded = std::time::Instant::now();
+                let got_first = reply(&mut first, sql, deprecate).await;
                 let got_second = reply(&mut second, sql, deprecate).await;
+                let fresh = recorded.elapsed() < FRESH;
                 let answered = local(&relay) - before;
                 assert_eq!(
                     got_first, want,
@@ -200,7 +207,7 @@ fn variable_reads_answered_locally_are_the_servers_bytes() {
                     "{sql} (caps {caps:#x}, collation {collation}): answered by the relay"
                 );
                 assert!(
-                    answered >= 1.0,
+                    answered >= 1.0 || !fresh,
                     "{sql} (caps {caps:#x}, collation {collation}): the second read was answered by the relay ({answered})"
                 );
                 // After the read, the session is where the server's reply
@@ -359,6 +366,7 @@ fn session_sets_answered_locally_are_the_servers_bytes_and_leave_the_same_sessio
                     reply(s, "SELECT 1 UNION SELECT 2", deprecate).await;
                 }
                 let before = local(&relay);
+                let recorded = std::time::Instant::now();
                 for sql in *sets {
                     let want = reply(&mut d, sql, deprecate).await;
                     // The first client's SET goes to the server (and is
@@ -375,7 +383,7 @@ fn session_sets_answered_locally_are_the_servers_bytes_and_leave_the_same_sessio
                 }
                 let answered = local(&relay) - before;
                 assert!(
-                    answered >= sets.len() as f64,
+                    answered >= sets.len() as f64 || recorded.elapsed() >= FRESH,
                     "{what}: the second client's SETs were answered by the relay ({answered})"
                 );
                 let w = reply(&mut d, AFTER_SET, deprecate).await;

@@ -10,9 +10,9 @@ use super::{Fail, Session};
 use crate::backend::command;
 use crate::backend::health;
 use crate::backend::pool::Route;
-use crate::config::{Consistency, RouteTo};
+use crate::config::{Consistency, Mode, RouteTo};
 use crate::protocol::reply::{Expect, Outcome};
-use crate::protocol::sql::Pin;
+use crate::protocol::sql::{Effects, Pin};
 
 impl Session {
     pub(super) fn default_route(&self) -> Route {
@@ -240,5 +240,96 @@ impl Session {
             self.last_write_gtid = Some(g);
         }
         Ok(())
+    }
+
+    /// A write to a table whose column default or trigger may advance a
+    /// sequence or take a user lock (`backend/write_effects.rs`) keeps the
+    /// connection: the server reports neither. Only transaction mode
+    /// shares connections between statements; a session-mode client's
+    /// connection is reset before another client gets it.
+    pub(super) async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
+        if self.st.mode != Mode::Transaction
+            || fx.writes.is_empty()
+            || self.st.pins.contains(&Pin::WriteEffects)
+        {
+            return;
+        }
+        for w in &fx.writes {
+            // An unqualified name is in the session's database, or in the
+            // one a USE in the same text makes current.
+            let dbs: Vec<&String> = match &w.db {
+                Some(d) => vec![d],
+                None => self.st.db.iter().chain(fx.use_db.iter()).collect(),
+            };
+            for db in dbs {
+                if self
+                    .ctx
+                    .write_effects
+                    .hidden(db, &w.name, &self.ctx.view_calls)
+                    .await
+                {
+                    self.pin(Pin::WriteEffects);
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Chooses the statement's route and takes its pins, before anything
+    /// can release the connection: those its text names, a stored
+    /// function's when it reads a view that calls one, and a write's whose
+    /// table acts unseen. `toks` are the statement's tokens.
+    pub(super) async fn route_and_pin(
+        &mut self,
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+    ) {
+        let via_view = self.names_a_calling_view(toks, fx).await;
+        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        for p in self.st.take_statement_pins(fx) {
+            self.ctx.metrics.pin(p);
+        }
+        if via_view {
+            self.pin(Pin::StoredFunction);
+        }
+        self.pin_unseen_write_effects(fx).await;
+    }
+
+    /// In transaction mode, whether the statement names a view whose
+    /// reading calls a stored function (`backend/view_calls.rs`): it is
+    /// then treated as the call itself (pinned, never a replica's read).
+    /// The session keeps its look at the views while it holds (one atomic
+    /// read and a clock read per statement); a text that USEs another
+    /// database looks for that statement alone.
+    pub(super) async fn names_a_calling_view(
+        &mut self,
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+    ) -> bool {
+        if self.st.mode != Mode::Transaction || fx.calls_stored {
+            return false;
+        }
+        let views = &self.ctx.view_calls;
+        let db = self.st.db.as_deref();
+        let mut dbs = [""; 2];
+        let mut n = 0;
+        for d in db.iter().chain(fx.use_db.as_deref().iter()) {
+            dbs[n] = d;
+            n += 1;
+        }
+        let dbs = &dbs[..n];
+        if fx.use_db.is_some() {
+            return views.look(dbs, db).await.names(toks, dbs);
+        }
+        let now = std::time::Instant::now();
+        let held = self
+            .view_look
+            .as_ref()
+            .is_some_and(|l| views.still(l, db, now));
+        if !held {
+            let look = views.look(dbs, db).await;
+            self.view_look = Some(look);
+        }
+        self.view_look.as_ref().is_some_and(|l| l.names(toks, dbs))
     }
 }

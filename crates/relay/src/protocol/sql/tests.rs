@@ -181,7 +181,7 @@ fn what_the_tracker_cannot_say() {
         .pins
         .is_empty());
     // The built-in list is searched by halves: it must stay sorted.
-    assert!(BUILTINS.windows(2).all(|w| w[0] < w[1]));
+    assert!(calls::BUILTINS.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(analyze(b"SELECT `f`(1)").pins, vec![Pin::StoredFunction]);
     assert_eq!(
         analyze(b"INSERT INTO t (a) VALUES (db.f(1))").pins,

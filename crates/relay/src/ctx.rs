@@ -1,0 +1,43 @@
+//! What every client session of a relay shares: its configuration, the
+//! pool, the account lists and query rules, what it has learned of the
+//! server (recorded replies, write effects, views calling functions), the
+//! metrics, and the connected clients. `Relay` (lib.rs) makes one; each
+//! session (`frontend/session.rs`) holds it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use crate::admin::metrics::Metrics;
+use crate::backend::pool::Pool;
+use crate::config::{Account, RelayConfig};
+use crate::frontend::auth::Greeting;
+
+/// What every session shares.
+pub struct Ctx {
+    pub cfg: Arc<RelayConfig>,
+    pub pool: Arc<Pool>,
+    pub users: RwLock<Arc<HashMap<String, Account>>>,
+    pub rules: RwLock<Arc<crate::routing::rules::RuleSet>>,
+    pub digests: crate::routing::rules::Digests,
+    /// Recorded replies to connect-time variable reads.
+    pub answers: crate::frontend::answers::Answers,
+    pub greeting: Greeting,
+    pub metrics: Arc<Metrics>,
+    /// Connected clients by the id the relay gave them (for KILL).
+    pub clients: crate::frontend::clients::Clients,
+    /// Per-user mode: accounts looked up on the server.
+    pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
+    /// Which tables' writes change the session unseen (triggers, defaults).
+    pub write_effects: crate::backend::write_effects::WriteEffects,
+    pub view_calls: crate::backend::view_calls::ViewCalls,
+    /// Which backend connection each command ran on (tests only; off).
+    pub trace: crate::frontend::trace::Trace,
+    /// Clients connected at once; more get ERROR 1040 at the handshake.
+    pub max_clients: usize,
+}
+
+impl Ctx {
+    pub fn rules(&self) -> Arc<crate::routing::rules::RuleSet> {
+        self.rules.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}

@@ -1,0 +1,340 @@
+//! The backend connection a client holds (its lease): leased from the
+//! pool for the client's route and brought to the client's session — its
+//! settings replayed (`ClientState`'s settings against the connection's),
+//! its default database set, diagnostics another client left made empty —
+//! then a command forwarded on it and its reply streamed to the client;
+//! given back when the client's state allows (`ClientState::may_release`).
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_CLOSE};
+use sqlfleet_wire::handshake::SESSION_TRACK;
+use sqlfleet_wire::packet::WireError;
+
+use super::{Fail, Session};
+use crate::backend::command::{self, Link};
+use crate::backend::pool::BackendConn;
+use crate::config::Mode;
+use crate::protocol::io::ForwardError;
+use crate::protocol::reply::{Expect, Outcome};
+use crate::protocol::sql::{Effects, Pin};
+
+impl Session {
+    /// On a connection the client's previous statement did not run on,
+    /// diagnostics are made the client's own: empty (its previous
+    /// statement left nothing to report, else the connection would still
+    /// be held).
+    pub(super) async fn carry_over(&mut self, fx: &Effects) -> Result<(), Fail> {
+        // Same connection as the previous statement, or a statement that
+        // clears diagnostics itself (it uses a table): nothing to do.
+        if self.conn.is_some() || (fx.uses_tables && !fx.reads_diagnostics) {
+            return Ok(());
+        }
+        self.before_replica_read().await?;
+        self.ensure_conn().await?;
+        // What the previous user of the connection left must not show.
+        let dirty = self.conn.as_ref().is_some_and(|c| c.diagnostics_dirty);
+        if fx.reads_diagnostics || dirty {
+            self.clear_diagnostics().await?;
+        }
+        Ok(())
+    }
+
+    /// On a connection the client's previous statement did not run on:
+    /// empty diagnostics, and the row count that statement left where it
+    /// is one a statement reproduces (-1 after a query, 0 after others).
+    pub(super) async fn clear_diagnostics(&mut self) -> Result<(), Fail> {
+        let row_count = self.st.last_row_count;
+        let c = self.ensure_conn().await?;
+        let lost = |e: WireError| Fail::Lost(e.to_string());
+        // Only a statement that reads a table clears the warning list.
+        let clear = b"\x03SELECT * FROM (SELECT 1) AS sqlfleet_relay WHERE 0";
+        command::command(c, clear, Expect::Results { cursor: false })
+            .await
+            .map_err(lost)?;
+        if row_count == 0 {
+            command::simple(c, b"\x03DO 0").await.map_err(lost)?;
+        }
+        c.diagnostics_dirty = false;
+        Ok(())
+    }
+
+    /// The client's backend connection, leased and brought to the
+    /// client's session state if it has none.
+    pub(super) async fn ensure_conn(&mut self) -> Result<&mut BackendConn, Fail> {
+        let mut attempts = 0;
+        while self.conn.is_none() {
+            attempts += 1;
+            let b = match self.backend {
+                Some(b) if self.st.mode == Mode::Session => b,
+                _ => self.pick_backend().await?,
+            };
+            self.backend = Some(b);
+            let c = match self.ctx.pool.lease(b, self.want()).await {
+                Ok(c) => c,
+                Err(e @ crate::backend::pool::LeaseError::Connect(..)) => {
+                    // Dead before a health check noticed: mark it and, with
+                    // several backends, try the next one the route allows.
+                    self.ctx.pool.health.mark_down(b, &e.to_string());
+                    if attempts < 3
+                        && self.ctx.cfg.backends.len() > 1
+                        && self.st.mode == Mode::Transaction
+                    {
+                        continue;
+                    }
+                    return Err(e.into());
+                }
+                Err(e) => return Err(e.into()),
+            };
+            self.adopt(c).await?;
+        }
+        self.conn.as_mut().ok_or(Fail::Close)
+    }
+
+    /// Brings `c` to the client's session state and makes it the client's
+    /// connection; one that could not be brought there is discarded.
+    pub(super) async fn adopt(&mut self, mut c: BackendConn) -> Result<(), Fail> {
+        match self.sync(&mut c).await {
+            Ok(()) => {
+                if self.st.mode == Mode::Session {
+                    self.handle.set_alias(Some(c.thread_id));
+                }
+                self.conn = Some(c);
+                Ok(())
+            }
+            Err(e) => {
+                self.ctx.pool.discard(c);
+                Err(e)
+            }
+        }
+    }
+
+    /// Replays the client's settings and default database on `c`.
+    pub(super) async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
+        let lost = |e: WireError| Fail::Lost(e.to_string());
+        if c.settings
+            .iter()
+            .any(|s| s.undone_by_reset() && !self.st.settings.contains(s))
+        {
+            self.ctx.metrics.resets.fetch_add(1, Relaxed);
+            c.reset().await.map_err(lost)?;
+        }
+        if let Err(e) = self.replay_settings(c).await {
+            // Undoing what another client left can fail where replaying
+            // the client's own would not (a variable without a DEFAULT):
+            // that is not this client's error. A reset undoes everything.
+            if !matches!(e, Fail::Err(..)) || c.settings.is_empty() {
+                return Err(e);
+            }
+            tracing::debug!(
+                client = self.id,
+                "undoing another client's settings failed; resetting the connection"
+            );
+            self.ctx.metrics.resets.fetch_add(1, Relaxed);
+            c.reset().await.map_err(lost)?;
+            self.replay_settings(c).await?;
+        }
+        match (&self.st.db, &c.db) {
+            (Some(d), cur) if cur.as_ref() != Some(d) => {
+                let mut p = vec![COM_INIT_DB];
+                p.extend_from_slice(d.as_bytes());
+                let o = command::command(c, &p, Expect::Single)
+                    .await
+                    .map_err(lost)?;
+                if let Some((code, msg)) = o.error {
+                    return Err(Fail::Err(code, "42000", msg));
+                }
+                c.db = Some(d.clone());
+            }
+            (None, Some(_)) => {
+                return Err(Fail::Err(
+                    1046,
+                    "3D000",
+                    "sqlfleet relay: no backend connection without a default database".into(),
+                ))
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// One SET: the client's settings `c` lacks, its LAST_INSERT_ID(), and
+    /// `= DEFAULT` for what another client left on `c`.
+    pub(super) async fn replay_settings(&self, c: &mut BackendConn) -> Result<(), Fail> {
+        let lost = |e: WireError| Fail::Lost(e.to_string());
+        let mut parts: Vec<String> = self
+            .st
+            .settings
+            .iter()
+            .filter(|s| !c.settings.contains(s))
+            .map(|s| s.text.clone())
+            .collect();
+        // LAST_INSERT_ID() is per connection: the client's goes with it.
+        if c.last_insert_id != self.st.last_insert_id {
+            parts.push(format!(
+                "@@session.last_insert_id = {}",
+                self.st.last_insert_id
+            ));
+        }
+        for s in &c.settings {
+            if !self.st.settings.iter().any(|x| x.name == s.name) {
+                parts.push(crate::backend::pool::undo_setting(&s.name, c.shape.caps));
+            }
+        }
+        if !parts.is_empty() {
+            self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
+            let mut q = b"\x03SET ".to_vec();
+            q.extend_from_slice(parts.join(", ").as_bytes());
+            let o = command::command(c, &q, Expect::Results { cursor: false })
+                .await
+                .map_err(lost)?;
+            if let Some((code, msg)) = o.error {
+                return Err(Fail::Err(
+                    code,
+                    "HY000",
+                    format!("sqlfleet relay: replaying session settings: {msg}"),
+                ));
+            }
+            c.settings = self.st.settings.clone();
+            c.last_insert_id = self.st.last_insert_id;
+        }
+        Ok(())
+    }
+
+    /// Sends a command on the client's backend connection and forwards the
+    /// reply; `rewrite_id` replaces a prepared statement's id in it.
+    pub(super) async fn forward(
+        &mut self,
+        payload: &[u8],
+        expect: Expect,
+        rewrite_id: Option<u32>,
+    ) -> Result<Outcome, Fail> {
+        self.ensure_conn().await?;
+        let Some(mut c) = self.conn.take() else {
+            return Err(Fail::Close);
+        };
+        let sent = async {
+            for id in std::mem::take(&mut c.stmts.to_close) {
+                let mut p = vec![COM_STMT_CLOSE];
+                p.extend_from_slice(&id.to_le_bytes());
+                c.io.write_packet(0, &p).await?;
+            }
+            c.io.write_packet(0, payload).await
+        };
+        // From here until the reply ends, KILL from another client reaches
+        // this statement.
+        self.handle.running(Some((c.backend, c.thread_id)));
+        if let Err(e) = sent.await {
+            self.handle.running(None);
+            self.ctx.pool.discard(c);
+            return Err(Fail::Lost(e.to_string()));
+        }
+        // Until the reply starts, watch the client too: one that goes away
+        // mid-statement (a lock wait, a long query) has its statement
+        // stopped, as the server stops a direct client's.
+        loop {
+            let pipelined = self.io.buffered();
+            tokio::select! {
+                r = c.io.readable() => {
+                    if let Err(e) = r {
+                        self.handle.running(None);
+                        self.ctx.pool.discard(c);
+                        return Err(Fail::Lost(e.to_string()));
+                    }
+                    break;
+                }
+                r = self.io.read_more(), if pipelined < (1 << 20) => {
+                    if r.is_err() {
+                        self.handle.running(None);
+                        self.kill_backend_query(c.backend, c.thread_id).await;
+                        self.ctx.pool.discard(c);
+                        return Err(Fail::Close);
+                    }
+                }
+            }
+        }
+        let layout = c.caps & SESSION_TRACK != 0;
+        use crate::protocol::reply::ClientTracking;
+        let client = if self.caps & SESSION_TRACK == 0 {
+            ClientTracking::Strip
+        } else if self.st.pins.contains(&Pin::Tracking) {
+            // The client's own tracking settings are on the connection.
+            ClientTracking::Raw
+        } else {
+            c.client_tracking
+                .clone()
+                .map_or(ClientTracking::Raw, ClientTracking::Filter)
+        };
+        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
+            .tracking(layout, client);
+        t.rewrite_id = rewrite_id;
+        t.capture = self.capture.take();
+        let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
+        self.handle.running(None);
+        match forwarded {
+            Ok(n) => {
+                self.capture = t.capture.take();
+                self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
+                if let Some(b) = self.ctx.metrics.backend(c.backend) {
+                    b.bytes_to_client.fetch_add(n, Relaxed);
+                }
+                self.conn = Some(c);
+            }
+            Err(ForwardError::Client(_)) => {
+                // Gone mid-reply: the rest of the reply is still coming.
+                self.ctx.pool.discard(c);
+                return Err(Fail::Close);
+            }
+            Err(ForwardError::Backend { err, forwarded }) => {
+                self.ctx.pool.discard(c);
+                self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                if forwarded {
+                    return Err(Fail::Close);
+                }
+                return Err(Fail::Lost(err.to_string()));
+            }
+        }
+        let o = t.outcome;
+        if o.error.is_some() {
+            self.ctx.metrics.errors.fetch_add(1, Relaxed);
+        }
+        self.observe(&o);
+        // The server thread id the client can learn (CONNECTION_ID(); in
+        // session mode its own connection's) names it for KILL too.
+        if (self.st.pins.contains(&Pin::ConnectionId) || self.st.mode == Mode::Session)
+            && self.handle.alias().is_none()
+        {
+            self.handle
+                .set_alias(self.conn.as_ref().map(|c| c.thread_id));
+        }
+        Ok(o)
+    }
+
+    /// In transaction mode, hands the backend connection back when nothing
+    /// ties the client to it.
+    pub(super) fn release_if_free(&mut self) {
+        if self.st.may_release() {
+            if let Some(c) = self.conn.take() {
+                self.ctx.pool.put(c);
+            }
+        }
+    }
+
+    /// The client is done: its connection (between commands, so in a known
+    /// state apart from the session's leftovers) is reset and reused.
+    pub(super) fn finish(&mut self) {
+        if let Some(c) = self.conn.take() {
+            self.ctx.pool.reset_and_put(c);
+        }
+    }
+
+    /// What this client needs of a backend connection.
+    pub(super) fn want(&self) -> crate::backend::pool::Want<'_> {
+        crate::backend::pool::Want {
+            shape: self.shape,
+            account: self.account.as_ref(),
+            db: &self.st.db,
+            settings: &self.st.settings,
+        }
+    }
+}
