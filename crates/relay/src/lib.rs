@@ -22,6 +22,7 @@ pub mod frontend;
 pub mod listen;
 pub mod protocol;
 pub mod routing;
+mod status;
 pub mod tls;
 
 pub use config::RelayConfig;
@@ -154,7 +155,7 @@ impl Relay {
 
     /// The admin status as JSON (see [`admin::status`]).
     pub fn status_json(&self) -> String {
-        admin::status::render(&self.ctx)
+        status::render(&self.ctx)
     }
 
     /// Serves `GET /metrics` (Prometheus) and `GET /status` (JSON) on

@@ -28,13 +28,13 @@ use crate::backend::command;
 use crate::backend::dial::BackendAccount;
 use crate::backend::pool::{BackendConn, Route, Shape};
 use crate::config::Mode;
+use crate::ctx::Ctx;
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self};
 use crate::protocol::io::{AnyStream, PacketIo};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{self, Effects, KillTarget, Pin, Setting};
 use crate::protocol::stmt::ClientStmts;
-use crate::Ctx;
 use state::{ClientState, ForConn, FoundRowsOnConn};
 
 use sqlfleet_wire::command::*;

@@ -3,8 +3,8 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::ctx::Ctx;
 use crate::protocol::sql;
-use crate::Ctx;
 
 /// The status as pretty-printed JSON.
 pub fn render(ctx: &Ctx) -> String {
