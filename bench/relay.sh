@@ -56,7 +56,7 @@ TLS_PW="$SQLFLEET_HOME/sandboxes/$NAME-tls/root.pw"
 printf 'root:%s\n' "$(cat "$TLS_PW")" > "$WORK/users-tls"; chmod 600 "$WORK/users-tls"
 RTLS=$(free_port)
 MYSQL_PWD="$(cat "$TLS_PW")" "$SQLFLEET" relay --listen "127.0.0.1:$RTLS" --no-defaults -u root \
-  --ssl-mode REQUIRED --backend "127.0.0.1:$TLS_PORT" --client-users-file "$WORK/users-tls" \
+  --ssl-mode REQUIRED --backend "127.0.0.1:$TLS_PORT" --shared-account --client-users-file "$WORK/users-tls" \
   --pool-max 100 2>"$WORK/relay-tls.log" &
 PIDS+=($!)
 wait_port "$RTLS"

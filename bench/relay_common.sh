@@ -32,7 +32,7 @@ start_relay() {  # $1 listen port, then relay flags
 start_relay_of() {  # $1 sqlfleet binary, $2 listen port, then relay flags
   local bin=$1 port=$2; shift 2
   MYSQL_PWD="$(cat "$PWFILE")" "$bin" relay --listen "127.0.0.1:$port" \
-    --no-defaults -u root --ssl-mode DISABLED --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
+    --no-defaults -u root --ssl-mode DISABLED --shared-account --client-users-file "$WORK/users" "$@" 2>"$WORK/relay-$port.log" &
   PIDS+=($!)
   wait_port "$port"
 }

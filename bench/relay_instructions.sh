@@ -32,7 +32,7 @@ start_counted() {
   out="$WORK/cg-$port"
   MYSQL_PWD="$(cat "$PWFILE")" valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
     "$bin" relay --listen "127.0.0.1:$port" --no-defaults -u root --ssl-mode DISABLED \
-    --client-users-file "$WORK/users" --backend "127.0.0.1:$PORT" --threads 1 "$@" 2>"$out.log" &
+    --shared-account --client-users-file "$WORK/users" --backend "127.0.0.1:$PORT" --threads 1 "$@" 2>"$out.log" &
   pid=$!
   for _ in $(seq 300); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
 }

@@ -39,6 +39,8 @@ use backend::pool::Pool;
 
 /// A running relay's shared state.
 pub struct Relay {
+    /// See [`Relay::accounts`].
+    accounts: Result<String, String>,
     ctx: Arc<Ctx>,
 }
 
@@ -78,11 +80,13 @@ impl Relay {
             dialer.clone(),
             cfg.backends.clone(),
         ));
+        let accounts = accounts_note(&cfg, &side).await;
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
         let view_calls = backend::view_calls::ViewCalls::new(side);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         let max_clients = cfg.client_limit(open_file_limit());
         Ok(Relay {
+            accounts,
             ctx: Arc::new(Ctx {
                 users: RwLock::new(Arc::new(cfg.dynamic.users.clone())),
                 rules: RwLock::new(Arc::new(routing::rules::RuleSet::new(
@@ -102,6 +106,13 @@ impl Relay {
                 max_clients,
             }),
         })
+    }
+
+    /// Whose account and privileges clients get on the server, for the
+    /// start-up log; `Err` for the shared account, which an operator must
+    /// have chosen knowingly (it names the privileges every client gets).
+    pub fn accounts(&self) -> &Result<String, String> {
+        &self.accounts
     }
 
     /// Clients allowed at once (relay.max_clients, or its default); more
@@ -307,4 +318,34 @@ fn open_file_limit() -> u64 {
     } else {
         1024
     }
+}
+
+/// Whose account clients run as on the server: their own (per-user), or
+/// the relay's backend account with the global privileges it has there
+/// (read with SHOW GRANTS; when they cannot be read, says so).
+async fn accounts_note(
+    cfg: &RelayConfig,
+    side: &backend::side::SideConn,
+) -> Result<String, String> {
+    if cfg.per_user_accounts {
+        return Ok("clients log in to the server as themselves (per-user accounts)".into());
+    }
+    let grants = match side.queries(&["SHOW GRANTS"], 100).await {
+        Ok(sets) => sets
+            .into_iter()
+            .flatten()
+            .filter_map(|row| row.into_iter().next().and_then(|(_, v)| v))
+            // The password hash is the server's secret, not the log's.
+            .map(|g| match g.find(" IDENTIFIED BY") {
+                Some(i) => g[..i].to_string(),
+                None => g,
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => format!("(could not be read: {e})"),
+    };
+    Err(format!(
+        "every client runs as the backend account '{}' (shared account): each gets its privileges on the server: {grants}",
+        cfg.backend_user
+    ))
 }

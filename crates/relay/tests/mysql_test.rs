@@ -247,7 +247,7 @@ name = "root"
         accounts = if per_user {
             "accounts = \"per-user\"\n"
         } else {
-            ""
+            "accounts = \"shared\"\n"
         },
     );
     let (port, stop) = common::serve(&cfg_text, Some(&socket)).await;

@@ -98,7 +98,7 @@ async fn clients_past_max_clients_get_1040_at_the_handshake() {
     let pw = srv.sandbox.password().expect("pw");
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmax_clients = 20\n\n\
-         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n\n\
          [[users]]\nname = \"app\"\n{}\n",
         srv.sandbox.meta.primary().port,
         common::relay::quoted(pw.expose()),

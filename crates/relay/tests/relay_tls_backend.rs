@@ -46,7 +46,7 @@ fn relay(mode: &str, tls: &str) -> common::relay::Relay {
     let pw = srv.sandbox.password().expect("pw");
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
-         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\ntls = \"{tls}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\ntls = \"{tls}\"\naccounts = \"shared\"\n\n\
          [[users]]\nname = \"app\"\n{}\n",
         srv.sandbox.meta.primary().port,
         quoted(pw.expose()),

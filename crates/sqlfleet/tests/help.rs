@@ -148,6 +148,7 @@ fn log_lines_are_timestamped_text_or_json() {
             "--no-defaults",
             "-u",
             "x",
+            "--shared-account",
             "--client-user",
             "a:b",
         ])

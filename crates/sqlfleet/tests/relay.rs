@@ -227,7 +227,14 @@ fn a_backend_on_a_unix_socket_and_a_client_on_one() {
     let mut child = common::sqlfleet()
         .args(["relay", "--listen", &format!("unix:{}", listen.display())])
         .args(["--backend", &format!("unix:{}", sock.display())])
-        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
+        .args([
+            "--no-defaults",
+            "-u",
+            "root",
+            "--shared-account",
+            "--client-user",
+            "app:app-pw",
+        ])
         .env("MYSQL_PWD", pw.expose())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -298,7 +305,14 @@ fn metrics_pass_promtool_and_logs_name_failed_logins_and_down_backends() {
             &format!("127.0.0.1:{port}"),
         ])
         .args(["--backend", &live, "--backend", &dead])
-        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
+        .args([
+            "--no-defaults",
+            "-u",
+            "root",
+            "--shared-account",
+            "--client-user",
+            "app:app-pw",
+        ])
         .args([
             "--metrics",
             &format!("127.0.0.1:{metrics_port}"),
@@ -428,6 +442,7 @@ fn a_backend_account_that_cannot_see_triggers_is_named_in_the_log() {
             "--no-defaults",
             "-u",
             "relaynotrig",
+            "--shared-account",
             "--client-user",
             "app:app-pw",
         ])
@@ -503,4 +518,131 @@ fn sigterm_lets_running_sessions_finish_and_refuses_new_ones() {
 fn srv_running(srv: &sqlfleet_testkit::TestServer, text: &str) -> bool {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(srv.running(text)) > 0
+}
+
+/// Runs the stock client through `port` as `user`, batch mode.
+fn cli_as(port: u16, user: &str, password: &str, sql: &str) -> std::process::Output {
+    std::process::Command::new("mariadb")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port.to_string()])
+        .args(["-u", user, &format!("--password={password}"), "-N", "-B"])
+        .args(["-e", sql])
+        .output()
+        .expect("mariadb client")
+}
+
+/// A relay's stderr, read to its end once the relay is killed.
+fn stderr_after_kill(mut child: std::process::Child) -> String {
+    let _ = child.kill();
+    let mut text = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut text);
+    }
+    let _ = child.wait();
+    text
+}
+
+/// Secure by default: with no account flag a client logs in to the server
+/// as itself and gets its own privileges, with no client list given; a
+/// shared account is an explicit choice that needs the relay's own list
+/// and is announced at start with the privileges every client gets.
+#[test]
+fn by_default_each_client_runs_on_the_server_as_itself() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("own_account"));
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        c.query_drop(format!(
+            "CREATE USER IF NOT EXISTS 'relay_own'@'%' IDENTIFIED BY 'own-pw'; \
+             GRANT SELECT ON `{db}`.* TO 'relay_own'@'%'"
+        ))
+        .await
+        .expect("make the account");
+    });
+    let pw = srv.sandbox.password().expect("pw");
+    let backend = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let spawn = |port: u16, extra: &[&str]| {
+        common::sqlfleet()
+            .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
+            .args(["--backend", &backend, "--no-defaults", "-u", "root"])
+            .args(extra)
+            .env("MYSQL_PWD", pw.expose())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("relay")
+    };
+
+    // The default: no client list, each client as itself.
+    let port = common::relay::free_port();
+    let child = spawn(port, &[]);
+    common::relay::wait_listening(port);
+    let o = cli_as(port, "relay_own", "own-pw", "SELECT CURRENT_USER()");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    assert_eq!(common::stdout(&o).trim(), "relay_own@%");
+    let o = cli_as(
+        port,
+        "relay_own",
+        "own-pw",
+        "SELECT COUNT(*) FROM mysql.user",
+    );
+    assert!(
+        !o.status.success() && common::stderr(&o).contains("ERROR 1142"),
+        "a client without the privilege must not read mysql.user through the relay: {} {}",
+        common::stdout(&o),
+        common::stderr(&o)
+    );
+    let o = cli_as(port, "relay_own", "wrong", "SELECT 1");
+    assert!(
+        common::stderr(&o).contains("ERROR 1045"),
+        "{}",
+        common::stderr(&o)
+    );
+    let o = cli_as(port, "root", pw.expose(), "SELECT CURRENT_USER()");
+    assert!(
+        common::stdout(&o).starts_with("root@"),
+        "{}",
+        common::stderr(&o)
+    );
+    let log = stderr_after_kill(child);
+    assert!(
+        log.contains("clients log in to the server as themselves")
+            && !log.contains("shared account"),
+        "{log}"
+    );
+
+    // A shared account without the relay's own client list is refused.
+    let o = common::sqlfleet()
+        .args(["relay", "--listen", "127.0.0.1:0", "--backend", &backend])
+        .args(["--no-defaults", "-u", "root", "--shared-account"])
+        .env("MYSQL_PWD", pw.expose())
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("--shared-account: give client accounts"),
+        "{}",
+        common::stderr(&o)
+    );
+
+    // Chosen: every client is root, and the log says so with root's grants
+    // (never its password hash).
+    let port = common::relay::free_port();
+    let child = spawn(port, &["--shared-account", "--client-user", "app:app-pw"]);
+    common::relay::wait_listening(port);
+    let o = cli_as(port, "app", "app-pw", "SELECT CURRENT_USER()");
+    assert!(
+        common::stdout(&o).starts_with("root@"),
+        "{}",
+        common::stderr(&o)
+    );
+    let log = stderr_after_kill(child);
+    assert!(
+        log.contains("every client runs as the backend account 'root' (shared account)")
+            && log.contains("GRANT ALL PRIVILEGES ON *.* TO")
+            && !log.contains("IDENTIFIED")
+            && !log.contains(pw.expose()),
+        "{log}"
+    );
 }

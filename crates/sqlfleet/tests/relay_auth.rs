@@ -73,7 +73,7 @@ fn write_config(
         &cfg,
         format!(
             "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmode = \"transaction\"\n{extra}\n\
-             [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword_file = \"{}\"\n\n\
+             [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword_file = \"{}\"\naccounts = \"shared\"\n\n\
              [pool]\nmax = 10\n\n{users}",
             srv.sandbox.meta.primary().port,
             pwfile.display()
@@ -326,6 +326,7 @@ fn select_through_chain(backend: u16, ssl_mode: &str) -> Result<i64, String> {
             "--no-defaults",
             "-u",
             "relay",
+            "--shared-account",
             "--client-user",
             "app:app-pw",
         ])
@@ -403,7 +404,7 @@ fn quick_mode_flags_are_checked_like_the_file() {
                 "-u",
                 "relay",
             ])
-            .args(["--client-user", "app:pw"])
+            .args(["--shared-account", "--client-user", "app:pw"])
             .args(extra)
             .output()
             .expect("run")
@@ -413,7 +414,7 @@ fn quick_mode_flags_are_checked_like_the_file() {
         std::fs::write(
             &p,
             format!(
-                "[relay]\nlisten = [\"127.0.0.1:0\"]\n[backend]\nservers = [\"127.0.0.1:3306\"]\nuser = \"relay\"\n[pool]\n{pool}\n[routing]\n{routing}\n[[users]]\nname = \"app\"\n{}",
+                "[relay]\nlisten = [\"127.0.0.1:0\"]\n[backend]\nservers = [\"127.0.0.1:3306\"]\nuser = \"relay\"\naccounts = \"shared\"\n[pool]\n{pool}\n[routing]\n{routing}\n[[users]]\nname = \"app\"\n{}",
                 hashes("pw")
             ),
         )

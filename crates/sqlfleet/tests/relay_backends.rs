@@ -29,7 +29,13 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
         let port = common::relay::free_port();
         let child = common::sqlfleet()
             .args(["relay", "--listen", &format!("127.0.0.1:{port}")])
-            .args(["--client-user", "app:app-pw", "--health-interval", "0.2"])
+            .args([
+                "--shared-account",
+                "--client-user",
+                "app:app-pw",
+                "--health-interval",
+                "0.2",
+            ])
             .args(args)
             .env("SQLFLEET_HOME", srv.home())
             .env_remove("MYSQL_PWD")

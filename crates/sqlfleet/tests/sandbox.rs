@@ -266,8 +266,11 @@ fn usage_errors_exit_1() {
     let home = Home::new();
     let o = run_in(home.path(), &["sandbox", "frobnicate"]);
     assert_eq!(o.status.code(), Some(1));
-    let o = run_in(home.path(), &["relay", "--backend", "x:1"]);
-    assert_eq!(o.status.code(), Some(1), "missing required flags");
+    let o = run_in(
+        home.path(),
+        &["relay", "--backend", "x:1", "--shared-account"],
+    );
+    assert_eq!(o.status.code(), Some(1), "a shared account without clients");
 }
 
 #[test]

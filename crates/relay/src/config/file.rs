@@ -82,8 +82,9 @@ struct BackendSection {
     password_env: Option<String>,
     /// "disabled" (default), "preferred", "required" or "verify".
     tls: Option<String>,
-    /// "shared" (default: every client uses `user`) or "per-user" (each
-    /// client's connections log in as that client).
+    /// "per-user" (default: each client's connections log in to the
+    /// server as that client, so the server applies its own privileges)
+    /// or "shared" (every client runs as `user`).
     accounts: Option<String>,
     tls_ca: Option<PathBuf>,
     /// One weight per server (default 1 each).
@@ -134,7 +135,8 @@ pub struct Flags {
     pub backend_password: String,
     pub backend_tls: Option<String>,
     pub backend_tls_ca: Option<PathBuf>,
-    pub per_user_accounts: bool,
+    /// Every client runs as the backend account (`--shared-account`).
+    pub shared_account: bool,
     pub mode: Mode,
     pub threads: Option<usize>,
     pub metrics: Option<String>,
@@ -161,7 +163,7 @@ const FLAG_NAMES: &[(&str, &str)] = &[
     ("relay.threads", "--threads"),
     ("backend.servers", "--backend"),
     ("backend.tls", "--ssl-mode"),
-    ("backend.accounts", "--per-user-accounts"),
+    ("backend.accounts", "--shared-account"),
     ("pool.max", "--pool-max"),
     ("pool.min", "--pool-min"),
     ("pool.wait_timeout", "--wait-timeout"),
@@ -173,9 +175,11 @@ const FLAG_NAMES: &[(&str, &str)] = &[
 
 /// A configuration from quick-mode flags.
 pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
-    if q.users.is_empty() {
+    // Per-user, the accounts are the server's; a shared account needs
+    // the relay's own list of who may log in.
+    if q.shared_account && q.users.is_empty() {
         return Err(
-            "give client accounts with --client-user NAME:PASSWORD or --client-users-file".into(),
+            "--shared-account: give client accounts with --client-user NAME:PASSWORD or --client-users-file (every client then runs as the backend account)".into(),
         );
     }
     let f = File {
@@ -197,7 +201,14 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             password_env: None,
             tls: q.backend_tls,
             tls_ca: q.backend_tls_ca,
-            accounts: q.per_user_accounts.then(|| "per-user".to_string()),
+            accounts: Some(
+                if q.shared_account {
+                    "shared"
+                } else {
+                    "per-user"
+                }
+                .to_string(),
+            ),
             weights: None,
             groups: None,
         },
@@ -455,8 +466,8 @@ fn build(f: File) -> Result<RelayConfig, String> {
     let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
         .map_err(|e| format!("backend.tls: {e}"))?;
     let per_user_accounts = match f.backend.accounts.as_deref() {
-        None | Some("shared") => false,
-        Some("per-user") => true,
+        Some("shared") => false,
+        None | Some("per-user") => true,
         Some(other) => {
             return Err(format!(
                 "backend.accounts: {other:?}: use \"shared\" or \"per-user\""

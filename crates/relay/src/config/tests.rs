@@ -74,3 +74,28 @@ fn event_loop_threads() {
         assert!(e.to_string().contains("relay.threads"), "{bad}: {e}");
     }
 }
+
+/// Per-user accounts are the default; the shared account is said.
+#[test]
+fn accounts_are_per_user_unless_shared_is_chosen() {
+    let base = "[relay]\nlisten = [\"a:1\"]\n[backend]\nservers=[\"x\"]\nuser=\"u\"\n";
+    for (line, per_user) in [
+        ("", Ok(true)),
+        ("accounts = \"per-user\"\n", Ok(true)),
+        ("accounts = \"shared\"\n", Ok(false)),
+        (
+            "accounts = \"everyone\"\n",
+            Err("use \"shared\" or \"per-user\""),
+        ),
+    ] {
+        let f = write(&format!("{base}{line}"));
+        match (load(f.path()), per_user) {
+            (Ok(c), Ok(want)) => assert_eq!(c.per_user_accounts, want, "{line:?}"),
+            (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{line:?}: {e}"),
+            (got, want) => panic!(
+                "{line:?}: {:?} (expected {want:?})",
+                got.map(|c| c.per_user_accounts)
+            ),
+        }
+    }
+}

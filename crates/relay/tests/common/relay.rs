@@ -127,7 +127,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let hash = sqlfleet_relay::config::hash_lines;
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n{relay_extra}\n\
-         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n\n\
          [pool]\n{pool}\n\
          [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n",
         srv.sandbox.meta.primary().port,

@@ -33,7 +33,7 @@ pub fn start_routing_relay(
     let hashes = sqlfleet_relay::config::hash_lines("app-pw");
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
-         [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = {}\n{backend}\n\n\
+         [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = {}\naccounts = \"shared\"\n{backend}\n\n\
          [pool]\nmax = 20\nwait_timeout = 20\n\n[routing]\n{routing}\n\n\
          [[users]]\nname = \"app\"\n{hashes}\n{extra}",
         servers.join(", "),

@@ -20,7 +20,9 @@ use crate::exit::Exit;
 /// Quick mode: the backend from the connection options (as every command:
 /// -h/-P/-S/-u/-p, --dsn, option files, MYSQL_PWD, --ssl-mode, or
 /// --sandbox NAME for all of a sandbox's servers), or several with
-/// --backend; client accounts with --client-user NAME:PASSWORD.
+/// --backend. Each client logs in to the backend as itself (its own
+/// account and privileges on the server); --shared-account with
+/// --client-user NAME:PASSWORD runs every client as the backend account.
 /// Full mode: `--config relay.toml`. SIGTERM or Ctrl-C stops accepting and
 /// lets sessions finish (up to 30 s); SIGHUP reloads the config file's
 /// users and pool settings without dropping clients.
@@ -60,11 +62,18 @@ pub struct RelayArgs {
     /// passwords off the command line)
     #[arg(long = "client-users-file", value_name = "FILE")]
     users_file: Option<PathBuf>,
-    /// Log in to backends as each client (same name and password; pools
-    /// per account), so the server applies the client's own privileges;
-    /// -u/-p then only run health checks. Clients must log in with
-    /// mysql_native_password (or caching_sha2_password with full authentication)
-    #[arg(long)]
+    /// Every client runs as the backend account (-u), whatever account it
+    /// logged in to the relay with: its privileges, its processlist, its
+    /// read_only exemption. Needs --client-user or --client-users-file.
+    /// Without it (the default) each client logs in to the backends as
+    /// itself (same name and password; pools per account), so the server
+    /// applies the client's own privileges, and -u/-p only look accounts up
+    /// and run health checks; clients then log in with mysql_native_password
+    /// (or caching_sha2_password with full authentication)
+    #[arg(long, conflicts_with = "per_user_accounts")]
+    shared_account: bool,
+    /// The default (kept for scripts that say it)
+    #[arg(long, hide = true)]
     per_user_accounts: bool,
     /// Pooling mode: transaction (share backend connections between
     /// transactions) or session (one per client session)
@@ -221,7 +230,7 @@ fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
         backend_password: login.password,
         backend_tls: Some(login.tls.to_string()),
         backend_tls_ca: login.tls_ca,
-        per_user_accounts: a.per_user_accounts,
+        shared_account: a.shared_account,
         mode: if a.mode == "session" {
             Mode::Session
         } else {
@@ -321,6 +330,10 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         count(n_backends as u64, "backend"),
         relay.max_clients()
     );
+    match relay.accounts() {
+        Ok(note) => tracing::info!("relay: {note}"),
+        Err(warning) => tracing::warn!("relay: {warning}"),
+    }
     if let Some(path) = a.config.clone() {
         let relay = relay.clone();
         tokio::spawn(async move {

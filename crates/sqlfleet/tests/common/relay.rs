@@ -20,8 +20,9 @@ impl Drop for Relay {
     }
 }
 
-/// A quick-mode relay in front of `srv` with accounts app:app-pw and
-/// root (the server's password), metrics on a free port.
+/// A quick-mode relay in front of `srv` with its shared account (root)
+/// and the relay's client accounts app:app-pw and root (the server's
+/// password), metrics on a free port.
 pub fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
@@ -40,7 +41,7 @@ pub fn start_relay(srv: &TestServer, extra: &[&str]) -> Relay {
             "--metrics",
             &format!("127.0.0.1:{metrics_port}"),
         ])
-        .args(["--client-user", "app:app-pw"])
+        .args(["--shared-account", "--client-user", "app:app-pw"])
         .arg("--client-user")
         .arg(format!("root:{}", pw.expose()))
         .args(extra)
