@@ -26,14 +26,17 @@ have chromium || need+=(chromium)           # watch's pages, loaded in a real (h
 have sshd || need+=(openssh-server)         # watch's host metrics over a real SSH session
 have ssh || need+=(openssh-client)
 have tmux || need+=(tmux)                   # watch's terminal screen, driven in a pane
-# Real clients the relay tests drive: sysbench, PyMySQL, go-sql-driver,
+# Real clients the relay tests drive: sysbench, PyMySQL, MySQLdb, PHP mysqli, go-sql-driver,
 # MariaDB Connector/J (Debian packages), mysql2 (npm, below).
 have sysbench || need+=(sysbench)
 have go || need+=(golang-go)
 have javac || need+=(default-jdk-headless)
 have node || need+=(nodejs)
 have npm || need+=(npm)
-for pkg in python3-pymysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
+# Python MySQLdb (mysqlclient, on libmariadb) and PHP mysqli (mysqlnd) for
+# the relay's client x configuration matrix.
+have php || need+=(php-cli)
+for pkg in python3-pymysql python3-mysqldb php-mysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # Extra Debian packages asked for by name (benchmarks), if not installed.

@@ -6,20 +6,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use common::drivers::{clients_dir, go, java, node, python};
 use common::relay::start_relay;
 use sqlfleet_testkit::server;
-
-fn clients_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
-}
-
-fn cache() -> PathBuf {
-    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
-    PathBuf::from(home).join(".cache/sqlfleet")
-}
 
 /// Runs a client program against a relay and a fresh database; it must
 /// print `OK 4` (four rows left after its transactions).
@@ -48,36 +39,6 @@ fn run_client(name: &str, mut cmd: Command) {
         relay.metric("sqlfleet_relay_errors_total") >= 1.0,
         "the error case went through"
     );
-}
-
-/// How each language runs one of the programs in tests/clients.
-fn python(file: &str) -> Command {
-    let mut c = Command::new("/usr/bin/python3");
-    c.arg(file);
-    c
-}
-
-fn go(file: &str) -> Command {
-    let mut c = Command::new("go");
-    c.args(["run", file])
-        .env("GO111MODULE", "off")
-        .env("GOPATH", "/usr/share/gocode")
-        .env("GOCACHE", cache().join("go-build"))
-        .env("GOFLAGS", "");
-    c
-}
-
-fn node(file: &str) -> Command {
-    let mut c = Command::new("node");
-    c.arg(file)
-        .env("NODE_PATH", cache().join("node/node_modules"));
-    c
-}
-
-fn java(file: &str) -> Command {
-    let mut c = Command::new("java");
-    c.args(["-cp", "/usr/share/java/mariadb-java-client.jar", file]);
-    c
 }
 
 #[test]

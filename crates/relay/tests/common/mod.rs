@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod drivers;
 pub mod relay;
 pub mod routing;
 
