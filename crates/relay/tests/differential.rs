@@ -795,6 +795,61 @@ async fn a_client_gone_mid_statement_has_its_statement_stopped() {
     let _ = stop.send(());
 }
 
+/// A client that goes away while its INSERT waits (SLEEP in a value)
+/// leaves what a direct client leaves: the server ends the wait when it
+/// sees its client gone and the row is written all the same. Through the
+/// relay the server connection goes with the client (a KILL QUERY would
+/// fail the statement: no row).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_gone_mid_insert_leaves_what_a_direct_one_leaves() {
+    let srv = server();
+    let (port, stop) = start_relay(srv, "transaction", "shared").await;
+    let (db, _) = srv.fresh_db("gone_insert").await;
+    let mut c = srv.connect().await;
+    c.query_drop(format!("CREATE TABLE {db}.t (v INT)"))
+        .await
+        .expect("table");
+    let pw = srv.sandbox.password().expect("pw").expose().to_string();
+    let direct = srv.sandbox.meta.primary().port;
+    let mut rows = Vec::new();
+    for (p, user, password) in [(direct, "root", pw.as_str()), (port, "app", "app-pw")] {
+        let mut child = std::process::Command::new("mariadb")
+            .args(["-h127.0.0.1", "--skip-ssl", "-u", user])
+            .arg(format!("-p{password}"))
+            .arg(format!("-P{p}"))
+            .args([
+                "-e",
+                &format!("INSERT INTO {db}.t VALUES (SLEEP(3)) /* gone_insert */"),
+            ])
+            .spawn()
+            .expect("the mariadb client");
+        let t0 = std::time::Instant::now();
+        while srv.running("gone_insert").await == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(20), "never started");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        child.kill().expect("kill the client");
+        let _ = child.wait();
+        let t1 = std::time::Instant::now();
+        while srv.running("gone_insert").await > 0 {
+            assert!(t1.elapsed() < Duration::from_secs(10), "still running");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let n: Option<u64> = c
+            .query_first(format!("SELECT COUNT(*) FROM {db}.t"))
+            .await
+            .expect("count");
+        rows.push(n.unwrap_or(0));
+    }
+    // Directly one row; through the relay one more.
+    assert_eq!(
+        rows,
+        vec![1, 2],
+        "rows after the direct and the relayed client left"
+    );
+    let _ = stop.send(());
+}
+
 /// A global set through the relay reaches every client that connects
 /// afterwards, as it would on new direct connections: pooled connections
 /// whose session defaults predate it are reset first.

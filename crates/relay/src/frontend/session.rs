@@ -56,24 +56,31 @@ enum Fail {
 
 impl From<crate::backend::pool::LeaseError> for Fail {
     fn from(e: crate::backend::pool::LeaseError) -> Fail {
-        let msg = match &e {
+        use crate::backend::pool::LeaseError;
+        match &e {
             // The server's own words may name the relay's backend account:
             // they go to /status (the backend's health), not to clients.
-            crate::backend::pool::LeaseError::Connect(addr, why) => {
+            LeaseError::Connect(addr, why) => {
                 let why = why.to_string();
                 // Keep the server's error code, not its text.
                 let why = match why.find("ERROR ") {
                     Some(i) => why[i..].split(':').next().unwrap_or("").to_string(),
                     None => why,
                 };
-                format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)")
+                Fail::Err(
+                    e.code(),
+                    "08004",
+                    format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)"),
+                )
             }
-            crate::backend::pool::LeaseError::Denied(code, text) => {
-                return Fail::Err(*code, "28000", text.clone())
+            LeaseError::Denied(code, text) => Fail::Err(*code, "28000", text.clone()),
+            // The server's own answer when it is full, word for word
+            // (drivers and their tests match it); the relay's log and
+            // pool_wait_timeouts_total say which pool was busy.
+            LeaseError::Timeout(..) | LeaseError::Queue(..) => {
+                Fail::Err(e.code(), "08004", "Too many connections".into())
             }
-            other => format!("sqlfleet relay: {other}"),
-        };
-        Fail::Err(e.code(), "08004", msg)
+        }
     }
 }
 

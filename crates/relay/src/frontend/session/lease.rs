@@ -230,8 +230,8 @@ impl Session {
             return Err(Fail::Lost(e.to_string()));
         }
         // Until the reply starts, watch the client too: one that goes away
-        // mid-statement (a lock wait, a long query) has its statement
-        // stopped, as the server stops a direct client's.
+        // mid-statement (a lock wait, a long query) leaves its server
+        // connection too, as a direct client's leaving would.
         loop {
             let pipelined = self.io.buffered();
             tokio::select! {
@@ -245,8 +245,16 @@ impl Session {
                 }
                 r = self.io.read_more(), if pipelined < (1 << 20) => {
                     if r.is_err() {
+                        // The client went away mid-statement: its server
+                        // connection goes too, so that the server sees
+                        // what it sees of a direct client that leaves —
+                        // waits (SLEEP, GET_LOCK) end early and the
+                        // statement finishes or fails as the server
+                        // decides. (A KILL QUERY would fail statements a
+                        // direct client's departure lets finish: an
+                        // INSERT ... SLEEP(1) wrote its row directly and
+                        // none through the relay.)
                         self.handle.running(None);
-                        self.kill_backend_query(c.backend, c.thread_id).await;
                         self.ctx.pool.discard(c);
                         return Err(Fail::Close);
                     }

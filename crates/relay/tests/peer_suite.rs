@@ -1,0 +1,147 @@
+//! A client library's own test suite as the oracle: go-sql-driver/mysql's
+//! tests (shipped with its Debian source package, which `scripts/deps.sh`
+//! installs) run directly against a server, then through a relay in
+//! transaction mode with per-user accounts and in session mode with the
+//! shared account. Every test that passes directly must pass through the
+//! relay, except those in `KNOWN` with the reason. The suite's concurrency
+//! test is on: it opens @@max_connections transactions at once and takes,
+//! for each, success or exactly `Error 1040: Too many connections`.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::relay::{quoted, start_config};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::proxy::free_port;
+use sqlfleet_testkit::{server, TestServer};
+
+const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
+
+/// Tests that pass directly and cannot through a pool, with the reason.
+const KNOWN: &[(&str, &str)] = &[];
+
+/// A copy of the driver's source in a GOPATH of its own (the tests build
+/// there; the system copy stays untouched).
+fn gopath() -> tempfile::TempDir {
+    let d = tempfile::tempdir().expect("tmp");
+    let dst = d.path().join("src/github.com/go-sql-driver");
+    std::fs::create_dir_all(&dst).expect("mkdir");
+    let ok = Command::new("cp")
+        .args(["-r", SOURCE])
+        .arg(&dst)
+        .status()
+        .expect("cp");
+    assert!(
+        ok.success(),
+        "{SOURCE}: install golang-github-go-sql-driver-mysql-dev (scripts/deps.sh)"
+    );
+    d
+}
+
+/// Runs the suite against `addr` as root in database `db`; returns the
+/// names of the tests that passed, and the whole output.
+fn run_suite(gopath: &Path, addr: &str, password: &str, db: &str) -> (BTreeSet<String>, String) {
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let o = Command::new("go")
+        .args(["test", "-v", "-count=1", "-timeout", "600s", "."])
+        .current_dir(gopath.join("src/github.com/go-sql-driver/mysql"))
+        .env("GO111MODULE", "off")
+        .env("GOPATH", format!("{}:/usr/share/gocode", gopath.display()))
+        .env(
+            "GOCACHE",
+            PathBuf::from(home).join(".cache/sqlfleet/go-build"),
+        )
+        .env("GOFLAGS", "")
+        .env("MYSQL_TEST_USER", "root")
+        .env("MYSQL_TEST_PASS", password)
+        .env("MYSQL_TEST_PROT", "tcp")
+        .env("MYSQL_TEST_ADDR", addr)
+        .env("MYSQL_TEST_DBNAME", db)
+        .env("MYSQL_TEST_CONCURRENT", "1")
+        .output()
+        .expect("go (scripts/deps.sh installs golang-go)");
+    let text = common::stdout(&o) + &common::stderr(&o);
+    let passed = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("--- PASS: "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect();
+    (passed, text)
+}
+
+fn fresh_db(srv: &TestServer, db: &str) {
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        c.query_drop(format!(
+            "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}"
+        ))
+        .await
+        .expect("database");
+    });
+}
+
+#[test]
+fn go_sql_drivers_own_tests_pass_through_the_relay() {
+    let srv = server();
+    let pw = srv.sandbox.password().expect("pw").expose().to_string();
+    let gopath = gopath();
+    let direct_addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    fresh_db(srv, "gotest_direct");
+    let (direct, text) = run_suite(gopath.path(), &direct_addr, &pw, "gotest_direct");
+    assert!(
+        direct.len() >= 100,
+        "most of the suite passes directly ({} passed):\n{text}",
+        direct.len()
+    );
+    let mut report = vec![format!("direct: {} pass", direct.len())];
+    let mut regressions = Vec::new();
+    for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
+        let port = free_port();
+        let metrics_port = free_port();
+        let users = if accounts == "shared" {
+            format!(
+                "[[users]]\nname = \"root\"\n{}\n",
+                sqlfleet_relay::config::hash_lines(&pw)
+            )
+        } else {
+            String::new()
+        };
+        let toml = format!(
+            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
+             [backend]\nservers = [\"{direct_addr}\"]\nuser = \"root\"\npassword = {}\naccounts = \"{accounts}\"\n\n{users}",
+            quoted(&pw),
+        );
+        let relay = start_config(&toml, port, metrics_port);
+        let db = format!("gotest_{mode}");
+        fresh_db(srv, &db);
+        let (got, text) = run_suite(gopath.path(), &format!("127.0.0.1:{port}"), &pw, &db);
+        drop(relay);
+        let lost: Vec<&String> = direct
+            .iter()
+            .filter(|t| !got.contains(*t))
+            .filter(|t| !KNOWN.iter().any(|(k, _)| k == t))
+            .collect();
+        report.push(format!(
+            "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
+            direct.iter().filter(|t| got.contains(*t)).count(),
+            direct.len()
+        ));
+        if !lost.is_empty() {
+            let saved = std::env::temp_dir().join(format!("sqlfleet-go-suite-{mode}.out"));
+            let _ = std::fs::write(&saved, &text);
+            regressions.push(format!("{mode}: {lost:?} (output: {})", saved.display()));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        regressions.is_empty(),
+        "tests that pass directly but not through the relay:\n{}\n{}",
+        regressions.join("\n"),
+        report.join("\n")
+    );
+}
