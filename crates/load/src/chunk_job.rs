@@ -13,6 +13,7 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_flat::fields::records;
 use sqlfleet_flat::Format;
 
+use crate::counts::ServerCounts;
 use crate::error::{describe, StatementFailure};
 use crate::journal;
 use crate::retry::retryable;
@@ -109,7 +110,21 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             Ok(futures_util::stream::once(async move { Ok(data) }).boxed())
         });
         match c.conn.query_drop(sql).await {
-            Ok(()) => Some(c.conn.affected_rows()),
+            Ok(()) => match ServerCounts::from_info(&c.conn.info()) {
+                Some(n) => Some((c.conn.affected_rows(), n)),
+                None => {
+                    // The server's own account of the rows is the only
+                    // one: a reply it cannot read is not taken as zero.
+                    let _ = c.conn.query_drop("ROLLBACK").await;
+                    return ChunkOutcome::Fail(w.failure(
+                        None,
+                        format!(
+                            "the server's reply to LOAD DATA did not say how many rows it read and skipped ({:?})",
+                            c.conn.info()
+                        ),
+                    ));
+                }
+            },
             Err(mysql_async::Error::Server(s)) if matches!(s.code, 1148 | 3948 | 4166) => {
                 let _ = c.conn.query_drop("ROLLBACK").await;
                 if ctx.fast_path.swap(false, Ordering::Relaxed) {
@@ -131,7 +146,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
     } else {
         None
     };
-    let rows = match rows {
+    let (rows, counts) = match rows {
         Some(r) => r,
         None => match insert_rows(c, w).await {
             Ok(r) => r,
@@ -141,7 +156,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             }
         },
     };
-    if c.conn.get_warnings() > 0 {
+    if counts.warnings > 0 {
         let warnings: Vec<(String, u16, String)> =
             match c.conn.query("SHOW WARNINGS LIMIT 20").await {
                 Ok(v) => v,
@@ -172,11 +187,13 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
                     format!("--strict and the server warned: {}", described.join("; ")),
                 ));
             }
-            ctx.shared
-                .warnings
-                .fetch_add(warnings.len() as u64, Ordering::Relaxed);
             for d in &described {
-                crate::progress::say(&format!("warning: {} {}: {d}", w.file, w.lines()));
+                if !ctx
+                    .shared
+                    .show_warning(format!("{} {}: {d}", w.file, w.lines()))
+                {
+                    break;
+                }
             }
         }
     }
@@ -186,16 +203,31 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
         return fail(e);
     }
     match c.conn.query_drop("COMMIT").await {
-        Ok(()) => ChunkOutcome::Ok(rows),
+        Ok(()) => {
+            ctx.shared
+                .warnings
+                .fetch_add(counts.warnings, Ordering::Relaxed);
+            ctx.shared
+                .server
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .add(counts);
+            ChunkOutcome::Ok(rows)
+        }
         Err(e) => fail(e),
     }
 }
 
 /// The chunk's rows as multi-row INSERTs of string literals (the server
 /// converts them as LOAD DATA would), about 1 MB per statement.
-async fn insert_rows(c: &mut SessionConn, w: &ChunkWork) -> Result<u64, mysql_async::Error> {
+/// Returns the rows inserted and the server's counts over the statements.
+async fn insert_rows(
+    c: &mut SessionConn,
+    w: &ChunkWork,
+) -> Result<(u64, ServerCounts), mysql_async::Error> {
     let (_, backslashes) = c.charset().await?;
     let mut rows = 0;
+    let mut counts = ServerCounts::default();
     let head = format!("INSERT INTO {} {} VALUES ", w.table, w.columns);
     let mut sql: Vec<u8> = head.clone().into_bytes();
     let mut n = 0;
@@ -224,6 +256,7 @@ async fn insert_rows(c: &mut SessionConn, w: &ChunkWork) -> Result<u64, mysql_as
         if sql.len() > 1 << 20 {
             c.conn.query_drop(&sql[..]).await?;
             rows += c.conn.affected_rows();
+            counts.add(reply_counts(c));
             sql.truncate(head.len());
             n = 0;
         }
@@ -231,8 +264,16 @@ async fn insert_rows(c: &mut SessionConn, w: &ChunkWork) -> Result<u64, mysql_as
     if n > 0 {
         c.conn.query_drop(&sql[..]).await?;
         rows += c.conn.affected_rows();
+        counts.add(reply_counts(c));
     }
-    Ok(rows)
+    Ok((rows, counts))
+}
+
+/// An INSERT reply's counts: its info text for several rows, its OK
+/// packet for one (the server writes no info then).
+fn reply_counts(c: &SessionConn) -> ServerCounts {
+    ServerCounts::from_info(&c.conn.info())
+        .unwrap_or_else(|| ServerCounts::from_ok(c.conn.affected_rows(), c.conn.get_warnings()))
 }
 
 /// `_binary`-free string literal of raw bytes, for either escape mode.

@@ -504,6 +504,12 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         });
     }
     let seconds = started.elapsed().as_secs_f64();
+    let server_counts = *shared.server.lock().unwrap_or_else(|e| e.into_inner());
+    let warning_texts = shared
+        .warning_texts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     Ok(Summary {
         unit: "chunks",
         source: opts
@@ -525,6 +531,9 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         mb_per_sec: bytes as f64 / 1e6 / seconds.max(1e-9),
         retries: shared.retries.load(Ordering::Relaxed),
         skipped_on_resume: skipped,
+        warning_count: shared.warnings.load(Ordering::Relaxed),
+        server: server_counts,
+        warnings: warning_texts,
         threads: opts.threads,
         mode: if in_file_order {
             "in file order"

@@ -6,6 +6,7 @@
 //! [`progress`]. Session settings travel as a [`session::Prelude`].
 
 pub mod chunk_job;
+pub mod counts;
 pub mod defer;
 pub mod engine;
 pub mod error;
@@ -489,6 +490,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             Regime::Stateful => "one connection",
         },
         warnings,
+        warning_count: shared.warnings.load(Ordering::Relaxed),
+        server: Default::default(),
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
     })
 }

@@ -31,8 +31,13 @@ pub struct Shared {
     /// Statements loaded through LOAD DATA, and batches that fell back.
     pub fast_statements: AtomicU64,
     pub fast_fallbacks: AtomicU64,
-    /// Server warnings reported (CSV/TSV chunks).
+    /// Server warnings reported (every statement's and chunk's count).
     pub warnings: AtomicU64,
+    /// What the server said it did with CSV/TSV rows (read, skipped,
+    /// deleted), over the committed chunks.
+    pub server: Mutex<crate::counts::ServerCounts>,
+    /// The first warnings' texts, as shown while loading.
+    pub warning_texts: Mutex<Vec<String>>,
     pub quarantine: Option<Mutex<std::fs::File>>,
     pub quarantined_items: Mutex<Vec<Quarantined>>,
     pub resuming: bool,
@@ -53,6 +58,8 @@ impl Default for Shared {
             fast_statements: AtomicU64::default(),
             fast_fallbacks: AtomicU64::default(),
             warnings: AtomicU64::default(),
+            server: Mutex::default(),
+            warning_texts: Mutex::default(),
             quarantine: None,
             quarantined_items: Mutex::default(),
             resuming: false,
@@ -60,7 +67,23 @@ impl Default for Shared {
     }
 }
 
+/// Warning texts shown (and kept for --json) per load; the rest are
+/// counted, and the summary says how many were not shown.
+pub const WARNINGS_SHOWN: usize = 20;
+
 impl Shared {
+    /// Keeps and shows a warning's text while fewer than
+    /// [`WARNINGS_SHOWN`] were; true when it was shown.
+    pub fn show_warning(&self, text: String) -> bool {
+        let mut kept = self.warning_texts.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= WARNINGS_SHOWN {
+            return false;
+        }
+        crate::progress::say(&format!("warning: {text}"));
+        kept.push(text);
+        true
+    }
+
     /// Records a failure; the earliest in the dump is the one reported.
     pub fn fail(&self, f: StatementFailure) {
         let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());

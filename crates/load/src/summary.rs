@@ -35,11 +35,27 @@ pub struct Summary {
     /// connection, journaled) or "one connection" (as written, from the
     /// first statement that needs one connection's state).
     pub mode: &'static str,
+    /// Notes of the load's own (and, for CSV/TSV, the first server
+    /// warnings' texts, as shown while loading).
     pub warnings: Vec<String>,
+    /// Warnings the server raised, all of them (`warnings` shows the first).
+    pub warning_count: u64,
+    /// CSV/TSV: what the server said it did with the rows (read, skipped
+    /// as duplicates, deleted by REPLACE, warnings).
+    pub server: crate::counts::ServerCounts,
     pub quarantine: Option<PathBuf>,
 }
 
 impl Summary {
+    /// How many of the server's warnings `warnings` holds (CSV/TSV).
+    fn server_warnings_shown(&self) -> usize {
+        if self.unit == "chunks" {
+            self.warnings.len()
+        } else {
+            0
+        }
+    }
+
     /// The one-paragraph summary for people.
     pub fn paragraph(&self) -> String {
         if self.already_done {
@@ -89,6 +105,28 @@ impl Summary {
                 self.fast_path_statements
             ));
         }
+        if self.server.skipped > 0 {
+            s.push_str(&format!(
+                "; the server skipped {} of the {} rows it read (duplicate keys)",
+                self.server.skipped, self.server.records
+            ));
+        }
+        if self.server.deleted > 0 {
+            s.push_str(&format!("; {} existing rows replaced", self.server.deleted));
+        }
+        if self.warning_count > 0 {
+            let shown = self.server_warnings_shown();
+            s.push_str(&format!(
+                "; {} from the server",
+                sqlfleet_conn::text::count(self.warning_count, "warning")
+            ));
+            if shown > 0 && (shown as u64) < self.warning_count {
+                s.push_str(&format!(
+                    " (the first {shown} shown, {} more not shown; --strict stops at the first)",
+                    self.warning_count - shown as u64
+                ));
+            }
+        }
         s.push_str(&format!("; {} retries", self.retries));
         if self.errors > 0 {
             s.push_str(&format!(
@@ -99,8 +137,10 @@ impl Summary {
                     .map(|q| format!(" in {}", q.display()))
                     .unwrap_or_default()
             ));
-        } else {
+        } else if self.warning_count == 0 && self.server.skipped == 0 {
             s.push_str("; no errors");
+        } else {
+            s.push_str("; no statement failed");
         }
         s.push('.');
         s

@@ -313,19 +313,25 @@ async fn run_txn(
         return fail(0, e);
     }
     let mut rows = 0;
+    let mut warnings = 0;
     for (i, s) in stmts.iter().enumerate() {
         if let Err(e) = c.conn.query_drop(&s.text[..]).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
             return fail(i, e);
         }
         rows += c.conn.affected_rows();
+        warnings += u64::from(c.conn.get_warnings());
     }
     if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(0, e);
     }
     match c.conn.query_drop("COMMIT").await {
-        Ok(()) => Outcome::Ok(rows),
+        Ok(()) => {
+            // Counted once committed: a batch retried is not counted twice.
+            ctx.shared.warnings.fetch_add(warnings, Ordering::Relaxed);
+            Outcome::Ok(rows)
+        }
         Err(e) => fail(0, e),
     }
 }
@@ -368,6 +374,9 @@ async fn run_nontx(
             match c.conn.query_drop(&s.text[..]).await {
                 Ok(()) => {
                     rows += c.conn.affected_rows();
+                    ctx.shared
+                        .warnings
+                        .fetch_add(u64::from(c.conn.get_warnings()), Ordering::Relaxed);
                     break;
                 }
                 Err(e) if needs_reconnect(&e) => return lost(s, &e),

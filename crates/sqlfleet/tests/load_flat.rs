@@ -494,3 +494,63 @@ fn server_warnings_name_the_line_and_strict_fails() {
     assert!(e.contains("--resume"), "{e}");
     assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{db}`.t")), "0");
 }
+
+/// The server's word is never lost: a TSV whose 1000 rows each put the
+/// text NULL in an INT column loads with 1000 warnings (the first 20 shown,
+/// the rest counted), and the same rows again are all skipped as
+/// duplicates — neither summary says "no errors", and --json carries the
+/// server's own counts (as mysqlimport's Records/Skipped/Warnings line).
+#[test]
+fn the_servers_warnings_and_skipped_rows_are_counted_not_hidden() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = dir.path().join("nulls.tsv");
+    let text: String = (1..=1000).map(|i| format!("{i}\tNULL\n")).collect();
+    std::fs::write(&p, text).expect("write");
+    let (db, _) = rt().block_on(srv.fresh_db("counted"));
+    sql(
+        srv,
+        &format!("CREATE TABLE `{db}`.t (id INT PRIMARY KEY, n INT)"),
+    );
+    let into = format!("{db}.t");
+    let f = p.to_str().expect("utf8");
+    let json = |o: &Output| -> serde_json::Value {
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find(|l| l.contains("\"event\":\"summary\""))
+            .unwrap_or_else(|| panic!("no summary: {out}"));
+        serde_json::from_str(line).expect("json")
+    };
+    let o = load(srv, &["--into", &into, "--format", "tsv", f]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let e = stderr(&o) + &stdout(&o);
+    assert!(
+        e.contains("1000 warnings from the server (the first 20 shown, 980 more not shown")
+            && !e.contains("no errors"),
+        "{e}"
+    );
+    assert_eq!(e.matches("Warning 1366").count(), 20, "{e}");
+    assert_eq!(
+        sql(srv, &format!("SELECT SUM(n), COUNT(*) FROM `{db}`.t")),
+        "0\t1000"
+    );
+    // Again, into the full table, with --json: every row skipped.
+    let o = load(
+        srv,
+        &["--into", &into, "--format", "tsv", "--json", "--restart", f],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["server"]["records"], 1000, "{v}");
+    assert_eq!(v["server"]["skipped"], 1000, "{v}");
+    assert_eq!(v["rows"], 0, "{v}");
+    assert!(v["warning_count"].as_u64().unwrap_or(0) >= 1000, "{v}");
+    assert_eq!(v["warnings"].as_array().map(Vec::len), Some(20), "{v}");
+    let o = load(srv, &["--into", &into, "--format", "tsv", "--restart", f]);
+    let e = stderr(&o) + &stdout(&o);
+    assert!(
+        e.contains("the server skipped 1000 of the 1000 rows it read") && !e.contains("no errors"),
+        "{e}"
+    );
+}

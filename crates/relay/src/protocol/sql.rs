@@ -253,6 +253,10 @@ pub struct Effects {
     pub reads_insert_id: bool,
     /// The last statement is a SELECT (which sets FOUND_ROWS()).
     pub selects: bool,
+    /// The text sets FOUND_ROWS() to a count only the server knows: an
+    /// INSERT, REPLACE or CREATE ... SELECT (the rows its SELECT found,
+    /// and 0 for some), or a SELECT before the last of several statements.
+    pub found_rows_unknown: bool,
     /// How many `;`-separated statements the text holds.
     pub statements: usize,
     /// The last statement has LIMIT with an offset (FOUND_ROWS() then
@@ -446,6 +450,18 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
             word(t.iter().find(|(k, _)| !k.is_punct(b'('))),
             Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
         )
+    });
+    fx.found_rows_unknown = stmts.iter().enumerate().any(|(n, t)| {
+        let first = word(t.iter().find(|(k, _)| !k.is_punct(b'(')));
+        let feeds = matches!(first, Some("INSERT") | Some("REPLACE") | Some("CREATE"))
+            && t.iter()
+                .any(|(k, _)| matches!(k, Tok::Word(w) if w == "SELECT"));
+        let earlier_select = n + 1 < stmts.len()
+            && matches!(
+                first,
+                Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
+            );
+        feeds || (earlier_select && !fx.selects)
     });
     fx.settings_only = !stmts.is_empty()
         && stmts
@@ -780,54 +796,164 @@ fn table_names(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Vec<String> {
 
 /// The statement with every call `NAME()` (no arguments) answering
 /// `value` (`COALESCE(value, NAME())`, so the column keeps the call's type);
-/// where the call is a whole select-list item without an alias, it keeps
-/// its column name (`... AS `NAME()``, as written). `None` when the
-/// statement has no such call.
+/// a select-list item holding a call and no alias keeps the column name
+/// the server would give it, its own text (`... AS `NAME()``,
+/// `... AS `hex(NAME())``). `None` when the statement has no such call.
 pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
     let lexed = lex(sql);
     let t = &lexed.toks;
-    let mut out = Vec::with_capacity(sql.len() + 16);
-    let mut at = 0;
-    let mut found = false;
-    let mut i = 0;
-    while i + 2 < t.len() {
-        let is_call = matches!(&t[i].0, Tok::Word(w) if w == name)
-            && t[i + 1].0.is_punct(b'(')
-            && t[i + 2].0.is_punct(b')');
-        if !is_call {
-            i += 1;
+    let is_call = |i: usize| {
+        matches!(&t[i].0, Tok::Word(w) if w == name)
+            && t.get(i + 1).is_some_and(|x| x.0.is_punct(b'('))
+            && t.get(i + 2).is_some_and(|x| x.0.is_punct(b')'))
+    };
+    let calls: Vec<usize> = (0..t.len()).filter(|&i| is_call(i)).collect();
+    if calls.is_empty() {
+        return None;
+    }
+    // Each select item holding a call keeps the name the server would
+    // give it: the call alone is named as written, an expression around
+    // it (hex(concat(row_count()))) by its own text.
+    let mut aliases: Vec<(usize, Vec<u8>)> = Vec::new();
+    for item in select_items(t) {
+        let (a, b) = (item.start, item.end);
+        if !calls.iter().any(|c| (a..b).contains(c)) || has_alias(&t[a..b]) {
             continue;
         }
-        found = true;
-        let start = t[i].1.start;
-        let end = t[i + 2].1.end;
-        let item_start = i > 0
-            && (matches!(&t[i - 1].0, Tok::Word(w) if w == "SELECT") || t[i - 1].0.is_punct(b','));
-        let item_end = match t.get(i + 3) {
-            None => true,
-            Some((Tok::Punct(b','), _)) | Some((Tok::Punct(b';'), _)) => true,
-            Some((Tok::Word(w), _)) => w == "FROM" || w == "INTO",
-            _ => false,
-        };
-        out.extend_from_slice(&sql[at..start]);
-        // COALESCE(value, call) keeps the call's type and length in the
-        // column definition (a bare literal would be a shorter INT).
-        out.extend_from_slice(format!("COALESCE({value}, ").as_bytes());
-        out.extend_from_slice(&sql[start..end]);
-        out.push(b')');
-        if item_start && item_end {
-            out.extend_from_slice(b" AS `");
-            out.extend_from_slice(&sql[start..end]);
-            out.push(b'`');
+        let text = &sql[t[a].1.start..t[b - 1].1.end];
+        let mut alias = b" AS `".to_vec();
+        for &ch in text {
+            if ch == b'`' {
+                alias.push(b'`');
+            }
+            alias.push(ch);
         }
-        at = end;
-        i += 3;
+        alias.push(b'`');
+        aliases.push((t[b - 1].1.end, alias));
     }
-    if !found {
-        return None;
+    let mut out = Vec::with_capacity(sql.len() + 32);
+    let mut at = 0;
+    let mut edits: Vec<(usize, usize, Vec<u8>)> = calls
+        .iter()
+        .map(|&i| {
+            let (start, end) = (t[i].1.start, t[i + 2].1.end);
+            // COALESCE(value, call) keeps the call's type and length in the
+            // column definition (a bare literal would be a shorter INT).
+            let mut v = format!("COALESCE({value}, ").into_bytes();
+            v.extend_from_slice(&sql[start..end]);
+            v.push(b')');
+            (start, end, v)
+        })
+        .collect();
+    edits.extend(aliases.into_iter().map(|(pos, v)| (pos, pos, v)));
+    // An alias goes after the call that ends where its item ends.
+    edits.sort_by_key(|e| (e.0, e.1 == e.0));
+    for (start, end, v) in edits {
+        out.extend_from_slice(&sql[at..start]);
+        out.extend_from_slice(&v);
+        at = end;
     }
     out.extend_from_slice(&sql[at..]);
     Some(out)
+}
+
+/// The select items of every SELECT in `t`, as token ranges: from after
+/// the SELECT (and its modifiers) to the next comma at its depth, or to the
+/// FROM, INTO, UNION ... that ends its list.
+fn select_items(t: &[(Tok, Range<usize>)]) -> Vec<Range<usize>> {
+    let mut depth = Vec::with_capacity(t.len());
+    let mut d = 0i32;
+    for (k, _) in t {
+        if k.is_punct(b')') {
+            d -= 1;
+        }
+        depth.push(d);
+        if k.is_punct(b'(') {
+            d += 1;
+        }
+    }
+    const MODIFIERS: &[&str] = &[
+        "ALL",
+        "DISTINCT",
+        "DISTINCTROW",
+        "HIGH_PRIORITY",
+        "STRAIGHT_JOIN",
+        "SQL_SMALL_RESULT",
+        "SQL_BIG_RESULT",
+        "SQL_BUFFER_RESULT",
+        "SQL_CACHE",
+        "SQL_NO_CACHE",
+        "SQL_CALC_FOUND_ROWS",
+    ];
+    const ENDS: &[&str] = &[
+        "FROM",
+        "INTO",
+        "UNION",
+        "EXCEPT",
+        "INTERSECT",
+        "MINUS",
+        "WHERE",
+        "GROUP",
+        "HAVING",
+        "ORDER",
+        "LIMIT",
+        "FOR",
+        "LOCK",
+        "WINDOW",
+        "FETCH",
+        "OFFSET",
+    ];
+    let mut items = Vec::new();
+    for s in 0..t.len() {
+        if word(t.get(s)) != Some("SELECT") {
+            continue;
+        }
+        let ds = depth[s];
+        let mut a = s + 1;
+        while word(t.get(a)).is_some_and(|w| MODIFIERS.contains(&w)) {
+            a += 1;
+        }
+        let mut k = a;
+        while k < t.len() {
+            let here = depth[k];
+            if here < ds
+                || (here == ds
+                    && (t[k].0.is_punct(b';') || word(t.get(k)).is_some_and(|w| ENDS.contains(&w))))
+            {
+                break;
+            }
+            if here == ds && t[k].0.is_punct(b',') {
+                if k > a {
+                    items.push(a..k);
+                }
+                a = k + 1;
+            }
+            k += 1;
+        }
+        if k > a {
+            items.push(a..k);
+        }
+    }
+    items
+}
+
+/// Whether a select item names its column itself: `expr AS name`,
+/// `expr name`, `expr 'name'`.
+fn has_alias(item: &[(Tok, Range<usize>)]) -> bool {
+    let n = item.len();
+    if n < 2 {
+        return false;
+    }
+    if word(item.get(n - 2)) == Some("AS") {
+        return true;
+    }
+    let last_names = matches!(item[n - 1].0, Tok::Word(_) | Tok::Quoted(_) | Tok::Literal);
+    let prev_ends_expr = item[n - 2].0.is_punct(b')')
+        || matches!(
+            item[n - 2].0,
+            Tok::Quoted(_) | Tok::Literal | Tok::SysVar(..) | Tok::UserVar
+        );
+    last_names && prev_ends_expr
 }
 
 /// Whether a statement names a table (conservatively: DML, or a FROM

@@ -115,8 +115,15 @@ impl Session {
         let c = self.ensure_conn().await?;
         let n = command::query_value(
             c,
+            // Its own rows only: an account that may read mysql.user sees
+            // every account's privileges here (root's SUPER among them).
+            // (CHAR(39) is a quote whatever the client's sql_mode.) A name
+            // the GRANTEE text cannot match (quotes, an '@') finds none:
+            // refused, never allowed by mistake.
             "SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES \
-             WHERE PRIVILEGE_TYPE IN ('SUPER', 'CONNECTION ADMIN')",
+             WHERE PRIVILEGE_TYPE IN ('SUPER', 'CONNECTION ADMIN') \
+             AND GRANTEE = CONCAT(CHAR(39), SUBSTRING_INDEX(CURRENT_USER(), '@', 1), \
+             CHAR(39), '@', CHAR(39), SUBSTRING_INDEX(CURRENT_USER(), '@', -1), CHAR(39))",
         )
         .await
         .map_err(|e| Fail::Lost(e.to_string()))?;

@@ -247,7 +247,11 @@ impl ClientState {
         } else {
             o.affected as i64
         };
-        if fx.selects && o.result_sets > 0 && o.error.is_none() {
+        if fx.found_rows_unknown && o.error.is_none() {
+            // Asked of the server at once (`found_rows_calc`).
+            self.found_rows_calc = true;
+            FoundRowsOnConn::Unknown
+        } else if fx.selects && o.result_sets > 0 && o.error.is_none() {
             self.last_found_rows = o.rows;
             self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
             FoundRowsOnConn::Mine

@@ -303,6 +303,23 @@ fn a_call_becomes_its_value_and_keeps_its_column_name() {
         s("SELECT a, ROW_COUNT() FROM t WHERE ROW_COUNT() > 1", 2).as_deref(),
         Some("SELECT a, COALESCE(2, ROW_COUNT()) AS `ROW_COUNT()` FROM t WHERE COALESCE(2, ROW_COUNT()) > 1")
     );
+    // Inside an expression: the item keeps its own text as its name.
+    assert_eq!(
+        s("SELECT hex(concat(row_count()))", -1).as_deref(),
+        Some("SELECT hex(concat(COALESCE(-1, row_count()))) AS `hex(concat(row_count()))`")
+    );
+    assert_eq!(
+        s("select DISTINCT row_count() + 1, 2 from t", 5).as_deref(),
+        Some("select DISTINCT COALESCE(5, row_count()) + 1 AS `row_count() + 1`, 2 from t")
+    );
+    assert_eq!(
+        s("SELECT row_count() rc, (SELECT row_count() x) y", 5).as_deref(),
+        Some("SELECT COALESCE(5, row_count()) rc, (SELECT COALESCE(5, row_count()) x) y")
+    );
+    assert_eq!(
+        s("SELECT IF(row_count() > 0, 'a`b', 'c')", 1).as_deref(),
+        Some("SELECT IF(COALESCE(1, row_count()) > 0, 'a`b', 'c') AS `IF(row_count() > 0, 'a``b', 'c')`")
+    );
     assert_eq!(s("SELECT 'ROW_COUNT()'", 2), None);
     assert_eq!(s("SELECT 1", 2), None);
 }

@@ -545,6 +545,24 @@ fn counts_are_the_clients_own() {
         FoundRowsOnConn::Unknown
     );
     assert!(st.found_rows_calc);
+    // INSERT ... SELECT, CREATE ... SELECT: only the server knows the count.
+    for text in [
+        &b"INSERT INTO t SELECT * FROM u"[..],
+        b"CREATE TABLE t2 AS SELECT 5",
+        b"SELECT 1 UNION SELECT 2; DO 1",
+    ] {
+        let mut st = ClientState::new(T, None);
+        let fx = Query::new(text).effects();
+        assert_eq!(
+            st.counts_after(&outcome(R::Ok), &fx, Some(false)),
+            FoundRowsOnConn::Unknown,
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+        assert!(st.found_rows_calc);
+    }
+    let fx = Query::new(b"UPDATE t SET a = (SELECT 1)").effects();
+    assert!(!fx.found_rows_unknown);
     let rc = Query::new(b"SELECT ROW_COUNT()").effects();
     st.last_row_count = 2;
     let text = st.own_counts(b"SELECT ROW_COUNT()", &rc);
