@@ -6,6 +6,7 @@ pub mod classify;
 pub mod comments;
 pub mod inspect;
 pub mod lex;
+pub mod printable;
 pub mod reader;
 pub mod split;
 pub mod values;

@@ -40,6 +40,7 @@ impl Statement {
             .chars()
             .take(max)
             .collect();
+        let flat = crate::printable::printable(&flat).into_owned();
         if flat.len() < s.len() && self.text.len() > max {
             format!("{flat}...")
         } else {
@@ -219,6 +220,24 @@ impl<R: Read> Splitter<R> {
 
     /// The next statement, or `None` at the end of the dump.
     pub fn next_statement(&mut self) -> Result<Option<Statement>, SplitError> {
+        let s = self.next_raw()?;
+        if let Some(st) = &s {
+            // The mysql client refuses a NUL anywhere in a statement (a
+            // dump writes one in a string as \0); random or binary bytes
+            // have them early, so garbage stops here, at its line.
+            if let Some(i) = memchr::memchr(0, &st.text) {
+                let line = st.line + memchr::memchr_iter(b'\n', &st.text[..i]).count() as u64;
+                return Err(SplitError::Syntax {
+                    offset: st.offset + i as u64,
+                    line,
+                    what: "ASCII '\\0' in the statement: binary data, not SQL (the mysql client refuses it too; a dump writes NUL in a string as \\0)".into(),
+                });
+            }
+        }
+        Ok(s)
+    }
+
+    fn next_raw(&mut self) -> Result<Option<Statement>, SplitError> {
         loop {
             if self.quit || !self.have(1)? {
                 return self.finish();

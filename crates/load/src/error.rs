@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use sqlfleet_dump::printable::printable;
 use sqlfleet_dump::SplitError;
 
 /// A statement the server refused, with its place in the dump.
@@ -26,11 +27,14 @@ impl std::fmt::Display for StatementFailure {
         if let Some(t) = &self.table {
             write!(f, ", table {t}")?;
         }
+        // The server's message may quote the statement: both are input,
+        // shown with their control characters escaped.
+        let message = printable(&self.message);
         match self.code {
-            Some(c) => write!(f, ": ERROR {c}: {}", self.message)?,
-            None => write!(f, ": {}", self.message)?,
+            Some(c) => write!(f, ": ERROR {c}: {message}")?,
+            None => write!(f, ": {message}")?,
         }
-        write!(f, "; statement: {}", self.preview)
+        write!(f, "; statement: {}", printable(&self.preview))
     }
 }
 
@@ -64,10 +68,10 @@ pub enum LoadError {
         source: sqlfleet_flat::FlatError,
     },
     #[error("{}, table {}: {}{}; committed chunks are journaled: fix the cause and rerun with --resume",
-        failure.preview,
+        printable(&failure.preview),
         failure.table.as_deref().unwrap_or("?"),
         failure.code.map(|c| format!("ERROR {c}: ")).unwrap_or_default(),
-        failure.message)]
+        printable(&failure.message))]
     Chunk { failure: Box<StatementFailure> },
     #[error("journal ({endpoint}): {what}")]
     Journal { endpoint: String, what: String },

@@ -768,40 +768,32 @@ impl Scheduler {
             }
             .sql()
         };
-        // The final record, written in the same round trip as the
-        // statement (the server stops a multi-statement at an error).
+        // The final record, in a round trip after the statement's (the
+        // statement travels alone, so that a server error quotes it and
+        // its line numbers, never the journal's statements around it).
         let done_sql = record.map(|kind| {
             let sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
             format!("BEGIN; {sql}; COMMIT")
         });
-        let mut recorded = false;
+        // A pending row first, committed before the statement runs (DDL
+        // commits on its own): an interrupted DDL is known on resume.
+        let pending_sql = done_sql
+            .as_ref()
+            .map(|_| format!("BEGIN; {}; COMMIT", rec("pending-ddl", self)));
         let mut attempt = 0;
         let result = loop {
             attempt += 1;
-            // A pending row first, committed before the statement runs (DDL
-            // commits on its own): an interrupted DDL is known on resume.
-            let text: Vec<u8> = match &done_sql {
-                Some(done) => {
-                    let mut t =
-                        format!("BEGIN; {}; COMMIT;\n", rec("pending-ddl", self)).into_bytes();
-                    t.extend_from_slice(&stmt.text);
-                    // (a newline first: the statement may end in a -- comment)
-                    t.extend_from_slice(format!("\n;\n{done}").as_bytes());
-                    t
-                }
-                None => stmt.text.clone(),
-            };
             let r = async {
                 let c = worker::ensure(&self.ctx, &mut self.control, "c").await?;
                 c.sync(&self.ctx.prelude, upto).await?;
-                c.conn.query_drop(&text[..]).await
+                if let Some(p) = &pending_sql {
+                    c.conn.query_drop(p.as_str()).await?;
+                }
+                c.conn.query_drop(&stmt.text[..]).await
             }
             .await;
             match r {
-                Ok(()) => {
-                    recorded = done_sql.is_some();
-                    break Ok(());
-                }
+                Ok(()) => break Ok(()),
                 Err(e)
                     if retryable(&e)
                         && attempt < MAX_ATTEMPTS
@@ -830,7 +822,7 @@ impl Scheduler {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
                 self.applied(stmt);
-                if let (Some(done), false) = (&done_sql, recorded) {
+                if let Some(done) = &done_sql {
                     let r = match self.control.as_mut() {
                         Some(c) => c.conn.query_drop(done.as_str()).await,
                         None => Ok(()),

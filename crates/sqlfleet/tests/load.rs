@@ -445,6 +445,14 @@ fn bad_input_errors_say_where_and_exit_nonzero() {
             3,
             "NUL byte outside a string",
         ),
+        (
+            w(
+                "nul_in_string.sql",
+                b"CREATE TABLE n (a TEXT);\nINSERT INTO n VALUES ('a\0b');\n",
+            ),
+            3,
+            "byte offset 49, line 2: ASCII '\\0' in the statement",
+        ),
         // Garbage inside a gzip stream may decompress to bad SQL before the
         // checksum fails: either way the error names the place.
         (w("corrupt.sql.gz", &gz), 3, "byte offset"),
@@ -644,4 +652,48 @@ fn a_resume_is_bound_to_the_database_it_loads_into() {
     let o = sqlfleet_load(srv, &["-D", &a, "--resume", path]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_eq!(count(&a, "COUNT(*)"), Some(2), "a has both rows, once");
+}
+
+/// What a load prints of its input is escaped for the terminal, and the
+/// server's error quotes the user's statement alone: never the journal
+/// statements the loader sends around it (before, a DDL's syntax error
+/// read "near '...; BEGIN; INSERT INTO sqlfleet.load_journal ...'").
+#[test]
+fn messages_show_the_input_escaped_and_never_the_loaders_own_statements() {
+    let srv = server();
+    let dir = tmp();
+    let db = fresh_db(srv, "msg");
+    let p = dir.path().join("ddl.sql");
+    std::fs::write(
+        &p,
+        "CREATE TABLE a (id INT);\nCREATE TABLE b (id INT) WRONG STUFF;\nCREATE TABLE c (id INT);\n",
+    )
+    .expect("write");
+    let o = sqlfleet_load(srv, &["-D", &db, p.to_str().expect("utf8")]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(
+        e.contains("line 2") && e.contains("ERROR 1064") && e.contains("near 'STUFF' at line 1"),
+        "{e}"
+    );
+    assert!(!e.contains("load_journal") && !e.contains("BEGIN"), "{e}");
+    // As the stock client: the statement before ran, the one after not.
+    let tables = mariadb(srv, &["-N", "-D", &db, "-e", "SHOW TABLES"], None);
+    assert_eq!(stdout(&tables).trim(), "a");
+
+    let db = fresh_db(srv, "esc");
+    let p = dir.path().join("esc.sql");
+    std::fs::write(
+        &p,
+        b"CREATE TABLE e (id INT);\nSELECT '\x1b[2J\x1b]0;owned\x07\r' FROM nope;\n",
+    )
+    .expect("write");
+    let o = sqlfleet_load(srv, &["-D", &db, p.to_str().expect("utf8")]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(
+        !e.bytes().any(|b| b == 0x1b || b == 0x07 || b == b'\r'),
+        "raw control bytes reached the terminal: {e:?}"
+    );
+    assert!(e.contains("\\x1b[2J\\x1b]0;owned\\x07"), "{e}");
 }
