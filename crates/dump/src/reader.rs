@@ -43,9 +43,20 @@ struct Named<R> {
 
 impl<R: Read> Read for Named<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner
-            .read(buf)
-            .map_err(|e| io::Error::new(e.kind(), format!("corrupt {} stream: {e}", self.what)))
+        self.inner.read(buf).map_err(|e| {
+            let text = e.to_string();
+            // A stream cut short (an interrupted copy or download) is
+            // named as such; anything else is damage.
+            let cut = e.kind() == io::ErrorKind::UnexpectedEof
+                || text.contains("incomplete")
+                || text.contains("unexpected end");
+            let what = if cut {
+                format!("the {} stream is truncated: it ends before its end marker ({e}); the statements read before this point were loaded, the one cut off was not", self.what)
+            } else {
+                format!("corrupt {} stream: {e}", self.what)
+            };
+            io::Error::new(e.kind(), what)
+        })
     }
 }
 

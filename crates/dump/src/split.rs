@@ -58,8 +58,14 @@ pub enum SplitError {
         line: u64,
         what: String,
     },
-    #[error("byte offset {offset}: read error: {what}")]
-    Io { offset: u64, what: String },
+    /// `offset` counts the uncompressed input; `line` is where reading
+    /// stopped (every statement before it was read whole).
+    #[error("byte offset {offset} of the uncompressed input, line {line}: {what}")]
+    Io {
+        offset: u64,
+        line: u64,
+        what: String,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -191,6 +197,7 @@ impl<R: Read> Splitter<R> {
                 Err(e) => {
                     return Err(SplitError::Io {
                         offset: self.base + self.buf.len() as u64,
+                        line: self.line,
                         what: e.to_string(),
                     });
                 }

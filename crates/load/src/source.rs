@@ -123,6 +123,7 @@ pub fn spawn(
                     .unwrap_or_default();
                 let _ = panic_tx.blocking_send(Msg::Error(SplitError::Io {
                     offset: 0,
+                    line: 0,
                     what: format!("internal error while reading the dump ({what}); nothing after this point was loaded"),
                 }));
             }
@@ -248,7 +249,7 @@ impl Reading<'_> {
         let named = |e: SplitError| {
             let (offset, line, what) = match e {
                 SplitError::Syntax { offset, line, what } => (offset, line, what),
-                SplitError::Io { offset, what } => (offset, 0, what),
+                SplitError::Io { offset, line, what } => (offset, line, what),
             };
             here(format!(
                 "in {origin} (sourced here), byte offset {offset}, line {line}: {what}"

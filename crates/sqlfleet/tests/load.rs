@@ -416,6 +416,8 @@ fn bad_input_errors_say_where_and_exit_nonzero() {
     let mut gz = gz.finish().expect("gz");
     let cut = gz.len() / 2;
     gz.truncate(cut);
+    // Cut short (an interrupted download): called truncated, with its line.
+    let truncated = gz.clone();
     gz.extend_from_slice(&[0x55; 40]);
     let cases: Vec<(PathBuf, i32, &str)> = vec![
         (
@@ -456,6 +458,16 @@ fn bad_input_errors_say_where_and_exit_nonzero() {
         // Garbage inside a gzip stream may decompress to bad SQL before the
         // checksum fails: either way the error names the place.
         (w("corrupt.sql.gz", &gz), 3, "byte offset"),
+        (
+            w("truncated.sql.gz", &truncated),
+            3,
+            "of the uncompressed input, line ",
+        ),
+        (
+            w("truncated2.sql.gz", &truncated),
+            3,
+            "the gzip stream is truncated",
+        ),
         (dir.path().join("missing.sql"), 1, "No such file"),
     ];
     for (path, code, want) in cases {
