@@ -88,6 +88,16 @@ pub enum LoadError {
     },
     #[error("{path}: {what}; nothing was loaded by this run")]
     Changed { path: PathBuf, what: String },
+    #[error("{path}: interrupted: {statements} {unit} ({rows} rows) committed and journaled{}; rerun with --resume to go on from there, or --restart to load again from the start",
+        through.map(|l| format!(", everything through line {l}")).unwrap_or_default())]
+    Interrupted {
+        path: PathBuf,
+        unit: &'static str,
+        statements: u64,
+        rows: u64,
+        /// The line of the last statement this run fed (all committed).
+        through: Option<u64>,
+    },
 }
 
 impl From<sqlfleet_conn::ConnectError> for LoadError {
@@ -113,6 +123,8 @@ impl LoadError {
             | LoadError::Chunk { .. }
             | LoadError::Empty { .. }
             | LoadError::Statement { .. } => 3,
+            // As a shell reports SIGINT.
+            LoadError::Interrupted { .. } => 130,
         }
     }
 }

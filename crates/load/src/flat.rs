@@ -42,6 +42,8 @@ pub struct FlatOptions {
     pub read_ahead: usize,
     pub charset: String,
     pub fast_path: bool,
+    /// SIGINT or SIGTERM (see [`crate::LoadOptions::interrupt`]).
+    pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 /// What the reader thread sends for one file.
@@ -340,6 +342,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
 
     let mut failure: Option<LoadError> = None;
     let mut runs: Vec<(String, Vec<oneshot::Receiver<()>>)> = Vec::new();
+    let mut interrupt = opts.interrupt.clone();
+    let mut was_interrupted = false;
     let mut skipped = 0;
     let mut already_done = 0;
     let mut bytes = 0;
@@ -417,7 +421,16 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         };
         let mut done = Vec::new();
         let mut saw = false;
-        while let Some(msg) = rx.recv().await {
+        loop {
+            let msg = tokio::select! {
+                m = rx.recv() => m,
+                _ = crate::interrupted(&mut interrupt) => {
+                    was_interrupted = true;
+                    runs.push((load_id, done));
+                    break 'files;
+                }
+            };
+            let Some(msg) = msg else { break };
             if shared.stopped() {
                 break 'files;
             }
@@ -491,8 +504,14 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         for rx in done {
             let _ = rx.await;
         }
-        let ok = failure.is_none() && stmt_failure.is_none();
-        let _ = journal::finish(&mut control.conn, &endpoint, &id, ok, bytes, rows).await;
+        let end = if was_interrupted && stmt_failure.is_none() && failure.is_none() {
+            journal::End::Interrupted
+        } else if failure.is_none() && stmt_failure.is_none() {
+            journal::End::Done
+        } else {
+            journal::End::Failed
+        };
+        let _ = journal::finish(&mut control.conn, &endpoint, &id, end, bytes, rows).await;
     }
     let _ = control.conn.disconnect().await;
     if let Some(e) = failure {
@@ -501,6 +520,15 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     if let Some(failure) = stmt_failure {
         return Err(LoadError::Chunk {
             failure: Box::new(failure),
+        });
+    }
+    if was_interrupted {
+        return Err(LoadError::Interrupted {
+            path: opts.files.first().cloned().unwrap_or_default(),
+            unit: "chunks",
+            statements: shared.batches.load(Ordering::Relaxed),
+            rows,
+            through: None,
         });
     }
     let seconds = started.elapsed().as_secs_f64();

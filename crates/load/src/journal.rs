@@ -49,6 +49,8 @@ pub const SCHEMA_SQL: &[&str] = &[
         committed_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (load_id, start_offset)
     ) ENGINE=InnoDB",
+    "ALTER TABLE sqlfleet.loads MODIFY COLUMN state \
+        ENUM('running','done','failed','interrupted') NOT NULL",
     "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS input_id CHAR(32) NULL, \
         ADD COLUMN IF NOT EXISTS target_db VARCHAR(192) NULL",
     "ALTER TABLE sqlfleet.load_journal ADD COLUMN IF NOT EXISTS tbl VARCHAR(600) NULL, \
@@ -596,18 +598,31 @@ pub async fn lock(conn: &mut Conn, endpoint: &str, load_id: &str) -> Result<(), 
 }
 
 /// Marks the run finished (or failed).
+/// How a run of a load ended, as its row in `sqlfleet.loads` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Done,
+    Failed,
+    /// Stopped by SIGINT or SIGTERM after its committed work was journaled.
+    Interrupted,
+}
+
 pub async fn finish(
     conn: &mut Conn,
     endpoint: &str,
     load_id: &str,
-    ok: bool,
+    end: End,
     bytes: u64,
     rows: u64,
 ) -> Result<(), LoadError> {
     conn.query_drop(format!(
         "UPDATE sqlfleet.loads SET state = '{}', finished_at = CURRENT_TIMESTAMP(6), bytes = {bytes}, rows_loaded = {rows} \
          WHERE load_id = {}",
-        if ok { "done" } else { "failed" },
+        match end {
+            End::Done => "done",
+            End::Failed => "failed",
+            End::Interrupted => "interrupted",
+        },
         literal(load_id)
     ))
     .await

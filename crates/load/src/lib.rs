@@ -72,6 +72,23 @@ pub struct LoadOptions {
     /// Keep comments inside statements (the client's `--comments`); by
     /// default they are removed as the client removes them.
     pub comments: bool,
+    /// Turns true on SIGINT or SIGTERM: the load stops reading, lets what
+    /// it started commit, journals it and says how to go on.
+    pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+/// Resolves once `interrupt` turns true (never without one).
+pub(crate) async fn interrupted(interrupt: &mut Option<tokio::sync::watch::Receiver<bool>>) {
+    match interrupt {
+        Some(r) => {
+            while !*r.borrow_and_update() {
+                if r.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Holds back what would run on `--resume` until the input has been
@@ -353,13 +370,25 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let mut changed = None;
     let mut bytes = 0;
     let mut saw_statement = false;
-    while let Some(msg) = rx.recv().await {
+    let mut interrupt = opts.interrupt.clone();
+    let mut was_interrupted = false;
+    let mut through = None;
+    loop {
+        let msg = tokio::select! {
+            m = rx.recv() => m,
+            _ = interrupted(&mut interrupt) => {
+                was_interrupted = true;
+                break;
+            }
+        };
+        let Some(msg) = msg else { break };
         if shared.stopped() {
             break;
         }
         match msg {
             Msg::Item(item) => {
                 saw_statement = true;
+                through = Some(item.stmt.line);
                 if let Err(what) = check.check(&item) {
                     changed = Some(what);
                     break;
@@ -437,10 +466,21 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .take();
-    let ok = failure.is_none() && input_error.is_none() && changed.is_none() && saw_statement;
+    let ok = failure.is_none()
+        && input_error.is_none()
+        && changed.is_none()
+        && saw_statement
+        && !was_interrupted;
     let rows = shared.rows.load(Ordering::Relaxed);
     if changed.is_none() {
-        let _ = journal::finish(&mut bookkeeping, &endpoint, &load_id, ok, bytes, rows).await;
+        let end = if ok {
+            journal::End::Done
+        } else if was_interrupted && failure.is_none() {
+            journal::End::Interrupted
+        } else {
+            journal::End::Failed
+        };
+        let _ = journal::finish(&mut bookkeeping, &endpoint, &load_id, end, bytes, rows).await;
     }
     let _ = bookkeeping.disconnect().await;
     if let Some(what) = changed {
@@ -456,6 +496,15 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         return Err(LoadError::Statement {
             path: opts.path.clone(),
             failure: Box::new(f),
+        });
+    }
+    if was_interrupted {
+        return Err(LoadError::Interrupted {
+            path: opts.path.clone(),
+            unit: "statements",
+            statements: shared.statements.load(Ordering::Relaxed),
+            rows,
+            through,
         });
     }
     if !saw_statement {

@@ -287,6 +287,7 @@ fn generated_flat_files_load_like_one_load_data() {
             read_ahead: 1 << 20,
             charset: "utf8mb4".into(),
             fast_path: rng.gen_bool(0.5),
+            interrupt: None,
         };
         let how = format!(
             "{} threads, chunks of {} bytes, {}",

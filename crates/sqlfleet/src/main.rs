@@ -6,6 +6,7 @@ mod exit;
 mod fdlimit;
 mod log;
 mod proctitle;
+mod shutdown;
 
 use clap::{Parser, Subcommand};
 

@@ -31,6 +31,7 @@ pub fn options(srv: &TestServer, db: &str, path: &Path) -> LoadOptions {
         read_ahead: 128 << 20,
         serial: false,
         comments: false,
+        interrupt: None,
     }
 }
 

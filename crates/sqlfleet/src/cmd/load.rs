@@ -177,6 +177,10 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         read_ahead: a.read_ahead,
         serial: a.serial,
         comments: a.comments,
+        interrupt: Some(crate::shutdown::on_interrupt(
+            "load",
+            "finishing the statements in flight and journaling them",
+        )),
     };
     let json = a.json || a.progress == Mode::Json;
     report(sqlfleet_load::load(opts).await, json)
@@ -205,6 +209,7 @@ fn report(
             eprintln!("sqlfleet load: {e}");
             let exit = match e.exit_code() {
                 1 => Exit::Usage,
+                130 => Exit::Interrupted,
                 _ => Exit::Total,
             };
             if json {
@@ -284,6 +289,10 @@ async fn run_flat(
         read_ahead: a.read_ahead,
         charset,
         fast_path: !a.no_fast_path,
+        interrupt: Some(crate::shutdown::on_interrupt(
+            "load",
+            "finishing the chunks in flight and journaling them",
+        )),
     };
     let json = a.json || a.progress == Mode::Json;
     report(sqlfleet_load::flat::load_flat(opts).await, json)
