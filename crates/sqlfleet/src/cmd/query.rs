@@ -158,7 +158,10 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         } else {
             Mode::Stream
         },
-        interrupt: Some(interrupt_on_ctrl_c()),
+        interrupt: Some(crate::shutdown::on_interrupt(
+            "query",
+            "stopping the statements in flight",
+        )),
     };
     let report = run::run(opts, Box::new(std::io::stdout())).await?;
     eprintln!(
@@ -225,22 +228,3 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     })
 }
 
-/// The mysql client's Ctrl-C: the first one stops the statements in flight
-/// (KILL QUERY on each host) and lets the summary print; a second one
-/// exits at once.
-fn interrupt_on_ctrl_c() -> tokio::sync::watch::Receiver<bool> {
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
-            return;
-        }
-        eprintln!(
-            "sqlfleet query: Ctrl-C: stopping the statements in flight (Ctrl-C again to quit now)"
-        );
-        let _ = tx.send(true);
-        if tokio::signal::ctrl_c().await.is_ok() {
-            std::process::exit(130);
-        }
-    });
-    rx
-}

@@ -12,7 +12,6 @@ use sqlfleet_replicate::config::{self, Checked};
 use sqlfleet_replicate::gtid::Gtid;
 use sqlfleet_replicate::run::{self, Options};
 use sqlfleet_replicate::source::SourceView;
-use tokio::sync::watch;
 
 use crate::exit::Exit;
 
@@ -142,16 +141,10 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
         .config
         .ok_or_else(|| anyhow!("replicate needs --config FILE (or a subcommand: status, skip)"))?;
     let (cfg, target, sources) = load(&path)?;
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
-        let _ = stop_tx.send(true);
-    });
+    let stop_rx = crate::shutdown::on_interrupt(
+        "replicate",
+        "letting each stream finish its transaction and record its position",
+    );
     let views: Vec<Arc<Mutex<SourceView>>> = cfg
         .sources
         .iter()
