@@ -28,6 +28,8 @@ pub struct EngineOptions {
     /// Input bytes read (decompressed), for progress.
     pub read: Arc<std::sync::atomic::AtomicU64>,
     pub total: Option<u64>,
+    /// The input is compressed (`total` is its size on disk).
+    pub compressed: bool,
     pub started: Instant,
 }
 
@@ -79,6 +81,7 @@ impl Engine {
                 shared: shared.clone(),
                 raw_read: o.raw_read,
                 total: o.total,
+                compressed: o.compressed,
                 started: o.started,
             },
             o.progress.resolve(),

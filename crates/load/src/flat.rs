@@ -334,6 +334,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         queue_bytes: opts.read_ahead.max(opts.chunk_bytes),
         progress: opts.progress,
         raw_read: read_counter.clone(),
+        compressed: false,
         read: read_counter.clone(),
         total: sizes,
         started,

@@ -153,6 +153,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     })?;
     let raw_read = opened.raw_read.clone();
     let total = opened.size;
+    let compressed = opened.compression != sqlfleet_dump::reader::Compression::None;
 
     // Connect first: a wrong password should not wait for the dump.
     let control = SessionConn::open(&opts.target).await?;
@@ -335,6 +336,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         queue_bytes: opts.read_ahead.max(opts.batch_bytes),
         progress: opts.progress,
         raw_read: raw_read.clone(),
+        compressed,
         read,
         total,
         started,

@@ -44,8 +44,45 @@ pub struct Sources {
     pub shared: Arc<Shared>,
     /// Input bytes consumed (compressed, as on disk).
     pub raw_read: Arc<AtomicU64>,
+    /// The input's size on disk.
     pub total: Option<u64>,
+    /// The input is compressed: its size and position on disk are not in
+    /// the unit progress counts (the stream's uncompressed bytes).
+    pub compressed: bool,
     pub started: Instant,
+}
+
+/// One reading of the counters, each of which only goes up.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Reading {
+    pub seconds: f64,
+    /// Uncompressed bytes of the stream whose work committed.
+    pub applied: u64,
+    /// Uncompressed bytes of the stream read so far.
+    pub read: u64,
+    /// The file's size and the position read in it, when compressed.
+    pub file: Option<(u64, Option<u64>)>,
+    /// The stream's size, when it is the file's (not compressed).
+    pub total: Option<u64>,
+    pub rows: u64,
+}
+
+impl Reading {
+    /// Done as a fraction: of the stream when its size is known, else of
+    /// the compressed file by the position read in it.
+    pub fn fraction(&self) -> Option<f64> {
+        match (self.total, self.file) {
+            (Some(t), _) if t > 0 => Some((self.applied as f64 / t as f64).min(1.0)),
+            (_, Some((pos, Some(size)))) if size > 0 => Some((pos as f64 / size as f64).min(1.0)),
+            _ => None,
+        }
+    }
+
+    /// Seconds left at the rate so far, when a fraction is known.
+    pub fn eta(&self) -> Option<f64> {
+        let f = self.fraction().filter(|f| *f > 0.0)?;
+        Some(self.seconds * (1.0 - f) / f)
+    }
 }
 
 /// A status line is on the terminal: messages clear it first.
@@ -83,34 +120,37 @@ fn eta(secs: f64) -> String {
 }
 
 impl Sources {
+    fn reading(&self) -> Reading {
+        let raw = self.raw_read.load(Ordering::Relaxed);
+        Reading {
+            seconds: self.started.elapsed().as_secs_f64().max(1e-3),
+            applied: self.shared.applied.load(Ordering::Relaxed),
+            read: self.shared.read.load(Ordering::Relaxed),
+            file: self.compressed.then_some((raw, self.total)),
+            total: self.total.filter(|_| !self.compressed),
+            rows: self.shared.rows.load(Ordering::Relaxed),
+        }
+    }
+
     fn line(&self, mode: Mode) -> String {
-        let el = self.started.elapsed().as_secs_f64().max(1e-3);
-        let raw = self.raw_read.load(Ordering::Relaxed) as f64;
-        let read = self.shared.read.load(Ordering::Relaxed) as f64;
-        let applied = self.shared.applied.load(Ordering::Relaxed) as f64;
-        let rows = self.shared.rows.load(Ordering::Relaxed);
+        let r = self.reading();
+        let el = r.seconds;
         let retries = self.shared.retries.load(Ordering::Relaxed);
         let errors = self.shared.quarantined.load(Ordering::Relaxed);
+        let rows = r.rows;
         let rate = rows as f64 / el;
-        // What is committed, in the input's own (possibly compressed) bytes.
-        let done = if read > 0.0 {
-            applied * raw / read
-        } else {
-            0.0
-        };
-        let bps = done / el;
-        let left = self
-            .total
-            .filter(|_| done > 0.0)
-            .map(|t| (t as f64 - done).max(0.0) / bps.max(1.0));
-        let ahead = (read - applied).max(0.0);
+        let bps = r.applied as f64 / el;
+        let left = r.eta();
+        let ahead = r.read.saturating_sub(r.applied) as f64;
         if mode == Mode::Json {
             return serde_json::json!({
                 "event": "progress",
                 "seconds": (el * 1000.0).round() / 1000.0,
-                "bytes_applied": done.round() as u64,
-                "bytes_read": raw as u64,
-                "bytes_total": self.total,
+                "bytes_applied": r.applied,
+                "bytes_read": r.read,
+                "bytes_total": r.total,
+                "compressed_bytes_read": r.file.map(|f| f.0),
+                "compressed_bytes_total": r.file.and_then(|f| f.1),
                 "rows": rows,
                 "rows_per_sec": rate.round(),
                 "mb_per_sec": (bps / 1e6 * 100.0).round() / 100.0,
@@ -120,17 +160,26 @@ impl Sources {
             })
             .to_string();
         }
-        let of = match self.total {
-            Some(t) if t > 0 => format!(
+        let of = match (r.total, r.file) {
+            (Some(t), _) if t > 0 => format!(
                 " / {} ({:.0}%)",
                 human_bytes(t as f64),
-                (100.0 * done / t as f64).min(100.0)
+                100.0 * r.fraction().unwrap_or(0.0)
+            ),
+            (_, Some((pos, size))) => format!(
+                " (file: {}{} compressed read{})",
+                human_bytes(pos as f64),
+                size.map(|s| format!(" / {}", human_bytes(s as f64)))
+                    .unwrap_or_default(),
+                r.fraction()
+                    .map(|f| format!(", {:.0}%", 100.0 * f))
+                    .unwrap_or_default()
             ),
             _ => String::new(),
         };
         format!(
             "{} loaded{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
-            human_bytes(done),
+            human_bytes(r.applied as f64),
             rate,
             human_bytes(bps),
             left.map(|l| format!(" · ETA {}", eta(l)))
@@ -185,5 +234,46 @@ pub async fn run(src: Sources, mode: Mode, mut stop: tokio::sync::oneshot::Recei
         let mut e = std::io::stderr().lock();
         let _ = write!(e, "\r\x1b[2K");
         let _ = e.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reading(applied: u64, file: Option<(u64, Option<u64>)>, total: Option<u64>) -> Reading {
+        Reading {
+            seconds: 10.0,
+            applied,
+            read: applied * 2,
+            file,
+            total,
+            rows: 0,
+        }
+    }
+
+    /// Done is counted in one unit: the stream's bytes against the
+    /// stream's size, or — compressed — the position in the file against
+    /// the file's size, never one against the other.
+    #[test]
+    fn the_fraction_done_keeps_to_one_unit() {
+        let rows = [
+            // plain file of 1000 bytes, 250 applied
+            (reading(250, None, Some(1000)), Some(0.25), Some(30.0)),
+            // compressed: 4000 uncompressed applied, 100 of 400 on disk read
+            (
+                reading(4000, Some((100, Some(400))), None),
+                Some(0.25),
+                Some(30.0),
+            ),
+            // compressed, size unknown (stdin)
+            (reading(4000, Some((100, None)), None), None, None),
+            // nothing applied yet
+            (reading(0, None, Some(1000)), Some(0.0), None),
+        ];
+        for (r, fraction, eta) in rows {
+            assert_eq!(r.fraction(), fraction, "{r:?}");
+            assert_eq!(r.eta(), eta, "{r:?}");
+        }
     }
 }

@@ -778,3 +778,62 @@ fn ctrl_c_says_what_committed_and_resume_completes() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_same(srv, &stock, &ours, "after Ctrl-C and --resume");
 }
+
+/// Progress on a compressed dump counts one unit — the stream's
+/// uncompressed bytes — with the position in the compressed file apart,
+/// and no counter ever goes down (before: bytes_applied was scaled by a
+/// changing compression ratio and went from 737977 to 516810).
+#[test]
+fn progress_on_a_compressed_dump_only_goes_up_in_one_unit() {
+    let srv = server();
+    let dir = tmp();
+    let plain = dir.path().join("p.sql");
+    big_dump(&plain, 4, 120_000);
+    let gz_path = dir.path().join("p.sql.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&gz_path).expect("create"),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(&std::fs::read(&plain).expect("read"))
+        .expect("gz");
+    gz.finish().expect("gz");
+    let size = std::fs::metadata(&gz_path).expect("size").len();
+    let db = fresh_db(srv, "progress");
+    let o = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["-D", &db, "--progress", "json", "--threads", "2"])
+        .args(["--batch-bytes", "100000"])
+        .arg(&gz_path)
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let ticks: Vec<serde_json::Value> = out
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "progress")
+        .collect();
+    assert!(!ticks.is_empty(), "no progress lines: {out}");
+    let mut last = (0, 0, 0, 0);
+    for t in &ticks {
+        let n = |k: &str| t[k].as_u64().unwrap_or_else(|| panic!("{k} in {t}"));
+        let now = (
+            n("bytes_applied"),
+            n("bytes_read"),
+            n("compressed_bytes_read"),
+            n("rows"),
+        );
+        assert!(
+            now.0 >= last.0 && now.1 >= last.1 && now.2 >= last.2 && now.3 >= last.3,
+            "a counter went down: {last:?} then {now:?}"
+        );
+        assert!(now.0 <= now.1, "applied beyond read: {t}");
+        assert_eq!(t["compressed_bytes_total"], size, "{t}");
+        assert!(
+            t["bytes_total"].is_null(),
+            "the stream's size is not the file's: {t}"
+        );
+        last = now;
+    }
+}

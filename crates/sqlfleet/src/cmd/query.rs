@@ -227,4 +227,3 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         Exit::Partial
     })
 }
-
