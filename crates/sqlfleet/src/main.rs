@@ -5,6 +5,7 @@ mod cmd;
 mod exit;
 mod fdlimit;
 mod log;
+mod pipe;
 mod proctitle;
 mod shutdown;
 
@@ -103,11 +104,21 @@ fn main() {
         }
     };
     log::init(cli.verbose, cli.log_format);
+    pipe::install();
     match &cli.command {
         Command::Completions { shell } => {
             let mut cmd = <Cli as clap::CommandFactory>::command();
-            clap_complete::generate(*shell, &mut cmd, "sqlfleet", &mut std::io::stdout());
-            std::process::exit(Exit::Ok as i32);
+            let mut script = Vec::new();
+            clap_complete::generate(*shell, &mut cmd, "sqlfleet", &mut script);
+            let written = std::io::Write::write_all(&mut std::io::stdout(), &script);
+            std::process::exit(match written {
+                Ok(()) => Exit::Ok as i32,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => pipe::CLOSED,
+                Err(e) => {
+                    eprintln!("sqlfleet: writing the completion script: {e}");
+                    Exit::Usage as i32
+                }
+            });
         }
         Command::Man { out } => std::process::exit(match cmd::man::write(out) {
             Ok(files) => {
@@ -148,6 +159,7 @@ fn main() {
     });
     let code = match result {
         Ok(code) => code,
+        Err(e) if pipe::is_closed_pipe(&e) => std::process::exit(pipe::CLOSED),
         Err(e) => {
             eprintln!("sqlfleet: {}", exit::one_line(&e));
             Exit::Usage

@@ -178,3 +178,63 @@ fn log_lines_are_timestamped_text_or_json() {
         "{v}"
     );
 }
+
+/// Runs `args` with stdout into a reader that takes one line and closes
+/// the pipe; returns the command's status and its stderr.
+fn with_head_1(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    use std::io::{BufRead, Read};
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = common::sqlfleet()
+        .args(args)
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let mut first = String::new();
+    out.read_line(&mut first).expect("a first line");
+    assert!(!first.is_empty(), "{args:?} printed nothing");
+    drop(out);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr");
+    let status = child.wait().expect("wait");
+    (status.code().or(status.signal().map(|s| 128 + s)), err)
+}
+
+/// One policy for a closed output pipe (`sqlfleet ... | head -1`), on
+/// every command that prints: end quietly with the status a shell gives
+/// SIGPIPE (141), as mysql and grep do — no panic, no "Broken pipe" line.
+#[test]
+fn a_closed_output_pipe_ends_a_command_quietly() {
+    let srv = sqlfleet_testkit::server();
+    let cnf = srv.defaults_file();
+    let defaults = format!("--defaults-file={}", cnf.display());
+    let many_rows =
+        "SELECT a.COLUMN_NAME FROM information_schema.COLUMNS a, information_schema.COLLATIONS b";
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["query", &defaults, "-e", many_rows],
+        vec!["query", &defaults, "--format", "jsonl", "-e", many_rows],
+        vec!["query", &defaults, "--format", "table", "-e", many_rows],
+        vec!["completions", "bash"],
+        vec!["sandbox", "list"],
+    ];
+    for args in cases {
+        let home = srv.home();
+        let (code, err) = with_head_1(&args, &[("SQLFLEET_HOME", home.to_str().unwrap_or("."))]);
+        // A command that printed everything before the pipe closed ends 0.
+        assert!(
+            code == Some(141) || code == Some(0),
+            "{args:?}: status {code:?}: {err}"
+        );
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+    }
+}
