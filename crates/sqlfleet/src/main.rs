@@ -83,6 +83,13 @@ fn main() {
         .filter_map(|w| w[1].to_str().map(str::to_owned))
         .filter(|v| !v.starts_with('-') && !v.is_empty())
         .collect();
+    // -? is help everywhere, as for the mysql client and mydumper (-h is
+    // the host for the commands that connect).
+    let argv: Vec<std::ffi::OsString> = argv
+        .into_iter()
+        .map(|a| if a == "-?" { "--help".into() } else { a })
+        .collect();
+    let h_without_value = argv.last().is_some_and(|a| a == "-h");
     let cli = match Cli::try_parse_from(argv) {
         Ok(c) => c,
         Err(e) => {
@@ -95,6 +102,11 @@ fn main() {
                 let mut text = e.render().to_string();
                 for secret in &after_password {
                     text = text.replace(secret.as_str(), "***");
+                }
+                if h_without_value {
+                    text.push_str(
+                        "\n-h is the server's host, as for the mysql client: use --help or -? for help\n",
+                    );
                 }
                 eprint!("{text}");
             } else {

@@ -238,3 +238,44 @@ fn a_closed_output_pipe_ends_a_command_quietly() {
         );
     }
 }
+
+/// `-?` prints help on every command, as mysql's and mydumper's do; `-h`
+/// stays the host where a command connects, and a bare `-h` says so.
+#[test]
+fn dash_question_mark_is_help_everywhere() {
+    for cmd in [
+        &[][..],
+        &["load"],
+        &["query"],
+        &["relay"],
+        &["bench", "pool"],
+        &["sandbox"],
+        &["sandbox", "up"],
+        &["watch"],
+        &["replicate"],
+    ] {
+        let o = common::sqlfleet()
+            .args(cmd)
+            .arg("-?")
+            .output()
+            .expect("run");
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{cmd:?} -?: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.contains("Usage:"), "{cmd:?} -?: {out}");
+    }
+    let o = common::sqlfleet()
+        .args(["query", "-h"])
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("use --help or -? for help"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
