@@ -118,6 +118,9 @@ impl HostResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub hosts: usize,
+    /// Hosts whose result differs from the majority's (the largest group
+    /// of equal results).
+    pub differing: usize,
     pub ok: usize,
     pub error: usize,
     pub timeout: usize,
@@ -262,9 +265,10 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
             ends.push(e);
         }
     }
-    writer.await.map_err(std::io::Error::other)??;
+    let differing = writer.await.map_err(std::io::Error::other)??;
     let count = |s: State| statuses.iter().filter(|x| x.state == s).count();
     Ok(Report {
+        differing,
         hosts: statuses.len(),
         ok: count(State::Ok),
         error: count(State::Error),
@@ -608,7 +612,7 @@ fn write_output(
     header: bool,
     mode: Mode,
     with_db: bool,
-) -> std::io::Result<()> {
+) -> std::io::Result<usize> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     // A header whenever the column set changes (each statement's result
     // set gets its own), not only for the first.
@@ -659,6 +663,12 @@ fn write_output(
         }
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
+    // Hosts outside the largest group of equal results.
+    let differing = output::group(&outcomes)
+        .iter()
+        .skip(1)
+        .map(|(_, hosts)| hosts.len())
+        .sum();
     match mode {
         Mode::Collapse => out.write_all(output::collapse_as(&outcomes, fmt).as_bytes())?,
         Mode::Diff => out.write_all(output::diff_as(&outcomes, fmt).as_bytes())?,
@@ -668,5 +678,6 @@ fn write_output(
             }
         }
     }
-    out.flush()
+    out.flush()?;
+    Ok(differing)
 }

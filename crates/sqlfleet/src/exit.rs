@@ -1,6 +1,7 @@
 //! Exit codes shared by every subcommand.
 
-/// 0 success, 1 usage or setup error, 2 partial failure, 3 total failure.
+/// 0 success, 1 usage or setup error, 2 partial failure, 3 total failure,
+/// 4 a difference found (query --diff), 130 interrupted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Exit {
@@ -8,6 +9,8 @@ pub enum Exit {
     Usage = 1,
     Partial = 2,
     Total = 3,
+    /// query --diff: the hosts answered, and not all alike.
+    Differ = 4,
     /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
     Interrupted = 130,
 }

@@ -20,8 +20,9 @@ use crate::exit::Exit;
 /// `unix:/path`, then optional name=value tags (`user=` and `password=`
 /// override the credentials for that host).
 ///
-/// Exit codes: 0 every host ok, 1 usage error, 2 some hosts (or databases)
-/// failed, 3 all failed, 130 interrupted (Ctrl-C).
+/// Exit codes: 0 every host ok (with --diff: and all alike), 1 usage
+/// error, 2 some hosts (or databases) failed, 3 all failed, 4 with --diff:
+/// every host answered and not all alike, 130 interrupted (Ctrl-C).
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct QueryArgs {
@@ -51,7 +52,8 @@ pub struct QueryArgs {
     /// Print each distinct result once, under the hosts that gave it
     #[arg(long, conflicts_with = "diff")]
     collapse: bool,
-    /// Print only the hosts whose result differs from the majority
+    /// Print only the hosts whose result differs from the majority; exit 4
+    /// when one does (as diff(1) and pt-config-diff say "different")
     #[arg(long)]
     diff: bool,
     /// Hosts worked on at once
@@ -218,6 +220,8 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     }
     Ok(if report.interrupted > 0 {
         Exit::Interrupted
+    } else if a.diff && report.differing > 0 && report.ok == report.hosts {
+        Exit::Differ
     } else if report.ok == report.hosts {
         Exit::Ok
     } else if report.ok == 0 && report.databases_ok == 0 {
