@@ -5,5 +5,6 @@
 
 pub mod discover;
 pub mod hosts;
+pub mod json;
 pub mod output;
 pub mod run;

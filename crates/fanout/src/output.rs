@@ -109,15 +109,40 @@ fn json_row(names: &[String], row: &[Value]) -> String {
     format!("{{{}}}", fields.join(","))
 }
 
+/// Where a block of rows comes from and what its columns are.
+pub struct Block<'a> {
+    pub host: &'a str,
+    pub db: Option<&'a str>,
+    pub columns: &'a [String],
+    /// How each column's values are written in jsonl.
+    pub kinds: &'a [crate::json::Kind],
+    /// Which result set of the host's output (jsonl's `set`).
+    pub set: usize,
+}
+
+/// A row as a JSON object whose keys keep the columns' order, each value
+/// as its column's type says (`json.rs`).
+fn json_row_typed(names: &[String], kinds: &[crate::json::Kind], row: &[Value]) -> String {
+    let fields: Vec<String> = names
+        .iter()
+        .zip(row)
+        .enumerate()
+        .map(|(i, (k, v))| {
+            let kind = kinds.get(i).copied().unwrap_or(crate::json::Kind::Text);
+            format!("{}:{}", json_str(k), crate::json::value(v.as_deref(), kind))
+        })
+        .collect();
+    format!("{{{}}}", fields.join(","))
+}
+
 /// Writes a block of rows of one host in a streaming format.
 pub fn write_rows(
     out: &mut dyn Write,
     fmt: Format,
-    host: &str,
-    db: Option<&str>,
-    columns: &[String],
+    b: Block<'_>,
     rows: &[Vec<Value>],
 ) -> std::io::Result<()> {
+    let (host, db, columns) = (b.host, b.db, b.columns);
     let mut line = Vec::with_capacity(256);
     let names = if fmt == Format::Jsonl {
         distinct_names(columns)
@@ -154,7 +179,11 @@ pub fn write_rows(
                 if let Some(d) = db {
                     text.push_str(&format!(",\"database\":{}", json_str(d)));
                 }
-                text.push_str(&format!(",\"row\":{}}}", json_row(&names, r)));
+                text.push_str(&format!(
+                    ",\"set\":{},\"row\":{}}}",
+                    b.set,
+                    json_row_typed(&names, b.kinds, r)
+                ));
                 line.extend_from_slice(text.as_bytes());
             }
         }
@@ -470,9 +499,13 @@ mod tests {
         write_rows(
             &mut out,
             Format::Tsv,
-            "h:1",
-            None,
-            &[],
+            Block {
+                host: "h:1",
+                db: None,
+                columns: &[],
+                kinds: &[],
+                set: 0,
+            },
             &[vec![v("a\tb"), None, v("x\\y\nz"), Some(vec![0])]],
         )
         .expect("w");
@@ -489,9 +522,13 @@ mod tests {
         write_rows(
             &mut out,
             Format::Csv,
-            "h:1",
-            Some("db"),
-            &cols,
+            Block {
+                host: "h:1",
+                db: Some("db"),
+                columns: &cols,
+                kinds: &[],
+                set: 0,
+            },
             &[vec![v("x,\"y\""), None]],
         )
         .expect("w");
@@ -503,15 +540,19 @@ mod tests {
         write_rows(
             &mut out,
             Format::Jsonl,
-            "h:1",
-            None,
-            &cols,
+            Block {
+                host: "h:1",
+                db: None,
+                columns: &cols,
+                kinds: &[],
+                set: 0,
+            },
             &[vec![v("1"), None]],
         )
         .expect("w");
         assert_eq!(
             String::from_utf8(out).expect("utf8"),
-            "{\"host\":\"h:1\",\"row\":{\"a\":\"1\",\"b\":null}}\n"
+            "{\"host\":\"h:1\",\"set\":0,\"row\":{\"a\":\"1\",\"b\":null}}\n"
         );
         // Column order kept, repeated names made distinct.
         let dup = vec![
@@ -524,15 +565,19 @@ mod tests {
         write_rows(
             &mut out,
             Format::Jsonl,
-            "h:1",
-            None,
-            &dup,
+            Block {
+                host: "h:1",
+                db: None,
+                columns: &dup,
+                kinds: &[],
+                set: 0,
+            },
             &[vec![v("1"), v("2"), v("3"), v("4")]],
         )
         .expect("w");
         assert_eq!(
             String::from_utf8(out).expect("utf8"),
-            "{\"host\":\"h:1\",\"row\":{\"z\":\"1\",\"a\":\"2\",\"a_3\":\"3\",\"a_2\":\"4\"}}\n"
+            "{\"host\":\"h:1\",\"set\":0,\"row\":{\"z\":\"1\",\"a\":\"2\",\"a_3\":\"3\",\"a_2\":\"4\"}}\n"
         );
         assert_eq!(
             header(Format::Tsv, true, &cols).as_deref(),

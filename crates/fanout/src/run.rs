@@ -183,6 +183,10 @@ enum Event {
         host: String,
         db: Option<String>,
         columns: Arc<Vec<String>>,
+        /// How each column's values are written in jsonl.
+        kinds: Arc<Vec<crate::json::Kind>>,
+        /// Which result set of the host's output (0 for the first).
+        set: usize,
         rows: Vec<Vec<Value>>,
     },
     Outcome {
@@ -371,6 +375,9 @@ async fn statements(
     for db in &dbs {
         let before = total;
         let mut db_result: (State, Option<String>) = (State::Ok, None);
+        // Result sets of this host (and database), numbered from 0 over
+        // its statements: jsonl rows carry the number.
+        let mut sets = 0usize;
         if let Some(d) = db {
             if let Err(e) = conn.use_db(d).await {
                 let msg = format!("USE {d}: {}", describe(&e));
@@ -413,6 +420,7 @@ async fn statements(
                 tx,
                 opts.mode,
                 &mut outcome,
+                &mut sets,
             );
             let limited = async {
                 match limit {
@@ -554,17 +562,27 @@ async fn run_statement(
     tx: &mpsc::Sender<Event>,
     mode: Mode,
     outcome: &mut Outcome,
+    sets: &mut usize,
 ) -> Result<u64, WireError> {
     conn.query(sql).await?;
+    // The number of the result set being read (each new one takes the
+    // next number of the host's output).
+    let mut current = *sets;
     let mut columns: Arc<Vec<String>> = Arc::new(Vec::new());
+    let mut kinds: Arc<Vec<crate::json::Kind>> = Arc::new(Vec::new());
     let mut n = 0;
     let mut block = Vec::new();
-    let flush = |block: &mut Vec<Vec<Value>>, columns: &Arc<Vec<String>>| {
+    let flush = |block: &mut Vec<Vec<Value>>,
+                 columns: &Arc<Vec<String>>,
+                 kinds: &Arc<Vec<crate::json::Kind>>,
+                 set: usize| {
         let rows = std::mem::take(block);
         let ev = Event::Rows {
             host: addr.to_string(),
             db: db.map(str::to_owned),
             columns: columns.clone(),
+            kinds: kinds.clone(),
+            set,
             rows,
         };
         async move {
@@ -578,9 +596,12 @@ async fn run_statement(
         match step {
             Step::Columns(c) => {
                 if !block.is_empty() {
-                    flush(&mut block, &columns).await;
+                    flush(&mut block, &columns, &kinds, current).await;
                 }
-                columns = Arc::new(c);
+                current = *sets;
+                *sets += 1;
+                kinds = Arc::new(c.iter().map(crate::json::Kind::of).collect());
+                columns = Arc::new(c.into_iter().map(|c| c.name).collect());
                 if outcome.columns.is_empty() {
                     outcome.columns = columns.to_vec();
                 }
@@ -590,7 +611,7 @@ async fn run_statement(
                 if mode == Mode::Stream {
                     block.push(vals);
                     if block.len() >= BLOCK_ROWS {
-                        flush(&mut block, &columns).await;
+                        flush(&mut block, &columns, &kinds, current).await;
                     }
                 } else {
                     outcome.rows.push(vals);
@@ -600,7 +621,7 @@ async fn run_statement(
         }
     }
     if !block.is_empty() {
-        flush(&mut block, &columns).await;
+        flush(&mut block, &columns, &kinds, current).await;
     }
     Ok(n)
 }
@@ -626,6 +647,8 @@ fn write_output(
                 host,
                 db,
                 columns,
+                kinds,
+                set,
                 rows,
             } => {
                 if fmt == Format::Table {
@@ -657,7 +680,18 @@ fn write_output(
                     }
                     last_columns = Some(columns.clone());
                 }
-                output::write_rows(&mut out, fmt, &host, db.as_deref(), &columns, &rows)?;
+                output::write_rows(
+                    &mut out,
+                    fmt,
+                    output::Block {
+                        host: &host,
+                        db: db.as_deref(),
+                        columns: &columns,
+                        kinds: &kinds,
+                        set,
+                    },
+                    &rows,
+                )?;
             }
             Event::Outcome { host, outcome } => outcomes.push((host, outcome)),
         }

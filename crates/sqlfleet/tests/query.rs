@@ -120,7 +120,7 @@ fn streams_tsv_jsonl_and_runs_per_database() {
             "jsonl",
         ],
     );
-    assert_eq!(stdout(&o), format!("{{\"host\":\"{h}\",\"row\":{{\"v\":\"tab\\there\"}}}}\n{{\"host\":\"{h}\",\"row\":{{\"v\":null}}}}\n"));
+    assert_eq!(stdout(&o), format!("{{\"host\":\"{h}\",\"set\":0,\"row\":{{\"v\":\"tab\\there\"}}}}\n{{\"host\":\"{h}\",\"set\":0,\"row\":{{\"v\":null}}}}\n"));
 }
 
 #[test]
@@ -468,7 +468,7 @@ fn formats_headers_and_per_database_results() {
     };
     assert_eq!(
         ok(&["-e", "SELECT 1 AS z, 2 AS a, 3 AS a", "--format", "jsonl"]),
-        format!("{{\"host\":\"{h}\",\"row\":{{\"z\":\"1\",\"a\":\"2\",\"a_2\":\"3\"}}}}\n")
+        format!("{{\"host\":\"{h}\",\"set\":0,\"row\":{{\"z\":1,\"a\":2,\"a_2\":3}}}}\n")
     );
     assert_eq!(
         ok(&["-e", "SELECT 1 AS a; SELECT 2 AS b, 3 AS c", "--header"]),
@@ -832,4 +832,46 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
             }
         }
     }
+}
+
+/// jsonl a machine can trust: numbers are JSON numbers (from the column
+/// types), DECIMAL and integers beyond 2^53 strings, binary values their
+/// bytes in base64 with a marker, and every row says which result set it
+/// belongs to (before: every value a string, x'00ff' as "\u0000\ufffd",
+/// the two result sets indistinguishable).
+#[test]
+fn jsonl_values_keep_their_types_and_result_sets_are_numbered() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "--format",
+            "jsonl",
+            "-e",
+            "SELECT 27002 AS p, 9007199254740993 AS big, CAST(-7 AS SIGNED) AS neg, 1.5e0 AS f, 12.50 AS d, \
+             x'00ff' AS b, 'é' AS s, NULL AS n, DATE('2026-11-26') AS dt; SELECT 2 AS q",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let lines: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", stdout(&o));
+    let row = &lines[0]["row"];
+    assert_eq!(lines[0]["set"], 0);
+    assert_eq!(row["p"], serde_json::json!(27002));
+    assert_eq!(row["big"], serde_json::json!("9007199254740993"));
+    assert_eq!(row["neg"], serde_json::json!(-7));
+    assert_eq!(row["f"], serde_json::json!(1.5));
+    assert_eq!(row["d"], serde_json::json!("12.50"));
+    assert_eq!(row["b"], serde_json::json!({"base64": "AP8="}));
+    assert_eq!(row["s"], serde_json::json!("é"));
+    assert_eq!(row["n"], serde_json::Value::Null);
+    assert_eq!(row["dt"], serde_json::json!("2026-11-26"));
+    assert_eq!(lines[1]["set"], 1);
+    assert_eq!(lines[1]["row"]["q"], serde_json::json!(2));
 }

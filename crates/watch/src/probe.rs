@@ -199,7 +199,7 @@ async fn result_sets(l: &mut Link, sql: &str) -> Result<Vec<ResultSet>, WireErro
     l.conn.query(sql).await?;
     while let Some(step) = l.conn.step().await? {
         match step {
-            Step::Columns(c) => sets.push((c, Vec::new())),
+            Step::Columns(c) => sets.push((c.into_iter().map(|c| c.name).collect(), Vec::new())),
             Step::Row(r) => {
                 if let Some((_, rows)) = sets.last_mut() {
                     rows.push(

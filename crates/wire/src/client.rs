@@ -24,8 +24,8 @@ const MORE_RESULTS: u16 = 0x0008;
 /// What reading a reply gives, step by step.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// A result set starts: its column names.
-    Columns(Vec<String>),
+    /// A result set starts: its columns.
+    Columns(Vec<Column>),
     /// One row: each value as sent, `None` for SQL NULL.
     Row(Vec<Option<Vec<u8>>>),
     /// A statement finished (after its rows, or an OK without rows);
@@ -150,7 +150,7 @@ impl Client {
                         let mut names = Vec::with_capacity(n.min(4096));
                         for _ in 0..n {
                             let c = self.read().await?;
-                            names.push(column_name(&c)?);
+                            names.push(column(&c)?);
                         }
                         if self.caps & DEPRECATE_EOF == 0 {
                             self.read().await?; // EOF after the definitions
@@ -281,12 +281,36 @@ fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Result<&'a [u8], WireError> {
 }
 
 /// The column's name (alias) from a ColumnDefinition41 packet.
-fn column_name(p: &[u8]) -> Result<String, WireError> {
+/// A result set's column: its name and what the server says its values are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub name: String,
+    /// The protocol's type code (MYSQL_TYPE_*).
+    pub type_code: u8,
+    /// Column flags (UNSIGNED is 0x20, BINARY 0x80).
+    pub flags: u16,
+    /// The values' character set id (63: binary).
+    pub charset: u16,
+}
+
+/// A column definition packet (Protocol::ColumnDefinition41).
+fn column(p: &[u8]) -> Result<Column, WireError> {
     let mut i = 0;
     for _ in 0..4 {
         lenenc_bytes(p, &mut i)?; // catalog, schema, table, org_table
     }
-    Ok(String::from_utf8_lossy(lenenc_bytes(p, &mut i)?).into_owned())
+    let name = String::from_utf8_lossy(lenenc_bytes(p, &mut i)?).into_owned();
+    lenenc_bytes(p, &mut i)?; // org_name
+    let fixed = lenenc(p, &mut i)? as usize;
+    let f = p
+        .get(i..i + fixed.max(10))
+        .ok_or_else(|| WireError::Protocol("short column definition".into()))?;
+    Ok(Column {
+        name,
+        charset: u16::from_le_bytes([f[0], f[1]]),
+        type_code: f[6],
+        flags: u16::from_le_bytes([f[7], f[8]]),
+    })
 }
 
 /// A text-protocol row of `n` values.
