@@ -356,7 +356,7 @@ mod tests {
         #[test]
         fn any_reply_bytes_parse_without_panic(p in proptest::collection::vec(any::<u8>(), 0..64), n in 0usize..8) {
             let _ = row(&p, n);
-            let _ = column_name(&p);
+            let _ = column(&p);
             let _ = server_error(&p);
         }
     }
