@@ -415,10 +415,12 @@ async fn statements(
             let run = run_statement(
                 &mut conn,
                 &sql,
-                addr,
-                db.as_deref(),
-                tx,
-                opts.mode,
+                Dest {
+                    addr,
+                    db: db.as_deref(),
+                    tx,
+                    mode: opts.mode,
+                },
                 &mut outcome,
                 &mut sets,
             );
@@ -554,16 +556,23 @@ async fn kill_query(target: &Target, id: u32, connect_timeout: Duration) {
 
 /// Runs one statement, streaming its rows (or keeping them for
 /// collapse/diff). Returns the number of rows.
+/// Where a statement's rows go: the host and database they are of, the
+/// writer, and whether they stream or are kept (collapse, diff).
+struct Dest<'a> {
+    addr: &'a str,
+    db: Option<&'a str>,
+    tx: &'a mpsc::Sender<Event>,
+    mode: Mode,
+}
+
 async fn run_statement(
     conn: &mut Client,
     sql: &str,
-    addr: &str,
-    db: Option<&str>,
-    tx: &mpsc::Sender<Event>,
-    mode: Mode,
+    to: Dest<'_>,
     outcome: &mut Outcome,
     sets: &mut usize,
 ) -> Result<u64, WireError> {
+    let Dest { addr, db, tx, mode } = to;
     conn.query(sql).await?;
     // The number of the result set being read (each new one takes the
     // next number of the host's output).

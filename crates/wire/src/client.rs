@@ -302,8 +302,9 @@ fn column(p: &[u8]) -> Result<Column, WireError> {
     let name = String::from_utf8_lossy(lenenc_bytes(p, &mut i)?).into_owned();
     lenenc_bytes(p, &mut i)?; // org_name
     let fixed = lenenc(p, &mut i)? as usize;
-    let f = p
-        .get(i..i + fixed.max(10))
+    let f = i
+        .checked_add(fixed.max(10))
+        .and_then(|end| p.get(i..end))
         .ok_or_else(|| WireError::Protocol("short column definition".into()))?;
     Ok(Column {
         name,
