@@ -850,6 +850,56 @@ async fn a_client_gone_mid_insert_leaves_what_a_direct_one_leaves() {
     let _ = stop.send(());
 }
 
+/// KILL CONNECTION of a client whose statement is a stored loop ends the
+/// loop on the server and the client's connection, as it does directly:
+/// the relay kills the backend connection, not only its query (KILL QUERY
+/// can be lost between a loop's statements, and the client then waited
+/// for ever; main.information_schema_tables hung on it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_connection_ends_a_running_stored_loop() {
+    let srv = server();
+    for mode in ["transaction", "session"] {
+        let (port, stop) = start_relay(srv, mode, "shared").await;
+        let (db, _) = srv.fresh_db("kill_loop").await;
+        for round in 0..3 {
+            let opts = client_opts(port, "app", "app-pw", &db).await;
+            let mut victim = mysql_async::Conn::new(opts.clone()).await.expect("connect");
+            let id: Option<u64> = victim
+                .query_first("SELECT CONNECTION_ID()")
+                .await
+                .expect("id");
+            let id = id.expect("an id");
+            let looping = tokio::spawn(async move {
+                victim
+                    .query_drop("LOOP CREATE OR REPLACE VIEW vv_kill_loop AS SELECT 1; END LOOP")
+                    .await
+            });
+            let t0 = std::time::Instant::now();
+            while srv.running("vv_kill_loop").await == 0 {
+                assert!(t0.elapsed() < Duration::from_secs(20), "never started");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let mut killer = mysql_async::Conn::new(opts).await.expect("connect");
+            killer.query_drop(format!("KILL {id}")).await.expect("kill");
+            let ended = tokio::time::timeout(Duration::from_secs(10), looping).await;
+            assert!(
+                matches!(ended, Ok(Ok(Err(_)))),
+                "{mode}, round {round}: the killed client's loop did not end with an error: {ended:?}"
+            );
+            let t1 = std::time::Instant::now();
+            while srv.running("vv_kill_loop").await > 0 {
+                assert!(
+                    t1.elapsed() < Duration::from_secs(5),
+                    "{mode}, round {round}: the loop still runs on the server"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            let _ = killer.disconnect().await;
+        }
+        let _ = stop.send(());
+    }
+}
+
 /// A global set through the relay reaches every client that connects
 /// afterwards, as it would on new direct connections: pooled connections
 /// whose session defaults predate it are reset first.

@@ -62,6 +62,8 @@ pub struct BackendConn {
     /// The pool's global-settings epoch when this session was last reset
     /// (or opened): its session defaults are the globals of that time.
     epoch: u64,
+    /// The pool's grants epoch when it logged in (see `Pool::grants`).
+    grants: u64,
     created: Instant,
     idle_since: Instant,
     _slot: Slot,
@@ -254,6 +256,11 @@ pub struct Pool {
     cfg: Arc<RelayConfig>,
     /// Bumped when a client sets a global variable.
     epoch: std::sync::atomic::AtomicU64,
+    /// Bumped when a client changes accounts or privileges (GRANT, REVOKE,
+    /// CREATE/ALTER/DROP USER, roles): a server session keeps the database
+    /// privileges it read at login, so a pooled one from before must not
+    /// serve a new client.
+    grants: std::sync::atomic::AtomicU64,
     turn: AtomicUsize,
     pub health: Arc<crate::backend::health::Health>,
     dialer: Dialer,
@@ -297,6 +304,13 @@ impl Pool {
     /// predate it are reset (to the new globals) before their next client.
     pub fn globals_changed(&self) {
         self.epoch.fetch_add(1, Relaxed);
+    }
+
+    /// A client changed accounts or privileges: server sessions logged in
+    /// before serve no new client (a new session reads the privileges
+    /// anew, as a direct client's new connection would).
+    pub fn privileges_changed(&self) {
+        self.grants.fetch_add(1, Relaxed);
     }
 
     /// How many times a client has set a global through the relay.
@@ -362,6 +376,7 @@ impl Pool {
         Arc::new(Pool {
             turn: AtomicUsize::new(0),
             epoch: std::sync::atomic::AtomicU64::new(0),
+            grants: std::sync::atomic::AtomicU64::new(0),
             dropped: Default::default(),
             health: Arc::new(crate::backend::health::Health::new(
                 cfg.backends.iter().map(|b| b.addr()).collect(),
@@ -548,6 +563,10 @@ impl Pool {
             };
             match next {
                 Next::Use(mut c) => {
+                    if c.grants < self.grants.load(Relaxed) {
+                        // Logged in before privileges changed: closed.
+                        continue;
+                    }
                     if clock.saturating_duration_since(c.idle_since) >= s.check_after
                         && ping(&mut c).await.is_err()
                     {
@@ -671,6 +690,7 @@ impl Pool {
                     found_rows_of: None,
                     home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
+                    grants: self.grants.load(Relaxed),
                     tracking,
                     client_tracking,
                     io: l.io,

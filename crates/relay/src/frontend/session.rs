@@ -663,6 +663,7 @@ impl Session {
                 if let Some(sa) = &self.ctx.server_accounts {
                     sa.forget();
                 }
+                self.ctx.pool.privileges_changed();
             }
         }
         let f = self.st.after_text(fx, o, tracked);

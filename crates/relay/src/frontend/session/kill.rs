@@ -4,7 +4,8 @@
 //! (asking CONNECTION_ID() pins the client to that connection). A
 //! statement that client is running is killed on its backend with
 //! `KILL QUERY <thread>` over a connection of its own (the pool may be
-//! full); KILL CONNECTION also ends that client's session. A client may
+//! full); KILL CONNECTION kills that backend connection (the session it
+//! holds dies with the client's, as directly) and ends the client's session. A client may
 //! kill sessions of its own account, and in per-user mode others' too when
 //! its account has SUPER or CONNECTION ADMIN on the server.
 //!
@@ -30,10 +31,13 @@ use crate::protocol::reply::Expect;
 use crate::protocol::sql::KillTarget;
 
 impl Session {
-    /// `KILL QUERY <thread>` on backend `b`, over a connection of its own
-    /// (the pool may be full). A statement that finished meanwhile leaves
-    /// nothing to kill.
-    pub(super) async fn kill_backend_query(&self, b: usize, thread: u32) {
+    /// `KILL QUERY <thread>` on backend `b` — or `KILL CONNECTION` when
+    /// the client's whole session ends, as it would directly: a statement
+    /// stopped with KILL QUERY may run on (a stored loop resets the flag
+    /// between its statements), a killed connection does not. Over a
+    /// connection of its own (the pool may be full); a statement that
+    /// finished meanwhile leaves nothing to kill.
+    pub(super) async fn kill_backend(&self, b: usize, thread: u32, connection: bool) {
         let backend = &self.ctx.cfg.backends[b];
         let shape = Shape {
             caps: 0,
@@ -44,7 +48,8 @@ impl Session {
         // its own), else the relay's.
         let account = self.account.as_deref();
         if let Ok(mut c) = self.ctx.pool.dialer().login(backend, shape, account).await {
-            let q = format!("\x03KILL QUERY {thread}");
+            let what = if connection { "CONNECTION" } else { "QUERY" };
+            let q = format!("\x03KILL {what} {thread}");
             let _ = command::simple(&mut c, q.as_bytes()).await;
         }
     }
@@ -97,7 +102,7 @@ impl Session {
             return Err(Fail::Close);
         }
         if let Some((b, thread)) = target.running_at() {
-            self.kill_backend_query(b, thread).await;
+            self.kill_backend(b, thread, !query_only).await;
         }
         if !query_only {
             target.kill();
@@ -162,7 +167,7 @@ impl Session {
         }
         for (_, t) in &targets {
             if let Some((b, thread)) = t.running_at() {
-                self.kill_backend_query(b, thread).await;
+                self.kill_backend(b, thread, !query_only).await;
             }
             if !query_only {
                 t.kill();
