@@ -10,7 +10,7 @@
 # its own (those need a server started with other options) and does not
 # restart, kill or shut down the server, need debug builds, binary logs,
 # replication, SSL, files in the suite's var directory or exec of other
-# programs, or empty the privilege tables (2026-11-26: 524 candidates; the
+# programs, or empty the privilege tables (2026-11-26: 587 candidates; the
 # partition, sequence and big tests are in since then); of those, the tests
 # that pass when run directly against such a server. `--list` rebuilds the candidates (the passing ones are then
 # taken from a direct run's output).
