@@ -7,7 +7,7 @@
 //! applier, as `mariadb-binlog | mariadb` does); statements run as text in
 //! the session state the source ran them in.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -508,18 +508,53 @@ pub fn session_sql(s: &Session, names: &Collations) -> Result<String, ApplyError
     Ok(format!("SET {}", v.join(", ")))
 }
 
-/// The position rows for transactions applied together: the last GTID of
-/// each (source, stream, domain).
+/// The position rows for transactions applied together (see
+/// [`position::positions`]).
 pub fn position_sql(done: &[(&str, &str, &Txn)]) -> Vec<String> {
-    let mut last: BTreeMap<(&str, &str, u32), &Txn> = BTreeMap::new();
-    for (source, stream, txn) in done {
-        last.insert((source, stream, txn.gtid.domain), txn);
-    }
-    last.iter()
-        .map(|((source, stream, _), t)| {
-            position::upsert(source, stream, &t.gtid, &t.file, t.end_pos, t.timestamp)
+    let rows: Vec<position::Applied> = done
+        .iter()
+        .map(|(source, stream, t)| position::Applied {
+            source,
+            stream,
+            gtid: t.gtid,
+            file: &t.file,
+            end_pos: t.end_pos,
+            time: t.timestamp,
         })
-        .collect()
+        .collect();
+    position::positions(&rows)
+}
+
+impl Applier {
+    /// The one way applied work becomes durable — the exactly-once rule:
+    /// in the transaction the caller opened (and ran the items in), the
+    /// position of every (source, stream) it applied, then `extra`
+    /// statements on the position tables, then COMMIT. Rolled back on a
+    /// server error, so nothing of it stays without its position. The
+    /// one-trip batch ([`batch_queries`]) sends these same statements in
+    /// its last query.
+    pub async fn commit_with_positions(
+        &mut self,
+        done: &[(&str, &str, &Txn)],
+        extra: &[String],
+    ) -> Result<(), ApplyError> {
+        let r = async {
+            for sql in position_sql(done).iter().chain(extra) {
+                self.run(sql).await?;
+            }
+            self.run("COMMIT").await
+        }
+        .await;
+        if let Err(ApplyError::Sql { .. }) = &r {
+            let _ = self.conn.query_drop("ROLLBACK").await;
+        }
+        r
+    }
+
+    /// Opens the target transaction a commit with positions ends.
+    pub async fn begin(&mut self) -> Result<(), ApplyError> {
+        self.run("START TRANSACTION").await
+    }
 }
 
 /// Bumped after every DDL the target applies: workers read again which
@@ -931,7 +966,7 @@ pub fn batch_queries(jobs: &[Job], names: &Collations) -> Result<Vec<Vec<u8>>, A
 
 /// Statement by statement: slower, but an error names its statement.
 async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
-    a.run("START TRANSACTION").await?;
+    a.begin().await?;
     for j in jobs {
         a.prime(&j.format).await?;
         a.items(&j.txn).await?;
@@ -940,10 +975,7 @@ async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
         .iter()
         .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
         .collect();
-    for sql in position_sql(&done) {
-        a.run(&sql).await?;
-    }
-    a.run("COMMIT").await
+    a.commit_with_positions(&done, &[]).await
 }
 
 #[cfg(test)]

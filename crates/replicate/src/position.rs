@@ -119,6 +119,102 @@ pub async fn load(conn: &mut Conn, source: &str) -> mysql_async::Result<Stored> 
     Ok(s)
 }
 
+/// A transaction applied for a (source, stream): where it ended.
+pub struct Applied<'a> {
+    pub source: &'a str,
+    pub stream: &'a str,
+    pub gtid: Gtid,
+    pub file: &'a str,
+    pub end_pos: u64,
+    pub time: u32,
+}
+
+/// The position rows for transactions applied together: the last GTID of
+/// each (source, stream, domain), in a stable order.
+pub fn positions(done: &[Applied<'_>]) -> Vec<String> {
+    let mut last: std::collections::BTreeMap<(&str, &str, u32), &Applied<'_>> =
+        std::collections::BTreeMap::new();
+    for a in done {
+        last.insert((a.source, a.stream, a.gtid.domain), a);
+    }
+    last.values()
+        .map(|a| upsert(a.source, a.stream, &a.gtid, a.file, a.end_pos, a.time))
+        .collect()
+}
+
+/// Marks a statement outside a transaction (DDL) as started for `source`:
+/// after a crash before its position, it is re-run with "already done"
+/// errors taken as done.
+pub async fn mark_ddl(
+    conn: &mut Conn,
+    source: &str,
+    gtid: &Gtid,
+    first: &str,
+) -> mysql_async::Result<()> {
+    conn.exec_drop(
+        "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
+        (source, gtid.to_string(), first),
+    )
+    .await
+}
+
+/// The statement that clears `source`'s started-DDL mark (committed with
+/// the DDL's position).
+pub fn clear_ddl_sql(source: &str) -> String {
+    format!(
+        "DELETE FROM sqlfleet.replicate_ddl WHERE source = {}",
+        literal(source)
+    )
+}
+
+/// The transactions recorded to be passed over for `source`, oldest first.
+pub async fn skips(conn: &mut Conn, source: &str) -> mysql_async::Result<Vec<String>> {
+    conn.exec(
+        "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ? ORDER BY at",
+        (source,),
+    )
+    .await
+}
+
+/// Records that `gtid` of `source` is to be passed over.
+pub async fn record_skip(
+    conn: &mut Conn,
+    source: &str,
+    gtid: &Gtid,
+    reason: &str,
+) -> mysql_async::Result<()> {
+    conn.exec_drop(
+        "REPLACE INTO sqlfleet.replicate_skip (source, gtid, reason) VALUES (?, ?, ?)",
+        (source, gtid.to_string(), reason),
+    )
+    .await
+}
+
+/// Each stream's position row of `source` (not the floor's marks): stream,
+/// applied at, domain, server, sequence number, source time, binlog file.
+pub type StreamRow = (String, String, u32, u32, u64, u64, String);
+
+pub async fn stream_rows(conn: &mut Conn, source: &str) -> mysql_async::Result<Vec<StreamRow>> {
+    conn.exec(
+        "SELECT stream, CAST(applied_at AS CHAR), domain_id, server_id, seq_no, source_time, binlog_file \
+         FROM sqlfleet.replicate_position WHERE source = ? AND domain_id <> 4294967295 ORDER BY stream, domain_id",
+        (source,),
+    )
+    .await
+}
+
+/// The stopped streams' errors of `source`: stream, GTID, error, statement.
+pub async fn errors(
+    conn: &mut Conn,
+    source: &str,
+) -> mysql_async::Result<Vec<(String, String, String, String)>> {
+    conn.exec(
+        "SELECT stream, gtid, error, statement FROM sqlfleet.replicate_error WHERE source = ?",
+        (source,),
+    )
+    .await
+}
+
 /// The statement recording `stream` at `g` (also the floor when stream is
 /// [`FLOOR`]).
 pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: u32) -> String {

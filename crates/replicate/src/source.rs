@@ -22,7 +22,7 @@ use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
 
-use crate::apply::{self, Applier, ApplyError, Done, Job, Outcome, Workers};
+use crate::apply::{Applier, ApplyError, Done, Job, Outcome, Workers};
 use crate::config;
 use crate::gtid::{Gtid, GtidPos};
 use crate::position::{self, Stored};
@@ -423,19 +423,18 @@ impl SourceRunner {
             return Ok(());
         }
         if s.stored.skips.contains(&g) {
-            // Recorded by `replicate skip`: its streams move past it.
-            let rows: Vec<String> = streams
+            // Recorded by `replicate skip`: its streams move past it, all
+            // of them in one commit.
+            let done: Vec<(&str, &str, &Txn)> = streams
                 .iter()
-                .map(|d| {
-                    position::upsert(&self.cfg.name, d, &g, &txn.file, txn.end_pos, txn.timestamp)
-                })
+                .map(|d| (self.cfg.name.as_str(), d.as_str(), &txn))
                 .collect();
-            for r in rows {
-                ctl.conn
-                    .query_drop(r)
-                    .await
-                    .map_err(|e| End::Restart(format!("target: {e}")))?;
+            let committed = async {
+                ctl.begin().await?;
+                ctl.commit_with_positions(&done, &[]).await
             }
+            .await;
+            committed.map_err(|e| End::Restart(format!("target: {}", e.text())))?;
             set(&self.view, |v| v.skipped += 1);
             finish(s, Status::Applied);
             return Ok(());
@@ -641,11 +640,7 @@ impl SourceRunner {
         let name = &self.cfg.name;
         let redo = s.stored.ddl == Some(txn.gtid);
         let first = txn.first.clone();
-        ctl.conn
-            .exec_drop(
-                "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
-                (name.as_str(), txn.gtid.to_string(), first.as_str()),
-            )
+        position::mark_ddl(&mut ctl.conn, name, &txn.gtid, &first)
             .await
             .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         let r = ctl.items(txn).await;
@@ -687,25 +682,9 @@ impl SourceRunner {
             .iter()
             .map(|d| (name.as_str(), d.as_str(), txn))
             .collect();
-        let mut sql = apply::position_sql(&streams);
-        sql.push(format!(
-            "DELETE FROM sqlfleet.replicate_ddl WHERE source = {}",
-            literal(name)
-        ));
-        ctl.conn
-            .query_drop("START TRANSACTION")
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
-        for q in sql {
-            ctl.conn
-                .query_drop(q)
-                .await
-                .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
-        }
-        ctl.conn
-            .query_drop("COMMIT")
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+        ctl.begin().await?;
+        ctl.commit_with_positions(&streams, &[position::clear_ddl_sql(name)])
+            .await?;
         s.stored.ddl = None;
         Ok(())
     }
@@ -715,23 +694,11 @@ impl SourceRunner {
     async fn apply_multi(&self, ctl: &mut Applier, txn: &Txn) -> Result<(), ApplyError> {
         let name = self.cfg.name.as_str();
         let r = async {
-            ctl.conn
-                .query_drop("START TRANSACTION")
-                .await
-                .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+            ctl.begin().await?;
             ctl.items(txn).await?;
             let streams: Vec<(&str, &str, &Txn)> =
                 txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
-            for q in apply::position_sql(&streams) {
-                ctl.conn
-                    .query_drop(q)
-                    .await
-                    .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
-            }
-            ctl.conn
-                .query_drop("COMMIT")
-                .await
-                .map_err(|e| ApplyError::from_driver(e, "recording the position"))
+            ctl.commit_with_positions(&streams, &[]).await
         }
         .await;
         if let Err(ApplyError::Sql { .. }) = &r {
@@ -747,13 +714,7 @@ impl SourceRunner {
         if !s.stopped.is_empty() {
             // A `skip` recorded for a stopped stream's transaction
             // restarts the session, which honours it.
-            let skips: Result<Vec<String>, _> = ctl
-                .conn
-                .exec(
-                    "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ?",
-                    (self.cfg.name.as_str(),),
-                )
-                .await;
+            let skips = position::skips(&mut ctl.conn, &self.cfg.name).await;
             match skips {
                 Ok(list) => {
                     let list: Vec<Gtid> = list.iter().filter_map(|g| g.parse().ok()).collect();

@@ -50,7 +50,7 @@ pub struct SourceStatus {
     pub streams: Vec<StreamStatus>,
 }
 
-type Row = (String, String, u32, u32, u64, u64, String);
+type Row = position::StreamRow;
 
 pub async fn status(
     cfg: &Checked,
@@ -69,26 +69,13 @@ pub async fn status(
         .map_or(0, |d| d.as_secs());
     let mut out = Vec::new();
     for (s, st) in cfg.sources.iter().zip(sources) {
-        let rows: Vec<Row> = t
-            .exec(
-                "SELECT stream, CAST(applied_at AS CHAR), domain_id, server_id, seq_no, source_time, binlog_file \
-                 FROM sqlfleet.replicate_position WHERE source = ? AND domain_id <> 4294967295 ORDER BY stream, domain_id",
-                (s.name.as_str(),),
-            )
+        let rows: Vec<Row> = position::stream_rows(&mut t, &s.name)
             .await
             .map_err(|e| format!("target: {e}"))?;
-        let errors: Vec<(String, String, String, String)> = t
-            .exec(
-                "SELECT stream, gtid, error, statement FROM sqlfleet.replicate_error WHERE source = ?",
-                (s.name.as_str(),),
-            )
+        let errors = position::errors(&mut t, &s.name)
             .await
             .map_err(|e| format!("target: {e}"))?;
-        let skipped: Vec<String> = t
-            .exec(
-                "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ? ORDER BY at",
-                (s.name.as_str(),),
-            )
+        let skipped = position::skips(&mut t, &s.name)
             .await
             .map_err(|e| format!("target: {e}"))?;
         let mut floor = GtidPos::default();
@@ -174,10 +161,7 @@ pub async fn skip(target: &Target, source: &str, gtid: &Gtid, reason: &str) -> R
     position::ensure(&mut t)
         .await
         .map_err(|e| format!("target: {e}"))?;
-    t.exec_drop(
-        "REPLACE INTO sqlfleet.replicate_skip (source, gtid, reason) VALUES (?, ?, ?)",
-        (source, gtid.to_string(), reason),
-    )
-    .await
-    .map_err(|e| format!("target: {e}"))
+    position::record_skip(&mut t, source, gtid, reason)
+        .await
+        .map_err(|e| format!("target: {e}"))
 }
