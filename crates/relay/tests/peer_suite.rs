@@ -14,9 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::relay::{quoted, start_config};
-use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::proxy::free_port;
-use sqlfleet_testkit::{server, TestServer};
+use sqlfleet_testkit::server;
 
 const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
 
@@ -73,25 +72,13 @@ fn run_suite(gopath: &Path, addr: &str, password: &str, db: &str) -> (BTreeSet<S
     (passed, text)
 }
 
-fn fresh_db(srv: &TestServer, db: &str) {
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut c = srv.connect().await;
-        c.query_drop(format!(
-            "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}"
-        ))
-        .await
-        .expect("database");
-    });
-}
-
 #[test]
 fn go_sql_drivers_own_tests_pass_through_the_relay() {
     let srv = server();
     let pw = srv.sandbox.password().expect("pw").expose().to_string();
     let gopath = gopath();
     let direct_addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
-    fresh_db(srv, "gotest_direct");
+    common::servers::fresh_named_db(srv, "gotest_direct");
     let (direct, text) = run_suite(gopath.path(), &direct_addr, &pw, "gotest_direct");
     assert!(
         direct.len() >= 100,
@@ -118,7 +105,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         );
         let relay = start_config(&toml, port, metrics_port);
         let db = format!("gotest_{mode}");
-        fresh_db(srv, &db);
+        common::servers::fresh_named_db(srv, &db);
         let (got, text) = run_suite(gopath.path(), &format!("127.0.0.1:{port}"), &pw, &db);
         drop(relay);
         let lost: Vec<&String> = direct

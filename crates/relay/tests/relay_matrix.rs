@@ -31,24 +31,11 @@ use sqlfleet_testkit::TestServer;
 const USER: &str = "mx";
 const PASSWORD: &str = "mx-pw";
 
-fn certs() -> &'static Path {
-    static D: OnceLock<tempfile::TempDir> = OnceLock::new();
-    D.get_or_init(|| {
-        let d = tempfile::tempdir().expect("tmp");
-        sqlfleet_testkit::tls::self_signed(d.path(), "127.0.0.1");
-        d
-    })
-    .path()
-}
-
-/// A MariaDB that offers TLS, with the matrix's own account.
+/// The TLS-capable server, with the matrix's own account.
 fn tls_server() -> &'static TestServer {
-    static S: OnceLock<TestServer> = OnceLock::new();
+    static S: OnceLock<()> = OnceLock::new();
+    let srv = common::servers::tls_server();
     S.get_or_init(|| {
-        let d = certs();
-        let cert = format!("ssl-cert={}", d.join("cert.pem").display());
-        let key = format!("ssl-key={}", d.join("key.pem").display());
-        let srv = sqlfleet_testkit::server_with(&[&cert, &key, "local-infile=1"]);
         let rt = tokio::runtime::Runtime::new().expect("rt");
         rt.block_on(async {
             let mut c = srv.connect().await;
@@ -59,8 +46,8 @@ fn tls_server() -> &'static TestServer {
             .await
             .expect("the matrix account");
         });
-        srv
-    })
+    });
+    srv
 }
 
 /// One relay configuration.
@@ -146,16 +133,7 @@ const CLIENTS: &[(&str, Program)] = &[
 fn run(i: usize, port: u16, csv: &Path) -> String {
     let (name, program) = CLIENTS[i];
     let db = format!("mx_{i}");
-    let srv = tls_server();
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut c = srv.connect().await;
-        c.query_drop(format!(
-            "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}"
-        ))
-        .await
-        .expect("fresh database");
-    });
+    common::servers::fresh_named_db(tls_server(), &db);
     let o = program(csv)
         .current_dir(clients_dir())
         .env("RELAY_HOST", "127.0.0.1")

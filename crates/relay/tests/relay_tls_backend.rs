@@ -9,35 +9,12 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use common::relay::{quoted, start_config, stdout};
 use sqlfleet_testkit::proxy::free_port;
-use sqlfleet_testkit::TestServer;
 
-/// A self-signed certificate, made once per test binary.
-fn certs() -> &'static Path {
-    static D: OnceLock<tempfile::TempDir> = OnceLock::new();
-    D.get_or_init(|| {
-        let d = tempfile::tempdir().expect("tmp");
-        sqlfleet_testkit::tls::self_signed(d.path(), "127.0.0.1");
-        d
-    })
-    .path()
-}
-
-/// A MariaDB that offers TLS.
-fn tls_server() -> &'static TestServer {
-    static S: OnceLock<TestServer> = OnceLock::new();
-    S.get_or_init(|| {
-        let d = certs();
-        let cert = format!("ssl-cert={}", d.join("cert.pem").display());
-        let key = format!("ssl-key={}", d.join("key.pem").display());
-        sqlfleet_testkit::server_with(&[&cert, &key])
-    })
-}
+use common::servers::tls_server;
 
 fn relay(mode: &str, tls: &str) -> common::relay::Relay {
     let srv = tls_server();

@@ -5,6 +5,7 @@
 pub mod drivers;
 pub mod relay;
 pub mod routing;
+pub mod servers;
 
 #[allow(unused_imports)]
 pub use relay::{stderr, stdout};
