@@ -362,13 +362,6 @@ fn skip_line(buf: &[u8], start: usize, f: &Format, eof: bool) -> Option<(usize, 
     eof.then_some((buf.len(), lines))
 }
 
-/// With the escape byte also the enclosure (`ESCAPED BY '"'` with
-/// `ENCLOSED BY '"'`), LOAD DATA reads it outside quotes as an escape
-/// only before itself (`""`); before anything else it is a plain byte.
-pub(crate) fn escapes_here(f: &Format, next: u8) -> bool {
-    f.escaped_by.is_none() || f.escaped_by != f.enclosed_by || Some(next) == f.escaped_by
-}
-
 /// Parses one record starting at `start`. `NeedMore` when the buffer ends
 /// inside it (and more input may come).
 fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse, (usize, String)> {
@@ -452,7 +445,7 @@ fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse
             i = next_special(buf, i + 1, ft[0], lt[0], f.escaped_by);
             continue;
         }
-        if Some(b) == f.escaped_by && buf.get(i + 1).is_none_or(|&n| escapes_here(f, n)) {
+        if Some(b) == f.escaped_by && buf.get(i + 1).is_none_or(|&n| f.escapes_before(n)) {
             if i + 1 >= buf.len() && !eof {
                 return Ok(Parse::NeedMore);
             }

@@ -85,10 +85,7 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                     break;
                 }
                 let c = data[i];
-                if Some(c) == f.escaped_by
-                    && i + 1 < data.len()
-                    && crate::chunk::escapes_here(f, data[i + 1])
-                {
+                if Some(c) == f.escaped_by && i + 1 < data.len() && f.escapes_before(data[i + 1]) {
                     if data[i + 1] == b'N' && v.is_empty() && !enclosed {
                         null_escape = true;
                     }

@@ -11,6 +11,17 @@ pub struct Format {
 }
 
 impl Format {
+    /// Whether the escape byte, outside quotes and followed by `next`, is
+    /// an escape: with the escape byte also the enclosure (`ESCAPED BY '"'`
+    /// with `ENCLOSED BY '"'`), LOAD DATA reads it as one only before
+    /// itself (`""`); before anything else it is a plain byte. (The one
+    /// rule the chunker and the field reader share.)
+    pub(crate) fn escapes_before(&self, next: u8) -> bool {
+        self.escaped_by.is_none()
+            || self.escaped_by != self.enclosed_by
+            || Some(next) == self.escaped_by
+    }
+
     /// `LOAD DATA`'s defaults: tab, no enclosure, backslash, newline.
     pub fn tsv() -> Format {
         Format {

@@ -188,12 +188,11 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
                 ));
             }
             for d in &described {
-                if !ctx
-                    .shared
-                    .show_warning(format!("{} {}: {d}", w.file, w.lines()))
-                {
+                let text = format!("{} {}: {d}", w.file, w.lines());
+                if !ctx.shared.keep_warning(&text) {
                     break;
                 }
+                crate::progress::say(&format!("warning: {text}"));
             }
         }
     }

@@ -72,15 +72,14 @@ impl Default for Shared {
 pub const WARNINGS_SHOWN: usize = 20;
 
 impl Shared {
-    /// Keeps and shows a warning's text while fewer than
-    /// [`WARNINGS_SHOWN`] were; true when it was shown.
-    pub fn show_warning(&self, text: String) -> bool {
+    /// Keeps a warning's text while fewer than [`WARNINGS_SHOWN`] were;
+    /// true when it was kept (the caller then shows it).
+    pub fn keep_warning(&self, text: &str) -> bool {
         let mut kept = self.warning_texts.lock().unwrap_or_else(|e| e.into_inner());
         if kept.len() >= WARNINGS_SHOWN {
             return false;
         }
-        crate::progress::say(&format!("warning: {text}"));
-        kept.push(text);
+        kept.push(text.to_string());
         true
     }
 

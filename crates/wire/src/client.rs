@@ -130,7 +130,7 @@ impl Client {
                 match p.first() {
                     Some(0xFF) => {
                         self.phase = Phase::Idle;
-                        Err(server_error(&p))
+                        Err(crate::packet::server_error(&p))
                     }
                     Some(0x00) => Ok(Some(self.done(&p)?)),
                     Some(0xFB) => {
@@ -165,7 +165,7 @@ impl Client {
                 match p.first() {
                     Some(0xFF) => {
                         self.phase = Phase::Idle;
-                        Err(server_error(&p))
+                        Err(crate::packet::server_error(&p))
                     }
                     // EOF (or OK with the EOF header under DEPRECATE_EOF):
                     // shorter than any row could be with this marker.
@@ -253,24 +253,6 @@ impl Client {
     }
 }
 
-/// An ERR packet as a server error.
-pub fn server_error(p: &[u8]) -> WireError {
-    let code = p
-        .get(1..3)
-        .map(|b| u16::from_le_bytes([b[0], b[1]]))
-        .unwrap_or(0);
-    let (state, msg) = if p.get(3) == Some(&b'#') && p.len() >= 9 {
-        (String::from_utf8_lossy(&p[4..9]).into_owned(), &p[9..])
-    } else {
-        ("HY000".to_string(), p.get(3..).unwrap_or_default())
-    };
-    WireError::Server {
-        code,
-        state,
-        message: String::from_utf8_lossy(msg).into_owned(),
-    }
-}
-
 fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Result<&'a [u8], WireError> {
     let n = lenenc(p, i)? as usize;
     let s = p
@@ -349,7 +331,7 @@ mod tests {
         );
         assert!(row(&p, 2).is_err(), "bytes left over");
         assert!(row(&p, 4).is_err(), "truncated");
-        let e = server_error(&crate::packet::err_payload(1146, "42S02", "no table"));
+        let e = crate::packet::server_error(&crate::packet::err_payload(1146, "42S02", "no table"));
         assert_eq!(e.to_string(), "ERROR 1146 (42S02): no table");
     }
 
@@ -358,7 +340,7 @@ mod tests {
         fn any_reply_bytes_parse_without_panic(p in proptest::collection::vec(any::<u8>(), 0..64), n in 0usize..8) {
             let _ = row(&p, n);
             let _ = column(&p);
-            let _ = server_error(&p);
+            let _ = crate::packet::server_error(&p);
         }
     }
 }

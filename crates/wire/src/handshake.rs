@@ -339,7 +339,7 @@ pub struct ServerHello {
 pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
     if p.first() == Some(&0xFF) {
         // Refused before the handshake (too many connections, host blocked).
-        return Err(crate::client::server_error(p));
+        return Err(crate::packet::server_error(p));
     }
     let bad = || WireError::Protocol("malformed server greeting".into());
     if p.first() != Some(&10) {
@@ -638,7 +638,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         let seq = r.seq.wrapping_add(1);
         match r.payload.first() {
             Some(0x00) => return Ok(()),
-            Some(0xFF) => return Err(crate::client::server_error(&r.payload)),
+            Some(0xFF) => return Err(crate::packet::server_error(&r.payload)),
             Some(0xFE) => {
                 // Auth switch.
                 let mut i = 1;

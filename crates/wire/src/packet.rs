@@ -127,13 +127,29 @@ pub fn parse_err(p: &[u8]) -> Option<(u16, String)> {
     if p.first() != Some(&0xFF) || p.len() < 3 {
         return None;
     }
-    let code = u16::from_le_bytes([p[1], p[2]]);
-    let msg = if p.get(3) == Some(&b'#') && p.len() >= 9 {
-        &p[9..]
+    match server_error(p) {
+        WireError::Server { code, message, .. } => Some((code, message)),
+        _ => None,
+    }
+}
+
+/// An ERR packet as the error it reports: code, SQLSTATE (HY000 when the
+/// packet has none) and message. The one ERR decoder.
+pub fn server_error(p: &[u8]) -> WireError {
+    let code = p
+        .get(1..3)
+        .map(|b| u16::from_le_bytes([b[0], b[1]]))
+        .unwrap_or(0);
+    let (state, msg) = if p.get(3) == Some(&b'#') && p.len() >= 9 {
+        (String::from_utf8_lossy(&p[4..9]).into_owned(), &p[9..])
     } else {
-        &p[3..]
+        ("HY000".to_string(), p.get(3..).unwrap_or_default())
     };
-    Some((code, String::from_utf8_lossy(msg).into_owned()))
+    WireError::Server {
+        code,
+        state,
+        message: String::from_utf8_lossy(msg).into_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -117,13 +117,7 @@ pub async fn query_rows(
     let max = 1 << 24;
     let (_, first) = c.io().read_packet(max).await?;
     match first.first() {
-        Some(0xFF) => {
-            let code = first
-                .get(1..3)
-                .map_or(0, |b| u16::from_le_bytes([b[0], b[1]]));
-            let msg = String::from_utf8_lossy(first.get(9..).unwrap_or_default()).into_owned();
-            return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
-        }
+        Some(0xFF) => return Err(sqlfleet_wire::packet::server_error(&first)),
         Some(0x00) | None => return Ok(Vec::new()),
         _ => {}
     }
