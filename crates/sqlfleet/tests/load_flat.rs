@@ -326,11 +326,17 @@ fn falls_back_to_inserts_without_local_infile() {
     assert_eq!(checksum(srv, &got), checksum(srv, &want));
 }
 
-fn journal_chunks(srv: &TestServer) -> i64 {
+/// Chunks journaled by the loads of `file` (other tests load at the same
+/// time: counting theirs killed this one before it had begun).
+fn journal_chunks(srv: &TestServer, file: &str) -> i64 {
     rt().block_on(async {
         let mut c = srv.connect().await;
         let n: Option<i64> = c
-            .query_first("SELECT COUNT(*) FROM sqlfleet.load_journal WHERE kind = 'chunk'")
+            .exec_first(
+                "SELECT COUNT(*) FROM sqlfleet.load_journal j JOIN sqlfleet.loads l USING (load_id) \
+                 WHERE j.kind = 'chunk' AND l.source LIKE CONCAT(?, ' -> %')",
+                (file,),
+            )
             .await
             .unwrap_or(None);
         n.unwrap_or(0)
@@ -357,7 +363,7 @@ fn kill_9_then_resume_loads_each_row_once() {
         "200000",
         f,
     ];
-    let before = journal_chunks(srv);
+    let before = journal_chunks(srv, f);
     let mut child = common::sqlfleet()
         .arg("load")
         .arg(format!("--defaults-file={}", srv.defaults_file().display()))
@@ -367,7 +373,7 @@ fn kill_9_then_resume_loads_each_row_once() {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn");
-    common::kill_9_when(&mut child, before + 5, || journal_chunks(srv));
+    common::kill_9_when(&mut child, before + 5, || journal_chunks(srv, f));
     let o = load(srv, &args);
     assert_eq!(
         o.status.code(),
