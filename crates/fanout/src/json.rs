@@ -12,7 +12,9 @@ use sqlfleet_wire::client::Column;
 pub enum Kind {
     Integer,
     Float,
-    /// DECIMAL, dates, times, enums, text: the server's text.
+    /// DECIMAL: a number, written as the server's text (exact).
+    Decimal,
+    /// Dates, times, enums, text: the server's text.
     Text,
     Binary,
 }
@@ -20,12 +22,19 @@ pub enum Kind {
 const BINARY_CHARSET: u16 = 63;
 
 impl Kind {
+    /// A number: right-aligned in a table, as the mysql client does.
+    pub fn is_number(self) -> bool {
+        matches!(self, Kind::Integer | Kind::Float | Kind::Decimal)
+    }
+
     pub fn of(c: &Column) -> Kind {
         match c.type_code {
             // TINY, SHORT, LONG, LONGLONG, INT24, YEAR
             1 | 2 | 3 | 8 | 9 | 13 => Kind::Integer,
             // FLOAT, DOUBLE
             4 | 5 => Kind::Float,
+            // DECIMAL, NEWDECIMAL
+            0 | 246 => Kind::Decimal,
             // VARCHAR, BIT, TINY/MEDIUM/LONG/BLOB, VAR_STRING, STRING, GEOMETRY
             15 | 16 | 249..=255 if c.charset == BINARY_CHARSET => Kind::Binary,
             _ => Kind::Text,
@@ -62,7 +71,7 @@ pub fn value(v: Option<&[u8]>, kind: Kind) -> serde_json::Value {
         Kind::Binary => serde_json::json!({
             "base64": base64::engine::general_purpose::STANDARD.encode(b)
         }),
-        Kind::Text => text(),
+        Kind::Decimal | Kind::Text => text(),
     }
 }
 

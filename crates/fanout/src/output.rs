@@ -223,7 +223,9 @@ pub fn header(fmt: Format, with_db: bool, columns: &[String]) -> Option<String> 
 }
 
 /// An aligned table, as the mysql client prints for people.
-pub fn table(columns: &[String], rows: &[Vec<String>]) -> String {
+/// `right[i]`: column i holds numbers (right-aligned, as the mysql client
+/// aligns them).
+pub fn table(columns: &[String], right: &[bool], rows: &[Vec<String>]) -> String {
     let mut w: Vec<usize> = columns.iter().map(|c| c.chars().count()).collect();
     for r in rows {
         for (i, v) in r.iter().enumerate() {
@@ -239,19 +241,27 @@ pub fn table(columns: &[String], rows: &[Vec<String>]) -> String {
             .collect::<Vec<_>>()
             .join("+")
     );
-    let line = |cells: &[String]| {
+    let line = |cells: &[String], align: bool| {
         let parts: Vec<String> = cells
             .iter()
             .zip(&w)
-            .map(|(c, n)| format!(" {c}{} ", " ".repeat(n - c.chars().count())))
+            .enumerate()
+            .map(|(i, (c, n))| {
+                let pad = " ".repeat(n - c.chars().count());
+                if align && right.get(i).copied().unwrap_or(false) {
+                    format!(" {pad}{c} ")
+                } else {
+                    format!(" {c}{pad} ")
+                }
+            })
             .collect();
         format!("|{}|\n", parts.join("|"))
     };
     let mut s = sep.clone();
-    s.push_str(&line(columns));
+    s.push_str(&line(columns, false));
     s.push_str(&sep);
     for r in rows {
-        s.push_str(&line(r));
+        s.push_str(&line(r, true));
     }
     s.push_str(&sep);
     s
@@ -361,7 +371,7 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
                             .iter()
                             .map(|r| r.iter().map(display).collect())
                             .collect();
-                        s.push_str(&table(&o.columns, &rows));
+                        s.push_str(&table(&o.columns, &[], &rows));
                     }
                 }
             }
@@ -590,11 +600,25 @@ mod tests {
     fn aligned_table() {
         let t = table(
             &["n".into(), "name".into()],
+            &[false, false],
             &[vec!["1".into(), "ünï".into()]],
         );
         assert_eq!(
             t,
             "+---+------+\n| n | name |\n+---+------+\n| 1 | ünï  |\n+---+------+\n"
+        );
+        // Numbers right-aligned under their (left-aligned) heading.
+        let t = table(
+            &["num".into(), "s".into()],
+            &[true, false],
+            &[
+                vec!["7".into(), "x".into()],
+                vec!["1234".into(), "yy".into()],
+            ],
+        );
+        assert_eq!(
+            t,
+            "+------+----+\n| num  | s  |\n+------+----+\n|    7 | x  |\n| 1234 | yy |\n+------+----+\n"
         );
     }
 

@@ -648,8 +648,9 @@ fn write_output(
     // set gets its own), not only for the first.
     let mut last_columns: Option<Arc<Vec<String>>> = None;
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
-    // Table format: one table per column set, in order of first appearance.
-    let mut tables: Vec<(Vec<String>, Vec<Vec<String>>)> = Vec::new();
+    // Table format: one table per column set, in order of first appearance,
+    // with which columns hold numbers.
+    let mut tables: Vec<(Vec<String>, Vec<bool>, Vec<Vec<String>>)> = Vec::new();
     while let Some(ev) = rx.blocking_recv() {
         match ev {
             Event::Rows {
@@ -666,10 +667,12 @@ fn write_output(
                         cols.push("database".into());
                     }
                     cols.extend(columns.iter().cloned());
-                    let i = match tables.iter().position(|(c, _)| *c == cols) {
+                    let i = match tables.iter().position(|(c, _, _)| *c == cols) {
                         Some(i) => i,
                         None => {
-                            tables.push((cols, Vec::new()));
+                            let mut right = vec![false; cols.len() - columns.len()];
+                            right.extend(kinds.iter().map(|k| k.is_number()));
+                            tables.push((cols, right, Vec::new()));
                             tables.len() - 1
                         }
                     };
@@ -679,7 +682,7 @@ fn write_output(
                             cells.push(db.clone().unwrap_or_default());
                         }
                         cells.extend(r.iter().map(output::display));
-                        tables[i].1.push(cells);
+                        tables[i].2.push(cells);
                     }
                     continue;
                 }
@@ -716,8 +719,11 @@ fn write_output(
         Mode::Collapse => out.write_all(output::collapse_as(&outcomes, fmt).as_bytes())?,
         Mode::Diff => out.write_all(output::diff_as(&outcomes, fmt).as_bytes())?,
         Mode::Stream => {
-            for (cols, rows) in &tables {
-                out.write_all(output::table(cols, rows).as_bytes())?
+            for (cols, right, rows) in &mut tables {
+                // By host (each host's rows in the order they came), not
+                // in the order the hosts answered.
+                rows.sort_by(|a, b| a.first().cmp(&b.first()));
+                out.write_all(output::table(cols, right, rows).as_bytes())?
             }
         }
     }

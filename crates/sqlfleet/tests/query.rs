@@ -52,6 +52,36 @@ fn diff_finds_the_odd_server_and_collapse_groups() {
     let o = query(srv, &["--hosts", &hosts, "-e", "SELECT 1", "--diff"]);
     assert_eq!(o.status.code(), Some(0), "all alike: {}", stderr(&o));
     assert_eq!(stdout(&o), "all 3 hosts agree\n");
+    // A table lists the hosts in order (not as they answered), numbers
+    // right-aligned.
+    for _ in 0..3 {
+        let o = query(
+            srv,
+            &[
+                "--hosts",
+                &hosts,
+                "-e",
+                "SELECT @@server_id * 1000 AS id",
+                "--format",
+                "table",
+            ],
+        );
+        let out = stdout(&o);
+        let listed: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("| 127."))
+            .map(|l| l.split('|').nth(1).unwrap_or("").trim())
+            .collect();
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(listed, sorted, "{out}");
+        assert!(
+            out.lines()
+                .filter(|l| l.starts_with("| 127."))
+                .all(|l| l.split('|').nth(2).is_some_and(|c| c.ends_with("000 "))),
+            "numbers right-aligned: {out}"
+        );
+    }
     let o = query(
         srv,
         &["--hosts", &hosts, "-e", "SELECT @@read_only", "--collapse"],
