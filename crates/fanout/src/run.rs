@@ -635,6 +635,10 @@ async fn run_statement(
     Ok(n)
 }
 
+/// One `--format table` table: its columns, which of them hold numbers,
+/// and its rows as text.
+type TableBlock = (Vec<String>, Vec<bool>, Vec<Vec<String>>);
+
 fn write_output(
     mut rx: mpsc::Receiver<Event>,
     out: Box<dyn Write + Send>,
@@ -650,7 +654,7 @@ fn write_output(
     let mut outcomes: Vec<(String, Outcome)> = Vec::new();
     // Table format: one table per column set, in order of first appearance,
     // with which columns hold numbers.
-    let mut tables: Vec<(Vec<String>, Vec<bool>, Vec<Vec<String>>)> = Vec::new();
+    let mut tables: Vec<TableBlock> = Vec::new();
     while let Some(ev) = rx.blocking_recv() {
         match ev {
             Event::Rows {
