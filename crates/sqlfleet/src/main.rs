@@ -45,15 +45,20 @@ enum Command {
     /// Local MariaDB servers (and replicas) in a data dir
     #[command(subcommand)]
     Sandbox(cmd::sandbox::SandboxCmd),
-    /// Print a shell completion script: bash, zsh, fish, elvish or
-    /// powershell (e.g. `sqlfleet completions bash > /etc/bash_completion.d/sqlfleet`).
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    ///
+    /// For example `sqlfleet completions bash > /etc/bash_completion.d/sqlfleet`.
+    ///
     /// Exit codes: 0 printed, 1 unknown shell
     Completions {
         /// The shell
         shell: clap_complete::Shell,
     },
-    /// Write man pages (sqlfleet.1 and one per command, e.g.
-    /// sqlfleet-query.1) into a directory, generated from these definitions.
+    /// Write man pages (sqlfleet.1 and one per command) into a directory
+    ///
+    /// sqlfleet.1 and one page per command (e.g. sqlfleet-query.1),
+    /// generated from these definitions.
+    ///
     /// Exit codes: 0 written, 1 the directory cannot be written
     Man {
         /// Where to write them

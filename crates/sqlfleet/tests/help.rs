@@ -279,3 +279,23 @@ fn dash_question_mark_is_help_everywhere() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `sqlfleet --help` gives each command's summary on one line (the
+/// details, exit codes and formats are in each command's own --help).
+#[test]
+fn the_command_list_has_one_line_per_command() {
+    let out = help(&[]);
+    let list: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    assert!(list.len() >= 9, "{out}");
+    for l in &list {
+        assert!(
+            l.starts_with("  ") && !l.starts_with("   "),
+            "a summary runs onto a second line: {l:?}\n{out}"
+        );
+    }
+}

@@ -8,8 +8,10 @@ use sqlfleet_load::LoadOptions;
 
 use crate::exit::Exit;
 
-/// Load a mysqldump/mariadb-dump file, or CSV/TSV files with --into, in
-/// parallel, crash-safe and resumable.
+/// Load a mysqldump/mariadb-dump file or CSV/TSV files: parallel, crash-safe, resumable.
+///
+/// A dump is one file (or - for stdin); CSV/TSV files go into one table
+/// with --into DB.TABLE.
 ///
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined

@@ -15,10 +15,11 @@ use sqlfleet_replicate::source::SourceView;
 
 use crate::exit::Exit;
 
-/// Replicate many MariaDB primaries into one server: each source's binlog
-/// is split by database and applied in parallel, each transaction
-/// committed together with its position (exactly once across kill -9,
-/// target restarts and reconnects). The config file (TOML) has [target]
+/// Replicate many MariaDB primaries into one server, per database, exactly once.
+///
+/// Each source's binlog is split by database and applied in parallel, each
+/// transaction committed together with its position (exactly once across
+/// kill -9, target restarts and reconnects). The config file (TOML) has [target]
 /// dsn; optional [apply] threads and batch; one [[source]] per primary with
 /// name, dsn, include and exclude (database globs), rename (a table of old
 /// = new), start ("current", "gtid:D-S-N" or "file:NAME:POS") and
