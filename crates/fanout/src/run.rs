@@ -61,7 +61,13 @@ pub enum State {
     Ok,
     Error,
     Timeout,
+    /// No connection to the server (refused, no route, no answer to the
+    /// TCP handshake): "down" in watch's words.
     Unreachable,
+    /// Something accepts the connection but sends no greeting, or the
+    /// login does not finish in time (a SIGSTOPped or overloaded server):
+    /// "stalled", as watch says.
+    Stalled,
     /// Stopped by the user (Ctrl-C): the statement was killed or not run.
     Interrupted,
 }
@@ -125,6 +131,7 @@ pub struct Report {
     pub error: usize,
     pub timeout: usize,
     pub unreachable: usize,
+    pub stalled: usize,
     pub interrupted: usize,
     /// With -B / --all-databases: (host, database) pairs that ran clean.
     pub databases_ok: usize,
@@ -278,6 +285,7 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         error: count(State::Error),
         timeout: count(State::Timeout),
         unreachable: count(State::Unreachable),
+        stalled: count(State::Stalled),
         interrupted: count(State::Interrupted),
         databases_ok: statuses
             .iter()
@@ -326,12 +334,20 @@ async fn host_work(
     let conn = match target.dial(opts.connect_timeout).await {
         Ok(c) => c,
         Err(e) => {
-            let state = if e.server_code().is_some() {
-                State::Error
+            let stalled = e.timed_out
+                && matches!(
+                    e.stage,
+                    Some(sqlfleet_conn::Stage::Greeting) | Some(sqlfleet_conn::Stage::Login)
+                );
+            let (state, what) = if e.server_code().is_some() {
+                (State::Error, e.what)
+            } else if stalled {
+                // The client's own words for it, under watch's name.
+                (State::Stalled, format!("stalled: {}", e.what))
             } else {
-                State::Unreachable
+                (State::Unreachable, e.what)
             };
-            return HostResult::of(state, Some(e.what), 0);
+            return HostResult::of(state, Some(what), 0);
         }
     };
     let login = dialing.elapsed();

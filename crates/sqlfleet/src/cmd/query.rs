@@ -167,13 +167,14 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     };
     let report = run::run(opts, Box::new(std::io::stdout())).await?;
     eprintln!(
-        "sqlfleet query: {} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable{}",
+        "sqlfleet query: {} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable, {} stalled{}",
         sqlfleet_conn::text::count(report.hosts as u64, "host"),
         report.seconds,
         report.ok,
         report.error,
         report.timeout,
         report.unreachable,
+        report.stalled,
         if report.interrupted > 0 {
             format!(", {} interrupted", report.interrupted)
         } else {
