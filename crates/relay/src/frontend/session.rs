@@ -663,6 +663,8 @@ impl Session {
                 if let Some(sa) = &self.ctx.server_accounts {
                     sa.forget();
                 }
+            }
+            if fx.changes_privileges {
                 self.ctx.pool.privileges_changed();
             }
         }

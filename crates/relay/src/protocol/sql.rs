@@ -275,6 +275,10 @@ pub struct Effects {
     /// (what per-user mode looked up on the server is then looked up
     /// again).
     pub changes_accounts: bool,
+    /// Changes an account's or role's privileges or password for sure
+    /// (GRANT, REVOKE, CREATE/ALTER/DROP/RENAME USER or ROLE, SET
+    /// PASSWORD, SET DEFAULT ROLE): sessions logged in before read old ones.
+    pub changes_privileges: bool,
     /// `DROP USER a, b@h`: the account names (their server connections
     /// idle in a per-user pool are closed).
     pub drops_users: Vec<String>,
@@ -453,7 +457,15 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     });
     fx.found_rows_unknown = stmts.iter().enumerate().any(|(n, t)| {
         let first = word(t.iter().find(|(k, _)| !k.is_punct(b'(')));
-        let feeds = matches!(first, Some("INSERT") | Some("REPLACE") | Some("CREATE"))
+        // CREATE [OR REPLACE] [TEMPORARY] TABLE ... SELECT runs its
+        // SELECT; a view's, routine's, trigger's or event's body does not.
+        let creates_table = first == Some("CREATE")
+            && t.iter()
+                .skip(1)
+                .filter_map(|x| word(Some(x)))
+                .find(|w| !matches!(*w, "OR" | "REPLACE" | "TEMPORARY"))
+                == Some("TABLE");
+        let feeds = (matches!(first, Some("INSERT") | Some("REPLACE")) || creates_table)
             && t.iter()
                 .any(|(k, _)| matches!(k, Tok::Word(w) if w == "SELECT"));
         let earlier_select = n + 1 < stmts.len()
@@ -606,6 +618,20 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | ("CREATE", "OR", "REPLACE")
             | ("SET", "PASSWORD", _)
             | ("GRANT" | "REVOKE", _, _)
+    );
+    let w3 = word(t.get(3)).unwrap_or("");
+    fx.changes_privileges |= matches!(
+        (w0, w1, w2, w3),
+        ("GRANT" | "REVOKE", _, _, _)
+            | (
+                "CREATE" | "ALTER" | "DROP" | "RENAME",
+                "USER" | "ROLE",
+                _,
+                _
+            )
+            | ("CREATE", "OR", "REPLACE", "USER" | "ROLE")
+            | ("SET", "PASSWORD", _, _)
+            | ("SET", "DEFAULT", "ROLE", _)
     );
     if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
         fx.writes.extend(written_tables(sql, t));

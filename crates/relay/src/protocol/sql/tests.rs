@@ -564,3 +564,24 @@ fn settings_reported_by_the_server_replay_as_they_were() {
         );
     }
 }
+
+/// Which statements make pooled sessions' privileges stale: account and
+/// privilege changes only, not a CREATE OR REPLACE of a view or routine.
+#[test]
+fn privilege_changes_are_told_from_other_ddl() {
+    for (sql, yes) in [
+        ("GRANT SELECT ON db.* TO u", true),
+        ("REVOKE ALL ON *.* FROM u", true),
+        ("CREATE USER u IDENTIFIED BY 'x'", true),
+        ("CREATE OR REPLACE USER u", true),
+        ("DROP ROLE r", true),
+        ("SET PASSWORD FOR u = PASSWORD('x')", true),
+        ("SET DEFAULT ROLE r", true),
+        ("CREATE OR REPLACE VIEW v AS SELECT 1", false),
+        ("CREATE OR REPLACE PROCEDURE p() BEGIN END", false),
+        ("CREATE TABLE t (a INT)", false),
+        ("SET @@max_sp_recursion_depth = 20", false),
+    ] {
+        assert_eq!(analyze(sql.as_bytes()).changes_privileges, yes, "{sql}");
+    }
+}

@@ -561,8 +561,16 @@ fn counts_are_the_clients_own() {
         );
         assert!(st.found_rows_calc);
     }
-    let fx = Query::new(b"UPDATE t SET a = (SELECT 1)").effects();
-    assert!(!fx.found_rows_unknown);
+    for text in [
+        &b"UPDATE t SET a = (SELECT 1)"[..],
+        b"CREATE PROCEDURE p() BEGIN SELECT 1; END",
+        b"CREATE OR REPLACE VIEW v AS SELECT 1",
+    ] {
+        let fx = Query::new(text).effects();
+        assert!(!fx.found_rows_unknown, "{}", String::from_utf8_lossy(text));
+    }
+    let fx = Query::new(b"CREATE OR REPLACE TEMPORARY TABLE t AS SELECT 1").effects();
+    assert!(fx.found_rows_unknown);
     let rc = Query::new(b"SELECT ROW_COUNT()").effects();
     st.last_row_count = 2;
     let text = st.own_counts(b"SELECT ROW_COUNT()", &rc);
