@@ -900,6 +900,44 @@ async fn kill_connection_ends_a_running_stored_loop() {
     }
 }
 
+/// A session variable set as `SET @@var = v` follows the client to
+/// another backend connection: MariaDB's tracker does not report that
+/// form, and the relay then lost it (the client read 0 after another
+/// client took its connection). Recorded from the text now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_the_tracker_does_not_report_follows_the_client() {
+    let srv = server();
+    let (port, stop) = start_relay(srv, "transaction", "shared").await;
+    let (db, _) = srv.fresh_db("untracked_set").await;
+    let opts = client_opts(port, "app", "app-pw", &db).await;
+    let mut a = mysql_async::Conn::new(opts.clone()).await.expect("a");
+    let mut b = mysql_async::Conn::new(opts).await.expect("b");
+    for (set, read, want) in [
+        (
+            "SET @@max_sp_recursion_depth = 20",
+            "SELECT @@max_sp_recursion_depth",
+            "20",
+        ),
+        (
+            "SET @@div_precision_increment = 9",
+            "SELECT @@div_precision_increment",
+            "9",
+        ),
+    ] {
+        a.query_drop(set).await.expect("set");
+        // b takes the connection a just gave back and holds it.
+        let hold = tokio::spawn(async move {
+            b.query_drop("SELECT SLEEP(1)").await.expect("sleep");
+            b
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let got: Option<String> = a.query_first(read).await.expect("read");
+        assert_eq!(got.as_deref(), Some(want), "{set} on another connection");
+        b = hold.await.expect("b");
+    }
+    let _ = stop.send(());
+}
+
 /// A global set through the relay reaches every client that connects
 /// afterwards, as it would on new direct connections: pooled connections
 /// whose session defaults predate it are reset first.

@@ -91,6 +91,13 @@ pub(crate) enum FoundRowsOnConn {
     Unchanged,
 }
 
+/// A setting that is one session variable (not `SET NAMES`, `SET
+/// CHARACTER SET` or `SET TRANSACTION`, which the server reports as the
+/// variables they change).
+fn is_variable(name: &str) -> bool {
+    !matches!(name, "names" | "charset") && !name.starts_with("transaction ")
+}
+
 fn upsert(list: &mut Vec<Setting>, s: &Setting) {
     list.retain(|x| x.name != s.name);
     list.push(s.clone());
@@ -363,6 +370,22 @@ impl ClientState {
             if let Some(db) = fx.use_db.clone() {
                 self.db = Some(db.clone());
                 out.db = Some(Some(db));
+            }
+        } else if ok {
+            // A tracking server is silent about some SETs that change a
+            // variable (MariaDB 10.11 reports `SET max_sp_recursion_depth
+            // = 7` but not `SET @@max_sp_recursion_depth = 20`): a variable
+            // the text set by value and the server did not report is
+            // recorded from the text, or it would not follow the client to
+            // another connection.
+            for s in fx.settings.iter().filter(|s| is_variable(&s.name)) {
+                let reported = o.changes.iter().any(
+                    |ch| matches!(ch, Change::SysVar(n, _) if n.eq_ignore_ascii_case(&s.name)),
+                );
+                if !reported {
+                    upsert(&mut self.settings, s);
+                    out.settings.push(s.clone());
+                }
             }
         }
         for p in &fx.unpins {

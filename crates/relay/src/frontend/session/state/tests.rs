@@ -594,3 +594,29 @@ fn a_reset_leaves_a_new_session() {
     assert!(!st.in_trans && st.autocommit && st.settings.is_empty());
     assert_eq!((st.last_row_count, st.last_insert_id), (0, 0));
 }
+
+/// A SET the tracking server is silent about still follows the client:
+/// recorded from its text (MariaDB does not report `SET @@var = v`).
+#[test]
+fn a_set_the_server_does_not_report_is_recorded_from_its_text() {
+    let mut st = ClientState::new(T, None);
+    run(&mut st, "SET @@max_sp_recursion_depth = 20", R::Ok);
+    assert_eq!(
+        st.settings,
+        vec![Setting {
+            name: "max_sp_recursion_depth".into(),
+            text: "@@session.max_sp_recursion_depth = 20".into()
+        }]
+    );
+    // Reported: the server's value, once.
+    let mut st = ClientState::new(T, None);
+    run(
+        &mut st,
+        "SET sql_mode = 'ANSI'",
+        R::Track("sql_mode", "REAL_AS_FLOAT,ANSI"),
+    );
+    assert_eq!(
+        st.settings,
+        vec![Setting::from_server("sql_mode", "REAL_AS_FLOAT,ANSI")]
+    );
+}
