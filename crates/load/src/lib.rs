@@ -390,7 +390,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         match msg {
             Msg::Item(item) => {
                 saw_statement = true;
-                through = Some(item.stmt.line);
+                // The last line fed to the scheduler (all of it commits
+                // before an interrupted load reports).
+                let line = item.stmt.line;
                 if let Err(what) = check.check(&item) {
                     changed = Some(what);
                     break;
@@ -400,6 +402,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                         sched.feed(held).await;
                     }
                     sched.feed(*item).await;
+                    through = Some(line);
                     // A resumed run that cannot go on exactly stops here.
                     if let Some(what) = sched.refused.take() {
                         changed = Some(what);
@@ -410,6 +413,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                         || sched.resume.ranges.contains(item.stmt.offset))
                 {
                     sched.feed(*item).await; // runs nothing
+                    through = Some(line);
                 } else {
                     check.held.push(*item);
                 }
