@@ -6,10 +6,16 @@
 //! NO_BACKSLASH_ESCAPES is switched on), `-- ` and `#` line comments,
 //! `/* … */` comments, executable comments `/*!NNNNN … */` and `/*M!… */`
 //! whose contents are lexed as SQL (quotes inside them count), and the
-//! client's `DELIMITER` command. Every statement carries its byte offset
-//! and line; every error says where.
+//! client's own commands (`DELIMITER`, `use`, `source`, `\\g`, ...) with
+//! the rules of its line reader (`commands.rs`). Every statement carries
+//! its byte offset and line; every error says where.
 
 use std::io::Read;
+
+use crate::printable::printable;
+use commands::{Action, Place};
+
+mod commands;
 
 /// One statement of the dump, without its delimiter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,6 +112,8 @@ pub struct Splitter<R> {
     at_line_start: bool,
     /// `quit`/`exit`/`\\q` was read: the input ends here.
     quit: bool,
+    /// `\\-` or `sandbox` was read: commands that touch files are refused.
+    sandbox: bool,
     delimiter: Vec<u8>,
     backslash_escapes: bool,
     eof: bool,
@@ -132,6 +140,7 @@ impl<R: Read> Splitter<R> {
             has_code: false,
             at_line_start: true,
             quit: false,
+            sandbox: false,
             delimiter: b";".to_vec(),
             backslash_escapes: true,
             eof: false,
@@ -267,11 +276,8 @@ impl<R: Read> Splitter<R> {
                 self.started = true;
                 self.start = self.pos;
                 self.start_line = self.line;
-                if self.try_delimiter_command()? {
-                    continue;
-                }
                 if self.at_line_start {
-                    match self.try_long_command()? {
+                    match self.line_command()? {
                         Command::None => {}
                         Command::Skipped => continue,
                         Command::Statement(s) => return Ok(Some(s)),
@@ -298,13 +304,18 @@ impl<R: Read> Splitter<R> {
                     }
                     if !self.delimiter.is_empty()
                         && b == self.delimiter[0]
-                        && !self.exec_comment
                         && self.peek_is(&self.delimiter.clone())?
                     {
+                        // The client ends a statement at its delimiter even
+                        // inside /*! ... */.
+                        self.exec_comment = false;
                         let stmt_end = self.pos;
                         self.pos += self.delimiter.len();
                         if self.has_code {
-                            return Ok(Some(self.take(stmt_end)));
+                            match self.statement_at_delimiter(stmt_end)? {
+                                Some(st) => return Ok(Some(st)),
+                                None => continue,
+                            }
                         }
                         self.reset();
                         continue;
@@ -436,77 +447,14 @@ impl<R: Read> Splitter<R> {
         }
     }
 
-    /// `--` starts a comment only when followed by whitespace, a control
-    /// character or the end of input.
+    /// `--` starts a comment when followed by whitespace or the end of
+    /// input, and always at the start of a statement (the client's rule:
+    /// `--x` alone on a line is a comment, `SELECT 1 --x` is not).
     fn dash_comment(&mut self) -> Result<bool, SplitError> {
-        if !self.have(3)? {
+        if !self.has_code || !self.have(3)? {
             return Ok(true);
         }
-        let c = self.buf[self.pos + 2];
-        Ok(c.is_ascii_whitespace() || c.is_ascii_control())
-    }
-
-    /// At a statement's first byte: handles `DELIMITER xyz` (a client
-    /// command, never sent to the server). Returns true if it was one.
-    fn try_delimiter_command(&mut self) -> Result<bool, SplitError> {
-        const KW: &[u8] = b"delimiter";
-        if !self.have(KW.len() + 1)? {
-            return Ok(false);
-        }
-        let w = &self.buf[self.pos..self.pos + KW.len()];
-        if !w.eq_ignore_ascii_case(KW) || !self.buf[self.pos + KW.len()].is_ascii_whitespace() {
-            return Ok(false);
-        }
-        let at = (self.abs(self.pos), self.line);
-        // The rest of the line is the new delimiter.
-        let mut end = self.pos + KW.len();
-        loop {
-            match memchr::memchr(b'\n', &self.buf[end..]) {
-                Some(i) => {
-                    end += i;
-                    break;
-                }
-                None => {
-                    // fill() may move the buffer: measure again after it.
-                    let more = self.fill()?;
-                    end = if more {
-                        self.pos + KW.len()
-                    } else {
-                        self.buf.len()
-                    };
-                    if !more {
-                        break;
-                    }
-                }
-            }
-        }
-        let arg = &self.buf[self.pos + KW.len()..end];
-        let arg: Vec<u8> = arg.trim_ascii().to_vec();
-        let delim: Vec<u8> = arg
-            .split(|b| b.is_ascii_whitespace())
-            .next()
-            .unwrap_or_default()
-            .to_vec();
-        if delim.is_empty() {
-            return Err(self.err(at, "DELIMITER command without a delimiter"));
-        }
-        if delim.contains(&b'\\')
-            || delim.contains(&b'\'')
-            || delim.contains(&b'"')
-            || delim.contains(&b'`')
-        {
-            return Err(self.err(
-                at,
-                format!(
-                    "DELIMITER '{}' uses a quote or backslash, which the mysql client refuses",
-                    String::from_utf8_lossy(&delim)
-                ),
-            ));
-        }
-        self.delimiter = delim;
-        self.pos = end;
-        self.reset();
-        Ok(true)
+        Ok(commands::is_space(self.buf[self.pos + 2]))
     }
 
     /// A comment before any code is not part of the statement: the
@@ -563,13 +511,11 @@ impl<R: Read> Splitter<R> {
         Command::Skipped
     }
 
-    /// At the start of a line with nothing buffered: the mysql client's
-    /// long commands (`use db`, `source file`, `charset cs`, `quit`, ...),
-    /// done as the client does them, or refused with the line.
-    fn try_long_command(&mut self) -> Result<Command, SplitError> {
+    /// At the start of a line with nothing typed: the line may be one of
+    /// the client's commands (`use db`, `source f`, `delimiter $$`, ...).
+    fn line_command(&mut self) -> Result<Command, SplitError> {
         // Look at the first word only: most lines are SQL (long INSERTs).
-        const LONGEST: usize = "resetconnection".len() + 1;
-        let mut n = LONGEST;
+        let mut n = commands::LONGEST_NAME + 1;
         while n > 0 && !self.have(n)? {
             n -= 1;
         }
@@ -578,150 +524,240 @@ impl<R: Read> Splitter<R> {
             .iter()
             .position(|b| b.is_ascii_whitespace() || *b == b';')
             .unwrap_or(head.len());
-        if word_end == 0
-            || word_end == LONGEST
-            || !COMMANDS.contains(&&*head[..word_end].to_ascii_lowercase())
+        if word_end == 0 || word_end > commands::LONGEST_NAME {
+            return Ok(Command::None);
+        }
+        let word = &head[..word_end];
+        if !commands::COMMANDS
+            .iter()
+            .any(|c| c.name.as_bytes().eq_ignore_ascii_case(word))
         {
             return Ok(Command::None);
         }
         let (line, end) = self.rest_of_line(self.pos)?;
-        let word = line[..word_end].to_ascii_lowercase();
-        let arg = strip_delimiter(line[word_end..].trim_ascii(), &self.delimiter);
+        let line = line.strip_suffix(b"\r").unwrap_or(&line).to_vec();
+        let Some(cmd) = commands::by_text(&line, &self.delimiter, Place::Line) else {
+            return Ok(Command::None);
+        };
         let at = (self.abs(self.pos), self.line);
-        let name = String::from_utf8_lossy(&word).into_owned();
-        Ok(match word.as_slice() {
-            b"use" => {
-                let db = first_word(arg);
-                if db.is_empty() {
-                    return Err(self.err(at, "'use' without a database name"));
-                }
-                self.command_statement(use_sql(&db), end, None)
+        let effect = self.act(cmd, &line, at)?;
+        Ok(self.finish_command(effect, line, end))
+    }
+
+    /// A statement ended by the delimiter: SQL, or one of the client's
+    /// commands (`use db;`, `status;`); `quit;` goes to the server and
+    /// then ends the input, as in the client.
+    fn statement_at_delimiter(&mut self, stmt_end: usize) -> Result<Option<Statement>, SplitError> {
+        let text = &self.buf[self.start..stmt_end];
+        let first = text.iter().position(|b| !b.is_ascii_whitespace());
+        let maybe = first.is_some_and(|i| {
+            let word: Vec<u8> = text[i..]
+                .iter()
+                .take(commands::LONGEST_NAME + 1)
+                .take_while(|b| !b.is_ascii_whitespace())
+                .map(u8::to_ascii_lowercase)
+                .collect();
+            word.len() <= commands::LONGEST_NAME
+                && commands::COMMANDS.iter().any(|c| c.name.as_bytes() == word)
+        });
+        if maybe {
+            let text = text.to_vec();
+            if let Some(cmd) = commands::by_text(&text, &self.delimiter, Place::Statement) {
+                let at = (self.abs(self.start), self.start_line);
+                let effect = self.act(cmd, &text, at)?;
+                let end = self.pos;
+                return Ok(match self.finish_command(effect, text, end) {
+                    Command::Statement(s) => Some(s),
+                    _ => None,
+                });
             }
-            b"source" => {
-                let path = String::from_utf8_lossy(arg).into_owned();
-                if path.is_empty() {
-                    return Err(self.err(at, "'source' without a file name"));
-                }
-                self.command_statement(line.clone(), end, Some(path))
-            }
-            b"charset" => {
-                let cs = first_word(arg);
-                if cs.is_empty() {
-                    return Err(self.err(at, "'charset' without a character set"));
-                }
-                self.command_statement(names_sql(&cs), end, None)
-            }
-            b"quit" | b"exit" => {
+            if matches!(
+                text.trim_ascii().to_ascii_lowercase().as_slice(),
+                b"quit" | b"exit"
+            ) {
                 self.quit = true;
-                self.skip_command(end)
             }
-            b"go" | b"ego" | b"clear" | b"warnings" | b"nowarning" | b"print" | b"tee"
-            | b"notee" | b"pager" | b"nopager" | b"prompt" | b"rehash" | b"status" | b"help"
-            | b"?" => {
-                // Client-side only (output, prompts): nothing reaches the server.
-                self.skip_command(end)
+        }
+        Ok(Some(self.take(stmt_end)))
+    }
+
+    /// What a client command does, given its text (the line, the
+    /// statement, or `\x` and the rest of its line).
+    fn act(
+        &mut self,
+        cmd: &commands::Command,
+        text: &[u8],
+        at: (u64, u64),
+    ) -> Result<Effect, SplitError> {
+        let name = cmd.name;
+        let sandboxed = |me: &Self| {
+            me.err(
+                at,
+                format!("the mysql client refuses '{name}' in sandbox mode (the input turned it on with \\- or 'sandbox'), and stops there"),
+            )
+        };
+        Ok(match cmd.action {
+            Action::Use => match commands::get_arg(text) {
+                Some(db) if !db.is_empty() => Effect::Sql(use_sql(&db)),
+                _ => return Err(self.err(at, "USE must be followed by a database name")),
+            },
+            Action::Charset => match commands::get_arg(text) {
+                Some(cs) if !cs.is_empty() => Effect::Sql(names_sql(&cs)),
+                _ => return Err(self.err(at, "'charset' must be followed by a character set")),
+            },
+            Action::Source => {
+                if self.sandbox {
+                    return Err(sandboxed(self));
+                }
+                match commands::source_arg(text) {
+                    Some(path) => Effect::Source(String::from_utf8_lossy(&path).into_owned()),
+                    None => return Err(self.err(at, "'source' without a file name")),
+                }
             }
-            b"connect" | b"system" | b"edit" | b"resetconnection" => {
+            Action::Delimiter => {
+                let d = commands::get_arg(text).unwrap_or_default();
+                if d.is_empty() {
+                    return Err(self.err(
+                        at,
+                        "DELIMITER must be followed by a 'delimiter' character or string",
+                    ));
+                }
+                if d.contains(&b'\\') {
+                    return Err(self.err(at, "DELIMITER cannot contain a backslash character (the mysql client refuses it too)"));
+                }
+                if d.len() > 15 {
+                    return Err(self.err(at, format!("DELIMITER '{}' is longer than the mysql client's 15 bytes", printable(&String::from_utf8_lossy(&d)))));
+                }
+                self.delimiter = d;
+                Effect::Nothing
+            }
+            Action::Quit => {
+                self.quit = true;
+                Effect::Nothing
+            }
+            Action::Sandbox => {
+                self.sandbox = true;
+                Effect::Nothing
+            }
+            Action::IgnoreFile if self.sandbox && commands::get_arg(text).is_some() => {
+                return Err(sandboxed(self));
+            }
+            Action::Go | Action::Clear | Action::Ignore | Action::IgnoreFile => Effect::Nothing,
+            Action::Refuse => {
                 return Err(self.err(
                     at,
                     format!("the mysql client command '{name}' is not supported by sqlfleet load (it changes the connection or runs programs); remove it from the file"),
                 ))
             }
-            _ => Command::None,
         })
     }
 
-    /// At a backslash outside strings and comments: the mysql client's
-    /// short commands (`\\g`, `\\G`, `\\c`, `\\u db`, `\\. file`, `\\C cs`,
-    /// `\\d delim`, `\\q`, ...). Anything else (`\\N`) stays SQL.
-    fn short_command(&mut self) -> Result<Command, SplitError> {
-        let c = self.buf[self.pos + 1];
-        let at = (self.abs(self.pos), self.line);
-        let nothing_before = !self.has_code;
-        let refuse = |me: &Self, what: String| -> SplitError { me.err(at, what) };
-        match c {
-            b'g' | b'G' => {
-                let stmt_end = self.pos;
-                self.pos += 2;
-                if self.has_code {
-                    return Ok(Command::Statement(self.take(stmt_end)));
-                }
-                self.reset();
-                Ok(Command::Skipped)
-            }
-            b'c' => {
-                // Clears what was typed of the statement.
-                self.pos += 2;
-                self.reset();
-                self.exec_comment = false;
-                Ok(Command::Skipped)
-            }
-            b'q' => {
-                self.quit = true;
-                self.reset();
-                Ok(Command::Skipped)
-            }
-            b'u' | b'.' | b'C' | b'd' | b'W' | b'w' | b'p' | b't' | b'T' | b'n' | b'P' | b'R'
-            | b'#' | b's' | b'h' | b'?' => {
-                if !nothing_before {
-                    return Err(refuse(
-                        self,
-                        format!(
-                            "the mysql client command \\{} inside a statement is not supported by sqlfleet load; put it on a line of its own",
-                            c as char
-                        ),
-                    ));
-                }
-                let (rest, end) = self.rest_of_line(self.pos + 2)?;
-                let arg = strip_delimiter(rest.trim_ascii(), &self.delimiter).to_vec();
-                match c {
-                    b'u' => {
-                        let db = first_word(&arg);
-                        if db.is_empty() {
-                            return Err(refuse(self, "\\u without a database name".into()));
-                        }
-                        Ok(self.command_statement(use_sql(&db), end, None))
-                    }
-                    b'.' => {
-                        let path = String::from_utf8_lossy(&arg).into_owned();
-                        if path.is_empty() {
-                            return Err(refuse(self, "\\. without a file name".into()));
-                        }
-                        let line = self.buf[self.pos..end].to_vec();
-                        Ok(self.command_statement(line, end, Some(path)))
-                    }
-                    b'C' => {
-                        let cs = first_word(&arg);
-                        if cs.is_empty() {
-                            return Err(refuse(self, "\\C without a character set".into()));
-                        }
-                        Ok(self.command_statement(names_sql(&cs), end, None))
-                    }
-                    b'd' => {
-                        let delim: Vec<u8> = rest
-                            .trim_ascii()
-                            .split(|b| b.is_ascii_whitespace())
-                            .next()
-                            .unwrap_or_default()
-                            .to_vec();
-                        if delim.is_empty() || delim.iter().any(|b| b"\\'\"`".contains(b)) {
-                            return Err(refuse(self, "\\d needs a delimiter without quotes or backslashes".into()));
-                        }
-                        self.delimiter = delim;
-                        Ok(self.skip_command(end))
-                    }
-                    _ => Ok(self.skip_command(end)), // output-only commands
-                }
-            }
-            b'r' | b'!' | b'e' | b'x' => Err(refuse(
-                self,
-                format!(
-                    "the mysql client command \\{} is not supported by sqlfleet load (it changes the connection or runs programs); remove it from the file",
-                    c as char
-                ),
-            )),
-            _ => Ok(Command::None),
+    fn finish_command(&mut self, effect: Effect, text: Vec<u8>, end: usize) -> Command {
+        match effect {
+            Effect::Nothing => self.skip_command(end),
+            Effect::Sql(sql) => self.command_statement(sql, end, None),
+            Effect::Source(path) => self.command_statement(text, end, Some(path)),
         }
+    }
+
+    /// At a backslash outside strings and comments: the client's short
+    /// commands (`\g`, `\c`, `\u db`, `\. f`, `\d $$`, `\W`, ...); `\N`
+    /// stays SQL and an unknown one is refused, as the client stops at it.
+    fn short_command(&mut self) -> Result<Command, SplitError> {
+        let ch = self.buf[self.pos + 1];
+        if ch == b'N' {
+            return Ok(Command::None);
+        }
+        let at = (self.abs(self.pos), self.line);
+        let Some(cmd) = commands::by_char(ch) else {
+            return Err(self.err(
+                at,
+                format!(
+                    "unknown mysql client command '\\{}' (the mysql client stops at it too)",
+                    printable(&String::from_utf8_lossy(&[ch]))
+                ),
+            ));
+        };
+        if !cmd.takes_params {
+            match cmd.action {
+                Action::Go => {
+                    let stmt_end = self.pos;
+                    self.pos += 2;
+                    if self.has_code {
+                        return Ok(Command::Statement(self.take(stmt_end)));
+                    }
+                    self.reset();
+                    return Ok(Command::Skipped);
+                }
+                Action::Clear => {
+                    // Forgets what was typed of the statement.
+                    self.pos += 2;
+                    self.reset();
+                    self.exec_comment = false;
+                    return Ok(Command::Skipped);
+                }
+                Action::Refuse => {}
+                _ => {
+                    self.act(cmd, &[], at)?;
+                    if self.quit {
+                        self.reset();
+                        return Ok(Command::Skipped);
+                    }
+                    // Eats nothing else: the statement goes on after it.
+                    self.blank_or_skip(self.pos + 2);
+                    return Ok(Command::Skipped);
+                }
+            }
+        }
+        let (rest, eol) = self.rest_of_line(self.pos)?;
+        let rest = rest.strip_suffix(b"\r").unwrap_or(&rest).to_vec();
+        if self.has_code {
+            // Inside a statement: output settings are done and their
+            // arguments dropped, as the client does; anything else would
+            // run before the statement it interrupts.
+            if matches!(cmd.action, Action::Ignore | Action::IgnoreFile) {
+                self.act(cmd, &rest, at)?;
+                let end = self.args_end(eol);
+                self.blank_or_skip(end);
+                return Ok(Command::Skipped);
+            }
+            return Err(self.err(
+                at,
+                format!(
+                    "the mysql client command \\{} inside a statement is not supported by sqlfleet load; put it on a line of its own",
+                    printable(&String::from_utf8_lossy(&[ch]))
+                ),
+            ));
+        }
+        let effect = self.act(cmd, &rest, at)?;
+        let end = self.args_end(eol);
+        Ok(self.finish_command(effect, rest, end))
+    }
+
+    /// Where a short command's arguments end: through the next delimiter
+    /// on its line (the one in force after the command), at `*/` inside
+    /// an executable comment, else at the line's end.
+    fn args_end(&self, eol: usize) -> usize {
+        let from = self.pos + 2;
+        let line = &self.buf[from.min(eol)..eol];
+        if self.exec_comment {
+            return memchr::memmem::find(line, b"*/").map_or(eol, |i| from + i);
+        }
+        match memchr::memmem::find(line, &self.delimiter) {
+            Some(i) if !self.delimiter.is_empty() => from + i + self.delimiter.len(),
+            _ => eol,
+        }
+    }
+
+    /// Drops a client command's bytes from the statement being typed:
+    /// blanked inside one (the text stays contiguous), skipped before one.
+    fn blank_or_skip(&mut self, end: usize) {
+        if self.has_code {
+            self.buf[self.pos..end].fill(b' ');
+        } else {
+            self.started = false;
+        }
+        self.pos = end;
     }
 
     fn take(&mut self, stmt_end: usize) -> Statement {
@@ -783,34 +819,6 @@ impl<R: Read> Splitter<R> {
     }
 }
 
-/// The mysql client's long command names (recognised at a line start).
-const COMMANDS: &[&[u8]] = &[
-    b"use",
-    b"source",
-    b"charset",
-    b"quit",
-    b"exit",
-    b"go",
-    b"ego",
-    b"clear",
-    b"warnings",
-    b"nowarning",
-    b"print",
-    b"tee",
-    b"notee",
-    b"pager",
-    b"nopager",
-    b"prompt",
-    b"rehash",
-    b"status",
-    b"help",
-    b"?",
-    b"connect",
-    b"system",
-    b"edit",
-    b"resetconnection",
-];
-
 /// What a client command turned into.
 enum Command {
     /// Not a client command: SQL.
@@ -821,24 +829,11 @@ enum Command {
     Statement(Statement),
 }
 
-fn strip_delimiter<'a>(arg: &'a [u8], delimiter: &[u8]) -> &'a [u8] {
-    let arg = arg.strip_suffix(delimiter).unwrap_or(arg);
-    arg.strip_suffix(b";").unwrap_or(arg).trim_ascii()
-}
-
-/// The first word of an argument, without quotes around it.
-fn first_word(arg: &[u8]) -> Vec<u8> {
-    let w = arg
-        .split(|b| b.is_ascii_whitespace())
-        .next()
-        .unwrap_or_default();
-    let w = w.strip_suffix(b";").unwrap_or(w);
-    for q in [b'`', b'\'', b'"'] {
-        if w.len() >= 2 && w[0] == q && w[w.len() - 1] == q {
-            return w[1..w.len() - 1].to_vec();
-        }
-    }
-    w.to_vec()
+/// What running a client command gives the load.
+enum Effect {
+    Nothing,
+    Sql(Vec<u8>),
+    Source(String),
 }
 
 fn use_sql(db: &[u8]) -> Vec<u8> {

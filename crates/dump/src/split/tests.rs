@@ -140,7 +140,7 @@ fn truncation_errors_say_where() {
         ),
         (
             "SELECT 1;\nDELIMITER \n",
-            "DELIMITER command without a delimiter",
+            "DELIMITER must be followed by",
             10,
             2,
         ),
@@ -344,6 +344,122 @@ fn unsupported_client_commands_are_refused_with_the_line() {
                 assert!(what.contains("not supported"), "{what}");
             }
             other => panic!("{input}: {other:?}"),
+        }
+    }
+}
+
+/// The mysql client's line reader, rule by rule: each row was run through
+/// the stock `mariadb` client (10.11) and these are the statements it
+/// sent, or the place where it stopped (where sqlfleet refuses too).
+#[test]
+fn the_client_reader_rule_by_rule() {
+    let rows: &[(&str, &[&str])] = &[
+        // A command line's statement after it on the same line still runs.
+        (
+            "use db; SELECT 1;\nSELECT 2;\n",
+            &["USE `db`", "SELECT 1", "SELECT 2"],
+        ),
+        // \u's argument is its first word up to a space, and its arguments
+        // end at the delimiter, which ends nothing else.
+        (
+            "\\u db; SELECT 1;\nSELECT 2;\n",
+            &["USE `db;`", "SELECT 1", "SELECT 2"],
+        ),
+        // Commands without arguments eat nothing after them.
+        ("\\W SELECT 1;\nSELECT 2;\n", &["SELECT 1", "SELECT 2"]),
+        ("\\- SELECT 1;\n", &["SELECT 1"]),
+        ("SELECT 1 \\p , 2;\n", &["SELECT 1    , 2"]),
+        // An output command inside a statement eats its arguments through
+        // the delimiter, and the statement goes on.
+        (
+            "SELECT 1 \\T out.txt; , 2;\n",
+            &["SELECT 1             , 2"],
+        ),
+        // quit with an argument is SQL; quit; goes to the server, then ends.
+        (
+            "SELECT 1;\nquit foo;\nSELECT 2;\n",
+            &["SELECT 1", "quit foo", "SELECT 2"],
+        ),
+        ("SELECT 1;\nquit;\nSELECT 2;\n", &["SELECT 1", "quit"]),
+        ("SELECT 1;\n  QUIT  \nSELECT 2;\n", &["SELECT 1"]),
+        (
+            "SELECT 1;\ngo;\nSELECT 2;\n",
+            &["SELECT 1", "go", "SELECT 2"],
+        ),
+        // A command ended by the delimiter: done, nothing sent.
+        ("SELECT 1;\nstatus;\nSELECT 2;\n", &["SELECT 1", "SELECT 2"]),
+        (
+            "SELECT 1;\nuse db;\nSELECT 2;\n",
+            &["SELECT 1", "USE `db`", "SELECT 2"],
+        ),
+        // `use` reads one word up to a space: the next line joins it.
+        (
+            "SELECT 1; use db\nSELECT 2;\nSELECT 3;\n",
+            &["SELECT 1", "USE `db\nSELECT`", "SELECT 3"],
+        ),
+        ("USE `my db`;\n", &["USE `my db`"]),
+        ("use 'db'\nSELECT 1;\n", &["USE `db`", "SELECT 1"]),
+        // DELIMITER only on a line of its own; its argument may be quoted.
+        (
+            "SELECT 1 delimiter $$\nSELECT 2$$\n;",
+            &["SELECT 1 delimiter $$\nSELECT 2$$\n"],
+        ),
+        ("DELIMITER '$$'\nSELECT 1$$\n", &["SELECT 1"]),
+        ("DELIMITER $$ foo\nSELECT 1$$\n", &["SELECT 1"]),
+        (
+            "SELECT 1;\n\\d $$ SELECT 2$$\nSELECT 3$$\n",
+            &["SELECT 1", "SELECT 2", "SELECT 3"],
+        ),
+        // The delimiter ends a statement inside /*! */ too.
+        (
+            "/*!40101 SELECT 1; SELECT 2 */;\n",
+            &["/*!40101 SELECT 1", "SELECT 2 */"],
+        ),
+        // -- is a comment before whitespace, or anywhere at a statement's start.
+        (
+            "SELECT 1 --\x01 ; SELECT 2;\n",
+            &["SELECT 1 --\x01 ", "SELECT 2"],
+        ),
+        ("SELECT 1;\n--x\nSELECT 2;\n", &["SELECT 1", "SELECT 2"]),
+        ("SELECT 1; --x\nSELECT 2;\n", &["SELECT 1", "SELECT 2"]),
+        ("SELECT 1 --x\n;", &["SELECT 1 --x\n"]),
+        // A command word after something typed is SQL.
+        ("SELECT 1\nclear\n;", &["SELECT 1\nclear\n"]),
+        (
+            "SELECT 1, use_count FROM t;",
+            &["SELECT 1, use_count FROM t"],
+        ),
+        // \. keeps what follows the file name on its line, ; included.
+        ("\\. f.sql;\n", &["\\. f.sql;"]),
+    ];
+    for (input, want) in rows {
+        let got: Vec<String> = split_all(input.as_bytes())
+            .unwrap_or_else(|e| panic!("{input:?}: {e}"))
+            .iter()
+            .map(|s| String::from_utf8_lossy(&s.text).into_owned())
+            .collect();
+        assert_eq!(&got, want, "{input:?}");
+    }
+    let st = split_all(b"\\. f.sql;\nsource g.sql;\n").expect("splits");
+    assert_eq!(st[0].source.as_deref(), Some("f.sql;"));
+    assert_eq!(st[1].source.as_deref(), Some("g.sql"));
+
+    // Where the client stops, sqlfleet refuses, naming the line.
+    let refused: &[(&str, u64, &str)] = &[
+        ("SELECT 1 \\X ;\n", 1, "unknown mysql client command '\\X'"),
+        ("SELECT 1;\n\\-\n\\. x.sql\n", 3, "sandbox mode"),
+        ("sandbox\ntee out.txt\n", 2, "sandbox mode"),
+        ("SELECT 1;\nUSE\n db;\n", 2, "USE must be followed"),
+        ("DELIMITER $\\\\$\n", 1, "backslash"),
+        ("DELIMITER 0123456789abcdefg\n", 1, "15 bytes"),
+    ];
+    for (input, line, want) in refused {
+        match split_all(input.as_bytes()) {
+            Err(SplitError::Syntax { line: l, what, .. }) => {
+                assert_eq!(l, *line, "{input:?}: {what}");
+                assert!(what.contains(want), "{input:?}: {what}");
+            }
+            other => panic!("{input:?}: {other:?}"),
         }
     }
 }

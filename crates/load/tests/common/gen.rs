@@ -223,12 +223,49 @@ pub fn generate(seed: u64) -> Generated {
                 "DELIMITER $$\nCREATE PROCEDURE `p{k}`()\nBEGIN\n  SELECT COUNT(*) FROM `{t}`; -- a comment\nEND$$\nDELIMITER ;\n"
             ));
         } else if !dump {
-            // The client's own commands.
-            out.push_str("\\W\nSELECT 1\\G\nSELECT 'half' \\c\n");
+            // The client's own commands, rule by rule as its line reader
+            // has them (mysql.cc read_and_execute/add_line): each form
+            // below is judged by the stock client.
+            let t = &mut tables[ti];
+            let (a, b) = (t.next_id, t.next_id + 1);
+            t.next_id += 2;
+            let row = |id: u64| format!("({id},'c{id}',NULL,{id})");
+            let name = t.name.clone();
+            let form = match rng.gen_range(0..12) {
+                // A command without arguments eats nothing after it.
+                0 => format!("\\W INSERT INTO `{name}` VALUES {};\n", row(a)),
+                // Inside a statement: done, and the statement goes on.
+                1 => format!("INSERT INTO `{name}` VALUES {} \\p , {};\n", row(a), row(b)),
+                // An output command's arguments end at the delimiter, which
+                // ends nothing else.
+                2 => format!("INSERT INTO `{name}` VALUES {} \\R sql> ; , {};\n", row(a), row(b)),
+                // A command ended by the delimiter; a statement after it.
+                3 => format!("nowarning; INSERT INTO `{name}` VALUES {};\n", row(a)),
+                // A command line, then the statement on the next line.
+                4 => format!("  warnings\nINSERT INTO `{name}` VALUES {};\n", row(a)),
+                // -- is a comment at a statement's start even without a space.
+                5 => format!("--comment without a space\nINSERT INTO `{name}` VALUES {}; --x\n", row(a)),
+                // ... and SQL inside one: 1 --1 is 1 - (-1).
+                6 => format!("INSERT INTO `{name}` VALUES ({a},'m',NULL,1 --1\n);\n"),
+                // A quoted delimiter, and \d with a statement on its line.
+                7 => format!("DELIMITER '$$'\nINSERT INTO `{name}` VALUES {}$$\n\\d ; INSERT INTO `{name}` VALUES {};\n", row(a), row(b)),
+                // \c forgets, \g and \G send, mid-line.
+                8 => format!("SELECT 'half' \\c INSERT INTO `{name}` VALUES {}\\g INSERT INTO `{name}` VALUES {}\\G\n", row(a), row(b)),
+                // A command word after something typed is SQL.
+                9 => format!("INSERT INTO `{name}` SELECT {a}, 'g', NULL, 1 AS\ngo\n;\n"),
+                // status and clear ended by the delimiter are commands.
+                10 => format!("clear;\nINSERT INTO `{name}` VALUES {};\n", row(a)),
+                _ => format!("\\W\nSELECT 1\\G\nSELECT 'half' \\c\nINSERT INTO `{name}` VALUES {};\n", row(a)),
+            };
+            out.push_str(&form);
         }
     }
     if dump {
         out.push_str("/*!40101 SET SQL_MODE=@OLD_SQL_MODE */;\n/*!40014 SET FOREIGN_KEY_CHECKS=@OLD_FOREIGN_KEY_CHECKS */;\n");
+    }
+    if !dump && rng.gen_bool(0.1) {
+        // quit ends the input: what follows is never read.
+        out.push_str("quit\nthis is not SQL and never runs;\n");
     }
     if rng.gen_bool(0.2) {
         out.push_str("DELIMITER ;");
