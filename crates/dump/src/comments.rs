@@ -56,7 +56,7 @@ pub fn strip_comments(text: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
             && text.get(i + 1) == Some(&b'-')
             && text
                 .get(i + 2)
-                .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control());
+                .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'));
         if b == b'#' || dash {
             changed = true;
             while i < n && text[i] != b'\n' {
