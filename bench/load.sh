@@ -18,26 +18,7 @@ THREADS="${3:-4}"
 source bench/load_common.sh
 load_bench_setup bench-load mydumper
 
-echo "== generating $TABLES sysbench-style tables x $ROWS rows"
-"${SQL[@]}" -e "DROP DATABASE IF EXISTS sbsrc; CREATE DATABASE sbsrc"
-for t in $(seq 1 "$TABLES"); do
-  "${SQL[@]}" -D sbsrc -e "
-    CREATE TABLE sbtest$t (
-      id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL DEFAULT 0,
-      c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '',
-      PRIMARY KEY (id), KEY k_$t (k)) ENGINE=InnoDB;
-    INSERT INTO sbtest$t (k, c, pad)
-      SELECT FLOOR(RAND($t * seq) * $ROWS),
-        CONCAT_WS('-', LPAD(FLOOR(RAND(seq) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 1) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq + 2) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 3) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq + 4) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 5) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq + 6) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 7) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq + 8) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 9) * 1e11), 11, '0')),
-        CONCAT_WS('-', LPAD(FLOOR(RAND(seq * 3) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 5) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq * 7) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 11) * 1e11), 11, '0'),
-                       LPAD(FLOOR(RAND(seq * 13) * 1e11), 11, '0'))
-      FROM seq_1_to_$ROWS;"
-done
+gen_sbtest sbsrc "$TABLES" "$ROWS"
 TOTAL=$((TABLES * ROWS))
 checksums() { "${SQL[@]}" -e "CHECKSUM TABLE $(for t in $(seq 1 "$TABLES"); do printf '%s.sbtest%s,' "$1" "$t"; done | sed 's/,$//')" | awk '{print $2}'; }
 WANT="$(checksums sbsrc)"

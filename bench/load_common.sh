@@ -25,3 +25,29 @@ load_bench_setup() {
 }
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
+
+# gen_sbtest DB TABLES ROWS: sysbench-style tables sbtest1..N in DB (AUTO_INCREMENT
+# id, a secondary index on k, c CHAR(120), pad CHAR(60)), the same rows every run.
+gen_sbtest() {
+  local db="$1" tables="$2" rows="$3" t
+  echo "== generating $tables sysbench-style tables x $rows rows"
+  "${SQL[@]}" -e "DROP DATABASE IF EXISTS $db; CREATE DATABASE $db"
+  for t in $(seq 1 "$tables"); do
+    "${SQL[@]}" -D "$db" -e "
+      CREATE TABLE sbtest$t (
+        id INT NOT NULL AUTO_INCREMENT, k INT NOT NULL DEFAULT 0,
+        c CHAR(120) NOT NULL DEFAULT '', pad CHAR(60) NOT NULL DEFAULT '',
+        PRIMARY KEY (id), KEY k_$t (k)) ENGINE=InnoDB;
+      INSERT INTO sbtest$t (k, c, pad)
+        SELECT FLOOR(RAND($t * seq) * $rows),
+          CONCAT_WS('-', LPAD(FLOOR(RAND(seq) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 1) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq + 2) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 3) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq + 4) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 5) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq + 6) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 7) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq + 8) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq + 9) * 1e11), 11, '0')),
+          CONCAT_WS('-', LPAD(FLOOR(RAND(seq * 3) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 5) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq * 7) * 1e11), 11, '0'), LPAD(FLOOR(RAND(seq * 11) * 1e11), 11, '0'),
+                         LPAD(FLOOR(RAND(seq * 13) * 1e11), 11, '0'))
+        FROM seq_1_to_$rows;"
+  done
+}

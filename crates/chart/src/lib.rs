@@ -158,7 +158,8 @@ pub fn line_chart(c: &Chart) -> String {
         xt.first().copied().unwrap_or(x0).min(x0),
         xt.last().copied().unwrap_or(x1).max(x1),
     );
-    let yt = ticks(0.0, if y1 > 0.0 { y1 } else { 1.0 }, 5, false);
+    // Headroom: the highest point never touches the top of the plot.
+    let yt = ticks(0.0, if y1 > 0.0 { y1 * 1.08 } else { 1.0 }, 5, false);
     let y1 = yt.last().copied().unwrap_or(1.0);
     let bottom = t + plot_h;
     // A little air between the axis and the first and last points.

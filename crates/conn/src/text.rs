@@ -12,12 +12,26 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     format!("{n} {noun}{}", if es { "es" } else { "s" })
 }
 
-/// `2026-11-23 07:20:01 UTC` for seconds since the Unix epoch (the civil
-/// calendar from a day count, as in Howard Hinnant's date algorithms).
-pub fn utc_date(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
+/// `2026-11-23T07:20:01.250Z` (ISO 8601, UTC, milliseconds) for seconds
+/// since the Unix epoch: the one format watch's pages, JSON and messages
+/// use.
+pub fn iso_utc(secs: f64) -> String {
+    let ms = (secs.max(0.0) * 1000.0).round() as u64;
+    let (y, mo, d) = civil(ms / 1000 / 86_400);
+    let rem = ms / 1000 % 86_400;
+    format!(
+        "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+/// Year, month and day of a day count since 1970-01-01 (the civil
+/// calendar, as in Howard Hinnant's date algorithms).
+fn civil(days: u64) -> (i64, i64, i64) {
+    let z = days as i64 + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
@@ -25,7 +39,13 @@ pub fn utc_date(secs: u64) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// `2026-11-23 07:20:01 UTC` for seconds since the Unix epoch.
+pub fn utc_date(secs: u64) -> String {
+    let (y, m, d) = civil(secs / 86_400);
+    let rem = secs % 86_400;
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC",
         rem / 3600,
@@ -36,7 +56,7 @@ pub fn utc_date(secs: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::count;
+    use super::{count, iso_utc, utc_date};
 
     #[test]
     fn agreement() {
@@ -45,5 +65,14 @@ mod tests {
         assert_eq!(count(3u32, "process"), "3 processes");
         assert_eq!(count(1u32, "process"), "1 process");
         assert_eq!(count(2u32, "table"), "2 tables");
+    }
+
+    #[test]
+    fn dates_in_utc() {
+        assert_eq!(iso_utc(0.0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso_utc(951_782_400.25), "2000-02-29T00:00:00.250Z");
+        assert_eq!(iso_utc(1_795_418_401.0), "2026-11-23T07:20:01.000Z");
+        assert_eq!(utc_date(1_795_418_401), "2026-11-23 07:20:01 UTC");
+        assert_eq!(iso_utc(-5.0), "1970-01-01T00:00:00.000Z");
     }
 }

@@ -387,6 +387,33 @@ fn the_screen_shows_every_server_and_a_state_change() {
         let r = row(&screen, &format!("127.0.0.1:{}", n.port)).expect("server row");
         assert!(stalled_row < r, "worst first:\n{screen}");
     }
+    // Columns without data (no SSH: no CPU/MEM) give their room to WHY;
+    // slow queries and the buffer pool hit rate have their columns.
+    let header = screen
+        .lines()
+        .find(|l| l.contains("SERVER"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !header.contains("CPU") && !header.contains("MEM"),
+        "{header}"
+    );
+    until(
+        &|s| s.contains("SLOW/s") && s.contains("BP HIT") && s.contains("ROLE"),
+        "the SLOW/s, BP HIT and ROLE columns",
+    );
+    // Enter opens the detail pane; Esc closes it and does not quit.
+    let pane = |s: &str| {
+        s.lines()
+            .any(|l| l.trim_start_matches('─').trim_start().starts_with("detail"))
+    };
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    until(&|s| pane(s), "the detail pane");
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    until(
+        &|s| !pane(s) && s.contains("SERVER"),
+        "the pane closed by Esc",
+    );
     drop(silent);
     until(&|s| s.contains("1 down"), "the silent server going down");
     // Compact mode and the filter answer keys.

@@ -181,6 +181,16 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
     let mut want: Vec<String> = (0..3).map(|i| addr_of(srv, i)).collect();
     want.sort();
     assert_eq!(names.as_str(), Some(want.join(",").as_str()));
+    // Each row has the buffer pool hit rate and slow queries, and a
+    // sparkline of the last minutes that fills without a click.
+    b.wait_for(
+        "[...document.querySelectorAll('#fleet tbody tr[data-server]')].every(r => r.children[7].textContent.endsWith('%') && r.children[6].textContent !== '')",
+        Duration::from_secs(20),
+    );
+    b.wait_for(
+        "[...document.querySelectorAll('#fleet tbody svg.spark path[data-series=\"qps\"]')].filter(p => (p.getAttribute('d') || '').length > 0).length === 3",
+        Duration::from_secs(25),
+    );
     b.screenshot(&shots.join("fleet-ok.png"));
     // Grouped by the sandbox's node tag: one heading per node.
     b.eval("{ const g = document.querySelector('#group'); g.value = 'node'; g.dispatchEvent(new Event('change')) }");
@@ -342,7 +352,11 @@ fn metrics_pass_promtool_and_the_history_survives_a_restart() {
         .iter()
         .any(|(k, v)| k == "cache-control" && v == "no-store"));
     for name in [
-        &format!("sqlfleet_watch_up{{server=\"{primary}\"}} 1"),
+        // The host tags ride along as labels.
+        &format!("sqlfleet_watch_up{{node=\"primary\",role=\"primary\",sandbox=\"{}\",server=\"{primary}\"}} 1", srv.sandbox.name()),
+        "sqlfleet_watch_slow_queries_per_second{",
+        "sqlfleet_watch_buffer_pool_hit_ratio{",
+        "sqlfleet_watch_innodb_row_operations_per_second{",
         "sqlfleet_watch_servers{state=\"ok\"} 3",
         "sqlfleet_watch_replication_sql_running{channel=\"\",server=\"",
         "sqlfleet_watch_check_duration_seconds_bucket{le=\"+Inf\"}",

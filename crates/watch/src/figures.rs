@@ -20,6 +20,12 @@ pub struct Figures {
     pub cpu: Option<f64>,
     pub mem: Option<f64>,
     pub disk: Option<f64>,
+    /// Slow queries per second (the server's Slow_queries counter).
+    pub slow: Option<f64>,
+    /// Buffer pool page requests served from memory, in percent.
+    pub bp_hit: Option<f64>,
+    /// InnoDB row operations (read, inserted, updated, deleted) per second.
+    pub rows: Option<f64>,
 }
 
 /// The figures a chart or a metric can name.
@@ -33,10 +39,13 @@ pub enum Metric {
     Cpu,
     Mem,
     Disk,
+    Slow,
+    BpHit,
+    Rows,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 11] = [
         Metric::Qps,
         Metric::Running,
         Metric::Connected,
@@ -45,6 +54,9 @@ impl Metric {
         Metric::Cpu,
         Metric::Mem,
         Metric::Disk,
+        Metric::Slow,
+        Metric::BpHit,
+        Metric::Rows,
     ];
 
     /// The name in URLs, the history's column and JSON.
@@ -58,6 +70,9 @@ impl Metric {
             Metric::Cpu => "cpu",
             Metric::Mem => "mem",
             Metric::Disk => "disk",
+            Metric::Slow => "slow",
+            Metric::BpHit => "bp_hit",
+            Metric::Rows => "rows",
         }
     }
 
@@ -72,6 +87,9 @@ impl Metric {
             Metric::Cpu => "host CPU, %",
             Metric::Mem => "host memory used, %",
             Metric::Disk => "data directory disk used, %",
+            Metric::Slow => "slow queries per second",
+            Metric::BpHit => "buffer pool hit rate, %",
+            Metric::Rows => "InnoDB row operations per second",
         }
     }
 
@@ -89,6 +107,9 @@ impl Metric {
             Metric::Cpu => f.cpu,
             Metric::Mem => f.mem,
             Metric::Disk => f.disk,
+            Metric::Slow => f.slow,
+            Metric::BpHit => f.bp_hit,
+            Metric::Rows => f.rows,
         }
     }
 }
@@ -101,8 +122,9 @@ impl Figures {
             .filter(|_| matches!(s.state, State::Ok | State::Degraded));
         let host = s.host.as_ref();
         let connected = sample.map(|x| x.counter("Threads_connected") as f64);
+        let rates = s.rates.filter(|_| sample.is_some());
         Figures {
-            qps: s.rates.filter(|_| sample.is_some()).map(|r| r.qps),
+            qps: rates.map(|r| r.qps),
             running: sample.map(|x| x.counter("Threads_running") as f64),
             connected,
             conn_pct: sample
@@ -114,6 +136,9 @@ impl Figures {
             cpu: host.and_then(|h| h.cpu_percent),
             mem: host.and_then(|h| h.mem_used_percent()),
             disk: host.and_then(|h| h.disk_percent),
+            slow: rates.map(|r| r.slow_per_s),
+            bp_hit: rates.and_then(|r| r.buffer_pool_hit).map(|h| 100.0 * h),
+            rows: rates.map(|r| r.innodb_rows_per_s),
         }
     }
 }

@@ -81,7 +81,9 @@ pub struct IncidentRow {
     pub server: String,
     pub rule: String,
     pub detail: String,
+    #[serde(serialize_with = "crate::when::iso")]
     pub opened: f64,
+    #[serde(serialize_with = "crate::when::iso_opt")]
     pub resolved: Option<f64>,
     /// Why it ended other than by its rule (e.g. the watcher stopped).
     pub end_note: String,
@@ -112,7 +114,23 @@ fn state_code(s: State) -> i64 {
     }
 }
 
-const COLUMNS: &str = "qps, running, connected, conn_pct, lag, cpu, mem, disk";
+/// The samples table's figure columns, one per [`Metric`], in its order.
+fn columns() -> String {
+    Metric::ALL.map(Metric::name).join(", ")
+}
+
+/// `AVG(qps), AVG(running), ...` for folding samples into minutes.
+fn averages() -> String {
+    Metric::ALL.map(|m| format!("AVG({})", m.name())).join(", ")
+}
+
+/// `?4, ?5, ...`: the figure placeholders after server, at and state.
+fn placeholders() -> String {
+    (0..Metric::ALL.len())
+        .map(|i| format!("?{}", i + 4))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
 
 impl History {
     /// Opens (or creates) the store.
@@ -160,24 +178,19 @@ impl History {
                     "INSERT INTO servers(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET name = name RETURNING id",
                 )?;
                 let mut ins = tx.prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO samples(server, tier, at, state, {COLUMNS}) VALUES (?1, 0, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+                    "INSERT OR REPLACE INTO samples(server, tier, at, state, {}) VALUES (?1, 0, ?2, ?3, {})",
+                    columns(),
+                    placeholders()
                 ))?;
                 for p in points {
                     let id: i64 = server.query_row([&p.server], |r| r.get(0))?;
-                    let f = &p.figures;
-                    ins.execute(params![
-                        id,
-                        p.at.floor() as i64,
-                        state_code(p.state),
-                        f.qps,
-                        f.running,
-                        f.connected,
-                        f.conn_pct,
-                        f.lag,
-                        f.cpu,
-                        f.mem,
-                        f.disk
-                    ])?;
+                    let mut values: Vec<rusqlite::types::Value> = vec![
+                        id.into(),
+                        (p.at.floor() as i64).into(),
+                        state_code(p.state).into(),
+                    ];
+                    values.extend(Metric::ALL.map(|m| m.of(&p.figures).into()));
+                    ins.execute(rusqlite::params_from_iter(values))?;
                 }
             }
             tx.commit()
@@ -212,10 +225,7 @@ impl History {
         events: &[IncidentEvent],
         what: &str,
     ) -> Result<(), HistoryError> {
-        let line = format!(
-            "{} {what}\n",
-            sqlfleet_conn::text::utc_date(at.max(0.0) as u64)
-        );
+        let line = format!("{} {what}\n", crate::when::iso_utc(at));
         self.with(|c| {
             let tx = c.transaction()?;
             for e in events {
@@ -320,10 +330,11 @@ impl History {
             if boundary > done {
                 tx.execute(
                     &format!(
-                        "INSERT OR REPLACE INTO samples(server, tier, at, state, {COLUMNS})
-                         SELECT server, 1, (at / 60) * 60, MAX(state), AVG(qps), AVG(running), AVG(connected), AVG(conn_pct),
-                                AVG(lag), AVG(cpu), AVG(mem), AVG(disk)
-                         FROM samples WHERE tier = 0 AND at >= ?1 AND at < ?2 GROUP BY server, at / 60"
+                        "INSERT OR REPLACE INTO samples(server, tier, at, state, {})
+                         SELECT server, 1, (at / 60) * 60, MAX(state), {}
+                         FROM samples WHERE tier = 0 AND at >= ?1 AND at < ?2 GROUP BY server, at / 60",
+                        columns(),
+                        averages()
                     ),
                     params![done, boundary],
                 )?;
@@ -421,6 +432,7 @@ fn setup(c: &Connection) -> rusqlite::Result<()> {
          CREATE TABLE IF NOT EXISTS samples(
              server INTEGER NOT NULL, tier INTEGER NOT NULL, at INTEGER NOT NULL, state INTEGER NOT NULL,
              qps REAL, running REAL, connected REAL, conn_pct REAL, lag REAL, cpu REAL, mem REAL, disk REAL,
+             slow REAL, bp_hit REAL, rows REAL,
              PRIMARY KEY(server, tier, at)) WITHOUT ROWID;
          CREATE TABLE IF NOT EXISTS incidents(
              id INTEGER PRIMARY KEY, server TEXT NOT NULL, rule TEXT NOT NULL, detail TEXT NOT NULL,
@@ -428,6 +440,16 @@ fn setup(c: &Connection) -> rusqlite::Result<()> {
          CREATE INDEX IF NOT EXISTS incidents_by_server ON incidents(server, rule, opened);
          COMMIT;"
     ))?;
+    // A file from an older version lacks the newer figures' columns.
+    let have: Vec<String> = c
+        .prepare("SELECT name FROM pragma_table_info('samples')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    for m in Metric::ALL {
+        if !have.iter().any(|h| h == m.name()) {
+            c.execute_batch(&format!("ALTER TABLE samples ADD COLUMN {} REAL", m.name()))?;
+        }
+    }
     // A damaged file shows here rather than at the first write.
     let ok: String = c.query_row("PRAGMA quick_check(1)", [], |r| r.get(0))?;
     if ok != "ok" {
@@ -517,6 +539,41 @@ mod tests {
         let inc = h.incidents(Some("a:1"), 10).expect("incidents");
         assert_eq!(inc[0].resolved, Some(t0 + 61.0));
         assert_eq!(inc[0].end_note, "the watcher stopped");
+    }
+
+    #[test]
+    fn a_file_from_before_the_newer_figures_gains_their_columns() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("h.db");
+        {
+            // The samples table as the first versions wrote it.
+            let c = Connection::open(&path).expect("open");
+            c.execute_batch(&format!(
+                "PRAGMA application_id = {APP_ID};
+                 CREATE TABLE samples(
+                     server INTEGER NOT NULL, tier INTEGER NOT NULL, at INTEGER NOT NULL, state INTEGER NOT NULL,
+                     qps REAL, running REAL, connected REAL, conn_pct REAL, lag REAL, cpu REAL, mem REAL, disk REAL,
+                     PRIMARY KEY(server, tier, at)) WITHOUT ROWID;"
+            ))
+            .expect("old schema");
+        }
+        let h = History::open(HistoryConfig::new(path)).expect("open");
+        let t0 = 1_800_000_000.0;
+        let mut p = point("a:1", t0, 5.0);
+        p.figures.slow = Some(0.5);
+        p.figures.bp_hit = Some(99.5);
+        p.figures.rows = Some(1234.0);
+        h.record(&[p]).expect("record");
+        for (m, want) in [
+            (Metric::Slow, 0.5),
+            (Metric::BpHit, 99.5),
+            (Metric::Rows, 1234.0),
+        ] {
+            let s = h
+                .series("a:1", m, t0, t0 + 1.0, 10, t0 + 1.0)
+                .expect("series");
+            assert_eq!(s, vec![(t0, want)], "{}", m.name());
+        }
     }
 
     #[test]

@@ -22,5 +22,7 @@ pub mod record;
 pub mod rules;
 pub mod sample;
 pub mod ssh;
+pub mod trend;
 pub mod ui;
 pub mod web;
+pub mod when;

@@ -67,7 +67,12 @@ pub struct Server {
     /// Why it is not ok ("" when ok).
     pub reason: String,
     /// Unix seconds of the last check.
+    #[serde(serialize_with = "crate::when::iso_opt")]
     pub checked_at: Option<f64>,
+    /// Unix seconds of the check that read `sample` (older than
+    /// `checked_at` while the server does not answer).
+    #[serde(serialize_with = "crate::when::iso_opt")]
+    pub sampled_at: Option<f64>,
     /// Milliseconds the last login took (a kept connection logs in once).
     pub connect_ms: Option<f64>,
     /// Milliseconds the last check took (login, if any, and the queries).
@@ -89,12 +94,16 @@ pub struct Server {
     pub qps_history: VecDeque<f64>,
     #[serde(skip)]
     pub cpu_history: VecDeque<f64>,
+    /// The last ten minutes of qps and threads running (the page's sparklines).
+    #[serde(skip)]
+    pub trend: crate::trend::Trend,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct OpenIncident {
     pub rule: &'static str,
     pub detail: String,
+    #[serde(serialize_with = "crate::when::iso")]
     pub since: f64,
 }
 
@@ -111,6 +120,7 @@ impl Server {
             state: State::Unknown,
             reason: String::new(),
             checked_at: None,
+            sampled_at: None,
             connect_ms: None,
             check_ms: None,
             checks: 0,
@@ -123,6 +133,7 @@ impl Server {
             resolved: VecDeque::new(),
             qps_history: VecDeque::new(),
             cpu_history: VecDeque::new(),
+            trend: Default::default(),
         }
     }
 }
@@ -144,6 +155,7 @@ impl Fleet {
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Event {
     State {
+        #[serde(serialize_with = "crate::when::iso")]
         at: f64,
         server: String,
         from: State,
@@ -152,6 +164,7 @@ pub enum Event {
     },
     Incident(IncidentEvent),
     Notification {
+        #[serde(serialize_with = "crate::when::iso")]
         at: f64,
         subject: String,
         deliveries: Vec<Delivery>,
@@ -281,12 +294,17 @@ fn apply(
     }
     if let Some(r) = &s.rates {
         push(&mut s.qps_history, r.qps);
+        if let Some(x) = &c.sample {
+            s.trend
+                .push(now, r.qps, x.counter("Threads_running") as f64);
+        }
     }
     if let Some(cpu) = s.host.as_ref().and_then(|h| h.cpu_percent) {
         push(&mut s.cpu_history, cpu);
     }
     if c.sample.is_some() {
         s.sample = c.sample.clone();
+        s.sampled_at = Some(now);
     }
     let events = inc.observe(
         rules,

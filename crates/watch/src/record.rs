@@ -91,16 +91,7 @@ pub fn tee(
                     deliveries,
                     events,
                     ..
-                } => {
-                    let what: Vec<String> = deliveries
-                        .iter()
-                        .map(|d| match d.ok {
-                            true => format!("{} sent", d.channel),
-                            false => format!("{} failed: {}", d.channel, d.detail),
-                        })
-                        .collect();
-                    h.notified(*at, events, &what.join(", "))
-                }
+                } => h.notified(*at, events, &crate::notify::outcome(deliveries)),
                 Event::State { .. } => Ok(()),
             })
             .await;

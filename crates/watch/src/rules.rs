@@ -185,9 +185,13 @@ pub struct IncidentEvent {
     pub rule: &'static str,
     /// What the condition said when the incident opened.
     pub detail: String,
-    /// Unix seconds.
+    /// Unix seconds (ISO 8601 in JSON).
+    #[serde(serialize_with = "crate::when::iso")]
     pub opened_at: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::when::iso_opt"
+    )]
     pub resolved_at: Option<f64>,
 }
 

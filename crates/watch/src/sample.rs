@@ -124,7 +124,8 @@ pub struct Rates {
     pub slow_per_s: f64,
     pub innodb_rows_per_s: f64,
     /// Share of buffer pool page requests served from memory in the
-    /// interval; `None` when there were no requests.
+    /// interval; since the server started when the interval had none
+    /// (an idle server); `None` when it never had any.
     pub buffer_pool_hit: Option<f64>,
 }
 
@@ -169,8 +170,14 @@ pub fn rates(prev: &Sample, cur: &Sample, secs: f64) -> Option<Rates> {
     .iter()
     .map(|n| delta(n))
     .sum::<Option<u64>>()?;
-    let requests = delta("Innodb_buffer_pool_read_requests")?;
-    let reads = delta("Innodb_buffer_pool_reads")?;
+    let (mut requests, mut reads) = (
+        delta("Innodb_buffer_pool_read_requests")?,
+        delta("Innodb_buffer_pool_reads")?,
+    );
+    if requests == 0 {
+        requests = cur.counter("Innodb_buffer_pool_read_requests");
+        reads = cur.counter("Innodb_buffer_pool_reads");
+    }
     Some(Rates {
         qps: delta("Questions")? as f64 / secs,
         slow_per_s: delta("Slow_queries")? as f64 / secs,
@@ -254,6 +261,17 @@ mod tests {
         // restarted: uptime went back
         assert_eq!(rates(&b, &sample(5, 10, 0, 0), 2.0), None);
         assert_eq!(rates(&a, &b, 0.0), None);
+        // An idle interval: the hit rate since the server started.
+        let idle = sample(104, 3000, 20, 1100);
+        assert_eq!(
+            rates(&b, &idle, 2.0).and_then(|r| r.buffer_pool_hit),
+            Some(1.0 - 20.0 / 1100.0)
+        );
+        let never = sample(1, 0, 0, 0);
+        assert_eq!(
+            rates(&never, &sample(2, 0, 0, 0), 1.0).and_then(|r| r.buffer_pool_hit),
+            None
+        );
     }
 
     proptest! {

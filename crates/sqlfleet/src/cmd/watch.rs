@@ -521,10 +521,9 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         )
         .await?;
         if let Some(bound) = w.local_addr() {
+            // Once: the log goes to standard error (or the log file
+            // behind the TUI).
             tracing::info!("the fleet page is at http://{bound}/");
-            if ui == Ui::None {
-                eprintln!("watch: the fleet page is at http://{bound}/");
-            }
         }
         w.spawn();
     }
@@ -603,13 +602,10 @@ fn text_line(e: &Event) -> String {
             subject,
             deliveries,
             ..
-        } => {
-            let d: Vec<String> = deliveries
-                .iter()
-                .map(|d| format!("{} {}", d.channel, if d.ok { "ok" } else { "FAILED" }))
-                .collect();
-            format!("notification \"{subject}\": {}", d.join(", "))
-        }
+        } => format!(
+            "notification \"{subject}\": {}",
+            sqlfleet_watch::notify::outcome(deliveries)
+        ),
     }
 }
 

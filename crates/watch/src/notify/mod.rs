@@ -32,7 +32,23 @@ pub struct Delivery {
 }
 
 fn unix_time(t: f64) -> String {
-    sqlfleet_conn::text::utc_date(t.max(0.0) as u64)
+    sqlfleet_conn::text::iso_utc(t)
+}
+
+/// What became of a message, for the log and the incident's history:
+/// each channel's outcome, or that none was configured.
+pub fn outcome(deliveries: &[Delivery]) -> String {
+    if deliveries.is_empty() {
+        return "not sent: no channel configured".into();
+    }
+    deliveries
+        .iter()
+        .map(|d| match d.ok {
+            true => format!("{} sent", d.channel),
+            false => format!("{} failed: {}", d.channel, d.detail),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Builds the message for a batch of events.
@@ -177,6 +193,16 @@ mod tests {
                 .map(|i| ev(&format!("db{i}:3306"), Phase::Opened))
                 .collect(),
         );
+        assert_eq!(outcome(&[]), "not sent: no channel configured");
+        let d = |channel: &str, ok: bool, detail: &str| Delivery {
+            channel: channel.into(),
+            ok,
+            detail: detail.into(),
+        };
+        assert_eq!(
+            outcome(&[d("webhook", true, ""), d("smtp", false, "refused")]),
+            "webhook sent, smtp failed: refused"
+        );
         assert!(m.subject.contains("20 incidents opened"), "{}", m.subject);
         assert!(m.subject.contains("and 15 more"), "{}", m.subject);
         assert_eq!(m.text.lines().count(), 20);
@@ -187,7 +213,7 @@ mod tests {
         );
         assert!(
             one.text
-                .contains("from 2026-11-18 11:06:40 UTC to 2026-11-18 11:07:40 UTC"),
+                .contains("from 2026-11-18T11:06:40.000Z to 2026-11-18T11:07:40.000Z"),
             "{}",
             one.text
         );

@@ -6,10 +6,45 @@ pub mod tui;
 use crate::figures::Figures;
 use crate::monitor::{Fleet, Server, State};
 
-pub const COLUMNS: [&str; 12] = [
-    "SERVER", "STATE", "VERSION", "UPTIME", "CONN", "RUN", "QPS", "REPL", "LAG", "CPU", "MEM",
-    "WHY",
+pub const COLUMNS: [&str; 16] = [
+    "SERVER", "ROLE", "NODE", "STATE", "VERSION", "UPTIME", "CONN", "RUN", "QPS", "SLOW/s",
+    "BP HIT", "REPL", "LAG", "CPU", "MEM", "WHY",
 ];
+
+/// A server's row, one cell per [`COLUMNS`] entry.
+pub type Cells = [String; 16];
+
+/// Columns shown even when no server has a value in them.
+const ALWAYS: [&str; 3] = ["SERVER", "STATE", "WHY"];
+
+/// The columns worth showing for these rows: those some row has a value
+/// in (no CPU/MEM without host metrics, no ROLE without tags or
+/// replication), so the room goes to WHY.
+pub fn shown(rows: &[Cells]) -> Vec<usize> {
+    (0..COLUMNS.len())
+        .filter(|&i| ALWAYS.contains(&COLUMNS[i]) || rows.iter().any(|r| !r[i].is_empty()))
+        .collect()
+}
+
+/// The server's role: its `role=` tag, else "replica" when it replicates.
+pub fn role(s: &Server) -> String {
+    if let Some(r) = s.tags.get("role") {
+        return r.clone();
+    }
+    match &s.sample {
+        Some(x) if !x.channels.is_empty() => "replica".into(),
+        _ => String::new(),
+    }
+}
+
+/// "42s" for figures older than their server's last check (a stalled or
+/// down server keeps what it last answered), `None` when they are current.
+pub fn stale_age(s: &Server) -> Option<u64> {
+    let (Some(at), Some(checked)) = (s.sampled_at, s.checked_at) else {
+        return None;
+    };
+    (checked - at >= 0.5).then(|| (checked - at).round() as u64)
+}
 
 fn uptime(secs: u64) -> String {
     match secs {
@@ -37,13 +72,15 @@ pub fn replication(s: &Server) -> String {
 }
 
 /// The cells of one server's row, in [`COLUMNS`] order.
-pub fn cells(s: &Server) -> [String; 12] {
+pub fn cells(s: &Server) -> Cells {
     let f = Figures::of(s);
     // Figures are only given while the server answers.
     let sample = s.sample.as_ref().filter(|_| f.running.is_some());
     let whole = |v: Option<f64>, unit: &str| v.map(|x| format!("{x:.0}{unit}")).unwrap_or_default();
     [
         s.server.clone(),
+        role(s),
+        s.tags.get("node").cloned().unwrap_or_default(),
         s.state.name().to_string(),
         sample.map(|x| x.version.clone()).unwrap_or_default(),
         sample
@@ -54,6 +91,8 @@ pub fn cells(s: &Server) -> [String; 12] {
             .unwrap_or_default(),
         whole(f.running, ""),
         whole(f.qps, ""),
+        f.slow.map(|x| format!("{x:.1}")).unwrap_or_default(),
+        f.bp_hit.map(|x| format!("{x:.1}%")).unwrap_or_default(),
         if sample.is_some() {
             replication(s)
         } else {
@@ -75,20 +114,21 @@ pub fn worst_first(servers: &mut [&Server]) {
 pub fn table(f: &Fleet) -> String {
     let mut servers: Vec<&Server> = f.servers.iter().collect();
     worst_first(&mut servers);
-    let rows: Vec<[String; 12]> = servers.iter().map(|s| cells(s)).collect();
+    let rows: Vec<Cells> = servers.iter().map(|s| cells(s)).collect();
+    let cols = shown(&rows);
     let mut width = COLUMNS.map(str::len);
     for r in &rows {
         for (w, c) in width.iter_mut().zip(r.iter()) {
             *w = (*w).max(c.chars().count());
         }
     }
-    let line = |cells: &[String]| {
+    let line = |cells: &Cells| {
         let mut l = String::new();
-        for (i, c) in cells.iter().enumerate() {
-            if i + 1 == cells.len() {
-                l.push_str(c);
+        for (n, &i) in cols.iter().enumerate() {
+            if n + 1 == cols.len() {
+                l.push_str(&cells[i]);
             } else {
-                l.push_str(&format!("{c:<w$}  ", w = width[i]));
+                l.push_str(&format!("{:<w$}  ", cells[i], w = width[i]));
             }
         }
         l.trim_end().to_string() + "\n"

@@ -18,7 +18,7 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, 
 use ratatui::{Frame, Terminal};
 
 use crate::monitor::{Fleet, Server, State};
-use crate::ui::{cells, summary, worst_first, COLUMNS};
+use crate::ui::{cells, shown, stale_age, summary, worst_first, COLUMNS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sort {
@@ -130,7 +130,7 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
         })
         .split(area);
     let head = format!(
-        " sqlfleet watch — {} — sort: {} {}— q quit, s sort, / filter, Enter detail, c compact",
+        " sqlfleet watch — {} — sort: {} {}— q quit, s sort, / filter, Enter detail (Esc closes), c compact",
         summary(f),
         app.sort.name(),
         if app.filter.is_empty() && !app.editing {
@@ -147,47 +147,41 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
         Paragraph::new(head).style(Style::default().add_modifier(Modifier::BOLD)),
         chunks[0],
     );
-    let (cols, widths): (Vec<usize>, Vec<Constraint>) = if app.compact {
-        (
-            vec![0, 1, 6],
-            vec![
-                Constraint::Min(16),
-                Constraint::Length(9),
-                Constraint::Length(7),
-            ],
-        )
+    let all: Vec<crate::ui::Cells> = servers.iter().map(|s| cells(s)).collect();
+    let cols: Vec<usize> = if app.compact {
+        ["SERVER", "STATE", "QPS"]
+            .iter()
+            .filter_map(|n| COLUMNS.iter().position(|c| c == n))
+            .collect()
     } else {
-        (
-            (0..COLUMNS.len()).collect(),
-            vec![
-                Constraint::Min(18),
-                Constraint::Length(9),
-                Constraint::Length(14),
-                Constraint::Length(7),
-                Constraint::Length(10),
-                Constraint::Length(4),
-                Constraint::Length(7),
-                Constraint::Length(11),
-                Constraint::Length(6),
-                Constraint::Length(5),
-                Constraint::Length(5),
-                Constraint::Min(20),
-            ],
-        )
+        shown(&all)
     };
     let mut header: Vec<&str> = cols.iter().map(|i| COLUMNS[*i]).collect();
-    let mut widths = widths;
-    if !app.compact {
-        header.insert(7, "QPS TREND");
-        widths.insert(7, Constraint::Length(16));
+    // SERVER as wide as its longest name; WHY takes the rest.
+    let longest = all.iter().map(|c| c[0].chars().count()).max().unwrap_or(0);
+    let mut widths: Vec<Constraint> = cols
+        .iter()
+        .map(|i| match COLUMNS[*i] {
+            "SERVER" => Constraint::Length(longest.max(6) as u16),
+            c => width(c),
+        })
+        .collect();
+    // The qps trend goes right after QPS (when there is a QPS column).
+    let trend = (!app.compact)
+        .then(|| cols.iter().position(|i| COLUMNS[*i] == "QPS"))
+        .flatten()
+        .map(|p| p + 1);
+    if let Some(p) = trend {
+        header.insert(p, "QPS TREND");
+        widths.insert(p, Constraint::Length(16));
     }
     let rows: Vec<Row> = servers
         .iter()
-        .map(|s| {
-            let c = cells(s);
+        .zip(&all)
+        .map(|(s, c)| {
             let mut v: Vec<Cell> = cols.iter().map(|i| Cell::from(c[*i].clone())).collect();
-            if !app.compact {
-                v.insert(7, Cell::from(sparkline(s.qps_history.iter().cloned(), 16)));
+            if let Some(p) = trend {
+                v.insert(p, Cell::from(sparkline(s.qps_history.iter().cloned(), 16)));
             }
             Row::new(v).style(Style::default().fg(color(s.state)))
         })
@@ -216,6 +210,21 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
     }
 }
 
+/// How wide a column is drawn; WHY takes what is left.
+fn width(column: &str) -> Constraint {
+    match column {
+        "WHY" => Constraint::Min(24),
+        "VERSION" => Constraint::Length(14),
+        "REPL" => Constraint::Length(11),
+        "CONN" | "NODE" => Constraint::Length(10),
+        "STATE" | "ROLE" => Constraint::Length(9),
+        "UPTIME" | "QPS" | "SLOW/s" | "BP HIT" => Constraint::Length(7),
+        "LAG" => Constraint::Length(6),
+        "CPU" | "MEM" => Constraint::Length(5),
+        _ => Constraint::Length(4),
+    }
+}
+
 /// A server's detail: state, incidents, replication channels, the top of
 /// its processlist.
 pub fn detail(s: &Server) -> Vec<Line<'static>> {
@@ -234,6 +243,21 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
         let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
         l.push(Line::from(format!("tags: {}", tags.join(" "))));
     }
+    let f = crate::figures::Figures::of(s);
+    if f.qps.is_some() {
+        let num = |v: Option<f64>, p: usize| v.map(|x| format!("{x:.p$}")).unwrap_or("-".into());
+        l.push(Line::from(format!(
+            "qps {}  slow queries/s {}  buffer pool hit {}%  InnoDB rows/s {}",
+            num(f.qps, 0),
+            num(f.slow, 2),
+            num(f.bp_hit, 2),
+            num(f.rows, 0)
+        )));
+    }
+    // Figures from before the server stopped answering say how old they are.
+    let stale = stale_age(s)
+        .map(|a| format!(" (as of {a}s ago, before it stopped answering)"))
+        .unwrap_or_default();
     if let Some(h) = &s.host {
         l.push(Line::from(format!(
             "host: cpu {} mem {} load {:.2} disk {}",
@@ -255,7 +279,7 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
         l.push(Line::from(format!("incident {}: {}", i.rule, i.detail)));
     }
     for i in s.resolved.iter().rev() {
-        let when = |t: f64| sqlfleet_conn::text::utc_date(t.max(0.0) as u64);
+        let when = |t: f64| crate::when::iso_utc(t);
         l.push(Line::from(format!(
             "resolved {}: {} ({} to {})",
             i.rule,
@@ -267,15 +291,22 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
     if let Some(x) = &s.sample {
         for c in &x.channels {
             l.push(Line::from(format!(
-                "channel '{}' from {}: IO {} SQL {} lag {} gtid {} {}",
+                "channel '{}' from {}: IO {} SQL {} lag {} gtid {}{}{stale}",
                 c.name,
                 c.source,
                 c.io_running,
                 c.sql_running,
                 c.lag.map(|v| format!("{v}s")).unwrap_or("NULL".into()),
-                c.gtid,
-                c.last_error
+                if c.gtid.is_empty() { "-" } else { &c.gtid },
+                if c.last_error.is_empty() {
+                    String::new()
+                } else {
+                    format!(" {}", c.last_error)
+                }
             )));
+        }
+        if !x.running.is_empty() && !stale.is_empty() {
+            l.push(Line::from(format!("processlist{stale}:")));
         }
         for r in &x.running {
             l.push(Line::from(format!(
@@ -350,6 +381,8 @@ pub fn run(fleet: Arc<Mutex<Fleet>>) -> std::io::Result<()> {
             }
             let n = visible(&snapshot, &app).len();
             match k.code {
+                // Esc closes what is open (the detail pane), then quits.
+                KeyCode::Esc if app.detail => app.detail = false,
                 KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
                 KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
                 KeyCode::Char('s') => app.sort = app.sort.next(),
@@ -379,6 +412,57 @@ mod tests {
         assert_eq!(sparkline([0.0, 50.0, 100.0].into_iter(), 16), "▁▅█");
         assert_eq!(sparkline([0.0, 0.0].into_iter(), 16), "▁▁");
         assert_eq!(sparkline((0..40).map(f64::from), 16).chars().count(), 16);
+    }
+
+    #[test]
+    fn figures_of_a_server_that_stopped_answering_say_their_age() {
+        let mut s = Server::new(&sqlfleet_fanout::hosts::Host::tcp("db1", 3306));
+        let mut x = crate::sample::Sample::default();
+        x.channels.push(crate::sample::Channel {
+            name: "eu".into(),
+            io_running: "Yes".into(),
+            sql_running: "Yes".into(),
+            lag: Some(3),
+            ..Default::default()
+        });
+        s.sample = Some(x);
+        // (state, sampled at, checked at, the age shown)
+        let rows = [
+            (State::Ok, 100.0, 100.0, None),
+            (State::Stalled, 100.0, 130.0, Some("as of 30s ago")),
+            (State::Down, 100.0, 101.0, Some("as of 1s ago")),
+        ];
+        for (state, sampled, checked, want) in rows {
+            s.state = state;
+            s.sampled_at = Some(sampled);
+            s.checked_at = Some(checked);
+            let text: Vec<String> = detail(&s).iter().map(|l| l.to_string()).collect();
+            let channel = text
+                .iter()
+                .find(|l| l.starts_with("channel 'eu'"))
+                .unwrap_or_else(|| panic!("{text:?}"));
+            match want {
+                Some(w) => assert!(channel.contains(w), "{state:?}: {channel}"),
+                None => assert!(!channel.contains("ago"), "{state:?}: {channel}"),
+            }
+            assert!(
+                channel.contains("gtid -"),
+                "an empty GTID is a dash: {channel}"
+            );
+        }
+    }
+
+    #[test]
+    fn columns_without_data_are_hidden() {
+        let mut row: crate::ui::Cells = Default::default();
+        row[0] = "db1:3306".into();
+        row[3] = "ok".into();
+        row[8] = "12".into();
+        let shown: Vec<&str> = crate::ui::shown(&[row])
+            .iter()
+            .map(|i| COLUMNS[*i])
+            .collect();
+        assert_eq!(shown, ["SERVER", "STATE", "QPS", "WHY"]);
     }
 
     #[test]

@@ -37,6 +37,7 @@ struct Row<'a> {
     uptime: Option<u64>,
     max_connections: Option<u64>,
     replication: String,
+    #[serde(serialize_with = "crate::when::iso_opt")]
     checked_at: Option<f64>,
     incidents: usize,
     #[serde(flatten)]
@@ -70,7 +71,7 @@ fn fleet_json(st: &WebState) -> serde_json::Value {
         return json!({"error": "the monitor stopped"});
     };
     json!({
-        "at": now_unix(),
+        "at": crate::when::iso_utc(now_unix()),
         "interval": st.interval.as_secs_f64(),
         "servers": f.servers.iter().map(row).collect::<Vec<_>>(),
     })
@@ -281,6 +282,12 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
             )
         })
         .collect();
+    let first = pts
+        .iter()
+        .map(|p| p.0)
+        .chain(inc.iter().map(|i| i.opened))
+        .fold(now, f64::min)
+        .max(from);
     let title = format!("{} — {}", r.name, r.metric.label());
     let x_label = r.unit.to_string();
     let svg = sqlfleet_chart::line_chart(&sqlfleet_chart::Chart {
@@ -290,10 +297,38 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
         x_integer: false,
         bands: &bands,
         band_fill: "#fbd5d5",
-        x_range: Some((-r.span / r.per, 0.0)),
+        // From the first sample (or incident) in range to now: a watcher
+        // started five minutes ago draws five minutes, not a sliver.
+        x_range: Some((rel(first), 0.0)),
         series: &series,
     });
     ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
+}
+
+/// Every server's last ten minutes of qps and threads running, in
+/// buckets, for the fleet page's sparklines.
+pub async fn trends(State(st): State<Arc<WebState>>) -> Response {
+    let now = now_unix();
+    let Ok(f) = st.fleet.lock() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the monitor stopped");
+    };
+    let servers: serde_json::Map<String, serde_json::Value> = f
+        .servers
+        .iter()
+        .map(|s| {
+            (
+                s.server.clone(),
+                serde_json::to_value(s.trend.buckets(now)).unwrap_or_default(),
+            )
+        })
+        .collect();
+    Json(json!({
+        "at": crate::when::iso_utc(now),
+        "window_s": crate::trend::WINDOW,
+        "bucket_s": crate::trend::WINDOW / crate::trend::BUCKETS as f64,
+        "servers": servers,
+    }))
+    .into_response()
 }
 
 pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
@@ -309,7 +344,7 @@ pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Res
                     .filter(|s| server.as_ref().is_none_or(|n| *n == s.server))
                     .flat_map(|s| {
                         s.incidents.iter().map(|i| {
-                            json!({"server": s.server, "rule": i.rule, "detail": i.detail, "opened": i.since,
+                            json!({"server": s.server, "rule": i.rule, "detail": i.detail, "opened": crate::when::iso_utc(i.since),
                                    "resolved": null, "end_note": "", "notified": ""})
                         })
                     })

@@ -46,6 +46,29 @@ const STATES: [State; 5] = [
     State::Down,
 ];
 
+/// A host tag's key as a Prometheus label name: letters, digits and `_`,
+/// not starting with a digit or `__`, never `server`.
+pub fn label_name(key: &str) -> String {
+    let mut l: String = key
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if l.is_empty()
+        || l.starts_with(|c: char| c.is_ascii_digit())
+        || l.starts_with("__")
+        || l == "server"
+    {
+        l = format!("tag_{l}");
+    }
+    l
+}
+
 fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec> {
     GaugeVec::new(Opts::new(format!("{PREFIX}{name}"), help), labels)
 }
@@ -69,11 +92,6 @@ impl Metrics {
             "1 for the state a server is in, 0 for the others",
             &["server", "state"],
         )?;
-        let up = int_gauge(
-            "up",
-            "1 when the server answered its last check",
-            &["server"],
-        )?;
         let info = int_gauge(
             "server_info",
             "The server's version and read_only (value always 1)",
@@ -86,7 +104,22 @@ impl Metrics {
             ),
             &["server"],
         )?;
-        let s_ = ["server"];
+        // Per-server series carry the host tags (node=, role=, ...) as
+        // labels: the union of every server's keys, "" where one has none.
+        let tag_keys: Vec<(String, String)> = {
+            let mut k: Vec<(String, String)> = fleet
+                .servers
+                .iter()
+                .flat_map(|s| s.tags.keys())
+                .map(|k| (label_name(k), k.clone()))
+                .collect();
+            k.sort();
+            k.dedup_by(|a, b| a.0 == b.0);
+            k
+        };
+        let mut s_: Vec<&str> = vec!["server"];
+        s_.extend(tag_keys.iter().map(|(l, _)| l.as_str()));
+        let up = int_gauge("up", "1 when the server answered its last check", &s_)?;
         let connect = gauge("connect_seconds", "How long the last login took", &s_)?;
         let qps = gauge(
             "queries_per_second",
@@ -109,6 +142,21 @@ impl Metrics {
         let disk = gauge(
             "host_disk_used_percent",
             "Disk use of the data directory's file system, percent",
+            &s_,
+        )?;
+        let slow = gauge(
+            "slow_queries_per_second",
+            "Slow_queries per second over the last interval",
+            &s_,
+        )?;
+        let bp_hit = gauge(
+            "buffer_pool_hit_ratio",
+            "Share of InnoDB buffer pool page requests served from memory over the last interval (0-1)",
+            &s_,
+        )?;
+        let rows = gauge(
+            "innodb_row_operations_per_second",
+            "InnoDB rows read, inserted, updated and deleted per second over the last interval",
             &s_,
         )?;
         let ch = ["server", "channel"];
@@ -134,16 +182,22 @@ impl Metrics {
         }
         for s in &fleet.servers {
             let n = s.server.as_str();
+            let mut tagged: Vec<&str> = vec![n];
+            tagged.extend(
+                tag_keys
+                    .iter()
+                    .map(|(_, k)| s.tags.get(k).map(String::as_str).unwrap_or("")),
+            );
             for st in STATES {
                 state
                     .with_label_values(&[n, st.name()])
                     .set((s.state == st) as i64);
             }
-            up.with_label_values(&[n])
+            up.with_label_values(&tagged)
                 .set(matches!(s.state, State::Ok | State::Degraded) as i64);
             checks.with_label_values(&[n]).inc_by(s.checks);
             if let Some(ms) = s.connect_ms {
-                connect.with_label_values(&[n]).set(ms / 1000.0);
+                connect.with_label_values(&tagged).set(ms / 1000.0);
             }
             let f = Figures::of(s);
             for (fam, v) in [
@@ -153,16 +207,19 @@ impl Metrics {
                 (&cpu, f.cpu),
                 (&mem, f.mem),
                 (&disk, f.disk),
+                (&slow, f.slow),
+                (&bp_hit, f.bp_hit.map(|p| p / 100.0)),
+                (&rows, f.rows),
             ] {
                 if let Some(v) = v {
-                    fam.with_label_values(&[n]).set(v);
+                    fam.with_label_values(&tagged).set(v);
                 }
             }
             let Some(x) = s.sample.as_ref().filter(|_| f.running.is_some()) else {
                 continue;
             };
             max_conn
-                .with_label_values(&[n])
+                .with_label_values(&tagged)
                 .set(x.max_connections as f64);
             info.with_label_values(&[n, &x.version, if x.read_only { "true" } else { "false" }])
                 .set(1);
@@ -195,6 +252,9 @@ impl Metrics {
             Box::new(cpu),
             Box::new(mem),
             Box::new(disk),
+            Box::new(slow),
+            Box::new(bp_hit),
+            Box::new(rows),
         ];
         for c in all {
             r.register(c)?;

@@ -124,6 +124,7 @@ impl Web {
             )
             .route("/api/fleet", get(api::fleet))
             .route("/api/events", get(api::events))
+            .route("/api/trends", get(api::trends))
             .route("/api/server", get(api::server))
             .route("/api/series", get(api::series))
             .route("/api/chart.svg", get(api::chart))

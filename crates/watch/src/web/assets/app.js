@@ -16,9 +16,11 @@ function num(v, digits) {
   return Number(v).toFixed(digits === undefined ? 0 : digits);
 }
 function pct(v) { return v === null || v === undefined ? "" : num(v) + "%"; }
+// Times come as ISO 8601 UTC strings and are shown the same way, to the second.
 function when(t) {
   if (!t) return "";
-  return new Date(t * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  const d = typeof t === "number" ? new Date(t * 1000) : new Date(t);
+  return isNaN(d) ? String(t) : d.toISOString().replace(/\.\d+Z$/, "Z");
 }
 function setText(td, text) { if (td.textContent !== text) td.textContent = text; }
 
@@ -27,25 +29,88 @@ const rows = new Map();
 let lastOrder = "";
 let latest = null;
 
+// The fleet table's columns: index 4 holds the sparkline, drawn apart.
+const TREND = 4, WHY = 14;
 function cellsOf(s) {
   const conns = s.connected === null || s.connected === undefined ? "" :
     num(s.connected) + (s.max_connections ? " / " + s.max_connections : "");
-  return [s.name, s.state, num(s.qps), num(s.running), conns, s.replication || "",
+  return [s.name, s.state, num(s.qps), num(s.running), null, conns,
+          s.slow === null || s.slow === undefined ? "" : num(s.slow, 1),
+          s.bp_hit === null || s.bp_hit === undefined ? "" : num(s.bp_hit, 1) + "%",
+          s.replication || "",
           s.lag === null || s.lag === undefined ? "" : num(s.lag) + "s",
           pct(s.cpu), pct(s.mem), pct(s.disk), s.version || "", s.reason || ""];
 }
-const NUMERIC = new Set([2, 3, 4, 6, 7, 8, 9]);
+const NUMERIC = new Set([2, 3, 5, 6, 7, 9, 10, 11, 12]);
+
+// A sparkline of the last ten minutes: qps and threads running, each
+// scaled to its own highest value, starting at the first bucket with a
+// check (gaps where the server was not answering).
+const SVGNS = "http://www.w3.org/2000/svg";
+function sparkline(t) {
+  const W = 120, H = 24;
+  const svg = document.createElementNS(SVGNS, "svg");
+  svg.setAttribute("width", W); svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+  svg.setAttribute("class", "spark");
+  if (!t) return svg;
+  const n = t.qps.length;
+  // From the first bucket with a check to now, across the whole width.
+  let first = t.qps.findIndex((v, i) => v !== null || t.running[i] !== null);
+  if (first < 0) return svg;
+  const span = Math.max(1, n - 1 - first);
+  const title = [];
+  [["qps", "#1565c0"], ["running", "#ef6c00"]].forEach(([k, color]) => {
+    const vals = t[k];
+    const max = Math.max(0, ...vals.filter((v) => v !== null));
+    title.push(k + " max " + num(max, max < 10 ? 1 : 0));
+    let d = "", pen = false;
+    vals.forEach((v, i) => {
+      if (v === null || i < first) { pen = false; return; }
+      const x = 2 + (i - first) / span * (W - 4);
+      // Headroom above the highest value: a steady line sits below the top.
+      const y = H - 2 - (max > 0 ? v / (max * 1.15) : 0) * (H - 4);
+      // A lone point is a short dash, so it shows.
+      d += (pen ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1) + (pen ? "" : "h0.01");
+      pen = true;
+    });
+    const p = document.createElementNS(SVGNS, "path");
+    p.setAttribute("d", d); p.setAttribute("fill", "none");
+    p.setAttribute("stroke", color); p.setAttribute("stroke-width", "1.5");
+    p.setAttribute("stroke-linecap", "round");
+    p.setAttribute("data-series", k);
+    svg.appendChild(p);
+  });
+  const tt = document.createElementNS(SVGNS, "title");
+  tt.textContent = "last 10 minutes: " + title.join(", ");
+  svg.appendChild(tt);
+  return svg;
+}
+let trends = {};
+async function loadTrends() {
+  try {
+    const r = await fetch("/api/trends");
+    if (!r.ok) return;
+    trends = (await r.json()).servers || {};
+    for (const [name, tr] of rows) {
+      if (!tr.dataset.server) continue;
+      tr.children[TREND].replaceChildren(sparkline(trends[name]));
+    }
+  } catch (e) { /* the next round tries again */ }
+}
 
 function rowFor(s) {
   let tr = rows.get(s.name);
   if (!tr) {
     tr = el("tr", { "data-server": s.name });
     cellsOf(s).forEach((_, i) => {
-      const td = el("td", i === 11 ? { class: "why" } : NUMERIC.has(i) ? { class: "num" } : {});
+      const td = el("td", i === WHY ? { class: "why" } : NUMERIC.has(i) ? { class: "num" } :
+        i === TREND ? { class: "trend" } : {});
       if (i === 0) {
         const a = el("a", { href: "/server?name=" + encodeURIComponent(s.name) });
         td.appendChild(a);
       }
+      if (i === TREND) td.appendChild(sparkline(trends[s.name]));
       tr.appendChild(td);
     });
     rows.set(s.name, tr);
@@ -53,7 +118,7 @@ function rowFor(s) {
   const c = cellsOf(s);
   const tds = tr.children;
   setText(tds[0].firstChild, c[0]);
-  for (let i = 1; i < c.length; i++) setText(tds[i], c[i]);
+  for (let i = 1; i < c.length; i++) if (i !== TREND) setText(tds[i], c[i]);
   tds[1].className = "state " + s.state;
   if (tr.dataset.state !== s.state) tr.dataset.state = s.state;
   tr.dataset.search = (s.name + " " + s.state + " " + (s.reason || "") + " " +
@@ -95,7 +160,7 @@ function renderFleet(data) {
         let gr = rows.get(gid);
         if (!gr) {
           gr = el("tr", { class: "group" });
-          gr.appendChild(el("td", { colspan: "12" }));
+          gr.appendChild(el("td", { colspan: String(WHY + 1) }));
           rows.set(gid, gr);
         }
         const n = sorted.filter((x) => ((x.tags || {})[group] || "(none)") === g);
@@ -135,13 +200,16 @@ function fleetPage() {
     renderFleet(JSON.parse(e.data));
   });
   es.onerror = () => { live.textContent = "reconnecting…"; live.className = "live"; };
+  loadTrends();
+  setTimeout(loadTrends, 2000);
+  setInterval(loadTrends, 10000);
   const again = () => { if (latest) { lastOrder = ""; renderFleet(latest); } };
   $("#filter").addEventListener("input", again);
   $("#group").addEventListener("change", again);
 }
 
 // ---- server page ----------------------------------------------------------
-const CHARTS = ["qps", "running", "connected", "lag", "cpu", "mem", "disk"];
+const CHARTS = ["qps", "running", "connected", "slow", "bp_hit", "rows", "lag", "cpu", "mem", "disk"];
 
 function fillTable(sel, items, cells) {
   const tbody = $(sel + " tbody");
