@@ -17,7 +17,6 @@ have cc || need+=(gcc libc6-dev)
 have make || need+=(make)
 have curl || need+=(curl ca-certificates)
 have python3 || need+=(python3)
-have rsvg-convert || need+=(librsvg2-bin)   # PNG copies of bench charts
 have openssl || need+=(openssl)             # relay TLS test certificates
 [ -f /usr/share/mysql/mysql-test/mariadb-test-run.pl ] || need+=(mariadb-test)   # the server's own suite, run through the relay
 have perl || need+=(perl)
@@ -26,6 +25,7 @@ have chromium || need+=(chromium)           # watch's pages, loaded in a real (h
 have sshd || need+=(openssh-server)         # watch's host metrics over a real SSH session
 have ssh || need+=(openssh-client)
 have tmux || need+=(tmux)                   # watch's terminal screen, driven in a pane
+[ -d /usr/share/fonts/truetype/dejavu ] || need+=(fonts-dejavu-core)   # text in bench's PNG charts
 # Real clients the relay tests drive: sysbench, PyMySQL, MySQLdb, PHP mysqli, go-sql-driver,
 # MariaDB Connector/J (Debian packages), mysql2 (npm, below).
 have sysbench || need+=(sysbench)

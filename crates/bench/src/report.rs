@@ -16,8 +16,10 @@ use sqlfleet_chart::{line_chart, Chart, Series};
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Results {
     pub command: String,
-    pub parameters: BTreeMap<String, String>,
-    pub server: BTreeMap<String, String>,
+    /// Typed: numbers as numbers, lists as arrays.
+    pub parameters: BTreeMap<String, serde_json::Value>,
+    /// The server's settings; numbers as numbers.
+    pub server: BTreeMap<String, serde_json::Value>,
     pub started: String,
     #[serde(default)]
     pub insert: Vec<InsertCell>,
@@ -34,6 +36,14 @@ impl Results {
     }
 }
 
+/// A JSON value as a person reads it: strings without quotes.
+pub fn text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -42,6 +52,29 @@ fn esc(s: &str) -> String {
 
 /// (x, mean, sd) points of one line.
 type Points = Vec<(f64, f64, f64)>;
+
+/// A categorical x axis for swept values: each distinct value gets the
+/// next position, labelled with the value.
+struct Categories(Vec<f64>);
+
+impl Categories {
+    fn of(values: impl Iterator<Item = f64>) -> Categories {
+        let mut v: Vec<f64> = values.collect();
+        v.sort_by(f64::total_cmp);
+        v.dedup();
+        Categories(v)
+    }
+    fn pos(&self, x: f64) -> f64 {
+        self.0.iter().position(|v| *v == x).unwrap_or(0) as f64
+    }
+    fn ticks(&self) -> Vec<(f64, String)> {
+        self.0
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (i as f64, format!("{v}")))
+            .collect()
+    }
+}
 
 /// How an insert cell is named for people: "2 processes, 1000000 rows
 /// before, index on (fname, version)".
@@ -67,10 +100,11 @@ pub fn insert_label(processes: Option<usize>, size: u64, index: bool) -> String 
 pub fn charts(r: &Results) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     if !r.insert.is_empty() {
+        let cats = Categories::of(r.insert.iter().map(|c| c.processes as f64));
         let mut by: BTreeMap<(u64, bool), Points> = BTreeMap::new();
         for c in &r.insert {
             by.entry((c.table_size, c.index)).or_default().push((
-                c.processes as f64,
+                cats.pos(c.processes as f64),
                 c.rate.mean,
                 c.rate.stddev,
             ));
@@ -100,6 +134,7 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 bands: &[],
                 band_fill: "#eee",
                 x_range: None,
+                x_ticks: Some(&cats.ticks()),
                 series: &series,
             }),
         ));
@@ -131,18 +166,20 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 bands: &[(0.5, warmup + 0.5, "warm-up (not in the means)")],
                 band_fill: "#eee",
                 x_range: None,
+                x_ticks: None,
                 series: &series,
             }),
         ));
     }
     if !r.pool.is_empty() {
         let ok: Vec<&PoolCell> = r.pool.iter().filter(|c| !c.failed).collect();
+        let cats = Categories::of(r.pool.iter().map(|c| c.queries_per_connection as f64));
         let group = |f: &dyn Fn(&PoolCell) -> (f64, f64)| {
             let mut by: BTreeMap<(String, usize), Points> = BTreeMap::new();
             for c in &ok {
                 let (y, e) = f(c);
                 by.entry((c.target.clone(), c.clients)).or_default().push((
-                    c.queries_per_connection as f64,
+                    cats.pos(c.queries_per_connection as f64),
                     y,
                     e,
                 ));
@@ -181,21 +218,28 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 bands: &[],
                 band_fill: "#eee",
                 x_range: None,
+                x_ticks: Some(&cats.ticks()),
                 series: &series,
             }),
         ));
+        let ms = |us: u64| us as f64 / 1000.0;
         let mut series = to_series(
-            group(&|c| (c.connect.p50_us as f64, 0.0)),
+            group(&|c| (ms(c.connect.p50_us), 0.0)),
             ": connect p50",
             None,
         );
         series.extend(to_series(
-            group(&|c| (c.query.p50_us as f64, 0.0)),
+            group(&|c| (ms(c.connect.p99_us), 0.0)),
+            ": connect p99",
+            Some("12 3 2 3"),
+        ));
+        series.extend(to_series(
+            group(&|c| (ms(c.query.p50_us), 0.0)),
             ": query p50",
             Some("8 4"),
         ));
         series.extend(to_series(
-            group(&|c| (c.query.p99_us as f64, 0.0)),
+            group(&|c| (ms(c.query.p99_us), 0.0)),
             ": query p99",
             Some("2 3"),
         ));
@@ -206,11 +250,12 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
             line_chart(&Chart {
                 title: t,
                 x_label: "queries per connection",
-                y_label: "latency (µs)",
+                y_label: "latency (ms)",
                 x_integer: true,
                 bands: &[],
                 band_fill: "#eee",
                 x_range: None,
+                x_ticks: Some(&cats.ticks()),
                 series: &series,
             }),
         ));
@@ -218,8 +263,16 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
     out
 }
 
-/// Writes results.json, samples.csv, charts (SVG) and report.html into `dir`.
-pub fn write(dir: &Path, r: &Results) -> std::io::Result<Vec<String>> {
+/// What [`write`] put on disk, and what the user should know about it.
+pub struct Written {
+    pub files: Vec<String>,
+    /// E.g. that PNG charts have no text on a machine without fonts.
+    pub notes: Vec<String>,
+}
+
+/// Writes results.json, samples.csv, charts (SVG and PNG) and report.html
+/// into `dir`.
+pub fn write(dir: &Path, r: &Results) -> std::io::Result<Written> {
     std::fs::create_dir_all(dir)?;
     let mut files = Vec::new();
     std::fs::write(
@@ -265,35 +318,86 @@ pub fn write(dir: &Path, r: &Results) -> std::io::Result<Vec<String>> {
     std::fs::write(dir.join("samples.csv"), csv)?;
     files.push("samples.csv".into());
     let charts = charts(r);
+    let mut notes = Vec::new();
+    let renderer = (!charts.is_empty()).then(sqlfleet_chart::png::Renderer::default);
+    if let Some(w) = renderer.as_ref().and_then(|r| r.font_warning.clone()) {
+        notes.push(w);
+    }
     for (stem, _, svg) in &charts {
         let f = format!("{stem}.svg");
         std::fs::write(dir.join(&f), svg)?;
         files.push(f);
-        if let Some(png) = svg_to_png(
-            &dir.join(format!("{stem}.svg")),
-            &dir.join(format!("{stem}.png")),
-        ) {
-            files.push(png);
+        if let Some(rd) = &renderer {
+            // Twice the SVG's size: sharp in documents and slides.
+            let png = rd.png(svg, 2.0).map_err(std::io::Error::other)?;
+            let f = format!("{stem}.png");
+            std::fs::write(dir.join(&f), png)?;
+            files.push(f);
         }
     }
     std::fs::write(dir.join("report.html"), html(r, &charts))?;
     files.push("report.html".into());
-    Ok(files)
+    Ok(Written { files, notes })
 }
 
-/// PNG copies of the charts, rendered by `rsvg-convert` (Debian's
-/// librsvg2-bin) when it is installed; SVG is always written.
-fn svg_to_png(svg: &Path, png: &Path) -> Option<String> {
-    let ok = std::process::Command::new("rsvg-convert")
-        .arg("-o")
-        .arg(png)
-        .arg(svg)
-        .stderr(std::process::Stdio::null())
-        .status()
-        .ok()?
-        .success();
-    ok.then(|| png.file_name().map(|n| n.to_string_lossy().into_owned()))
-        .flatten()
+/// One line per relay or proxy measured against the direct target: how
+/// its queries/s compare at each swept value, e.g. "via 127.0.0.1:3310,
+/// 8 clients: +14% qps at q/conn=1, -3% at 30". Failed cells are named,
+/// not compared.
+pub fn verdicts(r: &Results) -> Vec<String> {
+    let direct: BTreeMap<(usize, u32), &PoolCell> = r
+        .pool
+        .iter()
+        .filter(|c| c.target == "direct")
+        .map(|c| ((c.clients, c.queries_per_connection), c))
+        .collect();
+    let mut by: BTreeMap<(String, usize), Vec<String>> = BTreeMap::new();
+    for c in r.pool.iter().filter(|c| c.target != "direct") {
+        let Some(d) = direct.get(&(c.clients, c.queries_per_connection)) else {
+            continue;
+        };
+        let q = c.queries_per_connection;
+        let part = if c.failed || d.failed {
+            format!("failed at q/conn={q}")
+        } else if d.qps.mean > 0.0 {
+            format!(
+                "{:+.0}% qps at q/conn={q}",
+                100.0 * (c.qps.mean - d.qps.mean) / d.qps.mean
+            )
+        } else {
+            continue;
+        };
+        by.entry((c.target.clone(), c.clients))
+            .or_default()
+            .push(part);
+    }
+    by.into_iter()
+        .map(|((t, clients), parts)| {
+            // "at q/conn=" once: "+14% qps at q/conn=1, -3% at 30".
+            let mut text = Vec::new();
+            for (i, p) in parts.iter().enumerate() {
+                text.push(if i == 0 {
+                    p.clone()
+                } else {
+                    p.replace(" qps at q/conn=", " at ")
+                });
+            }
+            format!(
+                "{t}, {}: {} (direct = 0%)",
+                sqlfleet_conn::text::count(clients as u64, "client"),
+                text.join(", ")
+            )
+        })
+        .collect()
+}
+
+/// What the run leaves on the target and how to remove it.
+pub fn leftover_note() -> String {
+    format!(
+        "the tables stay in the `{}` database on the target for the next run; drop them with DROP DATABASE {} (or run again with --cleanup)",
+        crate::server::DB,
+        crate::server::DB
+    )
 }
 
 /// `Com_select=12 Connections=3`: status deltas in one cell.
@@ -319,7 +423,12 @@ pub use sqlfleet_conn::text::utc_date;
 /// it), failed cells.
 pub fn warnings(r: &Results) -> Vec<String> {
     let mut w = Vec::new();
-    let get = |k: &str| r.server.get(k).map(String::as_str);
+    let server: BTreeMap<&str, String> = r
+        .server
+        .iter()
+        .map(|(k, v)| (k.as_str(), text(v)))
+        .collect();
+    let get = |k: &str| server.get(k).map(String::as_str);
     let mut relaxed = Vec::new();
     if let Some(v) = get("innodb_flush_log_at_trx_commit").filter(|v| *v != "1") {
         relaxed.push(format!("innodb_flush_log_at_trx_commit={v}"));
@@ -367,16 +476,19 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
         esc(&r.command),
         esc(&r.started)
     );
+    for v in verdicts(r) {
+        let _ = write!(h, "<p class=\"verdict\"><b>{}</b></p>", esc(&v));
+    }
     for w in warnings(r) {
         let _ = write!(h, "<p class=\"warn\"><b>Warning:</b> {}</p>", esc(&w));
     }
     h.push_str("<h2>Parameters</h2><table>");
     for (k, v) in &r.parameters {
-        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&text(v)));
     }
     h.push_str("</table><h2>Server</h2><table>");
     for (k, v) in &r.server {
-        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(v));
+        let _ = write!(h, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&text(v)));
     }
     h.push_str("</table><h2>Results</h2>");
     if !r.insert.is_empty() {

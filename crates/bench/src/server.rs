@@ -19,6 +19,45 @@ pub async fn connect(t: &Target) -> Result<Conn, mysql_async::Error> {
         .map_err(|e| mysql_async::Error::Other(e.to_string().into()))
 }
 
+/// The server's settings for a report (numbers as numbers) and the
+/// endpoint measured; an `error` entry when it cannot be asked.
+pub async fn info(t: &Target) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    match connect(t).await {
+        Ok(mut c) => {
+            let v = variables(&mut c, SETTINGS, false).await.unwrap_or_default();
+            let _ = c.disconnect().await;
+            for (k, v) in v {
+                out.insert(k, setting(&v));
+            }
+            out.insert("endpoint".into(), t.endpoint.to_string().into());
+        }
+        Err(e) => {
+            out.insert("error".into(), e.to_string().into());
+        }
+    }
+    out
+}
+
+/// A server setting as JSON: a number when it reads as one.
+pub fn setting(v: &str) -> serde_json::Value {
+    if let Ok(n) = v.parse::<i64>() {
+        return n.into();
+    }
+    match v.parse::<f64>() {
+        Ok(f) if f.is_finite() && !v.is_empty() => f.into(),
+        _ => v.into(),
+    }
+}
+
+/// Drops what the workloads created (`--cleanup`).
+pub async fn cleanup(t: &Target) -> Result<(), mysql_async::Error> {
+    let mut c = connect(t).await?;
+    c.query_drop(format!("DROP DATABASE IF EXISTS {DB}"))
+        .await?;
+    c.disconnect().await
+}
+
 /// Creates the bench database if needed and `table` afresh from its
 /// column definitions.
 pub async fn recreate_table(

@@ -3,12 +3,14 @@
 //!
 //! Written by hand because the charts are few and simple, must embed in a
 //! single HTML page (or be served as is), and must render the same in a
-//! browser and in `rsvg-convert`: round axis ticks (1-2-5 steps; whole
+//! browser and in the PNG renderer (`png.rs`): round axis ticks (1-2-5 steps; whole
 //! numbers for counted things such as processes), error bars where a
 //! spread is known, shaded bands (a warm-up, incidents), and the legend
 //! under the plot so long labels are never cut off. Every point is a
 //! circle carrying its values (`data-x`, `data-y`), so a page can show
 //! them and a test can read them.
+
+pub mod png;
 
 /// One line of a chart.
 pub struct Series {
@@ -49,6 +51,12 @@ pub struct Chart<'a> {
     /// An x range the axis covers even where no point lies (e.g. the last
     /// hour of a time chart).
     pub x_range: Option<(f64, f64)>,
+    /// A categorical axis: ticks at these positions with these labels
+    /// instead of a numeric scale, for sweeps over chosen values (1, 5,
+    /// 30 queries per connection sit evenly, and nothing suggests the
+    /// values between them were measured). Points carry their label in
+    /// `data-x`.
+    pub x_ticks: Option<&'a [(f64, String)]>,
     pub series: &'a [Series],
 }
 
@@ -153,7 +161,18 @@ pub fn line_chart(c: &Chart) -> String {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
-    let xt = ticks(x0, x1, 6, c.x_integer);
+    let xt = match c.x_ticks {
+        Some(t) => t.iter().map(|p| p.0).collect(),
+        None => ticks(x0, x1, 6, c.x_integer),
+    };
+    let tick_label = |xv: f64, k: bool| match c.x_ticks {
+        Some(t) => t
+            .iter()
+            .find(|p| p.0 == xv)
+            .map(|p| esc(&p.1))
+            .unwrap_or_default(),
+        None => label(xv, k),
+    };
     let (x0, x1) = (
         xt.first().copied().unwrap_or(x0).min(x0),
         xt.last().copied().unwrap_or(x1).max(x1),
@@ -203,7 +222,7 @@ pub fn line_chart(c: &Chart) -> String {
             "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{bottom}\" y2=\"{}\" stroke=\"black\"/><text x=\"{x:.1}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
             bottom + 4.0,
             bottom + 18.0,
-            label(xv, kx)
+            tick_label(xv, kx)
         ));
     }
     s.push_str(&format!(
@@ -244,9 +263,13 @@ pub fn line_chart(c: &Chart) -> String {
                 ));
             }
             s.push_str(&format!(
-                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{col}\" data-x=\"{x}\" data-y=\"{y}\"/>\n",
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"3\" fill=\"{col}\" data-x=\"{}\" data-y=\"{y}\"/>\n",
                 px(x),
-                py(y)
+                py(y),
+                match c.x_ticks {
+                    Some(_) => tick_label(x, false),
+                    None => x.to_string(),
+                }
             ));
         }
         let ly = bottom + b + 18.0 * i as f64 + 6.0;
@@ -314,6 +337,7 @@ mod tests {
             bands: &[(0.5, 1.5, "warm-up")],
             band_fill: "#eee",
             x_range: None,
+            x_ticks: None,
             series: &series,
         });
         assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
@@ -336,6 +360,7 @@ mod tests {
             bands: &[],
             band_fill: "#eee",
             x_range: None,
+            x_ticks: None,
             series: &[],
         });
         assert!(empty.ends_with("</svg>\n"));

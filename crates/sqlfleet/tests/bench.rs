@@ -20,6 +20,9 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn bench(srv: &TestServer, args: &[&str]) -> Output {
     common::sqlfleet()
+        // Nothing from PATH: the PNG charts are drawn in process, without
+        // rsvg-convert or any other program.
+        .env("PATH", "/nonexistent")
         .arg("bench")
         .arg(args[0])
         .arg(format!("--defaults-file={}", srv.defaults_file().display()))
@@ -41,12 +44,13 @@ fn assert_charts(dir: &Path, stems: &[&str]) {
                 && svg.trim_end().ends_with("</svg>"),
             "{stem}"
         );
-        let png = std::fs::read(dir.join(format!("{stem}.png")))
-            .expect("png (needs rsvg-convert: apt-get install librsvg2-bin)");
+        let png = std::fs::read(dir.join(format!("{stem}.png"))).expect("png");
         assert!(
             png.starts_with(b"\x89PNG\r\n\x1a\n"),
             "{stem}.png is not a PNG"
         );
+        // Twice the SVG's 760 px width.
+        assert_eq!(&png[16..20], &1520u32.to_be_bytes(), "{stem}.png width");
     }
     let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
     assert!(
@@ -304,6 +308,41 @@ fn pool_sweep_produces_every_file() {
         html.contains("Latency percentiles") && html.contains("Connections="),
         "pool report lacks the latency percentiles or status deltas"
     );
+    // Typed parameters; the swept values on a categorical axis (no line
+    // through values never measured); latency in ms with connect p99.
+    assert_eq!(
+        r["parameters"]["queries_per_connection"],
+        serde_json::json!([1, 2])
+    );
+    assert_eq!(r["parameters"]["clients"], serde_json::json!([2]));
+    assert!(r["server"]["max_connections"].is_u64(), "{}", r["server"]);
+    let qps = std::fs::read_to_string(dir.path().join("pool_qps_vs_queries_per_connection.svg"))
+        .expect("svg");
+    assert!(
+        qps.contains("data-x=\"1\"") && qps.contains("data-x=\"2\""),
+        "{qps}"
+    );
+    let lat = std::fs::read_to_string(dir.path().join("pool_latency.svg")).expect("svg");
+    assert!(
+        lat.contains("latency (ms)") && lat.contains("connect p99"),
+        "{lat}"
+    );
+    // A verdict per relay, on the terminal and in the report; what stays
+    // on the target, said at the end.
+    let out = stdout(&o);
+    let verdict = out
+        .lines()
+        .find(|l| l.starts_with(&format!("verdict: via {via}, 2 clients: ")))
+        .unwrap_or_else(|| panic!("no verdict line: {out}"));
+    assert!(
+        verdict.contains("% qps at q/conn=1, ") && verdict.contains("% at 2"),
+        "{verdict}"
+    );
+    assert!(
+        html.contains(&verdict["verdict: ".len()..]),
+        "verdict not in report.html"
+    );
+    assert!(out.contains("DROP DATABASE sqlfleet_bench"), "{out}");
 }
 
 /// bench resolves its target as every command does: after `eval "$(sqlfleet
@@ -319,6 +358,7 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
         .args([
             "--index",
             "off",
+            "--cleanup",
             "--out",
             dir.path().to_str().expect("utf8"),
         ])
@@ -336,6 +376,19 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
         !srv.home().join("sandboxes/bench").exists(),
         "a sandbox 'bench' was started"
     );
+    // --cleanup: nothing of the run stays on the target.
+    assert!(
+        stdout(&o).contains("dropped the sqlfleet_bench database"),
+        "{}",
+        stdout(&o)
+    );
+    let left: Option<String> = tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let mut c = srv.connect().await;
+        c.query_first("SHOW DATABASES LIKE 'sqlfleet_bench'")
+            .await
+            .expect("query")
+    });
+    assert_eq!(left, None, "sqlfleet_bench still there after --cleanup");
 }
 
 /// A `--via` target gets its own credentials from a URL; one whose every

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use serde_json::json;
 use sqlfleet_bench::insert::{self, InsertOptions};
 use sqlfleet_bench::pool::{self, PoolOptions};
 use sqlfleet_bench::report::{self, Results};
@@ -63,6 +64,9 @@ pub struct InsertArgs {
     /// Where to write CSV, JSON, charts and report.html
     #[arg(long, default_value = "bench-insert")]
     out: PathBuf,
+    /// Drop the sqlfleet_bench database from the target at the end
+    #[arg(long)]
+    cleanup: bool,
     /// Print a progress line every S seconds (as sysbench's
     /// --report-interval); without it a terminal gets one line updated in place
     #[arg(long, value_name = "S")]
@@ -112,6 +116,9 @@ pub struct PoolArgs {
     /// Where to write CSV, JSON, charts and report.html
     #[arg(long, default_value = "bench-pool")]
     out: PathBuf,
+    /// Drop the sqlfleet_bench database from the target at the end
+    #[arg(long)]
+    cleanup: bool,
     /// Print a progress line every S seconds (as sysbench's
     /// --report-interval); without it a terminal gets one line updated in place
     #[arg(long, value_name = "S")]
@@ -157,22 +164,6 @@ async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
     );
     let r = sqlfleet_sandbox::up(&home, &opts).await?;
     Ok(r.sandbox.target(r.sandbox.meta.primary())?)
-}
-
-async fn server_info(t: &Target) -> BTreeMap<String, String> {
-    match t.connect(Duration::from_secs(10)).await {
-        Ok(mut c) => {
-            let v =
-                sqlfleet_bench::server::variables(&mut c, sqlfleet_bench::server::SETTINGS, false)
-                    .await
-                    .unwrap_or_default();
-            let _ = c.disconnect().await;
-            let mut v = v;
-            v.insert("endpoint".into(), t.endpoint.to_string());
-            v
-        }
-        Err(e) => BTreeMap::from([("error".to_string(), e.to_string())]),
-    }
 }
 
 /// Progress while a cell runs: on a terminal one line rewritten in place;
@@ -254,19 +245,18 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
     let mut results = Results {
         command: "bench insert".into(),
         parameters: BTreeMap::from([
-            ("processes".to_string(), format!("{:?}", a.processes)),
-            ("table sizes".to_string(), format!("{:?}", a.table_sizes)),
-            ("index".to_string(), a.index.clone()),
-            ("connect".to_string(), a.connect.clone()),
+            ("processes".to_string(), json!(a.processes)),
+            ("table_sizes".to_string(), json!(a.table_sizes)),
+            ("index".to_string(), json!(a.index)),
+            ("connect".to_string(), json!(a.connect)),
             (
-                "duration".to_string(),
-                a.rows
-                    .map_or(format!("{} s per cell + 1 s warm-up", a.duration), |r| {
-                        format!("{r} inserts per cell")
-                    }),
+                "seconds_per_cell".to_string(),
+                json!(a.rows.is_none().then_some(a.duration)),
             ),
+            ("warmup_seconds".to_string(), json!(1)),
+            ("inserts_per_cell".to_string(), json!(a.rows)),
         ]),
-        server: server_info(&target).await,
+        server: sqlfleet_bench::server::info(&target).await,
         started: now_string(),
         insert: Vec::new(),
         pool: Vec::new(),
@@ -311,11 +301,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    let files = report::write(&a.out, &results)?;
-    println!("wrote {} in {}", files.join(", "), a.out.display());
-    for w in report::warnings(&results) {
-        println!("warning: {w}");
-    }
+    finish(&a.out, &results, &target, a.cleanup).await?;
     Ok(if lost_any { Exit::Partial } else { Exit::Ok })
 }
 
@@ -351,37 +337,22 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         parameters: BTreeMap::from([
             (
                 "targets".to_string(),
-                opts.targets
-                    .iter()
-                    .map(|t| t.0.clone())
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                json!(opts.targets.iter().map(|t| &t.0).collect::<Vec<_>>()),
             ),
             (
-                "queries per connection".to_string(),
-                format!("{:?}", opts.queries_per_connection),
+                "queries_per_connection".to_string(),
+                json!(opts.queries_per_connection),
             ),
-            ("clients".to_string(), format!("{:?}", opts.clients)),
-            (
-                "connect queries".to_string(),
-                format!("{:?}", opts.connect_queries),
-            ),
-            (
-                "table".to_string(),
-                format!(
-                    "{} rows x {} CHAR({}) columns",
-                    a.rows, opts.columns, opts.column_size
-                ),
-            ),
-            (
-                "samples".to_string(),
-                format!(
-                    "{} x 1 s windows per cell after a 1 s warm-up",
-                    opts.samples
-                ),
-            ),
+            ("clients".to_string(), json!(opts.clients)),
+            ("connect_queries".to_string(), json!(opts.connect_queries)),
+            ("table_rows".to_string(), json!(a.rows)),
+            ("char_columns".to_string(), json!(opts.columns)),
+            ("column_size".to_string(), json!(opts.column_size)),
+            ("windows_per_cell".to_string(), json!(opts.samples)),
+            ("window_seconds".to_string(), json!(1)),
+            ("warmup_windows".to_string(), json!(1)),
         ]),
-        server: server_info(&direct).await,
+        server: sqlfleet_bench::server::info(&direct).await,
         started: now_string(),
         insert: Vec::new(),
         pool: Vec::new(),
@@ -417,11 +388,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
             }
         }
     }
-    let files = report::write(&a.out, &results)?;
-    println!("wrote {} in {}", files.join(", "), a.out.display());
-    for w in report::warnings(&results) {
-        println!("warning: {w}");
-    }
+    finish(&a.out, &results, &direct, a.cleanup).await?;
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
         eprintln!(
@@ -438,6 +405,39 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     } else {
         Exit::Partial
     })
+}
+
+/// After the cells: the files, the verdicts, the warnings, and what stays
+/// on the target (or its removal with --cleanup).
+async fn finish(
+    out: &std::path::Path,
+    results: &Results,
+    target: &Target,
+    cleanup: bool,
+) -> anyhow::Result<()> {
+    let w = report::write(out, results)?;
+    println!("wrote {} in {}", w.files.join(", "), out.display());
+    for v in report::verdicts(results) {
+        println!("verdict: {v}");
+    }
+    for n in w.notes {
+        println!("note: {n}");
+    }
+    for w in report::warnings(results) {
+        println!("warning: {w}");
+    }
+    if cleanup {
+        sqlfleet_bench::server::cleanup(target)
+            .await
+            .context("--cleanup")?;
+        println!(
+            "dropped the {} database (--cleanup)",
+            sqlfleet_bench::server::DB
+        );
+    } else {
+        println!("note: {}", report::leftover_note());
+    }
+    Ok(())
 }
 
 /// A `--via` target: `HOST:PORT` with the direct target's login and TLS,

@@ -300,6 +300,7 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
         // From the first sample (or incident) in range to now: a watcher
         // started five minutes ago draws five minutes, not a sliver.
         x_range: Some((rel(first), 0.0)),
+        x_ticks: None,
         series: &series,
     });
     ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
