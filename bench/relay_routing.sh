@@ -3,7 +3,7 @@
 #   1. sysbench oltp_read_only (autocommit reads: --skip_trx=on) and
 #      oltp_point_select, direct to the primary vs through `sqlfleet relay
 #      --read-write-split` over all three servers, 4 and 64 threads;
-#   2. failover: the primary is killed (SIGKILL), replica1 is promoted with
+#   2. failover: the primary is killed (SIGKILL), node2 (a replica) is promoted with
 #      `sqlfleet sandbox promote`, and a writer retrying through the relay
 #      reports the time from the kill to its first successful write.
 # Passwords travel in 0600 files, never on command lines.
@@ -45,7 +45,7 @@ mariadb --defaults-file="$WORK/relay.cnf" -e "CREATE TABLE IF NOT EXISTS sbtest.
 PID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/primary/mariadbd.pid")
 T0=$(date +%s.%N)
 kill -9 "$PID"
-"$SQLFLEET" sandbox promote --name "$NAME" --node replica1 > "$WORK/promote.txt"
+"$SQLFLEET" sandbox promote --name "$NAME" --node node2 > "$WORK/promote.txt"
 TP=$(date +%s.%N)
 ATTEMPTS=0
 until mariadb --defaults-file="$WORK/relay.cnf" -e "INSERT INTO sbtest.fo (at) VALUES (UNIX_TIMESTAMP(NOW(6)))" 2>/dev/null; do

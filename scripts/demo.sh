@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
 # From a fresh machine to sqlfleet's main job on a real server: installs
-# what is needed, builds the release binary, starts a sandbox (a primary and
-# two GTID replicas), makes a mariadb-dump of a generated schema, restores it
-# with `sqlfleet load`, and checks the result against the stock client's.
+# only what the demo needs (scripts/deps.sh --core: mariadb-server,
+# mariadb-client, a C compiler, make, curl, Rust), builds the release
+# binary, starts a sandbox (a primary and two GTID replicas), makes a
+# mariadb-dump of a generated schema, restores it with `sqlfleet load`, and
+# checks the result on the primary and a replica.
+#
+# Usage: scripts/demo.sh [--cleanup]   (--cleanup: remove the sandbox at the end)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+CLEANUP=""
+if [ "${1:-}" = "--cleanup" ]; then CLEANUP=1; fi
+bash scripts/deps.sh --core
 source scripts/env.sh
 cargo build --release --quiet
 SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
@@ -38,8 +44,8 @@ echo "== sqlfleet load (4 connections)"
 "$SQLFLEET" load --sandbox demo -D demo_restored --threads 4 "$WORK/demo.sql.gz"
 
 echo
-echo "== checksums: source vs restored (primary) vs restored (replica2)"
-R2="$("$SQLFLEET" sandbox env --name demo --node replica2 --defaults-file)"
+echo "== checksums: source vs restored (primary) vs restored (replica node3)"
+R2="$("$SQLFLEET" sandbox env --name demo --node node3 --defaults-file)"
 for t in 1 2 3 4; do
   a=$("${SQL[@]}" -N -e "CHECKSUM TABLE demo_src.orders$t" | cut -f2)
   b=$("${SQL[@]}" -N -e "CHECKSUM TABLE demo_restored.orders$t" | cut -f2)
@@ -53,4 +59,17 @@ done
 echo
 "$SQLFLEET" sandbox list
 echo
-echo "Stop it with: $SQLFLEET sandbox down --name demo"
+if [ -n "$CLEANUP" ]; then
+  "$SQLFLEET" sandbox destroy --name demo --yes
+  echo "the demo sandbox is removed (--cleanup)"
+else
+  cat <<EOT
+The sandbox 'demo' keeps running (three MariaDB servers on 127.0.0.1, data
+under ${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}/sandboxes/demo) so you can try the other commands:
+  $SQLFLEET query --sandbox demo -e 'SELECT @@hostname, @@port, @@read_only'
+  $SQLFLEET watch --sandbox demo
+  $SQLFLEET bench pool --sandbox demo --queries-per-connection 1,10 --clients 4
+Stop it:   $SQLFLEET sandbox down --name demo
+Remove it: $SQLFLEET sandbox destroy --name demo --yes   (or run the demo with --cleanup)
+EOT
+fi

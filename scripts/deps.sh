@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Installs what sqlfleet needs to build and test on Debian/Ubuntu:
-# mariadb-server and mariadb-client (the sandbox and the stock client the
-# tests compare with), a C compiler (for the crypto crate), the client
-# drivers the relay tests use, and Rust via rustup when cargo is missing. Idempotent: installs only what is absent.
+# Installs what sqlfleet needs on Debian/Ubuntu, only what is absent.
+#
+#   scripts/deps.sh --core   what the demo and an install need: mariadb-server
+#                            and mariadb-client (sandboxes, the stock client
+#                            load is compared with), a C compiler and make
+#                            (the crypto crate), curl, and Rust via rustup
+#                            when cargo is missing.
+#   scripts/deps.sh          the core set plus everything the tests drive:
+#                            the server's mysql-test suite, promtool,
+#                            headless Chromium, sshd/ssh, tmux, sysbench,
+#                            Go, a JDK, Node/npm (mysql2), PHP, Python
+#                            drivers, fonts for PNG charts.
+#   scripts/deps.sh PKG...   the full set plus these Debian packages
+#                            (benchmarks ask for mydumper this way).
 set -euo pipefail
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+CORE=""
+if [ "${1:-}" = "--core" ]; then CORE=1; shift; fi
 
 need=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
@@ -16,6 +28,7 @@ have mariadb-dump || need+=(mariadb-client)
 have cc || need+=(gcc libc6-dev)
 have make || need+=(make)
 have curl || need+=(curl ca-certificates)
+if [ -z "$CORE" ]; then
 have python3 || need+=(python3)
 have openssl || need+=(openssl)             # relay TLS test certificates
 [ -f /usr/share/mysql/mysql-test/mariadb-test-run.pl ] || need+=(mariadb-test)   # the server's own suite, run through the relay
@@ -39,6 +52,7 @@ have php || need+=(php-cli)
 for pkg in python3-pymysql python3-mysqldb php-mysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
+fi
 # Extra Debian packages asked for by name (benchmarks), if not installed.
 for extra in "$@"; do
   dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")
@@ -52,7 +66,7 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 
 NODE_DIR="$HOME/.cache/sqlfleet/node"
-if [ ! -d "$NODE_DIR/node_modules/mysql2" ]; then
+if [ -z "$CORE" ] && [ ! -d "$NODE_DIR/node_modules/mysql2" ]; then
   echo "deps: installing mysql2 (npm) into $NODE_DIR" >&2
   mkdir -p "$NODE_DIR"
   (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund mysql2 >/dev/null)

@@ -78,7 +78,7 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
             .expect("row");
         v
     };
-    kill9(&srv.sandbox, "replica2");
+    kill9(&srv.sandbox, "node3");
     let before = rt.block_on(replica1_selects());
     rt.block_on(async {
         let mut c = connect().await;
@@ -115,8 +115,8 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
     });
     relay.wait_roles(1, 2);
 
-    // The primary dies; replica1 is promoted; writes resume.
-    kill9(&srv.sandbox, "primary");
+    // The primary dies; node2 (a replica) is promoted; writes resume.
+    kill9(&srv.sandbox, "node1");
     let killed = Instant::now();
     let writer = rt.spawn({
         let port = relay.port;
@@ -145,7 +145,7 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
     });
     rt.block_on(async {
         let mut sb = Sandbox::open(&srv.sandbox.home, &srv.sandbox.meta.name).expect("open");
-        sb.promote("replica1", std::time::Duration::from_secs(60))
+        sb.promote("node2", std::time::Duration::from_secs(60))
             .await
             .expect("promote");
     });

@@ -56,11 +56,11 @@ async fn a_source_entry_pointed_at_the_promoted_replica_goes_on_exactly() {
     let s = task.await.expect("task").expect("run");
     assert_eq!(s.stopped_streams, 0, "{s:?}");
 
-    // The primary is replaced by replica1; the config now names it.
+    // The primary is replaced by node2; the config now names it.
     let mut sb = old.sandbox.clone();
-    sb.promote("replica1", Duration::from_secs(60))
+    sb.promote("node2", Duration::from_secs(60))
         .await
-        .expect("promote replica1");
+        .expect("promote node2");
     let new = TestServer { sandbox: sb };
     assert_ne!(new.dsn(), old.dsn(), "a different server");
     workload(&new, "pr_a", None, 32, 200).await;

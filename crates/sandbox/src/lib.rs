@@ -82,6 +82,9 @@ pub struct NodeStatus {
     pub port: u16,
     pub pid: Option<i32>,
     pub running: bool,
+    /// Not running, and its pid file names a process that is gone: it
+    /// died (kill -9, a crash) instead of being stopped.
+    pub crashed_pid: Option<i32>,
     pub replication: Option<ReplHealth>,
     /// Transactions the primary has committed that this replica has not
     /// applied yet (by GTID, summed over replication domains).
@@ -231,6 +234,7 @@ impl Sandbox {
                 port: n.port,
                 pid,
                 running: pid.is_some(),
+                crashed_pid: pid.is_none().then(|| node::stale_pid(&nl)).flatten(),
                 replication: None,
                 gtid_behind: None,
                 error: None,
@@ -308,11 +312,8 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
         .iter()
         .enumerate()
         .map(|(i, &port)| NodeMeta {
-            name: if i == 0 {
-                "primary".into()
-            } else {
-                format!("replica{i}")
-            },
+            // Role-neutral: a promotion changes roles, never names.
+            name: format!("node{}", i + 1),
             port,
             server_id: opts.domain.unwrap_or(0) * 100 + i as u32 + 1,
             role: if i == 0 { Role::Primary } else { Role::Replica },

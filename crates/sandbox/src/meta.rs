@@ -18,7 +18,8 @@ pub enum Role {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeMeta {
-    /// `primary`, `replica1`, ...
+    /// `node1`, `node2`, ... (`primary`, `replica1`, ... in sandboxes
+    /// made before names were role-neutral)
     pub name: String,
     pub port: u16,
     pub server_id: u32,
@@ -163,13 +164,13 @@ mod tests {
             domain: 0,
             nodes: vec![
                 NodeMeta {
-                    name: "primary".into(),
+                    name: "node1".into(),
                     port: 4000,
                     server_id: 1,
                     role: Role::Primary,
                 },
                 NodeMeta {
-                    name: "replica1".into(),
+                    name: "node2".into(),
                     port: 4001,
                     server_id: 2,
                     role: Role::Replica,

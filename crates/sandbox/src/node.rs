@@ -348,6 +348,14 @@ pub fn running_pid(layout: &NodeLayout) -> Option<i32> {
     is_alive(pid).then_some(pid)
 }
 
+/// The pid a node's pid file names when that process is gone: the
+/// server died without removing it (a clean shutdown does).
+pub fn stale_pid(layout: &NodeLayout) -> Option<i32> {
+    let text = std::fs::read_to_string(layout.pid_file()).ok()?;
+    let pid: i32 = text.trim().parse().ok()?;
+    (!is_alive(pid)).then_some(pid)
+}
+
 /// True if `pid` exists and is not a zombie (reaping it if it is our child).
 pub fn is_alive(pid: i32) -> bool {
     // SAFETY: waitpid with WNOHANG on a pid that may not be our child just

@@ -105,15 +105,28 @@ fn up_list_down_up_destroy() {
         assert_eq!(r["replication"]["sql_running"], "Yes", "{r}");
     }
     let table = stdout(&run_in(home.path(), &["sandbox", "list"]));
-    assert!(
-        table.contains("replica2") && table.contains("ok, "),
-        "{table}"
-    );
+    assert!(table.contains("node3") && table.contains("ok, "), "{table}");
+    // kill -9 of a replica: listed as crashed with its stale pid, not as
+    // cleanly stopped.
+    let victim = nodes[2]["pid"].as_i64().expect("pid") as i32;
+    // SAFETY: kill(2) of a server process this test started.
+    unsafe {
+        libc::kill(victim, libc::SIGKILL);
+    }
+    let t0 = Instant::now();
+    loop {
+        let table = stdout(&run_in(home.path(), &["sandbox", "list"]));
+        if table.contains(&format!("crashed (stale pid {victim})")) {
+            break;
+        }
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{table}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 
     let o = run_in(home.path(), &["sandbox", "down", "--all"]);
     assert!(o.status.success());
     assert!(
-        stdout(&o).contains("stopped (replica2, replica1, primary)"),
+        stdout(&o).contains("stopped (node2, node1)"),
         "{}",
         stdout(&o)
     );
@@ -127,6 +140,14 @@ fn up_list_down_up_destroy() {
             .all(|n| n["running"] == false),
         "{v}"
     );
+    // A clean stop is "stopped" (the server removes its pid file); the
+    // node that died stays "crashed" until it runs again.
+    let table = stdout(&run_in(home.path(), &["sandbox", "list"]));
+    for l in table.lines().filter(|l| l.starts_with("life ")) {
+        let crashed = l.contains("crashed (stale pid");
+        assert_eq!(crashed, l.contains(" node3 "), "{table}");
+        assert!(crashed || l.contains(" stopped "), "{table}");
+    }
 
     // Restarting an existing sandbox: fast path, replication resumes.
     let t = Instant::now();
@@ -293,7 +314,7 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
     assert!(o.status.success(), "{}", common::stderr(&o));
     // Refused: the primary itself, and a node that does not exist.
     for (node, msg) in [
-        ("primary", "already the primary"),
+        ("node1", "already the primary"),
         ("ghost", "no node 'ghost'"),
     ] {
         let o = run_in(
@@ -305,11 +326,11 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
     }
     let o = run_in(
         home.path(),
-        &["sandbox", "promote", "--name", "pr", "--node", "replica2"],
+        &["sandbox", "promote", "--name", "pr", "--node", "node3"],
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(
-        common::stdout(&o).contains("replica2 is the primary"),
+        common::stdout(&o).contains("node3 is the primary"),
         "{}",
         common::stdout(&o)
     );
@@ -337,7 +358,7 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
         &cnf,
         "CREATE DATABASE pr_t; CREATE TABLE pr_t.x (id INT); INSERT INTO pr_t.x VALUES (7)",
     );
-    for node in ["primary", "replica1"] {
+    for node in ["node1", "node2"] {
         let o = run_in(
             home.path(),
             &[
@@ -389,11 +410,11 @@ fn promote_makes_a_replica_the_primary_and_the_rest_follow() {
         })
         .collect();
     assert!(
-        roles.contains(&("replica2".into(), "primary".into())),
+        roles.contains(&("node3".into(), "primary".into())),
         "{roles:?}"
     );
     assert!(
-        roles.contains(&("primary".into(), "replica".into())),
+        roles.contains(&("node1".into(), "replica".into())),
         "{roles:?}"
     );
     assert!(run_in(home.path(), &["sandbox", "destroy", "--name", "pr"])
@@ -449,7 +470,7 @@ fn promote_keeps_every_committed_write() {
     );
     let o = run_in(
         home.path(),
-        &["sandbox", "promote", "--name", "pk", "--node", "replica2"],
+        &["sandbox", "promote", "--name", "pk", "--node", "node3"],
     );
     assert!(o.status.success(), "{}", common::stderr(&o));
     assert!(
@@ -462,7 +483,7 @@ fn promote_keeps_every_committed_write() {
     assert_eq!(sql(&new_primary, "SELECT COUNT(*) FROM pk_t.x"), "300000");
     sql(&new_primary, "INSERT INTO pk_t.x VALUES (300001)");
     // The old primary and replica1 follow and end with every row.
-    for other in ["client-primary.cnf", "client-replica1.cnf"] {
+    for other in ["client-node1.cnf", "client-node2.cnf"] {
         let cnf = cnf_dir.join(other);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         loop {

@@ -198,7 +198,7 @@ fn fleet_page_in_a_browser_follows_a_node_down_and_back() {
         "[...document.querySelectorAll('#fleet tbody tr.group')].map(r => r.textContent).join('|')",
     );
     let groups = groups.as_str().unwrap_or_default();
-    for n in ["node=primary", "node=replica1", "node=replica2"] {
+    for n in ["node=node1", "node=node2", "node=node3"] {
         assert!(groups.contains(n), "{groups}");
     }
     // The filter box leaves only what matches.
@@ -353,7 +353,7 @@ fn metrics_pass_promtool_and_the_history_survives_a_restart() {
         .any(|(k, v)| k == "cache-control" && v == "no-store"));
     for name in [
         // The host tags ride along as labels.
-        &format!("sqlfleet_watch_up{{node=\"primary\",role=\"primary\",sandbox=\"{}\",server=\"{primary}\"}} 1", srv.sandbox.name()),
+        &format!("sqlfleet_watch_up{{node=\"node1\",role=\"primary\",sandbox=\"{}\",server=\"{primary}\"}} 1", srv.sandbox.name()),
         "sqlfleet_watch_slow_queries_per_second{",
         "sqlfleet_watch_buffer_pool_hit_ratio{",
         "sqlfleet_watch_innodb_row_operations_per_second{",

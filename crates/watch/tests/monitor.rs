@@ -159,7 +159,7 @@ fn down_stalled_and_replication_each_give_one_message_each_way() {
     }
 
     // SIGSTOP: the server accepts connections but answers nothing.
-    let r2 = pid(sb, "replica2");
+    let r2 = pid(sb, "node3");
     signal(r2, "-STOP");
     let seen = wait_state(
         &rt,
@@ -193,7 +193,7 @@ fn down_stalled_and_replication_each_give_one_message_each_way() {
     );
 
     // kill -9: refused, down.
-    let r1 = pid(sb, "replica1");
+    let r1 = pid(sb, "node2");
     signal(r1, "-9");
     let seen = wait_state(
         &rt,

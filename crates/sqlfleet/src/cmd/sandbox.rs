@@ -43,7 +43,7 @@ pub struct PromoteArgs {
     /// Sandbox name
     #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
-    /// The replica to promote, e.g. replica1
+    /// The replica to promote, e.g. node2
     #[arg(long)]
     node: String,
     /// Seconds to wait for the replica to apply everything the primary
@@ -102,7 +102,7 @@ pub struct EnvArgs {
     /// Sandbox name
     #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
-    /// Which node by name (primary, replica1, ...); default: whichever is
+    /// Which node by name (node1, node2, ...); default: whichever is
     /// the primary now (after `sandbox promote` that is a former replica)
     #[arg(long)]
     node: Option<String>,
@@ -299,7 +299,11 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
                 "ok, {} transactions behind ({}s), gtid {}",
                 r.gtid_behind.map_or("?".into(), |n| n.to_string()),
                 h.seconds_behind.map_or("?".into(), |s| s.to_string()),
-                h.gtid_io_pos
+                if h.gtid_io_pos.is_empty() {
+                    "(none yet)"
+                } else {
+                    h.gtid_io_pos.as_str()
+                }
             ),
             (Some(h), _, _, _) => format!(
                 "BROKEN: io={} sql={} {}",
@@ -315,7 +319,11 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
             role,
             r.port,
             r.pid.map_or("-".into(), |p| p.to_string()),
-            if r.running { "running" } else { "stopped" },
+            match (r.running, r.crashed_pid) {
+                (true, _) => "running".to_string(),
+                (false, Some(p)) => format!("crashed (stale pid {p})"),
+                (false, None) => "stopped".to_string(),
+            },
             repl
         );
     }
