@@ -112,6 +112,8 @@ fn json_row(names: &[String], row: &[Value]) -> String {
 /// Where a block of rows comes from and what its columns are.
 pub struct Block<'a> {
     pub host: &'a str,
+    /// Host tags shown as columns: (names, this host's values).
+    pub tags: (&'a [String], &'a [String]),
     pub db: Option<&'a str>,
     pub columns: &'a [String],
     /// How each column's values are written in jsonl.
@@ -154,6 +156,10 @@ pub fn write_rows(
         match fmt {
             Format::Tsv | Format::Table => {
                 line.extend_from_slice(host.as_bytes());
+                for t in b.tags.1 {
+                    line.push(b'\t');
+                    tsv_field(&mut line, &Some(t.as_bytes().to_vec()));
+                }
                 if let Some(d) = db {
                     line.push(b'\t');
                     line.extend_from_slice(d.as_bytes());
@@ -165,6 +171,10 @@ pub fn write_rows(
             }
             Format::Csv => {
                 csv_field(&mut line, &Some(host.as_bytes().to_vec()));
+                for t in b.tags.1 {
+                    line.push(b',');
+                    csv_field(&mut line, &Some(t.as_bytes().to_vec()));
+                }
                 if let Some(d) = db {
                     line.push(b',');
                     csv_field(&mut line, &Some(d.as_bytes().to_vec()));
@@ -176,6 +186,16 @@ pub fn write_rows(
             }
             Format::Jsonl => {
                 let mut text = format!("{{\"host\":{}", json_str(host));
+                if !b.tags.0.is_empty() {
+                    let fields: Vec<String> = b
+                        .tags
+                        .0
+                        .iter()
+                        .zip(b.tags.1)
+                        .map(|(k, v)| format!("{}:{}", json_str(k), json_str(v)))
+                        .collect();
+                    text.push_str(&format!(",\"tags\":{{{}}}", fields.join(",")));
+                }
                 if let Some(d) = db {
                     text.push_str(&format!(",\"database\":{}", json_str(d)));
                 }
@@ -194,8 +214,9 @@ pub fn write_rows(
 }
 
 /// The header line for streaming formats.
-pub fn header(fmt: Format, with_db: bool, columns: &[String]) -> Option<String> {
+pub fn header(fmt: Format, with_db: bool, tags: &[String], columns: &[String]) -> Option<String> {
     let mut names = vec!["host".to_string()];
+    names.extend(tags.iter().cloned());
     if with_db {
         names.push("database".into());
     }

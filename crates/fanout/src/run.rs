@@ -50,6 +50,8 @@ pub struct QueryOptions {
     pub format: Format,
     pub header: bool,
     pub mode: Mode,
+    /// Host tags shown as columns after the host (`--tags node,role`).
+    pub tag_columns: Vec<String>,
     /// Becomes true on the first Ctrl-C: statements in flight are stopped
     /// with KILL QUERY and their hosts reported as interrupted.
     pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
@@ -215,7 +217,22 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         let header = opts.header;
         let mode = opts.mode;
         let with_db = !matches!(opts.databases, Databases::Default);
-        move || write_output(rx, out, fmt, header, mode, with_db)
+        let tags = Tags {
+            names: opts.tag_columns.clone(),
+            by_host: opts
+                .hosts
+                .iter()
+                .map(|h| {
+                    let values = opts
+                        .tag_columns
+                        .iter()
+                        .map(|k| h.tags.get(k).cloned().unwrap_or_default())
+                        .collect();
+                    (h.addr(), values)
+                })
+                .collect(),
+        };
+        move || write_output(rx, out, fmt, header, mode, with_db, tags)
     });
     let sem = Arc::new(Semaphore::new(opts.parallel.max(1)));
     let opts = Arc::new(opts);
@@ -655,6 +672,18 @@ async fn run_statement(
 /// and its rows as text.
 type TableBlock = (Vec<String>, Vec<bool>, Vec<Vec<String>>);
 
+/// The host tags shown as columns, and each host's values of them.
+struct Tags {
+    names: Vec<String>,
+    by_host: std::collections::HashMap<String, Vec<String>>,
+}
+
+impl Tags {
+    fn of(&self, host: &str) -> &[String] {
+        self.by_host.get(host).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
 fn write_output(
     mut rx: mpsc::Receiver<Event>,
     out: Box<dyn Write + Send>,
@@ -662,6 +691,7 @@ fn write_output(
     header: bool,
     mode: Mode,
     with_db: bool,
+    tags: Tags,
 ) -> std::io::Result<usize> {
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     // A header whenever the column set changes (each statement's result
@@ -683,6 +713,7 @@ fn write_output(
             } => {
                 if fmt == Format::Table {
                     let mut cols = vec!["host".to_string()];
+                    cols.extend(tags.names.iter().cloned());
                     if with_db {
                         cols.push("database".into());
                     }
@@ -698,6 +729,7 @@ fn write_output(
                     };
                     for r in rows {
                         let mut cells = vec![host.clone()];
+                        cells.extend(tags.of(&host).iter().cloned());
                         if with_db {
                             cells.push(db.clone().unwrap_or_default());
                         }
@@ -707,7 +739,7 @@ fn write_output(
                     continue;
                 }
                 if header && last_columns.as_deref() != Some(&*columns) {
-                    if let Some(h) = output::header(fmt, with_db, &columns) {
+                    if let Some(h) = output::header(fmt, with_db, &tags.names, &columns) {
                         writeln!(out, "{h}")?;
                     }
                     last_columns = Some(columns.clone());
@@ -717,6 +749,7 @@ fn write_output(
                     fmt,
                     output::Block {
                         host: &host,
+                        tags: (&tags.names, tags.of(&host)),
                         db: db.as_deref(),
                         columns: &columns,
                         kinds: &kinds,

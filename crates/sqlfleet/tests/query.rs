@@ -16,6 +16,7 @@ fn query(srv: &TestServer, args: &[&str]) -> Output {
         .arg("query")
         .arg(format!("--defaults-file={}", srv.defaults_file().display()))
         .args(args)
+        .env("SQLFLEET_HOME", srv.home())
         .output()
         .expect("run sqlfleet")
 }
@@ -82,6 +83,56 @@ fn diff_finds_the_odd_server_and_collapse_groups() {
             "numbers right-aligned: {out}"
         );
     }
+    // Tags as columns: --sandbox tags every server with node= and role=.
+    let o = query(
+        srv,
+        &[
+            "--sandbox",
+            srv.sandbox.name(),
+            "--tags",
+            "node,role",
+            "--format",
+            "table",
+            "-e",
+            "SELECT @@read_only AS ro",
+        ],
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("| host ") && out.contains("| node ") && out.contains("| role "),
+        "{out}"
+    );
+    let primary = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let line = out
+        .lines()
+        .find(|l| l.contains(&primary))
+        .unwrap_or_else(|| panic!("{out}"));
+    let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+    assert_eq!(
+        &cells[1..5],
+        [primary.as_str(), "node1", "primary", "0"],
+        "{out}"
+    );
+    let o = query(
+        srv,
+        &[
+            "--sandbox",
+            srv.sandbox.name(),
+            "--tags",
+            "role",
+            "--format",
+            "jsonl",
+            "-e",
+            "SELECT 1 AS one",
+        ],
+    );
+    assert!(
+        stdout(&o)
+            .lines()
+            .all(|l| l.contains("\"tags\":{\"role\":\"")),
+        "{}",
+        stdout(&o)
+    );
     let o = query(
         srv,
         &["--hosts", &hosts, "-e", "SELECT @@read_only", "--collapse"],

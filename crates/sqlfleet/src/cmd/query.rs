@@ -49,6 +49,10 @@ pub struct QueryArgs {
     /// Print a header line with the column names
     #[arg(long)]
     header: bool,
+    /// Host tags shown as columns after the host, e.g. node,role (tags come
+    /// from hosts files, --discover and --sandbox); jsonl gets "tags"
+    #[arg(long, value_delimiter = ',', value_name = "KEY,...")]
+    tags: Vec<String>,
     /// Print each distinct result once, under the hosts that gave it
     #[arg(long, conflicts_with = "diff")]
     collapse: bool,
@@ -153,6 +157,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         deadline: a.deadline.map(|v| secs(v, "--deadline")).transpose()?,
         format: a.format,
         header: a.header,
+        tag_columns: a.tags.clone(),
         mode: if a.collapse {
             Mode::Collapse
         } else if a.diff {
