@@ -532,6 +532,7 @@ mod tests {
             Format::Tsv,
             Block {
                 host: "h:1",
+                tags: (&[], &[]),
                 db: None,
                 columns: &[],
                 kinds: &[],
@@ -555,6 +556,7 @@ mod tests {
             Format::Csv,
             Block {
                 host: "h:1",
+                tags: (&[], &[]),
                 db: Some("db"),
                 columns: &cols,
                 kinds: &[],
@@ -573,6 +575,7 @@ mod tests {
             Format::Jsonl,
             Block {
                 host: "h:1",
+                tags: (&[], &[]),
                 db: None,
                 columns: &cols,
                 kinds: &[],
@@ -598,6 +601,7 @@ mod tests {
             Format::Jsonl,
             Block {
                 host: "h:1",
+                tags: (&[], &[]),
                 db: None,
                 columns: &dup,
                 kinds: &[],
@@ -611,10 +615,10 @@ mod tests {
             "{\"host\":\"h:1\",\"set\":0,\"row\":{\"z\":\"1\",\"a\":\"2\",\"a_3\":\"3\",\"a_2\":\"4\"}}\n"
         );
         assert_eq!(
-            header(Format::Tsv, true, &cols).as_deref(),
+            header(Format::Tsv, true, &[], &cols).as_deref(),
             Some("host\tdatabase\ta\tb")
         );
-        assert_eq!(header(Format::Jsonl, false, &cols), None);
+        assert_eq!(header(Format::Jsonl, false, &[], &cols), None);
     }
 
     #[test]
