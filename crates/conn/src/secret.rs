@@ -23,6 +23,31 @@ impl Secret {
     }
 }
 
+/// A password a config file gives one of three ways — inline, in a file
+/// (its content without the final line end), or in an environment
+/// variable — or none. `what` names the setting in errors, which never
+/// hold the password.
+pub fn configured(
+    inline: Option<&str>,
+    file: Option<&std::path::Path>,
+    env: Option<&str>,
+    what: &str,
+) -> Result<Option<Secret>, String> {
+    match (inline, file, env) {
+        (Some(p), None, None) => Ok(Some(Secret::new(p))),
+        (None, Some(f), None) => std::fs::read_to_string(f)
+            .map(|t| Some(Secret::new(t.trim_end_matches(['\n', '\r']))))
+            .map_err(|e| format!("{what}.password_file {}: {e}", f.display())),
+        (None, None, Some(v)) => std::env::var(v)
+            .map(|p| Some(Secret::new(p)))
+            .map_err(|_| format!("{what}.password_env: ${v} is not set")),
+        (None, None, None) => Ok(None),
+        _ => Err(format!(
+            "{what}: give the password one way: password, password_file or password_env"
+        )),
+    }
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("****")

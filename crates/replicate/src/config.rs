@@ -4,7 +4,7 @@
 //!
 //! ```toml
 //! [target]
-//! dsn = "mysql://root:pw@127.0.0.1:3310/"
+//! sandbox = "hub"               # a local sandbox: its port and password (or dsn = ...)
 //!
 //! [apply]
 //! threads = 8          # target connections applying in parallel
@@ -12,7 +12,8 @@
 //!
 //! [[source]]
 //! name = "eu"
-//! dsn = "mysql://repl:pw@eu-db1.example.com:3306/"
+//! dsn = "mysql://repl@eu-db1.example.com:3306/"
+//! password_file = "/etc/sqlfleet/eu.pw"   # or password_env = "EU_PW"; never in the DSN
 //! include = ["app*"]            # glob (* and ?); default: all but system schemas
 //! exclude = ["app_tmp"]
 //! rename = { app = "app_eu" }
@@ -50,7 +51,82 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetCfg {
-    pub dsn: String,
+    pub dsn: Option<String>,
+    pub sandbox: Option<String>,
+    pub password_file: Option<std::path::PathBuf>,
+    pub password_env: Option<String>,
+}
+
+/// How to reach a server: a DSN (its password inline, or from a file or an
+/// environment variable, so it stays out of the config and of `ps`), or a
+/// local sandbox by name (its primary's port and password).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Server {
+    Dsn {
+        dsn: String,
+        /// From `password_file` / `password_env`; `None`: the DSN's own.
+        password: Option<sqlfleet_conn::secret::Secret>,
+    },
+    Sandbox(String),
+}
+
+impl Server {
+    /// What errors and logs may show of it: never a password.
+    pub fn describe(&self) -> String {
+        match self {
+            Server::Dsn { dsn, .. } => sqlfleet_conn::dsn::mask_password(dsn),
+            Server::Sandbox(n) => format!("sandbox '{n}'"),
+        }
+    }
+}
+
+/// One server's settings checked: exactly one of `dsn` and `sandbox`; a
+/// password given one way only; `at` names the section in errors.
+fn server(
+    at: &str,
+    dsn: &Option<String>,
+    sandbox: &Option<String>,
+    file: &Option<std::path::PathBuf>,
+    env: &Option<String>,
+) -> Result<Server, String> {
+    match (dsn, sandbox) {
+        (Some(d), None) => {
+            let parsed = Dsn::parse(d).map_err(|e| format!("{at}: dsn: {e}"))?;
+            let inline = parsed.password.as_ref().map(|p| p.expose());
+            let password = sqlfleet_conn::secret::configured(
+                inline,
+                file.as_deref(),
+                env.as_deref(),
+                at,
+            )?;
+            Ok(Server::Dsn {
+                dsn: d.clone(),
+                // The DSN's own password stays in it.
+                password: if inline.is_some() { None } else { password },
+            })
+        }
+        (None, Some(name)) => {
+            if file.is_some() || env.is_some() {
+                return Err(format!(
+                    "{at}: sandbox = \"{name}\" has its own password: remove password_file/password_env"
+                ));
+            }
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(format!(
+                    "{at}: sandbox = \"{name}\": use letters, digits, '-' and '_'"
+                ));
+            }
+            Ok(Server::Sandbox(name.clone()))
+        }
+        (Some(_), Some(_)) => Err(format!("{at}: give dsn or sandbox, not both")),
+        (None, None) => Err(format!(
+            "{at}: no server: give dsn = \"mysql://user@host:port/\" (with password_file or password_env) or sandbox = \"NAME\""
+        )),
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -82,7 +158,10 @@ impl Default for ApplyCfg {
 #[serde(deny_unknown_fields)]
 pub struct SourceCfg {
     pub name: String,
-    pub dsn: String,
+    pub dsn: Option<String>,
+    pub sandbox: Option<String>,
+    pub password_file: Option<std::path::PathBuf>,
+    pub password_env: Option<String>,
     #[serde(default)]
     pub include: Vec<String>,
     #[serde(default)]
@@ -217,7 +296,7 @@ pub fn glob(pattern: &str, s: &str) -> bool {
 #[derive(Debug, Clone)]
 pub struct Source {
     pub name: String,
-    pub dsn: String,
+    pub server: Server,
     pub dbs: DbMap,
     pub start: Start,
     pub server_id: u32,
@@ -228,7 +307,7 @@ pub struct Source {
 
 #[derive(Debug, Clone)]
 pub struct Checked {
-    pub target_dsn: String,
+    pub target: Server,
     pub threads: usize,
     pub batch: usize,
     pub sources: Vec<Source>,
@@ -248,7 +327,13 @@ pub fn load(path: &Path) -> Result<Checked, String> {
 /// Parses and checks config text.
 pub fn parse(text: &str) -> Result<Checked, String> {
     let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
-    Dsn::parse(&c.target.dsn).map_err(|e| format!("[target] dsn: {e}"))?;
+    let target = server(
+        "[target]",
+        &c.target.dsn,
+        &c.target.sandbox,
+        &c.target.password_file,
+        &c.target.password_env,
+    )?;
     if c.apply.threads == 0 || c.apply.threads > 256 {
         return Err(format!(
             "[apply] threads = {}: must be 1..=256",
@@ -283,7 +368,7 @@ pub fn parse(text: &str) -> Result<Checked, String> {
         if sources.iter().any(|x: &Source| x.name == s.name) {
             return Err(format!("{at} is named twice"));
         }
-        Dsn::parse(&s.dsn).map_err(|e| format!("{at}: dsn: {e}"))?;
+        let srv = server(&at, &s.dsn, &s.sandbox, &s.password_file, &s.password_env)?;
         let start = Start::parse(&s.start).map_err(|e| format!("{at}: start = {e}"))?;
         for g in s.include.iter().chain(&s.exclude) {
             if g.is_empty() {
@@ -327,7 +412,7 @@ pub fn parse(text: &str) -> Result<Checked, String> {
         }
         sources.push(Source {
             name: s.name.clone(),
-            dsn: s.dsn.clone(),
+            server: srv,
             dbs: DbMap::new(&s.include, &s.exclude, &s.rename),
             start,
             server_id,
@@ -335,7 +420,7 @@ pub fn parse(text: &str) -> Result<Checked, String> {
         });
     }
     Ok(Checked {
-        target_dsn: c.target.dsn,
+        target,
         threads: c.apply.threads,
         batch: c.apply.batch,
         sources,
@@ -423,6 +508,113 @@ mod tests {
         }
         let e = parse("[target]\ndsn = \"mysql://h/\"\n").expect_err("no sources");
         assert!(e.contains("no [[source]]"), "{e}");
+    }
+
+    #[test]
+    fn servers_by_dsn_password_file_env_or_sandbox() {
+        let dir = tempfile::tempdir().expect("dir");
+        let pw = dir.path().join("eu.pw");
+        std::fs::write(&pw, "s3cret\n").expect("write");
+        std::env::set_var("SQLFLEET_TEST_US_PW", "from-env");
+        let base = |target: &str, eu: &str| {
+            format!("[target]\n{target}\n[[source]]\nname = \"eu\"\n{eu}\n")
+        };
+        let secret = |s: &str| Some(sqlfleet_conn::secret::Secret::new(s));
+        // (target lines, source lines, the source's server or the error)
+        let file = format!(
+            "dsn = \"mysql://repl@eu:3306/\"\npassword_file = \"{}\"",
+            pw.display()
+        );
+        let rows: Vec<(&str, String, Result<Server, &str>)> = vec![
+            (
+                "sandbox = \"hub\"",
+                file.clone(),
+                Ok(Server::Dsn {
+                    dsn: "mysql://repl@eu:3306/".into(),
+                    password: secret("s3cret"),
+                }),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "dsn = \"mysql://repl@eu/\"\npassword_env = \"SQLFLEET_TEST_US_PW\"".into(),
+                Ok(Server::Dsn {
+                    dsn: "mysql://repl@eu/".into(),
+                    password: secret("from-env"),
+                }),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "dsn = \"mysql://repl:inline@eu/\"".into(),
+                Ok(Server::Dsn {
+                    dsn: "mysql://repl:inline@eu/".into(),
+                    password: None,
+                }),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "sandbox = \"eu\"".into(),
+                Ok(Server::Sandbox("eu".into())),
+            ),
+            (
+                "sandbox = \"hub\"",
+                format!(
+                    "dsn = \"mysql://repl:inline@eu/\"\npassword_file = \"{}\"",
+                    pw.display()
+                ),
+                Err("give the password one way"),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "dsn = \"mysql://repl@eu/\"\npassword_env = \"SQLFLEET_TEST_UNSET_PW\"".into(),
+                Err("$SQLFLEET_TEST_UNSET_PW is not set"),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "dsn = \"mysql://repl@eu/\"\npassword_file = \"/nonexistent/pw\"".into(),
+                Err("password_file /nonexistent/pw"),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "sandbox = \"eu\"\ndsn = \"mysql://h/\"".into(),
+                Err("not both"),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "sandbox = \"eu\"\npassword_env = \"X\"".into(),
+                Err("has its own password"),
+            ),
+            (
+                "sandbox = \"hub\"",
+                "include = [\"a\"]".into(),
+                Err("source 'eu': no server"),
+            ),
+            ("", "sandbox = \"eu\"".into(), Err("[target]: no server")),
+            (
+                "sandbox = \"h b\"",
+                "sandbox = \"eu\"".into(),
+                Err("use letters"),
+            ),
+        ];
+        for (target, eu, want) in rows {
+            let text = base(target, &eu);
+            match (parse(&text), want) {
+                (Ok(c), Ok(w)) => assert_eq!(c.sources[0].server, w, "{text}"),
+                (Err(e), Err(w)) => {
+                    assert!(e.contains(w), "{text}: {e} should say {w}");
+                    assert!(!e.contains("s3cret") && !e.contains("inline"), "{e}");
+                }
+                (got, w) => panic!("{text}: {got:?}, want {w:?}"),
+            }
+        }
+        assert_eq!(
+            Server::Dsn {
+                dsn: "mysql://repl:inline@eu/".into(),
+                password: None
+            }
+            .describe()
+            .contains("inline"),
+            false
+        );
     }
 
     #[test]

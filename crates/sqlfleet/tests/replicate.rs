@@ -298,3 +298,86 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
         .expect("skip");
     assert_setup_error(&o, "not a MariaDB GTID");
 }
+
+/// The target named as a sandbox (its port and password from the
+/// sandbox), the source's password from a file: the copy arrives, and the
+/// password is in no argument, log line, summary or status.
+#[test]
+fn passwords_come_from_files_or_sandboxes_never_argv_or_output() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let start = gtid_pos(&rt, s);
+    rt.block_on(exec(
+        s,
+        "CREATE DATABASE IF NOT EXISTS pw_a; CREATE TABLE IF NOT EXISTS pw_a.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         REPLACE INTO pw_a.t VALUES (1), (2), (3)",
+    ));
+    let source_pw = s.sandbox.password().expect("pw");
+    let target_pw = t.sandbox.password().expect("pw");
+    let c = config(
+        dir.path(),
+        "secrets",
+        &format!(
+            "[target]\nsandbox = \"{}\"\n[[source]]\nname = \"pw\"\n\
+             dsn = \"mysql://root@127.0.0.1:{}/\"\npassword_file = \"{}\"\n\
+             include = [\"pw_*\"]\nstart = \"gtid:{start}\"\n",
+            t.sandbox.name(),
+            s.sandbox.meta.primary().port,
+            s.sandbox.layout.password_file().display()
+        ),
+    );
+    let cfg_text = std::fs::read_to_string(&c).expect("config");
+    assert!(!cfg_text.contains(source_pw.expose()) && !cfg_text.contains(target_pw.expose()));
+    let run = |args: &[&str]| {
+        sqlfleet()
+            .args(args)
+            .arg("--config")
+            .arg(&c)
+            .env("SQLFLEET_HOME", t.home())
+            .stdin(Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let o = run(&[
+        "replicate",
+        "--progress",
+        "always",
+        "--until-caught-up",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let st = run(&["replicate", "status"]);
+    assert_eq!(st.status.code(), Some(0), "{}", stderr(&st));
+    for text in [stdout(&o), stderr(&o), stdout(&st), stderr(&st)] {
+        assert!(
+            !text.contains(source_pw.expose()) && !text.contains(target_pw.expose()),
+            "a password in the output: {text}"
+        );
+    }
+    rt.block_on(async {
+        let mut c = t.connect().await;
+        let n: Option<u64> = c
+            .query_first("SELECT COUNT(*) FROM pw_a.t")
+            .await
+            .expect("count");
+        assert_eq!(n, Some(3), "the copy arrived on the sandbox target");
+    });
+    // A missing password file is one line naming it, not a connection error.
+    let bad = config(
+        dir.path(),
+        "missing",
+        &cfg_text.replace(
+            &s.sandbox.layout.password_file().display().to_string(),
+            "/nonexistent/source.pw",
+        ),
+    );
+    let o = sqlfleet()
+        .args(["replicate", "--config"])
+        .arg(&bad)
+        .env("SQLFLEET_HOME", t.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_setup_error(&o, "password_file /nonexistent/source.pw");
+}

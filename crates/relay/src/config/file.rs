@@ -332,22 +332,14 @@ fn build(f: File) -> Result<RelayConfig, String> {
             b.group = (!g.is_empty()).then(|| g.clone());
         }
     }
-    let password = match (
-        &f.backend.password,
-        &f.backend.password_file,
-        &f.backend.password_env,
-    ) {
-        (Some(p), None, None) => p.clone(),
-        (None, Some(file), None) => std::fs::read_to_string(file)
-            .map_err(|e| format!("backend.password_file {}: {e}", file.display()))?
-            .trim_end_matches(['\n', '\r'])
-            .to_string(),
-        (None, None, Some(var)) => {
-            std::env::var(var).map_err(|_| format!("backend.password_env: ${var} is not set"))?
-        }
-        (None, None, None) => String::new(),
-        _ => return Err("backend: give one of password, password_file, password_env".into()),
-    };
+    let password = sqlfleet_conn::secret::configured(
+        f.backend.password.as_deref(),
+        f.backend.password_file.as_deref(),
+        f.backend.password_env.as_deref(),
+        "backend",
+    )?
+    .map(|s| s.expose().to_string())
+    .unwrap_or_default();
     let mut users = HashMap::new();
     for (i, u) in f.users.iter().enumerate() {
         let native = match &u.native_hash {

@@ -19,11 +19,12 @@ use crate::exit::Exit;
 ///
 /// Each source's binlog is split by database and applied in parallel, each
 /// transaction committed together with its position (exactly once across
-/// kill -9, target restarts and reconnects). The config file (TOML) has [target]
-/// dsn; optional [apply] threads and batch; one [[source]] per primary with
-/// name, dsn, include and exclude (database globs), rename (a table of old
-/// = new), start ("current", "gtid:D-S-N" or "file:NAME:POS") and
-/// server_id. Unknown keys are refused.
+/// kill -9, target restarts and reconnects). The config file (TOML) has
+/// [target] with dsn (and password_file or password_env) or sandbox;
+/// optional [apply] threads and batch; one [[source]] per primary with
+/// name, dsn or sandbox, include and exclude (database globs), rename (a
+/// table of old = new), start ("current", "gtid:D-S-N" or
+/// "file:NAME:POS") and server_id. Unknown keys are refused.
 ///
 /// Exit codes: 0 stopped cleanly (Ctrl-C/SIGTERM, or caught up with
 /// --until-caught-up), 1 usage or setup error (bad config, a source
@@ -90,22 +91,41 @@ enum Action {
     },
 }
 
-fn target_of(dsn: &str) -> anyhow::Result<Target> {
-    let args = ConnArgs {
-        dsn: Some(dsn.to_string()),
-        ..ConnArgs::default()
+/// A config's server as a connection target: a DSN (its password from the
+/// DSN, a file or the environment) or a sandbox's primary. Errors name the
+/// server without its password.
+fn target_of(server: &config::Server) -> anyhow::Result<Target> {
+    let (args, password) = match server {
+        config::Server::Dsn { dsn, password } => (
+            ConnArgs {
+                dsn: Some(dsn.clone()),
+                ..ConnArgs::default()
+            },
+            password.clone(),
+        ),
+        config::Server::Sandbox(name) => (
+            ConnArgs {
+                sandbox: Some(name.clone()),
+                ..ConnArgs::default()
+            },
+            None,
+        ),
     };
-    sqlfleet_conn::resolve(&args, &Env::from_process())
-        .with_context(|| sqlfleet_conn::dsn::mask_password(dsn))
+    let mut t =
+        sqlfleet_conn::resolve(&args, &Env::from_process()).with_context(|| server.describe())?;
+    if let Some(p) = password {
+        t.password = Some(sqlfleet_conn::PasswordSpec::Given(p));
+    }
+    Ok(t)
 }
 
 fn load(path: &std::path::Path) -> anyhow::Result<(Checked, Target, Vec<Target>)> {
     let cfg = config::load(path).map_err(|e| anyhow!(e))?;
-    let target = target_of(&cfg.target_dsn).context("[target]")?;
+    let target = target_of(&cfg.target).context("[target]")?;
     let sources = cfg
         .sources
         .iter()
-        .map(|s| target_of(&s.dsn).with_context(|| format!("source '{}'", s.name)))
+        .map(|s| target_of(&s.server).with_context(|| format!("source '{}'", s.name)))
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok((cfg, target, sources))
 }
