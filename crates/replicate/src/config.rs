@@ -136,6 +136,9 @@ pub struct ApplyCfg {
     pub threads: usize,
     #[serde(default = "default_batch")]
     pub batch: usize,
+    /// Seconds after which stopped streams are tried again (doubling each
+    /// time the same stop repeats); none: only `replicate retry` or a restart.
+    pub retry_after: Option<u64>,
 }
 
 fn default_threads() -> usize {
@@ -150,6 +153,7 @@ impl Default for ApplyCfg {
         ApplyCfg {
             threads: default_threads(),
             batch: default_batch(),
+            retry_after: None,
         }
     }
 }
@@ -310,6 +314,8 @@ pub struct Checked {
     pub target: Server,
     pub threads: usize,
     pub batch: usize,
+    /// `[apply] retry_after`.
+    pub retry_after: Option<std::time::Duration>,
     pub sources: Vec<Source>,
 }
 
@@ -345,6 +351,9 @@ pub fn parse(text: &str) -> Result<Checked, String> {
             "[apply] batch = {}: must be 1..=10000",
             c.apply.batch
         ));
+    }
+    if c.apply.retry_after == Some(0) {
+        return Err("[apply] retry_after = 0: give seconds (1 or more), or leave it out".into());
     }
     if c.source.is_empty() {
         return Err("no [[source]]: name at least one server to replicate from".into());
@@ -423,6 +432,7 @@ pub fn parse(text: &str) -> Result<Checked, String> {
         target,
         threads: c.apply.threads,
         batch: c.apply.batch,
+        retry_after: c.apply.retry_after.map(std::time::Duration::from_secs),
         sources,
     })
 }

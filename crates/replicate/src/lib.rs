@@ -9,6 +9,7 @@
 //! together with its stream's position ([`position`]), so a restart
 //! after kill -9, a target restart or a lost source resumes exactly.
 //! [`run`] wires sources and workers; [`status`] reads the positions;
+//! [`report`] renders progress, summary and status as text;
 //! [`metrics`] serves them to Prometheus.
 
 pub mod apply;
@@ -17,6 +18,7 @@ pub mod event;
 pub mod gtid;
 pub mod metrics;
 pub mod position;
+pub mod report;
 pub mod run;
 pub mod sequence;
 pub mod source;

@@ -4,7 +4,6 @@
 //! each scrape. Served by axum on its own task; never slows applying.
 
 use std::net::SocketAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::response::IntoResponse;
 use prometheus::{Encoder, IntCounterVec, IntGaugeVec, Opts, Registry, TextEncoder};
@@ -57,7 +56,7 @@ pub fn render(views: &Views) -> prometheus::Result<String> {
         "Source transactions past the floor (not yet known applied everywhere)",
         &["source"],
     )?;
-    let lag = gauge(&r, "lag_seconds", "Now minus the source commit time of the last applied transaction, while behind; 0 when caught up", &["source"])?;
+    let lag = gauge(&r, "lag_seconds", "Now minus the source commit time of the oldest transaction not yet applied (stopped ones included); 0 when caught up", &["source"])?;
     let up = gauge(
         &r,
         "running",
@@ -76,9 +75,6 @@ pub fn render(views: &Views) -> prometheus::Result<String> {
         "1 when the stream stopped on an error (see replicate status)",
         &["source", "stream"],
     )?;
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
     for v in views
         .iter()
         .filter_map(|v| v.lock().ok().map(|g| g.clone()))
@@ -89,17 +85,11 @@ pub fn render(views: &Views) -> prometheus::Result<String> {
         restarts.with_label_values(&l).inc_by(v.reconnects);
         let b = v.behind();
         behind.with_label_values(&l).set(b as i64);
-        let last = v
-            .streams
-            .values()
-            .map(|s| s.last_source_time as u64)
-            .max()
-            .unwrap_or(0);
-        lag.with_label_values(&l).set(if b > 0 && last > 0 {
-            now.saturating_sub(last) as i64
-        } else {
-            0
-        });
+        // Seconds_Behind_Master's meaning: the oldest unapplied
+        // transaction's source commit time; 0 when caught up.
+        if let Some(lag_s) = v.lag_seconds {
+            lag.with_label_values(&l).set(lag_s as i64);
+        }
         up.with_label_values(&l)
             .set(i64::from(v.state == "running"));
         for (name, s) in &v.streams {

@@ -13,6 +13,8 @@
 //! - `replicate_skip (source, gtid)`: transactions `replicate skip` told
 //!   us to pass over, kept as the record that they were.
 //! - `replicate_error (source, stream)`: the error a stopped stream hit.
+//! - `replicate_retry (id)`: `replicate retry` asking a running process to
+//!   try a source's stopped transactions again.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +51,10 @@ const DDL: &[&str] = &[
         error TEXT NOT NULL, statement MEDIUMTEXT NOT NULL,
         at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (source, stream)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_retry (
+        id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
+        source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL DEFAULT '',
+        at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (source, id)) ENGINE=InnoDB",
 ];
 
 /// Creates the tables when missing.
@@ -174,6 +180,41 @@ pub async fn skips(conn: &mut Conn, source: &str) -> mysql_async::Result<Vec<Str
         (source,),
     )
     .await
+}
+
+/// Asks a running replicate to try `source`'s stopped transactions again
+/// (`stream` "" for every stopped stream); returns the request's id.
+pub async fn record_retry(conn: &mut Conn, source: &str, stream: &str) -> mysql_async::Result<u64> {
+    conn.exec_drop(
+        "INSERT INTO sqlfleet.replicate_retry (source, stream) VALUES (?, ?)",
+        (source, stream),
+    )
+    .await?;
+    Ok(conn.last_insert_id().unwrap_or(0))
+}
+
+/// Retry requests for `source` after request `after`: (id, stream).
+pub async fn retries(
+    conn: &mut Conn,
+    source: &str,
+    after: u64,
+) -> mysql_async::Result<Vec<(u64, String)>> {
+    conn.exec(
+        "SELECT id, stream FROM sqlfleet.replicate_retry WHERE source = ? AND id > ? ORDER BY id",
+        (source, after),
+    )
+    .await
+}
+
+/// The newest retry request of `source` (0 when none).
+pub async fn last_retry(conn: &mut Conn, source: &str) -> mysql_async::Result<u64> {
+    let id: Option<Option<u64>> = conn
+        .exec_first(
+            "SELECT MAX(id) FROM sqlfleet.replicate_retry WHERE source = ?",
+            (source,),
+        )
+        .await?;
+    Ok(id.flatten().unwrap_or(0))
 }
 
 /// Records that `gtid` of `source` is to be passed over.

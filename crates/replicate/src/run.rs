@@ -99,6 +99,8 @@ pub async fn run(
             view: view.clone(),
             stop: stop.clone(),
             until_caught_up: opts.until_caught_up,
+            retry_after: cfg.retry_after,
+            auto_retries: Default::default(),
             budget: Arc::new(tokio::sync::Semaphore::new(source::IN_FLIGHT_KIB as usize)),
         };
         tasks.push(tokio::spawn(runner.run()));

@@ -59,6 +59,9 @@ pub struct SourceView {
     pub skipped: u64,
     pub reconnects: u64,
     pub last_error: Option<String>,
+    /// Seconds since the source committed the oldest transaction not yet
+    /// applied (as Seconds_Behind_Master means it): 0 when caught up.
+    pub lag_seconds: Option<u64>,
     pub streams: BTreeMap<String, StreamView>,
 }
 
@@ -93,6 +96,10 @@ pub struct SourceRunner {
     pub stop: watch::Receiver<bool>,
     /// Return once everything the source had at start is applied.
     pub until_caught_up: bool,
+    /// `[apply] retry_after`: try stopped streams again after this long.
+    pub retry_after: Option<Duration>,
+    /// Automatic retries since the source last made progress (back-off).
+    pub auto_retries: std::sync::atomic::AtomicU32,
     /// In-flight bytes (KiB) of this source's queued transactions.
     pub budget: Arc<tokio::sync::Semaphore>,
 }
@@ -120,6 +127,14 @@ struct Session {
     outstanding: usize,
     stopped: BTreeMap<String, Gtid>,
     format: Arc<Vec<u8>>,
+    /// Source commit times of the transactions in flight, by window index.
+    pending_times: BTreeMap<u64, u32>,
+    /// The source commit time of the last transaction read.
+    last_read_time: u32,
+    /// The newest `replicate retry` request this session has seen.
+    retry_seen: u64,
+    /// When the first stream stopped in this session.
+    stopped_at: Option<Instant>,
 }
 
 /// How a session ended.
@@ -150,6 +165,8 @@ impl SourceRunner {
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
                 backoff = Duration::from_millis(250);
+                self.auto_retries
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
             }
             match r {
                 Ok(End::Stop) | Ok(End::CaughtUp) => {
@@ -229,6 +246,10 @@ impl SourceRunner {
         position::clear_errors(&mut ctl.conn, &name)
             .await
             .map_err(|e| SessionError::Retry(format!("target: {e}")))?;
+        // Retry requests before this session are answered by it.
+        let retry_seen = position::last_retry(&mut ctl.conn, &name)
+            .await
+            .map_err(|e| SessionError::Retry(format!("target: {e}")))?;
         let mut src = self
             .source
             .connect(Duration::from_secs(10))
@@ -304,6 +325,10 @@ impl SourceRunner {
             outstanding: 0,
             stopped: BTreeMap::new(),
             format: Arc::new(Vec::new()),
+            pending_times: BTreeMap::new(),
+            last_read_time: 0,
+            retry_seen,
+            stopped_at: None,
         };
         let mut asm = Assembler::new(self.cfg.dbs.clone());
         let mut tick = tokio::time::interval(Duration::from_millis(500));
@@ -403,12 +428,18 @@ impl SourceRunner {
             }
         }
         s.read.advance(g);
+        s.last_read_time = txn.timestamp;
         let after = s.read.clone();
         set(&self.view, |v| v.read = after.to_string());
         let idx = s.next_idx;
         s.next_idx += 1;
+        let ts = txn.timestamp;
         let finish = |s: &mut Session, st: Status| {
             s.window.insert(idx, (after.clone(), st));
+            // A stopped transaction stays unapplied: the lag counts it.
+            if st == Status::Stopped {
+                s.pending_times.insert(idx, ts);
+            }
             advance(s);
         };
         let streams: Vec<String> = txn.dbs.iter().cloned().collect();
@@ -533,6 +564,7 @@ impl SourceRunner {
         }
         let stream = streams[0].clone();
         s.window.insert(idx, (after, Status::Pending));
+        s.pending_times.insert(idx, txn.timestamp);
         s.outstanding += 1;
         // Memory stays bounded however far behind the target is: a source
         // has at most IN_FLIGHT_KIB of transactions queued or applying.
@@ -603,6 +635,10 @@ impl SourceRunner {
         if let Some(e) = s.window.get_mut(&d.idx) {
             e.1 = status;
         }
+        // A stopped transaction stays unapplied: the lag keeps counting it.
+        if status == Status::Applied {
+            s.pending_times.remove(&d.idx);
+        }
         advance(s);
         end
     }
@@ -618,6 +654,7 @@ impl SourceRunner {
     ) {
         tracing::error!(source = %self.cfg.name, stream, gtid = %g, "stream stopped: {error} (statement: {statement})");
         s.stopped.insert(stream.to_string(), *g);
+        s.stopped_at.get_or_insert_with(Instant::now);
         let _ = position::record_error(&mut ctl.conn, &self.cfg.name, stream, g, error, statement)
             .await;
         set(&self.view, |v| {
@@ -711,6 +748,22 @@ impl SourceRunner {
         if let Err(e) = self.write_floor(s, ctl).await {
             return Some(e);
         }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let oldest = s.pending_times.values().min().copied();
+        let read = s.read.clone();
+        let last_read = s.last_read_time;
+        set(&self.view, |v| {
+            let caught_up = GtidPos::parse(&v.source_pos).is_ok_and(|p| read.behind(&p) == 0);
+            v.lag_seconds = Some(match oldest {
+                Some(t) => now.saturating_sub(u64::from(t)),
+                None if caught_up || last_read == 0 => 0,
+                // The reader is behind and nothing is in flight: at least
+                // as old as the last transaction read.
+                None => now.saturating_sub(u64::from(last_read)),
+            });
+        });
         if !s.stopped.is_empty() {
             // A `skip` recorded for a stopped stream's transaction
             // restarts the session, which honours it.
@@ -726,6 +779,37 @@ impl SourceRunner {
                     }
                 }
                 Err(e) => return Some(End::Restart(format!("target: {e}"))),
+            }
+            // `replicate retry`: the session starts again from the target's
+            // positions, which tries the stopped transactions again.
+            match position::retries(&mut ctl.conn, &self.cfg.name, s.retry_seen).await {
+                Ok(list) => {
+                    if list
+                        .iter()
+                        .any(|(_, st)| st.is_empty() || s.stopped.contains_key(st))
+                    {
+                        return Some(End::Restart("a retry was requested".into()));
+                    }
+                    if let Some((id, _)) = list.last() {
+                        s.retry_seen = *id;
+                    }
+                }
+                Err(e) => return Some(End::Restart(format!("target: {e}"))),
+            }
+            if let (Some(after), Some(at)) = (self.retry_after, s.stopped_at) {
+                let n = self
+                    .auto_retries
+                    .load(std::sync::atomic::Ordering::Relaxed)
+                    .min(6);
+                let wait = after * 2u32.pow(n);
+                if at.elapsed() >= wait {
+                    self.auto_retries
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    return Some(End::Restart(format!(
+                        "trying the stopped streams again after {}s ([apply] retry_after)",
+                        wait.as_secs()
+                    )));
+                }
             }
         }
         None
@@ -926,6 +1010,45 @@ async fn open_stream(
     .await
 }
 
+/// The source commit time of the first transaction after `floor` (the
+/// oldest one not applied), read from the source's binlog as a replica
+/// reads it; `None` when there is none yet. Registers with an id of its
+/// own so a running replicate's reader is not displaced.
+pub async fn first_after(
+    source: &Target,
+    name: &str,
+    floor: &GtidPos,
+) -> Result<Option<u32>, String> {
+    let conn = source
+        .connect(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
+    let id = config::default_server_id(&format!("{name}/status"));
+    let mut stream = open_stream(conn, id, floor)
+        .await
+        .map_err(|e| format!("requesting the binlog: {e}"))?;
+    let read = async {
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| e.to_string())?;
+            let h = ev.header();
+            match h.event_type_raw() {
+                crate::event::mariadb::GTID => return Ok(Some(h.timestamp())),
+                // A heartbeat: the source has nothing after the floor.
+                t if t == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8 => {
+                    return Ok(None)
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    };
+    let r = tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap_or(Ok(None));
+    let _ = stream.close().await;
+    r
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -947,6 +1070,10 @@ mod tests {
             outstanding: 0,
             stopped: BTreeMap::new(),
             format: Arc::new(Vec::new()),
+            pending_times: BTreeMap::new(),
+            last_read_time: 0,
+            retry_seen: 0,
+            stopped_at: None,
         }
     }
 

@@ -16,7 +16,6 @@ pub struct StreamStatus {
     pub stream: String,
     pub position: String,
     pub applied_at: String,
-    pub lag_seconds: u64,
     pub state: String,
     pub error: Option<String>,
     pub error_gtid: Option<String>,
@@ -29,7 +28,6 @@ impl StreamStatus {
             stream: stream.to_string(),
             position,
             applied_at,
-            lag_seconds: 0,
             state: "ok".into(),
             error: None,
             error_gtid: None,
@@ -46,6 +44,10 @@ pub struct SourceStatus {
     pub source_error: Option<String>,
     /// Source transactions past the floor.
     pub behind: Option<u64>,
+    /// Seconds since the source committed the oldest transaction not yet
+    /// applied (Seconds_Behind_Master's meaning): 0 when caught up, `None`
+    /// when the source cannot be asked.
+    pub lag_seconds: Option<u64>,
     pub skipped: Vec<String>,
     pub streams: Vec<StreamStatus>,
 }
@@ -80,8 +82,7 @@ pub async fn status(
             .map_err(|e| format!("target: {e}"))?;
         let mut floor = GtidPos::default();
         let mut streams: Vec<StreamStatus> = Vec::new();
-        let mut times: Vec<u64> = Vec::new();
-        for (stream, at, domain, server, seq, time, _) in &rows {
+        for (stream, at, domain, server, seq, _, _) in &rows {
             let g = Gtid {
                 domain: *domain,
                 server: *server,
@@ -96,10 +97,7 @@ pub async fn status(
                     x.position.push(',');
                     x.position.push_str(&g.to_string());
                 }
-                _ => {
-                    streams.push(StreamStatus::new(stream, g.to_string(), at.clone()));
-                    times.push(*time);
-                }
+                _ => streams.push(StreamStatus::new(stream, g.to_string(), at.clone())),
             }
         }
         let (source_position, source_error) = match source_pos(st).await {
@@ -107,11 +105,14 @@ pub async fn status(
             Err(e) => (None, Some(e)),
         };
         let behind = source_position.as_ref().map(|p| floor.behind(p));
-        for (x, time) in streams.iter_mut().zip(times) {
-            if behind.unwrap_or(1) > 0 && time > 0 {
-                x.lag_seconds = now.saturating_sub(time);
-            }
-        }
+        let lag_seconds = match behind {
+            Some(0) => Some(0),
+            Some(_) => crate::source::first_after(st, &s.name, &floor)
+                .await
+                .ok()
+                .map(|t| t.map_or(0, |t| now.saturating_sub(u64::from(t)))),
+            None => None,
+        };
         for (stream, gtid, error, statement) in errors {
             let idx = match streams.iter().position(|x| x.stream == stream) {
                 Some(i) => i,
@@ -132,6 +133,7 @@ pub async fn status(
             source_position: source_position.map(|p| p.to_string()),
             source_error,
             behind,
+            lag_seconds,
             skipped,
             streams,
         });
@@ -149,6 +151,21 @@ async fn source_pos(t: &Target) -> Result<GtidPos, String> {
         .await
         .map_err(|e| e.to_string())?;
     GtidPos::parse(&p.unwrap_or_default())
+}
+
+/// Asks a running replicate (and the next start) to try the stopped
+/// transactions of `source` (of `stream` only, when given) again.
+pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, String> {
+    let mut t = target
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    position::ensure(&mut t)
+        .await
+        .map_err(|e| format!("target: {e}"))?;
+    position::record_retry(&mut t, source, stream)
+        .await
+        .map_err(|e| format!("target: {e}"))
 }
 
 /// Records that `gtid` of `source` is to be passed over (a running

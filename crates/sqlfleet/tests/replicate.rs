@@ -381,3 +381,139 @@ fn passwords_come_from_files_or_sandboxes_never_argv_or_output() {
         .expect("run");
     assert_setup_error(&o, "password_file /nonexistent/source.pw");
 }
+
+/// A stream stops on a table the target lacks: progress and status say
+/// STOPPED with the reason; the cause is fixed on the target, `replicate
+/// retry` asks the running process to try again, and the stream catches
+/// up exactly.
+#[test]
+fn a_stopped_stream_is_said_loudly_and_retry_resumes_it_exactly() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Made before the replicator starts from the current position: the
+    // target never sees the CREATE.
+    rt.block_on(exec(
+        s,
+        "DROP DATABASE IF EXISTS rt_a; CREATE DATABASE rt_a; \
+         CREATE TABLE rt_a.t (id INT PRIMARY KEY, v VARCHAR(10)) ENGINE=InnoDB",
+    ));
+    rt.block_on(exec(t, "DROP DATABASE IF EXISTS rt_a"));
+    let start = gtid_pos(&rt, s);
+    let c = config(
+        dir.path(),
+        "retry",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"rt\"\ndsn = \"{}\"\ninclude = [\"rt_*\"]\nstart = \"gtid:{start}\"\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    let log = dir.path().join("progress.log");
+    let mut child = sqlfleet()
+        .args(["replicate", "--progress", "always", "--config"])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("spawn replicate");
+    rt.block_on(exec(s, "INSERT INTO rt_a.t VALUES (1, 'a'), (2, 'b')"));
+    let status = |json: bool| {
+        let mut cmd = sqlfleet();
+        cmd.args(["replicate", "status", "--config"]).arg(&c);
+        if json {
+            cmd.arg("--json");
+        }
+        cmd.stdin(Stdio::null()).output().expect("status")
+    };
+    let t0 = std::time::Instant::now();
+    loop {
+        let o = status(true);
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+        let stopped = v[0]["streams"].as_array().is_some_and(|a| {
+            a.iter()
+                .any(|x| x["stream"] == "rt_a" && x["state"] == "stopped")
+        });
+        if stopped {
+            assert_eq!(o.status.code(), Some(2), "a stopped stream: exit 2");
+            assert!(v[0]["lag_seconds"].is_u64(), "{v}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "never stopped: {v}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let text = stdout(&status(false));
+    assert!(
+        text.contains("rt_a") && text.contains("STOPPED") && text.contains("1146"),
+        "{text}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    // The progress line says it too, with the way on.
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("STOPPED 1 of 1 streams: rt_a at")
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("replicate retry --source rt"));
+
+    // Fix the cause on the target, then retry.
+    rt.block_on(exec(
+        t,
+        "CREATE DATABASE rt_a; CREATE TABLE rt_a.t (id INT PRIMARY KEY, v VARCHAR(10)) ENGINE=InnoDB",
+    ));
+    rt.block_on(exec(s, "INSERT INTO rt_a.t VALUES (3, 'c')"));
+    let o = sqlfleet()
+        .args(["replicate", "retry", "--source", "rt", "--config"])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .output()
+        .expect("retry");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let t0 = std::time::Instant::now();
+    loop {
+        let rows: Vec<(i64, String)> = rt.block_on(async {
+            let mut conn = t.connect().await;
+            conn.query("SELECT id, v FROM rt_a.t ORDER BY id")
+                .await
+                .unwrap_or_default()
+        });
+        if rows.len() == 3 {
+            assert_eq!(
+                rows,
+                vec![(1, "a".into()), (2, "b".into()), (3, "c".into())],
+                "exactly the source's rows, once"
+            );
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "not caught up after retry: {rows:?}\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // The floor follows within a tick: then nothing is behind, lag 0.
+    let t0 = std::time::Instant::now();
+    loop {
+        let o = status(false);
+        if o.status.code() == Some(0) && stdout(&o).contains("behind 0, lag 0s") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(10), "{}", stdout(&o));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}

@@ -73,6 +73,20 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Try a source's stopped transactions again, after their cause was
+    /// fixed on the target: a running replicate does within a second (the
+    /// next start does anyway). Exit codes: 0 requested, 1 error
+    Retry {
+        /// The config file replicate runs with
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// The source's name in the config
+        #[arg(long)]
+        source: String,
+        /// Only when this stream (target database) is one of those stopped
+        #[arg(long, value_name = "DB")]
+        stream: Option<String>,
+    },
     /// Pass over one transaction of a source, recorded on the target
     /// (sqlfleet.replicate_skip). Exit codes: 0 recorded, 1 error
     Skip {
@@ -153,14 +167,39 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             println!("recorded: source '{source}' passes over {g}");
             Ok(Exit::Ok)
         }
+        Some(Action::Retry {
+            config,
+            source,
+            stream,
+        }) => {
+            let (cfg, target, _) = load(&config)?;
+            if !cfg.sources.iter().any(|s| s.name == source) {
+                return Err(anyhow!(
+                    "no source named '{source}' in {}",
+                    config.display()
+                ));
+            }
+            let id = sqlfleet_replicate::status::retry(
+                &target,
+                &source,
+                stream.as_deref().unwrap_or(""),
+            )
+            .await
+            .map_err(|e| anyhow!(e))?;
+            println!(
+                "requested (#{id}): source '{source}' tries its stopped {} again (a running replicate within a second; otherwise at its next start); see `replicate status`",
+                stream.map_or("streams".to_string(), |s| format!("stream {s}"))
+            );
+            Ok(Exit::Ok)
+        }
         None => replicate(a.run).await,
     }
 }
 
 async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
-    let path = a
-        .config
-        .ok_or_else(|| anyhow!("replicate needs --config FILE (or a subcommand: status, skip)"))?;
+    let path = a.config.ok_or_else(|| {
+        anyhow!("replicate needs --config FILE (or a subcommand: status, retry, skip)")
+    })?;
     let (cfg, target, sources) = load(&path)?;
     let stop_rx = crate::shutdown::on_interrupt(
         "replicate",
@@ -205,23 +244,15 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
         m.abort();
     }
     let summary = r?;
+    let text = sqlfleet_replicate::report::summary_text(&summary);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
+        // A stopped stream is said on standard error too.
+        for l in text.lines().filter(|l| l.contains("STOPPED")) {
+            eprintln!("{l}");
+        }
     } else {
-        eprintln!(
-            "replicate: applied {} transactions from {} in {:.1}s ({:.0}/s); {} stopped; floors: {}",
-            summary.applied,
-            sqlfleet_conn::text::count(summary.sources.len() as u64, "source"),
-            summary.elapsed_seconds,
-            summary.transactions_per_second,
-            sqlfleet_conn::text::count(summary.stopped_streams as u64, "stream"),
-            summary
-                .sources
-                .iter()
-                .map(|s| format!("{} {}", s.name, s.floor))
-                .collect::<Vec<_>>()
-                .join("; ")
-        );
+        eprint!("{text}");
     }
     Ok(if summary.stopped_streams > 0 {
         Exit::Partial
@@ -231,26 +262,11 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
 }
 
 fn line(views: &[Arc<Mutex<SourceView>>]) -> String {
-    views
+    let now: Vec<SourceView> = views
         .iter()
         .filter_map(|v| v.lock().ok().map(|g| g.clone()))
-        .map(|v| {
-            let stopped = v.streams.values().filter(|s| s.error.is_some()).count();
-            format!(
-                "{} {} applied={} behind={}{}",
-                v.name,
-                v.state,
-                v.applied,
-                v.behind(),
-                if stopped > 0 {
-                    format!(" STOPPED={stopped}")
-                } else {
-                    String::new()
-                }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(" | ")
+        .collect();
+    sqlfleet_replicate::report::progress_line(&now)
 }
 
 async fn status(path: &std::path::Path, json: bool) -> anyhow::Result<Exit> {
@@ -264,35 +280,7 @@ async fn status(path: &std::path::Path, json: bool) -> anyhow::Result<Exit> {
     if json {
         println!("{}", serde_json::to_string_pretty(&st)?);
     } else {
-        for s in &st {
-            println!(
-                "source {}: floor {} source {} behind {}{}",
-                s.source,
-                if s.floor.is_empty() { "-" } else { &s.floor },
-                s.source_position.as_deref().unwrap_or("?"),
-                s.behind.map_or("?".into(), |b| b.to_string()),
-                s.source_error
-                    .as_ref()
-                    .map(|e| format!(" (unreachable: {e})"))
-                    .unwrap_or_default()
-            );
-            for x in &s.streams {
-                println!(
-                    "  {:<24} {:<8} {:<20} lag {}s{}",
-                    x.stream,
-                    x.state,
-                    x.position,
-                    x.lag_seconds,
-                    match (&x.error_gtid, &x.error) {
-                        (Some(g), Some(e)) => format!(
-                            "  at {g}: {e}; statement: {}",
-                            x.statement.as_deref().unwrap_or("")
-                        ),
-                        _ => String::new(),
-                    }
-                );
-            }
-        }
+        print!("{}", sqlfleet_replicate::report::status_text(&st));
     }
     Ok(if bad { Exit::Partial } else { Exit::Ok })
 }

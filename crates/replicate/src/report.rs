@@ -1,0 +1,270 @@
+//! What replicate says to people: the progress line, the run's summary
+//! and `status` — each a text rendering of the values `--json` prints
+//! ([`SourceView`], [`Summary`], [`SourceStatus`]), so the two never
+//! disagree. A stopped stream is said loudly, with its first reason and
+//! the way on; lag is Seconds_Behind_Master's: 0 when caught up.
+
+use crate::run::Summary;
+use crate::source::SourceView;
+use crate::status::SourceStatus;
+
+/// At most `n` characters of a message, on one line.
+fn short(s: &str, n: usize) -> String {
+    let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() <= n {
+        one
+    } else {
+        format!("{}...", one.chars().take(n).collect::<String>())
+    }
+}
+
+/// One line for all sources, every few seconds.
+pub fn progress_line(views: &[SourceView]) -> String {
+    views
+        .iter()
+        .map(|v| {
+            let mut stopped: Vec<(&String, &crate::source::StreamView)> =
+                v.streams.iter().filter(|(_, s)| s.error.is_some()).collect();
+            stopped.sort_by(|a, b| a.1.error_gtid.cmp(&b.1.error_gtid));
+            let lag = v
+                .lag_seconds
+                .map_or("?".to_string(), |l| format!("{l}s"));
+            let head = format!(
+                "{}: {}, applied {}, behind {}, lag {lag}",
+                v.name,
+                v.state,
+                v.applied,
+                v.behind()
+            );
+            match stopped.first() {
+                None => head,
+                Some((stream, s)) => format!(
+                    "{head}, STOPPED {} of {} streams: {stream} at {}: {} (fix it, then `replicate retry --source {}`)",
+                    stopped.len(),
+                    v.streams.len(),
+                    s.error_gtid.as_deref().unwrap_or("?"),
+                    short(s.error.as_deref().unwrap_or(""), 100),
+                    v.name
+                ),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// The end of a run: totals, then every stopped stream on a line of its own.
+pub fn summary_text(s: &Summary) -> String {
+    let mut out =
+        format!(
+        "replicate: applied {} transactions from {} in {:.1}s ({:.0}/s); {} stopped; floors: {}\n",
+        s.applied,
+        sqlfleet_conn::text::count(s.sources.len() as u64, "source"),
+        s.elapsed_seconds,
+        s.transactions_per_second,
+        sqlfleet_conn::text::count(s.stopped_streams as u64, "stream"),
+        s.sources
+            .iter()
+            .map(|v| format!("{} {}", v.name, if v.floor.is_empty() { "-" } else { &v.floor }))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    for v in &s.sources {
+        for (stream, x) in v.streams.iter().filter(|(_, x)| x.error.is_some()) {
+            out.push_str(&format!(
+                "replicate: STOPPED: source {} stream {} at {}: {}; statement: {} (fix it, then `replicate retry --source {}`, or `replicate skip`)\n",
+                v.name,
+                stream,
+                x.error_gtid.as_deref().unwrap_or("?"),
+                short(x.error.as_deref().unwrap_or(""), 300),
+                short(x.statement.as_deref().unwrap_or(""), 120),
+                v.name
+            ));
+        }
+        if let Some(e) = v.last_error.as_ref().filter(|_| v.state == "stopped") {
+            out.push_str(&format!(
+                "replicate: source {} ended: {}\n",
+                v.name,
+                short(e, 300)
+            ));
+        }
+    }
+    out
+}
+
+/// `replicate status` as text: per source its floor, the source's
+/// position, how far behind and the lag; per stream its state and
+/// position, the error of a stopped one; the skips recorded.
+pub fn status_text(st: &[SourceStatus]) -> String {
+    let mut out = String::new();
+    for s in st {
+        out.push_str(&format!(
+            "source {}: floor {}, source at {}, behind {}, lag {}{}\n",
+            s.source,
+            if s.floor.is_empty() { "-" } else { &s.floor },
+            s.source_position.as_deref().unwrap_or("?"),
+            s.behind.map_or("?".into(), |b| b.to_string()),
+            s.lag_seconds.map_or("?".into(), |l| format!("{l}s")),
+            s.source_error
+                .as_ref()
+                .map(|e| format!(" (unreachable: {})", short(e, 200)))
+                .unwrap_or_default()
+        ));
+        for x in &s.streams {
+            let state = if x.state == "ok" {
+                "ok".to_string()
+            } else {
+                x.state.to_uppercase()
+            };
+            out.push_str(&format!(
+                "  {:<24} {:<8} {}{}\n",
+                x.stream,
+                state,
+                if x.position.is_empty() {
+                    "-"
+                } else {
+                    &x.position
+                },
+                match (&x.error_gtid, &x.error) {
+                    (Some(g), Some(e)) => format!(
+                        "  at {g}: {}; statement: {}",
+                        short(e, 300),
+                        short(x.statement.as_deref().unwrap_or(""), 120)
+                    ),
+                    _ => String::new(),
+                }
+            ));
+        }
+        for g in &s.skipped {
+            out.push_str(&format!("  skipped {g} (replicate skip)\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::StreamView;
+    use crate::status::StreamStatus;
+
+    fn view(name: &str, stopped: bool, lag: Option<u64>) -> SourceView {
+        let mut v = SourceView {
+            name: name.into(),
+            state: "running".into(),
+            floor: "1-101-5".into(),
+            source_pos: "1-101-7".into(),
+            applied: 5,
+            lag_seconds: lag,
+            ..SourceView::default()
+        };
+        v.streams.insert(
+            "app_eu".into(),
+            StreamView {
+                position: "1-101-5".into(),
+                error: stopped.then(|| "ERROR 1146: Table 'app_eu.orders' doesn't exist".into()),
+                error_gtid: stopped.then(|| "1-101-6".into()),
+                statement: stopped.then(|| "INSERT INTO orders VALUES (1)".into()),
+                ..StreamView::default()
+            },
+        );
+        v
+    }
+
+    #[test]
+    fn progress_says_stopped_loudly_with_the_reason_and_the_way_on() {
+        // (stopped, lag, what the line must say, what it must not)
+        type Row<'a> = (bool, Option<u64>, &'a [&'a str], &'a [&'a str]);
+        let rows: &[Row] = &[
+            (
+                false,
+                Some(0),
+                &["eu: running, applied 5, behind 2, lag 0s"],
+                &["STOPPED"],
+            ),
+            (
+                true,
+                Some(12),
+                &[
+                    "lag 12s",
+                    "STOPPED 1 of 1 streams: app_eu at 1-101-6: ERROR 1146",
+                    "replicate retry --source eu",
+                ],
+                &[],
+            ),
+            (false, None, &["lag ?"], &["STOPPED"]),
+        ];
+        for (stopped, lag, has, hasnt) in rows {
+            let line = progress_line(&[view("eu", *stopped, *lag)]);
+            for h in *has {
+                assert!(line.contains(h), "{line} lacks {h}");
+            }
+            for h in *hasnt {
+                assert!(!line.contains(h), "{line} has {h}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_summary_lists_every_stopped_stream() {
+        let s = Summary {
+            elapsed_seconds: 2.0,
+            applied: 5,
+            transactions_per_second: 2.5,
+            stopped_streams: 1,
+            warnings: Vec::new(),
+            sources: vec![view("eu", true, Some(3)), view("us", false, Some(0))],
+        };
+        let text = summary_text(&s);
+        assert!(
+            text.starts_with("replicate: applied 5 transactions from 2 sources"),
+            "{text}"
+        );
+        let stopped: Vec<&str> = text.lines().filter(|l| l.contains("STOPPED")).collect();
+        assert_eq!(stopped.len(), 1, "{text}");
+        assert!(
+            stopped[0].contains("source eu stream app_eu at 1-101-6"),
+            "{text}"
+        );
+        assert!(
+            stopped[0].contains("statement: INSERT INTO orders"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn status_text_renders_what_json_holds() {
+        let st = SourceStatus {
+            source: "eu".into(),
+            floor: "1-101-5".into(),
+            source_position: Some("1-101-7".into()),
+            source_error: None,
+            behind: Some(2),
+            lag_seconds: Some(40),
+            skipped: vec!["1-101-4".into()],
+            streams: vec![StreamStatus {
+                stream: "app_eu".into(),
+                position: "1-101-5".into(),
+                applied_at: String::new(),
+                state: "stopped".into(),
+                error: Some("ERROR 1146: no table".into()),
+                error_gtid: Some("1-101-6".into()),
+                statement: Some("INSERT".into()),
+            }],
+        };
+        let text = status_text(std::slice::from_ref(&st));
+        let json = serde_json::to_value(&st).expect("json");
+        // Every figure of the JSON is in the text.
+        for key in ["floor", "source_position"] {
+            assert!(
+                text.contains(json[key].as_str().expect("str")),
+                "{key}: {text}"
+            );
+        }
+        assert!(text.contains("behind 2, lag 40s"), "{text}");
+        assert!(
+            text.contains("STOPPED") && text.contains("at 1-101-6: ERROR 1146"),
+            "{text}"
+        );
+        assert!(text.contains("skipped 1-101-4"), "{text}");
+    }
+}
