@@ -542,6 +542,42 @@ impl Target {
         }
     }
 
+    /// A `[client]` option file for the stock client programs
+    /// (`mariadb-dump --defaults-file=...`): the endpoint, user, password
+    /// and TLS settings, so no secret goes on a command line. Write it
+    /// with mode 0600.
+    pub fn option_file(&self) -> String {
+        let q = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
+        let mut s = String::from("[client]\n");
+        match &self.endpoint {
+            Endpoint::Tcp { host, port } => {
+                s.push_str(&format!("host={}\nport={port}\nprotocol=tcp\n", q(host)));
+            }
+            Endpoint::Socket(p) => {
+                s.push_str(&format!(
+                    "socket={}\nprotocol=socket\n",
+                    q(&p.display().to_string())
+                ));
+            }
+        }
+        s.push_str(&format!("user={}\n", q(&self.user)));
+        if let Some(p) = self.secret() {
+            s.push_str(&format!("password={}\n", q(p.expose())));
+        }
+        match self.ssl_mode {
+            crate::tls::SslMode::Disabled => s.push_str("skip-ssl\n"),
+            crate::tls::SslMode::Preferred => {}
+            crate::tls::SslMode::Required => s.push_str("ssl\n"),
+            crate::tls::SslMode::VerifyCa | crate::tls::SslMode::VerifyIdentity => {
+                s.push_str("ssl\nssl-verify-server-cert\n");
+            }
+        }
+        if let Some(ca) = &self.ssl_ca {
+            s.push_str(&format!("ssl-ca={}\n", q(&ca.display().to_string())));
+        }
+        s
+    }
+
     /// A target for `host:port` with this one's credentials and TLS settings.
     pub fn with_endpoint(&self, endpoint: Endpoint) -> Target {
         Target {

@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod position;
 pub mod report;
 pub mod run;
+pub mod seed;
 pub mod sequence;
 pub mod source;
 pub mod sqltext;

@@ -280,6 +280,20 @@ pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: 
 /// "current" is decided once, even on a server without GTIDs yet).
 const STARTED: u32 = u32::MAX;
 
+/// Forgets everything recorded for `source` (positions, errors, a started
+/// DDL), so that it starts afresh from what [`write_start`] records next
+/// (`replicate seed --force`).
+pub async fn forget(conn: &mut Conn, source: &str) -> mysql_async::Result<()> {
+    for table in ["replicate_position", "replicate_error", "replicate_ddl"] {
+        conn.exec_drop(
+            format!("DELETE FROM sqlfleet.{table} WHERE source = ?"),
+            (source,),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Records where a source starts, the first time.
 pub async fn write_start(conn: &mut Conn, source: &str, pos: &GtidPos) -> mysql_async::Result<()> {
     let mark = Gtid {

@@ -517,3 +517,123 @@ fn a_stopped_stream_is_said_loudly_and_retry_resumes_it_exactly() {
     }
     let _ = child.wait();
 }
+
+/// `replicate seed` while the source is written: the copy is killed -9
+/// during its load, a rerun resumes it, `replicate` then continues from
+/// the snapshot's GTID, and every database equals the source's. A second
+/// seed is refused (positions exist), as is one onto non-empty databases.
+#[test]
+fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    rt.block_on(async {
+        create_db(s, "sd_a").await;
+        create_db(s, "sd_b").await;
+        tokio::join!(
+            workload(source(), "sd_a", Some("sd_b"), 31, 1500),
+            workload(source(), "sd_b", None, 32, 1500),
+        );
+    });
+    let c = config(
+        dir.path(),
+        "seed",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"sd\"\ndsn = \"{}\"\ninclude = [\"sd_*\"]\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    let writer = std::thread::spawn(|| {
+        runtime().block_on(async {
+            tokio::join!(
+                workload(source(), "sd_a", Some("sd_b"), 33, 1500),
+                workload(source(), "sd_b", None, 34, 1500),
+            )
+        });
+    });
+    let seed = |extra: &[&str]| {
+        let mut cmd = sqlfleet();
+        cmd.args(["replicate", "seed", "--threads", "2", "--dir"])
+            .arg(&work)
+            .arg("--config")
+            .arg(&c)
+            .args(extra)
+            .stdin(Stdio::null());
+        cmd
+    };
+    // Killed once the dump is whole and its load has begun.
+    let mut child = seed(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn seed");
+    let state = work.join("sd.state.json");
+    let t0 = std::time::Instant::now();
+    while !state.exists() && child.try_wait().expect("wait").is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no dump");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let killed = child.try_wait().expect("wait").is_none();
+    if killed {
+        child.kill().expect("kill -9");
+    }
+    child.wait().expect("reap");
+    // The rerun resumes the same dump (same snapshot) and records it.
+    let o = seed(&[]).output().expect("seed");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    if killed {
+        assert!(
+            stderr(&o).contains("is whole") || stdout(&o).contains("seeded"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    assert!(stdout(&o).contains("seeded source 'sd'"), "{}", stdout(&o));
+    // Again: refused, nothing changed.
+    let again = seed(&[]).output().expect("seed");
+    assert_setup_error(&again, "already has replication positions");
+    writer.join().expect("writer");
+    let o = sqlfleet()
+        .args([
+            "replicate",
+            "--until-caught-up",
+            "--json",
+            "--progress",
+            "never",
+            "--config",
+        ])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .output()
+        .expect("replicate");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    rt.block_on(async {
+        for db in ["sd_a", "sd_b"] {
+            assert_eq!(
+                s.fingerprint(db).await,
+                t.fingerprint(db).await,
+                "{db}: the seeded and replicated copy differs from the source"
+            );
+        }
+    });
+    // Another source name onto the same, now full, databases: refused.
+    let other = config(
+        dir.path(),
+        "other",
+        &std::fs::read_to_string(&c)
+            .expect("config")
+            .replace("name = \"sd\"", "name = \"sd2\""),
+    );
+    let o = sqlfleet()
+        .args(["replicate", "seed", "--dir"])
+        .arg(&work)
+        .arg("--config")
+        .arg(&other)
+        .stdin(Stdio::null())
+        .output()
+        .expect("seed");
+    assert_setup_error(&o, "already hold tables");
+}

@@ -350,3 +350,24 @@ fn sqlfleet_sandbox_points_at_the_sandbox_and_origins_are_reported() {
         Origin::Environment
     );
 }
+
+#[test]
+fn an_option_file_written_for_a_target_reads_back_as_that_target() {
+    let f = fixture();
+    let mut t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
+    t.endpoint = tcp("db.example.com", 3310);
+    t.user = "repl".into();
+    t.password = Some(PasswordSpec::Given(Secret::new(r#"p"w\d #;x"#)));
+    let cnf = f.write("written.cnf", &t.option_file());
+    let back = resolve(
+        &ConnArgs {
+            defaults_file: Some(cnf),
+            ..ConnArgs::default()
+        },
+        &f.env,
+    )
+    .expect("resolves");
+    assert_eq!(back.endpoint, t.endpoint);
+    assert_eq!(back.user, "repl");
+    assert_eq!(pw(&back), Some(r#"p"w\d #;x"#));
+}

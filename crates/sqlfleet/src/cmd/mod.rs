@@ -7,5 +7,6 @@ pub mod man;
 pub mod query;
 pub mod relay;
 pub mod replicate;
+pub mod replicate_seed;
 pub mod sandbox;
 pub mod watch;

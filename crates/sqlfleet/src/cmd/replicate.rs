@@ -73,6 +73,28 @@ enum Action {
         #[arg(long)]
         json: bool,
     },
+    /// Copy each source's included databases to the target (renamed, from
+    /// one consistent snapshot per source), then record that snapshot's
+    /// GTID as where replication starts. Resumable: run it again after an
+    /// interruption. Exit codes: 0 seeded, 1 error (nothing recorded)
+    Seed {
+        /// The config file replicate runs with
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Only this source (default: every source)
+        #[arg(long)]
+        source: Option<String>,
+        /// Where the dump files go (kept until the seed is recorded)
+        #[arg(long, value_name = "DIR", default_value = "sqlfleet-seed")]
+        dir: PathBuf,
+        /// Target connections loading each dump
+        #[arg(long, default_value_t = 4)]
+        threads: usize,
+        /// Seed although target databases have tables, or the source
+        /// already replicates (its positions are replaced by the snapshot's)
+        #[arg(long)]
+        force: bool,
+    },
     /// Try a source's stopped transactions again, after their cause was
     /// fixed on the target: a running replicate does within a second (the
     /// next start does anyway). Exit codes: 0 requested, 1 error
@@ -165,6 +187,31 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
                 .await
                 .map_err(|e| anyhow!(e))?;
             println!("recorded: source '{source}' passes over {g}");
+            Ok(Exit::Ok)
+        }
+        Some(Action::Seed {
+            config,
+            source,
+            dir,
+            threads,
+            force,
+        }) => {
+            let (cfg, target, sources) = load(&config)?;
+            if let Some(name) = &source {
+                anyhow::ensure!(
+                    cfg.sources.iter().any(|s| &s.name == name),
+                    "no source named '{name}' in {}",
+                    config.display()
+                );
+            }
+            for (s, src) in cfg.sources.iter().zip(&sources) {
+                if source.as_ref().is_some_and(|n| *n != s.name) {
+                    continue;
+                }
+                crate::cmd::replicate_seed::seed_one(s, src, &target, &dir, threads.max(1), force)
+                    .await
+                    .with_context(|| format!("seeding source '{}'", s.name))?;
+            }
             Ok(Exit::Ok)
         }
         Some(Action::Retry {

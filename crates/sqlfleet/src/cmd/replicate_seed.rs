@@ -1,0 +1,204 @@
+//! `sqlfleet replicate seed`: wires `mariadb-dump` (the snapshot and its
+//! GTID), the replicate crate's renaming copy of the dump and its position
+//! record, and the loader. What each step decides lives in
+//! `sqlfleet_replicate::seed`.
+
+use std::path::Path;
+
+use anyhow::{anyhow, Context};
+use sqlfleet_conn::Target;
+use sqlfleet_replicate::config::Source;
+use sqlfleet_replicate::gtid::GtidPos;
+use sqlfleet_replicate::seed::{self, State, Step, Work};
+
+/// Copies one source to the target and records where it starts.
+pub async fn seed_one(
+    s: &Source,
+    source: &Target,
+    target: &Target,
+    dir: &Path,
+    threads: usize,
+    force: bool,
+) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
+    set_mode(dir, 0o700)?;
+    if seed::started(target, &s.name)
+        .await
+        .map_err(|e| anyhow!(e))?
+        && !force
+    {
+        return Err(anyhow!(
+            "source '{}' already has replication positions on the target (it replicates, or was seeded); --force seeds it again and replaces them",
+            s.name
+        ));
+    }
+    let work = Work::new(dir, &s.name);
+    let state = work.read_state();
+    let (gtid, fresh) = match seed::next_step(&state, work.dump.exists()) {
+        Step::Load => {
+            eprintln!(
+                "seed {}: the dump in {} is whole (snapshot at {}): loading it, resuming what was loaded",
+                s.name,
+                work.dump.display(),
+                state.gtid
+            );
+            (GtidPos::parse(&state.gtid).map_err(|e| anyhow!(e))?, false)
+        }
+        Step::Dump => (dump(s, source, target, &work, force).await?, true),
+    };
+    let opts = sqlfleet_load::LoadOptions {
+        target: target.with_database(None),
+        path: work.dump.clone(),
+        threads,
+        resume: !fresh,
+        restart: fresh,
+        continue_on_error: false,
+        quarantine: None,
+        defer_indexes: false,
+        progress: sqlfleet_load::progress::Mode::Auto,
+        database: None,
+        batch_bytes: 4 << 20,
+        load_id: None,
+        fast_path: true,
+        read_ahead: 256 << 20,
+        serial: false,
+        comments: false,
+        interrupt: Some(crate::shutdown::on_interrupt(
+            "replicate seed",
+            "finishing the statements in flight and journaling them (run seed again to go on)",
+        )),
+    };
+    let summary = sqlfleet_load::load(opts)
+        .await
+        .map_err(|e| anyhow!("loading {}: {e}", work.dump.display()))?;
+    anyhow::ensure!(
+        summary.complete && summary.errors == 0,
+        "loading {}: not complete; run seed again to go on",
+        work.dump.display()
+    );
+    seed::record(target, &s.name, &gtid, force)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    println!(
+        "seeded source '{}': {} rows into {}, from the snapshot at GTID {gtid}; `replicate` continues from there",
+        s.name,
+        summary.rows,
+        work.read_state().databases.join(", ")
+    );
+    // The copy is recorded: its work files are no longer needed.
+    let _ = std::fs::remove_file(&work.dump);
+    let _ = std::fs::remove_file(&work.state);
+    Ok(())
+}
+
+/// Dumps the source's databases from one snapshot, renames them into the
+/// work file and records the state; returns the snapshot's GTID.
+async fn dump(
+    s: &Source,
+    source: &Target,
+    target: &Target,
+    work: &Work,
+    force: bool,
+) -> anyhow::Result<GtidPos> {
+    let dbs = seed::source_databases(source, &s.dbs)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    anyhow::ensure!(
+        !dbs.is_empty(),
+        "the source has no database this source's include/exclude take"
+    );
+    let targets: Vec<String> = dbs
+        .iter()
+        .filter_map(|d| s.dbs.map(d).map(str::to_string))
+        .collect();
+    let full = seed::non_empty(target, &targets)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    anyhow::ensure!(
+        full.is_empty() || force,
+        "target database{} {} already hold tables; a seed would overwrite them (--force to do it anyway)",
+        if full.len() == 1 { "" } else { "s" },
+        full.join(", ")
+    );
+    // The password goes to the dump program in a private option file.
+    let cnf = work.dump.with_extension("cnf");
+    write_private(&cnf, source.option_file().as_bytes())?;
+    eprintln!(
+        "seed {}: dumping {} from one snapshot ({})",
+        s.name,
+        dbs.join(", "),
+        sqlfleet_conn::text::count(dbs.len() as u64, "database")
+    );
+    let raw = std::fs::File::create(&work.raw).with_context(|| work.raw.display().to_string())?;
+    let out = tokio::process::Command::new("mariadb-dump")
+        .arg(format!("--defaults-file={}", cnf.display()))
+        .args([
+            "--single-transaction",
+            "--gtid",
+            "--master-data=2",
+            "--routines",
+            "--hex-blob",
+            "--databases",
+        ])
+        .args(&dbs)
+        .stdout(raw)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .context("running mariadb-dump (Debian's mariadb-client)")?
+        .wait_with_output()
+        .await;
+    let _ = std::fs::remove_file(&cnf);
+    let out = out.context("mariadb-dump")?;
+    anyhow::ensure!(
+        out.status.success(),
+        "mariadb-dump failed: {}",
+        sqlfleet_dump::printable::printable(String::from_utf8_lossy(&out.stderr).trim())
+    );
+    let tail = tail(&work.raw, 64 << 10)?;
+    let gtid = seed::dump_gtid(&tail).ok_or_else(|| {
+        anyhow!("the dump names no GTID position (is the source MariaDB with GTIDs and binary logging on?)")
+    })?;
+    let input = std::fs::File::open(&work.raw).with_context(|| work.raw.display().to_string())?;
+    let output =
+        std::fs::File::create(&work.dump).with_context(|| work.dump.display().to_string())?;
+    set_mode(&work.dump, 0o600)?;
+    let r = seed::rewrite(std::io::BufReader::new(input), output, &s.dbs)
+        .map_err(|e| anyhow!("{}: {e}", work.raw.display()))?;
+    work.write_state(&State {
+        dumped: true,
+        gtid: gtid.to_string(),
+        databases: r.databases,
+    })?;
+    let _ = std::fs::remove_file(&work.raw);
+    Ok(gtid)
+}
+
+fn tail(path: &Path, n: u64) -> anyhow::Result<Vec<u8>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = std::fs::File::open(path).with_context(|| path.display().to_string())?;
+    let len = f.metadata()?.len();
+    f.seek(SeekFrom::Start(len.saturating_sub(n)))?;
+    let mut v = Vec::new();
+    f.read_to_end(&mut v)?;
+    Ok(v)
+}
+
+fn write_private(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| path.display().to_string())?;
+    f.write_all(bytes)?;
+    Ok(())
+}
+
+fn set_mode(path: &Path, mode: u32) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| path.display().to_string())
+}
