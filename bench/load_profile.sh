@@ -42,11 +42,22 @@ ceiling() {
   done
   wait
 }
+# The same rows sent by the client (LOAD DATA LOCAL), as sqlfleet sends
+# them: what the protocol itself costs the server.
+local_ceiling() {
+  for t in $(seq 1 "$TABLES"); do
+    "${SQL[@]}" -D b_local -e "SET unique_checks=0, foreign_key_checks=0; LOAD DATA LOCAL INFILE '$WORK/sbtest$t.tsv' INTO TABLE sbtest$t" &
+  done
+  wait
+}
 for run in $(seq 1 "$RUNS"); do
   echo "== run $run: $TABLES tables x $ROWS rows, $THREADS threads"
   fresh b_ceiling
   for t in $(seq 1 "$TABLES"); do "${SQL[@]}" -D b_ceiling -e "CREATE TABLE sbtest$t LIKE sbsrc.sbtest$t"; done
   measure "LOAD DATA INFILE (ceiling)" bash -c "$(declare -f ceiling); TABLES=$TABLES WORK=$WORK; SQL=(${SQL[*]}); ceiling"
+  fresh b_local
+  for t in $(seq 1 "$TABLES"); do "${SQL[@]}" -D b_local -e "CREATE TABLE sbtest$t LIKE sbsrc.sbtest$t"; done
+  measure "LOAD DATA LOCAL (client)" bash -c "$(declare -f local_ceiling); TABLES=$TABLES WORK=$WORK; SQL=(${SQL[*]}); local_ceiling"
   fresh b_sqlfleet
   measure "sqlfleet load" "$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none "$WORK/dump.sql"
 done
@@ -63,4 +74,4 @@ if command -v perf >/dev/null 2>&1; then
     awk '/%/ && !/^#/' "$WORK/$who.txt" | sed -n 1,30p
   done
 fi
-"${SQL[@]}" -e "DROP DATABASE IF EXISTS b_ceiling; DROP DATABASE IF EXISTS b_sqlfleet; DROP DATABASE IF EXISTS b_perf; DROP DATABASE sbsrc"
+"${SQL[@]}" -e "DROP DATABASE IF EXISTS b_ceiling; DROP DATABASE IF EXISTS b_local; DROP DATABASE IF EXISTS b_sqlfleet; DROP DATABASE IF EXISTS b_perf; DROP DATABASE sbsrc"
