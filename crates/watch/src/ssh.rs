@@ -107,6 +107,37 @@ pub struct SshTarget {
     pub password: Option<sqlfleet_conn::Secret>,
 }
 
+impl SshTarget {
+    /// `[user@]host[:port]` or `[user@][v6]:port` as ssh's destination and `-p`.
+    pub fn parse(dest: &str, options: &[String]) -> SshTarget {
+        let (user, host) = match dest.rsplit_once('@') {
+            Some((u, h)) => (format!("{u}@"), h),
+            None => (String::new(), dest),
+        };
+        let (host, port) = match host.strip_prefix('[').and_then(|h| h.split_once(']')) {
+            // [v6] or [v6]:port
+            Some((v6, rest)) => (
+                v6.to_string(),
+                rest.strip_prefix(':').and_then(|p| p.parse().ok()),
+            ),
+            // host:port (one colon); a bare IPv6 address has several
+            None => match host.split_once(':') {
+                Some((h, p)) if !p.contains(':') => match p.parse::<u16>() {
+                    Ok(p) => (h.to_string(), Some(p)),
+                    Err(_) => (host.to_string(), None),
+                },
+                _ => (host.to_string(), None),
+            },
+        };
+        SshTarget {
+            destination: format!("{user}{host}"),
+            port,
+            options: options.to_vec(),
+            password: None,
+        }
+    }
+}
+
 /// The latest host metrics of one host, shared with the poller.
 #[derive(Debug, Default)]
 pub struct Latest {
@@ -254,6 +285,19 @@ async fn session(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ssh_destinations_with_and_without_ports() {
+        let t = |d: &str| {
+            let s = SshTarget::parse(d, &[]);
+            (s.destination, s.port)
+        };
+        assert_eq!(t("ops@db1"), ("ops@db1".into(), None));
+        assert_eq!(t("ops@db1:2222"), ("ops@db1".into(), Some(2222)));
+        assert_eq!(t("ops@[::1]:22"), ("ops@::1".into(), Some(22)));
+        assert_eq!(t("ops@::1"), ("ops@::1".into(), None));
+        assert_eq!(t("db1"), ("db1".into(), None));
+    }
     use proptest::prelude::*;
 
     fn lines(s: &str) -> Vec<String> {

@@ -10,7 +10,7 @@ use sqlfleet_conn::{ConnArgs, PasswordSpec, Secret};
 use sqlfleet_watch::config::{self, FileConfig};
 use sqlfleet_watch::creds::{self, Entry, Store};
 use sqlfleet_watch::history::{History, HistoryConfig};
-use sqlfleet_watch::monitor::{self, Event, MonitorConfig, State, Watched};
+use sqlfleet_watch::monitor::{self, MonitorConfig, State, Watched};
 use sqlfleet_watch::record;
 use sqlfleet_watch::ssh::SshTarget;
 use sqlfleet_watch::web::{self, metrics::Metrics, Web};
@@ -312,15 +312,7 @@ async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
         "{}: no [notify.webhook] or [notify.smtp] to test",
         config.display()
     );
-    let now = monitor::now_unix();
-    let m = sqlfleet_watch::notify::message(vec![sqlfleet_watch::rules::IncidentEvent {
-        phase: sqlfleet_watch::rules::Phase::Opened,
-        server: "test-alert".into(),
-        rule: "test",
-        detail: "a test message from sqlfleet watch test-alert; nothing is wrong".into(),
-        opened_at: now,
-        resolved_at: None,
-    }]);
+    let m = sqlfleet_watch::notify::test_message(monitor::now_unix());
     let d = sqlfleet_watch::notify::send(&file.notify, &m).await;
     for x in &d {
         println!(
@@ -338,35 +330,6 @@ async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
     } else {
         Exit::Partial
     })
-}
-
-/// `[user@]host[:port]` or `[user@][v6]:port` as ssh's destination and `-p`.
-fn ssh_target(dest: &str, options: &[String]) -> SshTarget {
-    let (user, host) = match dest.rsplit_once('@') {
-        Some((u, h)) => (format!("{u}@"), h),
-        None => (String::new(), dest),
-    };
-    let (host, port) = match host.strip_prefix('[').and_then(|h| h.split_once(']')) {
-        // [v6] or [v6]:port
-        Some((v6, rest)) => (
-            v6.to_string(),
-            rest.strip_prefix(':').and_then(|p| p.parse().ok()),
-        ),
-        // host:port (one colon); a bare IPv6 address has several
-        None => match host.split_once(':') {
-            Some((h, p)) if !p.contains(':') => match p.parse::<u16>() {
-                Ok(p) => (h.to_string(), Some(p)),
-                Err(_) => (host.to_string(), None),
-            },
-            _ => (host.to_string(), None),
-        },
-    };
-    SshTarget {
-        destination: format!("{user}{host}"),
-        port,
-        options: options.to_vec(),
-        password: None,
-    }
 }
 
 pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
@@ -418,7 +381,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
                 .map(|d| SshTarget {
                     // The store's SSH password, when it has one for this server.
                     password: entry.and_then(|e| e.ssh_password.clone()).map(Secret::new),
-                    ..ssh_target(&d, &file.ssh.options)
+                    ..SshTarget::parse(&d, &file.ssh.options)
                 });
             Watched {
                 host: h.clone(),
@@ -560,69 +523,12 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
                     _ = &mut stop => return Ok(Exit::Ok),
                     e = events.recv() => {
                         let Some(e) = e else { return Ok(Exit::Ok) };
-                        let line = if a.json { serde_json::to_string(&e)? } else { text_line(&e) };
+                        let line = if a.json { serde_json::to_string(&e)? } else { sqlfleet_watch::ui::event_line(&e) };
                         writeln!(out, "{line}")?;
                         out.flush()?;
                     }
                 }
             }
         }
-    }
-}
-
-fn text_line(e: &Event) -> String {
-    match e {
-        Event::State {
-            server,
-            from,
-            to,
-            reason,
-            ..
-        } => format!(
-            "state {server}: {} -> {}{}",
-            from.name(),
-            to.name(),
-            if reason.is_empty() {
-                String::new()
-            } else {
-                format!(" ({reason})")
-            }
-        ),
-        Event::Incident(i) => format!(
-            "incident {} {} {}: {}",
-            match i.phase {
-                sqlfleet_watch::rules::Phase::Opened => "opened",
-                sqlfleet_watch::rules::Phase::Resolved => "resolved",
-            },
-            i.server,
-            i.rule,
-            i.detail
-        ),
-        Event::Notification {
-            subject,
-            deliveries,
-            ..
-        } => format!(
-            "notification \"{subject}\": {}",
-            sqlfleet_watch::notify::outcome(deliveries)
-        ),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::ssh_target;
-
-    #[test]
-    fn ssh_destinations_with_and_without_ports() {
-        let t = |d: &str| {
-            let s = ssh_target(d, &[]);
-            (s.destination, s.port)
-        };
-        assert_eq!(t("ops@db1"), ("ops@db1".into(), None));
-        assert_eq!(t("ops@db1:2222"), ("ops@db1".into(), Some(2222)));
-        assert_eq!(t("ops@[::1]:22"), ("ops@::1".into(), Some(22)));
-        assert_eq!(t("ops@::1"), ("ops@::1".into(), None));
-        assert_eq!(t("db1"), ("db1".into(), None));
     }
 }

@@ -51,6 +51,18 @@ pub fn outcome(deliveries: &[Delivery]) -> String {
         .join(", ")
 }
 
+/// What `watch test-alert` sends: one incident that says it is a test.
+pub fn test_message(now: f64) -> Message {
+    message(vec![IncidentEvent {
+        phase: Phase::Opened,
+        server: "test-alert".into(),
+        rule: "test",
+        detail: "a test message from sqlfleet watch test-alert; nothing is wrong".into(),
+        opened_at: now,
+        resolved_at: None,
+    }])
+}
+
 /// Builds the message for a batch of events.
 pub fn message(events: Vec<IncidentEvent>) -> Message {
     let opened: Vec<&IncidentEvent> = events.iter().filter(|e| e.phase == Phase::Opened).collect();

@@ -4,7 +4,7 @@
 pub mod tui;
 
 use crate::figures::Figures;
-use crate::monitor::{Fleet, Server, State};
+use crate::monitor::{Event, Fleet, Server, State};
 
 pub const COLUMNS: [&str; 16] = [
     "SERVER", "ROLE", "NODE", "STATE", "VERSION", "UPTIME", "CONN", "RUN", "QPS", "SLOW/s",
@@ -162,4 +162,44 @@ pub fn summary(f: &Fleet) -> String {
         sqlfleet_conn::text::count(f.servers.len() as u64, "server"),
         parts.join(", ")
     )
+}
+
+/// One event as a log line (the `--ui none` text output).
+pub fn event_line(e: &Event) -> String {
+    match e {
+        Event::State {
+            server,
+            from,
+            to,
+            reason,
+            ..
+        } => format!(
+            "state {server}: {} -> {}{}",
+            from.name(),
+            to.name(),
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(" ({reason})")
+            }
+        ),
+        Event::Incident(i) => format!(
+            "incident {} {} {}: {}",
+            match i.phase {
+                crate::rules::Phase::Opened => "opened",
+                crate::rules::Phase::Resolved => "resolved",
+            },
+            i.server,
+            i.rule,
+            i.detail
+        ),
+        Event::Notification {
+            subject,
+            deliveries,
+            ..
+        } => format!(
+            "notification \"{subject}\": {}",
+            crate::notify::outcome(deliveries)
+        ),
+    }
 }
