@@ -8,6 +8,7 @@
 
 pub mod addr;
 pub mod args;
+pub mod codes;
 pub mod dial;
 pub mod dsn;
 pub mod home;

@@ -10,15 +10,16 @@ use std::time::Duration;
 /// Attempts per piece of work, the first included.
 pub const MAX_ATTEMPTS: u32 = 6;
 
-/// Server error codes worth retrying the whole piece of work for:
-/// lock wait timeout, deadlock, query interrupted, server shutting down,
-/// the connection lost (as server-range codes some drivers report).
-const RETRY_CODES: &[u16] = &[1205, 1213, 1317, 1927, 1053, 2006, 2013];
+use sqlfleet_conn::codes;
 
 /// Is `e` worth another attempt of the same work?
 pub fn retryable(e: &mysql_async::Error) -> bool {
     match e {
-        mysql_async::Error::Server(s) => RETRY_CODES.contains(&s.code),
+        mysql_async::Error::Server(s) => {
+            codes::TRANSIENT.contains(&s.code)
+                || codes::CONNECTION_LOST.contains(&s.code)
+                || s.code == codes::INTERRUPTED
+        }
         mysql_async::Error::Io(_) => true,
         mysql_async::Error::Driver(d) => matches!(
             d,
@@ -34,7 +35,7 @@ pub fn retryable(e: &mysql_async::Error) -> bool {
 pub fn needs_reconnect(e: &mysql_async::Error) -> bool {
     match e {
         mysql_async::Error::Io(_) | mysql_async::Error::Driver(_) => true,
-        mysql_async::Error::Server(s) => matches!(s.code, 2006 | 2013 | 1927 | 1053),
+        mysql_async::Error::Server(s) => codes::CONNECTION_LOST.contains(&s.code),
         _ => false,
     }
 }
@@ -44,10 +45,11 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(50 << attempt.min(6))
 }
 
-/// Codes that mean "this DDL already ran". Tolerated on `--resume` only
-/// for the one statement the journal shows as started but not recorded
-/// (it may have run just before the interruption).
-pub const ALREADY_DONE: &[u16] = &[1050, 1007, 1359, 1304, 1537, 1061, 1826];
+/// Codes that mean "this DDL already ran" (a creating one: dumps create).
+/// Tolerated on `--resume` only for the one statement the journal shows
+/// as started but not recorded (it may have run just before the
+/// interruption).
+pub const ALREADY_DONE: &[u16] = codes::EXISTS;
 
 #[cfg(test)]
 mod tests {

@@ -24,7 +24,7 @@ use crate::sequence;
 use crate::txn::{Item, Session, Stmt, Txn, VarValue};
 
 /// Deadlock and lock wait timeout: retried, not a stream failure.
-const RETRYABLE: &[u16] = &[1205, 1213];
+const RETRYABLE: &[u16] = sqlfleet_conn::codes::TRANSIENT;
 
 /// The workers' queues, and which worker each stream is on: a stream
 /// stays on the worker it was first given (its order is that queue's), and

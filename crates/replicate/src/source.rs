@@ -682,7 +682,7 @@ impl SourceRunner {
             .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         let r = ctl.items(txn).await;
         match r {
-            Err(ApplyError::Sql { code, .. }) if redo && ALREADY_DONE.contains(&code) => {
+            Err(ApplyError::Sql { code, .. }) if redo && already_done(code) => {
                 if code == ER_TABLE_EXISTS && !created_whole(ctl, txn).await? {
                     // A kill -9 in the middle of a CREATE TABLE (a
                     // partitioned one) can leave a table that "exists" and
@@ -891,11 +891,11 @@ fn half_created_drop(txn: &Txn) -> Vec<String> {
 /// a transaction that was not applied and may touch any database.
 pub const ALL_STREAMS: &str = "*";
 
-/// Errors that mean a re-run DDL had already been applied: database,
-/// table, column, key, trigger, routine and event exists / is gone.
-const ALREADY_DONE: &[u16] = &[
-    1007, 1008, 1050, 1051, 1060, 1061, 1091, 1146, 1304, 1305, 1359, 1360, 1537, 1539, 4092,
-];
+/// Errors that mean a re-run DDL had already been applied: what it
+/// creates exists, or what it drops is gone.
+fn already_done(code: u16) -> bool {
+    sqlfleet_conn::codes::EXISTS.contains(&code) || sqlfleet_conn::codes::GONE.contains(&code)
+}
 
 enum SessionError {
     Refused(String),

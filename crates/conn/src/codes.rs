@@ -1,0 +1,41 @@
+//! MariaDB/MySQL server error codes the commands decide on, named once:
+//! what is worth another attempt, and what says a re-run DDL statement had
+//! already been applied. The loader and the replicator both ask here.
+
+/// Lock wait timeout and deadlock: the transaction rolled back, the
+/// connection is fine; run it again.
+pub const TRANSIENT: &[u16] = &[1205, 1213];
+
+/// The connection or the server went away (also as server-range codes some
+/// drivers report): server shutting down, connection killed, gone, lost.
+pub const CONNECTION_LOST: &[u16] = &[1053, 1927, 2006, 2013];
+
+/// The statement was interrupted (KILL QUERY, max_statement_time); the
+/// connection is still there.
+pub const INTERRUPTED: u16 = 1317;
+
+/// A creating DDL statement that had already run: database (1007), table
+/// (1050), column (1060), key (1061), routine (1304), trigger (1359), event
+/// (1537), foreign key name (1826) exists.
+pub const EXISTS: &[u16] = &[1007, 1050, 1060, 1061, 1304, 1359, 1537, 1826];
+
+/// A dropping DDL statement that had already run: database (1008), table
+/// (1051, 1146), column or key (1091), routine (1305), trigger (1360),
+/// event (1539), sequence (4092) is gone.
+pub const GONE: &[u16] = &[1008, 1051, 1091, 1146, 1305, 1360, 1539, 4092];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sets_do_not_overlap() {
+        for c in EXISTS {
+            assert!(!GONE.contains(c) && !TRANSIENT.contains(c) && !CONNECTION_LOST.contains(c));
+            assert_ne!(*c, INTERRUPTED);
+        }
+        for c in GONE {
+            assert!(!TRANSIENT.contains(c) && !CONNECTION_LOST.contains(c));
+        }
+    }
+}
