@@ -153,9 +153,9 @@ async fn source_pos(t: &Target) -> Result<GtidPos, String> {
     GtidPos::parse(&p.unwrap_or_default())
 }
 
-/// Asks a running replicate (and the next start) to try the stopped
-/// transactions of `source` (of `stream` only, when given) again.
-pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, String> {
+/// A target connection with the replicate tables in place (for the
+/// requests `retry` and `skip` record).
+async fn control(target: &Target) -> Result<mysql_async::Conn, String> {
     let mut t = target
         .connect(Duration::from_secs(10))
         .await
@@ -163,6 +163,13 @@ pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, S
     position::ensure(&mut t)
         .await
         .map_err(|e| format!("target: {e}"))?;
+    Ok(t)
+}
+
+/// Asks a running replicate (and the next start) to try the stopped
+/// transactions of `source` (of `stream` only, when given) again.
+pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, String> {
+    let mut t = control(target).await?;
     position::record_retry(&mut t, source, stream)
         .await
         .map_err(|e| format!("target: {e}"))
@@ -171,13 +178,7 @@ pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, S
 /// Records that `gtid` of `source` is to be passed over (a running
 /// replicate picks it up within a second; the next start otherwise).
 pub async fn skip(target: &Target, source: &str, gtid: &Gtid, reason: &str) -> Result<(), String> {
-    let mut t = target
-        .connect(Duration::from_secs(10))
-        .await
-        .map_err(|e| format!("target: {e}"))?;
-    position::ensure(&mut t)
-        .await
-        .map_err(|e| format!("target: {e}"))?;
+    let mut t = control(target).await?;
     position::record_skip(&mut t, source, gtid, reason)
         .await
         .map_err(|e| format!("target: {e}"))

@@ -166,6 +166,16 @@ fn load(path: &std::path::Path) -> anyhow::Result<(Checked, Target, Vec<Target>)
     Ok((cfg, target, sources))
 }
 
+/// A `--source` must name one of the config's sources.
+fn named(cfg: &Checked, name: &str, config: &std::path::Path) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        cfg.sources.iter().any(|s| s.name == name),
+        "no source named '{name}' in {}",
+        config.display()
+    );
+    Ok(())
+}
+
 pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
     match a.action {
         Some(Action::Status { config, json }) => status(&config, json).await,
@@ -176,12 +186,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             reason,
         }) => {
             let (cfg, target, _) = load(&config)?;
-            if !cfg.sources.iter().any(|s| s.name == source) {
-                return Err(anyhow!(
-                    "no source named '{source}' in {}",
-                    config.display()
-                ));
-            }
+            named(&cfg, &source, &config)?;
             let g: Gtid = gtid.parse().map_err(|e: String| anyhow!(e))?;
             sqlfleet_replicate::status::skip(&target, &source, &g, &reason)
                 .await
@@ -198,11 +203,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
         }) => {
             let (cfg, target, sources) = load(&config)?;
             if let Some(name) = &source {
-                anyhow::ensure!(
-                    cfg.sources.iter().any(|s| &s.name == name),
-                    "no source named '{name}' in {}",
-                    config.display()
-                );
+                named(&cfg, name, &config)?;
             }
             for (s, src) in cfg.sources.iter().zip(&sources) {
                 if source.as_ref().is_some_and(|n| *n != s.name) {
@@ -220,12 +221,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             stream,
         }) => {
             let (cfg, target, _) = load(&config)?;
-            if !cfg.sources.iter().any(|s| s.name == source) {
-                return Err(anyhow!(
-                    "no source named '{source}' in {}",
-                    config.display()
-                ));
-            }
+            named(&cfg, &source, &config)?;
             let id = sqlfleet_replicate::status::retry(
                 &target,
                 &source,
