@@ -549,16 +549,20 @@ impl<R: Read> Splitter<R> {
     /// then ends the input, as in the client.
     fn statement_at_delimiter(&mut self, stmt_end: usize) -> Result<Option<Statement>, SplitError> {
         let text = &self.buf[self.start..stmt_end];
+        // Most statements are INSERTs: look no further than the first word,
+        // without allocating.
         let first = text.iter().position(|b| !b.is_ascii_whitespace());
         let maybe = first.is_some_and(|i| {
-            let word: Vec<u8> = text[i..]
+            let rest = &text[i..];
+            let n = rest
                 .iter()
                 .take(commands::LONGEST_NAME + 1)
                 .take_while(|b| !b.is_ascii_whitespace())
-                .map(u8::to_ascii_lowercase)
-                .collect();
-            word.len() <= commands::LONGEST_NAME
-                && commands::COMMANDS.iter().any(|c| c.name.as_bytes() == word)
+                .count();
+            n <= commands::LONGEST_NAME
+                && commands::COMMANDS
+                    .iter()
+                    .any(|c| c.name.as_bytes().eq_ignore_ascii_case(&rest[..n]))
         });
         if maybe {
             let text = text.to_vec();
