@@ -384,6 +384,19 @@ mod tests {
         assert!(e.contains("line 1"), "{e}");
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_dump_tail_or_statements_read_without_panic(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)
+        ) {
+            let _ = dump_gtid(&bytes);
+            let mut tail = b"-- SET GLOBAL gtid_slave_pos='".to_vec();
+            tail.extend_from_slice(&bytes);
+            let _ = dump_gtid(&tail);
+            let _ = rewrite(&bytes[..], Vec::new(), &DbMap::default());
+        }
+    }
+
     #[test]
     fn steps_on_a_rerun() {
         let whole = State {

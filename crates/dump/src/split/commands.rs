@@ -309,6 +309,16 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_read_without_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            let _ = get_arg(&bytes);
+            let _ = source_arg(&bytes);
+            let _ = by_text(&bytes, b";", Place::Line);
+            let _ = by_text(&bytes, b"", Place::Statement);
+        }
+    }
+
     #[test]
     fn every_short_command_is_known_and_unique() {
         for c in COMMANDS {
