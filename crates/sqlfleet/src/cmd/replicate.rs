@@ -205,13 +205,30 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             if let Some(name) = &source {
                 named(&cfg, name, &config)?;
             }
+            let interrupt = crate::shutdown::on_interrupt(
+                "replicate seed",
+                "finishing the statements in flight and journaling them (run seed again to go on)",
+            );
             for (s, src) in cfg.sources.iter().zip(&sources) {
                 if source.as_ref().is_some_and(|n| *n != s.name) {
                     continue;
                 }
-                crate::cmd::replicate_seed::seed_one(s, src, &target, &dir, threads.max(1), force)
-                    .await
-                    .with_context(|| format!("seeding source '{}'", s.name))?;
+                anyhow::ensure!(
+                    !*interrupt.borrow(),
+                    "interrupted before source '{}'; run seed again to go on",
+                    s.name
+                );
+                crate::cmd::replicate_seed::seed_one(
+                    s,
+                    src,
+                    &target,
+                    &dir,
+                    threads.max(1),
+                    force,
+                    interrupt.clone(),
+                )
+                .await
+                .with_context(|| format!("seeding source '{}'", s.name))?;
             }
             Ok(Exit::Ok)
         }

@@ -19,6 +19,7 @@ pub async fn seed_one(
     dir: &Path,
     threads: usize,
     force: bool,
+    interrupt: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     set_mode(dir, 0o700)?;
@@ -63,10 +64,7 @@ pub async fn seed_one(
         read_ahead: 256 << 20,
         serial: false,
         comments: false,
-        interrupt: Some(crate::shutdown::on_interrupt(
-            "replicate seed",
-            "finishing the statements in flight and journaling them (run seed again to go on)",
-        )),
+        interrupt: Some(interrupt),
     };
     let summary = sqlfleet_load::load(opts)
         .await
