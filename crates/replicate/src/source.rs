@@ -1044,7 +1044,7 @@ pub async fn first_after(
     };
     let r = tokio::time::timeout(Duration::from_secs(10), read)
         .await
-        .unwrap_or(Ok(None));
+        .unwrap_or_else(|_| Err("no transaction read from the source's binlog within 10 s".into()));
     let _ = stream.close().await;
     r
 }

@@ -107,10 +107,13 @@ pub async fn status(
         let behind = source_position.as_ref().map(|p| floor.behind(p));
         let lag_seconds = match behind {
             Some(0) => Some(0),
+            // Unknown ("?") when the source's binlog does not say in time:
+            // never 0 while behind.
             Some(_) => crate::source::first_after(st, &s.name, &floor)
                 .await
                 .ok()
-                .map(|t| t.map_or(0, |t| now.saturating_sub(u64::from(t)))),
+                .flatten()
+                .map(|t| now.saturating_sub(u64::from(t))),
             None => None,
         };
         for (stream, gtid, error, statement) in errors {
