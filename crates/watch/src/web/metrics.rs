@@ -69,6 +69,27 @@ pub fn label_name(key: &str) -> String {
     l
 }
 
+/// (label, tag key) for every distinct tag key, sorted: two keys that make
+/// the same label name (`a-b`, `a_b`) each keep their values, the later
+/// one as `a_b_2`.
+pub fn tag_labels<'a>(keys: impl Iterator<Item = &'a String>) -> Vec<(String, String)> {
+    let mut keys: Vec<&String> = keys.collect();
+    keys.sort();
+    keys.dedup();
+    let mut out: Vec<(String, String)> = Vec::new();
+    for k in keys {
+        let base = label_name(k);
+        let mut l = base.clone();
+        let mut n = 1;
+        while out.iter().any(|(o, _)| *o == l) {
+            n += 1;
+            l = format!("{base}_{n}");
+        }
+        out.push((l, k.clone()));
+    }
+    out
+}
+
 fn gauge(name: &str, help: &str, labels: &[&str]) -> prometheus::Result<GaugeVec> {
     GaugeVec::new(Opts::new(format!("{PREFIX}{name}"), help), labels)
 }
@@ -106,17 +127,7 @@ impl Metrics {
         )?;
         // Per-server series carry the host tags (node=, role=, ...) as
         // labels: the union of every server's keys, "" where one has none.
-        let tag_keys: Vec<(String, String)> = {
-            let mut k: Vec<(String, String)> = fleet
-                .servers
-                .iter()
-                .flat_map(|s| s.tags.keys())
-                .map(|k| (label_name(k), k.clone()))
-                .collect();
-            k.sort();
-            k.dedup_by(|a, b| a.0 == b.0);
-            k
-        };
+        let tag_keys = tag_labels(fleet.servers.iter().flat_map(|s| s.tags.keys()));
         let mut s_: Vec<&str> = vec!["server"];
         s_.extend(tag_keys.iter().map(|(l, _)| l.as_str()));
         let up = int_gauge("up", "1 when the server answered its last check", &s_)?;
@@ -265,5 +276,30 @@ impl Metrics {
         let mut out = Vec::new();
         TextEncoder::new().encode(&r.gather(), &mut out)?;
         String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_keys_become_distinct_label_names() {
+        let keys: Vec<String> = ["role", "a-b", "a_b", "server", "2x", "role"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let got = tag_labels(keys.iter());
+        let want: Vec<(String, String)> = [
+            ("tag_2x", "2x"),
+            ("a_b", "a-b"),
+            ("a_b_2", "a_b"),
+            ("role", "role"),
+            ("tag_server", "server"),
+        ]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+        assert_eq!(got, want);
     }
 }
