@@ -756,13 +756,15 @@ impl SourceRunner {
         let last_read = s.last_read_time;
         set(&self.view, |v| {
             let caught_up = GtidPos::parse(&v.source_pos).is_ok_and(|p| read.behind(&p) == 0);
-            v.lag_seconds = Some(match oldest {
-                Some(t) => now.saturating_sub(u64::from(t)),
-                None if caught_up || last_read == 0 => 0,
+            v.lag_seconds = match oldest {
+                Some(t) => Some(now.saturating_sub(u64::from(t))),
+                None if caught_up => Some(0),
+                // Behind, and nothing read yet: unknown, never 0.
+                None if last_read == 0 => None,
                 // The reader is behind and nothing is in flight: at least
                 // as old as the last transaction read.
-                None => now.saturating_sub(u64::from(last_read)),
-            });
+                None => Some(now.saturating_sub(u64::from(last_read))),
+            };
         });
         if !s.stopped.is_empty() {
             // A `skip` recorded for a stopped stream's transaction
