@@ -267,7 +267,12 @@ impl Applier {
 
     /// Applies one transaction's items (inside the caller's transaction).
     pub async fn items(&mut self, txn: &Txn) -> Result<(), ApplyError> {
-        for item in &txn.items {
+        self.items_from(txn, 0).await
+    }
+
+    /// Applies one transaction's items from the `skip`th on.
+    pub async fn items_from(&mut self, txn: &Txn, skip: usize) -> Result<(), ApplyError> {
+        for item in txn.items.iter().skip(skip) {
             match item {
                 Item::Rows(rows) => {
                     for chunk in rows_chunks(&rows.bytes, CHUNK) {

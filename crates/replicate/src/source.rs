@@ -473,7 +473,8 @@ impl SourceRunner {
         // A barrier (DDL, several databases) waits for everything before
         // it first — and only then knows whether one of its streams
         // stopped there, which must stop it too.
-        let barrier = txn.standalone || streams.len() > 1;
+        let creates = !txn.standalone && created(&txn).is_some();
+        let barrier = txn.standalone || creates || streams.len() > 1;
         if barrier {
             while s.outstanding > 0 {
                 match rx.recv().await {
@@ -540,6 +541,8 @@ impl SourceRunner {
                     .ddl
                     .fetch_add(1, std::sync::atomic::Ordering::Release);
                 r
+            } else if creates {
+                self.apply_created(s, ctl, &txn).await
             } else {
                 self.apply_multi(ctl, &txn).await
             };
@@ -681,6 +684,15 @@ impl SourceRunner {
             .await
             .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
         let r = ctl.items(txn).await;
+        if let Err(ApplyError::Sql { code, .. }) = &r {
+            if !(redo && already_done(*code)) {
+                // The server refused it: it did not happen, and a retry
+                // must meet the same refusal — never take it for a re-run
+                // after a crash ("exists" is not "done" then).
+                clear_mark(s, ctl, name).await;
+                return r;
+            }
+        }
         match r {
             Err(ApplyError::Sql { code, .. }) if redo && already_done(code) => {
                 if code == ER_TABLE_EXISTS && !created_whole(ctl, txn).await? {
@@ -722,6 +734,69 @@ impl SourceRunner {
         ctl.begin().await?;
         ctl.commit_with_positions(&streams, &[position::clear_ddl_sql(name)])
             .await?;
+        s.stored.ddl = None;
+        Ok(())
+    }
+
+    /// A group that opens with a `CREATE TABLE` and carries the rows that
+    /// fill it (`CREATE TABLE ... SELECT` logged in row format). The CREATE
+    /// commits on its own on the target, so it is marked as started, as
+    /// DDL is; the rows then commit with the positions and the mark's
+    /// removal. A re-run after a crash between the two finds the table as
+    /// the CREATE alone left it — empty, the rows went with the rolled-back
+    /// transaction — and applies the rows; a table that is not empty is
+    /// not ours to fill, and stops the stream.
+    async fn apply_created(
+        &self,
+        s: &mut Session,
+        ctl: &mut Applier,
+        txn: &Txn,
+    ) -> Result<(), ApplyError> {
+        let name = self.cfg.name.as_str();
+        let Some(Item::Stmt(create)) = txn.items.first() else {
+            return self.apply_multi(ctl, txn).await;
+        };
+        let redo = s.stored.ddl == Some(txn.gtid);
+        position::mark_ddl(&mut ctl.conn, name, &txn.gtid, &txn.first)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+        match ctl.statement(create).await {
+            Ok(()) => {}
+            Err(ApplyError::Sql { code, .. }) if redo && code == ER_TABLE_EXISTS => {
+                if !created_empty(ctl, txn).await? {
+                    clear_mark(s, ctl, name).await;
+                    return Err(ApplyError::Sql {
+                        code,
+                        error: format!(
+                            "re-run after a crash: {} exists and holds rows, so it is not the empty table this transaction's CREATE left; compare it with the source, then `replicate skip` or drop it and `replicate retry`",
+                            created(txn).unwrap_or_default()
+                        ),
+                        statement: txn.first.clone(),
+                    });
+                }
+                tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found the table created and empty; applying its rows: {}", txn.first);
+            }
+            Err(e @ ApplyError::Sql { .. }) => {
+                clear_mark(s, ctl, name).await;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        }
+        let streams: Vec<(&str, &str, &Txn)> =
+            txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
+        let r = async {
+            ctl.begin().await?;
+            ctl.items_from(txn, 1).await?;
+            ctl.commit_with_positions(&streams, &[position::clear_ddl_sql(name)])
+                .await
+        }
+        .await;
+        if let Err(ApplyError::Sql { .. }) = &r {
+            // The table stays, created and empty, and so does the mark: a
+            // retry once the cause is fixed fills it.
+            let _ = ctl.conn.query_drop("ROLLBACK").await;
+        }
+        r?;
         s.stored.ddl = None;
         Ok(())
     }
@@ -879,6 +954,36 @@ async fn created_whole(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError>
         Ok(()) => Ok(true),
         Err(mysql_async::Error::Server(_)) => Ok(false),
         Err(e) => Err(ApplyError::from_driver(e, &q)),
+    }
+}
+
+/// Whether the table a re-run `CREATE` found existing holds no row.
+async fn created_empty(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError> {
+    let Some(q) = created(txn) else {
+        return Ok(false);
+    };
+    let sql = format!("SELECT 1 FROM {q} LIMIT 1");
+    let row: Option<i64> = ctl
+        .conn
+        .query_first(sql.as_str())
+        .await
+        .map_err(|e| ApplyError::from_driver(e, &sql))?;
+    Ok(row.is_none())
+}
+
+/// Removes the source's started-statement mark after the server refused
+/// the statement: it did not happen. Best effort — a mark left behind
+/// only costs the re-run check its certainty, which the caller's stop
+/// already reports.
+async fn clear_mark(s: &mut Session, ctl: &mut Applier, name: &str) {
+    let _ = ctl.conn.query_drop("ROLLBACK").await;
+    if ctl
+        .conn
+        .query_drop(position::clear_ddl_sql(name))
+        .await
+        .is_ok()
+    {
+        s.stored.ddl = None;
     }
 }
 

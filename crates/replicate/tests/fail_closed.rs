@@ -346,3 +346,108 @@ async fn a_database_created_under_a_rename_target_stops_instead_of_mixing() {
     let _ = tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(60), task).await;
 }
+
+/// A `CREATE TABLE ... SELECT` in row format is a CREATE and the rows in
+/// one GTID group; the CREATE commits on its own on the target. A target
+/// killed between the two leaves the table created and empty with the
+/// transaction marked as started: the re-run fills it (before, it
+/// stopped both its streams with 1050 while native replication went on).
+/// A table that holds rows is not taken for that state: it stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_create_select_killed_between_its_create_and_its_rows_is_finished_on_rerun() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fk_a; CREATE TABLE fk_a.src (id INT PRIMARY KEY, v INT); \
+         INSERT INTO fk_a.src VALUES (1, 10), (2, 20), (3, 30); CREATE DATABASE fk_b",
+    )
+    .await;
+    let cfg = cfg("fk", s, "fk_*", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    for (table, rows) in [("c", false), ("d", true)] {
+        let mut c = s.connect().await;
+        c.query_drop(format!(
+            "SET SESSION binlog_format = 'ROW'; CREATE TABLE fk_b.{table} SELECT * FROM fk_a.src"
+        ))
+        .await
+        .expect("create ... select");
+        let g: String = c
+            .query_first("SELECT @@last_gtid")
+            .await
+            .expect("last_gtid")
+            .expect("a gtid");
+        let (_, def): (String, String) = c
+            .query_first(format!("SHOW CREATE TABLE fk_b.{table}"))
+            .await
+            .expect("show create")
+            .expect("a definition");
+        let _ = c.disconnect().await;
+        // What a kill -9 between the CREATE and the rows' commit leaves.
+        exec(target(), &format!("USE fk_b; {def}")).await;
+        if rows {
+            exec(target(), &format!("INSERT INTO fk_b.{table} VALUES (9, 9)")).await;
+        }
+        exec(
+            target(),
+            &format!(
+                "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) \
+                 VALUES ('fk', '{g}', 'CREATE TABLE fk_b.{table} ...')"
+            ),
+        )
+        .await;
+        let summary = until_caught_up(&cfg, s).await;
+        if !rows {
+            assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+            assert_same(s, "fk_b", "fk_b").await;
+            assert_eq!(count("SELECT COUNT(*) FROM fk_b.c").await, Some(3));
+            continue;
+        }
+        assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+        let st = stopped(&cfg, s).await;
+        let err = st[0].error.clone().unwrap_or_default();
+        assert!(err.contains("holds rows"), "{err}");
+        assert_eq!(st[0].error_gtid.as_deref(), Some(g.as_str()), "{st:?}");
+        // Run again: the same refusal, never "already done".
+        let summary = until_caught_up(&cfg, s).await;
+        assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+        assert_eq!(count("SELECT COUNT(*) FROM fk_b.d").await, Some(1));
+    }
+}
+
+/// A CREATE the target refuses (the table is there already, not made by
+/// us) stops its stream, and a run after that meets the same refusal:
+/// the started-statement mark it left must not pass for a re-run after a
+/// crash, where "exists" would be taken as done.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_create_the_target_refused_is_refused_again_on_the_next_run() {
+    let s = source(0);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fe_a; CREATE TABLE fe_a.other (id INT PRIMARY KEY)",
+    )
+    .await;
+    let cfg = cfg("fe", s, "fe_*", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    exec(target(), "CREATE TABLE fe_a.t (name VARCHAR(20))").await;
+    exec(
+        s,
+        "CREATE TABLE fe_a.t (id INT PRIMARY KEY); INSERT INTO fe_a.t VALUES (1)",
+    )
+    .await;
+    for run in 0..2 {
+        let summary = until_caught_up(&cfg, s).await;
+        assert_eq!(summary.stopped_streams, 1, "run {run}: {summary:?}");
+        let st = stopped(&cfg, s).await;
+        let err = st[0].error.clone().unwrap_or_default();
+        assert!(err.contains("1050"), "run {run}: {err}");
+        assert_eq!(
+            count("SELECT COUNT(*) FROM fe_a.t").await,
+            Some(0),
+            "run {run}: nothing applied past the refusal"
+        );
+    }
+}
