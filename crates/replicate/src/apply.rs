@@ -7,7 +7,7 @@
 //! applier, as `mariadb-binlog | mariadb` does); statements run as text in
 //! the session state the source ran them in.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,55 +25,6 @@ use crate::txn::{Item, Session, Stmt, Txn, VarValue};
 
 /// Deadlock and lock wait timeout: retried, not a stream failure.
 const RETRYABLE: &[u16] = sqlfleet_conn::codes::TRANSIENT;
-
-/// The workers' queues, and which worker each stream is on: a stream
-/// stays on the worker it was first given (its order is that queue's), and
-/// a new stream goes to the worker with the fewest streams, so a handful of
-/// streams never share a worker while another idles.
-/// Streams → worker, and how many streams each worker has.
-type Assignment = (HashMap<(String, String), usize>, Vec<usize>);
-
-pub struct Workers {
-    senders: Vec<mpsc::Sender<Job>>,
-    assigned: std::sync::Mutex<Assignment>,
-    /// Bumped by whoever applies DDL (see [`DdlGeneration`]).
-    pub ddl: DdlGeneration,
-}
-
-impl Workers {
-    pub fn new(senders: Vec<mpsc::Sender<Job>>, ddl: DdlGeneration) -> Workers {
-        let n = senders.len();
-        Workers {
-            senders,
-            assigned: std::sync::Mutex::new((HashMap::new(), vec![0; n])),
-            ddl,
-        }
-    }
-
-    /// The worker of (source, stream).
-    pub fn pick(&self, source: &str, stream: &str) -> usize {
-        let Ok(mut g) = self.assigned.lock() else {
-            return 0;
-        };
-        let (map, load) = &mut *g;
-        if let Some(w) = map.get(&(source.to_string(), stream.to_string())) {
-            return *w;
-        }
-        let w = (0..load.len()).min_by_key(|i| load[*i]).unwrap_or(0);
-        load[w] += 1;
-        map.insert((source.to_string(), stream.to_string()), w);
-        w
-    }
-
-    /// Queues a job on its stream's worker; false when workers are gone.
-    pub async fn send(&self, job: Job) -> bool {
-        let w = self.pick(&job.source, &job.stream);
-        match self.senders.get(w) {
-            Some(tx) => tx.send(job).await.is_ok(),
-            None => false,
-        }
-    }
-}
 
 /// One transaction for one stream.
 pub struct Job {
@@ -536,24 +487,51 @@ impl Applier {
     /// position of every (source, stream) it applied, then `extra`
     /// statements on the position tables, then COMMIT. Rolled back on a
     /// server error, so nothing of it stays without its position. The
-    /// one-trip batch ([`batch_queries`]) sends these same statements in
-    /// its last query.
+    /// one-trip batch ([`batch_queries`]) sends these same statements (the
+    /// positions in its first query, COMMIT in its last); a chunk run
+    /// ahead of its turn commits through here.
     pub async fn commit_with_positions(
         &mut self,
         done: &[(&str, &str, &Txn)],
         extra: &[String],
     ) -> Result<(), ApplyError> {
-        let r = async {
-            for sql in position_sql(done).iter().chain(extra) {
-                self.run(sql).await?;
-            }
-            self.run("COMMIT").await
-        }
-        .await;
+        // One query: the positions and COMMIT go in one round trip (the
+        // server stops at a failing statement; COMMIT then never runs).
+        let mut q: Vec<String> = position_sql(done);
+        q.extend(extra.iter().cloned());
+        q.push("COMMIT".into());
+        let r = self.run(&q.join("\n;\n")).await;
         if let Err(ApplyError::Sql { .. }) = &r {
             let _ = self.conn.query_drop("ROLLBACK").await;
         }
         r
+    }
+
+    /// Applies a chunk's rows beside earlier open chunks: its own
+    /// transaction left open, without positions (they commit in turn:
+    /// [`Applier::commit_ahead`]).
+    pub async fn run_ahead(&mut self, jobs: &[Job]) -> Result<(), ApplyError> {
+        if let Some(f) = jobs.first().map(|j| &j.format) {
+            self.prime(f).await?;
+        }
+        for q in batch_queries(jobs, &self.collations, false)? {
+            self.run_bytes(&q).await?;
+        }
+        Ok(())
+    }
+
+    /// Commits a chunk run ahead, with its positions, in one query.
+    pub async fn commit_ahead(&mut self, jobs: &[Job]) -> Result<(), ApplyError> {
+        let done: Vec<(&str, &str, &Txn)> = jobs
+            .iter()
+            .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
+            .collect();
+        self.commit_with_positions(&done, &[]).await
+    }
+
+    /// Rolls the open transaction back; false when the connection is gone.
+    pub async fn rollback(&mut self) -> bool {
+        self.conn.query_drop("ROLLBACK").await.is_ok()
     }
 
     /// Opens the target transaction a commit with positions ends.
@@ -566,209 +544,49 @@ impl Applier {
 /// tables do not roll back.
 pub type DdlGeneration = Arc<std::sync::atomic::AtomicU64>;
 
-/// The target's tables that a ROLLBACK does not undo (MyISAM, Aria,
-/// MEMORY ...), per database, each as read at a DDL generation. Only the
-/// databases of the jobs at hand are read, and again only after a DDL: a
-/// consolidation target holds many databases, and information_schema
-/// opens every table it lists an engine for.
-#[derive(Default)]
-struct NonTransactional {
-    dbs: HashMap<String, (u64, HashSet<String>)>,
+/// How a chunk of one stream's jobs ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkEnd {
+    /// Every job committed with its position.
+    Applied,
+    /// The target refused one: the stream stops there (jobs before it in
+    /// the chunk may have committed one by one).
+    Failed,
+    /// The connection failed: the source restarts from the positions.
+    Lost,
+    /// Not applied: its stream had stopped before it.
+    Dropped,
 }
 
-impl NonTransactional {
-    async fn refresh(
-        &mut self,
-        a: &mut Applier,
-        generation: u64,
-        jobs: &[Job],
-    ) -> Result<(), ApplyError> {
-        let stale: std::collections::BTreeSet<&str> = jobs
-            .iter()
-            .flat_map(|j| j.txn.dbs.iter())
-            .filter(|d| self.dbs.get(*d).is_none_or(|(g, _)| *g != generation))
-            .map(String::as_str)
-            .collect();
-        if stale.is_empty() {
-            return Ok(());
-        }
-        let list = stale
-            .iter()
-            .map(|d| literal(d))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let q = format!(
-            "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
-             WHERE TABLE_SCHEMA IN ({list}) AND TABLE_TYPE = 'BASE TABLE' AND ENGINE <> 'InnoDB'"
-        );
-        let rows: Vec<(String, String)> = a
-            .conn
-            .query(q.as_str())
-            .await
-            .map_err(|e| ApplyError::from_driver(e, &q))?;
-        for d in stale {
-            self.dbs.insert(d.to_string(), (generation, HashSet::new()));
-        }
-        for (d, t) in rows {
-            if let Some((_, tables)) = self.dbs.get_mut(&d) {
-                tables.insert(t);
-            }
-        }
-        Ok(())
-    }
-
-    fn holds(&self, db: &str) -> Option<&HashSet<String>> {
-        self.dbs.get(db).map(|(_, t)| t).filter(|t| !t.is_empty())
-    }
-
-    /// Whether applying `txn` may write a table that does not roll back:
-    /// a rows event on one, or a statement in a database holding one.
-    fn touched_by(&self, txn: &Txn) -> bool {
-        if !txn.dbs.iter().any(|d| self.holds(d).is_some()) {
-            return false;
-        }
-        txn.items.iter().any(|item| match item {
-            Item::Rows(r) => sequence::split(&r.bytes).is_none_or(|(maps, _)| {
-                maps.iter().any(|m| {
-                    event::table_map(m, event::crc_ok(m), 8).map_or(true, |tm| {
-                        self.holds(&String::from_utf8_lossy(&tm.db))
-                            .is_some_and(|t| t.contains(&*String::from_utf8_lossy(&tm.table)))
-                    })
-                })
-            }),
-            Item::Stmt(_) => true,
-        })
-    }
-}
-
-/// What a worker knows of its jobs' fates.
-#[derive(Default)]
-struct Fates {
-    /// (source, generation, stream) that failed.
-    stopped: HashSet<(Arc<str>, u64, String)>,
-    /// (source, generation) whose session is lost.
-    lost: HashSet<(Arc<str>, u64)>,
-}
-
-impl Fates {
-    fn dropped(&self, j: &Job) -> bool {
-        self.lost.contains(&(j.source.clone(), j.generation))
-            || self
-                .stopped
-                .contains(&(j.source.clone(), j.generation, j.stream.clone()))
-    }
-
-    fn lose(&mut self, j: &Job, error: &str) {
-        self.lost.insert((j.source.clone(), j.generation));
-        reply(
-            j,
-            Outcome::Lost {
-                error: error.to_string(),
-            },
-        );
-    }
-}
-
-/// One worker: its queue, its connection, its batches.
-pub async fn worker(target: Target, batch: usize, mut rx: mpsc::Receiver<Job>, ddl: DdlGeneration) {
-    let mut applier: Option<Applier> = None;
-    let mut fates = Fates::default();
-    let mut nontx = NonTransactional::default();
-    while let Some(first) = rx.recv().await {
-        let mut jobs = vec![first];
-        while jobs.len() < batch {
-            match rx.try_recv() {
-                Ok(j) => jobs.push(j),
-                Err(_) => break,
-            }
-        }
-        // One target transaction per source format: a batch mixing sources
-        // would need a format description between them (a round trip each).
-        let mut groups: Vec<Vec<Job>> = Vec::new();
-        for j in jobs {
-            if fates.dropped(&j) {
-                reply(&j, Outcome::Dropped);
-                continue;
-            }
-            match groups.iter_mut().find(|g| g[0].format == j.format) {
-                Some(g) => g.push(j),
-                None => groups.push(vec![j]),
-            }
-        }
-        for live in groups {
-            if applier.is_none() {
-                match Applier::open(&target).await {
-                    Ok(a) => applier = Some(a),
-                    Err(e) => {
-                        for j in &live {
-                            fates.lose(j, &e.text());
-                        }
-                        tokio::time::sleep(Duration::from_millis(200)).await;
-                        continue;
-                    }
-                }
-            }
-            let Some(a) = applier.as_mut() else { continue };
-            let generation = ddl.load(std::sync::atomic::Ordering::Acquire);
-            if let Err(e) = nontx.refresh(a, generation, &live).await {
-                applier = None;
-                for j in &live {
-                    fates.lose(j, &e.text());
-                }
-                continue;
-            }
-            // A transaction that writes a table a ROLLBACK does not undo
-            // is applied alone and never retried: a failed batch is
-            // applied again one by one, which would apply its writes twice.
-            let mut runs: Vec<(bool, Vec<Job>)> = Vec::new();
-            for j in live {
-                let alone = nontx.touched_by(&j.txn);
-                match runs.last_mut() {
-                    Some((false, run)) if !alone => run.push(j),
-                    _ => runs.push((alone, vec![j])),
-                }
-            }
-            for (alone, run) in runs {
-                apply_run(&mut applier, &target, run, alone, &mut fates).await;
-            }
-        }
-    }
-}
-
-/// Applies one run of jobs in one target transaction; on an error, one by
-/// one to find the culprit (not `alone` ones: they fail as they are).
-async fn apply_run(
+/// Applies one stream's jobs in one target transaction (in turn: every
+/// earlier job has committed); on an error, one by one to find the
+/// culprit (not `alone` ones: they fail as they are). Replies for every
+/// job.
+pub async fn apply_chunk(
     applier: &mut Option<Applier>,
     target: &Target,
-    run: Vec<Job>,
+    live: &[Job],
     alone: bool,
-    fates: &mut Fates,
-) {
-    let mut live = Vec::new();
-    for j in run {
-        if fates.dropped(&j) {
-            reply(&j, Outcome::Dropped);
-        } else {
-            live.push(j);
-        }
-    }
+) -> ChunkEnd {
     if live.is_empty() {
-        return;
+        return ChunkEnd::Applied;
     }
     if applier.is_none() {
         match Applier::open(target).await {
             Ok(a) => *applier = Some(a),
             Err(e) => {
-                for j in &live {
-                    fates.lose(j, &e.text());
+                for j in live {
+                    reply(j, Outcome::Lost { error: e.text() });
                 }
-                return;
+                return ChunkEnd::Lost;
             }
         }
     }
-    let Some(a) = applier.as_mut() else { return };
+    let Some(a) = applier.as_mut() else {
+        return ChunkEnd::Lost;
+    };
     let t0 = std::time::Instant::now();
-    let r = apply_batch(a, &live, true, !alone).await;
+    let r = apply_batch(a, live, true, !alone).await;
     tracing::debug!(
         jobs = live.len(),
         micros = t0.elapsed().as_micros() as u64,
@@ -776,23 +594,22 @@ async fn apply_run(
     );
     match r {
         Ok(()) => {
-            for j in &live {
+            for j in live {
                 reply(j, Outcome::Applied);
             }
+            ChunkEnd::Applied
         }
         Err(ApplyError::Lost(e)) => {
             *applier = None;
-            for j in &live {
-                fates.lose(j, &e);
+            for j in live {
+                reply(j, Outcome::Lost { error: e.clone() });
             }
+            ChunkEnd::Lost
         }
         Err(ApplyError::Sql {
             error, statement, ..
         }) if alone => {
-            for j in &live {
-                fates
-                    .stopped
-                    .insert((j.source.clone(), j.generation, j.stream.clone()));
+            for j in live {
                 reply(
                     j,
                     Outcome::Failed {
@@ -801,16 +618,25 @@ async fn apply_run(
                     },
                 );
             }
+            ChunkEnd::Failed
         }
         Err(ApplyError::Sql { .. }) => {
-            // Find the failing transaction(s): one by one.
-            for j in &live {
-                if fates.dropped(j) {
+            // Find the failing transaction: one by one; after it, the
+            // rest of the chunk is dropped (its stream stops there).
+            let mut end = ChunkEnd::Applied;
+            for j in live {
+                if end != ChunkEnd::Applied {
                     reply(j, Outcome::Dropped);
                     continue;
                 }
                 let Some(a) = applier.as_mut() else {
-                    fates.lose(j, "connection lost");
+                    reply(
+                        j,
+                        Outcome::Lost {
+                            error: "connection lost".into(),
+                        },
+                    );
+                    end = ChunkEnd::Lost;
                     continue;
                 };
                 match apply_batch(a, std::slice::from_ref(j), false, true).await {
@@ -818,22 +644,22 @@ async fn apply_run(
                     Err(ApplyError::Sql {
                         error, statement, ..
                     }) => {
-                        fates
-                            .stopped
-                            .insert((j.source.clone(), j.generation, j.stream.clone()));
                         reply(j, Outcome::Failed { error, statement });
+                        end = ChunkEnd::Failed;
                     }
                     Err(ApplyError::Lost(e)) => {
                         *applier = None;
-                        fates.lose(j, &e);
+                        reply(j, Outcome::Lost { error: e });
+                        end = ChunkEnd::Lost;
                     }
                 }
             }
+            end
         }
     }
 }
 
-fn reply(j: &Job, outcome: Outcome) {
+pub fn reply(j: &Job, outcome: Outcome) {
     let _ = j.reply.send(Done {
         generation: j.generation,
         idx: j.idx,
@@ -899,23 +725,30 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
         })
         .collect();
     a.learn(&sessions).await?;
-    for q in batch_queries(jobs, &a.collations)? {
+    for q in batch_queries(jobs, &a.collations, true)? {
         a.run_bytes(&q).await?;
     }
     Ok(())
 }
 
-/// The queries of [`try_batch_one_trip`].
-pub fn batch_queries(jobs: &[Job], names: &Collations) -> Result<Vec<Vec<u8>>, ApplyError> {
+/// The queries of [`try_batch_one_trip`]; without `commit`, those of
+/// [`Applier::run_ahead`]: no positions, no COMMIT.
+pub fn batch_queries(
+    jobs: &[Job],
+    names: &Collations,
+    commit: bool,
+) -> Result<Vec<Vec<u8>>, ApplyError> {
     let mut out: Vec<Vec<u8>> = Vec::new();
     let mut q: Vec<u8> = b"START TRANSACTION".to_vec();
     let done: Vec<(&str, &str, &Txn)> = jobs
         .iter()
         .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
         .collect();
-    for sql in position_sql(&done) {
-        q.extend_from_slice(b"\n;\n");
-        q.extend_from_slice(sql.as_bytes());
+    if commit {
+        for sql in position_sql(&done) {
+            q.extend_from_slice(b"\n;\n");
+            q.extend_from_slice(sql.as_bytes());
+        }
     }
     let mut rows: Vec<u8> = Vec::new();
     let flush = |q: &mut Vec<u8>, rows: &mut Vec<u8>, out: &mut Vec<Vec<u8>>| {
@@ -963,9 +796,13 @@ pub fn batch_queries(jobs: &[Job], names: &Collations) -> Result<Vec<Vec<u8>>, A
         }
     }
     flush(&mut q, &mut rows, &mut out);
-    next(&mut q);
-    q.extend_from_slice(b"COMMIT");
-    out.push(q);
+    if commit {
+        next(&mut q);
+        q.extend_from_slice(b"COMMIT");
+    }
+    if !q.is_empty() {
+        out.push(q);
+    }
     Ok(out)
 }
 
@@ -1023,63 +860,8 @@ mod tests {
     }
 
     /// A table map for db.table (MariaDB's 8-byte post header, no CRC).
-    fn table_map(db: &str, table: &str) -> Vec<u8> {
-        let mut e = vec![0u8; 19];
-        e[4] = 19;
-        e.extend_from_slice(&[7, 0, 0, 0, 0, 0, 1, 0]);
-        for n in [db, table] {
-            e.push(n.len() as u8);
-            e.extend_from_slice(n.as_bytes());
-            e.push(0);
-        }
-        e.extend_from_slice(&[1, 3, 0, 0]);
-        let size = e.len() as u32;
-        e[9..13].copy_from_slice(&size.to_le_bytes());
-        e
-    }
-
     /// Each row: what a transaction writes, and whether it must be
     /// applied alone (a table that a ROLLBACK does not undo).
-    #[test]
-    fn transactions_writing_tables_that_do_not_roll_back_are_told_apart() {
-        let mut n = NonTransactional::default();
-        let myi: HashSet<String> = ["myi".to_string()].into_iter().collect();
-        n.dbs.insert("db".into(), (1, myi));
-        n.dbs.insert("other".into(), (1, HashSet::new()));
-        let rows = |t: &str| {
-            Item::Rows(crate::txn::Rows {
-                bytes: [table_map("db", t), ev(23, 60, 2)].concat(),
-                what: String::new(),
-            })
-        };
-        let stmt = Item::Stmt(crate::txn::Stmt {
-            db: Some("db".into()),
-            sql: b"UPDATE myi SET v = v + 1".to_vec(),
-            session: Session::default(),
-        });
-        let cases: Vec<(&str, Vec<Item>, bool)> = vec![
-            ("rows of an InnoDB table", vec![rows("t")], false),
-            ("rows of the MyISAM table", vec![rows("myi")], true),
-            ("a statement in a database holding one", vec![stmt], true),
-            (
-                "unreadable rows: assumed so",
-                vec![Item::Rows(crate::txn::Rows {
-                    bytes: vec![1, 2, 3],
-                    what: String::new(),
-                })],
-                true,
-            ),
-        ];
-        for (what, items, alone) in cases {
-            assert_eq!(n.touched_by(&job(items).txn), alone, "{what}");
-        }
-        let mut other = job(vec![rows("myi")]);
-        if let Some(t) = Arc::get_mut(&mut other.txn) {
-            t.dbs = ["other".to_string()].into_iter().collect();
-        }
-        assert!(!n.touched_by(&other.txn), "a database without one");
-    }
-
     fn job(items: Vec<Item>) -> Job {
         let (tx, _rx) = mpsc::unbounded_channel();
         Job {
@@ -1123,7 +905,7 @@ mod tests {
             session: Session::default(),
         });
         let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
-        let qs = batch_queries(&jobs, &Collations::new()).expect("queries");
+        let qs = batch_queries(&jobs, &Collations::new(), true).expect("queries");
         let text: Vec<String> = qs
             .iter()
             .map(|q| String::from_utf8_lossy(q).into_owned())
@@ -1154,18 +936,23 @@ mod tests {
     }
 
     #[test]
-    fn streams_spread_over_workers_and_stay_where_they_started() {
-        let (txs, _rxs): (Vec<_>, Vec<_>) = (0..4).map(|_| mpsc::channel::<Job>(1)).unzip();
-        let w = Workers::new(txs, DdlGeneration::default());
-        let first: Vec<usize> = ["a", "b", "c", "d"]
+    fn a_chunk_run_ahead_leaves_positions_and_commit_to_its_turn() {
+        let rows = Item::Rows(crate::txn::Rows {
+            bytes: [ev(19, 40, 1), ev(23, 60, 2)].concat(),
+            what: "Write_rows event on table d.t".into(),
+        });
+        let qs = batch_queries(&[job(vec![rows])], &Collations::new(), false).expect("queries");
+        let text: Vec<String> = qs
             .iter()
-            .map(|d| w.pick("s1", d))
+            .map(|q| String::from_utf8_lossy(q).into_owned())
             .collect();
-        let mut sorted = first.clone();
-        sorted.sort();
-        assert_eq!(sorted, vec![0, 1, 2, 3], "four streams, four workers");
-        assert_eq!(w.pick("s1", "b"), first[1], "sticky");
-        assert_ne!(w.pick("s2", "a"), w.pick("s2", "b"));
+        assert!(text[0].starts_with("START TRANSACTION"), "{text:?}");
+        assert!(
+            text.iter().all(|t| !t.contains("replicate_position")),
+            "{text:?}"
+        );
+        assert!(text.iter().all(|t| !t.contains("COMMIT")), "{text:?}");
+        assert_eq!(text.len(), 1, "{text:?}");
     }
 
     #[test]

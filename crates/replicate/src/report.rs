@@ -68,6 +68,13 @@ pub fn summary_text(s: &Summary) -> String {
             .collect::<Vec<_>>()
             .join("; ")
     );
+    let p = &s.parallel;
+    if p.chunks > 0 {
+        out.push_str(&format!(
+            "replicate: {} target transactions, {} of them run beside an earlier one of their stream; {} conflicts and {} yields run again in turn\n",
+            p.chunks, p.ahead, p.conflicts, p.yields
+        ));
+    }
     for v in &s.sources {
         for (stream, x) in v.streams.iter().filter(|(_, x)| x.error.is_some()) {
             out.push_str(&format!(
@@ -211,12 +218,24 @@ mod tests {
             applied: 5,
             transactions_per_second: 2.5,
             stopped_streams: 1,
+            parallel: crate::lanes::Parallel {
+                chunks: 3,
+                ahead: 2,
+                conflicts: 1,
+                yields: 1,
+            },
             warnings: Vec::new(),
             sources: vec![view("eu", true, Some(3)), view("us", false, Some(0))],
         };
         let text = summary_text(&s);
         assert!(
             text.starts_with("replicate: applied 5 transactions from 2 sources"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "3 target transactions, 2 of them run beside an earlier one of their stream; 1 conflicts and 1 yields"
+            ),
             "{text}"
         );
         let stopped: Vec<&str> = text.lines().filter(|l| l.contains("STOPPED")).collect();

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use serde::Serialize;
 use sqlfleet_conn::Target;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
-use crate::apply;
 use crate::config::{Checked, SYSTEM_SCHEMAS};
+use crate::lanes;
 use crate::position;
 use crate::source::{self, SourceRunner, SourceView};
 
@@ -30,6 +30,8 @@ pub struct Summary {
     pub applied: u64,
     pub transactions_per_second: f64,
     pub stopped_streams: usize,
+    /// How the target transactions went: chunks, run ahead, conflicts.
+    pub parallel: lanes::Parallel,
     pub warnings: Vec<String>,
     pub sources: Vec<SourceView>,
 }
@@ -72,20 +74,8 @@ pub async fn run(
     }
 
     let threads = opts.threads.unwrap_or(cfg.threads).max(1);
-    let mut senders = Vec::new();
-    let mut worker_tasks = Vec::new();
-    let ddl = apply::DdlGeneration::default();
-    for _ in 0..threads {
-        let (tx, rx) = mpsc::channel(4096);
-        senders.push(tx);
-        worker_tasks.push(tokio::spawn(apply::worker(
-            target.clone(),
-            cfg.batch,
-            rx,
-            ddl.clone(),
-        )));
-    }
-    let workers = Arc::new(apply::Workers::new(senders, ddl));
+    let (workers, worker_tasks) = lanes::Workers::start(target, threads, cfg.batch);
+    let workers = Arc::new(workers);
     let mut tasks = Vec::new();
     for ((s, t), view) in cfg.sources.iter().zip(sources).zip(&views) {
         if let Ok(mut v) = view.lock() {
@@ -118,6 +108,7 @@ pub async fn run(
             }
         }
     }
+    let parallel = workers.parallel();
     drop(workers);
     for w in worker_tasks {
         let _ = w.await;
@@ -143,6 +134,7 @@ pub async fn run(
             .iter()
             .map(|s| s.streams.values().filter(|x| x.error.is_some()).count())
             .sum(),
+        parallel,
         warnings,
         sources,
     })

@@ -22,9 +22,10 @@ use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
 
-use crate::apply::{Applier, ApplyError, Done, Job, Outcome, Workers};
+use crate::apply::{Applier, ApplyError, Done, Job, Outcome};
 use crate::config;
 use crate::gtid::{Gtid, GtidPos};
+use crate::lanes::Workers;
 use crate::position::{self, Stored};
 use crate::txn::{Assembler, Item, Out, Txn};
 

@@ -297,3 +297,65 @@ async fn statement_based_user_variables_replay_with_their_exact_values() {
     let summary = running.finish().await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
 }
+
+/// One database written by four sessions at once (row format, a hot row
+/// in every third transaction, deletes and re-inserts of the same keys):
+/// the backlog is applied by four workers with chunks of one stream
+/// running beside each other — and the copy is the source's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_hot_database_is_applied_on_several_connections_and_ends_identical() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE rp_hot; CREATE TABLE rp_hot.t (id INT PRIMARY KEY, v INT NOT NULL, k INT NOT NULL, KEY (k)); USE rp_hot; \
+         INSERT INTO rp_hot.t SELECT seq, 0, seq % 7 FROM seq_1_to_300",
+    )
+    .await;
+    let mut writers = Vec::new();
+    for w in 0..4u64 {
+        writers.push(tokio::spawn(async move {
+            let mut sql = String::from("SET SESSION binlog_format = 'ROW';");
+            for i in 0..400u64 {
+                let a = 2 + (i * 37 + w * 101) % 299;
+                let b = 2 + (i * 53 + w * 7) % 299;
+                sql.push_str(&format!(
+                    "START TRANSACTION; UPDATE rp_hot.t SET v = v + 1 WHERE id = {a}; \
+                     DELETE FROM rp_hot.t WHERE id = {b}; INSERT INTO rp_hot.t VALUES ({b}, {i}, {w});"
+                ));
+                if i % 3 == 0 {
+                    sql.push_str("UPDATE rp_hot.t SET v = v + 1, k = k + 1 WHERE id = 1;");
+                }
+                sql.push_str("COMMIT;");
+            }
+            exec(source(2), &sql).await;
+        }));
+    }
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let cfg = config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[apply]\nthreads = 4\nbatch = 16\n[[source]]\nname = \"rp\"\ndsn = \"{}\"\ninclude = [\"rp_*\"]\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config");
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: None,
+        until_caught_up: true,
+    };
+    let summary = tokio::time::timeout(
+        Duration::from_secs(120),
+        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("catches up")
+    .expect("runs");
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "rp_hot", "rp_hot").await;
+    let p = &summary.parallel;
+    assert!(p.ahead > 0, "chunks ran beside each other: {p:?}");
+    eprintln!("one hot database: {p:?}");
+}

@@ -1,0 +1,589 @@
+//! The workers and the queue they share. Each stream (source, database)
+//! queues its transactions in source order; an idle worker takes the
+//! next chunk of consecutive transactions of some stream (streams in
+//! turn) and applies it as one target transaction with the positions.
+//! Several chunks of one stream may be open at once on several workers:
+//! [`crate::order`] decides which may run beside earlier ones and when
+//! each commits, so a source whose writes go to one database is applied
+//! in parallel too, and every stream's position still commits with its
+//! transaction, in source order. The stall watcher ([`watcher`]) ends the
+//! one wait no server can see: an earlier chunk waiting for a row a later
+//! one holds while the later one waits, in here, for the earlier one's
+//! commit (see [`crate::order`]).
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::Serialize;
+use sqlfleet_conn::Target;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::apply::{self, Applier, ApplyError, ChunkEnd, DdlGeneration, Job, Outcome};
+use crate::engines::Engines;
+use crate::order::{Mode, Order, Turn};
+
+/// A stream of one reading session of a source.
+type Key = (Arc<str>, u64, String);
+
+struct Stream {
+    queue: VecDeque<Job>,
+    order: Order,
+}
+
+#[derive(Default)]
+struct State {
+    streams: BTreeMap<Key, Stream>,
+    /// (source, generation) whose session is lost: its jobs are dropped.
+    lost: HashSet<(Arc<str>, u64)>,
+    engines: Engines,
+    closed: bool,
+    /// The stream served last (streams are served in turn).
+    cursor: Option<Key>,
+}
+
+/// How the chunks went, for the summary.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Parallel {
+    /// Target transactions (chunks of one stream's transactions).
+    pub chunks: u64,
+    /// Chunks run beside an earlier open chunk of their stream (ahead of
+    /// their turn) and committed as they ran.
+    pub ahead: u64,
+    /// Chunks run beside earlier ones that met an error there and ran
+    /// again in turn.
+    pub conflicts: u64,
+    /// Chunks done and waiting for their turn that an earlier chunk
+    /// running for long made roll back (they might hold its rows): run
+    /// again in turn.
+    pub yields: u64,
+}
+
+#[derive(Default)]
+struct Stats {
+    chunks: AtomicU64,
+    ahead: AtomicU64,
+    conflicts: AtomicU64,
+    yields: AtomicU64,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// Bumped on every change a waiting worker may care about.
+    changed: watch::Sender<u64>,
+    threads: usize,
+    batch: usize,
+    ddl: DdlGeneration,
+    stats: Stats,
+    /// The clock chunks' running times are read on.
+    epoch: std::time::Instant,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|v| *v = v.wrapping_add(1));
+    }
+
+    /// Changes chunk `k`'s order and wakes the workers.
+    fn with_order(&self, key: &Key, f: impl FnOnce(&mut Order)) {
+        if let Some(s) = self.lock().streams.get_mut(key) {
+            f(&mut s.order);
+        }
+        self.bump();
+    }
+}
+
+/// The workers' side the sources see: where jobs go.
+pub struct Workers {
+    shared: Arc<Shared>,
+    /// Bumped by whoever applies DDL: workers read the engines again.
+    pub ddl: DdlGeneration,
+}
+
+impl Workers {
+    /// Starts `threads` workers on `target`, each taking chunks of at
+    /// most `batch` transactions.
+    pub fn start(target: &Target, threads: usize, batch: usize) -> (Workers, Vec<JoinHandle<()>>) {
+        let ddl = DdlGeneration::default();
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            changed: watch::channel(0).0,
+            threads: threads.max(1),
+            batch: batch.max(1),
+            ddl: ddl.clone(),
+            stats: Stats::default(),
+            epoch: std::time::Instant::now(),
+        });
+        let mut tasks: Vec<JoinHandle<()>> = (0..threads.max(1))
+            .map(|_| tokio::spawn(worker(shared.clone(), target.clone())))
+            .collect();
+        if threads > 1 {
+            tasks.push(tokio::spawn(watcher(shared.clone())));
+        }
+        (Workers { shared, ddl }, tasks)
+    }
+
+    /// Queues a job on its stream; false when the workers are gone.
+    pub async fn send(&self, job: Job) -> bool {
+        {
+            let mut st = self.shared.lock();
+            if st.closed {
+                return false;
+            }
+            let key = (job.source.clone(), job.generation, job.stream.clone());
+            let (threads, batch) = (self.shared.threads, self.shared.batch);
+            st.streams
+                .entry(key)
+                .or_insert_with(|| Stream {
+                    queue: VecDeque::new(),
+                    order: Order::new(threads, batch),
+                })
+                .queue
+                .push_back(job);
+        }
+        self.shared.bump();
+        true
+    }
+
+    /// How the chunks went so far.
+    pub fn parallel(&self) -> Parallel {
+        let s = &self.shared.stats;
+        Parallel {
+            chunks: s.chunks.load(Ordering::Relaxed),
+            ahead: s.ahead.load(Ordering::Relaxed),
+            conflicts: s.conflicts.load(Ordering::Relaxed),
+            yields: s.yields.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Drop for Workers {
+    /// The workers finish what is queued, then end.
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.bump();
+    }
+}
+
+/// A chunk a worker took.
+struct Chunk {
+    key: Key,
+    k: u64,
+    mode: Mode,
+    /// Writes a table that does not roll back: applied alone, not retried.
+    alone: bool,
+    /// An earlier chunk of its stream was open when it was taken.
+    beside: bool,
+    jobs: Vec<Job>,
+}
+
+enum Take {
+    Chunk(Chunk),
+    /// Jobs of a stopped stream or a lost session: not applied.
+    Drop(Vec<Job>),
+    /// The engines of these databases must be read first.
+    Refresh(Key, Vec<String>, u64),
+    Idle,
+    Closed,
+}
+
+/// The next chunk any stream may start now (see the module doc).
+fn take(st: &mut State, threads: usize, generation: u64) -> Take {
+    let mut keys: Vec<Key> = st.streams.keys().cloned().collect();
+    if let Some(c) = &st.cursor {
+        let at = keys.partition_point(|k| k <= c);
+        keys.rotate_left(at);
+    }
+    for key in keys {
+        let lost = st.lost.contains(&(key.0.clone(), key.1));
+        let Some(s) = st.streams.get_mut(&key) else {
+            continue;
+        };
+        if lost || s.order.stopped() {
+            if !s.queue.is_empty() {
+                return Take::Drop(s.queue.drain(..).collect());
+            }
+            if lost && s.order.idle() {
+                st.streams.remove(&key);
+            }
+            continue;
+        }
+        if s.queue.is_empty() {
+            if s.order.idle() {
+                st.streams.remove(&key);
+            }
+            continue;
+        }
+        let n = s.queue.len().min(s.order.size());
+        let stale = st
+            .engines
+            .stale(generation, s.queue.range(..n).map(|j| &*j.txn));
+        if !stale.is_empty() {
+            return Take::Refresh(key, stale, generation);
+        }
+        let alone = st.engines.no_rollback(&s.queue[0].txn);
+        let format = s.queue[0].format.clone();
+        let len = if alone {
+            1
+        } else {
+            s.queue
+                .range(..n)
+                .take_while(|j| j.format == format && !st.engines.no_rollback(&j.txn))
+                .count()
+        };
+        let barrier = alone || s.queue.range(..len).any(|j| !st.engines.replayable(&j.txn));
+        let Some((k, mode)) = s.order.take(barrier, threads > 1) else {
+            continue;
+        };
+        let jobs: Vec<Job> = s.queue.drain(..len).collect();
+        let beside = s.order.behind(k);
+        st.cursor = Some(key.clone());
+        return Take::Chunk(Chunk {
+            key,
+            k,
+            mode,
+            alone,
+            beside,
+            jobs,
+        });
+    }
+    if st.closed && st.streams.values().all(|s| s.queue.is_empty()) {
+        Take::Closed
+    } else {
+        Take::Idle
+    }
+}
+
+/// One worker: its connection, the chunks it takes.
+async fn worker(shared: Arc<Shared>, target: Target) {
+    let mut applier: Option<Applier> = None;
+    let mut rx = shared.changed.subscribe();
+    loop {
+        rx.borrow_and_update();
+        let generation = shared.ddl.load(Ordering::Acquire);
+        let next = take(&mut shared.lock(), shared.threads, generation);
+        match next {
+            Take::Chunk(c) => {
+                shared.stats.chunks.fetch_add(1, Ordering::Relaxed);
+                run_chunk(&shared, &mut applier, &target, c).await;
+            }
+            Take::Drop(jobs) => {
+                for j in &jobs {
+                    apply::reply(j, Outcome::Dropped);
+                }
+            }
+            Take::Refresh(key, dbs, generation) => {
+                if let Err(e) = refresh(&shared, &mut applier, &target, dbs, generation).await {
+                    // The source restarts from its positions (as after
+                    // any lost target connection).
+                    applier = None;
+                    let jobs: Vec<Job> = {
+                        let mut st = shared.lock();
+                        st.lost.insert((key.0.clone(), key.1));
+                        st.streams
+                            .get_mut(&key)
+                            .map(|s| s.queue.drain(..).collect())
+                            .unwrap_or_default()
+                    };
+                    for j in &jobs {
+                        apply::reply(j, Outcome::Lost { error: e.text() });
+                    }
+                    shared.bump();
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+            Take::Idle => {
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+            Take::Closed => return,
+        }
+    }
+}
+
+async fn refresh(
+    shared: &Shared,
+    applier: &mut Option<Applier>,
+    target: &Target,
+    dbs: Vec<String>,
+    generation: u64,
+) -> Result<(), ApplyError> {
+    if applier.is_none() {
+        *applier = Some(Applier::open(target).await?);
+    }
+    let Some(a) = applier.as_mut() else {
+        return Err(ApplyError::Lost("no connection".into()));
+    };
+    let read = Engines::read(&mut a.conn, generation, dbs)
+        .await
+        .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))?;
+    shared.lock().engines.store(read);
+    Ok(())
+}
+
+/// Waits until chunk `k` may do something other than wait.
+async fn turn(shared: &Shared, key: &Key, k: u64) -> Turn {
+    let mut rx = shared.changed.subscribe();
+    loop {
+        rx.borrow_and_update();
+        let t = {
+            let st = shared.lock();
+            if st.lost.contains(&(key.0.clone(), key.1)) {
+                Turn::Drop
+            } else {
+                st.streams.get(key).map_or(Turn::Drop, |s| s.order.turn(k))
+            }
+        };
+        if t != Turn::Wait {
+            return t;
+        }
+        if rx.changed().await.is_err() {
+            return Turn::Drop;
+        }
+    }
+}
+
+/// How running a chunk beside earlier ones went.
+enum Ahead {
+    /// Committed, dropped or lost (replied).
+    Done(ChunkEnd),
+    /// Rolled back (an error there, or it yielded): it runs again in turn.
+    Again,
+}
+
+/// Applies a chunk as its mode says (see [`crate::order`]); closes it in
+/// the order.
+async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Target, c: Chunk) {
+    let ran = match c.mode {
+        Mode::Speculative => match ahead(shared, applier, target, &c).await {
+            Ahead::Done(end) => Some(end),
+            Ahead::Again => None,
+        },
+        Mode::InTurn | Mode::Barrier => None,
+    };
+    let (end, clean) = match ran {
+        Some(end) => (end, end == ChunkEnd::Applied),
+        None => {
+            if turn(shared, &c.key, c.k).await != Turn::Go {
+                return drop_chunk(shared, &c);
+            }
+            if applier.is_none() {
+                match Applier::open(target).await {
+                    Ok(a) => *applier = Some(a),
+                    Err(e) => return close(shared, &c, lose(&c.jobs, &e.text()), false),
+                }
+            }
+            running(shared, &c);
+            let end = apply::apply_chunk(applier, target, &c.jobs, c.alone).await;
+            done_running(shared, &c);
+            (end, false)
+        }
+    };
+    close(shared, &c, end, clean)
+}
+
+/// Marks chunk `c` as running statements on the target (for the stall
+/// watcher).
+fn running(shared: &Shared, c: &Chunk) {
+    let now = shared.now_ms();
+    if let Some(s) = shared.lock().streams.get_mut(&c.key) {
+        s.order.run_started(c.k, now);
+    }
+}
+
+fn done_running(shared: &Shared, c: &Chunk) {
+    if let Some(s) = shared.lock().streams.get_mut(&c.key) {
+        s.order.run_ended(c.k);
+    }
+}
+
+/// Runs a chunk beside earlier ones, then commits it in its turn.
+async fn ahead(
+    shared: &Shared,
+    applier: &mut Option<Applier>,
+    target: &Target,
+    c: &Chunk,
+) -> Ahead {
+    if applier.is_none() {
+        match Applier::open(target).await {
+            Ok(a) => *applier = Some(a),
+            Err(e) => return Ahead::Done(lose(&c.jobs, &e.text())),
+        }
+    }
+    ahead_on(shared, applier, c).await
+}
+
+async fn ahead_on(shared: &Shared, applier: &mut Option<Applier>, c: &Chunk) -> Ahead {
+    running(shared, c);
+    let ran = match applier.as_mut() {
+        Some(a) => a.run_ahead(&c.jobs).await,
+        None => Err(ApplyError::Lost("no connection".into())),
+    };
+    done_running(shared, c);
+    match ran {
+        Ok(()) => {}
+        Err(ApplyError::Lost(e)) => {
+            *applier = None;
+            return Ahead::Done(lose(&c.jobs, &e));
+        }
+        Err(ApplyError::Sql { code, error, .. }) => {
+            // Not the stream's error yet: an earlier chunk may not have
+            // written the row (or this one yielded and was interrupted).
+            tracing::debug!(stream = %c.key.2, chunk = c.k, code, "conflict beside earlier chunks: {error}");
+            shared.stats.conflicts.fetch_add(1, Ordering::Relaxed);
+            return again_in_turn(shared, applier, c).await;
+        }
+    }
+    match turn(shared, &c.key, c.k).await {
+        Turn::Go => {
+            let committed = match applier.as_mut() {
+                Some(a) => a.commit_ahead(&c.jobs).await,
+                None => Err(ApplyError::Lost("no connection".into())),
+            };
+            match committed {
+                Ok(()) => {
+                    if c.beside {
+                        shared.stats.ahead.fetch_add(1, Ordering::Relaxed);
+                    }
+                    for j in &c.jobs {
+                        apply::reply(j, Outcome::Applied);
+                    }
+                    Ahead::Done(ChunkEnd::Applied)
+                }
+                Err(ApplyError::Lost(e)) => {
+                    *applier = None;
+                    Ahead::Done(lose(&c.jobs, &e))
+                }
+                Err(ApplyError::Sql { .. }) => again_in_turn(shared, applier, c).await,
+            }
+        }
+        Turn::RollBack => {
+            let ok = match applier.as_mut() {
+                Some(a) => a.rollback().await,
+                None => false,
+            };
+            if !ok {
+                *applier = None;
+                return Ahead::Done(lose(&c.jobs, "connection lost while rolling back"));
+            }
+            shared.with_order(&c.key, |o| o.rolled_back(c.k));
+            Ahead::Again
+        }
+        Turn::Drop | Turn::Wait => {
+            if let Some(a) = applier.as_mut() {
+                let _ = a.rollback().await;
+            }
+            for j in &c.jobs {
+                apply::reply(j, Outcome::Dropped);
+            }
+            Ahead::Done(ChunkEnd::Dropped)
+        }
+    }
+}
+
+/// Rolls a chunk run beside earlier ones back and marks it to run in
+/// turn.
+async fn again_in_turn(shared: &Shared, applier: &mut Option<Applier>, c: &Chunk) -> Ahead {
+    let ok = match applier.as_mut() {
+        Some(a) => a.rollback().await,
+        None => false,
+    };
+    shared.with_order(&c.key, |o| o.conflict(c.k));
+    if !ok {
+        *applier = None;
+    }
+    Ahead::Again
+}
+
+fn lose(jobs: &[Job], error: &str) -> ChunkEnd {
+    for j in jobs {
+        apply::reply(
+            j,
+            Outcome::Lost {
+                error: error.to_string(),
+            },
+        );
+    }
+    ChunkEnd::Lost
+}
+
+fn drop_chunk(shared: &Shared, c: &Chunk) {
+    for j in &c.jobs {
+        apply::reply(j, Outcome::Dropped);
+    }
+    close(shared, c, ChunkEnd::Dropped, false);
+}
+
+/// Records how chunk `c` ended in its stream's order; `clean`: run ahead
+/// with no conflict.
+fn close(shared: &Shared, c: &Chunk, end: ChunkEnd, clean: bool) {
+    {
+        let mut st = shared.lock();
+        if end == ChunkEnd::Lost {
+            st.lost.insert((c.key.0.clone(), c.key.1));
+        }
+        if let Some(s) = st.streams.get_mut(&c.key) {
+            match end {
+                ChunkEnd::Applied => s.order.committed(c.k, clean),
+                ChunkEnd::Failed | ChunkEnd::Lost => s.order.failed(c.k),
+                ChunkEnd::Dropped => s.order.dropped(c.k),
+            }
+        }
+    }
+    shared.bump();
+}
+
+/// Every 10 ms while some stream has two chunks open: a chunk running
+/// for [`crate::order::STALL_MS`] makes the later chunks waiting for their
+/// turn roll back ([`Order::stalled`]). Ends with the workers.
+async fn watcher(shared: Arc<Shared>) {
+    let mut rx = shared.changed.subscribe();
+    loop {
+        rx.borrow_and_update();
+        let (busy, done) = {
+            let st = shared.lock();
+            (
+                st.streams.values().any(|s| s.order.open() >= 2),
+                st.closed
+                    && st
+                        .streams
+                        .values()
+                        .all(|s| s.queue.is_empty() && s.order.idle()),
+            )
+        };
+        if done {
+            return;
+        }
+        if !busy {
+            let _ = tokio::time::timeout(Duration::from_millis(200), rx.changed()).await;
+            continue;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let now = shared.now_ms();
+        let told: usize = shared
+            .lock()
+            .streams
+            .values_mut()
+            .map(|s| s.order.stalled(now))
+            .sum();
+        if told > 0 {
+            shared
+                .stats
+                .yields
+                .fetch_add(told as u64, Ordering::Relaxed);
+            tracing::debug!(chunks = told, "later chunks yield to a stalled earlier one");
+            shared.bump();
+        }
+    }
+}
