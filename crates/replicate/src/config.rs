@@ -9,6 +9,7 @@
 //! [apply]
 //! threads = 8          # target connections applying in parallel
 //! batch = 64           # source transactions per target commit, at most
+//! beside = false       # run chunks of one database beside each other (optimistic)
 //!
 //! [[source]]
 //! name = "eu"
@@ -139,6 +140,10 @@ pub struct ApplyCfg {
     /// Seconds after which stopped streams are tried again (doubling each
     /// time the same stop repeats); none: only `replicate retry` or a restart.
     pub retry_after: Option<u64>,
+    /// Chunks of one stream run beside each other on several workers
+    /// (optimistic, see `order.rs`); off: one chunk of a stream at a time.
+    #[serde(default)]
+    pub beside: bool,
 }
 
 fn default_threads() -> usize {
@@ -154,6 +159,7 @@ impl Default for ApplyCfg {
             threads: default_threads(),
             batch: default_batch(),
             retry_after: None,
+            beside: false,
         }
     }
 }
@@ -316,6 +322,8 @@ pub struct Checked {
     pub batch: usize,
     /// `[apply] retry_after`.
     pub retry_after: Option<std::time::Duration>,
+    /// `[apply] beside`.
+    pub beside: bool,
     pub sources: Vec<Source>,
 }
 
@@ -433,6 +441,7 @@ pub fn parse(text: &str) -> Result<Checked, String> {
         threads: c.apply.threads,
         batch: c.apply.batch,
         retry_after: c.apply.retry_after.map(std::time::Duration::from_secs),
+        beside: c.apply.beside,
         sources,
     })
 }

@@ -49,8 +49,7 @@ struct State {
 pub struct Parallel {
     /// Target transactions (chunks of one stream's transactions).
     pub chunks: u64,
-    /// Chunks run beside an earlier open chunk of their stream (ahead of
-    /// their turn) and committed as they ran.
+    /// Chunks started beside an earlier open chunk of their stream.
     pub ahead: u64,
     /// Chunks run beside earlier ones that met an error there and ran
     /// again in turn.
@@ -75,6 +74,8 @@ struct Shared {
     changed: watch::Sender<u64>,
     threads: usize,
     batch: usize,
+    /// Chunks of one stream may run beside each other.
+    beside: bool,
     ddl: DdlGeneration,
     stats: Stats,
     /// The clock chunks' running times are read on.
@@ -112,14 +113,21 @@ pub struct Workers {
 
 impl Workers {
     /// Starts `threads` workers on `target`, each taking chunks of at
-    /// most `batch` transactions.
-    pub fn start(target: &Target, threads: usize, batch: usize) -> (Workers, Vec<JoinHandle<()>>) {
+    /// most `batch` transactions; `beside`: chunks of one stream may run
+    /// beside each other.
+    pub fn start(
+        target: &Target,
+        threads: usize,
+        batch: usize,
+        beside: bool,
+    ) -> (Workers, Vec<JoinHandle<()>>) {
         let ddl = DdlGeneration::default();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             changed: watch::channel(0).0,
             threads: threads.max(1),
             batch: batch.max(1),
+            beside: beside && threads > 1,
             ddl: ddl.clone(),
             stats: Stats::default(),
             epoch: std::time::Instant::now(),
@@ -127,7 +135,7 @@ impl Workers {
         let mut tasks: Vec<JoinHandle<()>> = (0..threads.max(1))
             .map(|_| tokio::spawn(worker(shared.clone(), target.clone())))
             .collect();
-        if threads > 1 {
+        if shared.beside {
             tasks.push(tokio::spawn(watcher(shared.clone())));
         }
         (Workers { shared, ddl }, tasks)
@@ -198,7 +206,7 @@ enum Take {
 }
 
 /// The next chunk any stream may start now (see the module doc).
-fn take(st: &mut State, threads: usize, generation: u64) -> Take {
+fn take(st: &mut State, beside: bool, generation: u64) -> Take {
     let mut keys: Vec<Key> = st.streams.keys().cloned().collect();
     if let Some(c) = &st.cursor {
         let at = keys.partition_point(|k| k <= c);
@@ -242,7 +250,7 @@ fn take(st: &mut State, threads: usize, generation: u64) -> Take {
                 .count()
         };
         let barrier = alone || s.queue.range(..len).any(|j| !st.engines.replayable(&j.txn));
-        let Some((k, mode)) = s.order.take(barrier, threads > 1) else {
+        let Some((k, mode)) = s.order.take(barrier, beside) else {
             continue;
         };
         let jobs: Vec<Job> = s.queue.drain(..len).collect();
@@ -271,10 +279,13 @@ async fn worker(shared: Arc<Shared>, target: Target) {
     loop {
         rx.borrow_and_update();
         let generation = shared.ddl.load(Ordering::Acquire);
-        let next = take(&mut shared.lock(), shared.threads, generation);
+        let next = take(&mut shared.lock(), shared.beside, generation);
         match next {
             Take::Chunk(c) => {
                 shared.stats.chunks.fetch_add(1, Ordering::Relaxed);
+                if c.beside && c.mode == Mode::Speculative {
+                    shared.stats.ahead.fetch_add(1, Ordering::Relaxed);
+                }
                 run_chunk(&shared, &mut applier, &target, c).await;
             }
             Take::Drop(jobs) => {
@@ -453,9 +464,6 @@ async fn ahead_on(shared: &Shared, applier: &mut Option<Applier>, c: &Chunk) -> 
             };
             match committed {
                 Ok(()) => {
-                    if c.beside {
-                        shared.stats.ahead.fetch_add(1, Ordering::Relaxed);
-                    }
                     for j in &c.jobs {
                         apply::reply(j, Outcome::Applied);
                     }

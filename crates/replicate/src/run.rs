@@ -74,7 +74,7 @@ pub async fn run(
     }
 
     let threads = opts.threads.unwrap_or(cfg.threads).max(1);
-    let (workers, worker_tasks) = lanes::Workers::start(target, threads, cfg.batch);
+    let (workers, worker_tasks) = lanes::Workers::start(target, threads, cfg.batch, cfg.beside);
     let workers = Arc::new(workers);
     let mut tasks = Vec::new();
     for ((s, t), view) in cfg.sources.iter().zip(sources).zip(&views) {

@@ -228,10 +228,11 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         }
     }
     let mut cfg_text = format!(
-        "[target]\ndsn = \"{}\"\n[apply]\nthreads = {}\nbatch = {}\n",
+        "[target]\ndsn = \"{}\"\n[apply]\nthreads = {}\nbatch = {}\nbeside = {}\n",
         dsn(target()),
         rng.gen_range(1..=4),
-        [1, 8, 64][rng.gen_range(0..3)]
+        [1, 8, 64][rng.gen_range(0..3)],
+        rng.gen_bool(0.5)
     );
     for (i, p) in plans.iter().enumerate() {
         let _ = write!(

@@ -335,7 +335,7 @@ async fn one_hot_database_is_applied_on_several_connections_and_ends_identical()
         w.await.expect("writer");
     }
     let cfg = config::parse(&format!(
-        "[target]\ndsn = \"{}\"\n[apply]\nthreads = 4\nbatch = 16\n[[source]]\nname = \"rp\"\ndsn = \"{}\"\ninclude = [\"rp_*\"]\nstart = \"gtid:{start}\"\n",
+        "[target]\ndsn = \"{}\"\n[apply]\nthreads = 4\nbatch = 16\nbeside = true\n[[source]]\nname = \"rp\"\ndsn = \"{}\"\ninclude = [\"rp_*\"]\nstart = \"gtid:{start}\"\n",
         dsn(target()),
         dsn(s)
     ))
