@@ -5,6 +5,7 @@
 #   bash bench/replicate.sh [EVENTS_PER_SOURCE] [THREADS]
 #   SOURCES_N=1 bash bench/replicate.sh 20000 4   # one source, one hot database
 #   TABLE_SIZE=100000 ...                        # rows per table (default 5000)
+#   BESIDE=1 ...                                 # [apply] beside = true
 #
 # SOURCES_N (default 3) source sandboxes (GTID domains 1, 2, 3...), each with its own
 # database written by sysbench (prepare + oltp_write_only, EVENTS
@@ -122,6 +123,7 @@ echo "== (b) sqlfleet replicate --threads $THREADS"
 reset_target
 {
   printf '[target]\ndsn = "mysql://root:%s@127.0.0.1:%s/?ssl-mode=DISABLED"\n' "$(pw rtgt)" "$(port rtgt)"
+  [ -n "${BESIDE:-}" ] && printf '[apply]\nbeside = true\n'
   for n in "${SOURCES[@]}"; do
     printf '[[source]]\nname = "%s"\ndsn = "mysql://root:%s@127.0.0.1:%s/?ssl-mode=DISABLED"\nstart = "gtid:%s"\n' \
       "$n" "$(pw "$n")" "$(port "$n")" "${START[$n]}"

@@ -143,23 +143,29 @@ impl Workers {
 
     /// Queues a job on its stream; false when the workers are gone.
     pub async fn send(&self, job: Job) -> bool {
-        {
+        let first = {
             let mut st = self.shared.lock();
             if st.closed {
                 return false;
             }
             let key = (job.source.clone(), job.generation, job.stream.clone());
             let (threads, batch) = (self.shared.threads, self.shared.batch);
-            st.streams
+            let queue = &mut st
+                .streams
                 .entry(key)
                 .or_insert_with(|| Stream {
                     queue: VecDeque::new(),
                     order: Order::new(threads, batch),
                 })
-                .queue
-                .push_back(job);
+                .queue;
+            queue.push_back(job);
+            queue.len() == 1
+        };
+        // A queue that held jobs already is known to the workers: they
+        // look again when a chunk closes.
+        if first {
+            self.shared.bump();
         }
-        self.shared.bump();
         true
     }
 
@@ -230,6 +236,9 @@ fn take(st: &mut State, beside: bool, generation: u64) -> Take {
             if s.order.idle() {
                 st.streams.remove(&key);
             }
+            continue;
+        }
+        if !s.order.can_take(beside) {
             continue;
         }
         let n = s.queue.len().min(s.order.size());

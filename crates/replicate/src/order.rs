@@ -154,6 +154,15 @@ impl Order {
         self.size
     }
 
+    /// Whether any chunk may start now (cheap: asked before a chunk is
+    /// looked at).
+    pub fn can_take(&self, speculate: bool) -> bool {
+        self.stopped.is_none()
+            && !self.open.values().any(|m| *m == Mode::Barrier)
+            && self.open.len() < self.limit
+            && (self.open.is_empty() || (speculate && self.calm == 0))
+    }
+
     /// Takes the next chunk, if one may start now: its number and mode.
     /// `barrier`: the chunk cannot be rolled back and run again.
     /// `speculate`: whether running beside others is allowed at all (one
@@ -427,6 +436,32 @@ mod tests {
             let (_, got) = run(*limit, *speculate, steps);
             assert_eq!(&got, want, "{name}");
         }
+    }
+
+    /// `can_take` says no exactly where no chunk at all could be taken.
+    #[test]
+    fn can_take_agrees_with_take() {
+        let cases: &[(&[Step], bool)] = &[
+            (&[], true),
+            (&[T], true),
+            (&[B], true),
+            (&[T, T, T, T], true),
+        ];
+        for (steps, speculate) in cases {
+            let (o, _) = run(4, *speculate, steps);
+            for barrier in [false, true] {
+                let mut probe = o.clone();
+                if probe.take(barrier, *speculate).is_some() {
+                    assert!(o.can_take(*speculate), "{steps:?} {barrier}");
+                }
+            }
+            let any = [false, true]
+                .iter()
+                .any(|b| o.clone().take(*b, *speculate).is_some());
+            assert_eq!(o.can_take(*speculate), any, "{steps:?}");
+        }
+        let (o, _) = run(4, false, &[T]);
+        assert!(!o.can_take(false), "one at a time");
     }
 
     /// Every rule of a chunk's turn: (steps, chunk, turn).
