@@ -31,6 +31,11 @@ type Key = (Arc<str>, u64, String);
 struct Stream {
     queue: VecDeque<Job>,
     order: Order,
+    /// The worker that applies this stream when its chunks run one at a
+    /// time: always the same one (its session has the stream's tables
+    /// open and the source's format), the least loaded when first seen.
+    /// When chunks run beside each other, any worker takes them.
+    home: usize,
 }
 
 #[derive(Default)]
@@ -42,6 +47,8 @@ struct State {
     closed: bool,
     /// The stream served last (streams are served in turn).
     cursor: Option<Key>,
+    /// Streams at home on each worker.
+    homes: Vec<usize>,
 }
 
 /// How the chunks went, for the summary.
@@ -132,8 +139,10 @@ impl Workers {
             stats: Stats::default(),
             epoch: std::time::Instant::now(),
         });
+        shared.lock().homes = vec![0; threads.max(1)];
         let mut tasks: Vec<JoinHandle<()>> = (0..threads.max(1))
-            .map(|_| tokio::spawn(worker(shared.clone(), target.clone())))
+            .enumerate()
+            .map(|(me, _)| tokio::spawn(worker(shared.clone(), target.clone(), me)))
             .collect();
         if shared.beside {
             tasks.push(tokio::spawn(watcher(shared.clone())));
@@ -150,14 +159,28 @@ impl Workers {
             }
             let key = (job.source.clone(), job.generation, job.stream.clone());
             let (threads, batch) = (self.shared.threads, self.shared.batch);
-            let queue = &mut st
-                .streams
-                .entry(key)
-                .or_insert_with(|| Stream {
-                    queue: VecDeque::new(),
-                    order: Order::new(threads, batch),
-                })
-                .queue;
+            if !st.streams.contains_key(&key) {
+                // Its home: the least loaded worker, fixed now (a home
+                // chosen later could differ between two workers' looks).
+                let home = (0..st.homes.len())
+                    .min_by_key(|w| st.homes[*w])
+                    .unwrap_or(0);
+                if let Some(n) = st.homes.get_mut(home) {
+                    *n += 1;
+                }
+                st.streams.insert(
+                    key.clone(),
+                    Stream {
+                        queue: VecDeque::new(),
+                        order: Order::new(threads, batch),
+                        home,
+                    },
+                );
+            }
+            let Some(stream) = st.streams.get_mut(&key) else {
+                return false;
+            };
+            let queue = &mut stream.queue;
             queue.push_back(job);
             queue.len() == 1
         };
@@ -212,7 +235,7 @@ enum Take {
 }
 
 /// The next chunk any stream may start now (see the module doc).
-fn take(st: &mut State, beside: bool, generation: u64) -> Take {
+fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
     let mut keys: Vec<Key> = st.streams.keys().cloned().collect();
     if let Some(c) = &st.cursor {
         let at = keys.partition_point(|k| k <= c);
@@ -228,14 +251,17 @@ fn take(st: &mut State, beside: bool, generation: u64) -> Take {
                 return Take::Drop(s.queue.drain(..).collect());
             }
             if lost && s.order.idle() {
-                st.streams.remove(&key);
+                leave(st, &key);
             }
             continue;
         }
         if s.queue.is_empty() {
             if s.order.idle() {
-                st.streams.remove(&key);
+                leave(st, &key);
             }
+            continue;
+        }
+        if !beside && s.home != me {
             continue;
         }
         if !s.order.can_take(beside) {
@@ -281,14 +307,23 @@ fn take(st: &mut State, beside: bool, generation: u64) -> Take {
     }
 }
 
-/// One worker: its connection, the chunks it takes.
-async fn worker(shared: Arc<Shared>, target: Target) {
+/// Forgets a stream that has nothing queued or open.
+fn leave(st: &mut State, key: &Key) {
+    if let Some(h) = st.streams.remove(key).map(|s| s.home) {
+        if let Some(n) = st.homes.get_mut(h) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// One worker (number `me`): its connection, the chunks it takes.
+async fn worker(shared: Arc<Shared>, target: Target, me: usize) {
     let mut applier: Option<Applier> = None;
     let mut rx = shared.changed.subscribe();
     loop {
         rx.borrow_and_update();
         let generation = shared.ddl.load(Ordering::Acquire);
-        let next = take(&mut shared.lock(), shared.beside, generation);
+        let next = take(&mut shared.lock(), shared.beside, generation, me);
         match next {
             Take::Chunk(c) => {
                 shared.stats.chunks.fetch_add(1, Ordering::Relaxed);
