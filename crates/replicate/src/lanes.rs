@@ -284,7 +284,9 @@ fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
                 .take_while(|j| j.format == format && !st.engines.no_rollback(&j.txn))
                 .count()
         };
-        let barrier = alone || s.queue.range(..len).any(|j| !st.engines.replayable(&j.txn));
+        // One chunk at a time: every chunk runs alone anyway.
+        let barrier =
+            !beside || alone || s.queue.range(..len).any(|j| !st.engines.replayable(&j.txn));
         let Some((k, mode)) = s.order.take(barrier, beside) else {
             continue;
         };
