@@ -21,6 +21,7 @@ use sqlfleet_dump::Splitter;
 
 use crate::config::DbMap;
 use crate::gtid::GtidPos;
+use crate::position::Stored;
 use crate::sqltext;
 
 /// The GTID position a `mariadb-dump --gtid --master-data=2` dump was taken
@@ -94,6 +95,37 @@ pub fn next_step(s: &State, dump_exists: bool) -> Step {
         Step::Load
     } else {
         Step::Dump
+    }
+}
+
+/// What the target's positions for a source mean to a seed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// None: seed.
+    None,
+    /// Exactly this work directory's snapshot and nothing since: an
+    /// earlier run loaded and recorded it and was stopped before it
+    /// removed its work files. Finish (the positions are already right).
+    ThisSeed,
+    /// Anything else (streams applied, another snapshot, a started
+    /// statement): the source replicates; seeding over it needs --force.
+    Other,
+}
+
+/// Judges the target's positions for a source against the work state.
+pub fn positions(stored: &Stored, s: &State, dump_exists: bool) -> Positions {
+    if !stored.started {
+        return Positions::None;
+    }
+    let same = next_step(s, dump_exists) == Step::Load
+        && GtidPos::parse(&s.gtid).is_ok_and(|g| g == stored.floor)
+        && stored.streams.is_empty()
+        && stored.skips.is_empty()
+        && stored.ddl.is_none();
+    if same {
+        Positions::ThisSeed
+    } else {
+        Positions::Other
     }
 }
 
@@ -279,7 +311,7 @@ pub async fn record(
     gtid: &GtidPos,
     force: bool,
 ) -> Result<(), String> {
-    if started(target, source).await? && !force {
+    if stored(target, source).await?.started && !force {
         return Err(format!(
             "source '{source}' already has replication positions on the target; --force replaces them with the snapshot's"
         ));
@@ -294,8 +326,8 @@ pub async fn record(
     Ok(())
 }
 
-/// True when the target holds positions for `source`.
-pub async fn started(target: &sqlfleet_conn::Target, source: &str) -> Result<bool, String> {
+/// What the target holds for `source`.
+pub async fn stored(target: &sqlfleet_conn::Target, source: &str) -> Result<Stored, String> {
     let mut c = connect(target, "target").await?;
     crate::position::ensure(&mut c)
         .await
@@ -304,7 +336,7 @@ pub async fn started(target: &sqlfleet_conn::Target, source: &str) -> Result<boo
         .await
         .map_err(|e| format!("target: {e}"))?;
     let _ = c.disconnect().await;
-    Ok(s.started)
+    Ok(s)
 }
 
 #[cfg(test)]
@@ -420,6 +452,54 @@ mod tests {
         ];
         for (s, exists, want) in rows {
             assert_eq!(next_step(&s, exists), want, "{s:?} {exists}");
+        }
+    }
+
+    #[test]
+    fn positions_on_the_target_against_the_work_state() {
+        use crate::gtid::Gtid;
+        let whole = State {
+            dumped: true,
+            gtid: "0-1-5".into(),
+            databases: vec![],
+        };
+        let at = |g: &str| Stored {
+            floor: GtidPos::parse(g).expect("gtid"),
+            started: true,
+            ..Stored::default()
+        };
+        let mut streamed = at("0-1-5");
+        streamed
+            .streams
+            .insert("db".into(), GtidPos::parse("0-1-6").expect("gtid"));
+        let mut ddl = at("0-1-5");
+        ddl.ddl = Some(Gtid {
+            domain: 0,
+            server: 1,
+            seq: 6,
+        });
+        let mut skipped = at("0-1-5");
+        skipped.skips.push(Gtid {
+            domain: 0,
+            server: 1,
+            seq: 6,
+        });
+        // (stored, state, dump file there, judgement)
+        let rows = [
+            (Stored::default(), whole.clone(), true, Positions::None),
+            (Stored::default(), State::default(), false, Positions::None),
+            (at("0-1-5"), whole.clone(), true, Positions::ThisSeed),
+            // Its dump file is gone: not this work directory's seed.
+            (at("0-1-5"), whole.clone(), false, Positions::Other),
+            (at("0-1-4"), whole.clone(), true, Positions::Other),
+            (at("0-1-5,1-1-1"), whole.clone(), true, Positions::Other),
+            (at("0-1-5"), State::default(), false, Positions::Other),
+            (streamed, whole.clone(), true, Positions::Other),
+            (ddl, whole.clone(), true, Positions::Other),
+            (skipped, whole.clone(), true, Positions::Other),
+        ];
+        for (stored, s, exists, want) in rows {
+            assert_eq!(positions(&stored, &s, exists), want, "{stored:?} {s:?}");
         }
     }
 }

@@ -592,6 +592,29 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
         );
     }
     assert!(stdout(&o).contains("seeded source 'sd'"), "{}", stdout(&o));
+    // Killed after the record and before its work files were removed:
+    // the rerun finishes (the positions are this snapshot's) rather than
+    // refusing its own seed.
+    let gtid = stdout(&o)
+        .split("snapshot at GTID ")
+        .nth(1)
+        .and_then(|t| t.split(';').next())
+        .expect("the seed names its GTID")
+        .to_string();
+    std::fs::write(work.join("sd.sql"), "").expect("dump file");
+    std::fs::write(
+        &state,
+        format!(r#"{{"dumped":true,"gtid":"{gtid}","databases":["sd_a","sd_b"]}}"#),
+    )
+    .expect("state");
+    let o = seed(&[]).output().expect("seed");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("an earlier run loaded and recorded it"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(!state.exists(), "the finished seed's work state is removed");
     // Again: refused, nothing changed.
     let again = seed(&[]).output().expect("seed");
     assert_setup_error(&again, "already has replication positions");

@@ -23,18 +23,34 @@ pub async fn seed_one(
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     set_mode(dir, 0o700)?;
-    if seed::started(target, &s.name)
-        .await
-        .map_err(|e| anyhow!(e))?
-        && !force
-    {
-        return Err(anyhow!(
-            "source '{}' already has replication positions on the target (it replicates, or was seeded); --force seeds it again and replaces them",
-            s.name
-        ));
-    }
     let work = Work::new(dir, &s.name);
     let state = work.read_state();
+    let stored = seed::stored(target, &s.name)
+        .await
+        .map_err(|e| anyhow!(e))?;
+    match (
+        seed::positions(&stored, &state, work.dump.exists()),
+        force,
+    ) {
+        (seed::Positions::ThisSeed, false) => {
+            println!(
+                "seeded source '{}' into {}, from the snapshot at GTID {}: an earlier run loaded and recorded it and was stopped before it ended; `replicate` continues from there",
+                s.name,
+                state.databases.join(", "),
+                state.gtid
+            );
+            let _ = std::fs::remove_file(&work.dump);
+            let _ = std::fs::remove_file(&work.state);
+            return Ok(());
+        }
+        (seed::Positions::None, _) | (_, true) => {}
+        (seed::Positions::Other, false) => {
+            return Err(anyhow!(
+                "source '{}' already has replication positions on the target (it replicates, or was seeded); --force seeds it again and replaces them",
+                s.name
+            ))
+        }
+    }
     let (gtid, fresh) = match seed::next_step(&state, work.dump.exists()) {
         Step::Load => {
             eprintln!(
