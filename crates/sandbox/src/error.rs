@@ -18,6 +18,8 @@ pub enum SandboxError {
         have: usize,
         want: usize,
     },
+    #[error("sandbox '{name}' is {}; 'sqlfleet sandbox destroy --name {name}' first to make it another shape", match have { Some(n) => format!("a Galera cluster of {n} nodes"), None => "a primary with replicas, not a Galera cluster".to_string() })]
+    ClusterShape { name: String, have: Option<usize> },
     #[error(
         "sandbox '{name}' was made with GTID domain {have}; it keeps it (destroy it to change it)"
     )]

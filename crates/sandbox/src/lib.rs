@@ -6,7 +6,9 @@
 //! file and client option files other tools can use. Starting is polled
 //! for readiness, never slept for.
 
+pub mod cluster;
 pub mod error;
+pub mod galera;
 pub mod meta;
 pub mod node;
 pub mod ports;
@@ -42,6 +44,9 @@ pub struct UpOptions {
     pub ports: Option<Vec<u16>>,
     /// Number of replicas; for an existing sandbox, must match if given.
     pub replicas: Option<usize>,
+    /// A Galera cluster of this many nodes instead of a primary and
+    /// replicas; for an existing sandbox, must match if given.
+    pub galera: Option<usize>,
     /// GTID domain of this sandbox's writes (gtid_domain_id), and server
     /// ids `domain*100 + 1..`: sandboxes with distinct domains are
     /// independent primaries one server can replicate from together.
@@ -89,6 +94,9 @@ pub struct NodeStatus {
     /// Transactions the primary has committed that this replica has not
     /// applied yet (by GTID, summed over replication domains).
     pub gtid_behind: Option<u64>,
+    /// A cluster member's wsrep state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub galera: Option<galera::Health>,
     /// Set when the node runs but could not be asked about replication.
     pub error: Option<String>,
 }
@@ -237,8 +245,26 @@ impl Sandbox {
                 crashed_pid: pid.is_none().then(|| node::stale_pid(&nl)).flatten(),
                 replication: None,
                 gtid_behind: None,
+                galera: None,
                 error: None,
             };
+            if pid.is_some() && n.role == Role::Member {
+                let label = self.label(n);
+                let r = async {
+                    let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
+                    let h = cluster::health(&mut c).await;
+                    let _ = c.disconnect().await;
+                    h.map_err(|e| SandboxError::Sql {
+                        node: label.clone(),
+                        what: e.to_string(),
+                    })
+                }
+                .await;
+                match r {
+                    Ok(h) => st.galera = Some(h),
+                    Err(e) => st.error = Some(e.to_string()),
+                }
+            }
             if pid.is_some() && n.role == Role::Replica {
                 let label = self.label(n);
                 let r = async {
@@ -285,8 +311,23 @@ impl Sandbox {
 }
 
 fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
-    let replicas = opts.replicas.unwrap_or(0);
-    let count = replicas + 1;
+    let count = opts.galera.unwrap_or(opts.replicas.unwrap_or(0) + 1);
+    if opts.galera.is_some_and(|n| n < 1) {
+        return Err(SandboxError::Sql {
+            node: format!("sandbox '{}'", opts.name),
+            what: "a Galera cluster needs at least one node (three to survive the loss of one)"
+                .into(),
+        });
+    }
+    let mut taken = Vec::new();
+    for n in names(home)? {
+        if let Ok(s) = Sandbox::open(home, &n) {
+            for n in &s.meta.nodes {
+                taken.push(n.port);
+                taken.extend(n.galera.iter().flat_map(|g| [g.gcomm, g.ist, g.sst]));
+            }
+        }
+    }
     let ports: Vec<u16> = match (&opts.ports, opts.port) {
         (Some(p), _) => p.clone(),
         (None, Some(base)) => {
@@ -297,15 +338,21 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
             ports
         }
         (None, None) => {
-            let mut taken = Vec::new();
-            for n in names(home)? {
-                if let Ok(s) = Sandbox::open(home, &n) {
-                    taken.extend(s.meta.nodes.iter().map(|n| n.port));
-                }
-            }
             let base = ports::find_block(FIRST_PORT, count, &taken)
                 .ok_or(SandboxError::PortInUse { port: FIRST_PORT })?;
             (0..count as u16).map(|i| base + i).collect()
+        }
+    };
+    // A cluster's group, IST and SST ports: kernel-chosen when the SQL
+    // ports are (tests), else a block from Galera's usual 4567.
+    let cluster_ports: Option<Vec<u16>> = match opts.galera {
+        None => None,
+        Some(_) if opts.ports.is_some() => Some(ports::ephemeral(3 * count)?),
+        Some(_) => {
+            taken.extend(&ports);
+            let base = ports::find_block(4567, 3 * count, &taken)
+                .ok_or(SandboxError::PortInUse { port: 4567 })?;
+            Some((0..3 * count as u16).map(|i| base + i).collect())
         }
     };
     let nodes = ports
@@ -315,8 +362,24 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
             // Role-neutral: a promotion changes roles, never names.
             name: format!("node{}", i + 1),
             port,
-            server_id: opts.domain.unwrap_or(0) * 100 + i as u32 + 1,
-            role: if i == 0 { Role::Primary } else { Role::Replica },
+            // A cluster's members share one server id: Galera's GTIDs
+            // are the same on every node.
+            server_id: opts.domain.unwrap_or(0) * 100
+                + if cluster_ports.is_some() {
+                    1
+                } else {
+                    i as u32 + 1
+                },
+            role: match (&cluster_ports, i) {
+                (Some(_), _) => Role::Member,
+                (None, 0) => Role::Primary,
+                (None, _) => Role::Replica,
+            },
+            galera: cluster_ports.as_ref().map(|p| galera::GaleraPorts {
+                gcomm: p[3 * i],
+                ist: p[3 * i + 1],
+                sst: p[3 * i + 2],
+            }),
         })
         .collect();
     Ok(Meta {
@@ -353,8 +416,21 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
     };
     let sandbox = if layout.meta().is_file() {
         let mut sb = Sandbox::open(home, &opts.name)?;
+        if let Some(want) = opts.galera {
+            if !sb.meta.galera() || sb.meta.nodes.len() != want {
+                return Err(SandboxError::ClusterShape {
+                    name: opts.name.clone(),
+                    have: sb.meta.galera().then_some(sb.meta.nodes.len()),
+                });
+            }
+        } else if sb.meta.galera() && opts.replicas.is_some() {
+            return Err(SandboxError::ClusterShape {
+                name: opts.name.clone(),
+                have: Some(sb.meta.nodes.len()),
+            });
+        }
         let have = sb.meta.nodes.len() - 1;
-        if let Some(want) = opts.replicas.filter(|w| *w != have) {
+        if let Some(want) = opts.replicas.filter(|w| *w != have && !sb.meta.galera()) {
             return Err(SandboxError::ReplicaCount {
                 name: opts.name.clone(),
                 have,
@@ -411,6 +487,16 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         sb
     };
     let password = sandbox.password()?;
+    if sandbox.meta.galera() {
+        let (started, created) =
+            cluster::up(&sandbox, &bins, &password, opts.die_with_parent).await?;
+        return Ok(UpReport {
+            sandbox,
+            started,
+            created,
+            elapsed: t0.elapsed(),
+        });
+    }
 
     // Initialise and start every stopped node at once.
     let mut created = Vec::new();
@@ -444,7 +530,7 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
                         what: format!("init task failed: {e}"),
                     })??;
             }
-            let mut child = node::spawn(&bins, &n, &nl, &options, die)?;
+            let mut child = node::spawn(&bins, &n, &nl, &options, &[], die)?;
             node::wait_ready(&mut child, &label, n.port, &nl).await?;
             Ok::<_, SandboxError>(())
         });

@@ -14,6 +14,18 @@ use crate::error::{Result, SandboxError};
 pub enum Role {
     Primary,
     Replica,
+    /// A node of a Galera cluster: every member takes writes.
+    Member,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Primary => "primary",
+            Role::Replica => "replica",
+            Role::Member => "member",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,6 +36,9 @@ pub struct NodeMeta {
     pub port: u16,
     pub server_id: u32,
     pub role: Role,
+    /// A cluster member's other ports (Galera sandboxes only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub galera: Option<crate::galera::GaleraPorts>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,8 +55,15 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// The primary; in a Galera cluster, the first node (the one a new
+    /// cluster bootstraps from).
     pub fn primary(&self) -> &NodeMeta {
         &self.nodes[0]
+    }
+
+    /// True for a Galera cluster (every node a member).
+    pub fn galera(&self) -> bool {
+        self.nodes.first().is_some_and(|n| n.role == Role::Member)
     }
 
     pub fn replicas(&self) -> impl Iterator<Item = &NodeMeta> {
@@ -59,10 +81,18 @@ impl Meta {
                 .unwrap_or("invalid")
                 .to_string(),
         })?;
-        if meta.nodes.first().map(|n| n.role) != Some(Role::Primary) {
+        let members = meta.nodes.iter().filter(|n| n.role == Role::Member).count();
+        let cluster = members > 0 && members == meta.nodes.len();
+        if !cluster && meta.nodes.first().map(|n| n.role) != Some(Role::Primary) {
             return Err(SandboxError::Meta {
                 path: path.to_owned(),
                 what: "the first node must be the primary".into(),
+            });
+        }
+        if members > 0 && (!cluster || meta.nodes.iter().any(|n| n.galera.is_none())) {
+            return Err(SandboxError::Meta {
+                path: path.to_owned(),
+                what: "a cluster's nodes must all be members, each with its galera ports".into(),
             });
         }
         Ok(meta)
@@ -90,11 +120,13 @@ impl Layout {
     pub fn password_file(&self) -> PathBuf {
         self.dir.join("root.pw")
     }
-    /// The client option file for `node` (the primary's is `client.cnf`).
+    /// The client option file for `node` (the primary's, or a cluster's
+    /// first node's, is `client.cnf`).
     pub fn client_cnf(&self, node: &NodeMeta) -> PathBuf {
         match node.role {
             Role::Primary => self.dir.join("client.cnf"),
-            Role::Replica => self.dir.join(format!("client-{}.cnf", node.name)),
+            Role::Member if node.name == "node1" => self.dir.join("client.cnf"),
+            Role::Replica | Role::Member => self.dir.join(format!("client-{}.cnf", node.name)),
         }
     }
     pub fn node(&self, node: &NodeMeta) -> NodeLayout {
@@ -168,12 +200,14 @@ mod tests {
                     port: 4000,
                     server_id: 1,
                     role: Role::Primary,
+                    galera: None,
                 },
                 NodeMeta {
                     name: "node2".into(),
                     port: 4001,
                     server_id: 2,
                     role: Role::Replica,
+                    galera: None,
                 },
             ],
             options: vec!["local_infile=0".into()],

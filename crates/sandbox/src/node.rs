@@ -82,7 +82,7 @@ impl Binaries {
     }
 }
 
-fn running_as_root() -> bool {
+pub(crate) fn running_as_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
@@ -206,14 +206,16 @@ pub fn init_datadir(bins: &Binaries, label: &str, layout: &NodeLayout) -> Result
     Ok(())
 }
 
-/// Starts mariadbd for a node; returns the child (reap it or let it go).
-/// With `die_with_parent`, the server gets SIGTERM when the spawning
-/// thread's process exits (for test fixtures).
+/// Starts mariadbd for a node with `args` after its option file; returns
+/// the child (reap it or let it go). With `die_with_parent`, the server
+/// gets SIGTERM when the spawning thread's process exits (for test
+/// fixtures).
 pub fn spawn(
     bins: &Binaries,
     node: &NodeMeta,
     layout: &NodeLayout,
     options: &[String],
+    args: &[String],
     die_with_parent: bool,
 ) -> Result<Child> {
     crate::ports::ensure_free(node.port)?;
@@ -236,6 +238,7 @@ pub fn spawn(
     if running_as_root() {
         cmd.arg("--user=root");
     }
+    cmd.args(args);
     cmd.stdin(Stdio::null())
         .stdout(log)
         .stderr(log2)

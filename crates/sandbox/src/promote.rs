@@ -49,6 +49,12 @@ impl Sandbox {
                 ),
             });
         };
+        if self.meta.galera() {
+            return Err(SandboxError::Sql {
+                node: format!("sandbox '{}'", self.meta.name),
+                what: "a Galera cluster has no primary to move: every member takes writes".into(),
+            });
+        }
         if self.meta.nodes[pos].role == Role::Primary {
             return Err(SandboxError::Sql {
                 node: self.label(&self.meta.nodes[pos]),

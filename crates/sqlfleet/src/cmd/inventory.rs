@@ -145,14 +145,10 @@ fn listed(
                 let mut h = Host::tcp("127.0.0.1", n.port);
                 h.tags.insert("sandbox".into(), name.clone());
                 h.tags.insert("node".into(), n.name.clone());
-                h.tags.insert(
-                    "role".into(),
-                    match n.role {
-                        sqlfleet_sandbox::meta::Role::Primary => "primary",
-                        sqlfleet_sandbox::meta::Role::Replica => "replica",
-                    }
-                    .into(),
-                );
+                h.tags.insert("role".into(), n.role.as_str().into());
+                if sb.meta.galera() {
+                    h.tags.insert("cluster".into(), name.clone());
+                }
                 h
             })
             .collect();

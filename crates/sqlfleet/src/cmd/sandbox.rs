@@ -61,8 +61,12 @@ pub struct UpArgs {
     #[arg(long)]
     port: Option<u16>,
     /// Number of GTID replicas of the primary
-    #[arg(long)]
+    #[arg(long, conflicts_with = "galera")]
     replicas: Option<usize>,
+    /// A Galera cluster of N nodes instead (every node takes writes;
+    /// node1 bootstraps, the others join by state transfer)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=9))]
+    galera: Option<u16>,
     /// GTID domain of this sandbox (gtid_domain_id; server ids become
     /// DOMAIN*100+1..): sandboxes with distinct domains are independent
     /// primaries, e.g. sources for `replicate` or native multi-source
@@ -226,6 +230,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         port: a.port,
         ports: None,
         replicas: a.replicas,
+        galera: a.galera.map(usize::from),
         domain: a.domain,
         options: a.options,
         die_with_parent: false,
@@ -253,6 +258,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         let role = match n.role {
             Role::Primary => "primary",
             Role::Replica => "replica (GTID, read_only)",
+            Role::Member => "Galera member (Synced, writable)",
         };
         println!("  {:<9} 127.0.0.1:{:<5}  {role}", n.name, n.port);
     }
@@ -289,12 +295,19 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
         "SANDBOX", "NODE", "ROLE", "PORT", "PID", "STATE"
     );
     for r in rows {
-        let role = match r.role {
-            Role::Primary => "primary",
-            Role::Replica => "replica",
-        };
+        let role = r.role.as_str();
         let repl = match (&r.replication, &r.error, r.role, r.running) {
             (_, Some(e), _, _) => format!("unknown: {e}"),
+            (_, _, Role::Member, true) => match &r.galera {
+                Some(g) => format!(
+                    "galera {}, cluster of {} ({}){}",
+                    g.state,
+                    g.cluster_size,
+                    g.cluster_status,
+                    if g.ready { "" } else { ", NOT ready" }
+                ),
+                None => "galera: unknown".into(),
+            },
             (Some(h), _, _, _) if h.healthy() => format!(
                 "ok, {} transactions behind ({}s), gtid {}",
                 r.gtid_behind.map_or("?".into(), |n| n.to_string()),
