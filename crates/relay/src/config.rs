@@ -156,6 +156,8 @@ pub struct Routing {
     /// How long a replica may wait for a client's write before the read
     /// goes to the primary.
     pub consistency_wait: Duration,
+    /// On a Galera cluster: one writer at a time, or every node.
+    pub galera_writers: crate::routing::galera::Writers,
 }
 
 impl Default for Routing {
@@ -166,6 +168,7 @@ impl Default for Routing {
             max_lag: Duration::from_secs(10),
             health_interval: Duration::from_millis(500),
             consistency_wait: Duration::from_secs(1),
+            galera_writers: crate::routing::galera::Writers::One,
         }
     }
 }

@@ -19,7 +19,8 @@ pub fn render(ctx: &Ctx) -> String {
             let c = ctx.metrics.backend(i);
             let n = |f: fn(&crate::admin::metrics::BackendCounters) -> u64| c.map_or(0, f);
             serde_json::json!({
-                "address": g.addr, "role": h.role(), "up": h.up, "read_only": h.read_only,
+                "address": g.addr, "role": g.role, "up": h.up, "read_only": h.read_only,
+                "galera": h.galera,
                 "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "connections_open": g.open, "connections_idle": g.idle,
                 "clients_waiting": g.waiting, "clients_busy": g.busy,

@@ -49,6 +49,13 @@ pub fn replicated() -> &'static TestServer {
     S.get_or_init(|| start("r", 2, vec![]))
 }
 
+/// A 3-node Galera cluster (one per test binary); its nodes are
+/// `sandbox.meta.nodes`.
+pub fn galera() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| start_shape("g", 0, Some(3), vec![]))
+}
+
 /// A server started with extra options (e.g. `local_infile=0`); one per
 /// distinct call site, kept in the caller's own `OnceLock`.
 pub fn server_with(options: &[&str]) -> TestServer {
@@ -60,6 +67,15 @@ fn tests_root() -> PathBuf {
 }
 
 fn start(name: &str, replicas: usize, options: Vec<String>) -> TestServer {
+    start_shape(name, replicas, None, options)
+}
+
+fn start_shape(
+    name: &str,
+    replicas: usize,
+    galera: Option<usize>,
+    options: Vec<String>,
+) -> TestServer {
     clean_stale();
     let home = tests_root().join(format!(
         "{}-{}-{}",
@@ -86,11 +102,12 @@ fn start(name: &str, replicas: usize, options: Vec<String>) -> TestServer {
         let r = rt.block_on(async {
             let mut last = None;
             for _ in 0..5 {
-                let ports = sqlfleet_sandbox::ports::ephemeral(replicas + 1)?;
+                let ports = sqlfleet_sandbox::ports::ephemeral(galera.unwrap_or(replicas + 1))?;
                 let opts = UpOptions {
                     name: name.clone(),
                     ports: Some(ports),
-                    replicas: Some(replicas),
+                    replicas: galera.is_none().then_some(replicas),
+                    galera,
                     options: options.clone(),
                     die_with_parent: true,
                     ..UpOptions::default()

@@ -79,6 +79,14 @@ pub fn pool_exhausted(backend: &str, why: &str) {
     }
 }
 
+/// A Galera cluster's writes moved to another node.
+pub fn galera_writer(from: &str, to: &str) {
+    tracing::warn!(
+        backend = to,
+        "relay: Galera writer is now {to} (was {from})"
+    );
+}
+
 /// A backend's role as health checks see it changed.
 pub fn backend_role(backend: &str, from: &str, to: &str, error: Option<&str>) {
     match (to, error) {
@@ -90,6 +98,11 @@ pub fn backend_role(backend: &str, from: &str, to: &str, error: Option<&str>) {
             )
         }
         ("down", None) => tracing::error!(backend, role = to, "relay: backend {backend} is down"),
+        ("excluded", Some(e)) => tracing::warn!(
+            backend,
+            role = to,
+            "relay: Galera node {backend} gets no traffic ({from} before): {e}"
+        ),
         (_, _) if from == "down" => {
             tracing::info!(backend, role = to, "relay: backend {backend} is up as {to}")
         }

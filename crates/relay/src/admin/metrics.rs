@@ -120,7 +120,8 @@ pub struct BackendGauge {
     pub waiting: usize,
     /// The last health check (or a client) found it up.
     pub up: bool,
-    /// "primary", "replica" or "down".
+    /// "primary", "replica" or "down"; on a Galera cluster "writer",
+    /// "reader" or "excluded".
     pub role: &'static str,
     /// Seconds_Behind_Master, when it replicates.
     pub lag: Option<u64>,
@@ -395,7 +396,7 @@ impl Metrics {
         );
         let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_role gauge");
         for b in backends {
-            for role in ["primary", "replica", "down"] {
+            for role in ["primary", "replica", "writer", "reader", "excluded", "down"] {
                 let _ = writeln!(
                     o,
                     "sqlfleet_relay_backend_role{{backend=\"{}\",role=\"{role}\"}} {}",

@@ -1,16 +1,18 @@
 //! Health checks: one connection per backend asks, every interval, whether
 //! the server is writable, how far its replication is behind and which
-//! GTIDs it has applied. A backend failing checks is marked down and
-//! checked again with growing back-off until it answers.
+//! GTIDs it has applied, and, on a Galera node, its `wsrep_%` state
+//! (`routing::galera` decides what that allows). A backend failing checks
+//! is marked down and checked again with growing back-off until it answers.
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::command::query_row;
+use crate::backend::command::{query_row, query_rows};
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::{Backend, RelayConfig};
+use crate::routing::galera::Wsrep;
 
 /// What the last check of a backend found.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -25,6 +27,8 @@ pub struct State {
     pub lag: Option<u64>,
     /// @@gtid_current_pos.
     pub gtid: String,
+    /// A Galera node's state (`wsrep_on` is ON).
+    pub galera: Option<Wsrep>,
     pub error: Option<String>,
     pub failures: u32,
 }
@@ -37,15 +41,20 @@ pub struct Brief {
     pub read_only: bool,
     pub replicating: bool,
     pub lag: Option<u64>,
+    /// A Galera node: whether it may take traffic.
+    pub galera: Option<bool>,
 }
 
 impl State {
-    /// The role the relay gives it.
+    /// The role the relay gives it (a Galera node's writer or reader role
+    /// is the pool's choice; here it is a member or excluded).
     pub fn role(&self) -> &'static str {
-        match (self.up, self.read_only) {
-            (false, _) => "down",
-            (true, false) => "primary",
-            (true, true) => "replica",
+        match (self.up, &self.galera, self.read_only) {
+            (false, _, _) => "down",
+            (true, Some(w), _) if w.excluded().is_some() => "excluded",
+            (true, Some(_), _) => "member",
+            (true, None, false) => "primary",
+            (true, None, true) => "replica",
         }
     }
 }
@@ -87,6 +96,7 @@ impl Health {
                     read_only: s.read_only,
                     replicating: s.replicating,
                     lag: s.lag,
+                    galera: s.galera.as_ref().map(|w| w.excluded().is_none()),
                 }
             })
             .collect()
@@ -154,6 +164,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         ),
         None => (false, None),
     };
+    let galera = wsrep(c).await?;
     Ok(State {
         checked: true,
         up: true,
@@ -161,9 +172,52 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         replicating,
         lag,
         gtid,
-        error: None,
+        error: galera.as_ref().and_then(Wsrep::excluded),
+        galera,
         failures: 0,
     })
+}
+
+/// A Galera node's state; `None` when `wsrep_on` is OFF (or absent).
+async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
+    let vars = query_rows(
+        c,
+        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_desync', 'wsrep_reject_queries')",
+        16,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let value = |rows: &[Vec<(String, Option<String>)>], name: &str| -> String {
+        rows.iter()
+            .find(|r| {
+                r.first()
+                    .and_then(|(_, v)| v.as_deref())
+                    .is_some_and(|v| v.eq_ignore_ascii_case(name))
+            })
+            .and_then(|r| r.get(1))
+            .and_then(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    if !value(&vars, "wsrep_on").eq_ignore_ascii_case("ON") {
+        return Ok(None);
+    }
+    let st = query_rows(
+        c,
+        "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', \
+         'wsrep_local_state_comment', 'wsrep_cluster_status', 'wsrep_cluster_size')",
+        16,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    Ok(Some(Wsrep {
+        ready: value(&st, "wsrep_ready").eq_ignore_ascii_case("ON"),
+        local_state: value(&st, "wsrep_local_state").parse().unwrap_or(0),
+        state: value(&st, "wsrep_local_state_comment"),
+        cluster_status: value(&st, "wsrep_cluster_status"),
+        cluster_size: value(&st, "wsrep_cluster_size").parse().unwrap_or(0),
+        desync: value(&vars, "wsrep_desync").eq_ignore_ascii_case("ON"),
+        reject_queries: value(&vars, "wsrep_reject_queries"),
+    }))
 }
 
 /// Checks backend `i` until the task is dropped.

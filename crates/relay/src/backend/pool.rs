@@ -262,6 +262,8 @@ pub struct Pool {
     /// serve a new client.
     grants: std::sync::atomic::AtomicU64,
     turn: AtomicUsize,
+    /// A Galera cluster's writer (`usize::MAX`: none yet).
+    writer: AtomicUsize,
     pub health: Arc<crate::backend::health::Health>,
     dialer: Dialer,
     settings: RwLock<PoolSettings>,
@@ -375,6 +377,7 @@ impl Pool {
             .collect();
         Arc::new(Pool {
             turn: AtomicUsize::new(0),
+            writer: AtomicUsize::new(usize::MAX),
             epoch: std::sync::atomic::AtomicU64::new(0),
             grants: std::sync::atomic::AtomicU64::new(0),
             dropped: Default::default(),
@@ -443,6 +446,18 @@ impl Pool {
                 })
                 .map(|k| cands[k])
         };
+        if let Some(usable) = galera_usable(&states) {
+            // A Galera cluster (`routing::galera`): writes (and unrouted
+            // statements) to the writer, reads to the other usable nodes.
+            let w = self.galera_writer(&usable);
+            let cands = crate::routing::galera::candidates(
+                route.is_replica(),
+                self.cfg.routing.galera_writers,
+                w,
+                &usable,
+            );
+            return least(&mut cands.into_iter());
+        }
         match route {
             Route::Any => {
                 least(&mut (0..self.sides.len()).filter(|&i| !states[i].checked || states[i].up))
@@ -474,6 +489,33 @@ impl Pool {
         }
     }
 
+    /// The Galera writer now: kept while it may take traffic, else moved
+    /// (and the move logged once).
+    fn galera_writer(&self, usable: &[bool]) -> Option<usize> {
+        let cur = self.writer.load(Relaxed);
+        let w = crate::routing::galera::writer((cur != usize::MAX).then_some(cur), usable);
+        let new = w.unwrap_or(usize::MAX);
+        if new != cur
+            && self
+                .writer
+                .compare_exchange(cur, new, Relaxed, Relaxed)
+                .is_ok()
+        {
+            let name = |i: usize| {
+                self.sides
+                    .get(i)
+                    .map_or_else(|| "none".to_string(), |s| s.backend.addr())
+            };
+            crate::admin::log::galera_writer(&name(cur), &name(new));
+        }
+        w
+    }
+
+    /// True when the backends are a Galera cluster's nodes.
+    pub fn is_galera(&self) -> bool {
+        galera_usable(&self.health.briefs()).is_some()
+    }
+
     /// The distinct replica group names, in backend order.
     pub fn group_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
@@ -488,6 +530,7 @@ impl Pool {
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {
+        let writer = galera_usable(&self.health.briefs()).and_then(|u| self.galera_writer(&u));
         self.sides
             .iter()
             .enumerate()
@@ -501,7 +544,12 @@ impl Pool {
                     idle: i.idle.len(),
                     waiting: s.waiting.load(Relaxed),
                     up: h.checked && h.up,
-                    role: if h.checked { h.role() } else { "down" },
+                    role: match h.role() {
+                        _ if !h.checked => "down",
+                        "member" if writer == Some(n) => "writer",
+                        "member" => "reader",
+                        r => r,
+                    },
                     lag: h.lag,
                 }
             })
@@ -828,4 +876,15 @@ impl Drop for WaitGuard<'_> {
             self.n.fetch_sub(1, Relaxed);
         }
     }
+}
+
+/// On a Galera cluster (any backend has reported `wsrep_on`), which
+/// backends may take traffic; `None` otherwise.
+fn galera_usable(states: &[crate::backend::health::Brief]) -> Option<Vec<bool>> {
+    states.iter().any(|s| s.galera.is_some()).then(|| {
+        states
+            .iter()
+            .map(|s| s.up && s.galera == Some(true))
+            .collect()
+    })
 }

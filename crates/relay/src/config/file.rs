@@ -33,6 +33,7 @@ struct RoutingSection {
     max_lag: Option<f64>,
     health_interval: Option<f64>,
     consistency_wait: Option<f64>,
+    galera_writers: Option<crate::routing::galera::Writers>,
 }
 
 #[derive(Deserialize)]
@@ -230,6 +231,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             read_write_split: Some(q.read_write_split),
             consistency: Some(q.consistency),
             max_lag: Some(q.max_lag),
+            galera_writers: None,
             health_interval: Some(q.health_interval),
             consistency_wait: None,
         },
@@ -410,6 +412,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
             d.consistency_wait,
             "routing.consistency_wait",
         )?,
+        galera_writers: r.galera_writers.unwrap_or_default(),
     };
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());

@@ -3,6 +3,7 @@
 //! `frontend::session::route` from these and the health of each backend;
 //! the pool picks the least busy backend a route allows.
 
+pub mod galera;
 pub mod rules;
 
 /// Where a statement may run.

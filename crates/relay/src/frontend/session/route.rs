@@ -46,10 +46,15 @@ impl Session {
                 return Ok(b);
             }
             if Instant::now() >= deadline {
+                let why = if self.ctx.pool.is_galera() {
+                    "no Galera node may take traffic (none is Synced in the Primary component; the relay's status page says why for each)"
+                } else {
+                    "the primary is down and no replica has been promoted"
+                };
                 return Err(Fail::Err(
                     crate::backend::pool::UNREACHABLE_CODE,
                     "HY000",
-                    "sqlfleet relay: no writable backend (the primary is down and no replica has been promoted)".into(),
+                    format!("sqlfleet relay: no writable backend ({why})"),
                 ));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -163,7 +168,13 @@ impl Session {
             return Ok(None);
         };
         let mut c = self.ctx.pool.lease(p, self.want()).await?;
-        match command::query_value(&mut c, "SELECT @@gtid_binlog_pos").await {
+        // A Galera writer: the last GTID it has seen committed anywhere.
+        let q = if self.ctx.pool.health.get(p).galera.is_some() {
+            "SELECT WSREP_LAST_SEEN_GTID()"
+        } else {
+            "SELECT @@gtid_binlog_pos"
+        };
+        match command::query_value(&mut c, q).await {
             Ok(v) => {
                 self.ctx.pool.put(c);
                 Ok(v.filter(|v| !v.is_empty()))
@@ -191,17 +202,25 @@ impl Session {
             return Ok(());
         };
         let st = self.ctx.pool.health.get(b);
-        if !st.read_only || health::covers(&st.gtid, &gtid) {
+        let galera = st.galera.is_some();
+        if (!st.read_only && !galera) || health::covers(&st.gtid, &gtid) {
             return Ok(());
         }
         let wait = routing.consistency_wait.as_secs_f64();
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let q = format!(
-            "SELECT 1 FROM DUAL WHERE MASTER_GTID_WAIT('{}', {wait:.3}) = 0",
-            gtid.replace('\'', "")
-        );
+        let gtid = gtid.replace('\'', "");
+        let q = if galera {
+            // A Galera node applies the write itself: wait until it has
+            // (whole seconds; a timeout is an error, and the read moves).
+            format!(
+                "SELECT 1 FROM DUAL WHERE WSREP_SYNC_WAIT_UPTO_GTID('{gtid}', {}) = 1",
+                wait.ceil().max(1.0) as u64
+            )
+        } else {
+            format!("SELECT 1 FROM DUAL WHERE MASTER_GTID_WAIT('{gtid}', {wait:.3}) = 0")
+        };
         let mut p = vec![0x03];
         p.extend_from_slice(q.as_bytes());
         let o = command::command(c, &p, Expect::Results { cursor: false })
@@ -233,7 +252,15 @@ impl Session {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let v = command::query_value(c, "SELECT @@last_gtid")
+        let galera = self
+            .backend
+            .is_some_and(|b| self.ctx.pool.health.get(b).galera.is_some());
+        let q = if galera {
+            "SELECT WSREP_LAST_WRITTEN_GTID()"
+        } else {
+            "SELECT @@last_gtid"
+        };
+        let v = command::query_value(c, q)
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         if let Some(g) = v.filter(|g| !g.is_empty()) {

@@ -1,0 +1,298 @@
+//! The relay in front of a real 3-node Galera cluster (testkit's
+//! `galera()`): one writer, reads on the others; a desynced node gets no
+//! reads; read-your-writes waits on the reader (WSREP_SYNC_WAIT_UPTO_GTID);
+//! the writer killed -9 under a write loop costs each client at most its
+//! in-flight statement and writes move; a node left alone (non-Primary)
+//! gets nothing, as the cluster refuses it too. One test: the scenes share
+//! one cluster and each changes it.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::relay::{free_port, quoted, start_config, Relay};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::TestServer;
+
+fn roles_are(relay: &Relay, want: &[&str]) -> bool {
+    let mut r: Vec<String> = relay.roles().into_iter().map(|x| x.1).collect();
+    r.sort();
+    let mut w: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    w.sort();
+    r == w
+}
+
+fn wait_roles(relay: &Relay, want: &[&str]) {
+    let t0 = Instant::now();
+    while !roles_are(relay, want) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "roles stay {:?}, want {want:?}",
+            relay.roles()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn start(g: &TestServer, dir: &std::path::Path) -> Relay {
+    let port = free_port();
+    let metrics_port = free_port();
+    let pwfile = dir.join("backend.pw");
+    std::fs::write(&pwfile, g.sandbox.password().expect("pw").expose()).expect("pw");
+    let servers: Vec<String> = g
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("\"127.0.0.1:{}\"", n.port))
+        .collect();
+    let hashes = sqlfleet_relay::config::hash_lines("app-pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = {}\naccounts = \"shared\"\n\n\
+         [pool]\nmax = 20\nwait_timeout = 3\n\n\
+         [routing]\nread_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2\nconsistency_wait = 2\n\n\
+         [[users]]\nname = \"app\"\n{hashes}\n",
+        servers.join(", "),
+        quoted(&pwfile.display().to_string())
+    );
+    start_config(&toml, port, metrics_port)
+}
+
+fn opts(port: u16) -> mysql_async::Opts {
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(port)
+        .user(Some("app"))
+        .pass(Some("app-pw"))
+        .db_name(Some("gal"))
+        .prefer_socket(false)
+        .into()
+}
+
+async fn node(g: &TestServer, i: usize) -> mysql_async::Conn {
+    g.sandbox
+        .target(&g.sandbox.meta.nodes[i])
+        .expect("target")
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("node")
+}
+
+/// The ports that answered `n` autocommit reads through the relay.
+async fn read_ports(c: &mut mysql_async::Conn, n: usize) -> Vec<u16> {
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let p: Option<u16> = c.query_first("SELECT @@port").await.expect("read");
+        out.push(p.expect("row"));
+    }
+    out
+}
+
+fn kill_node(g: &TestServer, i: usize) {
+    let nl = g.sandbox.layout.node(&g.sandbox.meta.nodes[i]);
+    let pid = sqlfleet_sandbox::node::running_pid(&nl).expect("running");
+    // SAFETY: a signal to the pid our sandbox server wrote.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let t0 = Instant::now();
+    while sqlfleet_sandbox::node::is_alive(pid) {
+        assert!(t0.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_primary() {
+    let g = sqlfleet_testkit::galera();
+    let ports: Vec<u16> = g.sandbox.meta.nodes.iter().map(|n| n.port).collect();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut n1 = node(g, 0).await;
+        n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT)")
+            .await
+            .expect("ddl");
+    });
+    let relay = start(g, dir.path());
+    wait_roles(&relay, &["writer", "reader", "reader"]);
+    let writer_port = ports[0];
+    rt.block_on(async {
+        let mut c = mysql_async::Conn::new(opts(relay.port))
+            .await
+            .expect("relay");
+        // Writes (and a transaction) on the writer, node1.
+        c.query_drop("INSERT INTO t (client, k) VALUES (0, 1)")
+            .await
+            .expect("insert");
+        let p: Option<u16> = c
+            .query_first("SELECT @@port FROM t FOR UPDATE")
+            .await
+            .expect("locking read");
+        assert_eq!(p, Some(writer_port), "a locking read runs on the writer");
+        // Autocommit reads on the other two, never the writer.
+        let got = read_ports(&mut c, 40).await;
+        assert!(
+            got.iter().all(|p| *p != writer_port),
+            "reads on the writer: {got:?}"
+        );
+        assert!(
+            got.contains(&ports[1]) && got.contains(&ports[2]),
+            "{got:?}"
+        );
+
+        // Read-your-writes: a read right after a write waits on its reader
+        // for that write (counted), and sees it.
+        let waits = relay.metric("sqlfleet_relay_consistency_waits_total");
+        for k in 0..30u64 {
+            c.exec_drop("INSERT INTO t (client, k) VALUES (1, ?)", (1000 + k,))
+                .await
+                .expect("insert");
+            let n: Option<u64> = c
+                .exec_first("SELECT COUNT(*) FROM t WHERE k = ?", (1000 + k,))
+                .await
+                .expect("read");
+            assert_eq!(
+                n,
+                Some(1),
+                "the client's own write is not visible to its next read"
+            );
+        }
+        let waited = relay.metric("sqlfleet_relay_consistency_waits_total") - waits;
+        let fell = relay.metric("sqlfleet_relay_consistency_fallbacks_total");
+        assert!(
+            waited + fell >= 1.0,
+            "no read waited for its write ({waited} waits, {fell} fallbacks)"
+        );
+
+        // A desynced node gets no reads.
+        let mut n2 = node(g, 1).await;
+        n2.query_drop("SET GLOBAL wsrep_desync = ON")
+            .await
+            .expect("desync");
+        wait_roles(&relay, &["writer", "reader", "excluded"]);
+        let got = read_ports(&mut c, 30).await;
+        assert!(
+            got.iter().all(|p| *p == ports[2]),
+            "reads on a desynced node: {got:?}"
+        );
+        n2.query_drop("SET GLOBAL wsrep_desync = OFF")
+            .await
+            .expect("resync");
+        let _ = n2.disconnect().await;
+        wait_roles(&relay, &["writer", "reader", "reader"]);
+        let _ = c.disconnect().await;
+    });
+
+    // The writer killed -9 under two clients' write loops: each loses at
+    // most its in-flight statement, then writes move to node2; every
+    // acknowledged row is in the cluster.
+    let stop = Arc::new(AtomicBool::new(false));
+    let acked = Arc::new(AtomicU64::new(0));
+    let mut loops = Vec::new();
+    for client in 0..2u32 {
+        let (stop, acked, port) = (stop.clone(), acked.clone(), relay.port);
+        loops.push(std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("rt");
+            rt.block_on(async move {
+                let mut c = mysql_async::Conn::new(opts(port)).await.expect("relay");
+                let (mut ok, mut failed, mut k) = (0u64, Vec::new(), 0u64);
+                while !stop.load(Ordering::Relaxed) {
+                    k += 1;
+                    match c
+                        .exec_drop("INSERT INTO t (client, k) VALUES (?, ?)", (100 + client, k))
+                        .await
+                    {
+                        Ok(()) => {
+                            ok += 1;
+                            acked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            failed.push(e.to_string());
+                            // The relay closes a client whose backend
+                            // died mid-statement: connect again.
+                            if let Ok(n) = mysql_async::Conn::new(opts(port)).await {
+                                c = n;
+                            }
+                        }
+                    }
+                }
+                (ok, failed)
+            })
+        }));
+    }
+    let t0 = Instant::now();
+    while acked.load(Ordering::Relaxed) < 50 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "no writes");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    kill_node(g, 0);
+    wait_roles(&relay, &["down", "writer", "reader"]);
+    let after = acked.load(Ordering::Relaxed);
+    let t0 = Instant::now();
+    while acked.load(Ordering::Relaxed) < after + 50 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "writes did not move to another node"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    stop.store(true, Ordering::Relaxed);
+    let mut acked_rows = 0;
+    for l in loops {
+        let (ok, failed) = l.join().expect("loop");
+        assert!(
+            failed.len() <= 1,
+            "a client lost more than its in-flight statement: {failed:?}"
+        );
+        acked_rows += ok;
+    }
+    rt.block_on(async {
+        let mut n2 = node(g, 1).await;
+        let n: Option<u64> = n2
+            .query_first("SELECT COUNT(*) FROM gal.t WHERE client >= 100")
+            .await
+            .expect("count");
+        let n = n.unwrap_or(0);
+        // An unacknowledged statement may have committed; none acknowledged is lost.
+        assert!(
+            n >= acked_rows && n <= acked_rows + 2,
+            "{n} rows, {acked_rows} acknowledged"
+        );
+        let _ = n2.disconnect().await;
+    });
+
+    // node3 dies too: node2 is alone, non-Primary, and refuses; so does
+    // the relay (no node may take traffic).
+    kill_node(g, 2);
+    wait_roles(&relay, &["down", "down", "excluded"]);
+    rt.block_on(async {
+        let mut direct = node(g, 1).await;
+        let e = direct
+            .query_drop("INSERT INTO gal.t (client, k) VALUES (9, 9)")
+            .await
+            .expect_err("a non-Primary node refuses writes");
+        assert!(
+            e.to_string().contains("1047") || e.to_string().contains("WSREP"),
+            "{e}"
+        );
+        // The relay refuses too: at login (the client's database is
+        // checked on a node) or at the first statement.
+        let refusal = match mysql_async::Conn::new(opts(relay.port)).await {
+            Err(e) => e.to_string(),
+            Ok(mut c) => c
+                .query_drop("INSERT INTO t (client, k) VALUES (9, 9)")
+                .await
+                .expect_err("the relay refuses")
+                .to_string(),
+        };
+        assert!(
+            refusal.contains("no writable backend") && refusal.contains("Galera"),
+            "{refusal}"
+        );
+    });
+}
