@@ -7,6 +7,10 @@
 //! (hops from the top of its chain) and `channel=` (the channels it
 //! replicates through); servers named in the topology that cannot be
 //! reached are kept, tagged `unreachable=yes`, so a run reports them.
+//! A Galera node names every member of its cluster
+//! (`wsrep_incoming_addresses`); members are tagged `role=member`,
+//! `cluster=` (`wsrep_cluster_name`), `node=` (`wsrep_node_name`) and
+//! `state=` (`wsrep_local_state_comment`).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Duration;
@@ -22,7 +26,16 @@ use crate::hosts::Host;
 struct Node {
     /// (primary, channel) pairs it replicates from.
     primaries: Vec<((String, u16), String)>,
+    /// A Galera member's cluster, node name and state.
+    galera: Option<Member>,
     unreachable: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Member {
+    cluster: String,
+    node: String,
+    state: String,
 }
 
 /// The servers found from `start`, in the order found; at most `limit`.
@@ -50,15 +63,20 @@ pub async fn discover(
         }
         order.push(addr.clone());
         let node = match look(base, &addr, connect_timeout).await {
-            Ok((primaries, replicas)) => {
-                let primaries: Vec<_> =
-                    primaries.into_iter().map(|(p, ch)| (norm(p), ch)).collect();
+            Ok(seen) => {
+                let primaries: Vec<_> = seen
+                    .primaries
+                    .into_iter()
+                    .map(|(p, ch)| (norm(p), ch))
+                    .collect();
                 for (p, _) in &primaries {
                     queue.push_back(p.clone());
                 }
-                queue.extend(replicas.into_iter().map(norm));
+                queue.extend(seen.replicas.into_iter().map(norm));
+                queue.extend(seen.members.into_iter().map(norm));
                 Node {
                     primaries,
+                    galera: seen.galera,
                     unreachable: None,
                 }
             }
@@ -74,12 +92,17 @@ pub async fn discover(
         .map(|addr| {
             let n = &nodes[addr];
             let mut tags = BTreeMap::new();
-            let role = if n.primaries.is_empty() {
-                "primary"
-            } else {
-                "replica"
+            let role = match (&n.galera, n.primaries.is_empty()) {
+                (Some(_), _) => "member",
+                (None, true) => "primary",
+                (None, false) => "replica",
             };
             tags.insert("role".to_string(), role.to_string());
+            if let Some(m) = &n.galera {
+                tags.insert("cluster".to_string(), m.cluster.clone());
+                tags.insert("node".to_string(), m.node.clone());
+                tags.insert("state".to_string(), m.state.clone());
+            }
             tags.insert("depth".to_string(), depth(&nodes, addr, 0).to_string());
             let channels: Vec<&str> = n
                 .primaries
@@ -123,9 +146,33 @@ pub fn unreachable_note(h: &Host) -> Option<String> {
         .then(|| format!("{} is in the topology but could not be reached", h.addr()))
 }
 
-type Neighbours = (Vec<((String, u16), String)>, Vec<(String, u16)>);
+/// What one server says about its neighbours.
+struct Neighbours {
+    /// (primary, channel) pairs.
+    primaries: Vec<((String, u16), String)>,
+    /// Registered replicas.
+    replicas: Vec<(String, u16)>,
+    /// The other members of its Galera cluster (itself included).
+    members: Vec<(String, u16)>,
+    galera: Option<Member>,
+}
 
-/// One server's primaries (with channel names) and registered replicas.
+/// `wsrep_incoming_addresses`: `host:port` entries, comma-separated
+/// (IPv6 in brackets); entries without a usable port (`AUTO`, empty) are
+/// left out.
+fn incoming_addresses(text: &str) -> Vec<(String, u16)> {
+    text.split(',')
+        .filter_map(|a| {
+            let (h, p) = a.trim().rsplit_once(':')?;
+            let h = h.trim_start_matches('[').trim_end_matches(']');
+            let p: u16 = p.parse().ok()?;
+            (!h.is_empty() && p != 0).then(|| (h.to_string(), p))
+        })
+        .collect()
+}
+
+/// One server's primaries (with channel names), registered replicas and
+/// Galera cluster.
 async fn look(
     base: &Target,
     addr: &(String, u16),
@@ -180,13 +227,76 @@ async fn look(
             (!h.is_empty() && p != 0).then_some((h, p))
         })
         .collect();
+    let (members, galera) = cluster(&mut c).await;
     let _ = c.disconnect().await;
-    Ok((primaries, replicas))
+    Ok(Neighbours {
+        primaries,
+        replicas,
+        members,
+        galera,
+    })
+}
+
+/// A Galera node's members and tags; nothing when `wsrep_on` is OFF or
+/// the server has no such variables (MySQL).
+async fn cluster(c: &mut mysql_async::Conn) -> (Vec<(String, u16)>, Option<Member>) {
+    let vars: Vec<(String, String)> = c
+        .query(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_cluster_name', 'wsrep_node_name')",
+        )
+        .await
+        .unwrap_or_default();
+    let get = |rows: &[(String, String)], k: &str| {
+        rows.iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(k))
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default()
+    };
+    if !get(&vars, "wsrep_on").eq_ignore_ascii_case("ON") {
+        return (Vec::new(), None);
+    }
+    let status: Vec<(String, String)> = c
+        .query(
+            "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_incoming_addresses', 'wsrep_local_state_comment')",
+        )
+        .await
+        .unwrap_or_default();
+    (
+        incoming_addresses(&get(&status, "wsrep_incoming_addresses")),
+        Some(Member {
+            cluster: get(&vars, "wsrep_cluster_name"),
+            node: get(&vars, "wsrep_node_name"),
+            state: get(&status, "wsrep_local_state_comment"),
+        }),
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn galera_incoming_addresses() {
+        let hp = |h: &str, p: u16| (h.to_string(), p);
+        let rows: [(&str, Vec<(String, u16)>); 6] = [
+            (
+                "127.0.0.1:3308,127.0.0.1:3309,127.0.0.1:3310",
+                vec![
+                    hp("127.0.0.1", 3308),
+                    hp("127.0.0.1", 3309),
+                    hp("127.0.0.1", 3310),
+                ],
+            ),
+            ("db1:3306, db2:3306", vec![hp("db1", 3306), hp("db2", 3306)]),
+            ("[::1]:3306", vec![hp("::1", 3306)]),
+            ("AUTO,db2:3306", vec![hp("db2", 3306)]),
+            ("", vec![]),
+            ("db1:0,db2:x,:3306", vec![]),
+        ];
+        for (text, want) in rows {
+            assert_eq!(incoming_addresses(text), want, "{text:?}");
+        }
+    }
 
     #[test]
     fn depth_follows_the_shortest_chain_and_stops_on_cycles() {
@@ -199,14 +309,14 @@ mod tests {
             b.clone(),
             Node {
                 primaries: vec![(a.clone(), String::new())],
-                unreachable: None,
+                ..Node::default()
             },
         );
         nodes.insert(
             c.clone(),
             Node {
                 primaries: vec![(b.clone(), String::new())],
-                unreachable: None,
+                ..Node::default()
             },
         );
         assert_eq!(depth(&nodes, &a, 0), 0);

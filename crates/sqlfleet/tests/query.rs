@@ -963,3 +963,35 @@ fn jsonl_values_keep_their_types_and_result_sets_are_numbered() {
     assert_eq!(lines[1]["set"], 1);
     assert_eq!(lines[1]["row"]["q"], serde_json::json!(2));
 }
+
+/// `--discover` from one node of a Galera cluster finds every member
+/// (`wsrep_incoming_addresses`) and tags each with its cluster, node name
+/// and state.
+#[test]
+fn discover_finds_every_galera_member_from_one_node() {
+    let g = sqlfleet_testkit::galera();
+    let name = g.sandbox.name().to_string();
+    let nodes = &g.sandbox.meta.nodes;
+    let o = common::sqlfleet()
+        .env("SQLFLEET_HOME", g.home())
+        .args(["query", "--sandbox", &name, "--discover"])
+        .arg(format!("127.0.0.1:{}", nodes[1].port))
+        .arg("--discover-only")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut lines: Vec<String> = stdout(&o).lines().map(str::to_owned).collect();
+    lines.sort();
+    let mut want: Vec<String> = nodes
+        .iter()
+        .map(|n| {
+            format!(
+                "127.0.0.1:{} cluster=sqlfleet-{name} depth=0 node={} role=member state=Synced",
+                n.port, n.name
+            )
+        })
+        .collect();
+    want.sort();
+    assert_eq!(lines, want);
+}
