@@ -31,6 +31,7 @@ pub struct EngineOptions {
     /// The input is compressed (`total` is its size on disk).
     pub compressed: bool,
     pub started: Instant,
+    pub galera: Option<crate::galera::Cluster>,
 }
 
 pub struct Engine {
@@ -70,6 +71,7 @@ impl Engine {
             shared: shared.clone(),
             load_id: o.load_id,
             continue_on_error: o.continue_on_error,
+            galera: o.galera,
         });
         let queue = Arc::new(JobQueue::new(o.queue_bytes));
         let workers = (0..o.threads.max(1))

@@ -88,6 +88,8 @@ pub enum LoadError {
     },
     #[error("{path}: {what}; nothing was loaded by this run")]
     Changed { path: PathBuf, what: String },
+    #[error("{path}: refused: {what}; nothing was loaded")]
+    Refused { path: PathBuf, what: String },
     #[error("{path}: interrupted: {statements} {unit} ({rows} rows) committed and journaled{}; rerun with --resume to go on from there, or --restart to load again from the start",
         through.map(|l| format!(", everything through line {l}")).unwrap_or_default())]
     Interrupted {
@@ -117,7 +119,8 @@ impl LoadError {
             | LoadError::Unfinished { .. }
             | LoadError::Setup { .. }
             | LoadError::Running { .. }
-            | LoadError::Changed { .. } => 1,
+            | LoadError::Changed { .. }
+            | LoadError::Refused { .. } => 1,
             LoadError::Input { .. }
             | LoadError::Flat { .. }
             | LoadError::Chunk { .. }

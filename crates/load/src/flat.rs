@@ -184,6 +184,31 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             "{endpoint}: table {table_sql} does not exist (create it before loading)"
         )));
     }
+    // A Galera node replicates InnoDB tables only.
+    let cluster = crate::galera::detect(&mut control.conn)
+        .await
+        .map_err(|e| setup(format!("{endpoint}: reading its wsrep settings: {e}")))?;
+    if let Some(c) = &cluster {
+        let engine: Option<String> = control
+            .conn
+            .exec_first(
+                "SELECT ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (&db, &table),
+            )
+            .await
+            .map_err(|e| setup(format!("{endpoint}: reading the engine of {table_sql}: {e}")))?;
+        let e = crate::galera::Engine::Named(engine.unwrap_or_default().to_ascii_uppercase());
+        if let Some(why) = crate::galera::refusal(&e, false, &c.default_engine) {
+            return Err(setup(crate::galera::message(
+                c,
+                &[crate::galera::Finding {
+                    line: 0,
+                    table: table_sql.clone(),
+                    why,
+                }],
+            )));
+        }
+    }
     let auto_inc_col = cols
         .iter()
         .find(|(_, _, extra, _)| extra.contains("auto_increment"))
@@ -338,6 +363,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         read: read_counter.clone(),
         total: sizes,
         started,
+        galera: cluster.clone(),
     })?;
     let shared = engine.shared.clone();
 

@@ -12,6 +12,7 @@ pub mod engine;
 pub mod error;
 pub mod fast_path;
 pub mod flat;
+pub mod galera;
 pub mod identity;
 pub mod job;
 pub mod journal;
@@ -161,6 +162,36 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     // their own, outside any transaction the file opens.
     let mut bookkeeping = SessionConn::open(&opts.target).await?.conn;
     let endpoint = opts.target.endpoint.to_string();
+    // A Galera node: a file is read whole for tables the cluster would
+    // not replicate, before anything of it runs.
+    let cluster = galera::detect(&mut bookkeeping)
+        .await
+        .map_err(|e| LoadError::Setup {
+            what: format!("{endpoint}: reading its wsrep settings: {e}"),
+        })?;
+    if let Some(c) = &cluster {
+        if !sqlfleet_dump::reader::is_stdin(&opts.path) {
+            let (path, c2) = (opts.path.clone(), c.clone());
+            let found = tokio::task::spawn_blocking(move || galera::scan(&path, &c2))
+                .await
+                .map_err(|e| LoadError::Setup {
+                    what: format!("checking the dump for Galera: {e}"),
+                })?
+                .map_err(|source| LoadError::Input {
+                    path: opts.path.clone(),
+                    source,
+                })?;
+            if !found.is_empty() {
+                return Err(LoadError::Refused {
+                    path: opts.path.clone(),
+                    what: galera::message(c, &found),
+                });
+            }
+        }
+    }
+    let batch_bytes = cluster
+        .as_ref()
+        .map_or(opts.batch_bytes, |c| c.batch_bytes(opts.batch_bytes));
 
     let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -333,13 +364,14 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         continue_on_error: opts.continue_on_error,
         quarantine: opts.quarantine.clone(),
         fast_path: opts.fast_path,
-        queue_bytes: opts.read_ahead.max(opts.batch_bytes),
+        queue_bytes: opts.read_ahead.max(batch_bytes),
         progress: opts.progress,
         raw_read: raw_read.clone(),
         compressed,
         read,
         total,
         started,
+        galera: cluster.clone(),
     })?;
     let shared = engine.shared.clone();
     let regime = if is_dump && !opts.serial {
@@ -360,7 +392,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         control,
         bookkeeping,
         resume,
-        opts.batch_bytes,
+        batch_bytes,
         opts.defer_indexes,
         opts.database
             .clone()

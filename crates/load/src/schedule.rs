@@ -258,6 +258,18 @@ impl Scheduler {
             }
             return;
         }
+        if let Some(c) = &self.ctx.galera {
+            // Input read once (standard input) was not checked before the
+            // load: the statement stops here, before it runs.
+            if let Some(f) = crate::galera::check(&stmt.text, stmt.line, c) {
+                self.ctx.shared.fail(StatementFailure {
+                    code: None,
+                    message: crate::galera::message(c, &[f]),
+                    ..StatementFailure::of_text(&stmt, None)
+                });
+                return;
+            }
+        }
         if self.regime != Regime::Stateful {
             if let Some(why) = self.needs_one_connection(&kind, &traits, &stmt) {
                 if let (Some(f), true) = (traits.previous_result, self.skipped > 0) {

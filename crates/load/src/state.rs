@@ -205,4 +205,6 @@ pub struct Ctx {
     pub shared: Arc<Shared>,
     pub load_id: String,
     pub continue_on_error: bool,
+    /// The target is a Galera node: its table statements are checked.
+    pub galera: Option<crate::galera::Cluster>,
 }

@@ -263,7 +263,19 @@ impl TestServer {
     /// routines and events. Two databases loaded from the same input
     /// must give the same lines.
     pub async fn fingerprint(&self, db: &str) -> Vec<String> {
-        let mut c = self.connect().await;
+        self.fingerprint_node(0, db).await
+    }
+
+    /// [`TestServer::fingerprint`] on node `i` (0: the primary, or a
+    /// cluster's first node).
+    pub async fn fingerprint_node(&self, i: usize, db: &str) -> Vec<String> {
+        let mut c = self
+            .sandbox
+            .target(&self.sandbox.meta.nodes[i])
+            .expect("sandbox password file")
+            .connect(Duration::from_secs(10))
+            .await
+            .expect("connect to the test server");
         let mut out = Vec::new();
         let objects: Vec<(String, String)> = c
             .exec(
