@@ -524,3 +524,98 @@ fn the_longest_running_statement_is_listed_and_an_idle_server_lists_none() {
     let _ = client.wait();
     let _ = client.kill();
 }
+
+/// A Galera cluster watched node by node: a desynced node opens one
+/// `node_synced` incident and resolves it; a node killed -9 makes both
+/// survivors see 2 of 3 members, and that is one `cluster_size` incident
+/// for the cluster, not one per node.
+#[test]
+fn a_galera_cluster_incident_is_one_message_for_the_cluster() {
+    let g = sqlfleet_testkit::galera();
+    let name = g.sandbox.name().to_string();
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("watch.toml");
+    std::fs::write(
+        &cfg,
+        "[rules.node_synced]\nhold = 0\nclear = 0\n[rules.cluster_size]\nhold = 0\nclear = 0\n",
+    )
+    .expect("config");
+    let mut child = sqlfleet()
+        .env("SQLFLEET_HOME", g.home())
+        .args([
+            "watch",
+            "--ui",
+            "none",
+            "--json",
+            "--interval",
+            "0.3",
+            "--timeout",
+            "2",
+            "--sandbox",
+            &name,
+            "--config",
+        ])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(&l) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let incident = |rule: &str, phase: &str| {
+        let t0 = Instant::now();
+        loop {
+            let v = rx
+                .recv_timeout(Duration::from_secs(30).saturating_sub(t0.elapsed()))
+                .unwrap_or_else(|_| panic!("no {rule} {phase} incident"));
+            if v["type"] == "incident" && v["rule"] == rule && v["phase"] == phase {
+                return v;
+            }
+        }
+    };
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let node2 = g.sandbox.target(&g.sandbox.meta.nodes[1]).expect("t");
+    rt.block_on(async {
+        use mysql_async::prelude::Queryable;
+        let mut c = node2.connect(Duration::from_secs(5)).await.expect("node2");
+        // Every node seen Synced first (the watch knows the cluster's size).
+        std::thread::sleep(Duration::from_secs(2));
+        c.query_drop("SET GLOBAL wsrep_desync = ON")
+            .await
+            .expect("desync");
+        let v = incident("node_synced", "opened");
+        assert_eq!(v["server"], format!("cluster sqlfleet-{name}"));
+        assert!(v["detail"].as_str().unwrap_or("").contains("node2"), "{v}");
+        c.query_drop("SET GLOBAL wsrep_desync = OFF")
+            .await
+            .expect("resync");
+        incident("node_synced", "resolved");
+    });
+    let nl = g.sandbox.layout.node(&g.sandbox.meta.nodes[2]);
+    let pid = sqlfleet_sandbox::node::running_pid(&nl).expect("node3 runs");
+    unsafe_kill(pid as u32, libc::SIGKILL);
+    let v = incident("cluster_size", "opened");
+    assert_eq!(v["server"], format!("cluster sqlfleet-{name}"));
+    assert!(v["detail"].as_str().unwrap_or("").contains("2 of 3"), "{v}");
+    // Both survivors go on seeing it for a few checks: no second message.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(3) {
+        if let Ok(v) = rx.recv_timeout(Duration::from_millis(200)) {
+            assert!(
+                !(v["type"] == "incident" && v["rule"] == "cluster_size"),
+                "a second cluster_size message: {v}"
+            );
+        }
+    }
+    unsafe_kill(child.id(), libc::SIGTERM);
+    let _ = child.wait();
+}

@@ -25,7 +25,7 @@ use sqlfleet_conn::{ConnectError, Stage, Target};
 use sqlfleet_wire::client::{Client, Step};
 use sqlfleet_wire::WireError;
 
-use crate::sample::{Channel, Row, Running, Sample, STATUS_NAMES};
+use crate::sample::{Channel, Galera, Row, Running, Sample, STATUS_NAMES};
 
 /// How a check went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -233,8 +233,10 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
         .join(",");
     let sql = format!(
         "SELECT @@version, @@hostname, @@max_connections, @@read_only, @@datadir; \
-         SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}",
-        replication_sql(l)
+         SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}; \
+         SHOW GLOBAL STATUS LIKE 'wsrep%'; \
+         SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_cluster_name', 'wsrep_node_name')",
+        replication_sql(l).trim_end_matches([';', ' '])
     );
     let sets = result_sets(l, &sql).await?;
     let empty = (Vec::new(), Vec::new());
@@ -262,6 +264,14 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
             Channel::from_row(&named)
         })
         .collect();
+    let pairs = |i: usize| -> Vec<(String, String)> {
+        set(i)
+            .1
+            .iter()
+            .map(|row| (text(row, 0), text(row, 1)))
+            .collect()
+    };
+    s.galera = Galera::from_rows(&pairs(3), &pairs(4));
     if s.counter("Threads_running") > 1 {
         let running = result_sets(l, RUNNING_SQL).await?;
         s.running = running

@@ -34,6 +34,17 @@ pub enum RuleKind {
     Lag,
     /// The data directory's file system at or above `above` percent.
     Disk,
+    /// A Galera cluster with fewer members than `above` (0: than the most
+    /// this watch has seen of it).
+    ClusterSize,
+    /// A Galera node outside the Primary component (split brain, lost
+    /// quorum): it refuses queries. Critical.
+    ClusterPrimary,
+    /// A Galera node not Synced (joining, donor, desynced).
+    NodeSynced,
+    /// A Galera node's replication paused by flow control more than
+    /// `above` percent of the time.
+    FlowControl,
 }
 
 impl RuleKind {
@@ -46,7 +57,22 @@ impl RuleKind {
             RuleKind::Replication => "replication",
             RuleKind::Lag => "lag",
             RuleKind::Disk => "disk",
+            RuleKind::ClusterSize => "cluster_size",
+            RuleKind::ClusterPrimary => "cluster_primary",
+            RuleKind::NodeSynced => "node_synced",
+            RuleKind::FlowControl => "flow_control",
         }
+    }
+
+    /// A Galera rule: one incident per cluster, not per node.
+    pub fn per_cluster(self) -> bool {
+        matches!(
+            self,
+            RuleKind::ClusterSize
+                | RuleKind::ClusterPrimary
+                | RuleKind::NodeSynced
+                | RuleKind::FlowControl
+        )
     }
 }
 
@@ -80,6 +106,10 @@ pub fn defaults() -> Vec<Rule> {
         r(RuleKind::Replication, 0.0, 10.0),
         r(RuleKind::Lag, 300.0, 60.0),
         r(RuleKind::Disk, 90.0, 60.0),
+        r(RuleKind::ClusterSize, 0.0, 10.0),
+        r(RuleKind::ClusterPrimary, 0.0, 0.0),
+        r(RuleKind::NodeSynced, 0.0, 60.0),
+        r(RuleKind::FlowControl, 10.0, 60.0),
     ]
 }
 
@@ -96,7 +126,54 @@ pub struct Observation<'a> {
 impl Rule {
     /// `Some(what)` when the condition holds now.
     pub fn condition(&self, o: &Observation) -> Option<String> {
+        self.condition_seen(o, 0)
+    }
+
+    /// As [`Rule::condition`], with the most members this watch has seen
+    /// of the server's Galera cluster (what `cluster_size` expects when
+    /// no size is configured).
+    pub fn condition_seen(&self, o: &Observation, most_seen: u64) -> Option<String> {
+        let galera = || o.sample.and_then(|s| s.galera.as_ref());
         match self.kind {
+            RuleKind::ClusterSize => {
+                let g = galera()?;
+                let want = if self.above > 0.0 {
+                    self.above as u64
+                } else {
+                    most_seen
+                };
+                // A node outside the Primary component sees only itself:
+                // that is cluster_primary's incident.
+                (g.cluster_status == "Primary" && g.cluster_size < want).then(|| {
+                    format!(
+                        "cluster {} has {} of {want} members (seen from {})",
+                        g.cluster, g.cluster_size, g.node
+                    )
+                })
+            }
+            RuleKind::ClusterPrimary => {
+                let g = galera()?;
+                (g.cluster_status != "Primary").then(|| {
+                    format!(
+                        "CRITICAL: node {} is outside the Primary component ({}): it refuses queries",
+                        g.node, g.cluster_status
+                    )
+                })
+            }
+            RuleKind::NodeSynced => {
+                let g = galera()?;
+                (!g.synced()).then(|| format!("node {} is {}, not Synced", g.node, g.state))
+            }
+            RuleKind::FlowControl => {
+                let g = galera()?;
+                let paused = o.rates?.flow_control_paused? * 100.0;
+                (paused > self.above).then(|| {
+                    format!(
+                        "node {}: replication paused by flow control {paused:.0}% of the time (rule: > {}%)",
+                        g.node, self.above
+                    )
+                })
+            }
             RuleKind::Unreachable => match o.health {
                 Health::Ok => None,
                 Health::Down(why) | Health::Stalled(why) if o.failures >= self.checks.max(1) => {
@@ -208,6 +285,11 @@ struct Track {
 #[derive(Debug, Default)]
 pub struct Incidents {
     tracks: BTreeMap<(String, RuleKind), Track>,
+    /// Per Galera cluster and rule, the servers whose condition is open:
+    /// the cluster's incident opens with the first, resolves with the last.
+    clusters: BTreeMap<(String, RuleKind), std::collections::BTreeSet<String>>,
+    /// The most members seen of each Galera cluster.
+    sizes: BTreeMap<String, u64>,
 }
 
 impl Incidents {
@@ -224,6 +306,23 @@ impl Incidents {
         // While a server is unreachable, the other rules have nothing to
         // look at: their incidents neither open nor resolve.
         let reachable = matches!(o.health, Health::Ok);
+        let cluster = o.sample.and_then(|s| s.galera.as_ref()).map(|g| {
+            (
+                g.cluster.clone(),
+                g.cluster_size,
+                g.cluster_status == "Primary",
+            )
+        });
+        let most_seen = match &cluster {
+            Some((name, size, primary)) => {
+                let m = self.sizes.entry(name.clone()).or_insert(0);
+                if *primary {
+                    *m = (*m).max(*size);
+                }
+                *m
+            }
+            None => 0,
+        };
         for rule in rules {
             if !reachable && rule.kind != RuleKind::Unreachable {
                 continue;
@@ -236,20 +335,39 @@ impl Incidents {
                     false_since: None,
                     open: None,
                 });
-            match rule.condition(o) {
+            // A Galera rule's incident is its cluster's: named for it,
+            // opened by the first node and resolved with the last.
+            let group = cluster
+                .as_ref()
+                .filter(|_| rule.kind.per_cluster())
+                .map(|(name, ..)| (name.clone(), rule.kind));
+            match rule.condition_seen(o, most_seen) {
                 Some(detail) => {
                     t.false_since = None;
                     let since = *t.true_since.get_or_insert(now);
                     if t.open.is_none() && now - since >= rule.hold {
                         t.open = Some((now, detail.clone()));
-                        out.push(IncidentEvent {
-                            phase: Phase::Opened,
-                            server: server.to_string(),
-                            rule: rule.kind.name(),
-                            detail,
-                            opened_at: now,
-                            resolved_at: None,
-                        });
+                        let first = match &group {
+                            Some(k) => {
+                                let open = self.clusters.entry(k.clone()).or_default();
+                                open.insert(server.to_string());
+                                open.len() == 1
+                            }
+                            None => true,
+                        };
+                        if first {
+                            out.push(IncidentEvent {
+                                phase: Phase::Opened,
+                                server: group.as_ref().map_or_else(
+                                    || server.to_string(),
+                                    |(c, _)| format!("cluster {c}"),
+                                ),
+                                rule: rule.kind.name(),
+                                detail,
+                                opened_at: now,
+                                resolved_at: None,
+                            });
+                        }
                     }
                 }
                 None => {
@@ -260,14 +378,27 @@ impl Incidents {
                     let since = *t.false_since.get_or_insert(now);
                     if now - since >= rule.clear {
                         if let Some((opened_at, detail)) = t.open.take() {
-                            out.push(IncidentEvent {
-                                phase: Phase::Resolved,
-                                server: server.to_string(),
-                                rule: rule.kind.name(),
-                                detail,
-                                opened_at,
-                                resolved_at: Some(now),
-                            });
+                            let last = match &group {
+                                Some(k) => {
+                                    let open = self.clusters.entry(k.clone()).or_default();
+                                    open.remove(server);
+                                    open.is_empty()
+                                }
+                                None => true,
+                            };
+                            if last {
+                                out.push(IncidentEvent {
+                                    phase: Phase::Resolved,
+                                    server: group.as_ref().map_or_else(
+                                        || server.to_string(),
+                                        |(c, _)| format!("cluster {c}"),
+                                    ),
+                                    rule: rule.kind.name(),
+                                    detail,
+                                    opened_at,
+                                    resolved_at: Some(now),
+                                });
+                            }
                         }
                         t.true_since = None;
                         t.false_since = None;
@@ -359,6 +490,165 @@ mod tests {
         assert!(see(&mut inc, &rules, 5.0, &busy(20)).is_empty());
         assert!(see(&mut inc, &rules, 9.0, &busy(20)).is_empty());
         assert_eq!(see(&mut inc, &rules, 10.0, &busy(20)).len(), 1);
+    }
+
+    fn node(name: &str, size: u64, status: &str, local_state: u64) -> Sample {
+        Sample {
+            galera: Some(crate::sample::Galera {
+                cluster: "prod".into(),
+                node: name.into(),
+                state: if local_state == 4 {
+                    "Synced"
+                } else {
+                    "Donor/Desynced"
+                }
+                .into(),
+                local_state,
+                cluster_size: size,
+                cluster_status: status.into(),
+                ..Default::default()
+            }),
+            ..Sample::default()
+        }
+    }
+
+    #[test]
+    fn galera_conditions() {
+        // (rule, sample, most seen, holds)
+        let rows = [
+            (
+                rule(RuleKind::ClusterSize, 0.0, 0.0, 0.0),
+                node("a", 3, "Primary", 4),
+                3,
+                false,
+            ),
+            (
+                rule(RuleKind::ClusterSize, 0.0, 0.0, 0.0),
+                node("a", 2, "Primary", 4),
+                3,
+                true,
+            ),
+            (
+                rule(RuleKind::ClusterSize, 3.0, 0.0, 0.0),
+                node("a", 2, "Primary", 4),
+                2,
+                true,
+            ),
+            (
+                rule(RuleKind::ClusterSize, 0.0, 0.0, 0.0),
+                node("a", 1, "non-Primary", 4),
+                3,
+                false,
+            ),
+            (
+                rule(RuleKind::ClusterPrimary, 0.0, 0.0, 0.0),
+                node("a", 1, "non-Primary", 4),
+                3,
+                true,
+            ),
+            (
+                rule(RuleKind::ClusterPrimary, 0.0, 0.0, 0.0),
+                node("a", 3, "Primary", 4),
+                3,
+                false,
+            ),
+            (
+                rule(RuleKind::NodeSynced, 0.0, 0.0, 0.0),
+                node("a", 3, "Primary", 2),
+                3,
+                true,
+            ),
+            (
+                rule(RuleKind::NodeSynced, 0.0, 0.0, 0.0),
+                node("a", 3, "Primary", 4),
+                3,
+                false,
+            ),
+            (
+                rule(RuleKind::NodeSynced, 0.0, 0.0, 0.0),
+                Sample::default(),
+                0,
+                false,
+            ),
+        ];
+        for (r, sample, seen, holds) in rows {
+            let o = Observation {
+                health: &Health::Ok,
+                failures: 0,
+                sample: Some(&sample),
+                rates: None,
+                host: None,
+            };
+            assert_eq!(
+                r.condition_seen(&o, seen).is_some(),
+                holds,
+                "{:?} {sample:?}",
+                r.kind
+            );
+        }
+        let paused = |p: f64| Rates {
+            flow_control_paused: Some(p),
+            ..Rates::default()
+        };
+        let s = node("a", 3, "Primary", 4);
+        for (p, holds) in [(0.5, true), (0.05, false)] {
+            let rates = paused(p);
+            let o = Observation {
+                health: &Health::Ok,
+                failures: 0,
+                sample: Some(&s),
+                rates: Some(&rates),
+                host: None,
+            };
+            assert_eq!(
+                rule(RuleKind::FlowControl, 10.0, 0.0, 0.0)
+                    .condition(&o)
+                    .is_some(),
+                holds
+            );
+        }
+    }
+
+    #[test]
+    fn a_cluster_incident_is_one_message_however_many_nodes_see_it() {
+        let rules = [rule(RuleKind::ClusterSize, 0.0, 0.0, 5.0)];
+        let mut inc = Incidents::default();
+        let seen = |inc: &mut Incidents, server: &str, now: f64, s: &Sample| {
+            inc.observe(
+                &rules,
+                server,
+                now,
+                &Observation {
+                    health: &Health::Ok,
+                    failures: 0,
+                    sample: Some(s),
+                    rates: None,
+                    host: None,
+                },
+            )
+        };
+        for n in ["a", "b", "c"] {
+            assert!(seen(&mut inc, n, 0.0, &node(n, 3, "Primary", 4)).is_empty());
+        }
+        // c is gone: a and b both see 2 of 3; one message, for the cluster.
+        let e = seen(&mut inc, "a", 1.0, &node("a", 2, "Primary", 4));
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0].server, "cluster prod");
+        assert_eq!(e[0].phase, Phase::Opened);
+        assert!(seen(&mut inc, "b", 1.0, &node("b", 2, "Primary", 4)).is_empty());
+        // c is back: resolved once, when the last node that saw it clears.
+        for t in [2.0, 8.0] {
+            // a clears at 8, but b still sees it: nothing yet.
+            assert!(seen(&mut inc, "a", t, &node("a", 3, "Primary", 4)).is_empty());
+        }
+        let e = seen(&mut inc, "b", 2.0, &node("b", 3, "Primary", 4));
+        assert!(e.is_empty());
+        let e = seen(&mut inc, "b", 8.0, &node("b", 3, "Primary", 4));
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            (e[0].phase, e[0].server.as_str()),
+            (Phase::Resolved, "cluster prod")
+        );
     }
 
     #[test]

@@ -42,6 +42,71 @@ pub struct Sample {
     pub channels: Vec<Channel>,
     /// The longest-running statements, longest first.
     pub running: Vec<Running>,
+    /// A Galera node's state (`None` without a wsrep provider).
+    pub galera: Option<Galera>,
+}
+
+/// A Galera node's `wsrep_%` status.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Galera {
+    /// `wsrep_cluster_name` (else the state UUID): what groups the nodes.
+    pub cluster: String,
+    /// `wsrep_node_name`.
+    pub node: String,
+    /// `wsrep_local_state_comment`: Synced, Donor/Desynced, Joining, ...
+    pub state: String,
+    /// `wsrep_local_state`: 4 is Synced.
+    pub local_state: u64,
+    pub cluster_size: u64,
+    /// `wsrep_cluster_status`: Primary, non-Primary, Disconnected.
+    pub cluster_status: String,
+    /// `wsrep_local_recv_queue`: write sets received, not yet applied.
+    pub recv_queue: u64,
+    /// `wsrep_local_cert_failures` (since the start).
+    pub cert_failures: u64,
+    /// `wsrep_last_committed`: the node's last seqno.
+    pub last_committed: u64,
+    /// `wsrep_flow_control_paused_ns` (since the start).
+    pub flow_control_paused_ns: u64,
+}
+
+impl Galera {
+    /// From `SHOW GLOBAL STATUS LIKE 'wsrep%'` rows and the cluster and
+    /// node names (`SHOW GLOBAL VARIABLES`); `None` when the server runs
+    /// no wsrep provider (every MariaDB has the variables).
+    pub fn from_rows(status: &[(String, String)], vars: &[(String, String)]) -> Option<Galera> {
+        let get = |rows: &[(String, String)], k: &str| {
+            rows.iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(k))
+                .map(|(_, v)| v.trim().to_string())
+                .unwrap_or_default()
+        };
+        let num = |k: &str| get(status, k).parse::<u64>().unwrap_or(0);
+        if get(status, "wsrep_provider_name").is_empty() {
+            return None;
+        }
+        let name = get(vars, "wsrep_cluster_name");
+        Some(Galera {
+            cluster: if name.is_empty() {
+                get(status, "wsrep_cluster_state_uuid")
+            } else {
+                name
+            },
+            node: get(vars, "wsrep_node_name"),
+            state: get(status, "wsrep_local_state_comment"),
+            local_state: num("wsrep_local_state"),
+            cluster_size: num("wsrep_cluster_size"),
+            cluster_status: get(status, "wsrep_cluster_status"),
+            recv_queue: num("wsrep_local_recv_queue"),
+            cert_failures: num("wsrep_local_cert_failures"),
+            last_committed: num("wsrep_last_committed"),
+            flow_control_paused_ns: num("wsrep_flow_control_paused_ns"),
+        })
+    }
+
+    pub fn synced(&self) -> bool {
+        self.local_state == 4
+    }
 }
 
 /// One replication channel as the server reports it.
@@ -127,6 +192,9 @@ pub struct Rates {
     /// interval; since the server started when the interval had none
     /// (an idle server); `None` when it never had any.
     pub buffer_pool_hit: Option<f64>,
+    /// A Galera node: the share of the interval its replication was
+    /// paused by flow control (0..=1).
+    pub flow_control_paused: Option<f64>,
 }
 
 impl Sample {
@@ -178,7 +246,15 @@ pub fn rates(prev: &Sample, cur: &Sample, secs: f64) -> Option<Rates> {
         requests = cur.counter("Innodb_buffer_pool_read_requests");
         reads = cur.counter("Innodb_buffer_pool_reads");
     }
+    let flow_control_paused = match (&prev.galera, &cur.galera) {
+        (Some(p), Some(c)) => c
+            .flow_control_paused_ns
+            .checked_sub(p.flow_control_paused_ns)
+            .map(|ns| (ns as f64 / 1e9 / secs).clamp(0.0, 1.0)),
+        _ => None,
+    };
     Some(Rates {
+        flow_control_paused,
         qps: delta("Questions")? as f64 / secs,
         slow_per_s: delta("Slow_queries")? as f64 / secs,
         innodb_rows_per_s: rows as f64 / secs,
@@ -197,6 +273,71 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
             .collect()
+    }
+
+    #[test]
+    fn galera_status_rows() {
+        let kv = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let vars = kv(&[("wsrep_cluster_name", "prod"), ("wsrep_node_name", "db2")]);
+        // (status, cluster, synced): no provider is no Galera node.
+        let rows = [
+            (
+                kv(&[
+                    ("wsrep_provider_name", "Galera"),
+                    ("wsrep_local_state", "4"),
+                    ("wsrep_local_state_comment", "Synced"),
+                    ("wsrep_cluster_size", "3"),
+                    ("wsrep_cluster_status", "Primary"),
+                    ("wsrep_flow_control_paused_ns", "1500000000"),
+                ]),
+                Some("prod"),
+                true,
+            ),
+            (
+                kv(&[
+                    ("wsrep_provider_name", "Galera"),
+                    ("wsrep_local_state", "2"),
+                    ("wsrep_cluster_status", "Primary"),
+                ]),
+                Some("prod"),
+                false,
+            ),
+            (
+                kv(&[
+                    ("wsrep_provider_name", ""),
+                    ("wsrep_cluster_status", "Disconnected"),
+                ]),
+                None,
+                false,
+            ),
+            (kv(&[]), None, false),
+        ];
+        for (status, cluster, synced) in rows {
+            let g = Galera::from_rows(&status, &vars);
+            assert_eq!(
+                g.as_ref().map(|g| g.cluster.as_str()),
+                cluster,
+                "{status:?}"
+            );
+            assert_eq!(g.is_some_and(|g| g.synced()), synced, "{status:?}");
+        }
+        // Flow control: 1.5 s paused in a 3 s interval is half.
+        let at = |ns: u64, uptime: u64| {
+            let mut s = Sample::default();
+            s.read_status(&[("Uptime".into(), uptime.to_string())]);
+            s.galera = Some(Galera {
+                flow_control_paused_ns: ns,
+                ..Galera::default()
+            });
+            s
+        };
+        let r = rates(&at(0, 10), &at(1_500_000_000, 13), 3.0).expect("rates");
+        assert_eq!(r.flow_control_paused, Some(0.5));
     }
 
     #[test]

@@ -186,6 +186,42 @@ impl Metrics {
             "1 when the channel's SQL thread runs",
             &ch,
         )?;
+        let gl = ["server", "cluster", "node"];
+        let g_size = int_gauge(
+            "galera_cluster_size",
+            "Members of the Galera cluster as this node sees them (wsrep_cluster_size)",
+            &gl,
+        )?;
+        let g_primary = int_gauge(
+            "galera_primary",
+            "1 when the node is in the Primary component (wsrep_cluster_status)",
+            &gl,
+        )?;
+        let g_synced = int_gauge(
+            "galera_synced",
+            "1 when the node is Synced (wsrep_local_state 4)",
+            &gl,
+        )?;
+        let g_queue = int_gauge(
+            "galera_recv_queue",
+            "Write sets received and not yet applied (wsrep_local_recv_queue)",
+            &gl,
+        )?;
+        let g_cert = int_gauge(
+            "galera_cert_failures",
+            "Certification failures since the node started (wsrep_local_cert_failures)",
+            &gl,
+        )?;
+        let g_seqno = int_gauge(
+            "galera_last_committed",
+            "The node's last committed seqno (wsrep_last_committed)",
+            &gl,
+        )?;
+        let g_fc = gauge(
+            "galera_flow_control_paused_ratio",
+            "Share of the last interval the node's replication was paused by flow control (0-1)",
+            &gl,
+        )?;
         for st in STATES {
             servers
                 .with_label_values(&[st.name()])
@@ -234,6 +270,21 @@ impl Metrics {
                 .set(x.max_connections as f64);
             info.with_label_values(&[n, &x.version, if x.read_only { "true" } else { "false" }])
                 .set(1);
+            if let Some(g) = &x.galera {
+                let l = [n, g.cluster.as_str(), g.node.as_str()];
+                let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+                g_size.with_label_values(&l).set(i(g.cluster_size));
+                g_primary
+                    .with_label_values(&l)
+                    .set((g.cluster_status == "Primary") as i64);
+                g_synced.with_label_values(&l).set(g.synced() as i64);
+                g_queue.with_label_values(&l).set(i(g.recv_queue));
+                g_cert.with_label_values(&l).set(i(g.cert_failures));
+                g_seqno.with_label_values(&l).set(i(g.last_committed));
+                if let Some(p) = s.rates.as_ref().and_then(|r| r.flow_control_paused) {
+                    g_fc.with_label_values(&l).set(p);
+                }
+            }
             for c in &x.channels {
                 let l = [n, c.name.as_str()];
                 if let Some(v) = c.lag {
@@ -266,6 +317,13 @@ impl Metrics {
             Box::new(slow),
             Box::new(bp_hit),
             Box::new(rows),
+            Box::new(g_size),
+            Box::new(g_primary),
+            Box::new(g_synced),
+            Box::new(g_queue),
+            Box::new(g_cert),
+            Box::new(g_seqno),
+            Box::new(g_fc),
         ];
         for c in all {
             r.register(c)?;
