@@ -133,6 +133,9 @@ pub struct Applier {
     collations: Collations,
     /// The format description last sent on this session.
     format: Option<Arc<Vec<u8>>>,
+    /// The target is a node of a Galera cluster (wsrep_on): it
+    /// replicates InnoDB rows only.
+    pub galera: bool,
 }
 
 impl Applier {
@@ -150,10 +153,16 @@ impl Applier {
         conn.query_drop(prelude)
             .await
             .map_err(|e| ApplyError::from_driver(e, prelude))?;
+        let ask = "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'";
+        let wsrep: Option<(String, String)> = conn
+            .query_first(ask)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, ask))?;
         Ok(Applier {
             conn,
             collations: Collations::new(),
             format: None,
+            galera: wsrep.is_some_and(|(_, v)| v.eq_ignore_ascii_case("ON")),
         })
     }
 
@@ -585,6 +594,20 @@ pub async fn apply_chunk(
     let Some(a) = applier.as_mut() else {
         return ChunkEnd::Lost;
     };
+    if alone && a.galera {
+        // Written on this node only, never on the others: the stream
+        // stops rather than let the cluster's nodes differ.
+        for j in live {
+            reply(
+                j,
+                Outcome::Failed {
+                    error: "the target is a Galera node, which replicates InnoDB tables only: this transaction writes a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`".into(),
+                    statement: String::new(),
+                },
+            );
+        }
+        return ChunkEnd::Failed;
+    }
     let t0 = std::time::Instant::now();
     let r = apply_batch(a, live, true, !alone).await;
     tracing::debug!(

@@ -660,3 +660,127 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
         .expect("seed");
     assert_setup_error(&o, "already hold tables");
 }
+
+/// Replicating into one node of a real 3-node Galera cluster, killed -9
+/// once under live writes: every node ends equal to the source (the
+/// AUTO_INCREMENT counter aside: each Galera node steps its own), and a
+/// stream that writes a MyISAM table stops loudly instead of leaving the
+/// rows on one node.
+#[test]
+fn replicate_into_a_galera_node_gives_every_node_the_source_and_refuses_myisam_rows() {
+    let rt = runtime();
+    let s = source();
+    let g = sqlfleet_testkit::galera();
+    let start = gtid_pos(&rt, s);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = config(
+        dir.path(),
+        "galera",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[apply]\nthreads = 2\n\
+             [[source]]\nname = \"gr\"\ndsn = \"{}\"\ninclude = [\"gr_*\"]\nstart = \"gtid:{start}\"\n",
+            g.dsn(),
+            s.dsn()
+        ),
+    );
+    rt.block_on(async {
+        create_db(s, "gr_a").await;
+        create_db(s, "gr_b").await;
+        exec(
+            s,
+            "DROP DATABASE IF EXISTS gr_m; CREATE DATABASE gr_m; \
+             CREATE TABLE gr_m.t (id INT PRIMARY KEY, v INT) ENGINE=MyISAM",
+        )
+        .await;
+    });
+    let writer = std::thread::spawn(|| {
+        runtime().block_on(async {
+            tokio::join!(
+                workload(source(), "gr_a", Some("gr_b"), 41, 800),
+                workload(source(), "gr_b", None, 42, 800),
+            )
+        });
+    });
+    let mut child = sqlfleet()
+        .args(["replicate", "--progress", "never", "--config"])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn replicate");
+    std::thread::sleep(Duration::from_millis(700));
+    child.kill().expect("kill -9");
+    child.wait().expect("reap");
+    writer.join().expect("writer");
+    rt.block_on(exec(s, "INSERT INTO gr_m.t VALUES (1, 1)"));
+    let o = sqlfleet()
+        .args([
+            "replicate",
+            "--until-caught-up",
+            "--json",
+            "--progress",
+            "never",
+            "--config",
+        ])
+        .arg(&cfg)
+        .stdin(Stdio::null())
+        .output()
+        .expect("replicate");
+    let v: serde_json::Value =
+        serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+    assert_eq!(v["stopped_streams"], 1, "only gr_m stops: {v}");
+    let st = sqlfleet()
+        .args(["replicate", "status", "--config"])
+        .arg(&cfg)
+        .output()
+        .expect("status");
+    let text = stdout(&st);
+    assert!(text.contains("gr_m") && text.contains("Galera"), "{text}");
+    let aside = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .into_iter()
+            .map(|l| {
+                l.split(' ')
+                    .filter(|w| !w.starts_with("AUTO_INCREMENT="))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect()
+    };
+    rt.block_on(async {
+        for db in ["gr_a", "gr_b"] {
+            let want = aside(s.fingerprint(db).await);
+            for n in 0..3 {
+                let t0 = std::time::Instant::now();
+                loop {
+                    let got = aside(g.fingerprint_node(n, db).await);
+                    if got == want {
+                        break;
+                    }
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(20),
+                        "{db} on node{} differs from the source",
+                        n + 1
+                    );
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+        // The MyISAM row reached no node.
+        for n in 0..3 {
+            let mut c = g
+                .sandbox
+                .target(&g.sandbox.meta.nodes[n])
+                .expect("t")
+                .connect(Duration::from_secs(5))
+                .await
+                .expect("node");
+            let k: Option<u64> = c
+                .query_first("SELECT COUNT(*) FROM gr_m.t")
+                .await
+                .expect("count");
+            assert_eq!(k, Some(0), "node{}", n + 1);
+        }
+    });
+}
