@@ -81,10 +81,14 @@ pub fn pool_exhausted(backend: &str, why: &str) {
 
 /// A Galera cluster's writes moved to another node.
 pub fn galera_writer(from: &str, to: &str) {
-    tracing::warn!(
-        backend = to,
-        "relay: Galera writer is now {to} (was {from})"
-    );
+    if from == "none" {
+        tracing::info!(backend = to, "relay: Galera writer is {to}");
+    } else {
+        tracing::warn!(
+            backend = to,
+            "relay: Galera writer is now {to} (was {from})"
+        );
+    }
 }
 
 /// A backend's role as health checks see it changed.
