@@ -158,6 +158,9 @@ pub struct Routing {
     pub consistency_wait: Duration,
     /// On a Galera cluster: one writer at a time, or every node.
     pub galera_writers: crate::routing::galera::Writers,
+    /// On a Galera cluster: a node with more write sets than this waiting
+    /// to be applied takes no reads (0: no limit).
+    pub galera_max_recv_queue: u64,
 }
 
 impl Default for Routing {
@@ -169,6 +172,7 @@ impl Default for Routing {
             health_interval: Duration::from_millis(500),
             consistency_wait: Duration::from_secs(1),
             galera_writers: crate::routing::galera::Writers::One,
+            galera_max_recv_queue: 100,
         }
     }
 }

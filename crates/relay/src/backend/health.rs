@@ -43,6 +43,8 @@ pub struct Brief {
     pub lag: Option<u64>,
     /// A Galera node: whether it may take traffic.
     pub galera: Option<bool>,
+    /// A Galera node's write sets waiting to be applied.
+    pub galera_queue: u64,
 }
 
 impl State {
@@ -97,6 +99,7 @@ impl Health {
                     replicating: s.replicating,
                     lag: s.lag,
                     galera: s.galera.as_ref().map(|w| w.excluded().is_none()),
+                    galera_queue: s.galera.as_ref().map_or(0, |w| w.recv_queue),
                 }
             })
             .collect()
@@ -204,7 +207,8 @@ async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
     let st = query_rows(
         c,
         "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_ready', 'wsrep_local_state', \
-         'wsrep_local_state_comment', 'wsrep_cluster_status', 'wsrep_cluster_size')",
+         'wsrep_local_state_comment', 'wsrep_cluster_status', 'wsrep_cluster_size', \
+         'wsrep_local_recv_queue')",
         16,
     )
     .await
@@ -217,6 +221,7 @@ async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
         cluster_size: value(&st, "wsrep_cluster_size").parse().unwrap_or(0),
         desync: value(&vars, "wsrep_desync").eq_ignore_ascii_case("ON"),
         reject_queries: value(&vars, "wsrep_reject_queries"),
+        recv_queue: value(&st, "wsrep_local_recv_queue").parse().unwrap_or(0),
     }))
 }
 

@@ -450,11 +450,22 @@ impl Pool {
             // A Galera cluster (`routing::galera`): writes (and unrouted
             // statements) to the writer, reads to the other usable nodes.
             let w = self.galera_writer(&usable);
+            let read = route.is_replica();
+            let allowed = if read {
+                let queues: Vec<u64> = states.iter().map(|s| s.galera_queue).collect();
+                crate::routing::galera::readable(
+                    &usable,
+                    &queues,
+                    self.cfg.routing.galera_max_recv_queue,
+                )
+            } else {
+                usable
+            };
             let cands = crate::routing::galera::candidates(
-                route.is_replica(),
+                read,
                 self.cfg.routing.galera_writers,
                 w,
-                &usable,
+                &allowed,
             );
             return least(&mut cands.into_iter());
         }

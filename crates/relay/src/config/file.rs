@@ -34,6 +34,7 @@ struct RoutingSection {
     health_interval: Option<f64>,
     consistency_wait: Option<f64>,
     galera_writers: Option<crate::routing::galera::Writers>,
+    galera_max_recv_queue: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -232,6 +233,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             consistency: Some(q.consistency),
             max_lag: Some(q.max_lag),
             galera_writers: None,
+            galera_max_recv_queue: None,
             health_interval: Some(q.health_interval),
             consistency_wait: None,
         },
@@ -413,6 +415,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
             "routing.consistency_wait",
         )?,
         galera_writers: r.galera_writers.unwrap_or_default(),
+        galera_max_recv_queue: r.galera_max_recv_queue.unwrap_or(d.galera_max_recv_queue),
     };
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());

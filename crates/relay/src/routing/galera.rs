@@ -28,6 +28,8 @@ pub struct Wsrep {
     pub desync: bool,
     /// `@@wsrep_reject_queries`: NONE, ALL, ALL_KILL.
     pub reject_queries: String,
+    /// `wsrep_local_recv_queue`: write sets received, not yet applied.
+    pub recv_queue: u64,
 }
 
 impl Wsrep {
@@ -76,7 +78,19 @@ pub fn writer(current: Option<usize>, usable: &[bool]) -> Option<usize> {
     }
 }
 
-/// The nodes a statement may go to: writes (`read` false) to the writer
+/// The nodes that may take reads: usable, and (when `max_queue` is not 0)
+/// with no more than `max_queue` write sets waiting to be applied — a
+/// node further behind would answer from older data.
+pub fn readable(usable: &[bool], queues: &[u64], max_queue: u64) -> Vec<bool> {
+    usable
+        .iter()
+        .zip(queues)
+        .map(|(u, q)| *u && (max_queue == 0 || *q <= max_queue))
+        .collect()
+}
+
+/// The nodes a statement may go to (`usable`: for a read, the readable
+/// ones): writes (`read` false) to the writer
 /// (or, with [`Writers::All`], to every usable node); reads to the usable
 /// nodes that are not the single writer, else to the writer.
 pub fn candidates(
@@ -113,6 +127,7 @@ mod tests {
             cluster_size: 3,
             desync: false,
             reject_queries: "NONE".into(),
+            recv_queue: 0,
         }
     }
 
@@ -186,6 +201,34 @@ mod tests {
         ];
         for (current, usable, want) in rows {
             assert_eq!(writer(current, usable), want, "{current:?} {usable:?}");
+        }
+    }
+
+    #[test]
+    fn a_node_far_behind_takes_no_reads() {
+        // (usable, queues, max, readable)
+        let rows: [(&[bool], &[u64], u64, Vec<bool>); 4] = [
+            (
+                &[true, true, true],
+                &[0, 5, 500],
+                100,
+                vec![true, true, false],
+            ),
+            (&[true, true, true], &[0, 5, 500], 0, vec![true, true, true]),
+            (
+                &[true, false, true],
+                &[0, 0, 100],
+                100,
+                vec![true, false, true],
+            ),
+            (&[true, true], &[101, 0], 100, vec![false, true]),
+        ];
+        for (usable, queues, max, want) in rows {
+            assert_eq!(
+                readable(usable, queues, max),
+                want,
+                "{usable:?} {queues:?} {max}"
+            );
         }
     }
 
