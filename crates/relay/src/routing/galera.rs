@@ -207,7 +207,8 @@ mod tests {
     #[test]
     fn a_node_far_behind_takes_no_reads() {
         // (usable, queues, max, readable)
-        let rows: [(&[bool], &[u64], u64, Vec<bool>); 4] = [
+        type Row<'a> = (&'a [bool], &'a [u64], u64, Vec<bool>);
+        let rows: [Row; 4] = [
             (
                 &[true, true, true],
                 &[0, 5, 500],
