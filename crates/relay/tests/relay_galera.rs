@@ -111,7 +111,8 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let mut n1 = node(g, 0).await;
-        n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT)")
+        n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT); \
+             INSERT IGNORE INTO gal.t (id, client, k) VALUES (1000000, 9, 0)")
             .await
             .expect("ddl");
     });
@@ -164,6 +165,38 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         assert!(
             waited + fell >= 1.0,
             "no read waited for its write ({waited} waits, {fell} fallbacks)"
+        );
+
+        // A certification conflict: a transaction on the writer loses to
+        // a write another node committed first; the client gets what a
+        // direct client gets (1213, its state and message).
+        let conflict = |mut a: mysql_async::Conn| async move {
+            a.query_drop("BEGIN").await.expect("begin");
+            a.query_drop("UPDATE gal.t SET k = k + 1 WHERE id = 1000000")
+                .await
+                .expect("update");
+            let mut other = node(g, 1).await;
+            other
+                .query_drop("UPDATE gal.t SET k = k + 100 WHERE id = 1000000")
+                .await
+                .expect("the other node's write");
+            let e = match a.query_drop("COMMIT").await {
+                Err(mysql_async::Error::Server(e)) => e,
+                other => panic!("no certification conflict: {other:?}"),
+            };
+            (e.code, e.state, e.message)
+        };
+        let direct = conflict(node(g, 0).await).await;
+        assert_eq!(direct.0, 1213, "{direct:?}");
+        let relayed = conflict(
+            mysql_async::Conn::new(opts(relay.port))
+                .await
+                .expect("relay"),
+        )
+        .await;
+        assert_eq!(
+            relayed, direct,
+            "a certification conflict through the relay"
         );
 
         // A desynced node gets no reads.

@@ -6,7 +6,9 @@
 //! `--wsrep-recover` for a node that did not stop cleanly). Every other
 //! stopped node then joins, one at a time, from the position it saved or
 //! recovered, so it catches up by incremental transfer (IST) when the
-//! donor's cache still holds what it missed. What is decided lives in
+//! donor's cache still holds what it missed. Nodes left running outside
+//! a Primary component (quorum lost) are stopped first and the cluster
+//! restarts from its most advanced node. What is decided lives in
 //! [`crate::galera`]; this file runs the programs.
 
 use std::process::{Command, Stdio};
@@ -59,6 +61,7 @@ pub async fn up(
 ) -> Result<(Vec<String>, Vec<String>)> {
     let mut started = Vec::new();
     let mut created = Vec::new();
+    stop_a_lone_minority(sb, password).await?;
     let down: Vec<&NodeMeta> = sb
         .meta
         .nodes
@@ -80,6 +83,38 @@ pub async fn up(
         wait_synced(&sb.label(n), &sb.layout.node(n), password).await?;
     }
     Ok((started, created))
+}
+
+/// Running nodes that are all outside a Primary component (the others
+/// were killed, so quorum was lost) cannot take joiners: they are stopped
+/// cleanly (saving their position), and the cluster restarts wholly from
+/// the most advanced node, which may be one that was down.
+async fn stop_a_lone_minority(sb: &Sandbox, password: &Secret) -> Result<()> {
+    let running: Vec<&NodeMeta> = sb
+        .meta
+        .nodes
+        .iter()
+        .filter(|n| node::running_pid(&sb.layout.node(n)).is_some())
+        .collect();
+    if running.is_empty() || running.len() == sb.meta.nodes.len() {
+        return Ok(());
+    }
+    for n in &running {
+        let nl = sb.layout.node(n);
+        if let Ok(mut c) = setup::root_conn(&sb.label(n), &nl, Some(password)).await {
+            let primary = health(&mut c)
+                .await
+                .is_ok_and(|h| h.cluster_status == "Primary");
+            let _ = c.disconnect().await;
+            if primary {
+                return Ok(());
+            }
+        }
+    }
+    for n in running {
+        node::stop(&sb.label(n), &sb.layout.node(n)).await?;
+    }
+    Ok(())
 }
 
 /// Starts a new cluster from one node; returns its name.

@@ -821,6 +821,24 @@ fn galera_cluster_up_kill_rejoin_restart_without_losing_a_write() {
         );
     }
 
+    // Two nodes killed: node1 is alone, outside a Primary component, and
+    // refuses writes; `up` restarts the cluster from its most advanced node.
+    kill_node(h, 2);
+    kill_node(h, 3);
+    let t0 = Instant::now();
+    loop {
+        let s = galera_states(h);
+        if s.iter().any(|(n, _, size)| n == "node1" && *size == 1) {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "{s:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    galera_up(h);
+    synced3(h);
+    galera_sql(h, 3, "INSERT INTO gt.t VALUES (8, 3)");
+    assert_eq!(galera_sql(h, 1, "SELECT COUNT(*) FROM gt.t"), "8");
+
     // env names each node; promote has no meaning here.
     let o = run_in(h, &["sandbox", "env", "--name", "g", "--node", "node3"]);
     assert!(

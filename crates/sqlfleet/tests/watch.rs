@@ -533,6 +533,27 @@ fn the_longest_running_statement_is_listed_and_an_idle_server_lists_none() {
 fn a_galera_cluster_incident_is_one_message_for_the_cluster() {
     let g = sqlfleet_testkit::galera();
     let name = g.sandbox.name().to_string();
+    // A host list without tags: each node's sample says its cluster and
+    // the fleet view is tagged (and can be grouped) by it.
+    let hosts: Vec<String> = g
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let o = sqlfleet()
+        .args(["watch", "--once", "--json", "--hosts", &hosts.join(",")])
+        .arg(format!("--defaults-file={}", g.defaults_file().display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("watch --once");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    for s in v["servers"].as_array().expect("servers") {
+        assert_eq!(s["tags"]["cluster"], format!("sqlfleet-{name}"), "{s}");
+        assert_eq!(s["sample"]["galera"]["state"], "Synced", "{s}");
+        assert_eq!(s["sample"]["galera"]["cluster_size"], 3, "{s}");
+    }
     let dir = tempfile::tempdir().expect("tmp");
     let cfg = dir.path().join("watch.toml");
     std::fs::write(

@@ -306,6 +306,15 @@ fn apply(
         s.sample = c.sample.clone();
         s.sampled_at = Some(now);
     }
+    // A Galera node says which cluster it is in: the fleet view can group
+    // by it even when the host list did not (a tag given wins).
+    if let Some(g) = c.sample.as_ref().and_then(|x| x.galera.as_ref()) {
+        if !g.cluster.is_empty() {
+            s.tags
+                .entry("cluster".to_string())
+                .or_insert_with(|| g.cluster.clone());
+        }
+    }
     let events = inc.observe(
         rules,
         &s.server,
