@@ -6,7 +6,8 @@
 //! goes; [`protocol`] reads the wire (packets, replies, statement text,
 //! prepared statement ids); [`admin`] serves metrics and status; [`config`]
 //! is the one validated configuration, from flags or a file; [`listen`]
-//! accepts clients; [`tls`] holds both TLS directions.
+//! accepts clients; [`tls`] holds both TLS directions; [`run`] starts a
+//! relay from its configuration (the binary and the tests alike).
 //!
 //! In transaction mode a backend connection serves many clients, one
 //! transaction at a time; a client's session state is replayed on the
@@ -22,6 +23,7 @@ pub mod frontend;
 pub mod listen;
 pub mod protocol;
 pub mod routing;
+pub mod run;
 mod status;
 pub mod tls;
 

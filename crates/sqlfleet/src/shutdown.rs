@@ -4,7 +4,7 @@
 //! says what was done and how to go on); a second one exits at once with
 //! 130, as the mysql client does.
 
-use tokio::signal::unix::{signal, Signal, SignalKind};
+use tokio::signal::unix::{Signal, SignalKind};
 use tokio::sync::watch;
 
 /// Watches for SIGINT and SIGTERM; `command` names the command, `now` what
@@ -12,7 +12,7 @@ use tokio::sync::watch;
 pub fn on_interrupt(command: &'static str, now: &'static str) -> watch::Receiver<bool> {
     let (tx, rx) = watch::channel(false);
     tokio::spawn(async move {
-        let mut term = signal(SignalKind::terminate()).ok();
+        let mut term = tokio::signal::unix::signal(SignalKind::terminate()).ok();
         if !next_signal(&mut term).await {
             return;
         }
@@ -23,6 +23,15 @@ pub fn on_interrupt(command: &'static str, now: &'static str) -> watch::Receiver
         }
     });
     rx
+}
+
+/// Resolves at the first SIGINT or SIGTERM (for commands that stop
+/// without a word: the relay drains, watch ends its output).
+pub async fn signal() {
+    let mut term = tokio::signal::unix::signal(SignalKind::terminate()).ok();
+    if !next_signal(&mut term).await {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// The next SIGINT or SIGTERM; false when signals cannot be watched.

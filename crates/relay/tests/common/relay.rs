@@ -2,10 +2,8 @@
 //! from a config file's text, for tests written in blocking style (each
 //! drives its clients on its own runtime, as against a separate process).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use sqlfleet_relay::{Listener, Relay as Server};
 #[allow(unused_imports)]
 pub use sqlfleet_testkit::proxy::{app, cli, free_port, wait_listening};
 use sqlfleet_testkit::proxy::{http_get, metric_in};
@@ -42,31 +40,11 @@ pub fn start_config(toml: &str, port: u16, metrics_port: u16) -> Relay {
             .build()
             .expect("runtime");
         rt.block_on(async move {
-            let start = async {
-                let mut listeners = Vec::new();
-                for l in &cfg.listen {
-                    listeners.push(Listener::bind(l).await.map_err(|e| format!("{l}: {e}"))?);
-                }
-                let metrics = match &cfg.metrics {
-                    Some(m) => Some(
-                        tokio::net::TcpListener::bind(m)
-                            .await
-                            .map_err(|e| format!("{m}: {e}"))?,
-                    ),
-                    None => None,
-                };
-                let relay = Arc::new(Server::new(cfg).await?);
-                if let Some(m) = metrics {
-                    relay.serve_metrics(m);
-                }
-                Ok::<_, String>((relay, listeners))
-            };
-            match start.await {
-                Ok((relay, listeners)) => {
+            match sqlfleet_relay::run::start(cfg).await {
+                Ok(started) => {
                     let _ = ready.send(Ok(()));
-                    relay
+                    started
                         .serve(
-                            listeners,
                             async {
                                 let _ = stopped.await;
                             },

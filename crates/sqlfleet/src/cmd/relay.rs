@@ -3,14 +3,12 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlfleet_conn::text::count;
 use sqlfleet_conn::{ConnArgs, Endpoint, Origin, SslMode};
 use sqlfleet_relay::config::{self, parse_user, Consistency, Mode, RelayConfig};
-use sqlfleet_relay::{Listener, Relay};
 
 use crate::exit::Exit;
 
@@ -300,29 +298,15 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
     }
     // Two sockets per active client.
     crate::fdlimit::raise();
-    let mut listeners = Vec::new();
-    for l in &cfg.listen {
-        listeners.push(
-            Listener::bind(l)
-                .await
-                .with_context(|| format!("listening on {l}"))?,
-        );
-    }
-    let metrics_listener = match &cfg.metrics {
-        Some(m) => Some(
-            tokio::net::TcpListener::bind(m)
-                .await
-                .with_context(|| format!("metrics listener {m}"))?,
-        ),
-        None => None,
-    };
-    let names: Vec<String> = listeners.iter().map(|l| l.describe()).collect();
     let n_backends = cfg.backends.len();
     let mode = cfg.mode;
-    let relay = Arc::new(Relay::new(cfg).await.map_err(anyhow::Error::msg)?);
-    if let Some(l) = metrics_listener {
-        tracing::info!("relay: metrics on http://{}/metrics", l.local_addr()?);
-        relay.serve_metrics(l);
+    let started = sqlfleet_relay::run::start(cfg)
+        .await
+        .map_err(anyhow::Error::msg)?;
+    let relay = started.relay.clone();
+    let names = started.names.clone();
+    if let Some(at) = started.metrics {
+        tracing::info!("relay: metrics on http://{at}/metrics");
     }
     tracing::info!(
         "relay: listening on {} for {}, {mode:?} pooling, at most {} clients at once (more get ERROR 1040)",
@@ -364,16 +348,8 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
             }
         });
     }
-    let shutdown = async {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending().await } } => {}
-        }
-    };
-    relay
-        .serve(listeners, shutdown, Duration::from_secs(30))
+    started
+        .serve(crate::shutdown::signal(), Duration::from_secs(30))
         .await;
     tracing::info!("relay: stopped");
     Ok(Exit::Ok)

@@ -508,14 +508,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         Ui::None => {
-            let stop = async {
-                let mut term =
-                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {},
-                    _ = async { match term.as_mut() { Some(t) => { t.recv().await; } None => std::future::pending::<()>().await } } => {},
-                }
-            };
+            let stop = crate::shutdown::signal();
             tokio::pin!(stop);
             let mut out = std::io::stdout();
             loop {
