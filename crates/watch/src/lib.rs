@@ -8,7 +8,8 @@
 //! (`notify`), and the screens draw the shared fleet view (`ui`). What
 //! the monitor sees is kept (`record` into `history`, a SQLite file) and
 //! served to browsers and Prometheus (`web`), with the numbers every
-//! consumer shares in `figures`.
+//! consumer shares in `figures`. Which login and SSH pipe each server gets
+//! (store, config, tags) is decided in `watched`.
 
 pub mod askpass;
 pub mod config;
@@ -24,5 +25,6 @@ pub mod sample;
 pub mod ssh;
 pub mod trend;
 pub mod ui;
+pub mod watched;
 pub mod web;
 pub mod when;

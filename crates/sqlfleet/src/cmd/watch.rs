@@ -6,13 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use sqlfleet_conn::{ConnArgs, PasswordSpec, Secret};
+use sqlfleet_conn::ConnArgs;
 use sqlfleet_watch::config::{self, FileConfig};
 use sqlfleet_watch::creds::{self, Entry, Store};
 use sqlfleet_watch::history::{History, HistoryConfig};
-use sqlfleet_watch::monitor::{self, MonitorConfig, State, Watched};
+use sqlfleet_watch::monitor::{self, MonitorConfig, State};
 use sqlfleet_watch::record;
-use sqlfleet_watch::ssh::SshTarget;
 use sqlfleet_watch::web::{self, metrics::Metrics, Web};
 
 use super::inventory::{self, HostArgs};
@@ -359,37 +358,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
     } else {
         None
     };
-    let servers: Vec<Watched> = inv
-        .hosts
-        .iter()
-        .map(|h| {
-            let addr = h.addr();
-            let mut target = h.target(&base);
-            let entry = store.as_ref().and_then(|s| s.get(&addr));
-            if let Some(e) = entry {
-                if let Some(u) = &e.user {
-                    target.user = u.clone();
-                }
-                if let Some(p) = &e.password {
-                    target.password = Some(PasswordSpec::Given(Secret::new(p.clone())));
-                }
-            }
-            let ssh = entry
-                .and_then(|e| e.ssh.clone())
-                .or_else(|| file.ssh.hosts.get(&addr).cloned())
-                .or_else(|| h.tags.get("ssh").cloned())
-                .map(|d| SshTarget {
-                    // The store's SSH password, when it has one for this server.
-                    password: entry.and_then(|e| e.ssh_password.clone()).map(Secret::new),
-                    ..SshTarget::parse(&d, &file.ssh.options)
-                });
-            Watched {
-                host: h.clone(),
-                target,
-                ssh,
-            }
-        })
-        .collect();
+    let servers = sqlfleet_watch::watched::watched(&inv.hosts, &base, store.as_ref(), &file.ssh);
     // One kept connection per server, an SSH pipe per host with metrics.
     let needed =
         servers.len() as u64 + servers.iter().filter(|w| w.ssh.is_some()).count() as u64 * 3 + 64;
