@@ -107,6 +107,59 @@ async fn prepare(target: &Target, size: u64, index: bool) -> Result<(), mysql_as
     Ok(())
 }
 
+/// Every cell of the sweep, table size by index by processes; `each`
+/// sees a cell as soon as it ends (the binary prints it).
+pub async fn sweep(
+    o: &InsertOptions,
+    progress: &(dyn Fn(&str) + Sync),
+    mut each: impl FnMut(&InsertCell),
+) -> Result<Vec<InsertCell>, mysql_async::Error> {
+    let mut cells = Vec::new();
+    for &size in &o.table_sizes {
+        for &index in &o.index {
+            for &p in &o.processes {
+                let cell = run_cell(o, p, size, index, progress).await?;
+                each(&cell);
+                cells.push(cell);
+            }
+        }
+    }
+    Ok(cells)
+}
+
+/// The sweep's table header and one cell's lines (its errors and lost
+/// rows below it).
+pub const TABLE_HEAD: &str =
+    "processes table_size index                inserts/s stalls      acked   lost  errors";
+
+impl InsertCell {
+    pub fn lines(&self) -> Vec<String> {
+        let mut out = vec![format!(
+            "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}{}",
+            self.processes,
+            self.table_size,
+            if self.index { "on" } else { "off" },
+            self.rate.show(),
+            self.stalls,
+            self.acknowledged,
+            self.lost,
+            self.errors.values().sum::<u64>(),
+            if self.too_short {
+                "  (too short to be meaningful)"
+            } else {
+                ""
+            }
+        )];
+        for (k, n) in &self.errors {
+            out.push(format!("           {n} x {k}"));
+        }
+        if self.lost > 0 {
+            out.push(format!("           LOST: {}", self.lost_rows.join(", ")));
+        }
+        out
+    }
+}
+
 /// Runs one cell.
 pub async fn run_cell(
     o: &InsertOptions,

@@ -102,6 +102,52 @@ pub async fn prepare(o: &PoolOptions) -> Result<(), mysql_async::Error> {
     Ok(())
 }
 
+/// Every cell of the sweep, target by clients by queries per connection;
+/// `each` sees a cell as soon as it ends (the binary prints it).
+pub async fn sweep(
+    o: &PoolOptions,
+    progress: &(dyn Fn(&str) + Sync),
+    mut each: impl FnMut(&PoolCell),
+) -> Vec<PoolCell> {
+    let mut cells = Vec::new();
+    for (label, t) in &o.targets {
+        for &clients in &o.clients {
+            for &q in &o.queries_per_connection {
+                let c = run_cell(o, label, t, q, clients, progress).await;
+                each(&c);
+                cells.push(c);
+            }
+        }
+    }
+    cells
+}
+
+/// The sweep's table header.
+pub const TABLE_HEAD: &str = "target                   q/conn clients                queries/s  connect p50/p99    query p50/p99  errors";
+
+impl PoolCell {
+    /// One cell's line of the table.
+    pub fn line(&self) -> String {
+        format!(
+            "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}{}",
+            self.target,
+            self.queries_per_connection,
+            self.clients,
+            self.qps.show(),
+            format!("{}/{} µs", self.connect.p50_us, self.connect.p99_us),
+            format!("{}/{} µs", self.query.p50_us, self.query.p99_us),
+            self.errors,
+            if self.failed {
+                "  FAILED: too many errors"
+            } else if self.too_short {
+                "  (too short)"
+            } else {
+                ""
+            }
+        )
+    }
+}
+
 /// Runs one (target, q, clients) cell.
 pub async fn run_cell(
     o: &PoolOptions,

@@ -262,45 +262,16 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         pool: Vec::new(),
     };
     let progress = progress_fn(a.report_interval);
-    println!(
-        "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}",
-        "processes", "table_size", "index", "inserts/s", "stalls", "acked", "lost", "errors"
-    );
-    let mut lost_any = false;
-    for &size in &opts.table_sizes {
-        for &index in &opts.index {
-            for &p in &opts.processes {
-                let cell = insert::run_cell(&opts, p, size, index, &progress)
-                    .await
-                    .context("insert cell")?;
-                clear_progress();
-                lost_any |= cell.lost > 0;
-                println!(
-                    "{:>9} {:>10} {:>5} {:>24} {:>6} {:>10} {:>6} {:>7}{}",
-                    p,
-                    size,
-                    if index { "on" } else { "off" },
-                    cell.rate.show(),
-                    cell.stalls,
-                    cell.acknowledged,
-                    cell.lost,
-                    cell.errors.values().sum::<u64>(),
-                    if cell.too_short {
-                        "  (too short to be meaningful)"
-                    } else {
-                        ""
-                    }
-                );
-                for (k, n) in &cell.errors {
-                    println!("           {n} x {k}");
-                }
-                if cell.lost > 0 {
-                    println!("           LOST: {}", cell.lost_rows.join(", "));
-                }
-                results.insert.push(cell);
-            }
+    println!("{}", insert::TABLE_HEAD);
+    results.insert = insert::sweep(&opts, &progress, |cell| {
+        clear_progress();
+        for l in cell.lines() {
+            println!("{l}");
         }
-    }
+    })
+    .await
+    .context("insert cell")?;
+    let lost_any = results.insert.iter().any(|c| c.lost > 0);
     finish(&a.out, &results, &target, a.cleanup).await?;
     Ok(if lost_any { Exit::Partial } else { Exit::Ok })
 }
@@ -358,36 +329,12 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         pool: Vec::new(),
     };
     let progress = progress_fn(a.report_interval);
-    println!(
-        "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}",
-        "target", "q/conn", "clients", "queries/s", "connect p50/p99", "query p50/p99", "errors"
-    );
-    for (label, t) in &opts.targets {
-        for &clients in &opts.clients {
-            for &q in &opts.queries_per_connection {
-                let c = pool::run_cell(&opts, label, t, q, clients, &progress).await;
-                clear_progress();
-                println!(
-                    "{:<24} {:>6} {:>7} {:>24} {:>16} {:>16} {:>7}{}",
-                    label,
-                    q,
-                    clients,
-                    c.qps.show(),
-                    format!("{}/{} µs", c.connect.p50_us, c.connect.p99_us),
-                    format!("{}/{} µs", c.query.p50_us, c.query.p99_us),
-                    c.errors,
-                    if c.failed {
-                        "  FAILED: too many errors"
-                    } else if c.too_short {
-                        "  (too short)"
-                    } else {
-                        ""
-                    }
-                );
-                results.pool.push(c);
-            }
-        }
-    }
+    println!("{}", pool::TABLE_HEAD);
+    results.pool = pool::sweep(&opts, &progress, |c| {
+        clear_progress();
+        println!("{}", c.line());
+    })
+    .await;
     finish(&a.out, &results, &direct, a.cleanup).await?;
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
