@@ -164,17 +164,20 @@ impl Target {
             .secret()
             .map(|s| s.expose().to_string())
             .unwrap_or_default();
+        let cred = Credential::Password(password);
         handshake::respond(
             &mut stream,
             &hello,
-            seq,
-            caps,
-            0,
-            &self.user,
-            &Credential::Password(password),
-            UTF8MB4,
-            self.database.as_deref(),
-            tls,
+            &handshake::Response {
+                seq,
+                caps,
+                ext: 0,
+                user: &self.user,
+                cred: &cred,
+                collation: UTF8MB4,
+                database: self.database.as_deref(),
+                secure: tls,
+            },
         )
         .await
         .map_err(|e| self.wire_failed(e))?;

@@ -184,7 +184,7 @@ async fn logged_in(port: u16, caps: u32, db: Option<&str>) -> tokio::net::TcpStr
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    handshake::login(&mut s, "app", "app-pw", caps, 45, db)
+    common::wire_login(&mut s, "app", "app-pw", caps, 45, db)
         .await
         .expect("login");
     s

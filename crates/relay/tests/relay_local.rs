@@ -17,7 +17,7 @@ async fn login(port: u16, password: &str, caps: u32, collation: u8) -> TcpStream
     let mut s = TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    handshake::login(&mut s, "root", password, caps, collation, None)
+    common::wire_login(&mut s, "root", password, caps, collation, None)
         .await
         .expect("login");
     s
@@ -43,7 +43,7 @@ async fn reply(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> Vec<u8> {
         return out;
     }
     let mut i = 0;
-    let columns = handshake::lenenc(&first.payload, &mut i).expect("column count");
+    let columns = sqlfleet_wire::packet::lenenc(&first.payload, &mut i).expect("column count");
     for _ in 0..columns {
         push(&packet::read(s, 1 << 24).await.expect("column"), &mut out);
     }
@@ -65,7 +65,7 @@ async fn reply(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> Vec<u8> {
 fn entries_sorted(reply: &[u8]) -> Vec<u8> {
     fn lenenc_at(p: &[u8], i: &mut usize) -> Option<usize> {
         let mut j = *i;
-        let n = handshake::lenenc(p, &mut j).ok()? as usize;
+        let n = sqlfleet_wire::packet::lenenc(p, &mut j).ok()? as usize;
         *i = j;
         Some(n)
     }
@@ -127,7 +127,7 @@ async fn value(s: &mut TcpStream, sql: &str, deprecate_eof: bool) -> String {
     }
     let row = packets[if deprecate_eof { 2 } else { 3 }];
     let mut i = 0;
-    let len = handshake::lenenc(row, &mut i).expect("value length") as usize;
+    let len = sqlfleet_wire::packet::lenenc(row, &mut i).expect("value length") as usize;
     String::from_utf8_lossy(&row[i..i + len]).into_owned()
 }
 

@@ -10,7 +10,8 @@
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufStream};
 
 use crate::command::{COM_INIT_DB, COM_QUERY, COM_QUIT};
-use crate::handshake::{lenenc, ServerHello, DEPRECATE_EOF};
+use crate::handshake::{ServerHello, DEPRECATE_EOF};
+use crate::packet::lenenc;
 use crate::packet::{self, WireError, MAX_CHUNK};
 
 /// Any byte stream a client talks over (TCP, Unix, TLS).

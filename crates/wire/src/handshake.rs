@@ -5,7 +5,7 @@
 use sha1::{Digest, Sha1};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::packet::{self, WireError};
+use crate::packet::{self, lenenc, WireError};
 
 // Capability flags (protocol 4.1).
 pub const LONG_PASSWORD: u32 = 1;
@@ -135,44 +135,6 @@ fn cstr(p: &[u8], i: &mut usize) -> Result<Vec<u8>, WireError> {
     let s = p[*i..*i + end].to_vec();
     *i += end + 1;
     Ok(s)
-}
-
-/// Appends `n` as a length-encoded integer (the writer of [`lenenc`]).
-pub fn put_lenenc(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=250 => out.push(n as u8),
-        251..=0xFFFF => {
-            out.push(0xFC);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xFF_FFFF => {
-            out.push(0xFD);
-            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-        }
-        _ => {
-            out.push(0xFE);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-    }
-}
-
-/// Length-encoded integer at `i`.
-pub fn lenenc(p: &[u8], i: &mut usize) -> Result<u64, WireError> {
-    let bad = || WireError::Protocol("truncated length-encoded integer".into());
-    let first = *p.get(*i).ok_or_else(bad)?;
-    *i += 1;
-    let n = match first {
-        0xFC => 2,
-        0xFD => 3,
-        0xFE => 8,
-        0xFB | 0xFF => return Err(WireError::Protocol("unexpected NULL/ERR marker".into())),
-        v => return Ok(v as u64),
-    };
-    let bytes = p.get(*i..*i + n).ok_or_else(bad)?;
-    *i += n;
-    let mut v = [0u8; 8];
-    v[..n].copy_from_slice(bytes);
-    Ok(u64::from_le_bytes(v))
 }
 
 pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
@@ -385,34 +347,6 @@ pub fn parse_server_hello(p: &[u8]) -> Result<ServerHello, WireError> {
     })
 }
 
-/// Logs in to a backend as `user` with the given session flags and
-/// collation over a plain stream; returns the greeting.
-pub async fn login<S: AsyncRead + AsyncWrite + Unpin>(
-    s: &mut S,
-    user: &str,
-    password: &str,
-    shape: u32,
-    collation: u8,
-    database: Option<&str>,
-) -> Result<ServerHello, WireError> {
-    let hello = parse_server_hello(&packet::read(s, 1 << 16).await?.payload)?;
-    let caps = client_caps(&hello, shape, database.is_some(), false);
-    respond(
-        s,
-        &hello,
-        1,
-        caps,
-        0,
-        user,
-        &Credential::Password(password.to_string()),
-        collation,
-        database,
-        false,
-    )
-    .await?;
-    Ok(hello)
-}
-
 /// The capabilities a relay asks a backend for.
 pub fn client_caps(hello: &ServerHello, shape: u32, with_db: bool, tls: bool) -> u32 {
     let mut caps = LONG_PASSWORD
@@ -591,22 +525,41 @@ pub fn rsa_encrypt(pem: &[u8], password: &[u8], nonce: &[u8]) -> Result<Vec<u8>,
     .map_err(|e| WireError::Protocol(format!("RSA encryption of the password: {e}")))
 }
 
-/// Sends the HandshakeResponse41 (sequence `seq`) and completes the
-/// authentication exchange: mysql_native_password or caching_sha2_password
-/// (fast path, or full authentication when `secure`, i.e. over TLS).
-#[allow(clippy::too_many_arguments)]
+/// What a client's HandshakeResponse41 says: its sequence number,
+/// capabilities (and MariaDB's extended ones), account, credential,
+/// collation and database, and whether the stream is TLS (`secure`: a
+/// caching_sha2_password full authentication may then send the password
+/// itself).
+#[derive(Debug, Clone, Copy)]
+pub struct Response<'a> {
+    pub seq: u8,
+    pub caps: u32,
+    pub ext: u32,
+    pub user: &'a str,
+    pub cred: &'a Credential,
+    pub collation: u8,
+    pub database: Option<&'a str>,
+    pub secure: bool,
+}
+
+/// Sends the HandshakeResponse41 and completes the authentication
+/// exchange: mysql_native_password or caching_sha2_password (fast path,
+/// or full authentication) or the pre-4.1 scramble from an old hash.
 pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
     s: &mut S,
     hello: &ServerHello,
-    seq: u8,
-    caps: u32,
-    ext: u32,
-    user: &str,
-    cred: &Credential,
-    collation: u8,
-    database: Option<&str>,
-    secure: bool,
+    r: &Response<'_>,
 ) -> Result<(), WireError> {
+    let Response {
+        seq,
+        caps,
+        ext,
+        user,
+        cred,
+        collation,
+        database,
+        secure,
+    } = *r;
     let caps = mariadb_caps(caps, ext);
     let plugin = match cred {
         // Only the pre-4.1 scramble can be made from an old hash.
@@ -794,17 +747,6 @@ mod tests {
     }
 
     proptest::proptest! {
-        #[test]
-        fn put_lenenc_is_read_back(n in proptest::prelude::any::<u64>(), small in 0u64..70_000) {
-            for v in [n, small] {
-                let mut out = vec![0xAA];
-                put_lenenc(&mut out, v);
-                let mut i = 1;
-                proptest::prop_assert_eq!(lenenc(&out, &mut i).ok(), Some(v));
-                proptest::prop_assert_eq!(i, out.len());
-            }
-        }
-
         #[test]
         fn parsers_never_panic(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
             let _ = parse_client_hello(&bytes);

@@ -152,9 +152,60 @@ pub fn server_error(p: &[u8]) -> WireError {
     }
 }
 
+/// Appends `n` as a length-encoded integer (the writer of [`lenenc`]).
+pub fn put_lenenc(out: &mut Vec<u8>, n: u64) {
+    match n {
+        0..=250 => out.push(n as u8),
+        251..=0xFFFF => {
+            out.push(0xFC);
+            out.extend_from_slice(&(n as u16).to_le_bytes());
+        }
+        0x1_0000..=0xFF_FFFF => {
+            out.push(0xFD);
+            out.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
+        }
+        _ => {
+            out.push(0xFE);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+    }
+}
+
+/// Length-encoded integer at `i`.
+pub fn lenenc(p: &[u8], i: &mut usize) -> Result<u64, WireError> {
+    let bad = || WireError::Protocol("truncated length-encoded integer".into());
+    let first = *p.get(*i).ok_or_else(bad)?;
+    *i += 1;
+    let n = match first {
+        0xFC => 2,
+        0xFD => 3,
+        0xFE => 8,
+        0xFB | 0xFF => return Err(WireError::Protocol("unexpected NULL/ERR marker".into())),
+        v => return Ok(v as u64),
+    };
+    let bytes = p.get(*i..*i + n).ok_or_else(bad)?;
+    *i += n;
+    let mut v = [0u8; 8];
+    v[..n].copy_from_slice(bytes);
+    Ok(u64::from_le_bytes(v))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn put_lenenc_is_read_back(n in proptest::prelude::any::<u64>(), small in 0u64..70_000) {
+            for v in [n, small] {
+                let mut out = vec![0xAA];
+                put_lenenc(&mut out, v);
+                let mut i = 1;
+                proptest::prop_assert_eq!(lenenc(&out, &mut i).ok(), Some(v));
+                proptest::prop_assert_eq!(i, out.len());
+            }
+        }
+    }
 
     #[tokio::test]
     async fn roundtrip_and_split() {

@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use sqlfleet_wire::handshake;
 use sqlfleet_wire::packet::WireError;
 
 use crate::protocol::io::{AnyStream, PacketIo};
@@ -60,7 +59,7 @@ pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>,
             // A text row: one length-encoded string, or 0xFB for NULL.
             if p.first() != Some(&0xFB) {
                 let mut i = 0;
-                let n = handshake::lenenc(&p, &mut i)? as usize;
+                let n = sqlfleet_wire::packet::lenenc(&p, &mut i)? as usize;
                 value = p
                     .get(i..i + n)
                     .map(|v| String::from_utf8_lossy(v).into_owned());
@@ -122,7 +121,7 @@ pub async fn query_rows(
         _ => {}
     }
     let mut i = 0;
-    let n = handshake::lenenc(&first, &mut i)? as usize;
+    let n = sqlfleet_wire::packet::lenenc(&first, &mut i)? as usize;
     let mut names = Vec::with_capacity(n);
     for _ in 0..n {
         let (_, def) = c.io().read_packet(max).await?;
@@ -130,7 +129,7 @@ pub async fn query_rows(
         let mut i = 0;
         let mut name = String::new();
         for k in 0..5 {
-            let len = handshake::lenenc(&def, &mut i)? as usize;
+            let len = sqlfleet_wire::packet::lenenc(&def, &mut i)? as usize;
             let s = def
                 .get(i..i + len)
                 .ok_or_else(|| WireError::Protocol("short column definition".into()))?;
@@ -160,7 +159,7 @@ pub async fn query_rows(
                     i += 1;
                     None
                 } else {
-                    let len = handshake::lenenc(&p, &mut i)? as usize;
+                    let len = sqlfleet_wire::packet::lenenc(&p, &mut i)? as usize;
                     let s = p
                         .get(i..i + len)
                         .ok_or_else(|| WireError::Protocol("short row".into()))?;

@@ -166,20 +166,23 @@ impl Dialer {
                 (AnyStream(Box::new(t)), 2)
             }
         };
+        let cred = account.map_or_else(
+            || Credential::Password(self.password.clone()),
+            |a| a.credential.clone(),
+        );
         handshake::respond(
             &mut stream,
             &hello,
-            seq,
-            caps,
-            shape.ext & hello.ext,
-            account.map_or(&self.user, |a| &a.user),
-            &account.map_or_else(
-                || Credential::Password(self.password.clone()),
-                |a| a.credential.clone(),
-            ),
-            shape.collation,
-            None,
-            tls.is_some(),
+            &handshake::Response {
+                seq,
+                caps,
+                ext: shape.ext & hello.ext,
+                user: account.map_or(&self.user, |a| &a.user),
+                cred: &cred,
+                collation: shape.collation,
+                database: None,
+                secure: tls.is_some(),
+            },
         )
         .await?;
         Ok(Login {

@@ -6,7 +6,7 @@
 //! It is fed each physical packet's length and the first bytes of its
 //! payload ([`PREFIX`] at most), so large rows stream through untouched.
 
-use sqlfleet_wire::handshake::lenenc;
+use sqlfleet_wire::packet::lenenc;
 use sqlfleet_wire::packet::MAX_CHUNK;
 
 use crate::protocol::track::Change;

@@ -15,7 +15,7 @@
 //! Written by hand because it sits on the forwarding path and must accept
 //! any bytes: every read is bounds-checked and a malformed OK is `None`.
 
-use sqlfleet_wire::handshake::lenenc;
+use sqlfleet_wire::packet::lenenc;
 
 /// Status flag: the OK carries session-state data.
 pub const STATUS_SESSION_STATE_CHANGED: u16 = 0x4000;
@@ -243,7 +243,7 @@ pub fn filter(p: &[u8], view: &TrackView) -> Option<Vec<u8>> {
         block.push(e.kind);
         block.extend_from_slice(e.bytes);
     }
-    sqlfleet_wire::handshake::put_lenenc(&mut out, block.len() as u64);
+    sqlfleet_wire::packet::put_lenenc(&mut out, block.len() as u64);
     out.extend_from_slice(&block);
     Some(out)
 }

@@ -64,3 +64,36 @@ pub async fn serve_relay(
     });
     (port, tx, relay)
 }
+
+/// Logs in as `user` over a plain stream with these session flags and
+/// collation (raw-protocol tests); returns the greeting.
+pub async fn wire_login<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    s: &mut S,
+    user: &str,
+    password: &str,
+    shape: u32,
+    collation: u8,
+    database: Option<&str>,
+) -> Result<sqlfleet_wire::handshake::ServerHello, sqlfleet_wire::WireError> {
+    use sqlfleet_wire::handshake;
+    let hello =
+        handshake::parse_server_hello(&sqlfleet_wire::packet::read(s, 1 << 16).await?.payload)?;
+    let caps = handshake::client_caps(&hello, shape, database.is_some(), false);
+    let cred = handshake::Credential::Password(password.to_string());
+    handshake::respond(
+        s,
+        &hello,
+        &handshake::Response {
+            seq: 1,
+            caps,
+            ext: 0,
+            user,
+            cred: &cred,
+            collation,
+            database,
+            secure: false,
+        },
+    )
+    .await?;
+    Ok(hello)
+}

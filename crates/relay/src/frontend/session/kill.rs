@@ -177,7 +177,7 @@ impl Session {
             return Ok(());
         }
         let mut ok = vec![0x00];
-        sqlfleet_wire::handshake::put_lenenc(&mut ok, targets.len() as u64);
+        sqlfleet_wire::packet::put_lenenc(&mut ok, targets.len() as u64);
         ok.extend_from_slice(&self.ok()[2..]);
         self.io
             .write_packet(1, &ok)
