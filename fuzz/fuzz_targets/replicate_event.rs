@@ -24,6 +24,12 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = txn::mariadb_tail(data);
-    let _ = sqltext::databases(data);
-    let _ = sqltext::rename(data, "a", "b");
+    let _ = sqltext::event_as_replica(data);
+    let _ = sqltext::created_table(data);
+    for ansi in [false, true] {
+        if let Ok(named) = sqltext::read(data, ansi) {
+            let _ = named.databases();
+            let _ = sqltext::rename(data, &named, |d| Some(format!("{d}_x")));
+        }
+    }
 });

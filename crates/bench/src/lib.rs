@@ -7,4 +7,4 @@ pub mod insert;
 pub mod pool;
 pub mod report;
 pub mod server;
-pub mod stats;
+mod stats;

@@ -7,12 +7,12 @@
 //! for PREFERRED) for the text-protocol client of `sqlfleet query`. Passwords travel as [`Secret`]s, which never print.
 
 pub mod addr;
-pub mod args;
+mod args;
 pub mod codes;
-pub mod dial;
+mod dial;
 pub mod dsn;
 pub mod home;
-pub mod open;
+mod open;
 pub mod optfile;
 pub mod quote;
 pub mod resolve;

@@ -5,6 +5,6 @@
 
 pub mod discover;
 pub mod hosts;
-pub mod json;
+mod json;
 pub mod output;
 pub mod run;

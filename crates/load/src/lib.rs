@@ -5,26 +5,26 @@
 //! batches in transactions with their [`journal`] record) and
 //! [`progress`]. Session settings travel as a [`session::Prelude`].
 
-pub mod chunk_job;
-pub mod counts;
-pub mod defer;
-pub mod engine;
-pub mod error;
-pub mod fast_path;
+mod chunk_job;
+mod counts;
+mod defer;
+mod engine;
+mod error;
+mod fast_path;
 pub mod flat;
 pub mod galera;
-pub mod identity;
-pub mod job;
+mod identity;
+mod job;
 pub mod journal;
 pub mod progress;
-pub mod queue;
-pub mod retry;
-pub mod schedule;
-pub mod session;
-pub mod source;
-pub mod state;
-pub mod summary;
-pub mod worker;
+mod queue;
+mod retry;
+mod schedule;
+mod session;
+mod source;
+mod state;
+mod summary;
+mod worker;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;

@@ -14,15 +14,15 @@
 //! connection it gets next, and anything that cannot be replayed exactly
 //! pins the client to its connection.
 
-pub mod admin;
+mod admin;
 pub mod backend;
 pub mod config;
 mod ctx;
 pub mod event_loops;
 pub mod frontend;
-pub mod listen;
+mod listen;
 pub mod protocol;
-pub mod routing;
+mod routing;
 pub mod run;
 mod status;
 pub mod tls;

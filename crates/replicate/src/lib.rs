@@ -15,19 +15,19 @@
 //! [`report`] renders progress, summary and status as text;
 //! [`metrics`] serves them to Prometheus.
 
-pub mod apply;
+mod apply;
 pub mod config;
-pub mod engines;
+mod engines;
 pub mod event;
 pub mod gtid;
-pub mod lanes;
+mod lanes;
 pub mod metrics;
-pub mod order;
-pub mod position;
+mod order;
+mod position;
 pub mod report;
 pub mod run;
 pub mod seed;
-pub mod sequence;
+mod sequence;
 pub mod source;
 pub mod sqltext;
 pub mod status;

@@ -6,13 +6,13 @@
 //! file and client option files other tools can use. Starting is polled
 //! for readiness, never slept for.
 
-pub mod cluster;
-pub mod error;
-pub mod galera;
+mod cluster;
+mod error;
+mod galera;
 pub mod meta;
 pub mod node;
 pub mod ports;
-pub mod promote;
+mod promote;
 pub mod setup;
 
 use mysql_async::prelude::Queryable;
