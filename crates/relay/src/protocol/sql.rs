@@ -7,15 +7,16 @@
 //! string is not a user variable; executable comments (`/*! ... */`) are
 //! read as code, as the server reads them.
 
-use std::borrow::Cow;
 use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
 mod calls;
+mod digest;
 mod writes;
 
 use calls::{calls_stored_function, EFFECT_BUILTINS};
+pub use digest::digest;
 pub use writes::{written_tables, TableRef};
 
 /// Why a client cannot share its backend connection for now.
@@ -406,7 +407,7 @@ impl<'a> Query<'a> {
     }
 
     pub fn digest(&self) -> String {
-        digest_of(self.sql, &self.lexed)
+        digest::of(self.sql, &self.lexed)
     }
 
     /// Every table the text writes, wherever the writing statement stands
@@ -548,64 +549,6 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
         }
     }
     true
-}
-
-/// A query's digest: literals replaced by `?`, lists of them by `...`,
-/// keywords and identifiers as written, comments dropped, one space
-/// between tokens.
-pub fn digest(sql: &[u8]) -> String {
-    Query::new(sql).digest()
-}
-
-/// One token as the digest shows it, borrowed from the statement where it
-/// can be (an allocation per token would be the digest's main cost).
-fn digest_token<'a>(sql: &'a [u8], k: &Tok, r: &Range<usize>) -> Cow<'a, str> {
-    match k {
-        // Keywords and identifiers as written; only literals go.
-        Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]),
-        Tok::Literal => Cow::Borrowed("?"),
-        Tok::Quoted(q) => Cow::Owned(format!("`{q}`")),
-        Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => {
-            String::from_utf8_lossy(&sql[r.clone()])
-        }
-        Tok::Punct(c) => Cow::Owned((*c as char).to_string()),
-    }
-}
-
-fn digest_of(sql: &[u8], lexed: &Lexed) -> String {
-    let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(lexed.toks.len());
-    for (k, r) in &lexed.toks {
-        let t = digest_token(sql, k, r);
-        parts.push(t);
-        // `( ? , ? , ... )` becomes `( ... )`.
-        let n = parts.len();
-        if parts[n - 1] == ")" && n >= 3 && parts[n - 2] == "?" {
-            let mut i = n - 2;
-            while i >= 2 && parts[i - 1] == "," && parts[i - 2] == "?" {
-                i -= 2;
-            }
-            if i >= 1 && parts[i - 1] == "(" && n - 1 - i >= 3 {
-                parts.truncate(i);
-                parts.push(Cow::Borrowed("..."));
-                parts.push(Cow::Borrowed(")"));
-            }
-        }
-    }
-    let mut out = String::with_capacity(sql.len());
-    for p in &parts {
-        let glue = matches!(p.as_ref(), "," | ")" | "." | ";")
-            || out.ends_with('(')
-            || out.ends_with('.')
-            || out.is_empty();
-        if !glue {
-            out.push(' ');
-        }
-        out.push_str(p);
-    }
-    if out.ends_with(';') {
-        out.pop();
-    }
-    out
 }
 
 fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {

@@ -507,7 +507,7 @@ proptest::proptest! {
         let mut sql = pieces.concat();
         sql.extend_from_slice(&noise);
         for (k, r) in &lex(&sql).toks {
-            proptest::prop_assert_eq!(digest_token(&sql, k, r), token_owned(&sql, k, r));
+            proptest::prop_assert_eq!(super::digest::digest_token(&sql, k, r), token_owned(&sql, k, r));
         }
     }
 }
