@@ -14,7 +14,7 @@
 //! flight may have left part of its rows, so on `--resume` such a table
 //! is emptied and loaded again from the dump, which created it).
 //!
-//! Each record carries the statement chain ([`crate::identity`]) at its
+//! Each record carries the statement chain (`crate::identity`) at its
 //! end, so a resume can tell the same dump from another one.
 //!
 //! A running load holds a named lock (`GET_LOCK`) on its own connection,

@@ -1,9 +1,9 @@
 //! The parallel, crash-safe loader for SQL dumps.
 //!
-//! Data flow: [`source`] (reader thread: decompress, split, classify) →
-//! [`schedule`] (order and overlap) → [`worker`]s (one connection each,
+//! Data flow: `source` (reader thread: decompress, split, classify) →
+//! `schedule` (order and overlap) → `worker`s (one connection each,
 //! batches in transactions with their [`journal`] record) and
-//! [`progress`]. Session settings travel as a [`session::Prelude`].
+//! [`progress`]. Session settings travel as a `session::Prelude`.
 
 mod chunk_job;
 mod counts;

@@ -2,10 +2,10 @@
 //!
 //! By concept: [`frontend`] logs clients in and serves their commands;
 //! [`backend`] dials and logs in to servers, pools the connections and
-//! checks their health; [`routing`] holds what decides where a statement
+//! checks their health; `routing` holds what decides where a statement
 //! goes; [`protocol`] reads the wire (packets, replies, statement text,
-//! prepared statement ids); [`admin`] serves metrics and status; [`config`]
-//! is the one validated configuration, from flags or a file; [`listen`]
+//! prepared statement ids); `admin` serves metrics and status; [`config`]
+//! is the one validated configuration, from flags or a file; `listen`
 //! accepts clients; [`tls`] holds both TLS directions; [`run`] starts a
 //! relay from its configuration (the binary and the tests alike).
 //!

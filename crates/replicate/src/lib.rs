@@ -3,13 +3,13 @@
 //! Each source's binlog is read as a GTID replica would ([`source`]),
 //! assembled into transactions and split by target database ([`txn`],
 //! after filters and renames from [`config`]); each database is a stream
-//! whose transactions apply in the source's order ([`apply`]): workers
+//! whose transactions apply in the source's order (`apply`): workers
 //! take chunks of consecutive transactions from the streams' queues
-//! ([`lanes`]), several chunks of one stream at once where
-//! [`order`] lets them run ahead (commits stay in source order), and
-//! [`engines`] says which may; a transaction across databases and DDL
+//! (`lanes`), several chunks of one stream at once where
+//! `order` lets them run ahead (commits stay in source order), and
+//! `engines` says which may; a transaction across databases and DDL
 //! are barriers. Every applied transaction commits
-//! together with its stream's position ([`position`]), so a restart
+//! together with its stream's position (`position`), so a restart
 //! after kill -9, a target restart or a lost source resumes exactly.
 //! [`run`] wires sources and workers; [`status`] reads the positions;
 //! [`report`] renders progress, summary and status as text;
