@@ -280,6 +280,24 @@ pub fn parse_user(s: &str) -> Result<(String, Account), String> {
     Ok((name.to_string(), Account::from_password(pw)))
 }
 
+/// The accounts of a `--client-users-file`: one `NAME:PASSWORD` per line;
+/// blank lines and `#` comments are skipped; a bad line is an error naming
+/// `origin` and its line number.
+pub fn parse_users_file(text: &str, origin: &str) -> Result<Vec<(String, Account)>, String> {
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let l = l.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        if !l.contains(':') {
+            return Err(format!("{origin}:{}: expected NAME:PASSWORD", i + 1));
+        }
+        out.push(parse_user(l).map_err(|e| format!("{origin}:{}: {e}", i + 1))?);
+    }
+    Ok(out)
+}
+
 /// Both stored forms of a password, as the config file takes them.
 pub fn hash_lines(pw: &str) -> String {
     let a = Account::from_password(pw);

@@ -99,3 +99,37 @@ fn accounts_are_per_user_unless_shared_is_chosen() {
         }
     }
 }
+
+#[test]
+fn a_users_file_names_its_bad_line() {
+    // (text, accounts read, error)
+    let rows: [(&str, Vec<&str>, Option<&str>); 5] = [
+        (
+            "app:pw\n# a comment\n\nops:secret:with:colons\n",
+            vec!["app", "ops"],
+            None,
+        ),
+        ("", vec![], None),
+        (
+            "app:pw\nnocolon\n",
+            vec![],
+            Some("users.txt:2: expected NAME:PASSWORD"),
+        ),
+        (
+            ":pw\n",
+            vec![],
+            Some("users.txt:1: --client-user: empty user name"),
+        ),
+        ("  app:pw  \n", vec!["app"], None),
+    ];
+    for (text, names, err) in rows {
+        match super::parse_users_file(text, "users.txt") {
+            Ok(v) => {
+                assert_eq!(err, None, "{text:?}");
+                let got: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(got, names, "{text:?}");
+            }
+            Err(e) => assert_eq!(Some(e.as_str()), err, "{text:?}"),
+        }
+    }
+}

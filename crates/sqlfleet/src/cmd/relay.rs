@@ -198,26 +198,16 @@ fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
 
 fn quick_config(a: &RelayArgs) -> anyhow::Result<RelayConfig> {
     let mut users = HashMap::new();
-    let mut lines: Vec<String> = a.users.clone();
-    if let Some(f) = &a.users_file {
-        let text = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
-        for (i, l) in text.lines().enumerate() {
-            let l = l.trim();
-            if l.is_empty() || l.starts_with('#') {
-                continue;
-            }
-            anyhow::ensure!(
-                l.contains(':'),
-                "{}:{}: expected NAME:PASSWORD",
-                f.display(),
-                i + 1
-            );
-            lines.push(l.to_string());
-        }
-    }
-    for u in &lines {
+    for u in &a.users {
         let (n, h) = parse_user(u).map_err(anyhow::Error::msg)?;
         users.insert(n, h);
+    }
+    if let Some(f) = &a.users_file {
+        let text = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
+        users.extend(
+            config::parse_users_file(&text, &f.display().to_string())
+                .map_err(anyhow::Error::msg)?,
+        );
     }
     let login = backend_login(a)?;
     // The same checks as the config file's (one validation for both).
