@@ -54,22 +54,6 @@ fn databases(g: &sqlfleet_testkit::TestServer, node: usize, like: &str) -> Vec<S
     })
 }
 
-/// A cluster runs `innodb_autoinc_lock_mode = 2`, where a multi-row
-/// insert may reserve more AUTO_INCREMENT values than it uses: the
-/// table's next value (`AUTO_INCREMENT=N` in SHOW CREATE TABLE) depends
-/// on how rows were batched, the rows do not. The counter is left out.
-fn counters_aside(lines: Vec<String>) -> Vec<String> {
-    lines
-        .into_iter()
-        .map(|l| {
-            l.split(' ')
-                .filter(|w| !w.starts_with("AUTO_INCREMENT="))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect()
-}
-
 #[test]
 fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identically_on_every_node()
 {
@@ -129,11 +113,14 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
         // Galera applies on the other nodes before their commit returns
         // (virtually synchronous), but a read there may start before:
         // compare once every node has what node2 has.
-        let want = counters_aside(rt.block_on(g.fingerprint_node(1, &stock)));
+        let want =
+            sqlfleet_testkit::auto_increment_aside(rt.block_on(g.fingerprint_node(1, &stock)));
         for n in 0..3 {
             let t0 = std::time::Instant::now();
             loop {
-                let got = counters_aside(rt.block_on(g.fingerprint_node(n, &ours)));
+                let got = sqlfleet_testkit::auto_increment_aside(
+                    rt.block_on(g.fingerprint_node(n, &ours)),
+                );
                 match common::first_difference(&want, &got) {
                     None => break,
                     Some(d) if t0.elapsed() > std::time::Duration::from_secs(20) => {

@@ -737,17 +737,7 @@ fn replicate_into_a_galera_node_gives_every_node_the_source_and_refuses_myisam_r
         .expect("status");
     let text = stdout(&st);
     assert!(text.contains("gr_m") && text.contains("Galera"), "{text}");
-    let aside = |lines: Vec<String>| -> Vec<String> {
-        lines
-            .into_iter()
-            .map(|l| {
-                l.split(' ')
-                    .filter(|w| !w.starts_with("AUTO_INCREMENT="))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            })
-            .collect()
-    };
+    let aside = sqlfleet_testkit::auto_increment_aside;
     rt.block_on(async {
         for db in ["gr_a", "gr_b"] {
             let want = aside(s.fingerprint(db).await);
