@@ -847,12 +847,7 @@ async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
 mod tests {
     use super::*;
 
-    fn ev(ty: u8, len: usize, fill: u8) -> Vec<u8> {
-        let mut e = vec![fill; len];
-        e[4] = ty;
-        e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
-        e
-    }
+    use crate::fixtures::{ev, txn};
 
     #[test]
     fn big_statements_split_with_their_table_maps_in_every_piece() {
@@ -882,9 +877,7 @@ mod tests {
         );
     }
 
-    /// A table map for db.table (MariaDB's 8-byte post header, no CRC).
-    /// Each row: what a transaction writes, and whether it must be
-    /// applied alone (a table that a ROLLBACK does not undo).
+    /// A queued job of one transaction of `items` in database `db`.
     fn job(items: Vec<Item>) -> Job {
         let (tx, _rx) = mpsc::unbounded_channel();
         Job {
@@ -892,22 +885,7 @@ mod tests {
             generation: 1,
             idx: 0,
             stream: "db".into(),
-            txn: Arc::new(Txn {
-                gtid: crate::gtid::Gtid {
-                    domain: 1,
-                    server: 1,
-                    seq: 5,
-                },
-                standalone: false,
-                timestamp: 1,
-                file: "bin.000001".into(),
-                end_pos: 100,
-                items,
-                dbs: ["db".to_string()].into_iter().collect(),
-                unsupported: None,
-                unknown_scope: false,
-                first: String::new(),
-            }),
+            txn: Arc::new(txn("db", items)),
             format: Arc::new(vec![]),
             reply: tx,
             budget: None,

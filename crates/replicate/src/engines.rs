@@ -158,48 +158,8 @@ impl Engines {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::{ev, table_map, txn};
     use crate::txn::{Rows, Session, Stmt};
-
-    fn ev(ty: u8, len: usize, fill: u8) -> Vec<u8> {
-        let mut e = vec![fill; len];
-        e[4] = ty;
-        e[9..13].copy_from_slice(&(len as u32).to_le_bytes());
-        e
-    }
-
-    fn table_map(db: &str, table: &str) -> Vec<u8> {
-        let mut e = vec![0u8; 19];
-        e[4] = 19;
-        e.extend_from_slice(&[7, 0, 0, 0, 0, 0, 1, 0]);
-        for n in [db, table] {
-            e.push(n.len() as u8);
-            e.extend_from_slice(n.as_bytes());
-            e.push(0);
-        }
-        e.extend_from_slice(&[1, 3, 0, 0]);
-        let size = e.len() as u32;
-        e[9..13].copy_from_slice(&size.to_le_bytes());
-        e
-    }
-
-    fn txn(db: &str, items: Vec<Item>) -> Txn {
-        Txn {
-            gtid: crate::gtid::Gtid {
-                domain: 1,
-                server: 1,
-                seq: 5,
-            },
-            standalone: false,
-            timestamp: 1,
-            file: "bin.000001".into(),
-            end_pos: 100,
-            items,
-            dbs: [db.to_string()].into_iter().collect(),
-            unsupported: None,
-            unknown_scope: false,
-            first: String::new(),
-        }
-    }
 
     fn known() -> Engines {
         let mut e = Engines::default();

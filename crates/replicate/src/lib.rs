@@ -19,6 +19,8 @@ mod apply;
 pub mod config;
 mod engines;
 pub mod event;
+#[cfg(test)]
+mod fixtures;
 pub mod gtid;
 mod lanes;
 pub mod metrics;
