@@ -18,6 +18,7 @@ use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::mpsc;
 
+use crate::engines::Engines;
 use crate::event;
 use crate::position;
 use crate::sequence;
@@ -103,6 +104,15 @@ impl ApplyError {
     }
 }
 
+/// Why a transaction does not run on a Galera target (its stream stops).
+fn galera_refusal(txn: &Txn) -> ApplyError {
+    ApplyError::Sql {
+        code: 0,
+        error: "the target is a Galera node, which replicates InnoDB tables only: this transaction writes (or, as a statement, may write) a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`".into(),
+        statement: txn.first.clone(),
+    }
+}
+
 /// A failed `BINLOG` statement named as a replica names it: the event,
 /// its table, the server's error and the source position — never the
 /// base64.
@@ -164,6 +174,26 @@ impl Applier {
             format: None,
             galera: wsrep.is_some_and(|(_, v)| v.eq_ignore_ascii_case("ON")),
         })
+    }
+
+    /// On a Galera target, refuses `items` of `txn` when they may write a
+    /// table that is not InnoDB, as the target says now: Galera would
+    /// leave those rows on this node alone. The paths outside the workers
+    /// (transactions across databases, CREATE ... SELECT) ask here; the
+    /// workers judge with the engines they keep.
+    pub async fn galera_guard(&mut self, txn: &Txn, items: &[Item]) -> Result<(), ApplyError> {
+        if !self.galera {
+            return Ok(());
+        }
+        let read = Engines::read(&mut self.conn, 0, txn.dbs.iter().cloned().collect())
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))?;
+        let mut e = Engines::default();
+        e.store(read);
+        if e.no_rollback_in(&txn.dbs, items) {
+            return Err(galera_refusal(txn));
+        }
+        Ok(())
     }
 
     async fn run(&mut self, sql: &str) -> Result<(), ApplyError> {
@@ -598,13 +628,13 @@ pub async fn apply_chunk(
         // Written on this node only, never on the others: the stream
         // stops rather than let the cluster's nodes differ.
         for j in live {
-            reply(
-                j,
-                Outcome::Failed {
-                    error: "the target is a Galera node, which replicates InnoDB tables only: this transaction writes a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`".into(),
-                    statement: String::new(),
-                },
-            );
+            let ApplyError::Sql {
+                error, statement, ..
+            } = galera_refusal(&j.txn)
+            else {
+                continue;
+            };
+            reply(j, Outcome::Failed { error, statement });
         }
         return ChunkEnd::Failed;
     }

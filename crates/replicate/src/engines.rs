@@ -111,14 +111,18 @@ impl Engines {
     /// Whether applying `txn` may write a table that does not roll back:
     /// a rows event on one, or a statement in a database holding one.
     pub fn no_rollback(&self, txn: &Txn) -> bool {
-        if !txn
-            .dbs
+        self.no_rollback_in(&txn.dbs, &txn.items)
+    }
+
+    /// [`Engines::no_rollback`] for some of a transaction's items.
+    pub fn no_rollback_in(&self, dbs: &BTreeSet<String>, items: &[Item]) -> bool {
+        if !dbs
             .iter()
             .any(|d| self.holds(d).is_some_and(|k| !k.no_rollback.is_empty()))
         {
             return false;
         }
-        txn.items.iter().any(|item| match item {
+        items.iter().any(|item| match item {
             Item::Rows(r) => self.maps_touch(&r.bytes, |k, t| k.no_rollback.contains(t)),
             Item::Stmt(_) => true,
         })

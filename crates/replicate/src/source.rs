@@ -786,6 +786,8 @@ impl SourceRunner {
         let streams: Vec<(&str, &str, &Txn)> =
             txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
         let r = async {
+            // The table exists now: its engine is the target's word.
+            ctl.galera_guard(txn, &txn.items[1..]).await?;
             ctl.begin().await?;
             ctl.items_from(txn, 1).await?;
             ctl.commit_with_positions(&streams, &[position::clear_ddl_sql(name)])
@@ -806,6 +808,7 @@ impl SourceRunner {
     /// touched stream's position.
     async fn apply_multi(&self, ctl: &mut Applier, txn: &Txn) -> Result<(), ApplyError> {
         let name = self.cfg.name.as_str();
+        ctl.galera_guard(txn, &txn.items).await?;
         let r = async {
             ctl.begin().await?;
             ctl.items(txn).await?;
