@@ -107,6 +107,8 @@ struct Batch {
 #[derive(Clone)]
 struct TableInfo {
     transactional: bool,
+    /// The engine as the server names it, upper-cased ("" when unknown).
+    engine: String,
     /// Rows are kept in insertion order (MyISAM/Aria heaps, InnoDB without
     /// a primary key), which a later SELECT without ORDER BY shows: its
     /// batches go one at a time in file order.
@@ -258,7 +260,7 @@ impl Scheduler {
             }
             return;
         }
-        if let Some(c) = &self.ctx.galera {
+        if let (Some(c), Kind::TableDdl { .. } | Kind::Barrier) = (&self.ctx.galera, &kind) {
             // Input read once (standard input) was not checked before the
             // load: the statement stops here, before it runs.
             if let Some(f) = crate::galera::check(&stmt.text, stmt.line, c) {
@@ -407,6 +409,9 @@ impl Scheduler {
                 self.wait_all().await;
                 let key = self.key(&t);
                 let info = self.table_info(&key).await;
+                if self.galera_refuses(&key, &info, &stmt) {
+                    return;
+                }
                 let work = Work::Data {
                     table: Self::show(&key),
                     stmts: vec![stmt],
@@ -533,6 +538,7 @@ impl Scheduler {
         }
         let unknown = TableInfo {
             transactional: true,
+            engine: String::new(),
             heap_order: true,
             auto_inc: None,
             sequenced: None,
@@ -587,6 +593,7 @@ impl Scheduler {
         let transactional = sqlfleet_dump::classify::is_transactional(&engine.to_ascii_uppercase());
         let info = TableInfo {
             transactional,
+            engine: engine.to_ascii_uppercase(),
             heap_order: !transactional || pk == 0,
             auto_inc: col.zip(pos).map(|(c, p)| (p.saturating_sub(1) as usize, c)),
             sequenced: seq_col
@@ -603,6 +610,33 @@ impl Scheduler {
         info
     }
 
+    /// On a Galera target, rows for a table the server says is not
+    /// InnoDB stop the load before they are sent (whatever made the table:
+    /// the dump's checks read its text, this is the server's word).
+    fn galera_refuses(&self, key: &Key, info: &TableInfo, stmt: &Statement) -> bool {
+        let Some(c) = &self.ctx.galera else {
+            return false;
+        };
+        if info.engine.is_empty() {
+            return false;
+        }
+        let engine = crate::galera::Engine::Named(info.engine.clone());
+        let Some(why) = crate::galera::refusal(&engine, false, &c.default_engine) else {
+            return false;
+        };
+        let f = crate::galera::Finding {
+            line: stmt.line,
+            table: Self::show(key),
+            why: format!("{why}, as the server says"),
+        };
+        self.ctx.shared.fail(StatementFailure {
+            code: None,
+            message: crate::galera::message(c, &[f]),
+            ..StatementFailure::of_text(stmt, Some(&Self::show(key)))
+        });
+        true
+    }
+
     async fn flush(&mut self) {
         let Some(b) = self.batch.take() else {
             return;
@@ -616,6 +650,11 @@ impl Scheduler {
             return;
         }
         let info = self.table_info(&b.key).await;
+        if let Some(first) = b.stmts.first() {
+            if self.galera_refuses(&b.key, &info, first) {
+                return;
+            }
+        }
         let nontx = !info.transactional;
         // Ids the server assigns depend on the order of inserts, and a
         // rolled-back attempt would use some up: such batches go one at a

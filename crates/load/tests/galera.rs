@@ -54,6 +54,23 @@ fn databases(g: &sqlfleet_testkit::TestServer, node: usize, like: &str) -> Vec<S
     })
 }
 
+/// One number a query returns on node `node` (0-based).
+fn count_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str) -> u64 {
+    use mysql_async::prelude::Queryable;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut c = g
+            .sandbox
+            .target(&g.sandbox.meta.nodes[node])
+            .expect("target")
+            .connect(std::time::Duration::from_secs(5))
+            .await
+            .expect("node");
+        let v: Option<u64> = c.query_first(sql).await.expect("count");
+        v.unwrap_or(0)
+    })
+}
+
 #[test]
 fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identically_on_every_node()
 {
@@ -85,6 +102,37 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
                 n + 1
             );
         }
+    }
+    // A MyISAM table the target already has, and a file that only
+    // inserts into it: no table statement for the file check to read, so
+    // the server's word stops the rows before they are sent.
+    common::query(
+        g,
+        "DROP DATABASE IF EXISTS gal_pre; CREATE DATABASE gal_pre; \
+         CREATE TABLE gal_pre.t (id INT PRIMARY KEY) ENGINE=MyISAM",
+    );
+    let file = dir.path().join("rows_only.sql");
+    std::fs::write(&file, "INSERT INTO t VALUES (1),(2),(3);\n").expect("write");
+    let mut opts = common::options(g, "gal_pre", &file);
+    opts.target = g
+        .sandbox
+        .target(node2)
+        .expect("t")
+        .with_database(Some("gal_pre"));
+    match common::load(opts) {
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.contains("Galera") && e.contains("MYISAM"), "{e}");
+        }
+        Ok(s) => panic!("rows into a MyISAM table on a Galera node were loaded: {s:?}"),
+    }
+    for n in 0..3 {
+        assert_eq!(
+            count_on(g, n, "SELECT COUNT(*) FROM gal_pre.t"),
+            0,
+            "node{}",
+            n + 1
+        );
     }
     for seed in innodb {
         let file = dir.path().join(format!("innodb{seed}.sql"));
