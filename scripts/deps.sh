@@ -23,6 +23,10 @@ if [ "${1:-}" = "--core" ]; then CORE=1; shift; fi
 need=()
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 have mariadbd || need+=(mariadb-server)
+# Galera sandboxes: the provider and rsync state transfers (Debian's
+# mariadb-server depends on both; a server from elsewhere may lack them).
+[ -f /usr/lib/galera/libgalera_smm.so ] || need+=(galera-4)
+have rsync || need+=(rsync)
 have mariadb || need+=(mariadb-client)
 have mariadb-dump || need+=(mariadb-client)
 have cc || need+=(gcc libc6-dev)
