@@ -68,15 +68,26 @@ pub async fn up(
         .iter()
         .filter(|n| node::running_pid(&sb.layout.node(n)).is_none())
         .collect();
+    // Positions already recovered while choosing who bootstraps.
+    let mut recovered = Recovered::new();
     if down.len() == sb.meta.nodes.len() {
-        let first = bootstrap(sb, bins, password, die_with_parent, &mut created).await?;
+        let first = bootstrap(
+            sb,
+            bins,
+            password,
+            die_with_parent,
+            &mut created,
+            &mut recovered,
+        )
+        .await?;
         started.push(first);
     }
     for n in &sb.meta.nodes {
         if started.contains(&n.name) || node::running_pid(&sb.layout.node(n)).is_some() {
             continue;
         }
-        join(sb, bins, n, password, die_with_parent, &mut created).await?;
+        let known = recovered.remove(&n.name);
+        join(sb, bins, n, password, die_with_parent, &mut created, known).await?;
         started.push(n.name.clone());
     }
     for n in &sb.meta.nodes {
@@ -100,15 +111,16 @@ async fn stop_a_lone_minority(sb: &Sandbox, password: &Secret) -> Result<()> {
         return Ok(());
     }
     for n in &running {
-        let nl = sb.layout.node(n);
-        if let Ok(mut c) = setup::root_conn(&sb.label(n), &nl, Some(password)).await {
-            let primary = health(&mut c)
-                .await
-                .is_ok_and(|h| h.cluster_status == "Primary");
-            let _ = c.disconnect().await;
-            if primary {
-                return Ok(());
-            }
+        let label = sb.label(n);
+        let mut c = setup::root_conn(&label, &sb.layout.node(n), Some(password)).await?;
+        let h = health(&mut c).await.map_err(|e| SandboxError::Sql {
+            node: label.clone(),
+            what: format!("reading its cluster state: {e}"),
+        });
+        let _ = c.disconnect().await;
+        // A node that cannot say is not stopped on a guess.
+        if h?.cluster_status == "Primary" {
+            return Ok(());
         }
     }
     for n in running {
@@ -117,13 +129,18 @@ async fn stop_a_lone_minority(sb: &Sandbox, password: &Secret) -> Result<()> {
     Ok(())
 }
 
-/// Starts a new cluster from one node; returns its name.
+/// Positions `--wsrep-recover` gave, by node name.
+type Recovered = std::collections::BTreeMap<String, (String, i64)>;
+
+/// Starts a new cluster from one node; returns its name. The positions
+/// it recovered are left in `recovered` for the nodes that join next.
 async fn bootstrap(
     sb: &Sandbox,
     bins: &Binaries,
     password: &Secret,
     die: bool,
     created: &mut Vec<String>,
+    recovered: &mut Recovered,
 ) -> Result<String> {
     let first = sb.meta.primary();
     let fresh = !sb.layout.node(first).datadir().join("mysql").is_dir();
@@ -146,7 +163,6 @@ async fn bootstrap(
     }
     // Wholly down: the node that left last, or the most advanced.
     let mut saved = Vec::new();
-    let mut recovered = std::collections::BTreeMap::new();
     for n in &sb.meta.nodes {
         let nl = sb.layout.node(n);
         let Some(g) = grastate(&nl) else { continue };
@@ -198,14 +214,15 @@ async fn bootstrap(
         )?;
     }
     let mut args = vec!["--wsrep-new-cluster".to_string()];
-    if let Some((uuid, seq)) = recovered.get(&name) {
+    if let Some((uuid, seq)) = recovered.remove(&name) {
         args.push(format!("--wsrep-start-position={uuid}:{seq}"));
     }
     start(sb, bins, n, &args, die).await?;
     Ok(name)
 }
 
-/// Starts a node that joins the running cluster.
+/// Starts a node that joins the running cluster (`known`: its position,
+/// when already recovered).
 async fn join(
     sb: &Sandbox,
     bins: &Binaries,
@@ -213,6 +230,7 @@ async fn join(
     password: &Secret,
     die: bool,
     created: &mut Vec<String>,
+    known: Option<(String, i64)>,
 ) -> Result<()> {
     let nl = sb.layout.node(n);
     let datadir = nl.datadir();
@@ -223,7 +241,11 @@ async fn join(
         std::fs::create_dir_all(d).map_err(SandboxError::io(d))?;
     }
     let mut args = Vec::new();
-    if let Some((uuid, seq)) = recovered_start(sb, bins, n).await? {
+    let start_at = match known {
+        Some(p) => Some(p),
+        None => recovered_start(sb, bins, n).await?,
+    };
+    if let Some((uuid, seq)) = start_at {
         args.push(format!("--wsrep-start-position={uuid}:{seq}"));
     }
     if node::running_as_root() {
