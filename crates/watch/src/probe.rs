@@ -25,7 +25,7 @@ use sqlfleet_conn::{ConnectError, Stage, Target};
 use sqlfleet_wire::client::{Client, Step};
 use sqlfleet_wire::WireError;
 
-use crate::sample::{Channel, Galera, Row, Running, Sample, STATUS_NAMES};
+use crate::sample::{Channel, Galera, Row, Running, Sample, GALERA_STATUS, STATUS_NAMES};
 
 /// How a check went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -234,9 +234,14 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
     let sql = format!(
         "SELECT @@version, @@hostname, @@max_connections, @@read_only, @@datadir; \
          SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}; \
-         SHOW GLOBAL STATUS LIKE 'wsrep%'; \
+         SHOW GLOBAL STATUS WHERE Variable_name IN ({galera}); \
          SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_cluster_name', 'wsrep_node_name')",
-        replication_sql(l).trim_end_matches([';', ' '])
+        replication_sql(l),
+        galera = GALERA_STATUS
+            .iter()
+            .map(|n| format!("'{n}'"))
+            .collect::<Vec<_>>()
+            .join(",")
     );
     let sets = result_sets(l, &sql).await?;
     let empty = (Vec::new(), Vec::new());

@@ -25,6 +25,21 @@ pub const STATUS_NAMES: &[&str] = &[
     "Innodb_buffer_pool_reads",
 ];
 
+/// The `wsrep_%` status a check reads (only a Galera node has values that
+/// mean something; the rest of the 70-odd are left on the server).
+pub const GALERA_STATUS: &[&str] = &[
+    "wsrep_provider_name",
+    "wsrep_cluster_state_uuid",
+    "wsrep_local_state_comment",
+    "wsrep_local_state",
+    "wsrep_cluster_size",
+    "wsrep_cluster_status",
+    "wsrep_local_recv_queue",
+    "wsrep_local_cert_failures",
+    "wsrep_last_committed",
+    "wsrep_flow_control_paused_ns",
+];
+
 /// One row as column name → value (`None` for SQL NULL).
 pub type Row = BTreeMap<String, Option<String>>;
 
@@ -273,6 +288,34 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.map(str::to_string)))
             .collect()
+    }
+
+    #[test]
+    fn every_galera_figure_is_among_the_names_a_check_asks_for() {
+        let rows: Vec<(String, String)> = GALERA_STATUS
+            .iter()
+            .map(|n| (n.to_string(), "7".to_string()))
+            .collect();
+        let g = Galera::from_rows(&rows, &[]).expect("a provider");
+        assert_eq!(
+            (
+                g.local_state,
+                g.cluster_size,
+                g.recv_queue,
+                g.cert_failures,
+                g.last_committed,
+                g.flow_control_paused_ns
+            ),
+            (7, 7, 7, 7, 7, 7)
+        );
+        assert_eq!(
+            (
+                g.state.as_str(),
+                g.cluster_status.as_str(),
+                g.cluster.as_str()
+            ),
+            ("7", "7", "7")
+        );
     }
 
     #[test]
