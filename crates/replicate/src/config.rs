@@ -8,7 +8,7 @@
 //!
 //! [apply]
 //! threads = 8          # target connections applying in parallel
-//! batch = 64           # source transactions per target commit, at most
+//! batch = 1024         # source transactions per target commit, at most (and 16 MiB)
 //! beside = false       # run chunks of one database beside each other (optimistic)
 //!
 //! [[source]]
@@ -150,7 +150,7 @@ fn default_threads() -> usize {
     4
 }
 fn default_batch() -> usize {
-    64
+    1024
 }
 
 impl Default for ApplyCfg {

@@ -25,6 +25,12 @@ use crate::apply::{self, Applier, ApplyError, ChunkEnd, DdlGeneration, Job, Outc
 use crate::engines::Engines;
 use crate::order::{Mode, Order, Turn};
 
+/// A chunk takes transactions up to this many bytes of rows and
+/// statements (and at most the configured batch of transactions): big
+/// enough that a commit per chunk costs little, small enough that a
+/// target transaction and its undo stay modest.
+const CHUNK_BYTES: usize = 16 << 20;
+
 /// A stream of one reading session of a source.
 type Key = (Arc<str>, u64, String);
 
@@ -279,6 +285,7 @@ fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
         let len = if alone {
             1
         } else {
+            let n = within_bytes(s.queue.range(..n).map(|j| j.txn.bytes()), CHUNK_BYTES);
             s.queue
                 .range(..n)
                 .take_while(|j| j.format == format && !st.engines.no_rollback(&j.txn))
@@ -307,6 +314,21 @@ fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
     } else {
         Take::Idle
     }
+}
+
+/// How many of the leading transactions of `sizes` (bytes each) a chunk
+/// of at most `cap` bytes takes: at least one, however big.
+fn within_bytes(sizes: impl Iterator<Item = usize>, cap: usize) -> usize {
+    let mut total = 0usize;
+    let mut n = 0;
+    for b in sizes {
+        total = total.saturating_add(b);
+        if n > 0 && total > cap {
+            break;
+        }
+        n += 1;
+    }
+    n
 }
 
 /// Forgets a stream that has nothing queued or open.
@@ -638,6 +660,32 @@ async fn watcher(shared: Arc<Shared>) {
                 .fetch_add(told as u64, Ordering::Relaxed);
             tracing::debug!(chunks = told, "later chunks yield to a stalled earlier one");
             shared.bump();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::within_bytes;
+
+    #[test]
+    fn a_chunk_stops_at_its_byte_cap_but_takes_at_least_one() {
+        let rows: &[(&[usize], usize, usize)] = &[
+            (&[], 10, 0),
+            (&[5, 5, 5], 10, 2),
+            (&[5, 5, 5], 15, 3),
+            (&[50], 10, 1),
+            (&[50, 1], 10, 1),
+            (&[1, 50], 10, 1),
+            (&[0, 0, 0], 0, 3),
+            (&[usize::MAX, usize::MAX], 10, 1),
+        ];
+        for (sizes, cap, want) in rows {
+            assert_eq!(
+                within_bytes(sizes.iter().copied(), *cap),
+                *want,
+                "{sizes:?} under {cap}"
+            );
         }
     }
 }

@@ -572,11 +572,7 @@ impl SourceRunner {
         s.outstanding += 1;
         // Memory stays bounded however far behind the target is: a source
         // has at most IN_FLIGHT_KIB of transactions queued or applying.
-        let kib = txn.items.iter().map(|i| match i {
-            Item::Rows(r) => r.bytes.len(),
-            Item::Stmt(st) => st.sql.len(),
-        });
-        let kib = (kib.sum::<usize>() / 1024 + 1).min(IN_FLIGHT_KIB as usize) as u32;
+        let kib = (txn.bytes() / 1024 + 1).min(IN_FLIGHT_KIB as usize) as u32;
         let budget = self.budget.clone().acquire_many_owned(kib).await.ok();
         let job = Job {
             source: Arc::from(self.cfg.name.as_str()),

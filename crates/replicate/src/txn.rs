@@ -157,6 +157,17 @@ pub struct Txn {
 }
 
 impl Txn {
+    /// Bytes of its rows events and statement texts.
+    pub fn bytes(&self) -> usize {
+        self.items
+            .iter()
+            .map(|i| match i {
+                Item::Rows(r) => r.bytes.len(),
+                Item::Stmt(st) => st.sql.len(),
+            })
+            .sum()
+    }
+
     /// Nothing of it is replicated (all filtered out, or empty): no
     /// replicated database is touched, and none may have been.
     pub fn is_empty(&self) -> bool {
