@@ -89,8 +89,9 @@ pub struct LoadArgs {
     /// auto (a status line on a terminal), bar, json (lines on stdout) or none
     #[arg(long, default_value = "auto")]
     progress: Mode,
-    /// Statements per transaction, in bytes
-    #[arg(long, default_value_t = 4 << 20, value_name = "BYTES")]
+    /// Statements per transaction, in bytes (a table that fits loads in one
+    /// transaction: InnoDB's bulk path for a table that starts empty)
+    #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
     batch_bytes: usize,
     /// Bytes of batches queued ahead of the workers, so several tables load
     /// at once (bounds memory together with --batch-bytes)
