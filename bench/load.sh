@@ -57,7 +57,7 @@ T_CEILING=$(secs "$t0" "$(now)"); check b_ceiling
 
 echo "== 4. sqlfleet load --threads $THREADS"
 fresh b_sqlfleet; t0=$(now)
-"$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none "$WORK/dump.sql"
+"$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/dump.sql"
 T_SQLFLEET=$(secs "$t0" "$(now)"); check b_sqlfleet
 
 "${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet; DROP DATABASE sbsrc"

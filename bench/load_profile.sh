@@ -59,7 +59,7 @@ for run in $(seq 1 "$RUNS"); do
   for t in $(seq 1 "$TABLES"); do "${SQL[@]}" -D b_local -e "CREATE TABLE sbtest$t LIKE sbsrc.sbtest$t"; done
   measure "LOAD DATA LOCAL (client)" bash -c "$(declare -f local_ceiling); TABLES=$TABLES WORK=$WORK; SQL=(${SQL[*]}); local_ceiling"
   fresh b_sqlfleet
-  measure "sqlfleet load" "$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none "$WORK/dump.sql"
+  measure "sqlfleet load" "$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/dump.sql"
 done
 if command -v perf >/dev/null 2>&1; then
   echo "== perf: sqlfleet load and the server during it"

@@ -53,7 +53,7 @@ T_MYLOADER=$(secs "$t0" "$(now)"); check x_myloader
 
 echo "== 3. sqlfleet load --threads $THREADS"
 fresh x_sqlfleet; t0=$(now)
-"$SQLFLEET" load --sandbox "$NAME" -D x_sqlfleet --threads "$THREADS" --progress none "$WORK/dump.sql"
+"$SQLFLEET" load --sandbox "$NAME" -D x_sqlfleet --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/dump.sql"
 T_SQLFLEET=$(secs "$t0" "$(now)"); check x_sqlfleet
 
 "${SQL[@]}" -e "DROP DATABASE x_client; DROP DATABASE x_myloader; DROP DATABASE x_sqlfleet; DROP DATABASE shsrc"
