@@ -21,7 +21,9 @@ load_bench_setup() {
   SQL=(mariadb --defaults-file="$CNF" --local-infile=1 -N -B)
   WORK="$(mktemp -d "${TMPDIR:-/tmp}/sqlfleet-$NAME.XXXXXX")"
   chmod 755 "$WORK"
-  [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"' EXIT
+  # The sandbox goes too: a server still purging a big load steals the
+  # CPU of whatever is measured next.
+  [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"; "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true' EXIT
 }
 now() { date +%s.%N; }
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
