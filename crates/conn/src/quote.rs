@@ -19,6 +19,20 @@ pub fn literal(s: &str) -> String {
     out
 }
 
+/// A utf8mb4 string literal written in hex (`_utf8mb4 X'...'`): it means
+/// the same text whatever character set the session's client is set to
+/// at the time (a replayed statement may have left it at latin1), and no
+/// escape rule of any mode applies to it.
+pub fn utf8_literal(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() * 2 + 12);
+    out.push_str("_utf8mb4 X'");
+    for b in s.bytes() {
+        out.push_str(&format!("{b:02X}"));
+    }
+    out.push('\'');
+    out
+}
+
 /// A backquoted identifier.
 pub fn ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))
@@ -56,6 +70,8 @@ mod tests {
     fn quoting() {
         assert_eq!(literal("it's \\ ok"), "'it''s \\\\ ok'");
         assert_eq!(ident("we`ird"), "`we``ird`");
+        assert_eq!(utf8_literal("café'\\"), "_utf8mb4 X'636166C3A9275C'");
+        assert_eq!(utf8_literal(""), "_utf8mb4 X''");
         assert_eq!(split_qualified("`my db`.`t``x`"), ["my db", "t`x"]);
         assert_eq!(split_qualified("shop . t"), ["shop", "t"]);
         assert_eq!(split_qualified(&ident("a.b")), ["a.b"]);

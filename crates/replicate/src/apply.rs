@@ -391,11 +391,11 @@ impl Applier {
     /// A statement in its source session state.
     pub async fn statement(&mut self, s: &Stmt) -> Result<(), ApplyError> {
         self.learn(std::slice::from_ref(&s.session)).await?;
+        if let Some(db) = &s.db {
+            self.run(&use_sql(db)).await?;
+        }
         self.run(&session_sql(&s.session, &self.collations)?)
             .await?;
-        if let Some(db) = &s.db {
-            self.run(&format!("USE {}", ident(db))).await?;
-        }
         self.run_bytes(&s.sql).await
     }
 }
@@ -452,6 +452,19 @@ pub fn binlog_statement(raw: &[u8]) -> String {
 const OPTION_AUTO_IS_NULL: u32 = 1 << 14;
 const OPTION_NO_FOREIGN_KEY_CHECKS: u32 = 1 << 26;
 const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
+
+/// The default database of a statement, named as our own UTF-8 text: the
+/// client character set is utf8mb4 while `USE` is read (a statement
+/// replayed before may have left it at its own, e.g. latin1, which would
+/// turn `café` into another name), then [`session_sql`] sets the
+/// statement's own — the order a replica keeps (database, then the
+/// event's character sets).
+pub fn use_sql(db: &str) -> String {
+    format!(
+        "SET @@session.character_set_client = utf8mb4\n;\nUSE {}",
+        ident(db)
+    )
+}
 
 /// The `SET` that gives a session the source statement's state, user
 /// variables included (a string in its character set and collation, as
@@ -883,10 +896,11 @@ pub fn batch_queries(
                 Item::Stmt(st) => {
                     flush(&mut q, &mut rows, &mut out);
                     next(&mut q);
-                    q.extend_from_slice(session_sql(&st.session, names)?.as_bytes());
                     if let Some(db) = &st.db {
-                        q.extend_from_slice(format!("\n;\nUSE {}", ident(db)).as_bytes());
+                        q.extend_from_slice(use_sql(db).as_bytes());
+                        q.extend_from_slice(b"\n;\n");
                     }
+                    q.extend_from_slice(session_sql(&st.session, names)?.as_bytes());
                     q.extend_from_slice(b"\n;\n");
                     q.extend_from_slice(&st.sql);
                 }
@@ -1025,9 +1039,10 @@ mod tests {
             2,
             "{text:?}"
         );
-        assert!(text
-            .iter()
-            .any(|t| t.contains("USE `db`\n;\nUPDATE t SET a = 1")));
+        assert!(text.iter().any(
+            |t| t.contains("USE `db`\n;\nSET @@session.pseudo_thread_id")
+                && t.contains("\n;\nUPDATE t SET a = 1")
+        ));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use sqlfleet_conn::quote::literal;
+use sqlfleet_conn::quote::utf8_literal;
 
 use crate::event;
 use crate::sequence;
@@ -64,7 +64,7 @@ impl Engines {
         }
         let list = dbs
             .iter()
-            .map(|d| literal(d))
+            .map(|d| utf8_literal(d))
             .collect::<Vec<_>>()
             .join(", ");
         let q = format!(

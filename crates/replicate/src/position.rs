@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use sqlfleet_conn::quote::literal;
+use sqlfleet_conn::quote::utf8_literal;
 
 use crate::gtid::{Gtid, GtidPos};
 
@@ -148,6 +148,14 @@ pub fn positions(done: &[Applied<'_>]) -> Vec<String> {
         .collect()
 }
 
+/// Our parameters are UTF-8 text: on a connection that replays the
+/// source's statements, the client character set may be a statement's own
+/// (latin1, ...) until it is set back.
+async fn utf8_client(conn: &mut Conn) -> mysql_async::Result<()> {
+    conn.query_drop("SET @@session.character_set_client = utf8mb4")
+        .await
+}
+
 /// Marks a statement outside a transaction (DDL) as started for `source`:
 /// after a crash before its position, it is re-run with "already done"
 /// errors taken as done.
@@ -157,6 +165,7 @@ pub async fn mark_ddl(
     gtid: &Gtid,
     first: &str,
 ) -> mysql_async::Result<()> {
+    utf8_client(conn).await?;
     conn.exec_drop(
         "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
         (source, gtid.to_string(), first),
@@ -169,7 +178,7 @@ pub async fn mark_ddl(
 pub fn clear_ddl_sql(source: &str) -> String {
     format!(
         "DELETE FROM sqlfleet.replicate_ddl WHERE source = {}",
-        literal(source)
+        utf8_literal(source)
     )
 }
 
@@ -265,12 +274,12 @@ pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: 
          ON DUPLICATE KEY UPDATE server_id = VALUES(server_id), seq_no = VALUES(seq_no), \
          binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), source_time = VALUES(source_time), \
          applied_at = SYSDATE(6)",
-        literal(source),
-        literal(stream),
+        utf8_literal(source),
+        utf8_literal(stream),
         g.domain,
         g.server,
         g.seq,
-        literal(file),
+        utf8_literal(file),
         pos,
         time
     )
@@ -324,6 +333,7 @@ pub async fn record_error(
     error: &str,
     statement: &str,
 ) -> mysql_async::Result<()> {
+    utf8_client(conn).await?;
     conn.exec_drop(
         "REPLACE INTO sqlfleet.replicate_error (source, stream, gtid, error, statement) VALUES (?, ?, ?, ?, ?)",
         (source, stream, g.to_string(), error, statement),

@@ -298,6 +298,68 @@ async fn statement_based_user_variables_replay_with_their_exact_values() {
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
 }
 
+/// A database named outside ASCII, written in statement format by a
+/// latin1 session (what a legacy application keeps): its statements
+/// replay in latin1 on a worker, and our own text around them — the
+/// statement's `USE`, the stream's position in the next chunk — still
+/// names the database exactly. A position under a mangled name would make
+/// the restart apply the first rows again (1062, a stopped stream).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_latin1_session_in_a_non_ascii_database_keeps_its_name_and_position_across_a_restart() {
+    let s = source(0);
+    let p = binlog_pos(s).await;
+    let db = "rl_caf\u{e9}";
+    let cfg_text = format!(
+        "[target]\ndsn = \"{}\"\n[apply]\nthreads = 2\n[[source]]\nname = \"rl\"\ndsn = \"{}\"\ninclude = [\"rl_*\"]\nstart = \"gtid:{p}\"\n",
+        dsn(target()),
+        dsn(s)
+    );
+    exec(
+        s,
+        &format!(
+            "CREATE DATABASE `{db}`; \
+             CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(20) CHARACTER SET latin1)"
+        ),
+    )
+    .await;
+    // The database's name goes in while the client is utf8mb4; the
+    // statements after SET NAMES are ASCII.
+    let write = |from: u32| {
+        format!(
+            "USE `{db}`; SET SESSION binlog_format = 'STATEMENT'; SET NAMES latin1; \
+             INSERT INTO t VALUES ({from}, 'x'), ({}, 'y'); UPDATE t SET v = 'z' WHERE id = {from}",
+            from + 1
+        )
+    };
+    exec(s, &write(1)).await;
+    let (_cfg, running) = start(&cfg_text, &[s], Options::default());
+    wait_caught_up("rl", s, Duration::from_secs(60)).await;
+    exec(s, &write(3)).await;
+    wait_caught_up("rl", s, Duration::from_secs(60)).await;
+    let summary = running.finish().await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let mut c = target().connect().await;
+    let streams: Vec<String> = c
+        .exec(
+            "SELECT stream FROM sqlfleet.replicate_position WHERE source = ? AND stream <> ''",
+            ("rl",),
+        )
+        .await
+        .expect("positions");
+    let _ = c.disconnect().await;
+    assert_eq!(
+        streams,
+        vec![db.to_string()],
+        "the position names the database exactly"
+    );
+    exec(s, &write(5)).await;
+    let (_cfg, running) = start(&cfg_text, &[s], Options::default());
+    wait_caught_up("rl", s, Duration::from_secs(60)).await;
+    assert_same(s, db, db).await;
+    let summary = running.finish().await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+}
+
 /// One database written by four sessions at once (row format, a hot row
 /// in every third transaction, deletes and re-inserts of the same keys):
 /// the backlog is applied by four workers with chunks of one stream
