@@ -33,6 +33,11 @@ pub fn utf8_literal(s: &str) -> String {
     out
 }
 
+/// Sets the session's client character set back to utf8mb4, so that our
+/// own text and parameters (UTF-8) mean what they say after a replayed
+/// statement set its own.
+pub const UTF8_CLIENT: &str = "SET @@session.character_set_client = utf8mb4";
+
 /// A backquoted identifier.
 pub fn ident(s: &str) -> String {
     format!("`{}`", s.replace('`', "``"))

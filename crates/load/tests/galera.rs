@@ -32,43 +32,39 @@ fn seeds() -> (Vec<u64>, Vec<u64>) {
     (nontx, dumps)
 }
 
-fn databases(g: &sqlfleet_testkit::TestServer, node: usize, like: &str) -> Vec<String> {
-    use mysql_async::prelude::Queryable;
+/// A runtime and a connection to node `node` (0-based) of the cluster.
+fn node_conn(
+    g: &sqlfleet_testkit::TestServer,
+    node: usize,
+) -> (tokio::runtime::Runtime, mysql_async::Conn) {
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut c = g
-            .sandbox
+    let c = rt.block_on(async {
+        g.sandbox
             .target(&g.sandbox.meta.nodes[node])
             .expect("target")
             .connect(std::time::Duration::from_secs(5))
             .await
-            .expect("node");
-        let v: Vec<String> = c
-            .exec(
-                "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE ?",
-                (like,),
-            )
-            .await
-            .expect("schemata");
-        v
-    })
+            .expect("node")
+    });
+    (rt, c)
+}
+
+fn databases(g: &sqlfleet_testkit::TestServer, node: usize, like: &str) -> Vec<String> {
+    use mysql_async::prelude::Queryable;
+    let (rt, mut c) = node_conn(g, node);
+    rt.block_on(c.exec(
+        "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE ?",
+        (like,),
+    ))
+    .expect("schemata")
 }
 
 /// One number a query returns on node `node` (0-based).
 fn count_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str) -> u64 {
     use mysql_async::prelude::Queryable;
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut c = g
-            .sandbox
-            .target(&g.sandbox.meta.nodes[node])
-            .expect("target")
-            .connect(std::time::Duration::from_secs(5))
-            .await
-            .expect("node");
-        let v: Option<u64> = c.query_first(sql).await.expect("count");
-        v.unwrap_or(0)
-    })
+    let (rt, mut c) = node_conn(g, node);
+    let v: Option<u64> = rt.block_on(c.query_first(sql)).expect("count");
+    v.unwrap_or(0)
 }
 
 #[test]

@@ -14,7 +14,7 @@ use std::time::Duration;
 use base64::Engine;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
-use sqlfleet_conn::quote::{ident, literal};
+use sqlfleet_conn::quote::{ident, literal, UTF8_CLIENT};
 use sqlfleet_conn::Target;
 use tokio::sync::mpsc;
 
@@ -105,10 +105,12 @@ impl ApplyError {
 }
 
 /// Why a transaction does not run on a Galera target (its stream stops).
+const GALERA_REFUSAL: &str = "the target is a Galera node, which replicates InnoDB tables only: this transaction writes (or, as a statement, may write) a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`";
+
 fn galera_refusal(txn: &Txn) -> ApplyError {
     ApplyError::Sql {
         code: 0,
-        error: "the target is a Galera node, which replicates InnoDB tables only: this transaction writes (or, as a statement, may write) a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`".into(),
+        error: GALERA_REFUSAL.into(),
         statement: txn.first.clone(),
     }
 }
@@ -230,7 +232,7 @@ impl Applier {
                 .exec_drop(&stmt, (rows.as_bytes(),))
                 .await
                 .map_err(|e| ApplyError::from_driver(e, &set))?;
-            let mut sql = CLIENT_UTF8MB4.as_bytes().to_vec();
+            let mut sql = UTF8_CLIENT.as_bytes().to_vec();
             sql.extend_from_slice(b"\n;\n");
             sql.extend_from_slice(&q.sql);
             return self.run_bytes(&sql).await;
@@ -468,7 +470,7 @@ const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
 /// statement's own — the order a replica keeps (database, then the
 /// event's character sets).
 pub fn use_sql(db: &str) -> String {
-    format!("{CLIENT_UTF8MB4}\n;\nUSE {}", ident(db))
+    format!("{UTF8_CLIENT}\n;\nUSE {}", ident(db))
 }
 
 /// The `SET` that gives a session the source statement's state, user
@@ -673,13 +675,13 @@ pub async fn apply_chunk(
         // Written on this node only, never on the others: the stream
         // stops rather than let the cluster's nodes differ.
         for j in live {
-            let ApplyError::Sql {
-                error, statement, ..
-            } = galera_refusal(&j.txn)
-            else {
-                continue;
-            };
-            reply(j, Outcome::Failed { error, statement });
+            reply(
+                j,
+                Outcome::Failed {
+                    error: GALERA_REFUSAL.into(),
+                    statement: j.txn.first.clone(),
+                },
+            );
         }
         return ChunkEnd::Failed;
     }
@@ -840,7 +842,6 @@ pub struct Query {
 /// The client character set around the rows' `SET` (see
 /// [`Applier::run_query`]); our own text after it is read as utf8mb4 again.
 const CLIENT_BINARY: &str = "SET @@session.character_set_client = binary";
-const CLIENT_UTF8MB4: &str = "SET @@session.character_set_client = utf8mb4";
 
 /// The user variables a batch's rows reach the server in: set by a
 /// prepared statement (its parameter is not parsed as SQL text), then

@@ -152,8 +152,7 @@ pub fn positions(done: &[Applied<'_>]) -> Vec<String> {
 /// source's statements, the client character set may be a statement's own
 /// (latin1, ...) until it is set back.
 async fn utf8_client(conn: &mut Conn) -> mysql_async::Result<()> {
-    conn.query_drop("SET @@session.character_set_client = utf8mb4")
-        .await
+    conn.query_drop(sqlfleet_conn::quote::UTF8_CLIENT).await
 }
 
 /// Marks a statement outside a transaction (DDL) as started for `source`:

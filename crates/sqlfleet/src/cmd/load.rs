@@ -90,7 +90,7 @@ pub struct LoadArgs {
     #[arg(long, default_value = "auto")]
     progress: Mode,
     /// Statements per transaction, in bytes (a table that fits loads in one
-    /// transaction: InnoDB's bulk path for a table that starts empty)
+    /// transaction: fewer, larger transactions cost the server less)
     #[arg(long, default_value_t = 64 << 20, value_name = "BYTES")]
     batch_bytes: usize,
     /// Bytes of batches queued ahead of the workers, so several tables load
