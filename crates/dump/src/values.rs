@@ -16,20 +16,26 @@ pub enum Duplicates {
     Replace,
 }
 
-/// An INSERT rewritten as rows for `LOAD DATA`.
+/// Where an INSERT's rows go: what `LOAD DATA` needs besides the rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Rows {
+pub struct Target {
     /// The table as the statement wrote it (`` `t` `` or `` `db`.`t` ``).
     pub table: String,
     /// The column list as written, with its parentheses, if any.
     pub columns: Option<String>,
     pub duplicates: Duplicates,
+}
+
+/// An INSERT rewritten as rows for `LOAD DATA`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rows {
+    pub target: Target,
     /// Tab-separated fields, `\N` for NULL, one row per `\n`.
     pub tsv: Vec<u8>,
     pub rows: u64,
 }
 
-impl Rows {
+impl Target {
     /// The `LOAD DATA LOCAL` statement for these rows.
     pub fn load_sql(&self, file: &str, charset: &str) -> String {
         let dup = match self.duplicates {
@@ -120,6 +126,29 @@ impl<'a> P<'a> {
 /// Converts one INSERT statement; `None` if it uses anything the fast
 /// path does not reproduce exactly.
 pub fn insert_to_rows(text: &[u8], backslash_escapes: bool) -> Option<Rows> {
+    let mut tsv = Vec::with_capacity(text.len());
+    let (target, rows) = append_rows(text, backslash_escapes, &mut tsv)?;
+    Some(Rows { target, tsv, rows })
+}
+
+/// Converts one INSERT statement, appending its rows to `out`: where
+/// they go and how many there are. `None` (with `out` as it was) if it
+/// uses anything the fast path does not reproduce exactly. The loader
+/// converts a whole batch into one buffer it keeps.
+pub fn append_rows(
+    text: &[u8],
+    backslash_escapes: bool,
+    out: &mut Vec<u8>,
+) -> Option<(Target, u64)> {
+    let mark = out.len();
+    let r = append(text, backslash_escapes, out);
+    if r.is_none() {
+        out.truncate(mark);
+    }
+    r
+}
+
+fn append(text: &[u8], backslash_escapes: bool, tsv: &mut Vec<u8>) -> Option<(Target, u64)> {
     let mut p = P { s: text, i: 0 };
     let duplicates = if p.kw("INSERT") {
         if p.kw("IGNORE") {
@@ -161,14 +190,13 @@ pub fn insert_to_rows(text: &[u8], backslash_escapes: bool) -> Option<Rows> {
     if !(p.kw("VALUES") || p.kw("VALUE")) {
         return None;
     }
-    let mut tsv = Vec::with_capacity(text.len());
     let mut rows = 0u64;
     loop {
         if !p.byte(b'(') {
             return None;
         }
         loop {
-            value(&mut p, &mut tsv, backslash_escapes)?;
+            value(&mut p, tsv, backslash_escapes)?;
             if p.byte(b')') {
                 break;
             }
@@ -187,13 +215,14 @@ pub fn insert_to_rows(text: &[u8], backslash_escapes: bool) -> Option<Rows> {
     if p.i != text.len() {
         return None; // ON DUPLICATE KEY UPDATE, RETURNING, a comment...
     }
-    Some(Rows {
-        table,
-        columns,
-        duplicates,
-        tsv,
+    Some((
+        Target {
+            table,
+            columns,
+            duplicates,
+        },
         rows,
-    })
+    ))
 }
 
 /// One value into `out` as a LOAD DATA field.
@@ -336,12 +365,12 @@ mod tests {
             true,
         )
         .expect("ok");
-        assert_eq!(r.table, "`d`.`t`");
-        assert_eq!(r.columns.as_deref(), Some("(`a`, `b`)"));
-        assert_eq!(r.duplicates, Duplicates::Ignore);
+        assert_eq!(r.target.table, "`d`.`t`");
+        assert_eq!(r.target.columns.as_deref(), Some("(`a`, `b`)"));
+        assert_eq!(r.target.duplicates, Duplicates::Ignore);
         assert_eq!(r.tsv, b"-1.5e-3\tx\\ty\\\\z\n");
         assert_eq!(
-            r.load_sql("f", "utf8mb4"),
+            r.target.load_sql("f", "utf8mb4"),
             "LOAD DATA LOCAL INFILE 'f' IGNORE INTO TABLE `d`.`t` CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\t' ESCAPED BY '\\\\' LINES TERMINATED BY '\\n' (`a`, `b`)"
         );
         // Escapes: quote forms, \0, newline, the literal string "\N".
@@ -372,6 +401,20 @@ mod tests {
             insert_to_rows(b"INSERT INTO t VALUES ('a\\')", false).map(|r| r.tsv),
             Some(b"a\\\\\n".to_vec())
         );
+    }
+
+    #[test]
+    fn appending_adds_rows_after_what_is_there_and_a_refusal_leaves_it_as_it_was() {
+        let mut out = b"1\ta\n".to_vec();
+        let (t, n) = append_rows(b"INSERT INTO `t` VALUES (2,'b')", true, &mut out).expect("ok");
+        assert_eq!((t.table.as_str(), n), ("`t`", 1));
+        assert_eq!(out, b"1\ta\n2\tb\n");
+        // Refused after some rows were written: they are taken back.
+        assert_eq!(
+            append_rows(b"INSERT INTO `t` VALUES (3,'c'),(4,NOW())", true, &mut out),
+            None
+        );
+        assert_eq!(out, b"1\ta\n2\tb\n");
     }
 
     /// Reads LOAD DATA fields back (the server's side of the format).

@@ -4,43 +4,73 @@
 //! caller runs the INSERTs. Only for transactional tables: a rollback is
 //! what makes the fallback exact.
 
+use std::ops::Range;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
-use sqlfleet_dump::values::{insert_to_rows, Duplicates, Rows};
+use sqlfleet_dump::values::{append_rows, Duplicates, Target};
 use sqlfleet_dump::Statement;
 
 use crate::retry::retryable;
 use crate::session::SessionConn;
 use crate::state::Ctx;
 
-/// The batch as LOAD DATA groups, if every statement converts.
-fn convert(stmts: &[Statement], backslash_escapes: bool) -> Option<Vec<Rows>> {
-    let mut groups: Vec<Rows> = Vec::new();
-    // The rows take about as many bytes as the statements: the first group
-    // (usually the only one: a batch is one table's) is sized once instead
-    // of doubling through a batch of up to 64 MiB.
-    let total: usize = stmts.iter().map(|s| s.text.len()).sum();
+/// Consecutive statements into the same table: one LOAD DATA.
+struct Group {
+    target: Target,
+    /// The group's rows in the batch's buffer.
+    range: Range<usize>,
+    rows: u64,
+}
+
+/// The batch as LOAD DATA groups, its rows written into `buf`, if every
+/// statement converts.
+fn convert(stmts: &[Statement], backslash_escapes: bool, buf: &mut Vec<u8>) -> Option<Vec<Group>> {
+    buf.clear();
+    // The rows take about as many bytes as the statements.
+    buf.reserve(stmts.iter().map(|s| s.text.len()).sum());
+    let mut groups: Vec<Group> = Vec::new();
     for s in stmts {
-        let r = insert_to_rows(&s.text, backslash_escapes)?;
+        let start = buf.len();
+        let (target, rows) = append_rows(&s.text, backslash_escapes, buf)?;
         match groups.last_mut() {
-            Some(g)
-                if g.table == r.table && g.columns == r.columns && g.duplicates == r.duplicates =>
-            {
-                g.tsv.extend_from_slice(&r.tsv);
-                g.rows += r.rows;
+            Some(g) if g.target == target => {
+                g.range.end = buf.len();
+                g.rows += rows;
             }
-            _ => {
-                let mut r = r;
-                if groups.is_empty() {
-                    r.tsv.reserve(total.saturating_sub(r.tsv.len()));
-                }
-                groups.push(r)
-            }
+            _ => groups.push(Group {
+                target,
+                range: start..buf.len(),
+                rows,
+            }),
         }
     }
     Some(groups)
+}
+
+/// The converted rows, shared by the pieces sent: when the last piece is
+/// gone the buffer comes back for the next batch.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// How much of the rows goes into one write: the driver copies each
+/// piece into a pooled packet buffer, which it keeps only up to 4 MiB,
+/// so pieces of a table's size would be copied into fresh memory twice.
+const PIECE: usize = 1 << 20;
+
+fn pieces(all: &Bytes, range: &Range<usize>) -> Vec<Bytes> {
+    (range.start..range.end)
+        .step_by(PIECE)
+        .map(|a| all.slice(a..(a + PIECE).min(range.end)))
+        .collect()
 }
 
 pub enum Fast {
@@ -70,9 +100,35 @@ pub async fn try_fast(
         Err(e) if retryable(&e) => return Fast::Retry(e),
         Err(_) => return Fast::Fallback,
     };
-    let Some(groups) = convert(stmts, backslashes) else {
+    // The buffer is the connection's, kept across batches: a batch's
+    // rows are tens of MiB, and fresh memory costs a page fault per 4 KiB.
+    let mut buf = std::mem::take(&mut c.rows_buf);
+    let Some(groups) = convert(stmts, backslashes, &mut buf) else {
+        c.rows_buf = buf;
         return Fast::Fallback;
     };
+    let shared = Arc::new(buf);
+    let all = Bytes::from_owner(Shared(shared.clone()));
+    let out = load(ctx, c, stmts.len(), &groups, &all, &charset, record).await;
+    drop(all);
+    // Every piece is gone once the server has read them; if the driver
+    // still holds one (a statement that failed before reading), the
+    // buffer is not reused.
+    if let Ok(buf) = Arc::try_unwrap(shared) {
+        c.rows_buf = buf;
+    }
+    out
+}
+
+async fn load(
+    ctx: &Ctx,
+    c: &mut SessionConn,
+    statements: usize,
+    groups: &[Group],
+    all: &Bytes,
+    charset: &str,
+    record: &(dyn Fn(u64) -> String + Sync),
+) -> Fast {
     let check = |e: mysql_async::Error| {
         if retryable(&e) {
             Fast::Retry(e)
@@ -85,12 +141,10 @@ pub async fn try_fast(
     }
     let mut rows = 0;
     for g in groups {
-        let sql = g.load_sql("sqlfleet-batch", &charset);
-        let expect = g.rows;
-        let duplicates = g.duplicates;
-        let data = bytes::Bytes::from(g.tsv);
+        let sql = g.target.load_sql("sqlfleet-batch", charset);
+        let data = pieces(all, &g.range);
         c.conn.set_infile_handler(async move {
-            Ok(futures_util::stream::once(async move { Ok(data) }).boxed())
+            Ok(futures_util::stream::iter(data.into_iter().map(Ok)).boxed())
         });
         if let Err(e) = c.conn.query_drop(sql).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
@@ -108,7 +162,7 @@ pub async fn try_fast(
             return check(e);
         }
         let exact = c.conn.get_warnings() == 0
-            && (duplicates == Duplicates::Replace || c.conn.affected_rows() == expect);
+            && (g.target.duplicates == Duplicates::Replace || c.conn.affected_rows() == g.rows);
         if !exact {
             let _ = c.conn.query_drop("ROLLBACK").await;
             return Fast::Fallback;
@@ -123,7 +177,7 @@ pub async fn try_fast(
         Ok(()) => {
             ctx.shared
                 .fast_statements
-                .fetch_add(stmts.len() as u64, Ordering::Relaxed);
+                .fetch_add(statements as u64, Ordering::Relaxed);
             Fast::Done(rows)
         }
         Err(e) => check(e),

@@ -48,6 +48,8 @@ pub struct SessionConn {
     /// `(character_set_client, backslash escapes on)` as the prelude left
     /// them; read lazily for the LOAD DATA fast path.
     charset: Option<(String, bool)>,
+    /// The fast path's row buffer, kept across batches (see `fast_path`).
+    pub rows_buf: Vec<u8>,
 }
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
@@ -59,6 +61,7 @@ impl SessionConn {
             conn,
             applied: 0,
             charset: None,
+            rows_buf: Vec::new(),
         })
     }
 
