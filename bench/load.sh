@@ -33,7 +33,6 @@ DUMP_MB=$(python3 -c "import os; print(f'{os.path.getsize(\"$WORK/dump.sql\")/1e
 for t in $(seq 1 "$TABLES"); do
   "${SQL[@]}" -e "SELECT * FROM sbsrc.sbtest$t INTO OUTFILE '$WORK/sbtest$t.tsv'"
 done
-fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1"; }
 
 echo "== 1. mariadb < dump.sql"
 fresh b_client; t0=$(now)

@@ -26,6 +26,28 @@ load_bench_setup() {
   [ -n "${KEEP:-}" ] || trap 'rm -rf "$WORK"; "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true' EXIT
 }
 now() { date +%s.%N; }
+
+# fresh DB [SQL]: an empty database DB (then SQL, e.g. its CREATE TABLEs),
+# an empty binary log and a quiet server, before each method: every method
+# starts from the same server state. (In one run the methods write over
+# 1 GiB of binlog together, so the rotation, and the previous method's
+# background work, would otherwise land on whichever method came next.)
+fresh() {
+  "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1; ${2:-} RESET MASTER"
+  local pid; pid="$("${SQL[@]}" -e 'SELECT @@pid_file' | xargs cat)"
+  python3 - "$pid" <<'PY'
+import os, sys, time
+tick = os.sysconf("SC_CLK_TCK")
+def cpu():
+    f = open(f"/proc/{sys.argv[1]}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / tick
+# Quiet: under 5% of a core for half a second (at most 60 s of waiting).
+for _ in range(120):
+    a = cpu(); time.sleep(0.5)
+    if cpu() - a < 0.025:
+        break
+PY
+}
 secs() { python3 -c "print(f'{$2 - $1:.2f}')"; }
 
 # gen_sbtest DB TABLES ROWS: sysbench-style tables sbtest1..N in DB (AUTO_INCREMENT

@@ -38,32 +38,32 @@ for i in $(seq 1 "$FILES"); do
 done
 cat "$WORK"/tsv*/sbtest.tsv > "$WORK/all.tsv"
 MB=$(du -m "$WORK/all.tsv" | cut -f1)
-fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1; CREATE TABLE $1.sbtest LIKE src.sbtest"; }
+fresh_flat() { fresh "$1" "CREATE TABLE $1.sbtest LIKE src.sbtest;"; }
 check() { [ "$("${SQL[@]}" -e "CHECKSUM TABLE $1.sbtest" | cut -f2)" = "$WANT" ] || { echo "!! $1 differs from the source" >&2; exit 1; }; }
 CSVCLAUSE="FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
 declare -A T
 for fmt in tsv csv; do
   clause=""; [ "$fmt" = csv ] && clause="$CSVCLAUSE"
   echo "== $fmt: ceiling, $FILES parallel LOAD DATA INFILE"
-  fresh ceil; t0=$(now)
+  fresh_flat ceil; t0=$(now)
   for i in $(seq 1 "$FILES"); do "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/$fmt$i/sbtest.$fmt' INTO TABLE ceil.sbtest $clause" & done
   wait; T[$fmt,ceiling]=$(secs "$t0" "$(now)"); check ceil
   echo "== $fmt: mysqlimport --use-threads=$THREADS --local"
-  fresh imp; t0=$(now)
+  fresh_flat imp; t0=$(now)
   extra=(); [ "$fmt" = csv ] && extra=(--fields-terminated-by=, --fields-optionally-enclosed-by='"')
   mariadb-import --defaults-file="$CNF" --local --use-threads="$THREADS" "${extra[@]}" imp $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
   T[$fmt,mysqlimport]=$(secs "$t0" "$(now)"); check imp
   echo "== $fmt: sqlfleet load --into --threads $THREADS"
-  fresh sf; t0=$(now)
+  fresh_flat sf; t0=$(now)
   "$SQLFLEET" load --sandbox "$NAME" --into sf.sbtest --format "$fmt" --threads "$THREADS" --progress none \
     $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
   T[$fmt,sqlfleet]=$(secs "$t0" "$(now)"); check sf
 done
 echo "== one big TSV file: one LOAD DATA INFILE vs sqlfleet"
-fresh one; t0=$(now)
+fresh_flat one; t0=$(now)
 "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/all.tsv' INTO TABLE one.sbtest"
 T[big,ceiling]=$(secs "$t0" "$(now)"); check one
-fresh onesf; t0=$(now)
+fresh_flat onesf; t0=$(now)
 "$SQLFLEET" load --sandbox "$NAME" --into onesf.sbtest --threads "$THREADS" --progress none "$WORK/all.tsv" >/dev/null
 T[big,sqlfleet]=$(secs "$t0" "$(now)"); check onesf
 "${SQL[@]}" -e "DROP DATABASE src; DROP DATABASE ceil; DROP DATABASE imp; DROP DATABASE sf; DROP DATABASE one; DROP DATABASE onesf"

@@ -24,7 +24,6 @@ TICK="$(getconf CLK_TCK)"
 cpu_of() { awk -v t="$TICK" '{printf "%.2f", ($14 + $15) / t}' "/proc/$1/stat"; }
 COUNTERS="'Com_insert','Com_load','Questions','Bytes_received','Binlog_bytes_written','Innodb_os_log_written','Innodb_rows_inserted','Innodb_data_written','Handler_commit','Handler_write','Innodb_data_fsyncs','Binlog_commits'"
 status() { "${SQL[@]}" -e "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME IN ($COUNTERS) ORDER BY 1"; }
-fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1"; }
 # measure LABEL CMD...: wall, server CPU, the command's own CPU, counter deltas
 measure() {
   local label="$1"; shift

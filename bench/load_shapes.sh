@@ -39,7 +39,6 @@ echo "== dumping"
 mariadb-dump --defaults-file="$CNF" shsrc > "$WORK/dump.sql"
 mydumper --defaults-file="$CNF" -B shsrc -o "$WORK/mydumper" -t "$THREADS" >/dev/null 2>&1
 DUMP_MB=$(python3 -c "import os; print(f'{os.path.getsize(\"$WORK/dump.sql\")/1e6:.0f}')")
-fresh() { "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1"; }
 
 echo "== 1. mariadb < dump.sql"
 fresh x_client; t0=$(now)

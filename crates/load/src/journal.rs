@@ -25,6 +25,7 @@ use mysql_async::Conn;
 use sqlfleet_conn::quote::literal;
 
 use crate::error::LoadError;
+use crate::identity::CHAIN_HASH;
 
 pub const SCHEMA_SQL: &[&str] = &[
     "CREATE DATABASE IF NOT EXISTS sqlfleet",
@@ -56,6 +57,9 @@ pub const SCHEMA_SQL: &[&str] = &[
     "ALTER TABLE sqlfleet.load_journal ADD COLUMN IF NOT EXISTS tbl VARCHAR(600) NULL, \
         ADD COLUMN IF NOT EXISTS chain CHAR(32) NULL, \
         ADD COLUMN IF NOT EXISTS auto_increment BIGINT UNSIGNED NULL",
+    // The statement chain's hash (`identity::CHAIN_HASH`); NULL: SHA-256,
+    // as sqlfleet wrote before it named the hash.
+    "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS chain_hash VARCHAR(16) NULL",
 ];
 
 /// The schema the journal lives in; a dump's statements on it are skipped.
@@ -116,6 +120,8 @@ pub struct Resume {
     pub dirty_tables: Vec<String>,
     /// The input's size when the load began, if known.
     pub size: Option<u64>,
+    /// The hash its chain values were computed with (`None`: SHA-256).
+    pub chain_hash: Option<String>,
 }
 
 /// One journal record.
@@ -260,7 +266,20 @@ pub async fn prepare(
                 load_id: load_id.to_string(),
             })
         }
-        (Some(_), true, false) => Start::Resume(read_resume(conn, load_id).await.map_err(&e)?),
+        (Some(_), true, false) => {
+            let r = read_resume(conn, load_id).await.map_err(&e)?;
+            if !r.chains.is_empty() && r.chain_hash.as_deref() != Some(CHAIN_HASH) {
+                // Its records check the input with another hash: this
+                // run could not tell the same dump from another one.
+                return Err(LoadError::Setup {
+                    what: format!(
+                        "{source}: the interrupted load (load id {load_id}) was recorded by another sqlfleet version, which checks the input with {} ({CHAIN_HASH} here), so this one cannot tell whether the input is the same: resume it with that version, or load from the start with --restart",
+                        r.chain_hash.as_deref().unwrap_or("SHA-256")
+                    ),
+                });
+            }
+            Start::Resume(r)
+        }
         _ => {
             conn.query_drop(format!(
                 "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
@@ -277,13 +296,13 @@ pub async fn prepare(
         None => ("NULL".to_string(), "NULL".to_string()),
     };
     conn.query_drop(format!(
-        "INSERT INTO sqlfleet.loads (load_id, source, state, size, input_id, target_db) \
-         VALUES ({id}, {}, 'running', {size_sql}, {input_sql}, {db_sql}) \
+        "INSERT INTO sqlfleet.loads (load_id, source, state, size, input_id, target_db, chain_hash) \
+         VALUES ({id}, {}, 'running', {size_sql}, {input_sql}, {db_sql}, '{CHAIN_HASH}') \
          ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
          input_id = VALUES(input_id), target_db = VALUES(target_db){}",
         literal(&source.chars().take(1000).collect::<String>()),
         if fresh {
-            ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL"
+            ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)"
         } else {
             ""
         }
@@ -322,13 +341,15 @@ async fn read_resume(conn: &mut Conn, load_id: &str) -> Result<Resume, mysql_asy
             "SELECT start_offset, end_offset, kind, tbl, chain FROM sqlfleet.load_journal WHERE load_id = {id}"
         ))
         .await?;
-    let size: Option<Option<u64>> = conn
+    let head: Option<(Option<u64>, Option<String>)> = conn
         .query_first(format!(
-            "SELECT size FROM sqlfleet.loads WHERE load_id = {id}"
+            "SELECT size, chain_hash FROM sqlfleet.loads WHERE load_id = {id}"
         ))
         .await?;
+    let (size, chain_hash) = head.unwrap_or_default();
     let mut r = Resume {
-        size: size.flatten(),
+        size,
+        chain_hash,
         ..Resume::default()
     };
     let mut ranges = Vec::new();

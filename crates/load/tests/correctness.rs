@@ -282,6 +282,57 @@ fn resume_with_another_input_is_refused_before_anything_runs() {
 }
 
 #[test]
+fn a_journal_whose_chain_has_another_hash_is_not_resumed() {
+    // sqlfleet before the chain was named wrote SHA-256 chains and no
+    // chain_hash: this version cannot check such a journal's input.
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = write(
+        dir.path(),
+        "old.sql",
+        &big_dump("InnoDB", true, 60_000, None),
+    );
+    let ours = common::fresh_db(srv, "ours");
+    let mut opts = common::options(srv, &ours, &f);
+    opts.threads = 1;
+    opts.batch_bytes = 20_000;
+    opts.restart = true;
+    assert!(
+        common::load_killed_when(opts.clone(), || common::journaled_up_to(srv, &f) > 200_000)
+            .is_none(),
+        "the load ended before the kill"
+    );
+    common::settled(srv, &ours);
+    let source = f.display().to_string();
+    let hash = format!(
+        "SELECT COALESCE(chain_hash, 'NULL') FROM sqlfleet.loads WHERE source = '{source}'"
+    );
+    assert_eq!(common::query(srv, &hash), ["xxh3-128"]);
+    common::query(
+        srv,
+        &format!("UPDATE sqlfleet.loads SET chain_hash = NULL WHERE source = '{source}'"),
+    );
+    let count = format!("SELECT COUNT(*) FROM `{ours}`.`big`");
+    let before = common::query(srv, &count);
+    match common::resume(opts.clone()) {
+        Err(LoadError::Setup { what }) => assert!(
+            what.contains("SHA-256") && what.contains("xxh3-128") && what.contains("--restart"),
+            "{what}"
+        ),
+        other => panic!("an old journal was resumed: {other:?}"),
+    }
+    assert_eq!(common::query(srv, &count), before, "nothing ran");
+    // Its own hash named again: the same journal resumes, exactly.
+    common::query(
+        srv,
+        &format!("UPDATE sqlfleet.loads SET chain_hash = 'xxh3-128' WHERE source = '{source}'"),
+    );
+    let s = common::resume(opts).expect("resume");
+    assert!(s.skipped_on_resume > 0, "{s:?}");
+    assert_eq!(common::query(srv, &count), ["60000"]);
+}
+
+#[test]
 fn files_that_use_connection_state_load_like_the_stock_client() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
