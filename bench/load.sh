@@ -6,9 +6,12 @@
 #   3. the ceiling:       server-side LOAD DATA INFILE, one per table, in parallel
 #   4. sqlfleet load      on the plain mariadb-dump file
 # Each result is checked (CHECKSUM TABLE of every table equals the source).
+# ROUNDS=N (default 1) repeats the four methods N times on the same dump,
+# each on an empty binlog and a quiet server; the table gives each
+# method's median and the ratios' per-round values and median.
 # Prints seconds, rows/s and ratios; append the table to docs/benchmarks.md.
 #
-# Usage: bench/load.sh [TABLES] [ROWS_PER_TABLE] [THREADS]
+# Usage: [ROUNDS=N] bench/load.sh [TABLES] [ROWS_PER_TABLE] [THREADS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TABLES="${1:-8}"
@@ -34,7 +37,11 @@ for t in $(seq 1 "$TABLES"); do
   "${SQL[@]}" -e "SELECT * FROM sbsrc.sbtest$t INTO OUTFILE '$WORK/sbtest$t.tsv'"
 done
 
-echo "== 1. mariadb < dump.sql"
+ROUNDS="${ROUNDS:-1}"
+RESULTS="$WORK/results"
+: > "$RESULTS"
+for round in $(seq 1 "$ROUNDS"); do
+echo "== round $round of $ROUNDS: 1. mariadb < dump.sql"
 fresh b_client; t0=$(now)
 mariadb --defaults-file="$CNF" -D b_client < "$WORK/dump.sql"
 T_CLIENT=$(secs "$t0" "$(now)"); check b_client
@@ -45,8 +52,7 @@ myloader --defaults-file="$CNF" -d "$WORK/mydumper" -s sbsrc -B b_myloader -o -t
 T_MYLOADER=$(secs "$t0" "$(now)"); check b_myloader
 
 echo "== 3. LOAD DATA INFILE, $TABLES in parallel (ceiling)"
-fresh b_ceiling
-for t in $(seq 1 "$TABLES"); do "${SQL[@]}" -D b_ceiling -e "CREATE TABLE sbtest$t LIKE sbsrc.sbtest$t"; done
+fresh b_ceiling "$(for t in $(seq 1 "$TABLES"); do printf 'CREATE TABLE b_ceiling.sbtest%s LIKE sbsrc.sbtest%s; ' "$t" "$t"; done)"
 t0=$(now)
 for t in $(seq 1 "$TABLES"); do
   "${SQL[@]}" -D b_ceiling -e "SET unique_checks=0, foreign_key_checks=0; LOAD DATA INFILE '$WORK/sbtest$t.tsv' INTO TABLE sbtest$t" &
@@ -58,19 +64,29 @@ echo "== 4. sqlfleet load --threads $THREADS"
 fresh b_sqlfleet; t0=$(now)
 "$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/dump.sql"
 T_SQLFLEET=$(secs "$t0" "$(now)"); check b_sqlfleet
+echo "$T_CLIENT $T_MYLOADER $T_CEILING $T_SQLFLEET" >> "$RESULTS"
+echo "   round $round: client $T_CLIENT s, myloader $T_MYLOADER s, ceiling $T_CEILING s, sqlfleet $T_SQLFLEET s"
+"${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet"
+done
 
-"${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet; DROP DATABASE sbsrc"
-python3 - "$TOTAL" "$DUMP_MB" "$T_CLIENT" "$T_MYLOADER" "$T_CEILING" "$T_SQLFLEET" "$THREADS" "$TABLES" "$ROWS" <<'PY'
-import sys, platform, os
+"${SQL[@]}" -e "DROP DATABASE sbsrc"
+python3 - "$TOTAL" "$DUMP_MB" "$RESULTS" "$THREADS" "$TABLES" "$ROWS" <<'PY'
+import sys, os, statistics
 total, mb = int(sys.argv[1]), sys.argv[2]
-t = dict(zip(["mariadb < dump.sql", "myloader", "LOAD DATA INFILE (ceiling)", "sqlfleet load"], map(float, sys.argv[3:7])))
-threads, tables, rows = sys.argv[7:10]
-print(f"\n{tables} tables x {rows} rows = {total} rows, plain dump {mb} MB, {threads} threads, {os.cpu_count()} CPUs; all results checksum-identical to the source\n")
-print("| method | seconds | rows/s | sqlfleet speed-up |")
+rounds = [list(map(float, l.split())) for l in open(sys.argv[3]) if l.strip()]
+threads, tables, rows = sys.argv[4:7]
+names = ["mariadb < dump.sql", "myloader", "LOAD DATA INFILE (ceiling)", "sqlfleet load"]
+med = {k: statistics.median(r[i] for r in rounds) for i, k in enumerate(names)}
+n = len(rounds)
+print(f"\n{tables} tables x {rows} rows = {total} rows, plain dump {mb} MB, {threads} threads, {os.cpu_count()} CPUs; "
+      f"{n} round{'s' if n > 1 else ''}; all results checksum-identical to the source\n")
+print(f"| method | seconds{' (median)' if n > 1 else ''} | rows/s | sqlfleet speed-up |")
 print("|---|---:|---:|---:|")
-s = t["sqlfleet load"]
-for k, v in t.items():
+s = med["sqlfleet load"]
+for k, v in med.items():
     print(f"| {k} | {v:.2f} | {total / v:,.0f} | {v / s:.2f}x |")
-print(f"\nsqlfleet time / myloader time = {s / t['myloader']:.2f} (target <= 0.90)")
-print(f"sqlfleet time / ceiling time  = {s / t['LOAD DATA INFILE (ceiling)']:.2f} (target <= 1.15)")
+for label, i, target in [("myloader", 1, "0.90"), ("ceiling", 2, "1.15")]:
+    per = [r[3] / r[i] for r in rounds]
+    each = f" (rounds: {', '.join(f'{x:.2f}' for x in per)})" if n > 1 else ""
+    print(f"\nsqlfleet time / {label} time = {statistics.median(per):.2f}{' median' if n > 1 else ''} (target <= {target}){each}")
 PY

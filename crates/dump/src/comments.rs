@@ -27,10 +27,79 @@ pub fn strip_cr(text: &[u8]) -> Option<Vec<u8>> {
 
 /// The statement without its comments, or `None` when it has none.
 pub fn strip_comments(text: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
-    // Quick exit: nothing that could start a comment.
-    if memchr::memchr2(b'#', b'/', text).is_none() && memchr::memmem::find(text, b"--").is_none() {
+    if !has_comment(text, backslash_escapes) {
         return None;
     }
+    rebuild(text, backslash_escapes)
+}
+
+/// Would [`rebuild`] drop anything? Strings are skipped with memchr, so
+/// an INSERT whose data is full of `/`, `#` or `--` (paths, URLs, dates)
+/// is not copied byte by byte only to find no comment.
+fn has_comment(text: &[u8], backslash_escapes: bool) -> bool {
+    let n = text.len();
+    let mut i = 0;
+    while i < n {
+        // The code up to the next quote.
+        let q = memchr::memchr3(b'\'', b'"', b'`', &text[i..]).map_or(n, |k| i + k);
+        let mut j = i;
+        while let Some(k) = memchr::memchr3(b'#', b'-', b'/', &text[j..q]) {
+            j += k;
+            if comment_at(text, j) {
+                return true;
+            }
+            j += 1;
+        }
+        if q == n {
+            return false;
+        }
+        // The string, as `rebuild` reads it.
+        let quote = text[q];
+        i = q + 1;
+        loop {
+            if i >= n {
+                return false; // (a backslash ended the text)
+            }
+            let stop = if backslash_escapes {
+                memchr::memchr2(quote, b'\\', &text[i..])
+            } else {
+                memchr::memchr(quote, &text[i..])
+            };
+            match stop {
+                None => return false,
+                Some(k) if text[i + k] == b'\\' => i += k + 2,
+                Some(k) => {
+                    i += k + 1;
+                    break;
+                }
+            }
+        }
+    }
+    false
+}
+
+/// Does a comment that [`rebuild`] drops start at `i` (outside strings)?
+fn comment_at(text: &[u8], i: usize) -> bool {
+    match text[i] {
+        b'#' => true,
+        b'-' => {
+            text.get(i + 1) == Some(&b'-')
+                && text
+                    .get(i + 2)
+                    .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))
+        }
+        b'/' => {
+            text.get(i + 1) == Some(&b'*')
+                && text.get(i + 2) != Some(&b'!')
+                && !(text.get(i + 2) == Some(&b'M') && text.get(i + 3) == Some(&b'!'))
+        }
+        _ => false,
+    }
+}
+
+/// The statement rebuilt without its comments; `None` when nothing was
+/// dropped.
+fn rebuild(text: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
     let n = text.len();
     let mut out = Vec::with_capacity(n);
     let mut i = 0;
@@ -52,23 +121,15 @@ pub fn strip_comments(text: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
             i += 1;
             continue;
         }
-        let dash = b == b'-'
-            && text.get(i + 1) == Some(&b'-')
-            && text
-                .get(i + 2)
-                .is_none_or(|c| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'));
-        if b == b'#' || dash {
+        let at = comment_at(text, i);
+        if at && b != b'/' {
             changed = true;
             while i < n && text[i] != b'\n' {
                 i += 1;
             }
             continue;
         }
-        if b == b'/'
-            && text.get(i + 1) == Some(&b'*')
-            && text.get(i + 2) != Some(&b'!')
-            && !(text.get(i + 2) == Some(&b'M') && text.get(i + 3) == Some(&b'!'))
-        {
+        if at {
             changed = true;
             i += 2;
             while i < n && !(text[i] == b'*' && text.get(i + 1) == Some(&b'/')) {
@@ -132,11 +193,37 @@ mod tests {
         assert!(strip_comments(b"INSERT INTO t VALUES ('2020-02-30',1)", true).is_none());
     }
 
+    #[test]
+    fn data_full_of_comment_characters_is_not_a_comment() {
+        for t in [
+            &b"INSERT INTO t VALUES ('http://x/y#z','a--b -- c','/* no */'),(1,'\\'#')"[..],
+            b"INSERT INTO t VALUES (`a/*`, \"b#\", 'c\\'-- ')",
+            b"SELECT 1--2, 3-/**/",
+        ] {
+            let (has, rebuilt) = (has_comment(t, true), rebuild(t, true));
+            assert_eq!(has, rebuilt.is_some(), "{}", String::from_utf8_lossy(t));
+        }
+        assert!(!has_comment(
+            b"INSERT INTO t VALUES ('http://x/y#z','a--b -- c','/* no */')",
+            true
+        ));
+        assert!(has_comment(b"SELECT 3-/**/", true));
+    }
+
     proptest::proptest! {
         #[test]
         fn never_panics(bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
             let _ = strip_comments(&bytes, true);
             let _ = strip_comments(&bytes, false);
+        }
+
+        /// The quick look says "a comment" exactly when the rebuild drops one.
+        #[test]
+        fn the_quick_look_agrees_with_the_rebuild(
+            bytes in proptest::collection::vec(proptest::sample::select(b"'\"`\\#-/*!M \n\tab".to_vec()), 0..80),
+            escapes in proptest::bool::ANY,
+        ) {
+            proptest::prop_assert_eq!(has_comment(&bytes, escapes), rebuild(&bytes, escapes).is_some());
         }
     }
 }
