@@ -1,7 +1,11 @@
 //! The dump splitter and classifier must never panic, and every statement
-//! must point at its own bytes.
+//! must point at its own bytes; nor may what the loader does with each
+//! statement (comments stripped, traits inspected, rows converted).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
+use sqlfleet_dump::comments::{strip_comments, strip_cr};
+use sqlfleet_dump::inspect::{generates_ids, inspect};
+use sqlfleet_dump::values::insert_to_rows;
 use sqlfleet_dump::{classify, Splitter};
 
 fuzz_target!(|data: &[u8]| {
@@ -10,5 +14,12 @@ fuzz_target!(|data: &[u8]| {
         let at = &data[st.offset as usize..st.offset as usize + st.text.len()];
         assert_eq!(at, &st.text[..]);
         let _ = classify(&st.text);
+        let text = strip_cr(&st.text).unwrap_or(st.text);
+        for escapes in [true, false] {
+            let _ = strip_comments(&text, escapes);
+            let _ = insert_to_rows(&text, escapes);
+        }
+        let _ = inspect(&text);
+        let _ = generates_ids(&text, 0, "id");
     }
 });
