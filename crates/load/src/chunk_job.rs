@@ -8,7 +8,6 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
 use sqlfleet_flat::fields::records;
 use sqlfleet_flat::Format;
@@ -105,10 +104,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             w.format.clause(),
             w.columns
         );
-        let data = w.data.clone();
-        c.conn.set_infile_handler(async move {
-            Ok(futures_util::stream::once(async move { Ok(data) }).boxed())
-        });
+        crate::infile::send(&mut c.conn, &w.data, 0..w.data.len());
         match c.conn.query_drop(sql).await {
             Ok(()) => match ServerCounts::from_info(&c.conn.info()) {
                 Some(n) => Some((c.conn.affected_rows(), n)),

@@ -9,7 +9,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
 use sqlfleet_dump::values::{append_rows, Duplicates, Target};
 use sqlfleet_dump::Statement;
@@ -59,18 +58,6 @@ impl AsRef<[u8]> for Shared {
     fn as_ref(&self) -> &[u8] {
         &self.0
     }
-}
-
-/// How much of the rows goes into one write: the driver copies each
-/// piece into a pooled packet buffer, which it keeps only up to 4 MiB,
-/// so pieces of a table's size would be copied into fresh memory twice.
-const PIECE: usize = 1 << 20;
-
-fn pieces(all: &Bytes, range: &Range<usize>) -> Vec<Bytes> {
-    (range.start..range.end)
-        .step_by(PIECE)
-        .map(|a| all.slice(a..(a + PIECE).min(range.end)))
-        .collect()
 }
 
 pub enum Fast {
@@ -142,10 +129,7 @@ async fn load(
     let mut rows = 0;
     for g in groups {
         let sql = g.target.load_sql("sqlfleet-batch", charset);
-        let data = pieces(all, &g.range);
-        c.conn.set_infile_handler(async move {
-            Ok(futures_util::stream::iter(data.into_iter().map(Ok)).boxed())
-        });
+        crate::infile::send(&mut c.conn, all, g.range.clone());
         if let Err(e) = c.conn.query_drop(sql).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
             if let mysql_async::Error::Server(s) = &e {

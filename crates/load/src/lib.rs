@@ -14,6 +14,7 @@ mod fast_path;
 pub mod flat;
 pub mod galera;
 mod identity;
+mod infile;
 mod job;
 pub mod journal;
 pub mod progress;
