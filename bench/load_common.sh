@@ -3,7 +3,7 @@
 # sandbox sized so the data fits in memory, and sets
 #   SQLFLEET  the binary        CNF   the sandbox's client option file
 #   SQL       the stock client  WORK  a scratch directory (removed at exit unless KEEP=1)
-# plus now/secs for wall-clock timing.
+# plus now/secs for wall-clock timing, and fresh (a method's clean start).
 #
 # Usage: load_bench_setup NAME [extra Debian packages...]
 load_bench_setup() {
@@ -11,8 +11,14 @@ load_bench_setup() {
   shift
   bash scripts/deps.sh "$@"
   source scripts/env.sh
-  cargo build --release --quiet
-  SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+  # SQLFLEET_BIN=path measures that binary instead (another commit's
+  # build, for a before/after on the same bench).
+  if [ -n "${SQLFLEET_BIN:-}" ]; then
+    SQLFLEET="$SQLFLEET_BIN"
+  else
+    cargo build --release --quiet
+    SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+  fi
   export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
   NAME="$name"
   "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
@@ -28,12 +34,25 @@ load_bench_setup() {
 now() { date +%s.%N; }
 
 # fresh DB [SQL]: an empty database DB (then SQL, e.g. its CREATE TABLEs),
-# an empty binary log and a quiet server, before each method: every method
-# starts from the same server state. (In one run the methods write over
-# 1 GiB of binlog together, so the rotation, and the previous method's
-# background work, would otherwise land on whichever method came next.)
+# an empty binary log, no dirty pages and a quiet server, before each
+# method: every method starts from the same server state. Without it the
+# earlier methods' work lands on the later ones: in one run the methods
+# write over 1 GiB of binlog together (a rotation), and their dirty pages
+# pile up (the sandbox flushes 200 pages/s in the background) until the
+# redo log's age starts adaptive flushing during whichever method runs then.
 fresh() {
   "${SQL[@]}" -e "DROP DATABASE IF EXISTS $1; CREATE DATABASE $1; ${2:-} RESET MASTER"
+  # Flush every dirty page now, fast, then put the settings back.
+  local was; was="$("${SQL[@]}" -e 'SELECT @@innodb_max_dirty_pages_pct, @@innodb_io_capacity, @@innodb_io_capacity_max')"
+  local pct cap capmax; read -r pct cap capmax <<< "$was"
+  "${SQL[@]}" -e "SET GLOBAL innodb_io_capacity_max = 100000, innodb_io_capacity = 50000, innodb_max_dirty_pages_pct = 0"
+  local i dirty
+  for i in $(seq 1 600); do
+    dirty="$("${SQL[@]}" -e "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'INNODB_BUFFER_POOL_PAGES_DIRTY'")"
+    [ "$dirty" -le 100 ] && break
+    sleep 0.2
+  done
+  "${SQL[@]}" -e "SET GLOBAL innodb_max_dirty_pages_pct = $pct, innodb_io_capacity = $cap, innodb_io_capacity_max = $capmax"
   local pid; pid="$("${SQL[@]}" -e 'SELECT @@pid_file' | xargs cat)"
   python3 - "$pid" <<'PY'
 import os, sys, time
