@@ -131,9 +131,7 @@ fn log_lines_are_timestamped_text_or_json() {
         .output()
         .expect("run");
     assert_eq!(o.status.code(), Some(1), "{}", common::stderr(&o));
-    let listen = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let lport = listen.local_addr().expect("addr").port();
-    drop(listen);
+    let lport = sqlfleet_testkit::proxy::free_port();
     let mut child = common::sqlfleet()
         .args([
             "relay",

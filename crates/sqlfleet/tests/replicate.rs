@@ -202,10 +202,7 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
 
     // A second replicate of the same source while one runs.
     let c = config(dir.path(), "ok", &base(&s.dsn(), "include = [\"rf_none\"]"));
-    let mport = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let mport = sqlfleet_testkit::proxy::free_port();
     let maddr = format!("127.0.0.1:{mport}");
     let mut first = sqlfleet()
         .args([

@@ -8,13 +8,29 @@ use std::time::{Duration, Instant};
 
 use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode, Target};
 
-/// A TCP port nobody listens on (just now).
+/// Where [`free_port`] looks: below Linux's ephemeral range (32768 and
+/// up), above the sandboxes' blocks (3307 and 4567 up).
+const PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A TCP port nobody listens on (just now), never handed out twice in
+/// this process.
+///
+/// Not the kernel's `bind(:0)` pick: that is an ephemeral port, which the
+/// kernel may give next to an outgoing connection (tests open many)
+/// before the caller binds it ("Address already in use" in a relay's
+/// start, seen in CI).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
+    use rand::Rng;
+    static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut rng = rand::thread_rng();
+    loop {
+        let p = rng.gen_range(PORTS);
+        let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
+        if !taken.contains(&p) && TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            taken.push(p);
+            return p;
+        }
+    }
 }
 
 /// Waits (up to 10 s) until something accepts on 127.0.0.1:`port`.

@@ -72,11 +72,7 @@ pub fn start(dir: &Path, passwords: bool) -> Sshd {
     keygen(&dir.join("host_key"));
     keygen(&dir.join("client_key"));
     std::fs::copy(dir.join("client_key.pub"), dir.join("authorized_keys")).expect("keys");
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port();
+    let port = crate::proxy::free_port();
     let cfg = dir.join("sshd_config");
     let pw = if passwords { "yes" } else { "no" };
     std::fs::write(

@@ -316,13 +316,7 @@ fn twenty_servers_down_at_once_are_one_message_listing_them() {
     let (smtp_port, mail) = sinks::smtp();
     // Ports that refuse: bound, then closed.
     let ports: Vec<u16> = (0..20)
-        .map(|_| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .expect("bind")
-                .local_addr()
-                .expect("addr")
-                .port()
-        })
+        .map(|_| sqlfleet_testkit::proxy::free_port())
         .collect();
     let rt = rt();
     let base = sqlfleet_conn::resolve(
