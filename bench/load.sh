@@ -7,7 +7,8 @@
 #   4. sqlfleet load      on the plain mariadb-dump file
 # Each result is checked (CHECKSUM TABLE of every table equals the source).
 # ROUNDS=N (default 1) repeats the four methods N times on the same dump,
-# each on an empty binlog and a quiet server; the table gives each
+# each from an empty binlog, flushed dirty pages and an idle server
+# (`fresh` in load_common.sh); the table gives each
 # method's median and the ratios' per-round values and median.
 # Prints seconds, rows/s and ratios; append the table to docs/benchmarks.md.
 #

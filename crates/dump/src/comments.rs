@@ -27,6 +27,11 @@ pub fn strip_cr(text: &[u8]) -> Option<Vec<u8>> {
 
 /// The statement without its comments, or `None` when it has none.
 pub fn strip_comments(text: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
+    // Nothing anywhere that could start a comment (most INSERTs): one
+    // SIMD pass each, cheaper than stepping from string to string.
+    if memchr::memchr2(b'#', b'/', text).is_none() && memchr::memmem::find(text, b"--").is_none() {
+        return None;
+    }
     if !has_comment(text, backslash_escapes) {
         return None;
     }
