@@ -65,8 +65,10 @@ pub enum Outcome {
         error: String,
         statement: String,
     },
-    /// The connection failed: the source must restart from the target's
-    /// positions (the commit may or may not have happened).
+    /// The connection failed, or the stream's recorded position already
+    /// covers the work (another commit landed after the positions were
+    /// read): the source must restart from the target's positions (the
+    /// commit may or may not have happened).
     Lost {
         error: String,
     },
@@ -94,6 +96,15 @@ impl ApplyError {
 
     pub fn from_driver(e: mysql_async::Error, statement: &str) -> ApplyError {
         match e {
+            // Another commit recorded this work first: not a failure of
+            // the stream, and not to be applied again — the source reads
+            // again from the target's positions, which skip it.
+            mysql_async::Error::Server(s) if position::is_covered(s.code, &s.message) => {
+                ApplyError::Lost(format!(
+                    "not applied again: another commit (an earlier run's, or one whose reply was lost) recorded this work after the positions were read; {}",
+                    s.message
+                ))
+            }
             mysql_async::Error::Server(s) => ApplyError::Sql {
                 code: s.code,
                 error: format!("ERROR {} ({}): {}", s.code, s.state, s.message),
@@ -586,9 +597,14 @@ impl Applier {
         let mut q: Vec<String> = position_sql(done);
         q.extend(extra.iter().cloned());
         q.push("COMMIT".into());
+        sqlfleet_faults::point!("replicate::commit_before");
         let r = self.run(&q.join("\n;\n")).await;
-        if let Err(ApplyError::Sql { .. }) = &r {
+        if r.is_err() {
+            // Nothing of it stays (a guard's refusal leaves the
+            // transaction open; a lost connection has none left).
             let _ = self.conn.query_drop("ROLLBACK").await;
+        } else {
+            sqlfleet_faults::point!("replicate::commit_after");
         }
         r
     }
@@ -603,6 +619,7 @@ impl Applier {
         for q in batch_queries(jobs, &self.collations, false)? {
             self.run_query(&q).await?;
         }
+        sqlfleet_faults::point!("replicate::ahead_applied");
         Ok(())
     }
 
@@ -825,9 +842,17 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
         })
         .collect();
     a.learn(&sessions).await?;
-    for q in batch_queries(jobs, &a.collations, true)? {
-        a.run_query(&q).await?;
+    let queries = batch_queries(jobs, &a.collations, true)?;
+    let last = queries.len().saturating_sub(1);
+    for (i, q) in queries.iter().enumerate() {
+        if i == last {
+            // Rows and positions sent, the transaction open on the target.
+            sqlfleet_faults::point!("replicate::batch_before_commit");
+        }
+        a.run_query(q).await?;
     }
+    // Committed; its reply (and so the floor) not yet advanced.
+    sqlfleet_faults::point!("replicate::batch_after_commit");
     Ok(())
 }
 

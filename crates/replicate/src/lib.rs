@@ -22,6 +22,8 @@ pub mod event;
 #[cfg(test)]
 mod fixtures;
 pub mod gtid;
+#[cfg(test)]
+mod guard_tests;
 mod lanes;
 pub mod metrics;
 mod order;

@@ -135,17 +135,73 @@ pub struct Applied<'a> {
     pub time: u32,
 }
 
-/// The position rows for transactions applied together: the last GTID of
-/// each (source, stream, domain), in a stable order.
+/// The position rows for transactions applied together: per (source,
+/// stream, domain), the last GTID, written by [`guarded`] with the
+/// first one as its guard; in a stable order.
 pub fn positions(done: &[Applied<'_>]) -> Vec<String> {
-    let mut last: std::collections::BTreeMap<(&str, &str, u32), &Applied<'_>> =
-        std::collections::BTreeMap::new();
+    let mut span: BTreeMap<(&str, &str, u32), (u64, &Applied<'_>)> = BTreeMap::new();
     for a in done {
-        last.insert((a.source, a.stream, a.gtid.domain), a);
+        span.entry((a.source, a.stream, a.gtid.domain))
+            .and_modify(|(first, last)| {
+                *first = (*first).min(a.gtid.seq);
+                *last = a;
+            })
+            .or_insert((a.gtid.seq, a));
     }
-    last.values()
-        .map(|a| upsert(a.source, a.stream, &a.gtid, a.file, a.end_pos, a.time))
+    span.values()
+        .map(|(first, a)| {
+            guarded(
+                a.source,
+                a.stream,
+                a.gtid.domain,
+                *first,
+                &upsert(a.source, a.stream, &a.gtid, a.file, a.end_pos, a.time),
+            )
+        })
         .collect()
+}
+
+/// `MYSQL_ERRNO` of the guard's refusal (the server's own
+/// ER_SIGNAL_EXCEPTION); told apart by [`COVERED`] at the message's start.
+pub const GUARD_ERRNO: u16 = 1644;
+/// The start of the guard's message: the stream's recorded position
+/// already covers work this transaction was about to record.
+pub const COVERED: &str = "sqlfleet: the recorded stream position already covers this work";
+
+/// True when a server error is [`guarded`]'s refusal.
+pub fn is_covered(code: u16, message: &str) -> bool {
+    code == GUARD_ERRNO && message.starts_with(COVERED)
+}
+
+/// `write` (the upsert of one stream's position in one domain) behind a
+/// guard, in the transaction that applied the work: the stream's row is
+/// read with a lock (`FOR UPDATE` waits for any other transaction that
+/// holds it, then reads what that one committed) and when it is already
+/// at or past `first`, the first sequence number of the work being
+/// recorded, the statement fails with [`COVERED`] and nothing is written
+/// — the caller rolls back. So a transaction applied by a reader that
+/// read the positions before another commit landed (a killed process's
+/// last commit still running on the server, a connection lost while its
+/// COMMIT went through) never applies that work a second time, and a
+/// position never moves backwards.
+///
+/// One compound statement (MariaDB runs `BEGIN NOT ATOMIC` outside stored
+/// programs), parsed with an empty sql_mode (a replayed statement may
+/// have left the session in ORACLE mode, where it reads otherwise); the
+/// session's sql_mode is put back after it for the rows that follow.
+pub fn guarded(source: &str, stream: &str, domain: u32, first: u64, write: &str) -> String {
+    format!(
+        "SET @`sqlfleet mode` = @@session.sql_mode, @@session.sql_mode = ''\n;\n\
+         BEGIN NOT ATOMIC DECLARE cur BIGINT UNSIGNED DEFAULT NULL; \
+         DECLARE CONTINUE HANDLER FOR NOT FOUND SET cur = NULL; \
+         SELECT seq_no INTO cur FROM sqlfleet.replicate_position \
+         WHERE source = {} AND stream = {} AND domain_id = {domain} FOR UPDATE; \
+         IF cur >= {first} THEN SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = {GUARD_ERRNO}, \
+         MESSAGE_TEXT = '{COVERED}'; END IF; {write}; END\n;\n\
+         SET @@session.sql_mode = @`sqlfleet mode`",
+        utf8_literal(source),
+        utf8_literal(stream),
+    )
 }
 
 /// Our parameters are UTF-8 text: on a connection that replays the
@@ -346,4 +402,77 @@ pub async fn clear_errors(conn: &mut Conn, source: &str) -> mysql_async::Result<
         (source,),
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn applied<'a>(stream: &'a str, domain: u32, seq: u64) -> Applied<'a> {
+        Applied {
+            source: "s1",
+            stream,
+            gtid: Gtid {
+                domain,
+                server: 7,
+                seq,
+            },
+            file: "bin.000002",
+            end_pos: 4 + seq,
+            time: 1,
+        }
+    }
+
+    #[test]
+    fn each_stream_and_domain_is_written_once_guarded_by_its_first_transaction() {
+        // (stream, domain, seq) applied together -> (stream, domain, first, last)
+        type Done<'a> = &'a [(&'a str, u32, u64)];
+        type Want<'a> = &'a [(&'a str, u32, u64, u64)];
+        let table: &[(Done, Want)] = &[
+            (&[("a", 1, 5)], &[("a", 1, 5, 5)]),
+            (&[("a", 1, 5), ("a", 1, 6), ("a", 1, 9)], &[("a", 1, 5, 9)]),
+            (
+                &[("a", 1, 5), ("b", 1, 6), ("a", 2, 3), ("a", 1, 7)],
+                &[("a", 1, 5, 7), ("a", 2, 3, 3), ("b", 1, 6, 6)],
+            ),
+        ];
+        for (done, want) in table {
+            let rows: Vec<Applied> = done.iter().map(|(s, d, q)| applied(s, *d, *q)).collect();
+            let got = positions(&rows);
+            assert_eq!(got.len(), want.len(), "{done:?}");
+            for (sql, (stream, domain, first, last)) in got.iter().zip(want.iter()) {
+                let lock = format!(
+                    "stream = {} AND domain_id = {domain} FOR UPDATE",
+                    utf8_literal(stream)
+                );
+                assert!(sql.contains(&lock), "{sql}");
+                assert!(
+                    sql.contains(&format!("IF cur >= {first} THEN SIGNAL")),
+                    "{sql}"
+                );
+                assert!(
+                    sql.contains(&format!(
+                        "VALUES ({}, {}, {domain}, 7, {last},",
+                        utf8_literal("s1"),
+                        utf8_literal(stream)
+                    )),
+                    "{sql}"
+                );
+                // The guard reads (and locks) before it writes.
+                assert!(sql.find("FOR UPDATE") < sql.find("INSERT INTO"), "{sql}");
+                assert!(
+                    sql.ends_with("SET @@session.sql_mode = @`sqlfleet mode`"),
+                    "{sql}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_guards_own_refusal_counts_as_covered() {
+        assert!(is_covered(GUARD_ERRNO, COVERED));
+        assert!(is_covered(1644, &format!("{COVERED} (more)")));
+        assert!(!is_covered(1644, "a user's own SIGNAL"));
+        assert!(!is_covered(1062, COVERED));
+    }
 }

@@ -680,7 +680,9 @@ impl SourceRunner {
         position::mark_ddl(&mut ctl.conn, name, &txn.gtid, &first)
             .await
             .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+        sqlfleet_faults::point!("replicate::ddl_marked");
         let r = ctl.items(txn).await;
+        sqlfleet_faults::point!("replicate::ddl_ran");
         if let Err(ApplyError::Sql { code, .. }) = &r {
             if !(redo && already_done(*code)) {
                 // The server refused it: it did not happen, and a retry
@@ -894,9 +896,11 @@ impl SourceRunner {
 
     async fn write_floor(&self, s: &mut Session, ctl: &mut Applier) -> Result<(), End> {
         if s.floor != s.floor_written {
+            sqlfleet_faults::point!("replicate::floor_before_write");
             position::write_floor(&mut ctl.conn, &self.cfg.name, &s.floor)
                 .await
                 .map_err(|e| End::Restart(format!("target: {e}")))?;
+            sqlfleet_faults::point!("replicate::floor_after_write");
             s.floor_written = s.floor.clone();
             let f = s.floor.to_string();
             set(&self.view, |v| v.floor = f);

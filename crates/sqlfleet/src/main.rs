@@ -75,6 +75,12 @@ fn main() {
             std::process::exit(sqlfleet_watch::askpass::answer(std::path::Path::new(&sock)));
         }
     }
+    // Faults placed by a test (a build without failpoints refuses a set
+    // SQLFLEET_FAILPOINTS rather than run without the fault).
+    if let Err(e) = sqlfleet_faults::arm_from_env() {
+        eprintln!("sqlfleet: {e}");
+        std::process::exit(1);
+    }
     // std reads argv lazily from the process's own memory: copy it before
     // the passwords in that memory are overwritten.
     let argv = sqlfleet_conn::normalize_argv(std::env::args_os());

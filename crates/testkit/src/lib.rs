@@ -11,6 +11,7 @@
 //! the install hint.
 
 pub mod browser;
+pub mod faults;
 pub mod http;
 pub mod proxy;
 pub mod sinks;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Long fault campaigns (the CI runs one seeded slice of each):
+#
+#   bash bench/faults.sh [ROUNDS] [SEED] [CAMPAIGNS]
+#
+# ROUNDS faults per campaign (default 200), starting at SEED (default: the
+# date), CAMPAIGNS how many seeds in a row (default 1). Each campaign is a
+# test run with SQLFLEET_FAULT_SEED / SQLFLEET_FAULT_ROUNDS; it prints one
+# `faults-survived:` line (faults injected, invariant violations), and a
+# failing one prints its schedule and the line that replays it. The
+# totals at the end go into docs/benchmarks.md's faults-survived table.
+#
+# Campaigns:
+#   replicate  kill -9 of sqlfleet replicate at every failpoint and at
+#              random instants, ROW/MIXED/STATEMENT sources, non-idempotent
+#              writes; oracle: the source itself, table by table.
+set -euo pipefail
+ROUNDS=${1:-200}
+SEED=${2:-$(date +%Y%m%d)}
+CAMPAIGNS=${3:-1}
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh --core
+source scripts/env.sh
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+status=0
+for ((i = 0; i < CAMPAIGNS; i++)); do
+  seed=$((SEED + i))
+  echo "== replicate kill -9 campaign: seed $seed, $ROUNDS faults" >&2
+  if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$ROUNDS \
+      cargo test -q -p sqlfleet-replicate --test kill9 -- --exact \
+      kill9_campaign_leaves_every_format_identical_to_its_source --nocapture 2>&1 \
+      | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transactions written' >&2; then
+    status=1
+  fi
+done
+echo "== totals" >&2
+awk '/^faults-survived:/ {
+  for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] += kv[2] }
+  n++
+} END {
+  printf "campaigns=%d faults=%d violations=%d\n", n, v["faults"], v["violations"]
+}' "$out"
+grep -q 'violations=[1-9]' "$out" && status=1
+exit $status

@@ -1,0 +1,232 @@
+//! Named failpoints: the instants where what is durable (a commit, a
+//! journal row, a position) and what a process holds in memory can part.
+//! A test kills, stops or delays sqlfleet exactly there, then checks what
+//! was promised (see the testkit's `faults` module for the harness).
+//!
+//! [`point!`] marks one; it is the `fail` crate's `fail_point!`, so it
+//! costs nothing and leaves no name in the binary unless this crate's
+//! `failpoints` feature is on (only test builds turn it on; CI checks
+//! that a release build's features leave it off).
+//!
+//! A process arms its points from `SQLFLEET_FAILPOINTS` at start
+//! ([`arm_from_env`]): `;`-separated `name=action`, where action is
+//! - `kill@N`: SIGKILL itself on the point's Nth hit (as `kill -9` from
+//!   outside would, but at exactly that instant);
+//! - `kill@N+Dms`: SIGKILL itself D milliseconds after the Nth hit, from
+//!   another thread, while the code goes on past the point (a kill that
+//!   lands while the query after the point is in flight on the server);
+//! - `stop@N`: SIGSTOP itself on the Nth hit (a stalled process; whoever
+//!   holds its pid sends SIGCONT);
+//! - anything else is the `fail` crate's own action grammar (`sleep(100)`,
+//!   `3*off->panic`, `pause`, ...).
+//!
+//! The grammar is parsed by [`parse`], a pure function with its own tests.
+
+pub use fail;
+
+/// Marks a named failpoint (see the crate doc).
+#[macro_export]
+macro_rules! point {
+    ($name:expr) => {
+        $crate::fail::fail_point!($name)
+    };
+}
+
+/// The environment variable a process reads its armed points from.
+pub const ENV: &str = "SQLFLEET_FAILPOINTS";
+
+/// What an armed point does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// SIGKILL this process on the `n`th hit (1-based).
+    Kill(u32),
+    /// SIGKILL this process this long after the `n`th hit.
+    KillLater(u32, std::time::Duration),
+    /// SIGSTOP this process on the `n`th hit.
+    Stop(u32),
+    /// A `fail` crate action, as written.
+    Fail(String),
+}
+
+/// One armed point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Armed {
+    pub name: String,
+    pub action: Action,
+}
+
+/// Parses `name=action;name=action`; an entry it cannot read is an error
+/// naming it (a typo must not leave a test running with no fault).
+pub fn parse(spec: &str) -> Result<Vec<Armed>, String> {
+    let mut out = Vec::new();
+    for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let (name, action) = entry
+            .split_once('=')
+            .ok_or_else(|| format!("failpoint '{entry}': expected name=action"))?;
+        let (name, action) = (name.trim(), action.trim());
+        if name.is_empty() || action.is_empty() {
+            return Err(format!("failpoint '{entry}': expected name=action"));
+        }
+        let nth = |rest: &str| -> Result<u32, String> {
+            match rest.parse::<u32>() {
+                Ok(n) if n >= 1 => Ok(n),
+                _ => Err(format!(
+                    "failpoint '{entry}': the hit after '@' is a number from 1"
+                )),
+            }
+        };
+        let action = if let Some(rest) = action.strip_prefix("kill@") {
+            match rest.split_once('+') {
+                Some((n, later)) => {
+                    let ms = later
+                        .strip_suffix("ms")
+                        .and_then(|m| m.parse::<u64>().ok())
+                        .ok_or_else(|| {
+                            format!("failpoint '{entry}': the delay after '+' is like 5ms")
+                        })?;
+                    Action::KillLater(nth(n)?, std::time::Duration::from_millis(ms))
+                }
+                None => Action::Kill(nth(rest)?),
+            }
+        } else if let Some(rest) = action.strip_prefix("stop@") {
+            Action::Stop(nth(rest)?)
+        } else if action == "kill" {
+            Action::Kill(1)
+        } else if action == "stop" {
+            Action::Stop(1)
+        } else {
+            Action::Fail(action.to_string())
+        };
+        out.push(Armed {
+            name: name.to_string(),
+            action,
+        });
+    }
+    Ok(out)
+}
+
+/// True when this build has failpoints compiled in.
+pub const fn enabled() -> bool {
+    cfg!(feature = "failpoints")
+}
+
+/// Arms the points `SQLFLEET_FAILPOINTS` names; returns how many. In a
+/// build without failpoints, a set variable is an error (the fault would
+/// silently not happen).
+pub fn arm_from_env() -> Result<usize, String> {
+    match std::env::var(ENV) {
+        Ok(spec) if !spec.trim().is_empty() => arm(&parse(&spec)?),
+        _ => Ok(0),
+    }
+}
+
+/// Arms `points` in this process.
+pub fn arm(points: &[Armed]) -> Result<usize, String> {
+    if !enabled() {
+        return Err(format!(
+            "{ENV} is set, but this build has no failpoints (build with the `failpoints` feature)"
+        ));
+    }
+    for p in points {
+        match &p.action {
+            Action::Kill(n) => on_hit(&p.name, *n, libc::SIGKILL, None)?,
+            Action::KillLater(n, d) => on_hit(&p.name, *n, libc::SIGKILL, Some(*d))?,
+            Action::Stop(n) => on_hit(&p.name, *n, libc::SIGSTOP, None)?,
+            Action::Fail(a) => fail::cfg(p.name.clone(), a)?,
+        }
+    }
+    Ok(points.len())
+}
+
+fn on_hit(
+    name: &str,
+    nth: u32,
+    signal: libc::c_int,
+    later: Option<std::time::Duration>,
+) -> Result<(), String> {
+    let hits = std::sync::atomic::AtomicU32::new(0);
+    let name_owned = name.to_string();
+    fail::cfg_callback(name.to_string(), move || {
+        let n = hits.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if n != nth {
+            return;
+        }
+        eprintln!("sqlfleet: failpoint {name_owned}: hit {n}, signal {signal} after {later:?}");
+        let send = move || {
+            // SAFETY: kill(2) on our own pid with a valid signal number.
+            unsafe {
+                libc::kill(libc::getpid(), signal);
+            }
+        };
+        match later {
+            None => send(),
+            Some(d) => {
+                std::thread::spawn(move || {
+                    std::thread::sleep(d);
+                    send();
+                });
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_grammar() {
+        type Want<'a> = Result<Vec<(&'a str, Action)>, &'a str>;
+        let table: &[(&str, Want)] = &[
+            ("", Ok(vec![])),
+            ("a::b=kill@3", Ok(vec![("a::b", Action::Kill(3))])),
+            ("a=kill", Ok(vec![("a", Action::Kill(1))])),
+            (
+                "a=kill@2+15ms",
+                Ok(vec![(
+                    "a",
+                    Action::KillLater(2, std::time::Duration::from_millis(15)),
+                )]),
+            ),
+            ("a=kill@2+15", Err("like 5ms")),
+            ("a=kill@0+1ms", Err("a number from 1")),
+            (
+                " a = stop@2 ; b=sleep(10) ;",
+                Ok(vec![
+                    ("a", Action::Stop(2)),
+                    ("b", Action::Fail("sleep(10)".into())),
+                ]),
+            ),
+            ("a=kill@0", Err("a number from 1")),
+            ("a=kill@x", Err("a number from 1")),
+            ("a", Err("expected name=action")),
+            ("=kill", Err("expected name=action")),
+            ("a=", Err("expected name=action")),
+        ];
+        for (spec, want) in table {
+            let got = parse(spec);
+            match (want, got) {
+                (Ok(w), Ok(g)) => {
+                    let g: Vec<(&str, Action)> = g
+                        .iter()
+                        .map(|a| (a.name.as_str(), a.action.clone()))
+                        .collect();
+                    assert_eq!(&g, w, "{spec}");
+                }
+                (Err(w), Err(g)) => assert!(g.contains(w), "{spec}: {g}"),
+                (w, g) => panic!("{spec}: wanted {w:?}, got {g:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_build_without_failpoints_refuses_to_arm_rather_than_run_without_the_fault() {
+        let r = arm(&parse("x=kill@1").expect("spec"));
+        if enabled() {
+            assert_eq!(r, Ok(1));
+            fail::remove("x");
+        } else {
+            assert!(r.is_err(), "{r:?}");
+        }
+    }
+}
