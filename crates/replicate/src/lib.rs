@@ -29,6 +29,7 @@ pub mod metrics;
 mod order;
 mod position;
 pub mod report;
+mod resume;
 pub mod run;
 pub mod seed;
 mod sequence;

@@ -23,12 +23,13 @@ pub fn progress_line(views: &[SourceView]) -> String {
     views
         .iter()
         .map(|v| {
-            let mut stopped: Vec<(&String, &crate::source::StreamView)> =
-                v.streams.iter().filter(|(_, s)| s.error.is_some()).collect();
+            let mut stopped: Vec<(&String, &crate::source::StreamView)> = v
+                .streams
+                .iter()
+                .filter(|(_, s)| s.error.is_some())
+                .collect();
             stopped.sort_by(|a, b| a.1.error_gtid.cmp(&b.1.error_gtid));
-            let lag = v
-                .lag_seconds
-                .map_or("?".to_string(), |l| format!("{l}s"));
+            let lag = v.lag_seconds.map_or("?".to_string(), |l| format!("{l}s"));
             let head = format!(
                 "{}: {}, applied {}, behind {}, lag {lag}",
                 v.name,
@@ -39,12 +40,11 @@ pub fn progress_line(views: &[SourceView]) -> String {
             match stopped.first() {
                 None => head,
                 Some((stream, s)) => format!(
-                    "{head}, STOPPED {} of {} streams: {stream} at {}: {} (fix it, then `replicate retry --source {}`)",
+                    "{head}, STOPPED {} of {} streams: {stream} at {}: {}",
                     stopped.len(),
                     v.streams.len(),
                     s.error_gtid.as_deref().unwrap_or("?"),
-                    short(s.error.as_deref().unwrap_or(""), 100),
-                    v.name
+                    short(s.error.as_deref().unwrap_or(""), 400),
                 ),
             }
         })
@@ -78,13 +78,12 @@ pub fn summary_text(s: &Summary) -> String {
     for v in &s.sources {
         for (stream, x) in v.streams.iter().filter(|(_, x)| x.error.is_some()) {
             out.push_str(&format!(
-                "replicate: STOPPED: source {} stream {} at {}: {}; statement: {} (fix it, then `replicate retry --source {}`, or `replicate skip`)\n",
+                "replicate: STOPPED: source {} stream {} at {}: {}; statement: {}\n",
                 v.name,
                 stream,
                 x.error_gtid.as_deref().unwrap_or("?"),
-                short(x.error.as_deref().unwrap_or(""), 300),
+                short(x.error.as_deref().unwrap_or(""), 600),
                 short(x.statement.as_deref().unwrap_or(""), 120),
-                v.name
             ));
         }
         if let Some(e) = v.last_error.as_ref().filter(|_| v.state == "stopped") {
@@ -168,7 +167,18 @@ mod tests {
             "app_eu".into(),
             StreamView {
                 position: "1-101-5".into(),
-                error: stopped.then(|| "ERROR 1146: Table 'app_eu.orders' doesn't exist".into()),
+                error: stopped.then(|| {
+                    crate::resume::reason(
+                        "ERROR 1146: Table 'app_eu.orders' doesn't exist",
+                        &crate::resume::Stop::Target,
+                        "eu",
+                        &crate::gtid::Gtid {
+                            domain: 1,
+                            server: 101,
+                            seq: 6,
+                        },
+                    )
+                }),
                 error_gtid: stopped.then(|| "1-101-6".into()),
                 statement: stopped.then(|| "INSERT INTO orders VALUES (1)".into()),
                 ..StreamView::default()
@@ -194,7 +204,7 @@ mod tests {
                 &[
                     "lag 12s",
                     "STOPPED 1 of 1 streams: app_eu at 1-101-6: ERROR 1146",
-                    "replicate retry --source eu",
+                    "replicate retry --config FILE --source eu",
                 ],
                 &[],
             ),

@@ -27,6 +27,7 @@ use crate::config;
 use crate::gtid::{Gtid, GtidPos};
 use crate::lanes::Workers;
 use crate::position::{self, Stored};
+use crate::resume::{self, Stop};
 use crate::txn::{Assembler, Item, Out, Txn};
 
 /// Errors that stop a source for good (bad settings, refused at start).
@@ -496,7 +497,16 @@ impl SourceRunner {
                 .filter(|d| !s.stopped.contains_key(*d))
                 .collect();
             for d in waiting {
-                self.stop_stream(s, ctl, d, &g, &why, &txn.first).await;
+                self.stop_stream(
+                    s,
+                    ctl,
+                    d,
+                    &g,
+                    &why,
+                    &txn.first,
+                    Stop::Waits(ALL_STREAMS.into()),
+                )
+                .await;
             }
             finish(s, Status::Stopped);
             return Ok(());
@@ -510,10 +520,11 @@ impl SourceRunner {
                 txn.file, txn.end_pos
             );
             for d in &streams {
-                self.stop_stream(s, ctl, d, &g, &why, &txn.first).await;
+                self.stop_stream(s, ctl, d, &g, &why, &txn.first, Stop::Refused)
+                    .await;
             }
             if txn.unknown_scope || streams.is_empty() {
-                self.stop_stream(s, ctl, ALL_STREAMS, &g, &why, &txn.first)
+                self.stop_stream(s, ctl, ALL_STREAMS, &g, &why, &txn.first, Stop::Refused)
                     .await;
             }
             finish(s, Status::Stopped);
@@ -525,7 +536,8 @@ impl SourceRunner {
             let why = format!("waits for stream '{d}', stopped at an earlier transaction");
             for o in &streams {
                 if !s.stopped.contains_key(o) {
-                    self.stop_stream(s, ctl, o, &g, &why, &txn.first).await;
+                    self.stop_stream(s, ctl, o, &g, &why, &txn.first, Stop::Waits(d.clone()))
+                        .await;
                 }
             }
             finish(s, Status::Stopped);
@@ -559,7 +571,8 @@ impl SourceRunner {
                     error, statement, ..
                 }) => {
                     for d in &streams {
-                        self.stop_stream(s, ctl, d, &g, &error, &statement).await;
+                        self.stop_stream(s, ctl, d, &g, &error, &statement, Stop::Target)
+                            .await;
                     }
                     finish(s, Status::Stopped);
                 }
@@ -613,7 +626,7 @@ impl SourceRunner {
             Outcome::Applied => Status::Applied,
             Outcome::Dropped => Status::Stopped,
             Outcome::Failed { error, statement } => {
-                self.stop_stream(s, ctl, &d.stream, &d.gtid, &error, &statement)
+                self.stop_stream(s, ctl, &d.stream, &d.gtid, &error, &statement, Stop::Target)
                     .await;
                 Status::Stopped
             }
@@ -651,7 +664,11 @@ impl SourceRunner {
         g: &Gtid,
         error: &str,
         statement: &str,
+        stop: Stop,
     ) {
+        // The reason carries the command that resumes it (status, the
+        // summary and the progress line all show it).
+        let error = &resume::reason(error, &stop, &self.cfg.name, g);
         tracing::error!(source = %self.cfg.name, stream, gtid = %g, "stream stopped: {error} (statement: {statement})");
         s.stopped.insert(stream.to_string(), *g);
         s.stopped_at.get_or_insert_with(Instant::now);

@@ -153,6 +153,16 @@ async fn a_statement_across_the_filter_stops_its_replicated_stream() {
     assert_eq!(st[0].stream, "fx_in");
     let err = st[0].error.clone().unwrap_or_default();
     assert!(err.contains("fy_out"), "names the excluded database: {err}");
+    // The way on is the one that gets past it: a retry meets the same
+    // refusal, so the message names `replicate skip` and this GTID.
+    let g = st[0].error_gtid.clone().unwrap_or_default();
+    assert!(
+        err.contains(&format!(
+            "replicate skip --config FILE --source fx --gtid {g}"
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("fix it on the target"), "{err}");
 }
 
 /// A transaction across databases right after one that fails in one of
@@ -191,9 +201,13 @@ async fn a_barrier_after_a_failing_transaction_does_not_pass_it() {
         .iter()
         .find(|x| x.stream == "fb_x")
         .expect("fb_x stopped");
+    let err = x.error.clone().unwrap_or_default();
+    assert!(err.contains("1062"), "{x:?}");
     assert!(
-        x.error.clone().unwrap_or_default().contains("1062"),
-        "{x:?}"
+        err.contains(
+            "fix it on the target, then `sqlfleet replicate retry --config FILE --source fb`"
+        ),
+        "{err}"
     );
     // Run again: still stopped at the conflict, nothing passed it.
     let summary = until_caught_up(&cfg, s).await;

@@ -461,7 +461,7 @@ fn a_stopped_stream_is_said_loudly_and_retry_resumes_it_exactly() {
     }
     assert!(std::fs::read_to_string(&log)
         .unwrap_or_default()
-        .contains("replicate retry --source rt"));
+        .contains("replicate retry --config FILE --source rt"));
 
     // Fix the cause on the target, then retry.
     rt.block_on(exec(
