@@ -74,13 +74,18 @@ impl Relay {
         };
         let metrics = Arc::new(admin::metrics::Metrics::new(cfg.backends.len()));
         let cfg = Arc::new(cfg);
-        let server_accounts = cfg
-            .per_user_accounts
-            .then(|| backend::accounts::ServerAccounts::new(dialer.clone(), cfg.backends.clone()));
+        let server_accounts = cfg.per_user_accounts.then(|| {
+            backend::accounts::ServerAccounts::new(
+                dialer.clone(),
+                cfg.backends.clone(),
+                metrics.clone(),
+            )
+        });
         // One lookup connection for the tables' and the views' questions.
         let side = Arc::new(backend::side::SideConn::new(
             dialer.clone(),
             cfg.backends.clone(),
+            metrics.clone(),
         ));
         let accounts = accounts_note(&cfg, &side).await;
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
@@ -332,7 +337,10 @@ async fn accounts_note(
     if cfg.per_user_accounts {
         return Ok("clients log in to the server as themselves (per-user accounts)".into());
     }
-    let grants = match side.queries(&["SHOW GRANTS"], 100).await {
+    let grants = match side
+        .queries(backend::side::OwnQuery::Privileges, &["SHOW GRANTS"], 100)
+        .await
+    {
         Ok(sets) => sets
             .into_iter()
             .flatten()

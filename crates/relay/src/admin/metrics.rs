@@ -3,6 +3,7 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
+use crate::backend::side::OwnQuery;
 use crate::protocol::sql::Pin;
 
 /// Upper bounds (seconds) of the pool wait and command latency histograms.
@@ -99,6 +100,8 @@ pub struct Metrics {
     pub consistency_waits: AtomicU64,
     pub consistency_fallbacks: AtomicU64,
     pins: [AtomicU64; Pin::ALL.len()],
+    /// Queries the relay sent on its own behalf, by kind.
+    own: [AtomicU64; OwnQuery::ALL.len()],
     wait: Histogram,
     /// Client logins, from accept to the final OK (greeting, TLS,
     /// credentials, and the first lease when the login needs one).
@@ -145,6 +148,21 @@ impl Metrics {
         if let Some(i) = Pin::ALL.iter().position(|&x| x == p) {
             self.pins[i].fetch_add(1, Relaxed);
         }
+    }
+
+    /// Counts one query the relay sent on its own behalf.
+    pub fn own_query(&self, k: OwnQuery) {
+        if let Some(i) = OwnQuery::ALL.iter().position(|&x| x == k) {
+            self.own[i].fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Own queries of kind `k` so far.
+    pub fn own_queries(&self, k: OwnQuery) -> u64 {
+        OwnQuery::ALL
+            .iter()
+            .position(|&x| x == k)
+            .map_or(0, |i| self.own[i].load(Relaxed))
     }
 
     pub fn pins(&self, p: Pin) -> u64 {
@@ -302,6 +320,16 @@ impl Metrics {
             for (i, n) in p.counts().into_iter().enumerate() {
                 let _ = writeln!(o, "sqlfleet_relay_loop_sessions{{loop=\"{i}\"}} {n}");
             }
+        }
+        let _ = writeln!(o, "# HELP sqlfleet_relay_own_queries_total Queries the relay sent to the server on its own behalf (lookups), by kind; none scans the whole catalog.");
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_own_queries_total counter");
+        for (i, k) in OwnQuery::ALL.iter().enumerate() {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_own_queries_total{{kind=\"{}\"}} {}",
+                k.name(),
+                self.own[i].load(Relaxed)
+            );
         }
         let _ = writeln!(o, "# HELP sqlfleet_relay_pins_total Times a client was pinned to its backend connection, by reason.");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_pins_total counter");

@@ -166,9 +166,13 @@ pub fn matching<'a>(rows: &'a [Row], host: &str) -> Option<&'a Row> {
 }
 
 impl ServerAccounts {
-    pub fn new(dialer: Dialer, backends: Vec<Backend>) -> ServerAccounts {
+    pub fn new(
+        dialer: Dialer,
+        backends: Vec<Backend>,
+        metrics: std::sync::Arc<crate::admin::metrics::Metrics>,
+    ) -> ServerAccounts {
         ServerAccounts {
-            side: SideConn::new(dialer, backends),
+            side: SideConn::new(dialer, backends, metrics),
             cache: std::sync::Mutex::new(HashMap::new()),
         }
     }
@@ -222,7 +226,14 @@ impl ServerAccounts {
         );
         // The host the server sees the relay's logins come from.
         let host_sql = "SELECT SUBSTRING_INDEX(USER(), '@', -1) AS h";
-        let got = self.side.queries(&[host_sql, &sql], 10_000).await?;
+        let got = self
+            .side
+            .queries(
+                crate::backend::side::OwnQuery::Account,
+                &[host_sql, &sql],
+                10_000,
+            )
+            .await?;
         let host = field(got.first().and_then(|r| r.first()), "h").unwrap_or_default();
         let rows: Vec<Row> = got
             .get(1)

@@ -2,8 +2,14 @@
 //! accounts of per-user mode, what writing a table does): dialed with the
 //! relay's account on the first backend that answers, when first needed,
 //! kept between lookups, and dialed once more when a kept one has gone
-//! stale. Lookups through it take turns.
+//! stale. Lookups through it take turns. Every query is counted by its
+//! kind ([`OwnQuery`], `sqlfleet_relay_own_queries_total` in /metrics):
+//! what the relay costs the server on its own behalf is measured, and
+//! none of it scans the whole catalog.
 
+use std::sync::Arc;
+
+use crate::admin::metrics::Metrics;
 use crate::backend::command::query_rows;
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::Backend;
@@ -11,25 +17,69 @@ use crate::config::Backend;
 /// One row as (column name, value) pairs.
 pub type Row = Vec<(String, Option<String>)>;
 
+/// What the relay asks the server on its own behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnQuery {
+    /// One database's view names (`view_calls.rs`).
+    ViewNames,
+    /// One view's definition.
+    ViewDefinition,
+    /// One table's triggers, defaults and columns (`write_effects.rs`).
+    TableEffects,
+    /// The relay account's own privileges (once).
+    Privileges,
+    /// Per-user mode: one account's login and grants (`accounts.rs`).
+    Account,
+}
+
+impl OwnQuery {
+    pub const ALL: [OwnQuery; 5] = [
+        OwnQuery::ViewNames,
+        OwnQuery::ViewDefinition,
+        OwnQuery::TableEffects,
+        OwnQuery::Privileges,
+        OwnQuery::Account,
+    ];
+
+    /// Its label in /metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            OwnQuery::ViewNames => "view_names",
+            OwnQuery::ViewDefinition => "view_definition",
+            OwnQuery::TableEffects => "table_effects",
+            OwnQuery::Privileges => "privileges",
+            OwnQuery::Account => "account",
+        }
+    }
+}
+
 pub struct SideConn {
     dialer: Dialer,
     backends: Vec<Backend>,
     conn: tokio::sync::Mutex<Option<Login>>,
+    metrics: Arc<Metrics>,
 }
 
 impl SideConn {
-    pub fn new(dialer: Dialer, backends: Vec<Backend>) -> SideConn {
+    pub fn new(dialer: Dialer, backends: Vec<Backend>, metrics: Arc<Metrics>) -> SideConn {
         SideConn {
             dialer,
             backends,
             conn: tokio::sync::Mutex::new(None),
+            metrics,
         }
     }
 
     /// Runs `sqls` in order on the one connection and gives each one's
     /// rows (up to `limit`); a failure on a kept connection dials once
-    /// more and runs them all again.
-    pub async fn queries(&self, sqls: &[&str], limit: usize) -> Result<Vec<Vec<Row>>, String> {
+    /// more and runs them all again. Each statement sent counts as one
+    /// own query of `kind`.
+    pub async fn queries(
+        &self,
+        kind: OwnQuery,
+        sqls: &[&str],
+        limit: usize,
+    ) -> Result<Vec<Vec<Row>>, String> {
         let mut guard = self.conn.lock().await;
         for attempt in 0..2 {
             if guard.is_none() {
@@ -39,6 +89,7 @@ impl SideConn {
             let mut out = Vec::with_capacity(sqls.len());
             let mut failed = None;
             for sql in sqls {
+                self.metrics.own_query(kind);
                 match query_rows(c, sql, limit).await {
                     Ok(rows) => out.push(rows),
                     Err(e) => {

@@ -6,257 +6,165 @@
 //! names such a view keeps its connection and is no read for a replica,
 //! like the call itself (write_effects.rs does the same for writes).
 //!
-//! Which views do: every view's definition is read from
-//! information_schema.VIEWS on the relay's lookup connection, at most once
-//! per [`TTL`] (by the first statement after it ran out, or the first in
-//! a database the last look did not cover) and judged with
-//! the relay's statement reader; a view that names a suspect view is
-//! suspect too. A definition the relay's account may not read (it takes
-//! SELECT and SHOW VIEW; else only the definer sees it) counts as suspect; a lookup that
-//! fails makes every statement suspect until one succeeds. Names match
-//! without regard to case, and a column or alias spelt like a suspect view
-//! counts as well: a wrong yes costs sharing, a wrong no correctness. DDL
-//! through the relay makes the next statement look again; DDL elsewhere
-//! is seen within the TTL, or at once in a database new to the look (a
-//! view in it named from another database waits for the TTL).
+//! Do no harm: the relay asks the server only about the names a statement
+//! uses, never about the whole catalog (a scan of information_schema.VIEWS
+//! opens every view on the server, grows with its databases, and crashed
+//! MariaDB 10.11 under 64 clients). Per database the statement is in (or
+//! names), the names of its views are listed once per [`TTL`]
+//! (`information_schema.TABLES` with that schema and `TABLE_TYPE =
+//! 'VIEW'`); only a word of the statement that is one of them has its
+//! definition read (`information_schema.VIEWS` with schema and name), and
+//! a definition that names further views has those read in turn, at most
+//! [`MAX_DEPTH`] deep. A statement in a database without views and with no
+//! qualified name asks nothing: the session keeps its [`Look`] (the
+//! database's view names) while it holds, a clock read and an atomic read
+//! per statement.
 //!
-//! Cost: every MariaDB server has such views (its sys schema's call its
-//! own functions), so the check runs on every statement in transaction
-//! mode. A session keeps its [`Look`] while it holds (a clock read and an
-//! atomic read per statement); a statement in a database without suspect
-//! views and with no qualified name is then passed without a lookup in
-//! any set. A lookup whose rows did not change reuses the last judgement.
+//! Fail closed: a view whose definition the relay's account may not read
+//! (it takes SELECT and SHOW VIEW; else only the definer sees it) counts as
+//! calling one; a lookup that fails makes the statement count too, and its
+//! database for one [`TTL`] (a struggling server is not asked again for
+//! every statement). Names match without regard to case, and a column or
+//! alias spelt like a view counts as well: a wrong yes costs sharing, a
+//! wrong no correctness. DDL through the relay makes the next statement
+//! look again; DDL elsewhere is seen within the TTL.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-
-use rustc_hash::{FxHashMap, FxHashSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use sqlfleet_conn::quote::literal;
 use sqlfleet_dump::lex::Tok;
 
-use crate::backend::side::{field, Row, SideConn};
+use crate::backend::side::{field, OwnQuery, SideConn};
 use crate::protocol::sql;
 
-/// How long a look at the views is trusted.
+/// How long a database's view names and a view's verdict are trusted.
 pub const TTL: Duration = Duration::from_secs(2);
 
-/// More views than this are not judged one by one: every statement is
-/// suspect.
+/// How deep views of views are followed before the answer is "may".
+const MAX_DEPTH: usize = 4;
+
+/// Views listed per database at most; more and every statement there
+/// counts as naming one.
 const MAX_VIEWS: usize = 100_000;
 
-const LOOKUP: &str = "SELECT TABLE_SCHEMA AS d, TABLE_NAME AS n, VIEW_DEFINITION AS s \
-                      FROM information_schema.VIEWS";
+/// A database's view names (ASCII lower case), or None when they could
+/// not be read (everything there is suspect).
+type Names = Option<Arc<HashSet<String>>>;
 
-/// The views whose reading may change the session unseen.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Suspects {
-    /// View name -> its databases, both in ASCII lower case (names match
-    /// without regard to case: a wrong yes only costs sharing).
-    views: FxHashMap<String, Vec<String>>,
-    /// The databases that hold suspect views (ASCII lower case): a
-    /// statement in another one is looked at only for qualified names.
-    dbs: FxHashSet<String>,
-    /// The lookup failed: anything may be such a view.
-    all: bool,
-    /// The databases this look covers (as named): those that had views,
-    /// and those statements asked about. A statement in another one (a
-    /// database made a moment ago) looks again at once.
-    covers: FxHashSet<String>,
+/// The (database, name) pairs a statement's words may mean, in `dbs` for
+/// unqualified words (the session's database and one a USE in the text
+/// makes current) — every word, since a wrong no costs correctness.
+pub fn candidates(sql: &[u8], toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for i in 0..toks.len() {
+        let Some(name) = name_at(sql, toks, i) else {
+            continue;
+        };
+        let qualified = i >= 2 && toks[i - 1].0.is_punct(b'.');
+        match qualified.then(|| name_at(sql, toks, i - 2)).flatten() {
+            Some(db) => out.push((db.to_string(), name.to_string())),
+            None if qualified => {}
+            None => out.extend(dbs.iter().map(|d| (d.to_string(), name.to_string()))),
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
-impl Suspects {
-    /// Every statement is suspect (the views could not be judged).
-    fn everything() -> Suspects {
-        Suspects {
-            all: true,
-            ..Suspects::default()
-        }
-    }
-
-    /// Nothing to fear from any statement.
-    pub fn is_empty(&self) -> bool {
-        !self.all && self.views.is_empty()
-    }
-
-    fn insert(&mut self, db: &str, name: &str) {
-        let dbs = self.views.entry(name.to_ascii_lowercase()).or_default();
-        let db = db.to_ascii_lowercase();
-        if !dbs.contains(&db) {
-            dbs.push(db.clone());
-        }
-        self.dbs.insert(db);
-    }
-
-    fn contains(&self, db: &str, name: &str) -> bool {
-        self.in_dbs(name, &[db])
-    }
-
-    /// Whether `name` is a suspect view in one of `dbs`.
-    fn in_dbs(&self, name: &str, dbs: &[&str]) -> bool {
-        with_lower(name, |k| self.views.get(k)).is_some_and(|in_dbs| {
-            in_dbs
-                .iter()
-                .any(|v| dbs.iter().any(|d| d.eq_ignore_ascii_case(v)))
-        })
-    }
-
-    /// Whether one of `dbs` holds suspect views.
-    fn holds_any(&self, dbs: &[&str]) -> bool {
-        dbs.iter().any(|d| with_lower(d, |d| self.dbs.contains(d)))
-    }
-
-    /// Whether a statement (its tokens) names a suspect view: `db.view`,
-    /// or `view` in one of `dbs` (the session's database and one a USE in
-    /// the text makes current). `local` is [`Suspects::holds_any`] of
-    /// `dbs`: without it, only qualified names are looked up.
-    fn names(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str], local: bool) -> bool {
-        if self.all {
-            return true;
-        }
-        if self.views.is_empty() {
-            return false;
-        }
-        (0..toks.len()).any(|i| {
-            let qualified = i >= 2 && toks[i - 1].0.is_punct(b'.');
-            if !qualified && !local {
-                return false;
-            }
-            let Some(name) = name_at(toks, i) else {
-                return false;
-            };
-            match qualified.then(|| name_at(toks, i - 2)).flatten() {
-                Some(db) => self.contains(db, name),
-                None => self.in_dbs(name, dbs),
-            }
-        })
-    }
+/// What a view's definition says on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Definition {
+    /// It calls what may change the session unseen, or it is hidden.
+    Suspect,
+    /// It may still read such a view: these names (in the view's
+    /// database when unqualified).
+    Reads(Vec<(String, String)>),
 }
 
-/// `f` of `s` in ASCII lower case, cased on the stack when short.
-fn with_lower<R>(s: &str, f: impl FnOnce(&str) -> R) -> R {
-    let mut buf = [0u8; 64];
-    if let Some(b) = buf.get_mut(..s.len()) {
-        b.copy_from_slice(s.as_bytes());
-        b.make_ascii_lowercase();
-        if let Ok(k) = std::str::from_utf8(b) {
-            return f(k);
-        }
+/// Judges one definition (of a view in `db`).
+pub fn judge(db: &str, definition: Option<&str>) -> Definition {
+    let def = definition.unwrap_or_default();
+    if def.trim().is_empty() {
+        return Definition::Suspect;
     }
-    f(&s.to_ascii_lowercase())
+    let q = sql::Query::new(def.as_bytes());
+    if q.effects().acts_unseen() {
+        return Definition::Suspect;
+    }
+    Definition::Reads(candidates(def.as_bytes(), q.tokens(), &[db]))
 }
 
-/// The name at token `i` (a word or a backquoted name).
-fn name_at(toks: &[(Tok, Range<usize>)], i: usize) -> Option<&str> {
-    match &toks.get(i)?.0 {
-        Tok::Word(w) | Tok::Quoted(w) => Some(w.as_str()),
+/// The name at token `i` (a word or a backquoted name) as written: the
+/// lexer upper-cases words, and the server's names are case-sensitive.
+fn name_at<'a>(
+    sql: &'a [u8],
+    toks: &'a [(Tok, Range<usize>)],
+    i: usize,
+) -> Option<std::borrow::Cow<'a, str>> {
+    let (t, r) = toks.get(i)?;
+    match t {
+        Tok::Word(_) => sql.get(r.clone()).map(String::from_utf8_lossy),
+        Tok::Quoted(w) => Some(std::borrow::Cow::Borrowed(w.as_str())),
         _ => None,
     }
 }
 
-/// Judges every view from the lookup's rows (`d` database, `n` view, `s`
-/// definition): those that call what may change the session unseen, whose
-/// definition is hidden, or that name such a view.
-pub fn judge(rows: &[Row]) -> Suspects {
-    let mut out = Suspects::default();
-    // Each definition lexed once: (database, view, its tokens).
-    let mut rest = Vec::new();
-    for r in rows {
-        let get = |c| field(Some(r), c).unwrap_or_default();
-        let (d, n, def) = (get("d"), get("n"), get("s"));
-        out.covers.insert(d.clone());
-        let q = sql::Query::new(def.as_bytes());
-        if def.trim().is_empty() || q.effects().acts_unseen() {
-            out.insert(&d, &n);
-        } else {
-            rest.push((d, n, q.into_tokens()));
-        }
-    }
-    // Views of suspect views, until nothing more is found.
-    loop {
-        let (more, still): (Vec<_>, Vec<_>) = rest
-            .into_iter()
-            .partition(|(d, _, toks)| out.names(toks, &[d], out.holds_any(&[d])));
-        if more.is_empty() {
-            return out;
-        }
-        for (d, n, _) in &more {
-            out.insert(d, n);
-        }
-        rest = still;
-    }
+fn lower(s: &str) -> String {
+    s.to_ascii_lowercase()
 }
 
-/// A session's hold on the current look: reused, with no lock and no
-/// lookup, while it is the current one, has not run out, and the session
-/// is in the database it was taken in.
+/// A session's hold on its database's view names: reused, with no lock
+/// and no lookup, while it has not run out, nothing was forgotten since,
+/// and the session is in the database it was taken in.
 pub struct Look {
     generation: u64,
     expires: Instant,
     db: Option<String>,
-    suspects: Arc<Suspects>,
-    /// The statement's databases hold suspect views (else only qualified
-    /// names are looked up).
-    local: bool,
+    names: Names,
 }
 
 impl Look {
-    /// The look taken at `at` for a session in `db` whose statement is in
-    /// `dbs`.
-    fn new(
-        at: Instant,
-        generation: u64,
-        suspects: Arc<Suspects>,
-        dbs: &[&str],
-        db: Option<&str>,
-    ) -> Look {
-        Look {
-            generation,
-            expires: at + TTL,
-            db: db.map(str::to_string),
-            local: suspects.holds_any(dbs),
-            suspects,
-        }
-    }
-
-    /// Whether a statement (its tokens) names a suspect view; `dbs` are
-    /// its databases, those the look was taken for.
-    pub fn names(&self, toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> bool {
-        self.suspects.names(toks, dbs, self.local)
+    /// True when no unqualified word of a statement in this look's
+    /// database can be a view there (so only qualified names need asking).
+    fn quiet(&self) -> bool {
+        self.names.as_ref().is_some_and(|n| n.is_empty())
     }
 }
 
 pub struct ViewCalls {
     side: Arc<SideConn>,
-    /// The current look: when it was taken, its generation, what it found.
-    seen: std::sync::Mutex<Option<(Instant, u64, Arc<Suspects>)>>,
-    /// Counts looks and forgets: a session's [`Look`] of another
-    /// generation is taken again.
-    generation: std::sync::atomic::AtomicU64,
-    /// One lookup at a time: statements that found the look stale
-    /// together wait for the first one's answer.
+    /// Per database (lower case): when listed, its view names.
+    lists: Mutex<HashMap<String, (Instant, Names)>>,
+    /// Per (database, view) in lower case: when judged, whether reading it
+    /// may change the session unseen.
+    verdicts: Mutex<HashMap<(String, String), (Instant, bool)>>,
+    /// Counts forgets: a session's [`Look`] of another generation is
+    /// taken again.
+    generation: AtomicU64,
+    /// One lookup at a time: statements that missed together wait for the
+    /// first one's answer.
     lookup: tokio::sync::Mutex<()>,
     /// Whether the last lookup failed (warned once per run of failures).
-    failing: std::sync::atomic::AtomicBool,
+    failing: AtomicBool,
     /// Whether hidden definitions were warned about (once).
-    warned_hidden: std::sync::atomic::AtomicBool,
-    /// The last lookup's rows (their hash, with keys drawn per process)
-    /// and what they were judged to be.
-    last: std::sync::Mutex<Option<(u64, Suspects)>>,
-    hasher: std::collections::hash_map::RandomState,
+    warned_hidden: AtomicBool,
 }
 
 impl ViewCalls {
     pub fn new(side: Arc<SideConn>) -> ViewCalls {
         ViewCalls {
             side,
-            seen: std::sync::Mutex::new(None),
-            generation: std::sync::atomic::AtomicU64::new(0),
+            lists: Mutex::new(HashMap::new()),
+            verdicts: Mutex::new(HashMap::new()),
+            generation: AtomicU64::new(0),
             lookup: tokio::sync::Mutex::new(()),
-            failing: std::sync::atomic::AtomicBool::new(false),
-            warned_hidden: std::sync::atomic::AtomicBool::new(false),
-            last: std::sync::Mutex::new(None),
-            hasher: std::collections::hash_map::RandomState::new(),
+            failing: AtomicBool::new(false),
+            warned_hidden: AtomicBool::new(false),
         }
     }
 
@@ -264,102 +172,237 @@ impl ViewCalls {
     pub fn still(&self, look: &Look, db: Option<&str>, now: Instant) -> bool {
         now < look.expires
             && look.db.as_deref() == db
-            && self.generation.load(std::sync::atomic::Ordering::Acquire) == look.generation
+            && self.generation.load(Ordering::Acquire) == look.generation
     }
 
-    fn fresh(&self, dbs: &[&str], db: Option<&str>) -> Option<Look> {
-        let s = self.seen.lock().ok()?;
-        let (at, generation, v) = s.as_ref()?;
-        (at.elapsed() < TTL && (v.all || dbs.iter().all(|d| v.covers.contains(*d))))
-            .then(|| Look::new(*at, *generation, v.clone(), dbs, db))
+    /// The look for a session in `db`: its database's view names.
+    pub async fn look(&self, db: Option<&str>) -> Look {
+        let generation = self.generation.load(Ordering::Acquire);
+        let at = Instant::now();
+        let names = match db {
+            Some(d) => self.list(d).await,
+            None => Some(Arc::new(HashSet::new())),
+        };
+        Look {
+            generation,
+            expires: at + TTL,
+            db: db.map(str::to_string),
+            names,
+        }
     }
 
-    /// The current look for a session in `db` whose statement is in
-    /// `dbs`; looked up again when the last look is older than the TTL or
-    /// does not cover one of `dbs`.
-    pub async fn look(&self, dbs: &[&str], db: Option<&str>) -> Look {
-        if let Some(l) = self.fresh(dbs, db) {
-            return l;
+    /// Whether a statement (its tokens) names a view whose reading may
+    /// change the session unseen; `dbs` are its databases (the look's
+    /// first, when there is one).
+    pub async fn names(
+        &self,
+        look: &Look,
+        sql: &[u8],
+        toks: &[(Tok, Range<usize>)],
+        dbs: &[&str],
+    ) -> bool {
+        let qualified = toks.iter().any(|(t, _)| t.is_punct(b'.'));
+        let in_look = |d: &str| look.db.as_deref() == Some(d);
+        if !qualified && dbs.iter().all(|d| in_look(d)) && look.quiet() {
+            return false;
+        }
+        for (d, n) in candidates(sql, toks, dbs) {
+            let names = if in_look(&d) {
+                look.names.clone()
+            } else {
+                self.list(&d).await
+            };
+            // Views unknown there (the list failed): suspect, without
+            // asking about each word.
+            let Some(names) = names else {
+                return true;
+            };
+            if names.contains(&lower(&n)) && self.suspect(&d, &n, 0).await {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// [`ViewCalls::names`] for a text in `db` (a trigger's body).
+    pub async fn names_in(&self, sql: &[u8], toks: &[(Tok, Range<usize>)], db: &str) -> bool {
+        let look = self.look(Some(db)).await;
+        self.names(&look, sql, toks, &[db]).await
+    }
+
+    /// `db`'s view names, listed when the last list ran out.
+    async fn list(&self, db: &str) -> Names {
+        let key = lower(db);
+        if let Some(n) = self.cached_list(&key) {
+            return n;
         }
         let _turn = self.lookup.lock().await;
-        if let Some(l) = self.fresh(dbs, db) {
-            return l;
+        if let Some(n) = self.cached_list(&key) {
+            return n;
         }
-        use std::sync::atomic::Ordering::{AcqRel, Relaxed};
-        let s = match self.side.queries(&[LOOKUP], MAX_VIEWS + 1).await {
+        let sql = format!(
+            "SELECT TABLE_NAME AS n FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = {} AND TABLE_TYPE = 'VIEW'",
+            literal(db)
+        );
+        let names = match self
+            .side
+            .queries(OwnQuery::ViewNames, &[&sql], MAX_VIEWS + 1)
+            .await
+        {
             Ok(mut r) => {
-                self.failing.store(false, Relaxed);
+                self.failing.store(false, Ordering::Relaxed);
                 let rows = r.pop().unwrap_or_default();
-                if rows.len() > MAX_VIEWS {
-                    Suspects::everything()
-                } else {
-                    let mut s = self.judged(&rows);
-                    s.covers.extend(dbs.iter().map(|d| d.to_string()));
-                    s
-                }
+                (rows.len() <= MAX_VIEWS).then(|| {
+                    Arc::new(
+                        rows.iter()
+                            .filter_map(|r| field(Some(r), "n"))
+                            .map(|n| lower(&n))
+                            .collect(),
+                    )
+                })
             }
             Err(e) => {
-                if !self.failing.swap(true, Relaxed) {
-                    tracing::warn!(
-                        "looking up views failed ({e}): every statement keeps its connection until a lookup succeeds"
-                    );
-                }
-                Suspects::everything()
+                self.warn_failing(&e);
+                None
             }
         };
-        let generation = self.generation.fetch_add(1, AcqRel) + 1;
-        let at = Instant::now();
-        let s = Arc::new(s);
-        if let Ok(mut seen) = self.seen.lock() {
-            *seen = Some((at, generation, s.clone()));
-        }
-        Look::new(at, generation, s, dbs, db)
-    }
-
-    /// The judgement of `rows`: the last one again when the rows are the
-    /// same (the usual case: views change seldom, and MariaDB's sys
-    /// schema alone has a hundred long definitions to read).
-    fn judged(&self, rows: &[Row]) -> Suspects {
-        use std::hash::BuildHasher;
-        let key = self.hasher.hash_one(rows);
-        if let Ok(last) = self.last.lock() {
-            if let Some((k, s)) = last.as_ref() {
-                if *k == key {
-                    return s.clone();
-                }
+        if let Ok(mut l) = self.lists.lock() {
+            if l.len() > 10_000 {
+                l.retain(|_, (at, _)| at.elapsed() < TTL);
             }
+            l.insert(key, (Instant::now(), names.clone()));
         }
-        self.warn_hidden(rows);
-        let s = judge(rows);
-        if let Ok(mut last) = self.last.lock() {
-            *last = Some((key, s.clone()));
-        }
-        s
+        names
     }
 
-    /// Warns once when views' definitions are hidden from the relay's
-    /// account: reads of them all keep their connections.
-    fn warn_hidden(&self, rows: &[Row]) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let hidden = rows
-            .iter()
-            .filter(|r| field(Some(r), "s").is_none_or(|s| s.trim().is_empty()))
-            .count();
-        if hidden > 0 && !self.warned_hidden.swap(true, Relaxed) {
+    fn cached_list(&self, key: &str) -> Option<Names> {
+        let l = self.lists.lock().ok()?;
+        l.get(key)
+            .filter(|(at, _)| at.elapsed() < TTL)
+            .map(|(_, n)| n.clone())
+    }
+
+    fn cached_verdict(&self, key: &(String, String)) -> Option<bool> {
+        let v = self.verdicts.lock().ok()?;
+        v.get(key)
+            .filter(|(at, _)| at.elapsed() < TTL)
+            .map(|(_, s)| *s)
+    }
+
+    /// Whether reading the view `db`.`name` may change the session unseen:
+    /// its definition, and the views it names, `depth` views down.
+    fn suspect<'a>(
+        &'a self,
+        db: &'a str,
+        name: &'a str,
+        depth: usize,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+        Box::pin(async move {
+            if depth > MAX_DEPTH {
+                return true;
+            }
+            let key = (lower(db), lower(name));
+            if let Some(v) = self.cached_verdict(&key) {
+                return v;
+            }
+            let def = {
+                let _turn = self.lookup.lock().await;
+                if let Some(v) = self.cached_verdict(&key) {
+                    return v;
+                }
+                let sql = format!(
+                    "SELECT VIEW_DEFINITION AS s FROM information_schema.VIEWS \
+                     WHERE TABLE_SCHEMA = {} AND TABLE_NAME = {}",
+                    literal(db),
+                    literal(name)
+                );
+                match self
+                    .side
+                    .queries(OwnQuery::ViewDefinition, &[&sql], 1)
+                    .await
+                {
+                    Ok(mut r) => {
+                        self.failing.store(false, Ordering::Relaxed);
+                        let rows = r.pop().unwrap_or_default();
+                        match rows.first() {
+                            // Listed a moment ago, gone now: not a view.
+                            None => Some(None),
+                            Some(row) => Some(Some(field(Some(row), "s"))),
+                        }
+                    }
+                    Err(e) => {
+                        self.warn_failing(&e);
+                        None
+                    }
+                }
+            };
+            let v = match def {
+                None => true,
+                Some(None) => false,
+                Some(Some(def)) => {
+                    if def.as_deref().is_none_or(|s| s.trim().is_empty()) {
+                        self.warn_hidden(db, name);
+                    }
+                    match judge(db, def.as_deref()) {
+                        Definition::Suspect => true,
+                        Definition::Reads(names) => {
+                            let mut any = false;
+                            for (d, n) in names {
+                                let is_view = match self.list(&d).await {
+                                    None => {
+                                        any = true;
+                                        break;
+                                    }
+                                    Some(v) => v.contains(&lower(&n)),
+                                };
+                                if is_view && self.suspect(&d, &n, depth + 1).await {
+                                    any = true;
+                                    break;
+                                }
+                            }
+                            any
+                        }
+                    }
+                }
+            };
+            if let Ok(mut m) = self.verdicts.lock() {
+                if m.len() > 10_000 {
+                    m.retain(|_, (at, _)| at.elapsed() < TTL);
+                }
+                m.insert(key, (Instant::now(), v));
+            }
+            v
+        })
+    }
+
+    fn warn_failing(&self, e: &str) {
+        if !self.failing.swap(true, Ordering::Relaxed) {
             tracing::warn!(
-                "the relay's backend account may not read the definitions of {}, so reads of them keep their connections as if they called stored functions (GRANT SELECT, SHOW VIEW on them, or ON *.*, to that account)",
-                sqlfleet_conn::text::count(u64::try_from(hidden).unwrap_or(u64::MAX), "view")
+                "looking up views failed ({e}): statements that may read one keep their connections until a lookup succeeds"
+            );
+        }
+    }
+
+    /// Warns once when a view's definition is hidden from the relay's
+    /// account: reads of it keep their connections.
+    fn warn_hidden(&self, db: &str, name: &str) {
+        if !self.warned_hidden.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "the relay's backend account may not read the definition of view {db}.{name} (and perhaps others), so reads of them keep their connections as if they called stored functions (GRANT SELECT, SHOW VIEW on them, or ON *.*, to that account)"
             );
         }
     }
 
     /// DDL went through the relay: look again before the next statement.
     pub fn forget(&self) {
-        if let Ok(mut s) = self.seen.lock() {
-            *s = None;
+        if let Ok(mut l) = self.lists.lock() {
+            l.clear();
         }
-        self.generation
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if let Ok(mut v) = self.verdicts.lock() {
+            v.clear();
+        }
+        self.generation.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -368,106 +411,99 @@ mod tests {
     use super::*;
     use sqlfleet_dump::lex::lex;
 
-    fn row(d: &str, n: &str, s: &str) -> Row {
-        vec![
-            ("d".into(), Some(d.into())),
-            ("n".into(), Some(n.into())),
-            ("s".into(), Some(s.into())),
-        ]
-    }
-
-    /// Whether `sql` names one of `s`'s views from `dbs`.
-    fn named_in(s: &Suspects, sql: &[u8], dbs: &[&str]) -> bool {
-        s.names(&lex(sql).toks, dbs, s.holds_any(dbs))
-    }
-
-    fn views(s: &Suspects) -> Vec<(String, String)> {
-        let mut v: Vec<_> = s
-            .views
+    fn pairs(v: &[(&str, &str)]) -> Vec<(String, String)> {
+        let mut out: Vec<_> = v
             .iter()
-            .flat_map(|(n, dbs)| dbs.iter().map(move |d| (d.clone(), n.clone())))
+            .map(|(d, n)| (d.to_string(), n.to_string()))
             .collect();
-        v.sort();
-        v
+        out.sort();
+        out
     }
 
     #[test]
-    fn views_that_call_functions_and_views_of_them_are_suspect() {
-        let s = judge(&[
-            row(
-                "shop",
-                "plain",
-                "select `shop`.`t`.`a` AS `a` from `shop`.`t`",
+    fn a_statement_asks_only_about_its_own_words() {
+        // (sql, dbs, the (database, name) pairs it may mean)
+        type Pairs<'a> = &'a [(&'a str, &'a str)];
+        let table: &[(&[u8], &[&str], Pairs)] = &[
+            (b"SELECT 1", &[], &[]),
+            (b"SELECT * FROM shop.v", &[], &[("shop", "v")]),
+            (
+                b"SELECT a FROM v",
+                &["shop"],
+                &[
+                    ("shop", "SELECT"),
+                    ("shop", "a"),
+                    ("shop", "FROM"),
+                    ("shop", "v"),
+                ],
             ),
-            row(
-                "shop",
-                "counts",
-                "select count(0) AS `n`, now() AS `at` from `shop`.`t`",
+            (
+                b"SELECT * FROM `Shop`.`V_Lock` JOIN t",
+                &["app"],
+                &[
+                    ("Shop", "V_Lock"),
+                    ("app", "SELECT"),
+                    ("app", "FROM"),
+                    ("app", "JOIN"),
+                    ("app", "Shop"),
+                    ("app", "t"),
+                ],
             ),
-            row("shop", "v_lock", "select `shop`.`f_lock`() AS `l`"),
-            row("shop", "v_seq", "select nextval(`shop`.`s`) AS `id`"),
-            row(
-                "shop",
-                "V_Outer",
-                "select `v_lock`.`l` AS `l` from `shop`.`v_lock`",
+            (
+                b"select x from v",
+                &["a", "b"],
+                &[
+                    ("a", "select"),
+                    ("a", "x"),
+                    ("a", "from"),
+                    ("a", "v"),
+                    ("b", "select"),
+                    ("b", "x"),
+                    ("b", "from"),
+                    ("b", "v"),
+                ],
             ),
-            row("shop", "v_outer2", "select `l` from `shop`.`V_OUTER`"),
-            row("other", "hidden", ""),
-        ]);
-        assert_eq!(
-            views(&s),
-            vec![
-                ("other".into(), "hidden".into()),
-                ("shop".into(), "v_lock".into()),
-                ("shop".into(), "v_outer".into()),
-                ("shop".into(), "v_outer2".into()),
-                ("shop".into(), "v_seq".into()),
-            ]
-        );
-        assert!(!s.is_empty());
-        // The look covers the databases that had views (as named).
-        let mut covers: Vec<_> = s.covers.iter().cloned().collect();
-        covers.sort();
-        assert_eq!(covers, vec!["other".to_string(), "shop".to_string()]);
-        assert!(judge(&[row("shop", "plain", "select 1 AS `1`")]).is_empty());
+            (b"SELECT 'shop.v'", &[], &[]),
+        ];
+        for (sql, dbs, want) in table {
+            let got = candidates(sql, &lex(sql).toks, dbs);
+            assert_eq!(got, pairs(want), "{}", String::from_utf8_lossy(sql));
+        }
     }
 
     #[test]
-    fn a_statement_names_a_suspect_view_in_its_database_or_qualified() {
-        let s = judge(&[row("shop", "v_lock", "select `shop`.`f`() AS `l`")]);
-        assert!(named_in(&s, b"SELECT * FROM v_lock", &["shop"]));
-        assert!(named_in(&s, b"select l from `V_LOCK` where 1", &["Shop"]));
-        assert!(named_in(&s, b"SELECT * FROM shop.v_lock", &[]));
-        assert!(named_in(
-            &s,
-            b"INSERT INTO t SELECT l FROM `shop`.`v_lock`",
-            &["x"]
-        ));
-        assert!(!named_in(&s, b"SELECT * FROM v_lock", &["other"]));
-        assert!(!named_in(&s, b"SELECT * FROM other.v_lock", &["shop"]));
-        assert!(!named_in(&s, b"SELECT * FROM t", &["shop"]));
-        assert!(!named_in(&s, b"SELECT 'v_lock'", &["shop"]));
-        let all = Suspects::everything();
-        assert!(named_in(&all, b"SELECT 1", &[]));
-    }
-
-    #[test]
-    fn a_look_skips_statements_that_cannot_name_a_suspect_view() {
-        let s = Arc::new(judge(&[row(
-            "sys",
-            "x_io",
-            "select `sys`.`format_bytes`(1) AS `b`",
-        )]));
-        let look = |db: &str| Look::new(Instant::now(), 1, s.clone(), &[db], Some(db));
-        let names =
-            |l: &Look, sql: &[u8]| l.names(&lex(sql).toks, &[l.db.as_deref().unwrap_or("")]);
-        let app = look("app");
-        assert!(!app.local);
-        assert!(!names(&app, b"SELECT * FROM x_io"));
-        assert!(names(&app, b"SELECT * FROM sys.x_io"));
-        assert!(!names(&app, b"SELECT t.v FROM t"));
-        let sys = look("SYS");
-        assert!(sys.local);
-        assert!(names(&sys, b"SELECT * FROM x_io"));
+    fn a_definition_is_suspect_when_it_calls_unseen_or_is_hidden() {
+        type Pairs<'a> = &'a [(&'a str, &'a str)];
+        let table: &[(Option<&str>, Option<Pairs>)] = &[
+            (
+                Some("select `shop`.`t`.`a` AS `a` from `shop`.`t`"),
+                Some(&[
+                    ("shop", "a"),
+                    ("shop", "t"),
+                    ("shop", "AS"),
+                    ("shop", "from"),
+                    ("shop", "select"),
+                ]),
+            ),
+            (Some("select `shop`.`f_lock`() AS `l`"), None),
+            (Some("select nextval(`shop`.`s`) AS `id`"), None),
+            (Some("select get_lock('x', 0) AS `l`"), None),
+            (Some(""), None),
+            (None, None),
+        ];
+        for (def, want) in table {
+            let got = judge("shop", *def);
+            match want {
+                None => assert_eq!(got, Definition::Suspect, "{def:?}"),
+                Some(names) => {
+                    let Definition::Reads(got) = got else {
+                        panic!("{def:?}: {got:?}");
+                    };
+                    for n in pairs(names) {
+                        assert!(got.contains(&n), "{def:?}: {n:?} not in {got:?}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use sqlfleet_conn::quote::literal;
 
-use crate::backend::side::{field, Row, SideConn};
+use crate::backend::side::{field, OwnQuery, Row, SideConn};
 use crate::backend::view_calls::ViewCalls;
 use crate::protocol::sql::{self, TableRef};
 
@@ -94,17 +94,13 @@ pub fn judge(rows: &[Row]) -> Verdict {
 /// unqualified names are) names a view whose definition calls a stored
 /// function that acts unseen.
 async fn reads_a_calling_view(rows: &[Row], db: &str, views: &ViewCalls) -> bool {
-    let mut look = None;
     for r in rows {
         if field(Some(r), "k").as_deref() != Some("trigger") {
             continue;
         }
         let body = field(Some(r), "s").unwrap_or_default();
         let q = sql::Query::new(body.as_bytes());
-        if look.is_none() {
-            look = Some(views.look(&[db], Some(db)).await);
-        }
-        if look.as_ref().is_some_and(|l| l.names(q.tokens(), &[db])) {
+        if views.names_in(body.as_bytes(), q.tokens(), db).await {
             return true;
         }
     }
@@ -201,7 +197,7 @@ impl WriteEffects {
             }
             let rows = self
                 .side
-                .queries(&[&lookup_sql(&d, &t)], 10_000)
+                .queries(OwnQuery::TableEffects, &[&lookup_sql(&d, &t)], 10_000)
                 .await?
                 .pop()
                 .unwrap_or_default();
@@ -230,7 +226,7 @@ impl WriteEffects {
         }
         let sql = "SELECT COUNT(*) AS n FROM information_schema.USER_PRIVILEGES \
                    WHERE PRIVILEGE_TYPE = 'TRIGGER'";
-        let rows = self.side.queries(&[sql], 1).await?;
+        let rows = self.side.queries(OwnQuery::Privileges, &[sql], 1).await?;
         let n = field(rows.first().and_then(|r| r.first()), "n").unwrap_or_default();
         if n == "0" {
             tracing::warn!(

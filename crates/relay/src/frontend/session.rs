@@ -587,7 +587,7 @@ impl Session {
         self.drop_diagnostics_hold(&fx);
         let had_set_expression = self.st.pins.contains(&Pin::SetExpression);
         let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
-        self.route_and_pin(toks, &fx).await;
+        self.route_and_pin(&cmd[1..], toks, &fx).await;
         let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
             std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
             std::borrow::Cow::Borrowed(_) => None,

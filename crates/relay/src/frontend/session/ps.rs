@@ -126,7 +126,7 @@ impl Session {
         let fx = &s.fx;
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
-        self.route_and_pin(&s.toks, fx).await;
+        self.route_and_pin(&s.key.sql, &s.toks, fx).await;
         self.carry_over(fx).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;

@@ -308,10 +308,11 @@ impl Session {
     /// table acts unseen. `toks` are the statement's tokens.
     pub(super) async fn route_and_pin(
         &mut self,
+        sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
     ) {
-        let via_view = self.names_a_calling_view(toks, fx).await;
+        let via_view = self.names_a_calling_view(sql, toks, fx).await;
         self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
         for p in self.st.take_statement_pins(fx) {
             self.ctx.metrics.pin(p);
@@ -330,6 +331,7 @@ impl Session {
     /// database looks for that statement alone.
     pub(super) async fn names_a_calling_view(
         &mut self,
+        sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
     ) -> bool {
@@ -345,18 +347,18 @@ impl Session {
             n += 1;
         }
         let dbs = &dbs[..n];
-        if fx.use_db.is_some() {
-            return views.look(dbs, db).await.names(toks, dbs);
-        }
         let now = std::time::Instant::now();
         let held = self
             .view_look
             .as_ref()
             .is_some_and(|l| views.still(l, db, now));
         if !held {
-            let look = views.look(dbs, db).await;
+            let look = views.look(db).await;
             self.view_look = Some(look);
         }
-        self.view_look.as_ref().is_some_and(|l| l.names(toks, dbs))
+        match self.view_look.as_ref() {
+            Some(look) => views.names(look, sql, toks, dbs).await,
+            None => true,
+        }
     }
 }
