@@ -167,7 +167,9 @@ impl Default for Routing {
     fn default() -> Self {
         Routing {
             read_write_split: false,
-            consistency: Consistency::None,
+            // Read-your-writes: a split that loses a client's own write
+            // is never the default (`none` is an explicit choice).
+            consistency: Consistency::Session,
             max_lag: Duration::from_secs(10),
             health_interval: Duration::from_millis(500),
             consistency_wait: Duration::from_secs(1),

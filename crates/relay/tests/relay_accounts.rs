@@ -574,3 +574,28 @@ fn a_write_or_a_view_the_relay_cannot_see_keeps_the_connection() {
             .expect("drop db");
     });
 }
+
+/// Per-user mode with the server unreachable: a login cannot be checked,
+/// and the client is told that — not "Access denied", which would make it
+/// blame its password.
+#[test]
+fn a_login_while_the_server_is_unreachable_says_so_not_access_denied() {
+    let port = free_port();
+    let metrics_port = free_port();
+    let dead = free_port();
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{dead}\"]\nuser = \"root\"\npassword = \"x\"\naccounts = \"per-user\"\n\n\
+         [pool]\nmax = 2\nwait_timeout = 2\n"
+    );
+    let _relay = start_config(&toml, port, metrics_port);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let e = rt
+        .block_on(client(port, "dana", "dana-pw").connect(Duration::from_secs(10)))
+        .expect_err("nothing to log in to");
+    let text = e.to_string();
+    assert!(!text.contains("1045"), "{text}");
+    assert!(!text.contains("Access denied"), "{text}");
+    assert!(text.contains("1429"), "{text}");
+    assert!(text.contains("cannot check the login of 'dana'"), "{text}");
+}

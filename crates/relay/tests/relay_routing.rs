@@ -51,10 +51,13 @@ fn reads_go_to_replicas_and_writes_to_the_primary() {
     let _one = serial();
     let srv = replicated();
     let dir = tempfile::tempdir().expect("tmp");
+    // Placement alone: without read-your-writes (the default, session,
+    // adds a wait on the replica and a GTID read on the primary per write;
+    // its own tests below).
     let relay = start_routing_relay(
         srv,
         dir.path(),
-        "read_write_split = true\nhealth_interval = 2",
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 2",
         "",
         "",
     );
@@ -102,6 +105,8 @@ fn reads_go_to_replicas_and_writes_to_the_primary() {
     });
 }
 
+/// Read-your-writes is what a split gives unless `none` is chosen: the
+/// routing section here names no consistency.
 #[test]
 fn session_consistency_reads_its_own_writes() {
     let _one = serial();
@@ -110,7 +115,7 @@ fn session_consistency_reads_its_own_writes() {
     let relay = start_routing_relay(
         srv,
         dir.path(),
-        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.5",
+        "read_write_split = true\nhealth_interval = 0.5",
         "",
         "",
     );
@@ -351,5 +356,60 @@ fn a_named_replica_group_serves_only_what_rules_send_it() {
             sel[2] >= 50 && sel[1] < 5,
             "reports go to the reporting group: {sel:?}"
         );
+    });
+}
+
+/// Without read/write split, only the writable primary serves: replicas
+/// stand by for failover. Before, the quick start spread statements over
+/// all three servers, and root's writes (read_only does not stop SUPER)
+/// landed on replicas under their own GTIDs and broke replication.
+#[test]
+fn without_split_only_the_primary_serves_and_replicas_stand_by() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(srv, dir.path(), "health_interval = 2", "", "");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("nosplit").await;
+        let mut direct = srv.connect().await;
+        let primary_id: Option<u32> = direct
+            .query_first("SELECT @@server_id")
+            .await
+            .expect("server id");
+        let _ = direct.disconnect().await;
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, sid INT NOT NULL)")
+            .await
+            .expect("create");
+        for i in 0..30 {
+            // Each statement on a fresh connection from the pool's view.
+            let mut one = client(relay.port, &db).await;
+            let sid: Option<u32> = one.query_first("SELECT @@server_id").await.expect("read");
+            assert_eq!(
+                sid, primary_id,
+                "statement {i} was answered by another server"
+            );
+            one.query_drop(format!("INSERT INTO t VALUES ({i}, @@server_id)"))
+                .await
+                .expect("insert");
+            let _ = one.disconnect().await;
+        }
+        let _ = c.disconnect().await;
+        // Every row was written on the primary (a row written on a replica
+        // would be there alone, with its server id).
+        for (i, n) in srv.sandbox.meta.nodes.iter().enumerate() {
+            let t = srv.sandbox.target(n).expect("target");
+            let mut node = t.connect(Duration::from_secs(5)).await.expect("node");
+            let foreign: Option<i64> = node
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM `{db}`.t WHERE sid <> {}",
+                    primary_id.unwrap_or(0)
+                ))
+                .await
+                .unwrap_or(Some(0));
+            assert_eq!(foreign, Some(0), "node {i} holds rows written there");
+            let _ = node.disconnect().await;
+        }
     });
 }

@@ -629,6 +629,20 @@ fn by_default_each_client_runs_on_the_server_as_itself() {
         common::stderr(&o)
     );
 
+    // Client accounts without --shared-account would be ignored: refused.
+    let o = common::sqlfleet()
+        .args(["relay", "--listen", "127.0.0.1:0", "--backend", &backend])
+        .args(["--no-defaults", "-u", "root", "--client-user", "app:app-pw"])
+        .env("MYSQL_PWD", pw.expose())
+        .output()
+        .expect("run");
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("name the accounts of --shared-account mode"),
+        "{}",
+        common::stderr(&o)
+    );
+
     // Chosen: every client is root, and the log says so with root's grants
     // (never its password hash).
     let port = common::relay::free_port();

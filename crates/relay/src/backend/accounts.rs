@@ -179,12 +179,14 @@ impl ServerAccounts {
 
     /// The server's account `user` (one mysql_native_password hash for
     /// every host it is defined for), or None: unknown, another plugin,
-    /// hosts with different passwords, or the lookup failed (logged).
-    pub async fn lookup(&self, user: &str) -> Option<Account> {
+    /// hosts with different passwords. Err when the server could not be
+    /// asked (logged): the client is told the server is unreachable, not
+    /// that its password is wrong.
+    pub async fn lookup(&self, user: &str) -> Result<Option<Account>, String> {
         if let Ok(c) = self.cache.lock() {
             if let Some((at, a)) = c.get(user) {
                 if at.elapsed() < TTL {
-                    return a.clone();
+                    return Ok(a.clone());
                 }
             }
         }
@@ -192,7 +194,7 @@ impl ServerAccounts {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(user, "looking up a server account failed: {e}");
-                return None;
+                return Err(e);
             }
         };
         // Only accounts found are kept: one made on the server a moment
@@ -205,7 +207,7 @@ impl ServerAccounts {
             }
             c.insert(user.to_string(), (Instant::now(), found.clone()));
         }
-        found
+        Ok(found)
     }
 
     /// Accounts changed through the relay: look everything up again.

@@ -475,11 +475,13 @@ impl Pool {
                     .or_else(|| least(&mut (0..self.sides.len())))
             }
             Route::Primary => {
-                if states.iter().all(|s| !s.checked) {
-                    // No check has finished yet (just started): any will do.
-                    return self.pick(Route::Any);
-                }
-                least(&mut (0..self.sides.len()).filter(|&i| states[i].up && !states[i].read_only))
+                // Until a check says which is writable (just started), no
+                // guess: the caller waits (a replica is never taken for
+                // the primary).
+                least(
+                    &mut (0..self.sides.len())
+                        .filter(|&i| states[i].checked && states[i].up && !states[i].read_only),
+                )
             }
             Route::Replica | Route::Group(_) => {
                 let group = match route {

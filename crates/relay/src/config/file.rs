@@ -184,6 +184,13 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             "--shared-account: give client accounts with --client-user NAME:PASSWORD or --client-users-file (every client then runs as the backend account)".into(),
         );
     }
+    // Without --shared-account each client logs in to the server as
+    // itself: a list of the relay's own would not do what it says.
+    if !q.shared_account && !q.users.is_empty() {
+        return Err(
+            "--client-user / --client-users-file name the accounts of --shared-account mode; without it each client logs in to the server with its own account and password (add --shared-account, or leave the client accounts out)".into(),
+        );
+    }
     let f = File {
         relay: RelaySection {
             listen: q.listen,
@@ -402,7 +409,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
     let r = &f.routing;
     let routing = Routing {
         read_write_split: r.read_write_split.unwrap_or(false),
-        consistency: r.consistency.unwrap_or(Consistency::None),
+        consistency: r.consistency.unwrap_or(Consistency::Session),
         max_lag: secs(r.max_lag, d.max_lag, "routing.max_lag")?,
         health_interval: secs(
             r.health_interval,

@@ -50,6 +50,10 @@ pub enum AuthError {
     Wire(#[from] WireError),
     #[error("access denied for {0}")]
     Denied(String),
+    /// The login could not be checked (the server could not be asked);
+    /// the client was told so.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 fn nonce() -> [u8; 20] {
@@ -98,18 +102,30 @@ pub async fn with_server_account<'a>(
     server: Option<&crate::backend::accounts::ServerAccounts>,
     user: &str,
     extra: &'a mut Option<std::collections::HashMap<String, Account>>,
-) -> &'a std::collections::HashMap<String, Account> {
+) -> Result<&'a std::collections::HashMap<String, Account>, String> {
     let Some(sa) = server.filter(|_| !users.contains_key(user)) else {
-        return users;
+        return Ok(users);
     };
-    match sa.lookup(user).await {
+    match sa.lookup(user).await? {
         Some(a) => {
             let mut m = users.clone();
             m.insert(user.to_string(), a);
-            extra.insert(m)
+            Ok(extra.insert(m))
         }
-        None => users,
+        None => Ok(users),
     }
+}
+
+/// The error a client gets when its login cannot be checked because the
+/// server cannot be asked: a can't-connect error in the server's range
+/// (never "Access denied", which would make the client blame its
+/// password).
+pub fn unreachable_payload(user: &str, why: &str) -> (String, Vec<u8>) {
+    let msg = format!(
+        "sqlfleet relay: cannot check the login of '{user}': the server is unreachable ({why})"
+    );
+    let payload = packet::err_payload(crate::backend::pool::UNREACHABLE_CODE, "HY000", &msg);
+    (msg, payload)
 }
 
 /// The server side of a TLS handshake on `io`.
@@ -192,7 +208,14 @@ where
     let mut hello = handshake::parse_client_hello(&r.payload)?;
     let token = std::mem::take(&mut hello.auth);
     let mut extra = None;
-    let users = with_server_account(users, server, &hello.user, &mut extra).await;
+    let users = match with_server_account(users, server, &hello.user, &mut extra).await {
+        Ok(users) => users,
+        Err(why) => {
+            let (msg, payload) = unreachable_payload(&hello.user, &why);
+            packet::write(&mut stream, r.seq.wrapping_add(1), &payload).await?;
+            return Err(AuthError::Unavailable(msg));
+        }
+    };
     let (seq, credential) = check(
         cfg,
         users,

@@ -174,6 +174,10 @@ where
             crate::admin::log::login_failed("", id, &why);
             return;
         }
+        Ok(Err(auth::AuthError::Unavailable(why))) => {
+            crate::admin::log::login_failed("", id, &why);
+            return;
+        }
         _ => return, // stalled, malformed or gone mid-handshake
     };
     let (handle, _registered) = ctx.clients.register(id, &li.hello.user, &host);

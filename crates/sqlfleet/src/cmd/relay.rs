@@ -48,7 +48,8 @@ pub struct RelayArgs {
     #[arg(long = "listen", default_value = "127.0.0.1:6033")]
     listen: Vec<String>,
     /// A backend server, HOST:PORT or unix:/path (repeatable; clients go
-    /// to the least busy); logged into with the connection options'
+    /// to the least busy writable one; read_only ones stand by unless
+    /// --read-write-split); logged into with the connection options'
     /// user, password and --ssl-mode. Default: the connection options'
     /// server, or every server of --sandbox
     #[arg(long = "backend", value_name = "HOST:PORT")]
@@ -97,13 +98,15 @@ pub struct RelayArgs {
     #[arg(long, default_value_t = 3600.0)]
     max_lifetime: f64,
     /// Send autocommit reads to replicas (servers with read_only=1); the
-    /// writable server gets writes and transactions (transaction mode)
+    /// writable server gets writes and transactions (transaction mode).
+    /// Without it only the writable server serves; replicas stand by
     #[arg(long)]
     read_write_split: bool,
-    /// Read-your-writes on replicas: none; session (a client's reads wait
-    /// for its own last write); global (reads wait for everything the
-    /// primary had committed); else the read goes to the primary
-    #[arg(long, default_value = "none", value_parser = ["none", "session", "global"])]
+    /// Read-your-writes on replicas: session (the default: a client's
+    /// reads wait for its own last write); global (reads wait for
+    /// everything the primary had committed); else the read goes to the
+    /// primary; none (reads may miss the client's own writes)
+    #[arg(long, default_value = "session", value_parser = ["none", "session", "global"])]
     consistency: String,
     /// Seconds of replication lag past which a replica gets no reads
     #[arg(long, default_value_t = 10.0)]

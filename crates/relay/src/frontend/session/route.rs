@@ -15,8 +15,12 @@ use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
 
 impl Session {
+    /// The writable backend: without read/write split, replicas stand by
+    /// (a statement spread over them would write where the user did not
+    /// mean, and root's writes pass read_only). One backend is taken as
+    /// it is.
     pub(super) fn default_route(&self) -> Route {
-        if self.ctx.cfg.routing.read_write_split {
+        if self.ctx.cfg.backends.len() > 1 {
             Route::Primary
         } else {
             Route::Any

@@ -75,13 +75,27 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let mut extra = None;
-        let users = auth::with_server_account(
+        let users = match auth::with_server_account(
             &users,
             self.ctx.server_accounts.as_ref(),
             &req.user,
             &mut extra,
         )
-        .await;
+        .await
+        {
+            Ok(users) => users,
+            Err(why) => {
+                // As a failed change of user: the session goes on as the
+                // user it was, told why.
+                let (msg, payload) = auth::unreachable_payload(&req.user, &why);
+                crate::admin::log::login_failed(&req.user, self.id, &msg);
+                self.io
+                    .write_packet(1, &payload)
+                    .await
+                    .map_err(|_| Fail::Close)?;
+                return Ok(());
+            }
+        };
         let (seq, credential) = match auth::check(
             &self.ctx.cfg,
             users,
