@@ -192,13 +192,16 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             }
         }
     }
+    sqlfleet_faults::point!("load::chunk_sent");
     let rec = journal::record_sql(&w.load_id, w.offset, w.end, "chunk", rows, None);
     if let Err(e) = c.conn.query_drop(rec).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(e);
     }
+    sqlfleet_faults::point!("load::chunk_journaled");
     match c.conn.query_drop("COMMIT").await {
         Ok(()) => {
+            sqlfleet_faults::point!("load::chunk_committed");
             ctx.shared
                 .warnings
                 .fetch_add(counts.warnings, Ordering::Relaxed);

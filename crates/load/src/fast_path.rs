@@ -153,12 +153,15 @@ async fn load(
         }
         rows += c.conn.affected_rows();
     }
+    sqlfleet_faults::point!("load::batch_sent");
     if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return check(e);
     }
+    sqlfleet_faults::point!("load::batch_journaled");
     match c.conn.query_drop("COMMIT").await {
         Ok(()) => {
+            sqlfleet_faults::point!("load::batch_committed");
             ctx.shared
                 .fast_statements
                 .fetch_add(statements as u64, Ordering::Relaxed);

@@ -636,6 +636,7 @@ pub async fn finish(
     bytes: u64,
     rows: u64,
 ) -> Result<(), LoadError> {
+    sqlfleet_faults::point!("load::before_finish");
     conn.query_drop(format!(
         "UPDATE sqlfleet.loads SET state = '{}', finished_at = CURRENT_TIMESTAMP(6), bytes = {bytes}, rows_loaded = {rows} \
          WHERE load_id = {}",

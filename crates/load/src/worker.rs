@@ -322,12 +322,15 @@ async fn run_txn(
         rows += c.conn.affected_rows();
         warnings += u64::from(c.conn.get_warnings());
     }
+    sqlfleet_faults::point!("load::batch_sent");
     if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(0, e);
     }
+    sqlfleet_faults::point!("load::batch_journaled");
     match c.conn.query_drop("COMMIT").await {
         Ok(()) => {
+            sqlfleet_faults::point!("load::batch_committed");
             // Counted once committed: a batch retried is not counted twice.
             ctx.shared.warnings.fetch_add(warnings, Ordering::Relaxed);
             Outcome::Ok(rows)

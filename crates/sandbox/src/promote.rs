@@ -97,6 +97,7 @@ impl Sandbox {
                 .map_err(sql(old_label.clone()))?;
             target = Some(pos.unwrap_or_default());
             fence = Some(o);
+            sqlfleet_faults::point!("promote::old_primary_fenced");
         }
         let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
         if let Some(pos) = target.as_deref().filter(|p| !p.is_empty()) {
@@ -129,6 +130,7 @@ impl Sandbox {
                 });
             }
         }
+        sqlfleet_faults::point!("promote::caught_up");
         c.query_drop("STOP SLAVE")
             .await
             .map_err(sql(label.clone()))?;
@@ -138,6 +140,7 @@ impl Sandbox {
         c.query_drop("SET GLOBAL read_only = 0")
             .await
             .map_err(sql(label.clone()))?;
+        sqlfleet_faults::point!("promote::new_primary_writable");
         let _ = c.disconnect().await;
         // The old primary stays read-only; its lock goes before it follows.
         if let Some(mut o) = fence.take() {
@@ -157,6 +160,7 @@ impl Sandbox {
         let promoted = self.meta.nodes.remove(pos);
         self.meta.nodes.insert(0, promoted);
         self.meta.save(&self.layout.meta())?;
+        sqlfleet_faults::point!("promote::meta_saved");
         self.write_client_files(&password)?;
 
         let mut repointed = Vec::new();
@@ -185,6 +189,7 @@ impl Sandbox {
                 let _ = c.disconnect().await;
             }
             setup::start_replication(&label, &nl, &password, &new).await?;
+            sqlfleet_faults::point!("promote::replica_repointed");
             repointed.push(n.name.clone());
         }
         Ok(PromoteReport {

@@ -519,6 +519,7 @@ impl Pool {
                     .get(i)
                     .map_or_else(|| "none".to_string(), |s| s.backend.addr())
             };
+            sqlfleet_faults::point!("relay::writer_switched");
             crate::admin::log::galera_writer(&name(cur), &name(new));
         }
         w
@@ -691,6 +692,10 @@ impl Pool {
         self.metrics.wait(t0.elapsed());
         if result.is_ok() {
             side.busy.fetch_add(1, Relaxed);
+        }
+        if result.is_ok() {
+            // Leased: a connection is the client's; nothing sent yet.
+            sqlfleet_faults::point!("relay::leased");
         }
         result
     }

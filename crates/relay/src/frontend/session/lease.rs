@@ -185,9 +185,11 @@ impl Session {
             self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
             let mut q = b"\x03SET ".to_vec();
             q.extend_from_slice(parts.join(", ").as_bytes());
+            sqlfleet_faults::point!("relay::before_replay");
             let o = command::command(c, &q, Expect::Results { cursor: false })
                 .await
                 .map_err(lost)?;
+            sqlfleet_faults::point!("relay::after_replay");
             if let Some((code, msg)) = o.error {
                 return Err(Fail::Err(
                     code,
