@@ -21,8 +21,9 @@ CAMPAIGNS=${3:-1}
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh --core
 source scripts/env.sh
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+out=${FAULTS_LOG:-/tmp/sqlfleet-faults.log}
+: > "$out"
+echo "full output: $out" >&2
 status=0
 for ((i = 0; i < CAMPAIGNS; i++)); do
   seed=$((SEED + i))
@@ -30,7 +31,7 @@ for ((i = 0; i < CAMPAIGNS; i++)); do
   if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$ROUNDS \
       cargo test -q -p sqlfleet-replicate --test kill9 -- --exact \
       kill9_campaign_leaves_every_format_identical_to_its_source --nocapture 2>&1 \
-      | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transactions written' >&2; then
+      | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transactions written|panicked|error' >&2; then
     status=1
   fi
 done

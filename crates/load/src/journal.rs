@@ -122,6 +122,9 @@ pub struct Resume {
     pub size: Option<u64>,
     /// The hash its chain values were computed with (`None`: SHA-256).
     pub chain_hash: Option<String>,
+    /// The load had finished: "already loaded" is said only once this
+    /// input has been checked against every recorded statement chain.
+    pub done: bool,
 }
 
 /// One journal record.
@@ -260,7 +263,27 @@ pub async fn prepare(
         }
     }
     let start = match (state.as_deref(), resume, restart) {
-        (Some("done"), true, false) => return Ok(Start::AlreadyDone),
+        // Finished: the same id is not the same input (size and first MiB
+        // only). A dump is read and checked against every recorded
+        // statement chain like a cut-off load's before "already loaded" is
+        // said (every dump record carries its chain). CSV/TSV chunks carry
+        // none: a finished file is still taken by its id (see the issue
+        // this leaves open in docs).
+        (Some("done"), true, false) => {
+            let r = read_resume(conn, load_id).await.map_err(&e)?;
+            if r.chains.is_empty() {
+                return Ok(Start::AlreadyDone);
+            }
+            if r.chain_hash.as_deref() != Some(CHAIN_HASH) {
+                return Err(LoadError::Setup {
+                    what: format!(
+                        "{source}: a load with this id (load id {load_id}) finished, recorded by another sqlfleet version, which checks inputs with {} ({CHAIN_HASH} here), so this one cannot tell whether this input is the one it loaded; refusing to call it loaded (use --restart to load it from the start)",
+                        r.chain_hash.as_deref().unwrap_or("SHA-256")
+                    ),
+                });
+            }
+            return Ok(Start::Resume(Resume { done: true, ..r }));
+        }
         (Some("running" | "failed"), false, false) => {
             return Err(LoadError::Unfinished {
                 load_id: load_id.to_string(),

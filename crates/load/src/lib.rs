@@ -387,6 +387,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         Regime::Ordered
     };
     let mut check = ResumeCheck::new(&resume);
+    // A finished load resumed: "already loaded" once the whole input met
+    // its recorded chains (the check refuses another input first).
+    let from_done = resume.done;
     let mut sched = Scheduler::new(
         engine.ctx.clone(),
         engine.queue.clone(),
@@ -557,7 +560,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         source: source_name,
         load_id,
         complete: true,
-        already_done: false,
+        already_done: from_done && shared.statements.load(Ordering::Relaxed) == 0,
         bytes,
         statements: shared.statements.load(Ordering::Relaxed),
         batches: shared.batches.load(Ordering::Relaxed),

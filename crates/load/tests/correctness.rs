@@ -281,6 +281,79 @@ fn resume_with_another_input_is_refused_before_anything_runs() {
     }
 }
 
+/// A load that finished is "already loaded" only for the same bytes:
+/// another dump of the same size and first MiB (the same load id) is
+/// refused on `--resume` before anything runs, naming where it differs,
+/// wherever the change is — in the middle, in the last batch, in the
+/// last statement. Before, it was called "already loaded completely"
+/// and the target kept the first dump's rows.
+#[test]
+fn a_finished_load_is_already_loaded_only_for_the_same_bytes() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let a = big_dump(
+        "InnoDB",
+        true,
+        60_000,
+        Some("INSERT INTO `big` VALUES (9999991,'a');\n"),
+    );
+    let digit_after = |from: usize| {
+        from + a[from..]
+            .iter()
+            .position(|x| *x == b'7')
+            .expect("a digit to change")
+    };
+    let mut middle = a.clone();
+    let i = digit_after((1 << 20) + 100);
+    middle[i] = b'8';
+    let mut last_batch = a.clone();
+    let i = digit_after(a.len() - 30_000);
+    last_batch[i] = b'8';
+    let mut last_statement = a.clone();
+    let i = a.len() - 9;
+    assert_eq!(&a[i..i + 1], b"9");
+    last_statement[i] = b'8';
+    for (name, other) in [
+        ("the middle", &middle),
+        ("the last batch", &last_batch),
+        ("the last statement", &last_statement),
+    ] {
+        assert_eq!(other.len(), a.len());
+        let f = write(dir.path(), "finished.sql", &a);
+        let ours = common::fresh_db(srv, "ours");
+        let mut opts = common::options(srv, &ours, &f);
+        opts.threads = 2;
+        opts.batch_bytes = 20_000;
+        opts.restart = true;
+        common::load(opts.clone()).expect("the first load");
+        let sum = format!("CHECKSUM TABLE `{ours}`.`big`");
+        let before = common::query(srv, &sum);
+        // The same bytes again: already loaded, nothing runs.
+        let again = common::resume(opts.clone()).expect("the same input");
+        assert!(again.already_done, "{name}: {again:?}");
+        assert_eq!(common::query(srv, &sum), before);
+        // Another input with the same id: refused, nothing runs, and the
+        // finished load stays finished for its own input.
+        std::fs::write(&f, other).expect("replace");
+        match common::resume(opts.clone()) {
+            Err(e @ LoadError::Changed { .. }) => {
+                let msg = e.to_string();
+                assert!(
+                    msg.contains("not the input")
+                        && msg.contains("differs")
+                        && msg.contains("line"),
+                    "{name}: {msg}"
+                );
+            }
+            other => panic!("{name}: another input was taken for the loaded one: {other:?}"),
+        }
+        assert_eq!(common::query(srv, &sum), before, "{name}: nothing ran");
+        std::fs::write(&f, &a).expect("back");
+        let again = common::resume(opts).expect("the loaded input again");
+        assert!(again.already_done, "{name}: {again:?}");
+    }
+}
+
 #[test]
 fn a_journal_whose_chain_has_another_hash_is_not_resumed() {
     // sqlfleet before the chain was named wrote SHA-256 chains and no
