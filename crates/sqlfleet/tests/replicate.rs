@@ -771,3 +771,188 @@ fn replicate_into_a_galera_node_gives_every_node_the_source_and_refuses_myisam_r
         }
     });
 }
+
+/// `replicate seed` under faults: killed -9 at each seed step (dump whole,
+/// loaded, recorded) and inside its load (batch sent / journaled /
+/// committed, the completion mark), or at seeded random instants, rerun
+/// until it succeeds; then `replicate` killed -9 a few times in its first
+/// seconds of streaming; the copy equals the source — the snapshot plus
+/// everything written while all this happened, exactly once. A failure
+/// names its seed and schedule (`SQLFLEET_FAULT_SEED` replays it).
+#[test]
+fn seed_and_first_streaming_killed_at_every_step_leave_the_copy_identical() {
+    use sqlfleet_testkit::faults;
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    let log = dir.path().join("seed.log");
+    let seed_no = faults::seed(20_261_128);
+    rt.block_on(async {
+        create_db(s, "sk_a").await;
+        create_db(s, "sk_b").await;
+        // Enough rows for several load batches (the kills inside the
+        // load land between them).
+        for db in ["sk_a", "sk_b"] {
+            exec(
+                s,
+                &format!(
+                    "INSERT INTO {db}.t (v, s, d, j) SELECT seq, REPEAT('x', 50), seq / 7, JSON_OBJECT('k', seq) \
+                     FROM {db}.seq_1_to_120000"
+                ),
+            )
+            .await;
+        }
+        tokio::join!(
+            workload(source(), "sk_a", Some("sk_b"), 41, 1000),
+            workload(source(), "sk_b", None, 42, 1000),
+        );
+    });
+    let c = config(
+        dir.path(),
+        "seedkill",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"sk\"\ndsn = \"{}\"\ninclude = [\"sk_*\"]\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    let writer = std::thread::spawn(|| {
+        runtime().block_on(async {
+            tokio::join!(
+                workload(source(), "sk_a", Some("sk_b"), 43, 1500),
+                workload(source(), "sk_b", None, 44, 1500),
+            )
+        });
+    });
+    let run = |args: &[&str], failpoints: &str, limit: Duration| {
+        let out = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log)
+            .expect("log");
+        let mut cmd = sqlfleet();
+        cmd.args(args)
+            .arg("--config")
+            .arg(&c)
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().expect("log"))
+            .stderr(out);
+        if !failpoints.is_empty() {
+            cmd.env("SQLFLEET_FAILPOINTS", failpoints);
+        }
+        let mut child = cmd.spawn().expect("spawn");
+        let t0 = std::time::Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().expect("wait") {
+                return (st, false);
+            }
+            if t0.elapsed() >= limit {
+                let _ = child.kill();
+                return (child.wait().expect("reap"), true);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let work_s = work.display().to_string();
+    let seed_args = ["replicate", "seed", "--threads", "2", "--dir", &work_s];
+    let points = [
+        "seed::dumped",
+        "load::batch_sent",
+        "load::batch_journaled",
+        "load::batch_committed",
+        "load::before_finish",
+        "seed::loaded",
+        "seed::recorded",
+    ];
+    // A seed run takes about two seconds here: each fault lands at the
+    // first pass of its point, or at a random instant within 0.8 s.
+    let schedule = faults::plan(
+        seed_no,
+        9,
+        &points,
+        1,
+        (Duration::from_millis(50), Duration::from_millis(800)),
+    );
+    let mut injected = Vec::new();
+    let mut seeded = false;
+    for f in &schedule {
+        let (st, by_us) = run(&seed_args, &f.failpoints(), f.deadline());
+        if st.success() {
+            seeded = true;
+            injected.push(format!("{f}: the seed finished first"));
+            break;
+        }
+        assert!(
+            by_us || faults::killed(&st),
+            "seed failed by itself ({st}) under {f} (seed {seed_no}): {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        injected.push(format!(
+            "{f}: {}",
+            if by_us {
+                "killed at the deadline"
+            } else {
+                "killed there"
+            }
+        ));
+    }
+    if !seeded {
+        let (st, _) = run(&seed_args, "", Duration::from_secs(300));
+        assert!(
+            st.success(),
+            "the seed after {} faults (seed {seed_no}): {st}\n{}",
+            injected.len(),
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    // The first seconds of streaming, killed three times.
+    for f in faults::plan(
+        seed_no + 1,
+        3,
+        &["replicate::batch_after_commit", "replicate::commit_after"],
+        4,
+        (Duration::from_millis(300), Duration::from_millis(1500)),
+    ) {
+        let (st, by_us) = run(
+            &["replicate", "--progress", "never"],
+            &f.failpoints(),
+            f.deadline(),
+        );
+        assert!(
+            by_us || faults::killed(&st),
+            "replicate ended by itself ({st}) under {f}: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        injected.push(f.to_string());
+    }
+    writer.join().expect("writer");
+    let (st, _) = run(
+        &["replicate", "--until-caught-up", "--progress", "never"],
+        "",
+        Duration::from_secs(300),
+    );
+    assert!(
+        st.success(),
+        "the final run: {st}\n{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    rt.block_on(async {
+        for db in ["sk_a", "sk_b"] {
+            assert_eq!(
+                s.fingerprint(db).await,
+                t.fingerprint(db).await,
+                "{db}: differs from the source after faults (seed {seed_no}):\n  {}",
+                injected.join("\n  ")
+            );
+        }
+    });
+    println!(
+        "seed campaign (seed {seed_no}):\n  {}",
+        injected.join("\n  ")
+    );
+    println!(
+        "faults-survived: campaign=seed seed={seed_no} faults={} violations=0",
+        injected.len()
+    );
+}

@@ -90,9 +90,11 @@ pub async fn seed_one(
         "loading {}: not complete; run seed again to go on",
         work.dump.display()
     );
+    sqlfleet_faults::point!("seed::loaded");
     seed::record(target, &s.name, &gtid, force)
         .await
         .map_err(|e| anyhow!(e))?;
+    sqlfleet_faults::point!("seed::recorded");
     println!(
         "seeded source '{}': {} rows into {}, from the snapshot at GTID {gtid}; `replicate` continues from there",
         s.name,
@@ -183,6 +185,7 @@ async fn dump(
         gtid: gtid.to_string(),
         databases: r.databases,
     })?;
+    sqlfleet_faults::point!("seed::dumped");
     let _ = std::fs::remove_file(&work.raw);
     Ok(gtid)
 }
