@@ -243,9 +243,12 @@ impl Session {
         self.ensure_conn().await.map(drop)
     }
 
-    /// consistency = session: after a committed write, remember its GTID.
+    /// consistency = session, with read/write split: after a committed
+    /// write, remember its GTID (a query on the client's connection, so
+    /// only where replicas serve reads; without a split nothing is asked).
     pub(super) async fn after_write(&mut self, read: bool, o: &Outcome) -> Result<(), Fail> {
-        if self.ctx.cfg.routing.consistency != Consistency::Session
+        if !self.ctx.cfg.routing.read_write_split
+            || self.ctx.cfg.routing.consistency != Consistency::Session
             || read
             || o.error.is_some()
             || self.st.in_trans
