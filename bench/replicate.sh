@@ -25,8 +25,9 @@ EVENTS=${1:-20000}
 THREADS=${2:-4}
 bash scripts/deps.sh sysbench
 source scripts/env.sh
-cargo build --release --quiet -p sqlfleet
-SQLFLEET="$SQLFLEET_TARGET/release/sqlfleet"
+# SQLFLEET_BIN=path measures another build on the same bench.
+if [ -z "${SQLFLEET_BIN:-}" ]; then cargo build --release --quiet -p sqlfleet; fi
+SQLFLEET="${SQLFLEET_BIN:-$SQLFLEET_TARGET/release/sqlfleet}"
 export SQLFLEET_HOME="${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}"
 WORK="$(mktemp -d)"; chmod 700 "$WORK"
 SOURCES=(); for i in $(seq 1 "${SOURCES_N:-3}"); do SOURCES+=("rsrc$i"); done
