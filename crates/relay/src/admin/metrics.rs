@@ -3,7 +3,6 @@
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
-use crate::backend::side::OwnQuery;
 use crate::protocol::sql::Pin;
 
 /// Upper bounds (seconds) of the pool wait and command latency histograms.
@@ -64,6 +63,42 @@ pub struct BackendCounters {
     pub reuses: AtomicU64,
     /// Command latency as the client saw it (through the relay).
     pub latency: Histogram,
+}
+
+/// What the relay asks the server on its own behalf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnQuery {
+    /// One database's view names (`view_calls.rs`).
+    ViewNames,
+    /// One view's definition.
+    ViewDefinition,
+    /// One table's triggers, defaults and columns (`write_effects.rs`).
+    TableEffects,
+    /// The relay account's own privileges (once).
+    Privileges,
+    /// Per-user mode: one account's login and grants (`accounts.rs`).
+    Account,
+}
+
+impl OwnQuery {
+    pub const ALL: [OwnQuery; 5] = [
+        OwnQuery::ViewNames,
+        OwnQuery::ViewDefinition,
+        OwnQuery::TableEffects,
+        OwnQuery::Privileges,
+        OwnQuery::Account,
+    ];
+
+    /// Its label in /metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            OwnQuery::ViewNames => "view_names",
+            OwnQuery::ViewDefinition => "view_definition",
+            OwnQuery::TableEffects => "table_effects",
+            OwnQuery::Privileges => "privileges",
+            OwnQuery::Account => "account",
+        }
+    }
 }
 
 /// A label value with `\`, `"` and newlines escaped.

@@ -10,48 +10,13 @@
 use std::sync::Arc;
 
 use crate::admin::metrics::Metrics;
+pub use crate::admin::metrics::OwnQuery;
 use crate::backend::command::query_rows;
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::Backend;
 
 /// One row as (column name, value) pairs.
 pub type Row = Vec<(String, Option<String>)>;
-
-/// What the relay asks the server on its own behalf.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OwnQuery {
-    /// One database's view names (`view_calls.rs`).
-    ViewNames,
-    /// One view's definition.
-    ViewDefinition,
-    /// One table's triggers, defaults and columns (`write_effects.rs`).
-    TableEffects,
-    /// The relay account's own privileges (once).
-    Privileges,
-    /// Per-user mode: one account's login and grants (`accounts.rs`).
-    Account,
-}
-
-impl OwnQuery {
-    pub const ALL: [OwnQuery; 5] = [
-        OwnQuery::ViewNames,
-        OwnQuery::ViewDefinition,
-        OwnQuery::TableEffects,
-        OwnQuery::Privileges,
-        OwnQuery::Account,
-    ];
-
-    /// Its label in /metrics.
-    pub fn name(self) -> &'static str {
-        match self {
-            OwnQuery::ViewNames => "view_names",
-            OwnQuery::ViewDefinition => "view_definition",
-            OwnQuery::TableEffects => "table_effects",
-            OwnQuery::Privileges => "privileges",
-            OwnQuery::Account => "account",
-        }
-    }
-}
 
 pub struct SideConn {
     dialer: Dialer,
