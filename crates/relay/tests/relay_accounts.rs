@@ -599,3 +599,55 @@ fn a_login_while_the_server_is_unreachable_says_so_not_access_denied() {
     assert!(text.contains("1429"), "{text}");
     assert!(text.contains("cannot check the login of 'dana'"), "{text}");
 }
+
+/// An error the relay repeats from the server (here the database a
+/// per-user client may not use, met when its connection is leased) keeps
+/// every character: it was cut at 55 ("... to database 'nc3_se").
+#[test]
+fn a_database_refusal_reaches_the_client_whole() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = "a_database_whose_name_is_long_enough_to_be_cut_before";
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        for sql in [
+            "DROP USER IF EXISTS 'nc3app'@'%'".to_string(),
+            "CREATE USER 'nc3app'@'%' IDENTIFIED BY 'nc3-pw'".into(),
+            format!("CREATE DATABASE IF NOT EXISTS {db}"),
+        ] {
+            root.query_drop(sql).await.expect("set-up");
+        }
+    });
+    let port = free_port();
+    let metrics_port = free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"per-user\"\n\n\
+         [pool]\nmax = 2\nwait_timeout = 5\n",
+        srv.sandbox.meta.primary().port,
+        quoted(pw.expose()),
+    );
+    let _relay = start_config(&toml, port, metrics_port);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let refusal = |p: u16| {
+        let mut t = client(p, "nc3app", "nc3-pw");
+        t.database = Some(db.to_string());
+        rt.block_on(async {
+            match t.connect(Duration::from_secs(10)).await {
+                Err(e) => e.to_string(),
+                Ok(mut c) => match c.query_drop("SELECT 1").await {
+                    Err(e) => e.to_string(),
+                    Ok(()) => panic!("nc3app may use {db}"),
+                },
+            }
+        })
+    };
+    let (direct, relayed) = (refusal(direct_port), refusal(port));
+    assert!(direct.contains(db), "{direct}");
+    assert!(
+        relayed.contains(&format!("'{db}'")),
+        "cut: {relayed} (directly: {direct})"
+    );
+    assert!(relayed.contains("1044"), "{relayed}");
+}

@@ -22,6 +22,16 @@ pub trait Link {
 
 /// Sends one command and reads its whole reply without forwarding it;
 /// returns the reply's outcome (an ERR is an `Ok` with `error` set).
+/// How much of a packet the tracker is shown: the prefix, or all of it
+/// where it reads the whole (an ERR, whose message the relay may repeat;
+/// an OK with session-state data).
+fn look(t: &Tracker, p: &[u8], len: usize) -> usize {
+    match p.first() {
+        Some(&first) if t.needs_whole(len, first) => p.len(),
+        _ => p.len().min(crate::protocol::reply::PREFIX),
+    }
+}
+
 pub async fn command(
     c: &mut impl Link,
     payload: &[u8],
@@ -33,7 +43,7 @@ pub async fn command(
     loop {
         let (_, mut p) = c.io().read_packet(1 << 30).await?;
         let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
-        let look = p.len().min(crate::protocol::reply::PREFIX);
+        let look = look(&t, &p, len);
         if t.packet(len, &mut p[..look])? == crate::protocol::reply::Event::End {
             return Ok(t.outcome);
         }
@@ -51,8 +61,8 @@ pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>,
     loop {
         let (_, mut p) = c.io().read_packet(1 << 24).await?;
         let rows_before = t.outcome.rows;
-        let look = p.len().min(crate::protocol::reply::PREFIX);
         let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let look = look(&t, &p, len);
         let mut head = p[..look].to_vec();
         let ev = t.packet(len, &mut head)?;
         if t.outcome.rows == 1 && rows_before == 0 {

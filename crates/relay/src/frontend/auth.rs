@@ -122,7 +122,7 @@ pub async fn with_server_account<'a>(
 /// password).
 pub fn unreachable_payload(user: &str, why: &str) -> (String, Vec<u8>) {
     let msg = format!(
-        "sqlfleet relay: cannot check the login of '{user}': the server is unreachable ({why})"
+        "sqlfleet relay: cannot check the login of '{user}': the relay could not ask the server ({why})"
     );
     let payload = packet::err_payload(crate::backend::pool::UNREACHABLE_CODE, "HY000", &msg);
     (msg, payload)

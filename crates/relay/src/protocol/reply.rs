@@ -185,7 +185,16 @@ impl Tracker {
     }
 
     pub fn needs_whole(&self, len: usize, first: u8) -> bool {
-        if !self.track || self.continuation || len >= MAX_CHUNK {
+        if self.continuation || len >= MAX_CHUNK {
+            return false;
+        }
+        // An ERR (no row starts with 0xFF) is read whole: the relay repeats
+        // its message in errors of its own (a lease's COM_INIT_DB, a
+        // prepare), which were cut at the prefix ("... to database 'nc3_se").
+        if first == 0xFF {
+            return true;
+        }
+        if !self.track {
             return false;
         }
         match self.phase {

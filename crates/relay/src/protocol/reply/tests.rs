@@ -224,3 +224,33 @@ proptest::proptest! {
         proptest::prop_assert_eq!(&a.outcome, &b.outcome);
     }
 }
+
+#[test]
+fn an_error_is_read_whole_so_its_message_is_never_cut() {
+    // Its message may be repeated by the relay (a lease's COM_INIT_DB):
+    // the prefix alone cut it at 55 characters.
+    for expect in [
+        Expect::Results { cursor: false },
+        Expect::Prepare,
+        Expect::Single,
+    ] {
+        let t = Tracker::new(expect, false);
+        assert!(t.needs_whole(200, 0xFF), "{expect:?}");
+        assert!(
+            !t.needs_whole(MAX_CHUNK, 0xFF),
+            "{expect:?}: a split packet is no ERR"
+        );
+        assert!(!t.needs_whole(200, 0x03), "{expect:?}");
+    }
+    let mut err = vec![0xFF, 0x14, 0x04, b'#'];
+    err.extend_from_slice(b"42000Access denied for user 'nc3app'@'%' to database 'nc3_secret'");
+    let mut t = Tracker::new(Expect::Single, false);
+    assert_eq!(t.packet(err.len(), &mut err.clone()).ok(), Some(Event::End));
+    assert_eq!(
+        t.outcome.error,
+        Some((
+            1044,
+            "Access denied for user 'nc3app'@'%' to database 'nc3_secret'".to_string()
+        ))
+    );
+}
