@@ -118,6 +118,19 @@ fn lower(s: &str) -> String {
     s.to_ascii_lowercase()
 }
 
+/// `f` of `s` in ASCII lower case, cased on the stack when short.
+fn with_lower<R>(s: &str, f: impl FnOnce(&str) -> R) -> R {
+    let mut buf = [0u8; 64];
+    if let Some(b) = buf.get_mut(..s.len()) {
+        b.copy_from_slice(s.as_bytes());
+        b.make_ascii_lowercase();
+        if let Ok(k) = std::str::from_utf8(b) {
+            return f(k);
+        }
+    }
+    f(&s.to_ascii_lowercase())
+}
+
 /// A session's hold on its database's view names: reused, with no lock
 /// and no lookup, while it has not run out, nothing was forgotten since,
 /// and the session is in the database it was taken in.
@@ -126,14 +139,6 @@ pub struct Look {
     expires: Instant,
     db: Option<String>,
     names: Names,
-}
-
-impl Look {
-    /// True when no unqualified word of a statement in this look's
-    /// database can be a view there (so only qualified names need asking).
-    fn quiet(&self) -> bool {
-        self.names.as_ref().is_some_and(|n| n.is_empty())
-    }
 }
 
 pub struct ViewCalls {
@@ -203,7 +208,27 @@ impl ViewCalls {
     ) -> bool {
         let qualified = toks.iter().any(|(t, _)| t.is_punct(b'.'));
         let in_look = |d: &str| look.db.as_deref() == Some(d);
-        if !qualified && dbs.iter().all(|d| in_look(d)) && look.quiet() {
+        if !qualified && dbs.iter().all(|d| in_look(d)) {
+            // Only the look's database (the common statement): its view
+            // names are in memory, each word checked without allocating.
+            let (db, names) = match (look.db.as_deref(), look.names.as_ref()) {
+                // No database: no unqualified word names a view.
+                (None, _) => return false,
+                // Its views could not be listed: suspect.
+                (Some(_), None) => return true,
+                (Some(db), Some(names)) => (db, names),
+            };
+            if names.is_empty() {
+                return false;
+            }
+            for i in 0..toks.len() {
+                let Some(n) = name_at(sql, toks, i) else {
+                    continue;
+                };
+                if with_lower(&n, |k| names.contains(k)) && self.suspect(db, &n, 0).await {
+                    return true;
+                }
+            }
             return false;
         }
         for (d, n) in candidates(sql, toks, dbs) {
