@@ -74,23 +74,25 @@ impl Relay {
         };
         let metrics = Arc::new(admin::metrics::Metrics::new(cfg.backends.len()));
         let cfg = Arc::new(cfg);
+        let pool = Pool::new(cfg.clone(), metrics.clone(), dialer.clone());
         let server_accounts = cfg.per_user_accounts.then(|| {
             backend::accounts::ServerAccounts::new(
                 dialer.clone(),
                 cfg.backends.clone(),
+                pool.health.clone(),
                 metrics.clone(),
             )
         });
         // One lookup connection for the tables' and the views' questions.
         let side = Arc::new(backend::side::SideConn::new(
-            dialer.clone(),
+            dialer,
             cfg.backends.clone(),
+            pool.health.clone(),
             metrics.clone(),
         ));
         let accounts = accounts_note(&cfg, &side).await;
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
         let view_calls = backend::view_calls::ViewCalls::new(side);
-        let pool = Pool::new(cfg.clone(), metrics.clone(), dialer);
         let max_clients = cfg.client_limit(open_file_limit());
         Ok(Relay {
             accounts,

@@ -169,10 +169,11 @@ impl ServerAccounts {
     pub fn new(
         dialer: Dialer,
         backends: Vec<Backend>,
+        health: std::sync::Arc<crate::backend::health::Health>,
         metrics: std::sync::Arc<crate::admin::metrics::Metrics>,
     ) -> ServerAccounts {
         ServerAccounts {
-            side: SideConn::new(dialer, backends, metrics),
+            side: SideConn::new(dialer, backends, health, metrics),
             cache: std::sync::Mutex::new(HashMap::new()),
         }
     }

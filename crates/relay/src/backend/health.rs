@@ -3,6 +3,13 @@
 //! GTIDs it has applied, and, on a Galera node, its `wsrep_%` state
 //! (`routing::galera` decides what that allows). A backend failing checks
 //! is marked down and checked again with growing back-off until it answers.
+//!
+//! A check that gets no answer within [`CHECK_TIMEOUT`] marks the backend
+//! down, and whatever waits on it gives up ([`Health::gone`]): a server
+//! that stops answering (SIGSTOP, a hung host, a stalled TCP peer) costs
+//! only the statements that were on it, for about that long, never the
+//! clients on other backends (ProxySQL's monitor does the same to a
+//! server that misses its pings).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -61,8 +68,13 @@ impl State {
     }
 }
 
+/// How long a check may take before the backend counts as not answering.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
 pub struct Health {
     states: Vec<Mutex<State>>,
+    /// Woken when a backend goes from up to down.
+    downs: Vec<tokio::sync::Notify>,
     /// Each backend's address, for the log line of a state change.
     addrs: Vec<String>,
 }
@@ -71,6 +83,7 @@ impl Health {
     pub fn new(addrs: Vec<String>) -> Health {
         Health {
             states: addrs.iter().map(|_| Mutex::new(State::default())).collect(),
+            downs: addrs.iter().map(|_| tokio::sync::Notify::new()).collect(),
             addrs,
         }
     }
@@ -106,7 +119,58 @@ impl Health {
     }
 
     fn set(&self, i: usize, f: impl FnOnce(&mut State)) {
-        f(&mut self.states[i].lock().unwrap_or_else(|e| e.into_inner()));
+        let went_down = {
+            let mut s = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
+            let was_up = s.up;
+            f(&mut s);
+            was_up && !s.up
+        };
+        if went_down {
+            self.downs[i].notify_waiters();
+        }
+    }
+
+    fn is_up(&self, i: usize) -> bool {
+        self.states[i].lock().unwrap_or_else(|e| e.into_inner()).up
+    }
+
+    /// Resolves when backend `i` is found not answering, for whatever
+    /// waits on it to give up: when a check (or a client) marks it down;
+    /// if it is down already, after the time a check gets
+    /// ([`CHECK_TIMEOUT`]) when it is still down then. Never, for a
+    /// backend that stays up.
+    pub async fn gone(&self, i: usize) {
+        let Some(downs) = self.downs.get(i) else {
+            return std::future::pending().await;
+        };
+        loop {
+            // Registered before the look, so a change in between wakes it.
+            let woken = downs.notified();
+            if !self.is_up(i) {
+                tokio::time::sleep(CHECK_TIMEOUT).await;
+                if !self.is_up(i) {
+                    return;
+                }
+                continue;
+            }
+            // Went down while it waited: give up now.
+            woken.await;
+            return;
+        }
+    }
+
+    /// `work` on backend `i`, or `None` when the backend is found not
+    /// answering first (`gone`); `work` is dropped then, with the
+    /// connection it used.
+    pub async fn unless_gone<T>(
+        &self,
+        i: usize,
+        work: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        tokio::select! {
+            r = work => Some(r),
+            _ = self.gone(i) => None,
+        }
     }
 
     /// A client found the backend dead before the next check did: the
@@ -236,7 +300,7 @@ pub async fn watch(
     let interval = cfg.routing.health_interval;
     let mut conn = None;
     loop {
-        let r = tokio::time::timeout(Duration::from_secs(2), check(&dialer, &b, &mut conn)).await;
+        let r = tokio::time::timeout(CHECK_TIMEOUT, check(&dialer, &b, &mut conn)).await;
         let r = match r {
             Ok(r) => r,
             Err(_) => Err("health check timed out".to_string()),
@@ -317,6 +381,61 @@ mod tests {
         // A second client finding the same: still down, nothing new.
         h.mark_down(0, "again");
         assert_eq!(h.get(0).role(), "down");
+    }
+
+    fn up(h: &Health, i: usize) {
+        h.set(i, |s| {
+            s.checked = true;
+            s.up = true;
+        });
+    }
+
+    /// What waits on a backend gives up when it goes down, not before;
+    /// what waits on another backend does not.
+    #[tokio::test(start_paused = true)]
+    async fn work_on_a_backend_gives_up_when_it_goes_down_and_only_then() {
+        let h = std::sync::Arc::new(Health::new(vec!["a:1".into(), "b:2".into()]));
+        up(&h, 0);
+        up(&h, 1);
+        let slow = |h: std::sync::Arc<Health>, i| {
+            tokio::spawn(async move {
+                h.unless_gone(i, tokio::time::sleep(Duration::from_secs(60)))
+                    .await
+            })
+        };
+        let (on_a, on_b) = (slow(h.clone(), 0), slow(h.clone(), 1));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(!on_a.is_finished() && !on_b.is_finished());
+        let t0 = tokio::time::Instant::now();
+        h.mark_down(0, "health check timed out");
+        assert_eq!(on_a.await.expect("task"), None, "gave up on the down one");
+        assert_eq!(t0.elapsed(), Duration::ZERO, "at once");
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(!on_b.is_finished(), "the other waits on");
+        assert_eq!(on_b.await.expect("task"), Some(()));
+        // Work that ends first is its own result.
+        assert_eq!(h.unless_gone(1, async { 7 }).await, Some(7));
+    }
+
+    /// Sent to a backend that is down already: it gets the time a check
+    /// gets, then gives up; back up meanwhile, it goes on.
+    #[tokio::test(start_paused = true)]
+    async fn work_on_a_backend_already_down_gets_a_checks_time() {
+        let h = std::sync::Arc::new(Health::new(vec!["a:1".into()]));
+        let t0 = tokio::time::Instant::now();
+        let r = h
+            .unless_gone(0, tokio::time::sleep(Duration::from_secs(60)))
+            .await;
+        assert_eq!(r, None);
+        assert_eq!(t0.elapsed(), CHECK_TIMEOUT);
+        let h2 = h.clone();
+        let w = tokio::spawn(async move {
+            h2.unless_gone(0, tokio::time::sleep(Duration::from_secs(10)))
+                .await
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        up(&h, 0);
+        assert_eq!(w.await.expect("task"), Some(()), "back up: it went on");
     }
 
     #[test]

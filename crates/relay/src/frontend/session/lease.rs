@@ -70,7 +70,19 @@ impl Session {
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
-            let c = match self.ctx.pool.lease(b, self.want()).await {
+            let health = self.ctx.pool.health.clone();
+            let leased = health.unless_gone(b, self.ctx.pool.lease(b, self.want()));
+            let Some(leased) = leased.await else {
+                // Not answering: like a backend that refuses connections.
+                if attempts < 3
+                    && self.ctx.cfg.backends.len() > 1
+                    && self.st.mode == Mode::Transaction
+                {
+                    continue;
+                }
+                return Err(Fail::Lost(stopped_answering(&self.ctx.cfg.backends, b)));
+            };
+            let c = match leased {
                 Ok(c) => c,
                 Err(e @ crate::backend::pool::LeaseError::Connect(..)) => {
                     // Dead before a health check noticed: mark it and, with
@@ -92,9 +104,21 @@ impl Session {
     }
 
     /// Brings `c` to the client's session state and makes it the client's
-    /// connection; one that could not be brought there is discarded.
+    /// connection; one that could not be brought there, or whose server
+    /// stopped answering meanwhile, is discarded.
     pub(super) async fn adopt(&mut self, mut c: BackendConn) -> Result<(), Fail> {
-        match self.sync(&mut c).await {
+        let health = self.ctx.pool.health.clone();
+        let synced = health
+            .unless_gone(c.backend, self.sync(&mut c))
+            .await
+            .unwrap_or_else(|| {
+                self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                Err(Fail::Lost(stopped_answering(
+                    &self.ctx.cfg.backends,
+                    c.backend,
+                )))
+            });
+        match synced {
             Ok(()) => {
                 if self.st.mode == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id));
@@ -233,10 +257,22 @@ impl Session {
         }
         // Until the reply starts, watch the client too: one that goes away
         // mid-statement (a lock wait, a long query) leaves its server
-        // connection too, as a direct client's leaving would.
+        // connection too, as a direct client's leaving would. And the
+        // backend: one found not answering (health checks) fails the
+        // statement, which a read on a replica retries elsewhere.
+        let health = self.ctx.pool.health.clone();
+        let gone = health.gone(c.backend);
+        tokio::pin!(gone);
         loop {
             let pipelined = self.io.buffered();
             tokio::select! {
+                _ = &mut gone => {
+                    self.handle.running(None);
+                    let why = stopped_answering(&self.ctx.cfg.backends, c.backend);
+                    self.ctx.pool.discard(c);
+                    self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                    return Err(Fail::Lost(why));
+                }
                 r = c.io.readable() => {
                     if let Err(e) = r {
                         self.handle.running(None);
@@ -347,4 +383,13 @@ impl Session {
             settings: &self.st.settings,
         }
     }
+}
+
+/// What a client is told when its statement's backend stopped answering.
+pub(super) fn stopped_answering(backends: &[crate::config::Backend], b: usize) -> String {
+    let addr = backends.get(b).map(|x| x.addr()).unwrap_or_default();
+    format!(
+        "sqlfleet relay: the server at {addr} stopped answering (its health check timed out); \
+         the statement's outcome on it is unknown"
+    )
 }

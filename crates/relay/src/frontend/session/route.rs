@@ -129,15 +129,19 @@ impl Session {
     }
 
     /// Forwards with the current route: a read on a replica first waits for
-    /// the client's own last write; a read whose replica died before any
-    /// reply is retried once elsewhere.
+    /// the client's own last write; a read whose replica died or stopped
+    /// answering before any reply (or during that wait) is retried once
+    /// elsewhere.
     pub(super) async fn forward_routed(
         &mut self,
         cmd: &[u8],
         expect: Expect,
     ) -> Result<Outcome, Fail> {
-        self.before_replica_read().await?;
-        match self.forward(cmd, expect, None).await {
+        let first = match self.before_replica_read().await {
+            Ok(()) => self.forward(cmd, expect, None).await,
+            Err(e) => Err(e),
+        };
+        match first {
             Err(Fail::Lost(why)) if self.route.is_replica() => {
                 self.replica_died(&why);
                 self.before_replica_read().await?;
@@ -227,9 +231,21 @@ impl Session {
         };
         let mut p = vec![0x03];
         p.extend_from_slice(q.as_bytes());
-        let o = command::command(c, &p, Expect::Results { cursor: false })
-            .await
-            .map_err(|e| Fail::Lost(e.to_string()))?;
+        let health = self.ctx.pool.health.clone();
+        let waited = health.unless_gone(
+            b,
+            command::command(c, &p, Expect::Results { cursor: false }),
+        );
+        let Some(waited) = waited.await else {
+            if let Some(c) = self.conn.take() {
+                self.ctx.pool.discard(c);
+            }
+            return Err(Fail::Lost(super::lease::stopped_answering(
+                &self.ctx.cfg.backends,
+                b,
+            )));
+        };
+        let o = waited.map_err(|e| Fail::Lost(e.to_string()))?;
         if o.error.is_none() && o.rows == 1 {
             self.ctx.metrics.consistency_waits.fetch_add(1, Relaxed);
             return Ok(());
