@@ -218,6 +218,60 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         let _ = c.disconnect().await;
     });
 
+    // A reader that starts refusing every statement (wsrep_reject_queries
+    // = ALL: ERROR 1047, as a node leaving the cluster answers): the reads
+    // that meet a refusal before the next health check are retried on the
+    // other reader (counted); no reading client sees an error.
+    let retries = relay.metric("sqlfleet_relay_read_retries_total");
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, port) = (stop.clone(), relay.port);
+            rt.spawn(async move {
+                let mut c = mysql_async::Conn::new(opts(port)).await.expect("relay");
+                let (mut ok, mut failed) = (0u64, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    match c.query_first::<u64, _>("SELECT COUNT(*) FROM t").await {
+                        Ok(_) => ok += 1,
+                        Err(e) => failed.push(e.to_string()),
+                    }
+                }
+                (ok, failed)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    rt.block_on(async {
+        node(g, 1)
+            .await
+            .query_drop("SET GLOBAL wsrep_reject_queries = ALL")
+            .await
+            .expect("reject queries");
+    });
+    wait_roles(&relay, &["writer", "reader", "down"]);
+    std::thread::sleep(Duration::from_millis(300));
+    stop.store(true, Ordering::Relaxed);
+    let mut reads = 0;
+    for r in readers {
+        let (ok, failed) = rt.block_on(r).expect("reader");
+        assert!(
+            failed.is_empty(),
+            "a read failed on a refusing node: {failed:?}"
+        );
+        reads += ok;
+    }
+    let retried = relay.metric("sqlfleet_relay_read_retries_total") - retries;
+    eprintln!("a reader refusing queries: {reads} reads, {retried} retried elsewhere, 0 errors");
+    assert!(retried >= 1.0, "no read met the refusal ({reads} reads)");
+    rt.block_on(async {
+        node(g, 1)
+            .await
+            .query_drop("SET GLOBAL wsrep_reject_queries = NONE")
+            .await
+            .expect("accept queries again");
+    });
+    wait_roles(&relay, &["writer", "reader", "reader"]);
+
     // The writer killed -9 under two clients' write loops: each loses at
     // most its in-flight statement, then writes move to node2; every
     // acknowledged row is in the cluster.

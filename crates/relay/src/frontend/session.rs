@@ -113,6 +113,10 @@ struct Session {
     route: Route,
     /// A query rule chose the route.
     route_fixed: bool,
+    /// The next forward holds back a reply that only says its server
+    /// will not serve now (`reply::refuses_service`): a read on a replica
+    /// that can go elsewhere.
+    hold_refusal: bool,
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
     /// A reply being recorded as it is forwarded (see `local.rs`).
@@ -205,6 +209,7 @@ where
         backend: None,
         route: Route::Any,
         route_fixed: false,
+        hold_refusal: false,
         last_write_gtid: None,
         capture: None,
         user: li.hello.user.clone(),

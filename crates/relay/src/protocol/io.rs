@@ -293,6 +293,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                 let ev = tracker
                     .packet(len, &mut self.buf[pos + 4..pos + 4 + look])
                     .map_err(|e| backend_err(e.into(), total))?;
+                if tracker.held {
+                    // A refusal held back (the reply's only packet, read
+                    // whole as every ERR is): consumed, not forwarded.
+                    self.start = pos + 4 + len;
+                    return Ok(total);
+                }
                 if let Some(new) = tracker.replacement.take() {
                     // Forward what came before, then the rewritten packet.
                     let mut out = self.buf[self.start..pos].to_vec();

@@ -104,7 +104,23 @@ pub struct Tracker {
     /// When set, every byte forwarded to the client is copied here too
     /// (the relay records a reply it may give again itself).
     pub capture: Option<Vec<u8>>,
+    /// Set by the caller: a reply that is only an ERR saying the server
+    /// will not serve now ([`refuses_service`]) is held back, not
+    /// forwarded (the caller retries elsewhere, or sends it itself).
+    pub hold_refusal: bool,
+    /// The reply was such an ERR and was held back.
+    pub held: bool,
     pub outcome: Outcome,
+}
+
+/// Server errors that mean "not this server, not now" rather than
+/// anything about the statement: a Galera node outside the Primary
+/// Component or rejecting queries (1047), a server shutting down (1053),
+/// a connection killed by the server's shutdown or `wsrep_reject_queries
+/// = ALL_KILL` (1927). A read that gets one as its whole reply ran
+/// nowhere and may run on another server.
+pub fn refuses_service(code: u16) -> bool {
+    matches!(code, 1047 | 1053 | 1927)
 }
 
 /// What a client sees of the tracker data in a tracking connection's OKs.
@@ -150,6 +166,8 @@ impl Tracker {
             client: ClientTracking::Raw,
             replacement: None,
             capture: None,
+            hold_refusal: false,
+            held: false,
             outcome: Outcome::default(),
         }
     }
@@ -280,7 +298,9 @@ impl Tracker {
             Phase::First => match p.first() {
                 None => Err(ReplyError("empty packet where a reply should start")),
                 Some(0xFF) => {
-                    self.outcome.error = Some(err_fields(p));
+                    let e = err_fields(p);
+                    self.held = self.hold_refusal && refuses_service(e.0);
+                    self.outcome.error = Some(e);
                     Ok(Event::End)
                 }
                 Some(0x00) if self.expect == Expect::Prepare => {

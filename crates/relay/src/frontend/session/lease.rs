@@ -235,6 +235,8 @@ impl Session {
         expect: Expect,
         rewrite_id: Option<u32>,
     ) -> Result<Outcome, Fail> {
+        // For this forward only, whatever happens before the reply.
+        let hold_refusal = std::mem::take(&mut self.hold_refusal);
         self.ensure_conn().await?;
         let Some(mut c) = self.conn.take() else {
             return Err(Fail::Close);
@@ -315,8 +317,26 @@ impl Session {
             .tracking(layout, client);
         t.rewrite_id = rewrite_id;
         t.capture = self.capture.take();
+        t.hold_refusal = hold_refusal;
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
+        if t.held {
+            // The server will not serve now (shutting down, not Synced):
+            // the caller retries elsewhere; the connection is not reused.
+            self.capture = t.capture.take();
+            let addr = self
+                .ctx
+                .cfg
+                .backends
+                .get(c.backend)
+                .map(|b| b.addr())
+                .unwrap_or_default();
+            self.ctx.pool.discard(c);
+            let (code, msg) = t.outcome.error.clone().unwrap_or_default();
+            return Err(Fail::Lost(format!(
+                "{addr} refused the read: ERROR {code}: {msg}"
+            )));
+        }
         match forwarded {
             Ok(n) => {
                 self.capture = t.capture.take();

@@ -130,15 +130,20 @@ impl Session {
 
     /// Forwards with the current route: a read on a replica first waits for
     /// the client's own last write; a read whose replica died or stopped
-    /// answering before any reply (or during that wait) is retried once
-    /// elsewhere.
+    /// answering before any reply (or during that wait), or refused it as
+    /// a server that will not serve now, is retried once elsewhere.
     pub(super) async fn forward_routed(
         &mut self,
         cmd: &[u8],
         expect: Expect,
     ) -> Result<Outcome, Fail> {
         let first = match self.before_replica_read().await {
-            Ok(()) => self.forward(cmd, expect, None).await,
+            Ok(()) => {
+                // A refusal of the replica's (not Synced, shutting down)
+                // is held back for the retry below.
+                self.hold_refusal = self.route.is_replica();
+                self.forward(cmd, expect, None).await
+            }
             Err(e) => Err(e),
         };
         match first {

@@ -254,3 +254,43 @@ fn an_error_is_read_whole_so_its_message_is_never_cut() {
         ))
     );
 }
+
+/// A reply that is only "this server will not serve now" is held back for
+/// a retry when the caller asks; any other error, any later packet, or a
+/// caller that did not ask, goes to the client as it came.
+#[test]
+fn a_refusal_of_service_is_held_back_only_when_asked() {
+    let err = |code: u16| {
+        let mut p = vec![0xFF, code as u8, (code >> 8) as u8, b'#'];
+        p.extend_from_slice(b"08S01WSREP has not yet prepared node for application use");
+        p
+    };
+    let table: &[(u16, bool, bool)] = &[
+        // (code, caller asks, held)
+        (1047, true, true),
+        (1053, true, true),
+        (1927, true, true),
+        (1047, false, false),
+        (1064, true, false),
+        (1213, true, false),
+        (1146, true, false),
+    ];
+    for &(code, asks, held) in table {
+        let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+        t.hold_refusal = asks;
+        let mut p = err(code);
+        assert_eq!(t.packet(p.len(), &mut p).ok(), Some(Event::End));
+        assert_eq!(t.held, held, "ERROR {code}, asked {asks}");
+        assert_eq!(t.outcome.error.map(|e| e.0), Some(code));
+    }
+    // An error after a result set started is the statement's own.
+    let mut t = Tracker::new(Expect::Results { cursor: false }, true);
+    t.hold_refusal = true;
+    let mut cols = vec![0x01];
+    assert_eq!(t.packet(1, &mut cols).ok(), Some(Event::More));
+    let mut def = vec![0x03, b'd', b'e', b'f'];
+    let _ = t.packet(def.len(), &mut def);
+    let mut p = err(1053);
+    let _ = t.packet(p.len(), &mut p);
+    assert!(!t.held, "an ERR inside a result set is never held");
+}
