@@ -161,6 +161,12 @@ pub struct Routing {
     /// On a Galera cluster: a node with more write sets than this waiting
     /// to be applied takes no reads (0: no limit).
     pub galera_max_recv_queue: u64,
+    /// Several writable servers that are not a Galera cluster share the
+    /// writes. Off: while more than one is writable the relay refuses the
+    /// writes (asynchronous primaries written both would diverge: a
+    /// failover that left the old primary writable, a replica someone set
+    /// read_only=0 on).
+    pub multi_primary: bool,
 }
 
 impl Default for Routing {
@@ -175,6 +181,7 @@ impl Default for Routing {
             consistency_wait: Duration::from_secs(1),
             galera_writers: crate::routing::galera::Writers::One,
             galera_max_recv_queue: 100,
+            multi_primary: false,
         }
     }
 }

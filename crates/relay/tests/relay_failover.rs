@@ -1,5 +1,6 @@
 //! Availability through the relay on its own primary + 2 replicas: a
-//! killed replica drops out (reads retried elsewhere, no client error) and
+//! replica made writable makes two primaries, and writes are refused
+//! until it is read-only again; a killed replica drops out (reads retried elsewhere, no client error) and
 //! returns when restarted; a killed primary with a promoted replica keeps
 //! writes flowing without restarting the relay. Prints the failover time.
 
@@ -62,6 +63,51 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
                 .await
                 .expect("prepared read");
         }
+    });
+
+    // A replica someone made writable: two primaries, not Galera. The
+    // relay refuses writes at once (ERROR 1290, naming both) rather than
+    // spread them over servers that would diverge; back to read_only,
+    // writes flow again.
+    rt.block_on(async {
+        let mut r2 = srv
+            .replica_target(1)
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("replica2");
+        r2.query_drop("SET GLOBAL read_only = 0")
+            .await
+            .expect("writable");
+        relay.wait_roles(2, 1);
+        // Refused at login (the client's database is checked on the
+        // primary) or at the write.
+        let text = match app(relay.port, "app-pw", Some(&db))
+            .connect(Duration::from_secs(5))
+            .await
+        {
+            Err(e) => e.to_string(),
+            Ok(mut c) => c
+                .query_drop("INSERT INTO f VALUES (-2)")
+                .await
+                .expect_err("a write with two writable backends")
+                .to_string(),
+        };
+        assert!(
+            text.contains("1290") && text.contains("several backends are writable"),
+            "{text}"
+        );
+        r2.query_drop("SET GLOBAL read_only = 1")
+            .await
+            .expect("read only");
+        relay.wait_roles(1, 2);
+        let mut c = connect().await;
+        c.query_drop("INSERT INTO f VALUES (-2)")
+            .await
+            .expect("one primary again: the write goes");
+        c.query_drop("DELETE FROM f WHERE id = -2")
+            .await
+            .expect("delete");
+        let _ = r2.disconnect().await;
     });
 
     // A replica dies: reads keep working, on the replica that is left.

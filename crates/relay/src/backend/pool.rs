@@ -477,11 +477,13 @@ impl Pool {
             Route::Primary => {
                 // Until a check says which is writable (just started), no
                 // guess: the caller waits (a replica is never taken for
-                // the primary).
-                least(
-                    &mut (0..self.sides.len())
-                        .filter(|&i| states[i].checked && states[i].up && !states[i].read_only),
-                )
+                // the primary). Several writable: none, unless configured
+                // (`several_primaries` says so to the caller).
+                let writable = writable(&states);
+                if writable.len() > 1 && !self.cfg.routing.multi_primary {
+                    return None;
+                }
+                least(&mut writable.into_iter())
             }
             Route::Replica | Route::Group(_) => {
                 let group = match route {
@@ -523,6 +525,18 @@ impl Pool {
             crate::admin::log::galera_writer(&name(cur), &name(new));
         }
         w
+    }
+
+    /// The writable backends' addresses when more than one is writable,
+    /// not a Galera cluster, and `multi_primary` is off: writes are
+    /// refused then.
+    pub fn several_primaries(&self) -> Option<Vec<String>> {
+        let states = self.health.briefs();
+        if self.cfg.routing.multi_primary || galera_usable(&states).is_some() {
+            return None;
+        }
+        let w = writable(&states);
+        (w.len() > 1).then(|| w.iter().map(|&i| self.sides[i].backend.addr()).collect())
     }
 
     /// True when the backends are a Galera cluster's nodes.
@@ -898,6 +912,13 @@ impl Drop for WaitGuard<'_> {
 
 /// On a Galera cluster (any backend has reported `wsrep_on`), which
 /// backends may take traffic; `None` otherwise.
+/// Backends a check found up and writable (read_only = 0).
+fn writable(states: &[crate::backend::health::Brief]) -> Vec<usize> {
+    (0..states.len())
+        .filter(|&i| states[i].checked && states[i].up && !states[i].read_only)
+        .collect()
+}
+
 fn galera_usable(states: &[crate::backend::health::Brief]) -> Option<Vec<bool>> {
     states.iter().any(|s| s.galera.is_some()).then(|| {
         states

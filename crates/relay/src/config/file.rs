@@ -35,6 +35,7 @@ struct RoutingSection {
     consistency_wait: Option<f64>,
     galera_writers: Option<crate::routing::galera::Writers>,
     galera_max_recv_queue: Option<u64>,
+    multi_primary: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -241,6 +242,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             max_lag: Some(q.max_lag),
             galera_writers: None,
             galera_max_recv_queue: None,
+            multi_primary: None,
             health_interval: Some(q.health_interval),
             consistency_wait: None,
         },
@@ -423,6 +425,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         )?,
         galera_writers: r.galera_writers.unwrap_or_default(),
         galera_max_recv_queue: r.galera_max_recv_queue.unwrap_or(d.galera_max_recv_queue),
+        multi_primary: r.multi_primary.unwrap_or(d.multi_primary),
     };
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());

@@ -133,3 +133,19 @@ fn a_users_file_names_its_bad_line() {
         }
     }
 }
+
+/// Several writable non-Galera servers share writes only when the file
+/// says so; the default refuses them.
+#[test]
+fn multi_primary_is_an_explicit_choice() {
+    let base = "[relay]\nlisten = [\"127.0.0.1:6033\"]\n[backend]\nservers = [\"db1\", \"db2\"]\nuser = \"relay\"\npassword = \"x\"\n";
+    let c = load(write(base).path()).expect("loads");
+    assert!(!c.routing.multi_primary, "off by default");
+    let on = format!("{base}[routing]\nmulti_primary = true\n");
+    assert!(
+        load(write(&on).path())
+            .expect("loads")
+            .routing
+            .multi_primary
+    );
+}

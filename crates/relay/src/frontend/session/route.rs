@@ -49,6 +49,19 @@ impl Session {
             if let Some(b) = self.ctx.pool.pick(self.route) {
                 return Ok(b);
             }
+            if let Some(addrs) = self.ctx.pool.several_primaries() {
+                // Not a moment to wait out: refused at once, and said why.
+                return Err(Fail::Err(
+                    1290,
+                    "HY000",
+                    format!(
+                        "sqlfleet relay: several backends are writable ({}); writes on more than one \
+                         primary would diverge them, so the relay sends them nowhere: set read_only \
+                         on all but one, or [routing] multi_primary = true if they share writes by design",
+                        addrs.join(", ")
+                    ),
+                ));
+            }
             if Instant::now() >= deadline {
                 let why = if self.ctx.pool.is_galera() {
                     "no Galera node may take traffic (none is Synced in the Primary component; the relay's status page says why for each)"
