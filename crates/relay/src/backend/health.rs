@@ -40,19 +40,7 @@ pub struct State {
     pub failures: u32,
 }
 
-/// What routing needs of a backend's state (cheap to copy per statement).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Brief {
-    pub checked: bool,
-    pub up: bool,
-    pub read_only: bool,
-    pub replicating: bool,
-    pub lag: Option<u64>,
-    /// A Galera node: whether it may take traffic.
-    pub galera: Option<bool>,
-    /// A Galera node's write sets waiting to be applied.
-    pub galera_queue: u64,
-}
+pub use crate::routing::pick::Brief;
 
 impl State {
     /// The role the relay gives it (a Galera node's writer or reader role

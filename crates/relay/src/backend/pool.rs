@@ -15,6 +15,7 @@ use sqlfleet_wire::packet::WireError;
 pub use crate::backend::dial::Shape;
 use crate::backend::dial::{BackendAccount, Dialer};
 use crate::protocol::io::AnyStream;
+use crate::routing::pick;
 pub use crate::routing::Route;
 
 use crate::backend::command::{ping, simple, Link};
@@ -264,6 +265,10 @@ pub struct Pool {
     turn: AtomicUsize,
     /// A Galera cluster's writer (`usize::MAX`: none yet).
     writer: AtomicUsize,
+    /// Each backend's replica group (index into `group_names`) and weight,
+    /// for `routing::pick`.
+    groups: Vec<Option<usize>>,
+    weights: Vec<u32>,
     pub health: Arc<crate::backend::health::Health>,
     dialer: Dialer,
     settings: RwLock<PoolSettings>,
@@ -375,7 +380,25 @@ impl Pool {
                 })
             })
             .collect();
+        let mut names: Vec<&String> = Vec::new();
+        for g in cfg.backends.iter().filter_map(|b| b.group.as_ref()) {
+            if !names.contains(&g) {
+                names.push(g);
+            }
+        }
+        let groups = cfg
+            .backends
+            .iter()
+            .map(|b| {
+                b.group
+                    .as_ref()
+                    .and_then(|g| names.iter().position(|n| *n == g))
+            })
+            .collect();
+        let weights = cfg.backends.iter().map(|b| b.weight).collect();
         Arc::new(Pool {
+            groups,
+            weights,
             turn: AtomicUsize::new(0),
             writer: AtomicUsize::new(usize::MAX),
             epoch: std::sync::atomic::AtomicU64::new(0),
@@ -408,10 +431,8 @@ impl Pool {
         }
     }
 
-    /// The backend for a statement: for `Any`, the least busy one that is
-    /// not known to be down; for `Primary`, the least busy writable one
-    /// (none while no backend is writable); for `Replica`, the least busy
-    /// replicating read-only one within `max_lag`, else the primary.
+    /// The backend for a statement: the least busy of those its route may
+    /// use (`routing::pick` decides both from the health states).
     pub fn pick(&self, route: Route) -> Option<usize> {
         // One backend: `Any` gets it whatever its state (as below), with
         // no per-statement look at the health states.
@@ -419,88 +440,20 @@ impl Pool {
             return Some(0);
         }
         let states = self.health.briefs();
-        // Least busy per unit of weight first; ties go round-robin among
-        // the candidates, each taking turns in proportion to its weight.
+        let writer = pick::galera_usable(&states).and_then(|u| self.galera_writer(&u));
+        let cands = pick::candidates(route, &states, &self.groups, &self.policy(), writer);
+        let busy: Vec<usize> = self.sides.iter().map(|s| s.busy.load(Relaxed)).collect();
         let turn = self.turn.fetch_add(1, Relaxed) as u64;
-        let weight = |i: usize| u64::from(self.sides[i].backend.weight.max(1));
-        let least = |it: &mut dyn Iterator<Item = usize>| -> Option<usize> {
-            let cands: Vec<usize> = it.collect();
-            let total: u64 = cands.iter().map(|&i| weight(i)).sum();
-            let mut slot = turn % total.max(1);
-            let mut preferred = 0;
-            for (k, &i) in cands.iter().enumerate() {
-                if slot < weight(i) {
-                    preferred = k;
-                    break;
-                }
-                slot -= weight(i);
-            }
-            let m = cands.len();
-            (0..m)
-                .min_by_key(|&k| {
-                    let i = cands[k];
-                    (
-                        self.sides[i].busy.load(Relaxed) as u64 * 1_000_000 / weight(i),
-                        (k + m - preferred) % m,
-                    )
-                })
-                .map(|k| cands[k])
-        };
-        if let Some(usable) = galera_usable(&states) {
-            // A Galera cluster (`routing::galera`): writes (and unrouted
-            // statements) to the writer, reads to the other usable nodes.
-            let w = self.galera_writer(&usable);
-            let read = route.is_replica();
-            let allowed = if read {
-                let queues: Vec<u64> = states.iter().map(|s| s.galera_queue).collect();
-                crate::routing::galera::readable(
-                    &usable,
-                    &queues,
-                    self.cfg.routing.galera_max_recv_queue,
-                )
-            } else {
-                usable
-            };
-            let cands = crate::routing::galera::candidates(
-                read,
-                self.cfg.routing.galera_writers,
-                w,
-                &allowed,
-            );
-            return least(&mut cands.into_iter());
-        }
-        match route {
-            Route::Any => {
-                least(&mut (0..self.sides.len()).filter(|&i| !states[i].checked || states[i].up))
-                    .or_else(|| least(&mut (0..self.sides.len())))
-            }
-            Route::Primary => {
-                // Until a check says which is writable (just started), no
-                // guess: the caller waits (a replica is never taken for
-                // the primary). Several writable: none, unless configured
-                // (`several_primaries` says so to the caller).
-                let writable = writable(&states);
-                if writable.len() > 1 && !self.cfg.routing.multi_primary {
-                    return None;
-                }
-                least(&mut writable.into_iter())
-            }
-            Route::Replica | Route::Group(_) => {
-                let group = match route {
-                    Route::Group(g) => self.group_names().get(g).cloned(),
-                    _ => None,
-                };
-                let max_lag = self.cfg.routing.max_lag.as_secs();
-                least(&mut (0..self.sides.len()).filter(|&i| {
-                    let s = &states[i];
-                    self.sides[i].backend.group == group
-                        && s.up
-                        && s.read_only
-                        && s.replicating
-                        && s.lag.is_some_and(|l| l <= max_lag)
-                }))
-                .or_else(|| self.pick(Route::Primary))
-            }
+        pick::least_busy(&cands, &busy, &self.weights, turn)
+    }
+
+    fn policy(&self) -> pick::Policy {
+        let r = &self.cfg.routing;
+        pick::Policy {
+            max_lag: r.max_lag.as_secs(),
+            multi_primary: r.multi_primary,
+            galera_writers: r.galera_writers,
+            galera_max_recv_queue: r.galera_max_recv_queue,
         }
     }
 
@@ -531,17 +484,13 @@ impl Pool {
     /// not a Galera cluster, and `multi_primary` is off: writes are
     /// refused then.
     pub fn several_primaries(&self) -> Option<Vec<String>> {
-        let states = self.health.briefs();
-        if self.cfg.routing.multi_primary || galera_usable(&states).is_some() {
-            return None;
-        }
-        let w = writable(&states);
-        (w.len() > 1).then(|| w.iter().map(|&i| self.sides[i].backend.addr()).collect())
+        let w = pick::several_primaries(&self.health.briefs(), &self.policy())?;
+        Some(w.iter().map(|&i| self.sides[i].backend.addr()).collect())
     }
 
     /// True when the backends are a Galera cluster's nodes.
     pub fn is_galera(&self) -> bool {
-        galera_usable(&self.health.briefs()).is_some()
+        pick::galera_usable(&self.health.briefs()).is_some()
     }
 
     /// The distinct replica group names, in backend order.
@@ -558,7 +507,8 @@ impl Pool {
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {
-        let writer = galera_usable(&self.health.briefs()).and_then(|u| self.galera_writer(&u));
+        let writer =
+            pick::galera_usable(&self.health.briefs()).and_then(|u| self.galera_writer(&u));
         self.sides
             .iter()
             .enumerate()
@@ -908,22 +858,4 @@ impl Drop for WaitGuard<'_> {
             self.n.fetch_sub(1, Relaxed);
         }
     }
-}
-
-/// On a Galera cluster (any backend has reported `wsrep_on`), which
-/// backends may take traffic; `None` otherwise.
-/// Backends a check found up and writable (read_only = 0).
-fn writable(states: &[crate::backend::health::Brief]) -> Vec<usize> {
-    (0..states.len())
-        .filter(|&i| states[i].checked && states[i].up && !states[i].read_only)
-        .collect()
-}
-
-fn galera_usable(states: &[crate::backend::health::Brief]) -> Option<Vec<bool>> {
-    states.iter().any(|s| s.galera.is_some()).then(|| {
-        states
-            .iter()
-            .map(|s| s.up && s.galera == Some(true))
-            .collect()
-    })
 }

@@ -4,6 +4,7 @@
 //! the pool picks the least busy backend a route allows.
 
 pub mod galera;
+pub mod pick;
 pub mod rules;
 
 /// Where a statement may run.
