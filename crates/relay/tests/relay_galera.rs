@@ -91,6 +91,45 @@ async fn read_ports(c: &mut mysql_async::Conn, n: usize) -> Vec<u16> {
     out
 }
 
+/// `clients` clients, `pairs` in all: each inserts a row and reads it
+/// back at once (text protocol) through the relay on `port`. Returns
+/// (reads that missed their row, reads answered on `writer_port`, reads).
+pub async fn causal_pairs(
+    port: u16,
+    pairs: usize,
+    clients: usize,
+    writer_port: u16,
+) -> (usize, usize, usize) {
+    let mut tasks = Vec::new();
+    for client in 0..clients {
+        tasks.push(tokio::spawn(async move {
+            let mut c = mysql_async::Conn::new(opts(port)).await.expect("relay");
+            let (mut misses, mut on_writer, mut reads) = (0, 0, 0);
+            for k in 0..pairs / clients {
+                let key = 10_000_000 + (client * 1_000_000 + k) as u64;
+                c.query_drop(format!("INSERT INTO t (client, k) VALUES (77, {key})"))
+                    .await
+                    .expect("insert");
+                let (port, n): (u16, u64) = c
+                    .query_first(format!("SELECT @@port, COUNT(*) FROM t WHERE k = {key}"))
+                    .await
+                    .expect("read")
+                    .expect("row");
+                reads += 1;
+                misses += usize::from(n != 1);
+                on_writer += usize::from(port == writer_port);
+            }
+            (misses, on_writer, reads)
+        }));
+    }
+    let mut total = (0, 0, 0);
+    for t in tasks {
+        let (m, w, r) = t.await.expect("client");
+        total = (total.0 + m, total.1 + w, total.2 + r);
+    }
+    total
+}
+
 fn kill_node(g: &TestServer, i: usize) {
     let nl = g.sandbox.layout.node(&g.sandbox.meta.nodes[i]);
     let pid = sqlfleet_sandbox::node::running_pid(&nl).expect("running");
@@ -166,6 +205,21 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
             waited + fell >= 1.0,
             "no read waited for its write ({waited} waits, {fell} fallbacks)"
         );
+
+        // Read-your-writes in numbers: clients each write a row (text
+        // protocol, autocommit) and read it straight back through the
+        // relay; every read runs on a reader node and finds its row.
+        let pairs: usize = std::env::var("SQLFLEET_CAUSAL_PAIRS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(2000);
+        let (misses, on_writer, reads) = causal_pairs(relay.port, pairs, 4, writer_port).await;
+        eprintln!(
+            "read-your-writes on Galera: {reads} write-then-read pairs through the relay, \
+             {misses} misses, {on_writer} reads on the writer"
+        );
+        assert_eq!(misses, 0, "reads missed the client's own write");
+        assert_eq!(on_writer, 0, "text reads after a write left the readers");
 
         // A certification conflict: a transaction on the writer loses to
         // a write another node committed first; the client gets what a

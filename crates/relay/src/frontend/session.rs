@@ -117,6 +117,9 @@ struct Session {
     /// will not serve now (`reply::refuses_service`): a read on a replica
     /// that can go elsewhere.
     hold_refusal: bool,
+    /// The next forward of a COM_QUERY carries a Galera causality wait
+    /// (`route.rs`, `galera_causal_read`).
+    sync_wait_next: bool,
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
     /// A reply being recorded as it is forwarded (see `local.rs`).
@@ -210,6 +213,7 @@ where
         route: Route::Any,
         route_fixed: false,
         hold_refusal: false,
+        sync_wait_next: false,
         last_write_gtid: None,
         capture: None,
         user: li.hello.user.clone(),
@@ -617,7 +621,7 @@ impl Session {
             self.capture = Some(Vec::new());
         }
         let epoch = self.ctx.pool.epoch();
-        self.carry_over(&fx).await?;
+        self.carry_over(&fx, true).await?;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;

@@ -24,13 +24,13 @@ impl Session {
     /// diagnostics are made the client's own: empty (its previous
     /// statement left nothing to report, else the connection would still
     /// be held).
-    pub(super) async fn carry_over(&mut self, fx: &Effects) -> Result<(), Fail> {
+    pub(super) async fn carry_over(&mut self, fx: &Effects, text: bool) -> Result<(), Fail> {
         // Same connection as the previous statement, or a statement that
         // clears diagnostics itself (it uses a table): nothing to do.
         if self.conn.is_some() || (fx.uses_tables && !fx.reads_diagnostics) {
             return Ok(());
         }
-        self.before_replica_read().await?;
+        self.before_replica_read(text).await?;
         self.ensure_conn().await?;
         // What the previous user of the connection left must not show.
         let dirty = self.conn.as_ref().is_some_and(|c| c.diagnostics_dirty);
@@ -237,6 +237,20 @@ impl Session {
     ) -> Result<Outcome, Fail> {
         // For this forward only, whatever happens before the reply.
         let hold_refusal = std::mem::take(&mut self.hold_refusal);
+        let with_wait;
+        let payload = if std::mem::take(&mut self.sync_wait_next)
+            && payload.first() == Some(&sqlfleet_wire::command::COM_QUERY)
+        {
+            with_wait = [&payload[..1], GALERA_SYNC_WAIT, &payload[1..]].concat();
+            // What the server's tracker reports of it is no setting of
+            // the client's, and the state change it flags is that one (a
+            // read chosen for a replica changes nothing itself).
+            self.st.statement_vars.push("wsrep_sync_wait".into());
+            self.st.explained = true;
+            &with_wait[..]
+        } else {
+            payload
+        };
         self.ensure_conn().await?;
         let Some(mut c) = self.conn.take() else {
             return Err(Fail::Close);
@@ -404,6 +418,10 @@ impl Session {
         }
     }
 }
+
+/// Put before a read on a Galera node that must see the cluster's
+/// committed writes (`route.rs`, `galera_causal_read`).
+const GALERA_SYNC_WAIT: &[u8] = b"SET STATEMENT wsrep_sync_wait = 1 FOR ";
 
 /// What a client is told when its statement's backend stopped answering.
 pub(super) fn stopped_answering(backends: &[crate::config::Backend], b: usize) -> String {

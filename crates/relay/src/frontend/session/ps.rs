@@ -127,7 +127,7 @@ impl Session {
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;
-        self.carry_over(fx).await?;
+        self.carry_over(fx, false).await?;
         let cursor = stmt::wants_cursor(cmd);
         let mut retried = false;
         let o = loop {
@@ -164,7 +164,7 @@ impl Session {
         s: &StmtDef,
         cursor: bool,
     ) -> Result<crate::protocol::reply::Outcome, Fail> {
-        self.before_replica_read().await?;
+        self.before_replica_read(false).await?;
         self.backend_stmt(s).await?;
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
