@@ -326,6 +326,26 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
     });
     wait_roles(&relay, &["writer", "reader", "reader"]);
 
+    // A reader stopped (SIGSTOP) for 4 s — under Galera's own suspect
+    // timeout (5 s), so the cluster keeps its view and the later scenes
+    // their three members — then continued: the other
+    // reader's clients keep reading; reads caught on the stopped node end
+    // within the health check's timeout and go elsewhere, and so do reads
+    // the node refuses while it rejoins (1047); no read fails.
+    let nl = g.sandbox.layout.node(&g.sandbox.meta.nodes[2]);
+    let pid = sqlfleet_sandbox::node::running_pid(&nl).expect("running");
+    let st = common::stall::stall(
+        &rt,
+        &relay,
+        common::relay::app(relay.port, "app-pw", Some("gal")),
+        "SELECT COUNT(*) FROM t",
+        pid,
+        ports[2],
+        Duration::from_secs(4),
+    );
+    st.check("a Galera reader stopped", false);
+    wait_roles(&relay, &["writer", "reader", "reader"]);
+
     // The writer killed -9 under two clients' write loops: each loses at
     // most its in-flight statement, then writes move to node2; every
     // acknowledged row is in the cluster.

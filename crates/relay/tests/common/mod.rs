@@ -6,6 +6,7 @@ pub mod drivers;
 pub mod relay;
 pub mod routing;
 pub mod servers;
+pub mod stall;
 
 #[allow(unused_imports)]
 pub use relay::{stderr, stdout};
