@@ -104,7 +104,10 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             w.format.clause(),
             w.columns
         );
-        crate::infile::send(&mut c.conn, &w.data, 0..w.data.len());
+        let shared = ctx.shared.clone();
+        crate::infile::send(&mut c.conn, &w.data, 0..w.data.len(), move || {
+            shared.is_interrupted()
+        });
         match c.conn.query_drop(sql).await {
             Ok(()) => match ServerCounts::from_info(&c.conn.info()) {
                 Some(n) => Some((c.conn.affected_rows(), n)),

@@ -129,7 +129,10 @@ async fn load(
     let mut rows = 0;
     for g in groups {
         let sql = g.target.load_sql("sqlfleet-batch", charset);
-        crate::infile::send(&mut c.conn, all, g.range.clone());
+        let shared = ctx.shared.clone();
+        crate::infile::send(&mut c.conn, all, g.range.clone(), move || {
+            shared.is_interrupted()
+        });
         if let Err(e) = c.conn.query_drop(sql).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
             if let mysql_async::Error::Server(s) = &e {

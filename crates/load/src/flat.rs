@@ -453,6 +453,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                 m = rx.recv() => m,
                 _ = crate::interrupted(&mut interrupt) => {
                     was_interrupted = true;
+                    // Chunks in flight stop and roll back; none starts.
+                    shared.interrupted.store(true, Ordering::Relaxed);
                     runs.push((load_id, done));
                     break 'files;
                 }

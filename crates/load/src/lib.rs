@@ -416,6 +416,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             m = rx.recv() => m,
             _ = interrupted(&mut interrupt) => {
                 was_interrupted = true;
+                // Batches in flight stop at their next statement and roll
+                // back; none starts (`Shared::interrupted`).
+                shared.interrupted.store(true, Ordering::Relaxed);
                 break;
             }
         };

@@ -41,6 +41,10 @@ pub struct Shared {
     pub quarantine: Option<Mutex<std::fs::File>>,
     pub quarantined_items: Mutex<Vec<Quarantined>>,
     pub resuming: bool,
+    /// One Ctrl-C or SIGTERM: no work starts any more, and work in flight
+    /// stops at its next statement (or piece of LOAD DATA) and rolls back
+    /// (nothing of it journaled: `--resume` runs it again).
+    pub interrupted: std::sync::atomic::AtomicBool,
 }
 
 impl Default for Shared {
@@ -63,6 +67,7 @@ impl Default for Shared {
             quarantine: None,
             quarantined_items: Mutex::default(),
             resuming: false,
+            interrupted: std::sync::atomic::AtomicBool::new(false),
         }
     }
 }
@@ -97,6 +102,10 @@ impl Shared {
     }
 
     /// True if work starting at `offset` comes after the first failure.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted.load(Ordering::Relaxed)
+    }
+
     pub fn past_failure(&self, offset: u64) -> bool {
         offset > self.stop_at.load(Ordering::Relaxed)
     }

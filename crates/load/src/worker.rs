@@ -38,7 +38,7 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
             // Chunks of different files: a failure in one stops the rest.
             Work::Chunk(_) => 0,
         };
-        if !ctx.shared.past_failure(first) {
+        if !ctx.shared.past_failure(first) && !ctx.shared.is_interrupted() {
             process(&ctx, &mut conn, &slot, job.work, job.prelude_len, fast_ok).await;
         } // else drain: nothing after the first failure runs
         drop(job.done);
@@ -51,6 +51,9 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
 
 enum Outcome {
     Ok(u64),
+    /// Stopped by an interrupt and rolled back: nothing of it is applied
+    /// or journaled.
+    Interrupted,
     /// Failed for good, already described (chunks).
     Failed(StatementFailure),
     Retry(mysql_async::Error),
@@ -69,7 +72,13 @@ pub(crate) async fn process(
     loop {
         attempt += 1;
         let outcome = attempt_once(ctx, conn, slot, &work, prelude_len, fast_ok).await;
+        // An interrupted load stops here: what failed meanwhile is most
+        // likely its own stopping (and `--resume` runs it again anyway).
+        if ctx.shared.is_interrupted() && !matches!(outcome, Outcome::Ok(_)) {
+            return;
+        }
         match outcome {
+            Outcome::Interrupted => return,
             Outcome::Ok(rows) => {
                 ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                 ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
@@ -295,6 +304,7 @@ async fn run_txn(
     };
     match fast {
         Fast::Done(rows) => return Outcome::Ok(rows),
+        _ if ctx.shared.is_interrupted() => return Outcome::Interrupted,
         Fast::Retry(e) => return Outcome::Retry(e),
         Fast::Fallback => {
             if ctx.fast_path.load(Ordering::Relaxed) {
@@ -315,6 +325,10 @@ async fn run_txn(
     let mut rows = 0;
     let mut warnings = 0;
     for (i, s) in stmts.iter().enumerate() {
+        if ctx.shared.is_interrupted() {
+            let _ = c.conn.query_drop("ROLLBACK").await;
+            return Outcome::Interrupted;
+        }
         if let Err(e) = c.conn.query_drop(&s.text[..]).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
             return fail(i, e);
@@ -371,6 +385,11 @@ async fn run_nontx(
     };
     let mut rows = 0;
     for s in stmts {
+        if ctx.shared.is_interrupted() {
+            // The pending record stays: `--resume` empties the table and
+            // loads its data again, as after a lost connection.
+            return Outcome::Interrupted;
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -467,6 +486,7 @@ async fn one_by_one(
                 journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows, Some(table))
             };
             match run_txn(ctx, c, std::slice::from_ref(s), &record, false).await {
+                Outcome::Interrupted => return,
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                     ctx.shared.statements.fetch_add(1, Ordering::Relaxed);

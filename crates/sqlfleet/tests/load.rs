@@ -779,6 +779,97 @@ fn ctrl_c_says_what_committed_and_resume_completes() {
     assert_same(srv, &stock, &ours, "after Ctrl-C and --resume");
 }
 
+/// One Ctrl-C stops a load whose batch holds a whole table (the default
+/// 64 MiB batch, one connection): the batch in flight stops at its next
+/// statement (or 1 MiB piece of LOAD DATA) and rolls back, no batch starts
+/// after it, the load exits 130 with its journal row `interrupted`, and
+/// `--resume` completes it exactly. Before: it loaded the whole rest of
+/// the file after the signal and exited 0.
+#[test]
+fn one_ctrl_c_stops_the_batch_in_flight() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("one_batch.sql");
+    big_dump(&file, 3, 300_000);
+    let stock = fresh_db(srv, "stock_stop");
+    mariadb(srv, &["-D", &stock], Some(&file));
+    let ours = fresh_db(srv, "ours_stop");
+    let load_id = format!("stop-{}", std::process::id());
+    let base = |extra: &[&str]| {
+        let mut c = common::sqlfleet();
+        c.arg("load")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["-D", &ours, "--progress", "none", "--threads", "1"])
+            .args(["--load-id", &load_id])
+            .args(extra)
+            .arg(&file);
+        c
+    };
+    let child = base(&[])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The first table exists: its one batch is being sent.
+    let t0 = Instant::now();
+    let created = || {
+        rt().block_on(async {
+            let mut c = srv.connect().await;
+            let n: Option<i64> = c
+                .exec_first(
+                    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'big0'",
+                    (&ours,),
+                )
+                .await
+                .unwrap_or(None);
+            n.unwrap_or(0) > 0
+        })
+    };
+    while !created() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "no table");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let signalled = Instant::now();
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(killed.success());
+    let o = child.wait_with_output().expect("wait");
+    let e = stderr(&o);
+    eprintln!(
+        "exited {:?} {:.2} s after SIGINT",
+        o.status.code(),
+        signalled.elapsed().as_secs_f64()
+    );
+    assert_eq!(o.status.code(), Some(130), "the load did not stop: {e}");
+    let (rows, state): (i64, Option<String>) = rt().block_on(async {
+        let mut c = srv.connect().await;
+        let rows: Option<i64> = c
+            .query_first(format!("SELECT COUNT(*) FROM `{ours}`.big0"))
+            .await
+            .expect("rows");
+        let state: Option<String> = c
+            .exec_first(
+                "SELECT state FROM sqlfleet.loads WHERE load_id = ?",
+                (&load_id,),
+            )
+            .await
+            .expect("state");
+        (rows.unwrap_or(0), state)
+    });
+    assert_eq!(state.as_deref(), Some("interrupted"));
+    assert_eq!(
+        rows, 0,
+        "the batch in flight at the interrupt went on and committed ({rows} rows of big0)"
+    );
+    assert_eq!(journal_rows(srv, &load_id), 0, "a batch was journaled");
+    let o = base(&["--resume"]).output().expect("resume");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_same(srv, &stock, &ours, "after one Ctrl-C and --resume");
+}
+
 /// Progress on a compressed dump counts one unit — the stream's
 /// uncompressed bytes — with the position in the compressed file apart,
 /// and no counter ever goes down (before: bytes_applied was scaled by a

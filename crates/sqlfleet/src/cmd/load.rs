@@ -182,7 +182,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         comments: a.comments,
         interrupt: Some(crate::shutdown::on_interrupt(
             "load",
-            "finishing the statements in flight and journaling them",
+            "stopping: the batches in flight roll back at their next statement (journaled up to the last commit)",
         )),
     };
     let json = a.json || a.progress == Mode::Json;
