@@ -105,8 +105,12 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             w.columns
         );
         let shared = ctx.shared.clone();
-        crate::infile::send(&mut c.conn, &w.data, 0..w.data.len(), move || {
-            shared.is_interrupted()
+        let flight = crate::state::InFlight::new(&ctx.shared);
+        let sent = flight.adder();
+        // The chunk's bytes are the input's bytes.
+        crate::infile::send(&mut c.conn, &w.data, 0..w.data.len(), move |piece| {
+            sent(piece as u64);
+            !shared.is_interrupted()
         });
         match c.conn.query_drop(sql).await {
             Ok(()) => match ServerCounts::from_info(&c.conn.info()) {

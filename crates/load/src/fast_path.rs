@@ -23,6 +23,8 @@ struct Group {
     /// The group's rows in the batch's buffer.
     range: Range<usize>,
     rows: u64,
+    /// The input bytes of its statements (for progress).
+    input: u64,
 }
 
 /// The batch as LOAD DATA groups, its rows written into `buf`, if every
@@ -39,11 +41,13 @@ fn convert(stmts: &[Statement], backslash_escapes: bool, buf: &mut Vec<u8>) -> O
             Some(g) if g.target == target => {
                 g.range.end = buf.len();
                 g.rows += rows;
+                g.input += s.end - s.offset;
             }
             _ => groups.push(Group {
                 target,
                 range: start..buf.len(),
                 rows,
+                input: s.end - s.offset,
             }),
         }
     }
@@ -127,11 +131,16 @@ async fn load(
         return check(e);
     }
     let mut rows = 0;
+    let flight = crate::state::InFlight::new(&ctx.shared);
     for g in groups {
         let sql = g.target.load_sql("sqlfleet-batch", charset);
         let shared = ctx.shared.clone();
-        crate::infile::send(&mut c.conn, all, g.range.clone(), move || {
-            shared.is_interrupted()
+        let (sent, len) = (flight.adder(), g.range.len().max(1) as u64);
+        let input = g.input;
+        crate::infile::send(&mut c.conn, all, g.range.clone(), move |piece| {
+            // Each piece stands for its share of the statements' bytes.
+            sent(input * piece as u64 / len);
+            !shared.is_interrupted()
         });
         if let Err(e) = c.conn.query_drop(sql).await {
             let _ = c.conn.query_drop("ROLLBACK").await;

@@ -24,21 +24,23 @@ pub fn pieces(all: &Bytes, range: Range<usize>) -> Vec<Bytes> {
         .collect()
 }
 
-/// The next `LOAD DATA LOCAL` on `conn` reads `range` of `all`. Once
-/// `stop` says so (an interrupt), the next piece is an error instead: the
-/// statement fails, and the caller rolls back the rows it took (a file
-/// that merely ended early would load part of the batch as if whole).
+/// The next `LOAD DATA LOCAL` on `conn` reads `range` of `all`. `each`
+/// is told each piece's length as the driver takes it, and says whether
+/// to go on: once it says no (an interrupt), the piece is an error
+/// instead, the statement fails, and the caller rolls back the rows it
+/// took (a file that merely ended early would load part of the batch as
+/// if whole).
 pub fn send(
     conn: &mut Conn,
     all: &Bytes,
     range: Range<usize>,
-    stop: impl Fn() -> bool + Send + Sync + 'static,
+    each: impl Fn(usize) -> bool + Send + Sync + 'static,
 ) {
     let data = pieces(all, range);
     conn.set_infile_handler(async move {
         Ok(
             futures_util::stream::iter(data.into_iter().map(move |piece| {
-                if stop() {
+                if !each(piece.len()) {
                     Err(std::io::Error::new(
                         std::io::ErrorKind::Interrupted,
                         "sqlfleet load: interrupted",

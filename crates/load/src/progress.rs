@@ -58,6 +58,10 @@ pub struct Reading {
     pub seconds: f64,
     /// Uncompressed bytes of the stream whose work committed.
     pub applied: u64,
+    /// ...and whose work has been sent to the server (committed, or in a
+    /// batch still running): what done is counted in. It may step back
+    /// when a batch is retried.
+    pub sent: u64,
     /// Uncompressed bytes of the stream read so far.
     pub read: u64,
     /// The file's size and the position read in it, when compressed.
@@ -72,7 +76,7 @@ impl Reading {
     /// the compressed file by the position read in it.
     pub fn fraction(&self) -> Option<f64> {
         match (self.total, self.file) {
-            (Some(t), _) if t > 0 => Some((self.applied as f64 / t as f64).min(1.0)),
+            (Some(t), _) if t > 0 => Some((self.sent.max(self.applied) as f64 / t as f64).min(1.0)),
             (_, Some((pos, Some(size)))) if size > 0 => Some((pos as f64 / size as f64).min(1.0)),
             _ => None,
         }
@@ -125,6 +129,8 @@ impl Sources {
         Reading {
             seconds: self.started.elapsed().as_secs_f64().max(1e-3),
             applied: self.shared.applied.load(Ordering::Relaxed),
+            sent: self.shared.applied.load(Ordering::Relaxed)
+                + self.shared.sending.load(Ordering::Relaxed),
             read: self.shared.read.load(Ordering::Relaxed),
             file: self.compressed.then_some((raw, self.total)),
             total: self.total.filter(|_| !self.compressed),
@@ -139,7 +145,7 @@ impl Sources {
         let errors = self.shared.quarantined.load(Ordering::Relaxed);
         let rows = r.rows;
         let rate = rows as f64 / el;
-        let bps = r.applied as f64 / el;
+        let bps = r.sent.max(r.applied) as f64 / el;
         let left = r.eta();
         let ahead = r.read.saturating_sub(r.applied) as f64;
         if mode == Mode::Json {
@@ -147,6 +153,7 @@ impl Sources {
                 "event": "progress",
                 "seconds": (el * 1000.0).round() / 1000.0,
                 "bytes_applied": r.applied,
+                "bytes_sent": r.sent,
                 "bytes_read": r.read,
                 "bytes_total": r.total,
                 "compressed_bytes_read": r.file.map(|f| f.0),
@@ -177,9 +184,14 @@ impl Sources {
             ),
             _ => String::new(),
         };
+        let committed = if r.sent > r.applied {
+            format!(" ({} committed)", human_bytes(r.applied as f64))
+        } else {
+            String::new()
+        };
         format!(
-            "{} loaded{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
-            human_bytes(r.applied as f64),
+            "{} sent{committed}{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
+            human_bytes(r.sent.max(r.applied) as f64),
             rate,
             human_bytes(bps),
             left.map(|l| format!(" · ETA {}", eta(l)))
@@ -245,6 +257,7 @@ mod tests {
         Reading {
             seconds: 10.0,
             applied,
+            sent: applied,
             read: applied * 2,
             file,
             total,
@@ -275,5 +288,25 @@ mod tests {
             assert_eq!(r.fraction(), fraction, "{r:?}");
             assert_eq!(r.eta(), eta, "{r:?}");
         }
+    }
+
+    /// A table in one big batch: done moves with what is sent, before
+    /// anything commits (before: 0% until the batch committed, and an ETA
+    /// of hours for a load that took seconds).
+    #[test]
+    fn done_counts_what_is_sent_not_only_what_committed() {
+        let r = Reading {
+            sent: 500,
+            ..reading(0, None, Some(1000))
+        };
+        assert_eq!(r.fraction(), Some(0.5));
+        assert_eq!(r.eta(), Some(10.0));
+        // A retried batch steps `sent` back below what committed: never
+        // below the committed bytes.
+        let r = Reading {
+            sent: 100,
+            ..reading(400, None, Some(1000))
+        };
+        assert_eq!(r.fraction(), Some(0.4));
     }
 }

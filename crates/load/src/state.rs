@@ -45,6 +45,47 @@ pub struct Shared {
     /// stops at its next statement (or piece of LOAD DATA) and rolls back
     /// (nothing of it journaled: `--resume` runs it again).
     pub interrupted: std::sync::atomic::AtomicBool,
+    /// Input bytes of work sent to the server and not yet committed or
+    /// rolled back (progress counts what is sent, so a table in one big
+    /// batch moves the bar as it goes, not only when it commits).
+    pub sending: AtomicU64,
+}
+
+/// Input bytes a batch has sent, counted in `Shared::sending` until the
+/// batch ends (dropped: committed or rolled back either way).
+pub struct InFlight {
+    shared: Arc<Shared>,
+    sent: Arc<AtomicU64>,
+}
+
+impl InFlight {
+    pub fn new(shared: &Arc<Shared>) -> InFlight {
+        InFlight {
+            shared: shared.clone(),
+            sent: Arc::default(),
+        }
+    }
+
+    pub fn add(&self, bytes: u64) {
+        self.sent.fetch_add(bytes, Ordering::Relaxed);
+        self.shared.sending.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// A counter for what is sent from elsewhere (LOAD DATA's pieces).
+    pub fn adder(&self) -> impl Fn(u64) + Send + Sync + 'static {
+        let (sent, shared) = (self.sent.clone(), self.shared.clone());
+        move |bytes| {
+            sent.fetch_add(bytes, Ordering::Relaxed);
+            shared.sending.fetch_add(bytes, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let n = self.sent.swap(0, Ordering::Relaxed);
+        self.shared.sending.fetch_sub(n, Ordering::Relaxed);
+    }
 }
 
 impl Default for Shared {
@@ -68,6 +109,7 @@ impl Default for Shared {
             quarantined_items: Mutex::default(),
             resuming: false,
             interrupted: std::sync::atomic::AtomicBool::new(false),
+            sending: AtomicU64::default(),
         }
     }
 }

@@ -322,6 +322,7 @@ async fn run_txn(
     if let Err(e) = c.conn.query_drop("BEGIN").await {
         return fail(0, e);
     }
+    let flight = crate::state::InFlight::new(&ctx.shared);
     let mut rows = 0;
     let mut warnings = 0;
     for (i, s) in stmts.iter().enumerate() {
@@ -329,6 +330,7 @@ async fn run_txn(
             let _ = c.conn.query_drop("ROLLBACK").await;
             return Outcome::Interrupted;
         }
+        flight.add(s.end - s.offset);
         if let Err(e) = c.conn.query_drop(&s.text[..]).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
             return fail(i, e);

@@ -870,6 +870,56 @@ fn one_ctrl_c_stops_the_batch_in_flight() {
     assert_same(srv, &stock, &ours, "after one Ctrl-C and --resume");
 }
 
+/// A table in one batch (the default 64 MiB): progress moves while the
+/// batch is sent, before it commits (before: `0 B loaded (0%)` and an ETA
+/// of hours until the batch committed, then done).
+#[test]
+fn progress_moves_while_one_big_batch_is_sent() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("one_table.sql");
+    big_dump(&file, 1, 800_000);
+    let db = fresh_db(srv, "progress_big");
+    let o = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["-D", &db, "--progress", "json", "--threads", "1"])
+        .arg(&file)
+        .output()
+        .expect("run");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let ticks: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["event"] == "progress")
+        .collect();
+    let n = |t: &serde_json::Value, k: &str| t[k].as_u64().unwrap_or(0);
+    let moving: Vec<_> = ticks
+        .iter()
+        .filter(|t| n(t, "bytes_sent") > n(t, "bytes_applied"))
+        .collect();
+    eprintln!(
+        "{} progress lines, {} while the batch was in flight: {:?}",
+        ticks.len(),
+        moving.len(),
+        moving
+            .iter()
+            .map(|t| n(t, "bytes_sent"))
+            .collect::<Vec<_>>()
+    );
+    if ticks.is_empty() {
+        eprintln!("finished within the first progress tick: nothing to check");
+        return;
+    }
+    assert!(
+        !moving.is_empty(),
+        "progress stood still while the batch was sent: {ticks:?}"
+    );
+    for t in &moving {
+        assert!(t["eta_seconds"].as_f64().is_some(), "no ETA: {t}");
+    }
+}
+
 /// Progress on a compressed dump counts one unit — the stream's
 /// uncompressed bytes — with the position in the compressed file apart,
 /// and no counter ever goes down (before: bytes_applied was scaled by a
