@@ -212,11 +212,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             ctx.shared
                 .warnings
                 .fetch_add(counts.warnings, Ordering::Relaxed);
-            ctx.shared
-                .server
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .add(counts);
+            ctx.shared.add_counts(counts);
             ChunkOutcome::Ok(rows)
         }
         Err(e) => fail(e),

@@ -131,6 +131,7 @@ async fn load(
         return check(e);
     }
     let mut rows = 0;
+    let mut counts = crate::counts::ServerCounts::default();
     let flight = crate::state::InFlight::new(&ctx.shared);
     for g in groups {
         let sql = g.target.load_sql("sqlfleet-batch", charset);
@@ -164,6 +165,15 @@ async fn load(
             return Fast::Fallback;
         }
         rows += c.conn.affected_rows();
+        match crate::counts::ServerCounts::from_info(&c.conn.info()) {
+            Some(n) => counts.add(n),
+            None => {
+                // The server's own account is the only one: a reply that
+                // does not give it sends the batch the INSERT way.
+                let _ = c.conn.query_drop("ROLLBACK").await;
+                return Fast::Fallback;
+            }
+        }
     }
     sqlfleet_faults::point!("load::batch_sent");
     if let Err(e) = c.conn.query_drop(record(rows)).await {
@@ -177,6 +187,7 @@ async fn load(
             ctx.shared
                 .fast_statements
                 .fetch_add(statements as u64, Ordering::Relaxed);
+            ctx.shared.add_counts(counts);
             Fast::Done(rows)
         }
         Err(e) => check(e),

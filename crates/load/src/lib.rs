@@ -558,6 +558,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         });
     }
     let seconds = started.elapsed().as_secs_f64();
+    let server_counts = *shared.server.lock().unwrap_or_else(|e| e.into_inner());
+    // The server's first warnings, after the load's own notes.
+    let server_texts = shared
+        .warning_texts
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
     Ok(Summary {
         unit: "statements",
         source: source_name,
@@ -583,9 +590,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             Regime::Ordered => "ordered",
             Regime::Stateful => "one connection",
         },
-        warnings,
+        server_warnings_shown: server_texts.len(),
+        warnings: warnings.into_iter().chain(server_texts).collect(),
         warning_count: shared.warnings.load(Ordering::Relaxed),
-        server: Default::default(),
+        server: server_counts,
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
     })
 }

@@ -130,6 +130,20 @@ impl Shared {
         true
     }
 
+    /// As many warning texts are kept as are shown.
+    pub fn warnings_full(&self) -> bool {
+        self.warning_texts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .len()
+            >= WARNINGS_SHOWN
+    }
+
+    /// Adds what the server said of committed work to the run's counts.
+    pub fn add_counts(&self, c: crate::counts::ServerCounts) {
+        self.server.lock().unwrap_or_else(|e| e.into_inner()).add(c);
+    }
+
     /// Records a failure; the earliest in the dump is the one reported.
     pub fn fail(&self, f: StatementFailure) {
         let mut slot = self.failure.lock().unwrap_or_else(|e| e.into_inner());

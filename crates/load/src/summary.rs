@@ -40,19 +40,23 @@ pub struct Summary {
     pub warnings: Vec<String>,
     /// Warnings the server raised, all of them (`warnings` shows the first).
     pub warning_count: u64,
-    /// CSV/TSV: what the server said it did with the rows (read, skipped
-    /// as duplicates, deleted by REPLACE, warnings).
+    /// How many of `warnings` are the server's (the last ones).
+    #[serde(skip)]
+    pub server_warnings_shown: usize,
+    /// What the server said it did with the rows (its replies' `Records:
+    /// ... Duplicates/Skipped/Deleted ... Warnings:`, or the OK packet's
+    /// affected rows and warning count), over the committed work.
     pub server: crate::counts::ServerCounts,
     pub quarantine: Option<PathBuf>,
 }
 
 impl Summary {
-    /// How many of the server's warnings `warnings` holds (CSV/TSV).
+    /// How many of the server's warnings `warnings` holds.
     fn server_warnings_shown(&self) -> usize {
         if self.unit == "chunks" {
             self.warnings.len()
         } else {
-            0
+            self.server_warnings_shown
         }
     }
 

@@ -13,6 +13,7 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_dump::Statement;
 
 use crate::chunk_job::{self, ChunkOutcome};
+use crate::counts::ServerCounts;
 use crate::error::StatementFailure;
 use crate::fast_path::{try_fast, Fast};
 use crate::job::Work;
@@ -20,7 +21,7 @@ use crate::journal::{self, Record};
 use crate::queue::{JobQueue, Lease};
 use crate::retry::{backoff, needs_reconnect, retryable, MAX_ATTEMPTS};
 use crate::session::SessionConn;
-use crate::state::Ctx;
+use crate::state::{Ctx, WARNINGS_SHOWN};
 
 /// Runs jobs until the queue closes.
 pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
@@ -325,6 +326,9 @@ async fn run_txn(
     let flight = crate::state::InFlight::new(&ctx.shared);
     let mut rows = 0;
     let mut warnings = 0;
+    // What the server said of each statement, counted once committed.
+    let mut counts = ServerCounts::default();
+    let mut texts = Vec::new();
     for (i, s) in stmts.iter().enumerate() {
         if ctx.shared.is_interrupted() {
             let _ = c.conn.query_drop("ROLLBACK").await;
@@ -335,8 +339,22 @@ async fn run_txn(
             let _ = c.conn.query_drop("ROLLBACK").await;
             return fail(i, e);
         }
-        rows += c.conn.affected_rows();
-        warnings += u64::from(c.conn.get_warnings());
+        let (affected, warned) = (c.conn.affected_rows(), c.conn.get_warnings());
+        rows += affected;
+        warnings += u64::from(warned);
+        counts.add(
+            ServerCounts::from_info(&c.conn.info())
+                .unwrap_or_else(|| ServerCounts::from_ok(affected, warned)),
+        );
+        if warned > 0 && texts.len() < WARNINGS_SHOWN && !ctx.shared.warnings_full() {
+            match warning_texts(c, s).await {
+                Ok(t) => texts.extend(t),
+                Err(e) => {
+                    let _ = c.conn.query_drop("ROLLBACK").await;
+                    return fail(i, e);
+                }
+            }
+        }
     }
     sqlfleet_faults::point!("load::batch_sent");
     if let Err(e) = c.conn.query_drop(record(rows)).await {
@@ -349,10 +367,38 @@ async fn run_txn(
             sqlfleet_faults::point!("load::batch_committed");
             // Counted once committed: a batch retried is not counted twice.
             ctx.shared.warnings.fetch_add(warnings, Ordering::Relaxed);
+            ctx.shared.add_counts(counts);
+            for t in &texts {
+                if !ctx.shared.keep_warning(t) {
+                    break;
+                }
+                crate::progress::say(&format!("warning: {t}"));
+            }
             Outcome::Ok(rows)
         }
         Err(e) => fail(0, e),
     }
+}
+
+/// The server's warnings of the statement `s` just ran on `c` (the first
+/// [`WARNINGS_SHOWN`]), each with the dump line it came from, worded as
+/// `SHOW WARNINGS` words it.
+async fn warning_texts(
+    c: &mut SessionConn,
+    s: &Statement,
+) -> Result<Vec<String>, mysql_async::Error> {
+    let rows: Vec<(String, u16, String)> = c
+        .conn
+        .query(format!("SHOW WARNINGS LIMIT {WARNINGS_SHOWN}"))
+        .await?;
+    let place = match &s.origin {
+        Some(file) => format!("{file} line {}", s.line),
+        None => format!("line {}", s.line),
+    };
+    Ok(rows
+        .into_iter()
+        .map(|(level, code, msg)| format!("{place}: {level} {code}: {msg}"))
+        .collect())
 }
 
 /// A batch into a table that cannot roll back (MyISAM, Aria): a pending

@@ -920,6 +920,79 @@ fn progress_moves_while_one_big_batch_is_sent() {
     }
 }
 
+/// A dump's rows and warnings as the server counts them: `--json .server`
+/// sums each statement's reply (`Records: ... Duplicates: ... Warnings:`),
+/// and `.warnings` shows each warning with its dump line, worded as the
+/// stock client's `SHOW WARNINGS` words it after the same statement
+/// (before: `.server` all zeros, `.warnings` empty, "2 warnings from the
+/// server" and none shown).
+#[test]
+fn a_dumps_server_counts_and_warnings_are_the_servers() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("warn.sql");
+    let insert = "INSERT INTO w VALUES (1,'abcdef'),(2,'xy'),(3,'toolong');";
+    std::fs::write(
+        &file,
+        format!(
+            "/*!40101 SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */;\n\
+             CREATE TABLE w (id INT PRIMARY KEY, c VARCHAR(3));\n\
+             {insert}\n\
+             INSERT INTO w VALUES (4,'ok');\n\
+             INSERT IGNORE INTO w VALUES (4,'dup'),(5,'new');\n"
+        ),
+    )
+    .expect("write");
+    // The stock client's words for the same statement.
+    let stock = fresh_db(srv, "stock_warn");
+    let o = mariadb(
+        srv,
+        &[
+            "-D",
+            &stock,
+            "-N",
+            "-B",
+            "-e",
+            &format!(
+                "SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO'; CREATE TABLE w (id INT PRIMARY KEY, c VARCHAR(3)); {insert} SHOW WARNINGS"
+            ),
+        ],
+        None,
+    );
+    let want: Vec<String> = stdout(&o)
+        .lines()
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            format!("line 3: {} {}: {}", f[0], f[1], f[2])
+        })
+        .collect();
+    assert_eq!(want.len(), 2, "{want:?}");
+    let ours = fresh_db(srv, "ours_warn");
+    let o = sqlfleet_load(srv, &["-D", &ours, "--json", file.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(stdout(&o).trim()).expect("json");
+    let server = &v["server"];
+    assert_eq!(server["records"], 6, "{v}");
+    assert_eq!(server["skipped"], 1, "{v}");
+    assert_eq!(server["warnings"], 3, "{v}");
+    assert_eq!(v["warning_count"], 3, "{v}");
+    let shown: Vec<String> = v["warnings"]
+        .as_array()
+        .expect("warnings")
+        .iter()
+        .filter_map(|w| w.as_str().map(str::to_string))
+        .collect();
+    for w in &want {
+        assert!(shown.contains(w), "{w} not among {shown:?}");
+    }
+    assert!(
+        shown
+            .iter()
+            .any(|w| w.starts_with("line 5: Warning 1062: Duplicate entry '4'")),
+        "{shown:?}"
+    );
+}
+
 /// Progress on a compressed dump counts one unit — the stream's
 /// uncompressed bytes — with the position in the compressed file apart,
 /// and no counter ever goes down (before: bytes_applied was scaled by a
