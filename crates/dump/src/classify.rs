@@ -178,6 +178,24 @@ impl Cursor {
             _ => None,
         }
     }
+    fn punct(&mut self, p: u8) -> bool {
+        if self.toks.get(self.i) == Some(&Tok::Punct(p)) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+    /// An unsigned whole number.
+    fn number(&mut self) -> bool {
+        match self.toks.get(self.i) {
+            Some(Tok::Word(w)) if !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()) => {
+                self.i += 1;
+                true
+            }
+            _ => false,
+        }
+    }
     /// `name` or `db.name`.
     fn table(&mut self) -> Option<TableRef> {
         let first = self.name()?;
@@ -207,8 +225,41 @@ impl Cursor {
     }
 }
 
+/// The sequence of a dump's `DO SETVAL(seq, n, is_used[, round])` — the
+/// exact shape mariadb-dump writes after `CREATE SEQUENCE` — else None.
+/// It sets that sequence and nothing else, and sets it to the same value
+/// however often it runs.
+pub fn setval_of(text: &[u8]) -> Option<TableRef> {
+    let mut c = Cursor {
+        toks: tokens(text, 24),
+        i: 0,
+    };
+    if !c.eat_seq(&["DO", "SETVAL"]) || !c.punct(b'(') {
+        return None;
+    }
+    let seq = c.table()?;
+    let mut args = 0;
+    while c.punct(b',') {
+        c.punct(b'-');
+        if !c.number() {
+            return None;
+        }
+        args += 1;
+    }
+    c.punct(b')').then_some(())?;
+    c.punct(b';');
+    ((2..=3).contains(&args) && c.i == c.toks.len()).then_some(seq)
+}
+
 /// Classifies one statement.
 pub fn classify(text: &[u8]) -> Kind {
+    if let Some(seq) = setval_of(text) {
+        // With its sequence's DDL, in order; not a barrier.
+        return Kind::TableDdl {
+            table: seq,
+            create: false,
+        };
+    }
     let mut c = Cursor {
         toks: tokens(text, 48),
         i: 0,
@@ -469,6 +520,51 @@ mod tests {
             Some(true)
         );
         assert_eq!(backslash_escapes_after(b"SET NAMES utf8mb4"), None);
+    }
+
+    /// mariadb-dump's `DO SETVAL` goes with its sequence; any other DO,
+    /// or a SETVAL that does more than set one value, stays a barrier.
+    #[test]
+    fn a_dumps_setval_is_about_its_sequence() {
+        let seq = |db: Option<&str>, name: &str| TableRef {
+            db: db.map(str::to_string),
+            name: name.into(),
+        };
+        let rows: Vec<(&str, Option<TableRef>)> = vec![
+            ("DO SETVAL(`seq1`, 5100, 0)", Some(seq(None, "seq1"))),
+            ("DO SETVAL(`seq1`, 5100, 0);", Some(seq(None, "seq1"))),
+            ("do setval(`d`.`s`, -3, 1, 0)", Some(seq(Some("d"), "s"))),
+            ("DO SETVAL(s, 1, 1)", Some(seq(None, "s"))),
+            ("DO SETVAL(`seq1`, 5100)", None),
+            ("DO SETVAL(`seq1`, 5100, 0), SLEEP(1)", None),
+            ("DO SETVAL(`seq1`, (SELECT MAX(id) FROM t), 0)", None),
+            ("DO SETVAL(`seq1`, @v, 0)", None),
+            ("DO RELEASE_LOCK('x')", None),
+            ("DO 1", None),
+            ("SELECT SETVAL(`seq1`, 5100, 0)", None),
+        ];
+        for (text, want) in rows {
+            assert_eq!(setval_of(text.as_bytes()), want, "{text}");
+            let kind = classify(text.as_bytes());
+            match &want {
+                Some(t) => assert_eq!(
+                    kind,
+                    Kind::TableDdl {
+                        table: t.clone(),
+                        create: false
+                    },
+                    "{text}"
+                ),
+                None => assert_eq!(kind, Kind::Barrier, "{text}"),
+            }
+            let traits = crate::inspect::inspect(text.as_bytes());
+            assert_eq!(
+                traits.session_state.is_none(),
+                want.is_some(),
+                "{text}: {:?}",
+                traits.session_state
+            );
+        }
     }
 
     proptest::proptest! {

@@ -239,6 +239,11 @@ fn is(w: &[u8], k: &str) -> bool {
 
 /// Looks at a whole statement.
 pub fn inspect(text: &[u8]) -> Traits {
+    // A dump's `DO SETVAL(seq, ...)` sets its sequence and nothing of the
+    // session (and the same value however often it runs).
+    if crate::classify::setval_of(text).is_some() {
+        return Traits::default();
+    }
     let mut t = Traits::default();
     let mut first: Vec<&[u8]> = Vec::with_capacity(4);
     let mut definition = false; // CREATE TRIGGER/PROCEDURE/FUNCTION/VIEW/EVENT

@@ -306,6 +306,97 @@ fn kill_9_then_resume_loads_exactly_once() {
     );
 }
 
+/// Each sequence's state, as the server has it (the values a next
+/// NEXTVAL would start from), for every sequence in `db`.
+fn sequences(srv: &TestServer, db: &str) -> Vec<String> {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        let names: Vec<String> = c
+            .exec(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'SEQUENCE' ORDER BY 1",
+                (db,),
+            )
+            .await
+            .expect("sequences");
+        let mut out = Vec::new();
+        for n in names {
+            let row: Option<(i64, i64, i64)> = c
+                .query_first(format!(
+                    "SELECT next_not_cached_value, increment, cache_size FROM `{db}`.`{n}`"
+                ))
+                .await
+                .expect("sequence");
+            out.push(format!("{n}: {row:?}"));
+        }
+        out
+    })
+}
+
+/// A mariadb-dump with sequences (each followed by its `DO SETVAL`) loads
+/// in parallel and resumably: no "ties the rest of this file to one
+/// connection" (before: the first DO did), killed -9 mid-load and resumed,
+/// tables and sequences equal the source's.
+#[test]
+fn a_dump_with_sequences_loads_in_parallel_and_resumes_after_kill_9() {
+    let srv = server();
+    let dir = tmp();
+    let src = fresh_db(srv, "seqsrc");
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        for t in 0..3 {
+            c.query_drop(format!(
+                "CREATE TABLE `{src}`.t{t} (id INT PRIMARY KEY, v VARCHAR(40)); \
+                 INSERT INTO `{src}`.t{t} SELECT seq, CONCAT('row-', seq, '-', REPEAT('x', seq % 20)) FROM `{src}`.seq_1_to_150000"
+            ))
+            .await
+            .expect("table");
+        }
+        c.query_drop(format!(
+            "CREATE SEQUENCE `{src}`.s1 START WITH 100 INCREMENT BY 5; \
+             CREATE SEQUENCE `{src}`.s2 CACHE 10; \
+             SELECT NEXTVAL(`{src}`.s1), NEXTVAL(`{src}`.s1), NEXTVAL(`{src}`.s2); \
+             DO SETVAL(`{src}`.s2, 5100, 0)"
+        ))
+        .await
+        .expect("sequences");
+    });
+    let file = dir.path().join("seq.sql");
+    dump(srv, &src, &[], &file);
+    let text = std::fs::read_to_string(&file).expect("read");
+    assert!(text.contains("DO SETVAL(`s1`"), "the dump has no DO SETVAL");
+    let want_seq = sequences(srv, &src);
+    let ours = fresh_db(srv, "seqours");
+    let load_id = format!("seq-{}", std::process::id());
+    let base = |extra: &[&str]| {
+        let mut c = common::sqlfleet();
+        c.arg("load")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["-D", &ours, "--progress", "none", "--threads", "3"])
+            .args(["--batch-bytes", "200000", "--load-id", &load_id])
+            .args(extra)
+            .arg(&file);
+        c
+    };
+    let mut child = base(&[])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    common::kill_9_when(&mut child, 4, || journal_rows(srv, &load_id));
+    let o = base(&["--resume", "--json"]).output().expect("resume");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(v["mode"], "parallel", "{v}");
+    assert!(
+        !stderr(&o).contains("ties the rest of this file"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(v["skipped_on_resume"].as_u64().unwrap_or(0) > 0, "{v}");
+    assert_same(srv, &src, &ours, "tables after kill -9 and --resume");
+    assert_eq!(sequences(srv, &ours), want_seq, "sequences");
+}
+
 #[test]
 fn continue_on_error_quarantines_exactly_the_bad_statements() {
     let srv = server();
