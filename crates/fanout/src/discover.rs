@@ -28,6 +28,8 @@ struct Node {
     primaries: Vec<((String, u16), String)>,
     /// A Galera member's cluster, node name and state.
     galera: Option<Member>,
+    /// It could not be read: why (the connect error, or the server's
+    /// refusal of the login).
     unreachable: Option<String>,
 }
 
@@ -38,13 +40,15 @@ struct Member {
     state: String,
 }
 
-/// The servers found from `start`, in the order found; at most `limit`.
+/// The servers found from `start`, in the order found (at most `limit`),
+/// and a note for each that could not be read: not reached, or reached
+/// and its login refused (ERROR 1045 is not "down").
 pub async fn discover(
     base: &Target,
     start: (String, u16),
     connect_timeout: Duration,
     limit: usize,
-) -> Vec<Host> {
+) -> (Vec<Host>, Vec<String>) {
     let mut nodes: BTreeMap<(String, u16), Node> = BTreeMap::new();
     let mut order = Vec::new();
     // One spelling per server: TCP to "localhost" is the loopback address.
@@ -87,15 +91,27 @@ pub async fn discover(
         };
         nodes.insert(addr, node);
     }
-    order
+    let notes = order
+        .iter()
+        .filter_map(|addr| {
+            let why = nodes[addr].unreachable.as_ref()?;
+            Some(format!(
+                "{}:{} is in the topology but could not be read ({why})",
+                addr.0, addr.1
+            ))
+        })
+        .collect();
+    let hosts = order
         .iter()
         .map(|addr| {
             let n = &nodes[addr];
             let mut tags = BTreeMap::new();
-            let role = match (&n.galera, n.primaries.is_empty()) {
-                (Some(_), _) => "member",
-                (None, true) => "primary",
-                (None, false) => "replica",
+            // A server that could not be read has a role nobody knows.
+            let role = match (&n.galera, n.primaries.is_empty(), &n.unreachable) {
+                (_, _, Some(_)) => "unknown",
+                (Some(_), _, _) => "member",
+                (None, true, None) => "primary",
+                (None, false, None) => "replica",
             };
             tags.insert("role".to_string(), role.to_string());
             if let Some(m) = &n.galera {
@@ -121,7 +137,8 @@ pub async fn discover(
                 ..Host::tcp(addr.0.clone(), addr.1)
             }
         })
-        .collect()
+        .collect();
+    (hosts, notes)
 }
 
 /// Hops to the top of the chain (the shortest over channels; a cycle,
@@ -138,12 +155,6 @@ fn depth(nodes: &BTreeMap<(String, u16), Node>, addr: &(String, u16), hops: usiz
         .map(|(p, _)| depth(nodes, p, hops + 1))
         .min()
         .unwrap_or(hops)
-}
-
-/// Why a discovered server could not be read, for messages.
-pub fn unreachable_note(h: &Host) -> Option<String> {
-    (h.tags.get("unreachable").map(String::as_str) == Some("yes"))
-        .then(|| format!("{} is in the topology but could not be reached", h.addr()))
 }
 
 /// What one server says about its neighbours.
@@ -185,7 +196,15 @@ async fn look(
     let mut c = t
         .connect(connect_timeout)
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| match e.server_code() {
+            Some(code) => format!(
+                "it refused the login with ERROR {code}: {}",
+                e.source
+                    .as_ref()
+                    .map_or_else(|| e.what.clone(), |s| s.to_string())
+            ),
+            None => format!("not reached: {e}"),
+        })?;
     let text = |r: &Row, col: &str| -> String {
         r.get_opt::<String, _>(col)
             .and_then(Result::ok)

@@ -18,6 +18,22 @@ pub struct StatementFailure {
     pub preview: String,
 }
 
+impl StatementFailure {
+    /// What to do next, for the message: a resume where one can go on; a
+    /// load without a database (1046) names the database to give, since a
+    /// resume is bound to the database its load used (here: none).
+    pub fn way_on(&self) -> &'static str {
+        match self.code {
+            Some(1046) => {
+                "the dump names no database and none was given: load it again with -D DB --restart (a resume keeps to the database the load used, and it had none)"
+            }
+            _ => {
+                "everything before it that committed is journaled: fix the cause and rerun with --resume"
+            }
+        }
+    }
+}
+
 impl std::fmt::Display for StatementFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.origin {
@@ -56,7 +72,7 @@ pub enum LoadError {
     },
     #[error("{path}: the dump is empty: no SQL statements in it")]
     Empty { path: PathBuf },
-    #[error("{path}: {failure}; everything before it that committed is journaled: fix the cause and rerun with --resume")]
+    #[error("{path}: {failure}; {}", failure.way_on())]
     Statement {
         path: PathBuf,
         failure: Box<StatementFailure>,

@@ -1142,3 +1142,28 @@ fn progress_on_a_compressed_dump_only_goes_up_in_one_unit() {
         last = now;
     }
 }
+
+/// A dump that names no database, loaded without -D: the error says to
+/// give -D with --restart — the way that works (before: "rerun with
+/// --resume", which is refused with another -D) — and that way loads it.
+#[test]
+fn a_load_without_a_database_says_the_way_that_works() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("nodb.sql");
+    std::fs::write(
+        &file,
+        "CREATE TABLE nodb_t (id INT PRIMARY KEY);\nINSERT INTO nodb_t VALUES (1),(2);\n",
+    )
+    .expect("write");
+    let o = sqlfleet_load(srv, &[file.to_str().expect("utf8")]);
+    let e = stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("1046") && e.contains("-D DB --restart") && !e.contains("rerun with --resume"),
+        "{e}"
+    );
+    let db = fresh_db(srv, "nodb");
+    let o = sqlfleet_load(srv, &["-D", &db, "--restart", file.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

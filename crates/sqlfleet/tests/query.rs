@@ -700,7 +700,27 @@ fn discover_walks_the_topology_both_ways() {
                 && l.contains("unreachable=yes")),
         "{lines:?}"
     );
-    assert!(err.contains("could not be reached"), "{err}");
+    assert!(err.contains("could not be read (not reached"), "{err}");
+    // An account the servers refuse: not "unreachable" in disguise — the
+    // note names the refusal, and no role is guessed.
+    let o = common::sqlfleet()
+        .env("SQLFLEET_HOME", home.path())
+        .args(["query", "--sandbox", "topo", "-u", "nosuch", "--discover"])
+        .arg(format!("127.0.0.1:{}", r1.port))
+        .arg("--discover-only")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{out} {err}");
+    assert!(
+        out.contains(&format!(
+            "127.0.0.1:{} depth=0 role=unknown unreachable=yes",
+            r1.port
+        )),
+        "{out}"
+    );
+    assert!(err.contains("refused the login with ERROR 1045"), "{err}");
     let _ = common::run_in(
         home.path(),
         &["sandbox", "destroy", "--name", "topo", "--yes"],

@@ -63,13 +63,9 @@ pub async fn resolve(
         Some(start) => {
             let (host, port) = sqlfleet_conn::addr::parse_addr(start, default_port(base))
                 .map_err(|e| anyhow::anyhow!("--discover {start}: {e}"))?;
-            let found =
+            let (found, unreachable) =
                 sqlfleet_fanout::discover::discover(base, (host, port), connect_timeout, 10_000)
                     .await;
-            let unreachable: Vec<String> = found
-                .iter()
-                .filter_map(sqlfleet_fanout::discover::unreachable_note)
-                .collect();
             for u in &unreachable {
                 eprintln!("sqlfleet {command}: warning: {u}");
             }
