@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::insert::InsertCell;
 use crate::pool::PoolCell;
-use crate::stats::Spread;
+use crate::stats::{Spread, Verdict};
 use sqlfleet_chart::{line_chart, Chart, Series};
 
 /// Everything one `bench` run produced.
@@ -578,12 +578,14 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
     h
 }
 
-/// Compares two result sets: lines of text and whether any cell regressed
-/// beyond the measured noise.
 /// Compares two runs of the same benchmark cell by cell: the text, and
-/// whether anything regressed beyond the noise (or failed in B). Runs of
-/// different benchmarks, or with no cell in common, are refused.
-pub fn compare(a: &Results, b: &Results) -> Result<(String, bool), String> {
+/// whether anything regressed (or failed in B). A cell regressed when
+/// Welch's t test says B is lower beyond the noise ([`Verdict`]) and, with
+/// `fail_pct`, by at least that many percent; with one sample on a side
+/// the noise is unknown and it is said so — then only a drop of at least
+/// `fail_pct` (when given) counts. Runs of different benchmarks, or with
+/// no cell in common, are refused.
+pub fn compare(a: &Results, b: &Results, fail_pct: Option<f64>) -> Result<(String, bool), String> {
     if a.command != b.command {
         return Err(format!(
             "A is a '{}' run and B a '{}' run: only runs of the same benchmark compare",
@@ -625,13 +627,26 @@ pub fn compare(a: &Results, b: &Results) -> Result<(String, bool), String> {
         } else {
             0.0
         };
-        let verdict = if sa.regressed_to(sb) {
-            regressed = true;
-            "REGRESSION"
-        } else if sb.regressed_to(&sa) {
-            "improvement"
-        } else {
-            "within noise"
+        let over = |pct: f64| -change >= pct;
+        let verdict = match (sa.verdict(sb), fail_pct) {
+            (Verdict::Lower, Some(pct)) if !over(pct) => {
+                format!("lower beyond the noise, within --fail-on-regression {pct}%")
+            }
+            (Verdict::Lower, _) => {
+                regressed = true;
+                "REGRESSION".to_string()
+            }
+            (Verdict::Higher, _) => "improvement".to_string(),
+            (Verdict::Noise, _) => "within noise".to_string(),
+            (Verdict::Unknown, Some(pct)) if over(pct) => {
+                regressed = true;
+                format!(
+                    "REGRESSION (a drop of {pct}% or more; one sample each: the noise is unknown)"
+                )
+            }
+            (Verdict::Unknown, _) => {
+                "one sample each: cannot tell noise from change (run with more samples)".to_string()
+            }
         };
         let _ = writeln!(
             s,

@@ -45,16 +45,84 @@ impl Spread {
         format!("{:.0} ± {:.0} (n={})", self.mean, self.stddev, self.n)
     }
 
-    /// Is `other` lower than `self` by more than the noise of both?
-    /// (Difference of means beyond twice its standard error.)
-    pub fn regressed_to(&self, other: &Spread) -> bool {
-        if self.n < 2 || other.n < 2 {
-            return false;
+    /// How `later` compares with this earlier spread: Welch's t test
+    /// (unequal variances, Welch–Satterthwaite degrees of freedom) at 95%,
+    /// two-sided. With fewer than two samples on a side the noise is
+    /// unknown, and so is the verdict — however large the change looks.
+    pub fn verdict(&self, later: &Spread) -> Verdict {
+        if self.n < 2 || later.n < 2 {
+            return Verdict::Unknown;
         }
-        let se =
-            (self.stddev.powi(2) / self.n as f64 + other.stddev.powi(2) / other.n as f64).sqrt();
-        self.mean - other.mean > 2.0 * se.max(self.mean * 1e-9)
+        let (va, vb) = (
+            self.stddev.powi(2) / self.n as f64,
+            later.stddev.powi(2) / later.n as f64,
+        );
+        let se = (va + vb).sqrt();
+        let diff = later.mean - self.mean;
+        if se <= self.mean.abs() * 1e-9 {
+            // No spread on either side: any difference is the difference.
+            return match diff {
+                d if d < 0.0 => Verdict::Lower,
+                d if d > 0.0 => Verdict::Higher,
+                _ => Verdict::Noise,
+            };
+        }
+        let df = (va + vb).powi(2)
+            / (va.powi(2) / (self.n as f64 - 1.0) + vb.powi(2) / (later.n as f64 - 1.0));
+        if (diff / se).abs() <= t_975(df) {
+            Verdict::Noise
+        } else if diff < 0.0 {
+            Verdict::Lower
+        } else {
+            Verdict::Higher
+        }
     }
+}
+
+/// What a comparison of two spreads can say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Lower beyond the noise (a throughput regression).
+    Lower,
+    Higher,
+    /// The difference is within what the samples vary by.
+    Noise,
+    /// One sample on a side: nothing can be told.
+    Unknown,
+}
+
+/// Student's t at 97.5% (two-sided 95%) for `df` degrees of freedom,
+/// interpolated between tabled values (df below 1 counts as 1).
+fn t_975(df: f64) -> f64 {
+    const T: [(f64, f64); 19] = [
+        (1.0, 12.706),
+        (2.0, 4.303),
+        (3.0, 3.182),
+        (4.0, 2.776),
+        (5.0, 2.571),
+        (6.0, 2.447),
+        (7.0, 2.365),
+        (8.0, 2.306),
+        (9.0, 2.262),
+        (10.0, 2.228),
+        (12.0, 2.179),
+        (15.0, 2.131),
+        (20.0, 2.086),
+        (25.0, 2.060),
+        (30.0, 2.042),
+        (40.0, 2.021),
+        (60.0, 2.000),
+        (120.0, 1.980),
+        (1e9, 1.960),
+    ];
+    let df = if df.is_finite() { df.max(1.0) } else { 1e9 };
+    for w in T.windows(2) {
+        let ((d0, t0), (d1, t1)) = (w[0], w[1]);
+        if df <= d1 {
+            return t0 + (t1 - t0) * (df - d0) / (d1 - d0);
+        }
+    }
+    1.960
 }
 
 /// Latency percentiles from an HDR histogram of microseconds.
@@ -102,13 +170,66 @@ mod tests {
     }
 
     #[test]
-    fn regression_needs_more_than_noise() {
-        let a = Spread::of(&[100.0, 102.0, 98.0, 101.0, 99.0]);
-        let noisy = Spread::of(&[97.0, 103.0, 99.0, 100.0, 96.0]);
-        let worse = Spread::of(&[80.0, 82.0, 79.0, 81.0, 80.0]);
-        assert!(!a.regressed_to(&noisy));
-        assert!(a.regressed_to(&worse));
-        assert!(!worse.regressed_to(&a));
+    fn verdicts_by_welchs_t() {
+        let sp = |x: &[f64]| Spread::of(x);
+        let a = sp(&[100.0, 102.0, 98.0, 101.0, 99.0]);
+        let rows: Vec<(&str, Spread, Spread, Verdict)> = vec![
+            (
+                "noise",
+                a,
+                sp(&[97.0, 103.0, 99.0, 100.0, 96.0]),
+                Verdict::Noise,
+            ),
+            (
+                "20% lower, tight",
+                a,
+                sp(&[80.0, 82.0, 79.0, 81.0, 80.0]),
+                Verdict::Lower,
+            ),
+            (
+                "20% higher, tight",
+                a,
+                sp(&[120.0, 122.0, 119.0, 121.0, 120.0]),
+                Verdict::Higher,
+            ),
+            (
+                "37% lower, one sample each",
+                sp(&[1227.0]),
+                sp(&[770.0]),
+                Verdict::Unknown,
+            ),
+            ("one sample on one side", a, sp(&[50.0]), Verdict::Unknown),
+            (
+                "lower by less than its wide spread",
+                sp(&[100.0, 140.0, 60.0]),
+                sp(&[90.0, 130.0, 50.0]),
+                Verdict::Noise,
+            ),
+            (
+                "no spread, same",
+                sp(&[5.0, 5.0]),
+                sp(&[5.0, 5.0]),
+                Verdict::Noise,
+            ),
+            (
+                "no spread, lower",
+                sp(&[5.0, 5.0]),
+                sp(&[4.0, 4.0]),
+                Verdict::Lower,
+            ),
+        ];
+        for (what, x, y, want) in rows {
+            assert_eq!(x.verdict(&y), want, "{what}");
+        }
+    }
+
+    #[test]
+    fn t_table() {
+        assert!((t_975(1.0) - 12.706).abs() < 1e-9);
+        assert!((t_975(11.0) - 2.2035).abs() < 1e-3);
+        assert!((t_975(1e12) - 1.96).abs() < 1e-9);
+        assert!((t_975(0.2) - 12.706).abs() < 1e-9);
+        assert!((t_975(f64::NAN) - 1.96).abs() < 1e-9);
     }
 
     #[test]

@@ -218,6 +218,49 @@ fn insert_sweep_files_loss_check_and_compare() {
         .expect("run");
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(stdout(&o).contains("REGRESSION"), "{}", stdout(&o));
+
+    // One sample each, 37% lower: the noise is unknown and it says so
+    // (before: "within noise", exit 0); a scripted comparison that names
+    // the drop it will not accept fails on it.
+    let one = |scale: f64, name: &str| {
+        let mut r = results(&a);
+        for c in r["insert"].as_array_mut().expect("cells") {
+            let m = c["rate"]["mean"].as_f64().expect("mean");
+            c["rate"]["mean"] = (m * scale).into();
+            c["rate"]["stddev"] = 0.0.into();
+            c["rate"]["n"] = 1.into();
+        }
+        let d = dir.path().join(name);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("results.json"), r.to_string()).expect("write");
+        d
+    };
+    let (one_a, one_b) = (one(1.0, "one_a"), one(0.63, "one_b"));
+    let cmp = |extra: &[&str]| {
+        common::sqlfleet()
+            .args(["bench", "compare"])
+            .arg(&one_a)
+            .arg(&one_b)
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let o = cmp(&[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("(-37.0%) one sample each: cannot tell noise from change"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cmp(&["--fail-on-regression", "20"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("REGRESSION (a drop of 20% or more"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cmp(&["--fail-on-regression", "50"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
 }
 
 #[test]

@@ -24,14 +24,20 @@ pub enum BenchCmd {
     /// Exit codes: 0 done, 1 usage or setup error, 2 a cell failed (more
     /// errors than --max-errors)
     Pool(Box<PoolArgs>),
-    /// Compare two result directories. Exit codes: 0 no regression, 1 the
-    /// runs do not compare (different benchmarks, no cell in common), 2 a
-    /// regression beyond the noise or a cell that failed in B
+    /// Compare two result directories (Welch's t test per cell). Exit
+    /// codes: 0 no regression, 1 the runs do not compare (different
+    /// benchmarks, no cell in common), 2 a regression or a cell that
+    /// failed in B
     Compare {
         /// The earlier run's directory (results.json)
         a: PathBuf,
         /// The later run's directory
         b: PathBuf,
+        /// A cell regressed only when lower by at least PCT percent (and
+        /// beyond the noise, where samples tell it); with one sample each,
+        /// a drop of PCT percent counts (for scripted comparisons)
+        #[arg(long, value_name = "PCT")]
+        fail_on_regression: Option<f64>,
     },
 }
 
@@ -205,10 +211,20 @@ fn now_string() -> String {
 
 pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
     match cmd {
-        BenchCmd::Compare { a, b } => {
+        BenchCmd::Compare {
+            a,
+            b,
+            fail_on_regression,
+        } => {
+            if let Some(p) = fail_on_regression {
+                anyhow::ensure!(
+                    p.is_finite() && p >= 0.0,
+                    "--fail-on-regression {p}: a percentage of 0 or more"
+                );
+            }
             let ra = report::read(&a).map_err(anyhow::Error::msg)?;
             let rb = report::read(&b).map_err(anyhow::Error::msg)?;
-            let (text, regressed) = report::compare(&ra, &rb)
+            let (text, regressed) = report::compare(&ra, &rb, fail_on_regression)
                 .map_err(|e| anyhow::anyhow!("{} vs {}: {e}", a.display(), b.display()))?;
             print!("{text}");
             Ok(if regressed { Exit::Partial } else { Exit::Ok })
