@@ -154,12 +154,13 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
             })
             .collect();
         let warmup = r.insert.first().map_or(1, |c| c.warmup_seconds) as f64;
-        let t = "Inserts committed each second (first 8 cells)";
+        // The title says what the chart holds: every cell, or the first 8.
+        let t = chart_title(series.len(), r.insert.len());
         out.push((
             "insert_rate_over_time".into(),
-            t.into(),
+            t.clone(),
             line_chart(&Chart {
-                title: t,
+                title: &t,
                 x_label: "second of the cell",
                 y_label: "inserts/s",
                 x_integer: true,
@@ -578,6 +579,15 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
     h
 }
 
+/// The over-time chart's title for `shown` of `cells` cells.
+fn chart_title(shown: usize, cells: usize) -> String {
+    if shown < cells {
+        format!("Inserts committed each second (the first {shown} of {cells} cells)")
+    } else {
+        "Inserts committed each second (every cell)".to_string()
+    }
+}
+
 /// Compares two runs of the same benchmark cell by cell: the text, and
 /// whether anything regressed (or failed in B). A cell regressed when
 /// Welch's t test says B is lower beyond the noise ([`Verdict`]) and, with
@@ -662,6 +672,21 @@ pub fn read(dir: &Path) -> Result<Results, String> {
     let p = dir.join("results.json");
     let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+#[cfg(test)]
+mod title_tests {
+    #[test]
+    fn the_title_counts_the_cells_it_shows() {
+        assert_eq!(
+            super::chart_title(4, 4),
+            "Inserts committed each second (every cell)"
+        );
+        assert_eq!(
+            super::chart_title(8, 12),
+            "Inserts committed each second (the first 8 of 12 cells)"
+        );
+    }
 }
 
 #[cfg(test)]

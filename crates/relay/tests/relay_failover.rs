@@ -148,6 +148,20 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
         "replica1 served {served} of the 200 reads made while replica2 was down"
     );
     relay.wait_roles(1, 1);
+    // The status page says since when it is down and why (before: only
+    // the last socket error, "Broken pipe (os error 32)").
+    let st = relay.status();
+    let down: Vec<&str> = st["backends"]
+        .as_array()
+        .expect("backends")
+        .iter()
+        .filter(|b| b["role"] == "down")
+        .filter_map(|b| b["down"].as_str())
+        .collect();
+    assert!(
+        down.len() == 1 && down[0].starts_with("down since ") && down[0].contains("last error: "),
+        "{st}"
+    );
     // It comes back.
     rt.block_on(async {
         let opts = UpOptions {

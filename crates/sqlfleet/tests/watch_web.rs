@@ -607,7 +607,10 @@ fn an_ssh_password_from_the_store_goes_through_askpass_never_argv() {
     let mut leaks = Vec::new();
     let v = loop {
         leaks.extend(argv_holding(&pw));
-        let v = json(&w.addr, &format!("/api/server?name={primary}"));
+        let v = json(&w.addr, &format!("/api/server?server={primary}"));
+        // Its first spelling still answers, for the same server.
+        let old = json(&w.addr, &format!("/api/server?name={primary}"));
+        assert_eq!(old["server"]["name"], v["server"]["name"], "{old}");
         if v["server"]["mem"].is_number() {
             break v;
         }

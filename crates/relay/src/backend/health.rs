@@ -38,6 +38,9 @@ pub struct State {
     pub galera: Option<Wsrep>,
     pub error: Option<String>,
     pub failures: u32,
+    /// When it was last found down (None while up).
+    #[serde(skip)]
+    pub down_since: Option<std::time::SystemTime>,
 }
 
 pub use crate::routing::pick::Brief;
@@ -110,7 +113,14 @@ impl Health {
         let went_down = {
             let mut s = self.states[i].lock().unwrap_or_else(|e| e.into_inner());
             let was_up = s.up;
+            let since = s.down_since;
             f(&mut s);
+            // Down since the first check or client that found it so.
+            s.down_since = match (s.up, since) {
+                (true, _) => None,
+                (false, Some(t)) if !was_up => Some(t),
+                (false, _) => Some(std::time::SystemTime::now()),
+            };
             was_up && !s.up
         };
         if went_down {
@@ -230,6 +240,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         error: galera.as_ref().and_then(Wsrep::excluded),
         galera,
         failures: 0,
+        down_since: None,
     })
 }
 
@@ -363,12 +374,16 @@ mod tests {
         h.mark_down(0, "connection lost");
         let s = h.get(0);
         assert!(!s.up);
+        assert!(s.down_since.is_some(), "when it went down is kept");
         assert_eq!(s.role(), "down");
         assert_eq!(s.error.as_deref(), Some("connection lost"));
         assert!(!h.briefs()[0].up);
         // A second client finding the same: still down, nothing new.
         h.mark_down(0, "again");
         assert_eq!(h.get(0).role(), "down");
+        assert_eq!(h.get(0).down_since, s.down_since, "still the first time");
+        h.set(0, |s| s.up = true);
+        assert_eq!(h.get(0).down_since, None);
     }
 
     fn up(h: &Health, i: usize) {

@@ -130,8 +130,10 @@ async fn history_incidents(
 }
 
 pub async fn server(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
-    let Some(name) = q.get("name") else {
-        return error(StatusCode::BAD_REQUEST, "name= is missing");
+    // `server=` as in every other call (`name=`, its first spelling, is
+    // still read).
+    let Some(name) = q.get("server").or_else(|| q.get("name")) else {
+        return error(StatusCode::BAD_REQUEST, "server= is missing");
     };
     let s = match st.fleet.lock() {
         Ok(f) => find(&f, name),

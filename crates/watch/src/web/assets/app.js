@@ -238,7 +238,7 @@ async function loadCharts(name, range) {
 }
 
 async function loadServer(name) {
-  const r = await fetch("/api/server?name=" + encodeURIComponent(name));
+  const r = await fetch("/api/server?server=" + encodeURIComponent(name));
   const d = await r.json();
   if (!r.ok) { $("#why").textContent = d.error; return; }
   const s = d.server;
