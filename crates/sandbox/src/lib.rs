@@ -205,6 +205,14 @@ impl Sandbox {
     /// Stops the sandbox and deletes its directory.
     pub async fn destroy(self) -> Result<()> {
         self.down().await?;
+        // Its ports are free for others once it is down.
+        for n in &self.meta.nodes {
+            for p in
+                std::iter::once(n.port).chain(n.galera.iter().flat_map(|g| [g.gcomm, g.ist, g.sst]))
+            {
+                ports::release(p, &self.layout.dir);
+            }
+        }
         std::fs::remove_dir_all(&self.layout.dir).map_err(SandboxError::io(&self.layout.dir))
     }
 
@@ -328,29 +336,42 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
             }
         }
     }
-    let ports: Vec<u16> = match (&opts.ports, opts.port) {
-        (Some(p), _) => p.clone(),
-        (None, Some(base)) => {
-            let ports: Vec<u16> = (0..count as u16).map(|i| base.saturating_add(i)).collect();
-            for p in &ports {
-                ports::ensure_free(*p)?;
-            }
-            ports
+    // Every port is reserved machine-wide for this sandbox (`ports`).
+    let owner = home::sandbox_dir(home, &opts.name);
+    let fixed = |from: u16, n: usize| -> Result<Vec<u16>> {
+        let ports: Vec<u16> = (0..n as u16).map(|i| from.saturating_add(i)).collect();
+        for p in &ports {
+            ports::ensure_free(*p)?;
         }
+        ports::reserve_all(&ports, &owner)?;
+        Ok(ports)
+    };
+    let ports: Vec<u16> = match (&opts.ports, opts.port) {
+        (Some(p), _) => {
+            ports::reserve_all(p, &owner)?;
+            p.clone()
+        }
+        (None, Some(base)) => fixed(base, count)?,
         (None, None) => {
-            let base = ports::find_block(FIRST_PORT, count, &taken)
+            let base = ports::find_block(FIRST_PORT, count, &taken, &owner)
                 .ok_or(SandboxError::PortInUse { port: FIRST_PORT })?;
             (0..count as u16).map(|i| base + i).collect()
         }
     };
     // A cluster's group, IST and SST ports: kernel-chosen when the SQL
-    // ports are (tests), else a block from Galera's usual 4567.
-    let cluster_ports: Option<Vec<u16>> = match opts.galera {
-        None => None,
-        Some(_) if opts.ports.is_some() => Some(ports::ephemeral(3 * count)?),
-        Some(_) => {
+    // ports are (tests); right after the SQL ports with --port (one flag
+    // moves the whole block); else a block from Galera's usual 4567.
+    let cluster_ports: Option<Vec<u16>> = match (opts.galera, &opts.ports, opts.port) {
+        (None, _, _) => None,
+        (Some(_), Some(_), _) => {
+            let p = ports::ephemeral(3 * count)?;
+            ports::reserve_all(&p, &owner)?;
+            Some(p)
+        }
+        (Some(_), None, Some(base)) => Some(fixed(base.saturating_add(count as u16), 3 * count)?),
+        (Some(_), None, None) => {
             taken.extend(&ports);
-            let base = ports::find_block(4567, 3 * count, &taken)
+            let base = ports::find_block(4567, 3 * count, &taken, &owner)
                 .ok_or(SandboxError::PortInUse { port: 4567 })?;
             Some((0..3 * count as u16).map(|i| base + i).collect())
         }

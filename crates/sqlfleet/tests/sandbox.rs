@@ -755,7 +755,8 @@ fn galera_states(home: &Path) -> Vec<(String, String, u64)> {
 fn galera_cluster_up_kill_rejoin_restart_without_losing_a_write() {
     let home = Home::new();
     let h = home.path();
-    let port = free_port_block(3).to_string();
+    // 3 SQL ports, then each node's gcomm, IST and SST ports.
+    let port = free_port_block(12).to_string();
     let o = run_in(
         h,
         &[
@@ -848,4 +849,71 @@ fn galera_cluster_up_kill_rejoin_restart_without_losing_a_write() {
     );
     let o = run_in(h, &["sandbox", "promote", "--name", "g", "--node", "node2"]);
     assert_setup_error(&o, "every member takes writes");
+}
+
+/// Every port of each member (SQL, gcomm, IST, SST) from `sandbox.toml`.
+fn sandbox_ports(home: &Path, name: &str) -> Vec<u16> {
+    let sb = sqlfleet_sandbox::Sandbox::open(home, name).expect("open");
+    sb.meta
+        .nodes
+        .iter()
+        .flat_map(|n| {
+            std::iter::once(n.port).chain(n.galera.iter().flat_map(|g| [g.gcomm, g.ist, g.sst]))
+        })
+        .collect()
+}
+
+/// Two 3-node Galera sandboxes in two homes, started at once: each gets
+/// its own SQL and cluster ports (before: the second failed with 'port
+/// 4567 is in use', or could take the first's IST/SST ports, bound only
+/// during a transfer); both clusters are Synced at size 3; destroyed, the
+/// ports are free to reserve again.
+#[test]
+fn two_galera_sandboxes_in_two_homes_at_once() {
+    let (a, b) = (Home::new(), Home::new());
+    let registry = tempfile::tempdir().expect("tmp");
+    let up = |home: &Path| {
+        common::sqlfleet()
+            .env("SQLFLEET_HOME", home)
+            .env("SQLFLEET_PORT_REGISTRY", registry.path())
+            .args(["sandbox", "up", "--name", "g", "--galera", "3"])
+            .spawn()
+            .expect("spawn")
+    };
+    let (ca, cb) = (up(a.path()), up(b.path()));
+    for (c, h) in [(ca, a.path()), (cb, b.path())] {
+        let o = c.wait_with_output().expect("wait");
+        assert!(o.status.success(), "{}: {}", h.display(), stderr(&o));
+    }
+    let (pa, pb) = (sandbox_ports(a.path(), "g"), sandbox_ports(b.path(), "g"));
+    assert_eq!(pa.len(), 12, "{pa:?}");
+    assert!(
+        pa.iter().all(|p| !pb.contains(p)),
+        "shared ports: {pa:?} and {pb:?}"
+    );
+    for h in [a.path(), b.path()] {
+        let s = galera_states(h);
+        assert!(
+            s.len() == 3 && s.iter().all(|(_, st, n)| st == "Synced" && *n == 3),
+            "{}: {s:?}",
+            h.display()
+        );
+        let reserved = std::fs::read_dir(registry.path())
+            .expect("registry")
+            .count();
+        assert!(reserved >= 24, "{reserved} ports reserved");
+    }
+    for h in [a.path(), b.path()] {
+        let o = common::sqlfleet()
+            .env("SQLFLEET_HOME", h)
+            .env("SQLFLEET_PORT_REGISTRY", registry.path())
+            .args(["sandbox", "destroy", "--name", "g", "--yes"])
+            .output()
+            .expect("destroy");
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let left = std::fs::read_dir(registry.path())
+        .expect("registry")
+        .count();
+    assert_eq!(left, 0, "destroy released every port");
 }

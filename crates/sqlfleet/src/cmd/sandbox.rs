@@ -57,7 +57,10 @@ pub struct UpArgs {
     /// Sandbox name
     #[arg(long, default_value = DEFAULT_NAME)]
     name: String,
-    /// Primary's port (replicas take the next ones); default: first free from 3307
+    /// First port of the block: the primary's (replicas take the next
+    /// ones; a Galera cluster's gcomm, IST and SST ports follow its SQL
+    /// ports); default: the first free from 3307 (cluster ports from
+    /// 4567), reserved machine-wide
     #[arg(long)]
     port: Option<u16>,
     /// Number of GTID replicas of the primary
