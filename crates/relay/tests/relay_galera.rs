@@ -339,7 +339,7 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         &relay,
         common::relay::app(relay.port, "app-pw", Some("gal")),
         "SELECT COUNT(*) FROM t",
-        pid,
+        common::stall::sigstop(pid),
         ports[2],
         Duration::from_secs(4),
     );

@@ -1,6 +1,7 @@
-//! A backend that stops answering — SIGSTOP, as a hung server or a stalled
-//! TCP peer looks from outside: the socket stays open and nothing comes
-//! back — costs only the statements that are on it, up to the health
+//! A backend that stops answering — SIGSTOP (a hung server), then the
+//! network to it stalled or cut (a fault link in front of each server):
+//! the socket stays open and nothing comes back, or every connection
+//! closes — costs only the statements that are on it, up to the health
 //! check's timeout; every other client keeps reading. On the relay's own
 //! primary + 2 replicas (read/write split, read-your-writes), readers in
 //! a database that has a view (so the relay's view lookups are on their
@@ -16,9 +17,10 @@ mod common;
 use std::time::Duration;
 
 use common::relay::app;
-use common::routing::start_routing_relay;
+use common::routing::{start_routing_relay, start_routing_relay_at};
 use mysql_async::prelude::Queryable;
 use sqlfleet_sandbox::node;
+use sqlfleet_testkit::netfault::Link;
 use sqlfleet_testkit::replicated;
 
 /// How long each stall lasts.
@@ -69,12 +71,55 @@ fn a_stopped_replica_or_primary_costs_only_its_own_statements() {
             &relay,
             app(relay.port, "app-pw", Some(&db)),
             "SELECT COUNT(*) FROM acct WHERE balance >= 0",
-            pid,
+            common::stall::sigstop(pid),
             n.port,
             STALL,
         );
         st.check(scene, false);
         // The stopped node is back in its role before the next scene.
+        relay.wait_roles(1, 2);
+    }
+    drop(relay);
+
+    // The same through the network: a relay whose backends are reached
+    // through fault links (the servers keep running; only the path to one
+    // fails). A stalled link is a peer that stops answering with every
+    // socket open; a cut one closes them all.
+    let links: Vec<Link> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| Link::to(n.port))
+        .collect();
+    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
+    let relay = start_routing_relay_at(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
+        "",
+        "",
+        &ports,
+    );
+    type Scene = (&'static str, usize, fn(&Link));
+    let scenes: [Scene; 4] = [
+        ("the network to a replica stalled", 2, Link::stall),
+        ("the network to a replica cut", 2, Link::cut),
+        ("the network to the primary stalled", 0, Link::stall),
+        ("the network to the primary cut", 0, Link::cut),
+    ];
+    for (scene, i, fault) in scenes {
+        let link = &links[i];
+        let st = common::stall::stall(
+            &rt,
+            &relay,
+            app(relay.port, "app-pw", Some(&db)),
+            "SELECT COUNT(*) FROM acct WHERE balance >= 0",
+            (move || fault(link), move || link.heal()),
+            link.port,
+            STALL,
+        );
+        st.check(scene, false);
         relay.wait_roles(1, 2);
     }
 }

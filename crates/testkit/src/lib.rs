@@ -13,6 +13,7 @@
 pub mod browser;
 pub mod faults;
 pub mod http;
+pub mod netfault;
 pub mod proxy;
 pub mod sinks;
 pub mod sshd;

@@ -19,17 +19,25 @@ pub fn start_routing_relay(
     backend: &str,
     extra: &str,
 ) -> Relay {
+    let ports: Vec<u16> = srv.sandbox.meta.nodes.iter().map(|n| n.port).collect();
+    start_routing_relay_at(srv, dir, routing, backend, extra, &ports)
+}
+
+/// [`start_routing_relay`] with the backends reached at `ports` (one per
+/// node, in order: e.g. `netfault` links in front of them).
+pub fn start_routing_relay_at(
+    srv: &TestServer,
+    dir: &Path,
+    routing: &str,
+    backend: &str,
+    extra: &str,
+    ports: &[u16],
+) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
     let pwfile = dir.join("backend.pw");
     std::fs::write(&pwfile, srv.sandbox.password().expect("pw").expose()).expect("pw");
-    let servers: Vec<String> = srv
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| format!("\"127.0.0.1:{}\"", n.port))
-        .collect();
+    let servers: Vec<String> = ports.iter().map(|p| format!("\"127.0.0.1:{p}\"")).collect();
     let hashes = sqlfleet_relay::config::hash_lines("app-pw");
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\

@@ -1,5 +1,6 @@
-//! A backend stopped (SIGSTOP) under readers going through the relay: the
-//! scene, and what it measured — the readers' rate before and during the
+//! A backend stopped (SIGSTOP), or the network to it stalled or cut
+//! (`sqlfleet_testkit::netfault`), under readers going through the relay:
+//! the scene, and what it measured — the readers' rate before and during the
 //! stall, the longest read, errors, when the relay marked it down.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -121,15 +122,24 @@ impl Stall {
     }
 }
 
+/// The process `pid` stopped (SIGSTOP), then continued.
+pub fn sigstop(pid: i32) -> (impl FnOnce(), impl FnOnce()) {
+    (
+        move || signal(pid, libc::SIGSTOP),
+        move || signal(pid, libc::SIGCONT),
+    )
+}
+
 /// Readers run `sql` through the relay as `target` for 3 s, then the
-/// process `pid` (the backend at `port`) is stopped for `stall` and
-/// continued; a second later the readers stop.
+/// fault `begin`s on the backend the relay knows as 127.0.0.1:`port`,
+/// lasts `stall` and `end`s; a second later the readers stop.
+#[allow(clippy::too_many_arguments)]
 pub fn stall(
     rt: &tokio::runtime::Runtime,
     relay: &Relay,
     target: Target,
     sql: &'static str,
-    pid: i32,
+    (begin, end): (impl FnOnce(), impl FnOnce()),
     port: u16,
     stall: Duration,
 ) -> Stall {
@@ -138,7 +148,7 @@ pub fn stall(
     let tasks = readers(rt, target, sql, log.clone(), stop.clone());
     std::thread::sleep(Duration::from_secs(3));
     let stopped_at = Instant::now();
-    signal(pid, libc::SIGSTOP);
+    begin();
     let mut marked_down = None;
     while stopped_at.elapsed() < stall {
         if marked_down.is_none()
@@ -152,7 +162,7 @@ pub fn stall(
         std::thread::sleep(Duration::from_millis(50));
     }
     let resumed_at = Instant::now();
-    signal(pid, libc::SIGCONT);
+    end();
     // Reads caught by the stall end now at the latest.
     std::thread::sleep(Duration::from_secs(1));
     stop.store(true, Ordering::Relaxed);
