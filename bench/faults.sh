@@ -14,6 +14,13 @@
 #   replicate  kill -9 of sqlfleet replicate at every failpoint and at
 #              random instants, ROW/MIXED/STATEMENT sources, non-idempotent
 #              writes; oracle: the source itself, table by table.
+#   bank       bank transfers and total-readers through the relay over a
+#              primary + 2 replicas; a seeded fault per round (SIGSTOP,
+#              the network stalled or cut, kill -9 of a replica and its
+#              restart) on a seeded server; invariants: the total on every
+#              server, every acknowledged transfer exactly once everywhere.
+#              It runs ROUNDS / 10 rounds (each takes a few seconds).
+#   BANK_ONLY=1 / REPLICATE_ONLY=1 run one of them.
 set -euo pipefail
 ROUNDS=${1:-200}
 SEED=${2:-$(date +%Y%m%d)}
@@ -27,12 +34,23 @@ echo "full output: $out" >&2
 status=0
 for ((i = 0; i < CAMPAIGNS; i++)); do
   seed=$((SEED + i))
-  echo "== replicate kill -9 campaign: seed $seed, $ROUNDS faults" >&2
-  if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$ROUNDS \
-      cargo test -q -p sqlfleet-replicate --test kill9 -- --exact \
-      kill9_campaign_leaves_every_format_identical_to_its_source --nocapture 2>&1 \
-      | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transactions written|panicked|error' >&2; then
-    status=1
+  if [ -z "${BANK_ONLY:-}" ]; then
+    echo "== replicate kill -9 campaign: seed $seed, $ROUNDS faults" >&2
+    if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$ROUNDS \
+        cargo test -q -p sqlfleet-replicate --test kill9 -- --exact \
+        kill9_campaign_leaves_every_format_identical_to_its_source --nocapture 2>&1 \
+        | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transactions written|panicked|error' >&2; then
+      status=1
+    fi
+  fi
+  if [ -z "${REPLICATE_ONLY:-}" ]; then
+    bank_rounds=$(( ROUNDS / 10 > 0 ? ROUNDS / 10 : 1 ))
+    echo "== bank campaign through the relay: seed $seed, $bank_rounds faults" >&2
+    if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$bank_rounds \
+        cargo test -q -p sqlfleet-relay --test relay_bank -- --nocapture 2>&1 \
+        | tee -a "$out" | grep -E 'faults-survived|violation|replay:|bank:|panicked|error' >&2; then
+      status=1
+    fi
   fi
 done
 echo "== totals" >&2
