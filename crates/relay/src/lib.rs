@@ -53,16 +53,22 @@ impl Relay {
             None => None,
         };
         let dialer = backend::dial::Dialer::new(&cfg)?;
-        // The greeting looks like the backend's: its version string (with
-        // MariaDB's "5.5.5-" prefix, which drivers read) and collation.
+        // The greeting is the backend's: its exact version string (with
+        // MariaDB's "5.5.5-" prefix, which drivers read for features) and
+        // collation. The relay names itself on /status, not there.
         let hello = match cfg.backends.first() {
             Some(b) => dialer.hello(b).await.ok(),
             None => None,
         };
-        let version = hello
-            .as_ref()
-            .map(|h| format!("{}-sqlfleet-relay", h.version))
-            .unwrap_or_else(|| "5.5.5-10.11.0-MariaDB-sqlfleet-relay".into());
+        let version = match &hello {
+            Some(h) => h.version.clone(),
+            None => {
+                tracing::warn!(
+                    "relay: no backend answered at start; the greeting's version is a stand-in (5.5.5-10.11.0-MariaDB) until a restart"
+                );
+                "5.5.5-10.11.0-MariaDB".into()
+            }
+        };
         let greeting = frontend::auth::Greeting {
             version,
             collation: hello.as_ref().map_or(45, |h| h.collation),

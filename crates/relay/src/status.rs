@@ -48,6 +48,8 @@ pub fn render(ctx: &Ctx) -> String {
         .collect();
     let (top, other) = ctx.digests.top(50);
     let v = serde_json::json!({
+        "relay": concat!("sqlfleet-relay ", env!("CARGO_PKG_VERSION")),
+        "server_version": ctx.greeting.version,
         "backends": backends,
         "clients_connected": m.clients_connected.load(Ordering::Relaxed),
         "commands": m.commands.load(Ordering::Relaxed),
