@@ -200,7 +200,19 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
         }
     }
     sqlfleet_faults::point!("load::chunk_sent");
-    let rec = journal::record_sql(&w.load_id, w.offset, w.end, "chunk", rows, None);
+    // The chunk's bytes are recorded with it: a resume, or a load of the
+    // same name later, skips it only for the same bytes.
+    let value = crate::identity::chunk_value(w.offset, &w.data);
+    let rec = journal::Record {
+        load_id: &w.load_id,
+        start: w.offset,
+        end: w.end,
+        kind: "chunk",
+        rows,
+        table: None,
+        chain: Some(&value),
+    }
+    .sql();
     if let Err(e) = c.conn.query_drop(rec).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(e);

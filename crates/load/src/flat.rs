@@ -2,6 +2,7 @@
 //! into chunks at record boundaries (one pass), each chunk loaded by a
 //! worker with `LOAD DATA LOCAL` and journaled in the same transaction.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,9 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 use crate::chunk_job::ChunkWork;
 use crate::engine::{Engine, EngineOptions};
 use crate::error::LoadError;
-use crate::identity::{IdHasher, ID_BYTES};
+use crate::identity::{self, IdHasher, ID_BYTES};
 use crate::job::{Job, Work};
-use crate::journal::{self, Start};
+use crate::journal::{self, Ranges, Start};
 use crate::progress;
 use crate::session::SessionConn;
 use crate::summary::Summary;
@@ -420,34 +421,39 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                 break;
             }
         };
-        let ranges = match journal::prepare(
-            &mut control.conn,
-            &endpoint,
-            &load_id,
-            &format!("{shown} -> {table_sql}"),
-            opts.resume,
-            opts.restart,
-            opened.size,
-            None,
-        )
-        .await
-        {
-            Ok(Start::AlreadyDone) => {
-                already_done += 1;
-                eprintln!("sqlfleet load: {shown} was already loaded completely into {table_sql} (load id {load_id}); skipped");
-                drop(rx);
-                let _ = reader.join();
-                continue;
-            }
-            Ok(Start::Resume(r)) => r.ranges,
-            Ok(Start::Fresh) => Default::default(),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        };
+        // What an earlier load of this name recorded: the chunks it
+        // committed, each with its bytes' value, and whether it finished.
+        let (ranges, chains, was_done, horizon): (Ranges, HashMap<u64, String>, bool, u64) =
+            match journal::prepare(
+                &mut control.conn,
+                &endpoint,
+                &load_id,
+                &format!("{shown} -> {table_sql}"),
+                opts.resume,
+                opts.restart,
+                opened.size,
+                None,
+            )
+            .await
+            {
+                Ok(Start::AlreadyDone) => {
+                    already_done += 1;
+                    eprintln!("sqlfleet load: {shown} was already loaded completely into {table_sql} (load id {load_id}); skipped");
+                    drop(rx);
+                    let _ = reader.join();
+                    continue;
+                }
+                Ok(Start::Resume(r)) => (r.ranges, r.chains, r.done, r.horizon),
+                Ok(Start::Fresh) => Default::default(),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            };
         let mut done = Vec::new();
         let mut saw = false;
+        let mut held: Vec<Chunk> = Vec::new();
+        let mut finished = false;
         loop {
             let msg = tokio::select! {
                 m = rx.recv() => m,
@@ -468,8 +474,25 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                     saw = true;
                     bytes += c.end - c.offset;
                     if ranges.contains(c.offset) {
+                        // Skipped only for the same bytes at the same place.
+                        let have = identity::hex(&identity::chunk_value(c.offset, &c.data));
+                        if let Some(why) = not_the_same(chains.get(&c.end), &have) {
+                            failure = Some(setup(format!(
+                                "{shown}: not the file the earlier load of this name read: the chunk at byte offset {} {why}; refusing to {} (use --restart to load this one from the start)",
+                                c.offset,
+                                if was_done { "call it loaded" } else { "resume" }
+                            )));
+                            break 'files;
+                        }
                         skipped += 1;
                         continue;
+                    }
+                    if was_done {
+                        failure = Some(setup(format!(
+                            "{shown}: the chunk at byte offset {} is not among the finished load's chunks: load it with the same --chunk-bytes, or with --restart",
+                            c.offset
+                        )));
+                        break 'files;
                     }
                     if ranges.intersects(c.offset, c.end) {
                         failure = Some(setup(format!(
@@ -478,31 +501,14 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                         )));
                         break 'files;
                     }
-                    let (tx, rx) = oneshot::channel();
-                    let n = c.data.len();
-                    let job = Job {
-                        work: Work::Chunk(Box::new(ChunkWork {
-                            file: shown.clone(),
-                            load_id: load_id.clone(),
-                            table: table_sql.clone(),
-                            columns: columns_sql.clone(),
-                            fields: chosen.len(),
-                            format: format.clone(),
-                            charset: opts.charset.clone(),
-                            strict: opts.strict,
-                            offset: c.offset,
-                            end: c.end,
-                            record_lines: c.record_lines,
-                            data: bytes::Bytes::from(c.data),
-                        })),
-                        prelude_len: 0,
-                        done: tx,
-                    };
-                    engine
-                        .queue
-                        .push(&table_sql, auto_inc, in_file_order, job, n)
-                        .await;
-                    done.push(rx);
+                    // On a resume, new chunks wait until every committed
+                    // one up to the furthest is checked: a changed input
+                    // is refused before anything of it runs.
+                    let past = c.end >= horizon;
+                    held.push(c);
+                    if !past {
+                        continue;
+                    }
                 }
                 Msg::Error(e) => {
                     failure = Some(LoadError::Flat {
@@ -511,14 +517,50 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
                     });
                     break 'files;
                 }
-                Msg::Done => break,
-                Msg::Id(_) => {}
+                Msg::Done => finished = true,
+                Msg::Id(_) => continue,
+            }
+            for c in held.drain(..) {
+                let (tx, rx) = oneshot::channel();
+                let n = c.data.len();
+                let job = Job {
+                    work: Work::Chunk(Box::new(ChunkWork {
+                        file: shown.clone(),
+                        load_id: load_id.clone(),
+                        table: table_sql.clone(),
+                        columns: columns_sql.clone(),
+                        fields: chosen.len(),
+                        format: format.clone(),
+                        charset: opts.charset.clone(),
+                        strict: opts.strict,
+                        offset: c.offset,
+                        end: c.end,
+                        record_lines: c.record_lines,
+                        data: bytes::Bytes::from(c.data),
+                    })),
+                    prelude_len: 0,
+                    done: tx,
+                };
+                engine
+                    .queue
+                    .push(&table_sql, auto_inc, in_file_order, job, n)
+                    .await;
+                done.push(rx);
+            }
+            if finished {
+                break;
             }
         }
         let _ = reader.join();
         if !saw && ranges.is_empty() {
             failure = Some(LoadError::Empty { path: path.clone() });
             break;
+        }
+        if was_done {
+            // Every chunk met its recorded bytes: loaded, and checked.
+            already_done += 1;
+            eprintln!("sqlfleet load: {shown} was already loaded completely into {table_sql} (load id {load_id}; every chunk checked against what was loaded); skipped");
+            continue;
         }
         runs.push((load_id, done));
     }
@@ -599,4 +641,16 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         },
         ..Summary::default()
     })
+}
+
+/// Why a chunk cannot be skipped as one an earlier load committed: its
+/// recorded value is not `have` (None: the same bytes).
+fn not_the_same(recorded: Option<&String>, have: &str) -> Option<&'static str> {
+    match recorded {
+        Some(r) if r == have => None,
+        Some(_) => Some("differs from the one loaded"),
+        None => Some(
+            "was recorded without its contents (by an older sqlfleet), so this run cannot tell whether it is the same",
+        ),
+    }
 }

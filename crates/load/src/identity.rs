@@ -82,6 +82,13 @@ impl Chain {
     }
 }
 
+/// A CSV/TSV chunk's own value (its offset and bytes), recorded with the
+/// chunk: a resumed or repeated load meets it again only with the same
+/// bytes at the same place.
+pub fn chunk_value(offset: u64, data: &[u8]) -> ChainValue {
+    Chain::default().add(offset, data)
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -266,9 +266,9 @@ pub async fn prepare(
         // Finished: the same id is not the same input (size and first MiB
         // only). A dump is read and checked against every recorded
         // statement chain like a cut-off load's before "already loaded" is
-        // said (every dump record carries its chain). CSV/TSV chunks carry
-        // none: a finished file is still taken by its id (see the issue
-        // this leaves open in docs).
+        // said (every dump record carries its chain); a CSV/TSV file
+        // against every chunk's recorded value (`flat.rs`). Only a journal
+        // of an older sqlfleet, which recorded neither, is taken by its id.
         (Some("done"), true, false) => {
             let r = read_resume(conn, load_id).await.map_err(&e)?;
             if r.chains.is_empty() {

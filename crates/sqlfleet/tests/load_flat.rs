@@ -560,3 +560,142 @@ fn the_servers_warnings_and_skipped_rows_are_counted_not_hidden() {
         "{e}"
     );
 }
+
+/// `path` with the byte at `at` (a digit of some id or amount) changed:
+/// the same size and, for `at` past the first MiB, the same load id.
+fn changed_copy(path: &Path, at: usize, to: &Path) {
+    let mut b = std::fs::read(path).expect("read");
+    let i = (at..b.len())
+        .find(|&i| b[i].is_ascii_digit())
+        .expect("a digit");
+    b[i] = if b[i] == b'9' { b'8' } else { b[i] + 1 };
+    std::fs::write(to, b).expect("write");
+}
+
+fn gzip(path: &Path) -> std::path::PathBuf {
+    let to = path.with_extension("tsv.gz");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&to).expect("create"),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(&std::fs::read(path).expect("read"))
+        .expect("gz");
+    gz.finish().expect("gz");
+    to
+}
+
+/// "Already loaded" and `--resume` for CSV/TSV accept only the same
+/// bytes: a file of the same size and first MiB (the same load id) with
+/// a change in the middle or in its last chunk is refused before anything
+/// runs, naming the chunk's byte offset, after a finished load and after
+/// a cut-off one, plain or gzip (before: a finished load of the first
+/// file made `--resume` of the second say "already loaded"); the same
+/// file is still "already loaded", and `--restart` loads the other one.
+#[test]
+fn a_flat_file_is_already_loaded_only_for_the_same_bytes() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let first = dir.path().join("a.tsv");
+    write_file(&first, 60_000, false, false);
+    let size = std::fs::metadata(&first).expect("size").len() as usize;
+    assert!(size > 3 << 20, "{size} bytes: past the first MiB");
+    let middle = dir.path().join("middle.tsv");
+    changed_copy(&first, size / 2, &middle);
+    let last = dir.path().join("last.tsv");
+    changed_copy(&first, size - 200, &last);
+    for compressed in [false, true] {
+        let (a, others) = if compressed {
+            (gzip(&first), vec![gzip(&middle)])
+        } else {
+            (first.clone(), vec![middle.clone(), last.clone()])
+        };
+        let db = db_with_table(srv, "ident");
+        let into = format!("{db}.t");
+        let args = |f: &Path, extra: &[&str]| -> Vec<String> {
+            let mut v: Vec<String> = ["--into", &into, "--chunk-bytes", "262144"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            v.extend(extra.iter().map(|s| s.to_string()));
+            v.push(f.display().to_string());
+            v
+        };
+        let run = |v: Vec<String>| {
+            let r: Vec<&str> = v.iter().map(String::as_str).collect();
+            load(srv, &r)
+        };
+        let o = run(args(&a, &[]));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let loaded = checksum(srv, &db);
+        // The same file: already loaded, checked.
+        let o = run(args(&a, &["--resume"]));
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("already loaded completely"),
+            "{}",
+            stderr(&o)
+        );
+        for other in &others {
+            let o = run(args(other, &["--resume"]));
+            let e = stderr(&o);
+            let same_size = std::fs::metadata(other).map(|m| m.len()).ok()
+                == std::fs::metadata(&a).map(|m| m.len()).ok();
+            if !same_size {
+                // Compressed to another size: another load id, so another
+                // load (never "already loaded").
+                assert!(!e.contains("already loaded"), "{e}");
+                continue;
+            }
+            assert_eq!(o.status.code(), Some(1), "{}: {e}", other.display());
+            assert!(
+                e.contains(
+                    "not the file the earlier load of this name read: the chunk at byte offset "
+                ) && e.contains("differs")
+                    && e.contains("--restart"),
+                "{e}"
+            );
+            assert_eq!(checksum(srv, &db), loaded, "nothing ran");
+        }
+    }
+    // A cut-off load, then --resume with another file of the same id.
+    let db = db_with_table(srv, "identcut");
+    let into = format!("{db}.t");
+    let f = first.display().to_string();
+    let common_args = [
+        "--into",
+        into.as_str(),
+        "--chunk-bytes",
+        "262144",
+        "--threads",
+        "1",
+    ];
+    let before = journal_chunks(srv, &f);
+    let mut child = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(common_args)
+        .arg(&f)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    common::kill_9_when(&mut child, before + 8, || journal_chunks(srv, &f));
+    let cut = checksum(srv, &db);
+    // A change at 1.5 MiB: past the first MiB (the same load id), inside
+    // what the killed run had committed (8 chunks of 256 KiB).
+    let early = dir.path().join("early.tsv");
+    changed_copy(&first, (3 << 20) / 2, &early);
+    std::fs::copy(&early, &first).expect("swap in the changed file");
+    let mut resume: Vec<&str> = vec!["--resume"];
+    resume.extend(common_args);
+    resume.push(&f);
+    let o = load(srv, &resume);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("differs") && e.contains("refusing to resume"),
+        "{e}"
+    );
+    assert_eq!(checksum(srv, &db), cut, "nothing ran");
+}
