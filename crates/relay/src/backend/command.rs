@@ -20,8 +20,6 @@ pub trait Link {
     fn own_statement(&mut self) {}
 }
 
-/// Sends one command and reads its whole reply without forwarding it;
-/// returns the reply's outcome (an ERR is an `Ok` with `error` set).
 /// How much of a packet the tracker is shown: the prefix, or all of it
 /// where it reads the whole (an ERR, whose message the relay may repeat;
 /// an OK with session-state data).
@@ -32,6 +30,8 @@ fn look(t: &Tracker, p: &[u8], len: usize) -> usize {
     }
 }
 
+/// Sends one command and reads its whole reply without forwarding it;
+/// returns the reply's outcome (an ERR is an `Ok` with `error` set).
 pub async fn command(
     c: &mut impl Link,
     payload: &[u8],

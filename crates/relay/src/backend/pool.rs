@@ -265,8 +265,9 @@ pub struct Pool {
     turn: AtomicUsize,
     /// A Galera cluster's writer (`usize::MAX`: none yet).
     writer: AtomicUsize,
-    /// Each backend's replica group (index into `group_names`) and weight,
-    /// for `routing::pick`.
+    /// The distinct replica group names, in backend order; each
+    /// backend's group (index into them) and weight, for `routing::pick`.
+    group_names: Vec<String>,
     groups: Vec<Option<usize>>,
     weights: Vec<u32>,
     pub health: Arc<crate::backend::health::Health>,
@@ -380,10 +381,10 @@ impl Pool {
                 })
             })
             .collect();
-        let mut names: Vec<&String> = Vec::new();
+        let mut group_names: Vec<String> = Vec::new();
         for g in cfg.backends.iter().filter_map(|b| b.group.as_ref()) {
-            if !names.contains(&g) {
-                names.push(g);
+            if !group_names.contains(g) {
+                group_names.push(g.clone());
             }
         }
         let groups = cfg
@@ -392,11 +393,12 @@ impl Pool {
             .map(|b| {
                 b.group
                     .as_ref()
-                    .and_then(|g| names.iter().position(|n| *n == g))
+                    .and_then(|g| group_names.iter().position(|n| n == g))
             })
             .collect();
         let weights = cfg.backends.iter().map(|b| b.weight).collect();
         Arc::new(Pool {
+            group_names,
             groups,
             weights,
             turn: AtomicUsize::new(0),
@@ -442,9 +444,9 @@ impl Pool {
         let states = self.health.briefs();
         let writer = pick::galera_usable(&states).and_then(|u| self.galera_writer(&u));
         let cands = pick::candidates(route, &states, &self.groups, &self.policy(), writer);
-        let busy: Vec<usize> = self.sides.iter().map(|s| s.busy.load(Relaxed)).collect();
         let turn = self.turn.fetch_add(1, Relaxed) as u64;
-        pick::least_busy(&cands, &busy, &self.weights, turn)
+        let busy = |i: usize| self.sides.get(i).map_or(0, |s| s.busy.load(Relaxed));
+        pick::least_busy(&cands, busy, &self.weights, turn)
     }
 
     fn policy(&self) -> pick::Policy {
@@ -494,16 +496,8 @@ impl Pool {
     }
 
     /// The distinct replica group names, in backend order.
-    pub fn group_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for s in &self.sides {
-            if let Some(g) = &s.backend.group {
-                if !names.contains(g) {
-                    names.push(g.clone());
-                }
-            }
-        }
-        names
+    pub fn group_names(&self) -> &[String] {
+        &self.group_names
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {

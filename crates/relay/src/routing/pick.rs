@@ -139,10 +139,16 @@ pub fn galera_usable(states: &[Brief]) -> Option<Vec<bool>> {
     })
 }
 
-/// The least busy candidate per unit of weight (`busy[i]`, `weight[i]`,
+/// The least busy candidate per unit of weight (`busy(i)`, `weight[i]`,
 /// a weight of 0 counting as 1); ties go round-robin from the candidate
 /// whose turn `turn` is, each taking turns in proportion to its weight.
-pub fn least_busy(cands: &[usize], busy: &[usize], weight: &[u32], turn: u64) -> Option<usize> {
+/// (`busy` is read only for the candidates: no per-statement copy.)
+pub fn least_busy(
+    cands: &[usize],
+    busy: impl Fn(usize) -> usize,
+    weight: &[u32],
+    turn: u64,
+) -> Option<usize> {
     let w = |i: usize| u64::from(weight.get(i).copied().unwrap_or(1).max(1));
     let total: u64 = cands.iter().map(|&i| w(i)).sum();
     let mut slot = turn % total.max(1);
@@ -158,10 +164,7 @@ pub fn least_busy(cands: &[usize], busy: &[usize], weight: &[u32], turn: u64) ->
     (0..m)
         .min_by_key(|&k| {
             let i = cands[k];
-            (
-                busy.get(i).copied().unwrap_or(0) as u64 * 1_000_000 / w(i),
-                (k + m - preferred) % m,
-            )
+            (busy(i) as u64 * 1_000_000 / w(i), (k + m - preferred) % m)
         })
         .map(|k| cands[k])
 }

@@ -400,7 +400,7 @@ fn the_least_busy_per_weight_and_ties_take_turns() {
     ];
     for (cands, busy, weight, turn, want) in rows {
         assert_eq!(
-            least_busy(&cands, &busy, &weight, turn),
+            least_busy(&cands, |i| busy.get(i).copied().unwrap_or(0), &weight, turn),
             want,
             "{cands:?} busy {busy:?} weight {weight:?} turn {turn}"
         );
