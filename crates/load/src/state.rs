@@ -157,11 +157,12 @@ impl Shared {
         self.stop_at.load(Ordering::Relaxed) != u64::MAX
     }
 
-    /// True if work starting at `offset` comes after the first failure.
+    /// One Ctrl-C or SIGTERM came (`interrupted`).
     pub fn is_interrupted(&self) -> bool {
         self.interrupted.load(Ordering::Relaxed)
     }
 
+    /// True if work starting at `offset` comes after the first failure.
     pub fn past_failure(&self, offset: u64) -> bool {
         offset > self.stop_at.load(Ordering::Relaxed)
     }

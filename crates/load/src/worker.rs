@@ -443,10 +443,16 @@ async fn run_nontx(
             attempt += 1;
             match c.conn.query_drop(&s.text[..]).await {
                 Ok(()) => {
-                    rows += c.conn.affected_rows();
+                    // Applied for good (no transaction): counted now.
+                    let (affected, warned) = (c.conn.affected_rows(), c.conn.get_warnings());
+                    rows += affected;
                     ctx.shared
                         .warnings
-                        .fetch_add(u64::from(c.conn.get_warnings()), Ordering::Relaxed);
+                        .fetch_add(u64::from(warned), Ordering::Relaxed);
+                    ctx.shared.add_counts(
+                        ServerCounts::from_info(&c.conn.info())
+                            .unwrap_or_else(|| ServerCounts::from_ok(affected, warned)),
+                    );
                     break;
                 }
                 Err(e) if needs_reconnect(&e) => return lost(s, &e),
