@@ -338,6 +338,10 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
     }
     // Every port is reserved machine-wide for this sandbox (`ports`).
     let owner = home::sandbox_dir(home, &opts.name);
+    // The directory exists before any port is reserved for it: a
+    // reservation whose directory is missing is one whose sandbox is gone
+    // (`ports::reserve` takes those back), never one being made.
+    std::fs::create_dir_all(&owner).map_err(SandboxError::io(&owner))?;
     let fixed = |from: u16, n: usize| -> Result<Vec<u16>> {
         let ports: Vec<u16> = (0..n as u16).map(|i| from.saturating_add(i)).collect();
         for p in &ports {

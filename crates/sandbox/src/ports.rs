@@ -102,8 +102,9 @@ pub fn reserve(port: u16, owner: &Path) -> bool {
     false
 }
 
-/// A reservation whose sandbox no longer exists (and that is not one
-/// being created right now).
+/// A reservation whose sandbox no longer exists: its directory is gone
+/// (a sandbox's directory is made before its ports are reserved), or it
+/// never got its `sandbox.toml` within [`UNCLAIMED`].
 fn abandoned(file: &Path, holder: &[u8]) -> bool {
     let holder = Path::new(std::ffi::OsStr::from_bytes(holder));
     if holder.join("sandbox.toml").is_file() {
