@@ -125,17 +125,8 @@ async fn pipe(
     loop {
         // Nothing is read while stalled: the sender's buffers fill as
         // they would against a peer that stopped reading.
-        loop {
-            let m = *mode.borrow_and_update();
-            match m {
-                Mode::Pass => break,
-                Mode::Cut => return,
-                Mode::Stall => {
-                    if mode.changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
+        if !passing(&mut mode).await {
+            return;
         }
         let n = tokio::select! {
             r = from.read(&mut buf) => match r {
@@ -150,20 +141,25 @@ async fn pipe(
             }
         };
         // Read before a stall began: held until it ends (or a cut).
-        loop {
-            let m = *mode.borrow_and_update();
-            match m {
-                Mode::Pass => break,
-                Mode::Cut => return,
-                Mode::Stall => {
-                    if mode.changed().await.is_err() {
-                        return;
-                    }
+        if !passing(&mut mode).await || to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Waits while the link is stalled; true once it passes, false on a cut
+/// (or the link gone).
+async fn passing(mode: &mut watch::Receiver<Mode>) -> bool {
+    loop {
+        let m = *mode.borrow_and_update();
+        match m {
+            Mode::Pass => return true,
+            Mode::Cut => return false,
+            Mode::Stall => {
+                if mode.changed().await.is_err() {
+                    return false;
                 }
             }
-        }
-        if to.write_all(&buf[..n]).await.is_err() {
-            return;
         }
     }
 }
