@@ -186,6 +186,30 @@ impl Default for Routing {
     }
 }
 
+/// Transaction replay: a transaction the writer's death interrupted runs
+/// again on the new writer when every reply it gave can be shown the same
+/// (`frontend/session/journal.rs`, `replay.rs`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replay {
+    /// Most statement bytes recorded per transaction (a larger one is
+    /// not replayed); 0: replay is off.
+    pub max_bytes: usize,
+    /// How long a replay waits for a server to run it on.
+    pub wait: Duration,
+    /// What the comparison of replies leaves out.
+    pub leave: crate::protocol::digest::Leave,
+}
+
+impl Default for Replay {
+    fn default() -> Self {
+        Replay {
+            max_bytes: 1 << 20,
+            wait: Duration::from_secs(30),
+            leave: crate::protocol::digest::Leave::Nothing,
+        }
+    }
+}
+
 /// Where a rule sends a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -249,6 +273,7 @@ pub struct RelayConfig {
     pub metrics_token: Option<String>,
     pub max_packet: usize,
     pub routing: Routing,
+    pub replay: Replay,
     pub dynamic: Dynamic,
 }
 

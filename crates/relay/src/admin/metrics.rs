@@ -132,6 +132,19 @@ pub struct Metrics {
     /// Statements answered from a recorded server reply.
     pub answered_locally: AtomicU64,
     pub read_retries: AtomicU64,
+    /// Statements run again on another server after theirs was lost
+    /// where nothing of the client's was lost with it (a BEGIN, a read,
+    /// a write under autocommit = 0).
+    pub lost_retries: AtomicU64,
+    /// Transactions replayed on another server after theirs was lost.
+    pub replays: AtomicU64,
+    /// Replays that failed: a reply differed, or no server took it in
+    /// time (the client saw the lost connection).
+    pub replay_failures: AtomicU64,
+    /// Lost connections in a transaction the relay could not replay (the
+    /// client saw the lost connection): an unknown COMMIT, a statement that
+    /// may have committed, a transaction it could not follow.
+    pub replay_given_up: AtomicU64,
     pub consistency_waits: AtomicU64,
     pub consistency_fallbacks: AtomicU64,
     pins: [AtomicU64; Pin::ALL.len()],
@@ -326,6 +339,26 @@ impl Metrics {
                 "read_retries_total",
                 "Reads retried on another backend after their replica died.",
                 &self.read_retries,
+            ),
+            (
+                "lost_retries_total",
+                "Statements run again after their server connection was lost with nothing of the client's on it (BEGIN, a read, a write under autocommit=0).",
+                &self.lost_retries,
+            ),
+            (
+                "transaction_replays_total",
+                "Transactions replayed on another server after theirs was lost, every reply the same.",
+                &self.replays,
+            ),
+            (
+                "transaction_replay_failures_total",
+                "Transaction replays that failed (a reply differed, or no server took it in time); the client saw the lost connection.",
+                &self.replay_failures,
+            ),
+            (
+                "transaction_replay_refused_total",
+                "Transactions lost with their server and not replayed (an unknown COMMIT, a statement that may have committed, state the relay could not follow).",
+                &self.replay_given_up,
             ),
             (
                 "consistency_waits_total",

@@ -50,6 +50,42 @@ pub async fn command(
     }
 }
 
+/// Sends one of a client's statements again (transaction replay) and
+/// reads its whole reply without forwarding it: its outcome and the
+/// digest of its answer, taken as the forwarding loop takes a client's
+/// (`protocol/digest.rs`).
+pub async fn command_digest(
+    c: &mut impl Link,
+    payload: &[u8],
+    leave: crate::protocol::digest::Leave,
+) -> Result<(crate::protocol::reply::Outcome, u128), WireError> {
+    c.own_statement();
+    c.io().write_packet(0, payload).await?;
+    let mut t = Tracker::new(Expect::Results { cursor: false }, c.deprecate_eof());
+    let mut d = crate::protocol::digest::ReplyDigest::default();
+    loop {
+        let (_, p) = c.io().read_packet(1 << 30).await?;
+        let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
+        let look = look(&t, &p, len);
+        let mut head = p[..look].to_vec();
+        let ev = t.packet(len, &mut head)?;
+        d.packet(!t.last_status);
+        d.bytes(&p);
+        match ev {
+            crate::protocol::reply::Event::End => {
+                let digest = d.finish(&t.outcome, leave);
+                return Ok((t.outcome, digest));
+            }
+            crate::protocol::reply::Event::LocalInfile => {
+                return Err(WireError::Protocol(
+                    "a replayed statement asked for a local file".into(),
+                ))
+            }
+            crate::protocol::reply::Event::More => {}
+        }
+    }
+}
+
 /// The first column of the first row of a one-column query (NULL: None).
 pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>, WireError> {
     c.own_statement();

@@ -23,6 +23,22 @@ struct File {
     routing: RoutingSection,
     #[serde(default)]
     rules: Vec<RuleSection>,
+    #[serde(default)]
+    replay: ReplaySection,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ReplaySection {
+    /// Transaction replay on failover (default true).
+    enabled: Option<bool>,
+    /// Most statement bytes recorded per transaction (default 1 MiB).
+    max_bytes: Option<usize>,
+    /// Seconds a replay waits for a server (default 30).
+    wait: Option<f64>,
+    /// "full" (default): a replay must give every reply as before,
+    /// generated keys included; "results": all but the last insert id.
+    checksum: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -247,6 +263,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
             consistency_wait: None,
         },
         rules: Vec::new(),
+        replay: ReplaySection::default(),
     };
     let mut cfg = build(f).map_err(|e| {
         FLAG_NAMES
@@ -518,6 +535,27 @@ fn build(f: File) -> Result<RelayConfig, String> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    let d = Replay::default();
+    let r = &f.replay;
+    let replay = Replay {
+        max_bytes: match r.enabled {
+            Some(false) => 0,
+            _ => r.max_bytes.unwrap_or(d.max_bytes),
+        },
+        wait: secs(r.wait, d.wait, "replay.wait")?,
+        leave: match r.checksum.as_deref() {
+            None | Some("full") => crate::protocol::digest::Leave::Nothing,
+            Some("results") => crate::protocol::digest::Leave::InsertIds,
+            Some(other) => {
+                return Err(format!(
+                    "replay.checksum: {other:?}: use \"full\" (every reply, generated keys included) or \"results\" (all but the last insert id)"
+                ))
+            }
+        },
+    };
+    if r.enabled != Some(false) && r.max_bytes == Some(0) {
+        return Err("replay.max_bytes: at least 1 (or enabled = false)".into());
+    }
     if f.relay.max_clients == Some(0) {
         return Err("relay.max_clients: at least 1 (leave it out for the default)".into());
     }
@@ -537,6 +575,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         metrics: f.relay.metrics,
         max_packet: f.relay.max_packet.unwrap_or(1 << 30),
         routing,
+        replay,
         dynamic: Dynamic { users, pool, rules },
     })
 }

@@ -7,11 +7,13 @@
 //! default database and settings are replayed there. In `session` mode the
 //! client keeps its connection until it quits; it is then reset and reused.
 
+mod journal;
 mod kill;
 mod lease;
 mod local;
 mod moves;
 mod ps;
+mod replay;
 mod route;
 mod state;
 mod user;
@@ -122,6 +124,18 @@ struct Session {
     sync_wait_next: bool,
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
+    /// The open transaction's statements and replies (transaction replay).
+    journal: journal::Journal,
+    /// The next forward digests its reply into `last_digest`.
+    digest_next: bool,
+    last_digest: Option<u128>,
+    /// The statement being run is a plain read (its text says so).
+    stmt_read: bool,
+    /// The client's command reached its server connection (`forward`).
+    client_sent: bool,
+    /// The connection holding the client's open transaction was lost
+    /// between commands: the next command replays it first.
+    pending_loss: Option<String>,
     /// A reply being recorded as it is forwarded (see `local.rs`).
     capture: Option<Vec<u8>>,
     user: String,
@@ -215,6 +229,12 @@ where
         hold_refusal: false,
         sync_wait_next: false,
         last_write_gtid: None,
+        journal: journal::Journal::new(ctx.cfg.replay.max_bytes),
+        digest_next: false,
+        last_digest: None,
+        stmt_read: false,
+        client_sent: false,
+        pending_loss: None,
         capture: None,
         user: li.hello.user.clone(),
         account: None,
@@ -372,6 +392,16 @@ impl Session {
                         self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                         self.ctx.pool.discard(c);
                     }
+                    // A transaction the relay can run again elsewhere
+                    // outlives its connection: the client's next
+                    // command replays it first (`replay.rs`).
+                    let fits = journal::session_fits(self.st.mode, &self.st.pins, self.st.pin_next);
+                    if self.st.in_trans && self.journal.can_replay(fits) {
+                        self.pending_loss = Some(
+                            "the server closed the connection holding the transaction".into(),
+                        );
+                        continue;
+                    }
                     return;
                 }
             };
@@ -416,7 +446,10 @@ impl Session {
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
             let before = self.conn.as_ref().map(|c| c.thread_id);
-            let r = self.command(&cmd).await;
+            let r = self.run_command(&cmd).await;
+            if cmd[0] != COM_QUERY {
+                self.journal.other_command(cmd[0], self.st.in_trans);
+            }
             if self.ctx.trace.on() {
                 let after = self.conn.as_ref().map(|c| c.thread_id);
                 let ok = if r.is_ok() { "ok" } else { "failed" };
@@ -621,10 +654,15 @@ impl Session {
             self.capture = Some(Vec::new());
         }
         let epoch = self.ctx.pool.epoch();
+        self.stmt_read = fx.read;
         self.carry_over(&fx, true).await?;
+        let was_in_trans = self.st.in_trans;
+        self.digest_next = self.journal.enabled();
+        self.last_digest = None;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
             .await;
+        self.digest_next = false;
         let captured = self.capture.take();
         if let Some(d) = digest {
             let rows = match &o {
@@ -655,6 +693,10 @@ impl Session {
         if let (Some(key), Some(reply)) = (local, captured) {
             self.record_answer(key, epoch, &o, &fx, reply);
         }
+        let fits = journal::session_fits(self.st.mode, &self.st.pins, self.st.pin_next);
+        let digest = self.last_digest.take().map(|d| (d, o.insert_id));
+        self.journal
+            .statement(was_in_trans, self.st.in_trans, cmd, digest, fits);
         Ok(())
     }
 

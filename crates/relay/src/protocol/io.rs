@@ -260,6 +260,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             while !done && !infile {
                 if remaining > 0 {
                     let n = remaining.min(self.end - pos);
+                    if let Some(d) = tracker.digest.as_mut() {
+                        d.bytes(&self.buf[pos..pos + n]);
+                    }
                     remaining -= n;
                     pos += n;
                     if remaining > 0 {
@@ -279,6 +282,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     break;
                 }
                 if len > 0 && tracker.plain_row(len, self.buf[pos + 4]) {
+                    if let Some(d) = tracker.digest.as_mut() {
+                        d.packet(true);
+                    }
                     pos += 4;
                     remaining = len;
                     continue;
@@ -293,6 +299,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                 let ev = tracker
                     .packet(len, &mut self.buf[pos + 4..pos + 4 + look])
                     .map_err(|e| backend_err(e.into(), total))?;
+                if let Some(d) = tracker.digest.as_mut() {
+                    d.packet(!tracker.last_status);
+                }
                 if tracker.held {
                     // A refusal held back (the reply's only packet, read
                     // whole as every ERR is): consumed, not forwarded.
@@ -338,6 +347,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             }
             if (done || infile) && remaining > 0 {
                 let n = remaining.min(self.end - pos);
+                if let Some(d) = tracker.digest.as_mut() {
+                    d.bytes(&self.buf[pos..pos + n]);
+                }
                 remaining -= n;
                 pos += n;
             }

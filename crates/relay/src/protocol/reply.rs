@@ -110,6 +110,12 @@ pub struct Tracker {
     pub hold_refusal: bool,
     /// The reply was such an ERR and was held back.
     pub held: bool,
+    /// When set, the reply's answer is digested as it passes
+    /// (`protocol/digest.rs`; the forwarding loop feeds it).
+    pub digest: Option<crate::protocol::digest::ReplyDigest>,
+    /// The packet just taken was a status packet (OK, EOF, ERR): not part
+    /// of a digested answer.
+    pub last_status: bool,
     pub outcome: Outcome,
 }
 
@@ -168,6 +174,8 @@ impl Tracker {
             capture: None,
             hold_refusal: false,
             held: false,
+            digest: None,
+            last_status: false,
             outcome: Outcome::default(),
         }
     }
@@ -281,8 +289,15 @@ impl Tracker {
         let was_continuation = self.continuation;
         self.continuation = len == MAX_CHUNK;
         if was_continuation {
+            self.last_status = false;
             return Ok(Event::More);
         }
+        self.last_status = match self.phase {
+            Phase::Single | Phase::ColumnsEof => true,
+            Phase::First => matches!(p.first(), Some(0x00 | 0xFF)),
+            Phase::Rows | Phase::FieldList => p.first() == Some(&0xFF) || self.is_eof(len, p),
+            _ => false,
+        };
         match self.phase {
             Phase::Single => {
                 if p.first() == Some(&0xFF) {

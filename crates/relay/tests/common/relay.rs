@@ -80,7 +80,7 @@ pub fn quoted(s: &str) -> String {
 /// (the server's password), metrics on a free port. `flags` are the
 /// quick-mode spellings of the settings a test changes: `--pool-max N`,
 /// `--pool-min N`, `--wait-timeout S`, `--idle-timeout S`, `--mode M`,
-/// `--threads N`.
+/// `--threads N`; `--toml TEXT` appends sections as they are.
 pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
@@ -88,6 +88,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let mut pool = String::new();
     let mut mode = "transaction".to_string();
     let mut relay_extra = String::new();
+    let mut sections = String::new();
     for pair in flags.chunks(2) {
         let [flag, value] = pair else {
             panic!("flags come in pairs: {flags:?}")
@@ -99,6 +100,8 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
             "--idle-timeout" => pool += &format!("idle_timeout = {value}\n"),
             "--mode" => mode = value.to_string(),
             "--threads" => relay_extra += &format!("threads = {value}\n"),
+            // Sections of the config file as they are (appended).
+            "--toml" => sections += &format!("{value}\n"),
             other => panic!("start_relay does not know {other}"),
         }
     }
@@ -107,7 +110,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n{relay_extra}\n\
          [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n\n\
          [pool]\n{pool}\n\
-         [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n",
+         [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n{sections}",
         srv.sandbox.meta.primary().port,
         quoted(pw.expose()),
         hash("app-pw"),

@@ -271,6 +271,7 @@ impl Session {
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
+        self.client_sent = true;
         // Until the reply starts, watch the client too: one that goes away
         // mid-statement (a lock wait, a long query) leaves its server
         // connection too, as a direct client's leaving would. And the
@@ -329,6 +330,9 @@ impl Session {
         };
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
             .tracking(layout, client);
+        if std::mem::take(&mut self.digest_next) {
+            t.digest = Some(Default::default());
+        }
         t.rewrite_id = rewrite_id;
         t.capture = self.capture.take();
         t.hold_refusal = hold_refusal;
@@ -373,6 +377,9 @@ impl Session {
                 }
                 return Err(Fail::Lost(err.to_string()));
             }
+        }
+        if let Some(d) = t.digest.take() {
+            self.last_digest = Some(d.finish(&t.outcome, self.ctx.cfg.replay.leave));
         }
         let o = t.outcome;
         if o.error.is_some() {

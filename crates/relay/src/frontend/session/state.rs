@@ -176,6 +176,16 @@ impl ClientState {
         self.in_trans || !self.pins.is_empty()
     }
 
+    /// The server rolled back the client's transaction (its connection
+    /// was lost): nothing of it is open.
+    pub fn rolled_back(&mut self) {
+        self.in_trans = false;
+        self.savepoint_began = false;
+        for p in [Pin::MaybeInTransaction, Pin::Savepoint] {
+            self.pins.remove(&p);
+        }
+    }
+
     /// A plain read may go to a replica: transaction mode, no transaction
     /// and nothing pinned (the router adds its own conditions).
     pub fn may_read_elsewhere(&self) -> bool {
