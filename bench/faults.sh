@@ -20,6 +20,13 @@
 #              restart) on a seeded server; invariants: the total on every
 #              server, every acknowledged transfer exactly once everywhere.
 #              It runs ROUNDS / 10 rounds (each takes a few seconds).
+#              The same binary runs the writer campaigns: a 3-node Galera
+#              cluster whose writer is killed (-9) and restarted every
+#              round, and a primary killed with a replica promoted; there
+#              transactions are replayed (relay [replay]) and the only
+#              client errors allowed are COMMITs of unknown outcome.
+#              SQLFLEET_BANK_REPLAY=off runs them with replay off (the
+#              figures to compare: errors before COMMIT per fault).
 #   BANK_ONLY=1 / REPLICATE_ONLY=1 run one of them.
 set -euo pipefail
 ROUNDS=${1:-200}
@@ -48,7 +55,7 @@ for ((i = 0; i < CAMPAIGNS; i++)); do
     echo "== bank campaign through the relay: seed $seed, $bank_rounds faults" >&2
     if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$bank_rounds \
         cargo test -q -p sqlfleet-relay --test relay_bank -- --nocapture 2>&1 \
-        | tee -a "$out" | grep -E 'faults-survived|violation|replay:|bank:|panicked|error' >&2; then
+        | tee -a "$out" | grep -E 'faults-survived|violation|replay:|transfers acknowledged|relay: replays|panicked|error' >&2; then
       status=1
     fi
   fi

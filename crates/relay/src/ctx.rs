@@ -32,6 +32,8 @@ pub struct Ctx {
     pub view_calls: crate::backend::view_calls::ViewCalls,
     /// Which backend connection each command ran on (tests only; off).
     pub trace: crate::frontend::trace::Trace,
+    /// Transactions being replayed (new work after a loss waits for them).
+    pub replays: crate::frontend::replays::ReplayGate,
     /// Clients connected at once; more get ERROR 1040 at the handshake.
     pub max_clients: usize,
 }

@@ -118,6 +118,7 @@ impl Relay {
                 write_effects,
                 view_calls,
                 trace: frontend::trace::Trace::from_env(),
+                replays: Default::default(),
                 max_clients,
             }),
         })

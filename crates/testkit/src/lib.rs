@@ -51,6 +51,12 @@ pub fn replicated() -> &'static TestServer {
     S.get_or_init(|| start("r", 2, vec![]))
 }
 
+/// A primary with two replicas of the caller's own, for a test that
+/// changes the topology (kills the primary, promotes a replica).
+pub fn replicated_own() -> TestServer {
+    start("p", 2, vec![])
+}
+
 /// Fingerprint lines with each table's AUTO_INCREMENT counter left out.
 /// A Galera node offsets the counter by node and runs
 /// `innodb_autoinc_lock_mode = 2`, where a multi-row insert may reserve

@@ -770,6 +770,22 @@ impl Pool {
         side.notify.notify_one();
     }
 
+    /// A connection to `backend` was found dead: the idle ones are pinged
+    /// before their next use (a server that died or restarted left them
+    /// all dead, and each would cost a client its statement).
+    pub fn doubt(&self, backend: usize) {
+        let Some(side) = self.sides.get(backend) else {
+            return;
+        };
+        let s = self.settings();
+        let mut inner = side.inner();
+        for c in inner.idle.iter_mut() {
+            if let Some(t) = c.idle_since.checked_sub(s.check_after) {
+                c.idle_since = t;
+            }
+        }
+    }
+
     /// A connection in an unknown state is closed.
     pub fn discard(&self, c: BackendConn) {
         self.sides[c.backend].busy.fetch_sub(1, Relaxed);

@@ -6,6 +6,7 @@
 pub mod answers;
 pub mod auth;
 pub mod clients;
+pub mod replays;
 pub mod rsa;
 pub mod session;
 pub mod trace;

@@ -124,6 +124,12 @@ struct Session {
     sync_wait_next: bool,
     /// The client's last committed write (consistency = session).
     last_write_gtid: Option<String>,
+    /// The client's last write committed and its position could not be
+    /// read: its reads go to the primary (consistency = session).
+    own_write_unknown: bool,
+    /// The current command's reply reached the client: a failure after
+    /// it (the relay's own follow-up) gets no second reply.
+    replied: bool,
     /// The open transaction's statements and replies (transaction replay).
     journal: journal::Journal,
     /// The next forward digests its reply into `last_digest`.
@@ -229,6 +235,8 @@ where
         hold_refusal: false,
         sync_wait_next: false,
         last_write_gtid: None,
+        own_write_unknown: false,
+        replied: false,
         journal: journal::Journal::new(ctx.cfg.replay.max_bytes),
         digest_next: false,
         last_digest: None,
@@ -478,6 +486,21 @@ impl Session {
                 (&r, self.backend.and_then(|b| self.ctx.metrics.backend(b)))
             {
                 c.errors.fetch_add(1, Relaxed);
+            }
+            if std::mem::take(&mut self.replied) {
+                if let Err(f) = &r {
+                    // The client has its reply; what failed after it is
+                    // the relay's own follow-up on the connection. A
+                    // second reply would answer the client's next command.
+                    if let Some(c) = self.conn.take() {
+                        self.ctx.pool.discard(c);
+                    }
+                    if matches!(f, Fail::Close) || self.st.lives_on_conn() {
+                        return;
+                    }
+                    self.release_if_free();
+                    continue;
+                }
             }
             match r {
                 Ok(()) => {}

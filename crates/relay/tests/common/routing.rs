@@ -24,7 +24,9 @@ pub fn start_routing_relay(
 }
 
 /// [`start_routing_relay`] with the backends reached at `ports` (one per
-/// node, in order: e.g. `netfault` links in front of them).
+/// node, in order: e.g. `netfault` links in front of them). Over a
+/// primary and replicas it returns once the roles are known; over Galera
+/// (roles writer and reader) the caller waits as it needs.
 pub fn start_routing_relay_at(
     srv: &TestServer,
     dir: &Path,
@@ -48,7 +50,9 @@ pub fn start_routing_relay_at(
         quoted(&pwfile.display().to_string())
     );
     let relay = start_config(&toml, port, metrics_port);
-    relay.wait_roles(1, srv.sandbox.meta.nodes.len() - 1);
+    if !srv.sandbox.meta.galera() {
+        relay.wait_roles(1, srv.sandbox.meta.nodes.len() - 1);
+    }
     relay
 }
 
@@ -74,6 +78,23 @@ impl Relay {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Waits until the relay sees these roles, by backend in order
+    /// ("writer", "reader", "down", ... on Galera).
+    pub fn wait_roles_in_order(&self, want: &[&str]) {
+        let t0 = Instant::now();
+        loop {
+            let r = self.roles();
+            if r.iter().map(|(_, x)| x.as_str()).eq(want.iter().copied()) {
+                return;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "roles stay {r:?}, want {want:?}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// Waits until the relay sees this many primaries and replicas.

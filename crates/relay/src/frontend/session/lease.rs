@@ -98,7 +98,15 @@ impl Session {
                 }
                 Err(e) => return Err(e.into()),
             };
-            self.adopt(c).await?;
+            match self.adopt(c).await {
+                // A pooled connection found dead while being brought to
+                // the client's state: the others are doubted, and another
+                // is tried.
+                Err(Fail::Lost(_)) if attempts < 3 && self.st.mode == Mode::Transaction => {
+                    self.ctx.pool.doubt(b);
+                }
+                r => r?,
+            }
         }
         self.conn.as_mut().ok_or(Fail::Close)
     }
@@ -357,6 +365,7 @@ impl Session {
         }
         match forwarded {
             Ok(n) => {
+                self.replied = true;
                 self.capture = t.capture.take();
                 self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
                 if let Some(b) = self.ctx.metrics.backend(c.backend) {

@@ -34,6 +34,7 @@ impl Session {
     pub(super) async fn run_command(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         let (in_trans, autocommit) = (self.st.in_trans, self.st.autocommit);
         self.client_sent = false;
+        self.replied = false;
         let mut r = match self.pending_loss.take() {
             // Lost between statements: this one was never sent there.
             Some(why) => Err(Fail::Lost(why)),
@@ -42,6 +43,10 @@ impl Session {
         for _ in 0..RECOVERIES {
             let sent = std::mem::take(&mut self.client_sent);
             let Err(Fail::Lost(why)) = &r else { break };
+            if self.replied {
+                // Lost after the client had its reply: nothing to recover.
+                break;
+            }
             let why = why.clone();
             let text = cmd.first() == Some(&COM_QUERY);
             let stmt = if text {
@@ -58,9 +63,13 @@ impl Session {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.discard(c);
             }
+            if let Some(b) = self.backend {
+                self.ctx.pool.doubt(b);
+            }
             match decision {
                 OnLoss::Retry => {
                     self.ctx.metrics.lost_retries.fetch_add(1, Relaxed);
+                    self.ctx.replays.wait_clear().await;
                     self.route = self.default_route();
                     self.route_fixed = false;
                     r = self.command(cmd).await;
@@ -73,6 +82,7 @@ impl Session {
                             statements = self.journal.entries().len(),
                             "transaction replayed on another server connection after: {why}"
                         );
+                        self.ctx.replays.wait_clear().await;
                         self.route = self.default_route();
                         self.route_fixed = false;
                         r = self.command(cmd).await;
@@ -116,6 +126,8 @@ impl Session {
         let deadline = Instant::now() + wait;
         let entries = self.journal.entries().to_vec();
         let mut last = String::from("no server was tried");
+        let ctx = self.ctx.clone();
+        let _running = ctx.replays.start();
         loop {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.discard(c);

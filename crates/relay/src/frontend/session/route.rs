@@ -231,6 +231,11 @@ impl Session {
                 return self.galera_causal_read(text).await;
             }
         }
+        if consistency == Consistency::Session && self.own_write_unknown {
+            // The client's last write committed and its position could
+            // not be read: only the primary surely has it.
+            return self.read_on_primary().await;
+        }
         let target = match consistency {
             Consistency::None => return Ok(()),
             Consistency::Session => self.last_write_gtid.clone(),
@@ -336,11 +341,23 @@ impl Session {
         } else {
             "SELECT @@last_gtid"
         };
-        let v = command::query_value(c, q)
-            .await
-            .map_err(|e| Fail::Lost(e.to_string()))?;
-        if let Some(g) = v.filter(|g| !g.is_empty()) {
-            self.last_write_gtid = Some(g);
+        match command::query_value(c, q).await {
+            Ok(v) => {
+                self.own_write_unknown = false;
+                if let Some(g) = v.filter(|g| !g.is_empty()) {
+                    self.last_write_gtid = Some(g);
+                }
+            }
+            Err(_) => {
+                // The write committed (its reply is the client's); the
+                // connection died before its position was read. Nothing
+                // of the client's was on it: it goes, and reads go to
+                // the primary until a later write's position is known.
+                if let Some(c) = self.conn.take() {
+                    self.ctx.pool.discard(c);
+                }
+                self.own_write_unknown = true;
+            }
         }
         Ok(())
     }
