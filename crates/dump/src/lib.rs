@@ -4,6 +4,7 @@
 
 pub mod classify;
 pub mod comments;
+pub mod digest;
 pub mod inspect;
 pub mod lex;
 pub mod printable;

@@ -12,11 +12,10 @@ use std::ops::Range;
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
 mod calls;
-mod digest;
 mod writes;
 
 use calls::{calls_stored_function, EFFECT_BUILTINS};
-pub use digest::digest;
+pub use sqlfleet_dump::digest::digest;
 pub use writes::{written_tables, TableRef};
 
 /// Why a client cannot share its backend connection for now.
@@ -407,7 +406,7 @@ impl<'a> Query<'a> {
     }
 
     pub fn digest(&self) -> String {
-        digest::of(self.sql, &self.lexed)
+        sqlfleet_dump::digest::of(self.sql, &self.lexed)
     }
 
     /// Every table the text writes, wherever the writing statement stands
