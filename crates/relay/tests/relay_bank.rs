@@ -12,9 +12,11 @@
 //! - primary + 2 replicas, faults on any server: SIGSTOP, the network to
 //!   it stalled or cut (testkit `netfault` links in front of every
 //!   server), kill -9 of a replica and its restart;
-//! - a 3-node Galera cluster whose writer is killed (-9) every round and
-//!   restarted: transactions it held are replayed on the new writer, so
-//!   the only client errors are COMMITs whose outcome nobody can know;
+//! - a 3-node Galera cluster whose writer is killed (-9) and restarted
+//!   (the first round, then seeded), stopped (SIGSTOP) or cut off from the
+//!   relay, or a reader stopped cleanly and restarted: transactions the
+//!   writer held are replayed on the new writer, so the only client
+//!   errors are COMMITs whose outcome nobody can know;
 //! - primary + 2 replicas whose primary is killed (-9) and a replica
 //!   promoted (`sandbox promote`): the same, and what asynchronous
 //!   replication lost at the failover (committed on the old primary,
@@ -391,9 +393,10 @@ fn replay_on() -> (bool, &'static str) {
 fn replay_counters(relay: &common::relay::Relay) -> String {
     let m = |s: &str| relay.metric(&format!("sqlfleet_relay_{s}_total"));
     format!(
-        "replays {} (failed {}, refused {}), statements run again {}",
+        "replays {} (failed {}: {} a reply differed; refused {}), statements run again {}",
         m("transaction_replays"),
         m("transaction_replay_failures"),
+        m("transaction_replay_mismatches"),
         m("transaction_replay_refused"),
         m("lost_retries")
     )
@@ -477,19 +480,30 @@ fn bank_transfers_through_the_relay_survive_faults_on_every_server() {
 }
 
 #[test]
-fn bank_on_galera_with_the_writer_killed_replays_its_transactions() {
+fn bank_on_galera_with_the_writer_killed_stopped_or_cut_off_replays_its_transactions() {
     let seed = sqlfleet_testkit::faults::seed(20261128);
     let rounds = sqlfleet_testkit::faults::rounds(2);
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let g = sqlfleet_testkit::galera();
     let dir = tempfile::tempdir().expect("tmp");
     let (replay, extra) = replay_on();
-    let relay = start_routing_relay(
+    // The relay reaches each node through a fault link (the cluster's
+    // own traffic does not pass there).
+    let links: Vec<Link> = g
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| Link::to(n.port))
+        .collect();
+    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
+    let relay = start_routing_relay_at(
         g,
         dir.path(),
         "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
         "",
         extra,
+        &ports,
     );
     let ready = ["writer", "reader", "reader"];
     let settled = |relay: &common::relay::Relay| {
@@ -511,27 +525,72 @@ fn bank_on_galera_with_the_writer_killed_replays_its_transactions() {
     };
     settled(&relay);
     let mut bank = Bank::open(
-        "bank_on_galera_with_the_writer_killed_replays_its_transactions",
+        "bank_on_galera_with_the_writer_killed_stopped_or_cut_off_replays_its_transactions",
         g,
         relay.port,
         seed,
     );
     let all: Vec<usize> = (0..g.sandbox.meta.nodes.len()).collect();
     for round in 0..rounds {
-        let ms = rng.gen_range(500..3000);
+        let ms = rng.gen_range(1500..4000);
         let roles = relay.roles();
         let writer = roles
             .iter()
             .position(|(_, r)| r == "writer")
             .expect("a writer");
+        let reader = (writer + 1 + rng.gen_range(0..2)) % all.len();
+        // The first round always kills the writer; later ones choose.
+        let which = if round == 0 { 0 } else { rng.gen_range(0..4) };
+        let links = &links;
         bank.round(round, |campaign, rt| {
-            let name = &g.sandbox.meta.nodes[writer].name;
-            campaign.fault(format!(
-                "round {round}: kill -9 of the writer {name}, restarted {ms} ms later"
-            ));
-            kill9(g, writer);
-            std::thread::sleep(Duration::from_millis(ms));
-            restart(rt, g);
+            let name = |i: usize| g.sandbox.meta.nodes[i].name.clone();
+            let pid = |i: usize| {
+                node::running_pid(&g.sandbox.layout.node(&g.sandbox.meta.nodes[i]))
+                    .expect("running")
+            };
+            match which {
+                0 => {
+                    campaign.fault(format!(
+                        "round {round}: kill -9 of the writer {}, restarted {ms} ms later",
+                        name(writer)
+                    ));
+                    kill9(g, writer);
+                    std::thread::sleep(Duration::from_millis(ms));
+                    restart(rt, g);
+                }
+                1 => {
+                    campaign.fault(format!(
+                        "round {round}: SIGSTOP of the writer {} for {ms} ms",
+                        name(writer)
+                    ));
+                    let p = pid(writer);
+                    common::stall::signal(p, libc::SIGSTOP);
+                    std::thread::sleep(Duration::from_millis(ms));
+                    common::stall::signal(p, libc::SIGCONT);
+                }
+                2 => {
+                    campaign.fault(format!(
+                        "round {round}: the relay's network to the writer {} cut for {ms} ms",
+                        name(writer)
+                    ));
+                    links[writer].cut();
+                    std::thread::sleep(Duration::from_millis(ms));
+                    links[writer].heal();
+                }
+                _ => {
+                    campaign.fault(format!(
+                        "round {round}: clean stop (SIGTERM) of the reader {}, restarted {ms} ms later",
+                        name(reader)
+                    ));
+                    let p = pid(reader);
+                    common::stall::signal(p, libc::SIGTERM);
+                    while node::is_alive(p) {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    std::thread::sleep(Duration::from_millis(ms));
+                    restart(rt, g);
+                }
+            }
         });
         settled(&relay);
         bank.check(round, &all, (writer + 1) % all.len(), &[]);
@@ -566,21 +625,48 @@ fn bank_with_the_primary_killed_and_a_replica_promoted_replays_its_transactions(
         seed,
     );
     let sb = &srv.sandbox;
+    let mut promoted = 1;
     bank.round(0, |campaign, rt| {
-        campaign.fault("kill -9 of the primary node1, node2 promoted");
         kill9(&srv, 0);
+        // As a DBA would: the replica that received the most of the dead
+        // primary's log (another would leave the ahead one unable to
+        // replicate from it).
+        let pos = |i: usize| -> u64 {
+            rt.block_on(async {
+                let mut c = sb
+                    .target(&sb.meta.nodes[i])
+                    .expect("target")
+                    .connect(Duration::from_secs(10))
+                    .await
+                    .expect("replica");
+                let p: Option<String> = c
+                    .query_first("SELECT @@gtid_slave_pos")
+                    .await
+                    .expect("position");
+                p.and_then(|p| p.rsplit('-').next().and_then(|n| n.parse().ok()))
+                    .unwrap_or(0)
+            })
+        };
+        // Wait until both have read what they can of the dead primary.
+        std::thread::sleep(Duration::from_millis(500));
+        if pos(2) > pos(1) {
+            promoted = 2;
+        }
+        let name = sb.meta.nodes[promoted].name.clone();
+        campaign.fault(format!("kill -9 of the primary node1, {name} promoted"));
         rt.block_on(async {
             let mut s = sqlfleet_sandbox::Sandbox::open(&sb.home, &sb.meta.name).expect("open");
-            s.promote("node2", Duration::from_secs(60))
+            s.promote(&name, Duration::from_secs(60))
                 .await
                 .expect("promote");
         });
     });
+    let other = 3 - promoted;
     // What the old primary committed: read on it once it is back (it
     // then replicates from node2; its own rows stay).
     restart(&bank.rt, &srv);
     let (_, on_old) = bank.rt.block_on(state_at(&srv, 0, &bank.db));
-    let (_, on_new) = bank.rt.block_on(state_at(&srv, 1, &bank.db));
+    let (_, on_new) = bank.rt.block_on(state_at(&srv, promoted, &bank.db));
     let lost: Vec<String> = on_old
         .iter()
         .filter(|k| !on_new.contains(k))
@@ -590,7 +676,7 @@ fn bank_with_the_primary_killed_and_a_replica_promoted_replays_its_transactions(
         "asynchronous replication lost {} committed transfer(s) at the failover (on the old primary only)",
         lost.len()
     );
-    bank.check(0, &[1, 2], 1, &lost);
+    bank.check(0, &[promoted, other], promoted, &lost);
     eprintln!("relay: {}", replay_counters(&relay));
     let (_, _, before_commit) = bank.finish();
     assert!(

@@ -141,6 +141,9 @@ pub struct Metrics {
     /// Replays that failed: a reply differed, or no server took it in
     /// time (the client saw the lost connection).
     pub replay_failures: AtomicU64,
+    /// Of those, replays a reply differed in (the rest found no server in
+    /// time).
+    pub replay_mismatches: AtomicU64,
     /// Lost connections in a transaction the relay could not replay (the
     /// client saw the lost connection): an unknown COMMIT, a statement that
     /// may have committed, a transaction it could not follow.
@@ -354,6 +357,11 @@ impl Metrics {
                 "transaction_replay_failures_total",
                 "Transaction replays that failed (a reply differed, or no server took it in time); the client saw the lost connection.",
                 &self.replay_failures,
+            ),
+            (
+                "transaction_replay_mismatches_total",
+                "Transaction replays that failed because a reply differed from the one the client was given (someone changed what the transaction read, a key taken).",
+                &self.replay_mismatches,
             ),
             (
                 "transaction_replay_refused_total",

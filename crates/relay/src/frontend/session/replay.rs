@@ -161,8 +161,25 @@ impl Session {
                 .map(|b| b.addr())
                 .unwrap_or_default();
             let health = self.ctx.pool.health.clone();
+            // A Galera node applies what others committed a little later:
+            // the replay's reads must see every write the client's reads
+            // had seen on the node that died (one causality wait first).
+            let galera = health.get(backend).galera.is_some();
             let ran = health
                 .unless_gone(backend, async {
+                    if galera {
+                        let o = command::command(
+                            c,
+                            b"\x03SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1",
+                            crate::protocol::reply::Expect::Results { cursor: false },
+                        )
+                        .await?;
+                        if let Some((code, m)) = o.error {
+                            return Err(sqlfleet_wire::packet::WireError::Protocol(format!(
+                                "the causality wait: ERROR {code}: {m}"
+                            )));
+                        }
+                    }
                     let mut insert_id = None;
                     for (i, e) in entries.iter().enumerate() {
                         sqlfleet_faults::point!("relay::replay_statement");
@@ -198,6 +215,7 @@ impl Session {
                     if let Some(c) = self.conn.take() {
                         self.ctx.pool.discard(c);
                     }
+                    self.ctx.metrics.replay_mismatches.fetch_add(1, Relaxed);
                     let said = match &o.error {
                         Some((code, m)) => format!("ERROR {code}: {m}"),
                         None => format!(
