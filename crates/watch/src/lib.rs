@@ -23,6 +23,7 @@ pub mod record;
 pub mod rules;
 pub mod sample;
 pub mod ssh;
+pub mod statements;
 mod trend;
 pub mod ui;
 pub mod watched;

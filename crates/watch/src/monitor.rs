@@ -22,6 +22,7 @@ use crate::probe::{self, Health};
 use crate::rules::{IncidentEvent, Incidents, Observation, Phase, Rule, RuleKind};
 use crate::sample::{rates, Rates, Sample};
 use crate::ssh::{self, HostMetrics, Latest, SshTarget};
+use crate::statements::{Baseline, Delta, Method};
 
 /// A server's state, worst last (sorting by it puts the worst first when
 /// reversed).
@@ -97,6 +98,10 @@ pub struct Server {
     /// The last ten minutes of qps and threads running (the page's sparklines).
     #[serde(skip)]
     pub trend: crate::trend::Trend,
+    /// Statement digests over the last minute (`statements.rs`); JSON
+    /// carries the method and the top by time.
+    #[serde(serialize_with = "crate::statements::serialize_window")]
+    pub statements: crate::statements::Window,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -134,6 +139,7 @@ impl Server {
             qps_history: VecDeque::new(),
             cpu_history: VecDeque::new(),
             trend: Default::default(),
+            statements: Default::default(),
         }
     }
 }
@@ -222,23 +228,76 @@ pub async fn once(cfg: &MonitorConfig) -> Fleet {
         .collect();
     let mut tasks = Vec::new();
     for w in cfg.servers.clone() {
-        let (sem, timeout) = (sem.clone(), cfg.timeout);
+        let (sem, timeout, interval) = (sem.clone(), cfg.timeout, cfg.interval);
         tasks.push(tokio::spawn(async move {
             let _p = sem.acquire().await.ok();
             let mut link = None;
             let c = bounded_check(&w.target, &mut link, timeout).await;
-            (w, c)
+            // Statement figures need two reads of performance_schema's
+            // counters: the second one interval after the first.
+            let mut baseline = Baseline::default();
+            let mut statements =
+                read_statements(&mut link, &c, &mut baseline, interval, timeout).await;
+            if statements
+                .as_ref()
+                .is_some_and(|(m, _)| *m == Method::PerformanceSchema)
+            {
+                tokio::time::sleep(interval).await;
+                statements = read_statements(&mut link, &c, &mut baseline, interval, timeout).await;
+            }
+            (w, c, statements)
         }));
     }
     let mut fleet = Fleet::default();
     for t in tasks {
-        let Ok((w, c)) = t.await else { continue };
+        let Ok((w, c, statements)) = t.await else {
+            continue;
+        };
         let mut s = Server::new(&w.host);
+        let now = now_unix();
+        if let Some((method, deltas)) = statements {
+            s.statements
+                .add(now, cfg.interval.as_secs_f64(), method, deltas);
+        }
         let mut inc = Incidents::default();
-        apply(&mut s, &c, None, &rules, &mut inc, now_unix());
+        apply(&mut s, &c, None, &rules, &mut inc, now);
         fleet.servers.push(s);
     }
     fleet
+}
+
+/// What statements ran since the previous read, by the server's method:
+/// performance_schema's digest counters where it is on (the first read
+/// only sets `baseline`), else the statements the check saw running.
+/// `None` when the server did not answer; a server that refuses the
+/// digest table (a privilege) is sampled from its processlist.
+async fn read_statements(
+    link: &mut Option<probe::Link>,
+    c: &probe::Check,
+    baseline: &mut Baseline,
+    interval: Duration,
+    timeout: Duration,
+) -> Option<(Method, Vec<Delta>)> {
+    let sample = c.sample.as_ref().filter(|_| c.health == Health::Ok)?;
+    let seen = || {
+        let d = crate::statements::seen_running(&sample.statements_running, interval.as_secs_f64());
+        Some((Method::Processlist, d))
+    };
+    if !sample.performance_schema {
+        return seen();
+    }
+    let l = link.as_mut()?;
+    // Seen since the previous read (a whole second more, and one more for
+    // the clocks' rounding): a digest that ran since is always in it.
+    let since = baseline.primed().then(|| interval.as_secs() + 2);
+    match tokio::time::timeout(timeout, probe::read_digests(l, since)).await {
+        Ok(Ok(rows)) => Some((Method::PerformanceSchema, baseline.deltas(&rows))),
+        Ok(Err(sqlfleet_wire::WireError::Server { .. })) => seen(),
+        _ => {
+            *link = None;
+            None
+        }
+    }
 }
 
 async fn bounded_check(
@@ -315,7 +374,7 @@ fn apply(
                 .or_insert_with(|| g.cluster.clone());
         }
     }
-    let events = inc.observe(
+    let mut events = inc.observe(
         rules,
         &s.server,
         now,
@@ -327,6 +386,26 @@ fn apply(
             host: s.host.as_ref(),
         },
     );
+    // A server busy, maxed out or short of connections: the incident
+    // names the statements that cost it most in the minute before.
+    for e in events.iter_mut() {
+        let busy = [
+            RuleKind::Cpu,
+            RuleKind::ThreadsRunning,
+            RuleKind::Connections,
+        ]
+        .iter()
+        .any(|k| k.name() == e.rule);
+        if busy && e.phase == Phase::Opened {
+            let running = c
+                .sample
+                .as_ref()
+                .map_or(&[][..], |x| x.statements_running.as_slice());
+            if let Some(cause) = crate::statements::cause(&s.statements, running, 3) {
+                e.detail = format!("{}; {cause}", e.detail);
+            }
+        }
+    }
     for e in events.iter().filter(|e| e.phase == Phase::Resolved) {
         if s.resolved.len() == RECENT {
             s.resolved.pop_front();
@@ -426,6 +505,8 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
         .unwrap_or(3);
     let mut link: Option<probe::Link> = None;
     let mut prev: Option<(Sample, Instant)> = None;
+    let mut baseline = Baseline::default();
+    let mut last_read: Option<Instant> = None;
     let mut failures = 0u32;
     let host_metrics: Arc<Mutex<Latest>> = Arc::default();
     let mut ssh_task: Option<tokio::task::JoinHandle<()>> = None;
@@ -436,9 +517,11 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
         } else {
             &ctx.backoff
         };
-        let c = {
+        let (c, statements) = {
             let _permit = lane.acquire().await.ok();
-            bounded_check(&w.target, &mut link, cfg.timeout).await
+            let c = bounded_check(&w.target, &mut link, cfg.timeout).await;
+            let st = read_statements(&mut link, &c, &mut baseline, cfg.interval, cfg.timeout).await;
+            (c, st)
         };
         let now = now_unix();
         if let (Some(ssh), Some(s), None) = (&w.ssh, &c.sample, &ssh_task) {
@@ -461,6 +544,11 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
                 let fresh = l.at.is_some_and(|at| at.elapsed() < cfg.interval * 3);
                 s.host = if fresh { l.metrics.clone() } else { None };
                 s.host_error = l.error.clone();
+            }
+            if let Some((method, deltas)) = statements {
+                let span = last_read.map_or(cfg.interval, |t| t.elapsed());
+                last_read = Some(Instant::now());
+                s.statements.add(now, span.as_secs_f64(), method, deltas);
             }
             let before = s.state;
             let mut inc = match ctx.incidents.lock() {

@@ -188,7 +188,52 @@ const RUNNING_SQL: &str = "SELECT ID, USER, COALESCE(DB, ''), TIME, COMMAND, LEF
      FROM information_schema.PROCESSLIST \
      WHERE COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump', 'Binlog Dump GTID', 'Slave_IO', 'Slave_SQL', 'Slave_worker', 'Connect') \
      AND USER NOT IN ('system user', 'event_scheduler') AND ID <> CONNECTION_ID() \
-     ORDER BY TIME DESC LIMIT 5";
+     ORDER BY TIME DESC LIMIT 100";
+
+/// How many of the longest statements a check shows.
+const SHOWN: usize = 5;
+
+/// performance_schema's statement digests: all of them on the first
+/// read (the baseline), then only those seen since (`{since}` seconds
+/// back, with a margin): the table stays in the server's memory and is
+/// scanned, never sorted or joined.
+const DIGESTS_SQL: &str =
+    "SELECT COALESCE(SCHEMA_NAME, ''), COALESCE(DIGEST, ''), COALESCE(DIGEST_TEXT, ''), \
+     COUNT_STAR, SUM_TIMER_WAIT, SUM_ROWS_EXAMINED, SUM_ROWS_SENT, SUM_ERRORS, SUM_NO_INDEX_USED \
+     FROM performance_schema.events_statements_summary_by_digest";
+
+/// Reads performance_schema's digest counters (`since`: only those seen
+/// in the last that many seconds; `None`: all, for the baseline).
+pub async fn read_digests(
+    l: &mut Link,
+    since: Option<u64>,
+) -> Result<Vec<crate::statements::PsRow>, WireError> {
+    let sql = match since {
+        Some(s) => format!("{DIGESTS_SQL} WHERE LAST_SEEN >= NOW() - INTERVAL {s} SECOND"),
+        None => DIGESTS_SQL.to_string(),
+    };
+    let sets = result_sets(l, &sql).await?;
+    let n = |r: &[Option<String>], i: usize| text(r, i).parse::<u64>().unwrap_or(0);
+    Ok(sets
+        .first()
+        .map(|(_, rows)| rows.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|r| crate::statements::PsRow {
+            schema: text(r, 0),
+            hash: text(r, 1),
+            text: text(r, 2),
+            counters: crate::statements::Counters {
+                calls: n(r, 3),
+                time_ps: n(r, 4),
+                rows_examined: n(r, 5),
+                rows_sent: n(r, 6),
+                errors: n(r, 7),
+                no_index: n(r, 8),
+            },
+        })
+        .collect())
+}
 
 /// Column names and rows (NULL as `None`) of one result set.
 type ResultSet = (Vec<String>, Vec<Vec<Option<String>>>);
@@ -232,7 +277,7 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
         .collect::<Vec<_>>()
         .join(",");
     let sql = format!(
-        "SELECT @@version, @@hostname, @@max_connections, @@read_only, @@datadir; \
+        "SELECT @@version, @@hostname, @@max_connections, @@read_only, @@datadir, @@performance_schema; \
          SHOW GLOBAL STATUS WHERE Variable_name IN ({names}); {}; \
          SHOW GLOBAL STATUS WHERE Variable_name IN ({galera}); \
          SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_cluster_name', 'wsrep_node_name')",
@@ -253,6 +298,7 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
         s.max_connections = text(v, 2).parse().unwrap_or(0);
         s.read_only = matches!(text(v, 3).as_str(), "1" | "ON");
         s.datadir = text(v, 4);
+        s.performance_schema = matches!(text(v, 5).as_str(), "1" | "ON");
     }
     s.read_status(
         &set(1)
@@ -279,11 +325,18 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
     s.galera = Galera::from_rows(&pairs(3), &pairs(4));
     if s.counter("Threads_running") > 1 {
         let running = result_sets(l, RUNNING_SQL).await?;
-        s.running = running
+        let rows = running
             .first()
             .map(|(_, rows)| rows.as_slice())
-            .unwrap_or_default()
+            .unwrap_or_default();
+        s.statements_running = rows
             .iter()
+            .filter(|row| text(row, 4) == "Query")
+            .map(|row| (text(row, 2), text(row, 5)))
+            .collect();
+        s.running = rows
+            .iter()
+            .take(SHOWN)
             .map(|row| Running {
                 id: text(row, 0).parse().unwrap_or(0),
                 user: text(row, 1),

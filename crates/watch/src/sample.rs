@@ -57,6 +57,12 @@ pub struct Sample {
     pub channels: Vec<Channel>,
     /// The longest-running statements, longest first.
     pub running: Vec<Running>,
+    /// Every statement the check saw running, as (schema, text): what
+    /// processlist sampling counts (`statements.rs`).
+    #[serde(skip)]
+    pub statements_running: Vec<(String, String)>,
+    /// performance_schema is on (statement figures come from it).
+    pub performance_schema: bool,
     /// A Galera node's state (`None` without a wsrep provider).
     pub galera: Option<Galera>,
 }

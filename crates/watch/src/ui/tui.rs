@@ -53,6 +53,8 @@ struct App {
     editing: bool,
     compact: bool,
     detail: bool,
+    /// The pane shows the fleet's top statements instead of a server.
+    statements: bool,
     table: TableState,
 }
 
@@ -115,7 +117,7 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
     let area = frame.area();
     let chunks = Layout::default()
         .direction(Direction::Vertical)
-        .constraints(if app.detail {
+        .constraints(if app.detail || app.statements {
             vec![
                 Constraint::Length(1),
                 Constraint::Percentage(50),
@@ -130,7 +132,7 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
         })
         .split(area);
     let head = format!(
-        " sqlfleet watch — {} — sort: {} {}— q quit, s sort, / filter, Enter detail (Esc closes), c compact",
+        " sqlfleet watch — {} — sort: {} {}— q quit, s sort, / filter, Enter detail (Esc closes), t top statements, c compact",
         summary(f),
         app.sort.name(),
         if app.filter.is_empty() && !app.editing {
@@ -194,7 +196,21 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
         app.table.select((!servers.is_empty()).then_some(0));
     }
     frame.render_stateful_widget(t, chunks[1], &mut app.table);
-    if app.detail {
+    if app.statements {
+        let windows = servers.iter().map(|s| &s.statements);
+        frame.render_widget(
+            Paragraph::new(statement_lines(
+                crate::statements::top_of(windows, 20, crate::statements::SortBy::Time),
+                true,
+            ))
+            .block(
+                Block::default()
+                    .borders(Borders::TOP)
+                    .title(" top statements across the servers shown, last minute, by time "),
+            ),
+            chunks[2],
+        );
+    } else if app.detail {
         let text = app
             .table
             .selected()
@@ -208,6 +224,36 @@ fn draw(frame: &mut Frame, f: &Fleet, app: &mut App) {
             chunks[2],
         );
     }
+}
+
+/// Top statements as lines: share, time, calls/s, average, (servers,)
+/// the digest.
+pub fn statement_lines(top: Vec<crate::statements::Top>, fleet: bool) -> Vec<Line<'static>> {
+    let mut l = vec![Line::from(format!(
+        "{:>5} {:>9} {:>9} {:>9} {}{}",
+        "SHARE",
+        "TIME s",
+        "CALLS/s",
+        "AVG ms",
+        if fleet { "SERVERS " } else { "" },
+        "STATEMENT"
+    ))];
+    for t in top {
+        l.push(Line::from(format!(
+            "{:>4.0}% {:>9.2} {:>9.1} {:>9} {}{}",
+            t.share * 100.0,
+            t.seconds,
+            t.calls_per_s,
+            t.avg_ms.map(|a| format!("{a:.2}")).unwrap_or_default(),
+            if fleet {
+                format!("{:>7} ", t.servers)
+            } else {
+                String::new()
+            },
+            t.digest
+        )));
+    }
+    l
 }
 
 /// How wide a column is drawn; WHY takes what is left.
@@ -315,6 +361,17 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
             )));
         }
     }
+    if let Some(m) = s.statements.method {
+        l.push(Line::from(format!(
+            "top statements ({}, last {:.0} s):",
+            m.name(),
+            s.statements.seconds()
+        )));
+        l.extend(statement_lines(
+            s.statements.top(5, crate::statements::SortBy::Time),
+            false,
+        ));
+    }
     l
 }
 
@@ -346,6 +403,7 @@ pub fn run(fleet: Arc<Mutex<Fleet>>) -> std::io::Result<()> {
         editing: false,
         compact: false,
         detail: false,
+        statements: false,
         table: TableState::default(),
     };
     let r = (|| -> std::io::Result<()> {
@@ -382,13 +440,23 @@ pub fn run(fleet: Arc<Mutex<Fleet>>) -> std::io::Result<()> {
             let n = visible(&snapshot, &app).len();
             match k.code {
                 // Esc closes what is open (the detail pane), then quits.
-                KeyCode::Esc if app.detail => app.detail = false,
+                KeyCode::Esc if app.detail || app.statements => {
+                    app.detail = false;
+                    app.statements = false;
+                }
+                KeyCode::Char('t') => {
+                    app.statements = !app.statements;
+                    app.detail = false;
+                }
                 KeyCode::Char('q') | KeyCode::Esc => return Ok(()),
                 KeyCode::Char('c') if k.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
                 KeyCode::Char('s') => app.sort = app.sort.next(),
                 KeyCode::Char('/') => app.editing = true,
                 KeyCode::Char('c') => app.compact = !app.compact,
-                KeyCode::Enter => app.detail = !app.detail,
+                KeyCode::Enter => {
+                    app.detail = !app.detail;
+                    app.statements = false;
+                }
                 KeyCode::Down | KeyCode::Char('j') if n > 0 => app
                     .table
                     .select(Some(app.table.selected().map_or(0, |i| (i + 1).min(n - 1)))),

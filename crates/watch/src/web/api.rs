@@ -165,6 +165,70 @@ pub async fn server(State(st): State<Arc<WebState>>, Query(q): Params) -> Respon
     .into_response()
 }
 
+/// Statement digests over the last minute: one server's (`server=`) or
+/// the fleet's (the same digest on many servers is one row, `servers`
+/// says on how many), `sort=time|calls|latency`, `n=` rows (default 20,
+/// at most 200).
+pub async fn digests(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    use crate::statements::{top_of, Method, SortBy};
+    let by = match q.get("sort").map(String::as_str) {
+        None => SortBy::Time,
+        Some(s) => match SortBy::parse(s) {
+            Some(b) => b,
+            None => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("sort={s}: use time, calls or latency"),
+                )
+            }
+        },
+    };
+    let n = match q.get("n").map(|v| v.parse::<usize>()) {
+        None => 20,
+        Some(Ok(n)) if (1..=200).contains(&n) => n,
+        Some(_) => return error(StatusCode::BAD_REQUEST, "n= takes 1 to 200"),
+    };
+    let Ok(f) = st.fleet.lock() else {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "the monitor stopped");
+    };
+    match q.get("server") {
+        Some(name) => {
+            let Some(s) = f.servers.iter().find(|s| &s.server == name) else {
+                return error(
+                    StatusCode::NOT_FOUND,
+                    format!("{name}: not a watched server"),
+                );
+            };
+            let w = &s.statements;
+            Json(json!({
+                "server": s.server,
+                "method": w.method,
+                "seconds": w.seconds(),
+                "top": w.top(n, by),
+            }))
+            .into_response()
+        }
+        None => {
+            let with: Vec<&crate::statements::Window> = f
+                .servers
+                .iter()
+                .map(|s| &s.statements)
+                .filter(|w| w.method.is_some())
+                .collect();
+            let count = |m: Method| with.iter().filter(|w| w.method == Some(m)).count();
+            Json(json!({
+                "servers": with.len(),
+                "methods": {
+                    "performance_schema": count(Method::PerformanceSchema),
+                    "processlist": count(Method::Processlist),
+                },
+                "top": top_of(with.iter().copied(), n, by),
+            }))
+            .into_response()
+        }
+    }
+}
+
 /// The window a `range=` names: hour (default), day, week.
 fn window(q: &HashMap<String, String>) -> Result<(f64, &'static str, f64), String> {
     match q.get("range").map(String::as_str).unwrap_or("hour") {

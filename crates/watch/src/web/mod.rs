@@ -129,6 +129,7 @@ impl Web {
             .route("/api/series", get(api::series))
             .route("/api/chart.svg", get(api::chart))
             .route("/api/incidents", get(api::incidents))
+            .route("/api/digests", get(api::digests))
             .route("/api/history", get(api::history))
             .route("/metrics", get(api::metrics))
             .layer(middleware::from_fn_with_state(st.clone(), guard))

@@ -203,6 +203,8 @@ function fleetPage() {
   loadTrends();
   setTimeout(loadTrends, 2000);
   setInterval(loadTrends, 10000);
+  loadDigests("", "time");
+  setInterval(() => loadDigests("", "time"), 5000);
   const again = () => { if (latest) { lastOrder = ""; renderFleet(latest); } };
   $("#filter").addEventListener("input", again);
   $("#group").addEventListener("change", again);
@@ -237,6 +239,26 @@ async function loadCharts(name, range) {
   box.replaceChildren(...figs);
 }
 
+// ---- top statements (a server's, or the fleet's) ---------------------------------
+const METHOD = { performance_schema: "performance_schema", processlist: "processlist sampling: busy time seen, no call counts" };
+
+async function loadDigests(name, sort) {
+  const q = (name ? "server=" + encodeURIComponent(name) + "&" : "") + "sort=" + sort;
+  const r = await fetch("/api/digests?" + q);
+  const d = await r.json();
+  if (!r.ok) { $("#digests-how").textContent = d.error; return; }
+  const how = name
+    ? (d.method ? METHOD[d.method] + ", last " + Math.round(d.seconds) + " s" : "no figures yet")
+    : d.servers + " servers (" + d.methods.performance_schema + " performance_schema, " + d.methods.processlist + " processlist sampling)";
+  $("#digests-how").textContent = "— " + how;
+  const pct = (x) => (x * 100).toFixed(0) + "%";
+  fillTable("#digests", d.top || [], (t) => name
+    ? [pct(t.share), num(t.seconds, 2), num(t.calls_per_s, 1), t.avg_ms === null ? "" : num(t.avg_ms, 2),
+       String(t.rows_examined), String(t.errors), String(t.no_index), t.schema, t.digest]
+    : [pct(t.share), num(t.seconds, 2), num(t.calls_per_s, 1), t.avg_ms === null ? "" : num(t.avg_ms, 2),
+       String(t.servers), String(t.rows_examined), String(t.errors), t.schema, t.digest]);
+}
+
 async function loadServer(name) {
   const r = await fetch("/api/server?server=" + encodeURIComponent(name));
   const d = await r.json();
@@ -265,9 +287,17 @@ function serverPage() {
     document.querySelectorAll("button[data-range]").forEach((x) => x.classList.toggle("on", x === b));
     loadCharts(name, range);
   }));
+  let sort = "time";
+  document.querySelectorAll("button[data-sort]").forEach((b) => b.addEventListener("click", () => {
+    sort = b.dataset.sort;
+    document.querySelectorAll("button[data-sort]").forEach((x) => x.classList.toggle("on", x === b));
+    loadDigests(name, sort);
+  }));
   loadServer(name);
+  loadDigests(name, sort);
   loadCharts(name, range);
   setInterval(() => loadServer(name), 2000);
+  setInterval(() => loadDigests(name, sort), 2000);
   setInterval(() => loadCharts(name, range), 10000);
 }
 

@@ -1,0 +1,277 @@
+//! `sqlfleet watch`'s top statements against sandbox servers under a mix
+//! of quick point selects and one deliberately bad query (a full scan of
+//! an unindexed column, in a loop): the bad query tops the statements by
+//! time in `--once --json`, on a server with performance_schema on (calls,
+//! latency, rows examined, no index used) and on one with it off
+//! (processlist sampling, named as such); a running watcher serves the
+//! same on `/api/digests` (the server's and the fleet's), and a
+//! threads_running incident names the statement in its message.
+
+mod common;
+
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use common::{sqlfleet, stderr, stdout};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::TestServer;
+
+/// A server with performance_schema on (MariaDB ships it off).
+fn with_ps() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| sqlfleet_testkit::server_with(&["performance-schema=ON"]))
+}
+
+/// The bad query's table: 200,000 rows, `v` without an index.
+fn big_table(rt: &tokio::runtime::Runtime, srv: &TestServer) -> String {
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("topstmt").await;
+        let mut c = srv.connect().await;
+        c.query_drop(format!(
+            "USE `{db}`; CREATE TABLE big (id INT PRIMARY KEY, v INT NOT NULL, pad CHAR(50) NOT NULL DEFAULT ''); \
+             INSERT INTO big (id, v) SELECT seq, seq % 1000 FROM seq_1_to_200000"
+        ))
+        .await
+        .expect("table");
+        db
+    })
+}
+
+/// Point selects from 3 clients and the bad query from 2, until dropped.
+struct Load {
+    stop: Arc<AtomicBool>,
+    rt: tokio::runtime::Runtime,
+    tasks: Vec<tokio::task::JoinHandle<u64>>,
+}
+
+impl Load {
+    fn start(srv: &TestServer, db: &str) -> Load {
+        let rt = tokio::runtime::Runtime::new().expect("rt");
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for i in 0..5 {
+            let (stop, target, db) = (stop.clone(), srv.target(), db.to_string());
+            tasks.push(rt.spawn(async move {
+                let mut c = target
+                    .connect(Duration::from_secs(10))
+                    .await
+                    .expect("client");
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let q = if i < 3 {
+                        format!("SELECT pad FROM `{db}`.big WHERE id = {}", n % 200_000 + 1)
+                    } else {
+                        format!("SELECT COUNT(*) FROM `{db}`.big WHERE v = {}", n % 1000)
+                    };
+                    let _: Vec<String> = c.query(q).await.unwrap_or_default();
+                }
+                n
+            }));
+        }
+        Load { stop, rt, tasks }
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.tasks.drain(..) {
+            let _ = self.rt.block_on(t);
+        }
+    }
+}
+
+fn once(srv: &TestServer) -> serde_json::Value {
+    let o = sqlfleet()
+        .args([
+            "watch",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "--hosts",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+            "--once",
+            "--json",
+            "--interval",
+            "2",
+        ])
+        .env("SQLFLEET_HOME", srv.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("watch --once");
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    v["servers"][0]["statements"].clone()
+}
+
+fn is_bad(digest: &str) -> bool {
+    digest.contains("COUNT") && digest.contains("big")
+}
+
+#[test]
+fn the_bad_query_tops_the_statements_with_performance_schema_on() {
+    let srv = with_ps();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = big_table(&rt, srv);
+    let _load = Load::start(srv, &db);
+    std::thread::sleep(Duration::from_secs(1));
+    let st = once(srv);
+    assert_eq!(st["method"], "performance_schema", "{st}");
+    let top = &st["top"][0];
+    assert!(is_bad(top["digest"].as_str().unwrap_or_default()), "{st:#}");
+    // What performance_schema adds: calls, latency, rows, no index used.
+    assert!(top["calls"].as_u64().unwrap_or(0) >= 1, "{top}");
+    assert!(top["avg_ms"].as_f64().unwrap_or(0.0) > 0.0, "{top}");
+    assert!(
+        top["rows_examined"].as_u64().unwrap_or(0) >= 200_000,
+        "{top}"
+    );
+    assert!(top["no_index"].as_u64().unwrap_or(0) >= 1, "{top}");
+    // The point selects are there too, below it.
+    let point = st["top"]
+        .as_array()
+        .and_then(|a| {
+            a.iter().find(|t| {
+                t["digest"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("pad") && d.to_lowercase().contains("id"))
+            })
+        })
+        .cloned()
+        .unwrap_or_else(|| panic!("the point selects are listed: {st:#}"));
+    assert!(
+        point["calls"].as_u64() > top["calls"].as_u64(),
+        "more point selects than scans: {point} {top}"
+    );
+}
+
+#[test]
+fn the_bad_query_tops_the_statements_sampled_from_the_processlist() {
+    let srv = sqlfleet_testkit::server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = big_table(&rt, srv);
+    let _load = Load::start(srv, &db);
+    std::thread::sleep(Duration::from_secs(1));
+    // One read sees what runs at that instant: the scans, as a rule (two
+    // of five clients, each scan far longer than a point select).
+    let t0 = Instant::now();
+    let st = loop {
+        let st = once(srv);
+        assert_eq!(st["method"], "processlist", "{st}");
+        if st["top"][0]["digest"].as_str().is_some_and(is_bad) {
+            break st;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the scan never topped the sampled statements: {st:#}"
+        );
+    };
+    let top = &st["top"][0];
+    assert_eq!(top["calls"], 0, "sampling counts no calls: {top}");
+    assert!(top["avg_ms"].is_null(), "nor latency: {top}");
+}
+
+#[test]
+fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
+    let srv = with_ps();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = big_table(&rt, srv);
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = dir.path().join("watch.toml");
+    // Busy: more than 1 thread running for one check.
+    std::fs::write(
+        &config,
+        "[rules.threads_running]\nabove = 1\nchecks = 1\nhold = 0\n",
+    )
+    .expect("config");
+    let port = sqlfleet_testkit::proxy::free_port();
+    let mut child = sqlfleet()
+        .args([
+            "watch",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "--hosts",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+            "--interval",
+            "0.5",
+            "--ui",
+            "none",
+            "--json",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&config)
+        .env("SQLFLEET_HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            let _ = tx.send(l);
+        }
+    });
+    let load = Load::start(srv, &db);
+    // The incident's message names the scan.
+    let t0 = Instant::now();
+    let opened = loop {
+        let Ok(l) = rx.recv_timeout(Duration::from_secs(30)) else {
+            panic!("no threads_running incident within 30 s");
+        };
+        if l.contains("\"threads_running\"") && l.contains("opened") && l.contains("top statements")
+        {
+            break l;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no incident naming statements"
+        );
+    };
+    assert!(
+        opened.contains("COUNT") && opened.contains("big"),
+        "{opened}"
+    );
+    // The API: the server's top and the fleet's.
+    let server = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let addr = format!("127.0.0.1:{port}");
+    let get = |path: &str| -> serde_json::Value {
+        let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, path, &[]);
+        assert_eq!(code, 200, "{path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"))
+    };
+    // Within a few reads (the first is performance_schema's baseline).
+    let t0 = Instant::now();
+    let one = loop {
+        let one = get(&format!("/api/digests?server={server}"));
+        if one["top"][0]["digest"].as_str().is_some_and(is_bad) {
+            break one;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{one:#}");
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert_eq!(one["method"], "performance_schema", "{one}");
+    let fleet = get("/api/digests?sort=time");
+    assert_eq!(fleet["servers"], 1, "{fleet}");
+    assert!(
+        fleet["top"][0]["digest"].as_str().is_some_and(is_bad),
+        "{fleet:#}"
+    );
+    assert_eq!(fleet["top"][0]["servers"], 1, "{fleet}");
+    let by_calls = get("/api/digests?sort=calls");
+    assert!(
+        !by_calls["top"][0]["digest"].as_str().is_some_and(is_bad),
+        "by calls the point selects lead: {by_calls:#}"
+    );
+    let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, "/api/digests?sort=size", &[]);
+    assert_eq!(code, 400, "{body}");
+    drop(load);
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
