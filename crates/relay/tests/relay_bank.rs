@@ -597,10 +597,12 @@ fn bank_on_galera_with_the_writer_killed_stopped_or_cut_off_replays_its_transact
     }
     let counters = replay_counters(&relay);
     eprintln!("relay: {counters}");
+    let mismatches = relay.metric("sqlfleet_relay_transaction_replay_mismatches_total");
     let (_, _, before_commit) = bank.finish();
     assert!(
-        !replay || before_commit.is_empty(),
-        "with transaction replay a client sees only errors whose outcome is unknown (at COMMIT); {} before it: {before_commit:?} ({counters})",
+        !replay || before_commit.len() as f64 <= mismatches,
+        "with transaction replay a client sees only errors whose outcome is unknown (at COMMIT) \
+         or of a replay whose replies differed (fail closed); {} before COMMIT: {before_commit:?} ({counters})",
         before_commit.len()
     );
 }
@@ -677,11 +679,14 @@ fn bank_with_the_primary_killed_and_a_replica_promoted_replays_its_transactions(
         lost.len()
     );
     bank.check(0, &[promoted, other], promoted, &lost);
-    eprintln!("relay: {}", replay_counters(&relay));
+    let counters = replay_counters(&relay);
+    eprintln!("relay: {counters}");
+    let mismatches = relay.metric("sqlfleet_relay_transaction_replay_mismatches_total");
     let (_, _, before_commit) = bank.finish();
     assert!(
-        !replay || before_commit.is_empty(),
-        "with transaction replay a client sees only errors whose outcome is unknown (at COMMIT); {} before it: {before_commit:?}",
+        !replay || before_commit.len() as f64 <= mismatches,
+        "with transaction replay a client sees only errors whose outcome is unknown (at COMMIT) \
+         or of a replay whose replies differed (fail closed); {} before COMMIT: {before_commit:?} ({counters})",
         before_commit.len()
     );
 }

@@ -5,13 +5,13 @@
 //! transaction had already read, and that replay then fails its
 //! comparison. The old server had granted the recorded transactions their
 //! locks together, so they can run again together; the statements that
-//! start new work after a loss (the one each replayed client had in
-//! flight, a statement run again) wait until the replays running have
-//! finished and none has started for a moment (bounded: never longer than
-//! [`LIMIT`]).
+//! start new work meanwhile (the one each replayed client had in flight, a
+//! statement run again, a new transaction or autocommit statement of any
+//! client) wait until the replays running have finished and none has
+//! started for a moment (bounded: never longer than [`LIMIT`]). Outside a
+//! failover this costs two atomic loads per command.
 
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 /// How long without a new replay counts as "the replays are done".
@@ -19,10 +19,22 @@ pub const QUIET: Duration = Duration::from_millis(150);
 /// The longest new work waits for replays.
 pub const LIMIT: Duration = Duration::from_secs(5);
 
-#[derive(Default)]
+/// Read on every command (two atomic loads), so no lock.
 pub struct ReplayGate {
     running: AtomicUsize,
-    last_start: Mutex<Option<Instant>>,
+    /// Milliseconds after `epoch` at which the last replay started (0: none).
+    last_start_ms: AtomicU64,
+    epoch: Instant,
+}
+
+impl Default for ReplayGate {
+    fn default() -> Self {
+        ReplayGate {
+            running: AtomicUsize::new(0),
+            last_start_ms: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
 }
 
 /// A replay running; done when dropped.
@@ -38,16 +50,20 @@ impl ReplayGate {
     /// A replay starts.
     pub fn start(&self) -> Running<'_> {
         self.running.fetch_add(1, SeqCst);
-        *self.last_start.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        let ms = self.epoch.elapsed().as_millis() as u64 + 1;
+        self.last_start_ms.store(ms, SeqCst);
         Running(self)
     }
 
     /// Whether new work may go: no replay running and none started
     /// within `quiet` (as of `now`).
     pub fn clear(&self, now: Instant, quiet: Duration) -> bool {
-        let last = *self.last_start.lock().unwrap_or_else(|e| e.into_inner());
-        self.running.load(SeqCst) == 0
-            && last.is_none_or(|t| now.saturating_duration_since(t) >= quiet)
+        if self.running.load(SeqCst) != 0 {
+            return false;
+        }
+        let last = self.last_start_ms.load(SeqCst);
+        let now_ms = now.saturating_duration_since(self.epoch).as_millis() as u64 + 1;
+        last == 0 || now_ms.saturating_sub(last) >= quiet.as_millis() as u64
     }
 
     /// Waits until [`ReplayGate::clear`], at most [`LIMIT`].

@@ -35,6 +35,18 @@ impl Session {
         let (in_trans, autocommit) = (self.st.in_trans, self.st.autocommit);
         self.client_sent = false;
         self.replied = false;
+        // New work waits while transactions lost with a server are being
+        // replayed (`frontend/replays.rs`); a client inside a transaction
+        // of its own goes on (it may hold what a replay waits for).
+        if !in_trans
+            && self.pending_loss.is_none()
+            && !self
+                .ctx
+                .replays
+                .clear(std::time::Instant::now(), crate::frontend::replays::QUIET)
+        {
+            self.ctx.replays.wait_clear().await;
+        }
         let mut r = match self.pending_loss.take() {
             // Lost between statements: this one was never sent there.
             Some(why) => Err(Fail::Lost(why)),
