@@ -38,6 +38,7 @@ have openssl || need+=(openssl)             # relay TLS test certificates
 [ -f /usr/share/mysql/mysql-test/mariadb-test-run.pl ] || need+=(mariadb-test)   # the server's own suite, run through the relay
 have perl || need+=(perl)
 have promtool || need+=(prometheus)         # promtool checks the relay's and watch's /metrics
+have prometheus-alertmanager || need+=(prometheus-alertmanager)   # watch's Alertmanager channel, two watchers deduplicated
 have chromium || need+=(chromium)           # watch's pages, loaded in a real (headless) browser
 have sshd || need+=(openssh-server)         # watch's host metrics over a real SSH session
 have ssh || need+=(openssh-client)

@@ -59,6 +59,18 @@ pub struct NotifyConfig {
     pub batch: Option<f64>,
     pub webhook: Option<WebhookConfig>,
     pub smtp: Option<SmtpConfig>,
+    pub alertmanager: Option<AlertmanagerConfig>,
+}
+
+/// Alertmanager's v2 API: incidents as alerts, deduplicated there (two
+/// watchers, one notification).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertmanagerConfig {
+    /// Every Alertmanager of the cluster (`http://host:9093`).
+    pub urls: Vec<String>,
+    /// Attempts per Alertmanager before a message is given up, with back-off.
+    pub attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -111,6 +123,20 @@ impl FileConfig {
             if let Some(v) = v {
                 if !(v.is_finite() && v > 0.0) {
                     return Err(format!("{what} must be a positive number of seconds"));
+                }
+            }
+        }
+        if let Some(a) = &self.notify.alertmanager {
+            if a.urls.is_empty() {
+                return Err(
+                    "notify.alertmanager.urls: give every Alertmanager (http://host:9093)".into(),
+                );
+            }
+            for u in &a.urls {
+                if !(u.starts_with("http://") || u.starts_with("https://")) {
+                    return Err(format!(
+                        "notify.alertmanager.urls: {u:?} is not an http:// or https:// address"
+                    ));
                 }
             }
         }

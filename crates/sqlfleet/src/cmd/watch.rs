@@ -307,12 +307,14 @@ fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
 async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
     let file = config::read(config).map_err(anyhow::Error::msg)?;
     anyhow::ensure!(
-        file.notify.webhook.is_some() || file.notify.smtp.is_some(),
-        "{}: no [notify.webhook] or [notify.smtp] to test",
+        file.notify.webhook.is_some()
+            || file.notify.smtp.is_some()
+            || file.notify.alertmanager.is_some(),
+        "{}: no [notify.webhook], [notify.smtp] or [notify.alertmanager] to test",
         config.display()
     );
     let m = sqlfleet_watch::notify::test_message(monitor::now_unix());
-    let d = sqlfleet_watch::notify::send(&file.notify, &m).await;
+    let d = sqlfleet_watch::notify::send(&file.notify, &Default::default(), &m).await;
     for x in &d {
         println!(
             "{}\t{}\t{}",

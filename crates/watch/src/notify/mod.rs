@@ -1,9 +1,11 @@
 //! Notifications: incidents gathered for a moment (`notify.batch`) into one
 //! message, so twenty servers failing in one interval are one mail listing
-//! them, then sent to every channel (webhook, SMTP) from their own tasks:
+//! them, then sent to every channel (webhook, SMTP, Alertmanager) from
+//! their own tasks:
 //! a slow or failing channel is retried with back-off and logged, and
 //! never holds up polling.
 
+pub mod alertmanager;
 pub mod smtp;
 pub mod webhook;
 
@@ -129,10 +131,11 @@ pub fn message(events: Vec<IncidentEvent>) -> Message {
     }
 }
 
-/// Sends one message through every configured channel; returns what each did.
-pub async fn send(cfg: &NotifyConfig, m: &Message) -> Vec<Delivery> {
+/// Sends one message through every configured channel; returns what each
+/// did. `firing`: the open incidents Alertmanager is reminded of.
+pub async fn send(cfg: &NotifyConfig, firing: &alertmanager::Firing, m: &Message) -> Vec<Delivery> {
     let mut out = Vec::new();
-    let (w, s) = tokio::join!(
+    let (w, s, a) = tokio::join!(
         async {
             match &cfg.webhook {
                 Some(w) => Some(webhook::send(w, m).await),
@@ -144,10 +147,17 @@ pub async fn send(cfg: &NotifyConfig, m: &Message) -> Vec<Delivery> {
                 Some(s) => Some(smtp::send(s, m).await),
                 None => None,
             }
+        },
+        async {
+            match &cfg.alertmanager {
+                Some(a) => Some(alertmanager::send(a, firing, m).await),
+                None => None,
+            }
         }
     );
     out.extend(w);
     out.extend(s);
+    out.extend(a);
     out
 }
 
@@ -159,6 +169,10 @@ pub fn spawn(
     deliveries: mpsc::UnboundedSender<(Message, Vec<Delivery>)>,
 ) -> mpsc::UnboundedSender<IncidentEvent> {
     let (tx, mut rx) = mpsc::unbounded_channel::<IncidentEvent>();
+    let firing = alertmanager::Firing::default();
+    if let Some(a) = &cfg.alertmanager {
+        alertmanager::keep_firing(a.clone(), firing.clone());
+    }
     tokio::spawn(async move {
         while let Some(first) = rx.recv().await {
             let mut events = vec![first];
@@ -169,10 +183,11 @@ pub fn spawn(
             let m = message(events);
             let cfg = cfg.clone();
             let deliveries = deliveries.clone();
+            let firing = firing.clone();
             // Each batch goes out on its own task: retries of one never
             // delay the next batch, or the poller.
             tokio::spawn(async move {
-                let d = send(&cfg, &m).await;
+                let d = send(&cfg, &firing, &m).await;
                 for x in d.iter().filter(|x| !x.ok) {
                     tracing::warn!(channel = %x.channel, "notification failed: {}", x.detail);
                 }
