@@ -31,6 +31,7 @@ fn notify(url: String, smtp_port: u16) -> NotifyConfig {
             url,
             attempts: Some(4),
         }),
+        alertmanager: None,
         smtp: Some(SmtpConfig {
             server: "127.0.0.1".into(),
             port: Some(smtp_port),
