@@ -4,8 +4,9 @@
 //! time in `--once --json`, on a server with performance_schema on (calls,
 //! latency, rows examined, no index used) and on one with it off
 //! (processlist sampling, named as such); a running watcher serves the
-//! same on `/api/digests` (the server's and the fleet's), and a
-//! threads_running incident names the statement in its message.
+//! same on `/api/digests` (the server's and the fleet's) and on its pages
+//! (in headless Chromium, with screenshots), and a threads_running
+//! incident names the statement in its message.
 
 mod common;
 
@@ -269,6 +270,42 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     );
     let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, "/api/digests?sort=size", &[]);
     assert_eq!(code, 400, "{body}");
+    // The pages a person looks at: the fleet's top and the server's, in
+    // a real browser (screenshots in target/test-artifacts/watch-statements).
+    let shots = sqlfleet_testkit::browser::artifacts("watch-statements");
+    let mut b = sqlfleet_testkit::browser::Browser::launch();
+    b.goto(&format!("http://{addr}/"));
+    let first_row =
+        "(document.querySelector('#digests tbody tr td:last-child') || {}).textContent || ''";
+    b.wait_for(
+        &format!("({first_row}).includes('COUNT') && ({first_row}).includes('big')"),
+        Duration::from_secs(20),
+    );
+    let how = b.eval("document.querySelector('#digests-how').textContent");
+    assert!(
+        how.as_str()
+            .is_some_and(|h| h.contains("1 servers (1 performance_schema")),
+        "{how}"
+    );
+    b.screenshot(&shots.join("fleet-top-statements.png"));
+    b.goto(&format!("http://{addr}/server?name={server}"));
+    b.wait_for(
+        &format!("({first_row}).includes('COUNT') && ({first_row}).includes('big')"),
+        Duration::from_secs(20),
+    );
+    let how = b.eval("document.querySelector('#digests-how').textContent");
+    assert!(
+        how.as_str()
+            .is_some_and(|h| h.contains("performance_schema, last")),
+        "{how}"
+    );
+    // Sorted by calls, the point selects lead.
+    b.eval("document.querySelector('button[data-sort=\"calls\"]').click()");
+    b.wait_for(
+        &format!("({first_row}).includes('pad')"),
+        Duration::from_secs(10),
+    );
+    b.screenshot(&shots.join("server-top-statements-by-calls.png"));
     drop(load);
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
