@@ -414,6 +414,19 @@ fn the_screen_shows_every_server_and_a_state_change() {
         &|s| !pane(s) && s.contains("SERVER"),
         "the pane closed by Esc",
     );
+    // `t` opens the fleet's top statements (its header even before any
+    // statement was seen); Esc closes it.
+    let top = |s: &str| s.contains("top statements across the servers shown");
+    tmux(&["send-keys", "-t", &session, "t"]);
+    until(
+        &|s| top(s) && s.contains("SHARE") && s.contains("CALLS/s"),
+        "the top statements pane",
+    );
+    tmux(&["send-keys", "-t", &session, "Escape"]);
+    until(
+        &|s| !top(s) && s.contains("SERVER"),
+        "the top pane closed by Esc",
+    );
     drop(silent);
     until(&|s| s.contains("1 down"), "the silent server going down");
     // Compact mode and the filter answer keys.
