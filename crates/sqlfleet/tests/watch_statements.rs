@@ -4,7 +4,7 @@
 //! time in `--once --json`, on a server with performance_schema on (calls,
 //! latency, rows examined, no index used) and on one with it off
 //! (processlist sampling, named as such); a running watcher serves the
-//! same on `/api/digests` (the server's and the fleet's) and on its pages
+//! same on `/api/digests` (the server's and the fleet's), `/metrics` and its pages
 //! (in headless Chromium, with screenshots), and a threads_running
 //! incident names the statement in its message.
 
@@ -270,6 +270,34 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     );
     let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, "/api/digests?sort=size", &[]);
     assert_eq!(code, 400, "{body}");
+    // Prometheus: the server's costliest statements, bounded, promtool-clean.
+    let (code, _, text) = sqlfleet_testkit::http::http_get(&addr, "/metrics", &[]);
+    assert_eq!(code, 200, "{text}");
+    let series: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("sqlfleet_watch_statement_seconds_per_second{"))
+        .collect();
+    assert!(
+        (1..=5).contains(&series.len())
+            && series
+                .iter()
+                .any(|l| l.contains("COUNT") && l.contains("big")),
+        "{series:#?}"
+    );
+    assert!(
+        text.contains("sqlfleet_watch_statement_calls_per_second{"),
+        "{text}"
+    );
+    let o = common::output_with_stdin(
+        std::process::Command::new("promtool").args(["check", "metrics"]),
+        text.as_bytes(),
+    );
+    assert!(
+        o.status.success(),
+        "promtool: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
     // The pages a person looks at: the fleet's top and the server's, in
     // a real browser (screenshots in target/test-artifacts/watch-statements).
     let shots = sqlfleet_testkit::browser::artifacts("watch-statements");

@@ -222,6 +222,19 @@ impl Metrics {
             "Share of the last interval the node's replication was paused by flow control (0-1)",
             &gl,
         )?;
+        // A server's five costliest statements of the last minute, by
+        // digest (bounded: five series per server and figure).
+        let st_l = ["server", "method", "digest"];
+        let st_time = gauge(
+            "statement_seconds_per_second",
+            "Time a top statement of the server took per second over the last minute (performance_schema), or the busy time it was seen running (processlist sampling); digest: the normalized text, 200 characters at most",
+            &st_l,
+        )?;
+        let st_calls = gauge(
+            "statement_calls_per_second",
+            "Calls per second of a top statement over the last minute (performance_schema only)",
+            &st_l,
+        )?;
         for st in STATES {
             servers
                 .with_label_values(&[st.name()])
@@ -245,6 +258,22 @@ impl Metrics {
             checks.with_label_values(&[n]).inc_by(s.checks);
             if let Some(ms) = s.connect_ms {
                 connect.with_label_values(&tagged).set(ms / 1000.0);
+            }
+            if let Some(m) = s.statements.method {
+                let secs = s.statements.seconds();
+                for t in s
+                    .statements
+                    .top(5, crate::statements::SortBy::Time)
+                    .iter()
+                    .filter(|_| secs > 0.0)
+                {
+                    let digest: String = t.digest.chars().take(200).collect();
+                    let l = [n, m.name(), digest.as_str()];
+                    st_time.with_label_values(&l).set(t.seconds / secs);
+                    if m == crate::statements::Method::PerformanceSchema {
+                        st_calls.with_label_values(&l).set(t.calls_per_s);
+                    }
+                }
             }
             let f = Figures::of(s);
             for (fam, v) in [
@@ -324,6 +353,8 @@ impl Metrics {
             Box::new(g_cert),
             Box::new(g_seqno),
             Box::new(g_fc),
+            Box::new(st_time),
+            Box::new(st_calls),
         ];
         for c in all {
             r.register(c)?;
