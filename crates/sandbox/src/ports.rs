@@ -10,7 +10,6 @@
 //! both take a port — naming the sandbox's directory); `destroy` releases
 //! them, and a reservation whose sandbox is gone is taken back.
 
-use std::io::Write;
 use std::net::{Ipv4Addr, TcpListener};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -76,36 +75,50 @@ pub fn reserve(port: u16, owner: &Path) -> bool {
         return true; // no registry: the bind check alone, as before
     }
     let file = dir.join(port.to_string());
-    for _ in 0..2 {
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&file)
-        {
-            Ok(mut f) => {
-                let _ = f.write_all(owner.as_os_str().as_encoded_bytes());
-                return true;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                let holder = std::fs::read(&file).unwrap_or_default();
-                if holder == owner.as_os_str().as_encoded_bytes() {
-                    return true;
-                }
-                if !abandoned(&file, &holder) {
-                    return false;
-                }
-                let _ = std::fs::remove_file(&file);
-            }
-            Err(_) => return true,
-        }
+    // The reservation appears whole or not at all: written under a name of
+    // this process's own, then linked into place (a link, like
+    // `create_new`, fails when the name exists). A file created empty and
+    // written after would let another `up` read it empty in between, call
+    // it abandoned and take the port over.
+    let tmp = dir.join(format!(
+        ".{port}.{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    if std::fs::write(&tmp, owner.as_os_str().as_encoded_bytes()).is_err() {
+        return true; // no registry: the bind check alone, as before
     }
-    false
+    let r = (|| {
+        for _ in 0..2 {
+            match std::fs::hard_link(&tmp, &file) {
+                Ok(()) => return true,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    let holder = std::fs::read(&file).unwrap_or_default();
+                    if holder == owner.as_os_str().as_encoded_bytes() {
+                        return true;
+                    }
+                    if !abandoned(&file, &holder) {
+                        return false;
+                    }
+                    let _ = std::fs::remove_file(&file);
+                }
+                Err(_) => return true,
+            }
+        }
+        false
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    r
 }
+
+/// Distinguishes one process's temporary reservation files.
+static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A reservation whose sandbox no longer exists: its directory is gone
 /// (a sandbox's directory is made before its ports are reserved), or it
 /// never got its `sandbox.toml` within [`UNCLAIMED`].
 fn abandoned(file: &Path, holder: &[u8]) -> bool {
+    let unnamed = holder.is_empty();
     let holder = Path::new(std::ffi::OsStr::from_bytes(holder));
     if holder.join("sandbox.toml").is_file() {
         return false;
@@ -115,7 +128,7 @@ fn abandoned(file: &Path, holder: &[u8]) -> bool {
         .ok()
         .and_then(|t| t.elapsed().ok())
         .is_some_and(|age| age >= UNCLAIMED)
-        || !holder.is_dir()
+        || (!unnamed && !holder.is_dir())
 }
 
 /// Gives `port` back if `owner` holds it.

@@ -28,17 +28,24 @@ impl Drop for Home {
 }
 
 fn free_port_block(n: u16) -> u16 {
-    // A kernel-chosen port with n-1 free ports after it, none of them
-    // handed to another test of this process: tests run at once, the
-    // kernel hands out neighbouring ports, and a block that overlaps
-    // another test's (whose servers are not listening yet) would collide.
+    // n free ports in a row below the kernel's ephemeral range (32768 and
+    // up), none of them handed to another test of this process: tests run
+    // at once, and a block that overlaps another test's (whose servers are
+    // not listening yet) would collide. Below that range no client
+    // connection's own port can take one while a test's server is stopped
+    // (a restart found its port "in use" by someone's outgoing connection).
     static TAKEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut seed = std::process::id() as u64
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
     loop {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let p = l.local_addr().expect("addr").port();
-        drop(l);
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let p = 20_000 + ((seed >> 33) % 12_000) as u16;
         let mut taken = TAKEN.lock().unwrap_or_else(|e| e.into_inner());
-        if p < 60000
+        if p + n < 32_768
             && (0..n).all(|i| !taken.contains(&(p + i)))
             && (0..n).all(|i| TcpListener::bind(("127.0.0.1", p + i)).is_ok())
         {
