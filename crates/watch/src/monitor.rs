@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sqlfleet_conn::Target;
@@ -199,12 +199,7 @@ pub struct MonitorConfig {
     pub batch: Duration,
 }
 
-pub fn now_unix() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
-}
+pub use crate::when::now_unix;
 
 fn push(h: &mut VecDeque<f64>, v: f64) {
     if h.len() == HISTORY {

@@ -7,6 +7,14 @@ use serde::Serializer;
 
 pub use sqlfleet_conn::text::iso_utc;
 
+/// Now, in Unix seconds.
+pub fn now_unix() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 /// `#[serde(serialize_with = "crate::when::iso")]` for Unix seconds.
 pub fn iso<S: Serializer>(t: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&iso_utc(*t))

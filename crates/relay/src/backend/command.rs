@@ -73,7 +73,7 @@ pub async fn command_digest(
         d.bytes(&p);
         match ev {
             crate::protocol::reply::Event::End => {
-                let digest = d.finish(&t.outcome, leave);
+                let digest = d.finish(t.outcome.answer(), leave);
                 return Ok((t.outcome, digest));
             }
             crate::protocol::reply::Event::LocalInfile => {

@@ -145,6 +145,19 @@ fn u16_at(p: &[u8], i: usize) -> Option<u16> {
     Some(u16::from_le_bytes([*p.get(i)?, *p.get(i + 1)?]))
 }
 
+impl Outcome {
+    /// What a reply's digest counts of it (`protocol/digest.rs`).
+    pub fn answer(&self) -> crate::protocol::digest::Answer {
+        crate::protocol::digest::Answer {
+            affected: self.affected,
+            insert_id: self.insert_id,
+            error: self.error.as_ref().map_or(0, |e| e.0),
+            result_sets: self.result_sets,
+            rows: self.rows,
+        }
+    }
+}
+
 fn err_fields(p: &[u8]) -> (u16, String) {
     let code = u16_at(p, 1).unwrap_or(0);
     let msg = if p.get(3) == Some(&b'#') {

@@ -125,7 +125,7 @@ async fn post(cfg: &AlertmanagerConfig, alerts: Value) -> Delivery {
 /// Sends a message's incidents as alerts, and follows them for the refresh.
 pub async fn send(cfg: &AlertmanagerConfig, firing: &Firing, m: &Message) -> Delivery {
     follow(firing, &m.events);
-    let now = crate::monitor::now_unix();
+    let now = crate::when::now_unix();
     let alerts: Vec<Value> = m.events.iter().map(|e| alert(e, now)).collect();
     post(cfg, Value::Array(alerts)).await
 }
@@ -145,7 +145,7 @@ pub fn keep_firing(cfg: AlertmanagerConfig, firing: Firing) {
             if open.is_empty() {
                 continue;
             }
-            let now = crate::monitor::now_unix();
+            let now = crate::when::now_unix();
             let d = post(
                 &cfg,
                 Value::Array(open.iter().map(|e| alert(e, now)).collect()),

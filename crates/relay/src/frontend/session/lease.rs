@@ -388,7 +388,7 @@ impl Session {
             }
         }
         if let Some(d) = t.digest.take() {
-            self.last_digest = Some(d.finish(&t.outcome, self.ctx.cfg.replay.leave));
+            self.last_digest = Some(d.finish(t.outcome.answer(), self.ctx.cfg.replay.leave));
         }
         let o = t.outcome;
         if o.error.is_some() {
