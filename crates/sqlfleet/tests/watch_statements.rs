@@ -171,6 +171,31 @@ fn the_bad_query_tops_the_statements_sampled_from_the_processlist() {
     let top = &st["top"][0];
     assert_eq!(top["calls"], 0, "sampling counts no calls: {top}");
     assert!(top["avg_ms"].is_null(), "nor latency: {top}");
+    // `statements = false` in watch.toml: no statement figures at all.
+    let dir = tempfile::tempdir().expect("tmp");
+    let config = dir.path().join("watch.toml");
+    std::fs::write(&config, "statements = false\n").expect("config");
+    let o = sqlfleet()
+        .args([
+            "watch",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "--hosts",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+            "--once",
+            "--json",
+            "--config",
+        ])
+        .arg(&config)
+        .env("SQLFLEET_HOME", srv.home())
+        .stdin(Stdio::null())
+        .output()
+        .expect("watch --once");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let off = &v["servers"][0]["statements"];
+    assert!(
+        off["method"].is_null() && off["top"] == serde_json::json!([]),
+        "{off}"
+    );
 }
 
 #[test]

@@ -19,6 +19,10 @@ pub struct FileConfig {
     pub timeout: Option<f64>,
     /// Checks in flight at once.
     pub parallel: Option<usize>,
+    /// Read which statements cost each server (performance_schema's
+    /// digests, or the processlist) — default true; false: one query
+    /// less per check.
+    pub statements: Option<bool>,
     pub hosts: Option<Vec<String>>,
     pub hosts_file: Option<PathBuf>,
     pub creds: Option<PathBuf>,

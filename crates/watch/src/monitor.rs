@@ -197,6 +197,8 @@ pub struct MonitorConfig {
     pub rules: Vec<Rule>,
     pub notify: NotifyConfig,
     pub batch: Duration,
+    /// Read statement figures (`statements.rs`) with each check.
+    pub statements: bool,
 }
 
 pub use crate::when::now_unix;
@@ -223,7 +225,8 @@ pub async fn once(cfg: &MonitorConfig) -> Fleet {
         .collect();
     let mut tasks = Vec::new();
     for w in cfg.servers.clone() {
-        let (sem, timeout, interval) = (sem.clone(), cfg.timeout, cfg.interval);
+        let (sem, timeout, interval, wanted) =
+            (sem.clone(), cfg.timeout, cfg.interval, cfg.statements);
         tasks.push(tokio::spawn(async move {
             let _p = sem.acquire().await.ok();
             let mut link = None;
@@ -231,8 +234,10 @@ pub async fn once(cfg: &MonitorConfig) -> Fleet {
             // Statement figures need two reads of performance_schema's
             // counters: the second one interval after the first.
             let mut baseline = Baseline::default();
-            let mut statements =
-                read_statements(&mut link, &c, &mut baseline, interval, timeout).await;
+            let mut statements = match wanted {
+                true => read_statements(&mut link, &c, &mut baseline, interval, timeout).await,
+                false => None,
+            };
             if statements
                 .as_ref()
                 .is_some_and(|(m, _)| *m == Method::PerformanceSchema)
@@ -515,7 +520,12 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
         let (c, statements) = {
             let _permit = lane.acquire().await.ok();
             let c = bounded_check(&w.target, &mut link, cfg.timeout).await;
-            let st = read_statements(&mut link, &c, &mut baseline, cfg.interval, cfg.timeout).await;
+            let st = match cfg.statements {
+                true => {
+                    read_statements(&mut link, &c, &mut baseline, cfg.interval, cfg.timeout).await
+                }
+                false => None,
+            };
             (c, st)
         };
         let now = now_unix();

@@ -86,6 +86,7 @@ fn cpu_memory_and_disk_over_ssh_and_the_cpu_rule_waits_its_hold_time() {
         rules,
         notify: NotifyConfig::default(),
         batch: Duration::from_millis(100),
+        statements: true,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -146,6 +146,7 @@ fn down_stalled_and_replication_each_give_one_message_each_way() {
         rules: quick_rules(),
         notify: notify(url, smtp_port),
         batch: Duration::from_millis(500),
+        statements: true,
     };
     let _guard = rt.enter();
     let (fleet, mut events) = monitor::start(cfg);
@@ -343,6 +344,7 @@ fn twenty_servers_down_at_once_are_one_message_listing_them() {
         rules: quick_rules(),
         notify: notify(url, smtp_port),
         batch: Duration::from_secs(2),
+        statements: true,
     };
     let _guard = rt.enter();
     let (_fleet, _events) = monitor::start(cfg);

@@ -381,6 +381,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         rules: file.rules(),
         notify: file.notify.clone(),
         batch: file.batch(),
+        statements: file.statements.unwrap_or(true),
     };
     if a.once {
         let fleet = monitor::once(&cfg).await;
