@@ -680,7 +680,12 @@ impl Session {
         self.stmt_read = fx.read;
         self.carry_over(&fx, true).await?;
         let was_in_trans = self.st.in_trans;
-        self.digest_next = self.journal.enabled();
+        // Digested only where a transaction is or may begin (an autocommit
+        // statement's reply is never replayed).
+        self.digest_next = self.journal.enabled()
+            && (was_in_trans
+                || !self.st.autocommit
+                || journal::kind(&cmd[1..]) == journal::Stmt::Begin);
         self.last_digest = None;
         let o = self
             .forward_routed(cmd, Expect::Results { cursor: false })
