@@ -8,6 +8,8 @@
 # this prints figures for docs/benchmarks.md.
 #
 # Usage: bench/watch_statements.sh [SECONDS]
+#   LOAD=0: no client load (the server's CPU is then the watcher's queries
+#   themselves, which a loaded run's variance hides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_RUN="${1:-60}"
@@ -22,10 +24,11 @@ trap '"$SQLFLEET" sandbox destroy --name wst --yes >/dev/null 2>&1 || true; rm -
 D="$("$SQLFLEET" sandbox env --name wst --defaults-file)"
 PORT=$(mariadb --defaults-file="$D" -N -e 'SELECT @@port')
 SPID=$(pgrep -f "mariadbd.*$SQLFLEET_HOME" | head -1)
-mariadb --defaults-file="$D" -e "CREATE DATABASE b; CREATE TABLE b.t (id INT PRIMARY KEY, v INT, pad CHAR(50) DEFAULT ''); INSERT INTO b.t (id, v) SELECT seq, seq % 1000 FROM seq_1_to_100000"
+mariadb --defaults-file="$D" -e "CREATE DATABASE b; USE b; CREATE TABLE t (id INT PRIMARY KEY, v INT, pad CHAR(50) DEFAULT ''); INSERT INTO t (id, v) SELECT seq, seq % 1000 FROM seq_1_to_100000"
 ticks=$(getconf CLK_TCK)
 cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 load() { # a steady mix while the watcher runs
+  [ "${LOAD:-1}" = 0 ] && return 0
   for i in 1 2; do
     ( while :; do mariadb --defaults-file="$D" -N -e "SELECT pad FROM b.t WHERE id = $((RANDOM % 100000 + 1))" >/dev/null; done ) &
   done
@@ -44,7 +47,7 @@ run() { # $1: on|off
   sleep "$SECONDS_RUN"
   local s1 w1; s1=$(cpu "$SPID"); w1=$(cpu "$w")
   kill "$w"; wait "$w" 2>/dev/null || true
-  kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true
+  if [ -n "$(jobs -p)" ]; then kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; fi
   python3 -c "print('statements $1: server CPU %.2f s, watch CPU %.3f s over $SECONDS_RUN s' % (($s1 - $s0) / $ticks, ($w1 - $w0) / $ticks))"
   echo "$(( s1 - s0 ))" > "$WORK/server-$1"
 }
