@@ -5,8 +5,9 @@
 //! latency, rows examined, no index used) and on one with it off
 //! (processlist sampling, named as such); a running watcher serves the
 //! same on `/api/digests` (the server's and the fleet's), `/metrics` and its pages
-//! (in headless Chromium, with screenshots), and a threads_running
-//! incident names the statement in its message.
+//! (in headless Chromium, with screenshots) and the terminal screen's
+//! pane (in tmux), and a threads_running incident names the statement in
+//! its message.
 
 mod common;
 
@@ -364,4 +365,69 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let _ = child.wait();
+}
+
+fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux (scripts/deps.sh installs it)");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn the_terminal_screen_shows_the_bad_query_at_the_top_of_its_pane() {
+    let srv = with_ps();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = big_table(&rt, srv);
+    let _load = Load::start(srv, &db);
+    let session = format!("sqlfleet-watch-top-{}", std::process::id());
+    let cmd = format!(
+        "{} watch --defaults-file={} --hosts 127.0.0.1:{} --interval 0.5 --timeout 1",
+        env!("CARGO_BIN_EXE_sqlfleet"),
+        srv.defaults_file().display(),
+        srv.sandbox.meta.primary().port
+    );
+    tmux(&["kill-session", "-t", &session]);
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "200",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+    tmux(&["send-keys", "-t", &session, "t"]);
+    // The pane's first row under its header is the scan.
+    let t0 = Instant::now();
+    let screen = loop {
+        let screen = tmux(&["capture-pane", "-p", "-t", &session]);
+        let first = screen
+            .lines()
+            .skip_while(|l| !l.contains("SHARE"))
+            .nth(1)
+            .unwrap_or_default()
+            .to_string();
+        if first.contains("COUNT") && first.contains("big") {
+            break screen;
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            tmux(&["kill-session", "-t", &session]);
+            panic!("the scan never topped the pane:\n{screen}");
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(
+        screen.contains("top statements across the servers shown"),
+        "{screen}"
+    );
+    tmux(&["send-keys", "-t", &session, "q"]);
+    let t0 = Instant::now();
+    while tmux(&["list-sessions"]).contains(&session) {
+        assert!(t0.elapsed() < Duration::from_secs(5), "q did not quit");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
