@@ -41,7 +41,8 @@ fn big_table(rt: &tokio::runtime::Runtime, srv: &TestServer) -> String {
     })
 }
 
-/// Point selects from 3 clients and the bad query from 2, until dropped.
+/// Point selects from `points` clients and the bad query from 2, until
+/// dropped.
 struct Load {
     stop: Arc<AtomicBool>,
     rt: tokio::runtime::Runtime,
@@ -50,10 +51,14 @@ struct Load {
 
 impl Load {
     fn start(srv: &TestServer, db: &str) -> Load {
+        Load::with(srv, db, 3)
+    }
+
+    fn with(srv: &TestServer, db: &str, points: usize) -> Load {
         let rt = tokio::runtime::Runtime::new().expect("rt");
         let stop = Arc::new(AtomicBool::new(false));
         let mut tasks = Vec::new();
-        for i in 0..5 {
+        for i in 0..points + 2 {
             let (stop, target, db) = (stop.clone(), srv.target(), db.to_string());
             tasks.push(rt.spawn(async move {
                 let mut c = target
@@ -63,7 +68,7 @@ impl Load {
                 let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
                     n += 1;
-                    let q = if i < 3 {
+                    let q = if i < points {
                         format!("SELECT pad FROM `{db}`.big WHERE id = {}", n % 200_000 + 1)
                     } else {
                         format!("SELECT COUNT(*) FROM `{db}`.big WHERE v = {}", n % 1000)
@@ -83,6 +88,57 @@ impl Drop for Load {
         for t in self.tasks.drain(..) {
             let _ = self.rt.block_on(t);
         }
+    }
+}
+
+/// sysbench's oltp_read_only on its own database, 2 threads, until
+/// dropped (the account's password in a file, never in argv). Text
+/// statements (`db-ps-mode=disable`): MariaDB's performance_schema keeps
+/// no digest for a prepared statement's executions.
+struct Sysbench(std::process::Child, tempfile::TempDir);
+
+impl Sysbench {
+    fn start(rt: &tokio::runtime::Runtime, srv: &TestServer) -> Sysbench {
+        let (db, _) = rt.block_on(srv.fresh_db("sb"));
+        let dir = tempfile::tempdir().expect("tmp");
+        let cfg = dir.path().join("sb.cfg");
+        let pw = srv.sandbox.password().expect("pw");
+        std::fs::write(
+            &cfg,
+            format!(
+                "mysql-host=127.0.0.1\nmysql-port={}\nmysql-user=root\nmysql-password={}\nmysql-db={db}\nmysql-ssl=off\ndb-ps-mode=disable\n",
+                srv.sandbox.meta.primary().port,
+                pw.expose()
+            ),
+        )
+        .expect("cfg");
+        let base = |step: &str| {
+            let mut c = std::process::Command::new("sysbench");
+            c.arg(format!("--config-file={}", cfg.display()))
+                .args(["oltp_read_only", "--tables=1", "--table-size=10000"])
+                .args(if step == "run" {
+                    vec!["--threads=2", "--time=300", "--report-interval=0"]
+                } else {
+                    vec![]
+                })
+                .arg(step)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            c
+        };
+        let o = base("prepare")
+            .status()
+            .expect("sysbench (scripts/deps.sh installs it)");
+        assert!(o.success(), "sysbench prepare");
+        let child = base("run").spawn().expect("sysbench run");
+        Sysbench(child, dir)
+    }
+}
+
+impl Drop for Sysbench {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }
 
@@ -116,6 +172,8 @@ fn the_bad_query_tops_the_statements_with_performance_schema_on() {
     let srv = with_ps();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
+    // A sysbench mix and the scan in a loop, and point selects.
+    let _sysbench = Sysbench::start(&rt, srv);
     let _load = Load::start(srv, &db);
     std::thread::sleep(Duration::from_secs(1));
     let st = once(srv);
@@ -145,6 +203,13 @@ fn the_bad_query_tops_the_statements_with_performance_schema_on() {
     assert!(
         point["calls"].as_u64() > top["calls"].as_u64(),
         "more point selects than scans: {point} {top}"
+    );
+    // sysbench's statements are listed under their digests.
+    assert!(
+        st["top"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|t| t["digest"].as_str().is_some_and(|d| d.contains("sbtest1")))),
+        "sysbench's statements: {st:#}"
     );
 }
 
