@@ -95,7 +95,11 @@ impl Drop for Load {
 /// dropped (the account's password in a file, never in argv). Text
 /// statements (`db-ps-mode=disable`): MariaDB's performance_schema keeps
 /// no digest for a prepared statement's executions.
-struct Sysbench(std::process::Child, tempfile::TempDir);
+struct Sysbench {
+    child: std::process::Child,
+    /// Holds the config file while sysbench runs.
+    _dir: tempfile::TempDir,
+}
 
 impl Sysbench {
     fn start(rt: &tokio::runtime::Runtime, srv: &TestServer) -> Sysbench {
@@ -131,14 +135,14 @@ impl Sysbench {
             .expect("sysbench (scripts/deps.sh installs it)");
         assert!(o.success(), "sysbench prepare");
         let child = base("run").spawn().expect("sysbench run");
-        Sysbench(child, dir)
+        Sysbench { child, _dir: dir }
     }
 }
 
 impl Drop for Sysbench {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
