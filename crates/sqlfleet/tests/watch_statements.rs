@@ -26,6 +26,13 @@ fn with_ps() -> &'static TestServer {
     S.get_or_init(|| sqlfleet_testkit::server_with(&["performance-schema=ON"]))
 }
 
+/// The tests share their servers, and what one test runs would show in
+/// another's top (a sysbench prepare's CREATE INDEX): one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static M: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    M.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The bad query's table: 200,000 rows, `v` without an index.
 fn big_table(rt: &tokio::runtime::Runtime, srv: &TestServer) -> String {
     rt.block_on(async {
@@ -173,6 +180,7 @@ fn is_bad(digest: &str) -> bool {
 
 #[test]
 fn the_bad_query_tops_the_statements_with_performance_schema_on() {
+    let _one = serial();
     let srv = with_ps();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
@@ -219,9 +227,11 @@ fn the_bad_query_tops_the_statements_with_performance_schema_on() {
 
 #[test]
 fn the_bad_query_tops_the_statements_sampled_from_the_processlist() {
+    let _one = serial();
     let srv = sqlfleet_testkit::server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
+    let _sysbench = Sysbench::start(&rt, srv);
     let _load = Load::start(srv, &db);
     std::thread::sleep(Duration::from_secs(1));
     // One read sees what runs at that instant: the scans, as a rule (two
@@ -270,6 +280,7 @@ fn the_bad_query_tops_the_statements_sampled_from_the_processlist() {
 
 #[test]
 fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
+    let _one = serial();
     let srv = with_ps();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
@@ -281,6 +292,8 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
         "[rules.threads_running]\nabove = 1\nchecks = 1\nhold = 0\n",
     )
     .expect("config");
+    // Prepared (its CREATE INDEX done) before the watcher looks.
+    let sysbench = Sysbench::start(&rt, srv);
     let port = sqlfleet_testkit::proxy::free_port();
     let mut child = sqlfleet()
         .args([
@@ -430,6 +443,7 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     );
     b.screenshot(&shots.join("server-top-statements-by-calls.png"));
     drop(load);
+    drop(sysbench);
     unsafe {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
@@ -446,9 +460,11 @@ fn tmux(args: &[&str]) -> String {
 
 #[test]
 fn the_terminal_screen_shows_the_bad_query_at_the_top_of_its_pane() {
+    let _one = serial();
     let srv = with_ps();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
+    let _sysbench = Sysbench::start(&rt, srv);
     let _load = Load::start(srv, &db);
     let session = format!("sqlfleet-watch-top-{}", std::process::id());
     let cmd = format!(
