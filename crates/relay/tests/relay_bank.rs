@@ -57,6 +57,15 @@ struct Told {
     bad_totals: Vec<i64>,
     at_commit: u64,
     before_commit: Vec<String>,
+    /// A server's own refusal (1047 not in the Primary component, 1053
+    /// shutting down, 1927 killed by it), passed through as a direct
+    /// client gets it: the statement did not run.
+    refused: Vec<String>,
+}
+
+/// A server's "not here, not now" (the relay passes it through).
+fn is_refusal(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if matches!(s.code, 1047 | 1053 | 1927))
 }
 
 fn is_deadlock(e: &mysql_async::Error) -> bool {
@@ -250,6 +259,8 @@ impl<'a> Bank<'a> {
                             let mut t = told.lock().expect("told");
                             if stage == "COMMIT" {
                                 t.at_commit += 1;
+                            } else if is_refusal(&e) {
+                                t.refused.push(format!("{key} at {stage}: {e}"));
                             } else {
                                 t.before_commit.push(format!("{key} at {stage}: {e}"));
                             }
@@ -363,14 +374,18 @@ impl<'a> Bank<'a> {
             ));
         }
         eprintln!(
-            "{}: {} transfers acknowledged, {} of unknown outcome; client errors: {} at COMMIT, {} before it; {} faults",
+            "{}: {} transfers acknowledged, {} of unknown outcome; client errors: {} at COMMIT, {} before it, {} a server's refusal passed through; {} faults",
             campaign.name,
             t.ledger.len(),
             t.unknown.len(),
             t.at_commit,
             t.before_commit.len(),
+            t.refused.len(),
             campaign.faults.len()
         );
+        for e in t.refused.iter().take(5) {
+            eprintln!("  refused by the server: {e}");
+        }
         for e in t.before_commit.iter().take(10) {
             eprintln!("  error before COMMIT: {e}");
         }
