@@ -343,7 +343,12 @@ impl Session {
         }
         t.rewrite_id = rewrite_id;
         t.capture = self.capture.take();
-        t.hold_refusal = hold_refusal;
+        // On a Galera node with replay on, a refusal (1047 while the node
+        // is outside the Primary component, 1053, 1927) is held back too:
+        // the statement did not run there, and it runs again elsewhere
+        // (`replay.rs`) instead of failing the client.
+        let galera = self.ctx.pool.health.get(c.backend).galera.is_some();
+        t.hold_refusal = hold_refusal || (galera && self.journal.enabled());
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
         if t.held {
@@ -357,11 +362,20 @@ impl Session {
                 .get(c.backend)
                 .map(|b| b.addr())
                 .unwrap_or_default();
+            let backend = c.backend;
             self.ctx.pool.discard(c);
             let (code, msg) = t.outcome.error.clone().unwrap_or_default();
-            return Err(Fail::Lost(format!(
-                "{addr} refused the read: ERROR {code}: {msg}"
-            )));
+            if code == 1047 {
+                // Refused before it ran: as if never sent.
+                self.client_sent = false;
+            }
+            let why = format!("{addr} refused the statement: ERROR {code}: {msg}");
+            if !hold_refusal {
+                // A writer that will not serve now: others are chosen
+                // until its health check finds it serving again.
+                self.ctx.pool.health.mark_down(backend, &why);
+            }
+            return Err(Fail::Lost(why));
         }
         match forwarded {
             Ok(n) => {

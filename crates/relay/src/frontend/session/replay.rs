@@ -223,6 +223,17 @@ impl Session {
             match ran {
                 None => last = format!("{addr} stopped answering during the replay"),
                 Some(Err(e)) => last = format!("{addr}: {e}"),
+                // The server refused the statement (not serving now): not
+                // an answer; another server, or this one later.
+                Some(Ok(Err((_, o))))
+                    if o.error
+                        .as_ref()
+                        .is_some_and(|e| crate::protocol::reply::refuses_service(e.0)) =>
+                {
+                    let (code, m) = o.error.clone().unwrap_or_default();
+                    last = format!("{addr} refused: ERROR {code}: {m}");
+                    self.ctx.pool.health.mark_down(backend, &last);
+                }
                 Some(Ok(Err((i, o)))) => {
                     if let Some(c) = self.conn.take() {
                         self.ctx.pool.discard(c);
