@@ -83,31 +83,7 @@ async fn post(cfg: &AlertmanagerConfig, alerts: Value) -> Delivery {
     let mut failed = Vec::new();
     for base in &cfg.urls {
         let url = format!("{}/api/v2/alerts", base.trim_end_matches('/'));
-        let mut last = String::new();
-        let mut ok = false;
-        for i in 0..attempts {
-            if i > 0 {
-                tokio::time::sleep(Duration::from_secs(1 << (i - 1).min(5))).await;
-            }
-            let (u, body) = (url.clone(), alerts.clone());
-            let r = tokio::task::spawn_blocking(move || {
-                ureq::post(&u)
-                    .timeout(Duration::from_secs(10))
-                    .send_json(body)
-                    .map(|r| r.status())
-                    .map_err(|e| e.to_string())
-            })
-            .await;
-            match r {
-                Ok(Ok(_)) => {
-                    ok = true;
-                    break;
-                }
-                Ok(Err(e)) => last = e,
-                Err(e) => last = e.to_string(),
-            }
-        }
-        if !ok {
+        if let Err(last) = super::webhook::post_json(&url, &alerts, attempts).await {
             failed.push(format!("{url} after {attempts} attempts: {last}"));
         }
     }

@@ -16,12 +16,35 @@ pub async fn send(cfg: &WebhookConfig, m: &Message) -> Delivery {
         "text": m.text,
         "events": m.events,
     });
+    match post_json(&cfg.url, &body, attempts).await {
+        Ok(status) => Delivery {
+            channel: "webhook".into(),
+            ok: true,
+            detail: format!("{} answered {status}", cfg.url),
+        },
+        Err(last) => Delivery {
+            channel: "webhook".into(),
+            ok: false,
+            detail: format!("{} after {attempts} attempts: {last}", cfg.url),
+        },
+    }
+}
+
+/// POSTs `body` as JSON to `url`, up to `attempts` times with exponential
+/// back-off, each bounded by 10 s (on the blocking pool: ureq blocks);
+/// the answer's status, or the last error. Alertmanager's channel posts
+/// the same way.
+pub(crate) async fn post_json(
+    url: &str,
+    body: &serde_json::Value,
+    attempts: u32,
+) -> Result<u16, String> {
     let mut last = String::new();
-    for i in 0..attempts {
+    for i in 0..attempts.max(1) {
         if i > 0 {
             tokio::time::sleep(Duration::from_secs(1 << (i - 1).min(5))).await;
         }
-        let (url, body) = (cfg.url.clone(), body.clone());
+        let (url, body) = (url.to_string(), body.clone());
         let r = tokio::task::spawn_blocking(move || {
             ureq::post(&url)
                 .timeout(Duration::from_secs(10))
@@ -31,20 +54,10 @@ pub async fn send(cfg: &WebhookConfig, m: &Message) -> Delivery {
         })
         .await;
         match r {
-            Ok(Ok(status)) => {
-                return Delivery {
-                    channel: "webhook".into(),
-                    ok: true,
-                    detail: format!("{} answered {status}", cfg.url),
-                }
-            }
+            Ok(Ok(status)) => return Ok(status),
             Ok(Err(e)) => last = e,
             Err(e) => last = e.to_string(),
         }
     }
-    Delivery {
-        channel: "webhook".into(),
-        ok: false,
-        detail: format!("{} after {attempts} attempts: {last}", cfg.url),
-    }
+    Err(last)
 }
