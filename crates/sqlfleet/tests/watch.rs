@@ -10,7 +10,7 @@ use std::net::TcpListener;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{sqlfleet, stderr, stdout};
+use common::{sqlfleet, stderr, stdout, tmux};
 use sqlfleet_testkit::{replicated, sinks};
 
 /// A port nothing listens on.
@@ -320,14 +320,6 @@ fn unsafe_kill(pid: u32, sig: i32) {
     unsafe {
         libc::kill(pid as i32, sig);
     }
-}
-
-fn tmux(args: &[&str]) -> String {
-    let o = std::process::Command::new("tmux")
-        .args(args)
-        .output()
-        .expect("tmux (scripts/deps.sh installs it)");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use common::{sqlfleet, stderr, stdout};
+use common::{sqlfleet, stderr, stdout, tmux};
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::TestServer;
 
@@ -448,14 +448,6 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
         libc::kill(child.id() as i32, libc::SIGTERM);
     }
     let _ = child.wait();
-}
-
-fn tmux(args: &[&str]) -> String {
-    let o = std::process::Command::new("tmux")
-        .args(args)
-        .output()
-        .expect("tmux (scripts/deps.sh installs it)");
-    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]

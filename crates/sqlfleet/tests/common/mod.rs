@@ -76,3 +76,12 @@ pub fn kill_9_when(
     child.kill().expect("kill -9");
     child.wait().expect("reap");
 }
+
+/// Runs tmux with `args` (a terminal screen driven in a pane); its stdout.
+pub fn tmux(args: &[&str]) -> String {
+    let o = std::process::Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("tmux (scripts/deps.sh installs it)");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
