@@ -153,18 +153,33 @@ pub fn reserve_all(ports: &[u16], owner: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `count` ports the kernel says are free now (not necessarily adjacent);
-/// for tests that must not collide with each other.
+/// `count` distinct ports free now, drawn at random below the kernel's
+/// ephemeral range (`ip_local_port_range`), for tests that must not
+/// collide with each other: a port the kernel hands out itself may become
+/// an outgoing connection's source port before its server binds it (a
+/// Galera node's SST port was taken so: rsync refused with EBUSY).
 pub fn ephemeral(count: usize) -> Result<Vec<u16>> {
-    let listeners: Vec<TcpListener> = (0..count)
-        .map(|_| TcpListener::bind((Ipv4Addr::LOCALHOST, 0)))
-        .collect::<std::io::Result<_>>()
-        .map_err(SandboxError::io("127.0.0.1:0"))?;
-    listeners
-        .iter()
-        .map(|l| l.local_addr().map(|a| a.port()))
-        .collect::<std::io::Result<_>>()
-        .map_err(SandboxError::io("127.0.0.1:0"))
+    use rand::Rng;
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    let range = 20_000..low.max(20_000 + 4 * count as u16 + 64);
+    let mut rng = rand::thread_rng();
+    let mut out: Vec<u16> = Vec::with_capacity(count);
+    for _ in 0..count * 1000 {
+        if out.len() == count {
+            break;
+        }
+        let p = rng.gen_range(range.clone());
+        if !out.contains(&p) && TcpListener::bind((Ipv4Addr::LOCALHOST, p)).is_ok() {
+            out.push(p);
+        }
+    }
+    if out.len() < count {
+        return Err(SandboxError::PortInUse { port: range.start });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
