@@ -10,7 +10,8 @@
 #                            the server's mysql-test suite, promtool,
 #                            headless Chromium, sshd/ssh, tmux, sysbench,
 #                            Go, a JDK, Node/npm (mysql2), PHP, Python
-#                            drivers, fonts for PNG charts.
+#                            drivers, fonts for PNG charts, and Connector/C's
+#                            unit tests (scripts/connector_c.sh).
 #   scripts/deps.sh PKG...   the full set plus these Debian packages
 #                            (benchmarks ask for mydumper this way).
 set -euo pipefail
@@ -75,6 +76,12 @@ if [ -z "$CORE" ] && [ ! -d "$NODE_DIR/node_modules/mysql2" ]; then
   echo "deps: installing mysql2 (npm) into $NODE_DIR" >&2
   mkdir -p "$NODE_DIR"
   (cd "$NODE_DIR" && npm install --silent --no-audit --no-fund mysql2 >/dev/null)
+fi
+
+# MariaDB Connector/C's own unit tests, run directly and through the relay
+# (crates/relay/tests/connector_c.rs): built once from Debian's source.
+if [ -z "$CORE" ]; then
+  "$(dirname "$0")/connector_c.sh" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

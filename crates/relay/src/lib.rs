@@ -73,7 +73,9 @@ impl Relay {
             version,
             collation: hello.as_ref().map_or(45, |h| h.collation),
             ext: hello.as_ref().map_or(0, |h| {
-                h.ext & sqlfleet_wire::handshake::MARIADB_EXTENDED_METADATA
+                h.ext
+                    & (sqlfleet_wire::handshake::MARIADB_EXTENDED_METADATA
+                        | sqlfleet_wire::handshake::MARIADB_STMT_BULK_OPERATIONS)
             }),
             tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
             tls,

@@ -14,8 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::relay::{quoted, start_config};
-use sqlfleet_testkit::proxy::free_port;
+use common::relay::start_suite_relay;
 use sqlfleet_testkit::server;
 
 const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
@@ -112,22 +111,8 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
-        let port = free_port();
-        let metrics_port = free_port();
-        let users = if accounts == "shared" {
-            format!(
-                "[[users]]\nname = \"root\"\n{}\n",
-                sqlfleet_relay::config::hash_lines(&pw)
-            )
-        } else {
-            String::new()
-        };
-        let toml = format!(
-            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
-             [backend]\nservers = [\"{direct_addr}\"]\nuser = \"root\"\npassword = {}\naccounts = \"{accounts}\"\n\n{users}",
-            quoted(&pw),
-        );
-        let relay = start_config(&toml, port, metrics_port);
+        let relay = start_suite_relay(&direct_addr, &pw, mode, accounts, None);
+        let port = relay.port;
         let db = format!("gotest_{mode}");
         common::servers::fresh_named_db(srv, &db);
         let addr = format!("127.0.0.1:{port}");

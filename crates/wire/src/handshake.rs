@@ -12,6 +12,8 @@ pub const LONG_PASSWORD: u32 = 1;
 pub const FOUND_ROWS: u32 = 1 << 1;
 pub const LONG_FLAG: u32 = 1 << 2;
 pub const CONNECT_WITH_DB: u32 = 1 << 3;
+/// The compressed protocol (zlib frames after the login).
+pub const COMPRESS: u32 = 1 << 5;
 pub const LOCAL_FILES: u32 = 1 << 7;
 pub const IGNORE_SPACE: u32 = 1 << 8;
 pub const PROTOCOL_41: u32 = 1 << 9;
@@ -33,6 +35,7 @@ pub const SERVER_CAPS: u32 = LONG_PASSWORD
     | FOUND_ROWS
     | LONG_FLAG
     | CONNECT_WITH_DB
+    | COMPRESS
     | LOCAL_FILES
     | IGNORE_SPACE
     | PROTOCOL_41
@@ -51,6 +54,7 @@ pub const SERVER_CAPS: u32 = LONG_PASSWORD
 /// The flags that change what goes over the wire after login: a backend
 /// connection can serve a client only if these match.
 pub const SESSION_SHAPE: u32 = FOUND_ROWS
+    | COMPRESS
     | LOCAL_FILES
     | IGNORE_SPACE
     | INTERACTIVE
@@ -64,6 +68,9 @@ pub const SESSION_SHAPE: u32 = FOUND_ROWS
 /// greeting's and the login's filler when the CLIENT_MYSQL bit is clear):
 /// column definitions carry extended type info (e.g. format=json).
 pub const MARIADB_EXTENDED_METADATA: u32 = 1 << 3;
+/// MariaDB's extended capability for COM_STMT_BULK_EXECUTE (array binding,
+/// how Connector/C and Connector/J send batches).
+pub const MARIADB_STMT_BULK_OPERATIONS: u32 = 1 << 2;
 
 pub const NATIVE: &str = "mysql_native_password";
 

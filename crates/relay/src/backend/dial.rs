@@ -185,8 +185,12 @@ impl Dialer {
             },
         )
         .await?;
+        let mut io = PacketIo::new(stream);
+        if caps & handshake::COMPRESS != 0 {
+            io.compress(true);
+        }
         Ok(Login {
-            io: PacketIo::new(stream),
+            io,
             caps: want & SESSION_SHAPE & hello.caps,
             hello,
         })

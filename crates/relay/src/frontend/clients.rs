@@ -21,6 +21,9 @@ pub struct Handle {
     alias: Mutex<Option<u32>>,
     killed: AtomicBool,
     wake: Notify,
+    /// The session has ended (its client socket closed).
+    ended: AtomicBool,
+    ended_wake: Notify,
 }
 
 impl Handle {
@@ -63,6 +66,19 @@ impl Handle {
         self.wake.notify_one();
     }
 
+    /// Resolves once the session has ended and its client's socket is
+    /// closed: KILL CONNECTION answers after that, as the server does (the
+    /// killed client's next command fails instead of racing the kill).
+    pub async fn ended(&self) {
+        let n = self.ended_wake.notified();
+        tokio::pin!(n);
+        n.as_mut().enable();
+        if self.ended.load(Ordering::SeqCst) {
+            return;
+        }
+        n.await;
+    }
+
     /// Resolves once the session has been killed.
     pub async fn killed(&self) {
         loop {
@@ -92,6 +108,8 @@ impl Clients {
             alias: Mutex::new(None),
             killed: AtomicBool::new(false),
             wake: Notify::new(),
+            ended: AtomicBool::new(false),
+            ended_wake: Notify::new(),
         });
         self.lock().insert(id, h.clone());
         (h, Registered(self.0.clone(), id))
@@ -131,9 +149,14 @@ pub struct Registered(Map, u32);
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        self.0
+        let h = self
+            .0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.1);
+        if let Some(h) = h {
+            h.ended.store(true, Ordering::SeqCst);
+            h.ended_wake.notify_waiters();
+        }
     }
 }

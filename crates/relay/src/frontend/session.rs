@@ -298,6 +298,9 @@ where
         s.finish();
         return;
     }
+    if s.caps & sqlfleet_wire::handshake::COMPRESS != 0 {
+        s.io.compress(false);
+    }
     s.ctx.metrics.login.observe(accepted.elapsed());
     s.release_if_free();
     drive(s).await;
@@ -438,7 +441,7 @@ impl Session {
                 return;
             }
             self.ctx.metrics.commands.fetch_add(1, Relaxed);
-            if cmd[0] != COM_QUERY && cmd[0] != COM_STMT_EXECUTE {
+            if !matches!(cmd[0], COM_QUERY | COM_STMT_EXECUTE | COM_STMT_BULK_EXECUTE) {
                 self.drop_diagnostics_hold(&Effects::default());
             }
             self.ctx
@@ -581,11 +584,22 @@ impl Session {
             COM_RESET_CONNECTION => self.reset_connection(cmd).await,
             COM_CHANGE_USER => self.change_user(cmd).await,
             COM_STMT_PREPARE => self.prepare(cmd).await,
-            COM_STMT_EXECUTE => self.execute(cmd).await,
+            COM_STMT_EXECUTE | COM_STMT_BULK_EXECUTE => self.execute(cmd).await,
             COM_STMT_SEND_LONG_DATA => self.send_long_data(cmd).await,
             COM_STMT_CLOSE => self.close_stmt(cmd).await,
             COM_STMT_RESET => self.reset_stmt(cmd).await,
             COM_STMT_FETCH => self.fetch(cmd).await,
+            COM_REGISTER_SLAVE => {
+                self.pin(Pin::Replication);
+                self.forward(cmd, Expect::Single, None).await.map(drop)
+            }
+            COM_BINLOG_DUMP | COM_BINLOG_DUMP_GTID => {
+                // The events stream through as they come; the server ends
+                // the connection after a dump, and so does the relay.
+                self.pin(Pin::Replication);
+                self.forward(cmd, Expect::Binlog, None).await?;
+                Err(Fail::Close)
+            }
             c => Err(Fail::Err(
                 1047,
                 "08S01",

@@ -77,6 +77,10 @@ pub struct PacketIo<S> {
     end: usize,
     /// Where [`PacketIo::write_packet`] frames a packet.
     out: Vec<u8>,
+    /// On a compressed connection whose commands the relay sends (a
+    /// backend's): a packet of sequence 0 starts a new command, whose
+    /// frames restart at 0 too.
+    reset: Option<sqlfleet_wire::compress::SeqReset>,
 }
 
 /// Why forwarding a reply stopped early.
@@ -117,6 +121,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             start: 0,
             end: 0,
             out: Vec::new(),
+            reset: None,
         }
     }
 
@@ -203,6 +208,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     /// Writes one packet (split as the protocol wants past 16 MiB), framed
     /// in a buffer kept for the connection: no allocation per command.
     pub async fn write_packet(&mut self, seq: u8, payload: &[u8]) -> Result<u8, WireError> {
+        if seq == 0 {
+            if let Some(r) = &self.reset {
+                r.new_command();
+            }
+        }
         let r = packet::write_with(&mut self.s, &mut self.out, seq, payload).await;
         if self.out.capacity() > OUT_KEEP {
             self.out = Vec::new();
@@ -366,6 +376,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                 self.start = pos;
             }
             if done && remaining == 0 {
+                // A compressed stream may still hold the last frame.
+                client
+                    .s
+                    .flush()
+                    .await
+                    .map_err(|e| ForwardError::Client(e.into()))?;
                 return Ok(total);
             }
             if infile && remaining == 0 {
@@ -376,12 +392,38 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                         break;
                     }
                 }
+                self.s.flush().await.map_err(|e| ForwardError::Backend {
+                    err: e.into(),
+                    forwarded: true,
+                })?;
                 infile = false;
                 continue;
             }
             let want = if remaining == 0 { need } else { 1 };
             self.fill(want).await.map_err(|e| backend_err(e, total))?;
         }
+    }
+}
+
+impl PacketIo<AnyStream> {
+    /// The login has ended with CLIENT_COMPRESS: from here on the stream
+    /// speaks the compressed protocol (bytes already buffered, sent right
+    /// behind the login, are read through it first). `sends_commands`: the
+    /// relay is the client on this stream (a backend connection).
+    pub fn compress(&mut self, sends_commands: bool) {
+        let ahead = self.buf[self.start..self.end].to_vec();
+        self.start = 0;
+        self.end = 0;
+        let inner = std::mem::replace(&mut self.s, AnyStream::gone());
+        let (c, reset) = if ahead.is_empty() {
+            let (c, r) = sqlfleet_wire::compress::Compressed::new(inner);
+            (AnyStream(Box::new(c)), r)
+        } else {
+            let (c, r) = sqlfleet_wire::compress::Compressed::new(Prefixed::new(ahead, inner));
+            (AnyStream(Box::new(c)), r)
+        };
+        self.s = c;
+        self.reset = sends_commands.then_some(reset);
     }
 }
 

@@ -78,6 +78,9 @@ pub enum Pin {
     /// whose trigger may take a user lock or advance one (or a view):
     /// nothing reports either.
     WriteEffects,
+    /// COM_REGISTER_SLAVE / COM_BINLOG_DUMP: a replica's session (the
+    /// server ends the connection after the dump).
+    Replication,
 }
 
 /// Session variables the server uses for the next statement (or, for
@@ -86,7 +89,7 @@ pub enum Pin {
 pub const ONE_SHOT_VARIABLES: [&str; 4] = ["insert_id", "rand_seed1", "rand_seed2", "gtid_seq_no"];
 
 impl Pin {
-    pub const ALL: [Pin; 28] = [
+    pub const ALL: [Pin; 29] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -115,6 +118,7 @@ impl Pin {
         Pin::OneShotVariable,
         Pin::StoredFunction,
         Pin::WriteEffects,
+        Pin::Replication,
     ];
 
     pub fn name(self) -> &'static str {
@@ -147,6 +151,7 @@ impl Pin {
             Pin::OneShotVariable => "one_shot_variable",
             Pin::StoredFunction => "stored_function",
             Pin::WriteEffects => "trigger_or_sequence_default",
+            Pin::Replication => "replication",
         }
     }
 }

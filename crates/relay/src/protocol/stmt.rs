@@ -60,9 +60,16 @@ impl ClientStmt {
 /// text. Its hash is taken once, when the client prepares (with a
 /// per-process random key, so a client cannot choose texts that collide),
 /// and every execute's lookup hashes only that number.
+///
+/// A statement executed with a cursor gets a backend statement of its own
+/// (`owner`: the client's id; 0 for the shared one): on the server a
+/// cursor lives on its statement, and two client statements of the same
+/// text — one fetching while the other is executed, reset or closed —
+/// would close each other's cursor.
 #[derive(Debug, Clone)]
 pub struct StmtKey {
     hash: u64,
+    owner: u32,
     pub db: Option<String>,
     pub sql: Arc<[u8]>,
 }
@@ -73,13 +80,27 @@ impl StmtKey {
         static KEYS: std::sync::OnceLock<std::collections::hash_map::RandomState> =
             std::sync::OnceLock::new();
         let hash = KEYS.get_or_init(Default::default).hash_one((&db, &*sql));
-        StmtKey { hash, db, sql }
+        StmtKey {
+            hash,
+            owner: 0,
+            db,
+            sql,
+        }
+    }
+
+    /// The same statement prepared for one client statement alone.
+    pub fn owned_by(&self, client_id: u32) -> StmtKey {
+        StmtKey {
+            hash: self.hash ^ u64::from(client_id).rotate_left(32),
+            owner: client_id,
+            ..self.clone()
+        }
     }
 }
 
 impl PartialEq for StmtKey {
     fn eq(&self, o: &StmtKey) -> bool {
-        self.hash == o.hash && self.db == o.db && self.sql == o.sql
+        self.hash == o.hash && self.owner == o.owner && self.db == o.db && self.sql == o.sql
     }
 }
 
@@ -109,6 +130,14 @@ impl ClientStmts {
     pub fn insert(&mut self, id: u32, s: ClientStmt) {
         self.map.insert(id, s);
         self.last = id;
+    }
+
+    /// A prepare failed: as on the server, the "last prepared" id then
+    /// names no statement (an EXECUTE pipelined behind the PREPARE, as
+    /// `mariadb_stmt_execute_direct` sends it, fails as unknown instead of
+    /// running the statement prepared before).
+    pub fn forget_last(&mut self) {
+        self.last = 0;
     }
 
     fn resolve(&self, id: u32) -> u32 {
@@ -196,6 +225,14 @@ impl BackendStmts {
         }
     }
 
+    /// Takes one statement out of the cache, its id queued for
+    /// COM_STMT_CLOSE.
+    pub fn close(&mut self, key: &StmtKey) {
+        if let Some(s) = self.map.remove(key) {
+            self.to_close.push(s.id);
+        }
+    }
+
     /// Forgets everything (the server dropped its statements).
     pub fn clear(&mut self) {
         self.map.clear();
@@ -228,10 +265,47 @@ pub fn with_id(p: &[u8], id: u32) -> Vec<u8> {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ExecuteError {
-    #[error("COM_STMT_EXECUTE packet is too short")]
+    #[error("the packet is too short")]
     Short,
-    #[error("COM_STMT_EXECUTE without parameter types on a statement never given any")]
+    #[error("no parameter types sent, and the statement was never given any")]
     NoTypes,
+}
+
+/// COM_STMT_BULK_EXECUTE's flag: parameter types follow the flags.
+const BULK_SEND_TYPES: u16 = 128;
+
+/// Rewrites a client's COM_STMT_BULK_EXECUTE (MariaDB's array binding:
+/// statement id, 2 bytes of flags, the parameter types when flag 128 is
+/// set, then the rows) for a backend statement, as [`rewrite_execute`]
+/// does for an execute: its id, and the types when the backend statement
+/// last received others. The rows pass as they are.
+pub fn rewrite_bulk(
+    p: &[u8],
+    params: u16,
+    client: &mut ClientStmt,
+    backend: &mut BackendStmt,
+) -> Result<Vec<u8>, ExecuteError> {
+    let flags = p.get(5..7).ok_or(ExecuteError::Short)?;
+    let flags = u16::from_le_bytes([flags[0], flags[1]]);
+    let types_len = 2 * params as usize;
+    if flags & BULK_SEND_TYPES != 0 {
+        let types = p.get(7..7 + types_len).ok_or(ExecuteError::Short)?.to_vec();
+        client.types = Some(types.clone());
+        backend.types = Some(types);
+        return Ok(with_id(p, backend.id));
+    }
+    if params == 0 || backend.types == client.types {
+        return Ok(with_id(p, backend.id));
+    }
+    let types = client.types.clone().ok_or(ExecuteError::NoTypes)?;
+    let mut v = Vec::with_capacity(p.len() + types_len);
+    v.extend_from_slice(&p[..5]);
+    v.extend_from_slice(&(flags | BULK_SEND_TYPES).to_le_bytes());
+    v.extend_from_slice(&types);
+    v.extend_from_slice(&p[7..]);
+    v[1..5].copy_from_slice(&backend.id.to_le_bytes());
+    backend.types = Some(types);
+    Ok(v)
 }
 
 /// Whether an execute asks for a cursor.
@@ -339,6 +413,73 @@ mod tests {
     }
 
     #[test]
+    fn bulk_types_follow_the_client_like_an_execute_s() {
+        // bulk id 9, flags 128 (types), two LONG params, one row: indicators 0, values.
+        let first = [
+            0xfa, 9, 0, 0, 0, 128, 0, 3, 0, 3, 0, 0, 1, 0, 0, 0, 0, 2, 0, 0, 0,
+        ];
+        let later = [0xfa, 9, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 6, 0, 0, 0];
+        let mut c = stmt(2);
+        let mut b1 = BackendStmt {
+            id: 100,
+            types: None,
+            used: 0,
+        };
+        let out = rewrite_bulk(&first, 2, &mut c, &mut b1).expect("ok");
+        assert_eq!(&out[1..5], &100u32.to_le_bytes());
+        assert_eq!(&out[5..], &first[5..]);
+        let out = rewrite_bulk(&later, 2, &mut c, &mut b1).expect("ok");
+        assert_eq!(&out[5..], &later[5..]);
+        // Another backend statement: flag 128 and the types are put in.
+        let mut b2 = BackendStmt {
+            id: 7,
+            types: None,
+            used: 0,
+        };
+        let out = rewrite_bulk(&later, 2, &mut c, &mut b2).expect("ok");
+        assert_eq!(
+            out,
+            [0xfa, 7, 0, 0, 0, 128, 0, 3, 0, 3, 0, 0, 5, 0, 0, 0, 0, 6, 0, 0, 0]
+        );
+        assert_eq!(
+            rewrite_bulk(&later, 2, &mut stmt(2), &mut b2),
+            Err(ExecuteError::NoTypes)
+        );
+        assert_eq!(
+            rewrite_bulk(&first[..8], 2, &mut c, &mut b1),
+            Err(ExecuteError::Short)
+        );
+    }
+
+    #[test]
+    fn a_cursor_statement_has_a_backend_statement_of_its_own() {
+        let shared = StmtKey::new(Some("d".into()), Arc::from(&b"SELECT a FROM t1"[..]));
+        let mut b = BackendStmts::default();
+        b.insert(shared.clone(), 1, 8);
+        b.insert(shared.owned_by(5), 2, 8);
+        b.insert(shared.owned_by(6), 3, 8);
+        let id = |b: &mut BackendStmts, k: &StmtKey| b.get_mut(k).map(|s| s.id);
+        assert_eq!(id(&mut b, &shared), Some(1));
+        assert_eq!(id(&mut b, &shared.owned_by(5)), Some(2));
+        assert_eq!(id(&mut b, &shared.owned_by(6)), Some(3));
+        b.close(&shared.owned_by(5));
+        assert_eq!(id(&mut b, &shared.owned_by(5)), None);
+        assert_eq!(id(&mut b, &shared), Some(1));
+        assert_eq!(b.to_close, vec![2]);
+    }
+
+    #[test]
+    fn after_a_failed_prepare_the_last_id_names_nothing() {
+        let mut c = ClientStmts::default();
+        let id = c.reserve();
+        c.insert(id, stmt(0));
+        assert!(c.get_mut(u32::MAX).is_some());
+        c.forget_last();
+        assert!(c.get_mut(u32::MAX).is_none());
+        assert!(c.get_mut(id).is_some());
+    }
+
+    #[test]
     fn backend_cache_is_bounded() {
         let mut b = BackendStmts::default();
         for i in 0..10u32 {
@@ -374,6 +515,7 @@ mod tests {
             let mut c = stmt(params);
             let mut b = BackendStmt { id: 1, types: None, used: 0 };
             let _ = rewrite_execute(&p, params, &mut c, &mut b);
+            let _ = rewrite_bulk(&p, params, &mut c, &mut b);
         }
     }
 }

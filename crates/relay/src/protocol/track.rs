@@ -162,6 +162,21 @@ impl TrackView {
             state_change: on(state_change),
         }
     }
+
+    /// The view after a tracker setting the server reported changed (a
+    /// session's own `SET session_track_... = ...`); other names change
+    /// nothing.
+    fn apply(&mut self, name: &str, value: &str) {
+        let on = value == "1" || value.eq_ignore_ascii_case("ON");
+        match name {
+            "session_track_state_change" => self.state_change = on,
+            "session_track_schema" => self.schema = on,
+            "session_track_system_variables" => {
+                self.vars = TrackView::from_values(value, "OFF", "OFF").vars;
+            }
+            _ => {}
+        }
+    }
 }
 
 /// One tracker entry of an OK's state block: its type, its bytes
@@ -170,7 +185,9 @@ impl TrackView {
 struct Entry<'a> {
     kind: u8,
     bytes: &'a [u8],
+    /// A system variable's name and value.
     name: Option<String>,
+    value: Option<String>,
 }
 
 fn entries(all: &[u8]) -> Option<Vec<Entry<'_>>> {
@@ -181,16 +198,18 @@ fn entries(all: &[u8]) -> Option<Vec<Entry<'_>>> {
         j += 1;
         let start = j;
         let data = lenenc_bytes(all, &mut j)?;
-        let name = if kind == SYSTEM_VARIABLES {
+        let (name, value) = if kind == SYSTEM_VARIABLES {
             let mut k = 0;
-            Some(text(lenenc_bytes(data, &mut k)?).to_ascii_lowercase())
+            let name = text(lenenc_bytes(data, &mut k)?).to_ascii_lowercase();
+            (Some(name), lenenc_bytes(data, &mut k).map(text))
         } else {
-            None
+            (None, None)
         };
         out.push(Entry {
             kind,
             bytes: &all[start..j],
             name,
+            value,
         });
     }
     Some(out)
@@ -212,7 +231,28 @@ pub fn filter(p: &[u8], view: &TrackView) -> Option<Vec<u8>> {
     if i != p.len() {
         return None;
     }
-    let kept: Vec<Entry> = entries(all)?
+    let entries = entries(all)?;
+    // A statement that changes the client's own tracking (`SET
+    // session_track_state_change = 1`) gets its OK as the server words it:
+    // by the settings the statement leaves.
+    let amended;
+    let view = if entries.iter().any(|e| {
+        e.name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("session_track_"))
+    }) {
+        let mut v = view.clone();
+        for e in &entries {
+            if let (Some(n), Some(value)) = (&e.name, &e.value) {
+                v.apply(n, value);
+            }
+        }
+        amended = v;
+        &amended
+    } else {
+        view
+    };
+    let kept: Vec<Entry> = entries
         .into_iter()
         .filter(|e| match e.kind {
             SYSTEM_VARIABLES => match (&view.vars, &e.name) {
@@ -381,6 +421,42 @@ mod tests {
         // Every variable tracked: the entries stay.
         let all = TrackView::from_values("*", "ON", "ON");
         assert_eq!(filter(&server, &all), Some(server.clone()));
+    }
+
+    #[test]
+    fn a_statement_that_turns_tracking_on_gets_its_own_ok_tracked() {
+        let view = TrackView::from_values("autocommit", "ON", "OFF");
+        // SET session_track_state_change = 1 on a connection tracking '*'.
+        let server = tracked_ok(
+            b"",
+            &[
+                sysvar("session_track_state_change", "ON"),
+                (STATE_CHANGE, vec![1, b'1']),
+            ],
+        );
+        let want = tracked_ok(b"", &[(STATE_CHANGE, vec![1, b'1'])]);
+        assert_eq!(filter(&server, &view), Some(want));
+        // ... and one that turns it off loses the entry, as on the server.
+        let on = TrackView::from_values("autocommit", "ON", "ON");
+        let off = tracked_ok(
+            b"",
+            &[
+                sysvar("session_track_state_change", "OFF"),
+                (STATE_CHANGE, vec![1, b'1']),
+            ],
+        );
+        let bare = filter(&off, &on).expect("filtered");
+        assert_eq!(bare, vec![0x00, 3, 0, 0x02, 0x00, 1, 0]);
+        // A list of variables set: its own entries follow the new list.
+        let vars = tracked_ok(
+            b"",
+            &[
+                sysvar("session_track_system_variables", "sql_mode"),
+                sysvar("sql_mode", "ANSI"),
+            ],
+        );
+        let want = tracked_ok(b"", &[sysvar("sql_mode", "ANSI")]);
+        assert_eq!(filter(&vars, &view), Some(want));
     }
 
     proptest! {

@@ -76,6 +76,43 @@ pub fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// A relay for a client library's suite: in front of `backend` as root
+/// (password `pw`) in `mode` with `accounts` ("per-user", or "shared" with
+/// root in the relay's own list), offering TLS with `tls` (certificate,
+/// key) when given.
+#[allow(dead_code)]
+pub fn start_suite_relay(
+    backend: &str,
+    pw: &str,
+    mode: &str,
+    accounts: &str,
+    tls: Option<(&std::path::Path, &std::path::Path)>,
+) -> Relay {
+    let port = free_port();
+    let metrics_port = free_port();
+    let users = if accounts == "shared" {
+        format!(
+            "[[users]]\nname = \"root\"\n{}\n",
+            sqlfleet_relay::config::hash_lines(pw)
+        )
+    } else {
+        String::new()
+    };
+    let tls = tls.map_or_else(String::new, |(cert, key)| {
+        format!(
+            "[tls]\ncert = {}\nkey = {}\n\n",
+            quoted(&cert.display().to_string()),
+            quoted(&key.display().to_string())
+        )
+    });
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
+         [backend]\nservers = [\"{backend}\"]\nuser = \"root\"\npassword = {}\naccounts = \"{accounts}\"\n\n{tls}{users}",
+        quoted(pw),
+    );
+    start_config(&toml, port, metrics_port)
+}
+
 /// A relay in front of `srv`'s primary with accounts app:app-pw and root
 /// (the server's password), metrics on a free port. `flags` are the
 /// quick-mode spellings of the settings a test changes: `--pool-max N`,

@@ -30,6 +30,15 @@ use crate::frontend::clients::FIRST_ID;
 use crate::protocol::reply::Expect;
 use crate::protocol::sql::KillTarget;
 
+/// Waits (up to 5 s) until killed sessions have ended and their sockets
+/// are closed, as the server's KILL returns after closing the victim's.
+async fn wait_ended(targets: &[(u32, std::sync::Arc<crate::frontend::clients::Handle>)]) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    for (_, t) in targets {
+        let _ = tokio::time::timeout_at(deadline, t.ended()).await;
+    }
+}
+
 impl Session {
     /// `KILL QUERY <thread>` on backend `b` — or `KILL CONNECTION` when
     /// the client's whole session ends, as it would directly: a statement
@@ -106,6 +115,7 @@ impl Session {
         }
         if !query_only {
             target.kill();
+            wait_ended(&[(target_id, target)]).await;
         }
         self.local_ok().await
     }
@@ -172,6 +182,9 @@ impl Session {
             if !query_only {
                 t.kill();
             }
+        }
+        if !query_only {
+            wait_ended(&targets).await;
         }
         if per_user {
             return Ok(());

@@ -56,6 +56,7 @@ impl Session {
             .fetch_add(reply.len() as u64, Relaxed);
         use tokio::io::AsyncWriteExt;
         self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
+        self.io.s.flush().await.map_err(|_| Fail::Close)?;
         self.st.settings = left.settings.clone();
         self.st.last_row_count = left.row_count;
         if let Some(n) = left.found_rows {

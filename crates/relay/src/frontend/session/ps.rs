@@ -6,8 +6,8 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::protocol::reply::Expect;
-use crate::protocol::stmt::{self, ClientStmt, StmtDef};
-use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_PREPARE, COM_STMT_RESET};
+use crate::protocol::stmt::{self, ClientStmt, StmtDef, StmtKey};
+use sqlfleet_wire::command::{COM_INIT_DB, COM_STMT_BULK_EXECUTE, COM_STMT_PREPARE};
 
 fn unknown(id: u32, what: &str) -> Fail {
     Fail::Err(
@@ -43,6 +43,7 @@ impl Session {
         // table (as a statement run does).
         if o.error.is_some() {
             self.st.last_row_count = -1;
+            self.stmts.forget_last();
         }
         self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
@@ -63,15 +64,16 @@ impl Session {
         Ok(())
     }
 
-    /// The backend id of a client statement on the current connection,
-    /// preparing it there first if needed (under the default database it
-    /// was prepared with).
-    async fn backend_stmt(&mut self, s: &StmtDef) -> Result<u32, Fail> {
+    /// The backend id of a client statement on the current connection
+    /// (`key`: its shared backend statement, or one of its own for a
+    /// cursor), preparing it there first if needed (under the default
+    /// database it was prepared with).
+    async fn backend_stmt(&mut self, s: &StmtDef, key: &StmtKey) -> Result<u32, Fail> {
         self.ensure_conn().await?;
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
         };
-        if let Some(b) = c.stmts.get_mut(&s.key) {
+        if let Some(b) = c.stmts.get_mut(key) {
             return Ok(b.id);
         }
         let cap = self.ctx.pool.settings().statement_cache;
@@ -112,15 +114,42 @@ impl Session {
         let (bid, _, _) = o
             .prepared
             .ok_or_else(|| Fail::Lost("prepare reply without a statement id".into()))?;
-        c.stmts.insert(s.key.clone(), bid, cap);
+        c.stmts.insert(key.clone(), bid, cap);
         metrics.reprepares.fetch_add(1, Relaxed);
         Ok(bid)
     }
 
+    /// The backend statement a client statement's cursor lives on.
+    fn cursor_key(&self, cid: u32, def: &StmtDef) -> StmtKey {
+        if self.st.cursors.contains(&cid) {
+            def.key.owned_by(cid)
+        } else {
+            def.key.clone()
+        }
+    }
+
+    /// The client statement's cursor is gone (closed, or the statement ran
+    /// again without one): its own backend statement is closed with it.
+    fn drop_cursor(&mut self, cid: u32, def: &StmtDef) {
+        if self.st.cursors.remove(&cid) {
+            if let Some(c) = self.conn.as_mut() {
+                c.stmts.close(&def.key.owned_by(cid));
+            }
+        }
+    }
+
+    /// COM_STMT_EXECUTE and MariaDB's COM_STMT_BULK_EXECUTE (array
+    /// binding: the rows of one execute, answered once).
     pub(super) async fn execute(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let bulk = cmd.first() == Some(&COM_STMT_BULK_EXECUTE);
         let id = stmt::packet_id(cmd).unwrap_or(0);
         let Some((cid, s)) = self.stmts.get_mut(id) else {
-            return Err(unknown(id, "mysqld_stmt_execute"));
+            let name = if bulk {
+                "mysqld_stmt_bulk_execute"
+            } else {
+                "mysqld_stmt_execute"
+            };
+            return Err(unknown(id, name));
         };
         let s = s.def.clone();
         let fx = &s.fx;
@@ -128,10 +157,17 @@ impl Session {
         self.drop_diagnostics_hold(fx);
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;
         self.carry_over(fx, false).await?;
-        let cursor = stmt::wants_cursor(cmd);
+        let cursor = !bulk && stmt::wants_cursor(cmd);
+        // Running again closes the cursor the statement had open.
+        self.drop_cursor(cid, &s);
+        let key = if cursor {
+            s.key.owned_by(cid)
+        } else {
+            s.key.clone()
+        };
         let mut retried = false;
         let o = loop {
-            match self.execute_once(cmd, cid, &s, cursor).await {
+            match self.execute_once(cmd, cid, &s, &key, cursor).await {
                 // A read whose replica died before replying runs once more
                 // elsewhere (not with long data, which died with it).
                 Err(Fail::Lost(why))
@@ -162,23 +198,35 @@ impl Session {
         cmd: &[u8],
         cid: u32,
         s: &StmtDef,
+        key: &StmtKey,
         cursor: bool,
     ) -> Result<crate::protocol::reply::Outcome, Fail> {
         self.before_replica_read(false).await?;
-        self.backend_stmt(s).await?;
+        self.backend_stmt(s, key).await?;
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
         };
-        let Some(bs) = c.stmts.get_mut(&s.key) else {
+        let Some(bs) = c.stmts.get_mut(key) else {
             return Err(Fail::Close);
         };
-        let out = match stmt::rewrite_execute(cmd, s.params, cs, bs) {
+        let (out, name) = if cmd.first() == Some(&COM_STMT_BULK_EXECUTE) {
+            (
+                stmt::rewrite_bulk(cmd, s.params, cs, bs),
+                "mysqld_stmt_bulk_execute",
+            )
+        } else {
+            (
+                stmt::rewrite_execute(cmd, s.params, cs, bs),
+                "mysqld_stmt_execute",
+            )
+        };
+        let out = match out {
             Ok(out) => out,
             Err(e) => {
                 return Err(Fail::Err(
                     1210,
                     "HY000",
-                    format!("Incorrect arguments to mysqld_stmt_execute: {e}"),
+                    format!("Incorrect arguments to {name}: {e}"),
                 ))
             }
         };
@@ -191,7 +239,7 @@ impl Session {
             return Ok(()); // no reply to this command, even for errors
         };
         let s = s.def.clone();
-        let bid = self.backend_stmt(&s).await?;
+        let bid = self.backend_stmt(&s, &s.key).await?;
         self.st.long_data.insert(cid);
         self.update_stmt_pins();
         let Some(c) = self.conn.as_mut() else {
@@ -210,17 +258,10 @@ impl Session {
         };
         let s = self.stmts.remove(cid);
         self.st.long_data.remove(&cid);
-        if self.st.cursors.remove(&cid) {
-            // Close the open cursor on the backend; the statement stays cached.
-            if let (Some(s), Some(c)) = (s, self.conn.as_mut()) {
-                if let Some(b) = c.stmts.get_mut(&s.def.key) {
-                    let mut p = vec![COM_STMT_RESET];
-                    p.extend_from_slice(&b.id.to_le_bytes());
-                    command::simple(c, &p)
-                        .await
-                        .map_err(|e| Fail::Lost(e.to_string()))?;
-                }
-            }
+        // An open cursor's own backend statement is closed with it (before
+        // the connection's next command); the shared one stays cached.
+        if let Some(s) = s {
+            self.drop_cursor(cid, &s.def);
         }
         self.update_stmt_pins();
         Ok(())
@@ -232,10 +273,11 @@ impl Session {
             return Err(unknown(id, "mysqld_stmt_reset"));
         };
         let def = s.def.clone();
+        let key = self.cursor_key(cid, &def);
         let bid = self
             .conn
             .as_mut()
-            .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
+            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
         self.st.long_data.remove(&cid);
         self.st.cursors.remove(&cid);
         match bid {
@@ -256,11 +298,12 @@ impl Session {
             return Err(unknown(id, "mysqld_stmt_fetch"));
         };
         let def = s.def.clone();
+        let key = def.key.owned_by(cid);
         let bid = self
             .conn
             .as_mut()
             .filter(|_| self.st.cursors.contains(&cid))
-            .and_then(|c| c.stmts.get_mut(&def.key).map(|b| b.id));
+            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
         let Some(bid) = bid else {
             return Err(Fail::Err(
                 1421,
