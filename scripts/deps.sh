@@ -10,8 +10,9 @@
 #                            the server's mysql-test suite, promtool,
 #                            headless Chromium, sshd/ssh, tmux, sysbench,
 #                            Go, a JDK, Node/npm (mysql2), PHP, Python
-#                            drivers, fonts for PNG charts, and Connector/C's
-#                            unit tests (scripts/connector_c.sh).
+#                            drivers, fonts for PNG charts, Connector/C's
+#                            unit tests (scripts/connector_c.sh) and mdbook
+#                            (cargo install).
 #   scripts/deps.sh PKG...   the full set plus these Debian packages
 #                            (benchmarks ask for mydumper this way).
 set -euo pipefail
@@ -91,4 +92,11 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "deps: installing Rust with rustup" >&2
   curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs \
     | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
+fi
+
+# The guide's book builder (tests build docs/ with it), once cargo is here.
+if [ -z "$CORE" ] && ! [ -x "$HOME/.cargo/bin/mdbook" ] && ! command -v mdbook >/dev/null 2>&1; then
+  echo "deps: installing mdbook (cargo install)" >&2
+  export PATH="$HOME/.cargo/bin:$PATH"
+  cargo install --quiet --locked --no-default-features mdbook
 fi

@@ -96,6 +96,31 @@ fn the_readme_is_short_and_every_link_of_it_and_the_guide_resolves() {
         read(&root().join("docs/book.toml")).contains("src = \"guide\""),
         "docs/book.toml builds docs/guide"
     );
+    // The book builds (mdbook, which scripts/deps.sh installs), a page per
+    // chapter, and mdbook finds nothing to warn about.
+    let out = tempfile::tempdir().expect("tmp");
+    let mdbook = std::env::var("HOME")
+        .map(|h| PathBuf::from(h).join(".cargo/bin/mdbook"))
+        .ok()
+        .filter(|p| p.exists())
+        .unwrap_or_else(|| PathBuf::from("mdbook"));
+    let o = std::process::Command::new(&mdbook)
+        .arg("build")
+        .arg(root().join("docs"))
+        .arg("-d")
+        .arg(out.path())
+        .output()
+        .expect("mdbook (scripts/deps.sh installs it with cargo install)");
+    let log = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "mdbook build docs: {log}");
+    assert!(
+        !log.contains("WARN") && !log.contains("ERROR"),
+        "mdbook build docs: {log}"
+    );
+    for c in chapters.iter().filter(|c| *c != "SUMMARY.md") {
+        let page = out.path().join(c.replace(".md", ".html"));
+        assert!(page.is_file(), "the book has no page {}", page.display());
+    }
     // Each command has its try-first block in the README.
     let blocks = try_blocks(&readme);
     for cmd in ["load", "query", "relay", "bench", "watch"] {
