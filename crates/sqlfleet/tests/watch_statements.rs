@@ -7,7 +7,8 @@
 //! same on `/api/digests` (the server's and the fleet's), `/metrics` and its pages
 //! (in headless Chromium, with screenshots) and the terminal screen's
 //! pane (in tmux), and a threads_running incident names the statement in
-//! its message.
+//! its message. The pages and the pane are checked with performance_schema
+//! off too (the top then sampled from the processlist).
 
 mod common;
 
@@ -378,6 +379,44 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     );
     let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, "/api/digests?sort=size", &[]);
     assert_eq!(code, 400, "{body}");
+    // The scan's chart over time, from the history: its latency (calls
+    // are counted with performance_schema) and its statement time.
+    let enc = |s: &str| -> String {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => {
+                    (b as char).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    let chart = |metric: &str| {
+        format!(
+            "/api/digest_chart.svg?server={}&schema={}&digest={}&metric={metric}",
+            enc(&server),
+            enc(one["top"][0]["schema"].as_str().unwrap_or_default()),
+            enc(one["top"][0]["digest"].as_str().unwrap_or_default()),
+        )
+    };
+    let t0 = Instant::now();
+    loop {
+        let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, &chart("latency"), &[]);
+        if code == 200 {
+            assert!(
+                body.contains("<svg") && body.contains("avg latency (ms)"),
+                "{body}"
+            );
+            break;
+        }
+        assert!(
+            code == 404 && t0.elapsed() < Duration::from_secs(20),
+            "{code}: {body}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (code, _, body) = sqlfleet_testkit::http::http_get(&addr, &chart("size"), &[]);
+    assert_eq!(code, 400, "{body}");
     // Prometheus: the server's costliest statements, bounded, promtool-clean.
     let (code, _, text) = sqlfleet_testkit::http::http_get(&addr, "/metrics", &[]);
     assert_eq!(code, 200, "{text}");
@@ -435,6 +474,13 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
             .is_some_and(|h| h.contains("performance_schema, last")),
         "{how}"
     );
+    // A click on the scan's row draws its charts from the history.
+    b.eval("document.querySelector('#digests tbody tr').click()");
+    b.wait_for(
+        "document.querySelectorAll('#digest-charts figure svg').length >= 2",
+        Duration::from_secs(20),
+    );
+    b.screenshot(&shots.join("server-statement-over-time.png"));
     // Sorted by calls, the point selects lead.
     b.eval("document.querySelector('button[data-sort=\"calls\"]').click()");
     b.wait_for(
@@ -451,9 +497,84 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
 }
 
 #[test]
-fn the_terminal_screen_shows_the_bad_query_at_the_top_of_its_pane() {
+fn the_pages_show_the_bad_query_sampled_with_performance_schema_off() {
     let _one = serial();
-    let srv = with_ps();
+    let srv = sqlfleet_testkit::server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let db = big_table(&rt, srv);
+    let _sysbench = Sysbench::start(&rt, srv);
+    let dir = tempfile::tempdir().expect("tmp");
+    let port = sqlfleet_testkit::proxy::free_port();
+    let mut child = sqlfleet()
+        .args([
+            "watch",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "--hosts",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+            "--interval",
+            "0.5",
+            "--ui",
+            "none",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env("SQLFLEET_HOME", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    let _load = Load::start(srv, &db);
+    let server = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let addr = format!("127.0.0.1:{port}");
+    sqlfleet_testkit::proxy::wait_listening(port);
+    let shots = sqlfleet_testkit::browser::artifacts("watch-statements");
+    let mut b = sqlfleet_testkit::browser::Browser::launch();
+    let first_row =
+        "(document.querySelector('#digests tbody tr td:last-child') || {}).textContent || ''";
+    for (page, how_says, shot) in [
+        (
+            "/",
+            "0 performance_schema, 1 processlist sampling",
+            "fleet-top-sampled.png",
+        ),
+        (
+            &format!("/server?name={server}")[..],
+            "processlist sampling",
+            "server-top-sampled.png",
+        ),
+    ] {
+        b.goto(&format!("http://{addr}{page}"));
+        b.wait_for(
+            &format!("({first_row}).includes('COUNT') && ({first_row}).includes('big')"),
+            Duration::from_secs(30),
+        );
+        let how = b.eval("document.querySelector('#digests-how').textContent");
+        assert!(
+            how.as_str().is_some_and(|h| h.contains(how_says)),
+            "{page}: {how}"
+        );
+        b.screenshot(&shots.join(shot));
+    }
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
+#[test]
+fn the_terminal_screen_shows_the_bad_query_at_the_top_of_its_pane() {
+    pane_tops_the_bad_query(with_ps());
+}
+
+#[test]
+fn the_pane_shows_the_bad_query_sampled_with_performance_schema_off() {
+    pane_tops_the_bad_query(sqlfleet_testkit::server());
+}
+
+/// The TUI's `t` pane: the scan is its first row.
+fn pane_tops_the_bad_query(srv: &TestServer) {
+    let _one = serial();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = big_table(&rt, srv);
     let _sysbench = Sysbench::start(&rt, srv);

@@ -12,6 +12,9 @@
 //! told so at start instead of both writing; a file that is not ours or
 //! not a database is refused with one line naming it.
 
+mod digests;
+pub use digests::{DigestMetric, DigestPoint, PER_READ, READ};
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -343,6 +346,7 @@ impl History {
                     [boundary.to_string()],
                 )?;
             }
+            digests::compact(&tx, done, boundary, (now - raw_keep) as i64, (now - minute_keep) as i64)?;
             tx.execute("DELETE FROM samples WHERE tier = 0 AND at < ?1", [(now - raw_keep) as i64])?;
             tx.execute("DELETE FROM samples WHERE tier = 1 AND at < ?1", [(now - minute_keep) as i64])?;
             tx.execute(
@@ -373,6 +377,7 @@ impl History {
                 };
                 let cut = lo + ((hi - lo) / 10).max(1);
                 c.execute("DELETE FROM samples WHERE tier = ?1 AND at < ?2", params![tier, cut])?;
+                digests::trim(c, tier, cut)?;
             }
             usage(c)
         })
@@ -438,7 +443,9 @@ fn setup(c: &Connection) -> rusqlite::Result<()> {
              id INTEGER PRIMARY KEY, server TEXT NOT NULL, rule TEXT NOT NULL, detail TEXT NOT NULL,
              opened REAL NOT NULL, resolved REAL, end_note TEXT NOT NULL DEFAULT '', notified TEXT NOT NULL DEFAULT '');
          CREATE INDEX IF NOT EXISTS incidents_by_server ON incidents(server, rule, opened);
-         COMMIT;"
+         {digests}
+         COMMIT;",
+        digests = digests::SCHEMA
     ))?;
     // A file from an older version lacks the newer figures' columns.
     let have: Vec<String> = c

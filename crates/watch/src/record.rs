@@ -1,5 +1,5 @@
-//! Keeping what the monitor sees: every new check's figures go to the
-//! history (when one is kept) and to the metrics' check-time histogram;
+//! Keeping what the monitor sees: every new check's figures (and its
+//! statement read's costliest digests) go to the history (when one is kept) and to the metrics' check-time histogram;
 //! incidents and what was sent about them go to the history as they
 //! happen. Runs beside the monitor, reading its shared view once a
 //! second, so the poller never waits on a disk.
@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::figures::Figures;
-use crate::history::{History, Point};
+use crate::history::{DigestPoint, History, Point, PER_READ, READ};
 use crate::monitor::{now_unix, Event, Fleet};
 use crate::web::metrics::Metrics;
 
@@ -27,15 +27,17 @@ pub fn spawn(
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut seen: Vec<u64> = Vec::new();
+        let mut seen_read: Vec<f64> = Vec::new();
         let mut tick = tokio::time::interval(interval.min(Duration::from_secs(1)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_compact = tokio::time::Instant::now();
         loop {
             tick.tick().await;
-            let points: Vec<Point> = {
+            let (points, digests) = {
                 let Ok(f) = fleet.lock() else { return };
                 seen.resize(f.servers.len(), 0);
                 let mut out = Vec::new();
+                let mut digests: Vec<DigestPoint> = Vec::new();
                 for (i, s) in f.servers.iter().enumerate() {
                     if s.checks == seen[i] {
                         continue;
@@ -50,8 +52,41 @@ pub fn spawn(
                         state: s.state,
                         figures: Figures::of(s),
                     });
+                    // The read's costliest statements (a read is recorded
+                    // once: its time moves on with each new one).
+                    if let Some((at, span, top)) = s.statements.latest(PER_READ) {
+                        if seen_read.get(i).copied() != Some(at) {
+                            seen_read.resize(f.servers.len(), f64::NAN);
+                            seen_read[i] = at;
+                            // The read itself: the time it covers and its
+                            // statements' totals (all of them).
+                            let all = s
+                                .statements
+                                .latest(usize::MAX)
+                                .map(|x| x.2)
+                                .unwrap_or_default();
+                            digests.push(DigestPoint {
+                                server: s.server.clone(),
+                                at,
+                                span,
+                                schema: READ.0.into(),
+                                digest: READ.1.into(),
+                                calls: all.iter().map(|d| d.calls).sum(),
+                                seconds: all.iter().map(|d| d.seconds).sum(),
+                            });
+                            digests.extend(top.into_iter().map(|d| DigestPoint {
+                                server: s.server.clone(),
+                                at,
+                                span,
+                                schema: d.schema.clone(),
+                                digest: d.digest.clone(),
+                                calls: d.calls,
+                                seconds: d.seconds,
+                            }));
+                        }
+                    }
                 }
-                out
+                (out, digests)
             };
             let Some(h) = history.clone() else { continue };
             let compact = last_compact.elapsed() >= COMPACT_EVERY;
@@ -60,6 +95,7 @@ pub fn spawn(
             }
             let r = tokio::task::spawn_blocking(move || {
                 h.record(&points)?;
+                h.record_digests(&digests)?;
                 if compact {
                     h.compact(now_unix())?;
                 }

@@ -258,6 +258,20 @@ impl Window {
         }
     }
 
+    /// The newest read: when it was taken, the seconds it covers, and its
+    /// `n` costliest digests (by time).
+    pub fn latest(&self, n: usize) -> Option<(f64, f64, Vec<&Delta>)> {
+        let (at, span, ds) = self.reads.back()?;
+        let mut top: Vec<&Delta> = ds.iter().collect();
+        top.sort_by(|a, b| {
+            b.seconds
+                .total_cmp(&a.seconds)
+                .then_with(|| a.digest.cmp(&b.digest))
+        });
+        top.truncate(n);
+        Some((*at, *span, top))
+    }
+
     /// Seconds the window's reads cover.
     pub fn seconds(&self) -> f64 {
         self.reads.iter().map(|(_, span, _)| span).sum()

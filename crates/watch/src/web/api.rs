@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::WebState;
 use crate::figures::{Figures, Metric};
-use crate::history::IncidentRow;
+use crate::history::{DigestMetric, IncidentRow};
 use crate::monitor::{now_unix, Fleet, Server};
 use crate::sample::{Channel, Running};
 
@@ -239,19 +239,32 @@ fn window(q: &HashMap<String, String>) -> Result<(f64, &'static str, f64), Strin
     }
 }
 
-struct SeriesReq {
-    name: String,
-    metric: Metric,
+/// A chart's time range: its length, the x axis' unit and its seconds.
+struct Frame {
     span: f64,
     unit: &'static str,
     per: f64,
 }
 
-fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Fail> {
-    let name = q
-        .get("server")
+fn frame(q: &HashMap<String, String>) -> Result<Frame, Fail> {
+    let (span, unit, per) = window(q).map_err(|e| Fail(StatusCode::BAD_REQUEST, e))?;
+    Ok(Frame { span, unit, per })
+}
+
+fn server_param(q: &HashMap<String, String>) -> Result<String, Fail> {
+    q.get("server")
         .cloned()
-        .ok_or_else(|| Fail(StatusCode::BAD_REQUEST, "server= is missing".into()))?;
+        .ok_or_else(|| Fail(StatusCode::BAD_REQUEST, "server= is missing".into()))
+}
+
+struct SeriesReq {
+    name: String,
+    metric: Metric,
+    frame: Frame,
+}
+
+fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Fail> {
+    let name = server_param(q)?;
     let m = q.get("metric").map(String::as_str).unwrap_or("qps");
     let metric = Metric::parse(m).ok_or_else(|| {
         let names: Vec<&str> = Metric::ALL.iter().map(|m| m.name()).collect();
@@ -260,13 +273,10 @@ fn series_req(q: &HashMap<String, String>) -> Result<SeriesReq, Fail> {
             format!("metric={m}: one of {}", names.join(", ")),
         )
     })?;
-    let (span, unit, per) = window(q).map_err(|e| Fail(StatusCode::BAD_REQUEST, e))?;
     Ok(SeriesReq {
         name,
         metric,
-        span,
-        unit,
-        per,
+        frame: frame(q)?,
     })
 }
 
@@ -279,7 +289,7 @@ async fn load_series(st: &Arc<WebState>, r: &SeriesReq, now: f64) -> Result<Draw
             "no history is kept (run with --history)".into(),
         ));
     };
-    let (name, metric, from) = (r.name.clone(), r.metric, now - r.span);
+    let (name, metric, from) = (r.name.clone(), r.metric, now - r.frame.span);
     tokio::task::spawn_blocking(move || {
         let pts = h.series(&name, metric, from, now, 360, now)?;
         let inc = h.incidents(Some(&name), 500)?;
@@ -300,7 +310,7 @@ pub async fn series(State(st): State<Arc<WebState>>, Query(q): Params) -> Respon
         Ok((pts, _)) => Json(json!({
             "server": r.name,
             "metric": r.metric.name(),
-            "from": now - r.span,
+            "from": now - r.frame.span,
             "to": now,
             "points": pts,
         }))
@@ -320,7 +330,6 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
         Ok(x) => x,
         Err(e) => return e.into_response(),
     };
-    let from = now - r.span;
     if pts.is_empty() {
         let why = match r.metric {
             Metric::Cpu | Metric::Mem | Metric::Disk => " (host figures need SSH to the host)",
@@ -332,9 +341,24 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
             format!("no samples of {} in this range{why}", r.metric.label()),
         );
     }
+    let title = format!("{} — {}", r.name, r.metric.label());
+    svg_chart(&title, r.metric.label(), &r.frame, now, &pts, &inc)
+}
+
+/// A line chart of `pts` over the request's range, ending now, with the
+/// incidents shaded on it.
+fn svg_chart(
+    title: &str,
+    y_label: &str,
+    r: &Frame,
+    now: f64,
+    pts: &[(f64, f64)],
+    inc: &[IncidentRow],
+) -> Response {
+    let from = now - r.span;
     let rel = |t: f64| (t - now) / r.per;
     let series = vec![sqlfleet_chart::Series::new(
-        r.metric.label(),
+        y_label,
         pts.iter().map(|&(t, v)| (rel(t), v)).collect(),
     )];
     let bands: Vec<(f64, f64, &str)> = inc
@@ -354,12 +378,11 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
         .chain(inc.iter().map(|i| i.opened))
         .fold(now, f64::min)
         .max(from);
-    let title = format!("{} — {}", r.name, r.metric.label());
     let x_label = r.unit.to_string();
     let svg = sqlfleet_chart::line_chart(&sqlfleet_chart::Chart {
-        title: &title,
+        title,
         x_label: &x_label,
-        y_label: r.metric.label(),
+        y_label,
         x_integer: false,
         bands: &bands,
         band_fill: "#fbd5d5",
@@ -370,6 +393,59 @@ pub async fn chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Respons
         series: &series,
     });
     ([(header::CONTENT_TYPE, "image/svg+xml")], svg).into_response()
+}
+
+/// One statement digest of one server over the range (`digest=` its
+/// normalized text, `schema=`, `metric=` calls, latency or time), from the
+/// history, with the server's incidents shaded.
+pub async fn digest_chart(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let (name, r) = match server_param(&q).and_then(|n| Ok((n, frame(&q)?))) {
+        Ok(x) => x,
+        Err(e) => return e.into_response(),
+    };
+    let Some(digest) = q.get("digest").cloned() else {
+        return error(StatusCode::BAD_REQUEST, "digest= is missing");
+    };
+    let schema = q.get("schema").cloned().unwrap_or_default();
+    let m = q.get("metric").map(String::as_str).unwrap_or("time");
+    let Some(metric) = DigestMetric::parse(m) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("metric={m}: one of calls, latency, time"),
+        );
+    };
+    let Some(h) = st.history.clone() else {
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no history is kept (run with --history)",
+        );
+    };
+    let now = now_unix();
+    let from = now - r.span;
+    let (d, title_name) = (digest.clone(), name.clone());
+    let got = tokio::task::spawn_blocking(move || {
+        let pts = h.digest_series(&name, &schema, &d, metric, from, now, 360, now)?;
+        let inc = h.incidents(Some(&name), 500)?;
+        Ok::<_, crate::history::HistoryError>((pts, inc))
+    })
+    .await;
+    let (pts, inc) = match got {
+        Ok(Ok(x)) => x,
+        Ok(Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    };
+    if pts.is_empty() {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no {} of this statement in this range", metric.label()),
+        );
+    }
+    let mut short: String = digest.chars().take(40).collect();
+    if short.len() < digest.len() {
+        short.push('…');
+    }
+    let title = format!("{title_name} — {short} — {}", metric.label());
+    svg_chart(&title, metric.label(), &r, now, &pts, &inc)
 }
 
 /// Every server's last ten minutes of qps and threads running, in

@@ -130,6 +130,7 @@ impl Web {
             .route("/api/chart.svg", get(api::chart))
             .route("/api/incidents", get(api::incidents))
             .route("/api/digests", get(api::digests))
+            .route("/api/digest_chart.svg", get(api::digest_chart))
             .route("/api/history", get(api::history))
             .route("/metrics", get(api::metrics))
             .layer(middleware::from_fn_with_state(st.clone(), guard))

@@ -213,13 +213,38 @@ function fleetPage() {
 // ---- server page ----------------------------------------------------------
 const CHARTS = ["qps", "running", "connected", "slow", "bp_hit", "rows", "lag", "cpu", "mem", "disk"];
 
-function fillTable(sel, items, cells) {
+function fillTable(sel, items, cells, pick) {
   const tbody = $(sel + " tbody");
   tbody.replaceChildren(...items.map((it) => {
     const tr = el("tr");
     cells(it).forEach((c) => tr.appendChild(el("td", { class: "wrap" }, c)));
+    if (pick) tr.addEventListener("click", () => pick(it));
     return tr;
   }));
+}
+
+// One statement's charts from the history: calls/s, latency (where calls
+// are counted) and statement seconds per second.
+let pickedDigest = null;
+let currentRange = "hour";
+async function loadDigestCharts(name, range) {
+  const box = $("#digest-charts");
+  if (!box || !pickedDigest) return;
+  const figs = await Promise.all(["time", "calls", "latency"].map(async (m) => {
+    const fig = el("figure", { "data-digest-metric": m });
+    try {
+      const r = await fetch("/api/digest_chart.svg?server=" + encodeURIComponent(name) + "&schema=" +
+        encodeURIComponent(pickedDigest.schema) + "&digest=" + encodeURIComponent(pickedDigest.digest) +
+        "&metric=" + m + "&range=" + range);
+      if (!r.ok) throw new Error((await r.json()).error || r.statusText);
+      const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
+      fig.appendChild(document.importNode(doc.documentElement, true));
+    } catch (err) {
+      fig.appendChild(el("div", { class: "empty" }, m + ": " + err.message));
+    }
+    return fig;
+  }));
+  box.replaceChildren(...figs);
 }
 
 async function loadCharts(name, range) {
@@ -256,7 +281,8 @@ async function loadDigests(name, sort) {
     ? [pct(t.share), num(t.seconds, 2), num(t.calls_per_s, 1), t.avg_ms === null ? "" : num(t.avg_ms, 2),
        String(t.rows_examined), String(t.errors), String(t.no_index), t.schema, t.digest]
     : [pct(t.share), num(t.seconds, 2), num(t.calls_per_s, 1), t.avg_ms === null ? "" : num(t.avg_ms, 2),
-       String(t.servers), String(t.rows_examined), String(t.errors), t.schema, t.digest]);
+       String(t.servers), String(t.rows_examined), String(t.errors), t.schema, t.digest],
+    name ? (t) => { pickedDigest = t; loadDigestCharts(name, currentRange); } : null);
 }
 
 async function loadServer(name) {
@@ -284,8 +310,10 @@ function serverPage() {
   let range = "hour";
   document.querySelectorAll("button[data-range]").forEach((b) => b.addEventListener("click", () => {
     range = b.dataset.range;
+    currentRange = range;
     document.querySelectorAll("button[data-range]").forEach((x) => x.classList.toggle("on", x === b));
     loadCharts(name, range);
+    loadDigestCharts(name, range);
   }));
   let sort = "time";
   document.querySelectorAll("button[data-sort]").forEach((b) => b.addEventListener("click", () => {
@@ -299,6 +327,7 @@ function serverPage() {
   setInterval(() => loadServer(name), 2000);
   setInterval(() => loadDigests(name, sort), 2000);
   setInterval(() => loadCharts(name, range), 10000);
+  setInterval(() => loadDigestCharts(name, range), 10000);
 }
 
 // ---- incidents page ---------------------------------------------------------
