@@ -9,7 +9,8 @@
 //! the monitor sees is kept (`record` into `history`, a SQLite file) and
 //! served to browsers and Prometheus (`web`), with the numbers every
 //! consumer shares in `figures`. Which login and SSH pipe each server gets
-//! (store, config, tags) is decided in `watched`.
+//! (store, config, tags) is decided in `watched`; `start` puts a running
+//! watcher together.
 
 pub mod askpass;
 pub mod config;
@@ -23,6 +24,7 @@ pub mod record;
 pub mod rules;
 pub mod sample;
 pub mod ssh;
+pub mod start;
 pub mod statements;
 mod trend;
 pub mod ui;

@@ -2,17 +2,15 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlfleet_conn::ConnArgs;
 use sqlfleet_watch::config::{self, FileConfig};
 use sqlfleet_watch::creds::{self, Entry, Store};
-use sqlfleet_watch::history::{History, HistoryConfig};
+use sqlfleet_watch::history::HistoryConfig;
 use sqlfleet_watch::monitor::{self, MonitorConfig, State};
-use sqlfleet_watch::record;
-use sqlfleet_watch::web::{self, metrics::Metrics, Web};
+use sqlfleet_watch::web;
 
 use super::inventory::{self, HostArgs};
 use crate::exit::Exit;
@@ -406,69 +404,50 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
             Ui::None
         });
     // The history and the page, set up (and refused) before polling starts.
-    let history_path = a.history.clone().or_else(|| {
-        a.listen.map(|_| {
-            sqlfleet_conn::home::sqlfleet_home()
-                .join("watch")
-                .join("history.db")
+    let history = a
+        .history
+        .clone()
+        .or_else(|| {
+            a.listen.map(|_| {
+                sqlfleet_conn::home::sqlfleet_home()
+                    .join("watch")
+                    .join("history.db")
+            })
         })
-    });
-    let history = match history_path {
-        Some(p) => {
+        .map(|p| {
             let p = if p.is_dir() { p.join("history.db") } else { p };
             let mut hc = HistoryConfig::new(p);
             if let Some(mb) = a.history_max_mb {
                 anyhow::ensure!(mb >= 1, "--history-max-mb must be at least 1");
                 hc.max_bytes = mb << 20;
             }
-            let h = History::open(hc)?;
-            h.close_left_open(monitor::now_unix())?;
-            Some(Arc::new(h))
-        }
-        None => None,
-    };
-    let metrics = a.listen.map(|_| Arc::new(Metrics::default()));
-    let web = match a.listen {
-        Some(addr) => {
-            let auth = web::Auth {
-                basic: store
-                    .as_ref()
-                    .and_then(|s| s.get(creds::WEB_LOGIN))
-                    .and_then(|e| Some((e.user.clone()?, e.password.clone()?))),
-                token: std::env::var("SQLFLEET_WATCH_TOKEN")
-                    .ok()
-                    .filter(|t| !t.is_empty()),
-            };
-            Some((addr, auth))
-        }
-        None => None,
-    };
-    let interval = cfg.interval;
-    let (fleet, events) = monitor::start(cfg);
-    if let (Some((addr, auth)), Some(m)) = (web, &metrics) {
-        let w = Web::bind(
-            addr,
-            auth,
-            fleet.clone(),
-            history.clone(),
-            m.clone(),
-            interval,
-        )
-        .await?;
-        if let Some(bound) = w.local_addr() {
-            // Once: the log goes to standard error (or the log file
-            // behind the TUI).
-            tracing::info!("the fleet page is at http://{bound}/");
-        }
-        w.spawn();
+            Ok(hc)
+        })
+        .transpose()?;
+    let listen = a.listen.map(|addr| {
+        let auth = web::Auth {
+            basic: store
+                .as_ref()
+                .and_then(|s| s.get(creds::WEB_LOGIN))
+                .and_then(|e| Some((e.user.clone()?, e.password.clone()?))),
+            token: std::env::var("SQLFLEET_WATCH_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        };
+        (addr, auth)
+    });
+    let running = sqlfleet_watch::start::start(sqlfleet_watch::start::Options {
+        monitor: cfg,
+        history,
+        listen,
+    })
+    .await?;
+    if let Some(bound) = running.page {
+        // Once: the log goes to standard error (or the log file behind
+        // the TUI).
+        tracing::info!("the fleet page is at http://{bound}/");
     }
-    if history.is_some() || metrics.is_some() {
-        record::spawn(fleet.clone(), interval, history.clone(), metrics.clone());
-    }
-    let mut events = match &history {
-        Some(h) => record::tee(h.clone(), events),
-        None => events,
-    };
+    let (fleet, mut events) = (running.fleet, running.events);
     match ui {
         Ui::Tui => {
             // Events still go to the log (stderr is the screen's, so only
