@@ -28,22 +28,24 @@ now() { date +%s.%N; }
 # Warm the server's thread cache the same way for both tools.
 "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" >/dev/null 2>&1 || true
 
-# best_of3 ARGS...: best wall time of three runs; rows in $WORK/sf.out.
-best_of3() {
-  local best=999 t t0
-  for _ in 1 2 3; do
+RUNS="${RUNS:-10}"
+# median_of ARGS...: "median min max" of the process's wall time over $RUNS
+# runs (each from start to exit); rows in $WORK/sf.out.
+median_of() {
+  local t t0 all=""
+  for _ in $(seq "$RUNS"); do
     t0=$(now)
     "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" "$@" -e "$Q" > "$WORK/sf.out" 2>"$WORK/sf.err"
     t=$(secs "$t0" "$(now)")
-    best=$(python3 -c "print(min($best, $t))")
+    all="$all $t"
   done
-  echo "$best"
+  python3 -c "import statistics as s; v=[float(x) for x in '$all'.split()]; print(f'{s.median(v):.3f} {min(v):.3f} {max(v):.3f}')"
 }
-echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --parallel 256), best of 3"
-T_DEF=$(best_of3)
+echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --parallel 256), $RUNS runs"
+read -r T_DEF T_DEF_MIN T_DEF_MAX < <(median_of)
 ROWS_DEF=$(wc -l < "$WORK/sf.out")
-echo "== sqlfleet query --ssl-mode DISABLED --parallel 64, best of 3"
-T_TUNED=$(best_of3 --ssl-mode DISABLED --parallel 64)
+echo "== sqlfleet query --ssl-mode DISABLED --parallel 64, $RUNS runs"
+read -r T_TUNED T_TUNED_MIN T_TUNED_MAX < <(median_of --ssl-mode DISABLED --parallel 64)
 ROWS_TUNED=$(wc -l < "$WORK/sf.out")
 
 echo "== xargs -P 64 mariadb on $N endpoints"
@@ -81,11 +83,11 @@ OK10=$(grep -o '[0-9]* ok' "$WORK/sf10.err" | head -1)
 echo
 echo "| tool | endpoints | seconds | rows |"
 echo "|---|---:|---:|---:|"
-echo "| sqlfleet query (defaults: ssl-mode PREFERRED, --parallel 256), best of 3 | $N | $T_DEF | $ROWS_DEF |"
-echo "| sqlfleet query --ssl-mode DISABLED --parallel 64, best of 3 | $N | $T_TUNED | $ROWS_TUNED |"
+echo "| sqlfleet query (defaults: ssl-mode PREFERRED, --parallel 256), median of $RUNS (min–max) | $N | $T_DEF ($T_DEF_MIN–$T_DEF_MAX) | $ROWS_DEF |"
+echo "| sqlfleet query --ssl-mode DISABLED --parallel 64, median of $RUNS (min–max) | $N | $T_TUNED ($T_TUNED_MIN–$T_TUNED_MAX) | $ROWS_TUNED |"
 echo "| xargs -P 64 mariadb (no TLS, its default) | $N | $T_X | $ROWS_X |"
 echo
-echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (of the best wall time $T_DEF s)"
+echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (the median wall time $T_DEF s)"
 echo "inside the command: $TIMING"
 echo "server side: one run cost the server $SRV_CPU s of CPU (logins, queries, disconnects of $N hosts): a floor of $(python3 -c "print(f'{$SRV_CPU / $CORES:.3f}')") s with all $CORES cores given to the server; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / ($SRV_CPU / $CORES):.2f}')")x that floor"
 echo "client side: the same run cost sqlfleet $CLI_CPU s of CPU; server + client on this machine's $CORES cores: a floor of $(python3 -c "print(f'{($SRV_CPU + $CLI_CPU) / $CORES:.3f}')") s"

@@ -149,11 +149,30 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
             "closed after"
         );
 
-        // An unknown command gets an error and the session goes on.
+        // A malformed COM_BINLOG_DUMP gets the server's refusal, and the
+        // session ends after it as the server's does after a dump.
         let mut s = logged_in(relay.port, caps, None).await;
         sqlfleet_wire::packet::write(&mut s, 0, &[0x12, 1, 2, 3])
             .await
-            .expect("send"); // COM_BINLOG_DUMP
+            .expect("send");
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+            .await
+            .expect("reply");
+        assert!(
+            sqlfleet_wire::packet::parse_err(&p.payload).is_some(),
+            "an error: {:?}",
+            p.payload
+        );
+        assert!(
+            sqlfleet_wire::packet::read(&mut s, 1 << 20).await.is_err(),
+            "closed after the dump"
+        );
+
+        // An unknown command gets an error and the session goes on.
+        let mut s = logged_in(relay.port, caps, None).await;
+        sqlfleet_wire::packet::write(&mut s, 0, &[0xF0, 1, 2, 3])
+            .await
+            .expect("send");
         let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
             .await
             .expect("reply");
