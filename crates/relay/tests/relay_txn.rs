@@ -375,6 +375,46 @@ fn reset_and_change_user() {
     });
 }
 
+/// COM_CHANGE_USER ends the old session before it answers, as the
+/// server's does: a named lock the client held is free for everyone once
+/// the client hears OK (the relay reset the pinned connection off the
+/// client's path, and another connection still found it held).
+#[test]
+fn change_user_frees_named_locks_before_it_answers() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut direct = srv.connect().await;
+        for i in 0..20 {
+            let mut a = connect(&relay, None).await;
+            let name = format!("sqlfleet_change_user_{i}");
+            let got: Option<i64> = a
+                .query_first(format!("SELECT GET_LOCK('{name}', 0)"))
+                .await
+                .expect("get_lock");
+            assert_eq!(got, Some(1));
+            a.change_user(
+                mysql_async::ChangeUserOpts::default()
+                    .with_user(Some("app".into()))
+                    .with_pass(Some("app-pw".into())),
+            )
+            .await
+            .expect("change user");
+            let free: Option<i64> = direct
+                .query_first(format!("SELECT IS_FREE_LOCK('{name}')"))
+                .await
+                .expect("is_free_lock");
+            assert_eq!(
+                free,
+                Some(1),
+                "round {i}: the lock was still held after COM_CHANGE_USER answered"
+            );
+            a.disconnect().await.expect("quit");
+        }
+    });
+}
+
 #[test]
 fn multiple_results_local_infile_and_cli_round_trip() {
     let srv = server();

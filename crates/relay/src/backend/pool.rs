@@ -793,18 +793,23 @@ impl Pool {
     }
 
     /// Resets a connection off the client's path and returns it to the pool.
-    pub fn reset_and_put(self: &Arc<Self>, mut c: BackendConn) {
+    pub fn reset_and_put(self: &Arc<Self>, c: BackendConn) {
         let pool = self.clone();
-        tokio::spawn(async move {
-            pool.metrics.resets.fetch_add(1, Relaxed);
-            let epoch = pool.epoch.load(Relaxed);
-            if c.reset().await.is_ok() {
-                c.epoch = epoch;
-                pool.put(c);
-            } else {
-                pool.discard(c);
-            }
-        });
+        tokio::spawn(async move { pool.reset_then_put(c).await });
+    }
+
+    /// Resets a connection and returns it to the pool, done when it is:
+    /// what the session held on the server (named locks, table locks) is
+    /// free once this returns.
+    pub async fn reset_then_put(&self, mut c: BackendConn) {
+        self.metrics.resets.fetch_add(1, Relaxed);
+        let epoch = self.epoch.load(Relaxed);
+        if c.reset().await.is_ok() {
+            c.epoch = epoch;
+            self.put(c);
+        } else {
+            self.discard(c);
+        }
     }
 
     /// Closes idle connections past their idle timeout or lifetime and

@@ -161,7 +161,11 @@ impl Session {
         let keep = match self.conn.take() {
             Some(c) if in_place(&c) => Some(c),
             Some(c) => {
-                self.ctx.pool.reset_and_put(c);
+                // As the server's COM_CHANGE_USER ends the old session
+                // before it answers: its named and table locks are free
+                // when the client hears OK (a reset off the client's path
+                // let another client find a GET_LOCK still held).
+                self.ctx.pool.reset_then_put(c).await;
                 None
             }
             None => None,
