@@ -32,7 +32,7 @@ netns_fleet_up() {
   CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
   PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
   PW=$(awk -F' = ' '/^password/ {print $2}' "$CNF" | tr -d '"')
-  SPID=$(pgrep -f "sandboxes/$NAME/primary/my.cnf" | head -1)
+  SPID=$(pgrep -f "sandboxes/$NAME/node1/my.cnf" | head -1)
 }
 
 fleet_hosts() {

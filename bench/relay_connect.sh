@@ -60,7 +60,7 @@ if clients and float(clients.group(1)) > 0:
 print(f"| queries/s | {d['qps']['mean']:.0f} | {v['qps']['mean']:.0f} |")
 PY
 # The server's CPU per client connection, each target measured alone.
-SPID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/primary/mariadbd.pid")
+SPID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/node1/mariadbd.pid")
 server_cpu() {  # DSN -> µs of server CPU per client connection
   local c0 c1
   c0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")

@@ -42,7 +42,7 @@ echo "== failover"
 printf '[client]\nuser=root\npassword=%s\nhost=127.0.0.1\nport=%s\n' "$(cat "$PWFILE")" "$RPORT" > "$WORK/relay.cnf"
 chmod 600 "$WORK/relay.cnf"
 mariadb --defaults-file="$WORK/relay.cnf" -e "CREATE TABLE IF NOT EXISTS sbtest.fo (id INT AUTO_INCREMENT PRIMARY KEY, at DOUBLE)"
-PID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/primary/mariadbd.pid")
+PID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/node1/mariadbd.pid")
 T0=$(date +%s.%N)
 kill -9 "$PID"
 "$SQLFLEET" sandbox promote --name "$NAME" --node node2 > "$WORK/promote.txt"
