@@ -2,7 +2,8 @@
 # endpoints of one sandbox server, inside a private network namespace (so
 # nothing listens outside it). Needs root (ip netns).
 #
-# Before sourcing, set SQLFLEET (the binary) and NAME (the sandbox); call
+# Before sourcing, set SQLFLEET (the binary) and NAME (the sandbox);
+# FLEET_OPTIONS (e.g. "performance_schema=ON") adds server options; call
 # `netns_fleet_up` once. It sets NS, IN (the command prefix that runs in
 # the namespace), WORK (a scratch directory), CNF (the sandbox's client
 # option file), PORT, PW and SPID (the server's pid), and `fleet_hosts N`
@@ -27,8 +28,11 @@ netns_fleet_up() {
   ip netns add "$NS"
   ip netns exec "$NS" ip link set lo up
   "${IN[@]}" "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
+  local extra=()
+  for o in ${FLEET_OPTIONS:-}; do extra+=(--option "$o"); done
   "${IN[@]}" "$SQLFLEET" sandbox up --name "$NAME" --option bind-address=0.0.0.0 \
-    --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 >/dev/null
+    --option max_connections=4000 --option thread_cache_size=1000 --option back_log=2000 \
+    "${extra[@]}" >/dev/null
   CNF="$("$SQLFLEET" sandbox env --name "$NAME" --defaults-file)"
   PORT=$(awk -F' = ' '/^port/ {print $2}' "$CNF")
   PW=$(awk -F' = ' '/^password/ {print $2}' "$CNF" | tr -d '"')

@@ -9,7 +9,7 @@
 # Needs root (ip netns). No timing is asserted anywhere; this prints figures
 # for docs/benchmarks.md.
 #
-# Usage: sudo bench/watch.sh [ENDPOINTS] [SECONDS] [EXPORTER_TARGETS]
+# Usage: sudo [STATEMENTS=off] [FLEET_OPTIONS=performance_schema=ON] [PAGE=0] bench/watch.sh [ENDPOINTS] [SECONDS] [EXPORTER_TARGETS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N="${1:-1000}"
@@ -43,9 +43,12 @@ rss_of() { # peak RSS (KiB), summed over processes
   echo "$total"
 }
 
-echo "== sqlfleet watch: $N endpoints, interval 1 s, ${DURATION} s"
+# STATEMENTS=off: without the statement reads (the yardstick for what
+# they cost); FLEET_OPTIONS=performance_schema=ON: its digest method.
+echo "statements = ${STATEMENTS:-on}" | sed 's/on$/true/; s/off$/false/' > "$WORK/watch.toml"
+echo "== sqlfleet watch: $N endpoints, interval 1 s, ${DURATION} s, statements ${STATEMENTS:-on}, server options: ${FLEET_OPTIONS:-none}"
 "${IN[@]}" "$SQLFLEET" watch --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" \
-  --ui none --json --interval 1 > "$WORK/watch.out" 2>"$WORK/watch.err" &
+  --config "$WORK/watch.toml" --ui none --json --interval 1 > "$WORK/watch.out" 2>"$WORK/watch.err" &
 WPID=$!
 PIDS+=("$WPID")
 sleep 5   # logins done; measure the steady state
@@ -83,6 +86,8 @@ W_US=$(python3 -c "print(f'{($c1 - $c0) * 1e6 / ($N * $DURATION):.1f}')")
 W_CORE=$(python3 -c "print(f'{($c1 - $c0) / $DURATION:.3f}')")
 W_SRV=$(python3 -c "print(f'{($s1 - $s0) * 1e6 / ($N * $DURATION):.1f}')")
 echo "sqlfleet watch: $N servers, 1 s interval: $W_US µs CPU per server-check, $W_CORE cores, peak RSS $(python3 -c "print(f'{$W_RSS / 1024:.1f}')") MiB, $OKS servers reported ok; the server spent $W_SRV µs CPU per check"
+
+if [ "${PAGE:-1}" = 0 ]; then exit 0; fi   # PAGE=0: the monitor's cost only
 
 # The fleet page's draw time is read by a real browser (a test binary that
 # drives headless Chromium), built here, run inside the namespace.
