@@ -129,12 +129,12 @@ impl Session {
     }
 
     /// The client statement's cursor is gone (closed, or the statement ran
-    /// again without one): its own backend statement is closed with it.
+    /// again without one): its own backend statement, if it has one on
+    /// this connection, is closed with it.
     fn drop_cursor(&mut self, cid: u32, def: &StmtDef) {
-        if self.st.cursors.remove(&cid) {
-            if let Some(c) = self.conn.as_mut() {
-                c.stmts.close(&def.key.owned_by(cid));
-            }
+        self.st.cursors.remove(&cid);
+        if let Some(c) = self.conn.as_mut() {
+            c.stmts.close(&def.key.owned_by(cid));
         }
     }
 
@@ -158,8 +158,14 @@ impl Session {
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;
         self.carry_over(fx, false).await?;
         let cursor = !bulk && stmt::wants_cursor(cmd);
-        // Running again closes the cursor the statement had open.
-        self.drop_cursor(cid, &s);
+        // Running again closes the cursor the statement had open: with a
+        // cursor again, on its own backend statement (the server closes
+        // the old one); without, that statement goes.
+        if cursor {
+            self.st.cursors.remove(&cid);
+        } else if self.st.cursors.contains(&cid) {
+            self.drop_cursor(cid, &s);
+        }
         let key = if cursor {
             s.key.owned_by(cid)
         } else {
