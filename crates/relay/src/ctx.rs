@@ -12,6 +12,41 @@ use crate::backend::pool::Pool;
 use crate::config::{Account, RelayConfig};
 use crate::frontend::auth::Greeting;
 
+impl Ctx {
+    /// The greeting clients get now.
+    pub fn greeting(&self) -> Arc<Greeting> {
+        self.greeting
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Until a backend answers, asks each every second for its greeting
+    /// and takes the first one's (a relay started before its servers
+    /// then greets clients with their version and capabilities).
+    pub async fn learn_greeting(self: Arc<Self>, dialer: crate::backend::dial::Dialer) {
+        let weak = Arc::downgrade(&self);
+        drop(self);
+        loop {
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            let Some(ctx) = weak.upgrade() else { return };
+            for b in &ctx.cfg.backends {
+                if let Ok(h) = dialer.hello(b).await {
+                    let old = ctx.greeting();
+                    let g = Greeting::of(Some(&h), old.tls.clone(), old.tls_required);
+                    tracing::info!(
+                        "relay: {} answered; clients are greeted as {}",
+                        b.addr(),
+                        g.version
+                    );
+                    *ctx.greeting.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(g);
+                    return;
+                }
+            }
+        }
+    }
+}
+
 /// What every session shares.
 pub struct Ctx {
     pub cfg: Arc<RelayConfig>,
@@ -21,7 +56,9 @@ pub struct Ctx {
     pub digests: crate::routing::rules::Digests,
     /// Recorded replies to connect-time variable reads.
     pub answers: crate::frontend::answers::Answers,
-    pub greeting: Greeting,
+    /// What clients are greeted with: the backend's own, a stand-in
+    /// until one answers (`Ctx::greeting`).
+    pub greeting: RwLock<Arc<Greeting>>,
     pub metrics: Arc<Metrics>,
     /// Connected clients by the id the relay gave them (for KILL).
     pub clients: crate::frontend::clients::Clients,

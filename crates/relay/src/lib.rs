@@ -60,26 +60,16 @@ impl Relay {
             Some(b) => dialer.hello(b).await.ok(),
             None => None,
         };
-        let version = match &hello {
-            Some(h) => h.version.clone(),
-            None => {
-                tracing::warn!(
-                    "relay: no backend answered at start; the greeting's version is a stand-in (5.5.5-10.11.0-MariaDB) until a restart"
-                );
-                "5.5.5-10.11.0-MariaDB".into()
-            }
-        };
-        let greeting = frontend::auth::Greeting {
-            version,
-            collation: hello.as_ref().map_or(45, |h| h.collation),
-            ext: hello.as_ref().map_or(0, |h| {
-                h.ext
-                    & (sqlfleet_wire::handshake::MARIADB_EXTENDED_METADATA
-                        | sqlfleet_wire::handshake::MARIADB_STMT_BULK_OPERATIONS)
-            }),
-            tls_required: cfg.tls.as_ref().is_some_and(|t| t.require),
+        if hello.is_none() {
+            tracing::warn!(
+                "relay: no backend answered at start; clients are greeted with a stand-in version (5.5.5-10.11.0-MariaDB) and no MariaDB extensions until one answers (asked every second)"
+            );
+        }
+        let greeting = frontend::auth::Greeting::of(
+            hello.as_ref(),
             tls,
-        };
+            cfg.tls.as_ref().is_some_and(|t| t.require),
+        );
         let metrics = Arc::new(admin::metrics::Metrics::new(cfg.backends.len()));
         let cfg = Arc::new(cfg);
         let pool = Pool::new(cfg.clone(), metrics.clone(), dialer.clone());
@@ -112,7 +102,7 @@ impl Relay {
                 digests: routing::rules::Digests::new(cfg.metrics.is_some(), 1000),
                 cfg,
                 pool,
-                greeting,
+                greeting: RwLock::new(Arc::new(greeting)),
                 metrics,
                 clients: Default::default(),
                 answers: Default::default(),
@@ -214,6 +204,13 @@ impl Relay {
         // a relay id and KILL of a CONNECTION_ID() can never be confused.
         let ids = Arc::new(AtomicU32::new(frontend::clients::FIRST_ID));
         let maintain = tokio::spawn(self.ctx.pool.clone().maintain());
+        if self.ctx.greeting().stand_in {
+            tokio::spawn(
+                self.ctx
+                    .clone()
+                    .learn_greeting(self.ctx.pool.dialer().clone()),
+            );
+        }
         let watchers: Vec<_> = (0..self.ctx.cfg.backends.len())
             .map(|i| {
                 tokio::spawn(backend::health::watch(

@@ -49,7 +49,7 @@ pub fn render(ctx: &Ctx) -> String {
     let (top, other) = ctx.digests.top(50);
     let v = serde_json::json!({
         "relay": concat!("sqlfleet-relay ", env!("CARGO_PKG_VERSION")),
-        "server_version": ctx.greeting.version,
+        "server_version": ctx.greeting().version,
         "backends": backends,
         "clients_connected": m.clients_connected.load(Ordering::Relaxed),
         "commands": m.commands.load(Ordering::Relaxed),

@@ -4,7 +4,8 @@
 //! `_backend_role{role}`), and is logged up again when it is back; and a
 //! backend connection the server closes while its client is idle (session
 //! mode, `wait_timeout`) closes that client too, as a direct connection
-//! would.
+//! would; a relay started before its server greets as the server once it
+//! answers.
 
 mod common;
 
@@ -131,4 +132,56 @@ fn a_backend_connection_the_server_closes_closes_its_idle_client() {
             "its session is gone"
         );
     });
+}
+
+/// The version string a server (or relay) greets a new connection with.
+fn greeting_version(port: u16) -> String {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|e| panic!("connect to {port}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let mut h = [0u8; 4];
+    s.read_exact(&mut h).expect("greeting header");
+    let mut p = vec![0u8; u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize];
+    s.read_exact(&mut p).expect("greeting");
+    let end = p.iter().skip(1).position(|&b| b == 0).unwrap_or(0);
+    String::from_utf8_lossy(&p[1..1 + end]).into_owned()
+}
+
+/// A relay started while its server does not answer greets clients with
+/// a stand-in version and no MariaDB extensions (drivers read features
+/// from both); once the server answers, new clients get its own greeting.
+#[test]
+fn a_relay_started_before_its_server_greets_as_the_server_once_it_answers() {
+    // Not own_server(): the other tests here stop and start it.
+    let srv = sqlfleet_testkit::server();
+    let link = sqlfleet_testkit::netfault::Link::to(srv.sandbox.meta.primary().port);
+    link.cut();
+    let port = common::relay::free_port();
+    let metrics_port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\n",
+        link.port,
+        common::relay::quoted(pw.expose())
+    );
+    let _relay = common::relay::start_config(&toml, port, metrics_port);
+    assert_eq!(greeting_version(port), "5.5.5-10.11.0-MariaDB");
+    link.heal();
+    let real = greeting_version(srv.sandbox.meta.primary().port);
+    assert_ne!(real, "5.5.5-10.11.0-MariaDB");
+    let t0 = Instant::now();
+    loop {
+        let v = greeting_version(port);
+        if v == real {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "still greeted as {v}, the server is {real}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -30,6 +30,34 @@ pub struct Greeting {
     pub ext: u32,
     pub tls: Option<Arc<tokio_rustls::TlsAcceptor>>,
     pub tls_required: bool,
+    /// No backend answered yet: the version and capabilities are the
+    /// relay's guess until one does.
+    pub stand_in: bool,
+}
+
+impl Greeting {
+    /// The greeting a backend's own (`hello`) makes: its exact version
+    /// string (with MariaDB's "5.5.5-" prefix, which drivers read for
+    /// features), collation, and the MariaDB extended capabilities the
+    /// relay passes through; a stand-in when no backend answered.
+    pub fn of(
+        hello: Option<&sqlfleet_wire::handshake::ServerHello>,
+        tls: Option<Arc<tokio_rustls::TlsAcceptor>>,
+        tls_required: bool,
+    ) -> Greeting {
+        Greeting {
+            version: hello.map_or_else(|| "5.5.5-10.11.0-MariaDB".into(), |h| h.version.clone()),
+            collation: hello.map_or(45, |h| h.collation),
+            ext: hello.map_or(0, |h| {
+                h.ext
+                    & (handshake::MARIADB_EXTENDED_METADATA
+                        | handshake::MARIADB_STMT_BULK_OPERATIONS)
+            }),
+            tls,
+            tls_required,
+            stand_in: hello.is_none(),
+        }
+    }
 }
 
 pub struct LoggedIn {

@@ -185,11 +185,12 @@ where
         return;
     }
     let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
+    let greeting = ctx.greeting();
     let login = auth::login(
         &ctx.cfg,
         &users,
         ctx.server_accounts.as_ref(),
-        &ctx.greeting,
+        &greeting,
         stream,
         id,
         &host,
@@ -220,7 +221,7 @@ where
         shape: Shape {
             caps: li.hello.caps & SESSION_SHAPE,
             collation: li.hello.collation,
-            ext: li.hello.ext & ctx.greeting.ext,
+            ext: li.hello.ext & greeting.ext,
         },
         caps: li.hello.caps,
         change_user_failures: 0,
