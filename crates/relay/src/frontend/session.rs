@@ -7,6 +7,7 @@
 //! default database and settings are replayed there. In `session` mode the
 //! client keeps its connection until it quits; it is then reset and reused.
 
+mod binlog;
 mod journal;
 mod kill;
 mod lease;
@@ -594,13 +595,7 @@ impl Session {
                 self.pin(Pin::Replication);
                 self.forward(cmd, Expect::Single, None).await.map(drop)
             }
-            COM_BINLOG_DUMP | COM_BINLOG_DUMP_GTID => {
-                // The events stream through as they come; the server ends
-                // the connection after a dump, and so does the relay.
-                self.pin(Pin::Replication);
-                self.forward(cmd, Expect::Binlog, None).await?;
-                Err(Fail::Close)
-            }
+            COM_BINLOG_DUMP | COM_BINLOG_DUMP_GTID => self.binlog_dump(cmd).await,
             c => Err(Fail::Err(
                 1047,
                 "08S01",

@@ -34,9 +34,6 @@ pub enum Expect {
     Rows,
     /// One packet (COM_PING, COM_INIT_DB, COM_STATISTICS, ...).
     Single,
-    /// COM_BINLOG_DUMP: events (each packet starting with 0x00) until an
-    /// EOF (a non-blocking dump that reached the end) or an error.
-    Binlog,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +48,6 @@ enum Phase {
     PrepColumnsEof,
     FieldList,
     Single,
-    Binlog,
 }
 
 /// What one reply ended with.
@@ -182,7 +178,6 @@ impl Tracker {
                 Expect::FieldList => Phase::FieldList,
                 Expect::Rows => Phase::Rows,
                 Expect::Single => Phase::Single,
-                Expect::Binlog => Phase::Binlog,
             },
             continuation: false,
             rewrite_id: None,
@@ -314,19 +309,9 @@ impl Tracker {
             Phase::Single | Phase::ColumnsEof => true,
             Phase::First => matches!(p.first(), Some(0x00 | 0xFF)),
             Phase::Rows | Phase::FieldList => p.first() == Some(&0xFF) || self.is_eof(len, p),
-            Phase::Binlog => matches!(p.first(), Some(0xFE | 0xFF)),
             _ => false,
         };
         match self.phase {
-            Phase::Binlog => match p.first() {
-                Some(0x00) => Ok(Event::More),
-                Some(0xFF) => {
-                    self.outcome.error = Some(err_fields(p));
-                    Ok(Event::End)
-                }
-                Some(0xFE) => Ok(Event::End),
-                _ => Err(ReplyError("binlog stream packet without a marker")),
-            },
             Phase::Single => {
                 if p.first() == Some(&0xFF) {
                     self.outcome.error = Some(err_fields(p));
