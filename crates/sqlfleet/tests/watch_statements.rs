@@ -27,6 +27,48 @@ fn with_ps() -> &'static TestServer {
     S.get_or_init(|| sqlfleet_testkit::server_with(&["performance-schema=ON"]))
 }
 
+/// `sqlfleet watch` of `srv` every 0.5 s with no screen, serving its page
+/// on a free port (returned), its history under `home`; `extra` flags
+/// after those.
+fn listening_watcher(
+    srv: &TestServer,
+    home: &std::path::Path,
+    extra: &[&str],
+    stdout: Stdio,
+) -> (std::process::Child, u16) {
+    let port = sqlfleet_testkit::proxy::free_port();
+    let child = sqlfleet()
+        .args([
+            "watch",
+            &format!("--defaults-file={}", srv.defaults_file().display()),
+            "--hosts",
+            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
+            "--interval",
+            "0.5",
+            "--ui",
+            "none",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .args(extra)
+        .env("SQLFLEET_HOME", home)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("watch");
+    (child, port)
+}
+
+/// SIGTERM, the watcher's normal stop, and its exit awaited.
+fn stop(mut child: std::process::Child) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let _ = child.wait();
+}
+
 /// The tests share their servers, and what one test runs would show in
 /// another's top (a sysbench prepare's CREATE INDEX): one at a time.
 fn serial() -> std::sync::MutexGuard<'static, ()> {
@@ -295,29 +337,12 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     .expect("config");
     // Prepared (its CREATE INDEX done) before the watcher looks.
     let sysbench = Sysbench::start(&rt, srv);
-    let port = sqlfleet_testkit::proxy::free_port();
-    let mut child = sqlfleet()
-        .args([
-            "watch",
-            &format!("--defaults-file={}", srv.defaults_file().display()),
-            "--hosts",
-            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
-            "--interval",
-            "0.5",
-            "--ui",
-            "none",
-            "--json",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--config",
-        ])
-        .arg(&config)
-        .env("SQLFLEET_HOME", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("watch");
+    let (mut child, port) = listening_watcher(
+        srv,
+        dir.path(),
+        &["--json", "--config", &config.display().to_string()],
+        Stdio::piped(),
+    );
     let out = child.stdout.take().expect("stdout");
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     std::thread::spawn(move || {
@@ -490,10 +515,7 @@ fn a_watcher_serves_the_top_and_names_it_in_a_busy_servers_incident() {
     b.screenshot(&shots.join("server-top-statements-by-calls.png"));
     drop(load);
     drop(sysbench);
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let _ = child.wait();
+    stop(child);
 }
 
 #[test]
@@ -504,26 +526,7 @@ fn the_pages_show_the_bad_query_sampled_with_performance_schema_off() {
     let db = big_table(&rt, srv);
     let _sysbench = Sysbench::start(&rt, srv);
     let dir = tempfile::tempdir().expect("tmp");
-    let port = sqlfleet_testkit::proxy::free_port();
-    let mut child = sqlfleet()
-        .args([
-            "watch",
-            &format!("--defaults-file={}", srv.defaults_file().display()),
-            "--hosts",
-            &format!("127.0.0.1:{}", srv.sandbox.meta.primary().port),
-            "--interval",
-            "0.5",
-            "--ui",
-            "none",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env("SQLFLEET_HOME", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("watch");
+    let (child, port) = listening_watcher(srv, dir.path(), &[], Stdio::null());
     let _load = Load::start(srv, &db);
     let server = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
     let addr = format!("127.0.0.1:{port}");
@@ -556,10 +559,7 @@ fn the_pages_show_the_bad_query_sampled_with_performance_schema_off() {
         );
         b.screenshot(&shots.join(shot));
     }
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGTERM);
-    }
-    let _ = child.wait();
+    stop(child);
 }
 
 #[test]

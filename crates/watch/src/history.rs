@@ -13,7 +13,7 @@
 //! not a database is refused with one line naming it.
 
 mod digests;
-pub use digests::{DigestMetric, DigestPoint, PER_READ, READ};
+pub use digests::{points_of_read, DigestMetric, DigestPoint, PER_READ, READ};
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -25,6 +25,10 @@ use serde::Serialize;
 use crate::figures::{Figures, Metric};
 use crate::monitor::State;
 use crate::rules::{IncidentEvent, Phase};
+
+/// A server's row id, made on first sight.
+const SERVER_ID: &str =
+    "INSERT INTO servers(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET name = name RETURNING id";
 
 /// `PRAGMA application_id` of a sqlfleet watch history ("sqfw").
 const APP_ID: i64 = 0x7371_6677;
@@ -178,7 +182,7 @@ impl History {
             let tx = c.transaction()?;
             {
                 let mut server = tx.prepare_cached(
-                    "INSERT INTO servers(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET name = name RETURNING id",
+                    SERVER_ID,
                 )?;
                 let mut ins = tx.prepare_cached(&format!(
                     "INSERT OR REPLACE INTO samples(server, tier, at, state, {}) VALUES (?1, 0, ?2, ?3, {})",

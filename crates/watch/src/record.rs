@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use crate::figures::Figures;
-use crate::history::{DigestPoint, History, Point, PER_READ, READ};
+use crate::history::{DigestPoint, History, Point};
 use crate::monitor::{now_unix, Event, Fleet};
 use crate::web::metrics::Metrics;
 
@@ -54,35 +54,13 @@ pub fn spawn(
                     });
                     // The read's costliest statements (a read is recorded
                     // once: its time moves on with each new one).
-                    if let Some((at, span, top)) = s.statements.latest(PER_READ) {
+                    if let Some((at, span, deltas)) = s.statements.newest() {
                         if seen_read.get(i).copied() != Some(at) {
                             seen_read.resize(f.servers.len(), f64::NAN);
                             seen_read[i] = at;
-                            // The read itself: the time it covers and its
-                            // statements' totals (all of them).
-                            let all = s
-                                .statements
-                                .latest(usize::MAX)
-                                .map(|x| x.2)
-                                .unwrap_or_default();
-                            digests.push(DigestPoint {
-                                server: s.server.clone(),
-                                at,
-                                span,
-                                schema: READ.0.into(),
-                                digest: READ.1.into(),
-                                calls: all.iter().map(|d| d.calls).sum(),
-                                seconds: all.iter().map(|d| d.seconds).sum(),
-                            });
-                            digests.extend(top.into_iter().map(|d| DigestPoint {
-                                server: s.server.clone(),
-                                at,
-                                span,
-                                schema: d.schema.clone(),
-                                digest: d.digest.clone(),
-                                calls: d.calls,
-                                seconds: d.seconds,
-                            }));
+                            digests.extend(crate::history::points_of_read(
+                                &s.server, at, span, deltas,
+                            ));
                         }
                     }
                 }

@@ -258,18 +258,12 @@ impl Window {
         }
     }
 
-    /// The newest read: when it was taken, the seconds it covers, and its
-    /// `n` costliest digests (by time).
-    pub fn latest(&self, n: usize) -> Option<(f64, f64, Vec<&Delta>)> {
-        let (at, span, ds) = self.reads.back()?;
-        let mut top: Vec<&Delta> = ds.iter().collect();
-        top.sort_by(|a, b| {
-            b.seconds
-                .total_cmp(&a.seconds)
-                .then_with(|| a.digest.cmp(&b.digest))
-        });
-        top.truncate(n);
-        Some((*at, *span, top))
+    /// The newest read: when it was taken, the seconds it covers, and
+    /// what it added.
+    pub fn newest(&self) -> Option<(f64, f64, &[Delta])> {
+        self.reads
+            .back()
+            .map(|(at, span, ds)| (*at, *span, ds.as_slice()))
     }
 
     /// Seconds the window's reads cover.

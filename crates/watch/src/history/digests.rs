@@ -73,6 +73,45 @@ impl DigestMetric {
     }
 }
 
+/// What one read of one server leaves in the history: a row of its own
+/// ([`READ`]: the time it covers, its statements' totals) and its
+/// [`PER_READ`] costliest digests by time.
+pub fn points_of_read(
+    server: &str,
+    at: f64,
+    span: f64,
+    deltas: &[crate::statements::Delta],
+) -> Vec<DigestPoint> {
+    let point = |schema: &str, digest: &str, calls: u64, seconds: f64| DigestPoint {
+        server: server.to_string(),
+        at,
+        span,
+        schema: schema.to_string(),
+        digest: digest.to_string(),
+        calls,
+        seconds,
+    };
+    let mut top: Vec<&crate::statements::Delta> = deltas.iter().collect();
+    top.sort_by(|a, b| {
+        b.seconds
+            .total_cmp(&a.seconds)
+            .then_with(|| a.digest.cmp(&b.digest))
+    });
+    top.truncate(PER_READ);
+    let mut out = Vec::with_capacity(top.len() + 1);
+    out.push(point(
+        READ.0,
+        READ.1,
+        deltas.iter().map(|d| d.calls).sum(),
+        deltas.iter().map(|d| d.seconds).sum(),
+    ));
+    out.extend(
+        top.into_iter()
+            .map(|d| point(&d.schema, &d.digest, d.calls, d.seconds)),
+    );
+    out
+}
+
 pub(super) const SCHEMA: &str = "
     CREATE TABLE IF NOT EXISTS digest_texts(
         id INTEGER PRIMARY KEY, schema TEXT NOT NULL, text TEXT NOT NULL, UNIQUE(schema, text));
@@ -91,9 +130,7 @@ impl History {
         self.with(|c| {
             let tx = c.transaction()?;
             {
-                let mut server = tx.prepare_cached(
-                    "INSERT INTO servers(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET name = name RETURNING id",
-                )?;
+                let mut server = tx.prepare_cached(super::SERVER_ID)?;
                 let mut text = tx.prepare_cached(
                     "INSERT INTO digest_texts(schema, text) VALUES (?1, ?2)
                      ON CONFLICT(schema, text) DO UPDATE SET text = text RETURNING id",
@@ -259,6 +296,32 @@ mod tests {
     }
 
     #[test]
+    fn a_read_leaves_its_totals_and_its_costliest_digests() {
+        let d = |digest: &str, calls: u64, seconds: f64| crate::statements::Delta {
+            digest: digest.into(),
+            schema: "app".into(),
+            calls,
+            seconds,
+            rows_examined: 0,
+            rows_sent: 0,
+            errors: 0,
+            no_index: 0,
+            seen: 0,
+        };
+        let deltas: Vec<_> = (0..15)
+            .map(|i| d(&format!("SELECT {i}"), 2, i as f64))
+            .collect();
+        let pts = points_of_read("db1:3306", 100.0, 1.0, &deltas);
+        assert_eq!(pts.len(), 1 + PER_READ);
+        assert_eq!((pts[0].schema.as_str(), pts[0].digest.as_str()), READ);
+        assert_eq!((pts[0].calls, pts[0].seconds), (30, 105.0));
+        assert_eq!(pts[1].digest, "SELECT 14");
+        assert_eq!(pts[PER_READ].digest, "SELECT 5");
+        assert!(pts.iter().all(|p| p.at == 100.0 && p.span == 1.0));
+        assert_eq!(points_of_read("db1:3306", 1.0, 1.0, &[]).len(), 1);
+    }
+
+    #[test]
     fn one_digest_over_time_from_reads_and_then_minutes() {
         let dir = tempfile::tempdir().expect("tmp");
         let h = History::open(HistoryConfig::new(dir.path().join("h.db"))).expect("open");
@@ -276,19 +339,20 @@ mod tests {
             pts.push(read);
         }
         h.record_digests(&pts).expect("record");
+        let series = |schema: &str, text: &str, m, from, to, points, now| {
+            h.digest_series("db1:3306", schema, text, m, from, to, points, now)
+                .expect("series")
+        };
         let now = t0 + 120.0;
-        let calls = h
-            .digest_series(
-                "db1:3306",
-                "app",
-                "SELECT ? FROM t",
-                DigestMetric::Calls,
-                t0,
-                now,
-                1000,
-                now,
-            )
-            .expect("series");
+        let calls = series(
+            "app",
+            "SELECT ? FROM t",
+            DigestMetric::Calls,
+            t0,
+            now,
+            1000,
+            now,
+        );
         assert_eq!(calls.len(), 100);
         assert!(
             calls.iter().all(|&(_, v)| (v - 10.0).abs() < 1e-9),
@@ -296,69 +360,57 @@ mod tests {
         );
         // In buckets of 60 s: the rate over the time the reads covered (40
         // s of the second minute), not over the minute.
-        let wide = h
-            .digest_series(
-                "db1:3306",
-                "app",
-                "SELECT ? FROM t",
-                DigestMetric::Calls,
-                t0,
-                now,
-                2,
-                now,
-            )
-            .expect("series");
+        let wide = series(
+            "app",
+            "SELECT ? FROM t",
+            DigestMetric::Calls,
+            t0,
+            now,
+            2,
+            now,
+        );
         assert_eq!(wide.len(), 2, "{wide:?}");
         assert!(
             wide.iter().all(|&(_, v)| (v - 10.0).abs() < 1e-9),
             "{wide:?}"
         );
-        let lat = h
-            .digest_series(
-                "db1:3306",
-                "app",
-                "SELECT COUNT(*) FROM big",
-                DigestMetric::Latency,
-                t0,
-                now,
-                4,
-                now,
-            )
-            .expect("series");
+        let lat = series(
+            "app",
+            "SELECT COUNT(*) FROM big",
+            DigestMetric::Latency,
+            t0,
+            now,
+            4,
+            now,
+        );
         assert!(
             !lat.is_empty() && lat.iter().all(|&(_, v)| (v - 500.0).abs() < 1e-6),
             "{lat:?}"
         );
         // Another schema's digest of the same text is another digest.
-        let none = h
-            .digest_series(
-                "db1:3306",
-                "other",
-                "SELECT ? FROM t",
-                DigestMetric::Calls,
-                t0,
-                now,
-                10,
-                now,
-            )
-            .expect("series");
+        let none = series(
+            "other",
+            "SELECT ? FROM t",
+            DigestMetric::Calls,
+            t0,
+            now,
+            10,
+            now,
+        );
         assert!(none.is_empty());
         // Two hours later the reads have aged out; the minutes remain.
         h.compact(now).expect("compact");
         let later = now + 7200.0;
         h.compact(later).expect("compact");
-        let minutes = h
-            .digest_series(
-                "db1:3306",
-                "app",
-                "SELECT ? FROM t",
-                DigestMetric::Calls,
-                t0,
-                later,
-                1000,
-                later,
-            )
-            .expect("series");
+        let minutes = series(
+            "app",
+            "SELECT ? FROM t",
+            DigestMetric::Calls,
+            t0,
+            later,
+            1000,
+            later,
+        );
         assert_eq!(minutes.len(), 2, "{minutes:?}");
         assert!(
             minutes.iter().all(|&(_, v)| (v - 10.0).abs() < 1e-9),

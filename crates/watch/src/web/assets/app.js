@@ -223,19 +223,13 @@ function fillTable(sel, items, cells, pick) {
   }));
 }
 
-// One statement's charts from the history: calls/s, latency (where calls
-// are counted) and statement seconds per second.
-let pickedDigest = null;
-let currentRange = "hour";
-async function loadDigestCharts(name, range) {
-  const box = $("#digest-charts");
-  if (!box || !pickedDigest) return;
-  const figs = await Promise.all(["time", "calls", "latency"].map(async (m) => {
-    const fig = el("figure", { "data-digest-metric": m });
+// One SVG chart per metric into `box`, each from url(metric); a chart the
+// server cannot draw says why in its place.
+async function drawCharts(box, metrics, attr, url) {
+  const figs = await Promise.all(metrics.map(async (m) => {
+    const fig = el("figure", { [attr]: m });
     try {
-      const r = await fetch("/api/digest_chart.svg?server=" + encodeURIComponent(name) + "&schema=" +
-        encodeURIComponent(pickedDigest.schema) + "&digest=" + encodeURIComponent(pickedDigest.digest) +
-        "&metric=" + m + "&range=" + range);
+      const r = await fetch(url(m));
       if (!r.ok) throw new Error((await r.json()).error || r.statusText);
       const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
       fig.appendChild(document.importNode(doc.documentElement, true));
@@ -247,21 +241,24 @@ async function loadDigestCharts(name, range) {
   box.replaceChildren(...figs);
 }
 
-async function loadCharts(name, range) {
-  const box = $("#charts");
-  const figs = await Promise.all(CHARTS.map(async (m) => {
-    const fig = el("figure", { "data-metric": m });
-    try {
-      const r = await fetch("/api/chart.svg?server=" + encodeURIComponent(name) + "&metric=" + m + "&range=" + range);
-      if (!r.ok) throw new Error((await r.json()).error || r.statusText);
-      const doc = new DOMParser().parseFromString(await r.text(), "image/svg+xml");
-      fig.appendChild(document.importNode(doc.documentElement, true));
-    } catch (err) {
-      fig.appendChild(el("div", { class: "empty" }, m + ": " + err.message));
-    }
-    return fig;
-  }));
-  box.replaceChildren(...figs);
+// The server page's range, and the statement picked in its top.
+let range = "hour";
+let pickedDigest = null;
+
+function loadCharts(name) {
+  return drawCharts($("#charts"), CHARTS, "data-metric", (m) =>
+    "/api/chart.svg?server=" + encodeURIComponent(name) + "&metric=" + m + "&range=" + range);
+}
+
+// One statement's charts from the history: statement seconds per second,
+// calls/s and latency (where calls are counted).
+function loadDigestCharts(name) {
+  const box = $("#digest-charts");
+  if (!box || !pickedDigest) return;
+  const d = pickedDigest;
+  return drawCharts(box, ["time", "calls", "latency"], "data-digest-metric", (m) =>
+    "/api/digest_chart.svg?server=" + encodeURIComponent(name) + "&schema=" + encodeURIComponent(d.schema) +
+    "&digest=" + encodeURIComponent(d.digest) + "&metric=" + m + "&range=" + range);
 }
 
 // ---- top statements (a server's, or the fleet's) ---------------------------------
@@ -282,7 +279,7 @@ async function loadDigests(name, sort) {
        String(t.rows_examined), String(t.errors), String(t.no_index), t.schema, t.digest]
     : [pct(t.share), num(t.seconds, 2), num(t.calls_per_s, 1), t.avg_ms === null ? "" : num(t.avg_ms, 2),
        String(t.servers), String(t.rows_examined), String(t.errors), t.schema, t.digest],
-    name ? (t) => { pickedDigest = t; loadDigestCharts(name, currentRange); } : null);
+    name ? (t) => { pickedDigest = t; loadDigestCharts(name); } : null);
 }
 
 async function loadServer(name) {
@@ -307,13 +304,11 @@ function serverPage() {
   const name = new URLSearchParams(location.search).get("name") || "";
   $("#title").textContent = name;
   document.title = name + " — sqlfleet watch";
-  let range = "hour";
   document.querySelectorAll("button[data-range]").forEach((b) => b.addEventListener("click", () => {
     range = b.dataset.range;
-    currentRange = range;
     document.querySelectorAll("button[data-range]").forEach((x) => x.classList.toggle("on", x === b));
-    loadCharts(name, range);
-    loadDigestCharts(name, range);
+    loadCharts(name);
+    loadDigestCharts(name);
   }));
   let sort = "time";
   document.querySelectorAll("button[data-sort]").forEach((b) => b.addEventListener("click", () => {
@@ -323,11 +318,11 @@ function serverPage() {
   }));
   loadServer(name);
   loadDigests(name, sort);
-  loadCharts(name, range);
+  loadCharts(name);
   setInterval(() => loadServer(name), 2000);
   setInterval(() => loadDigests(name, sort), 2000);
-  setInterval(() => loadCharts(name, range), 10000);
-  setInterval(() => loadDigestCharts(name, range), 10000);
+  setInterval(() => loadCharts(name), 10000);
+  setInterval(() => loadDigestCharts(name), 10000);
 }
 
 // ---- incidents page ---------------------------------------------------------
