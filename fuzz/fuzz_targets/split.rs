@@ -7,7 +7,7 @@
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_dump::comments::{strip_comments, strip_cr};
 use sqlfleet_dump::inspect::{generates_ids, inspect};
-use sqlfleet_dump::values::insert_to_rows;
+use sqlfleet_dump::values::{insert_to_rows, Quoting};
 use sqlfleet_dump::{classify, Splitter};
 
 fuzz_target!(|data: &[u8]| {
@@ -30,7 +30,13 @@ fuzz_target!(|data: &[u8]| {
         let text = strip_cr(&st.text).unwrap_or(st.text);
         for escapes in [true, false] {
             let _ = strip_comments(&text, escapes);
-            let _ = insert_to_rows(&text, escapes);
+            for double_quoted_strings in [true, false] {
+                let quoting = Quoting {
+                    backslash_escapes: escapes,
+                    double_quoted_strings,
+                };
+                let _ = insert_to_rows(&text, quoting);
+            }
         }
         let _ = inspect(&text);
         let _ = generates_ids(&text, 0, "id");

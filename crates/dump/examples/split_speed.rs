@@ -15,7 +15,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         n += 1;
         bytes += st.text.len() as u64;
         if convert {
-            if let Some(r) = sqlfleet_dump::values::insert_to_rows(&st.text, true) {
+            if let Some(r) = sqlfleet_dump::values::insert_to_rows(
+                &st.text,
+                sqlfleet_dump::values::Quoting::DEFAULT,
+            ) {
                 rows += r.rows;
             }
         }

@@ -7,6 +7,7 @@ pub mod comments;
 pub mod digest;
 pub mod inspect;
 pub mod lex;
+pub mod mydumper;
 pub mod printable;
 pub mod reader;
 pub mod split;

@@ -76,7 +76,15 @@ pub fn display_name(path: &Path) -> String {
 
 /// Opens `path` (`-` is stdin) and picks the decompressor by magic bytes.
 pub fn open(path: &Path) -> io::Result<Opened> {
-    let raw_read = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    open_counted(path, std::sync::Arc::default())
+}
+
+/// [`open`], counting the bytes read on disk into `raw_read` (several
+/// files of one input share one counter).
+pub fn open_counted(
+    path: &Path,
+    raw_read: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> io::Result<Opened> {
     let (inner, size): (Box<dyn Read + Send>, Option<u64>) = if is_stdin(path) {
         (Box::new(io::stdin()), None)
     } else {

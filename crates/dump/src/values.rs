@@ -3,10 +3,28 @@
 //! far less parsing than SQL.
 //!
 //! Only the value forms a dump writes for ordinary columns are converted:
-//! `NULL`, numeric literals, and single-quoted strings (with the SQL escapes
-//! unescaped and the `LOAD DATA` escapes applied). Anything else — hex and
+//! `NULL`, numeric literals, and quoted strings (with the SQL escapes
+//! unescaped and the `LOAD DATA` escapes applied): single quotes always,
+//! double quotes (mydumper's) only when the session has no ANSI_QUOTES. Anything else — hex and
 //! bit literals, charset introducers, functions, comments — returns
 //! `None`, and the loader runs the original INSERT instead.
+
+/// How the session reads string literals (its sql_mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Quoting {
+    /// Backslashes escape (no NO_BACKSLASH_ESCAPES).
+    pub backslash_escapes: bool,
+    /// `"..."` is a string, not a name (no ANSI_QUOTES).
+    pub double_quoted_strings: bool,
+}
+
+impl Quoting {
+    /// The server's default sql_mode: backslash escapes, `"` quotes strings.
+    pub const DEFAULT: Quoting = Quoting {
+        backslash_escapes: true,
+        double_quoted_strings: true,
+    };
+}
 
 /// How the INSERT treats duplicate keys; `LOAD DATA` has the same three.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,9 +143,9 @@ impl<'a> P<'a> {
 
 /// Converts one INSERT statement; `None` if it uses anything the fast
 /// path does not reproduce exactly.
-pub fn insert_to_rows(text: &[u8], backslash_escapes: bool) -> Option<Rows> {
+pub fn insert_to_rows(text: &[u8], quoting: Quoting) -> Option<Rows> {
     let mut tsv = Vec::with_capacity(text.len());
-    let (target, rows) = append_rows(text, backslash_escapes, &mut tsv)?;
+    let (target, rows) = append_rows(text, quoting, &mut tsv)?;
     Some(Rows { target, tsv, rows })
 }
 
@@ -135,20 +153,16 @@ pub fn insert_to_rows(text: &[u8], backslash_escapes: bool) -> Option<Rows> {
 /// they go and how many there are. `None` (with `out` as it was) if it
 /// uses anything the fast path does not reproduce exactly. The loader
 /// converts a whole batch into one buffer it keeps.
-pub fn append_rows(
-    text: &[u8],
-    backslash_escapes: bool,
-    out: &mut Vec<u8>,
-) -> Option<(Target, u64)> {
+pub fn append_rows(text: &[u8], quoting: Quoting, out: &mut Vec<u8>) -> Option<(Target, u64)> {
     let mark = out.len();
-    let r = append(text, backslash_escapes, out);
+    let r = append(text, quoting, out);
     if r.is_none() {
         out.truncate(mark);
     }
     r
 }
 
-fn append(text: &[u8], backslash_escapes: bool, tsv: &mut Vec<u8>) -> Option<(Target, u64)> {
+fn append(text: &[u8], quoting: Quoting, tsv: &mut Vec<u8>) -> Option<(Target, u64)> {
     let mut p = P { s: text, i: 0 };
     let duplicates = if p.kw("INSERT") {
         if p.kw("IGNORE") {
@@ -196,7 +210,7 @@ fn append(text: &[u8], backslash_escapes: bool, tsv: &mut Vec<u8>) -> Option<(Ta
             return None;
         }
         loop {
-            value(&mut p, tsv, backslash_escapes)?;
+            value(&mut p, tsv, quoting)?;
             if p.byte(b')') {
                 break;
             }
@@ -226,30 +240,32 @@ fn append(text: &[u8], backslash_escapes: bool, tsv: &mut Vec<u8>) -> Option<(Ta
 }
 
 /// One value into `out` as a LOAD DATA field.
-fn value(p: &mut P, out: &mut Vec<u8>, backslash_escapes: bool) -> Option<()> {
+fn value(p: &mut P, out: &mut Vec<u8>, quoting: Quoting) -> Option<()> {
     p.ws();
     let b = *p.s.get(p.i)?;
     match b {
-        // Double quotes are strings only without ANSI_QUOTES; dumps use single.
-        b'\'' => {
+        // Double quotes are strings only without ANSI_QUOTES (then they
+        // name columns, which no LOAD DATA row reproduces).
+        b'\'' | b'"' if b == b'\'' || quoting.double_quoted_strings => {
+            let q = b;
             p.i += 1;
             loop {
                 // Copy the run of ordinary bytes up to the next quote or
                 // backslash in one go; escape it only if it needs it.
                 let rest = &p.s[p.i..];
-                let run = if backslash_escapes {
-                    memchr::memchr2(b'\'', b'\\', rest)
+                let run = if quoting.backslash_escapes {
+                    memchr::memchr2(q, b'\\', rest)
                 } else {
-                    memchr::memchr(b'\'', rest)
+                    memchr::memchr(q, rest)
                 }?;
                 push_field_bytes(out, &rest[..run]);
                 p.i += run;
                 let c = p.s[p.i];
                 p.i += 1;
-                if c == b'\'' {
-                    if p.s.get(p.i) == Some(&b'\'') {
+                if c == q {
+                    if p.s.get(p.i) == Some(&q) {
                         p.i += 1;
-                        out.push(b'\'');
+                        out.push(q);
                         continue;
                     }
                     return Some(());
@@ -350,7 +366,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn conv(s: &str) -> Option<(String, u64)> {
-        insert_to_rows(s.as_bytes(), true)
+        insert_to_rows(s.as_bytes(), Quoting::DEFAULT)
             .map(|r| (String::from_utf8_lossy(&r.tsv).into_owned(), r.rows))
     }
 
@@ -362,7 +378,7 @@ mod tests {
         );
         let r = insert_to_rows(
             b"INSERT IGNORE INTO `d`.`t` (`a`, `b`) VALUES (-1.5e-3,'x\\ty\\\\z')",
-            true,
+            Quoting::DEFAULT,
         )
         .expect("ok");
         assert_eq!(r.target.table, "`d`.`t`");
@@ -377,6 +393,26 @@ mod tests {
         assert_eq!(
             conv(r"REPLACE INTO t VALUES ('it''s','\'','\0','a\nb','\\N', 'x\%')"),
             Some(("it's\t'\t\\0\ta\\nb\t\\\\N\tx\\\\%\n".into(), 1))
+        );
+    }
+
+    #[test]
+    fn converts_mydumpers_double_quoted_strings_unless_ansi_quotes() {
+        let sql = b"INSERT INTO `t1` VALUES\n(1001,\"v\\\"1\",\"\\0\xff\\n\\'\",NULL),\n(2,\"a\"\"b'c\",\"2020-01-01 00:00:00\")";
+        let r = insert_to_rows(sql, Quoting::DEFAULT).expect("converts");
+        assert_eq!(r.rows, 2);
+        assert_eq!(
+            r.tsv,
+            b"1001\tv\"1\t\\0\xff\\n'\t\\N\n2\ta\"b'c\t2020-01-01 00:00:00\n"
+        );
+        let ansi = Quoting {
+            double_quoted_strings: false,
+            ..Quoting::DEFAULT
+        };
+        assert_eq!(
+            insert_to_rows(sql, ansi),
+            None,
+            "with ANSI_QUOTES \"..\" is a name"
         );
     }
 
@@ -398,7 +434,14 @@ mod tests {
             assert_eq!(conv(s), None, "{s}");
         }
         assert_eq!(
-            insert_to_rows(b"INSERT INTO t VALUES ('a\\')", false).map(|r| r.tsv),
+            insert_to_rows(
+                b"INSERT INTO t VALUES ('a\\')",
+                Quoting {
+                    backslash_escapes: false,
+                    ..Quoting::DEFAULT
+                }
+            )
+            .map(|r| r.tsv),
             Some(b"a\\\\\n".to_vec())
         );
     }
@@ -406,12 +449,21 @@ mod tests {
     #[test]
     fn appending_adds_rows_after_what_is_there_and_a_refusal_leaves_it_as_it_was() {
         let mut out = b"1\ta\n".to_vec();
-        let (t, n) = append_rows(b"INSERT INTO `t` VALUES (2,'b')", true, &mut out).expect("ok");
+        let (t, n) = append_rows(
+            b"INSERT INTO `t` VALUES (2,'b')",
+            Quoting::DEFAULT,
+            &mut out,
+        )
+        .expect("ok");
         assert_eq!((t.table.as_str(), n), ("`t`", 1));
         assert_eq!(out, b"1\ta\n2\tb\n");
         // Refused after some rows were written: they are taken back.
         assert_eq!(
-            append_rows(b"INSERT INTO `t` VALUES (3,'c'),(4,NOW())", true, &mut out),
+            append_rows(
+                b"INSERT INTO `t` VALUES (3,'c'),(4,NOW())",
+                Quoting::DEFAULT,
+                &mut out
+            ),
             None
         );
         assert_eq!(out, b"1\ta\n2\tb\n");
@@ -451,8 +503,8 @@ mod tests {
         rows
     }
 
-    fn sql_string(v: &[u8]) -> Vec<u8> {
-        let mut s = vec![b'\''];
+    fn sql_string(v: &[u8], q: u8) -> Vec<u8> {
+        let mut s = vec![q];
         for &b in v {
             match b {
                 0 => s.extend_from_slice(b"\\0"),
@@ -465,13 +517,14 @@ mod tests {
                 o => s.push(o),
             }
         }
-        s.push(b'\'');
+        s.push(q);
         s
     }
 
     proptest! {
         #[test]
-        fn strings_and_nulls_survive(rows in prop::collection::vec(prop::collection::vec(prop::option::of(prop::collection::vec(any::<u8>(), 0..20)), 1..5), 1..6)) {
+        fn strings_and_nulls_survive(rows in prop::collection::vec(prop::collection::vec(prop::option::of(prop::collection::vec(any::<u8>(), 0..20)), 1..5), 1..6), double in any::<bool>()) {
+            let q = if double { b'"' } else { b'\'' };
             let width = rows[0].len();
             let rows: Vec<_> = rows.into_iter().map(|mut r| { r.resize(width, None); r }).collect();
             let mut sql = b"INSERT INTO `t` VALUES ".to_vec();
@@ -480,11 +533,11 @@ mod tests {
                 sql.push(b'(');
                 for (j, v) in r.iter().enumerate() {
                     if j > 0 { sql.push(b','); }
-                    match v { None => sql.extend_from_slice(b"NULL"), Some(v) => sql.extend(sql_string(v)) }
+                    match v { None => sql.extend_from_slice(b"NULL"), Some(v) => sql.extend(sql_string(v, q)) }
                 }
                 sql.push(b')');
             }
-            let conv = insert_to_rows(&sql, true).expect("converts");
+            let conv = insert_to_rows(&sql, Quoting::DEFAULT).expect("converts");
             prop_assert_eq!(conv.rows as usize, rows.len());
             prop_assert_eq!(read_tsv(&conv.tsv), rows);
         }
@@ -493,8 +546,11 @@ mod tests {
         fn never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
             let mut s = b"INSERT INTO t VALUES (".to_vec();
             s.extend(bytes);
-            let _ = insert_to_rows(&s, true);
-            let _ = insert_to_rows(&s, false);
+            for backslash_escapes in [true, false] {
+                for double_quoted_strings in [true, false] {
+                    let _ = insert_to_rows(&s, Quoting { backslash_escapes, double_quoted_strings });
+                }
+            }
         }
     }
 }

@@ -238,7 +238,7 @@ async fn insert_rows(
     c: &mut SessionConn,
     w: &ChunkWork,
 ) -> Result<(u64, ServerCounts), mysql_async::Error> {
-    let (_, backslashes) = c.charset().await?;
+    let backslashes = c.charset().await?.1.backslash_escapes;
     let mut rows = 0;
     let mut counts = ServerCounts::default();
     let head = format!("INSERT INTO {} {} VALUES ", w.table, w.columns);

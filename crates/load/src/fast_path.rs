@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use mysql_async::prelude::Queryable;
-use sqlfleet_dump::values::{append_rows, Duplicates, Target};
+use sqlfleet_dump::values::{append_rows, Duplicates, Quoting, Target};
 use sqlfleet_dump::Statement;
 
 use crate::retry::retryable;
@@ -29,14 +29,14 @@ struct Group {
 
 /// The batch as LOAD DATA groups, its rows written into `buf`, if every
 /// statement converts.
-fn convert(stmts: &[Statement], backslash_escapes: bool, buf: &mut Vec<u8>) -> Option<Vec<Group>> {
+fn convert(stmts: &[Statement], quoting: Quoting, buf: &mut Vec<u8>) -> Option<Vec<Group>> {
     buf.clear();
     // The rows take about as many bytes as the statements.
     buf.reserve(stmts.iter().map(|s| s.text.len()).sum());
     let mut groups: Vec<Group> = Vec::new();
     for s in stmts {
         let start = buf.len();
-        let (target, rows) = append_rows(&s.text, backslash_escapes, buf)?;
+        let (target, rows) = append_rows(&s.text, quoting, buf)?;
         match groups.last_mut() {
             Some(g) if g.target == target => {
                 g.range.end = buf.len();
@@ -86,7 +86,7 @@ pub async fn try_fast(
     if !ctx.fast_path.load(Ordering::Relaxed) {
         return Fast::Fallback;
     }
-    let (charset, backslashes) = match c.charset().await {
+    let (charset, quoting) = match c.charset().await {
         Ok(v) => v,
         Err(e) if retryable(&e) => return Fast::Retry(e),
         Err(_) => return Fast::Fallback,
@@ -94,7 +94,7 @@ pub async fn try_fast(
     // The buffer is the connection's, kept across batches: a batch's
     // rows are tens of MiB, and fresh memory costs a page fault per 4 KiB.
     let mut buf = std::mem::take(&mut c.rows_buf);
-    let Some(groups) = convert(stmts, backslashes, &mut buf) else {
+    let Some(groups) = convert(stmts, quoting, &mut buf) else {
         c.rows_buf = buf;
         return Fast::Fallback;
     };

@@ -8,6 +8,7 @@
 mod chunk_job;
 mod counts;
 mod defer;
+mod dir;
 mod engine;
 mod error;
 mod fast_path;
@@ -42,7 +43,7 @@ use schedule::{Regime, Scheduler};
 use session::SessionConn;
 use source::Msg;
 use sqlfleet_dump::Kind;
-pub use summary::Summary;
+pub use summary::{SourcePosition, Summary};
 
 /// What to load and how.
 #[derive(Debug, Clone)]
@@ -149,13 +150,42 @@ impl ResumeCheck {
 pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let started = Instant::now();
     let source_name = sqlfleet_dump::reader::display_name(&opts.path);
-    let opened = sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
-        path: opts.path.clone(),
-        source,
-    })?;
-    let raw_read = opened.raw_read.clone();
-    let total = opened.size;
-    let compressed = opened.compression != sqlfleet_dump::reader::Compression::None;
+    let mut opts = opts;
+    // A mydumper directory: -D is the database its one database loads
+    // into (myloader's -B), created when absent; connections name none.
+    let dir = if opts.path.is_dir() {
+        let into = opts.target.database.take();
+        let d = dir::open(&opts.path, into.as_deref()).map_err(|e| LoadError::Refused {
+            path: e.path,
+            what: e.what,
+        })?;
+        Some(d)
+    } else {
+        None
+    };
+    let (input, raw_read, total, compressed) = match &dir {
+        Some(d) => (
+            source::Input::Dir(d.clone()),
+            Arc::new(std::sync::atomic::AtomicU64::new(0)),
+            Some(d.size),
+            d.compressed,
+        ),
+        None => {
+            let opened =
+                sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
+                    path: opts.path.clone(),
+                    source,
+                })?;
+            let compressed = opened.compression != sqlfleet_dump::reader::Compression::None;
+            (
+                source::Input::Stream(opened.reader, opened.size),
+                opened.raw_read,
+                opened.size,
+                compressed,
+            )
+        }
+    };
+    let position = dir.as_ref().and_then(|d| d.position.clone());
 
     // Connect first: a wrong password should not wait for the dump.
     let control = SessionConn::open(&opts.target).await?;
@@ -171,20 +201,32 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             what: format!("{endpoint}: reading its wsrep settings: {e}"),
         })?;
     if let Some(c) = &cluster {
-        if !sqlfleet_dump::reader::is_stdin(&opts.path) {
-            let (path, c2) = (opts.path.clone(), c.clone());
-            let found = tokio::task::spawn_blocking(move || galera::scan(&path, &c2))
+        let files: Vec<PathBuf> = match &dir {
+            Some(d) => d
+                .parts
+                .iter()
+                .filter_map(|p| match p {
+                    dir::Part::File(f) => Some(f.clone()),
+                    dir::Part::Sql(_) => None,
+                })
+                .collect(),
+            None if sqlfleet_dump::reader::is_stdin(&opts.path) => Vec::new(),
+            None => vec![opts.path.clone()],
+        };
+        for path in files {
+            let (p, c2) = (path.clone(), c.clone());
+            let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2))
                 .await
                 .map_err(|e| LoadError::Setup {
                     what: format!("checking the dump for Galera: {e}"),
                 })?
                 .map_err(|source| LoadError::Input {
-                    path: opts.path.clone(),
+                    path: path.clone(),
                     source,
                 })?;
             if !found.is_empty() {
                 return Err(LoadError::Refused {
-                    path: opts.path.clone(),
+                    path,
                     what: galera::message(c, &found),
                 });
             }
@@ -198,8 +240,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(32);
     let reader = source::spawn(
-        opened.reader,
-        total,
+        input,
         opts.load_id.clone(),
         source::ReadOptions {
             read: read.clone(),
@@ -210,6 +251,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 .parent()
                 .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path))
                 .map(Path::to_path_buf),
+            raw_read: raw_read.clone(),
         },
         tx,
         stop_reader.clone(),
@@ -232,6 +274,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             stop(rx);
             let _ = reader.join();
             return Err(input_err(e));
+        }
+        Some(Msg::FileError(path, source)) => {
+            stop(rx);
+            let _ = reader.join();
+            return Err(LoadError::Input { path, source });
         }
         _ => {
             return Err(LoadError::Empty {
@@ -468,7 +515,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 break;
             }
             Msg::Error(e) => {
-                input_error = Some(e);
+                input_error = Some(input_err(e));
+                break;
+            }
+            Msg::FileError(path, source) => {
+                input_error = Some(LoadError::Input { path, source });
                 break;
             }
             Msg::Id { .. } => {}
@@ -535,7 +586,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         });
     }
     if let Some(e) = input_error {
-        return Err(input_err(e));
+        return Err(e);
     }
     if let Some(f) = failure {
         return Err(LoadError::Statement {
@@ -595,6 +646,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         warning_count: shared.warnings.load(Ordering::Relaxed),
         server: server_counts,
         quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
+        source_position: position.map(Into::into),
     })
 }
 

@@ -14,6 +14,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use sqlfleet_conn::Target;
+use sqlfleet_dump::values::Quoting;
 
 use crate::error::LoadError;
 
@@ -45,9 +46,9 @@ impl Prelude {
 pub struct SessionConn {
     pub conn: Conn,
     applied: usize,
-    /// `(character_set_client, backslash escapes on)` as the prelude left
+    /// `character_set_client` and how literals quote, as the prelude left
     /// them; read lazily for the LOAD DATA fast path.
-    charset: Option<(String, bool)>,
+    charset: Option<(String, Quoting)>,
     /// The fast path's row buffer, kept across batches (see `fast_path`).
     pub rows_buf: Vec<u8>,
 }
@@ -105,21 +106,35 @@ impl SessionConn {
         self.charset = None;
     }
 
-    /// The session's client character set and whether backslashes escape
-    /// in string literals (no NO_BACKSLASH_ESCAPES).
-    pub async fn charset(&mut self) -> Result<(String, bool), mysql_async::Error> {
+    /// The session's client character set and how its string literals
+    /// quote (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), as the server says.
+    pub async fn charset(&mut self) -> Result<(String, Quoting), mysql_async::Error> {
         if let Some(c) = &self.charset {
             return Ok(c.clone());
         }
-        let row: Option<(String, i64)> = self
+        let row: Option<(String, i64, i64)> = self
             .conn
             .query_first(
-                "SELECT @@character_set_client, @@sql_mode NOT LIKE '%NO_BACKSLASH_ESCAPES%'",
+                "SELECT @@character_set_client, @@sql_mode NOT LIKE '%NO_BACKSLASH_ESCAPES%', \
+                 @@sql_mode NOT LIKE '%ANSI_QUOTES%'",
             )
             .await?;
+        // No answer: assume the least (no double-quoted strings).
         let c = row
-            .map(|(cs, bs)| (cs, bs == 1))
-            .unwrap_or_else(|| ("utf8mb4".into(), true));
+            .map(|(cs, bs, dq)| {
+                let quoting = Quoting {
+                    backslash_escapes: bs == 1,
+                    double_quoted_strings: dq == 1,
+                };
+                (cs, quoting)
+            })
+            .unwrap_or_else(|| {
+                let quoting = Quoting {
+                    double_quoted_strings: false,
+                    ..Quoting::DEFAULT
+                };
+                ("utf8mb4".into(), quoting)
+            });
         self.charset = Some(c.clone());
         Ok(c)
     }

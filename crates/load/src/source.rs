@@ -40,6 +40,17 @@ pub enum Msg {
         bytes: u64,
     },
     Error(SplitError),
+    /// Bad input in one file of a directory: the file, and the offset and
+    /// line in it.
+    FileError(std::path::PathBuf, SplitError),
+}
+
+/// What the reader reads.
+pub enum Input {
+    /// One stream (a file, decompressed, or stdin) and its size on disk.
+    Stream(Box<dyn Read + Send>, Option<u64>),
+    /// A mydumper directory: its files one after another, as one stream.
+    Dir(crate::dir::DirInput),
 }
 
 /// Feeds what passes through to the identity hasher.
@@ -97,12 +108,13 @@ pub struct ReadOptions {
     pub keep_comments: bool,
     /// Where `source FILE` looks first (the main file's directory).
     pub base_dir: Option<std::path::PathBuf>,
+    /// Bytes on disk read of a directory's files (for progress).
+    pub raw_read: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// Starts the reader thread. `stop` ends it early.
 pub fn spawn(
-    reader: Box<dyn Read + Send>,
-    size: Option<u64>,
+    input: Input,
     load_id: Option<String>,
     opts: ReadOptions,
     tx: mpsc::Sender<Msg>,
@@ -112,8 +124,9 @@ pub fn spawn(
         .name("sqlfleet-reader".into())
         .spawn(move || {
             let panic_tx = tx.clone();
-            let run = std::panic::AssertUnwindSafe(|| {
-                read_all(reader, size, load_id, &opts, &tx, &stop)
+            let run = std::panic::AssertUnwindSafe(|| match input {
+                Input::Stream(reader, size) => read_all(reader, size, load_id, &opts, &tx, &stop),
+                Input::Dir(dir) => read_dir(dir, load_id, &opts, &tx, &stop),
             });
             if let Err(p) = std::panic::catch_unwind(run) {
                 let what = p
@@ -243,9 +256,6 @@ impl Reading<'_> {
         let opened = sqlfleet_dump::reader::open(&full)
             .map_err(|e| here(format!("'source {path}': {}: {e}", full.display())))?;
         let origin: Arc<str> = full.display().to_string().into();
-        let mut sp = Splitter::new(opened.reader);
-        sp.max_statement = self.max_statement;
-        sp.set_backslash_escapes(self.escapes);
         let named = |e: SplitError| {
             let (offset, line, what) = match e {
                 SplitError::Syntax { offset, line, what } => (offset, line, what),
@@ -255,12 +265,30 @@ impl Reading<'_> {
                 "in {origin} (sourced here), byte offset {offset}, line {line}: {what}"
             ))
         };
+        self.splice(opened.reader, &origin, at, depth)
+            .map_err(named)
+    }
+
+    /// Reads one file's statements as if they stood at virtual offset
+    /// `at` of the stream (a sourced file, or a directory's file).
+    /// Errors are the file's own (its offsets and lines). Returns the
+    /// bytes spliced in, or `None` when reading stopped.
+    fn splice(
+        &mut self,
+        reader: Box<dyn Read + Send>,
+        origin: &Arc<str>,
+        at: u64,
+        depth: usize,
+    ) -> Result<Option<u64>, SplitError> {
+        let mut sp = Splitter::new(reader);
+        sp.max_statement = self.max_statement;
+        sp.set_backslash_escapes(self.escapes);
         let mut inner = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed) {
                 return Ok(None);
             }
-            let Some(mut stmt) = sp.next_statement().map_err(named)? else {
+            let Some(mut stmt) = sp.next_statement()? else {
                 break;
             };
             if let Some(next) = stmt.source.clone() {
@@ -279,6 +307,76 @@ impl Reading<'_> {
         }
         Ok(Some(sp.bytes_read() + inner))
     }
+}
+
+/// Reads a mydumper directory: its plan's statements and files, one
+/// after another, as one stream.
+fn read_dir(
+    dir: crate::dir::DirInput,
+    load_id: Option<String>,
+    opts: &ReadOptions,
+    tx: &mpsc::Sender<Msg>,
+    stop: &AtomicBool,
+) {
+    let mut r = Reading {
+        tx,
+        stop,
+        held: Vec::new(),
+        id_sent: false,
+        chain: Chain::default(),
+        keep_comments: opts.keep_comments,
+        max_statement: opts.max_statement,
+        escapes: true,
+        shift: 0,
+        base_dir: None,
+        read: opts.read.clone(),
+    };
+    if !r.send_id(load_id.unwrap_or(dir.id), true) {
+        return;
+    }
+    let mut at = 0u64;
+    for part in dir.parts {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match part {
+            crate::dir::Part::Sql(q) => {
+                let len = q.len() as u64;
+                let stmt = Statement {
+                    offset: at,
+                    end: at + len,
+                    line: 0,
+                    text: q.into_bytes(),
+                    source: None,
+                    origin: None,
+                };
+                let item = r.item(stmt, 0);
+                if !r.emit(Msg::Item(Box::new(item))) {
+                    return;
+                }
+                at += len;
+            }
+            crate::dir::Part::File(path) => {
+                let origin: Arc<str> = path.display().to_string().into();
+                let read = sqlfleet_dump::reader::open_counted(&path, opts.raw_read.clone())
+                    .map_err(|e| SplitError::Io {
+                        offset: 0,
+                        line: 0,
+                        what: e.to_string(),
+                    })
+                    .and_then(|o| r.splice(o.reader, &origin, at, 0));
+                match read {
+                    Ok(Some(n)) => at += n,
+                    Ok(None) => return,
+                    Err(e) => {
+                        let _ = tx.blocking_send(Msg::FileError(path, e));
+                        return;
+                    }
+                }
+            }
+        }
+    }
+    let _ = tx.blocking_send(Msg::Done { bytes: at });
 }
 
 fn read_all(

@@ -48,6 +48,27 @@ pub struct Summary {
     /// affected rows and warning count), over the committed work.
     pub server: crate::counts::ServerCounts,
     pub quarantine: Option<PathBuf>,
+    /// A mydumper directory's `metadata`: where the dumped server's
+    /// binary log stood (a replica of the loaded copy starts there).
+    pub source_position: Option<SourcePosition>,
+}
+
+/// Where the dumped server's binary log stood when the dump was taken.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SourcePosition {
+    pub log: Option<String>,
+    pub pos: Option<u64>,
+    pub gtid: Option<String>,
+}
+
+impl From<sqlfleet_dump::mydumper::Position> for SourcePosition {
+    fn from(p: sqlfleet_dump::mydumper::Position) -> Self {
+        SourcePosition {
+            log: p.log,
+            pos: p.pos,
+            gtid: p.gtid,
+        }
+    }
 }
 
 impl Summary {
@@ -147,6 +168,21 @@ impl Summary {
             s.push_str("; no statement failed");
         }
         s.push('.');
+        if let Some(p) = &self.source_position {
+            let at = match (&p.log, p.pos) {
+                (Some(l), Some(n)) => format!(" at {l}:{n}"),
+                _ => String::new(),
+            };
+            s.push_str(&format!(
+                "\nThe dump was taken with the source's binary log{at}"
+            ));
+            match &p.gtid {
+                Some(g) => s.push_str(&format!(
+                    ", GTID position {g}: a replica of this copy starts there (SET GLOBAL gtid_slave_pos = '{g}', then CHANGE MASTER TO ... MASTER_USE_GTID=slave_pos)."
+                )),
+                None => s.push_str(": a replica of this copy starts there (CHANGE MASTER TO MASTER_LOG_FILE, MASTER_LOG_POS)."),
+            }
+        }
         s
     }
 }

@@ -10,8 +10,9 @@ use crate::exit::Exit;
 
 /// Load a mysqldump/mariadb-dump file or CSV/TSV files: parallel, crash-safe, resumable.
 ///
-/// A dump is one file (or - for stdin); CSV/TSV files go into one table
-/// with --into DB.TABLE.
+/// A dump is one file (or - for stdin) or a mydumper directory (loaded
+/// as myloader would: -D loads its one database under another name, as
+/// myloader's -B); CSV/TSV files go into one table with --into DB.TABLE.
 ///
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined
@@ -25,8 +26,8 @@ pub struct LoadArgs {
     /// Print help
     #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
-    /// The dump (one file; plain, gzip or zstd; - for stdin), or with
-    /// --into the CSV/TSV files
+    /// The dump (one file; plain, gzip or zstd; - for stdin; or a mydumper
+    /// directory), or with --into the CSV/TSV files
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
     /// Load CSV/TSV files into this table (DB.TABLE, or TABLE with -D)
@@ -137,7 +138,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     }
     anyhow::ensure!(
         a.paths.len() == 1,
-        "a dump is one file (or -); several files are for CSV/TSV loads with --into DB.TABLE"
+        "a dump is one file (or -) or a mydumper directory; several files are for CSV/TSV loads with --into DB.TABLE"
     );
     let path = a.paths[0].clone();
     if let Some(id) = &a.load_id {
