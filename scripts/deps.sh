@@ -11,10 +11,10 @@
 #                            headless Chromium, sshd/ssh, tmux, sysbench,
 #                            Go, a JDK, Node/npm (mysql2), PHP, Python
 #                            drivers, fonts for PNG charts, Connector/C's
-#                            unit tests (scripts/connector_c.sh) and mdbook
-#                            (cargo install).
-#   scripts/deps.sh PKG...   the full set plus these Debian packages
-#                            (benchmarks ask for mydumper this way).
+#                            unit tests (scripts/connector_c.sh), mydumper
+#                            (its directories, with myloader as the oracle)
+#                            and mdbook (cargo install).
+#   scripts/deps.sh PKG...   the full set plus these Debian packages.
 set -euo pipefail
 
 SUDO=""
@@ -49,6 +49,7 @@ have tmux || need+=(tmux)                   # watch's terminal screen, driven in
 # Real clients the relay tests drive: sysbench, PyMySQL, MySQLdb, PHP mysqli, go-sql-driver,
 # MariaDB Connector/J (Debian packages), mysql2 (npm, below).
 have sysbench || need+=(sysbench)
+have mydumper || need+=(mydumper)   # mydumper directories, loaded by myloader as the oracle
 have go || need+=(golang-go)
 have javac || need+=(default-jdk-headless)
 have node || need+=(nodejs)

@@ -459,6 +459,7 @@ mod tests {
             ("SET GLOBAL max_connections = 10", Kind::Barrier),
             ("SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ 'x:1-5'", Kind::Barrier),
             ("SET @@SESSION.SQL_LOG_BIN= 0", Kind::Session),
+            ("/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */", Kind::Session),
             ("USE `shop`", Kind::Use("shop".into())),
             ("LOCK TABLES `t` WRITE", Kind::Hint),
             ("UNLOCK TABLES", Kind::Hint),

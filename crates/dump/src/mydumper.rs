@@ -285,6 +285,10 @@ pub const SESSION: [&str; 4] = [
     "/*!40014 SET UNIQUE_CHECKS=0 */",
 ];
 
+/// myloader creates views, triggers, routines and events on a connection
+/// of the server's own sql_mode (which triggers and routines keep).
+pub const OBJECTS_SQL_MODE: &str = "/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */";
+
 /// The steps, in myloader's order.
 fn order(mut dbs: BTreeMap<String, Database>, into: Option<&str>) -> Plan {
     let mut p = Plan {
@@ -325,6 +329,12 @@ fn order(mut dbs: BTreeMap<String, Database>, into: Option<&str>) -> Plan {
         p.steps.push(Step::File(file.clone()));
     };
     let mut current: Option<String> = None;
+    if dbs
+        .values()
+        .any(|d| !d.views.is_empty() || !d.triggers.is_empty() || d.post.is_some())
+    {
+        p.steps.push(Step::Sql(OBJECTS_SQL_MODE.to_owned()));
+    }
     for (db, d) in &dbs {
         for f in d.views.values() {
             after(&mut p, db, f, &mut current);
@@ -463,6 +473,7 @@ mod tests {
                 "src.t2-schema.sql",
                 "src.t2.sql",
                 "src.v1-schema.sql",
+                "sql:/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */",
                 "sql:USE `src`",
                 "src.v1-schema-view.sql",
                 "src.t2-schema-triggers.sql",
@@ -495,6 +506,7 @@ mod tests {
                 "sql:USE `b`",
                 "b.t-schema.sql",
                 "b.t.sql",
+                "sql:/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */",
                 "sql:USE `a`",
                 "a.v-schema-view.sql",
                 "sql:USE `b`",

@@ -115,6 +115,8 @@ pub struct Splitter<R> {
     /// `\\-` or `sandbox` was read: commands that touch files are refused.
     sandbox: bool,
     delimiter: Vec<u8>,
+    /// The delimiter ends a statement only at the end of a line.
+    line_delimiter: bool,
     backslash_escapes: bool,
     eof: bool,
     pub max_statement: usize,
@@ -142,6 +144,7 @@ impl<R: Read> Splitter<R> {
             quit: false,
             sandbox: false,
             delimiter: b";".to_vec(),
+            line_delimiter: false,
             backslash_escapes: true,
             eof: false,
             max_statement: MAX_STATEMENT,
@@ -153,6 +156,22 @@ impl<R: Read> Splitter<R> {
     /// NO_BACKSLASH_ESCAPES (the caller sees the SET statement).
     pub fn set_backslash_escapes(&mut self, on: bool) {
         self.backslash_escapes = on;
+    }
+
+    /// Ends statements only at a delimiter that ends its line, as
+    /// myloader reads mydumper's files: their trigger and routine bodies
+    /// have no DELIMITER, and their inner statements end in `; ` (a
+    /// space before the newline) so that they stay one statement.
+    pub fn set_line_delimiter(&mut self, on: bool) {
+        self.line_delimiter = on;
+    }
+
+    /// Is the byte `at` bytes past `pos` the end of a line (or of input)?
+    fn line_ends(&mut self, at: usize) -> Result<bool, SplitError> {
+        if !self.have(at + 1)? {
+            return Ok(true);
+        }
+        Ok(matches!(self.buf[self.pos + at], b'\n' | b'\r'))
     }
 
     /// Do backslashes escape in strings (no NO_BACKSLASH_ESCAPES)?
@@ -305,6 +324,7 @@ impl<R: Read> Splitter<R> {
                     if !self.delimiter.is_empty()
                         && b == self.delimiter[0]
                         && self.peek_is(&self.delimiter.clone())?
+                        && (!self.line_delimiter || self.line_ends(self.delimiter.len())?)
                     {
                         // The client ends a statement at its delimiter even
                         // inside /*! ... */.

@@ -19,6 +19,15 @@ pub struct StatementFailure {
 }
 
 impl StatementFailure {
+    /// Where the statement was: its file (a sourced file or a directory's
+    /// file) and line there, or the byte offset and line of the input.
+    pub fn place(&self) -> String {
+        match &self.origin {
+            Some(o) => format!("in {o}, line {}", self.line),
+            None => format!("byte offset {}, line {}", self.offset, self.line),
+        }
+    }
+
     /// What to do next, for the message: a resume where one can go on; a
     /// load without a database (1046) names the database to give, since a
     /// resume is bound to the database its load used (here: none).
@@ -36,10 +45,7 @@ impl StatementFailure {
 
 impl std::fmt::Display for StatementFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.origin {
-            Some(o) => write!(f, "in {o} (sourced), line {}", self.line)?,
-            None => write!(f, "byte offset {}, line {}", self.offset, self.line)?,
-        }
+        f.write_str(&self.place())?;
         if let Some(t) = &self.table {
             write!(f, ", table {t}")?;
         }

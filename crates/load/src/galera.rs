@@ -176,9 +176,12 @@ pub fn message(cluster: &Cluster, found: &[Finding]) -> String {
 
 /// Reads a whole dump file for table statements a Galera node must not
 /// run (before anything of it runs).
+/// `line_delimiter`: statements end only at a `;` that ends a line (a
+/// mydumper directory's files).
 pub fn scan(
     path: &Path,
     cluster: &Cluster,
+    line_delimiter: bool,
 ) -> Result<Vec<Finding>, sqlfleet_dump::split::SplitError> {
     let opened =
         sqlfleet_dump::reader::open(path).map_err(|e| sqlfleet_dump::split::SplitError::Io {
@@ -187,6 +190,7 @@ pub fn scan(
             what: e.to_string(),
         })?;
     let mut split = Splitter::new(opened.reader);
+    split.set_line_delimiter(line_delimiter);
     let mut found = Vec::new();
     while let Some(stmt) = split.next_statement()? {
         if let Some(f) = check(&stmt.text, stmt.line, cluster) {

@@ -215,7 +215,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         };
         for path in files {
             let (p, c2) = (path.clone(), c.clone());
-            let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2))
+            let in_dir = dir.is_some();
+            let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2, in_dir))
                 .await
                 .map_err(|e| LoadError::Setup {
                     what: format!("checking the dump for Galera: {e}"),

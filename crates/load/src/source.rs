@@ -265,12 +265,13 @@ impl Reading<'_> {
                 "in {origin} (sourced here), byte offset {offset}, line {line}: {what}"
             ))
         };
-        self.splice(opened.reader, &origin, at, depth)
+        self.splice(opened.reader, &origin, at, depth, false)
             .map_err(named)
     }
 
     /// Reads one file's statements as if they stood at virtual offset
-    /// `at` of the stream (a sourced file, or a directory's file).
+    /// `at` of the stream (a sourced file, or a directory's file, whose
+    /// statements end only at a `;` that ends a line: `line_delimiter`).
     /// Errors are the file's own (its offsets and lines). Returns the
     /// bytes spliced in, or `None` when reading stopped.
     fn splice(
@@ -279,8 +280,10 @@ impl Reading<'_> {
         origin: &Arc<str>,
         at: u64,
         depth: usize,
+        line_delimiter: bool,
     ) -> Result<Option<u64>, SplitError> {
         let mut sp = Splitter::new(reader);
+        sp.set_line_delimiter(line_delimiter);
         sp.max_statement = self.max_statement;
         sp.set_backslash_escapes(self.escapes);
         let mut inner = 0u64;
@@ -364,7 +367,7 @@ fn read_dir(
                         line: 0,
                         what: e.to_string(),
                     })
-                    .and_then(|o| r.splice(o.reader, &origin, at, 0));
+                    .and_then(|o| r.splice(o.reader, &origin, at, 0, true));
                 match read {
                     Ok(Some(n)) => at += n,
                     Ok(None) => return,

@@ -177,10 +177,7 @@ impl Shared {
         }
         let header = format!(
             "-- sqlfleet quarantine: {}{}: {}{}\n",
-            match &f.origin {
-                Some(o) => format!("in {o} (sourced), line {}", f.line),
-                None => format!("byte offset {}, line {}", f.offset, f.line),
-            },
+            f.place(),
             f.table
                 .as_ref()
                 .map(|t| format!(", table {t}"))

@@ -653,7 +653,7 @@ fn source_reads_the_named_files_in_place() {
     match common::load(common::options(srv, &ours, &f)) {
         Err(e) => {
             let m = e.to_string();
-            assert!(m.contains("broken.dump (sourced), line 2"), "{m}");
+            assert!(m.contains("broken.dump, line 2"), "{m}");
         }
         Ok(s) => panic!("{s:?}"),
     }

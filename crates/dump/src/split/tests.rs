@@ -463,3 +463,24 @@ fn the_client_reader_rule_by_rule() {
         }
     }
 }
+
+#[test]
+fn line_delimiters_keep_mydumpers_routine_bodies_whole() {
+    let input = "SET a = 1;\nCREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW BEGIN\n  INSERT INTO x VALUES ('a;\\n'); \n  SET @b = 2; \nEND;\r\nINSERT INTO t VALUES (1);SELECT 2;";
+    let mut sp = Splitter::new(input.as_bytes());
+    sp.set_line_delimiter(true);
+    let got: Vec<String> = sp
+        .map(|s| String::from_utf8(s.expect("splits").text).expect("utf8"))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "SET a = 1",
+            "CREATE TRIGGER tr AFTER INSERT ON t FOR EACH ROW BEGIN\n  INSERT INTO x VALUES ('a;\\n'); \n  SET @b = 2; \nEND",
+            // A `;` inside a line is not an end; the one at the input's end is.
+            "INSERT INTO t VALUES (1);SELECT 2",
+        ]
+    );
+    // Without it, as the mysql client: the body is cut at its first `;`.
+    assert_eq!(texts(input).len(), 6);
+}

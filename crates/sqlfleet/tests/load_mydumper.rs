@@ -1,0 +1,308 @@
+//! `sqlfleet load DIR` on mydumper's directories, with myloader itself
+//! as the oracle: the same dump loaded by both must give the same tables,
+//! rows, views, triggers, routines and events; killed with -9 and
+//! resumed, exactly once; another dump in the same place is refused.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use common::{stderr, stdout};
+use sqlfleet_testkit::{server, TestServer};
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt")
+}
+
+/// A program of the fixture server's clients (mariadb, mydumper,
+/// myloader), with its options file; fails the test when it fails.
+fn client(srv: &TestServer, program: &str, args: &[&str]) -> Output {
+    let o = Command::new(program)
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e} (scripts/deps.sh installs it)"));
+    assert!(o.status.success(), "{program} {args:?}: {}", stderr(&o));
+    o
+}
+
+fn sql(srv: &TestServer, db: &str, text: &str) -> String {
+    stdout(&client(srv, "mariadb", &["-N", "-D", db, "-e", text]))
+}
+
+fn fresh_db(srv: &TestServer, prefix: &str) -> String {
+    rt().block_on(srv.fresh_db(prefix)).0
+}
+
+fn load(srv: &TestServer, args: &[&str]) -> Output {
+    common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run sqlfleet")
+}
+
+fn assert_same(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {
+    let want = rt().block_on(srv.fingerprint(want_db));
+    let got = rt().block_on(srv.fingerprint(got_db));
+    assert!(want.len() > 4, "fingerprint too small: {want:?}");
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g, "{what}: first difference (myloader, then sqlfleet)");
+    }
+    assert_eq!(want.len(), got.len(), "{what}: object count");
+}
+
+/// mydumper's dump of `db` into `dir`: routines, triggers, events, in
+/// chunks of `rows` rows.
+fn mydumper(srv: &TestServer, db: &str, dir: &Path, rows: usize, extra: &[&str]) {
+    let rows = rows.to_string();
+    let out = dir.display().to_string();
+    let mut args = vec![
+        "-B", db, "-o", &out, "-t", "2", "-r", &rows, "-G", "-R", "-E",
+    ];
+    args.extend_from_slice(extra);
+    client(srv, "mydumper", &args);
+}
+
+fn myloader(srv: &TestServer, dir: &Path, from: &str, into: &str) {
+    let d = dir.display().to_string();
+    client(
+        srv,
+        "myloader",
+        &["-d", &d, "-s", from, "-B", into, "-t", "4"],
+    );
+}
+
+#[test]
+fn a_mydumper_directory_loads_as_myloader_loads_it() {
+    let srv = server();
+    let src = fresh_db(srv, "mdsrc");
+    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/every_type.sql");
+    let o = Command::new("mariadb")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["-D", &src])
+        .stdin(std::fs::File::open(&schema).expect("schema"))
+        .output()
+        .expect("mariadb");
+    assert!(o.status.success(), "{}", stderr(&o));
+    // A row id 0 kept as 0 (myloader's NO_AUTO_VALUE_ON_ZERO), a sequence.
+    // mydumper 0.10 cannot dump a name with a backtick (it crashes).
+    sql(
+        srv,
+        &src,
+        "DROP TABLE `we``ird name`; SET sql_mode='NO_AUTO_VALUE_ON_ZERO'; CREATE TABLE zero (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+         INSERT INTO zero VALUES (0, 1), (7, 2); CREATE SEQUENCE seq1 START WITH 100",
+    );
+    for (style, extra) in [("plain", &[][..]), ("gzip", &["-c"][..])] {
+        let tmp = tempfile::tempdir().expect("tmp");
+        let dir = tmp.path().join("dump");
+        mydumper(srv, &src, &dir, 3000, extra);
+        let chunks = std::fs::read_dir(&dir)
+            .expect("ls")
+            .filter(|e| {
+                let n = e.as_ref().expect("entry").file_name();
+                n.to_string_lossy().contains(".many.0000")
+            })
+            .count();
+        assert!(
+            chunks >= 5,
+            "{style}: mydumper wrote {chunks} chunks of table many"
+        );
+
+        let want = fresh_db(srv, "mdref");
+        myloader(srv, &dir, &src, &want);
+        let got = format!("{want}_sf");
+        let d = dir.display().to_string();
+        let o = load(srv, &["-D", &got, "--json", &d]);
+        assert_eq!(o.status.code(), Some(0), "{style}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+        assert!(
+            v["fast_path_statements"].as_u64().expect("fast") > 0,
+            "{style}: {v}"
+        );
+        // The metadata's position, as mydumper wrote it.
+        let meta = std::fs::read_to_string(dir.join("metadata")).expect("metadata");
+        let gtid = v["source_position"]["gtid"].as_str().expect("gtid");
+        assert!(
+            meta.contains(&format!("GTID:{gtid}")),
+            "{gtid} not in {meta}"
+        );
+        assert!(
+            meta.contains(&format!("Pos: {}", v["source_position"]["pos"])),
+            "{v}\n{meta}"
+        );
+        assert_same(srv, &want, &got, style);
+        assert_eq!(
+            sql(srv, &got, "SELECT id FROM zero ORDER BY id").trim(),
+            "0\n7"
+        );
+        assert_eq!(
+            sql(srv, &got, "SELECT NEXTVAL(seq1)").trim(),
+            sql(srv, &want, "SELECT NEXTVAL(seq1)").trim()
+        );
+    }
+
+    // What it cannot read is refused before anything runs, naming the file.
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("dump");
+    mydumper(srv, &src, &dir, 3000, &[]);
+    let d = dir.display().to_string();
+    std::fs::write(dir.join("notes.txt"), "mine").expect("write");
+    let none = format!("{src}_none");
+    let o = load(srv, &["-D", &none, &d]);
+    common::assert_setup_error(&o, "notes.txt: not a file of a mydumper dump");
+    std::fs::remove_file(dir.join("notes.txt")).expect("rm");
+    std::fs::rename(dir.join("metadata"), dir.join("metadata.partial")).expect("mv");
+    let o = load(srv, &["-D", &none, &d]);
+    common::assert_setup_error(&o, "did not finish");
+    assert_eq!(
+        sql(
+            srv,
+            "mysql",
+            &format!(
+                "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{none}'"
+            )
+        )
+        .trim(),
+        "0",
+        "a refused directory created its database"
+    );
+    std::fs::rename(dir.join("metadata.partial"), dir.join("metadata")).expect("mv");
+    // Bad SQL in a chunk: the error names the chunk file and its line.
+    let chunk = dir.join(format!("{src}.many.00002.sql"));
+    let mut text = std::fs::read_to_string(&chunk).expect("chunk");
+    text.push_str("INSERT INTO `many` VALUES (1,'unterminated\n");
+    std::fs::write(&chunk, text).expect("write");
+    let o = load(srv, &["-D", &none, &d]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("{}: byte offset", chunk.display())),
+        "{e}"
+    );
+}
+
+/// Batches the journal of loads of `dir` recorded.
+fn journaled(srv: &TestServer, dir: &Path) -> i64 {
+    let q = format!(
+        "SELECT COUNT(*) FROM sqlfleet.load_journal j JOIN sqlfleet.loads l USING (load_id) \
+         WHERE l.source = '{}' AND l.state = 'running' AND j.kind = 'data'",
+        dir.display()
+    );
+    let made = "SELECT COUNT(*) FROM information_schema.TABLES \
+                WHERE TABLE_SCHEMA = 'sqlfleet' AND TABLE_NAME IN ('load_journal', 'loads')";
+    if sql(srv, "mysql", made).trim() != "2" {
+        return 0;
+    }
+    sql(srv, "mysql", &q).trim().parse().unwrap_or(0)
+}
+
+#[test]
+fn a_mydumper_directory_killed_with_9_resumes_exactly_once_and_another_is_refused() {
+    let srv = server();
+    let src = fresh_db(srv, "mdbig");
+    for t in 0..3 {
+        sql(
+            srv,
+            &src,
+            &format!(
+                "CREATE TABLE b{t} (id INT PRIMARY KEY, k INT, c VARCHAR(100), KEY (k)); \
+                 INSERT INTO b{t} SELECT seq, seq * 31 % 9973, CONCAT('value-', seq, '-\"q\"-', REPEAT('z', seq % 17)) FROM seq_1_to_120000"
+            ),
+        );
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("dump");
+    mydumper(srv, &src, &dir, 5000, &[]);
+    let want = fresh_db(srv, "mdkref");
+    myloader(srv, &dir, &src, &want);
+
+    let got = format!("{want}_sf");
+    let d = dir.display().to_string();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = ["-D", &got, "--threads", "3", "--batch-bytes", "100000"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a.push(d.clone());
+        a
+    };
+    let mut child = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--progress", "none"])
+        .args(args(&[]))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    common::kill_9_when(&mut child, 8, || journaled(srv, &dir));
+    eprintln!("killed after {} journaled batches", journaled(srv, &dir));
+    let run = |extra: &[&str]| {
+        let a = args(extra);
+        load(srv, &a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    // Without --resume: refused, saying how to go on.
+    let o = run(&[]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--resume"), "{}", stderr(&o));
+    let o = retry_while_locked(|| run(&["--resume", "--json"]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert!(v["skipped_on_resume"].as_u64().expect("skipped") > 0, "{v}");
+    assert_same(srv, &want, &got, "after kill -9 and --resume");
+    let o = run(&["--resume"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("already loaded completely"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Another dump in its place, the same names and sizes, one value
+    // changed in the last chunk: never "already loaded".
+    let last = (0..100)
+        .rev()
+        .map(|n| dir.join(format!("{src}.b2.{n:05}.sql")))
+        .find(|p| p.exists())
+        .expect("a chunk of b2");
+    let text = std::fs::read_to_string(&last).expect("chunk");
+    let at = text.rfind("value-").expect("a value");
+    let changed = format!("{}VALUE-{}", &text[..at], &text[at + 6..]);
+    std::fs::write(&last, changed).expect("write");
+    let o = run(&["--resume"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("not the input"), "{}", stderr(&o));
+    // Without --resume it is a new load, as myloader's: it runs, and the
+    // tables already there stop it (mydumper writes no DROP TABLE).
+    let o = run(&[]);
+    assert_ne!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(!stdout(&o).contains("already loaded"), "{}", stdout(&o));
+    assert!(stderr(&o).contains("ERROR 1050"), "{}", stderr(&o));
+}
+
+/// Runs `f` again while the killed run's lock is still held (the server
+/// notices the dead connection a moment later).
+fn retry_while_locked(f: impl Fn() -> Output) -> Output {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let o = f();
+        if o.status.code() == Some(1)
+            && stderr(&o).contains("running")
+            && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            continue;
+        }
+        return o;
+    }
+}
