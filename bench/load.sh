@@ -5,6 +5,7 @@
 #   2. myloader           on a mydumper dump of the same tables
 #   3. the ceiling:       server-side LOAD DATA INFILE, one per table, in parallel
 #   4. sqlfleet load      on the plain mariadb-dump file
+#   5. sqlfleet load      on the mydumper directory myloader loads
 # Each result is checked (CHECKSUM TABLE of every table equals the source).
 # ROUNDS=N (default 1) repeats the four methods N times on the same dump,
 # each from an empty binlog, flushed dirty pages and an idle server
@@ -65,9 +66,14 @@ echo "== 4. sqlfleet load --threads $THREADS"
 fresh b_sqlfleet; t0=$(now)
 "$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/dump.sql"
 T_SQLFLEET=$(secs "$t0" "$(now)"); check b_sqlfleet
-echo "$T_CLIENT $T_MYLOADER $T_CEILING $T_SQLFLEET" >> "$RESULTS"
-echo "   round $round: client $T_CLIENT s, myloader $T_MYLOADER s, ceiling $T_CEILING s, sqlfleet $T_SQLFLEET s"
-"${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet"
+
+echo "== 5. sqlfleet load --threads $THREADS on the mydumper directory"
+fresh b_sqlfleet_dir; t0=$(now)
+"$SQLFLEET" load --sandbox "$NAME" -D b_sqlfleet_dir --threads "$THREADS" --progress none ${LOAD_ARGS:-} "$WORK/mydumper" >/dev/null
+T_SQLFLEET_DIR=$(secs "$t0" "$(now)"); check b_sqlfleet_dir
+echo "$T_CLIENT $T_MYLOADER $T_CEILING $T_SQLFLEET $T_SQLFLEET_DIR" >> "$RESULTS"
+echo "   round $round: client $T_CLIENT s, myloader $T_MYLOADER s, ceiling $T_CEILING s, sqlfleet $T_SQLFLEET s, sqlfleet on mydumper's directory $T_SQLFLEET_DIR s"
+"${SQL[@]}" -e "DROP DATABASE b_client; DROP DATABASE b_myloader; DROP DATABASE b_ceiling; DROP DATABASE b_sqlfleet; DROP DATABASE b_sqlfleet_dir"
 done
 
 "${SQL[@]}" -e "DROP DATABASE sbsrc"
@@ -76,7 +82,7 @@ import sys, os, statistics
 total, mb = int(sys.argv[1]), sys.argv[2]
 rounds = [list(map(float, l.split())) for l in open(sys.argv[3]) if l.strip()]
 threads, tables, rows = sys.argv[4:7]
-names = ["mariadb < dump.sql", "myloader", "LOAD DATA INFILE (ceiling)", "sqlfleet load"]
+names = ["mariadb < dump.sql", "myloader", "LOAD DATA INFILE (ceiling)", "sqlfleet load", "sqlfleet load (mydumper directory)"]
 med = {k: statistics.median(r[i] for r in rounds) for i, k in enumerate(names)}
 n = len(rounds)
 print(f"\n{tables} tables x {rows} rows = {total} rows, plain dump {mb} MB, {threads} threads, {os.cpu_count()} CPUs; "
@@ -86,8 +92,9 @@ print("|---|---:|---:|---:|")
 s = med["sqlfleet load"]
 for k, v in med.items():
     print(f"| {k} | {v:.2f} | {total / v:,.0f} | {v / s:.2f}x |")
-for label, i, target in [("myloader", 1, "0.90"), ("ceiling", 2, "1.15")]:
-    per = [r[3] / r[i] for r in rounds]
+for label, mine, i, target in [("sqlfleet time / myloader time", 3, 1, "0.80"), ("sqlfleet time / ceiling time", 3, 2, "1.00"),
+                                ("sqlfleet on the mydumper directory / myloader on it", 4, 1, "0.80")]:
+    per = [r[mine] / r[i] for r in rounds]
     each = f" (rounds: {', '.join(f'{x:.2f}' for x in per)})" if n > 1 else ""
-    print(f"\nsqlfleet time / {label} time = {statistics.median(per):.2f}{' median' if n > 1 else ''} (target <= {target}){each}")
+    print(f"\n{label} = {statistics.median(per):.2f}{' median' if n > 1 else ''} (target <= {target}){each}")
 PY

@@ -840,7 +840,9 @@ impl Scheduler {
                 if let Some(p) = &pending_sql {
                     c.conn.query_drop(p.as_str()).await?;
                 }
-                c.conn.query_drop(&stmt.text[..]).await
+                c.conn.query_drop(&stmt.text[..]).await?;
+                worker::count_applied(&self.ctx, c, stmt).await;
+                Ok(())
             }
             .await;
             match r {

@@ -380,6 +380,34 @@ async fn run_txn(
     }
 }
 
+/// What the server said of statement `s`, just run on `c` and applied for
+/// good on its own (outside a batch's transaction: a non-transactional
+/// table's statement, a DDL, a statement that waits for everything): its
+/// reply counted now and its first warnings shown, as a batch's are once
+/// committed. The texts are best effort (the count is the reply's): the
+/// statement is never run again for them. Returns its affected rows.
+pub async fn count_applied(ctx: &Ctx, c: &mut SessionConn, s: &Statement) -> u64 {
+    let (affected, warned) = (c.conn.affected_rows(), c.conn.get_warnings());
+    ctx.shared
+        .warnings
+        .fetch_add(u64::from(warned), Ordering::Relaxed);
+    ctx.shared.add_counts(
+        ServerCounts::from_info(&c.conn.info())
+            .unwrap_or_else(|| ServerCounts::from_ok(affected, warned)),
+    );
+    if warned > 0 && !ctx.shared.warnings_full() {
+        if let Ok(texts) = warning_texts(c, s).await {
+            for t in &texts {
+                if !ctx.shared.keep_warning(t) {
+                    break;
+                }
+                crate::progress::say(&format!("warning: {t}"));
+            }
+        }
+    }
+    affected
+}
+
 /// The server's warnings of the statement `s` just ran on `c` (the first
 /// [`WARNINGS_SHOWN`]), each with the dump line it came from, worded as
 /// `SHOW WARNINGS` words it.
@@ -444,15 +472,7 @@ async fn run_nontx(
             match c.conn.query_drop(&s.text[..]).await {
                 Ok(()) => {
                     // Applied for good (no transaction): counted now.
-                    let (affected, warned) = (c.conn.affected_rows(), c.conn.get_warnings());
-                    rows += affected;
-                    ctx.shared
-                        .warnings
-                        .fetch_add(u64::from(warned), Ordering::Relaxed);
-                    ctx.shared.add_counts(
-                        ServerCounts::from_info(&c.conn.info())
-                            .unwrap_or_else(|| ServerCounts::from_ok(affected, warned)),
-                    );
+                    rows += count_applied(ctx, c, s).await;
                     break;
                 }
                 Err(e) if needs_reconnect(&e) => return lost(s, &e),
