@@ -8,3 +8,4 @@ pub mod pool;
 pub mod report;
 pub mod server;
 mod stats;
+pub mod sweep;

@@ -25,7 +25,7 @@ pub use dsn::Dsn;
 pub use open::{ConnectError, Stage};
 pub use resolve::{
     resolve, resolve_interactive, resolve_interactive_traced, resolve_traced, Endpoint, Env,
-    Origin, PasswordSpec, ResolveError, Target,
+    Origin, PasswordSpec, PlaceError, ResolveError, Target,
 };
 pub use secret::Secret;
 pub use tls::SslMode;

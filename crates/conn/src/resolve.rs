@@ -585,6 +585,51 @@ impl Target {
             ..self.clone()
         }
     }
+
+    /// This target at another place: `HOST:PORT` keeps its login and TLS;
+    /// a DSN (`mysql://user:pw@host:port/?ssl-mode=...`) replaces what it
+    /// names (host or socket, port, user, password, TLS mode and CA).
+    pub fn with_dsn(&self, place: &str) -> Result<Target, PlaceError> {
+        if !place.contains("://") {
+            let (host, port) =
+                crate::addr::parse_addr(place, 3306).map_err(|what| PlaceError::Address {
+                    place: place.into(),
+                    what,
+                })?;
+            return Ok(self.with_endpoint(Endpoint::Tcp { host, port }));
+        }
+        let d = Dsn::parse(place)?;
+        let mut t = self.clone();
+        t.endpoint = match &d.socket {
+            Some(s) => Endpoint::Socket(s.into()),
+            None => Endpoint::Tcp {
+                host: d.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
+                port: d.port.unwrap_or(3306),
+            },
+        };
+        if let Some(u) = d.user {
+            t.user = u;
+        }
+        if let Some(p) = d.password {
+            t.password = Some(PasswordSpec::Given(p));
+        }
+        if let Some(m) = d.ssl_mode {
+            t.ssl_mode = m;
+        }
+        if let Some(ca) = d.ssl_ca {
+            t.ssl_ca = Some(ca.into());
+        }
+        Ok(t)
+    }
+}
+
+/// A place (`HOST:PORT` or a DSN) that names no server.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaceError {
+    #[error(transparent)]
+    Dsn(#[from] DsnError),
+    #[error("{place}: {what}")]
+    Address { place: String, what: String },
 }
 
 /// Resolves and prompts: what subcommands call.

@@ -15,6 +15,19 @@ pub enum Exit {
     Interrupted = 130,
 }
 
+impl Exit {
+    /// `ok` of `total` parts succeeded: 0 all, 2 some, 3 none.
+    pub fn of_share(ok: usize, total: usize) -> Exit {
+        if ok == total {
+            Exit::Ok
+        } else if ok == 0 {
+            Exit::Total
+        } else {
+            Exit::Partial
+        }
+    }
+}
+
 /// An error and its causes on one line, `outer: inner: innermost`,
 /// skipping causes whose text the outer message already contains.
 pub fn one_line(e: &anyhow::Error) -> String {

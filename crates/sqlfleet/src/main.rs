@@ -41,7 +41,7 @@ enum Command {
     Replicate(Box<cmd::replicate::ReplicateArgs>),
     /// Throughput and latency sweeps, direct and through a relay
     #[command(subcommand)]
-    Bench(cmd::bench::BenchCmd),
+    Bench(cmd::bench_args::BenchCmd),
     /// Local MariaDB servers (and replicas) in a data dir
     #[command(subcommand)]
     Sandbox(cmd::sandbox::SandboxCmd),

@@ -65,8 +65,22 @@ fn assert_same(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {
 fn mydumper(srv: &TestServer, db: &str, dir: &Path, rows: usize, extra: &[&str]) {
     let rows = rows.to_string();
     let out = dir.display().to_string();
+    // No FLUSH TABLES WITH READ LOCK (--no-locks): the source is still,
+    // and the lock would stall every other test writing to the server
+    // (two dumps at once have been seen to wait on each other for good).
     let mut args = vec![
-        "-B", db, "-o", &out, "-t", "2", "-r", &rows, "-G", "-R", "-E",
+        "-B",
+        db,
+        "-o",
+        &out,
+        "-t",
+        "2",
+        "-r",
+        &rows,
+        "-G",
+        "-R",
+        "-E",
+        "--no-locks",
     ];
     args.extend_from_slice(extra);
     client(srv, "mydumper", &args);

@@ -70,6 +70,24 @@ impl HistoryConfig {
             max_bytes: 1 << 30,
         }
     }
+
+    /// The history a run keeps: at `path` (a file, or a directory that
+    /// gets history.db), or, for a run that serves the page, in
+    /// `home`/watch/history.db; bounded to `max_mib` MiB when given.
+    pub fn chosen(
+        path: Option<PathBuf>,
+        serves_page: bool,
+        home: &std::path::Path,
+        max_mib: Option<u64>,
+    ) -> Option<HistoryConfig> {
+        let p = path.or_else(|| serves_page.then(|| home.join("watch").join("history.db")))?;
+        let p = if p.is_dir() { p.join("history.db") } else { p };
+        let mut hc = HistoryConfig::new(p);
+        if let Some(mb) = max_mib {
+            hc.max_bytes = mb << 20;
+        }
+        Some(hc)
+    }
 }
 
 /// One server's figures at one check.

@@ -1,6 +1,7 @@
 //! One module per subcommand: flags in, library call, exit code out.
 
 pub mod bench;
+pub mod bench_args;
 pub mod inventory;
 pub mod load;
 pub mod man;
@@ -10,3 +11,4 @@ pub mod replicate;
 pub mod replicate_seed;
 pub mod sandbox;
 pub mod watch;
+pub mod watch_creds;

@@ -1,18 +1,19 @@
 //! `sqlfleet watch`: flags and files in, the monitor run, exit codes out.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
 use sqlfleet_conn::ConnArgs;
 use sqlfleet_watch::config::{self, FileConfig};
-use sqlfleet_watch::creds::{self, Entry, Store};
+use sqlfleet_watch::creds::{self, Store};
 use sqlfleet_watch::history::HistoryConfig;
 use sqlfleet_watch::monitor::{self, MonitorConfig, State};
 use sqlfleet_watch::web;
 
 use super::inventory::{self, HostArgs};
+use super::watch_creds::{self, passphrase, store_path, CredsCmd, StoreArgs};
 use crate::exit::Exit;
 
 /// Watch a fleet: who is down, stalled or maxed out, with alerts.
@@ -73,21 +74,10 @@ pub struct WatchArgs {
     #[arg(long, value_name = "DIR|FILE")]
     history: Option<PathBuf>,
     /// The history's bound in MiB; the oldest samples go first [default: 1024]
-    #[arg(long, value_name = "MIB")]
+    #[arg(long, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..))]
     history_max_mb: Option<u64>,
     #[command(flatten)]
     store: StoreArgs,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct StoreArgs {
-    /// The credential store [default: $SQLFLEET_HOME/watch/creds.age when it exists]
-    #[arg(long, value_name = "FILE", global = true)]
-    creds: Option<PathBuf>,
-    /// A file whose first line is the store's passphrase (else
-    /// $SQLFLEET_CREDS_PASSPHRASE, else a prompt)
-    #[arg(long, value_name = "FILE", global = true)]
-    creds_key_file: Option<PathBuf>,
 }
 
 #[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,195 +101,12 @@ enum WatchCmd {
     },
 }
 
-#[derive(clap::Subcommand, Debug)]
-enum CredsCmd {
-    /// Create an empty store (asks for a new passphrase)
-    Init,
-    /// Add or replace a server's login; the password is read from the
-    /// terminal or one line of standard input, never from the command line
-    Add {
-        /// host:port (or unix:/path) as the host list names it
-        server: String,
-        #[arg(long)]
-        user: Option<String>,
-        /// user@host for host metrics over SSH
-        #[arg(long, value_name = "USER@HOST")]
-        ssh: Option<String>,
-        /// Store no password (the server or option files provide the login)
-        #[arg(long)]
-        no_password: bool,
-        /// Also store a password for the SSH login (read after the
-        /// server's, from the terminal or the next line of standard input)
-        #[arg(long, requires = "ssh")]
-        ssh_password: bool,
-    },
-    /// Set the web page's login (HTTP basic auth for --listen); the
-    /// password is read from the terminal or one line of standard input
-    Web {
-        #[arg(long)]
-        user: String,
-    },
-    /// List the servers in the store (never the passwords)
-    List,
-    /// Remove a server's entry
-    Remove { server: String },
-    /// Change the store's passphrase
-    Passwd,
-}
-
 fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
     anyhow::ensure!(
         v.is_finite() && v > 0.0,
         "{what} must be a positive number of seconds"
     );
     Ok(Duration::from_secs_f64(v))
-}
-
-fn store_path(s: &StoreArgs, file: Option<&FileConfig>) -> PathBuf {
-    s.creds
-        .clone()
-        .or_else(|| file.and_then(|f| f.creds.clone()))
-        .unwrap_or_else(|| creds::default_path(&sqlfleet_conn::home::sqlfleet_home()))
-}
-
-/// The passphrase: key file, environment, or a prompt on the terminal.
-fn passphrase(s: &StoreArgs, prompt: &str) -> anyhow::Result<String> {
-    if let Some(f) = &s.creds_key_file {
-        let t = std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?;
-        let p = t.lines().next().unwrap_or_default().to_string();
-        anyhow::ensure!(!p.is_empty(), "{}: the first line is empty", f.display());
-        return Ok(p);
-    }
-    if let Ok(p) = std::env::var("SQLFLEET_CREDS_PASSPHRASE") {
-        return Ok(p);
-    }
-    rpassword::prompt_password(prompt).context(
-        "no passphrase: give --creds-key-file FILE or SQLFLEET_CREDS_PASSPHRASE, or run on a terminal",
-    )
-}
-
-fn new_passphrase(s: &StoreArgs) -> anyhow::Result<String> {
-    if s.creds_key_file.is_some() || std::env::var_os("SQLFLEET_CREDS_PASSPHRASE").is_some() {
-        return passphrase(s, "");
-    }
-    let a = rpassword::prompt_password("New passphrase: ")?;
-    let b = rpassword::prompt_password("Again: ")?;
-    anyhow::ensure!(a == b, "the passphrases differ; nothing changed");
-    anyhow::ensure!(!a.is_empty(), "an empty passphrase protects nothing");
-    Ok(a)
-}
-
-/// A password from the terminal (no echo) or one line of stdin.
-fn read_password(server: &str) -> anyhow::Result<String> {
-    if std::io::stdin().is_terminal() {
-        return Ok(rpassword::prompt_password(format!(
-            "Password for {server}: "
-        ))?);
-    }
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    Ok(line.trim_end_matches(['\n', '\r']).to_string())
-}
-
-fn creds_cmd(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
-    let path = store_path(s, None);
-    match c {
-        CredsCmd::Init => {
-            let p = new_passphrase(s)?;
-            creds::init(&path, &p)?;
-            println!("created {}", path.display());
-        }
-        CredsCmd::Add {
-            server,
-            user,
-            ssh,
-            no_password,
-            ssh_password,
-        } => {
-            let p = passphrase(s, "Store passphrase: ")?;
-            let mut store = creds::load(&path, &p)?;
-            let password = if no_password {
-                None
-            } else {
-                Some(read_password(&server)?)
-            };
-            let ssh_password = if ssh_password {
-                let d = ssh.as_deref().unwrap_or_default();
-                Some(read_password(&format!("{d} (SSH)"))?)
-            } else {
-                None
-            };
-            store.put(Entry {
-                server: server.clone(),
-                user,
-                password,
-                ssh,
-                ssh_password,
-            });
-            creds::save(&path, &p, &store)?;
-            println!("saved {server} in {}", path.display());
-        }
-        CredsCmd::Web { user } => {
-            let p = passphrase(s, "Store passphrase: ")?;
-            let mut store = creds::load(&path, &p)?;
-            let password = read_password(&format!("the web page's user {user}"))?;
-            anyhow::ensure!(!password.is_empty(), "an empty password protects nothing");
-            store.put(Entry {
-                server: creds::WEB_LOGIN.into(),
-                user: Some(user.clone()),
-                password: Some(password),
-                ssh: None,
-                ssh_password: None,
-            });
-            creds::save(&path, &p, &store)?;
-            println!("saved the web login {user} in {}", path.display());
-        }
-        CredsCmd::List => {
-            let p = passphrase(s, "Store passphrase: ")?;
-            let store = creds::load(&path, &p)?;
-            for e in &store.entries {
-                println!(
-                    "{}\tuser={}\tpassword={}\tssh={}\tssh_password={}",
-                    e.server,
-                    e.user.as_deref().unwrap_or("-"),
-                    if e.password.is_some() { "yes" } else { "no" },
-                    e.ssh.as_deref().unwrap_or("-"),
-                    if e.ssh_password.is_some() {
-                        "yes"
-                    } else {
-                        "no"
-                    },
-                );
-            }
-        }
-        CredsCmd::Remove { server } => {
-            let p = passphrase(s, "Store passphrase: ")?;
-            let mut store = creds::load(&path, &p)?;
-            anyhow::ensure!(
-                store.remove(&server),
-                "{server} is not in {}",
-                path.display()
-            );
-            creds::save(&path, &p, &store)?;
-            println!("removed {server}");
-        }
-        CredsCmd::Passwd => {
-            let old = passphrase(s, "Current passphrase: ")?;
-            let store = creds::load(&path, &old)?;
-            let new = if std::io::stdin().is_terminal() {
-                let a = rpassword::prompt_password("New passphrase: ")?;
-                let b = rpassword::prompt_password("Again: ")?;
-                anyhow::ensure!(a == b, "the passphrases differ; nothing changed");
-                a
-            } else {
-                read_password("the store (new passphrase)")?
-            };
-            anyhow::ensure!(!new.is_empty(), "an empty passphrase protects nothing");
-            creds::save(&path, &new, &store)?;
-            println!("passphrase changed for {}", path.display());
-        }
-    }
-    Ok(Exit::Ok)
 }
 
 async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
@@ -321,19 +128,12 @@ async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
             x.detail
         );
     }
-    let ok = d.iter().filter(|x| x.ok).count();
-    Ok(if ok == d.len() {
-        Exit::Ok
-    } else if ok == 0 {
-        Exit::Total
-    } else {
-        Exit::Partial
-    })
+    Ok(Exit::of_share(d.iter().filter(|x| x.ok).count(), d.len()))
 }
 
 pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
     match a.cmd {
-        Some(WatchCmd::Creds(c)) => return creds_cmd(c, &a.store),
+        Some(WatchCmd::Creds(c)) => return watch_creds::run(c, &a.store),
         Some(WatchCmd::TestAlert { config }) => return test_alert(&config).await,
         None => {}
     }
@@ -388,14 +188,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         } else {
             print!("{}", sqlfleet_watch::ui::table(&fleet));
         }
-        let ok = fleet.count(State::Ok);
-        return Ok(if ok == fleet.servers.len() {
-            Exit::Ok
-        } else if ok == 0 {
-            Exit::Total
-        } else {
-            Exit::Partial
-        });
+        return Ok(Exit::of_share(fleet.count(State::Ok), fleet.servers.len()));
     }
     let ui =
         a.ui.unwrap_or(if std::io::stdout().is_terminal() && !a.json {
@@ -404,38 +197,13 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
             Ui::None
         });
     // The history and the page, set up (and refused) before polling starts.
-    let history = a
-        .history
-        .clone()
-        .or_else(|| {
-            a.listen.map(|_| {
-                sqlfleet_conn::home::sqlfleet_home()
-                    .join("watch")
-                    .join("history.db")
-            })
-        })
-        .map(|p| {
-            let p = if p.is_dir() { p.join("history.db") } else { p };
-            let mut hc = HistoryConfig::new(p);
-            if let Some(mb) = a.history_max_mb {
-                anyhow::ensure!(mb >= 1, "--history-max-mb must be at least 1");
-                hc.max_bytes = mb << 20;
-            }
-            Ok(hc)
-        })
-        .transpose()?;
-    let listen = a.listen.map(|addr| {
-        let auth = web::Auth {
-            basic: store
-                .as_ref()
-                .and_then(|s| s.get(creds::WEB_LOGIN))
-                .and_then(|e| Some((e.user.clone()?, e.password.clone()?))),
-            token: std::env::var("SQLFLEET_WATCH_TOKEN")
-                .ok()
-                .filter(|t| !t.is_empty()),
-        };
-        (addr, auth)
-    });
+    let history = HistoryConfig::chosen(
+        a.history.clone(),
+        a.listen.is_some(),
+        &sqlfleet_conn::home::sqlfleet_home(),
+        a.history_max_mb,
+    );
+    let listen = a.listen.map(|addr| (addr, web::Auth::of(store.as_ref())));
     let running = sqlfleet_watch::start::start(sqlfleet_watch::start::Options {
         monitor: cfg,
         history,

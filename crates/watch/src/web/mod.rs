@@ -37,6 +37,21 @@ pub struct Auth {
     pub token: Option<String>,
 }
 
+impl Auth {
+    /// The page's logins: the store's web login (`creds web`) and a
+    /// token from $SQLFLEET_WATCH_TOKEN.
+    pub fn of(store: Option<&crate::creds::Store>) -> Auth {
+        Auth {
+            basic: store
+                .and_then(|s| s.get(crate::creds::WEB_LOGIN))
+                .and_then(|e| Some((e.user.clone()?, e.password.clone()?))),
+            token: std::env::var("SQLFLEET_WATCH_TOKEN")
+                .ok()
+                .filter(|t| !t.is_empty()),
+        }
+    }
+}
+
 impl std::fmt::Debug for Auth {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Auth")
