@@ -278,11 +278,14 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
 /// The session myloader sets on each of its connections before any file
 /// (the files assume it: no ANSI_QUOTES for their `"` strings, an id 0
 /// kept as 0, foreign keys unchecked while tables fill).
-pub const SESSION: [&str; 4] = [
+/// Notes are off, as a mysqldump file turns them off: `CREATE DATABASE IF
+/// NOT EXISTS` of a database that is there is not a warning of the dump.
+pub const SESSION: [&str; 5] = [
     "/*!40101 SET NAMES binary*/",
     "/*!40101 SET SQL_MODE='NO_AUTO_VALUE_ON_ZERO' */",
     "/*!40014 SET FOREIGN_KEY_CHECKS=0*/",
     "/*!40014 SET UNIQUE_CHECKS=0 */",
+    "/*!40111 SET SQL_NOTES=0 */",
 ];
 
 /// myloader creates views, triggers, routines and events on a connection

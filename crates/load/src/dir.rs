@@ -24,6 +24,8 @@ pub enum Part {
 /// A planned directory.
 #[derive(Debug, Clone)]
 pub struct DirInput {
+    /// The directory (statements of the load's own are placed there).
+    pub dir: PathBuf,
     pub parts: Vec<Part>,
     /// The input's identity (before binding to a database).
     pub id: String,
@@ -107,6 +109,7 @@ pub fn open(dir: &Path, into: Option<&str>) -> Result<DirInput, DirError> {
         }
     }
     Ok(DirInput {
+        dir: dir.to_path_buf(),
         parts,
         id: crate::identity::hex(&id.finalize()[..16]),
         size,

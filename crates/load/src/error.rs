@@ -23,6 +23,8 @@ impl StatementFailure {
     /// file) and line there, or the byte offset and line of the input.
     pub fn place(&self) -> String {
         match &self.origin {
+            // Line 0: a statement of the load's own, in no file.
+            Some(o) if self.line == 0 => format!("in {o}"),
             Some(o) => format!("in {o}, line {}", self.line),
             None => format!("byte offset {}, line {}", self.offset, self.line),
         }

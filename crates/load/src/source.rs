@@ -337,6 +337,7 @@ fn read_dir(
     if !r.send_id(load_id.unwrap_or(dir.id), true) {
         return;
     }
+    let own: Arc<str> = format!("{} (a statement of the load's own)", dir.dir.display()).into();
     let mut at = 0u64;
     for part in dir.parts {
         if stop.load(Ordering::Relaxed) {
@@ -351,7 +352,7 @@ fn read_dir(
                     line: 0,
                     text: q.into_bytes(),
                     source: None,
-                    origin: None,
+                    origin: Some(own.clone()),
                 };
                 let item = r.item(stmt, 0);
                 if !r.emit(Msg::Item(Box::new(item))) {

@@ -420,6 +420,7 @@ async fn warning_texts(
         .query(format!("SHOW WARNINGS LIMIT {WARNINGS_SHOWN}"))
         .await?;
     let place = match &s.origin {
+        Some(file) if s.line == 0 => file.to_string(),
         Some(file) => format!("{file} line {}", s.line),
         None => format!("line {}", s.line),
     };
