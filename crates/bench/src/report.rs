@@ -668,10 +668,31 @@ pub fn compare(a: &Results, b: &Results, fail_pct: Option<f64>) -> Result<(Strin
     Ok((s, regressed))
 }
 
-pub fn read(dir: &Path) -> Result<Results, String> {
-    let p = dir.join("results.json");
-    let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", p.display()))
+/// Why a result directory could not be read back.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("{}: {source}", path.display())]
+    Io {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Json {
+        path: std::path::PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// A result directory's results.json, as `write` left it.
+pub fn read(dir: &Path) -> Result<Results, ReadError> {
+    let path = dir.join("results.json");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(source) => return Err(ReadError::Io { path, source }),
+    };
+    serde_json::from_str(&text).map_err(|source| ReadError::Json { path, source })
 }
 
 #[cfg(test)]

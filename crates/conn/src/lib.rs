@@ -11,6 +11,7 @@ mod args;
 pub mod codes;
 mod dial;
 pub mod dsn;
+mod file_error;
 pub mod home;
 mod open;
 pub mod optfile;
@@ -22,6 +23,7 @@ pub mod tls;
 
 pub use args::{normalize_argv, ConnArgs};
 pub use dsn::Dsn;
+pub use file_error::FileError;
 pub use open::{ConnectError, Stage};
 pub use resolve::{
     resolve, resolve_interactive, resolve_interactive_traced, resolve_traced, Endpoint, Env,

@@ -101,15 +101,41 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 /// the mysql client); VERIFY_CA checks the chain against `ca` but not the
 /// name; VERIFY_IDENTITY checks both. The one connector every command and
 /// the relay's backend side use.
+/// Why TLS could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("--ssl-mode {0} needs --ssl-ca (the CA to check the server's certificate against)")]
+    NeedsCa(SslMode),
+    /// A certificate, key or CA file that cannot be read or used.
+    #[error("{}: {what}", path.display())]
+    File {
+        path: std::path::PathBuf,
+        what: String,
+    },
+    /// rustls refused the configuration.
+    #[error("TLS configuration: {0}")]
+    Config(String),
+}
+
+impl TlsError {
+    /// A file's error, naming the file.
+    pub fn file(path: &std::path::Path, what: impl std::fmt::Display) -> TlsError {
+        TlsError::File {
+            path: path.to_path_buf(),
+            what: what.to_string(),
+        }
+    }
+}
+
 pub fn connector(
     mode: SslMode,
     ca: Option<&std::path::Path>,
-) -> Result<Option<tokio_rustls::TlsConnector>, String> {
+) -> Result<Option<tokio_rustls::TlsConnector>, TlsError> {
     match mode {
         SslMode::Disabled => Ok(None),
         SslMode::Preferred | SslMode::Required => tls_connector(None, true).map(Some),
         SslMode::VerifyCa | SslMode::VerifyIdentity => {
-            let ca = ca.ok_or_else(|| format!("--ssl-mode {mode} needs --ssl-ca (the CA to check the server's certificate against)"))?;
+            let ca = ca.ok_or(TlsError::NeedsCa(mode))?;
             tls_connector(Some(ca), mode == SslMode::VerifyIdentity).map(Some)
         }
     }
@@ -118,21 +144,19 @@ pub fn connector(
 fn tls_connector(
     ca: Option<&std::path::Path>,
     check_name: bool,
-) -> Result<tokio_rustls::TlsConnector, String> {
+) -> Result<tokio_rustls::TlsConnector, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| TlsError::Config(e.to_string()))?;
     let config = match ca {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
-            for c in
-                CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))?
-            {
-                let c = c.map_err(|e| format!("{}: {e}", ca.display()))?;
-                roots.add(c).map_err(|e| format!("{}: {e}", ca.display()))?;
+            for c in CertificateDer::pem_file_iter(ca).map_err(|e| TlsError::file(ca, e))? {
+                let c = c.map_err(|e| TlsError::file(ca, e))?;
+                roots.add(c).map_err(|e| TlsError::file(ca, e))?;
             }
             if check_name {
                 builder.with_root_certificates(roots).with_no_client_auth()
@@ -142,7 +166,7 @@ fn tls_connector(
                     provider.clone(),
                 )
                 .build()
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| TlsError::file(ca, e))?;
                 builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(ChainOnly(inner)))

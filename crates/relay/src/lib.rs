@@ -47,12 +47,14 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub async fn new(cfg: RelayConfig) -> Result<Relay, String> {
+    pub async fn new(cfg: RelayConfig) -> Result<Relay, run::StartError> {
         let tls = match &cfg.tls {
-            Some(t) => Some(Arc::new(tls::tls_acceptor(&t.cert, &t.key)?)),
+            Some(t) => Some(Arc::new(
+                tls::tls_acceptor(&t.cert, &t.key).map_err(run::StartError::ClientTls)?,
+            )),
             None => None,
         };
-        let dialer = backend::dial::Dialer::new(&cfg)?;
+        let dialer = backend::dial::Dialer::new(&cfg).map_err(run::StartError::BackendTls)?;
         // The greeting is the backend's: its exact version string (with
         // MariaDB's "5.5.5-" prefix, which drivers read for features) and
         // collation. The relay names itself on /status, not there.

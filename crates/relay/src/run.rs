@@ -7,6 +7,29 @@ use std::time::Duration;
 
 use crate::{Listener, Relay, RelayConfig};
 
+/// Why a relay did not start: which part, and the cause.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("metrics listener {addr}: {source}")]
+    Metrics {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The clients' TLS (certificate, key).
+    #[error("client TLS: {0}")]
+    ClientTls(#[source] sqlfleet_conn::tls::TlsError),
+    /// TLS towards the backends (the CA).
+    #[error("backend TLS: {0}")]
+    BackendTls(#[source] sqlfleet_conn::tls::TlsError),
+}
+
 /// A relay whose listeners are bound, not yet accepting.
 pub struct Started {
     pub relay: Arc<Relay>,
@@ -19,23 +42,28 @@ pub struct Started {
 
 /// Binds every listener of `cfg` (an error names the address), makes the
 /// relay and starts its metrics page.
-pub async fn start(cfg: RelayConfig) -> Result<Started, String> {
+pub async fn start(cfg: RelayConfig) -> Result<Started, StartError> {
     let mut listeners = Vec::new();
     for l in &cfg.listen {
         listeners.push(
             Listener::bind(l)
                 .await
-                .map_err(|e| format!("listening on {l}: {e}"))?,
+                .map_err(|source| StartError::Listen {
+                    addr: l.to_string(),
+                    source,
+                })?,
         );
     }
-    let metrics_listener = match &cfg.metrics {
-        Some(m) => Some(
-            tokio::net::TcpListener::bind(m)
-                .await
-                .map_err(|e| format!("metrics listener {m}: {e}"))?,
-        ),
-        None => None,
-    };
+    let metrics_listener =
+        match &cfg.metrics {
+            Some(m) => Some(tokio::net::TcpListener::bind(m).await.map_err(|source| {
+                StartError::Metrics {
+                    addr: m.clone(),
+                    source,
+                }
+            })?),
+            None => None,
+        };
     let names = listeners.iter().map(|l| l.describe()).collect();
     let relay = Arc::new(Relay::new(cfg).await?);
     let metrics = match metrics_listener {

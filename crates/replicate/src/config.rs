@@ -332,10 +332,10 @@ fn valid_db_name(s: &str) -> bool {
 }
 
 /// Reads and checks a config file.
-pub fn load(path: &Path) -> Result<Checked, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+pub fn load(path: &Path) -> Result<Checked, sqlfleet_conn::FileError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| sqlfleet_conn::FileError::read(path, e))?;
+    parse(&text).map_err(|e| sqlfleet_conn::FileError::invalid(path, e))
 }
 
 /// Parses and checks config text.

@@ -156,33 +156,47 @@ async fn source_pos(t: &Target) -> Result<GtidPos, String> {
     GtidPos::parse(&p.unwrap_or_default())
 }
 
+/// Why a request (`retry`, `skip`) was not recorded on the target.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("target: {0}")]
+    Connect(#[source] Box<sqlfleet_conn::ConnectError>),
+    #[error("target: {0}")]
+    Server(#[source] mysql_async::Error),
+}
+
 /// A target connection with the replicate tables in place (for the
 /// requests `retry` and `skip` record).
-async fn control(target: &Target) -> Result<mysql_async::Conn, String> {
+async fn control(target: &Target) -> Result<mysql_async::Conn, RequestError> {
     let mut t = target
         .connect(Duration::from_secs(10))
         .await
-        .map_err(|e| format!("target: {e}"))?;
+        .map_err(|e| RequestError::Connect(Box::new(e)))?;
     position::ensure(&mut t)
         .await
-        .map_err(|e| format!("target: {e}"))?;
+        .map_err(RequestError::Server)?;
     Ok(t)
 }
 
 /// Asks a running replicate (and the next start) to try the stopped
 /// transactions of `source` (of `stream` only, when given) again.
-pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, String> {
+pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, RequestError> {
     let mut t = control(target).await?;
     position::record_retry(&mut t, source, stream)
         .await
-        .map_err(|e| format!("target: {e}"))
+        .map_err(RequestError::Server)
 }
 
 /// Records that `gtid` of `source` is to be passed over (a running
 /// replicate picks it up within a second; the next start otherwise).
-pub async fn skip(target: &Target, source: &str, gtid: &Gtid, reason: &str) -> Result<(), String> {
+pub async fn skip(
+    target: &Target,
+    source: &str,
+    gtid: &Gtid,
+    reason: &str,
+) -> Result<(), RequestError> {
     let mut t = control(target).await?;
     position::record_skip(&mut t, source, gtid, reason)
         .await
-        .map_err(|e| format!("target: {e}"))
+        .map_err(RequestError::Server)
 }

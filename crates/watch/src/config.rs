@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
+use sqlfleet_conn::FileError;
 
 use crate::rules::{self, Rule, RuleKind};
 
@@ -110,10 +111,10 @@ pub struct SmtpConfig {
 }
 
 /// Reads and checks a config file.
-pub fn read(path: &Path) -> Result<FileConfig, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let c: FileConfig = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-    c.check().map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn read(path: &Path) -> Result<FileConfig, FileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| FileError::read(path, e))?;
+    let c: FileConfig = toml::from_str(&text).map_err(|e| FileError::invalid(path, e))?;
+    c.check().map_err(|e| FileError::invalid(path, e))?;
     Ok(c)
 }
 

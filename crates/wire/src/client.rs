@@ -11,8 +11,8 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufStream};
 
 use crate::command::{COM_INIT_DB, COM_QUERY, COM_QUIT};
 use crate::handshake::{ServerHello, DEPRECATE_EOF};
-use crate::packet::lenenc;
 use crate::packet::{self, WireError, MAX_CHUNK};
+use crate::packet::{lenenc, lenenc_bytes};
 
 /// Any byte stream a client talks over (TCP, Unix, TLS).
 pub trait Duplex: AsyncRead + AsyncWrite + Unpin + Send + Sync {}
@@ -254,15 +254,6 @@ impl Client {
     }
 }
 
-fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Result<&'a [u8], WireError> {
-    let n = lenenc(p, i)? as usize;
-    let s = p
-        .get(*i..i.saturating_add(n))
-        .ok_or_else(|| WireError::Protocol("truncated string in a reply".into()))?;
-    *i += n;
-    Ok(s)
-}
-
 /// The column's name (alias) from a ColumnDefinition41 packet.
 /// A result set's column: its name and what the server says its values are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,7 +268,7 @@ pub struct Column {
 }
 
 /// A column definition packet (Protocol::ColumnDefinition41).
-fn column(p: &[u8]) -> Result<Column, WireError> {
+pub fn column(p: &[u8]) -> Result<Column, WireError> {
     let mut i = 0;
     for _ in 0..4 {
         lenenc_bytes(p, &mut i)?; // catalog, schema, table, org_table

@@ -5,7 +5,7 @@
 use sha1::{Digest, Sha1};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::packet::{self, lenenc, WireError};
+use crate::packet::{self, WireError};
 
 // Capability flags (protocol 4.1).
 pub const LONG_PASSWORD: u32 = 1;
@@ -168,13 +168,9 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
     let mut i = 32;
     let user = String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned();
     let auth = if caps & PLUGIN_AUTH_LENENC != 0 {
-        let n = lenenc(p, &mut i)? as usize;
-        let a = p
-            .get(i..i + n)
-            .ok_or_else(|| WireError::Protocol("truncated auth data".into()))?
-            .to_vec();
-        i += n;
-        a
+        crate::packet::lenenc_bytes(p, &mut i)
+            .map_err(|_| WireError::Protocol("truncated auth data".into()))?
+            .to_vec()
     } else if caps & SECURE_CONNECTION != 0 {
         let n = *p
             .get(i)

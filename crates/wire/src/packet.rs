@@ -190,9 +190,39 @@ pub fn lenenc(p: &[u8], i: &mut usize) -> Result<u64, WireError> {
     Ok(u64::from_le_bytes(v))
 }
 
+/// Length-encoded string at `i`: its bytes, `i` moved past them. The one
+/// reader of the protocol's lenenc strings (a length from the wire is
+/// never trusted to fit: the end is checked, not computed with overflow).
+pub fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Result<&'a [u8], WireError> {
+    let n = usize::try_from(lenenc(p, i)?)
+        .map_err(|_| WireError::Protocol("length-encoded string longer than memory".into()))?;
+    let s = i
+        .checked_add(n)
+        .and_then(|end| p.get(*i..end))
+        .ok_or_else(|| WireError::Protocol("truncated length-encoded string".into()))?;
+    *i += n;
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lenenc_strings_are_read_and_checked() {
+        let p = [3, b'a', b'b', b'c', 0xFC, 2, 0, b'x', b'y', 5, b'z'];
+        let mut i = 0;
+        assert_eq!(lenenc_bytes(&p, &mut i).ok(), Some(&b"abc"[..]));
+        assert_eq!(lenenc_bytes(&p, &mut i).ok(), Some(&b"xy"[..]));
+        assert!(
+            lenenc_bytes(&p, &mut i).is_err(),
+            "5 bytes announced, 1 there"
+        );
+        // A length near u64::MAX: refused, never an overflow.
+        let huge = [0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 1];
+        let mut i = 0;
+        assert!(lenenc_bytes(&huge, &mut i).is_err());
+    }
 
     proptest::proptest! {
         #[test]

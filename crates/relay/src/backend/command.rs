@@ -102,14 +102,11 @@ pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>,
         let mut head = p[..look].to_vec();
         let ev = t.packet(len, &mut head)?;
         if t.outcome.rows == 1 && rows_before == 0 {
-            // A text row: one length-encoded string, or 0xFB for NULL.
-            if p.first() != Some(&0xFB) {
-                let mut i = 0;
-                let n = sqlfleet_wire::packet::lenenc(&p, &mut i)? as usize;
-                value = p
-                    .get(i..i + n)
-                    .map(|v| String::from_utf8_lossy(v).into_owned());
-            }
+            // A text row of one value (NULL: none).
+            value = sqlfleet_wire::client::row(&p, 1)?
+                .pop()
+                .flatten()
+                .map(|v| String::from_utf8_lossy(&v).into_owned());
             p.clear();
         }
         if ev == crate::protocol::reply::Event::End {
@@ -167,24 +164,12 @@ pub async fn query_rows(
         _ => {}
     }
     let mut i = 0;
-    let n = sqlfleet_wire::packet::lenenc(&first, &mut i)? as usize;
-    let mut names = Vec::with_capacity(n);
+    let n = usize::try_from(sqlfleet_wire::packet::lenenc(&first, &mut i)?)
+        .map_err(|_| WireError::Protocol("column count".into()))?;
+    let mut names = Vec::with_capacity(n.min(4096));
     for _ in 0..n {
         let (_, def) = c.io().read_packet(max).await?;
-        // catalog, schema, table, org_table, name
-        let mut i = 0;
-        let mut name = String::new();
-        for k in 0..5 {
-            let len = sqlfleet_wire::packet::lenenc(&def, &mut i)? as usize;
-            let s = def
-                .get(i..i + len)
-                .ok_or_else(|| WireError::Protocol("short column definition".into()))?;
-            if k == 4 {
-                name = String::from_utf8_lossy(s).into_owned();
-            }
-            i += len;
-        }
-        names.push(name);
+        names.push(sqlfleet_wire::client::column(&def)?.name);
     }
     if !c.deprecate_eof() {
         c.io().read_packet(max).await?;
@@ -192,29 +177,29 @@ pub async fn query_rows(
     let mut rows = Vec::new();
     loop {
         let (_, p) = c.io().read_packet(max).await?;
+        // An error in the middle of the rows is the query's error: the
+        // rows before it are not its answer.
+        if p.first() == Some(&0xFF) {
+            return Err(sqlfleet_wire::packet::server_error(&p));
+        }
         let end =
             p.first() == Some(&0xFE) && p.len() < 0xFF_FFFF && (p.len() < 9 || c.deprecate_eof());
-        if end || p.first() == Some(&0xFF) {
+        if end {
             return Ok(rows);
         }
         if rows.len() < limit {
-            let mut i = 0;
-            let mut vals = Vec::with_capacity(n);
-            for name in &names {
-                let v = if p.get(i) == Some(&0xFB) {
-                    i += 1;
-                    None
-                } else {
-                    let len = sqlfleet_wire::packet::lenenc(&p, &mut i)? as usize;
-                    let s = p
-                        .get(i..i + len)
-                        .ok_or_else(|| WireError::Protocol("short row".into()))?;
-                    i += len;
-                    Some(String::from_utf8_lossy(s).into_owned())
-                };
-                vals.push((name.clone(), v));
-            }
-            rows.push(vals);
+            let values = sqlfleet_wire::client::row(&p, n)?;
+            rows.push(
+                names
+                    .iter()
+                    .cloned()
+                    .zip(
+                        values
+                            .into_iter()
+                            .map(|v| v.map(|b| String::from_utf8_lossy(&b).into_owned())),
+                    )
+                    .collect(),
+            );
         }
     }
 }

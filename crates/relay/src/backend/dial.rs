@@ -77,7 +77,7 @@ async fn socket(b: &Backend) -> std::io::Result<AnyStream> {
 }
 
 impl Dialer {
-    pub fn new(cfg: &RelayConfig) -> Result<Dialer, String> {
+    pub fn new(cfg: &RelayConfig) -> Result<Dialer, sqlfleet_conn::tls::TlsError> {
         let tls = match &cfg.backend_tls {
             BackendTls::Disabled => None,
             BackendTls::Preferred | BackendTls::Required => {

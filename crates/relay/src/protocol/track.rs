@@ -51,11 +51,7 @@ pub struct OkPacket {
 }
 
 fn lenenc_bytes<'a>(p: &'a [u8], i: &mut usize) -> Option<&'a [u8]> {
-    let n = usize::try_from(lenenc(p, i).ok()?).ok()?;
-    let end = i.checked_add(n)?;
-    let s = p.get(*i..end)?;
-    *i = end;
-    Some(s)
+    sqlfleet_wire::packet::lenenc_bytes(p, i).ok()
 }
 
 fn text(b: &[u8]) -> String {

@@ -53,7 +53,7 @@ pub fn start_config(toml: &str, port: u16, metrics_port: u16) -> Relay {
                         .await;
                 }
                 Err(e) => {
-                    let _ = ready.send(Err(e));
+                    let _ = ready.send(Err(e.to_string()));
                 }
             }
         });

@@ -89,8 +89,8 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
                     "--fail-on-regression {p}: a percentage of 0 or more"
                 );
             }
-            let ra = report::read(&a).map_err(anyhow::Error::msg)?;
-            let rb = report::read(&b).map_err(anyhow::Error::msg)?;
+            let ra = report::read(&a)?;
+            let rb = report::read(&b)?;
             let (text, regressed) = report::compare(&ra, &rb, fail_on_regression)
                 .map_err(|e| anyhow::anyhow!("{} vs {}: {e}", a.display(), b.display()))?;
             print!("{text}");

@@ -273,7 +273,7 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         None => quick_config(&a)?,
     };
     if let Some(t) = &cfg.tls {
-        sqlfleet_relay::tls::tls_acceptor(&t.cert, &t.key).map_err(anyhow::Error::msg)?;
+        sqlfleet_relay::tls::tls_acceptor(&t.cert, &t.key)?;
     }
     if a.check_config {
         println!(
@@ -293,9 +293,7 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
     crate::fdlimit::raise();
     let n_backends = cfg.backends.len();
     let mode = cfg.mode;
-    let started = sqlfleet_relay::run::start(cfg)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let started = sqlfleet_relay::run::start(cfg).await?;
     let relay = started.relay.clone();
     let names = started.names.clone();
     if let Some(at) = started.metrics {

@@ -156,7 +156,7 @@ fn target_of(server: &config::Server) -> anyhow::Result<Target> {
 }
 
 fn load(path: &std::path::Path) -> anyhow::Result<(Checked, Target, Vec<Target>)> {
-    let cfg = config::load(path).map_err(|e| anyhow!(e))?;
+    let cfg = config::load(path)?;
     let target = target_of(&cfg.target).context("[target]")?;
     let sources = cfg
         .sources
@@ -188,9 +188,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             let (cfg, target, _) = load(&config)?;
             named(&cfg, &source, &config)?;
             let g: Gtid = gtid.parse().map_err(|e: String| anyhow!(e))?;
-            sqlfleet_replicate::status::skip(&target, &source, &g, &reason)
-                .await
-                .map_err(|e| anyhow!(e))?;
+            sqlfleet_replicate::status::skip(&target, &source, &g, &reason).await?;
             println!("recorded: source '{source}' passes over {g}");
             Ok(Exit::Ok)
         }
@@ -244,8 +242,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
                 &source,
                 stream.as_deref().unwrap_or(""),
             )
-            .await
-            .map_err(|e| anyhow!(e))?;
+            .await?;
             println!(
                 "requested (#{id}): source '{source}' tries its stopped {} again (a running replicate within a second; otherwise at its next start); see `replicate status`",
                 stream.map_or("streams".to_string(), |s| format!("stream {s}"))

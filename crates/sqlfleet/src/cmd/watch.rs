@@ -110,7 +110,7 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
 }
 
 async fn test_alert(config: &Path) -> anyhow::Result<Exit> {
-    let file = config::read(config).map_err(anyhow::Error::msg)?;
+    let file = config::read(config)?;
     anyhow::ensure!(
         file.notify.webhook.is_some()
             || file.notify.smtp.is_some()
@@ -138,7 +138,7 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         None => {}
     }
     let file = match &a.config {
-        Some(p) => config::read(p).map_err(anyhow::Error::msg)?,
+        Some(p) => config::read(p)?,
         None => FileConfig::default(),
     };
     let interval = secs(a.interval.or(file.interval).unwrap_or(5.0), "--interval")?;
