@@ -560,24 +560,19 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
             .stdin(Stdio::null());
         cmd
     };
-    // Killed once the dump is whole and its load has begun.
-    let mut child = seed(&[])
+    // Killed once the dump is whole and its load has begun: at the load's
+    // first committed batch (a kill from outside 50 ms after the dump
+    // raced a seed that had finished by then, whose rerun then refused).
+    let st = seed(&[])
+        .env("SQLFLEET_FAILPOINTS", "load::batch_committed=kill@1")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn seed");
+        .status()
+        .expect("run seed");
+    let killed = sqlfleet_testkit::faults::killed(&st);
+    assert!(killed, "the seed was not killed at its first batch: {st}");
     let state = work.join("sd.state.json");
-    let t0 = std::time::Instant::now();
-    while !state.exists() && child.try_wait().expect("wait").is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(60), "no dump");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    std::thread::sleep(Duration::from_millis(50));
-    let killed = child.try_wait().expect("wait").is_none();
-    if killed {
-        child.kill().expect("kill -9");
-    }
-    child.wait().expect("reap");
+    assert!(state.exists(), "killed before the dump was whole");
     // The rerun resumes the same dump (same snapshot) and records it.
     let o = seed(&[]).output().expect("seed");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
