@@ -45,6 +45,32 @@ pub fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(50 << attempt.min(6))
 }
 
+/// What a loop does after attempt `attempt` (1-based) of its work failed
+/// with `e`, an error the work may be tried again for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Wait, then try again: on a new connection (the prelude replayed)
+    /// when the old one is gone.
+    Again { wait: Duration, reconnect: bool },
+    /// No more attempts: `e` is the work's error.
+    GiveUp,
+}
+
+/// The one retry decision of every loop. `may_reconnect`: the work can
+/// move to a new connection (not where the connection holds what the
+/// work needs: the one-connection regime's session, a non-transactional
+/// batch part of which may have applied).
+pub fn next(attempt: u32, e: &mysql_async::Error, may_reconnect: bool) -> Next {
+    let reconnect = needs_reconnect(e);
+    if attempt >= MAX_ATTEMPTS || (reconnect && !may_reconnect) {
+        return Next::GiveUp;
+    }
+    Next::Again {
+        wait: backoff(attempt),
+        reconnect,
+    }
+}
+
 /// Codes that mean "this DDL already ran" (a creating one: dumps create).
 /// Tolerated on `--resume` only for the one statement the journal shows
 /// as started but not recorded (it may have run just before the
@@ -69,5 +95,32 @@ mod tests {
         assert!(retryable(&server(2013)) && needs_reconnect(&server(2013)));
         assert!(!retryable(&server(1062)));
         assert!(backoff(1) < backoff(2) && backoff(10) == backoff(6));
+    }
+
+    #[test]
+    fn the_next_step_after_a_failed_attempt() {
+        let lost = server(2013);
+        let deadlock = server(1213);
+        let again = |attempt, reconnect| Next::Again {
+            wait: backoff(attempt),
+            reconnect,
+        };
+        let cases = [
+            // (attempt, error, may reconnect, next)
+            (1, &deadlock, true, again(1, false)),
+            (1, &deadlock, false, again(1, false)),
+            (1, &lost, true, again(1, true)),
+            (1, &lost, false, Next::GiveUp),
+            (MAX_ATTEMPTS - 1, &lost, true, again(MAX_ATTEMPTS - 1, true)),
+            (MAX_ATTEMPTS, &deadlock, true, Next::GiveUp),
+            (MAX_ATTEMPTS + 3, &lost, true, Next::GiveUp),
+        ];
+        for (attempt, e, may, want) in cases {
+            assert_eq!(
+                next(attempt, e, may),
+                want,
+                "attempt {attempt}, {e:?}, may {may}"
+            );
+        }
     }
 }

@@ -41,7 +41,7 @@ use crate::identity::ChainValue;
 use crate::job::{Job, Work};
 use crate::journal::{self, Record, Resume};
 use crate::queue::{has_auto_increment, JobQueue};
-use crate::retry::{backoff, needs_reconnect, retryable, ALREADY_DONE, MAX_ATTEMPTS};
+use crate::retry::{needs_reconnect, next, retryable, Next, ALREADY_DONE};
 use crate::session::SessionConn;
 use crate::source::Item;
 use crate::state::Ctx;
@@ -847,16 +847,14 @@ impl Scheduler {
             .await;
             match r {
                 Ok(()) => break Ok(()),
-                Err(e)
-                    if retryable(&e)
-                        && attempt < MAX_ATTEMPTS
-                        && !(stateful && needs_reconnect(&e)) =>
-                {
-                    self.ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    if needs_reconnect(&e) {
-                        self.control = None;
-                    }
-                    tokio::time::sleep(backoff(attempt)).await;
+                // The one-connection regime cannot move to a new connection.
+                Err(e) if retryable(&e) && next(attempt, &e, !stateful) != Next::GiveUp => {
+                    worker::wait_to_retry(
+                        &self.ctx,
+                        &mut self.control,
+                        next(attempt, &e, !stateful),
+                    )
+                    .await;
                 }
                 Err(mysql_async::Error::Server(s))
                     if self.resume.pending_ddl.contains(&stmt.offset)

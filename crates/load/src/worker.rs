@@ -19,7 +19,7 @@ use crate::fast_path::{try_fast, Fast};
 use crate::job::Work;
 use crate::journal::{self, Record};
 use crate::queue::{JobQueue, Lease};
-use crate::retry::{backoff, needs_reconnect, retryable, MAX_ATTEMPTS};
+use crate::retry::{needs_reconnect, next, retryable, Next};
 use crate::session::SessionConn;
 use crate::state::{Ctx, WARNINGS_SHOWN};
 
@@ -61,6 +61,19 @@ enum Outcome {
     Fail(usize, mysql_async::Error),
 }
 
+/// Waits out a retry the policy chose (`retry::next`): counts it, and
+/// drops a lost connection so the next attempt opens a new one and
+/// replays the prelude.
+pub(crate) async fn wait_to_retry(ctx: &Ctx, conn: &mut Option<SessionConn>, step: Next) {
+    if let Next::Again { wait, reconnect } = step {
+        ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
+        if reconnect {
+            *conn = None;
+        }
+        tokio::time::sleep(wait).await;
+    }
+}
+
 pub(crate) async fn process(
     ctx: &Ctx,
     conn: &mut Option<SessionConn>,
@@ -96,12 +109,8 @@ pub(crate) async fn process(
                 }
                 return;
             }
-            Outcome::Retry(e) if attempt < MAX_ATTEMPTS => {
-                ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                if needs_reconnect(&e) {
-                    *conn = None; // reconnect and replay the prelude
-                }
-                tokio::time::sleep(backoff(attempt)).await;
+            Outcome::Retry(e) if next(attempt, &e, true) != Next::GiveUp => {
+                wait_to_retry(ctx, conn, next(attempt, &e, true)).await;
             }
             Outcome::Retry(e) => {
                 if let Work::Chunk(w) = &work {
@@ -477,10 +486,13 @@ async fn run_nontx(
                     break;
                 }
                 Err(e) if needs_reconnect(&e) => return lost(s, &e),
-                // A lock wait or deadlock: the statement did not run.
-                Err(e) if retryable(&e) && attempt < MAX_ATTEMPTS => {
+                // A lock wait or deadlock: the statement did not run (a
+                // lost connection never gets here: it cannot move).
+                Err(e) if retryable(&e) && next(attempt, &e, false) != Next::GiveUp => {
                     ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    tokio::time::sleep(backoff(attempt)).await;
+                    if let Next::Again { wait, .. } = next(attempt, &e, false) {
+                        tokio::time::sleep(wait).await;
+                    }
                 }
                 Err(e) => {
                     let mut f = StatementFailure::of(s, Some(table), &e);
@@ -570,12 +582,8 @@ async fn one_by_one(
                         .fetch_add(s.end - s.offset, Ordering::Relaxed);
                     break;
                 }
-                Outcome::Retry(e) if attempt < MAX_ATTEMPTS => {
-                    ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    if needs_reconnect(&e) {
-                        *conn = None;
-                    }
-                    tokio::time::sleep(backoff(attempt)).await;
+                Outcome::Retry(e) if next(attempt, &e, true) != Next::GiveUp => {
+                    wait_to_retry(ctx, conn, next(attempt, &e, true)).await;
                 }
                 Outcome::Failed(f) => {
                     ctx.shared.quarantine(s, &f, prelude_len);
