@@ -841,7 +841,8 @@ impl Scheduler {
                     c.conn.query_drop(p.as_str()).await?;
                 }
                 c.conn.query_drop(&stmt.text[..]).await?;
-                worker::count_applied(&self.ctx, c, stmt).await;
+                // As written on one connection: nothing of ours in between.
+                worker::count_applied(&self.ctx, c, stmt, !stateful).await;
                 Ok(())
             }
             .await;

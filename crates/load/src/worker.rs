@@ -392,10 +392,14 @@ async fn run_txn(
 /// What the server said of statement `s`, just run on `c` and applied for
 /// good on its own (outside a batch's transaction: a non-transactional
 /// table's statement, a DDL, a statement that waits for everything): its
-/// reply counted now and its first warnings shown, as a batch's are once
-/// committed. The texts are best effort (the count is the reply's): the
-/// statement is never run again for them. Returns its affected rows.
-pub async fn count_applied(ctx: &Ctx, c: &mut SessionConn, s: &Statement) -> u64 {
+/// reply counted now and, with `texts`, its first warnings shown, as a
+/// batch's are once committed. The texts are best effort (the count is
+/// the reply's): the statement is never run again for them. `texts` is
+/// false where the file's next statement may read what this one left in
+/// the session: `SHOW WARNINGS` sets ROW_COUNT() to -1, so a file run as
+/// written on one connection gets no statement of ours between its own.
+/// Returns its affected rows.
+pub async fn count_applied(ctx: &Ctx, c: &mut SessionConn, s: &Statement, texts: bool) -> u64 {
     let (affected, warned) = (c.conn.affected_rows(), c.conn.get_warnings());
     ctx.shared
         .warnings
@@ -404,7 +408,7 @@ pub async fn count_applied(ctx: &Ctx, c: &mut SessionConn, s: &Statement) -> u64
         ServerCounts::from_info(&c.conn.info())
             .unwrap_or_else(|| ServerCounts::from_ok(affected, warned)),
     );
-    if warned > 0 && !ctx.shared.warnings_full() {
+    if texts && warned > 0 && !ctx.shared.warnings_full() {
         if let Ok(texts) = warning_texts(c, s).await {
             for t in &texts {
                 if !ctx.shared.keep_warning(t) {
@@ -482,7 +486,7 @@ async fn run_nontx(
             match c.conn.query_drop(&s.text[..]).await {
                 Ok(()) => {
                     // Applied for good (no transaction): counted now.
-                    rows += count_applied(ctx, c, s).await;
+                    rows += count_applied(ctx, c, s, true).await;
                     break;
                 }
                 Err(e) if needs_reconnect(&e) => return lost(s, &e),

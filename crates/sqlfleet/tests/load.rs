@@ -1193,3 +1193,55 @@ fn a_load_without_a_database_says_the_way_that_works() {
     let o = sqlfleet_load(srv, &["-D", &db, "--restart", file.to_str().expect("utf8")]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// ROW_COUNT() after a statement the server warned about is what the
+/// stock client's load gives: nothing of sqlfleet's own (its `SHOW
+/// WARNINGS`, which sets ROW_COUNT() to -1) runs between two statements
+/// of a file run as written on one connection (before: -1 and -1 where
+/// the stock client has 2 and 2).
+#[test]
+fn row_count_after_a_warned_statement_is_the_stock_clients() {
+    let srv = server();
+    let dir = tmp();
+    let body = "SET sql_mode='';\n\
+                CREATE TABLE w (c VARCHAR(2));\n\
+                CREATE TABLE w2 (c VARCHAR(1));\n\
+                CREATE TABLE r (what VARCHAR(10), n INT);\n\
+                INSERT INTO w VALUES ('abc'),('de');\n\
+                INSERT INTO r SELECT 'insert', ROW_COUNT();\n\
+                INSERT INTO w2 SELECT c FROM w;\n\
+                INSERT INTO r SELECT 'select', ROW_COUNT();\n";
+    for (name, head) in [("plain", ""), ("dump", "-- MariaDB dump 10.19\n")] {
+        let file = dir.path().join(format!("rc_{name}.sql"));
+        std::fs::write(&file, format!("{head}{body}")).expect("write");
+        let stock = fresh_db(srv, "stock_rc");
+        mariadb(srv, &["-D", &stock], Some(&file));
+        let ours = fresh_db(srv, "ours_rc");
+        let o = sqlfleet_load(srv, &["-D", &ours, file.to_str().expect("utf8")]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let q = |db: &str| {
+            let o = mariadb(
+                srv,
+                &[
+                    "-N",
+                    "-B",
+                    "-D",
+                    db,
+                    "-e",
+                    "SELECT what, n FROM r ORDER BY what",
+                ],
+                None,
+            );
+            stdout(&o)
+        };
+        let want = q(&stock);
+        assert_eq!(want, "insert\t2\nselect\t2\n", "the stock client");
+        assert_eq!(q(&ours), want, "{name}");
+        // The warnings are still counted, from the replies.
+        assert!(
+            stdout(&o).contains("3 warnings from the server"),
+            "{name}: {}",
+            stdout(&o)
+        );
+    }
+}
