@@ -247,10 +247,12 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             read: read.clone(),
             max_statement: sqlfleet_dump::split::MAX_STATEMENT,
             keep_comments: opts.comments,
+            // (a directory's files name none: `source` there is as the
+            // client's, relative to the working directory)
             base_dir: opts
                 .path
                 .parent()
-                .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path))
+                .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path) && dir.is_none())
                 .map(Path::to_path_buf),
             raw_read: raw_read.clone(),
         },

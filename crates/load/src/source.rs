@@ -168,7 +168,25 @@ struct Reading<'a> {
     read: Arc<std::sync::atomic::AtomicU64>,
 }
 
-impl Reading<'_> {
+impl<'a> Reading<'a> {
+    /// At the start of the input (backslash escapes on, as the server's
+    /// default sql_mode has them); `source` looks in `opts.base_dir`.
+    fn new(opts: &ReadOptions, tx: &'a mpsc::Sender<Msg>, stop: &'a AtomicBool) -> Reading<'a> {
+        Reading {
+            tx,
+            stop,
+            held: Vec::new(),
+            id_sent: false,
+            chain: Chain::default(),
+            keep_comments: opts.keep_comments,
+            max_statement: opts.max_statement,
+            escapes: true,
+            shift: 0,
+            base_dir: opts.base_dir.clone(),
+            read: opts.read.clone(),
+        }
+    }
+
     /// Sends, or holds until the identity is known. False when the
     /// receiver is gone.
     fn emit(&mut self, m: Msg) -> bool {
@@ -321,19 +339,7 @@ fn read_dir(
     tx: &mpsc::Sender<Msg>,
     stop: &AtomicBool,
 ) {
-    let mut r = Reading {
-        tx,
-        stop,
-        held: Vec::new(),
-        id_sent: false,
-        chain: Chain::default(),
-        keep_comments: opts.keep_comments,
-        max_statement: opts.max_statement,
-        escapes: true,
-        shift: 0,
-        base_dir: None,
-        read: opts.read.clone(),
-    };
+    let mut r = Reading::new(opts, tx, stop);
     if !r.send_id(load_id.unwrap_or(dir.id), true) {
         return;
     }
@@ -397,19 +403,7 @@ fn read_all(
         head: Vec::new(),
     });
     sp.max_statement = opts.max_statement;
-    let mut r = Reading {
-        tx,
-        stop,
-        held: Vec::new(),
-        id_sent: false,
-        chain: Chain::default(),
-        keep_comments: opts.keep_comments,
-        max_statement: opts.max_statement,
-        escapes: true,
-        shift: 0,
-        base_dir: opts.base_dir.clone(),
-        read: opts.read.clone(),
-    };
+    let mut r = Reading::new(opts, tx, stop);
     loop {
         if stop.load(Ordering::Relaxed) {
             return;

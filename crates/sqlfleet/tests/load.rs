@@ -61,13 +61,7 @@ fn dump(srv: &TestServer, db: &str, extra: &[&str], out: &Path) {
 }
 
 fn sqlfleet_load(srv: &TestServer, args: &[&str]) -> Output {
-    common::sqlfleet()
-        .arg("load")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["--progress", "none"])
-        .args(args)
-        .output()
-        .expect("run sqlfleet")
+    common::load(&srv.defaults_file(), args)
 }
 
 /// Everything a load should reproduce, with the database name replaced.

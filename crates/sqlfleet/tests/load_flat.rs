@@ -101,13 +101,7 @@ fn write_file(path: &Path, rows: usize, csv: bool, header: bool) {
 }
 
 fn load(srv: &TestServer, args: &[&str]) -> Output {
-    common::sqlfleet()
-        .arg("load")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["--progress", "none"])
-        .args(args)
-        .output()
-        .expect("run sqlfleet")
+    common::load(&srv.defaults_file(), args)
 }
 
 fn stock_load(srv: &TestServer, db: &str, file: &Path, clause: &str) {

@@ -40,14 +40,7 @@ fn fresh_db(srv: &TestServer, prefix: &str) -> String {
 }
 
 fn load(srv: &TestServer, args: &[&str]) -> Output {
-    common::sqlfleet()
-        .arg("load")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["--progress", "none"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run sqlfleet")
+    common::load(&srv.defaults_file(), args)
 }
 
 fn assert_same(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {

@@ -405,7 +405,7 @@ pub fn cause(w: &Window, running: &[(String, String)], n: usize) -> Option<Strin
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn row(hash: &str, text: &str, calls: u64, ms: u64) -> PsRow {
@@ -506,7 +506,9 @@ mod tests {
         );
     }
 
-    fn delta(digest: &str, calls: u64, seconds: f64) -> Delta {
+    /// A digest's figures over a read: `calls` calls taking `seconds`
+    /// (the statement tests of the history use it too).
+    pub(crate) fn delta(digest: &str, calls: u64, seconds: f64) -> Delta {
         Delta {
             digest: digest.into(),
             schema: "shop".into(),

@@ -11,6 +11,17 @@ pub fn sqlfleet() -> Command {
     Command::new(env!("CARGO_BIN_EXE_sqlfleet"))
 }
 
+/// `sqlfleet load` on the server of `defaults_file`, without progress.
+pub fn load(defaults_file: &Path, args: &[&str]) -> Output {
+    sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", defaults_file.display()))
+        .args(["--progress", "none"])
+        .args(args)
+        .output()
+        .expect("run sqlfleet")
+}
+
 /// Runs `sqlfleet args...` with `$SQLFLEET_HOME` set to `home`.
 pub fn run_in(home: &Path, args: &[&str]) -> Output {
     sqlfleet()

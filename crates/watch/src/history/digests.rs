@@ -297,19 +297,8 @@ mod tests {
 
     #[test]
     fn a_read_leaves_its_totals_and_its_costliest_digests() {
-        let d = |digest: &str, calls: u64, seconds: f64| crate::statements::Delta {
-            digest: digest.into(),
-            schema: "app".into(),
-            calls,
-            seconds,
-            rows_examined: 0,
-            rows_sent: 0,
-            errors: 0,
-            no_index: 0,
-            seen: 0,
-        };
         let deltas: Vec<_> = (0..15)
-            .map(|i| d(&format!("SELECT {i}"), 2, i as f64))
+            .map(|i| crate::statements::tests::delta(&format!("SELECT {i}"), 2, i as f64))
             .collect();
         let pts = points_of_read("db1:3306", 100.0, 1.0, &deltas);
         assert_eq!(pts.len(), 1 + PER_READ);
