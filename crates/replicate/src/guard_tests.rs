@@ -11,9 +11,12 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 use tokio::sync::mpsc;
 
-use crate::apply::{apply_chunk, position_sql, Applier, ChunkEnd, Done, Job, Outcome};
+use crate::apply::Applier;
+use crate::batch_sql::position_sql;
+use crate::chunk::{apply_chunk, ChunkEnd};
 use crate::gtid::Gtid;
 use crate::txn::{Item, Session, Stmt, Txn};
+use crate::work::{Done, Job, Outcome};
 
 /// The server's own format description event (a session gets one before
 /// anything else), read from the head of its binlog file.

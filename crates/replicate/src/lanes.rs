@@ -21,9 +21,11 @@ use sqlfleet_conn::Target;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::apply::{self, Applier, ApplyError, ChunkEnd, DdlGeneration, Job, Outcome};
+use crate::apply::Applier;
+use crate::chunk::{self as apply, ChunkEnd, DdlGeneration};
 use crate::engines::Engines;
 use crate::order::{Mode, Order, Turn};
+use crate::work::{ApplyError, Job, Outcome};
 
 /// A chunk takes transactions up to this many bytes of rows and
 /// statements (and at most the configured batch of transactions): big

@@ -16,11 +16,14 @@
 //! [`metrics`] serves them to Prometheus.
 
 mod apply;
+mod batch_sql;
+mod chunk;
 pub mod config;
 mod engines;
 pub mod event;
 #[cfg(test)]
 mod fixtures;
+mod floor;
 pub mod gtid;
 #[cfg(test)]
 mod guard_tests;
@@ -37,3 +40,4 @@ pub mod source;
 pub mod sqltext;
 pub mod status;
 pub mod txn;
+mod work;

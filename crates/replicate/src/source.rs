@@ -22,13 +22,15 @@ use sqlfleet_conn::quote::{ident, literal};
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
 
-use crate::apply::{Applier, ApplyError, Done, Job, Outcome};
+use crate::apply::Applier;
 use crate::config;
+use crate::floor::{Floor, Status};
 use crate::gtid::{Gtid, GtidPos};
 use crate::lanes::Workers;
 use crate::position::{self, Stored};
 use crate::resume::{self, Stop};
 use crate::txn::{Assembler, Item, Out, Txn};
+use crate::work::{ApplyError, Done, Job, Outcome};
 
 /// Errors that stop a source for good (bad settings, refused at start).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -109,28 +111,16 @@ pub struct SourceRunner {
 /// Per source: at most this many KiB of transactions queued or applying.
 pub const IN_FLIGHT_KIB: u32 = 256 * 1024;
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Status {
-    Pending,
-    Applied,
-    Stopped,
-}
-
 /// One reading session's bookkeeping.
 struct Session {
     generation: u64,
     stored: Stored,
     read: GtidPos,
-    floor: GtidPos,
-    floor_written: GtidPos,
-    frozen: bool,
-    window: BTreeMap<u64, (GtidPos, Status)>,
-    next_idx: u64,
+    /// The floor and the window of transactions read (floor.rs).
+    floor: Floor,
     outstanding: usize,
     stopped: BTreeMap<String, Gtid>,
     format: Arc<Vec<u8>>,
-    /// Source commit times of the transactions in flight, by window index.
-    pending_times: BTreeMap<u64, u32>,
     /// The source commit time of the last transaction read.
     last_read_time: u32,
     /// The newest `replicate retry` request this session has seen.
@@ -319,15 +309,10 @@ impl SourceRunner {
             generation,
             stored,
             read: start.clone(),
-            floor: start.clone(),
-            floor_written: start.clone(),
-            frozen: false,
-            window: BTreeMap::new(),
-            next_idx: 0,
+            floor: Floor::new(start.clone()),
             outstanding: 0,
             stopped: BTreeMap::new(),
             format: Arc::new(Vec::new()),
-            pending_times: BTreeMap::new(),
             last_read_time: 0,
             retry_seen,
             stopped_at: None,
@@ -338,7 +323,7 @@ impl SourceRunner {
         let mut stop = self.stop.clone();
         let end = loop {
             if self.until_caught_up
-                && s.window.is_empty()
+                && s.floor.is_settled()
                 && !asm.in_transaction()
                 && s.read.behind(&source_pos) == 0
             {
@@ -351,7 +336,7 @@ impl SourceRunner {
                         Some(Ok(ev)) => ev,
                         Some(Err(e)) if purged(&e) => break End::Refused(format!(
                             "the source no longer has the binlog its floor {} needs (purged?); native replication stops here too: {e}",
-                            s.floor
+                            s.floor.position()
                         )),
                         Some(Err(e)) => break End::Restart(format!("binlog stream: {e}")),
                         None => break End::Restart("the source closed the binlog stream".into()),
@@ -433,17 +418,10 @@ impl SourceRunner {
         s.last_read_time = txn.timestamp;
         let after = s.read.clone();
         set(&self.view, |v| v.read = after.to_string());
-        let idx = s.next_idx;
-        s.next_idx += 1;
+        let idx = s.floor.admit();
         let ts = txn.timestamp;
-        let finish = |s: &mut Session, st: Status| {
-            s.window.insert(idx, (after.clone(), st));
-            // A stopped transaction stays unapplied: the lag counts it.
-            if st == Status::Stopped {
-                s.pending_times.insert(idx, ts);
-            }
-            advance(s);
-        };
+        // A stopped transaction stays unapplied: the lag counts it.
+        let finish = |s: &mut Session, st: Status| s.floor.place(idx, after.clone(), ts, st);
         let streams: Vec<String> = txn.dbs.iter().cloned().collect();
         // Already applied: below the floor, or (when every stream it
         // touches is known) covered by each of those streams' positions.
@@ -580,8 +558,7 @@ impl SourceRunner {
             return Ok(());
         }
         let stream = streams[0].clone();
-        s.window.insert(idx, (after, Status::Pending));
-        s.pending_times.insert(idx, txn.timestamp);
+        s.floor.place(idx, after, ts, Status::Pending);
         s.outstanding += 1;
         // Memory stays bounded however far behind the target is: a source
         // has at most IN_FLIGHT_KIB of transactions queued or applying.
@@ -645,14 +622,8 @@ impl SourceRunner {
                 e.last_source_time = d.timestamp;
             });
         }
-        if let Some(e) = s.window.get_mut(&d.idx) {
-            e.1 = status;
-        }
         // A stopped transaction stays unapplied: the lag keeps counting it.
-        if status == Status::Applied {
-            s.pending_times.remove(&d.idx);
-        }
-        advance(s);
+        s.floor.done(d.idx, status);
         end
     }
 
@@ -848,7 +819,7 @@ impl SourceRunner {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let oldest = s.pending_times.values().min().copied();
+        let oldest = s.floor.oldest_unapplied();
         let read = s.read.clone();
         let last_read = s.last_read_time;
         set(&self.view, |v| {
@@ -915,37 +886,17 @@ impl SourceRunner {
     }
 
     async fn write_floor(&self, s: &mut Session, ctl: &mut Applier) -> Result<(), End> {
-        if s.floor != s.floor_written {
+        if let Some(p) = s.floor.to_write().cloned() {
             sqlfleet_faults::point!("replicate::floor_before_write");
-            position::write_floor(&mut ctl.conn, &self.cfg.name, &s.floor)
+            position::write_floor(&mut ctl.conn, &self.cfg.name, &p)
                 .await
                 .map_err(|e| End::Restart(format!("target: {e}")))?;
             sqlfleet_faults::point!("replicate::floor_after_write");
-            s.floor_written = s.floor.clone();
-            let f = s.floor.to_string();
+            let f = p.to_string();
+            s.floor.written(p);
             set(&self.view, |v| v.floor = f);
         }
         Ok(())
-    }
-}
-
-/// Moves the floor past every finished transaction at the window's front;
-/// a stopped one freezes it (a restart must read it again).
-fn advance(s: &mut Session) {
-    while let Some(e) = s.window.first_entry() {
-        match e.get().1 {
-            Status::Pending => break,
-            Status::Applied => {
-                let (p, _) = e.remove();
-                if !s.frozen {
-                    s.floor = p;
-                }
-            }
-            Status::Stopped => {
-                s.frozen = true;
-                e.remove();
-            }
-        }
     }
 }
 
@@ -1178,51 +1129,4 @@ pub async fn first_after(
         .unwrap_or_else(|_| Err("no transaction read from the source's binlog within 10 s".into()));
     let _ = stream.close().await;
     r
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pos(s: &str) -> GtidPos {
-        GtidPos::parse(s).expect("pos")
-    }
-
-    fn session() -> Session {
-        Session {
-            generation: 1,
-            stored: Stored::default(),
-            read: GtidPos::default(),
-            floor: pos("0-1-1"),
-            floor_written: pos("0-1-1"),
-            frozen: false,
-            window: BTreeMap::new(),
-            next_idx: 0,
-            outstanding: 0,
-            stopped: BTreeMap::new(),
-            format: Arc::new(Vec::new()),
-            pending_times: BTreeMap::new(),
-            last_read_time: 0,
-            retry_seen: 0,
-            stopped_at: None,
-        }
-    }
-
-    #[test]
-    fn the_floor_follows_the_finished_prefix_and_freezes_at_a_stop() {
-        let mut s = session();
-        s.window.insert(0, (pos("0-1-2"), Status::Applied));
-        s.window.insert(1, (pos("0-1-3"), Status::Pending));
-        s.window.insert(2, (pos("0-1-4"), Status::Applied));
-        advance(&mut s);
-        assert_eq!(s.floor, pos("0-1-2"), "stops before the pending one");
-        s.window.get_mut(&1).expect("entry").1 = Status::Applied;
-        advance(&mut s);
-        assert_eq!(s.floor, pos("0-1-4"));
-        s.window.insert(3, (pos("0-1-5"), Status::Stopped));
-        s.window.insert(4, (pos("0-1-6"), Status::Applied));
-        advance(&mut s);
-        assert_eq!(s.floor, pos("0-1-4"), "frozen before the stopped one");
-        assert!(s.window.is_empty());
-    }
 }
