@@ -128,20 +128,7 @@ pub struct TlsFiles {
     pub require: bool,
 }
 
-/// Read-your-writes for reads sent to replicas.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Consistency {
-    /// Replicas may lag.
-    None,
-    /// A client's reads see its own writes: the replica waits for the
-    /// client's last write (MASTER_GTID_WAIT, bounded), else the primary.
-    Session,
-    /// Reads see every write committed before they arrived: the replica
-    /// waits for the primary's current binlog position (one small query to
-    /// the primary per read), else the primary.
-    Global,
-}
+pub use crate::routing::read::Consistency;
 
 /// Backend roles and read routing. Roles come from health checks: a
 /// writable server (read_only=0) is the primary, read_only ones replicas.

@@ -338,28 +338,6 @@ pub async fn watch(
     }
 }
 
-/// Whether GTID position `pos` (`domain-server-seq,...`) includes every
-/// GTID of `want` (one GTID or a position list).
-pub fn covers(pos: &str, want: &str) -> bool {
-    want.split(',').all(|g| covers_one(pos, g))
-}
-
-fn covers_one(pos: &str, gtid: &str) -> bool {
-    let parse = |g: &str| -> Option<(u32, u64)> {
-        let mut it = g.trim().split('-');
-        let domain = it.next()?.parse().ok()?;
-        let _server = it.next()?;
-        let seq = it.next()?.parse().ok()?;
-        Some((domain, seq))
-    };
-    let Some((d, want)) = parse(gtid) else {
-        return true; // nothing to wait for
-    };
-    pos.split(',')
-        .filter_map(parse)
-        .any(|(pd, seq)| pd == d && seq >= want)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,17 +417,5 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         up(&h, 0);
         assert_eq!(w.await.expect("task"), Some(()), "back up: it went on");
-    }
-
-    #[test]
-    fn gtid_coverage() {
-        use super::covers;
-        assert!(covers("0-1-42", "0-1-42"));
-        assert!(covers("0-1-43,1-2-5", "1-2-5"));
-        assert!(!covers("0-1-41", "0-1-42"));
-        assert!(!covers("1-1-100", "0-1-1"));
-        assert!(covers("", ""));
-        assert!(covers("0-1-42,1-2-9", "0-1-40,1-2-9"));
-        assert!(!covers("0-1-42,1-2-8", "0-1-40,1-2-9"));
     }
 }

@@ -1,10 +1,12 @@
 //! Which backend a statement goes to: the route kinds ([`Route`]), query
-//! rules and digests ([`rules`]). The per-statement decision is made in
-//! `frontend::session::route` from these and the health of each backend;
-//! the pool picks the least busy backend a route allows.
+//! rules and digests ([`rules`]). A statement's route kind and what a
+//! replica read waits for are decided in [`read`] (the session gathers
+//! the facts and carries the answer out); which backend of a route serves
+//! in [`pick`] (the pool gathers the backends' states).
 
 pub mod galera;
 pub mod pick;
+pub mod read;
 pub mod rules;
 
 /// Where a statement may run.

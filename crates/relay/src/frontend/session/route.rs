@@ -8,11 +8,11 @@ use std::time::{Duration, Instant};
 
 use super::{Fail, Session};
 use crate::backend::command;
-use crate::backend::health;
 use crate::backend::pool::Route;
-use crate::config::{Consistency, Mode, RouteTo};
+use crate::config::{Mode, RouteTo};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
+use crate::routing::read::{self, BeforeRead, Facts, RuleRoute};
 
 impl Session {
     /// The writable backend: without read/write split, replicas stand by
@@ -30,15 +30,14 @@ impl Session {
     /// A replica for a plain read outside a transaction with nothing
     /// pinning the client, when read/write split is on.
     pub(super) fn choose_route(&mut self, read: bool) {
-        if self.ctx.cfg.routing.read_write_split
-            && self.st.may_read_elsewhere()
-            && self.conn.is_none()
-            && read
-            && self.route == Route::Primary
-            && !self.route_fixed
-        {
-            self.route = Route::Replica;
-        }
+        self.route = read::route_for(Facts {
+            split: self.ctx.cfg.routing.read_write_split,
+            read,
+            may_read_elsewhere: self.st.may_read_elsewhere(),
+            holds_conn: self.conn.is_some(),
+            current: self.route,
+            fixed: self.route_fixed,
+        });
     }
 
     /// A backend for the current route; while no backend is writable
@@ -111,30 +110,22 @@ impl Session {
             if !r.multiplex {
                 self.pin(Pin::Rule);
             }
-            match r.route {
-                Some(RouteTo::Primary) if self.ctx.cfg.routing.read_write_split => {
-                    self.route = Route::Primary;
-                    // Keep choose_route from sending it to a replica.
-                    self.route_fixed = true;
-                }
-                Some(RouteTo::Replica)
-                    if self.ctx.cfg.routing.read_write_split
-                        && self.conn.is_none()
-                        && !self.st.in_trans =>
-                {
-                    self.route = match &r.group {
-                        Some(g) => self
-                            .ctx
-                            .pool
-                            .group_names()
-                            .iter()
-                            .position(|n| n == g)
-                            .map_or(Route::Replica, Route::Group),
-                        None => Route::Replica,
-                    };
-                    self.route_fixed = true;
-                }
-                _ => {}
+            let to = match (r.route, &r.group) {
+                (Some(RouteTo::Primary), _) => Some(RuleRoute::Primary),
+                (Some(RouteTo::Replica), None) => Some(RuleRoute::Replica),
+                (Some(RouteTo::Replica), Some(g)) => Some(RuleRoute::Group(
+                    self.ctx.pool.group_names().iter().position(|n| n == g),
+                )),
+                (None, _) => None,
+            };
+            let split = self.ctx.cfg.routing.read_write_split;
+            let held = self.conn.is_some();
+            if let Some(route) =
+                to.and_then(|to| read::rule_route(split, to, held, self.st.in_trans))
+            {
+                self.route = route;
+                // Keep choose_route from changing it.
+                self.route_fixed = true;
             }
             return Ok(());
         }
@@ -215,41 +206,50 @@ impl Session {
         }
     }
 
-    /// Read-your-writes on the replica holding the client's connection:
-    /// with consistency = session it must have applied the client's last
-    /// write, with global everything the primary had committed when the
-    /// read arrived. An async replica waits (`MASTER_GTID_WAIT`) up to
-    /// `consistency_wait`, else the read goes to the primary. A Galera
-    /// node makes the read itself wait (`galera_causal_read`).
+    /// Read-your-writes on the replica holding the client's connection
+    /// (`routing::read::before_read` decides): with consistency = session
+    /// it must have applied the client's last write, with global
+    /// everything the primary had committed when the read arrived. An
+    /// async replica waits (`MASTER_GTID_WAIT`) up to `consistency_wait`,
+    /// else the read goes to the primary. A Galera node makes the read
+    /// itself wait: it is sent as `SET STATEMENT wsrep_sync_wait = 1 FOR
+    /// <read>`, and the node applies every write set the cluster committed
+    /// before it (waiting for the write's GTID with
+    /// WSREP_SYNC_WAIT_UPTO_GTID was measured not to be enough on MariaDB
+    /// 10.11 / galera-4: reads right after it missed the write in 4 of
+    /// 22,244 pairs); a read that cannot carry the setting (a prepared
+    /// statement's execute) goes to the writer.
     async fn wait_for_own_write(&mut self, text: bool) -> Result<(), Fail> {
-        let consistency = self.ctx.cfg.routing.consistency;
-        if consistency == Consistency::None {
+        let Some(b) = self.backend else {
             return Ok(());
-        }
-        if let Some(b) = self.backend {
-            if self.ctx.pool.health.get(b).galera.is_some() {
-                return self.galera_causal_read(text).await;
-            }
-        }
-        if consistency == Consistency::Session && self.own_write_unknown {
-            // The client's last write committed and its position could
-            // not be read: only the primary surely has it.
-            return self.read_on_primary().await;
-        }
-        let target = match consistency {
-            Consistency::None => return Ok(()),
-            Consistency::Session => self.last_write_gtid.clone(),
-            Consistency::Global => self.primary_position().await?,
         };
-        let routing = &self.ctx.cfg.routing;
-        let (Some(gtid), Some(b)) = (target, self.backend) else {
-            return Ok(());
+        let galera = self.ctx.pool.health.get(b).galera.is_some();
+        let step = read::before_read(
+            self.ctx.cfg.routing.consistency,
+            galera,
+            text,
+            self.own_write_unknown,
+            self.last_write_gtid.as_deref(),
+        );
+        let gtid = match step {
+            BeforeRead::Nothing => return Ok(()),
+            BeforeRead::CausalRead => {
+                self.sync_wait_next = true;
+                self.ctx.metrics.consistency_waits.fetch_add(1, Relaxed);
+                return Ok(());
+            }
+            BeforeRead::OnPrimary => return self.read_on_primary().await,
+            BeforeRead::WaitFor(g) => g,
+            BeforeRead::WaitForPrimary => match self.primary_position().await? {
+                Some(g) => g,
+                None => return Ok(()),
+            },
         };
         let st = self.ctx.pool.health.get(b);
-        if !st.read_only || health::covers(&st.gtid, &gtid) {
+        if !read::must_wait(st.read_only, &st.gtid, &gtid) {
             return Ok(());
         }
-        let wait = routing.consistency_wait.as_secs_f64();
+        let wait = self.ctx.cfg.routing.consistency_wait.as_secs_f64();
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
@@ -280,32 +280,6 @@ impl Session {
         self.read_on_primary().await
     }
 
-    /// A read on a Galera node that must see the client's own write
-    /// (session: once the client has written; global: always) is sent as
-    /// `SET STATEMENT wsrep_sync_wait = 1 FOR <read>`: the node applies
-    /// every write set the cluster committed before the read, then reads
-    /// (its own causality check; no round trip of the relay's). Waiting
-    /// for the write's GTID (WSREP_SYNC_WAIT_UPTO_GTID) was measured not
-    /// to be enough on MariaDB 10.11 / galera-4: reads right after it
-    /// missed the write in 4 of 22,244 pairs. A read that cannot carry
-    /// the setting (a prepared statement's execute) goes to the writer.
-    async fn galera_causal_read(&mut self, text: bool) -> Result<(), Fail> {
-        let needed = match self.ctx.cfg.routing.consistency {
-            Consistency::None => false,
-            Consistency::Session => self.last_write_gtid.is_some(),
-            Consistency::Global => true,
-        };
-        if !needed {
-            return Ok(());
-        }
-        if text {
-            self.sync_wait_next = true;
-            self.ctx.metrics.consistency_waits.fetch_add(1, Relaxed);
-            return Ok(());
-        }
-        self.read_on_primary().await
-    }
-
     /// The read goes to the primary (the Galera writer) instead of a
     /// replica; counted as a consistency fallback.
     async fn read_on_primary(&mut self) -> Result<(), Fail> {
@@ -321,13 +295,15 @@ impl Session {
     /// write, remember its GTID (a query on the client's connection, so
     /// only where replicas serve reads; without a split nothing is asked).
     pub(super) async fn after_write(&mut self, read: bool, o: &Outcome) -> Result<(), Fail> {
-        if !self.ctx.cfg.routing.read_write_split
-            || self.ctx.cfg.routing.consistency != Consistency::Session
-            || read
-            || o.error.is_some()
-            || self.st.in_trans
-            || self.route.is_replica()
-        {
+        let routing = &self.ctx.cfg.routing;
+        if !read::remember_write(
+            routing.read_write_split,
+            routing.consistency,
+            read,
+            o.error.is_some(),
+            self.st.in_trans,
+            self.route.is_replica(),
+        ) {
             return Ok(());
         }
         let Some(c) = self.conn.as_mut() else {
