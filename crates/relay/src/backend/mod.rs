@@ -8,6 +8,7 @@
 
 pub mod accounts;
 pub mod command;
+pub mod conn_state;
 pub mod dial;
 pub mod health;
 pub mod pool;

@@ -31,33 +31,33 @@ use crate::protocol::track::TrackView;
 /// A backend connection with what the relay knows of its session.
 pub struct BackendConn {
     pub io: PacketIo<AnyStream>,
-    pub shape: Shape,
+    pub(in crate::backend) shape: Shape,
     /// Capabilities in effect on this connection.
-    pub caps: u32,
-    pub db: Option<String>,
-    pub settings: Vec<Setting>,
-    pub stmts: BackendStmts,
-    pub backend: usize,
+    pub(in crate::backend) caps: u32,
+    pub(in crate::backend) db: Option<String>,
+    pub(in crate::backend) settings: Vec<Setting>,
+    pub(in crate::backend) stmts: BackendStmts,
+    pub(in crate::backend) backend: usize,
     /// Per-user mode: the client account it is logged in as (else the
     /// relay's own). Only that account's clients get it.
-    pub account: Option<Arc<BackendAccount>>,
+    pub(in crate::backend) account: Option<Arc<BackendAccount>>,
     /// The server's thread id for this connection (for KILL QUERY).
-    pub thread_id: u32,
+    pub(in crate::backend) thread_id: u32,
     /// Session tracking is on: OKs report changed variables, schema, state.
-    pub tracking: bool,
+    pub(in crate::backend) tracking: bool,
     /// What a tracking client's own session would report (the server's
     /// tracking settings for a new session).
-    pub client_tracking: Option<Arc<TrackView>>,
+    pub(in crate::backend) client_tracking: Option<Arc<TrackView>>,
     /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
-    pub last_insert_id: u64,
+    pub(in crate::backend) last_insert_id: u64,
     /// The last statement on it left warnings or an error, which stay
     /// until a statement that uses a table.
-    pub diagnostics_dirty: bool,
+    pub(in crate::backend) diagnostics_dirty: bool,
     /// The client (relay id) whose FOUND_ROWS() the server holds on it:
     /// that client's last SELECT ran here and nothing since changed the
     /// count (every statement of the relay's own forgets it:
     /// `Link::own_statement`).
-    pub found_rows_of: Option<u32>,
+    pub(in crate::backend) found_rows_of: Option<u32>,
     /// The event loop whose poller its socket is registered on.
     home: usize,
     /// The pool's global-settings epoch when this session was last reset

@@ -36,7 +36,7 @@ use crate::event_loops::Seat;
 use crate::frontend::auth::{self};
 use crate::protocol::io::{AnyStream, PacketIo};
 use crate::protocol::reply::{Expect, Outcome};
-use crate::protocol::sql::{self, Effects, KillTarget, Pin, Setting};
+use crate::protocol::sql::{self, Effects, KillTarget, Pin};
 use crate::protocol::stmt::ClientStmts;
 use state::{ClientState, ForConn, FoundRowsOnConn};
 
@@ -341,11 +341,6 @@ fn drive(mut s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = (
     })
 }
 
-fn upsert(list: &mut Vec<Setting>, s: &Setting) {
-    list.retain(|x| x.name != s.name);
-    list.push(s.clone());
-}
-
 impl Session {
     fn ok(&self) -> Vec<u8> {
         packet::ok_payload(self.st.status())
@@ -358,15 +353,7 @@ impl Session {
             self.ctx.metrics.pin(*p);
         }
         if let Some(c) = self.conn.as_mut() {
-            for s in &f.settings {
-                upsert(&mut c.settings, s);
-            }
-            if let Some(db) = f.db {
-                c.db = db;
-            }
-            if let Some(id) = f.insert_id {
-                c.last_insert_id = id;
-            }
+            c.note_changes(&f.settings, f.db, f.insert_id);
         }
     }
 
@@ -458,13 +445,13 @@ impl Session {
             self.route = self.default_route();
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
-            let before = self.conn.as_ref().map(|c| c.thread_id);
+            let before = self.conn.as_ref().map(|c| c.thread_id());
             let r = self.run_command(&cmd).await;
             if cmd[0] != COM_QUERY {
                 self.journal.other_command(cmd[0], self.st.in_trans);
             }
             if self.ctx.trace.on() {
-                let after = self.conn.as_ref().map(|c| c.thread_id);
+                let after = self.conn.as_ref().map(|c| c.thread_id());
                 let ok = if r.is_ok() { "ok" } else { "failed" };
                 self.ctx.trace.add(
                     self.id,
@@ -472,7 +459,7 @@ impl Session {
                         "command {:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
                         cmd[0],
                         self.st.pins,
-                        self.conn.as_ref().map(|c| c.diagnostics_dirty)
+                        self.conn.as_ref().map(|c| c.diagnostics_dirty())
                     ),
                 );
             }
@@ -480,7 +467,7 @@ impl Session {
             if let Some(c) = self
                 .conn
                 .as_ref()
-                .and_then(|c| self.ctx.metrics.backend(c.backend))
+                .and_then(|c| self.ctx.metrics.backend(c.backend()))
             {
                 c.commands.fetch_add(1, Relaxed);
                 c.latency.observe(t0.elapsed());
@@ -621,7 +608,7 @@ impl Session {
 
     fn set_db(&mut self, db: Option<String>) {
         if let Some(c) = self.conn.as_mut() {
-            c.db.clone_from(&db);
+            c.note_db(db.clone());
         }
         self.st.db = db;
     }
@@ -725,7 +712,7 @@ impl Session {
         self.capture_found_rows().await?;
         self.after_text_effects(&fx, &o);
         if !had_set_expression {
-            let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+            let tracked = self.conn.as_ref().is_some_and(|c| c.tracking());
             self.st.release_computed_settings(&fx, &o, tracked);
         }
         if let (Some(key), Some(reply)) = (local, captured) {
@@ -743,7 +730,7 @@ impl Session {
     /// relay's shared knowledge: the tables whose writes act unseen, the
     /// accounts it remembers.
     fn after_text_effects(&mut self, fx: &Effects, o: &Outcome) {
-        let tracked = self.conn.as_ref().is_some_and(|c| c.tracking);
+        let tracked = self.conn.as_ref().is_some_and(|c| c.tracking());
         if fx.changes_schema {
             self.ctx.write_effects.forget();
             self.ctx.view_calls.forget();
@@ -773,13 +760,13 @@ impl Session {
     /// connection is held through a client's think time for them.
     fn keep_diagnostics(&mut self, o: &Outcome, fx: &Effects) {
         let id = self.id;
-        let mine = self.conn.as_ref().map(|c| c.found_rows_of == Some(id));
+        let mine = self.conn.as_ref().map(|c| c.holds_found_rows_of(id));
         let found = self.st.counts_after(o, fx, mine);
         self.hold_diagnostics(o, fx.uses_tables);
         if let Some(c) = self.conn.as_mut() {
             match found {
-                FoundRowsOnConn::Mine => c.found_rows_of = Some(id),
-                FoundRowsOnConn::Unknown => c.found_rows_of = None,
+                FoundRowsOnConn::Mine => c.note_found_rows_of(Some(id)),
+                FoundRowsOnConn::Unknown => c.note_found_rows_of(None),
                 FoundRowsOnConn::Unchanged => {}
             }
         }
@@ -793,7 +780,7 @@ impl Session {
         }
         let dirty = o.error.is_some() || o.warnings > 0;
         if let Some(c) = self.conn.as_mut() {
-            c.diagnostics_dirty = dirty || (c.diagnostics_dirty && !uses_tables);
+            c.note_diagnostics(dirty, uses_tables);
         }
     }
 
@@ -815,7 +802,7 @@ impl Session {
             self.st.last_found_rows = n;
             self.st.found_rows_calc = false;
             if n == 1 {
-                c.found_rows_of = Some(self.id);
+                c.note_found_rows_of(Some(self.id));
             }
         }
         Ok(())

@@ -180,6 +180,12 @@ pub struct Setting {
     pub text: String,
 }
 
+/// Puts `s` in `list`, replacing the earlier value of the same setting.
+pub fn upsert(list: &mut Vec<Setting>, s: &Setting) {
+    list.retain(|x| x.name != s.name);
+    list.push(s.clone());
+}
+
 impl Setting {
     /// A variable as the server reported it changed, replayed by value.
     pub fn from_server(name: &str, value: &str) -> Setting {

@@ -23,7 +23,7 @@ impl Session {
             self.ctx.pool.discard(c);
             return Err(Fail::Lost(e.to_string()));
         }
-        self.handle.running(Some((c.backend, c.thread_id)));
+        self.handle.running(Some((c.backend(), c.thread_id())));
         let mut from_server = vec![0u8; 64 * 1024];
         let mut from_client = [0u8; 1024];
         loop {

@@ -33,7 +33,7 @@ impl Session {
         self.before_replica_read(text).await?;
         self.ensure_conn().await?;
         // What the previous user of the connection left must not show.
-        let dirty = self.conn.as_ref().is_some_and(|c| c.diagnostics_dirty);
+        let dirty = self.conn.as_ref().is_some_and(|c| c.diagnostics_dirty());
         if fx.reads_diagnostics || dirty {
             self.clear_diagnostics().await?;
         }
@@ -55,7 +55,7 @@ impl Session {
         if row_count == 0 {
             command::simple(c, b"\x03DO 0").await.map_err(lost)?;
         }
-        c.diagnostics_dirty = false;
+        c.diagnostics_cleared();
         Ok(())
     }
 
@@ -117,19 +117,19 @@ impl Session {
     pub(super) async fn adopt(&mut self, mut c: BackendConn) -> Result<(), Fail> {
         let health = self.ctx.pool.health.clone();
         let synced = health
-            .unless_gone(c.backend, self.sync(&mut c))
+            .unless_gone(c.backend(), self.sync(&mut c))
             .await
             .unwrap_or_else(|| {
                 self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                 Err(Fail::Lost(stopped_answering(
                     &self.ctx.cfg.backends,
-                    c.backend,
+                    c.backend(),
                 )))
             });
         match synced {
             Ok(()) => {
                 if self.st.mode == Mode::Session {
-                    self.handle.set_alias(Some(c.thread_id));
+                    self.handle.set_alias(Some(c.thread_id()));
                 }
                 self.conn = Some(c);
                 Ok(())
@@ -144,9 +144,8 @@ impl Session {
     /// Replays the client's settings and default database on `c`.
     pub(super) async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
-        if c.settings
-            .iter()
-            .any(|s| s.undone_by_reset() && !self.st.settings.contains(s))
+        if c.replay_for(&self.st.settings, self.st.last_insert_id)
+            .reset_first
         {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
@@ -155,7 +154,7 @@ impl Session {
             // Undoing what another client left can fail where replaying
             // the client's own would not (a variable without a DEFAULT):
             // that is not this client's error. A reset undoes everything.
-            if !matches!(e, Fail::Err(..)) || c.settings.is_empty() {
+            if !matches!(e, Fail::Err(..)) || !c.has_settings() {
                 return Err(e);
             }
             tracing::debug!(
@@ -166,8 +165,8 @@ impl Session {
             c.reset().await.map_err(lost)?;
             self.replay_settings(c).await?;
         }
-        match (&self.st.db, &c.db) {
-            (Some(d), cur) if cur.as_ref() != Some(d) => {
+        match (&self.st.db, c.db()) {
+            (Some(d), cur) if cur != Some(d.as_str()) => {
                 let mut p = vec![COM_INIT_DB];
                 p.extend_from_slice(d.as_bytes());
                 let o = command::command(c, &p, Expect::Single)
@@ -176,7 +175,7 @@ impl Session {
                 if let Some((code, msg)) = o.error {
                     return Err(Fail::Err(code, "42000", msg));
                 }
-                c.db = Some(d.clone());
+                c.note_db(Some(d.clone()));
             }
             (None, Some(_)) => {
                 return Err(Fail::Err(
@@ -194,25 +193,7 @@ impl Session {
     /// `= DEFAULT` for what another client left on `c`.
     pub(super) async fn replay_settings(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
-        let mut parts: Vec<String> = self
-            .st
-            .settings
-            .iter()
-            .filter(|s| !c.settings.contains(s))
-            .map(|s| s.text.clone())
-            .collect();
-        // LAST_INSERT_ID() is per connection: the client's goes with it.
-        if c.last_insert_id != self.st.last_insert_id {
-            parts.push(format!(
-                "@@session.last_insert_id = {}",
-                self.st.last_insert_id
-            ));
-        }
-        for s in &c.settings {
-            if !self.st.settings.iter().any(|x| x.name == s.name) {
-                parts.push(crate::backend::pool::undo_setting(&s.name, c.shape.caps));
-            }
-        }
+        let parts = c.replay_for(&self.st.settings, self.st.last_insert_id).set;
         if !parts.is_empty() {
             self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
             let mut q = b"\x03SET ".to_vec();
@@ -229,8 +210,7 @@ impl Session {
                     format!("sqlfleet relay: replaying session settings: {msg}"),
                 ));
             }
-            c.settings = self.st.settings.clone();
-            c.last_insert_id = self.st.last_insert_id;
+            c.replayed(&self.st.settings, self.st.last_insert_id);
         }
         Ok(())
     }
@@ -263,17 +243,18 @@ impl Session {
         let Some(mut c) = self.conn.take() else {
             return Err(Fail::Close);
         };
+        // From here until the reply ends, KILL from another client reaches
+        // this statement.
+        let running = (c.backend(), c.thread_id());
         let sent = async {
-            for id in std::mem::take(&mut c.stmts.to_close) {
+            for id in std::mem::take(&mut c.stmts().to_close) {
                 let mut p = vec![COM_STMT_CLOSE];
                 p.extend_from_slice(&id.to_le_bytes());
                 c.io.write_packet(0, &p).await?;
             }
             c.io.write_packet(0, payload).await
         };
-        // From here until the reply ends, KILL from another client reaches
-        // this statement.
-        self.handle.running(Some((c.backend, c.thread_id)));
+        self.handle.running(Some(running));
         if let Err(e) = sent.await {
             self.handle.running(None);
             self.ctx.pool.discard(c);
@@ -286,14 +267,14 @@ impl Session {
         // backend: one found not answering (health checks) fails the
         // statement, which a read on a replica retries elsewhere.
         let health = self.ctx.pool.health.clone();
-        let gone = health.gone(c.backend);
+        let gone = health.gone(c.backend());
         tokio::pin!(gone);
         loop {
             let pipelined = self.io.buffered();
             tokio::select! {
                 _ = &mut gone => {
                     self.handle.running(None);
-                    let why = stopped_answering(&self.ctx.cfg.backends, c.backend);
+                    let why = stopped_answering(&self.ctx.cfg.backends, c.backend());
                     self.ctx.pool.discard(c);
                     self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                     return Err(Fail::Lost(why));
@@ -324,7 +305,7 @@ impl Session {
                 }
             }
         }
-        let layout = c.caps & SESSION_TRACK != 0;
+        let layout = c.caps() & SESSION_TRACK != 0;
         use crate::protocol::reply::ClientTracking;
         let client = if self.caps & SESSION_TRACK == 0 {
             ClientTracking::Strip
@@ -332,8 +313,8 @@ impl Session {
             // The client's own tracking settings are on the connection.
             ClientTracking::Raw
         } else {
-            c.client_tracking
-                .clone()
+            c.client_tracking()
+                .cloned()
                 .map_or(ClientTracking::Raw, ClientTracking::Filter)
         };
         let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
@@ -347,7 +328,7 @@ impl Session {
         // is outside the Primary component, 1053, 1927) is held back too:
         // the statement did not run there, and it runs again elsewhere
         // (`replay.rs`) instead of failing the client.
-        let galera = self.ctx.pool.health.get(c.backend).galera.is_some();
+        let galera = self.ctx.pool.health.get(c.backend()).galera.is_some();
         t.hold_refusal = hold_refusal || (galera && self.journal.enabled());
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
@@ -359,10 +340,10 @@ impl Session {
                 .ctx
                 .cfg
                 .backends
-                .get(c.backend)
+                .get(c.backend())
                 .map(|b| b.addr())
                 .unwrap_or_default();
-            let backend = c.backend;
+            let backend = c.backend();
             self.ctx.pool.discard(c);
             let (code, msg) = t.outcome.error.clone().unwrap_or_default();
             if code == 1047 {
@@ -382,7 +363,7 @@ impl Session {
                 self.replied = true;
                 self.capture = t.capture.take();
                 self.ctx.metrics.bytes_to_client.fetch_add(n, Relaxed);
-                if let Some(b) = self.ctx.metrics.backend(c.backend) {
+                if let Some(b) = self.ctx.metrics.backend(c.backend()) {
                     b.bytes_to_client.fetch_add(n, Relaxed);
                 }
                 self.conn = Some(c);
@@ -415,7 +396,7 @@ impl Session {
             && self.handle.alias().is_none()
         {
             self.handle
-                .set_alias(self.conn.as_ref().map(|c| c.thread_id));
+                .set_alias(self.conn.as_ref().map(|c| c.thread_id()));
         }
         Ok(o)
     }

@@ -64,7 +64,7 @@ impl Session {
             // The server's count on a connection the client holds is not
             // this answer's.
             if let Some(c) = self.conn.as_mut() {
-                c.found_rows_of = None;
+                c.note_found_rows_of(None);
             }
         }
         Ok(true)
@@ -104,7 +104,7 @@ impl Session {
                     .is_some_and(|st| st & !STATUS_SQL_MODE == STATUS_AUTOCOMMIT)
         };
         if exact {
-            key.backend = c.backend;
+            key.backend = c.backend();
             let left = Left {
                 settings: self.st.settings.clone(),
                 row_count: self.st.last_row_count,

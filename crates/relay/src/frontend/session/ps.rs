@@ -57,7 +57,7 @@ impl Session {
             );
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
-                c.stmts.insert(s.def.key.clone(), bid, cap);
+                c.stmts().insert(s.def.key.clone(), bid, cap);
             }
             self.stmts.insert(id, s);
         }
@@ -73,7 +73,7 @@ impl Session {
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
         };
-        if let Some(b) = c.stmts.get_mut(key) {
+        if let Some(b) = c.stmts().get_mut(key) {
             return Ok(b.id);
         }
         let cap = self.ctx.pool.settings().statement_cache;
@@ -86,7 +86,7 @@ impl Session {
             p.extend_from_slice(db.as_bytes());
             p
         };
-        if *db != c.db {
+        if db.as_deref() != c.db() {
             let Some(d) = db else {
                 return Err(Fail::Err(
                     1046,
@@ -95,17 +95,17 @@ impl Session {
                 ));
             };
             command::simple(c, &init_db(d)).await.map_err(lost)?;
-            c.db = Some(d.clone());
+            c.note_db(Some(d.clone()));
         }
         let mut p = vec![COM_STMT_PREPARE];
         p.extend_from_slice(sql);
         let o = command::command(c, &p, Expect::Prepare)
             .await
             .map_err(lost)?;
-        if c.db != *client_db {
+        if c.db() != client_db.as_deref() {
             if let Some(d) = client_db {
                 command::simple(c, &init_db(d)).await.map_err(lost)?;
-                c.db = Some(d.clone());
+                c.note_db(Some(d.clone()));
             }
         }
         if let Some((code, msg)) = o.error {
@@ -114,7 +114,7 @@ impl Session {
         let (bid, _, _) = o
             .prepared
             .ok_or_else(|| Fail::Lost("prepare reply without a statement id".into()))?;
-        c.stmts.insert(key.clone(), bid, cap);
+        c.stmts().insert(key.clone(), bid, cap);
         metrics.reprepares.fetch_add(1, Relaxed);
         Ok(bid)
     }
@@ -134,7 +134,7 @@ impl Session {
     fn drop_cursor(&mut self, cid: u32, def: &StmtDef) {
         self.st.cursors.remove(&cid);
         if let Some(c) = self.conn.as_mut() {
-            c.stmts.close(&def.key.owned_by(cid));
+            c.stmts().close(&def.key.owned_by(cid));
         }
     }
 
@@ -212,7 +212,7 @@ impl Session {
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
         };
-        let Some(bs) = c.stmts.get_mut(key) else {
+        let Some(bs) = c.stmts().get_mut(key) else {
             return Err(Fail::Close);
         };
         let (out, name) = if cmd.first() == Some(&COM_STMT_BULK_EXECUTE) {
@@ -283,7 +283,7 @@ impl Session {
         let bid = self
             .conn
             .as_mut()
-            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+            .and_then(|c| c.stmts().get_mut(&key).map(|b| b.id));
         self.st.long_data.remove(&cid);
         self.st.cursors.remove(&cid);
         match bid {
@@ -309,7 +309,7 @@ impl Session {
             .conn
             .as_mut()
             .filter(|_| self.st.cursors.contains(&cid))
-            .and_then(|c| c.stmts.get_mut(&key).map(|b| b.id));
+            .and_then(|c| c.stmts().get_mut(&key).map(|b| b.id));
         let Some(bid) = bid else {
             return Err(Fail::Err(
                 1421,

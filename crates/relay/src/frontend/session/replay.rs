@@ -164,7 +164,7 @@ impl Session {
             let Some(c) = self.conn.as_mut() else {
                 continue;
             };
-            let backend = c.backend;
+            let backend = c.backend();
             let addr = self
                 .ctx
                 .cfg
@@ -254,7 +254,7 @@ impl Session {
                 }
                 Some(Ok(Ok(insert_id))) => {
                     if let (Some(c), Some(id)) = (self.conn.as_mut(), insert_id) {
-                        c.last_insert_id = id;
+                        c.note_last_insert_id(id);
                     }
                     return Ok(());
                 }

@@ -18,7 +18,7 @@ use crate::config::Mode;
 use crate::protocol::reply::{
     Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
 };
-use crate::protocol::sql::{self, Effects, LockOp, Pin, Setting, TempOp};
+use crate::protocol::sql::{self, upsert, Effects, LockOp, Pin, Setting, TempOp};
 use crate::protocol::track::Change;
 
 /// The client's session as the relay follows it.
@@ -96,11 +96,6 @@ pub(crate) enum FoundRowsOnConn {
 /// variables they change).
 fn is_variable(name: &str) -> bool {
     !matches!(name, "names" | "charset") && !name.starts_with("transaction ")
-}
-
-fn upsert(list: &mut Vec<Setting>, s: &Setting) {
-    list.retain(|x| x.name != s.name);
-    list.push(s.clone());
 }
 
 impl ClientState {

@@ -41,7 +41,7 @@ impl Session {
         if let Some(s) = crate::backend::pool::left_by_client_reset(self.shape.caps) {
             self.st.set(&s);
             if let Some(c) = self.conn.as_mut() {
-                super::upsert(&mut c.settings, &s);
+                c.note_setting(&s);
             }
         }
         Ok(())
@@ -155,8 +155,8 @@ impl Session {
         let in_place = |c: &BackendConn| {
             self.st.mode == Mode::Session
                 && req.collation.is_none_or(|x| x == self.shape.collation)
-                && c.account.as_ref().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
-                && (req.database.is_some() || c.db.is_none())
+                && c.account().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
+                && (req.database.is_some() || c.db().is_none())
         };
         let keep = match self.conn.take() {
             Some(c) if in_place(&c) => Some(c),

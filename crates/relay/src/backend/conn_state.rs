@@ -1,0 +1,185 @@
+//! A backend connection's session as the relay knows it — its settings,
+//! default database, LAST_INSERT_ID(), whose FOUND_ROWS() it holds, left
+//! diagnostics, prepared statements — read and changed only through these
+//! methods. The frontend says what a statement did (`note_*`), and asks
+//! what brings the connection to a client's session (`replay_for`, the diff
+//! of settings: what the client has that the connection lacks, and
+//! `= DEFAULT` for what another client left), then reports it done
+//! (`replayed`). Pure: the I/O stays with the caller.
+
+use std::sync::Arc;
+
+use crate::backend::dial::{BackendAccount, Shape};
+use crate::backend::pool::{undo_setting, BackendConn};
+use crate::protocol::sql::{upsert, Setting};
+use crate::protocol::stmt::BackendStmts;
+use crate::protocol::track::TrackView;
+
+/// What brings a connection to a client's settings.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Replay {
+    /// Another client left a setting only a reset undoes (the character
+    /// set variables come from the login's collation): reset first, then
+    /// ask again.
+    pub reset_first: bool,
+    /// The assignments of one `SET` (the client's settings the connection
+    /// lacks, its LAST_INSERT_ID(), `= DEFAULT` for the others); empty
+    /// when the connection has the client's session already.
+    pub set: Vec<String>,
+}
+
+impl BackendConn {
+    /// The backend (index in the configuration) it is connected to.
+    pub fn backend(&self) -> usize {
+        self.backend
+    }
+
+    /// The server's thread id for this connection (for KILL).
+    pub fn thread_id(&self) -> u32 {
+        self.thread_id
+    }
+
+    /// Its default database.
+    pub fn db(&self) -> Option<&str> {
+        self.db.as_deref()
+    }
+
+    /// Capabilities in effect on it.
+    pub fn caps(&self) -> u32 {
+        self.caps
+    }
+
+    /// What it was opened as.
+    pub fn shape(&self) -> &Shape {
+        &self.shape
+    }
+
+    /// Per-user mode: the client account it is logged in as.
+    pub fn account(&self) -> Option<&Arc<BackendAccount>> {
+        self.account.as_ref()
+    }
+
+    /// Session tracking is on: OKs report changed variables and state.
+    pub fn tracking(&self) -> bool {
+        self.tracking
+    }
+
+    /// What a tracking client's own session would report.
+    pub fn client_tracking(&self) -> Option<&Arc<TrackView>> {
+        self.client_tracking.as_ref()
+    }
+
+    /// The last statement on it left warnings or an error.
+    pub fn diagnostics_dirty(&self) -> bool {
+        self.diagnostics_dirty
+    }
+
+    /// Whether the server's FOUND_ROWS() on it is client `id`'s.
+    pub fn holds_found_rows_of(&self, id: u32) -> bool {
+        self.found_rows_of == Some(id)
+    }
+
+    /// It carries settings a client made (its own or another's).
+    pub fn has_settings(&self) -> bool {
+        !self.settings.is_empty()
+    }
+
+    /// Its prepared statements.
+    pub fn stmts(&mut self) -> &mut BackendStmts {
+        &mut self.stmts
+    }
+
+    /// What brings it to a client's `settings` and `last_insert_id`.
+    pub fn replay_for(&self, settings: &[Setting], last_insert_id: u64) -> Replay {
+        diff(
+            &self.settings,
+            self.last_insert_id,
+            self.shape.caps,
+            settings,
+            last_insert_id,
+        )
+    }
+
+    /// The replay's `SET` ran: it has the client's session now.
+    pub fn replayed(&mut self, settings: &[Setting], last_insert_id: u64) {
+        self.settings = settings.to_vec();
+        self.last_insert_id = last_insert_id;
+    }
+
+    /// A statement on it set `s` (replacing its earlier value).
+    pub fn note_setting(&mut self, s: &Setting) {
+        upsert(&mut self.settings, s);
+    }
+
+    /// What a statement on it changed: settings, the default database,
+    /// LAST_INSERT_ID().
+    pub fn note_changes(
+        &mut self,
+        settings: &[Setting],
+        db: Option<Option<String>>,
+        insert_id: Option<u64>,
+    ) {
+        for s in settings {
+            self.note_setting(s);
+        }
+        if let Some(db) = db {
+            self.db = db;
+        }
+        if let Some(id) = insert_id {
+            self.last_insert_id = id;
+        }
+    }
+
+    /// Its default database is now `db`.
+    pub fn note_db(&mut self, db: Option<String>) {
+        self.db = db;
+    }
+
+    /// Its LAST_INSERT_ID() is now `id`.
+    pub fn note_last_insert_id(&mut self, id: u64) {
+        self.last_insert_id = id;
+    }
+
+    /// Whose FOUND_ROWS() it holds now: client `id`'s, or nobody's known.
+    pub fn note_found_rows_of(&mut self, id: Option<u32>) {
+        self.found_rows_of = id;
+    }
+
+    /// A statement left warnings or an error (`dirty`), or cleared them
+    /// (one that opens a table does).
+    pub fn note_diagnostics(&mut self, dirty: bool, uses_tables: bool) {
+        self.diagnostics_dirty = dirty || (self.diagnostics_dirty && !uses_tables);
+    }
+
+    /// Its diagnostics were emptied.
+    pub fn diagnostics_cleared(&mut self) {
+        self.diagnostics_dirty = false;
+    }
+}
+
+/// What brings a connection that has settings `have` and LAST_INSERT_ID()
+/// `have_id` (logged in with capabilities `caps`) to a client's `want` and
+/// `want_id`.
+pub fn diff(have: &[Setting], have_id: u64, caps: u32, want: &[Setting], want_id: u64) -> Replay {
+    let reset_first = have
+        .iter()
+        .any(|s| s.undone_by_reset() && !want.contains(s));
+    let mut set: Vec<String> = want
+        .iter()
+        .filter(|s| !have.contains(s))
+        .map(|s| s.text.clone())
+        .collect();
+    // LAST_INSERT_ID() is per connection: the client's goes with it.
+    if have_id != want_id {
+        set.push(format!("@@session.last_insert_id = {want_id}"));
+    }
+    for s in have {
+        if !want.iter().any(|x| x.name == s.name) {
+            set.push(undo_setting(&s.name, caps));
+        }
+    }
+    Replay { reset_first, set }
+}
+
+#[cfg(test)]
+mod tests;
