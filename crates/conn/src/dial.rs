@@ -135,27 +135,20 @@ impl Target {
                         false,
                     )
                 })?;
-            sqlfleet_wire::packet::write(&mut raw, 1, &handshake::ssl_request(caps, 0, UTF8MB4))
-                .await
-                .map_err(|e| self.wire_failed(e))?;
             let host = match &self.endpoint {
                 Endpoint::Tcp { host, .. } => host.clone(),
                 Endpoint::Socket(_) => "localhost".into(),
             };
-            let name = rustls::pki_types::ServerName::try_from(host.clone()).map_err(|e| {
-                self.failed(
-                    format!("ERROR 2026 (HY000): TLS/SSL error: server name {host}: {e}"),
-                    None,
-                    false,
-                )
-            })?;
-            let t = connector.connect(name, raw).await.map_err(|e| {
-                self.failed(
-                    format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
-                    None,
-                    false,
-                )
-            })?;
+            let t = crate::tls::start(raw, &connector, &host, caps, 0, UTF8MB4)
+                .await
+                .map_err(|e| match e {
+                    crate::tls::StartTlsError::Wire(e) => self.wire_failed(e),
+                    e => self.failed(
+                        format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
+                        None,
+                        false,
+                    ),
+                })?;
             (Box::new(t), 2)
         } else {
             (raw, 1)

@@ -127,6 +127,49 @@ impl TlsError {
     }
 }
 
+/// Why switching a login to TLS failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StartTlsError {
+    /// The SSL request could not be sent.
+    #[error("{0}")]
+    Wire(#[from] sqlfleet_wire::WireError),
+    /// The host is no name a certificate can carry.
+    #[error("server name {host}: {why}")]
+    Name { host: String, why: String },
+    /// The TLS handshake failed (certificate refused, connection lost).
+    #[error("{0}")]
+    Handshake(std::io::Error),
+}
+
+/// The one way a login switches to TLS: the SSL request (capabilities
+/// `caps`, MariaDB's `ext`, `collation`, sequence 1), then the TLS
+/// handshake with `host` as the server name. The login goes on over the
+/// returned stream at sequence 2.
+pub async fn start<S>(
+    mut raw: S,
+    connector: &tokio_rustls::TlsConnector,
+    host: &str,
+    caps: u32,
+    ext: u32,
+    collation: u8,
+) -> Result<tokio_rustls::client::TlsStream<S>, StartTlsError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let request = sqlfleet_wire::handshake::ssl_request(caps, ext, collation);
+    sqlfleet_wire::packet::write(&mut raw, 1, &request).await?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string()).map_err(|e| {
+        StartTlsError::Name {
+            host: host.to_string(),
+            why: e.to_string(),
+        }
+    })?;
+    connector
+        .connect(name, raw)
+        .await
+        .map_err(StartTlsError::Handshake)
+}
+
 pub fn connector(
     mode: SslMode,
     ca: Option<&std::path::Path>,

@@ -151,18 +151,13 @@ impl Dialer {
                             .into(),
                     ));
                 }
-                sqlfleet_wire::packet::write(
-                    &mut raw,
-                    1,
-                    &handshake::ssl_request(caps, shape.ext & hello.ext, shape.collation),
-                )
-                .await?;
-                let name = rustls::pki_types::ServerName::try_from(b.host.clone())
-                    .map_err(|e| WireError::Protocol(format!("TLS server name {}: {e}", b.host)))?;
-                let t = tls
-                    .connect(name, raw)
+                let ext = shape.ext & hello.ext;
+                let t = sqlfleet_conn::tls::start(raw, tls, &b.host, caps, ext, shape.collation)
                     .await
-                    .map_err(|e| WireError::Protocol(format!("TLS to backend: {e}")))?;
+                    .map_err(|e| match e {
+                        sqlfleet_conn::tls::StartTlsError::Wire(e) => e,
+                        e => WireError::Protocol(format!("TLS to backend: {e}")),
+                    })?;
                 (AnyStream(Box::new(t)), 2)
             }
         };
