@@ -4,6 +4,11 @@
 
 use std::path::PathBuf;
 
+/// An address that cannot be read, and why (names what was written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct AddrError(String);
+
 /// A server address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Address {
@@ -12,10 +17,10 @@ pub enum Address {
 }
 
 /// `host[:port]`, `[v6][:port]` or `unix:/path`.
-pub fn parse_address(s: &str, default_port: u16) -> Result<Address, String> {
+pub fn parse_address(s: &str, default_port: u16) -> Result<Address, AddrError> {
     if let Some(p) = s.strip_prefix("unix:") {
         if p.is_empty() {
-            return Err("empty socket path".into());
+            return Err(AddrError("empty socket path".into()));
         }
         return Ok(Address::Unix(PathBuf::from(p)));
     }
@@ -23,17 +28,17 @@ pub fn parse_address(s: &str, default_port: u16) -> Result<Address, String> {
 }
 
 /// Parses one address: `host`, `host:port`, `[v6]`, `[v6]:port`.
-pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
+pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), AddrError> {
     let (h, port) = split_host_port(s)?;
     if h.is_empty() {
-        return Err(format!("'{s}': empty host name"));
+        return Err(AddrError(format!("'{s}': empty host name")));
     }
     if !s.starts_with('[')
         && !h
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b'_')
     {
-        return Err(format!("'{h}' is not a host name or address"));
+        return Err(AddrError(format!("'{h}' is not a host name or address")));
     }
     Ok((h.to_string(), port.unwrap_or(default_port)))
 }
@@ -41,33 +46,34 @@ pub fn parse_addr(s: &str, default_port: u16) -> Result<(String, u16), String> {
 /// The host and the port if one is written: `host`, `host:port`, `[v6]`,
 /// `[v6]:port`, or an empty host (`:port`, ``) for callers that allow one
 /// (a DSN's authority). IPv6 addresses must be in brackets.
-pub fn split_host_port(s: &str) -> Result<(&str, Option<u16>), String> {
-    let port_of = |p: &str| -> Result<u16, String> {
+pub fn split_host_port(s: &str) -> Result<(&str, Option<u16>), AddrError> {
+    let port_of = |p: &str| -> Result<u16, AddrError> {
         match p.parse::<u16>() {
-            Ok(0) | Err(_) => Err(format!("port '{p}' is not a number from 1 to 65535")),
+            Ok(0) | Err(_) => Err(AddrError(format!(
+                "port '{p}' is not a number from 1 to 65535"
+            ))),
             Ok(n) => Ok(n),
         }
     };
     if let Some(rest) = s.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
-            .ok_or("IPv6 address without a closing ']'")?;
+            .ok_or_else(|| AddrError("IPv6 address without a closing ']'".into()))?;
         if h.is_empty() {
-            return Err("empty IPv6 address".into());
+            return Err(AddrError("empty IPv6 address".into()));
         }
         let port = match after {
             "" => None,
-            p => Some(port_of(
-                p.strip_prefix(':')
-                    .ok_or_else(|| format!("unexpected '{p}' after ']'"))?,
-            )?),
+            p => Some(port_of(p.strip_prefix(':').ok_or_else(|| {
+                AddrError(format!("unexpected '{p}' after ']'"))
+            })?)?),
         };
         return Ok((h, port));
     }
     if s.matches(':').count() > 1 {
-        return Err(format!(
+        return Err(AddrError(format!(
             "'{s}': write IPv6 addresses in brackets, as [addr]:port"
-        ));
+        )));
     }
     Ok(match s.split_once(':') {
         Some((h, p)) => (h, Some(port_of(p)?)),

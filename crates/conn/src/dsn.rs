@@ -91,7 +91,7 @@ impl Dsn {
             None => authority,
         };
         // The one host[:port] reader (conn::addr); a DSN may leave the host out.
-        let (h, port) = crate::addr::split_host_port(hostport).map_err(|w| err(&w))?;
+        let (h, port) = crate::addr::split_host_port(hostport).map_err(|w| err(&w.to_string()))?;
         if !h.is_empty() {
             let h = if hostport.starts_with('[') {
                 h.to_string()

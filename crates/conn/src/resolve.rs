@@ -629,7 +629,11 @@ pub enum PlaceError {
     #[error(transparent)]
     Dsn(#[from] DsnError),
     #[error("{place}: {what}")]
-    Address { place: String, what: String },
+    Address {
+        place: String,
+        #[source]
+        what: crate::addr::AddrError,
+    },
 }
 
 /// Resolves and prompts: what subcommands call.

@@ -32,20 +32,42 @@ pub fn configured(
     file: Option<&std::path::Path>,
     env: Option<&str>,
     what: &str,
-) -> Result<Option<Secret>, String> {
+) -> Result<Option<Secret>, SecretError> {
     match (inline, file, env) {
         (Some(p), None, None) => Ok(Some(Secret::new(p))),
         (None, Some(f), None) => std::fs::read_to_string(f)
             .map(|t| Some(Secret::new(t.trim_end_matches(['\n', '\r']))))
-            .map_err(|e| format!("{what}.password_file {}: {e}", f.display())),
-        (None, None, Some(v)) => std::env::var(v)
-            .map(|p| Some(Secret::new(p)))
-            .map_err(|_| format!("{what}.password_env: ${v} is not set")),
+            .map_err(|e| SecretError::File {
+                what: what.to_string(),
+                path: f.to_path_buf(),
+                error: e.to_string(),
+            }),
+        (None, None, Some(v)) => {
+            std::env::var(v)
+                .map(|p| Some(Secret::new(p)))
+                .map_err(|_| SecretError::Env {
+                    what: what.to_string(),
+                    var: v.to_string(),
+                })
+        }
         (None, None, None) => Ok(None),
-        _ => Err(format!(
-            "{what}: give the password one way: password, password_file or password_env"
-        )),
+        _ => Err(SecretError::Several(what.to_string())),
     }
+}
+
+/// Why a configured password could not be had (never holding it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SecretError {
+    #[error("{what}.password_file {}: {error}", path.display())]
+    File {
+        what: String,
+        path: std::path::PathBuf,
+        error: String,
+    },
+    #[error("{what}.password_env: ${var} is not set")]
+    Env { what: String, var: String },
+    #[error("{0}: give the password one way: password, password_file or password_env")]
+    Several(String),
 }
 
 impl fmt::Debug for Secret {

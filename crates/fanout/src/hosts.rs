@@ -96,16 +96,17 @@ pub fn parse_list(
         }
         let mut words = line.split_whitespace();
         let addr = words.next().unwrap_or_default();
-        let (host, port, socket) = match parse_address(addr, default_port).map_err(err)? {
-            Address::Unix(p) => ("localhost".to_string(), 0, Some(p)),
-            Address::Tcp(h, p) => {
-                let port_written = split_host_port(addr).map_or(true, |(_, p)| p.is_some());
-                let socket = local_socket
-                    .filter(|_| h == "localhost" && !port_written)
-                    .map(Path::to_path_buf);
-                (h, p, socket)
-            }
-        };
+        let (host, port, socket) =
+            match parse_address(addr, default_port).map_err(|e| err(e.to_string()))? {
+                Address::Unix(p) => ("localhost".to_string(), 0, Some(p)),
+                Address::Tcp(h, p) => {
+                    let port_written = split_host_port(addr).map_or(true, |(_, p)| p.is_some());
+                    let socket = local_socket
+                        .filter(|_| h == "localhost" && !port_written)
+                        .map(Path::to_path_buf);
+                    (h, p, socket)
+                }
+            };
         let mut tags = BTreeMap::new();
         for w in words {
             let (k, v) = w

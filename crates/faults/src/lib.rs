@@ -55,24 +55,42 @@ pub struct Armed {
     pub action: Action,
 }
 
+/// Why failpoints could not be armed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FaultError {
+    /// An entry of the spec that cannot be read, and why.
+    #[error("failpoint '{entry}': {why}")]
+    Spec { entry: String, why: &'static str },
+    /// Failpoints asked of a build without them.
+    #[error(
+        "{ENV} is set, but this build has no failpoints (build with the `failpoints` feature)"
+    )]
+    NotBuilt,
+    /// The failpoint library refused an action.
+    #[error("failpoint '{name}': {why}")]
+    Refused { name: String, why: String },
+}
+
 /// Parses `name=action;name=action`; an entry it cannot read is an error
 /// naming it (a typo must not leave a test running with no fault).
-pub fn parse(spec: &str) -> Result<Vec<Armed>, String> {
+pub fn parse(spec: &str) -> Result<Vec<Armed>, FaultError> {
     let mut out = Vec::new();
     for entry in spec.split(';').map(str::trim).filter(|e| !e.is_empty()) {
+        let bad = |why| FaultError::Spec {
+            entry: entry.to_string(),
+            why,
+        };
         let (name, action) = entry
             .split_once('=')
-            .ok_or_else(|| format!("failpoint '{entry}': expected name=action"))?;
+            .ok_or_else(|| bad("expected name=action"))?;
         let (name, action) = (name.trim(), action.trim());
         if name.is_empty() || action.is_empty() {
-            return Err(format!("failpoint '{entry}': expected name=action"));
+            return Err(bad("expected name=action"));
         }
-        let nth = |rest: &str| -> Result<u32, String> {
+        let nth = |rest: &str| -> Result<u32, FaultError> {
             match rest.parse::<u32>() {
                 Ok(n) if n >= 1 => Ok(n),
-                _ => Err(format!(
-                    "failpoint '{entry}': the hit after '@' is a number from 1"
-                )),
+                _ => Err(bad("the hit after '@' is a number from 1")),
             }
         };
         let action = if let Some(rest) = action.strip_prefix("kill@") {
@@ -81,9 +99,7 @@ pub fn parse(spec: &str) -> Result<Vec<Armed>, String> {
                     let ms = later
                         .strip_suffix("ms")
                         .and_then(|m| m.parse::<u64>().ok())
-                        .ok_or_else(|| {
-                            format!("failpoint '{entry}': the delay after '+' is like 5ms")
-                        })?;
+                        .ok_or_else(|| bad("the delay after '+' is like 5ms"))?;
                     Action::KillLater(nth(n)?, std::time::Duration::from_millis(ms))
                 }
                 None => Action::Kill(nth(rest)?),
@@ -113,7 +129,7 @@ pub const fn enabled() -> bool {
 /// Arms the points `SQLFLEET_FAILPOINTS` names; returns how many. In a
 /// build without failpoints, a set variable is an error (the fault would
 /// silently not happen).
-pub fn arm_from_env() -> Result<usize, String> {
+pub fn arm_from_env() -> Result<usize, FaultError> {
     match std::env::var(ENV) {
         Ok(spec) if !spec.trim().is_empty() => arm(&parse(&spec)?),
         _ => Ok(0),
@@ -121,18 +137,19 @@ pub fn arm_from_env() -> Result<usize, String> {
 }
 
 /// Arms `points` in this process.
-pub fn arm(points: &[Armed]) -> Result<usize, String> {
+pub fn arm(points: &[Armed]) -> Result<usize, FaultError> {
     if !enabled() {
-        return Err(format!(
-            "{ENV} is set, but this build has no failpoints (build with the `failpoints` feature)"
-        ));
+        return Err(FaultError::NotBuilt);
     }
     for p in points {
         match &p.action {
             Action::Kill(n) => on_hit(&p.name, *n, libc::SIGKILL, None)?,
             Action::KillLater(n, d) => on_hit(&p.name, *n, libc::SIGKILL, Some(*d))?,
             Action::Stop(n) => on_hit(&p.name, *n, libc::SIGSTOP, None)?,
-            Action::Fail(a) => fail::cfg(p.name.clone(), a)?,
+            Action::Fail(a) => fail::cfg(p.name.clone(), a).map_err(|why| FaultError::Refused {
+                name: p.name.clone(),
+                why,
+            })?,
         }
     }
     Ok(points.len())
@@ -143,7 +160,7 @@ fn on_hit(
     nth: u32,
     signal: libc::c_int,
     later: Option<std::time::Duration>,
-) -> Result<(), String> {
+) -> Result<(), FaultError> {
     let hits = std::sync::atomic::AtomicU32::new(0);
     let name_owned = name.to_string();
     fail::cfg_callback(name.to_string(), move || {
@@ -167,6 +184,10 @@ fn on_hit(
                 });
             }
         }
+    })
+    .map_err(|why| FaultError::Refused {
+        name: name.to_string(),
+        why,
     })
 }
 
@@ -213,7 +234,7 @@ mod tests {
                         .collect();
                     assert_eq!(&g, w, "{spec}");
                 }
-                (Err(w), Err(g)) => assert!(g.contains(w), "{spec}: {g}"),
+                (Err(w), Err(g)) => assert!(g.to_string().contains(w), "{spec}: {g}"),
                 (w, g) => panic!("{spec}: wanted {w:?}, got {g:?}"),
             }
         }

@@ -61,18 +61,35 @@ impl Format {
         s
     }
 
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), FormatError> {
         if self.fields_terminated_by.is_empty() {
-            return Err("the field terminator must not be empty".into());
+            return Err(FormatError::EmptyFieldTerminator);
         }
         if self.lines_terminated_by.is_empty() {
-            return Err("the line terminator must not be empty".into());
+            return Err(FormatError::EmptyLineTerminator);
         }
         if self.fields_terminated_by == self.lines_terminated_by {
-            return Err("fields and lines cannot end with the same terminator".into());
+            return Err(FormatError::SameTerminators);
         }
         Ok(())
     }
+}
+
+/// A format that cannot be read, or an option that cannot be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FormatError {
+    #[error("the field terminator must not be empty")]
+    EmptyFieldTerminator,
+    #[error("the line terminator must not be empty")]
+    EmptyLineTerminator,
+    #[error("fields and lines cannot end with the same terminator")]
+    SameTerminators,
+    /// `\x` without two hex digits after it.
+    #[error("'{0}': \\x needs two hex digits")]
+    Hex(String),
+    /// A single-byte option given more.
+    #[error("{what} must be one character, not '{given}'")]
+    NotOneByte { what: String, given: String },
 }
 
 /// A hex literal (`0x...`, or `''` when empty): safe for any bytes.
@@ -86,7 +103,7 @@ fn sql_bytes(b: &[u8]) -> String {
 
 /// Parses a separator given on the command line: `\t`, `\n`, `\r\n`,
 /// `\\`, `\0`, `\x1f`, or literal bytes, as mysqlimport's options accept.
-pub fn parse_sep(s: &str) -> Result<Vec<u8>, String> {
+pub fn parse_sep(s: &str) -> Result<Vec<u8>, FormatError> {
     let b = s.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -103,9 +120,9 @@ pub fn parse_sep(s: &str) -> Result<Vec<u8>, String> {
                 b'x' => {
                     let hex = s
                         .get(i..i + 2)
-                        .ok_or_else(|| format!("'{s}': \\x needs two hex digits"))?;
+                        .ok_or_else(|| FormatError::Hex(s.to_string()))?;
                     i += 2;
-                    u8::from_str_radix(hex, 16).map_err(|_| format!("'{s}': bad hex '{hex}'"))?
+                    u8::from_str_radix(hex, 16).map_err(|_| FormatError::Hex(s.to_string()))?
                 }
                 other => other,
             });
@@ -118,12 +135,15 @@ pub fn parse_sep(s: &str) -> Result<Vec<u8>, String> {
 }
 
 /// A single-byte option (`--enclosed-by`, `--escaped-by`); empty means none.
-pub fn parse_byte(s: &str, what: &str) -> Result<Option<u8>, String> {
+pub fn parse_byte(s: &str, what: &str) -> Result<Option<u8>, FormatError> {
     let v = parse_sep(s)?;
     match v.len() {
         0 => Ok(None),
         1 => Ok(Some(v[0])),
-        _ => Err(format!("{what} must be one character, not '{s}'")),
+        _ => Err(FormatError::NotOneByte {
+            what: what.to_string(),
+            given: s.to_string(),
+        }),
     }
 }
 

@@ -147,7 +147,7 @@ fn setup(what: String) -> LoadError {
 /// Loads CSV/TSV files into one table.
 pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let started = Instant::now();
-    opts.format.check().map_err(setup)?;
+    opts.format.check().map_err(|e| setup(e.to_string()))?;
     let (db, table) = match opts.into.split_once('.') {
         Some((d, t)) => (d.to_string(), t.to_string()),
         None => match &opts.target.database {

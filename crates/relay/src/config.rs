@@ -34,8 +34,10 @@ impl Backend {
     }
 
     /// `host[:port]`, `[v6]:port` or `unix:/path` (the shared parser).
-    pub fn parse(s: &str) -> Result<Backend, String> {
-        let (host, port, socket) = match sqlfleet_conn::addr::parse_address(s, 3306)? {
+    pub fn parse(s: &str) -> Result<Backend, ConfigError> {
+        let addr = sqlfleet_conn::addr::parse_address(s, 3306)
+            .map_err(|e| ConfigError::Value(e.to_string()))?;
+        let (host, port, socket) = match addr {
             sqlfleet_conn::addr::Address::Tcp(h, p) => (h, p, None),
             sqlfleet_conn::addr::Address::Unix(p) => ("localhost".to_string(), 0, Some(p)),
         };
@@ -291,12 +293,13 @@ impl std::fmt::Debug for RelayConfig {
 }
 
 /// Parses `NAME:PASSWORD` into the stored form.
-pub fn parse_user(s: &str) -> Result<(String, Account), String> {
+pub fn parse_user(s: &str) -> Result<(String, Account), ConfigError> {
+    let bad = |why: &str| ConfigError::Value(why.to_string());
     let (name, pw) = s
         .split_once(':')
-        .ok_or("--client-user takes NAME:PASSWORD")?;
+        .ok_or_else(|| bad("--client-user takes NAME:PASSWORD"))?;
     if name.is_empty() {
-        return Err("--client-user: empty user name".into());
+        return Err(bad("--client-user: empty user name"));
     }
     Ok((name.to_string(), Account::from_password(pw)))
 }
@@ -304,7 +307,11 @@ pub fn parse_user(s: &str) -> Result<(String, Account), String> {
 /// The accounts of a `--client-users-file`: one `NAME:PASSWORD` per line;
 /// blank lines and `#` comments are skipped; a bad line is an error naming
 /// `origin` and its line number.
-pub fn parse_users_file(text: &str, origin: &str) -> Result<Vec<(String, Account)>, String> {
+pub fn parse_users_file(text: &str, origin: &str) -> Result<Vec<(String, Account)>, ConfigError> {
+    let at = |line: usize, why: String| ConfigError::At {
+        path: format!("{origin}:{line}"),
+        msg: why,
+    };
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         let l = l.trim();
@@ -312,9 +319,9 @@ pub fn parse_users_file(text: &str, origin: &str) -> Result<Vec<(String, Account
             continue;
         }
         if !l.contains(':') {
-            return Err(format!("{origin}:{}: expected NAME:PASSWORD", i + 1));
+            return Err(at(i + 1, "expected NAME:PASSWORD".into()));
         }
-        out.push(parse_user(l).map_err(|e| format!("{origin}:{}: {e}", i + 1))?);
+        out.push(parse_user(l).map_err(|e| at(i + 1, e.to_string()))?);
     }
     Ok(out)
 }
@@ -348,25 +355,26 @@ pub enum BackendTls {
 
 /// `disabled` | `preferred` | `required` | `verify` (with a CA file) into
 /// the config form.
-pub fn backend_tls(mode: Option<&str>, ca: Option<PathBuf>) -> Result<BackendTls, String> {
+pub fn backend_tls(mode: Option<&str>, ca: Option<PathBuf>) -> Result<BackendTls, ConfigError> {
+    let bad = |why: String| Err(ConfigError::Value(why));
     match (mode.unwrap_or("disabled"), ca) {
         ("disabled", None) => Ok(BackendTls::Disabled),
         ("preferred", None) => Ok(BackendTls::Preferred),
         ("required", None) => Ok(BackendTls::Required),
         ("verify", Some(ca)) => Ok(BackendTls::Verify(ca)),
-        ("verify", None) => Err("verify needs a CA file (tls_ca)".into()),
+        ("verify", None) => bad("verify needs a CA file (tls_ca)".into()),
         ("disabled" | "preferred" | "required", Some(_)) => {
-            Err("a CA file is only used with verify".into())
+            bad("a CA file is only used with verify".into())
         }
-        (other, _) => Err(format!(
+        (other, _) => bad(format!(
             "{other:?}: use disabled, preferred, required or verify"
         )),
     }
 }
 
 /// `host`, `host:port`, `[v6]:port`.
-pub fn parse_addr(s: &str) -> Result<(String, u16), String> {
-    sqlfleet_conn::addr::parse_addr(s, 3306)
+pub fn parse_addr(s: &str) -> Result<(String, u16), ConfigError> {
+    sqlfleet_conn::addr::parse_addr(s, 3306).map_err(|e| ConfigError::Value(e.to_string()))
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ use backend::pool::Pool;
 /// A running relay's shared state.
 pub struct Relay {
     /// See [`Relay::accounts`].
-    accounts: Result<String, String>,
+    accounts: AccountsNote,
     ctx: Arc<Ctx>,
 }
 
@@ -121,7 +121,7 @@ impl Relay {
     /// Whose account and privileges clients get on the server, for the
     /// start-up log; `Err` for the shared account, which an operator must
     /// have chosen knowingly (it names the privileges every client gets).
-    pub fn accounts(&self) -> &Result<String, String> {
+    pub fn accounts(&self) -> &AccountsNote {
         &self.accounts
     }
 
@@ -340,12 +340,11 @@ fn open_file_limit() -> u64 {
 /// Whose account clients run as on the server: their own (per-user), or
 /// the relay's backend account with the global privileges it has there
 /// (read with SHOW GRANTS; when they cannot be read, says so).
-async fn accounts_note(
-    cfg: &RelayConfig,
-    side: &backend::side::SideConn,
-) -> Result<String, String> {
+async fn accounts_note(cfg: &RelayConfig, side: &backend::side::SideConn) -> AccountsNote {
     if cfg.per_user_accounts {
-        return Ok("clients log in to the server as themselves (per-user accounts)".into());
+        return AccountsNote::PerUser(
+            "clients log in to the server as themselves (per-user accounts)".into(),
+        );
     }
     let grants = match side
         .queries(backend::side::OwnQuery::Privileges, &["SHOW GRANTS"], 100)
@@ -364,8 +363,18 @@ async fn accounts_note(
             .join("; "),
         Err(e) => format!("(could not be read: {e})"),
     };
-    Err(format!(
+    AccountsNote::Shared(format!(
         "every client runs as the backend account '{}' (shared account): each gets its privileges on the server: {grants}",
         cfg.backend_user
     ))
+}
+
+/// Whose account clients run as, said at start-up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AccountsNote {
+    /// Their own (per-user accounts): information.
+    PerUser(String),
+    /// The relay's one backend account, with the privileges every client
+    /// gets: a warning an operator must have chosen knowingly.
+    Shared(String),
 }

@@ -99,7 +99,8 @@ fn server(
                 file.as_deref(),
                 env.as_deref(),
                 at,
-            )?;
+            )
+            .map_err(|e| e.to_string())?;
             Ok(Server::Dsn {
                 dsn: d.clone(),
                 // The DSN's own password stays in it.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use sqlfleet_conn::quote::literal;
 
 use crate::backend::dial::Dialer;
-use crate::backend::side::{field, SideConn};
+use crate::backend::side::{field, LookupError, SideConn};
 use crate::config::{Account, Backend};
 
 /// How long a looked-up account (or its absence) is trusted.
@@ -183,7 +183,7 @@ impl ServerAccounts {
     /// hosts with different passwords. Err when the server could not be
     /// asked (logged): the client is told the server is unreachable, not
     /// that its password is wrong.
-    pub async fn lookup(&self, user: &str) -> Result<Option<Account>, String> {
+    pub async fn lookup(&self, user: &str) -> Result<Option<Account>, LookupError> {
         if let Ok(c) = self.cache.lock() {
             if let Some((at, a)) = c.get(user) {
                 if at.elapsed() < TTL {
@@ -218,7 +218,7 @@ impl ServerAccounts {
         }
     }
 
-    async fn query(&self, user: &str) -> Result<Option<Account>, String> {
+    async fn query(&self, user: &str) -> Result<Option<Account>, LookupError> {
         // The rows the server could match for this name: its own and the
         // anonymous ones, roles left out. Which one wins is decided below
         // as the server decides it, for the host the relay logs in from.

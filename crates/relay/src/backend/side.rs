@@ -80,7 +80,7 @@ impl SideConn {
         kind: OwnQuery,
         sqls: &[&str],
         limit: usize,
-    ) -> Result<Vec<Vec<Row>>, String> {
+    ) -> Result<Vec<Vec<Row>>, LookupError> {
         let mut guard = self.conn.lock().await;
         // A kept connection on a backend no longer the first choice (down,
         // excluded, or a better one back) is let go.
@@ -91,7 +91,7 @@ impl SideConn {
         }
         for attempt in 0..2 {
             if guard.is_none() {
-                *guard = Some(self.dial().await?);
+                *guard = Some(self.dial().await.map_err(LookupError::Dial)?);
             }
             let Some((at, c)) = guard.as_mut() else {
                 continue;
@@ -126,11 +126,11 @@ impl SideConn {
             // answering: dial once more (elsewhere, if it is marked down).
             *guard = None;
             if attempt == 1 {
-                return Err(failed);
+                return Err(LookupError::Failed(failed));
             }
             tracing::debug!("the relay's lookup connection: {failed}");
         }
-        Err("no connection".into())
+        Err(LookupError::Failed("no connection".into()))
     }
 
     async fn dial(&self) -> Result<(usize, Login), String> {
@@ -149,6 +149,17 @@ impl SideConn {
         }
         Err(last)
     }
+}
+
+/// Why the relay's own lookup got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// No backend could be logged in to (the last one's error).
+    #[error("{0}")]
+    Dial(String),
+    /// A statement failed, or its server stopped answering.
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// A row's value in column `col` (NULL and a missing column: None).

@@ -288,7 +288,7 @@ impl ViewCalls {
                 })
             }
             Err(e) => {
-                self.warn_failing(&e);
+                self.warn_failing(&e.to_string());
                 None
             }
         };
@@ -357,7 +357,7 @@ impl ViewCalls {
                         }
                     }
                     Err(e) => {
-                        self.warn_failing(&e);
+                        self.warn_failing(&e.to_string());
                         None
                     }
                 }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use sqlfleet_conn::quote::literal;
 
-use crate::backend::side::{field, OwnQuery, Row, SideConn};
+use crate::backend::side::{field, LookupError, OwnQuery, Row, SideConn};
 use crate::backend::view_calls::ViewCalls;
 use crate::protocol::sql::{self, TableRef};
 
@@ -184,7 +184,7 @@ impl WriteEffects {
     /// The table and, through triggers, every table it writes; a trigger
     /// that names a view calling a stored function that acts unseen
     /// (`view_calls.rs`) makes it hidden too.
-    async fn follow(&self, db: &str, table: &str, views: &ViewCalls) -> Result<bool, String> {
+    async fn follow(&self, db: &str, table: &str, views: &ViewCalls) -> Result<bool, LookupError> {
         self.ask_privilege().await?;
         let mut seen = HashSet::new();
         let mut todo = vec![(db.to_string(), table.to_string(), 0usize)];
@@ -219,7 +219,7 @@ impl WriteEffects {
     /// privilege: information_schema then hides triggers from it (and
     /// tables it has no other right on), and the writes they make unseen
     /// cannot be followed.
-    async fn ask_privilege(&self) -> Result<(), String> {
+    async fn ask_privilege(&self) -> Result<(), LookupError> {
         use std::sync::atomic::Ordering::Relaxed;
         if self.asked_privilege.load(Relaxed) {
             return Ok(());

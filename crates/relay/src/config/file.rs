@@ -193,20 +193,20 @@ const FLAG_NAMES: &[(&str, &str)] = &[
 ];
 
 /// A configuration from quick-mode flags.
-pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
+pub fn from_flags(q: Flags) -> Result<RelayConfig, ConfigError> {
     // Per-user, the accounts are the server's; a shared account needs
     // the relay's own list of who may log in.
     if q.shared_account && q.users.is_empty() {
-        return Err(
+        return Err(ConfigError::Flags(
             "--shared-account: give client accounts with --client-user NAME:PASSWORD or --client-users-file (every client then runs as the backend account)".into(),
-        );
+        ));
     }
     // Without --shared-account each client logs in to the server as
     // itself: a list of the relay's own would not do what it says.
     if !q.shared_account && !q.users.is_empty() {
-        return Err(
+        return Err(ConfigError::Flags(
             "--client-user / --client-users-file name the accounts of --shared-account mode; without it each client logs in to the server with its own account and password (add --shared-account, or leave the client accounts out)".into(),
-        );
+        ));
     }
     let f = File {
         relay: RelaySection {
@@ -266,9 +266,11 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
         replay: ReplaySection::default(),
     };
     let mut cfg = build(f).map_err(|e| {
-        FLAG_NAMES
-            .iter()
-            .fold(e, |e, (key, flag)| e.replace(key, flag))
+        ConfigError::Flags(
+            FLAG_NAMES
+                .iter()
+                .fold(e, |e, (key, flag)| e.replace(key, flag)),
+        )
     })?;
     cfg.dynamic.users = q.users;
     Ok(cfg)
@@ -276,8 +278,16 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, String> {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A configuration file that cannot be used: where, and why.
     #[error("{path}: {msg}")]
     At { path: String, msg: String },
+    /// Quick-mode flags that make no configuration, naming the flags.
+    #[error("{0}")]
+    Flags(String),
+    /// A value that cannot be read (an address, an account, a TLS mode),
+    /// and why.
+    #[error("{0}")]
+    Value(String),
 }
 
 fn secs(v: Option<f64>, default: Duration, what: &str) -> Result<Duration, String> {
@@ -367,7 +377,8 @@ fn build(f: File) -> Result<RelayConfig, String> {
         f.backend.password_file.as_deref(),
         f.backend.password_env.as_deref(),
         "backend",
-    )?
+    )
+    .map_err(|e| e.to_string())?
     .map(|s| s.expose().to_string())
     .unwrap_or_default();
     let mut users = HashMap::new();

@@ -129,7 +129,7 @@ fn a_users_file_names_its_bad_line() {
                 let got: Vec<&str> = v.iter().map(|(n, _)| n.as_str()).collect();
                 assert_eq!(got, names, "{text:?}");
             }
-            Err(e) => assert_eq!(Some(e.as_str()), err, "{text:?}"),
+            Err(e) => assert_eq!(Some(e.to_string().as_str()), err, "{text:?}"),
         }
     }
 }

@@ -130,7 +130,7 @@ pub async fn with_server_account<'a>(
     server: Option<&crate::backend::accounts::ServerAccounts>,
     user: &str,
     extra: &'a mut Option<std::collections::HashMap<String, Account>>,
-) -> Result<&'a std::collections::HashMap<String, Account>, String> {
+) -> Result<&'a std::collections::HashMap<String, Account>, crate::backend::side::LookupError> {
     let Some(sa) = server.filter(|_| !users.contains_key(user)) else {
         return Ok(users);
     };
@@ -239,7 +239,7 @@ where
     let users = match with_server_account(users, server, &hello.user, &mut extra).await {
         Ok(users) => users,
         Err(why) => {
-            let (msg, payload) = unreachable_payload(&hello.user, &why);
+            let (msg, payload) = unreachable_payload(&hello.user, &why.to_string());
             packet::write(&mut stream, r.seq.wrapping_add(1), &payload).await?;
             return Err(AuthError::Unavailable(msg));
         }

@@ -258,18 +258,18 @@ async fn run_flat(
         Format::tsv()
     };
     if let Some(s) = &a.fields_terminated_by {
-        format.fields_terminated_by = parse_sep(s).map_err(anyhow::Error::msg)?;
+        format.fields_terminated_by = parse_sep(s)?;
     }
     if let Some(s) = &a.enclosed_by {
-        format.enclosed_by = parse_byte(s, "--enclosed-by").map_err(anyhow::Error::msg)?;
+        format.enclosed_by = parse_byte(s, "--enclosed-by")?;
     }
     if let Some(s) = &a.escaped_by {
-        format.escaped_by = parse_byte(s, "--escaped-by").map_err(anyhow::Error::msg)?;
+        format.escaped_by = parse_byte(s, "--escaped-by")?;
     }
     if let Some(s) = &a.lines_terminated_by {
-        format.lines_terminated_by = parse_sep(s).map_err(anyhow::Error::msg)?;
+        format.lines_terminated_by = parse_sep(s)?;
     }
-    format.check().map_err(anyhow::Error::msg)?;
+    format.check()?;
     let charset = a.character_set.clone().unwrap_or_else(|| "utf8mb4".into());
     anyhow::ensure!(
         charset

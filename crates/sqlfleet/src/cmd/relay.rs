@@ -306,8 +306,8 @@ pub async fn run(a: RelayArgs) -> anyhow::Result<Exit> {
         relay.max_clients()
     );
     match relay.accounts() {
-        Ok(note) => tracing::info!("relay: {note}"),
-        Err(warning) => tracing::warn!("relay: {warning}"),
+        sqlfleet_relay::AccountsNote::PerUser(note) => tracing::info!("relay: {note}"),
+        sqlfleet_relay::AccountsNote::Shared(warning) => tracing::warn!("relay: {warning}"),
     }
     if let Some(path) = a.config.clone() {
         let relay = relay.clone();

@@ -87,7 +87,7 @@ impl Session {
             Err(why) => {
                 // As a failed change of user: the session goes on as the
                 // user it was, told why.
-                let (msg, payload) = auth::unreachable_payload(&req.user, &why);
+                let (msg, payload) = auth::unreachable_payload(&req.user, &why.to_string());
                 crate::admin::log::login_failed(&req.user, self.id, &msg);
                 self.io
                     .write_packet(1, &payload)
