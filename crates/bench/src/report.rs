@@ -588,6 +588,15 @@ fn chart_title(shown: usize, cells: usize) -> String {
     }
 }
 
+/// Why two runs do not compare.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompareError {
+    #[error("A is a '{a}' run and B a '{b}' run: only runs of the same benchmark compare")]
+    OtherBenchmark { a: String, b: String },
+    #[error("A and B have no cell in common (different parameters): nothing to compare")]
+    NothingInCommon,
+}
+
 /// Compares two runs of the same benchmark cell by cell: the text, and
 /// whether anything regressed (or failed in B). A cell regressed when
 /// Welch's t test says B is lower beyond the noise ([`Verdict`]) and, with
@@ -595,12 +604,16 @@ fn chart_title(shown: usize, cells: usize) -> String {
 /// the noise is unknown and it is said so — then only a drop of at least
 /// `fail_pct` (when given) counts. Runs of different benchmarks, or with
 /// no cell in common, are refused.
-pub fn compare(a: &Results, b: &Results, fail_pct: Option<f64>) -> Result<(String, bool), String> {
+pub fn compare(
+    a: &Results,
+    b: &Results,
+    fail_pct: Option<f64>,
+) -> Result<(String, bool), CompareError> {
     if a.command != b.command {
-        return Err(format!(
-            "A is a '{}' run and B a '{}' run: only runs of the same benchmark compare",
-            a.command, b.command
-        ));
+        return Err(CompareError::OtherBenchmark {
+            a: a.command.clone(),
+            b: b.command.clone(),
+        });
     }
     let failed_in = |r: &Results| -> std::collections::BTreeSet<String> {
         r.pool
@@ -612,9 +625,7 @@ pub fn compare(a: &Results, b: &Results, fail_pct: Option<f64>) -> Result<(Strin
     let (fa, fb) = (failed_in(a), failed_in(b));
     let bmap: BTreeMap<String, Spread> = b.throughputs().into_iter().collect();
     if !a.throughputs().iter().any(|(k, _)| bmap.contains_key(k)) {
-        return Err(
-            "A and B have no cell in common (different parameters): nothing to compare".into(),
-        );
+        return Err(CompareError::NothingInCommon);
     }
     let mut s = String::new();
     let mut regressed = false;

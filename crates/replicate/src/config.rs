@@ -200,31 +200,42 @@ pub enum Start {
     },
 }
 
+/// A config (or a part of one) that cannot be used: what and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(String);
+
 impl Start {
-    pub fn parse(s: &str) -> Result<Start, String> {
-        if s == "current" {
-            Ok(Start::Current)
-        } else if let Some(g) = s.strip_prefix("gtid:") {
-            GtidPos::parse(g).map(Start::Gtid)
-        } else if let Some(f) = s.strip_prefix("file:") {
-            let (file, pos) = f
-                .rsplit_once(':')
-                .ok_or_else(|| format!("'{s}': expected file:NAME:POSITION"))?;
-            let pos = pos
-                .parse()
-                .map_err(|_| format!("'{s}': '{pos}' is not a byte position"))?;
-            if file.is_empty() {
-                return Err(format!("'{s}': empty binlog file name"));
-            }
-            Ok(Start::File {
-                file: file.to_string(),
-                pos,
-            })
-        } else {
-            Err(format!(
-                "'{s}': expected \"current\", \"gtid:D-S-N[,..]\" or \"file:NAME:POSITION\""
-            ))
+    pub fn parse(s: &str) -> Result<Start, ConfigError> {
+        start(s).map_err(ConfigError)
+    }
+}
+
+fn start(s: &str) -> Result<Start, String> {
+    if s == "current" {
+        Ok(Start::Current)
+    } else if let Some(g) = s.strip_prefix("gtid:") {
+        GtidPos::parse(g)
+            .map(Start::Gtid)
+            .map_err(|e| e.to_string())
+    } else if let Some(f) = s.strip_prefix("file:") {
+        let (file, pos) = f
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{s}': expected file:NAME:POSITION"))?;
+        let pos = pos
+            .parse()
+            .map_err(|_| format!("'{s}': '{pos}' is not a byte position"))?;
+        if file.is_empty() {
+            return Err(format!("'{s}': empty binlog file name"));
         }
+        Ok(Start::File {
+            file: file.to_string(),
+            pos,
+        })
+    } else {
+        Err(format!(
+            "'{s}': expected \"current\", \"gtid:D-S-N[,..]\" or \"file:NAME:POSITION\""
+        ))
     }
 }
 
@@ -340,7 +351,11 @@ pub fn load(path: &Path) -> Result<Checked, sqlfleet_conn::FileError> {
 }
 
 /// Parses and checks config text.
-pub fn parse(text: &str) -> Result<Checked, String> {
+pub fn parse(text: &str) -> Result<Checked, ConfigError> {
+    check(text).map_err(ConfigError)
+}
+
+fn check(text: &str) -> Result<Checked, String> {
     let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
     let target = server(
         "[target]",
@@ -523,10 +538,12 @@ mod tests {
             ),
         ];
         for (text, want) in cases {
-            let e = parse(&text).expect_err(want);
+            let e = parse(&text).expect_err(want).to_string();
             assert!(e.contains(want), "{e} should say {want}");
         }
-        let e = parse("[target]\ndsn = \"mysql://h/\"\n").expect_err("no sources");
+        let e = parse("[target]\ndsn = \"mysql://h/\"\n")
+            .expect_err("no sources")
+            .to_string();
         assert!(e.contains("no [[source]]"), "{e}");
     }
 
@@ -620,6 +637,7 @@ mod tests {
             match (parse(&text), want) {
                 (Ok(c), Ok(w)) => assert_eq!(c.sources[0].server, w, "{text}"),
                 (Err(e), Err(w)) => {
+                    let e = e.to_string();
                     assert!(e.contains(w), "{text}: {e} should say {w}");
                     assert!(!e.contains("s3cret") && !e.contains("inline"), "{e}");
                 }

@@ -25,10 +25,19 @@ impl fmt::Display for Gtid {
     }
 }
 
+/// A GTID or position that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GtidError {
+    #[error("'{0}' is not a MariaDB GTID (domain-server-seq, e.g. 0-1-1234)")]
+    NotAGtid(String),
+    #[error("'{position}' names domain {domain} twice")]
+    DomainTwice { position: String, domain: u32 },
+}
+
 impl std::str::FromStr for Gtid {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Gtid, String> {
-        let bad = || format!("'{s}' is not a MariaDB GTID (domain-server-seq, e.g. 0-1-1234)");
+    type Err = GtidError;
+    fn from_str(s: &str) -> Result<Gtid, GtidError> {
+        let bad = || GtidError::NotAGtid(s.to_string());
         let mut it = s.trim().splitn(3, '-');
         let (Some(d), Some(sv), Some(n)) = (it.next(), it.next(), it.next()) else {
             return Err(bad());
@@ -48,12 +57,15 @@ pub struct GtidPos(pub BTreeMap<u32, Gtid>);
 impl GtidPos {
     /// Parses `0-1-5,1-2-9` (spaces and newlines allowed, as the server
     /// prints long lists); the empty string is the empty position.
-    pub fn parse(s: &str) -> Result<GtidPos, String> {
+    pub fn parse(s: &str) -> Result<GtidPos, GtidError> {
         let mut m = BTreeMap::new();
         for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let g: Gtid = part.parse()?;
             if m.insert(g.domain, g).is_some() {
-                return Err(format!("'{s}' names domain {} twice", g.domain));
+                return Err(GtidError::DomainTwice {
+                    position: s.to_string(),
+                    domain: g.domain,
+                });
             }
         }
         Ok(GtidPos(m))

@@ -177,7 +177,11 @@ fn use_db(t: &[u8]) -> Option<String> {
 /// routines. Statements keep their text and delimiters otherwise. A
 /// statement whose names cannot be read for sure is an error naming its
 /// line (never copied unrenamed); so is a database `map` does not take.
-pub fn rewrite(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, String> {
+pub fn rewrite(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, SeedError> {
+    rename(input, out, map).map_err(SeedError::Dump)
+}
+
+fn rename(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, String> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut sp = Splitter::new(input);
     let mut r = Rewritten::default();
@@ -254,23 +258,58 @@ pub fn rewrite(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritt
     Ok(r)
 }
 
-async fn connect(t: &sqlfleet_conn::Target, what: &str) -> Result<mysql_async::Conn, String> {
+/// Why a seed step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    /// The source or the target could not be reached.
+    #[error("{side}: {error}")]
+    Connect {
+        side: &'static str,
+        #[source]
+        error: Box<sqlfleet_conn::ConnectError>,
+    },
+    /// The source or the target refused a statement.
+    #[error("{side}: {error}")]
+    Server {
+        side: &'static str,
+        #[source]
+        error: mysql_async::Error,
+    },
+    /// The positions a seed would record are there already.
+    #[error("source '{0}' already has replication positions on the target; --force replaces them with the snapshot's")]
+    AlreadyStarted(String),
+    /// The dump cannot be renamed (naming its line) or written.
+    #[error("{0}")]
+    Dump(String),
+}
+
+fn server(side: &'static str) -> impl Fn(mysql_async::Error) -> SeedError {
+    move |error| SeedError::Server { side, error }
+}
+
+async fn connect(
+    t: &sqlfleet_conn::Target,
+    side: &'static str,
+) -> Result<mysql_async::Conn, SeedError> {
     t.connect(std::time::Duration::from_secs(10))
         .await
-        .map_err(|e| format!("{what}: {e}"))
+        .map_err(|e| SeedError::Connect {
+            side,
+            error: Box::new(e),
+        })
 }
 
 /// The source's databases the config takes, sorted.
 pub async fn source_databases(
     source: &sqlfleet_conn::Target,
     map: &DbMap,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, SeedError> {
     use mysql_async::prelude::Queryable;
     let mut c = connect(source, "source").await?;
     let all: Vec<String> = c
         .query("SHOW DATABASES")
         .await
-        .map_err(|e| format!("source: SHOW DATABASES: {e}"))?;
+        .map_err(server("source: SHOW DATABASES"))?;
     let _ = c.disconnect().await;
     let mut v: Vec<String> = all.into_iter().filter(|d| map.map(d).is_some()).collect();
     v.sort();
@@ -282,7 +321,7 @@ pub async fn source_databases(
 pub async fn non_empty(
     target: &sqlfleet_conn::Target,
     names: &[String],
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, SeedError> {
     use mysql_async::prelude::Queryable;
     let mut c = connect(target, "target").await?;
     let mut out = Vec::new();
@@ -293,7 +332,7 @@ pub async fn non_empty(
                 (n.as_str(),),
             )
             .await
-            .map_err(|e| format!("target: {e}"))?;
+            .map_err(server("target"))?;
         if k.unwrap_or(0) > 0 {
             out.push(n.clone());
         }
@@ -310,31 +349,29 @@ pub async fn record(
     source: &str,
     gtid: &GtidPos,
     force: bool,
-) -> Result<(), String> {
+) -> Result<(), SeedError> {
     if stored(target, source).await?.started && !force {
-        return Err(format!(
-            "source '{source}' already has replication positions on the target; --force replaces them with the snapshot's"
-        ));
+        return Err(SeedError::AlreadyStarted(source.to_string()));
     }
-    let t = |e: mysql_async::Error| format!("target: {e}");
+    let t = server("target");
     let mut c = connect(target, "target").await?;
-    crate::position::forget(&mut c, source).await.map_err(t)?;
+    crate::position::forget(&mut c, source).await.map_err(&t)?;
     crate::position::write_start(&mut c, source, gtid)
         .await
-        .map_err(t)?;
+        .map_err(&t)?;
     let _ = c.disconnect().await;
     Ok(())
 }
 
 /// What the target holds for `source`.
-pub async fn stored(target: &sqlfleet_conn::Target, source: &str) -> Result<Stored, String> {
+pub async fn stored(target: &sqlfleet_conn::Target, source: &str) -> Result<Stored, SeedError> {
     let mut c = connect(target, "target").await?;
     crate::position::ensure(&mut c)
         .await
-        .map_err(|e| format!("target: {e}"))?;
+        .map_err(server("target"))?;
     let s = crate::position::load(&mut c, source)
         .await
-        .map_err(|e| format!("target: {e}"))?;
+        .map_err(server("target"))?;
     let _ = c.disconnect().await;
     Ok(s)
 }
@@ -354,7 +391,7 @@ mod tests {
 
     fn run(input: &str, m: &DbMap) -> Result<String, String> {
         let mut out = Vec::new();
-        rewrite(input.as_bytes(), &mut out, m)?;
+        rewrite(input.as_bytes(), &mut out, m).map_err(|e| e.to_string())?;
         Ok(String::from_utf8(out).expect("utf8"))
     }
 

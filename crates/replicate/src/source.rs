@@ -269,7 +269,7 @@ impl SourceRunner {
                             "start = \"file:{file}:{pos}\": the source has no such binlog position"
                         ))
                     })?;
-                    GtidPos::parse(&g).map_err(SessionError::Refused)?
+                    GtidPos::parse(&g).map_err(|e| SessionError::Refused(e.to_string()))?
                 }
             };
             position::write_start(&mut ctl.conn, &name, &p)
@@ -1053,7 +1053,7 @@ async fn check_source(c: &mut Conn, map: &config::DbMap) -> Result<Facts, CheckE
                 .into(),
         ));
     }
-    let binlog_pos = GtidPos::parse(&pos).map_err(CheckError::Query)?;
+    let binlog_pos = GtidPos::parse(&pos).map_err(|e| CheckError::Query(e.to_string()))?;
     let dbs: Vec<String> = c.query("SHOW DATABASES").await.map_err(|e| match e {
         mysql_async::Error::Server(_) => CheckError::Refused(format!("SHOW DATABASES: {e}")),
         other => CheckError::Query(format!("SHOW DATABASES: {other}")),
@@ -1096,7 +1096,7 @@ async fn open_stream(
 /// oldest one not applied), read from the source's binlog as a replica
 /// reads it; `None` when there is none yet. Registers with an id of its
 /// own so a running replicate's reader is not displaced.
-pub async fn first_after(
+pub(crate) async fn first_after(
     source: &Target,
     name: &str,
     floor: &GtidPos,

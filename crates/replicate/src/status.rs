@@ -58,14 +58,8 @@ pub async fn status(
     cfg: &Checked,
     target: &Target,
     sources: &[Target],
-) -> Result<Vec<SourceStatus>, String> {
-    let mut t = target
-        .connect(Duration::from_secs(10))
-        .await
-        .map_err(|e| format!("target: {e}"))?;
-    position::ensure(&mut t)
-        .await
-        .map_err(|e| format!("target: {e}"))?;
+) -> Result<Vec<SourceStatus>, RequestError> {
+    let mut t = control(target).await?;
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -73,13 +67,13 @@ pub async fn status(
     for (s, st) in cfg.sources.iter().zip(sources) {
         let rows: Vec<Row> = position::stream_rows(&mut t, &s.name)
             .await
-            .map_err(|e| format!("target: {e}"))?;
+            .map_err(RequestError::Server)?;
         let errors = position::errors(&mut t, &s.name)
             .await
-            .map_err(|e| format!("target: {e}"))?;
+            .map_err(RequestError::Server)?;
         let skipped = position::skips(&mut t, &s.name)
             .await
-            .map_err(|e| format!("target: {e}"))?;
+            .map_err(RequestError::Server)?;
         let mut floor = GtidPos::default();
         let mut streams: Vec<StreamStatus> = Vec::new();
         for (stream, at, domain, server, seq, _, _) in &rows {
@@ -153,10 +147,11 @@ async fn source_pos(t: &Target) -> Result<GtidPos, String> {
         .query_first("SELECT @@gtid_binlog_pos")
         .await
         .map_err(|e| e.to_string())?;
-    GtidPos::parse(&p.unwrap_or_default())
+    GtidPos::parse(&p.unwrap_or_default()).map_err(|e| e.to_string())
 }
 
-/// Why a request (`retry`, `skip`) was not recorded on the target.
+/// Why the target could not be read (`status`) or a request (`retry`,
+/// `skip`) was not recorded on it.
 #[derive(Debug, thiserror::Error)]
 pub enum RequestError {
     #[error("target: {0}")]
@@ -165,8 +160,8 @@ pub enum RequestError {
     Server(#[source] mysql_async::Error),
 }
 
-/// A target connection with the replicate tables in place (for the
-/// requests `retry` and `skip` record).
+/// A target connection with the replicate tables in place (for status
+/// and the requests `retry` and `skip` record).
 async fn control(target: &Target) -> Result<mysql_async::Conn, RequestError> {
     let mut t = target
         .connect(Duration::from_secs(10))

@@ -187,7 +187,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
         }) => {
             let (cfg, target, _) = load(&config)?;
             named(&cfg, &source, &config)?;
-            let g: Gtid = gtid.parse().map_err(|e: String| anyhow!(e))?;
+            let g: Gtid = gtid.parse()?;
             sqlfleet_replicate::status::skip(&target, &source, &g, &reason).await?;
             println!("recorded: source '{source}' passes over {g}");
             Ok(Exit::Ok)
