@@ -18,6 +18,7 @@ mod identity;
 mod infile;
 mod job;
 pub mod journal;
+mod placement;
 pub mod progress;
 mod queue;
 mod retry;

@@ -40,6 +40,7 @@ use crate::error::StatementFailure;
 use crate::identity::ChainValue;
 use crate::job::{Job, Work};
 use crate::journal::{self, Record, Resume};
+use crate::placement;
 use crate::queue::{has_auto_increment, JobQueue};
 use crate::retry::{needs_reconnect, next, retryable, Next, ALREADY_DONE};
 use crate::session::SessionConn;
@@ -656,10 +657,6 @@ impl Scheduler {
             }
         }
         let nontx = !info.transactional;
-        // Ids the server assigns depend on the order of inserts, and a
-        // rolled-back attempt would use some up: such batches go one at a
-        // time in file order, and never by the fast path (its fallback
-        // rolls back).
         // Does some statement leave this column (position, name) to the
         // server: no value, NULL, DEFAULT or 0?
         let left_to_server = |col: &Option<(usize, String)>| {
@@ -668,21 +665,21 @@ impl Scheduler {
             })
         };
         let generates = left_to_server(&info.auto_inc);
+        let decided = placement::place(placement::Facts {
+            nontx,
+            generates_ids: generates,
+            takes_sequence: left_to_server(&info.sequenced),
+            triggered: self.triggered.contains(&b.key),
+            continue_on_error: self.ctx.continue_on_error,
+            ordered_regime: self.regime == Regime::Ordered,
+            batch_ordered: b.ordered,
+            heap_order: info.heap_order,
+            no_auto_inc: self.no_auto_inc.contains(&b.key),
+        });
         let table = Self::show(&b.key);
         let prelude_len = self.ctx.prelude.len();
-        // Rows that take a sequence's next value (shared with other tables
-        // and statements): which row gets which depends on the order of
-        // everything, and a rolled-back attempt would use some up. Batches
-        // that give the column its value (a dump's) stay parallel.
-        let takes_sequence = left_to_server(&info.sequenced);
-        let triggered = self.triggered.contains(&b.key) || takes_sequence;
-        // With --continue-on-error a failed batch is rolled back and run
-        // again statement by statement; ids the server assigned (to the
-        // table's rows or by its triggers) in the rolled-back attempt would
-        // be used up. Such batches go one statement per transaction.
-        let split = self.ctx.continue_on_error && (generates || triggered);
         let last = b.chains.last().copied().unwrap_or_default();
-        let works: Vec<Work> = if split {
+        let works: Vec<Work> = if decided.per_statement {
             b.stmts
                 .into_iter()
                 .zip(b.chains)
@@ -705,31 +702,31 @@ impl Scheduler {
                 auto_inc: info.auto_inc.is_some(),
             }]
         };
-        if triggered {
-            // Its rows fire a trigger: in file order, after everything
-            // before it, never by the fast path (a fallback would roll
-            // back what the trigger did, ids included).
-            self.start_all_deferred().await;
-            self.wait_all().await;
-        }
-        if self.regime == Regime::Ordered || triggered {
-            let fast_ok = !nontx && !triggered;
-            for work in works {
-                worker::process(
-                    &self.ctx,
-                    &mut self.control,
-                    "c",
-                    work,
-                    prelude_len,
-                    fast_ok,
-                )
-                .await;
+        let (auto_inc, ordered) = match decided.place {
+            placement::Place::Control {
+                after_everything,
+                fast_ok,
+            } => {
+                if after_everything {
+                    self.start_all_deferred().await;
+                    self.wait_all().await;
+                }
+                for work in works {
+                    worker::process(
+                        &self.ctx,
+                        &mut self.control,
+                        "c",
+                        work,
+                        prelude_len,
+                        fast_ok,
+                    )
+                    .await;
+                }
+                return;
             }
-            return;
-        }
+            placement::Place::Lane { auto_inc, ordered } => (auto_inc, ordered),
+        };
         self.workers_used = true;
-        let auto_inc = !self.no_auto_inc.contains(&b.key);
-        let ordered = b.ordered || generates || info.heap_order;
         let per = b.bytes / works.len().max(1);
         for work in works {
             let (tx, rx) = oneshot::channel();
