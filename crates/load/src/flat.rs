@@ -457,7 +457,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         loop {
             let msg = tokio::select! {
                 m = rx.recv() => m,
-                _ = crate::interrupted(&mut interrupt) => {
+                _ = crate::run::interrupted(&mut interrupt) => {
                     was_interrupted = true;
                     // Chunks in flight stop and roll back; none starts.
                     shared.interrupted.store(true, Ordering::Relaxed);
