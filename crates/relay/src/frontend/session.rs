@@ -395,7 +395,7 @@ impl Session {
                     // A transaction the relay can run again elsewhere
                     // outlives its connection: the client's next
                     // command replays it first (`replay.rs`).
-                    let fits = journal::session_fits(self.st.mode, &self.st.pins, self.st.pin_next);
+                    let fits = self.st.fits_elsewhere();
                     if self.st.in_trans && self.journal.can_replay(fits) {
                         self.pending_loss = Some(
                             "the server closed the connection holding the transaction".into(),
@@ -718,7 +718,7 @@ impl Session {
         if let (Some(key), Some(reply)) = (local, captured) {
             self.record_answer(key, epoch, &o, &fx, reply);
         }
-        let fits = journal::session_fits(self.st.mode, &self.st.pins, self.st.pin_next);
+        let fits = self.st.fits_elsewhere();
         let digest = self.last_digest.take().map(|d| (d, o.insert_id));
         self.journal
             .statement(was_in_trans, self.st.in_trans, cmd, digest, fits);

@@ -92,14 +92,21 @@ const REPLAYABLE_PINS: [Pin; 5] = [
 
 /// Whether the client's session, as far as the connection holds it, can
 /// be brought to another connection: transaction mode (settings and
-/// database are replayed there) and no pin but [`REPLAYABLE_PINS`].
+/// database are replayed there) and no pin but [`REPLAYABLE_PINS`]; and
+/// not a session that set an idle transaction timeout (`idle_timeout`):
+/// a server that ends such a transaction's connection means it, and the
+/// client must see it (as a direct one gets 2006), not a replay.
 pub(crate) fn session_fits(
     mode: Mode,
     pins: &BTreeSet<Pin>,
     pin_next: Option<Pin>,
+    idle_timeout: bool,
 ) -> Result<(), &'static str> {
     if mode != Mode::Transaction {
         return Err("session pooling mode keeps the session on its server connection");
+    }
+    if idle_timeout {
+        return Err("the session set an idle transaction timeout: the server ends such transactions on purpose");
     }
     let other = |p: &Pin| !REPLAYABLE_PINS.contains(p);
     if pins.iter().any(other) || pin_next.as_ref().is_some_and(other) {

@@ -67,7 +67,7 @@ impl Session {
                 Stmt::Other
             };
             let read = text && self.stmt_read;
-            let fits = journal::session_fits(self.st.mode, &self.st.pins, self.st.pin_next);
+            let fits = self.st.fits_elsewhere();
             let decision = self
                 .journal
                 .on_loss(in_trans, autocommit, stmt, read, sent, fits);

@@ -244,6 +244,26 @@ impl ClientState {
         None
     }
 
+    /// Whether the session can be brought to another connection after its
+    /// own is lost (`journal::session_fits`).
+    pub fn fits_elsewhere(&self) -> Result<(), &'static str> {
+        super::journal::session_fits(self.mode, &self.pins, self.pin_next, self.idle_timeout())
+    }
+
+    /// The session set an idle transaction timeout (`idle_transaction_timeout`,
+    /// `idle_readonly_transaction_timeout`, `idle_write_transaction_timeout`)
+    /// to something other than 0 or DEFAULT.
+    pub fn idle_timeout(&self) -> bool {
+        self.settings.iter().any(|s| {
+            s.name.starts_with("idle_")
+                && s.name.ends_with("transaction_timeout")
+                && s.text.rsplit_once('=').is_some_and(|(_, v)| {
+                    let v = v.trim();
+                    v != "0" && !v.eq_ignore_ascii_case("DEFAULT")
+                })
+        })
+    }
+
     /// The client's statement counts after a reply: ROW_COUNT() always,
     /// FOUND_ROWS() after a SELECT. `conn_has_mine`: whether the
     /// connection's own FOUND_ROWS() was this client's before the

@@ -68,11 +68,14 @@ fn a_session_fits_elsewhere_only_in_transaction_mode_without_connection_state() 
     ];
     for (mode, p, next, fits) in rows {
         assert_eq!(
-            session_fits(mode, &p, next).is_ok(),
+            session_fits(mode, &p, next, false).is_ok(),
             fits,
             "{mode:?} {p:?} {next:?}"
         );
     }
+    // A session that set an idle transaction timeout is the server's to
+    // end, whatever it holds.
+    assert!(session_fits(Mode::Transaction, &pins(&[]), None, true).is_err());
 }
 
 /// A journal after these statements: (text, in transaction before,

@@ -620,3 +620,35 @@ fn a_set_the_server_does_not_report_is_recorded_from_its_text() {
         vec![Setting::from_server("sql_mode", "REAL_AS_FLOAT,ANSI")]
     );
 }
+
+#[test]
+fn a_session_with_an_idle_transaction_timeout_is_the_servers_to_end() {
+    // (the statement, the server's report, whether a lost connection is
+    // then the server's word rather than something to replay elsewhere)
+    let rows: &[(&str, R, bool)] = &[
+        (
+            "SET idle_transaction_timeout = 1",
+            R::Track("idle_transaction_timeout", "1"),
+            true,
+        ),
+        (
+            "SET idle_write_transaction_timeout = 5",
+            R::Track("idle_write_transaction_timeout", "5"),
+            true,
+        ),
+        ("SET idle_readonly_transaction_timeout = 2", R::Ok, true),
+        (
+            "SET idle_transaction_timeout = 0",
+            R::Track("idle_transaction_timeout", "0"),
+            false,
+        ),
+        ("SET idle_transaction_timeout = DEFAULT", R::Ok, false),
+        ("SET wait_timeout = 5", R::Track("wait_timeout", "5"), false),
+    ];
+    for (sql, r, idle) in rows {
+        let mut st = ClientState::new(T, None);
+        run(&mut st, sql, *r);
+        assert_eq!(st.idle_timeout(), *idle, "{sql}: {:?}", st.settings);
+        assert_eq!(st.fits_elsewhere().is_err(), *idle, "{sql}");
+    }
+}
