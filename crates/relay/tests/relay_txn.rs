@@ -1117,3 +1117,34 @@ fn a_read_of_a_view_calling_a_stored_function_keeps_the_connection() {
         assert!(n >= 6.0, "pins counted: {n}");
     });
 }
+
+/// `SET NAMES cs COLLATE c` on one connection, the next statement on
+/// another (a one-connection pool another client used between): the
+/// collation the client chose, not its character set's default — the
+/// replayed SET must name the character sets before the collations, as
+/// setting a character set resets its collation (mysql-test's
+/// main.ctype_utf8mb3_general_mysql500_ci_ws read utf8mb3_general_ci).
+#[test]
+fn a_chosen_collation_follows_the_client_to_another_connection() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let mut b = connect(&relay, None).await;
+        a.query_drop("SET NAMES utf8mb3 COLLATE utf8mb3_general_mysql500_ci")
+            .await
+            .expect("set names");
+        // B takes the one connection and leaves it with its own defaults.
+        let _: Option<u64> = b.query_first("SELECT 1").await.expect("b");
+        let (cs, coll): (String, String) = a
+            .query_first("SELECT @@character_set_connection, @@collation_connection")
+            .await
+            .expect("a")
+            .expect("row");
+        assert_eq!(cs, "utf8mb3");
+        assert_eq!(coll, "utf8mb3_general_mysql500_ci");
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}

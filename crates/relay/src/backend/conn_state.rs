@@ -164,21 +164,37 @@ pub fn diff(have: &[Setting], have_id: u64, caps: u32, want: &[Setting], want_id
     let reset_first = have
         .iter()
         .any(|s| s.undone_by_reset() && !want.contains(s));
-    let mut set: Vec<String> = want
+    let mut set: Vec<(u8, String)> = want
         .iter()
         .filter(|s| !have.contains(s))
-        .map(|s| s.text.clone())
+        .map(|s| (order(&s.name), s.text.clone()))
         .collect();
     // LAST_INSERT_ID() is per connection: the client's goes with it.
     if have_id != want_id {
-        set.push(format!("@@session.last_insert_id = {want_id}"));
+        set.push((1, format!("@@session.last_insert_id = {want_id}")));
     }
     for s in have {
         if !want.iter().any(|x| x.name == s.name) {
-            set.push(undo_setting(&s.name, caps));
+            set.push((order(&s.name), undo_setting(&s.name, caps)));
         }
     }
-    Replay { reset_first, set }
+    // One SET assigns left to right, and a character set assigned resets
+    // its collation: character sets first, collations last.
+    set.sort_by_key(|(rank, _)| *rank);
+    Replay {
+        reset_first,
+        set: set.into_iter().map(|(_, text)| text).collect(),
+    }
+}
+
+/// Where a setting goes in a replayed SET: NAMES and CHARACTER SET (which
+/// set several variables), then the rest, then the collations.
+fn order(name: &str) -> u8 {
+    match name {
+        "names" | "charset" => 0,
+        n if n.starts_with("collation_") => 2,
+        _ => 1,
+    }
 }
 
 #[cfg(test)]

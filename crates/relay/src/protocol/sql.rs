@@ -187,6 +187,32 @@ pub fn upsert(list: &mut Vec<Setting>, s: &Setting) {
 }
 
 impl Setting {
+    /// `SET NAMES cs COLLATE c` names a collation no tracker reports
+    /// (MariaDB 10.11 tracks the character set variables, not
+    /// collation_connection): that collation as a setting of its own, to
+    /// follow the client (a replayed `character_set_connection` would
+    /// leave the character set's default collation).
+    pub fn names_collation(&self) -> Option<Setting> {
+        if self.name != "names" {
+            return None;
+        }
+        let mut words = self.text.split_ascii_whitespace();
+        words.find(|w| w.eq_ignore_ascii_case("COLLATE"))?;
+        let c = words
+            .next()?
+            .trim_matches(|ch| ch == '\'' || ch == '"' || ch == '`');
+        if c.is_empty()
+            || c.eq_ignore_ascii_case("DEFAULT")
+            || !c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return None;
+        }
+        Some(Setting {
+            name: "collation_connection".into(),
+            text: format!("@@session.collation_connection = '{c}'"),
+        })
+    }
+
     /// A variable as the server reported it changed, replayed by value.
     pub fn from_server(name: &str, value: &str) -> Setting {
         let numeric = !value.is_empty()

@@ -118,6 +118,24 @@ fn what_brings_a_connection_to_a_clients_session() {
             reset_first: false,
             set: vec![],
         },
+        Row {
+            name: "a collation after its character set, whatever the client's order",
+            have: vec![],
+            have_id: 0,
+            caps: 0,
+            want: vec![
+                set("collation_connection", "'utf8mb3_general_mysql500_ci'"),
+                set("character_set_connection", "'utf8mb3'"),
+                names.clone(),
+            ],
+            want_id: 0,
+            reset_first: false,
+            set: vec![
+                "NAMES latin1",
+                "@@session.character_set_connection = 'utf8mb3'",
+                "@@session.collation_connection = 'utf8mb3_general_mysql500_ci'",
+            ],
+        },
     ];
     for r in rows {
         let got = diff(&r.have, r.have_id, r.caps, &r.want, r.want_id);

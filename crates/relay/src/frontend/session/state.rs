@@ -353,6 +353,13 @@ impl ClientState {
                         .iter()
                         .any(|v| v.eq_ignore_ascii_case(name)) => {}
                 Change::SysVar(name, value) => {
+                    if name.eq_ignore_ascii_case("character_set_connection") {
+                        // A new character set brings its default collation:
+                        // a collation the client chose earlier is gone (one
+                        // named by the same statement comes back from its
+                        // text, `after_text`).
+                        self.settings.retain(|s| s.name != "collation_connection");
+                    }
                     let s = Setting::from_server(name, value);
                     upsert(&mut self.settings, &s);
                     out.settings.push(s);
@@ -403,7 +410,17 @@ impl ClientState {
             // the text set by value and the server did not report is
             // recorded from the text, or it would not follow the client to
             // another connection.
-            for s in fx.settings.iter().filter(|s| is_variable(&s.name)) {
+            let collations: Vec<Setting> = fx
+                .settings
+                .iter()
+                .filter_map(Setting::names_collation)
+                .collect();
+            for s in fx
+                .settings
+                .iter()
+                .filter(|s| is_variable(&s.name))
+                .chain(collations.iter())
+            {
                 let reported = o.changes.iter().any(
                     |ch| matches!(ch, Change::SysVar(n, _) if n.eq_ignore_ascii_case(&s.name)),
                 );

@@ -26,6 +26,8 @@ enum R {
     Rows(u64),
     /// OK with a tracked variable change.
     Track(&'static str, &'static str),
+    /// OK with the character set variables reported (SET NAMES's).
+    Charsets(&'static str),
     /// OK with an unexplained session-state change.
     State,
     /// OK with a new default database.
@@ -61,6 +63,17 @@ fn outcome(r: R) -> Outcome {
         },
         R::Track(name, value) => Outcome {
             changes: vec![Change::SysVar(name.into(), value.into())],
+            ..ok(STATUS_AUTOCOMMIT)
+        },
+        R::Charsets(cs) => Outcome {
+            changes: [
+                "character_set_client",
+                "character_set_connection",
+                "character_set_results",
+            ]
+            .iter()
+            .map(|n| Change::SysVar((*n).into(), cs.into()))
+            .collect(),
             ..ok(STATUS_AUTOCOMMIT)
         },
         R::State => Outcome {
@@ -651,4 +664,30 @@ fn a_session_with_an_idle_transaction_timeout_is_the_servers_to_end() {
         assert_eq!(st.idle_timeout(), *idle, "{sql}: {:?}", st.settings);
         assert_eq!(st.fits_elsewhere().is_err(), *idle, "{sql}");
     }
+}
+
+#[test]
+fn a_collation_named_by_set_names_follows_until_the_character_set_changes() {
+    let coll = |st: &ClientState| {
+        st.settings
+            .iter()
+            .find(|s| s.name == "collation_connection")
+            .map(|s| s.text.clone())
+    };
+    let mut st = ClientState::new(T, None);
+    // The server reports the character sets, not the collation.
+    let names = R::Charsets;
+    run(
+        &mut st,
+        "SET NAMES utf8mb3 COLLATE utf8mb3_general_mysql500_ci",
+        names("utf8mb3"),
+    );
+    assert_eq!(
+        coll(&st).as_deref(),
+        Some("@@session.collation_connection = 'utf8mb3_general_mysql500_ci'")
+    );
+    run(&mut st, "SELECT 1", R::Rows(1));
+    assert!(coll(&st).is_some(), "kept");
+    run(&mut st, "SET NAMES latin1", names("latin1"));
+    assert_eq!(coll(&st), None, "latin1's own default now");
 }
