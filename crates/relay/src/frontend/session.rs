@@ -636,6 +636,7 @@ impl Session {
                     sets_global: fx.sets_global,
                     drops_users: fx.drops_users,
                     changes_accounts: fx.changes_accounts,
+                    changes_privileges: fx.changes_privileges,
                     statement_vars: fx.statement_vars,
                     changes_schema: fx.changes_schema,
                     ..Effects::default()
