@@ -100,6 +100,12 @@ impl BackendConn {
         )
     }
 
+    /// Whether it must be reset before it takes a client's `settings`
+    /// (as `replay_for` would say, without building the SET).
+    pub fn needs_reset_for(&self, settings: &[Setting]) -> bool {
+        reset_needed(&self.settings, settings)
+    }
+
     /// The replay's `SET` ran: it has the client's session now.
     pub fn replayed(&mut self, settings: &[Setting], last_insert_id: u64) {
         self.settings = settings.to_vec();
@@ -157,44 +163,36 @@ impl BackendConn {
     }
 }
 
+/// Whether a connection that has settings `have` must be reset before it
+/// can take a client's `want`: another client left a setting only a reset
+/// undoes.
+fn reset_needed(have: &[Setting], want: &[Setting]) -> bool {
+    have.iter()
+        .any(|s| s.undone_by_reset() && !want.contains(s))
+}
+
 /// What brings a connection that has settings `have` and LAST_INSERT_ID()
 /// `have_id` (logged in with capabilities `caps`) to a client's `want` and
 /// `want_id`.
 pub fn diff(have: &[Setting], have_id: u64, caps: u32, want: &[Setting], want_id: u64) -> Replay {
-    let reset_first = have
-        .iter()
-        .any(|s| s.undone_by_reset() && !want.contains(s));
-    let mut set: Vec<(u8, String)> = want
+    let reset_first = reset_needed(have, want);
+    // The client's settings in its own order (a later one may undo an
+    // earlier one on the server: a collation after its character set).
+    let mut set: Vec<String> = want
         .iter()
         .filter(|s| !have.contains(s))
-        .map(|s| (order(&s.name), s.text.clone()))
+        .map(|s| s.text.clone())
         .collect();
     // LAST_INSERT_ID() is per connection: the client's goes with it.
     if have_id != want_id {
-        set.push((1, format!("@@session.last_insert_id = {want_id}")));
+        set.push(format!("@@session.last_insert_id = {want_id}"));
     }
     for s in have {
         if !want.iter().any(|x| x.name == s.name) {
-            set.push((order(&s.name), undo_setting(&s.name, caps)));
+            set.push(undo_setting(&s.name, caps));
         }
     }
-    // One SET assigns left to right, and a character set assigned resets
-    // its collation: character sets first, collations last.
-    set.sort_by_key(|(rank, _)| *rank);
-    Replay {
-        reset_first,
-        set: set.into_iter().map(|(_, text)| text).collect(),
-    }
-}
-
-/// Where a setting goes in a replayed SET: NAMES and CHARACTER SET (which
-/// set several variables), then the rest, then the collations.
-fn order(name: &str) -> u8 {
-    match name {
-        "names" | "charset" => 0,
-        n if n.starts_with("collation_") => 2,
-        _ => 1,
-    }
+    Replay { reset_first, set }
 }
 
 #[cfg(test)]

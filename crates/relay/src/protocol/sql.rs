@@ -180,13 +180,34 @@ pub struct Setting {
     pub text: String,
 }
 
-/// Puts `s` in `list`, replacing the earlier value of the same setting.
+/// Puts `s` last in `list` (a replay assigns in the list's order),
+/// replacing the earlier value of the same setting and what `s` undoes on
+/// the server: NAMES and CHARACTER SET assign every character set variable
+/// and the connection's collation, a new character_set_connection brings
+/// its own default collation.
 pub fn upsert(list: &mut Vec<Setting>, s: &Setting) {
-    list.retain(|x| x.name != s.name);
+    list.retain(|x| x.name != s.name && !s.supersedes(&x.name));
     list.push(s.clone());
 }
 
 impl Setting {
+    /// Whether assigning this setting also assigns variable `other`.
+    fn supersedes(&self, other: &str) -> bool {
+        match self.name.as_str() {
+            "names" | "charset" => matches!(
+                other,
+                "names"
+                    | "charset"
+                    | "character_set_client"
+                    | "character_set_connection"
+                    | "character_set_results"
+                    | "collation_connection"
+            ),
+            "character_set_connection" => other == "collation_connection",
+            _ => false,
+        }
+    }
+
     /// `SET NAMES cs COLLATE c` names a collation no tracker reports
     /// (MariaDB 10.11 tracks the character set variables, not
     /// collation_connection): that collation as a setting of its own, to

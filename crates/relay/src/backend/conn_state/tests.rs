@@ -119,19 +119,17 @@ fn what_brings_a_connection_to_a_clients_session() {
             set: vec![],
         },
         Row {
-            name: "a collation after its character set, whatever the client's order",
+            name: "the client's order: a collation after the character set it follows",
             have: vec![],
             have_id: 0,
             caps: 0,
             want: vec![
-                set("collation_connection", "'utf8mb3_general_mysql500_ci'"),
                 set("character_set_connection", "'utf8mb3'"),
-                names.clone(),
+                set("collation_connection", "'utf8mb3_general_mysql500_ci'"),
             ],
             want_id: 0,
             reset_first: false,
             set: vec![
-                "NAMES latin1",
                 "@@session.character_set_connection = 'utf8mb3'",
                 "@@session.collation_connection = 'utf8mb3_general_mysql500_ci'",
             ],

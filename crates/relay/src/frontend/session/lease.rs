@@ -144,9 +144,7 @@ impl Session {
     /// Replays the client's settings and default database on `c`.
     pub(super) async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
-        if c.replay_for(&self.st.settings, self.st.last_insert_id)
-            .reset_first
-        {
+        if c.needs_reset_for(&self.st.settings) {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
         }

@@ -353,13 +353,9 @@ impl ClientState {
                         .iter()
                         .any(|v| v.eq_ignore_ascii_case(name)) => {}
                 Change::SysVar(name, value) => {
-                    if name.eq_ignore_ascii_case("character_set_connection") {
-                        // A new character set brings its default collation:
-                        // a collation the client chose earlier is gone (one
-                        // named by the same statement comes back from its
-                        // text, `after_text`).
-                        self.settings.retain(|s| s.name != "collation_connection");
-                    }
+                    // A new character_set_connection drops a collation
+                    // chosen earlier (`upsert`); one named by the same
+                    // statement comes back from its text (`after_text`).
                     let s = Setting::from_server(name, value);
                     upsert(&mut self.settings, &s);
                     out.settings.push(s);

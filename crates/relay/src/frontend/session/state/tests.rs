@@ -691,3 +691,60 @@ fn a_collation_named_by_set_names_follows_until_the_character_set_changes() {
     run(&mut st, "SET NAMES latin1", names("latin1"));
     assert_eq!(coll(&st), None, "latin1's own default now");
 }
+
+#[test]
+fn a_setting_replaces_what_it_assigns_on_the_server() {
+    // Without a tracking server every SET is recorded from its text, in
+    // the client's order; a later one that assigns an earlier one's
+    // variable on the server replaces it, so a replay never brings back
+    // what the client changed since.
+    let untracked = |sqls: &[&str]| {
+        let mut st = ClientState::new(T, None);
+        for sql in sqls {
+            let fx = Query::new(sql.as_bytes()).effects();
+            st.after_text(&fx, &outcome(R::Ok), false);
+        }
+        st.settings
+            .iter()
+            .map(|s| s.name.clone())
+            .collect::<Vec<_>>()
+    };
+    let rows: &[(&[&str], &[&str])] = &[
+        (
+            &[
+                "SET collation_connection = 'latin1_bin'",
+                "SET NAMES utf8mb4",
+            ],
+            &["names"],
+        ),
+        (
+            &["SET character_set_connection = latin1", "SET NAMES utf8mb4"],
+            &["names"],
+        ),
+        (
+            &["SET NAMES utf8mb4", "SET character_set_client = latin1"],
+            &["names", "character_set_client"],
+        ),
+        (
+            &[
+                "SET collation_connection = 'latin1_bin'",
+                "SET character_set_connection = utf8mb4",
+            ],
+            &["character_set_connection"],
+        ),
+        (
+            &[
+                "SET character_set_connection = utf8mb4",
+                "SET collation_connection = 'utf8mb4_bin'",
+            ],
+            &["character_set_connection", "collation_connection"],
+        ),
+        (
+            &["SET sql_mode = 'ANSI'", "SET NAMES latin1"],
+            &["sql_mode", "names"],
+        ),
+    ];
+    for (sqls, want) in rows {
+        assert_eq!(untracked(sqls), *want, "{sqls:?}");
+    }
+}
