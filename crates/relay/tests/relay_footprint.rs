@@ -231,3 +231,61 @@ fn many_views_and_64_per_user_clients_cost_the_server_no_catalog_scan() {
     );
     assert!(n > 1000, "the clients ran: {n} statements");
 }
+
+/// The server's count of table definitions opened so far.
+async fn opened_definitions(c: &mut mysql_async::Conn) -> u64 {
+    let row: Option<(String, u64)> = c
+        .query_first("SHOW GLOBAL STATUS LIKE 'Opened_table_definitions'")
+        .await
+        .expect("status");
+    row.expect("Opened_table_definitions").1
+}
+
+/// Listing a database's views (after DDL through the relay, and once per
+/// TTL) reads each name's type without opening its table:
+/// information_schema.TABLES opened every table's definition in the
+/// database, a cost that grew with it and that also counted the tables'
+/// features (Feature_check_constraint, Feature_gis) on the relay's own
+/// connection, where a client's FLUSH STATUS could not see them
+/// (mysql-test's main.features).
+#[test]
+fn listing_a_databases_views_opens_none_of_its_tables() {
+    let s = sqlfleet_testkit::server_with(&[]);
+    let relay = common::relay::start_relay(&s, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut root = s.connect().await;
+        let mut ddl = String::from("CREATE DATABASE fp_many;");
+        for t in 0..60 {
+            ddl.push_str(&format!(
+                "CREATE TABLE fp_many.t{t} (a INT CHECK (a > 5), g POINT);"
+            ));
+        }
+        ddl.push_str("CREATE VIEW fp_many.v AS SELECT 1 AS one; FLUSH TABLES;");
+        root.query_drop(ddl).await.expect("catalog");
+        let before = opened_definitions(&mut root).await;
+        let mut c = common::relay::app(relay.port, "app-pw", Some("fp_many"))
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect via relay");
+        // A statement in the database lists its views; DDL through the
+        // relay makes the next one list them again.
+        c.query_drop("SELECT one FROM v").await.expect("read");
+        c.query_drop("CREATE TABLE t_new (a INT)")
+            .await
+            .expect("ddl");
+        c.query_drop("SELECT one FROM v").await.expect("read");
+        let _ = c.disconnect().await;
+        let opened = opened_definitions(&mut root).await - before;
+        let _ = root.disconnect().await;
+        assert!(
+            relay.metric("sqlfleet_relay_own_queries_total{kind=\"view_names\"}") >= 2.0,
+            "the relay listed the database's views"
+        );
+        // The view's definition, t_new's, and the statements' own.
+        assert!(
+            opened < 10,
+            "{opened} table definitions opened for two statements in a database of 60 tables"
+        );
+    });
+}

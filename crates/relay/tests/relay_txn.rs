@@ -1148,3 +1148,70 @@ fn a_chosen_collation_follows_the_client_to_another_connection() {
         b.disconnect().await.expect("quit");
     });
 }
+
+/// FLUSH STATUS zeroes the session's status counters on the connection it
+/// ran on: the client keeps that connection, and its later SHOW STATUS
+/// counts its own statements only, while another client works on the
+/// other connection (mysql-test's main.features read other sessions'
+/// counts).
+#[test]
+fn flush_status_keeps_the_connection_whose_counters_it_zeroed() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let mut b = connect(&relay, None).await;
+        a.query_drop("FLUSH STATUS").await.expect("flush");
+        for _ in 0..10 {
+            b.query_drop("SELECT 1").await.expect("b");
+            a.query_drop("SELECT 1").await.expect("a");
+        }
+        let row: Option<(String, u64)> = a
+            .query_first("SHOW SESSION STATUS LIKE 'Com_select'")
+            .await
+            .expect("status");
+        assert_eq!(
+            row.map(|r| r.1),
+            Some(10),
+            "A's own SELECTs since its FLUSH STATUS"
+        );
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}
+
+/// A client's optimizer trace shows the client's statement: the relay's
+/// own FOUND_ROWS() question after an INSERT ... SELECT runs untraced
+/// (mysql-test's main.opt_trace read `SELECT FOUND_ROWS()` as the last
+/// traced query).
+#[test]
+fn the_optimizer_trace_keeps_the_clients_statement() {
+    let srv = server();
+    common::servers::fresh_named_db(srv, "relay_trace");
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, Some("relay_trace")).await;
+        a.query_drop("CREATE TABLE t1 (a INT, b INT)")
+            .await
+            .expect("t1");
+        a.query_drop("CREATE TABLE t2 (a INT, b INT)")
+            .await
+            .expect("t2");
+        a.query_drop("INSERT INTO t1 VALUES (1, 2), (5, 6), (7, 8)")
+            .await
+            .expect("rows");
+        a.query_drop("SET optimizer_trace = 'enabled=on'")
+            .await
+            .expect("trace on");
+        let insert = "INSERT INTO t2 SELECT * FROM t1 WHERE a <= b AND a > 4";
+        a.query_drop(insert).await.expect("insert select");
+        let traced: Option<String> = a
+            .query_first("SELECT QUERY FROM information_schema.OPTIMIZER_TRACE")
+            .await
+            .expect("trace");
+        assert_eq!(traced.as_deref(), Some(insert));
+        a.disconnect().await.expect("quit");
+    });
+}

@@ -101,14 +101,21 @@ impl SideConn {
                 let mut out = Vec::with_capacity(sqls.len());
                 for sql in sqls {
                     self.metrics.own_query(kind);
-                    out.push(query_rows(c, sql, limit).await.map_err(|e| e.to_string())?);
+                    out.push(query_rows(c, sql, limit).await?);
                 }
-                Ok::<_, String>(out)
+                Ok::<_, sqlfleet_wire::packet::WireError>(out)
             };
             let ran = tokio::time::timeout(LOOKUP_TIMEOUT, self.health.unless_gone(at, run)).await;
             let failed = match ran {
                 Ok(Some(Ok(out))) => return Ok(out),
-                Ok(Some(Err(e))) => e,
+                // The server answered: the connection is sound, the
+                // statement is what it refused.
+                Ok(Some(Err(sqlfleet_wire::packet::WireError::Server {
+                    code, message, ..
+                }))) => {
+                    return Err(LookupError::Refused { code, message });
+                }
+                Ok(Some(Err(e))) => e.to_string(),
                 Ok(None) => format!(
                     "{}: stopped answering (its health check timed out)",
                     self.backends[at].addr()
@@ -160,6 +167,9 @@ pub enum LookupError {
     /// A statement failed, or its server stopped answering.
     #[error("{0}")]
     Failed(String),
+    /// The server answered the statement with an error.
+    #[error("ERROR {code}: {message}")]
+    Refused { code: u16, message: String },
 }
 
 /// A row's value in column `col` (NULL and a missing column: None).

@@ -795,7 +795,7 @@ impl Session {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let v = command::query_value(c, "SELECT FOUND_ROWS()")
+        let v = command::query_value(c, self.st.found_rows_question())
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         // The question's own one row is the server's count now.

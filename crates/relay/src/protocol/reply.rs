@@ -65,6 +65,10 @@ pub struct Outcome {
     pub result_sets: u32,
     /// Rows seen, over all result sets.
     pub rows: u64,
+    /// Statement results that ended with a status (an OK, or a result
+    /// set's end): 1 for one statement, more for a text of several or a
+    /// CALL. How many statements the server ran, as it says.
+    pub replies: u32,
     /// Warnings of the last OK or EOF.
     pub warnings: u16,
     /// Session-state changes the server reported, over the whole reply.
@@ -288,6 +292,7 @@ impl Tracker {
     fn end_with_status(&mut self, status: Option<u16>) -> Event {
         let s = status.unwrap_or(0);
         self.outcome.status = status;
+        self.outcome.replies += 1;
         if s & STATUS_MORE_RESULTS != 0 {
             self.phase = Phase::First;
             Event::More

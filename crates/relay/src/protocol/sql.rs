@@ -81,6 +81,9 @@ pub enum Pin {
     /// COM_REGISTER_SLAVE / COM_BINLOG_DUMP: a replica's session (the
     /// server ends the connection after the dump).
     Replication,
+    /// FLUSH STATUS zeroed the connection's session status counters: the
+    /// client's later SHOW STATUS counts from there, on this connection.
+    SessionStatus,
 }
 
 /// Session variables the server uses for the next statement (or, for
@@ -89,7 +92,7 @@ pub enum Pin {
 pub const ONE_SHOT_VARIABLES: [&str; 4] = ["insert_id", "rand_seed1", "rand_seed2", "gtid_seq_no"];
 
 impl Pin {
-    pub const ALL: [Pin; 29] = [
+    pub const ALL: [Pin; 30] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -119,6 +122,7 @@ impl Pin {
         Pin::StoredFunction,
         Pin::WriteEffects,
         Pin::Replication,
+        Pin::SessionStatus,
     ];
 
     pub fn name(self) -> &'static str {
@@ -152,6 +156,7 @@ impl Pin {
             Pin::StoredFunction => "stored_function",
             Pin::WriteEffects => "trigger_or_sequence_default",
             Pin::Replication => "replication",
+            Pin::SessionStatus => "session_status",
         }
     }
 }
@@ -315,6 +320,10 @@ pub struct Effects {
     /// INSERT, REPLACE or CREATE ... SELECT (the rows its SELECT found,
     /// and 0 for some), or a SELECT before the last of several statements.
     pub found_rows_unknown: bool,
+    /// The first statement alone does: what counts when the server ran
+    /// the text as one statement (a routine's `BEGIN ... END` body holds
+    /// `;` and is not run by its CREATE).
+    pub found_rows_unknown_first: bool,
     /// How many `;`-separated statements the text holds.
     pub statements: usize,
     /// The last statement has LIMIT with an offset (FOUND_ROWS() then
@@ -513,26 +522,32 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
             Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
         )
     });
-    fx.found_rows_unknown = stmts.iter().enumerate().any(|(n, t)| {
-        let first = word(t.iter().find(|(k, _)| !k.is_punct(b'(')));
-        // CREATE [OR REPLACE] [TEMPORARY] TABLE ... SELECT runs its
-        // SELECT; a view's, routine's, trigger's or event's body does not.
-        let creates_table = first == Some("CREATE")
-            && t.iter()
-                .skip(1)
-                .filter_map(|x| word(Some(x)))
-                .find(|w| !matches!(*w, "OR" | "REPLACE" | "TEMPORARY"))
-                == Some("TABLE");
-        let feeds = (matches!(first, Some("INSERT") | Some("REPLACE")) || creates_table)
-            && t.iter()
-                .any(|(k, _)| matches!(k, Tok::Word(w) if w == "SELECT"));
-        let earlier_select = n + 1 < stmts.len()
-            && matches!(
-                first,
-                Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
-            );
-        feeds || (earlier_select && !fx.selects)
-    });
+    let unknown: Vec<bool> = stmts
+        .iter()
+        .enumerate()
+        .map(|(n, t)| {
+            let first = word(t.iter().find(|(k, _)| !k.is_punct(b'(')));
+            // CREATE [OR REPLACE] [TEMPORARY] TABLE ... SELECT runs its
+            // SELECT; a view's, routine's, trigger's or event's body does not.
+            let creates_table = first == Some("CREATE")
+                && t.iter()
+                    .skip(1)
+                    .filter_map(|x| word(Some(x)))
+                    .find(|w| !matches!(*w, "OR" | "REPLACE" | "TEMPORARY"))
+                    == Some("TABLE");
+            let feeds = (matches!(first, Some("INSERT") | Some("REPLACE")) || creates_table)
+                && t.iter()
+                    .any(|(k, _)| matches!(k, Tok::Word(w) if w == "SELECT"));
+            let earlier_select = n + 1 < stmts.len()
+                && matches!(
+                    first,
+                    Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
+                );
+            feeds || (earlier_select && !fx.selects)
+        })
+        .collect();
+    fx.found_rows_unknown = unknown.iter().any(|u| *u);
+    fx.found_rows_unknown_first = unknown.first().copied().unwrap_or(false);
     fx.settings_only = !stmts.is_empty()
         && stmts
             .iter()
@@ -750,6 +765,10 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
                 .any(|(k, _)| k.is_word("LOCK") || k.is_word("EXPORT")) =>
         {
             fx.pins.push(Pin::LockTables)
+        }
+        // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS (among other options).
+        "FLUSH" if t.iter().skip(1).any(|(k, _)| k.is_word("STATUS")) => {
+            fx.pins.push(Pin::SessionStatus)
         }
         "BACKUP" => match (w1, w2) {
             ("STAGE", "END") | ("UNLOCK", _) => fx.unpins.push(Pin::Backup),

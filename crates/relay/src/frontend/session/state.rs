@@ -264,6 +264,19 @@ impl ClientState {
         })
     }
 
+    /// What asks the connection for FOUND_ROWS() right after the client's
+    /// statement (`found_rows_calc`). A session that set `optimizer_trace`
+    /// gets it untraced: the server keeps the trace of the last traced
+    /// statement, which must stay the client's (information_schema
+    /// .OPTIMIZER_TRACE would otherwise show the relay's question).
+    pub fn found_rows_question(&self) -> &'static str {
+        if self.settings.iter().any(|s| s.name == "optimizer_trace") {
+            "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT FOUND_ROWS()"
+        } else {
+            "SELECT FOUND_ROWS()"
+        }
+    }
+
     /// The client's statement counts after a reply: ROW_COUNT() always,
     /// FOUND_ROWS() after a SELECT. `conn_has_mine`: whether the
     /// connection's own FOUND_ROWS() was this client's before the
@@ -279,7 +292,14 @@ impl ClientState {
         } else {
             o.affected as i64
         };
-        if fx.found_rows_unknown && o.error.is_none() {
+        // The server says how many statements ran: one reply to a text
+        // of several `;` pieces is one statement (a routine's body).
+        let unknown = if o.replies > 1 {
+            fx.found_rows_unknown
+        } else {
+            fx.found_rows_unknown_first
+        };
+        if unknown && o.error.is_none() {
             // Asked of the server at once (`found_rows_calc`).
             self.found_rows_calc = true;
             FoundRowsOnConn::Unknown
