@@ -1179,6 +1179,27 @@ fn flush_status_keeps_the_connection_whose_counters_it_zeroed() {
         a.disconnect().await.expect("quit");
         b.disconnect().await.expect("quit");
     });
+    drop(relay);
+    // COM_RESET_CONNECTION on that connection zeroes them again there
+    // (mysql-test's main.reset_connection): the client keeps it. With a
+    // pool of one, another client then waits and is refused.
+    let relay = start_relay(srv, &["--pool-max", "1", "--wait-timeout", "1"]);
+    rt.block_on(async {
+        let mut a = connect(&relay, None).await;
+        let mut b = connect(&relay, None).await;
+        a.query_drop("FLUSH STATUS").await.expect("flush");
+        a.reset().await.expect("reset");
+        a.query_drop("SELECT 1").await.expect("a");
+        let refused = b.query_drop("SELECT 1").await;
+        assert!(refused.is_err(), "B got A's connection after A's reset");
+        let row: Option<(String, u64)> = a
+            .query_first("SHOW SESSION STATUS LIKE 'Com_select'")
+            .await
+            .expect("status");
+        assert_eq!(row.map(|r| r.1), Some(1), "A's own SELECTs since its reset");
+        a.disconnect().await.expect("quit");
+        let _ = b.disconnect().await;
+    });
 }
 
 /// A client's optimizer trace shows the client's statement: the relay's

@@ -597,6 +597,18 @@ impl ClientState {
         out
     }
 
+    /// COM_RESET_CONNECTION: the session is a new one ([`Self::clear`]).
+    /// A reset that ran on the connection the client holds for its status
+    /// counters (FLUSH STATUS) zeroed them there as well: the client's
+    /// counters live on that connection still, and it keeps it.
+    pub fn reset(&mut self, ran_on_held: bool) {
+        let counters_here = ran_on_held && self.pins.contains(&Pin::SessionStatus);
+        self.clear();
+        if counters_here {
+            self.pins.insert(Pin::SessionStatus);
+        }
+    }
+
     /// COM_RESET_CONNECTION or COM_CHANGE_USER: the session is a new one
     /// (prepared statements are the caller's to drop).
     pub fn clear(&mut self) {

@@ -16,13 +16,16 @@ use crate::protocol::reply::Expect;
 const MAX_CHANGE_USER_FAILURES: u8 = 3;
 
 impl Session {
-    pub(super) fn clear_state(&mut self) {
+    /// The client's session is a new one (`ClientState::reset`: a reset
+    /// that ran on the connection the client holds may keep it).
+    pub(super) fn clear_state(&mut self, ran_on_held: bool) {
         self.handle.set_alias(None);
         self.stmts.clear();
-        self.st.clear();
+        self.st.reset(ran_on_held);
     }
 
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let mut ran_on_held = false;
         if self.conn.is_some() {
             let o = self.forward(cmd, Expect::Single, None).await?;
             if o.error.is_none() {
@@ -31,11 +34,12 @@ impl Session {
                         .await
                         .map_err(|e| Fail::Lost(e.to_string()))?;
                 }
+                ran_on_held = true;
             }
         } else {
             self.local_ok().await?;
         }
-        self.clear_state();
+        self.clear_state(ran_on_held);
         // What the server's reset leaves that a new session would not have
         // is a setting like any other.
         if let Some(s) = crate::backend::pool::left_by_client_reset(self.shape.caps) {
@@ -170,7 +174,7 @@ impl Session {
             }
             None => None,
         };
-        self.clear_state();
+        self.clear_state(false);
         self.account = account;
         self.user = req.user.clone();
         self.handle.set_user(&req.user);

@@ -807,3 +807,20 @@ fn found_rows_are_asked_untraced_under_a_clients_optimizer_trace() {
         "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT FOUND_ROWS()"
     );
 }
+
+#[test]
+fn a_reset_on_the_connection_holding_the_clients_counters_keeps_it() {
+    for (ran_on_held, kept) in [(true, true), (false, false)] {
+        let mut st = ClientState::new(T, None);
+        run(&mut st, "FLUSH STATUS", R::Ok);
+        run(&mut st, "SET @a = 1", R::State);
+        st.reset(ran_on_held);
+        let want: &[Pin] = if kept { &[Pin::SessionStatus] } else { &[] };
+        assert_eq!(st.pins.iter().copied().collect::<Vec<_>>(), want);
+    }
+    // Without FLUSH STATUS a reset holds nothing.
+    let mut st = ClientState::new(T, None);
+    run(&mut st, "SET @a = 1", R::State);
+    st.reset(true);
+    assert!(st.pins.is_empty());
+}
