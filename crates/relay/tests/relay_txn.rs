@@ -1236,3 +1236,38 @@ fn the_optimizer_trace_keeps_the_clients_statement() {
         a.disconnect().await.expect("quit");
     });
 }
+
+/// FOUND_ROWS() after a statement that runs others (a procedure's SELECT,
+/// a compound statement's) is the server's count, as directly: the relay
+/// answered with the client's previous SELECT's (1 for 3).
+#[test]
+fn found_rows_after_a_procedure_or_a_compound_statement_is_the_servers() {
+    let srv = server();
+    common::servers::fresh_named_db(srv, "relay_found");
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut a = connect(&relay, Some("relay_found")).await;
+        a.query_drop(
+            "CREATE TABLE t1 (a INT); INSERT INTO t1 VALUES (1), (2), (3); \
+             CREATE PROCEDURE pf() SELECT * FROM t1",
+        )
+        .await
+        .expect("setup");
+        for run in ["CALL pf()", "IF 1 THEN SELECT * FROM t1; END IF"] {
+            let _: Vec<i64> = a.query("SELECT a FROM t1 LIMIT 1").await.expect("one");
+            a.query_drop(run).await.expect(run);
+            let found: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("found");
+            assert_eq!(found, Some(3), "FOUND_ROWS() after {run}");
+        }
+        // After a CALL the count stays on the connection the client keeps;
+        // a reset lets the client go, and the server keeps the count
+        // through it: the relay takes it along.
+        let _: Vec<i64> = a.query("SELECT a FROM t1 LIMIT 1").await.expect("one");
+        a.query_drop("CALL pf()").await.expect("call");
+        a.reset().await.expect("reset");
+        let found: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("found");
+        assert_eq!(found, Some(3), "FOUND_ROWS() after CALL and a reset");
+        a.disconnect().await.expect("quit");
+    });
+}

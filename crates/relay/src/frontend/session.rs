@@ -792,6 +792,23 @@ impl Session {
         if !self.st.found_rows_calc {
             return Ok(());
         }
+        if self.st.holds_conn_for_good() {
+            // The count stays on the connection the client keeps: its
+            // FOUND_ROWS() goes there as written (`found_rows_calc`), and
+            // the server's status counters (Questions) see no question
+            // of the relay's (mysql-test's main.status2).
+            let id = self.id;
+            if let Some(c) = self.conn.as_mut() {
+                c.note_found_rows_of(Some(id));
+            }
+            return Ok(());
+        }
+        self.ask_found_rows().await
+    }
+
+    /// Asks the connection for FOUND_ROWS() now and keeps it as the
+    /// client's count.
+    pub(super) async fn ask_found_rows(&mut self) -> Result<(), Fail> {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };

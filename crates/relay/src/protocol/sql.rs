@@ -543,7 +543,7 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
                     first,
                     Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
                 );
-            feeds || (earlier_select && !fx.selects)
+            feeds || runs_statements(t) || (earlier_select && !fx.selects)
         })
         .collect();
     fx.found_rows_unknown = unknown.iter().any(|u| *u);
@@ -555,6 +555,27 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     fx.pins.sort();
     fx.pins.dedup();
     fx
+}
+
+/// The statement runs statements the text does not show, any of which may
+/// set FOUND_ROWS(): CALL, EXECUTE of a prepared statement, and a compound
+/// statement run as it is sent (`BEGIN NOT ATOMIC`, `IF`, `CASE`, `LOOP`,
+/// `WHILE`, `REPEAT`, `FOR`, or one of them behind a label).
+fn runs_statements(t: &[(Tok, Range<usize>)]) -> bool {
+    let at = |i: usize| word(t.get(i));
+    let start = if t.get(1).is_some_and(|(k, _)| k.is_punct(b':')) {
+        2
+    } else {
+        0
+    };
+    match at(start) {
+        Some("CALL") | Some("EXECUTE") => start == 0,
+        Some("BEGIN") => at(start + 1) == Some("NOT") || start == 2,
+        Some("IF") | Some("CASE") | Some("LOOP") | Some("WHILE") | Some("REPEAT") | Some("FOR") => {
+            true
+        }
+        _ => false,
+    }
 }
 
 /// `SET STATEMENT a = 1, b = 2 FOR <statement>`: the statement after FOR

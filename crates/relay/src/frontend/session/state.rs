@@ -165,6 +165,12 @@ impl ClientState {
             && self.pin_next.is_none()
     }
 
+    /// The client keeps its connection until a reset or its end: session
+    /// mode, or after a CALL (whose pin is never released).
+    pub fn holds_conn_for_good(&self) -> bool {
+        self.pins.contains(&Pin::Session) || self.pins.contains(&Pin::Call)
+    }
+
     /// Something of the client's lives on its connection (a transaction,
     /// anything pinned): losing the connection loses the session.
     pub fn lives_on_conn(&self) -> bool {

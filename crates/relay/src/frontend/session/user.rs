@@ -24,7 +24,19 @@ impl Session {
         self.st.reset(ran_on_held);
     }
 
+    /// A count only the server holds (`found_rows_calc`, left on a
+    /// connection the client kept for good) is asked before a reset or a
+    /// change of user lets the client go elsewhere: the server keeps
+    /// FOUND_ROWS() through both.
+    async fn take_found_rows(&mut self) -> Result<(), Fail> {
+        if self.st.found_rows_calc && self.conn.is_some() {
+            self.ask_found_rows().await?;
+        }
+        Ok(())
+    }
+
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        self.take_found_rows().await?;
         let mut ran_on_held = false;
         if self.conn.is_some() {
             let o = self.forward(cmd, Expect::Single, None).await?;
@@ -151,6 +163,7 @@ impl Session {
                     .map_err(|_| Fail::Close);
             }
         };
+        self.take_found_rows().await?;
         // Session mode, same account and character set, and a database the
         // connection can take: the client's own connection is reset in
         // place, as the server's COM_CHANGE_USER resets its session (which

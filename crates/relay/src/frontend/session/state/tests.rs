@@ -605,6 +605,27 @@ fn counts_are_the_clients_own() {
     }
     let fx = Query::new(b"CREATE OR REPLACE TEMPORARY TABLE t AS SELECT 1").effects();
     assert!(fx.found_rows_unknown);
+    // Statements that run other statements: a procedure's SELECT, a
+    // prepared one, a compound statement's body set the server's count.
+    for text in [
+        &b"CALL p()"[..],
+        b"EXECUTE s",
+        b"BEGIN NOT ATOMIC INSERT INTO t2 SELECT * FROM t1; END",
+        b"lbl: BEGIN NOT ATOMIC SELECT 1; END",
+        b"IF 1 THEN SELECT * FROM t LIMIT 1; END IF",
+        b"FOR i IN 1..3 DO SELECT i; END FOR",
+    ] {
+        let fx = Query::new(text).effects();
+        assert!(
+            fx.found_rows_unknown_first,
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+    }
+    for text in [&b"BEGIN"[..], b"BEGIN WORK", b"SELECT IF(1, 2, 3)", b"DO 1"] {
+        let fx = Query::new(text).effects();
+        assert!(!fx.found_rows_unknown, "{}", String::from_utf8_lossy(text));
+    }
     // A routine's body is split at its `;` by the text, but the server
     // answers its CREATE as one statement: the body's SELECT did not run
     // (mysql-test's main.sp-vars: the relay's own FOUND_ROWS() question
