@@ -1254,7 +1254,19 @@ fn found_rows_after_a_procedure_or_a_compound_statement_is_the_servers() {
         )
         .await
         .expect("setup");
-        for run in ["CALL pf()", "IF 1 THEN SELECT * FROM t1; END IF"] {
+        // The compound statement first, while nothing keeps the client's
+        // connection (the relay asks at once); CALL and EXECUTE then keep
+        // it for good (the count stays on the server's side).
+        for run in [
+            "IF 1 THEN SELECT * FROM t1; END IF",
+            "CALL pf()",
+            "EXECUTE s",
+        ] {
+            if run == "EXECUTE s" {
+                a.query_drop("PREPARE s FROM 'SELECT * FROM t1'")
+                    .await
+                    .expect("prepare");
+            }
             let _: Vec<i64> = a.query("SELECT a FROM t1 LIMIT 1").await.expect("one");
             a.query_drop(run).await.expect(run);
             let found: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("found");

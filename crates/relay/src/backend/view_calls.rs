@@ -12,8 +12,8 @@
 //! MariaDB 10.11 under 64 clients). Per database the statement is in (or
 //! names), the names of its views are listed once per [`TTL`]
 //! (`SHOW FULL TABLES FROM db WHERE Table_type = 'VIEW'`, which reads each
-//! name's type without opening the table); only a word of the statement that is one of them has its
-//! definition read (`information_schema.VIEWS` with schema and name), and
+//! name's type from its .frm header without opening the table); only a
+//! word of the statement that is one of them has its definition read (`information_schema.VIEWS` with schema and name), and
 //! a definition that names further views has those read in turn, at most
 //! [`MAX_DEPTH`] deep. A statement in a database without views and with no
 //! qualified name asks nothing: the session keeps its [`Look`] (the

@@ -166,9 +166,12 @@ impl ClientState {
     }
 
     /// The client keeps its connection until a reset or its end: session
-    /// mode, or after a CALL (whose pin is never released).
+    /// mode, or after a CALL or a text PREPARE/EXECUTE (pins no statement
+    /// releases).
     pub fn holds_conn_for_good(&self) -> bool {
-        self.pins.contains(&Pin::Session) || self.pins.contains(&Pin::Call)
+        [Pin::Session, Pin::Call, Pin::TextPrepare]
+            .iter()
+            .any(|p| self.pins.contains(p))
     }
 
     /// Something of the client's lives on its connection (a transaction,

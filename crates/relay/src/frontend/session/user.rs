@@ -36,7 +36,11 @@ impl Session {
     }
 
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
-        self.take_found_rows().await?;
+        // (Session mode keeps its connection through a reset, and the
+        // count with it.)
+        if self.st.mode == Mode::Transaction {
+            self.take_found_rows().await?;
+        }
         let mut ran_on_held = false;
         if self.conn.is_some() {
             let o = self.forward(cmd, Expect::Single, None).await?;

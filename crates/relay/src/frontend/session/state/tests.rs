@@ -830,6 +830,21 @@ fn found_rows_are_asked_untraced_under_a_clients_optimizer_trace() {
 }
 
 #[test]
+fn which_pins_keep_the_connection_for_good() {
+    let held = |sql: &str| {
+        let mut st = ClientState::new(T, None);
+        run(&mut st, sql, R::Ok);
+        st.holds_conn_for_good()
+    };
+    assert!(held("CALL p()"));
+    assert!(held("EXECUTE s"));
+    assert!(!held("SELECT GET_LOCK('a', 0)"));
+    assert!(!held("LOCK TABLES t READ"));
+    assert!(ClientState::new(Mode::Session, None).holds_conn_for_good());
+    assert!(!ClientState::new(T, None).holds_conn_for_good());
+}
+
+#[test]
 fn a_reset_on_the_connection_holding_the_clients_counters_keeps_it() {
     for (ran_on_held, kept) in [(true, true), (false, false)] {
         let mut st = ClientState::new(T, None);
