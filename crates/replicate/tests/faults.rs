@@ -86,6 +86,10 @@ async fn target_crash_applier_crash_and_source_crash_leave_the_copy_identical() 
     let _ = run1.await;
     let run2 = spawn(&cfg, tx.subscribe());
     writes.await.expect("workload");
+    // The second run is streaming (caught up) before the source dies: on
+    // a busy machine its first connection could otherwise come after the
+    // restart, which it would not see as one.
+    wait_caught_up("fa", s, Duration::from_secs(120)).await;
     // The source dies and comes back; more writes after it.
     crash_and_restart(s).await;
     workload(s, "fa_a", Some("fa_b"), 13, 100).await;
