@@ -16,6 +16,7 @@ use crate::worker;
 
 pub struct EngineOptions {
     pub target: Target,
+    pub binlog: crate::session::Binlog,
     pub threads: usize,
     pub load_id: String,
     pub resuming: bool,
@@ -66,6 +67,7 @@ impl Engine {
         });
         let ctx = Arc::new(Ctx {
             target: o.target,
+            binlog: o.binlog,
             fast_path: std::sync::atomic::AtomicBool::new(o.fast_path),
             prelude: Prelude::default(),
             shared: shared.clone(),

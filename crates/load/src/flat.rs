@@ -28,6 +28,8 @@ use crate::summary::Summary;
 #[derive(Debug, Clone)]
 pub struct FlatOptions {
     pub target: Target,
+    /// Whether the load writes the server's binary log.
+    pub binlog: crate::session::Binlog,
     pub files: Vec<PathBuf>,
     /// `db.table` or `table` (then the connection's database).
     pub into: String,
@@ -161,7 +163,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         },
     };
     let table_sql = format!("{}.{}", ident(&db), ident(&table));
-    let mut control = SessionConn::open(&opts.target).await?;
+    let mut control = SessionConn::open(&opts.target, opts.binlog).await?;
     let endpoint = opts.target.endpoint.to_string();
     let cols: Vec<(String, Option<String>, String, Option<u8>)> = control
         .conn
@@ -189,6 +191,11 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let cluster = crate::galera::detect(&mut control.conn)
         .await
         .map_err(|e| setup(format!("{endpoint}: reading its wsrep settings: {e}")))?;
+    if let (Some(c), crate::session::Binlog::Skip) = (&cluster, opts.binlog) {
+        if let Some(what) = c.skip_binlog_refusal() {
+            return Err(setup(format!("{endpoint}: {what}")));
+        }
+    }
     if let Some(c) = &cluster {
         let engine: Option<String> = control
             .conn
@@ -351,6 +358,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     }
     let engine = Engine::start(EngineOptions {
         target: opts.target.clone(),
+        binlog: opts.binlog,
         threads: opts.threads,
         load_id: String::new(),
         resuming: opts.resume,

@@ -26,6 +26,8 @@ pub struct Cluster {
     pub max_ws_rows: u64,
     /// `default_storage_engine`, upper-cased.
     pub default_engine: String,
+    /// The node is MariaDB's (`@@version` says so).
+    pub mariadb: bool,
 }
 
 /// The cluster the target belongs to; `None` when `wsrep_on` is OFF (or
@@ -34,7 +36,7 @@ pub async fn detect(c: &mut mysql_async::Conn) -> Result<Option<Cluster>, mysql_
     let rows: Vec<(String, String)> = c
         .query(
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_cluster_name', \
-             'wsrep_max_ws_size', 'wsrep_max_ws_rows', 'default_storage_engine')",
+             'wsrep_max_ws_size', 'wsrep_max_ws_rows', 'default_storage_engine', 'version')",
         )
         .await?;
     let get = |k: &str| {
@@ -51,10 +53,24 @@ pub async fn detect(c: &mut mysql_async::Conn) -> Result<Option<Cluster>, mysql_
         max_ws_size: get("wsrep_max_ws_size").parse().unwrap_or(u64::MAX),
         max_ws_rows: get("wsrep_max_ws_rows").parse().unwrap_or(0),
         default_engine: get("default_storage_engine").to_ascii_uppercase(),
+        mariadb: get("version").contains("MariaDB"),
     }))
 }
 
 impl Cluster {
+    /// Why `--skip-binlog` must not run on this node, if it must not.
+    /// MariaDB (10.1.7 on) replicates a write set whatever `sql_log_bin`
+    /// says; MySQL's and Percona's Galera take `sql_log_bin = 0` as "do
+    /// not replicate", and the other nodes would silently miss the rows.
+    pub fn skip_binlog_refusal(&self) -> Option<String> {
+        (!self.mariadb).then(|| {
+            format!(
+                "--skip-binlog: this node of cluster '{}' is not MariaDB's Galera, where sql_log_bin = 0 also stops the rows reaching the other nodes; load without it",
+                self.name
+            )
+        })
+    }
+
     /// The batch size to use: at most half the write-set limit (a
     /// write set carries keys and row images beside the statement text);
     /// with a row limit, one statement per batch (the smallest unit the
@@ -297,6 +313,7 @@ mod tests {
             max_ws_size: 2 << 30,
             max_ws_rows: 0,
             default_engine: "INNODB".into(),
+            mariadb: true,
         };
         let myisam_default = Cluster {
             default_engine: "MYISAM".into(),
@@ -336,6 +353,27 @@ mod tests {
         assert!(m.contains("db.t (line 7: ENGINE=MYISAM)"), "{m}");
     }
 
+    #[test]
+    fn skipping_the_binlog_is_refused_where_it_stops_replication() {
+        let c = Cluster {
+            name: "g".into(),
+            max_ws_size: 1 << 20,
+            max_ws_rows: 0,
+            default_engine: "INNODB".into(),
+            mariadb: true,
+        };
+        assert_eq!(c.skip_binlog_refusal(), None);
+        let mysql = Cluster {
+            mariadb: false,
+            ..c
+        };
+        let why = mysql.skip_binlog_refusal().unwrap_or_default();
+        assert!(
+            why.contains("cluster 'g'") && why.contains("other nodes"),
+            "{why}"
+        );
+    }
+
     proptest::proptest! {
         #[test]
         fn any_bytes_are_read_without_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
@@ -345,6 +383,7 @@ mod tests {
                 max_ws_size: 1 << 20,
                 max_ws_rows: 0,
                 default_engine: "INNODB".into(),
+                mariadb: true,
             };
             let _ = check(&data, 1, &c);
         }
@@ -364,6 +403,7 @@ mod tests {
             max_ws_size: max,
             max_ws_rows: 0,
             default_engine: "INNODB".into(),
+            mariadb: true,
         };
         assert_eq!(c(2 << 30).batch_bytes(4 << 20), 4 << 20);
         assert_eq!(c(1 << 20).batch_bytes(4 << 20), 1 << 19);

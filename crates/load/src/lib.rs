@@ -32,4 +32,5 @@ mod worker;
 
 pub use error::{LoadError, StatementFailure};
 pub use run::{load, LoadOptions};
+pub use session::Binlog;
 pub use summary::{SourcePosition, Summary};

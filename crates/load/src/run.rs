@@ -24,6 +24,8 @@ use crate::{dir, error, galera, identity, progress};
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
     pub target: Target,
+    /// Whether the load writes the server's binary log.
+    pub binlog: crate::session::Binlog,
     pub path: PathBuf,
     pub threads: usize,
     pub resume: bool,
@@ -163,10 +165,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let position = dir.as_ref().and_then(|d| d.position.clone());
 
     // Connect first: a wrong password should not wait for the dump.
-    let control = SessionConn::open(&opts.target).await?;
+    let control = SessionConn::open(&opts.target, opts.binlog).await?;
     // The lock and the journal's own bookkeeping live on a connection of
     // their own, outside any transaction the file opens.
-    let mut bookkeeping = SessionConn::open(&opts.target).await?.conn;
+    let mut bookkeeping = SessionConn::open(&opts.target, opts.binlog).await?.conn;
     let endpoint = opts.target.endpoint.to_string();
     // A Galera node: a file is read whole for tables the cluster would
     // not replicate, before anything of it runs.
@@ -175,6 +177,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         .map_err(|e| LoadError::Setup {
             what: format!("{endpoint}: reading its wsrep settings: {e}"),
         })?;
+    if let (Some(c), crate::session::Binlog::Skip) = (&cluster, opts.binlog) {
+        if let Some(what) = c.skip_binlog_refusal() {
+            return Err(LoadError::Setup {
+                what: format!("{endpoint}: {what}"),
+            });
+        }
+    }
     if let Some(c) = &cluster {
         let files: Vec<PathBuf> = match &dir {
             Some(d) => d
@@ -384,6 +393,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let threads = opts.threads.max(1);
     let engine = Engine::start(EngineOptions {
         target: opts.target.clone(),
+        binlog: opts.binlog,
         threads,
         load_id: load_id.clone(),
         resuming: opts.resume,

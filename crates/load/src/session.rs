@@ -55,9 +55,33 @@ pub struct SessionConn {
 
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Whether the load's sessions write the server's binary log. `Write`,
+/// the default, lets replicas and point-in-time recovery see the restore;
+/// `Skip` (`--skip-binlog`, what myloader does unless `--enable-binlog`)
+/// turns `sql_log_bin` off on every connection of the load.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Binlog {
+    #[default]
+    Write,
+    Skip,
+}
+
 impl SessionConn {
-    pub async fn open(target: &Target) -> Result<SessionConn, LoadError> {
-        let conn = target.connect(CONNECT_TIMEOUT).await?;
+    pub async fn open(target: &Target, binlog: Binlog) -> Result<SessionConn, LoadError> {
+        let mut conn = target.connect(CONNECT_TIMEOUT).await?;
+        if binlog == Binlog::Skip {
+            // Refused (no BINLOG ADMIN/SUPER): stop. Loading with the
+            // binlog on after the user asked for it off would be a quiet
+            // change of what the replicas receive.
+            conn.query_drop("SET SESSION sql_log_bin = 0")
+                .await
+                .map_err(|e| LoadError::Setup {
+                    what: format!(
+                        "{}: --skip-binlog: the server refused SET sql_log_bin = 0 ({e}); it needs the BINLOG ADMIN or SUPER privilege. Leave the option out to load with the binary log on",
+                        target.endpoint
+                    ),
+                })?;
+        }
         Ok(SessionConn {
             conn,
             applied: 0,

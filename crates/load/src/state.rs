@@ -262,6 +262,8 @@ fn write_statement(out: &mut Vec<u8>, text: &[u8]) {
 
 pub struct Ctx {
     pub target: Target,
+    /// Whether the workers' sessions write the binary log.
+    pub binlog: crate::session::Binlog,
     /// Use LOAD DATA LOCAL for INSERT batches it reproduces exactly.
     pub fast_path: std::sync::atomic::AtomicBool,
     pub prelude: Prelude,

@@ -199,11 +199,13 @@ pub(crate) async fn ensure<'a>(
     slot: &str,
 ) -> Result<&'a mut SessionConn, mysql_async::Error> {
     if conn.is_none() {
-        let mut c = SessionConn::open(&ctx.target).await.map_err(|e| {
-            mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other(
-                e.to_string(),
-            )))
-        })?;
+        let mut c = SessionConn::open(&ctx.target, ctx.binlog)
+            .await
+            .map_err(|e| {
+                mysql_async::Error::Io(mysql_async::IoError::Io(std::io::Error::other(
+                    e.to_string(),
+                )))
+            })?;
         // Not waited for: an old connection of this run that still holds
         // the slot is gone from our side and ends with its statement.
         c.conn

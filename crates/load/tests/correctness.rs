@@ -949,3 +949,105 @@ fn emptying_a_table_on_resume_keeps_what_its_other_statements_put_in() {
         "no kill left a batch in flight: nothing was emptied"
     );
 }
+
+/// The binary log's events from `from` (file, position) on, as text.
+fn binlog_since(srv: &TestServer, from: &(String, String)) -> String {
+    let mut out = String::new();
+    for log in common::query(srv, "SHOW BINARY LOGS") {
+        if log < from.0 {
+            continue;
+        }
+        let at = if log == from.0 {
+            format!(" FROM {}", from.1)
+        } else {
+            String::new()
+        };
+        for r in common::rows(srv, &format!("SHOW BINLOG EVENTS IN '{log}'{at}")) {
+            out.push_str(&r.join(" "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `--skip-binlog` (sql_log_bin = 0 on every connection of the load):
+/// neither the table's DDL nor its rows reach the binary log, so a
+/// replica does not see them; the rows are on the server. Without it
+/// both are logged (the control: the probe finds what it looks for).
+#[test]
+fn skip_binlog_keeps_the_load_out_of_the_binary_log() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    for (binlog, table) in [
+        (sqlfleet_load::Binlog::Skip, "binlog_probe_skipped"),
+        (sqlfleet_load::Binlog::Write, "binlog_probe_written"),
+    ] {
+        let rows: Vec<String> = (1..=2000).map(|i| format!("({i},'v{i}')")).collect();
+        let text = format!(
+            "{HEADER}CREATE TABLE `{table}` (`id` int PRIMARY KEY, `v` varchar(20)) ENGINE=InnoDB;\n\
+             INSERT INTO `{table}` VALUES {};\n\
+             CREATE TABLE `{table}_myisam` (`id` int) ENGINE=MyISAM;\n\
+             INSERT INTO `{table}_myisam` VALUES (1),(2);\n",
+            rows.join(",")
+        );
+        let file = write(dir.path(), &format!("{table}.sql"), text.as_bytes());
+        let db = common::fresh_db(srv, "binlog");
+        let status = common::rows(srv, "SHOW MASTER STATUS");
+        let from = (status[0][0].clone(), status[0][1].clone());
+        let mut opts = common::options(srv, &db, &file);
+        opts.binlog = binlog;
+        let s = common::load(opts).expect("load");
+        assert_eq!(s.rows, 2002, "{}", s.paragraph());
+        assert_eq!(
+            common::query(srv, &format!("SELECT COUNT(*) FROM {db}.{table}")),
+            ["2000"]
+        );
+        let log = binlog_since(srv, &from);
+        let logged = log.contains(table);
+        assert_eq!(
+            logged,
+            binlog == sqlfleet_load::Binlog::Write,
+            "{binlog:?}: the binary log {} the load's table {table}",
+            if logged { "holds" } else { "does not hold" }
+        );
+    }
+}
+
+/// An account that may not turn the binary log off is told so before
+/// anything runs; the load does not go on with the binlog on.
+#[test]
+fn skip_binlog_without_the_privilege_stops_before_anything_runs() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = common::fresh_db(srv, "nobinlog");
+    common::query(
+        srv,
+        "CREATE USER IF NOT EXISTS 'nobinlog'@'%' IDENTIFIED BY 'nb-pw'",
+    );
+    common::query(srv, &format!("GRANT ALL ON `{db}`.* TO 'nobinlog'@'%'"));
+    common::query(srv, "GRANT ALL ON `sqlfleet`.* TO 'nobinlog'@'%'");
+    let file = write(
+        dir.path(),
+        "nobinlog.sql",
+        format!("{HEADER}CREATE TABLE `t` (`id` int PRIMARY KEY) ENGINE=InnoDB;\nINSERT INTO `t` VALUES (1),(2);\n").as_bytes(),
+    );
+    let mut opts = common::options(srv, &db, &file);
+    opts.target.user = "nobinlog".into();
+    opts.target.password = Some(sqlfleet_conn::PasswordSpec::Given(
+        sqlfleet_conn::Secret::new("nb-pw"),
+    ));
+    opts.binlog = sqlfleet_load::Binlog::Skip;
+    let e = common::load(opts.clone()).expect_err("loaded without the privilege");
+    let m = e.to_string();
+    assert!(
+        m.contains("--skip-binlog") && m.contains("BINLOG ADMIN"),
+        "{m}"
+    );
+    let tables =
+        format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}'");
+    assert_eq!(common::query(srv, &tables), ["0"]);
+    // The same account loads it with the binary log on.
+    opts.binlog = sqlfleet_load::Binlog::Write;
+    common::load(opts).expect("load with the binlog on");
+    assert_eq!(common::query(srv, &tables), ["1"]);
+}

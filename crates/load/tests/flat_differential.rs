@@ -273,6 +273,7 @@ fn generated_flat_files_load_like_one_load_data() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xf1a7);
         let opts = FlatOptions {
             target: srv.target().with_database(Some(&ours)),
+            binlog: sqlfleet_load::Binlog::Write,
             files: vec![path.clone()],
             into: "t".into(),
             format: g.format.clone(),

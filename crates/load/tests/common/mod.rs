@@ -16,6 +16,7 @@ use sqlfleet_testkit::TestServer;
 pub fn options(srv: &TestServer, db: &str, path: &Path) -> LoadOptions {
     LoadOptions {
         target: srv.target().with_database(Some(db)),
+        binlog: sqlfleet_load::Binlog::Write,
         path: path.to_path_buf(),
         threads: 4,
         resume: false,
@@ -159,6 +160,14 @@ pub fn first_difference(want: &[String], got: &[String]) -> Option<String> {
 
 /// Runs SQL on the server and returns the first column of each row.
 pub fn query(srv: &TestServer, sql: &str) -> Vec<String> {
+    rows(srv, sql)
+        .into_iter()
+        .map(|r| r.into_iter().next().unwrap_or_else(|| "NULL".into()))
+        .collect()
+}
+
+/// Runs SQL on the server and returns every row's columns as text.
+pub fn rows(srv: &TestServer, sql: &str) -> Vec<Vec<String>> {
     use mysql_async::prelude::Queryable;
     runtime().block_on(async {
         let mut c = srv.connect().await;
@@ -166,10 +175,14 @@ pub fn query(srv: &TestServer, sql: &str) -> Vec<String> {
         let _ = c.disconnect().await;
         rows.into_iter()
             .map(|r| {
-                r.get_opt::<Option<String>, _>(0)
-                    .and_then(|v| v.ok())
-                    .flatten()
-                    .unwrap_or_else(|| "NULL".into())
+                (0..r.len())
+                    .map(|i| {
+                        r.get_opt::<Option<String>, _>(i)
+                            .and_then(|v| v.ok())
+                            .flatten()
+                            .unwrap_or_else(|| "NULL".into())
+                    })
+                    .collect()
             })
             .collect()
     })

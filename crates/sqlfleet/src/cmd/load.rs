@@ -87,6 +87,12 @@ pub struct LoadArgs {
     /// Create tables without secondary indexes; add them after the table's data
     #[arg(long)]
     defer_indexes: bool,
+    /// Do not write the load into the server's binary log (sql_log_bin = 0
+    /// on every connection, as myloader does unless --enable-binlog):
+    /// replicas and point-in-time recovery will not see it. Needs the
+    /// BINLOG ADMIN or SUPER privilege
+    #[arg(long)]
+    skip_binlog: bool,
     /// auto (a status line on a terminal), bar, json (lines on stdout) or none
     #[arg(long, default_value = "auto")]
     progress: Mode,
@@ -165,6 +171,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         })
     });
     let opts = LoadOptions {
+        binlog: a.binlog(),
         target,
         path,
         threads: a.threads,
@@ -230,6 +237,16 @@ fn report(
 }
 
 /// The CSV/TSV-only options given on a command line that loads a dump.
+impl LoadArgs {
+    fn binlog(&self) -> sqlfleet_load::Binlog {
+        if self.skip_binlog {
+            sqlfleet_load::Binlog::Skip
+        } else {
+            sqlfleet_load::Binlog::Write
+        }
+    }
+}
+
 fn flat_only(a: &LoadArgs) -> Vec<&'static str> {
     let given = [
         ("--format", a.format.is_some()),
@@ -279,6 +296,7 @@ async fn run_flat(
     );
     let opts = sqlfleet_load::flat::FlatOptions {
         target,
+        binlog: a.binlog(),
         files: a.paths,
         into,
         format,

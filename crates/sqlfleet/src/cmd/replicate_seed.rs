@@ -65,6 +65,9 @@ pub async fn seed_one(
     };
     let opts = sqlfleet_load::LoadOptions {
         target: target.with_database(None),
+        // The target's own replicas and its point-in-time recovery see
+        // the seeded copy, as they see the streamed changes.
+        binlog: sqlfleet_load::Binlog::Write,
         path: work.dump.clone(),
         threads,
         resume: !fresh,
