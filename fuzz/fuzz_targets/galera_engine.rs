@@ -10,6 +10,7 @@ fuzz_target!(|data: &[u8]| {
         max_ws_size: 1 << 20,
         max_ws_rows: 0,
         default_engine: "INNODB".into(),
+        mariadb: true,
     };
     let _ = sqlfleet_load::galera::check(data, 1, &c);
 });
