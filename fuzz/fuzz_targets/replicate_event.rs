@@ -1,10 +1,11 @@
 //! replicate's hand-written decoding of outside bytes must never panic:
 //! MariaDB GTID events, table map renames (a rename that succeeds must
 //! read back with the new name and a valid CRC), rows event headers,
-//! query status variables and statement text.
+//! query status variables and statement text; merged rows statements (a
+//! merge of any bytes never panics).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_replicate::{event, gtid, sqltext, txn};
+use sqlfleet_replicate::{event, gtid, merge, sqltext, txn};
 
 fuzz_target!(|data: &[u8]| {
     let _ = gtid::decode_gtid_event(data);
@@ -22,6 +23,19 @@ fuzz_target!(|data: &[u8]| {
             let mut m = data.to_vec();
             let _ = event::set_stmt_end(&mut m, crc, ph);
         }
+    }
+    let half = data.len() / 2;
+    for (crc, ph) in [(false, 8u8), (true, 8), (true, 6), (true, 10)] {
+        let layout = Some(txn::Layout { crc, map_ph: ph, rows_ph: ph });
+        let mut m = merge::Merged::default();
+        for part in [&data[..half], &data[half..], data] {
+            let r = txn::Rows { bytes: part.to_vec(), what: String::new(), layout };
+            if m.add(&r, 1 << 20) == merge::Add::Full {
+                let _ = m.take();
+                let _ = m.add(&r, 1 << 20);
+            }
+        }
+        let _ = m.take();
     }
     let _ = txn::mariadb_tail(data);
     let _ = sqltext::event_as_replica(data);

@@ -68,6 +68,9 @@ pub struct Applier {
     pub galera: bool,
     /// The prepared `SET` of [`ROWS_VARS`], once per session.
     set_rows: Option<mysql_async::Statement>,
+    /// Source rows statements sent merged into another (merge.rs) since
+    /// the caller last took the count.
+    pub merged: u64,
 }
 
 impl Applier {
@@ -95,6 +98,7 @@ impl Applier {
             collations: Collations::new(),
             format: None,
             set_rows: None,
+            merged: 0,
             galera: wsrep.is_some_and(|(_, v)| v.eq_ignore_ascii_case("ON")),
         })
     }
@@ -153,7 +157,9 @@ impl Applier {
             let mut sql = UTF8_CLIENT.as_bytes().to_vec();
             sql.extend_from_slice(b"\n;\n");
             sql.extend_from_slice(&q.sql);
-            return self.run_bytes(&sql).await;
+            self.run_bytes(&sql).await?;
+            self.merged += q.merged as u64;
+            return Ok(());
         }
         self.run_bytes(&q.sql).await
     }

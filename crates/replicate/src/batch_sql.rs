@@ -8,6 +8,7 @@ use base64::Engine;
 use sqlfleet_conn::quote::{ident, literal, UTF8_CLIENT};
 
 use crate::event;
+use crate::merge::{Add, Merged};
 use crate::position;
 use crate::txn::{Item, Session, Txn, VarValue};
 use crate::work::{ApplyError, Collations, Job};
@@ -175,6 +176,8 @@ pub fn position_sql(done: &[(&str, &str, &Txn)]) -> Vec<String> {
 pub struct Query {
     pub sql: Vec<u8>,
     pub rows: Option<String>,
+    /// Source rows statements its rows apply inside another (merge.rs).
+    pub merged: usize,
 }
 
 /// The client character set around the rows' `SET` (see
@@ -208,6 +211,8 @@ pub fn batch_queries(
         }
     }
     let mut rows: Vec<u8> = Vec::new();
+    // Statements merged into the rows not yet flushed.
+    let saved = std::cell::Cell::new(0usize);
     let flush = |q: &mut Vec<u8>, rows: &mut Vec<u8>, out: &mut Vec<Query>| {
         if !rows.is_empty() {
             if !q.is_empty() {
@@ -217,6 +222,7 @@ pub fn batch_queries(
             out.push(Query {
                 sql: std::mem::take(q),
                 rows: Some(base64::engine::general_purpose::STANDARD.encode(&*rows)),
+                merged: saved.replace(0),
             });
             rows.clear();
         }
@@ -226,10 +232,23 @@ pub fn batch_queries(
             q.extend_from_slice(b"\n;\n");
         }
     };
+    // Consecutive rows statements merge into one (merge.rs); what is
+    // merged goes into `rows` before anything else does.
+    let mut merged = Merged::default();
+    let emit = |merged: &mut Merged, q: &mut Vec<u8>, rows: &mut Vec<u8>, out: &mut Vec<Query>| {
+        if !merged.is_empty() {
+            if rows.len() + merged.len() > CHUNK {
+                flush(q, rows, out);
+            }
+            saved.set(saved.get() + merged.statements().saturating_sub(1));
+            rows.extend_from_slice(&merged.take());
+        }
+    };
     for j in jobs {
         for item in &j.txn.items {
             match item {
                 Item::Rows(r) if r.bytes.len() > CHUNK => {
+                    emit(&mut merged, &mut q, &mut rows, &mut out);
                     flush(&mut q, &mut rows, &mut out);
                     for chunk in rows_chunks(&r.bytes, CHUNK) {
                         rows.extend_from_slice(&chunk);
@@ -237,12 +256,21 @@ pub fn batch_queries(
                     }
                 }
                 Item::Rows(r) => {
-                    if rows.len() + r.bytes.len() > CHUNK {
-                        flush(&mut q, &mut rows, &mut out);
+                    let mut add = merged.add(r, CHUNK);
+                    if add == Add::Full {
+                        emit(&mut merged, &mut q, &mut rows, &mut out);
+                        add = merged.add(r, CHUNK);
                     }
-                    rows.extend_from_slice(&r.bytes);
+                    if add == Add::Alone {
+                        emit(&mut merged, &mut q, &mut rows, &mut out);
+                        if rows.len() + r.bytes.len() > CHUNK {
+                            flush(&mut q, &mut rows, &mut out);
+                        }
+                        rows.extend_from_slice(&r.bytes);
+                    }
                 }
                 Item::Stmt(st) => {
+                    emit(&mut merged, &mut q, &mut rows, &mut out);
                     flush(&mut q, &mut rows, &mut out);
                     next(&mut q);
                     if let Some(db) = &st.db {
@@ -256,13 +284,18 @@ pub fn batch_queries(
             }
         }
     }
+    emit(&mut merged, &mut q, &mut rows, &mut out);
     flush(&mut q, &mut rows, &mut out);
     if commit {
         next(&mut q);
         q.extend_from_slice(b"COMMIT");
     }
     if !q.is_empty() {
-        out.push(Query { sql: q, rows: None });
+        out.push(Query {
+            sql: q,
+            rows: None,
+            merged: 0,
+        });
     }
     Ok(out)
 }
@@ -306,6 +339,76 @@ mod tests {
         );
     }
 
+    /// Three transactions of one rows statement each: one `BINLOG` whose
+    /// rows are one statement (each table map once, one end flag); a
+    /// statement between them ends the merge, and one without a known
+    /// framing goes as it came.
+    #[test]
+    fn a_chunks_rows_statements_go_as_one() {
+        use crate::fixtures::{crc_map, crc_rows};
+        let layout = Some(crate::txn::Layout {
+            crc: true,
+            map_ph: 8,
+            rows_ph: 8,
+        });
+        let st = |id: u64, t: &str, body: &[u8], layout| {
+            Item::Rows(crate::txn::Rows {
+                bytes: [crc_map(id, t), crc_rows(24, id, 1, body)].concat(),
+                what: String::new(),
+                layout,
+            })
+        };
+        let decoded = |q: &Query| {
+            base64::engine::general_purpose::STANDARD
+                .decode(q.rows.as_deref().unwrap_or_default())
+                .expect("base64")
+        };
+        let ends = |raw: &[u8]| {
+            let mut p = 0;
+            let (mut maps, mut ends) = (0, 0);
+            while p < raw.len() {
+                let size = u32::from_le_bytes([raw[p + 9], raw[p + 10], raw[p + 11], raw[p + 12]])
+                    as usize;
+                let e = &raw[p..p + size];
+                if e[4] == 19 {
+                    maps += 1;
+                } else if event::rows_header(e, 8).map(|(_, f)| f & event::STMT_END_F) == Ok(1) {
+                    ends += 1;
+                }
+                p += size;
+            }
+            (maps, ends)
+        };
+        // The maps and end flags of each BINLOG of `jobs`' queries.
+        let binlogs = |jobs: &[Job]| -> Vec<(usize, usize)> {
+            batch_queries(jobs, &Collations::new(), true)
+                .expect("queries")
+                .iter()
+                .filter(|q| q.rows.is_some())
+                .map(|q| ends(&decoded(q)))
+                .collect()
+        };
+        let jobs: Vec<Job> = [(7, "a", b"1"), (8, "b", b"2"), (7, "a", b"3")]
+            .into_iter()
+            .map(|(id, t, b)| job(vec![st(id, t, b, layout)]))
+            .collect();
+        assert_eq!(
+            binlogs(&jobs),
+            [(2, 1)],
+            "one BINLOG: two table maps, one end of statement"
+        );
+        let apart = [
+            job(vec![st(7, "a", b"1", layout)]),
+            job(vec![st(7, "a", b"2", None)]),
+            job(vec![st(7, "a", b"3", layout)]),
+        ];
+        assert_eq!(
+            binlogs(&apart),
+            [(3, 3)],
+            "three statements: the middle one is not merged"
+        );
+    }
+
     /// A queued job of one transaction of `items` in database `db`.
     fn job(items: Vec<Item>) -> Job {
         let (tx, _rx) = mpsc::unbounded_channel();
@@ -327,6 +430,7 @@ mod tests {
             Item::Rows(crate::txn::Rows {
                 bytes: [ev(19, 40, 1), ev(23, 60, 2)].concat(),
                 what: "Write_rows event on table d.t".into(),
+                layout: None,
             })
         };
         let stmt = Item::Stmt(Stmt {
@@ -390,6 +494,7 @@ mod tests {
         let rows = Item::Rows(crate::txn::Rows {
             bytes: [ev(19, 40, 1), ev(23, 60, 2)].concat(),
             what: "Write_rows event on table d.t".into(),
+            layout: None,
         });
         let qs = batch_queries(&[job(vec![rows])], &Collations::new(), false).expect("queries");
         let text: Vec<String> = qs

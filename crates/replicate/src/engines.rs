@@ -182,6 +182,7 @@ mod tests {
         Item::Rows(Rows {
             bytes: [table_map("db", t), ev(23, 60, 2)].concat(),
             what: String::new(),
+            layout: None,
         })
     }
 
@@ -201,6 +202,7 @@ mod tests {
             Item::Rows(Rows {
                 bytes: vec![1, 2, 3],
                 what: String::new(),
+                layout: None,
             })
         };
         let rows_: Vec<(&str, &str, Vec<Item>, bool, bool)> = vec![

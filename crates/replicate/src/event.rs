@@ -110,12 +110,26 @@ pub fn rows_header(raw: &[u8], post_header_len: u8) -> Result<(u64, u16), Decode
 
 /// Sets a rows event's end-of-statement flag.
 pub fn set_stmt_end(raw: &mut [u8], crc: bool, post_header_len: u8) -> Result<(), DecodeError> {
+    stmt_end(raw, crc, post_header_len, true)
+}
+
+/// Clears a rows event's end-of-statement flag (merge.rs: the statement
+/// goes on with the next transaction's rows).
+pub fn clear_stmt_end(raw: &mut [u8], crc: bool, post_header_len: u8) -> Result<(), DecodeError> {
+    stmt_end(raw, crc, post_header_len, false)
+}
+
+fn stmt_end(raw: &mut [u8], crc: bool, post_header_len: u8, on: bool) -> Result<(), DecodeError> {
     let (_, at) = table_id(raw, post_header_len)?;
     body_end(raw, crc)?;
     let f = raw
         .get_mut(at)
         .ok_or_else(|| err("rows event too short for its flags", 0))?;
-    *f |= STMT_END_F as u8;
+    if on {
+        *f |= STMT_END_F as u8;
+    } else {
+        *f &= !(STMT_END_F as u8);
+    }
     fix_crc(raw, crc);
     Ok(())
 }

@@ -27,6 +27,42 @@ pub fn table_map(db: &str, table: &str) -> Vec<u8> {
     e
 }
 
+/// A table map for id `id` of `db.table` as MariaDB writes it (8-byte post
+/// header, CRC32).
+pub fn crc_map(id: u64, table: &str) -> Vec<u8> {
+    let mut e = vec![0u8; 19];
+    e[4] = 19;
+    e.extend_from_slice(&id.to_le_bytes()[..6]);
+    e.extend_from_slice(&1u16.to_le_bytes());
+    for n in ["db", table] {
+        e.push(n.len() as u8);
+        e.extend_from_slice(n.as_bytes());
+        e.push(0);
+    }
+    e.extend_from_slice(&[1, 3, 0, 0]);
+    sealed(e)
+}
+
+/// A rows event of type `ty` on table id `id` with `flags` and `body`
+/// (8-byte post header, CRC32).
+pub fn crc_rows(ty: u8, id: u64, flags: u16, body: &[u8]) -> Vec<u8> {
+    let mut e = vec![0u8; 19];
+    e[4] = ty;
+    e.extend_from_slice(&id.to_le_bytes()[..6]);
+    e.extend_from_slice(&flags.to_le_bytes());
+    e.extend_from_slice(body);
+    sealed(e)
+}
+
+/// `e` with room for its CRC32, its length and CRC written in.
+fn sealed(mut e: Vec<u8>) -> Vec<u8> {
+    e.extend_from_slice(&[0; crate::event::CRC_LEN]);
+    let n = e.len() as u32;
+    e[9..13].copy_from_slice(&n.to_le_bytes());
+    crate::event::fix_crc(&mut e, true);
+    e
+}
+
 /// A transaction (GTID 1-1-5) of `items` in database `db`.
 pub fn txn(db: &str, items: Vec<Item>) -> Txn {
     Txn {

@@ -73,6 +73,9 @@ pub struct Parallel {
     /// running for long made roll back (they might hold its rows): run
     /// again in turn.
     pub yields: u64,
+    /// Source rows statements applied inside another of their chunk
+    /// (merge.rs), in chunks that committed.
+    pub merged: u64,
 }
 
 #[derive(Default)]
@@ -81,6 +84,7 @@ struct Stats {
     ahead: AtomicU64,
     conflicts: AtomicU64,
     yields: AtomicU64,
+    merged: AtomicU64,
 }
 
 struct Shared {
@@ -208,6 +212,7 @@ impl Workers {
             ahead: s.ahead.load(Ordering::Relaxed),
             conflicts: s.conflicts.load(Ordering::Relaxed),
             yields: s.yields.load(Ordering::Relaxed),
+            merged: s.merged.load(Ordering::Relaxed),
         }
     }
 }
@@ -446,6 +451,9 @@ enum Ahead {
 /// Applies a chunk as its mode says (see [`crate::order`]); closes it in
 /// the order.
 async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Target, c: Chunk) {
+    if let Some(a) = applier.as_mut() {
+        a.merged = 0;
+    }
     let ran = match c.mode {
         Mode::Speculative => match ahead(shared, applier, target, &c).await {
             Ahead::Done(end) => Some(end),
@@ -471,6 +479,12 @@ async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Targ
             (end, false)
         }
     };
+    let merged = applier
+        .as_mut()
+        .map_or(0, |a| std::mem::take(&mut a.merged));
+    if end == ChunkEnd::Applied {
+        shared.stats.merged.fetch_add(merged, Ordering::Relaxed);
+    }
     close(shared, &c, end, clean)
 }
 

@@ -28,6 +28,7 @@ pub mod gtid;
 #[cfg(test)]
 mod guard_tests;
 mod lanes;
+pub mod merge;
 pub mod metrics;
 mod order;
 mod position;

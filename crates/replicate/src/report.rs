@@ -71,8 +71,8 @@ pub fn summary_text(s: &Summary) -> String {
     let p = &s.parallel;
     if p.chunks > 0 {
         out.push_str(&format!(
-            "replicate: {} target transactions, {} of them run beside an earlier one of their stream; {} conflicts and {} yields run again in turn\n",
-            p.chunks, p.ahead, p.conflicts, p.yields
+            "replicate: {} target transactions, {} of them run beside an earlier one of their stream; {} conflicts and {} yields run again in turn; {} rows statements applied inside another of their chunk\n",
+            p.chunks, p.ahead, p.conflicts, p.yields, p.merged
         ));
     }
     for v in &s.sources {
@@ -233,6 +233,7 @@ mod tests {
                 ahead: 2,
                 conflicts: 1,
                 yields: 1,
+                merged: 4,
             },
             warnings: Vec::new(),
             sources: vec![view("eu", true, Some(3)), view("us", false, Some(0))],
@@ -244,7 +245,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "3 target transactions, 2 of them run beside an earlier one of their stream; 1 conflicts and 1 yields"
+                "3 target transactions, 2 of them run beside an earlier one of their stream; 1 conflicts and 1 yields run again in turn; 4 rows statements applied inside another of their chunk"
             ),
             "{text}"
         );

@@ -120,6 +120,21 @@ pub struct Rows {
     /// What they are, as a replica names them in an error: "Write_rows
     /// event on table app_eu.orders".
     pub what: String,
+    /// How its events are laid out, when every one of them is known to
+    /// follow it (see merge.rs); `None`: sent as it is.
+    pub layout: Option<Layout>,
+}
+
+/// The framing of a statement's table map and rows events, from the
+/// source's format description: what merge.rs needs to read and edit them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// Each event ends with a CRC32.
+    pub crc: bool,
+    /// Post-header length of table map events.
+    pub map_ph: u8,
+    /// Post-header length of every rows event of the statement.
+    pub rows_ph: u8,
 }
 
 /// A rows event type's name, as native replication's errors give it.
@@ -203,7 +218,49 @@ struct Building {
     group: Vec<u8>,
     last_rows_at: Option<usize>,
     last_rows_flagged: bool,
+    /// The framing of the statement's kept events (see [`Layout`]).
+    seen: Seen,
     pending: Session,
+}
+
+/// The framing of a statement's kept events as they are read: each value
+/// once; two events that disagree make it unknown.
+#[derive(Debug, Default)]
+struct Seen {
+    crc: Option<bool>,
+    map_ph: Option<u8>,
+    rows_ph: Option<u8>,
+    mixed: bool,
+}
+
+impl Seen {
+    fn same<T: PartialEq + Copy>(slot: &mut Option<T>, v: T, mixed: &mut bool) {
+        match slot {
+            Some(s) if *s != v => *mixed = true,
+            _ => *slot = Some(v),
+        }
+    }
+
+    fn map(&mut self, crc: bool, ph: u8) {
+        Self::same(&mut self.crc, crc, &mut self.mixed);
+        Self::same(&mut self.map_ph, ph, &mut self.mixed);
+    }
+
+    fn rows(&mut self, crc: bool, ph: u8) {
+        Self::same(&mut self.crc, crc, &mut self.mixed);
+        Self::same(&mut self.rows_ph, ph, &mut self.mixed);
+    }
+
+    fn layout(&self) -> Option<Layout> {
+        match (self.mixed, self.crc, self.map_ph, self.rows_ph) {
+            (false, Some(crc), Some(map_ph), Some(rows_ph)) => Some(Layout {
+                crc,
+                map_ph,
+                rows_ph,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Turns one source's events into transactions.
@@ -358,6 +415,7 @@ impl Assembler {
                     group: Vec::new(),
                     last_rows_at: None,
                     last_rows_flagged: false,
+                    seen: Seen::default(),
                     pending: Session::default(),
                 });
                 return Ok(Out::Nothing);
@@ -410,6 +468,7 @@ impl Assembler {
                             .map_err(|e| err(e.to_string()))?
                     };
                     b.group.extend_from_slice(&raw);
+                    b.seen.map(crc, ph);
                     b.txn.dbs.insert(t.clone());
                     if b.txn.first.is_empty() {
                         b.txn.first =
@@ -442,6 +501,7 @@ impl Assembler {
                     b.last_rows_at = Some(b.group.len());
                     b.last_rows_flagged = end;
                     b.group.extend_from_slice(&raw);
+                    b.seen.rows(crc, ph);
                 }
                 if end {
                     close_group(b, crc, ph).map_err(|e| err(e.to_string()))?;
@@ -563,7 +623,8 @@ impl Assembler {
             Some(mut b) => {
                 if !b.group.is_empty() {
                     // A statement without its end flag (should not happen);
-                    // apply what was read as one group.
+                    // apply what was read as one group, never merged.
+                    b.seen.mixed = true;
                     let _ = close_group(&mut b, false, 8);
                 }
                 b.txn.end_pos = pos;
@@ -582,8 +643,10 @@ fn close_group(b: &mut Building, crc: bool, rows_ph: u8) -> Result<(), crate::gt
         b.txn.items.push(Item::Rows(Rows {
             bytes: std::mem::take(&mut b.group),
             what: b.what.take().unwrap_or_default(),
+            layout: b.seen.layout(),
         }));
     }
+    b.seen = Seen::default();
     b.group.clear();
     b.tables.clear();
     b.what = None;

@@ -396,8 +396,86 @@ async fn one_hot_database_is_applied_on_several_connections_and_ends_identical()
     for w in writers {
         w.await.expect("writer");
     }
+    let summary = catch_up(
+        s,
+        "threads = 4\nbatch = 16\nbeside = true",
+        "rp_*",
+        &start.to_string(),
+    )
+    .await;
+    assert_same(s, "rp_hot", "rp_hot").await;
+    let p = &summary.parallel;
+    assert!(p.ahead > 0, "chunks ran beside each other: {p:?}");
+    eprintln!("one hot database: {p:?}");
+}
+
+/// The rows statements of a chunk's transactions go to the target as one
+/// statement (each table map once): two tables written in one
+/// transaction, full and minimal row images, foreign key checks off in
+/// some sessions (their rows never merge with the others'), an ALTER
+/// half-way. The summary counts the statements merged, and the copy is the
+/// source's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_chunks_rows_statements_apply_as_one_and_end_identical() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE rp_merge; USE rp_merge; \
+         CREATE TABLE a (id INT PRIMARY KEY, v INT NOT NULL, pad CHAR(30) NOT NULL DEFAULT 'x'); \
+         CREATE TABLE b (id INT PRIMARY KEY, a_id INT NOT NULL, w VARCHAR(20), KEY (a_id)); \
+         INSERT INTO a (id, v) SELECT seq, 0 FROM seq_1_to_200",
+    )
+    .await;
+    let mut writers = Vec::new();
+    for w in 0..3u64 {
+        writers.push(tokio::spawn(async move {
+            let mut sql = String::from("SET SESSION binlog_format = 'ROW';");
+            if w == 1 {
+                sql.push_str("SET SESSION binlog_row_image = 'MINIMAL';");
+            }
+            if w == 2 {
+                sql.push_str("SET SESSION foreign_key_checks = 0, unique_checks = 0;");
+            }
+            for i in 0..300u64 {
+                let a = 1 + (i * 31 + w * 17) % 200;
+                let id = w * 1000 + i;
+                sql.push_str(&format!(
+                    "START TRANSACTION; UPDATE rp_merge.a SET v = v + 1 WHERE id = {a}; \
+                     INSERT INTO rp_merge.b VALUES ({id}, {a}, 'w{w}'); "
+                ));
+                if i % 4 == 0 {
+                    sql.push_str(&format!(
+                        "DELETE FROM rp_merge.b WHERE id = {};",
+                        id.saturating_sub(2)
+                    ));
+                }
+                sql.push_str("COMMIT;");
+                if w == 0 && i == 150 {
+                    sql.push_str("ALTER TABLE rp_merge.a ADD COLUMN extra INT NOT NULL DEFAULT 5;");
+                }
+            }
+            exec(source(2), &sql).await;
+        }));
+    }
+    for w in writers {
+        w.await.expect("writer");
+    }
+    let summary = catch_up(s, "threads = 2", "rp_merge", &start.to_string()).await;
+    assert_same(s, "rp_merge", "rp_merge").await;
+    let p = &summary.parallel;
+    assert!(
+        p.merged > 100,
+        "most of 900 transactions' statements merged: {p:?}"
+    );
+    eprintln!("merged: {p:?}");
+}
+
+/// Runs `replicate --until-caught-up` of source `s` (databases `include`,
+/// from GTID `start`) with the `[apply]` settings given; no stream stops.
+async fn catch_up(s: &'static TestServer, apply: &str, include: &str, start: &str) -> Summary {
     let cfg = config::parse(&format!(
-        "[target]\ndsn = \"{}\"\n[apply]\nthreads = 4\nbatch = 16\nbeside = true\n[[source]]\nname = \"rp\"\ndsn = \"{}\"\ninclude = [\"rp_*\"]\nstart = \"gtid:{start}\"\n",
+        "[target]\ndsn = \"{}\"\n[apply]\n{apply}\n[[source]]\nname = \"rp\"\ndsn = \"{}\"\ninclude = [\"{include}\"]\nstart = \"gtid:{start}\"\n",
         dsn(target()),
         dsn(s)
     ))
@@ -416,8 +494,5 @@ async fn one_hot_database_is_applied_on_several_connections_and_ends_identical()
     .expect("catches up")
     .expect("runs");
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
-    assert_same(s, "rp_hot", "rp_hot").await;
-    let p = &summary.parallel;
-    assert!(p.ahead > 0, "chunks ran beside each other: {p:?}");
-    eprintln!("one hot database: {p:?}");
+    summary
 }
