@@ -1239,3 +1239,102 @@ fn row_count_after_a_warned_statement_is_the_stock_clients() {
         );
     }
 }
+
+/// The binary log from `from` (file, position) on, as the stock client
+/// prints `SHOW BINLOG EVENTS`.
+fn binlog_since(srv: &TestServer, from: &(String, String)) -> String {
+    let logs = stdout(&mariadb(srv, &["-N", "-B", "-e", "SHOW BINARY LOGS"], None));
+    let mut out = String::new();
+    for log in logs.lines().filter_map(|l| l.split('\t').next()) {
+        if log < from.0.as_str() {
+            continue;
+        }
+        let at = if log == from.0 {
+            format!(" FROM {}", from.1)
+        } else {
+            String::new()
+        };
+        let q = format!("SHOW BINLOG EVENTS IN '{log}'{at}");
+        out.push_str(&stdout(&mariadb(srv, &["-N", "-B", "-e", &q], None)));
+    }
+    out
+}
+
+/// `--skip-binlog` through the binary, for a dump and for a CSV file: the
+/// rows are loaded and the binary log holds neither table; without it,
+/// it holds the dump's (the probe can find what it looks for).
+#[test]
+fn skip_binlog_keeps_dumps_and_csv_out_of_the_binary_log() {
+    let srv = server();
+    let dir = tmp();
+    let dump = dir.path().join("skip.sql");
+    std::fs::write(
+        &dump,
+        b"CREATE TABLE cli_binlog_probe (id INT PRIMARY KEY);\nINSERT INTO cli_binlog_probe VALUES (1),(2),(3);\n",
+    )
+    .expect("write");
+    let csv = dir.path().join("skip.csv");
+    std::fs::write(&csv, b"1\n2\n").expect("write");
+    let position = || {
+        let s = stdout(&mariadb(
+            srv,
+            &["-N", "-B", "-e", "SHOW MASTER STATUS"],
+            None,
+        ));
+        let mut f = s.split('\t');
+        (
+            f.next().unwrap_or_default().to_string(),
+            f.next().unwrap_or_default().to_string(),
+        )
+    };
+    for skip in [true, false] {
+        let db = fresh_db(srv, "cli_binlog");
+        mariadb(
+            srv,
+            &[
+                "-e",
+                &format!("CREATE TABLE {db}.cli_csv_probe (id INT PRIMARY KEY)"),
+            ],
+            None,
+        );
+        let from = position();
+        let mut args = vec!["-D", db.as_str()];
+        if skip {
+            args.push("--skip-binlog");
+        }
+        let o = sqlfleet_load(
+            srv,
+            &[args.as_slice(), &[dump.to_str().expect("utf8")]].concat(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let into = format!("{db}.cli_csv_probe");
+        let o = sqlfleet_load(
+            srv,
+            &[
+                args.as_slice(),
+                &[
+                    "--into",
+                    &into,
+                    "--format",
+                    "csv",
+                    csv.to_str().expect("utf8"),
+                ],
+            ]
+            .concat(),
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let count = format!(
+            "SELECT (SELECT COUNT(*) FROM {db}.cli_binlog_probe) + (SELECT COUNT(*) FROM {into})"
+        );
+        assert_eq!(
+            stdout(&mariadb(srv, &["-N", "-B", "-e", &count], None)).trim(),
+            "5"
+        );
+        let log = binlog_since(srv, &from);
+        assert_eq!(
+            log.contains("cli_binlog_probe") || log.contains("cli_csv_probe"),
+            !skip,
+            "--skip-binlog {skip}: {log}"
+        );
+    }
+}
