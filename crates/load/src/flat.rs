@@ -619,6 +619,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         .clone();
     Ok(Summary {
         unit: "chunks",
+        binlog_skipped: opts.binlog == crate::session::Binlog::Skip,
         source: opts
             .files
             .iter()

@@ -609,6 +609,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         source: source_name,
         load_id,
         complete: true,
+        binlog_skipped: opts.binlog == crate::session::Binlog::Skip,
         already_done: from_done && shared.statements.load(Ordering::Relaxed) == 0,
         bytes,
         statements: shared.statements.load(Ordering::Relaxed),

@@ -51,6 +51,9 @@ pub struct Summary {
     /// A mydumper directory's `metadata`: where the dumped server's
     /// binary log stood (a replica of the loaded copy starts there).
     pub source_position: Option<SourcePosition>,
+    /// The load was kept out of the server's binary log (`--skip-binlog`):
+    /// its replicas and point-in-time recovery do not have it.
+    pub binlog_skipped: bool,
 }
 
 /// Where the dumped server's binary log stood when the dump was taken.
@@ -182,6 +185,9 @@ impl Summary {
                 )),
                 None => s.push_str(": a replica of this copy starts there (CHANGE MASTER TO MASTER_LOG_FILE, MASTER_LOG_POS)."),
             }
+        }
+        if self.binlog_skipped {
+            s.push_str("\nNot written into the server's binary log (--skip-binlog): its replicas and a point-in-time recovery do not have these rows.");
         }
         s
     }

@@ -1307,6 +1307,12 @@ fn skip_binlog_keeps_dumps_and_csv_out_of_the_binary_log() {
             &[args.as_slice(), &[dump.to_str().expect("utf8")]].concat(),
         );
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let said = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(
+            said.contains("Not written into the server's binary log"),
+            skip,
+            "the summary says so: {said}"
+        );
         let into = format!("{db}.cli_csv_probe");
         let o = sqlfleet_load(
             srv,
