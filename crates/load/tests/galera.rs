@@ -179,3 +179,47 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
         }
     }
 }
+
+/// `--skip-binlog` on a node of MariaDB's Galera: the node's own binary
+/// log does not get the rows, the cluster still does (MariaDB replicates
+/// a write set whatever `sql_log_bin` says), so every node has them.
+#[test]
+fn skip_binlog_on_a_mariadb_galera_node_still_reaches_every_node() {
+    let g = sqlfleet_testkit::galera();
+    let dir = tempfile::tempdir().expect("tmp");
+    let node2 = &g.sandbox.meta.nodes[1];
+    let rows: Vec<String> = (1..=500).map(|i| format!("({i},'r{i}')")).collect();
+    let file = dir.path().join("skip.sql");
+    std::fs::write(
+        &file,
+        format!(
+            "CREATE TABLE `t` (`id` int PRIMARY KEY, `v` varchar(10)) ENGINE=InnoDB;\nINSERT INTO `t` VALUES {};\n",
+            rows.join(",")
+        ),
+    )
+    .expect("write");
+    common::query(
+        g,
+        "DROP DATABASE IF EXISTS gal_skip; CREATE DATABASE gal_skip",
+    );
+    let mut opts = common::options(g, "gal_skip", &file);
+    opts.target = g
+        .sandbox
+        .target(node2)
+        .expect("t")
+        .with_database(Some("gal_skip"));
+    opts.binlog = sqlfleet_load::Binlog::Skip;
+    let s = common::load(opts).unwrap_or_else(|e| panic!("{e}"));
+    assert!(s.complete && s.rows == 500 && s.binlog_skipped, "{s:?}");
+    for n in 0..3 {
+        let t0 = std::time::Instant::now();
+        while count_on(g, n, "SELECT COUNT(*) FROM gal_skip.t") != 500 {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(20),
+                "node{} does not have the rows loaded into node2 with --skip-binlog",
+                n + 1
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
