@@ -17,8 +17,8 @@ use sqlfleet_conn::quote::{ident, UTF8_CLIENT};
 use sqlfleet_conn::Target;
 
 use crate::batch_sql::{
-    batch_queries, binlog_statement, position_sql, rows_chunks, session_sql, use_sql, Query, CHUNK,
-    CLIENT_BINARY, ROWS_VARS,
+    batch_queries, binlog_statement, merged_in, position_sql, rows_chunks, session_sql, use_sql,
+    Query, CHUNK, CLIENT_BINARY, ROWS_VARS,
 };
 use crate::engines::Engines;
 use crate::sequence;
@@ -68,8 +68,9 @@ pub struct Applier {
     pub galera: bool,
     /// The prepared `SET` of [`ROWS_VARS`], once per session.
     set_rows: Option<mysql_async::Statement>,
-    /// Source rows statements sent merged into another (merge.rs) since
-    /// the caller last took the count.
+    /// Source rows statements the last batch applied in full on this
+    /// session sent merged into another (merge.rs); 0 after a batch run
+    /// statement by statement. The caller takes it once the chunk is done.
     pub merged: u64,
 }
 
@@ -157,9 +158,7 @@ impl Applier {
             let mut sql = UTF8_CLIENT.as_bytes().to_vec();
             sql.extend_from_slice(b"\n;\n");
             sql.extend_from_slice(&q.sql);
-            self.run_bytes(&sql).await?;
-            self.merged += q.merged as u64;
-            return Ok(());
+            return self.run_bytes(&sql).await;
         }
         self.run_bytes(&q.sql).await
     }
@@ -372,9 +371,11 @@ impl Applier {
         if let Some(f) = jobs.first().map(|j| &j.format) {
             self.prime(f).await?;
         }
-        for q in batch_queries(jobs, &self.collations, false)? {
-            self.run_query(&q).await?;
+        let queries = batch_queries(jobs, &self.collations, false)?;
+        for q in &queries {
+            self.run_query(q).await?;
         }
+        self.merged = merged_in(&queries);
         sqlfleet_faults::point!("replicate::ahead_applied");
         Ok(())
     }

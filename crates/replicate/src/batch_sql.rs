@@ -180,6 +180,11 @@ pub struct Query {
     pub merged: usize,
 }
 
+/// Source rows statements `queries` send merged into another.
+pub fn merged_in(queries: &[Query]) -> u64 {
+    queries.iter().map(|q| q.merged as u64).sum()
+}
+
 /// The client character set around the rows' `SET` (see
 /// [`Applier::run_query`]); our own text after it is read as utf8mb4 again.
 pub(crate) const CLIENT_BINARY: &str = "SET @@session.character_set_client = binary";

@@ -10,7 +10,7 @@ use std::time::Duration;
 use sqlfleet_conn::Target;
 
 use crate::apply::{Applier, GALERA_REFUSAL};
-use crate::batch_sql::batch_queries;
+use crate::batch_sql::{batch_queries, merged_in};
 use crate::txn::{Item, Session, Txn};
 use crate::work::{ApplyError, Done, Job, Outcome};
 
@@ -225,6 +225,7 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
         }
         a.run_query(q).await?;
     }
+    a.merged = merged_in(&queries);
     // Committed; its reply (and so the floor) not yet advanced.
     sqlfleet_faults::point!("replicate::batch_after_commit");
     Ok(())
@@ -232,6 +233,7 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
 
 /// Statement by statement: slower, but an error names its statement.
 async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+    a.merged = 0;
     a.begin().await?;
     for j in jobs {
         a.prime(&j.format).await?;

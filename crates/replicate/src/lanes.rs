@@ -451,9 +451,6 @@ enum Ahead {
 /// Applies a chunk as its mode says (see [`crate::order`]); closes it in
 /// the order.
 async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Target, c: Chunk) {
-    if let Some(a) = applier.as_mut() {
-        a.merged = 0;
-    }
     let ran = match c.mode {
         Mode::Speculative => match ahead(shared, applier, target, &c).await {
             Ahead::Done(end) => Some(end),
