@@ -191,10 +191,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let cluster = crate::galera::detect(&mut control.conn)
         .await
         .map_err(|e| setup(format!("{endpoint}: reading its wsrep settings: {e}")))?;
-    if let (Some(c), crate::session::Binlog::Skip) = (&cluster, opts.binlog) {
-        if let Some(what) = c.skip_binlog_refusal() {
-            return Err(setup(format!("{endpoint}: {what}")));
-        }
+    if let Some(what) = cluster.as_ref().and_then(|c| c.binlog_refusal(opts.binlog)) {
+        return Err(setup(format!("{endpoint}: {what}")));
     }
     if let Some(c) = &cluster {
         let engine: Option<String> = control

@@ -58,12 +58,13 @@ pub async fn detect(c: &mut mysql_async::Conn) -> Result<Option<Cluster>, mysql_
 }
 
 impl Cluster {
-    /// Why `--skip-binlog` must not run on this node, if it must not.
-    /// MariaDB (10.1.7 on) replicates a write set whatever `sql_log_bin`
-    /// says; MySQL's and Percona's Galera take `sql_log_bin = 0` as "do
-    /// not replicate", and the other nodes would silently miss the rows.
-    pub fn skip_binlog_refusal(&self) -> Option<String> {
-        (!self.mariadb).then(|| {
+    /// Why a load with `binlog` must not run on this node, if it must
+    /// not: `--skip-binlog` on a node that is not MariaDB's. MariaDB
+    /// (10.1.7 on) replicates a write set whatever `sql_log_bin` says;
+    /// MySQL's and Percona's Galera take `sql_log_bin = 0` as "do not
+    /// replicate", and the other nodes would silently miss the rows.
+    pub fn binlog_refusal(&self, binlog: crate::session::Binlog) -> Option<String> {
+        (binlog == crate::session::Binlog::Skip && !self.mariadb).then(|| {
             format!(
                 "--skip-binlog: this node of cluster '{}' is not MariaDB's Galera, where sql_log_bin = 0 also stops the rows reaching the other nodes; load without it",
                 self.name
@@ -276,6 +277,18 @@ fn created_table(text: &[u8]) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// A MariaDB cluster 'g' of InnoDB default with a write-set limit of
+    /// `max_ws_size` bytes and no row limit.
+    fn cluster(max_ws_size: u64) -> Cluster {
+        Cluster {
+            name: "g".into(),
+            max_ws_size,
+            max_ws_rows: 0,
+            default_engine: "INNODB".into(),
+            mariadb: true,
+        }
+    }
+
     #[test]
     fn the_engine_a_table_statement_names() {
         use Engine::*;
@@ -308,13 +321,7 @@ mod tests {
 
     #[test]
     fn what_a_galera_node_refuses() {
-        let c = Cluster {
-            name: "g".into(),
-            max_ws_size: 2 << 30,
-            max_ws_rows: 0,
-            default_engine: "INNODB".into(),
-            mariadb: true,
-        };
+        let c = cluster(2 << 30);
         let myisam_default = Cluster {
             default_engine: "MYISAM".into(),
             ..c.clone()
@@ -355,19 +362,15 @@ mod tests {
 
     #[test]
     fn skipping_the_binlog_is_refused_where_it_stops_replication() {
-        let c = Cluster {
-            name: "g".into(),
-            max_ws_size: 1 << 20,
-            max_ws_rows: 0,
-            default_engine: "INNODB".into(),
-            mariadb: true,
-        };
-        assert_eq!(c.skip_binlog_refusal(), None);
+        use crate::session::Binlog;
+        let c = cluster(1 << 20);
+        assert_eq!(c.binlog_refusal(Binlog::Skip), None);
         let mysql = Cluster {
             mariadb: false,
             ..c
         };
-        let why = mysql.skip_binlog_refusal().unwrap_or_default();
+        assert_eq!(mysql.binlog_refusal(Binlog::Write), None);
+        let why = mysql.binlog_refusal(Binlog::Skip).unwrap_or_default();
         assert!(
             why.contains("cluster 'g'") && why.contains("other nodes"),
             "{why}"
@@ -378,14 +381,7 @@ mod tests {
         #[test]
         fn any_bytes_are_read_without_panic(data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300)) {
             let _ = table_engine(&data);
-            let c = Cluster {
-                name: "g".into(),
-                max_ws_size: 1 << 20,
-                max_ws_rows: 0,
-                default_engine: "INNODB".into(),
-                mariadb: true,
-            };
-            let _ = check(&data, 1, &c);
+            let _ = check(&data, 1, &cluster(1 << 20));
         }
 
         #[test]
@@ -398,13 +394,7 @@ mod tests {
 
     #[test]
     fn batches_stay_under_half_the_write_set_limit() {
-        let c = |max: u64| Cluster {
-            name: "g".into(),
-            max_ws_size: max,
-            max_ws_rows: 0,
-            default_engine: "INNODB".into(),
-            mariadb: true,
-        };
+        let c = cluster;
         assert_eq!(c(2 << 30).batch_bytes(4 << 20), 4 << 20);
         assert_eq!(c(1 << 20).batch_bytes(4 << 20), 1 << 19);
         assert_eq!(c(1).batch_bytes(4 << 20), 1);

@@ -177,12 +177,10 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         .map_err(|e| LoadError::Setup {
             what: format!("{endpoint}: reading its wsrep settings: {e}"),
         })?;
-    if let (Some(c), crate::session::Binlog::Skip) = (&cluster, opts.binlog) {
-        if let Some(what) = c.skip_binlog_refusal() {
-            return Err(LoadError::Setup {
-                what: format!("{endpoint}: {what}"),
-            });
-        }
+    if let Some(what) = cluster.as_ref().and_then(|c| c.binlog_refusal(opts.binlog)) {
+        return Err(LoadError::Setup {
+            what: format!("{endpoint}: {what}"),
+        });
     }
     if let Some(c) = &cluster {
         let files: Vec<PathBuf> = match &dir {

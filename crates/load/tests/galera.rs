@@ -59,6 +59,21 @@ fn databases(g: &sqlfleet_testkit::TestServer, node: usize, like: &str) -> Vec<S
     .expect("schemata")
 }
 
+/// The test options for loading `file` into database `db` of node2.
+fn on_node2(
+    g: &sqlfleet_testkit::TestServer,
+    db: &str,
+    file: &std::path::Path,
+) -> sqlfleet_load::LoadOptions {
+    let mut opts = common::options(g, db, file);
+    opts.target = g
+        .sandbox
+        .target(&g.sandbox.meta.nodes[1])
+        .expect("node2")
+        .with_database(Some(db));
+    opts
+}
+
 /// One number a query returns on node `node` (0-based).
 fn count_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str) -> u64 {
     use mysql_async::prelude::Queryable;
@@ -109,12 +124,7 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
     );
     let file = dir.path().join("rows_only.sql");
     std::fs::write(&file, "INSERT INTO t VALUES (1),(2),(3);\n").expect("write");
-    let mut opts = common::options(g, "gal_pre", &file);
-    opts.target = g
-        .sandbox
-        .target(node2)
-        .expect("t")
-        .with_database(Some("gal_pre"));
+    let opts = on_node2(g, "gal_pre", &file);
     match common::load(opts) {
         Err(e) => {
             let e = e.to_string();
@@ -145,12 +155,7 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
             "seed {seed}: stock client: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let mut opts = common::options(g, &ours, &file);
-        opts.target = g
-            .sandbox
-            .target(node2)
-            .expect("t")
-            .with_database(Some(&ours));
+        let opts = on_node2(g, &ours, &file);
         let s = common::load(opts).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
         assert!(s.complete && s.errors == 0, "seed {seed}: {s:?}");
         let rt = tokio::runtime::Runtime::new().expect("rt");
@@ -187,7 +192,6 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
 fn skip_binlog_on_a_mariadb_galera_node_still_reaches_every_node() {
     let g = sqlfleet_testkit::galera();
     let dir = tempfile::tempdir().expect("tmp");
-    let node2 = &g.sandbox.meta.nodes[1];
     let rows: Vec<String> = (1..=500).map(|i| format!("({i},'r{i}')")).collect();
     let file = dir.path().join("skip.sql");
     std::fs::write(
@@ -202,12 +206,7 @@ fn skip_binlog_on_a_mariadb_galera_node_still_reaches_every_node() {
         g,
         "DROP DATABASE IF EXISTS gal_skip; CREATE DATABASE gal_skip",
     );
-    let mut opts = common::options(g, "gal_skip", &file);
-    opts.target = g
-        .sandbox
-        .target(node2)
-        .expect("t")
-        .with_database(Some("gal_skip"));
+    let mut opts = on_node2(g, "gal_skip", &file);
     opts.binlog = sqlfleet_load::Binlog::Skip;
     let s = common::load(opts).unwrap_or_else(|e| panic!("{e}"));
     assert!(s.complete && s.rows == 500 && s.binlog_skipped, "{s:?}");

@@ -125,12 +125,17 @@ fn stmt_end(raw: &mut [u8], crc: bool, post_header_len: u8, on: bool) -> Result<
     let f = raw
         .get_mut(at)
         .ok_or_else(|| err("rows event too short for its flags", 0))?;
+    let was = *f;
     if on {
         *f |= STMT_END_F as u8;
     } else {
         *f &= !(STMT_END_F as u8);
     }
-    fix_crc(raw, crc);
+    // Unchanged bytes keep their CRC (merge.rs clears the flag on every
+    // rows event, most of which never had it).
+    if *f != was {
+        fix_crc(raw, crc);
+    }
     Ok(())
 }
 
