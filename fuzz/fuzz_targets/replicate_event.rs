@@ -5,7 +5,7 @@
 //! merge of any bytes never panics).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_replicate::{event, gtid, merge, sqltext, txn};
+use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn};
 
 fuzz_target!(|data: &[u8]| {
     let _ = gtid::decode_gtid_event(data);
@@ -37,11 +37,21 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = m.take();
     }
-    let _ = txn::mariadb_tail(data);
-    let _ = sqltext::event_as_replica(data);
-    let _ = sqltext::created_table(data);
-    for ansi in [false, true] {
-        if let Ok(named) = sqltext::read(data, ansi) {
+    // A Query event's status variables, and the SET they give.
+    let ctx = context::read(data);
+    let _ = context::set_items(&ctx);
+    // The dialect drawn from the input's first byte: every sql_mode and
+    // character set the statement reader distinguishes.
+    let pick = data.first().copied().unwrap_or(0);
+    let d = sqltext::Dialect {
+        no_backslash_escapes: pick & 1 != 0,
+        ansi_quotes: pick & 2 != 0,
+        charset: sqlfleet_dump::lex::Multibyte::of_collation([33, 1, 28, 248, 13][(pick as usize >> 2) % 5]),
+    };
+    let _ = sqltext::event_as_replica(data, d);
+    let _ = sqltext::created_table(data, d);
+    {
+        if let Ok(named) = sqltext::read(data, d) {
             let _ = named.databases();
             let _ = sqltext::rename(data, &named, |d| Some(format!("{d}_x")));
         }

@@ -4,6 +4,15 @@
 //! of executable comments (`/*!NNNNN ... */`, `/*M! ... */`) lexed as SQL.
 //! Shared by the relay (statement effects, digests) and replicate
 //! (database names in replicated statements).
+//!
+//! [`lex`] reads the dialect of a default session (backslash escapes, `"`
+//! quoting strings, text whose multi-byte characters never hold an ASCII
+//! byte, as in UTF-8 and latin1). [`lex_in`] reads any session's: under
+//! `NO_BACKSLASH_ESCAPES` a backslash is an ordinary character, under
+//! `ANSI_QUOTES` `"` quotes a name, and in big5, gbk, gb18030, sjis and
+//! cp932 the second byte of a character may be `\` or a backquote
+//! (0x5C, 0x60), which are then part of the character, never an escape
+//! or the end of a name.
 
 use std::ops::Range;
 
@@ -45,7 +54,106 @@ pub struct Lexed {
     pub toks: Vec<(Tok, Range<usize>)>,
 }
 
+/// How a session's text is written: what the server's own lexer takes
+/// from sql_mode and character_set_client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Dialect {
+    /// sql_mode NO_BACKSLASH_ESCAPES.
+    pub no_backslash_escapes: bool,
+    /// sql_mode ANSI_QUOTES: `"` quotes a name.
+    pub ansi_quotes: bool,
+    pub charset: Multibyte,
+}
+
+/// The multi-byte character sets whose characters can hold ASCII bytes
+/// (every other one the server accepts as a client character set has
+/// only bytes from 0x80 in its multi-byte characters).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Multibyte {
+    #[default]
+    AsciiSafe,
+    Big5,
+    Gbk,
+    Gb18030,
+    /// sjis and cp932 (the same lead and trail bytes).
+    Sjis,
+}
+
+impl Multibyte {
+    /// The character set of collation id `id` (the number a binlog event
+    /// gives for character_set_client), as far as the lexer cares: the
+    /// ids of every collation of big5, gbk, gb18030, sjis and cp932,
+    /// MariaDB's NO PAD ones included (checked against a server's own
+    /// list in replicate's tests).
+    pub fn of_collation(id: u16) -> Multibyte {
+        match id {
+            1 | 84 | 1025 | 1108 => Multibyte::Big5,
+            28 | 87 | 1052 | 1111 => Multibyte::Gbk,
+            248..=250 => Multibyte::Gb18030,
+            13 | 88 | 1037 | 1112 | 95 | 96 | 1119 | 1120 => Multibyte::Sjis,
+            _ => Multibyte::AsciiSafe,
+        }
+    }
+
+    /// The length of the character at `i` (1 when it is a single byte or
+    /// not a well-formed multi-byte character).
+    #[inline]
+    pub fn char_len(self, sql: &[u8], i: usize) -> usize {
+        let (Some(&a), Some(&b)) = (sql.get(i), sql.get(i + 1)) else {
+            return 1;
+        };
+        let two = match self {
+            Multibyte::AsciiSafe => false,
+            Multibyte::Big5 => {
+                (0xA1..=0xF9).contains(&a)
+                    && ((0x40..=0x7E).contains(&b) || (0xA1..=0xFE).contains(&b))
+            }
+            Multibyte::Gbk => {
+                (0x81..=0xFE).contains(&a)
+                    && ((0x40..=0x7E).contains(&b) || (0x80..=0xFE).contains(&b))
+            }
+            Multibyte::Gb18030 => {
+                if (0x81..=0xFE).contains(&a) && b.is_ascii_digit() {
+                    let four = matches!(
+                        (sql.get(i + 2), sql.get(i + 3)),
+                        (Some(c), Some(d)) if (0x81..=0xFE).contains(c) && d.is_ascii_digit()
+                    );
+                    if four {
+                        return 4;
+                    }
+                }
+                (0x81..=0xFE).contains(&a)
+                    && ((0x40..=0x7E).contains(&b) || (0x80..=0xFE).contains(&b))
+            }
+            Multibyte::Sjis => {
+                ((0x81..=0x9F).contains(&a) || (0xE0..=0xFC).contains(&a))
+                    && ((0x40..=0x7E).contains(&b) || (0x80..=0xFC).contains(&b))
+            }
+        };
+        if two {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// Lexes text written in a default session (see [`lex_in`]).
 pub fn lex(sql: &[u8]) -> Lexed {
+    lex_in(sql, Dialect::default())
+}
+
+/// Lexes text written in a session with dialect `d`.
+pub fn lex_in(sql: &[u8], d: Dialect) -> Lexed {
+    let mb = d.charset != Multibyte::AsciiSafe;
+    // The next character's length at j (a multi-byte one whole).
+    let step = |j: usize| -> usize {
+        if mb && sql[j] >= 0x80 {
+            d.charset.char_len(sql, j)
+        } else {
+            1
+        }
+    };
     let mut toks = Vec::with_capacity((sql.len() / 4).clamp(8, 256));
     let mut i = 0;
     let n = sql.len();
@@ -85,10 +193,10 @@ pub fn lex(sql: &[u8]) -> Lexed {
                 }
             }
             b'*' if sql.get(i + 1) == Some(&b'/') => i += 2, // end of an executable comment
-            b'\'' | b'"' => {
+            b'\'' | b'"' if !(c == b'"' && d.ansi_quotes) => {
                 i += 1;
                 while i < n {
-                    if sql[i] == b'\\' {
+                    if sql[i] == b'\\' && !d.no_backslash_escapes {
                         i += 2;
                     } else if sql[i] == c {
                         if sql.get(i + 1) == Some(&c) {
@@ -98,26 +206,27 @@ pub fn lex(sql: &[u8]) -> Lexed {
                             break;
                         }
                     } else {
-                        i += 1;
+                        i += step(i);
                     }
                 }
                 toks.push((Tok::Literal, start..i.min(n)));
             }
-            b'`' => {
+            b'`' | b'"' => {
                 i += 1;
                 let mut name = Vec::new();
                 while i < n {
-                    if sql[i] == b'`' {
-                        if sql.get(i + 1) == Some(&b'`') {
-                            name.push(b'`');
+                    if sql[i] == c {
+                        if sql.get(i + 1) == Some(&c) {
+                            name.push(c);
                             i += 2;
                             continue;
                         }
                         i += 1;
                         break;
                     }
-                    name.push(sql[i]);
-                    i += 1;
+                    let k = step(i).min(n - i);
+                    name.extend_from_slice(&sql[i..i + k]);
+                    i += k;
                 }
                 toks.push((Tok::Quoted(text_of(&name)), start..i));
             }
@@ -166,7 +275,7 @@ pub fn lex(sql: &[u8]) -> Lexed {
                         || sql[i] == b'$'
                         || sql[i] >= 0x80)
                 {
-                    i += 1;
+                    i += step(i);
                 }
                 toks.push((Tok::Word(upper_word(&sql[start..i])), start..i));
             }
@@ -255,6 +364,80 @@ mod tests {
             let toks = lex(sql.as_bytes()).toks;
             prop_assert_eq!(toks.len(), 1);
             prop_assert_eq!(&toks[0].0, &Tok::Quoted(name.as_str().into()));
+        }
+    }
+
+    /// A session's dialect: what a string or a name is, by sql_mode and
+    /// character set; each row a statement whose tokens differ from the
+    /// default session's reading.
+    #[test]
+    fn each_session_dialect_reads_its_own_text() {
+        let nbe = Dialect {
+            no_backslash_escapes: true,
+            ..Dialect::default()
+        };
+        let ansi = Dialect {
+            ansi_quotes: true,
+            ..Dialect::default()
+        };
+        let sjis = Dialect {
+            charset: Multibyte::Sjis,
+            ..Dialect::default()
+        };
+        let kinds = |sql: &[u8], d: Dialect| -> Vec<Tok> {
+            lex_in(sql, d).toks.into_iter().map(|t| t.0).collect()
+        };
+        let lit = Tok::Literal;
+        let w = |s: &str| Tok::Word(s.into());
+        // 'C:\dir\' then a name: one string, then a word, under NBE.
+        assert_eq!(kinds(b"'C:\\dir\\' x", nbe), vec![lit.clone(), w("X")]);
+        // By default the backslash escapes the quote: the string runs on.
+        assert_eq!(
+            kinds(b"'C:\\dir\\' x", Dialect::default()),
+            vec![lit.clone()]
+        );
+        // ANSI_QUOTES: "a" is a name.
+        assert_eq!(kinds(b"\"a\"\"b\"", ansi), vec![Tok::Quoted("a\"b".into())]);
+        assert_eq!(kinds(b"\"a\"", Dialect::default()), vec![lit.clone()]);
+        // sjis 0x95 0x5C is one character: the quote after it ends the
+        // string, and `x` is a word of its own.
+        assert_eq!(kinds(b"'\x95\\' x", sjis), vec![lit.clone(), w("X")]);
+        assert_eq!(kinds(b"'\x95\\' x", Dialect::default()), vec![lit.clone()]);
+        // ... and 0x95 0x60 inside a backquoted name is a character.
+        assert_eq!(lex_in(b"`\x95\x60` y", sjis).toks.len(), 2);
+        for (id, cs) in [
+            (1, Multibyte::Big5),
+            (84, Multibyte::Big5),
+            (28, Multibyte::Gbk),
+            (13, Multibyte::Sjis),
+            (95, Multibyte::Sjis),
+            (1119, Multibyte::Sjis),
+            (248, Multibyte::Gb18030),
+            (33, Multibyte::AsciiSafe),
+            (45, Multibyte::AsciiSafe),
+            (8, Multibyte::AsciiSafe),
+            (12, Multibyte::AsciiSafe), // ujis: trail bytes from 0xA1
+        ] {
+            assert_eq!(Multibyte::of_collation(id), cs, "collation {id}");
+        }
+        assert_eq!(Multibyte::Gb18030.char_len(b"\x81\x30\x81\x30", 0), 4);
+        assert_eq!(Multibyte::Big5.char_len(b"\xa4\x5c", 0), 2);
+        assert_eq!(Multibyte::Gbk.char_len(b"\x81\x5c", 0), 2);
+        assert_eq!(Multibyte::Sjis.char_len(b"\x81", 0), 1);
+    }
+
+    proptest! {
+        /// In any dialect tokens stay inside the text, in order, and no
+        /// input panics.
+        #[test]
+        fn any_dialect_any_bytes(sql in prop::collection::vec(any::<u8>(), 0..64), nbe: bool, ansi: bool, cs in 0usize..5) {
+            let charset = [Multibyte::AsciiSafe, Multibyte::Big5, Multibyte::Gbk, Multibyte::Gb18030, Multibyte::Sjis][cs];
+            let d = Dialect { no_backslash_escapes: nbe, ansi_quotes: ansi, charset };
+            let mut last = 0;
+            for (_, r) in lex_in(&sql, d).toks {
+                prop_assert!(r.start >= last && r.start <= r.end && r.end <= sql.len());
+                last = r.start;
+            }
         }
     }
 

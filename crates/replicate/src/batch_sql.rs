@@ -5,8 +5,9 @@
 //! connection that sends them is apply.rs's `Applier`.
 
 use base64::Engine;
-use sqlfleet_conn::quote::{ident, literal, UTF8_CLIENT};
+use sqlfleet_conn::quote::{ident, UTF8_CLIENT};
 
+use crate::context;
 use crate::event;
 use crate::merge::{Add, Merged};
 use crate::position;
@@ -62,10 +63,6 @@ pub fn binlog_statement(raw: &[u8]) -> String {
     format!("BINLOG '{b64}'")
 }
 
-const OPTION_AUTO_IS_NULL: u32 = 1 << 14;
-const OPTION_NO_FOREIGN_KEY_CHECKS: u32 = 1 << 26;
-const OPTION_RELAXED_UNIQUE_CHECKS: u32 = 1 << 27;
-
 /// The default database of a statement, named as our own UTF-8 text: the
 /// client character set is utf8mb4 while `USE` is read (a statement
 /// replayed before may have left it at its own, e.g. latin1, which would
@@ -82,43 +79,18 @@ pub fn use_sql(db: &str) -> String {
 pub fn session_sql(s: &Session, names: &Collations) -> Result<String, ApplyError> {
     let mut v = vec![
         format!("@@session.pseudo_thread_id = {}", s.thread_id),
-        match s.timestamp_usec {
+        match s.ctx.usec {
             Some(u) => format!("TIMESTAMP = {}.{u:06}", s.timestamp),
             None => format!("TIMESTAMP = {}", s.timestamp),
         },
     ];
-    if let Some(f) = s.flags2 {
-        v.push(format!(
-            "@@session.foreign_key_checks = {}",
-            u8::from(f & OPTION_NO_FOREIGN_KEY_CHECKS == 0)
-        ));
-        v.push(format!(
-            "@@session.unique_checks = {}",
-            u8::from(f & OPTION_RELAXED_UNIQUE_CHECKS == 0)
-        ));
-        v.push(format!(
-            "@@session.sql_auto_is_null = {}",
-            u8::from(f & OPTION_AUTO_IS_NULL != 0)
-        ));
-    }
-    if let Some(m) = s.sql_mode {
-        v.push(format!("@@session.sql_mode = {m}"));
-    }
-    if let Some((c, cc, cs)) = s.charset {
-        v.push(format!("@@session.character_set_client = {c}"));
-        v.push(format!("@@session.collation_connection = {cc}"));
-        v.push(format!("@@session.collation_server = {cs}"));
-    }
-    if let Some(tz) = &s.time_zone {
-        v.push(format!("@@session.time_zone = {}", literal(tz)));
-    }
-    if let Some(n) = s.lc_time_names {
-        v.push(format!("@@session.lc_time_names = {n}"));
-    }
-    if let Some((inc, off)) = s.auto_increment {
-        v.push(format!("@@session.auto_increment_increment = {inc}"));
-        v.push(format!("@@session.auto_increment_offset = {off}"));
-    }
+    // The whole context, every time (context.rs): nothing a statement
+    // before set is left for this one.
+    v.extend(context::set_items(&s.ctx).map_err(|why| ApplyError::Sql {
+        code: 0,
+        error: why,
+        statement: String::new(),
+    })?);
     if let Some(i) = s.insert_id {
         v.push(format!("INSERT_ID = {i}"));
     }
@@ -441,7 +413,10 @@ mod tests {
         let stmt = Item::Stmt(Stmt {
             db: Some("db".into()),
             sql: b"UPDATE t SET a = 1".to_vec(),
-            session: Session::default(),
+            session: Session {
+                ctx: crate::context::read(&crate::fixtures::default_status()),
+                ..Session::default()
+            },
         });
         let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
         let qs = batch_queries(&jobs, &Collations::new(), true).expect("queries");
@@ -520,6 +495,7 @@ mod tests {
         let mut names = Collations::new();
         names.insert(8, ("latin1".into(), "latin1_swedish_ci".into()));
         let s = Session {
+            ctx: crate::context::read(&crate::fixtures::default_status()),
             user_vars: vec![
                 ("n".into(), VarValue::Null),
                 ("i".into(), VarValue::Int(-42)),
@@ -559,10 +535,13 @@ mod tests {
         let s = Session {
             timestamp: 1_700_000_000,
             thread_id: 9,
-            flags2: Some(OPTION_NO_FOREIGN_KEY_CHECKS),
-            sql_mode: Some(1_411_383_296),
-            charset: Some((33, 33, 45)),
-            time_zone: Some("+02:00".into()),
+            ctx: crate::context::Context {
+                flags2: Some(crate::context::OPTION_NO_FOREIGN_KEY_CHECKS),
+                sql_mode: Some(1_411_383_296),
+                charset: Some((33, 33, 45)),
+                time_zone: Some("+02:00".into()),
+                ..Default::default()
+            },
             insert_id: Some(5),
             ..Session::default()
         };

@@ -82,3 +82,16 @@ pub fn txn(db: &str, items: Vec<Item>) -> Txn {
         first: String::new(),
     }
 }
+
+/// A Query event's status variables as MariaDB 10.11 writes them for a
+/// statement in a default session (flags2 with explicit_defaults_for_timestamp,
+/// the default sql_mode, catalog "std", utf8mb3 client, latin1 server).
+pub fn default_status() -> Vec<u8> {
+    let mut raw = vec![0];
+    raw.extend(crate::context::OPTION_EXPLICIT_DEF_TIMESTAMP.to_le_bytes());
+    raw.push(1);
+    raw.extend(1_411_383_296u64.to_le_bytes());
+    raw.extend([6, 3, b's', b't', b'd']);
+    raw.extend([4, 33, 0, 33, 0, 8, 0]);
+    raw
+}

@@ -55,6 +55,7 @@ fn jobs(
                     sql: b"UPDATE t SET v = v + 1 WHERE id = 1".to_vec(),
                     session: Session {
                         timestamp: 1_700_000_000,
+                        ctx: crate::context::read(&crate::fixtures::default_status()),
                         ..Session::default()
                     },
                 })],

@@ -19,6 +19,7 @@ mod apply;
 mod batch_sql;
 mod chunk;
 pub mod config;
+pub mod context;
 mod engines;
 pub mod event;
 #[cfg(test)]

@@ -211,7 +211,7 @@ fn rename(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, S
             r.renamed += u64::from(to != db);
             format!("USE `{}`", to.replace('`', "``")).into_bytes()
         } else {
-            let named = sqltext::read(&st.text, false).map_err(|e| {
+            let named = sqltext::read(&st.text, sqltext::Dialect::default()).map_err(|e| {
                 format!(
                     "line {}: cannot tell which names in this statement are databases ({e}): {}",
                     st.line,

@@ -350,7 +350,14 @@ impl SourceRunner {
                             }
                         }
                         Err(e) => {
-                            return Err(SessionError::Refused(e.to_string()));
+                            // The source's stream cannot be read past here:
+                            // it stops as a whole (recorded, in the status),
+                            // and the other sources go on.
+                            let g = asm.abandon().or_else(|| s.read.0.values().max_by_key(|g| g.seq).copied());
+                            if !s.stopped.contains_key(ALL_STREAMS) {
+                                let g = g.unwrap_or(Gtid { domain: 0, server: 0, seq: 0 });
+                                self.stop_stream(&mut s, &mut ctl, ALL_STREAMS, &g, &e.to_string(), "", Stop::Refused).await;
+                            }
                         }
                     }
                 }
@@ -909,7 +916,7 @@ fn created(txn: &Txn) -> Option<String> {
     let Some(Item::Stmt(st)) = txn.items.first() else {
         return None;
     };
-    let (db, table) = crate::sqltext::created_table(&st.sql)?;
+    let (db, table) = crate::sqltext::created_table(&st.sql, st.session.ctx.dialect())?;
     let db = db.or_else(|| st.db.clone())?;
     Some(format!("{}.{}", ident(&db), ident(&table)))
 }

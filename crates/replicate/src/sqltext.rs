@@ -17,16 +17,20 @@
 //! comments handled), written by hand because no SQL parser reads
 //! MariaDB's dialect (routine bodies, sequences, executable comments).
 //!
-//! It fails closed ([`Unsure`]): a `x.y` read as `table.column` whose `x`
-//! the statement never introduces (as a table, an alias or a variable), a
-//! statement kind it does not know that qualifies names, and double quotes
-//! under `ANSI_QUOTES` stop the caller instead of being guessed.
+//! The text is read in the source session's own dialect ([`Dialect`]:
+//! `NO_BACKSLASH_ESCAPES`, `ANSI_QUOTES`, and character sets whose
+//! characters hold a `\\` or backquote byte), so a rename never lands
+//! inside a string literal or a comment. It fails closed ([`Unsure`]): a
+//! `x.y` read as `table.column` whose `x` the statement never introduces
+//! (as a table, an alias or a variable) and a statement kind it does not
+//! know that qualifies names stop the caller instead of being guessed.
 //! Property-tested (no panic; a rename touches only the named tokens).
 
 use std::collections::HashSet;
 use std::ops::Range;
 
-use sqlfleet_dump::lex::{lex, Tok};
+pub use sqlfleet_dump::lex::Dialect;
+use sqlfleet_dump::lex::{lex_in, Tok};
 
 /// One identifier: its byte range in the text and its unquoted name.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -392,15 +396,9 @@ fn starts_statement(w: &str, prev: Option<&T>) -> bool {
     }
 }
 
-/// Reads what a statement's text names; `ansi_quotes` when the source
-/// session's sql_mode had ANSI_QUOTES.
-pub fn read(sql: &[u8], ansi_quotes: bool) -> Result<Named, Unsure> {
-    let t = lex(sql).toks;
-    if ansi_quotes && sql.contains(&b'"') {
-        return Err(Unsure(
-            "double quotes under sql_mode ANSI_QUOTES (identifiers or strings cannot be told apart here)".into(),
-        ));
-    }
+/// Reads what a statement's text names, written in dialect `d`.
+pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
+    let t = lex_in(sql, d).toks;
     let mut named = Named {
         database_statement: is_database(&t),
         ..Named::default()
@@ -650,8 +648,8 @@ fn name_of(sql: &[u8], t: &T) -> String {
 /// records as SLAVESIDE_DISABLED), so the copy does not run it a second
 /// time — its effects arrive from the source. None: not such a statement,
 /// or nothing to change (an ALTER that leaves the status alone).
-pub fn event_as_replica(sql: &[u8]) -> Option<Vec<u8>> {
-    let t = lex(sql).toks;
+pub fn event_as_replica(sql: &[u8], d: Dialect) -> Option<Vec<u8>> {
+    let t = lex_in(sql, d).toks;
     if !(kw(t.first(), "CREATE") || kw(t.first(), "ALTER")) {
         return None;
     }
@@ -711,8 +709,8 @@ pub fn event_as_replica(sql: &[u8]) -> Option<Vec<u8>> {
 /// The table (or sequence) `CREATE [OR REPLACE] [TEMPORARY] TABLE|SEQUENCE
 /// [IF NOT EXISTS] [db.]name` creates: its database if qualified, and its
 /// name.
-pub fn created_table(sql: &[u8]) -> Option<(Option<String>, String)> {
-    let t = lex(sql).toks;
+pub fn created_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)> {
+    let t = lex_in(sql, d).toks;
     let mut k = 0;
     if !kw(t.get(k), "CREATE") {
         return None;
@@ -769,15 +767,16 @@ pub fn rename(sql: &[u8], named: &Named, to: impl Fn(&str) -> Option<String>) ->
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use sqlfleet_dump::lex::Multibyte;
 
     fn dbs(sql: &str) -> Vec<String> {
-        read(sql.as_bytes(), false)
+        read(sql.as_bytes(), Dialect::default())
             .unwrap_or_else(|e| panic!("{sql}: {e}"))
             .databases()
     }
 
     fn unsure(sql: &str) -> bool {
-        read(sql.as_bytes(), false).is_err()
+        read(sql.as_bytes(), Dialect::default()).is_err()
     }
 
     /// Each row: a statement and the databases its text names.
@@ -865,7 +864,8 @@ mod tests {
     #[test]
     fn events_arrive_as_a_replica_keeps_them() {
         let e = |sql: &str| {
-            event_as_replica(sql.as_bytes()).map(|v| String::from_utf8(v).expect("utf8"))
+            event_as_replica(sql.as_bytes(), Dialect::default())
+                .map(|v| String::from_utf8(v).expect("utf8"))
         };
         let rows: &[(&str, Option<&str>)] = &[
             (
@@ -890,16 +890,28 @@ mod tests {
     #[test]
     fn the_created_table_is_named() {
         assert_eq!(
-            created_table(b"CREATE TABLE part (id INT) PARTITION BY HASH (id) PARTITIONS 3"),
+            created_table(
+                b"CREATE TABLE part (id INT) PARTITION BY HASH (id) PARTITIONS 3",
+                Dialect::default()
+            ),
             Some((None, "part".into()))
         );
         assert_eq!(
-            created_table(b"create or replace table if not exists `a b`.`t` like u"),
+            created_table(
+                b"create or replace table if not exists `a b`.`t` like u",
+                Dialect::default()
+            ),
             Some((Some("a b".into()), "t".into()))
         );
-        assert_eq!(created_table(b"CREATE VIEW v AS SELECT 1"), None);
         assert_eq!(
-            created_table(b"CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 7"),
+            created_table(b"CREATE VIEW v AS SELECT 1", Dialect::default()),
+            None
+        );
+        assert_eq!(
+            created_table(
+                b"CREATE SEQUENCE seq1 START WITH 100 INCREMENT BY 7",
+                Dialect::default()
+            ),
             Some((None, "seq1".into()))
         );
     }
@@ -911,14 +923,64 @@ mod tests {
         assert!(unsure("SELECT 1 FROM a JOIN b ON a.x = b.x, app.t"));
         assert!(unsure("UPDATE t SET v = q.w"));
         assert!(unsure("FROBNICATE app.t"));
-        assert!(read(br#"INSERT INTO "t" VALUES ("a")"#, true).is_err());
-        assert!(read(br#"INSERT INTO t VALUES ("a")"#, false).is_ok());
+        assert!(read(br#"INSERT INTO t VALUES ("a")"#, Dialect::default()).is_ok());
+    }
+
+    const ANSI: Dialect = Dialect {
+        ansi_quotes: true,
+        no_backslash_escapes: false,
+        charset: Multibyte::AsciiSafe,
+    };
+
+    /// The issue's examples: under ANSI_QUOTES a double-quoted name is a
+    /// name; under NO_BACKSLASH_ESCAPES `'C:\dir\'` ends at its quote;
+    /// in sjis 0x95 0x5C is one character. None of them is rewritten
+    /// inside a literal.
+    #[test]
+    fn every_dialect_renames_names_only() {
+        let nbe = Dialect {
+            no_backslash_escapes: true,
+            ..Dialect::default()
+        };
+        let sjis = Dialect {
+            charset: Multibyte::Sjis,
+            ..Dialect::default()
+        };
+        let cases: Vec<(Dialect, &[u8], &[u8])> = vec![
+            (
+                ANSI,
+                br#"INSERT INTO "app"."t" VALUES ("x")"#,
+                br#"INSERT INTO `s1`."t" VALUES ("x")"#,
+            ),
+            (
+                nbe,
+                br"INSERT INTO app.t VALUES ('C:\dir'), (' app.t.s2 1')",
+                br"INSERT INTO `s1`.t VALUES ('C:\dir'), (' app.t.s2 1')",
+            ),
+            (
+                sjis,
+                b"INSERT INTO app.t VALUES ('\x95\\'), (' app.t 1')",
+                b"INSERT INTO `s1`.t VALUES ('\x95\\'), (' app.t 1')",
+            ),
+        ];
+        for (d, sql, want) in cases {
+            let n =
+                read(sql, d).unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(sql)));
+            assert_eq!(
+                n.databases(),
+                vec!["app".to_string()],
+                "{}",
+                String::from_utf8_lossy(sql)
+            );
+            let out = rename(sql, &n, |db| (db == "app").then(|| "s1".to_string()));
+            assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
+        }
     }
 
     #[test]
     fn renames_touch_only_database_tokens() {
         let r = |sql: &str, from: &str, to: &str| {
-            let n = read(sql.as_bytes(), false).expect("read");
+            let n = read(sql.as_bytes(), Dialect::default()).expect("read");
             let one = |d: &str| (d == from).then(|| to.to_string());
             String::from_utf8(rename(sql.as_bytes(), &n, one)).expect("utf8")
         };
@@ -952,16 +1014,71 @@ mod tests {
         );
     }
 
+    fn dialect() -> impl Strategy<Value = Dialect> {
+        (any::<bool>(), any::<bool>(), 0usize..5).prop_map(|(nbe, ansi, cs)| Dialect {
+            no_backslash_escapes: nbe,
+            ansi_quotes: ansi,
+            charset: [
+                Multibyte::AsciiSafe,
+                Multibyte::Big5,
+                Multibyte::Gbk,
+                Multibyte::Gb18030,
+                Multibyte::Sjis,
+            ][cs],
+        })
+    }
+
+    /// Statement-ish text with literals that hold what breaks a naive
+    /// reader: names that look like `app.t`, backslashes before quotes,
+    /// multi-byte characters whose second byte is 0x5C or 0x60.
+    fn tricky() -> impl Strategy<Value = Vec<u8>> {
+        let piece = proptest::sample::select(vec![
+            b"INSERT INTO app.t VALUES ".to_vec(),
+            b"SELECT * FROM app.u WHERE x = ".to_vec(),
+            b"'app.t'".to_vec(),
+            b"'C:\\dir\\'".to_vec(),
+            b"'it''s app.t'".to_vec(),
+            b"'\x95\\'".to_vec(),
+            b"'\xa4\\ app.t'".to_vec(),
+            b"`\x95\x60`".to_vec(),
+            b"\"app.t\"".to_vec(),
+            b" /* app.t */ ".to_vec(),
+            b"(".to_vec(),
+            b")".to_vec(),
+            b", ".to_vec(),
+            b" app.t ".to_vec(),
+        ]);
+        proptest::collection::vec(piece, 0..12).prop_map(|v| v.concat())
+    }
+
     proptest! {
+        /// For any text and dialect, a rename changes database names
+        /// only: every literal is the same bytes before and after.
+        #[test]
+        fn renames_never_touch_a_literal(sql in tricky(), d in dialect()) {
+            if let Ok(n) = read(&sql, d) {
+                let out = rename(&sql, &n, |db| (db == "app").then(|| "zz".to_string()));
+                let lits = |b: &[u8]| -> Vec<Vec<u8>> {
+                    sqlfleet_dump::lex::lex_in(b, d)
+                        .toks
+                        .into_iter()
+                        .filter(|t| t.0 == Tok::Literal)
+                        .map(|t| b[t.1].to_vec())
+                        .collect()
+                };
+                prop_assert_eq!(lits(&sql), lits(&out));
+            }
+        }
+
         #[test]
         fn any_text_never_panics(b in proptest::collection::vec(any::<u8>(), 0..200)) {
-            if let Ok(n) = read(&b, false) {
+            if let Ok(n) = read(&b, Dialect::default()) {
                 let r = rename(&b, &n, |d| (d == "a").then(|| "b".to_string()));
                 if !n.databases().iter().any(|d| d == "a") {
                     prop_assert_eq!(r, b.clone());
                 }
             }
-            let _ = read(&b, true);
+            let _ = read(&b, ANSI);
         }
 
         #[test]
@@ -971,7 +1088,7 @@ mod tests {
                 "CREATE", "TABLE", "LIKE", "TRIGGER", "NEW", "*", "NEXTVAL", "1.5", "'s'"]),
             0..40)) {
             let sql = words.join(" ");
-            if let Ok(n) = read(sql.as_bytes(), false) {
+            if let Ok(n) = read(sql.as_bytes(), Dialect::default()) {
                 let out = rename(sql.as_bytes(), &n, |d| (d == "a").then(|| "zz".to_string()));
                 // Only database tokens change: the text outside them stays.
                 let kept = String::from_utf8_lossy(&out).replace("`zz`", "a");

@@ -15,11 +15,12 @@ use std::collections::{BTreeSet, HashMap};
 
 use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::decimal::Decimal;
-use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal, UserVarEvent};
+use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, UserVarEvent};
 use mysql_common::constants::ItemResult;
 use mysql_common::proto::MySerialize;
 
 use crate::config::DbMap;
+use crate::context::{self, Context};
 use crate::event::{self, mariadb};
 use crate::gtid::{decode_gtid_event, Gtid};
 use crate::sqltext;
@@ -28,15 +29,9 @@ use crate::sqltext;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Session {
     pub timestamp: u32,
-    /// Microseconds of the statement's start (MariaDB's Q_HRNOW).
-    pub timestamp_usec: Option<u32>,
     pub thread_id: u32,
-    pub flags2: Option<u32>,
-    pub sql_mode: Option<u64>,
-    pub charset: Option<(u16, u16, u16)>,
-    pub time_zone: Option<String>,
-    pub lc_time_names: Option<u16>,
-    pub auto_increment: Option<(u16, u16)>,
+    /// What its status variables say (see [`context`]).
+    pub ctx: Context,
     pub insert_id: Option<u64>,
     pub last_insert_id: Option<u64>,
     pub rand: Option<(u64, u64)>,
@@ -296,6 +291,15 @@ fn has_crc(ev: &Event) -> bool {
 
 const ROWS_TYPES: [u8; 6] = [23, 24, 25, 30, 31, 32];
 
+/// The event that ends an `XA PREPARE` group.
+const XA_PREPARE_LOG_EVENT: u8 = 38;
+
+/// Why an XA transaction's streams stop. A prepared branch would hold its
+/// stream's position row locked until the source's XA COMMIT, which the
+/// same stream must apply after it; until that is built, its streams stop
+/// here, and only they.
+pub const XA_REFUSAL: &str = "an XA transaction (XA PREPARE, then XA COMMIT or ROLLBACK as a transaction of its own): sqlfleet cannot apply it exactly yet; its streams stop here (the others go on)";
+
 /// An event header flag: a reader that does not know the event may skip it.
 const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
 
@@ -331,6 +335,12 @@ impl Assembler {
     /// True between a GTID event and the end of its transaction.
     pub fn in_transaction(&self) -> bool {
         self.cur.is_some()
+    }
+
+    /// Drops the transaction being read (after a [`StreamError`]: its
+    /// source stops there); its GTID, if one was open.
+    pub fn abandon(&mut self) -> Option<Gtid> {
+        self.cur.take().map(|b| b.txn.gtid)
     }
 
     pub fn push(&mut self, ev: &Event) -> Result<Out, StreamError> {
@@ -406,7 +416,7 @@ impl Assembler {
                     first: String::new(),
                 };
                 if g.xa() {
-                    txn.refuse("an XA transaction (XA PREPARE/COMMIT)", false);
+                    txn.refuse(XA_REFUSAL, false);
                 }
                 self.cur = Some(Building {
                     txn,
@@ -523,13 +533,22 @@ impl Assembler {
                         );
                         return Ok(self.finish(pos));
                     }
-                    "XA" => b.txn.refuse("an XA transaction", false),
+                    "XA" => {
+                        // XA START/END inside a prepared group, XA COMMIT or
+                        // ROLLBACK as a group of its own (MariaDB writes no
+                        // other event after it). Stops the streams the
+                        // prepared group touched (see XA_PREPARE below).
+                        b.txn.refuse(XA_REFUSAL, false);
+                        if matches!(second_word(sql).as_str(), "COMMIT" | "ROLLBACK") {
+                            return Ok(self.finish(pos));
+                        }
+                    }
                     "DROP" if second_word(sql) == "TEMPORARY" => {}
                     _ => {
                         let mut session = std::mem::take(&mut b.pending);
                         session.timestamp = h.timestamp();
                         session.thread_id = q.thread_id();
-                        read_status(&q, &mut session);
+                        session.ctx = context::read(q.status_vars_raw());
                         let src_db = q.schema().into_owned();
                         // A temporary table lives in one session; statements
                         // using it may apply on another connection.
@@ -548,6 +567,11 @@ impl Assembler {
                                         .chars()
                                         .take(200)
                                         .collect();
+                                }
+                                // A context the target cannot be given
+                                // stops these streams before anything runs.
+                                if let Err(why) = context::set_items(&stmt.session.ctx) {
+                                    b.txn.refuse(why, false);
                                 }
                                 b.txn.dbs.extend(dbs);
                                 b.txn.items.push(Item::Stmt(*stmt));
@@ -570,6 +594,11 @@ impl Assembler {
                 }
             }
             t if t == EventType::XID_EVENT as u8 => return Ok(self.finish(pos)),
+            // XA PREPARE ends its group (MariaDB 10.5+).
+            XA_PREPARE_LOG_EVENT => {
+                b.txn.refuse(XA_REFUSAL, false);
+                return Ok(self.finish(pos));
+            }
             t if t == EventType::INTVAR_EVENT as u8 => {
                 let d = ev.data();
                 if d.len() >= 9 {
@@ -678,88 +707,6 @@ fn first_word(sql: &[u8]) -> String {
         .to_ascii_uppercase()
 }
 
-/// MariaDB's own status variable: the statement's start microseconds.
-const Q_HRNOW: u8 = 128;
-
-fn read_status(q: &QueryEvent, s: &mut Session) {
-    for v in q.status_vars().iter() {
-        match v.get_value() {
-            Ok(StatusVarVal::Flags2(f)) => s.flags2 = Some(f.0),
-            Ok(StatusVarVal::SqlMode(m)) => s.sql_mode = Some(m.0),
-            Ok(StatusVarVal::Charset {
-                charset_client,
-                collation_connection,
-                collation_server,
-            }) => s.charset = Some((charset_client, collation_connection, collation_server)),
-            Ok(StatusVarVal::TimeZone(tz)) => s.time_zone = Some(tz.as_str().into_owned()),
-            Ok(StatusVarVal::LcTimeNames(n)) => s.lc_time_names = Some(n),
-            Ok(StatusVarVal::AutoIncrement { increment, offset }) => {
-                s.auto_increment = Some((increment, offset))
-            }
-            _ => {}
-        }
-    }
-    s.timestamp_usec = mariadb_tail(q.status_vars_raw()).and_then(hrnow);
-}
-
-/// The MariaDB-specific status variables (keys from 128), after the ones
-/// both servers share. The binlog library stops at the first key it does
-/// not know, so the shared ones are walked here by their lengths
-/// (log_event.h); None when the bytes do not follow that layout.
-pub fn mariadb_tail(raw: &[u8]) -> Option<&[u8]> {
-    let mut p = 0usize;
-    while let Some(&key) = raw.get(p) {
-        if key >= 128 {
-            return Some(&raw[p..]);
-        }
-        p += 1;
-        let var = |p: usize| raw.get(p).map(|n| *n as usize);
-        let len = match key {
-            0 | 3 | 10 => 4,
-            1 | 9 | 17 => 8,
-            2 => 1 + var(p)? + 1,
-            4 => 6,
-            5 | 6 => 1 + var(p)?,
-            7 | 8 | 18 => 2,
-            11 => {
-                let u = var(p)?;
-                1 + u + 1 + var(p + 1 + u)?
-            }
-            12 => {
-                let n = var(p)?;
-                let mut l = 1;
-                if n != 254 {
-                    for _ in 0..n {
-                        let end = raw.get(p + l..)?.iter().position(|b| *b == 0)?;
-                        l += end + 1;
-                    }
-                }
-                l
-            }
-            13 => 3,
-            14 | 15 => 0,
-            16 | 19 | 20 => 1,
-            _ => return None,
-        };
-        p = p.checked_add(len)?;
-        if p > raw.len() {
-            return None;
-        }
-    }
-    Some(&[])
-}
-
-/// Q_HRNOW in the MariaDB-specific tail of a query event's status
-/// variables (it is written first among them).
-fn hrnow(tail: &[u8]) -> Option<u32> {
-    match tail {
-        [Q_HRNOW, a, b, c, ..] => {
-            Some(u32::from_le_bytes([*a, *b, *c, 0])).filter(|u| *u < 1_000_000)
-        }
-        _ => None,
-    }
-}
-
 enum Routed {
     Apply {
         stmt: Box<Stmt>,
@@ -774,9 +721,6 @@ enum Routed {
     },
 }
 
-/// sql_mode's ANSI_QUOTES bit.
-const MODE_ANSI_QUOTES: u64 = 4;
-
 /// Where a statement goes. The server says only its default database, so
 /// the databases it names come from its text ([`sqltext`]); it applies
 /// when every one of them is replicated (renamed ones rewritten), is
@@ -785,8 +729,8 @@ const MODE_ANSI_QUOTES: u64 = 4;
 fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> Routed {
     let show = || String::from_utf8_lossy(&sql[..sql.len().min(200)]).into_owned();
     let default = (!src_db.is_empty()).then_some(src_db);
-    let ansi = session.sql_mode.is_some_and(|m| m & MODE_ANSI_QUOTES != 0);
-    let named = match sqltext::read(sql, ansi) {
+    let dialect = session.ctx.dialect();
+    let named = match sqltext::read(sql, dialect) {
         Ok(n) => n,
         Err(why) => {
             return Routed::Refused {
@@ -850,7 +794,7 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
     let mut text = sqltext::rename(sql, &named, |d| {
         map.map(d).filter(|t| *t != d).map(str::to_string)
     });
-    if let Some(replica) = sqltext::event_as_replica(&text) {
+    if let Some(replica) = sqltext::event_as_replica(&text, dialect) {
         text = replica;
     }
     Routed::Apply {
@@ -875,24 +819,6 @@ mod tests {
         let mut r = BTreeMap::new();
         r.insert("app".to_string(), "app_eu".to_string());
         DbMap::new(&[], &["skip*".to_string()], &r)
-    }
-
-    #[test]
-    fn microseconds_are_found_after_the_shared_status_variables() {
-        // Q_FLAGS2, Q_SQL_MODE, Q_CATALOG_NZ "std", Q_CHARSET, Q_HRNOW 123456
-        let mut raw = vec![0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0];
-        raw.extend([6, 3, b's', b't', b'd', 4, 33, 0, 33, 0, 45, 0]);
-        raw.extend([Q_HRNOW, 0x40, 0xe2, 0x01]);
-        assert_eq!(mariadb_tail(&raw).and_then(hrnow), Some(123_456));
-        assert_eq!(mariadb_tail(&raw[..raw.len() - 4]), Some(&[][..]));
-        assert_eq!(mariadb_tail(&[6, 9, b'x']), None);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn status_bytes_never_panic(raw in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64)) {
-            let _ = mariadb_tail(&raw).and_then(hrnow);
-        }
     }
 
     #[test]
