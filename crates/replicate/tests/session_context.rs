@@ -1,0 +1,231 @@
+//! A statement means on the target what it meant on the source: each
+//! example of the outside check (native replication as the oracle, a
+//! statement-based source) as a test — session settings of one source
+//! session never reach the next, renames never land inside a literal under
+//! NO_BACKSLASH_ESCAPES or in sjis, explicit_defaults_for_timestamp=0 is
+//! carried, and an XA transaction stops its own stream while the others
+//! go on and the run ends normally.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::*;
+use mysql_async::prelude::Queryable;
+use sqlfleet_replicate::config;
+use sqlfleet_replicate::gtid::GtidPos;
+use sqlfleet_replicate::run::{self, Options, Summary};
+use sqlfleet_replicate::source::SourceView;
+use sqlfleet_replicate::status;
+use sqlfleet_testkit::workload::exec;
+use sqlfleet_testkit::TestServer;
+use tokio::sync::watch;
+
+fn cfg(
+    name: &str,
+    s: &TestServer,
+    include: &str,
+    rename: &str,
+    start: &GtidPos,
+) -> config::Checked {
+    config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"{name}\"\ndsn = \"{}\"\ninclude = [\"{include}\"]\nrename = {{ {rename} }}\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config")
+}
+
+async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(2),
+        until_caught_up: true,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns once caught up")
+    .expect("runs to the end: a stopped stream is not a failed run")
+}
+
+/// Runs `sql` (raw bytes: a statement may be in sjis) on one source session
+/// logged as statements.
+async fn session(s: &TestServer, sql: &[&[u8]]) {
+    let mut c = s.connect().await;
+    c.query_drop("SET SESSION binlog_format = 'STATEMENT'")
+        .await
+        .expect("binlog_format");
+    for q in sql {
+        c.query_drop(*q)
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", String::from_utf8_lossy(q)));
+    }
+    let _ = c.disconnect().await;
+}
+
+/// Ids from a multi-row INSERT, month names, a TRUNCATE's restart: each
+/// depends on a setting the first session changed and the second did not.
+/// On the code before, the second session ran with the first one's
+/// increment and locale (ids 13 and 18 instead of 9 and 10, 'Montag').
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_source_session_s_settings_never_reach_the_next() {
+    let s = source(0);
+    exec(s, "DROP DATABASE IF EXISTS sc_leak").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_leak; CREATE TABLE sc_leak.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(40)); \
+         CREATE TABLE sc_leak.u (id INT AUTO_INCREMENT PRIMARY KEY, v INT)",
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"SET SESSION auto_increment_increment = 5, auto_increment_offset = 3, lc_time_names = 'de_DE', \
+              sql_mode = 'NO_AUTO_VALUE_ON_ZERO', foreign_key_checks = 0",
+            b"INSERT INTO sc_leak.t (v) VALUES ('a'), ('b')",
+            b"INSERT INTO sc_leak.t (v) VALUES (DATE_FORMAT('2024-01-01', '%W %M'))",
+            b"INSERT INTO sc_leak.u VALUES (0, 1)",
+        ],
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"INSERT INTO sc_leak.t (v) VALUES ('c'), ('d')",
+            b"INSERT INTO sc_leak.t (v) VALUES (DATE_FORMAT('2024-01-01', '%W %M'))",
+            b"TRUNCATE sc_leak.u",
+            b"INSERT INTO sc_leak.u (v) VALUES (1), (2), (3)",
+            b"INSERT INTO sc_leak.u VALUES (0, 4)",
+        ],
+    )
+    .await;
+    let summary = until_caught_up(&cfg("sc_leak", s, "sc_leak", "", &start), s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_leak", "sc_leak").await;
+}
+
+/// `explicit_defaults_for_timestamp = 0` makes a TIMESTAMP column NOT NULL
+/// DEFAULT current_timestamp() ON UPDATE ...; the next session's table is
+/// made with the default (1) again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn explicit_defaults_for_timestamp_is_the_source_session_s() {
+    let s = source(0);
+    exec(s, "DROP DATABASE IF EXISTS sc_ts").await;
+    let start = binlog_pos(s).await;
+    exec(s, "CREATE DATABASE sc_ts").await;
+    session(
+        s,
+        &[
+            b"SET SESSION explicit_defaults_for_timestamp = 0",
+            b"CREATE TABLE sc_ts.old_style (id INT PRIMARY KEY, ts TIMESTAMP)",
+            b"INSERT INTO sc_ts.old_style (id) VALUES (1)",
+        ],
+    )
+    .await;
+    session(
+        s,
+        &[b"CREATE TABLE sc_ts.new_style (id INT PRIMARY KEY, ts TIMESTAMP)"],
+    )
+    .await;
+    let summary = until_caught_up(&cfg("sc_ts", s, "sc_ts", "", &start), s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_ts", "sc_ts").await;
+}
+
+/// A renamed database under NO_BACKSLASH_ESCAPES (`'C:\dir\'` is a whole
+/// string there) and in sjis (0x95 0x5C is one character): the text that
+/// looks like the database name inside the following literal stays as
+/// written. The code before rewrote it to `` `sc_nbe_s1`.t ``.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn renames_never_land_inside_a_literal_in_any_session_dialect() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_nbe").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_nbe; CREATE TABLE sc_nbe.t (id INT PRIMARY KEY, s VARCHAR(60)) CHARACTER SET utf8mb4",
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'",
+            b"INSERT INTO sc_nbe.t VALUES (1, 'C:\\dir\\'), (2, ' sc_nbe.t.s2 1')",
+            b"SET SESSION sql_mode = 'ANSI_QUOTES'",
+            b"INSERT INTO \"sc_nbe\".\"t\" VALUES (3, ' sc_nbe.t 3')",
+        ],
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"SET NAMES sjis",
+            b"INSERT INTO sc_nbe.t VALUES (4, '\x95\x5c'), (5, ' sc_nbe.t 5')",
+        ],
+    )
+    .await;
+    let cfg = cfg("sc_nbe", s, "sc_nbe", "sc_nbe = \"sc_nbe_s1\"", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_nbe", "sc_nbe_s1").await;
+    let mut c = target().connect().await;
+    let v: Option<String> = c
+        .query_first("SELECT s FROM sc_nbe_s1.t WHERE id = 2")
+        .await
+        .expect("row");
+    assert_eq!(v.as_deref(), Some(" sc_nbe.t.s2 1"));
+    let _ = c.disconnect().await;
+}
+
+/// XA PREPARE then XA COMMIT: the XA database's stream stops with a
+/// reason the status shows; another database's stream goes on past it, and
+/// the run ends as "some streams stopped", not as a failed process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_xa_transaction_stops_its_stream_and_only_it() {
+    let s = source(2);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_xa; DROP DATABASE IF EXISTS sc_ok",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_xa; CREATE TABLE sc_xa.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         CREATE DATABASE sc_ok; CREATE TABLE sc_ok.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         INSERT INTO sc_ok.t VALUES (1)",
+    )
+    .await;
+    exec(
+        s,
+        "XA START 'sc1'; INSERT INTO sc_xa.t VALUES (1); XA END 'sc1'; XA PREPARE 'sc1'; XA COMMIT 'sc1'",
+    )
+    .await;
+    exec(s, "INSERT INTO sc_ok.t VALUES (2), (3)").await;
+    let cfg = cfg("sc_xa", s, "sc_*", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    assert_same(s, "sc_ok", "sc_ok").await;
+    let st = status::status(&cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    let xa = st[0]
+        .streams
+        .iter()
+        .find(|x| x.stream == "sc_xa")
+        .unwrap_or_else(|| panic!("{:?}", st[0].streams));
+    assert_eq!(xa.state, "stopped", "{xa:?}");
+    assert!(xa.error.as_deref().unwrap_or("").contains("XA"), "{xa:?}");
+    let ok = st[0].streams.iter().find(|x| x.stream == "sc_ok");
+    assert!(
+        ok.is_some_and(|x| x.state != "stopped"),
+        "{:?}",
+        st[0].streams
+    );
+}
