@@ -121,7 +121,8 @@ pub enum LoadError {
         unit: &'static str,
         statements: u64,
         rows: u64,
-        /// The line of the last statement this run fed (all committed).
+        /// A line every statement up to which committed, when known (an
+        /// interrupt skips what was queued, so the last line fed is not).
         through: Option<u64>,
     },
 }

@@ -377,6 +377,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
     let mut failure: Option<LoadError> = None;
     let mut runs: Vec<(String, Vec<oneshot::Receiver<()>>)> = Vec::new();
     let mut interrupt = opts.interrupt.clone();
+    let watcher = crate::run::watch_interrupt(opts.interrupt.clone(), shared.clone());
     let mut was_interrupted = false;
     let mut skipped = 0;
     let mut already_done = 0;
@@ -475,6 +476,11 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             if shared.stopped() {
                 break 'files;
             }
+            if shared.is_interrupted() {
+                was_interrupted = true;
+                runs.push((load_id, done));
+                break 'files;
+            }
             match msg {
                 Msg::Chunk(c) => {
                     saw = true;
@@ -571,6 +577,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         runs.push((load_id, done));
     }
     engine.finish().await;
+    watcher.abort();
+    let was_interrupted = was_interrupted || shared.is_interrupted();
     let stmt_failure = shared
         .failure
         .lock()

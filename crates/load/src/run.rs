@@ -71,6 +71,23 @@ pub(crate) async fn interrupted(interrupt: &mut Option<tokio::sync::watch::Recei
     }
 }
 
+/// Watches `interrupt` for the whole of a load — while it reads, while a
+/// feed waits for a free worker, and while it waits for what is queued
+/// after the input ended (the last was where a signal went unseen: the
+/// whole dump had been read ahead, and the load went on to the end and
+/// exited 0). Sets [`crate::state::Shared::interrupted`], which every
+/// worker checks before each statement; the caller aborts it when done.
+pub(crate) fn watch_interrupt(
+    interrupt: Option<tokio::sync::watch::Receiver<bool>>,
+    shared: std::sync::Arc<crate::state::Shared>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut interrupt = interrupt;
+        interrupted(&mut interrupt).await;
+        shared.interrupted.store(true, Ordering::Relaxed);
+    })
+}
+
 /// Holds back what would run on `--resume` until the input has been
 /// checked against the interrupted load's journal up to the furthest
 /// point it recorded (the statement chain at every recorded end), so a
@@ -442,8 +459,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let mut bytes = 0;
     let mut saw_statement = false;
     let mut interrupt = opts.interrupt.clone();
+    let watcher = watch_interrupt(opts.interrupt.clone(), shared.clone());
     let mut was_interrupted = false;
-    let mut through = None;
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,
@@ -459,12 +476,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         if shared.stopped() {
             break;
         }
+        if shared.is_interrupted() {
+            was_interrupted = true;
+            break;
+        }
         match msg {
             Msg::Item(item) => {
                 saw_statement = true;
-                // The last line fed to the scheduler (all of it commits
-                // before an interrupted load reports).
-                let line = item.stmt.line;
                 if let Err(what) = check.check(&item) {
                     changed = Some(what);
                     break;
@@ -474,7 +492,6 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                         sched.feed(held).await;
                     }
                     sched.feed(*item).await;
-                    through = Some(line);
                     // A resumed run that cannot go on exactly stops here.
                     if let Some(what) = sched.refused.take() {
                         changed = Some(what);
@@ -485,7 +502,6 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                         || sched.resume.ranges.contains(item.stmt.offset))
                 {
                     sched.feed(*item).await; // runs nothing
-                    through = Some(line);
                 } else {
                     check.held.push(*item);
                 }
@@ -526,6 +542,8 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     } = sched;
     let ctx = engine.ctx.clone();
     engine.finish().await;
+    watcher.abort();
+    let was_interrupted = was_interrupted || shared.is_interrupted();
     let _ = reader.join();
     let when: Option<String> = bookkeeping
         .query_first("SELECT NOW()")
@@ -586,7 +604,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             unit: "statements",
             statements: shared.statements.load(Ordering::Relaxed),
             rows,
-            through,
+            // Batches queued when the signal came did not run: the last
+            // line fed is not a line everything up to committed.
+            through: None,
         });
     }
     if !saw_statement {

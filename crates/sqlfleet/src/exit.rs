@@ -1,7 +1,8 @@
 //! Exit codes shared by every subcommand.
 
 /// 0 success, 1 usage or setup error, 2 partial failure, 3 total failure,
-/// 4 a difference found (query --diff), 130 interrupted.
+/// 4 a difference found (query --diff), 130 interrupted (SIGINT), 143
+/// terminated (SIGTERM).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Exit {
@@ -13,6 +14,8 @@ pub enum Exit {
     Differ = 4,
     /// Stopped by Ctrl-C (128 + SIGINT, as shells report it).
     Interrupted = 130,
+    /// Stopped by SIGTERM (128 + 15).
+    Terminated = 143,
 }
 
 impl Exit {

@@ -2,7 +2,11 @@
 //! cleanly: the first signal says on stderr what the command does now and
 //! turns the returned receiver true (the command finishes what it started,
 //! says what was done and how to go on); a second one exits at once with
-//! 130, as the mysql client does.
+//! 130, as the mysql client does. The exit code says which signal it was
+//! (128 + its number: 130 for SIGINT, 143 for SIGTERM), so a service
+//! manager or a CI job that stopped the command sees it stopped.
+
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use tokio::signal::unix::{Signal, SignalKind};
 use tokio::sync::watch;
@@ -19,7 +23,7 @@ pub fn on_interrupt(command: &'static str, now: &'static str) -> watch::Receiver
         eprintln!("sqlfleet {command}: interrupted: {now} (Ctrl-C again to quit now)");
         let _ = tx.send(true);
         if next_signal(&mut term).await {
-            std::process::exit(130);
+            std::process::exit(interrupted_exit() as i32);
         }
     });
     rx
@@ -34,10 +38,27 @@ pub async fn signal() {
     }
 }
 
+/// The first signal seen (0: none yet).
+static FIRST: AtomicI32 = AtomicI32::new(0);
+
+/// The exit code of a command a signal stopped: 128 + the first signal's
+/// number, as shells report it (SIGINT when none was seen).
+pub fn interrupted_exit() -> crate::exit::Exit {
+    match FIRST.load(Ordering::Relaxed) {
+        15 => crate::exit::Exit::Terminated,
+        _ => crate::exit::Exit::Interrupted,
+    }
+}
+
+/// Whether SIGINT or SIGTERM has come.
+pub fn seen() -> bool {
+    FIRST.load(Ordering::Relaxed) != 0
+}
+
 /// The next SIGINT or SIGTERM; false when signals cannot be watched.
 async fn next_signal(term: &mut Option<Signal>) -> bool {
-    tokio::select! {
-        r = tokio::signal::ctrl_c() => r.is_ok(),
+    let got = tokio::select! {
+        r = tokio::signal::ctrl_c() => r.is_ok().then_some(2),
         _ = async {
             match term.as_mut() {
                 Some(t) => {
@@ -45,6 +66,10 @@ async fn next_signal(term: &mut Option<Signal>) -> bool {
                 }
                 None => std::future::pending::<()>().await,
             }
-        } => true,
+        } => Some(15),
+    };
+    if let Some(n) = got {
+        let _ = FIRST.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
     }
+    got.is_some()
 }

@@ -203,6 +203,11 @@ fn report(
 ) -> anyhow::Result<Exit> {
     match result {
         Ok(summary) => {
+            if crate::shutdown::seen() {
+                // The signal came after the last commit (the load watches
+                // for it until everything queued is done): nothing stopped.
+                eprintln!("sqlfleet load: the signal came after everything had committed: the load finished");
+            }
             if json {
                 let mut v = serde_json::to_value(&summary)?;
                 v["event"] = "summary".into();
@@ -220,7 +225,7 @@ fn report(
             eprintln!("sqlfleet load: {e}");
             let exit = match e.exit_code() {
                 1 => Exit::Usage,
-                130 => Exit::Interrupted,
+                130 => crate::shutdown::interrupted_exit(),
                 _ => Exit::Total,
             };
             if json {

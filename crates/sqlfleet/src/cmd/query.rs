@@ -225,7 +225,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             .with_context(|| format!("{}", p.display()))?;
     }
     Ok(if report.interrupted > 0 {
-        Exit::Interrupted
+        crate::shutdown::interrupted_exit()
     } else if a.diff && report.differing > 0 && report.ok == report.hosts {
         Exit::Differ
     } else if report.ok == report.hosts {
