@@ -110,7 +110,8 @@ impl Context {
     }
 
     pub fn backslash_escapes(&self) -> bool {
-        self.sql_mode.is_none_or(|m| m & MODE_NO_BACKSLASH_ESCAPES == 0)
+        self.sql_mode
+            .is_none_or(|m| m & MODE_NO_BACKSLASH_ESCAPES == 0)
     }
 
     /// The id of the character set the statement's text is in.
