@@ -27,7 +27,12 @@
 #              client errors allowed are COMMITs of unknown outcome.
 #              SQLFLEET_BANK_REPLAY=off runs them with replay off (the
 #              figures to compare: errors before COMMIT per fault).
-#   BANK_ONLY=1 / REPLICATE_ONLY=1 run one of them.
+#   load       SIGINT/SIGTERM of sqlfleet load at seeded instants over
+#              seeded dump shapes and --threads; invariants: exit 130/143
+#              (0 only when everything had committed), journal state,
+#              batches committed after the signal, --resume equal to the
+#              stock client. ROUNDS signals from SEED.
+#   BANK_ONLY=1 / REPLICATE_ONLY=1 / LOAD_ONLY=1 run one of them.
 set -euo pipefail
 ROUNDS=${1:-200}
 SEED=${2:-$(date +%Y%m%d)}
@@ -41,7 +46,16 @@ echo "full output: $out" >&2
 status=0
 for ((i = 0; i < CAMPAIGNS; i++)); do
   seed=$((SEED + i))
-  if [ -z "${BANK_ONLY:-}" ]; then
+  if [ -z "${BANK_ONLY:-}${REPLICATE_ONLY:-}" ]; then
+    echo "== load interrupt campaign: seed $seed, $ROUNDS signals" >&2
+    if ! SQLFLEET_INTERRUPT_FIRST_SEED=$seed SQLFLEET_INTERRUPT_SEEDS=$ROUNDS \
+        cargo test -q -p sqlfleet --test load -- --exact \
+        signals_at_seeded_instants_stop_the_load_and_resume_exactly --nocapture 2>&1 \
+        | tee -a "$out" | grep -E 'faults-survived|slowest|panicked|error' >&2; then
+      status=1
+    fi
+  fi
+  if [ -z "${BANK_ONLY:-}${LOAD_ONLY:-}" ]; then
     echo "== replicate kill -9 campaign: seed $seed, $ROUNDS faults" >&2
     if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$ROUNDS \
         cargo test -q -p sqlfleet-replicate --test kill9 -- --exact \
@@ -50,7 +64,7 @@ for ((i = 0; i < CAMPAIGNS; i++)); do
       status=1
     fi
   fi
-  if [ -z "${REPLICATE_ONLY:-}" ]; then
+  if [ -z "${REPLICATE_ONLY:-}${LOAD_ONLY:-}" ]; then
     bank_rounds=$(( ROUNDS / 10 > 0 ? ROUNDS / 10 : 1 ))
     echo "== bank campaign through the relay: seed $seed, $bank_rounds faults" >&2
     if ! SQLFLEET_FAULT_SEED=$seed SQLFLEET_FAULT_ROUNDS=$bank_rounds \
