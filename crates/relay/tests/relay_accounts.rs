@@ -651,3 +651,73 @@ fn a_database_refusal_reaches_the_client_whole() {
     );
     assert!(relayed.contains("1044"), "{relayed}");
 }
+
+/// An account without REPLICATION SLAVE asks for a binlog dump through
+/// the relay: it gets the server's refusal (1227) and its session goes on
+/// as a direct one does — the next command is answered. Twenty such
+/// sessions in a row leave the pool to everyone else. Before: the relay
+/// switched to passing bytes after the dump command, the next command went
+/// nowhere, and each such session held a server connection for good (the
+/// pool ran out and every account got 1040).
+#[test]
+fn a_refused_binlog_dump_leaves_the_session_usable_and_the_pool_free() {
+    let setup = [
+        "DROP USER IF EXISTS 'rita'@'%'",
+        "CREATE USER 'rita'@'%' IDENTIFIED BY 'rita-pw'",
+    ];
+    let (_srv, rt, port, _relay) = per_user_relay_as(&setup, None, "max = 3\n");
+    rt.block_on(async {
+        use sqlfleet_wire::{handshake, packet};
+        let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
+        let mut held = Vec::new();
+        for round in 0..20 {
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .expect("connect");
+            common::wire_login(&mut s, "rita", "rita-pw", caps, 45, None)
+                .await
+                .expect("login");
+            // COM_BINLOG_DUMP: position 4, no flags, server id 77, no file.
+            let mut dump = vec![0x12, 4, 0, 0, 0, 0, 0];
+            dump.extend(77u32.to_le_bytes());
+            packet::write(&mut s, 0, &dump).await.expect("send dump");
+            let p = tokio::time::timeout(Duration::from_secs(10), packet::read(&mut s, 1 << 20))
+                .await
+                .expect("an answer to the dump")
+                .expect("reply");
+            assert_eq!(
+                packet::parse_err(&p.payload).map(|e| e.0),
+                Some(1227),
+                "round {round}: {:?}",
+                p.payload
+            );
+            packet::write(&mut s, 0, b"\x03SELECT 42")
+                .await
+                .expect("query");
+            let p = tokio::time::timeout(Duration::from_secs(10), packet::read(&mut s, 1 << 20))
+                .await
+                .unwrap_or_else(|_| {
+                    panic!("round {round}: the session after a refused dump answers nothing")
+                })
+                .expect("reply");
+            assert_ne!(
+                p.payload.first(),
+                Some(&0xFF),
+                "round {round}: {:?}",
+                p.payload
+            );
+            // Keep the first two open: they hold at most two of the three.
+            if round < 2 {
+                held.push(s);
+            }
+        }
+        // Another account still gets a server connection.
+        let mut c = client(port, "rita", "rita-pw")
+            .connect(Duration::from_secs(10))
+            .await
+            .expect("a login after twenty refused dumps");
+        let n: Option<i64> = c.query_first("SELECT 1").await.expect("query");
+        assert_eq!(n, Some(1));
+        drop(held);
+    });
+}
