@@ -301,3 +301,64 @@ fn server_side_cursors_fetch_through_the_relay() {
         assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"cursor\"}") >= 2.0);
     });
 }
+
+/// A handshake response whose sequence id is not 1: the server answers
+/// 1156 (packets out of order) and logs no one in; so does the relay (the
+/// oracle: the same bytes sent to the server directly). Before: the relay
+/// logged the client in whatever the sequence id.
+#[test]
+fn a_handshake_response_out_of_order_is_refused_as_by_the_server() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let pw = srv.sandbox.password().expect("pw");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let answer = |port: u16, user: &'static str, password: String, seq: u8| async move {
+            let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .expect("connect");
+            let hello = handshake::parse_server_hello(
+                &sqlfleet_wire::packet::read(&mut s, 1 << 16)
+                    .await
+                    .expect("greeting")
+                    .payload,
+            )
+            .expect("hello");
+            let caps = handshake::client_caps(&hello, handshake::MULTI_RESULTS, false, false);
+            let cred = handshake::Credential::Password(password);
+            // The answer: an error code, or none (logged in).
+            match handshake::respond(
+                &mut s,
+                &hello,
+                &handshake::Response {
+                    seq,
+                    caps,
+                    ext: 0,
+                    user,
+                    cred: &cred,
+                    collation: 45,
+                    database: None,
+                    secure: false,
+                },
+            )
+            .await
+            {
+                Ok(_) => Some(None),
+                Err(sqlfleet_wire::WireError::Server { code, .. }) => Some(Some(code)),
+                Err(_) => None,
+            }
+        };
+        let sport = srv.sandbox.meta.primary().port;
+        for seq in [0u8, 2, 5, 200, 255] {
+            let direct = answer(sport, "root", pw.expose().to_string(), seq).await;
+            let relayed = answer(relay.port, "app", "app-pw".into(), seq).await;
+            assert_eq!(direct, Some(Some(1156)), "the server, sequence id {seq}");
+            assert_eq!(relayed, direct, "the relay, sequence id {seq}");
+        }
+        // In order, it logs in.
+        assert_eq!(
+            answer(relay.port, "app", "app-pw".into(), 1).await,
+            Some(None)
+        );
+    });
+}

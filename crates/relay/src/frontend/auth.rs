@@ -84,6 +84,33 @@ pub enum AuthError {
     Unavailable(String),
 }
 
+/// A login packet must come with the sequence id the one before it asks
+/// for (the server's own rule): anything else ends the login with the
+/// server's 1156, as a direct login does.
+async fn in_order<S: AsyncWrite + Unpin>(s: &mut S, got: u8, want: u8) -> Result<(), AuthError> {
+    if got == want {
+        return Ok(());
+    }
+    let msg = "Got packets out of order";
+    packet::write(
+        s,
+        got.wrapping_add(1),
+        &packet::err_payload(1156, "08S01", msg),
+    )
+    .await?;
+    Err(WireError::Protocol(format!("{msg} (sequence id {got}, expected {want})")).into())
+}
+
+/// Reads the client's next login packet, which must follow `sent`.
+async fn read_after<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    sent: u8,
+) -> Result<packet::Packet, AuthError> {
+    let r = packet::read(s, 1 << 16).await?;
+    in_order(s, r.seq, sent.wrapping_add(1)).await?;
+    Ok(r)
+}
+
 fn nonce() -> [u8; 20] {
     let mut n = [0u8; 20];
     rand::thread_rng().fill_bytes(&mut n);
@@ -198,6 +225,7 @@ where
     // One read for header and payload; what came behind the packet (a
     // TLS ClientHello, usually) is read again from `ahead` first.
     let (first, ahead) = crate::protocol::io::read_first(&mut raw, 1 << 16).await?;
+    in_order(&mut raw, first.seq, 1).await?;
     let caps_of = |p: &[u8]| {
         p.get(..4)
             .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -215,7 +243,7 @@ where
         } else {
             tls_accept(acceptor, Prefixed::new(ahead, raw)).await?
         };
-        let r = packet::read(&mut stream, 1 << 16).await?;
+        let r = read_after(&mut stream, first.seq).await?;
         (stream, r, true)
     } else if ahead.is_empty() {
         (AnyStream(Box::new(raw)), first, false)
@@ -303,7 +331,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
         sw.extend_from_slice(if use_old { &nonce[..8] } else { &nonce[..] });
         sw.push(0);
         packet::write(s, seq, &sw).await?;
-        let r = packet::read(s, 1 << 16).await?;
+        let r = read_after(s, seq).await?;
         token = r.payload;
         seq = r.seq.wrapping_add(1);
     }
@@ -337,7 +365,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
             // Ask for the password itself: in clear over TLS, else
             // encrypted with the relay's RSA key.
             packet::write(s, seq, &[0x01, 0x04]).await?;
-            let mut r = packet::read(s, 1 << 16).await?;
+            let mut r = read_after(s, seq).await?;
             seq = r.seq.wrapping_add(1);
             let pw = if tls {
                 r.payload.strip_suffix(&[0]).unwrap_or(&r.payload).to_vec()
@@ -347,7 +375,7 @@ pub async fn check<S: AsyncRead + AsyncWrite + Unpin>(
                     let mut p = vec![0x01];
                     p.extend_from_slice(key.public_pem.as_bytes());
                     packet::write(s, seq, &p).await?;
-                    r = packet::read(s, 1 << 16).await?;
+                    r = read_after(s, seq).await?;
                     seq = r.seq.wrapping_add(1);
                 }
                 rsa_password(&key.private, &r.payload, nonce).unwrap_or_default()
