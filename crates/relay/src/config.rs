@@ -105,6 +105,9 @@ pub struct PoolSettings {
     pub max_waiters: usize,
     /// Prepared statements kept per backend connection.
     pub statement_cache: usize,
+    /// Connections of one backend an account's clients may hold at once
+    /// (None: three quarters of `max`, see backend/share.rs).
+    pub max_per_account: Option<usize>,
 }
 
 impl Default for PoolSettings {
@@ -118,6 +121,7 @@ impl Default for PoolSettings {
             wait_timeout: Duration::from_secs(5),
             max_waiters: 10_000,
             statement_cache: 256,
+            max_per_account: None,
         }
     }
 }

@@ -68,6 +68,9 @@ pub struct BackendConn {
     created: Instant,
     idle_since: Instant,
     _slot: Slot,
+    /// The account whose client holds it, counted against its share
+    /// until it goes back (or away).
+    held: Option<crate::backend::share::Held>,
 }
 
 impl BackendConn {
@@ -200,7 +203,9 @@ struct Inner {
 struct Side {
     backend: Backend,
     inner: Mutex<Inner>,
-    notify: Notify,
+    notify: Arc<Notify>,
+    /// Connections each account's clients hold (see share.rs).
+    shares: Arc<crate::backend::share::Shares>,
     waiting: AtomicUsize,
     /// Clients holding one of its connections (least outstanding work).
     busy: AtomicUsize,
@@ -228,6 +233,10 @@ pub enum LeaseError {
     Queue(usize),
     #[error("backend {0}: {1}")]
     Connect(String, WireError),
+    /// The account's clients held their share of the pool for the whole
+    /// wait (see share.rs).
+    #[error("User '{0}' already has {1} active backend connections through the relay, its share of the pool ([pool] max_per_account): no connection of its own came back within {2:?}")]
+    Share(String, usize, Duration),
     /// Per-user mode: the server refused the client's own account (its
     /// code and words go to that client; the backend is not down).
     #[error("{1}")]
@@ -239,6 +248,9 @@ impl LeaseError {
     pub fn code(&self) -> u16 {
         match self {
             LeaseError::Timeout(..) | LeaseError::Queue(..) => 1040,
+            // The server's answer when full (drivers expect it; the
+            // relay's log names the account).
+            LeaseError::Share(..) => 1040,
             LeaseError::Connect(..) => UNREACHABLE_CODE,
             LeaseError::Denied(code, _) => *code,
         }
@@ -282,6 +294,8 @@ pub struct Pool {
 
 /// What a client needs of a backend connection.
 pub struct Want<'a> {
+    /// The client's login name: its account's share is counted by it.
+    pub user: &'a Arc<str>,
     pub shape: Shape,
     pub account: Option<&'a Arc<BackendAccount>>,
     pub db: &'a Option<String>,
@@ -374,7 +388,8 @@ impl Pool {
                         open: 0,
                         last_shape: None,
                     }),
-                    notify: Notify::new(),
+                    notify: Arc::new(Notify::new()),
+                    shares: Default::default(),
                     waiting: AtomicUsize::new(0),
                     busy: AtomicUsize::new(0),
                     tracked: Mutex::new(None),
@@ -544,6 +559,8 @@ impl Pool {
             n: &side.waiting,
             counted: false,
         };
+        let share = crate::backend::share::share(s.max, s.max_per_account);
+        let mut at_share;
         let result = loop {
             // Not boxed: a lease per statement would cost an allocation.
             #[allow(clippy::large_enum_variant)]
@@ -552,7 +569,11 @@ impl Pool {
                 Open(Slot),
                 Wait,
             }
-            let next = {
+            let held = side.shares.try_take(want.user, share, &side.notify);
+            at_share = held.is_none();
+            let next = if at_share {
+                Next::Wait
+            } else {
                 let mut inner = side.inner();
                 inner.last_shape = Some(shape);
                 // The most recently returned connection usually fits exactly.
@@ -610,9 +631,18 @@ impl Pool {
                     if let Some(m) = self.metrics.backend(backend) {
                         m.reuses.fetch_add(1, Relaxed);
                     }
+                    c.held = held;
                     break Ok(c);
                 }
-                Next::Open(slot) => break self.open(backend, shape, want.account, slot).await,
+                Next::Open(slot) => {
+                    break self
+                        .open(backend, shape, want.account, slot)
+                        .await
+                        .map(|mut c| {
+                            c.held = held;
+                            c
+                        })
+                }
                 Next::Wait => {
                     if !waiting.counted {
                         waiting.counted = true;
@@ -633,6 +663,20 @@ impl Pool {
                             .is_err()
                     {
                         self.metrics.lease_timeouts.fetch_add(1, Relaxed);
+                        if at_share {
+                            crate::admin::log::pool_exhausted(
+                                &side.backend.addr(),
+                                &format!(
+                                    "account '{}' held its share ({share}) for {:?}",
+                                    want.user, s.wait_timeout
+                                ),
+                            );
+                            break Err(LeaseError::Share(
+                                want.user.to_string(),
+                                share,
+                                s.wait_timeout,
+                            ));
+                        }
                         crate::admin::log::pool_exhausted(
                             &side.backend.addr(),
                             &format!(
@@ -728,6 +772,7 @@ impl Pool {
                     created: now,
                     idle_since: now,
                     _slot: slot,
+                    held: None,
                 })
             }
             Err(e) => {
@@ -752,6 +797,8 @@ impl Pool {
 
     /// Keeps `c` for the next client unless the pool shrank or it is old.
     fn make_idle(&self, mut c: BackendConn) {
+        // No client holds it now: its account's share is free again.
+        drop(c.held.take());
         let side = &self.sides[c.backend];
         let s = self.settings();
         let now = Instant::now();

@@ -123,6 +123,7 @@ struct PoolSection {
     wait_timeout: Option<f64>,
     max_waiters: Option<usize>,
     statement_cache: Option<usize>,
+    max_per_account: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -247,6 +248,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, ConfigError> {
             wait_timeout: Some(q.wait_timeout),
             max_waiters: None,
             statement_cache: None,
+            max_per_account: None,
         },
         tls: q
             .tls
@@ -428,6 +430,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         wait_timeout: secs(f.pool.wait_timeout, d.wait_timeout, "pool.wait_timeout")?,
         max_waiters: f.pool.max_waiters.unwrap_or(d.max_waiters),
         statement_cache: f.pool.statement_cache.unwrap_or(d.statement_cache).max(1),
+        max_per_account: f.pool.max_per_account,
     };
     if pool.min > pool.max {
         return Err(format!(

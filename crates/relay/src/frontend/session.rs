@@ -80,7 +80,7 @@ impl From<crate::backend::pool::LeaseError> for Fail {
             // The server's own answer when it is full, word for word
             // (drivers and their tests match it); the relay's log and
             // pool_wait_timeouts_total say which pool was busy.
-            LeaseError::Timeout(..) | LeaseError::Queue(..) => {
+            LeaseError::Timeout(..) | LeaseError::Queue(..) | LeaseError::Share(..) => {
                 Fail::Err(e.code(), "08004", "Too many connections".into())
             }
         }
@@ -146,6 +146,9 @@ struct Session {
     /// A reply being recorded as it is forwarded (see `local.rs`).
     capture: Option<Vec<u8>>,
     user: String,
+    /// The same name, shared with the pool, which counts each account's
+    /// connections by it (backend/share.rs).
+    account_key: std::sync::Arc<str>,
     /// Per-user mode: the backend account this client's connections log
     /// in as (its own).
     account: Option<Arc<BackendAccount>>,
@@ -247,6 +250,7 @@ where
         pending_loss: None,
         capture: None,
         user: li.hello.user.clone(),
+        account_key: std::sync::Arc::from(li.hello.user.as_str()),
         account: None,
         io: PacketIo::small(li.stream),
         ctx,
