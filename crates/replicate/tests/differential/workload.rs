@@ -10,7 +10,13 @@
 //! user variables, LAST_INSERT_ID(), transactions over both databases and
 //! one large transaction (a table without a primary key stays small: a
 //! replica scans it once per changed row), binlogs rotated, and the
-//! source killed -9 or shut down cleanly between two steps. Every statement is deterministic, so a replica
+//! source killed -9 or shut down cleanly between two steps, and sessions
+//! with settings other than the defaults (the auto_increment pair,
+//! lc_time_names, NO_BACKSLASH_ESCAPES and ANSI_QUOTES with the renamed
+//! database's name inside a literal, explicit_defaults_for_timestamp=0,
+//! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO) set back
+//! to the defaults after (on the code before the session context, 8 of 8
+//! seeds differed). Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
@@ -33,6 +39,80 @@ pub struct Plan {
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
 const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
+
+/// Statements under one non-default session setting, drawn from what a
+/// Query event's status variables carry, then the setting back at its
+/// default. `a` is the (renamed) database: its name inside a literal must
+/// stay as written.
+fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..8) {
+        0 => (
+            format!(
+                "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
+                rng.gen_range(2..9),
+                rng.gen_range(1..3)
+            ),
+            vec!["INSERT INTO bulk (a, b) VALUES (1, 'inc'), (2, 'inc'), (3, 'inc')".into()],
+            "SET SESSION auto_increment_increment = DEFAULT, auto_increment_offset = DEFAULT",
+        ),
+        1 => (
+            format!(
+                "SET SESSION lc_time_names = '{}'",
+                ["de_DE", "fr_FR", "ja_JP", "es_ES"][rng.gen_range(0..4)]
+            ),
+            vec!["INSERT INTO bulk (a, b) VALUES (5, DATE_FORMAT('2024-03-01', '%W %M'))".into()],
+            "SET SESSION lc_time_names = DEFAULT",
+        ),
+        2 => (
+            "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'".into(),
+            vec![format!(
+                "INSERT INTO nopk (a, b) VALUES ({n}, 'C:\\dir\\'), ({n}, ' {a}.nopk {i}')"
+            )],
+            "SET SESSION sql_mode = DEFAULT",
+        ),
+        3 => (
+            "SET SESSION explicit_defaults_for_timestamp = 0".into(),
+            vec![
+                format!("CREATE TABLE ts{i} (id INT PRIMARY KEY, t TIMESTAMP)"),
+                format!("INSERT INTO ts{i} (id) VALUES (1)"),
+            ],
+            "SET SESSION explicit_defaults_for_timestamp = DEFAULT",
+        ),
+        4 => (
+            "SET SESSION foreign_key_checks = 0".into(),
+            vec![format!(
+                "INSERT IGNORE INTO child (pid, v) VALUES ({}, 1)",
+                900_000 + i
+            )],
+            "SET SESSION foreign_key_checks = DEFAULT",
+        ),
+        5 => (
+            "SET NAMES latin1".into(),
+            vec![format!(
+                "INSERT INTO nopk (a, b) VALUES ({n}, 'caf\u{e9} {i}')"
+            )],
+            "SET NAMES utf8mb4",
+        ),
+        6 => (
+            "SET SESSION sql_mode = 'ANSI_QUOTES'".into(),
+            vec![format!(
+                "INSERT INTO \"{a}\".\"nopk\" (a, b) VALUES ({n}, 'ansi')"
+            )],
+            "SET SESSION sql_mode = DEFAULT",
+        ),
+        _ => (
+            "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".into(),
+            vec![format!(
+                "INSERT IGNORE INTO audit (n, what, at_id) VALUES (0, 'zero', {i})"
+            )],
+            "SET SESSION sql_mode = DEFAULT",
+        ),
+    };
+    let mut v = vec![set];
+    v.extend(body);
+    v.push(reset.into());
+    v
+}
 
 pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     let format = FORMATS[rng.gen_range(0..FORMATS.len())];
@@ -99,7 +179,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..25) {
+        let step: Vec<String> = match rng.gen_range(0..26) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -215,6 +295,11 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
                 format!("INSERT INTO nopk (a, b) VALUES ({n}, 'mixed')"),
                 "COMMIT".into(),
             ],
+            // A session with settings other than the defaults, one of
+            // each kind a Query event carries (or leaves out when default),
+            // then the defaults again: what the next step logs without
+            // them must not run under them on the target.
+            24 => session_step(rng, a, i, n),
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
