@@ -47,6 +47,15 @@ use sqlfleet_wire::command::*;
 /// ERR packet and treat as a communication failure.
 pub const LOST_CODE: u16 = 1158;
 
+/// The sequence id of the first packet answering a command of `len`
+/// bytes: the command took `len / 0xFFFFFF + 1` packets (one of 16 MiB - 1
+/// or more is followed by a shorter one, empty if need be), numbered from
+/// 0, and the answer goes on from there. A one-packet command's answer is
+/// 1; a 40 MiB statement's is 3.
+pub(crate) fn reply_seq(len: usize) -> u8 {
+    ((len / 0xFF_FFFF + 1) % 256) as u8
+}
+
 /// Why a command did not complete normally.
 enum Fail {
     /// Answer the command with this error; the session goes on.
@@ -505,7 +514,10 @@ impl Session {
                     self.ctx.metrics.errors.fetch_add(1, Relaxed);
                     if self
                         .io
-                        .write_packet(1, &packet::err_payload(code, state, &msg))
+                        .write_packet(
+                            reply_seq(cmd.len()),
+                            &packet::err_payload(code, state, &msg),
+                        )
                         .await
                         .is_err()
                     {
@@ -536,7 +548,10 @@ impl Session {
                     let msg = format!("Lost connection to backend server during query ({msg})");
                     let _ = self
                         .io
-                        .write_packet(1, &packet::err_payload(LOST_CODE, "08S01", &msg))
+                        .write_packet(
+                            reply_seq(cmd.len()),
+                            &packet::err_payload(LOST_CODE, "08S01", &msg),
+                        )
                         .await;
                 }
             }
@@ -845,5 +860,22 @@ impl Session {
     fn observe(&mut self, o: &Outcome) {
         let f = self.st.observe(o);
         self.apply(f);
+    }
+}
+
+#[cfg(test)]
+mod reply_seq_tests {
+    #[test]
+    fn an_answer_follows_the_command_s_last_packet() {
+        for (len, seq) in [
+            (1, 1),
+            (0xFF_FFFE, 1),
+            (0xFF_FFFF, 2),
+            (0xFF_FFFF * 2 + 5, 3),
+            (40 << 20, 3),
+            (0xFF_FFFF * 255, 0),
+        ] {
+            assert_eq!(super::reply_seq(len), seq, "{len}");
+        }
     }
 }

@@ -255,7 +255,34 @@ impl Session {
         self.handle.running(Some(running));
         if let Err(e) = sent.await {
             self.handle.running(None);
+            // The server may have refused the command before it went
+            // out whole (1153: bigger than its max_allowed_packet) and
+            // closed: its own error, when it is there, is the answer.
+            let refusal = tokio::time::timeout(
+                std::time::Duration::from_millis(200),
+                c.io.read_packet(1 << 16),
+            )
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .and_then(|(_, p)| sqlfleet_wire::packet::parse_err(&p));
             self.ctx.pool.discard(c);
+            if let Some((code, msg)) = refusal {
+                if self.st.lives_on_conn() {
+                    // The session died with the server's connection: the
+                    // client gets the server's words, then the end.
+                    let seq = super::reply_seq(payload.len());
+                    let _ = self
+                        .io
+                        .write_packet(
+                            seq,
+                            &sqlfleet_wire::packet::err_payload(code, "08S01", &msg),
+                        )
+                        .await;
+                    return Err(Fail::Close);
+                }
+                return Err(Fail::Err(code, "08S01", msg));
+            }
             return Err(Fail::Lost(e.to_string()));
         }
         self.client_sent = true;
