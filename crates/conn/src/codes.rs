@@ -19,6 +19,10 @@ pub const INTERRUPTED: u16 = 1317;
 /// (1537), foreign key name (1826) exists.
 pub const EXISTS: &[u16] = &[1007, 1050, 1060, 1061, 1304, 1359, 1537, 1826];
 
+/// ER_TABLE_EXISTS_ERROR: the table a CREATE makes is there (one of
+/// [`EXISTS`], decided on alone where a half-made table may be the cause).
+pub const TABLE_EXISTS: u16 = 1050;
+
 /// A dropping DDL statement that had already run: database (1008), table
 /// (1051, 1146), column or key (1091), routine (1305), trigger (1360),
 /// event (1539), sequence (4092) is gone.
