@@ -73,6 +73,8 @@ pub struct Ctx {
     pub replays: crate::frontend::replays::ReplayGate,
     /// Clients connected at once; more get ERROR 1040 at the handshake.
     pub max_clients: usize,
+    /// Failed-login streaks by address (frontend/throttle.rs).
+    pub throttle: crate::frontend::throttle::Throttle,
 }
 
 impl Ctx {

@@ -89,6 +89,7 @@ impl Relay {
                 trace: frontend::trace::Trace::from_env(),
                 replays: Default::default(),
                 max_clients,
+                throttle: Default::default(),
             }),
         })
     }

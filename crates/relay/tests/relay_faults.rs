@@ -362,3 +362,35 @@ fn a_handshake_response_out_of_order_is_refused_as_by_the_server() {
         );
     });
 }
+
+/// Guessing passwords costs the guesser: after ten failed logins in a row
+/// from one address, each new connection from it waits before its greeting
+/// (counted in login_delays_total); a login that succeeds ends the streak.
+/// Before: every failed login was answered at once, unthrottled.
+#[test]
+fn failed_logins_in_a_row_make_their_address_wait() {
+    let srv = server();
+    let relay = start_relay(srv, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let attempt = |pw: &'static str| async move {
+            app(relay.port, pw, None)
+                .connect(Duration::from_secs(20))
+                .await
+                .map(drop)
+        };
+        for _ in 0..10 {
+            assert!(attempt("wrong").await.is_err());
+        }
+        let delays = || relay.metric("sqlfleet_relay_login_delays_total");
+        assert_eq!(delays(), 0.0, "ten failures are free");
+        assert!(attempt("wrong").await.is_err());
+        assert!(attempt("wrong").await.is_err());
+        assert_eq!(delays(), 1.0, "the twelfth waited");
+        // The right password still gets in (after its wait), and ends it.
+        attempt("app-pw").await.expect("the right password");
+        assert_eq!(delays(), 2.0);
+        attempt("app-pw").await.expect("again");
+        assert_eq!(delays(), 2.0, "a success ended the streak");
+    });
+}

@@ -117,6 +117,8 @@ pub struct Metrics {
     /// Clients turned away with ERROR 1040 (relay.max_clients reached).
     pub clients_refused_full: AtomicU64,
     pub auth_failures: AtomicU64,
+    /// Connections made to wait before their greeting (frontend/throttle.rs).
+    pub login_delays: AtomicU64,
     pub commands: AtomicU64,
     pub errors: AtomicU64,
     pub backend_lost: AtomicU64,
@@ -258,6 +260,12 @@ impl Metrics {
             "counter",
             "Client logins refused.",
             g(&self.auth_failures),
+        );
+        one(
+            "login_delays_total",
+            "counter",
+            "Connections that waited before their greeting: their address had failed logins in a row.",
+            g(&self.login_delays),
         );
         one(
             "commands_total",

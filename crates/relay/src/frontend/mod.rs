@@ -9,4 +9,5 @@ pub mod clients;
 pub mod replays;
 pub mod rsa;
 pub mod session;
+pub mod throttle;
 pub mod trace;

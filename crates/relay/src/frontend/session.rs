@@ -197,6 +197,17 @@ where
         let _ = tokio::io::AsyncWriteExt::shutdown(&mut stream).await;
         return;
     }
+    // An address whose logins keep failing waits before its greeting (a
+    // Unix socket's clients are this machine's: not slowed).
+    let wait = if host == "localhost" {
+        std::time::Duration::ZERO
+    } else {
+        ctx.throttle.wait(&host)
+    };
+    if !wait.is_zero() {
+        ctx.metrics.login_delays.fetch_add(1, Relaxed);
+        tokio::time::sleep(wait).await;
+    }
     let users = ctx.users.read().unwrap_or_else(|e| e.into_inner()).clone();
     let greeting = ctx.greeting();
     let login = auth::login(
@@ -209,9 +220,13 @@ where
         &host,
     );
     let li = match tokio::time::timeout(std::time::Duration::from_secs(10), login).await {
-        Ok(Ok(li)) => li,
+        Ok(Ok(li)) => {
+            ctx.throttle.succeeded(&host);
+            li
+        }
         Ok(Err(auth::AuthError::Denied(why))) => {
             ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+            ctx.throttle.failed(&host);
             crate::admin::log::login_failed("", id, &why);
             return;
         }
