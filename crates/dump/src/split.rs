@@ -121,6 +121,10 @@ pub struct Splitter<R> {
     eof: bool,
     pub max_statement: usize,
     total_read: u64,
+    /// The last statement returned ended at the end of input, without its
+    /// delimiter (the mysql client runs it; a dump tool's file never has
+    /// one: see [`Splitter::ended_without_delimiter`]).
+    unterminated: bool,
 }
 
 impl<R: Read> Splitter<R> {
@@ -149,7 +153,15 @@ impl<R: Read> Splitter<R> {
             eof: false,
             max_statement: MAX_STATEMENT,
             total_read: 0,
+            unterminated: false,
         }
+    }
+
+    /// Whether the statement just returned was the input's last and had
+    /// no delimiter: a hand-written file's last line, or a dump cut short
+    /// (mysqldump and mariadb-dump end every statement with one).
+    pub fn ended_without_delimiter(&self) -> bool {
+        self.unterminated
     }
 
     /// Switches backslash escapes off when the dump sets
@@ -837,6 +849,7 @@ impl<R: Read> Splitter<R> {
             // Like the mysql client: a last statement without ';' still runs.
             let end = self.buf.len();
             self.pos = end;
+            self.unterminated = true;
             return Ok(Some(self.take(end)));
         }
         Ok(None)

@@ -506,8 +506,19 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                     check.held.push(*item);
                 }
             }
-            Msg::Done { bytes: b } => {
+            Msg::Done {
+                bytes: b,
+                cut_short,
+            } => {
                 bytes = b;
+                if cut_short {
+                    let w = format!(
+                        "{}: the dump has no \"-- Dump completed\" line at its end, which mysqldump and mariadb-dump write last: it may have been cut short (or still be copying); everything in it was loaded",
+                        opts.path.display()
+                    );
+                    progress::say(&format!("warning: {w}"));
+                    sched.warnings.push(w);
+                }
                 if !check.verified {
                     changed = Some(format!(
                         "this is not the input the interrupted load read: it ends at byte {b}, before byte {} that the interrupted load had reached; refusing to resume (use --restart)",

@@ -35,9 +35,11 @@ pub enum Msg {
         dump: bool,
     },
     Item(Box<Item>),
-    /// End of input, with the decompressed size.
+    /// End of input, with the decompressed size; `cut_short` when a dump
+    /// tool's file lacks its "-- Dump completed" trailer.
     Done {
         bytes: u64,
+        cut_short: bool,
     },
     Error(SplitError),
     /// Bad input in one file of a directory: the file, and the offset and
@@ -58,6 +60,17 @@ struct Hashing<R> {
     inner: R,
     id: IdHasher,
     head: Vec<u8>,
+    /// The last [`TAIL_BYTES`] read: where a dump tool writes its
+    /// "-- Dump completed" trailer.
+    tail: Vec<u8>,
+}
+
+const TAIL_BYTES: usize = 512;
+
+/// A dump tool's file that does not end with its trailer (or None for
+/// other input): cut short, or still being copied.
+fn lacks_trailer(head: &[u8], tail: &[u8]) -> bool {
+    is_dump_header(head) && memchr::memmem::find(tail, b"-- Dump completed").is_none()
 }
 
 const HEAD_BYTES: usize = 4096;
@@ -70,6 +83,12 @@ impl<R: Read> Read for Hashing<R> {
             let take = n.min(HEAD_BYTES - self.head.len());
             self.head.extend_from_slice(&buf[..take]);
         }
+        let new = &buf[n.saturating_sub(TAIL_BYTES)..n];
+        let keep = TAIL_BYTES - new.len();
+        if self.tail.len() > keep {
+            self.tail.drain(..self.tail.len() - keep);
+        }
+        self.tail.extend_from_slice(new);
         Ok(n)
     }
 }
@@ -386,7 +405,10 @@ fn read_dir(
             }
         }
     }
-    let _ = tx.blocking_send(Msg::Done { bytes: at });
+    let _ = tx.blocking_send(Msg::Done {
+        bytes: at,
+        cut_short: false,
+    });
 }
 
 fn read_all(
@@ -401,6 +423,7 @@ fn read_all(
         inner: reader,
         id: IdHasher::default(),
         head: Vec::new(),
+        tail: Vec::new(),
     });
     sp.max_statement = opts.max_statement;
     let mut r = Reading::new(opts, tx, stop);
@@ -421,6 +444,22 @@ fn read_all(
         }
         let mut finished = false;
         match next {
+            Ok(Some(stmt))
+                if sp.ended_without_delimiter() && is_dump_header(&sp.get_ref().head) =>
+            {
+                // A dump tool ends every statement with ';': this one was
+                // cut short. Said before it reaches the server (whose
+                // answer would be a 1064 "near ''").
+                finished = true;
+                let e = SplitError::Syntax {
+                    offset: stmt.offset + r.shift,
+                    line: stmt.line,
+                    what: "the dump ends inside this statement, which has no ';' (truncated dump? mysqldump and mariadb-dump end every statement with one)".into(),
+                };
+                if !r.emit(Msg::Error(e)) {
+                    return;
+                }
+            }
             Ok(Some(stmt)) => {
                 if let Some(path) = stmt.source.clone() {
                     let at = stmt.end + r.shift;
@@ -473,8 +512,10 @@ fn read_all(
             }
         }
         if finished {
+            let h = sp.get_ref();
             let _ = tx.blocking_send(Msg::Done {
                 bytes: sp.bytes_read() + r.shift,
+                cut_short: lacks_trailer(&h.head, &h.tail),
             });
             return;
         }

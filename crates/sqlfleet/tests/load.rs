@@ -1522,3 +1522,45 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
     eprintln!("slowest exit after a signal: {slowest:.3} s");
     println!("faults-survived: faults={seeds} violations=0");
 }
+
+/// A mariadb-dump file cut inside a statement: called truncated, with the
+/// place, and that statement never sent (before: the server's "ERROR 1064
+/// ... near ''"). A file cut between statements loads what it has and
+/// warns that its "-- Dump completed" line is missing (before: exit 0 and
+/// no word).
+#[test]
+fn a_cut_dump_is_called_cut() {
+    let srv = server();
+    let dir = tmp();
+    let head = "-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB\n/*!40101 SET NAMES utf8mb4 */;\n\
+                CREATE TABLE `c` (`id` int NOT NULL, PRIMARY KEY (`id`));\n\
+                INSERT INTO `c` VALUES (1),(2);\n";
+    let mid = dir.path().join("mid.sql");
+    std::fs::write(&mid, format!("{head}INSERT INTO `c` VALUES (3),(4")).expect("write");
+    let db = fresh_db(srv, "cut_mid");
+    let o = sqlfleet_load(srv, &["-D", &db, mid.to_str().expect("utf8")]);
+    let e = stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{e}");
+    assert!(e.contains("truncated dump") && e.contains("line 5"), "{e}");
+    assert!(
+        !e.contains("1064"),
+        "the server was sent the cut statement: {e}"
+    );
+    let between = dir.path().join("between.sql");
+    std::fs::write(&between, head).expect("write");
+    let db = fresh_db(srv, "cut_between");
+    let o = sqlfleet_load(srv, &["-D", &db, between.to_str().expect("utf8")]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("Dump completed"),
+        "no warning of the missing trailer: {all}"
+    );
+    let whole = dir.path().join("whole.sql");
+    std::fs::write(&whole, format!("{head}-- Dump completed on 2026-11-29\n")).expect("write");
+    let db = fresh_db(srv, "cut_none");
+    let o = sqlfleet_load(srv, &["-D", &db, whole.to_str().expect("utf8")]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{all}");
+    assert!(!all.contains("cut short"), "a whole dump warned: {all}");
+}

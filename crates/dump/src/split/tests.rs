@@ -484,3 +484,25 @@ fn line_delimiters_keep_mydumpers_routine_bodies_whole() {
     // Without it, as the mysql client: the body is cut at its first `;`.
     assert_eq!(texts(input).len(), 6);
 }
+
+#[test]
+fn a_last_statement_without_its_delimiter_is_told_apart() {
+    for (input, last_unterminated) in [
+        (&b"SELECT 1;\nSELECT 2"[..], true),
+        (&b"SELECT 1;\nSELECT 2;\n"[..], false),
+        (&b"SELECT 1;\n-- trailer\n"[..], false),
+        (&b"INSERT INTO t VALUES (1),(2"[..], true),
+    ] {
+        let mut sp = Splitter::new(input);
+        let mut last = false;
+        while let Ok(Some(_)) = sp.next_statement() {
+            last = sp.ended_without_delimiter();
+        }
+        assert_eq!(
+            last,
+            last_unterminated,
+            "{}",
+            String::from_utf8_lossy(input)
+        );
+    }
+}
