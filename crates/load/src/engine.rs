@@ -33,6 +33,7 @@ pub struct EngineOptions {
     pub compressed: bool,
     pub started: Instant,
     pub galera: Option<crate::galera::Cluster>,
+    pub max_packet: Option<u64>,
 }
 
 pub struct Engine {
@@ -74,6 +75,7 @@ impl Engine {
             load_id: o.load_id,
             continue_on_error: o.continue_on_error,
             galera: o.galera,
+            max_packet: o.max_packet,
         });
         let queue = Arc::new(JobQueue::new(o.queue_bytes));
         let workers = (0..o.threads.max(1))

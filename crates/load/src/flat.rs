@@ -371,6 +371,8 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         total: sizes,
         started,
         galera: cluster.clone(),
+        // Chunks go as LOAD DATA pieces, each well under the limit.
+        max_packet: None,
     })?;
     let shared = engine.shared.clone();
 

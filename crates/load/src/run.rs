@@ -194,6 +194,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         .map_err(|e| LoadError::Setup {
             what: format!("{endpoint}: reading its wsrep settings: {e}"),
         })?;
+    let max_packet: Option<u64> = bookkeeping
+        .query_first("SELECT @@max_allowed_packet")
+        .await
+        .ok()
+        .flatten();
     if let Some(what) = cluster.as_ref().and_then(|c| c.binlog_refusal(opts.binlog)) {
         return Err(LoadError::Setup {
             what: format!("{endpoint}: {what}"),
@@ -423,6 +428,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         total,
         started,
         galera: cluster.clone(),
+        max_packet,
     })?;
     let shared = engine.shared.clone();
     let regime = if is_dump && !opts.serial {

@@ -261,6 +261,20 @@ impl Scheduler {
             }
             return;
         }
+        if let Some(why) = self
+            .ctx
+            .max_packet
+            .and_then(|m| over_packet(stmt.text.len(), m))
+        {
+            // The server would refuse it and end the connection (the
+            // client saw "Connection reset by peer"): said before it goes.
+            self.ctx.shared.fail(StatementFailure {
+                code: Some(1153),
+                message: why,
+                ..StatementFailure::of_text(&stmt, None)
+            });
+            return;
+        }
         if let (Some(c), Kind::TableDdl { .. } | Kind::Barrier) = (&self.ctx.galera, &kind) {
             // Input read once (standard input) was not checked before the
             // load: the statement stops here, before it runs.
@@ -907,6 +921,37 @@ impl Scheduler {
                 }
                 false
             }
+        }
+    }
+}
+
+/// Why a statement of `len` bytes cannot go to a server whose
+/// max_allowed_packet is `max` (the command byte counts too), if so.
+pub(crate) fn over_packet(len: usize, max: u64) -> Option<String> {
+    let size = len as u64 + 1;
+    (size > max).then(|| {
+        format!(
+            "this statement is {size} bytes, more than the server's max_allowed_packet ({max} bytes): the server would refuse it and end the connection; raise it (SET GLOBAL max_allowed_packet = {}), then load again with --resume",
+            size.next_power_of_two().max(max)
+        )
+    })
+}
+
+#[cfg(test)]
+mod packet_tests {
+    #[test]
+    fn statements_over_the_servers_packet_are_refused_by_size() {
+        for (len, max, refused) in [
+            (10, 100, false),
+            (99, 100, false),
+            (100, 100, true),
+            (40 << 20, 16 << 20, true),
+        ] {
+            assert_eq!(
+                super::over_packet(len, max).is_some(),
+                refused,
+                "{len} of {max}"
+            );
         }
     }
 }

@@ -272,4 +272,7 @@ pub struct Ctx {
     pub continue_on_error: bool,
     /// The target is a Galera node: its table statements are checked.
     pub galera: Option<crate::galera::Cluster>,
+    /// The server's max_allowed_packet: a statement longer than it is
+    /// refused before it is sent (the server would end the connection).
+    pub max_packet: Option<u64>,
 }

@@ -1564,3 +1564,62 @@ fn a_cut_dump_is_called_cut() {
     assert_eq!(o.status.code(), Some(0), "{all}");
     assert!(!all.contains("cut short"), "a whole dump warned: {all}");
 }
+
+/// A statement bigger than the server's max_allowed_packet (a long
+/// --hex-blob row): named as such — its size, the limit, its line — before
+/// it is sent, and nothing after it runs (before: "Connection reset by
+/// peer (os error 104)", and the next table already loaded). The server's
+/// limit is read, never assumed: the statement here is 2 MiB, the
+/// server's limit 1 MiB.
+#[test]
+fn a_statement_over_max_allowed_packet_is_named_before_it_is_sent() {
+    // A server of its own with a 1 MiB limit (a global: the shared one's
+    // other tests must not see it).
+    let own = sqlfleet_testkit::server_with(&["max-allowed-packet=1048576"]);
+    let srv = &own;
+    let dir = tmp();
+    let file = dir.path().join("big_row.sql");
+    let blob: String = "ab".repeat(1 << 20);
+    std::fs::write(
+        &file,
+        format!(
+            "CREATE TABLE `r` (`id` int NOT NULL, `b` longblob, PRIMARY KEY (`id`));\n\
+             INSERT INTO `r` VALUES (1,0x00);\n\
+             INSERT INTO `r` VALUES (2,0x{blob});\n\
+             INSERT INTO `r` VALUES (3,0x00);\n\
+             CREATE TABLE `after` (`id` int);\n"
+        ),
+    )
+    .expect("write");
+    let db = fresh_db(srv, "packet");
+    let o = sqlfleet_load(
+        srv,
+        &["-D", &db, "--threads", "1", file.to_str().expect("utf8")],
+    );
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(
+        e.contains("max_allowed_packet (1048576 bytes)") && e.contains("line 3"),
+        "{e}"
+    );
+    let (rows, after): (i64, i64) = rt().block_on(async {
+        let mut c = srv.connect().await;
+        let rows: Option<i64> = c
+            .query_first(format!("SELECT COUNT(*) FROM `{db}`.r WHERE id = 3"))
+            .await
+            .expect("rows");
+        let after: Option<i64> = c
+            .exec_first(
+                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'after'",
+                (&db,),
+            )
+            .await
+            .expect("after");
+        (rows.unwrap_or(0), after.unwrap_or(0))
+    });
+    assert_eq!(
+        (rows, after),
+        (0, 0),
+        "statements after the refused one ran: {e}"
+    );
+}
