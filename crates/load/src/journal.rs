@@ -674,6 +674,24 @@ pub async fn finish(
     .map_err(jerr(endpoint))
 }
 
+/// Forgets a load that journaled nothing (its input failed before its
+/// first statement — binary data, a README loaded by mistake): no
+/// "resumable" state is left for a next run to trip over. A load with
+/// journal rows (this run's or an earlier one's) is kept.
+pub async fn forget_if_empty(
+    conn: &mut Conn,
+    endpoint: &str,
+    load_id: &str,
+) -> Result<(), LoadError> {
+    let id = literal(load_id);
+    conn.query_drop(format!(
+        "DELETE FROM sqlfleet.loads WHERE load_id = {id} \
+         AND NOT EXISTS (SELECT 1 FROM sqlfleet.load_journal WHERE load_id = {id})"
+    ))
+    .await
+    .map_err(jerr(endpoint))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

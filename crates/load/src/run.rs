@@ -598,6 +598,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             journal::End::Failed
         };
         let _ = journal::finish(&mut bookkeeping, &endpoint, &load_id, end, bytes, rows).await;
+        if input_error.is_some() && !saw_statement {
+            let _ = journal::forget_if_empty(&mut bookkeeping, &endpoint, &load_id).await;
+        }
     }
     let _ = bookkeeping.disconnect().await;
     if let Some(what) = changed {

@@ -585,6 +585,17 @@ fn bad_input_errors_say_where_and_exit_nonzero() {
             "names the file: {e}"
         );
     }
+    // Input refused before its first statement leaves nothing resumable:
+    // the same command says the same again (before: "an earlier load of
+    // this dump stopped before the end: rerun with --resume").
+    let garbage = dir.path().join("garbage.bin");
+    let db = fresh_db(srv, "bad_again");
+    for _ in 0..2 {
+        let o = sqlfleet_load(srv, &["-D", &db, garbage.to_str().expect("utf8")]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{e}");
+        assert!(e.contains("NUL byte outside a string"), "{e}");
+    }
 }
 
 #[test]
