@@ -475,21 +475,24 @@ async fn statements(
             let r = match limited {
                 Some(Ok(r)) => r,
                 stopped => {
+                    // The kill is tried first: the status says what
+                    // happened to it, never that it was sent when it was not.
+                    let killed = kill_query(target, id, opts.connect_timeout).await;
+                    drop(conn);
                     let (state, msg) = match stopped {
                         Some(Err(l)) => (
                             State::Timeout,
                             format!(
-                                "query timed out after {:.1}s (KILL QUERY {id} sent)",
-                                l.as_secs_f64()
+                                "query timed out after {:.1}s ({})",
+                                l.as_secs_f64(),
+                                kill_note(id, &killed)
                             ),
                         ),
                         _ => (
                             State::Interrupted,
-                            format!("interrupted (KILL QUERY {id} sent)"),
+                            format!("interrupted ({})", kill_note(id, &killed)),
                         ),
                     };
-                    kill_query(target, id, opts.connect_timeout).await;
-                    drop(conn);
                     if opts.mode != Mode::Stream {
                         outcome.error = Some(msg.clone());
                         let _ = tx
@@ -579,11 +582,40 @@ fn describe(e: &WireError) -> String {
     }
 }
 
-/// Asks the server to stop the query of connection `id`.
-async fn kill_query(target: &Target, id: u32, connect_timeout: Duration) {
-    if let Ok(mut c) = target.dial(connect_timeout).await {
-        let _ = c.execute(&format!("KILL QUERY {id}")).await;
+/// How long the kill of a timed-out statement may take in all (dial and
+/// KILL): a host gone dark mid-statement is released within the query
+/// timeout and this, not after a full connect timeout more.
+const KILL_BOUND: Duration = Duration::from_secs(1);
+
+/// Asks the server to stop the query of connection `id`, within
+/// [`KILL_BOUND`]; what came of it.
+async fn kill_query(target: &Target, id: u32, connect_timeout: Duration) -> Result<(), String> {
+    let kill = async {
+        let mut c = target
+            .dial(connect_timeout.min(KILL_BOUND))
+            .await
+            .map_err(|e| format!("connecting for it: {e}"))?;
+        let r = c
+            .execute(&format!("KILL QUERY {id}"))
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string());
         c.quit().await;
+        r
+    };
+    match tokio::time::timeout(KILL_BOUND, kill).await {
+        Ok(r) => r,
+        Err(_) => Err(format!("no answer within {}s", KILL_BOUND.as_secs())),
+    }
+}
+
+/// What the status says of the kill of connection `id`'s statement.
+fn kill_note(id: u32, killed: &Result<(), String>) -> String {
+    match killed {
+        Ok(()) => format!("KILL QUERY {id} sent"),
+        Err(why) => format!(
+            "KILL QUERY {id} could not be sent: {why}; the statement may still run on the server"
+        ),
     }
 }
 
@@ -782,4 +814,21 @@ fn write_output(
     }
     out.flush()?;
     Ok(differing)
+}
+
+#[cfg(test)]
+mod kill_tests {
+    #[test]
+    fn the_status_says_what_came_of_the_kill() {
+        for (killed, want) in [
+            (Ok(()), "KILL QUERY 7 sent"),
+            (
+                Err("no answer within 1s".to_string()),
+                "KILL QUERY 7 could not be sent: no answer within 1s; the statement may still run",
+            ),
+        ] {
+            let note = super::kill_note(7, &killed);
+            assert!(note.starts_with(want), "{note}");
+        }
+    }
 }

@@ -87,7 +87,7 @@ pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration)
         // lacks): the connection is fine and kept; the check names it.
         Ok(Err(e @ WireError::Server { .. })) => Check {
             health: Health::Down(format!(
-                "the status queries were refused: {} (the monitor account needs PROCESS and REPLICATION CLIENT)",
+                "the status queries were refused: {} (the monitor account needs PROCESS, and for SHOW SLAVE STATUS REPLICATION CLIENT before MariaDB 10.5.9, SLAVE MONITOR from it: GRANT PROCESS, SLAVE MONITOR ON *.* TO ...)",
                 describe(&e)
             )),
             connect,
