@@ -206,6 +206,21 @@ fn skip_binlog_on_a_mariadb_galera_node_still_reaches_every_node() {
         g,
         "DROP DATABASE IF EXISTS gal_skip; CREATE DATABASE gal_skip",
     );
+    // The database reaches node 2 through the cluster: wait for it there
+    // (the load failed once, under a busy machine, on node 2 before it).
+    let t0 = std::time::Instant::now();
+    while count_on(
+        g,
+        1,
+        "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'gal_skip'",
+    ) != 1
+    {
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "gal_skip never reached node 2"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let mut opts = on_node2(g, "gal_skip", &file);
     opts.binlog = sqlfleet_load::Binlog::Skip;
     let s = common::load(opts).unwrap_or_else(|e| panic!("{e}"));
