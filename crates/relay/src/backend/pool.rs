@@ -656,6 +656,17 @@ impl Pool {
                         }
                     }
                     let notified = side.notify.notified();
+                    tokio::pin!(notified);
+                    // A client waiting at its account's share is woken by
+                    // `notify_waiters`, which keeps no permit: registered
+                    // first, then the share looked at again, so a release
+                    // in between is not missed.
+                    notified.as_mut().enable();
+                    if at_share
+                        && crate::backend::share::may_lease(side.shares.held(want.user), share)
+                    {
+                        continue;
+                    }
                     let now = Instant::now();
                     if now >= deadline
                         || tokio::time::timeout(deadline - now, notified)
@@ -797,8 +808,9 @@ impl Pool {
 
     /// Keeps `c` for the next client unless the pool shrank or it is old.
     fn make_idle(&self, mut c: BackendConn) {
-        // No client holds it now: its account's share is free again.
-        drop(c.held.take());
+        // No client holds it now: its account's share is free again once
+        // it is idle (dropped at the end, so a waiter it wakes finds it).
+        let _held = c.held.take();
         let side = &self.sides[c.backend];
         let s = self.settings();
         let now = Instant::now();

@@ -67,6 +67,7 @@ impl Shares {
         Some(Held {
             shares: self.clone(),
             user: user.clone(),
+            share,
             notify: notify.clone(),
         })
     }
@@ -76,21 +77,29 @@ impl Shares {
 pub struct Held {
     shares: Arc<Shares>,
     user: Arc<str>,
+    share: usize,
     notify: Arc<Notify>,
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         let mut m = self.shares.held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut was_full = false;
         if let Some(n) = m.get_mut(&self.user) {
+            was_full = !may_lease(*n, self.share);
             *n -= 1;
             if *n == 0 {
                 m.remove(&self.user);
             }
         }
         drop(m);
-        // An account waiting at its share may go on now.
-        self.notify.notify_waiters();
+        // Only an account that was at its share can have clients waiting
+        // for it (they registered before looking again: pool.rs); any other
+        // release wakes no one here — a lease returned under load must not
+        // wake every waiter of the backend.
+        if was_full {
+            self.notify.notify_waiters();
+        }
     }
 }
 
