@@ -154,10 +154,9 @@ struct Session {
     pending_loss: Option<String>,
     /// A reply being recorded as it is forwarded (see `local.rs`).
     capture: Option<Vec<u8>>,
-    user: String,
-    /// The same name, shared with the pool, which counts each account's
-    /// connections by it (backend/share.rs).
-    account_key: std::sync::Arc<str>,
+    /// The client's login name (shared with the pool, which counts each
+    /// account's connections by it: backend/share.rs).
+    user: Arc<str>,
     /// Per-user mode: the backend account this client's connections log
     /// in as (its own).
     account: Option<Arc<BackendAccount>>,
@@ -273,8 +272,7 @@ where
         client_sent: false,
         pending_loss: None,
         capture: None,
-        user: li.hello.user.clone(),
-        account_key: std::sync::Arc::from(li.hello.user.as_str()),
+        user: Arc::from(li.hello.user.as_str()),
         account: None,
         io: PacketIo::small(li.stream),
         ctx,
@@ -287,7 +285,7 @@ where
         match &li.credential {
             Some(c) => {
                 s.account = Some(Arc::new(BackendAccount {
-                    user: s.user.clone(),
+                    user: s.user.to_string(),
                     credential: c.clone(),
                 }))
             }

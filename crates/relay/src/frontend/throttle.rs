@@ -8,6 +8,7 @@
 //! keeps the counts, bounded in memory.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -39,11 +40,17 @@ pub fn delay(failures: u32) -> Duration {
 #[derive(Default)]
 pub struct Throttle {
     streaks: Mutex<HashMap<String, (u32, Instant)>>,
+    /// Some address has a streak: while none has (the usual case), a
+    /// connect and a login take no lock here.
+    any: AtomicBool,
 }
 
 impl Throttle {
     /// How long a new connection from `host` waits before its greeting.
     pub fn wait(&self, host: &str) -> Duration {
+        if !self.any.load(Ordering::Relaxed) {
+            return Duration::ZERO;
+        }
         let m = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
         match m.get(host) {
             Some((n, at)) if at.elapsed() < FORGET_AFTER => delay(*n),
@@ -72,14 +79,17 @@ impl Throttle {
         }
         e.0 = e.0.saturating_add(1);
         e.1 = Instant::now();
+        self.any.store(true, Ordering::Relaxed);
     }
 
     /// A login from `host` succeeded: its streak ends.
     pub fn succeeded(&self, host: &str) {
-        self.streaks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(host);
+        if !self.any.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut m = self.streaks.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(host);
+        self.any.store(!m.is_empty(), Ordering::Relaxed);
     }
 }
 

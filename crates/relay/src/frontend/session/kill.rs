@@ -88,7 +88,7 @@ impl Session {
             }
             return Err(Fail::Err(1094, "HY000", format!("Unknown thread id: {id}")));
         };
-        if target.user() != self.user && !self.may_kill_others().await? {
+        if *target.user() != *self.user && !self.may_kill_others().await? {
             return Err(Fail::Err(
                 1095,
                 "HY000",
@@ -154,7 +154,7 @@ impl Session {
         cmd: &[u8],
     ) -> Result<(), Fail> {
         let per_user = self.account.is_some();
-        if !per_user && user != self.user {
+        if !per_user && user != &*self.user {
             return Err(Fail::Err(
                 1095,
                 "HY000",

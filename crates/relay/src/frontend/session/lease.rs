@@ -447,7 +447,7 @@ impl Session {
     /// What this client needs of a backend connection.
     pub(super) fn want(&self) -> crate::backend::pool::Want<'_> {
         crate::backend::pool::Want {
-            user: &self.account_key,
+            user: &self.user,
             shape: self.shape,
             account: self.account.as_ref(),
             db: &self.st.db,

@@ -89,7 +89,7 @@ impl Session {
         }
         let text = String::from_utf8_lossy(sql);
         for (i, r) in rules.rules.iter().enumerate() {
-            let hit = r.user.as_ref().is_none_or(|u| *u == self.user)
+            let hit = r.user.as_ref().is_none_or(|u| **u == *self.user)
                 && r.schema
                     .as_ref()
                     .is_none_or(|s| Some(s) == self.st.db.as_ref())

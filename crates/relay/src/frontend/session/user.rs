@@ -193,8 +193,7 @@ impl Session {
         };
         self.clear_state(false);
         self.account = account;
-        self.user = req.user.clone();
-        self.account_key = std::sync::Arc::from(req.user.as_str());
+        self.user = std::sync::Arc::from(req.user.as_str());
         self.handle.set_user(&req.user);
         if let Some(coll) = req.collation {
             self.shape.collation = coll;
