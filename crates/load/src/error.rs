@@ -114,16 +114,12 @@ pub enum LoadError {
     Changed { path: PathBuf, what: String },
     #[error("{path}: refused: {what}; nothing was loaded")]
     Refused { path: PathBuf, what: String },
-    #[error("{path}: interrupted: {statements} {unit} ({rows} rows) committed and journaled{}; rerun with --resume to go on from there, or --restart to load again from the start",
-        through.map(|l| format!(", everything through line {l}")).unwrap_or_default())]
+    #[error("{path}: interrupted: {statements} {unit} ({rows} rows) committed and journaled; rerun with --resume to go on from there, or --restart to load again from the start")]
     Interrupted {
         path: PathBuf,
         unit: &'static str,
         statements: u64,
         rows: u64,
-        /// A line every statement up to which committed, when known (an
-        /// interrupt skips what was queued, so the last line fed is not).
-        through: Option<u64>,
     },
 }
 

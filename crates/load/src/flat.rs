@@ -615,7 +615,6 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
             unit: "chunks",
             statements: shared.batches.load(Ordering::Relaxed),
             rows,
-            through: None,
         });
     }
     let seconds = started.elapsed().as_secs_f64();

@@ -194,11 +194,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         .map_err(|e| LoadError::Setup {
             what: format!("{endpoint}: reading its wsrep settings: {e}"),
         })?;
+    // The largest statement the server takes (see schedule.rs).
     let max_packet: Option<u64> = bookkeeping
         .query_first("SELECT @@max_allowed_packet")
         .await
-        .ok()
-        .flatten();
+        .map_err(|e| LoadError::Setup {
+            what: format!("{endpoint}: reading its max_allowed_packet: {e}"),
+        })?;
     if let Some(what) = cluster.as_ref().and_then(|c| c.binlog_refusal(opts.binlog)) {
         return Err(LoadError::Setup {
             what: format!("{endpoint}: {what}"),
@@ -624,9 +626,6 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             unit: "statements",
             statements: shared.statements.load(Ordering::Relaxed),
             rows,
-            // Batches queued when the signal came did not run: the last
-            // line fed is not a line everything up to committed.
-            through: None,
         });
     }
     if !saw_statement {

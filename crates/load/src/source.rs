@@ -67,8 +67,8 @@ struct Hashing<R> {
 
 const TAIL_BYTES: usize = 512;
 
-/// A dump tool's file that does not end with its trailer (or None for
-/// other input): cut short, or still being copied.
+/// Whether a dump tool's file lacks its trailer: cut short, or still being
+/// copied (false for input no dump tool wrote).
 fn lacks_trailer(head: &[u8], tail: &[u8]) -> bool {
     is_dump_header(head) && memchr::memmem::find(tail, b"-- Dump completed").is_none()
 }

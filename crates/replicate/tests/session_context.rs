@@ -229,3 +229,66 @@ async fn an_xa_transaction_stops_its_stream_and_only_it() {
         st[0].streams
     );
 }
+
+/// The statement reader's character-set table against the server's own
+/// list: every collation the server has maps to the class of its character
+/// set, and no other character set the server takes as a client's
+/// (`SET character_set_client` succeeds) has a two-byte character whose
+/// second byte is `\` or a backquote — the server decides which byte pairs
+/// are one character.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_multibyte_table_is_the_servers() {
+    use sqlfleet_dump::lex::Multibyte;
+    let mut c = target().connect().await;
+    let rows: Vec<(u32, String, u32)> = c
+        .query(
+            "SELECT co.ID, co.CHARACTER_SET_NAME, cs.MAXLEN FROM information_schema.COLLATIONS co \
+             JOIN information_schema.CHARACTER_SETS cs USING (CHARACTER_SET_NAME) WHERE co.ID IS NOT NULL",
+        )
+        .await
+        .expect("collations");
+    assert!(rows.len() > 100, "{} collations", rows.len());
+    let mut safe_multibyte = std::collections::BTreeSet::new();
+    for (id, cs, maxlen) in &rows {
+        let want = match cs.as_str() {
+            "big5" => Multibyte::Big5,
+            "gbk" => Multibyte::Gbk,
+            "gb18030" => Multibyte::Gb18030,
+            "sjis" | "cp932" => Multibyte::Sjis,
+            _ => Multibyte::AsciiSafe,
+        };
+        let id = u16::try_from(*id).expect("a collation id fits 16 bits");
+        assert_eq!(Multibyte::of_collation(id), want, "collation {id} ({cs})");
+        if want == Multibyte::AsciiSafe && *maxlen > 1 {
+            safe_multibyte.insert(cs.clone());
+        }
+    }
+    // Only what a client may send text in (ucs2, utf16, utf32 may not).
+    let mut client = std::collections::BTreeSet::new();
+    for cs in &safe_multibyte {
+        if c.query_drop(format!("SET character_set_client = {cs}"))
+            .await
+            .is_ok()
+        {
+            client.insert(cs.clone());
+        }
+    }
+    c.query_drop("SET character_set_client = DEFAULT")
+        .await
+        .expect("reset");
+    let safe_multibyte = client;
+    assert!(safe_multibyte.contains("utf8mb4"), "{safe_multibyte:?}");
+    for cs in &safe_multibyte {
+        for trail in ["5C", "60"] {
+            let n: Option<i64> = c
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM mysql.seq_128_to_255 WHERE \
+                     CHAR_LENGTH(CONVERT(UNHEX(CONCAT(HEX(seq), '{trail}')) USING {cs})) = 1"
+                ))
+                .await
+                .expect("count");
+            assert_eq!(n, Some(0), "{cs} has characters ending in 0x{trail}");
+        }
+    }
+    let _ = c.disconnect().await;
+}
