@@ -119,6 +119,35 @@ impl Context {
         self.charset.map(|c| c.0)
     }
 
+    /// Whether the statement's text is UTF-8 (utf8mb3 or utf8mb4, every
+    /// collation of them MariaDB 10.11 lists: checked against a server's
+    /// own list in the tests), so a name written into it in UTF-8 reads
+    /// as that name.
+    pub fn utf8_text(&self) -> bool {
+        matches!(
+            self.client_charset(),
+            Some(
+                33
+                | 83
+                | 192..=215
+                | 223
+                | 576..=578
+                | 1057
+                | 1107
+                | 1216
+                | 1238
+                | 45
+                | 46
+                | 224..=247
+                | 608..=610
+                | 1069
+                | 1070
+                | 1248
+                | 1270,
+            )
+        )
+    }
+
     /// How the statement's text is written, for the statement reader.
     pub fn dialect(&self) -> sqlfleet_dump::lex::Dialect {
         sqlfleet_dump::lex::Dialect {
@@ -245,21 +274,29 @@ fn updated_db_names_len(b: &[u8]) -> Option<usize> {
     Some(l)
 }
 
+/// Whether a target session can be given this context, without building
+/// its `SET` (the assembler asks for every statement; [`set_items`] builds
+/// it when the statement is applied): flags2, sql_mode and the character
+/// sets when it can.
+pub fn reproducible(c: &Context) -> Result<(u32, u64, (u16, u16, u16)), String> {
+    if let Some(why) = &c.refused {
+        return Err(why.clone());
+    }
+    match (c.flags2, c.sql_mode, c.charset) {
+        (Some(f), Some(mode), Some(cs)) => Ok((f, mode, cs)),
+        // Every MariaDB (and MySQL since 5.0) writes these three.
+        _ => Err(
+            "a statement without its flags2, sql_mode or character set status variable (written by every server since MySQL 5.0): its session cannot be known".into(),
+        ),
+    }
+}
+
 /// The `SET` items (without `SET`) that put a target session in the
 /// statement's context: every variable, from the event where it is there
 /// and the server's default where it is not. `Err` when the context
 /// cannot be reproduced (the statement must not run).
 pub fn set_items(c: &Context) -> Result<Vec<String>, String> {
-    if let Some(why) = &c.refused {
-        return Err(why.clone());
-    }
-    let (Some(f), Some(mode), Some((client, conn, server))) = (c.flags2, c.sql_mode, c.charset)
-    else {
-        // Every MariaDB (and MySQL since 5.0) writes these three.
-        return Err(
-            "a statement without its flags2, sql_mode or character set status variable (written by every server since MySQL 5.0): its session cannot be known".into(),
-        );
-    };
+    let (f, mode, (client, conn, server)) = reproducible(c)?;
     let on = |bit: u32| u8::from(f & bit != 0);
     let off = |bit: u32| u8::from(f & bit == 0);
     let explicit = c

@@ -355,10 +355,14 @@ impl SourceRunner {
                             // The source's stream cannot be read past here:
                             // it stops as a whole (recorded, in the status),
                             // and the other sources go on.
-                            let g = asm.abandon().or_else(|| s.read.0.values().max_by_key(|g| g.seq).copied());
+                            let open = asm.abandon();
                             if !s.stopped.contains_key(ALL_STREAMS) {
-                                let g = g.unwrap_or(Gtid { domain: 0, server: 0, seq: 0 });
-                                self.stop_stream(&mut s, &mut ctl, ALL_STREAMS, &g, &e.to_string(), "", Stop::Refused).await;
+                                let g = open
+                                    .or_else(|| s.read.0.values().max_by_key(|g| g.seq).copied())
+                                    .unwrap_or(Gtid { domain: 0, server: 0, seq: 0 });
+                                let why = e.to_string();
+                                self.stop_stream(&mut s, &mut ctl, ALL_STREAMS, &g, &why, "", Stop::Refused)
+                                    .await;
                             }
                         }
                     }

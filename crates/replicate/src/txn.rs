@@ -570,7 +570,7 @@ impl Assembler {
                                 }
                                 // A context the target cannot be given
                                 // stops these streams before anything runs.
-                                if let Err(why) = context::set_items(&stmt.session.ctx) {
+                                if let Err(why) = context::reproducible(&stmt.session.ctx) {
                                     b.txn.refuse(why, false);
                                 }
                                 b.txn.dbs.extend(dbs);
@@ -791,6 +791,25 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
             dbs: kept,
         };
     }
+    // A new name goes into the text as UTF-8: in a statement written in
+    // another character set a non-ASCII one would name another database.
+    if !session.ctx.utf8_text() {
+        if let Some(t) = named
+            .refs
+            .iter()
+            .filter_map(|r| map.map(&r.name).filter(|t| *t != r.name))
+            .find(|t| !t.is_ascii())
+        {
+            return Routed::Refused {
+                why: format!(
+                    "a statement in character set {} naming a database renamed onto '{t}', which that character set would not write as in UTF-8: {}",
+                    session.ctx.client_charset().unwrap_or(0),
+                    show()
+                ),
+                dbs: kept,
+            };
+        }
+    }
     let mut text = sqltext::rename(sql, &named, |d| {
         map.map(d).filter(|t| *t != d).map(str::to_string)
     });
@@ -860,6 +879,33 @@ mod tests {
             route_statement(&map(), "", b"INSERT INTO skip1.t SELECT * FROM app.t", s),
             Routed::Refused { .. }
         ));
+    }
+
+    /// A rename onto a non-ASCII name goes into UTF-8 text only: in a
+    /// latin1 statement its bytes would name another database.
+    #[test]
+    fn a_non_ascii_rename_needs_utf8_text() {
+        let mut r = BTreeMap::new();
+        r.insert("app".to_string(), "caf\u{e9}".to_string());
+        let m = DbMap::new(&[], &[], &r);
+        let session = |cs: u16| Session {
+            ctx: Context {
+                charset: Some((cs, cs, cs)),
+                ..Context::default()
+            },
+            ..Session::default()
+        };
+        let sql = b"INSERT INTO app.t VALUES (1)";
+        assert!(matches!(
+            route_statement(&m, "", sql, session(8)),
+            Routed::Refused { .. }
+        ));
+        match route_statement(&m, "", sql, session(45)) {
+            Routed::Apply { stmt, .. } => {
+                assert_eq!(stmt.sql, "INSERT INTO `caf\u{e9}`.t VALUES (1)".as_bytes())
+            }
+            _ => panic!("utf8mb4 text takes the name"),
+        }
     }
 
     /// Finding 1 of the MIXED-source report: an alias was taken for a

@@ -259,6 +259,15 @@ async fn the_multibyte_table_is_the_servers() {
         };
         let id = u16::try_from(*id).expect("a collation id fits 16 bits");
         assert_eq!(Multibyte::of_collation(id), want, "collation {id} ({cs})");
+        let ctx = sqlfleet_replicate::context::Context {
+            charset: Some((id, id, id)),
+            ..Default::default()
+        };
+        assert_eq!(
+            ctx.utf8_text(),
+            matches!(cs.as_str(), "utf8mb3" | "utf8mb4"),
+            "collation {id} ({cs}): UTF-8 or not"
+        );
         if want == Multibyte::AsciiSafe && *maxlen > 1 {
             safe_multibyte.insert(cs.clone());
         }
