@@ -274,11 +274,15 @@ fn updated_db_names_len(b: &[u8]) -> Option<usize> {
     Some(l)
 }
 
+/// The three status variables every server writes: flags2, sql_mode, and
+/// the (client, connection, server) character set ids.
+pub type Core = (u32, u64, (u16, u16, u16));
+
 /// Whether a target session can be given this context, without building
 /// its `SET` (the assembler asks for every statement; [`set_items`] builds
 /// it when the statement is applied): flags2, sql_mode and the character
 /// sets when it can.
-pub fn reproducible(c: &Context) -> Result<(u32, u64, (u16, u16, u16)), String> {
+pub fn reproducible(c: &Context) -> Result<Core, String> {
     if let Some(why) = &c.refused {
         return Err(why.clone());
     }

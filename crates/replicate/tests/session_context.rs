@@ -8,19 +8,13 @@
 
 mod common;
 
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
 use common::*;
 use mysql_async::prelude::Queryable;
 use sqlfleet_replicate::config;
 use sqlfleet_replicate::gtid::GtidPos;
-use sqlfleet_replicate::run::{self, Options, Summary};
-use sqlfleet_replicate::source::SourceView;
 use sqlfleet_replicate::status;
 use sqlfleet_testkit::workload::exec;
 use sqlfleet_testkit::TestServer;
-use tokio::sync::watch;
 
 fn cfg(
     name: &str,
@@ -29,28 +23,7 @@ fn cfg(
     rename: &str,
     start: &GtidPos,
 ) -> config::Checked {
-    config::parse(&format!(
-        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"{name}\"\ndsn = \"{}\"\ninclude = [\"{include}\"]\nrename = {{ {rename} }}\nstart = \"gtid:{start}\"\n",
-        dsn(target()),
-        dsn(s)
-    ))
-    .expect("config")
-}
-
-async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
-    let (_tx, rx) = watch::channel(false);
-    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
-    let opts = Options {
-        threads: Some(2),
-        until_caught_up: true,
-    };
-    tokio::time::timeout(
-        Duration::from_secs(120),
-        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns once caught up")
-    .expect("runs to the end: a stopped stream is not a failed run")
+    cfg_for(name, s, include, rename, start)
 }
 
 /// Runs `sql` (raw bytes: a statement may be in sjis) on one source session

@@ -9,7 +9,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
+use sqlfleet_replicate::config;
 use sqlfleet_replicate::gtid::GtidPos;
+use sqlfleet_replicate::run::{self, Options, Summary};
+use sqlfleet_replicate::source::SourceView;
 use sqlfleet_testkit::TestServer;
 
 /// Three independent primaries (domains 1, 2, 3) and a target (domain 9).
@@ -114,4 +117,41 @@ pub async fn annotated_binlog_statements() -> usize {
     }
     let _ = c.disconnect().await;
     n
+}
+
+/// A config replicating `include` of `s` (with `rename`, TOML inline-table
+/// entries, possibly none) into the target from `start`.
+pub fn cfg_for(
+    name: &str,
+    s: &TestServer,
+    include: &str,
+    rename: &str,
+    start: &GtidPos,
+) -> config::Checked {
+    config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"{name}\"\ndsn = \"{}\"\ninclude = [\"{include}\"]\nrename = {{ {rename} }}\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config")
+}
+
+/// Runs `cfg` for source `s` with `--until-caught-up`: its summary (a
+/// stopped stream is a summary, not a failed run).
+pub async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let views = vec![std::sync::Arc::new(std::sync::Mutex::new(
+        SourceView::default(),
+    ))];
+    let opts = Options {
+        threads: Some(2),
+        until_caught_up: true,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(120),
+        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns once caught up")
+    .expect("runs to the end: a stopped stream is not a failed run")
 }
