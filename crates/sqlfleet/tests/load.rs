@@ -240,6 +240,29 @@ fn big_dump(path: &Path, tables: usize, rows: usize) {
     writeln!(f, "/*!40014 SET UNIQUE_CHECKS=@OLD_UNIQUE_CHECKS */;").expect("w");
 }
 
+/// The state `sqlfleet.loads` records for `load_id` (None: no row, or no
+/// journal tables yet — a load stopped before it made them).
+fn load_state(srv: &TestServer, load_id: &str) -> Option<String> {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        c.exec_first(
+            "SELECT state FROM sqlfleet.loads WHERE load_id = ?",
+            (load_id,),
+        )
+        .await
+        .unwrap_or(None)
+    })
+}
+
+/// A count the server gives for `sql` (0 for no row).
+fn count(srv: &TestServer, sql: &str) -> i64 {
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        let n: Option<i64> = c.query_first(sql).await.expect("count");
+        n.unwrap_or(0)
+    })
+}
+
 fn journal_rows(srv: &TestServer, load_id: &str) -> i64 {
     rt().block_on(async {
         let mut c = srv.connect().await;
@@ -875,15 +898,7 @@ fn ctrl_c_says_what_committed_and_resume_completes() {
             && e.contains("rerun with --resume"),
         "{e}"
     );
-    let state: Option<String> = rt().block_on(async {
-        let mut c = srv.connect().await;
-        c.exec_first(
-            "SELECT state FROM sqlfleet.loads WHERE load_id = ?",
-            (&load_id,),
-        )
-        .await
-        .expect("state")
-    });
+    let state = load_state(srv, &load_id);
     assert_eq!(state.as_deref(), Some("interrupted"));
     let o = base(&["--resume"]).output().expect("resume");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
@@ -1510,15 +1525,7 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
             "{what}: {} batches committed after the signal (at most {bound}): the load went on",
             after - before
         );
-        let state: Option<String> = rt().block_on(async {
-            let mut c = srv.connect().await;
-            c.exec_first(
-                "SELECT state FROM sqlfleet.loads WHERE load_id = ?",
-                (&load_id,),
-            )
-            .await
-            .unwrap_or(None)
-        });
+        let state = load_state(srv, &load_id);
         // A signal before the journal began leaves nothing to resume.
         let args: &[&str] = if state.is_some() {
             assert_eq!(state.as_deref(), Some("interrupted"), "{what}: {e}");
@@ -1613,21 +1620,11 @@ fn a_statement_over_max_allowed_packet_is_named_before_it_is_sent() {
         e.contains("max_allowed_packet (1048576 bytes)") && e.contains("line 3"),
         "{e}"
     );
-    let (rows, after): (i64, i64) = rt().block_on(async {
-        let mut c = srv.connect().await;
-        let rows: Option<i64> = c
-            .query_first(format!("SELECT COUNT(*) FROM `{db}`.r WHERE id = 3"))
-            .await
-            .expect("rows");
-        let after: Option<i64> = c
-            .exec_first(
-                "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'after'",
-                (&db,),
-            )
-            .await
-            .expect("after");
-        (rows.unwrap_or(0), after.unwrap_or(0))
-    });
+    let rows = count(srv, &format!("SELECT COUNT(*) FROM `{db}`.r WHERE id = 3"));
+    let after = count(
+        srv,
+        &format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = 'after'"),
+    );
     assert_eq!(
         (rows, after),
         (0, 0),
