@@ -457,7 +457,7 @@ impl Pool {
             return Some(0);
         }
         let states = self.health.briefs();
-        let writer = pick::galera_usable(&states).and_then(|u| self.galera_writer(&u));
+        let writer = self.galera_writer(&states);
         let cands = pick::candidates(route, &states, &self.groups, &self.policy(), writer);
         let turn = self.turn.fetch_add(1, Relaxed) as u64;
         let busy = |i: usize| self.sides.get(i).map_or(0, |s| s.busy.load(Relaxed));
@@ -476,9 +476,12 @@ impl Pool {
 
     /// The Galera writer now: kept while it may take traffic, else moved
     /// (and the move logged once).
-    fn galera_writer(&self, usable: &[bool]) -> Option<usize> {
+    fn galera_writer(&self, states: &[pick::Brief]) -> Option<usize> {
+        let usable = pick::galera_usable(states)?;
+        let checked: Vec<bool> = states.iter().map(|s| s.checked).collect();
         let cur = self.writer.load(Relaxed);
-        let w = crate::routing::galera::writer((cur != usize::MAX).then_some(cur), usable);
+        let w =
+            crate::routing::galera::writer((cur != usize::MAX).then_some(cur), &usable, &checked);
         let new = w.unwrap_or(usize::MAX);
         if new != cur
             && self
@@ -516,8 +519,7 @@ impl Pool {
     }
 
     pub fn gauges(&self) -> Vec<BackendGauge> {
-        let writer =
-            pick::galera_usable(&self.health.briefs()).and_then(|u| self.galera_writer(&u));
+        let writer = self.galera_writer(&self.health.briefs());
         self.sides
             .iter()
             .enumerate()

@@ -70,11 +70,17 @@ pub enum Writers {
 }
 
 /// The writer: the current one while it may take traffic, else the first
-/// that may (config order).
-pub fn writer(current: Option<usize>, usable: &[bool]) -> Option<usize> {
+/// that may (config order). A node not yet checked (`checked[i]` false)
+/// ahead of that one holds the choice back: at start the writer would
+/// otherwise be whichever node answered its first check first, and stay
+/// there (the writer is kept while it can).
+pub fn writer(current: Option<usize>, usable: &[bool], checked: &[bool]) -> Option<usize> {
     match current {
         Some(c) if usable.get(c).copied().unwrap_or(false) => Some(c),
-        _ => usable.iter().position(|u| *u),
+        _ => {
+            let first = usable.iter().position(|u| *u)?;
+            checked.iter().take(first).all(|c| *c).then_some(first)
+        }
     }
 }
 
@@ -190,17 +196,29 @@ mod tests {
 
     #[test]
     fn the_writer_stays_while_it_can_then_moves_to_the_first_that_can() {
-        // (current, usable, writer)
-        let rows: [(Option<usize>, &[bool], Option<usize>); 6] = [
-            (None, &[true, true, true], Some(0)),
-            (Some(2), &[true, true, true], Some(2)),
-            (Some(0), &[false, true, true], Some(1)),
-            (Some(1), &[true, false, true], Some(0)),
-            (Some(0), &[false, false, false], None),
-            (Some(7), &[false, true], Some(1)),
+        // (current, usable, checked, writer)
+        type Row<'a> = (Option<usize>, &'a [bool], &'a [bool], Option<usize>);
+        let all = &[true, true, true][..];
+        let rows: [Row; 10] = [
+            (None, &[true, true, true], all, Some(0)),
+            (Some(2), &[true, true, true], all, Some(2)),
+            (Some(0), &[false, true, true], all, Some(1)),
+            (Some(1), &[true, false, true], all, Some(0)),
+            (Some(0), &[false, false, false], all, None),
+            (Some(7), &[false, true], &[true, true], Some(1)),
+            // At start: node 0 not checked yet, node 1 answered first.
+            (None, &[false, true, true], &[false, true, true], None),
+            (None, &[false, true, false], &[true, true, false], Some(1)),
+            // A writer already chosen stays while it can, checks or not.
+            (Some(1), &[false, true, true], &[false, true, true], Some(1)),
+            (Some(0), &[false, true, true], &[true, true, true], Some(1)),
         ];
-        for (current, usable, want) in rows {
-            assert_eq!(writer(current, usable), want, "{current:?} {usable:?}");
+        for (current, usable, checked, want) in rows {
+            assert_eq!(
+                writer(current, usable, checked),
+                want,
+                "{current:?} {usable:?} {checked:?}"
+            );
         }
     }
 
