@@ -203,29 +203,7 @@ impl Default for Replay {
     }
 }
 
-/// Where a rule sends a query.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RouteTo {
-    Primary,
-    Replica,
-}
-
-/// An ordered query rule; the first that matches applies.
-#[derive(Debug, Clone)]
-pub struct Rule {
-    pub name: String,
-    pub digest: Option<String>,
-    pub regex: Option<regex::Regex>,
-    pub user: Option<String>,
-    pub schema: Option<String>,
-    pub route: Option<RouteTo>,
-    /// With `route = "replica"`: replicas of this group.
-    pub group: Option<String>,
-    pub reject: Option<String>,
-    /// `false`: the client is pinned to its connection after a match.
-    pub multiplex: bool,
-}
+pub use crate::routing::rules::{RouteTo, Rule};
 
 /// What SIGHUP reloads.
 #[derive(Clone, Default)]

@@ -17,7 +17,6 @@
 mod admin;
 pub mod backend;
 pub mod config;
-mod ctx;
 pub mod event_loops;
 pub mod frontend;
 mod listen;
@@ -25,10 +24,11 @@ pub mod protocol;
 mod relay;
 mod routing;
 pub mod run;
+mod start_error;
 mod status;
 pub mod tls;
 
 pub use config::RelayConfig;
-pub use ctx::Ctx;
+pub use frontend::ctx::Ctx;
 pub use listen::{accept_loop, Accepted, Listener};
 pub use relay::{AccountsNote, Relay};

@@ -10,9 +10,10 @@ use tokio::net::TcpListener;
 
 use crate::backend::pool::Pool;
 use crate::config::RelayConfig;
-use crate::ctx::Ctx;
+use crate::frontend::ctx::Ctx;
 use crate::listen::{self, accept_loop, Accepted, Listener};
-use crate::{admin, backend, event_loops, frontend, routing, run, status, tls};
+use crate::start_error::StartError;
+use crate::{admin, backend, event_loops, frontend, routing, status, tls};
 
 /// A running relay's shared state.
 pub struct Relay {
@@ -22,14 +23,14 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub async fn new(cfg: RelayConfig) -> Result<Relay, run::StartError> {
+    pub async fn new(cfg: RelayConfig) -> Result<Relay, StartError> {
         let tls = match &cfg.tls {
             Some(t) => Some(Arc::new(
-                tls::tls_acceptor(&t.cert, &t.key).map_err(run::StartError::ClientTls)?,
+                tls::tls_acceptor(&t.cert, &t.key).map_err(StartError::ClientTls)?,
             )),
             None => None,
         };
-        let dialer = backend::dial::Dialer::new(&cfg).map_err(run::StartError::BackendTls)?;
+        let dialer = backend::dial::Dialer::new(&cfg).map_err(StartError::BackendTls)?;
         // The greeting is the backend's: its exact version string (with
         // MariaDB's "5.5.5-" prefix, which drivers read for features) and
         // collation. The relay names itself on /status, not there.

@@ -5,30 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{Listener, Relay, RelayConfig};
+use crate::config::RelayConfig;
+use crate::listen::Listener;
+use crate::relay::Relay;
 
-/// Why a relay did not start: which part, and the cause.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    #[error("listening on {addr}: {source}")]
-    Listen {
-        addr: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("metrics listener {addr}: {source}")]
-    Metrics {
-        addr: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The clients' TLS (certificate, key).
-    #[error("client TLS: {0}")]
-    ClientTls(#[source] sqlfleet_conn::tls::TlsError),
-    /// TLS towards the backends (the CA).
-    #[error("backend TLS: {0}")]
-    BackendTls(#[source] sqlfleet_conn::tls::TlsError),
-}
+pub use crate::start_error::StartError;
 
 /// A relay whose listeners are bound, not yet accepting.
 pub struct Started {

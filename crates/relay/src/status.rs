@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::ctx::Ctx;
+use crate::frontend::ctx::Ctx;
 use crate::protocol::sql;
 
 /// The status as pretty-printed JSON.

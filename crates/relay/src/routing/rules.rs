@@ -1,4 +1,4 @@
-//! Query rules (reloadable, with hit counts) and per-digest statistics
+//! Query rules (what a rule is, the reloadable set with hit counts) and per-digest statistics
 //! kept in bounded memory: the first `cap` digests are counted apart, the
 //! rest together as "other".
 
@@ -7,9 +7,31 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::config::Rule;
+/// Where a rule sends a query.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteTo {
+    Primary,
+    Replica,
+}
+
+/// An ordered query rule; the first that matches applies.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub name: String,
+    pub digest: Option<String>,
+    pub regex: Option<regex::Regex>,
+    pub user: Option<String>,
+    pub schema: Option<String>,
+    pub route: Option<RouteTo>,
+    /// With `route = "replica"`: replicas of this group.
+    pub group: Option<String>,
+    pub reject: Option<String>,
+    /// `false`: the client is pinned to its connection after a match.
+    pub multiplex: bool,
+}
 
 pub struct RuleSet {
     pub rules: Vec<Rule>,

@@ -2,15 +2,15 @@
 //! pool, the account lists and query rules, what it has learned of the
 //! server (recorded replies, write effects, views calling functions), the
 //! metrics, and the connected clients. `Relay` (lib.rs) makes one; each
-//! session (`frontend/session.rs`) holds it.
+//! session (`session.rs`) holds it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use super::auth::Greeting;
 use crate::admin::metrics::Metrics;
 use crate::backend::pool::Pool;
 use crate::config::{Account, RelayConfig};
-use crate::frontend::auth::Greeting;
 
 impl Ctx {
     /// The greeting clients get now.
@@ -55,26 +55,26 @@ pub struct Ctx {
     pub rules: RwLock<Arc<crate::routing::rules::RuleSet>>,
     pub digests: crate::routing::rules::Digests,
     /// Recorded replies to connect-time variable reads.
-    pub answers: crate::frontend::answers::Answers,
+    pub answers: super::answers::Answers,
     /// What clients are greeted with: the backend's own, a stand-in
     /// until one answers (`Ctx::greeting`).
     pub greeting: RwLock<Arc<Greeting>>,
     pub metrics: Arc<Metrics>,
     /// Connected clients by the id the relay gave them (for KILL).
-    pub clients: crate::frontend::clients::Clients,
+    pub clients: super::clients::Clients,
     /// Per-user mode: accounts looked up on the server.
     pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
     /// Which tables' writes change the session unseen (triggers, defaults).
     pub write_effects: crate::backend::write_effects::WriteEffects,
     pub view_calls: crate::backend::view_calls::ViewCalls,
     /// Which backend connection each command ran on (tests only; off).
-    pub trace: crate::frontend::trace::Trace,
+    pub trace: super::trace::Trace,
     /// Transactions being replayed (new work after a loss waits for them).
-    pub replays: crate::frontend::replays::ReplayGate,
+    pub replays: super::replays::ReplayGate,
     /// Clients connected at once; more get ERROR 1040 at the handshake.
     pub max_clients: usize,
     /// Failed-login streaks by address (frontend/throttle.rs).
-    pub throttle: crate::frontend::throttle::Throttle,
+    pub throttle: super::throttle::Throttle,
 }
 
 impl Ctx {
