@@ -277,7 +277,7 @@ where
         io: PacketIo::small(li.stream),
         ctx,
     };
-    if s.st.mode == Mode::Session {
+    if s.st.mode() == Mode::Session {
         s.ctx.metrics.pin(Pin::Session);
     }
     s.route = s.default_route();
@@ -309,7 +309,7 @@ where
     }
     // A default database asked for at login must exist; per-user, the
     // server must take the client's account (its refusal is the login's).
-    if s.st.db.is_some() || s.account.is_some() {
+    if s.st.db().is_some() || s.account.is_some() {
         if let Err(f) = s.ensure_conn().await {
             let (code, state, msg) = match f {
                 Fail::Err(c, st, m) => (c, st, m),
@@ -422,7 +422,7 @@ impl Session {
                     // outlives its connection: the client's next
                     // command replays it first (`replay.rs`).
                     let fits = self.st.fits_elsewhere();
-                    if self.st.in_trans && self.journal.can_replay(fits) {
+                    if self.st.in_trans() && self.journal.can_replay(fits) {
                         self.pending_loss = Some(
                             "the server closed the connection holding the transaction".into(),
                         );
@@ -474,7 +474,7 @@ impl Session {
             let before = self.conn.as_ref().map(|c| c.thread_id());
             let r = self.run_command(&cmd).await;
             if cmd[0] != COM_QUERY {
-                self.journal.other_command(cmd[0], self.st.in_trans);
+                self.journal.other_command(cmd[0], self.st.in_trans());
             }
             if self.ctx.trace.on() {
                 let after = self.conn.as_ref().map(|c| c.thread_id());
@@ -484,7 +484,7 @@ impl Session {
                     format!(
                         "command {:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
                         cmd[0],
-                        self.st.pins,
+                        self.st.pins(),
                         self.conn.as_ref().map(|c| c.diagnostics_dirty())
                     ),
                 );
@@ -642,7 +642,7 @@ impl Session {
         if let Some(c) = self.conn.as_mut() {
             c.note_db(db.clone());
         }
-        self.st.db = db;
+        self.st.use_db(db);
     }
 
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
@@ -657,9 +657,9 @@ impl Session {
         ]
         .iter()
         .any(|w| sql::starts_with_word(&cmd[1..], w));
-        let q = (self.st.mode == Mode::Transaction || want_digest || in_any_mode)
+        let q = (self.st.mode() == Mode::Transaction || want_digest || in_any_mode)
             .then(|| sql::Query::new(&cmd[1..]));
-        let fx = match (&q, self.st.mode) {
+        let fx = match (&q, self.st.mode()) {
             (Some(q), Mode::Transaction) => q.effects(),
             (Some(q), _) if in_any_mode => {
                 let fx = q.effects();
@@ -684,7 +684,7 @@ impl Session {
         }
         self.st.begin_statement(&fx);
         self.drop_diagnostics_hold(&fx);
-        let had_set_expression = self.st.pins.contains(&Pin::SetExpression);
+        let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
         self.route_and_pin(&cmd[1..], toks, &fx).await;
         let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
@@ -709,12 +709,12 @@ impl Session {
         let epoch = self.ctx.pool.epoch();
         self.stmt_read = fx.read;
         self.carry_over(&fx, true).await?;
-        let was_in_trans = self.st.in_trans;
+        let was_in_trans = self.st.in_trans();
         // Digested only where a transaction is or may begin (an autocommit
         // statement's reply is never replayed).
         self.digest_next = self.journal.enabled()
             && (was_in_trans
-                || !self.st.autocommit
+                || !self.st.autocommit()
                 || journal::kind(&cmd[1..]) == journal::Stmt::Begin);
         self.last_digest = None;
         let o = self
@@ -754,7 +754,7 @@ impl Session {
         let fits = self.st.fits_elsewhere();
         let digest = self.last_digest.take().map(|d| (d, o.insert_id));
         self.journal
-            .statement(was_in_trans, self.st.in_trans, cmd, digest, fits);
+            .statement(was_in_trans, self.st.in_trans(), cmd, digest, fits);
         Ok(())
     }
 
@@ -821,7 +821,7 @@ impl Session {
     /// knows the count: ask for it at once, on the same connection, so that the client's later
     /// FOUND_ROWS() is answered with it wherever it runs.
     async fn capture_found_rows(&mut self) -> Result<(), Fail> {
-        if !self.st.found_rows_calc {
+        if !self.st.found_rows_calc() {
             return Ok(());
         }
         if self.st.holds_conn_for_good() {
@@ -849,8 +849,7 @@ impl Session {
             .map_err(|e| Fail::Lost(e.to_string()))?;
         // The question's own one row is the server's count now.
         if let Some(n) = v.and_then(|v| v.parse().ok()) {
-            self.st.last_found_rows = n;
-            self.st.found_rows_calc = false;
+            self.st.note_found_rows(n);
             if n == 1 {
                 c.note_found_rows_of(Some(self.id));
             }

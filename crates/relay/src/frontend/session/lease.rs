@@ -44,7 +44,7 @@ impl Session {
     /// empty diagnostics, and the row count that statement left where it
     /// is one a statement reproduces (-1 after a query, 0 after others).
     pub(super) async fn clear_diagnostics(&mut self) -> Result<(), Fail> {
-        let row_count = self.st.last_row_count;
+        let row_count = self.st.last_row_count();
         let c = self.ensure_conn().await?;
         let lost = |e: WireError| Fail::Lost(e.to_string());
         // Only a statement that reads a table clears the warning list.
@@ -66,7 +66,7 @@ impl Session {
         while self.conn.is_none() {
             attempts += 1;
             let b = match self.backend {
-                Some(b) if self.st.mode == Mode::Session => b,
+                Some(b) if self.st.mode() == Mode::Session => b,
                 _ => self.pick_backend().await?,
             };
             self.backend = Some(b);
@@ -76,7 +76,7 @@ impl Session {
                 // Not answering: like a backend that refuses connections.
                 if attempts < 3
                     && self.ctx.cfg.backends.len() > 1
-                    && self.st.mode == Mode::Transaction
+                    && self.st.mode() == Mode::Transaction
                 {
                     continue;
                 }
@@ -90,7 +90,7 @@ impl Session {
                     self.ctx.pool.health.mark_down(b, &e.to_string());
                     if attempts < 3
                         && self.ctx.cfg.backends.len() > 1
-                        && self.st.mode == Mode::Transaction
+                        && self.st.mode() == Mode::Transaction
                     {
                         continue;
                     }
@@ -102,7 +102,7 @@ impl Session {
                 // A pooled connection found dead while being brought to
                 // the client's state: the others are doubted, and another
                 // is tried.
-                Err(Fail::Lost(_)) if attempts < 3 && self.st.mode == Mode::Transaction => {
+                Err(Fail::Lost(_)) if attempts < 3 && self.st.mode() == Mode::Transaction => {
                     self.ctx.pool.doubt(b);
                 }
                 r => r?,
@@ -128,7 +128,7 @@ impl Session {
             });
         match synced {
             Ok(()) => {
-                if self.st.mode == Mode::Session {
+                if self.st.mode() == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id()));
                 }
                 self.conn = Some(c);
@@ -144,7 +144,7 @@ impl Session {
     /// Replays the client's settings and default database on `c`.
     pub(super) async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
-        if c.needs_reset_for(&self.st.settings) {
+        if c.needs_reset_for(self.st.settings()) {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
         }
@@ -163,7 +163,7 @@ impl Session {
             c.reset().await.map_err(lost)?;
             self.replay_settings(c).await?;
         }
-        match (&self.st.db, c.db()) {
+        match (&self.st.db(), c.db()) {
             (Some(d), cur) if cur != Some(d.as_str()) => {
                 let mut p = vec![COM_INIT_DB];
                 p.extend_from_slice(d.as_bytes());
@@ -191,7 +191,9 @@ impl Session {
     /// `= DEFAULT` for what another client left on `c`.
     pub(super) async fn replay_settings(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
-        let parts = c.replay_for(&self.st.settings, self.st.last_insert_id).set;
+        let parts = c
+            .replay_for(self.st.settings(), self.st.last_insert_id())
+            .set;
         if !parts.is_empty() {
             self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
             let mut q = b"\x03SET ".to_vec();
@@ -208,7 +210,7 @@ impl Session {
                     format!("sqlfleet relay: replaying session settings: {msg}"),
                 ));
             }
-            c.replayed(&self.st.settings, self.st.last_insert_id);
+            c.replayed(self.st.settings(), self.st.last_insert_id());
         }
         Ok(())
     }
@@ -231,8 +233,7 @@ impl Session {
             // What the server's tracker reports of it is no setting of
             // the client's, and the state change it flags is that one (a
             // read chosen for a replica changes nothing itself).
-            self.st.statement_vars.push("wsrep_sync_wait".into());
-            self.st.explained = true;
+            self.st.sync_wait_added();
             &with_wait[..]
         } else {
             payload
@@ -334,7 +335,7 @@ impl Session {
         use crate::protocol::reply::ClientTracking;
         let client = if self.caps & SESSION_TRACK == 0 {
             ClientTracking::Strip
-        } else if self.st.pins.contains(&Pin::Tracking) {
+        } else if self.st.pins().contains(&Pin::Tracking) {
             // The client's own tracking settings are on the connection.
             ClientTracking::Raw
         } else {
@@ -417,7 +418,7 @@ impl Session {
         self.observe(&o);
         // The server thread id the client can learn (CONNECTION_ID(); in
         // session mode its own connection's) names it for KILL too.
-        if (self.st.pins.contains(&Pin::ConnectionId) || self.st.mode == Mode::Session)
+        if (self.st.pins().contains(&Pin::ConnectionId) || self.st.mode() == Mode::Session)
             && self.handle.alias().is_none()
         {
             self.handle
@@ -450,8 +451,8 @@ impl Session {
             user: &self.user,
             shape: self.shape,
             account: self.account.as_ref(),
-            db: &self.st.db,
-            settings: &self.st.settings,
+            db: self.st.db(),
+            settings: self.st.settings(),
         }
     }
 }

@@ -24,7 +24,7 @@ impl Session {
     /// The key this statement's reply is recorded under, when the client
     /// is in the state a recorded reply is exact for.
     pub(super) fn local_key(&self, sql: &[u8], fx: &Effects) -> Option<Key> {
-        if self.st.mode != Mode::Transaction
+        if self.st.mode() != Mode::Transaction
             || self.conn.is_some()
             || !self.st.is_plain()
             || !(answers::is_session_set(fx) || answers::is_variable_read(sql))
@@ -34,9 +34,9 @@ impl Session {
         Some(Key {
             backend: self.ctx.pool.pick(self.route)?,
             shape: self.shape,
-            db: self.st.db.clone(),
+            db: self.st.db().clone(),
             account: self.account.as_ref().map(|a| a.user.clone()),
-            settings: self.st.settings.clone(),
+            settings: self.st.settings().to_vec(),
             sql: sql.to_vec(),
         })
     }
@@ -57,10 +57,9 @@ impl Session {
         use tokio::io::AsyncWriteExt;
         self.io.s.write_all(&reply).await.map_err(|_| Fail::Close)?;
         self.io.s.flush().await.map_err(|_| Fail::Close)?;
-        self.st.settings = left.settings.clone();
-        self.st.last_row_count = left.row_count;
-        if let Some(n) = left.found_rows {
-            self.st.last_found_rows = n;
+        self.st
+            .answered_locally(&left.settings, left.row_count, left.found_rows);
+        if left.found_rows.is_some() {
             // The server's count on a connection the client holds is not
             // this answer's.
             if let Some(c) = self.conn.as_mut() {
@@ -106,9 +105,9 @@ impl Session {
         if exact {
             key.backend = c.backend();
             let left = Left {
-                settings: self.st.settings.clone(),
-                row_count: self.st.last_row_count,
-                found_rows: fx.selects.then_some(self.st.last_found_rows),
+                settings: self.st.settings().to_vec(),
+                row_count: self.st.last_row_count(),
+                found_rows: fx.selects.then_some(self.st.last_found_rows()),
             };
             self.ctx.answers.put(key, reply, left, epoch);
         }

@@ -42,13 +42,13 @@ impl Session {
         // as it was and clears the warnings when its statement opens a
         // table (as a statement run does).
         if o.error.is_some() {
-            self.st.last_row_count = -1;
+            self.st.prepare_refused();
             self.stmts.forget_last();
         }
         self.hold_diagnostics(&o, fx.uses_tables);
         if let Some((bid, params, columns)) = o.prepared {
             let s = ClientStmt::new(
-                self.st.db.clone(),
+                self.st.db().clone(),
                 &cmd[1..],
                 params,
                 columns,
@@ -77,7 +77,7 @@ impl Session {
             return Ok(b.id);
         }
         let cap = self.ctx.pool.settings().statement_cache;
-        let client_db = &self.st.db;
+        let client_db = &self.st.db();
         let metrics = &self.ctx.metrics;
         let (db, sql) = (&s.key.db, &s.key.sql);
         let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
@@ -121,7 +121,7 @@ impl Session {
 
     /// The backend statement a client statement's cursor lives on.
     fn cursor_key(&self, cid: u32, def: &StmtDef) -> StmtKey {
-        if self.st.cursors.contains(&cid) {
+        if self.st.cursor_open(cid) {
             def.key.owned_by(cid)
         } else {
             def.key.clone()
@@ -132,7 +132,7 @@ impl Session {
     /// again without one): its own backend statement, if it has one on
     /// this connection, is closed with it.
     fn drop_cursor(&mut self, cid: u32, def: &StmtDef) {
-        self.st.cursors.remove(&cid);
+        self.st.close_cursor(cid);
         if let Some(c) = self.conn.as_mut() {
             c.stmts().close(&def.key.owned_by(cid));
         }
@@ -162,8 +162,8 @@ impl Session {
         // cursor again, on its own backend statement (the server closes
         // the old one); without, that statement goes.
         if cursor {
-            self.st.cursors.remove(&cid);
-        } else if self.st.cursors.contains(&cid) {
+            self.st.close_cursor(cid);
+        } else if self.st.cursor_open(cid) {
             self.drop_cursor(cid, &s);
         }
         let key = if cursor {
@@ -177,7 +177,7 @@ impl Session {
                 // A read whose replica died before replying runs once more
                 // elsewhere (not with long data, which died with it).
                 Err(Fail::Lost(why))
-                    if self.route.is_replica() && !retried && !self.st.long_data.contains(&cid) =>
+                    if self.route.is_replica() && !retried && !self.st.has_long_data(cid) =>
                 {
                     retried = true;
                     self.replica_died(&why);
@@ -189,9 +189,9 @@ impl Session {
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
         self.after_text_effects(fx, &o);
-        self.st.long_data.remove(&cid);
+        self.st.forget_long_data(cid);
         if cursor && o.error.is_none() {
-            self.st.cursors.insert(cid);
+            self.st.open_cursor(cid);
         }
         self.update_stmt_pins();
         Ok(())
@@ -246,7 +246,7 @@ impl Session {
         };
         let s = s.def.clone();
         let bid = self.backend_stmt(&s, &s.key).await?;
-        self.st.long_data.insert(cid);
+        self.st.note_long_data(cid);
         self.update_stmt_pins();
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
@@ -263,7 +263,7 @@ impl Session {
             return Ok(());
         };
         let s = self.stmts.remove(cid);
-        self.st.long_data.remove(&cid);
+        self.st.forget_long_data(cid);
         // An open cursor's own backend statement is closed with it (before
         // the connection's next command); the shared one stays cached.
         if let Some(s) = s {
@@ -284,8 +284,8 @@ impl Session {
             .conn
             .as_mut()
             .and_then(|c| c.stmts().get_mut(&key).map(|b| b.id));
-        self.st.long_data.remove(&cid);
-        self.st.cursors.remove(&cid);
+        self.st.forget_long_data(cid);
+        self.st.close_cursor(cid);
         match bid {
             Some(bid) => {
                 self.forward(&stmt::with_id(cmd, bid), Expect::Single, None)
@@ -308,7 +308,7 @@ impl Session {
         let bid = self
             .conn
             .as_mut()
-            .filter(|_| self.st.cursors.contains(&cid))
+            .filter(|_| self.st.cursor_open(cid))
             .and_then(|c| c.stmts().get_mut(&key).map(|b| b.id));
         let Some(bid) = bid else {
             return Err(Fail::Err(

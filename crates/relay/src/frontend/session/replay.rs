@@ -32,7 +32,7 @@ impl Session {
     /// Runs a client command; when its server connection is lost before
     /// any reply reached the client, recovers as the journal says.
     pub(super) async fn run_command(&mut self, cmd: &[u8]) -> Result<(), Fail> {
-        let (in_trans, autocommit) = (self.st.in_trans, self.st.autocommit);
+        let (in_trans, autocommit) = (self.st.in_trans(), self.st.autocommit());
         self.client_sent = false;
         self.replied = false;
         // New work waits while transactions lost with a server are being

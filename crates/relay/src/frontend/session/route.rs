@@ -92,7 +92,7 @@ impl Session {
             let hit = r.user.as_ref().is_none_or(|u| **u == *self.user)
                 && r.schema
                     .as_ref()
-                    .is_none_or(|s| Some(s) == self.st.db.as_ref())
+                    .is_none_or(|s| Some(s) == self.st.db().as_ref())
                 // Keywords may be written in any case; so may identifiers here.
                 && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
                 && r.regex.as_ref().is_none_or(|x| x.is_match(&text));
@@ -121,7 +121,7 @@ impl Session {
             let split = self.ctx.cfg.routing.read_write_split;
             let held = self.conn.is_some();
             if let Some(route) =
-                to.and_then(|to| read::rule_route(split, to, held, self.st.in_trans))
+                to.and_then(|to| read::rule_route(split, to, held, self.st.in_trans()))
             {
                 self.route = route;
                 // Keep choose_route from changing it.
@@ -301,7 +301,7 @@ impl Session {
             routing.consistency,
             read,
             o.error.is_some(),
-            self.st.in_trans,
+            self.st.in_trans(),
             self.route.is_replica(),
         ) {
             return Ok(());
@@ -344,9 +344,9 @@ impl Session {
     /// shares connections between statements; a session-mode client's
     /// connection is reset before another client gets it.
     pub(super) async fn pin_unseen_write_effects(&mut self, fx: &Effects) {
-        if self.st.mode != Mode::Transaction
+        if self.st.mode() != Mode::Transaction
             || fx.writes.is_empty()
-            || self.st.pins.contains(&Pin::WriteEffects)
+            || self.st.pins().contains(&Pin::WriteEffects)
         {
             return;
         }
@@ -355,7 +355,7 @@ impl Session {
             // one a USE in the same text makes current.
             let dbs: Vec<&String> = match &w.db {
                 Some(d) => vec![d],
-                None => self.st.db.iter().chain(fx.use_db.iter()).collect(),
+                None => self.st.db().iter().chain(fx.use_db.iter()).collect(),
             };
             for db in dbs {
                 if self
@@ -404,11 +404,11 @@ impl Session {
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
     ) -> bool {
-        if self.st.mode != Mode::Transaction || fx.calls_stored {
+        if self.st.mode() != Mode::Transaction || fx.calls_stored {
             return false;
         }
         let views = &self.ctx.view_calls;
-        let db = self.st.db.as_deref();
+        let db = self.st.db().as_deref();
         let mut dbs = [""; 2];
         let mut n = 0;
         for d in db.iter().chain(fx.use_db.as_deref().iter()) {

@@ -26,44 +26,44 @@ use crate::protocol::track::Change;
 pub(crate) struct ClientState {
     /// Transaction mode shares connections between statements; session
     /// mode keeps one per client (`Pin::Session`).
-    pub mode: Mode,
-    pub db: Option<String>,
+    mode: Mode,
+    db: Option<String>,
     /// Settings to replay on another connection, one per variable.
-    pub settings: Vec<Setting>,
-    pub pins: BTreeSet<Pin>,
+    settings: Vec<Setting>,
+    pins: BTreeSet<Pin>,
     /// A pin for the next statement only (LAST_INSERT_ID() and the like).
-    pub pin_next: Option<Pin>,
+    pin_next: Option<Pin>,
     /// The previous statement kept the connection for this one.
-    pub kept_for_this: bool,
+    kept_for_this: bool,
     /// A transaction was open since the savepoint (which ends with it).
-    pub savepoint_began: bool,
-    pub in_trans: bool,
-    pub autocommit: bool,
+    savepoint_began: bool,
+    in_trans: bool,
+    autocommit: bool,
     /// The current statement's text explains a session change the server
     /// reports (SET, USE, or a command the relay manages itself).
-    pub explained: bool,
+    explained: bool,
     /// The current statement's `SET STATEMENT ... FOR` variables: the
     /// server reports them changed, the session keeps its own.
-    pub statement_vars: Vec<String>,
+    statement_vars: Vec<String>,
     /// ROW_COUNT() after the client's previous statement.
-    pub last_row_count: i64,
+    last_row_count: i64,
     /// LAST_INSERT_ID() as the client's session has it.
-    pub last_insert_id: u64,
+    last_insert_id: u64,
     /// FOUND_ROWS() after the client's last SELECT.
-    pub last_found_rows: u64,
+    last_found_rows: u64,
     /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
-    pub found_rows_calc: bool,
+    found_rows_calc: bool,
     /// Prepared statements (client ids) with an open cursor.
-    pub cursors: rustc_hash::FxHashSet<u32>,
+    cursors: rustc_hash::FxHashSet<u32>,
     /// Prepared statements (client ids) with long data sent.
-    pub long_data: rustc_hash::FxHashSet<u32>,
+    long_data: rustc_hash::FxHashSet<u32>,
     /// Temporary tables made and not dropped (lower-cased names as
     /// written); `None` once one was made in a way the text does not name
     /// (the pin then stays).
-    pub temp_tables: Option<BTreeSet<String>>,
+    temp_tables: Option<BTreeSet<String>>,
     /// Named locks held (GET_LOCK counts, as the server's locks nest);
     /// `None` once a lock was taken under a name that is not a literal.
-    pub locks: Option<BTreeMap<String, u32>>,
+    locks: Option<BTreeMap<String, u32>>,
 }
 
 /// What a statement's observation asks of the backend connection it ran
@@ -99,6 +99,122 @@ fn is_variable(name: &str) -> bool {
 }
 
 impl ClientState {
+    // What the session reads of the state (the fields are private: every
+    // change is one of the named transitions below or the rules after).
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn db(&self) -> &Option<String> {
+        &self.db
+    }
+
+    /// The client's default database now (USE, COM_INIT_DB, a change of
+    /// user, a database the server reported).
+    pub fn use_db(&mut self, db: Option<String>) {
+        self.db = db;
+    }
+
+    pub fn settings(&self) -> &[Setting] {
+        &self.settings
+    }
+
+    pub fn pins(&self) -> &BTreeSet<Pin> {
+        &self.pins
+    }
+
+    pub fn in_trans(&self) -> bool {
+        self.in_trans
+    }
+
+    pub fn autocommit(&self) -> bool {
+        self.autocommit
+    }
+
+    pub fn last_row_count(&self) -> i64 {
+        self.last_row_count
+    }
+
+    pub fn last_found_rows(&self) -> u64 {
+        self.last_found_rows
+    }
+
+    pub fn last_insert_id(&self) -> u64 {
+        self.last_insert_id
+    }
+
+    /// The last SELECT had SQL_CALC_FOUND_ROWS: only the server knows
+    /// its count.
+    pub fn found_rows_calc(&self) -> bool {
+        self.found_rows_calc
+    }
+
+    /// Prepared statement `cid` has an open cursor.
+    pub fn cursor_open(&self, cid: u32) -> bool {
+        self.cursors.contains(&cid)
+    }
+
+    /// Prepared statement `cid` has long data sent for its next execute.
+    pub fn has_long_data(&self, cid: u32) -> bool {
+        self.long_data.contains(&cid)
+    }
+
+    // Named transitions the session's I/O makes.
+
+    /// The relay answered a statement itself: the settings, ROW_COUNT()
+    /// and (for a SELECT) FOUND_ROWS() it left.
+    pub fn answered_locally(
+        &mut self,
+        settings: &[Setting],
+        row_count: i64,
+        found_rows: Option<u64>,
+    ) {
+        self.settings = settings.to_vec();
+        self.last_row_count = row_count;
+        if let Some(n) = found_rows {
+            self.last_found_rows = n;
+        }
+    }
+
+    /// The server refused a prepare: ROW_COUNT() is -1 after it.
+    pub fn prepare_refused(&mut self) {
+        self.last_row_count = -1;
+    }
+
+    /// The server's FOUND_ROWS() for the last SELECT, asked at once.
+    pub fn note_found_rows(&mut self, n: u64) {
+        self.last_found_rows = n;
+        self.found_rows_calc = false;
+    }
+
+    /// An execute with a cursor left it open.
+    pub fn open_cursor(&mut self, cid: u32) {
+        self.cursors.insert(cid);
+    }
+
+    /// Statement `cid`'s cursor is closed (or about to be replaced).
+    pub fn close_cursor(&mut self, cid: u32) {
+        self.cursors.remove(&cid);
+    }
+
+    /// Long data was sent for statement `cid`.
+    pub fn note_long_data(&mut self, cid: u32) {
+        self.long_data.insert(cid);
+    }
+
+    /// Statement `cid` ran, was reset or closed: its long data is spent.
+    pub fn forget_long_data(&mut self, cid: u32) {
+        self.long_data.remove(&cid);
+    }
+
+    /// The relay added `wsrep_sync_wait` to this statement (a causal read
+    /// on a Galera node): the server reports it changed, the client did not.
+    pub fn sync_wait_added(&mut self) {
+        self.statement_vars.push("wsrep_sync_wait".into());
+        self.explained = true;
+    }
+
     /// A client just logged in (with `db` as its default database).
     pub fn new(mode: Mode, db: Option<String>) -> ClientState {
         let mut pins = BTreeSet::new();

@@ -29,7 +29,7 @@ impl Session {
     /// change of user lets the client go elsewhere: the server keeps
     /// FOUND_ROWS() through both.
     async fn take_found_rows(&mut self) -> Result<(), Fail> {
-        if self.st.found_rows_calc && self.conn.is_some() {
+        if self.st.found_rows_calc() && self.conn.is_some() {
             self.ask_found_rows().await?;
         }
         Ok(())
@@ -38,7 +38,7 @@ impl Session {
     pub(super) async fn reset_connection(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         // (Session mode keeps its connection through a reset, and the
         // count with it.)
-        if self.st.mode == Mode::Transaction {
+        if self.st.mode() == Mode::Transaction {
             self.take_found_rows().await?;
         }
         let mut ran_on_held = false;
@@ -174,7 +174,7 @@ impl Session {
         // keeps FOUND_ROWS() and the connection id); otherwise it goes back
         // to the pool and another is leased.
         let in_place = |c: &BackendConn| {
-            self.st.mode == Mode::Session
+            self.st.mode() == Mode::Session
                 && req.collation.is_none_or(|x| x == self.shape.collation)
                 && c.account().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
                 && (req.database.is_some() || c.db().is_none())
@@ -198,10 +198,10 @@ impl Session {
         if let Some(coll) = req.collation {
             self.shape.collation = coll;
         }
-        self.st.db = req.database;
+        self.st.use_db(req.database);
         let ready = match keep {
             Some(c) => self.reset_in_place(c).await,
-            None if self.st.db.is_some() || self.account.is_some() => {
+            None if self.st.db().is_some() || self.account.is_some() => {
                 self.ensure_conn().await.map(drop)
             }
             None => Ok(()),
