@@ -717,9 +717,7 @@ impl Session {
                 || !self.st.autocommit()
                 || journal::kind(&cmd[1..]) == journal::Stmt::Begin);
         self.last_digest = None;
-        let o = self
-            .forward_routed(cmd, Expect::Results { cursor: false })
-            .await;
+        let o = self.run_statement(route::Send::Text(cmd)).await;
         self.digest_next = false;
         let captured = self.capture.take();
         if let Some(d) = digest {

@@ -3,6 +3,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::route::{Execute, Send};
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::protocol::reply::Expect;
@@ -171,20 +172,15 @@ impl Session {
         } else {
             s.key.clone()
         };
-        let mut retried = false;
-        let o = loop {
-            match self.execute_once(cmd, cid, &s, &key, cursor).await {
-                // A read whose replica died before replying runs once more
-                // elsewhere (not with long data, which died with it).
-                Err(Fail::Lost(why))
-                    if self.route.is_replica() && !retried && !self.st.has_long_data(cid) =>
-                {
-                    retried = true;
-                    self.replica_died(&why);
-                }
-                r => break r?,
-            }
-        };
+        let o = self
+            .run_statement(Send::Execute(Execute {
+                cmd,
+                cid,
+                def: &s,
+                key: &key,
+                cursor,
+            }))
+            .await?;
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
@@ -197,17 +193,10 @@ impl Session {
         Ok(())
     }
 
-    /// Leases (for replicas: after the client's own write), prepares if
-    /// needed, rewrites and forwards one execute.
-    async fn execute_once(
-        &mut self,
-        cmd: &[u8],
-        cid: u32,
-        s: &StmtDef,
-        key: &StmtKey,
-        cursor: bool,
-    ) -> Result<crate::protocol::reply::Outcome, Fail> {
-        self.before_replica_read(false).await?;
+    /// An execute as the connection the client holds now takes it:
+    /// prepared there if it is not yet, its ids and types rewritten.
+    pub(super) async fn execute_packet(&mut self, e: &Execute<'_>) -> Result<Vec<u8>, Fail> {
+        let (cmd, cid, s, key) = (e.cmd, e.cid, e.def, e.key);
         self.backend_stmt(s, key).await?;
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
@@ -226,17 +215,7 @@ impl Session {
                 "mysqld_stmt_execute",
             )
         };
-        let out = match out {
-            Ok(out) => out,
-            Err(e) => {
-                return Err(Fail::Err(
-                    1210,
-                    "HY000",
-                    format!("Incorrect arguments to {name}: {e}"),
-                ))
-            }
-        };
-        self.forward(&out, Expect::Results { cursor }, None).await
+        out.map_err(|e| Fail::Err(1210, "HY000", format!("Incorrect arguments to {name}: {e}")))
     }
 
     pub(super) async fn send_long_data(&mut self, cmd: &[u8]) -> Result<(), Fail> {

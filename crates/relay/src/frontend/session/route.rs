@@ -12,7 +12,45 @@ use crate::backend::pool::Route;
 use crate::config::{Mode, RouteTo};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
+use crate::protocol::stmt::{StmtDef, StmtKey};
 use crate::routing::read::{self, BeforeRead, Facts, RuleRoute};
+
+use super::state::ClientState;
+
+/// What a statement sends, made afresh for each backend connection it
+/// may run on (see `Session::run_statement`).
+pub(super) enum Send<'a> {
+    /// A COM_QUERY, sent as it is.
+    Text(&'a [u8]),
+    /// A prepared statement's execute (or bulk execute).
+    Execute(Execute<'a>),
+}
+
+/// A prepared execute: the client's packet, its statement (client id and
+/// definition), the backend statement it runs as, and whether it opens a
+/// cursor.
+pub(super) struct Execute<'a> {
+    pub cmd: &'a [u8],
+    pub cid: u32,
+    pub def: &'a StmtDef,
+    pub key: &'a StmtKey,
+    pub cursor: bool,
+}
+
+impl Send<'_> {
+    fn is_text(&self) -> bool {
+        matches!(self, Send::Text(_))
+    }
+
+    /// A lost replica read may run again elsewhere: not an execute whose
+    /// long data died with the connection.
+    fn may_retry(&self, st: &ClientState) -> bool {
+        match self {
+            Send::Text(_) => true,
+            Send::Execute(e) => !st.has_long_data(e.cid),
+        }
+    }
+}
 
 impl Session {
     /// The writable backend: without read/write split, replicas stand by
@@ -132,32 +170,41 @@ impl Session {
         Ok(())
     }
 
-    /// Forwards with the current route: a read on a replica first waits for
-    /// the client's own last write; a read whose replica died or stopped
-    /// answering before any reply (or during that wait), or refused it as
-    /// a server that will not serve now, is retried once elsewhere.
-    pub(super) async fn forward_routed(
-        &mut self,
-        cmd: &[u8],
-        expect: Expect,
-    ) -> Result<Outcome, Fail> {
-        let text = cmd.first() == Some(&sqlfleet_wire::command::COM_QUERY);
-        let first = match self.before_replica_read(text).await {
-            Ok(()) => {
-                // A refusal of the replica's (not Synced, shutting down)
-                // is held back for the retry below.
-                self.hold_refusal = self.route.is_replica();
-                self.forward(cmd, expect, None).await
-            }
-            Err(e) => Err(e),
-        };
+    /// The one place a client's statement goes to a backend: with the
+    /// current route, a read on a replica first waits for the client's own
+    /// last write; a read whose replica died or stopped answering before
+    /// any reply (or during that wait), or refused it as a server that
+    /// will not serve now, is retried once elsewhere (not an execute with
+    /// long data, which died with its connection). Text queries and
+    /// prepared executes alike ([`Send`]).
+    pub(super) async fn run_statement(&mut self, send: Send<'_>) -> Result<Outcome, Fail> {
+        let first = self.send_once(&send).await;
         match first {
-            Err(Fail::Lost(why)) if self.route.is_replica() => {
+            Err(Fail::Lost(why)) if self.route.is_replica() && send.may_retry(&self.st) => {
                 self.replica_died(&why);
-                self.before_replica_read(text).await?;
-                self.forward(cmd, expect, None).await
+                self.send_once(&send).await
             }
             r => r,
+        }
+    }
+
+    /// One try of [`run_statement`](Self::run_statement) on the
+    /// connection the route leases.
+    async fn send_once(&mut self, send: &Send<'_>) -> Result<Outcome, Fail> {
+        self.before_replica_read(send.is_text()).await?;
+        // A refusal of the replica's (not Synced, shutting down) is held
+        // back for the retry.
+        self.hold_refusal = self.route.is_replica();
+        match *send {
+            Send::Text(cmd) => {
+                self.forward(cmd, Expect::Results { cursor: false }, None)
+                    .await
+            }
+            Send::Execute(ref e) => {
+                let out = self.execute_packet(e).await?;
+                self.forward(&out, Expect::Results { cursor: e.cursor }, None)
+                    .await
+            }
         }
     }
 
