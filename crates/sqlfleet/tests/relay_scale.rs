@@ -1,7 +1,9 @@
 //! Size limits through the relay: 5,000 concurrent client connections over
 //! a backend limited to max_connections=100 (every client logs in, then all
 //! run a transaction at once; none gets an error and the server never sees
-//! more than the pool's connections), and packets over 16 MB both ways.
+//! more than the pool's connections), packets over 16 MB both ways, and
+//! big statements streamed: twenty 64 MiB statements at once cost the
+//! relay process less than 64 MiB.
 
 mod common;
 
@@ -61,6 +63,72 @@ fn packets_over_16_mb_pass_both_ways() {
         assert_eq!(n, 20 * 1024 * 1024);
         c.disconnect().await.expect("quit");
     });
+}
+
+/// The relay's peak resident memory (VmHWM), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kb * 1024
+}
+
+#[test]
+fn twenty_64_mib_statements_at_once_cost_the_relay_under_64_mib() {
+    let srv = srv();
+    // Four backend connections: sixteen clients wait for one with their
+    // statements on their sockets, where the relay must leave them.
+    let relay = start_relay(srv, &["--pool-max", "4", "--wait-timeout", "120"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    const MIB: usize = 1 << 20;
+    let before = peak_rss(relay.child.id());
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for i in 0..20usize {
+            let port = relay.port;
+            tasks.push(tokio::spawn(async move {
+                let mut c = app(port, "app-pw", None)
+                    .connect(Duration::from_secs(10))
+                    .await
+                    .expect("connect");
+                // Every client's text differs (its fill byte and size).
+                let n = 64 * MIB + i;
+                let fill = char::from(b'a' + i as u8);
+                let sql = format!("SELECT LENGTH('{}'), {i}", fill.to_string().repeat(n));
+                let (len, who): (u64, usize) = c
+                    .query_first(sql)
+                    .await
+                    .expect("a 64 MiB statement through the relay")
+                    .expect("row");
+                assert_eq!(
+                    (len, who),
+                    (n as u64, i),
+                    "the server saw the whole statement"
+                );
+                // The session goes on after it.
+                let one: Option<i64> = c.query_first("SELECT 1").await.expect("next");
+                assert_eq!(one, Some(1));
+            }));
+        }
+        for t in tasks {
+            t.await.expect("client");
+        }
+    });
+    let peak = peak_rss(relay.child.id());
+    eprintln!(
+        "relay peak RSS {} MiB (before the statements: {} MiB)",
+        peak / MIB as u64,
+        before / MIB as u64
+    );
+    assert!(
+        peak < 64 * MIB as u64,
+        "the relay's peak RSS was {} MiB (before: {} MiB) with 20 clients sending 64 MiB statements",
+        peak / MIB as u64,
+        before / MIB as u64
+    );
 }
 
 #[test]

@@ -34,7 +34,7 @@ use crate::config::Mode;
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self};
 use crate::frontend::ctx::Ctx;
-use crate::protocol::io::{AnyStream, PacketIo};
+use crate::protocol::io::{AnyStream, Command, PacketIo, STREAM_OVER};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{self, Effects, KillTarget, Pin};
 use crate::protocol::stmt::ClientStmts;
@@ -106,6 +106,13 @@ struct Session {
     commands_run: u64,
     next_move_check: u64,
     io: PacketIo<AnyStream>,
+    /// The current command is a big COM_QUERY read only up to its head
+    /// (`protocol/io/stream.rs`): the rest is still on the client's
+    /// socket until `forward` passes it on (or `run` drops it).
+    streamed: Option<crate::protocol::io::Streamed>,
+    /// The reply's sequence id after a streamed command `forward` passed
+    /// on (its packets are counted there).
+    streamed_seq: Option<u8>,
     /// The client's session as the relay follows it (`state.rs`).
     st: ClientState,
     shape: Shape,
@@ -270,6 +277,8 @@ where
         last_digest: None,
         stmt_read: false,
         client_sent: false,
+        streamed: None,
+        streamed_seq: None,
         pending_loss: None,
         capture: None,
         user: Arc::from(li.hello.user.as_str()),
@@ -411,7 +420,7 @@ impl Session {
                 }
             };
             let read = tokio::select! {
-                r = io.read_packet(max) => r,
+                r = io.read_command(max, STREAM_OVER) => r,
                 _ = handle.killed() => return,
                 _ = backend_closed => {
                     if let Some(c) = self.conn.take() {
@@ -432,7 +441,11 @@ impl Session {
                 }
             };
             let (seq, cmd) = match read {
-                Ok(p) => p,
+                Ok(Command::Whole(seq, p)) => (seq, p),
+                Ok(Command::Head(p, streamed)) => {
+                    self.streamed = Some(streamed);
+                    (0, p)
+                }
                 Err(WireError::TooBig { len, max }) => {
                     let msg = format!(
                         "Got a packet bigger than the relay's max_packet ({len} > {max} bytes)"
@@ -473,6 +486,19 @@ impl Session {
             let t0 = std::time::Instant::now();
             let before = self.conn.as_ref().map(|c| c.thread_id());
             let r = self.run_command(&cmd).await;
+            // A streamed command that went nowhere (refused, or its
+            // backend lost before its head went out): its rest is read
+            // and dropped, so a reply follows its last packet.
+            let mut reply_seq = self
+                .streamed_seq
+                .take()
+                .unwrap_or_else(|| reply_seq(cmd.len()));
+            if let Some(mut s) = self.streamed.take() {
+                if self.io.skip_rest(&mut s).await.is_err() {
+                    return;
+                }
+                reply_seq = s.reply_seq();
+            }
             if cmd[0] != COM_QUERY {
                 self.journal.other_command(cmd[0], self.st.in_trans());
             }
@@ -527,10 +553,7 @@ impl Session {
                     self.ctx.metrics.errors.fetch_add(1, Relaxed);
                     if self
                         .io
-                        .write_packet(
-                            reply_seq(cmd.len()),
-                            &packet::err_payload(code, state, &msg),
-                        )
+                        .write_packet(reply_seq, &packet::err_payload(code, state, &msg))
                         .await
                         .is_err()
                     {
@@ -561,10 +584,7 @@ impl Session {
                     let msg = format!("Lost connection to backend server during query ({msg})");
                     let _ = self
                         .io
-                        .write_packet(
-                            reply_seq(cmd.len()),
-                            &packet::err_payload(LOST_CODE, "08S01", &msg),
-                        )
+                        .write_packet(reply_seq, &packet::err_payload(LOST_CODE, "08S01", &msg))
                         .await;
                 }
             }
@@ -676,6 +696,12 @@ impl Session {
             }
             _ => Effects::default(),
         };
+        let mut fx = fx;
+        if self.streamed.is_some() {
+            // Only its head was read: what its tail does is unknown, so
+            // it is a write (the primary's) that no replay can repeat.
+            fx.read = false;
+        }
         let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let digest = digest.filter(|_| self.ctx.digests.enabled());
@@ -687,6 +713,29 @@ impl Session {
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
         self.route_and_pin(&cmd[1..], toks, &fx).await;
+        // The relay's own answers and rewrites need the whole text: a
+        // streamed statement that would have one is read whole after all.
+        let whole;
+        let cmd: &[u8] = match self.streamed.take() {
+            Some(mut st)
+                if self.local_key(&cmd[1..], &fx).is_some()
+                    || matches!(
+                        self.st.own_counts(&cmd[1..], &fx),
+                        std::borrow::Cow::Owned(_)
+                    ) =>
+            {
+                let mut all = cmd.to_vec();
+                if self.io.read_rest(&mut st, &mut all).await.is_err() {
+                    return Err(Fail::Close);
+                }
+                whole = all;
+                &whole
+            }
+            st => {
+                self.streamed = st;
+                cmd
+            }
+        };
         let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
             std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
             std::borrow::Cow::Borrowed(_) => None,
@@ -706,6 +755,7 @@ impl Session {
             }
             self.capture = Some(Vec::new());
         }
+        let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();
         self.stmt_read = fx.read;
         self.carry_over(&fx, true).await?;
@@ -749,7 +799,11 @@ impl Session {
         if let (Some(key), Some(reply)) = (local, captured) {
             self.record_answer(key, epoch, &o, &fx, reply);
         }
-        let fits = self.st.fits_elsewhere();
+        let fits = if streamed {
+            Err("a statement too big to hold was streamed, not kept")
+        } else {
+            self.st.fits_elsewhere()
+        };
         let digest = self.last_digest.take().map(|d| (d, o.insert_id));
         self.journal
             .statement(was_in_trans, self.st.in_trans(), cmd, digest, fits);

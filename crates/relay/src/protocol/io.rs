@@ -1,6 +1,6 @@
 //! A stream with a read buffer, read packet by packet or forwarded in
 //! large spans, and the stream types a relay talks over (TCP, Unix
-//! sockets, TLS).
+//! sockets, TLS). A command too big to hold is streamed (`stream`).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -9,6 +9,9 @@ use sqlfleet_wire::packet::{self, WireError, MAX_CHUNK};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 
 use crate::protocol::reply::{Event, ReplyError, Tracker, PREFIX};
+
+mod stream;
+pub use stream::{Command, Streamed, HEAD, STREAM_OVER};
 
 const BUF: usize = 64 * 1024;
 /// The framing buffer is kept up to this size; a larger one (a big

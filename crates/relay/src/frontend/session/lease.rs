@@ -245,17 +245,56 @@ impl Session {
         // From here until the reply ends, KILL from another client reaches
         // this statement.
         let running = (c.backend(), c.thread_id());
+        // A streamed statement's rest goes from the client's socket to the
+        // server's behind its head (`protocol/io/stream.rs`).
+        let mut streamed = self.streamed.take();
+        let client_io = &mut self.io;
         let sent = async {
             for id in std::mem::take(&mut c.stmts().to_close) {
                 let mut p = vec![COM_STMT_CLOSE];
                 p.extend_from_slice(&id.to_le_bytes());
-                c.io.write_packet(0, &p).await?;
+                c.io.write_packet(0, &p).await.map_err(Some)?;
             }
-            c.io.write_packet(0, payload).await
+            let Some(st) = streamed.as_mut() else {
+                return c.io.write_packet(0, payload).await.map(drop).map_err(Some);
+            };
+            let sent = match c.io.write_head(payload, st.left).await {
+                Ok(()) => client_io.pass_rest(st, &mut c.io.s).await,
+                Err(e) => Err(ForwardError::Backend {
+                    err: e,
+                    forwarded: false,
+                }),
+            };
+            match sent {
+                Ok(()) => Ok(()),
+                // The server stopped taking it (1153 past its
+                // max_allowed_packet, or gone): the client's rest is read
+                // and dropped so that the server's answer can follow it.
+                Err(ForwardError::Backend { err, .. }) => match client_io.skip_rest(st).await {
+                    Ok(()) => Err(Some(err)),
+                    Err(_) => Err(None),
+                },
+                // The client went away or sent more than max_packet
+                // mid-statement: nothing more can follow on either side.
+                Err(ForwardError::Client(_)) => Err(None),
+            }
         };
         self.handle.running(Some(running));
-        if let Err(e) = sent.await {
+        let sent = sent.await;
+        let stream_seq = streamed.as_ref().map(|st| {
+            self.ctx
+                .metrics
+                .bytes_to_backend
+                .fetch_add(st.total.saturating_sub(payload.len()) as u64, Relaxed);
+            st.reply_seq()
+        });
+        self.streamed_seq = stream_seq;
+        if let Err(e) = sent {
             self.handle.running(None);
+            let Some(e) = e else {
+                self.ctx.pool.discard(c);
+                return Err(Fail::Close);
+            };
             // The server may have refused the command before it went
             // out whole (1153: bigger than its max_allowed_packet) and
             // closed: its own error, when it is there, is the answer.
@@ -272,7 +311,7 @@ impl Session {
                 if self.st.lives_on_conn() {
                     // The session died with the server's connection: the
                     // client gets the server's words, then the end.
-                    let seq = super::reply_seq(payload.len());
+                    let seq = stream_seq.unwrap_or(super::reply_seq(payload.len()));
                     let _ = self
                         .io
                         .write_packet(

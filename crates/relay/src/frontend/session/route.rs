@@ -180,7 +180,12 @@ impl Session {
     pub(super) async fn run_statement(&mut self, send: Send<'_>) -> Result<Outcome, Fail> {
         let first = self.send_once(&send).await;
         match first {
-            Err(Fail::Lost(why)) if self.route.is_replica() && send.may_retry(&self.st) => {
+            // (Never a streamed statement: only its head is left here.)
+            Err(Fail::Lost(why))
+                if self.route.is_replica()
+                    && send.may_retry(&self.st)
+                    && self.streamed_seq.is_none() =>
+            {
                 self.replica_died(&why);
                 self.send_once(&send).await
             }
