@@ -446,6 +446,7 @@ impl Session {
                     self.streamed = Some(streamed);
                     (0, p)
                 }
+                Ok(Command::OutOfOrder(seq)) => (seq, Vec::new()),
                 Err(WireError::TooBig { len, max }) => {
                     let msg = format!(
                         "Got a packet bigger than the relay's max_packet ({len} > {max} bytes)"
@@ -458,15 +459,29 @@ impl Session {
                 }
                 Err(_) => return,
             };
-            if seq != 0 || cmd.is_empty() {
+            if seq != 0 {
+                // As the server: its error with sequence id 0, then the end.
                 let _ = self
                     .io
                     .write_packet(
-                        1,
+                        0,
                         &packet::err_payload(1156, "08S01", "Got packets out of order"),
                     )
                     .await;
                 return;
+            }
+            if cmd.is_empty() {
+                // An empty packet is no command: the server's answer, and
+                // the session goes on.
+                if self
+                    .io
+                    .write_packet(1, &packet::err_payload(1047, "08S01", "Unknown command"))
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
             }
             self.ctx.metrics.commands.fetch_add(1, Relaxed);
             if !matches!(cmd[0], COM_QUERY | COM_STMT_EXECUTE | COM_STMT_BULK_EXECUTE) {

@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
+use sqlfleet_wire::command::{COM_STMT_BULK_EXECUTE, COM_STMT_EXECUTE};
 
 /// A statement as the client prepared it: what it is (shared, so that an
 /// execute holds it without a copy) and the parameter types the client
@@ -274,6 +275,36 @@ pub enum ExecuteError {
 /// COM_STMT_BULK_EXECUTE's flag: parameter types follow the flags.
 const BULK_SEND_TYPES: u16 = 128;
 
+/// What the server answers an execute with before it looks its statement
+/// up, as MariaDB's `mysqld_stmt_execute` and `mysqld_stmt_bulk_execute`
+/// check in this order: an execute shorter than id, flags and iteration
+/// count (1835); a bulk execute shorter than id and flags (1835), from a
+/// client that did not ask for bulk operations (1295), or with flags other
+/// than "types follow" (1295). `None`: look the statement up.
+pub fn refused_before_lookup(
+    p: &[u8],
+    bulk_allowed: bool,
+) -> Option<(u16, &'static str, &'static str)> {
+    const MALFORMED: (u16, &str, &str) = (1835, "HY000", "Malformed communication packet");
+    const UNSUPPORTED: (u16, &str, &str) = (
+        1295,
+        "HY000",
+        "This command is not supported in the prepared statement protocol yet",
+    );
+    let body = p.get(1..).unwrap_or_default();
+    match p.first() {
+        Some(&COM_STMT_EXECUTE) if body.len() < 9 => Some(MALFORMED),
+        Some(&COM_STMT_BULK_EXECUTE) => {
+            if body.len() < 6 {
+                return Some(MALFORMED);
+            }
+            let flags = u16::from_le_bytes([body[4], body[5]]);
+            (!bulk_allowed || flags & !BULK_SEND_TYPES != 0).then_some(UNSUPPORTED)
+        }
+        _ => None,
+    }
+}
+
 /// Rewrites a client's COM_STMT_BULK_EXECUTE (MariaDB's array binding:
 /// statement id, 2 bytes of flags, the parameter types when flag 128 is
 /// set, then the rows) for a backend statement, as [`rewrite_execute`]
@@ -410,6 +441,29 @@ mod tests {
             rewrite_execute(&first[..11], 1, &mut c, &mut b1),
             Err(ExecuteError::Short)
         );
+    }
+
+    #[test]
+    fn what_the_server_refuses_before_it_looks_a_statement_up() {
+        // (packet, client asked for bulk, answer code)
+        let rows: [(&[u8], bool, Option<u16>); 9] = [
+            (&[0x17], true, Some(1835)),
+            (&[0x17, 1, 0, 0, 0, 0, 1, 0, 0], true, Some(1835)),
+            (&[0x17, 1, 0, 0, 0, 0, 1, 0, 0, 0], true, None),
+            (&[0xfa, 1, 0, 0, 0, 0], true, Some(1835)),
+            (&[0xfa, 1, 0, 0, 0, 0, 0], false, Some(1295)),
+            (&[0xfa, 1, 0, 0, 0, 0, 1], true, Some(1295)),
+            (&[0xfa, 1, 0, 0, 0, 128, 0], true, None),
+            (&[0xfa, 1, 0, 0, 0, 0, 0], true, None),
+            (&[0x1c, 1], true, None),
+        ];
+        for (p, bulk, want) in rows {
+            assert_eq!(
+                refused_before_lookup(p, bulk).map(|r| r.0),
+                want,
+                "{p:?} {bulk}"
+            );
+        }
     }
 
     #[test]

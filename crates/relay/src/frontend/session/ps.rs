@@ -143,6 +143,11 @@ impl Session {
     /// binding: the rows of one execute, answered once).
     pub(super) async fn execute(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         let bulk = cmd.first() == Some(&COM_STMT_BULK_EXECUTE);
+        let bulk_allowed =
+            self.shape.ext & sqlfleet_wire::handshake::MARIADB_STMT_BULK_OPERATIONS != 0;
+        if let Some((code, state, msg)) = stmt::refused_before_lookup(cmd, bulk_allowed) {
+            return Err(Fail::Err(code, state, msg.into()));
+        }
         let id = stmt::packet_id(cmd).unwrap_or(0);
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             let name = if bulk {

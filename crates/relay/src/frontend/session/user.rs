@@ -78,14 +78,37 @@ impl Session {
         self.adopt(c).await
     }
 
+    /// A refused COM_CHANGE_USER leaves what the server's leaves: the
+    /// server resets the session before it authenticates (transaction
+    /// rolled back, temporary tables, user variables, prepared statements
+    /// and locks gone, settings back to their defaults) and then restores
+    /// only the user and the database. (Its character set is then the
+    /// server's default; here the client's login one.)
+    async fn change_user_refused(&mut self) -> Result<(), Fail> {
+        let db = self.st.db().clone();
+        let held = self.conn.take();
+        self.clear_state(false);
+        self.st.use_db(db);
+        match held {
+            Some(c) if self.st.mode() == Mode::Session => self.reset_in_place(c).await,
+            Some(c) => {
+                self.ctx.pool.reset_then_put(c).await;
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
     pub(super) async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         // The server's limit (MDEV-3915): three refused attempts per
         // connection, then the command itself is refused, successes
         // between them not counting.
         if self.change_user_failures >= MAX_CHANGE_USER_FAILURES {
+            self.change_user_refused().await?;
             return Err(Fail::Err(1047, "08S01", "Unknown command".into()));
         }
         let Some(req) = parse_change_user(cmd, self.caps) else {
+            self.change_user_refused().await?;
             return Err(Fail::Err(1047, "08S01", "malformed COM_CHANGE_USER".into()));
         };
         let users = self
@@ -109,6 +132,7 @@ impl Session {
                 // user it was, told why.
                 let (msg, payload) = auth::unreachable_payload(&req.user, &why.to_string());
                 crate::admin::log::login_failed(&req.user, self.id, &msg);
+                self.change_user_refused().await?;
                 self.io
                     .write_packet(1, &payload)
                     .await
@@ -137,7 +161,7 @@ impl Session {
                 self.change_user_failures = self.change_user_failures.saturating_add(1);
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
                 crate::admin::log::login_failed(&req.user, self.id, &why);
-                return Ok(());
+                return self.change_user_refused().await;
             }
             Err(_) => {
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
@@ -155,6 +179,7 @@ impl Session {
                 // refused, and the session goes on as it was.
                 self.change_user_failures = self.change_user_failures.saturating_add(1);
                 self.ctx.metrics.auth_failures.fetch_add(1, Relaxed);
+                self.change_user_refused().await?;
                 let msg = format!(
                     "Access denied for user '{}': the relay logs in to the server as you, which needs mysql_native_password or caching_sha2_password with full authentication",
                     req.user

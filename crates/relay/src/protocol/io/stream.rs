@@ -48,6 +48,9 @@ pub enum Command {
     Whole(u8, Vec<u8>),
     /// Its first [`HEAD`] bytes (a COM_QUERY's), the rest still to come.
     Head(Vec<u8>, Streamed),
+    /// A command must start with sequence id 0; this one's header had
+    /// another (its payload is not read: the server answers at once).
+    OutOfOrder(u8),
 }
 
 impl Streamed {
@@ -71,9 +74,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         max: usize,
         stream_over: usize,
     ) -> Result<Command, WireError> {
-        self.need(5).await?;
+        self.need(4).await?;
         let (len, seq) = self.header();
-        if len < stream_over || self.buf[self.start + 4] != COM_QUERY || seq != 0 {
+        if seq != 0 {
+            return Ok(Command::OutOfOrder(seq));
+        }
+        if len < stream_over {
+            let (seq, p) = self.read_packet(max).await?;
+            return Ok(Command::Whole(seq, p));
+        }
+        self.need(5).await?;
+        if self.buf[self.start + 4] != COM_QUERY {
             let (seq, p) = self.read_packet(max).await?;
             return Ok(Command::Whole(seq, p));
         }
@@ -251,6 +262,7 @@ mod tests {
                         assert_eq!(seq, 0);
                         assert_eq!(p, cmd, "{n}");
                     }
+                    Command::OutOfOrder(_) => panic!("{n}: in order"),
                     Command::Head(head, mut st) => {
                         assert!(want_streamed, "{n} streamed");
                         assert_eq!(head.len(), HEAD, "{n}");
