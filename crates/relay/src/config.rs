@@ -211,6 +211,8 @@ pub struct Dynamic {
     pub users: HashMap<String, Account>,
     pub pool: PoolSettings,
     pub rules: Vec<Rule>,
+    /// The result cache's rules and size.
+    pub cache: crate::routing::cache_rules::CacheSettings,
 }
 
 #[derive(Clone)]

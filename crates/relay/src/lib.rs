@@ -16,6 +16,7 @@
 
 mod admin;
 pub mod backend;
+pub mod cache;
 pub mod config;
 pub mod event_loops;
 pub mod frontend;

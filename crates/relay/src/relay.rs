@@ -70,6 +70,7 @@ impl Relay {
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
         let view_calls = backend::view_calls::ViewCalls::new(side);
         let max_clients = cfg.client_limit(open_file_limit());
+        let cfg_cache = cfg.dynamic.cache.clone();
         Ok(Relay {
             accounts,
             ctx: Arc::new(Ctx {
@@ -91,6 +92,7 @@ impl Relay {
                 replays: Default::default(),
                 max_clients,
                 throttle: Default::default(),
+                cache: crate::cache::Cache::new(cfg_cache),
             }),
         })
     }
@@ -117,6 +119,7 @@ impl Relay {
         self.ctx.answers.clear();
         *self.ctx.rules.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(routing::rules::RuleSet::new(new.dynamic.rules.clone()));
+        self.ctx.cache.reconfigure(new.dynamic.cache.clone());
         let old = &self.ctx.cfg;
         let mut ignored = Vec::new();
         if old.listen != new.listen {
@@ -138,7 +141,9 @@ impl Relay {
     }
 
     pub fn metrics_text(&self) -> String {
-        self.ctx.metrics.render(&self.ctx.pool.gauges())
+        let mut o = self.ctx.metrics.render(&self.ctx.pool.gauges());
+        self.ctx.cache.render(&mut o);
+        o
     }
 
     pub fn metrics(&self) -> &admin::metrics::Metrics {

@@ -55,6 +55,7 @@ pub fn render(ctx: &Ctx) -> String {
         "commands": m.commands.load(Ordering::Relaxed),
         "pins": pins,
         "rules": rule_hits,
+        "cache": ctx.cache.status(),
         "digests": top,
         "digests_other": other,
     });

@@ -25,6 +25,82 @@ struct File {
     rules: Vec<RuleSection>,
     #[serde(default)]
     replay: ReplaySection,
+    #[serde(default)]
+    cache: CacheSection,
+    #[serde(default)]
+    cache_rules: Vec<CacheRuleSection>,
+}
+
+/// `[cache]`: the result cache's size (its rules are `[[cache_rules]]`).
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct CacheSection {
+    /// All entries together at most, in bytes (default 64 MiB).
+    max_bytes: Option<usize>,
+}
+
+/// `[[cache_rules]]`: which SELECTs' results are cached, how long.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CacheRuleSection {
+    name: Option<String>,
+    match_digest: Option<String>,
+    match_regex: Option<String>,
+    /// `table` or `db.table`: the statement names one of them.
+    tables: Option<Vec<String>>,
+    user: Option<String>,
+    /// Seconds an entry is given at most (writes made elsewhere than
+    /// through the relay are seen after it).
+    ttl: f64,
+    /// Replies larger than this are not kept (default 1 MiB).
+    max_entry_bytes: Option<usize>,
+}
+
+/// The cache's rules, checked.
+fn cache_settings(
+    c: CacheSection,
+    rules: Vec<CacheRuleSection>,
+) -> Result<crate::routing::cache_rules::CacheSettings, String> {
+    use crate::routing::cache_rules::{CacheRule, CacheSettings};
+    let mut out = Vec::new();
+    for (i, r) in rules.into_iter().enumerate() {
+        let name = r.name.clone().unwrap_or_else(|| format!("cache{}", i + 1));
+        let at = |m: &str| format!("cache_rules[{i}] ({name}): {m}");
+        if r.match_digest.is_none() && r.match_regex.is_none() && r.tables.is_none() {
+            return Err(at("give match_digest, match_regex or tables"));
+        }
+        if !(r.ttl > 0.0 && r.ttl <= 86_400.0) {
+            return Err(at("ttl: seconds above 0, at most 86400"));
+        }
+        let regex = match &r.match_regex {
+            Some(x) => Some(regex::Regex::new(x).map_err(|e| at(&format!("match_regex: {e}")))?),
+            None => None,
+        };
+        out.push(CacheRule {
+            digest: r
+                .match_digest
+                .map(|d| crate::protocol::sql::digest(d.as_bytes())),
+            regex,
+            tables: r
+                .tables
+                .unwrap_or_default()
+                .into_iter()
+                .map(|t| t.to_ascii_lowercase())
+                .collect(),
+            user: r.user,
+            ttl: Duration::from_secs_f64(r.ttl),
+            max_entry_bytes: r.max_entry_bytes.unwrap_or(1 << 20),
+            name,
+        });
+    }
+    let max_bytes = c.max_bytes.unwrap_or(64 << 20);
+    if max_bytes == 0 {
+        return Err("cache.max_bytes: at least 1".into());
+    }
+    Ok(CacheSettings {
+        rules: out,
+        max_bytes,
+    })
 }
 
 #[derive(Deserialize, Default)]
@@ -266,6 +342,8 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, ConfigError> {
         },
         rules: Vec::new(),
         replay: ReplaySection::default(),
+        cache: CacheSection::default(),
+        cache_rules: Vec::new(),
     };
     let mut cfg = build(f).map_err(|e| {
         ConfigError::Flags(
@@ -461,6 +539,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());
     }
+    let cache = cache_settings(f.cache, f.cache_rules)?;
     let mut rules = Vec::new();
     for (i, r) in f.rules.into_iter().enumerate() {
         let name = r.name.clone().unwrap_or_else(|| format!("rule{}", i + 1));
@@ -590,6 +669,11 @@ fn build(f: File) -> Result<RelayConfig, String> {
         max_packet: f.relay.max_packet.unwrap_or(1 << 30),
         routing,
         replay,
-        dynamic: Dynamic { users, pool, rules },
+        dynamic: Dynamic {
+            users,
+            pool,
+            rules,
+            cache,
+        },
     })
 }

@@ -75,6 +75,8 @@ pub struct Ctx {
     pub max_clients: usize,
     /// Failed-login streaks by address (frontend/throttle.rs).
     pub throttle: super::throttle::Throttle,
+    /// The result cache (`cache.rs`).
+    pub cache: crate::cache::Cache,
 }
 
 impl Ctx {

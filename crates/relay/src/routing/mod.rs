@@ -1,9 +1,10 @@
 //! Which backend a statement goes to: the route kinds ([`Route`]), query
-//! rules and digests ([`rules`]). A statement's route kind and what a
+//! rules and digests ([`rules`]), the result cache's rules ([`cache_rules`]). A statement's route kind and what a
 //! replica read waits for are decided in [`read`] (the session gathers
 //! the facts and carries the answer out); which backend of a route serves
 //! in [`pick`] (the pool gathers the backends' states).
 
+pub mod cache_rules;
 pub mod galera;
 pub mod pick;
 pub mod read;

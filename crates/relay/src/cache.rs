@@ -1,0 +1,515 @@
+//! The result cache: opt-in by `[[cache_rules]]`, for SELECTs that
+//! [`decide::cacheable`] finds exact to give again. An entry is the reply
+//! as a client of that key received it (bytes, sequence ids and all),
+//! kept under its key — the relay account, the database, the session's
+//! settings, the client's capabilities and collation, the text — for at
+//! most its rule's `ttl`, in at most `[cache] max_bytes` over all
+//! entries (the least recently used go first).
+//!
+//! Honest for writes through the relay: every statement that is not a
+//! plain read (and every prepared execute that is not) invalidates the
+//! whole cache before it is sent and again after its reply, and while any
+//! such statement is in flight no entry is stored; an entry is stored only
+//! if no invalidation came between its read's start and its store. So once
+//! a write's OK (or its COMMIT's) has reached its client, no client is
+//! given a result read before it. Writes made elsewhere (directly on the
+//! server, another relay) are seen when the entry's `ttl` ends: the relay
+//! does not follow the server's binary log yet. Invalidation is whole:
+//! which tables a write touches through triggers, and which tables a view
+//! reads, are not known here.
+
+pub mod decide;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
+
+use sqlfleet_dump::lex::Tok;
+
+use crate::protocol::sql::Setting;
+
+pub use crate::routing::cache_rules::{CacheRule, CacheSettings};
+
+/// What an entry is kept under.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Key {
+    /// The relay account (a user never reads another's entry).
+    pub user: Arc<str>,
+    pub db: Option<String>,
+    pub settings: Vec<Setting>,
+    /// The client's capabilities and collation (the reply's form).
+    pub caps: u32,
+    pub ext: u32,
+    pub collation: u8,
+    pub sql: Vec<u8>,
+}
+
+impl Key {
+    fn bytes(&self) -> usize {
+        self.sql.len()
+            + self.user.len()
+            + self.db.as_ref().map_or(0, String::len)
+            + self
+                .settings
+                .iter()
+                .map(|s| s.name.len() + s.text.len())
+                .sum::<usize>()
+            + 64
+    }
+}
+
+/// A cached reply and what it left of the session.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub reply: Arc<Vec<u8>>,
+    /// FOUND_ROWS() after it (its rows).
+    pub rows: u64,
+}
+
+struct Entry {
+    hit: Hit,
+    version: u64,
+    expires: Instant,
+    tick: u64,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Store {
+    map: HashMap<Key, Entry>,
+    /// Least recently used first.
+    lru: BTreeMap<u64, Key>,
+    tick: u64,
+    bytes: usize,
+}
+
+impl Store {
+    fn remove(&mut self, key: &Key) {
+        if let Some(e) = self.map.remove(key) {
+            self.lru.remove(&e.tick);
+            self.bytes -= e.bytes;
+        }
+    }
+}
+
+/// Per rule: what happened.
+#[derive(Debug, Default)]
+pub struct RuleCounts {
+    pub hits: AtomicU64,
+    pub misses: AtomicU64,
+    pub stores: AtomicU64,
+    /// Misses whose reply was not kept (an invalidation came during the
+    /// read, a write was in flight, warnings, too big).
+    pub not_stored: AtomicU64,
+}
+
+/// The cache every session shares.
+pub struct Cache {
+    settings: RwLock<Arc<CacheSettings>>,
+    counts: RwLock<Arc<Vec<RuleCounts>>>,
+    store: Mutex<Store>,
+    /// Bumped by every invalidation.
+    version: AtomicU64,
+    /// Writes sent and not yet answered.
+    writes_in_flight: AtomicUsize,
+    invalidations: AtomicU64,
+}
+
+/// A write in flight: made by [`Cache::write_begins`], it invalidates
+/// again when dropped (after its reply, or if the session stops).
+pub struct Write<'a>(&'a Cache);
+
+impl Drop for Write<'_> {
+    fn drop(&mut self) {
+        self.0.invalidate();
+        self.0.writes_in_flight.fetch_sub(1, Relaxed);
+    }
+}
+
+impl Cache {
+    pub fn new(s: CacheSettings) -> Cache {
+        let counts = s.rules.iter().map(|_| RuleCounts::default()).collect();
+        Cache {
+            settings: RwLock::new(Arc::new(s)),
+            counts: RwLock::new(Arc::new(counts)),
+            store: Mutex::new(Store::default()),
+            version: AtomicU64::new(0),
+            writes_in_flight: AtomicUsize::new(0),
+            invalidations: AtomicU64::new(0),
+        }
+    }
+
+    /// New rules and size (SIGHUP): every entry goes.
+    pub fn reconfigure(&self, s: CacheSettings) {
+        let counts = s.rules.iter().map(|_| RuleCounts::default()).collect();
+        *self.counts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(counts);
+        *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(s);
+        self.invalidate();
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        *st = Store::default();
+    }
+
+    fn settings(&self) -> Arc<CacheSettings> {
+        self.settings
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn counts(&self) -> Arc<Vec<RuleCounts>> {
+        self.counts
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether any rule is configured (else nothing here costs anything).
+    pub fn active(&self) -> bool {
+        !self.settings().rules.is_empty()
+    }
+
+    /// The first rule that takes this statement: its index.
+    pub fn rule_for(
+        &self,
+        user: &str,
+        db: Option<&str>,
+        sql: &[u8],
+        digest: Option<&str>,
+        toks: &[(Tok, std::ops::Range<usize>)],
+    ) -> Option<usize> {
+        let s = self.settings();
+        s.rules.iter().position(|r| {
+            r.user.as_deref().is_none_or(|u| u == user)
+                && r.digest.as_deref().is_none_or(|d| Some(d) == digest)
+                && r.regex
+                    .as_ref()
+                    .is_none_or(|x| x.is_match(&String::from_utf8_lossy(sql)))
+                && (r.tables.is_empty() || names_a_table(&r.tables, db, sql, toks))
+        })
+    }
+
+    /// A fresh entry for `key` (counted as a hit or a miss of `rule`).
+    pub fn get(&self, rule: usize, key: &Key) -> Option<Hit> {
+        let now = Instant::now();
+        let version = self.version.load(Relaxed);
+        let hit = {
+            let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            let fresh = st
+                .map
+                .get(key)
+                .map(|e| e.version == version && e.expires > now);
+            match fresh {
+                Some(true) => {
+                    st.tick += 1;
+                    let tick = st.tick;
+                    let e = st.map.get_mut(key)?;
+                    let old = std::mem::replace(&mut e.tick, tick);
+                    let hit = e.hit.clone();
+                    st.lru.remove(&old);
+                    st.lru.insert(tick, key.clone());
+                    Some(hit)
+                }
+                Some(false) => {
+                    st.remove(key);
+                    None
+                }
+                None => None,
+            }
+        };
+        if let Some(c) = self.counts().get(rule) {
+            match hit {
+                Some(_) => c.hits.fetch_add(1, Relaxed),
+                None => c.misses.fetch_add(1, Relaxed),
+            };
+        }
+        hit
+    }
+
+    /// Where a miss's read starts: the version its store must still find.
+    pub fn version(&self) -> u64 {
+        self.version.load(Relaxed)
+    }
+
+    /// Keeps a miss's reply when nothing invalidated the cache since its
+    /// read started (`since`) and no write is in flight.
+    pub fn put(&self, rule: usize, since: u64, key: Key, hit: Hit) {
+        let s = self.settings();
+        let counts = self.counts();
+        let (Some(r), Some(c)) = (s.rules.get(rule), counts.get(rule)) else {
+            return;
+        };
+        let bytes = hit.reply.len() + key.bytes();
+        if hit.reply.len() > r.max_entry_bytes || bytes > s.max_bytes {
+            c.not_stored.fetch_add(1, Relaxed);
+            return;
+        }
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked under the store's lock, which an invalidation's clean-up
+        // takes too.
+        if self.writes_in_flight.load(Relaxed) > 0 || self.version.load(Relaxed) != since {
+            c.not_stored.fetch_add(1, Relaxed);
+            return;
+        }
+        st.remove(&key);
+        st.tick += 1;
+        let tick = st.tick;
+        st.lru.insert(tick, key.clone());
+        st.bytes += bytes;
+        st.map.insert(
+            key,
+            Entry {
+                hit,
+                version: since,
+                expires: Instant::now() + r.ttl,
+                tick,
+                bytes,
+            },
+        );
+        while st.bytes > s.max_bytes {
+            let Some((_, oldest)) = st.lru.pop_first() else {
+                break;
+            };
+            if let Some(e) = st.map.remove(&oldest) {
+                st.bytes -= e.bytes;
+            }
+        }
+        c.stores.fetch_add(1, Relaxed);
+    }
+
+    /// Every entry is stale from now on.
+    pub fn invalidate(&self) {
+        let _st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        self.version.fetch_add(1, Relaxed);
+        self.invalidations.fetch_add(1, Relaxed);
+    }
+
+    /// A statement that may write is about to be sent: everything cached
+    /// is stale, and no store happens until its reply is in.
+    pub fn write_begins(&self) -> Write<'_> {
+        self.writes_in_flight.fetch_add(1, Relaxed);
+        self.invalidate();
+        Write(self)
+    }
+
+    /// Entries and their bytes now.
+    pub fn size(&self) -> (usize, usize) {
+        let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        (st.map.len(), st.bytes)
+    }
+
+    /// The cache's Prometheus families.
+    pub fn render(&self, o: &mut String) {
+        use std::fmt::Write as _;
+        let s = self.settings();
+        if s.rules.is_empty() {
+            return;
+        }
+        let counts = self.counts();
+        let families: [(&str, &str, fn(&RuleCounts) -> &AtomicU64); 4] = [
+            ("cache_hits_total", "Statements answered from the result cache.", |c| &c.hits),
+            ("cache_misses_total", "Cacheable statements that went to a server.", |c| &c.misses),
+            ("cache_stores_total", "Replies kept in the result cache.", |c| &c.stores),
+            (
+                "cache_not_stored_total",
+                "Replies of misses not kept (invalidated during the read, a write in flight, warnings, too big).",
+                |c| &c.not_stored,
+            ),
+        ];
+        for (name, help, field) in families {
+            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} counter");
+            for (r, c) in s.rules.iter().zip(counts.iter()) {
+                let _ = writeln!(
+                    o,
+                    "sqlfleet_relay_{name}{{rule=\"{}\"}} {}",
+                    crate::admin::metrics::label(&r.name),
+                    field(c).load(Relaxed)
+                );
+            }
+        }
+        let (entries, bytes) = self.size();
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Times the whole result cache went stale (a write through the relay).");
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_invalidations_total counter");
+        let _ = writeln!(
+            o,
+            "sqlfleet_relay_cache_invalidations_total {}",
+            self.invalidations.load(Relaxed)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_cache_entries Entries in the result cache."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_entries gauge");
+        let _ = writeln!(o, "sqlfleet_relay_cache_entries {entries}");
+        let _ = writeln!(
+            o,
+            "# HELP sqlfleet_relay_cache_bytes Bytes the result cache holds."
+        );
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_bytes gauge");
+        let _ = writeln!(o, "sqlfleet_relay_cache_bytes {bytes}");
+    }
+
+    /// The cache in /status.
+    pub fn status(&self) -> serde_json::Value {
+        let s = self.settings();
+        let counts = self.counts();
+        let (entries, bytes) = self.size();
+        let rules: Vec<serde_json::Value> = s
+            .rules
+            .iter()
+            .zip(counts.iter())
+            .map(|(r, c)| {
+                serde_json::json!({
+                    "name": r.name,
+                    "ttl_seconds": r.ttl.as_secs_f64(),
+                    "hits": c.hits.load(Relaxed),
+                    "misses": c.misses.load(Relaxed),
+                    "stores": c.stores.load(Relaxed),
+                    "not_stored": c.not_stored.load(Relaxed),
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "entries": entries,
+            "bytes": bytes,
+            "max_bytes": s.max_bytes,
+            "invalidations": self.invalidations.load(Relaxed),
+            "rules": rules,
+        })
+    }
+}
+
+/// Whether the statement names one of `tables` (`t` or `db.t`, lower
+/// case); an unqualified word is in the session's database.
+fn names_a_table(
+    tables: &[String],
+    db: Option<&str>,
+    sql: &[u8],
+    toks: &[(Tok, std::ops::Range<usize>)],
+) -> bool {
+    let dbs: Vec<&str> = db.into_iter().collect();
+    crate::backend::view_calls::candidates(sql, toks, &dbs)
+        .iter()
+        .any(|(d, n)| {
+            tables.iter().any(|t| match t.split_once('.') {
+                Some((td, tn)) => td == d && tn == n,
+                None => t == n,
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn cache(max_bytes: usize) -> Cache {
+        Cache::new(CacheSettings {
+            rules: vec![CacheRule {
+                name: "all".into(),
+                digest: None,
+                regex: None,
+                tables: Vec::new(),
+                user: None,
+                ttl: Duration::from_secs(60),
+                max_entry_bytes: 1000,
+            }],
+            max_bytes,
+        })
+    }
+
+    fn key(sql: &str) -> Key {
+        Key {
+            user: Arc::from("app"),
+            db: Some("shop".into()),
+            settings: Vec::new(),
+            caps: 0,
+            ext: 0,
+            collation: 45,
+            sql: sql.as_bytes().to_vec(),
+        }
+    }
+
+    fn hit(n: usize) -> Hit {
+        Hit {
+            reply: Arc::new(vec![7; n]),
+            rows: 1,
+        }
+    }
+
+    #[test]
+    fn an_entry_is_given_until_an_invalidation() {
+        let c = cache(1 << 20);
+        let v = c.version();
+        c.put(0, v, key("a"), hit(10));
+        assert!(c.get(0, &key("a")).is_some());
+        c.invalidate();
+        assert!(c.get(0, &key("a")).is_none());
+    }
+
+    #[test]
+    fn a_read_that_saw_an_invalidation_or_a_write_in_flight_is_not_kept() {
+        let c = cache(1 << 20);
+        let v = c.version();
+        c.invalidate();
+        c.put(0, v, key("a"), hit(10));
+        assert!(c.get(0, &key("a")).is_none(), "invalidated during the read");
+        let v = c.version();
+        let w = c.write_begins();
+        c.put(0, c.version(), key("b"), hit(10));
+        assert!(c.get(0, &key("b")).is_none(), "a write in flight");
+        drop(w);
+        c.put(0, v, key("c"), hit(10));
+        assert!(c.get(0, &key("c")).is_none(), "began before the write");
+        let v = c.version();
+        c.put(0, v, key("d"), hit(10));
+        assert!(c.get(0, &key("d")).is_some(), "after the write's reply");
+    }
+
+    #[test]
+    fn keys_differ_by_account_database_settings_and_shape() {
+        let c = cache(1 << 20);
+        c.put(0, c.version(), key("a"), hit(10));
+        let other_user = Key {
+            user: Arc::from("other"),
+            ..key("a")
+        };
+        let other_db = Key {
+            db: None,
+            ..key("a")
+        };
+        let other_settings = Key {
+            settings: vec![Setting {
+                name: "time_zone".into(),
+                text: "@@session.time_zone = '+01:00'".into(),
+            }],
+            ..key("a")
+        };
+        let other_shape = Key {
+            collation: 8,
+            ..key("a")
+        };
+        for k in [other_user, other_db, other_settings, other_shape] {
+            assert!(c.get(0, &k).is_none(), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first_and_the_total_stays_under_max_bytes() {
+        let c = cache(3 * (100 + key("k0").bytes()));
+        for i in 0..3 {
+            c.put(0, c.version(), key(&format!("k{i}")), hit(100));
+        }
+        assert!(
+            c.get(0, &key("k0")).is_some(),
+            "k0 used: k1 is the oldest now"
+        );
+        c.put(0, c.version(), key("k3"), hit(100));
+        assert!(c.get(0, &key("k1")).is_none());
+        assert!(c.get(0, &key("k0")).is_some());
+        assert!(c.size().1 <= 3 * (100 + key("k0").bytes()));
+        c.put(0, c.version(), key("big"), hit(1001));
+        assert!(c.get(0, &key("big")).is_none(), "over max_entry_bytes");
+    }
+}

@@ -1,0 +1,233 @@
+//! Which statements' results may be cached, as a pure decision over what
+//! the statement reader found and what the session is in. A result is
+//! cached only when giving it again to another client of the same key
+//! (account, database, session settings, capabilities, text) is what the
+//! server would have answered: one plain SELECT, outside any transaction
+//! with autocommit on, nothing held on the connection, and no part whose
+//! value depends on the moment, the session or the connection (clocks,
+//! random values, user and system variables, the account, ids, counts of
+//! the previous statement, sequences, locks, waits, files, the server's
+//! own status tables). A wrong "no" costs a server round trip, a wrong
+//! "yes" a wrong answer: every doubt is a no.
+
+use std::ops::Range;
+
+use sqlfleet_dump::lex::Tok;
+
+use crate::protocol::sql::Effects;
+
+/// The session's side of the decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Session {
+    /// Autocommit on, no transaction, nothing pinned (`ClientState::is_plain`).
+    pub plain: bool,
+    /// The client holds a backend connection (its diagnostics or session
+    /// live there).
+    pub holds_conn: bool,
+    /// Only the statement's head was read (`protocol/io/stream.rs`).
+    pub streamed: bool,
+}
+
+/// Functions and keywords whose value is not the table data's: a
+/// statement naming one is never cached.
+const VOLATILE: &[&str] = &[
+    "BENCHMARK",
+    "BINLOG_GTID_POS",
+    "CONNECTION_ID",
+    "CURDATE",
+    "CURRENT_DATE",
+    "CURRENT_ROLE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "CURTIME",
+    "ENCRYPT",
+    "FOUND_ROWS",
+    "GET_LOCK",
+    "INFORMATION_SCHEMA",
+    "IS_FREE_LOCK",
+    "IS_USED_LOCK",
+    "LASTVAL",
+    "LAST_INSERT_ID",
+    "LOAD_FILE",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "MASTER_GTID_WAIT",
+    "MASTER_POS_WAIT",
+    "NEXT",
+    "NEXTVAL",
+    "NOW",
+    "PERFORMANCE_SCHEMA",
+    "PREVIOUS",
+    "RAND",
+    "RANDOM_BYTES",
+    "RELEASE_ALL_LOCKS",
+    "RELEASE_LOCK",
+    "ROW_COUNT",
+    "SESSION_USER",
+    "SETVAL",
+    "SLEEP",
+    "SQL_CALC_FOUND_ROWS",
+    "SQL_NO_CACHE",
+    "SYSDATE",
+    "SYSTEM_USER",
+    "SYS_GUID",
+    "UNIX_TIMESTAMP",
+    "USER",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+    "UUID",
+    "UUID_SHORT",
+    "WSREP_LAST_SEEN_GTID",
+    "WSREP_LAST_WRITTEN_GTID",
+];
+
+/// Whether the statement's result may be cached; `Err` says why not.
+pub fn cacheable(
+    fx: &Effects,
+    toks: &[(Tok, Range<usize>)],
+    s: Session,
+) -> Result<(), &'static str> {
+    if !s.plain {
+        return Err("the session is in a transaction, has autocommit off or is pinned");
+    }
+    if s.holds_conn {
+        return Err("the client holds a backend connection");
+    }
+    if s.streamed {
+        return Err("the statement was too big to read whole");
+    }
+    let first = toks.iter().find_map(|(t, _)| match t {
+        Tok::Word(w) => Some(w.as_str()),
+        Tok::Punct(b'(') => None,
+        _ => Some(""),
+    });
+    if !matches!(first, Some("SELECT" | "WITH")) {
+        return Err("not a SELECT");
+    }
+    if fx.statements != 1 {
+        return Err("more than one statement");
+    }
+    if !fx.read {
+        return Err("not a plain read (a locking read, INTO, or a function with side effects)");
+    }
+    if fx.calls_stored {
+        return Err("calls a stored function");
+    }
+    if fx.reads_diagnostics || fx.reads_insert_id {
+        return Err("reads the previous statement's counts or the session's insert id");
+    }
+    if fx.limit_offset || fx.found_rows_unknown {
+        return Err("its FOUND_ROWS() only the server knows");
+    }
+    if !fx.pins.is_empty()
+        || fx.pin_next.is_some()
+        || !fx.settings.is_empty()
+        || fx.use_db.is_some()
+    {
+        return Err("changes or reads the session");
+    }
+    for (t, _) in toks {
+        match t {
+            Tok::UserVar | Tok::SysVar(..) => return Err("reads a user or system variable"),
+            Tok::Word(w) if VOLATILE.binary_search(&w.as_str()).is_ok() => {
+                return Err("names a function or table whose value is not the data's")
+            }
+            Tok::Quoted(q)
+                if q.eq_ignore_ascii_case("information_schema")
+                    || q.eq_ignore_ascii_case("performance_schema") =>
+            {
+                return Err("names a function or table whose value is not the data's")
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::sql::Query;
+
+    const PLAIN: Session = Session {
+        plain: true,
+        holds_conn: false,
+        streamed: false,
+    };
+
+    #[test]
+    fn the_volatile_list_is_sorted_for_its_binary_search() {
+        let mut sorted = VOLATILE.to_vec();
+        sorted.sort_unstable();
+        assert_eq!(sorted, VOLATILE);
+    }
+
+    /// One row per reason, and the statements that pass.
+    #[test]
+    fn what_may_be_cached() {
+        let held = Session {
+            holds_conn: true,
+            ..PLAIN
+        };
+        let in_txn = Session {
+            plain: false,
+            ..PLAIN
+        };
+        let streamed = Session {
+            streamed: true,
+            ..PLAIN
+        };
+        let rows: &[(&str, Session, bool)] = &[
+            ("SELECT id, name FROM products WHERE id = 7", PLAIN, true),
+            (
+                "select count(*) from shop.orders o join shop.items i on i.o = o.id",
+                PLAIN,
+                true,
+            ),
+            ("WITH x AS (SELECT 1 AS a) SELECT a FROM x", PLAIN, true),
+            ("(SELECT 1) UNION (SELECT 2)", PLAIN, true),
+            ("SELECT DATABASE(), VERSION()", PLAIN, true),
+            ("SELECT id FROM t", held, false),
+            ("SELECT id FROM t", in_txn, false),
+            ("SELECT id FROM t", streamed, false),
+            ("SELECT id FROM t FOR UPDATE", PLAIN, false),
+            ("SELECT id FROM t LOCK IN SHARE MODE", PLAIN, false),
+            ("SELECT id INTO @x FROM t", PLAIN, false),
+            ("SELECT 1; SELECT 2", PLAIN, false),
+            ("INSERT INTO t VALUES (1)", PLAIN, false),
+            ("SHOW TABLES", PLAIN, false),
+            ("DO 1", PLAIN, false),
+            ("SELECT NOW()", PLAIN, false),
+            ("SELECT * FROM t WHERE d > CURRENT_TIMESTAMP", PLAIN, false),
+            ("SELECT RAND()", PLAIN, false),
+            ("SELECT UUID()", PLAIN, false),
+            ("SELECT CURRENT_USER()", PLAIN, false),
+            ("SELECT USER()", PLAIN, false),
+            ("SELECT CONNECTION_ID()", PLAIN, false),
+            ("SELECT LAST_INSERT_ID()", PLAIN, false),
+            ("SELECT FOUND_ROWS()", PLAIN, false),
+            ("SELECT ROW_COUNT()", PLAIN, false),
+            ("SELECT NEXT VALUE FOR s", PLAIN, false),
+            ("SELECT NEXTVAL(s)", PLAIN, false),
+            ("SELECT @a", PLAIN, false),
+            ("SELECT @@sql_mode", PLAIN, false),
+            ("SELECT SLEEP(1)", PLAIN, false),
+            ("SELECT GET_LOCK('a', 0)", PLAIN, false),
+            ("SELECT SQL_NO_CACHE * FROM t", PLAIN, false),
+            ("SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 3", PLAIN, false),
+            ("SELECT * FROM t LIMIT 10, 5", PLAIN, false),
+            ("SELECT * FROM information_schema.processlist", PLAIN, false),
+            ("SELECT * FROM `performance_schema`.threads", PLAIN, false),
+            ("SELECT f(1)", PLAIN, false),
+            ("SELECT LOAD_FILE('/etc/hosts')", PLAIN, false),
+            ("SELECT UNIX_TIMESTAMP()", PLAIN, false),
+        ];
+        for (sql, s, want) in rows {
+            let q = Query::new(sql.as_bytes());
+            let got = cacheable(&q.effects(), q.tokens(), *s);
+            assert_eq!(got.is_ok(), *want, "{sql}: {got:?}");
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! What the result cache's rules are (`[[cache_rules]]` and `[cache]`):
+//! config builds them, `cache.rs` reads them.
+
+use std::time::Duration;
+
+/// An opt-in cache rule (`[[cache_rules]]`): which statements, how long.
+#[derive(Debug, Clone)]
+pub struct CacheRule {
+    pub name: String,
+    /// The statement's digest, normalized as the relay's digests are.
+    pub digest: Option<String>,
+    pub regex: Option<regex::Regex>,
+    /// Names (`table` or `db.table`, lower case) of which the statement
+    /// must name one.
+    pub tables: Vec<String>,
+    /// The relay account it applies to (all when none).
+    pub user: Option<String>,
+    /// The longest an entry is given.
+    pub ttl: Duration,
+    /// Replies larger than this are not kept.
+    pub max_entry_bytes: usize,
+}
+
+/// The cache's settings: its rules and its size.
+#[derive(Debug, Clone, Default)]
+pub struct CacheSettings {
+    pub rules: Vec<CacheRule>,
+    /// All entries together at most (bytes of reply and key).
+    pub max_bytes: usize,
+}
