@@ -104,6 +104,9 @@ pub struct RuleCounts {
     pub not_stored: AtomicU64,
 }
 
+/// A metric family of the per-rule counts: name, help, which count.
+type Family = (&'static str, &'static str, fn(&RuleCounts) -> &AtomicU64);
+
 /// The cache every session shares.
 pub struct Cache {
     settings: RwLock<Arc<CacheSettings>>,
@@ -306,7 +309,7 @@ impl Cache {
             return;
         }
         let counts = self.counts();
-        let families: [(&str, &str, fn(&RuleCounts) -> &AtomicU64); 4] = [
+        let families: [Family; 4] = [
             ("cache_hits_total", "Statements answered from the result cache.", |c| &c.hits),
             ("cache_misses_total", "Cacheable statements that went to a server.", |c| &c.misses),
             ("cache_stores_total", "Replies kept in the result cache.", |c| &c.stores),
