@@ -21,7 +21,7 @@
 pub mod decide;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
@@ -117,6 +117,8 @@ pub struct Cache {
     /// Writes sent and not yet answered.
     writes_in_flight: AtomicUsize,
     invalidations: AtomicU64,
+    /// Any rule configured (read per statement: one atomic load).
+    active: AtomicBool,
 }
 
 /// A write in flight: made by [`Cache::write_begins`], it invalidates
@@ -133,6 +135,7 @@ impl Drop for Write<'_> {
 impl Cache {
     pub fn new(s: CacheSettings) -> Cache {
         let counts = s.rules.iter().map(|_| RuleCounts::default()).collect();
+        let active = !s.rules.is_empty();
         Cache {
             settings: RwLock::new(Arc::new(s)),
             counts: RwLock::new(Arc::new(counts)),
@@ -140,6 +143,7 @@ impl Cache {
             version: AtomicU64::new(0),
             writes_in_flight: AtomicUsize::new(0),
             invalidations: AtomicU64::new(0),
+            active: AtomicBool::new(active),
         }
     }
 
@@ -147,6 +151,7 @@ impl Cache {
     pub fn reconfigure(&self, s: CacheSettings) {
         let counts = s.rules.iter().map(|_| RuleCounts::default()).collect();
         *self.counts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(counts);
+        self.active.store(!s.rules.is_empty(), Relaxed);
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(s);
         self.invalidate();
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
@@ -169,7 +174,7 @@ impl Cache {
 
     /// Whether any rule is configured (else nothing here costs anything).
     pub fn active(&self) -> bool {
-        !self.settings().rules.is_empty()
+        self.active.load(Relaxed)
     }
 
     /// The first rule that takes this statement: its index.
@@ -190,6 +195,14 @@ impl Cache {
                     .is_none_or(|x| x.is_match(&String::from_utf8_lossy(sql)))
                 && (r.tables.is_empty() || names_a_table(&r.tables, db, sql, toks))
         })
+    }
+
+    /// The largest reply rule `rule` keeps.
+    pub fn max_entry_bytes(&self, rule: usize) -> usize {
+        self.settings()
+            .rules
+            .get(rule)
+            .map_or(0, |r| r.max_entry_bytes)
     }
 
     /// A fresh entry for `key` (counted as a hit or a miss of `rule`).

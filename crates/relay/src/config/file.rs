@@ -540,6 +540,12 @@ fn build(f: File) -> Result<RelayConfig, String> {
         return Err("routing.health_interval must be above 0".into());
     }
     let cache = cache_settings(f.cache, f.cache_rules)?;
+    if !cache.rules.is_empty() && f.relay.mode != Mode::Transaction {
+        return Err(
+            "cache_rules: the result cache needs relay.mode = \"transaction\" (in session mode a client's FOUND_ROWS() and diagnostics live on its own connection, which a cached answer would not update)"
+                .into(),
+        );
+    }
     let mut rules = Vec::new();
     for (i, r) in f.rules.into_iter().enumerate() {
         let name = r.name.clone().unwrap_or_else(|| format!("rule{}", i + 1));

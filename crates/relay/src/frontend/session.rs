@@ -8,6 +8,7 @@
 //! client keeps its connection until it quits; it is then reset and reused.
 
 mod binlog;
+mod cached;
 mod journal;
 mod kill;
 mod lease;
@@ -110,6 +111,8 @@ struct Session {
     /// (`protocol/io/stream.rs`): the rest is still on the client's
     /// socket until `forward` passes it on (or `run` drops it).
     streamed: Option<crate::protocol::io::Streamed>,
+    /// The most of a reply `capture` keeps (a cache rule's largest entry).
+    capture_max: usize,
     /// The reply's sequence id after a streamed command `forward` passed
     /// on (its packets are counted there).
     streamed_seq: Option<u8>,
@@ -279,6 +282,7 @@ where
         client_sent: false,
         streamed: None,
         streamed_seq: None,
+        capture_max: usize::MAX,
         pending_loss: None,
         capture: None,
         user: Arc::from(li.hello.user.as_str()),
@@ -683,7 +687,8 @@ impl Session {
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         let t0 = std::time::Instant::now();
         let rules = self.ctx.rules();
-        let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty();
+        let caching = self.ctx.cache.active();
+        let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty() || caching;
         // One lex, and none at all in session mode without stats or rules.
         // In every mode, KILL is the relay's (the ids it names are the
         // relay's) and a global set makes pooled sessions stale.
@@ -719,6 +724,7 @@ impl Session {
         }
         let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
+        let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
         if let Some((query_only, target)) = fx.kill.clone() {
             return self.kill(query_only, target, cmd).await;
@@ -770,6 +776,25 @@ impl Session {
             }
             self.capture = Some(Vec::new());
         }
+        // A cache rule's SELECT: the cached reply, or the read recorded.
+        let mut miss = None;
+        if let Some((rule, key)) = local
+            .is_none()
+            .then(|| self.cache_key(&cmd[1..], &fx, toks, cache_digest.as_deref()))
+            .flatten()
+        {
+            miss = self.answer_or_miss(rule, key).await?;
+            if miss.is_none() {
+                if let Some(d) = digest {
+                    self.ctx.digests.record(d, false, false, 1, t0.elapsed());
+                }
+                return Ok(());
+            }
+        }
+        // A statement that may write: everything cached is stale before
+        // it runs and again once its reply is in (`cache.rs`).
+        let ctx = self.ctx.clone();
+        let writing = (caching && !fx.read).then(|| ctx.cache.write_begins());
         let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();
         self.stmt_read = fx.read;
@@ -783,8 +808,14 @@ impl Session {
                 || journal::kind(&cmd[1..]) == journal::Stmt::Begin);
         self.last_digest = None;
         let o = self.run_statement(route::Send::Text(cmd)).await;
+        drop(writing);
         self.digest_next = false;
-        let captured = self.capture.take();
+        let mut captured = self.capture.take();
+        if let (Some(m), Ok(o)) = (miss, &o) {
+            // (No capture: the reply grew past the rule's largest entry.)
+            let reply = captured.as_mut().map(std::mem::take);
+            self.cache_store(m, o, reply);
+        }
         if let Some(d) = digest {
             let rows = match &o {
                 Ok(o) if o.result_sets > 0 => o.rows,

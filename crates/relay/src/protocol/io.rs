@@ -335,6 +335,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     if let Some(cap) = tracker.capture.as_mut() {
                         cap.extend_from_slice(&out);
                     }
+                    if tracker
+                        .capture
+                        .as_ref()
+                        .is_some_and(|c| c.len() > tracker.capture_max)
+                    {
+                        tracker.capture = None;
+                    }
                     total += out.len() as u64;
                     pos += 4 + len;
                     self.start = pos;
@@ -374,6 +381,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     .map_err(|e| ForwardError::Client(e.into()))?;
                 if let Some(cap) = tracker.capture.as_mut() {
                     cap.extend_from_slice(&self.buf[self.start..pos]);
+                }
+                if tracker
+                    .capture
+                    .as_ref()
+                    .is_some_and(|c| c.len() > tracker.capture_max)
+                {
+                    tracker.capture = None;
                 }
                 total += (pos - self.start) as u64;
                 self.start = pos;

@@ -108,6 +108,9 @@ pub struct Tracker {
     /// When set, every byte forwarded to the client is copied here too
     /// (the relay records a reply it may give again itself).
     pub capture: Option<Vec<u8>>,
+    /// A capture that grows past this many bytes is dropped (a reply too
+    /// big to keep is not held whole for nothing).
+    pub capture_max: usize,
     /// Set by the caller: a reply that is only an ERR saying the server
     /// will not serve now ([`refuses_service`]) is held back, not
     /// forwarded (the caller retries elsewhere, or sends it itself).
@@ -189,6 +192,7 @@ impl Tracker {
             client: ClientTracking::Raw,
             replacement: None,
             capture: None,
+            capture_max: usize::MAX,
             hold_refusal: false,
             held: false,
             digest: None,

@@ -389,6 +389,7 @@ impl Session {
         }
         t.rewrite_id = rewrite_id;
         t.capture = self.capture.take();
+        t.capture_max = std::mem::replace(&mut self.capture_max, usize::MAX);
         // On a Galera node with replay on, a refusal (1047 while the node
         // is outside the Primary component, 1053, 1927) is held back too:
         // the statement did not run there, and it runs again elsewhere

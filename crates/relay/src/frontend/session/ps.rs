@@ -177,6 +177,9 @@ impl Session {
         } else {
             s.key.clone()
         };
+        // A prepared write makes the cache stale around it (`cache.rs`).
+        let ctx = self.ctx.clone();
+        let writing = (!fx.read && ctx.cache.active()).then(|| ctx.cache.write_begins());
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
@@ -185,7 +188,9 @@ impl Session {
                 key: &key,
                 cursor,
             }))
-            .await?;
+            .await;
+        drop(writing);
+        let o = o?;
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;

@@ -1,0 +1,122 @@
+//! The result cache as a session uses it (`cache.rs` says when an entry is
+//! exact): a rule's SELECT answered from the cache without a server, or
+//! read on the primary and kept on its way; a statement that may write
+//! makes everything cached stale around its run.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use tokio::io::AsyncWriteExt;
+
+use super::{Fail, Session};
+use crate::backend::pool::Route;
+use crate::cache::{decide, Hit, Key};
+use crate::config::Mode;
+use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
+use crate::protocol::sql::Effects;
+
+/// Status flags a cached reply may carry besides autocommit: the sql_mode
+/// bits the key's settings fix (NO_BACKSLASH_ESCAPES, ANSI_QUOTES).
+const STATUS_SQL_MODE: u16 = 0x0200 | 0x8000;
+
+/// A cache miss: its rule, key, and the version its read started at.
+pub(super) struct Miss {
+    rule: usize,
+    key: Key,
+    since: u64,
+}
+
+impl Session {
+    /// The rule and key of a statement whose result may come from the
+    /// cache, in the state the client is in now.
+    pub(super) fn cache_key(
+        &self,
+        sql: &[u8],
+        fx: &Effects,
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        digest: Option<&str>,
+    ) -> Option<(usize, Key)> {
+        if self.st.mode() != Mode::Transaction {
+            return None;
+        }
+        let db = self.st.db().clone();
+        let rule = self
+            .ctx
+            .cache
+            .rule_for(&self.user, db.as_deref(), sql, digest, toks)?;
+        let session = decide::Session {
+            plain: self.st.is_plain(),
+            holds_conn: self.conn.is_some(),
+            streamed: self.streamed.is_some(),
+        };
+        decide::cacheable(fx, toks, session).ok()?;
+        Some((
+            rule,
+            Key {
+                user: self.user.clone(),
+                db,
+                settings: self.st.settings().to_vec(),
+                caps: self.caps,
+                ext: self.shape.ext,
+                collation: self.shape.collation,
+                sql: sql.to_vec(),
+            },
+        ))
+    }
+
+    /// Answers from the cache when it has a fresh entry; else the read
+    /// goes to the primary (a replica may be behind a write another
+    /// client made through the relay) with its reply recorded.
+    pub(super) async fn answer_or_miss(
+        &mut self,
+        rule: usize,
+        key: Key,
+    ) -> Result<Option<Miss>, Fail> {
+        let Some(hit) = self.ctx.cache.get(rule, &key) else {
+            let since = self.ctx.cache.version();
+            self.capture = Some(Vec::new());
+            self.capture_max = self.ctx.cache.max_entry_bytes(rule);
+            if self.route.is_replica() {
+                self.route = Route::Primary;
+            }
+            return Ok(Some(Miss { rule, key, since }));
+        };
+        self.ctx
+            .metrics
+            .bytes_to_client
+            .fetch_add(hit.reply.len() as u64, Relaxed);
+        self.io
+            .s
+            .write_all(&hit.reply)
+            .await
+            .map_err(|_| Fail::Close)?;
+        self.io.s.flush().await.map_err(|_| Fail::Close)?;
+        // What the SELECT leaves: ROW_COUNT() -1, FOUND_ROWS() its rows.
+        let settings = self.st.settings().to_vec();
+        self.st.answered_locally(&settings, -1, Some(hit.rows));
+        Ok(None)
+    }
+
+    /// Keeps a miss's reply when it is one plain result: no error, no
+    /// warnings, no session change, autocommit and nothing else in its
+    /// status.
+    pub(super) fn cache_store(&self, miss: Miss, o: &Outcome, reply: Option<Vec<u8>>) {
+        let plain = o.error.is_none()
+            && o.warnings == 0
+            && o.changes.is_empty()
+            && o.result_sets == 1
+            && o.insert_id == 0
+            && o.status
+                .is_some_and(|st| st & !STATUS_SQL_MODE == STATUS_AUTOCOMMIT);
+        let Some(reply) = reply.filter(|_| plain) else {
+            if let Some(c) = self.ctx.cache.counts().get(miss.rule) {
+                c.not_stored.fetch_add(1, Relaxed);
+            }
+            return;
+        };
+        let hit = Hit {
+            reply: std::sync::Arc::new(reply),
+            rows: o.rows,
+        };
+        self.ctx.cache.put(miss.rule, miss.since, miss.key, hit);
+    }
+}

@@ -1,0 +1,249 @@
+//! The relay's result cache against a real server: a hit costs the server
+//! nothing (its Com_select does not move); a write through the relay is
+//! read by every client as soon as its OK is in (a seeded campaign of
+//! writers and readers on single-key registers, the read checked against
+//! the last write acknowledged before it began: 0 violations), a
+//! transaction's writes as soon as its COMMIT's OK is in; a write made
+//! directly on the server is seen once the rule's ttl ends; entries are
+//! kept apart by account and session settings; transactions and volatile
+//! statements are never served from it.
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::relay::{start_relay, Relay};
+use mysql_async::prelude::Queryable;
+use sqlfleet_testkit::proxy::app;
+
+const RULES: &str = r#"
+[[cache_rules]]
+name = "kv"
+tables = ["kv"]
+ttl = 30
+
+[[cache_rules]]
+name = "short"
+match_regex = "(?i)FROM\\s+short"
+ttl = 1
+"#;
+
+/// One test at a time: the first counts the server's statements.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn setup(srv: &sqlfleet_testkit::TestServer) -> (Relay, String) {
+    let (db, _) = srv.fresh_db("cache").await;
+    let mut root = srv.connect().await;
+    root.query_drop(format!(
+        "CREATE TABLE `{db}`.kv (k INT PRIMARY KEY, v BIGINT); \
+         INSERT INTO `{db}`.kv SELECT seq, 0 FROM `{db}`.seq_1_to_16; \
+         CREATE TABLE `{db}`.short (k INT PRIMARY KEY, v BIGINT); \
+         INSERT INTO `{db}`.short VALUES (1, 0)"
+    ))
+    .await
+    .expect("tables");
+    let relay = start_relay(srv, &["--mode", "transaction", "--toml", RULES]);
+    (relay, db)
+}
+
+async fn client(relay: &Relay, db: &str) -> mysql_async::Conn {
+    app(relay.port, "app-pw", Some(db))
+        .connect(Duration::from_secs(10))
+        .await
+        .expect("connect")
+}
+
+async fn com_select(srv: &sqlfleet_testkit::TestServer) -> u64 {
+    let mut root = srv.connect().await;
+    root.query_first("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_SELECT'")
+        .await
+        .expect("status")
+        .expect("row")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hit_costs_the_server_nothing_and_a_write_through_the_relay_is_read_at_once() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut b = client(&relay, &db).await;
+    let read = "SELECT v FROM kv WHERE k = 3";
+    let v: Option<i64> = a.query_first(read).await.expect("miss");
+    assert_eq!(v, Some(0));
+    // Twenty reads from the cache: the server runs none of them (the
+    // second status read counts itself once).
+    let before = com_select(srv).await;
+    for _ in 0..20 {
+        let v: Option<i64> = b.query_first(read).await.expect("hit");
+        assert_eq!(v, Some(0));
+    }
+    assert_eq!(
+        com_select(srv).await,
+        before + 1,
+        "cached reads reached the server"
+    );
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}"),
+        20.0
+    );
+    // A write through the relay: read by the other client at once.
+    b.query_drop("UPDATE kv SET v = 1 WHERE k = 3")
+        .await
+        .expect("write");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(1), "the write's OK was in before this read");
+    // A transaction's write: the old value until its COMMIT's OK, then the new.
+    b.query_drop("BEGIN").await.expect("begin");
+    b.query_drop("UPDATE kv SET v = 2 WHERE k = 3")
+        .await
+        .expect("write");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(1), "not committed yet");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(1));
+    b.query_drop("COMMIT").await.expect("commit");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(2), "the COMMIT's OK was in before this read");
+    // Inside a transaction nothing comes from the cache (its snapshot is
+    // its own): the count of hits stays.
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    a.query_drop("BEGIN").await.expect("begin");
+    let _: Option<i64> = a.query_first(read).await.expect("read");
+    a.query_drop("COMMIT").await.expect("commit");
+    // Volatile or session-bound statements neither.
+    for sql in [
+        "SELECT v, NOW() FROM kv WHERE k = 3",
+        "SELECT v, @x FROM kv WHERE k = 3",
+        "SELECT v FROM kv WHERE k = 3 FOR UPDATE",
+    ] {
+        a.query_drop(sql).await.expect(sql);
+        a.query_drop(sql).await.expect(sql);
+    }
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}"),
+        hits
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_are_kept_apart_by_account_and_settings_and_elsewhere_writes_wait_for_the_ttl() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let read = "SELECT v FROM kv WHERE k = 5";
+    let _: Option<i64> = a.query_first(read).await.expect("miss");
+    let misses = relay.metric("sqlfleet_relay_cache_misses_total{rule=\"kv\"}");
+    // Another account: its own entry.
+    let pw = srv.sandbox.password().expect("pw");
+    let mut as_root = app(relay.port, pw.expose(), Some(&db));
+    as_root.user = "root".into();
+    let mut root = as_root
+        .connect(Duration::from_secs(10))
+        .await
+        .expect("root through the relay");
+    let _: Option<i64> = root.query_first(read).await.expect("root reads");
+    // Other session settings: their own entry.
+    a.query_drop("SET time_zone = '+03:00'").await.expect("tz");
+    let _: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_misses_total{rule=\"kv\"}"),
+        misses + 2.0,
+        "each of the two was a miss"
+    );
+    // A write made directly on the server: the cached value until the
+    // rule's ttl (1 s) ends, then the new.
+    let short = "SELECT v FROM short WHERE k = 1";
+    let v: Option<i64> = a.query_first(short).await.expect("miss");
+    assert_eq!(v, Some(0));
+    let mut direct = srv.connect().await;
+    direct
+        .query_drop(format!("UPDATE `{db}`.short SET v = 9 WHERE k = 1"))
+        .await
+        .expect("direct write");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let v: Option<i64> = a.query_first(short).await.expect("read");
+    assert_eq!(v, Some(9), "seen once the ttl ended");
+    assert!(
+        relay.page("/status").contains("\"cache\""),
+        "the cache is in /status"
+    );
+}
+
+/// Writers through the relay bump single-key registers; readers read them
+/// through the relay with the cache on. Every read returns a value no
+/// older than the last write acknowledged before the read began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_read_is_older_than_a_write_acknowledged_before_it() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let seed: u64 = std::env::var("SQLFLEET_CACHE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let rounds: u64 = std::env::var("SQLFLEET_CACHE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let keys = 4u64;
+    let acked: Arc<Vec<AtomicU64>> = Arc::new((0..keys).map(|_| AtomicU64::new(0)).collect());
+    let mut tasks = Vec::new();
+    for w in 0..2u64 {
+        let mut c = client(&relay, &db).await;
+        let acked = acked.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(w);
+            for _ in 0..rounds {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = (x >> 33) % keys;
+                // One writer per key parity: each key's values only grow.
+                if k % 2 != w {
+                    continue;
+                }
+                let next = acked[k as usize].load(SeqCst) + 1;
+                c.query_drop(format!("UPDATE kv SET v = {next} WHERE k = {}", k + 1))
+                    .await
+                    .expect("write");
+                acked[k as usize].store(next, SeqCst);
+            }
+            0u64
+        }));
+    }
+    for r in 0..3u64 {
+        let mut c = client(&relay, &db).await;
+        let acked = acked.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut violations = 0u64;
+            let mut x = seed ^ (r + 100);
+            for _ in 0..rounds {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = (x >> 33) % keys;
+                let floor = acked[k as usize].load(SeqCst);
+                let v: Option<u64> = c
+                    .query_first(format!("SELECT v FROM kv WHERE k = {}", k + 1))
+                    .await
+                    .expect("read");
+                if v.unwrap_or(0) < floor {
+                    violations += 1;
+                }
+            }
+            violations
+        }));
+    }
+    let mut violations = 0;
+    for t in tasks {
+        violations += t.await.expect("task");
+    }
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    eprintln!("cache campaign seed {seed}: {violations} stale reads, {hits} hits");
+    assert_eq!(violations, 0, "reads older than an acknowledged write");
+    assert!(hits > 0.0, "the campaign read from the cache");
+}
