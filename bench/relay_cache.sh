@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The relay's result cache on sysbench: oltp_point_select and oltp_read_only
+# (text protocol, --db-ps-mode=disable; read_only with --skip_trx=on, since
+# reads inside a transaction are never served from the cache), 16 clients,
+# directly and through a relay whose one cache rule takes every sbtest
+# SELECT; then point selects again with a 1% write mix (oltp_update_index
+# through the relay at a rate of 1% of the reads). Prints q/s, the ratio to
+# direct, the hit ratio from the relay's metrics and the server's
+# Com_select per client query.
+#
+# Usage: bench/relay_cache.sh [SECONDS] [THREADS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS="${1:-20}"
+THREADS="${2:-16}"
+NAME=bench-relay-cache
+source bench/relay_common.sh
+mariadb --defaults-file="$CNF" -e "DROP DATABASE IF EXISTS sbtest; CREATE DATABASE sbtest"
+SB=(--tables=4 --table-size=10000 --db-ps-mode=disable)
+sysbench --config-file="$(mk_sb "$PORT")" oltp_point_select "${SB[@]}" prepare >/dev/null
+RP=$(free_port); MP=$(free_port)
+{
+  printf '[relay]\nlisten = ["127.0.0.1:%s"]\nmetrics = "127.0.0.1:%s"\nmode = "transaction"\n\n' "$RP" "$MP"
+  printf '[backend]\nservers = ["127.0.0.1:%s"]\nuser = "root"\npassword_file = "%s"\naccounts = "shared"\n\n' "$PORT" "$PWFILE"
+  printf '[pool]\nmax = 100\n\n[cache]\nmax_bytes = 268435456\n\n'
+  printf '[[cache_rules]]\nname = "sbtest"\nmatch_regex = "(?i)FROM sbtest"\nttl = 600\n\n'
+  printf '[[users]]\nname = "root"\n'
+  "$SQLFLEET" relay --hash-password < "$PWFILE"
+} > "$WORK/relay.toml"
+"$SQLFLEET" relay --config "$WORK/relay.toml" 2>"$WORK/relay.log" &
+PIDS+=($!)
+wait_port "$RP"
+metric() { curl -s "http://127.0.0.1:$MP/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+com_select() { mariadb --defaults-file="$CNF" -N -e "SHOW GLOBAL STATUS LIKE 'Com_select'" | awk '{print $2}'; }
+run() {  # PORT TEST [extra sysbench args] -> q/s
+  local port=$1 test=$2; shift 2
+  sysbench --config-file="$(mk_sb "$port")" "$test" "${SB[@]}" --threads="$THREADS" --time="$SECS" --report-interval=0 "$@" run \
+    | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}'
+}
+echo "| workload | direct q/s | relay + cache q/s | ratio | hit ratio | server Com_select per query |"
+echo "|---|---:|---:|---:|---:|---:|"
+for t in oltp_point_select "oltp_read_only --skip_trx=on"; do
+  # shellcheck disable=SC2086
+  D=$(run "$PORT" $t)
+  h0=$(metric 'sqlfleet_relay_cache_hits_total{rule="sbtest"}'); m0=$(metric 'sqlfleet_relay_cache_misses_total{rule="sbtest"}'); c0=$(com_select)
+  # shellcheck disable=SC2086
+  R=$(run "$RP" $t)
+  h1=$(metric 'sqlfleet_relay_cache_hits_total{rule="sbtest"}'); m1=$(metric 'sqlfleet_relay_cache_misses_total{rule="sbtest"}'); c1=$(com_select)
+  python3 - "$t" "$D" "$R" "$h0" "$h1" "$m0" "$m1" "$c0" "$c1" "$SECS" <<'PY'
+import sys
+t, d, r, h0, h1, m0, m1, c0, c1, secs = sys.argv[1:]
+d, r = float(d), float(r)
+hits, misses = float(h1) - float(h0), float(m1) - float(m0)
+q = r * float(secs)
+print(f"| {t} | {d:.0f} | {r:.0f} | {r / d:.2f}x | {hits / max(hits + misses, 1):.3f} | {(float(c1) - float(c0) - 1) / max(q, 1):.3f} |")
+PY
+done
+# A 1% write mix: index updates through the relay at 1% of the last point-select rate.
+D=$(run "$PORT" oltp_point_select)
+RATE=$(python3 -c "print(max(1, int($D * 0.01)))")
+sysbench --config-file="$(mk_sb "$RP")" oltp_update_index "${SB[@]}" --threads=2 --rate="$RATE" --time="$SECS" --report-interval=0 run >/dev/null &
+W=$!
+R=$(run "$RP" oltp_point_select)
+wait "$W" || true
+python3 -c "print(f'| oltp_point_select + {$RATE}/s index updates through the relay | {$D:.0f} | {$R:.0f} | {$R / $D:.2f}x | | |')"
