@@ -75,6 +75,17 @@ pub fn summary_text(s: &Summary) -> String {
             p.chunks, p.ahead, p.conflicts, p.yields, p.merged
         ));
     }
+    for v in s
+        .sources
+        .iter()
+        .filter(|v| v.state == crate::source::GAVE_UP)
+    {
+        out.push_str(&format!(
+            "replicate: GAVE UP: source {}: {}\n",
+            v.name,
+            short(v.last_error.as_deref().unwrap_or(""), 600)
+        ));
+    }
     for v in &s.sources {
         for (stream, x) in v.streams.iter().filter(|(_, x)| x.error.is_some()) {
             out.push_str(&format!(

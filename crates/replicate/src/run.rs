@@ -22,6 +22,10 @@ pub struct Options {
     pub threads: Option<usize>,
     /// Return once each source's position at start is applied.
     pub until_caught_up: bool,
+    /// A source that makes no progress this long (down, refusing,
+    /// failing again and again) is given up: its reader ends, said in the
+    /// summary, and the run's exit says so. `None`: retried for ever.
+    pub give_up_after: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -30,6 +34,8 @@ pub struct Summary {
     pub applied: u64,
     pub transactions_per_second: f64,
     pub stopped_streams: usize,
+    /// Sources given up after `--give-up-after` without progress.
+    pub given_up_sources: usize,
     /// How the target transactions went: chunks, run ahead, conflicts.
     pub parallel: lanes::Parallel,
     pub warnings: Vec<String>,
@@ -89,6 +95,7 @@ pub async fn run(
             view: view.clone(),
             stop: stop.clone(),
             until_caught_up: opts.until_caught_up,
+            give_up_after: opts.give_up_after,
             retry_after: cfg.retry_after,
             auto_retries: Default::default(),
             budget: Arc::new(tokio::sync::Semaphore::new(source::IN_FLIGHT_KIB as usize)),
@@ -134,6 +141,10 @@ pub async fn run(
             .iter()
             .map(|s| s.streams.values().filter(|x| x.error.is_some()).count())
             .sum(),
+        given_up_sources: sources
+            .iter()
+            .filter(|s| s.state == source::GAVE_UP)
+            .count(),
         parallel,
         warnings,
         sources,

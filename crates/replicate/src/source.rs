@@ -102,6 +102,8 @@ pub struct SourceRunner {
     pub stop: watch::Receiver<bool>,
     /// Return once everything the source had at start is applied.
     pub until_caught_up: bool,
+    /// Give the source up after this long without progress.
+    pub give_up_after: Option<Duration>,
     /// `[apply] retry_after`: try stopped streams again after this long.
     pub retry_after: Option<Duration>,
     /// Automatic retries since the source last made progress (back-off).
@@ -109,6 +111,9 @@ pub struct SourceRunner {
     /// In-flight bytes (KiB) of this source's queued transactions.
     pub budget: Arc<tokio::sync::Semaphore>,
 }
+
+/// A source's state once `give_up_after` passed without progress.
+pub const GAVE_UP: &str = "gave up";
 
 /// Per source: at most this many KiB of transactions queued or applying.
 pub const IN_FLIGHT_KIB: u32 = 256 * 1024;
@@ -152,12 +157,15 @@ impl SourceRunner {
         let mut generation = 0u64;
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
+        // Since when sessions have ended without applying anything.
+        let mut stalled_since: Option<std::time::Instant> = None;
         loop {
             let progress_before = self.view.lock().map(|v| v.applied).unwrap_or(0);
             generation += 1;
             let r = self.session(generation, first).await;
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
+                stalled_since = None;
                 backoff = Duration::from_millis(250);
                 self.auto_retries
                     .store(0, std::sync::atomic::Ordering::Relaxed);
@@ -181,6 +189,19 @@ impl SourceRunner {
                 // the first time (a recorded skip, a blip), slower while
                 // the cause stays.
                 Ok(End::Restart(why)) | Err(SessionError::Retry(why)) => {
+                    let since = *stalled_since.get_or_insert_with(std::time::Instant::now);
+                    if let Some(limit) = self.give_up_after.filter(|l| since.elapsed() >= *l) {
+                        let what = format!(
+                            "no progress for {}s, given up (--give-up-after): {why}",
+                            limit.as_secs()
+                        );
+                        tracing::error!(source = %self.cfg.name, "{what}");
+                        set(&self.view, |v| {
+                            v.state = GAVE_UP.into();
+                            v.last_error = Some(what);
+                        });
+                        return Ok(());
+                    }
                     tracing::warn!(source = %self.cfg.name, "{why}; again from the target's positions in {backoff:?}");
                     set(&self.view, |v| {
                         v.state = "reconnecting".into();

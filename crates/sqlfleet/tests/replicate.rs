@@ -951,3 +951,64 @@ fn seed_and_first_streaming_killed_at_every_step_leave_the_copy_identical() {
         injected.len()
     );
 }
+
+/// `--until-caught-up` ends when a source stays down: the source is given
+/// up after `--give-up-after` seconds without progress (60 by default with
+/// --until-caught-up), said in the summary, exit 2. Before, it retried for
+/// ever (backing off to 10 s) and never exited.
+#[test]
+fn until_caught_up_gives_a_source_that_stays_down_up() {
+    let t = target();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dead = sqlfleet_testkit::proxy::free_port();
+    let c = config(
+        dir.path(),
+        "down",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"gone\"\ndsn = \"mysql://root@127.0.0.1:{dead}/\"\n",
+            t.dsn()
+        ),
+    );
+    let t0 = std::time::Instant::now();
+    let mut child = sqlfleet()
+        .args([
+            "replicate",
+            "--progress",
+            "never",
+            "--until-caught-up",
+            "--give-up-after",
+            "2",
+            "--config",
+        ])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("replicate --until-caught-up did not end with its source down");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("read");
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("GAVE UP: source gone: no progress for 2s") && err.contains("Can't connect"),
+        "{err}"
+    );
+    let o = sqlfleet()
+        .args(["replicate", "--give-up-after", "0", "--config"])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    assert_ne!(o.status.code(), Some(0), "0 seconds is refused");
+}

@@ -29,7 +29,8 @@ use crate::exit::Exit;
 /// Exit codes: 0 stopped cleanly (Ctrl-C/SIGTERM, or caught up with
 /// --until-caught-up), 1 usage or setup error (bad config, a source
 /// refused: binlog off, not MariaDB; the target lacks BINLOG REPLAY),
-/// 2 some streams stopped on an error (see `replicate status`).
+/// 2 some streams stopped on an error (see `replicate status`), or a
+/// source was given up (--give-up-after without progress).
 #[derive(clap::Args, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct ReplicateArgs {
@@ -50,6 +51,11 @@ struct RunArgs {
     /// Stop once everything each source had at start is applied
     #[arg(long)]
     until_caught_up: bool,
+    /// Give a source up after SECONDS without progress (down, refusing,
+    /// failing again and again): its reader ends and the exit code is 2.
+    /// Default: 60 with --until-caught-up, else never
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    give_up_after: Option<u64>,
     /// Progress lines on stderr: auto (on a terminal), always, never
     #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
     progress: String,
@@ -292,6 +298,10 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
     let opts = Options {
         threads: a.threads,
         until_caught_up: a.until_caught_up,
+        give_up_after: a
+            .give_up_after
+            .or(a.until_caught_up.then_some(60))
+            .map(std::time::Duration::from_secs),
     };
     let r = run::run(&cfg, &target, &sources, &opts, stop_rx, views).await;
     if let Some(p) = progress {
@@ -311,11 +321,13 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
     } else {
         eprint!("{text}");
     }
-    Ok(if summary.stopped_streams > 0 {
-        Exit::Partial
-    } else {
-        Exit::Ok
-    })
+    Ok(
+        if summary.stopped_streams > 0 || summary.given_up_sources > 0 {
+            Exit::Partial
+        } else {
+            Exit::Ok
+        },
+    )
 }
 
 fn line(views: &[Arc<Mutex<SourceView>>]) -> String {
