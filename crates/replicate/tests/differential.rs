@@ -171,6 +171,7 @@ async fn replicate(cfg: &config::Checked, stop: watch::Receiver<bool>, until: bo
     let opts = Options {
         threads: None,
         until_caught_up: until,
+        give_up_after: None,
     };
     run::run(cfg, &target().target(), &sources, &opts, stop, views)
         .await

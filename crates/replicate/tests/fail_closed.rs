@@ -260,6 +260,7 @@ async fn a_purged_binlog_refuses_the_source() {
     let opts = Options {
         threads: Some(1),
         until_caught_up: true,
+        give_up_after: None,
     };
     let r = tokio::time::timeout(
         Duration::from_secs(60),

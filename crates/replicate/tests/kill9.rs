@@ -80,6 +80,7 @@ fn child_replicate() {
         let opts = Options {
             threads: None,
             until_caught_up: std::env::var("KILL9_UNTIL_CAUGHT_UP").is_ok(),
+            give_up_after: None,
         };
         let views = vec![Arc::new(Mutex::new(SourceView::default()))];
         let (_tx, rx) = tokio::sync::watch::channel(false);

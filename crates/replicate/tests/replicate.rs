@@ -485,6 +485,7 @@ async fn catch_up(s: &'static TestServer, apply: &str, include: &str, start: &st
     let opts = Options {
         threads: None,
         until_caught_up: true,
+        give_up_after: None,
     };
     let summary = tokio::time::timeout(
         Duration::from_secs(120),

@@ -146,6 +146,7 @@ pub async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
     let opts = Options {
         threads: Some(2),
         until_caught_up: true,
+        give_up_after: None,
     };
     tokio::time::timeout(
         Duration::from_secs(120),
