@@ -239,6 +239,7 @@ mod tests {
             applied: 5,
             transactions_per_second: 2.5,
             stopped_streams: 1,
+            given_up_sources: 0,
             parallel: crate::lanes::Parallel {
                 chunks: 3,
                 ahead: 2,
