@@ -102,6 +102,9 @@ pub struct RuleCounts {
     /// Misses whose reply was not kept (an invalidation came during the
     /// read, a write was in flight, warnings, too big).
     pub not_stored: AtomicU64,
+    /// Misses that waited for the same key's read already in flight
+    /// (coalesced) instead of asking the server themselves.
+    pub waited: AtomicU64,
 }
 
 /// A metric family of the per-rule counts: name, help, which count.
@@ -119,6 +122,35 @@ pub struct Cache {
     invalidations: AtomicU64,
     /// Any rule configured (read per statement: one atomic load).
     active: AtomicBool,
+    /// Keys whose miss is being read now: later misses of the same key
+    /// wait for it (bounded) instead of asking the server too.
+    reading: Arc<Reading>,
+}
+
+type Reading = Mutex<HashMap<Key, Arc<tokio::sync::Notify>>>;
+
+/// The read of a key in flight, led by one miss: dropped when its reply
+/// was stored (or not), waking those that wait for it.
+pub struct Leading {
+    reading: Arc<Reading>,
+    key: Key,
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        let mut r = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = r.remove(&self.key) {
+            n.notify_waiters();
+        }
+    }
+}
+
+/// What a miss does.
+pub enum Turn {
+    /// Read it from the server (and store it).
+    Lead(Leading),
+    /// Another read of the key is in flight: wait for it, then look again.
+    Wait(Arc<tokio::sync::Notify>),
 }
 
 /// A write in flight: made by [`Cache::write_begins`], it invalidates
@@ -144,6 +176,7 @@ impl Cache {
             writes_in_flight: AtomicUsize::new(0),
             invalidations: AtomicU64::new(0),
             active: AtomicBool::new(active),
+            reading: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
@@ -242,6 +275,60 @@ impl Cache {
         hit
     }
 
+    /// Whether this miss reads its key from the server or waits for the
+    /// read of it already in flight.
+    pub fn turn(&self, key: &Key) -> Turn {
+        let mut r = self.reading.lock().unwrap_or_else(|e| e.into_inner());
+        match r.get(key) {
+            Some(n) => Turn::Wait(n.clone()),
+            None => {
+                r.insert(key.clone(), Arc::new(tokio::sync::Notify::new()));
+                Turn::Lead(Leading {
+                    reading: self.reading.clone(),
+                    key: key.clone(),
+                })
+            }
+        }
+    }
+
+    /// Waits (at most `bound`) for the read of `key` in flight; then the
+    /// entry if it was stored. Counted as a wait of `rule`.
+    pub async fn wait_for(
+        &self,
+        rule: usize,
+        key: &Key,
+        notify: Arc<tokio::sync::Notify>,
+        bound: std::time::Duration,
+    ) -> Option<Hit> {
+        let woken = notify.notified();
+        tokio::pin!(woken);
+        woken.as_mut().enable();
+        // The leader may have finished between `turn` and `enable`.
+        let still = self
+            .reading
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .is_some_and(|n| Arc::ptr_eq(n, &notify));
+        if still {
+            let _ = tokio::time::timeout(bound, woken).await;
+        }
+        if let Some(c) = self.counts().get(rule) {
+            c.waited.fetch_add(1, Relaxed);
+        }
+        self.peek(key)
+    }
+
+    /// A fresh entry for `key`, not counted.
+    fn peek(&self, key: &Key) -> Option<Hit> {
+        let version = self.version.load(Relaxed);
+        let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        st.map
+            .get(key)
+            .filter(|e| e.version == version && e.expires > Instant::now())
+            .map(|e| e.hit.clone())
+    }
+
     /// Where a miss's read starts: the version its store must still find.
     pub fn version(&self) -> u64 {
         self.version.load(Relaxed)
@@ -322,7 +409,7 @@ impl Cache {
             return;
         }
         let counts = self.counts();
-        let families: [Family; 4] = [
+        let families: [Family; 5] = [
             ("cache_hits_total", "Statements answered from the result cache.", |c| &c.hits),
             ("cache_misses_total", "Cacheable statements that went to a server.", |c| &c.misses),
             ("cache_stores_total", "Replies kept in the result cache.", |c| &c.stores),
@@ -330,6 +417,11 @@ impl Cache {
                 "cache_not_stored_total",
                 "Replies of misses not kept (invalidated during the read, a write in flight, warnings, too big).",
                 |c| &c.not_stored,
+            ),
+            (
+                "cache_waits_total",
+                "Misses that waited for the same statement's read already in flight instead of asking the server.",
+                |c| &c.waited,
             ),
         ];
         for (name, help, field) in families {
@@ -383,6 +475,7 @@ impl Cache {
                     "misses": c.misses.load(Relaxed),
                     "stores": c.stores.load(Relaxed),
                     "not_stored": c.not_stored.load(Relaxed),
+                    "waited": c.waited.load(Relaxed),
                 })
             })
             .collect();
@@ -509,6 +602,34 @@ mod tests {
         for k in [other_user, other_db, other_settings, other_shape] {
             assert!(c.get(0, &k).is_none(), "{k:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn identical_misses_wait_for_the_first_read() {
+        let c = Arc::new(cache(1 << 20));
+        let Turn::Lead(lead) = c.turn(&key("a")) else {
+            panic!("the first miss leads");
+        };
+        let Turn::Wait(n) = c.turn(&key("a")) else {
+            panic!("the second waits");
+        };
+        assert!(
+            matches!(c.turn(&key("b")), Turn::Lead(_)),
+            "another key leads"
+        );
+        let waiter = {
+            let c = c.clone();
+            tokio::spawn(async move { c.wait_for(0, &key("a"), n, Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.put(0, c.version(), key("a"), hit(10));
+        drop(lead);
+        let got = waiter.await.expect("waiter");
+        assert!(got.is_some(), "woken with the stored entry");
+        assert!(
+            matches!(c.turn(&key("a")), Turn::Lead(_)),
+            "no read in flight any more"
+        );
     }
 
     #[test]

@@ -247,3 +247,44 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
     assert_eq!(violations, 0, "reads older than an acknowledged write");
     assert!(hits > 0.0, "the campaign read from the cache");
 }
+
+/// Eight clients miss the same cold key at once: one server read, the
+/// others wait for it and are answered from its entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_key_read_by_many_at_once_costs_one_server_read() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(client(&relay, &db).await);
+    }
+    // Slow enough (a 16^5-row join) that the eight overlap.
+    let slow =
+        "SELECT COUNT(*) FROM kv a, kv b, kv c, kv d, kv e WHERE a.v + b.v + c.v + d.v + e.v >= 0";
+    let before = com_select(srv).await;
+    let mut tasks = Vec::new();
+    for mut c in clients {
+        tasks.push(tokio::spawn(async move {
+            let n: Option<u64> = c.query_first(slow).await.expect("read");
+            n
+        }));
+    }
+    for t in tasks {
+        assert_eq!(t.await.expect("client"), Some(1 << 20));
+    }
+    let m = relay.metrics();
+    let cache_lines: Vec<&str> = m
+        .lines()
+        .filter(|l| l.starts_with("sqlfleet_relay_cache"))
+        .collect();
+    assert_eq!(
+        com_select(srv).await,
+        before + 2,
+        "one server read (and the status read): {cache_lines:?}"
+    );
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_waits_total{rule=\"kv\"}"),
+        7.0
+    );
+}

@@ -9,21 +9,29 @@ use tokio::io::AsyncWriteExt;
 
 use super::{Fail, Session};
 use crate::backend::pool::Route;
-use crate::cache::{decide, Hit, Key};
+use crate::cache::{decide, Hit, Key, Leading, Turn};
 use crate::config::Mode;
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
 use crate::protocol::sql::Effects;
 
 /// Status flags a cached reply may carry besides autocommit: the sql_mode
-/// bits the key's settings fix (NO_BACKSLASH_ESCAPES, ANSI_QUOTES).
-const STATUS_SQL_MODE: u16 = 0x0200 | 0x8000;
+/// bits the key's settings fix (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), and
+/// what the server says of the query itself (no good index used, no index
+/// used, slow), which a client may log but never changes its session.
+const STATUS_ALSO: u16 = 0x0200 | 0x8000 | 0x0010 | 0x0020 | 0x0800;
 
-/// A cache miss: its rule, key, and the version its read started at.
+/// A cache miss: its rule, key, the version its read started at, and
+/// (when it leads the read of its key) what wakes those waiting for it.
 pub(super) struct Miss {
     rule: usize,
     key: Key,
     since: u64,
+    _leading: Option<Leading>,
 }
+
+/// The longest a miss waits for the same statement's read in flight
+/// before it asks the server itself.
+const WAIT_FOR_READ: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Session {
     /// The rule and key of a statement whose result may come from the
@@ -71,14 +79,32 @@ impl Session {
         rule: usize,
         key: Key,
     ) -> Result<Option<Miss>, Fail> {
-        let Some(hit) = self.ctx.cache.get(rule, &key) else {
+        let mut leading = None;
+        let hit = match self.ctx.cache.get(rule, &key) {
+            Some(h) => Some(h),
+            // Identical misses in flight wait for the first (one server
+            // read for a cold key), then look again.
+            None => match self.ctx.cache.turn(&key) {
+                Turn::Lead(l) => {
+                    leading = Some(l);
+                    None
+                }
+                Turn::Wait(n) => self.ctx.cache.wait_for(rule, &key, n, WAIT_FOR_READ).await,
+            },
+        };
+        let Some(hit) = hit else {
             let since = self.ctx.cache.version();
             self.capture = Some(Vec::new());
             self.capture_max = self.ctx.cache.max_entry_bytes(rule);
             if self.route.is_replica() {
                 self.route = Route::Primary;
             }
-            return Ok(Some(Miss { rule, key, since }));
+            return Ok(Some(Miss {
+                rule,
+                key,
+                since,
+                _leading: leading,
+            }));
         };
         self.ctx
             .metrics
@@ -106,7 +132,7 @@ impl Session {
             && o.result_sets == 1
             && o.insert_id == 0
             && o.status
-                .is_some_and(|st| st & !STATUS_SQL_MODE == STATUS_AUTOCOMMIT);
+                .is_some_and(|st| st & !STATUS_ALSO == STATUS_AUTOCOMMIT);
         let Some(reply) = reply.filter(|_| plain) else {
             if let Some(c) = self.ctx.cache.counts().get(miss.rule) {
                 c.not_stored.fetch_add(1, Relaxed);
