@@ -14,11 +14,15 @@ use clap::{Parser, Subcommand};
 use exit::Exit;
 
 /// Parallel tools for MySQL and MariaDB fleets.
-///
-/// Exit codes: 0 success, 1 usage or setup error, 2 partial failure (some
-/// hosts, some statements), 3 total failure.
 #[derive(Parser, Debug)]
-#[command(name = "sqlfleet", version, about, long_about = None, propagate_version = true)]
+#[command(
+    name = "sqlfleet",
+    version,
+    about,
+    long_about = None,
+    propagate_version = true,
+    after_help = "Exit codes: 0 success, 1 usage or setup error, 2 partial failure (some hosts, statements or streams), 3 total failure, 4 a difference found (query --diff), 130 interrupted (Ctrl-C), 141 the output pipe closed, 143 terminated (SIGTERM); each command's --help says which it uses."
+)]
 pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -61,8 +65,8 @@ enum Command {
     ///
     /// Exit codes: 0 written, 1 the directory cannot be written
     Man {
-        /// Where to write them
-        #[arg(long, default_value = ".")]
+        /// The folder to write them into (e.g. /usr/local/share/man/man1)
+        #[arg(long)]
         out: std::path::PathBuf,
     },
 }

@@ -90,6 +90,45 @@ fn help_sits_under_options_and_protocol_values_appear_once() {
 }
 
 /// Completions and man pages come from the same definitions as --help.
+/// Every exit code the binary has (exit.rs's enum, the closed-pipe code)
+/// is in the guide's table and in `sqlfleet --help`.
+#[test]
+fn every_exit_code_is_in_the_guide_and_the_help() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(root.join("src/exit.rs")).expect("exit.rs");
+    let pipe = std::fs::read_to_string(root.join("src/pipe.rs")).expect("pipe.rs");
+    let mut codes: Vec<String> = src
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_suffix(',')?
+                .split_once(" = ")
+                .map(|(_, n)| n.to_string())
+        })
+        .filter(|n| n.parse::<i32>().is_ok())
+        .collect();
+    codes.extend(
+        pipe.lines()
+            .filter_map(|l| l.strip_prefix("pub const CLOSED: i32 = "))
+            .map(|n| n.trim_end_matches(';').to_string()),
+    );
+    assert!(codes.len() >= 8, "{codes:?}");
+    let guide =
+        std::fs::read_to_string(root.join("../../docs/guide/operations.md")).expect("guide");
+    let h = common::stdout(&common::sqlfleet().arg("--help").output().expect("run"));
+    let flat = h.split_whitespace().collect::<Vec<_>>().join(" ");
+    for c in &codes {
+        assert!(
+            guide.contains(&format!("| {c} |")),
+            "exit code {c} is not in operations.md's table"
+        );
+        assert!(
+            flat.contains(&format!(" {c} ")),
+            "exit code {c} is not in sqlfleet --help:\n{h}"
+        );
+    }
+}
+
 #[test]
 fn completions_and_man_pages() {
     for shell in ["bash", "zsh", "fish"] {
@@ -118,6 +157,18 @@ fn completions_and_man_pages() {
         "{page}"
     );
     assert!(dir.path().join("sqlfleet-sandbox-promote.1").is_file());
+    // Without --out: refused, and nothing written where it ran.
+    let o = common::sqlfleet()
+        .arg("man")
+        .current_dir(dir.path().join(".."))
+        .output()
+        .expect("run");
+    assert_ne!(o.status.code(), Some(0));
+    assert!(
+        common::stderr(&o).contains("--out"),
+        "{}",
+        common::stderr(&o)
+    );
 }
 
 /// Log lines carry a timestamp, and `--log-format json` makes each one a

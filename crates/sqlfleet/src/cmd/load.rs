@@ -17,7 +17,9 @@ use crate::exit::Exit;
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined
 /// statements (--continue-on-error); 3 the load stopped (bad input or a
-/// failing statement; committed work is journaled, --resume continues).
+/// failing statement; committed work is journaled, --resume continues);
+/// 130 interrupted by Ctrl-C, 143 by SIGTERM (what committed is
+/// journaled: --resume continues).
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct LoadArgs {
