@@ -142,6 +142,11 @@ fn completions_and_man_pages() {
             s.contains("sandbox") && s.contains("hosts-file"),
             "{shell}: {s}"
         );
+        // Flags with a fixed set of values complete those values.
+        for values in ["tsv jsonl csv table", "auto bar json none"] {
+            let all = values.split(' ').all(|v| s.contains(v));
+            assert!(all, "{shell}: the values {values} are not offered");
+        }
     }
     let dir = tempfile::tempdir().expect("tmp");
     let o = common::sqlfleet()

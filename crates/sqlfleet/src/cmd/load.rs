@@ -1,5 +1,6 @@
 //! `sqlfleet load`: a SQL dump (file, gzip, zstd or stdin) in parallel.
 
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 
 use sqlfleet_conn::ConnArgs;
@@ -96,7 +97,12 @@ pub struct LoadArgs {
     #[arg(long)]
     skip_binlog: bool,
     /// auto (a status line on a terminal), bar, json (lines on stdout) or none
-    #[arg(long, default_value = "auto")]
+    #[arg(
+        long,
+        default_value = "auto",
+        value_parser = clap::builder::PossibleValuesParser::new(["auto", "bar", "json", "none"])
+            .try_map(|s| s.parse::<Mode>())
+    )]
     progress: Mode,
     /// Statements per transaction, in bytes (a table that fits loads in one
     /// transaction: fewer, larger transactions cost the server less)

@@ -1,5 +1,6 @@
 //! `sqlfleet query`: the same SQL on many servers, results merged.
 
+use clap::builder::TypedValueParser as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -44,7 +45,12 @@ pub struct QueryArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "execute")]
     file: Option<PathBuf>,
     /// tsv (like mysql --batch), jsonl, csv or table
-    #[arg(long, default_value = "tsv")]
+    #[arg(
+        long,
+        default_value = "tsv",
+        value_parser = clap::builder::PossibleValuesParser::new(["tsv", "jsonl", "csv", "table"])
+            .try_map(|s| s.parse::<Format>())
+    )]
     format: Format,
     /// Print a header line with the column names
     #[arg(long)]
