@@ -19,7 +19,7 @@
 //! port is given on the command line or DSN without a socket, or
 //! `--protocol tcp`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::args::ConnArgs;
 use crate::dsn::{Dsn, DsnError};
@@ -184,6 +184,8 @@ pub enum ResolveError {
     BadEnv { var: &'static str, what: String },
     #[error("no sandbox named '{0}' ('sqlfleet sandbox list' shows them; 'sqlfleet sandbox up --name {0}' makes it)")]
     UnknownSandbox(String),
+    #[error("the sandbox '{0}' is stopped (its server's socket {1} is not there): 'sqlfleet sandbox up --name {0}' starts it")]
+    SandboxStopped(String, String),
     #[error("sandbox name '{0}' is not valid: use letters, digits, '-' and '_'")]
     BadSandboxName(String),
     #[error("sandbox name '{0}...' is too long ({1} characters; at most 64)")]
@@ -272,6 +274,19 @@ pub fn sandbox_of<'a>(args: &'a ConnArgs, env: &'a Env) -> Option<(&'a str, bool
     }
 }
 
+/// A sandbox's defaults file names its server's socket, which the server
+/// makes when it starts and removes when it stops: the path when it is
+/// not there (a stopped sandbox), so the error can say so instead of a
+/// bare ERROR 2003.
+fn stopped_socket(defaults: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(defaults).ok()?;
+    let sock = text.lines().find_map(|l| {
+        let (k, v) = l.split_once('=')?;
+        (k.trim() == "socket").then(|| v.trim().to_string())
+    })?;
+    (!Path::new(&sock).exists()).then_some(sock)
+}
+
 /// Which option files to read for these flags, in order.
 pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool)>, ResolveError> {
     // (path, must_exist)
@@ -280,6 +295,9 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
         let f = home::sandbox_defaults_file(&env.sqlfleet_home, name);
         if !f.exists() {
             return Err(ResolveError::UnknownSandbox(name.to_string()));
+        }
+        if let Some(sock) = stopped_socket(&f) {
+            return Err(ResolveError::SandboxStopped(name.to_string(), sock));
         }
         return Ok(vec![(f, true)]);
     }

@@ -219,6 +219,35 @@ fn sandbox_target_reads_its_defaults_file_only() {
     );
 }
 
+/// A sandbox whose server's socket is not there is stopped: the error
+/// says so and how to start it (not a bare ERROR 2003 later); with the
+/// socket there it resolves.
+#[test]
+fn a_stopped_sandbox_is_called_stopped() {
+    let f = fixture();
+    let sock = f.env.sqlfleet_home.join("sandboxes/demo/node1/mysqld.sock");
+    f.write(
+        "sqlfleet/sandboxes/demo/client.cnf",
+        &format!(
+            "[client]\nhost=127.0.0.1\nport=23306\nuser=root\nsocket = {}\n",
+            sock.display()
+        ),
+    );
+    let args = ConnArgs {
+        sandbox: Some("demo".into()),
+        ..ConnArgs::default()
+    };
+    let e = resolve(&args, &f.env).expect_err("stopped").to_string();
+    assert!(
+        e.starts_with("the sandbox 'demo' is stopped")
+            && e.contains("sqlfleet sandbox up --name demo"),
+        "{e}"
+    );
+    std::fs::create_dir_all(sock.parent().expect("dir")).expect("dir");
+    std::fs::write(&sock, "").expect("socket stand-in");
+    assert!(resolve(&args, &f.env).is_ok());
+}
+
 #[test]
 fn errors_are_one_line_and_name_the_cause() {
     let f = fixture();
