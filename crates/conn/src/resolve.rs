@@ -184,8 +184,8 @@ pub enum ResolveError {
     BadEnv { var: &'static str, what: String },
     #[error("no sandbox named '{0}' ('sqlfleet sandbox list' shows them; 'sqlfleet sandbox up --name {0}' makes it)")]
     UnknownSandbox(String),
-    #[error("the sandbox '{0}' is stopped (its server's socket {1} is not there): 'sqlfleet sandbox up --name {0}' starts it")]
-    SandboxStopped(String, String),
+    #[error("the sandbox '{0}' is stopped (none of its servers is running): 'sqlfleet sandbox up --name {0}' starts it")]
+    SandboxStopped(String),
     #[error("sandbox name '{0}' is not valid: use letters, digits, '-' and '_'")]
     BadSandboxName(String),
     #[error("sandbox name '{0}...' is too long ({1} characters; at most 64)")]
@@ -274,17 +274,28 @@ pub fn sandbox_of<'a>(args: &'a ConnArgs, env: &'a Env) -> Option<(&'a str, bool
     }
 }
 
-/// A sandbox's defaults file names its server's socket, which the server
-/// makes when it starts and removes when it stops: the path when it is
-/// not there (a stopped sandbox), so the error can say so instead of a
-/// bare ERROR 2003.
-fn stopped_socket(defaults: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(defaults).ok()?;
-    let sock = text.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "socket").then(|| v.trim().to_string())
-    })?;
-    (!Path::new(&sock).exists()).then_some(sock)
+/// Whether no server of the sandbox whose defaults file this is runs:
+/// each node's server makes its socket (`NODE/mysqld.sock` beside the
+/// file) when it starts and removes it when it stops, so none there is a
+/// stopped sandbox, said as such instead of a bare ERROR 2003. (One node
+/// down is not: its neighbours may still be asked, by address.)
+fn sandbox_stopped(defaults: &Path) -> bool {
+    let Some(dir) = defaults.parent() else {
+        return false;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    let mut nodes = 0;
+    for e in entries.flatten() {
+        if e.path().is_dir() {
+            nodes += 1;
+            if e.path().join("mysqld.sock").exists() {
+                return false;
+            }
+        }
+    }
+    nodes > 0
 }
 
 /// Which option files to read for these flags, in order.
@@ -296,8 +307,8 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
         if !f.exists() {
             return Err(ResolveError::UnknownSandbox(name.to_string()));
         }
-        if let Some(sock) = stopped_socket(&f) {
-            return Err(ResolveError::SandboxStopped(name.to_string(), sock));
+        if sandbox_stopped(&f) {
+            return Err(ResolveError::SandboxStopped(name.to_string()));
         }
         return Ok(vec![(f, true)]);
     }

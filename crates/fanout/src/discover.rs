@@ -197,12 +197,9 @@ async fn look(
         .connect(connect_timeout)
         .await
         .map_err(|e| match e.server_code() {
-            Some(code) => format!(
-                "it refused the login with ERROR {code}: {}",
-                e.source
-                    .as_ref()
-                    .map_or_else(|| e.what.clone(), |s| s.to_string())
-            ),
+            // `what` is the server's words as the mysql client prints
+            // them (ERROR code (state): message), once.
+            Some(_) => format!("it refused the login: {}", e.what),
             None => format!("not reached: {e}"),
         })?;
     let text = |r: &Row, col: &str| -> String {

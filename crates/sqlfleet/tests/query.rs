@@ -720,7 +720,15 @@ fn discover_walks_the_topology_both_ways() {
         )),
         "{out}"
     );
-    assert!(err.contains("refused the login with ERROR 1045"), "{err}");
+    assert!(
+        err.contains("refused the login: ERROR 1045 (28000): Access denied"),
+        "{err}"
+    );
+    assert_eq!(
+        err.matches("1045").count(),
+        1,
+        "the server's error once: {err}"
+    );
     let _ = common::run_in(
         home.path(),
         &["sandbox", "destroy", "--name", "topo", "--yes"],

@@ -219,9 +219,9 @@ fn sandbox_target_reads_its_defaults_file_only() {
     );
 }
 
-/// A sandbox whose server's socket is not there is stopped: the error
-/// says so and how to start it (not a bare ERROR 2003 later); with the
-/// socket there it resolves.
+/// A sandbox none of whose servers' sockets is there is stopped: the
+/// error says so and how to start it (not a bare ERROR 2003 later); with
+/// any node's socket there (even not the primary's) it resolves.
 #[test]
 fn a_stopped_sandbox_is_called_stopped() {
     let f = fixture();
@@ -237,13 +237,18 @@ fn a_stopped_sandbox_is_called_stopped() {
         sandbox: Some("demo".into()),
         ..ConnArgs::default()
     };
+    std::fs::create_dir_all(sock.parent().expect("dir")).expect("dir");
     let e = resolve(&args, &f.env).expect_err("stopped").to_string();
     assert!(
         e.starts_with("the sandbox 'demo' is stopped")
             && e.contains("sqlfleet sandbox up --name demo"),
         "{e}"
     );
-    std::fs::create_dir_all(sock.parent().expect("dir")).expect("dir");
+    let replica = f.env.sqlfleet_home.join("sandboxes/demo/node2/mysqld.sock");
+    std::fs::create_dir_all(replica.parent().expect("dir")).expect("dir");
+    std::fs::write(&replica, "").expect("socket stand-in");
+    assert!(resolve(&args, &f.env).is_ok(), "a replica runs");
+    std::fs::remove_file(&replica).expect("rm");
     std::fs::write(&sock, "").expect("socket stand-in");
     assert!(resolve(&args, &f.env).is_ok());
 }
