@@ -111,7 +111,8 @@ impl Target {
                         format!(
                             "ERROR 2026 (HY000): TLS/SSL error: ssl-mode {mode} but the server does not offer TLS"
                         ),
-                        None,
+                        // The server answered: an error, not "unreachable".
+                        Some(2026),
                         false,
                     ));
                 }
@@ -124,14 +125,14 @@ impl Target {
                 .map_err(|e| {
                     self.failed(
                         format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
-                        None,
+                        Some(2026),
                         false,
                     )
                 })?
                 .ok_or_else(|| {
                     self.failed(
                         "ERROR 2026 (HY000): TLS/SSL error: no TLS configuration".into(),
-                        None,
+                        Some(2026),
                         false,
                     )
                 })?;
@@ -145,7 +146,7 @@ impl Target {
                     crate::tls::StartTlsError::Wire(e) => self.wire_failed(e),
                     e => self.failed(
                         format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
-                        None,
+                        Some(2026),
                         false,
                     ),
                 })?;

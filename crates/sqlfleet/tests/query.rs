@@ -811,6 +811,13 @@ fn preferred_tls_is_one_handshake_taken_where_offered() {
     );
     assert_eq!(o.status.code(), Some(3));
     assert!(stderr(&o).contains("does not offer TLS"), "{}", stderr(&o));
+    // The server answered: an error, not "unreachable" (nothing taking
+    // the connection, in the guide's words).
+    assert!(
+        stderr(&o).contains("1 error") && !stderr(&o).contains("1 unreachable"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// The oracle for the TSV format: generated values (tabs, line breaks,
