@@ -33,6 +33,10 @@ pub struct LoadOptions {
     pub continue_on_error: bool,
     pub quarantine: Option<PathBuf>,
     pub defer_indexes: bool,
+    /// Drop each table before its CREATE TABLE runs (myloader's
+    /// `--overwrite-tables`): for dumps and directories made without
+    /// DROP TABLE statements, into a database that has the tables.
+    pub overwrite_tables: bool,
     pub progress: progress::Mode,
     /// Database for statements before the dump's first `USE`.
     pub database: Option<String>,
@@ -462,6 +466,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         regime,
     );
     sched.warnings.extend(warnings);
+    sched.overwrite_tables = opts.overwrite_tables;
     let mut input_error = None;
     let mut changed = None;
     let mut bytes = 0;

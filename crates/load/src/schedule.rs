@@ -68,6 +68,8 @@ pub struct Scheduler {
     pub resume: Resume,
     pub batch_bytes: usize,
     pub defer_indexes: bool,
+    /// Drop each table before its CREATE TABLE (`--overwrite-tables`).
+    pub overwrite_tables: bool,
     pub warnings: Vec<String>,
     pub skipped: u64,
     pub tables: std::collections::BTreeSet<String>,
@@ -148,6 +150,7 @@ impl Scheduler {
             resume,
             batch_bytes,
             defer_indexes,
+            overwrite_tables: false,
             warnings: Vec::new(),
             skipped: 0,
             tables: Default::default(),
@@ -474,6 +477,18 @@ impl Scheduler {
                 self.start_deferred(&key).await;
                 self.wait_table(&key).await;
                 self.info.remove(&key);
+                if create && self.overwrite_tables {
+                    // Not journaled: on resume a CREATE already done is
+                    // skipped, and its table (with the rows loaded since)
+                    // is kept; one not done drops again.
+                    let drop = Statement {
+                        text: format!("DROP TABLE IF EXISTS {shown}").into_bytes(),
+                        ..stmt.clone()
+                    };
+                    if !self.execute(&drop, Some(&shown), None, None).await {
+                        return;
+                    }
+                }
                 if create {
                     if has_auto_increment(&stmt.text) {
                         self.no_auto_inc.remove(&key);

@@ -1631,3 +1631,56 @@ fn a_statement_over_max_allowed_packet_is_named_before_it_is_sent() {
         "statements after the refused one ran: {e}"
     );
 }
+
+/// `--overwrite-tables` (myloader's): a dump made without DROP TABLE
+/// (`--skip-add-drop-table`) into a database that already has its tables
+/// stops at the first CREATE TABLE (the server's 1050) without it, and
+/// with it replaces each table: the copy is the dump's, rows and all.
+#[test]
+fn overwrite_tables_drops_each_table_before_creating_it() {
+    let srv = sqlfleet_testkit::server();
+    let src = fresh_db(srv, "owsrc");
+    let dst = fresh_db(srv, "owdst");
+    rt().block_on(async {
+        let mut c = srv.connect().await;
+        c.query_drop(format!(
+            "CREATE TABLE `{src}`.a (id INT PRIMARY KEY, v VARCHAR(10)); \
+             INSERT INTO `{src}`.a VALUES (1, 'x'), (2, 'y'); \
+             CREATE TABLE `{src}`.b (id INT PRIMARY KEY); INSERT INTO `{src}`.b VALUES (7); \
+             CREATE TABLE `{dst}`.a (id INT PRIMARY KEY, old INT); \
+             INSERT INTO `{dst}`.a VALUES (10, 1), (11, 1), (12, 1); \
+             CREATE TABLE `{dst}`.b (id INT PRIMARY KEY); INSERT INTO `{dst}`.b VALUES (8)"
+        ))
+        .await
+        .expect("tables");
+    });
+    let dir = tmp();
+    let file = dir.path().join("nodrop.sql");
+    dump(srv, &src, &["--skip-add-drop-table"], &file);
+    let f = file.to_str().expect("path");
+    let o = sqlfleet_load(srv, &["-D", &dst, "--threads", "2", f]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("1050"), "{}", stderr(&o));
+    let o = sqlfleet_load(
+        srv,
+        &[
+            "-D",
+            &dst,
+            "--threads",
+            "2",
+            "--overwrite-tables",
+            "--restart",
+            f,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(
+        count(
+            srv,
+            &format!("SELECT COUNT(*) FROM `{dst}`.a WHERE v IN ('x', 'y')")
+        ),
+        2
+    );
+    assert_eq!(count(srv, &format!("SELECT COUNT(*) FROM `{dst}`.a")), 2);
+    assert_eq!(count(srv, &format!("SELECT SUM(id) FROM `{dst}`.b")), 7);
+}

@@ -24,6 +24,7 @@ pub fn options(srv: &TestServer, db: &str, path: &Path) -> LoadOptions {
         continue_on_error: false,
         quarantine: None,
         defer_indexes: false,
+        overwrite_tables: false,
         progress: sqlfleet_load::progress::Mode::None,
         database: None,
         batch_bytes: 4 << 20,

@@ -90,6 +90,11 @@ pub struct LoadArgs {
     /// Create tables without secondary indexes; add them after the table's data
     #[arg(long)]
     defer_indexes: bool,
+    /// Drop each table before creating it (myloader's --overwrite-tables):
+    /// for dumps made without DROP TABLE (--skip-add-drop-table, mydumper)
+    /// into a database that already has the tables. Their rows are lost
+    #[arg(long)]
+    overwrite_tables: bool,
     /// Do not write the load into the server's binary log (sql_log_bin = 0
     /// on every connection, as myloader does unless --enable-binlog):
     /// replicas and point-in-time recovery will not see it. Needs the
@@ -188,6 +193,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         continue_on_error: a.continue_on_error,
         quarantine,
         defer_indexes: a.defer_indexes,
+        overwrite_tables: a.overwrite_tables,
         progress: a.progress,
         database: None,
         batch_bytes: a.batch_bytes.max(1),

@@ -75,6 +75,7 @@ pub async fn seed_one(
         continue_on_error: false,
         quarantine: None,
         defer_indexes: false,
+        overwrite_tables: false,
         progress: sqlfleet_load::progress::Mode::Auto,
         database: None,
         batch_bytes: 4 << 20,
