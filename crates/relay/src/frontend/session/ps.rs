@@ -225,7 +225,14 @@ impl Session {
                 "mysqld_stmt_execute",
             )
         };
-        out.map_err(|e| Fail::Err(1210, "HY000", format!("Incorrect arguments to {name}: {e}")))
+        out.map_err(|e| match e {
+            // As the server: a packet too short for its parameters is
+            // malformed; parameters never typed are wrong arguments.
+            stmt::ExecuteError::Short => {
+                Fail::Err(1835, "HY000", "Malformed communication packet".into())
+            }
+            e => Fail::Err(1210, "HY000", format!("Incorrect arguments to {name}: {e}")),
+        })
     }
 
     pub(super) async fn send_long_data(&mut self, cmd: &[u8]) -> Result<(), Fail> {

@@ -277,7 +277,13 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
     } else {
         cstr(&mut i)?
     };
-    let db = cstr(&mut i).unwrap_or_default();
+    // The database, when anything follows the credential, must end in
+    // NUL inside the packet (the server refuses it as malformed, 1047).
+    let db = if i < p.len() {
+        cstr(&mut i)?
+    } else {
+        Vec::new()
+    };
     let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
     let mut collation = None;
     let mut plugin = None;
