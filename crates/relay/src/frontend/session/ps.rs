@@ -178,8 +178,8 @@ impl Session {
             s.key.clone()
         };
         // A prepared write makes the cache stale around it (`cache.rs`).
-        let ctx = self.ctx.clone();
-        let writing = (!fx.read && ctx.cache.active()).then(|| ctx.cache.write_begins());
+        let ctx = (!fx.read && self.ctx.cache.active()).then(|| self.ctx.clone());
+        let writing = ctx.as_ref().map(|c| c.cache.write_begins());
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
