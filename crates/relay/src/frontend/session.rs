@@ -778,8 +778,7 @@ impl Session {
         }
         // A cache rule's SELECT: the cached reply, or the read recorded.
         let mut miss = None;
-        if let Some((rule, key)) = local
-            .is_none()
+        if let Some((rule, key)) = (caching && local.is_none())
             .then(|| self.cache_key(&cmd[1..], &fx, toks, cache_digest.as_deref()))
             .flatten()
         {

@@ -11,7 +11,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use crate::protocol::reply::{Event, ReplyError, Tracker, PREFIX};
 
 mod stream;
-pub use stream::{Command, Streamed, HEAD, STREAM_OVER};
+pub use stream::{stream_command, Command, Streamed, HEAD, STREAM_OVER};
 
 const BUF: usize = 64 * 1024;
 /// The framing buffer is kept up to this size; a larger one (a big

@@ -258,26 +258,12 @@ impl Session {
             let Some(st) = streamed.as_mut() else {
                 return c.io.write_packet(0, payload).await.map(drop).map_err(Some);
             };
-            let sent = match c.io.write_head(payload, st.left).await {
-                Ok(()) => client_io.pass_rest(st, &mut c.io.s).await,
-                Err(e) => Err(ForwardError::Backend {
-                    err: e,
-                    forwarded: false,
-                }),
-            };
-            match sent {
-                Ok(()) => Ok(()),
-                // The server stopped taking it (1153 past its
-                // max_allowed_packet, or gone): the client's rest is read
-                // and dropped so that the server's answer can follow it.
-                Err(ForwardError::Backend { err, .. }) => match client_io.skip_rest(st).await {
-                    Ok(()) => Err(Some(err)),
-                    Err(_) => Err(None),
-                },
-                // The client went away or sent more than max_packet
-                // mid-statement: nothing more can follow on either side.
-                Err(ForwardError::Client(_)) => Err(None),
-            }
+            // Boxed: the streaming steps' state lives only when a
+            // statement streams, not in every forward's future.
+            Box::pin(crate::protocol::io::stream_command(
+                client_io, &mut c.io, payload, st,
+            ))
+            .await
         };
         self.handle.running(Some(running));
         let sent = sent.await;

@@ -196,6 +196,39 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     }
 }
 
+/// Sends a streamed command: its head to `backend`, then its rest from
+/// `client` as it arrives. `Err(Some(e))`: the server stopped taking it
+/// (1153 past its max_allowed_packet, or gone) and the client's rest was
+/// read and dropped, so the server's answer can follow it; `Err(None)`:
+/// the client went away or sent more than `max_packet` mid-statement, and
+/// nothing more can follow on either side.
+pub async fn stream_command<C, B>(
+    client: &mut PacketIo<C>,
+    backend: &mut PacketIo<B>,
+    head: &[u8],
+    st: &mut Streamed,
+) -> Result<(), Option<WireError>>
+where
+    C: AsyncRead + AsyncWrite + Unpin,
+    B: AsyncRead + AsyncWrite + Unpin,
+{
+    let sent = match backend.write_head(head, st.left).await {
+        Ok(()) => client.pass_rest(st, &mut backend.s).await,
+        Err(e) => Err(ForwardError::Backend {
+            err: e,
+            forwarded: false,
+        }),
+    };
+    match sent {
+        Ok(()) => Ok(()),
+        Err(ForwardError::Backend { err, .. }) => match client.skip_rest(st).await {
+            Ok(()) => Err(Some(err)),
+            Err(_) => Err(None),
+        },
+        Err(ForwardError::Client(_)) => Err(None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
