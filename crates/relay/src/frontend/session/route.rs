@@ -178,18 +178,23 @@ impl Session {
     /// long data, which died with its connection). Text queries and
     /// prepared executes alike ([`Send`]).
     pub(super) async fn run_statement(&mut self, send: Send<'_>) -> Result<Outcome, Fail> {
-        let first = self.send_once(&send).await;
-        match first {
-            // (Never a streamed statement: only its head is left here.)
-            Err(Fail::Lost(why))
-                if self.route.is_replica()
-                    && send.may_retry(&self.st)
-                    && self.streamed_seq.is_none() =>
-            {
-                self.replica_died(&why);
-                self.send_once(&send).await
+        // One await site (a loop, not two calls): the future holds one
+        // try's state, not two.
+        let mut retried = false;
+        loop {
+            match self.send_once(&send).await {
+                // (Never a streamed statement: only its head is left here.)
+                Err(Fail::Lost(why))
+                    if !retried
+                        && self.route.is_replica()
+                        && send.may_retry(&self.st)
+                        && self.streamed_seq.is_none() =>
+                {
+                    retried = true;
+                    self.replica_died(&why);
+                }
+                r => return r,
             }
-            r => r,
         }
     }
 

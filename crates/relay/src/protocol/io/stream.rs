@@ -79,6 +79,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         if seq != 0 {
             return Ok(Command::OutOfOrder(seq));
         }
+        if len < stream_over && len < MAX_CHUNK {
+            // The common command: one packet, read here (no nested
+            // future per command).
+            if len > max {
+                return Err(WireError::TooBig { len, max });
+            }
+            self.need(4 + len).await?;
+            let p = self.buf[self.start + 4..self.start + 4 + len].to_vec();
+            self.start += 4 + len;
+            return Ok(Command::Whole(0, p));
+        }
         if len < stream_over {
             let (seq, p) = self.read_packet(max).await?;
             return Ok(Command::Whole(seq, p));
