@@ -83,6 +83,29 @@ const VOLATILE: &[&str] = &[
     "WSREP_LAST_WRITTEN_GTID",
 ];
 
+/// Whether a statement the client sends makes the cache stale (before it
+/// is sent and after its reply; `cache.rs`): everything that is not a
+/// plain read, except what changes no data anyone can see — a SET of
+/// session variables or a BEGIN outside a transaction (inside one, each
+/// commits it), and a ROLLBACK (the writes it undoes were never seen).
+/// A SET that calls a stored function may write: it counts.
+pub fn invalidates(fx: &Effects, text: &[u8], in_trans: bool) -> bool {
+    use crate::protocol::sql::starts_with_word as word;
+    if fx.read {
+        return false;
+    }
+    let begin = word(text, "BEGIN") || word(text, "START");
+    if !in_trans && ((fx.settings_only && !fx.calls_stored) || begin) {
+        return false;
+    }
+    let rollback = word(text, "ROLLBACK")
+        && !String::from_utf8_lossy(text)
+            .split_ascii_whitespace()
+            .take(3)
+            .any(|w| w.eq_ignore_ascii_case("TO"));
+    !rollback
+}
+
 /// Whether the statement's result may be cached; `Err` says why not.
 pub fn cacheable(
     fx: &Effects,
@@ -156,6 +179,41 @@ mod tests {
         holds_conn: false,
         streamed: false,
     };
+
+    #[test]
+    fn what_makes_the_cache_stale() {
+        // (text, in a transaction, stale)
+        let rows: &[(&str, bool, bool)] = &[
+            ("SELECT * FROM t", false, false),
+            ("SELECT * FROM t", true, false),
+            ("INSERT INTO t VALUES (1)", false, true),
+            ("UPDATE t SET a = 1", true, true),
+            ("COMMIT", true, true),
+            ("COMMIT", false, true),
+            ("ROLLBACK", true, false),
+            ("ROLLBACK TO SAVEPOINT s", true, true),
+            ("ROLLBACK WORK TO s", true, true),
+            ("BEGIN", false, false),
+            ("START TRANSACTION", false, false),
+            ("BEGIN", true, true),
+            ("SET NAMES utf8mb4", false, false),
+            ("SET autocommit = 1", false, false),
+            ("SET autocommit = 1", true, true),
+            ("SET @a = f()", false, true),
+            ("CREATE TABLE x (a INT)", false, true),
+            ("CALL p()", false, true),
+            ("SELECT * FROM t FOR UPDATE", false, true),
+            ("DO RELEASE_LOCK('a')", false, true),
+        ];
+        for (sql, in_trans, want) in rows {
+            let q = Query::new(sql.as_bytes());
+            assert_eq!(
+                invalidates(&q.effects(), sql.as_bytes(), *in_trans),
+                *want,
+                "{sql} (in a transaction: {in_trans})"
+            );
+        }
+    }
 
     #[test]
     fn the_volatile_list_is_sorted_for_its_binary_search() {

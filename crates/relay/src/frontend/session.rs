@@ -794,7 +794,9 @@ impl Session {
         // it runs and again once its reply is in (`cache.rs`).
         // (The shared context is cloned only then: one atomic count per
         // statement on a line every session shares costs at 30k q/s.)
-        let ctx = (caching && !fx.read).then(|| self.ctx.clone());
+        let ctx = (caching
+            && crate::cache::decide::invalidates(&fx, &cmd[1..], self.st.in_trans()))
+        .then(|| self.ctx.clone());
         let writing = ctx.as_ref().map(|c| c.cache.write_begins());
         let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();

@@ -178,7 +178,9 @@ impl Session {
             s.key.clone()
         };
         // A prepared write makes the cache stale around it (`cache.rs`).
-        let ctx = (!fx.read && self.ctx.cache.active()).then(|| self.ctx.clone());
+        let ctx = (self.ctx.cache.active()
+            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans()))
+        .then(|| self.ctx.clone());
         let writing = ctx.as_ref().map(|c| c.cache.write_begins());
         let o = self
             .run_statement(Send::Execute(Execute {
