@@ -45,7 +45,8 @@ async fn setup(srv: &sqlfleet_testkit::TestServer) -> (Relay, String) {
         "CREATE TABLE `{db}`.kv (k INT PRIMARY KEY, v BIGINT); \
          INSERT INTO `{db}`.kv SELECT seq, 0 FROM `{db}`.seq_1_to_16; \
          CREATE TABLE `{db}`.short (k INT PRIMARY KEY, v BIGINT); \
-         INSERT INTO `{db}`.short VALUES (1, 0)"
+         INSERT INTO `{db}`.short VALUES (1, 0); \
+         CREATE PROCEDURE `{db}`.bump() UPDATE kv SET v = v + 1 WHERE k = 3"
     ))
     .await
     .expect("tables");
@@ -112,6 +113,19 @@ async fn a_hit_costs_the_server_nothing_and_a_write_through_the_relay_is_read_at
     b.query_drop("COMMIT").await.expect("commit");
     let v: Option<i64> = a.query_first(read).await.expect("read");
     assert_eq!(v, Some(2), "the COMMIT's OK was in before this read");
+    // A prepared write, and a procedure that writes: the same.
+    b.exec_drop("UPDATE kv SET v = ? WHERE k = 3", (5,))
+        .await
+        .expect("prepared write");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(
+        v,
+        Some(5),
+        "the prepared write's OK was in before this read"
+    );
+    b.query_drop("CALL bump()").await.expect("call");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(6), "the CALL's OK was in before this read");
     // Inside a transaction nothing comes from the cache (its snapshot is
     // its own): the count of hits stays.
     let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");

@@ -88,11 +88,16 @@ const VOLATILE: &[&str] = &[
 /// plain read, except what changes no data anyone can see — a SET of
 /// session variables or a BEGIN outside a transaction (inside one, each
 /// commits it), and a ROLLBACK (the writes it undoes were never seen).
-/// A SET that calls a stored function may write: it counts.
-pub fn invalidates(fx: &Effects, text: &[u8], in_trans: bool) -> bool {
+/// The exceptions hold for one statement read whole (`whole`: not only
+/// the head of a streamed one): a text of several may write after its
+/// first. A SET that calls a stored function may write: it counts.
+pub fn invalidates(fx: &Effects, text: &[u8], in_trans: bool, whole: bool) -> bool {
     use crate::protocol::sql::starts_with_word as word;
     if fx.read {
         return false;
+    }
+    if !whole || fx.statements != 1 {
+        return true;
     }
     let begin = word(text, "BEGIN") || word(text, "START");
     if !in_trans && ((fx.settings_only && !fx.calls_stored) || begin) {
@@ -184,6 +189,9 @@ mod tests {
     fn what_makes_the_cache_stale() {
         // (text, in a transaction, stale)
         let rows: &[(&str, bool, bool)] = &[
+            ("BEGIN; UPDATE t SET a = 1; COMMIT", false, true),
+            ("ROLLBACK; DELETE FROM t", true, true),
+            ("SET @a = 1; DELETE FROM t", false, true),
             ("SELECT * FROM t", false, false),
             ("SELECT * FROM t", true, false),
             ("INSERT INTO t VALUES (1)", false, true),
@@ -208,9 +216,18 @@ mod tests {
         for (sql, in_trans, want) in rows {
             let q = Query::new(sql.as_bytes());
             assert_eq!(
-                invalidates(&q.effects(), sql.as_bytes(), *in_trans),
+                invalidates(&q.effects(), sql.as_bytes(), *in_trans, true),
                 *want,
                 "{sql} (in a transaction: {in_trans})"
+            );
+        }
+        // Only the head of a streamed statement was read: whatever it
+        // starts with, it may write.
+        for sql in ["SET @a = 'x'", "BEGIN", "ROLLBACK"] {
+            let q = Query::new(sql.as_bytes());
+            assert!(
+                invalidates(&q.effects(), sql.as_bytes(), false, false),
+                "{sql}"
             );
         }
     }

@@ -795,7 +795,12 @@ impl Session {
         // (The shared context is cloned only then: one atomic count per
         // statement on a line every session shares costs at 30k q/s.)
         let ctx = (caching
-            && crate::cache::decide::invalidates(&fx, &cmd[1..], self.st.in_trans()))
+            && crate::cache::decide::invalidates(
+                &fx,
+                &cmd[1..],
+                self.st.in_trans(),
+                self.streamed.is_none(),
+            ))
         .then(|| self.ctx.clone());
         let writing = ctx.as_ref().map(|c| c.cache.write_begins());
         let streamed = self.streamed.is_some();

@@ -179,7 +179,7 @@ impl Session {
         };
         // A prepared write makes the cache stale around it (`cache.rs`).
         let ctx = (self.ctx.cache.active()
-            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans()))
+            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans(), true))
         .then(|| self.ctx.clone());
         let writing = ctx.as_ref().map(|c| c.cache.write_begins());
         let o = self
