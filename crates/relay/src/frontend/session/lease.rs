@@ -274,7 +274,11 @@ impl Session {
                 .fetch_add(st.total.saturating_sub(payload.len()) as u64, Relaxed);
             st.reply_seq()
         });
-        self.streamed_seq = stream_seq;
+        if stream_seq.is_some() {
+            // (Kept for the command's end in `run`, whatever else this
+            // command forwards after it.)
+            self.streamed_seq = stream_seq;
+        }
         if let Err(e) = sent {
             self.handle.running(None);
             let Some(e) = e else {
