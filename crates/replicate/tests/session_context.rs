@@ -10,21 +10,9 @@ mod common;
 
 use common::*;
 use mysql_async::prelude::Queryable;
-use sqlfleet_replicate::config;
-use sqlfleet_replicate::gtid::GtidPos;
 use sqlfleet_replicate::status;
 use sqlfleet_testkit::workload::exec;
 use sqlfleet_testkit::TestServer;
-
-fn cfg(
-    name: &str,
-    s: &TestServer,
-    include: &str,
-    rename: &str,
-    start: &GtidPos,
-) -> config::Checked {
-    cfg_for(name, s, include, rename, start)
-}
 
 /// Runs `sql` (raw bytes: a statement may be in sjis) on one source session
 /// logged as statements.
@@ -78,7 +66,7 @@ async fn one_source_session_s_settings_never_reach_the_next() {
         ],
     )
     .await;
-    let summary = until_caught_up(&cfg("sc_leak", s, "sc_leak", "", &start), s).await;
+    let summary = until_caught_up(&cfg_for("sc_leak", s, "sc_leak", "", &start), s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_same(s, "sc_leak", "sc_leak").await;
 }
@@ -106,7 +94,7 @@ async fn explicit_defaults_for_timestamp_is_the_source_session_s() {
         &[b"CREATE TABLE sc_ts.new_style (id INT PRIMARY KEY, ts TIMESTAMP)"],
     )
     .await;
-    let summary = until_caught_up(&cfg("sc_ts", s, "sc_ts", "", &start), s).await;
+    let summary = until_caught_up(&cfg_for("sc_ts", s, "sc_ts", "", &start), s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_same(s, "sc_ts", "sc_ts").await;
 }
@@ -143,7 +131,7 @@ async fn renames_never_land_inside_a_literal_in_any_session_dialect() {
         ],
     )
     .await;
-    let cfg = cfg("sc_nbe", s, "sc_nbe", "sc_nbe = \"sc_nbe_s1\"", &start);
+    let cfg = cfg_for("sc_nbe", s, "sc_nbe", "sc_nbe = \"sc_nbe_s1\"", &start);
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_same(s, "sc_nbe", "sc_nbe_s1").await;
@@ -181,7 +169,7 @@ async fn an_xa_transaction_stops_its_stream_and_only_it() {
     )
     .await;
     exec(s, "INSERT INTO sc_ok.t VALUES (2), (3)").await;
-    let cfg = cfg("sc_xa", s, "sc_*", "", &start);
+    let cfg = cfg_for("sc_xa", s, "sc_*", "", &start);
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 1, "{summary:?}");
     assert_same(s, "sc_ok", "sc_ok").await;
