@@ -16,6 +16,9 @@ use mysql_async::Conn;
 use sqlfleet_conn::quote::{ident, UTF8_CLIENT};
 use sqlfleet_conn::Target;
 
+mod recover;
+pub(crate) use recover::{already_done, created};
+
 use crate::batch_sql::{
     batch_queries, binlog_statement, merged_in, position_sql, rows_chunks, session_sql, use_sql,
     Query, CHUNK, CLIENT_BINARY, ROWS_VARS,
@@ -58,7 +61,7 @@ fn rows_error(e: ApplyError, rows: &crate::txn::Rows, txn: &Txn) -> ApplyError {
 
 /// A target session ready for `BINLOG` statements.
 pub struct Applier {
-    pub conn: Conn,
+    conn: Conn,
     /// Names of the collations user variables were logged with.
     pub(crate) collations: Collations,
     /// The format description last sent on this session.
@@ -113,9 +116,7 @@ impl Applier {
         if !self.galera {
             return Ok(());
         }
-        let read = Engines::read(&mut self.conn, 0, txn.dbs.iter().cloned().collect())
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))?;
+        let read = self.engines(0, txn.dbs.iter().cloned().collect()).await?;
         let mut e = Engines::default();
         e.store(read);
         if e.no_rollback_in(&txn.dbs, items) {
@@ -387,6 +388,56 @@ impl Applier {
             .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
             .collect();
         self.commit_with_positions(&done, &[]).await
+    }
+
+    /// `source`'s position rows, on this connection.
+    pub fn book<'a>(&'a mut self, source: &'a str) -> crate::position::Book<'a> {
+        crate::position::Book::new(&mut self.conn, source)
+    }
+
+    /// Takes the target-wide lock that lets one process replicate
+    /// `source` (held as long as this connection), waiting up to `wait`
+    /// seconds. The inner Err says who holds it instead.
+    pub async fn lock_source(
+        &mut self,
+        source: &str,
+        wait: u32,
+    ) -> Result<Result<(), String>, ApplyError> {
+        let lock = format!("sqlfleet:{source}");
+        let got: Option<Option<i64>> = self
+            .conn
+            .exec_first("SELECT GET_LOCK(?, ?)", (lock.as_str(), wait))
+            .await
+            .map_err(|e| ApplyError::Lost(e.to_string()))?;
+        if got.flatten() == Some(1) {
+            return Ok(Ok(()));
+        }
+        let holder: Option<Option<u64>> = self
+            .conn
+            .exec_first("SELECT IS_USED_LOCK(?)", (lock.as_str(),))
+            .await
+            .unwrap_or(None);
+        Ok(Err(format!(
+            "is being replicated by another sqlfleet replicate (target connection {}); stop that one first",
+            holder.flatten().map_or("?".into(), |h| h.to_string())
+        )))
+    }
+
+    /// The target's table engines in `dbs`, as the workers keep them.
+    pub async fn engines(
+        &mut self,
+        generation: u64,
+        dbs: Vec<String>,
+    ) -> Result<crate::engines::Read, ApplyError> {
+        Engines::read(&mut self.conn, generation, dbs)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))
+    }
+
+    /// The session, for tests that drive it by hand.
+    #[cfg(test)]
+    pub(crate) fn conn(&mut self) -> &mut Conn {
+        &mut self.conn
     }
 
     /// Rolls the open transaction back; false when the connection is gone.

@@ -143,7 +143,7 @@ async fn a_commit_that_lands_after_the_positions_were_read_is_not_applied_again(
         .map(|j| (&*j.source, j.stream.as_str(), &*j.txn))
         .collect();
     for q in position_sql(&done) {
-        a.conn.query_drop(q).await.expect("positions");
+        a.conn().query_drop(q).await.expect("positions");
     }
     // The second run read the positions before that commit (there were
     // none) and applies the same transactions.
@@ -155,7 +155,7 @@ async fn a_commit_that_lands_after_the_positions_were_read_is_not_applied_again(
     });
     // It waits for the first run's locks (on the position row: the
     // second run's first statement after START TRANSACTION) ...
-    let a_id = a.conn.id();
+    let a_id = a.conn().id();
     let start = Instant::now();
     loop {
         let waiting: Option<i64> = c
@@ -181,7 +181,7 @@ async fn a_commit_that_lands_after_the_positions_were_read_is_not_applied_again(
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // ... which then commits.
-    a.conn.query_drop("COMMIT").await.expect("commit");
+    a.conn().query_drop("COMMIT").await.expect("commit");
     let (end, _second) = b.await.expect("second run");
     let (v, seq) = state(&mut c, db).await;
     assert_eq!(

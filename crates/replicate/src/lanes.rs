@@ -411,9 +411,7 @@ async fn refresh(
     let Some(a) = applier.as_mut() else {
         return Err(ApplyError::Lost("no connection".into()));
     };
-    let read = Engines::read(&mut a.conn, generation, dbs)
-        .await
-        .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))?;
+    let read = a.engines(generation, dbs).await?;
     shared.lock().engines.store(read);
     Ok(())
 }

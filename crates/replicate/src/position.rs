@@ -85,46 +85,6 @@ impl Stored {
     }
 }
 
-pub async fn load(conn: &mut Conn, source: &str) -> mysql_async::Result<Stored> {
-    let mut s = Stored::default();
-    let rows: Vec<(String, u32, u32, u64)> = conn
-        .exec(
-            "SELECT stream, domain_id, server_id, seq_no FROM sqlfleet.replicate_position WHERE source = ?",
-            (source,),
-        )
-        .await?;
-    for (stream, domain, server, seq) in rows {
-        let g = Gtid {
-            domain,
-            server,
-            seq,
-        };
-        if stream == FLOOR {
-            s.started = true;
-            if domain != STARTED {
-                s.floor.advance(g);
-            }
-        } else {
-            s.streams.entry(stream).or_default().advance(g);
-        }
-    }
-    let skips: Vec<String> = conn
-        .exec(
-            "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ?",
-            (source,),
-        )
-        .await?;
-    s.skips = skips.iter().filter_map(|g| g.parse().ok()).collect();
-    let ddl: Option<String> = conn
-        .exec_first(
-            "SELECT gtid FROM sqlfleet.replicate_ddl WHERE source = ?",
-            (source,),
-        )
-        .await?;
-    s.ddl = ddl.and_then(|g| g.parse().ok());
-    Ok(s)
-}
-
 /// A transaction applied for a (source, stream): where it ended.
 pub struct Applied<'a> {
     pub source: &'a str,
@@ -211,23 +171,6 @@ async fn utf8_client(conn: &mut Conn) -> mysql_async::Result<()> {
     conn.query_drop(sqlfleet_conn::quote::UTF8_CLIENT).await
 }
 
-/// Marks a statement outside a transaction (DDL) as started for `source`:
-/// after a crash before its position, it is re-run with "already done"
-/// errors taken as done.
-pub async fn mark_ddl(
-    conn: &mut Conn,
-    source: &str,
-    gtid: &Gtid,
-    first: &str,
-) -> mysql_async::Result<()> {
-    utf8_client(conn).await?;
-    conn.exec_drop(
-        "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
-        (source, gtid.to_string(), first),
-    )
-    .await
-}
-
 /// The statement that clears `source`'s started-DDL mark (committed with
 /// the DDL's position).
 pub fn clear_ddl_sql(source: &str) -> String {
@@ -237,88 +180,9 @@ pub fn clear_ddl_sql(source: &str) -> String {
     )
 }
 
-/// The transactions recorded to be passed over for `source`, oldest first.
-pub async fn skips(conn: &mut Conn, source: &str) -> mysql_async::Result<Vec<String>> {
-    conn.exec(
-        "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ? ORDER BY at",
-        (source,),
-    )
-    .await
-}
-
-/// Asks a running replicate to try `source`'s stopped transactions again
-/// (`stream` "" for every stopped stream); returns the request's id.
-pub async fn record_retry(conn: &mut Conn, source: &str, stream: &str) -> mysql_async::Result<u64> {
-    conn.exec_drop(
-        "INSERT INTO sqlfleet.replicate_retry (source, stream) VALUES (?, ?)",
-        (source, stream),
-    )
-    .await?;
-    Ok(conn.last_insert_id().unwrap_or(0))
-}
-
-/// Retry requests for `source` after request `after`: (id, stream).
-pub async fn retries(
-    conn: &mut Conn,
-    source: &str,
-    after: u64,
-) -> mysql_async::Result<Vec<(u64, String)>> {
-    conn.exec(
-        "SELECT id, stream FROM sqlfleet.replicate_retry WHERE source = ? AND id > ? ORDER BY id",
-        (source, after),
-    )
-    .await
-}
-
-/// The newest retry request of `source` (0 when none).
-pub async fn last_retry(conn: &mut Conn, source: &str) -> mysql_async::Result<u64> {
-    let id: Option<Option<u64>> = conn
-        .exec_first(
-            "SELECT MAX(id) FROM sqlfleet.replicate_retry WHERE source = ?",
-            (source,),
-        )
-        .await?;
-    Ok(id.flatten().unwrap_or(0))
-}
-
-/// Records that `gtid` of `source` is to be passed over.
-pub async fn record_skip(
-    conn: &mut Conn,
-    source: &str,
-    gtid: &Gtid,
-    reason: &str,
-) -> mysql_async::Result<()> {
-    conn.exec_drop(
-        "REPLACE INTO sqlfleet.replicate_skip (source, gtid, reason) VALUES (?, ?, ?)",
-        (source, gtid.to_string(), reason),
-    )
-    .await
-}
-
 /// Each stream's position row of `source` (not the floor's marks): stream,
 /// applied at, domain, server, sequence number, source time, binlog file.
 pub type StreamRow = (String, String, u32, u32, u64, u64, String);
-
-pub async fn stream_rows(conn: &mut Conn, source: &str) -> mysql_async::Result<Vec<StreamRow>> {
-    conn.exec(
-        "SELECT stream, CAST(applied_at AS CHAR), domain_id, server_id, seq_no, source_time, binlog_file \
-         FROM sqlfleet.replicate_position WHERE source = ? AND domain_id <> 4294967295 ORDER BY stream, domain_id",
-        (source,),
-    )
-    .await
-}
-
-/// The stopped streams' errors of `source`: stream, GTID, error, statement.
-pub async fn errors(
-    conn: &mut Conn,
-    source: &str,
-) -> mysql_async::Result<Vec<(String, String, String, String)>> {
-    conn.exec(
-        "SELECT stream, gtid, error, statement FROM sqlfleet.replicate_error WHERE source = ?",
-        (source,),
-    )
-    .await
-}
 
 /// The statement recording `stream` at `g` (also the floor when stream is
 /// [`FLOOR`]).
@@ -344,64 +208,213 @@ pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: 
 /// "current" is decided once, even on a server without GTIDs yet).
 const STARTED: u32 = u32::MAX;
 
-/// Forgets everything recorded for `source` (positions, errors, a started
-/// DDL), so that it starts afresh from what [`write_start`] records next
-/// (`replicate seed --force`).
-pub async fn forget(conn: &mut Conn, source: &str) -> mysql_async::Result<()> {
-    for table in ["replicate_position", "replicate_error", "replicate_ddl"] {
+/// `source`'s rows in our tables, read and written on one target
+/// connection (the applier's, or a command's own).
+pub struct Book<'a> {
+    conn: &'a mut Conn,
+    source: &'a str,
+}
+
+impl<'a> Book<'a> {
+    pub fn new(conn: &'a mut Conn, source: &'a str) -> Book<'a> {
+        Book { conn, source }
+    }
+}
+
+impl Book<'_> {
+    /// Everything recorded for the source: floor, stream positions, skips
+    /// and a started DDL.
+    pub async fn load(&mut self) -> mysql_async::Result<Stored> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        let mut s = Stored::default();
+        let rows: Vec<(String, u32, u32, u64)> = conn
+            .exec(
+                "SELECT stream, domain_id, server_id, seq_no FROM sqlfleet.replicate_position WHERE source = ?",
+                (source,),
+            )
+            .await?;
+        for (stream, domain, server, seq) in rows {
+            let g = Gtid {
+                domain,
+                server,
+                seq,
+            };
+            if stream == FLOOR {
+                s.started = true;
+                if domain != STARTED {
+                    s.floor.advance(g);
+                }
+            } else {
+                s.streams.entry(stream).or_default().advance(g);
+            }
+        }
+        let skips: Vec<String> = conn
+            .exec(
+                "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ?",
+                (source,),
+            )
+            .await?;
+        s.skips = skips.iter().filter_map(|g| g.parse().ok()).collect();
+        let ddl: Option<String> = conn
+            .exec_first(
+                "SELECT gtid FROM sqlfleet.replicate_ddl WHERE source = ?",
+                (source,),
+            )
+            .await?;
+        s.ddl = ddl.and_then(|g| g.parse().ok());
+        Ok(s)
+    }
+
+    /// Marks a statement outside a transaction (DDL) as started for `source`:
+    /// after a crash before its position, it is re-run with "already done"
+    /// errors taken as done.
+    pub async fn mark_ddl(&mut self, gtid: &Gtid, first: &str) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        utf8_client(conn).await?;
         conn.exec_drop(
-            format!("DELETE FROM sqlfleet.{table} WHERE source = ?"),
+            "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
+            (source, gtid.to_string(), first),
+        )
+        .await
+    }
+
+    /// The transactions recorded to be passed over for `source`, oldest first.
+    pub async fn skips(&mut self) -> mysql_async::Result<Vec<String>> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec(
+            "SELECT gtid FROM sqlfleet.replicate_skip WHERE source = ? ORDER BY at",
             (source,),
         )
-        .await?;
+        .await
     }
-    Ok(())
-}
 
-/// Records where a source starts, the first time.
-pub async fn write_start(conn: &mut Conn, source: &str, pos: &GtidPos) -> mysql_async::Result<()> {
-    let mark = Gtid {
-        domain: STARTED,
-        server: 0,
-        seq: 0,
-    };
-    conn.query_drop("START TRANSACTION").await?;
-    conn.query_drop(upsert(source, FLOOR, &mark, "", 0, 0))
+    /// Asks a running replicate to try `source`'s stopped transactions again
+    /// (`stream` "" for every stopped stream); returns the request's id.
+    pub async fn record_retry(&mut self, stream: &str) -> mysql_async::Result<u64> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec_drop(
+            "INSERT INTO sqlfleet.replicate_retry (source, stream) VALUES (?, ?)",
+            (source, stream),
+        )
         .await?;
-    write_floor(conn, source, pos).await?;
-    conn.query_drop("COMMIT").await
-}
-
-/// Writes a floor (every domain of `pos`), autocommitted.
-pub async fn write_floor(conn: &mut Conn, source: &str, pos: &GtidPos) -> mysql_async::Result<()> {
-    for g in pos.0.values() {
-        conn.query_drop(upsert(source, FLOOR, g, "", 0, 0)).await?;
+        Ok(conn.last_insert_id().unwrap_or(0))
     }
-    Ok(())
-}
 
-pub async fn record_error(
-    conn: &mut Conn,
-    source: &str,
-    stream: &str,
-    g: &Gtid,
-    error: &str,
-    statement: &str,
-) -> mysql_async::Result<()> {
-    utf8_client(conn).await?;
-    conn.exec_drop(
-        "REPLACE INTO sqlfleet.replicate_error (source, stream, gtid, error, statement) VALUES (?, ?, ?, ?, ?)",
-        (source, stream, g.to_string(), error, statement),
-    )
-    .await
-}
+    /// Retry requests for `source` after request `after`: (id, stream).
+    pub async fn retries(&mut self, after: u64) -> mysql_async::Result<Vec<(u64, String)>> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec(
+            "SELECT id, stream FROM sqlfleet.replicate_retry WHERE source = ? AND id > ? ORDER BY id",
+            (source, after),
+        )
+        .await
+    }
 
-pub async fn clear_errors(conn: &mut Conn, source: &str) -> mysql_async::Result<()> {
-    conn.exec_drop(
-        "DELETE FROM sqlfleet.replicate_error WHERE source = ?",
-        (source,),
-    )
-    .await
+    /// The newest retry request of `source` (0 when none).
+    pub async fn last_retry(&mut self) -> mysql_async::Result<u64> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        let id: Option<Option<u64>> = conn
+            .exec_first(
+                "SELECT MAX(id) FROM sqlfleet.replicate_retry WHERE source = ?",
+                (source,),
+            )
+            .await?;
+        Ok(id.flatten().unwrap_or(0))
+    }
+
+    /// Records that `gtid` of `source` is to be passed over.
+    pub async fn record_skip(&mut self, gtid: &Gtid, reason: &str) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec_drop(
+            "REPLACE INTO sqlfleet.replicate_skip (source, gtid, reason) VALUES (?, ?, ?)",
+            (source, gtid.to_string(), reason),
+        )
+        .await
+    }
+
+    pub async fn stream_rows(&mut self) -> mysql_async::Result<Vec<StreamRow>> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec(
+            "SELECT stream, CAST(applied_at AS CHAR), domain_id, server_id, seq_no, source_time, binlog_file \
+             FROM sqlfleet.replicate_position WHERE source = ? AND domain_id <> 4294967295 ORDER BY stream, domain_id",
+            (source,),
+        )
+        .await
+    }
+
+    /// The stopped streams' errors of `source`: stream, GTID, error, statement.
+    pub async fn errors(&mut self) -> mysql_async::Result<Vec<(String, String, String, String)>> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec(
+            "SELECT stream, gtid, error, statement FROM sqlfleet.replicate_error WHERE source = ?",
+            (source,),
+        )
+        .await
+    }
+
+    /// Forgets everything recorded for `source` (positions, errors, a started
+    /// DDL), so that it starts afresh from what [`Book::write_start`] records next
+    /// (`replicate seed --force`).
+    pub async fn forget(&mut self) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        for table in ["replicate_position", "replicate_error", "replicate_ddl"] {
+            conn.exec_drop(
+                format!("DELETE FROM sqlfleet.{table} WHERE source = ?"),
+                (source,),
+            )
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// Records where a source starts, the first time.
+    pub async fn write_start(&mut self, pos: &GtidPos) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        let mark = Gtid {
+            domain: STARTED,
+            server: 0,
+            seq: 0,
+        };
+        conn.query_drop("START TRANSACTION").await?;
+        conn.query_drop(upsert(source, FLOOR, &mark, "", 0, 0))
+            .await?;
+        self.write_floor(pos).await?;
+        self.conn.query_drop("COMMIT").await
+    }
+
+    /// Writes a floor (every domain of `pos`), autocommitted.
+    pub async fn write_floor(&mut self, pos: &GtidPos) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        for g in pos.0.values() {
+            conn.query_drop(upsert(source, FLOOR, g, "", 0, 0)).await?;
+        }
+        Ok(())
+    }
+
+    pub async fn record_error(
+        &mut self,
+        stream: &str,
+        g: &Gtid,
+        error: &str,
+        statement: &str,
+    ) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        utf8_client(conn).await?;
+        conn.exec_drop(
+            "REPLACE INTO sqlfleet.replicate_error (source, stream, gtid, error, statement) VALUES (?, ?, ?, ?, ?)",
+            (source, stream, g.to_string(), error, statement),
+        )
+        .await
+    }
+
+    pub async fn clear_errors(&mut self) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.exec_drop(
+            "DELETE FROM sqlfleet.replicate_error WHERE source = ?",
+            (source,),
+        )
+        .await
+    }
 }
 
 #[cfg(test)]

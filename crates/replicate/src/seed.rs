@@ -355,8 +355,12 @@ pub async fn record(
     }
     let t = server("target");
     let mut c = connect(target, "target").await?;
-    crate::position::forget(&mut c, source).await.map_err(&t)?;
-    crate::position::write_start(&mut c, source, gtid)
+    crate::position::Book::new(&mut c, source)
+        .forget()
+        .await
+        .map_err(&t)?;
+    crate::position::Book::new(&mut c, source)
+        .write_start(gtid)
         .await
         .map_err(&t)?;
     let _ = c.disconnect().await;
@@ -369,7 +373,8 @@ pub async fn stored(target: &sqlfleet_conn::Target, source: &str) -> Result<Stor
     crate::position::ensure(&mut c)
         .await
         .map_err(server("target"))?;
-    let s = crate::position::load(&mut c, source)
+    let s = crate::position::Book::new(&mut c, source)
+        .load()
         .await
         .map_err(server("target"))?;
     let _ = c.disconnect().await;

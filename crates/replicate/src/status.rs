@@ -65,13 +65,16 @@ pub async fn status(
         .map_or(0, |d| d.as_secs());
     let mut out = Vec::new();
     for (s, st) in cfg.sources.iter().zip(sources) {
-        let rows: Vec<Row> = position::stream_rows(&mut t, &s.name)
+        let rows: Vec<Row> = position::Book::new(&mut t, &s.name)
+            .stream_rows()
             .await
             .map_err(RequestError::Server)?;
-        let errors = position::errors(&mut t, &s.name)
+        let errors = position::Book::new(&mut t, &s.name)
+            .errors()
             .await
             .map_err(RequestError::Server)?;
-        let skipped = position::skips(&mut t, &s.name)
+        let skipped = position::Book::new(&mut t, &s.name)
+            .skips()
             .await
             .map_err(RequestError::Server)?;
         let mut floor = GtidPos::default();
@@ -177,7 +180,8 @@ async fn control(target: &Target) -> Result<mysql_async::Conn, RequestError> {
 /// transactions of `source` (of `stream` only, when given) again.
 pub async fn retry(target: &Target, source: &str, stream: &str) -> Result<u64, RequestError> {
     let mut t = control(target).await?;
-    position::record_retry(&mut t, source, stream)
+    position::Book::new(&mut t, source)
+        .record_retry(stream)
         .await
         .map_err(RequestError::Server)
 }
@@ -191,7 +195,8 @@ pub async fn skip(
     reason: &str,
 ) -> Result<(), RequestError> {
     let mut t = control(target).await?;
-    position::record_skip(&mut t, source, gtid, reason)
+    position::Book::new(&mut t, source)
+        .record_skip(gtid, reason)
         .await
         .map_err(RequestError::Server)
 }

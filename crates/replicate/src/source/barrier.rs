@@ -6,12 +6,10 @@
 //! rows with the positions), and a transaction across databases. The
 //! dispatcher in source.rs decides which one a transaction is.
 
-use mysql_async::prelude::Queryable;
 use sqlfleet_conn::codes::TABLE_EXISTS;
-use sqlfleet_conn::quote::ident;
 
 use super::{Session, SourceRunner};
-use crate::apply::Applier;
+use crate::apply::{already_done, created, Applier};
 use crate::position;
 use crate::txn::{Item, Txn};
 use crate::work::ApplyError;
@@ -29,9 +27,7 @@ impl SourceRunner {
         let name = &self.cfg.name;
         let redo = s.stored.ddl == Some(txn.gtid);
         let first = txn.first.clone();
-        position::mark_ddl(&mut ctl.conn, name, &txn.gtid, &first)
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+        ctl.mark_started(name, txn).await?;
         sqlfleet_faults::point!("replicate::ddl_marked");
         let r = ctl.items(txn).await;
         sqlfleet_faults::point!("replicate::ddl_ran");
@@ -46,17 +42,12 @@ impl SourceRunner {
         }
         match r {
             Err(ApplyError::Sql { code, .. }) if redo && already_done(code) => {
-                if code == TABLE_EXISTS && !created_whole(ctl, txn).await? {
+                if code == TABLE_EXISTS && !ctl.created_whole(txn).await? {
                     // A kill -9 in the middle of a CREATE TABLE (a
                     // partitioned one) can leave a table that "exists" and
                     // cannot be opened: ours, since we had started it.
                     tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found a half-created table; dropping it and creating it again: {first}");
-                    for q in half_created_drop(txn) {
-                        ctl.conn
-                            .query_drop(q.as_str())
-                            .await
-                            .map_err(|e| ApplyError::from_driver(e, &q))?;
-                    }
+                    ctl.drop_half_created(txn).await?;
                     ctl.items(txn).await.map_err(|e| match e {
                         ApplyError::Sql {
                             code,
@@ -108,13 +99,11 @@ impl SourceRunner {
             return self.apply_multi(ctl, txn).await;
         };
         let redo = s.stored.ddl == Some(txn.gtid);
-        position::mark_ddl(&mut ctl.conn, name, &txn.gtid, &txn.first)
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "recording the position"))?;
+        ctl.mark_started(name, txn).await?;
         match ctl.statement(create).await {
             Ok(()) => {}
             Err(ApplyError::Sql { code, .. }) if redo && code == TABLE_EXISTS => {
-                if !created_empty(ctl, txn).await? {
+                if !ctl.created_empty(txn).await? {
                     clear_mark(s, ctl, name).await;
                     return Err(ApplyError::Sql {
                         code,
@@ -147,7 +136,7 @@ impl SourceRunner {
         if let Err(ApplyError::Sql { .. }) = &r {
             // The table stays, created and empty, and so does the mark: a
             // retry once the cause is fixed fills it.
-            let _ = ctl.conn.query_drop("ROLLBACK").await;
+            ctl.rollback().await;
         }
         r?;
         s.stored.ddl = None;
@@ -168,80 +157,16 @@ impl SourceRunner {
         }
         .await;
         if let Err(ApplyError::Sql { .. }) = &r {
-            let _ = ctl.conn.query_drop("ROLLBACK").await;
+            ctl.rollback().await;
         }
         r
     }
 }
 
-/// The table (or sequence) a standalone `CREATE TABLE|SEQUENCE` creates,
-/// qualified.
-pub(super) fn created(txn: &Txn) -> Option<String> {
-    let Some(Item::Stmt(st)) = txn.items.first() else {
-        return None;
-    };
-    let (db, table) = crate::sqltext::created_table(&st.sql, st.session.ctx.dialect())?;
-    let db = db.or_else(|| st.db.clone())?;
-    Some(format!("{}.{}", ident(&db), ident(&table)))
-}
-
-/// Whether the table or sequence a re-run `CREATE` found existing can be
-/// read (true too when the statement creates neither). One row is read: a
-/// sequence that lost its row to the crash "exists" and cannot be read.
-async fn created_whole(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError> {
-    let Some(q) = created(txn) else {
-        return Ok(true);
-    };
-    match ctl
-        .conn
-        .query_drop(format!("SELECT 1 FROM {q} LIMIT 1"))
-        .await
-    {
-        Ok(()) => Ok(true),
-        Err(mysql_async::Error::Server(_)) => Ok(false),
-        Err(e) => Err(ApplyError::from_driver(e, &q)),
-    }
-}
-
-/// Whether the table a re-run `CREATE` found existing holds no row.
-async fn created_empty(ctl: &mut Applier, txn: &Txn) -> Result<bool, ApplyError> {
-    let Some(q) = created(txn) else {
-        return Ok(false);
-    };
-    let sql = format!("SELECT 1 FROM {q} LIMIT 1");
-    let row: Option<i64> = ctl
-        .conn
-        .query_first(sql.as_str())
-        .await
-        .map_err(|e| ApplyError::from_driver(e, &sql))?;
-    Ok(row.is_none())
-}
-
 /// Removes the source's started-statement mark after the server refused
-/// the statement: it did not happen. Best effort — a mark left behind
-/// only costs the re-run check its certainty, which the caller's stop
-/// already reports.
+/// the statement (it did not happen); the session forgets it once gone.
 async fn clear_mark(s: &mut Session, ctl: &mut Applier, name: &str) {
-    let _ = ctl.conn.query_drop("ROLLBACK").await;
-    if ctl
-        .conn
-        .query_drop(position::clear_ddl_sql(name))
-        .await
-        .is_ok()
-    {
+    if ctl.clear_mark(name).await {
         s.stored.ddl = None;
     }
-}
-
-/// The statements that remove a half-created table.
-fn half_created_drop(txn: &Txn) -> Vec<String> {
-    created(txn)
-        .map(|q| vec![format!("DROP TABLE IF EXISTS {q}")])
-        .unwrap_or_default()
-}
-
-/// Errors that mean a re-run DDL had already been applied: what it
-/// creates exists, or what it drops is gone.
-pub(super) fn already_done(code: u16) -> bool {
-    sqlfleet_conn::codes::EXISTS.contains(&code) || sqlfleet_conn::codes::GONE.contains(&code)
 }

@@ -1,0 +1,171 @@
+//! Reaching a source: the checks before anything is applied (MariaDB,
+//! binlog on and uncompressed, databases that map onto distinct names),
+//! registering as a GTID replica, and reading the commit time of the
+//! first transaction after a floor (for `replicate status`).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use mysql_async::prelude::Queryable;
+use mysql_async::BinlogStreamRequest;
+use mysql_async::Conn;
+use sqlfleet_conn::quote::literal;
+use sqlfleet_conn::Target;
+
+use super::Refused;
+use crate::config;
+use crate::gtid::GtidPos;
+
+/// ER_MASTER_FATAL_ERROR_READING_BINLOG: the source cannot send from the
+/// requested position (its binlog was purged, or never had it).
+pub(super) fn purged(e: &mysql_async::Error) -> bool {
+    matches!(e, mysql_async::Error::Server(s) if s.code == 1236)
+}
+
+pub(super) enum CheckError {
+    Refused(String),
+    Query(String),
+}
+
+pub(super) struct Facts {
+    pub(super) binlog_pos: GtidPos,
+}
+
+/// Checks a source before anything is applied: reachable, MariaDB with
+/// binlog on, and its databases map onto distinct names.
+pub async fn preflight(cfg: &config::Source, t: &Target) -> Result<(), Refused> {
+    let refuse = |what: String| Refused {
+        source_name: cfg.name.clone(),
+        what,
+    };
+    let mut c = match t.connect(Duration::from_secs(10)).await {
+        Ok(c) => c,
+        // Wrong credentials will not get better; an unreachable server
+        // may (its reader retries with back-off, as a replica does).
+        Err(e) if e.server_code().is_some() => return Err(refuse(e.to_string())),
+        Err(e) => {
+            tracing::warn!(source = %cfg.name, "not reachable now, retrying: {e}");
+            return Ok(());
+        }
+    };
+    // What the server says is final; a connection lost on the way (the
+    // source restarting just now) is retried by the reader, which checks
+    // the same again before it reads anything.
+    match check_source(&mut c, &cfg.dbs).await {
+        Ok(_) => Ok(()),
+        Err(CheckError::Refused(w)) => Err(refuse(w)),
+        Err(CheckError::Query(w)) => {
+            tracing::warn!(source = %cfg.name, "not readable now, retrying: {w}");
+            Ok(())
+        }
+    }
+}
+
+/// A source the applier can follow: MariaDB, binlog on, uncompressed,
+/// and its databases map onto distinct names on the target.
+pub(super) async fn check_source(c: &mut Conn, map: &config::DbMap) -> Result<Facts, CheckError> {
+    let q = |e: mysql_async::Error| CheckError::Query(format!("reading settings: {e}"));
+    let version: String = c
+        .query_first("SELECT @@version")
+        .await
+        .map_err(q)?
+        .unwrap_or_default();
+    if !version.contains("MariaDB") {
+        return Err(CheckError::Refused(format!(
+            "server version {version} is not MariaDB; replicate reads MariaDB binlogs (GTID mode) only for now"
+        )));
+    }
+    let row: Option<(String, String, String)> = c
+        .query_first("SELECT @@log_bin, @@log_bin_compress, @@gtid_binlog_pos")
+        .await
+        .map_err(q)?;
+    let (log_bin, compress, pos) = row.unwrap_or_default();
+    if log_bin != "1" && !log_bin.eq_ignore_ascii_case("ON") {
+        return Err(CheckError::Refused(
+            "binary logging is off (log_bin=OFF): start the server with log_bin=ON (and binlog_format=ROW)".into(),
+        ));
+    }
+    if compress == "1" || compress.eq_ignore_ascii_case("ON") {
+        return Err(CheckError::Refused(
+            "log_bin_compress=ON: compressed events cannot be applied; set log_bin_compress=OFF"
+                .into(),
+        ));
+    }
+    let binlog_pos = GtidPos::parse(&pos).map_err(|e| CheckError::Query(e.to_string()))?;
+    let dbs: Vec<String> = c.query("SHOW DATABASES").await.map_err(|e| match e {
+        mysql_async::Error::Server(_) => CheckError::Refused(format!("SHOW DATABASES: {e}")),
+        other => CheckError::Query(format!("SHOW DATABASES: {other}")),
+    })?;
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for d in &dbs {
+        if let Some(to) = map.map(d) {
+            if let Some(other) = seen.insert(to, d) {
+                return Err(CheckError::Refused(format!(
+                    "databases '{other}' and '{d}' would both be written into '{to}' (a rename onto an existing name)"
+                )));
+            }
+        }
+    }
+    Ok(Facts { binlog_pos })
+}
+
+/// Registers as a MariaDB GTID replica and asks for events after `start`.
+pub(super) async fn open_stream(
+    mut conn: Conn,
+    server_id: u32,
+    start: &GtidPos,
+) -> mysql_async::Result<mysql_async::BinlogStream> {
+    conn.query_drop(format!(
+        "SET @mariadb_slave_capability = 4, @slave_connect_state = {}, \
+         @slave_gtid_strict_mode = 0, @slave_gtid_ignore_duplicates = 0, \
+         @master_heartbeat_period = 5000000000",
+        literal(&start.to_string())
+    ))
+    .await?;
+    conn.get_binlog_stream(
+        BinlogStreamRequest::new(server_id)
+            .with_filename(b"")
+            .with_pos(4u64),
+    )
+    .await
+}
+
+/// The source commit time of the first transaction after `floor` (the
+/// oldest one not applied), read from the source's binlog as a replica
+/// reads it; `None` when there is none yet. Registers with an id of its
+/// own so a running replicate's reader is not displaced.
+pub(crate) async fn first_after(
+    source: &Target,
+    name: &str,
+    floor: &GtidPos,
+) -> Result<Option<u32>, String> {
+    let conn = source
+        .connect(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
+    let id = config::default_server_id(&format!("{name}/status"));
+    let mut stream = open_stream(conn, id, floor)
+        .await
+        .map_err(|e| format!("requesting the binlog: {e}"))?;
+    let read = async {
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| e.to_string())?;
+            let h = ev.header();
+            match h.event_type_raw() {
+                crate::event::mariadb::GTID => return Ok(Some(h.timestamp())),
+                // A heartbeat: the source has nothing after the floor.
+                t if t == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8 => {
+                    return Ok(None)
+                }
+                _ => {}
+            }
+        }
+        Ok(None)
+    };
+    let r = tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap_or_else(|_| Err("no transaction read from the source's binlog within 10 s".into()));
+    let _ = stream.close().await;
+    r
+}
