@@ -7,20 +7,25 @@
 //! entries (the least recently used go first).
 //!
 //! Honest for writes through the relay: every statement that is not a
-//! plain read (and every prepared execute that is not) invalidates the
-//! whole cache before it is sent and again after its reply, and while any
-//! such statement is in flight no entry is stored; an entry is stored only
-//! if no invalidation came between its read's start and its store. So once
-//! a write's OK (or its COMMIT's) has reached its client, no client is
-//! given a result read before it. Writes made elsewhere (directly on the
-//! server, another relay) are seen when the entry's `ttl` ends: the relay
-//! does not follow the server's binary log yet. Invalidation is whole:
-//! which tables a write touches through triggers, and which tables a view
-//! reads, are not known here.
+//! plain read (and every prepared execute that is not) invalidates before
+//! it is sent and again after its reply, and while any such statement is
+//! in flight no entry is stored; an entry is stored only if no
+//! invalidation of what it reads came between its read's start and its
+//! store. So once a write's OK (or its COMMIT's) has reached its client,
+//! no client is given a result read before it. What an invalidation
+//! covers is a [`Scope`]: the tables an autocommit INSERT, REPLACE, UPDATE
+//! or DELETE changes when the catalog says all of them
+//! (`backend/write_scope.rs`: the named tables and, through triggers,
+//! theirs; none behind a view, a routine or a foreign key's action),
+//! else every entry. An entry reads the tables its text names (every
+//! identifier in it, by name, in any database), or everything when it
+//! names a view. Writes made elsewhere (directly on the server, another
+//! relay) are seen when the entry's `ttl` ends: the relay does not follow
+//! the server's binary log yet.
 
 pub mod decide;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -59,6 +64,15 @@ impl Key {
     }
 }
 
+/// What a write changes, or what a cached read reads: some tables
+/// (names in ASCII lower case, `backend::write_scope::folded`, matched in
+/// every database) or anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    Whole,
+    Tables(Arc<BTreeSet<String>>),
+}
+
 /// A cached reply and what it left of the session.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -69,7 +83,9 @@ pub struct Hit {
 
 struct Entry {
     hit: Hit,
-    version: u64,
+    /// The invalidation count when its read started.
+    since: u64,
+    reads: Scope,
     expires: Instant,
     tick: u64,
     bytes: usize,
@@ -82,9 +98,27 @@ struct Store {
     lru: BTreeMap<u64, Key>,
     tick: u64,
     bytes: usize,
+    /// The invalidation count at the last whole invalidation, at the last
+    /// of any kind, and at each table's last.
+    whole_at: u64,
+    any_at: u64,
+    tables_at: HashMap<String, u64>,
 }
 
 impl Store {
+    /// Whether a read of `reads` started at invalidation count `since` is
+    /// still what the server would answer.
+    fn fresh(&self, since: u64, reads: &Scope) -> bool {
+        match reads {
+            Scope::Whole => self.any_at <= since,
+            Scope::Tables(t) => {
+                self.whole_at <= since
+                    && t.iter()
+                        .all(|n| self.tables_at.get(n).is_none_or(|at| *at <= since))
+            }
+        }
+    }
+
     fn remove(&mut self, key: &Key) {
         if let Some(e) = self.map.remove(key) {
             self.lru.remove(&e.tick);
@@ -119,7 +153,9 @@ pub struct Cache {
     version: AtomicU64,
     /// Writes sent and not yet answered.
     writes_in_flight: AtomicUsize,
+    /// Invalidations of everything, and of some tables only.
     invalidations: AtomicU64,
+    table_invalidations: AtomicU64,
     /// Any rule configured (read per statement: one atomic load).
     active: AtomicBool,
     /// Keys whose miss is being read now: later misses of the same key
@@ -154,12 +190,12 @@ pub enum Turn {
 }
 
 /// A write in flight: made by [`Cache::write_begins`], it invalidates
-/// again when dropped (after its reply, or if the session stops).
-pub struct Write<'a>(&'a Cache);
+/// its scope again when dropped (after its reply, or if the session stops).
+pub struct Write<'a>(&'a Cache, Scope);
 
 impl Drop for Write<'_> {
     fn drop(&mut self) {
-        self.0.invalidate();
+        self.0.invalidate_scope(&self.1);
         self.0.writes_in_flight.fetch_sub(1, Relaxed);
     }
 }
@@ -175,6 +211,7 @@ impl Cache {
             version: AtomicU64::new(0),
             writes_in_flight: AtomicUsize::new(0),
             invalidations: AtomicU64::new(0),
+            table_invalidations: AtomicU64::new(0),
             active: AtomicBool::new(active),
             reading: Arc::new(Mutex::new(HashMap::new())),
         }
@@ -241,13 +278,12 @@ impl Cache {
     /// A fresh entry for `key` (counted as a hit or a miss of `rule`).
     pub fn get(&self, rule: usize, key: &Key) -> Option<Hit> {
         let now = Instant::now();
-        let version = self.version.load(Relaxed);
         let hit = {
             let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
             let fresh = st
                 .map
                 .get(key)
-                .map(|e| e.version == version && e.expires > now);
+                .map(|e| e.expires > now && st.fresh(e.since, &e.reads));
             match fresh {
                 Some(true) => {
                     st.tick += 1;
@@ -321,22 +357,23 @@ impl Cache {
 
     /// A fresh entry for `key`, not counted.
     fn peek(&self, key: &Key) -> Option<Hit> {
-        let version = self.version.load(Relaxed);
         let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         st.map
             .get(key)
-            .filter(|e| e.version == version && e.expires > Instant::now())
+            .filter(|e| e.expires > Instant::now() && st.fresh(e.since, &e.reads))
             .map(|e| e.hit.clone())
     }
 
-    /// Where a miss's read starts: the version its store must still find.
+    /// Where a miss's read starts: the invalidation count its store is
+    /// checked against.
     pub fn version(&self) -> u64 {
         self.version.load(Relaxed)
     }
 
-    /// Keeps a miss's reply when nothing invalidated the cache since its
-    /// read started (`since`) and no write is in flight.
-    pub fn put(&self, rule: usize, since: u64, key: Key, hit: Hit) {
+    /// Keeps a miss's reply (of a read of `reads`) when nothing it reads
+    /// was invalidated since its read started (`since`) and no write is in
+    /// flight.
+    pub fn put(&self, rule: usize, since: u64, key: Key, hit: Hit, reads: Scope) {
         let s = self.settings();
         let counts = self.counts();
         let (Some(r), Some(c)) = (s.rules.get(rule), counts.get(rule)) else {
@@ -350,7 +387,7 @@ impl Cache {
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         // Checked under the store's lock, which an invalidation's clean-up
         // takes too.
-        if self.writes_in_flight.load(Relaxed) > 0 || self.version.load(Relaxed) != since {
+        if self.writes_in_flight.load(Relaxed) > 0 || !st.fresh(since, &reads) {
             c.not_stored.fetch_add(1, Relaxed);
             return;
         }
@@ -363,7 +400,8 @@ impl Cache {
             key,
             Entry {
                 hit,
-                version: since,
+                since,
+                reads,
                 expires: Instant::now() + r.ttl,
                 tick,
                 bytes,
@@ -382,17 +420,40 @@ impl Cache {
 
     /// Every entry is stale from now on.
     pub fn invalidate(&self) {
-        let _st = self.store.lock().unwrap_or_else(|e| e.into_inner());
-        self.version.fetch_add(1, Relaxed);
-        self.invalidations.fetch_add(1, Relaxed);
+        self.invalidate_scope(&Scope::Whole);
     }
 
-    /// A statement that may write is about to be sent: everything cached
-    /// is stale, and no store happens until its reply is in.
-    pub fn write_begins(&self) -> Write<'_> {
+    /// Every entry that reads what `scope` names is stale from now on.
+    pub fn invalidate_scope(&self, scope: &Scope) {
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.version.fetch_add(1, Relaxed) + 1;
+        st.any_at = now;
+        match scope {
+            Scope::Whole => {
+                st.whole_at = now;
+                self.invalidations.fetch_add(1, Relaxed);
+            }
+            Scope::Tables(t) => {
+                self.table_invalidations.fetch_add(1, Relaxed);
+                if st.tables_at.len() > 100_000 {
+                    // (Bounded: names come from the catalog; past this
+                    // many, forgetting them is a whole invalidation.)
+                    st.tables_at.clear();
+                    st.whole_at = now;
+                }
+                for n in t.iter() {
+                    st.tables_at.insert(n.clone(), now);
+                }
+            }
+        }
+    }
+
+    /// A statement that may write `scope` is about to be sent: what it
+    /// may change is stale, and no store happens until its reply is in.
+    pub fn write_begins(&self, scope: Scope) -> Write<'_> {
         self.writes_in_flight.fetch_add(1, Relaxed);
-        self.invalidate();
-        Write(self)
+        self.invalidate_scope(&scope);
+        Write(self, scope)
     }
 
     /// Entries and their bytes now.
@@ -437,13 +498,18 @@ impl Cache {
             }
         }
         let (entries, bytes) = self.size();
-        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Times the whole result cache went stale (a write through the relay).");
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes through the relay that made the result cache stale: everything (scope=\"whole\"), or only what reads the tables they change (scope=\"tables\").");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_invalidations_total counter");
-        let _ = writeln!(
-            o,
-            "sqlfleet_relay_cache_invalidations_total {}",
-            self.invalidations.load(Relaxed)
-        );
+        for (scope, n) in [
+            ("whole", &self.invalidations),
+            ("tables", &self.table_invalidations),
+        ] {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_cache_invalidations_total{{scope=\"{scope}\"}} {}",
+                n.load(Relaxed)
+            );
+        }
         let _ = writeln!(
             o,
             "# HELP sqlfleet_relay_cache_entries Entries in the result cache."
@@ -484,6 +550,7 @@ impl Cache {
             "bytes": bytes,
             "max_bytes": s.max_bytes,
             "invalidations": self.invalidations.load(Relaxed),
+            "table_invalidations": self.table_invalidations.load(Relaxed),
             "rules": rules,
         })
     }
@@ -551,7 +618,7 @@ mod tests {
     fn an_entry_is_given_until_an_invalidation() {
         let c = cache(1 << 20);
         let v = c.version();
-        c.put(0, v, key("a"), hit(10));
+        c.put(0, v, key("a"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("a")).is_some());
         c.invalidate();
         assert!(c.get(0, &key("a")).is_none());
@@ -562,24 +629,24 @@ mod tests {
         let c = cache(1 << 20);
         let v = c.version();
         c.invalidate();
-        c.put(0, v, key("a"), hit(10));
+        c.put(0, v, key("a"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("a")).is_none(), "invalidated during the read");
         let v = c.version();
-        let w = c.write_begins();
-        c.put(0, c.version(), key("b"), hit(10));
+        let w = c.write_begins(Scope::Whole);
+        c.put(0, c.version(), key("b"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("b")).is_none(), "a write in flight");
         drop(w);
-        c.put(0, v, key("c"), hit(10));
+        c.put(0, v, key("c"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("c")).is_none(), "began before the write");
         let v = c.version();
-        c.put(0, v, key("d"), hit(10));
+        c.put(0, v, key("d"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("d")).is_some(), "after the write's reply");
     }
 
     #[test]
     fn keys_differ_by_account_database_settings_and_shape() {
         let c = cache(1 << 20);
-        c.put(0, c.version(), key("a"), hit(10));
+        c.put(0, c.version(), key("a"), hit(10), Scope::Whole);
         let other_user = Key {
             user: Arc::from("other"),
             ..key("a")
@@ -622,7 +689,7 @@ mod tests {
             tokio::spawn(async move { c.wait_for(0, &key("a"), n, Duration::from_secs(5)).await })
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
-        c.put(0, c.version(), key("a"), hit(10));
+        c.put(0, c.version(), key("a"), hit(10), Scope::Whole);
         drop(lead);
         let got = waiter.await.expect("waiter");
         assert!(got.is_some(), "woken with the stored entry");
@@ -636,17 +703,77 @@ mod tests {
     fn the_least_recently_used_go_first_and_the_total_stays_under_max_bytes() {
         let c = cache(3 * (100 + key("k0").bytes()));
         for i in 0..3 {
-            c.put(0, c.version(), key(&format!("k{i}")), hit(100));
+            c.put(
+                0,
+                c.version(),
+                key(&format!("k{i}")),
+                hit(100),
+                Scope::Whole,
+            );
         }
         assert!(
             c.get(0, &key("k0")).is_some(),
             "k0 used: k1 is the oldest now"
         );
-        c.put(0, c.version(), key("k3"), hit(100));
+        c.put(0, c.version(), key("k3"), hit(100), Scope::Whole);
         assert!(c.get(0, &key("k1")).is_none());
         assert!(c.get(0, &key("k0")).is_some());
         assert!(c.size().1 <= 3 * (100 + key("k0").bytes()));
-        c.put(0, c.version(), key("big"), hit(1001));
+        c.put(0, c.version(), key("big"), hit(1001), Scope::Whole);
         assert!(c.get(0, &key("big")).is_none(), "over max_entry_bytes");
+    }
+
+    fn tables(names: &[&str]) -> Scope {
+        Scope::Tables(Arc::new(names.iter().map(|n| n.to_string()).collect()))
+    }
+
+    #[test]
+    fn a_write_to_some_tables_makes_stale_only_what_reads_them() {
+        // (what the entry reads, what the write changes, still given)
+        let rows: &[(Scope, Scope, bool)] = &[
+            (tables(&["orders"]), tables(&["orders"]), false),
+            (tables(&["orders"]), tables(&["users"]), true),
+            (tables(&["orders", "users"]), tables(&["users"]), false),
+            (tables(&["orders"]), tables(&["audit", "orders"]), false),
+            (tables(&["orders"]), Scope::Whole, false),
+            // An entry that reads a view: any write.
+            (Scope::Whole, tables(&["users"]), false),
+            (Scope::Whole, Scope::Whole, false),
+        ];
+        for (reads, write, kept) in rows {
+            let c = cache(1 << 20);
+            c.put(0, c.version(), key("a"), hit(10), reads.clone());
+            assert!(c.get(0, &key("a")).is_some(), "{reads:?} stored");
+            drop(c.write_begins(write.clone()));
+            assert_eq!(
+                c.get(0, &key("a")).is_some(),
+                *kept,
+                "{reads:?} after a write of {write:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_read_is_kept_only_if_what_it_reads_was_not_written_during_it() {
+        let c = cache(1 << 20);
+        let v = c.version();
+        c.invalidate_scope(&tables(&["users"]));
+        c.put(0, v, key("a"), hit(10), tables(&["orders"]));
+        assert!(c.get(0, &key("a")).is_some(), "another table was written");
+        let v = c.version();
+        c.invalidate_scope(&tables(&["orders"]));
+        c.put(0, v, key("b"), hit(10), tables(&["orders"]));
+        assert!(c.get(0, &key("b")).is_none(), "its table was written");
+        let v = c.version();
+        c.invalidate_scope(&tables(&["users"]));
+        c.put(0, v, key("c"), hit(10), Scope::Whole);
+        assert!(c.get(0, &key("c")).is_none(), "it reads a view: any write");
+        // An entry stored before a later write of its table stays stale
+        // after further writes elsewhere.
+        let c = cache(1 << 20);
+        c.put(0, c.version(), key("d"), hit(10), tables(&["orders"]));
+        c.invalidate_scope(&tables(&["orders"]));
+        c.invalidate_scope(&tables(&["users"]));
+        assert!(c.get(0, &key("d")).is_none());
     }
 }

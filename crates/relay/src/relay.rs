@@ -68,6 +68,7 @@ impl Relay {
         ));
         let accounts = accounts_note(&cfg, &side).await;
         let write_effects = backend::write_effects::WriteEffects::new(side.clone());
+        let write_scopes = backend::write_scope::WriteScopes::new(side.clone());
         let view_calls = backend::view_calls::ViewCalls::new(side);
         let max_clients = cfg.client_limit(open_file_limit());
         let cfg_cache = cfg.dynamic.cache.clone();
@@ -87,6 +88,7 @@ impl Relay {
                 answers: Default::default(),
                 server_accounts,
                 write_effects,
+                write_scopes,
                 view_calls,
                 trace: frontend::trace::Trace::from_env(),
                 replays: Default::default(),

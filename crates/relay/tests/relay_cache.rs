@@ -33,6 +33,11 @@ ttl = 30
 name = "short"
 match_regex = "(?i)FROM\\s+short"
 ttl = 1
+
+[[cache_rules]]
+name = "scoped"
+match_regex = "(?i)FROM\\s+(kv_view|child|other)\\b"
+ttl = 30
 "#;
 
 /// One test at a time: the first counts the server's statements.
@@ -46,7 +51,21 @@ async fn setup(srv: &sqlfleet_testkit::TestServer) -> (Relay, String) {
          INSERT INTO `{db}`.kv SELECT seq, 0 FROM `{db}`.seq_1_to_16; \
          CREATE TABLE `{db}`.short (k INT PRIMARY KEY, v BIGINT); \
          INSERT INTO `{db}`.short VALUES (1, 0); \
-         CREATE PROCEDURE `{db}`.bump() UPDATE kv SET v = v + 1 WHERE k = 3"
+         CREATE PROCEDURE `{db}`.bump() UPDATE kv SET v = v + 1 WHERE k = 3; \
+         CREATE TABLE `{db}`.other (k INT PRIMARY KEY, v BIGINT); \
+         INSERT INTO `{db}`.other VALUES (1, 0); \
+         CREATE TABLE `{db}`.feed (k INT AUTO_INCREMENT PRIMARY KEY, v BIGINT); \
+         CREATE TRIGGER `{db}`.feed_kv AFTER INSERT ON `{db}`.feed FOR EACH ROW \
+           UPDATE kv SET v = NEW.v WHERE k = 7; \
+         CREATE TABLE `{db}`.bump (id INT AUTO_INCREMENT PRIMARY KEY, k INT, v BIGINT); \
+         CREATE TRIGGER `{db}`.bump_kv AFTER INSERT ON `{db}`.bump FOR EACH ROW \
+           UPDATE kv SET v = NEW.v WHERE k = NEW.k; \
+         CREATE VIEW `{db}`.kv_view AS SELECT k, v FROM `{db}`.kv; \
+         CREATE TABLE `{db}`.parent (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         CREATE TABLE `{db}`.child (id INT PRIMARY KEY, pid INT, \
+           FOREIGN KEY (pid) REFERENCES `{db}`.parent (id) ON DELETE CASCADE) ENGINE=InnoDB; \
+         INSERT INTO `{db}`.parent VALUES (1), (2); \
+         INSERT INTO `{db}`.child VALUES (1, 1), (2, 1), (3, 2)"
     ))
     .await
     .expect("tables");
@@ -192,8 +211,102 @@ async fn entries_are_kept_apart_by_account_and_settings_and_elsewhere_writes_wai
     );
 }
 
-/// Writers through the relay bump single-key registers; readers read them
-/// through the relay with the cache on. Every read returns a value no
+/// A write through the relay makes stale only what reads the tables it
+/// changes — and those it changes through a trigger, a foreign key's
+/// ON DELETE CASCADE, or a view are among them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_makes_stale_only_what_reads_the_tables_it_changes_triggers_keys_and_views_included(
+) {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut w = client(&relay, &db).await;
+    let hits = |rule: &str| {
+        relay.metric(&format!(
+            "sqlfleet_relay_cache_hits_total{{rule=\"{rule}\"}}"
+        ))
+    };
+    let scoped = || relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"tables\"}");
+    let read = "SELECT v FROM kv WHERE k = 7";
+    let v: Option<i64> = a.query_first(read).await.expect("miss");
+    assert_eq!(v, Some(0));
+    let _: Option<i64> = a.query_first(read).await.expect("hit");
+    let (kv_hits, before) = (hits("kv"), scoped());
+    assert_eq!(kv_hits, 1.0);
+    // Another table written: the entry for kv stays.
+    w.query_drop("UPDATE other SET v = v + 1 WHERE k = 1")
+        .await
+        .expect("write other");
+    assert!(
+        scoped() > before,
+        "the write's invalidation named its table"
+    );
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits("kv"),
+        kv_hits + 1.0,
+        "a write elsewhere left kv cached"
+    );
+    // A trigger on the table written changes kv: read at once.
+    w.query_drop("INSERT INTO feed (v) VALUES (42)")
+        .await
+        .expect("write feed");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(42), "the trigger's write was in before this read");
+    // A view reads kv without naming it.
+    let view = "SELECT v FROM kv_view WHERE k = 7";
+    let _: Option<i64> = a.query_first(view).await.expect("miss");
+    let v: Option<i64> = a.query_first(view).await.expect("hit");
+    assert_eq!(v, Some(42));
+    assert_eq!(hits("scoped"), 1.0);
+    w.query_drop("UPDATE kv SET v = 43 WHERE k = 7")
+        .await
+        .expect("write kv");
+    let v: Option<i64> = a.query_first(view).await.expect("read");
+    assert_eq!(
+        v,
+        Some(43),
+        "a write to the view's table was in before this read"
+    );
+    // A write through the view.
+    let _: Option<i64> = a.query_first(read).await.expect("miss");
+    w.query_drop("UPDATE kv_view SET v = 44 WHERE k = 7")
+        .await
+        .expect("write the view");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(
+        v,
+        Some(44),
+        "a write through the view was in before this read"
+    );
+    // ON DELETE CASCADE: deleting a parent deletes its children.
+    let count = "SELECT COUNT(*) FROM child";
+    let _: Option<i64> = a.query_first(count).await.expect("miss");
+    let n: Option<i64> = a.query_first(count).await.expect("hit");
+    assert_eq!(n, Some(3));
+    w.query_drop("DELETE FROM parent WHERE id = 1")
+        .await
+        .expect("delete parent");
+    let n: Option<i64> = a.query_first(count).await.expect("read");
+    assert_eq!(n, Some(1), "the cascade's deletes were in before this read");
+    // A transaction's writes: everything at its COMMIT.
+    let other = "SELECT v FROM other WHERE k = 1";
+    let _: Option<i64> = a.query_first(other).await.expect("miss");
+    w.query_drop("BEGIN").await.expect("begin");
+    w.query_drop("UPDATE other SET v = 100 WHERE k = 1")
+        .await
+        .expect("write");
+    w.query_drop("COMMIT").await.expect("commit");
+    let v: Option<i64> = a.query_first(other).await.expect("read");
+    assert_eq!(v, Some(100), "the COMMIT's OK was in before this read");
+}
+
+/// Writers through the relay bump single-key registers (directly, through
+/// a view, through another table's trigger, each followed by a write to
+/// an unrelated table); readers read them through the relay with the
+/// cache on (from the table or the view). Every read returns a value no
 /// older than the last write acknowledged before the read began.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_read_is_older_than_a_write_acknowledged_before_it() {
@@ -226,9 +339,18 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
                     continue;
                 }
                 let next = acked[k as usize].load(SeqCst) + 1;
-                c.query_drop(format!("UPDATE kv SET v = {next} WHERE k = {}", k + 1))
+                // The table itself, through its view, through a trigger on
+                // another table — and a write elsewhere between.
+                let key = k + 1;
+                let write = match (x >> 20) % 3 {
+                    0 => format!("UPDATE kv SET v = {next} WHERE k = {key}"),
+                    1 => format!("UPDATE kv_view SET v = {next} WHERE k = {key}"),
+                    _ => format!("INSERT INTO bump (k, v) VALUES ({key}, {next})"),
+                };
+                c.query_drop(write).await.expect("write");
+                c.query_drop("UPDATE other SET v = v + 1 WHERE k = 1")
                     .await
-                    .expect("write");
+                    .expect("write elsewhere");
                 acked[k as usize].store(next, SeqCst);
             }
             0u64
@@ -246,8 +368,9 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
                     .wrapping_add(1442695040888963407);
                 let k = (x >> 33) % keys;
                 let floor = acked[k as usize].load(SeqCst);
+                let from = if (x >> 20) % 2 == 0 { "kv" } else { "kv_view" };
                 let v: Option<u64> = c
-                    .query_first(format!("SELECT v FROM kv WHERE k = {}", k + 1))
+                    .query_first(format!("SELECT v FROM {from} WHERE k = {}", k + 1))
                     .await
                     .expect("read");
                 if v.unwrap_or(0) < floor {
@@ -261,7 +384,8 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
     for t in tasks {
         violations += t.await.expect("task");
     }
-    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}")
+        + relay.metric("sqlfleet_relay_cache_hits_total{rule=\"scoped\"}");
     eprintln!("cache campaign seed {seed}: {violations} stale reads, {hits} hits");
     assert_eq!(violations, 0, "reads older than an acknowledged write");
     assert!(hits > 0.0, "the campaign read from the cache");

@@ -74,6 +74,8 @@ pub enum OwnQuery {
     ViewDefinition,
     /// One table's triggers, defaults and columns (`write_effects.rs`).
     TableEffects,
+    /// One table's type, triggers and acting foreign keys (`write_scope.rs`).
+    TableScope,
     /// The relay account's own privileges (once).
     Privileges,
     /// Per-user mode: one account's login and grants (`accounts.rs`).
@@ -81,10 +83,11 @@ pub enum OwnQuery {
 }
 
 impl OwnQuery {
-    pub const ALL: [OwnQuery; 5] = [
+    pub const ALL: [OwnQuery; 6] = [
         OwnQuery::ViewNames,
         OwnQuery::ViewDefinition,
         OwnQuery::TableEffects,
+        OwnQuery::TableScope,
         OwnQuery::Privileges,
         OwnQuery::Account,
     ];
@@ -95,6 +98,7 @@ impl OwnQuery {
             OwnQuery::ViewNames => "view_names",
             OwnQuery::ViewDefinition => "view_definition",
             OwnQuery::TableEffects => "table_effects",
+            OwnQuery::TableScope => "table_scope",
             OwnQuery::Privileges => "privileges",
             OwnQuery::Account => "account",
         }

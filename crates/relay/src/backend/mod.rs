@@ -17,3 +17,4 @@ pub mod share;
 pub mod side;
 pub mod view_calls;
 pub mod write_effects;
+pub mod write_scope;

@@ -206,6 +206,31 @@ impl ViewCalls {
         toks: &[(Tok, Range<usize>)],
         dbs: &[&str],
     ) -> bool {
+        self.names_where(look, sql, toks, dbs, false).await
+    }
+
+    /// Whether a statement names any view at all (or may: a database whose
+    /// views could not be listed) — the result cache's question, since a
+    /// view reads tables its name does not say.
+    pub async fn names_any(
+        &self,
+        look: &Look,
+        sql: &[u8],
+        toks: &[(Tok, Range<usize>)],
+        dbs: &[&str],
+    ) -> bool {
+        self.names_where(look, sql, toks, dbs, true).await
+    }
+
+    /// [`names`](Self::names), or with `any` every view counts.
+    async fn names_where(
+        &self,
+        look: &Look,
+        sql: &[u8],
+        toks: &[(Tok, Range<usize>)],
+        dbs: &[&str],
+        any: bool,
+    ) -> bool {
         let qualified = toks.iter().any(|(t, _)| t.is_punct(b'.'));
         let in_look = |d: &str| look.db.as_deref() == Some(d);
         if !qualified && dbs.iter().all(|d| in_look(d)) {
@@ -225,7 +250,7 @@ impl ViewCalls {
                 let Some(n) = name_at(sql, toks, i) else {
                     continue;
                 };
-                if with_lower(&n, |k| names.contains(k)) && self.suspect(db, &n, 0).await {
+                if with_lower(&n, |k| names.contains(k)) && (any || self.suspect(db, &n, 0).await) {
                     return true;
                 }
             }
@@ -242,7 +267,7 @@ impl ViewCalls {
             let Some(names) = names else {
                 return true;
             };
-            if names.contains(&lower(&n)) && self.suspect(&d, &n, 0).await {
+            if names.contains(&lower(&n)) && (any || self.suspect(&d, &n, 0).await) {
                 return true;
             }
         }

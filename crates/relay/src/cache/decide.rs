@@ -14,7 +14,9 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::Tok;
 
-use crate::protocol::sql::Effects;
+use crate::backend::write_scope::folded;
+use crate::cache::Scope;
+use crate::protocol::sql::{Effects, TableRef};
 
 /// The session's side of the decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,6 +111,57 @@ pub fn invalidates(fx: &Effects, text: &[u8], in_trans: bool, whole: bool) -> bo
             .take(3)
             .any(|w| w.eq_ignore_ascii_case("TO"));
     !rollback
+}
+
+/// Whether the relay reads `text`'s names as the server does, whatever
+/// the session's sql_mode and character set: no double quote (an
+/// identifier under ANSI_QUOTES), no backslash (an escape, or not, under
+/// NO_BACKSLASH_ESCAPES; a multi-byte character's second byte in sjis,
+/// gbk, big5), no executable comment (`/*!`, `/*M!`: text the server runs
+/// and the reader skips). Otherwise a scope is "everything".
+fn names_read_alike(text: &[u8]) -> bool {
+    !text.iter().any(|b| matches!(b, b'"' | b'\\'))
+        && !text.windows(3).any(|w| w == b"/*!")
+        && !text.windows(4).any(|w| w == b"/*M!")
+}
+
+/// What a cached SELECT reads: every identifier it names (a table it
+/// reads is named, or read through a view, which the caller checks), so
+/// a write to any of them makes it stale; everything when a name is not
+/// ASCII or the text may read otherwise than the relay reads it.
+pub fn read_scope(text: &[u8], toks: &[(Tok, Range<usize>)]) -> Scope {
+    if !names_read_alike(text) {
+        return Scope::Whole;
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for (t, _) in toks {
+        if let Tok::Word(w) | Tok::Quoted(w) = t {
+            match folded(w) {
+                Some(n) => names.insert(n),
+                None => return Scope::Whole,
+            };
+        }
+    }
+    Scope::Tables(std::sync::Arc::new(names))
+}
+
+/// The tables a write names, when an invalidation may be limited to what
+/// it changes (`backend/write_scope.rs` then asks the catalog about
+/// them): one INSERT, REPLACE, UPDATE or DELETE read whole, that commits
+/// alone (`alone`: autocommit on, no transaction open), calls no routine
+/// and reads alike. `None`: everything is stale.
+pub fn write_tables<'a>(
+    fx: &'a Effects,
+    text: &[u8],
+    alone: bool,
+    whole: bool,
+) -> Option<&'a [TableRef]> {
+    use crate::protocol::sql::starts_with_word as word;
+    let dml = ["INSERT", "REPLACE", "UPDATE", "DELETE"]
+        .iter()
+        .any(|w| word(text, w));
+    let plain = alone && whole && dml && fx.statements == 1 && !fx.calls_stored;
+    (plain && !fx.writes.is_empty() && names_read_alike(text)).then_some(&fx.writes[..])
 }
 
 /// Whether the statement's result may be cached; `Err` says why not.
@@ -229,6 +282,102 @@ mod tests {
                 invalidates(&q.effects(), sql.as_bytes(), false, false),
                 "{sql}"
             );
+        }
+    }
+
+    /// What a cached SELECT reads, as names: `None` for everything.
+    fn reads(sql: &str) -> Option<Vec<String>> {
+        let q = Query::new(sql.as_bytes());
+        match read_scope(sql.as_bytes(), q.tokens()) {
+            Scope::Whole => None,
+            Scope::Tables(t) => Some(t.iter().cloned().collect()),
+        }
+    }
+
+    #[test]
+    fn a_cached_read_reads_every_name_it_has_or_everything() {
+        let has = |sql: &str, names: &[&str]| {
+            let got = reads(sql).unwrap_or_else(|| panic!("{sql}: everything"));
+            for n in names {
+                assert!(got.iter().any(|g| g == n), "{sql}: {n} not in {got:?}");
+            }
+        };
+        has("SELECT * FROM orders", &["orders"]);
+        has(
+            "SELECT * FROM Shop.Orders o JOIN `Users` u ON o.u = u.id",
+            &["shop", "orders", "users"],
+        );
+        has(
+            "SELECT (SELECT COUNT(*) FROM items) FROM t WHERE x IN (SELECT y FROM z)",
+            &["items", "t", "z"],
+        );
+        has(
+            "WITH c AS (SELECT * FROM base) SELECT * FROM c",
+            &["base", "c"],
+        );
+        // What the relay may read otherwise than the server, and names
+        // whose case has no one folding: everything.
+        for sql in [
+            "SELECT \"x\" FROM t",
+            "SELECT 'a\\' FROM t",
+            "SELECT /*!50000 a */ FROM t",
+            "SELECT /*M!100000 a */ FROM t",
+            "SELECT * FROM `Straße`",
+            "SELECT * FROM `tåble`",
+        ] {
+            assert_eq!(reads(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_write_names_its_tables_only_when_it_commits_alone_as_one_plain_statement() {
+        // (text, alone, read whole, tables)
+        let rows: &[(&str, bool, bool, Option<&[&str]>)] = &[
+            (
+                "INSERT INTO orders VALUES (1)",
+                true,
+                true,
+                Some(&["orders"]),
+            ),
+            (
+                "insert into shop.orders values (1)",
+                true,
+                true,
+                Some(&["orders"]),
+            ),
+            ("REPLACE INTO t VALUES (1)", true, true, Some(&["t"])),
+            (
+                "UPDATE a JOIN b ON a.i = b.i SET a.v = 1",
+                true,
+                true,
+                Some(&["a", "b"]),
+            ),
+            ("DELETE FROM t WHERE i = 1", true, true, Some(&["t"])),
+            ("INSERT INTO t SELECT * FROM u", true, true, Some(&["t"])),
+            // In a transaction, or autocommit off: its COMMIT decides.
+            ("INSERT INTO t VALUES (1)", false, true, None),
+            // Only the head was read.
+            ("INSERT INTO t VALUES (1)", true, false, None),
+            ("INSERT INTO t VALUES (1); DELETE FROM u", true, true, None),
+            ("INSERT INTO t VALUES (f())", true, true, None),
+            ("CALL p()", true, true, None),
+            ("TRUNCATE t", true, true, None),
+            ("LOAD DATA INFILE 'f' INTO TABLE t", true, true, None),
+            ("CREATE TABLE t (i INT)", true, true, None),
+            ("INSERT INTO \"t\" VALUES (1)", true, true, None),
+            ("UPDATE t SET v = 'a\\' ", true, true, None),
+            ("INSERT /*!50000 INTO t */ VALUES (1)", true, true, None),
+        ];
+        for (sql, alone, whole, want) in rows {
+            let q = Query::new(sql.as_bytes());
+            let fx = q.effects();
+            let got = write_tables(&fx, sql.as_bytes(), *alone, *whole).map(|t| {
+                t.iter()
+                    .map(|r| r.name.to_ascii_lowercase())
+                    .collect::<Vec<_>>()
+            });
+            let want = want.map(|w| w.iter().map(|n| n.to_string()).collect::<Vec<_>>());
+            assert_eq!(got, want, "{sql} alone={alone} whole={whole}");
         }
     }
 

@@ -66,6 +66,8 @@ pub struct Ctx {
     pub server_accounts: Option<crate::backend::accounts::ServerAccounts>,
     /// Which tables' writes change the session unseen (triggers, defaults).
     pub write_effects: crate::backend::write_effects::WriteEffects,
+    /// Which tables a write changes, for the result cache.
+    pub write_scopes: crate::backend::write_scope::WriteScopes,
     pub view_calls: crate::backend::view_calls::ViewCalls,
     /// Which backend connection each command ran on (tests only; off).
     pub trace: super::trace::Trace,

@@ -782,7 +782,7 @@ impl Session {
             .then(|| self.cache_key(&cmd[1..], &fx, toks, cache_digest.as_deref()))
             .flatten()
         {
-            miss = self.answer_or_miss(rule, key).await?;
+            miss = self.answer_or_miss(rule, key, toks, &fx).await?;
             if miss.is_none() {
                 if let Some(d) = digest {
                     self.ctx.digests.record(d, false, false, 1, t0.elapsed());
@@ -794,15 +794,22 @@ impl Session {
         // it runs and again once its reply is in (`cache.rs`).
         // (The shared context is cloned only then: one atomic count per
         // statement on a line every session shares costs at 30k q/s.)
-        let ctx = (caching
+        let scope = if caching
             && crate::cache::decide::invalidates(
                 &fx,
                 &cmd[1..],
                 self.st.in_trans(),
                 self.streamed.is_none(),
-            ))
-        .then(|| self.ctx.clone());
-        let writing = ctx.as_ref().map(|c| c.cache.write_begins());
+            ) {
+            Some(self.write_scope(&fx, &cmd[1..]).await)
+        } else {
+            None
+        };
+        let ctx = scope.is_some().then(|| self.ctx.clone());
+        let writing = ctx
+            .as_ref()
+            .zip(scope)
+            .map(|(c, s)| c.cache.write_begins(s));
         let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();
         self.stmt_read = fx.read;
@@ -872,6 +879,7 @@ impl Session {
         let tracked = self.conn.as_ref().is_some_and(|c| c.tracking());
         if fx.changes_schema {
             self.ctx.write_effects.forget();
+            self.ctx.write_scopes.forget();
             self.ctx.view_calls.forget();
         }
         if o.error.is_none() {

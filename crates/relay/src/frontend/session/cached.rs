@@ -9,7 +9,7 @@ use tokio::io::AsyncWriteExt;
 
 use super::{Fail, Session};
 use crate::backend::pool::Route;
-use crate::cache::{decide, Hit, Key, Leading, Turn};
+use crate::cache::{decide, Hit, Key, Leading, Scope, Turn};
 use crate::config::Mode;
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
 use crate::protocol::sql::Effects;
@@ -26,8 +26,12 @@ pub(super) struct Miss {
     rule: usize,
     key: Key,
     since: u64,
+    /// What its read reads (`decide::read_scope`, everything through a view).
+    reads: Scope,
     _leading: Option<Leading>,
 }
+
+type Token = (sqlfleet_dump::lex::Tok, std::ops::Range<usize>);
 
 /// The longest a miss waits for the same statement's read in flight
 /// before it asks the server itself.
@@ -40,7 +44,7 @@ impl Session {
         &self,
         sql: &[u8],
         fx: &Effects,
-        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        toks: &[Token],
         digest: Option<&str>,
     ) -> Option<(usize, Key)> {
         if self.st.mode() != Mode::Transaction {
@@ -78,6 +82,8 @@ impl Session {
         &mut self,
         rule: usize,
         key: Key,
+        toks: &[Token],
+        fx: &Effects,
     ) -> Result<Option<Miss>, Fail> {
         let mut leading = None;
         let hit = match self.ctx.cache.get(rule, &key) {
@@ -94,6 +100,12 @@ impl Session {
         };
         let Some(hit) = hit else {
             let since = self.ctx.cache.version();
+            let reads = match decide::read_scope(&key.sql, toks) {
+                Scope::Tables(_) if self.names_a_view(&key.sql, toks, fx, true).await => {
+                    Scope::Whole
+                }
+                r => r,
+            };
             self.capture = Some(Vec::new());
             self.capture_max = self.ctx.cache.max_entry_bytes(rule);
             if self.route.is_replica() {
@@ -103,6 +115,7 @@ impl Session {
                 rule,
                 key,
                 since,
+                reads,
                 _leading: leading,
             }));
         };
@@ -143,6 +156,28 @@ impl Session {
             reply: std::sync::Arc::new(reply),
             rows: o.rows,
         };
-        self.ctx.cache.put(miss.rule, miss.since, miss.key, hit);
+        self.ctx
+            .cache
+            .put(miss.rule, miss.since, miss.key, hit, miss.reads);
+    }
+
+    /// What a statement that may write makes stale: the tables it changes
+    /// when that is sure (`decide::write_tables`, then the catalog in
+    /// `backend/write_scope.rs`), else everything.
+    pub(super) async fn write_scope(&self, fx: &Effects, sql: &[u8]) -> Scope {
+        let alone = self.st.autocommit() && !self.st.in_trans();
+        let whole = self.streamed.is_none();
+        let Some(refs) = decide::write_tables(fx, sql, alone, whole) else {
+            return Scope::Whole;
+        };
+        match self
+            .ctx
+            .write_scopes
+            .tables(self.st.db().as_deref(), refs)
+            .await
+        {
+            Some(t) => Scope::Tables(std::sync::Arc::new(t)),
+            None => Scope::Whole,
+        }
     }
 }

@@ -181,7 +181,10 @@ impl Session {
         let ctx = (self.ctx.cache.active()
             && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans(), true))
         .then(|| self.ctx.clone());
-        let writing = ctx.as_ref().map(|c| c.cache.write_begins());
+        // (Whole: a prepared write's tables are not looked up.)
+        let writing = ctx
+            .as_ref()
+            .map(|c| c.cache.write_begins(crate::cache::Scope::Whole));
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,

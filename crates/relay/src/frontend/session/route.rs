@@ -461,6 +461,19 @@ impl Session {
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
     ) -> bool {
+        self.names_a_view(sql, toks, fx, false).await
+    }
+
+    /// [`names_a_calling_view`](Self::names_a_calling_view), or with
+    /// `any` whether the statement names any view at all (the result
+    /// cache's question: a view reads tables its name does not say).
+    pub(super) async fn names_a_view(
+        &mut self,
+        sql: &[u8],
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+        any: bool,
+    ) -> bool {
         if self.st.mode() != Mode::Transaction || fx.calls_stored {
             return false;
         }
@@ -483,6 +496,7 @@ impl Session {
             self.view_look = Some(look);
         }
         match self.view_look.as_ref() {
+            Some(look) if any => views.names_any(look, sql, toks, dbs).await,
             Some(look) => views.names(look, sql, toks, dbs).await,
             None => true,
         }

@@ -1,0 +1,286 @@
+//! Which tables a write through the relay changes, for the result cache's
+//! per-table invalidation (`cache.rs`): the tables the statement names
+//! (`Effects::writes`) and, through their triggers, every table those
+//! write, as far as the server's catalog shows it. `None` — "any table" —
+//! whenever that cannot be said for sure: a name that is not a visible
+//! base table (a view writes its base tables; an alias or a table the
+//! relay's account cannot see may be either), a foreign key whose ON
+//! DELETE/ON UPDATE action changes another table, a trigger that calls a
+//! routine, triggers deeper than [`MAX_DEPTH`], a failed lookup, or an
+//! account without the global SELECT and TRIGGER privileges (without
+//! them information_schema hides triggers and other databases' foreign
+//! keys). A wrong "any" costs hit rate; a wrong list, a stale read.
+//!
+//! Asked on the relay's lookup connection, per table, with the schema and
+//! name given (one table's catalog rows, never a scan); a verdict is kept
+//! for [`TTL`]. DDL through the relay empties it; DDL elsewhere (a new
+//! trigger or foreign key) is seen within the TTL.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use sqlfleet_conn::quote::literal;
+
+use crate::admin::metrics::OwnQuery;
+use crate::backend::side::{field, LookupError, Row, SideConn};
+use crate::protocol::sql::{self, TableRef};
+
+/// How long a table's verdict is trusted.
+pub const TTL: Duration = Duration::from_secs(2);
+
+/// How deep triggers writing tables with triggers are followed before the
+/// answer is "any table".
+const MAX_DEPTH: usize = 4;
+
+/// A table: (database, name) as the catalog spells them.
+type Table = (String, String);
+
+/// One table's verdict: the tables its triggers write (`None`: any).
+type Verdict = Option<Vec<Table>>;
+
+pub struct WriteScopes {
+    side: Arc<SideConn>,
+    cache: Mutex<HashMap<Table, (Instant, Verdict)>>,
+    /// One lookup at a time (writers that missed together wait for it).
+    lookup: tokio::sync::Mutex<()>,
+    /// 0 not asked, 1 the account sees every table's triggers and keys,
+    /// 2 it does not (every write is "any table").
+    privileged: AtomicU8,
+}
+
+/// Judges one table of database `db` from its lookup rows (`k`, `s`):
+/// `table` with its TABLE_TYPE, `trigger` with a body, `cascade` for a
+/// foreign key whose action changes another table.
+pub fn judge(rows: &[Row], db: &str) -> Verdict {
+    let mut writes = Vec::new();
+    let mut seen = false;
+    for r in rows {
+        let kind = field(Some(r), "k").unwrap_or_default();
+        let text = field(Some(r), "s").unwrap_or_default();
+        match kind.as_str() {
+            "table" if matches!(text.as_str(), "BASE TABLE" | "SYSTEM VERSIONED") => seen = true,
+            "trigger" => {
+                let q = sql::Query::new(text.as_bytes());
+                let fx = q.effects();
+                // A routine (a stored function, a CALL) may write anything,
+                // and a sequence it advances is a table: not followed.
+                if fx.calls_stored || fx.acts_unseen() || fx.statements == 0 {
+                    return None;
+                }
+                writes.extend(
+                    q.written_tables()
+                        .into_iter()
+                        .map(|t| (t.db.unwrap_or_else(|| db.to_string()), t.name)),
+                );
+            }
+            // A view, a sequence, a foreign key that acts, anything else.
+            _ => return None,
+        }
+    }
+    seen.then_some(writes)
+}
+
+/// The lookup of one table: its type, its triggers' bodies, and the
+/// foreign keys elsewhere whose action on it changes their table.
+fn lookup_sql(db: &str, table: &str) -> String {
+    let (d, t) = (literal(db), literal(table));
+    format!(
+        "SELECT 'table' AS k, TABLE_TYPE AS s FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
+         UNION ALL SELECT 'trigger', ACTION_STATEMENT FROM information_schema.TRIGGERS \
+         WHERE EVENT_OBJECT_SCHEMA = {d} AND EVENT_OBJECT_TABLE = {t} \
+         UNION ALL SELECT 'cascade', CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS \
+         WHERE UNIQUE_CONSTRAINT_SCHEMA = {d} AND REFERENCED_TABLE_NAME = {t} \
+         AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))"
+    )
+}
+
+/// A name compared as the cache compares them: ASCII lower case; `None`
+/// for a name with other characters (their case folding is not one
+/// answer, so such a name makes the scope "any table").
+pub fn folded(name: &str) -> Option<String> {
+    name.is_ascii().then(|| name.to_ascii_lowercase())
+}
+
+impl WriteScopes {
+    pub fn new(side: Arc<SideConn>) -> WriteScopes {
+        WriteScopes {
+            side,
+            cache: Mutex::new(HashMap::new()),
+            lookup: tokio::sync::Mutex::new(()),
+            privileged: AtomicU8::new(0),
+        }
+    }
+
+    /// The folded names of every table a write naming `refs` (unqualified
+    /// ones in `db`) changes; `None` when that is not sure.
+    pub async fn tables(&self, db: Option<&str>, refs: &[TableRef]) -> Option<BTreeSet<String>> {
+        if refs.is_empty() || !self.privileged().await {
+            return None;
+        }
+        let mut out = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<(Table, usize)> = Vec::new();
+        for r in refs {
+            let d = r.db.as_deref().or(db)?;
+            todo.push(((d.to_string(), r.name.clone()), 0));
+        }
+        while let Some((t, depth)) = todo.pop() {
+            if depth > MAX_DEPTH {
+                return None;
+            }
+            out.insert(folded(&t.1)?);
+            if !seen.insert(t.clone()) {
+                continue;
+            }
+            let written = self.verdict(&t).await?;
+            todo.extend(written.into_iter().map(|w| (w, depth + 1)));
+        }
+        Some(out)
+    }
+
+    /// DDL went through the relay: look every table up again.
+    pub fn forget(&self) {
+        if let Ok(mut c) = self.cache.lock() {
+            c.clear();
+        }
+    }
+
+    fn cached(&self, t: &Table) -> Option<Verdict> {
+        let c = self.cache.lock().ok()?;
+        c.get(t)
+            .filter(|(at, _)| at.elapsed() < TTL)
+            .map(|(_, v)| v.clone())
+    }
+
+    async fn verdict(&self, t: &Table) -> Verdict {
+        if let Some(v) = self.cached(t) {
+            return v;
+        }
+        let _turn = self.lookup.lock().await;
+        if let Some(v) = self.cached(t) {
+            return v;
+        }
+        let v = match self.ask(t).await {
+            Ok(rows) => judge(&rows, &t.0),
+            Err(e) => {
+                tracing::warn!(
+                    db = %t.0,
+                    table = %t.1,
+                    "looking up the table's triggers and foreign keys failed ({e}): its writes make the whole result cache stale"
+                );
+                None
+            }
+        };
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() > 10_000 {
+                c.retain(|_, (at, _)| at.elapsed() < TTL);
+            }
+            c.insert(t.clone(), (Instant::now(), v.clone()));
+        }
+        v
+    }
+
+    async fn ask(&self, t: &Table) -> Result<Vec<Row>, LookupError> {
+        Ok(self
+            .side
+            .queries(OwnQuery::TableScope, &[&lookup_sql(&t.0, &t.1)], 10_000)
+            .await?
+            .pop()
+            .unwrap_or_default())
+    }
+
+    /// Whether the relay's account has the global SELECT and TRIGGER
+    /// privileges (asked once; warned once when not).
+    async fn privileged(&self) -> bool {
+        match self.privileged.load(Relaxed) {
+            1 => return true,
+            2 => return false,
+            _ => {}
+        }
+        let sql =
+            "SELECT COUNT(DISTINCT PRIVILEGE_TYPE) AS n FROM information_schema.USER_PRIVILEGES \
+                   WHERE PRIVILEGE_TYPE IN ('SELECT', 'TRIGGER')";
+        let n = match self.side.queries(OwnQuery::Privileges, &[sql], 1).await {
+            Ok(rows) => field(rows.first().and_then(|r| r.first()), "n"),
+            // Not known now: asked again next time.
+            Err(_) => return false,
+        };
+        let yes = n.as_deref() == Some("2");
+        if !yes {
+            tracing::warn!(
+                "the relay's backend account lacks the global SELECT or TRIGGER privilege, so it cannot \
+                 see every table's triggers and foreign keys: every write through the relay makes the \
+                 whole result cache stale (GRANT SELECT, TRIGGER ON *.* to that account for per-table \
+                 invalidation)"
+            );
+        }
+        self.privileged.store(if yes { 1 } else { 2 }, Relaxed);
+        yes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(k: &str, s: &str) -> Row {
+        vec![("k".into(), Some(k.into())), ("s".into(), Some(s.into()))]
+    }
+
+    fn t(d: &str, n: &str) -> Table {
+        (d.into(), n.into())
+    }
+
+    #[test]
+    fn a_write_has_a_table_list_only_where_the_catalog_says_all_of_it() {
+        let base = row("table", "BASE TABLE");
+        // (rows, verdict)
+        let rows: Vec<(Vec<Row>, Verdict)> = vec![
+            (vec![base.clone()], Some(vec![])),
+            (vec![row("table", "SYSTEM VERSIONED")], Some(vec![])),
+            // Not visible: an alias, a table the account cannot see.
+            (vec![], None),
+            (vec![row("table", "VIEW")], None),
+            (vec![row("table", "SEQUENCE")], None),
+            (vec![row("table", "TEMPORARY")], None),
+            (vec![base.clone(), row("cascade", "fk_child")], None),
+            // Triggers that only compute write nothing else.
+            (
+                vec![base.clone(), row("trigger", "SET NEW.updated = NOW()")],
+                Some(vec![]),
+            ),
+            (
+                vec![
+                    base.clone(),
+                    row(
+                        "trigger",
+                        "BEGIN INSERT INTO audit (v) VALUES (NEW.v); UPDATE other.Tot SET n = n + 1; END",
+                    ),
+                ],
+                Some(vec![t("app", "audit"), t("other", "Tot")]),
+            ),
+            (vec![base.clone(), row("trigger", "CALL audit(NEW.id)")], None),
+            (vec![base.clone(), row("trigger", "SET NEW.v = f_next()")], None),
+            (
+                vec![base.clone(), row("trigger", "SET NEW.id = NEXTVAL(s1)")],
+                None,
+            ),
+            (vec![row("trigger", "SET NEW.v = 1")], None),
+            (vec![base, row("other", "")], None),
+        ];
+        for (r, want) in rows {
+            assert_eq!(judge(&r, "app"), want, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn names_fold_to_ascii_lower_case_or_not_at_all() {
+        assert_eq!(folded("Orders").as_deref(), Some("orders"));
+        assert_eq!(folded("t_1$x").as_deref(), Some("t_1$x"));
+        assert_eq!(folded("Straße"), None);
+        assert_eq!(folded("TÅBLE"), None);
+    }
+}
