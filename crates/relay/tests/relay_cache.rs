@@ -368,7 +368,11 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
                     .wrapping_add(1442695040888963407);
                 let k = (x >> 33) % keys;
                 let floor = acked[k as usize].load(SeqCst);
-                let from = if (x >> 20) % 2 == 0 { "kv" } else { "kv_view" };
+                let from = if (x >> 20).is_multiple_of(2) {
+                    "kv"
+                } else {
+                    "kv_view"
+                };
                 let v: Option<u64> = c
                     .query_first(format!("SELECT v FROM {from} WHERE k = {}", k + 1))
                     .await
