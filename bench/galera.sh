@@ -41,7 +41,7 @@ sleep 2
 
 echo "== bench pool: direct to node1, relay, haproxy"
 "$SQLFLEET" bench pool --sandbox "$NAME" --via "127.0.0.1:$RPORT" --via "127.0.0.1:$HPORT" \
-  --queries-per-connection 1,5,30 --rows 1 --columns 1 --clients 4 --samples 3 --out "$WORK/pool" \
+  --queries-per-connection 1,5,30 --rows 1 --columns 1 --threads 4 --samples 3 --out "$WORK/pool" \
   | tee "$WORK/pool.txt"
 
 echo "== sysbench oltp_read_write, 8 threads"

@@ -41,11 +41,11 @@ median_of() {
   done
   python3 -c "import statistics as s; v=[float(x) for x in '$all'.split()]; print(f'{s.median(v):.3f} {min(v):.3f} {max(v):.3f}')"
 }
-echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --parallel 256), $RUNS runs"
+echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --threads 256), $RUNS runs"
 read -r T_DEF T_DEF_MIN T_DEF_MAX < <(median_of)
 ROWS_DEF=$(wc -l < "$WORK/sf.out")
-echo "== sqlfleet query --ssl-mode DISABLED --parallel 64, $RUNS runs"
-read -r T_TUNED T_TUNED_MIN T_TUNED_MAX < <(median_of --ssl-mode DISABLED --parallel 64)
+echo "== sqlfleet query --ssl-mode DISABLED --threads 64, $RUNS runs"
+read -r T_TUNED T_TUNED_MIN T_TUNED_MAX < <(median_of --ssl-mode DISABLED --threads 64)
 ROWS_TUNED=$(wc -l < "$WORK/sf.out")
 
 echo "== xargs -P 64 mariadb on $N endpoints"
@@ -83,8 +83,8 @@ OK10=$(grep -o '[0-9]* ok' "$WORK/sf10.err" | head -1)
 echo
 echo "| tool | endpoints | seconds | rows |"
 echo "|---|---:|---:|---:|"
-echo "| sqlfleet query (defaults: ssl-mode PREFERRED, --parallel 256), median of $RUNS (min–max) | $N | $T_DEF ($T_DEF_MIN–$T_DEF_MAX) | $ROWS_DEF |"
-echo "| sqlfleet query --ssl-mode DISABLED --parallel 64, median of $RUNS (min–max) | $N | $T_TUNED ($T_TUNED_MIN–$T_TUNED_MAX) | $ROWS_TUNED |"
+echo "| sqlfleet query (defaults: ssl-mode PREFERRED, --threads 256), median of $RUNS (min–max) | $N | $T_DEF ($T_DEF_MIN–$T_DEF_MAX) | $ROWS_DEF |"
+echo "| sqlfleet query --ssl-mode DISABLED --threads 64, median of $RUNS (min–max) | $N | $T_TUNED ($T_TUNED_MIN–$T_TUNED_MAX) | $ROWS_TUNED |"
 echo "| xargs -P 64 mariadb (no TLS, its default) | $N | $T_X | $ROWS_X |"
 echo
 echo "breakdown (defaults): process start and exit $T_START s; connects + queries + output, as timed inside the command: $T_RUN s (the median wall time $T_DEF s)"

@@ -37,10 +37,10 @@ QS=1,2,3,5,10,20,30
 
 echo "== light queries (1 row x 1 column) per connection: direct, relay, haproxy"
 "$SQLFLEET" bench pool --sandbox "$NAME" "${VIA[@]}" --queries-per-connection "$QS" \
-  --rows 1 --columns 1 --clients 4 --samples 4 --out "$WORK/pool-light" | tee "$WORK/pool-light.txt"
+  --rows 1 --columns 1 --threads 4 --samples 4 --out "$WORK/pool-light" | tee "$WORK/pool-light.txt"
 echo "== 256 rows x 16 x CHAR(32) per query: direct, relay, haproxy"
 "$SQLFLEET" bench pool --sandbox "$NAME" "${VIA[@]}" --queries-per-connection "$QS" \
-  --clients 4 --samples 4 --out "$WORK/pool-heavy" | tee "$WORK/pool-heavy.txt"
+  --threads 4 --samples 4 --out "$WORK/pool-heavy" | tee "$WORK/pool-heavy.txt"
 
 echo "== TLS to the server: direct clients with TLS, relay clients plain and the relay's backends TLS"
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=127.0.0.1" \
@@ -62,7 +62,7 @@ PIDS+=($!)
 wait_port "$RTLS"
 "$SQLFLEET" bench pool --defaults-file "$TLS_CNF" --ssl-mode REQUIRED \
   --via "mysql://root:$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read().strip(), safe=""))' "$TLS_PW")@127.0.0.1:$RTLS/?ssl-mode=DISABLED" \
-  --queries-per-connection "$QS" --rows 1 --columns 1 --clients 4 --samples 4 \
+  --queries-per-connection "$QS" --rows 1 --columns 1 --threads 4 --samples 4 \
   --out "$WORK/pool-tls" | tee "$WORK/pool-tls.txt"
 "$SQLFLEET" sandbox destroy --name "$NAME-tls" --yes >/dev/null 2>&1 || true
 

@@ -22,7 +22,7 @@ MP=$(free_port)
 start_relay "$RP" --backend "127.0.0.1:$PORT" --pool-max 100 --metrics "127.0.0.1:$MP"
 CPU0=$(awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat")
 "$SQLFLEET" bench pool --sandbox "$NAME" --via "127.0.0.1:$RP" --queries-per-connection 1 \
-  --rows 1 --columns 1 --clients "$CLIENTS" --samples 5 --out "$WORK/pool" "$@" > "$WORK/pool.txt"
+  --rows 1 --columns 1 --threads "$CLIENTS" --samples 5 --out "$WORK/pool" "$@" > "$WORK/pool.txt"
 CPU1=$(awk '{print $14 + $15}' "/proc/${PIDS[-1]}/stat")
 curl -s "http://127.0.0.1:$MP/metrics" > "$WORK/metrics.txt"
 python3 - "$WORK/pool/results.json" "$WORK/metrics.txt" "$((CPU1 - CPU0))" "$(getconf CLK_TCK)" <<'PY'
@@ -65,7 +65,7 @@ server_cpu() {  # DSN -> µs of server CPU per client connection
   local c0 c1
   c0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
   "$SQLFLEET" bench pool --dsn "$1" --queries-per-connection 1 --rows 1 --columns 1 \
-    --clients "$CLIENTS" --samples 3 --out "$WORK/alone" >/dev/null 2>&1
+    --threads "$CLIENTS" --samples 3 --out "$WORK/alone" >/dev/null 2>&1
   c1=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
   python3 - "$WORK/alone/results.json" "$((c1 - c0))" "$(getconf CLK_TCK)" <<'PY'
 import json, sys

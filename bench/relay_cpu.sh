@@ -25,7 +25,7 @@ run() {  # $1 label, $2 port
   s0=$(ticks "$SERVER_PID"); r0=$(ticks "$RELAY_PID")
   MYSQL_PWD="$(cat "$PWFILE")" "$SQLFLEET" bench pool --no-defaults -h 127.0.0.1 -P "$2" -u root \
     --ssl-mode DISABLED --queries-per-connection 1 --rows 1 --columns 1 \
-    --clients "$CLIENTS" --samples "$SAMPLES" --out "$WORK/$1" > "$WORK/$1.txt"
+    --threads "$CLIENTS" --samples "$SAMPLES" --out "$WORK/$1" > "$WORK/$1.txt"
   s1=$(ticks "$SERVER_PID"); r1=$(ticks "$RELAY_PID")
   python3 - "$1" "$WORK/$1/results.json" "$((s1 - s0))" "$((r1 - r0))" "$HZ" <<'PY'
 import json, sys

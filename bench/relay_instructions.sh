@@ -74,7 +74,7 @@ count_connect() {
   clients() { curl -s "http://127.0.0.1:$mp/metrics" | awk '/^sqlfleet_relay_clients_total / {print $2}'; }
   pool() {
     "$SQLFLEET" bench pool --dsn "mysql://root:$PW_ENC@127.0.0.1:$port/?ssl-mode=DISABLED" \
-      --queries-per-connection 1 --rows 1 --columns 1 --clients 2 --samples 1 --out "$WORK/pool" >/dev/null 2>&1
+      --queries-per-connection 1 --rows 1 --columns 1 --threads 2 --samples 1 --out "$WORK/pool" >/dev/null 2>&1
   }
   pool
   callgrind_control -z "$pid" >/dev/null 2>&1

@@ -132,7 +132,7 @@ reset_target
 } > "$WORK/replicate.toml"
 chmod 600 "$WORK/replicate.toml"
 t0=$(date +%s.%N)
-"$SQLFLEET" replicate --config "$WORK/replicate.toml" --threads "$THREADS" --until-caught-up --json --progress never > "$WORK/summary.json"
+"$SQLFLEET" replicate --config "$WORK/replicate.toml" --threads "$THREADS" --until-caught-up --json --progress none > "$WORK/summary.json"
 OURS=$(python3 -c "import time; print(time.time() - $t0)")
 printf '   caught up in %.2f s (%.0f tx/s); stopped streams: %s\n' "$OURS" "$(python3 -c "print($TOTAL / $OURS)")" \
   "$(python3 -c "import json; print(json.load(open('$WORK/summary.json'))['stopped_streams'])")"

@@ -68,7 +68,7 @@ The sandbox 'demo' keeps running (three MariaDB servers on 127.0.0.1, data
 under ${SQLFLEET_HOME:-$HOME/.local/share/sqlfleet}/sandboxes/demo) so you can try the other commands:
   $SQLFLEET query --sandbox demo -e 'SELECT @@hostname, @@port, @@read_only'
   $SQLFLEET watch --sandbox demo
-  $SQLFLEET bench pool --sandbox demo --queries-per-connection 1,10 --clients 4
+  $SQLFLEET bench pool --sandbox demo --queries-per-connection 1,10 --threads 4
 Stop it:   $SQLFLEET sandbox down --name demo
 Remove it: $SQLFLEET sandbox destroy --name demo --yes   (or run the demo with --cleanup)
 EOT

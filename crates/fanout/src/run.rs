@@ -55,6 +55,8 @@ pub struct QueryOptions {
     /// Becomes true on the first Ctrl-C: statements in flight are stopped
     /// with KILL QUERY and their hosts reported as interrupted.
     pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Counts hosts as they finish (for a progress line), when given.
+    pub finished: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -267,6 +269,9 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
                 None => work.await,
             };
             let end = started.elapsed().as_secs_f64();
+            if let Some(f) = &opts.finished {
+                f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let login_end = r.login.map(|l| (t0 + queued + l - started).as_secs_f64());
             (
                 HostStatus {

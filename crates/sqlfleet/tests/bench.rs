@@ -82,7 +82,7 @@ fn insert_sweep_files_loss_check_and_compare() {
         srv,
         &[
             "insert",
-            "--processes",
+            "--threads",
             "1,2",
             "--table-sizes",
             "0,1000",
@@ -150,7 +150,7 @@ fn insert_sweep_files_loss_check_and_compare() {
             &format!("--defaults-file={}", srv.defaults_file().display()),
         ])
         .args([
-            "--processes",
+            "--threads",
             "2",
             "--table-sizes",
             "0",
@@ -272,7 +272,7 @@ fn too_many_connections_are_counted() {
         srv,
         &[
             "insert",
-            "--processes",
+            "--threads",
             "12",
             "--index",
             "off",
@@ -320,7 +320,7 @@ fn pool_sweep_produces_every_file() {
             &via,
             "--queries-per-connection",
             "1..2",
-            "--clients",
+            "--threads",
             "2",
             "--samples",
             "2",
@@ -397,6 +397,7 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let o = common::sqlfleet()
+        // (The old spelling of --threads: still taken, with a note.)
         .args(["bench", "insert", "--processes", "1", "--duration", "1"])
         .args([
             "--index",
@@ -410,6 +411,11 @@ fn sqlfleet_sandbox_is_the_target_and_no_bench_sandbox_starts() {
         .output()
         .expect("run");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--processes is now --threads"),
+        "{}",
+        stderr(&o)
+    );
     assert!(
         stderr(&o).contains(&format!("SQLFLEET_SANDBOX={}", srv.sandbox.name())),
         "{}",
@@ -454,7 +460,7 @@ fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
                 via,
                 "--queries-per-connection",
                 "1",
-                "--clients",
+                "--threads",
                 "1",
                 "--samples",
                 "1",
@@ -511,7 +517,7 @@ fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
         srv,
         &[
             "insert",
-            "--processes",
+            "--threads",
             "1",
             "--index",
             "off",

@@ -1030,3 +1030,54 @@ fn discover_finds_every_galera_member_from_one_node() {
     want.sort();
     assert_eq!(lines, want);
 }
+
+/// The conventions' words (docs/guide/conventions.md): --json gives the
+/// rows as JSON lines, --quiet leaves the summary out, --progress json
+/// writes progress objects on standard error (standard output has the
+/// rows), and the old --parallel still works with a note.
+#[test]
+fn json_quiet_progress_and_the_old_parallel() {
+    let srv = server();
+    let host = addr(srv.sandbox.meta.primary().port);
+    let sql = "SELECT 1 AS a";
+    let o = query(srv, &["--hosts", &host, "-e", sql, "--json", "--quiet"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", stdout(&o));
+    assert!(
+        !stderr(&o).contains("sqlfleet query:"),
+        "--quiet printed a summary: {}",
+        stderr(&o)
+    );
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &host,
+            "-e",
+            "SELECT SLEEP(1.2)",
+            "--progress",
+            "json",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let progress: Vec<serde_json::Value> = stderr(&o)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("a JSON progress line"))
+        .collect();
+    assert!(!progress.is_empty(), "no progress line: {}", stderr(&o));
+    assert_eq!(progress[0]["event"], "progress");
+    assert_eq!(progress[0]["hosts"], 1);
+    assert!(!stdout(&o).contains("progress"), "{}", stdout(&o));
+    let o = query(srv, &["--hosts", &host, "-e", sql, "--parallel", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--parallel is now --threads"),
+        "{}",
+        stderr(&o)
+    );
+}

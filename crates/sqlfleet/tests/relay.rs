@@ -153,7 +153,7 @@ fn bench_pool_measures_through_the_relay() {
             &format!("127.0.0.1:{}", relay.port),
             "--queries-per-connection",
             "1,3",
-            "--clients",
+            "--threads",
             "2",
             "--samples",
             "2",

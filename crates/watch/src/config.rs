@@ -18,8 +18,9 @@ pub struct FileConfig {
     pub interval: Option<f64>,
     /// Seconds a check may take before the server counts as stalled.
     pub timeout: Option<f64>,
-    /// Checks in flight at once.
-    pub parallel: Option<usize>,
+    /// Checks in flight at once (`parallel` is its old name).
+    #[serde(alias = "parallel")]
+    pub threads: Option<usize>,
     /// Read which statements cost each server (performance_schema's
     /// digests, or the processlist) — default true; false: one query
     /// less per check.

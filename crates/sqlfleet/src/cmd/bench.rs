@@ -13,6 +13,7 @@ use sqlfleet_bench::sweep;
 use sqlfleet_conn::{ConnArgs, Target};
 
 use super::bench_args::{parse_qs, BenchCmd, InsertArgs, PoolArgs};
+use super::vocab::{renamed, Progress};
 use crate::exit::Exit;
 
 /// The target as every command resolves it (flags, DSN, option files,
@@ -39,22 +40,42 @@ async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
 /// Progress while a cell runs: on a terminal one line rewritten in place;
 /// with `--report-interval S` (as sysbench's) a kept line every S seconds,
 /// prefixed with the elapsed time, terminal or not.
-fn progress_fn(report_interval: Option<u64>) -> impl Fn(&str) + Sync {
+/// The progress of a sweep as `mode` says: a line in place (every
+/// `report_interval` seconds a kept line instead, as sysbench's), JSON
+/// lines on standard error, or nothing.
+fn progress_fn(mode: Progress, report_interval: Option<u64>) -> impl Fn(&str) + Sync {
+    let mode = mode.resolve();
     let tty = std::io::stderr().is_terminal();
     let start = std::time::Instant::now();
     let last = std::sync::Mutex::new(0u64);
     move |s: &str| {
         let mut e = std::io::stderr().lock();
-        if let Some(every) = report_interval.filter(|n| *n > 0) {
-            let now = start.elapsed().as_secs();
-            let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
-            if now >= *l + every {
-                *l = now;
-                let _ = writeln!(e, "{}[ {now}s ] {s}", if tty { "\r\x1b[2K" } else { "" });
+        let now = start.elapsed().as_secs();
+        match mode {
+            Progress::Json => {
+                let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
+                if now > *l || now == 0 {
+                    *l = now.max(1);
+                    let _ = writeln!(
+                        e,
+                        "{}",
+                        json!({"event": "progress", "seconds": now, "cell": s})
+                    );
+                }
             }
-        } else if tty {
-            let _ = write!(e, "\r\x1b[2K{s}");
-            let _ = e.flush();
+            Progress::Bar => {
+                if let Some(every) = report_interval.filter(|n| *n > 0) {
+                    let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
+                    if now >= *l + every {
+                        *l = now;
+                        let _ = writeln!(e, "{}[ {now}s ] {s}", if tty { "\r\x1b[2K" } else { "" });
+                    }
+                } else {
+                    let _ = write!(e, "\r\x1b[2K{s}");
+                    let _ = e.flush();
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -65,14 +86,53 @@ fn clear_progress() {
     }
 }
 
+/// How a sweep's results are shown (`--json`, `--quiet`, `--progress`).
+#[derive(Clone, Copy)]
+struct Show {
+    json: bool,
+    quiet: bool,
+    progress: Progress,
+}
+
+impl Show {
+    fn progress(&self) -> Progress {
+        if self.quiet {
+            Progress::None
+        } else {
+            self.progress
+        }
+    }
+
+    /// A line of the results table (not with --json).
+    fn row(&self, l: &str) {
+        if !self.json {
+            println!("{l}");
+        }
+    }
+}
+
 /// After the cells: the files, verdicts and warnings on stdout.
 async fn finish(
     out: &std::path::Path,
     results: &Results,
     target: &Target,
     cleanup: bool,
+    show: Show,
 ) -> anyhow::Result<()> {
-    sweep::finish(out, results, target, cleanup, |l| println!("{l}")).await?;
+    // With --json the lines go to standard error (warnings always).
+    sweep::finish(out, results, target, cleanup, |l| {
+        if l.starts_with("warning:") || !show.quiet {
+            if show.json {
+                eprintln!("{l}");
+            } else {
+                println!("{l}");
+            }
+        }
+    })
+    .await?;
+    if show.json {
+        println!("{}", serde_json::to_string_pretty(results)?);
+    }
     Ok(())
 }
 
@@ -103,13 +163,20 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
 
 async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
     let target = target(&a.conn).await?;
+    let threads = renamed(a.processes.clone(), "--processes", "--threads")
+        .unwrap_or_else(|| a.threads.clone());
     anyhow::ensure!(
-        a.processes.iter().all(|&p| p >= 1),
-        "--processes must be at least 1"
+        threads.iter().all(|&p| p >= 1),
+        "--threads must be at least 1"
     );
+    let show = Show {
+        json: a.json,
+        quiet: a.quiet,
+        progress: a.progress,
+    };
     let opts = InsertOptions {
         target: target.clone(),
-        processes: a.processes.clone(),
+        processes: threads.clone(),
         table_sizes: a.table_sizes.clone(),
         index: match a.index.as_str() {
             "on" => vec![true],
@@ -126,7 +193,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         warmup_seconds: 1,
     };
     let parameters = BTreeMap::from([
-        ("processes".to_string(), json!(a.processes)),
+        ("processes".to_string(), json!(threads)),
         ("table_sizes".to_string(), json!(a.table_sizes)),
         ("index".to_string(), json!(a.index)),
         ("connect".to_string(), json!(a.connect)),
@@ -138,18 +205,18 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         ("inserts_per_cell".to_string(), json!(a.rows)),
     ]);
     let mut results = sweep::begin("bench insert", parameters, &target).await;
-    let progress = progress_fn(a.report_interval);
-    println!("{}", insert::TABLE_HEAD);
+    let progress = progress_fn(show.progress(), a.report_interval);
+    show.row(insert::TABLE_HEAD);
     results.insert = insert::sweep(&opts, &progress, |cell| {
         clear_progress();
         for l in cell.lines() {
-            println!("{l}");
+            show.row(&l);
         }
     })
     .await
     .context("insert cell")?;
     let lost_any = results.insert.iter().any(|c| c.lost > 0);
-    finish(&a.out, &results, &target, a.cleanup).await?;
+    finish(&a.out, &results, &target, a.cleanup, show).await?;
     Ok(if lost_any { Exit::Partial } else { Exit::Ok })
 }
 
@@ -173,10 +240,16 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         "--max-errors {}: a percentage from 0 to 100",
         a.max_errors
     );
+    let show = Show {
+        json: a.json,
+        quiet: a.quiet,
+        progress: a.progress,
+    };
     let opts = PoolOptions {
         targets,
         queries_per_connection: parse_qs(&a.queries_per_connection)?,
-        clients: a.clients.clone(),
+        clients: renamed(a.clients.clone(), "--clients", "--threads")
+            .unwrap_or_else(|| a.threads.clone()),
         rows: a.rows,
         columns: a.columns.max(1),
         column_size: a.column_size.clamp(1, 255),
@@ -207,14 +280,14 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         ("warmup_windows".to_string(), json!(1)),
     ]);
     let mut results = sweep::begin("bench pool", parameters, &direct).await;
-    let progress = progress_fn(a.report_interval);
-    println!("{}", pool::TABLE_HEAD);
+    let progress = progress_fn(show.progress(), a.report_interval);
+    show.row(pool::TABLE_HEAD);
     results.pool = pool::sweep(&opts, &progress, |c| {
         clear_progress();
-        println!("{}", c.line());
+        show.row(&c.line());
     })
     .await;
-    finish(&a.out, &results, &direct, a.cleanup).await?;
+    finish(&a.out, &results, &direct, a.cleanup, show).await?;
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
         eprintln!(

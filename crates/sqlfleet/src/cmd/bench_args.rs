@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
+
+use super::vocab::Progress;
 use sqlfleet_conn::ConnArgs;
 
 #[derive(Subcommand, Debug)]
@@ -42,7 +44,10 @@ pub struct InsertArgs {
     pub help: Option<bool>,
     /// Concurrent inserters to try
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8")]
-    pub processes: Vec<usize>,
+    pub threads: Vec<usize>,
+    /// The old name of --threads
+    #[arg(long, hide = true, value_delimiter = ',', conflicts_with = "threads")]
+    pub processes: Option<Vec<usize>>,
     /// Rows in the table before each run
     #[arg(long, value_delimiter = ',', default_value = "0")]
     pub table_sizes: Vec<u64>,
@@ -68,6 +73,17 @@ pub struct InsertArgs {
     /// --report-interval); without it a terminal gets one line updated in place
     #[arg(long, value_name = "S")]
     pub report_interval: Option<u64>,
+    /// auto (a line on a terminal), bar, json (lines on standard error) or none
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    pub progress: Progress,
+    /// The results as one JSON object on standard output (results.json's
+    /// content) instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// The results table and errors only: no progress, no lines about
+    /// the files written
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Args, Debug)]
@@ -106,7 +122,10 @@ pub struct PoolArgs {
     pub column_size: u32,
     /// Concurrent clients to try
     #[arg(long, value_delimiter = ',', default_value = "8")]
-    pub clients: Vec<usize>,
+    pub threads: Vec<usize>,
+    /// The old name of --threads
+    #[arg(long, hide = true, value_delimiter = ',', conflicts_with = "threads")]
+    pub clients: Option<Vec<usize>>,
     /// Measured 1-second windows per cell (after one warm-up window)
     #[arg(long, default_value_t = 5)]
     pub samples: usize,
@@ -120,6 +139,17 @@ pub struct PoolArgs {
     /// --report-interval); without it a terminal gets one line updated in place
     #[arg(long, value_name = "S")]
     pub report_interval: Option<u64>,
+    /// auto (a line on a terminal), bar, json (lines on standard error) or none
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    pub progress: Progress,
+    /// The results as one JSON object on standard output (results.json's
+    /// content) instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// The results table and errors only: no progress, no lines about
+    /// the files written
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 pub fn parse_qs(s: &str) -> anyhow::Result<Vec<u32>> {

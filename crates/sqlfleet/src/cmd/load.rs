@@ -138,6 +138,10 @@ pub struct LoadArgs {
     /// Print the summary (or the error) as JSON
     #[arg(long)]
     json: bool,
+    /// Errors and warnings only: no progress, no summary (the exit code
+    /// says how it went)
+    #[arg(long, conflicts_with = "json")]
+    quiet: bool,
 }
 
 pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
@@ -194,7 +198,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         quarantine,
         defer_indexes: a.defer_indexes,
         overwrite_tables: a.overwrite_tables,
-        progress: a.progress,
+        progress: if a.quiet { Mode::None } else { a.progress },
         database: None,
         batch_bytes: a.batch_bytes.max(1),
         load_id: a.load_id,
@@ -208,12 +212,13 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
         )),
     };
     let json = a.json || a.progress == Mode::Json;
-    report(sqlfleet_load::load(opts).await, json)
+    report(sqlfleet_load::load(opts).await, json, a.quiet)
 }
 
 fn report(
     result: Result<sqlfleet_load::Summary, sqlfleet_load::LoadError>,
     json: bool,
+    quiet: bool,
 ) -> anyhow::Result<Exit> {
     match result {
         Ok(summary) => {
@@ -226,7 +231,7 @@ fn report(
                 let mut v = serde_json::to_value(&summary)?;
                 v["event"] = "summary".into();
                 println!("{v}");
-            } else {
+            } else if !quiet {
                 println!("{}", summary.paragraph());
             }
             Ok(if summary.errors > 0 {
@@ -325,7 +330,7 @@ async fn run_flat(
         resume: a.resume,
         restart: a.restart,
         strict: a.strict,
-        progress: a.progress,
+        progress: if a.quiet { Mode::None } else { a.progress },
         chunk_bytes: a.chunk_bytes.unwrap_or(8 << 20).max(1),
         read_ahead: a.read_ahead,
         charset,
@@ -336,5 +341,5 @@ async fn run_flat(
         )),
     };
     let json = a.json || a.progress == Mode::Json;
-    report(sqlfleet_load::flat::load_flat(opts).await, json)
+    report(sqlfleet_load::flat::load_flat(opts).await, json, a.quiet)
 }

@@ -10,5 +10,6 @@ pub mod relay;
 pub mod replicate;
 pub mod replicate_seed;
 pub mod sandbox;
+pub mod vocab;
 pub mod watch;
 pub mod watch_creds;

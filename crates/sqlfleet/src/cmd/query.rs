@@ -9,6 +9,8 @@ use sqlfleet_conn::ConnArgs;
 use sqlfleet_fanout::output::Format;
 use sqlfleet_fanout::run::{self, Databases, Mode, QueryOptions, State};
 
+use super::vocab::{renamed, Progress};
+
 use super::inventory::{self, HostArgs};
 use crate::exit::Exit;
 
@@ -68,7 +70,20 @@ pub struct QueryArgs {
     diff: bool,
     /// Hosts worked on at once
     #[arg(long, default_value_t = 256)]
-    parallel: usize,
+    threads: usize,
+    /// The old name of --threads
+    #[arg(long, hide = true, conflicts_with = "threads")]
+    parallel: Option<usize>,
+    /// Rows as JSON lines (--format jsonl)
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+    /// auto (hosts done, on a terminal), bar, json (lines on standard
+    /// error: standard output has the rows) or none
+    #[arg(long, value_enum, default_value_t = Progress::Auto)]
+    progress: Progress,
+    /// Rows and errors only: no summary line
+    #[arg(long)]
+    quiet: bool,
     /// Seconds to wait for a connection
     #[arg(long, default_value_t = 5.0, value_name = "S")]
     connect_timeout: f64,
@@ -145,6 +160,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         }
         (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F (or --discover-only)"),
     };
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let opts = QueryOptions {
         base,
         hosts,
@@ -154,14 +170,16 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             (None, true) => Databases::All,
             (None, false) => Databases::Default,
         },
-        parallel: a.parallel.max(1),
+        parallel: renamed(a.parallel, "--parallel", "--threads")
+            .unwrap_or(a.threads)
+            .max(1),
         connect_timeout,
         query_timeout: a
             .query_timeout
             .map(|v| secs(v, "--query-timeout"))
             .transpose()?,
         deadline: a.deadline.map(|v| secs(v, "--deadline")).transpose()?,
-        format: a.format,
+        format: if a.json { Format::Jsonl } else { a.format },
         header: a.header,
         tag_columns: a.tags.clone(),
         mode: if a.collapse {
@@ -175,9 +193,20 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             "query",
             "stopping the statements in flight",
         )),
+        finished: Some(finished.clone()),
     };
-    let report = run::run(opts, Box::new(std::io::stdout())).await?;
-    eprintln!(
+    let total = opts.hosts.len();
+    let ticker = show_progress(a.progress.resolve(), finished, total);
+    let report = run::run(opts, Box::new(std::io::stdout())).await;
+    if let Some(t) = ticker {
+        t.abort();
+        if a.progress.resolve() == Progress::Bar {
+            eprint!("\r\x1b[2K");
+        }
+    }
+    let report = report?;
+    if !a.quiet {
+        eprintln!(
         "sqlfleet query: {} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable, {} stalled{}",
         sqlfleet_conn::text::count(report.hosts as u64, "host"),
         report.seconds,
@@ -192,6 +221,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             String::new()
         }
     );
+    }
     let t = &report.timing;
     tracing::debug!(
         "where the time went: tasks spawned at {:.3}s, last login done at {:.3}s, last host done at {:.3}s, output done at {:.3}s; per host login p50 {:.1} ms (max {:.1}), statements p50 {:.1} ms (max {:.1})",
@@ -204,7 +234,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         t.statements_p50 * 1e3,
         t.statements_max * 1e3
     );
-    if report.databases_ok + report.databases_failed > 0 {
+    if report.databases_ok + report.databases_failed > 0 && !a.quiet {
         eprintln!(
             "sqlfleet query: databases: {} ok, {} failed (per host and database in --status-json)",
             report.databases_ok, report.databases_failed
@@ -242,4 +272,41 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     } else {
         Exit::Partial
     })
+}
+
+/// Hosts done out of `total`, every 200 ms: a line rewritten in place on
+/// standard error (`bar`), or one JSON object per line there (`json`,
+/// once a second: standard output carries the rows).
+fn show_progress(
+    mode: Progress,
+    finished: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    total: usize,
+) -> Option<tokio::task::JoinHandle<()>> {
+    use std::io::Write;
+    if !matches!(mode, Progress::Bar | Progress::Json) {
+        return None;
+    }
+    let started = std::time::Instant::now();
+    Some(tokio::spawn(async move {
+        let tick = if mode == Progress::Json { 1000 } else { 200 };
+        loop {
+            tokio::time::sleep(Duration::from_millis(tick)).await;
+            let done = finished.load(std::sync::atomic::Ordering::Relaxed);
+            let secs = started.elapsed().as_secs_f64();
+            let mut e = std::io::stderr().lock();
+            let _ = if mode == Progress::Json {
+                writeln!(
+                    e,
+                    "{}",
+                    serde_json::json!({"event": "progress", "seconds": (secs * 1000.0).round() / 1000.0, "hosts_done": done, "hosts": total})
+                )
+            } else {
+                write!(
+                    e,
+                    "\r\x1b[2Ksqlfleet query: {done}/{total} hosts done, {secs:.1}s"
+                )
+            };
+            let _ = e.flush();
+        }
+    }))
 }

@@ -1,7 +1,6 @@
 //! `sqlfleet replicate`: flags and config file in, the replicate crate's
 //! run, status or skip, exit code out.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,6 +12,7 @@ use sqlfleet_replicate::gtid::Gtid;
 use sqlfleet_replicate::run::{self, Options};
 use sqlfleet_replicate::source::SourceView;
 
+use super::vocab::Progress;
 use crate::exit::Exit;
 
 /// Replicate many MariaDB primaries into one server, per database, exactly once.
@@ -56,12 +56,17 @@ struct RunArgs {
     /// Default: 60 with --until-caught-up, else never
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     give_up_after: Option<u64>,
-    /// Progress lines on stderr: auto (on a terminal), always, never
-    #[arg(long, default_value = "auto", value_parser = ["auto", "always", "never"])]
-    progress: String,
+    /// Progress every 2 s: auto (a line on standard error on a
+    /// terminal), bar (that line always), json (one object per line on
+    /// standard output, each source's state) or none
+    #[arg(long, default_value = "auto", value_parser = progress_value())]
+    progress: Progress,
     /// Print the summary as JSON on stdout
     #[arg(long)]
     json: bool,
+    /// Errors only: no progress, and a summary only of what stopped
+    #[arg(long)]
+    quiet: bool,
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9105)
     #[arg(long, value_name = "ADDR")]
     metrics: Option<std::net::SocketAddr>,
@@ -273,17 +278,29 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
         .iter()
         .map(|_| Arc::new(Mutex::new(SourceView::default())))
         .collect();
-    let show = match a.progress.as_str() {
-        "always" => true,
-        "never" => false,
-        _ => std::io::stderr().is_terminal(),
+    let mode = if a.quiet {
+        Progress::None
+    } else {
+        a.progress.resolve()
     };
-    let progress = show.then(|| {
+    let progress = matches!(mode, Progress::Bar | Progress::Json).then(|| {
         let views = views.clone();
         tokio::spawn(async move {
+            let started = std::time::Instant::now();
             loop {
                 tokio::time::sleep(Duration::from_secs(2)).await;
-                eprintln!("replicate: {}", line(&views));
+                if mode == Progress::Json {
+                    let now: Vec<SourceView> = views
+                        .iter()
+                        .filter_map(|v| v.lock().ok().map(|g| g.clone()))
+                        .collect();
+                    println!(
+                        "{}",
+                        serde_json::json!({"event": "progress", "seconds": started.elapsed().as_secs(), "sources": now})
+                    );
+                } else {
+                    eprintln!("replicate: {}", line(&views));
+                }
             }
         })
     });
@@ -316,6 +333,13 @@ async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
         println!("{}", serde_json::to_string_pretty(&summary)?);
         // A stopped stream is said on standard error too.
         for l in text.lines().filter(|l| l.contains("STOPPED")) {
+            eprintln!("{l}");
+        }
+    } else if a.quiet {
+        for l in text
+            .lines()
+            .filter(|l| l.contains("STOPPED") || l.contains("GAVE UP"))
+        {
             eprintln!("{l}");
         }
     } else {
@@ -352,4 +376,37 @@ async fn status(path: &std::path::Path, json: bool) -> anyhow::Result<Exit> {
         print!("{}", sqlfleet_replicate::report::status_text(&st));
     }
     Ok(if bad { Exit::Partial } else { Exit::Ok })
+}
+
+/// `--progress`'s values: the four words, and `always` and `never`, its
+/// old words, hidden, still meaning `bar` and `none` (with a note).
+fn progress_value() -> impl clap::builder::TypedValueParser<Value = Progress> {
+    use clap::builder::{PossibleValue, TypedValueParser};
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("auto"),
+        PossibleValue::new("bar"),
+        PossibleValue::new("json"),
+        PossibleValue::new("none"),
+        PossibleValue::new("always").hide(true),
+        PossibleValue::new("never").hide(true),
+    ])
+    .map(|s| match s.as_str() {
+        "bar" => Progress::Bar,
+        "json" => Progress::Json,
+        "none" => Progress::None,
+        "always" | "never" => {
+            let (new, p) = if s == "always" {
+                ("bar", Progress::Bar)
+            } else {
+                ("none", Progress::None)
+            };
+            super::vocab::renamed(
+                Some(()),
+                &format!("--progress {s}"),
+                &format!("--progress {new}"),
+            );
+            p
+        }
+        _ => Progress::Auto,
+    })
 }

@@ -51,8 +51,11 @@ pub struct WatchArgs {
     /// Seconds a check may take before the server counts as stalled [default: 2]
     #[arg(long, value_name = "S")]
     timeout: Option<f64>,
-    /// Checks in flight at once [default: 256]
+    /// Checks in flight at once [default: 256, or the config's]
     #[arg(long)]
+    threads: Option<usize>,
+    /// The old name of --threads
+    #[arg(long, hide = true, conflicts_with = "threads")]
     parallel: Option<usize>,
     /// tui (a live screen; the default on a terminal) or none (lines on stdout)
     #[arg(long, value_enum)]
@@ -175,7 +178,12 @@ pub async fn run(a: WatchArgs) -> anyhow::Result<Exit> {
         servers,
         interval,
         timeout,
-        parallel: a.parallel.or(file.parallel).unwrap_or(256).max(1),
+        parallel: a
+            .threads
+            .or(super::vocab::renamed(a.parallel, "--parallel", "--threads"))
+            .or(file.threads)
+            .unwrap_or(256)
+            .max(1),
         rules: file.rules(),
         notify: file.notify.clone(),
         batch: file.batch(),
