@@ -44,6 +44,8 @@ fn once_exit_codes_json_and_table() {
         "{table}"
     );
     assert!(table.contains("3 servers: 3 ok"), "{table}");
+    // --once says how it judged: one check, no hold times.
+    assert!(table.contains("judged on one check"), "{table}");
 
     let primary = srv.sandbox.meta.primary().port;
     let dead = refused_port();
@@ -58,6 +60,12 @@ fn once_exit_codes_json_and_table() {
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert!(
+        v["judged"]
+            .as_str()
+            .is_some_and(|j| j.contains("hold time")),
+        "{v}"
+    );
     let state = |addr: String| {
         v["servers"]
             .as_array()
@@ -437,6 +445,9 @@ fn the_screen_shows_every_server_and_a_state_change() {
 
 /// An account without the monitoring privileges: the check names the
 /// refusal instead of calling the connection lost.
+/// A server that answers while the monitor account lacks a privilege is
+/// `denied` (never `down`), with the GRANT this server version needs; an
+/// account given exactly that GRANT is `ok`.
 #[test]
 fn an_account_without_privileges_is_named_as_such() {
     use mysql_async::prelude::Queryable;
@@ -447,32 +458,49 @@ fn an_account_without_privileges_is_named_as_such() {
             .connect(Duration::from_secs(5))
             .await
             .expect("root");
-        c.query_drop("CREATE USER IF NOT EXISTS 'watch_nopriv'@'%' IDENTIFIED BY 'np-pw'")
-            .await
-            .expect("user");
+        c.query_drop(
+            "CREATE USER IF NOT EXISTS 'watch_nopriv'@'%' IDENTIFIED BY 'np-pw'; \
+             CREATE USER IF NOT EXISTS 'watch_oldhint'@'%' IDENTIFIED BY 'np-pw'; \
+             GRANT PROCESS, REPLICATION CLIENT ON *.* TO 'watch_oldhint'@'%'; \
+             CREATE USER IF NOT EXISTS 'watch_hint'@'%' IDENTIFIED BY 'np-pw'; \
+             GRANT PROCESS, SLAVE MONITOR ON *.* TO 'watch_hint'@'%'",
+        )
+        .await
+        .expect("users");
     });
     let port = srv.sandbox.meta.primary().port;
-    let o = sqlfleet()
-        .args([
-            "watch",
-            "--no-defaults",
-            "-u",
-            "watch_nopriv",
-            "--password=np-pw",
-            "--once",
-        ])
-        .args(["--hosts", &format!("127.0.0.1:{port}")])
-        .env_remove("MYSQL_PWD")
-        .stdin(Stdio::null())
-        .output()
-        .expect("watch");
-    assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
-    assert!(
-        stdout(&o).contains("status queries were refused"),
-        "{}",
-        stdout(&o)
-    );
-    assert!(stdout(&o).contains("1227"), "{}", stdout(&o));
+    let once = |user: &str| {
+        sqlfleet()
+            .args([
+                "watch",
+                "--no-defaults",
+                "-u",
+                user,
+                "--password=np-pw",
+                "--once",
+                "--json",
+            ])
+            .args(["--hosts", &format!("127.0.0.1:{port}")])
+            .env_remove("MYSQL_PWD")
+            .stdin(Stdio::null())
+            .output()
+            .expect("watch")
+    };
+    for user in ["watch_nopriv", "watch_oldhint"] {
+        let o = once(user);
+        assert_eq!(o.status.code(), Some(3), "{user}: {}", stdout(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        let s = &v["servers"][0];
+        assert_eq!(s["state"], "denied", "{user}: {s}");
+        let why = s["reason"].as_str().unwrap_or_default();
+        assert!(why.contains("1227"), "{user}: {why}");
+        assert!(
+            why.contains("GRANT PROCESS, SLAVE MONITOR ON *.*"),
+            "{user}: {why}"
+        );
+    }
+    let o = once("watch_hint");
+    assert_eq!(o.status.code(), Some(0), "the hint's GRANT: {}", stdout(&o));
 }
 
 #[test]

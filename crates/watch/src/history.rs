@@ -136,6 +136,8 @@ fn state_code(s: State) -> i64 {
         State::Degraded => 2,
         State::Stalled => 3,
         State::Down => 4,
+        // (Codes of earlier runs' rows stay: a new state takes a new one.)
+        State::Denied => 5,
     }
 }
 

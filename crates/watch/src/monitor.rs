@@ -34,6 +34,9 @@ pub enum State {
     Ok,
     /// Answering, with a rule's incident open.
     Degraded,
+    /// Answering, but the monitor account may not read its status (the
+    /// reason names the GRANT).
+    Denied,
     /// Accepting connections but not answering within the deadline.
     Stalled,
     /// Refused, unreachable, or turning the login away.
@@ -46,6 +49,7 @@ impl State {
             State::Unknown => "unknown",
             State::Ok => "ok",
             State::Degraded => "degraded",
+            State::Denied => "denied",
             State::Stalled => "stalled",
             State::Down => "down",
         }
@@ -148,6 +152,10 @@ impl Server {
 #[derive(Debug, Default, Clone, Serialize)]
 pub struct Fleet {
     pub servers: Vec<Server>,
+    /// How the states were judged, when not by the rules as configured
+    /// (`--once`: one check, so no hold times).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<&'static str>,
 }
 
 impl Fleet {
@@ -210,6 +218,9 @@ fn push(h: &mut VecDeque<f64>, v: f64) {
     h.push_back(v);
 }
 
+/// What `--once` says of its judgement.
+pub const ONCE: &str = "on one check: each rule without its hold time (a busy moment counts), the unreachable rule at the first failure";
+
 /// Checks every server once, at most `parallel` at a time; rules are
 /// judged on that one check (no hold times: there is no history).
 pub async fn once(cfg: &MonitorConfig) -> Fleet {
@@ -248,7 +259,10 @@ pub async fn once(cfg: &MonitorConfig) -> Fleet {
             (w, c, statements)
         }));
     }
-    let mut fleet = Fleet::default();
+    let mut fleet = Fleet {
+        judged: Some(ONCE),
+        ..Fleet::default()
+    };
     for t in tasks {
         let Ok((w, c, statements)) = t.await else {
             continue;
@@ -343,7 +357,9 @@ fn apply(
         s.connect_ms = Some(d.as_secs_f64() * 1000.0);
     }
     match &c.health {
-        Health::Ok => s.failures = 0,
+        // A server that answers is not failing (the unreachable rule and
+        // the back-off count failures).
+        Health::Ok | Health::Denied(_) => s.failures = 0,
         _ => s.failures = s.failures.saturating_add(1),
     }
     if let (Some(cur), Some((p, at))) = (&c.sample, prev) {
@@ -429,6 +445,7 @@ fn apply(
         .collect();
     (s.state, s.reason) = match &c.health {
         Health::Down(why) => (State::Down, why.clone()),
+        Health::Denied(why) => (State::Denied, why.clone()),
         Health::Stalled(why) => (State::Stalled, why.clone()),
         Health::Ok if !degraded.is_empty() => (State::Degraded, degraded.join("; ")),
         Health::Ok => (State::Ok, String::new()),
@@ -441,6 +458,7 @@ fn apply(
 pub fn start(cfg: MonitorConfig) -> (Arc<Mutex<Fleet>>, mpsc::UnboundedReceiver<Event>) {
     let fleet = Arc::new(Mutex::new(Fleet {
         servers: cfg.servers.iter().map(|w| Server::new(&w.host)).collect(),
+        judged: None,
     }));
     let (etx, erx) = mpsc::unbounded_channel::<Event>();
     let (dtx, mut drx) = mpsc::unbounded_channel::<(Message, Vec<Delivery>)>();

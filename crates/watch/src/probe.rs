@@ -31,6 +31,9 @@ use crate::sample::{Channel, Galera, Row, Running, Sample, GALERA_STATUS, STATUS
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Health {
     Ok,
+    /// The server answers, but the monitor account may not read what a
+    /// check reads (the GRANT it needs is in the text).
+    Denied(String),
     Stalled(String),
     Down(String),
 }
@@ -86,9 +89,10 @@ pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration)
         // The server answered with an error (a privilege the monitor account
         // lacks): the connection is fine and kept; the check names it.
         Ok(Err(e @ WireError::Server { .. })) => Check {
-            health: Health::Down(format!(
-                "the status queries were refused: {} (the monitor account needs PROCESS, and for SHOW SLAVE STATUS REPLICATION CLIENT before MariaDB 10.5.9, SLAVE MONITOR from it: GRANT PROCESS, SLAVE MONITOR ON *.* TO ...)",
-                describe(&e)
+            health: Health::Denied(format!(
+                "no privilege: the status queries were refused: {} (GRANT {} ON *.* TO the monitor account)",
+                describe(&e),
+                needed_grants(l.mariadb, l.version)
             )),
             connect,
             sample: None,
@@ -115,6 +119,18 @@ pub async fn check(target: &Target, link: &mut Option<Link>, deadline: Duration)
                 taken,
             }
         }
+    }
+}
+
+/// The privileges a check needs on this server: PROCESS (the processlist
+/// and global status), and for the replication status SLAVE MONITOR on
+/// MariaDB 10.5.9 and later (which split it from REPLICATION CLIENT),
+/// REPLICATION CLIENT before and on MySQL.
+pub fn needed_grants(mariadb: bool, version: (u16, u16, u16)) -> &'static str {
+    if mariadb && version >= (10, 5, 9) {
+        "PROCESS, SLAVE MONITOR"
+    } else {
+        "PROCESS, REPLICATION CLIENT"
     }
 }
 
@@ -352,7 +368,24 @@ async fn read_sample(l: &mut Link) -> Result<Sample, WireError> {
 
 #[cfg(test)]
 mod tests {
-    use super::version_of;
+    use super::{needed_grants, version_of};
+
+    #[test]
+    fn the_grant_a_check_needs_follows_the_server_version() {
+        // (MariaDB, version, grant)
+        let rows = [
+            (true, (10, 5, 8), "PROCESS, REPLICATION CLIENT"),
+            (true, (10, 5, 9), "PROCESS, SLAVE MONITOR"),
+            (true, (10, 11, 6), "PROCESS, SLAVE MONITOR"),
+            (true, (11, 4, 0), "PROCESS, SLAVE MONITOR"),
+            (true, (10, 4, 30), "PROCESS, REPLICATION CLIENT"),
+            (false, (8, 0, 36), "PROCESS, REPLICATION CLIENT"),
+            (false, (10, 6, 0), "PROCESS, REPLICATION CLIENT"),
+        ];
+        for (mariadb, v, want) in rows {
+            assert_eq!(needed_grants(mariadb, v), want, "{mariadb} {v:?}");
+        }
+    }
 
     #[test]
     fn versions_of_both_flavours() {

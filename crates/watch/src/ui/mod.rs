@@ -139,6 +139,9 @@ pub fn table(f: &Fleet) -> String {
     }
     out.push_str(&summary(f));
     out.push('\n');
+    if let Some(j) = f.judged {
+        out.push_str(&format!("judged {j}\n"));
+    }
     out
 }
 
@@ -147,6 +150,7 @@ pub fn summary(f: &Fleet) -> String {
     let parts: Vec<String> = [
         State::Ok,
         State::Degraded,
+        State::Denied,
         State::Stalled,
         State::Down,
         State::Unknown,

@@ -62,6 +62,7 @@ fn color(s: State) -> Color {
     match s {
         State::Ok => Color::Green,
         State::Degraded => Color::Yellow,
+        State::Denied => Color::Cyan,
         State::Stalled => Color::Magenta,
         State::Down => Color::Red,
         State::Unknown => Color::Gray,

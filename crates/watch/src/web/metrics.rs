@@ -38,10 +38,11 @@ impl Default for Metrics {
     }
 }
 
-const STATES: [State; 5] = [
+const STATES: [State; 6] = [
     State::Unknown,
     State::Ok,
     State::Degraded,
+    State::Denied,
     State::Stalled,
     State::Down,
 ];

@@ -2,7 +2,7 @@
 // Plain DOM code, no framework; every value goes in as text, never HTML.
 "use strict";
 
-const RANK = { down: 0, stalled: 1, degraded: 2, unknown: 3, ok: 4 };
+const RANK = { down: 0, stalled: 1, denied: 2, degraded: 3, unknown: 4, ok: 5 };
 const $ = (sel) => document.querySelector(sel);
 
 function el(tag, attrs, text) {
@@ -183,7 +183,7 @@ function renderFleet(data) {
   const counts = {};
   servers.forEach((s) => { counts[s.state] = (counts[s.state] || 0) + 1; });
   const sum = $("#summary");
-  sum.replaceChildren(...["down", "stalled", "degraded", "ok", "unknown"]
+  sum.replaceChildren(...["down", "stalled", "denied", "degraded", "ok", "unknown"]
     .filter((k) => counts[k])
     .map((k) => el("span", { class: "state " + k, "data-count": k }, counts[k] + " " + k)));
   // How long the last update took to draw, for anyone measuring a big fleet.
