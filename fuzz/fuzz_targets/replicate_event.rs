@@ -1,7 +1,7 @@
 //! replicate's hand-written decoding of outside bytes must never panic:
 //! MariaDB GTID events, table map renames (a rename that succeeds must
 //! read back with the new name and a valid CRC), rows event headers,
-//! query status variables and statement text; merged rows statements (a
+//! query status variables and statement text, Execute_load_query bodies; merged rows statements (a
 //! merge of any bytes never panics).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
@@ -9,6 +9,9 @@ use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn};
 
 fuzz_target!(|data: &[u8]| {
     let _ = gtid::decode_gtid_event(data);
+    for ph in [13u8, 26, 40] {
+        let _ = event::execute_load_query(data, ph);
+    }
     for crc in [false, true] {
         for ph in [6u8, 8, 10] {
             if event::table_map(data, crc, ph).is_ok() {

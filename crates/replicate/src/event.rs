@@ -178,6 +178,56 @@ pub fn crc_ok(raw: &[u8]) -> bool {
     }
 }
 
+/// An Execute_load_query event (a LOAD DATA logged as a statement, after
+/// the Begin_load_query and Append_block events that carry the file): the
+/// session's status variables, its default database and the statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadQuery {
+    pub status_vars: Vec<u8>,
+    pub db: Vec<u8>,
+    pub sql: Vec<u8>,
+}
+
+/// Reads an Execute_load_query event's body (after the common header,
+/// without the checksum). Its post-header (`post_header_len`, 26 on
+/// MariaDB) is a Query event's 13 bytes — thread id, exec time, database
+/// length, error code, status variables' length — and then file id,
+/// file-name start and end in the statement, and duplicate handling.
+pub fn execute_load_query(body: &[u8], post_header_len: u8) -> Result<LoadQuery, DecodeError> {
+    let ph = post_header_len as usize;
+    if ph < 13 || body.len() < ph {
+        return Err(err(
+            "Execute_load_query event too short for its post-header",
+            body.len(),
+        ));
+    }
+    let db_len = body[8] as usize;
+    let sv_len = u16::from_le_bytes([body[11], body[12]]) as usize;
+    let sv_end = ph + sv_len;
+    let db_end = sv_end + db_len;
+    let (Some(status_vars), Some(db)) = (body.get(ph..sv_end), body.get(sv_end..db_end)) else {
+        return Err(err(
+            "Execute_load_query event too short for its status variables and database",
+            body.len(),
+        ));
+    };
+    // The database name ends in a NUL before the statement.
+    let sql = match body.get(db_end) {
+        Some(0) => &body[db_end + 1..],
+        _ => {
+            return Err(err(
+                "Execute_load_query event without the NUL after its database",
+                body.len(),
+            ))
+        }
+    };
+    Ok(LoadQuery {
+        status_vars: status_vars.to_vec(),
+        db: db.to_vec(),
+        sql: sql.to_vec(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,7 +285,50 @@ mod tests {
         }
     }
 
+    /// An Execute_load_query body as MariaDB writes it.
+    fn load_query(status: &[u8], db: &[u8], sql: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 26];
+        b[8] = db.len() as u8;
+        b[11..13].copy_from_slice(&(status.len() as u16).to_le_bytes());
+        b.extend_from_slice(status);
+        b.extend_from_slice(db);
+        b.push(0);
+        b.extend_from_slice(sql);
+        b
+    }
+
+    #[test]
+    fn an_execute_load_query_gives_its_database_and_statement() {
+        let sql = b"LOAD DATA INFILE '/tmp/SQL_LOAD-1-2-3.data' INTO TABLE t";
+        let body = load_query(&[0, 0, 0, 0, 0], b"app", sql);
+        let q = execute_load_query(&body, 26).expect("reads");
+        assert_eq!(q.db, b"app");
+        assert_eq!(q.sql, sql);
+        assert_eq!(q.status_vars.len(), 5);
+        // Cut anywhere before the statement: an error, never a panic.
+        for cut in 0..body.len() - sql.len() {
+            assert!(
+                execute_load_query(&body[..cut], 26).is_err(),
+                "cut at {cut}"
+            );
+        }
+        assert!(
+            execute_load_query(&body, 12).is_err(),
+            "a post-header too short"
+        );
+    }
+
     proptest! {
+        #[test]
+        fn an_execute_load_query_reads_back_what_it_was_made_of(
+            status in proptest::collection::vec(any::<u8>(), 0..40),
+            db in proptest::collection::vec(1u8..=255, 0..64),
+            sql in proptest::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let q = execute_load_query(&load_query(&status, &db, &sql), 26).expect("reads");
+            prop_assert_eq!(q, LoadQuery { status_vars: status, db, sql });
+        }
+
         #[test]
         fn rename_round_trips(id in 0u64..(1 << 48), db in "[a-z_]{1,64}", new in "[a-z_]{1,64}", table in "[a-z_]{1,64}", tail in proptest::collection::vec(any::<u8>(), 0..64)) {
             let raw = make_table_map(id, db.as_bytes(), table.as_bytes(), &tail);
@@ -251,6 +344,7 @@ mod tests {
 
         #[test]
         fn any_bytes_never_panic(raw in proptest::collection::vec(any::<u8>(), 0..80), ph in 0u8..12, crc: bool) {
+            let _ = execute_load_query(&raw, ph.wrapping_mul(3));
             let _ = table_map(&raw, crc, ph);
             let _ = rename_table_map(&raw, crc, ph, b"x");
             let _ = rows_header(&raw, ph);

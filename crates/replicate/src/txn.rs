@@ -293,6 +293,12 @@ const ROWS_TYPES: [u8; 6] = [23, 24, 25, 30, 31, 32];
 
 /// The event that ends an `XA PREPARE` group.
 const XA_PREPARE_LOG_EVENT: u8 = 38;
+const APPEND_BLOCK: u8 = 9;
+const BEGIN_LOAD_QUERY: u8 = 17;
+const EXECUTE_LOAD_QUERY: u8 = 18;
+
+/// Why a LOAD DATA logged as a statement stops its stream.
+pub const LOAD_REFUSAL: &str = "LOAD DATA logged as a statement (its file travels in the binlog's Begin_load_query and Append_block events, which the applier does not replay); use binlog_format=ROW or MIXED on the source, which log its rows";
 
 /// Why an XA transaction's streams stop. A prepared branch would hold its
 /// stream's position row locked until the source's XA COMMIT, which the
@@ -634,10 +640,45 @@ impl Assembler {
                     Err(why) => b.txn.refuse(why, false),
                 }
             }
-            17 | 18 => b.txn.refuse(
-                "LOAD DATA logged as a statement; use binlog_format=ROW on the source",
-                true,
-            ),
+            // The file of a LOAD DATA logged as a statement: read with the
+            // Execute_load_query after it, which says where it goes.
+            APPEND_BLOCK | BEGIN_LOAD_QUERY => {}
+            EXECUTE_LOAD_QUERY => {
+                let ph = fde.get_event_type_header_length(EventType::EXECUTE_LOAD_QUERY_EVENT);
+                match event::execute_load_query(ev.data(), ph) {
+                    Err(e) => b
+                        .txn
+                        .refuse(format!("{LOAD_REFUSAL} (and unreadable: {e})"), true),
+                    Ok(q) => {
+                        let mut session = std::mem::take(&mut b.pending);
+                        session.ctx = context::read(&q.status_vars);
+                        let src_db = String::from_utf8_lossy(&q.db).into_owned();
+                        let show: String =
+                            String::from_utf8_lossy(&q.sql).chars().take(200).collect();
+                        // Where it loads decides: into a database this
+                        // source's filters exclude it is passed by; into a
+                        // replicated one, that stream stops with it.
+                        match route_statement(&self.map, &src_db, &q.sql, session) {
+                            Routed::Filtered => {}
+                            Routed::Apply { dbs, .. } => {
+                                if b.txn.first.is_empty() {
+                                    b.txn.first = show;
+                                }
+                                b.txn.dbs.extend(dbs);
+                                b.txn.refuse(LOAD_REFUSAL, false);
+                            }
+                            Routed::Refused { why, dbs } => {
+                                if b.txn.first.is_empty() {
+                                    b.txn.first = show;
+                                }
+                                let unknown = dbs.is_empty();
+                                b.txn.dbs.extend(dbs);
+                                b.txn.refuse(why, unknown);
+                            }
+                        }
+                    }
+                }
+            }
             _ if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {}
             other => b.txn.refuse(
                 format!("binlog event type {other}, which the applier does not know"),

@@ -445,3 +445,86 @@ async fn a_create_the_target_refused_is_refused_again_on_the_next_run() {
         );
     }
 }
+
+/// A LOAD DATA logged as a statement (Begin_load_query, Append_block,
+/// Execute_load_query) is judged by where it loads: into a database the
+/// source's filters exclude it is passed by and nothing stops; into a
+/// replicated one, that stream stops with the statement and the reason —
+/// not the whole source. Logged as rows (MIXED), it is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_data_logged_as_a_statement_stops_only_its_stream_and_an_excluded_one_passes() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE ld_in; CREATE TABLE ld_in.t (id INT PRIMARY KEY, v VARCHAR(10)); \
+         CREATE TABLE ld_in.u (id INT PRIMARY KEY); \
+         CREATE DATABASE ld_other; CREATE TABLE ld_other.t (id INT PRIMARY KEY); \
+         CREATE DATABASE ldx_out; CREATE TABLE ldx_out.t (id INT PRIMARY KEY, v VARCHAR(10))",
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("rows.tsv");
+    std::fs::write(&file, "1\ta\n2\tb\n3\tc\n").expect("file");
+    // The server reads it under its own user.
+    let mut p = dir.path().to_path_buf();
+    loop {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755));
+        if !p.pop() || p.as_os_str().is_empty() || p == std::path::Path::new("/") {
+            break;
+        }
+    }
+    let f = file.display();
+    let cfg = cfg("ld", s, "ld_*", &start);
+    // Into the excluded database, as a statement: passed by.
+    exec(
+        s,
+        &format!(
+            "SET SESSION binlog_format = 'STATEMENT'; LOAD DATA INFILE '{f}' INTO TABLE ldx_out.t"
+        ),
+    )
+    .await;
+    // Logged as rows: applied.
+    exec(
+        s,
+        &format!("SET SESSION binlog_format = 'MIXED'; LOAD DATA INFILE '{f}' INTO TABLE ld_in.t"),
+    )
+    .await;
+    exec(s, "INSERT INTO ld_other.t VALUES (1)").await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(count("SELECT COUNT(*) FROM ld_in.t").await, Some(3));
+    assert_eq!(count("SELECT COUNT(*) FROM ld_other.t").await, Some(1));
+    // Into a replicated database, as a statement: its stream stops.
+    exec(
+        s,
+        &format!(
+            "SET SESSION binlog_format = 'STATEMENT'; USE ld_in; LOAD DATA INFILE '{f}' INTO TABLE u (id, @ignored)"
+        ),
+    )
+    .await;
+    exec(s, "INSERT INTO ld_other.t VALUES (2)").await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let st = stopped(&cfg, s).await;
+    assert_eq!(st.len(), 1, "only its stream, not the source: {st:?}");
+    assert_eq!(st[0].stream, "ld_in");
+    let err = st[0].error.clone().unwrap_or_default();
+    assert!(err.contains("LOAD DATA logged as a statement"), "{err}");
+    assert!(
+        st[0]
+            .statement
+            .as_deref()
+            .unwrap_or_default()
+            .contains("LOAD DATA"),
+        "the statement is named: {:?}",
+        st[0].statement
+    );
+    assert_eq!(count("SELECT COUNT(*) FROM ld_in.u").await, Some(0));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM ld_other.t").await,
+        Some(2),
+        "the other streams go on"
+    );
+}
