@@ -434,23 +434,38 @@ fn old_password_accounts_log_in_as_directly() {
 #[test]
 fn accounts_made_or_changed_log_in_at_once() {
     let setup = [
-        "DROP USER IF EXISTS 'nina'@'%', 'otto'@'%'",
+        "DROP USER IF EXISTS 'nina'@'%', 'otto'@'%', 'pia'@'%'",
         "CREATE USER 'otto'@'%' IDENTIFIED BY 'otto-1'",
         "GRANT ALL ON *.* TO 'otto'@'%' WITH GRANT OPTION",
     ];
-    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    let (srv, rt, port, relay) = per_user_relay(&setup);
     rt.block_on(async {
         let connect = |u: &'static str, p: &'static str| async move {
             client(port, u, p).connect(Duration::from_secs(5)).await
         };
-        let e = connect("nina", "nina-pw")
-            .await
-            .expect_err("no such account yet");
-        assert!(e.to_string().contains("1045"), "{e}");
+        let lookups = || relay.metric("sqlfleet_relay_own_queries_total{kind=\"account\"}");
+        let before = lookups();
+        // A flood of logins with an unknown name: its absence is
+        // remembered, so the server is asked once (the host and the
+        // rows: one lookup is two queries).
+        for _ in 0..8 {
+            let e = connect("nina", "nina-pw")
+                .await
+                .expect_err("no such account yet");
+            assert!(e.to_string().contains("1045"), "{e}");
+        }
+        assert!(
+            lookups() - before <= 2.0,
+            "eight failed logins of one unknown name asked the server {} times",
+            lookups() - before
+        );
         let mut root = srv.connect().await;
         root.query_drop("CREATE USER 'nina'@'%' IDENTIFIED BY 'nina-pw'")
             .await
             .expect("create");
+        // Made directly on the server: logs in once the absence is older
+        // than its TTL.
+        tokio::time::sleep(sqlfleet_relay::backend::accounts::ABSENT_TTL).await;
         let mut n = connect("nina", "nina-pw").await.expect("made a moment ago");
         let one: Option<i64> = n.query_first("SELECT 1").await.expect("query");
         assert_eq!(one, Some(1));
@@ -465,7 +480,15 @@ fn accounts_made_or_changed_log_in_at_once() {
             .expect("the new password at once");
         let e = connect("nina", "nina-pw").await.expect_err("the old one");
         assert!(e.to_string().contains("1045"), "{e}");
-        root.query_drop("DROP USER 'nina'@'%', 'otto'@'%'")
+        // Made through the relay: at once, its absence forgotten.
+        connect("pia", "pia-pw").await.expect_err("not yet");
+        o.query_drop("CREATE USER 'pia'@'%' IDENTIFIED BY 'pia-pw'")
+            .await
+            .expect("create through the relay");
+        connect("pia", "pia-pw")
+            .await
+            .expect("made through the relay: at once");
+        root.query_drop("DROP USER 'nina'@'%', 'otto'@'%', 'pia'@'%'")
             .await
             .expect("clean up");
     });

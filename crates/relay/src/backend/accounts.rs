@@ -7,9 +7,14 @@
 //! `name@'%'`); its mysql_native_password hash checks the client's token
 //! as the server would, and the client's backend connections then log in
 //! as that name (the server has the last word). Accounts found are kept
-//! for a few seconds, so a burst of connects costs one lookup; a statement
-//! through the relay that changes accounts empties the cache, and an
-//! account not found is never kept (one made a moment later logs in).
+//! for [`TTL`], so a burst of connects costs one lookup, and a name not
+//! found for [`ABSENT_TTL`], so a flood of logins with unknown names costs
+//! the server at most one lookup per name per second — and one lookup at
+//! a time, whatever the names ([`ServerAccounts::lookup`] waits its turn).
+//! A statement through the relay that changes accounts (CREATE/DROP/ALTER/
+//! RENAME USER, GRANT, REVOKE, SET PASSWORD, FLUSH PRIVILEGES) empties
+//! both; an account made directly on the server logs in once its name's
+//! absence is older than [`ABSENT_TTL`].
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -20,12 +25,27 @@ use crate::backend::dial::Dialer;
 use crate::backend::side::{field, LookupError, SideConn};
 use crate::config::{Account, Backend};
 
-/// How long a looked-up account (or its absence) is trusted.
+/// How long a looked-up account is trusted.
 pub const TTL: Duration = Duration::from_secs(2);
+
+/// How long a name's absence is trusted.
+pub const ABSENT_TTL: Duration = Duration::from_secs(1);
+
+/// Names kept at most; past it the cache starts afresh.
+const KEEP: usize = 50_000;
 
 pub struct ServerAccounts {
     side: SideConn,
     cache: std::sync::Mutex<HashMap<String, (Instant, Option<Account>)>>,
+    /// One lookup at a time: logins that missed together wait for the
+    /// first one's answer, and unknown names cannot fan out into many
+    /// server queries at once.
+    turn: tokio::sync::Mutex<()>,
+}
+
+/// Whether a kept answer (`found` or not, kept at `at`) still holds.
+fn fresh(at: Instant, found: bool) -> bool {
+    at.elapsed() < if found { TTL } else { ABSENT_TTL }
 }
 
 /// `*` and 40 hex digits (mysql.user's native hash) → the 20 bytes.
@@ -175,6 +195,7 @@ impl ServerAccounts {
         ServerAccounts {
             side: SideConn::new(dialer, backends, health, metrics),
             cache: std::sync::Mutex::new(HashMap::new()),
+            turn: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -184,12 +205,12 @@ impl ServerAccounts {
     /// asked (logged): the client is told the server is unreachable, not
     /// that its password is wrong.
     pub async fn lookup(&self, user: &str) -> Result<Option<Account>, LookupError> {
-        if let Ok(c) = self.cache.lock() {
-            if let Some((at, a)) = c.get(user) {
-                if at.elapsed() < TTL {
-                    return Ok(a.clone());
-                }
-            }
+        if let Some(a) = self.kept(user) {
+            return Ok(a);
+        }
+        let _turn = self.turn.lock().await;
+        if let Some(a) = self.kept(user) {
+            return Ok(a);
         }
         let found = match self.query(user).await {
             Ok(a) => a,
@@ -198,17 +219,26 @@ impl ServerAccounts {
                 return Err(e);
             }
         };
-        // Only accounts found are kept: one made on the server a moment
-        // after a refused login must log in at once, as it does directly.
-        // (A kept one that changed meanwhile is safe: the server checks
+        // (A kept account that changed meanwhile is safe: the server checks
         // the client's backend login itself.)
-        if let (Ok(mut c), Some(_)) = (self.cache.lock(), &found) {
-            if c.len() > 10_000 {
-                c.retain(|_, (at, _)| at.elapsed() < TTL);
+        if let Ok(mut c) = self.cache.lock() {
+            if c.len() > KEEP {
+                c.retain(|_, (at, a)| fresh(*at, a.is_some()));
+                if c.len() > KEEP {
+                    c.clear();
+                }
             }
             c.insert(user.to_string(), (Instant::now(), found.clone()));
         }
         Ok(found)
+    }
+
+    /// The kept answer for `user`, while it holds.
+    fn kept(&self, user: &str) -> Option<Option<Account>> {
+        let c = self.cache.lock().ok()?;
+        c.get(user)
+            .filter(|(at, a)| fresh(*at, a.is_some()))
+            .map(|(_, a)| a.clone())
     }
 
     /// Accounts changed through the relay: look everything up again.

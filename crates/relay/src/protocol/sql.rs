@@ -654,6 +654,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | ("CREATE", "OR", "REPLACE")
             | ("SET", "PASSWORD", _)
             | ("GRANT" | "REVOKE", _, _)
+            | ("FLUSH", "PRIVILEGES", _)
     );
     let w3 = word(t.get(3)).unwrap_or("");
     fx.changes_privileges |= matches!(

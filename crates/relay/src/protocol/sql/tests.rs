@@ -251,6 +251,7 @@ fn what_the_tracker_cannot_say() {
         "REVOKE ALL ON *.* FROM u",
         "RENAME USER a TO b",
         "DROP USER u",
+        "FLUSH PRIVILEGES",
     ] {
         assert!(analyze(q.as_bytes()).changes_accounts, "{q}");
     }
