@@ -330,6 +330,18 @@ impl Applier {
         }
         self.run(&session_sql(&s.session, &self.collations)?)
             .await?;
+        if let Some(file) = &s.infile {
+            // A LOAD DATA logged as a statement: its `LOCAL INFILE` reads
+            // the file the binlog carried, in pieces of 1 MiB.
+            let pieces: Vec<bytes::Bytes> = file
+                .chunks(1 << 20)
+                .map(bytes::Bytes::copy_from_slice)
+                .collect();
+            self.conn.set_infile_handler(async move {
+                use futures_util::StreamExt;
+                Ok(futures_util::stream::iter(pieces.into_iter().map(Ok)).boxed())
+            });
+        }
         self.run_bytes(&s.sql).await
     }
 }

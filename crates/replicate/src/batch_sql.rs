@@ -246,6 +246,15 @@ pub fn batch_queries(
                         rows.extend_from_slice(&r.bytes);
                     }
                 }
+                // A LOAD DATA's file is given only on the source's own
+                // connection (plan.rs makes it a barrier): never here.
+                Item::Stmt(st) if st.infile.is_some() => {
+                    return Err(ApplyError::Sql {
+                        code: 0,
+                        error: "a LOAD DATA logged as a statement reached a batch".into(),
+                        statement: String::from_utf8_lossy(&st.sql).into_owned(),
+                    })
+                }
                 Item::Stmt(st) => {
                     emit(&mut merged, &mut q, &mut rows, &mut out);
                     flush(&mut q, &mut rows, &mut out);
@@ -417,6 +426,7 @@ mod tests {
                 ctx: crate::context::read(&crate::fixtures::default_status()),
                 ..Session::default()
             },
+            infile: None,
         });
         let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
         let qs = batch_queries(&jobs, &Collations::new(), true).expect("queries");

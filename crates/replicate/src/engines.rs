@@ -191,6 +191,7 @@ mod tests {
             db: Some("db".into()),
             sql: b"UPDATE t SET v = v + 1".to_vec(),
             session: Session::default(),
+            infile: None,
         })
     }
 

@@ -186,6 +186,14 @@ pub struct LoadQuery {
     pub status_vars: Vec<u8>,
     pub db: Vec<u8>,
     pub sql: Vec<u8>,
+    /// The file (Begin_load_query and Append_block events of this id).
+    pub file_id: u32,
+    /// Where in `sql` the `INFILE '...' [REPLACE|IGNORE] INTO` part
+    /// starts and ends (a replayer puts its own file there).
+    pub fn_start: usize,
+    pub fn_end: usize,
+    /// 0 error on duplicates, 1 IGNORE, 2 REPLACE.
+    pub dup: u8,
 }
 
 /// Reads an Execute_load_query event's body (after the common header,
@@ -195,7 +203,7 @@ pub struct LoadQuery {
 /// file-name start and end in the statement, and duplicate handling.
 pub fn execute_load_query(body: &[u8], post_header_len: u8) -> Result<LoadQuery, DecodeError> {
     let ph = post_header_len as usize;
-    if ph < 13 || body.len() < ph {
+    if ph < 26 || body.len() < ph {
         return Err(err(
             "Execute_load_query event too short for its post-header",
             body.len(),
@@ -221,10 +229,22 @@ pub fn execute_load_query(body: &[u8], post_header_len: u8) -> Result<LoadQuery,
             ))
         }
     };
+    let u32_at = |i: usize| u32::from_le_bytes([body[i], body[i + 1], body[i + 2], body[i + 3]]);
+    let (fn_start, fn_end) = (u32_at(17) as usize, u32_at(21) as usize);
+    if fn_start > fn_end || fn_end > sql.len() {
+        return Err(err(
+            "Execute_load_query event whose file name lies outside its statement",
+            body.len(),
+        ));
+    }
     Ok(LoadQuery {
         status_vars: status_vars.to_vec(),
         db: db.to_vec(),
         sql: sql.to_vec(),
+        file_id: u32_at(13),
+        fn_start,
+        fn_end,
+        dup: body[25],
     })
 }
 
@@ -289,6 +309,10 @@ mod tests {
     fn load_query(status: &[u8], db: &[u8], sql: &[u8]) -> Vec<u8> {
         let mut b = vec![0u8; 26];
         b[8] = db.len() as u8;
+        b[13..17].copy_from_slice(&7u32.to_le_bytes());
+        b[17..21].copy_from_slice(&0u32.to_le_bytes());
+        b[21..25].copy_from_slice(&(sql.len() as u32).to_le_bytes());
+        b[25] = 2;
         b[11..13].copy_from_slice(&(status.len() as u16).to_le_bytes());
         b.extend_from_slice(status);
         b.extend_from_slice(db);
@@ -305,6 +329,10 @@ mod tests {
         assert_eq!(q.db, b"app");
         assert_eq!(q.sql, sql);
         assert_eq!(q.status_vars.len(), 5);
+        assert_eq!(
+            (q.file_id, q.fn_start, q.fn_end, q.dup),
+            (7, 0, sql.len(), 2)
+        );
         // Cut anywhere before the statement: an error, never a panic.
         for cut in 0..body.len() - sql.len() {
             assert!(
@@ -326,7 +354,8 @@ mod tests {
             sql in proptest::collection::vec(any::<u8>(), 0..200),
         ) {
             let q = execute_load_query(&load_query(&status, &db, &sql), 26).expect("reads");
-            prop_assert_eq!(q, LoadQuery { status_vars: status, db, sql });
+            let n = sql.len();
+            prop_assert_eq!(q, LoadQuery { status_vars: status, db, sql, file_id: 7, fn_start: 0, fn_end: n, dup: 2 });
         }
 
         #[test]

@@ -58,6 +58,7 @@ fn jobs(
                         ctx: crate::context::read(&crate::fixtures::default_status()),
                         ..Session::default()
                     },
+                    infile: None,
                 })],
                 dbs: [db.to_string()].into_iter().collect(),
                 unsupported: None,

@@ -100,6 +100,9 @@ pub struct Stmt {
     pub db: Option<String>,
     pub sql: Vec<u8>,
     pub session: Session,
+    /// A LOAD DATA logged as a statement: the file's bytes, which `sql`
+    /// (rewritten to `LOCAL INFILE`) reads from the applier.
+    pub infile: Option<std::sync::Arc<Vec<u8>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -178,6 +181,14 @@ impl Txn {
             .sum()
     }
 
+    /// It holds a LOAD DATA logged as a statement (applied on the
+    /// source's own connection, which gives the file; never batched).
+    pub fn loads_a_file(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i, Item::Stmt(s) if s.infile.is_some()))
+    }
+
     /// Nothing of it is replicated (all filtered out, or empty): no
     /// replicated database is touched, and none may have been.
     pub fn is_empty(&self) -> bool {
@@ -216,6 +227,9 @@ struct Building {
     /// The framing of the statement's kept events (see [`Layout`]).
     seen: Seen,
     pending: Session,
+    /// The file of a LOAD DATA logged as a statement, as its
+    /// Begin_load_query and Append_block events bring it: (file id, bytes).
+    load_file: Option<(u32, Vec<u8>)>,
 }
 
 /// The framing of a statement's kept events as they are read: each value
@@ -297,8 +311,26 @@ const APPEND_BLOCK: u8 = 9;
 const BEGIN_LOAD_QUERY: u8 = 17;
 const EXECUTE_LOAD_QUERY: u8 = 18;
 
-/// Why a LOAD DATA logged as a statement stops its stream.
-pub const LOAD_REFUSAL: &str = "LOAD DATA logged as a statement (its file travels in the binlog's Begin_load_query and Append_block events, which the applier does not replay); use binlog_format=ROW or MIXED on the source, which log its rows";
+/// Why a LOAD DATA logged as a statement could not be applied.
+pub const LOAD_REFUSAL: &str = "a LOAD DATA logged as a statement";
+
+/// The statement of an Execute_load_query as a replayer sends it: its
+/// `INFILE 'name' [REPLACE|IGNORE] INTO` part made `LOCAL INFILE` of the
+/// applier's own bytes (as `mariadb-binlog` writes it), the duplicate
+/// handling kept.
+pub fn local_infile(q: &event::LoadQuery) -> Vec<u8> {
+    let dup: &[u8] = match q.dup {
+        2 => b" REPLACE",
+        1 => b" IGNORE",
+        _ => b"",
+    };
+    let mut sql = q.sql[..q.fn_start].to_vec();
+    sql.extend_from_slice(b" LOCAL INFILE 'sqlfleet-binlog-load'");
+    sql.extend_from_slice(dup);
+    sql.extend_from_slice(b" INTO");
+    sql.extend_from_slice(&q.sql[q.fn_end..]);
+    sql
+}
 
 /// Why an XA transaction's streams stop. A prepared branch would hold its
 /// stream's position row locked until the source's XA COMMIT, which the
@@ -433,6 +465,7 @@ impl Assembler {
                     last_rows_flagged: false,
                     seen: Seen::default(),
                     pending: Session::default(),
+                    load_file: None,
                 });
                 return Ok(Out::Nothing);
             }
@@ -640,32 +673,75 @@ impl Assembler {
                     Err(why) => b.txn.refuse(why, false),
                 }
             }
-            // The file of a LOAD DATA logged as a statement: read with the
-            // Execute_load_query after it, which says where it goes.
-            APPEND_BLOCK | BEGIN_LOAD_QUERY => {}
+            // The file of a LOAD DATA logged as a statement, in blocks:
+            // kept for the Execute_load_query after them.
+            BEGIN_LOAD_QUERY | APPEND_BLOCK => {
+                let et = if ty == BEGIN_LOAD_QUERY {
+                    EventType::BEGIN_LOAD_QUERY_EVENT
+                } else {
+                    EventType::APPEND_BLOCK_EVENT
+                };
+                let ph = fde.get_event_type_header_length(et) as usize;
+                let d = ev.data();
+                match (d.get(..4), d.get(ph.max(4)..)) {
+                    (Some(id), Some(block)) => {
+                        let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                        match (&mut b.load_file, ty == BEGIN_LOAD_QUERY) {
+                            (f, true) => *f = Some((id, block.to_vec())),
+                            (Some((have, bytes)), false) if *have == id => {
+                                bytes.extend_from_slice(block)
+                            }
+                            _ => b.txn.refuse(
+                                format!(
+                                    "{LOAD_REFUSAL}: a block of file {id} without its beginning"
+                                ),
+                                true,
+                            ),
+                        }
+                    }
+                    _ => b
+                        .txn
+                        .refuse(format!("{LOAD_REFUSAL}: a short file block event"), true),
+                }
+            }
             EXECUTE_LOAD_QUERY => {
                 let ph = fde.get_event_type_header_length(EventType::EXECUTE_LOAD_QUERY_EVENT);
+                let file = b.load_file.take();
                 match event::execute_load_query(ev.data(), ph) {
                     Err(e) => b
                         .txn
-                        .refuse(format!("{LOAD_REFUSAL} (and unreadable: {e})"), true),
+                        .refuse(format!("{LOAD_REFUSAL}: unreadable: {e}"), true),
                     Ok(q) => {
                         let mut session = std::mem::take(&mut b.pending);
                         session.ctx = context::read(&q.status_vars);
+                        session.timestamp = h.timestamp();
                         let src_db = String::from_utf8_lossy(&q.db).into_owned();
                         let show: String =
                             String::from_utf8_lossy(&q.sql).chars().take(200).collect();
-                        // Where it loads decides: into a database this
-                        // source's filters exclude it is passed by; into a
-                        // replicated one, that stream stops with it.
-                        match route_statement(&self.map, &src_db, &q.sql, session) {
+                        // Applied as `mariadb-binlog | mariadb` replays it: the
+                        // file name part read from the applier's own bytes.
+                        let sql = local_infile(&q);
+                        match route_statement(&self.map, &src_db, &sql, session) {
+                            // Into a database the filters exclude: passed by.
                             Routed::Filtered => {}
-                            Routed::Apply { dbs, .. } => {
+                            Routed::Apply { mut stmt, dbs } => {
                                 if b.txn.first.is_empty() {
                                     b.txn.first = show;
                                 }
                                 b.txn.dbs.extend(dbs);
-                                b.txn.refuse(LOAD_REFUSAL, false);
+                                match file.filter(|(id, _)| *id == q.file_id) {
+                                    Some((_, bytes)) => {
+                                        if let Err(why) = context::reproducible(&stmt.session.ctx) {
+                                            b.txn.refuse(why, false);
+                                        }
+                                        stmt.infile = Some(std::sync::Arc::new(bytes));
+                                        b.txn.items.push(Item::Stmt(*stmt));
+                                    }
+                                    None => b.txn.refuse(
+                                        format!("{LOAD_REFUSAL}: file {} was not in the binlog before it", q.file_id),
+                                        false,
+                                    ),
+                                }
                             }
                             Routed::Refused { why, dbs } => {
                                 if b.txn.first.is_empty() {
@@ -865,6 +941,7 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
                 .map(str::to_string),
             sql: text,
             session,
+            infile: None,
         }),
         dbs: kept,
     }

@@ -447,26 +447,35 @@ async fn a_create_the_target_refused_is_refused_again_on_the_next_run() {
 }
 
 /// A LOAD DATA logged as a statement (Begin_load_query, Append_block,
-/// Execute_load_query) is judged by where it loads: into a database the
-/// source's filters exclude it is passed by and nothing stops; into a
-/// replicated one, that stream stops with the statement and the reason —
-/// not the whole source. Logged as rows (MIXED), it is applied.
+/// Execute_load_query) is applied as `mariadb-binlog | mariadb` replays
+/// it — the file from the binlog, as LOCAL INFILE — into the target's
+/// name for its database, with its REPLACE or IGNORE; one into a database
+/// the source's filters exclude is passed by; logged as rows (MIXED), its
+/// rows are applied. The target's tables equal the source's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_load_data_logged_as_a_statement_stops_only_its_stream_and_an_excluded_one_passes() {
+async fn a_load_data_logged_as_a_statement_is_applied_and_an_excluded_one_passes() {
     let s = source(2);
     let start = binlog_pos(s).await;
     exec(
         s,
-        "CREATE DATABASE ld_in; CREATE TABLE ld_in.t (id INT PRIMARY KEY, v VARCHAR(10)); \
-         CREATE TABLE ld_in.u (id INT PRIMARY KEY); \
+        "CREATE DATABASE ld_in; CREATE TABLE ld_in.t (id INT PRIMARY KEY, v VARCHAR(40)); \
+         CREATE TABLE ld_in.u (id INT PRIMARY KEY, v VARCHAR(40)); \
          CREATE DATABASE ld_other; CREATE TABLE ld_other.t (id INT PRIMARY KEY); \
-         CREATE DATABASE ldx_out; CREATE TABLE ldx_out.t (id INT PRIMARY KEY, v VARCHAR(10))",
+         CREATE DATABASE ldx_out; CREATE TABLE ldx_out.t (id INT PRIMARY KEY, v VARCHAR(40))",
     )
     .await;
     let dir = tempfile::tempdir().expect("tmp");
+    // Big enough for several Append_block events; tabs, escapes and NULLs.
+    let mut rows = String::new();
+    for i in 1..=20_000 {
+        rows.push_str(&format!("{i}\tv\\\\{i} \u{e9}\n"));
+    }
+    rows.push_str("20001\t\\N\n");
     let file = dir.path().join("rows.tsv");
-    std::fs::write(&file, "1\ta\n2\tb\n3\tc\n").expect("file");
-    // The server reads it under its own user.
+    std::fs::write(&file, &rows).expect("file");
+    let small = dir.path().join("small.tsv");
+    std::fs::write(&small, "1\tnew\n2\tnew\n30000\tnew\n").expect("file");
+    // The server reads them under its own user.
     let mut p = dir.path().to_path_buf();
     loop {
         use std::os::unix::fs::PermissionsExt;
@@ -475,56 +484,55 @@ async fn a_load_data_logged_as_a_statement_stops_only_its_stream_and_an_excluded
             break;
         }
     }
-    let f = file.display();
-    let cfg = cfg("ld", s, "ld_*", &start);
-    // Into the excluded database, as a statement: passed by.
+    let (f, sm) = (file.display(), small.display());
+    let cfg = cfg_for("ld", s, "ld_*", "ld_in = \"ld_in_copy\"", &start);
     exec(
         s,
         &format!(
-            "SET SESSION binlog_format = 'STATEMENT'; LOAD DATA INFILE '{f}' INTO TABLE ldx_out.t"
+            "SET SESSION binlog_format = 'STATEMENT'; \
+             LOAD DATA INFILE '{f}' INTO TABLE ldx_out.t CHARACTER SET utf8mb4; \
+             USE ld_in; LOAD DATA INFILE '{f}' INTO TABLE t CHARACTER SET utf8mb4; \
+             LOAD DATA INFILE '{sm}' REPLACE INTO TABLE ld_in.t; \
+             LOAD DATA INFILE '{f}' INTO TABLE u CHARACTER SET utf8mb4; \
+             LOAD DATA INFILE '{sm}' IGNORE INTO TABLE u"
         ),
     )
     .await;
-    // Logged as rows: applied.
+    // Logged as rows: applied as rows.
     exec(
         s,
-        &format!("SET SESSION binlog_format = 'MIXED'; LOAD DATA INFILE '{f}' INTO TABLE ld_in.t"),
+        &format!("SET SESSION binlog_format = 'MIXED'; DELETE FROM ld_in.u; LOAD DATA INFILE '{sm}' INTO TABLE ld_in.u"),
     )
     .await;
     exec(s, "INSERT INTO ld_other.t VALUES (1)").await;
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
-    assert_eq!(count("SELECT COUNT(*) FROM ld_in.t").await, Some(3));
-    assert_eq!(count("SELECT COUNT(*) FROM ld_other.t").await, Some(1));
-    // Into a replicated database, as a statement: its stream stops.
-    exec(
-        s,
-        &format!(
-            "SET SESSION binlog_format = 'STATEMENT'; USE ld_in; LOAD DATA INFILE '{f}' INTO TABLE u (id, @ignored)"
-        ),
-    )
-    .await;
-    exec(s, "INSERT INTO ld_other.t VALUES (2)").await;
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
-    let st = stopped(&cfg, s).await;
-    assert_eq!(st.len(), 1, "only its stream, not the source: {st:?}");
-    assert_eq!(st[0].stream, "ld_in");
-    let err = st[0].error.clone().unwrap_or_default();
-    assert!(err.contains("LOAD DATA logged as a statement"), "{err}");
+    let digest = |db: &str, t: &str| {
+        format!("SELECT CONCAT(COUNT(*), '/', COALESCE(SUM(CRC32(CONCAT_WS('|', id, COALESCE(v, 'NULL')))), 0)) FROM {db}.{t}")
+    };
+    let mut src = s.connect().await;
+    for t in ["t", "u"] {
+        let want: Option<String> = src.query_first(digest("ld_in", t)).await.expect("source");
+        let mut c = target().connect().await;
+        let got: Option<String> = c
+            .query_first(digest("ld_in_copy", t))
+            .await
+            .expect("target");
+        assert_eq!(
+            got, want,
+            "ld_in.{t} on the target (renamed) equals the source's"
+        );
+    }
+    let n: Option<String> = src.query_first(digest("ld_in", "t")).await.expect("source");
     assert!(
-        st[0]
-            .statement
-            .as_deref()
-            .unwrap_or_default()
-            .contains("LOAD DATA"),
-        "the statement is named: {:?}",
-        st[0].statement
+        n.unwrap_or_default().starts_with("20002/"),
+        "the file loaded whole, with REPLACE's new row"
     );
-    assert_eq!(count("SELECT COUNT(*) FROM ld_in.u").await, Some(0));
+    assert_eq!(count("SELECT COUNT(*) FROM ld_other.t").await, Some(1));
     assert_eq!(
-        count("SELECT COUNT(*) FROM ld_other.t").await,
-        Some(2),
-        "the other streams go on"
+        count("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'ldx_out'")
+            .await,
+        Some(0),
+        "the excluded database was passed by"
     );
 }

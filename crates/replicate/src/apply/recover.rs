@@ -109,6 +109,7 @@ mod tests {
             db: db.map(str::to_string),
             sql: sql.as_bytes().to_vec(),
             session: Session::default(),
+            infile: None,
         })
     }
 

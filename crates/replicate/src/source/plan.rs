@@ -66,7 +66,9 @@ pub(super) fn kind(txn: &Txn, stored: &Stored) -> Kind {
         Kind::Barrier(Barrier::Standalone)
     } else if crate::apply::created(txn).is_some() {
         Kind::Barrier(Barrier::Created)
-    } else if txn.dbs.len() > 1 {
+    } else if txn.dbs.len() > 1 || txn.loads_a_file() {
+        // (A LOAD DATA's file is given on this connection, statement by
+        // statement: never in a worker's batch.)
         Kind::Barrier(Barrier::Multi)
     } else {
         Kind::Stream
@@ -120,6 +122,7 @@ mod tests {
             db: Some("a".into()),
             sql: sql.as_bytes().to_vec(),
             session: Session::default(),
+            infile: None,
         })
     }
 
@@ -138,6 +141,14 @@ mod tests {
             "ddl" => t.standalone = true,
             "create select" => t.items = vec![stmt("CREATE TABLE t2 (i int)"), stmt("x")],
             "unknown scope" => t.unknown_scope = true,
+            "load data" => {
+                t.items = vec![Item::Stmt(Stmt {
+                    db: Some("a".into()),
+                    sql: b"LOAD DATA LOCAL INFILE 'f' INTO TABLE t".to_vec(),
+                    session: Session::default(),
+                    infile: Some(std::sync::Arc::new(b"1\n".to_vec())),
+                })]
+            }
             other => panic!("no shape {other}"),
         }
         t
@@ -180,6 +191,9 @@ mod tests {
             ("ddl", "", &[], &[], Kind::Barrier(Standalone)),
             ("ddl", "", &[], &["1-1-5"], Kind::Skip),
             ("create select", "", &[], &[], Kind::Barrier(Created)),
+            // Its file is given on the source's own connection.
+            ("load data", "", &[], &[], Kind::Barrier(Multi)),
+            ("load data", "1-1-5", &[], &[], Kind::Applied),
         ];
         for (shape, floor, streams, skips, want) in rows {
             let got = kind(&shaped(shape), &stored(floor, streams, skips));
