@@ -368,3 +368,20 @@ fn the_command_list_has_one_line_per_command() {
         );
     }
 }
+
+/// The guide's introduction is the README with its links made relative
+/// to the guide (scripts/introduction.sh writes it): they cannot drift.
+#[test]
+fn the_guide_introduction_is_the_readme() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let intro =
+        std::fs::read_to_string(root.join("docs/guide/introduction.md")).expect("introduction");
+    let want = readme
+        .replace("](docs/guide/", "](")
+        .replace("](docs/", "](../");
+    assert!(
+        intro == want,
+        "docs/guide/introduction.md is not the README: run scripts/introduction.sh"
+    );
+}

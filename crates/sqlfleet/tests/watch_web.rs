@@ -611,6 +611,13 @@ fn an_ssh_password_from_the_store_goes_through_askpass_never_argv() {
         // Its first spelling still answers, for the same server.
         let old = json(&w.addr, &format!("/api/server?name={primary}"));
         assert_eq!(old["server"]["name"], v["server"]["name"], "{old}");
+        // The page and the API agree on a name: watched or not.
+        let (code, _, _) = http_get(&w.addr, &format!("/server?name={primary}"), &[]);
+        assert_eq!(code, 200);
+        for path in ["/server?name=nosuch", "/api/server?server=nosuch"] {
+            let (code, _, body) = http_get(&w.addr, path, &[]);
+            assert_eq!(code, 404, "{path}: {body}");
+        }
         if v["server"]["mem"].is_number() {
             break v;
         }

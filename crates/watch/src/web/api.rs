@@ -94,6 +94,27 @@ fn find(f: &Fleet, name: &str) -> Option<Server> {
     f.servers.iter().find(|s| s.server == name).cloned()
 }
 
+/// The server page: for a watched server (`name=`, or `server=` as the
+/// API spells it); 404 for a name not watched, as `/api/server` answers,
+/// and 400 without one.
+pub async fn server_page(State(st): State<Arc<WebState>>, Query(q): Params) -> Response {
+    let Some(name) = q.get("name").or_else(|| q.get("server")) else {
+        return error(StatusCode::BAD_REQUEST, "name= is missing");
+    };
+    let known = st.fleet.lock().is_ok_and(|f| find(&f, name).is_some());
+    if !known {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("{name}: not a watched server"),
+        );
+    }
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        SERVER,
+    )
+        .into_response()
+}
+
 pub async fn fleet(State(st): State<Arc<WebState>>) -> Response {
     Json(fleet_json(&st)).into_response()
 }

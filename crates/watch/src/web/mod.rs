@@ -127,7 +127,7 @@ impl Web {
         });
         let router = Router::new()
             .route("/", get(|| async { page(api::INDEX) }))
-            .route("/server", get(|| async { page(api::SERVER) }))
+            .route("/server", get(api::server_page))
             .route("/incidents", get(|| async { page(api::INCIDENTS) }))
             .route(
                 "/assets/app.js",
@@ -239,4 +239,30 @@ async fn guard(State(st): State<Arc<WebState>>, req: Request, next: Next) -> Res
         HeaderValue::from_static(if data { "no-store" } else { "no-cache" }),
     );
     resp
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every route the router serves is in the guide's API list.
+    #[test]
+    fn the_guide_lists_every_route() {
+        let src = include_str!("mod.rs");
+        let guide = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/guide/watch.md"),
+        )
+        .expect("docs/guide/watch.md");
+        let routes: Vec<&str> = src
+            .split(".route(\"")
+            .skip(1)
+            .filter_map(|r| r.split('"').next())
+            .filter(|r| r.starts_with("/api/") || *r == "/metrics")
+            .collect();
+        assert!(routes.len() >= 10, "{routes:?}");
+        for r in routes {
+            assert!(
+                guide.contains(&format!("`{r}")),
+                "{r} is not in watch.md's API list"
+            );
+        }
+    }
 }
