@@ -194,3 +194,111 @@ fn main() {
     };
     std::process::exit(code as i32);
 }
+
+/// The one vocabulary of flags (`cmd/vocab.rs`, docs/guide/conventions.md)
+/// checked against every command's definition.
+#[cfg(test)]
+mod vocabulary {
+    use clap::CommandFactory;
+
+    use crate::cmd::vocab::{IDEAS, PRINT_RESULTS, RUN_LONG};
+
+    /// Every (command path, its visible long flags) in the tree.
+    fn commands() -> Vec<(String, Vec<String>)> {
+        fn walk(c: &clap::Command, path: &str, out: &mut Vec<(String, Vec<String>)>) {
+            let flags = c
+                .get_arguments()
+                .filter(|a| !a.is_hide_set())
+                .filter_map(|a| a.get_long().map(str::to_string))
+                .collect();
+            out.push((path.to_string(), flags));
+            for s in c.get_subcommands() {
+                let p = if path.is_empty() {
+                    s.get_name().to_string()
+                } else {
+                    format!("{path} {}", s.get_name())
+                };
+                walk(s, &p, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&crate::Cli::command(), "", &mut out);
+        out
+    }
+
+    fn flags_of<'a>(all: &'a [(String, Vec<String>)], cmd: &str) -> &'a [String] {
+        &all.iter()
+            .find(|(p, _)| p == cmd)
+            .unwrap_or_else(|| panic!("no command {cmd}"))
+            .1
+    }
+
+    #[test]
+    fn one_idea_one_flag_in_every_command() {
+        let all = commands();
+        assert!(all.len() > 20, "{all:?}");
+        for (path, flags) in &all {
+            for (idea, _, other) in IDEAS {
+                for o in *other {
+                    assert!(
+                        !flags.iter().any(|f| f == o),
+                        "`sqlfleet {path} --{o}`: {idea} is spelt otherwise elsewhere (docs/guide/conventions.md)"
+                    );
+                }
+            }
+        }
+        for cmd in PRINT_RESULTS {
+            assert!(
+                flags_of(&all, cmd).iter().any(|f| f == "json"),
+                "`sqlfleet {cmd}` prints results and has no --json"
+            );
+        }
+        for cmd in RUN_LONG {
+            for f in ["progress", "quiet"] {
+                assert!(
+                    flags_of(&all, cmd).iter().any(|x| x == f),
+                    "`sqlfleet {cmd}` runs long and has no --{f}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_progress_flag_takes_the_same_four_words() {
+        fn walk(c: &clap::Command, path: &str) {
+            for a in c.get_arguments() {
+                if a.get_long() == Some("progress") {
+                    let mut v: Vec<String> = a
+                        .get_possible_values()
+                        .iter()
+                        .filter(|p| !p.is_hide_set())
+                        .map(|p| p.get_name().to_string())
+                        .collect();
+                    v.sort();
+                    assert_eq!(
+                        v,
+                        ["auto", "bar", "json", "none"],
+                        "sqlfleet {path} --progress"
+                    );
+                }
+            }
+            for s in c.get_subcommands() {
+                walk(s, &format!("{path} {}", s.get_name()));
+            }
+        }
+        walk(&crate::Cli::command(), "");
+    }
+
+    #[test]
+    fn the_conventions_chapter_names_every_idea() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let guide = std::fs::read_to_string(root.join("../../docs/guide/conventions.md"))
+            .expect("docs/guide/conventions.md");
+        for (idea, flag, _) in IDEAS {
+            assert!(
+                guide.contains(&format!("`--{flag}")),
+                "conventions.md does not name --{flag} ({idea})"
+            );
+        }
+    }
+}

@@ -86,7 +86,7 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
         let mut child = sqlfleet()
             .args(["replicate", "--config"])
             .arg(&cfg)
-            .args(["--progress", "never"])
+            .args(["--progress", "none"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -104,7 +104,7 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
     let o = sqlfleet()
         .args(["replicate", "--config"])
         .arg(&cfg)
-        .args(["--until-caught-up", "--json", "--progress", "never"])
+        .args(["--until-caught-up", "--json", "--progress", "none"])
         .stdin(Stdio::null())
         .output()
         .expect("run replicate");
@@ -151,7 +151,7 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
     let dir = tempfile::tempdir().expect("tempdir");
     let run = |cfg: &std::path::Path, extra: &[&str]| {
         sqlfleet()
-            .args(["replicate", "--progress", "never", "--config"])
+            .args(["replicate", "--progress", "none", "--config"])
             .arg(cfg)
             .args(extra)
             .stdin(Stdio::null())
@@ -208,7 +208,7 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
         .args([
             "replicate",
             "--progress",
-            "never",
+            "none",
             "--metrics",
             &maddr,
             "--config",
@@ -339,7 +339,7 @@ fn passwords_come_from_files_or_sandboxes_never_argv_or_output() {
     let o = run(&[
         "replicate",
         "--progress",
-        "always",
+        "bar",
         "--until-caught-up",
         "--json",
     ]);
@@ -408,7 +408,7 @@ fn a_stopped_stream_is_said_loudly_and_retry_resumes_it_exactly() {
     );
     let log = dir.path().join("progress.log");
     let mut child = sqlfleet()
-        .args(["replicate", "--progress", "always", "--config"])
+        .args(["replicate", "--progress", "bar", "--config"])
         .arg(&c)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -617,7 +617,7 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
             "--until-caught-up",
             "--json",
             "--progress",
-            "never",
+            "none",
             "--config",
         ])
         .arg(&c)
@@ -694,7 +694,7 @@ fn replicate_into_a_galera_node_gives_every_node_the_source_and_refuses_myisam_r
         });
     });
     let mut child = sqlfleet()
-        .args(["replicate", "--progress", "never", "--config"])
+        .args(["replicate", "--progress", "none", "--config"])
         .arg(&cfg)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -712,7 +712,7 @@ fn replicate_into_a_galera_node_gives_every_node_the_source_and_refuses_myisam_r
             "--until-caught-up",
             "--json",
             "--progress",
-            "never",
+            "none",
             "--config",
         ])
         .arg(&cfg)
@@ -910,7 +910,7 @@ fn seed_and_first_streaming_killed_at_every_step_leave_the_copy_identical() {
         (Duration::from_millis(300), Duration::from_millis(1500)),
     ) {
         let (st, by_us) = run(
-            &["replicate", "--progress", "never"],
+            &["replicate", "--progress", "none"],
             &f.failpoints(),
             f.deadline(),
         );
@@ -923,7 +923,7 @@ fn seed_and_first_streaming_killed_at_every_step_leave_the_copy_identical() {
     }
     writer.join().expect("writer");
     let (st, _) = run(
-        &["replicate", "--until-caught-up", "--progress", "never"],
+        &["replicate", "--until-caught-up", "--progress", "none"],
         "",
         Duration::from_secs(300),
     );
@@ -974,7 +974,7 @@ fn until_caught_up_gives_a_source_that_stays_down_up() {
         .args([
             "replicate",
             "--progress",
-            "never",
+            "none",
             "--until-caught-up",
             "--give-up-after",
             "2",
