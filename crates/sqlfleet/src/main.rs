@@ -147,16 +147,18 @@ fn main() {
                 }
             });
         }
-        Command::Man { out } => std::process::exit(match cmd::man::write(out) {
-            Ok(files) => {
-                println!("wrote {} man pages in {}", files, out.display());
-                Exit::Ok as i32
-            }
-            Err(e) => {
-                eprintln!("sqlfleet: {}", exit::one_line(&e));
-                Exit::Usage as i32
-            }
-        }),
+        Command::Man { out } => std::process::exit(
+            match cmd::man::write(out, <Cli as clap::CommandFactory>::command()) {
+                Ok(files) => {
+                    println!("wrote {} man pages in {}", files, out.display());
+                    Exit::Ok as i32
+                }
+                Err(e) => {
+                    eprintln!("sqlfleet: {}", exit::one_line(&e));
+                    Exit::Usage as i32
+                }
+            },
+        ),
         _ => {}
     }
     // The relay runs its own event loops, one single-threaded runtime per

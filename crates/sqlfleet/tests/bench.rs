@@ -489,6 +489,11 @@ fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
         "the first error, with its code, and no password: {}",
         stderr(&bad)
     );
+    assert!(
+        stderr(&bad).contains("no connection succeeded"),
+        "said as what happened, not 'N errors in 0 connections': {}",
+        stderr(&bad)
+    );
     let r = results(&dir.path().join("bad"));
     let via = r["pool"]
         .as_array()

@@ -290,14 +290,23 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     finish(&a.out, &results, &direct, a.cleanup, show).await?;
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
-        eprintln!(
-            "sqlfleet bench: {}: {} errors in {} connections (more than {}%); first: {}",
-            c.key(),
-            c.errors,
-            c.connections,
-            a.max_errors,
-            c.first_error.as_deref().unwrap_or("?")
-        );
+        let first = c.first_error.as_deref().unwrap_or("?");
+        if c.connections == 0 {
+            // (A dead --via port: every connect failed.)
+            eprintln!(
+                "sqlfleet bench: {}: no connection succeeded ({} attempts failed); first: {first}",
+                c.key(),
+                c.errors
+            );
+        } else {
+            eprintln!(
+                "sqlfleet bench: {}: {} errors in {} connections (more than {}%); first: {first}",
+                c.key(),
+                c.errors,
+                c.connections,
+                a.max_errors
+            );
+        }
     }
     Ok(if failed.is_empty() {
         Exit::Ok

@@ -6,10 +6,10 @@ use std::path::Path;
 
 use anyhow::Context;
 
-/// Writes the pages; returns how many.
-pub fn write(dir: &Path) -> anyhow::Result<usize> {
+/// Writes the pages of `cmd` (the whole command line, from main.rs);
+/// returns how many.
+pub fn write(dir: &Path, cmd: clap::Command) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir).with_context(|| format!("{}", dir.display()))?;
-    let cmd = <crate::Cli as clap::CommandFactory>::command();
     page(dir, "sqlfleet", cmd)
 }
 
