@@ -441,6 +441,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     let mut refused = Vec::new();
     let (mut source_restarts, mut target_kills, mut stopped_early) = (0, 0, 0);
     let mut source_refusals = 0;
+    let mut loads = 0;
     for seed in first..first + seeds {
         let mut log = String::new();
         let verdict = one_seed(seed, steps, &mut log).await;
@@ -448,6 +449,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         target_kills += log.matches("-- kill -9 of the target").count();
         stopped_early += log.matches("-- first run stopped").count();
         source_refusals += log.matches(" refused: ").count();
+        loads += log.matches("LOAD DATA INFILE").count();
         let diffs = match verdict {
             Verdict::Same => continue,
             Verdict::Refused(d) => {
@@ -476,7 +478,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     eprintln!(
         "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?} \
          ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts, \
-         {source_refusals} statements the sources refused)",
+         {source_refusals} statements the sources refused, {loads} LOAD DATA)",
         seeds as usize - refused.len() - failed.len(),
         refused.len(),
         failed.len()

@@ -16,7 +16,10 @@
 //! database's name inside a literal, explicit_defaults_for_timestamp=0,
 //! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO) set back
 //! to the defaults after (on the code before the session context, 8 of 8
-//! seeds differed). Every statement is deterministic, so a replica
+//! seeds differed), and LOAD DATA of a file the source wrote with SELECT
+//! ... INTO OUTFILE (tabs and escapes inside fields, ids from
+//! AUTO_INCREMENT, IGNORE or REPLACE): logged as a statement (its file in
+//! Begin_load_query/Append_block events) on STATEMENT sources. Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
@@ -179,7 +182,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..26) {
+        let step: Vec<String> = match rng.gen_range(0..27) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -300,6 +303,23 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
             // then the defaults again: what the next step logs without
             // them must not run under them on the target.
             24 => session_step(rng, a, i, n),
+            // A file written by the source itself, loaded back (named for
+            // this run: INTO OUTFILE refuses a file that exists).
+            25 => {
+                let f = format!(
+                    "/tmp/sqlfleet-ld-{}-{seed}-{src}-{i}.tsv",
+                    run_token()
+                );
+                let how = ["", "IGNORE ", "REPLACE "][rng.gen_range(0..3)];
+                vec![
+                    format!(
+                        "SELECT c.v, CONCAT('ld', c.id, '\\t', IFNULL(c.note, '\\\\')) FROM child c \
+                         WHERE c.id % 4 = {} ORDER BY c.id INTO OUTFILE '{f}'",
+                        r % 4
+                    ),
+                    format!("LOAD DATA INFILE '{f}' {how}INTO TABLE bulk (a, b)"),
+                ]
+            }
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
@@ -319,4 +339,12 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
         steps: out,
         restart,
     }
+}
+
+/// Unique to this test process and moment: the source's OUTFILE names.
+fn run_token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{nanos}", std::process::id())
 }
