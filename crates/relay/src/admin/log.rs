@@ -91,27 +91,27 @@ pub fn galera_writer(from: &str, to: &str) {
     }
 }
 
-/// A backend's role as health checks see it changed.
+/// A backend's role as health checks see it changed. The line names the
+/// backend once (in the message; `role` is the one field), and a backend
+/// that stays down with a new error is "still down".
 pub fn backend_role(backend: &str, from: &str, to: &str, error: Option<&str>) {
     match (to, error) {
-        ("down", Some(e)) => {
-            tracing::error!(
-                backend,
-                role = to,
-                "relay: backend {backend} is down ({from} before): {e}"
-            )
+        ("down", Some(e)) if from == "down" => {
+            tracing::error!(role = to, "relay: backend {backend} is still down: {e}")
         }
-        ("down", None) => tracing::error!(backend, role = to, "relay: backend {backend} is down"),
-        ("excluded", Some(e)) => tracing::warn!(
-            backend,
+        ("down", Some(e)) => tracing::error!(
             role = to,
-            "relay: Galera node {backend} gets no traffic ({from} before): {e}"
+            "relay: backend {backend} is down (it was {from}): {e}"
+        ),
+        ("down", None) => tracing::error!(role = to, "relay: backend {backend} is down"),
+        ("excluded", Some(e)) => tracing::warn!(
+            role = to,
+            "relay: Galera node {backend} gets no traffic (it was {from}): {e}"
         ),
         (_, _) if from == "down" => {
-            tracing::info!(backend, role = to, "relay: backend {backend} is up as {to}")
+            tracing::info!(role = to, "relay: backend {backend} is up as {to}")
         }
         _ => tracing::warn!(
-            backend,
             role = to,
             "relay: backend {backend} changed role: {from} -> {to}"
         ),
