@@ -199,7 +199,16 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
                 r.elapsed.as_secs_f64()
             );
             match &r.caught_up_to {
-                Some(pos) => println!("{} had applied the old primary's {pos}", r.new_primary),
+                // (An empty position: the old primary had written no
+                // transaction yet.)
+                Some(pos) if pos.is_empty() => println!(
+                    "{} had applied everything of the old primary's (it had written no transaction yet)",
+                    r.new_primary
+                ),
+                Some(pos) => println!(
+                    "{} had applied everything of the old primary's, up to GTID position {pos}",
+                    r.new_primary
+                ),
                 None => eprintln!(
                     "warning: the old primary was not running: what it committed and had not \
                      sent to {} is not on the new primary",
