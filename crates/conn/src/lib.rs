@@ -23,7 +23,7 @@ pub mod tls;
 
 pub use args::{normalize_argv, ConnArgs};
 pub use dsn::Dsn;
-pub use file_error::FileError;
+pub use file_error::{at_line, FileError};
 pub use open::{ConnectError, Stage};
 pub use resolve::{
     resolve, resolve_interactive, resolve_interactive_traced, resolve_traced, Endpoint, Env,

@@ -356,7 +356,8 @@ pub fn parse(text: &str) -> Result<Checked, ConfigError> {
 }
 
 fn check(text: &str) -> Result<Checked, String> {
-    let c: Config = toml::from_str(text).map_err(|e| e.to_string())?;
+    let c: Config =
+        toml::from_str(text).map_err(|e| sqlfleet_conn::at_line(text, e.span(), e.message()))?;
     let target = server(
         "[target]",
         &c.target.dsn,

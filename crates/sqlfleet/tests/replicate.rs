@@ -167,7 +167,7 @@ fn refusals_are_one_line_errors_before_anything_is_applied() {
 
     // A typo in a key.
     let c = config(dir.path(), "typo", &base(&s.dsn(), "includes = [\"x\"]"));
-    assert_setup_error(&run(&c, &[]), "unknown field `includes`");
+    assert_setup_error(&run(&c, &[]), "typo.toml: line 6: unknown field `includes`");
 
     // Binary logging off on the source.
     let nolog = sqlfleet_testkit::server_with(&["skip-log-bin"]);

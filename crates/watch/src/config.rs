@@ -114,8 +114,30 @@ pub struct SmtpConfig {
 /// Reads and checks a config file.
 pub fn read(path: &Path) -> Result<FileConfig, FileError> {
     let text = std::fs::read_to_string(path).map_err(|e| FileError::read(path, e))?;
-    let c: FileConfig = toml::from_str(&text).map_err(|e| FileError::invalid(path, e))?;
+    let c: FileConfig = toml::from_str(&text).map_err(|e| {
+        FileError::invalid(path, sqlfleet_conn::at_line(&text, e.span(), e.message()))
+    })?;
     c.check().map_err(|e| FileError::invalid(path, e))?;
+    let mut c = c;
+    // Relative paths are the file's: from its folder, not from wherever
+    // the command runs; a hosts file that is not there is named by its key.
+    let folder = path.parent().unwrap_or(Path::new("."));
+    for (key, p) in [("hosts_file", &mut c.hosts_file), ("creds", &mut c.creds)] {
+        if let Some(p) = p.as_mut().filter(|p| p.is_relative()) {
+            *p = folder.join(&*p);
+        }
+        if key == "hosts_file" {
+            if let Some(p) = p.as_ref().filter(|p| !p.exists()) {
+                return Err(FileError::invalid(
+                    path,
+                    format!(
+                        "hosts_file = {:?}: no such file (a relative path is from this file's folder)",
+                        p.display().to_string()
+                    ),
+                ));
+            }
+        }
+    }
     Ok(c)
 }
 
@@ -187,6 +209,31 @@ impl FileConfig {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn relative_paths_are_the_files_and_a_missing_hosts_file_names_its_key() {
+        let dir = tempfile::tempdir().expect("tmp");
+        std::fs::write(dir.path().join("hosts.txt"), "127.0.0.1:3306\n").expect("hosts");
+        let cfg = dir.path().join("watch.toml");
+        std::fs::write(&cfg, "hosts_file = \"hosts.txt\"\ncreds = \"c.db\"\n").expect("cfg");
+        let c = read(&cfg).expect("reads");
+        assert_eq!(c.hosts_file, Some(dir.path().join("hosts.txt")));
+        assert_eq!(c.creds, Some(dir.path().join("c.db")));
+        std::fs::write(&cfg, "hosts_file = \"nosuch.txt\"\n").expect("cfg");
+        let e = read(&cfg).expect_err("missing").to_string();
+        assert!(
+            e.contains("hosts_file = ") && e.contains("nosuch.txt") && e.contains("folder"),
+            "{e}"
+        );
+        // A typo is one line with its line number.
+        std::fs::write(&cfg, "interval = 5\nhostsfile = \"x\"\n").expect("cfg");
+        let e = read(&cfg).expect_err("typo").to_string();
+        assert!(
+            e.contains("line 2: unknown field `hostsfile`") && !e.contains('\n'),
+            "{e}"
+        );
+    }
+
     use super::*;
 
     #[test]

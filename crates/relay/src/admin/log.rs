@@ -92,12 +92,12 @@ pub fn galera_writer(from: &str, to: &str) {
 }
 
 /// A backend's role as health checks see it changed. The line names the
-/// backend once (in the message; `role` is the one field), and a backend
-/// that stays down with a new error is "still down".
+/// backend once (in the message; `role` is the one field), and says what
+/// it was only when that was another role.
 pub fn backend_role(backend: &str, from: &str, to: &str, error: Option<&str>) {
     match (to, error) {
         ("down", Some(e)) if from == "down" => {
-            tracing::error!(role = to, "relay: backend {backend} is still down: {e}")
+            tracing::error!(role = to, "relay: backend {backend} is down: {e}")
         }
         ("down", Some(e)) => tracing::error!(
             role = to,

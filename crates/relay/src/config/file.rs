@@ -401,19 +401,8 @@ pub fn load(path: &Path) -> Result<RelayConfig, ConfigError> {
         msg,
     };
     let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
-    let f: File = toml::from_str(&text).map_err(|e| {
-        let line = e.span().map(|s| {
-            text.as_bytes()[..s.start.min(text.len())]
-                .iter()
-                .filter(|&&b| b == b'\n')
-                .count()
-                + 1
-        });
-        match line {
-            Some(l) => at(format!("line {l}: {}", e.message())),
-            None => at(e.message().to_string()),
-        }
-    })?;
+    let f: File = toml::from_str(&text)
+        .map_err(|e| at(sqlfleet_conn::at_line(&text, e.span(), e.message())))?;
     build(f).map_err(at)
 }
 
