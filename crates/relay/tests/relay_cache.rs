@@ -249,6 +249,17 @@ async fn a_write_makes_stale_only_what_reads_the_tables_it_changes_triggers_keys
         kv_hits + 1.0,
         "a write elsewhere left kv cached"
     );
+    // A prepared write elsewhere too.
+    w.exec_drop("UPDATE other SET v = ? WHERE k = 1", (5,))
+        .await
+        .expect("prepared write other");
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits("kv"),
+        kv_hits + 2.0,
+        "a prepared write elsewhere left kv cached"
+    );
     // A trigger on the table written changes kv: read at once.
     w.query_drop("INSERT INTO feed (v) VALUES (42)")
         .await

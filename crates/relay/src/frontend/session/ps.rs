@@ -177,14 +177,21 @@ impl Session {
         } else {
             s.key.clone()
         };
-        // A prepared write makes the cache stale around it (`cache.rs`).
-        let ctx = (self.ctx.cache.active()
-            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans(), true))
-        .then(|| self.ctx.clone());
-        // (Whole: a prepared write's tables are not looked up.)
+        // A prepared write makes what it may change stale around it
+        // (`cache.rs`; its tables as a text write's: names are no
+        // parameters).
+        let scope = if self.ctx.cache.active()
+            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans(), true)
+        {
+            Some(self.write_scope(fx, &s.key.sql).await)
+        } else {
+            None
+        };
+        let ctx = scope.is_some().then(|| self.ctx.clone());
         let writing = ctx
             .as_ref()
-            .map(|c| c.cache.write_begins(crate::cache::Scope::Whole));
+            .zip(scope)
+            .map(|(c, sc)| c.cache.write_begins(sc));
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
