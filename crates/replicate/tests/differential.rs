@@ -475,6 +475,15 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         }
         failed.push(seed);
     }
+    // The files the sources wrote for LOAD DATA (named for this process).
+    let ours = format!("sqlfleet-ld-{}-", std::process::id());
+    if let Ok(dir) = std::fs::read_dir("/tmp") {
+        for f in dir.flatten() {
+            if f.file_name().to_string_lossy().starts_with(&ours) {
+                let _ = std::fs::remove_file(f.path());
+            }
+        }
+    }
     eprintln!(
         "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?} \
          ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts, \
