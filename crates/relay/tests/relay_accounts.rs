@@ -12,6 +12,19 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode, Target};
 use sqlfleet_testkit::server;
 
+/// An anonymous account on the relay's host changes which account every
+/// `name@'%'` login matches on the shared server: the test that makes one
+/// runs alone, the others beside each other.
+static ACCOUNTS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn beside_others() -> std::sync::RwLockReadGuard<'static, ()> {
+    ACCOUNTS.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    ACCOUNTS.write().unwrap_or_else(|e| e.into_inner())
+}
+
 fn client(port: u16, user: &str, pw: &str) -> Target {
     Target {
         endpoint: Endpoint::Tcp {
@@ -29,6 +42,7 @@ fn client(port: u16, user: &str, pw: &str) -> Target {
 
 #[test]
 fn each_client_runs_as_its_own_account() {
+    let _accounts = beside_others();
     let srv = server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("accounts"));
@@ -120,6 +134,7 @@ fn each_client_runs_as_its_own_account() {
 /// lookup's few seconds.
 #[test]
 fn accounts_made_on_the_server_log_in_without_a_config_entry() {
+    let _accounts = beside_others();
     let srv = server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
@@ -205,6 +220,7 @@ fn accounts_made_on_the_server_log_in_without_a_config_entry() {
 /// relay is compared with the same login made directly.
 #[test]
 fn the_account_the_server_matches_is_the_one_the_relay_checks() {
+    let _accounts = alone();
     let setup = [
         "DROP USER IF EXISTS 'hank'@'%', ''@'localhost', ''@'127.0.0.1'",
         "CREATE USER 'hank'@'%' IDENTIFIED BY 'hank-pw'",
@@ -250,6 +266,7 @@ fn the_account_the_server_matches_is_the_one_the_relay_checks() {
 /// relay leaves no idle server connection behind.
 #[test]
 fn kill_and_drop_user_act_on_the_account_as_on_the_server() {
+    let _accounts = beside_others();
     let setup = [
         "DROP USER IF EXISTS 'ivy'@'%', 'jack'@'%', 'kate'@'%'",
         "CREATE USER 'ivy'@'%' IDENTIFIED BY 'ivy-pw'",
@@ -392,6 +409,7 @@ fn per_user_relay_as(
 /// the same way.
 #[test]
 fn old_password_accounts_log_in_as_directly() {
+    let _accounts = beside_others();
     let setup = [
         "SET GLOBAL secure_auth = 0",
         "DROP USER IF EXISTS 'olga'@'%'",
@@ -433,6 +451,7 @@ fn old_password_accounts_log_in_as_directly() {
 /// at once, as both do directly.
 #[test]
 fn accounts_made_or_changed_log_in_at_once() {
+    let _accounts = beside_others();
     let setup = [
         "DROP USER IF EXISTS 'nina'@'%', 'otto'@'%', 'pia'@'%'",
         "CREATE USER 'otto'@'%' IDENTIFIED BY 'otto-1'",
@@ -504,6 +523,7 @@ fn accounts_made_or_changed_log_in_at_once() {
 /// user lock.
 #[test]
 fn a_write_or_a_view_the_relay_cannot_see_keeps_the_connection() {
+    let _accounts = beside_others();
     let setup = [
         "DROP DATABASE IF EXISTS unseen",
         "CREATE DATABASE unseen",
@@ -603,6 +623,7 @@ fn a_write_or_a_view_the_relay_cannot_see_keeps_the_connection() {
 /// blame its password.
 #[test]
 fn a_login_while_the_server_is_unreachable_says_so_not_access_denied() {
+    let _accounts = beside_others();
     let port = free_port();
     let metrics_port = free_port();
     let dead = free_port();
@@ -628,6 +649,7 @@ fn a_login_while_the_server_is_unreachable_says_so_not_access_denied() {
 /// every character: it was cut at 55 ("... to database 'nc3_se").
 #[test]
 fn a_database_refusal_reaches_the_client_whole() {
+    let _accounts = beside_others();
     let srv = server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let db = "a_database_whose_name_is_long_enough_to_be_cut_before";
@@ -684,6 +706,7 @@ fn a_database_refusal_reaches_the_client_whole() {
 /// pool ran out and every account got 1040).
 #[test]
 fn a_refused_binlog_dump_leaves_the_session_usable_and_the_pool_free() {
+    let _accounts = beside_others();
     let setup = [
         "DROP USER IF EXISTS 'rita'@'%'",
         "CREATE USER 'rita'@'%' IDENTIFIED BY 'rita-pw'",
