@@ -12,7 +12,7 @@ use sqlfleet_bench::report::{self, Results};
 use sqlfleet_bench::sweep;
 use sqlfleet_conn::{ConnArgs, Target};
 
-use super::bench_args::{parse_qs, BenchCmd, InsertArgs, PoolArgs};
+use super::bench_args::{parse_qs, BenchCmd, InsertArgs, PoolArgs, ShowArgs};
 use super::vocab::{renamed, Progress};
 use crate::exit::Exit;
 
@@ -47,15 +47,16 @@ fn progress_fn(mode: Progress, report_interval: Option<u64>) -> impl Fn(&str) + 
     let mode = mode.resolve();
     let tty = std::io::stderr().is_terminal();
     let start = std::time::Instant::now();
-    let last = std::sync::Mutex::new(0u64);
+    let last = std::sync::Mutex::new(None::<u64>);
     move |s: &str| {
         let mut e = std::io::stderr().lock();
         let now = start.elapsed().as_secs();
         match mode {
+            // At most one object a second (the first at once).
             Progress::Json => {
                 let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
-                if now > *l || now == 0 {
-                    *l = now.max(1);
+                if l.is_none_or(|at| now > at) {
+                    *l = Some(now);
                     let _ = writeln!(
                         e,
                         "{}",
@@ -66,8 +67,8 @@ fn progress_fn(mode: Progress, report_interval: Option<u64>) -> impl Fn(&str) + 
             Progress::Bar => {
                 if let Some(every) = report_interval.filter(|n| *n > 0) {
                     let mut l = last.lock().unwrap_or_else(|p| p.into_inner());
-                    if now >= *l + every {
-                        *l = now;
+                    if now >= l.unwrap_or(0) + every {
+                        *l = Some(now);
                         let _ = writeln!(e, "{}[ {now}s ] {s}", if tty { "\r\x1b[2K" } else { "" });
                     }
                 } else {
@@ -86,15 +87,8 @@ fn clear_progress() {
     }
 }
 
-/// How a sweep's results are shown (`--json`, `--quiet`, `--progress`).
-#[derive(Clone, Copy)]
-struct Show {
-    json: bool,
-    quiet: bool,
-    progress: Progress,
-}
-
-impl Show {
+impl ShowArgs {
+    /// The progress mode, none with --quiet.
     fn progress(&self) -> Progress {
         if self.quiet {
             Progress::None
@@ -117,7 +111,7 @@ async fn finish(
     results: &Results,
     target: &Target,
     cleanup: bool,
-    show: Show,
+    show: ShowArgs,
 ) -> anyhow::Result<()> {
     // With --json the lines go to standard error (warnings always).
     sweep::finish(out, results, target, cleanup, |l| {
@@ -169,11 +163,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         threads.iter().all(|&p| p >= 1),
         "--threads must be at least 1"
     );
-    let show = Show {
-        json: a.json,
-        quiet: a.quiet,
-        progress: a.progress,
-    };
+    let show = a.show;
     let opts = InsertOptions {
         target: target.clone(),
         processes: threads.clone(),
@@ -205,7 +195,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         ("inserts_per_cell".to_string(), json!(a.rows)),
     ]);
     let mut results = sweep::begin("bench insert", parameters, &target).await;
-    let progress = progress_fn(show.progress(), a.report_interval);
+    let progress = progress_fn(show.progress(), show.report_interval);
     show.row(insert::TABLE_HEAD);
     results.insert = insert::sweep(&opts, &progress, |cell| {
         clear_progress();
@@ -240,11 +230,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         "--max-errors {}: a percentage from 0 to 100",
         a.max_errors
     );
-    let show = Show {
-        json: a.json,
-        quiet: a.quiet,
-        progress: a.progress,
-    };
+    let show = a.show;
     let opts = PoolOptions {
         targets,
         queries_per_connection: parse_qs(&a.queries_per_connection)?,
@@ -280,7 +266,7 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
         ("warmup_windows".to_string(), json!(1)),
     ]);
     let mut results = sweep::begin("bench pool", parameters, &direct).await;
-    let progress = progress_fn(show.progress(), a.report_interval);
+    let progress = progress_fn(show.progress(), show.report_interval);
     show.row(pool::TABLE_HEAD);
     results.pool = pool::sweep(&opts, &progress, |c| {
         clear_progress();

@@ -69,21 +69,8 @@ pub struct InsertArgs {
     /// Drop the sqlfleet_bench database from the target at the end
     #[arg(long)]
     pub cleanup: bool,
-    /// Print a progress line every S seconds (as sysbench's
-    /// --report-interval); without it a terminal gets one line updated in place
-    #[arg(long, value_name = "S")]
-    pub report_interval: Option<u64>,
-    /// auto (a line on a terminal), bar, json (lines on standard error) or none
-    #[arg(long, value_enum, default_value_t = Progress::Auto)]
-    pub progress: Progress,
-    /// The results as one JSON object on standard output (results.json's
-    /// content) instead of the table
-    #[arg(long)]
-    pub json: bool,
-    /// The results table and errors only: no progress, no lines about
-    /// the files written
-    #[arg(long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
 }
 
 #[derive(Args, Debug)]
@@ -135,6 +122,13 @@ pub struct PoolArgs {
     /// Drop the sqlfleet_bench database from the target at the end
     #[arg(long)]
     pub cleanup: bool,
+    #[command(flatten)]
+    pub show: ShowArgs,
+}
+
+/// How a sweep shows itself, the same for every bench command.
+#[derive(Args, Debug, Clone, Copy)]
+pub struct ShowArgs {
     /// Print a progress line every S seconds (as sysbench's
     /// --report-interval); without it a terminal gets one line updated in place
     #[arg(long, value_name = "S")]

@@ -255,7 +255,8 @@ impl Metrics {
                     .set((s.state == st) as i64);
             }
             up.with_label_values(&tagged)
-                .set(matches!(s.state, State::Ok | State::Degraded) as i64);
+                // (A denied server answered too: the refusal is its answer.)
+                .set(matches!(s.state, State::Ok | State::Degraded | State::Denied) as i64);
             checks.with_label_values(&[n]).inc_by(s.checks);
             if let Some(ms) = s.connect_ms {
                 connect.with_label_values(&tagged).set(ms / 1000.0);
