@@ -790,26 +790,10 @@ impl Session {
                 return Ok(());
             }
         }
-        // A statement that may write: everything cached is stale before
+        // A statement that may write: what it may change is stale before
         // it runs and again once its reply is in (`cache.rs`).
-        // (The shared context is cloned only then: one atomic count per
-        // statement on a line every session shares costs at 30k q/s.)
-        let scope = if caching
-            && crate::cache::decide::invalidates(
-                &fx,
-                &cmd[1..],
-                self.st.in_trans(),
-                self.streamed.is_none(),
-            ) {
-            Some(self.write_scope(&fx, &cmd[1..]).await)
-        } else {
-            None
-        };
-        let ctx = scope.is_some().then(|| self.ctx.clone());
-        let writing = ctx
-            .as_ref()
-            .zip(scope)
-            .map(|(c, s)| c.cache.write_begins(s));
+        let stale = self.cache_stale(&fx, &cmd[1..]).await;
+        let writing = stale.as_ref().map(|(c, s)| c.cache.write_begins(s.clone()));
         let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();
         self.stmt_read = fx.read;

@@ -161,10 +161,27 @@ impl Session {
             .put(miss.rule, miss.since, miss.key, hit, miss.reads);
     }
 
+    /// For a statement that may write (`decide::invalidates`) while the
+    /// cache is on: the shared context (cloned only then: one atomic count
+    /// per statement on a line every session shares costs at 30k q/s) and
+    /// what the statement makes stale, for `Cache::write_begins` around
+    /// its run. Text queries and prepared executes alike.
+    pub(super) async fn cache_stale(
+        &self,
+        fx: &Effects,
+        sql: &[u8],
+    ) -> Option<(std::sync::Arc<crate::frontend::ctx::Ctx>, Scope)> {
+        let whole = self.streamed.is_none();
+        if !self.ctx.cache.active() || !decide::invalidates(fx, sql, self.st.in_trans(), whole) {
+            return None;
+        }
+        Some((self.ctx.clone(), self.write_scope(fx, sql).await))
+    }
+
     /// What a statement that may write makes stale: the tables it changes
     /// when that is sure (`decide::write_tables`, then the catalog in
     /// `backend/write_scope.rs`), else everything.
-    pub(super) async fn write_scope(&self, fx: &Effects, sql: &[u8]) -> Scope {
+    async fn write_scope(&self, fx: &Effects, sql: &[u8]) -> Scope {
         let alone = self.st.autocommit() && !self.st.in_trans();
         let whole = self.streamed.is_none();
         let Some(refs) = decide::write_tables(fx, sql, alone, whole) else {

@@ -177,21 +177,12 @@ impl Session {
         } else {
             s.key.clone()
         };
-        // A prepared write makes what it may change stale around it
-        // (`cache.rs`; its tables as a text write's: names are no
-        // parameters).
-        let scope = if self.ctx.cache.active()
-            && crate::cache::decide::invalidates(fx, &s.key.sql, self.st.in_trans(), true)
-        {
-            Some(self.write_scope(fx, &s.key.sql).await)
-        } else {
-            None
-        };
-        let ctx = scope.is_some().then(|| self.ctx.clone());
-        let writing = ctx
+        // A prepared write makes what it may change stale around it, as a
+        // text write does (names are no parameters).
+        let stale = self.cache_stale(fx, &s.key.sql).await;
+        let writing = stale
             .as_ref()
-            .zip(scope)
-            .map(|(c, sc)| c.cache.write_begins(sc));
+            .map(|(c, sc)| c.cache.write_begins(sc.clone()));
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
