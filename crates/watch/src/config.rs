@@ -114,29 +114,26 @@ pub struct SmtpConfig {
 /// Reads and checks a config file.
 pub fn read(path: &Path) -> Result<FileConfig, FileError> {
     let text = std::fs::read_to_string(path).map_err(|e| FileError::read(path, e))?;
-    let c: FileConfig = toml::from_str(&text).map_err(|e| {
+    let mut c: FileConfig = toml::from_str(&text).map_err(|e| {
         FileError::invalid(path, sqlfleet_conn::at_line(&text, e.span(), e.message()))
     })?;
     c.check().map_err(|e| FileError::invalid(path, e))?;
-    let mut c = c;
     // Relative paths are the file's: from its folder, not from wherever
     // the command runs; a hosts file that is not there is named by its key.
     let folder = path.parent().unwrap_or(Path::new("."));
-    for (key, p) in [("hosts_file", &mut c.hosts_file), ("creds", &mut c.creds)] {
+    for p in [&mut c.hosts_file, &mut c.creds] {
         if let Some(p) = p.as_mut().filter(|p| p.is_relative()) {
             *p = folder.join(&*p);
         }
-        if key == "hosts_file" {
-            if let Some(p) = p.as_ref().filter(|p| !p.exists()) {
-                return Err(FileError::invalid(
-                    path,
-                    format!(
-                        "hosts_file = {:?}: no such file (a relative path is from this file's folder)",
-                        p.display().to_string()
-                    ),
-                ));
-            }
-        }
+    }
+    if let Some(p) = c.hosts_file.as_ref().filter(|p| !p.exists()) {
+        return Err(FileError::invalid(
+            path,
+            format!(
+                "hosts_file = {:?}: no such file (a relative path is from this file's folder)",
+                p.display().to_string()
+            ),
+        ));
     }
     Ok(c)
 }
