@@ -146,7 +146,7 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
         }
     }
     if dbs.is_empty() {
-        return err("no DB-schema-create.sql file: this mydumper directory holds no database (a dump without schemas is not supported)".into());
+        return data_only(&rest, into);
     }
     let known: Vec<String> = dbs.keys().cloned().collect();
     let mut data_files: Vec<(String, String, &String)> = Vec::new();
@@ -273,6 +273,78 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
         ));
     }
     Ok(order(dbs, into))
+}
+
+/// The data half of a split dump (`mydumper --no-schemas`): only data
+/// files, loaded into tables that exist, as myloader does. With no schema
+/// file to tell a table from a chunk, a name reads as myloader reads it —
+/// `DB.T.sql` or `DB.T.NNNNN.sql` — and any other (a dot in a name, a
+/// schema file of a database the dump has no `-schema-create` for) is
+/// refused as ambiguous rather than guessed.
+fn data_only(files: &[&String], into: Option<&str>) -> Result<Plan, PlanError> {
+    if files.is_empty() {
+        return err("no DB-schema-create.sql file and no data file: this mydumper directory holds no database".into());
+    }
+    let mut dbs: BTreeMap<String, Database> = BTreeMap::new();
+    for n in files {
+        let base = uncompressed(n).strip_suffix(".sql").unwrap_or_default();
+        if base.contains("-schema") {
+            return err(format!(
+                "{n}: a schema file, and the dump has no DB-schema-create.sql for its database (a dump with schemas holds one per database; one without holds only data files)"
+            ));
+        }
+        let parts: Vec<&str> = base.split('.').collect();
+        let (db, table, chunk) = match parts.as_slice() {
+            [db, t] => (*db, *t, None),
+            [db, t, c] if !c.is_empty() && c.bytes().all(|b| b.is_ascii_digit()) => {
+                (*db, *t, c.parse::<u64>().ok())
+            }
+            _ => {
+                return err(format!(
+                    "{n}: a data file of a dump without schemas names its database and table as DB.T.sql or DB.T.NNNNN.sql; this name reads more than one way (a dot in a name?)"
+                ))
+            }
+        };
+        if db.is_empty() || table.is_empty() {
+            return err(format!("{n}: names no database or no table"));
+        }
+        let list = dbs
+            .entry(db.to_owned())
+            .or_default()
+            .data
+            .entry(table.to_owned())
+            .or_default();
+        if list.iter().any(|(c, _)| *c == chunk) {
+            return err(format!("{n}: a second file for the same chunk"));
+        }
+        list.push((chunk, (*n).clone()));
+    }
+    if into.is_some() && dbs.len() > 1 {
+        return err(format!(
+            "-D loads a dump's one database under another name, and this dump holds {}: {}; load it without -D",
+            dbs.len(),
+            dbs.keys().cloned().collect::<Vec<_>>().join(", ")
+        ));
+    }
+    let mut p = Plan {
+        databases: dbs.keys().cloned().collect(),
+        ..Plan::default()
+    };
+    p.steps
+        .extend(SESSION.iter().map(|q| Step::Sql((*q).to_owned())));
+    for (db, d) in &mut dbs {
+        p.steps
+            .push(Step::Sql(format!("USE {}", quote(into.unwrap_or(db)))));
+        for files in d.data.values_mut() {
+            p.tables += 1;
+            files.sort();
+            for (_, f) in files.iter() {
+                p.data_files += 1;
+                p.steps.push(Step::File(f.clone()));
+            }
+        }
+    }
+    Ok(p)
 }
 
 /// The session myloader sets on each of its connections before any file
@@ -492,6 +564,30 @@ mod tests {
     }
 
     #[test]
+    fn a_dump_without_schemas_loads_its_data_into_the_tables_there() {
+        let p = plan(
+            &names("metadata d.t.00001.sql.gz d.t.00000.sql.gz d.u.sql e.v.sql"),
+            None,
+        )
+        .expect("plan");
+        assert_eq!(
+            steps(&p),
+            [
+                "sql:USE `d`",
+                "d.t.00000.sql.gz",
+                "d.t.00001.sql.gz",
+                "d.u.sql",
+                "sql:USE `e`",
+                "e.v.sql",
+            ]
+        );
+        assert_eq!((p.tables, p.data_files), (3, 4));
+        assert_eq!(p.databases, ["d", "e"]);
+        let p = plan(&names("metadata d.t.sql"), Some("x")).expect("into");
+        assert_eq!(steps(&p), ["sql:USE `x`", "d.t.sql"]);
+    }
+
+    #[test]
     fn several_databases_each_get_their_use() {
         let p = plan(
             &names("metadata a-schema-create.sql b-schema-create.sql a.t-schema.sql b.t-schema.sql b.t.sql a.v-schema.sql a.v-schema-view.sql b-schema-post.sql"),
@@ -570,12 +666,23 @@ mod tests {
                 "no schema file",
             ),
             ("metadata", "holds no database"),
+            ("metadata d.t-schema.sql d.t.sql", "d.t-schema.sql: a schema file"),
+            ("metadata d.t.x.sql", "d.t.x.sql: a data file of a dump without schemas"),
+            ("metadata d.t.sql d.t.sql.gz", "same file twice"),
+            ("metadata .t.sql", "names no database"),
+            ("metadata a.t.sql b.t.sql", "ok"),
             (
                 "metadata d-schema-create.sql d.-schema.sql",
                 "names no table",
             ),
         ];
         for (list, want) in cases {
+            if want == "ok" {
+                plan(&names(list), None).expect(list);
+                let e = plan(&names(list), Some("x")).expect_err("two databases into one");
+                assert!(e.0.contains("a, b"), "{e}");
+                continue;
+            }
             let e = plan(&names(list), None).expect_err(list);
             assert!(e.0.contains(want), "{list}: {e}");
         }

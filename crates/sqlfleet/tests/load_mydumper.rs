@@ -197,6 +197,50 @@ fn a_mydumper_directory_loads_as_myloader_loads_it() {
     );
 }
 
+/// A dump split in two (`mydumper --no-data`, then `--no-schemas`): the
+/// data half loads into the tables the schema half made, as myloader
+/// loads it; into a database without the tables it stops with the
+/// server's own error.
+#[test]
+fn the_data_half_of_a_split_dump_loads_into_the_tables_there_as_myloader_loads_it() {
+    let srv = server();
+    let src = fresh_db(srv, "mdhalf");
+    sql(
+        srv,
+        &src,
+        "CREATE TABLE t (id INT PRIMARY KEY, c VARCHAR(40));          INSERT INTO t SELECT seq, CONCAT('r\"', seq) FROM seq_1_to_10000;          CREATE TABLE u (a INT); INSERT INTO u VALUES (5), (6);          CREATE TABLE log (a INT);          CREATE TRIGGER tr AFTER INSERT ON u FOR EACH ROW INSERT INTO log VALUES (NEW.a)",
+    );
+    let tmp = tempfile::tempdir().expect("tmp");
+    let schemas = tmp.path().join("schemas");
+    let data = tmp.path().join("data");
+    mydumper(srv, &src, &schemas, 3000, &["--no-data"]);
+    mydumper(srv, &src, &data, 3000, &["--no-schemas"]);
+    let names: Vec<String> = std::fs::read_dir(&data)
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.contains("schema")) && names.len() >= 5,
+        "the data half: {names:?}"
+    );
+    let want = fresh_db(srv, "mdhref");
+    myloader(srv, &schemas, &src, &want);
+    myloader(srv, &data, &src, &want);
+    let got = format!("{want}_sf");
+    let o = load(srv, &["-D", &got, &schemas.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "schemas: {}", stderr(&o));
+    let o = load(srv, &["-D", &got, "--threads", "3", &data.display().to_string()]);
+    assert_eq!(o.status.code(), Some(0), "data: {}", stderr(&o));
+    assert_same(srv, &want, &got, "the data half");
+    // The target's trigger ran for the loaded rows, as under myloader.
+    assert_eq!(sql(srv, &got, "SELECT COUNT(*) FROM log").trim(), "2");
+
+    let empty = fresh_db(srv, "mdhnone");
+    let o = load(srv, &["-D", &empty, &data.display().to_string()]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ERROR 1146"), "{}", stderr(&o));
+}
+
 /// Batches the journal of loads of `dir` recorded.
 fn journaled(srv: &TestServer, dir: &Path) -> i64 {
     let q = format!(
