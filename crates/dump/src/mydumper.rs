@@ -666,8 +666,14 @@ mod tests {
                 "no schema file",
             ),
             ("metadata", "holds no database"),
-            ("metadata d.t-schema.sql d.t.sql", "d.t-schema.sql: a schema file"),
-            ("metadata d.t.x.sql", "d.t.x.sql: a data file of a dump without schemas"),
+            (
+                "metadata d.t-schema.sql d.t.sql",
+                "d.t-schema.sql: a schema file",
+            ),
+            (
+                "metadata d.t.x.sql",
+                "d.t.x.sql: a data file of a dump without schemas",
+            ),
             ("metadata d.t.sql d.t.sql.gz", "same file twice"),
             ("metadata .t.sql", "names no database"),
             ("metadata a.t.sql b.t.sql", "ok"),

@@ -100,7 +100,7 @@ impl Ranges {
 #[derive(Debug)]
 pub enum Start {
     Fresh,
-    Resume(Resume),
+    Resume(Box<Resume>),
     AlreadyDone,
 }
 
@@ -125,6 +125,9 @@ pub struct Resume {
     /// The load had finished: "already loaded" is said only once this
     /// input has been checked against every recorded statement chain.
     pub done: bool,
+    /// The journal was an earlier load's of the same name that read
+    /// another input (its id): `crate::earlier`.
+    pub taken_over: Option<String>,
 }
 
 /// One journal record.
@@ -241,25 +244,26 @@ pub async fn prepare(
             });
         }
     }
+    // Nothing recorded for this input: an earlier load of the same name
+    // that read another input (a copy that has grown since, or another
+    // dump) is taken over when its loaded part can be checked, refused
+    // when it cannot (`earlier`).
+    let mut state = state;
+    let mut taken_over = None;
     if state.is_none() && resume {
-        // Nothing recorded for this input: was another input of the same
-        // name interrupted? (Another size or first MiB gives another id.)
-        let other: Option<(String, Option<u64>)> = conn
-            .query_first(format!(
-                "SELECT load_id, size FROM sqlfleet.loads WHERE source = {} AND state <> 'done' \
-                 ORDER BY started_at DESC LIMIT 1",
-                literal(&source.chars().take(1000).collect::<String>())
-            ))
+        if let Some(earlier) = crate::earlier::find(conn, source, load_id)
             .await
-            .map_err(&e)?;
-        if let Some((other_id, other_size)) = other {
-            return Err(LoadError::Setup {
-                what: format!(
-                    "{source}: the interrupted load of this name (load id {other_id}{}) read another input{}: not the same input; refusing to resume (use --restart to load this one from the start)",
-                    other_size.map(|s| format!(", {s} bytes")).unwrap_or_default(),
-                    size.map(|s| format!("; this one has {s} bytes")).unwrap_or_default()
-                ),
-            });
+            .map_err(&e)?
+        {
+            match crate::earlier::judge(&earlier, source, bound.map(|(_, db)| db), size) {
+                crate::earlier::Verdict::Ignore => {}
+                crate::earlier::Verdict::Refuse(what) => return Err(LoadError::Setup { what }),
+                crate::earlier::Verdict::TakeOver => {
+                    crate::earlier::take_over(conn, endpoint, &earlier, load_id).await?;
+                    state = Some("running".into());
+                    taken_over = Some(earlier);
+                }
+            }
         }
     }
     let start = match (state.as_deref(), resume, restart) {
@@ -282,7 +286,7 @@ pub async fn prepare(
                     ),
                 });
             }
-            return Ok(Start::Resume(Resume { done: true, ..r }));
+            return Ok(Start::Resume(Box::new(Resume { done: true, ..r })));
         }
         (Some("running" | "failed"), false, false) => {
             return Err(LoadError::Unfinished {
@@ -290,7 +294,12 @@ pub async fn prepare(
             })
         }
         (Some(_), true, false) => {
-            let r = read_resume(conn, load_id).await.map_err(&e)?;
+            let mut r = read_resume(conn, load_id).await.map_err(&e)?;
+            if let Some(earlier) = &taken_over {
+                // Its size was another input's: the chains decide.
+                r.size = None;
+                r.taken_over = Some(earlier.load_id.clone());
+            }
             if !r.chains.is_empty() && r.chain_hash.as_deref() != Some(CHAIN_HASH) {
                 // Its records check the input with another hash: this
                 // run could not tell the same dump from another one.
@@ -301,7 +310,7 @@ pub async fn prepare(
                     ),
                 });
             }
-            Start::Resume(r)
+            Start::Resume(Box::new(r))
         }
         _ => {
             conn.query_drop(format!(
@@ -314,6 +323,7 @@ pub async fn prepare(
     };
     let size_sql = size.map_or("NULL".to_string(), |s| s.to_string());
     let fresh = matches!(start, Start::Fresh);
+    let sized = fresh || taken_over.is_some();
     let (input_sql, db_sql) = match bound {
         Some((input, db)) => (literal(input), literal(db)),
         None => ("NULL".to_string(), "NULL".to_string()),
@@ -324,10 +334,10 @@ pub async fn prepare(
          ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
          input_id = VALUES(input_id), target_db = VALUES(target_db){}",
         literal(&source.chars().take(1000).collect::<String>()),
-        if fresh {
-            ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)"
-        } else {
-            ""
+        match (fresh, sized) {
+            (true, _) => ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)",
+            (false, true) => ", size = VALUES(size)",
+            (false, false) => "",
         }
     ))
     .await

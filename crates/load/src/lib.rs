@@ -9,6 +9,7 @@ mod chunk_job;
 mod counts;
 mod defer;
 mod dir;
+mod earlier;
 mod engine;
 mod error;
 mod fast_path;

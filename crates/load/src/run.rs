@@ -354,10 +354,15 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 ..Summary::default()
             });
         }
-        Start::Resume(r) => r,
+        Start::Resume(r) => *r,
         Start::Fresh => Default::default(),
     };
     let mut warnings = Vec::new();
+    if let Some(earlier) = &resume.taken_over {
+        progress::say(&format!(
+            "note: resuming the earlier load of {source_name} (load id {earlier}), which read an input of another size: the part it loaded is checked byte for byte before anything runs"
+        ));
+    }
     if opts.resume {
         let refuse = |what: String| {
             stop_reader.store(true, Ordering::Relaxed);
@@ -405,7 +410,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             {
                 Start::Resume(r) => journal::Resume {
                     dirty_tables: Vec::new(),
-                    ..r
+                    ..*r
                 },
                 _ => resume,
             };
@@ -526,7 +531,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 bytes = b;
                 if cut_short {
                     let w = format!(
-                        "{}: the dump has no \"-- Dump completed\" line at its end, which mysqldump and mariadb-dump write last: it may have been cut short (or still be copying); everything in it was loaded",
+                        "{}: the dump has no \"-- Dump completed\" line at its end, which mysqldump and mariadb-dump write last: it may have been cut short (or still be copying: once it is whole, the same command with --resume loads the rest); everything in it was loaded",
                         opts.path.display()
                     );
                     progress::say(&format!("warning: {w}"));

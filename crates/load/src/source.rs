@@ -454,7 +454,7 @@ fn read_all(
                 let e = SplitError::Syntax {
                     offset: stmt.offset + r.shift,
                     line: stmt.line,
-                    what: "the dump ends inside this statement, which has no ';' (truncated dump? mysqldump and mariadb-dump end every statement with one)".into(),
+                    what: "the dump ends inside this statement, which has no ';' (truncated dump? mysqldump and mariadb-dump end every statement with one; a copy still under way: once it is whole, --resume loads the rest)".into(),
                 };
                 if !r.emit(Msg::Error(e)) {
                     return;

@@ -262,22 +262,98 @@ fn resume_with_another_input_is_refused_before_anything_runs() {
             Ok(_) if name.starts_with('B') => {}
             other => panic!("{name}: {other:?}"),
         }
-        // Another size under the same name: refused too.
+        // Another size under the same name (another load id), different
+        // in the part loaded: refused where it differs, nothing runs.
         let fresh = common::fresh_db(srv, "ours");
+        let fa = write(dir.path(), &format!("shorter-{}.sql", &name[..1]), &a);
         let mut o = common::options(srv, &fresh, &fa);
         o.threads = 1;
         o.batch_bytes = 20_000;
         o.restart = true;
-        std::fs::write(&fa, &a).expect("a");
         assert!(
             common::load_killed_when(o.clone(), || common::journaled_up_to(srv, &fa) > 100_000)
                 .is_none()
         );
-        std::fs::write(&fa, &a[..a.len() - 41]).expect("shorter");
+        common::settled(srv, &fresh);
+        let count = format!("SELECT COUNT(*) FROM `{fresh}`.`big`");
+        let before = common::query(srv, &count);
+        let mut early = a[..a.len() - 41].to_vec();
+        // (another place each round: the same bytes are the same input,
+        // whose load of the round before is bound to that round's -D)
+        let from = if name.starts_with('B') {
+            20_000
+        } else {
+            30_000
+        };
+        let i = from + early[from..].iter().position(|x| *x == b'7').expect("7");
+        early[i] = b'8';
+        std::fs::write(&fa, &early).expect("shorter, changed early");
         match common::resume(o) {
-            Err(e) => assert!(e.to_string().contains("not the same input"), "{e}"),
-            Ok(s) => panic!("a shorter file was resumed: {s:?}"),
+            Err(e @ LoadError::Changed { .. }) => {
+                assert!(e.to_string().contains("differs"), "{e}")
+            }
+            other => panic!("another shorter input was resumed: {other:?}"),
         }
+        assert_eq!(common::query(srv, &count), before, "{name}: nothing ran");
+    }
+}
+
+/// A dump loaded while it was still being copied (cut inside a
+/// statement, or at a statement's end), then copied whole: `--resume`
+/// takes the earlier load over — its id was the shorter file's — checks
+/// the part it loaded byte for byte and loads the rest, as one load of
+/// the whole file. Before, "--resume" said "another input", and the only
+/// way on was --restart.
+#[test]
+fn a_copy_that_grew_resumes_where_its_loaded_part_is_the_same() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let a = big_dump("InnoDB", true, 60_000, None);
+    let whole = write(dir.path(), "whole.sql", &a);
+    let want = common::fresh_db(srv, "grown_ref");
+    common::load(common::options(srv, &want, &whole)).expect("the whole dump");
+    let sum = |db: &str| common::query(srv, &format!("CHECKSUM TABLE `{db}`.`big`"))[0].clone();
+    let inside = a.len() * 6 / 10;
+    let at_end = a[..a.len() / 2]
+        .windows(8)
+        .rposition(|w| w == b";\nINSERT")
+        .expect("a statement's end")
+        + 2;
+    for (name, cut) in [
+        ("cut inside a statement", inside),
+        ("cut at a statement's end", at_end),
+    ] {
+        let f = write(dir.path(), "copying.sql", &a[..cut]);
+        let ours = common::fresh_db(srv, "grown");
+        let mut opts = common::options(srv, &ours, &f);
+        opts.threads = 2;
+        opts.batch_bytes = 20_000;
+        let first = common::load(opts.clone());
+        match (&first, cut == inside) {
+            (Err(e), true) => assert!(e.to_string().contains("truncated"), "{name}: {e}"),
+            (Ok(s), false) => assert!(
+                s.warnings.iter().any(|w| w.contains("still be copying")),
+                "{name}: {s:?}"
+            ),
+            other => panic!("{name}: {other:?}"),
+        }
+        std::fs::write(&f, &a).expect("the copy finished");
+        let s = common::resume(opts.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(s.complete && !s.already_done, "{name}: {s:?}");
+        assert!(s.skipped_on_resume > 0, "{name}: {s:?}");
+        assert_eq!(
+            sum(&ours).split('\t').nth(1),
+            sum(&want).split('\t').nth(1),
+            "{name}"
+        );
+        assert_eq!(
+            common::query(srv, &format!("SELECT COUNT(*) FROM `{ours}`.`big`")),
+            ["60000"],
+            "{name}: each row once"
+        );
+        // Now the whole file's own load: loaded, nothing runs again.
+        let again = common::resume(opts).expect("again");
+        assert!(again.already_done, "{name}: {again:?}");
     }
 }
 

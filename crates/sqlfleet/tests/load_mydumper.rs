@@ -229,7 +229,10 @@ fn the_data_half_of_a_split_dump_loads_into_the_tables_there_as_myloader_loads_i
     let got = format!("{want}_sf");
     let o = load(srv, &["-D", &got, &schemas.display().to_string()]);
     assert_eq!(o.status.code(), Some(0), "schemas: {}", stderr(&o));
-    let o = load(srv, &["-D", &got, "--threads", "3", &data.display().to_string()]);
+    let o = load(
+        srv,
+        &["-D", &got, "--threads", "3", &data.display().to_string()],
+    );
     assert_eq!(o.status.code(), Some(0), "data: {}", stderr(&o));
     assert_same(srv, &want, &got, "the data half");
     // The target's trigger ran for the loaded rows, as under myloader.
