@@ -247,6 +247,10 @@ pub fn inspect(text: &[u8]) -> Traits {
     let mut t = Traits::default();
     let mut first: Vec<&[u8]> = Vec::with_capacity(4);
     let mut definition = false; // CREATE TRIGGER/PROCEDURE/FUNCTION/VIEW/EVENT
+                                // CREATE TABLE's column list: a `DEFAULT nextval(s)` is evaluated by
+                                // the INSERTs that leave the column out (the scheduler sees those),
+                                // not by the CREATE — until a SELECT fills the table.
+    let mut columns = false;
     let mut insert = false;
     let mut after_values = false;
     let mut depth = 0usize;
@@ -270,6 +274,9 @@ pub fn inspect(text: &[u8]) -> Traits {
                 {
                     definition = true;
                 }
+                if first.len() > 1 && is(first[0], "CREATE") && is(w, "TABLE") {
+                    columns = true;
+                }
                 if first.len() <= 3
                     && is(w, "TEMPORARY")
                     && (is(first[0], "CREATE") || is(first[0], "DROP"))
@@ -291,7 +298,11 @@ pub fn inspect(text: &[u8]) -> Traits {
                 if let Some(Tok::Word(w)) = prev {
                     if let Some(p) = PREVIOUS.iter().find(|p| is(w, p)) {
                         t.previous_result = Some(p);
-                    } else if let Some(p) = STATEFUL_FUNCS.iter().find(|p| is(w, p)) {
+                    } else if let Some(p) = STATEFUL_FUNCS
+                        .iter()
+                        .find(|p| is(w, p))
+                        .filter(|_| !columns)
+                    {
                         t.session_state.get_or_insert(p);
                     } else if insert && after_values && !is(w, "VALUES") && !is(w, "VALUE") {
                         t.expressions = true;
@@ -303,9 +314,11 @@ pub fn inspect(text: &[u8]) -> Traits {
             Tok::Word(w) => {
                 if is(w, "SELECT") {
                     t.reads_tables = true;
+                    columns = false;
                 }
-                if (is(w, "VALUE") && is(prev_word, "NEXT"))
-                    || (is(w, "VALUE") && is(prev_word, "PREVIOUS"))
+                if ((is(w, "VALUE") && is(prev_word, "NEXT"))
+                    || (is(w, "VALUE") && is(prev_word, "PREVIOUS")))
+                    && !columns
                 {
                     t.session_state.get_or_insert("a sequence");
                 }
@@ -490,6 +503,28 @@ mod tests {
             assert!(tr.previous_result.is_none() && tr.session_state.is_none() && !tr.reads_tables && !tr.expressions, "{s}: {tr:?}");
         }
         assert!(t("SET @OLD_SQL_MODE=@@SQL_MODE").user_vars);
+    }
+
+    #[test]
+    fn a_sequence_as_a_column_default_is_not_called_by_the_create() {
+        // (statement, ties it to one connection)
+        let rows = [
+            ("CREATE TABLE `t` (\n  `id` int NOT NULL,\n  `n` int(11) DEFAULT nextval(`d`.`s1`),\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB", false),
+            ("CREATE TABLE t (n int DEFAULT (NEXT VALUE FOR s1))", false),
+            ("CREATE OR REPLACE TABLE t (n int DEFAULT NEXTVAL(s1), m int DEFAULT lastval(s1))", false),
+            ("/*!40101 CREATE TABLE t (n bigint DEFAULT nextval(s)) */", false),
+            ("CREATE TABLE t (n int) SELECT NEXTVAL(s1) AS n", true),
+            ("CREATE TABLE t SELECT NEXT VALUE FOR s1 AS n", true),
+            ("CREATE TABLE t (a int DEFAULT nextval(s)) SELECT NEXTVAL(s1) AS n", true),
+            ("CREATE TEMPORARY TABLE t (n int DEFAULT nextval(s))", true),
+            ("ALTER TABLE t ADD COLUMN n int DEFAULT nextval(s1)", true),
+            ("INSERT INTO t VALUES (NEXTVAL(s1))", true),
+            ("INSERT INTO t VALUES (NEXT VALUE FOR s1)", true),
+            ("INSERT INTO t (id) VALUES (1)", false),
+        ];
+        for (s, tied) in rows {
+            assert_eq!(t(s).session_state.is_some(), tied, "{s}: {:?}", t(s));
+        }
     }
 
     #[test]
