@@ -171,7 +171,15 @@ impl Record<'_> {
 
 /// A subquery giving the AUTO_INCREMENT counter of `table` (as shown:
 /// `` `db`.`t` `` or `` `t` `` in the connection's database) right now.
+///
+/// A name with a character outside the Basic Multilingual Plane (an
+/// emoji) names no table: identifiers are utf8mb3 on the server, and
+/// comparing one with such a literal is itself an error (1267), which
+/// would stand in for the server's own word on the dump's statement.
 fn counter_sql(table: &str) -> String {
+    if table.chars().any(|c| c as u32 > 0xFFFF) {
+        return "NULL".into();
+    }
     let (schema, name) = split_shown(table);
     let schema = schema.map_or_else(|| "DATABASE()".to_string(), |d| literal(&d));
     format!(

@@ -1212,6 +1212,58 @@ fn progress_on_a_compressed_dump_only_goes_up_in_one_unit() {
     }
 }
 
+/// A table name the server cannot hold (an emoji: identifiers are
+/// utf8mb3): the load stops with the server's own error for the dump's
+/// statement, as the stock client does — not with the error of a
+/// question of sqlfleet's own about that name (1267, an illegal mix of
+/// collations, from its journal's look at the table).
+#[test]
+fn a_name_the_server_refuses_is_reported_in_the_servers_words() {
+    let srv = server();
+    let dir = tmp();
+    for (what, ddl) in [
+        (
+            "DROP",
+            "DROP TABLE IF EXISTS `t\u{1F600}`;\nCREATE TABLE `t\u{1F600}` (a int);\n",
+        ),
+        ("CREATE", "CREATE TABLE `t\u{1F600}` (a int);\n"),
+    ] {
+        let file = dir.path().join(format!("emoji-{what}.sql"));
+        std::fs::write(
+            &file,
+            format!(
+                "-- MariaDB dump 10.19  Distrib 10.11.14-MariaDB\n\
+                 /*!40101 SET NAMES utf8mb4 */;\nCREATE TABLE ok (a int);\nINSERT INTO ok VALUES (1);\n\
+                 {ddl}INSERT INTO `t\u{1F600}` VALUES (1);\n-- Dump completed on 2026-12-02\n"
+            ),
+        )
+        .expect("write");
+        let stock_db = fresh_db(srv, "emoji_stock");
+        let mut c = Command::new("mariadb");
+        let stock = c
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["-D", &stock_db])
+            .stdin(std::fs::File::open(&file).expect("open"))
+            .output()
+            .expect("mariadb");
+        assert!(
+            stderr(&stock).contains("ERROR 1300"),
+            "{what}: the stock client: {}",
+            stderr(&stock)
+        );
+        let db = fresh_db(srv, "emoji");
+        let o = sqlfleet_load(srv, &["-D", &db, file.to_str().expect("utf8")]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{what}: {e}");
+        assert!(
+            e.contains("ERROR 1300")
+                && e.contains(&format!("statement: {what} TABLE"))
+                && !e.contains("1267"),
+            "{what}: {e}"
+        );
+    }
+}
+
 /// A dump that names no database, loaded without -D: the error says to
 /// give -D with --restart — the way that works (before: "rerun with
 /// --resume", which is refused with another -D) — and that way loads it.
