@@ -82,10 +82,97 @@ impl Reading {
         }
     }
 
-    /// Seconds left at the rate so far, when a fraction is known.
-    pub fn eta(&self) -> Option<f64> {
-        let f = self.fraction().filter(|f| *f > 0.0)?;
-        Some(self.seconds * (1.0 - f) / f)
+    /// What has committed, as a fraction in the same unit (compressed:
+    /// the position read in the file, scaled by how much of what was read
+    /// has committed).
+    pub fn committed_fraction(&self) -> Option<f64> {
+        match (self.total, self.file) {
+            (Some(t), _) if t > 0 => Some((self.applied as f64 / t as f64).min(1.0)),
+            (_, Some((pos, Some(size)))) if size > 0 && self.read > 0 => {
+                Some((pos as f64 / size as f64 * (self.applied as f64 / self.read as f64)).min(1.0))
+            }
+            _ => None,
+        }
+    }
+
+    /// Everything has been read and sent, and some of it has not
+    /// committed yet: the load waits for the server.
+    pub fn phase(&self) -> Phase {
+        let all_sent = self.fraction().is_some_and(|f| f >= 1.0) && self.sent >= self.read;
+        if all_sent && self.applied < self.sent {
+            Phase::Committing
+        } else {
+            Phase::Loading
+        }
+    }
+}
+
+/// Where the load is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    Loading,
+    /// All sent; the batches in flight commit.
+    Committing,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Loading => "loading",
+            Phase::Committing => "committing",
+        }
+    }
+}
+
+/// How far back the rate behind the ETA looks: the recent pace, not the
+/// whole run's average (a slow start, a table of wide rows, a pause for a
+/// lock would otherwise skew it for the rest of the load).
+pub const RECENT: f64 = 10.0;
+
+/// The last [`RECENT`] seconds of readings: (seconds, done, committed).
+#[derive(Debug, Default)]
+pub struct Recent(std::collections::VecDeque<(f64, f64, f64)>);
+
+impl Recent {
+    pub fn push(&mut self, r: &Reading) {
+        let (Some(done), Some(committed)) = (r.fraction(), r.committed_fraction()) else {
+            return;
+        };
+        self.0.push_back((r.seconds, done, committed));
+        while self.0.len() > 2 && self.0.front().is_some_and(|f| r.seconds - f.0 > RECENT) {
+            self.0.pop_front();
+        }
+    }
+
+    /// Seconds left: until everything is sent at the recent pace of
+    /// sending, and until it has committed at the recent pace of commits
+    /// (the later of the two that is known; while committing, only the
+    /// second; while loading, commits count once a hundredth of the input
+    /// committed within the window). `None` while neither moved: never "0s" for a load that is
+    /// standing still.
+    pub fn eta(&self, phase: Phase) -> Option<f64> {
+        let (first, last) = (self.0.front()?, self.0.back()?);
+        let span = last.0 - first.0;
+        if span <= 0.0 {
+            return None;
+        }
+        let left = |now: f64, then: f64, least: f64| {
+            let rate = (now - then) / span;
+            (rate > 0.0 && now - then >= least).then(|| (1.0 - now).max(0.0) / rate)
+        };
+        let sending = left(last.1, first.1, 0.0);
+        // Commits come a batch at a time: while loading, their pace counts
+        // once a hundredth of the input committed within the window (one
+        // small batch's commit in the first second is no pace).
+        let least = if phase == Phase::Loading { 0.01 } else { 0.0 };
+        let committing = left(last.2, first.2, least);
+        match phase {
+            Phase::Committing => committing,
+            Phase::Loading => match (sending, committing) {
+                (Some(a), Some(b)) => Some(a.max(b)),
+                (a, b) => a.or(b),
+            },
+        }
     }
 }
 
@@ -138,19 +225,22 @@ impl Sources {
         }
     }
 
-    fn line(&self, mode: Mode) -> String {
+    fn line(&self, mode: Mode, recent: &mut Recent) -> String {
         let r = self.reading();
+        recent.push(&r);
+        let phase = r.phase();
         let el = r.seconds;
         let retries = self.shared.retries.load(Ordering::Relaxed);
         let errors = self.shared.quarantined.load(Ordering::Relaxed);
         let rows = r.rows;
         let rate = rows as f64 / el;
         let bps = r.sent.max(r.applied) as f64 / el;
-        let left = r.eta();
+        let left = recent.eta(phase);
         let ahead = r.read.saturating_sub(r.applied) as f64;
         if mode == Mode::Json {
             return serde_json::json!({
                 "event": "progress",
+                "phase": phase.name(),
                 "seconds": (el * 1000.0).round() / 1000.0,
                 "bytes_applied": r.applied,
                 "bytes_sent": r.sent,
@@ -189,8 +279,15 @@ impl Sources {
         } else {
             String::new()
         };
+        let committed = match phase {
+            Phase::Committing => format!(
+                " · committing: {} of it committed",
+                human_bytes(r.applied as f64)
+            ),
+            Phase::Loading => committed,
+        };
         format!(
-            "{} sent{committed}{of} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
+            "{} sent{of}{committed} · {rows} rows · {:.0} rows/s · {}/s{}{}{}{}",
             human_bytes(r.sent.max(r.applied) as f64),
             rate,
             human_bytes(bps),
@@ -221,6 +318,8 @@ pub async fn run(src: Sources, mode: Mode, mut stop: tokio::sync::oneshot::Recei
         return;
     }
     BAR_ON.store(mode == Mode::Bar, Ordering::Relaxed);
+    let mut recent = Recent::default();
+    recent.push(&src.reading()); // the start: the first tick has a pace
     let tick = if mode == Mode::Json {
         Duration::from_secs(1)
     } else {
@@ -230,7 +329,7 @@ pub async fn run(src: Sources, mode: Mode, mut stop: tokio::sync::oneshot::Recei
         tokio::select! {
             _ = &mut stop => break,
             _ = tokio::time::sleep(tick) => {
-                let line = src.line(mode);
+                let line = src.line(mode, &mut recent);
                 if mode == Mode::Json {
                     println!("{line}");
                 } else {
@@ -272,21 +371,75 @@ mod tests {
     fn the_fraction_done_keeps_to_one_unit() {
         let rows = [
             // plain file of 1000 bytes, 250 applied
-            (reading(250, None, Some(1000)), Some(0.25), Some(30.0)),
+            (reading(250, None, Some(1000)), Some(0.25), Some(0.25)),
             // compressed: 4000 uncompressed applied, 100 of 400 on disk read
             (
                 reading(4000, Some((100, Some(400))), None),
                 Some(0.25),
-                Some(30.0),
+                Some(0.125),
             ),
             // compressed, size unknown (stdin)
             (reading(4000, Some((100, None)), None), None, None),
             // nothing applied yet
-            (reading(0, None, Some(1000)), Some(0.0), None),
+            (reading(0, None, Some(1000)), Some(0.0), Some(0.0)),
         ];
-        for (r, fraction, eta) in rows {
+        for (r, fraction, committed) in rows {
             assert_eq!(r.fraction(), fraction, "{r:?}");
-            assert_eq!(r.eta(), eta, "{r:?}");
+            assert_eq!(r.committed_fraction(), committed, "{r:?}");
+        }
+    }
+
+    /// The ETA runs on the recent pace of sending and of commits, and
+    /// a load that stands still has none (before: the whole run's average
+    /// — "ETA 0m00s" at 55% with nothing moving — and 100% for seconds
+    /// while the last batches committed, with no word of it).
+    #[test]
+    fn the_eta_follows_the_recent_pace_and_the_commits() {
+        let at = |seconds: f64, sent: u64, applied: u64, read: u64| Reading {
+            seconds,
+            applied,
+            sent,
+            read,
+            file: None,
+            total: Some(1000),
+            rows: 0,
+        };
+        // (readings, phase of the last, eta)
+        #[rustfmt::skip]
+        let rows: Vec<(Vec<Reading>, Phase, Option<f64>)> = vec![
+            // steady: 10%/s sent and committed, 50% done: 5 s
+            (vec![at(1.0, 100, 100, 200), at(5.0, 500, 500, 600)], Phase::Loading, Some(5.0)),
+            // sent runs ahead; commits at 5%/s: commits decide (40% left / 5%)
+            (vec![at(1.0, 100, 50, 200), at(5.0, 500, 250, 600)], Phase::Loading, Some(15.0)),
+            // one big batch in flight: nothing committed yet, sending decides
+            (vec![at(1.0, 100, 0, 200), at(3.0, 300, 0, 400)], Phase::Loading, Some(7.0)),
+            // standing still (a lock wait): no ETA, not 0s
+            (vec![at(1.0, 550, 550, 600), at(6.0, 550, 550, 600)], Phase::Loading, None),
+            // a slow start does not weigh on a fast middle: 30 s ago at 1%
+            (vec![at(0.0, 0, 0, 10), at(30.0, 10, 10, 20), at(38.0, 50, 50, 60), at(40.0, 500, 500, 510)], Phase::Loading, Some(1000.0 * 0.5 / 490.0 * 10.0)),
+            // all sent, 600 of 1000 committed, 100 a second: committing, 4 s
+            (vec![at(1.0, 1000, 400, 1000), at(3.0, 1000, 600, 1000)], Phase::Committing, Some(4.0)),
+            // all sent, nothing committing lately: committing, no ETA
+            (vec![at(1.0, 1000, 600, 1000), at(3.0, 1000, 600, 1000)], Phase::Committing, None),
+            // done
+            (vec![at(1.0, 900, 900, 1000), at(2.0, 1000, 1000, 1000)], Phase::Loading, Some(0.0)),
+            // a first small commit is no pace: sending decides (9 s)
+            (vec![at(0.0, 0, 0, 0), at(1.0, 100, 1, 200)], Phase::Loading, Some(9.0)),
+            // one reading: no pace yet
+            (vec![at(1.0, 100, 100, 200)], Phase::Loading, None),
+        ];
+        for (readings, phase, eta) in rows {
+            let mut recent = Recent::default();
+            for r in &readings {
+                recent.push(r);
+            }
+            let last = readings.last().expect("a reading");
+            assert_eq!(last.phase(), phase, "{readings:?}");
+            let got = recent.eta(last.phase());
+            match (got, eta) {
+                (Some(g), Some(w)) => assert!((g - w).abs() < 1e-6, "{readings:?}: {g} not {w}"),
+                _ => assert_eq!(got, eta, "{readings:?}"),
+            }
         }
     }
 
@@ -300,7 +453,7 @@ mod tests {
             ..reading(0, None, Some(1000))
         };
         assert_eq!(r.fraction(), Some(0.5));
-        assert_eq!(r.eta(), Some(10.0));
+        assert_eq!(r.committed_fraction(), Some(0.0));
         // A retried batch steps `sent` back below what committed: never
         // below the committed bytes.
         let r = Reading {

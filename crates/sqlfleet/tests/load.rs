@@ -1067,6 +1067,18 @@ fn progress_moves_while_one_big_batch_is_sent() {
     for t in &moving {
         assert!(t["eta_seconds"].as_f64().is_some(), "no ETA: {t}");
     }
+    // Once everything is sent, the wait for the commit is its own phase.
+    for t in &ticks {
+        match t["phase"].as_str() {
+            Some("loading") => {}
+            Some("committing") => assert!(
+                n(t, "bytes_sent") == n(t, "bytes_total")
+                    && n(t, "bytes_applied") < n(t, "bytes_sent"),
+                "{t}"
+            ),
+            _ => panic!("no phase: {t}"),
+        }
+    }
 }
 
 /// A dump's rows and warnings as the server counts them: `--json .server`
