@@ -380,6 +380,68 @@ pub fn classify(text: &[u8]) -> Kind {
     Kind::Barrier
 }
 
+/// Does running this statement a second time leave what running it once
+/// leaves — a `DROP ... IF EXISTS`, a `CREATE ... IF NOT EXISTS`, a
+/// `CREATE OR REPLACE`, a `SET GLOBAL` to a constant — so that a load
+/// killed after it, before its
+/// journal was written, may run it again from the start? (A dump's first
+/// statements mostly are: `DROP TABLE IF EXISTS`, `CREATE DATABASE IF
+/// NOT EXISTS`.) By form only: anything else is `false`.
+pub fn reruns_harmlessly(text: &[u8]) -> bool {
+    let toks = tokens(text, 12);
+    let word =
+        |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
+    const OBJECTS: [&str; 9] = [
+        "TABLE",
+        "VIEW",
+        "DATABASE",
+        "SCHEMA",
+        "PROCEDURE",
+        "FUNCTION",
+        "TRIGGER",
+        "EVENT",
+        "SEQUENCE",
+    ];
+    let object = |i: usize| OBJECTS.iter().any(|k| word(i, k));
+    if word(0, "SET") {
+        // A server-wide setting to one constant (`SET GLOBAL x = 'v'`,
+        // `SET @@GLOBAL.x = 5`): the same setting again. MySQL 8's
+        // GTID_PURGED append (`/*!80000 '+'*/ 'set'`, two strings) run
+        // again is refused by the server (the set overlaps), never
+        // applied twice. Anything more (two settings, an expression) is
+        // not harmless.
+        let value = |i: usize| {
+            toks.len() > i
+                && (toks[i..].iter().all(|t| *t == Tok::Other)
+                    || (toks.len() == i + 1 && matches!(toks[i], Tok::Word(_))))
+        };
+        let eq = |i: usize| toks.get(i) == Some(&Tok::Punct(b'='));
+        let name = |i: usize| matches!(toks.get(i), Some(Tok::Word(_)));
+        let plain = word(1, "GLOBAL") && name(2) && eq(3) && value(4);
+        let at = toks.get(1) == Some(&Tok::Punct(b'@'))
+            && toks.get(2) == Some(&Tok::Punct(b'@'))
+            && word(3, "GLOBAL")
+            && toks.get(4) == Some(&Tok::Punct(b'.'))
+            && name(5)
+            && eq(6)
+            && value(7);
+        return plain || at;
+    }
+    if word(0, "DROP") {
+        let i = if word(1, "TEMPORARY") { 2 } else { 1 };
+        return object(i) && word(i + 1, "IF") && word(i + 2, "EXISTS");
+    }
+    if word(0, "CREATE") {
+        if word(1, "OR") && word(2, "REPLACE") {
+            return true;
+        }
+        return (1..toks.len().saturating_sub(2)).any(|i| {
+            object(i) && word(i + 1, "IF") && word(i + 2, "NOT") && word(i + 3, "EXISTS")
+        });
+    }
+    false
+}
+
 /// Is this `DROP TABLE` (or `DROP TEMPORARY TABLE`)?
 pub fn is_drop_table(text: &[u8]) -> bool {
     let mut c = Cursor {
@@ -447,6 +509,43 @@ mod tests {
         TableRef {
             db: None,
             name: name.into(),
+        }
+    }
+
+    #[test]
+    fn what_runs_twice_as_once() {
+        let rows = [
+            ("DROP TABLE IF EXISTS `t`", true),
+            ("DROP TEMPORARY TABLE IF EXISTS t", true),
+            ("/*!40000 DROP DATABASE IF EXISTS `d`*/", true),
+            ("/*!50001 DROP VIEW IF EXISTS `v`*/", true),
+            ("DROP SEQUENCE IF EXISTS s", true),
+            ("drop procedure if exists p", true),
+            ("CREATE DATABASE /*!32312 IF NOT EXISTS*/ `d` /*!40100 DEFAULT CHARACTER SET utf8mb4 */", true),
+            ("CREATE TABLE IF NOT EXISTS t (a int)", true),
+            ("CREATE OR REPLACE TABLE t (a int)", true),
+            ("CREATE OR REPLACE VIEW v AS SELECT 1", true),
+            ("CREATE TABLE t (a int)", false),
+            ("CREATE TABLE `if` (a int)", false),
+            ("CREATE DATABASE d", false),
+            ("DROP TABLE t", false),
+            ("DROP TABLE t, `if`", false),
+            ("INSERT INTO t VALUES (1)", false),
+            ("SET GLOBAL gtid_slave_pos = '0-1-1'", true),
+            ("SET @@GLOBAL.GTID_PURGED='3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5'", true),
+            ("SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5'", true),
+            ("SET GLOBAL x = 1 2", false),
+            ("SET GLOBAL max_connections = 500", true),
+            ("SET GLOBAL max_connections = @@GLOBAL.max_connections + 1", false),
+            ("SET GLOBAL a = 1, b = 2", false),
+            ("SET @x = 1", false),
+            ("SET NAMES utf8mb4", false),
+            ("ALTER TABLE t ADD COLUMN IF NOT EXISTS b int", false),
+            ("TRUNCATE TABLE t", false),
+            ("", false),
+        ];
+        for (sql, twice) in rows {
+            assert_eq!(reruns_harmlessly(sql.as_bytes()), twice, "{sql}");
         }
     }
 

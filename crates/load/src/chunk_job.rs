@@ -71,6 +71,7 @@ impl ChunkWork {
                 self.lines(),
                 self.record_lines.len()
             ),
+            nothing_written: false,
         }
     }
 }

@@ -16,6 +16,9 @@ pub struct StatementFailure {
     pub code: Option<u16>,
     pub message: String,
     pub preview: String,
+    /// The load stopped before its journal was written: nothing of it is
+    /// on the target, and the way on is the same command, not a resume.
+    pub nothing_written: bool,
 }
 
 impl StatementFailure {
@@ -37,6 +40,9 @@ impl StatementFailure {
         match self.code {
             Some(1046) => {
                 "the dump names no database and none was given: load it again with -D DB --restart (a resume keeps to the database the load used, and it had none)"
+            }
+            _ if self.nothing_written => {
+                "nothing was written to the target: fix the cause and run the same command again"
             }
             _ => {
                 "everything before it that committed is journaled: fix the cause and rerun with --resume"
@@ -172,6 +178,7 @@ impl StatementFailure {
             code: None,
             message: String::new(),
             preview: stmt.preview(120),
+            nothing_written: false,
         }
     }
 
@@ -190,6 +197,40 @@ impl StatementFailure {
             code,
             message,
             preview: stmt.preview(120),
+            nothing_written: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The way on that a failure names is one that can succeed.
+    #[test]
+    fn the_way_on_fits_what_was_written() {
+        let f = |code, nothing_written| StatementFailure {
+            origin: None,
+            offset: 0,
+            line: 1,
+            table: None,
+            code,
+            message: String::new(),
+            preview: String::new(),
+            nothing_written,
+        };
+        for (failure, want) in [
+            (f(Some(1064), false), "rerun with --resume"),
+            (f(Some(1064), true), "run the same command again"),
+            (f(None, true), "nothing was written"),
+            (f(Some(1046), false), "-D DB --restart"),
+            (f(Some(1046), true), "-D DB --restart"),
+        ] {
+            assert!(
+                failure.way_on().contains(want),
+                "{failure:?}: {}",
+                failure.way_on()
+            );
         }
     }
 }

@@ -211,9 +211,98 @@ pub async fn prepare(
     size: Option<u64>,
     bound: Bound<'_>,
 ) -> Result<Start, LoadError> {
+    let (start, begin) = decide(
+        conn, endpoint, load_id, source, resume, restart, size, bound,
+    )
+    .await?;
+    begin.run(conn).await.map_err(jerr(endpoint))?;
+    Ok(start)
+}
+
+/// The writes that start a run's journal (its tables where there are
+/// none, a restarted load's old records gone, its row in
+/// `sqlfleet.loads`), held by a fresh dump load until its first statement
+/// has run (`schedule`): a load stopped before that — a statement the
+/// server refuses at once, a file that is not SQL — writes nothing to the
+/// target, as the stock client writes nothing.
+#[derive(Debug, Default)]
+#[must_use]
+pub struct Begin(Vec<String>);
+
+impl Begin {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub async fn run(self, conn: &mut Conn) -> Result<(), mysql_async::Error> {
+        for sql in self.0 {
+            conn.query_drop(sql).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Is the journal there, and in this version's shape? Read only: a load
+/// writes nothing before its first statement has run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Absent,
+    Older,
+    Current,
+}
+
+async fn shape(conn: &mut Conn) -> Result<Shape, mysql_async::Error> {
+    let row: Option<(u64, u64, u64)> = conn
+        .query_first(
+            "SELECT \
+             (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sqlfleet' \
+              AND TABLE_NAME IN ('loads', 'load_journal')), \
+             (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'sqlfleet' AND \
+              ((TABLE_NAME = 'loads' AND COLUMN_NAME IN ('size', 'stateful_line', 'stateful_why', \
+                'input_id', 'target_db', 'chain_hash')) \
+               OR (TABLE_NAME = 'load_journal' AND COLUMN_NAME IN ('tbl', 'chain', 'auto_increment')))), \
+             (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'sqlfleet' \
+              AND TABLE_NAME = 'loads' AND COLUMN_NAME = 'state' AND COLUMN_TYPE LIKE '%interrupted%')",
+        )
+        .await?;
+    Ok(match row.unwrap_or_default() {
+        (0, _, _) => Shape::Absent,
+        (2, 9, 1) => Shape::Current,
+        _ => Shape::Older,
+    })
+}
+
+/// Decides how this run starts, reading the journal; the writes that
+/// start it come back as a [`Begin`] for the caller to run when it
+/// should. (An older journal is brought to this version's shape at once,
+/// and a journal taken over is moved: both only where one exists.)
+#[allow(clippy::too_many_arguments)]
+pub async fn decide(
+    conn: &mut Conn,
+    endpoint: &str,
+    load_id: &str,
+    source: &str,
+    resume: bool,
+    restart: bool,
+    size: Option<u64>,
+    bound: Bound<'_>,
+) -> Result<(Start, Begin), LoadError> {
     let e = jerr(endpoint);
-    for sql in SCHEMA_SQL {
-        conn.query_drop(*sql).await.map_err(&e)?;
+    let mut begin = Begin::default();
+    match shape(conn).await.map_err(&e)? {
+        Shape::Current => {}
+        Shape::Older => {
+            for sql in SCHEMA_SQL {
+                conn.query_drop(*sql).await.map_err(&e)?;
+            }
+        }
+        Shape::Absent => {
+            begin.0.extend(SCHEMA_SQL.iter().map(|s| s.to_string()));
+            return Ok((
+                Start::Fresh,
+                begin.then_row(load_id, source, size, bound, RowStart::Fresh),
+            ));
+        }
     }
     let id = literal(load_id);
     let state: Option<String> = conn
@@ -284,7 +373,7 @@ pub async fn prepare(
         (Some("done"), true, false) => {
             let r = read_resume(conn, load_id).await.map_err(&e)?;
             if r.chains.is_empty() {
-                return Ok(Start::AlreadyDone);
+                return Ok((Start::AlreadyDone, begin));
             }
             if r.chain_hash.as_deref() != Some(CHAIN_HASH) {
                 return Err(LoadError::Setup {
@@ -294,7 +383,7 @@ pub async fn prepare(
                     ),
                 });
             }
-            return Ok(Start::Resume(Box::new(Resume { done: true, ..r })));
+            return Ok((Start::Resume(Box::new(Resume { done: true, ..r })), begin));
         }
         (Some("running" | "failed"), false, false) => {
             return Err(LoadError::Unfinished {
@@ -321,36 +410,63 @@ pub async fn prepare(
             Start::Resume(Box::new(r))
         }
         _ => {
-            conn.query_drop(format!(
-                "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
-            ))
-            .await
-            .map_err(&e)?;
+            if state.is_some() {
+                begin.0.push(format!(
+                    "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
+                ));
+            }
             Start::Fresh
         }
     };
-    let size_sql = size.map_or("NULL".to_string(), |s| s.to_string());
-    let fresh = matches!(start, Start::Fresh);
-    let sized = fresh || taken_over.is_some();
-    let (input_sql, db_sql) = match bound {
-        Some((input, db)) => (literal(input), literal(db)),
-        None => ("NULL".to_string(), "NULL".to_string()),
+    // Resumed, its row says it runs again (with the size of a taken-over
+    // load's input); fresh, its row starts over.
+    let row = match (&start, taken_over.is_some()) {
+        (Start::Fresh, _) => RowStart::Fresh,
+        (_, sized) => RowStart::Resumed { sized },
     };
-    conn.query_drop(format!(
-        "INSERT INTO sqlfleet.loads (load_id, source, state, size, input_id, target_db, chain_hash) \
-         VALUES ({id}, {}, 'running', {size_sql}, {input_sql}, {db_sql}, '{CHAIN_HASH}') \
-         ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
-         input_id = VALUES(input_id), target_db = VALUES(target_db){}",
-        literal(&source.chars().take(1000).collect::<String>()),
-        match (fresh, sized) {
-            (true, _) => ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)",
-            (false, true) => ", size = VALUES(size)",
-            (false, false) => "",
-        }
-    ))
-    .await
-    .map_err(&e)?;
-    Ok(start)
+    Ok((start, begin.then_row(load_id, source, size, bound, row)))
+}
+
+/// What a run's row in `sqlfleet.loads` keeps of an earlier run's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowStart {
+    /// Nothing: size, one-connection mark and chain hash are this run's.
+    Fresh,
+    /// Everything but the state (and the size, for a load taken over).
+    Resumed { sized: bool },
+}
+
+impl Begin {
+    /// Adds the run's row in `sqlfleet.loads` (a fresh run also clears
+    /// what an earlier run of this id left in it).
+    fn then_row(
+        mut self,
+        load_id: &str,
+        source: &str,
+        size: Option<u64>,
+        bound: Bound<'_>,
+        row: RowStart,
+    ) -> Begin {
+        let size_sql = size.map_or("NULL".to_string(), |s| s.to_string());
+        let (input_sql, db_sql) = match bound {
+            Some((input, db)) => (literal(input), literal(db)),
+            None => ("NULL".to_string(), "NULL".to_string()),
+        };
+        self.0.push(format!(
+            "INSERT INTO sqlfleet.loads (load_id, source, state, size, input_id, target_db, chain_hash) \
+             VALUES ({}, {}, 'running', {size_sql}, {input_sql}, {db_sql}, '{CHAIN_HASH}') \
+             ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
+             input_id = VALUES(input_id), target_db = VALUES(target_db){}",
+            literal(load_id),
+            literal(&source.chars().take(1000).collect::<String>()),
+            match row {
+                RowStart::Fresh => ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)",
+                RowStart::Resumed { sized: true } => ", size = VALUES(size)",
+                RowStart::Resumed { sized: false } => "",
+            }
+        ));
+        self
+    }
 }
 
 /// The statement that records a committed range (no table, no chain).

@@ -328,7 +328,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             what: error::describe(&e).1,
         })?;
 
-    let start = journal::prepare(
+    let (start, begin) = journal::decide(
         &mut bookkeeping,
         &endpoint,
         &load_id,
@@ -339,6 +339,21 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         bound,
     )
     .await?;
+    // A fresh load writes its journal once its first statement has run
+    // (the scheduler); a resumed one's is there, and says so now.
+    let begin = match start {
+        Start::Fresh => Some(begin),
+        _ => {
+            begin
+                .run(&mut bookkeeping)
+                .await
+                .map_err(|e| LoadError::Journal {
+                    endpoint: endpoint.clone(),
+                    what: error::describe(&e).1,
+                })?;
+            None
+        }
+    };
     let mut resume = match start {
         Start::AlreadyDone => {
             stop(rx);
@@ -471,6 +486,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         regime,
     );
     sched.warnings.extend(warnings);
+    sched.begin = begin;
     sched.overwrite_tables = opts.overwrite_tables;
     let mut input_error = None;
     let mut changed = None;
@@ -567,6 +583,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         skipped,
         tables,
         regime,
+        begin,
         ..
     } = sched;
     let ctx = engine.ctx.clone();
@@ -601,7 +618,19 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         && saw_statement
         && !was_interrupted;
     let rows = shared.rows.load(Ordering::Relaxed);
-    if changed.is_none() {
+    // Never begun: nothing ran. A load that stopped there leaves nothing
+    // on the target; one that ends well (nothing in it to run) is
+    // recorded as done.
+    let recorded = match begin {
+        None => true,
+        Some(b) if ok => b.run(&mut bookkeeping).await.is_ok(),
+        Some(_) => false,
+    };
+    let failure = failure.map(|f| crate::StatementFailure {
+        nothing_written: !recorded,
+        ..f
+    });
+    if changed.is_none() && recorded {
         let end = if ok {
             journal::End::Done
         } else if was_interrupted && failure.is_none() {

@@ -30,7 +30,7 @@ use std::sync::Arc;
 
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::quote::{ident, literal};
-use sqlfleet_dump::classify::{database_named, is_drop_table};
+use sqlfleet_dump::classify::{database_named, is_drop_table, reruns_harmlessly};
 use sqlfleet_dump::inspect::{generates_ids, sets_autocommit_off, Traits};
 use sqlfleet_dump::{Kind, Statement, TableRef};
 use tokio::sync::oneshot;
@@ -77,6 +77,13 @@ pub struct Scheduler {
     /// Why a resumed run cannot go on exactly (with `--restart` as the
     /// way on); set once, and the load stops before the statement.
     pub refused: Option<String>,
+    /// The journal's first writes, until the load's first statement has
+    /// run (`journal::Begin`); `None` once written (or for a resume).
+    pub begin: Option<journal::Begin>,
+    /// Records of statements run before the journal was written (each
+    /// runs a second time as it ran once: `reruns_harmlessly`), written
+    /// with it.
+    held_records: Vec<String>,
     cur_db: Option<String>,
     batch: Option<Batch>,
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
@@ -151,6 +158,8 @@ impl Scheduler {
             batch_bytes,
             defer_indexes,
             overwrite_tables: false,
+            begin: None,
+            held_records: Vec::new(),
             warnings: Vec::new(),
             skipped: 0,
             tables: Default::default(),
@@ -345,6 +354,9 @@ impl Scheduler {
             "line {}: {why} ties the rest of this file to one connection: it runs in order on one connection from here, and this load cannot be resumed after an interruption (--restart instead)",
             stmt.line
         ));
+        if !self.begin(stmt).await {
+            return;
+        }
         if let Err(e) =
             journal::mark_stateful(&mut self.bookkeeping, &self.ctx.load_id, stmt.line, why).await
         {
@@ -427,7 +439,7 @@ impl Scheduler {
                 self.wait_all().await;
                 let key = self.key(&t);
                 let info = self.table_info(&key).await;
-                if self.galera_refuses(&key, &info, &stmt) {
+                if self.galera_refuses(&key, &info, &stmt) || !self.begin(&stmt).await {
                     return;
                 }
                 let work = Work::Data {
@@ -533,6 +545,33 @@ impl Scheduler {
                 self.start_all_deferred().await;
                 self.wait_all().await;
                 self.execute(&stmt, None, Some("ddl"), Some(&chain)).await;
+            }
+        }
+    }
+
+    /// Writes the journal's start (`journal::Begin`) if not yet written;
+    /// false (the load failed at `stmt`) if that fails.
+    async fn begin(&mut self, stmt: &Statement) -> bool {
+        let Some(b) = self.begin.take() else {
+            return true;
+        };
+        let held = std::mem::take(&mut self.held_records);
+        let r = async {
+            b.run(&mut self.bookkeeping).await?;
+            for q in held {
+                self.bookkeeping.query_drop(q).await?;
+            }
+            Ok::<(), mysql_async::Error>(())
+        }
+        .await;
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                self.ctx.shared.fail(StatementFailure {
+                    message: format!("recording in the journal: {}", crate::error::describe(&e).1),
+                    ..StatementFailure::of(stmt, None, &e)
+                });
+                false
             }
         }
     }
@@ -681,7 +720,7 @@ impl Scheduler {
         }
         let info = self.table_info(&b.key).await;
         if let Some(first) = b.stmts.first() {
-            if self.galera_refuses(&b.key, &info, first) {
+            if self.galera_refuses(&b.key, &info, first) || !self.begin(first).await {
                 return;
             }
         }
@@ -854,8 +893,34 @@ impl Scheduler {
         });
         // A pending row first, committed before the statement runs (DDL
         // commits on its own): an interrupted DDL is known on resume.
+        // Before the journal is written (`journal::Begin`), a statement
+        // that runs a second time as it ran once (`DROP TABLE IF EXISTS`,
+        // `CREATE DATABASE IF NOT EXISTS`, a `SET GLOBAL`) runs without
+        // it, its record held until the journal is written: refused by
+        // the server, the load leaves nothing of its own on the target;
+        // killed after it, the next run starts over and runs it again.
+        // Any other statement writes the journal first.
+        let held = self.begin.is_some() && reruns_harmlessly(&stmt.text);
+        if !held && self.begin.is_some() {
+            // The session it runs in first: a setting the server refuses
+            // (a collation it does not have) stops the load here, before
+            // the journal. (Other errors: the attempts below retry.)
+            let synced = async {
+                let c = worker::ensure(&self.ctx, &mut self.control, "c").await?;
+                c.sync(&self.ctx.prelude, upto).await
+            }
+            .await;
+            if let Err(e @ mysql_async::Error::Server(_)) = synced {
+                self.ctx.shared.fail(StatementFailure::of(stmt, table, &e));
+                return false;
+            }
+        }
+        if !held && !self.begin(stmt).await {
+            return false;
+        }
         let pending_sql = done_sql
             .as_ref()
+            .filter(|_| !held)
             .map(|_| format!("BEGIN; {}; COMMIT", rec("pending-ddl", self)));
         let mut attempt = 0;
         let result = loop {
@@ -900,6 +965,10 @@ impl Scheduler {
             Ok(()) => {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
                 self.applied(stmt);
+                if held {
+                    self.held_records.extend(done_sql);
+                    return true;
+                }
                 if let Some(done) = &done_sql {
                     let r = match self.control.as_mut() {
                         Some(c) => c.conn.query_drop(done.as_str()).await,
@@ -925,7 +994,7 @@ impl Scheduler {
                 }
                 if self.ctx.continue_on_error {
                     self.ctx.shared.quarantine(stmt, &f, upto);
-                    if !stateful {
+                    if !stateful && self.begin(stmt).await {
                         let q = rec("quarantine", self);
                         if let Some(c) = self.control.as_mut() {
                             let _ = c.conn.query_drop(format!("BEGIN; {q}; COMMIT")).await;

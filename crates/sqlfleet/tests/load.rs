@@ -1276,6 +1276,88 @@ fn a_name_the_server_refuses_is_reported_in_the_servers_words() {
     }
 }
 
+/// A load the server stops at once — a MySQL dump's GTID_PURGED, a
+/// session collation it does not have after a DROP TABLE IF EXISTS —
+/// writes nothing of its own to the target: no journal
+/// row, nothing of the journal in the binary log; the same command says
+/// the same again (before: ~4 KB of journal in the binary log and "an
+/// earlier load of this dump stopped before the end").
+#[test]
+fn a_load_the_server_stops_at_once_writes_nothing_of_its_own() {
+    let srv = server();
+    let dir = tmp();
+    let head =
+        "-- MySQL dump 10.13  Distrib 8.0.36, for Linux (x86_64)\n/*!50503 SET NAMES utf8mb4 */;\n";
+    for (what, body, code) in [
+        (
+            "GTID_PURGED",
+            "SET @@GLOBAL.GTID_PURGED=/*!80000 '+'*/ '3e11fa47-71ca-11e1-9e33-c80aa9429562:1-5';\nCREATE TABLE t (a int);\n",
+            "ERROR 1193",
+        ),
+        (
+            "0900",
+            "DROP TABLE IF EXISTS `t`;\n/*!50503 SET collation_connection = utf8mb4_0900_ai_ci */;\nCREATE TABLE `t` (`a` int) ENGINE=InnoDB;\n",
+            "ERROR 1273",
+        ),
+    ] {
+        let file = dir.path().join(format!("stops-{what}.sql"));
+        std::fs::write(
+            &file,
+            format!("{head}{body}INSERT INTO `t` VALUES (1);\n-- Dump completed on 2026-12-02\n"),
+        )
+        .expect("write");
+        let path = file.to_str().expect("utf8");
+        let db = fresh_db(srv, "stops");
+        let (log, pos) = rt().block_on(async {
+            let mut c = srv.connect().await;
+            let row: mysql_async::Row = c
+                .query_first("SHOW MASTER STATUS")
+                .await
+                .expect("status")
+                .expect("binary log on");
+            (
+                row.get::<String, _>(0).expect("file"),
+                row.get::<u64, _>(1).expect("position"),
+            )
+        });
+        for round in ["first", "again"] {
+            let o = sqlfleet_load(srv, &["-D", &db, path]);
+            let e = stderr(&o);
+            assert_eq!(o.status.code(), Some(3), "{what} {round}: {e}");
+            assert!(
+                e.contains(code) && e.contains("nothing was written to the target"),
+                "{what} {round}: {e}"
+            );
+        }
+        let (rows, logged) = rt().block_on(async {
+            let mut c = srv.connect().await;
+            // (no journal table at all on a fresh server: nothing written)
+            let rows: u64 = match c
+                .exec_first("SELECT COUNT(*) FROM sqlfleet.loads WHERE source = ?", (path,))
+                .await
+            {
+                Ok(n) => n.unwrap_or(0),
+                Err(mysql_async::Error::Server(e)) if e.code == 1146 => 0,
+                Err(e) => panic!("loads: {e}"),
+            };
+            let events: Vec<mysql_async::Row> = c
+                .query(format!("SHOW BINLOG EVENTS IN '{log}' FROM {pos}"))
+                .await
+                .expect("events");
+            let logged = events
+                .into_iter()
+                .filter_map(|r| r.get::<String, _>("Info"))
+                // (other tests' loads journal at the same time: ours
+                // would name its file)
+                .filter(|i| i.contains(path))
+                .count();
+            (rows, logged)
+        });
+        assert_eq!(rows, 0, "{what}: a journal row");
+        assert_eq!(logged, 0, "{what}: the journal in the binary log");
+    }
+}
+
 /// A dump that names no database, loaded without -D: the error says to
 /// give -D with --restart — the way that works (before: "rerun with
 /// --resume", which is refused with another -D) — and that way loads it.
