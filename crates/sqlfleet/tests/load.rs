@@ -1547,9 +1547,10 @@ fn same_tables(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {
     assert_eq!(want, fingerprint(srv, got_db), "{what}");
 }
 
-/// A seeded dump shape for the interrupt campaign: 1–4 tables, InnoDB or
-/// (sometimes) MyISAM, 1–1,500 rows per INSERT (1: not extended), a view
-/// and a trigger sometimes.
+/// A seeded dump shape for the interrupt campaign: 1–8 tables, InnoDB or
+/// (sometimes) MyISAM, 1–5,000 rows per INSERT (1: not extended); a view,
+/// a trigger, a routine, a sequence with a table that takes it as a
+/// column default, each sometimes.
 fn shaped_dump(path: &Path, rng: &mut u64) -> String {
     let mut next = |n: u64| {
         *rng ^= *rng << 13;
@@ -1557,17 +1558,17 @@ fn shaped_dump(path: &Path, rng: &mut u64) -> String {
         *rng ^= *rng << 17;
         *rng % n
     };
-    let tables = 1 + next(4) as usize;
+    let tables = 1 + next(8) as usize;
     let mut shape = Vec::new();
     let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create"));
     writeln!(f, "/*!40101 SET NAMES utf8mb4 */;").expect("w");
     for t in 0..tables {
         let engine = if next(5) == 0 { "MyISAM" } else { "InnoDB" };
-        let rows = 2_000 + next(30_000) as usize;
+        let rows = 500 + next(if tables > 4 { 8_000 } else { 30_000 }) as usize;
         let per = if next(4) == 0 {
             1
         } else {
-            1 + next(1_500) as usize
+            1 + next(5_000) as usize
         };
         shape.push(format!("t{t}: {engine} {rows} rows, {per} per INSERT"));
         writeln!(f, "DROP TABLE IF EXISTS `s{t}`;\nCREATE TABLE `s{t}` (\n  `id` int NOT NULL,\n  `k` int NOT NULL,\n  `c` varchar(40) NOT NULL,\n  PRIMARY KEY (`id`)\n) ENGINE={engine};").expect("w");
@@ -1596,12 +1597,29 @@ fn shaped_dump(path: &Path, rng: &mut u64) -> String {
         writeln!(f, "CREATE TABLE `log` (`n` int);\nDELIMITER ;;\nCREATE TRIGGER `tr` AFTER INSERT ON `s0` FOR EACH ROW INSERT INTO `log` VALUES (NEW.id) ;;\nDELIMITER ;").expect("w");
         shape.push("a trigger".into());
     }
+    if next(3) == 0 {
+        writeln!(f, "DELIMITER ;;\nCREATE PROCEDURE `p0`()\nBEGIN\n  SELECT COUNT(*) FROM `s0`;\nEND ;;\nDELIMITER ;").expect("w");
+        shape.push("a routine".into());
+    }
+    if next(3) == 0 {
+        // As mariadb-dump writes a sequence, and a table whose column
+        // takes its next value by default (every value written).
+        writeln!(f, "CREATE SEQUENCE `q0` start with 1 minvalue 1 maxvalue 9223372036854775806 increment by 1 cache 1000 nocycle ENGINE=InnoDB;\nDO SETVAL(`q0`, 3001, 0);\nCREATE TABLE `sq` (\n  `id` int NOT NULL,\n  `n` bigint DEFAULT nextval(`q0`),\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB;").expect("w");
+        for chunk in 0..3 {
+            let vals: Vec<String> = (chunk * 1000..(chunk + 1) * 1000)
+                .map(|i| format!("({i},{})", i + 1))
+                .collect();
+            writeln!(f, "INSERT INTO `sq` VALUES {};", vals.join(",")).expect("w");
+        }
+        shape.push("a sequence as a column default".into());
+    }
     writeln!(f, "-- Dump completed on 2026-11-29").expect("w");
     shape.join("; ")
 }
 
-/// Interrupts as a property: for each seed a dump shape, a `--threads`
-/// and SIGINT or SIGTERM at a seeded instant. The load stops: it exits
+/// Interrupts as a property: for each seed a dump shape (a dump, or its
+/// tables as a mydumper directory), a `--threads` and SIGINT or SIGTERM
+/// at a seeded instant. The load stops: it exits
 /// 130 or 143 (or 0 when it had finished), its journal row says
 /// `interrupted`, and `--resume` then gives the stock client's result.
 /// How long each took to exit after its signal is printed (bench/faults.sh
@@ -1633,10 +1651,54 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
         } else {
             ("-TERM", 143)
         };
-        let delay = Duration::from_millis((rng >> 16) % 700);
-        let what = format!("seed {seed} ({shape}; --threads {threads}; {signal} after {delay:?})");
         let stock = fresh_db(srv, "stock_sig");
         mariadb(srv, &["-D", &stock], Some(&file));
+        // A fourth of the seeds load the same tables as a mydumper
+        // directory (mydumper's dump of the stock client's copy), with
+        // myloader's load of it as the oracle.
+        let (input, stock) = if (rng >> 40) % 4 == 0 {
+            let out = dir.path().join(format!("shape{seed}.d"));
+            let tool = |program: &str, args: &[&str]| {
+                let o = Command::new(program)
+                    .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+                    .args(args)
+                    .output()
+                    .unwrap_or_else(|e| panic!("{program}: {e} (scripts/deps.sh installs it)"));
+                assert!(o.status.success(), "{program}: {}", stderr(&o));
+            };
+            let d = out.to_str().expect("utf8");
+            let dumped = [
+                "-B",
+                &stock,
+                "-o",
+                d,
+                "-t",
+                "2",
+                "-r",
+                "2000",
+                "-G",
+                "-R",
+                "-E",
+                "--no-locks",
+            ];
+            tool("mydumper", &dumped);
+            let want = fresh_db(srv, "myloader_sig");
+            tool("myloader", &["-d", d, "-s", &stock, "-B", &want, "-t", "2"]);
+            (out, want)
+        } else {
+            (file.clone(), stock)
+        };
+        // (a directory of the same rows loads in a fraction of the time)
+        let window = if input == file { 700 } else { 150 };
+        let delay = Duration::from_millis((rng >> 16) % window);
+        let what = format!(
+            "seed {seed} ({shape}; {}; --threads {threads}; {signal} after {delay:?})",
+            if input == file {
+                "a dump"
+            } else {
+                "a mydumper directory"
+            }
+        );
         let ours = fresh_db(srv, "ours_sig");
         let load_id = format!("sig-{}-{seed}", std::process::id());
         let base = |extra: &[&str]| {
@@ -1646,7 +1708,7 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
                 .args(["-D", &ours, "--progress", "none", "--threads", &threads])
                 .args(["--load-id", &load_id])
                 .args(extra)
-                .arg(&file);
+                .arg(&input);
             c
         };
         let child = base(&[])
