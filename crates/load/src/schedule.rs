@@ -867,7 +867,12 @@ impl Scheduler {
         record: Option<&str>,
         chain: Option<&ChainValue>,
     ) -> bool {
-        if self.ctx.shared.past_failure(stmt.offset) {
+        // Nothing starts after a failure before it, nor after a signal:
+        // a DDL that waited for its table's batches (a trigger) found them
+        // rolled back by the interrupt, and must not run without them
+        // (the interrupt campaign: a trigger made before its table's last
+        // rows, which a resume then loaded through it).
+        if self.ctx.shared.past_failure(stmt.offset) || self.ctx.shared.is_interrupted() {
             return false;
         }
         let stateful = self.regime == Regime::Stateful;
