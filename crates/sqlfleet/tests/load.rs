@@ -1664,7 +1664,11 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
                     .args(args)
                     .output()
                     .unwrap_or_else(|e| panic!("{program}: {e} (scripts/deps.sh installs it)"));
-                assert!(o.status.success(), "{program}: {}", stderr(&o));
+                if o.status.success() {
+                    Ok(())
+                } else {
+                    Err(stderr(&o))
+                }
             };
             let d = out.to_str().expect("utf8");
             let dumped = [
@@ -1681,9 +1685,18 @@ fn signals_at_seeded_instants_stop_the_load_and_resume_exactly() {
                 "-E",
                 "--no-locks",
             ];
-            tool("mydumper", &dumped);
-            let want = fresh_db(srv, "myloader_sig");
-            tool("myloader", &["-d", d, "-s", &stock, "-B", &want, "-t", "2"]);
+            tool("mydumper", &dumped).unwrap_or_else(|e| panic!("mydumper: {e}"));
+            // (myloader itself stops on a deadlock between its own
+            // threads now and then: the oracle is tried again, afresh)
+            let mut tries = 0;
+            let want = loop {
+                let want = fresh_db(srv, "myloader_sig");
+                match tool("myloader", &["-d", d, "-s", &stock, "-B", &want, "-t", "2"]) {
+                    Ok(()) => break want,
+                    Err(e) if tries < 3 && e.contains("Deadlock") => tries += 1,
+                    Err(e) => panic!("myloader: {e}"),
+                }
+            };
             (out, want)
         } else {
             (file.clone(), stock)

@@ -309,6 +309,128 @@ fn dead_and_silent_hosts_do_not_hold_up_the_others() {
     );
 }
 
+/// A host that goes dark mid-statement (its packets stop both ways, as a
+/// dropped route) is released at its query timeout: the kill is tried on
+/// a side connection bounded by its own short timeout, and the status
+/// says it could not be sent — never "sent". Before: the side connection
+/// was dialled with the whole connect timeout (query timeout 1 s, connect
+/// timeout 5 s: the host held over 6 s), and the status claimed the kill
+/// before it was tried.
+///
+/// `SQLFLEET_DARK_FLEET=HOSTS,DARK` (bench/query_dark.sh) runs the fleet
+/// of the report instead — 1,000 endpoints, 100 dark, `SELECT SLEEP(1)`,
+/// `--query-timeout 3 --connect-timeout 2` — on a server of its own, and
+/// prints how long the run took.
+#[test]
+fn a_host_gone_dark_mid_statement_is_released_at_its_query_timeout() {
+    let fleet: Option<(usize, usize)> = std::env::var("SQLFLEET_DARK_FLEET").ok().map(|v| {
+        let (h, d) = v.split_once(',').expect("HOSTS,DARK");
+        (h.parse().expect("hosts"), d.parse().expect("dark"))
+    });
+    let own;
+    let srv = match fleet {
+        Some(_) => {
+            own = sqlfleet_testkit::server_with(&["max-connections=3000"]);
+            &own
+        }
+        None => server(),
+    };
+    let (hosts, dark_n) = fleet.unwrap_or((2, 1));
+    let port = srv.sandbox.meta.primary().port;
+    // The first endpoint is the server itself, the others links to it
+    // (each its own port): the last `dark_n` go dark.
+    let links: Vec<_> = (1..hosts)
+        .map(|_| sqlfleet_testkit::netfault::Link::to(port))
+        .collect();
+    let endpoints: Vec<String> = std::iter::once(addr(port))
+        .chain(links.iter().map(|l| addr(l.port)))
+        .collect();
+    let dark: Vec<&String> = endpoints[hosts - dark_n..].iter().collect();
+    let (statement, query_timeout, connect_timeout, bound) = match fleet {
+        Some(_) => ("SELECT SLEEP(1) /* sqlfleet-dark-test */", "3", "2", None),
+        None => (
+            "DO SLEEP(3) /* sqlfleet-dark-test */",
+            "1",
+            "5",
+            Some(Duration::from_secs(4)),
+        ),
+    };
+    let dir = tempfile::tempdir().expect("tmp");
+    let status = dir.path().join("status.json");
+    let hosts_file = dir.path().join("hosts.txt");
+    std::fs::write(&hosts_file, endpoints.join("\n")).expect("hosts");
+    let child = common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .arg("--hosts-file")
+        .arg(&hosts_file)
+        .args(["-e", statement])
+        .args(["--query-timeout", query_timeout])
+        .args(["--connect-timeout", connect_timeout])
+        .args(["--threads", &hosts.max(2).to_string()])
+        .arg("--status-json")
+        .arg(&status)
+        .env("SQLFLEET_HOME", srv.home())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run sqlfleet");
+    let t0 = Instant::now();
+    // Every statement is running: then the links go dark.
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let n: Option<i64> = c
+                .query_first("SELECT COUNT(*) FROM information_schema.processlist WHERE info LIKE '% /* sqlfleet-dark-test%' AND info NOT LIKE '%processlist%'")
+                .await
+                .expect("processlist");
+            if n == Some(hosts as i64) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the statements never all started ({n:?})");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let went_dark = t0.elapsed();
+    for l in &links[hosts - 1 - dark_n..] {
+        l.stall();
+    }
+    let o = child.wait_with_output().expect("wait");
+    let took = t0.elapsed();
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&status).expect("status")).expect("json");
+    let statuses = v["statuses"].as_array().expect("array");
+    assert_eq!(statuses.len(), hosts, "every host once: {v}");
+    for st in statuses {
+        let host = st["host"].as_str().expect("host").to_string();
+        let msg = st["message"].as_str().unwrap_or("");
+        if dark.contains(&&host) {
+            assert_eq!(st["state"], "timeout", "{st}");
+            assert!(
+                msg.contains("could not be sent") && msg.contains("may still run"),
+                "a dark host's status claims what did not happen: {st}"
+            );
+        } else if fleet.is_none() {
+            // Its statement outlived the timeout: killed, and said so.
+            assert!(msg.contains("KILL QUERY") && msg.contains(" sent"), "{st}");
+        } else {
+            assert_eq!(st["state"], "ok", "{st}");
+        }
+    }
+    eprintln!(
+        "dark fleet: {hosts} endpoints, {dark_n} dark {went_dark:.2?} in: the run took {took:.2?} (--query-timeout {query_timeout} --connect-timeout {connect_timeout}); {}",
+        stderr(&o).lines().last().unwrap_or("")
+    );
+    // The bound the name claims: the query timeout and the kill's own
+    // 1 s, well under the 5 s connect timeout a kill dialled with.
+    if let Some(b) = bound {
+        assert!(took < b, "held {took:?}: {}", stderr(&o));
+    }
+    drop(links);
+}
+
 #[test]
 fn query_timeout_really_stops_the_query() {
     let srv = server();
