@@ -23,18 +23,47 @@ pub struct Backend {
     /// A named replica group: it serves only reads a rule sends to the
     /// group; replicas without one serve the read/write split.
     pub group: Option<String>,
+    /// The name it goes by in /status, metrics and logs when it is
+    /// reached through a socket but known by a `host:port` (a sandbox's
+    /// node, as query and watch name it).
+    pub name: Option<String>,
 }
 
 impl Backend {
+    /// The server's name everywhere the relay shows it: the address
+    /// given, or the name a socket backend goes by.
     pub fn addr(&self) -> String {
-        match &self.socket {
-            Some(p) => format!("unix:{}", p.display()),
-            None => format!("{}:{}", self.host, self.port),
+        if let Some(n) = &self.name {
+            return n.clone();
         }
+        self.socket_addr()
+            .unwrap_or_else(|| format!("{}:{}", self.host, self.port))
     }
 
-    /// `host[:port]`, `[v6]:port` or `unix:/path` (the shared parser).
+    /// `unix:/path` of a socket backend.
+    pub fn socket_addr(&self) -> Option<String> {
+        self.socket
+            .as_ref()
+            .map(|p| format!("unix:{}", p.display()))
+    }
+
+    /// `host[:port]`, `[v6]:port` or `unix:/path` (the shared parser);
+    /// `unix:/path as host:port` names a socket backend by the address
+    /// others know the server by.
     pub fn parse(s: &str) -> Result<Backend, ConfigError> {
+        if let Some((socket, name)) = s.split_once(" as ") {
+            let mut b = Backend::parse(socket.trim())?;
+            let name = name.trim();
+            if b.socket.is_none() {
+                return Err(ConfigError::Value(format!(
+                    "'{socket} as {name}': only a socket backend (unix:/path) takes a name with 'as'"
+                )));
+            }
+            sqlfleet_conn::addr::parse_address(name, 3306)
+                .map_err(|e| ConfigError::Value(format!("the name after 'as': {e}")))?;
+            b.name = Some(name.to_string());
+            return Ok(b);
+        }
         let addr = sqlfleet_conn::addr::parse_address(s, 3306)
             .map_err(|e| ConfigError::Value(e.to_string()))?;
         let (host, port, socket) = match addr {
@@ -47,6 +76,7 @@ impl Backend {
             socket,
             weight: 1,
             group: None,
+            name: None,
         })
     }
 }

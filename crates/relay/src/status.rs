@@ -20,7 +20,7 @@ pub fn render(ctx: &Ctx) -> String {
             let down = h.down_since.map(|t| down_note(t, h.error.as_deref()));
             let n = |f: fn(&crate::admin::metrics::BackendCounters) -> u64| c.map_or(0, f);
             serde_json::json!({
-                "address": g.addr, "role": g.role, "up": h.up, "read_only": h.read_only,
+                "address": g.addr, "socket": g.socket, "role": g.role, "up": h.up, "read_only": h.read_only,
                 "galera": h.galera,
                 "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "down": down,

@@ -51,7 +51,50 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
         }
     };
     let name = srv.sandbox.name().to_string();
-    let relay = spawn(&["--sandbox", &name, "--read-write-split"]);
+    let metrics_port = common::relay::free_port();
+    let relay = spawn(&[
+        "--sandbox",
+        &name,
+        "--read-write-split",
+        "--metrics",
+        &format!("127.0.0.1:{metrics_port}"),
+    ]);
+    // Each server goes by the name query and watch give it (its
+    // host:port), the socket it is reached through beside it.
+    common::relay::wait_listening(metrics_port);
+    let metrics_at = format!("127.0.0.1:{metrics_port}");
+    let (_, _, body) = sqlfleet_testkit::http::http_get(&metrics_at, "/status", &[]);
+    let status: serde_json::Value = serde_json::from_str(&body).expect("status json");
+    let named: Vec<(String, String)> = status["backends"]
+        .as_array()
+        .expect("backends")
+        .iter()
+        .map(|b| {
+            (
+                b["address"].as_str().unwrap_or("").to_string(),
+                b["socket"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    assert_eq!(
+        named.iter().map(|(a, _)| a.clone()).collect::<Vec<_>>(),
+        want,
+        "{status}"
+    );
+    assert!(
+        named.iter().all(|(_, s)| s.starts_with("unix:")),
+        "{status}"
+    );
+    let (_, _, page) = sqlfleet_testkit::http::http_get(&metrics_at, "/metrics", &[]);
+    assert!(page.contains(&format!("backend=\"{}\"", want[0])), "{page}");
+    assert!(!page.contains("backend=\"unix:"), "{page}");
     rt.block_on(async {
         let mut c = client(relay.port, &db).await;
         let primary = srv.sandbox.meta.primary().server_id as i64;

@@ -173,6 +173,8 @@ pub struct Metrics {
 #[derive(serde::Serialize)]
 pub struct BackendGauge {
     pub addr: String,
+    /// `unix:/path` when it is reached through a socket.
+    pub socket: Option<String>,
     /// Clients holding one of its connections.
     pub busy: usize,
     pub open: usize,

@@ -529,6 +529,7 @@ impl Pool {
                 BackendGauge {
                     busy: s.busy.load(Relaxed),
                     addr: s.backend.addr(),
+                    socket: s.backend.socket_addr(),
                     open: i.open,
                     idle: i.idle.len(),
                     waiting: s.waiting.load(Relaxed),

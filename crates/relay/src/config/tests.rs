@@ -149,3 +149,35 @@ fn multi_primary_is_an_explicit_choice() {
             .multi_primary
     );
 }
+
+/// A server reached through its socket goes by the name others know it
+/// by (`unix:/path as host:port`): one name in /status, metrics and logs
+/// across commands, the socket as an extra field.
+#[test]
+fn a_socket_backend_goes_by_the_name_it_is_given() {
+    /// (the name, the socket) or what the refusal says
+    type Want<'a> = Result<(&'a str, Option<&'a str>), &'a str>;
+    let rows: &[(&str, Want)] = &[
+        ("db1:3307", Ok(("db1:3307", None))),
+        (
+            "unix:/run/m.sock",
+            Ok(("unix:/run/m.sock", Some("unix:/run/m.sock"))),
+        ),
+        (
+            "unix:/run/m.sock as 127.0.0.1:3307",
+            Ok(("127.0.0.1:3307", Some("unix:/run/m.sock"))),
+        ),
+        ("db1:3307 as db2:3307", Err("only a socket backend")),
+        ("unix:/run/m.sock as ", Err("the name after 'as'")),
+    ];
+    for (text, want) in rows {
+        match (crate::config::Backend::parse(text), want) {
+            (Ok(b), Ok((name, socket))) => {
+                assert_eq!(b.addr(), *name, "{text}");
+                assert_eq!(b.socket_addr().as_deref(), *socket, "{text}");
+            }
+            (Err(e), Err(why)) => assert!(e.to_string().contains(why), "{text}: {e}"),
+            (got, _) => panic!("{text}: {got:?}"),
+        }
+    }
+}

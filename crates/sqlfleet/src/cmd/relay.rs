@@ -163,7 +163,15 @@ fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
         sb.meta
             .nodes
             .iter()
-            .map(|n| format!("unix:{}", sb.layout.node(n).socket().display()))
+            // The socket (no TCP on the way), named as query and watch
+            // name the node.
+            .map(|n| {
+                format!(
+                    "unix:{} as 127.0.0.1:{}",
+                    sb.layout.node(n).socket().display(),
+                    n.port
+                )
+            })
             .collect()
     } else {
         vec![match &target.endpoint {
