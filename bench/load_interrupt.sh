@@ -50,6 +50,7 @@ for i in $(seq 1 "$TRIES"); do
     echo "try $i: the resume failed: $(cat "$WORK/err2")" >&2
   }
   got="$(sums ours)"
+  [ -n "${VERBOSE:-}" ] && { echo "want $want got $got"; cat "$WORK/err" "$WORK/err2"; "${SQL[@]}" -e "SELECT COUNT(*) FROM ours.t1; SELECT COUNT(*) FROM ours.t2; SELECT COUNT(*) FROM ours.t3"; } >&2
   same=no
   [ "$got" = "$want" ] && { same=yes; equal=$((equal + 1)); }
   printf 'try %d: SIG%s %ss in: exit %d, gone %.3f s after the signal; --resume equal to the stock client: %s\n' \

@@ -410,11 +410,11 @@ pub async fn decide(
             Start::Resume(Box::new(r))
         }
         _ => {
-            if state.is_some() {
-                begin.0.push(format!(
-                    "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
-                ));
-            }
+            // (also with no row in sqlfleet.loads: records of this id
+            // left without one — a row deleted by hand — must not count)
+            begin.0.push(format!(
+                "DELETE FROM sqlfleet.load_journal WHERE load_id = {id}"
+            ));
             Start::Fresh
         }
     };
