@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer's interrupt, measured: a ~50 MB mariadb-dump of 3 tables
+# The newcomer's interrupt, measured: a ~160 MB mariadb-dump of 3 tables
 # (300,000 rows each, extended INSERTs), `sqlfleet load --threads 2` into
 # a sandbox, SIGINT (what Ctrl-C sends) or SIGTERM DELAY seconds in, TRIES
 # times. Each try reports the exit code and how long after the signal the
