@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Hosts gone dark mid-statement, at fleet scale: HOSTS endpoints of one
 # server (the server itself and links to it, each its own port), DARK of
-# them stalled both ways once every `SELECT SLEEP(1)` runs; `sqlfleet query
+# them stalled both ways once every `SELECT SLEEP(2)` runs; `sqlfleet query
 # --query-timeout 3 --connect-timeout 2 --threads HOSTS`. Prints how long
 # the run took after the statements started and checks every host's
 # status (a dark host's never claims a kill it could not send). No root

@@ -44,6 +44,12 @@ impl StatementFailure {
             _ if self.nothing_written => {
                 "nothing was written to the target: fix the cause and run the same command again"
             }
+            // A second load of a dump without DROP TABLE statements (a
+            // mydumper directory, --skip-add-drop-table): a resume would
+            // meet the same table, and its rows after it, again.
+            Some(1050) => {
+                "the table is there already (loaded before? the dump drops no table before creating it): load again with --restart --overwrite-tables (each table dropped just before its CREATE, as myloader's -o), or into an empty database"
+            }
             _ => {
                 "everything before it that committed is journaled: fix the cause and rerun with --resume"
             }
@@ -225,6 +231,7 @@ mod tests {
             (f(None, true), "nothing was written"),
             (f(Some(1046), false), "-D DB --restart"),
             (f(Some(1046), true), "-D DB --restart"),
+            (f(Some(1050), false), "--restart --overwrite-tables"),
         ] {
             assert!(
                 failure.way_on().contains(want),
