@@ -50,19 +50,62 @@ pub struct Key {
     pub sql: Vec<u8>,
 }
 
+/// What one heap allocation costs besides the bytes asked for: the
+/// allocator's header and rounding (glibc's, on 64-bit).
+const ALLOC: usize = 16;
+
 impl Key {
+    /// Its heap bytes (the account's name is shared by all its keys).
     fn bytes(&self) -> usize {
-        self.sql.len()
-            + self.user.len()
-            + self.db.as_ref().map_or(0, String::len)
-            + self
-                .settings
-                .iter()
-                .map(|s| s.name.len() + s.text.len())
-                .sum::<usize>()
-            + 64
+        let settings = if self.settings.capacity() == 0 {
+            0
+        } else {
+            self.settings.capacity() * std::mem::size_of::<Setting>()
+                + ALLOC
+                + self
+                    .settings
+                    .iter()
+                    .map(|s| s.name.capacity() + s.text.capacity() + 2 * ALLOC)
+                    .sum::<usize>()
+        };
+        self.sql.capacity()
+            + ALLOC
+            + self.db.as_ref().map_or(0, |d| d.capacity() + ALLOC)
+            + settings
     }
 }
+
+/// What an entry holds in memory, all of it: the reply, the key (kept
+/// once, shared by the map and the recency order), what it reads, and its
+/// share of the map's and the order's tables. `bench/relay_cache_memory.sh`
+/// found the relay at 328 MiB with a 64 MiB cache when only the reply and
+/// the key's text were counted; `tests/cache_memory.rs` holds this to the
+/// allocator's own count.
+fn footprint(key: &Key, hit: &Hit, reads: &Scope) -> usize {
+    use std::mem::size_of;
+    let word = size_of::<usize>();
+    let reply = hit.reply.capacity() + ALLOC + 2 * word + size_of::<Vec<u8>>() + ALLOC;
+    let key_box = 2 * word + size_of::<Key>() + ALLOC + key.bytes();
+    let reads = match reads {
+        Scope::Whole => 0,
+        // (an Arc'd set per entry: its box, one B-tree leaf, the names)
+        Scope::Tables(t) => {
+            2 * word
+                + size_of::<BTreeSet<String>>()
+                + ALLOC
+                + BTREE_LEAF
+                + t.iter().map(|n| n.capacity() + ALLOC).sum::<usize>()
+        }
+    };
+    // The map's slot (its table at most half empty after it grows) and
+    // the order's (B-tree leaves about half full when appended to).
+    let map = 2 * (size_of::<Arc<Key>>() + size_of::<Entry>() + 1);
+    let order = 2 * (size_of::<u64>() + size_of::<Arc<Key>>()) + 8;
+    reply + key_box + reads + map + order
+}
+
+/// A B-tree leaf of eleven short strings with its header and allocation.
+const BTREE_LEAF: usize = 11 * 24 + 16 + ALLOC;
 
 /// What a write changes, or what a cached read reads: some tables
 /// (names in ASCII lower case, `backend::write_scope::folded`, matched in
@@ -93,9 +136,9 @@ struct Entry {
 
 #[derive(Default)]
 struct Store {
-    map: HashMap<Key, Entry>,
-    /// Least recently used first.
-    lru: BTreeMap<u64, Key>,
+    map: HashMap<Arc<Key>, Entry>,
+    /// Least recently used first (the map's keys, shared).
+    lru: BTreeMap<u64, Arc<Key>>,
     tick: u64,
     bytes: usize,
     /// The invalidation count at the last whole invalidation, at the last
@@ -293,11 +336,12 @@ impl Cache {
                 Some(true) => {
                     st.tick += 1;
                     let tick = st.tick;
+                    let shared = st.map.get_key_value(key).map(|(k, _)| k.clone())?;
                     let e = st.map.get_mut(key)?;
                     let old = std::mem::replace(&mut e.tick, tick);
                     let hit = e.hit.clone();
                     st.lru.remove(&old);
-                    st.lru.insert(tick, key.clone());
+                    st.lru.insert(tick, shared);
                     Some(hit)
                 }
                 Some(false) => {
@@ -384,7 +428,7 @@ impl Cache {
         let (Some(r), Some(c)) = (s.rules.get(rule), counts.get(rule)) else {
             return;
         };
-        let bytes = hit.reply.len() + key.bytes();
+        let bytes = footprint(&key, &hit, &reads);
         if hit.reply.len() > r.max_entry_bytes || bytes > s.max_bytes {
             c.not_stored.fetch_add(1, Relaxed);
             return;
@@ -399,6 +443,7 @@ impl Cache {
         st.remove(&key);
         st.tick += 1;
         let tick = st.tick;
+        let key = Arc::new(key);
         st.lru.insert(tick, key.clone());
         st.bytes += bytes;
         st.map.insert(
@@ -706,7 +751,8 @@ mod tests {
 
     #[test]
     fn the_least_recently_used_go_first_and_the_total_stays_under_max_bytes() {
-        let c = cache(3 * (100 + key("k0").bytes()));
+        let one = footprint(&key("k0"), &hit(100), &Scope::Whole);
+        let c = cache(3 * one);
         for i in 0..3 {
             c.put(
                 0,
@@ -723,7 +769,7 @@ mod tests {
         c.put(0, c.version(), key("k3"), hit(100), Scope::Whole);
         assert!(c.get(0, &key("k1")).is_none());
         assert!(c.get(0, &key("k0")).is_some());
-        assert!(c.size().1 <= 3 * (100 + key("k0").bytes()));
+        assert!(c.size().1 <= 3 * one);
         c.put(0, c.version(), key("big"), hit(1001), Scope::Whole);
         assert!(c.get(0, &key("big")).is_none(), "over max_entry_bytes");
     }

@@ -25,6 +25,7 @@ pub struct CacheRule {
 #[derive(Debug, Clone, Default)]
 pub struct CacheSettings {
     pub rules: Vec<CacheRule>,
-    /// All entries together at most (bytes of reply and key).
+    /// All entries together at most: their whole footprint in memory
+    /// (reply, key, what each reads, their share of the tables).
     pub max_bytes: usize,
 }
