@@ -13,13 +13,13 @@
 //! loaded part is byte-for-byte the same resumes under its own id (the
 //! journal moves to it), and another one is refused where it differs.
 //!
-//! [`judge`] is the pure decision; [`take_over`] moves the journal.
+//! [`judge`] is the pure decision; [`move_sql`] the statements that move
+//! the journal (run by `journal::decide`).
 
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 use sqlfleet_conn::quote::literal;
 
-use crate::error::LoadError;
 use crate::identity::CHAIN_HASH;
 
 /// The earlier load, as its row in `sqlfleet.loads` says.
@@ -128,48 +128,20 @@ pub async fn find(
     )
 }
 
-/// Moves the earlier load's row and journal to `load_id` (this input's),
-/// once no run of it is alive: its lock is free and no connection of a
-/// killed run still runs a statement. The resumed run then checks the
-/// input against the moved chains before anything runs; a rerun of the
-/// earlier input finds the journal by name the same way.
-pub async fn take_over(
-    conn: &mut Conn,
-    endpoint: &str,
-    e: &Earlier,
-    load_id: &str,
-) -> Result<(), LoadError> {
-    crate::journal::lock(conn, endpoint, &e.load_id).await?;
-    crate::journal::wait_for_leftovers(
-        conn,
-        endpoint,
-        &e.load_id,
-        std::time::Duration::from_secs(30),
-    )
-    .await?;
+/// The statements that move the earlier load's row and records to
+/// `load_id` (this input's), in one transaction; run once no run of it is
+/// alive (`journal::decide` holds its lock and waits for a killed run's
+/// statements first). The resumed run then checks the input against the
+/// moved chains before anything runs; a rerun of the earlier input finds
+/// the journal by name the same way.
+pub fn move_sql(e: &Earlier, load_id: &str) -> Vec<String> {
     let (old, new) = (literal(&e.load_id), literal(load_id));
-    let moved = async {
-        conn.query_drop("START TRANSACTION").await?;
-        conn.query_drop(format!(
-            "UPDATE sqlfleet.load_journal SET load_id = {new} WHERE load_id = {old}"
-        ))
-        .await?;
-        conn.query_drop(format!(
-            "UPDATE sqlfleet.loads SET load_id = {new}, state = 'running' WHERE load_id = {old}"
-        ))
-        .await?;
-        conn.query_drop("COMMIT").await?;
-        conn.query_drop(format!(
-            "DO RELEASE_LOCK({})",
-            literal(&crate::journal::lock_name(&e.load_id))
-        ))
-        .await
-    }
-    .await;
-    moved.map_err(|err| LoadError::Journal {
-        endpoint: endpoint.to_string(),
-        what: crate::error::describe(&err).1,
-    })
+    vec![
+        "START TRANSACTION".into(),
+        format!("UPDATE sqlfleet.load_journal SET load_id = {new} WHERE load_id = {old}"),
+        format!("UPDATE sqlfleet.loads SET load_id = {new}, state = 'running' WHERE load_id = {old}"),
+        "COMMIT".into(),
+    ]
 }
 
 #[cfg(test)]

@@ -356,7 +356,7 @@ pub async fn decide(
                 crate::earlier::Verdict::Ignore => {}
                 crate::earlier::Verdict::Refuse(what) => return Err(LoadError::Setup { what }),
                 crate::earlier::Verdict::TakeOver => {
-                    crate::earlier::take_over(conn, endpoint, &earlier, load_id).await?;
+                    take_over(conn, endpoint, &earlier, load_id).await?;
                     state = Some("running".into());
                     taken_over = Some(earlier);
                 }
@@ -425,6 +425,25 @@ pub async fn decide(
         (_, sized) => RowStart::Resumed { sized },
     };
     Ok((start, begin.then_row(load_id, source, size, bound, row)))
+}
+
+/// Moves an earlier load's journal to `load_id` once no run of it is
+/// alive: its lock taken (a running one is named), a killed run's last
+/// statements waited for, then `earlier::move_sql`, and its lock given back.
+async fn take_over(
+    conn: &mut Conn,
+    endpoint: &str,
+    e: &crate::earlier::Earlier,
+    load_id: &str,
+) -> Result<(), LoadError> {
+    lock(conn, endpoint, &e.load_id).await?;
+    wait_for_leftovers(conn, endpoint, &e.load_id, std::time::Duration::from_secs(30)).await?;
+    let mut sql = crate::earlier::move_sql(e, load_id);
+    sql.push(format!("DO RELEASE_LOCK({})", literal(&lock_name(&e.load_id))));
+    for q in sql {
+        conn.query_drop(q).await.map_err(jerr(endpoint))?;
+    }
+    Ok(())
 }
 
 /// What a run's row in `sqlfleet.loads` keeps of an earlier run's.
