@@ -139,7 +139,9 @@ pub fn move_sql(e: &Earlier, load_id: &str) -> Vec<String> {
     vec![
         "START TRANSACTION".into(),
         format!("UPDATE sqlfleet.load_journal SET load_id = {new} WHERE load_id = {old}"),
-        format!("UPDATE sqlfleet.loads SET load_id = {new}, state = 'running' WHERE load_id = {old}"),
+        format!(
+            "UPDATE sqlfleet.loads SET load_id = {new}, state = 'running' WHERE load_id = {old}"
+        ),
         "COMMIT".into(),
     ]
 }

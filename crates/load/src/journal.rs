@@ -437,9 +437,18 @@ async fn take_over(
     load_id: &str,
 ) -> Result<(), LoadError> {
     lock(conn, endpoint, &e.load_id).await?;
-    wait_for_leftovers(conn, endpoint, &e.load_id, std::time::Duration::from_secs(30)).await?;
+    wait_for_leftovers(
+        conn,
+        endpoint,
+        &e.load_id,
+        std::time::Duration::from_secs(30),
+    )
+    .await?;
     let mut sql = crate::earlier::move_sql(e, load_id);
-    sql.push(format!("DO RELEASE_LOCK({})", literal(&lock_name(&e.load_id))));
+    sql.push(format!(
+        "DO RELEASE_LOCK({})",
+        literal(&lock_name(&e.load_id))
+    ));
     for q in sql {
         conn.query_drop(q).await.map_err(jerr(endpoint))?;
     }

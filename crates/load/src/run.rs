@@ -341,6 +341,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     .await?;
     // A fresh load writes its journal once its first statement has run
     // (the scheduler); a resumed one's is there, and says so now.
+    // (a resume with nothing to resume — no journal at all, or none for
+    // this input — starts fresh: nothing of a journal is read after this)
+    let resumed = matches!(start, Start::Resume(_));
     let begin = match start {
         Start::Fresh => Some(begin),
         _ => {
@@ -378,7 +381,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
             "note: resuming the earlier load of {source_name} (load id {earlier}), which read an input of another size: the part it loaded is checked byte for byte before anything runs"
         ));
     }
-    if opts.resume {
+    if resumed {
         let refuse = |what: String| {
             stop_reader.store(true, Ordering::Relaxed);
             LoadError::Changed {
