@@ -234,11 +234,30 @@ impl Begin {
         self.0.is_empty()
     }
 
+    /// Runs the writes; again from the start on a transient error (each
+    /// is idempotent): on a Galera cluster two loads beginning at once on
+    /// two nodes abort each other's writes to the journal with the other's
+    /// schema statements (1213), as the galera test saw.
     pub async fn run(self, conn: &mut Conn) -> Result<(), mysql_async::Error> {
-        for sql in self.0 {
-            conn.query_drop(sql).await?;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut r = Ok(());
+            for sql in &self.0 {
+                r = conn.query_drop(sql.as_str()).await;
+                if r.is_err() {
+                    break;
+                }
+            }
+            match r {
+                Err(mysql_async::Error::Server(e))
+                    if attempt < 5 && sqlfleet_conn::codes::TRANSIENT.contains(&e.code) =>
+                {
+                    tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+                }
+                other => return other,
+            }
         }
-        Ok(())
     }
 }
 
