@@ -299,6 +299,48 @@ async fn connect(
         })
 }
 
+/// Holds DDL off on the source while the dump runs (MariaDB's backup
+/// stages: `BLOCK_DDL` delays every ALTER, CREATE, DROP, RENAME and
+/// TRUNCATE until it ends; reads and writes go on). A consistent-snapshot
+/// dump's data is the snapshot's, but a table's definition is read when
+/// the dump gets to it: an `ALTER TABLE ... ADD COLUMN` committed between
+/// the two made a dump whose table already had the column while its GTID
+/// was before the ALTER, and replicate stopped on it (1060) — seen in the
+/// seed-under-live-writes test. The connection holds the stage until it
+/// ends or closes. The inner `Err` says why it could not (no RELOAD
+/// privilege, a server without backup stages): the caller warns.
+pub async fn block_ddl(
+    source: &sqlfleet_conn::Target,
+) -> Result<Result<DdlHeld, String>, SeedError> {
+    use mysql_async::prelude::Queryable;
+    let mut c = connect(source, "source").await?;
+    let r = async {
+        c.query_drop("BACKUP STAGE START").await?;
+        c.query_drop("BACKUP STAGE BLOCK_DDL").await
+    }
+    .await;
+    Ok(match r {
+        Ok(()) => Ok(DdlHeld(c)),
+        Err(mysql_async::Error::Server(e)) => {
+            let _ = c.disconnect().await;
+            Err(format!("ERROR {}: {}", e.code, e.message))
+        }
+        Err(e) => return Err(server("source: BACKUP STAGE BLOCK_DDL")(e)),
+    })
+}
+
+/// DDL held off on the source (see [`block_ddl`]) until [`DdlHeld::end`]
+/// or the connection closes.
+pub struct DdlHeld(mysql_async::Conn);
+
+impl DdlHeld {
+    pub async fn end(mut self) {
+        use mysql_async::prelude::Queryable;
+        let _ = self.0.query_drop("BACKUP STAGE END").await;
+        let _ = self.0.disconnect().await;
+    }
+}
+
 /// The source's databases the config takes, sorted.
 pub async fn source_databases(
     source: &sqlfleet_conn::Target,

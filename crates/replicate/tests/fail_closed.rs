@@ -534,3 +534,43 @@ async fn a_load_data_logged_as_a_statement_is_applied_and_an_excluded_one_passes
         "the excluded database was passed by"
     );
 }
+
+/// A seed's dump holds DDL off on the source while it runs: a table's
+/// definition is read when the dump gets to it, after the snapshot its
+/// rows come from, and an ALTER between the two made a copy whose table
+/// already had a column its GTID was before (replicate then stopped on
+/// the ALTER, 1060: the seed-under-live-writes test, once). While held an
+/// ALTER waits (here: past a 1 s lock wait), reads and writes go on; after
+/// the hold ends the ALTER runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_seeds_dump_holds_ddl_off_on_the_source() {
+    let s = source(0);
+    exec(
+        s,
+        "CREATE DATABASE IF NOT EXISTS seed_ddl; CREATE TABLE IF NOT EXISTS seed_ddl.t (a INT)",
+    )
+    .await;
+    let held = sqlfleet_replicate::seed::block_ddl(&s.target())
+        .await
+        .expect("connect")
+        .expect("the test account may hold DDL off");
+    let mut c = s.connect().await;
+    c.query_drop("INSERT INTO seed_ddl.t VALUES (1)")
+        .await
+        .expect("writes go on");
+    c.query_drop("SET SESSION lock_wait_timeout = 1")
+        .await
+        .expect("set");
+    let e = c
+        .query_drop("ALTER TABLE seed_ddl.t ADD COLUMN IF NOT EXISTS b INT")
+        .await
+        .expect_err("an ALTER waits while the dump runs");
+    assert!(
+        matches!(&e, mysql_async::Error::Server(se) if se.code == 1205),
+        "{e}"
+    );
+    held.end().await;
+    c.query_drop("ALTER TABLE seed_ddl.t ADD COLUMN IF NOT EXISTS b INT")
+        .await
+        .expect("the ALTER runs once the dump is over");
+}

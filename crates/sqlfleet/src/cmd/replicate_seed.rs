@@ -149,6 +149,18 @@ async fn dump(
         dbs.join(", "),
         sqlfleet_conn::text::count(dbs.len() as u64, "database")
     );
+    // DDL waits while the dump runs: a table's definition is read when
+    // the dump gets to it, after the snapshot its rows come from.
+    let held = match seed::block_ddl(source).await.map_err(|e| anyhow!(e))? {
+        Ok(c) => Some(c),
+        Err(why) => {
+            eprintln!(
+                "seed {}: warning: could not hold DDL off on the source while dumping ({why}); an ALTER, CREATE, DROP, RENAME or TRUNCATE that runs meanwhile can make the dump's table definitions newer than its snapshot (grant RELOAD to the source account so the seed holds them off)",
+                s.name
+            );
+            None
+        }
+    };
     let raw = std::fs::File::create(&work.raw).with_context(|| work.raw.display().to_string())?;
     let out = tokio::process::Command::new("mariadb-dump")
         .arg(format!("--defaults-file={}", cnf.display()))
@@ -168,6 +180,9 @@ async fn dump(
         .wait_with_output()
         .await;
     let _ = std::fs::remove_file(&cnf);
+    if let Some(h) = held {
+        h.end().await;
+    }
     let out = out.context("mariadb-dump")?;
     anyhow::ensure!(
         out.status.success(),
