@@ -32,13 +32,17 @@ pub struct Earlier {
     /// CSV/TSV load or a journal of an older sqlfleet.
     pub target_db: Option<String>,
     pub chain_hash: Option<String>,
+    /// It finished without the dump's trailer (a copy still under way?).
+    pub cut_short: bool,
 }
 
 /// What this run does with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// Not this input's business (a finished load of a file that did not
-    /// grow): this run starts as it would without it.
+    /// Not this input's business (a finished load of a whole dump:
+    /// another dump written in its place later, the daily dump of a
+    /// `--resume` cron job, is a new load): this run starts as it would
+    /// without it.
     Ignore,
     /// Resume it: its journal is checked against this input.
     TakeOver,
@@ -51,7 +55,7 @@ pub enum Verdict {
 /// identity is the file's); `size` this input's.
 pub fn judge(e: &Earlier, source: &str, db: Option<&str>, size: Option<u64>) -> Verdict {
     let grew = matches!((e.size, size), (Some(was), Some(now)) if now > was);
-    if e.state == "done" && !grew {
+    if e.state == "done" && !(e.cut_short && grew) {
         return Verdict::Ignore;
     }
     let sizes = format!(
@@ -69,21 +73,14 @@ pub fn judge(e: &Earlier, source: &str, db: Option<&str>, size: Option<u64>) -> 
     match &e.target_db {
         Some(d) if d == db => {}
         other => {
-            let name = |d: &str| {
-                if d.is_empty() {
-                    "no -D".to_string()
-                } else {
-                    format!("-D {d}")
-                }
-            };
             return Verdict::Refuse(match other {
                 Some(d) => format!(
                     "{source}: the earlier load of this name (load id {}) was loading with {} ({}); resume it with {}, or load this one with {} from the start with --restart",
                     e.load_id,
-                    name(d),
+                    with_db(d),
                     e.state,
-                    name(d),
-                    name(db)
+                    with_db(d),
+                    with_db(db)
                 ),
                 None => format!(
                     "{source}: the interrupted load of this name (load id {}{sizes}) was recorded by an older sqlfleet that did not note its database: refusing to resume (use --restart)",
@@ -102,30 +99,47 @@ pub fn judge(e: &Earlier, source: &str, db: Option<&str>, size: Option<u64>) -> 
     Verdict::TakeOver
 }
 
+/// How a load's `-D` reads in a message: `-D NAME`, or `no -D`.
+pub fn with_db(db: &str) -> String {
+    if db.is_empty() {
+        "no -D".to_string()
+    } else {
+        format!("-D {db}")
+    }
+}
+
 /// The most recent earlier load of `source` under another id, if any.
 pub async fn find(
     conn: &mut Conn,
     source: &str,
     load_id: &str,
 ) -> Result<Option<Earlier>, mysql_async::Error> {
-    type Row = (String, String, Option<u64>, Option<String>, Option<String>);
+    type Row = (
+        String,
+        String,
+        Option<u64>,
+        Option<String>,
+        Option<String>,
+        Option<bool>,
+    );
     let row: Option<Row> = conn
         .query_first(format!(
-            "SELECT load_id, CAST(state AS CHAR), size, target_db, chain_hash FROM sqlfleet.loads \
+            "SELECT load_id, CAST(state AS CHAR), size, target_db, chain_hash, cut_short FROM sqlfleet.loads \
              WHERE source = {} AND load_id <> {} ORDER BY started_at DESC LIMIT 1",
-            literal(&source.chars().take(1000).collect::<String>()),
+            literal(&crate::identity::source_column(source)),
             literal(load_id)
         ))
         .await?;
-    Ok(
-        row.map(|(load_id, state, size, target_db, chain_hash)| Earlier {
+    Ok(row.map(
+        |(load_id, state, size, target_db, chain_hash, cut_short)| Earlier {
             load_id,
             state,
             size,
             target_db,
             chain_hash,
-        }),
-    )
+            cut_short: cut_short.unwrap_or(false),
+        },
+    ))
 }
 
 /// The statements that move the earlier load's row and records to
@@ -150,13 +164,15 @@ pub fn move_sql(e: &Earlier, load_id: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// (`"done, cut"`: finished without the dump's trailer)
     fn earlier(state: &str, size: Option<u64>, db: Option<&str>, hash: Option<&str>) -> Earlier {
         Earlier {
             load_id: "old".into(),
-            state: state.into(),
+            state: state.trim_end_matches(", cut").into(),
             size,
             target_db: db.map(str::to_owned),
             chain_hash: hash.map(str::to_owned),
+            cut_short: state.ends_with(", cut"),
         }
     }
 
@@ -165,15 +181,21 @@ mod tests {
         let x = Some(CHAIN_HASH);
         #[rustfmt::skip]
         let rows: &[(Earlier, Option<&str>, Option<u64>, &str)] = &[
-            // The copy grew while (or after) its part loaded.
+            // The copy grew while its part loaded (or after: a dump cut
+            // short ends unfinished).
             (earlier("running", Some(10), Some("d"), x), Some("d"), Some(20), "take over"),
             (earlier("interrupted", Some(10), Some("d"), x), Some("d"), Some(20), "take over"),
             (earlier("failed", Some(10), Some(""), x), Some(""), Some(20), "take over"),
-            (earlier("done", Some(10), Some("d"), x), Some("d"), Some(20), "take over"),
+            (earlier("done, cut", Some(10), Some("d"), x), Some("d"), Some(20), "take over"),
+            // A finished load of a whole, smaller dump: yesterday's at the
+            // same path (a cron job's --resume), not today's copy.
+            (earlier("done", Some(10), Some("d"), x), Some("d"), Some(20), "ignore"),
+            (earlier("done, cut", Some(30), Some("d"), x), Some("d"), Some(20), "ignore"),
+            (earlier("done, cut", None, Some("d"), x), Some("d"), Some(20), "ignore"),
             // Another size, not grown: the chains still decide.
             (earlier("running", Some(30), Some("d"), x), Some("d"), Some(20), "take over"),
             (earlier("running", None, Some("d"), x), Some("d"), None, "take over"),
-            // A finished load of a file that did not grow: not ours.
+            // A finished load: not ours, whatever its size.
             (earlier("done", Some(30), Some("d"), x), Some("d"), Some(20), "ignore"),
             (earlier("done", Some(20), Some("d"), x), Some("d"), Some(20), "ignore"),
             (earlier("done", None, Some("d"), x), Some("d"), Some(20), "ignore"),

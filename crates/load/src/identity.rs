@@ -89,6 +89,12 @@ pub fn chunk_value(offset: u64, data: &[u8]) -> ChainValue {
     Chain::default().add(offset, data)
 }
 
+/// An input's name as `sqlfleet.loads.source` keeps it (its first 1,000
+/// characters): how a load finds the earlier loads of the same name.
+pub fn source_column(source: &str) -> String {
+    source.chars().take(1000).collect()
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

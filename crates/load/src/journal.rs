@@ -27,6 +27,11 @@ use sqlfleet_conn::quote::literal;
 use crate::error::LoadError;
 use crate::identity::CHAIN_HASH;
 
+/// What `sqlfleet.loads`'s comment says once [`SCHEMA_SQL`] has run:
+/// a load that finds it writes no schema statement. A statement added to
+/// `SCHEMA_SQL` comes with a new mark (the last statement sets it).
+pub const SHAPE: &str = "sqlfleet load journal, shape 3";
+
 pub const SCHEMA_SQL: &[&str] = &[
     "CREATE DATABASE IF NOT EXISTS sqlfleet",
     "CREATE TABLE IF NOT EXISTS sqlfleet.loads (
@@ -60,6 +65,11 @@ pub const SCHEMA_SQL: &[&str] = &[
     // The statement chain's hash (`identity::CHAIN_HASH`); NULL: SHA-256,
     // as sqlfleet wrote before it named the hash.
     "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS chain_hash VARCHAR(16) NULL",
+    // A dump finished without its trailer (`End::Cut`): a longer copy of
+    // it may be resumed (`earlier`).
+    "ALTER TABLE sqlfleet.loads ADD COLUMN IF NOT EXISTS cut_short BOOL NULL",
+    // The mark that all of the above ran ([`SHAPE`]).
+    "ALTER TABLE sqlfleet.loads COMMENT = 'sqlfleet load journal, shape 3'",
 ];
 
 /// The schema the journal lives in; a dump's statements on it are skipped.
@@ -230,8 +240,11 @@ pub async fn prepare(
 pub struct Begin(Vec<String>);
 
 impl Begin {
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+    /// Adds the record of a statement run before the journal was written
+    /// (one that runs a second time as it ran once: the scheduler's
+    /// `reruns_harmlessly`), to be written with it.
+    pub fn hold(&mut self, record_sql: String) {
+        self.0.push(record_sql);
     }
 
     /// Runs the writes; again from the start on a transient error (each
@@ -271,22 +284,15 @@ enum Shape {
 }
 
 async fn shape(conn: &mut Conn) -> Result<Shape, mysql_async::Error> {
-    let row: Option<(u64, u64, u64)> = conn
-        .query_first(
-            "SELECT \
-             (SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sqlfleet' \
-              AND TABLE_NAME IN ('loads', 'load_journal')), \
-             (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'sqlfleet' AND \
-              ((TABLE_NAME = 'loads' AND COLUMN_NAME IN ('size', 'stateful_line', 'stateful_why', \
-                'input_id', 'target_db', 'chain_hash')) \
-               OR (TABLE_NAME = 'load_journal' AND COLUMN_NAME IN ('tbl', 'chain', 'auto_increment')))), \
-             (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'sqlfleet' \
-              AND TABLE_NAME = 'loads' AND COLUMN_NAME = 'state' AND COLUMN_TYPE LIKE '%interrupted%')",
+    let tables: Vec<(String, String)> = conn
+        .query(
+            "SELECT TABLE_NAME, TABLE_COMMENT FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = 'sqlfleet' AND TABLE_NAME IN ('loads', 'load_journal')",
         )
         .await?;
-    Ok(match row.unwrap_or_default() {
-        (0, _, _) => Shape::Absent,
-        (2, 9, 1) => Shape::Current,
+    Ok(match tables.as_slice() {
+        [] => Shape::Absent,
+        [_, _] if tables.iter().any(|(t, c)| t == "loads" && c == SHAPE) => Shape::Current,
         _ => Shape::Older,
     })
 }
@@ -343,19 +349,12 @@ pub async fn decide(
             .map_err(&e)?;
         if let Some((other_id, other_db)) = other {
             let other_db = other_db.unwrap_or_default();
-            let name = |d: &str| {
-                if d.is_empty() {
-                    "no -D".to_string()
-                } else {
-                    format!("-D {d}")
-                }
-            };
             return Err(LoadError::Setup {
                 what: format!(
                     "{source}: the interrupted load of this dump (load id {other_id}) was loading with {} on {endpoint}; resume it there ({}), or load it with {} from the start with --restart",
-                    name(&other_db),
-                    name(&other_db),
-                    name(db)
+                    crate::earlier::with_db(&other_db),
+                    crate::earlier::with_db(&other_db),
+                    crate::earlier::with_db(db)
                 ),
             });
         }
@@ -505,7 +504,7 @@ impl Begin {
              ON DUPLICATE KEY UPDATE state = 'running', source = VALUES(source), finished_at = NULL, \
              input_id = VALUES(input_id), target_db = VALUES(target_db){}",
             literal(load_id),
-            literal(&source.chars().take(1000).collect::<String>()),
+            literal(&crate::identity::source_column(source)),
             match row {
                 RowStart::Fresh => ", size = VALUES(size), stateful_line = NULL, stateful_why = NULL, chain_hash = VALUES(chain_hash)",
                 RowStart::Resumed { sized: true } => ", size = VALUES(size)",
@@ -827,6 +826,9 @@ pub async fn lock(conn: &mut Conn, endpoint: &str, load_id: &str) -> Result<(), 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
     Done,
+    /// Done, but the dump had no trailer: it may have been a copy still
+    /// under way, whose completed self `--resume` goes on with.
+    Cut,
     Failed,
     /// Stopped by SIGINT or SIGTERM after its committed work was journaled.
     Interrupted,
@@ -842,13 +844,14 @@ pub async fn finish(
 ) -> Result<(), LoadError> {
     sqlfleet_faults::point!("load::before_finish");
     conn.query_drop(format!(
-        "UPDATE sqlfleet.loads SET state = '{}', finished_at = CURRENT_TIMESTAMP(6), bytes = {bytes}, rows_loaded = {rows} \
-         WHERE load_id = {}",
+        "UPDATE sqlfleet.loads SET state = '{}', finished_at = CURRENT_TIMESTAMP(6), bytes = {bytes}, rows_loaded = {rows}, \
+         cut_short = {} WHERE load_id = {}",
         match end {
-            End::Done => "done",
+            End::Done | End::Cut => "done",
             End::Failed => "failed",
             End::Interrupted => "interrupted",
         },
+        end == End::Cut,
         literal(load_id)
     ))
     .await
@@ -876,6 +879,16 @@ pub async fn forget_if_empty(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_shape_mark_is_what_the_schema_statements_end_with() {
+        let last = SCHEMA_SQL.last().expect("statements");
+        assert!(
+            last.starts_with("ALTER TABLE sqlfleet.loads COMMENT")
+                && last.contains(&format!("'{SHAPE}'")),
+            "{last}"
+        );
+    }
 
     #[test]
     fn shown_names_split_back() {

@@ -148,8 +148,8 @@ impl Recent {
     /// sending, and until it has committed at the recent pace of commits
     /// (the later of the two that is known; while committing, only the
     /// second; while loading, commits count once a hundredth of the input
-    /// committed within the window). `None` while neither moved: never "0s" for a load that is
-    /// standing still.
+    /// committed within the window). `None` while neither moved: never
+    /// "0s" for a load that is standing still.
     pub fn eta(&self, phase: Phase) -> Option<f64> {
         let (first, last) = (self.0.front()?, self.0.back()?);
         let span = last.0 - first.0;

@@ -498,6 +498,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     let mut interrupt = opts.interrupt.clone();
     let watcher = watch_interrupt(opts.interrupt.clone(), shared.clone());
     let mut was_interrupted = false;
+    let mut ended_cut = false;
     loop {
         let msg = tokio::select! {
             m = rx.recv() => m,
@@ -548,6 +549,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 cut_short,
             } => {
                 bytes = b;
+                ended_cut = cut_short;
                 if cut_short {
                     let w = format!(
                         "{}: the dump has no \"-- Dump completed\" line at its end, which mysqldump and mariadb-dump write last: it may have been cut short (or still be copying: once it is whole, the same command with --resume loads the rest); everything in it was loaded",
@@ -634,7 +636,9 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         ..f
     });
     if changed.is_none() && recorded {
-        let end = if ok {
+        let end = if ok && ended_cut {
+            journal::End::Cut
+        } else if ok {
             journal::End::Done
         } else if was_interrupted && failure.is_none() {
             journal::End::Interrupted

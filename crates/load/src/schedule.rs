@@ -80,10 +80,6 @@ pub struct Scheduler {
     /// The journal's first writes, until the load's first statement has
     /// run (`journal::Begin`); `None` once written (or for a resume).
     pub begin: Option<journal::Begin>,
-    /// Records of statements run before the journal was written (each
-    /// runs a second time as it ran once: `reruns_harmlessly`), written
-    /// with it.
-    held_records: Vec<String>,
     cur_db: Option<String>,
     batch: Option<Batch>,
     inflight: HashMap<Key, Vec<oneshot::Receiver<()>>>,
@@ -159,7 +155,6 @@ impl Scheduler {
             defer_indexes,
             overwrite_tables: false,
             begin: None,
-            held_records: Vec::new(),
             warnings: Vec::new(),
             skipped: 0,
             tables: Default::default(),
@@ -555,16 +550,7 @@ impl Scheduler {
         let Some(b) = self.begin.take() else {
             return true;
         };
-        let held = std::mem::take(&mut self.held_records);
-        let r = async {
-            b.run(&mut self.bookkeeping).await?;
-            for q in held {
-                self.bookkeeping.query_drop(q).await?;
-            }
-            Ok::<(), mysql_async::Error>(())
-        }
-        .await;
-        match r {
+        match b.run(&mut self.bookkeeping).await {
             Ok(()) => true,
             Err(e) => {
                 self.ctx.shared.fail(StatementFailure {
@@ -971,7 +957,9 @@ impl Scheduler {
                 self.ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
                 self.applied(stmt);
                 if held {
-                    self.held_records.extend(done_sql);
+                    if let (Some(b), Some(q)) = (self.begin.as_mut(), done_sql) {
+                        b.hold(q);
+                    }
                     return true;
                 }
                 if let Some(done) = &done_sql {

@@ -298,6 +298,36 @@ fn resume_with_another_input_is_refused_before_anything_runs() {
     }
 }
 
+/// A whole dump loaded, then a later, longer dump written at the same
+/// path and loaded with `--resume` (a cron job that always passes it):
+/// a new load, not the finished one taken over — only a load that ended
+/// without the dump's trailer (a copy still under way) is.
+#[test]
+fn a_later_whole_dump_at_the_same_path_is_a_new_load_on_resume() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let trailer = "-- Dump completed on 2026-12-02  1:00:00\n";
+    let mut yesterday = big_dump("InnoDB", true, 20_000, None);
+    yesterday.extend_from_slice(trailer.as_bytes());
+    let mut today = big_dump("InnoDB", true, 30_000, None);
+    today.extend_from_slice(trailer.as_bytes());
+    let f = write(dir.path(), "daily.sql", &yesterday);
+    let first = common::fresh_db(srv, "daily");
+    let mut opts = common::options(srv, &first, &f);
+    opts.resume = true;
+    common::load(opts).expect("yesterday's dump");
+    std::fs::write(&f, &today).expect("today's dump in its place");
+    let second = common::fresh_db(srv, "daily");
+    let mut opts = common::options(srv, &second, &f);
+    opts.resume = true;
+    let s = common::load(opts).expect("today's dump, a new load");
+    assert!(s.complete && s.skipped_on_resume == 0, "{s:?}");
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{second}`.`big`")),
+        ["30000"]
+    );
+}
+
 /// A dump loaded while it was still being copied (cut inside a
 /// statement, or at a statement's end), then copied whole: `--resume`
 /// takes the earlier load over — its id was the shorter file's — checks
