@@ -383,10 +383,10 @@ pub fn classify(text: &[u8]) -> Kind {
 /// Does running this statement a second time leave what running it once
 /// leaves — a `DROP ... IF EXISTS`, a `CREATE ... IF NOT EXISTS`, a
 /// `CREATE OR REPLACE`, a `SET GLOBAL` to a constant — so that a load
-/// killed after it, before its
-/// journal was written, may run it again from the start? (A dump's first
-/// statements mostly are: `DROP TABLE IF EXISTS`, `CREATE DATABASE IF
-/// NOT EXISTS`.) By form only: anything else is `false`.
+/// killed after it, before its journal was written, may run it again
+/// from the start? (A dump's first statements mostly are: `DROP TABLE IF
+/// EXISTS`, `CREATE DATABASE IF NOT EXISTS`.) By form only: anything else
+/// is `false`.
 pub fn reruns_harmlessly(text: &[u8]) -> bool {
     let toks = tokens(text, 12);
     let word =

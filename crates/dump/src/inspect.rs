@@ -247,8 +247,8 @@ pub fn inspect(text: &[u8]) -> Traits {
     let mut t = Traits::default();
     let mut first: Vec<&[u8]> = Vec::with_capacity(4);
     let mut definition = false; // CREATE TRIGGER/PROCEDURE/FUNCTION/VIEW/EVENT
-                                // CREATE TABLE's column list: a `DEFAULT nextval(s)` is evaluated by
-                                // the INSERTs that leave the column out (the scheduler sees those),
+                                // In CREATE TABLE's column list: a `DEFAULT nextval(s)` is evaluated
+                                // by the INSERTs that leave the column out (the scheduler sees those),
                                 // not by the CREATE — until a SELECT fills the table.
     let mut columns = false;
     let mut insert = false;

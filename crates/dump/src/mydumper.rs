@@ -265,6 +265,13 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
         }
         list.push((chunk, file.clone()));
     }
+    let p = start(&dbs, into)?;
+    Ok(order(p, dbs, into))
+}
+
+/// A plan's beginning: the databases, myloader's session; `-D` refused
+/// for a dump of several databases.
+fn start(dbs: &BTreeMap<String, Database>, into: Option<&str>) -> Result<Plan, PlanError> {
     if into.is_some() && dbs.len() > 1 {
         return err(format!(
             "-D loads a dump's one database under another name, and this dump holds {}: {}; load it without -D",
@@ -272,7 +279,13 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
             dbs.keys().cloned().collect::<Vec<_>>().join(", ")
         ));
     }
-    Ok(order(dbs, into))
+    let mut p = Plan {
+        databases: dbs.keys().cloned().collect(),
+        ..Plan::default()
+    };
+    p.steps
+        .extend(SESSION.iter().map(|q| Step::Sql((*q).to_owned())));
+    Ok(p)
 }
 
 /// The data half of a split dump (`mydumper --no-schemas`): only data
@@ -319,19 +332,7 @@ fn data_only(files: &[&String], into: Option<&str>) -> Result<Plan, PlanError> {
         }
         list.push((chunk, (*n).clone()));
     }
-    if into.is_some() && dbs.len() > 1 {
-        return err(format!(
-            "-D loads a dump's one database under another name, and this dump holds {}: {}; load it without -D",
-            dbs.len(),
-            dbs.keys().cloned().collect::<Vec<_>>().join(", ")
-        ));
-    }
-    let mut p = Plan {
-        databases: dbs.keys().cloned().collect(),
-        ..Plan::default()
-    };
-    p.steps
-        .extend(SESSION.iter().map(|q| Step::Sql((*q).to_owned())));
+    let mut p = start(&dbs, into)?;
     for (db, d) in &mut dbs {
         p.steps
             .push(Step::Sql(format!("USE {}", quote(into.unwrap_or(db)))));
@@ -365,13 +366,7 @@ pub const SESSION: [&str; 5] = [
 pub const OBJECTS_SQL_MODE: &str = "/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */";
 
 /// The steps, in myloader's order.
-fn order(mut dbs: BTreeMap<String, Database>, into: Option<&str>) -> Plan {
-    let mut p = Plan {
-        databases: dbs.keys().cloned().collect(),
-        ..Plan::default()
-    };
-    p.steps
-        .extend(SESSION.iter().map(|q| Step::Sql((*q).to_owned())));
+fn order(mut p: Plan, mut dbs: BTreeMap<String, Database>, into: Option<&str>) -> Plan {
     let target = |db: &str| quote(into.unwrap_or(db));
     for (db, d) in &mut dbs {
         match (into, &d.create) {
