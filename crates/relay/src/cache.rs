@@ -336,12 +336,14 @@ impl Cache {
                 Some(true) => {
                     st.tick += 1;
                     let tick = st.tick;
-                    let shared = st.map.get_key_value(key).map(|(k, _)| k.clone())?;
                     let e = st.map.get_mut(key)?;
                     let old = std::mem::replace(&mut e.tick, tick);
                     let hit = e.hit.clone();
-                    st.lru.remove(&old);
-                    st.lru.insert(tick, shared);
+                    // (the key moves to the recency order's end: its one
+                    // shared copy, no lookup or clone of it)
+                    if let Some(k) = st.lru.remove(&old) {
+                        st.lru.insert(tick, k);
+                    }
                     Some(hit)
                 }
                 Some(false) => {
