@@ -35,14 +35,7 @@ function thread_done()
 end
 LUA
 RP=$(free_port); MP=$(free_port)
-{
-  printf '[relay]\nlisten = ["127.0.0.1:%s"]\nmetrics = "127.0.0.1:%s"\nmode = "transaction"\n\n' "$RP" "$MP"
-  printf '[backend]\nservers = ["127.0.0.1:%s"]\nuser = "root"\npassword_file = "%s"\naccounts = "shared"\n\n' "$PORT" "$PWFILE"
-  printf '[pool]\nmax = 100\n\n[cache]\nmax_bytes = 268435456\n\n'
-  printf '[[cache_rules]]\nname = "sbtest"\nmatch_regex = "(?i)FROM sbtest"\nttl = 600\n\n'
-  printf '[[users]]\nname = "root"\n'
-  "$SQLFLEET" relay --hash-password < "$PWFILE"
-} > "$WORK/relay.toml"
+cache_relay_toml "$WORK/relay.toml" "$RP" "$MP" 268435456 sbtest "(?i)FROM sbtest"
 "$SQLFLEET" relay --config "$WORK/relay.toml" 2>"$WORK/relay.log" &
 PIDS+=($!)
 wait_port "$RP"

@@ -33,21 +33,13 @@ function thread_done()
 end
 LUA
 RP=$(free_port); MP=$(free_port)
-{
-  printf '[relay]\nlisten = ["127.0.0.1:%s"]\nmetrics = "127.0.0.1:%s"\nmode = "transaction"\n\n' "$RP" "$MP"
-  printf '[backend]\nservers = ["127.0.0.1:%s"]\nuser = "root"\npassword_file = "%s"\naccounts = "shared"\n\n' "$PORT" "$PWFILE"
-  printf '[pool]\nmax = 100\n\n[cache]\nmax_bytes = %s\n\n' "$(( MAX_MB * 1024 * 1024 ))"
-  printf '[[cache_rules]]\nname = "kv"\nmatch_regex = "(?i)FROM kv"\nttl = 600\n\n'
-  printf '[[users]]\nname = "root"\n'
-  "$SQLFLEET" relay --hash-password < "$PWFILE"
-} > "$WORK/relay.toml"
+cache_relay_toml "$WORK/relay.toml" "$RP" "$MP" "$(( MAX_MB * 1024 * 1024 ))" kv "(?i)FROM kv"
 "$SQLFLEET" relay --config "$WORK/relay.toml" 2>"$WORK/relay.log" &
 RPID=$!
 PIDS+=($RPID)
 wait_port "$RP"
 rss() { awk '/VmRSS/ {print int($2 / 1024)}' "/proc/$RPID/status"; }
 start_rss=$(rss)
-peak=$start_rss
 ( while kill -0 "$RPID" 2>/dev/null; do rss; sleep 0.2; done ) > "$WORK/rss" &
 sampler=$!
 t0=$(date +%s.%N)
@@ -58,7 +50,7 @@ sleep 0.5
 kill "$sampler" 2>/dev/null || true
 peak=$(sort -n "$WORK/rss" | tail -1)
 m() { curl -s "http://127.0.0.1:$MP/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
-echo "keys: $KEYS distinct SELECTs in $(echo "$t1 - $t0" | bc) s ($(awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}' "$WORK/sb.out") q/s), cache max_bytes $MAX_MB MiB"
+echo "keys: $KEYS distinct SELECTs in $(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.1f", b - a}') s ($(awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}' "$WORK/sb.out") q/s), cache max_bytes $MAX_MB MiB"
 echo "relay RSS: $start_rss MiB at start, peak $peak MiB, at the end $(rss) MiB"
 curl -s "http://127.0.0.1:$MP/metrics" | grep -E '^sqlfleet_relay_cache_(entries|bytes|evictions|stores|hits|misses)' | sed 's/^/  /'
 echo "($(date -u +%Y-%m-%d))"

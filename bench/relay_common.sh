@@ -63,3 +63,19 @@ binary_of() {  # $1 revision -> path of its release binary
   fi
   echo "$dir/target/release/sqlfleet"
 }
+
+# cache_relay_toml FILE RELAY_PORT METRICS_PORT MAX_BYTES RULE REGEX: a
+# relay config in front of the sandbox (transaction mode, the shared root
+# account) with a result cache of MAX_BYTES and one rule caching the
+# SELECTs that REGEX matches.
+cache_relay_toml() {
+  local file=$1 rp=$2 mp=$3 max=$4 rule=$5 regex=$6
+  {
+    printf '[relay]\nlisten = ["127.0.0.1:%s"]\nmetrics = "127.0.0.1:%s"\nmode = "transaction"\n\n' "$rp" "$mp"
+    printf '[backend]\nservers = ["127.0.0.1:%s"]\nuser = "root"\npassword_file = "%s"\naccounts = "shared"\n\n' "$PORT" "$PWFILE"
+    printf '[pool]\nmax = 100\n\n[cache]\nmax_bytes = %s\n\n' "$max"
+    printf '[[cache_rules]]\nname = "%s"\nmatch_regex = "%s"\nttl = 600\n\n' "$rule" "$regex"
+    printf '[[users]]\nname = "root"\n'
+    "$SQLFLEET" relay --hash-password < "$PWFILE"
+  } > "$file"
+}
