@@ -20,8 +20,8 @@ mod recover;
 pub(crate) use recover::{already_done, created};
 
 use crate::batch_sql::{
-    batch_queries, binlog_statement, merged_in, position_sql, rows_chunks, session_sql, use_sql,
-    Query, CHUNK, CLIENT_BINARY, ROWS_VARS,
+    batch_queries, binlog_statement, merged_in, position_sql, rows_chunks, session_sql,
+    stmt_use_sql, Query, CHUNK, CLIENT_BINARY, ROWS_VARS,
 };
 use crate::engines::Engines;
 use crate::sequence;
@@ -325,9 +325,7 @@ impl Applier {
     /// A statement in its source session state.
     pub async fn statement(&mut self, s: &Stmt) -> Result<(), ApplyError> {
         self.learn(std::slice::from_ref(&s.session)).await?;
-        if let Some(db) = &s.db {
-            self.run(&use_sql(db)).await?;
-        }
+        self.run(&stmt_use_sql(s)).await?;
         self.run(&session_sql(&s.session, &self.collations)?)
             .await?;
         if let Some(file) = &s.infile {

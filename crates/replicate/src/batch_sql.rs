@@ -11,7 +11,7 @@ use crate::context;
 use crate::event;
 use crate::merge::{Add, Merged};
 use crate::position;
-use crate::txn::{Item, Session, Txn, VarValue};
+use crate::txn::{Item, Session, Stmt, Txn, VarValue};
 use crate::work::{ApplyError, Collations, Job};
 
 /// Raw bytes per `BINLOG` statement, at most (base64 makes it 4/3 of
@@ -71,6 +71,12 @@ pub fn binlog_statement(raw: &[u8]) -> String {
 /// event's character sets).
 pub fn use_sql(db: &str) -> String {
     format!("{UTF8_CLIENT}\n;\nUSE {}", ident(db))
+}
+
+/// The `USE` before a statement: its default database, or our own schema
+/// when it has none ([`Stmt::db`]).
+pub fn stmt_use_sql(st: &Stmt) -> String {
+    use_sql(st.db.as_deref().unwrap_or(position::SCHEMA))
 }
 
 /// The `SET` that gives a session the source statement's state, user
@@ -259,10 +265,8 @@ pub fn batch_queries(
                     emit(&mut merged, &mut q, &mut rows, &mut out);
                     flush(&mut q, &mut rows, &mut out);
                     next(&mut q);
-                    if let Some(db) = &st.db {
-                        q.extend_from_slice(use_sql(db).as_bytes());
-                        q.extend_from_slice(b"\n;\n");
-                    }
+                    q.extend_from_slice(stmt_use_sql(st).as_bytes());
+                    q.extend_from_slice(b"\n;\n");
                     q.extend_from_slice(session_sql(&st.session, names)?.as_bytes());
                     q.extend_from_slice(b"\n;\n");
                     q.extend_from_slice(&st.sql);

@@ -51,6 +51,13 @@ pub struct Named {
     pub refs: Vec<Ident>,
     /// True for `CREATE|DROP|ALTER DATABASE|SCHEMA ...`.
     pub database_statement: bool,
+    /// The statement may read or write its default database: a name
+    /// stands unqualified where a table, view, routine or sequence goes,
+    /// or it calls `DATABASE()`/`SCHEMA()`. False only when every such
+    /// name is qualified (the default database then means nothing to it,
+    /// except for an unqualified stored function, which a server without
+    /// that default database refuses rather than guesses).
+    pub uses_default: bool,
 }
 
 impl Named {
@@ -476,6 +483,9 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
                     continue;
                 }
                 let paren_next = punct(next, b'(');
+                if paren_next && matches!(w, "DATABASE" | "SCHEMA") {
+                    named.uses_default = true;
+                }
                 match w {
                     "FROM" if top.kind == Kind::Stmt => {
                         top.expect = true;
@@ -549,6 +559,7 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
                         // (`FROM event`).
                         if top.expect {
                             introduced.insert(w.to_ascii_lowercase());
+                            named.uses_default = true;
                         }
                         top.expect = false;
                     }
@@ -591,6 +602,9 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
                         named.refs.push(first);
                     } else if parts.len() == 2 || star {
                         qualifiers.push(first);
+                    }
+                    if parts.len() == 1 && (top.expect || grant_star) {
+                        named.uses_default = true;
                     }
                 }
                 if let Some(l) = last {
@@ -924,6 +938,54 @@ mod tests {
         assert!(unsure("UPDATE t SET v = q.w"));
         assert!(unsure("FROBNICATE app.t"));
         assert!(read(br#"INSERT INTO t VALUES ("a")"#, Dialect::default()).is_ok());
+    }
+
+    /// Whether a statement may use its default database: any table,
+    /// view, routine or sequence name standing unqualified, a keyword
+    /// standing as one, `DATABASE()`; never a column, alias or builtin.
+    #[test]
+    fn the_default_database_is_used_only_by_an_unqualified_name() {
+        for (sql, uses) in [
+            ("INSERT INTO app.t VALUES (1)", false),
+            (
+                "INSERT INTO app.t (a, b) SELECT x.a, x.b FROM app.s AS x",
+                false,
+            ),
+            (
+                "UPDATE app.t SET v = UPPER(v) WHERE id IN (SELECT id FROM app.u)",
+                false,
+            ),
+            ("DELETE FROM app.t WHERE id = 1", false),
+            ("REPLACE INTO app.t SET id = 1, v = NOW()", false),
+            (
+                "CREATE TABLE app.t (id INT, p INT REFERENCES app.p (id))",
+                false,
+            ),
+            ("CREATE DATABASE other", false),
+            ("TRUNCATE TABLE app.t", false),
+            ("INSERT INTO t VALUES (1)", true),
+            ("INSERT INTO app.t SELECT * FROM s", true),
+            (
+                "INSERT INTO app.t SELECT * FROM app.s JOIN u USING (id)",
+                true,
+            ),
+            ("INSERT INTO app.t SELECT * FROM app.s, u", true),
+            ("INSERT INTO app.t VALUES (DATABASE())", true),
+            ("INSERT INTO app.t VALUES (SCHEMA())", true),
+            ("INSERT INTO app.t VALUES (NEXTVAL(sq))", true),
+            ("INSERT INTO app.t SELECT * FROM event", true),
+            ("CALL p()", true),
+            ("CREATE TABLE app.t (p INT REFERENCES p (id))", true),
+            (
+                "CREATE TRIGGER app.tr BEFORE INSERT ON t FOR EACH ROW SET NEW.v = 1",
+                true,
+            ),
+            ("CREATE VIEW v AS SELECT 1", true),
+            ("GRANT SELECT ON * TO u", true),
+        ] {
+            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
+            assert_eq!(n.uses_default, uses, "{sql}");
+        }
     }
 
     const ANSI: Dialect = Dialect {

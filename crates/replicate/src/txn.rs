@@ -96,7 +96,11 @@ fn user_var(ev: &UserVarEvent<'_>) -> Result<(String, VarValue), String> {
 /// One statement to run as text.
 #[derive(Debug, Clone)]
 pub struct Stmt {
-    /// The target's default database (renamed), if the source had one.
+    /// The target's default database (renamed), if the source had one
+    /// the target has. None: the statement runs in our own schema
+    /// ([`crate::position::SCHEMA`]; `batch_sql::stmt_use_sql`), so no default
+    /// another statement left on the connection is read, and an
+    /// unqualified name the text reader missed is refused by the server.
     pub db: Option<String>,
     pub sql: Vec<u8>,
     pub session: Session,
@@ -864,10 +868,15 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
         }
     };
     let text_dbs = named.databases();
-    // The databases this statement may write, in the source's names. A
-    // CREATE/DROP/ALTER DATABASE writes only the one it names.
+    // The default database counts when the statement may use it, or when
+    // it is replicated (it then keeps its context, as a replica's `USE`).
+    // A CREATE/DROP/ALTER DATABASE writes only the one it names; a
+    // statement whose every table is qualified writes only those, whatever
+    // its default (`USE other; INSERT INTO app.t ...`).
+    let default = default
+        .filter(|d| !named.database_statement && (named.uses_default || map.map(d).is_some()));
     let mut all: Vec<&str> = text_dbs.iter().map(String::as_str).collect();
-    if let Some(d) = default.filter(|_| !named.database_statement) {
+    if let Some(d) = default {
         all.push(d);
     }
     all.sort();
@@ -927,6 +936,17 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
             };
         }
     }
+    if default.is_none() && named.uses_default {
+        // No default database on the source (DATABASE() read NULL there),
+        // or none the target has: nothing here means the same.
+        return Routed::Refused {
+            why: format!(
+                "a statement using its default database (an unqualified table name or DATABASE()) where the source had none: {}",
+                show()
+            ),
+            dbs: kept,
+        };
+    }
     let mut text = sqltext::rename(sql, &named, |d| {
         map.map(d).filter(|t| *t != d).map(str::to_string)
     });
@@ -935,10 +955,7 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
     }
     Routed::Apply {
         stmt: Box::new(Stmt {
-            db: default
-                .filter(|_| !named.database_statement)
-                .and_then(|d| map.map(d))
-                .map(str::to_string),
+            db: default.and_then(|d| map.map(d)).map(str::to_string),
             sql: text,
             session,
             infile: None,
@@ -1053,11 +1070,65 @@ mod tests {
             Routed::Refused { dbs, .. } => assert!(dbs.is_empty()),
             _ => panic!("refused"),
         }
-        // A filtered default database with a replicated one named: refused
-        // with the replicated stream (never filtered away).
-        match route_statement(&map(), "skip1", b"INSERT INTO app.t VALUES (1)", s) {
-            Routed::Refused { dbs, .. } => assert_eq!(dbs, vec!["app_eu"]),
+        // A filtered default database the statement uses, with a
+        // replicated one named: refused with the replicated stream (never
+        // filtered away).
+        for sql in [
+            &b"INSERT INTO app.t SELECT v FROM t"[..],
+            b"INSERT INTO app.t VALUES (DATABASE())",
+            b"UPDATE app.t JOIN u ON u.id = t.id SET t.v = 1",
+            b"CALL p()",
+        ] {
+            match route_statement(&map(), "skip1", sql, s.clone()) {
+                Routed::Refused { dbs, .. } if sql != b"CALL p()" => {
+                    assert_eq!(dbs, vec!["app_eu"])
+                }
+                Routed::Filtered if sql == b"CALL p()" => {}
+                _ => panic!("{}", String::from_utf8_lossy(sql)),
+            }
+        }
+    }
+
+    /// `USE other; INSERT INTO app.t ...`: every table qualified, the
+    /// excluded default database is not written — applied with no default
+    /// database of its own (the batch's `USE` is our schema's).
+    #[test]
+    fn a_statement_naming_only_replicated_databases_applies_under_any_default() {
+        let s = Session::default();
+        for (default, sql) in [
+            ("skip1", &b"INSERT INTO app.t VALUES (1)"[..]),
+            ("skip1", b"INSERT INTO app.t SELECT v + 1 FROM app.t"),
+            ("skip1", b"UPDATE app.t SET v = CONCAT('t', v) WHERE id = 1"),
+            ("", b"DELETE FROM app.t WHERE id = 1"),
+        ] {
+            match route_statement(&map(), default, sql, s.clone()) {
+                Routed::Apply { stmt, dbs } => {
+                    assert_eq!(dbs, vec!["app_eu"]);
+                    assert_eq!(stmt.db, None);
+                    assert!(crate::batch_sql::stmt_use_sql(&stmt).ends_with("USE `sqlfleet`"));
+                    assert!(String::from_utf8_lossy(&stmt.sql).contains("`app_eu`.t"));
+                }
+                _ => panic!("{}", String::from_utf8_lossy(sql)),
+            }
+        }
+        // No default database and DATABASE(): NULL on the source, which
+        // no target database reproduces.
+        match route_statement(
+            &map(),
+            "",
+            b"INSERT INTO app.t VALUES (DATABASE())",
+            s.clone(),
+        ) {
+            Routed::Refused { dbs, why } => {
+                assert_eq!(dbs, vec!["app_eu"]);
+                assert!(why.contains("default database"), "{why}");
+            }
             _ => panic!("refused"),
+        }
+        // A replicated default keeps its USE.
+        match route_statement(&map(), "app", b"INSERT INTO app.t VALUES (1)", s) {
+            Routed::Apply { stmt, .. } => assert_eq!(stmt.db.as_deref(), Some("app_eu")),
+            _ => panic!("applies"),
         }
     }
 }

@@ -191,6 +191,55 @@ async fn an_xa_transaction_stops_its_stream_and_only_it() {
     );
 }
 
+/// `USE other; INSERT INTO app.t ...` with `other` excluded: every table
+/// is qualified, so only the replicated database is written — applied as
+/// native replication applies it (the code before refused it as writing
+/// an excluded database and stopped the stream), and the excluded
+/// database is never made on the target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_writing_only_replicated_databases_applies_under_any_default() {
+    let s = source(0);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_dd; DROP DATABASE IF EXISTS sc_dd_other",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_dd; CREATE TABLE sc_dd.t (id INT PRIMARY KEY, v VARCHAR(40)); \
+         CREATE DATABASE sc_dd_other; CREATE TABLE sc_dd_other.t (id INT PRIMARY KEY)",
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"USE sc_dd",
+            b"INSERT INTO t VALUES (1, 'own default')",
+            b"USE sc_dd_other",
+            b"INSERT INTO sc_dd.t VALUES (2, 'from another default')",
+            b"INSERT INTO sc_dd.t SELECT id + 10, CONCAT(v, '+') FROM sc_dd.t",
+            b"UPDATE sc_dd.t SET v = UPPER(v) WHERE id = 11",
+            b"INSERT INTO sc_dd_other.t VALUES (1)",
+            b"DELETE FROM sc_dd.t WHERE id = 12",
+        ],
+    )
+    .await;
+    let cfg = cfg_for("sc_dd", s, "sc_dd", "sc_dd = \"sc_dd_r\"", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_dd", "sc_dd_r").await;
+    let mut c = target().connect().await;
+    let other: Option<String> = c
+        .query_first(
+            "SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'sc_dd_other'",
+        )
+        .await
+        .expect("schemata");
+    assert_eq!(other, None, "the excluded database is never made");
+    let _ = c.disconnect().await;
+}
+
 /// The statement reader's character-set table against the server's own
 /// list: every collation the server has maps to the class of its character
 /// set, and no other character set the server takes as a client's
