@@ -442,6 +442,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     let (mut source_restarts, mut target_kills, mut stopped_early) = (0, 0, 0);
     let mut source_refusals = 0;
     let mut loads = 0;
+    let (mut sessions, mut other_defaults) = (0, 0);
     for seed in first..first + seeds {
         let mut log = String::new();
         let verdict = one_seed(seed, steps, &mut log).await;
@@ -450,6 +451,16 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         stopped_early += log.matches("-- first run stopped").count();
         source_refusals += log.matches(" refused: ").count();
         loads += log.matches("LOAD DATA INFILE").count();
+        // Sessions with a setting other than the default, and statements
+        // run under an excluded default database (`USE x...`).
+        sessions += log
+            .lines()
+            .filter(|l| {
+                (l.starts_with("SET SESSION") && !l.contains("DEFAULT"))
+                    || l.starts_with("SET NAMES latin1")
+            })
+            .count();
+        other_defaults += log.lines().filter(|l| l.starts_with("USE x")).count();
         let diffs = match verdict {
             Verdict::Same => continue,
             Verdict::Refused(d) => {
@@ -487,7 +498,8 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     eprintln!(
         "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?} \
          ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts, \
-         {source_refusals} statements the sources refused, {loads} LOAD DATA)",
+         {source_refusals} statements the sources refused, {loads} LOAD DATA, {sessions} sessions with a non-default setting, \
+         {other_defaults} runs of statements under an excluded default database)",
         seeds as usize - refused.len() - failed.len(),
         refused.len(),
         failed.len()

@@ -14,7 +14,8 @@
 //! with settings other than the defaults (the auto_increment pair,
 //! lc_time_names, NO_BACKSLASH_ESCAPES and ANSI_QUOTES with the renamed
 //! database's name inside a literal, explicit_defaults_for_timestamp=0,
-//! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO) set back
+//! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO, an
+//! excluded default database under statements that qualify every table) set back
 //! to the defaults after (on the code before the session context, 8 of 8
 //! seeds differed), and LOAD DATA of a file the source wrote with SELECT
 //! ... INTO OUTFILE (tabs and escapes inside fields, ids from
@@ -48,7 +49,7 @@ const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 /// default. `a` is the (renamed) database: its name inside a literal must
 /// stay as written.
 fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
-    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..8) {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..9) {
         0 => (
             format!(
                 "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
@@ -103,6 +104,16 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
             )],
             "SET SESSION sql_mode = DEFAULT",
         ),
+        // An excluded default database, every table qualified: only the
+        // replicated one is written (native replication applies it).
+        7 => (
+            format!("USE {}", excluded(a)),
+            vec![
+                format!("INSERT INTO {a}.nopk (a, b) VALUES ({n}, 'other default {i}')"),
+                format!("UPDATE {a}.bulk SET b = CONCAT(b, '+') WHERE a = {}", n % 6),
+            ],
+            "USE_BACK",
+        ),
         _ => (
             "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".into(),
             vec![format!(
@@ -113,8 +124,18 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
     };
     let mut v = vec![set];
     v.extend(body);
-    v.push(reset.into());
+    v.push(if reset == "USE_BACK" {
+        format!("USE {a}")
+    } else {
+        reset.into()
+    });
     v
+}
+
+/// A database on the source that the run's filters exclude (the include
+/// pattern is `q<seed>_<source>_*`).
+fn excluded(a: &str) -> String {
+    format!("x{}", a.trim_start_matches('q'))
 }
 
 pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
@@ -125,7 +146,11 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     let gamma = format!("q{seed}_{src}_gamma");
     let (a, b) = (&alpha, &beta);
     let mut out: Vec<Vec<String>> = vec![
-        vec![format!("CREATE DATABASE {a}"), format!("CREATE DATABASE {b}")],
+        vec![
+            format!("CREATE DATABASE {a}"),
+            format!("CREATE DATABASE {b}"),
+            format!("CREATE DATABASE IF NOT EXISTS {}", excluded(a)),
+        ],
         vec![format!("USE {a}")],
         vec!["CREATE TABLE parent (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB".into()],
         vec!["CREATE TABLE child (id INT AUTO_INCREMENT PRIMARY KEY, pid INT, v INT NOT NULL DEFAULT 0, \
