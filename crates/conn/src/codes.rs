@@ -23,6 +23,10 @@ pub const EXISTS: &[u16] = &[1007, 1050, 1060, 1061, 1304, 1359, 1537, 1826];
 /// [`EXISTS`], decided on alone where a half-made table may be the cause).
 pub const TABLE_EXISTS: u16 = 1050;
 
+/// ER_DUP_KEYNAME: the index an ALTER adds is there (one of [`EXISTS`]:
+/// a resumed load's index step that had already run).
+pub const KEY_EXISTS: u16 = 1061;
+
 /// A dropping DDL statement that had already run: database (1008), table
 /// (1051, 1146), column or key (1091), routine (1305), trigger (1360),
 /// event (1539), sequence (4092) is gone.

@@ -31,8 +31,7 @@ impl std::str::FromStr for Mode {
 impl Mode {
     pub fn resolve(self) -> Mode {
         match self {
-            // SAFETY: isatty only inspects the descriptor.
-            Mode::Auto if unsafe { libc::isatty(2) } == 1 => Mode::Bar,
+            Mode::Auto if std::io::IsTerminal::is_terminal(&std::io::stderr()) => Mode::Bar,
             Mode::Auto => Mode::None,
             m => m,
         }
