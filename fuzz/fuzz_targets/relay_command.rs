@@ -1,10 +1,12 @@
 //! A client's bytes after login, read as the relay reads commands (whole,
-//! or a big COM_QUERY's head with its rest passed on), and any statement
+//! or a big COM_QUERY's head with its rest passed on) — on a plain
+//! connection, or (the first byte odd) one that logged in with
+//! CLIENT_COMPRESS, so the bytes are compressed frames — and any statement
 //! text through the result cache's decision: never a panic, and a
 //! streamed command's rest is never more than its header said.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_relay::protocol::io::{Command, PacketIo};
+use sqlfleet_relay::protocol::io::{AnyStream, Command, PacketIo};
 
 fuzz_target!(|data: &[u8]| {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -12,13 +14,17 @@ fuzz_target!(|data: &[u8]| {
         .expect("runtime");
     rt.block_on(async {
         let (mut client, relay_side) = tokio::io::duplex(1 << 16);
-        let bytes = data.to_vec();
+        let compressed = data.first().is_some_and(|b| b & 1 == 1);
+        let bytes = data.get(1..).unwrap_or_default().to_vec();
         let writer = async move {
             use tokio::io::AsyncWriteExt;
             let _ = client.write_all(&bytes).await;
         };
         let reader = async move {
-            let mut io = PacketIo::small(relay_side);
+            let mut io = PacketIo::small(AnyStream(Box::new(relay_side)));
+            if compressed {
+                io.compress(false);
+            }
             // A small threshold, so that short inputs stream too.
             for _ in 0..64 {
                 match io.read_command(1 << 20, 8).await {
