@@ -278,7 +278,9 @@ async fn attempt_once(
         Work::Index { alter, record, .. } => {
             let r = c.conn.query_drop(alter.as_str()).await;
             let r = match r {
-                Err(mysql_async::Error::Server(s)) if ctx.shared.resuming && s.code == sqlfleet_conn::codes::KEY_EXISTS => {
+                Err(mysql_async::Error::Server(s))
+                    if ctx.shared.resuming && s.code == sqlfleet_conn::codes::KEY_EXISTS =>
+                {
                     Ok(())
                 }
                 other => other,

@@ -237,182 +237,41 @@ impl Metrics {
 
     pub fn render(&self, backends: &[BackendGauge]) -> String {
         let mut o = String::new();
-        let mut one = |name: &str, kind: &str, help: &str, v: String| {
-            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
-            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} {kind}");
-            let _ = writeln!(o, "sqlfleet_relay_{name} {v}");
-        };
-        let g = |a: &AtomicU64| a.load(Relaxed).to_string();
-        one(
+        family(
+            &mut o,
             "clients_connected",
             "gauge",
             "Client connections open.",
-            self.clients_connected.load(Relaxed).to_string(),
         );
-        one(
-            "clients_total",
-            "counter",
-            "Client connections accepted.",
-            g(&self.clients_total),
+        let _ = writeln!(
+            o,
+            "sqlfleet_relay_clients_connected {}",
+            self.clients_connected.load(Relaxed)
         );
-        one(
-            "clients_refused_total",
-            "counter",
-            "Clients turned away with ERROR 1040 at the handshake: relay.max_clients were connected.",
-            g(&self.clients_refused_full),
-        );
-        one(
-            "auth_failures_total",
-            "counter",
-            "Client logins refused.",
-            g(&self.auth_failures),
-        );
-        one(
-            "login_delays_total",
-            "counter",
-            "Connections that waited before their greeting: their address had failed logins in a row.",
-            g(&self.login_delays),
-        );
-        one(
-            "commands_total",
-            "counter",
-            "Client commands handled.",
-            g(&self.commands),
-        );
-        one(
-            "errors_total",
-            "counter",
-            "Commands answered with an error.",
-            g(&self.errors),
-        );
-        one(
-            "backend_lost_total",
-            "counter",
-            "Backend connections lost mid-command.",
-            g(&self.backend_lost),
-        );
-        one(
-            "bytes_to_client_total",
-            "counter",
-            "Bytes forwarded to clients.",
-            g(&self.bytes_to_client),
-        );
-        one(
-            "bytes_to_backend_total",
-            "counter",
-            "Bytes forwarded to backends.",
-            g(&self.bytes_to_backend),
-        );
-        one(
-            "backend_connects_total",
-            "counter",
-            "Backend connections opened.",
-            g(&self.backend_connects),
-        );
-        one(
-            "backend_connect_errors_total",
-            "counter",
-            "Backend connections that failed to open.",
-            g(&self.backend_connect_errors),
-        );
-        one(
-            "pool_wait_timeouts_total",
-            "counter",
-            "Clients that waited too long for a backend connection.",
-            g(&self.lease_timeouts),
-        );
-        one(
-            "pool_wait_rejected_total",
-            "counter",
-            "Clients refused because too many were waiting.",
-            g(&self.lease_rejected),
-        );
-        one(
-            "backend_resets_total",
-            "counter",
-            "COM_RESET_CONNECTION sent before reuse.",
-            g(&self.resets),
-        );
-        one(
-            "reprepares_total",
-            "counter",
-            "Statements prepared again on another backend connection.",
-            g(&self.reprepares),
-        );
-        one(
-            "answered_locally_total",
-            "counter",
-            "Connect-time variable reads answered from the server's recorded reply.",
-            g(&self.answered_locally),
-        );
-        one(
-            "state_syncs_total",
-            "counter",
-            "Session state replayed on a backend connection.",
-            g(&self.state_syncs),
-        );
-        for (name, help, v) in [
-            (
-                "read_retries_total",
-                "Reads retried on another backend after their replica died.",
-                &self.read_retries,
-            ),
-            (
-                "lost_retries_total",
-                "Statements run again after their server connection was lost with nothing of the client's on it (BEGIN, a read, a write under autocommit=0).",
-                &self.lost_retries,
-            ),
-            (
-                "transaction_replays_total",
-                "Transactions replayed on another server after theirs was lost, every reply the same.",
-                &self.replays,
-            ),
-            (
-                "transaction_replay_failures_total",
-                "Transaction replays that failed (a reply differed, or no server took it in time); the client saw the lost connection.",
-                &self.replay_failures,
-            ),
-            (
-                "transaction_replay_mismatches_total",
-                "Transaction replays that failed because a reply differed from the one the client was given (someone changed what the transaction read, a key taken).",
-                &self.replay_mismatches,
-            ),
-            (
-                "transaction_replay_refused_total",
-                "Transactions lost with their server and not replayed (an unknown COMMIT, a statement that may have committed, state the relay could not follow).",
-                &self.replay_given_up,
-            ),
-            (
-                "consistency_waits_total",
-                "Replica reads that waited for the client's own write.",
-                &self.consistency_waits,
-            ),
-            (
-                "consistency_fallbacks_total",
-                "Reads sent to the primary because a replica had not caught up.",
-                &self.consistency_fallbacks,
-            ),
-        ] {
-            one(name, "counter", help, g(v));
+        for (name, help, counter) in COUNTERS {
+            family(&mut o, name, "counter", help);
+            let _ = writeln!(o, "sqlfleet_relay_{name} {}", counter(self).load(Relaxed));
         }
-        one(
-            "session_moves_total",
-            "counter",
-            "Sessions moved to a less busy event loop between commands.",
-            g(&self.session_moves),
-        );
+        self.render_labelled(&mut o);
+        render_backends(&mut o, backends, &self.backends);
+        o
+    }
+
+    /// The families with a label of the relay's own: sessions per event
+    /// loop, own queries by kind, pins by reason, and the two histograms.
+    fn render_labelled(&self, o: &mut String) {
         if let Some(p) = self.loops.get() {
-            let _ = writeln!(
+            family(
                 o,
-                "# HELP sqlfleet_relay_loop_sessions Client sessions each event loop serves."
+                "loop_sessions",
+                "gauge",
+                "Client sessions each event loop serves.",
             );
-            let _ = writeln!(o, "# TYPE sqlfleet_relay_loop_sessions gauge");
             for (i, n) in p.counts().into_iter().enumerate() {
                 let _ = writeln!(o, "sqlfleet_relay_loop_sessions{{loop=\"{i}\"}} {n}");
             }
         }
-        let _ = writeln!(o, "# HELP sqlfleet_relay_own_queries_total Queries the relay sent to the server on its own behalf (lookups), by kind; none scans the whole catalog.");
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_own_queries_total counter");
+        family(o, "own_queries_total", "counter", "Queries the relay sent to the server on its own behalf (lookups), by kind; none scans the whole catalog.");
         for (i, k) in OwnQuery::ALL.iter().enumerate() {
             let _ = writeln!(
                 o,
@@ -421,8 +280,12 @@ impl Metrics {
                 self.own[i].load(Relaxed)
             );
         }
-        let _ = writeln!(o, "# HELP sqlfleet_relay_pins_total Times a client was pinned to its backend connection, by reason.");
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_pins_total counter");
+        family(
+            o,
+            "pins_total",
+            "counter",
+            "Times a client was pinned to its backend connection, by reason.",
+        );
         for (i, p) in Pin::ALL.iter().enumerate() {
             let _ = writeln!(
                 o,
@@ -431,140 +294,194 @@ impl Metrics {
                 self.pins[i].load(Relaxed)
             );
         }
-        let _ = writeln!(
+        family(
             o,
-            "# HELP sqlfleet_relay_pool_wait_seconds Time clients waited for a backend connection."
+            "pool_wait_seconds",
+            "histogram",
+            "Time clients waited for a backend connection.",
         );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_pool_wait_seconds histogram");
-        self.wait
-            .render(&mut o, "sqlfleet_relay_pool_wait_seconds", "");
-        let _ = writeln!(
+        self.wait.render(o, "sqlfleet_relay_pool_wait_seconds", "");
+        family(
             o,
-            "# HELP sqlfleet_relay_login_seconds Client logins, from accept to the final OK."
+            "login_seconds",
+            "histogram",
+            "Client logins, from accept to the final OK.",
         );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_login_seconds histogram");
-        self.login
-            .render(&mut o, "sqlfleet_relay_login_seconds", "");
-        for (name, help, f) in [
-            (
-                "backend_commands_total",
-                "Client commands the backend answered.",
-                (|c: &BackendCounters| c.commands.load(Relaxed)) as fn(&BackendCounters) -> u64,
-            ),
-            (
-                "backend_errors_total",
-                "Client commands the backend answered with an error (or lost).",
-                |c| c.errors.load(Relaxed),
-            ),
-            (
-                "backend_bytes_to_client_total",
-                "Reply bytes from the backend forwarded to clients.",
-                |c| c.bytes_to_client.load(Relaxed),
-            ),
-            (
-                "backend_connections_created_total",
-                "Connections the pool opened to the backend.",
-                |c| c.connects.load(Relaxed),
-            ),
-            (
-                "backend_connections_reused_total",
-                "Leases of an idle pooled connection to the backend.",
-                |c| c.reuses.load(Relaxed),
-            ),
-        ] {
-            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
-            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} counter");
-            for (b, c) in backends.iter().zip(&self.backends) {
-                let _ = writeln!(
-                    o,
-                    "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
-                    label(&b.addr),
-                    f(c)
-                );
-            }
-        }
-        let _ = writeln!(
-            o,
-            "# HELP sqlfleet_relay_backend_command_seconds Client command latency through the relay, by backend."
-        );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_command_seconds histogram");
-        for (b, c) in backends.iter().zip(&self.backends) {
-            c.latency.render(
-                &mut o,
-                "sqlfleet_relay_backend_command_seconds",
-                &format!("backend=\"{}\",", label(&b.addr)),
+        self.login.render(o, "sqlfleet_relay_login_seconds", "");
+    }
+}
+
+/// `# HELP` and `# TYPE` of family `sqlfleet_relay_<name>`.
+fn family(o: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
+    let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} {kind}");
+}
+
+/// The relay's counters without labels, as rendered: name, help, field.
+type Counter = (&'static str, &'static str, fn(&Metrics) -> &AtomicU64);
+
+const COUNTERS: &[Counter] = &[
+    ("clients_total", "Client connections accepted.", |m| &m.clients_total),
+    ("clients_refused_total", "Clients turned away with ERROR 1040 at the handshake: relay.max_clients were connected.", |m| &m.clients_refused_full),
+    ("auth_failures_total", "Client logins refused.", |m| &m.auth_failures),
+    ("login_delays_total", "Connections that waited before their greeting: their address had failed logins in a row.", |m| &m.login_delays),
+    ("commands_total", "Client commands handled.", |m| &m.commands),
+    ("errors_total", "Commands answered with an error.", |m| &m.errors),
+    ("backend_lost_total", "Backend connections lost mid-command.", |m| &m.backend_lost),
+    ("bytes_to_client_total", "Bytes forwarded to clients.", |m| &m.bytes_to_client),
+    ("bytes_to_backend_total", "Bytes forwarded to backends.", |m| &m.bytes_to_backend),
+    ("backend_connects_total", "Backend connections opened.", |m| &m.backend_connects),
+    ("backend_connect_errors_total", "Backend connections that failed to open.", |m| &m.backend_connect_errors),
+    ("pool_wait_timeouts_total", "Clients that waited too long for a backend connection.", |m| &m.lease_timeouts),
+    ("pool_wait_rejected_total", "Clients refused because too many were waiting.", |m| &m.lease_rejected),
+    ("backend_resets_total", "COM_RESET_CONNECTION sent before reuse.", |m| &m.resets),
+    ("reprepares_total", "Statements prepared again on another backend connection.", |m| &m.reprepares),
+    ("answered_locally_total", "Connect-time variable reads answered from the server's recorded reply.", |m| &m.answered_locally),
+    ("state_syncs_total", "Session state replayed on a backend connection.", |m| &m.state_syncs),
+    ("read_retries_total", "Reads retried on another backend after their replica died.", |m| &m.read_retries),
+    ("lost_retries_total", "Statements run again after their server connection was lost with nothing of the client's on it (BEGIN, a read, a write under autocommit=0).", |m| &m.lost_retries),
+    ("transaction_replays_total", "Transactions replayed on another server after theirs was lost, every reply the same.", |m| &m.replays),
+    ("transaction_replay_failures_total", "Transaction replays that failed (a reply differed, or no server took it in time); the client saw the lost connection.", |m| &m.replay_failures),
+    ("transaction_replay_mismatches_total", "Transaction replays that failed because a reply differed from the one the client was given (someone changed what the transaction read, a key taken).", |m| &m.replay_mismatches),
+    ("transaction_replay_refused_total", "Transactions lost with their server and not replayed (an unknown COMMIT, a statement that may have committed, state the relay could not follow).", |m| &m.replay_given_up),
+    ("consistency_waits_total", "Replica reads that waited for the client's own write.", |m| &m.consistency_waits),
+    ("consistency_fallbacks_total", "Reads sent to the primary because a replica had not caught up.", |m| &m.consistency_fallbacks),
+    ("session_moves_total", "Sessions moved to a less busy event loop between commands.", |m| &m.session_moves),
+];
+
+/// The counters a backend's clients count, as rendered.
+type PerBackend = (&'static str, &'static str, fn(&BackendCounters) -> u64);
+
+const BACKEND_COUNTERS: &[PerBackend] = &[
+    (
+        "backend_commands_total",
+        "Client commands the backend answered.",
+        |c| c.commands.load(Relaxed),
+    ),
+    (
+        "backend_errors_total",
+        "Client commands the backend answered with an error (or lost).",
+        |c| c.errors.load(Relaxed),
+    ),
+    (
+        "backend_bytes_to_client_total",
+        "Reply bytes from the backend forwarded to clients.",
+        |c| c.bytes_to_client.load(Relaxed),
+    ),
+    (
+        "backend_connections_created_total",
+        "Connections the pool opened to the backend.",
+        |c| c.connects.load(Relaxed),
+    ),
+    (
+        "backend_connections_reused_total",
+        "Leases of an idle pooled connection to the backend.",
+        |c| c.reuses.load(Relaxed),
+    ),
+];
+
+/// A backend's pool gauges, as rendered.
+type PoolGauge = (&'static str, &'static str, fn(&BackendGauge) -> usize);
+
+const POOL_GAUGES: &[PoolGauge] = &[
+    (
+        "backend_connections",
+        "Backend connections open (in use or idle).",
+        |b| b.open,
+    ),
+    (
+        "backend_idle",
+        "Backend connections idle in the pool.",
+        |b| b.idle,
+    ),
+    (
+        "pool_waiting",
+        "Clients waiting for a backend connection.",
+        |b| b.waiting,
+    ),
+];
+
+/// Every family labelled by backend: its clients' counters and latency,
+/// health, role, lag and pool.
+fn render_backends(o: &mut String, backends: &[BackendGauge], counters: &[BackendCounters]) {
+    for (name, help, f) in BACKEND_COUNTERS {
+        family(o, name, "counter", help);
+        for (b, c) in backends.iter().zip(counters) {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
+                label(&b.addr),
+                f(c)
             );
         }
+    }
+    family(
+        o,
+        "backend_command_seconds",
+        "histogram",
+        "Client command latency through the relay, by backend.",
+    );
+    for (b, c) in backends.iter().zip(counters) {
+        c.latency.render(
+            o,
+            "sqlfleet_relay_backend_command_seconds",
+            &format!("backend=\"{}\",", label(&b.addr)),
+        );
+    }
+    family(
+        o,
+        "backend_up",
+        "gauge",
+        "1 when the last health check (or a client) found the backend up.",
+    );
+    for b in backends {
         let _ = writeln!(
             o,
-            "# HELP sqlfleet_relay_backend_up 1 when the last health check (or a client) found the backend up."
+            "sqlfleet_relay_backend_up{{backend=\"{}\"}} {}",
+            label(&b.addr),
+            u8::from(b.up)
         );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_up gauge");
+    }
+    family(
+        o,
+        "backend_role",
+        "gauge",
+        "The role the relay gives the backend: 1 for its current one.",
+    );
+    for b in backends {
+        for role in ["primary", "replica", "writer", "reader", "excluded", "down"] {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_backend_role{{backend=\"{}\",role=\"{role}\"}} {}",
+                label(&b.addr),
+                u8::from(b.role == role)
+            );
+        }
+    }
+    family(
+        o,
+        "backend_lag_seconds",
+        "gauge",
+        "Replication lag of a backend that replicates (Seconds_Behind_Master).",
+    );
+    for b in backends {
+        if let Some(lag) = b.lag {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_backend_lag_seconds{{backend=\"{}\"}} {lag}",
+                label(&b.addr)
+            );
+        }
+    }
+    for (name, help, f) in POOL_GAUGES {
+        family(o, name, "gauge", help);
         for b in backends {
             let _ = writeln!(
                 o,
-                "sqlfleet_relay_backend_up{{backend=\"{}\"}} {}",
+                "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
                 label(&b.addr),
-                u8::from(b.up)
+                f(b)
             );
         }
-        let _ = writeln!(
-            o,
-            "# HELP sqlfleet_relay_backend_role The role the relay gives the backend: 1 for its current one."
-        );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_role gauge");
-        for b in backends {
-            for role in ["primary", "replica", "writer", "reader", "excluded", "down"] {
-                let _ = writeln!(
-                    o,
-                    "sqlfleet_relay_backend_role{{backend=\"{}\",role=\"{role}\"}} {}",
-                    label(&b.addr),
-                    u8::from(b.role == role)
-                );
-            }
-        }
-        let _ = writeln!(
-            o,
-            "# HELP sqlfleet_relay_backend_lag_seconds Replication lag of a backend that replicates (Seconds_Behind_Master)."
-        );
-        let _ = writeln!(o, "# TYPE sqlfleet_relay_backend_lag_seconds gauge");
-        for b in backends {
-            if let Some(lag) = b.lag {
-                let _ = writeln!(
-                    o,
-                    "sqlfleet_relay_backend_lag_seconds{{backend=\"{}\"}} {lag}",
-                    label(&b.addr)
-                );
-            }
-        }
-        for (name, help, f) in [
-            (
-                "backend_connections",
-                "Backend connections open (in use or idle).",
-                (|b: &BackendGauge| b.open) as fn(&BackendGauge) -> usize,
-            ),
-            (
-                "backend_idle",
-                "Backend connections idle in the pool.",
-                |b| b.idle,
-            ),
-            (
-                "pool_waiting",
-                "Clients waiting for a backend connection.",
-                |b| b.waiting,
-            ),
-        ] {
-            let _ = writeln!(o, "# HELP sqlfleet_relay_{name} {help}");
-            let _ = writeln!(o, "# TYPE sqlfleet_relay_{name} gauge");
-            for b in backends {
-                let _ = writeln!(
-                    o,
-                    "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
-                    label(&b.addr),
-                    f(b)
-                );
-            }
-        }
-        o
     }
 }
