@@ -80,6 +80,7 @@ pub fn txn(db: &str, items: Vec<Item>) -> Txn {
         unsupported: None,
         unknown_scope: false,
         first: String::new(),
+        temp: Default::default(),
     }
 }
 

@@ -64,6 +64,7 @@ fn jobs(
                 unsupported: None,
                 unknown_scope: false,
                 first: "UPDATE t SET v = v + 1 WHERE id = 1".into(),
+                temp: Default::default(),
             };
             Job {
                 source: Arc::from("guard"),

@@ -51,6 +51,9 @@ const DDL: &[&str] = &[
         error TEXT NOT NULL, statement MEDIUMTEXT NOT NULL,
         at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (source, stream)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_temp (
+        source VARCHAR(64) NOT NULL, thread_id INT UNSIGNED NOT NULL,
+        tables MEDIUMTEXT NOT NULL, PRIMARY KEY (source, thread_id)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_retry (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL DEFAULT '',
@@ -76,6 +79,35 @@ pub struct Stored {
     /// A start position was recorded (the floor is where to read from,
     /// even when empty).
     pub started: bool,
+    /// The temporary tables each source session (pseudo thread id) had
+    /// open on the target when its last transaction committed.
+    pub temp: TempTables,
+}
+
+/// Per source session (pseudo thread id): its temporary tables, as
+/// `(database, table)` in the source's names.
+pub type TempTables = BTreeMap<u32, std::collections::BTreeSet<(String, String)>>;
+
+/// The statement recording source session `thread`'s open temporary
+/// tables (committed with the positions of the transaction that made or
+/// dropped them); none open: its row goes.
+pub fn temp_sql(
+    source: &str,
+    thread: u32,
+    open: &std::collections::BTreeSet<(String, String)>,
+) -> String {
+    if open.is_empty() {
+        return format!(
+            "DELETE FROM sqlfleet.replicate_temp WHERE source = {} AND thread_id = {thread}",
+            utf8_literal(source)
+        );
+    }
+    let list: Vec<[&str; 2]> = open.iter().map(|(d, t)| [d.as_str(), t.as_str()]).collect();
+    format!(
+        "REPLACE INTO sqlfleet.replicate_temp (source, thread_id, tables) VALUES ({}, {thread}, {})",
+        utf8_literal(source),
+        utf8_literal(&serde_json::to_string(&list).unwrap_or_default())
+    )
 }
 
 impl Stored {
@@ -262,6 +294,21 @@ impl Book<'_> {
             )
             .await?;
         s.ddl = ddl.and_then(|g| g.parse().ok());
+        let temp: Vec<(u32, String)> = conn
+            .exec(
+                "SELECT thread_id, tables FROM sqlfleet.replicate_temp WHERE source = ?",
+                (source,),
+            )
+            .await?;
+        for (thread, tables) in temp {
+            // Unreadable: still a session whose tables are gone (its name
+            // list empty), never none.
+            let list: Vec<[String; 2]> = serde_json::from_str(&tables).unwrap_or_default();
+            s.temp
+                .entry(thread)
+                .or_default()
+                .extend(list.into_iter().map(|[d, t]| (d, t)));
+        }
         Ok(s)
     }
 
@@ -357,7 +404,12 @@ impl Book<'_> {
     /// (`replicate seed --force`).
     pub async fn forget(&mut self) -> mysql_async::Result<()> {
         let (conn, source) = (&mut *self.conn, self.source);
-        for table in ["replicate_position", "replicate_error", "replicate_ddl"] {
+        for table in [
+            "replicate_position",
+            "replicate_error",
+            "replicate_ddl",
+            "replicate_temp",
+        ] {
             conn.exec_drop(
                 format!("DELETE FROM sqlfleet.{table} WHERE source = ?"),
                 (source,),

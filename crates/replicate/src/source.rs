@@ -22,6 +22,7 @@ mod barrier;
 mod check;
 mod open;
 mod plan;
+mod temp;
 mod upkeep;
 mod view;
 
@@ -110,12 +111,15 @@ impl SourceRunner {
         let mut generation = 0u64;
         let mut backoff = Duration::from_millis(250);
         let mut first = true;
+        // Source sessions' temporary tables outlive a reading session
+        // (their connections are this process's).
+        let mut temp = temp::Sessions::default();
         // Since when sessions have ended without applying anything.
         let mut stalled_since: Option<std::time::Instant> = None;
         loop {
             let progress_before = self.view.lock().map(|v| v.applied).unwrap_or(0);
             generation += 1;
-            let r = self.session(generation, first).await;
+            let r = self.session(generation, first, &mut temp).await;
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
                 stalled_since = None;
@@ -174,7 +178,12 @@ impl SourceRunner {
         }
     }
 
-    async fn session(&mut self, generation: u64, first: bool) -> Result<End, SessionError> {
+    async fn session(
+        &mut self,
+        generation: u64,
+        first: bool,
+        temp: &mut temp::Sessions,
+    ) -> Result<End, SessionError> {
         let Opened {
             mut ctl,
             session: mut s,
@@ -182,6 +191,7 @@ impl SourceRunner {
             probe,
             mut stream,
         } = self.open(generation, first).await?;
+        temp.recorded(&s.stored.temp);
         // Kept to follow the source's position (for lag) while reading.
         let mut probe = Some(probe);
         let mut probed = Instant::now();
@@ -214,7 +224,7 @@ impl SourceRunner {
                         Ok(Out::Nothing) => {}
                         Ok(Out::Format(raw)) => s.format = Arc::new(raw),
                         Ok(Out::Txn(t)) => {
-                            if let Err(e) = self.dispatch(&mut s, &mut ctl, *t, &tx, &mut rx).await {
+                            if let Err(e) = self.dispatch(&mut s, &mut ctl, temp, *t, &tx, &mut rx).await {
                                 break e;
                             }
                         }
@@ -284,11 +294,34 @@ impl SourceRunner {
         &self,
         s: &mut Session,
         ctl: &mut Applier,
-        txn: Txn,
+        temp: &mut temp::Sessions,
+        mut txn: Txn,
         tx: &mpsc::UnboundedSender<Done>,
         rx: &mut mpsc::UnboundedReceiver<Done>,
     ) -> Result<(), End> {
         let g = txn.gtid;
+        let route = temp::route(
+            &txn.temp,
+            &|n| temp::mentions(&txn, n),
+            &temp.open(),
+            temp.lost(),
+        );
+        match &route {
+            temp::Route::Refuse(why) => {
+                txn.unsupported.get_or_insert_with(|| why.clone());
+            }
+            temp::Route::Normal => {
+                temp::without_drops(&mut txn);
+                if temp.forget_dropped(&txn.temp) {
+                    if let Some(p) = txn.temp.thread {
+                        let gone =
+                            crate::position::temp_sql(&self.cfg.name, p, &Default::default());
+                        let _ = ctl.run(&gone).await;
+                    }
+                }
+            }
+            temp::Route::Session(_) => {}
+        }
         if let Some(p) = s.read.0.get(&g.domain).copied().filter(|p| g.seq <= p.seq) {
             return Err(End::Restart(format!(
                 "GTID {g} after {p} in the same domain: sequence numbers went back (is gtid_strict_mode off on the source?)"
@@ -302,7 +335,12 @@ impl SourceRunner {
         let ts = txn.timestamp;
         // A stopped transaction stays unapplied: the lag counts it.
         let finish = |s: &mut Session, st: Status| s.floor.place(idx, after.clone(), ts, st);
-        let kind = plan::kind(&txn, &s.stored);
+        let kind = match (plan::kind(&txn, &s.stored), route) {
+            (Kind::Barrier(_) | Kind::Stream, temp::Route::Session(p)) => {
+                Kind::Barrier(Barrier::Thread(p))
+            }
+            (k, _) => k,
+        };
         match kind {
             Kind::Applied => {
                 finish(s, Status::Applied);
@@ -327,7 +365,7 @@ impl SourceRunner {
             s.floor.place(idx, after, ts, Status::Pending);
             return self.send(s, idx, txn, tx).await;
         };
-        match self.barrier(s, ctl, &txn, barrier).await {
+        match self.barrier(s, ctl, temp, &txn, barrier).await {
             Ok(()) => {
                 self.count(&txn);
                 finish(s, Status::Applied);
@@ -429,9 +467,13 @@ impl SourceRunner {
         &self,
         s: &mut Session,
         ctl: &mut Applier,
+        temp: &mut temp::Sessions,
         txn: &Txn,
         b: Barrier,
     ) -> Result<(), ApplyError> {
+        if let Barrier::Thread(p) = b {
+            return self.apply_in_session(s, temp, p, txn).await;
+        }
         ctl.prime(&s.format).await?;
         match b {
             Barrier::Standalone => {
@@ -444,6 +486,7 @@ impl SourceRunner {
             }
             Barrier::Created => self.apply_created(s, ctl, txn).await,
             Barrier::Multi => self.apply_multi(ctl, txn).await,
+            Barrier::Thread(_) => Ok(()),
         }
     }
 

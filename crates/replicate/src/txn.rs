@@ -171,6 +171,27 @@ pub struct Txn {
     pub unknown_scope: bool,
     /// The statement text to show in errors (first statement or table).
     pub first: String,
+    /// Its source session's temporary tables (statement-based binlogs).
+    pub temp: Temp,
+}
+
+/// What a transaction does with its source session's own state, as the
+/// server marks it: a statement the server flags thread-specific uses a
+/// temporary table or CONNECTION_ID() (`LOG_EVENT_THREAD_SPECIFIC_F`).
+/// Names are the source's, `(database, table)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Temp {
+    /// The source session (pseudo thread id) of a thread-specific
+    /// statement in it.
+    pub thread: Option<u32>,
+    /// Temporary tables its statements create.
+    pub created: Vec<(String, String)>,
+    /// Temporary tables its statements drop (the server's own DROP at a
+    /// session's end included).
+    pub dropped: Vec<(String, String)>,
+    /// A thread-specific statement other than a temporary table's CREATE
+    /// or DROP: it may read or write a temporary table.
+    pub uses: bool,
 }
 
 impl Txn {
@@ -344,6 +365,9 @@ pub const XA_REFUSAL: &str = "an XA transaction (XA PREPARE, then XA COMMIT or R
 
 /// An event header flag: a reader that does not know the event may skip it.
 const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
+/// The statement depends on its session: a temporary table or
+/// CONNECTION_ID() (log_event.h).
+const LOG_EVENT_THREAD_SPECIFIC_F: u16 = 0x4;
 
 /// The `created` time of a format description event (0 when it only
 /// opens a binlog file the server went on writing).
@@ -456,6 +480,7 @@ impl Assembler {
                     unsupported: None,
                     unknown_scope: false,
                     first: String::new(),
+                    temp: Temp::default(),
                 };
                 if g.xa() {
                     txn.refuse(XA_REFUSAL, false);
@@ -586,25 +611,35 @@ impl Assembler {
                             return Ok(self.finish(pos));
                         }
                     }
-                    "DROP" if second_word(sql) == "TEMPORARY" => {}
                     _ => {
                         let mut session = std::mem::take(&mut b.pending);
                         session.timestamp = h.timestamp();
                         session.thread_id = q.thread_id();
                         session.ctx = context::read(q.status_vars_raw());
                         let src_db = q.schema().into_owned();
-                        // A temporary table lives in one session; statements
-                        // using it may apply on another connection.
-                        let temporary = word == "CREATE" && second_word(sql) == "TEMPORARY";
-                        match route_statement(&self.map, &src_db, sql, session) {
-                            Routed::Apply { dbs, .. } if temporary => {
-                                b.txn.dbs.extend(dbs);
-                                b.txn.refuse(
-                                    "a temporary table in a statement-based binlog; use binlog_format=ROW on the source",
-                                    false,
-                                );
+                        // A temporary table lives in its source session:
+                        // noted here, applied in that session's own
+                        // connection (source/temp.rs).
+                        let dialect = session.ctx.dialect();
+                        let created = sqltext::created_temporary(sql, dialect);
+                        if h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0 {
+                            let t = &mut b.txn.temp;
+                            t.thread = Some(q.thread_id());
+                            let name = |(d, n): (Option<String>, String)| {
+                                (d.unwrap_or_else(|| src_db.clone()), n)
+                            };
+                            match sqltext::dropped_temporary(sql, dialect) {
+                                Some(names) => t.dropped.extend(names.into_iter().map(name)),
+                                None if created.is_some() => {}
+                                None => t.uses = true,
                             }
+                        }
+                        match route_statement(&self.map, &src_db, sql, session) {
                             Routed::Apply { stmt, dbs } => {
+                                if let Some((d, n)) = created {
+                                    let d = d.unwrap_or_else(|| src_db.clone());
+                                    b.txn.temp.created.push((d, n));
+                                }
                                 if b.txn.first.is_empty() {
                                     b.txn.first = String::from_utf8_lossy(&stmt.sql)
                                         .chars()

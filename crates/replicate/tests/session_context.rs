@@ -240,6 +240,135 @@ async fn a_statement_writing_only_replicated_databases_applies_under_any_default
     let _ = c.disconnect().await;
 }
 
+/// Temporary tables in a statement-based binlog, as an ETL job uses them:
+/// two source sessions each with their own `tmp` at the same time, a base
+/// table also named `tmp` that a third session reads, INSERT ... SELECT
+/// and a multi-table UPDATE from them, an explicit DROP and the server's
+/// own at a session's end. Each source session's statements run in a
+/// target session of their own: the copy is the source's (the code before
+/// stopped the stream: "a temporary table in a statement-based binlog").
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn temporary_tables_of_concurrent_source_sessions_apply_exactly() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_tmp").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_tmp; CREATE TABLE sc_tmp.t (id INT PRIMARY KEY, v VARCHAR(20)); \
+         CREATE TABLE sc_tmp.tmp (id INT, v VARCHAR(20)); INSERT INTO sc_tmp.tmp VALUES (500, 'base')",
+    )
+    .await;
+    let open = |c: &'static str| async move {
+        let mut k = s.connect().await;
+        for q in ["SET SESSION binlog_format = 'STATEMENT'", "USE sc_tmp"] {
+            k.query_drop(q).await.expect(c);
+        }
+        k
+    };
+    let mut k = vec![open("a").await, open("b").await, open("c").await];
+    for (i, q) in [
+        (0, "CREATE TEMPORARY TABLE tmp (id INT, v VARCHAR(20))"),
+        (1, "CREATE TEMPORARY TABLE tmp (id INT, v VARCHAR(20))"),
+        (0, "INSERT INTO tmp VALUES (1, 'a'), (2, 'b')"),
+        (1, "INSERT INTO tmp VALUES (10, 'x')"),
+        (2, "INSERT INTO t SELECT id, v FROM tmp"),
+        (0, "INSERT INTO t SELECT id, v FROM tmp"),
+        (1, "INSERT INTO t SELECT id, CONCAT(v, '-b') FROM tmp"),
+        (1, "DROP TEMPORARY TABLE tmp"),
+        (1, "INSERT INTO t SELECT id + 1000, v FROM tmp"),
+        (0, "UPDATE t JOIN tmp USING (id) SET t.v = CONCAT(t.v, '+')"),
+        (
+            0,
+            "CREATE TEMPORARY TABLE tmp2 AS SELECT id FROM t WHERE id < 100",
+        ),
+        (
+            0,
+            "DELETE FROM t WHERE id IN (SELECT id FROM tmp2 WHERE id = 2)",
+        ),
+    ] {
+        k[i].query_drop(q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    for c in k {
+        let _ = c.disconnect().await;
+    }
+    let cfg = cfg_for("sc_tmp", s, "sc_tmp", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_tmp", "sc_tmp").await;
+    let mut t = target().connect().await;
+    let rows: Vec<(i32, String)> = t
+        .query("SELECT id, v FROM sc_tmp.t ORDER BY id")
+        .await
+        .expect("rows");
+    let _ = t.disconnect().await;
+    assert_eq!(
+        rows,
+        vec![
+            (1, "a+".to_string()),
+            (10, "x-b".to_string()),
+            (500, "base".to_string()),
+            (1500, "base".to_string())
+        ]
+    );
+}
+
+/// A source session's temporary table outlives a run of sqlfleet (the
+/// target connection that held it is gone): its later use stops the
+/// stream with the reason and the table's name, never running against
+/// the base table of the same name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_temporary_table_lost_with_a_restart_stops_its_stream() {
+    let s = source(2);
+    exec(s, "DROP DATABASE IF EXISTS sc_tlost").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_tlost; CREATE TABLE sc_tlost.t (id INT PRIMARY KEY); \
+         CREATE TABLE sc_tlost.tmp (id INT); INSERT INTO sc_tlost.tmp VALUES (7)",
+    )
+    .await;
+    let mut a = s.connect().await;
+    for q in [
+        "SET SESSION binlog_format = 'STATEMENT'",
+        "USE sc_tlost",
+        "CREATE TEMPORARY TABLE tmp (id INT)",
+        "INSERT INTO tmp VALUES (1)",
+    ] {
+        a.query_drop(q).await.expect(q);
+    }
+    let cfg = cfg_for("sc_tlost", s, "sc_tlost", "", &start);
+    let first = until_caught_up(&cfg, s).await;
+    assert_eq!(first.stopped_streams, 0, "{first:?}");
+    a.query_drop("INSERT INTO t SELECT id FROM tmp")
+        .await
+        .expect("use");
+    let _ = a.disconnect().await;
+    let second = until_caught_up(&cfg, s).await;
+    assert_eq!(second.stopped_streams, 1, "{second:?}");
+    let st = status::status(&cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    let x = st[0]
+        .streams
+        .iter()
+        .find(|x| x.stream == "sc_tlost")
+        .unwrap_or_else(|| panic!("{:?}", st[0].streams));
+    assert_eq!(x.state, "stopped", "{x:?}");
+    assert!(
+        x.error.as_deref().unwrap_or("").contains("sc_tlost.tmp"),
+        "{x:?}"
+    );
+    let mut t = target().connect().await;
+    let n: Option<i64> = t
+        .query_first("SELECT COUNT(*) FROM sc_tlost.t")
+        .await
+        .expect("count");
+    let _ = t.disconnect().await;
+    assert_eq!(n, Some(0), "the base table's row never reached t");
+}
+
 /// The statement reader's character-set table against the server's own
 /// list: every collation the server has maps to the class of its character
 /// set, and no other character set the server takes as a client's

@@ -33,6 +33,9 @@ pub(super) enum Barrier {
     Standalone,
     /// `CREATE TABLE ... SELECT` logged as rows.
     Created,
+    /// A transaction of a source session with temporary tables on the
+    /// target: applied on that session's connection (temp.rs).
+    Thread(u32),
     /// A transaction across databases.
     Multi,
 }
@@ -114,6 +117,7 @@ mod tests {
             skips: skips.iter().map(|g| g.parse().expect("gtid")).collect(),
             ddl: None,
             started: true,
+            temp: Default::default(),
         }
     }
 

@@ -15,7 +15,8 @@
 //! lc_time_names, NO_BACKSLASH_ESCAPES and ANSI_QUOTES with the renamed
 //! database's name inside a literal, explicit_defaults_for_timestamp=0,
 //! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO, an
-//! excluded default database under statements that qualify every table) set back
+//! excluded default database under statements that qualify every table, a
+//! temporary table) set back
 //! to the defaults after (on the code before the session context, 8 of 8
 //! seeds differed), and LOAD DATA of a file the source wrote with SELECT
 //! ... INTO OUTFILE (tabs and escapes inside fields, ids from
@@ -49,7 +50,7 @@ const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 /// default. `a` is the (renamed) database: its name inside a literal must
 /// stay as written.
 fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
-    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..9) {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..10) {
         0 => (
             format!(
                 "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
@@ -103,6 +104,21 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
                 "INSERT INTO \"{a}\".\"nopk\" (a, b) VALUES ({n}, 'ansi')"
             )],
             "SET SESSION sql_mode = DEFAULT",
+        ),
+        // A temporary table filled, read into base tables, dropped (its
+        // own name in a MIXED or STATEMENT binlog; a table named like
+        // another session's would be the same).
+        8 => (
+            "CREATE TEMPORARY TABLE tmp (a INT, b VARCHAR(40))".into(),
+            vec![
+                format!(
+                    "INSERT INTO tmp VALUES ({n}, 'tmp {i}'), ({}, 'tmp')",
+                    n + 1
+                ),
+                "INSERT INTO nopk (a, b) SELECT a, b FROM tmp".into(),
+                "UPDATE bulk JOIN tmp ON bulk.a = tmp.a SET bulk.b = CONCAT(bulk.b, '#')".into(),
+            ],
+            "DROP TEMPORARY TABLE tmp",
         ),
         // An excluded default database, every table qualified: only the
         // replicated one is written (native replication applies it).

@@ -1,0 +1,327 @@
+//! Temporary tables of statement-based binlogs (MIXED, MariaDB's default,
+//! and STATEMENT): a temporary table lives in the one source session that
+//! made it, so each source session (its pseudo thread id) that makes one
+//! gets a target connection of its own, where its transactions run — as a
+//! replica's SQL thread keeps the tables per pseudo thread. Which
+//! transactions those are the server says, not the text: it flags a
+//! statement that uses a temporary table (or CONNECTION_ID(), or one of
+//! its own internal ones) thread-specific (`txn::Temp`).
+//!
+//! Fail closed: the names each session has open are recorded with the
+//! positions of the transaction that made or dropped them
+//! (`sqlfleet.replicate_temp`), so after a restart of sqlfleet or of the
+//! target — which loses them, as a replica's restart does — a session's
+//! later use of them stops its streams with the reason instead of running
+//! against whatever else carries the name. Not seen: a temporary table
+//! made before the run's start position (a replica started there has the
+//! same blind spot): its use fails on the target, or reads a base table of
+//! its name. [`route`] decides (table tests below);
+//! `SourceRunner::apply_in_session` applies.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Session, SourceRunner};
+use crate::apply::Applier;
+use crate::position::{temp_sql, TempTables};
+use crate::sqltext;
+use crate::txn::{Item, Temp, Txn};
+use crate::work::ApplyError;
+
+/// Where a transaction runs, as far as temporary tables go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Route {
+    /// As any other, without the drops of temporary tables its session
+    /// never made on the target.
+    Normal,
+    /// On its source session's own connection.
+    Session(u32),
+    /// It cannot be applied exactly.
+    Refuse(String),
+}
+
+/// The source sessions with temporary tables on the target.
+#[derive(Default)]
+pub(super) struct Sessions {
+    /// Per source session: its connection and the tables open on it.
+    open: BTreeMap<u32, (Applier, BTreeSet<(String, String)>)>,
+    /// Sessions whose tables were made on a connection that is gone.
+    lost: TempTables,
+}
+
+/// Where `t`'s transaction runs, given the sessions with tables open on
+/// the target (`open`) and those whose tables are gone (`lost`);
+/// `mentions` says whether its text names a table (the server flags a
+/// statement thread-specific for its own internal temporary tables too —
+/// a multi-table DELETE, a derived table — so the flag alone does not say
+/// a session's table is used).
+pub(super) fn route(
+    t: &Temp,
+    mentions: &dyn Fn(&str) -> bool,
+    open: &BTreeSet<u32>,
+    lost: &TempTables,
+) -> Route {
+    let Some(p) = t.thread else {
+        return Route::Normal;
+    };
+    if open.contains(&p) {
+        return Route::Session(p);
+    }
+    if let Some(names) = lost.get(&p) {
+        let used = t.uses && names.iter().any(|(_, n)| mentions(n));
+        if used || !t.created.is_empty() {
+            let names: Vec<String> = names.iter().map(|(d, n)| format!("{d}.{n}")).collect();
+            return Route::Refuse(format!(
+                "source session {p} goes on with temporary tables ({}) made on a target connection that is gone (sqlfleet or the target restarted since; a replica loses them the same way)",
+                names.join(", ")
+            ));
+        }
+    }
+    if !t.created.is_empty() {
+        return Route::Session(p);
+    }
+    // No table of its session's on the target (only drops of tables never
+    // made here, CONNECTION_ID(), the server's internal tables).
+    Route::Normal
+}
+
+/// Whether a statement of `txn` names `table` (any identifier, any case).
+pub(super) fn mentions(txn: &Txn, table: &str) -> bool {
+    txn.items.iter().any(|i| match i {
+        Item::Stmt(s) => sqltext::names_identifier(&s.sql, s.session.ctx.dialect(), table),
+        Item::Rows(_) => false,
+    })
+}
+
+impl Sessions {
+    /// The sessions with tables open on the target.
+    pub(super) fn open(&self) -> BTreeSet<u32> {
+        self.open.keys().copied().collect()
+    }
+
+    pub(super) fn lost(&self) -> &TempTables {
+        &self.lost
+    }
+
+    /// What the target recorded, read at a reading session's start: a
+    /// session recorded there whose connection this process does not hold
+    /// lost its tables.
+    pub(super) fn recorded(&mut self, stored: &TempTables) {
+        self.lost = stored
+            .iter()
+            .filter(|(p, _)| !self.open.contains_key(p))
+            .map(|(p, n)| (*p, n.clone()))
+            .collect();
+    }
+
+    /// A transaction routed [`Route::Normal`] dropped tables of a session
+    /// whose tables are gone: those are no longer in use. True when none
+    /// of it remains (its record can go).
+    pub(super) fn forget_dropped(&mut self, t: &Temp) -> bool {
+        let Some(p) = t.thread else {
+            return false;
+        };
+        let Some(names) = self.lost.get_mut(&p) else {
+            return false;
+        };
+        for d in &t.dropped {
+            names.remove(d);
+        }
+        if names.is_empty() {
+            self.lost.remove(&p);
+            return true;
+        }
+        false
+    }
+}
+
+/// The transaction without the drops of temporary tables (run only in
+/// their session's connection; elsewhere there is nothing to drop).
+/// Nothing else left: nothing of it is applied (as a filtered statement).
+pub(super) fn without_drops(txn: &mut Txn) {
+    let before = txn.items.len();
+    txn.items.retain(|i| match i {
+        Item::Stmt(s) => sqltext::dropped_temporary(&s.sql, s.session.ctx.dialect()).is_none(),
+        Item::Rows(_) => true,
+    });
+    if txn.items.is_empty() && before > 0 {
+        txn.dbs.clear();
+    }
+}
+
+impl SourceRunner {
+    /// Applies `txn` on source session `p`'s own connection (opened for
+    /// its first temporary table) with its positions and the session's
+    /// tables as they are after it; the connection goes once none is
+    /// left. A lost connection loses the session's tables.
+    pub(super) async fn apply_in_session(
+        &self,
+        s: &Session,
+        temp: &mut Sessions,
+        p: u32,
+        txn: &Txn,
+    ) -> Result<(), ApplyError> {
+        let (mut conn, had) = match temp.open.remove(&p) {
+            Some(x) => x,
+            None => (Applier::open(&self.target).await?, BTreeSet::new()),
+        };
+        let mut now = had.clone();
+        now.extend(txn.temp.created.iter().cloned());
+        for d in &txn.temp.dropped {
+            now.remove(d);
+        }
+        let name = self.cfg.name.as_str();
+        let r = async {
+            conn.prime(&s.format).await?;
+            conn.begin().await?;
+            conn.items(txn).await?;
+            let streams: Vec<(&str, &str, &Txn)> =
+                txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
+            conn.commit_with_positions(&streams, &[temp_sql(name, p, &now)])
+                .await
+        }
+        .await;
+        match r {
+            Ok(()) => {
+                if !now.is_empty() {
+                    temp.open.insert(p, (conn, now));
+                }
+                Ok(())
+            }
+            Err(ApplyError::Sql { .. }) => {
+                conn.rollback().await;
+                if !had.is_empty() {
+                    temp.open.insert(p, (conn, had));
+                }
+                r
+            }
+            Err(lost) => {
+                if !had.is_empty() {
+                    temp.lost.insert(p, had);
+                }
+                Err(lost)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn n(t: &str) -> (String, String) {
+        ("app".to_string(), t.to_string())
+    }
+
+    /// One row per case: the transaction's marks, the sessions open and
+    /// lost, where it runs.
+    #[test]
+    fn a_session_s_temporary_tables_decide_where_its_work_runs() {
+        let mk = |thread: Option<u32>, created: &[&str], dropped: &[&str], uses| Temp {
+            thread,
+            created: created.iter().map(|t| n(t)).collect(),
+            dropped: dropped.iter().map(|t| n(t)).collect(),
+            uses,
+        };
+        let open: BTreeSet<u32> = [7].into_iter().collect();
+        let lost: TempTables = [(9, [n("old")].into_iter().collect())]
+            .into_iter()
+            .collect();
+        let names_old = |t: &str| t == "old";
+        let names_other = |t: &str| t == "other";
+        // Ok: the route; Err: a refusal that says this.
+        type Case<'a> = (
+            &'a str,
+            Temp,
+            &'a dyn Fn(&str) -> bool,
+            Result<Route, &'a str>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "not thread-specific",
+                mk(None, &[], &[], false),
+                &names_old,
+                Ok(Route::Normal),
+            ),
+            (
+                "an open session's use",
+                mk(Some(7), &[], &[], true),
+                &names_other,
+                Ok(Route::Session(7)),
+            ),
+            (
+                "an open session's drop",
+                mk(Some(7), &[], &["t"], false),
+                &names_other,
+                Ok(Route::Session(7)),
+            ),
+            (
+                "a new session's first table",
+                mk(Some(3), &["t"], &[], false),
+                &names_other,
+                Ok(Route::Session(3)),
+            ),
+            (
+                "an internal table or CONNECTION_ID()",
+                mk(Some(3), &[], &[], true),
+                &names_other,
+                Ok(Route::Normal),
+            ),
+            (
+                "a drop of a table never made here",
+                mk(Some(3), &[], &["t"], false),
+                &names_other,
+                Ok(Route::Normal),
+            ),
+            (
+                "a lost session's use of its table",
+                mk(Some(9), &[], &[], true),
+                &names_old,
+                Err("app.old"),
+            ),
+            (
+                "a lost session's statement naming none",
+                mk(Some(9), &[], &[], true),
+                &names_other,
+                Ok(Route::Normal),
+            ),
+            (
+                "a lost session's new table",
+                mk(Some(9), &["t"], &[], false),
+                &names_other,
+                Err("gone"),
+            ),
+            (
+                "a lost session's drop",
+                mk(Some(9), &[], &["old"], false),
+                &names_old,
+                Ok(Route::Normal),
+            ),
+        ];
+        for (what, t, mentions, want) in cases {
+            let r = route(&t, mentions, &open, &lost);
+            match (&r, want) {
+                (Route::Refuse(w), Err(says)) => assert!(w.contains(says), "{what}: {w}"),
+                (r, Ok(want)) => assert_eq!(*r, want, "{what}"),
+                (r, Err(_)) => panic!("{what}: {r:?}, not refused"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_session_is_forgotten_once_its_tables_are_dropped() {
+        let mut s = Sessions::default();
+        let stored: TempTables = [(9, [n("a"), n("b")].into_iter().collect())]
+            .into_iter()
+            .collect();
+        s.recorded(&stored);
+        let drop = |t: &str| Temp {
+            thread: Some(9),
+            dropped: vec![n(t)],
+            ..Temp::default()
+        };
+        assert!(!s.forget_dropped(&drop("a")));
+        assert!(s.lost().contains_key(&9));
+        assert!(s.forget_dropped(&drop("b")));
+        assert!(s.lost().is_empty());
+    }
+}
