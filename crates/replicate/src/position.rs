@@ -88,6 +88,15 @@ pub struct Stored {
 /// `(database, table)` in the source's names.
 pub type TempTables = BTreeMap<u32, std::collections::BTreeSet<(String, String)>>;
 
+/// The statement forgetting every source session's temporary tables of
+/// `source` (the source started again).
+pub fn forget_temp_sql(source: &str) -> String {
+    format!(
+        "DELETE FROM sqlfleet.replicate_temp WHERE source = {}",
+        utf8_literal(source)
+    )
+}
+
 /// The statement recording source session `thread`'s open temporary
 /// tables (committed with the positions of the transaction that made or
 /// dropped them); none open: its row goes.

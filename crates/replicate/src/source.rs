@@ -222,7 +222,12 @@ impl SourceRunner {
                     };
                     match asm.push(&ev) {
                         Ok(Out::Nothing) => {}
-                        Ok(Out::Format(raw)) => s.format = Arc::new(raw),
+                        Ok(Out::Format { raw, server_start }) => {
+                            if server_start {
+                                self.source_started(temp, &mut ctl).await;
+                            }
+                            s.format = Arc::new(raw);
+                        }
                         Ok(Out::Txn(t)) => {
                             if let Err(e) = self.dispatch(&mut s, &mut ctl, temp, *t, &tx, &mut rx).await {
                                 break e;

@@ -310,7 +310,13 @@ pub struct Assembler {
 pub enum Out {
     Nothing,
     /// A new format description: appliers must see it before rows.
-    Format(Vec<u8>),
+    /// `server_start`: it is the first of a server start (its `created`
+    /// is set; a dump from a file's middle gets it cleared), so every
+    /// session of the source before it has ended.
+    Format {
+        raw: Vec<u8>,
+        server_start: bool,
+    },
     Txn(Box<Txn>),
 }
 
@@ -433,7 +439,10 @@ impl Assembler {
                 }
                 let raw = raw_bytes(ev);
                 self.fde = Some(raw.clone());
-                return Ok(Out::Format(raw));
+                return Ok(Out::Format {
+                    raw,
+                    server_start: fde_created(ev.data()) != 0,
+                });
             }
             t if t == EventType::STOP_EVENT as u8 && self.cur.is_none() => return Ok(Out::Nothing),
             t if t == EventType::INCIDENT_EVENT as u8 => {

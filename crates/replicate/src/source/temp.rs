@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Session, SourceRunner};
 use crate::apply::Applier;
-use crate::position::{temp_sql, TempTables};
+use crate::position::{forget_temp_sql as forget_sql, temp_sql, TempTables};
 use crate::sqltext;
 use crate::txn::{Item, Temp, Txn};
 use crate::work::ApplyError;
@@ -82,6 +82,20 @@ pub(super) fn route(
     // No table of its session's on the target (only drops of tables never
     // made here, CONNECTION_ID(), the server's internal tables).
     Route::Normal
+}
+
+impl SourceRunner {
+    /// The source started again (its binlog says so): every session of it
+    /// before has ended, its temporary tables with it — as a replica drops
+    /// its own then. Their connections close and their record goes.
+    pub(super) async fn source_started(&self, temp: &mut Sessions, ctl: &mut Applier) {
+        if temp.open.is_empty() && temp.lost.is_empty() {
+            return;
+        }
+        temp.open.clear();
+        temp.lost.clear();
+        let _ = ctl.run(&forget_sql(&self.cfg.name)).await;
+    }
 }
 
 /// Whether a statement of `txn` names `table` (any identifier, any case).
@@ -172,6 +186,7 @@ impl SourceRunner {
         let name = self.cfg.name.as_str();
         let r = async {
             conn.prime(&s.format).await?;
+            conn.galera_guard(txn, &txn.items).await?;
             conn.begin().await?;
             conn.items(txn).await?;
             let streams: Vec<(&str, &str, &Txn)> =
