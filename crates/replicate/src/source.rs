@@ -305,12 +305,16 @@ impl SourceRunner {
         rx: &mut mpsc::UnboundedReceiver<Done>,
     ) -> Result<(), End> {
         let g = txn.gtid;
-        let route = temp::route(
-            &txn.temp,
-            &|n| temp::mentions(&txn, n),
-            &temp.open(),
-            temp.lost(),
-        );
+        // (Most transactions are not thread-specific: nothing to decide.)
+        let route = match txn.temp.thread {
+            None => temp::Route::Normal,
+            Some(_) => temp::route(
+                &txn.temp,
+                &|n| temp::mentions(&txn, n),
+                &temp.open(),
+                temp.lost(),
+            ),
+        };
         match &route {
             temp::Route::Refuse(why) => {
                 txn.unsupported.get_or_insert_with(|| why.clone());

@@ -629,15 +629,23 @@ impl Assembler {
                         // A temporary table lives in its source session:
                         // noted here, applied in that session's own
                         // connection (source/temp.rs).
+                        // (The first word first: most statements are
+                        // neither, and a big INSERT is not lexed again.)
                         let dialect = session.ctx.dialect();
-                        let created = sqltext::created_temporary(sql, dialect);
-                        if h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0 {
+                        let created = (word == "CREATE")
+                            .then(|| sqltext::created_temporary(sql, dialect))
+                            .flatten();
+                        let dropped = (word == "DROP")
+                            .then(|| sqltext::dropped_temporary(sql, dialect))
+                            .flatten();
+                        let specific = h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0;
+                        if specific || dropped.is_some() {
                             let t = &mut b.txn.temp;
                             t.thread = Some(q.thread_id());
                             let name = |(d, n): (Option<String>, String)| {
                                 (d.unwrap_or_else(|| src_db.clone()), n)
                             };
-                            match sqltext::dropped_temporary(sql, dialect) {
+                            match dropped {
                                 Some(names) => t.dropped.extend(names.into_iter().map(name)),
                                 None if created.is_some() => {}
                                 None => t.uses = true,

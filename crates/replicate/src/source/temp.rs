@@ -152,6 +152,9 @@ impl Sessions {
 /// their session's connection; elsewhere there is nothing to drop).
 /// Nothing else left: nothing of it is applied (as a filtered statement).
 pub(super) fn without_drops(txn: &mut Txn) {
+    if txn.temp.dropped.is_empty() {
+        return;
+    }
     let before = txn.items.len();
     txn.items.retain(|i| match i {
         Item::Stmt(s) => sqltext::dropped_temporary(&s.sql, s.session.ctx.dialect()).is_none(),
