@@ -442,7 +442,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     let (mut source_restarts, mut target_kills, mut stopped_early) = (0, 0, 0);
     let mut source_refusals = 0;
     let mut loads = 0;
-    let (mut sessions, mut other_defaults, mut temps) = (0, 0, 0);
+    let (mut sessions, mut other_defaults, mut temps, mut multibyte) = (0, 0, 0, 0);
     for seed in first..first + seeds {
         let mut log = String::new();
         let verdict = one_seed(seed, steps, &mut log).await;
@@ -462,6 +462,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
             .count();
         other_defaults += log.lines().filter(|l| l.starts_with("USE x")).count();
         temps += log.matches("CREATE TEMPORARY TABLE").count();
+        multibyte += log.matches("SET NAMES gbk").count() + log.matches("SET NAMES big5").count();
         let diffs = match verdict {
             Verdict::Same => continue,
             Verdict::Refused(d) => {
@@ -500,7 +501,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?} \
          ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts, \
          {source_refusals} statements the sources refused, {loads} LOAD DATA, {sessions} sessions with a non-default setting, \
-         {other_defaults} runs of statements under an excluded default database, {temps} temporary tables)",
+         {other_defaults} runs of statements under an excluded default database, {temps} temporary tables, {multibyte} sessions in a multi-byte character set with `\\` trail bytes)",
         seeds as usize - refused.len() - failed.len(),
         refused.len(),
         failed.len()

@@ -50,7 +50,7 @@ const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 /// default. `a` is the (renamed) database: its name inside a literal must
 /// stay as written.
 fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
-    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..10) {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..11) {
         0 => (
             format!(
                 "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
@@ -104,6 +104,17 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
                 "INSERT INTO \"{a}\".\"nopk\" (a, b) VALUES ({n}, 'ansi')"
             )],
             "SET SESSION sql_mode = DEFAULT",
+        ),
+        // A multi-byte client character set whose second bytes include
+        // `\`: sent as they are, the bytes of '中\' are two GBK (or Big5)
+        // characters (E4 B8, AD 5C) and the quote after them ends the literal — the
+        // renamed database's name inside the next one stays as written.
+        9 => (
+            format!("SET NAMES {}", ["gbk", "big5"][rng.gen_range(0..2)]),
+            vec![format!(
+                "INSERT INTO nopk (a, b) VALUES ({n}, '\u{4e2d}\\'), ({n}, ' {a}.nopk {i}')"
+            )],
+            "SET NAMES utf8mb4",
         ),
         // A temporary table filled, read into base tables, dropped (its
         // own name in a MIXED or STATEMENT binlog; a table named like
