@@ -18,8 +18,8 @@
 //! command and why; every other difference fails the test with the seed.
 //! Seeds: SQLFLEET_PROTO_FUZZ_SEEDS (default 40) from
 //! SQLFLEET_PROTO_FUZZ_FIRST (default 0); bench/relay_protocol_fuzz.sh runs
-//! the long campaign. Compressed frames are not drawn (the relay's
-//! compression is tested against Connector/C's suite).
+//! the long campaign. Odd seeds speak the compressed protocol
+//! (CLIENT_COMPRESS: each packet in a frame of its own).
 
 mod common;
 
@@ -248,20 +248,54 @@ fn with_ids(p: &[u8], ids: &[u32]) -> Vec<u8> {
     p
 }
 
-/// Runs `steps` on a fresh connection to `port` (logged in to `db`); one
-/// answer per step until the connection ends.
-async fn run(port: u16, db: &str, steps: &[Step]) -> Vec<Answer> {
+/// Runs `steps` on a fresh connection to `port` (logged in to `db`,
+/// with CLIENT_COMPRESS when `compressed`: every packet then travels in
+/// compressed frames, one frame per packet, each command's first at
+/// frame sequence 0); one answer per step until the connection ends.
+async fn run(port: u16, db: &str, steps: &[Step], compressed: bool) -> Vec<Answer> {
     let mut s = TcpStream::connect(("127.0.0.1", port))
         .await
         .expect("connect");
-    let shape =
+    let mut shape =
         sqlfleet_wire::handshake::MULTI_RESULTS | sqlfleet_wire::handshake::PS_MULTI_RESULTS;
+    if compressed {
+        shape |= sqlfleet_wire::handshake::COMPRESS;
+    }
     common::wire_login(&mut s, USER, PASSWORD, shape, 45, Some(db))
         .await
         .expect("login");
+    if compressed {
+        // The login's OK (read by the login) was the last plain packet.
+        let (c, reset) = sqlfleet_wire::compress::Compressed::new(s);
+        return run_on(c, Some(reset), steps).await;
+    }
+    run_on(s, None, steps).await
+}
+
+/// Whether a step ends its sequence: a frame that lies, or (plain
+/// protocol) a packet out of order — the server closes, or waits for the
+/// rest. With compression a command's inner sequence id is not checked.
+fn ends_sequence(step: &Step, compressed: bool) -> bool {
+    match step {
+        Step::Lie { .. } => true,
+        Step::Packet(seq, _) => *seq != 0 && !compressed,
+    }
+}
+
+async fn run_on<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(
+    mut s: S,
+    reset: Option<sqlfleet_wire::compress::SeqReset>,
+    steps: &[Step],
+) -> Vec<Answer> {
+    let new_command = || {
+        if let Some(r) = &reset {
+            r.new_command();
+        }
+    };
     let mut out = Vec::new();
     let mut ids = Vec::new();
     for step in steps {
+        new_command();
         let wrote = match step {
             Step::Packet(seq, p) => {
                 let p = with_ids(p, &ids);
@@ -272,12 +306,14 @@ async fn run(port: u16, db: &str, steps: &[Step]) -> Vec<Answer> {
         // A packet out of order or a frame that lies ends the sequence
         // (the server closes, or waits for the rest): no sentinel, whose
         // bytes would race the peer's close or fill the frame.
-        let last = matches!(step, Step::Lie { .. } | Step::Packet(1..=255, _));
+        let last = ends_sequence(step, reset.is_some());
         let wrote = wrote.is_ok()
-            && (last
-                || write_packet(&mut s, 0, SENTINEL, SENTINEL.len())
+            && (last || {
+                new_command();
+                write_packet(&mut s, 0, SENTINEL, SENTINEL.len())
                     .await
-                    .is_ok());
+                    .is_ok()
+            });
         let (a, first) = if wrote {
             answer(&mut s, !last).await
         } else {
@@ -291,8 +327,9 @@ async fn run(port: u16, db: &str, steps: &[Step]) -> Vec<Answer> {
             )
         };
         // A prepare's OK: the id this side gave.
-        if let (Step::Packet(0, p), Some(f)) = (step, &first) {
-            if p.first() == Some(&0x16) && f.first() == Some(&0) && f.len() >= 5 {
+        if let (Step::Packet(seq, p), Some(f)) = (step, &first) {
+            let a_command = *seq == 0 || reset.is_some();
+            if a_command && p.first() == Some(&0x16) && f.first() == Some(&0) && f.len() >= 5 {
                 ids.push(u32::from_le_bytes([f[1], f[2], f[3], f[4]]));
             }
         }
@@ -305,17 +342,26 @@ async fn run(port: u16, db: &str, steps: &[Step]) -> Vec<Answer> {
     out
 }
 
-async fn write_packet(s: &mut TcpStream, seq: u8, p: &[u8], len: usize) -> std::io::Result<()> {
+async fn write_packet<S: tokio::io::AsyncWrite + Unpin>(
+    s: &mut S,
+    seq: u8,
+    p: &[u8],
+    len: usize,
+) -> std::io::Result<()> {
     let mut f = (len as u32).to_le_bytes()[..3].to_vec();
     f.push(seq);
     f.extend_from_slice(p);
-    s.write_all(&f).await
+    s.write_all(&f).await?;
+    s.flush().await
 }
 
 /// Reads until the sentinel's reply has ended (or, without a sentinel,
 /// until the peer closes or is quiet): the kind of the first packet
 /// before it, and that packet.
-async fn answer(s: &mut TcpStream, sentinel: bool) -> (Answer, Option<Vec<u8>>) {
+async fn answer<S: tokio::io::AsyncRead + Unpin>(
+    s: &mut S,
+    sentinel: bool,
+) -> (Answer, Option<Vec<u8>>) {
     let mut before: Vec<(Vec<u8>, u8)> = Vec::new();
     let wait = Duration::from_millis(if sentinel { 2000 } else { 700 });
     let end = |before: &[(Vec<u8>, u8)], closed: bool, silent: bool| {
@@ -363,9 +409,10 @@ fn env_num(name: &str, default: u64) -> u64 {
 }
 
 /// The command byte of step `at` when [`ALLOWED`] names it.
-fn allowed(steps: &[Step], at: usize) -> Option<u8> {
+fn allowed(steps: &[Step], at: usize, compressed: bool) -> Option<u8> {
     let p = match steps.get(at)? {
         Step::Packet(0, p) => p,
+        Step::Packet(_, p) if compressed => p,
         Step::Lie { payload, .. } => payload,
         Step::Packet(..) => return None,
     };
@@ -434,24 +481,28 @@ async fn the_relay_answers_every_packet_sequence_as_the_server_does() {
     let steps_per = env_num("SQLFLEET_PROTO_FUZZ_STEPS", 12) as usize;
     let mut failures = Vec::new();
     let mut tolerated = std::collections::BTreeMap::<u8, usize>::new();
+    let mut by_framing = std::collections::BTreeMap::<bool, usize>::new();
     for seed in first..first + seeds {
         let steps = generate(seed, "fzd", steps_per);
         let relay_steps = for_db(&steps, "fzd", "fzr");
+        // Odd seeds speak the compressed protocol.
+        let compressed = seed % 2 == 1;
+        *by_framing.entry(compressed).or_default() += 1;
         let (d, r) = tokio::join!(
-            run(direct_port, "fzd", &steps),
-            run(relay_port, "fzr", &relay_steps)
+            run(direct_port, "fzd", &steps, compressed),
+            run(relay_port, "fzr", &relay_steps, compressed)
         );
         for i in 0..d.len().max(r.len()) {
             if d.get(i) == r.get(i) {
                 continue;
             }
-            if let Some(cmd) = allowed(&steps, i) {
+            if let Some(cmd) = allowed(&steps, i, compressed) {
                 *tolerated.entry(cmd).or_default() += 1;
                 // What follows an allowed difference is not compared.
                 break;
             }
             failures.push(format!(
-                "seed {seed} step {i}: {:?}\n  direct: {:?}\n  relay:  {:?}\n  steps before: {:?}\n  answers before: {:?}",
+                "seed {seed} (compressed: {compressed}) step {i}: {:?}\n  direct: {:?}\n  relay:  {:?}\n  steps before: {:?}\n  answers before: {:?}",
                 steps.get(i),
                 d.get(i),
                 r.get(i),
@@ -481,7 +532,8 @@ async fn the_relay_answers_every_packet_sequence_as_the_server_does() {
         drop(c.disconnect().await);
     }
     eprintln!(
-        "protocol differential: {seeds} sequences from seed {first}, stopped at an allowed difference (by command byte): {tolerated:02x?}, {} differences",
+        "protocol differential: {seeds} sequences from seed {first} ({} in compressed frames), stopped at an allowed difference (by command byte): {tolerated:02x?}, {} differences",
+        by_framing.get(&true).copied().unwrap_or(0),
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));

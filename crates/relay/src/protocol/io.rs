@@ -84,6 +84,11 @@ pub struct PacketIo<S> {
     /// backend's): a packet of sequence 0 starts a new command, whose
     /// frames restart at 0 too.
     reset: Option<sqlfleet_wire::compress::SeqReset>,
+    /// The stream speaks the compressed protocol: the frames carry the
+    /// sequence, and a command's own packet header's is not checked (as
+    /// the server: a command is read whatever its inner sequence id, and
+    /// answered from 1).
+    compressed: bool,
 }
 
 /// Why forwarding a reply stopped early.
@@ -125,6 +130,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             end: 0,
             out: Vec::new(),
             reset: None,
+            compressed: false,
         }
     }
 
@@ -441,6 +447,7 @@ impl PacketIo<AnyStream> {
         };
         self.s = c;
         self.reset = sends_commands.then_some(reset);
+        self.compressed = true;
     }
 }
 

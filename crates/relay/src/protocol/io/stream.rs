@@ -76,9 +76,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     ) -> Result<Command, WireError> {
         self.need(4).await?;
         let (len, seq) = self.header();
-        if seq != 0 {
+        if seq != 0 && !self.compressed {
             return Ok(Command::OutOfOrder(seq));
         }
+        // (Compressed: the command is taken as the server takes it, as
+        // the first packet of its exchange.)
+        let compressed = self.compressed;
+        let first = |seq: u8| if compressed { 0 } else { seq };
         if len < stream_over && len < MAX_CHUNK {
             // The common command: one packet, read here (no nested
             // future per command).
@@ -92,12 +96,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
         if len < stream_over {
             let (seq, p) = self.read_packet(max).await?;
-            return Ok(Command::Whole(seq, p));
+            return Ok(Command::Whole(first(seq), p));
         }
         self.need(5).await?;
         if self.buf[self.start + 4] != COM_QUERY {
             let (seq, p) = self.read_packet(max).await?;
-            return Ok(Command::Whole(seq, p));
+            return Ok(Command::Whole(first(seq), p));
         }
         if len > max {
             return Err(WireError::TooBig { len, max });
