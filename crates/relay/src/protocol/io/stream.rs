@@ -267,6 +267,45 @@ mod tests {
         }
     }
 
+    /// A command's inner sequence id: on a plain connection one that is
+    /// not 0 is out of order (the server's 1156); under compression the
+    /// frames carry the sequence and the command is read whatever its
+    /// inner id (as the server reads it), as the first of its exchange.
+    #[tokio::test]
+    async fn a_compressed_command_is_read_whatever_its_inner_sequence_id() {
+        for (compressed, inner_seq) in [
+            (false, 0u8),
+            (false, 93),
+            (true, 0),
+            (true, 93),
+            (true, 255),
+        ] {
+            let mut packet = vec![1, 0, 0, inner_seq, 0x0e];
+            if compressed {
+                let mut frame = Vec::new();
+                sqlfleet_wire::compress::encode(&mut frame, 0, &packet);
+                packet = frame;
+            }
+            let (mut client, relay_side) = tokio::io::duplex(1 << 16);
+            client.write_all(&packet).await.expect("write");
+            let mut io = PacketIo::small(crate::protocol::io::AnyStream(Box::new(relay_side)));
+            if compressed {
+                io.compress(false);
+            }
+            let got = io.read_command(1 << 20, STREAM_OVER).await.expect("read");
+            match got {
+                Command::Whole(seq, p) => {
+                    assert!(compressed || inner_seq == 0, "{inner_seq}: read");
+                    assert_eq!((seq, p), (0, vec![0x0e]), "{compressed} {inner_seq}");
+                }
+                Command::OutOfOrder(seq) => {
+                    assert!(!compressed && seq == inner_seq, "{compressed} {inner_seq}");
+                }
+                Command::Head(..) => panic!("a ping is not streamed"),
+            }
+        }
+    }
+
     fn query(n: usize) -> Vec<u8> {
         let mut p = vec![COM_QUERY];
         p.extend((0..n.saturating_sub(1)).map(|i| b'a' + (i % 26) as u8));
