@@ -305,6 +305,15 @@ impl SourceRunner {
         rx: &mut mpsc::UnboundedReceiver<Done>,
     ) -> Result<(), End> {
         let g = txn.gtid;
+        if let Some(p) = s.read.0.get(&g.domain).copied().filter(|p| g.seq <= p.seq) {
+            return Err(End::Restart(format!(
+                "GTID {g} after {p} in the same domain: sequence numbers went back (is gtid_strict_mode off on the source?)"
+            )));
+        }
+        s.read.advance(g);
+        s.last_read_time = txn.timestamp;
+        let after = s.read.clone();
+        set(&self.view, |v| v.read = after.to_string());
         // (Most transactions are not thread-specific: nothing to decide.)
         let route = match txn.temp.thread {
             None => temp::Route::Normal,
@@ -331,15 +340,6 @@ impl SourceRunner {
             }
             temp::Route::Session(_) => {}
         }
-        if let Some(p) = s.read.0.get(&g.domain).copied().filter(|p| g.seq <= p.seq) {
-            return Err(End::Restart(format!(
-                "GTID {g} after {p} in the same domain: sequence numbers went back (is gtid_strict_mode off on the source?)"
-            )));
-        }
-        s.read.advance(g);
-        s.last_read_time = txn.timestamp;
-        let after = s.read.clone();
-        set(&self.view, |v| v.read = after.to_string());
         let idx = s.floor.admit();
         let ts = txn.timestamp;
         // A stopped transaction stays unapplied: the lag counts it.
@@ -480,23 +480,25 @@ impl SourceRunner {
         txn: &Txn,
         b: Barrier,
     ) -> Result<(), ApplyError> {
-        if let Barrier::Thread(p) = b {
-            return self.apply_in_session(s, temp, p, txn).await;
+        // (A session's own connection is primed where it is opened.)
+        if !matches!(b, Barrier::Thread(_)) {
+            ctl.prime(&s.format).await?;
         }
-        ctl.prime(&s.format).await?;
-        match b {
-            Barrier::Standalone => {
-                let r = self.apply_standalone(s, ctl, txn).await;
-                // Engines may have changed: workers read them again.
-                self.workers
-                    .ddl
-                    .fetch_add(1, std::sync::atomic::Ordering::Release);
-                r
-            }
+        let r = match b {
+            Barrier::Standalone => self.apply_standalone(s, ctl, txn).await,
             Barrier::Created => self.apply_created(s, ctl, txn).await,
             Barrier::Multi => self.apply_multi(ctl, txn).await,
-            Barrier::Thread(_) => Ok(()),
+            Barrier::Thread(p) => self.apply_in_session(s, temp, p, txn).await,
+        };
+        if txn.standalone {
+            // DDL (also a session's, `CREATE TABLE ... SELECT` from its
+            // temporary table): engines may have changed, workers read
+            // them again.
+            self.workers
+                .ddl
+                .fetch_add(1, std::sync::atomic::Ordering::Release);
         }
+        r
     }
 
     /// Hands a one-stream transaction to its stream's worker.

@@ -39,6 +39,11 @@ pub(super) enum Route {
     Refuse(String),
 }
 
+/// At most this many source sessions hold temporary tables on the target
+/// at once (each holds a target connection): one more stops its streams
+/// with the reason rather than take the target's connections.
+pub(super) const MAX_SESSIONS: usize = 64;
+
 /// The source sessions with temporary tables on the target.
 #[derive(Default)]
 pub(super) struct Sessions {
@@ -77,6 +82,11 @@ pub(super) fn route(
         }
     }
     if !t.created.is_empty() {
+        if open.len() >= MAX_SESSIONS {
+            return Route::Refuse(format!(
+                "source session {p} makes a temporary table while {MAX_SESSIONS} other sessions hold theirs on the target (each on a target connection of its own; sqlfleet opens no more)"
+            ));
+        }
         return Route::Session(p);
     }
     // No table of its session's on the target (only drops of tables never
@@ -323,6 +333,22 @@ mod tests {
                 (r, Err(_)) => panic!("{what}: {r:?}, not refused"),
             }
         }
+        // The bound: a new session's first table when the target holds
+        // the most sessions already; an open one goes on.
+        let full: BTreeSet<u32> = (100..100 + MAX_SESSIONS as u32).collect();
+        match route(&mk(Some(3), &["t"], &[], false), &names_other, &full, &lost) {
+            Route::Refuse(w) => assert!(w.contains("64 other sessions"), "{w}"),
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(
+            route(
+                &mk(Some(100), &["t"], &[], true),
+                &names_other,
+                &full,
+                &lost
+            ),
+            Route::Session(100)
+        );
     }
 
     #[test]
