@@ -26,15 +26,9 @@ fn cfg(name: &str, s: &TestServer, include: &str, start: &GtidPos) -> config::Ch
 }
 
 async fn stopped(cfg: &config::Checked, s: &TestServer) -> Vec<status::StreamStatus> {
-    let st = status::status(cfg, &target().target(), &[s.target()])
-        .await
-        .expect("status");
-    st[0]
-        .streams
-        .iter()
-        .filter(|x| x.state == "stopped")
-        .cloned()
-        .collect()
+    let mut all = streams(cfg, s).await;
+    all.retain(|x| x.state == "stopped");
+    all
 }
 
 async fn count(sql: &str) -> Option<i64> {

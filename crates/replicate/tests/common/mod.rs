@@ -156,3 +156,27 @@ pub async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
     .expect("returns once caught up")
     .expect("runs to the end: a stopped stream is not a failed run")
 }
+
+/// Every stream of source `s` as `replicate status` shows it.
+pub async fn streams(
+    cfg: &config::Checked,
+    s: &TestServer,
+) -> Vec<sqlfleet_replicate::status::StreamStatus> {
+    let st = sqlfleet_replicate::status::status(cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    st.into_iter().next().map(|x| x.streams).unwrap_or_default()
+}
+
+/// Source `s`'s stream `name` as `replicate status` shows it.
+pub async fn stream_status(
+    cfg: &config::Checked,
+    s: &TestServer,
+    name: &str,
+) -> sqlfleet_replicate::status::StreamStatus {
+    let all = streams(cfg, s).await;
+    all.iter()
+        .find(|x| x.stream == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no stream {name}: {all:?}"))
+}
