@@ -401,19 +401,31 @@ const POOL_GAUGES: &[PoolGauge] = &[
     ),
 ];
 
+/// Family `name` with one sample per backend (`backend="addr"`); a backend
+/// whose value is None has none.
+fn by_backend<V: std::fmt::Display>(
+    o: &mut String,
+    (name, kind, help): (&str, &str, &str),
+    rows: impl Iterator<Item = (String, Option<V>)>,
+) {
+    family(o, name, kind, help);
+    for (addr, v) in rows {
+        if let Some(v) = v {
+            let _ = writeln!(o, "sqlfleet_relay_{name}{{backend=\"{addr}\"}} {v}");
+        }
+    }
+}
+
 /// Every family labelled by backend: its clients' counters and latency,
 /// health, role, lag and pool.
 fn render_backends(o: &mut String, backends: &[BackendGauge], counters: &[BackendCounters]) {
+    let addr = |b: &BackendGauge| label(&b.addr);
     for (name, help, f) in BACKEND_COUNTERS {
-        family(o, name, "counter", help);
-        for (b, c) in backends.iter().zip(counters) {
-            let _ = writeln!(
-                o,
-                "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
-                label(&b.addr),
-                f(c)
-            );
-        }
+        let rows = backends
+            .iter()
+            .zip(counters)
+            .map(|(b, c)| (addr(b), Some(f(c))));
+        by_backend(o, (name, "counter", help), rows);
     }
     family(
         o,
@@ -425,23 +437,18 @@ fn render_backends(o: &mut String, backends: &[BackendGauge], counters: &[Backen
         c.latency.render(
             o,
             "sqlfleet_relay_backend_command_seconds",
-            &format!("backend=\"{}\",", label(&b.addr)),
+            &format!("backend=\"{}\",", addr(b)),
         );
     }
-    family(
+    by_backend(
         o,
-        "backend_up",
-        "gauge",
-        "1 when the last health check (or a client) found the backend up.",
+        (
+            "backend_up",
+            "gauge",
+            "1 when the last health check (or a client) found the backend up.",
+        ),
+        backends.iter().map(|b| (addr(b), Some(u8::from(b.up)))),
     );
-    for b in backends {
-        let _ = writeln!(
-            o,
-            "sqlfleet_relay_backend_up{{backend=\"{}\"}} {}",
-            label(&b.addr),
-            u8::from(b.up)
-        );
-    }
     family(
         o,
         "backend_role",
@@ -453,35 +460,22 @@ fn render_backends(o: &mut String, backends: &[BackendGauge], counters: &[Backen
             let _ = writeln!(
                 o,
                 "sqlfleet_relay_backend_role{{backend=\"{}\",role=\"{role}\"}} {}",
-                label(&b.addr),
+                addr(b),
                 u8::from(b.role == role)
             );
         }
     }
-    family(
+    by_backend(
         o,
-        "backend_lag_seconds",
-        "gauge",
-        "Replication lag of a backend that replicates (Seconds_Behind_Master).",
+        (
+            "backend_lag_seconds",
+            "gauge",
+            "Replication lag of a backend that replicates (Seconds_Behind_Master).",
+        ),
+        backends.iter().map(|b| (addr(b), b.lag)),
     );
-    for b in backends {
-        if let Some(lag) = b.lag {
-            let _ = writeln!(
-                o,
-                "sqlfleet_relay_backend_lag_seconds{{backend=\"{}\"}} {lag}",
-                label(&b.addr)
-            );
-        }
-    }
     for (name, help, f) in POOL_GAUGES {
-        family(o, name, "gauge", help);
-        for b in backends {
-            let _ = writeln!(
-                o,
-                "sqlfleet_relay_{name}{{backend=\"{}\"}} {}",
-                label(&b.addr),
-                f(b)
-            );
-        }
+        let rows = backends.iter().map(|b| (addr(b), Some(f(b))));
+        by_backend(o, (name, "gauge", help), rows);
     }
 }
