@@ -330,12 +330,10 @@ impl SourceRunner {
             }
             temp::Route::Normal => {
                 temp::without_drops(&mut txn);
-                if temp.forget_dropped(&txn.temp) {
-                    if let Some(p) = txn.temp.thread {
-                        let gone =
-                            crate::position::temp_sql(&self.cfg.name, p, &Default::default());
-                        let _ = ctl.run(&gone).await;
-                    }
+                if let Some(gone) = temp.forget_dropped(&self.cfg.name, &txn.temp) {
+                    // Best effort: a record left behind only refuses that
+                    // session's later use of what it names (fail closed).
+                    let _ = ctl.run(&gone).await;
                 }
             }
             temp::Route::Session(_) => {}

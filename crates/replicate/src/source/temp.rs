@@ -138,23 +138,19 @@ impl Sessions {
     }
 
     /// A transaction routed [`Route::Normal`] dropped tables of a session
-    /// whose tables are gone: those are no longer in use. True when none
-    /// of it remains (its record can go).
-    pub(super) fn forget_dropped(&mut self, t: &Temp) -> bool {
-        let Some(p) = t.thread else {
-            return false;
-        };
-        let Some(names) = self.lost.get_mut(&p) else {
-            return false;
-        };
+    /// whose tables are gone: those are no longer in use. When none of it
+    /// remains: the statement that deletes `source`'s record of it.
+    pub(super) fn forget_dropped(&mut self, source: &str, t: &Temp) -> Option<String> {
+        let p = t.thread?;
+        let names = self.lost.get_mut(&p)?;
         for d in &t.dropped {
             names.remove(d);
         }
-        if names.is_empty() {
-            self.lost.remove(&p);
-            return true;
+        if !names.is_empty() {
+            return None;
         }
-        false
+        self.lost.remove(&p);
+        Some(temp_sql(source, p, &BTreeSet::new()))
     }
 }
 
@@ -363,9 +359,13 @@ mod tests {
             dropped: vec![n(t)],
             ..Temp::default()
         };
-        assert!(!s.forget_dropped(&drop("a")));
+        assert_eq!(s.forget_dropped("src", &drop("a")), None);
         assert!(s.lost().contains_key(&9));
-        assert!(s.forget_dropped(&drop("b")));
+        let gone = s.forget_dropped("src", &drop("b")).expect("record goes");
+        assert!(
+            gone.starts_with("DELETE FROM sqlfleet.replicate_temp"),
+            "{gone}"
+        );
         assert!(s.lost().is_empty());
     }
 }
