@@ -436,9 +436,14 @@ fn a_host_gone_dark_mid_statement_is_released_at_its_query_timeout() {
         stderr(&o).lines().last().unwrap_or("")
     );
     // The bound the name claims: the query timeout and the kill's own
-    // 1 s, well under the 5 s connect timeout a kill dialled with.
+    // 0.4 s, well under the 5 s connect timeout a kill dialled with (the
+    // CI slice gives a loaded machine room; the fleet run holds the
+    // issue's bound: each dark host within half a second of its timeout).
     if let Some(b) = bound {
         assert!(took < b, "held {took:?}: {}", stderr(&o));
+    } else {
+        let limit: f64 = query_timeout.parse().expect("timeout");
+        assert!(held < limit + 0.5, "a dark host held {held:.2} s");
     }
     drop(links);
 }
