@@ -100,7 +100,17 @@ pub async fn try_fast(
     };
     let shared = Arc::new(buf);
     let all = Bytes::from_owner(Shared(shared.clone()));
-    let out = load(ctx, c, stmts.len(), &groups, &all, &charset, record).await;
+    let first = stmts[0].offset;
+    let out = load(
+        ctx,
+        c,
+        (first, stmts.len()),
+        &groups,
+        &all,
+        &charset,
+        record,
+    )
+    .await;
     drop(all);
     // Every piece is gone once the server has read them; if the driver
     // still holds one (a statement that failed before reading), the
@@ -114,7 +124,7 @@ pub async fn try_fast(
 async fn load(
     ctx: &Ctx,
     c: &mut SessionConn,
-    statements: usize,
+    (first, statements): (u64, usize),
     groups: &[Group],
     all: &Bytes,
     charset: &str,
@@ -141,7 +151,7 @@ async fn load(
         crate::infile::send(&mut c.conn, all, g.range.clone(), move |piece| {
             // Each piece stands for its share of the statements' bytes.
             sent(input * piece as u64 / len);
-            !shared.is_interrupted()
+            !shared.stops(first)
         });
         if let Err(e) = c.conn.query_drop(sql).await {
             let _ = c.conn.query_drop("ROLLBACK").await;
@@ -176,6 +186,11 @@ async fn load(
         }
     }
     sqlfleet_faults::point!("load::batch_sent");
+    if ctx.shared.stops(first) {
+        // Rolled back; the caller sees why (`Shared::stops`).
+        let _ = c.conn.query_drop("ROLLBACK").await;
+        return Fast::Fallback;
+    }
     if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return check(e);

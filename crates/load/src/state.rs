@@ -167,6 +167,14 @@ impl Shared {
         offset > self.stop_at.load(Ordering::Relaxed)
     }
 
+    /// True if work starting at `offset` must stop now, even in flight:
+    /// an interrupt came, or a statement before it in the file failed
+    /// (the stock client would never have run it), so it rolls back
+    /// instead of committing.
+    pub fn stops(&self, offset: u64) -> bool {
+        self.is_interrupted() || self.past_failure(offset)
+    }
+
     /// Keeps a statement the server refused for the quarantine file,
     /// with where it was, why it failed and the session statements
     /// (prelude length) it ran after.

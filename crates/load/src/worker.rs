@@ -52,9 +52,9 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
 
 enum Outcome {
     Ok(u64),
-    /// Stopped by an interrupt and rolled back: nothing of it is applied
-    /// or journaled.
-    Interrupted,
+    /// Stopped by an interrupt or an earlier failure in the file, and
+    /// rolled back: nothing of it is applied or journaled.
+    Stopped,
     /// Failed for good, already described (chunks).
     Failed(StatementFailure),
     Retry(mysql_async::Error),
@@ -92,7 +92,7 @@ pub(crate) async fn process(
             return;
         }
         match outcome {
-            Outcome::Interrupted => return,
+            Outcome::Stopped => return,
             Outcome::Ok(rows) => {
                 ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                 ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
@@ -318,7 +318,7 @@ async fn run_txn(
     };
     match fast {
         Fast::Done(rows) => return Outcome::Ok(rows),
-        _ if ctx.shared.is_interrupted() => return Outcome::Interrupted,
+        _ if ctx.shared.stops(stmts[0].offset) => return Outcome::Stopped,
         Fast::Retry(e) => return Outcome::Retry(e),
         Fast::Fallback => {
             if ctx.fast_path.load(Ordering::Relaxed) {
@@ -343,9 +343,9 @@ async fn run_txn(
     let mut counts = ServerCounts::default();
     let mut texts = Vec::new();
     for (i, s) in stmts.iter().enumerate() {
-        if ctx.shared.is_interrupted() {
+        if ctx.shared.stops(stmts[0].offset) {
             let _ = c.conn.query_drop("ROLLBACK").await;
-            return Outcome::Interrupted;
+            return Outcome::Stopped;
         }
         flight.add(s.end - s.offset);
         if let Err(e) = c.conn.query_drop(&s.text[..]).await {
@@ -370,6 +370,10 @@ async fn run_txn(
         }
     }
     sqlfleet_faults::point!("load::batch_sent");
+    if ctx.shared.stops(stmts[0].offset) {
+        let _ = c.conn.query_drop("ROLLBACK").await;
+        return Outcome::Stopped;
+    }
     if let Err(e) = c.conn.query_drop(record(rows)).await {
         let _ = c.conn.query_drop("ROLLBACK").await;
         return fail(0, e);
@@ -479,10 +483,10 @@ async fn run_nontx(
     };
     let mut rows = 0;
     for s in stmts {
-        if ctx.shared.is_interrupted() {
+        if ctx.shared.stops(stmts[0].offset) {
             // The pending record stays: `--resume` empties the table and
             // loads its data again, as after a lost connection.
-            return Outcome::Interrupted;
+            return Outcome::Stopped;
         }
         let mut attempt = 0;
         loop {
@@ -581,7 +585,7 @@ async fn one_by_one(
                 journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows, Some(table))
             };
             match run_txn(ctx, c, std::slice::from_ref(s), &record, false).await {
-                Outcome::Interrupted => return,
+                Outcome::Stopped => return,
                 Outcome::Ok(rows) => {
                     ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
                     ctx.shared.statements.fetch_add(1, Ordering::Relaxed);

@@ -1942,6 +1942,82 @@ fn a_statement_over_max_allowed_packet_is_named_before_it_is_sent() {
     );
 }
 
+/// After the first failing statement nothing later in the file commits,
+/// on any lane. The test holds a row lock in each of two tables: table
+/// `a`'s INSERT and table `b`'s (later in the file, on a second
+/// connection) both wait. It commits `a`'s key, so `a`'s INSERT fails with
+/// 1062, then lets `b`'s run: `b`'s batch must roll back — the stock
+/// client would never have run it (before: `b`'s rows committed after the
+/// failure, exit 3 all the same).
+#[test]
+fn nothing_later_in_the_file_commits_after_the_first_failure() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("later.sql");
+    std::fs::write(
+        &file,
+        "-- MariaDB dump 10.19  Distrib 10.11.19-MariaDB\n\
+         CREATE TABLE IF NOT EXISTS `a` (`id` int NOT NULL, PRIMARY KEY (`id`));\n\
+         CREATE TABLE IF NOT EXISTS `b` (`id` int NOT NULL, PRIMARY KEY (`id`));\n\
+         INSERT INTO `a` VALUES (1);\n\
+         INSERT INTO `b` VALUES (1),(2),(3);\n\
+         -- Dump completed on 2026-12-02\n",
+    )
+    .expect("write");
+    let db = fresh_db(srv, "later");
+    let rt = rt();
+    let hold = |t: &'static str| {
+        let db = db.clone();
+        async move {
+            let mut c = srv.connect().await;
+            c.query_drop(format!(
+                "CREATE TABLE `{db}`.{t} (`id` int NOT NULL, PRIMARY KEY (`id`)); BEGIN; INSERT INTO `{db}`.{t} VALUES (1)"
+            ))
+            .await
+            .expect("hold the key");
+            c
+        }
+    };
+    let (mut hold_a, mut hold_b) = rt.block_on(async { (hold("a").await, hold("b").await) });
+    let child = common::sqlfleet()
+        .arg("load")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["-D", &db, "--progress", "none", "--threads", "2"])
+        .arg(&file)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("load");
+    rt.block_on(async {
+        let mut c = srv.connect().await;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let waiting = format!(
+            "SELECT COUNT(*) FROM information_schema.processlist WHERE db = '{db}' AND (info LIKE '%INTO `a`%' OR info LIKE '%INTO TABLE `a`%' OR info LIKE '%INTO `b`%' OR info LIKE '%INTO TABLE `b`%')"
+        );
+        loop {
+            let n: Option<i64> = c.query_first(&waiting).await.expect("processlist");
+            if n == Some(2) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the two INSERTs never waited side by side ({n:?})"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        hold_a.query_drop("COMMIT").await.expect("commit a");
+        // `a`'s failure is known to the load before `b`'s INSERT returns.
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        hold_b.query_drop("ROLLBACK").await.expect("let b go");
+    });
+    let o = child.wait_with_output().expect("wait");
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{e}");
+    assert!(e.contains("1062") && e.contains("line 4"), "{e}");
+    let b = count(srv, &format!("SELECT COUNT(*) FROM `{db}`.b"));
+    assert_eq!(b, 0, "a statement after the failing one committed: {e}");
+}
+
 /// `--overwrite-tables` (myloader's): a dump made without DROP TABLE
 /// (`--skip-add-drop-table`) into a database that already has its tables
 /// stops at the first CREATE TABLE (the server's 1050) without it, and
