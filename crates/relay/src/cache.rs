@@ -20,10 +20,16 @@
 //! else every entry. An entry reads the tables its text names (every
 //! identifier in it, by name, in any database), or everything when it
 //! names a view. Writes made elsewhere (directly on the server, another
-//! relay) are seen when the entry's `ttl` ends: the relay does not follow
-//! the server's binary log yet.
+//! relay) are read from the primary's binary log (`cache/follower.rs`);
+//! entries are used only while it is caught up within `max_lag`
+//! (`cache/gate.rs`), else the cache is bypassed; with `[cache] binlog =
+//! false`, such writes are seen when the entry's `ttl` ends.
 
+pub mod caught_up;
 pub mod decide;
+pub mod follow;
+pub mod follower;
+pub mod gate;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -34,7 +40,7 @@ use sqlfleet_dump::lex::Tok;
 
 use crate::protocol::sql::Setting;
 
-pub use crate::routing::cache_rules::{CacheRule, CacheSettings};
+pub use crate::routing::cache_rules::{CacheRule, CacheSettings, FollowSettings};
 
 /// What an entry is kept under.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -209,6 +215,8 @@ pub struct Cache {
     /// Keys whose miss is being read now: later misses of the same key
     /// wait for it (bounded) instead of asking the server too.
     reading: Arc<Reading>,
+    /// Open while the binlog follower (if one runs) is caught up.
+    pub gate: gate::Gate,
 }
 
 type Reading = Mutex<HashMap<Key, Arc<tokio::sync::Notify>>>;
@@ -262,6 +270,7 @@ impl Cache {
             table_invalidations: AtomicU64::new(0),
             active: AtomicBool::new(active),
             reading: Arc::new(Mutex::new(HashMap::new())),
+            gate: gate::Gate::default(),
         }
     }
 
@@ -437,8 +446,10 @@ impl Cache {
         }
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         // Checked under the store's lock, which an invalidation's clean-up
-        // takes too.
-        if self.writes_in_flight.load(Relaxed) > 0 || !st.fresh(since, &reads) {
+        // takes too. (The gate: a follower gone blind during the read may
+        // have missed a write made elsewhere.)
+        if self.writes_in_flight.load(Relaxed) > 0 || !st.fresh(since, &reads) || !self.gate.open()
+        {
             c.not_stored.fetch_add(1, Relaxed);
             return;
         }
@@ -574,6 +585,22 @@ impl Cache {
         );
         let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_bytes gauge");
         let _ = writeln!(o, "sqlfleet_relay_cache_bytes {bytes}");
+        if self.gate.status().is_some() {
+            let _ = writeln!(o, "# HELP sqlfleet_relay_cache_blind 1 while the result cache is bypassed because its binlog follower is not caught up within cache.max_lag (down, refused, stalled or behind).");
+            let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_blind gauge");
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_cache_blind {}",
+                u8::from(!self.gate.open())
+            );
+        }
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_bypassed_total Cacheable statements sent to a server without the cache while its binlog follower was not caught up.");
+        let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_bypassed_total counter");
+        let _ = writeln!(
+            o,
+            "sqlfleet_relay_cache_bypassed_total {}",
+            self.gate.bypassed.load(Relaxed)
+        );
     }
 
     /// The cache in /status.
@@ -604,6 +631,7 @@ impl Cache {
             "invalidations": self.invalidations.load(Relaxed),
             "table_invalidations": self.table_invalidations.load(Relaxed),
             "rules": rules,
+            "binlog": self.gate.status(),
         })
     }
 }
@@ -644,6 +672,7 @@ mod tests {
                 max_entry_bytes: 1000,
             }],
             max_bytes,
+            follow: None,
         })
     }
 

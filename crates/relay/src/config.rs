@@ -291,6 +291,39 @@ impl RelayConfig {
             (open_files as usize).saturating_sub(backend + 128).max(64)
         })
     }
+
+    /// Backend `b` as the relay's own account reaches it, for the driver
+    /// the other commands use (the cache's binlog follower).
+    pub fn backend_target(&self, b: &Backend) -> sqlfleet_conn::Target {
+        use sqlfleet_conn::{Endpoint, PasswordSpec, Secret, SslMode};
+        let (ssl_mode, ssl_ca) = match &self.backend_tls {
+            BackendTls::Disabled => (SslMode::Disabled, None),
+            BackendTls::Preferred => (SslMode::Preferred, None),
+            BackendTls::Required => (SslMode::Required, None),
+            BackendTls::Verify(ca) => (SslMode::VerifyIdentity, Some(ca.clone())),
+        };
+        sqlfleet_conn::Target {
+            endpoint: match &b.socket {
+                Some(p) => Endpoint::Socket(p.clone()),
+                None => Endpoint::Tcp {
+                    host: b.host.clone(),
+                    port: b.port,
+                },
+            },
+            user: self.backend_user.clone(),
+            password: Some(PasswordSpec::Given(Secret::new(
+                self.backend_password.clone(),
+            ))),
+            database: None,
+            ssl_mode: if b.socket.is_some() {
+                SslMode::Disabled
+            } else {
+                ssl_mode
+            },
+            ssl_ca,
+            charset: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for RelayConfig {

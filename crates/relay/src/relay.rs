@@ -207,6 +207,14 @@ impl Relay {
                 ))
             })
             .collect();
+        let follower = self
+            .ctx
+            .cfg
+            .dynamic
+            .cache
+            .follow
+            .clone()
+            .map(|f| tokio::spawn(follow_binlog(self.ctx.clone(), f)));
         let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
         let _ = self.ctx.metrics.loops.set(loops.placement().clone());
         let sessions = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
@@ -240,7 +248,39 @@ impl Relay {
         for w in watchers {
             w.abort();
         }
+        if let Some(f) = follower {
+            f.abort();
+        }
     }
+}
+
+/// The result cache's binlog follower (`cache/follower.rs`), wired to
+/// the relay: the backend writes go to, reached as the relay's account.
+async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
+    let server_id = settings
+        .server_id
+        .unwrap_or_else(|| crate::cache::follower::default_server_id(&ctx.cfg.listen));
+    let wiring = crate::cache::follower::Wiring {
+        cache: &ctx.cache,
+        scopes: &ctx.write_scopes,
+        metrics: &ctx.metrics,
+        primary: Box::new(|| {
+            if let Some(list) = ctx.pool.several_primaries() {
+                return Err(format!(
+                    "several writable backends ({}): their writes cannot all be followed",
+                    list.join(", ")
+                ));
+            }
+            let i = ctx
+                .pool
+                .pick(crate::backend::pool::Route::Primary)
+                .ok_or("no backend takes writes now")?;
+            let b = ctx.cfg.backends.get(i).ok_or("no such backend")?;
+            Ok((b.addr(), ctx.cfg.backend_target(b)))
+        }),
+        server_id,
+    };
+    crate::cache::follower::run(wiring, settings).await;
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

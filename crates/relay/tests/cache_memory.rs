@@ -53,6 +53,7 @@ fn cache(max_bytes: usize) -> Cache {
             max_entry_bytes: 1 << 20,
         }],
         max_bytes,
+        follow: None,
     })
 }
 

@@ -4,7 +4,9 @@
 //! writers and readers on single-key registers, the read checked against
 //! the last write acknowledged before it began: 0 violations), a
 //! transaction's writes as soon as its COMMIT's OK is in; a write made
-//! directly on the server is seen once the rule's ttl ends; entries are
+//! directly on the server is seen once the relay's binlog follower has
+//! read it (every binlog shape), and without a binlog to follow the
+//! cache is bypassed (or, told so, trusts the ttl); entries are
 //! kept apart by account and session settings; transactions and volatile
 //! statements are never served from it.
 
@@ -70,7 +72,28 @@ async fn setup(srv: &sqlfleet_testkit::TestServer) -> (Relay, String) {
     .await
     .expect("tables");
     let relay = start_relay(srv, &["--mode", "transaction", "--toml", RULES]);
+    following(&relay).await;
     (relay, db)
+}
+
+/// Waits until the cache's binlog follower is caught up (until then every
+/// cacheable statement bypasses the cache).
+async fn following(relay: &Relay) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let open = || {
+        relay
+            .page("/status")
+            .replace([' ', '\n'], "")
+            .contains("\"open\":true")
+    };
+    while !open() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cache's binlog follower never caught up: {}",
+            relay.page("/status")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn client(relay: &Relay, db: &str) -> mysql_async::Conn {
@@ -167,7 +190,7 @@ async fn a_hit_costs_the_server_nothing_and_a_write_through_the_relay_is_read_at
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn entries_are_kept_apart_by_account_and_settings_and_elsewhere_writes_wait_for_the_ttl() {
+async fn entries_are_kept_apart_by_account_and_settings() {
     let _one = SERIAL.lock().await;
     let srv = sqlfleet_testkit::server();
     let (relay, db) = setup(srv).await;
@@ -192,23 +215,165 @@ async fn entries_are_kept_apart_by_account_and_settings_and_elsewhere_writes_wai
         misses + 2.0,
         "each of the two was a miss"
     );
-    // A write made directly on the server: the cached value until the
-    // rule's ttl (1 s) ends, then the new.
-    let short = "SELECT v FROM short WHERE k = 1";
-    let v: Option<i64> = a.query_first(short).await.expect("miss");
-    assert_eq!(v, Some(0));
-    let mut direct = srv.connect().await;
-    direct
-        .query_drop(format!("UPDATE `{db}`.short SET v = 9 WHERE k = 1"))
-        .await
-        .expect("direct write");
-    tokio::time::sleep(Duration::from_millis(1100)).await;
-    let v: Option<i64> = a.query_first(short).await.expect("read");
-    assert_eq!(v, Some(9), "seen once the ttl ended");
     assert!(
         relay.page("/status").contains("\"cache\""),
         "the cache is in /status"
     );
+}
+
+/// Reads `sql` through `c` until it gives `want` (at most `within`);
+/// how long that took.
+async fn read_until(
+    c: &mut mysql_async::Conn,
+    sql: &str,
+    want: i64,
+    within: Duration,
+) -> Result<Duration, Option<i64>> {
+    let t0 = std::time::Instant::now();
+    loop {
+        let v: Option<i64> = c.query_first(sql).await.expect("read");
+        if v == Some(want) {
+            return Ok(t0.elapsed());
+        }
+        if t0.elapsed() > within {
+            return Err(v);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Writes made directly on the primary (not through the relay), in each
+/// binlog shape: rows, a statement, a trigger's rows, a foreign key's
+/// cascade (which a row binlog does not show), DDL. Each cached read of
+/// what they change gives the new value once the relay's binlog follower
+/// has read the commit — long before the rule's 30 s ttl (before: only
+/// after it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut direct = srv.connect().await;
+    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let cases: [(&str, &str, &str, i64); 6] = [
+        (
+            "rows",
+            "SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 11 WHERE k = 9",
+            "SELECT v FROM kv WHERE k = 9",
+            11,
+        ),
+        (
+            "statement",
+            "SET SESSION binlog_format = 'STATEMENT'; UPDATE kv SET v = 12 WHERE k = 10",
+            "SELECT v FROM kv WHERE k = 10",
+            12,
+        ),
+        (
+            "a view's base table",
+            "SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 13 WHERE k = 11",
+            "SELECT v FROM kv_view WHERE k = 11",
+            13,
+        ),
+        (
+            "a trigger's table",
+            "SET SESSION binlog_format = 'STATEMENT'; INSERT INTO feed (v) VALUES (14)",
+            "SELECT v FROM kv WHERE k = 7",
+            14,
+        ),
+        (
+            "a cascade",
+            "SET SESSION binlog_format = 'ROW'; DELETE FROM parent WHERE id = 2",
+            "SELECT COUNT(*) FROM child",
+            2,
+        ),
+        (
+            "DDL",
+            "TRUNCATE TABLE other",
+            "SELECT COUNT(*) FROM other",
+            0,
+        ),
+    ];
+    for (what, write, read, want) in cases {
+        // Cached first (a miss, then a hit).
+        let before: Option<i64> = a.query_first(read).await.expect("miss");
+        assert_ne!(before, Some(want), "{what}: already {want}");
+        let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}")
+            + relay.metric("sqlfleet_relay_cache_hits_total{rule=\"scoped\"}");
+        let again: Option<i64> = a.query_first(read).await.expect("hit");
+        assert_eq!(again, before);
+        assert_eq!(
+            relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}")
+                + relay.metric("sqlfleet_relay_cache_hits_total{rule=\"scoped\"}"),
+            hits + 1.0,
+            "{what}: the read was cached"
+        );
+        direct.query_drop(write).await.expect(what);
+        match read_until(&mut a, read, want, Duration::from_secs(10)).await {
+            Ok(took) => eprintln!("direct write, {what}: read after {took:?}"),
+            Err(v) => panic!("{what}: still {v:?} 10 s after the commit (the rule's ttl is 30 s)"),
+        }
+    }
+}
+
+/// Blind to the primary's writes — here a server that keeps no binary
+/// log — the cache is bypassed: no entry is given, each read goes to the
+/// server, and /status says why. With `binlog = false` (the operator's
+/// choice) entries are given and writes made elsewhere wait for the ttl.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_primarys_binary_log_the_cache_is_bypassed_unless_told_to_trust_the_ttl() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server_with(&["skip-log-bin"]);
+    let (db, _) = srv.fresh_db("blind").await;
+    let mut root = srv.connect().await;
+    root.query_drop(format!(
+        "CREATE TABLE `{db}`.short (k INT PRIMARY KEY, v BIGINT); INSERT INTO `{db}`.short VALUES (1, 0)"
+    ))
+    .await
+    .expect("table");
+    let read = "SELECT v FROM short WHERE k = 1";
+    // Blind: every read reaches the server.
+    let relay = start_relay(&srv, &["--mode", "transaction", "--toml", RULES]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !relay.page("/status").contains("log_bin is OFF") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            relay.page("/status")
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut a = client(&relay, &db).await;
+    for _ in 0..3 {
+        let _: Option<i64> = a.query_first(read).await.expect("read");
+    }
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"short\"}"),
+        0.0
+    );
+    assert_eq!(relay.metric("sqlfleet_relay_cache_bypassed_total"), 3.0);
+    assert_eq!(relay.metric("sqlfleet_relay_cache_blind"), 1.0);
+    drop(a);
+    drop(relay);
+    // Told to trust the ttl: entries, and a write made elsewhere is read
+    // once the rule's ttl (1 s) has ended.
+    let rules = format!("{RULES}\n[cache]\nbinlog = false\n");
+    let relay = start_relay(&srv, &["--mode", "transaction", "--toml", &rules]);
+    let mut a = client(&relay, &db).await;
+    let v: Option<i64> = a.query_first(read).await.expect("miss");
+    assert_eq!(v, Some(0));
+    root.query_drop(format!("UPDATE `{db}`.short SET v = 9 WHERE k = 1"))
+        .await
+        .expect("direct write");
+    let v: Option<i64> = a.query_first(read).await.expect("hit");
+    assert_eq!(v, Some(0), "the entry, until its ttl");
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"short\"}"),
+        1.0
+    );
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(9), "seen once the ttl ended");
 }
 
 /// A write through the relay makes stale only what reads the tables it

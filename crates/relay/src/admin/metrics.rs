@@ -80,16 +80,20 @@ pub enum OwnQuery {
     Privileges,
     /// Per-user mode: one account's login and grants (`accounts.rs`).
     Account,
+    /// The cache's binlog follower: where the primary's binary log ends,
+    /// and its checks before following (`cache/follower.rs`).
+    BinlogPosition,
 }
 
 impl OwnQuery {
-    pub const ALL: [OwnQuery; 6] = [
+    pub const ALL: [OwnQuery; 7] = [
         OwnQuery::ViewNames,
         OwnQuery::ViewDefinition,
         OwnQuery::TableEffects,
         OwnQuery::TableScope,
         OwnQuery::Privileges,
         OwnQuery::Account,
+        OwnQuery::BinlogPosition,
     ];
 
     /// Its label in /metrics.
@@ -101,6 +105,7 @@ impl OwnQuery {
             OwnQuery::TableScope => "table_scope",
             OwnQuery::Privileges => "privileges",
             OwnQuery::Account => "account",
+            OwnQuery::BinlogPosition => "binlog_position",
         }
     }
 }

@@ -37,6 +37,15 @@ struct File {
 struct CacheSection {
     /// All entries together at most, in bytes (default 64 MiB).
     max_bytes: Option<usize>,
+    /// Follow the primary's binary log, so that writes made elsewhere make
+    /// entries stale (default true); false: they wait for the ttl.
+    binlog: Option<bool>,
+    /// Seconds: entries are given only while the binlog follower has read
+    /// everything committed up to this long ago (default 1).
+    max_lag: Option<f64>,
+    /// The replica id the follower registers with (default: one derived
+    /// from this host and the relay's listen address).
+    server_id: Option<u32>,
 }
 
 /// `[[cache_rules]]`: which SELECTs' results are cached, how long.
@@ -61,7 +70,7 @@ fn cache_settings(
     c: CacheSection,
     rules: Vec<CacheRuleSection>,
 ) -> Result<crate::routing::cache_rules::CacheSettings, String> {
-    use crate::routing::cache_rules::{CacheRule, CacheSettings};
+    use crate::routing::cache_rules::{CacheRule, CacheSettings, FollowSettings};
     let mut out = Vec::new();
     for (i, r) in rules.into_iter().enumerate() {
         let name = r.name.clone().unwrap_or_else(|| format!("cache{}", i + 1));
@@ -97,9 +106,21 @@ fn cache_settings(
     if max_bytes == 0 {
         return Err("cache.max_bytes: at least 1".into());
     }
+    let max_lag = c.max_lag.unwrap_or(1.0);
+    if !(0.05..=3600.0).contains(&max_lag) {
+        return Err("cache.max_lag: seconds, at least 0.05, at most 3600".into());
+    }
+    if c.server_id == Some(0) {
+        return Err("cache.server_id: 1 to 4294967295 (0 is not a replica id)".into());
+    }
+    let follow = c.binlog.unwrap_or(true).then(|| FollowSettings {
+        max_lag: Duration::from_secs_f64(max_lag),
+        server_id: c.server_id,
+    });
     Ok(CacheSettings {
         rules: out,
         max_bytes,
+        follow,
     })
 }
 

@@ -181,3 +181,36 @@ fn a_socket_backend_goes_by_the_name_it_is_given() {
         }
     }
 }
+
+/// `[cache]`: the binlog follower is on by default with a 1 s lag bound;
+/// `binlog = false` turns it off; a lag or replica id out of range is
+/// named.
+#[test]
+fn the_cache_follows_the_binlog_unless_told_not_to() {
+    let base = "[relay]\nlisten = [\"a:1\"]\n[backend]\nservers=[\"x\"]\nuser=\"u\"\n[[cache_rules]]\ntables = [\"t\"]\nttl = 5\n";
+    let c = load(write(base).path()).expect("loads");
+    let f = c.dynamic.cache.follow.expect("on by default");
+    assert_eq!((f.max_lag, f.server_id), (Duration::from_secs(1), None));
+    for (cache, want) in [
+        ("binlog = false", Ok(None)),
+        (
+            "max_lag = 0.25\nserver_id = 77",
+            Ok(Some((Duration::from_millis(250), Some(77)))),
+        ),
+        ("max_lag = 0", Err("cache.max_lag")),
+        ("max_lag = 7200", Err("cache.max_lag")),
+        ("server_id = 0", Err("cache.server_id")),
+        ("binlgo = true", Err("binlgo")),
+    ] {
+        let r = load(write(&format!("{base}[cache]\n{cache}\n")).path());
+        match (r, want) {
+            (Ok(c), Ok(w)) => assert_eq!(
+                c.dynamic.cache.follow.map(|f| (f.max_lag, f.server_id)),
+                w,
+                "{cache}"
+            ),
+            (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{cache}: {e}"),
+            (r, w) => panic!("{cache}: {:?} where {w:?}", r.map(|_| ())),
+        }
+    }
+}

@@ -28,4 +28,18 @@ pub struct CacheSettings {
     /// All entries together at most: their whole footprint in memory
     /// (reply, key, what each reads, their share of the tables).
     pub max_bytes: usize,
+    /// Following the primary's binary log (`[cache] binlog`); `None`:
+    /// writes made elsewhere are seen when an entry's ttl ends.
+    pub follow: Option<FollowSettings>,
+}
+
+/// How the cache follows the primary's binary log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FollowSettings {
+    /// Entries are given only while everything committed on the primary
+    /// up to this long ago has been read (and made stale).
+    pub max_lag: Duration,
+    /// The replica id the relay registers with (unique among the
+    /// primary's replicas: another with the same id would be cut off).
+    pub server_id: Option<u32>,
 }

@@ -61,6 +61,11 @@ impl Session {
             streamed: self.streamed.is_some(),
         };
         decide::cacheable(fx, toks, session).ok()?;
+        if !self.ctx.cache.gate.open() {
+            // Blind to writes made elsewhere: as if no rule took it.
+            self.ctx.cache.gate.bypassed.fetch_add(1, Relaxed);
+            return None;
+        }
         Some((
             rule,
             Key {

@@ -1,0 +1,426 @@
+//! The result cache's binlog follower: the I/O around `follow.rs` (what an
+//! event makes stale) and `caught_up.rs` (how far behind it is). While
+//! cache rules exist it reads the binary log of the backend writes go to,
+//! as a replica does (its own replica id), from where that log ended when
+//! it started, and at each commit read makes stale what the commit
+//! changed (the tables, with what their triggers and foreign keys change:
+//! `backend/write_scope.rs`, as for writes through the relay) — once at
+//! once and once more [`SETTLE`] later, for the commit's engine part that
+//! a server makes visible just after writing its binlog. Every
+//! [`probe_every`] it asks where the log ends (`SHOW MASTER STATUS`, on a
+//! second connection); the gate (`gate.rs`) opens only while everything
+//! committed up to `max_lag` ago has been read.
+//!
+//! Blind — the account may not read the log, the log is off, a Galera
+//! node's log lacks the other nodes' writes, several writable backends,
+//! the connection lost or silent — the gate shuts and the cache is
+//! bypassed; each restart makes everything stale first. What it costs the
+//! primary: one binlog dump connection and a position question a few
+//! times a second while rules exist, counted in /metrics
+//! (`own_queries_total{kind="binlog_position"}`).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use mysql_async::prelude::Queryable;
+use mysql_async::{BinlogStreamRequest, Conn};
+use mysql_common::binlog::consts::EventType;
+use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, TableMapEvent};
+use sqlfleet_conn::Target;
+
+use crate::admin::metrics::{Metrics, OwnQuery};
+use crate::backend::write_scope::WriteScopes;
+use crate::cache::caught_up::{BinPos, CaughtUp};
+use crate::cache::follow::{Ev, Follow, Stale};
+use crate::cache::{Cache, Scope};
+use crate::routing::cache_rules::FollowSettings;
+
+/// A commit's invalidation is made again this long after it is read: a
+/// server writes its binary log before its storage engine's commit is
+/// visible to readers (group commit: microseconds to milliseconds), and a
+/// read in between would be kept as if after the commit.
+pub const SETTLE: Duration = Duration::from_millis(200);
+
+/// How often the follower asks where the primary's log ends: a quarter
+/// of `max_lag`, between 25 ms and 1 s.
+pub fn probe_every(max_lag: Duration) -> Duration {
+    (max_lag / 4).clamp(Duration::from_millis(25), Duration::from_secs(1))
+}
+
+/// A replica id for this relay: derived from the host's name and the
+/// relay's listen addresses (stable across restarts, apart from another
+/// relay's), high enough not to meet hand-numbered servers; `[cache]
+/// server_id` sets it.
+pub fn default_server_id(listen: &[String]) -> u32 {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let text = format!("sqlfleet-relay/{}/{}", host.trim(), listen.join(","));
+    let h = text.bytes().fold(2_166_136_261u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(16_777_619)
+    });
+    0x6000_0000 | (h & 0x0FFF_FFFF)
+}
+
+/// The longest a position question or a connect may take.
+const ASK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the follower needs of the relay (wired in relay.rs).
+pub struct Wiring<'a> {
+    pub cache: &'a Cache,
+    pub scopes: &'a WriteScopes,
+    pub metrics: &'a Metrics,
+    /// The backend writes go to now — its name and how the relay's
+    /// account reaches it — or why there is none to follow.
+    pub primary: Box<dyn Fn() -> Result<(String, Target), String> + Send + Sync + 'a>,
+    pub server_id: u32,
+}
+
+/// Follows while the relay runs (the task is dropped with it).
+pub async fn run(w: Wiring<'_>, settings: FollowSettings) {
+    w.cache.gate.follow();
+    let started = Instant::now();
+    let mut said = String::new();
+    // Again soon after a failure, then less often (up to a second).
+    let mut wait = RETRY_FIRST;
+    loop {
+        if !w.cache.active() {
+            w.cache.gate.blind("no cache rules".into());
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
+        }
+        let why = match (w.primary)() {
+            Ok((name, target)) => {
+                let began = Instant::now();
+                let r = session(&w, &settings, &name, &target).await;
+                if began.elapsed() > Duration::from_secs(10) {
+                    wait = RETRY_FIRST;
+                }
+                match r {
+                    Ok(()) => continue,
+                    Err(why) => format!("{name}: {why}"),
+                }
+            }
+            Err(why) => why,
+        };
+        w.cache.gate.blind(why.clone());
+        // (not while the health checks have yet to find the primary)
+        if why != said && started.elapsed() > QUIET_START {
+            tracing::warn!("relay cache: bypassed while blind to the primary's writes: {why}");
+            said = why;
+        }
+        tokio::time::sleep(wait).await;
+        wait = (wait * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// The first wait before following again.
+const RETRY_FIRST: Duration = Duration::from_millis(20);
+
+/// At start the health checks have not yet found the primary: no warning.
+const QUIET_START: Duration = Duration::from_secs(3);
+
+/// Where the log ends now (file name and position), asked on `c`.
+async fn log_end(w: &Wiring<'_>, c: &mut Conn) -> Result<(String, BinPos), String> {
+    w.metrics.own_query(OwnQuery::BinlogPosition);
+    let row: Option<mysql_async::Row> = tokio::time::timeout(ASK_TIMEOUT, c.query_first("SHOW MASTER STATUS"))
+        .await
+        .map_err(|_| format!("SHOW MASTER STATUS: no answer within {}s", ASK_TIMEOUT.as_secs()))?
+        .map_err(|e| match &e {
+            mysql_async::Error::Server(s) if s.code == 1227 => format!(
+                "the relay's account may not read where the binary log ends ({}): GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO it",
+                s.message
+            ),
+            _ => format!("SHOW MASTER STATUS: {e}"),
+        })?;
+    let row = row.ok_or(
+        "the primary writes no binary log (log_bin is OFF): writes made elsewhere cannot be seen",
+    )?;
+    // (by name, converted without a panic: the columns are the server's)
+    let file: Option<String> = row.get_opt("File").and_then(Result::ok);
+    let pos: Option<u64> = row.get_opt("Position").and_then(Result::ok);
+    let (Some(file), Some(pos)) = (file, pos) else {
+        return Err(format!(
+            "SHOW MASTER STATUS gave no File and Position: {row:?}"
+        ));
+    };
+    let at =
+        BinPos::of(&file, pos).ok_or_else(|| format!("binary log file {file:?} has no number"))?;
+    Ok((file, at))
+}
+
+/// Whether this server's binary log holds every write the cache must
+/// see: off, or a Galera node's without the other nodes' writes, it
+/// does not.
+async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<(), String> {
+    w.metrics.own_query(OwnQuery::BinlogPosition);
+    let rows: Vec<mysql_async::Row> = tokio::time::timeout(
+        ASK_TIMEOUT,
+        c.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'wsrep_on', 'log_slave_updates')"),
+    )
+    .await
+    .map_err(|_| "no answer to SHOW GLOBAL VARIABLES".to_string())?
+    .map_err(|e| format!("SHOW GLOBAL VARIABLES: {e}"))?;
+    let text =
+        |r: &mysql_async::Row, i: usize| -> Option<String> { r.get_opt(i).and_then(Result::ok) };
+    let vars: Vec<(String, String)> = rows
+        .iter()
+        .filter_map(|r| Some((text(r, 0)?, text(r, 1)?)))
+        .collect();
+    let on = |n: &str| {
+        vars.iter()
+            .any(|(k, v)| k.eq_ignore_ascii_case(n) && v.eq_ignore_ascii_case("ON"))
+    };
+    if !on("log_bin") {
+        return Err("the primary writes no binary log (log_bin is OFF): writes made elsewhere cannot be seen".into());
+    }
+    if on("wsrep_on") && !on("log_slave_updates") {
+        return Err("a Galera node whose binary log holds only its own writes (log_slave_updates is OFF): the other nodes' writes cannot be seen".into());
+    }
+    Ok(())
+}
+
+/// One following session: until an error (or the rules are gone).
+async fn session(
+    w: &Wiring<'_>,
+    settings: &FollowSettings,
+    name: &str,
+    target: &Target,
+) -> Result<(), String> {
+    let connect = || async {
+        target
+            .connect(ASK_TIMEOUT)
+            .await
+            .map_err(|e| format!("connecting: {e}"))
+    };
+    let mut probe = connect().await?;
+    check_log(w, &mut probe).await?;
+    let every = probe_every(settings.max_lag);
+    let sent = Instant::now();
+    let (mut file, start) = log_end(w, &mut probe).await?;
+    let mut stream_conn = connect().await?;
+    // (GTID events as MariaDB sends them to a replica that knows them; a
+    // heartbeat whenever nothing else was sent for a probe's interval)
+    stream_conn
+        .query_drop(format!(
+            "SET @mariadb_slave_capability = 4, @master_heartbeat_period = {}",
+            every.as_nanos()
+        ))
+        .await
+        .map_err(|e| format!("preparing the binlog stream: {e}"))?;
+    let mut stream = stream_conn
+        .get_binlog_stream(
+            BinlogStreamRequest::new(w.server_id)
+                .with_filename(file.as_bytes())
+                .with_pos(start.offset),
+        )
+        .await
+        .map_err(|e| match &e {
+            mysql_async::Error::Server(s) if s.code == 1227 => format!(
+                "the relay's account may not read the binary log ({}): GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO it",
+                s.message
+            ),
+            _ => format!("requesting the binary log: {e}"),
+        })?;
+    // Blind until now: whatever was kept may predate a write not seen.
+    let mut settle: VecDeque<(Instant, Scope)> = VecDeque::new();
+    w.cache.invalidate();
+    settle.push_back((Instant::now() + SETTLE, Scope::Whole));
+    let mut caught = CaughtUp::start(sent, start);
+    w.cache.gate.caught_up(sent, settings.max_lag);
+    w.cache.gate.set(|v| {
+        v.state = "following".into();
+        v.reason = None;
+        v.backend = Some(name.to_string());
+        v.file = Some(file.clone());
+        v.offset = start.offset;
+    });
+    let mut follow = Follow::default();
+    let mut formatted = false;
+    let mut last_event = Instant::now();
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let due = settle.front().map(|(at, _)| *at);
+        tokio::select! {
+            ev = stream.next() => {
+                let ev = match ev {
+                    Some(Ok(ev)) => ev,
+                    Some(Err(e)) => return Err(format!("reading the binary log: {e}")),
+                    None => return Err("the primary ended the binlog stream".into()),
+                };
+                last_event = Instant::now();
+                // (an event's end is in the file it came from: a rotation
+                // names the next file, but ends in the one before)
+                let from = file.clone();
+                if let Some(stale) = read_event(&ev, &mut follow, &mut file, &mut formatted)? {
+                    let scope = scope_of(w, stale).await;
+                    w.cache.invalidate_scope(&scope);
+                    settle.push_back((Instant::now() + SETTLE, scope.clone()));
+                    w.cache.gate.set(|v| {
+                        v.commits += 1;
+                        match scope {
+                            Scope::Whole => v.whole += 1,
+                            Scope::Tables(_) => v.tables += 1,
+                        }
+                    });
+                }
+                // Read to its end once what it made stale is stale.
+                let end = ev.header().log_pos() as u64;
+                if end != 0 {
+                    if let Some(p) = BinPos::of(&from, end) {
+                        caught.read_to(p);
+                        if let Some(at) = caught.at() {
+                            w.cache.gate.caught_up(at, settings.max_lag);
+                        }
+                        w.cache.gate.set(|v| {
+                            v.file = Some(from.clone());
+                            v.offset = end;
+                        });
+                    }
+                }
+            }
+            _ = tick.tick() => {
+                if !w.cache.active() {
+                    return Ok(());
+                }
+                match (w.primary)() {
+                    Ok((now, _)) if now == name => {}
+                    Ok((now, _)) => return Err(format!("writes go to {now} now")),
+                    Err(why) => return Err(why),
+                }
+                let silent = (every * 4).max(Duration::from_secs(2));
+                if last_event.elapsed() > silent {
+                    return Err(format!(
+                        "no event nor heartbeat for {:.1}s",
+                        last_event.elapsed().as_secs_f64()
+                    ));
+                }
+                let sent = Instant::now();
+                let (_, end) = log_end(w, &mut probe).await?;
+                caught.asked(sent, end);
+                if let Some(at) = caught.at() {
+                    w.cache.gate.caught_up(at, settings.max_lag);
+                }
+            }
+            _ = async {
+                match due {
+                    Some(at) => tokio::time::sleep_until(at.into()).await,
+                    None => std::future::pending().await,
+                }
+            } => {
+                let now = Instant::now();
+                while settle.front().is_some_and(|(at, _)| *at <= now) {
+                    if let Some((_, scope)) = settle.pop_front() {
+                        w.cache.invalidate_scope(&scope);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a commit made stale, as a scope: its tables and what their
+/// triggers and foreign keys change, or everything when that is unsure.
+async fn scope_of(w: &Wiring<'_>, stale: Stale) -> Scope {
+    match stale {
+        Stale::Whole => Scope::Whole,
+        Stale::Tables(refs) => match w.scopes.tables(None, &refs).await {
+            Some(t) => Scope::Tables(std::sync::Arc::new(t)),
+            None => Scope::Whole,
+        },
+    }
+}
+
+/// MariaDB's event types the binlog library leaves unparsed.
+const MARIADB_ANNOTATE_ROWS: u8 = 160;
+const MARIADB_BINLOG_CHECKPOINT: u8 = 161;
+const MARIADB_GTID: u8 = 162;
+const MARIADB_GTID_LIST: u8 = 163;
+const MARIADB_START_ENCRYPTION: u8 = 164;
+const MARIADB_COMPRESSED_ROWS: std::ops::RangeInclusive<u8> = 166..=171;
+/// A MariaDB GTID event's flag: its group is one statement (DDL).
+const FL_STANDALONE: u8 = 1;
+
+/// Reads one event into `follow`; keeps the file name a rotation gives.
+/// A rotation before the stream's format description may carry a
+/// checksum in its name (the reader cannot know yet): the file asked for
+/// is kept then.
+fn read_event(
+    ev: &Event,
+    follow: &mut Follow,
+    file: &mut String,
+    formatted: &mut bool,
+) -> Result<Option<Stale>, String> {
+    let t = ev.header().event_type_raw();
+    let bad = |what: &str, e: std::io::Error| format!("a {what} event it cannot read: {e}");
+    let is = |k: EventType| t == k as u8;
+    let stale = if is(EventType::QUERY_EVENT) {
+        let q: QueryEvent = ev.read_event().map_err(|e| bad("query", e))?;
+        follow.step(Ev::Query {
+            db: q.schema_raw(),
+            sql: q.query_raw(),
+        })
+    } else if is(EventType::TABLE_MAP_EVENT) {
+        let m: TableMapEvent = ev.read_event().map_err(|e| bad("table map", e))?;
+        follow.step(Ev::TableMap {
+            db: m.database_name_raw(),
+            table: m.table_name_raw(),
+        })
+    } else if is(EventType::XID_EVENT) {
+        follow.step(Ev::Xid)
+    } else if t == MARIADB_GTID {
+        let flags = ev.data().get(12).copied().unwrap_or(0);
+        follow.step(Ev::Gtid {
+            standalone: flags & FL_STANDALONE != 0,
+        })
+    } else if is(EventType::ROTATE_EVENT) {
+        if *formatted {
+            let r: RotateEvent = ev.read_event().map_err(|e| bad("rotate", e))?;
+            *file = String::from_utf8_lossy(r.name_raw()).into_owned();
+        }
+        None
+    } else if is(EventType::FORMAT_DESCRIPTION_EVENT) {
+        *formatted = true;
+        None
+    } else if [
+        EventType::WRITE_ROWS_EVENT,
+        EventType::UPDATE_ROWS_EVENT,
+        EventType::DELETE_ROWS_EVENT,
+        EventType::WRITE_ROWS_EVENT_V1,
+        EventType::UPDATE_ROWS_EVENT_V1,
+        EventType::DELETE_ROWS_EVENT_V1,
+        EventType::PARTIAL_UPDATE_ROWS_EVENT,
+    ]
+    .into_iter()
+    .any(is)
+        || MARIADB_COMPRESSED_ROWS.contains(&t)
+    {
+        follow.step(Ev::Rows)
+    } else if [
+        EventType::HEARTBEAT_EVENT,
+        EventType::STOP_EVENT,
+        EventType::INTVAR_EVENT,
+        EventType::RAND_EVENT,
+        EventType::USER_VAR_EVENT,
+        EventType::ROWS_QUERY_EVENT,
+        EventType::PREVIOUS_GTIDS_EVENT,
+        // MySQL's GTIDs: its groups open with BEGIN or are one statement
+        EventType::GTID_EVENT,
+        EventType::ANONYMOUS_GTID_EVENT,
+    ]
+    .into_iter()
+    .any(is)
+        || [
+            MARIADB_ANNOTATE_ROWS,
+            MARIADB_BINLOG_CHECKPOINT,
+            MARIADB_GTID_LIST,
+            MARIADB_START_ENCRYPTION,
+        ]
+        .contains(&t)
+    {
+        follow.step(Ev::Meta)
+    } else {
+        follow.step(Ev::Unread)
+    };
+    Ok(stale)
+}
