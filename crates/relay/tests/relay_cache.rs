@@ -571,6 +571,123 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
     assert!(hits > 0.0, "the campaign read from the cache");
 }
 
+/// A writer directly on the primary (not through the relay) bumps
+/// single-key registers — in row and statement binlog format, on the
+/// table or through another table's trigger — while readers read them
+/// through the relay with the cache on. The bound: a read that began
+/// `max_lag` (1 s) after a write was acknowledged returns that write or a
+/// later one (0 violations); reads inside the bound may be older, and
+/// their greatest age is printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_made_directly_are_read_within_the_lag_bound() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let seed: u64 = std::env::var("SQLFLEET_CACHE_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    let rounds: u64 = std::env::var("SQLFLEET_CACHE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    const BOUND: Duration = Duration::from_secs(1);
+    // Keys 13..=16: each one's acknowledged values, with when.
+    type History = std::sync::Mutex<Vec<Vec<(std::time::Instant, u64)>>>;
+    let history: Arc<History> = Arc::new(std::sync::Mutex::new(vec![Vec::new(); 4]));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut direct = srv.connect().await;
+    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let writer = {
+        let history = history.clone();
+        let done = done.clone();
+        tokio::spawn(async move {
+            let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+            let mut values = [0u64; 4];
+            for _ in 0..rounds {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = ((x >> 33) % 4) as usize;
+                values[i] += 1;
+                let (key, next) = (13 + i, values[i]);
+                let format = if (x >> 20) % 2 == 0 {
+                    "ROW"
+                } else {
+                    "STATEMENT"
+                };
+                let write = if (x >> 24) % 3 == 0 {
+                    format!("INSERT INTO bump (k, v) VALUES ({key}, {next})")
+                } else {
+                    format!("UPDATE kv SET v = {next} WHERE k = {key}")
+                };
+                direct
+                    .query_drop(format!("SET SESSION binlog_format = '{format}'; {write}"))
+                    .await
+                    .expect("direct write");
+                let at = std::time::Instant::now();
+                history.lock().expect("history")[i].push((at, next));
+                tokio::time::sleep(Duration::from_millis((x >> 40) % 8)).await;
+            }
+            done.store(true, SeqCst);
+        })
+    };
+    let mut readers = Vec::new();
+    for r in 0..3u64 {
+        let mut c = client(&relay, &db).await;
+        let history = history.clone();
+        let done = done.clone();
+        readers.push(tokio::spawn(async move {
+            let (mut violations, mut reads, mut oldest) = (0u64, 0u64, Duration::ZERO);
+            let mut x = seed ^ (r + 100);
+            while !done.load(SeqCst) {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let i = ((x >> 33) % 4) as usize;
+                let began = std::time::Instant::now();
+                let v: Option<u64> = c
+                    .query_first(format!("SELECT v FROM kv WHERE k = {}", 13 + i))
+                    .await
+                    .expect("read");
+                let v = v.unwrap_or(0);
+                reads += 1;
+                let h = history.lock().expect("history")[i].clone();
+                // The last write acknowledged a bound before the read began.
+                let floor = h
+                    .iter()
+                    .filter(|(at, _)| *at + BOUND <= began)
+                    .map(|(_, n)| *n)
+                    .max()
+                    .unwrap_or(0);
+                if v < floor {
+                    violations += 1;
+                }
+                // How old the value read was: since the first later write
+                // acknowledged before the read began.
+                if let Some((at, _)) = h.iter().find(|(at, n)| *n > v && *at <= began) {
+                    oldest = oldest.max(began - *at);
+                }
+            }
+            (violations, reads, oldest)
+        }));
+    }
+    writer.await.expect("writer");
+    let (mut violations, mut reads, mut oldest) = (0, 0, Duration::ZERO);
+    for r in readers {
+        let (v, n, o) = r.await.expect("reader");
+        violations += v;
+        reads += n;
+        oldest = oldest.max(o);
+    }
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    eprintln!(
+        "direct-write campaign seed {seed}: {rounds} writes, {reads} reads, {hits} hits, {violations} past the {BOUND:?} bound, oldest value read {oldest:?} after a newer one was acknowledged"
+    );
+    assert_eq!(violations, 0, "reads older than the lag bound allows");
+    assert!(hits > 0.0, "the campaign read from the cache");
+}
+
 /// Eight clients miss the same cold key at once: one server read, the
 /// others wait for it and are answered from its entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
