@@ -611,7 +611,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
                 let i = ((x >> 33) % 4) as usize;
                 values[i] += 1;
                 let (key, next) = (13 + i, values[i]);
-                let format = if (x >> 20) % 2 == 0 {
+                let format = if (x >> 20).is_multiple_of(2) {
                     "ROW"
                 } else {
                     "STATEMENT"
