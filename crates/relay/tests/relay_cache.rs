@@ -616,7 +616,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
                 } else {
                     "STATEMENT"
                 };
-                let write = if (x >> 24) % 3 == 0 {
+                let write = if (x >> 24).is_multiple_of(3) {
                     format!("INSERT INTO bump (k, v) VALUES ({key}, {next})")
                 } else {
                     format!("UPDATE kv SET v = {next} WHERE k = {key}")
