@@ -688,6 +688,75 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
     assert!(hits > 0.0, "the campaign read from the cache");
 }
 
+/// The network to the primary stalls (its packets held both ways): the
+/// relay's binlog follower reads nothing more, so once `max_lag` has
+/// passed the cache gives no entry — a write made meanwhile on the
+/// primary (directly) can never be answered by the entry it made stale.
+/// The reads then go to the stalled server and wait; once the network is
+/// back, the follower starts again and entries are given again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_primary_blinds_the_cache_instead_of_serving_old_entries() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (first, db) = setup(srv).await;
+    drop(first);
+    let link = sqlfleet_testkit::netfault::Link::to(srv.sandbox.meta.primary().port);
+    let port = link.port.to_string();
+    let relay = start_relay(
+        srv,
+        &[
+            "--mode",
+            "transaction",
+            "--toml",
+            RULES,
+            "--backend-port",
+            &port,
+        ],
+    );
+    following(&relay).await;
+    let mut a = client(&relay, &db).await;
+    let read = "SELECT v FROM kv WHERE k = 12";
+    let v: Option<i64> = a.query_first(read).await.expect("miss");
+    assert_eq!(v, Some(0));
+    let v: Option<i64> = a.query_first(read).await.expect("hit");
+    assert_eq!(v, Some(0));
+    link.stall();
+    let mut direct = srv.connect().await;
+    direct
+        .query_drop(format!("UPDATE `{db}`.kv SET v = 5 WHERE k = 12"))
+        .await
+        .expect("direct write");
+    let written = std::time::Instant::now();
+    // Past the bound: the old entry is never given (the read waits on the
+    // stalled server instead, or times out).
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_blind"),
+        1.0,
+        "{}",
+        relay.page("/status")
+    );
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let r = tokio::time::timeout(Duration::from_secs(2), a.query_first::<i64, _>(read)).await;
+    assert!(
+        !matches!(r, Ok(Ok(Some(0)))),
+        "the old entry was given {:?} after the write",
+        written.elapsed()
+    );
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}"),
+        hits
+    );
+    assert!(relay.metric("sqlfleet_relay_cache_bypassed_total") >= 1.0);
+    link.heal();
+    following(&relay).await;
+    let mut b = client(&relay, &db).await;
+    match read_until(&mut b, read, 5, Duration::from_secs(10)).await {
+        Ok(_) => {}
+        Err(v) => panic!("after the stall: {v:?}"),
+    }
+}
+
 /// Eight clients miss the same cold key at once: one server read, the
 /// others wait for it and are answered from its entry.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -126,6 +126,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let mut mode = "transaction".to_string();
     let mut relay_extra = String::new();
     let mut sections = String::new();
+    let mut backend_port = srv.sandbox.meta.primary().port;
     for pair in flags.chunks(2) {
         let [flag, value] = pair else {
             panic!("flags come in pairs: {flags:?}")
@@ -139,6 +140,8 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
             "--threads" => relay_extra += &format!("threads = {value}\n"),
             // Sections of the config file as they are (appended).
             "--toml" => sections += &format!("{value}\n"),
+            // The backend reached on another port (a test kit link to it).
+            "--backend-port" => backend_port = value.parse().expect("port"),
             other => panic!("start_relay does not know {other}"),
         }
     }
@@ -148,7 +151,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
          [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n\n\
          [pool]\n{pool}\n\
          [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n{sections}",
-        srv.sandbox.meta.primary().port,
+        backend_port,
         quoted(pw.expose()),
         hash("app-pw"),
         hash(pw.expose()),
