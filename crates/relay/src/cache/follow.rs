@@ -441,4 +441,49 @@ mod tests {
             assert_eq!(got, want, "{what}");
         }
     }
+
+    use proptest::prelude::*;
+
+    /// An event drawn from every kind, with any bytes where the server's
+    /// would be.
+    fn event() -> impl Strategy<Value = (u8, Vec<u8>, Vec<u8>, bool)> {
+        (0u8..8, any::<Vec<u8>>(), any::<Vec<u8>>(), any::<bool>())
+    }
+
+    fn ev<'a>((kind, a, b, flag): &'a (u8, Vec<u8>, Vec<u8>, bool)) -> Ev<'a> {
+        match kind {
+            0 => Ev::Gtid { standalone: *flag },
+            1 => Ev::Query { db: a, sql: b },
+            2 => Ev::TableMap { db: a, table: b },
+            3 => Ev::Rows,
+            4 => Ev::Xid,
+            5 => Ev::Meta,
+            6 => Ev::Unread,
+            _ => Ev::Query {
+                db: a,
+                sql: b"COMMIT",
+            },
+        }
+    }
+
+    proptest! {
+        /// Any sequence of events, any bytes in them: no panic, and a
+        /// group with an event it cannot read ends as "everything".
+        #[test]
+        fn any_events_read_without_a_panic_and_unread_means_everything(
+            events in proptest::collection::vec(event(), 0..40),
+        ) {
+            let mut f = Follow::default();
+            for e in &events {
+                let _ = f.step(ev(e));
+            }
+            let mut f = Follow::default();
+            f.step(Ev::Gtid { standalone: false });
+            for e in events.iter().filter(|e| e.0 == 2 || e.0 == 3 || e.0 == 5) {
+                prop_assert_eq!(f.step(ev(e)), None);
+            }
+            f.step(Ev::Unread);
+            prop_assert_eq!(f.step(Ev::Xid), Some(Stale::Whole));
+        }
+    }
 }
