@@ -37,6 +37,11 @@ fn wait_roles(relay: &Relay, want: &[&str]) {
 }
 
 fn start(g: &TestServer, dir: &std::path::Path) -> Relay {
+    start_with(g, dir, "")
+}
+
+/// The relay over the cluster, with `sections` of config added.
+fn start_with(g: &TestServer, dir: &std::path::Path, sections: &str) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
     let pwfile = dir.join("backend.pw");
@@ -54,7 +59,7 @@ fn start(g: &TestServer, dir: &std::path::Path) -> Relay {
          [backend]\nservers = [{}]\nuser = \"root\"\npassword_file = {}\naccounts = \"shared\"\n\n\
          [pool]\nmax = 20\nwait_timeout = 3\n\n\
          [routing]\nread_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2\nconsistency_wait = 2\n\n\
-         [[users]]\nname = \"app\"\n{hashes}\n",
+         [[users]]\nname = \"app\"\n{hashes}\n{sections}\n",
         servers.join(", "),
         quoted(&pwfile.display().to_string())
     );
@@ -142,6 +147,71 @@ fn kill_node(g: &TestServer, i: usize) {
     }
 }
 
+/// The result cache over the cluster: it follows the writer's binary log,
+/// which holds every node's writes (log_slave_updates, as the sandbox
+/// sets it), so a row changed directly on another node is read through
+/// the cache soon after — long before the rule's 30 s ttl.
+fn cache_sees_every_nodes_writes(
+    g: &TestServer,
+    dir: &std::path::Path,
+    rt: &tokio::runtime::Runtime,
+) {
+    let relay = start_with(
+        g,
+        dir,
+        "[[cache_rules]]\nname = \"t\"\ntables = [\"t\"]\nttl = 30\n",
+    );
+    rt.block_on(async {
+        let open = || {
+            relay
+                .page("/status")
+                .replace([' ', '\n'], "")
+                .contains("\"open\":true")
+        };
+        let t0 = Instant::now();
+        while !open() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "{}",
+                relay.page("/status")
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut c = mysql_async::Conn::new(opts(relay.port))
+            .await
+            .expect("relay");
+        let read = "SELECT k FROM t WHERE id = 1000000";
+        let before: Option<i64> = c.query_first(read).await.expect("miss");
+        let _: Option<i64> = c.query_first(read).await.expect("hit");
+        assert!(relay.metric("sqlfleet_relay_cache_hits_total{rule=\"t\"}") >= 1.0);
+        let want = before.unwrap_or(0) + 7;
+        for i in [1, 2] {
+            let mut other = node(g, i).await;
+            other
+                .query_drop(format!(
+                    "UPDATE gal.t SET k = {} WHERE id = 1000000",
+                    want + i as i64
+                ))
+                .await
+                .expect("a write on another node");
+            let want = want + i as i64;
+            let t0 = Instant::now();
+            loop {
+                let v: Option<i64> = c.query_first(read).await.expect("read");
+                if v == Some(want) {
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "node{}'s write not read through the cache after 10 s: {v:?}",
+                    i + 1
+                );
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    });
+}
+
 #[test]
 fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_primary() {
     let g = sqlfleet_testkit::galera();
@@ -158,6 +228,7 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
     let relay = start(g, dir.path());
     wait_roles(&relay, &["writer", "reader", "reader"]);
     let writer_port = ports[0];
+    cache_sees_every_nodes_writes(g, dir.path(), &rt);
     rt.block_on(async {
         let mut c = mysql_async::Conn::new(opts(relay.port))
             .await
