@@ -30,6 +30,7 @@ pub mod decide;
 pub mod follow;
 pub mod follower;
 pub mod gate;
+pub mod pending;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};

@@ -425,6 +425,42 @@ async fn a_write_makes_stale_only_what_reads_the_tables_it_changes_triggers_keys
         kv_hits + 2.0,
         "a prepared write elsewhere left kv cached"
     );
+    // A transaction that writes only another table: its COMMIT leaves kv
+    // cached (before: a COMMIT made everything stale).
+    for sql in [
+        "BEGIN",
+        "UPDATE other SET v = v + 1 WHERE k = 1",
+        "INSERT INTO other VALUES (2, 0) ON DUPLICATE KEY UPDATE v = v + 1",
+        "COMMIT",
+    ] {
+        w.query_drop(sql).await.expect(sql);
+    }
+    let v: Option<i64> = a.query_first(read).await.expect("read");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits("kv"),
+        kv_hits + 3.0,
+        "a transaction writing elsewhere left kv cached"
+    );
+    // One that writes kv (autocommit off): the old value until its
+    // COMMIT, then the new.
+    let eight = "SELECT v FROM kv WHERE k = 8";
+    let _: Option<i64> = a.query_first(eight).await.expect("miss");
+    for sql in [
+        "SET autocommit = 0",
+        "UPDATE other SET v = v + 1 WHERE k = 1",
+        "UPDATE kv SET v = 8 WHERE k = 8",
+    ] {
+        w.query_drop(sql).await.expect(sql);
+    }
+    let v: Option<i64> = a.query_first(eight).await.expect("read");
+    assert_eq!(v, Some(0), "not committed yet");
+    w.query_drop("COMMIT").await.expect("commit");
+    let v: Option<i64> = a.query_first(eight).await.expect("read");
+    assert_eq!(v, Some(8), "the COMMIT's OK was in before this read");
+    w.query_drop("SET autocommit = 1")
+        .await
+        .expect("autocommit");
     // A trigger on the table written changes kv: read at once.
     w.query_drop("INSERT INTO feed (v) VALUES (42)")
         .await
@@ -481,7 +517,7 @@ async fn a_write_makes_stale_only_what_reads_the_tables_it_changes_triggers_keys
 
 /// Writers through the relay bump single-key registers (directly, through
 /// a view, through another table's trigger, each followed by a write to
-/// an unrelated table); readers read them through the relay with the
+/// an unrelated table, the two alone or in one transaction); readers read them through the relay with the
 /// cache on (from the table or the view). Every read returns a value no
 /// older than the last write acknowledged before the read began.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -523,10 +559,19 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
                     1 => format!("UPDATE kv_view SET v = {next} WHERE k = {key}"),
                     _ => format!("INSERT INTO bump (k, v) VALUES ({key}, {next})"),
                 };
+                // Alone, or in a transaction with the write elsewhere
+                // (acknowledged at its COMMIT's OK).
+                let txn = (x >> 28).is_multiple_of(2);
+                if txn {
+                    c.query_drop("BEGIN").await.expect("begin");
+                }
                 c.query_drop(write).await.expect("write");
                 c.query_drop("UPDATE other SET v = v + 1 WHERE k = 1")
                     .await
                     .expect("write elsewhere");
+                if txn {
+                    c.query_drop("COMMIT").await.expect("commit");
+                }
                 acked[k as usize].store(next, SeqCst);
             }
             0u64

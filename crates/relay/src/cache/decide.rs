@@ -147,20 +147,16 @@ pub fn read_scope(text: &[u8], toks: &[(Tok, Range<usize>)]) -> Scope {
 
 /// The tables a write names, when an invalidation may be limited to what
 /// it changes (`backend/write_scope.rs` then asks the catalog about
-/// them): one INSERT, REPLACE, UPDATE or DELETE read whole, that commits
-/// alone (`alone`: autocommit on, no transaction open), calls no routine
-/// and reads alike. `None`: everything is stale.
-pub fn write_tables<'a>(
-    fx: &'a Effects,
-    text: &[u8],
-    alone: bool,
-    whole: bool,
-) -> Option<&'a [TableRef]> {
+/// them): one INSERT, REPLACE, UPDATE or DELETE read whole, that calls no
+/// routine and reads alike — in a transaction too, whose COMMIT then makes
+/// stale the tables of every write in it (`Session::cache_stale`).
+/// `None`: everything is stale.
+pub fn write_tables<'a>(fx: &'a Effects, text: &[u8], whole: bool) -> Option<&'a [TableRef]> {
     use crate::protocol::sql::starts_with_word as word;
     let dml = ["INSERT", "REPLACE", "UPDATE", "DELETE"]
         .iter()
         .any(|w| word(text, w));
-    let plain = alone && whole && dml && fx.statements == 1 && !fx.calls_stored;
+    let plain = whole && dml && fx.statements == 1 && !fx.calls_stored;
     (plain && !fx.writes.is_empty() && names_read_alike(text)).then_some(&fx.writes[..])
 }
 
@@ -330,54 +326,45 @@ mod tests {
     }
 
     #[test]
-    fn a_write_names_its_tables_only_when_it_commits_alone_as_one_plain_statement() {
-        // (text, alone, read whole, tables)
-        let rows: &[(&str, bool, bool, Option<&[&str]>)] = &[
-            (
-                "INSERT INTO orders VALUES (1)",
-                true,
-                true,
-                Some(&["orders"]),
-            ),
+    fn a_write_names_its_tables_only_as_one_plain_statement() {
+        // (text, read whole, tables)
+        let rows: &[(&str, bool, Option<&[&str]>)] = &[
+            ("INSERT INTO orders VALUES (1)", true, Some(&["orders"])),
             (
                 "insert into shop.orders values (1)",
                 true,
-                true,
                 Some(&["orders"]),
             ),
-            ("REPLACE INTO t VALUES (1)", true, true, Some(&["t"])),
+            ("REPLACE INTO t VALUES (1)", true, Some(&["t"])),
             (
                 "UPDATE a JOIN b ON a.i = b.i SET a.v = 1",
                 true,
-                true,
                 Some(&["a", "b"]),
             ),
-            ("DELETE FROM t WHERE i = 1", true, true, Some(&["t"])),
-            ("INSERT INTO t SELECT * FROM u", true, true, Some(&["t"])),
-            // In a transaction, or autocommit off: its COMMIT decides.
-            ("INSERT INTO t VALUES (1)", false, true, None),
+            ("DELETE FROM t WHERE i = 1", true, Some(&["t"])),
+            ("INSERT INTO t SELECT * FROM u", true, Some(&["t"])),
             // Only the head was read.
-            ("INSERT INTO t VALUES (1)", true, false, None),
-            ("INSERT INTO t VALUES (1); DELETE FROM u", true, true, None),
-            ("INSERT INTO t VALUES (f())", true, true, None),
-            ("CALL p()", true, true, None),
-            ("TRUNCATE t", true, true, None),
-            ("LOAD DATA INFILE 'f' INTO TABLE t", true, true, None),
-            ("CREATE TABLE t (i INT)", true, true, None),
-            ("INSERT INTO \"t\" VALUES (1)", true, true, None),
-            ("UPDATE t SET v = 'a\\' ", true, true, None),
-            ("INSERT /*!50000 INTO t */ VALUES (1)", true, true, None),
+            ("INSERT INTO t VALUES (1)", false, None),
+            ("INSERT INTO t VALUES (1); DELETE FROM u", true, None),
+            ("INSERT INTO t VALUES (f())", true, None),
+            ("CALL p()", true, None),
+            ("TRUNCATE t", true, None),
+            ("LOAD DATA INFILE 'f' INTO TABLE t", true, None),
+            ("CREATE TABLE t (i INT)", true, None),
+            ("INSERT INTO \"t\" VALUES (1)", true, None),
+            ("UPDATE t SET v = 'a\\' ", true, None),
+            ("INSERT /*!50000 INTO t */ VALUES (1)", true, None),
         ];
-        for (sql, alone, whole, want) in rows {
+        for (sql, whole, want) in rows {
             let q = Query::new(sql.as_bytes());
             let fx = q.effects();
-            let got = write_tables(&fx, sql.as_bytes(), *alone, *whole).map(|t| {
+            let got = write_tables(&fx, sql.as_bytes(), *whole).map(|t| {
                 t.iter()
                     .map(|r| r.name.to_ascii_lowercase())
                     .collect::<Vec<_>>()
             });
             let want = want.map(|w| w.iter().map(|n| n.to_string()).collect::<Vec<_>>());
-            assert_eq!(got, want, "{sql} alone={alone} whole={whole}");
+            assert_eq!(got, want, "{sql} whole={whole}");
         }
     }
 

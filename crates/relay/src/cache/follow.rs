@@ -123,7 +123,7 @@ impl Follow {
         }
         let q = sql::Query::new(sql);
         let fx = q.effects();
-        match decide::write_tables(&fx, sql, true, true) {
+        match decide::write_tables(&fx, sql, true) {
             Some(refs) => {
                 for r in refs {
                     match (&r.db, db.is_empty()) {

@@ -113,6 +113,9 @@ struct Session {
     streamed: Option<crate::protocol::io::Streamed>,
     /// The most of a reply `capture` keeps (a cache rule's largest entry).
     capture_max: usize,
+    /// What the open transaction's writes make stale at its COMMIT
+    /// (`cache/pending.rs`).
+    cache_pending: crate::cache::pending::Pending,
     /// The reply's sequence id after a streamed command `forward` passed
     /// on (its packets are counted there).
     streamed_seq: Option<u8>,
@@ -283,6 +286,7 @@ where
         streamed: None,
         streamed_seq: None,
         capture_max: usize::MAX,
+        cache_pending: Default::default(),
         pending_loss: None,
         capture: None,
         user: Arc::from(li.hello.user.as_str()),

@@ -170,26 +170,38 @@ impl Session {
     /// cache is on: the shared context (cloned only then: one atomic count
     /// per statement on a line every session shares costs at 30k q/s) and
     /// what the statement makes stale, for `Cache::write_begins` around
-    /// its run. Text queries and prepared executes alike.
+    /// its run: its own tables (`write_scope`), and for a COMMIT the
+    /// tables of every write of its transaction (`cache/pending.rs`).
+    /// Text queries and prepared executes alike.
     pub(super) async fn cache_stale(
-        &self,
+        &mut self,
         fx: &Effects,
         sql: &[u8],
     ) -> Option<(std::sync::Arc<crate::frontend::ctx::Ctx>, Scope)> {
+        use crate::cache::pending::At;
         let whole = self.streamed.is_none();
         if !self.ctx.cache.active() || !decide::invalidates(fx, sql, self.st.in_trans(), whole) {
             return None;
         }
-        Some((self.ctx.clone(), self.write_scope(fx, sql).await))
+        let commit =
+            whole && fx.statements == 1 && crate::protocol::sql::starts_with_word(sql, "COMMIT");
+        let at = if commit {
+            At::Commit
+        } else if self.st.in_trans() || !self.st.autocommit() {
+            At::InTransaction
+        } else {
+            At::Alone
+        };
+        let own = self.write_scope(fx, sql).await;
+        Some((self.ctx.clone(), self.cache_pending.statement(at, own)))
     }
 
     /// What a statement that may write makes stale: the tables it changes
     /// when that is sure (`decide::write_tables`, then the catalog in
     /// `backend/write_scope.rs`), else everything.
     async fn write_scope(&self, fx: &Effects, sql: &[u8]) -> Scope {
-        let alone = self.st.autocommit() && !self.st.in_trans();
         let whole = self.streamed.is_none();
-        let Some(refs) = decide::write_tables(fx, sql, alone, whole) else {
+        let Some(refs) = decide::write_tables(fx, sql, whole) else {
             return Scope::Whole;
         };
         match self
