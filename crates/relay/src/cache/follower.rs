@@ -122,10 +122,13 @@ const QUIET_START: Duration = Duration::from_secs(3);
 /// Where the log ends now (file name and position), asked on `c`.
 async fn log_end(w: &Wiring<'_>, c: &mut Conn) -> Result<(String, BinPos), String> {
     w.metrics.own_query(OwnQuery::BinlogPosition);
-    let row: Option<mysql_async::Row> = tokio::time::timeout(ASK_TIMEOUT, c.query_first("SHOW MASTER STATUS"))
-        .await
-        .map_err(|_| format!("SHOW MASTER STATUS: no answer within {}s", ASK_TIMEOUT.as_secs()))?
-        .map_err(|e| match &e {
+    let mut row = ask(c, "SHOW MASTER STATUS").await?;
+    // (MySQL 8.4 knows it only as SHOW BINARY LOG STATUS)
+    if matches!(&row, Err(mysql_async::Error::Server(s)) if s.code == 1064) {
+        w.metrics.own_query(OwnQuery::BinlogPosition);
+        row = ask(c, "SHOW BINARY LOG STATUS").await?;
+    }
+    let row = row.map_err(|e| match &e {
             mysql_async::Error::Server(s) if s.code == 1227 => format!(
                 "the relay's account may not read where the binary log ends ({}): GRANT BINLOG MONITOR, REPLICATION SLAVE ON *.* TO it",
                 s.message
@@ -146,6 +149,16 @@ async fn log_end(w: &Wiring<'_>, c: &mut Conn) -> Result<(String, BinPos), Strin
     let at =
         BinPos::of(&file, pos).ok_or_else(|| format!("binary log file {file:?} has no number"))?;
     Ok((file, at))
+}
+
+/// One row of `sql` on `c`, within [`ASK_TIMEOUT`].
+async fn ask(
+    c: &mut Conn,
+    sql: &'static str,
+) -> Result<mysql_async::Result<Option<mysql_async::Row>>, String> {
+    tokio::time::timeout(ASK_TIMEOUT, c.query_first(sql))
+        .await
+        .map_err(|_| format!("{sql}: no answer within {}s", ASK_TIMEOUT.as_secs()))
 }
 
 /// Whether this server's binary log holds every write the cache must
