@@ -221,6 +221,85 @@ async fn entries_are_kept_apart_by_account_and_settings() {
     );
 }
 
+/// A prepared SELECT (binary protocol) is cached by its parameters: the
+/// same execute again is answered without the server (its
+/// Com_stmt_execute does not move) with the server's own binary rows —
+/// every column type as a direct execute gives it; other parameters are
+/// their own entries; a write through the relay and one made directly
+/// are read at once (before: every execute went to the server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_select_is_cached_by_its_parameters() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut root = srv.connect().await;
+    root.query_drop(format!(
+        "USE `{db}`; UPDATE kv SET v = -7 WHERE k = 14; UPDATE kv SET v = 99 WHERE k = 15"
+    ))
+    .await
+    .expect("values");
+    let mut a = client(&relay, &db).await;
+    let read = "SELECT k, v, CAST(v AS DECIMAL(10,2)) d, CAST('2026-12-02 13:30:00' AS DATETIME) + INTERVAL k SECOND t, \
+                CONCAT('k', k) s, NULLIF(k, k) n FROM kv WHERE k = ?";
+    type Row = Vec<mysql_async::Value>;
+    let vals = |r: Option<mysql_async::Row>| r.map(|r| r.unwrap());
+    let v1 = |r: Option<Row>| r.and_then(|r| r.get(1).cloned());
+    let direct: Option<Row> = vals(root.exec_first(read, (14,)).await.expect("direct"));
+    let stmt_executes = || async {
+        let mut c = srv.connect().await;
+        let n: Option<u64> = c
+            .query_first("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_STMT_EXECUTE'")
+            .await
+            .expect("status");
+        n.unwrap_or(0)
+    };
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let first: Option<Row> = vals(a.exec_first(read, (14,)).await.expect("miss"));
+    assert_eq!(first, direct, "the relay's binary rows are the server's");
+    let (h0, e0) = (hits(), stmt_executes().await);
+    for _ in 0..5 {
+        let again: Option<Row> = vals(a.exec_first(read, (14,)).await.expect("hit"));
+        assert_eq!(again, direct);
+    }
+    assert_eq!(hits(), h0 + 5.0, "five executes from the cache");
+    assert_eq!(
+        stmt_executes().await,
+        e0,
+        "cached executes reached the server"
+    );
+    // Another parameter: its own entry, its own row.
+    let other: Option<Row> = vals(a.exec_first(read, (15,)).await.expect("other"));
+    assert_eq!(v1(other), Some(mysql_async::Value::Int(99)));
+    assert_eq!(hits(), h0 + 5.0, "another parameter was not a hit");
+    // A write through the relay, then one made directly: read at once.
+    let mut w = client(&relay, &db).await;
+    w.query_drop("UPDATE kv SET v = 5 WHERE k = 14")
+        .await
+        .expect("write");
+    let v: Option<Row> = vals(a.exec_first(read, (14,)).await.expect("read"));
+    assert_eq!(
+        v1(v),
+        Some(mysql_async::Value::Int(5)),
+        "the write's OK was in before this read"
+    );
+    let _: Option<mysql_async::Row> = a.exec_first(read, (14,)).await.expect("cached again");
+    root.query_drop(format!("UPDATE `{db}`.kv SET v = 6 WHERE k = 14"))
+        .await
+        .expect("direct write");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let v: Option<Row> = vals(a.exec_first(read, (14,)).await.expect("read"));
+        if v1(v) == Some(mysql_async::Value::Int(6)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the direct write was never read"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// Reads `sql` through `c` until it gives `want` (at most `within`);
 /// how long that took.
 async fn read_until(

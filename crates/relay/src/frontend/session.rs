@@ -786,7 +786,7 @@ impl Session {
             .then(|| self.cache_key(&cmd[1..], &fx, toks, cache_digest.as_deref()))
             .flatten()
         {
-            miss = self.answer_or_miss(rule, key, toks, &fx).await?;
+            miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;
             if miss.is_none() {
                 if let Some(d) = digest {
                     self.ctx.digests.record(d, false, false, 1, t0.elapsed());

@@ -344,6 +344,43 @@ pub fn wants_cursor(p: &[u8]) -> bool {
     p.get(5).is_some_and(|f| f & 0x07 != 0)
 }
 
+/// What an execute gives a statement, as the result cache keys it: the
+/// null bitmap, the parameter types (sent now, or the client's last ones)
+/// and the values — everything after the statement id that decides the
+/// result. `None` when it cannot be told for sure: a cursor asked for,
+/// an iteration count other than 1, a packet too short, no types known.
+pub fn params_key(p: &[u8], params: u16, client_types: Option<&[u8]>) -> Option<Vec<u8>> {
+    if p.len() < 10 || p[5] != 0 || p[6..10] != [1, 0, 0, 0] {
+        return None;
+    }
+    if params == 0 {
+        return (p.len() == 10).then(Vec::new);
+    }
+    let nb = (params as usize).div_ceil(8);
+    let flag_at = 10 + nb;
+    let flag = *p.get(flag_at)?;
+    let types_len = 2 * params as usize;
+    let mut key = Vec::with_capacity(p.len());
+    key.extend_from_slice(p.get(10..flag_at)?);
+    let values = match flag {
+        1 => {
+            key.extend_from_slice(p.get(flag_at + 1..flag_at + 1 + types_len)?);
+            p.get(flag_at + 1 + types_len..)?
+        }
+        0 => {
+            let t = client_types?;
+            if t.len() != types_len {
+                return None;
+            }
+            key.extend_from_slice(t);
+            p.get(flag_at + 1..)?
+        }
+        _ => return None,
+    };
+    key.extend_from_slice(values);
+    Some(key)
+}
+
 /// Rewrites a client's COM_STMT_EXECUTE for a backend statement: its id,
 /// and its parameter types when the backend statement last received others
 /// (or none). Remembers the types the client sends.
@@ -402,6 +439,61 @@ mod tests {
             },
             Vec::new(),
         )
+    }
+
+    #[test]
+    fn an_executes_cache_key_is_its_types_and_values_whichever_way_the_types_came() {
+        // execute id 9, flags 0, iteration 1, one param: bitmap 0,
+        // bound=1, type LONG (3, 0), value 42.
+        let with_types = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 3, 0, 42, 0, 0, 0];
+        let without = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 42, 0, 0, 0];
+        let other_value = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 43, 0, 0, 0];
+        let null = [0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0];
+        let long_type: &[u8] = &[3, 0];
+        let k = params_key(&with_types, 1, None).expect("types sent");
+        assert_eq!(params_key(&without, 1, Some(long_type)), Some(k.clone()));
+        assert_ne!(
+            params_key(&other_value, 1, Some(long_type)),
+            Some(k.clone())
+        );
+        assert_ne!(params_key(&null, 1, Some(long_type)), Some(k.clone()));
+        // Unsigned LONG is another type: another key.
+        assert_ne!(params_key(&without, 1, Some(&[3, 0x80])), Some(k));
+        for (what, p, types) in [
+            ("no types known", &without[..], None),
+            (
+                "a cursor",
+                &[0x17, 9, 0, 0, 0, 1, 1, 0, 0, 0, 0, 1, 3, 0, 42, 0, 0, 0][..],
+                None,
+            ),
+            (
+                "two iterations",
+                &[0x17, 9, 0, 0, 0, 0, 2, 0, 0, 0, 0, 1, 3, 0, 42, 0, 0, 0][..],
+                None,
+            ),
+            ("too short", &with_types[..11], None),
+            ("types cut", &with_types[..13], None),
+            (
+                "a bad bound flag",
+                &[0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 3, 0][..],
+                None,
+            ),
+            (
+                "types of another count",
+                &without[..],
+                Some(&[3, 0, 3, 0][..]),
+            ),
+        ] {
+            assert_eq!(params_key(p, 1, types), None, "{what}");
+        }
+        assert_eq!(
+            params_key(&[0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0], 0, None),
+            Some(Vec::new())
+        );
+        assert_eq!(
+            params_key(&[0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0, 7], 0, None),
+            None
+        );
     }
 
     #[test]

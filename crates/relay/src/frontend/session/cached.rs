@@ -80,6 +80,28 @@ impl Session {
         ))
     }
 
+    /// The rule and key of a prepared statement's execute whose result may
+    /// come from the cache: the statement's key with its parameters'
+    /// types and values (`stmt::params_key`) in place of the text, marked
+    /// so that it never meets a text query's key. The statement's own
+    /// database, where its names were resolved.
+    pub(super) fn execute_cache_key(
+        &self,
+        def: &crate::protocol::stmt::StmtDef,
+        params: &[u8],
+    ) -> Option<(usize, Key)> {
+        let digest = crate::protocol::sql::digest(&def.key.sql);
+        let (rule, mut key) = self.cache_key(&def.key.sql, &def.fx, &def.toks, Some(&digest))?;
+        let mut text = Vec::with_capacity(def.key.sql.len() + params.len() + 2);
+        text.extend_from_slice(b"\x17");
+        text.extend_from_slice(&def.key.sql);
+        text.push(0);
+        text.extend_from_slice(params);
+        key.sql = text;
+        key.db = def.key.db.clone();
+        Some((rule, key))
+    }
+
     /// Answers from the cache when it has a fresh entry; else the read
     /// goes to the primary (a replica may be behind a write another
     /// client made through the relay) with its reply recorded.
@@ -87,6 +109,7 @@ impl Session {
         &mut self,
         rule: usize,
         key: Key,
+        sql: &[u8],
         toks: &[Token],
         fx: &Effects,
     ) -> Result<Option<Miss>, Fail> {
@@ -105,10 +128,8 @@ impl Session {
         };
         let Some(hit) = hit else {
             let since = self.ctx.cache.version();
-            let reads = match decide::read_scope(&key.sql, toks) {
-                Scope::Tables(_) if self.names_a_view(&key.sql, toks, fx, true).await => {
-                    Scope::Whole
-                }
+            let reads = match decide::read_scope(sql, toks) {
+                Scope::Tables(_) if self.names_a_view(sql, toks, fx, true).await => Scope::Whole,
                 r => r,
             };
             self.capture = Some(Vec::new());

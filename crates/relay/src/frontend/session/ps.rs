@@ -177,6 +177,24 @@ impl Session {
         } else {
             s.key.clone()
         };
+        // A rule's SELECT, executed with the same parameters before: from
+        // the cache (binary rows as the server sent them), else read and
+        // kept. Not with a cursor, array binding or long data.
+        let mut miss = None;
+        if self.ctx.cache.active() && !bulk && !cursor && !self.st.has_long_data(cid) {
+            let types = self.stmts.get_mut(id).and_then(|(_, cs)| cs.types.clone());
+            let cached = stmt::params_key(cmd, s.params, types.as_deref())
+                .and_then(|p| self.execute_cache_key(&s, &p));
+            if let Some((rule, ckey)) = cached {
+                miss = self
+                    .answer_or_miss(rule, ckey, &s.key.sql, &s.toks, fx)
+                    .await?;
+                if miss.is_none() {
+                    self.update_stmt_pins();
+                    return Ok(());
+                }
+            }
+        }
         // A prepared write makes what it may change stale around it, as a
         // text write does (names are no parameters).
         let stale = self.cache_stale(fx, &s.key.sql).await;
@@ -193,6 +211,11 @@ impl Session {
             }))
             .await;
         drop(writing);
+        let mut captured = self.capture.take();
+        if let (Some(m), Ok(o)) = (miss, &o) {
+            let reply = captured.as_mut().map(std::mem::take);
+            self.cache_store(m, o, reply);
+        }
         let o = o?;
         self.after_write(fx.read, &o).await?;
         self.keep_diagnostics(&o, fx);
