@@ -260,10 +260,12 @@ async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
     let server_id = settings
         .server_id
         .unwrap_or_else(|| crate::cache::follower::default_server_id(&ctx.cfg.listen));
-    tracing::info!(
+    if ctx.cache.active() {
+        tracing::info!(
         "relay: the result cache follows the primary's binary log as replica id {server_id} (the relay's account needs REPLICATION SLAVE and BINLOG MONITOR); it gives entries only while caught up within {:.2}s, else it is bypassed",
         settings.max_lag.as_secs_f64()
     );
+    }
     let wiring = crate::cache::follower::Wiring {
         cache: &ctx.cache,
         scopes: &ctx.write_scopes,

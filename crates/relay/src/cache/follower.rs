@@ -84,7 +84,7 @@ pub async fn run(w: Wiring<'_>, settings: FollowSettings) {
     let mut wait = RETRY_FIRST;
     loop {
         if !w.cache.active() {
-            w.cache.gate.blind("no cache rules".into());
+            w.cache.gate.idle();
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 /// What /status shows of the follower.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct FollowView {
-    /// "starting", "following", "blind".
+    /// "starting", "following", "blind", "idle" (no cache rule).
     pub state: String,
     /// Why it is blind (the server's words, or what it lacks).
     pub reason: Option<String>,
@@ -66,6 +66,15 @@ impl Gate {
     /// The follower is caught up to `at`: open until `at + max_lag`.
     pub fn caught_up(&self, at: Instant, max_lag: Duration) {
         self.open_until.store(self.micros(at + max_lag), Relaxed);
+    }
+
+    /// No cache rule: nothing to follow for (shut; nothing asks).
+    pub fn idle(&self) {
+        self.open_until.store(0, Relaxed);
+        self.set(|v| {
+            v.state = "idle".into();
+            v.reason = None;
+        });
     }
 
     /// The follower cannot see the primary's writes: shut now.
