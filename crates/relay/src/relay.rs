@@ -271,10 +271,19 @@ async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
         scopes: &ctx.write_scopes,
         metrics: &ctx.metrics,
         primary: Box::new(|| {
-            if let Some(list) = ctx.pool.several_primaries() {
+            // Several writable servers outside Galera (refused, or
+            // multi_primary): one binary log need not hold the others'.
+            let briefs = ctx.pool.health.briefs();
+            let writable: Vec<String> = briefs
+                .iter()
+                .zip(&ctx.cfg.backends)
+                .filter(|(b, _)| b.checked && b.up && !b.read_only && b.galera.is_none())
+                .map(|(_, cfg)| cfg.addr())
+                .collect();
+            if writable.len() > 1 {
                 return Err(format!(
-                    "several writable backends ({}): their writes cannot all be followed",
-                    list.join(", ")
+                    "several writable backends ({}): one binary log need not hold the others' writes",
+                    writable.join(", ")
                 ));
             }
             let i = ctx
