@@ -335,7 +335,7 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
     let mut a = client(&relay, &db).await;
     let mut direct = srv.connect().await;
     direct.query_drop(format!("USE `{db}`")).await.expect("use");
-    let cases: [(&str, &str, &str, i64); 6] = [
+    let cases: [(&str, &str, &str, i64); 7] = [
         (
             "rows",
             "SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 11 WHERE k = 9",
@@ -372,6 +372,12 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
             "SELECT COUNT(*) FROM other",
             0,
         ),
+        (
+            "after the log rotated",
+            "FLUSH BINARY LOGS; SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 16 WHERE k = 13",
+            "SELECT v FROM kv WHERE k = 13",
+            16,
+        ),
     ];
     for (what, write, read, want) in cases {
         // Cached first (a miss, then a hit).
@@ -393,6 +399,20 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
             Err(v) => panic!("{what}: still {v:?} 10 s after the commit (the rule's ttl is 30 s)"),
         }
     }
+    // Still following after the rotation (past max_lag, so the gate is
+    // open only if positions in the new file were read and compared):
+    // entries are given.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let read = "SELECT v FROM kv WHERE k = 13";
+    let _: Option<i64> = a.query_first(read).await.expect("read");
+    let hits = relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let _: Option<i64> = a.query_first(read).await.expect("hit");
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}"),
+        hits + 1.0,
+        "no entry given after the rotation: {}",
+        relay.page("/status")
+    );
 }
 
 /// Blind to the primary's writes — here a server that keeps no binary

@@ -249,6 +249,7 @@ async fn session(
     });
     let mut follow = Follow::default();
     let mut formatted = false;
+    let (mut file_no, mut last_end) = (start.file, start.offset);
     let mut last_event = Instant::now();
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -262,10 +263,8 @@ async fn session(
                     None => return Err("the primary ended the binlog stream".into()),
                 };
                 last_event = Instant::now();
-                // (an event's end is in the file it came from: a rotation
-                // names the next file, but ends in the one before)
-                let from = file.clone();
-                if let Some(stale) = read_event(&ev, &mut follow, &mut file, &mut formatted)? {
+                let (stale, rotated) = read_event(&ev, &mut follow, &mut formatted)?;
+                if let Some(stale) = stale {
                     let scope = scope_of(w, stale).await;
                     w.cache.invalidate_scope(&scope);
                     settle.push_back((Instant::now() + SETTLE, scope.clone()));
@@ -277,19 +276,22 @@ async fn session(
                         }
                     });
                 }
-                // Read to its end once what it made stale is stale.
+                // Read to its end once what it made stale is stale (an
+                // event's end is in the file it came from: a rotation
+                // names the next file, but ends in the one before).
                 let end = ev.header().log_pos() as u64;
                 if end != 0 {
-                    if let Some(p) = BinPos::of(&from, end) {
-                        caught.read_to(p);
-                        if let Some(at) = caught.at() {
-                            w.cache.gate.caught_up(at, settings.max_lag);
-                        }
-                        w.cache.gate.set(|v| {
-                            v.file = Some(from.clone());
-                            v.offset = end;
-                        });
+                    last_end = end;
+                    caught.read_to(BinPos { file: file_no, offset: end });
+                    if let Some(at) = caught.at() {
+                        w.cache.gate.caught_up(at, settings.max_lag);
                     }
+                }
+                if let Some(next) = rotated {
+                    file_no = BinPos::of(&next, 0)
+                        .ok_or_else(|| format!("binary log file {next:?} has no number"))?
+                        .file;
+                    file = next;
                 }
             }
             _ = tick.tick() => {
@@ -308,6 +310,10 @@ async fn session(
                         last_event.elapsed().as_secs_f64()
                     ));
                 }
+                w.cache.gate.set(|v| {
+                    v.file = Some(file.clone());
+                    v.offset = last_end;
+                });
                 let sent = Instant::now();
                 let (_, end) = log_end(w, &mut probe).await?;
                 caught.asked(sent, end);
@@ -354,16 +360,15 @@ const MARIADB_COMPRESSED_ROWS: std::ops::RangeInclusive<u8> = 166..=171;
 /// A MariaDB GTID event's flag: its group is one statement (DDL).
 const FL_STANDALONE: u8 = 1;
 
-/// Reads one event into `follow`; keeps the file name a rotation gives.
-/// A rotation before the stream's format description may carry a
-/// checksum in its name (the reader cannot know yet): the file asked for
-/// is kept then.
+/// Reads one event into `follow`: what a commit made stale, and the
+/// file a rotation names. A rotation before the stream's format
+/// description may carry a checksum in its name (the reader cannot know
+/// yet): none is taken from it then (it names the file asked for).
 fn read_event(
     ev: &Event,
     follow: &mut Follow,
-    file: &mut String,
     formatted: &mut bool,
-) -> Result<Option<Stale>, String> {
+) -> Result<(Option<Stale>, Option<String>), String> {
     let t = ev.header().event_type_raw();
     let bad = |what: &str, e: std::io::Error| format!("a {what} event it cannot read: {e}");
     let is = |k: EventType| t == k as u8;
@@ -389,7 +394,10 @@ fn read_event(
     } else if is(EventType::ROTATE_EVENT) {
         if *formatted {
             let r: RotateEvent = ev.read_event().map_err(|e| bad("rotate", e))?;
-            *file = String::from_utf8_lossy(r.name_raw()).into_owned();
+            return Ok((
+                None,
+                Some(String::from_utf8_lossy(r.name_raw()).into_owned()),
+            ));
         }
         None
     } else if is(EventType::FORMAT_DESCRIPTION_EVENT) {
@@ -435,5 +443,5 @@ fn read_event(
     } else {
         follow.step(Ev::Unread)
     };
-    Ok(stale)
+    Ok((stale, None))
 }
