@@ -213,20 +213,25 @@ async fn session(
     let mut stream_conn = connect().await?;
     // (GTID events as MariaDB sends them to a replica that knows them; a
     // heartbeat whenever nothing else was sent for a probe's interval)
-    stream_conn
-        .query_drop(format!(
+    let late = |what: &str| format!("{what}: no answer within {}s", ASK_TIMEOUT.as_secs());
+    tokio::time::timeout(
+        ASK_TIMEOUT,
+        stream_conn.query_drop(format!(
             "SET @mariadb_slave_capability = 4, @master_heartbeat_period = {}",
             every.as_nanos()
-        ))
+        )),
+    )
+    .await
+    .map_err(|_| late("preparing the binlog stream"))?
+    .map_err(|e| format!("preparing the binlog stream: {e}"))?;
+    let request = stream_conn.get_binlog_stream(
+        BinlogStreamRequest::new(w.server_id)
+            .with_filename(file.as_bytes())
+            .with_pos(start.offset),
+    );
+    let mut stream = tokio::time::timeout(ASK_TIMEOUT, request)
         .await
-        .map_err(|e| format!("preparing the binlog stream: {e}"))?;
-    let mut stream = stream_conn
-        .get_binlog_stream(
-            BinlogStreamRequest::new(w.server_id)
-                .with_filename(file.as_bytes())
-                .with_pos(start.offset),
-        )
-        .await
+        .map_err(|_| late("requesting the binary log"))?
         .map_err(|e| match &e {
             mysql_async::Error::Server(s) if s.code == 1227 => format!(
                 "the relay's account may not read the binary log ({}): GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO it",
