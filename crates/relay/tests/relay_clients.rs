@@ -177,3 +177,57 @@ fn variable_reads_answered_by_the_relay_look_the_same_to_every_driver() {
         );
     }
 }
+
+/// sysbench's prepared point selects (libmariadb: parameter types sent on
+/// a statement's first execute only) through the result cache: every
+/// client's first execute may be answered from another's entry, and its
+/// later executes, which send no types, still run (before: ERROR 1210 "no
+/// parameter types sent" once a first execute was a hit).
+#[test]
+fn sysbench_prepared_point_selects_through_the_result_cache() {
+    let srv = server();
+    let relay = start_relay(
+        srv,
+        &[
+            "--toml",
+            "[[cache_rules]]\nname = \"sb\"\nmatch_regex = \"(?i)FROM sbtest\"\nttl = 60\n",
+        ],
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("sbc"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let cfg = dir.path().join("sb.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "mysql-host=127.0.0.1\nmysql-port={}\nmysql-user=app\nmysql-password=app-pw\nmysql-db={db}\nmysql-ssl=off\ndb-ps-mode=auto\n",
+            relay.port
+        ),
+    )
+    .expect("cfg");
+    for (step, extra) in [
+        ("prepare", vec![]),
+        (
+            "run",
+            vec!["--threads=4", "--time=3", "--report-interval=0"],
+        ),
+    ] {
+        let o = Command::new("sysbench")
+            .arg(format!("--config-file={}", cfg.display()))
+            .args(["oltp_point_select", "--tables=1", "--table-size=50"])
+            .args(extra)
+            .arg(step)
+            .output()
+            .expect("sysbench (scripts/deps.sh installs it)");
+        assert!(
+            o.status.success(),
+            "sysbench {step}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"sb\"}") > 0.0,
+        "no execute was answered from the cache"
+    );
+}

@@ -381,6 +381,21 @@ pub fn params_key(p: &[u8], params: u16, client_types: Option<&[u8]>) -> Option<
     Some(key)
 }
 
+/// The parameter types an execute sends (its new-params-bound flag set),
+/// if it sends them: the client's types from then on, wherever the
+/// execute is answered (a cache hit too: a later execute that sends none
+/// relies on them).
+pub fn sent_types(p: &[u8], params: u16) -> Option<Vec<u8>> {
+    if params == 0 || p.len() < 10 {
+        return None;
+    }
+    let flag_at = 10 + (params as usize).div_ceil(8);
+    (*p.get(flag_at)? == 1)
+        .then(|| p.get(flag_at + 1..flag_at + 1 + 2 * params as usize))
+        .flatten()
+        .map(<[u8]>::to_vec)
+}
+
 /// Rewrites a client's COM_STMT_EXECUTE for a backend statement: its id,
 /// and its parameter types when the backend statement last received others
 /// (or none). Remembers the types the client sends.
@@ -486,6 +501,9 @@ mod tests {
         ] {
             assert_eq!(params_key(p, 1, types), None, "{what}");
         }
+        assert_eq!(sent_types(&with_types, 1), Some(vec![3, 0]));
+        assert_eq!(sent_types(&without, 1), None);
+        assert_eq!(sent_types(&with_types[..13], 1), None);
         assert_eq!(
             params_key(&[0x17, 9, 0, 0, 0, 0, 1, 0, 0, 0], 0, None),
             Some(Vec::new())

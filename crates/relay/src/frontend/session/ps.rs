@@ -182,7 +182,15 @@ impl Session {
         // kept. Not with a cursor, array binding or long data.
         let mut miss = None;
         if self.ctx.cache.active() && !bulk && !cursor && !self.st.has_long_data(cid) {
-            let types = self.stmts.get_mut(id).and_then(|(_, cs)| cs.types.clone());
+            // The types it sends are the client's from now on, answered
+            // from the cache or not (rewrite_execute keeps them too).
+            let sent = stmt::sent_types(cmd, s.params);
+            let types = self.stmts.get_mut(id).and_then(|(_, cs)| {
+                if sent.is_some() {
+                    cs.types = sent;
+                }
+                cs.types.clone()
+            });
             let cached = stmt::params_key(cmd, s.params, types.as_deref())
                 .and_then(|p| self.execute_cache_key(&s, &p));
             if let Some((rule, ckey)) = cached {
