@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The relay's result cache on sysbench: oltp_point_select and oltp_read_only
-# (text protocol, --db-ps-mode=disable; read_only with --skip_trx=on, since
+# The relay's result cache on sysbench: oltp_point_select (text protocol,
+# --db-ps-mode=disable, and prepared, auto) and oltp_read_only (text; read_only with --skip_trx=on, since
 # reads inside a transaction are never served from the cache), 16 clients,
 # directly and through a relay whose one cache rule takes every sbtest
 # SELECT; then point selects again with a 1% write mix through the relay
@@ -81,7 +81,7 @@ print()
 PY
 echo "| workload | direct q/s | relay + cache q/s | ratio | hit ratio | server Com_select per query |"
 echo "|---|---:|---:|---:|---:|---:|"
-for t in oltp_point_select "oltp_read_only --skip_trx=on"; do
+for t in oltp_point_select "oltp_point_select --db-ps-mode=auto" "oltp_read_only --skip_trx=on"; do
   # shellcheck disable=SC2086
   D=$(run "$PORT" $t)
   h0=$(metric 'sqlfleet_relay_cache_hits_total{rule="sbtest"}'); m0=$(metric 'sqlfleet_relay_cache_misses_total{rule="sbtest"}'); c0=$(com_select)
