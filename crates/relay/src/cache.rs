@@ -55,6 +55,9 @@ pub struct Key {
     pub ext: u32,
     pub collation: u8,
     pub sql: Vec<u8>,
+    /// A prepared statement's execute: its parameters' types and values
+    /// (`stmt::params_key`; the reply is binary rows). `None`: a text query.
+    pub params: Option<Vec<u8>>,
 }
 
 /// What one heap allocation costs besides the bytes asked for: the
@@ -78,6 +81,7 @@ impl Key {
         self.sql.capacity()
             + ALLOC
             + self.db.as_ref().map_or(0, |d| d.capacity() + ALLOC)
+            + self.params.as_ref().map_or(0, |p| p.capacity() + ALLOC)
             + settings
     }
 }
@@ -323,6 +327,11 @@ impl Cache {
                     .is_none_or(|x| x.is_match(&String::from_utf8_lossy(sql)))
                 && (r.tables.is_empty() || names_a_table(&r.tables, db, sql, toks))
         })
+    }
+
+    /// Whether a rule matches statements by digest (else none is needed).
+    pub fn matches_digests(&self) -> bool {
+        self.settings().rules.iter().any(|r| r.digest.is_some())
     }
 
     /// The largest reply rule `rule` keeps.
@@ -686,6 +695,7 @@ mod tests {
             ext: 0,
             collation: 45,
             sql: sql.as_bytes().to_vec(),
+            params: None,
         }
     }
 
@@ -726,7 +736,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_differ_by_account_database_settings_and_shape() {
+    fn keys_differ_by_account_database_settings_shape_and_protocol() {
         let c = cache(1 << 20);
         c.put(0, c.version(), key("a"), hit(10), Scope::Whole);
         let other_user = Key {
@@ -748,7 +758,18 @@ mod tests {
             collation: 8,
             ..key("a")
         };
-        for k in [other_user, other_db, other_settings, other_shape] {
+        // The same text as a prepared statement's execute (binary rows).
+        let an_execute = Key {
+            params: Some(Vec::new()),
+            ..key("a")
+        };
+        for k in [
+            other_user,
+            other_db,
+            other_settings,
+            other_shape,
+            an_execute,
+        ] {
             assert!(c.get(0, &k).is_none(), "{k:?}");
         }
     }

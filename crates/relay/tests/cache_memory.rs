@@ -71,6 +71,7 @@ fn entry(user: &Arc<str>, i: usize) -> (Key, Hit, Scope) {
             i % 10_000 + 1
         )
         .into_bytes(),
+        params: None,
     };
     let hit = Hit {
         reply: Arc::new(vec![7u8; 250]),

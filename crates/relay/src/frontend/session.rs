@@ -783,7 +783,10 @@ impl Session {
         // A cache rule's SELECT: the cached reply, or the read recorded.
         let mut miss = None;
         if let Some((rule, key)) = (caching && local.is_none())
-            .then(|| self.cache_key(&cmd[1..], &fx, toks, cache_digest.as_deref()))
+            .then(|| {
+                let db = self.st.db().clone();
+                self.cache_key(db, &cmd[1..], &fx, toks, cache_digest.as_deref(), None)
+            })
             .flatten()
         {
             miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;

@@ -39,18 +39,21 @@ const WAIT_FOR_READ: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Session {
     /// The rule and key of a statement whose result may come from the
-    /// cache, in the state the client is in now.
+    /// cache, in the state the client is in now: a text query (`params`
+    /// `None`) run in `db`, or a prepared statement's execute with its
+    /// parameters, prepared in `db`.
     pub(super) fn cache_key(
         &self,
+        db: Option<String>,
         sql: &[u8],
         fx: &Effects,
         toks: &[Token],
         digest: Option<&str>,
+        params: Option<Vec<u8>>,
     ) -> Option<(usize, Key)> {
         if self.st.mode() != Mode::Transaction {
             return None;
         }
-        let db = self.st.db().clone();
         let rule = self
             .ctx
             .cache
@@ -76,30 +79,33 @@ impl Session {
                 ext: self.shape.ext,
                 collation: self.shape.collation,
                 sql: sql.to_vec(),
+                params,
             },
         ))
     }
 
     /// The rule and key of a prepared statement's execute whose result may
-    /// come from the cache: the statement's key with its parameters'
-    /// types and values (`stmt::params_key`) in place of the text, marked
-    /// so that it never meets a text query's key. The statement's own
-    /// database, where its names were resolved.
+    /// come from the cache: its text, the database it was prepared in, and
+    /// its parameters' types and values (`stmt::params_key`). Its digest is
+    /// worked out only when a rule matches by digest.
     pub(super) fn execute_cache_key(
         &self,
         def: &crate::protocol::stmt::StmtDef,
-        params: &[u8],
+        params: Vec<u8>,
     ) -> Option<(usize, Key)> {
-        let digest = crate::protocol::sql::digest(&def.key.sql);
-        let (rule, mut key) = self.cache_key(&def.key.sql, &def.fx, &def.toks, Some(&digest))?;
-        let mut text = Vec::with_capacity(def.key.sql.len() + params.len() + 2);
-        text.extend_from_slice(b"\x17");
-        text.extend_from_slice(&def.key.sql);
-        text.push(0);
-        text.extend_from_slice(params);
-        key.sql = text;
-        key.db = def.key.db.clone();
-        Some((rule, key))
+        let digest = self
+            .ctx
+            .cache
+            .matches_digests()
+            .then(|| crate::protocol::sql::digest(&def.key.sql));
+        self.cache_key(
+            def.key.db.clone(),
+            &def.key.sql,
+            &def.fx,
+            &def.toks,
+            digest.as_deref(),
+            Some(params),
+        )
     }
 
     /// Answers from the cache when it has a fresh entry; else the read

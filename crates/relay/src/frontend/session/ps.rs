@@ -192,7 +192,7 @@ impl Session {
                 cs.types.clone()
             });
             let cached = stmt::params_key(cmd, s.params, types.as_deref())
-                .and_then(|p| self.execute_cache_key(&s, &p));
+                .and_then(|p| self.execute_cache_key(&s, p));
             if let Some((rule, ckey)) = cached {
                 miss = self
                     .answer_or_miss(rule, ckey, &s.key.sql, &s.toks, fx)
