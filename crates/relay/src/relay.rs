@@ -139,6 +139,10 @@ impl Relay {
         if old.routing != new.routing {
             ignored.push("routing".to_string());
         }
+        // (the binlog follower runs with the settings it started with)
+        if old.dynamic.cache.follow != new.dynamic.cache.follow {
+            ignored.push("cache.binlog, cache.max_lag, cache.server_id".to_string());
+        }
         ignored
     }
 
@@ -262,9 +266,9 @@ async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
         .unwrap_or_else(|| crate::cache::follower::default_server_id(&ctx.cfg.listen));
     if ctx.cache.active() {
         tracing::info!(
-        "relay: the result cache follows the primary's binary log as replica id {server_id} (the relay's account needs REPLICATION SLAVE and BINLOG MONITOR); it gives entries only while caught up within {:.2}s, else it is bypassed",
-        settings.max_lag.as_secs_f64()
-    );
+            "relay: the result cache follows the primary's binary log as replica id {server_id} (the relay's account needs REPLICATION SLAVE and BINLOG MONITOR); it gives entries only while caught up within {:.2}s, else it is bypassed",
+            settings.max_lag.as_secs_f64()
+        );
     }
     let wiring = crate::cache::follower::Wiring {
         cache: &ctx.cache,
@@ -273,17 +277,10 @@ async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
         primary: Box::new(|| {
             // Several writable servers outside Galera (refused, or
             // multi_primary): one binary log need not hold the others'.
-            let briefs = ctx.pool.health.briefs();
-            let writable: Vec<String> = briefs
-                .iter()
-                .zip(&ctx.cfg.backends)
-                .filter(|(b, _)| b.checked && b.up && !b.read_only && b.galera.is_none())
-                .map(|(_, cfg)| cfg.addr())
-                .collect();
-            if writable.len() > 1 {
+            if let Some(list) = ctx.pool.several_writable() {
                 return Err(format!(
                     "several writable backends ({}): one binary log need not hold the others' writes",
-                    writable.join(", ")
+                    list.join(", ")
                 ));
             }
             let i = ctx

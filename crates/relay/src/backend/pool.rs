@@ -504,7 +504,21 @@ impl Pool {
     /// not a Galera cluster, and `multi_primary` is off: writes are
     /// refused then.
     pub fn several_primaries(&self) -> Option<Vec<String>> {
-        let w = pick::several_primaries(&self.health.briefs(), &self.policy())?;
+        self.writable_of(self.policy())
+    }
+
+    /// The writable backends' addresses when more than one is writable and
+    /// not a Galera cluster, whatever `multi_primary` allows (the result
+    /// cache's binlog follower cannot follow one log for all of them).
+    pub fn several_writable(&self) -> Option<Vec<String>> {
+        self.writable_of(pick::Policy {
+            multi_primary: false,
+            ..self.policy()
+        })
+    }
+
+    fn writable_of(&self, policy: pick::Policy) -> Option<Vec<String>> {
+        let w = pick::several_primaries(&self.health.briefs(), &policy)?;
         Some(w.iter().map(|&i| self.sides[i].backend.addr()).collect())
     }
 
