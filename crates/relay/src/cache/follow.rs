@@ -63,14 +63,17 @@ impl Follow {
     pub fn step(&mut self, ev: Ev<'_>) -> Option<Stale> {
         match ev {
             Ev::Gtid { standalone } => {
-                // (a group left open by a crash of the source is dropped
-                // with its rows: it never committed)
+                // A group still open (its end not read: a crash of the
+                // source, or an end this reader did not know) is made
+                // stale all the same: stale for nothing costs a read,
+                // dropped for a commit missed, a stale entry.
+                let before = self.finish();
                 *self = Follow {
                     open: true,
                     standalone,
                     ..Follow::default()
                 };
-                None
+                before
             }
             Ev::Meta => None,
             Ev::Xid => self.finish(),
@@ -440,6 +443,24 @@ mod tests {
             }
             assert_eq!(got, want, "{what}");
         }
+    }
+
+    /// A group whose end this reader never saw (the source crashed, or an
+    /// end it does not know) is made stale when the next group starts —
+    /// never dropped.
+    #[test]
+    fn a_group_whose_end_was_not_read_is_made_stale_at_the_next() {
+        let mut f = Follow::default();
+        for ev in [GTID, q("app", "BEGIN"), map("app", "lost"), Ev::Rows] {
+            assert_eq!(f.step(ev), None);
+        }
+        assert_eq!(f.step(GTID), tables(&[("app", "lost")]));
+        f.step(q("app", "BEGIN"));
+        f.step(q(
+            "app",
+            "/* a commit in words it does not know */ COMMIT WORK",
+        ));
+        assert_eq!(f.step(DDL), Some(Stale::Whole));
     }
 
     use proptest::prelude::*;
