@@ -72,28 +72,23 @@ async fn setup(srv: &sqlfleet_testkit::TestServer) -> (Relay, String) {
     .await
     .expect("tables");
     let relay = start_relay(srv, &["--mode", "transaction", "--toml", RULES]);
-    following(&relay).await;
+    relay.wait_cache_following(Duration::from_secs(20));
     (relay, db)
 }
 
-/// Waits until the cache's binlog follower is caught up (until then every
-/// cacheable statement bypasses the cache).
-async fn following(relay: &Relay) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let open = || {
-        relay
-            .page("/status")
-            .replace([' ', '\n'], "")
-            .contains("\"open\":true")
+/// A campaign's seed and rounds: SQLFLEET_CACHE_SEED (1) and
+/// SQLFLEET_CACHE_ROUNDS (300).
+fn campaign() -> (u64, u64) {
+    let var = |name: &str, default: u64| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
-    while !open() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the cache's binlog follower never caught up: {}",
-            relay.page("/status")
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    (
+        var("SQLFLEET_CACHE_SEED", 1),
+        var("SQLFLEET_CACHE_ROUNDS", 300),
+    )
 }
 
 async fn client(relay: &Relay, db: &str) -> mysql_async::Conn {
@@ -624,14 +619,7 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
     let _one = SERIAL.lock().await;
     let srv = sqlfleet_testkit::server();
     let (relay, db) = setup(srv).await;
-    let seed: u64 = std::env::var("SQLFLEET_CACHE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let rounds: u64 = std::env::var("SQLFLEET_CACHE_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let (seed, rounds) = campaign();
     let keys = 4u64;
     let acked: Arc<Vec<AtomicU64>> = Arc::new((0..keys).map(|_| AtomicU64::new(0)).collect());
     let mut tasks = Vec::new();
@@ -727,14 +715,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
     let _one = SERIAL.lock().await;
     let srv = sqlfleet_testkit::server();
     let (relay, db) = setup(srv).await;
-    let seed: u64 = std::env::var("SQLFLEET_CACHE_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
-    let rounds: u64 = std::env::var("SQLFLEET_CACHE_ROUNDS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(300);
+    let (seed, rounds) = campaign();
     const BOUND: Duration = Duration::from_secs(1);
     // Keys 13..=16: each one's acknowledged values, with when.
     type History = std::sync::Mutex<Vec<Vec<(std::time::Instant, u64)>>>;
@@ -857,7 +838,7 @@ async fn a_stalled_primary_blinds_the_cache_instead_of_serving_old_entries() {
             &port,
         ],
     );
-    following(&relay).await;
+    relay.wait_cache_following(Duration::from_secs(20));
     let mut a = client(&relay, &db).await;
     let read = "SELECT v FROM kv WHERE k = 12";
     let v: Option<i64> = a.query_first(read).await.expect("miss");
@@ -893,7 +874,7 @@ async fn a_stalled_primary_blinds_the_cache_instead_of_serving_old_entries() {
     );
     assert!(relay.metric("sqlfleet_relay_cache_bypassed_total") >= 1.0);
     link.heal();
-    following(&relay).await;
+    relay.wait_cache_following(Duration::from_secs(20));
     let mut b = client(&relay, &db).await;
     match read_until(&mut b, read, 5, Duration::from_secs(10)).await {
         Ok(_) => {}

@@ -61,10 +61,11 @@ fn mariadb_connector_j() {
     run_client("java", java("Client.java"));
 }
 
-#[test]
-fn sysbench_read_write_with_prepared_statements() {
+/// sysbench's `test` (prepare, then 3 s of 4 threads) with prepared
+/// statements (`db-ps-mode=auto`) through `relay` as app, in a fresh
+/// database; each step must succeed. The run's output.
+fn sysbench_through(relay: &common::relay::Relay, test: &str, sizes: [&str; 2]) -> String {
     let srv = server();
-    let relay = start_relay(srv, &[]);
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("sb"));
     let dir = tempfile::tempdir().expect("tmp");
@@ -77,6 +78,7 @@ fn sysbench_read_write_with_prepared_statements() {
         ),
     )
     .expect("cfg");
+    let mut out = String::new();
     for (step, extra) in [
         ("prepare", vec![]),
         (
@@ -86,7 +88,8 @@ fn sysbench_read_write_with_prepared_statements() {
     ] {
         let o = Command::new("sysbench")
             .arg(format!("--config-file={}", cfg.display()))
-            .args(["oltp_read_write", "--tables=2", "--table-size=2000"])
+            .arg(test)
+            .args(sizes)
             .args(extra)
             .arg(step)
             .output()
@@ -97,11 +100,20 @@ fn sysbench_read_write_with_prepared_statements() {
             common::stdout(&o),
             common::stderr(&o)
         );
-        if step == "run" {
-            let out = common::stdout(&o);
-            assert!(out.contains("transactions:"), "{out}");
-        }
+        out = common::stdout(&o);
     }
+    out
+}
+
+#[test]
+fn sysbench_read_write_with_prepared_statements() {
+    let relay = start_relay(server(), &[]);
+    let out = sysbench_through(
+        &relay,
+        "oltp_read_write",
+        ["--tables=2", "--table-size=2000"],
+    );
+    assert!(out.contains("transactions:"), "{out}");
     assert!(relay.metric("sqlfleet_relay_commands_total") > 1000.0);
 }
 
@@ -185,47 +197,19 @@ fn variable_reads_answered_by_the_relay_look_the_same_to_every_driver() {
 /// parameter types sent" once a first execute was a hit).
 #[test]
 fn sysbench_prepared_point_selects_through_the_result_cache() {
-    let srv = server();
     let relay = start_relay(
-        srv,
+        server(),
         &[
             "--toml",
             "[[cache_rules]]\nname = \"sb\"\nmatch_regex = \"(?i)FROM sbtest\"\nttl = 60\n",
         ],
     );
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let (db, _) = rt.block_on(srv.fresh_db("sbc"));
-    let dir = tempfile::tempdir().expect("tmp");
-    let cfg = dir.path().join("sb.cfg");
-    std::fs::write(
-        &cfg,
-        format!(
-            "mysql-host=127.0.0.1\nmysql-port={}\nmysql-user=app\nmysql-password=app-pw\nmysql-db={db}\nmysql-ssl=off\ndb-ps-mode=auto\n",
-            relay.port
-        ),
-    )
-    .expect("cfg");
-    for (step, extra) in [
-        ("prepare", vec![]),
-        (
-            "run",
-            vec!["--threads=4", "--time=3", "--report-interval=0"],
-        ),
-    ] {
-        let o = Command::new("sysbench")
-            .arg(format!("--config-file={}", cfg.display()))
-            .args(["oltp_point_select", "--tables=1", "--table-size=50"])
-            .args(extra)
-            .arg(step)
-            .output()
-            .expect("sysbench (scripts/deps.sh installs it)");
-        assert!(
-            o.status.success(),
-            "sysbench {step}: {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+    relay.wait_cache_following(std::time::Duration::from_secs(20));
+    sysbench_through(
+        &relay,
+        "oltp_point_select",
+        ["--tables=1", "--table-size=50"],
+    );
     assert!(
         relay.metric("sqlfleet_relay_cache_hits_total{rule=\"sb\"}") > 0.0,
         "no execute was answered from the cache"

@@ -161,22 +161,8 @@ fn cache_sees_every_nodes_writes(
         dir,
         "[[cache_rules]]\nname = \"t\"\ntables = [\"t\"]\nttl = 30\n",
     );
+    relay.wait_cache_following(Duration::from_secs(30));
     rt.block_on(async {
-        let open = || {
-            relay
-                .page("/status")
-                .replace([' ', '\n'], "")
-                .contains("\"open\":true")
-        };
-        let t0 = Instant::now();
-        while !open() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(30),
-                "{}",
-                relay.page("/status")
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
         let mut c = mysql_async::Conn::new(opts(relay.port))
             .await
             .expect("relay");

@@ -170,6 +170,26 @@ impl Relay {
         self.page("/metrics")
     }
 
+    /// Waits (at most `within`) until the result cache's binlog follower
+    /// is caught up: until then every cacheable statement bypasses the
+    /// cache.
+    pub fn wait_cache_following(&self, within: std::time::Duration) {
+        let t0 = std::time::Instant::now();
+        let open = || {
+            self.page("/status")
+                .replace([' ', '\n'], "")
+                .contains("\"open\":true")
+        };
+        while !open() {
+            assert!(
+                t0.elapsed() < within,
+                "the cache's binlog follower never caught up: {}",
+                self.page("/status")
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
     /// One sample's value from the metrics page.
     pub fn metric(&self, series: &str) -> f64 {
         metric_in(&self.metrics(), series)
