@@ -427,6 +427,10 @@ impl Cache {
 
     /// A fresh entry for `key`, not counted.
     fn peek(&self, key: &Key) -> Option<Hit> {
+        // (the gate shut while it waited: no entry, as for a new statement)
+        if !self.gate.open() {
+            return None;
+        }
         let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         st.map
             .get(key)
@@ -799,6 +803,33 @@ mod tests {
         assert!(
             matches!(c.turn(&key("a")), Turn::Lead(_)),
             "no read in flight any more"
+        );
+    }
+
+    /// A miss that waited for another's read gets no entry once the
+    /// binlog gate shut meanwhile (the follower went blind).
+    #[tokio::test]
+    async fn a_waiter_gets_no_entry_once_the_gate_shut() {
+        let c = Arc::new(cache(1 << 20));
+        c.gate.follow();
+        c.gate.caught_up(Instant::now(), Duration::from_secs(60));
+        let Turn::Lead(lead) = c.turn(&key("a")) else {
+            panic!("the first miss leads");
+        };
+        let Turn::Wait(n) = c.turn(&key("a")) else {
+            panic!("the second waits");
+        };
+        let waiter = {
+            let c = c.clone();
+            tokio::spawn(async move { c.wait_for(0, &key("a"), n, Duration::from_secs(5)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        c.put(0, c.version(), key("a"), hit(10), Scope::Whole);
+        c.gate.blind("lost".into());
+        drop(lead);
+        assert!(
+            waiter.await.expect("waiter").is_none(),
+            "an entry past the shut gate"
         );
     }
 
