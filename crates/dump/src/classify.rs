@@ -487,6 +487,14 @@ pub fn engine(text: &[u8]) -> Option<String> {
     (end > 0).then(|| String::from_utf8_lossy(&rest[..end]).into_owned())
 }
 
+/// Does this CREATE TABLE give a column AUTO_INCREMENT (not just the
+/// `AUTO_INCREMENT=N` table option)?
+pub fn has_auto_increment(create: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(create).to_ascii_uppercase();
+    let body_end = text.rfind("\n)").unwrap_or(text.len());
+    text[..body_end].contains(" AUTO_INCREMENT")
+}
+
 /// Engines whose writes cannot be journaled in the same transaction.
 pub fn is_transactional(engine: &str) -> bool {
     matches!(engine, "INNODB" | "XTRADB" | "ROCKSDB" | "TOKUDB")
@@ -510,6 +518,12 @@ mod tests {
             db: None,
             name: name.into(),
         }
+    }
+
+    #[test]
+    fn auto_increment_detection() {
+        assert!(has_auto_increment(b"CREATE TABLE t (\n  id int NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (id)\n) ENGINE=InnoDB AUTO_INCREMENT=5"));
+        assert!(!has_auto_increment(b"CREATE TABLE t (\n  id int NOT NULL,\n  PRIMARY KEY (id)\n) ENGINE=InnoDB AUTO_INCREMENT=5"));
     }
 
     #[test]

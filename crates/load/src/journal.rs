@@ -198,7 +198,7 @@ fn counter_sql(table: &str) -> String {
     )
 }
 
-fn jerr(endpoint: &str) -> impl Fn(mysql_async::Error) -> LoadError + '_ {
+pub(crate) fn jerr(endpoint: &str) -> impl Fn(mysql_async::Error) -> LoadError + '_ {
     move |e| LoadError::Journal {
         endpoint: endpoint.to_string(),
         what: crate::error::describe(&e).1,

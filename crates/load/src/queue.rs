@@ -164,14 +164,6 @@ impl JobQueue {
 pub const TAKES_SEQUENCE: &str =
     "(COLUMN_DEFAULT LIKE '%nextval%' OR COLUMN_DEFAULT LIKE '%next%value%for%')";
 
-/// Does this CREATE TABLE give a column AUTO_INCREMENT (not just the
-/// `AUTO_INCREMENT=N` table option)?
-pub fn has_auto_increment(create: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(create).to_ascii_uppercase();
-    let body_end = text.rfind("\n)").unwrap_or(text.len());
-    text[..body_end].contains(" AUTO_INCREMENT")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,11 +247,5 @@ mod tests {
         assert!(!next.is_finished());
         q.done("t");
         assert_eq!(next.await.expect("join").as_deref(), Some("t"));
-    }
-
-    #[test]
-    fn auto_increment_detection() {
-        assert!(has_auto_increment(b"CREATE TABLE t (\n  id int NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (id)\n) ENGINE=InnoDB AUTO_INCREMENT=5"));
-        assert!(!has_auto_increment(b"CREATE TABLE t (\n  id int NOT NULL,\n  PRIMARY KEY (id)\n) ENGINE=InnoDB AUTO_INCREMENT=5"));
     }
 }

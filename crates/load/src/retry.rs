@@ -2,9 +2,11 @@
 //! attempt, when that attempt needs a new connection (and so a replay of
 //! the session prelude), how long to wait, and how often to try.
 //!
-//! Every retry loop (the scheduler's statements, the workers' batches and
-//! chunks) asks this module, so they cannot drift apart.
+//! [`run`] is the loader's one retry loop (the scheduler's statements,
+//! the workers' batches, chunks and single statements), so they cannot
+//! drift apart.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 /// Attempts per piece of work, the first included.
@@ -68,6 +70,55 @@ pub fn next(attempt: u32, e: &mysql_async::Error, may_reconnect: bool) -> Next {
     Next::Again {
         wait: backoff(attempt),
         reconnect,
+    }
+}
+
+/// Which failed attempts [`run`] may try again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Worth {
+    /// Those whose error is [`retryable`].
+    Retryable,
+    /// Every error: the attempt returns as errors only those it sorted
+    /// as worth another attempt.
+    Sorted,
+}
+
+/// One attempt of a piece of work, as [`run`] repeats it.
+pub trait Attempt: Send {
+    type Out: Send;
+    /// Tries the work once; `fresh`: on a new connection (the old one is
+    /// gone, and its session with it).
+    fn once(
+        &mut self,
+        fresh: bool,
+    ) -> impl std::future::Future<Output = Result<Self::Out, mysql_async::Error>> + Send;
+}
+
+/// Runs `attempt` until it succeeds, fails with an error not `worth`
+/// another attempt, or the policy ([`next`]) gives up; the result is the
+/// last attempt's. Between attempts it waits the policy's backoff and
+/// counts the retry in `retries`. `may_reconnect` false gives up where a
+/// new connection would be needed.
+pub async fn run<A: Attempt>(
+    retries: &AtomicU64,
+    may_reconnect: bool,
+    worth: Worth,
+    attempt: &mut A,
+) -> Result<A::Out, mysql_async::Error> {
+    let (mut n, mut fresh) = (0, false);
+    loop {
+        n += 1;
+        let r = attempt.once(fresh).await;
+        let step = match &r {
+            Err(e) if worth == Worth::Sorted || retryable(e) => next(n, e, may_reconnect),
+            _ => return r,
+        };
+        let Next::Again { wait, reconnect } = step else {
+            return r;
+        };
+        retries.fetch_add(1, Ordering::Relaxed);
+        fresh = reconnect;
+        tokio::time::sleep(wait).await;
     }
 }
 

@@ -2,23 +2,23 @@
 //! what a resume may trust, feed the scheduler, report.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::Target;
-
 use sqlfleet_dump::Kind;
+use tokio::sync::mpsc;
 
-use crate::engine::{Engine, EngineOptions};
-use crate::error::LoadError;
+use crate::engine::{self, Connected, Ended, Engine, EngineOptions, Next};
+use crate::error::{LoadError, StatementFailure};
 use crate::journal::{self, Start};
 use crate::schedule::{Regime, Scheduler};
 use crate::session::SessionConn;
 use crate::source::{self, Msg};
 use crate::summary::Summary;
-use crate::{dir, error, galera, identity, progress};
+use crate::{dir, galera, identity, progress};
 
 /// What to load and how.
 #[derive(Debug, Clone)]
@@ -59,37 +59,6 @@ pub struct LoadOptions {
     /// Turns true on SIGINT or SIGTERM: the load stops reading, lets what
     /// it started commit, journals it and says how to go on.
     pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
-}
-
-/// Resolves once `interrupt` turns true (never without one).
-pub(crate) async fn interrupted(interrupt: &mut Option<tokio::sync::watch::Receiver<bool>>) {
-    match interrupt {
-        Some(r) => {
-            while !*r.borrow_and_update() {
-                if r.changed().await.is_err() {
-                    std::future::pending::<()>().await;
-                }
-            }
-        }
-        None => std::future::pending().await,
-    }
-}
-
-/// Watches `interrupt` for the whole of a load — while it reads, while a
-/// feed waits for a free worker, and while it waits for what is queued
-/// after the input ended (the last was where a signal went unseen: the
-/// whole dump had been read ahead, and the load went on to the end and
-/// exited 0). Sets [`crate::state::Shared::interrupted`], which every
-/// worker checks before each statement; the caller aborts it when done.
-pub(crate) fn watch_interrupt(
-    interrupt: Option<tokio::sync::watch::Receiver<bool>>,
-    shared: std::sync::Arc<crate::state::Shared>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut interrupt = interrupt;
-        interrupted(&mut interrupt).await;
-        shared.interrupted.store(true, Ordering::Relaxed);
-    })
 }
 
 /// Holds back what would run on `--resume` until the input has been
@@ -143,75 +112,153 @@ impl ResumeCheck {
     }
 }
 
-/// Loads a dump. `Ok` also when statements were quarantined (see
-/// `Summary::errors`); `Err` when the load stopped.
-pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
+/// Loads a dump or a mydumper directory. `Ok` also when statements were
+/// quarantined (see `Summary::errors`); `Err` when the load stopped.
+pub async fn load(mut opts: LoadOptions) -> Result<Summary, LoadError> {
     let started = Instant::now();
     let source_name = sqlfleet_dump::reader::display_name(&opts.path);
-    let mut opts = opts;
-    // A mydumper directory: -D is the database its one database loads
-    // into (myloader's -B), created when absent; connections name none.
-    let dir = if opts.path.is_dir() {
-        let into = opts.target.database.take();
-        let d = dir::open(&opts.path, into.as_deref()).map_err(|e| LoadError::Refused {
-            path: e.path,
-            what: e.what,
-        })?;
-        Some(d)
-    } else {
-        None
-    };
-    let (input, raw_read, total, compressed) = match &dir {
-        Some(d) => (
-            source::Input::Dir(d.clone()),
-            Arc::new(std::sync::atomic::AtomicU64::new(0)),
-            Some(d.size),
-            d.compressed,
-        ),
-        None => {
-            let opened =
-                sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
-                    path: opts.path.clone(),
-                    source,
-                })?;
-            let compressed = opened.compression != sqlfleet_dump::reader::Compression::None;
-            (
-                source::Input::Stream(opened.reader, opened.size),
-                opened.raw_read,
-                opened.size,
-                compressed,
-            )
-        }
-    };
-    let position = dir.as_ref().and_then(|d| d.position.clone());
-
-    // Connect first: a wrong password should not wait for the dump.
-    let control = SessionConn::open(&opts.target, opts.binlog).await?;
-    // The lock and the journal's own bookkeeping live on a connection of
-    // their own, outside any transaction the file opens.
-    let mut bookkeeping = SessionConn::open(&opts.target, opts.binlog).await?.conn;
-    let endpoint = opts.target.endpoint.to_string();
-    // A Galera node: a file is read whole for tables the cluster would
-    // not replicate, before anything of it runs.
-    let cluster = galera::detect(&mut bookkeeping)
-        .await
-        .map_err(|e| LoadError::Setup {
-            what: format!("{endpoint}: reading its wsrep settings: {e}"),
-        })?;
-    // The largest statement the server takes (see schedule.rs).
-    let max_packet: Option<u64> = bookkeeping
-        .query_first("SELECT @@max_allowed_packet")
-        .await
-        .map_err(|e| LoadError::Setup {
-            what: format!("{endpoint}: reading its max_allowed_packet: {e}"),
-        })?;
-    if let Some(what) = cluster.as_ref().and_then(|c| c.binlog_refusal(opts.binlog)) {
-        return Err(LoadError::Setup {
-            what: format!("{endpoint}: {what}"),
+    let mut setup = Setup::open(&mut opts).await?;
+    let mut reading = Reading::start(&opts, &mut setup.input)?;
+    let (input_id, is_dump) = reading.identify(&opts.path).await?;
+    let ids = Ids::bind(&opts, input_id);
+    let Some(begun) = begin(&opts, &mut setup, &ids, &source_name).await? else {
+        reading.stop_and_join();
+        return Ok(Summary {
+            unit: "statements",
+            source: source_name,
+            load_id: ids.load_id,
+            complete: true,
+            already_done: true,
+            seconds: started.elapsed().as_secs_f64(),
+            threads: opts.threads,
+            ..Summary::default()
         });
+    };
+    let mut engine = Engine::start(setup.engine_options(&opts, &ids, &reading, started))?;
+    let mut check = ResumeCheck::new(&begun.resume);
+    // A finished load resumed: "already loaded" once the whole input met
+    // its recorded chains (the check refuses another input first).
+    let from_done = begun.resume.done;
+    let regime = regime(is_dump, opts.serial, &source_name);
+    let (position, endpoint) = (setup.input.position.take(), setup.endpoint.clone());
+    let mut sched = schedule(&engine, setup, begun, &opts, regime);
+    let fed = feed(
+        &mut engine,
+        &mut sched,
+        &mut reading,
+        &mut check,
+        &opts.path,
+    )
+    .await;
+    reading.stop();
+    if fed.changed.is_none() {
+        sched.finish().await;
     }
-    if let Some(c) = &cluster {
-        let files: Vec<PathBuf> = match &dir {
+    let prelude = engine.ctx.prelude.clone();
+    let mut ended = engine.finish().await;
+    reading.stop_and_join();
+    let failure = ended.failure.take();
+    let closing = (&ended, &fed, &opts, &ids);
+    let closed = close(sched, &prelude, failure, closing, &source_name, &endpoint).await;
+    let bytes = fed.bytes;
+    verdict(fed, closed.failure, &ended, &opts.path)?;
+    let mut summary = ended.summary("statements", source_name, bytes);
+    summary.load_id = ids.load_id;
+    summary.already_done = from_done && summary.statements == 0;
+    summary.tables = closed.tables;
+    summary.skipped_on_resume = closed.skipped;
+    summary.mode = closed.mode;
+    summary.warnings = closed
+        .warnings
+        .into_iter()
+        .chain(summary.warnings)
+        .collect();
+    summary.quarantine = opts.quarantine.clone().filter(|_| opts.continue_on_error);
+    summary.source_position = position.map(Into::into);
+    Ok(summary)
+}
+
+/// The scheduler of a load that begun, on its two connections.
+fn schedule(
+    engine: &Engine,
+    setup: Setup,
+    begun: Begun,
+    opts: &LoadOptions,
+    regime: Regime,
+) -> Scheduler {
+    let batch_bytes = setup.batch_bytes(opts.batch_bytes);
+    let mut sched = Scheduler::new(
+        engine.ctx.clone(),
+        engine.queue.clone(),
+        setup.control,
+        setup.bookkeeping,
+        begun.resume,
+        batch_bytes,
+        opts.defer_indexes,
+        opts.database
+            .clone()
+            .or_else(|| opts.target.database.clone()),
+        regime,
+    );
+    sched.warnings.extend(begun.warnings);
+    sched.begin = begun.begin;
+    sched.overwrite_tables = opts.overwrite_tables;
+    sched
+}
+
+/// The input opened, as one stream of statements.
+struct Input {
+    /// Taken by the reader thread.
+    stream: Option<source::Input>,
+    /// A mydumper directory's plan.
+    dir: Option<dir::DirInput>,
+    /// Bytes read from disk (before decompression).
+    raw_read: Arc<AtomicU64>,
+    /// Its size on disk, when known.
+    total: Option<u64>,
+    compressed: bool,
+    /// A mydumper directory's source position.
+    position: Option<sqlfleet_dump::mydumper::Position>,
+}
+
+impl Input {
+    /// Opens a file, stdin or a mydumper directory. A directory takes
+    /// -D as the database its one database loads into (myloader's -B),
+    /// created when absent; connections then name none.
+    fn open(opts: &mut LoadOptions) -> Result<Input, LoadError> {
+        if opts.path.is_dir() {
+            let into = opts.target.database.take();
+            let d = dir::open(&opts.path, into.as_deref()).map_err(|e| LoadError::Refused {
+                path: e.path,
+                what: e.what,
+            })?;
+            return Ok(Input {
+                stream: Some(source::Input::Dir(d.clone())),
+                raw_read: Arc::new(AtomicU64::new(0)),
+                total: Some(d.size),
+                compressed: d.compressed,
+                position: d.position.clone(),
+                dir: Some(d),
+            });
+        }
+        let opened = sqlfleet_dump::reader::open(&opts.path).map_err(|source| LoadError::Open {
+            path: opts.path.clone(),
+            source,
+        })?;
+        Ok(Input {
+            compressed: opened.compression != sqlfleet_dump::reader::Compression::None,
+            stream: Some(source::Input::Stream(opened.reader, opened.size)),
+            dir: None,
+            raw_read: opened.raw_read,
+            total: opened.size,
+            position: None,
+        })
+    }
+
+    /// On a Galera node: refuses a file with tables the cluster would not
+    /// replicate, read whole before anything of it runs.
+    async fn refuse_for_galera(&self, c: &galera::Cluster, path: &Path) -> Result<(), LoadError> {
+        let files: Vec<PathBuf> = match &self.dir {
             Some(d) => d
                 .parts
                 .iter()
@@ -220,12 +267,12 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                     dir::Part::Sql(_) => None,
                 })
                 .collect(),
-            None if sqlfleet_dump::reader::is_stdin(&opts.path) => Vec::new(),
-            None => vec![opts.path.clone()],
+            None if sqlfleet_dump::reader::is_stdin(path) => Vec::new(),
+            None => vec![path.to_path_buf()],
         };
         for path in files {
             let (p, c2) = (path.clone(), c.clone());
-            let in_dir = dir.is_some();
+            let in_dir = self.dir.is_some();
             let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2, in_dir))
                 .await
                 .map_err(|e| LoadError::Setup {
@@ -242,287 +289,413 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                 });
             }
         }
+        Ok(())
     }
-    let batch_bytes = cluster
-        .as_ref()
-        .map_or(opts.batch_bytes, |c| c.batch_bytes(opts.batch_bytes));
+}
 
-    let stop_reader = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let read = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<Msg>(32);
-    let reader = source::spawn(
-        input,
-        opts.load_id.clone(),
-        source::ReadOptions {
-            read: read.clone(),
-            max_statement: sqlfleet_dump::split::MAX_STATEMENT,
-            keep_comments: opts.comments,
-            // (a directory's files name none: `source` there is as the
-            // client's, relative to the working directory)
-            base_dir: opts
-                .path
-                .parent()
-                .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path) && dir.is_none())
-                .map(Path::to_path_buf),
-            raw_read: raw_read.clone(),
-        },
-        tx,
-        stop_reader.clone(),
-    )
-    .map_err(|source| LoadError::Open {
-        path: opts.path.clone(),
-        source,
-    })?;
-    let input_err = |source| LoadError::Input {
-        path: opts.path.clone(),
-        source,
-    };
-    let stop = |rx: tokio::sync::mpsc::Receiver<Msg>| {
-        stop_reader.store(true, Ordering::Relaxed);
-        drop(rx);
-    };
-    let (load_id, is_dump) = match rx.recv().await {
-        Some(Msg::Id { id, dump }) => (id, dump),
-        Some(Msg::Error(e)) => {
-            stop(rx);
-            let _ = reader.join();
-            return Err(input_err(e));
+/// The input and the two connections, checked before a byte of it runs.
+struct Setup {
+    input: Input,
+    /// The first connection: the one-connection regime's and the
+    /// ordered statements'.
+    control: SessionConn,
+    /// The lock and the journal's own bookkeeping, outside any
+    /// transaction the file opens.
+    bookkeeping: mysql_async::Conn,
+    cluster: Option<galera::Cluster>,
+    endpoint: String,
+    /// The largest statement the server takes (see schedule.rs).
+    max_packet: Option<u64>,
+}
+
+impl Setup {
+    async fn open(opts: &mut LoadOptions) -> Result<Setup, LoadError> {
+        let input = Input::open(opts)?;
+        // Connect first: a wrong password should not wait for the dump.
+        let Connected {
+            session: control,
+            cluster,
+            endpoint,
+        } = engine::connect(&opts.target, opts.binlog).await?;
+        let mut bookkeeping = SessionConn::open(&opts.target, opts.binlog).await?.conn;
+        let max_packet: Option<u64> = bookkeeping
+            .query_first("SELECT @@max_allowed_packet")
+            .await
+            .map_err(|e| LoadError::Setup {
+                what: format!("{endpoint}: reading its max_allowed_packet: {e}"),
+            })?;
+        if let Some(c) = &cluster {
+            input.refuse_for_galera(c, &opts.path).await?;
         }
-        Some(Msg::FileError(path, source)) => {
-            stop(rx);
-            let _ = reader.join();
-            return Err(LoadError::Input { path, source });
+        Ok(Setup {
+            input,
+            control,
+            bookkeeping,
+            cluster,
+            endpoint,
+            max_packet,
+        })
+    }
+
+    /// A transaction's size on this server (a Galera write set is bound).
+    fn batch_bytes(&self, asked: usize) -> usize {
+        self.cluster
+            .as_ref()
+            .map_or(asked, |c| c.batch_bytes(asked))
+    }
+
+    /// The engine of this load.
+    fn engine_options(
+        &self,
+        opts: &LoadOptions,
+        ids: &Ids,
+        reading: &Reading,
+        started: Instant,
+    ) -> EngineOptions {
+        EngineOptions {
+            target: opts.target.clone(),
+            binlog: opts.binlog,
+            threads: opts.threads,
+            load_id: ids.load_id.clone(),
+            resuming: opts.resume,
+            continue_on_error: opts.continue_on_error,
+            quarantine: opts.quarantine.clone(),
+            fast_path: opts.fast_path,
+            queue_bytes: opts.read_ahead.max(self.batch_bytes(opts.batch_bytes)),
+            progress: opts.progress,
+            raw_read: self.input.raw_read.clone(),
+            compressed: self.input.compressed,
+            read: reading.read.clone(),
+            total: self.input.total,
+            started,
+            galera: self.cluster.clone(),
+            max_packet: self.max_packet,
+            interrupt: opts.interrupt.clone(),
         }
-        _ => {
-            return Err(LoadError::Empty {
-                path: opts.path.clone(),
-            })
-        }
-    };
-    // A resume is bound to the database it loads into: the same dump
-    // loaded with another -D is another load (an id given with --load-id
-    // is the user's to choose).
-    let input_id = load_id;
-    let target_db = opts.target.database.clone().unwrap_or_default();
-    let load_id = if opts.load_id.is_some() {
-        input_id.clone()
-    } else {
-        crate::identity::bound(&input_id, &target_db)
-    };
-    let bound = Some((input_id.as_str(), target_db.as_str()));
-    journal::lock(&mut bookkeeping, &endpoint, &load_id).await?;
-    journal::wait_for_leftovers(
-        &mut bookkeeping,
-        &endpoint,
-        &load_id,
-        std::time::Duration::from_secs(30),
-    )
-    .await?;
-    let mut control = control;
-    control
-        .conn
-        .query_drop(journal::slot_lock_sql(&load_id, "c"))
-        .await
-        .map_err(|e| LoadError::Journal {
-            endpoint: endpoint.clone(),
-            what: error::describe(&e).1,
+    }
+}
+
+/// The reader thread of the input and its statements.
+struct Reading {
+    reader: Option<std::thread::JoinHandle<()>>,
+    rx: Option<mpsc::Receiver<Msg>>,
+    stop: Arc<AtomicBool>,
+    /// Input bytes read (decompressed), for progress.
+    read: Arc<AtomicU64>,
+}
+
+impl Reading {
+    fn start(opts: &LoadOptions, input: &mut Input) -> Result<Reading, LoadError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let read = Arc::new(AtomicU64::new(0));
+        let (tx, rx) = mpsc::channel::<Msg>(32);
+        let stream = input.stream.take().ok_or_else(|| LoadError::Setup {
+            what: "the input was read already".into(),
         })?;
+        let reader = source::spawn(
+            stream,
+            opts.load_id.clone(),
+            source::ReadOptions {
+                read: read.clone(),
+                max_statement: sqlfleet_dump::split::MAX_STATEMENT,
+                keep_comments: opts.comments,
+                // (a directory's files name none: `source` there is as
+                // the client's, relative to the working directory)
+                base_dir: opts
+                    .path
+                    .parent()
+                    .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path) && input.dir.is_none())
+                    .map(Path::to_path_buf),
+                raw_read: input.raw_read.clone(),
+            },
+            tx,
+            stop.clone(),
+        )
+        .map_err(|source| LoadError::Open {
+            path: opts.path.clone(),
+            source,
+        })?;
+        Ok(Reading {
+            reader: Some(reader),
+            rx: Some(rx),
+            stop,
+            read,
+        })
+    }
 
+    /// The input's identity and whether it is a dump: its first message.
+    async fn identify(&mut self, path: &Path) -> Result<(String, bool), LoadError> {
+        let first = match self.rx.as_mut() {
+            Some(rx) => rx.recv().await,
+            None => None,
+        };
+        let e = match first {
+            Some(Msg::Id { id, dump }) => return Ok((id, dump)),
+            Some(Msg::Error(source)) => LoadError::Input {
+                path: path.to_path_buf(),
+                source,
+            },
+            Some(Msg::FileError(path, source)) => LoadError::Input { path, source },
+            _ => LoadError::Empty {
+                path: path.to_path_buf(),
+            },
+        };
+        self.stop_and_join();
+        Err(e)
+    }
+
+    /// Tells the reader to stop and stops taking its messages.
+    fn stop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.rx = None;
+    }
+
+    fn stop_and_join(&mut self) {
+        self.stop();
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+    }
+}
+
+impl Drop for Reading {
+    /// A load that returns early stops its reader too.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The load's identity in the journal.
+struct Ids {
+    /// The input's own (its first MiB, its size).
+    input: String,
+    /// The database it loads into ("" for the connection's none).
+    target_db: String,
+    /// The journal's: the input bound to its database, or the user's
+    /// `--load-id`.
+    load_id: String,
+}
+
+impl Ids {
+    /// A resume is bound to the database it loads into: the same dump
+    /// loaded with another -D is another load (an id given with
+    /// --load-id is the user's to choose).
+    fn bind(opts: &LoadOptions, input: String) -> Ids {
+        let target_db = opts.target.database.clone().unwrap_or_default();
+        let load_id = if opts.load_id.is_some() {
+            input.clone()
+        } else {
+            identity::bound(&input, &target_db)
+        };
+        Ids {
+            input,
+            target_db,
+            load_id,
+        }
+    }
+
+    fn bound(&self) -> journal::Bound<'_> {
+        Some((self.input.as_str(), self.target_db.as_str()))
+    }
+}
+
+/// What the journal said this run starts from.
+struct Begun {
+    resume: journal::Resume,
+    /// A fresh load's journal writes, run with its first statement.
+    begin: Option<journal::Begin>,
+    warnings: Vec<String>,
+}
+
+/// Locks the load, reads its journal and checks what a resume may
+/// trust. `None`: this input was loaded completely already.
+async fn begin(
+    opts: &LoadOptions,
+    setup: &mut Setup,
+    ids: &Ids,
+    source_name: &str,
+) -> Result<Option<Begun>, LoadError> {
+    let (bookkeeping, endpoint) = (&mut setup.bookkeeping, setup.endpoint.as_str());
+    let total = setup.input.total;
+    let load_id = &ids.load_id;
+    journal::lock(bookkeeping, endpoint, load_id).await?;
+    journal::wait_for_leftovers(bookkeeping, endpoint, load_id, Duration::from_secs(30)).await?;
+    setup
+        .control
+        .conn
+        .query_drop(journal::slot_lock_sql(load_id, "c"))
+        .await
+        .map_err(journal::jerr(endpoint))?;
     let (start, begin) = journal::decide(
-        &mut bookkeeping,
-        &endpoint,
-        &load_id,
-        &source_name,
+        bookkeeping,
+        endpoint,
+        load_id,
+        source_name,
         opts.resume,
         opts.restart,
         total,
-        bound,
+        ids.bound(),
     )
     .await?;
     // A fresh load writes its journal once its first statement has run
     // (the scheduler); a resumed one's is there, and says so now.
     // (a resume with nothing to resume — no journal at all, or none for
     // this input — starts fresh: nothing of a journal is read after this)
-    let resumed = matches!(start, Start::Resume(_));
-    let begin = match start {
-        Start::Fresh => Some(begin),
-        _ => {
-            begin
-                .run(&mut bookkeeping)
-                .await
-                .map_err(|e| LoadError::Journal {
-                    endpoint: endpoint.clone(),
-                    what: error::describe(&e).1,
-                })?;
-            None
-        }
-    };
     let mut resume = match start {
-        Start::AlreadyDone => {
-            stop(rx);
-            let _ = reader.join();
-            return Ok(Summary {
-                unit: "statements",
-                source: source_name,
-                load_id,
-                complete: true,
-                already_done: true,
-                seconds: started.elapsed().as_secs_f64(),
-                threads: opts.threads,
-                ..Summary::default()
-            });
+        Start::Fresh => {
+            return Ok(Some(Begun {
+                resume: Default::default(),
+                begin: Some(begin),
+                warnings: Vec::new(),
+            }))
         }
-        Start::Resume(r) => *r,
-        Start::Fresh => Default::default(),
+        Start::AlreadyDone | Start::Resume(_) => {
+            begin
+                .run(bookkeeping)
+                .await
+                .map_err(journal::jerr(endpoint))?;
+            match start {
+                Start::Resume(r) => *r,
+                _ => return Ok(None),
+            }
+        }
     };
-    let mut warnings = Vec::new();
+    let warnings = check_resume(
+        opts,
+        bookkeeping,
+        endpoint,
+        ids,
+        source_name,
+        total,
+        &mut resume,
+    )
+    .await?;
+    if opts.resume && !resume.ranges.is_empty() {
+        journal::restore_auto_increments(bookkeeping, endpoint, load_id).await?;
+    }
+    Ok(Some(Begun {
+        resume,
+        begin: None,
+        warnings,
+    }))
+}
+
+/// Refuses a resume of another input or of a session a new connection
+/// cannot rebuild, and empties the non-transactional tables a batch was
+/// in flight on. The warnings say what was emptied.
+async fn check_resume(
+    opts: &LoadOptions,
+    bookkeeping: &mut mysql_async::Conn,
+    endpoint: &str,
+    ids: &Ids,
+    source_name: &str,
+    total: Option<u64>,
+    resume: &mut journal::Resume,
+) -> Result<Vec<String>, LoadError> {
+    let load_id = &ids.load_id;
     if let Some(earlier) = &resume.taken_over {
         progress::say(&format!(
             "note: resuming the earlier load of {source_name} (load id {earlier}), which read an input of another size: the part it loaded is checked byte for byte before anything runs"
         ));
     }
-    if resumed {
-        let refuse = |what: String| {
-            stop_reader.store(true, Ordering::Relaxed);
-            LoadError::Changed {
-                path: opts.path.clone(),
-                what,
-            }
-        };
-        if let (Some(was), Some(now)) = (resume.size, total) {
-            if was != now {
-                return Err(refuse(format!(
-                    "the interrupted load read a file of {was} bytes, this one has {now}: not the same input; refusing to resume (use --restart)"
-                )));
-            }
-        }
-        let stateful = journal::stateful_since(&mut bookkeeping, &load_id)
-            .await
-            .map_err(|e| LoadError::Journal {
-                endpoint: endpoint.clone(),
-                what: error::describe(&e).1,
-            })?;
-        if let Some((line, why)) = stateful {
+    let refuse = |what: String| LoadError::Changed {
+        path: opts.path.clone(),
+        what,
+    };
+    if let (Some(was), Some(now)) = (resume.size, total) {
+        if was != now {
             return Err(refuse(format!(
-                "the interrupted load had reached line {line}, where {why} tied the file to one connection's state, which a new connection does not have: it cannot be resumed exactly; restore the target and load with --restart"
+                "the interrupted load read a file of {was} bytes, this one has {now}: not the same input; refusing to resume (use --restart)"
             )));
         }
-        for t in std::mem::take(&mut resume.dirty_tables) {
-            let n = journal::reset_dirty_table(&mut bookkeeping, &endpoint, &load_id, &t).await?;
-            let w = format!(
-                "table {t} is not transactional and had a batch in flight when the load stopped: its {n} rows were deleted and its data is loaded again"
-            );
-            progress::say(&format!("warning: {w}"));
-            warnings.push(w);
-            resume = match journal::prepare(
-                &mut bookkeeping,
-                &endpoint,
-                &load_id,
-                &source_name,
-                true,
-                false,
-                total,
-                bound,
-            )
-            .await?
-            {
-                Start::Resume(r) => journal::Resume {
-                    dirty_tables: Vec::new(),
-                    ..*r
-                },
-                _ => resume,
+    }
+    let stateful = journal::stateful_since(bookkeeping, load_id)
+        .await
+        .map_err(journal::jerr(endpoint))?;
+    if let Some((line, why)) = stateful {
+        return Err(refuse(format!(
+            "the interrupted load had reached line {line}, where {why} tied the file to one connection's state, which a new connection does not have: it cannot be resumed exactly; restore the target and load with --restart"
+        )));
+    }
+    let mut warnings = Vec::new();
+    for t in std::mem::take(&mut resume.dirty_tables) {
+        let n = journal::reset_dirty_table(bookkeeping, endpoint, load_id, &t).await?;
+        let w = format!(
+            "table {t} is not transactional and had a batch in flight when the load stopped: its {n} rows were deleted and its data is loaded again"
+        );
+        progress::say(&format!("warning: {w}"));
+        warnings.push(w);
+        let again = journal::prepare(
+            bookkeeping,
+            endpoint,
+            load_id,
+            source_name,
+            true,
+            false,
+            total,
+            ids.bound(),
+        )
+        .await?;
+        if let Start::Resume(r) = again {
+            *resume = journal::Resume {
+                dirty_tables: Vec::new(),
+                ..*r
             };
         }
     }
+    Ok(warnings)
+}
 
-    if opts.resume && !resume.ranges.is_empty() {
-        journal::restore_auto_increments(&mut bookkeeping, &endpoint, &load_id).await?;
+/// How the file's statements run: a dump's in parallel, anything else's
+/// in file order on one connection, as the mysql client runs them.
+fn regime(is_dump: bool, serial: bool, source_name: &str) -> Regime {
+    if is_dump && !serial {
+        return Regime::Parallel;
     }
+    if !serial {
+        progress::say(&format!(
+            "note: {source_name} is not a mysqldump/mariadb-dump file (no dump header): its statements run in file order on one connection, as with the mysql client"
+        ));
+    }
+    Regime::Ordered
+}
 
-    let threads = opts.threads.max(1);
-    let engine = Engine::start(EngineOptions {
-        target: opts.target.clone(),
-        binlog: opts.binlog,
-        threads,
-        load_id: load_id.clone(),
-        resuming: opts.resume,
-        continue_on_error: opts.continue_on_error,
-        quarantine: opts.quarantine.clone(),
-        fast_path: opts.fast_path,
-        queue_bytes: opts.read_ahead.max(batch_bytes),
-        progress: opts.progress,
-        raw_read: raw_read.clone(),
-        compressed,
-        read,
-        total,
-        started,
-        galera: cluster.clone(),
-        max_packet,
-    })?;
-    let shared = engine.shared.clone();
-    let regime = if is_dump && !opts.serial {
-        Regime::Parallel
-    } else {
-        if !opts.serial {
-            let w = format!(
-                "{source_name} is not a mysqldump/mariadb-dump file (no dump header): its statements run in file order on one connection, as with the mysql client"
-            );
-            progress::say(&format!("note: {w}"));
-        }
-        Regime::Ordered
+/// What reading the input came to.
+#[derive(Default)]
+struct Fed {
+    /// Input bytes read (decompressed) when it ended.
+    bytes: u64,
+    /// It ended without mysqldump's last line.
+    cut_short: bool,
+    saw_statement: bool,
+    /// Not the input the resumed load read (why).
+    changed: Option<String>,
+    input_error: Option<LoadError>,
+}
+
+/// Hands the input's statements to the scheduler until it ends, fails,
+/// is not the input a resume expects, or the load stops.
+async fn feed(
+    engine: &mut Engine,
+    sched: &mut Scheduler,
+    reading: &mut Reading,
+    check: &mut ResumeCheck,
+    path: &Path,
+) -> Fed {
+    let mut fed = Fed::default();
+    let Some(rx) = reading.rx.as_mut() else {
+        return fed;
     };
-    let mut check = ResumeCheck::new(&resume);
-    // A finished load resumed: "already loaded" once the whole input met
-    // its recorded chains (the check refuses another input first).
-    let from_done = resume.done;
-    let mut sched = Scheduler::new(
-        engine.ctx.clone(),
-        engine.queue.clone(),
-        control,
-        bookkeeping,
-        resume,
-        batch_bytes,
-        opts.defer_indexes,
-        opts.database
-            .clone()
-            .or_else(|| opts.target.database.clone()),
-        regime,
-    );
-    sched.warnings.extend(warnings);
-    sched.begin = begin;
-    sched.overwrite_tables = opts.overwrite_tables;
-    let mut input_error = None;
-    let mut changed = None;
-    let mut bytes = 0;
-    let mut saw_statement = false;
-    let mut interrupt = opts.interrupt.clone();
-    let watcher = watch_interrupt(opts.interrupt.clone(), shared.clone());
-    let mut was_interrupted = false;
-    let mut ended_cut = false;
     loop {
-        let msg = tokio::select! {
-            m = rx.recv() => m,
-            _ = interrupted(&mut interrupt) => {
-                was_interrupted = true;
-                // Batches in flight stop at their next statement and roll
-                // back; none starts (`Shared::interrupted`).
-                shared.interrupted.store(true, Ordering::Relaxed);
-                break;
-            }
+        let msg = match engine.next(rx).await {
+            Next::Msg(m) => m,
+            Next::Closed | Next::Failed | Next::Interrupted => break,
         };
-        let Some(msg) = msg else { break };
-        if shared.stopped() {
-            break;
-        }
-        if shared.is_interrupted() {
-            was_interrupted = true;
-            break;
-        }
         match msg {
             Msg::Item(item) => {
-                saw_statement = true;
+                fed.saw_statement = true;
                 if let Err(what) = check.check(&item) {
-                    changed = Some(what);
+                    fed.changed = Some(what);
                     break;
                 }
                 if check.verified {
@@ -532,7 +705,7 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                     sched.feed(*item).await;
                     // A resumed run that cannot go on exactly stops here.
                     if let Some(what) = sched.refused.take() {
-                        changed = Some(what);
+                        fed.changed = Some(what);
                         break;
                     }
                 } else if check.held.is_empty()
@@ -544,43 +717,64 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
                     check.held.push(*item);
                 }
             }
-            Msg::Done {
-                bytes: b,
-                cut_short,
-            } => {
-                bytes = b;
-                ended_cut = cut_short;
+            Msg::Done { bytes, cut_short } => {
+                fed.bytes = bytes;
+                fed.cut_short = cut_short;
                 if cut_short {
                     let w = format!(
                         "{}: the dump has no \"-- Dump completed\" line at its end, which mysqldump and mariadb-dump write last: it may have been cut short (or still be copying: once it is whole, the same command with --resume loads the rest); everything in it was loaded",
-                        opts.path.display()
+                        path.display()
                     );
                     progress::say(&format!("warning: {w}"));
                     sched.warnings.push(w);
                 }
                 if !check.verified {
-                    changed = Some(format!(
-                        "this is not the input the interrupted load read: it ends at byte {b}, before byte {} that the interrupted load had reached; refusing to resume (use --restart)",
+                    fed.changed = Some(format!(
+                        "this is not the input the interrupted load read: it ends at byte {bytes}, before byte {} that the interrupted load had reached; refusing to resume (use --restart)",
                         check.horizon
                     ));
                 }
                 break;
             }
-            Msg::Error(e) => {
-                input_error = Some(input_err(e));
+            Msg::Error(source) => {
+                fed.input_error = Some(LoadError::Input {
+                    path: path.to_path_buf(),
+                    source,
+                });
                 break;
             }
             Msg::FileError(path, source) => {
-                input_error = Some(LoadError::Input { path, source });
+                fed.input_error = Some(LoadError::Input { path, source });
                 break;
             }
             Msg::Id { .. } => {}
         }
     }
-    stop(rx);
-    if changed.is_none() {
-        sched.finish().await;
-    }
+    fed
+}
+
+/// What the end of the load left to report.
+struct Closed {
+    /// The statement that stopped the load.
+    failure: Option<StatementFailure>,
+    tables: usize,
+    skipped: u64,
+    mode: &'static str,
+    /// The load's own notes.
+    warnings: Vec<String>,
+}
+
+/// Writes the quarantine file, closes the connections and records how
+/// the load ended in its journal (a load that never began records
+/// nothing: it left nothing on the target).
+async fn close(
+    sched: Scheduler,
+    prelude: &crate::session::Prelude,
+    failure: Option<StatementFailure>,
+    (ended, fed, opts, ids): (&Ended, &Fed, &LoadOptions, &Ids),
+    source_name: &str,
+    endpoint: &str,
+) -> Closed {
     let Scheduler {
         control,
         mut bookkeeping,
@@ -591,17 +785,13 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         begin,
         ..
     } = sched;
-    let ctx = engine.ctx.clone();
-    engine.finish().await;
-    watcher.abort();
-    let was_interrupted = was_interrupted || shared.is_interrupted();
-    let _ = reader.join();
+    let load_id = &ids.load_id;
     let when: Option<String> = bookkeeping
         .query_first("SELECT NOW()")
         .await
         .unwrap_or(None);
-    shared.write_quarantine(
-        &ctx.prelude,
+    ended.shared.write_quarantine(
+        prelude,
         &format!(
             "{source_name} (load id {load_id}), run of {}",
             when.unwrap_or_default()
@@ -611,18 +801,11 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
     if let Some(c) = control {
         let _ = c.conn.disconnect().await;
     }
-
-    let failure = shared
-        .failure
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .take();
     let ok = failure.is_none()
-        && input_error.is_none()
-        && changed.is_none()
-        && saw_statement
-        && !was_interrupted;
-    let rows = shared.rows.load(Ordering::Relaxed);
+        && fed.input_error.is_none()
+        && fed.changed.is_none()
+        && fed.saw_statement
+        && !ended.interrupted;
     // Never begun: nothing ran. A load that stopped there leaves nothing
     // on the target; one that ends well (nothing in it to run) is
     // recorded as done.
@@ -631,95 +814,71 @@ pub async fn load(opts: LoadOptions) -> Result<Summary, LoadError> {
         Some(b) if ok => b.run(&mut bookkeeping).await.is_ok(),
         Some(_) => false,
     };
-    let failure = failure.map(|f| crate::StatementFailure {
+    let failure = failure.map(|f| StatementFailure {
         nothing_written: !recorded,
         ..f
     });
-    if changed.is_none() && recorded {
-        let end = if ok && ended_cut {
+    if fed.changed.is_none() && recorded {
+        let end = if ok && fed.cut_short {
             journal::End::Cut
         } else if ok {
             journal::End::Done
-        } else if was_interrupted && failure.is_none() {
+        } else if ended.interrupted && failure.is_none() {
             journal::End::Interrupted
         } else {
             journal::End::Failed
         };
-        let _ = journal::finish(&mut bookkeeping, &endpoint, &load_id, end, bytes, rows).await;
-        if input_error.is_some() && !saw_statement {
-            let _ = journal::forget_if_empty(&mut bookkeeping, &endpoint, &load_id).await;
+        let (bytes, rows) = (fed.bytes, ended.rows);
+        let _ = journal::finish(&mut bookkeeping, endpoint, load_id, end, bytes, rows).await;
+        if fed.input_error.is_some() && !fed.saw_statement {
+            let _ = journal::forget_if_empty(&mut bookkeeping, endpoint, load_id).await;
         }
     }
     let _ = bookkeeping.disconnect().await;
-    if let Some(what) = changed {
-        return Err(LoadError::Changed {
-            path: opts.path.clone(),
-            what,
-        });
-    }
-    if let Some(e) = input_error {
-        return Err(e);
-    }
-    if let Some(f) = failure {
-        return Err(LoadError::Statement {
-            path: opts.path.clone(),
-            failure: Box::new(f),
-        });
-    }
-    if was_interrupted {
-        return Err(LoadError::Interrupted {
-            path: opts.path.clone(),
-            unit: "statements",
-            statements: shared.statements.load(Ordering::Relaxed),
-            rows,
-        });
-    }
-    if !saw_statement {
-        return Err(LoadError::Empty {
-            path: opts.path.clone(),
-        });
-    }
-    let seconds = started.elapsed().as_secs_f64();
-    let server_counts = *shared.server.lock().unwrap_or_else(|e| e.into_inner());
-    // The server's first warnings, after the load's own notes.
-    let server_texts = shared
-        .warning_texts
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    Ok(Summary {
-        unit: "statements",
-        source: source_name,
-        load_id,
-        complete: true,
-        binlog_skipped: opts.binlog == crate::session::Binlog::Skip,
-        already_done: from_done && shared.statements.load(Ordering::Relaxed) == 0,
-        bytes,
-        statements: shared.statements.load(Ordering::Relaxed),
-        batches: shared.batches.load(Ordering::Relaxed),
-        rows,
+    Closed {
+        failure,
         tables: tables.len(),
-        seconds,
-        rows_per_sec: rows as f64 / seconds.max(1e-9),
-        mb_per_sec: bytes as f64 / 1e6 / seconds.max(1e-9),
-        retries: shared.retries.load(Ordering::Relaxed),
-        errors: shared.quarantined.load(Ordering::Relaxed),
-        skipped_on_resume: skipped,
-        fast_path_statements: shared.fast_statements.load(Ordering::Relaxed),
-        insert_batches: shared.fast_fallbacks.load(Ordering::Relaxed),
-        threads,
+        skipped,
         mode: match regime {
             Regime::Parallel => "parallel",
             Regime::Ordered => "ordered",
             Regime::Stateful => "one connection",
         },
-        server_warnings_shown: server_texts.len(),
-        warnings: warnings.into_iter().chain(server_texts).collect(),
-        warning_count: shared.warnings.load(Ordering::Relaxed),
-        server: server_counts,
-        quarantine: opts.quarantine.clone().filter(|_| opts.continue_on_error),
-        source_position: position.map(Into::into),
-    })
+        warnings,
+    }
+}
+
+/// The load's error, if it did not end well: another input than the
+/// resumed one's, the input's own, a statement's, the interrupt, or no
+/// statement at all.
+fn verdict(
+    fed: Fed,
+    failure: Option<StatementFailure>,
+    ended: &Ended,
+    path: &Path,
+) -> Result<(), LoadError> {
+    if let Some(what) = fed.changed {
+        return Err(LoadError::Changed {
+            path: path.to_path_buf(),
+            what,
+        });
+    }
+    if let Some(e) = fed.input_error {
+        return Err(e);
+    }
+    if let Some(f) = failure {
+        return Err(LoadError::Statement {
+            path: path.to_path_buf(),
+            failure: Box::new(f),
+        });
+    }
+    ended.interrupt_error(path, "statements")?;
+    if !fed.saw_statement {
+        return Err(LoadError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -41,8 +41,8 @@ use crate::identity::ChainValue;
 use crate::job::{Job, Work};
 use crate::journal::{self, Record, Resume};
 use crate::placement;
-use crate::queue::{has_auto_increment, JobQueue};
-use crate::retry::{needs_reconnect, next, retryable, Next, ALREADY_DONE};
+use crate::queue::JobQueue;
+use crate::retry::{self, needs_reconnect, ALREADY_DONE};
 use crate::session::SessionConn;
 use crate::source::Item;
 use crate::state::Ctx;
@@ -497,7 +497,7 @@ impl Scheduler {
                     }
                 }
                 if create {
-                    if has_auto_increment(&stmt.text) {
+                    if sqlfleet_dump::classify::has_auto_increment(&stmt.text) {
                         self.no_auto_inc.remove(&key);
                     } else {
                         self.no_auto_inc.insert(key.clone());
@@ -913,44 +913,29 @@ impl Scheduler {
             .as_ref()
             .filter(|_| !held)
             .map(|_| format!("BEGIN; {}; COMMIT", rec("pending-ddl", self)));
-        let mut attempt = 0;
-        let result = loop {
-            attempt += 1;
-            let r = async {
-                let c = worker::ensure(&self.ctx, &mut self.control, "c").await?;
-                c.sync(&self.ctx.prelude, upto).await?;
-                if let Some(p) = &pending_sql {
-                    c.conn.query_drop(p.as_str()).await?;
-                }
-                c.conn.query_drop(&stmt.text[..]).await?;
-                // As written on one connection: nothing of ours in between.
-                worker::count_applied(&self.ctx, c, stmt, !stateful).await;
+        let ordered = &mut InOrder {
+            ctx: &self.ctx,
+            control: &mut self.control,
+            upto,
+            pending: pending_sql.as_deref(),
+            stmt,
+            stateful,
+        };
+        // The one-connection regime cannot move to a new connection.
+        let retries = &self.ctx.shared.retries;
+        let result = retry::run(retries, !stateful, retry::Worth::Retryable, ordered).await;
+        let result = match result {
+            Err(mysql_async::Error::Server(s))
+                if self.resume.pending_ddl.contains(&stmt.offset)
+                    && ALREADY_DONE.contains(&s.code) =>
+            {
+                self.warn(format!(
+                    "byte offset {}, line {}: already applied before the interruption ({}), kept",
+                    stmt.offset, stmt.line, s.message
+                ));
                 Ok(())
             }
-            .await;
-            match r {
-                Ok(()) => break Ok(()),
-                // The one-connection regime cannot move to a new connection.
-                Err(e) if retryable(&e) && next(attempt, &e, !stateful) != Next::GiveUp => {
-                    worker::wait_to_retry(
-                        &self.ctx,
-                        &mut self.control,
-                        next(attempt, &e, !stateful),
-                    )
-                    .await;
-                }
-                Err(mysql_async::Error::Server(s))
-                    if self.resume.pending_ddl.contains(&stmt.offset)
-                        && ALREADY_DONE.contains(&s.code) =>
-                {
-                    self.warn(format!(
-                        "byte offset {}, line {}: already applied before the interruption ({}), kept",
-                        stmt.offset, stmt.line, s.message
-                    ));
-                    break Ok(());
-                }
-                other => break other,
-            }
+            other => other,
         };
         match result {
             Ok(()) => {
@@ -1012,6 +997,37 @@ pub(crate) fn over_packet(len: usize, max: u64) -> Option<String> {
             size.next_power_of_two().max(max)
         )
     })
+}
+
+/// A statement the scheduler runs itself (DDL, barriers, the ordered and
+/// one-connection regimes), after its journal record when it has one.
+struct InOrder<'a> {
+    ctx: &'a Ctx,
+    control: &'a mut Option<SessionConn>,
+    /// The session statements it runs after.
+    upto: usize,
+    /// Its "pending" journal record.
+    pending: Option<&'a str>,
+    stmt: &'a Statement,
+    stateful: bool,
+}
+
+impl retry::Attempt for InOrder<'_> {
+    type Out = ();
+    async fn once(&mut self, fresh: bool) -> Result<(), mysql_async::Error> {
+        if fresh {
+            *self.control = None;
+        }
+        let c = worker::ensure(self.ctx, self.control, "c").await?;
+        c.sync(&self.ctx.prelude, self.upto).await?;
+        if let Some(p) = self.pending {
+            c.conn.query_drop(p).await?;
+        }
+        c.conn.query_drop(&self.stmt.text[..]).await?;
+        // As written on one connection: nothing of ours in between.
+        worker::count_applied(self.ctx, c, self.stmt, !self.stateful).await;
+        Ok(())
+    }
 }
 
 #[cfg(test)]

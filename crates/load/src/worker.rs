@@ -19,7 +19,7 @@ use crate::fast_path::{try_fast, Fast};
 use crate::job::Work;
 use crate::journal::{self, Record};
 use crate::queue::{JobQueue, Lease};
-use crate::retry::{needs_reconnect, next, retryable, Next};
+use crate::retry::{self, needs_reconnect, retryable};
 use crate::session::SessionConn;
 use crate::state::{Ctx, WARNINGS_SHOWN};
 
@@ -57,20 +57,103 @@ enum Outcome {
     Stopped,
     /// Failed for good, already described (chunks).
     Failed(StatementFailure),
+    /// Worth another attempt (see `retry`).
     Retry(mysql_async::Error),
+    /// The statement at this index of the work failed.
     Fail(usize, mysql_async::Error),
+    /// No connection, or its session could not be rebuilt: the work
+    /// stops with this error.
+    Broken(mysql_async::Error),
 }
 
-/// Waits out a retry the policy chose (`retry::next`): counts it, and
-/// drops a lost connection so the next attempt opens a new one and
-/// replays the prelude.
-pub(crate) async fn wait_to_retry(ctx: &Ctx, conn: &mut Option<SessionConn>, step: Next) {
-    if let Next::Again { wait, reconnect } = step {
-        ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-        if reconnect {
-            *conn = None;
+/// One attempt as [`retry::run`] sees it: a `Retry` is its error,
+/// anything else its result.
+fn tried(o: Outcome) -> Result<Outcome, mysql_async::Error> {
+    match o {
+        Outcome::Retry(e) => Err(e),
+        o => Ok(o),
+    }
+}
+
+/// Starts an attempt on a new connection when the retry policy says so
+/// (the old one is gone: the prelude is replayed on the new one).
+fn forget_if(fresh: bool, conn: &mut Option<SessionConn>) {
+    if fresh {
+        *conn = None;
+    }
+}
+
+/// A batch, chunk or index step, tried whole.
+struct Whole<'a> {
+    ctx: &'a Ctx,
+    conn: &'a mut Option<SessionConn>,
+    slot: &'a str,
+    work: &'a Work,
+    prelude_len: usize,
+    fast_ok: bool,
+}
+
+impl retry::Attempt for Whole<'_> {
+    type Out = Outcome;
+    async fn once(&mut self, fresh: bool) -> Result<Outcome, mysql_async::Error> {
+        forget_if(fresh, self.conn);
+        let (ctx, work) = (self.ctx, self.work);
+        let o = attempt_once(
+            ctx,
+            self.conn,
+            self.slot,
+            work,
+            self.prelude_len,
+            self.fast_ok,
+        )
+        .await;
+        // An interrupted load stops here: what failed meanwhile is most
+        // likely its own stopping (and `--resume` runs it again anyway).
+        if ctx.shared.is_interrupted() && !matches!(o, Outcome::Ok(_)) {
+            return Ok(Outcome::Stopped);
         }
-        tokio::time::sleep(wait).await;
+        tried(o)
+    }
+}
+
+/// One statement on a connection it cannot leave.
+struct OnItsConnection<'a> {
+    conn: &'a mut SessionConn,
+    text: &'a [u8],
+}
+
+impl retry::Attempt for OnItsConnection<'_> {
+    type Out = ();
+    async fn once(&mut self, _fresh: bool) -> Result<(), mysql_async::Error> {
+        self.conn.conn.query_drop(self.text).await
+    }
+}
+
+/// One statement of a failed batch, in a transaction of its own.
+struct Alone<'a> {
+    ctx: &'a Ctx,
+    conn: &'a mut Option<SessionConn>,
+    slot: &'a str,
+    stmt: &'a Statement,
+    table: &'a str,
+    prelude_len: usize,
+}
+
+impl retry::Attempt for Alone<'_> {
+    type Out = Outcome;
+    async fn once(&mut self, fresh: bool) -> Result<Outcome, mysql_async::Error> {
+        forget_if(fresh, self.conn);
+        let (ctx, s, table) = (self.ctx, self.stmt, self.table);
+        let c = match ensure(ctx, self.conn, self.slot).await {
+            Ok(c) => c,
+            Err(e) => return Ok(Outcome::Broken(e)),
+        };
+        if let Err(e) = c.sync(&ctx.prelude, self.prelude_len).await {
+            return Ok(Outcome::Broken(e));
+        }
+        let record =
+            |rows| journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows, Some(table));
+        tried(run_txn(ctx, c, std::slice::from_ref(s), &record, false).await)
     }
 }
 
@@ -82,78 +165,67 @@ pub(crate) async fn process(
     prelude_len: usize,
     fast_ok: bool,
 ) {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let outcome = attempt_once(ctx, conn, slot, &work, prelude_len, fast_ok).await;
-        // An interrupted load stops here: what failed meanwhile is most
-        // likely its own stopping (and `--resume` runs it again anyway).
-        if ctx.shared.is_interrupted() && !matches!(outcome, Outcome::Ok(_)) {
-            return;
+    let whole = &mut Whole {
+        ctx,
+        conn,
+        slot,
+        work: &work,
+        prelude_len,
+        fast_ok,
+    };
+    let outcome = retry::run(&ctx.shared.retries, true, retry::Worth::Sorted, whole).await;
+    match outcome {
+        Ok(Outcome::Stopped) => (),
+        Ok(Outcome::Ok(rows)) => {
+            ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
+            ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
+            let bytes = match &work {
+                Work::Data { stmts, .. } => stmts[stmts.len() - 1].end - stmts[0].offset,
+                Work::Chunk(w) => w.end - w.offset,
+                Work::Index { .. } => 0,
+            };
+            ctx.shared.applied.fetch_add(bytes, Ordering::Relaxed);
+            if let Work::Data { stmts, .. } = &work {
+                ctx.shared
+                    .statements
+                    .fetch_add(stmts.len() as u64, Ordering::Relaxed);
+            }
         }
-        match outcome {
-            Outcome::Stopped => return,
-            Outcome::Ok(rows) => {
-                ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
-                ctx.shared.batches.fetch_add(1, Ordering::Relaxed);
-                let bytes = match &work {
-                    Work::Data { stmts, .. } => stmts[stmts.len() - 1].end - stmts[0].offset,
-                    Work::Chunk(w) => w.end - w.offset,
-                    Work::Index { .. } => 0,
-                };
-                ctx.shared.applied.fetch_add(bytes, Ordering::Relaxed);
-                if let Work::Data { stmts, .. } = &work {
-                    ctx.shared
-                        .statements
-                        .fetch_add(stmts.len() as u64, Ordering::Relaxed);
-                }
-                return;
+        // The policy gave up.
+        Err(e) | Ok(Outcome::Retry(e)) | Ok(Outcome::Broken(e)) => {
+            if let Work::Chunk(w) = &work {
+                let (code, msg) = crate::error::describe(&e);
+                ctx.shared.fail(w.failure(code, msg));
+            } else {
+                let (stmt, table) = first_stmt(&work);
+                ctx.shared
+                    .fail(StatementFailure::of(&stmt, Some(&table), &e));
             }
-            Outcome::Retry(e) if next(attempt, &e, true) != Next::GiveUp => {
-                wait_to_retry(ctx, conn, next(attempt, &e, true)).await;
+        }
+        Ok(Outcome::Failed(f)) => ctx.shared.fail(f),
+        Ok(Outcome::Fail(i, e)) => match &work {
+            Work::Data {
+                table,
+                stmts,
+                nontx: false,
+                ..
+            } if ctx.continue_on_error => {
+                one_by_one(ctx, conn, slot, table, stmts, prelude_len, (i, &e)).await;
             }
-            Outcome::Retry(e) => {
-                if let Work::Chunk(w) = &work {
-                    let (code, msg) = crate::error::describe(&e);
-                    ctx.shared.fail(w.failure(code, msg));
+            Work::Data { table, stmts, .. } => {
+                ctx.shared
+                    .fail(StatementFailure::of(&stmts[i], Some(table), &e));
+            }
+            Work::Index { .. } | Work::Chunk(_) => {
+                let (stmt, table) = first_stmt(&work);
+                let f = StatementFailure::of(&stmt, Some(&table), &e);
+                if ctx.continue_on_error {
+                    ctx.shared.quarantine(&stmt, &f, prelude_len);
                 } else {
-                    let (stmt, table) = first_stmt(&work);
-                    ctx.shared
-                        .fail(StatementFailure::of(&stmt, Some(&table), &e));
+                    ctx.shared.fail(f);
                 }
-                return;
             }
-            Outcome::Failed(f) => {
-                ctx.shared.fail(f);
-                return;
-            }
-            Outcome::Fail(i, e) => {
-                match &work {
-                    Work::Data {
-                        table,
-                        stmts,
-                        nontx: false,
-                        ..
-                    } if ctx.continue_on_error => {
-                        one_by_one(ctx, conn, slot, table, stmts, prelude_len, (i, &e)).await;
-                    }
-                    Work::Data { table, stmts, .. } => {
-                        ctx.shared
-                            .fail(StatementFailure::of(&stmts[i], Some(table), &e));
-                    }
-                    Work::Index { .. } | Work::Chunk(_) => {
-                        let (stmt, table) = first_stmt(&work);
-                        let f = StatementFailure::of(&stmt, Some(&table), &e);
-                        if ctx.continue_on_error {
-                            ctx.shared.quarantine(&stmt, &f, prelude_len);
-                        } else {
-                            ctx.shared.fail(f);
-                        }
-                    }
-                }
-                return;
-            }
-        }
+        },
     }
 }
 
@@ -488,36 +560,25 @@ async fn run_nontx(
             // loads its data again, as after a lost connection.
             return Outcome::Stopped;
         }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            match c.conn.query_drop(&s.text[..]).await {
-                Ok(()) => {
-                    // Applied for good (no transaction): counted now.
-                    rows += count_applied(ctx, c, s, true).await;
-                    break;
+        // A lock wait or deadlock: the statement did not run; a lost
+        // connection cannot move (part of the batch may be in).
+        let text = &s.text[..];
+        let one = &mut OnItsConnection { conn: c, text };
+        let r = retry::run(&ctx.shared.retries, false, retry::Worth::Retryable, one).await;
+        match r {
+            // Applied for good (no transaction): counted now.
+            Ok(()) => rows += count_applied(ctx, c, s, true).await,
+            Err(e) if needs_reconnect(&e) => return lost(s, &e),
+            Err(e) => {
+                let mut f = StatementFailure::of(s, Some(table), &e);
+                if !ctx.continue_on_error {
+                    return Outcome::Failed(f);
                 }
-                Err(e) if needs_reconnect(&e) => return lost(s, &e),
-                // A lock wait or deadlock: the statement did not run (a
-                // lost connection never gets here: it cannot move).
-                Err(e) if retryable(&e) && next(attempt, &e, false) != Next::GiveUp => {
-                    ctx.shared.retries.fetch_add(1, Ordering::Relaxed);
-                    if let Next::Again { wait, .. } = next(attempt, &e, false) {
-                        tokio::time::sleep(wait).await;
-                    }
-                }
-                Err(e) => {
-                    let mut f = StatementFailure::of(s, Some(table), &e);
-                    if !ctx.continue_on_error {
-                        return Outcome::Failed(f);
-                    }
-                    f.message.push_str(&format!(
-                        " (table {table} is non-transactional: rows this statement wrote before the error stay, as with the stock client)"
-                    ));
-                    ctx.shared.quarantine(s, &f, prelude_len);
-                    rows += c.conn.affected_rows();
-                    break;
-                }
+                f.message.push_str(&format!(
+                    " (table {table} is non-transactional: rows this statement wrote before the error stay, as with the stock client)"
+                ));
+                ctx.shared.quarantine(s, &f, prelude_len);
+                rows += c.conn.affected_rows();
             }
         }
     }
@@ -567,45 +628,32 @@ async fn one_by_one(
             set_aside(ctx, conn, slot, s, &f, prelude_len).await;
             continue;
         }
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let c = match ensure(ctx, conn, slot).await {
-                Ok(c) => c,
-                Err(e) => {
-                    ctx.shared.fail(StatementFailure::of(s, Some(table), &e));
-                    return;
-                }
-            };
-            if let Err(e) = c.sync(&ctx.prelude, prelude_len).await {
+        let alone = &mut Alone {
+            ctx,
+            conn,
+            slot,
+            stmt: s,
+            table,
+            prelude_len,
+        };
+        let outcome = retry::run(&ctx.shared.retries, true, retry::Worth::Sorted, alone).await;
+        match outcome {
+            Ok(Outcome::Stopped) => return,
+            Ok(Outcome::Broken(e)) => {
                 ctx.shared.fail(StatementFailure::of(s, Some(table), &e));
                 return;
             }
-            let record = |rows| {
-                journal::record_sql(&ctx.load_id, s.offset, s.end, "data", rows, Some(table))
-            };
-            match run_txn(ctx, c, std::slice::from_ref(s), &record, false).await {
-                Outcome::Stopped => return,
-                Outcome::Ok(rows) => {
-                    ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
-                    ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
-                    ctx.shared
-                        .applied
-                        .fetch_add(s.end - s.offset, Ordering::Relaxed);
-                    break;
-                }
-                Outcome::Retry(e) if next(attempt, &e, true) != Next::GiveUp => {
-                    wait_to_retry(ctx, conn, next(attempt, &e, true)).await;
-                }
-                Outcome::Failed(f) => {
-                    ctx.shared.quarantine(s, &f, prelude_len);
-                    break;
-                }
-                Outcome::Retry(e) | Outcome::Fail(_, e) => {
-                    let f = StatementFailure::of(s, Some(table), &e);
-                    set_aside(ctx, conn, slot, s, &f, prelude_len).await;
-                    break;
-                }
+            Ok(Outcome::Ok(rows)) => {
+                ctx.shared.rows.fetch_add(rows, Ordering::Relaxed);
+                ctx.shared.statements.fetch_add(1, Ordering::Relaxed);
+                ctx.shared
+                    .applied
+                    .fetch_add(s.end - s.offset, Ordering::Relaxed);
+            }
+            Ok(Outcome::Failed(f)) => ctx.shared.quarantine(s, &f, prelude_len),
+            Err(e) | Ok(Outcome::Retry(e)) | Ok(Outcome::Fail(_, e)) => {
+                let f = StatementFailure::of(s, Some(table), &e);
+                set_aside(ctx, conn, slot, s, &f, prelude_len).await;
             }
         }
     }
