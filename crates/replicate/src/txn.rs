@@ -531,293 +531,10 @@ impl Assembler {
             // Outside a transaction only the events above may appear.
             return Err(err(format!("event type {ty} outside a transaction")));
         };
-        let crc = has_crc(ev);
-        let fde = ev.fde();
-        match ty {
-            t if t == EventType::TABLE_MAP_EVENT as u8 => {
-                let ph = fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT);
-                let raw = raw_bytes(ev);
-                let tm = event::table_map(&raw, crc, ph).map_err(|e| err(e.to_string()))?;
-                let db = String::from_utf8_lossy(&tm.db).into_owned();
-                let target = self.map.map(&db).map(str::to_string);
-                if let (Some(t), Some(other)) = (&target, self.map.collides(&db)) {
-                    b.txn.dbs.insert(t.clone());
-                    b.txn.refuse(
-                        format!("rows of source database '{db}', which would be written into '{t}' together with '{other}' (renamed onto that name)"),
-                        false,
-                    );
-                }
-                if let Some(t) = &target {
-                    let raw = if *t == db {
-                        raw
-                    } else {
-                        event::rename_table_map(&raw, crc, ph, t.as_bytes())
-                            .map_err(|e| err(e.to_string()))?
-                    };
-                    b.group.extend_from_slice(&raw);
-                    b.seen.map(crc, ph);
-                    b.txn.dbs.insert(t.clone());
-                    if b.txn.first.is_empty() {
-                        b.txn.first =
-                            format!("rows of {}.{}", t, String::from_utf8_lossy(&tm.table));
-                    }
-                }
-                b.tables.insert(
-                    tm.table_id,
-                    target.map(|t| format!("{t}.{}", String::from_utf8_lossy(&tm.table))),
-                );
-            }
-            t if ROWS_TYPES.contains(&t) => {
-                let et = EventType::try_from(t).map_err(|_| err("rows event type".into()))?;
-                let ph = fde.get_event_type_header_length(et);
-                let raw = raw_bytes(ev);
-                let (id, flags) = event::rows_header(&raw, ph).map_err(|e| err(e.to_string()))?;
-                let kept = match b.tables.get(&id) {
-                    Some(t) => t.clone(),
-                    None => {
-                        return Err(err(format!(
-                            "rows event for table id {id} without a table map"
-                        )))
-                    }
-                };
-                let end = flags & event::STMT_END_F != 0;
-                if let Some(table) = kept {
-                    if b.what.is_none() {
-                        b.what = Some(format!("{} event on table {table}", rows_kind(t)));
-                    }
-                    b.last_rows_at = Some(b.group.len());
-                    b.last_rows_flagged = end;
-                    b.group.extend_from_slice(&raw);
-                    b.seen.rows(crc, ph);
-                }
-                if end {
-                    close_group(b, crc, ph).map_err(|e| err(e.to_string()))?;
-                }
-            }
-            t if t == EventType::QUERY_EVENT as u8 => {
-                let q: QueryEvent = ev
-                    .read_event()
-                    .map_err(|e| err(format!("bad query event: {e}")))?;
-                let sql = q.query_raw();
-                let word = first_word(sql);
-                match word.as_str() {
-                    "BEGIN" => return Ok(Out::Nothing),
-                    "COMMIT" => return Ok(self.finish(pos)),
-                    "ROLLBACK" if !is_rollback_to(sql) => {
-                        b.txn.refuse(
-                            "a transaction the source rolled back after changing a non-transactional table",
-                            false,
-                        );
-                        return Ok(self.finish(pos));
-                    }
-                    "XA" => {
-                        // XA START/END inside a prepared group, XA COMMIT or
-                        // ROLLBACK as a group of its own (MariaDB writes no
-                        // other event after it). Stops the streams the
-                        // prepared group touched (see XA_PREPARE below).
-                        b.txn.refuse(XA_REFUSAL, false);
-                        if matches!(second_word(sql).as_str(), "COMMIT" | "ROLLBACK") {
-                            return Ok(self.finish(pos));
-                        }
-                    }
-                    _ => {
-                        let mut session = std::mem::take(&mut b.pending);
-                        session.timestamp = h.timestamp();
-                        session.thread_id = q.thread_id();
-                        session.ctx = context::read(q.status_vars_raw());
-                        let src_db = q.schema().into_owned();
-                        // A temporary table lives in its source session:
-                        // noted here, applied in that session's own
-                        // connection (source/temp.rs).
-                        // (The first word first: most statements are
-                        // neither, and a big INSERT is not lexed again.)
-                        let dialect = session.ctx.dialect();
-                        let created = (word == "CREATE")
-                            .then(|| sqltext::created_temporary(sql, dialect))
-                            .flatten();
-                        let dropped = (word == "DROP")
-                            .then(|| sqltext::dropped_temporary(sql, dialect))
-                            .flatten();
-                        let specific = h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0;
-                        if specific || dropped.is_some() {
-                            let t = &mut b.txn.temp;
-                            t.thread = Some(q.thread_id());
-                            let name = |(d, n): (Option<String>, String)| {
-                                (d.unwrap_or_else(|| src_db.clone()), n)
-                            };
-                            match dropped {
-                                Some(names) => t.dropped.extend(names.into_iter().map(name)),
-                                None if created.is_some() => {}
-                                None => t.uses = true,
-                            }
-                        }
-                        match route_statement(&self.map, &src_db, sql, session) {
-                            Routed::Apply { stmt, dbs } => {
-                                if let Some((d, n)) = created {
-                                    let d = d.unwrap_or_else(|| src_db.clone());
-                                    b.txn.temp.created.push((d, n));
-                                }
-                                if b.txn.first.is_empty() {
-                                    b.txn.first = String::from_utf8_lossy(&stmt.sql)
-                                        .chars()
-                                        .take(200)
-                                        .collect();
-                                }
-                                // A context the target cannot be given
-                                // stops these streams before anything runs.
-                                if let Err(why) = context::reproducible(&stmt.session.ctx) {
-                                    b.txn.refuse(why, false);
-                                }
-                                b.txn.dbs.extend(dbs);
-                                b.txn.items.push(Item::Stmt(*stmt));
-                            }
-                            Routed::Filtered => {}
-                            Routed::Refused { why, dbs } => {
-                                if b.txn.first.is_empty() {
-                                    b.txn.first =
-                                        String::from_utf8_lossy(sql).chars().take(200).collect();
-                                }
-                                let unknown = dbs.is_empty();
-                                b.txn.dbs.extend(dbs);
-                                b.txn.refuse(why, unknown);
-                            }
-                        }
-                    }
-                }
-                if b.txn.standalone {
-                    return Ok(self.finish(pos));
-                }
-            }
-            t if t == EventType::XID_EVENT as u8 => return Ok(self.finish(pos)),
-            // XA PREPARE ends its group (MariaDB 10.5+).
-            XA_PREPARE_LOG_EVENT => {
-                b.txn.refuse(XA_REFUSAL, false);
-                return Ok(self.finish(pos));
-            }
-            t if t == EventType::INTVAR_EVENT as u8 => {
-                let d = ev.data();
-                if d.len() >= 9 {
-                    let v = u64::from_le_bytes(d[1..9].try_into().unwrap_or([0; 8]));
-                    match d[0] {
-                        1 => b.pending.last_insert_id = Some(v),
-                        2 => b.pending.insert_id = Some(v),
-                        _ => {}
-                    }
-                } else {
-                    return Err(err("short INTVAR event".into()));
-                }
-            }
-            t if t == EventType::RAND_EVENT as u8 => {
-                let d = ev.data();
-                if d.len() >= 16 {
-                    b.pending.rand = Some((
-                        u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8])),
-                        u64::from_le_bytes(d[8..16].try_into().unwrap_or([0; 8])),
-                    ));
-                } else {
-                    return Err(err("short RAND event".into()));
-                }
-            }
-            t if t == EventType::USER_VAR_EVENT as u8 => {
-                let parsed = ev
-                    .read_event::<UserVarEvent>()
-                    .map_err(|e| e.to_string())
-                    .and_then(|u| user_var(&u));
-                match parsed {
-                    Ok(v) => b.pending.user_vars.push(v),
-                    // The statement it belongs to decides whether it matters.
-                    Err(why) => b.txn.refuse(why, false),
-                }
-            }
-            // The file of a LOAD DATA logged as a statement, in blocks:
-            // kept for the Execute_load_query after them.
-            BEGIN_LOAD_QUERY | APPEND_BLOCK => {
-                let et = if ty == BEGIN_LOAD_QUERY {
-                    EventType::BEGIN_LOAD_QUERY_EVENT
-                } else {
-                    EventType::APPEND_BLOCK_EVENT
-                };
-                let ph = fde.get_event_type_header_length(et) as usize;
-                let d = ev.data();
-                match (d.get(..4), d.get(ph.max(4)..)) {
-                    (Some(id), Some(block)) => {
-                        let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
-                        match (&mut b.load_file, ty == BEGIN_LOAD_QUERY) {
-                            (f, true) => *f = Some((id, block.to_vec())),
-                            (Some((have, bytes)), false) if *have == id => {
-                                bytes.extend_from_slice(block)
-                            }
-                            _ => b.txn.refuse(
-                                format!(
-                                    "{LOAD_REFUSAL}: a block of file {id} without its beginning"
-                                ),
-                                true,
-                            ),
-                        }
-                    }
-                    _ => b
-                        .txn
-                        .refuse(format!("{LOAD_REFUSAL}: a short file block event"), true),
-                }
-            }
-            EXECUTE_LOAD_QUERY => {
-                let ph = fde.get_event_type_header_length(EventType::EXECUTE_LOAD_QUERY_EVENT);
-                let file = b.load_file.take();
-                match event::execute_load_query(ev.data(), ph) {
-                    Err(e) => b
-                        .txn
-                        .refuse(format!("{LOAD_REFUSAL}: unreadable: {e}"), true),
-                    Ok(q) => {
-                        let mut session = std::mem::take(&mut b.pending);
-                        session.ctx = context::read(&q.status_vars);
-                        session.timestamp = h.timestamp();
-                        let src_db = String::from_utf8_lossy(&q.db).into_owned();
-                        let show: String =
-                            String::from_utf8_lossy(&q.sql).chars().take(200).collect();
-                        // Applied as `mariadb-binlog | mariadb` replays it: the
-                        // file name part read from the applier's own bytes.
-                        let sql = local_infile(&q);
-                        match route_statement(&self.map, &src_db, &sql, session) {
-                            // Into a database the filters exclude: passed by.
-                            Routed::Filtered => {}
-                            Routed::Apply { mut stmt, dbs } => {
-                                if b.txn.first.is_empty() {
-                                    b.txn.first = show;
-                                }
-                                b.txn.dbs.extend(dbs);
-                                match file.filter(|(id, _)| *id == q.file_id) {
-                                    Some((_, bytes)) => {
-                                        if let Err(why) = context::reproducible(&stmt.session.ctx) {
-                                            b.txn.refuse(why, false);
-                                        }
-                                        stmt.infile = Some(std::sync::Arc::new(bytes));
-                                        b.txn.items.push(Item::Stmt(*stmt));
-                                    }
-                                    None => b.txn.refuse(
-                                        format!("{LOAD_REFUSAL}: file {} was not in the binlog before it", q.file_id),
-                                        false,
-                                    ),
-                                }
-                            }
-                            Routed::Refused { why, dbs } => {
-                                if b.txn.first.is_empty() {
-                                    b.txn.first = show;
-                                }
-                                let unknown = dbs.is_empty();
-                                b.txn.dbs.extend(dbs);
-                                b.txn.refuse(why, unknown);
-                            }
-                        }
-                    }
-                }
-            }
-            _ if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {}
-            other => b.txn.refuse(
-                format!("binlog event type {other}, which the applier does not know"),
-                true,
-            ),
+        match b.event(ev, ty, &self.map).map_err(err)? {
+            Then::Go => Ok(Out::Nothing),
+            Then::Finish => Ok(self.finish(pos)),
         }
-        Ok(Out::Nothing)
     }
 
     fn finish(&mut self, pos: u64) -> Out {
@@ -833,6 +550,325 @@ impl Assembler {
                 Out::Txn(Box::new(b.txn))
             }
             None => Out::Nothing,
+        }
+    }
+}
+
+/// What the transaction being read does after an event.
+enum Then {
+    /// Goes on.
+    Go,
+    /// Ends with this event.
+    Finish,
+}
+
+impl Building {
+    /// One event inside the transaction; `Err` says why the stream
+    /// cannot go on.
+    fn event(&mut self, ev: &Event, ty: u8, map: &DbMap) -> Result<Then, String> {
+        let h = ev.header();
+        let crc = has_crc(ev);
+        let fde = ev.fde();
+        match ty {
+            t if t == EventType::TABLE_MAP_EVENT as u8 => self.table_map(ev, map)?,
+            t if ROWS_TYPES.contains(&t) => {
+                let et = EventType::try_from(t).map_err(|_| "rows event type".to_string())?;
+                let ph = fde.get_event_type_header_length(et);
+                let raw = raw_bytes(ev);
+                let (id, flags) = event::rows_header(&raw, ph).map_err(|e| e.to_string())?;
+                let kept = match self.tables.get(&id) {
+                    Some(t) => t.clone(),
+                    None => {
+                        return Err(format!("rows event for table id {id} without a table map"))
+                    }
+                };
+                let end = flags & event::STMT_END_F != 0;
+                if let Some(table) = kept {
+                    if self.what.is_none() {
+                        self.what = Some(format!("{} event on table {table}", rows_kind(t)));
+                    }
+                    self.last_rows_at = Some(self.group.len());
+                    self.last_rows_flagged = end;
+                    self.group.extend_from_slice(&raw);
+                    self.seen.rows(crc, ph);
+                }
+                if end {
+                    close_group(self, crc, ph).map_err(|e| e.to_string())?;
+                }
+            }
+            t if t == EventType::QUERY_EVENT as u8 => return self.query(ev, map),
+            t if t == EventType::XID_EVENT as u8 => return Ok(Then::Finish),
+            // XA PREPARE ends its group (MariaDB 10.5+).
+            XA_PREPARE_LOG_EVENT => {
+                self.txn.refuse(XA_REFUSAL, false);
+                return Ok(Then::Finish);
+            }
+            t if t == EventType::INTVAR_EVENT as u8 => {
+                let d = ev.data();
+                if d.len() >= 9 {
+                    let v = u64::from_le_bytes(d[1..9].try_into().unwrap_or([0; 8]));
+                    match d[0] {
+                        1 => self.pending.last_insert_id = Some(v),
+                        2 => self.pending.insert_id = Some(v),
+                        _ => {}
+                    }
+                } else {
+                    return Err("short INTVAR event".into());
+                }
+            }
+            t if t == EventType::RAND_EVENT as u8 => {
+                let d = ev.data();
+                if d.len() >= 16 {
+                    self.pending.rand = Some((
+                        u64::from_le_bytes(d[0..8].try_into().unwrap_or([0; 8])),
+                        u64::from_le_bytes(d[8..16].try_into().unwrap_or([0; 8])),
+                    ));
+                } else {
+                    return Err("short RAND event".into());
+                }
+            }
+            t if t == EventType::USER_VAR_EVENT as u8 => {
+                let parsed = ev
+                    .read_event::<UserVarEvent>()
+                    .map_err(|e| e.to_string())
+                    .and_then(|u| user_var(&u));
+                match parsed {
+                    Ok(v) => self.pending.user_vars.push(v),
+                    // The statement it belongs to decides whether it matters.
+                    Err(why) => self.txn.refuse(why, false),
+                }
+            }
+            // The file of a LOAD DATA logged as a statement, in blocks:
+            // kept for the Execute_load_query after them.
+            BEGIN_LOAD_QUERY | APPEND_BLOCK => {
+                let et = if ty == BEGIN_LOAD_QUERY {
+                    EventType::BEGIN_LOAD_QUERY_EVENT
+                } else {
+                    EventType::APPEND_BLOCK_EVENT
+                };
+                let ph = fde.get_event_type_header_length(et) as usize;
+                let d = ev.data();
+                match (d.get(..4), d.get(ph.max(4)..)) {
+                    (Some(id), Some(block)) => {
+                        let id = u32::from_le_bytes([id[0], id[1], id[2], id[3]]);
+                        match (&mut self.load_file, ty == BEGIN_LOAD_QUERY) {
+                            (f, true) => *f = Some((id, block.to_vec())),
+                            (Some((have, bytes)), false) if *have == id => {
+                                bytes.extend_from_slice(block)
+                            }
+                            _ => self.txn.refuse(
+                                format!(
+                                    "{LOAD_REFUSAL}: a block of file {id} without its beginning"
+                                ),
+                                true,
+                            ),
+                        }
+                    }
+                    _ => self
+                        .txn
+                        .refuse(format!("{LOAD_REFUSAL}: a short file block event"), true),
+                }
+            }
+            EXECUTE_LOAD_QUERY => self.execute_load(ev, map),
+            _ if h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {}
+            other => self.txn.refuse(
+                format!("binlog event type {other}, which the applier does not know"),
+                true,
+            ),
+        }
+        Ok(Then::Go)
+    }
+
+    /// A table map: the table's target database (renamed in the event
+    /// when it goes elsewhere), or none when filtered.
+    fn table_map(&mut self, ev: &Event, map: &DbMap) -> Result<(), String> {
+        let crc = has_crc(ev);
+        let fde = ev.fde();
+        let ph = fde.get_event_type_header_length(EventType::TABLE_MAP_EVENT);
+        let raw = raw_bytes(ev);
+        let tm = event::table_map(&raw, crc, ph).map_err(|e| e.to_string())?;
+        let db = String::from_utf8_lossy(&tm.db).into_owned();
+        let target = map.map(&db).map(str::to_string);
+        if let (Some(t), Some(other)) = (&target, map.collides(&db)) {
+            self.txn.dbs.insert(t.clone());
+            self.txn.refuse(
+                format!("rows of source database '{db}', which would be written into '{t}' together with '{other}' (renamed onto that name)"),
+                false,
+            );
+        }
+        if let Some(t) = &target {
+            let raw = if *t == db {
+                raw
+            } else {
+                event::rename_table_map(&raw, crc, ph, t.as_bytes()).map_err(|e| e.to_string())?
+            };
+            self.group.extend_from_slice(&raw);
+            self.seen.map(crc, ph);
+            self.txn.dbs.insert(t.clone());
+            if self.txn.first.is_empty() {
+                self.txn.first = format!("rows of {}.{}", t, String::from_utf8_lossy(&tm.table));
+            }
+        }
+        self.tables.insert(
+            tm.table_id,
+            target.map(|t| format!("{t}.{}", String::from_utf8_lossy(&tm.table))),
+        );
+        Ok(())
+    }
+
+    /// A statement event: BEGIN, COMMIT, a rollback, XA, or a statement
+    /// to apply, with its session context.
+    fn query(&mut self, ev: &Event, map: &DbMap) -> Result<Then, String> {
+        let h = ev.header();
+        let q: QueryEvent = ev
+            .read_event()
+            .map_err(|e| format!("bad query event: {e}"))?;
+        let sql = q.query_raw();
+        let word = first_word(sql);
+        match word.as_str() {
+            "BEGIN" => return Ok(Then::Go),
+            "COMMIT" => return Ok(Then::Finish),
+            "ROLLBACK" if !is_rollback_to(sql) => {
+                self.txn.refuse(
+                    "a transaction the source rolled back after changing a non-transactional table",
+                    false,
+                );
+                return Ok(Then::Finish);
+            }
+            "XA" => {
+                // XA START/END inside a prepared group, XA COMMIT or
+                // ROLLBACK as a group of its own (MariaDB writes no
+                // other event after it). Stops the streams the
+                // prepared group touched (see XA_PREPARE below).
+                self.txn.refuse(XA_REFUSAL, false);
+                if matches!(second_word(sql).as_str(), "COMMIT" | "ROLLBACK") {
+                    return Ok(Then::Finish);
+                }
+            }
+            _ => {
+                let mut session = std::mem::take(&mut self.pending);
+                session.timestamp = h.timestamp();
+                session.thread_id = q.thread_id();
+                session.ctx = context::read(q.status_vars_raw());
+                let src_db = q.schema().into_owned();
+                // A temporary table lives in its source session:
+                // noted here, applied in that session's own
+                // connection (source/temp.rs).
+                // (The first word first: most statements are
+                // neither, and a big INSERT is not lexed again.)
+                let dialect = session.ctx.dialect();
+                let created = (word == "CREATE")
+                    .then(|| sqltext::created_temporary(sql, dialect))
+                    .flatten();
+                let dropped = (word == "DROP")
+                    .then(|| sqltext::dropped_temporary(sql, dialect))
+                    .flatten();
+                let specific = h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0;
+                if specific || dropped.is_some() {
+                    let t = &mut self.txn.temp;
+                    t.thread = Some(q.thread_id());
+                    let name =
+                        |(d, n): (Option<String>, String)| (d.unwrap_or_else(|| src_db.clone()), n);
+                    match dropped {
+                        Some(names) => t.dropped.extend(names.into_iter().map(name)),
+                        None if created.is_some() => {}
+                        None => t.uses = true,
+                    }
+                }
+                match route_statement(map, &src_db, sql, session) {
+                    Routed::Apply { stmt, dbs } => {
+                        if let Some((d, n)) = created {
+                            let d = d.unwrap_or_else(|| src_db.clone());
+                            self.txn.temp.created.push((d, n));
+                        }
+                        if self.txn.first.is_empty() {
+                            self.txn.first = String::from_utf8_lossy(&stmt.sql)
+                                .chars()
+                                .take(200)
+                                .collect();
+                        }
+                        // A context the target cannot be given
+                        // stops these streams before anything runs.
+                        if let Err(why) = context::reproducible(&stmt.session.ctx) {
+                            self.txn.refuse(why, false);
+                        }
+                        self.txn.dbs.extend(dbs);
+                        self.txn.items.push(Item::Stmt(*stmt));
+                    }
+                    Routed::Filtered => {}
+                    Routed::Refused { why, dbs } => {
+                        if self.txn.first.is_empty() {
+                            self.txn.first =
+                                String::from_utf8_lossy(sql).chars().take(200).collect();
+                        }
+                        let unknown = dbs.is_empty();
+                        self.txn.dbs.extend(dbs);
+                        self.txn.refuse(why, unknown);
+                    }
+                }
+            }
+        }
+        if self.txn.standalone {
+            return Ok(Then::Finish);
+        }
+        Ok(Then::Go)
+    }
+
+    /// A LOAD DATA logged as a statement, with the file its blocks
+    /// brought.
+    fn execute_load(&mut self, ev: &Event, map: &DbMap) {
+        let h = ev.header();
+        let fde = ev.fde();
+        let ph = fde.get_event_type_header_length(EventType::EXECUTE_LOAD_QUERY_EVENT);
+        let file = self.load_file.take();
+        match event::execute_load_query(ev.data(), ph) {
+            Err(e) => self
+                .txn
+                .refuse(format!("{LOAD_REFUSAL}: unreadable: {e}"), true),
+            Ok(q) => {
+                let mut session = std::mem::take(&mut self.pending);
+                session.ctx = context::read(&q.status_vars);
+                session.timestamp = h.timestamp();
+                let src_db = String::from_utf8_lossy(&q.db).into_owned();
+                let show: String = String::from_utf8_lossy(&q.sql).chars().take(200).collect();
+                // Applied as `mariadb-binlog | mariadb` replays it: the
+                // file name part read from the applier's own bytes.
+                let sql = local_infile(&q);
+                match route_statement(map, &src_db, &sql, session) {
+                    // Into a database the filters exclude: passed by.
+                    Routed::Filtered => {}
+                    Routed::Apply { mut stmt, dbs } => {
+                        if self.txn.first.is_empty() {
+                            self.txn.first = show;
+                        }
+                        self.txn.dbs.extend(dbs);
+                        match file.filter(|(id, _)| *id == q.file_id) {
+                            Some((_, bytes)) => {
+                                if let Err(why) = context::reproducible(&stmt.session.ctx) {
+                                    self.txn.refuse(why, false);
+                                }
+                                stmt.infile = Some(std::sync::Arc::new(bytes));
+                                self.txn.items.push(Item::Stmt(*stmt));
+                            }
+                            None => self.txn.refuse(
+                                format!(
+                                    "{LOAD_REFUSAL}: file {} was not in the binlog before it",
+                                    q.file_id
+                                ),
+                                false,
+                            ),
+                        }
+                    }
+                    Routed::Refused { why, dbs } => {
+                        if self.txn.first.is_empty() {
+                            self.txn.first = show;
+                        }
+                        let unknown = dbs.is_empty();
+                        self.txn.dbs.extend(dbs);
+                        self.txn.refuse(why, unknown);
+                    }
+                }
+            }
         }
     }
 }
