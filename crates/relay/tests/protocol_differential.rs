@@ -425,24 +425,38 @@ fn allowed(steps: &[Step], at: usize, compressed: bool) -> Option<u8> {
 
 /// The account both sides run as, its two databases, and a relay in
 /// transaction mode with per-user accounts.
+/// The databases lane `k` runs in, directly and through the relay
+/// (lanes run sequences side by side, each in databases of its own).
+fn lane_dbs(k: usize) -> (String, String) {
+    match k {
+        0 => ("fzd".into(), "fzr".into()),
+        k => (format!("fzd{k}"), format!("fzr{k}")),
+    }
+}
+
 async fn fuzz_setup(
     srv: &sqlfleet_testkit::TestServer,
+    lanes: usize,
 ) -> (
     u16,
     tokio::sync::oneshot::Sender<()>,
     std::sync::Arc<sqlfleet_relay::Relay>,
 ) {
     let mut root = srv.connect().await;
-    for sql in [
-        "CREATE DATABASE IF NOT EXISTS fzd",
-        "CREATE DATABASE IF NOT EXISTS fzr",
-        "CREATE TABLE IF NOT EXISTS fzd.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))",
-        "CREATE TABLE IF NOT EXISTS fzr.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))",
-        "CREATE OR REPLACE USER 'fz'@'%' IDENTIFIED BY 'fz-pw'",
-        "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, CREATE TEMPORARY TABLES ON fzd.* TO 'fz'@'%'",
-        "GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, CREATE TEMPORARY TABLES ON fzr.* TO 'fz'@'%'",
-    ] {
-        root.query_drop(sql).await.expect("setup");
+    root.query_drop("CREATE OR REPLACE USER 'fz'@'%' IDENTIFIED BY 'fz-pw'")
+        .await
+        .expect("setup");
+    for k in 0..lanes {
+        let (d, r) = lane_dbs(k);
+        for db in [d, r] {
+            for sql in [
+                format!("CREATE DATABASE IF NOT EXISTS {db}"),
+                format!("CREATE TABLE IF NOT EXISTS {db}.t (id INT AUTO_INCREMENT PRIMARY KEY, v VARCHAR(10))"),
+                format!("GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, DROP, CREATE TEMPORARY TABLES ON {db}.* TO 'fz'@'%'"),
+            ] {
+                root.query_drop(sql).await.expect("setup");
+            }
+        }
     }
     let cfg = format!(
         r#"
@@ -457,7 +471,8 @@ password = "{pw}"
 accounts = "per-user"
 
 [pool]
-max = 4
+max = {max}
+max_per_account = {max}
 wait_timeout = 10
 
 [[users]]
@@ -467,73 +482,121 @@ name = "{USER}"
         port = srv.sandbox.meta.primary().port,
         pw = srv.sandbox.password().expect("pw").expose(),
         hashes = sqlfleet_relay::config::hash_lines(PASSWORD),
+        // Room for every lane's transaction.
+        max = 4 * lanes,
     );
     common::serve_relay(&cfg, None).await
 }
 
+/// What one sequence came to.
+#[derive(Default)]
+struct Compared {
+    /// The first difference, described.
+    failure: Option<String>,
+    /// Stopped at an allowed difference of this command.
+    tolerated: Option<u8>,
+}
+
+/// Sends sequence `seed` directly and through the relay in `lane`'s
+/// databases, compares the answers, and checks that a fresh client is
+/// served after it.
+async fn one_sequence(
+    seed: u64,
+    lane: usize,
+    direct_port: u16,
+    relay_port: u16,
+    steps_per: usize,
+) -> Compared {
+    let (dd, rd) = lane_dbs(lane);
+    let steps = generate(seed, &dd, steps_per);
+    let relay_steps = for_db(&steps, &dd, &rd);
+    // Odd seeds speak the compressed protocol.
+    let compressed = seed % 2 == 1;
+    let (d, r) = tokio::join!(
+        run(direct_port, &dd, &steps, compressed),
+        run(relay_port, &rd, &relay_steps, compressed)
+    );
+    let mut out = Compared::default();
+    for i in 0..d.len().max(r.len()) {
+        if d.get(i) == r.get(i) {
+            continue;
+        }
+        if let Some(cmd) = allowed(&steps, i, compressed) {
+            // What follows an allowed difference is not compared.
+            out.tolerated = Some(cmd);
+            break;
+        }
+        out.failure = Some(format!(
+            "seed {seed} (compressed: {compressed}) step {i}: {:?}\n  direct: {:?}\n  relay:  {:?}\n  steps before: {:?}\n  answers before: {:?}",
+            steps.get(i),
+            d.get(i),
+            r.get(i),
+            &steps[..i],
+            &d[..i]
+        ));
+        break;
+    }
+    // Other sessions stay served.
+    let mut c = mysql_async::Conn::new(
+        mysql_async::OptsBuilder::default()
+            .ip_or_hostname("127.0.0.1")
+            .tcp_port(relay_port)
+            .user(Some(USER))
+            .pass(Some(PASSWORD))
+            .db_name(Some(rd))
+            .prefer_socket(false),
+    )
+    .await
+    .expect("a fresh client logs in");
+    let one: Option<i64> = tokio::time::timeout(Duration::from_secs(5), c.query_first("SELECT 1"))
+        .await
+        .unwrap_or_else(|_| panic!("seed {seed}: a fresh client is not served"))
+        .expect("select");
+    assert_eq!(one, Some(1));
+    drop(c.disconnect().await);
+    out
+}
+
+/// Seeds SQLFLEET_PROTO_FUZZ_SEEDS from SQLFLEET_PROTO_FUZZ_FIRST, in
+/// SQLFLEET_PROTO_FUZZ_LANES lanes side by side (default 1: one after
+/// another; lane k takes every k-th seed, so a seed's steps and
+/// databases do not depend on the lane count but its neighbours do).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_relay_answers_every_packet_sequence_as_the_server_does() {
     let srv = sqlfleet_testkit::server();
-    let (relay_port, _stop, _relay) = fuzz_setup(srv).await;
-    let direct_port = srv.sandbox.meta.primary().port;
     let first = env_num("SQLFLEET_PROTO_FUZZ_FIRST", 0);
     let seeds = env_num("SQLFLEET_PROTO_FUZZ_SEEDS", 40);
     let steps_per = env_num("SQLFLEET_PROTO_FUZZ_STEPS", 12) as usize;
+    let lanes = env_num("SQLFLEET_PROTO_FUZZ_LANES", 1).clamp(1, 64) as usize;
+    let (relay_port, _stop, _relay) = fuzz_setup(srv, lanes).await;
+    let direct_port = srv.sandbox.meta.primary().port;
+    let tasks: Vec<_> = (0..lanes)
+        .map(|lane| {
+            tokio::spawn(async move {
+                let mut results = Vec::new();
+                let mut seed = first + lane as u64;
+                while seed < first + seeds {
+                    let c = one_sequence(seed, lane, direct_port, relay_port, steps_per).await;
+                    results.push(c);
+                    seed += lanes as u64;
+                }
+                results
+            })
+        })
+        .collect();
     let mut failures = Vec::new();
     let mut tolerated = std::collections::BTreeMap::<u8, usize>::new();
-    let mut compressed_seqs = 0;
-    for seed in first..first + seeds {
-        let steps = generate(seed, "fzd", steps_per);
-        let relay_steps = for_db(&steps, "fzd", "fzr");
-        // Odd seeds speak the compressed protocol.
-        let compressed = seed % 2 == 1;
-        compressed_seqs += usize::from(compressed);
-        let (d, r) = tokio::join!(
-            run(direct_port, "fzd", &steps, compressed),
-            run(relay_port, "fzr", &relay_steps, compressed)
-        );
-        for i in 0..d.len().max(r.len()) {
-            if d.get(i) == r.get(i) {
-                continue;
-            }
-            if let Some(cmd) = allowed(&steps, i, compressed) {
+    for t in tasks {
+        for c in t.await.expect("a lane ended") {
+            failures.extend(c.failure);
+            if let Some(cmd) = c.tolerated {
                 *tolerated.entry(cmd).or_default() += 1;
-                // What follows an allowed difference is not compared.
-                break;
             }
-            failures.push(format!(
-                "seed {seed} (compressed: {compressed}) step {i}: {:?}\n  direct: {:?}\n  relay:  {:?}\n  steps before: {:?}\n  answers before: {:?}",
-                steps.get(i),
-                d.get(i),
-                r.get(i),
-                &steps[..i],
-                &d[..i]
-            ));
-            break;
         }
-        // Other sessions stay served.
-        let mut c = mysql_async::Conn::new(
-            mysql_async::OptsBuilder::default()
-                .ip_or_hostname("127.0.0.1")
-                .tcp_port(relay_port)
-                .user(Some(USER))
-                .pass(Some(PASSWORD))
-                .db_name(Some("fzr"))
-                .prefer_socket(false),
-        )
-        .await
-        .expect("a fresh client logs in");
-        let one: Option<i64> =
-            tokio::time::timeout(Duration::from_secs(5), c.query_first("SELECT 1"))
-                .await
-                .unwrap_or_else(|_| panic!("seed {seed}: a fresh client is not served"))
-                .expect("select");
-        assert_eq!(one, Some(1));
-        drop(c.disconnect().await);
     }
     eprintln!(
-        "protocol differential: {seeds} sequences from seed {first} ({} in compressed frames), stopped at an allowed difference (by command byte): {tolerated:02x?}, {} differences",
-        compressed_seqs,
+        "protocol differential: {seeds} sequences from seed {first} ({} in compressed frames, {lanes} lanes), stopped at an allowed difference (by command byte): {tolerated:02x?}, {} differences",
+        (first..first + seeds).filter(|s| s % 2 == 1).count(),
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -589,7 +652,7 @@ async fn row(s: &mut TcpStream, sql: &str) -> Result<Vec<Option<String>>, u16> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_change_user_leaves_the_session_as_the_server_does() {
     let srv = sqlfleet_testkit::server();
-    let (relay_port, _stop, _relay) = fuzz_setup(srv).await;
+    let (relay_port, _stop, _relay) = fuzz_setup(srv, 1).await;
     let direct_port = srv.sandbox.meta.primary().port;
     let mut seen = Vec::new();
     for (port, db) in [(direct_port, "fzd"), (relay_port, "fzr")] {
