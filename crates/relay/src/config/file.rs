@@ -431,14 +431,91 @@ fn build(f: File) -> Result<RelayConfig, String> {
     if f.relay.listen.is_empty() {
         return Err("relay.listen: give at least one address".into());
     }
+    let backends = backends(&f.backend)?;
+    let password = sqlfleet_conn::secret::configured(
+        f.backend.password.as_deref(),
+        f.backend.password_file.as_deref(),
+        f.backend.password_env.as_deref(),
+        "backend",
+    )
+    .map_err(|e| e.to_string())?
+    .map(|s| s.expose().to_string())
+    .unwrap_or_default();
+    let users = users(&f.users)?;
+    let pool = pool(&f.pool)?;
+    let routing = routing(&f.routing)?;
+    let cache = cache_settings(f.cache, f.cache_rules)?;
+    if !cache.rules.is_empty() && f.relay.mode != Mode::Transaction {
+        return Err(
+            "cache_rules: the result cache needs relay.mode = \"transaction\" (in session mode a client's FOUND_ROWS() and diagnostics live on its own connection, which a cached answer would not update)"
+                .into(),
+        );
+    }
+    let rules = rules(f.rules, &backends)?;
+    let tls = f.tls.map(|t| TlsFiles {
+        cert: t.cert,
+        key: t.key,
+        require: t.require,
+    });
+    let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
+        .map_err(|e| format!("backend.tls: {e}"))?;
+    let per_user_accounts = match f.backend.accounts.as_deref() {
+        Some("shared") => false,
+        None | Some("per-user") => true,
+        Some(other) => {
+            return Err(format!(
+                "backend.accounts: {other:?}: use \"shared\" or \"per-user\""
+            ))
+        }
+    };
+    let metrics_token = metrics_token(&f.relay)?;
+    let threads = match f.relay.threads {
+        Some(0) | Some(257..) => {
+            return Err("relay.threads: from 1 to 256 event-loop threads".into());
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let replay = replay(&f.replay)?;
+    if f.relay.max_clients == Some(0) {
+        return Err("relay.max_clients: at least 1 (leave it out for the default)".into());
+    }
+    Ok(RelayConfig {
+        listen: f.relay.listen,
+        threads,
+        max_clients: f.relay.max_clients,
+        backends,
+        backend_user: f.backend.user,
+        backend_password: password,
+        backend_tls,
+        per_user_accounts,
+        mode: f.relay.mode,
+        tls,
+        sha2_full_auth: f.relay.sha2_full_auth,
+        metrics_token,
+        metrics: f.relay.metrics,
+        max_packet: f.relay.max_packet.unwrap_or(1 << 30),
+        routing,
+        replay,
+        dynamic: Dynamic {
+            users,
+            pool,
+            rules,
+            cache,
+        },
+    })
+}
+
+/// `[backend]` servers, with their weights and groups.
+fn backends(b: &BackendSection) -> Result<Vec<Backend>, String> {
     let mut backends = Vec::new();
-    for s in &f.backend.servers {
+    for s in &b.servers {
         backends.push(Backend::parse(s).map_err(|e| format!("backend.servers: {s}: {e}"))?);
     }
     if backends.is_empty() {
         return Err("backend.servers: give at least one server".into());
     }
-    if let Some(w) = &f.backend.weights {
+    if let Some(w) = &b.weights {
         if w.len() != backends.len() || w.contains(&0) {
             return Err(format!(
                 "backend.weights: give one positive weight per server ({} servers, {} weights)",
@@ -450,7 +527,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
             b.weight = *w;
         }
     }
-    if let Some(g) = &f.backend.groups {
+    if let Some(g) = &b.groups {
         if g.len() != backends.len() {
             return Err(format!(
                 "backend.groups: give one group name (or \"\") per server ({} servers, {} names)",
@@ -462,17 +539,13 @@ fn build(f: File) -> Result<RelayConfig, String> {
             b.group = (!g.is_empty()).then(|| g.clone());
         }
     }
-    let password = sqlfleet_conn::secret::configured(
-        f.backend.password.as_deref(),
-        f.backend.password_file.as_deref(),
-        f.backend.password_env.as_deref(),
-        "backend",
-    )
-    .map_err(|e| e.to_string())?
-    .map(|s| s.expose().to_string())
-    .unwrap_or_default();
+    Ok(backends)
+}
+
+/// `[[users]]`: each account's password hashes.
+fn users(list: &[UserSection]) -> Result<HashMap<String, Account>, String> {
     let mut users = HashMap::new();
-    for (i, u) in f.users.iter().enumerate() {
+    for (i, u) in list.iter().enumerate() {
         let native = match &u.native_hash {
             Some(h) => Some(hex::<20>(h).ok_or_else(|| {
                 format!(
@@ -494,31 +567,30 @@ fn build(f: File) -> Result<RelayConfig, String> {
                 u.name
             ));
         }
-        if users
-            .insert(
-                u.name.clone(),
-                Account {
-                    native,
-                    sha2,
-                    old: None,
-                },
-            )
-            .is_some()
-        {
+        let account = Account {
+            native,
+            sha2,
+            old: None,
+        };
+        if users.insert(u.name.clone(), account).is_some() {
             return Err(format!("users: {} is listed twice", u.name));
         }
     }
+    Ok(users)
+}
+
+fn pool(p: &PoolSection) -> Result<PoolSettings, String> {
     let d = PoolSettings::default();
     let pool = PoolSettings {
-        max: f.pool.max.unwrap_or(d.max).max(1),
-        min: f.pool.min.unwrap_or(d.min),
-        idle_timeout: secs(f.pool.idle_timeout, d.idle_timeout, "pool.idle_timeout")?,
-        max_lifetime: secs(f.pool.max_lifetime, d.max_lifetime, "pool.max_lifetime")?,
-        check_after: secs(f.pool.check_after, d.check_after, "pool.check_after")?,
-        wait_timeout: secs(f.pool.wait_timeout, d.wait_timeout, "pool.wait_timeout")?,
-        max_waiters: f.pool.max_waiters.unwrap_or(d.max_waiters),
-        statement_cache: f.pool.statement_cache.unwrap_or(d.statement_cache).max(1),
-        max_per_account: f.pool.max_per_account,
+        max: p.max.unwrap_or(d.max).max(1),
+        min: p.min.unwrap_or(d.min),
+        idle_timeout: secs(p.idle_timeout, d.idle_timeout, "pool.idle_timeout")?,
+        max_lifetime: secs(p.max_lifetime, d.max_lifetime, "pool.max_lifetime")?,
+        check_after: secs(p.check_after, d.check_after, "pool.check_after")?,
+        wait_timeout: secs(p.wait_timeout, d.wait_timeout, "pool.wait_timeout")?,
+        max_waiters: p.max_waiters.unwrap_or(d.max_waiters),
+        statement_cache: p.statement_cache.unwrap_or(d.statement_cache).max(1),
+        max_per_account: p.max_per_account,
     };
     if pool.min > pool.max {
         return Err(format!(
@@ -526,8 +598,11 @@ fn build(f: File) -> Result<RelayConfig, String> {
             pool.min, pool.max
         ));
     }
+    Ok(pool)
+}
+
+fn routing(r: &RoutingSection) -> Result<Routing, String> {
     let d = Routing::default();
-    let r = &f.routing;
     let routing = Routing {
         read_write_split: r.read_write_split.unwrap_or(false),
         consistency: r.consistency.unwrap_or(Consistency::Session),
@@ -549,15 +624,13 @@ fn build(f: File) -> Result<RelayConfig, String> {
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());
     }
-    let cache = cache_settings(f.cache, f.cache_rules)?;
-    if !cache.rules.is_empty() && f.relay.mode != Mode::Transaction {
-        return Err(
-            "cache_rules: the result cache needs relay.mode = \"transaction\" (in session mode a client's FOUND_ROWS() and diagnostics live on its own connection, which a cached answer would not update)"
-                .into(),
-        );
-    }
+    Ok(routing)
+}
+
+/// `[[rules]]`, checked against the servers' groups.
+fn rules(list: Vec<RuleSection>, backends: &[Backend]) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
-    for (i, r) in f.rules.into_iter().enumerate() {
+    for (i, r) in list.into_iter().enumerate() {
         let name = r.name.clone().unwrap_or_else(|| format!("rule{}", i + 1));
         let at = |m: &str| format!("rules[{i}] ({name}): {m}");
         if r.match_digest.is_none() && r.match_regex.is_none() {
@@ -592,23 +665,13 @@ fn build(f: File) -> Result<RelayConfig, String> {
             name,
         });
     }
-    let tls = f.tls.map(|t| TlsFiles {
-        cert: t.cert,
-        key: t.key,
-        require: t.require,
-    });
-    let backend_tls = backend_tls(f.backend.tls.as_deref(), f.backend.tls_ca)
-        .map_err(|e| format!("backend.tls: {e}"))?;
-    let per_user_accounts = match f.backend.accounts.as_deref() {
-        Some("shared") => false,
-        None | Some("per-user") => true,
-        Some(other) => {
-            return Err(format!(
-                "backend.accounts: {other:?}: use \"shared\" or \"per-user\""
-            ))
-        }
-    };
-    let metrics_token = match &f.relay.metrics_token_file {
+    Ok(rules)
+}
+
+/// The admin pages' bearer token; the pages show query digests and
+/// backend state, so beyond loopback they need one.
+fn metrics_token(relay: &RelaySection) -> Result<Option<String>, String> {
+    let token = match &relay.metrics_token_file {
         Some(p) => {
             let t = std::fs::read_to_string(p)
                 .map_err(|e| format!("relay.metrics_token_file {}: {e}", p.display()))?
@@ -621,9 +684,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         }
         None => None,
     };
-    if let Some(m) = &f.relay.metrics {
-        // The admin pages show query digests and backend state: only on
-        // loopback without a token.
+    if let Some(m) = &relay.metrics {
         let loopback = parse_addr(m)
             .map(|(h, _)| {
                 h == "localhost"
@@ -631,21 +692,17 @@ fn build(f: File) -> Result<RelayConfig, String> {
                         .is_ok_and(|ip| ip.is_loopback())
             })
             .map_err(|e| format!("relay.metrics: {m}: {e}"))?;
-        if !loopback && metrics_token.is_none() {
+        if !loopback && token.is_none() {
             return Err(format!(
                 "relay.metrics: {m} is reachable beyond this machine: give relay.metrics_token_file (a bearer token the pages then require), or listen on 127.0.0.1"
             ));
         }
     }
-    let threads = match f.relay.threads {
-        Some(0) | Some(257..) => {
-            return Err("relay.threads: from 1 to 256 event-loop threads".into());
-        }
-        Some(n) => n,
-        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    };
+    Ok(token)
+}
+
+fn replay(r: &ReplaySection) -> Result<Replay, String> {
     let d = Replay::default();
-    let r = &f.replay;
     let replay = Replay {
         max_bytes: match r.enabled {
             Some(false) => 0,
@@ -665,31 +722,5 @@ fn build(f: File) -> Result<RelayConfig, String> {
     if r.enabled != Some(false) && r.max_bytes == Some(0) {
         return Err("replay.max_bytes: at least 1 (or enabled = false)".into());
     }
-    if f.relay.max_clients == Some(0) {
-        return Err("relay.max_clients: at least 1 (leave it out for the default)".into());
-    }
-    Ok(RelayConfig {
-        listen: f.relay.listen,
-        threads,
-        max_clients: f.relay.max_clients,
-        backends,
-        backend_user: f.backend.user,
-        backend_password: password,
-        backend_tls,
-        per_user_accounts,
-        mode: f.relay.mode,
-        tls,
-        sha2_full_auth: f.relay.sha2_full_auth,
-        metrics_token,
-        metrics: f.relay.metrics,
-        max_packet: f.relay.max_packet.unwrap_or(1 << 30),
-        routing,
-        replay,
-        dynamic: Dynamic {
-            users,
-            pool,
-            rules,
-            cache,
-        },
-    })
+    Ok(replay)
 }
