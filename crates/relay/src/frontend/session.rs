@@ -249,57 +249,13 @@ where
         _ => return, // stalled, malformed or gone mid-handshake
     };
     let (handle, _registered) = ctx.clients.register(id, &li.hello.user, &host);
-    let mut s = Session {
-        id,
-        seat,
-        moving: None,
-        next_move_check: crate::event_loops::MOVE_AFTER,
-        commands_run: 0,
-        handle,
-        view_look: None,
-        st: ClientState::new(ctx.cfg.mode, li.hello.database.clone()),
-        shape: Shape {
-            caps: li.hello.caps & SESSION_SHAPE,
-            collation: li.hello.collation,
-            ext: li.hello.ext & greeting.ext,
-        },
-        caps: li.hello.caps,
-        change_user_failures: 0,
-        host,
-        nonce: li.nonce,
-        tls: li.tls,
-        stmts: ClientStmts::default(),
-        conn: None,
-        backend: None,
-        route: Route::Any,
-        route_fixed: false,
-        hold_refusal: false,
-        sync_wait_next: false,
-        last_write_gtid: None,
-        own_write_unknown: false,
-        replied: false,
-        journal: journal::Journal::new(ctx.cfg.replay.max_bytes),
-        digest_next: false,
-        last_digest: None,
-        stmt_read: false,
-        client_sent: false,
-        streamed: None,
-        streamed_seq: None,
-        capture_max: usize::MAX,
-        cache_pending: Default::default(),
-        pending_loss: None,
-        capture: None,
-        user: Arc::from(li.hello.user.as_str()),
-        account: None,
-        io: PacketIo::small(li.stream),
-        ctx,
-    };
+    let (mut s, seq, credential) = Session::new(ctx, li, &greeting, (id, host, seat, handle));
     if s.st.mode() == Mode::Session {
         s.ctx.metrics.pin(Pin::Session);
     }
     s.route = s.default_route();
     if s.ctx.cfg.per_user_accounts {
-        match &li.credential {
+        match &credential {
             Some(c) => {
                 s.account = Some(Arc::new(BackendAccount {
                     user: s.user.to_string(),
@@ -318,7 +274,7 @@ where
                     s.user
                 );
                 let _ =
-                    s.io.write_packet(li.seq, &packet::err_payload(1045, "28000", &msg))
+                    s.io.write_packet(seq, &packet::err_payload(1045, "28000", &msg))
                         .await;
                 return;
             }
@@ -334,12 +290,12 @@ where
                 Fail::Close => return,
             };
             let _ =
-                s.io.write_packet(li.seq, &packet::err_payload(code, state, &msg))
+                s.io.write_packet(seq, &packet::err_payload(code, state, &msg))
                     .await;
             return;
         }
     }
-    if s.io.write_packet(li.seq, &s.ok()).await.is_err() {
+    if s.io.write_packet(seq, &s.ok()).await.is_err() {
         s.finish();
         return;
     }
@@ -349,6 +305,104 @@ where
     s.ctx.metrics.login.observe(accepted.elapsed());
     s.release_if_free();
     drive(s).await;
+}
+
+impl Session {
+    /// A client's session right after its login: the relay's own state,
+    /// no backend connection yet.
+    fn new(
+        ctx: Arc<Ctx>,
+        li: auth::LoggedIn,
+        greeting: &auth::Greeting,
+        (id, host, seat, handle): (u32, String, Seat, Arc<crate::frontend::clients::Handle>),
+    ) -> (Session, u8, Option<sqlfleet_wire::handshake::Credential>) {
+        let auth::LoggedIn {
+            stream,
+            hello,
+            seq,
+            nonce,
+            tls,
+            credential,
+        } = li;
+        let s = Session {
+            id,
+            seat,
+            moving: None,
+            next_move_check: crate::event_loops::MOVE_AFTER,
+            commands_run: 0,
+            handle,
+            view_look: None,
+            st: ClientState::new(ctx.cfg.mode, hello.database.clone()),
+            shape: Shape {
+                caps: hello.caps & SESSION_SHAPE,
+                collation: hello.collation,
+                ext: hello.ext & greeting.ext,
+            },
+            caps: hello.caps,
+            change_user_failures: 0,
+            host,
+            nonce,
+            tls,
+            stmts: ClientStmts::default(),
+            conn: None,
+            backend: None,
+            route: Route::Any,
+            route_fixed: false,
+            hold_refusal: false,
+            sync_wait_next: false,
+            last_write_gtid: None,
+            own_write_unknown: false,
+            replied: false,
+            journal: journal::Journal::new(ctx.cfg.replay.max_bytes),
+            digest_next: false,
+            last_digest: None,
+            stmt_read: false,
+            client_sent: false,
+            streamed: None,
+            streamed_seq: None,
+            capture_max: usize::MAX,
+            cache_pending: Default::default(),
+            pending_loss: None,
+            capture: None,
+            user: Arc::from(hello.user.as_str()),
+            account: None,
+            io: PacketIo::small(stream),
+            ctx,
+        };
+        (s, seq, credential)
+    }
+}
+
+/// The statement's lexed text and what it does, read once — and not at
+/// all in session mode without digests or rules. In every mode, KILL is
+/// the relay's (the ids it names are the relay's) and a global set makes
+/// pooled sessions stale.
+fn read_statement(text: &[u8], mode: Mode, want_digest: bool) -> (Option<sql::Query<'_>>, Effects) {
+    let in_any_mode = [
+        "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
+    ]
+    .iter()
+    .any(|w| sql::starts_with_word(text, w));
+    let q =
+        (mode == Mode::Transaction || want_digest || in_any_mode).then(|| sql::Query::new(text));
+    let fx = match (&q, mode) {
+        (Some(q), Mode::Transaction) => q.effects(),
+        (Some(q), _) if in_any_mode => {
+            let fx = q.effects();
+            Effects {
+                kill: fx.kill,
+                sets_global: fx.sets_global,
+                drops_users: fx.drops_users,
+                changes_accounts: fx.changes_accounts,
+                changes_privileges: fx.changes_privileges,
+                statement_vars: fx.statement_vars,
+                changes_schema: fx.changes_schema,
+                ..Effects::default()
+            }
+        }
+        _ => Effects::default(),
+    };
+    (q, fx)
 }
 
 /// Runs a session to its end; when its event loop serves more sessions
@@ -384,6 +438,17 @@ fn drive(mut s: Session) -> std::pin::Pin<Box<dyn std::future::Future<Output = (
     })
 }
 
+/// What the command loop does next.
+#[derive(Debug, PartialEq, Eq)]
+enum Next<T> {
+    /// Runs this command.
+    Command(T),
+    /// Reads the next command.
+    Again,
+    /// The session ends.
+    End,
+}
+
 impl Session {
     fn ok(&self) -> Vec<u8> {
         packet::ok_payload(self.st.status())
@@ -410,87 +475,11 @@ impl Session {
                 }
             }
             self.commands_run += 1;
-            let max = self.ctx.cfg.max_packet;
-            let handle = self.handle.clone();
-            // A backend connection the client keeps between commands (its
-            // session lives there) says nothing until the next command —
-            // unless the server closes it (wait_timeout, KILL, a restart):
-            // then the client's socket closes too, promptly, as it would
-            // directly, so a driver's check of an idle connection sees it.
-            let io = &mut self.io;
-            let held = self.conn.as_mut().map(|c| &mut c.io);
-            let backend_closed = async move {
-                match held {
-                    Some(b) => {
-                        let _ = b.read_packet(1 << 16).await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
+            let cmd = match self.next_command().await {
+                Next::Command(cmd) => cmd,
+                Next::Again => continue,
+                Next::End => return,
             };
-            let read = tokio::select! {
-                r = io.read_command(max, STREAM_OVER) => r,
-                _ = handle.killed() => return,
-                _ = backend_closed => {
-                    if let Some(c) = self.conn.take() {
-                        self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
-                        self.ctx.pool.discard(c);
-                    }
-                    // A transaction the relay can run again elsewhere
-                    // outlives its connection: the client's next
-                    // command replays it first (`replay.rs`).
-                    let fits = self.st.fits_elsewhere();
-                    if self.st.in_trans() && self.journal.can_replay(fits) {
-                        self.pending_loss = Some(
-                            "the server closed the connection holding the transaction".into(),
-                        );
-                        continue;
-                    }
-                    return;
-                }
-            };
-            let (seq, cmd) = match read {
-                Ok(Command::Whole(seq, p)) => (seq, p),
-                Ok(Command::Head(p, streamed)) => {
-                    self.streamed = Some(streamed);
-                    (0, p)
-                }
-                Ok(Command::OutOfOrder(seq)) => (seq, Vec::new()),
-                Err(WireError::TooBig { len, max }) => {
-                    let msg = format!(
-                        "Got a packet bigger than the relay's max_packet ({len} > {max} bytes)"
-                    );
-                    let _ = self
-                        .io
-                        .write_packet(1, &packet::err_payload(1153, "08S01", &msg))
-                        .await;
-                    return;
-                }
-                Err(_) => return,
-            };
-            if seq != 0 {
-                // As the server: its error with sequence id 0, then the end.
-                let _ = self
-                    .io
-                    .write_packet(
-                        0,
-                        &packet::err_payload(1156, "08S01", "Got packets out of order"),
-                    )
-                    .await;
-                return;
-            }
-            if cmd.is_empty() {
-                // An empty packet is no command: the server's answer, and
-                // the session goes on.
-                if self
-                    .io
-                    .write_packet(1, &packet::err_payload(1047, "08S01", "Unknown command"))
-                    .await
-                    .is_err()
-                {
-                    return;
-                }
-                continue;
-            }
             self.ctx.metrics.commands.fetch_add(1, Relaxed);
             if !matches!(cmd[0], COM_QUERY | COM_STMT_EXECUTE | COM_STMT_BULK_EXECUTE) {
                 self.drop_diagnostics_hold(&Effects::default());
@@ -509,109 +498,213 @@ impl Session {
             let t0 = std::time::Instant::now();
             let before = self.conn.as_ref().map(|c| c.thread_id());
             let r = self.run_command(&cmd).await;
-            // A streamed command that went nowhere (refused, or its
-            // backend lost before its head went out): its rest is read
-            // and dropped, so a reply follows its last packet.
-            let mut reply_seq = self
-                .streamed_seq
-                .take()
-                .unwrap_or_else(|| reply_seq(cmd.len()));
-            if let Some(mut s) = self.streamed.take() {
-                if self.io.skip_rest(&mut s).await.is_err() {
-                    return;
-                }
-                reply_seq = s.reply_seq();
-            }
-            if cmd[0] != COM_QUERY {
-                self.journal.other_command(cmd[0], self.st.in_trans());
-            }
-            if self.ctx.trace.on() {
-                let after = self.conn.as_ref().map(|c| c.thread_id());
-                let ok = if r.is_ok() { "ok" } else { "failed" };
-                self.ctx.trace.add(
-                    self.id,
-                    format!(
-                        "command {:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
-                        cmd[0],
-                        self.st.pins(),
-                        self.conn.as_ref().map(|c| c.diagnostics_dirty())
-                    ),
-                );
-            }
-            // Per backend: the command it answered, its latency, errors.
-            if let Some(c) = self
-                .conn
-                .as_ref()
-                .and_then(|c| self.ctx.metrics.backend(c.backend()))
-            {
-                c.commands.fetch_add(1, Relaxed);
-                c.latency.observe(t0.elapsed());
-                if matches!(r, Err(Fail::Err(..))) {
-                    c.errors.fetch_add(1, Relaxed);
-                }
-            } else if let (Err(Fail::Lost(_)), Some(c)) =
-                (&r, self.backend.and_then(|b| self.ctx.metrics.backend(b)))
-            {
-                c.errors.fetch_add(1, Relaxed);
-            }
-            if std::mem::take(&mut self.replied) {
-                if let Err(f) = &r {
-                    // The client has its reply; what failed after it is
-                    // the relay's own follow-up on the connection. A
-                    // second reply would answer the client's next command.
-                    if let Some(c) = self.conn.take() {
-                        self.ctx.pool.discard(c);
-                    }
-                    if matches!(f, Fail::Close) || self.st.lives_on_conn() {
-                        return;
-                    }
-                    self.release_if_free();
-                    continue;
-                }
-            }
-            match r {
-                Ok(()) => {}
-                Err(Fail::Close) => return,
-                Err(Fail::Err(code, state, msg)) => {
-                    self.ctx.metrics.errors.fetch_add(1, Relaxed);
-                    if self
-                        .io
-                        .write_packet(reply_seq, &packet::err_payload(code, state, &msg))
-                        .await
-                        .is_err()
-                    {
-                        return;
-                    }
-                }
-                Err(Fail::Lost(msg)) => {
-                    self.ctx.metrics.errors.fetch_add(1, Relaxed);
-                    self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
-                    if let Some(c) = self.conn.take() {
-                        self.ctx.pool.discard(c);
-                    }
-                    // Session mode always holds Pin::Session.
-                    if self.st.lives_on_conn() {
-                        // The session's state died with its server
-                        // connection (killed, server gone): it ends as a
-                        // direct connection would, closed without a word,
-                        // so the client's library reports its own 2013
-                        // (Lost connection) and retry-on-2013 logic runs.
-                        tracing::info!(
-                            client = self.id,
-                            "the server connection holding this client's session was lost ({msg}); the client is disconnected"
-                        );
-                        return;
-                    }
-                    // Nothing of the client's lived there: it carries on
-                    // after an error in the server's range.
-                    let msg = format!("Lost connection to backend server during query ({msg})");
-                    let _ = self
-                        .io
-                        .write_packet(reply_seq, &packet::err_payload(LOST_CODE, "08S01", &msg))
-                        .await;
-                }
+            if self.answered(&cmd, r, t0, before).await == Next::End {
+                return;
             }
             self.release_if_free();
+        }
+    }
+
+    /// The client's next command, checked as the server checks it (its
+    /// sequence id, an empty packet, the largest packet); meanwhile a
+    /// backend connection the client keeps between commands (its session
+    /// lives there) says nothing — unless the server closes it
+    /// (wait_timeout, KILL, a restart): then the client's socket closes
+    /// too, promptly, as it would directly, so a driver's check of an
+    /// idle connection sees it.
+    async fn next_command(&mut self) -> Next<Vec<u8>> {
+        let max = self.ctx.cfg.max_packet;
+        let handle = self.handle.clone();
+        let io = &mut self.io;
+        let held = self.conn.as_mut().map(|c| &mut c.io);
+        let backend_closed = async move {
+            match held {
+                Some(b) => {
+                    let _ = b.read_packet(1 << 16).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let read = tokio::select! {
+            r = io.read_command(max, STREAM_OVER) => r,
+            _ = handle.killed() => return Next::End,
+            _ = backend_closed => {
+                if let Some(c) = self.conn.take() {
+                    self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                    self.ctx.pool.discard(c);
+                }
+                // A transaction the relay can run again elsewhere
+                // outlives its connection: the client's next
+                // command replays it first (`replay.rs`).
+                let fits = self.st.fits_elsewhere();
+                if self.st.in_trans() && self.journal.can_replay(fits) {
+                    self.pending_loss = Some(
+                        "the server closed the connection holding the transaction".into(),
+                    );
+                    return Next::Again;
+                }
+                return Next::End;
+            }
+        };
+        let (seq, cmd) = match read {
+            Ok(Command::Whole(seq, p)) => (seq, p),
+            Ok(Command::Head(p, streamed)) => {
+                self.streamed = Some(streamed);
+                (0, p)
+            }
+            Ok(Command::OutOfOrder(seq)) => (seq, Vec::new()),
+            Err(WireError::TooBig { len, max }) => {
+                let msg = format!(
+                    "Got a packet bigger than the relay's max_packet ({len} > {max} bytes)"
+                );
+                let _ = self
+                    .io
+                    .write_packet(1, &packet::err_payload(1153, "08S01", &msg))
+                    .await;
+                return Next::End;
+            }
+            Err(_) => return Next::End,
+        };
+        if seq != 0 {
+            // As the server: its error with sequence id 0, then the end.
+            let _ = self
+                .io
+                .write_packet(
+                    0,
+                    &packet::err_payload(1156, "08S01", "Got packets out of order"),
+                )
+                .await;
+            return Next::End;
+        }
+        if cmd.is_empty() {
+            // An empty packet is no command: the server's answer, and
+            // the session goes on.
+            let refused = packet::err_payload(1047, "08S01", "Unknown command");
+            return match self.io.write_packet(1, &refused).await {
+                Ok(_) => Next::Again,
+                Err(_) => Next::End,
+            };
+        }
+        Next::Command(cmd)
+    }
+
+    /// After a command ran: its streamed rest skipped, what it counts,
+    /// and the client's error reply when it failed. `End`: the session
+    /// ends here.
+    async fn answered(
+        &mut self,
+        cmd: &[u8],
+        r: Result<(), Fail>,
+        t0: std::time::Instant,
+        before: Option<u32>,
+    ) -> Next<()> {
+        // A streamed command that went nowhere (refused, or its backend
+        // lost before its head went out): its rest is read and dropped,
+        // so a reply follows its last packet.
+        let mut reply_seq = self
+            .streamed_seq
+            .take()
+            .unwrap_or_else(|| reply_seq(cmd.len()));
+        if let Some(mut s) = self.streamed.take() {
+            if self.io.skip_rest(&mut s).await.is_err() {
+                return Next::End;
+            }
+            reply_seq = s.reply_seq();
+        }
+        if cmd[0] != COM_QUERY {
+            self.journal.other_command(cmd[0], self.st.in_trans());
+        }
+        self.count_command(cmd[0], &r, t0, before);
+        if std::mem::take(&mut self.replied) {
+            if let Err(f) = &r {
+                // The client has its reply; what failed after it is
+                // the relay's own follow-up on the connection. A
+                // second reply would answer the client's next command.
+                if let Some(c) = self.conn.take() {
+                    self.ctx.pool.discard(c);
+                }
+                if matches!(f, Fail::Close) || self.st.lives_on_conn() {
+                    return Next::End;
+                }
+                return Next::Again;
+            }
+        }
+        let (code, state, msg) = match r {
+            Ok(()) => return Next::Again,
+            Err(Fail::Close) => return Next::End,
+            Err(Fail::Err(code, state, msg)) => {
+                self.ctx.metrics.errors.fetch_add(1, Relaxed);
+                (code, state, msg)
+            }
+            Err(Fail::Lost(msg)) => {
+                self.ctx.metrics.errors.fetch_add(1, Relaxed);
+                self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
+                if let Some(c) = self.conn.take() {
+                    self.ctx.pool.discard(c);
+                }
+                // Session mode always holds Pin::Session.
+                if self.st.lives_on_conn() {
+                    // The session's state died with its server
+                    // connection (killed, server gone): it ends as a
+                    // direct connection would, closed without a word,
+                    // so the client's library reports its own 2013
+                    // (Lost connection) and retry-on-2013 logic runs.
+                    tracing::info!(
+                        client = self.id,
+                        "the server connection holding this client's session was lost ({msg}); the client is disconnected"
+                    );
+                    return Next::End;
+                }
+                // Nothing of the client's lived there: it carries on
+                // after an error in the server's range.
+                let msg = format!("Lost connection to backend server during query ({msg})");
+                let reply = packet::err_payload(LOST_CODE, "08S01", &msg);
+                let _ = self.io.write_packet(reply_seq, &reply).await;
+                return Next::Again;
+            }
+        };
+        let reply = packet::err_payload(code, state, &msg);
+        match self.io.write_packet(reply_seq, &reply).await {
+            Ok(_) => Next::Again,
+            Err(_) => Next::End,
+        }
+    }
+
+    /// A command's trace line and its backend's figures: the command it
+    /// answered, its latency, errors.
+    fn count_command(
+        &self,
+        command: u8,
+        r: &Result<(), Fail>,
+        t0: std::time::Instant,
+        before: Option<u32>,
+    ) {
+        if self.ctx.trace.on() {
+            let after = self.conn.as_ref().map(|c| c.thread_id());
+            let ok = if r.is_ok() { "ok" } else { "failed" };
+            self.ctx.trace.add(
+                self.id,
+                format!(
+                    "command {command:#04x} {ok}: connection {before:?} -> {after:?}, pins {:?}, dirty {:?}",
+                    self.st.pins(),
+                    self.conn.as_ref().map(|c| c.diagnostics_dirty())
+                ),
+            );
+        }
+        if let Some(c) = self
+            .conn
+            .as_ref()
+            .and_then(|c| self.ctx.metrics.backend(c.backend()))
+        {
+            c.commands.fetch_add(1, Relaxed);
+            c.latency.observe(t0.elapsed());
+            if matches!(r, Err(Fail::Err(..))) {
+                c.errors.fetch_add(1, Relaxed);
+            }
+        } else if let (Err(Fail::Lost(_)), Some(c)) =
+            (r, self.backend.and_then(|b| self.ctx.metrics.backend(b)))
+        {
+            c.errors.fetch_add(1, Relaxed);
         }
     }
 
@@ -693,34 +786,7 @@ impl Session {
         let rules = self.ctx.rules();
         let caching = self.ctx.cache.active();
         let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty() || caching;
-        // One lex, and none at all in session mode without stats or rules.
-        // In every mode, KILL is the relay's (the ids it names are the
-        // relay's) and a global set makes pooled sessions stale.
-        let in_any_mode = [
-            "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
-        ]
-        .iter()
-        .any(|w| sql::starts_with_word(&cmd[1..], w));
-        let q = (self.st.mode() == Mode::Transaction || want_digest || in_any_mode)
-            .then(|| sql::Query::new(&cmd[1..]));
-        let fx = match (&q, self.st.mode()) {
-            (Some(q), Mode::Transaction) => q.effects(),
-            (Some(q), _) if in_any_mode => {
-                let fx = q.effects();
-                Effects {
-                    kill: fx.kill,
-                    sets_global: fx.sets_global,
-                    drops_users: fx.drops_users,
-                    changes_accounts: fx.changes_accounts,
-                    changes_privileges: fx.changes_privileges,
-                    statement_vars: fx.statement_vars,
-                    changes_schema: fx.changes_schema,
-                    ..Effects::default()
-                }
-            }
-            _ => Effects::default(),
-        };
-        let mut fx = fx;
+        let (q, mut fx) = read_statement(&cmd[1..], self.st.mode(), want_digest);
         if self.streamed.is_some() {
             // Only its head was read: what its tail does is unknown, so
             // it is a write (the primary's) that no replay can repeat.

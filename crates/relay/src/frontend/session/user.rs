@@ -192,6 +192,18 @@ impl Session {
                     .map_err(|_| Fail::Close);
             }
         };
+        let named = (req.user, req.database, req.collation);
+        self.become_user(named, account, seq).await
+    }
+
+    /// The session of a user whose change was accepted: the old session
+    /// ended as the server ends it, the new one's connection ready, OK.
+    async fn become_user(
+        &mut self,
+        (user, database, collation): (String, Option<String>, Option<u8>),
+        account: Option<std::sync::Arc<BackendAccount>>,
+        seq: u8,
+    ) -> Result<(), Fail> {
         self.take_found_rows().await?;
         // Session mode, same account and character set, and a database the
         // connection can take: the client's own connection is reset in
@@ -200,9 +212,9 @@ impl Session {
         // to the pool and another is leased.
         let in_place = |c: &BackendConn| {
             self.st.mode() == Mode::Session
-                && req.collation.is_none_or(|x| x == self.shape.collation)
+                && collation.is_none_or(|x| x == self.shape.collation)
                 && c.account().map(|a| &a.user) == account.as_ref().map(|a| &a.user)
-                && (req.database.is_some() || c.db().is_none())
+                && (database.is_some() || c.db().is_none())
         };
         let keep = match self.conn.take() {
             Some(c) if in_place(&c) => Some(c),
@@ -218,12 +230,12 @@ impl Session {
         };
         self.clear_state(false);
         self.account = account;
-        self.user = std::sync::Arc::from(req.user.as_str());
-        self.handle.set_user(&req.user);
-        if let Some(coll) = req.collation {
+        self.user = std::sync::Arc::from(user.as_str());
+        self.handle.set_user(&user);
+        if let Some(coll) = collation {
             self.shape.collation = coll;
         }
-        self.st.use_db(req.database);
+        self.st.use_db(database);
         let ready = match keep {
             Some(c) => self.reset_in_place(c).await,
             None if self.st.db().is_some() || self.account.is_some() => {
