@@ -13,6 +13,7 @@ use prometheus::{
 
 use crate::figures::Figures;
 use crate::monitor::{Fleet, State};
+use crate::sample::Galera;
 
 const PREFIX: &str = "sqlfleet_watch_";
 
@@ -108,265 +109,320 @@ impl Metrics {
 
     /// The text exposition of the fleet as it is now.
     pub fn render(&self, fleet: &Fleet) -> prometheus::Result<String> {
-        let servers = int_gauge("servers", "Servers watched, by state", &["state"])?;
-        let state = int_gauge(
-            "state",
-            "1 for the state a server is in, 0 for the others",
-            &["server", "state"],
-        )?;
-        let info = int_gauge(
-            "server_info",
-            "The server's version and read_only (value always 1)",
-            &["server", "version", "read_only"],
-        )?;
-        let checks = IntCounterVec::new(
-            Opts::new(
-                format!("{PREFIX}checks_total"),
-                "Checks made of the server since the watcher started",
-            ),
-            &["server"],
-        )?;
         // Per-server series carry the host tags (node=, role=, ...) as
         // labels: the union of every server's keys, "" where one has none.
         let tag_keys = tag_labels(fleet.servers.iter().flat_map(|s| s.tags.keys()));
-        let mut s_: Vec<&str> = vec!["server"];
-        s_.extend(tag_keys.iter().map(|(l, _)| l.as_str()));
-        let up = int_gauge("up", "1 when the server answered its last check", &s_)?;
-        let connect = gauge("connect_seconds", "How long the last login took", &s_)?;
-        let qps = gauge(
-            "queries_per_second",
-            "Questions per second over the last interval",
-            &s_,
-        )?;
-        let running = gauge("threads_running", "Threads_running", &s_)?;
-        let connected = gauge("threads_connected", "Threads_connected", &s_)?;
-        let max_conn = gauge("max_connections", "max_connections", &s_)?;
-        let cpu = gauge(
-            "host_cpu_percent",
-            "Host CPU busy (user+nice+system), percent",
-            &s_,
-        )?;
-        let mem = gauge(
-            "host_memory_used_percent",
-            "Host memory in use (total - available), percent",
-            &s_,
-        )?;
-        let disk = gauge(
-            "host_disk_used_percent",
-            "Disk use of the data directory's file system, percent",
-            &s_,
-        )?;
-        let slow = gauge(
-            "slow_queries_per_second",
-            "Slow_queries per second over the last interval",
-            &s_,
-        )?;
-        let bp_hit = gauge(
-            "buffer_pool_hit_ratio",
-            "Share of InnoDB buffer pool page requests served from memory over the last interval (0-1)",
-            &s_,
-        )?;
-        let rows = gauge(
-            "innodb_row_operations_per_second",
-            "InnoDB rows read, inserted, updated and deleted per second over the last interval",
-            &s_,
-        )?;
-        let ch = ["server", "channel"];
-        let lag = gauge(
-            "replication_lag_seconds",
-            "Seconds_Behind_Master of a replication channel",
-            &ch,
-        )?;
-        let io = int_gauge(
-            "replication_io_running",
-            "1 when the channel's I/O thread runs",
-            &ch,
-        )?;
-        let sql = int_gauge(
-            "replication_sql_running",
-            "1 when the channel's SQL thread runs",
-            &ch,
-        )?;
-        let gl = ["server", "cluster", "node"];
-        let g_size = int_gauge(
-            "galera_cluster_size",
-            "Members of the Galera cluster as this node sees them (wsrep_cluster_size)",
-            &gl,
-        )?;
-        let g_primary = int_gauge(
-            "galera_primary",
-            "1 when the node is in the Primary component (wsrep_cluster_status)",
-            &gl,
-        )?;
-        let g_synced = int_gauge(
-            "galera_synced",
-            "1 when the node is Synced (wsrep_local_state 4)",
-            &gl,
-        )?;
-        let g_queue = int_gauge(
-            "galera_recv_queue",
-            "Write sets received and not yet applied (wsrep_local_recv_queue)",
-            &gl,
-        )?;
-        let g_cert = int_gauge(
-            "galera_cert_failures",
-            "Certification failures since the node started (wsrep_local_cert_failures)",
-            &gl,
-        )?;
-        let g_seqno = int_gauge(
-            "galera_last_committed",
-            "The node's last committed seqno (wsrep_last_committed)",
-            &gl,
-        )?;
-        let g_fc = gauge(
-            "galera_flow_control_paused_ratio",
-            "Share of the last interval the node's replication was paused by flow control (0-1)",
-            &gl,
-        )?;
-        // A server's five costliest statements of the last minute, by
-        // digest (bounded: five series per server and figure).
-        let st_l = ["server", "method", "digest"];
-        let st_time = gauge(
-            "statement_seconds_per_second",
-            "Time a top statement of the server took per second over the last minute (performance_schema), or the busy time it was seen running (processlist sampling); digest: the normalized text, 200 characters at most",
-            &st_l,
-        )?;
-        let st_calls = gauge(
-            "statement_calls_per_second",
-            "Calls per second of a top statement over the last minute (performance_schema only)",
-            &st_l,
-        )?;
+        let mut tagged_labels: Vec<&str> = vec!["server"];
+        tagged_labels.extend(tag_keys.iter().map(|(l, _)| l.as_str()));
+        let f = Families::new(&tagged_labels)?;
         for st in STATES {
-            servers
+            f.servers
                 .with_label_values(&[st.name()])
                 .set(fleet.count(st) as i64);
         }
         for s in &fleet.servers {
-            let n = s.server.as_str();
-            let mut tagged: Vec<&str> = vec![n];
+            let mut tagged: Vec<&str> = vec![s.server.as_str()];
             tagged.extend(
                 tag_keys
                     .iter()
                     .map(|(_, k)| s.tags.get(k).map(String::as_str).unwrap_or("")),
             );
-            for st in STATES {
-                state
-                    .with_label_values(&[n, st.name()])
-                    .set((s.state == st) as i64);
-            }
-            up.with_label_values(&tagged)
-                // (A denied server answered too: the refusal is its answer.)
-                .set(matches!(s.state, State::Ok | State::Degraded | State::Denied) as i64);
-            checks.with_label_values(&[n]).inc_by(s.checks);
-            if let Some(ms) = s.connect_ms {
-                connect.with_label_values(&tagged).set(ms / 1000.0);
-            }
-            if let Some(m) = s.statements.method {
-                let secs = s.statements.seconds();
-                for t in s
-                    .statements
-                    .top(5, crate::statements::SortBy::Time)
-                    .iter()
-                    .filter(|_| secs > 0.0)
-                {
-                    let digest: String = t.digest.chars().take(200).collect();
-                    let l = [n, m.name(), digest.as_str()];
-                    st_time.with_label_values(&l).set(t.seconds / secs);
-                    if m == crate::statements::Method::PerformanceSchema {
-                        st_calls.with_label_values(&l).set(t.calls_per_s);
-                    }
-                }
-            }
-            let f = Figures::of(s);
-            for (fam, v) in [
-                (&qps, f.qps),
-                (&running, f.running),
-                (&connected, f.connected),
-                (&cpu, f.cpu),
-                (&mem, f.mem),
-                (&disk, f.disk),
-                (&slow, f.slow),
-                (&bp_hit, f.bp_hit.map(|p| p / 100.0)),
-                (&rows, f.rows),
-            ] {
-                if let Some(v) = v {
-                    fam.with_label_values(&tagged).set(v);
-                }
-            }
-            let Some(x) = s.sample.as_ref().filter(|_| f.running.is_some()) else {
-                continue;
-            };
-            max_conn
-                .with_label_values(&tagged)
-                .set(x.max_connections as f64);
-            info.with_label_values(&[n, &x.version, if x.read_only { "true" } else { "false" }])
-                .set(1);
-            if let Some(g) = &x.galera {
-                let l = [n, g.cluster.as_str(), g.node.as_str()];
-                let i = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
-                g_size.with_label_values(&l).set(i(g.cluster_size));
-                g_primary
-                    .with_label_values(&l)
-                    .set((g.cluster_status == "Primary") as i64);
-                g_synced.with_label_values(&l).set(g.synced() as i64);
-                g_queue.with_label_values(&l).set(i(g.recv_queue));
-                g_cert.with_label_values(&l).set(i(g.cert_failures));
-                g_seqno.with_label_values(&l).set(i(g.last_committed));
-                if let Some(p) = s.rates.as_ref().and_then(|r| r.flow_control_paused) {
-                    g_fc.with_label_values(&l).set(p);
-                }
-            }
-            for c in &x.channels {
-                let l = [n, c.name.as_str()];
-                if let Some(v) = c.lag {
-                    lag.with_label_values(&l).set(v as f64);
-                }
-                io.with_label_values(&l)
-                    .set(c.io_running.eq_ignore_ascii_case("yes") as i64);
-                sql.with_label_values(&l)
-                    .set(c.sql_running.eq_ignore_ascii_case("yes") as i64);
-            }
+            f.server(s, &tagged);
         }
-        let r = Registry::new();
-        let all: Vec<Box<dyn Collector>> = vec![
-            Box::new(servers),
-            Box::new(state),
-            Box::new(up),
-            Box::new(info),
-            Box::new(checks),
-            Box::new(connect),
-            Box::new(qps),
-            Box::new(running),
-            Box::new(connected),
-            Box::new(max_conn),
-            Box::new(lag),
-            Box::new(io),
-            Box::new(sql),
-            Box::new(cpu),
-            Box::new(mem),
-            Box::new(disk),
-            Box::new(slow),
-            Box::new(bp_hit),
-            Box::new(rows),
-            Box::new(g_size),
-            Box::new(g_primary),
-            Box::new(g_synced),
-            Box::new(g_queue),
-            Box::new(g_cert),
-            Box::new(g_seqno),
-            Box::new(g_fc),
-            Box::new(st_time),
-            Box::new(st_calls),
-        ];
-        for c in all {
-            r.register(c)?;
-        }
+        let r = f.registry()?;
         if let Some(h) = &self.check_seconds {
             r.register(Box::new(h.clone()))?;
         }
         let mut out = Vec::new();
         TextEncoder::new().encode(&r.gather(), &mut out)?;
         String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    }
+}
+
+/// A per-server figure: its name, help and value.
+type FigureFamily = (&'static str, &'static str, fn(&Figures) -> Option<f64>);
+
+/// The gauges labelled with the server and its tags, from its figures.
+const FIGURES: &[FigureFamily] = &[
+    (
+        "queries_per_second",
+        "Questions per second over the last interval",
+        |f| f.qps,
+    ),
+    ("threads_running", "Threads_running", |f| f.running),
+    ("threads_connected", "Threads_connected", |f| f.connected),
+    (
+        "host_cpu_percent",
+        "Host CPU busy (user+nice+system), percent",
+        |f| f.cpu,
+    ),
+    (
+        "host_memory_used_percent",
+        "Host memory in use (total - available), percent",
+        |f| f.mem,
+    ),
+    (
+        "host_disk_used_percent",
+        "Disk use of the data directory's file system, percent",
+        |f| f.disk,
+    ),
+    (
+        "slow_queries_per_second",
+        "Slow_queries per second over the last interval",
+        |f| f.slow,
+    ),
+    (
+        "buffer_pool_hit_ratio",
+        "Share of InnoDB buffer pool page requests served from memory over the last interval (0-1)",
+        |f| f.bp_hit.map(|p| p / 100.0),
+    ),
+    (
+        "innodb_row_operations_per_second",
+        "InnoDB rows read, inserted, updated and deleted per second over the last interval",
+        |f| f.rows,
+    ),
+];
+
+/// A Galera node's figure: its name, help and value.
+type GaleraFamily = (&'static str, &'static str, fn(&Galera) -> i64);
+
+fn int(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The gauges labelled with the server, its cluster and node name.
+const GALERA: &[GaleraFamily] = &[
+    (
+        "galera_cluster_size",
+        "Members of the Galera cluster as this node sees them (wsrep_cluster_size)",
+        |g| int(g.cluster_size),
+    ),
+    (
+        "galera_primary",
+        "1 when the node is in the Primary component (wsrep_cluster_status)",
+        |g| (g.cluster_status == "Primary") as i64,
+    ),
+    (
+        "galera_synced",
+        "1 when the node is Synced (wsrep_local_state 4)",
+        |g| g.synced() as i64,
+    ),
+    (
+        "galera_recv_queue",
+        "Write sets received and not yet applied (wsrep_local_recv_queue)",
+        |g| int(g.recv_queue),
+    ),
+    (
+        "galera_cert_failures",
+        "Certification failures since the node started (wsrep_local_cert_failures)",
+        |g| int(g.cert_failures),
+    ),
+    (
+        "galera_last_committed",
+        "The node's last committed seqno (wsrep_last_committed)",
+        |g| int(g.last_committed),
+    ),
+];
+
+/// Every family of one scrape.
+struct Families {
+    servers: IntGaugeVec,
+    state: IntGaugeVec,
+    info: IntGaugeVec,
+    checks: IntCounterVec,
+    up: IntGaugeVec,
+    connect: GaugeVec,
+    max_conn: GaugeVec,
+    /// One per [`FIGURES`] row.
+    figures: Vec<GaugeVec>,
+    lag: GaugeVec,
+    io: IntGaugeVec,
+    sql: IntGaugeVec,
+    /// One per [`GALERA`] row.
+    galera: Vec<IntGaugeVec>,
+    flow_control: GaugeVec,
+    st_time: GaugeVec,
+    st_calls: GaugeVec,
+}
+
+impl Families {
+    /// `tagged`: the labels of the per-server series ("server" and the tags').
+    fn new(tagged: &[&str]) -> prometheus::Result<Families> {
+        let ch = ["server", "channel"];
+        let gl = ["server", "cluster", "node"];
+        // A server's five costliest statements of the last minute, by
+        // digest (bounded: five series per server and figure).
+        let st_l = ["server", "method", "digest"];
+        Ok(Families {
+            servers: int_gauge("servers", "Servers watched, by state", &["state"])?,
+            state: int_gauge(
+                "state",
+                "1 for the state a server is in, 0 for the others",
+                &["server", "state"],
+            )?,
+            info: int_gauge(
+                "server_info",
+                "The server's version and read_only (value always 1)",
+                &["server", "version", "read_only"],
+            )?,
+            checks: IntCounterVec::new(
+                Opts::new(
+                    format!("{PREFIX}checks_total"),
+                    "Checks made of the server since the watcher started",
+                ),
+                &["server"],
+            )?,
+            up: int_gauge("up", "1 when the server answered its last check", tagged)?,
+            connect: gauge("connect_seconds", "How long the last login took", tagged)?,
+            max_conn: gauge("max_connections", "max_connections", tagged)?,
+            figures: FIGURES
+                .iter()
+                .map(|(name, help, _)| gauge(name, help, tagged))
+                .collect::<prometheus::Result<_>>()?,
+            lag: gauge(
+                "replication_lag_seconds",
+                "Seconds_Behind_Master of a replication channel",
+                &ch,
+            )?,
+            io: int_gauge(
+                "replication_io_running",
+                "1 when the channel's I/O thread runs",
+                &ch,
+            )?,
+            sql: int_gauge(
+                "replication_sql_running",
+                "1 when the channel's SQL thread runs",
+                &ch,
+            )?,
+            galera: GALERA
+                .iter()
+                .map(|(name, help, _)| int_gauge(name, help, &gl))
+                .collect::<prometheus::Result<_>>()?,
+            flow_control: gauge(
+                "galera_flow_control_paused_ratio",
+                "Share of the last interval the node's replication was paused by flow control (0-1)",
+                &gl,
+            )?,
+            st_time: gauge(
+                "statement_seconds_per_second",
+                "Time a top statement of the server took per second over the last minute (performance_schema), or the busy time it was seen running (processlist sampling); digest: the normalized text, 200 characters at most",
+                &st_l,
+            )?,
+            st_calls: gauge(
+                "statement_calls_per_second",
+                "Calls per second of a top statement over the last minute (performance_schema only)",
+                &st_l,
+            )?,
+        })
+    }
+
+    /// One server's series; `tagged` its values of the tagged labels.
+    fn server(&self, s: &crate::monitor::Server, tagged: &[&str]) {
+        let n = s.server.as_str();
+        for st in STATES {
+            self.state
+                .with_label_values(&[n, st.name()])
+                .set((s.state == st) as i64);
+        }
+        self.up
+            .with_label_values(tagged)
+            // (A denied server answered too: the refusal is its answer.)
+            .set(matches!(s.state, State::Ok | State::Degraded | State::Denied) as i64);
+        self.checks.with_label_values(&[n]).inc_by(s.checks);
+        if let Some(ms) = s.connect_ms {
+            self.connect.with_label_values(tagged).set(ms / 1000.0);
+        }
+        self.statements(s);
+        let f = Figures::of(s);
+        for (fam, (_, _, value)) in self.figures.iter().zip(FIGURES) {
+            if let Some(v) = value(&f) {
+                fam.with_label_values(tagged).set(v);
+            }
+        }
+        let Some(x) = s.sample.as_ref().filter(|_| f.running.is_some()) else {
+            return;
+        };
+        self.max_conn
+            .with_label_values(tagged)
+            .set(x.max_connections as f64);
+        let read_only = if x.read_only { "true" } else { "false" };
+        self.info
+            .with_label_values(&[n, &x.version, read_only])
+            .set(1);
+        if let Some(g) = &x.galera {
+            let l = [n, g.cluster.as_str(), g.node.as_str()];
+            for (fam, (_, _, value)) in self.galera.iter().zip(GALERA) {
+                fam.with_label_values(&l).set(value(g));
+            }
+            if let Some(p) = s.rates.as_ref().and_then(|r| r.flow_control_paused) {
+                self.flow_control.with_label_values(&l).set(p);
+            }
+        }
+        for c in &x.channels {
+            let l = [n, c.name.as_str()];
+            if let Some(v) = c.lag {
+                self.lag.with_label_values(&l).set(v as f64);
+            }
+            self.io
+                .with_label_values(&l)
+                .set(c.io_running.eq_ignore_ascii_case("yes") as i64);
+            self.sql
+                .with_label_values(&l)
+                .set(c.sql_running.eq_ignore_ascii_case("yes") as i64);
+        }
+    }
+
+    /// The server's top statements of the last minute.
+    fn statements(&self, s: &crate::monitor::Server) {
+        let Some(m) = s.statements.method else {
+            return;
+        };
+        let secs = s.statements.seconds();
+        if secs <= 0.0 {
+            return;
+        }
+        for t in s.statements.top(5, crate::statements::SortBy::Time) {
+            let digest: String = t.digest.chars().take(200).collect();
+            let l = [s.server.as_str(), m.name(), digest.as_str()];
+            self.st_time.with_label_values(&l).set(t.seconds / secs);
+            if m == crate::statements::Method::PerformanceSchema {
+                self.st_calls.with_label_values(&l).set(t.calls_per_s);
+            }
+        }
+    }
+
+    /// Every family in one registry.
+    fn registry(self) -> prometheus::Result<Registry> {
+        let r = Registry::new();
+        let mut all: Vec<Box<dyn Collector>> = vec![
+            Box::new(self.servers),
+            Box::new(self.state),
+            Box::new(self.up),
+            Box::new(self.info),
+            Box::new(self.checks),
+            Box::new(self.connect),
+            Box::new(self.max_conn),
+            Box::new(self.lag),
+            Box::new(self.io),
+            Box::new(self.sql),
+            Box::new(self.flow_control),
+            Box::new(self.st_time),
+            Box::new(self.st_calls),
+        ];
+        all.extend(
+            self.figures
+                .into_iter()
+                .map(|g| Box::new(g) as Box<dyn Collector>),
+        );
+        all.extend(
+            self.galera
+                .into_iter()
+                .map(|g| Box::new(g) as Box<dyn Collector>),
+        );
+        for c in all {
+            r.register(c)?;
+        }
+        Ok(r)
     }
 }
 
