@@ -160,6 +160,97 @@ impl InsertCell {
     }
 }
 
+/// What every inserter of a cell shares.
+struct Inserting {
+    target: sqlfleet_conn::Target,
+    stop: Arc<AtomicBool>,
+    /// Inserts acknowledged.
+    committed: Arc<AtomicU64>,
+    /// Failures by kind.
+    errors: Arc<Mutex<BTreeMap<String, u64>>>,
+    /// Rows left to insert (`--rows`).
+    budget: Option<Arc<AtomicU64>>,
+    /// The cell's run name, in every row.
+    run: String,
+    per_insert: bool,
+}
+
+/// One inserter (`w`): inserts until the cell stops, numbering its rows;
+/// what it attempted and which failed.
+async fn inserter(w: usize, shared: Inserting) -> Worker {
+    let Inserting {
+        target,
+        stop,
+        committed,
+        errors,
+        budget,
+        run,
+        per_insert,
+    } = shared;
+    let mut st = Worker {
+        attempts: 0,
+        failed: BTreeSet::new(),
+    };
+    let mut conn = None;
+    let count_err = |k: String| {
+        *errors
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(k)
+            .or_insert(0) += 1
+    };
+    while !stop.load(Ordering::Relaxed) {
+        if let Some(b) = &budget {
+            if b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
+                .is_err()
+            {
+                break;
+            }
+        }
+        if conn.is_none() {
+            match target.connect(CONNECT).await {
+                Ok(c) => conn = Some(c),
+                Err(e) => {
+                    count_err(match &e.source {
+                        Some(src) => err_key(src),
+                        None => e.what.clone(),
+                    });
+                    if let Some(b) = &budget {
+                        b.fetch_add(1, Ordering::SeqCst);
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            }
+        }
+        let Some(c) = conn.as_mut() else { continue };
+        let n = st.attempts;
+        st.attempts += 1;
+        let sql = format!(
+            "INSERT INTO {DB}.bench_log (fname, ndname, version, fdatime) VALUES ('{run}:{w}:{n}', 'nd{n}', {n}, NOW())"
+        );
+        match c.query_drop(sql).await {
+            Ok(()) => {
+                committed.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                st.failed.insert(n);
+                count_err(err_key(&e));
+                conn = None;
+            }
+        }
+        if per_insert {
+            if let Some(c) = conn.take() {
+                let _ = c.disconnect().await;
+            }
+        }
+    }
+    if let Some(c) = conn {
+        let _ = c.disconnect().await;
+    }
+    st
+}
+
 /// Runs one cell.
 pub async fn run_cell(
     o: &InsertOptions,
@@ -182,71 +273,20 @@ pub async fn run_cell(
     let committed = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(Mutex::new(BTreeMap::<String, u64>::new()));
     let budget = o.rows.map(|r| Arc::new(AtomicU64::new(r)));
-    let mut tasks = Vec::new();
-    for w in 0..processes {
-        let (target, stop, committed, errors, budget, run) = (
-            o.target.clone(),
-            stop.clone(),
-            committed.clone(),
-            errors.clone(),
-            budget.clone(),
-            run.clone(),
-        );
-        let per_insert = o.connect_per_insert;
-        tasks.push(tokio::spawn(async move {
-            let mut st = Worker { attempts: 0, failed: BTreeSet::new() };
-            let mut conn = None;
-            let count_err = |k: String| *errors.lock().unwrap_or_else(|e| e.into_inner()).entry(k).or_insert(0) += 1;
-            while !stop.load(Ordering::Relaxed) {
-                if let Some(b) = &budget {
-                    if b.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1)).is_err() {
-                        break;
-                    }
-                }
-                if conn.is_none() {
-                    match target.connect(CONNECT).await {
-                        Ok(c) => conn = Some(c),
-                        Err(e) => {
-                            count_err(match &e.source {
-                                Some(src) => err_key(src),
-                                None => e.what.clone(),
-                            });
-                            if let Some(b) = &budget {
-                                b.fetch_add(1, Ordering::SeqCst);
-                            }
-                            tokio::time::sleep(Duration::from_millis(10)).await;
-                            continue;
-                        }
-                    }
-                }
-                let Some(c) = conn.as_mut() else { continue };
-                let n = st.attempts;
-                st.attempts += 1;
-                let sql = format!(
-                    "INSERT INTO {DB}.bench_log (fname, ndname, version, fdatime) VALUES ('{run}:{w}:{n}', 'nd{n}', {n}, NOW())"
-                );
-                match c.query_drop(sql).await {
-                    Ok(()) => {
-                        committed.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Err(e) => {
-                        st.failed.insert(n);
-                        count_err(err_key(&e));
-                        conn = None;
-                    }
-                }
-                if per_insert {
-                    if let Some(c) = conn.take() {
-                        let _ = c.disconnect().await;
-                    }
-                }
-            }
-            if let Some(c) = conn {
-                let _ = c.disconnect().await;
-            }
-            st
-        }));
-    }
+    let tasks: Vec<_> = (0..processes)
+        .map(|w| {
+            let shared = Inserting {
+                target: o.target.clone(),
+                stop: stop.clone(),
+                committed: committed.clone(),
+                errors: errors.clone(),
+                budget: budget.clone(),
+                run: run.clone(),
+                per_insert: o.connect_per_insert,
+            };
+            tokio::spawn(inserter(w, shared))
+        })
+        .collect();
     // Sample once a second until the duration (or the row budget) is done.
     let started = Instant::now();
     let mut series = Vec::new();

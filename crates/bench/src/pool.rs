@@ -148,6 +148,103 @@ impl PoolCell {
     }
 }
 
+/// One client of a cell.
+struct Client {
+    target: Target,
+    stop: Arc<AtomicBool>,
+    /// Queries answered, all clients.
+    done_queries: Arc<AtomicU64>,
+    /// Statements run after each login.
+    connect_queries: Vec<String>,
+    /// Queries per connection.
+    q: u32,
+}
+
+/// What one client measured: connect and query latencies, errors,
+/// connections, the first error.
+type Measured = (
+    hdrhistogram::Histogram<u64>,
+    hdrhistogram::Histogram<u64>,
+    u64,
+    u64,
+    Option<String>,
+);
+
+impl Client {
+    /// Connects, runs its queries, disconnects, again until the cell stops.
+    async fn run(self) -> Measured {
+        let Client {
+            target,
+            stop,
+            done_queries,
+            connect_queries,
+            q,
+        } = self;
+        let mut connect_h = histogram();
+        let mut query_h = histogram();
+        let (mut errors, mut connections) = (0u64, 0u64);
+        let mut first_error: Option<String> = None;
+        let mut note = |e: &dyn std::fmt::Display| {
+            if first_error.is_none() {
+                first_error = Some(e.to_string());
+            }
+        };
+        let sql = format!("SELECT * FROM {DB}.bench_pool");
+        while !stop.load(Ordering::Relaxed) {
+            let t = Instant::now();
+            let mut c = match target.connect(CONNECT).await {
+                Ok(c) => c,
+                Err(e) => {
+                    errors += 1;
+                    note(&e);
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let mut login = Ok(());
+            for sql in &connect_queries {
+                login = c.query_drop(sql.as_str()).await;
+                if login.is_err() {
+                    break;
+                }
+            }
+            if let Err(e) = login {
+                errors += 1;
+                note(&e);
+                let _ = c.disconnect().await;
+                continue;
+            }
+            connections += 1;
+            let _ = connect_h.record(t.elapsed().as_micros().max(1) as u64);
+            for _ in 0..q {
+                let t = Instant::now();
+                match c.query_iter(sql.as_str()).await {
+                    Ok(r) => match r.drop_result().await {
+                        Ok(()) => {
+                            let _ = query_h.record(t.elapsed().as_micros().max(1) as u64);
+                            done_queries.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            errors += 1;
+                            note(&e);
+                        }
+                    },
+                    Err(e) => {
+                        errors += 1;
+                        note(&e);
+                        break;
+                    }
+                }
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+            }
+            let _ = c.disconnect().await;
+        }
+        (connect_h, query_h, errors, connections, first_error)
+    }
+}
+
 /// Runs one (target, q, clients) cell.
 pub async fn run_cell(
     o: &PoolOptions,
@@ -159,75 +256,18 @@ pub async fn run_cell(
 ) -> PoolCell {
     let stop = Arc::new(AtomicBool::new(false));
     let done_queries = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    for _ in 0..clients {
-        let (target, stop, done_queries) = (target.clone(), stop.clone(), done_queries.clone());
-        let connect_queries = o.connect_queries.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut connect_h = histogram();
-            let mut query_h = histogram();
-            let (mut errors, mut connections) = (0u64, 0u64);
-            let mut first_error: Option<String> = None;
-            let mut note = |e: &dyn std::fmt::Display| {
-                if first_error.is_none() {
-                    first_error = Some(e.to_string());
-                }
+    let tasks: Vec<_> = (0..clients)
+        .map(|_| {
+            let client = Client {
+                target: target.clone(),
+                stop: stop.clone(),
+                done_queries: done_queries.clone(),
+                connect_queries: o.connect_queries.clone(),
+                q,
             };
-            let sql = format!("SELECT * FROM {DB}.bench_pool");
-            while !stop.load(Ordering::Relaxed) {
-                let t = Instant::now();
-                let mut c = match target.connect(CONNECT).await {
-                    Ok(c) => c,
-                    Err(e) => {
-                        errors += 1;
-                        note(&e);
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                        continue;
-                    }
-                };
-                let mut login = Ok(());
-                for sql in &connect_queries {
-                    login = c.query_drop(sql.as_str()).await;
-                    if login.is_err() {
-                        break;
-                    }
-                }
-                if let Err(e) = login {
-                    errors += 1;
-                    note(&e);
-                    let _ = c.disconnect().await;
-                    continue;
-                }
-                connections += 1;
-                let _ = connect_h.record(t.elapsed().as_micros().max(1) as u64);
-                for _ in 0..q {
-                    let t = Instant::now();
-                    match c.query_iter(sql.as_str()).await {
-                        Ok(r) => match r.drop_result().await {
-                            Ok(()) => {
-                                let _ = query_h.record(t.elapsed().as_micros().max(1) as u64);
-                                done_queries.fetch_add(1, Ordering::Relaxed);
-                            }
-                            Err(e) => {
-                                errors += 1;
-                                note(&e);
-                            }
-                        },
-                        Err(e) => {
-                            errors += 1;
-                            note(&e);
-                            break;
-                        }
-                    }
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                }
-                let _ = c.disconnect().await;
-            }
-            (connect_h, query_h, errors, connections, first_error)
-        }));
-    }
+            tokio::spawn(client.run())
+        })
+        .collect();
     let mut side = target.connect(CONNECT).await.ok();
     // Status is read on the direct server, whatever the cell's target.
     let mut status_conn = o.targets[0].1.connect(CONNECT).await.ok();

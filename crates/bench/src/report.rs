@@ -100,98 +100,109 @@ pub fn insert_label(processes: Option<usize>, size: u64, index: bool) -> String 
 pub fn charts(r: &Results) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
     if !r.insert.is_empty() {
-        let cats = Categories::of(r.insert.iter().map(|c| c.processes as f64));
-        let mut by: BTreeMap<(u64, bool), Points> = BTreeMap::new();
-        for c in &r.insert {
-            by.entry((c.table_size, c.index)).or_default().push((
-                cats.pos(c.processes as f64),
-                c.rate.mean,
-                c.rate.stddev,
-            ));
-        }
-        let series: Vec<Series> = by
-            .into_iter()
-            .map(|((size, idx), mut pts)| {
-                pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-                Series {
-                    errors: pts.iter().map(|p| p.2).collect(),
-                    ..Series::new(
-                        insert_label(None, size, idx),
-                        pts.iter().map(|p| (p.0, p.1)).collect(),
-                    )
-                }
-            })
-            .collect();
-        let t = "Insert rate vs concurrent inserters (mean ± sd)";
-        out.push((
-            "insert_rate_vs_processes".into(),
-            t.into(),
-            line_chart(&Chart {
-                title: t,
-                x_label: "concurrent inserters (processes)",
-                y_label: "inserts/s",
-                x_integer: true,
-                bands: &[],
-                band_fill: "#eee",
-                x_range: None,
-                x_ticks: Some(&cats.ticks()),
-                series: &series,
-            }),
-        ));
-        let series: Vec<Series> = r
-            .insert
-            .iter()
-            .take(8)
-            .map(|c| {
-                Series::new(
-                    insert_label(Some(c.processes), c.table_size, c.index),
-                    c.series
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &v)| (i as f64 + 1.0, v as f64))
-                        .collect(),
-                )
-            })
-            .collect();
-        let warmup = r.insert.first().map_or(1, |c| c.warmup_seconds) as f64;
-        // The title says what the chart holds: every cell, or the first 8.
-        let t = chart_title(series.len(), r.insert.len());
-        out.push((
-            "insert_rate_over_time".into(),
-            t.clone(),
-            line_chart(&Chart {
-                title: &t,
-                x_label: "second of the cell",
-                y_label: "inserts/s",
-                x_integer: true,
-                bands: &[(0.5, warmup + 0.5, "warm-up (not in the means)")],
-                band_fill: "#eee",
-                x_range: None,
-                x_ticks: None,
-                series: &series,
-            }),
-        ));
+        insert_charts(r, &mut out);
     }
     if !r.pool.is_empty() {
-        let ok: Vec<&PoolCell> = r.pool.iter().filter(|c| !c.failed).collect();
-        let cats = Categories::of(r.pool.iter().map(|c| c.queries_per_connection as f64));
-        let group = |f: &dyn Fn(&PoolCell) -> (f64, f64)| {
-            let mut by: BTreeMap<(String, usize), Points> = BTreeMap::new();
-            for c in &ok {
-                let (y, e) = f(c);
-                by.entry((c.target.clone(), c.clients)).or_default().push((
-                    cats.pos(c.queries_per_connection as f64),
-                    y,
-                    e,
-                ));
+        pool_charts(r, &mut out);
+    }
+    out
+}
+
+/// The insert sweep's: the rate by inserters, and each cell over time.
+fn insert_charts(r: &Results, out: &mut Vec<(String, String, String)>) {
+    let cats = Categories::of(r.insert.iter().map(|c| c.processes as f64));
+    let mut by: BTreeMap<(u64, bool), Points> = BTreeMap::new();
+    for c in &r.insert {
+        by.entry((c.table_size, c.index)).or_default().push((
+            cats.pos(c.processes as f64),
+            c.rate.mean,
+            c.rate.stddev,
+        ));
+    }
+    let series: Vec<Series> = by
+        .into_iter()
+        .map(|((size, idx), mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                errors: pts.iter().map(|p| p.2).collect(),
+                ..Series::new(
+                    insert_label(None, size, idx),
+                    pts.iter().map(|p| (p.0, p.1)).collect(),
+                )
             }
-            by
-        };
-        // One colour per (target, clients); on the latency chart one dash
-        // pattern per measure.
-        let to_series = |by: BTreeMap<(String, usize), Points>,
-                         what: &str,
-                         dash: Option<&'static str>| {
+        })
+        .collect();
+    let t = "Insert rate vs concurrent inserters (mean ± sd)";
+    out.push((
+        "insert_rate_vs_processes".into(),
+        t.into(),
+        line_chart(&Chart {
+            title: t,
+            x_label: "concurrent inserters (processes)",
+            y_label: "inserts/s",
+            x_integer: true,
+            bands: &[],
+            band_fill: "#eee",
+            x_range: None,
+            x_ticks: Some(&cats.ticks()),
+            series: &series,
+        }),
+    ));
+    let series: Vec<Series> = r
+        .insert
+        .iter()
+        .take(8)
+        .map(|c| {
+            Series::new(
+                insert_label(Some(c.processes), c.table_size, c.index),
+                c.series
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| (i as f64 + 1.0, v as f64))
+                    .collect(),
+            )
+        })
+        .collect();
+    let warmup = r.insert.first().map_or(1, |c| c.warmup_seconds) as f64;
+    // The title says what the chart holds: every cell, or the first 8.
+    let t = chart_title(series.len(), r.insert.len());
+    out.push((
+        "insert_rate_over_time".into(),
+        t.clone(),
+        line_chart(&Chart {
+            title: &t,
+            x_label: "second of the cell",
+            y_label: "inserts/s",
+            x_integer: true,
+            bands: &[(0.5, warmup + 0.5, "warm-up (not in the means)")],
+            band_fill: "#eee",
+            x_range: None,
+            x_ticks: None,
+            series: &series,
+        }),
+    ));
+}
+
+/// The pool sweep's: queries/s and latencies by queries per connection.
+fn pool_charts(r: &Results, out: &mut Vec<(String, String, String)>) {
+    let ok: Vec<&PoolCell> = r.pool.iter().filter(|c| !c.failed).collect();
+    let cats = Categories::of(r.pool.iter().map(|c| c.queries_per_connection as f64));
+    let group = |f: &dyn Fn(&PoolCell) -> (f64, f64)| {
+        let mut by: BTreeMap<(String, usize), Points> = BTreeMap::new();
+        for c in &ok {
+            let (y, e) = f(c);
+            by.entry((c.target.clone(), c.clients)).or_default().push((
+                cats.pos(c.queries_per_connection as f64),
+                y,
+                e,
+            ));
+        }
+        by
+    };
+    // One colour per (target, clients); on the latency chart one dash
+    // pattern per measure.
+    let to_series =
+        |by: BTreeMap<(String, usize), Points>, what: &str, dash: Option<&'static str>| {
             by.into_iter()
                 .enumerate()
                 .map(|(i, ((t, cl), mut pts))| {
@@ -206,62 +217,60 @@ pub fn charts(r: &Results) -> Vec<(String, String, String)> {
                 })
                 .collect::<Vec<_>>()
         };
-        let series = to_series(group(&|c| (c.qps.mean, c.qps.stddev)), "", None);
-        let t = "Queries/s vs queries per connection (mean ± sd)";
-        out.push((
-            "pool_qps_vs_queries_per_connection".into(),
-            t.into(),
-            line_chart(&Chart {
-                title: t,
-                x_label: "queries per connection",
-                y_label: "queries/s",
-                x_integer: true,
-                bands: &[],
-                band_fill: "#eee",
-                x_range: None,
-                x_ticks: Some(&cats.ticks()),
-                series: &series,
-            }),
-        ));
-        let ms = |us: u64| us as f64 / 1000.0;
-        let mut series = to_series(
-            group(&|c| (ms(c.connect.p50_us), 0.0)),
-            ": connect p50",
-            None,
-        );
-        series.extend(to_series(
-            group(&|c| (ms(c.connect.p99_us), 0.0)),
-            ": connect p99",
-            Some("12 3 2 3"),
-        ));
-        series.extend(to_series(
-            group(&|c| (ms(c.query.p50_us), 0.0)),
-            ": query p50",
-            Some("8 4"),
-        ));
-        series.extend(to_series(
-            group(&|c| (ms(c.query.p99_us), 0.0)),
-            ": query p99",
-            Some("2 3"),
-        ));
-        let t = "Connect and query latency vs queries per connection";
-        out.push((
-            "pool_latency".into(),
-            t.into(),
-            line_chart(&Chart {
-                title: t,
-                x_label: "queries per connection",
-                y_label: "latency (ms)",
-                x_integer: true,
-                bands: &[],
-                band_fill: "#eee",
-                x_range: None,
-                x_ticks: Some(&cats.ticks()),
-                series: &series,
-            }),
-        ));
-    }
-    out
+    let series = to_series(group(&|c| (c.qps.mean, c.qps.stddev)), "", None);
+    let t = "Queries/s vs queries per connection (mean ± sd)";
+    out.push((
+        "pool_qps_vs_queries_per_connection".into(),
+        t.into(),
+        line_chart(&Chart {
+            title: t,
+            x_label: "queries per connection",
+            y_label: "queries/s",
+            x_integer: true,
+            bands: &[],
+            band_fill: "#eee",
+            x_range: None,
+            x_ticks: Some(&cats.ticks()),
+            series: &series,
+        }),
+    ));
+    let ms = |us: u64| us as f64 / 1000.0;
+    let mut series = to_series(
+        group(&|c| (ms(c.connect.p50_us), 0.0)),
+        ": connect p50",
+        None,
+    );
+    series.extend(to_series(
+        group(&|c| (ms(c.connect.p99_us), 0.0)),
+        ": connect p99",
+        Some("12 3 2 3"),
+    ));
+    series.extend(to_series(
+        group(&|c| (ms(c.query.p50_us), 0.0)),
+        ": query p50",
+        Some("8 4"),
+    ));
+    series.extend(to_series(
+        group(&|c| (ms(c.query.p99_us), 0.0)),
+        ": query p99",
+        Some("2 3"),
+    ));
+    let t = "Connect and query latency vs queries per connection";
+    out.push((
+        "pool_latency".into(),
+        t.into(),
+        line_chart(&Chart {
+            title: t,
+            x_label: "queries per connection",
+            y_label: "latency (ms)",
+            x_integer: true,
+            bands: &[],
+            band_fill: "#eee",
+            x_range: None,
+            x_ticks: Some(&cats.ticks()),
+            series: &series,
+        }),
+    ));
 }
 
 /// What [`write`] put on disk, and what the user should know about it.

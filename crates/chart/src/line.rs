@@ -121,13 +121,9 @@ fn label(v: f64, thousands: bool) -> String {
     }
 }
 
-/// The chart as SVG, 760 pixels wide; the y axis starts at zero.
-pub fn line_chart(c: &Chart) -> String {
-    let w = 760.0;
-    let (l, r, t, b) = (78.0, 24.0, 40.0, 52.0);
-    let plot_h = 340.0;
-    let legend_h = 18.0 * c.series.len() as f64 + 8.0;
-    let h = t + plot_h + b + legend_h;
+/// What the chart must show: the x range of its points, bands and
+/// `x_range`, and the highest point with its error bar.
+fn extent(c: &Chart) -> (f64, f64, f64) {
     let (mut x0, mut x1, mut y1) = (f64::INFINITY, f64::NEG_INFINITY, 0.0f64);
     for s in c.series {
         for (i, &(x, y)) in s.points.iter().enumerate() {
@@ -150,6 +146,17 @@ pub fn line_chart(c: &Chart) -> String {
     if x1 <= x0 {
         x1 = x0 + 1.0;
     }
+    (x0, x1, y1)
+}
+
+/// The chart as SVG, 760 pixels wide; the y axis starts at zero.
+pub fn line_chart(c: &Chart) -> String {
+    let w = 760.0;
+    let (l, r, t, b) = (78.0, 24.0, 40.0, 52.0);
+    let plot_h = 340.0;
+    let legend_h = 18.0 * c.series.len() as f64 + 8.0;
+    let h = t + plot_h + b + legend_h;
+    let (x0, x1, y1) = extent(c);
     let xt = match c.x_ticks {
         Some(t) => t.iter().map(|p| p.0).collect(),
         None => ticks(x0, x1, 6, c.x_integer),

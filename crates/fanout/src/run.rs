@@ -388,18 +388,9 @@ async fn statements(
     deadline: Option<Instant>,
 ) -> HostResult {
     let mariadb = conn.is_mariadb();
-    let dbs: Vec<Option<String>> = match &opts.databases {
-        Databases::Default => vec![None],
-        Databases::List(l) => l.iter().cloned().map(Some).collect(),
-        Databases::All => match conn.column("SHOW DATABASES").await {
-            Ok(v) => v
-                .into_iter()
-                .flatten()
-                .filter(|d| !SYSTEM_DBS.contains(&d.as_str()))
-                .map(Some)
-                .collect(),
-            Err(e) => return HostResult::of(State::Error, Some(describe(&e)), 0),
-        },
+    let dbs = match databases(&opts.databases, &mut conn).await {
+        Ok(dbs) => dbs,
+        Err(e) => return HostResult::of(State::Error, Some(describe(&e)), 0),
     };
     let mut outcome = Outcome {
         columns: Vec::new(),
@@ -432,23 +423,8 @@ async fn statements(
             }
         }
         for stmt in &opts.statements {
-            let limit = match (opts.query_timeout, deadline) {
-                (Some(q), Some(d)) => Some(q.min(d.saturating_duration_since(Instant::now()))),
-                (q, Some(d)) => Some(
-                    q.unwrap_or(Duration::MAX)
-                        .min(d.saturating_duration_since(Instant::now())),
-                ),
-                (q, None) => q,
-            };
-            let sql = match (limit, mariadb) {
-                (Some(l), true) if is_select(stmt) => {
-                    format!(
-                        "SET STATEMENT max_statement_time = {:.3} FOR {stmt}",
-                        l.as_secs_f64().max(0.001)
-                    )
-                }
-                _ => stmt.clone(),
-            };
+            let limit = statement_limit(opts.query_timeout, deadline);
+            let sql = bounded(stmt, limit, mariadb);
             let id = conn.id();
             let run = run_statement(
                 &mut conn,
@@ -484,20 +460,11 @@ async fn statements(
                     // happened to it, never that it was sent when it was not.
                     let killed = kill_query(target, id, opts.connect_timeout).await;
                     drop(conn);
-                    let (state, msg) = match stopped {
-                        Some(Err(l)) => (
-                            State::Timeout,
-                            format!(
-                                "query timed out after {:.1}s ({})",
-                                l.as_secs_f64(),
-                                kill_note(id, &killed)
-                            ),
-                        ),
-                        _ => (
-                            State::Interrupted,
-                            format!("interrupted ({})", kill_note(id, &killed)),
-                        ),
+                    let timed_out = match stopped {
+                        Some(Err(l)) => Some(l),
+                        _ => None,
                     };
+                    let (state, msg) = stopped_status(timed_out, id, &killed);
                     if opts.mode != Mode::Stream {
                         outcome.error = Some(msg.clone());
                         let _ = tx
@@ -538,22 +505,7 @@ async fn statements(
             rows: total - before,
         });
     }
-    let failed: Vec<&DatabaseStatus> = per_db.iter().filter(|d| d.state != State::Ok).collect();
-    let result = match failed.first() {
-        None => (State::Ok, None),
-        Some(f) => (
-            f.state,
-            Some(match failed.len() {
-                1 => f.message.clone().unwrap_or_default(),
-                n => format!(
-                    "{} (and {} more database{})",
-                    f.message.clone().unwrap_or_default(),
-                    n - 1,
-                    if n == 2 { "" } else { "s" }
-                ),
-            }),
-        ),
-    };
+    let result = host_verdict(&per_db);
     if matches!(opts.databases, Databases::Default) {
         per_db.clear();
     }
@@ -572,6 +524,90 @@ async fn statements(
         rows: total,
         databases: per_db,
         login: None,
+    }
+}
+
+/// The databases the statements run in (`None`: the connection's own).
+async fn databases(d: &Databases, conn: &mut Client) -> Result<Vec<Option<String>>, WireError> {
+    Ok(match d {
+        Databases::Default => vec![None],
+        Databases::List(l) => l.iter().cloned().map(Some).collect(),
+        Databases::All => conn
+            .column("SHOW DATABASES")
+            .await?
+            .into_iter()
+            .flatten()
+            .filter(|d| !SYSTEM_DBS.contains(&d.as_str()))
+            .map(Some)
+            .collect(),
+    })
+}
+
+/// How long a statement may run: the --query-timeout, within what is
+/// left of the host's deadline.
+fn statement_limit(query_timeout: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+    match (query_timeout, deadline) {
+        (Some(q), Some(d)) => Some(q.min(d.saturating_duration_since(Instant::now()))),
+        (q, Some(d)) => Some(
+            q.unwrap_or(Duration::MAX)
+                .min(d.saturating_duration_since(Instant::now())),
+        ),
+        (q, None) => q,
+    }
+}
+
+/// A SELECT on MariaDB bounded by the server too (max_statement_time).
+fn bounded(stmt: &str, limit: Option<Duration>, mariadb: bool) -> String {
+    match (limit, mariadb) {
+        (Some(l), true) if is_select(stmt) => format!(
+            "SET STATEMENT max_statement_time = {:.3} FOR {stmt}",
+            l.as_secs_f64().max(0.001)
+        ),
+        _ => stmt.to_string(),
+    }
+}
+
+/// The status of a host whose statement was stopped: past its time
+/// limit (`timed_out`), or interrupted; and what became of the kill.
+fn stopped_status(
+    timed_out: Option<Duration>,
+    id: u32,
+    killed: &Result<(), String>,
+) -> (State, String) {
+    match timed_out {
+        Some(l) => (
+            State::Timeout,
+            format!(
+                "query timed out after {:.1}s ({})",
+                l.as_secs_f64(),
+                kill_note(id, killed)
+            ),
+        ),
+        None => (
+            State::Interrupted,
+            format!("interrupted ({})", kill_note(id, killed)),
+        ),
+    }
+}
+
+/// A host's state and message from its databases': the first failure's,
+/// counting the others.
+fn host_verdict(per_db: &[DatabaseStatus]) -> (State, Option<String>) {
+    let failed: Vec<&DatabaseStatus> = per_db.iter().filter(|d| d.state != State::Ok).collect();
+    match failed.first() {
+        None => (State::Ok, None),
+        Some(f) => (
+            f.state,
+            Some(match failed.len() {
+                1 => f.message.clone().unwrap_or_default(),
+                n => format!(
+                    "{} (and {} more database{})",
+                    f.message.clone().unwrap_or_default(),
+                    n - 1,
+                    if n == 2 { "" } else { "s" }
+                ),
+            }),
+        ),
     }
 }
 

@@ -35,32 +35,7 @@ impl Sandbox {
     /// Makes replica `name` the primary.
     pub async fn promote(&mut self, name: &str, wait: Duration) -> Result<PromoteReport> {
         let t0 = Instant::now();
-        let Some(pos) = self.meta.nodes.iter().position(|n| n.name == name) else {
-            return Err(SandboxError::Sql {
-                node: self.meta.name.clone(),
-                what: format!(
-                    "no node '{name}' (it has {})",
-                    self.meta
-                        .nodes
-                        .iter()
-                        .map(|n| n.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        };
-        if self.meta.galera() {
-            return Err(SandboxError::Sql {
-                node: format!("sandbox '{}'", self.meta.name),
-                what: "a Galera cluster has no primary to move: every member takes writes".into(),
-            });
-        }
-        if self.meta.nodes[pos].role == Role::Primary {
-            return Err(SandboxError::Sql {
-                node: self.label(&self.meta.nodes[pos]),
-                what: "already the primary".into(),
-            });
-        }
+        let pos = self.promotable(name)?;
         let password = self.password()?;
         let new = self.meta.nodes[pos].clone();
         let label = self.label(&new);
@@ -163,6 +138,58 @@ impl Sandbox {
         sqlfleet_faults::point!("promote::meta_saved");
         self.write_client_files(&password)?;
 
+        let (repointed, not_running) = self.repoint(&old_primary, &new, &password).await?;
+        Ok(PromoteReport {
+            new_primary: new.name,
+            old_primary,
+            repointed,
+            not_running,
+            caught_up_to: target,
+            elapsed: t0.elapsed(),
+        })
+    }
+
+    /// The position of the replica `name` names, or why it cannot be
+    /// promoted (no such node, a Galera cluster, the primary already).
+    fn promotable(&self, name: &str) -> Result<usize> {
+        let Some(pos) = self.meta.nodes.iter().position(|n| n.name == name) else {
+            return Err(SandboxError::Sql {
+                node: self.meta.name.clone(),
+                what: format!(
+                    "no node '{name}' (it has {})",
+                    self.meta
+                        .nodes
+                        .iter()
+                        .map(|n| n.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        };
+        if self.meta.galera() {
+            return Err(SandboxError::Sql {
+                node: format!("sandbox '{}'", self.meta.name),
+                what: "a Galera cluster has no primary to move: every member takes writes".into(),
+            });
+        }
+        if self.meta.nodes[pos].role == Role::Primary {
+            return Err(SandboxError::Sql {
+                node: self.label(&self.meta.nodes[pos]),
+                what: "already the primary".into(),
+            });
+        }
+        Ok(pos)
+    }
+
+    /// Points every running replica (the old primary, read-only, among
+    /// them) at the new primary: the ones repointed, and the ones not
+    /// running.
+    async fn repoint(
+        &self,
+        old_primary: &str,
+        new: &crate::meta::NodeMeta,
+        password: &sqlfleet_conn::Secret,
+    ) -> Result<(Vec<String>, Vec<String>)> {
         let mut repointed = Vec::new();
         let mut not_running = Vec::new();
         for n in self
@@ -179,7 +206,7 @@ impl Sandbox {
                 continue;
             }
             if n.name == old_primary {
-                let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
+                let mut c = setup::root_conn(&label, &nl, Some(password)).await?;
                 c.query_drop("SET GLOBAL read_only = 1")
                     .await
                     .map_err(|w| SandboxError::Sql {
@@ -188,17 +215,10 @@ impl Sandbox {
                     })?;
                 let _ = c.disconnect().await;
             }
-            setup::start_replication(&label, &nl, &password, &new).await?;
+            setup::start_replication(&label, &nl, password, new).await?;
             sqlfleet_faults::point!("promote::replica_repointed");
             repointed.push(n.name.clone());
         }
-        Ok(PromoteReport {
-            new_primary: new.name,
-            old_primary,
-            repointed,
-            not_running,
-            caught_up_to: target,
-            elapsed: t0.elapsed(),
-        })
+        Ok((repointed, not_running))
     }
 }

@@ -419,6 +419,91 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
     r
 }
 
+/// An existing sandbox for `up`: refused when the options ask for
+/// another shape, domain or port; new server options saved (the servers
+/// restarted with `--restart`).
+async fn reopen(
+    home: &Path,
+    opts: &UpOptions,
+    bins: &Binaries,
+    layout: &Layout,
+) -> Result<Sandbox> {
+    let mut sb = Sandbox::open(home, &opts.name)?;
+    if let Some(want) = opts.galera {
+        if !sb.meta.galera() || sb.meta.nodes.len() != want {
+            return Err(SandboxError::ClusterShape {
+                name: opts.name.clone(),
+                have: sb.meta.galera().then_some(sb.meta.nodes.len()),
+            });
+        }
+    } else if sb.meta.galera() && opts.replicas.is_some() {
+        return Err(SandboxError::ClusterShape {
+            name: opts.name.clone(),
+            have: Some(sb.meta.nodes.len()),
+        });
+    }
+    let have = sb.meta.nodes.len() - 1;
+    if let Some(want) = opts.replicas.filter(|w| *w != have && !sb.meta.galera()) {
+        return Err(SandboxError::ReplicaCount {
+            name: opts.name.clone(),
+            have,
+            want,
+        });
+    }
+    if opts.domain.is_some_and(|d| d != sb.meta.domain) {
+        return Err(SandboxError::DomainChange {
+            name: opts.name.clone(),
+            have: sb.meta.domain,
+        });
+    }
+    if let Some(p) = opts.port.filter(|p| *p != sb.meta.primary().port) {
+        let _ = p;
+        return Err(SandboxError::PortChange {
+            name: opts.name.clone(),
+            have: sb.meta.primary().port,
+        });
+    }
+    if !opts.options.is_empty() && opts.options != sb.meta.options {
+        // Checked before anything is saved: a refused option must not
+        // break every later `up`.
+        node::check_options(bins, &opts.options)?;
+        let running = sb
+            .meta
+            .nodes
+            .iter()
+            .any(|n| node::running_pid(&sb.layout.node(n)).is_some());
+        if running && !opts.restart {
+            return Err(SandboxError::OptionsNeedRestart {
+                name: opts.name.clone(),
+            });
+        }
+        if running {
+            sb.down().await?;
+        }
+        sb.meta.options = opts.options.clone();
+        sb.meta.save(&layout.meta())?;
+    }
+    Ok(sb)
+}
+
+/// A new sandbox's files: its password, its description, the client's
+/// option files.
+fn create(home: &Path, opts: &UpOptions, bins: &Binaries, layout: &Layout) -> Result<Sandbox> {
+    node::check_options(bins, &opts.options)?;
+    let meta = new_meta(home, opts)?;
+    std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
+    let password = Secret::new(Alphanumeric.sample_string(&mut rand::thread_rng(), 24));
+    meta::write_atomic(&layout.password_file(), password.expose().as_bytes(), 0o600)?;
+    meta.save(&layout.meta())?;
+    let sb = Sandbox {
+        home: home.to_owned(),
+        meta,
+        layout: layout.clone(),
+    };
+    sb.write_client_files(&password)?;
+    Ok(sb)
+}
+
 async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
     let t0 = Instant::now();
     let bins = Binaries::find()?;
@@ -426,76 +511,9 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         dir: home::sandbox_dir(home, &opts.name),
     };
     let sandbox = if layout.meta().is_file() {
-        let mut sb = Sandbox::open(home, &opts.name)?;
-        if let Some(want) = opts.galera {
-            if !sb.meta.galera() || sb.meta.nodes.len() != want {
-                return Err(SandboxError::ClusterShape {
-                    name: opts.name.clone(),
-                    have: sb.meta.galera().then_some(sb.meta.nodes.len()),
-                });
-            }
-        } else if sb.meta.galera() && opts.replicas.is_some() {
-            return Err(SandboxError::ClusterShape {
-                name: opts.name.clone(),
-                have: Some(sb.meta.nodes.len()),
-            });
-        }
-        let have = sb.meta.nodes.len() - 1;
-        if let Some(want) = opts.replicas.filter(|w| *w != have && !sb.meta.galera()) {
-            return Err(SandboxError::ReplicaCount {
-                name: opts.name.clone(),
-                have,
-                want,
-            });
-        }
-        if opts.domain.is_some_and(|d| d != sb.meta.domain) {
-            return Err(SandboxError::DomainChange {
-                name: opts.name.clone(),
-                have: sb.meta.domain,
-            });
-        }
-        if let Some(p) = opts.port.filter(|p| *p != sb.meta.primary().port) {
-            let _ = p;
-            return Err(SandboxError::PortChange {
-                name: opts.name.clone(),
-                have: sb.meta.primary().port,
-            });
-        }
-        if !opts.options.is_empty() && opts.options != sb.meta.options {
-            // Checked before anything is saved: a refused option must not
-            // break every later `up`.
-            node::check_options(&bins, &opts.options)?;
-            let running = sb
-                .meta
-                .nodes
-                .iter()
-                .any(|n| node::running_pid(&sb.layout.node(n)).is_some());
-            if running && !opts.restart {
-                return Err(SandboxError::OptionsNeedRestart {
-                    name: opts.name.clone(),
-                });
-            }
-            if running {
-                sb.down().await?;
-            }
-            sb.meta.options = opts.options.clone();
-            sb.meta.save(&layout.meta())?;
-        }
-        sb
+        reopen(home, opts, &bins, &layout).await?
     } else {
-        node::check_options(&bins, &opts.options)?;
-        let meta = new_meta(home, opts)?;
-        std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
-        let password = Secret::new(Alphanumeric.sample_string(&mut rand::thread_rng(), 24));
-        meta::write_atomic(&layout.password_file(), password.expose().as_bytes(), 0o600)?;
-        meta.save(&layout.meta())?;
-        let sb = Sandbox {
-            home: home.to_owned(),
-            meta,
-            layout: layout.clone(),
-        };
-        sb.write_client_files(&password)?;
-        sb
+        create(home, opts, &bins, &layout)?
     };
     let password = sandbox.password()?;
     if sandbox.meta.galera() {
