@@ -81,6 +81,46 @@ enum Tok<'a> {
 
 /// Calls `f` for each token of the code (comments skipped, executable
 /// comments read as code, strings and numbers as `Literal`).
+/// Where the string literal opening at `i` ends (after its closing
+/// quote; a doubled quote or a backslash escape inside it).
+#[inline]
+fn literal_end(text: &[u8], i: usize) -> usize {
+    let (n, q) = (text.len(), text[i]);
+    let mut j = i + 1;
+    loop {
+        match memchr::memchr2(q, b'\\', &text[j.min(n)..]) {
+            None => return n,
+            Some(k) => {
+                j += k;
+                if text[j] == b'\\' || text.get(j + 1) == Some(&q) {
+                    j += 2;
+                } else {
+                    return j + 1;
+                }
+            }
+        }
+    }
+}
+
+/// Where the backquoted name opening at `i` ends (its closing backquote;
+/// a doubled one inside it).
+#[inline]
+fn quoted_end(text: &[u8], i: usize) -> usize {
+    let n = text.len();
+    let mut j = i + 1;
+    while j < n {
+        if text[j] == b'`' {
+            if text.get(j + 1) == Some(&b'`') {
+                j += 2;
+                continue;
+            }
+            break;
+        }
+        j += 1;
+    }
+    j
+}
+
 fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Tok<'a>)) {
     let n = text.len();
     let mut i = 0;
@@ -89,39 +129,11 @@ fn scan<'a>(text: &'a [u8], mut f: impl FnMut(Tok<'a>)) {
         match b {
             b' ' | b'\t' | b'\n' | b'\r' => i += 1,
             b'\'' | b'"' => {
-                let mut j = i + 1;
-                loop {
-                    match memchr::memchr2(b, b'\\', &text[j.min(n)..]) {
-                        None => {
-                            j = n;
-                            break;
-                        }
-                        Some(k) => {
-                            j += k;
-                            if text[j] == b'\\' || text.get(j + 1) == Some(&b) {
-                                j += 2;
-                            } else {
-                                j += 1;
-                                break;
-                            }
-                        }
-                    }
-                }
                 f(Tok::Literal);
-                i = j;
+                i = literal_end(text, i);
             }
             b'`' => {
-                let mut j = i + 1;
-                while j < n {
-                    if text[j] == b'`' {
-                        if text.get(j + 1) == Some(&b'`') {
-                            j += 2;
-                            continue;
-                        }
-                        break;
-                    }
-                    j += 1;
-                }
+                let j = quoted_end(text, i);
                 f(Tok::Quoted(&text[(i + 1).min(n)..j.min(n)]));
                 i = j + 1;
             }

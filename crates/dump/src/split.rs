@@ -411,41 +411,7 @@ impl<R: Read> Splitter<R> {
                         }
                     }
                 }
-                State::Quote(q) => {
-                    // Fast path: skip to the next byte that matters.
-                    let rest = &self.buf[self.pos..];
-                    let stop = if self.backslash_escapes {
-                        memchr::memchr3(q, b'\\', b'\n', rest)
-                    } else {
-                        memchr::memchr2(q, b'\n', rest)
-                    };
-                    match stop {
-                        None => {
-                            self.pos = self.buf.len();
-                            continue;
-                        }
-                        Some(i) => self.pos += i,
-                    }
-                    let c = self.buf[self.pos];
-                    if c == b'\n' {
-                        self.line += 1;
-                        self.pos += 1;
-                    } else if c == b'\\' {
-                        if !self.have(2)? {
-                            self.pos += 1;
-                            continue; // EOF: finish() reports the open quote
-                        }
-                        if self.buf[self.pos + 1] == b'\n' {
-                            self.line += 1;
-                        }
-                        self.pos += 2;
-                    } else if self.have(2)? && self.buf[self.pos + 1] == q {
-                        self.pos += 2; // doubled quote
-                    } else {
-                        self.state = State::Normal;
-                        self.pos += 1;
-                    }
-                }
+                State::Quote(q) => self.in_quote(q)?,
                 State::LineComment => match memchr::memchr(b'\n', &self.buf[self.pos..]) {
                     None => self.pos = self.buf.len(),
                     Some(i) => {
@@ -456,27 +422,72 @@ impl<R: Read> Splitter<R> {
                         self.drop_leading_comment();
                     }
                 },
-                State::BlockComment => {
-                    let rest = &self.buf[self.pos..];
-                    match memchr::memchr2(b'*', b'\n', rest) {
-                        None => self.pos = self.buf.len(),
-                        Some(i) => {
-                            self.pos += i;
-                            if self.buf[self.pos] == b'\n' {
-                                self.line += 1;
-                                self.pos += 1;
-                            } else if self.peek_is(b"*/")? {
-                                self.pos += 2;
-                                self.state = State::Normal;
-                                self.drop_leading_comment();
-                            } else {
-                                self.pos += 1;
-                            }
-                        }
-                    }
+                State::BlockComment => self.in_block_comment()?,
+            }
+        }
+    }
+
+    /// Inside a quoted string or name: on to the next byte that matters
+    /// (its quote, a backslash, a newline) and past it.
+    #[inline]
+    fn in_quote(&mut self, q: u8) -> Result<(), SplitError> {
+        // Fast path: skip to the next byte that matters.
+        let rest = &self.buf[self.pos..];
+        let stop = if self.backslash_escapes {
+            memchr::memchr3(q, b'\\', b'\n', rest)
+        } else {
+            memchr::memchr2(q, b'\n', rest)
+        };
+        match stop {
+            None => {
+                self.pos = self.buf.len();
+                return Ok(());
+            }
+            Some(i) => self.pos += i,
+        }
+        let c = self.buf[self.pos];
+        if c == b'\n' {
+            self.line += 1;
+            self.pos += 1;
+        } else if c == b'\\' {
+            if !self.have(2)? {
+                self.pos += 1;
+                return Ok(()); // EOF: finish() reports the open quote
+            }
+            if self.buf[self.pos + 1] == b'\n' {
+                self.line += 1;
+            }
+            self.pos += 2;
+        } else if self.have(2)? && self.buf[self.pos + 1] == q {
+            self.pos += 2; // doubled quote
+        } else {
+            self.state = State::Normal;
+            self.pos += 1;
+        }
+        Ok(())
+    }
+
+    /// Inside a block comment: on to its end or the next newline.
+    #[inline]
+    fn in_block_comment(&mut self) -> Result<(), SplitError> {
+        let rest = &self.buf[self.pos..];
+        match memchr::memchr2(b'*', b'\n', rest) {
+            None => self.pos = self.buf.len(),
+            Some(i) => {
+                self.pos += i;
+                if self.buf[self.pos] == b'\n' {
+                    self.line += 1;
+                    self.pos += 1;
+                } else if self.peek_is(b"*/")? {
+                    self.pos += 2;
+                    self.state = State::Normal;
+                    self.drop_leading_comment();
+                } else {
+                    self.pos += 1;
                 }
             }
         }
+        Ok(())
     }
 
     /// `--` starts a comment when followed by whitespace or the end of
