@@ -266,8 +266,14 @@ pub fn with_id(p: &[u8], id: u32) -> Vec<u8> {
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ExecuteError {
+    /// Malformed as the server's sanity check finds it (1835).
     #[error("the packet is too short")]
     Short,
+    /// No room for the parameters' null bitmap and types flag: the
+    /// server's check lets it pass (unless it names "the last prepared"),
+    /// then its execution finds the parameters missing (1210).
+    #[error("the parameters are missing")]
+    NoParameters,
     #[error("no parameter types sent, and the statement was never given any")]
     NoTypes,
 }
@@ -413,7 +419,21 @@ pub fn rewrite_execute(
     }
     let nb = (params as usize).div_ceil(8);
     let flag_at = 10 + nb;
-    let flag = *p.get(flag_at).ok_or(ExecuteError::Short)?;
+    // As MariaDB's stmt_execute_packet_sanity_check: a types flag other
+    // than 0 or 1, types cut short, or "the last prepared" (id -1)
+    // without types are malformed; no room for the flag is left to the
+    // execution, which finds the parameters missing.
+    let last_prepared = p[1..5] == [0xff; 4];
+    let Some(&flag) = p.get(flag_at) else {
+        return Err(if last_prepared {
+            ExecuteError::Short
+        } else {
+            ExecuteError::NoParameters
+        });
+    };
+    if flag > 1 || (flag == 0 && last_prepared) {
+        return Err(ExecuteError::Short);
+    }
     let types_len = 2 * params as usize;
     if flag == 1 {
         let types = p
@@ -547,8 +567,14 @@ mod tests {
             rewrite_execute(&later, 1, &mut stmt(1), &mut b2),
             Err(ExecuteError::NoTypes)
         );
+        // The null bitmap without the types flag: the server's execution
+        // finds the parameters missing (1210).
         assert_eq!(
             rewrite_execute(&first[..11], 1, &mut c, &mut b1),
+            Err(ExecuteError::NoParameters)
+        );
+        assert_eq!(
+            rewrite_execute(&first[..13], 1, &mut c, &mut b1),
             Err(ExecuteError::Short)
         );
     }
@@ -613,6 +639,45 @@ mod tests {
             rewrite_bulk(&first[..8], 2, &mut c, &mut b1),
             Err(ExecuteError::Short)
         );
+    }
+
+    #[test]
+    fn a_short_execute_is_refused_with_the_servers_code() {
+        // (id, packet after the 9-byte header, parameters, error): what
+        // MariaDB 10.11 answers each (1835 malformed, 1210 missing
+        // parameters; read off the server with raw packets after a
+        // COM_STMT_PREPARE of `SELECT ?, ?`); id 7, or -1 ("the last
+        // prepared").
+        let header = |id: u32| {
+            let mut p = vec![0x17];
+            p.extend_from_slice(&id.to_le_bytes());
+            p.extend_from_slice(&[0, 1, 0, 0, 0]);
+            p
+        };
+        let rows: [(u32, &[u8], u16, Option<ExecuteError>); 8] = [
+            (7, &[], 2, Some(ExecuteError::NoParameters)),
+            (7, &[0], 2, Some(ExecuteError::NoParameters)),
+            (u32::MAX, &[], 2, Some(ExecuteError::Short)),
+            (u32::MAX, &[0, 0], 2, Some(ExecuteError::Short)),
+            (7, &[0, 2], 2, Some(ExecuteError::Short)),
+            (7, &[0, 1, 3, 0], 2, Some(ExecuteError::Short)),
+            (7, &[0, 1, 3, 0, 3, 0], 2, None),
+            (7, &[], 0, None),
+        ];
+        for (id, rest, params, want) in rows {
+            let mut p = header(id);
+            p.extend_from_slice(rest);
+            let (mut c, mut b) = (
+                stmt(params),
+                BackendStmt {
+                    id: 9,
+                    types: None,
+                    used: 0,
+                },
+            );
+            let got = rewrite_execute(&p, params, &mut c, &mut b).err();
+            assert_eq!(got, want, "{p:?} with {params} parameters");
+        }
     }
 
     #[test]

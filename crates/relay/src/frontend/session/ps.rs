@@ -260,8 +260,9 @@ impl Session {
             )
         };
         out.map_err(|e| match e {
-            // As the server: a packet too short for its parameters is
-            // malformed; parameters never typed are wrong arguments.
+            // As the server: a packet its sanity check finds short is
+            // malformed; parameters missing or never typed are wrong
+            // arguments (stmt::ExecuteError says which is which).
             stmt::ExecuteError::Short => {
                 Fail::Err(1835, "HY000", "Malformed communication packet".into())
             }

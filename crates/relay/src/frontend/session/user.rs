@@ -289,13 +289,11 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
     } else {
         cstr(&mut i)?
     };
-    // The database, when anything follows the credential, must end in
-    // NUL inside the packet (the server refuses it as malformed, 1047).
-    let db = if i < p.len() {
-        cstr(&mut i)?
-    } else {
-        Vec::new()
-    };
+    // The database always follows the credential and ends in NUL inside
+    // the packet, an empty one too: without it the server refuses the
+    // packet as malformed (1047), as it does a packet that ends right
+    // after the credential.
+    let db = cstr(&mut i)?;
     let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
     let mut collation = None;
     let mut plugin = None;
@@ -311,4 +309,37 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
         collation,
         plugin,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sqlfleet_wire::handshake::SECURE_CONNECTION;
+
+    #[test]
+    fn a_change_user_is_read_as_the_server_reads_it() {
+        // (packet, read as: user and database; None: malformed, 1047)
+        let rows: [(&[u8], Option<(&str, Option<&str>)>); 8] = [
+            (b"\x11u\0\x02ab\0", Some(("u", None))),
+            (b"\x11u\0\x02abdb\0", Some(("u", Some("db")))),
+            (
+                b"\x11u\0\x02ab\0\x21\0mysql_native_password\0",
+                Some(("u", None)),
+            ),
+            // Nothing after the credential (the fuzzer's seeds 109673
+            // and 196382: the relay tried the login, 1045).
+            (b"\x11u\0\x02ab", None),
+            (b"\x11u\0\0", None),
+            (b"\x11u\0\x02abdb", None),
+            (b"\x11u\0\x05ab", None),
+            (b"\x11u", None),
+        ];
+        for (p, want) in rows {
+            let got = parse_change_user(p, SECURE_CONNECTION);
+            let got = got
+                .as_ref()
+                .map(|r| (r.user.as_str(), r.database.as_deref()));
+            assert_eq!(got, want, "{p:?}");
+        }
+    }
 }
