@@ -403,6 +403,108 @@ fn starts_statement(w: &str, prev: Option<&T>) -> bool {
     }
 }
 
+/// The database a CREATE/DROP/ALTER DATABASE names (after IF [NOT]
+/// EXISTS).
+fn database_named(sql: &[u8], t: &[T]) -> Option<Ident> {
+    let mut k = 2;
+    if kw(t.get(k), "IF") {
+        k += 1;
+        if kw(t.get(k), "NOT") {
+            k += 1;
+        }
+        if kw(t.get(k), "EXISTS") {
+            k += 1;
+        }
+    }
+    t.get(k).and_then(|x| ident(sql, x))
+}
+
+/// What a keyword does to the table positions: opens one (FROM, JOIN,
+/// INTO, ...), a list of them, or ends them; a keyword where a table
+/// name stands is that name. `prev` the token before, `k` its place.
+fn keyword(
+    w: &str,
+    (prev, k, paren_next): (Option<&T>, usize, bool),
+    top: &mut Frame,
+    h: &mut Head,
+    (introduced, named): (&mut HashSet<String>, &mut Named),
+) {
+    match w {
+        "FROM" if top.kind == Kind::Stmt => {
+            top.expect = true;
+            top.list = true;
+        }
+        "JOIN" | "STRAIGHT_JOIN" => {
+            top.expect = true;
+            top.list = true;
+        }
+        "INTO" | "TRUNCATE" | "CALL" => top.expect = true,
+        "TABLE" | "TABLES" => {
+            top.expect = true;
+            top.list = true;
+        }
+        "REFERENCES" => top.expect = true,
+        "INSERT" | "REPLACE"
+            if !paren_next
+                && !kw(prev, "OR")
+                && !matches!(word(prev), Some("BEFORE" | "AFTER")) =>
+        {
+            top.expect = true;
+        }
+        "UPDATE" | "DELETE"
+            if !paren_next
+                && !matches!(word(prev), Some("KEY" | "FOR" | "ON" | "BEFORE" | "AFTER")) =>
+        {
+            top.expect = true;
+            top.list = true;
+        }
+        "VIEW" | "PROCEDURE" | "FUNCTION" | "TRIGGER" | "EVENT" | "SEQUENCE"
+            if h.ddl && !h.object_seen =>
+        {
+            h.object_seen = true;
+            top.expect = true;
+            top.list = w == "VIEW" || w == "SEQUENCE";
+        }
+        "RENAME" => {
+            h.rename = true;
+            top.expect = true;
+        }
+        "TO" | "AS" if h.rename && w == "TO" || kw(prev, "RENAME") => top.expect = true,
+        "LIKE" if h.like_at == Some(k) => top.expect = true,
+        "FOR" if kw(prev, "VALUE") => top.expect = true,
+        "ON" => {
+            let trigger_event =
+                h.trigger && matches!(word(prev), Some("INSERT" | "UPDATE" | "DELETE"));
+            if (trigger_event || h.on_names_table) && !h.on_seen {
+                h.on_seen = true;
+                top.expect = true;
+                top.list = false;
+            } else {
+                top.expect = false;
+                top.list = false;
+            }
+        }
+        "WHERE" | "SET" | "USING" | "GROUP" | "ORDER" | "LIMIT" | "HAVING" | "VALUES" | "VALUE"
+        | "SELECT" | "UNION" | "WINDOW" | "RETURNING" | "RETURNS" | "WHEN" => {
+            top.expect = false;
+            top.list = false;
+        }
+        // Modifiers between a keyword and its name keep the
+        // expectation; other keywords end it.
+        "IGNORE" | "LOW_PRIORITY" | "HIGH_PRIORITY" | "DELAYED" | "QUICK" | "IF" | "NOT"
+        | "EXISTS" | "TEMPORARY" | "LATERAL" | "ONLY" => {}
+        _ => {
+            // A keyword where a table name stands is that name
+            // (`FROM event`).
+            if top.expect {
+                introduced.insert(w.to_ascii_lowercase());
+                named.uses_default = true;
+            }
+            top.expect = false;
+        }
+    }
+}
+
 /// Reads what a statement's text names, written in dialect `d`.
 pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
     let t = lex_in(sql, d).toks;
@@ -411,19 +513,7 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
         ..Named::default()
     };
     if named.database_statement {
-        let mut k = 2;
-        if kw(t.get(k), "IF") {
-            k += 1;
-            if kw(t.get(k), "NOT") {
-                k += 1;
-            }
-            if kw(t.get(k), "EXISTS") {
-                k += 1;
-            }
-        }
-        if let Some(id) = t.get(k).and_then(|x| ident(sql, x)) {
-            named.refs.push(id);
-        }
+        named.refs.extend(database_named(sql, &t));
         return Ok(named);
     }
     let mut stack = vec![Frame::stmt()];
@@ -486,84 +576,13 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
                 if paren_next && matches!(w, "DATABASE" | "SCHEMA") {
                     named.uses_default = true;
                 }
-                match w {
-                    "FROM" if top.kind == Kind::Stmt => {
-                        top.expect = true;
-                        top.list = true;
-                    }
-                    "JOIN" | "STRAIGHT_JOIN" => {
-                        top.expect = true;
-                        top.list = true;
-                    }
-                    "INTO" | "TRUNCATE" | "CALL" => top.expect = true,
-                    "TABLE" | "TABLES" => {
-                        top.expect = true;
-                        top.list = true;
-                    }
-                    "REFERENCES" => top.expect = true,
-                    "INSERT" | "REPLACE"
-                        if !paren_next
-                            && !kw(prev, "OR")
-                            && !matches!(word(prev), Some("BEFORE" | "AFTER")) =>
-                    {
-                        top.expect = true;
-                    }
-                    "UPDATE" | "DELETE"
-                        if !paren_next
-                            && !matches!(
-                                word(prev),
-                                Some("KEY" | "FOR" | "ON" | "BEFORE" | "AFTER")
-                            ) =>
-                    {
-                        top.expect = true;
-                        top.list = true;
-                    }
-                    "VIEW" | "PROCEDURE" | "FUNCTION" | "TRIGGER" | "EVENT" | "SEQUENCE"
-                        if h.ddl && !h.object_seen =>
-                    {
-                        h.object_seen = true;
-                        top.expect = true;
-                        top.list = w == "VIEW" || w == "SEQUENCE";
-                    }
-                    "RENAME" => {
-                        h.rename = true;
-                        top.expect = true;
-                    }
-                    "TO" | "AS" if h.rename && w == "TO" || kw(prev, "RENAME") => top.expect = true,
-                    "LIKE" if h.like_at == Some(k) => top.expect = true,
-                    "FOR" if kw(prev, "VALUE") => top.expect = true,
-                    "ON" => {
-                        let trigger_event =
-                            h.trigger && matches!(word(prev), Some("INSERT" | "UPDATE" | "DELETE"));
-                        if (trigger_event || h.on_names_table) && !h.on_seen {
-                            h.on_seen = true;
-                            top.expect = true;
-                            top.list = false;
-                        } else {
-                            top.expect = false;
-                            top.list = false;
-                        }
-                    }
-                    "WHERE" | "SET" | "USING" | "GROUP" | "ORDER" | "LIMIT" | "HAVING"
-                    | "VALUES" | "VALUE" | "SELECT" | "UNION" | "WINDOW" | "RETURNING"
-                    | "RETURNS" | "WHEN" => {
-                        top.expect = false;
-                        top.list = false;
-                    }
-                    // Modifiers between a keyword and its name keep the
-                    // expectation; other keywords end it.
-                    "IGNORE" | "LOW_PRIORITY" | "HIGH_PRIORITY" | "DELAYED" | "QUICK" | "IF"
-                    | "NOT" | "EXISTS" | "TEMPORARY" | "LATERAL" | "ONLY" => {}
-                    _ => {
-                        // A keyword where a table name stands is that name
-                        // (`FROM event`).
-                        if top.expect {
-                            introduced.insert(w.to_ascii_lowercase());
-                            named.uses_default = true;
-                        }
-                        top.expect = false;
-                    }
-                }
+                keyword(
+                    w,
+                    (prev, k, paren_next),
+                    top,
+                    &mut h,
+                    (&mut introduced, &mut named),
+                );
             }
             Tok::Word(_) | Tok::Quoted(_) => {
                 // A name, maybe qualified: x, x.y, x.y.z, x.*
@@ -626,9 +645,20 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
         }
         k += 1;
     }
-    // `x.y` read as table.column: x must be something the statement
-    // introduces, or the reading may have missed a table position.
-    for q in &qualifiers {
+    check_qualifiers(&t, &named, &qualifiers, &introduced)?;
+    Ok(named)
+}
+
+/// `x.y` read as table.column: x must be something the statement
+/// introduces, or the reading may have missed a table position; and a
+/// statement whose grammar the reader does not know may name none.
+fn check_qualifiers(
+    t: &[T],
+    named: &Named,
+    qualifiers: &[Ident],
+    introduced: &HashSet<String>,
+) -> Result<(), Unsure> {
+    for q in qualifiers {
         let n = q.name.to_ascii_lowercase();
         if n == "new" || n == "old" || introduced.contains(&n) {
             continue;
@@ -646,7 +676,7 @@ pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
             )));
         }
     }
-    Ok(named)
+    Ok(())
 }
 
 /// A name token's text, unquoted.
