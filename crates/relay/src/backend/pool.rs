@@ -203,7 +203,15 @@ struct Inner {
 struct Side {
     backend: Backend,
     inner: Mutex<Inner>,
+    /// Wakes one client waiting for a connection when one comes back or
+    /// a place to open one frees.
     notify: Arc<Notify>,
+    /// Wakes the clients waiting at their account's share when it frees.
+    /// Apart from `notify`: a client at its share that took `notify`'s
+    /// one wake-up could not use it, and the connection that came back
+    /// sat idle while other accounts' clients waited it out (64 clients
+    /// of one account got 1040 beside 14 waiting at another's share).
+    share_notify: Arc<Notify>,
     /// Connections each account's clients hold (see share.rs).
     shares: Arc<crate::backend::share::Shares>,
     waiting: AtomicUsize,
@@ -389,6 +397,7 @@ impl Pool {
                         last_shape: None,
                     }),
                     notify: Arc::new(Notify::new()),
+                    share_notify: Arc::new(Notify::new()),
                     shares: Default::default(),
                     waiting: AtomicUsize::new(0),
                     busy: AtomicUsize::new(0),
@@ -445,6 +454,7 @@ impl Pool {
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = s;
         for side in &self.sides {
             side.notify.notify_waiters();
+            side.share_notify.notify_waiters();
         }
     }
 
@@ -578,6 +588,8 @@ impl Pool {
         };
         let share = crate::backend::share::share(s.max, s.max_per_account);
         let mut at_share;
+        // Woken by `notify` (a connection came back, a place freed).
+        let mut woken = false;
         let result = loop {
             // Not boxed: a lease per statement would cost an allocation.
             #[allow(clippy::large_enum_variant)]
@@ -586,8 +598,14 @@ impl Pool {
                 Open(Slot),
                 Wait,
             }
-            let held = side.shares.try_take(want.user, share, &side.notify);
+            let held = side.shares.try_take(want.user, share, &side.share_notify);
             at_share = held.is_none();
+            if at_share && std::mem::take(&mut woken) {
+                // Woken for a connection this client may not take now
+                // (its account reached its share meanwhile): the wake-up
+                // goes on to the next client waiting for one.
+                side.notify.notify_one();
+            }
             let next = if at_share {
                 Next::Wait
             } else {
@@ -672,7 +690,12 @@ impl Pool {
                             break Err(LeaseError::Queue(s.max_waiters));
                         }
                     }
-                    let notified = side.notify.notified();
+                    let notify = if at_share {
+                        &side.share_notify
+                    } else {
+                        &side.notify
+                    };
+                    let notified = notify.notified();
                     tokio::pin!(notified);
                     // A client waiting at its account's share is woken by
                     // `notify_waiters`, which keeps no permit: registered
@@ -714,6 +737,7 @@ impl Pool {
                         );
                         break Err(LeaseError::Timeout(s.wait_timeout, s.max));
                     }
+                    woken = !at_share;
                     clock = Instant::now();
                 }
             }

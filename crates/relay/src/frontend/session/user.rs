@@ -319,7 +319,8 @@ mod tests {
     #[test]
     fn a_change_user_is_read_as_the_server_reads_it() {
         // (packet, read as: user and database; None: malformed, 1047)
-        let rows: [(&[u8], Option<(&str, Option<&str>)>); 8] = [
+        type Row<'a> = (&'a [u8], Option<(&'a str, Option<&'a str>)>);
+        let rows: [Row; 8] = [
             (b"\x11u\0\x02ab\0", Some(("u", None))),
             (b"\x11u\0\x02abdb\0", Some(("u", Some("db")))),
             (
