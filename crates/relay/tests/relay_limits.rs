@@ -254,12 +254,6 @@ async fn one_account_cannot_take_the_whole_pool() {
             .query_first("SELECT 1")
             .await
             .expect("another account is served while one holds its share");
-        eprintln!(
-            "PROBE root login+query {:?} (waiting sessions of the other: {})",
-            t1.elapsed(),
-            20 - holding.load(std::sync::atomic::Ordering::SeqCst)
-                - ended.load(std::sync::atomic::Ordering::SeqCst)
-        );
         assert_eq!(one, Some(1));
         let _ = c.disconnect().await;
     }
