@@ -296,12 +296,17 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
     let db = cstr(&mut i)?;
     let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
     let mut collation = None;
-    let mut plugin = None;
     if let Some(c) = p.get(i..i + 2) {
         collation = Some(c[0]);
         i += 2;
-        plugin = cstr(&mut i).map(|v| String::from_utf8_lossy(&v).into_owned());
     }
+    // A client that logged in with plugin authentication names the
+    // plugin: without the field the server refuses the packet (1047),
+    // whoever the user is.
+    if caps & sqlfleet_wire::handshake::PLUGIN_AUTH != 0 && i >= p.len() {
+        return None;
+    }
+    let plugin = cstr(&mut i).map(|v| String::from_utf8_lossy(&v).into_owned());
     Some(ChangeUser {
         user,
         auth,
