@@ -82,6 +82,33 @@ fn count_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str) -> u64 {
     v.unwrap_or(0)
 }
 
+/// Wait until `sql` answers `want` on node `node` (0-based): Galera
+/// applies a write set on the other nodes before the writer's commit
+/// returns, but a read there may start before it is applied (the loads
+/// below failed once, on a busy machine, with node 2 behind node 1).
+fn wait_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str, want: u64) {
+    let t0 = std::time::Instant::now();
+    loop {
+        let got = count_on(g, node, sql);
+        if got == want {
+            return;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "node{}: `{sql}` is {got}, not {want}, after 30 s",
+            node + 1
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Wait until node 2 has database `db` (created through node 1).
+fn on_node2_too(g: &sqlfleet_testkit::TestServer, db: &str) {
+    let sql =
+        format!("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{db}'");
+    wait_on(g, 1, &sql, 1);
+}
+
 #[test]
 fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identically_on_every_node()
 {
@@ -122,6 +149,13 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
         "DROP DATABASE IF EXISTS gal_pre; CREATE DATABASE gal_pre; \
          CREATE TABLE gal_pre.t (id INT PRIMARY KEY) ENGINE=MyISAM",
     );
+    wait_on(
+        g,
+        1,
+        "SELECT COUNT(*) FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = 'gal_pre' AND TABLE_NAME = 't'",
+        1,
+    );
     let file = dir.path().join("rows_only.sql");
     std::fs::write(&file, "INSERT INTO t VALUES (1),(2),(3);\n").expect("write");
     let opts = on_node2(g, "gal_pre", &file);
@@ -148,6 +182,8 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
             g,
             &format!("CREATE DATABASE {ours}; CREATE DATABASE {stock}"),
         );
+        on_node2_too(g, &ours);
+        on_node2_too(g, &stock);
         let port = format!("--port={}", node2.port);
         let o = g.stock_client(&stock, &file, &["--protocol=TCP", &port]);
         assert!(
@@ -206,34 +242,12 @@ fn skip_binlog_on_a_mariadb_galera_node_still_reaches_every_node() {
         g,
         "DROP DATABASE IF EXISTS gal_skip; CREATE DATABASE gal_skip",
     );
-    // The database reaches node 2 through the cluster: wait for it there
-    // (the load failed once, under a busy machine, on node 2 before it).
-    let t0 = std::time::Instant::now();
-    while count_on(
-        g,
-        1,
-        "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'gal_skip'",
-    ) != 1
-    {
-        assert!(
-            t0.elapsed() < std::time::Duration::from_secs(30),
-            "gal_skip never reached node 2"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    on_node2_too(g, "gal_skip");
     let mut opts = on_node2(g, "gal_skip", &file);
     opts.binlog = sqlfleet_load::Binlog::Skip;
     let s = common::load(opts).unwrap_or_else(|e| panic!("{e}"));
     assert!(s.complete && s.rows == 500 && s.binlog_skipped, "{s:?}");
     for n in 0..3 {
-        let t0 = std::time::Instant::now();
-        while count_on(g, n, "SELECT COUNT(*) FROM gal_skip.t") != 500 {
-            assert!(
-                t0.elapsed() < std::time::Duration::from_secs(20),
-                "node{} does not have the rows loaded into node2 with --skip-binlog",
-                n + 1
-            );
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
+        wait_on(g, n, "SELECT COUNT(*) FROM gal_skip.t", 500);
     }
 }
