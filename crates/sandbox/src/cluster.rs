@@ -19,9 +19,10 @@ use sqlfleet_conn::Secret;
 
 use crate::error::{Result, SandboxError};
 use crate::galera::{self, Health, Saved};
+use crate::handle::Sandbox;
 use crate::meta::{NodeLayout, NodeMeta};
 use crate::node::{self, Binaries};
-use crate::{setup, Sandbox};
+use crate::setup;
 
 /// How long a node may take from ready to Synced (a state transfer of a
 /// sandbox's data).

@@ -9,18 +9,20 @@
 mod cluster;
 mod error;
 mod galera;
+mod handle;
 pub mod meta;
 pub mod node;
 pub mod ports;
 mod promote;
-mod sandbox;
 pub mod setup;
+mod status;
+mod up;
 
 pub use error::{Result, SandboxError};
+pub use handle::{names, Sandbox, DEFAULT_NAME, FIRST_PORT};
 pub use meta::{Layout, Meta, NodeMeta, Role};
 pub use node::Binaries;
 pub use promote::PromoteReport;
-pub use sandbox::{
-    gtid_behind, names, up, NodeStatus, Sandbox, UpOptions, UpReport, DEFAULT_NAME, FIRST_PORT,
-};
 pub use setup::ReplHealth;
+pub use status::{gtid_behind, NodeStatus};
+pub use up::{up, UpOptions, UpReport};

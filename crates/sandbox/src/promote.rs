@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::Queryable;
 
 use crate::error::{Result, SandboxError};
+use crate::handle::Sandbox;
 use crate::meta::Role;
-use crate::{node, setup, Sandbox};
+use crate::{node, setup};
 
 /// What a promotion did.
 #[derive(Debug, Clone)]

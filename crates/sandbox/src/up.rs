@@ -1,24 +1,19 @@
-//! Sandboxes as a whole: options, `up` (new or started again), the
-//! handle with its nodes' status, and what a new one's metadata holds.
+//! `up`: a new sandbox made (its metadata: ports, roles, server ids) or an
+//! existing one started again, every node ready and replicating.
 
-use mysql_async::prelude::Queryable;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::distributions::{Alphanumeric, DistString};
 use sqlfleet_conn::resolve::check_sandbox_name;
-use sqlfleet_conn::{home, Endpoint, PasswordSpec, Secret, SslMode, Target};
+use sqlfleet_conn::{home, Secret};
 
 use crate::error::{Result, SandboxError};
+use crate::handle::{names, Sandbox, FIRST_PORT};
 use crate::meta::{Layout, Meta, NodeMeta, Role};
 use crate::node::{self, Binaries};
-use crate::setup::{self, ReplHealth};
+use crate::setup;
 use crate::{cluster, galera, meta, ports};
-
-/// The sandbox used when none is named.
-pub const DEFAULT_NAME: &str = "default";
-/// Where new sandboxes look for free ports.
-pub const FIRST_PORT: u16 = 3307;
 
 /// What `up` should make or start.
 #[derive(Debug, Clone, Default)]
@@ -54,254 +49,6 @@ pub struct UpReport {
     /// Nodes initialised by this call (new data directories).
     pub created: Vec<String>,
     pub elapsed: Duration,
-}
-
-/// An existing sandbox.
-#[derive(Debug, Clone)]
-pub struct Sandbox {
-    pub home: PathBuf,
-    pub meta: Meta,
-    pub layout: Layout,
-}
-
-/// One node's state, for `list`.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct NodeStatus {
-    pub sandbox: String,
-    pub node: String,
-    pub role: Role,
-    pub port: u16,
-    pub pid: Option<i32>,
-    pub running: bool,
-    /// Not running, and its pid file names a process that is gone: it
-    /// died (kill -9, a crash) instead of being stopped.
-    pub crashed_pid: Option<i32>,
-    pub replication: Option<ReplHealth>,
-    /// Transactions the primary has committed that this replica has not
-    /// applied yet (by GTID, summed over replication domains).
-    pub gtid_behind: Option<u64>,
-    /// A cluster member's wsrep state.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub galera: Option<galera::Health>,
-    /// Set when the node runs but could not be asked about replication.
-    pub error: Option<String>,
-}
-
-/// Transactions in `primary` (a GTID position) not yet in `applied`.
-pub fn gtid_behind(primary: &str, applied: &str) -> u64 {
-    let parse = |pos: &str| -> Vec<(u32, u64)> {
-        pos.split(',')
-            .filter_map(|g| {
-                let mut it = g.trim().split('-');
-                let domain = it.next()?.parse().ok()?;
-                let _server = it.next()?;
-                let seq = it.next()?.parse().ok()?;
-                Some((domain, seq))
-            })
-            .collect()
-    };
-    let have = parse(applied);
-    parse(primary)
-        .into_iter()
-        .map(|(d, seq)| {
-            let got = have.iter().find(|(hd, _)| *hd == d).map_or(0, |(_, s)| *s);
-            seq.saturating_sub(got)
-        })
-        .sum()
-}
-
-/// Names of all sandboxes under `home`.
-pub fn names(home: &Path) -> Result<Vec<String>> {
-    let dir = home.join("sandboxes");
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(SandboxError::io(&dir)(e)),
-    };
-    let mut out: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("sandbox.toml").is_file())
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    out.sort();
-    Ok(out)
-}
-
-impl Sandbox {
-    /// Opens an existing sandbox by name.
-    pub fn open(home: &Path, name: &str) -> Result<Sandbox> {
-        check_sandbox_name(name)?;
-        let layout = Layout {
-            dir: home::sandbox_dir(home, name),
-        };
-        if !layout.meta().is_file() {
-            return Err(SandboxError::Unknown(name.to_string()));
-        }
-        let meta = Meta::load(&layout.meta())?;
-        Ok(Sandbox {
-            home: home.to_owned(),
-            meta,
-            layout,
-        })
-    }
-
-    pub fn name(&self) -> &str {
-        &self.meta.name
-    }
-
-    pub fn password(&self) -> Result<Secret> {
-        let p = self.layout.password_file();
-        let text = std::fs::read_to_string(&p).map_err(SandboxError::io(&p))?;
-        Ok(Secret::new(text.trim_end_matches('\n')))
-    }
-
-    /// A TCP target for root on `node`.
-    pub fn target(&self, node: &NodeMeta) -> Result<Target> {
-        Ok(Target {
-            endpoint: Endpoint::Tcp {
-                host: "127.0.0.1".into(),
-                port: node.port,
-            },
-            user: "root".into(),
-            password: Some(PasswordSpec::Given(self.password()?)),
-            database: None,
-            ssl_mode: SslMode::Disabled,
-            ssl_ca: None,
-            charset: None,
-        })
-    }
-
-    /// The client option file for the primary.
-    pub fn defaults_file(&self) -> PathBuf {
-        self.layout.client_cnf(self.meta.primary())
-    }
-
-    /// Stops every node, replicas first. Returns the nodes that were running.
-    pub async fn down(&self) -> Result<Vec<String>> {
-        let mut stopped = Vec::new();
-        for n in self.meta.nodes.iter().rev() {
-            let label = self.label(n);
-            if node::stop(&label, &self.layout.node(n)).await? {
-                stopped.push(n.name.clone());
-            }
-        }
-        Ok(stopped)
-    }
-
-    /// Stops the sandbox and deletes its directory.
-    pub async fn destroy(self) -> Result<()> {
-        self.down().await?;
-        // Its ports are free for others once it is down.
-        for n in &self.meta.nodes {
-            for p in
-                std::iter::once(n.port).chain(n.galera.iter().flat_map(|g| [g.gcomm, g.ist, g.sst]))
-            {
-                ports::release(p, &self.layout.dir);
-            }
-        }
-        std::fs::remove_dir_all(&self.layout.dir).map_err(SandboxError::io(&self.layout.dir))
-    }
-
-    pub fn label(&self, n: &NodeMeta) -> String {
-        format!(
-            "sandbox '{}' {} (127.0.0.1:{})",
-            self.meta.name, n.name, n.port
-        )
-    }
-
-    /// Process and replication state of every node.
-    pub async fn status(&self) -> Vec<NodeStatus> {
-        let mut out = Vec::new();
-        let password = self.password().ok();
-        // What the primary has committed, to measure replicas against.
-        let primary_pos: Option<String> = async {
-            let p = self.meta.primary();
-            let nl = self.layout.node(p);
-            node::running_pid(&nl)?;
-            let mut c = setup::root_conn(&self.label(p), &nl, password.as_ref())
-                .await
-                .ok()?;
-            let v: Option<String> = c.query_first("SELECT @@gtid_binlog_pos").await.ok()?;
-            let _ = c.disconnect().await;
-            v
-        }
-        .await;
-        for n in &self.meta.nodes {
-            let nl = self.layout.node(n);
-            let pid = node::running_pid(&nl);
-            let mut st = NodeStatus {
-                sandbox: self.meta.name.clone(),
-                node: n.name.clone(),
-                role: n.role,
-                port: n.port,
-                pid,
-                running: pid.is_some(),
-                crashed_pid: pid.is_none().then(|| node::stale_pid(&nl)).flatten(),
-                replication: None,
-                gtid_behind: None,
-                galera: None,
-                error: None,
-            };
-            if pid.is_some() && n.role == Role::Member {
-                let label = self.label(n);
-                let r = async {
-                    let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
-                    let h = cluster::health(&mut c).await;
-                    let _ = c.disconnect().await;
-                    h.map_err(|e| SandboxError::Sql {
-                        node: label.clone(),
-                        what: e.to_string(),
-                    })
-                }
-                .await;
-                match r {
-                    Ok(h) => st.galera = Some(h),
-                    Err(e) => st.error = Some(e.to_string()),
-                }
-            }
-            if pid.is_some() && n.role == Role::Replica {
-                let label = self.label(n);
-                let r = async {
-                    let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
-                    let h = setup::repl_health(&mut c, &label).await;
-                    let applied: Option<String> = c
-                        .query_first("SELECT @@gtid_slave_pos")
-                        .await
-                        .ok()
-                        .flatten();
-                    let _ = c.disconnect().await;
-                    h.map(|h| (h, applied))
-                }
-                .await;
-                match r {
-                    Ok((h, applied)) => {
-                        st.replication = h;
-                        st.gtid_behind = primary_pos
-                            .as_deref()
-                            .map(|p| gtid_behind(p, applied.as_deref().unwrap_or("")));
-                    }
-                    Err(e) => st.error = Some(e.to_string()),
-                }
-            }
-            out.push(st);
-        }
-        out
-    }
-
-    pub(crate) fn write_client_files(&self, password: &Secret) -> Result<()> {
-        for n in &self.meta.nodes {
-            let text = format!(
-                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\ndefault-character-set = utf8mb4\n",
-                self.meta.name,
-                n.name,
-                n.port,
-                password.expose().replace('\\', "\\\\").replace('"', "\\\""),
-                self.layout.node(n).socket().display()
-            );
-            meta::write_atomic(&self.layout.client_cnf(n), text.as_bytes(), 0o600)?;
-        }
-        Ok(())
-    }
 }
 
 fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
@@ -615,17 +362,4 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         created,
         elapsed: t0.elapsed(),
     })
-}
-
-#[cfg(test)]
-mod gtid_tests {
-    #[test]
-    fn transactions_behind_by_domain() {
-        use super::gtid_behind;
-        assert_eq!(gtid_behind("0-1-100", "0-1-100"), 0);
-        assert_eq!(gtid_behind("0-1-100", "0-1-40"), 60);
-        assert_eq!(gtid_behind("0-1-100,1-2-5", "0-1-100"), 5);
-        assert_eq!(gtid_behind("0-1-10", ""), 10);
-        assert_eq!(gtid_behind("", "0-1-10"), 0);
-    }
 }
