@@ -574,7 +574,6 @@ impl Pool {
     /// one, else wait. Idle connections unused for a while are pinged
     /// first.
     pub async fn lease(&self, backend: usize, want: Want<'_>) -> Result<BackendConn, LeaseError> {
-        let shape = want.shape;
         let side = &self.sides[backend];
         let s = self.settings();
         let t0 = Instant::now();
@@ -591,13 +590,6 @@ impl Pool {
         // Woken by `notify` (a connection came back, a place freed).
         let mut woken = false;
         let result = loop {
-            // Not boxed: a lease per statement would cost an allocation.
-            #[allow(clippy::large_enum_variant)]
-            enum Next {
-                Use(BackendConn),
-                Open(Slot),
-                Wait,
-            }
             let held = side.shares.try_take(want.user, share, &side.share_notify);
             at_share = held.is_none();
             if at_share && std::mem::take(&mut woken) {
@@ -609,69 +601,20 @@ impl Pool {
             let next = if at_share {
                 Next::Wait
             } else {
-                let mut inner = side.inner();
-                inner.last_shape = Some(shape);
-                // The most recently returned connection usually fits exactly.
-                let last = inner.idle.len().checked_sub(1);
-                let best = match last {
-                    Some(i) if fit(&inner.idle[i], &want) == Some(BEST_FIT) => Some((BEST_FIT, i)),
-                    _ => inner
-                        .idle
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, c)| fit(c, &want).map(|f| (f, i)))
-                        .max(),
-                };
-                if let Some((_, i)) = best {
-                    Next::Use(inner.idle.swap_remove(i))
-                } else if inner.open < s.max {
-                    inner.open += 1;
-                    Next::Open(Slot { side: side.clone() })
-                } else if !inner.idle.is_empty() {
-                    // Full of connections that do not fit: close the oldest idle one.
-                    let old = inner.idle.remove(0);
-                    drop(inner);
-                    drop(old);
-                    continue;
-                } else {
-                    Next::Wait
-                }
+                pick_idle(side, &want, s.max)
             };
             match next {
-                Next::Use(mut c) => {
-                    if c.grants < self.grants.load(Relaxed) {
-                        // Logged in before privileges changed: closed.
+                Next::Again => continue,
+                Next::Use(c) => {
+                    let Some(mut c) = self.ready(backend, c, clock, &s).await else {
                         continue;
-                    }
-                    if clock.saturating_duration_since(c.idle_since) >= s.check_after
-                        && ping(&mut c).await.is_err()
-                    {
-                        continue; // dead: dropped, try again
-                    }
-                    let epoch = self.epoch.load(Relaxed);
-                    if c.epoch < epoch {
-                        // Its session defaults are globals since changed.
-                        self.metrics.resets.fetch_add(1, Relaxed);
-                        if c.reset().await.is_err() {
-                            continue;
-                        }
-                        c.epoch = epoch;
-                        if c.tracking {
-                            c.client_tracking = self.client_tracking(backend, &mut c).await;
-                        }
-                    }
-                    if c.come_home().is_err() {
-                        continue;
-                    }
-                    if let Some(m) = self.metrics.backend(backend) {
-                        m.reuses.fetch_add(1, Relaxed);
-                    }
+                    };
                     c.held = held;
                     break Ok(c);
                 }
                 Next::Open(slot) => {
                     break self
-                        .open(backend, shape, want.account, slot)
+                        .open(backend, want.shape, want.account, slot)
                         .await
                         .map(|mut c| {
                             c.held = held;
@@ -713,29 +656,7 @@ impl Pool {
                             .await
                             .is_err()
                     {
-                        self.metrics.lease_timeouts.fetch_add(1, Relaxed);
-                        if at_share {
-                            crate::admin::log::pool_exhausted(
-                                &side.backend.addr(),
-                                &format!(
-                                    "account '{}' held its share ({share}) for {:?}",
-                                    want.user, s.wait_timeout
-                                ),
-                            );
-                            break Err(LeaseError::Share(
-                                want.user.to_string(),
-                                share,
-                                s.wait_timeout,
-                            ));
-                        }
-                        crate::admin::log::pool_exhausted(
-                            &side.backend.addr(),
-                            &format!(
-                                "no connection free within {:?} (pool max {})",
-                                s.wait_timeout, s.max
-                            ),
-                        );
-                        break Err(LeaseError::Timeout(s.wait_timeout, s.max));
+                        break Err(self.lease_timed_out(side, at_share, want.user, share, &s));
                     }
                     woken = !at_share;
                     clock = Instant::now();
@@ -746,12 +667,77 @@ impl Pool {
         self.metrics.wait(t0.elapsed());
         if result.is_ok() {
             side.busy.fetch_add(1, Relaxed);
-        }
-        if result.is_ok() {
             // Leased: a connection is the client's; nothing sent yet.
             sqlfleet_faults::point!("relay::leased");
         }
         result
+    }
+
+    /// An idle connection found for a client made ready for it: `None`
+    /// when it cannot serve (logged in before privileges changed, dead on
+    /// a ping after `check_after` idle, a failed reset after the globals
+    /// changed); it is closed then and the lease looks again.
+    async fn ready(
+        &self,
+        backend: usize,
+        mut c: BackendConn,
+        clock: Instant,
+        s: &PoolSettings,
+    ) -> Option<BackendConn> {
+        if c.grants < self.grants.load(Relaxed) {
+            return None;
+        }
+        if clock.saturating_duration_since(c.idle_since) >= s.check_after
+            && ping(&mut c).await.is_err()
+        {
+            return None;
+        }
+        let epoch = self.epoch.load(Relaxed);
+        if c.epoch < epoch {
+            // Its session defaults are globals since changed.
+            self.metrics.resets.fetch_add(1, Relaxed);
+            c.reset().await.ok()?;
+            c.epoch = epoch;
+            if c.tracking {
+                c.client_tracking = self.client_tracking(backend, &mut c).await;
+            }
+        }
+        c.come_home().ok()?;
+        if let Some(m) = self.metrics.backend(backend) {
+            m.reuses.fetch_add(1, Relaxed);
+        }
+        Some(c)
+    }
+
+    /// No connection within `wait_timeout`: counted, logged, and the error
+    /// that says whose limit it was (the account's share or the pool's).
+    fn lease_timed_out(
+        &self,
+        side: &Side,
+        at_share: bool,
+        user: &str,
+        share: usize,
+        s: &PoolSettings,
+    ) -> LeaseError {
+        self.metrics.lease_timeouts.fetch_add(1, Relaxed);
+        if at_share {
+            crate::admin::log::pool_exhausted(
+                &side.backend.addr(),
+                &format!(
+                    "account '{user}' held its share ({share}) for {:?}",
+                    s.wait_timeout
+                ),
+            );
+            return LeaseError::Share(user.to_string(), share, s.wait_timeout);
+        }
+        crate::admin::log::pool_exhausted(
+            &side.backend.addr(),
+            &format!(
+                "no connection free within {:?} (pool max {})",
+                s.wait_timeout, s.max
+            ),
+        );
+        LeaseError::Timeout(s.wait_timeout, s.max)
     }
 
     /// What a tracking client's own session reports on `backend`: the
@@ -958,6 +944,49 @@ impl Pool {
                 }
             }
         }
+    }
+}
+
+/// What a lease does next. Not boxed: a lease per statement would cost
+/// an allocation.
+#[allow(clippy::large_enum_variant)]
+enum Next {
+    Use(BackendConn),
+    Open(Slot),
+    Wait,
+    /// An idle connection that fitted nobody was closed: look again.
+    Again,
+}
+
+/// The idle connection that fits `want` best, else a place for a new one
+/// (below `max`), else the oldest idle one closed (a full pool of
+/// connections that do not fit), else a wait.
+fn pick_idle(side: &Arc<Side>, want: &Want<'_>, max: usize) -> Next {
+    let mut inner = side.inner();
+    inner.last_shape = Some(want.shape);
+    // The most recently returned connection usually fits exactly.
+    let last = inner.idle.len().checked_sub(1);
+    let best = match last {
+        Some(i) if fit(&inner.idle[i], want) == Some(BEST_FIT) => Some((BEST_FIT, i)),
+        _ => inner
+            .idle
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| fit(c, want).map(|f| (f, i)))
+            .max(),
+    };
+    if let Some((_, i)) = best {
+        Next::Use(inner.idle.swap_remove(i))
+    } else if inner.open < max {
+        inner.open += 1;
+        Next::Open(Slot { side: side.clone() })
+    } else if !inner.idle.is_empty() {
+        let old = inner.idle.remove(0);
+        drop(inner);
+        drop(old);
+        Next::Again
+    } else {
+        Next::Wait
     }
 }
 

@@ -644,10 +644,26 @@ fn is_read(t: &[(Tok, Range<usize>)]) -> bool {
     true
 }
 
+/// What one statement does to the session, the accounts and the tables,
+/// read from its tokens: who it is for (accounts, privileges), what it
+/// writes, the calls in it, and what its first words make it.
 fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     let w0 = word(t.first()).unwrap_or("");
     let w1 = word(t.get(1)).unwrap_or("");
     let w2 = word(t.get(2)).unwrap_or("");
+    let w3 = word(t.get(3)).unwrap_or("");
+    accounts(fx, [w0, w1, w2, w3]);
+    if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
+        fx.writes.extend(written_tables(sql, t));
+    }
+    fx.changes_schema |= matches!(w0, "CREATE" | "ALTER" | "DROP" | "RENAME");
+    calls(sql, t, w0, fx);
+    by_first_words(sql, t, [w0, w1, w2], fx);
+}
+
+/// Whether the statement changes accounts (the relay's per-user logins)
+/// or privileges (pooled connections logged in before it).
+fn accounts(fx: &mut Effects, [w0, w1, w2, w3]: [&str; 4]) {
     fx.changes_accounts |= matches!(
         (w0, w1, w2),
         ("CREATE" | "ALTER" | "DROP" | "RENAME", "USER", _)
@@ -656,7 +672,6 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | ("GRANT" | "REVOKE", _, _)
             | ("FLUSH", "PRIVILEGES", _)
     );
-    let w3 = word(t.get(3)).unwrap_or("");
     fx.changes_privileges |= matches!(
         (w0, w1, w2, w3),
         ("GRANT" | "REVOKE", _, _, _)
@@ -670,10 +685,12 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
             | ("SET", "PASSWORD", _, _)
             | ("SET", "DEFAULT", "ROLE", _)
     );
-    if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
-        fx.writes.extend(written_tables(sql, t));
-    }
-    fx.changes_schema |= matches!(w0, "CREATE" | "ALTER" | "DROP" | "RENAME");
+}
+
+/// The session state the statement's calls and variables touch: user
+/// variables, stored functions, sequences, named locks, CONNECTION_ID(),
+/// the diagnostics and LAST_INSERT_ID() it reads.
+fn calls(sql: &[u8], t: &[(Tok, Range<usize>)], w0: &str, fx: &mut Effects) {
     // Anything that reads or writes a user variable keeps state on the
     // backend connection (SET @x is the common case).
     if t.iter().any(|(k, _)| matches!(k, Tok::UserVar)) {
@@ -727,6 +744,17 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     {
         fx.reads_diagnostics = true;
     }
+}
+
+/// What the statement's first words make it: SET, a transaction's end,
+/// USE, temporary tables, table locks, prepared text, XA, FLUSH, BACKUP,
+/// CALL, KILL, dropped users and databases.
+fn by_first_words(
+    sql: &[u8],
+    t: &[(Tok, Range<usize>)],
+    [w0, w1, w2]: [&str; 3],
+    fx: &mut Effects,
+) {
     match w0 {
         "SET" => set(sql, &t[1..], fx),
         "COMMIT" => fx.ends_transaction = true,

@@ -225,19 +225,8 @@ impl Session {
     ) -> Result<Outcome, Fail> {
         // For this forward only, whatever happens before the reply.
         let hold_refusal = std::mem::take(&mut self.hold_refusal);
-        let with_wait;
-        let payload = if std::mem::take(&mut self.sync_wait_next)
-            && payload.first() == Some(&sqlfleet_wire::command::COM_QUERY)
-        {
-            with_wait = [&payload[..1], GALERA_SYNC_WAIT, &payload[1..]].concat();
-            // What the server's tracker reports of it is no setting of
-            // the client's, and the state change it flags is that one (a
-            // read chosen for a replica changes nothing itself).
-            self.st.sync_wait_added();
-            &with_wait[..]
-        } else {
-            payload
-        };
+        let with_wait = self.galera_wait_prefix(payload);
+        let payload = with_wait.as_deref().unwrap_or(payload);
         self.ensure_conn().await?;
         let Some(mut c) = self.conn.take() else {
             return Err(Fail::Close);
@@ -267,53 +256,10 @@ impl Session {
         };
         self.handle.running(Some(running));
         let sent = sent.await;
-        let stream_seq = streamed.as_ref().map(|st| {
-            self.ctx
-                .metrics
-                .bytes_to_backend
-                .fetch_add(st.total.saturating_sub(payload.len()) as u64, Relaxed);
-            st.reply_seq()
-        });
-        if stream_seq.is_some() {
-            // (Kept for the command's end in `run`, whatever else this
-            // command forwards after it.)
-            self.streamed_seq = stream_seq;
-        }
+        let stream_seq = self.streamed_sent(streamed.as_ref(), payload.len());
         if let Err(e) = sent {
             self.handle.running(None);
-            let Some(e) = e else {
-                self.ctx.pool.discard(c);
-                return Err(Fail::Close);
-            };
-            // The server may have refused the command before it went
-            // out whole (1153: bigger than its max_allowed_packet) and
-            // closed: its own error, when it is there, is the answer.
-            let refusal = tokio::time::timeout(
-                std::time::Duration::from_millis(200),
-                c.io.read_packet(1 << 16),
-            )
-            .await
-            .ok()
-            .and_then(Result::ok)
-            .and_then(|(_, p)| sqlfleet_wire::packet::parse_err(&p));
-            self.ctx.pool.discard(c);
-            if let Some((code, msg)) = refusal {
-                if self.st.lives_on_conn() {
-                    // The session died with the server's connection: the
-                    // client gets the server's words, then the end.
-                    let seq = stream_seq.unwrap_or(super::reply_seq(payload.len()));
-                    let _ = self
-                        .io
-                        .write_packet(
-                            seq,
-                            &sqlfleet_wire::packet::err_payload(code, "08S01", &msg),
-                        )
-                        .await;
-                    return Err(Fail::Close);
-                }
-                return Err(Fail::Err(code, "08S01", msg));
-            }
-            return Err(Fail::Lost(e.to_string()));
+            return Err(self.send_failed(c, e, stream_seq, payload.len()).await);
         }
         self.client_sent = true;
         // Until the reply starts, watch the client too: one that goes away
@@ -360,59 +306,11 @@ impl Session {
                 }
             }
         }
-        let layout = c.caps() & SESSION_TRACK != 0;
-        use crate::protocol::reply::ClientTracking;
-        let client = if self.caps & SESSION_TRACK == 0 {
-            ClientTracking::Strip
-        } else if self.st.pins().contains(&Pin::Tracking) {
-            // The client's own tracking settings are on the connection.
-            ClientTracking::Raw
-        } else {
-            c.client_tracking()
-                .cloned()
-                .map_or(ClientTracking::Raw, ClientTracking::Filter)
-        };
-        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
-            .tracking(layout, client);
-        if std::mem::take(&mut self.digest_next) {
-            t.digest = Some(Default::default());
-        }
-        t.rewrite_id = rewrite_id;
-        t.capture = self.capture.take();
-        t.capture_max = std::mem::replace(&mut self.capture_max, usize::MAX);
-        // On a Galera node with replay on, a refusal (1047 while the node
-        // is outside the Primary component, 1053, 1927) is held back too:
-        // the statement did not run there, and it runs again elsewhere
-        // (`replay.rs`) instead of failing the client.
-        let galera = self.ctx.pool.health.get(c.backend()).galera.is_some();
-        t.hold_refusal = hold_refusal || (galera && self.journal.enabled());
+        let mut t = self.tracker(&c, expect, rewrite_id, hold_refusal);
         let forwarded = c.io.forward_reply(&mut self.io, &mut t).await;
         self.handle.running(None);
         if t.held {
-            // The server will not serve now (shutting down, not Synced):
-            // the caller retries elsewhere; the connection is not reused.
-            self.capture = t.capture.take();
-            let addr = self
-                .ctx
-                .cfg
-                .backends
-                .get(c.backend())
-                .map(|b| b.addr())
-                .unwrap_or_default();
-            let backend = c.backend();
-            self.ctx.pool.discard(c);
-            let (code, msg) = t.outcome.error.clone().unwrap_or_default();
-            if code == 1047 {
-                // Refused before it ran: as if never sent.
-                self.client_sent = false;
-            }
-            let why = format!("{addr} refused the statement: ERROR {code}: {msg}");
-            if !hold_refusal {
-                // A writer that will not serve now: others are chosen
-                // until its health check finds it serving again.
-                self.ctx.pool.health.mark_down(backend, &why);
-            }
-            return Err(Fail::Lost(why));
+            return Err(self.held(c, &mut t, hold_refusal));
         }
         match forwarded {
             Ok(n) => {
@@ -438,6 +336,162 @@ impl Session {
                 return Err(Fail::Lost(err.to_string()));
             }
         }
+        Ok(self.server_answered(t))
+    }
+
+    /// The statement with Galera's causal wait in front when the route
+    /// asked for one (`SET STATEMENT wsrep_sync_wait = 1 FOR ...`).
+    fn galera_wait_prefix(&mut self, payload: &[u8]) -> Option<Vec<u8>> {
+        if !std::mem::take(&mut self.sync_wait_next)
+            || payload.first() != Some(&sqlfleet_wire::command::COM_QUERY)
+        {
+            return None;
+        }
+        // What the server's tracker reports of it is no setting of the
+        // client's, and the state change it flags is that one (a read
+        // chosen for a replica changes nothing itself).
+        self.st.sync_wait_added();
+        Some([&payload[..1], GALERA_SYNC_WAIT, &payload[1..]].concat())
+    }
+
+    /// A streamed statement is sent: its bytes counted, and the sequence
+    /// id its reply starts at (kept for the command's end in `run`,
+    /// whatever else this command forwards after it).
+    fn streamed_sent(
+        &mut self,
+        streamed: Option<&crate::protocol::io::Streamed>,
+        head: usize,
+    ) -> Option<u8> {
+        let st = streamed?;
+        self.ctx
+            .metrics
+            .bytes_to_backend
+            .fetch_add(st.total.saturating_sub(head) as u64, Relaxed);
+        let seq = st.reply_seq();
+        self.streamed_seq = Some(seq);
+        Some(seq)
+    }
+
+    /// Sending the command failed (`None`: on the client's side). The
+    /// server may have refused the command before it went out whole
+    /// (1153: bigger than its max_allowed_packet) and closed: its own
+    /// error, when it is there, is the answer.
+    async fn send_failed(
+        &mut self,
+        mut c: BackendConn,
+        e: Option<WireError>,
+        stream_seq: Option<u8>,
+        head: usize,
+    ) -> Fail {
+        let Some(e) = e else {
+            self.ctx.pool.discard(c);
+            return Fail::Close;
+        };
+        let refusal = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            c.io.read_packet(1 << 16),
+        )
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .and_then(|(_, p)| sqlfleet_wire::packet::parse_err(&p));
+        self.ctx.pool.discard(c);
+        let Some((code, msg)) = refusal else {
+            return Fail::Lost(e.to_string());
+        };
+        if !self.st.lives_on_conn() {
+            return Fail::Err(code, "08S01", msg);
+        }
+        // The session died with the server's connection: the client gets
+        // the server's words, then the end.
+        let seq = stream_seq.unwrap_or(super::reply_seq(head));
+        let _ = self
+            .io
+            .write_packet(
+                seq,
+                &sqlfleet_wire::packet::err_payload(code, "08S01", &msg),
+            )
+            .await;
+        Fail::Close
+    }
+
+    /// How the reply on `c` is read and passed on: the client's session
+    /// tracking, the digest a transaction's journal wants, a captured
+    /// result for the cache, a refusal held back for a retry elsewhere.
+    fn tracker(
+        &mut self,
+        c: &BackendConn,
+        expect: Expect,
+        rewrite_id: Option<u32>,
+        hold_refusal: bool,
+    ) -> crate::protocol::reply::Tracker {
+        use crate::protocol::reply::ClientTracking;
+        let layout = c.caps() & SESSION_TRACK != 0;
+        let client = if self.caps & SESSION_TRACK == 0 {
+            ClientTracking::Strip
+        } else if self.st.pins().contains(&Pin::Tracking) {
+            // The client's own tracking settings are on the connection.
+            ClientTracking::Raw
+        } else {
+            c.client_tracking()
+                .cloned()
+                .map_or(ClientTracking::Raw, ClientTracking::Filter)
+        };
+        let mut t = crate::protocol::reply::Tracker::new(expect, c.deprecate_eof())
+            .tracking(layout, client);
+        if std::mem::take(&mut self.digest_next) {
+            t.digest = Some(Default::default());
+        }
+        t.rewrite_id = rewrite_id;
+        t.capture = self.capture.take();
+        t.capture_max = std::mem::replace(&mut self.capture_max, usize::MAX);
+        // On a Galera node with replay on, a refusal (1047 while the node
+        // is outside the Primary component, 1053, 1927) is held back too:
+        // the statement did not run there, and it runs again elsewhere
+        // (`replay.rs`) instead of failing the client.
+        let galera = self.ctx.pool.health.get(c.backend()).galera.is_some();
+        t.hold_refusal = hold_refusal || (galera && self.journal.enabled());
+        t
+    }
+
+    /// The server will not serve now (shutting down, not Synced) and its
+    /// refusal was held back: the caller retries elsewhere; the connection
+    /// is not reused.
+    fn held(
+        &mut self,
+        c: BackendConn,
+        t: &mut crate::protocol::reply::Tracker,
+        hold_refusal: bool,
+    ) -> Fail {
+        self.capture = t.capture.take();
+        let addr = self
+            .ctx
+            .cfg
+            .backends
+            .get(c.backend())
+            .map(|b| b.addr())
+            .unwrap_or_default();
+        let backend = c.backend();
+        self.ctx.pool.discard(c);
+        let (code, msg) = t.outcome.error.clone().unwrap_or_default();
+        if code == 1047 {
+            // Refused before it ran: as if never sent.
+            self.client_sent = false;
+        }
+        let why = format!("{addr} refused the statement: ERROR {code}: {msg}");
+        if !hold_refusal {
+            // A writer that will not serve now: others are chosen until
+            // its health check finds it serving again.
+            self.ctx.pool.health.mark_down(backend, &why);
+        }
+        Fail::Lost(why)
+    }
+
+    /// The server's reply reached the client whole: its digest kept for
+    /// the journal, counted, observed; the server thread id the client can
+    /// learn (CONNECTION_ID(); in session mode its own connection's) names
+    /// it for KILL too.
+    fn server_answered(&mut self, mut t: crate::protocol::reply::Tracker) -> Outcome {
         if let Some(d) = t.digest.take() {
             self.last_digest = Some(d.finish(t.outcome.answer(), self.ctx.cfg.replay.leave));
         }
@@ -446,15 +500,13 @@ impl Session {
             self.ctx.metrics.errors.fetch_add(1, Relaxed);
         }
         self.observe(&o);
-        // The server thread id the client can learn (CONNECTION_ID(); in
-        // session mode its own connection's) names it for KILL too.
         if (self.st.pins().contains(&Pin::ConnectionId) || self.st.mode() == Mode::Session)
             && self.handle.alias().is_none()
         {
             self.handle
                 .set_alias(self.conn.as_ref().map(|c| c.thread_id()));
         }
-        Ok(o)
+        o
     }
 
     /// In transaction mode, hands the backend connection back when nothing
