@@ -265,140 +265,54 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         tracker: &mut Tracker,
     ) -> Result<u64, ForwardError> {
         let mut total = 0u64;
-        // Payload bytes of the current packet not yet scanned past.
-        let mut remaining = 0usize;
-        let mut done = false;
         let backend_err = |err: WireError, total: u64| ForwardError::Backend {
             err,
             forwarded: total > 0,
         };
-        let mut infile = false;
+        let mut sc = Scan::default();
         loop {
-            let mut pos = self.start;
-            let mut need = 4 + PREFIX;
-            while !done && !infile {
-                if remaining > 0 {
-                    let n = remaining.min(self.end - pos);
-                    if let Some(d) = tracker.digest.as_mut() {
-                        d.bytes(&self.buf[pos..pos + n]);
-                    }
-                    remaining -= n;
-                    pos += n;
-                    if remaining > 0 {
-                        break;
-                    }
-                    continue;
-                }
-                if self.end - pos < 4 {
-                    need = 4 + PREFIX;
-                    break;
-                }
-                let h = &self.buf[pos..pos + 4];
-                let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
-                let seq = h[3];
-                if len > 0 && self.end - pos < 5 {
-                    need = 4 + len.min(PREFIX);
-                    break;
-                }
-                if len > 0 && tracker.plain_row(len, self.buf[pos + 4]) {
-                    if let Some(d) = tracker.digest.as_mut() {
-                        d.packet(true);
-                    }
-                    pos += 4;
-                    remaining = len;
-                    continue;
-                }
-                // An OK that may carry session-tracker data is read whole.
-                let whole = len > 0 && tracker.needs_whole(len, self.buf[pos + 4]);
-                let look = if whole { len } else { len.min(PREFIX) };
-                if self.end - pos < 4 + look {
-                    need = 4 + look;
-                    break;
-                }
-                let ev = tracker
-                    .packet(len, &mut self.buf[pos + 4..pos + 4 + look])
-                    .map_err(|e| backend_err(e.into(), total))?;
-                if let Some(d) = tracker.digest.as_mut() {
-                    d.packet(!tracker.last_status);
-                }
-                if tracker.held {
+            sc.pos = self.start;
+            let stop = self
+                .scan(&mut sc, tracker)
+                .map_err(|e| backend_err(e, total))?;
+            let need = match stop {
+                Stop::Need(need) => need,
+                Stop::Held(len) => {
                     // A refusal held back (the reply's only packet, read
                     // whole as every ERR is): consumed, not forwarded.
-                    self.start = pos + 4 + len;
+                    self.start = sc.pos + 4 + len;
                     return Ok(total);
                 }
-                if let Some(new) = tracker.replacement.take() {
+                Stop::Replace { len, seq, new, ev } => {
                     // Forward what came before, then the rewritten packet.
-                    let mut out = self.buf[self.start..pos].to_vec();
+                    let mut out = self.buf[self.start..sc.pos].to_vec();
                     let n = new.len() as u32;
                     out.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
                     out.extend_from_slice(&new);
-                    client
-                        .s
-                        .write_all(&out)
-                        .await
-                        .map_err(|e| ForwardError::Client(e.into()))?;
-                    if let Some(cap) = tracker.capture.as_mut() {
-                        cap.extend_from_slice(&out);
-                    }
-                    if tracker
-                        .capture
-                        .as_ref()
-                        .is_some_and(|c| c.len() > tracker.capture_max)
-                    {
-                        tracker.capture = None;
-                    }
-                    total += out.len() as u64;
-                    pos += 4 + len;
-                    self.start = pos;
+                    total += pass_on(client, tracker, &out).await?;
+                    sc.pos += 4 + len;
+                    self.start = sc.pos;
                     match ev {
                         Event::More => continue,
-                        Event::End => {
-                            done = true;
-                            break;
-                        }
-                        Event::LocalInfile => {
-                            infile = true;
-                            break;
-                        }
+                        Event::End => sc.done = true,
+                        Event::LocalInfile => sc.infile = true,
                     }
+                    4 + PREFIX
                 }
-                pos += 4;
-                remaining = len;
-                match ev {
-                    Event::More => {}
-                    Event::End => done = true,
-                    Event::LocalInfile => infile = true,
-                }
-            }
-            if (done || infile) && remaining > 0 {
-                let n = remaining.min(self.end - pos);
+            };
+            if (sc.done || sc.infile) && sc.remaining > 0 {
+                let n = sc.remaining.min(self.end - sc.pos);
                 if let Some(d) = tracker.digest.as_mut() {
-                    d.bytes(&self.buf[pos..pos + n]);
+                    d.bytes(&self.buf[sc.pos..sc.pos + n]);
                 }
-                remaining -= n;
-                pos += n;
+                sc.remaining -= n;
+                sc.pos += n;
             }
-            if pos > self.start {
-                client
-                    .s
-                    .write_all(&self.buf[self.start..pos])
-                    .await
-                    .map_err(|e| ForwardError::Client(e.into()))?;
-                if let Some(cap) = tracker.capture.as_mut() {
-                    cap.extend_from_slice(&self.buf[self.start..pos]);
-                }
-                if tracker
-                    .capture
-                    .as_ref()
-                    .is_some_and(|c| c.len() > tracker.capture_max)
-                {
-                    tracker.capture = None;
-                }
-                total += (pos - self.start) as u64;
-                self.start = pos;
+            if sc.pos > self.start {
+                total += pass_on(client, tracker, &self.buf[self.start..sc.pos]).await?;
+                self.start = sc.pos;
             }
-            if done && remaining == 0 {
+            if sc.done && sc.remaining == 0 {
                 // A compressed stream may still hold the last frame.
                 client
                     .s
@@ -407,7 +321,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     .map_err(|e| ForwardError::Client(e.into()))?;
                 return Ok(total);
             }
-            if infile && remaining == 0 {
+            if sc.infile && sc.remaining == 0 {
                 // The client's file, packet by packet, ends with an empty one.
                 loop {
                     let len = client.pass_packet(&mut self.s).await?;
@@ -419,13 +333,137 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                     err: e.into(),
                     forwarded: true,
                 })?;
-                infile = false;
+                sc.infile = false;
                 continue;
             }
-            let want = if remaining == 0 { need } else { 1 };
+            let want = if sc.remaining == 0 { need } else { 1 };
             self.fill(want).await.map_err(|e| backend_err(e, total))?;
         }
     }
+
+    /// Reads the reply's buffered bytes from `sc.pos` with `tracker`, as far
+    /// as they go: rows it need not look into are skipped whole, every
+    /// other packet is shown to the tracker (its first PREFIX bytes, or
+    /// whole where it asks). Stops where more bytes are needed (or the
+    /// reply ended, or a LOCAL INFILE request came), at a refusal held
+    /// back, or at a packet the tracker rewrote (not passed, `sc.pos` at
+    /// its header).
+    fn scan(&mut self, sc: &mut Scan, tracker: &mut Tracker) -> Result<Stop, WireError> {
+        let mut need = 4 + PREFIX;
+        while !sc.done && !sc.infile {
+            let pos = sc.pos;
+            if sc.remaining > 0 {
+                let n = sc.remaining.min(self.end - pos);
+                if let Some(d) = tracker.digest.as_mut() {
+                    d.bytes(&self.buf[pos..pos + n]);
+                }
+                sc.remaining -= n;
+                sc.pos += n;
+                if sc.remaining > 0 {
+                    break;
+                }
+                continue;
+            }
+            if self.end - pos < 4 {
+                need = 4 + PREFIX;
+                break;
+            }
+            let h = &self.buf[pos..pos + 4];
+            let len = u32::from_le_bytes([h[0], h[1], h[2], 0]) as usize;
+            let seq = h[3];
+            if len > 0 && self.end - pos < 5 {
+                need = 4 + len.min(PREFIX);
+                break;
+            }
+            if len > 0 && tracker.plain_row(len, self.buf[pos + 4]) {
+                if let Some(d) = tracker.digest.as_mut() {
+                    d.packet(true);
+                }
+                sc.pos += 4;
+                sc.remaining = len;
+                continue;
+            }
+            // An OK that may carry session-tracker data is read whole.
+            let whole = len > 0 && tracker.needs_whole(len, self.buf[pos + 4]);
+            let look = if whole { len } else { len.min(PREFIX) };
+            if self.end - pos < 4 + look {
+                need = 4 + look;
+                break;
+            }
+            let ev = tracker.packet(len, &mut self.buf[pos + 4..pos + 4 + look])?;
+            if let Some(d) = tracker.digest.as_mut() {
+                d.packet(!tracker.last_status);
+            }
+            if tracker.held {
+                return Ok(Stop::Held(len));
+            }
+            if let Some(new) = tracker.replacement.take() {
+                return Ok(Stop::Replace { len, seq, new, ev });
+            }
+            sc.pos += 4;
+            sc.remaining = len;
+            match ev {
+                Event::More => {}
+                Event::End => sc.done = true,
+                Event::LocalInfile => sc.infile = true,
+            }
+        }
+        Ok(Stop::Need(need))
+    }
+}
+
+/// How far `forward_reply` has read a reply.
+#[derive(Default)]
+struct Scan {
+    /// The next byte to read in the buffer.
+    pos: usize,
+    /// Payload bytes of the current packet not yet scanned past.
+    remaining: usize,
+    /// The reply's last packet was seen.
+    done: bool,
+    /// A LOCAL INFILE request was seen: the client's file comes next.
+    infile: bool,
+}
+
+/// Where `scan` stopped.
+enum Stop {
+    /// At the end of what is buffered: this many bytes from the packet's
+    /// header let the next step go on.
+    Need(usize),
+    /// At a refusal held back, of this payload length.
+    Held(usize),
+    /// At a packet of payload `len` the tracker rewrote to `new`.
+    Replace {
+        len: usize,
+        seq: u8,
+        new: Vec<u8>,
+        ev: Event,
+    },
+}
+
+/// Passes reply bytes on to the client, kept in the tracker's capture while
+/// it stays under its bound; returns how many were passed.
+async fn pass_on<C: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketIo<C>,
+    tracker: &mut Tracker,
+    bytes: &[u8],
+) -> Result<u64, ForwardError> {
+    client
+        .s
+        .write_all(bytes)
+        .await
+        .map_err(|e| ForwardError::Client(e.into()))?;
+    if let Some(cap) = tracker.capture.as_mut() {
+        cap.extend_from_slice(bytes);
+    }
+    if tracker
+        .capture
+        .as_ref()
+        .is_some_and(|c| c.len() > tracker.capture_max)
+    {
+        tracker.capture = None;
+    }
+    Ok(bytes.len() as u64)
 }
 
 impl PacketIo<AnyStream> {
