@@ -14,6 +14,7 @@ mod kill;
 mod lease;
 mod local;
 mod moves;
+mod plan;
 mod ps;
 mod replay;
 mod route;
@@ -804,17 +805,22 @@ impl Session {
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
         self.route_and_pin(&cmd[1..], toks, &fx).await;
+        let plan = plan::plan(
+            &cmd[1..],
+            &fx,
+            &self.st,
+            plan::Facts {
+                held: self.conn.is_some(),
+                streamed: self.streamed.is_some(),
+                journal: self.journal.enabled(),
+                caching,
+            },
+        );
         // The relay's own answers and rewrites need the whole text: a
         // streamed statement that would have one is read whole after all.
         let whole;
         let cmd: &[u8] = match self.streamed.take() {
-            Some(mut st)
-                if self.local_key(&cmd[1..], &fx).is_some()
-                    || matches!(
-                        self.st.own_counts(&cmd[1..], &fx),
-                        std::borrow::Cow::Owned(_)
-                    ) =>
-            {
+            Some(mut st) if plan.read_whole => {
                 let mut all = cmd.to_vec();
                 if self.io.read_rest(&mut st, &mut all).await.is_err() {
                     return Err(Fail::Close);
@@ -827,14 +833,17 @@ impl Session {
                 cmd
             }
         };
-        let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
-            std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
-            std::borrow::Cow::Borrowed(_) => None,
+        let rewritten = match plan.own_counts {
+            true => match self.st.own_counts(&cmd[1..], &fx) {
+                std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
+                std::borrow::Cow::Borrowed(_) => None,
+            },
+            false => None,
         };
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         // A connect-time variable read: the server's recorded reply, or
         // the server's reply recorded on its way.
-        let local = self.local_key(&cmd[1..], &fx);
+        let local = plan.local.then(|| self.local_key(&cmd[1..])).flatten();
         if let Some(key) = &local {
             if self.answer_locally(key).await? {
                 if let Some(d) = digest {
@@ -848,7 +857,8 @@ impl Session {
         }
         // A cache rule's SELECT: the cached reply, or the read recorded.
         let mut miss = None;
-        if let Some((rule, key)) = (caching && local.is_none())
+        if let Some((rule, key)) = plan
+            .cache
             .then(|| {
                 let db = self.st.db().clone();
                 self.cache_key(db, &cmd[1..], &fx, toks, cache_digest.as_deref(), None)
@@ -872,12 +882,7 @@ impl Session {
         self.stmt_read = fx.read;
         self.carry_over(&fx, true).await?;
         let was_in_trans = self.st.in_trans();
-        // Digested only where a transaction is or may begin (an autocommit
-        // statement's reply is never replayed).
-        self.digest_next = self.journal.enabled()
-            && (was_in_trans
-                || !self.st.autocommit()
-                || journal::kind(&cmd[1..]) == journal::Stmt::Begin);
+        self.digest_next = plan.digest;
         self.last_digest = None;
         let o = self.run_statement(route::Send::Text(cmd)).await;
         drop(writing);

@@ -7,7 +7,6 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{Fail, Session};
-use crate::config::Mode;
 use crate::frontend::answers::{self, Key, Left};
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
 use crate::protocol::sql::Effects;
@@ -23,14 +22,7 @@ const STATUS_STATE_CHANGED: u16 = 0x4000;
 impl Session {
     /// The key this statement's reply is recorded under, when the client
     /// is in the state a recorded reply is exact for.
-    pub(super) fn local_key(&self, sql: &[u8], fx: &Effects) -> Option<Key> {
-        if self.st.mode() != Mode::Transaction
-            || self.conn.is_some()
-            || !self.st.is_plain()
-            || !(answers::is_session_set(fx) || answers::is_variable_read(sql))
-        {
-            return None;
-        }
+    pub(super) fn local_key(&self, sql: &[u8]) -> Option<Key> {
         Some(Key {
             backend: self.ctx.pool.pick(self.route)?,
             shape: self.shape,
