@@ -605,10 +605,10 @@ impl Pool {
             };
             match next {
                 Next::Again => continue,
-                Next::Use(c) => {
-                    let Some(mut c) = self.ready(backend, c, clock, &s).await else {
+                Next::Use(mut c) => {
+                    if !self.ready(backend, &mut c, clock, &s).await {
                         continue;
-                    };
+                    }
                     c.held = held;
                     break Ok(c);
                 }
@@ -673,40 +673,45 @@ impl Pool {
         result
     }
 
-    /// An idle connection found for a client made ready for it: `None`
+    /// An idle connection found for a client made ready for it: false
     /// when it cannot serve (logged in before privileges changed, dead on
     /// a ping after `check_after` idle, a failed reset after the globals
-    /// changed); it is closed then and the lease looks again.
+    /// changed); it is closed then and the lease looks again. (By
+    /// reference: a connection moved in and out of this future costs two
+    /// copies of it on every lease.)
     async fn ready(
         &self,
         backend: usize,
-        mut c: BackendConn,
+        c: &mut BackendConn,
         clock: Instant,
         s: &PoolSettings,
-    ) -> Option<BackendConn> {
+    ) -> bool {
         if c.grants < self.grants.load(Relaxed) {
-            return None;
+            return false;
         }
-        if clock.saturating_duration_since(c.idle_since) >= s.check_after
-            && ping(&mut c).await.is_err()
+        if clock.saturating_duration_since(c.idle_since) >= s.check_after && ping(c).await.is_err()
         {
-            return None;
+            return false;
         }
         let epoch = self.epoch.load(Relaxed);
         if c.epoch < epoch {
             // Its session defaults are globals since changed.
             self.metrics.resets.fetch_add(1, Relaxed);
-            c.reset().await.ok()?;
+            if c.reset().await.is_err() {
+                return false;
+            }
             c.epoch = epoch;
             if c.tracking {
-                c.client_tracking = self.client_tracking(backend, &mut c).await;
+                c.client_tracking = self.client_tracking(backend, c).await;
             }
         }
-        c.come_home().ok()?;
+        if c.come_home().is_err() {
+            return false;
+        }
         if let Some(m) = self.metrics.backend(backend) {
             m.reuses.fetch_add(1, Relaxed);
         }
-        Some(c)
+        true
     }
 
     /// No connection within `wait_timeout`: counted, logged, and the error

@@ -336,7 +336,7 @@ impl Session {
                 return Err(Fail::Lost(err.to_string()));
             }
         }
-        Ok(self.server_answered(t))
+        Ok(self.server_answered(&mut t))
     }
 
     /// The statement with Galera's causal wait in front when the route
@@ -491,11 +491,13 @@ impl Session {
     /// the journal, counted, observed; the server thread id the client can
     /// learn (CONNECTION_ID(); in session mode its own connection's) names
     /// it for KILL too.
-    fn server_answered(&mut self, mut t: crate::protocol::reply::Tracker) -> Outcome {
+    fn server_answered(&mut self, t: &mut crate::protocol::reply::Tracker) -> Outcome {
         if let Some(d) = t.digest.take() {
             self.last_digest = Some(d.finish(t.outcome.answer(), self.ctx.cfg.replay.leave));
         }
-        let o = t.outcome;
+        // (Taken, not the tracker moved here: it is large, and this runs
+        // for every statement.)
+        let o = std::mem::take(&mut t.outcome);
         if o.error.is_some() {
             self.ctx.metrics.errors.fetch_add(1, Relaxed);
         }
