@@ -49,36 +49,44 @@ run() {  # PORT TEST [extra sysbench args] -> q/s
 }
 # Where the CPU goes (utime + stime, from /proc and the shell's children's
 # times): the server's, the relay's and sysbench's per query, for point
-# selects directly and through the cache. On a machine this size every
+# selects and read-only transactions directly and through the cache. On a machine this size every
 # process shares the same cores, so the best the cache can give is the
 # direct run's CPU per query over the cached run's: the ceiling printed.
 RELAY_PID=${PIDS[-1]}
 SERVER_PID=$(pgrep -f "mariadbd.*$NAME" | head -1)
 HZ=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-cpu_run() {  # PORT -> "q/s server_ticks relay_ticks sysbench_seconds queries"
-  local s0 r0 s1 r1 out sb
+cpu_run() {  # PORT TEST [args] -> "q/s server_ticks relay_ticks sysbench_seconds queries"
+  local s0 r0 s1 r1 out sb port=$1
+  shift
   s0=$(ticks "$SERVER_PID"); r0=$(ticks "$RELAY_PID")
-  out=$( (sysbench --config-file="$(mk_sb "$1")" oltp_point_select "${SB[@]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run; times) )
+  out=$( (sysbench --config-file="$(mk_sb "$port")" "$@" "${SB[@]}" --threads="$THREADS" --time="$SECS" --report-interval=0 run; times) )
   s1=$(ticks "$SERVER_PID"); r1=$(ticks "$RELAY_PID")
   sb=$(echo "$out" | tail -1 | awk '{for (i = 1; i <= 2; i++) {split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2]}; print t}')
   echo "$(echo "$out" | awk '/queries:/ {gsub(/[(]/,"",$3); print $3; exit}') $((s1 - s0)) $((r1 - r0)) $sb $(echo "$out" | awk '/queries:/ {print $2; exit}')"
 }
-read -r DQ DS DR DSB DN <<< "$(cpu_run "$PORT")"
-read -r RQ RS RR RSB RN <<< "$(cpu_run "$RP")"
-python3 - "$DQ" "$DS" "$DR" "$DSB" "$DN" "$RQ" "$RS" "$RR" "$RSB" "$RN" "$HZ" <<'PY'
+ceiling() {  # LABEL TEST [args]: the CPU split directly and through the cache
+  local label=$1
+  shift
+  read -r DQ DS DR DSB DN <<< "$(cpu_run "$PORT" "$@")"
+  read -r RQ RS RR RSB RN <<< "$(cpu_run "$RP" "$@")"
+  python3 - "$label" "$DQ" "$DS" "$DR" "$DSB" "$DN" "$RQ" "$RS" "$RR" "$RSB" "$RN" "$HZ" <<'PY'
 import sys
-dq, ds, dr, dsb, dn, rq, rs, rr, rsb, rn, hz = map(float, sys.argv[1:])
+label = sys.argv[1]
+dq, ds, dr, dsb, dn, rq, rs, rr, rsb, rn, hz = map(float, sys.argv[2:])
 us = lambda ticks, n: ticks / hz / n * 1e6
 d = (us(ds, dn), us(dr, dn), dsb / dn * 1e6)
 r = (us(rs, rn), us(rr, rn), rsb / rn * 1e6)
-print("| point selects, CPU µs per query | server | relay | sysbench | all |")
+print(f"| {label}, CPU µs per query | server | relay | sysbench | all |")
 print("|---|---:|---:|---:|---:|")
 print(f"| direct ({dq:.0f} q/s) | {d[0]:.1f} | {d[1]:.1f} | {d[2]:.1f} | {sum(d):.1f} |")
 print(f"| relay + cache ({rq:.0f} q/s) | {r[0]:.1f} | {r[1]:.1f} | {r[2]:.1f} | {sum(r):.1f} |")
-print(f"ceiling on these cores: direct CPU per query / cached CPU per query = {sum(d) / sum(r):.2f}x (measured {rq / dq:.2f}x)")
+print(f"ceiling on these cores: direct CPU per query / cached CPU per query = {sum(d) / sum(r):.2f}x (measured {rq / dq:.2f}x); with a relay that cost nothing, sysbench alone caps it at {sum(d) / (r[0] + r[2]):.2f}x")
 print()
 PY
+}
+ceiling "point selects" oltp_point_select
+ceiling "read-only" oltp_read_only --skip_trx=on
 echo "| workload | direct q/s | relay + cache q/s | ratio | hit ratio | server Com_select per query |"
 echo "|---|---:|---:|---:|---:|---:|"
 for t in oltp_point_select "oltp_point_select --db-ps-mode=auto" "oltp_read_only --skip_trx=on"; do
