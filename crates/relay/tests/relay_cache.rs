@@ -657,9 +657,7 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
         tasks.push(tokio::spawn(async move {
             let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(w);
             for _ in 0..rounds {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                step(&mut x);
                 let k = (x >> 33) % keys;
                 // One writer per key parity: each key's values only grow.
                 if k % 2 != w {
@@ -699,9 +697,7 @@ async fn no_read_is_older_than_a_write_acknowledged_before_it() {
             let mut violations = 0u64;
             let mut x = seed ^ (r + 100);
             for _ in 0..rounds {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                step(&mut x);
                 let k = (x >> 33) % keys;
                 let floor = acked[k as usize].load(SeqCst);
                 let from = if (x >> 20).is_multiple_of(2) {
@@ -758,9 +754,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
             let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
             let mut values = [0u64; 4];
             for _ in 0..rounds {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                step(&mut x);
                 let i = ((x >> 33) % 4) as usize;
                 values[i] += 1;
                 let (key, next) = (13 + i, values[i]);
@@ -794,9 +788,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
             let (mut violations, mut reads, mut oldest) = (0u64, 0u64, Duration::ZERO);
             let mut x = seed ^ (r + 100);
             while !done.load(SeqCst) {
-                x = x
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
+                step(&mut x);
                 let i = ((x >> 33) % 4) as usize;
                 let began = std::time::Instant::now();
                 let v: Option<u64> = c
@@ -985,7 +977,7 @@ async fn a_primary_killed_at_any_instant_leaves_no_read_older_than_the_lag_bound
     // Its own server: the others' tests are not to see it die. Health
     // checked often, so the restarted server is used again soon.
     static S: std::sync::OnceLock<sqlfleet_testkit::TestServer> = std::sync::OnceLock::new();
-    let srv: &'static _ = S.get_or_init(|| sqlfleet_testkit::server_with(&["max-connections=200"]));
+    let srv: &'static _ = S.get_or_init(|| sqlfleet_testkit::server_with(&[]));
     let rules = RULES.replace("health_interval = 3600", "health_interval = 0.25");
     let (relay, db) = setup_with(srv, &rules).await;
     let (seed, _) = campaign();

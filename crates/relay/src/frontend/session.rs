@@ -833,12 +833,9 @@ impl Session {
                 cmd
             }
         };
-        let rewritten = match plan.own_counts {
-            true => match self.st.own_counts(&cmd[1..], &fx) {
-                std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
-                std::borrow::Cow::Borrowed(_) => None,
-            },
-            false => None,
+        let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
+            std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
+            std::borrow::Cow::Borrowed(_) => None,
         };
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         // A connect-time variable read: the server's recorded reply, or

@@ -4,8 +4,7 @@
 //! (a connection held, the statement streamed, the journal and the cache
 //! on). `Session::query` carries it out in this order: the streamed rest
 //! read whole when the relay must see all of it, a recorded answer, the
-//! result cache, the server (with the relay's own counts written in, the
-//! reply digested for the journal). Table test in plan/tests.rs, a row per
+//! result cache, the server (the reply digested for the journal). Table test in plan/tests.rs, a row per
 //! rule.
 
 use crate::config::Mode;
@@ -37,11 +36,9 @@ pub(crate) struct StatementPlan {
     /// recorded reply may answer (`answers.rs`): only on a plain session
     /// in transaction mode, with no connection held.
     pub local: bool,
-    /// The statement reads ROW_COUNT() or FOUND_ROWS(), which the relay
-    /// writes in as the client's session has them (`own_counts`).
-    pub own_counts: bool,
-    /// A streamed statement is read whole first: the relay's answer or
-    /// rewrite needs all of its text.
+    /// A streamed statement is read whole first: the relay's answer, or
+    /// its own ROW_COUNT() / FOUND_ROWS() written in (`own_counts`), needs
+    /// all of its text.
     pub read_whole: bool,
     /// A cache rule may answer it (the key is looked up).
     pub cache: bool,
@@ -56,11 +53,11 @@ pub(crate) fn plan(text: &[u8], fx: &Effects, st: &ClientState, f: Facts) -> Sta
         && !f.held
         && st.is_plain()
         && (answers::is_session_set(fx) || answers::is_variable_read(text));
-    let own_counts = matches!(st.own_counts(text, fx), std::borrow::Cow::Owned(_));
+    // (The rewrite itself is made once, on the whole text, by the caller.)
+    let rewrites = || matches!(st.own_counts(text, fx), std::borrow::Cow::Owned(_));
     StatementPlan {
         local,
-        own_counts,
-        read_whole: f.streamed && (local || own_counts),
+        read_whole: f.streamed && (local || rewrites()),
         cache: f.caching && !local,
         digest: f.journal
             && (st.in_trans() || !st.autocommit() || journal::kind(text) == journal::Stmt::Begin),

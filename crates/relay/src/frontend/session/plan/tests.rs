@@ -68,7 +68,6 @@ struct Row {
 
 const PLAIN: StatementPlan = StatementPlan {
     local: false,
-    own_counts: false,
     read_whole: false,
     cache: false,
     digest: false,
@@ -196,14 +195,11 @@ const ROWS: &[Row] = &[
         want: PLAIN,
     },
     Row {
-        rule: "ROW_COUNT() is the client's own: written in by the relay",
+        rule: "a whole statement reading ROW_COUNT() is not read again",
         before: Before::Fresh,
         facts: NONE,
         sql: "SELECT ROW_COUNT()",
-        want: StatementPlan {
-            own_counts: true,
-            ..PLAIN
-        },
+        want: PLAIN,
     },
     Row {
         rule: "a streamed statement the relay writes its counts into is read whole",
@@ -214,7 +210,6 @@ const ROWS: &[Row] = &[
         },
         sql: "SELECT ROW_COUNT(), 'a long literal'",
         want: StatementPlan {
-            own_counts: true,
             read_whole: true,
             ..PLAIN
         },
