@@ -2,9 +2,16 @@
 //! talk to many servers once each (`query`): one TCP connection, the
 //! greeting read, TLS taken in the same handshake when the server offers
 //! it (`PREFERRED`) or required by the ssl-mode, then the login — and no
-//! query after it unless `--default-character-set` asks for one. The
-//! driver (`open.rs`) cannot take TLS "if offered" without a second
-//! handshake, which doubles the cost of a run on a plain fleet.
+//! query after it (the client's character set travels in the handshake,
+//! as the stock client sends it; only a set [`crate::charset`] does not
+//! know is set by `SET NAMES`). The driver (`open.rs`) cannot take TLS
+//! "if offered" without a second handshake, which doubles the cost of a
+//! run on a plain fleet.
+//!
+//! Every packet of the login is read from a buffer, so a greeting or an
+//! OK costs one read from the socket, not one for its header and one for
+//! its body: on a fleet of a thousand new connections these reads are a
+//! good part of the client's CPU.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
@@ -12,13 +19,11 @@ use std::time::Duration;
 use sqlfleet_wire::client::{Client, Duplex};
 use sqlfleet_wire::handshake::{self, Credential};
 use sqlfleet_wire::WireError;
+use tokio::io::{BufReader, BufStream};
 
 use crate::open::{client_io_error, ConnectError, Stage};
 use crate::resolve::{Endpoint, Target};
 use crate::tls::SslMode;
-
-/// utf8mb4_general_ci: the mysql client's default connection collation.
-const UTF8MB4: u8 = 45;
 
 /// What a query session asks of the server.
 const CAPS: u32 = handshake::MULTI_STATEMENTS
@@ -92,9 +97,20 @@ impl Target {
             ),
         };
         stage.store(Stage::Greeting as u8, Ordering::Relaxed);
-        let greeting = sqlfleet_wire::packet::read(&mut raw, 1 << 16)
-            .await
-            .map_err(|e| self.wire_failed(e))?;
+        let greeting = {
+            let mut r = BufReader::with_capacity(1024, &mut raw);
+            let g = sqlfleet_wire::packet::read(&mut r, 1 << 16)
+                .await
+                .map_err(|e| self.wire_failed(e))?;
+            // The server says nothing more until the client answers; bytes
+            // after the greeting would be lost with this buffer.
+            if !r.buffer().is_empty() {
+                return Err(self.wire_failed(WireError::Protocol(
+                    "the server sent more than its greeting before the login".into(),
+                )));
+            }
+            g
+        };
         let hello =
             handshake::parse_server_hello(&greeting.payload).map_err(|e| self.wire_failed(e))?;
         stage.store(Stage::Login as u8, Ordering::Relaxed);
@@ -120,7 +136,14 @@ impl Target {
             }
         };
         let caps = handshake::client_caps(&hello, CAPS, self.database.is_some(), tls);
-        let (mut stream, seq): (Box<dyn Duplex>, u8) = if tls {
+        let (collation, set_names) = match self.charset.as_deref() {
+            None => (crate::charset::UTF8MB4_GENERAL_CI, None),
+            Some(cs) => match crate::charset::handshake_collation(cs) {
+                Some(id) => (id, None),
+                None => (crate::charset::UTF8MB4_GENERAL_CI, Some(cs)),
+            },
+        };
+        let (stream, seq): (Box<dyn Duplex>, u8) = if tls {
             let connector = crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref())
                 .map_err(|e| {
                     self.failed(
@@ -140,7 +163,7 @@ impl Target {
                 Endpoint::Tcp { host, .. } => host.clone(),
                 Endpoint::Socket(_) => "localhost".into(),
             };
-            let t = crate::tls::start(raw, &connector, &host, caps, 0, UTF8MB4)
+            let t = crate::tls::start(raw, &connector, &host, caps, 0, collation)
                 .await
                 .map_err(|e| match e {
                     crate::tls::StartTlsError::Wire(e) => self.wire_failed(e),
@@ -154,6 +177,7 @@ impl Target {
         } else {
             (raw, 1)
         };
+        let mut stream = BufStream::new(stream);
         let password = self
             .secret()
             .map(|s| s.expose().to_string())
@@ -168,15 +192,15 @@ impl Target {
                 ext: 0,
                 user: &self.user,
                 cred: &cred,
-                collation: UTF8MB4,
+                collation,
                 database: self.database.as_deref(),
                 secure: tls,
             },
         )
         .await
         .map_err(|e| self.wire_failed(e))?;
-        let mut client = Client::new(stream, hello, caps, tls);
-        if let Some(cs) = &self.charset {
+        let mut client = Client::buffered(stream, hello, caps, tls);
+        if let Some(cs) = set_names {
             client
                 .execute(&format!("SET NAMES {cs}"))
                 .await
@@ -201,7 +225,12 @@ mod tests {
             let mut held = Vec::new();
             while let Ok((mut s, _)) = l.accept().await {
                 if greet {
-                    let hello = handshake::greeting("10.11.6-MariaDB", 7, &[1; 20], UTF8MB4);
+                    let hello = handshake::greeting(
+                        "10.11.6-MariaDB",
+                        7,
+                        &[1; 20],
+                        crate::charset::UTF8MB4_GENERAL_CI,
+                    );
                     let _ = sqlfleet_wire::packet::write(&mut s, 0, &hello).await;
                 }
                 held.push(s);

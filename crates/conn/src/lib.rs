@@ -8,6 +8,7 @@
 
 pub mod addr;
 mod args;
+pub mod charset;
 pub mod codes;
 mod dial;
 pub mod dsn;

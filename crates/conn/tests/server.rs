@@ -120,3 +120,92 @@ async fn fresh_databases_are_distinct_and_empty() {
         .expect("q");
     assert_eq!(n, Some(0));
 }
+
+/// The session a dialled login leaves, as one text value.
+async fn session_charsets(c: &mut sqlfleet_wire::client::Client) -> String {
+    let v = c
+        .column(
+            "SELECT CONCAT_WS(' ', @@character_set_client, @@character_set_connection, \
+             @@character_set_results, @@collation_connection)",
+        )
+        .await
+        .expect("session character sets");
+    v.into_iter().flatten().next().unwrap_or_default()
+}
+
+/// A login names its character set in the handshake (no `SET NAMES` after
+/// it, as the stock client does): every character set the server lets a
+/// client use, drawn from the server's own list, must either be in the
+/// handshake table with the server's own default collation id, and leave
+/// the session exactly as `SET NAMES` does, or go by `SET NAMES`.
+#[tokio::test]
+async fn every_client_character_set_leaves_the_session_as_set_names_does() {
+    let srv = sqlfleet_testkit::server();
+    let base = srv.target();
+    let mut c = base.dial(Duration::from_secs(5)).await.expect("dial");
+    let rows = c
+        .column(
+            "SELECT CONCAT(CHARACTER_SET_NAME, ' ', ID) FROM information_schema.COLLATIONS \
+             WHERE IS_DEFAULT = 'Yes' ORDER BY ID",
+        )
+        .await
+        .expect("collations");
+    let server: Vec<(String, u64)> = rows
+        .into_iter()
+        .flatten()
+        .filter_map(|r| {
+            let (n, id) = r.split_once(' ')?;
+            Some((n.to_string(), id.parse().ok()?))
+        })
+        .collect();
+    assert!(server.len() > 30, "the server's character sets: {server:?}");
+    for (name, id) in &server {
+        // Can a client use it? The server says (ucs2, utf16, utf32 no).
+        let usable = c.execute(&format!("SET NAMES {name}")).await.is_ok();
+        c.execute("SET NAMES utf8mb4")
+            .await
+            .expect("back to utf8mb4");
+        let ours = sqlfleet_conn::charset::handshake_collation(name);
+        if !usable {
+            assert_eq!(ours, None, "{name}: the server refuses it as a client set");
+            continue;
+        }
+        assert_eq!(
+            ours.map(u64::from),
+            Some(*id),
+            "{name}: the handshake table against the server's default collation"
+        );
+        let mut by_handshake = base.clone();
+        by_handshake.charset = Some(name.clone());
+        let mut h = by_handshake
+            .dial(Duration::from_secs(5))
+            .await
+            .expect("dial with the set in the handshake");
+        let mut s = base.dial(Duration::from_secs(5)).await.expect("dial");
+        s.execute(&format!("SET NAMES {name}"))
+            .await
+            .expect("SET NAMES");
+        assert_eq!(
+            session_charsets(&mut h).await,
+            session_charsets(&mut s).await,
+            "{name}"
+        );
+        h.quit().await;
+        s.quit().await;
+    }
+    // Every row of the table is a set the server has, under that id.
+    for (name, id) in sqlfleet_conn::charset::HANDSHAKE_COLLATIONS {
+        assert!(
+            server
+                .iter()
+                .any(|(n, i)| n == name && *i == u64::from(*id)),
+            "{name} {id} is not the server's"
+        );
+    }
+    // utf8, utf8mb3's old name, goes in the handshake as utf8mb3.
+    let mut old = base.clone();
+    old.charset = Some("utf8".into());
+    let mut o = old.dial(Duration::from_secs(5)).await.expect("dial utf8");
+    assert!(session_charsets(&mut o).await.starts_with("utf8mb3 "));
+    c.quit().await;
+}

@@ -401,7 +401,7 @@ async fn statements(
     // Each database runs on its own: a failure in one (USE, a statement) is
     // reported for it and the next one still runs.
     let mut per_db: Vec<DatabaseStatus> = Vec::new();
-    for db in &dbs {
+    for (d_at, db) in dbs.iter().enumerate() {
         let before = total;
         let mut db_result: (State, Option<String>) = (State::Ok, None);
         // Result sets of this host (and database), numbered from 0 over
@@ -422,7 +422,9 @@ async fn statements(
                 continue;
             }
         }
-        for stmt in &opts.statements {
+        for (s_at, stmt) in opts.statements.iter().enumerate() {
+            // The connection's last command takes its COM_QUIT along.
+            let last = d_at + 1 == dbs.len() && s_at + 1 == opts.statements.len();
             let limit = statement_limit(opts.query_timeout, deadline);
             let sql = bounded(stmt, limit, mariadb);
             let id = conn.id();
@@ -434,6 +436,7 @@ async fn statements(
                     db: db.as_deref(),
                     tx,
                     mode: opts.mode,
+                    last,
                 },
                 &mut outcome,
                 &mut sets,
@@ -674,6 +677,8 @@ struct Dest<'a> {
     db: Option<&'a str>,
     tx: &'a mpsc::Sender<Event>,
     mode: Mode,
+    /// The connection's last statement ([`Client::query_last`]).
+    last: bool,
 }
 
 async fn run_statement(
@@ -683,8 +688,18 @@ async fn run_statement(
     outcome: &mut Outcome,
     sets: &mut usize,
 ) -> Result<u64, WireError> {
-    let Dest { addr, db, tx, mode } = to;
-    conn.query(sql).await?;
+    let Dest {
+        addr,
+        db,
+        tx,
+        mode,
+        last,
+    } = to;
+    if last {
+        conn.query_last(sql).await?;
+    } else {
+        conn.query(sql).await?;
+    }
     // The number of the result set being read (each new one takes the
     // next number of the host's output).
     let mut current = *sets;

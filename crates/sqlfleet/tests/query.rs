@@ -903,6 +903,73 @@ fn connections(srv: &TestServer) -> u64 {
     })
 }
 
+fn global_status(srv: &TestServer, name: &str) -> u64 {
+    tokio::runtime::Runtime::new().expect("rt").block_on(async {
+        let mut c = srv
+            .target()
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("connect");
+        let v: Option<(String, u64)> = c
+            .query_first(format!("SHOW GLOBAL STATUS LIKE '{name}'"))
+            .await
+            .expect("status");
+        let _ = c.disconnect().await;
+        v.expect(name).1
+    })
+}
+
+/// What a host costs the server: one login with the character set in its
+/// handshake (no `SET NAMES` after it: the session's own count of SET
+/// statements is 0 when the statement runs), the statements, and a
+/// COM_QUIT the server reads (it goes with the last statement): no
+/// connection the server counts as aborted, over TLS or plain, with one
+/// statement or two, in one database or several.
+#[test]
+fn a_host_costs_one_login_no_set_names_and_a_quit_the_server_reads() {
+    let srv = tls_server();
+    let host = addr(srv.sandbox.meta.primary().port);
+    let aborted = global_status(srv, "Aborted_clients");
+    let session = "SELECT @@character_set_client, @@collation_connection, \
+        (SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS \
+         WHERE VARIABLE_NAME = 'COM_SET_OPTION')";
+    let two = format!("{session}; SELECT 2");
+    for mode in ["DISABLED", "PREFERRED"] {
+        for (sql, extra) in [
+            (session, &[][..]),
+            (two.as_str(), &[][..]),
+            (session, &["-B", "mysql,information_schema"][..]),
+            (session, &["--default-character-set", "latin1"][..]),
+        ] {
+            let mut args = vec!["--hosts", &host, "--ssl-mode", mode, "-e", sql];
+            args.extend_from_slice(extra);
+            let o = query(srv, &args);
+            assert_eq!(o.status.code(), Some(0), "{mode} {extra:?}: {}", stderr(&o));
+            let out = stdout(&o);
+            let want = if extra.contains(&"latin1") {
+                "\tlatin1\tlatin1_swedish_ci\t0"
+            } else {
+                "\tutf8mb4\tutf8mb4_general_ci\t0"
+            };
+            assert!(
+                out.lines().next().is_some_and(|l| l.ends_with(want)),
+                "{mode} {extra:?}: {out}"
+            );
+        }
+    }
+    // The server notes an abort when it reads its end of a connection the
+    // client closed without COM_QUIT; give it the time to.
+    let mut now = global_status(srv, "Aborted_clients");
+    for _ in 0..10 {
+        if now != aborted {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        now = global_status(srv, "Aborted_clients");
+    }
+    assert_eq!(now, aborted, "connections the server counted as aborted");
+}
+
 /// The default ssl-mode (PREFERRED) takes TLS where the server offers it
 /// and plain where it does not — in one handshake each: the server counts
 /// one connection per host and run, not two.

@@ -70,6 +70,19 @@ pub async fn write<W: AsyncWrite + Unpin>(
 pub async fn write_with<W: AsyncWrite + Unpin>(
     w: &mut W,
     buf: &mut Vec<u8>,
+    seq: u8,
+    payload: &[u8],
+) -> Result<u8, WireError> {
+    let seq = frame_into(w, buf, seq, payload).await?;
+    w.flush().await?;
+    Ok(seq)
+}
+
+/// [`write_with`] without the flush: for a writer that buffers (a
+/// `BufWriter`), several packets then leave in one write.
+pub async fn frame_into<W: AsyncWrite + Unpin>(
+    w: &mut W,
+    buf: &mut Vec<u8>,
     mut seq: u8,
     payload: &[u8],
 ) -> Result<u8, WireError> {
@@ -87,7 +100,6 @@ pub async fn write_with<W: AsyncWrite + Unpin>(
             break;
         }
     }
-    w.flush().await?;
     Ok(seq)
 }
 
