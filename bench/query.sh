@@ -29,23 +29,35 @@ now() { date +%s.%N; }
 "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" >/dev/null 2>&1 || true
 
 RUNS="${RUNS:-10}"
+# The server's own CPU so far (every login and query of the runs).
+srv_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$SPID/stat"; }
 # median_of ARGS...: "median min max" of the process's wall time over $RUNS
-# runs (each from start to exit); rows in $WORK/sf.out.
+# runs (each from start to exit), then the medians of sqlfleet's CPU
+# (user + system, from getrusage) and of the server's CPU per run; rows in
+# $WORK/sf.out.
 median_of() {
-  local t t0 all=""
+  local t t0 s0 all="" cli="" srv=""
   for _ in $(seq "$RUNS"); do
+    s0=$(srv_cpu)
     t0=$(now)
-    "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" "$@" -e "$Q" > "$WORK/sf.out" 2>"$WORK/sf.err"
+    /usr/bin/time -f "%U %S" -o "$WORK/cpu1" "${IN[@]}" "$SQLFLEET" query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" "$@" -e "$Q" > "$WORK/sf.out" 2>"$WORK/sf.err"
     t=$(secs "$t0" "$(now)")
     all="$all $t"
+    cli="$cli $(awk '{print $(NF-1) + $NF}' "$WORK/cpu1")"
+    srv="$srv $(secs "$s0" "$(srv_cpu)")"
   done
-  python3 -c "import statistics as s; v=[float(x) for x in '$all'.split()]; print(f'{s.median(v):.3f} {min(v):.3f} {max(v):.3f}')"
+  python3 -c "
+import statistics as s
+v=[float(x) for x in '$all'.split()]
+c=[float(x) for x in '$cli'.split()]
+r=[float(x) for x in '$srv'.split()]
+print(f'{s.median(v):.3f} {min(v):.3f} {max(v):.3f} {s.median(c):.3f} {s.median(r):.3f}')"
 }
 echo "== sqlfleet query on $N endpoints, defaults (ssl-mode PREFERRED, --threads 256), $RUNS runs"
-read -r T_DEF T_DEF_MIN T_DEF_MAX < <(median_of)
+read -r T_DEF T_DEF_MIN T_DEF_MAX CLI_MED SRV_MED < <(median_of)
 ROWS_DEF=$(wc -l < "$WORK/sf.out")
 echo "== sqlfleet query --ssl-mode DISABLED --threads 64, $RUNS runs"
-read -r T_TUNED T_TUNED_MIN T_TUNED_MAX < <(median_of --ssl-mode DISABLED --threads 64)
+read -r T_TUNED T_TUNED_MIN T_TUNED_MAX CLI_TUNED SRV_TUNED < <(median_of --ssl-mode DISABLED --threads 64)
 ROWS_TUNED=$(wc -l < "$WORK/sf.out")
 
 echo "== xargs -P 64 mariadb on $N endpoints"
@@ -65,7 +77,6 @@ T_RUN=$(grep -o 'in [0-9.]*s' "$WORK/sf.err" | head -1 | tr -dc '0-9.')
 # The server's own CPU for one run (every login and query of it): on a
 # machine where it had every core to itself, a run could not take less than
 # that divided by the cores.
-srv_cpu() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$SPID/stat"; }
 sc0=$(srv_cpu)
 /usr/bin/time -f "%U %S" -o "$WORK/cpu" "${IN[@]}" "$SQLFLEET" -v query --defaults-file="$CNF" --hosts-file "$WORK/hosts.txt" -e "$Q" \
   --status-json "$WORK/status.json" > /dev/null 2>"$WORK/sf-v.err"
@@ -91,4 +102,5 @@ echo "breakdown (defaults): process start and exit $T_START s; connects + querie
 echo "inside the command: $TIMING"
 echo "server side: one run cost the server $SRV_CPU s of CPU (logins, queries, disconnects of $N hosts): a floor of $(python3 -c "print(f'{$SRV_CPU / $CORES:.3f}')") s with all $CORES cores given to the server; sqlfleet query with defaults is $(python3 -c "print(f'{$T_DEF / ($SRV_CPU / $CORES):.2f}')")x that floor"
 echo "client side: the same run cost sqlfleet $CLI_CPU s of CPU; server + client on this machine's $CORES cores: a floor of $(python3 -c "print(f'{($SRV_CPU + $CLI_CPU) / $CORES:.3f}')") s"
+echo "CPU per run, medians of $RUNS: defaults: sqlfleet $CLI_MED s, the server $SRV_MED s; --ssl-mode DISABLED --threads 64: sqlfleet $CLI_TUNED s, the server $SRV_TUNED s (getrusage and /proc in 10 ms ticks)"
 python3 -c "print(f'\nspeed-up vs xargs: {$T_X / $T_DEF:.1f}x with defaults, {$T_X / $T_TUNED:.1f}x tuned; sqlfleet peak RSS for $((N * 10)) endpoints (defaults): {$RSS / 1024:.1f} MiB ($OK10)')"

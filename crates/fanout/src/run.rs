@@ -214,6 +214,8 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
     let started = Instant::now();
     let deadline = opts.deadline.map(|d| started + d);
     let (tx, rx) = mpsc::channel::<Event>(64);
+    let (batches, to_writer) = mpsc::channel::<Vec<Event>>(2);
+    tokio::spawn(batch_events(rx, batches));
     let writer = tokio::task::spawn_blocking({
         let fmt = opts.format;
         let header = opts.header;
@@ -234,7 +236,7 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
                 })
                 .collect(),
         };
-        move || write_output(rx, out, fmt, header, mode, with_db, tags)
+        move || write_output(to_writer, out, fmt, header, mode, with_db, tags)
     });
     let sem = Arc::new(Semaphore::new(opts.parallel.max(1)));
     let opts = Arc::new(opts);
@@ -323,6 +325,29 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         timing: Timing::of(&statuses, spawned, &ends),
         statuses,
     })
+}
+
+/// Hands the hosts' events to the writer thread in batches: what has
+/// arrived by the time this task runs again goes in one hand-over, so the
+/// writer thread wakes once per batch, not once per host (on a thousand
+/// hosts of one row each, those wake-ups were a tenth of the client's CPU).
+async fn batch_events(mut rx: mpsc::Receiver<Event>, to_writer: mpsc::Sender<Vec<Event>>) {
+    const BATCH: usize = 64;
+    while let Some(ev) = rx.recv().await {
+        let mut batch = Vec::with_capacity(BATCH);
+        batch.push(ev);
+        // Let the hosts that are ready run first: their events join this batch.
+        tokio::task::yield_now().await;
+        while batch.len() < BATCH {
+            match rx.try_recv() {
+                Ok(ev) => batch.push(ev),
+                Err(_) => break,
+            }
+        }
+        if to_writer.send(batch).await.is_err() {
+            return;
+        }
+    }
 }
 
 fn interrupted(opts: &QueryOptions) -> bool {
@@ -778,7 +803,7 @@ impl Tags {
 }
 
 fn write_output(
-    mut rx: mpsc::Receiver<Event>,
+    mut rx: mpsc::Receiver<Vec<Event>>,
     out: Box<dyn Write + Send>,
     fmt: Format,
     header: bool,
@@ -794,64 +819,66 @@ fn write_output(
     // Table format: one table per column set, in order of first appearance,
     // with which columns hold numbers.
     let mut tables: Vec<TableBlock> = Vec::new();
-    while let Some(ev) = rx.blocking_recv() {
-        match ev {
-            Event::Rows {
-                host,
-                db,
-                columns,
-                kinds,
-                set,
-                rows,
-            } => {
-                if fmt == Format::Table {
-                    let mut cols = vec!["host".to_string()];
-                    cols.extend(tags.names.iter().cloned());
-                    if with_db {
-                        cols.push("database".into());
-                    }
-                    cols.extend(columns.iter().cloned());
-                    let i = match tables.iter().position(|(c, _, _)| *c == cols) {
-                        Some(i) => i,
-                        None => {
-                            let mut right = vec![false; cols.len() - columns.len()];
-                            right.extend(kinds.iter().map(|k| k.is_number()));
-                            tables.push((cols, right, Vec::new()));
-                            tables.len() - 1
-                        }
-                    };
-                    for r in rows {
-                        let mut cells = vec![host.clone()];
-                        cells.extend(tags.of(&host).iter().cloned());
+    while let Some(batch) = rx.blocking_recv() {
+        for ev in batch {
+            match ev {
+                Event::Rows {
+                    host,
+                    db,
+                    columns,
+                    kinds,
+                    set,
+                    rows,
+                } => {
+                    if fmt == Format::Table {
+                        let mut cols = vec!["host".to_string()];
+                        cols.extend(tags.names.iter().cloned());
                         if with_db {
-                            cells.push(db.clone().unwrap_or_default());
+                            cols.push("database".into());
                         }
-                        cells.extend(r.iter().map(output::display));
-                        tables[i].2.push(cells);
+                        cols.extend(columns.iter().cloned());
+                        let i = match tables.iter().position(|(c, _, _)| *c == cols) {
+                            Some(i) => i,
+                            None => {
+                                let mut right = vec![false; cols.len() - columns.len()];
+                                right.extend(kinds.iter().map(|k| k.is_number()));
+                                tables.push((cols, right, Vec::new()));
+                                tables.len() - 1
+                            }
+                        };
+                        for r in rows {
+                            let mut cells = vec![host.clone()];
+                            cells.extend(tags.of(&host).iter().cloned());
+                            if with_db {
+                                cells.push(db.clone().unwrap_or_default());
+                            }
+                            cells.extend(r.iter().map(output::display));
+                            tables[i].2.push(cells);
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                if header && last_columns.as_deref() != Some(&*columns) {
-                    if let Some(h) = output::header(fmt, with_db, &tags.names, &columns) {
-                        writeln!(out, "{h}")?;
+                    if header && last_columns.as_deref() != Some(&*columns) {
+                        if let Some(h) = output::header(fmt, with_db, &tags.names, &columns) {
+                            writeln!(out, "{h}")?;
+                        }
+                        last_columns = Some(columns.clone());
                     }
-                    last_columns = Some(columns.clone());
+                    output::write_rows(
+                        &mut out,
+                        fmt,
+                        output::Block {
+                            host: &host,
+                            tags: (&tags.names, tags.of(&host)),
+                            db: db.as_deref(),
+                            columns: &columns,
+                            kinds: &kinds,
+                            set,
+                        },
+                        &rows,
+                    )?;
                 }
-                output::write_rows(
-                    &mut out,
-                    fmt,
-                    output::Block {
-                        host: &host,
-                        tags: (&tags.names, tags.of(&host)),
-                        db: db.as_deref(),
-                        columns: &columns,
-                        kinds: &kinds,
-                        set,
-                    },
-                    &rows,
-                )?;
+                Event::Outcome { host, outcome } => outcomes.push((host, outcome)),
             }
-            Event::Outcome { host, outcome } => outcomes.push((host, outcome)),
         }
     }
     outcomes.sort_by(|a, b| a.0.cmp(&b.0));
