@@ -51,18 +51,7 @@ mk_sb() {  # $1 port -> config file
   printf 'mysql-host=127.0.0.1\nmysql-port=%s\nmysql-user=root\nmysql-password=%s\nmysql-db=sbtest\nmysql-ssl=off\n' "$1" "$(cat "$PWFILE")" > "$WORK/sb$1"
   chmod 600 "$WORK/sb$1"; echo "$WORK/sb$1"
 }
-binary_of() {  # $1 revision -> path of its release binary
-  local rev dir
-  rev=$(git rev-parse --short "$1")
-  dir="$SQLFLEET_TARGET/sqlfleet-base-$rev"
-  if [ ! -x "$dir/target/release/sqlfleet" ]; then
-    rm -rf "$dir"
-    git worktree add --detach "$dir/src" "$rev" >/dev/null 2>&1 || git worktree add --force --detach "$dir/src" "$rev" >/dev/null
-    (cd "$dir/src" && CARGO_TARGET_DIR="$dir/target" cargo build --release --quiet)
-    git worktree remove --force "$dir/src" >/dev/null 2>&1 || true
-  fi
-  echo "$dir/target/release/sqlfleet"
-}
+source bench/binary_of.sh
 
 # cache_relay_toml FILE RELAY_PORT METRICS_PORT MAX_BYTES RULE REGEX: a
 # relay config in front of the sandbox (transaction mode, the shared root
