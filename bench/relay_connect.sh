@@ -59,19 +59,50 @@ if clients and float(clients.group(1)) > 0:
     print(f"| relay: its CPU per client connection (login + queries, /proc) | - | {relay_cpu / float(clients.group(1)) * 1e6:.0f} |")
 print(f"| queries/s | {d['qps']['mean']:.0f} | {v['qps']['mean']:.0f} |")
 PY
-# The server's CPU per client connection, each target measured alone.
+# CPU per client connection of every process, each target measured alone:
+# the client (bench pool, getrusage), the server and the relay (/proc).
 SPID=$(cat "$SQLFLEET_HOME/sandboxes/$NAME/node1/mariadbd.pid")
-server_cpu() {  # DSN -> µs of server CPU per client connection
-  local c0 c1
-  c0=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
-  "$SQLFLEET" bench pool --dsn "$1" --queries-per-connection 1 --rows 1 --columns 1 \
+RPID=${PIDS[-1]}
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+alone() {  # DSN -> "client server relay" µs of CPU per client connection
+  local s0 s1 r0 r1
+  s0=$(ticks "$SPID"); r0=$(ticks "$RPID")
+  /usr/bin/time -f "%U %S" -o "$WORK/client-cpu" "$SQLFLEET" bench pool --dsn "$1" \
+    --queries-per-connection 1 --rows 1 --columns 1 \
     --threads "$CLIENTS" --samples 3 --out "$WORK/alone" >/dev/null 2>&1
-  c1=$(awk '{print $14 + $15}' "/proc/$SPID/stat")
-  python3 - "$WORK/alone/results.json" "$((c1 - c0))" "$(getconf CLK_TCK)" <<'PY'
+  s1=$(ticks "$SPID"); r1=$(ticks "$RPID")
+  python3 - "$WORK/alone/results.json" "$((s1 - s0))" "$((r1 - r0))" "$(getconf CLK_TCK)" "$WORK/client-cpu" <<'PY'
 import json, sys
 cell = json.load(open(sys.argv[1]))["pool"][0]
-print(f"{int(sys.argv[2]) / int(sys.argv[3]) / cell['connections'] * 1e6:.0f}")
+hz, n = int(sys.argv[4]), cell["connections"]
+client = sum(float(x) for x in open(sys.argv[5]).read().split()[-2:])
+print(f"{client / n * 1e6:.0f} {int(sys.argv[2]) / hz / n * 1e6:.0f} {int(sys.argv[3]) / hz / n * 1e6:.0f}")
 PY
 }
 PW_ENC=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read().strip(), safe=""))' "$PWFILE")
-echo "| server: its CPU per client connection, target alone (/proc) | $(server_cpu "mysql://root:$PW_ENC@127.0.0.1:$PORT/?ssl-mode=DISABLED") | $(server_cpu "mysql://root:$PW_ENC@127.0.0.1:$RP/?ssl-mode=DISABLED") |"
+read -r DC DS _ < <(alone "mysql://root:$PW_ENC@127.0.0.1:$PORT/?ssl-mode=DISABLED")
+read -r VC VS VR < <(alone "mysql://root:$PW_ENC@127.0.0.1:$RP/?ssl-mode=DISABLED")
+echo "| server: its CPU per client connection, target alone (/proc) | $DS | $VS |"
+echo "| client (bench pool): its CPU per connection, target alone (getrusage) | $DC | $VC |"
+echo "| relay: its CPU per client connection, target alone (/proc) | - | $VR |"
+echo "| every process: CPU per connection | $((DC + DS)) | $((VC + VS + VR)) |"
+# On a machine where the CPU is what limits (these 2 cores, all three
+# processes on them), the rate through the relay can be at most the ratio
+# of the CPU each connection costs; what the relay's user space could give
+# back is its share outside the kernel (perf, below).
+echo "ceiling of relay/direct with the CPU as the limit: $(python3 -c "print(f'{($DC + $DS) / ($VC + $VS + $VR):.2f}')")x"
+if command -v perf >/dev/null 2>&1; then
+  ( "$SQLFLEET" bench pool --dsn "mysql://root:$PW_ENC@127.0.0.1:$RP/?ssl-mode=DISABLED" \
+      --queries-per-connection 1 --rows 1 --columns 1 --threads "$CLIENTS" --samples 3 \
+      --out "$WORK/perf-run" >/dev/null 2>&1 ) &
+  LOAD=$!
+  sleep 2
+  perf record -q -g -p "$RPID" -o "$WORK/perf.data" -- sleep 3 >/dev/null 2>&1 || true
+  wait "$LOAD"
+  KSHARE=$(perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null \
+    | awk '/kernel/ {gsub("%", "", $1); print $1}')
+  echo "relay's CPU in the kernel (perf): ${KSHARE}%; the relay's system calls by share:"
+  perf report -i "$WORK/perf.data" --children --sort sym --stdio -g none 2>/dev/null \
+    | grep -E '^ +[0-9]' | grep -E '\[k\] __x64_sys_[a-z_0-9]+$' | head -8
+  echo "ceiling with the relay's user space at zero: $(python3 -c "print(f'{($DC + $DS) / ($VC + $VS + $VR * ${KSHARE:-100} / 100):.2f}')")x"
+fi
