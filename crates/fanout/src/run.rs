@@ -257,7 +257,10 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
                         0,
                     );
                 }
-                host_work(&opts, &h, &tx, deadline).await
+                // Boxed: a host's work is a few KiB of state, held only
+                // while it runs (at most --threads at once), not by every
+                // task from the start (a page touched per host otherwise).
+                Box::pin(host_work(&opts, &h, &tx, deadline)).await
             };
             let r = match deadline {
                 Some(d) => match tokio::time::timeout_at(d.into(), work).await {
