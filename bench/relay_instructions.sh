@@ -10,9 +10,11 @@
 # client's whole connection instead: login, one query, quit. Note: callgrind counts each byte of a `rep
 # movsb` copy as an instruction, which makes memcpy look dearer than it is.
 #
-# Usage: bench/relay_instructions.sh [EVENTS] [REV...]
+# Usage: [TOP=N] bench/relay_instructions.sh [EVENTS] [REV...]
 #   EVENTS sysbench transactions per workload (default 1000); each REV is
 #   an earlier revision to count too (built once, beside the target dir).
+#   TOP=N: after the table, this build's N costliest functions per point
+#   select, own code only, and who calls memcpy (bench/callgrind_self.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 EVENTS="${1:-1000}"
@@ -61,6 +63,10 @@ count() {
   callgrind_control -z "$pid" >/dev/null 2>&1
   queries=$(sb "$EVENTS" "$@")
   total=$(stop_counted)
+  if [ -n "${TOP:-}" ] && [ "$bin" = "$SQLFLEET" ] && [ "$workload" = oltp_point_select ] && [ $# -eq 0 ]; then
+    cp "$(ls -S "$out".*.* | head -1)" "$WORK/top.cg"
+    echo "$queries" > "$WORK/top.units"
+  fi
   echo $((total / queries))
 }
 
@@ -110,3 +116,8 @@ for b in "${BINS[@]}"; do
   printf ' %s |' "$(count_connect "$b")"
 done
 printf '\n'
+if [ -n "${TOP:-}" ] && [ -f "$WORK/top.cg" ]; then
+  echo
+  echo "== this build, oltp_point_select: where the user-space instructions go"
+  python3 bench/callgrind_self.py "$WORK/top.cg" "$(cat "$WORK/top.units")" "$TOP"
+fi
