@@ -28,8 +28,28 @@ use crate::protocol::sql::Setting;
 use crate::protocol::stmt::BackendStmts;
 use crate::protocol::track::TrackView;
 
-/// A backend connection with what the relay knows of its session.
-pub struct BackendConn {
+/// A backend connection with what the relay knows of its session, held in
+/// a box: it moves between the pool and a session on every statement of
+/// transaction pooling, and as a box that is 8 bytes, not the whole
+/// connection (its stream, buffers and state: the largest part of the
+/// relay's user-space copying before, see docs/benchmarks.md).
+pub struct BackendConn(Box<ConnParts>);
+
+impl std::ops::Deref for BackendConn {
+    type Target = ConnParts;
+    fn deref(&self) -> &ConnParts {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for BackendConn {
+    fn deref_mut(&mut self) -> &mut ConnParts {
+        &mut self.0
+    }
+}
+
+/// What a [`BackendConn`] holds.
+pub struct ConnParts {
     pub io: PacketIo<AnyStream>,
     pub(in crate::backend) shape: Shape,
     /// Capabilities in effect on this connection.
@@ -794,7 +814,7 @@ impl Pool {
                 };
                 let tracking = crate::backend::dial::track_sessions(&mut l, caps).await;
                 let now = Instant::now();
-                Ok(BackendConn {
+                Ok(BackendConn(Box::new(ConnParts {
                     thread_id: l.hello.connection_id,
                     last_insert_id: 0,
                     diagnostics_dirty: false,
@@ -816,7 +836,7 @@ impl Pool {
                     idle_since: now,
                     _slot: slot,
                     held: None,
-                })
+                })))
             }
             Err(e) => {
                 self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
