@@ -138,7 +138,7 @@ impl Target {
         let caps = handshake::client_caps(&hello, CAPS, self.database.is_some(), tls);
         let (collation, set_names) = match self.charset.as_deref() {
             None => (crate::charset::UTF8MB4_GENERAL_CI, None),
-            Some(cs) => match crate::charset::handshake_collation(cs) {
+            Some(cs) => match crate::charset::handshake_collation(cs, &hello.version) {
                 Some(id) => (id, None),
                 None => (crate::charset::UTF8MB4_GENERAL_CI, Some(cs)),
             },

@@ -278,8 +278,8 @@ impl Client {
     /// call per host); TLS says close_notify first.
     pub async fn quit(mut self) {
         if self.phase == Phase::Idle && !self.quit_sent {
+            // (packet::write flushes.)
             let _ = packet::write(&mut self.io, 0, &[COM_QUIT]).await;
-            let _ = self.io.flush().await;
         }
         if self.tls {
             let _ = self.io.shutdown().await;

@@ -4,8 +4,8 @@
 //! (a connection held, the statement streamed, the journal and the cache
 //! on). `Session::query` carries it out in this order: the streamed rest
 //! read whole when the relay must see all of it, a recorded answer, the
-//! result cache, the server (the reply digested for the journal). Table test in plan/tests.rs, a row per
-//! rule.
+//! result cache, the server (the reply digested for the journal). Table
+//! test in plan/tests.rs, a row per rule.
 
 use crate::config::Mode;
 use crate::frontend::answers;
