@@ -77,7 +77,10 @@ pub async fn apply_chunk(
         return ChunkEnd::Failed;
     }
     let t0 = std::time::Instant::now();
-    let r = apply_batch(a, live, true, !alone).await;
+    let r = match mark_nontx(a, live, alone).await {
+        Ok(()) => apply_batch(a, live, true, alone).await,
+        Err(e) => Err(e),
+    };
     tracing::debug!(
         jobs = live.len(),
         micros = t0.elapsed().as_micros() as u64,
@@ -130,7 +133,7 @@ pub async fn apply_chunk(
                     end = ChunkEnd::Lost;
                     continue;
                 };
-                match apply_batch(a, std::slice::from_ref(j), false, true).await {
+                match apply_batch(a, std::slice::from_ref(j), false, false).await {
                     Ok(()) => reply(j, Outcome::Applied),
                     Err(ApplyError::Sql {
                         error, statement, ..
@@ -150,6 +153,23 @@ pub async fn apply_chunk(
     }
 }
 
+/// A chunk writing tables a ROLLBACK does not undo is marked as started
+/// on the target first (autocommitted): a crash before its commit then
+/// stops its stream on the next run rather than apply it twice
+/// (position.rs, `replicate_nontx`).
+async fn mark_nontx(a: &mut Applier, live: &[Job], alone: bool) -> Result<(), ApplyError> {
+    if !alone {
+        return Ok(());
+    }
+    for j in live {
+        a.book(&j.source)
+            .mark_nontx(&j.stream, &j.txn.gtid, &j.txn.first)
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "REPLACE INTO sqlfleet.replicate_nontx"))?;
+    }
+    Ok(())
+}
+
 pub fn reply(j: &Job, outcome: Outcome) {
     let _ = j.reply.send(Done {
         generation: j.generation,
@@ -162,22 +182,25 @@ pub fn reply(j: &Job, outcome: Outcome) {
 }
 
 /// Applies jobs in one target transaction with their positions; retries
-/// deadlocks and lock wait timeouts.
+/// deadlocks and lock wait timeouts, unless the jobs write tables a
+/// ROLLBACK does not undo (`alone`: a retry would write them twice).
 async fn apply_batch(
     a: &mut Applier,
     jobs: &[Job],
     one_trip: bool,
-    retry: bool,
+    alone: bool,
 ) -> Result<(), ApplyError> {
     let mut tries = 0;
     loop {
         let r = if one_trip {
-            try_batch_one_trip(a, jobs).await
+            try_batch_one_trip(a, jobs, alone).await
         } else {
             try_batch(a, jobs).await
         };
         match &r {
-            Err(ApplyError::Sql { code, .. }) if retry && RETRYABLE.contains(code) && tries < 5 => {
+            Err(ApplyError::Sql { code, .. })
+                if !alone && RETRYABLE.contains(code) && tries < 5 =>
+            {
                 let _ = a.run("ROLLBACK").await;
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(50 << tries)).await;
@@ -199,7 +222,7 @@ async fn apply_batch(
 /// protocol otherwise). On an error the server stops at the failing
 /// statement (the COMMIT never runs); the caller rolls back and finds the
 /// culprit statement by statement ([`try_batch`]).
-async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
+async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job], alone: bool) -> Result<(), ApplyError> {
     if let Some(f) = jobs.first().map(|j| &j.format) {
         if jobs.iter().all(|j| j.format == *f) {
             a.prime(f).await?;
@@ -222,6 +245,12 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyEr
         if i == last {
             // Rows and positions sent, the transaction open on the target.
             sqlfleet_faults::point!("replicate::batch_before_commit");
+            if alone {
+                // The same instant in a chunk that writes tables a
+                // ROLLBACK does not undo (its own name: a test arms it
+                // without touching other runs' chunks).
+                sqlfleet_faults::point!("replicate::nontx_before_commit");
+            }
         }
         a.run_query(q).await?;
     }

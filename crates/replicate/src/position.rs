@@ -10,6 +10,14 @@
 //! - `replicate_ddl (source)`: a standalone statement (DDL) started but
 //!   not yet recorded; after a crash it is re-run, and "already done"
 //!   errors are taken as done (DDL cannot commit with a position).
+//! - `replicate_nontx (source, stream)`: the last transaction of a stream
+//!   that writes a table a ROLLBACK does not undo (MyISAM, Aria ...),
+//!   marked when it starts. When a run finds its mark and no position
+//!   covering it, the target stopped (a crash, a lost connection) between
+//!   its writes and its commit: part or all of it may be there, so the
+//!   stream stops naming it instead of applying it a second time, until
+//!   `replicate skip` (it is there) or `replicate retry` (it is not; any
+//!   retry recorded after the mark) says which.
 //! - `replicate_skip (source, gtid)`: transactions `replicate skip` told
 //!   us to pass over, kept as the record that they were.
 //! - `replicate_error (source, stream)`: the error a stopped stream hit.
@@ -42,6 +50,10 @@ const DDL: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_ddl (
         source VARCHAR(64) NOT NULL PRIMARY KEY, gtid VARCHAR(64) NOT NULL,
         statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_nontx (
+        source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL, gtid VARCHAR(64) NOT NULL,
+        statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (source, stream)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_skip (
         source VARCHAR(64) NOT NULL, gtid VARCHAR(64) NOT NULL,
         reason VARCHAR(255) NOT NULL DEFAULT '', at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -82,6 +94,10 @@ pub struct Stored {
     /// The temporary tables each source session (pseudo thread id) had
     /// open on the target when its last transaction committed.
     pub temp: TempTables,
+    /// Per stream, a transaction writing tables a ROLLBACK does not undo
+    /// that was started and neither recorded nor retried since: whether
+    /// it is on the target is unknown (see the module doc).
+    pub unsure: BTreeMap<String, Gtid>,
 }
 
 /// Per source session (pseudo thread id): its temporary tables, as
@@ -303,6 +319,25 @@ impl Book<'_> {
             )
             .await?;
         s.ddl = ddl.and_then(|g| g.parse().ok());
+        // A mark that a retry recorded after it answers is not unsure any
+        // more: the operator said the transaction is not on the target.
+        let marks: Vec<(String, String, bool)> = conn
+            .exec(
+                "SELECT n.stream, n.gtid, EXISTS (SELECT 1 FROM sqlfleet.replicate_retry r \
+                 WHERE r.source = n.source AND r.stream IN ('', n.stream) AND r.at > n.started_at) \
+                 FROM sqlfleet.replicate_nontx n WHERE n.source = ?",
+                (source,),
+            )
+            .await?;
+        for (stream, g, retried) in marks {
+            // (Our own text: written by `mark_nontx` from a `Gtid`.)
+            let Ok(g) = g.parse::<Gtid>() else {
+                continue;
+            };
+            if !retried && !s.applied(&stream, &g) {
+                s.unsure.insert(stream, g);
+            }
+        }
         let temp: Vec<(u32, String)> = conn
             .exec(
                 "SELECT thread_id, tables FROM sqlfleet.replicate_temp WHERE source = ?",
@@ -330,6 +365,23 @@ impl Book<'_> {
         conn.exec_drop(
             "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
             (source, gtid.to_string(), first),
+        )
+        .await
+    }
+
+    /// Marks a transaction of `stream` that writes tables a ROLLBACK does
+    /// not undo as started (autocommitted, before its first write).
+    pub async fn mark_nontx(
+        &mut self,
+        stream: &str,
+        gtid: &Gtid,
+        first: &str,
+    ) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        utf8_client(conn).await?;
+        conn.exec_drop(
+            "REPLACE INTO sqlfleet.replicate_nontx (source, stream, gtid, statement) VALUES (?, ?, ?, ?)",
+            (source, stream, gtid.to_string(), first),
         )
         .await
     }
@@ -418,6 +470,7 @@ impl Book<'_> {
             "replicate_error",
             "replicate_ddl",
             "replicate_temp",
+            "replicate_nontx",
         ] {
             conn.exec_drop(
                 format!("DELETE FROM sqlfleet.{table} WHERE source = ?"),

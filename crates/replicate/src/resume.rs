@@ -17,6 +17,9 @@ pub enum Stop {
     Target,
     /// It waits for this stream (or, for `*`, the whole source).
     Waits(String),
+    /// It may be on the target in part or whole: only the operator can
+    /// look and say which.
+    Unsure,
 }
 
 /// The way on for a stream of `source` stopped at `gtid`.
@@ -27,6 +30,9 @@ pub fn way_on(stop: &Stop, source: &str, gtid: &Gtid) -> String {
         ),
         Stop::Target => format!(
             "fix it on the target, then `sqlfleet replicate retry --config FILE --source {source}`; or pass over it with `sqlfleet replicate skip --config FILE --source {source} --gtid {gtid}`"
+        ),
+        Stop::Unsure => format!(
+            "look on the target: if its change is there, pass over it with `sqlfleet replicate skip --config FILE --source {source} --gtid {gtid}`; if none of it is, `sqlfleet replicate retry --config FILE --source {source}` applies it"
         ),
         Stop::Waits(stream) if stream == "*" => {
             "resumes when the source's stop is resolved (see its other streams)".to_string()
@@ -69,6 +75,15 @@ mod tests {
                     "replicate skip --config FILE --source eu --gtid 3-13-2095",
                 ],
                 &[],
+            ),
+            (
+                Stop::Unsure,
+                &[
+                    "look on the target",
+                    "replicate skip --config FILE --source eu --gtid 3-13-2095",
+                    "replicate retry --config FILE --source eu",
+                ],
+                &["fix it", "same refusal"],
             ),
             (
                 Stop::Waits("app".into()),

@@ -198,7 +198,7 @@ async fn non_transactional(c: &mut mysql_async::Conn) -> Vec<String> {
         .unwrap_or_default();
     rows.into_iter()
         .map(|(d, t, e)| {
-            format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it can apply a change twice")
+            format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it stops the stream until `replicate skip` or `retry` says whether the change is there")
         })
         .collect()
 }

@@ -363,7 +363,7 @@ impl SourceRunner {
             Kind::Barrier(_) => self.drain(s, ctl, rx).await?,
             Kind::Stream => {}
         }
-        if let Some(b) = plan::blocked(&txn, &s.stopped) {
+        if let Some(b) = plan::blocked(&txn, &s.stopped, &s.stored.unsure) {
             self.hold(s, ctl, &txn, b).await;
             finish(s, Status::Stopped);
             return Ok(());
@@ -445,8 +445,16 @@ impl SourceRunner {
                 Stop::Waits(d),
                 false,
             ),
+            Blocked::Unsure(d) => (
+                format!(
+                    "stream '{d}': {} writes tables a ROLLBACK does not undo (MyISAM, Aria ...), and the run that began it stopped (a crash of the target or of replicate, a lost connection) before its position was recorded, so part or all of it may be on the target; not applied again",
+                    txn.gtid
+                ),
+                Stop::Unsure,
+                false,
+            ),
         };
-        let refused = stop == Stop::Refused;
+        let refused = matches!(stop, Stop::Refused | Stop::Unsure);
         for d in &txn.dbs {
             // A refusal is recorded on every stream; a wait only where
             // nothing is recorded yet.

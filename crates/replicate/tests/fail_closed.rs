@@ -568,3 +568,197 @@ async fn a_seeds_dump_holds_ddl_off_on_the_source() {
         .await
         .expect("the ALTER runs once the dump is over");
 }
+
+/// Runs `cfg` from `s` into the test's own target `t` until caught up.
+async fn caught_up_into(cfg: &config::Checked, t: &TestServer, s: &TestServer) -> run::Summary {
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(2),
+        until_caught_up: true,
+        give_up_after: None,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(180),
+        run::run(cfg, &t.target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns once caught up")
+    .expect("runs to the end")
+}
+
+/// Arms the instant before the COMMIT of a chunk writing a table a
+/// ROLLBACK does not undo: there, once, kill -9 of server `t` (waiting
+/// until it is gone), so the COMMIT never reaches it. Returns the flag
+/// the kill sets.
+fn kill_at_nontx_commit(t: &'static TestServer) -> Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let killed = Arc::new(AtomicBool::new(false));
+    let k = killed.clone();
+    sqlfleet_faults::fail::cfg_callback("replicate::nontx_before_commit", move || {
+        if k.load(Ordering::SeqCst) {
+            return;
+        }
+        let layout = t.sandbox.layout.node(t.sandbox.meta.primary());
+        let pid = sqlfleet_sandbox::node::running_pid(&layout).expect("the target runs");
+        // SAFETY: signalling the test's own target server.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+        while sqlfleet_sandbox::node::is_alive(pid) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        k.store(true, Ordering::SeqCst);
+    })
+    .expect("arm the failpoint");
+    killed
+}
+
+/// One run that dies at the kill [`kill_at_nontx_commit`] arms: the
+/// target is started again once killed; returns the run's summary.
+async fn run_through_a_kill(
+    cfg: &config::Checked,
+    t: &'static TestServer,
+    s: &TestServer,
+) -> run::Summary {
+    let killed = kill_at_nontx_commit(t);
+    let restart = tokio::spawn({
+        let killed = killed.clone();
+        async move {
+            for _ in 0..1200 {
+                if killed.load(std::sync::atomic::Ordering::SeqCst) {
+                    sqlfleet_testkit::workload::start_again(t).await;
+                    return true;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            false
+        }
+    });
+    let summary = caught_up_into(cfg, t, s).await;
+    sqlfleet_faults::fail::remove("replicate::nontx_before_commit");
+    assert!(
+        restart.await.expect("restart task"),
+        "the failpoint before a MyISAM chunk's COMMIT was never hit"
+    );
+    summary
+}
+
+/// The target killed -9 after a MyISAM transaction's rows were applied
+/// and before its COMMIT: MyISAM keeps the rows, InnoDB forgets the
+/// position that would have said so. The next run stops the stream
+/// naming the transaction instead of applying it a second time; `skip`
+/// (the change is there) passes it exactly once, and a `retry` recorded
+/// after the operator undid it on the target applies it again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of_applying_it_twice()
+{
+    // (Not source 0: a test there stops it as a whole.)
+    let s = source(1);
+    // Killed by this test: its own server, not the shared target.
+    let t: &'static TestServer = Box::leak(Box::new(sqlfleet_testkit::server_with(&[
+        "gtid-domain-id=8",
+        "server-id=108",
+    ])));
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE ntx; CREATE TABLE ntx.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
+         CREATE TABLE ntx.i (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO ntx.m VALUES (1, 1)",
+    )
+    .await;
+    let cfg = config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"fn\"\ndsn = \"{}\"\ninclude = [\"ntx\"]\nstart = \"gtid:{start}\"\n",
+        t.dsn(),
+        dsn(s)
+    ))
+    .expect("config");
+    let summary = caught_up_into(&cfg, t, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let v = async || -> Option<i64> {
+        let mut c = t.connect().await;
+        let v = c
+            .query_first("SELECT v FROM ntx.m WHERE id = 1")
+            .await
+            .expect("read m");
+        let _ = c.disconnect().await;
+        v
+    };
+    assert_eq!(v().await, Some(1));
+    for (round, add) in [(1, 10), (2, 100)] {
+        exec(
+            s,
+            &format!(
+                "SET SESSION binlog_format = 'ROW'; UPDATE ntx.m SET v = v + {add} WHERE id = 1"
+            ),
+        )
+        .await;
+        let g = binlog_pos(s)
+            .await
+            .0
+            .values()
+            .next()
+            .copied()
+            .expect("a gtid");
+        // Waits behind the unsure one on the same stream.
+        exec(s, &format!("INSERT INTO ntx.i VALUES ({round})")).await;
+        let summary = run_through_a_kill(&cfg, t, s).await;
+        assert_eq!(summary.stopped_streams, 1, "round {round}: {summary:?}");
+        let st = sqlfleet_replicate::status::status(&cfg, &t.target(), &[s.target()])
+            .await
+            .expect("status");
+        let x = st[0]
+            .streams
+            .iter()
+            .find(|x| x.stream == "ntx")
+            .unwrap_or_else(|| panic!("no stream ntx: {st:?}"));
+        assert_eq!(
+            x.error_gtid.as_deref(),
+            Some(g.to_string().as_str()),
+            "{x:?}"
+        );
+        let err = x.error.clone().unwrap_or_default();
+        for want in [
+            "ROLLBACK does not undo",
+            "look on the target",
+            &format!("--source fn --gtid {g}"),
+            "replicate retry --config FILE --source fn",
+        ] {
+            assert!(
+                err.contains(want),
+                "round {round}: {want:?} missing from {err}"
+            );
+        }
+        // MyISAM kept the rows (a process kill leaves the OS its writes);
+        // applied once, never twice, and nothing after it.
+        let before = if round == 1 { 1 } else { 11 };
+        assert_eq!(v().await, Some(before + add), "round {round}");
+        let mut c = t.connect().await;
+        let later: Option<i64> = c
+            .query_first(format!("SELECT COUNT(*) FROM ntx.i WHERE id = {round}"))
+            .await
+            .expect("read i");
+        let _ = c.disconnect().await;
+        assert_eq!(later, Some(0), "round {round}: applied past the stop");
+        if round == 1 {
+            // The operator sees the change there: skip.
+            status::skip(&t.target(), "fn", &g, "seen on the target")
+                .await
+                .expect("skip");
+        } else {
+            // The operator undoes it on the target, then retries.
+            let mut c = t.connect().await;
+            c.query_drop(format!("UPDATE ntx.m SET v = v - {add} WHERE id = 1"))
+                .await
+                .expect("undo");
+            let _ = c.disconnect().await;
+            status::retry(&t.target(), "fn", "").await.expect("retry");
+        }
+        let summary = caught_up_into(&cfg, t, s).await;
+        assert_eq!(summary.stopped_streams, 0, "round {round}: {summary:?}");
+        assert_eq!(v().await, Some(before + add), "round {round}: exactly once");
+        assert_eq!(
+            s.fingerprint("ntx").await,
+            t.fingerprint("ntx").await,
+            "round {round}: source and target differ"
+        );
+    }
+}

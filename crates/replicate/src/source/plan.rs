@@ -50,6 +50,10 @@ pub(super) enum Blocked {
     Unsupported { why: String, whole_source: bool },
     /// This stream of it stopped at an earlier transaction.
     Stream(String),
+    /// It writes tables a ROLLBACK does not undo, and an earlier run
+    /// started it on this stream without recording it: part or all of it
+    /// may be on the target (position.rs, `replicate_nontx`).
+    Unsure(String),
 }
 
 /// What to do with `txn` given what the target has recorded.
@@ -79,9 +83,14 @@ pub(super) fn kind(txn: &Txn, stored: &Stored) -> Kind {
 }
 
 /// Whether a stop holds `txn` back, in the order that wins: the whole
-/// source first, then a transaction that cannot be applied, then one of
-/// its streams stopped earlier.
-pub(super) fn blocked(txn: &Txn, stopped: &BTreeMap<String, Gtid>) -> Option<Blocked> {
+/// source first, then a transaction that cannot be applied, then one
+/// that may be half on the target (`unsure`: per stream, the GTID of such
+/// a one), then one of its streams stopped earlier.
+pub(super) fn blocked(
+    txn: &Txn,
+    stopped: &BTreeMap<String, Gtid>,
+    unsure: &BTreeMap<String, Gtid>,
+) -> Option<Blocked> {
     if let Some(at) = stopped.get(ALL_STREAMS) {
         return Some(Blocked::Source(*at));
     }
@@ -93,6 +102,9 @@ pub(super) fn blocked(txn: &Txn, stopped: &BTreeMap<String, Gtid>) -> Option<Blo
             ),
             whole_source: txn.unknown_scope || txn.dbs.is_empty(),
         });
+    }
+    if let Some(d) = txn.dbs.iter().find(|d| unsure.get(*d) == Some(&txn.gtid)) {
+        return Some(Blocked::Unsure(d.clone()));
     }
     txn.dbs
         .iter()
@@ -118,6 +130,7 @@ mod tests {
             ddl: None,
             started: true,
             temp: Default::default(),
+            unsure: Default::default(),
         }
     }
 
@@ -209,24 +222,40 @@ mod tests {
     }
 
     #[test]
-    fn blocked_takes_the_source_then_the_refusal_then_a_stream() {
+    fn blocked_takes_the_source_then_the_refusal_then_an_unsure_mark_then_a_stream() {
         let g = |s: &str| -> Gtid { s.parse().expect("gtid") };
         let unsupported = |t: &mut Txn| t.unsupported = Some("XA".into());
-        // (shape, refused, stopped streams, blocked)
-        type Row<'a> = (&'a str, bool, &'a [&'a str], Option<&'a str>);
+        // (shape, refused, stopped streams, unsure marks, blocked)
+        type Row<'a> = (
+            &'a str,
+            bool,
+            &'a [&'a str],
+            &'a [(&'a str, &'a str)],
+            Option<&'a str>,
+        );
         let rows: &[Row] = &[
-            ("plain", false, &[], None),
-            ("plain", false, &["b"], None),
-            ("plain", false, &["a"], Some("stream a")),
-            ("two dbs", false, &["b"], Some("stream b")),
-            ("plain", false, &["*", "a"], Some("source")),
-            ("plain", true, &[], Some("refused")),
-            ("plain", true, &["a"], Some("refused")),
-            ("plain", true, &["*"], Some("source")),
-            ("unknown scope", true, &[], Some("refused whole")),
-            ("empty", true, &[], Some("refused whole")),
+            ("plain", false, &[], &[], None),
+            ("plain", false, &["b"], &[], None),
+            ("plain", false, &["a"], &[], Some("stream a")),
+            ("two dbs", false, &["b"], &[], Some("stream b")),
+            ("plain", false, &["*", "a"], &[], Some("source")),
+            ("plain", true, &[], &[], Some("refused")),
+            ("plain", true, &["a"], &[], Some("refused")),
+            ("plain", true, &["*"], &[], Some("source")),
+            ("unknown scope", true, &[], &[], Some("refused whole")),
+            ("empty", true, &[], &[], Some("refused whole")),
+            // A mark of this very transaction on one of its streams.
+            ("plain", false, &[], &[("a", "1-1-5")], Some("unsure a")),
+            ("two dbs", false, &[], &[("b", "1-1-5")], Some("unsure b")),
+            ("plain", false, &["a"], &[("a", "1-1-5")], Some("unsure a")),
+            ("plain", false, &["*"], &[("a", "1-1-5")], Some("source")),
+            // Another transaction's mark, or another stream's: not this one.
+            ("plain", false, &[], &[("a", "1-1-6")], None),
+            ("plain", false, &[], &[("a", "1-2-5")], None),
+            ("plain", false, &[], &[("b", "1-1-5")], None),
+            ("plain", false, &["a"], &[("a", "1-1-4")], Some("stream a")),
         ];
-        for (shape, refused, stopped, want) in rows {
+        for (shape, refused, stopped, marks, want) in rows {
             let mut t = shaped(shape);
             if *refused {
                 unsupported(&mut t);
@@ -235,8 +264,12 @@ mod tests {
                 .iter()
                 .map(|s| (s.to_string(), g("1-1-3")))
                 .collect();
-            let got = match blocked(&t, &stopped) {
+            let unsure: BTreeMap<String, Gtid> =
+                marks.iter().map(|(d, at)| (d.to_string(), g(at))).collect();
+            let got = match blocked(&t, &stopped, &unsure) {
                 None => None,
+                Some(Blocked::Unsure(d)) if d == "a" => Some("unsure a"),
+                Some(Blocked::Unsure(_)) => Some("unsure b"),
                 Some(Blocked::Source(at)) => {
                     assert_eq!(at, g("1-1-3"));
                     Some("source")
@@ -255,7 +288,10 @@ mod tests {
                     })
                 }
             };
-            assert_eq!(got, *want, "{shape} refused={refused} stopped={stopped:?}");
+            assert_eq!(
+                got, *want,
+                "{shape} refused={refused} stopped={stopped:?} marks={marks:?}"
+            );
         }
     }
 }
