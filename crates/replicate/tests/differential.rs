@@ -443,6 +443,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     let keep = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("replicate-differential");
     let _ = std::fs::create_dir_all(&keep);
     let mut failed = Vec::new();
+    let mut shown = Vec::new();
     let mut refused = Vec::new();
     let (mut source_restarts, mut target_kills, mut stopped_early) = (0, 0, 0);
     let mut source_refusals = 0;
@@ -492,6 +493,17 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
             eprintln!("  {d}");
         }
         failed.push(seed);
+        // Again in the failure's own message (the end of a long log is
+        // what a CI report keeps).
+        shown.push(format!(
+            "seed {seed}: {}",
+            diffs
+                .iter()
+                .take(6)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ));
     }
     // The files the sources wrote for LOAD DATA (named for this process).
     let ours = format!("sqlfleet-ld-{}-", std::process::id());
@@ -513,6 +525,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
     );
     assert!(
         failed.is_empty(),
-        "seeds that differ from native replication: {failed:?}"
+        "seeds that differ from native replication: {failed:?}\n{}",
+        shown.join("\n")
     );
 }
