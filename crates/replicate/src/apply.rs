@@ -434,6 +434,24 @@ impl Applier {
     }
 
     /// The target's table engines in `dbs`, as the workers keep them.
+    /// Marks `txn`, which writes tables a ROLLBACK does not undo, as
+    /// started on each of `streams` (autocommitted, before its first
+    /// write; position.rs, `replicate_nontx`).
+    pub async fn mark_nontx<'s>(
+        &mut self,
+        source: &str,
+        streams: impl IntoIterator<Item = &'s str>,
+        txn: &Txn,
+    ) -> Result<(), ApplyError> {
+        for stream in streams {
+            self.book(source)
+                .mark_nontx(stream, &txn.gtid, &txn.first)
+                .await
+                .map_err(|e| ApplyError::from_driver(e, "REPLACE INTO sqlfleet.replicate_nontx"))?;
+        }
+        Ok(())
+    }
+
     pub async fn engines(
         &mut self,
         generation: u64,

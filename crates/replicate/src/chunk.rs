@@ -162,10 +162,7 @@ async fn mark_nontx(a: &mut Applier, live: &[Job], alone: bool) -> Result<(), Ap
         return Ok(());
     }
     for j in live {
-        a.book(&j.source)
-            .mark_nontx(&j.stream, &j.txn.gtid, &j.txn.first)
-            .await
-            .map_err(|e| ApplyError::from_driver(e, "REPLACE INTO sqlfleet.replicate_nontx"))?;
+        a.mark_nontx(&j.source, [j.stream.as_str()], &j.txn).await?;
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ pub fn way_on(stop: &Stop, source: &str, gtid: &Gtid) -> String {
             "fix it on the target, then `sqlfleet replicate retry --config FILE --source {source}`; or pass over it with `sqlfleet replicate skip --config FILE --source {source} --gtid {gtid}`"
         ),
         Stop::Unsure => format!(
-            "look on the target: if its change is there, pass over it with `sqlfleet replicate skip --config FILE --source {source} --gtid {gtid}`; if none of it is, `sqlfleet replicate retry --config FILE --source {source}` applies it"
+            "look on the target: if none of it is there, `sqlfleet replicate retry --config FILE --source {source}` applies it; if all of it is (it writes only such tables), pass over it with `sqlfleet replicate skip --config FILE --source {source} --gtid {gtid}`; otherwise undo what is there, then retry"
         ),
         Stop::Waits(stream) if stream == "*" => {
             "resumes when the source's stop is resolved (see its other streams)".to_string()
@@ -82,6 +82,7 @@ mod tests {
                     "look on the target",
                     "replicate skip --config FILE --source eu --gtid 3-13-2095",
                     "replicate retry --config FILE --source eu",
+                    "undo what is there",
                 ],
                 &["fix it", "same refusal"],
             ),

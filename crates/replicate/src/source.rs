@@ -94,6 +94,9 @@ struct Session {
     retry_seen: u64,
     /// When the first stream stopped in this session.
     stopped_at: Option<Instant>,
+    /// The target's tables a ROLLBACK does not undo, as the barriers
+    /// across databases last read them (engines.rs).
+    engines: crate::engines::Engines,
 }
 
 /// How a session ended.
@@ -447,7 +450,7 @@ impl SourceRunner {
             ),
             Blocked::Unsure(d) => (
                 format!(
-                    "stream '{d}': {} writes tables a ROLLBACK does not undo (MyISAM, Aria ...), and the run that began it stopped (a crash of the target or of replicate, a lost connection) before its position was recorded, so part or all of it may be on the target; not applied again",
+                    "stream '{d}': {} writes tables a ROLLBACK does not undo (MyISAM, Aria ...), and the run that began it stopped (a crash of the target or of replicate, a lost connection) before its commit was recorded: its writes to such tables may be on the target, the rest of it is not; not applied again",
                     txn.gtid
                 ),
                 Stop::Unsure,
@@ -493,7 +496,7 @@ impl SourceRunner {
         let r = match b {
             Barrier::Standalone => self.apply_standalone(s, ctl, txn).await,
             Barrier::Created => self.apply_created(s, ctl, txn).await,
-            Barrier::Multi => self.apply_multi(ctl, txn).await,
+            Barrier::Multi => self.apply_multi(ctl, &mut s.engines, txn).await,
             Barrier::Thread(p) => self.apply_in_session(s, temp, p, txn).await,
         };
         if txn.standalone {

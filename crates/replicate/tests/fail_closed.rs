@@ -646,8 +646,11 @@ async fn run_through_a_kill(
 /// and before its COMMIT: MyISAM keeps the rows, InnoDB forgets the
 /// position that would have said so. The next run stops the stream
 /// naming the transaction instead of applying it a second time; `skip`
-/// (the change is there) passes it exactly once, and a `retry` recorded
-/// after the operator undid it on the target applies it again.
+/// (all of it is there) passes it exactly once, and a `retry` recorded
+/// after the operator undid what is there applies it again. Rounds 1
+/// and 2 are a stream's own chunk; round 3 a transaction across two
+/// databases (a barrier, applied on the source's own connection) whose
+/// InnoDB part rolled back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of_applying_it_twice()
 {
@@ -662,103 +665,121 @@ async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of
     exec(
         s,
         "CREATE DATABASE ntx; CREATE TABLE ntx.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
-         CREATE TABLE ntx.i (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO ntx.m VALUES (1, 1)",
+         CREATE TABLE ntx.i (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO ntx.m VALUES (1, 1); \
+         CREATE DATABASE ntx_b; CREATE TABLE ntx_b.i (id INT PRIMARY KEY) ENGINE=InnoDB",
     )
     .await;
     let cfg = config::parse(&format!(
-        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"fn\"\ndsn = \"{}\"\ninclude = [\"ntx\"]\nstart = \"gtid:{start}\"\n",
+        "[target]\ndsn = \"{}\"\n[[source]]\nname = \"fn\"\ndsn = \"{}\"\ninclude = [\"ntx\", \"ntx_b\"]\nstart = \"gtid:{start}\"\n",
         t.dsn(),
         dsn(s)
     ))
     .expect("config");
     let summary = caught_up_into(&cfg, t, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
-    let v = async || -> Option<i64> {
+    let read = async |sql: String| -> Option<i64> {
         let mut c = t.connect().await;
-        let v = c
-            .query_first("SELECT v FROM ntx.m WHERE id = 1")
-            .await
-            .expect("read m");
+        let v = c.query_first(&sql).await.expect("read the target");
         let _ = c.disconnect().await;
         v
     };
+    let v = || read("SELECT v FROM ntx.m WHERE id = 1".into());
     assert_eq!(v().await, Some(1));
-    for (round, add) in [(1, 10), (2, 100)] {
-        exec(
-            s,
-            &format!(
-                "SET SESSION binlog_format = 'ROW'; UPDATE ntx.m SET v = v + {add} WHERE id = 1"
-            ),
-        )
-        .await;
-        let g = binlog_pos(s)
+    let mut before = 1;
+    for (round, add) in [(1usize, 10i64), (2, 100), (3, 1000)] {
+        // (Round 3 is logged as statements, its InnoDB write first: a
+        // MyISAM change logged as rows, or one that opens a transaction,
+        // is logged apart, as its own GTID.)
+        let (format, other, streams): (&str, &str, &[&str]) = if round == 3 {
+            (
+                "STATEMENT",
+                "INSERT INTO ntx_b.i VALUES (3); ",
+                &["ntx", "ntx_b"],
+            )
+        } else {
+            ("ROW", "", &["ntx"])
+        };
+        // Its own GTID, as its session saw it (other tests write this
+        // source too).
+        let mut c = s.connect().await;
+        c.query_drop(format!(
+            "SET SESSION binlog_format = '{format}'; START TRANSACTION; {other}\
+             UPDATE ntx.m SET v = v + {add} WHERE id = 1; COMMIT"
+        ))
+        .await
+        .expect("the MyISAM transaction");
+        let g: String = c
+            .query_first("SELECT @@last_gtid")
             .await
-            .0
-            .values()
-            .next()
-            .copied()
+            .expect("last_gtid")
             .expect("a gtid");
+        let _ = c.disconnect().await;
+        let g: sqlfleet_replicate::gtid::Gtid = g.parse().expect("a gtid");
         // Waits behind the unsure one on the same stream.
         exec(s, &format!("INSERT INTO ntx.i VALUES ({round})")).await;
         let summary = run_through_a_kill(&cfg, t, s).await;
-        assert_eq!(summary.stopped_streams, 1, "round {round}: {summary:?}");
-        let st = sqlfleet_replicate::status::status(&cfg, &t.target(), &[s.target()])
+        assert_eq!(
+            summary.stopped_streams,
+            streams.len(),
+            "round {round}: {summary:?}"
+        );
+        let st = status::status(&cfg, &t.target(), &[s.target()])
             .await
             .expect("status");
-        let x = st[0]
-            .streams
-            .iter()
-            .find(|x| x.stream == "ntx")
-            .unwrap_or_else(|| panic!("no stream ntx: {st:?}"));
-        assert_eq!(
-            x.error_gtid.as_deref(),
-            Some(g.to_string().as_str()),
-            "{x:?}"
-        );
-        let err = x.error.clone().unwrap_or_default();
-        for want in [
-            "ROLLBACK does not undo",
-            "look on the target",
-            &format!("--source fn --gtid {g}"),
-            "replicate retry --config FILE --source fn",
-        ] {
-            assert!(
-                err.contains(want),
-                "round {round}: {want:?} missing from {err}"
+        for name in streams {
+            let x = st[0]
+                .streams
+                .iter()
+                .find(|x| x.stream == *name)
+                .unwrap_or_else(|| panic!("no stream {name}: {st:?}"));
+            assert_eq!(
+                x.error_gtid.as_deref(),
+                Some(g.to_string().as_str()),
+                "{x:?}"
             );
+            let err = x.error.clone().unwrap_or_default();
+            for want in [
+                "ROLLBACK does not undo",
+                "look on the target",
+                &format!("--source fn --gtid {g}"),
+                "replicate retry --config FILE --source fn",
+            ] {
+                assert!(
+                    err.contains(want),
+                    "round {round}: {want:?} missing from {err}"
+                );
+            }
         }
         // MyISAM kept the rows (a process kill leaves the OS its writes);
         // applied once, never twice, and nothing after it.
-        let before = if round == 1 { 1 } else { 11 };
         assert_eq!(v().await, Some(before + add), "round {round}");
-        let mut c = t.connect().await;
-        let later: Option<i64> = c
-            .query_first(format!("SELECT COUNT(*) FROM ntx.i WHERE id = {round}"))
-            .await
-            .expect("read i");
-        let _ = c.disconnect().await;
+        let later = read(format!("SELECT COUNT(*) FROM ntx.i WHERE id = {round}")).await;
         assert_eq!(later, Some(0), "round {round}: applied past the stop");
-        if round == 1 {
-            // The operator sees the change there: skip.
-            status::skip(&t.target(), "fn", &g, "seen on the target")
-                .await
-                .expect("skip");
-        } else {
-            // The operator undoes it on the target, then retries.
+        if round != 1 {
+            // The operator undoes what is there (round 3: the MyISAM part;
+            // the InnoDB part rolled back), then retries.
             let mut c = t.connect().await;
             c.query_drop(format!("UPDATE ntx.m SET v = v - {add} WHERE id = 1"))
                 .await
                 .expect("undo");
             let _ = c.disconnect().await;
             status::retry(&t.target(), "fn", "").await.expect("retry");
+        } else {
+            // The operator sees all of it there: skip.
+            status::skip(&t.target(), "fn", &g, "seen on the target")
+                .await
+                .expect("skip");
         }
         let summary = caught_up_into(&cfg, t, s).await;
         assert_eq!(summary.stopped_streams, 0, "round {round}: {summary:?}");
-        assert_eq!(v().await, Some(before + add), "round {round}: exactly once");
-        assert_eq!(
-            s.fingerprint("ntx").await,
-            t.fingerprint("ntx").await,
-            "round {round}: source and target differ"
-        );
+        before += add;
+        assert_eq!(v().await, Some(before), "round {round}: exactly once");
+        for db in ["ntx", "ntx_b"] {
+            assert_eq!(
+                s.fingerprint(db).await,
+                t.fingerprint(db).await,
+                "round {round}: source and target {db} differ"
+            );
+        }
     }
 }

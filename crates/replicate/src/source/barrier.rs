@@ -10,6 +10,7 @@ use sqlfleet_conn::codes::TABLE_EXISTS;
 
 use super::{Session, SourceRunner};
 use crate::apply::{already_done, created, Applier};
+use crate::engines::Engines;
 use crate::position;
 use crate::txn::{Item, Txn};
 use crate::work::ApplyError;
@@ -96,7 +97,7 @@ impl SourceRunner {
     ) -> Result<(), ApplyError> {
         let name = self.cfg.name.as_str();
         let Some(Item::Stmt(create)) = txn.items.first() else {
-            return self.apply_multi(ctl, txn).await;
+            return self.apply_multi(ctl, &mut s.engines, txn).await;
         };
         let redo = s.stored.ddl == Some(txn.gtid);
         ctl.mark_started(name, txn).await?;
@@ -145,12 +146,33 @@ impl SourceRunner {
 
     /// A transaction across databases: one target transaction with every
     /// touched stream's position.
-    pub(super) async fn apply_multi(&self, ctl: &mut Applier, txn: &Txn) -> Result<(), ApplyError> {
+    pub(super) async fn apply_multi(
+        &self,
+        ctl: &mut Applier,
+        engines: &mut Engines,
+        txn: &Txn,
+    ) -> Result<(), ApplyError> {
         let name = self.cfg.name.as_str();
         ctl.galera_guard(txn, &txn.items).await?;
+        // Writes tables a ROLLBACK does not undo: marked started on each
+        // of its streams first, as a worker's chunk is (chunk.rs). The
+        // engines are read again only after a DDL.
+        let generation = self.workers.ddl.load(std::sync::atomic::Ordering::Acquire);
+        let stale = engines.stale(generation, std::iter::once(txn));
+        if !stale.is_empty() {
+            engines.store(ctl.engines(generation, stale).await?);
+        }
+        let nontx = engines.no_rollback(txn);
+        if nontx {
+            ctl.mark_nontx(name, txn.dbs.iter().map(String::as_str), txn)
+                .await?;
+        }
         let r = async {
             ctl.begin().await?;
             ctl.items(txn).await?;
+            if nontx {
+                sqlfleet_faults::point!("replicate::nontx_before_commit");
+            }
             let streams: Vec<(&str, &str, &Txn)> =
                 txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
             ctl.commit_with_positions(&streams, &[]).await

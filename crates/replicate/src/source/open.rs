@@ -128,6 +128,7 @@ impl SourceRunner {
             last_read_time: 0,
             retry_seen,
             stopped_at: None,
+            engines: Default::default(),
         };
         Ok(Opened {
             ctl,
