@@ -53,7 +53,7 @@ run() {  # PORT TEST [extra sysbench args] -> q/s
 # process shares the same cores, so the best the cache can give is the
 # direct run's CPU per query over the cached run's: the ceiling printed.
 RELAY_PID=${PIDS[-1]}
-SERVER_PID=$(pgrep -f "mariadbd.*$NAME" | head -1)
+SERVER_PID=$(pgrep -f "mariadbd.*/sandboxes/$NAME/" | head -1)
 HZ=$(getconf CLK_TCK)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 cpu_run() {  # PORT TEST [args] -> "q/s server_ticks relay_ticks sysbench_seconds queries"

@@ -17,7 +17,7 @@ source bench/relay_common.sh
 RP=$(free_port)
 start_relay "$RP" --backend "127.0.0.1:$PORT" --pool-max 100
 RELAY_PID=${PIDS[-1]}
-SERVER_PID=$(pgrep -f "mariadbd.*$NAME" | head -1)
+SERVER_PID=$(pgrep -f "mariadbd.*/sandboxes/$NAME/" | head -1)
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 run() {  # $1 label, $2 port

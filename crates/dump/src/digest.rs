@@ -19,14 +19,23 @@ pub fn digest(sql: &[u8]) -> String {
 /// One token as the digest shows it, borrowed from the statement where it
 /// can be (an allocation per token would be the digest's main cost).
 pub fn token<'a>(sql: &'a [u8], k: &Tok, r: &Range<usize>) -> Cow<'a, str> {
+    token_in(sql, std::str::from_utf8(sql).ok(), k, r)
+}
+
+/// [`token`], given the statement as text when it is valid UTF-8 (checked
+/// once per statement: a token is then a slice of it, not a scan of its
+/// bytes each).
+fn token_in<'a>(sql: &'a [u8], text: Option<&'a str>, k: &Tok, r: &Range<usize>) -> Cow<'a, str> {
+    let as_written = || match text.and_then(|t| t.get(r.clone())) {
+        Some(t) => Cow::Borrowed(t),
+        None => String::from_utf8_lossy(&sql[r.clone()]),
+    };
     match k {
         // Keywords and identifiers as written; only literals go.
-        Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => String::from_utf8_lossy(&sql[r.clone()]),
+        Tok::Word(_) | Tok::UserVar | Tok::SysVar(..) => as_written(),
         Tok::Literal => Cow::Borrowed("?"),
         Tok::Quoted(q) => Cow::Owned(format!("`{q}`")),
-        Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => {
-            String::from_utf8_lossy(&sql[r.clone()])
-        }
+        Tok::Punct(c) if c.is_ascii() && sql.get(r.clone()) == Some(&[*c][..]) => as_written(),
         Tok::Punct(c) => Cow::Owned((*c as char).to_string()),
     }
 }
@@ -49,8 +58,9 @@ fn starts_an_operand(t: &str) -> bool {
 /// The digest of a lexed text.
 pub fn of(sql: &[u8], lexed: &Lexed) -> String {
     let mut parts: Vec<Cow<'_, str>> = Vec::with_capacity(lexed.toks.len());
+    let text = std::str::from_utf8(sql).ok();
     for (k, r) in &lexed.toks {
-        let t = token(sql, k, r);
+        let t = token_in(sql, text, k, r);
         // A sign before a literal where no value precedes it (`= -5`,
         // `SELECT -1`, `IN (-1, 2)`) is the literal's own: `-5` and `5`
         // are one digest, as the server's own digest has them.

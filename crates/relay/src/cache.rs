@@ -32,7 +32,10 @@ pub mod follower;
 pub mod gate;
 pub mod pending;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The maps keyed by what clients send (see Cargo.toml's foldhash).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -141,25 +144,36 @@ struct Entry {
     since: u64,
     reads: Scope,
     expires: Instant,
+    /// When it was last read (or stored).
     tick: u64,
+    /// Where it sits in the recency order: its tick when it was put there,
+    /// at or before `tick` (see [`Store::evict`]).
+    pos: u64,
     bytes: usize,
 }
 
 #[derive(Default)]
 struct Store {
     map: HashMap<Arc<Key>, Entry>,
-    /// Least recently used first (the map's keys, shared).
+    /// Least recently used first (the map's keys, shared), by each
+    /// entry's `pos`: a hit only moves its entry's `tick`, and eviction
+    /// puts an entry read since its `pos` back in its place.
     lru: BTreeMap<u64, Arc<Key>>,
     tick: u64,
     bytes: usize,
-    /// The invalidation count at the last whole invalidation, at the last
-    /// of any kind, and at each table's last.
+    marks: Marks,
+}
+
+/// The invalidation count at the last whole invalidation, at the last of
+/// any kind, and at each table's last.
+#[derive(Default)]
+struct Marks {
     whole_at: u64,
     any_at: u64,
     tables_at: HashMap<String, u64>,
 }
 
-impl Store {
+impl Marks {
     /// Whether a read of `reads` started at invalidation count `since` is
     /// still what the server would answer.
     fn fresh(&self, since: u64, reads: &Scope) -> bool {
@@ -177,10 +191,38 @@ impl Store {
             }
         }
     }
+}
+
+impl Store {
+    /// Drops least recently read entries until the bytes fit `max`. The
+    /// order's first entry is the least recently read one unless it was
+    /// read after it was put there: then it moves to its read's place and
+    /// the next is looked at — the same order as moving it on every read
+    /// (each entry's place is at or before its last read, and ticks are
+    /// unique), without a move per hit.
+    fn evict(&mut self, max: usize) {
+        while self.bytes > max {
+            let Some((pos, oldest)) = self.lru.pop_first() else {
+                break;
+            };
+            match self.map.get_mut(&oldest) {
+                Some(e) if e.tick > pos => {
+                    e.pos = e.tick;
+                    self.lru.insert(e.tick, oldest);
+                }
+                Some(_) => {
+                    if let Some(e) = self.map.remove(&oldest) {
+                        self.bytes -= e.bytes;
+                    }
+                }
+                None => {}
+            }
+        }
+    }
 
     fn remove(&mut self, key: &Key) {
         if let Some(e) = self.map.remove(key) {
-            self.lru.remove(&e.tick);
+            self.lru.remove(&e.pos);
             self.bytes -= e.bytes;
         }
     }
@@ -274,7 +316,7 @@ impl Cache {
             invalidations: AtomicU64::new(0),
             table_invalidations: AtomicU64::new(0),
             active: AtomicBool::new(active),
-            reading: Arc::new(Mutex::new(HashMap::new())),
+            reading: Arc::new(Mutex::new(HashMap::default())),
             gate: gate::Gate::default(),
         }
     }
@@ -324,7 +366,7 @@ impl Cache {
                 && r.digest.as_deref().is_none_or(|d| Some(d) == digest)
                 && r.regex
                     .as_ref()
-                    .is_none_or(|x| x.is_match(&String::from_utf8_lossy(sql)))
+                    .is_none_or(|x| crate::protocol::sql::regex_matches(x, sql))
                 && (r.tables.is_empty() || names_a_table(&r.tables, db, sql, toks))
         })
     }
@@ -346,26 +388,18 @@ impl Cache {
     pub fn get(&self, rule: usize, key: &Key) -> Option<Hit> {
         let now = Instant::now();
         let hit = {
-            let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
-            let fresh = st
-                .map
-                .get(key)
-                .map(|e| e.expires > now && st.fresh(e.since, &e.reads));
-            match fresh {
-                Some(true) => {
+            let mut guard = self.store.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *guard;
+            // One lookup of the key (hashed and compared once).
+            match st.map.get_mut(key) {
+                Some(e) if e.expires > now && st.marks.fresh(e.since, &e.reads) => {
+                    // (Its place in the recency order moves when an
+                    // eviction reaches it: `Store::evict`.)
                     st.tick += 1;
-                    let tick = st.tick;
-                    let e = st.map.get_mut(key)?;
-                    let old = std::mem::replace(&mut e.tick, tick);
-                    let hit = e.hit.clone();
-                    // (the key moves to the recency order's end: its one
-                    // shared copy, no lookup or clone of it)
-                    if let Some(k) = st.lru.remove(&old) {
-                        st.lru.insert(tick, k);
-                    }
-                    Some(hit)
+                    e.tick = st.tick;
+                    Some(e.hit.clone())
                 }
-                Some(false) => {
+                Some(_) => {
                     st.remove(key);
                     None
                 }
@@ -434,7 +468,7 @@ impl Cache {
         let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         st.map
             .get(key)
-            .filter(|e| e.expires > Instant::now() && st.fresh(e.since, &e.reads))
+            .filter(|e| e.expires > Instant::now() && st.marks.fresh(e.since, &e.reads))
             .map(|e| e.hit.clone())
     }
 
@@ -462,7 +496,9 @@ impl Cache {
         // Checked under the store's lock, which an invalidation's clean-up
         // takes too. (The gate: a follower gone blind during the read may
         // have missed a write made elsewhere.)
-        if self.writes_in_flight.load(Relaxed) > 0 || !st.fresh(since, &reads) || !self.gate.open()
+        if self.writes_in_flight.load(Relaxed) > 0
+            || !st.marks.fresh(since, &reads)
+            || !self.gate.open()
         {
             c.not_stored.fetch_add(1, Relaxed);
             return;
@@ -481,17 +517,11 @@ impl Cache {
                 reads,
                 expires: Instant::now() + r.ttl,
                 tick,
+                pos: tick,
                 bytes,
             },
         );
-        while st.bytes > s.max_bytes {
-            let Some((_, oldest)) = st.lru.pop_first() else {
-                break;
-            };
-            if let Some(e) = st.map.remove(&oldest) {
-                st.bytes -= e.bytes;
-            }
-        }
+        st.evict(s.max_bytes);
         c.stores.fetch_add(1, Relaxed);
     }
 
@@ -504,22 +534,22 @@ impl Cache {
     pub fn invalidate_scope(&self, scope: &Scope) {
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let now = self.version.fetch_add(1, Relaxed) + 1;
-        st.any_at = now;
+        st.marks.any_at = now;
         match scope {
             Scope::Whole => {
-                st.whole_at = now;
+                st.marks.whole_at = now;
                 self.invalidations.fetch_add(1, Relaxed);
             }
             Scope::Tables(t) => {
                 self.table_invalidations.fetch_add(1, Relaxed);
-                if st.tables_at.len() > 100_000 {
+                if st.marks.tables_at.len() > 100_000 {
                     // (Bounded: names come from the catalog; past this
                     // many, forgetting them is a whole invalidation.)
-                    st.tables_at.clear();
-                    st.whole_at = now;
+                    st.marks.tables_at.clear();
+                    st.marks.whole_at = now;
                 }
                 for n in t.iter() {
-                    st.tables_at.insert(n.clone(), now);
+                    st.marks.tables_at.insert(n.clone(), now);
                 }
             }
         }
@@ -856,6 +886,41 @@ mod tests {
         assert!(c.size().1 <= 3 * one);
         c.put(0, c.version(), key("big"), hit(1001), Scope::Whole);
         assert!(c.get(0, &key("big")).is_none(), "over max_entry_bytes");
+    }
+
+    proptest::proptest! {
+        /// Reads and stores of a few keys of one size against a model of
+        /// exact least-recently-used order: the same keys are kept (the
+        /// cache moves a read entry only when an eviction reaches it).
+        #[test]
+        fn eviction_keeps_what_exact_lru_keeps(
+            ops in proptest::collection::vec((proptest::bool::ANY, 0u8..8), 1..200),
+            room in 1usize..6,
+        ) {
+            let one = footprint(&key("k0"), &hit(100), &Scope::Whole);
+            let c = cache(room * one);
+            // Most recently used last.
+            let mut model: Vec<u8> = Vec::new();
+            for (store, k) in ops {
+                let name = format!("k{k}");
+                if store {
+                    c.put(0, c.version(), key(&name), hit(100), Scope::Whole);
+                    model.retain(|x| *x != k);
+                    model.push(k);
+                    if model.len() > room {
+                        model.remove(0);
+                    }
+                } else {
+                    let got = c.get(0, &key(&name)).is_some();
+                    let want = model.contains(&k);
+                    proptest::prop_assert_eq!(got, want, "read of {}", name);
+                    if want {
+                        model.retain(|x| *x != k);
+                        model.push(k);
+                    }
+                }
+            }
+        }
     }
 
     fn tables(names: &[&str]) -> Scope {

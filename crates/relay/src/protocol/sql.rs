@@ -1071,6 +1071,15 @@ fn uses_tables(t: &[(Tok, Range<usize>)]) -> bool {
     })
 }
 
+/// Whether a rule's regex matches a statement's text: read as UTF-8
+/// where it is (no copy), with invalid bytes as U+FFFD otherwise.
+pub fn regex_matches(x: &regex::Regex, sql: &[u8]) -> bool {
+    match std::str::from_utf8(sql) {
+        Ok(text) => x.is_match(text),
+        Err(_) => x.is_match(&String::from_utf8_lossy(sql)),
+    }
+}
+
 /// Whether the statement's first word is `w` (upper-case ASCII), after
 /// blanks: a cheap test before lexing.
 pub fn starts_with_word(sql: &[u8], w: &str) -> bool {

@@ -2,12 +2,13 @@
 //! kept in bounded memory: the first `cap` digests are counted apart, the
 //! rest together as "other".
 
-use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Where a rule sends a query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -50,6 +51,17 @@ const TIME_BUCKETS: usize = 64;
 
 fn bucket_bound_us(i: usize) -> f64 {
     2f64.powf(i as f64 / 2.0)
+}
+
+/// Every bucket's bound, worked out once (a statement's time finds its
+/// bucket by a binary search, not a power per bucket).
+static BOUNDS_US: std::sync::LazyLock<[f64; TIME_BUCKETS]> =
+    std::sync::LazyLock::new(|| std::array::from_fn(bucket_bound_us));
+
+/// The bucket of a time of `us` microseconds: the first whose bound is at
+/// or above it (the last for anything longer).
+fn bucket_of(us: f64) -> usize {
+    BOUNDS_US.partition_point(|&b| b < us).min(TIME_BUCKETS - 1)
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,9 +108,7 @@ impl DigestStat {
         self.rows += rows;
         self.total_ms += ms;
         let us = took.as_secs_f64() * 1e6;
-        let i = (0..TIME_BUCKETS)
-            .find(|&i| us <= bucket_bound_us(i))
-            .unwrap_or(TIME_BUCKETS - 1);
+        let i = bucket_of(us);
         self.buckets[i] = self.buckets[i].saturating_add(1);
     }
 
@@ -132,6 +142,7 @@ impl DigestStat {
 pub struct Digests {
     enabled: bool,
     cap: usize,
+    /// (Keyed by what clients send: see Cargo.toml's foldhash.)
     map: Mutex<(HashMap<String, DigestStat>, DigestStat)>,
 }
 
@@ -149,7 +160,7 @@ impl Digests {
         Digests {
             enabled,
             cap,
-            map: Mutex::new((HashMap::new(), DigestStat::default())),
+            map: Mutex::new((HashMap::default(), DigestStat::default())),
         }
     }
 
@@ -195,6 +206,25 @@ impl Digests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_lands_in_the_first_bucket_whose_bound_holds_it() {
+        // The definition, bucket by bucket, against the search: at every
+        // bound, just below and above it, and past the last.
+        let by_definition = |us: f64| {
+            (0..TIME_BUCKETS)
+                .find(|&i| us <= bucket_bound_us(i))
+                .unwrap_or(TIME_BUCKETS - 1)
+        };
+        let mut times = vec![0.0, 0.5, 1e30];
+        for i in 0..TIME_BUCKETS {
+            let b = bucket_bound_us(i);
+            times.extend([b, b * (1.0 - 1e-12), b * (1.0 + 1e-12), b + 0.5]);
+        }
+        for us in times {
+            assert_eq!(bucket_of(us), by_definition(us), "{us} µs");
+        }
+    }
 
     #[test]
     fn bounded_with_other() {

@@ -125,7 +125,6 @@ impl Session {
         if rules.rules.is_empty() {
             return Ok(());
         }
-        let text = String::from_utf8_lossy(sql);
         for (i, r) in rules.rules.iter().enumerate() {
             let hit = r.user.as_ref().is_none_or(|u| **u == *self.user)
                 && r.schema
@@ -133,7 +132,7 @@ impl Session {
                     .is_none_or(|s| Some(s) == self.st.db().as_ref())
                 // Keywords may be written in any case; so may identifiers here.
                 && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
-                && r.regex.as_ref().is_none_or(|x| x.is_match(&text));
+                && r.regex.as_ref().is_none_or(|x| crate::protocol::sql::regex_matches(x, sql));
             if !hit {
                 continue;
             }
