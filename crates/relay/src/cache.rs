@@ -42,7 +42,7 @@ use std::time::Instant;
 
 use sqlfleet_dump::lex::Tok;
 
-use crate::protocol::sql::Setting;
+use crate::protocol::sql::{Analysis, Setting};
 
 pub use crate::routing::cache_rules::{CacheRule, CacheSettings, FollowSettings};
 
@@ -150,6 +150,8 @@ struct Entry {
     /// at or before `tick` (see [`Store::evict`]).
     pos: u64,
     bytes: usize,
+    /// It counts in `Store::by_text` (its text's analysis was kept).
+    analyzed: bool,
 }
 
 #[derive(Default)]
@@ -162,6 +164,9 @@ struct Store {
     tick: u64,
     bytes: usize,
     marks: Marks,
+    /// The analysis of each text some entries hold, and how many do: a
+    /// statement whose text is here is not lexed again (`Cache::analysis`).
+    by_text: HashMap<Arc<[u8]>, (Arc<Analysis>, usize)>,
 }
 
 /// The invalidation count at the last whole invalidation, at the last of
@@ -212,7 +217,7 @@ impl Store {
                 }
                 Some(_) => {
                     if let Some(e) = self.map.remove(&oldest) {
-                        self.bytes -= e.bytes;
+                        self.forget(&oldest, &e);
                     }
                 }
                 None => {}
@@ -223,7 +228,20 @@ impl Store {
     fn remove(&mut self, key: &Key) {
         if let Some(e) = self.map.remove(key) {
             self.lru.remove(&e.pos);
-            self.bytes -= e.bytes;
+            self.forget(key, &e);
+        }
+    }
+
+    /// What a removed entry counted for.
+    fn forget(&mut self, key: &Key, e: &Entry) {
+        self.bytes -= e.bytes;
+        if e.analyzed {
+            if let Some((_, n)) = self.by_text.get_mut(&key.sql[..]) {
+                *n -= 1;
+                if *n == 0 {
+                    self.by_text.remove(&key.sql[..]);
+                }
+            }
         }
     }
 }
@@ -384,6 +402,12 @@ impl Cache {
             .map_or(0, |r| r.max_entry_bytes)
     }
 
+    /// The analysis of `sql` when an entry of that text holds one.
+    pub fn analysis(&self, sql: &[u8]) -> Option<Arc<Analysis>> {
+        let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        st.by_text.get(sql).map(|(a, _)| a.clone())
+    }
+
     /// A fresh entry for `key` (counted as a hit or a miss of `rule`).
     pub fn get(&self, rule: usize, key: &Key) -> Option<Hit> {
         let now = Instant::now();
@@ -482,12 +506,33 @@ impl Cache {
     /// was invalidated since its read started (`since`) and no write is in
     /// flight.
     pub fn put(&self, rule: usize, since: u64, key: Key, hit: Hit, reads: Scope) {
+        self.put_analyzed(rule, since, key, hit, reads, None)
+    }
+
+    /// [`Cache::put`], keeping beside the entry its text's analysis (a
+    /// text query's, taken whole): a later statement of that text, in any
+    /// session, is not read again ([`Cache::analysis`]).
+    pub fn put_analyzed(
+        &self,
+        rule: usize,
+        since: u64,
+        key: Key,
+        hit: Hit,
+        reads: Scope,
+        analysis: Option<Arc<Analysis>>,
+    ) {
         let s = self.settings();
         let counts = self.counts();
         let (Some(r), Some(c)) = (s.rules.get(rule), counts.get(rule)) else {
             return;
         };
-        let bytes = footprint(&key, &hit, &reads);
+        // (The analysis counted whole for each entry of its text, and its
+        // text again: a bound from above.)
+        let analysis = analysis.filter(|_| key.params.is_none());
+        let bytes = footprint(&key, &hit, &reads)
+            + analysis
+                .as_ref()
+                .map_or(0, |a| a.bytes() + key.sql.len() + 2 * ALLOC + 48);
         if hit.reply.len() > r.max_entry_bytes || bytes > s.max_bytes {
             c.not_stored.fetch_add(1, Relaxed);
             return;
@@ -506,6 +551,15 @@ impl Cache {
         st.remove(&key);
         st.tick += 1;
         let tick = st.tick;
+        let analyzed = analysis.is_some();
+        if let Some(a) = analysis {
+            match st.by_text.get_mut(&key.sql[..]) {
+                Some((_, n)) => *n += 1,
+                None => {
+                    st.by_text.insert(Arc::from(&key.sql[..]), (a, 1));
+                }
+            }
+        }
         let key = Arc::new(key);
         st.lru.insert(tick, key.clone());
         st.bytes += bytes;
@@ -519,6 +573,7 @@ impl Cache {
                 tick,
                 pos: tick,
                 bytes,
+                analyzed,
             },
         );
         st.evict(s.max_bytes);
@@ -921,6 +976,75 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_texts_analysis_is_kept_while_an_entry_of_it_is() {
+        let one = footprint(&key("k0"), &hit(100), &Scope::Whole);
+        let c = cache(40 * one);
+        let analysed = |sql: &str| {
+            let q = crate::protocol::sql::Query::new(sql.as_bytes());
+            Some(Arc::new(Analysis {
+                toks: q.tokens().to_vec(),
+                fx: q.effects(),
+                digest: q.digest(),
+            }))
+        };
+        let other_user = |sql: &str| Key {
+            user: Arc::from("other"),
+            ..key(sql)
+        };
+        assert!(c.analysis(b"SELECT 1").is_none());
+        let (a, b) = (analysed("SELECT 1"), analysed("SELECT 1"));
+        c.put_analyzed(0, c.version(), key("SELECT 1"), hit(10), Scope::Whole, a);
+        c.put_analyzed(
+            0,
+            c.version(),
+            other_user("SELECT 1"),
+            hit(10),
+            Scope::Whole,
+            b,
+        );
+        let kept = c.analysis(b"SELECT 1").expect("kept");
+        assert_eq!(kept.digest, "SELECT ?");
+        assert!(kept.fx.read);
+        assert!(c.analysis(b"SELECT 2").is_none(), "another text");
+        // A stale entry goes when read; the other entry of the text keeps
+        // the analysis until it goes too.
+        c.invalidate();
+        assert!(c.get(0, &key("SELECT 1")).is_none());
+        assert!(
+            c.analysis(b"SELECT 1").is_some(),
+            "one entry of the text is left"
+        );
+        assert!(c.get(0, &other_user("SELECT 1")).is_none());
+        assert!(
+            c.analysis(b"SELECT 1").is_none(),
+            "no entry of the text is left"
+        );
+        // Stored again, then pushed out by newer entries: gone with it.
+        c.put_analyzed(
+            0,
+            c.version(),
+            key("SELECT 1"),
+            hit(10),
+            Scope::Whole,
+            analysed("SELECT 1"),
+        );
+        assert!(c.analysis(b"SELECT 1").is_some());
+        for i in 0..100 {
+            c.put(
+                0,
+                c.version(),
+                key(&format!("k{i}")),
+                hit(100),
+                Scope::Whole,
+            );
+        }
+        assert!(c.get(0, &key("SELECT 1")).is_none(), "evicted");
+        assert!(c.analysis(b"SELECT 1").is_none(), "its analysis with it");
+        // The bytes counted come back to what is kept.
+        assert!(c.size().1 <= 40 * one);
     }
 
     fn tables(names: &[&str]) -> Scope {

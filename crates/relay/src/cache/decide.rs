@@ -168,6 +168,18 @@ pub fn write_tables<'a>(fx: &'a Effects, text: &[u8], whole: bool) -> Option<&'a
 }
 
 /// Whether the statement's result may be cached; `Err` says why not.
+/// Whether a text may be a cacheable SELECT, by its first word after
+/// blanks and opening parentheses: a cheap test before the cache is asked
+/// for a text's kept analysis (a wrong `false` only costs a lexing).
+pub fn may_select(sql: &[u8]) -> bool {
+    use crate::protocol::sql::starts_with_word as word;
+    let at = sql
+        .iter()
+        .position(|c| !c.is_ascii_whitespace() && *c != b'(')
+        .unwrap_or(sql.len());
+    word(&sql[at..], "SELECT") || word(&sql[at..], "WITH")
+}
+
 pub fn cacheable(
     fx: &Effects,
     toks: &[(Tok, Range<usize>)],

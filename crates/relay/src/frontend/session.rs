@@ -32,6 +32,7 @@ use crate::admin::metrics::Metrics;
 use crate::backend::command;
 use crate::backend::dial::BackendAccount;
 use crate::backend::pool::{BackendConn, Route, Shape};
+use crate::cache::decide;
 use crate::config::Mode;
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self};
@@ -787,13 +788,27 @@ impl Session {
         let rules = self.ctx.rules();
         let caching = self.ctx.cache.active();
         let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty() || caching;
-        let (q, mut fx) = read_statement(&cmd[1..], self.st.mode(), want_digest);
+        // A text the result cache holds entries of was read before: its
+        // analysis is kept there (the same in every session).
+        let kept = (caching
+            && self.st.mode() == Mode::Transaction
+            && self.streamed.is_none()
+            && decide::may_select(&cmd[1..]))
+        .then(|| self.ctx.cache.analysis(&cmd[1..]))
+        .flatten();
+        let (q, mut fx) = match &kept {
+            Some(a) => (None, a.fx.clone()),
+            None => read_statement(&cmd[1..], self.st.mode(), want_digest),
+        };
         if self.streamed.is_some() {
             // Only its head was read: what its tail does is unknown, so
             // it is a write (the primary's) that no replay can repeat.
             fx.read = false;
         }
-        let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
+        let digest = match &kept {
+            Some(a) => Some(a.digest.clone()),
+            None => q.as_ref().filter(|_| want_digest).map(|q| q.digest()),
+        };
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
@@ -803,7 +818,11 @@ impl Session {
         self.st.begin_statement(&fx);
         self.drop_diagnostics_hold(&fx);
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
-        let toks = q.as_ref().map_or(&[][..], |q| q.tokens());
+        let toks = match (&kept, &q) {
+            (Some(a), _) => &a.toks[..],
+            (None, Some(q)) => q.tokens(),
+            (None, None) => &[][..],
+        };
         self.route_and_pin(&cmd[1..], toks, &fx).await;
         let plan = plan::plan(
             &cmd[1..],
@@ -863,6 +882,17 @@ impl Session {
             .flatten()
         {
             miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;
+            if let Some(m) = miss.as_mut().filter(|_| rewritten.is_none()) {
+                // Kept with its entry: the text as the client sent it
+                // (not rewritten), analysed as above.
+                m.analysis = Some(kept.clone().unwrap_or_else(|| {
+                    std::sync::Arc::new(sql::Analysis {
+                        toks: toks.to_vec(),
+                        fx: fx.clone(),
+                        digest: cache_digest.clone().unwrap_or_default(),
+                    })
+                }));
+            }
             if miss.is_none() {
                 if let Some(d) = digest {
                     self.ctx.digests.record(d, false, false, 1, t0.elapsed());

@@ -444,6 +444,57 @@ fn word(t: Option<&(Tok, Range<usize>)>) -> Option<&str> {
     }
 }
 
+/// What a statement's text is to the relay — its tokens, its effects and
+/// its digest — kept by the result cache beside the entries of that text
+/// (`Cache::analysis`), so a hit does not read the text again. A pure
+/// function of the bytes: the same text reads the same in every session.
+#[derive(Debug)]
+pub struct Analysis {
+    pub toks: Vec<(Tok, Range<usize>)>,
+    pub fx: Effects,
+    pub digest: String,
+}
+
+impl Analysis {
+    /// Its heap and inline bytes (for the cache's bound), counted high.
+    pub fn bytes(&self) -> usize {
+        use std::mem::size_of;
+        let toks: usize = self
+            .toks
+            .iter()
+            .map(|(t, _)| match t {
+                Tok::Word(w) | Tok::Quoted(w) if w.is_heap_allocated() => w.capacity(),
+                Tok::SysVar(scope, name) => {
+                    name.capacity() + scope.as_ref().map_or(0, String::capacity)
+                }
+                _ => 0,
+            })
+            .sum();
+        let fx = &self.fx;
+        let fx_heap = fx.settings.capacity() * size_of::<Setting>()
+            + fx.settings
+                .iter()
+                .map(|s| s.name.capacity() + s.text.capacity())
+                .sum::<usize>()
+            + fx.use_db.as_ref().map_or(0, String::capacity)
+            + (fx.pins.capacity() + fx.unpins.capacity()) * size_of::<Pin>()
+            + fx.drops_users.iter().map(String::capacity).sum::<usize>()
+            + fx.drops_users.capacity() * size_of::<String>()
+            + fx.drops_db.as_ref().map_or(0, String::capacity)
+            + fx.temp_ops.capacity() * size_of::<TempOp>()
+            + fx.statement_vars
+                .iter()
+                .map(String::capacity)
+                .sum::<usize>()
+            + fx.statement_vars.capacity() * size_of::<String>();
+        size_of::<Analysis>()
+            + self.toks.capacity() * size_of::<(Tok, Range<usize>)>()
+            + toks
+            + fx_heap
+            + self.digest.capacity()
+    }
+}
+
 /// A COM_QUERY's text, lexed once for both its effects and its digest.
 pub struct Query<'a> {
     sql: &'a [u8],

@@ -29,6 +29,8 @@ pub(super) struct Miss {
     /// What its read reads (`decide::read_scope`, everything through a view).
     reads: Scope,
     _leading: Option<Leading>,
+    /// A text query's analysis, kept with its entry (`Cache::put_analyzed`).
+    pub(super) analysis: Option<std::sync::Arc<crate::protocol::sql::Analysis>>,
 }
 
 type Token = (sqlfleet_dump::lex::Tok, std::ops::Range<usize>);
@@ -149,6 +151,7 @@ impl Session {
                 since,
                 reads,
                 _leading: leading,
+                analysis: None,
             }));
         };
         self.ctx
@@ -188,9 +191,14 @@ impl Session {
             reply: std::sync::Arc::new(reply),
             rows: o.rows,
         };
-        self.ctx
-            .cache
-            .put(miss.rule, miss.since, miss.key, hit, miss.reads);
+        self.ctx.cache.put_analyzed(
+            miss.rule,
+            miss.since,
+            miss.key,
+            hit,
+            miss.reads,
+            miss.analysis,
+        );
     }
 
     /// For a statement that may write (`decide::invalidates`) while the
