@@ -7,6 +7,7 @@
 //! default database and settings are replayed there. In `session` mode the
 //! client keeps its connection until it quits; it is then reset and reused.
 
+mod analysed;
 mod binlog;
 mod cached;
 mod journal;
@@ -32,7 +33,6 @@ use crate::admin::metrics::Metrics;
 use crate::backend::command;
 use crate::backend::dial::BackendAccount;
 use crate::backend::pool::{BackendConn, Route, Shape};
-use crate::cache::decide;
 use crate::config::Mode;
 use crate::event_loops::Seat;
 use crate::frontend::auth::{self};
@@ -788,27 +788,14 @@ impl Session {
         let rules = self.ctx.rules();
         let caching = self.ctx.cache.active();
         let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty() || caching;
-        // A text the result cache holds entries of was read before: its
-        // analysis is kept there (the same in every session).
-        let kept = (caching
-            && self.st.mode() == Mode::Transaction
-            && self.streamed.is_none()
-            && decide::may_select(&cmd[1..]))
-        .then(|| self.ctx.cache.analysis(&cmd[1..]))
-        .flatten();
-        let (q, mut fx) = match &kept {
-            Some(a) => (None, a.fx.clone()),
-            None => read_statement(&cmd[1..], self.st.mode(), want_digest),
-        };
+        let analysed = self.analyse(&cmd[1..], caching, want_digest);
+        let mut fx = analysed.fx.clone();
         if self.streamed.is_some() {
             // Only its head was read: what its tail does is unknown, so
             // it is a write (the primary's) that no replay can repeat.
             fx.read = false;
         }
-        let digest = match &kept {
-            Some(a) => Some(a.digest.clone()),
-            None => q.as_ref().filter(|_| want_digest).map(|q| q.digest()),
-        };
+        let digest = analysed.digest.clone();
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
@@ -818,11 +805,7 @@ impl Session {
         self.st.begin_statement(&fx);
         self.drop_diagnostics_hold(&fx);
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
-        let toks = match (&kept, &q) {
-            (Some(a), _) => &a.toks[..],
-            (None, Some(q)) => q.tokens(),
-            (None, None) => &[][..],
-        };
+        let toks = analysed.tokens();
         self.route_and_pin(&cmd[1..], toks, &fx).await;
         let plan = plan::plan(
             &cmd[1..],
@@ -883,15 +866,8 @@ impl Session {
         {
             miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;
             if let Some(m) = miss.as_mut().filter(|_| rewritten.is_none()) {
-                // Kept with its entry: the text as the client sent it
-                // (not rewritten), analysed as above.
-                m.analysis = Some(kept.clone().unwrap_or_else(|| {
-                    std::sync::Arc::new(sql::Analysis {
-                        toks: toks.to_vec(),
-                        fx: fx.clone(),
-                        digest: cache_digest.clone().unwrap_or_default(),
-                    })
-                }));
+                // Kept with its entry: the text as the client sent it.
+                m.analysis = Some(analysed.to_keep(&fx));
             }
             if miss.is_none() {
                 if let Some(d) = digest {
@@ -921,18 +897,7 @@ impl Session {
             self.cache_store(m, o, reply);
         }
         if let Some(d) = digest {
-            let rows = match &o {
-                Ok(o) if o.result_sets > 0 => o.rows,
-                Ok(o) => o.affected,
-                Err(_) => 0,
-            };
-            self.ctx.digests.record(
-                d,
-                self.route.is_replica(),
-                !matches!(&o, Ok(o) if o.error.is_none()),
-                rows,
-                t0.elapsed(),
-            );
+            self.record_digest(d, &o, t0);
         }
         let o = o?;
         if fx.sets_global && o.error.is_none() {
@@ -958,6 +923,23 @@ impl Session {
         self.journal
             .statement(was_in_trans, self.st.in_trans(), cmd, digest, fits);
         Ok(())
+    }
+
+    /// A statement's run in its digest's statistics: rows returned (or
+    /// affected), whether it failed, how long it took since `t0`.
+    fn record_digest(&self, d: String, o: &Result<Outcome, Fail>, t0: std::time::Instant) {
+        let rows = match o {
+            Ok(o) if o.result_sets > 0 => o.rows,
+            Ok(o) => o.affected,
+            Err(_) => 0,
+        };
+        self.ctx.digests.record(
+            d,
+            self.route.is_replica(),
+            !matches!(o, Ok(o) if o.error.is_none()),
+            rows,
+            t0.elapsed(),
+        );
     }
 
     /// What the statement's text says it did, where the server's tracker

@@ -1,0 +1,78 @@
+//! A text query's analysis — its tokens, effects and digest — had once
+//! per statement: from the result cache when it holds entries of that
+//! very text (`Cache::analysis`: a pure function of the bytes, the same in
+//! every session), else read now (`read_statement`).
+
+use std::sync::Arc;
+
+use super::{read_statement, Session};
+use crate::cache::decide;
+use crate::config::Mode;
+use crate::protocol::sql::{Analysis, Effects, Query};
+
+type Token = (sqlfleet_dump::lex::Tok, std::ops::Range<usize>);
+
+pub(super) struct Analysed<'t> {
+    kept: Option<Arc<Analysis>>,
+    read: Option<Query<'t>>,
+    pub(super) fx: Effects,
+    /// Worked out when wanted (digests, rules or the cache).
+    pub(super) digest: Option<String>,
+}
+
+impl Analysed<'_> {
+    pub(super) fn tokens(&self) -> &[Token] {
+        match (&self.kept, &self.read) {
+            (Some(a), _) => &a.toks,
+            (None, Some(q)) => q.tokens(),
+            (None, None) => &[],
+        }
+    }
+
+    /// What the cache keeps beside an entry of this text: the analysis it
+    /// gave, or this one (`fx` as read, before the session changed it).
+    pub(super) fn to_keep(&self, fx: &Effects) -> Arc<Analysis> {
+        self.kept.clone().unwrap_or_else(|| {
+            Arc::new(Analysis {
+                toks: self.tokens().to_vec(),
+                fx: fx.clone(),
+                digest: self.digest.clone().unwrap_or_default(),
+            })
+        })
+    }
+}
+
+impl Session {
+    /// `text`'s analysis (see the module doc).
+    pub(super) fn analyse<'t>(
+        &self,
+        text: &'t [u8],
+        caching: bool,
+        want_digest: bool,
+    ) -> Analysed<'t> {
+        let kept = (caching
+            && self.st.mode() == Mode::Transaction
+            && self.streamed.is_none()
+            && decide::may_select(text))
+        .then(|| self.ctx.cache.analysis(text))
+        .flatten();
+        match kept {
+            Some(a) => Analysed {
+                fx: a.fx.clone(),
+                digest: Some(a.digest.clone()),
+                kept: Some(a),
+                read: None,
+            },
+            None => {
+                let (q, fx) = read_statement(text, self.st.mode(), want_digest);
+                let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
+                Analysed {
+                    kept: None,
+                    read: q,
+                    fx,
+                    digest,
+                }
+            }
+        }
+    }
+}
