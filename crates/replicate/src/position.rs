@@ -330,10 +330,13 @@ impl Book<'_> {
             )
             .await?;
         for (stream, g, retried) in marks {
-            // (Our own text: written by `mark_nontx` from a `Gtid`.)
-            let Ok(g) = g.parse::<Gtid>() else {
-                continue;
-            };
+            // Our own text (`mark_nontx` writes a `Gtid`); unreadable, the
+            // source does not start rather than pass over the mark.
+            let g = g.parse::<Gtid>().map_err(|e| {
+                mysql_async::Error::Other(
+                    format!("sqlfleet.replicate_nontx: stream '{stream}': GTID {g:?}: {e}").into(),
+                )
+            })?;
             if !retried && !s.applied(&stream, &g) {
                 s.unsure.insert(stream, g);
             }

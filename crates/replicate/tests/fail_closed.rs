@@ -571,20 +571,7 @@ async fn a_seeds_dump_holds_ddl_off_on_the_source() {
 
 /// Runs `cfg` from `s` into the test's own target `t` until caught up.
 async fn caught_up_into(cfg: &config::Checked, t: &TestServer, s: &TestServer) -> run::Summary {
-    let (_tx, rx) = watch::channel(false);
-    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
-    let opts = Options {
-        threads: Some(2),
-        until_caught_up: true,
-        give_up_after: None,
-    };
-    tokio::time::timeout(
-        Duration::from_secs(180),
-        run::run(cfg, &t.target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns once caught up")
-    .expect("runs to the end")
+    until_caught_up_into(cfg, t, s, Duration::from_secs(180)).await
 }
 
 /// Arms the instant before the COMMIT of a chunk writing a table a

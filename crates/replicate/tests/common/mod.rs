@@ -139,6 +139,16 @@ pub fn cfg_for(
 /// Runs `cfg` for source `s` with `--until-caught-up`: its summary (a
 /// stopped stream is a summary, not a failed run).
 pub async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
+    until_caught_up_into(cfg, target(), s, Duration::from_secs(120)).await
+}
+
+/// [`until_caught_up`] into target `t` (a test's own), within `within`.
+pub async fn until_caught_up_into(
+    cfg: &config::Checked,
+    t: &TestServer,
+    s: &TestServer,
+    within: Duration,
+) -> Summary {
     let (_tx, rx) = tokio::sync::watch::channel(false);
     let views = vec![std::sync::Arc::new(std::sync::Mutex::new(
         SourceView::default(),
@@ -149,8 +159,8 @@ pub async fn until_caught_up(cfg: &config::Checked, s: &TestServer) -> Summary {
         give_up_after: None,
     };
     tokio::time::timeout(
-        Duration::from_secs(120),
-        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
+        within,
+        run::run(cfg, &t.target(), &[s.target()], &opts, rx, views),
     )
     .await
     .expect("returns once caught up")
