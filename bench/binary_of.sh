@@ -14,3 +14,15 @@ binary_of() {  # $1 revision -> path of its release binary
   fi
   echo "$dir/target/release/sqlfleet"
 }
+
+# builds_of REV...: BINS (this build's $SQLFLEET, then each REV's) and
+# LABELS ("this build", then each REV's short hash), in that order.
+builds_of() {
+  BINS=("$SQLFLEET")
+  LABELS=("this build")
+  local rev
+  for rev in "$@"; do
+    BINS+=("$(binary_of "$rev")")
+    LABELS+=("$(git rev-parse --short "$rev")")
+  done
+}

@@ -57,12 +57,7 @@ count() {
     "$total" "$q" "$((h1 - h0))" "$((m1 - m0))"
 }
 
-BINS=("$SQLFLEET")
-LABELS=("this build")
-for rev in "$@"; do
-  BINS+=("$(binary_of "$rev")")
-  LABELS+=("$(git rev-parse --short "$rev")")
-done
+builds_of "$@"
 printf '| oltp_point_select through the cache (8 clients, %s point selects counted) | instructions per query | hit ratio |\n|---|---:|---:|\n' "$EVENTS"
 for i in "${!BINS[@]}"; do
   read -r ipq ratio < <(count "${BINS[$i]}")

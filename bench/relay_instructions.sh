@@ -92,12 +92,7 @@ count_connect() {
 }
 PW_ENC=$(python3 -c 'import sys,urllib.parse; print(urllib.parse.quote(open(sys.argv[1]).read().strip(), safe=""))' "$PWFILE")
 
-BINS=("$SQLFLEET")
-LABELS=("this build")
-for rev in "$@"; do
-  BINS+=("$(binary_of "$rev")")
-  LABELS+=("$(git rev-parse --short "$rev")")
-done
+builds_of "$@"
 printf '| workload (8 clients, %s transactions) |' "$EVENTS"
 for l in "${LABELS[@]}"; do printf ' %s |' "$l"; done
 printf '\n|---|'
