@@ -2,7 +2,8 @@
 //! `galera()`): one writer, reads on the others; a desynced node gets no
 //! reads; read-your-writes waits on the reader (WSREP_SYNC_WAIT_UPTO_GTID);
 //! the writer killed -9 under a write loop costs each client at most its
-//! in-flight statement and writes move; a node left alone (non-Primary)
+//! in-flight statement (beyond the survivors' own refusals while their new
+//! view forms) and writes move; a node left alone (non-Primary)
 //! gets nothing, as the cluster refuses it too. One test: the scenes share
 //! one cluster and each changes it.
 
@@ -460,14 +461,26 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         std::thread::sleep(Duration::from_millis(10));
     }
     stop.store(true, Ordering::Relaxed);
-    let mut acked_rows = 0;
+    let (mut acked_rows, mut unacked) = (0, 0);
     for l in loops {
         let (ok, failed) = l.join().expect("loop");
+        // The survivors' own refusals while they form the new Primary
+        // Component (a commit that meets the view change: ERROR 1180
+        // "... Not connected to Primary Component"; 1047 before they
+        // serve again) are what a direct client of node2 gets too, and
+        // say that nothing was committed; the relay passes them on.
+        // Anything else is the relay's doing: at most the statement in
+        // flight on the killed writer.
+        let (cluster, other): (Vec<&String>, Vec<&String>) = failed.iter().partition(|e| {
+            e.contains("Primary Component") || e.contains("1180") || e.contains("1047")
+        });
         assert!(
-            failed.len() <= 1,
-            "a client lost more than its in-flight statement: {failed:?}"
+            other.len() <= 1,
+            "a client lost more than its in-flight statement: {other:?} \
+             (and the cluster refused {cluster:?})"
         );
         acked_rows += ok;
+        unacked += failed.len() as u64;
     }
     rt.block_on(async {
         let mut n2 = node(g, 1).await;
@@ -478,8 +491,8 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         let n = n.unwrap_or(0);
         // An unacknowledged statement may have committed; none acknowledged is lost.
         assert!(
-            n >= acked_rows && n <= acked_rows + 2,
-            "{n} rows, {acked_rows} acknowledged"
+            n >= acked_rows && n <= acked_rows + unacked,
+            "{n} rows, {acked_rows} acknowledged, {unacked} failed"
         );
         let _ = n2.disconnect().await;
     });

@@ -637,7 +637,9 @@ async fn run_through_a_kill(
 /// after the operator undid what is there applies it again. Rounds 1
 /// and 2 are a stream's own chunk; round 3 a transaction across two
 /// databases (a barrier, applied on the source's own connection) whose
-/// InnoDB part rolled back.
+/// InnoDB part rolled back; round 4 a transaction that makes its own
+/// temporary table (applied on a connection of its source session's, and
+/// run there again after a restart, since no table of it was recorded).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of_applying_it_twice()
 {
@@ -673,25 +675,37 @@ async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of
     let v = || read("SELECT v FROM ntx.m WHERE id = 1".into());
     assert_eq!(v().await, Some(1));
     let mut before = 1;
-    for (round, add) in [(1usize, 10i64), (2, 100), (3, 1000)] {
-        // (Round 3 is logged as statements, its InnoDB write first: a
-        // MyISAM change logged as rows, or one that opens a transaction,
-        // is logged apart, as its own GTID.)
-        let (format, other, streams): (&str, &str, &[&str]) = if round == 3 {
-            (
+    for (round, add) in [(1usize, 10i64), (2, 100), (3, 1000), (4, 5000)] {
+        // (Rounds 3 and 4 are logged as statements, a transactional write
+        // first: a MyISAM change logged as rows, or one that opens a
+        // transaction, is logged apart, as its own GTID.)
+        let (format, other, streams): (&str, String, &[&str]) = match round {
+            3 => (
                 "STATEMENT",
-                "INSERT INTO ntx_b.i VALUES (3); ",
+                "INSERT INTO ntx_b.i VALUES (3); ".into(),
                 &["ntx", "ntx_b"],
-            )
+            ),
+            4 => (
+                "STATEMENT",
+                format!(
+                    "CREATE TEMPORARY TABLE ntx.tmp (x INT) ENGINE=InnoDB; \
+                     INSERT INTO ntx.tmp VALUES ({add}); "
+                ),
+                &["ntx"],
+            ),
+            _ => ("ROW", String::new(), &["ntx"]),
+        };
+        let set = if round == 4 {
+            "(SELECT x FROM ntx.tmp)".to_string()
         } else {
-            ("ROW", "", &["ntx"])
+            add.to_string()
         };
         // Its own GTID, as its session saw it (other tests write this
         // source too).
         let mut c = s.connect().await;
         c.query_drop(format!(
             "SET SESSION binlog_format = '{format}'; START TRANSACTION; {other}\
-             UPDATE ntx.m SET v = v + {add} WHERE id = 1; COMMIT"
+             UPDATE ntx.m SET v = v + {set} WHERE id = 1; COMMIT"
         ))
         .await
         .expect("the MyISAM transaction");
@@ -742,7 +756,7 @@ async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of
         assert_eq!(v().await, Some(before + add), "round {round}");
         let later = read(format!("SELECT COUNT(*) FROM ntx.i WHERE id = {round}")).await;
         assert_eq!(later, Some(0), "round {round}: applied past the stop");
-        if round != 1 {
+        if round == 2 || round == 3 {
             // The operator undoes what is there (round 3: the MyISAM part;
             // the InnoDB part rolled back), then retries.
             let mut c = t.connect().await;
@@ -752,7 +766,8 @@ async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of
             let _ = c.disconnect().await;
             status::retry(&t.target(), "fn", "").await.expect("retry");
         } else {
-            // The operator sees all of it there: skip.
+            // The operator sees all of it there (round 4: its temporary
+            // table went with the killed target's session): skip.
             status::skip(&t.target(), "fn", &g, "seen on the target")
                 .await
                 .expect("skip");

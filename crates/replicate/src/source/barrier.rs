@@ -154,19 +154,7 @@ impl SourceRunner {
     ) -> Result<(), ApplyError> {
         let name = self.cfg.name.as_str();
         ctl.galera_guard(txn, &txn.items).await?;
-        // Writes tables a ROLLBACK does not undo: marked started on each
-        // of its streams first, as a worker's chunk is (chunk.rs). The
-        // engines are read again only after a DDL.
-        let generation = self.workers.ddl.load(std::sync::atomic::Ordering::Acquire);
-        let stale = engines.stale(generation, std::iter::once(txn));
-        if !stale.is_empty() {
-            engines.store(ctl.engines(generation, stale).await?);
-        }
-        let nontx = engines.no_rollback(txn);
-        if nontx {
-            ctl.mark_nontx(name, txn.dbs.iter().map(String::as_str), txn)
-                .await?;
-        }
+        let nontx = self.mark_if_nontx(ctl, engines, txn).await?;
         let r = async {
             ctl.begin().await?;
             ctl.items(txn).await?;
@@ -182,6 +170,29 @@ impl SourceRunner {
             ctl.rollback().await;
         }
         r
+    }
+
+    /// When `txn` writes tables a ROLLBACK does not undo: marks it started
+    /// on each of its streams, autocommitted on `conn` before its first
+    /// write, as a worker's chunk is (chunk.rs); says whether it did. The
+    /// engines are read again only after a DDL.
+    pub(super) async fn mark_if_nontx(
+        &self,
+        conn: &mut Applier,
+        engines: &mut Engines,
+        txn: &Txn,
+    ) -> Result<bool, ApplyError> {
+        let generation = self.workers.ddl.load(std::sync::atomic::Ordering::Acquire);
+        let stale = engines.stale(generation, std::iter::once(txn));
+        if !stale.is_empty() {
+            engines.store(conn.engines(generation, stale).await?);
+        }
+        let nontx = engines.no_rollback(txn);
+        if nontx {
+            conn.mark_nontx(&self.cfg.name, txn.dbs.iter().map(String::as_str), txn)
+                .await?;
+        }
+        Ok(nontx)
     }
 }
 

@@ -178,7 +178,7 @@ impl SourceRunner {
     /// left. A lost connection loses the session's tables.
     pub(super) async fn apply_in_session(
         &self,
-        s: &Session,
+        s: &mut Session,
         temp: &mut Sessions,
         p: u32,
         txn: &Txn,
@@ -196,8 +196,14 @@ impl SourceRunner {
         let r = async {
             conn.prime(&s.format).await?;
             conn.galera_guard(txn, &txn.items).await?;
+            // (A transaction that makes its own temporary table runs here
+            // again after a restart: marked like any other.)
+            let nontx = self.mark_if_nontx(&mut conn, &mut s.engines, txn).await?;
             conn.begin().await?;
             conn.items(txn).await?;
+            if nontx {
+                sqlfleet_faults::point!("replicate::nontx_before_commit");
+            }
             let streams: Vec<(&str, &str, &Txn)> =
                 txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
             conn.commit_with_positions(&streams, &[temp_sql(name, p, &now)])
