@@ -290,6 +290,20 @@ async fn follow_binlog(ctx: Arc<Ctx>, settings: crate::cache::FollowSettings) {
             let b = ctx.cfg.backends.get(i).ok_or("no such backend")?;
             Ok((b.addr(), ctx.cfg.backend_target(b)))
         }),
+        // The nodes the health checks last found up in a Galera cluster:
+        // a member down and gone from the cluster writes nothing; one the
+        // relay cannot reach but the cluster still counts is caught by
+        // the cluster's size (follower.rs).
+        members: Box::new(|| {
+            let health = ctx.pool.health.all();
+            ctx.cfg
+                .backends
+                .iter()
+                .zip(health)
+                .filter(|(_, h)| h.up && h.galera.is_some())
+                .map(|(b, _)| (b.addr(), ctx.cfg.backend_target(b)))
+                .collect()
+        }),
         server_id,
     };
     crate::cache::follower::run(wiring, settings).await;

@@ -43,6 +43,11 @@ fn start(g: &TestServer, dir: &std::path::Path) -> Relay {
 
 /// The relay over the cluster, with `sections` of config added.
 fn start_with(g: &TestServer, dir: &std::path::Path, sections: &str) -> Relay {
+    start_nodes(g, dir, &[0, 1, 2], sections)
+}
+
+/// The relay over the cluster's `nodes` (indexes), with `sections` added.
+fn start_nodes(g: &TestServer, dir: &std::path::Path, nodes: &[usize], sections: &str) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
     let pwfile = dir.join("backend.pw");
@@ -52,7 +57,9 @@ fn start_with(g: &TestServer, dir: &std::path::Path, sections: &str) -> Relay {
         .meta
         .nodes
         .iter()
-        .map(|n| format!("\"127.0.0.1:{}\"", n.port))
+        .enumerate()
+        .filter(|(i, _)| nodes.contains(i))
+        .map(|(_, n)| format!("\"127.0.0.1:{}\"", n.port))
         .collect();
     let hashes = sqlfleet_relay::config::hash_lines("app-pw");
     let toml = format!(
@@ -150,12 +157,16 @@ fn kill_node(g: &TestServer, i: usize) {
 
 /// The result cache over the cluster: it follows the writer's binary log,
 /// which holds every node's writes (log_slave_updates, as the sandbox
-/// sets it), so a row changed directly on another node is read through
-/// the cache soon after — long before the rule's 30 s ttl.
+/// sets it) — or, where each node logs only its own, every member's log
+/// (`members`: /status names them) — so a row changed directly on node
+/// `writes` (indexes) is read through the cache soon after, long before
+/// the rule's 30 s ttl.
 fn cache_sees_every_nodes_writes(
     g: &TestServer,
     dir: &std::path::Path,
     rt: &tokio::runtime::Runtime,
+    writes: &[usize],
+    members: bool,
 ) {
     let relay = start_with(
         g,
@@ -163,6 +174,20 @@ fn cache_sees_every_nodes_writes(
         "[[cache_rules]]\nname = \"t\"\ntables = [\"t\"]\nttl = 30\n",
     );
     relay.wait_cache_following(Duration::from_secs(30));
+    let status = relay.page("/status").replace([' ', '\n'], "");
+    let listed: Vec<String> = g
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("\"127.0.0.1:{}\"", n.port))
+        .collect();
+    let want = format!("\"members\":[{}]", listed.join(","));
+    assert_eq!(
+        status.contains(&want),
+        members,
+        "{want} in the follower's /status: {status}"
+    );
     rt.block_on(async {
         let mut c = mysql_async::Conn::new(opts(relay.port))
             .await
@@ -172,7 +197,7 @@ fn cache_sees_every_nodes_writes(
         let _: Option<i64> = c.query_first(read).await.expect("hit");
         assert!(relay.metric("sqlfleet_relay_cache_hits_total{rule=\"t\"}") >= 1.0);
         let want = before.unwrap_or(0) + 7;
-        for i in [1, 2] {
+        for &i in writes {
             let mut other = node(g, i).await;
             other
                 .query_drop(format!(
@@ -199,23 +224,103 @@ fn cache_sees_every_nodes_writes(
     });
 }
 
+/// One cluster's scenes at a time: each test starts its own.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The table the scenes read and write, made through node1 and waited for
+/// on the other two.
+async fn make_table(g: &TestServer) {
+    let mut n1 = node(g, 0).await;
+    n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT); \
+         INSERT IGNORE INTO gal.t (id, client, k) VALUES (1000000, 9, 0)")
+        .await
+        .expect("ddl");
+    for i in [1, 2] {
+        let mut n = node(g, i).await;
+        let t0 = Instant::now();
+        while n
+            .query_first::<u64, _>("SELECT COUNT(*) FROM gal.t WHERE id = 1000000")
+            .await
+            .ok()
+            .flatten()
+            != Some(1)
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "node{} lacks gal.t",
+                i + 1
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A cluster whose nodes log only their own writes (log_slave_updates
+/// OFF): the cache follows every member's log at once, so a row changed
+/// directly on any node, the writer included, is read through the cache
+/// soon after; before, the cache was bypassed on such a cluster. A
+/// member the relay does not know shuts the cache, with the reason.
+#[test]
+fn the_cache_follows_every_members_log_where_each_holds_only_its_own_writes() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let g: &'static TestServer = Box::leak(Box::new(sqlfleet_testkit::galera_with(&[
+        "log-slave-updates=0",
+        "wsrep-gtid-mode=OFF",
+    ])));
+    let dir = tempfile::tempdir().expect("tmp");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(make_table(g));
+    cache_sees_every_nodes_writes(g, dir.path(), &rt, &[0, 1, 2], true);
+
+    // Fail closed: a relay that knows two of the three members cannot see
+    // the third's writes; it says so and bypasses the cache.
+    let relay = start_nodes(
+        g,
+        dir.path(),
+        &[0, 1],
+        "[[cache_rules]]\nname = \"t\"\ntables = [\"t\"]\nttl = 30\n",
+    );
+    let t0 = Instant::now();
+    let want = "the Galera cluster has 3 members and the relay knows 2";
+    while !relay.page("/status").contains(want) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{want:?} not in /status: {}",
+            relay.page("/status")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    rt.block_on(async {
+        let mut c = mysql_async::Conn::new(opts(relay.port))
+            .await
+            .expect("relay");
+        for _ in 0..3 {
+            let _: Option<i64> = c
+                .query_first("SELECT k FROM t WHERE id = 1000000")
+                .await
+                .expect("read");
+        }
+    });
+    assert_eq!(
+        relay.metric("sqlfleet_relay_cache_hits_total{rule=\"t\"}"),
+        0.0,
+        "a hit while a member's writes are unseen"
+    );
+    assert!(relay.metric("sqlfleet_relay_cache_bypassed_total") >= 3.0);
+}
+
 #[test]
 fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_primary() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let g = sqlfleet_testkit::galera();
     let ports: Vec<u16> = g.sandbox.meta.nodes.iter().map(|n| n.port).collect();
     let dir = tempfile::tempdir().expect("tmp");
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut n1 = node(g, 0).await;
-        n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT); \
-             INSERT IGNORE INTO gal.t (id, client, k) VALUES (1000000, 9, 0)")
-            .await
-            .expect("ddl");
-    });
+    rt.block_on(make_table(g));
     let relay = start(g, dir.path());
     wait_roles(&relay, &["writer", "reader", "reader"]);
     let writer_port = ports[0];
-    cache_sees_every_nodes_writes(g, dir.path(), &rt);
+    cache_sees_every_nodes_writes(g, dir.path(), &rt, &[1, 2], false);
     rt.block_on(async {
         let mut c = mysql_async::Conn::new(opts(relay.port))
             .await

@@ -81,6 +81,17 @@ pub fn galera() -> &'static TestServer {
     S.get_or_init(|| start_shape("g", 0, Some(3), vec![]))
 }
 
+/// A 3-node Galera cluster started with extra options (e.g.
+/// `log-slave-updates=0`); one per distinct call site, kept by the caller.
+pub fn galera_with(options: &[&str]) -> TestServer {
+    start_shape(
+        "go",
+        0,
+        Some(3),
+        options.iter().map(|s| s.to_string()).collect(),
+    )
+}
+
 /// A server started with extra options (e.g. `local_infile=0`); one per
 /// distinct call site, kept in the caller's own `OnceLock`.
 pub fn server_with(options: &[&str]) -> TestServer {

@@ -11,8 +11,13 @@
 //! second connection); the gate (`gate.rs`) opens only while everything
 //! committed up to `max_lag` ago has been read.
 //!
-//! Blind — the account may not read the log, the log is off, a Galera
-//! node's log lacks the other nodes' writes, several writable backends,
+//! On a Galera cluster whose nodes log only their own writes
+//! (log_slave_updates OFF) it follows every member's log at once, one
+//! gate slot each, the cluster's size checked against the members the
+//! relay knows.
+//!
+//! Blind — the account may not read the log, the log is off, a member
+//! unreachable or one the relay does not know, several writable backends,
 //! the connection lost or silent — the gate shuts and the cache is
 //! bypassed; each restart makes everything stale first. What it costs the
 //! primary: one binlog dump connection and a position question a few
@@ -72,7 +77,39 @@ pub struct Wiring<'a> {
     /// The backend writes go to now — its name and how the relay's
     /// account reaches it — or why there is none to follow.
     pub primary: Box<dyn Fn() -> Result<(String, Target), String> + Send + Sync + 'a>,
+    /// Every configured member of a Galera cluster, as `primary` names
+    /// them (empty when the backends are not one).
+    pub members: Box<dyn Fn() -> Vec<(String, Target)> + Send + Sync + 'a>,
     pub server_id: u32,
+}
+
+/// Whose log a following session reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// The backend writes go to: its log holds every write.
+    Writer,
+    /// Member `i` of a Galera cluster: its log holds its own writes, the
+    /// members' logs together every write.
+    Member(usize),
+}
+
+impl Role {
+    fn slot(self) -> usize {
+        match self {
+            Role::Writer => 0,
+            Role::Member(i) => i,
+        }
+    }
+}
+
+/// How a following session ended without an error.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// No cache rule left.
+    Idle,
+    /// The writer is a Galera node whose log holds only its own writes:
+    /// every member's log is to be followed.
+    Members,
 }
 
 /// Follows while the relay runs (the task is dropped with it).
@@ -91,13 +128,17 @@ pub async fn run(w: Wiring<'_>, settings: FollowSettings) {
         let why = match (w.primary)() {
             Ok((name, target)) => {
                 let began = Instant::now();
-                let r = session(&w, &settings, &name, &target).await;
+                let r = match session(&w, &settings, Role::Writer, &name, &target).await {
+                    Ok(Ended::Members) => members(&w, &settings).await,
+                    Ok(Ended::Idle) => Ok(()),
+                    Err(why) => Err(format!("{name}: {why}")),
+                };
                 if began.elapsed() > Duration::from_secs(10) {
                     wait = RETRY_FIRST;
                 }
                 match r {
                     Ok(()) => continue,
-                    Err(why) => format!("{name}: {why}"),
+                    Err(why) => why,
                 }
             }
             Err(why) => why,
@@ -161,10 +202,37 @@ async fn ask(
         .map_err(|_| format!("{sql}: no answer within {}s", ASK_TIMEOUT.as_secs()))
 }
 
-/// Whether this server's binary log holds every write the cache must
-/// see: off, or a Galera node's without the other nodes' writes, it
-/// does not.
-async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<(), String> {
+/// Follows every member of the Galera cluster at once, each on its own
+/// gate slot, until one of them ends (its error named).
+async fn members(w: &Wiring<'_>, settings: &FollowSettings) -> Result<(), String> {
+    let list = (w.members)();
+    if list.is_empty() {
+        return Err("a Galera node whose binary log holds only its own writes (log_slave_updates is OFF), and no members to follow".into());
+    }
+    let names: Vec<String> = list.iter().map(|(n, _)| n.clone()).collect();
+    w.cache.gate.logs(list.len());
+    w.cache.gate.set(|v| {
+        v.backend = Some(names.join(", "));
+        v.members = names.clone();
+    });
+    let sessions = list.iter().enumerate().map(|(i, (name, target))| {
+        Box::pin(async move {
+            match session(w, settings, Role::Member(i), name, target).await {
+                Ok(_) => Ok(()),
+                Err(why) => Err(format!(
+                    "{name} (a Galera member whose log holds only its own writes): {why}"
+                )),
+            }
+        })
+    });
+    let (first, _, _) = futures_util::future::select_all(sessions).await;
+    first
+}
+
+/// Whether this server's binary log holds every write the cache must see
+/// (`Ok(false)`), or, a Galera node's without the other nodes' writes,
+/// only its own (`Ok(true)`); off, none.
+async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<bool, String> {
     w.metrics.own_query(OwnQuery::BinlogPosition);
     let rows: Vec<mysql_async::Row> = tokio::time::timeout(
         ASK_TIMEOUT,
@@ -186,8 +254,29 @@ async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<(), String> {
     if !on("log_bin") {
         return Err("the primary writes no binary log (log_bin is OFF): writes made elsewhere cannot be seen".into());
     }
-    if on("wsrep_on") && !on("log_slave_updates") {
-        return Err("a Galera node whose binary log holds only its own writes (log_slave_updates is OFF): the other nodes' writes cannot be seen".into());
+    Ok(on("wsrep_on") && !on("log_slave_updates"))
+}
+
+/// The number of members of the Galera cluster `c`'s node is in (its
+/// `wsrep_cluster_size`).
+async fn cluster_size(w: &Wiring<'_>, c: &mut Conn) -> Result<usize, String> {
+    w.metrics.own_query(OwnQuery::BinlogPosition);
+    let row = ask(c, "SHOW GLOBAL STATUS LIKE 'wsrep_cluster_size'")
+        .await?
+        .map_err(|e| format!("SHOW GLOBAL STATUS: {e}"))?;
+    row.and_then(|r| r.get_opt::<String, _>(1).and_then(Result::ok))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no wsrep_cluster_size".to_string())
+}
+
+/// Fail closed: a cluster with more members than the relay follows has
+/// writes no followed log holds.
+async fn all_members_known(w: &Wiring<'_>, c: &mut Conn, known: usize) -> Result<(), String> {
+    let size = cluster_size(w, c).await?;
+    if size > known {
+        return Err(format!(
+            "the Galera cluster has {size} members and the relay knows {known}: the others' writes cannot be seen (list every node in [backend] servers, or set log_slave_updates)"
+        ));
     }
     Ok(())
 }
@@ -196,9 +285,10 @@ async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<(), String> {
 async fn session(
     w: &Wiring<'_>,
     settings: &FollowSettings,
+    role: Role,
     name: &str,
     target: &Target,
-) -> Result<(), String> {
+) -> Result<Ended, String> {
     let connect = || async {
         target
             .connect(ASK_TIMEOUT)
@@ -206,7 +296,20 @@ async fn session(
             .map_err(|e| format!("connecting: {e}"))
     };
     let mut probe = connect().await?;
-    check_log(w, &mut probe).await?;
+    let own_only = check_log(w, &mut probe).await?;
+    let members = match role {
+        Role::Writer if own_only => return Ok(Ended::Members),
+        Role::Writer => {
+            w.cache.gate.logs(1);
+            0
+        }
+        Role::Member(_) => {
+            let n = (w.members)().len();
+            all_members_known(w, &mut probe, n).await?;
+            n
+        }
+    };
+    let slot = role.slot();
     let every = probe_every(settings.max_lag);
     let sent = Instant::now();
     let (mut file, start) = log_end(w, &mut probe).await?;
@@ -244,13 +347,20 @@ async fn session(
     w.cache.invalidate();
     settle.push_back((Instant::now() + SETTLE, Scope::Whole));
     let mut caught = CaughtUp::start(sent, start);
-    w.cache.gate.caught_up(sent, settings.max_lag);
+    w.cache.gate.caught_up_in(slot, sent, settings.max_lag);
+    // (/status shows the file and offset of the writer's log, or of the
+    // first member's)
     w.cache.gate.set(|v| {
         v.state = "following".into();
         v.reason = None;
-        v.backend = Some(name.to_string());
-        v.file = Some(file.clone());
-        v.offset = start.offset;
+        if role == Role::Writer {
+            v.backend = Some(name.to_string());
+            v.members.clear();
+        }
+        if slot == 0 {
+            v.file = Some(file.clone());
+            v.offset = start.offset;
+        }
     });
     let mut follow = Follow::default();
     let mut formatted = false;
@@ -289,7 +399,7 @@ async fn session(
                     last_end = end;
                     caught.read_to(BinPos { file: file_no, offset: end });
                     if let Some(at) = caught.at() {
-                        w.cache.gate.caught_up(at, settings.max_lag);
+                        w.cache.gate.caught_up_in(slot, at, settings.max_lag);
                     }
                 }
                 if let Some(next) = rotated {
@@ -301,12 +411,18 @@ async fn session(
             }
             _ = tick.tick() => {
                 if !w.cache.active() {
-                    return Ok(());
+                    return Ok(Ended::Idle);
                 }
-                match (w.primary)() {
-                    Ok((now, _)) if now == name => {}
-                    Ok((now, _)) => return Err(format!("writes go to {now} now")),
-                    Err(why) => return Err(why),
+                match role {
+                    Role::Writer => match (w.primary)() {
+                        Ok((now, _)) if now == name => {}
+                        Ok((now, _)) => return Err(format!("writes go to {now} now")),
+                        Err(why) => return Err(why),
+                    },
+                    // (A member's writes are followed wherever the
+                    // writer is; the cluster's size, by the first member.)
+                    Role::Member(0) => all_members_known(w, &mut probe, members).await?,
+                    Role::Member(_) => {}
                 }
                 let silent = (every * 4).max(Duration::from_secs(2));
                 if last_event.elapsed() > silent {
@@ -315,15 +431,17 @@ async fn session(
                         last_event.elapsed().as_secs_f64()
                     ));
                 }
-                w.cache.gate.set(|v| {
-                    v.file = Some(file.clone());
-                    v.offset = last_end;
-                });
+                if slot == 0 {
+                    w.cache.gate.set(|v| {
+                        v.file = Some(file.clone());
+                        v.offset = last_end;
+                    });
+                }
                 let sent = Instant::now();
                 let (_, end) = log_end(w, &mut probe).await?;
                 caught.asked(sent, end);
                 if let Some(at) = caught.at() {
-                    w.cache.gate.caught_up(at, settings.max_lag);
+                    w.cache.gate.caught_up_in(slot, at, settings.max_lag);
                 }
             }
             _ = async {
