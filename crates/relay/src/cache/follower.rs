@@ -281,6 +281,44 @@ async fn all_members_known(w: &Wiring<'_>, c: &mut Conn, known: usize) -> Result
     Ok(())
 }
 
+/// The binary log from `file` at `offset`, as MariaDB sends it to a
+/// replica that knows GTID events, with a heartbeat whenever nothing else
+/// was sent for `every`.
+async fn binlog_stream(
+    w: &Wiring<'_>,
+    mut stream_conn: Conn,
+    file: &str,
+    offset: u64,
+    every: Duration,
+) -> Result<mysql_async::BinlogStream, String> {
+    let late = |what: &str| format!("{what}: no answer within {}s", ASK_TIMEOUT.as_secs());
+    tokio::time::timeout(
+        ASK_TIMEOUT,
+        stream_conn.query_drop(format!(
+            "SET @mariadb_slave_capability = 4, @master_heartbeat_period = {}",
+            every.as_nanos()
+        )),
+    )
+    .await
+    .map_err(|_| late("preparing the binlog stream"))?
+    .map_err(|e| format!("preparing the binlog stream: {e}"))?;
+    let request = stream_conn.get_binlog_stream(
+        BinlogStreamRequest::new(w.server_id)
+            .with_filename(file.as_bytes())
+            .with_pos(offset),
+    );
+    tokio::time::timeout(ASK_TIMEOUT, request)
+        .await
+        .map_err(|_| late("requesting the binary log"))?
+        .map_err(|e| match &e {
+            mysql_async::Error::Server(s) if s.code == 1227 => format!(
+                "the relay's account may not read the binary log ({}): GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO it",
+                s.message
+            ),
+            _ => format!("requesting the binary log: {e}"),
+        })
+}
+
 /// One following session: until an error (or the rules are gone).
 async fn session(
     w: &Wiring<'_>,
@@ -313,35 +351,7 @@ async fn session(
     let every = probe_every(settings.max_lag);
     let sent = Instant::now();
     let (mut file, start) = log_end(w, &mut probe).await?;
-    let mut stream_conn = connect().await?;
-    // (GTID events as MariaDB sends them to a replica that knows them; a
-    // heartbeat whenever nothing else was sent for a probe's interval)
-    let late = |what: &str| format!("{what}: no answer within {}s", ASK_TIMEOUT.as_secs());
-    tokio::time::timeout(
-        ASK_TIMEOUT,
-        stream_conn.query_drop(format!(
-            "SET @mariadb_slave_capability = 4, @master_heartbeat_period = {}",
-            every.as_nanos()
-        )),
-    )
-    .await
-    .map_err(|_| late("preparing the binlog stream"))?
-    .map_err(|e| format!("preparing the binlog stream: {e}"))?;
-    let request = stream_conn.get_binlog_stream(
-        BinlogStreamRequest::new(w.server_id)
-            .with_filename(file.as_bytes())
-            .with_pos(start.offset),
-    );
-    let mut stream = tokio::time::timeout(ASK_TIMEOUT, request)
-        .await
-        .map_err(|_| late("requesting the binary log"))?
-        .map_err(|e| match &e {
-            mysql_async::Error::Server(s) if s.code == 1227 => format!(
-                "the relay's account may not read the binary log ({}): GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO it",
-                s.message
-            ),
-            _ => format!("requesting the binary log: {e}"),
-        })?;
+    let mut stream = binlog_stream(w, connect().await?, &file, start.offset, every).await?;
     // Blind until now: whatever was kept may predate a write not seen.
     let mut settle: VecDeque<(Instant, Scope)> = VecDeque::new();
     w.cache.invalidate();
