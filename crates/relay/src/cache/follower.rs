@@ -88,16 +88,16 @@ pub struct Wiring<'a> {
 enum Role {
     /// The backend writes go to: its log holds every write.
     Writer,
-    /// Member `i` of a Galera cluster: its log holds its own writes, the
-    /// members' logs together every write.
-    Member(usize),
+    /// Member `slot` of the `of` a Galera cluster's followed members: its
+    /// log holds its own writes, the members' logs together every write.
+    Member { slot: usize, of: usize },
 }
 
 impl Role {
     fn slot(self) -> usize {
         match self {
             Role::Writer => 0,
-            Role::Member(i) => i,
+            Role::Member { slot, .. } => slot,
         }
     }
 }
@@ -215,9 +215,11 @@ async fn members(w: &Wiring<'_>, settings: &FollowSettings) -> Result<(), String
         v.backend = Some(names.join(", "));
         v.members = names.clone();
     });
+    let of = list.len();
     let sessions = list.iter().enumerate().map(|(i, (name, target))| {
         Box::pin(async move {
-            match session(w, settings, Role::Member(i), name, target).await {
+            let role = Role::Member { slot: i, of };
+            match session(w, settings, role, name, target).await {
                 Ok(_) => Ok(()),
                 Err(why) => Err(format!(
                     "{name} (a Galera member whose log holds only its own writes): {why}"
@@ -319,6 +321,26 @@ async fn binlog_stream(
         })
 }
 
+/// Whether the server `probe` reaches may be followed in `role`: `None`
+/// when the writer's log holds only its own writes (every member's log is
+/// to be followed instead); else the members followed (0 for the writer).
+async fn take_role(w: &Wiring<'_>, probe: &mut Conn, role: Role) -> Result<Option<usize>, String> {
+    let own_only = check_log(w, probe).await?;
+    match role {
+        Role::Writer if own_only => Ok(None),
+        Role::Writer => {
+            w.cache.gate.logs(1);
+            Ok(Some(0))
+        }
+        // (The members this round follows, not those known now: a node
+        // up since is not followed yet.)
+        Role::Member { of, .. } => {
+            all_members_known(w, probe, of).await?;
+            Ok(Some(of))
+        }
+    }
+}
+
 /// One following session: until an error (or the rules are gone).
 async fn session(
     w: &Wiring<'_>,
@@ -334,18 +356,8 @@ async fn session(
             .map_err(|e| format!("connecting: {e}"))
     };
     let mut probe = connect().await?;
-    let own_only = check_log(w, &mut probe).await?;
-    let members = match role {
-        Role::Writer if own_only => return Ok(Ended::Members),
-        Role::Writer => {
-            w.cache.gate.logs(1);
-            0
-        }
-        Role::Member(_) => {
-            let n = (w.members)().len();
-            all_members_known(w, &mut probe, n).await?;
-            n
-        }
+    let Some(members) = take_role(w, &mut probe, role).await? else {
+        return Ok(Ended::Members);
     };
     let slot = role.slot();
     let every = probe_every(settings.max_lag);
@@ -431,8 +443,10 @@ async fn session(
                     },
                     // (A member's writes are followed wherever the
                     // writer is; the cluster's size, by the first member.)
-                    Role::Member(0) => all_members_known(w, &mut probe, members).await?,
-                    Role::Member(_) => {}
+                    Role::Member { slot: 0, .. } => {
+                        all_members_known(w, &mut probe, members).await?
+                    }
+                    Role::Member { .. } => {}
                 }
                 let silent = (every * 4).max(Duration::from_secs(2));
                 if last_event.elapsed() > silent {
