@@ -167,7 +167,6 @@ pub fn write_tables<'a>(fx: &'a Effects, text: &[u8], whole: bool) -> Option<&'a
     (plain && !fx.writes.is_empty() && names_read_alike(text)).then_some(&fx.writes[..])
 }
 
-/// Whether the statement's result may be cached; `Err` says why not.
 /// Whether a text may be a cacheable SELECT, by its first word after
 /// blanks and opening parentheses: a cheap test before the cache is asked
 /// for a text's kept analysis (a wrong `false` only costs a lexing).
@@ -180,6 +179,7 @@ pub fn may_select(sql: &[u8]) -> bool {
     word(&sql[at..], "SELECT") || word(&sql[at..], "WITH")
 }
 
+/// Whether the statement's result may be cached; `Err` says why not.
 pub fn cacheable(
     fx: &Effects,
     toks: &[(Tok, Range<usize>)],
@@ -252,6 +252,27 @@ mod tests {
         holds_conn: false,
         streamed: false,
     };
+
+    /// A `false` only costs a lexing (a comment-led SELECT is read again);
+    /// a `true`, a lookup of the kept analysis.
+    #[test]
+    fn which_texts_may_be_a_cacheable_select() {
+        for (sql, want) in [
+            ("SELECT 1", true),
+            ("select k FROM t", true),
+            ("  \n\tSELECT 1", true),
+            ("((SELECT 1) UNION (SELECT 2))", true),
+            ("WITH a AS (SELECT 1) SELECT * FROM a", true),
+            ("SELECTX", false),
+            ("SELECT", true),
+            ("", false),
+            ("INSERT INTO t SELECT 1", false),
+            ("/* hint */ SELECT 1", false),
+            ("SHOW TABLES", false),
+        ] {
+            assert_eq!(may_select(sql.as_bytes()), want, "{sql:?}");
+        }
+    }
 
     #[test]
     fn what_makes_the_cache_stale() {

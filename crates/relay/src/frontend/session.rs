@@ -788,14 +788,14 @@ impl Session {
         let rules = self.ctx.rules();
         let caching = self.ctx.cache.active();
         let want_digest = self.ctx.digests.enabled() || !rules.rules.is_empty() || caching;
-        let analysed = self.analyse(&cmd[1..], caching, want_digest);
-        let mut fx = analysed.fx.clone();
+        let mut analysed = self.analyse(&cmd[1..], caching, want_digest);
+        let mut fx = std::mem::take(&mut analysed.fx);
         if self.streamed.is_some() {
             // Only its head was read: what its tail does is unknown, so
             // it is a write (the primary's) that no replay can repeat.
             fx.read = false;
         }
-        let digest = analysed.digest.clone();
+        let digest = analysed.digest.take();
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
@@ -867,7 +867,7 @@ impl Session {
             miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;
             if let Some(m) = miss.as_mut().filter(|_| rewritten.is_none()) {
                 // Kept with its entry: the text as the client sent it.
-                m.analysis = Some(analysed.to_keep(&fx));
+                m.analysis = Some(analysed.to_keep(&fx, cache_digest.as_deref()));
             }
             if miss.is_none() {
                 if let Some(d) = digest {

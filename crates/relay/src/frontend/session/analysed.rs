@@ -15,6 +15,7 @@ type Token = (sqlfleet_dump::lex::Tok, std::ops::Range<usize>);
 pub(super) struct Analysed<'t> {
     kept: Option<Arc<Analysis>>,
     read: Option<Query<'t>>,
+    /// Taken by the caller (`Session::query`), as is `digest`.
     pub(super) fx: Effects,
     /// Worked out when wanted (digests, rules or the cache).
     pub(super) digest: Option<String>,
@@ -30,13 +31,13 @@ impl Analysed<'_> {
     }
 
     /// What the cache keeps beside an entry of this text: the analysis it
-    /// gave, or this one (`fx` as read, before the session changed it).
-    pub(super) fn to_keep(&self, fx: &Effects) -> Arc<Analysis> {
+    /// gave, or this one (`fx` and `digest` as they were taken).
+    pub(super) fn to_keep(&self, fx: &Effects, digest: Option<&str>) -> Arc<Analysis> {
         self.kept.clone().unwrap_or_else(|| {
             Arc::new(Analysis {
                 toks: self.tokens().to_vec(),
                 fx: fx.clone(),
-                digest: self.digest.clone().unwrap_or_default(),
+                digest: digest.unwrap_or_default().to_string(),
             })
         })
     }
