@@ -30,12 +30,15 @@ pub mod decide;
 pub mod follow;
 pub mod follower;
 pub mod gate;
+pub mod marks;
 pub mod pending;
+pub mod row_change;
+pub mod row_key;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The maps keyed by what clients send (see Cargo.toml's foldhash).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
@@ -43,6 +46,8 @@ use std::time::Instant;
 use sqlfleet_dump::lex::Tok;
 
 use crate::protocol::sql::{Analysis, Setting};
+use marks::{Keyed, Marks};
+use row_key::RowKey;
 
 pub use crate::routing::cache_rules::{CacheRule, CacheSettings, FollowSettings};
 
@@ -143,6 +148,8 @@ struct Entry {
     /// The invalidation count when its read started.
     since: u64,
     reads: Scope,
+    /// The rows it reads, when only those of some values of a column.
+    keyed: Option<Keyed>,
     expires: Instant,
     /// When it was last read (or stored).
     tick: u64,
@@ -167,35 +174,6 @@ struct Store {
     /// The analysis of each text some entries hold, and how many do: a
     /// statement whose text is here is not lexed again (`Cache::analysis`).
     by_text: HashMap<Arc<[u8]>, (Arc<Analysis>, usize)>,
-}
-
-/// The invalidation count at the last whole invalidation, at the last of
-/// any kind, and at each table's last.
-#[derive(Default)]
-struct Marks {
-    whole_at: u64,
-    any_at: u64,
-    tables_at: HashMap<String, u64>,
-}
-
-impl Marks {
-    /// Whether a read of `reads` started at invalidation count `since` is
-    /// still what the server would answer.
-    fn fresh(&self, since: u64, reads: &Scope) -> bool {
-        // Nothing invalidated since: the common case of a read-mostly
-        // load, without a name looked up.
-        if self.any_at <= since {
-            return true;
-        }
-        match reads {
-            Scope::Whole => self.any_at <= since,
-            Scope::Tables(t) => {
-                self.whole_at <= since
-                    && t.iter()
-                        .all(|n| self.tables_at.get(n).is_none_or(|at| *at <= since))
-            }
-        }
-    }
 }
 
 impl Store {
@@ -275,6 +253,8 @@ pub struct Cache {
     /// Invalidations of everything, and of some tables only.
     invalidations: AtomicU64,
     table_invalidations: AtomicU64,
+    /// Changes of rows of one table (read from the binary log).
+    row_invalidations: AtomicU64,
     /// Any rule configured (read per statement: one atomic load).
     active: AtomicBool,
     /// Keys whose miss is being read now: later misses of the same key
@@ -333,6 +313,7 @@ impl Cache {
             writes_in_flight: AtomicUsize::new(0),
             invalidations: AtomicU64::new(0),
             table_invalidations: AtomicU64::new(0),
+            row_invalidations: AtomicU64::new(0),
             active: AtomicBool::new(active),
             reading: Arc::new(Mutex::new(HashMap::default())),
             gate: gate::Gate::default(),
@@ -416,7 +397,7 @@ impl Cache {
             let st = &mut *guard;
             // One lookup of the key (hashed and compared once).
             match st.map.get_mut(key) {
-                Some(e) if e.expires > now && st.marks.fresh(e.since, &e.reads) => {
+                Some(e) if e.expires > now && st.marks.fresh(e.since, &e.reads, e.keyed.as_ref()) => {
                     // (Its place in the recency order moves when an
                     // eviction reaches it: `Store::evict`.)
                     st.tick += 1;
@@ -492,7 +473,9 @@ impl Cache {
         let st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         st.map
             .get(key)
-            .filter(|e| e.expires > Instant::now() && st.marks.fresh(e.since, &e.reads))
+            .filter(|e| {
+                e.expires > Instant::now() && st.marks.fresh(e.since, &e.reads, e.keyed.as_ref())
+            })
             .map(|e| e.hit.clone())
     }
 
@@ -506,7 +489,7 @@ impl Cache {
     /// was invalidated since its read started (`since`) and no write is in
     /// flight.
     pub fn put(&self, rule: usize, since: u64, key: Key, hit: Hit, reads: Scope) {
-        self.put_analyzed(rule, since, key, hit, reads, None)
+        self.put_analyzed(rule, since, key, hit, (reads, None), None)
     }
 
     /// [`Cache::put`], keeping beside the entry its text's analysis (a
@@ -518,7 +501,7 @@ impl Cache {
         since: u64,
         key: Key,
         hit: Hit,
-        reads: Scope,
+        (reads, rows): (Scope, Option<RowKey>),
         analysis: Option<Arc<Analysis>>,
     ) {
         let s = self.settings();
@@ -529,7 +512,10 @@ impl Cache {
         // (The analysis counted whole for each entry of its text, and its
         // text again: a bound from above.)
         let analysis = analysis.filter(|_| key.params.is_none());
+        // (keyed only on a read of tables)
+        let rows = rows.filter(|_| matches!(reads, Scope::Tables(_)));
         let bytes = footprint(&key, &hit, &reads)
+            + rows.as_ref().map_or(0, |r| r.table.len() + r.vals.len() * 16 + 48)
             + analysis
                 .as_ref()
                 .map_or(0, |a| a.bytes() + key.sql.len() + 2 * ALLOC + 48);
@@ -538,11 +524,16 @@ impl Cache {
             return;
         }
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let keyed = rows.map(|r| Keyed {
+            col: st.marks.column(&r.table, &r.col),
+            table: r.table,
+            vals: r.vals,
+        });
         // Checked under the store's lock, which an invalidation's clean-up
         // takes too. (The gate: a follower gone blind during the read may
         // have missed a write made elsewhere.)
         if self.writes_in_flight.load(Relaxed) > 0
-            || !st.marks.fresh(since, &reads)
+            || !st.marks.fresh(since, &reads, keyed.as_ref())
             || !self.gate.open()
         {
             c.not_stored.fetch_add(1, Relaxed);
@@ -569,6 +560,7 @@ impl Cache {
                 hit,
                 since,
                 reads,
+                keyed,
                 expires: Instant::now() + r.ttl,
                 tick,
                 pos: tick,
@@ -587,26 +579,30 @@ impl Cache {
 
     /// Every entry that reads what `scope` names is stale from now on.
     pub fn invalidate_scope(&self, scope: &Scope) {
+        self.invalidate_changes(scope, &[]);
+    }
+
+    /// Every entry that reads what `scope` names, and every entry that
+    /// reads rows `rows` changed (by table, folded: `marks.rs`), is
+    /// stale from now on.
+    pub fn invalidate_changes(&self, scope: &Scope, rows: &[(String, row_change::Keys)]) {
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         let now = self.version.fetch_add(1, Relaxed) + 1;
-        st.marks.any_at = now;
         match scope {
             Scope::Whole => {
-                st.marks.whole_at = now;
+                st.marks.whole(now);
                 self.invalidations.fetch_add(1, Relaxed);
             }
             Scope::Tables(t) => {
-                self.table_invalidations.fetch_add(1, Relaxed);
-                if st.marks.tables_at.len() > 100_000 {
-                    // (Bounded: names come from the catalog; past this
-                    // many, forgetting them is a whole invalidation.)
-                    st.marks.tables_at.clear();
-                    st.marks.whole_at = now;
+                if !t.is_empty() || rows.is_empty() {
+                    self.table_invalidations.fetch_add(1, Relaxed);
                 }
-                for n in t.iter() {
-                    st.marks.tables_at.insert(n.clone(), now);
-                }
+                st.marks.tables(now, t);
             }
+        }
+        for (table, keys) in rows {
+            self.row_invalidations.fetch_add(1, Relaxed);
+            st.marks.rows(now, table, keys);
         }
     }
 
@@ -660,11 +656,12 @@ impl Cache {
             }
         }
         let (entries, bytes) = self.size();
-        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes through the relay that made the result cache stale: everything (scope=\"whole\"), or only what reads the tables they change (scope=\"tables\").");
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes that made the result cache stale: everything (scope=\"whole\"), only what reads the tables they change (scope=\"tables\"), or only what reads the rows a binary-log row event names, one table each (scope=\"rows\").");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_invalidations_total counter");
         for (scope, n) in [
             ("whole", &self.invalidations),
             ("tables", &self.table_invalidations),
+            ("rows", &self.row_invalidations),
         ] {
             let _ = writeln!(
                 o,
@@ -729,6 +726,7 @@ impl Cache {
             "max_bytes": s.max_bytes,
             "invalidations": self.invalidations.load(Relaxed),
             "table_invalidations": self.table_invalidations.load(Relaxed),
+            "row_invalidations": self.row_invalidations.load(Relaxed),
             "rules": rules,
             "binlog": self.gate.status(),
         })
@@ -996,13 +994,13 @@ mod tests {
         };
         assert!(c.analysis(b"SELECT 1").is_none());
         let (a, b) = (analysed("SELECT 1"), analysed("SELECT 1"));
-        c.put_analyzed(0, c.version(), key("SELECT 1"), hit(10), Scope::Whole, a);
+        c.put_analyzed(0, c.version(), key("SELECT 1"), hit(10), (Scope::Whole, None), a);
         c.put_analyzed(
             0,
             c.version(),
             other_user("SELECT 1"),
             hit(10),
-            Scope::Whole,
+            (Scope::Whole, None),
             b,
         );
         let kept = c.analysis(b"SELECT 1").expect("kept");
@@ -1028,7 +1026,7 @@ mod tests {
             c.version(),
             key("SELECT 1"),
             hit(10),
-            Scope::Whole,
+            (Scope::Whole, None),
             analysed("SELECT 1"),
         );
         assert!(c.analysis(b"SELECT 1").is_some());
@@ -1075,6 +1073,47 @@ mod tests {
                 "{reads:?} after a write of {write:?}"
             );
         }
+    }
+
+    /// `SELECT c FROM t WHERE id = 7` kept, then rows of t changed as a
+    /// binary log's row event names them.
+    #[test]
+    fn a_change_of_rows_makes_stale_only_the_entries_that_read_them() {
+        let row_key = |v: i128| RowKey {
+            table: "t".into(),
+            col: "id".into(),
+            vals: Box::new([v]),
+        };
+        let keys = |id: &[i128]| -> Vec<(String, row_change::Keys)> {
+            let k = [("id".to_string(), id.iter().copied().collect())].into();
+            vec![("t".to_string(), k)]
+        };
+        let reads = tables(&["t", "id", "c"]);
+        let c = cache(1 << 20);
+        let put = |name: &str, v: i128, since: u64| {
+            c.put_analyzed(0, since, key(name), hit(10), (reads.clone(), Some(row_key(v))), None)
+        };
+        put("7", 7, c.version());
+        put("8", 8, c.version());
+        c.put(0, c.version(), key("all of t"), hit(10), reads.clone());
+        c.invalidate_changes(&tables(&[]), &keys(&[8, 9]));
+        assert!(c.get(0, &key("7")).is_some(), "another row changed");
+        assert!(c.get(0, &key("8")).is_none(), "its row changed");
+        assert!(c.get(0, &key("all of t")).is_none(), "not keyed");
+        // A read during which its row changed is not kept; one during
+        // which another row changed is.
+        let since = c.version();
+        c.invalidate_changes(&tables(&[]), &keys(&[7]));
+        put("7 again", 7, since);
+        put("9", 9, since);
+        assert!(c.get(0, &key("7 again")).is_none());
+        assert!(c.get(0, &key("9")).is_some());
+        // The table whole, and a change whose column is not known.
+        c.invalidate_changes(&tables(&["t"]), &[]);
+        assert!(c.get(0, &key("9")).is_none());
+        put("10", 10, c.version());
+        c.invalidate_changes(&tables(&[]), &[("t".into(), Default::default())]);
+        assert!(c.get(0, &key("10")).is_none(), "id not known");
     }
 
     #[test]

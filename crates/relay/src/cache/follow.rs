@@ -11,9 +11,10 @@
 //! changes unseen are the follower's to add (the catalog, as for writes
 //! through the relay).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cache::decide;
+use crate::cache::row_change::{Keys, MAX_VALUES};
 use crate::protocol::sql::{self, starts_with_word as word, TableRef};
 
 /// A binlog event, as far as the cache cares.
@@ -26,8 +27,17 @@ pub enum Ev<'a> {
     Query { db: &'a [u8], sql: &'a [u8] },
     /// A table map: rows of `db`.`table` follow.
     TableMap { db: &'a [u8], table: &'a [u8] },
-    /// Rows of a table mapped before (write, update, delete, compressed).
+    /// Rows of a table mapped before (write, update, delete, compressed)
+    /// that say nothing for sure about which: every table mapped in the
+    /// group is stale whole.
     Rows,
+    /// Rows of `db`.`table` (mapped before) whose integer columns' values
+    /// the server logged (`cache/row_change.rs`).
+    KeyedRows {
+        db: &'a [u8],
+        table: &'a [u8],
+        keys: &'a Keys,
+    },
     /// The commit of a transactional group.
     Xid,
     /// Nothing about data: a rotation, a format description, a heartbeat,
@@ -46,6 +56,10 @@ pub enum Stale {
     Whole,
     /// Tables changed, each with its database (as the server logged it).
     Tables(Vec<TableRef>),
+    /// Tables changed whole, and tables of which only the rows whose
+    /// integer columns held the values given changed (every row event of
+    /// the table in the group said so).
+    Rows(Vec<TableRef>, Vec<(TableRef, Keys)>),
 }
 
 /// The transaction being read.
@@ -55,6 +69,12 @@ pub struct Follow {
     standalone: bool,
     whole: bool,
     tables: BTreeSet<(String, String)>,
+    /// Tables mapped for rows events (stale whole unless each of their
+    /// rows events was keyed).
+    mapped: BTreeSet<(String, String)>,
+    /// A rows event not keyed: every mapped table is stale whole.
+    unkeyed_rows: bool,
+    rows: BTreeMap<(String, String), Keys>,
 }
 
 impl Follow {
@@ -79,11 +99,24 @@ impl Follow {
             Ev::Xid => self.finish(),
             Ev::TableMap { db, table } => {
                 self.open_if_not();
-                self.tables.insert((text(db), text(table)));
+                self.mapped.insert((text(db), text(table)));
                 None
             }
             Ev::Rows => {
                 self.open_if_not();
+                self.unkeyed_rows = true;
+                None
+            }
+            Ev::KeyedRows { db, table, keys } => {
+                self.open_if_not();
+                let t = (text(db), text(table));
+                self.mapped.insert(t.clone());
+                match self.rows.get_mut(&t) {
+                    Some(k) => merge(k, keys),
+                    None => {
+                        self.rows.insert(t, keys.clone());
+                    }
+                }
                 None
             }
             Ev::Unread => {
@@ -166,20 +199,37 @@ impl Follow {
     }
 
     fn finish(&mut self) -> Option<Stale> {
-        let done = std::mem::take(self);
+        let mut done = std::mem::take(self);
         if done.whole {
             return Some(Stale::Whole);
         }
-        if done.tables.is_empty() {
-            return None;
+        // A mapped table is stale whole unless its rows were all keyed.
+        for t in std::mem::take(&mut done.mapped) {
+            if done.unkeyed_rows || !done.rows.contains_key(&t) {
+                done.tables.insert(t);
+            }
         }
-        Some(Stale::Tables(
-            done.tables
-                .into_iter()
-                .map(|(db, name)| TableRef { db: Some(db), name })
-                .collect(),
-        ))
+        done.rows.retain(|t, _| !done.tables.contains(t));
+        let tref = |(db, name): (String, String)| TableRef { db: Some(db), name };
+        let tables: Vec<TableRef> = done.tables.into_iter().map(tref).collect();
+        if done.rows.is_empty() {
+            return (!tables.is_empty()).then_some(Stale::Tables(tables));
+        }
+        let rows = done.rows.into_iter().map(|(t, k)| (tref(t), k)).collect();
+        Some(Stale::Rows(tables, rows))
     }
+}
+
+/// Two events' keys of one table: the columns both know, with the values
+/// of both (past the bound, a column is unknown).
+fn merge(into: &mut Keys, other: &Keys) {
+    into.retain(|col, vals| match other.get(col) {
+        Some(o) => {
+            vals.extend(o.iter().copied());
+            vals.len() <= MAX_VALUES
+        }
+        None => false,
+    });
 }
 
 fn text(b: &[u8]) -> String {

@@ -38,6 +38,7 @@ use crate::admin::metrics::{Metrics, OwnQuery};
 use crate::backend::write_scope::WriteScopes;
 use crate::cache::caught_up::{BinPos, CaughtUp};
 use crate::cache::follow::{Ev, Follow, Stale};
+use crate::cache::row_change::{self, Keys};
 use crate::cache::{Cache, Scope};
 use crate::routing::cache_rules::FollowSettings;
 
@@ -238,7 +239,7 @@ async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<bool, String> {
     w.metrics.own_query(OwnQuery::BinlogPosition);
     let rows: Vec<mysql_async::Row> = tokio::time::timeout(
         ASK_TIMEOUT,
-        c.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'wsrep_on', 'log_slave_updates')"),
+        c.query("SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'wsrep_on', 'log_slave_updates', 'binlog_row_metadata')"),
     )
     .await
     .map_err(|_| "no answer to SHOW GLOBAL VARIABLES".to_string())?
@@ -256,6 +257,13 @@ async fn check_log(w: &Wiring<'_>, c: &mut Conn) -> Result<bool, String> {
     if !on("log_bin") {
         return Err("the primary writes no binary log (log_bin is OFF): writes made elsewhere cannot be seen".into());
     }
+    // (Row events name their columns only with FULL: else a change of
+    // rows makes its whole table stale.)
+    let meta = vars
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("binlog_row_metadata"))
+        .map(|(_, v)| v.clone());
+    w.cache.gate.set(|v| v.row_metadata = meta.clone());
     Ok(on("wsrep_on") && !on("log_slave_updates"))
 }
 
@@ -365,9 +373,9 @@ async fn session(
     let (mut file, start) = log_end(w, &mut probe).await?;
     let mut stream = binlog_stream(w, connect().await?, &file, start.offset, every).await?;
     // Blind until now: whatever was kept may predate a write not seen.
-    let mut settle: VecDeque<(Instant, Scope)> = VecDeque::new();
+    let mut settle: VecDeque<(Instant, Change)> = VecDeque::new();
     w.cache.invalidate();
-    settle.push_back((Instant::now() + SETTLE, Scope::Whole));
+    settle.push_back((Instant::now() + SETTLE, Change::whole()));
     let mut caught = CaughtUp::start(sent, start);
     w.cache.gate.caught_up_in(slot, sent, settings.max_lag);
     // (/status shows the file and offset of the writer's log, or of the
@@ -385,6 +393,7 @@ async fn session(
         }
     });
     let mut follow = Follow::default();
+    let mut maps = Maps::default();
     let mut formatted = false;
     let (mut file_no, mut last_end) = (start.file, start.offset);
     let mut last_event = Instant::now();
@@ -400,18 +409,19 @@ async fn session(
                     None => return Err("the primary ended the binlog stream".into()),
                 };
                 last_event = Instant::now();
-                let (stale, rotated) = read_event(&ev, &mut follow, &mut formatted)?;
+                let (stale, rotated) = read_event(&ev, &mut follow, &mut maps, &mut formatted)?;
                 if let Some(stale) = stale {
-                    let scope = scope_of(w, stale).await;
-                    w.cache.invalidate_scope(&scope);
-                    settle.push_back((Instant::now() + SETTLE, scope.clone()));
+                    let change = change_of(w, stale).await;
+                    change.apply(w.cache);
                     w.cache.gate.set(|v| {
                         v.commits += 1;
-                        match scope {
+                        match change.scope {
                             Scope::Whole => v.whole += 1,
-                            Scope::Tables(_) => v.tables += 1,
+                            Scope::Tables(_) if change.rows.is_empty() => v.tables += 1,
+                            Scope::Tables(_) => v.rows += 1,
                         }
                     });
+                    settle.push_back((Instant::now() + SETTLE, change));
                 }
                 // Read to its end once what it made stale is stale (an
                 // event's end is in the file it came from: a rotation
@@ -476,8 +486,8 @@ async fn session(
             } => {
                 let now = Instant::now();
                 while settle.front().is_some_and(|(at, _)| *at <= now) {
-                    if let Some((_, scope)) = settle.pop_front() {
-                        w.cache.invalidate_scope(&scope);
+                    if let Some((_, change)) = settle.pop_front() {
+                        change.apply(w.cache);
                     }
                 }
             }
@@ -485,17 +495,66 @@ async fn session(
     }
 }
 
-/// What a commit made stale, as a scope: its tables and what their
-/// triggers and foreign keys change, or everything when that is unsure.
-async fn scope_of(w: &Wiring<'_>, stale: Stale) -> Scope {
-    match stale {
-        Stale::Whole => Scope::Whole,
-        Stale::Tables(refs) => match w.scopes.tables(None, &refs).await {
-            Some(t) => Scope::Tables(std::sync::Arc::new(t)),
-            None => Scope::Whole,
-        },
+/// What one commit made stale: tables whole (or everything), and the
+/// rows of some tables (folded names: `cache/marks.rs`).
+#[derive(Clone)]
+struct Change {
+    scope: Scope,
+    rows: std::sync::Arc<Vec<(String, Keys)>>,
+}
+
+impl Change {
+    fn whole() -> Change {
+        Change {
+            scope: Scope::Whole,
+            rows: Default::default(),
+        }
+    }
+
+    fn apply(&self, cache: &crate::cache::Cache) {
+        cache.invalidate_changes(&self.scope, &self.rows);
     }
 }
+
+/// What a commit made stale: its tables and what their triggers and
+/// foreign keys change, or everything when that is unsure; a table whose
+/// rows the log named, only those rows (and what its triggers write,
+/// whole) — unless a foreign key's action (which the log does not show)
+/// or anything unsure makes it everything.
+async fn change_of(w: &Wiring<'_>, stale: Stale) -> Change {
+    let (refs, rows) = match stale {
+        Stale::Whole => return Change::whole(),
+        Stale::Tables(refs) => (refs, Vec::new()),
+        Stale::Rows(refs, rows) => (refs, rows),
+    };
+    let mut tables = std::collections::BTreeSet::new();
+    if !refs.is_empty() {
+        match w.scopes.tables(None, &refs).await {
+            Some(t) => tables.extend(t),
+            None => return Change::whole(),
+        }
+    }
+    let mut keyed = Vec::new();
+    for (r, keys) in rows {
+        let (Some(t), Some(name)) = (
+            w.scopes.tables(None, std::slice::from_ref(&r)).await,
+            crate::backend::write_scope::folded(&r.name),
+        ) else {
+            return Change::whole();
+        };
+        tables.extend(t.into_iter().filter(|n| *n != name));
+        keyed.push((name, keys));
+    }
+    Change {
+        scope: Scope::Tables(std::sync::Arc::new(tables)),
+        rows: std::sync::Arc::new(keyed),
+    }
+}
+
+/// The table maps of the group being read, by table id (a rows event
+/// names its table by the id its map gave).
+#[derive(Default)]
+struct Maps(std::collections::HashMap<u64, TableMapEvent<'static>>);
 
 /// MariaDB's event types the binlog library leaves unparsed.
 const MARIADB_ANNOTATE_ROWS: u8 = 160;
@@ -514,6 +573,7 @@ const FL_STANDALONE: u8 = 1;
 fn read_event(
     ev: &Event,
     follow: &mut Follow,
+    maps: &mut Maps,
     formatted: &mut bool,
 ) -> Result<(Option<Stale>, Option<String>), String> {
     let t = ev.header().event_type_raw();
@@ -527,11 +587,17 @@ fn read_event(
         })
     } else if is(EventType::TABLE_MAP_EVENT) {
         let m: TableMapEvent = ev.read_event().map_err(|e| bad("table map", e))?;
-        follow.step(Ev::TableMap {
+        let stale = follow.step(Ev::TableMap {
             db: m.database_name_raw(),
             table: m.table_name_raw(),
-        })
+        });
+        if maps.0.len() > 10_000 {
+            maps.0.clear();
+        }
+        maps.0.insert(m.table_id(), m.into_owned());
+        stale
     } else if is(EventType::XID_EVENT) {
+        maps.0.clear();
         follow.step(Ev::Xid)
     } else if t == MARIADB_GTID {
         let flags = ev.data().get(12).copied().unwrap_or(0);
@@ -563,7 +629,16 @@ fn read_event(
     .any(is)
         || MARIADB_COMPRESSED_ROWS.contains(&t)
     {
-        follow.step(Ev::Rows)
+        // Keyed when the log names its table's columns and rows.
+        let tm = row_change::table_id(ev).and_then(|id| maps.0.get(&id));
+        match tm.and_then(|tm| Some((tm, row_change::keys_of(ev, tm)?))) {
+            Some((tm, keys)) => follow.step(Ev::KeyedRows {
+                db: tm.database_name_raw(),
+                table: tm.table_name_raw(),
+                keys: &keys,
+            }),
+            None => follow.step(Ev::Rows),
+        }
     } else if [
         EventType::HEARTBEAT_EVENT,
         EventType::STOP_EVENT,

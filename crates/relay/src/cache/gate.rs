@@ -31,6 +31,11 @@ pub struct FollowView {
     pub commits: u64,
     pub whole: u64,
     pub tables: u64,
+    /// Commits that made only some rows stale (`cache/row_change.rs`).
+    pub rows: u64,
+    /// The server's binlog_row_metadata: FULL names the columns of row
+    /// events, which row-level invalidation needs.
+    pub row_metadata: Option<String>,
 }
 
 pub struct Gate {

@@ -28,6 +28,9 @@ pub(super) struct Miss {
     since: u64,
     /// What its read reads (`decide::read_scope`, everything through a view).
     reads: Scope,
+    /// The rows it reads, when only those of some values of one column
+    /// (`cache/row_key.rs`; text queries only).
+    rows: Option<crate::cache::row_key::RowKey>,
     _leading: Option<Leading>,
     /// A text query's analysis, kept with its entry (`Cache::put_analyzed`).
     pub(super) analysis: Option<std::sync::Arc<crate::protocol::sql::Analysis>>,
@@ -140,6 +143,10 @@ impl Session {
                 Scope::Tables(_) if self.names_a_view(sql, toks, fx, true).await => Scope::Whole,
                 r => r,
             };
+            let rows = match (&reads, &key.params) {
+                (Scope::Tables(_), None) => crate::cache::row_key::read_key(sql, toks),
+                _ => None,
+            };
             self.capture = Some(Vec::new());
             self.capture_max = self.ctx.cache.max_entry_bytes(rule);
             if self.route.is_replica() {
@@ -150,6 +157,7 @@ impl Session {
                 key,
                 since,
                 reads,
+                rows,
                 _leading: leading,
                 analysis: None,
             }));
@@ -196,7 +204,7 @@ impl Session {
             miss.since,
             miss.key,
             hit,
-            miss.reads,
+            (miss.reads, miss.rows),
             miss.analysis,
         );
     }

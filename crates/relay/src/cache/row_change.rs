@@ -1,0 +1,203 @@
+//! What a row event of the binary log says about the rows it touched, for
+//! the result cache's row-level invalidation (`cache/row_key.rs` is the
+//! read's side): for each integer column the server names in the table
+//! map (`binlog_row_metadata = FULL`), every value it held in each image
+//! of each row — before and after an update, so a row whose key moved
+//! is seen at both places. A cached read of `col IN (values)` is stale
+//! only when one of its values is among them.
+//!
+//! What the server reports, decoded by the binlog library (mysql_common's
+//! rows and table map reading), not what the relay parsed. Fail closed:
+//! a column the metadata does not name, a column absent from an image
+//! (`binlog_row_image = MINIMAL`), a value that is not an integer, more
+//! than [`MAX_VALUES`] values, an event the library cannot read (or that
+//! makes it panic), a compressed or partial event — that column, or the
+//! whole table, is not known, and every read keyed on it is stale.
+//!
+//! Integer columns only: an integer compared with an integer literal is
+//! exact. A value is taken both as signed and as unsigned at its width
+//! (the signedness is not in the metadata unless it is FULL): a read of
+//! either is stale, never one missed.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use mysql_common::binlog::consts::EventType;
+use mysql_common::binlog::events::{
+    DeleteRowsEvent, DeleteRowsEventV1, Event, OptionalMetadataField, RowsEventRows,
+    TableMapEvent, UpdateRowsEvent, UpdateRowsEventV1, WriteRowsEvent, WriteRowsEventV1,
+};
+use mysql_common::binlog::value::BinlogValue;
+use mysql_common::constants::ColumnType;
+use mysql_common::Value;
+
+use crate::backend::write_scope::folded;
+
+/// The known integer columns of a table's changed rows and the values
+/// they held (names in ASCII lower case). A column not here is unknown.
+pub type Keys = BTreeMap<String, BTreeSet<i128>>;
+
+/// More values than this in a column (over one transaction): unknown.
+pub const MAX_VALUES: usize = 4096;
+
+/// What the rows event `ev` of table `tm` says (`None`: nothing for sure
+/// — every read of the table is stale).
+pub fn keys_of(ev: &Event, tm: &TableMapEvent<'_>) -> Option<Keys> {
+    let names = column_names(tm)?;
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decode(ev, tm, &names)));
+    caught.ok().flatten()
+}
+
+/// The table id a rows event names (`None`: not a rows event it reads).
+pub fn table_id(ev: &Event) -> Option<u64> {
+    let t = ev.header().event_type_raw();
+    let is = |k: EventType| t == k as u8;
+    let id = if is(EventType::WRITE_ROWS_EVENT_V1) {
+        ev.read_event::<WriteRowsEventV1>().ok()?.table_id()
+    } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
+        ev.read_event::<UpdateRowsEventV1>().ok()?.table_id()
+    } else if is(EventType::DELETE_ROWS_EVENT_V1) {
+        ev.read_event::<DeleteRowsEventV1>().ok()?.table_id()
+    } else if is(EventType::WRITE_ROWS_EVENT) {
+        ev.read_event::<WriteRowsEvent>().ok()?.table_id()
+    } else if is(EventType::UPDATE_ROWS_EVENT) {
+        ev.read_event::<UpdateRowsEvent>().ok()?.table_id()
+    } else if is(EventType::DELETE_ROWS_EVENT) {
+        ev.read_event::<DeleteRowsEvent>().ok()?.table_id()
+    } else {
+        return None;
+    };
+    Some(id)
+}
+
+/// The table's column names, when the metadata has one for each column.
+fn column_names(tm: &TableMapEvent<'_>) -> Option<Vec<Option<String>>> {
+    for field in tm.iter_optional_meta() {
+        if let Ok(OptionalMetadataField::ColumnName(n)) = field {
+            let names: Vec<Option<String>> = n
+                .iter_names()
+                .map(|r| r.ok().and_then(|c| folded(&c.name())))
+                .collect();
+            return (names.len() as u64 == tm.columns_count()).then_some(names);
+        }
+    }
+    None
+}
+
+/// An integer type's width in bits.
+fn width(t: ColumnType) -> Option<u32> {
+    Some(match t {
+        ColumnType::MYSQL_TYPE_TINY => 8,
+        ColumnType::MYSQL_TYPE_SHORT => 16,
+        ColumnType::MYSQL_TYPE_INT24 => 24,
+        ColumnType::MYSQL_TYPE_LONG => 32,
+        ColumnType::MYSQL_TYPE_LONGLONG => 64,
+        _ => return None,
+    })
+}
+
+fn decode(ev: &Event, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Option<Keys> {
+    let t = ev.header().event_type_raw();
+    let is = |k: EventType| t == k as u8;
+    if is(EventType::WRITE_ROWS_EVENT_V1) {
+        let e: WriteRowsEventV1 = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
+        let e: UpdateRowsEventV1 = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else if is(EventType::DELETE_ROWS_EVENT_V1) {
+        let e: DeleteRowsEventV1 = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else if is(EventType::WRITE_ROWS_EVENT) {
+        let e: WriteRowsEvent = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else if is(EventType::UPDATE_ROWS_EVENT) {
+        let e: UpdateRowsEvent = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else if is(EventType::DELETE_ROWS_EVENT) {
+        let e: DeleteRowsEvent = ev.read_event().ok()?;
+        rows_keys(e.rows(tm), tm, names)
+    } else {
+        None
+    }
+}
+
+/// Every image of every row: the integer columns each holds.
+fn rows_keys(rows: RowsEventRows<'_>, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Option<Keys> {
+    // The named integer columns: (name, width, values); dropped once
+    // unknown.
+    let mut known: Vec<(&str, u32, BTreeSet<i128>)> = names
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let w = width(tm.get_column_type(i).ok()??)?;
+            Some((n.as_deref()?, w, BTreeSet::new()))
+        })
+        .collect();
+    for row in rows {
+        let (before, after) = row.ok()?;
+        for image in [before, after].into_iter().flatten() {
+            // The image's values by column index (absent ones are None).
+            let cols = image.columns_ref();
+            known.retain_mut(|(name, w, vals)| {
+                let at = cols
+                    .iter()
+                    .position(|c| c.name_ref().eq_ignore_ascii_case(name.as_bytes()));
+                let v = at.and_then(|p| image.as_ref(p));
+                match v {
+                    Some(BinlogValue::Value(Value::NULL)) => true,
+                    Some(BinlogValue::Value(Value::Int(x))) => add(vals, i128::from(*x), *w),
+                    Some(BinlogValue::Value(Value::UInt(x))) => add(vals, i128::from(*x), *w),
+                    _ => false,
+                }
+            });
+        }
+    }
+    Some(
+        known
+            .into_iter()
+            .map(|(n, _, v)| (n.to_string(), v))
+            .collect(),
+    )
+}
+
+/// `v` as signed and as unsigned at `bits`; false past the bound.
+fn add(vals: &mut BTreeSet<i128>, v: i128, bits: u32) -> bool {
+    let m = 1i128 << bits;
+    let u = v.rem_euclid(m);
+    let s = if u >= m / 2 { u - m } else { u };
+    vals.insert(u);
+    vals.insert(s);
+    vals.len() <= MAX_VALUES
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_taken_signed_and_unsigned_at_its_width() {
+        for (v, bits, want) in [
+            (7i128, 32, vec![7i128]),
+            (-1, 8, vec![-1, 255]),
+            (255, 8, vec![-1, 255]),
+            (-1, 64, vec![-1, u64::MAX as i128]),
+            (u64::MAX as i128, 64, vec![-1, u64::MAX as i128]),
+            (8_388_607, 24, vec![8_388_607]),
+            (8_388_608, 24, vec![-8_388_608, 8_388_608]),
+            (0, 16, vec![0]),
+        ] {
+            let mut s = BTreeSet::new();
+            assert!(add(&mut s, v, bits));
+            assert_eq!(s.into_iter().collect::<Vec<_>>(), want, "{v} at {bits}");
+        }
+    }
+
+    #[test]
+    fn more_values_than_the_bound_are_unknown() {
+        let mut s = BTreeSet::new();
+        for v in 0..MAX_VALUES as i128 {
+            assert!(add(&mut s, v, 64));
+        }
+        assert!(!add(&mut s, -5, 64));
+    }
+}

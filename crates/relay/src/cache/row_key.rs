@@ -1,0 +1,336 @@
+//! Which rows a cached SELECT reads, when its text says so for sure: one
+//! table, no subquery, no join, and a WHERE whose top level is a chain of
+//! ANDs with one link `col = N` or `col IN (N, ...)`, N an integer literal.
+//! Its result then depends on those rows only: the rows whose `col` holds
+//! one of the values. A change of the table that says which values of
+//! `col` the rows it touched held, before and after (`cache/row_change.rs`
+//! reads that from the binary log), makes it stale only when one of them
+//! is among its values (`cache/marks.rs`). Anything else — `None` — and
+//! the entry is stale at any change of its tables, as before.
+//!
+//! Why the top level must be ANDs only: OR, XOR, `||` and `:=` bind looser
+//! than AND (`a AND id = 7 OR b` reads rows where `b` holds), and BETWEEN
+//! and CASE hold an AND of their own; so any of them at the top level, or
+//! a `|` or `:` there, and the text is not keyed. The link must stand
+//! between WHERE or AND and AND or the clause's end, so that no operator
+//! binds to its column or its literal (`id = 7 + 1`, `x = id = 7`, `NOT
+//! id = 7`). The literal is digits only (no decimal point, exponent, hex
+//! or quote), with at most one minus sign before it. A bare word that is
+//! a value, not a column (TRUE, NULL, DEFAULT...), is not a column.
+//!
+//! Comparing the column with an integer is exact only when the column is
+//! an integer; that is the change's side to say: it gives values for
+//! integer columns only, so a key on any other column (a DATE, where
+//! 240101 and 20240101 are the same day) is stale at every change.
+
+use std::ops::Range;
+
+use sqlfleet_dump::lex::Tok;
+
+use crate::backend::write_scope::folded;
+
+/// The rows a read reads: those of `table` (any database) whose `col`
+/// holds one of `vals`. Names in ASCII lower case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowKey {
+    pub table: String,
+    pub col: String,
+    pub vals: Box<[i128]>,
+}
+
+/// At most this many values in an IN list.
+const MAX_VALS: usize = 64;
+
+/// Bare words that are values or functions, never a column.
+const NOT_COLUMNS: &[&str] = &[
+    "TRUE", "FALSE", "NULL", "UNKNOWN", "DEFAULT", "ROWNUM", "ROWID", "LEVEL", "SYSDATE",
+];
+
+/// Words that end a WHERE clause.
+const AFTER_WHERE: &[&str] = &[
+    "GROUP",
+    "HAVING",
+    "ORDER",
+    "LIMIT",
+    "WINDOW",
+    "FOR",
+    "INTO",
+    "PROCEDURE",
+    "LOCK",
+    "FETCH",
+    "OFFSET",
+];
+
+/// Words that make the text not keyed wherever they stand.
+const NEVER: &[&str] = &[
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "JOIN",
+    "STRAIGHT_JOIN",
+    "NATURAL",
+    "LATERAL",
+    "PARTITION",
+    "USE",
+    "FORCE",
+    "IGNORE",
+    "WITH",
+];
+
+/// Words that make the WHERE clause not keyed at its top level.
+const LOOSER: &[&str] = &["OR", "XOR", "BETWEEN", "CASE", "ESCAPE"];
+
+type Token = (Tok, Range<usize>);
+
+/// The rows `sql` (lexed as `toks`) reads, when that is sure; `None`
+/// otherwise. The caller has found it cacheable and reads names as the
+/// server does (`decide::names_read_alike`).
+pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
+    if !toks.first()?.0.is_word("SELECT") {
+        return None;
+    }
+    for (t, _) in &toks[1..] {
+        if let Tok::Word(w) = t {
+            if w == "SELECT" || NEVER.contains(&w.as_str()) {
+                return None;
+            }
+        }
+    }
+    let from = depth0(toks).find(|&i| toks[i].0.is_word("FROM"))?;
+    let (table, where_at) = table_then_where(toks, from + 1)?;
+    let end = depth0(toks)
+        .skip_while(|&i| i <= where_at)
+        .find(|&i| match &toks[i].0 {
+            Tok::Word(w) => AFTER_WHERE.contains(&w.as_str()),
+            Tok::Punct(b';') => true,
+            _ => false,
+        })
+        .unwrap_or(toks.len());
+    let clause = where_at + 1..end;
+    // Only ANDs at the top level.
+    for i in depth0(toks).filter(|i| clause.contains(i)) {
+        match &toks[i].0 {
+            Tok::Word(w) if LOOSER.contains(&w.as_str()) => return None,
+            Tok::Punct(b'|' | b':') => return None,
+            _ => {}
+        }
+    }
+    let mut at = clause.start;
+    loop {
+        if let Some((col, vals)) = link(sql, toks, at, end) {
+            return Some(RowKey {
+                table,
+                col,
+                vals: vals.into_boxed_slice(),
+            });
+        }
+        // The next top-level AND.
+        at = depth0(toks)
+            .skip_while(|&i| i < at)
+            .find(|&i| i < end && toks[i].0.is_word("AND"))?
+            + 1;
+    }
+}
+
+/// The indexes of the tokens outside any parentheses.
+fn depth0(toks: &[Token]) -> impl Iterator<Item = usize> + '_ {
+    let mut depth = 0usize;
+    toks.iter().enumerate().filter_map(move |(i, (t, _))| {
+        let here = depth;
+        match t {
+            Tok::Punct(b'(') => depth += 1,
+            Tok::Punct(b')') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        (here == 0 && !t.is_punct(b'(')).then_some(i)
+    })
+}
+
+/// `[db.]table [[AS] alias] WHERE` from `at`: the table's name and where
+/// WHERE stands.
+fn table_then_where(toks: &[Token], at: usize) -> Option<(String, usize)> {
+    let mut i = at;
+    let mut table = name(toks.get(i)?)?;
+    i += 1;
+    if toks.get(i)?.0.is_punct(b'.') {
+        table = name(toks.get(i + 1)?)?;
+        i += 2;
+    }
+    if toks.get(i)?.0.is_word("AS") {
+        i += 1;
+    }
+    if !toks.get(i)?.0.is_word("WHERE") {
+        // an alias
+        name(toks.get(i)?)?;
+        i += 1;
+    }
+    toks.get(i)?.0.is_word("WHERE").then_some((table, i))
+}
+
+/// A name token, folded.
+fn name(t: &Token) -> Option<String> {
+    match &t.0 {
+        Tok::Word(w) if !NOT_COLUMNS.contains(&w.as_str()) && w != "WHERE" => folded(w),
+        Tok::Quoted(q) => folded(q),
+        _ => None,
+    }
+}
+
+/// `[q.[q.]]col = N` or `[q.[q.]]col IN (N, ...)` at `at`, standing alone
+/// before AND or `end`.
+fn link(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(String, Vec<i128>)> {
+    let mut i = at;
+    let mut col = name(toks.get(i)?)?;
+    i += 1;
+    for _ in 0..2 {
+        if i < end && toks[i].0.is_punct(b'.') {
+            col = name(toks.get(i + 1)?)?;
+            i += 2;
+        }
+    }
+    let mut vals = Vec::new();
+    if i < end && toks[i].0.is_punct(b'=') {
+        let (v, next) = int(sql, toks, i + 1, end)?;
+        vals.push(v);
+        i = next;
+    } else if i + 1 < end && toks[i].0.is_word("IN") && toks[i + 1].0.is_punct(b'(') {
+        i += 2;
+        loop {
+            let (v, next) = int(sql, toks, i, end)?;
+            vals.push(v);
+            if vals.len() > MAX_VALS {
+                return None;
+            }
+            match toks.get(next).map(|t| &t.0) {
+                Some(Tok::Punct(b',')) if next < end => i = next + 1,
+                Some(Tok::Punct(b')')) if next < end => {
+                    i = next + 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    } else {
+        return None;
+    }
+    (i == end || toks[i].0.is_word("AND")).then_some((col, vals))
+}
+
+/// An integer literal (digits, at most one minus before) at `at`: its
+/// value and the index after it.
+fn int(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(i128, usize)> {
+    let mut i = at;
+    let neg = i < end && toks[i].0.is_punct(b'-');
+    if neg {
+        i += 1;
+    }
+    if i >= end {
+        return None;
+    }
+    let (Tok::Literal, r) = &toks[i] else {
+        return None;
+    };
+    let text = sql.get(r.clone())?;
+    if text.is_empty() || text.len() > 30 || !text.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v: i128 = std::str::from_utf8(text).ok()?.parse().ok()?;
+    Some((if neg { -v } else { v }, i + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(sql: &str) -> Option<(String, String, Vec<i128>)> {
+        let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+        read_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.vals.to_vec()))
+    }
+
+    fn some(t: &str, c: &str, v: &[i128]) -> Option<(String, String, Vec<i128>)> {
+        Some((t.into(), c.into(), v.to_vec()))
+    }
+
+    #[test]
+    fn a_select_is_keyed_only_when_its_rows_are_those_of_one_column_s_values() {
+        for (sql, want) in [
+            ("SELECT c FROM sbtest1 WHERE id=42", some("sbtest1", "id", &[42])),
+            ("select c from SBtest1 where ID = 42", some("sbtest1", "id", &[42])),
+            ("SELECT c FROM db.t WHERE t.id = -7", some("t", "id", &[-7])),
+            ("SELECT c FROM `t` AS x WHERE x.`Id` = 007 ORDER BY c LIMIT 1", some("t", "id", &[7])),
+            ("SELECT c FROM t x WHERE a > 3 AND (b OR c) AND id IN (1, 2,3)", some("t", "id", &[1, 2, 3])),
+            ("SELECT COUNT(*) FROM t WHERE k = 5 GROUP BY c HAVING 1", some("t", "k", &[5])),
+            ("SELECT SUBSTRING(c FROM 2) FROM t WHERE id = 1;", some("t", "id", &[1])),
+            ("SELECT c FROM t WHERE db.t.id = 1", some("t", "id", &[1])),
+            ("SELECT c FROM t WHERE id = 99999999999999999999", some("t", "id", &[99999999999999999999])),
+            // the second link when the first is not one
+            ("SELECT c FROM t WHERE id > 1 AND k = 2", some("t", "k", &[2])),
+            // not keyed
+            ("SELECT c FROM t WHERE id = 1 OR k = 2", None),
+            ("SELECT c FROM t WHERE k = 2 AND id = 1 XOR b", None),
+            ("SELECT c FROM t WHERE b || id = 1", None),
+            ("SELECT c FROM t WHERE id = 1 || b", None),
+            ("SELECT c FROM t WHERE id = 1 + 1", None),
+            ("SELECT c FROM t WHERE id = 1 | 8", None),
+            ("SELECT c FROM t WHERE x = id = 1", None),
+            ("SELECT c FROM t WHERE NOT id = 1", None),
+            ("SELECT c FROM t WHERE id = 1 IS TRUE", None),
+            ("SELECT c FROM t WHERE id = 1 COLLATE utf8mb4_bin", None),
+            ("SELECT c FROM t WHERE k BETWEEN 1 AND id = 1", None),
+            ("SELECT c FROM t WHERE CASE WHEN a AND id = 1 THEN 1 END", None),
+            ("SELECT c FROM t WHERE id = '1'", None),
+            ("SELECT c FROM t WHERE id = 1.0", None),
+            ("SELECT c FROM t WHERE id = 1e0", None),
+            ("SELECT c FROM t WHERE id = 0x1", None),
+            ("SELECT c FROM t WHERE id = - -1", None),
+            ("SELECT c FROM t WHERE id = +1", None),
+            ("SELECT c FROM t WHERE id <=> 1", None),
+            ("SELECT c FROM t WHERE id >= 1", None),
+            ("SELECT c FROM t WHERE id IN (1, k)", None),
+            ("SELECT c FROM t WHERE id IN (SELECT 1)", None),
+            ("SELECT c FROM t WHERE TRUE = 1", None),
+            ("SELECT c FROM t WHERE id = (SELECT MAX(id) FROM t)", None),
+            ("SELECT (SELECT 1 FROM u) FROM t WHERE id = 1", None),
+            ("SELECT c FROM t, u WHERE id = 1", None),
+            ("SELECT c FROM t JOIN u USING (id) WHERE id = 1", None),
+            ("SELECT c FROM t USE INDEX (k) WHERE id = 1", None),
+            ("SELECT c FROM t PARTITION (p0) WHERE id = 1", None),
+            ("SELECT c FROM t WHERE id = 1 UNION SELECT c FROM u WHERE id = 1", None),
+            ("WITH x AS (SELECT 1) SELECT c FROM t WHERE id = 1", None),
+            ("(SELECT c FROM t WHERE id = 1)", None),
+            ("SELECT c FROM t", None),
+            ("SELECT c FROM t WHERE id", None),
+            ("SELECT c FROM t WHERE id =", None),
+            ("SELECT c FROM t WHERE id IN (1", None),
+            ("SELECT 1", None),
+        ] {
+            assert_eq!(key(sql), want, "{sql}");
+        }
+    }
+
+    #[test]
+    fn an_in_list_has_a_bound() {
+        let list: Vec<String> = (0..=MAX_VALS).map(|i| i.to_string()).collect();
+        let sql = format!("SELECT c FROM t WHERE id IN ({})", list.join(","));
+        assert_eq!(key(&sql), None);
+        let sql = format!("SELECT c FROM t WHERE id IN ({})", list[1..].join(","));
+        assert_eq!(key(&sql).map(|k| k.2.len()), Some(MAX_VALS));
+    }
+
+    proptest::proptest! {
+        /// Any text: no panic, and a key only for a text that names its
+        /// column and every one of its values.
+        #[test]
+        fn any_text_reads_without_panic(s in "[ -~]{0,80}") {
+            let toks = sqlfleet_dump::lex::lex(s.as_bytes()).toks;
+            if let Some(k) = read_key(s.as_bytes(), &toks) {
+                let low = s.to_ascii_lowercase();
+                proptest::prop_assert!(low.contains(&k.col));
+                proptest::prop_assert!(low.contains(&k.table));
+                for v in k.vals.iter() {
+                    proptest::prop_assert!(s.contains(&v.unsigned_abs().to_string()));
+                }
+            }
+        }
+    }
+}
