@@ -77,6 +77,12 @@ async fn setup_with(srv: &sqlfleet_testkit::TestServer, rules: &str) -> (Relay, 
     ))
     .await
     .expect("tables");
+    // Row events that name their columns: the relay's row-level
+    // invalidation (every test here runs on it; `follow.rs`'s tests hold
+    // the table-wide reading of the default NO_LOG).
+    root.query_drop("SET GLOBAL binlog_row_metadata = FULL")
+        .await
+        .expect("binlog_row_metadata");
     let relay = start_relay(srv, &["--mode", "transaction", "--toml", rules]);
     relay.wait_cache_following(Duration::from_secs(20));
     (relay, db)
@@ -436,6 +442,62 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
         "no entry given after the rotation: {}",
         relay.page("/status")
     );
+}
+
+/// With row events that name their columns (binlog_row_metadata =
+/// FULL), a write made directly on the primary makes stale only the
+/// entries that read the rows it changed: `WHERE k = 1` stays cached
+/// while row 2 changes (before: every entry of the table went), a row
+/// whose key moves is seen at both keys, and an entry not keyed (`v >=
+/// 0`) goes at any change of its table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut direct = srv.connect().await;
+    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let read = |k: &str| format!("SELECT v FROM kv WHERE k = {k}");
+    let unkeyed = "SELECT COUNT(*) FROM kv WHERE v >= 0";
+    for sql in [read("1"), read("2"), read("3"), read("100"), unkeyed.to_string()] {
+        let _: Option<i64> = a.query_first(&sql).await.expect("miss");
+        let before = hits();
+        let _: Option<i64> = a.query_first(&sql).await.expect("hit");
+        assert_eq!(hits(), before + 1.0, "{sql} was cached");
+    }
+    let rows_before = relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"rows\"}");
+    direct
+        .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 5 WHERE k = 2")
+        .await
+        .expect("write row 2");
+    if let Err(v) = read_until(&mut a, &read("2"), 5, Duration::from_secs(10)).await {
+        panic!("row 2 still {v:?} 10 s after the commit");
+    }
+    assert!(
+        relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"rows\"}") > rows_before,
+        "the commit was read as rows: {}",
+        relay.metrics()
+    );
+    let before = hits();
+    let v: Option<i64> = a.query_first(read("1")).await.expect("row 1");
+    assert_eq!(v, Some(0));
+    assert_eq!(hits(), before + 1.0, "row 1's entry was kept: {}", relay.page("/status"));
+    let before = hits();
+    let n: Option<i64> = a.query_first(unkeyed).await.expect("unkeyed");
+    assert_eq!(n, Some(16));
+    assert_eq!(hits(), before, "the entry not keyed went");
+    // A row whose key moves: stale at the key it left and the one it took.
+    direct
+        .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET k = 100, v = 7 WHERE k = 3")
+        .await
+        .expect("move row 3");
+    if let Err(v) = read_until(&mut a, &read("100"), 7, Duration::from_secs(10)).await {
+        panic!("row 100 still {v:?} 10 s after the commit");
+    }
+    let gone: Option<i64> = a.query_first(read("3")).await.expect("row 3");
+    assert_eq!(gone, None, "row 3 moved away");
 }
 
 /// Blind to the primary's writes — here a server that keeps no binary
