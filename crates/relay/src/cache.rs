@@ -135,6 +135,41 @@ pub enum Scope {
     Tables(Arc<BTreeSet<String>>),
 }
 
+/// What a write made stale: everything that reads what `scope` names,
+/// and what reads the rows `rows` names (by table, folded: `marks.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub scope: Scope,
+    pub rows: Arc<Vec<(String, row_change::Keys)>>,
+}
+
+impl Change {
+    pub fn whole() -> Change {
+        Scope::Whole.into()
+    }
+
+    /// The same, with each table whose rows it names stale whole.
+    pub fn tables_only(&self) -> Scope {
+        match &self.scope {
+            Scope::Tables(t) if !self.rows.is_empty() => {
+                let mut all = (**t).clone();
+                all.extend(self.rows.iter().map(|(n, _)| n.clone()));
+                Scope::Tables(Arc::new(all))
+            }
+            s => s.clone(),
+        }
+    }
+}
+
+impl From<Scope> for Change {
+    fn from(scope: Scope) -> Change {
+        Change {
+            scope,
+            rows: Default::default(),
+        }
+    }
+}
+
 /// A cached reply and what it left of the session.
 #[derive(Debug, Clone)]
 pub struct Hit {
@@ -253,7 +288,8 @@ pub struct Cache {
     /// Invalidations of everything, and of some tables only.
     invalidations: AtomicU64,
     table_invalidations: AtomicU64,
-    /// Changes of rows of one table (read from the binary log).
+    /// Changes of rows of one table (a row event of the binary log, or a
+    /// write through the relay of some rows by their key).
     row_invalidations: AtomicU64,
     /// Any rule configured (read per statement: one atomic load).
     active: AtomicBool,
@@ -291,12 +327,13 @@ pub enum Turn {
 }
 
 /// A write in flight: made by [`Cache::write_begins`], it invalidates
-/// its scope again when dropped (after its reply, or if the session stops).
-pub struct Write<'a>(&'a Cache, Scope);
+/// what it changes again when dropped (after its reply, or if the
+/// session stops).
+pub struct Write<'a>(&'a Cache, Change);
 
 impl Drop for Write<'_> {
     fn drop(&mut self) {
-        self.0.invalidate_scope(&self.1);
+        self.0.invalidate_change(&self.1);
         self.0.writes_in_flight.fetch_sub(1, Relaxed);
     }
 }
@@ -397,7 +434,9 @@ impl Cache {
             let st = &mut *guard;
             // One lookup of the key (hashed and compared once).
             match st.map.get_mut(key) {
-                Some(e) if e.expires > now && st.marks.fresh(e.since, &e.reads, e.keyed.as_ref()) => {
+                Some(e)
+                    if e.expires > now && st.marks.fresh(e.since, &e.reads, e.keyed.as_ref()) =>
+                {
                     // (Its place in the recency order moves when an
                     // eviction reaches it: `Store::evict`.)
                     st.tick += 1;
@@ -515,7 +554,9 @@ impl Cache {
         // (keyed only on a read of tables)
         let rows = rows.filter(|_| matches!(reads, Scope::Tables(_)));
         let bytes = footprint(&key, &hit, &reads)
-            + rows.as_ref().map_or(0, |r| r.table.len() + r.vals.len() * 16 + 48)
+            + rows
+                .as_ref()
+                .map_or(0, |r| r.table.len() + r.vals.len() * 16 + 48)
             + analysis
                 .as_ref()
                 .map_or(0, |a| a.bytes() + key.sql.len() + 2 * ALLOC + 48);
@@ -582,6 +623,11 @@ impl Cache {
         self.invalidate_changes(scope, &[]);
     }
 
+    /// Every entry that reads what `c` changed is stale from now on.
+    pub fn invalidate_change(&self, c: &Change) {
+        self.invalidate_changes(&c.scope, &c.rows)
+    }
+
     /// Every entry that reads what `scope` names, and every entry that
     /// reads rows `rows` changed (by table, folded: `marks.rs`), is
     /// stale from now on.
@@ -606,12 +652,13 @@ impl Cache {
         }
     }
 
-    /// A statement that may write `scope` is about to be sent: what it
+    /// A statement that may change `change` is about to be sent: what it
     /// may change is stale, and no store happens until its reply is in.
-    pub fn write_begins(&self, scope: Scope) -> Write<'_> {
+    pub fn write_begins(&self, change: impl Into<Change>) -> Write<'_> {
+        let change = change.into();
         self.writes_in_flight.fetch_add(1, Relaxed);
-        self.invalidate_scope(&scope);
-        Write(self, scope)
+        self.invalidate_change(&change);
+        Write(self, change)
     }
 
     /// Entries and their bytes now.
@@ -656,7 +703,7 @@ impl Cache {
             }
         }
         let (entries, bytes) = self.size();
-        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes that made the result cache stale: everything (scope=\"whole\"), only what reads the tables they change (scope=\"tables\"), or only what reads the rows a binary-log row event names, one table each (scope=\"rows\").");
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes that made the result cache stale: everything (scope=\"whole\"), only what reads the tables they change (scope=\"tables\"), or only what reads the rows they name by key (a binary-log row event, an UPDATE or DELETE by key through the relay), one table each (scope=\"rows\").");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_invalidations_total counter");
         for (scope, n) in [
             ("whole", &self.invalidations),
@@ -994,7 +1041,14 @@ mod tests {
         };
         assert!(c.analysis(b"SELECT 1").is_none());
         let (a, b) = (analysed("SELECT 1"), analysed("SELECT 1"));
-        c.put_analyzed(0, c.version(), key("SELECT 1"), hit(10), (Scope::Whole, None), a);
+        c.put_analyzed(
+            0,
+            c.version(),
+            key("SELECT 1"),
+            hit(10),
+            (Scope::Whole, None),
+            a,
+        );
         c.put_analyzed(
             0,
             c.version(),
@@ -1091,7 +1145,14 @@ mod tests {
         let reads = tables(&["t", "id", "c"]);
         let c = cache(1 << 20);
         let put = |name: &str, v: i128, since: u64| {
-            c.put_analyzed(0, since, key(name), hit(10), (reads.clone(), Some(row_key(v))), None)
+            c.put_analyzed(
+                0,
+                since,
+                key(name),
+                hit(10),
+                (reads.clone(), Some(row_key(v))),
+                None,
+            )
         };
         put("7", 7, c.version());
         put("8", 8, c.version());

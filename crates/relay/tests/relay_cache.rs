@@ -449,7 +449,8 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
 /// entries that read the rows it changed: `WHERE k = 1` stays cached
 /// while row 2 changes (before: every entry of the table went), a row
 /// whose key moves is seen at both keys, and an entry not keyed (`v >=
-/// 0`) goes at any change of its table.
+/// 0`) goes at any change of its table. The same for an UPDATE through
+/// the relay of one row by its key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let _one = SERIAL.lock().await;
@@ -461,7 +462,13 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
     let read = |k: &str| format!("SELECT v FROM kv WHERE k = {k}");
     let unkeyed = "SELECT COUNT(*) FROM kv WHERE v >= 0";
-    for sql in [read("1"), read("2"), read("3"), read("100"), unkeyed.to_string()] {
+    for sql in [
+        read("1"),
+        read("2"),
+        read("3"),
+        read("100"),
+        unkeyed.to_string(),
+    ] {
         let _: Option<i64> = a.query_first(&sql).await.expect("miss");
         let before = hits();
         let _: Option<i64> = a.query_first(&sql).await.expect("hit");
@@ -483,7 +490,12 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let before = hits();
     let v: Option<i64> = a.query_first(read("1")).await.expect("row 1");
     assert_eq!(v, Some(0));
-    assert_eq!(hits(), before + 1.0, "row 1's entry was kept: {}", relay.page("/status"));
+    assert_eq!(
+        hits(),
+        before + 1.0,
+        "row 1's entry was kept: {}",
+        relay.page("/status")
+    );
     let before = hits();
     let n: Option<i64> = a.query_first(unkeyed).await.expect("unkeyed");
     assert_eq!(n, Some(16));
@@ -498,6 +510,26 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     }
     let gone: Option<i64> = a.query_first(read("3")).await.expect("row 3");
     assert_eq!(gone, None, "row 3 moved away");
+    // Through the relay: the row written is read at once by another
+    // client, row 1's entry stays.
+    let mut b = client(&relay, &db).await;
+    for sql in [read("1"), read("4")] {
+        let _: Option<i64> = b.query_first(&sql).await.expect("cache");
+    }
+    a.query_drop("UPDATE kv SET v = 9 WHERE k = 4")
+        .await
+        .expect("write row 4");
+    let v: Option<i64> = b.query_first(read("4")).await.expect("row 4");
+    assert_eq!(v, Some(9), "a write through the relay is read at once");
+    let before = hits();
+    let v: Option<i64> = b.query_first(read("1")).await.expect("row 1");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits(),
+        before + 1.0,
+        "row 1's entry was kept: {}",
+        relay.page("/status")
+    );
 }
 
 /// Blind to the primary's writes — here a server that keeps no binary
@@ -576,7 +608,11 @@ async fn a_write_makes_stale_only_what_reads_the_tables_it_changes_triggers_keys
             "sqlfleet_relay_cache_hits_total{{rule=\"{rule}\"}}"
         ))
     };
-    let scoped = || relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"tables\"}");
+    // (by table or, for a write of rows by key, by row)
+    let scoped = || {
+        relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"tables\"}")
+            + relay.metric("sqlfleet_relay_cache_invalidations_total{scope=\"rows\"}")
+    };
     let read = "SELECT v FROM kv WHERE k = 7";
     let v: Option<i64> = a.query_first(read).await.expect("miss");
     assert_eq!(v, Some(0));

@@ -37,8 +37,21 @@ const MAX_DEPTH: usize = 4;
 /// A table: (database, name) as the catalog spells them.
 type Table = (String, String);
 
-/// One table's verdict: the tables its triggers write (`None`: any).
-type Verdict = Option<Vec<Table>>;
+/// What the catalog says of one table.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// The tables its triggers write.
+    pub writes: Vec<Table>,
+    /// It has a trigger (which may change a row's columns as it is
+    /// written: `SET NEW.id = ...`).
+    pub triggers: bool,
+    /// Its integer columns that are not generated (folded names): a
+    /// write's key on one of them is exact (`cache/row_key.rs`).
+    pub int_cols: BTreeSet<String>,
+}
+
+/// One table's verdict (`None`: a write of it may change any table).
+type Verdict = Option<Facts>;
 
 pub struct WriteScopes {
     side: Arc<SideConn>,
@@ -52,16 +65,25 @@ pub struct WriteScopes {
 
 /// Judges one table of database `db` from its lookup rows (`k`, `s`):
 /// `table` with its TABLE_TYPE, `trigger` with a body, `cascade` for a
-/// foreign key whose action changes another table.
+/// foreign key whose action changes another table, `intcol` with the
+/// name of an integer column that is not generated.
 pub fn judge(rows: &[Row], db: &str) -> Verdict {
     let mut writes = Vec::new();
+    let mut int_cols = BTreeSet::new();
+    let mut triggers = false;
     let mut seen = false;
     for r in rows {
         let kind = field(Some(r), "k").unwrap_or_default();
         let text = field(Some(r), "s").unwrap_or_default();
         match kind.as_str() {
             "table" if matches!(text.as_str(), "BASE TABLE" | "SYSTEM VERSIONED") => seen = true,
+            "intcol" => {
+                if let Some(c) = folded(&text) {
+                    int_cols.insert(c);
+                }
+            }
             "trigger" => {
+                triggers = true;
                 let q = sql::Query::new(text.as_bytes());
                 let fx = q.effects();
                 // A routine (a stored function, a CALL) may write anything,
@@ -79,7 +101,11 @@ pub fn judge(rows: &[Row], db: &str) -> Verdict {
             _ => return None,
         }
     }
-    seen.then_some(writes)
+    seen.then_some(Facts {
+        writes,
+        triggers,
+        int_cols,
+    })
 }
 
 /// The lookup of one table: its type, its triggers' bodies, and the
@@ -93,7 +119,11 @@ fn lookup_sql(db: &str, table: &str) -> String {
          WHERE EVENT_OBJECT_SCHEMA = {d} AND EVENT_OBJECT_TABLE = {t} \
          UNION ALL SELECT 'cascade', CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS \
          WHERE UNIQUE_CONSTRAINT_SCHEMA = {d} AND REFERENCED_TABLE_NAME = {t} \
-         AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION'))"
+         AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION')) \
+         UNION ALL SELECT 'intcol', COLUMN_NAME FROM information_schema.COLUMNS \
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
+         AND DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint') \
+         AND IS_GENERATED = 'NEVER' AND EXTRA NOT LIKE '%GENERATED%'"
     )
 }
 
@@ -135,10 +165,28 @@ impl WriteScopes {
             if !seen.insert(t.clone()) {
                 continue;
             }
-            let written = self.verdict(&t).await?;
+            let written = self.verdict(&t).await?.writes;
             todo.extend(written.into_iter().map(|w| (w, depth + 1)));
         }
         Some(out)
+    }
+
+    /// Whether a write of `table` (in `db` when not qualified) keeps the
+    /// key `col` of its rows exact: an integer column, not generated, of
+    /// a base table without triggers (the catalog as of at most [`TTL`]
+    /// ago; the binary log's row events say it exactly within the
+    /// cache's lag bound).
+    pub async fn keeps_key(&self, db: Option<&str>, table: &TableRef, col: &str) -> bool {
+        let Some(d) = table.db.as_deref().or(db) else {
+            return false;
+        };
+        if !self.privileged().await {
+            return false;
+        }
+        let t = (d.to_string(), table.name.clone());
+        self.verdict(&t)
+            .await
+            .is_some_and(|f| !f.triggers && f.int_cols.contains(col))
     }
 
     /// DDL went through the relay: look every table up again.
@@ -238,7 +286,7 @@ mod tests {
     fn a_write_has_a_table_list_only_where_the_catalog_says_all_of_it() {
         let base = row("table", "BASE TABLE");
         // (rows, verdict)
-        let rows: Vec<(Vec<Row>, Verdict)> = vec![
+        let rows: Vec<(Vec<Row>, Option<Vec<Table>>)> = vec![
             (vec![base.clone()], Some(vec![])),
             (vec![row("table", "SYSTEM VERSIONED")], Some(vec![])),
             // Not visible: an alias, a table the account cannot see.
@@ -272,8 +320,25 @@ mod tests {
             (vec![base, row("other", "")], None),
         ];
         for (r, want) in rows {
-            assert_eq!(judge(&r, "app"), want, "{r:?}");
+            assert_eq!(judge(&r, "app").map(|f| f.writes), want, "{r:?}");
         }
+    }
+
+    #[test]
+    fn a_table_s_integer_columns_and_triggers_are_kept() {
+        let base = row("table", "BASE TABLE");
+        let f = judge(
+            &[base.clone(), row("intcol", "Id"), row("intcol", "k")],
+            "app",
+        )
+        .expect("facts");
+        assert_eq!(f.int_cols, ["id".to_string(), "k".to_string()].into());
+        assert!(!f.triggers);
+        let f = judge(&[base, row("trigger", "SET NEW.id = NEW.id + 1")], "app").expect("facts");
+        assert!(
+            f.triggers,
+            "a trigger that writes no table is still a trigger"
+        );
     }
 
     #[test]

@@ -38,8 +38,8 @@ use crate::admin::metrics::{Metrics, OwnQuery};
 use crate::backend::write_scope::WriteScopes;
 use crate::cache::caught_up::{BinPos, CaughtUp};
 use crate::cache::follow::{Ev, Follow, Stale};
-use crate::cache::row_change::{self, Keys};
-use crate::cache::{Cache, Scope};
+use crate::cache::row_change;
+use crate::cache::{Cache, Change, Scope};
 use crate::routing::cache_rules::FollowSettings;
 
 /// A commit's invalidation is made again this long after it is read: a
@@ -412,7 +412,7 @@ async fn session(
                 let (stale, rotated) = read_event(&ev, &mut follow, &mut maps, &mut formatted)?;
                 if let Some(stale) = stale {
                     let change = change_of(w, stale).await;
-                    change.apply(w.cache);
+                    w.cache.invalidate_change(&change);
                     w.cache.gate.set(|v| {
                         v.commits += 1;
                         match change.scope {
@@ -487,32 +487,11 @@ async fn session(
                 let now = Instant::now();
                 while settle.front().is_some_and(|(at, _)| *at <= now) {
                     if let Some((_, change)) = settle.pop_front() {
-                        change.apply(w.cache);
+                        w.cache.invalidate_change(&change);
                     }
                 }
             }
         }
-    }
-}
-
-/// What one commit made stale: tables whole (or everything), and the
-/// rows of some tables (folded names: `cache/marks.rs`).
-#[derive(Clone)]
-struct Change {
-    scope: Scope,
-    rows: std::sync::Arc<Vec<(String, Keys)>>,
-}
-
-impl Change {
-    fn whole() -> Change {
-        Change {
-            scope: Scope::Whole,
-            rows: Default::default(),
-        }
-    }
-
-    fn apply(&self, cache: &crate::cache::Cache) {
-        cache.invalidate_changes(&self.scope, &self.rows);
     }
 }
 

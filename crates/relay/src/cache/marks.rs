@@ -86,9 +86,7 @@ impl Marks {
         let Some(k) = keyed else {
             return true;
         };
-        self.unknown_at
-            .get(&k.col)
-            .is_some_and(|at| *at <= since)
+        self.unknown_at.get(&k.col).is_some_and(|at| *at <= since)
             && k.vals
                 .iter()
                 .all(|v| self.val_at.get(&(k.col, *v)).is_none_or(|at| *at <= since))
@@ -196,14 +194,46 @@ mod tests {
         type Change = fn(&mut Marks);
         let rows: Vec<(&str, Change, [bool; 5])> = vec![
             ("nothing", |_| {}, [true; 5]),
-            ("row id 7", |m| m.rows(2, "t", &keys(&[("id", &[7]), ("k", &[1])])), [false, true, true, false, true]),
-            ("rows id 9 and 10", |m| m.rows(2, "t", &keys(&[("id", &[9, 10]), ("k", &[1])])), [true, false, true, false, true]),
-            ("a row with k 7", |m| m.rows(2, "t", &keys(&[("id", &[1]), ("k", &[7])])), [true, true, false, false, true]),
-            ("no column known", |m| m.rows(2, "t", &keys(&[])), [false, false, false, false, true]),
-            ("id not known", |m| m.rows(2, "t", &keys(&[("k", &[1])])), [false, false, true, false, true]),
-            ("no row", |m| m.rows(2, "t", &keys(&[("id", &[]), ("k", &[])])), [true, true, true, false, true]),
-            ("another table's rows", |m| m.rows(2, "u", &keys(&[("id", &[7])])), [true, true, true, true, false]),
-            ("the table whole", |m| m.tables(2, &["t".to_string()].into()), [false, false, false, false, true]),
+            (
+                "row id 7",
+                |m| m.rows(2, "t", &keys(&[("id", &[7]), ("k", &[1])])),
+                [false, true, true, false, true],
+            ),
+            (
+                "rows id 9 and 10",
+                |m| m.rows(2, "t", &keys(&[("id", &[9, 10]), ("k", &[1])])),
+                [true, false, true, false, true],
+            ),
+            (
+                "a row with k 7",
+                |m| m.rows(2, "t", &keys(&[("id", &[1]), ("k", &[7])])),
+                [true, true, false, false, true],
+            ),
+            (
+                "no column known",
+                |m| m.rows(2, "t", &keys(&[])),
+                [false, false, false, false, true],
+            ),
+            (
+                "id not known",
+                |m| m.rows(2, "t", &keys(&[("k", &[1])])),
+                [false, false, true, false, true],
+            ),
+            (
+                "no row",
+                |m| m.rows(2, "t", &keys(&[("id", &[]), ("k", &[])])),
+                [true, true, true, false, true],
+            ),
+            (
+                "another table's rows",
+                |m| m.rows(2, "u", &keys(&[("id", &[7])])),
+                [true, true, true, true, false],
+            ),
+            (
+                "the table whole",
+                |m| m.tables(2, &["t".to_string()].into()),
+                [false, false, false, false, true],
+            ),
             ("everything", |m| m.whole(2), [false; 5]),
         ];
         for (what, change, want) in rows {
@@ -213,9 +243,21 @@ mod tests {
             let k = m.column("t", "k");
             assert_eq!(m.column("t", "id"), id);
             let entries = [
-                Some(Keyed { table: "t".into(), col: id, vals: Box::new([7]) }),
-                Some(Keyed { table: "t".into(), col: id, vals: Box::new([8, 9]) }),
-                Some(Keyed { table: "t".into(), col: k, vals: Box::new([7]) }),
+                Some(Keyed {
+                    table: "t".into(),
+                    col: id,
+                    vals: Box::new([7]),
+                }),
+                Some(Keyed {
+                    table: "t".into(),
+                    col: id,
+                    vals: Box::new([8, 9]),
+                }),
+                Some(Keyed {
+                    table: "t".into(),
+                    col: k,
+                    vals: Box::new([7]),
+                }),
                 None,
             ];
             change(&mut m);
@@ -233,8 +275,15 @@ mod tests {
         let mut m = Marks::default();
         m.rows(5, "t", &keys(&[("id", &[1])]));
         let id = m.column("t", "id");
-        let e = Keyed { table: "t".into(), col: id, vals: Box::new([7]) };
-        assert!(!m.fresh(4, &tables(&["t"]), Some(&e)), "read before the change");
+        let e = Keyed {
+            table: "t".into(),
+            col: id,
+            vals: Box::new([7]),
+        };
+        assert!(
+            !m.fresh(4, &tables(&["t"]), Some(&e)),
+            "read before the change"
+        );
         assert!(m.fresh(5, &tables(&["t"]), Some(&e)), "read after it");
     }
 
@@ -242,7 +291,11 @@ mod tests {
     fn a_keyed_entry_is_stale_when_another_table_it_names_changes() {
         let mut m = Marks::default();
         let id = m.column("t", "id");
-        let e = Keyed { table: "t".into(), col: id, vals: Box::new([7]) };
+        let e = Keyed {
+            table: "t".into(),
+            col: id,
+            vals: Box::new([7]),
+        };
         m.rows(2, "c", &keys(&[("id", &[1])]));
         assert!(!m.fresh(1, &tables(&["t", "c"]), Some(&e)));
     }
@@ -251,18 +304,32 @@ mod tests {
     fn past_the_bounds_marks_are_forgotten_as_everything() {
         let mut m = Marks::default();
         let id = m.column("t", "id");
-        let e = Keyed { table: "t".into(), col: id, vals: Box::new([-1]) };
+        let e = Keyed {
+            table: "t".into(),
+            col: id,
+            vals: Box::new([-1]),
+        };
         let many: Vec<i128> = (0..MAX_VALUES as i128 + 1).collect();
         m.rows(2, "t", &keys(&[("id", &many)]));
-        assert!(!m.fresh(1, &tables(&["t"]), Some(&e)), "a value forgotten is stale");
+        assert!(
+            !m.fresh(1, &tables(&["t"]), Some(&e)),
+            "a value forgotten is stale"
+        );
         let mut m = Marks::default();
         let first = m.column("t", "c0");
         for i in 1..=MAX_COLUMNS {
             m.column("t", &format!("c{i}"));
         }
-        let e = Keyed { table: "t".into(), col: first, vals: Box::new([1]) };
+        let e = Keyed {
+            table: "t".into(),
+            col: first,
+            vals: Box::new([1]),
+        };
         m.any_at = 3;
-        assert!(!m.fresh(2, &tables(&["t"]), Some(&e)), "its number forgotten");
+        assert!(
+            !m.fresh(2, &tables(&["t"]), Some(&e)),
+            "its number forgotten"
+        );
         let again = m.column("t", "c0");
         assert_ne!(again, first);
     }

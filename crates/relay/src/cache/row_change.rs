@@ -23,8 +23,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use mysql_common::binlog::consts::EventType;
 use mysql_common::binlog::events::{
-    DeleteRowsEvent, DeleteRowsEventV1, Event, OptionalMetadataField, RowsEventRows,
-    TableMapEvent, UpdateRowsEvent, UpdateRowsEventV1, WriteRowsEvent, WriteRowsEventV1,
+    DeleteRowsEvent, DeleteRowsEventV1, Event, OptionalMetadataField, RowsEventRows, TableMapEvent,
+    UpdateRowsEvent, UpdateRowsEventV1, WriteRowsEvent, WriteRowsEventV1,
 };
 use mysql_common::binlog::value::BinlogValue;
 use mysql_common::constants::ColumnType;
@@ -122,7 +122,11 @@ fn decode(ev: &Event, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Optio
 }
 
 /// Every image of every row: the integer columns each holds.
-fn rows_keys(rows: RowsEventRows<'_>, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Option<Keys> {
+fn rows_keys(
+    rows: RowsEventRows<'_>,
+    tm: &TableMapEvent<'_>,
+    names: &[Option<String>],
+) -> Option<Keys> {
     // The named integer columns: (name, width, values); dropped once
     // unknown.
     let mut known: Vec<(&str, u32, BTreeSet<i128>)> = names

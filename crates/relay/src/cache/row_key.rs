@@ -48,6 +48,7 @@ const NOT_COLUMNS: &[&str] = &[
 
 /// Words that end a WHERE clause.
 const AFTER_WHERE: &[&str] = &[
+    "RETURNING",
     "GROUP",
     "HAVING",
     "ORDER",
@@ -75,6 +76,8 @@ const NEVER: &[&str] = &[
     "FORCE",
     "IGNORE",
     "WITH",
+    "LOW_PRIORITY",
+    "QUICK",
 ];
 
 /// Words that make the WHERE clause not keyed at its top level.
@@ -98,6 +101,57 @@ pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
     }
     let from = depth0(toks).find(|&i| toks[i].0.is_word("FROM"))?;
     let (table, where_at) = table_then_where(toks, from + 1)?;
+    keyed_where(sql, toks, table, where_at, &|_| true)
+}
+
+/// The rows an UPDATE or DELETE of one table changes, when its text says
+/// so for sure: `UPDATE t [AS x] SET ... WHERE ...` whose SET names no
+/// word that is the key's column (so the rows keep their key), or
+/// `DELETE FROM t [AS x] WHERE ...`, with the WHERE of [`read_key`]
+/// (ORDER BY, LIMIT and RETURNING after it only narrow it). Whether the
+/// column is an integer, and whether a trigger or a generated column may
+/// change it, is the catalog's to say (`backend/write_scope.rs`). The
+/// caller has found it one statement that reads names alike.
+pub fn write_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
+    let first = toks.first()?;
+    for (t, _) in &toks[1..] {
+        if let Tok::Word(w) = t {
+            if w == "SELECT" || w == "UPDATE" || w == "DELETE" || NEVER.contains(&w.as_str()) {
+                return None;
+            }
+        }
+    }
+    if first.0.is_word("DELETE") {
+        if !toks.get(1)?.0.is_word("FROM") {
+            return None;
+        }
+        let (table, where_at) = table_then_where(toks, 2)?;
+        return keyed_where(sql, toks, table, where_at, &|_| true);
+    }
+    if !first.0.is_word("UPDATE") {
+        return None;
+    }
+    let set = depth0(toks).find(|&i| toks[i].0.is_word("SET"))?;
+    let (table, _) = table_then(toks, 1, "SET")?;
+    let where_at = depth0(toks).find(|&i| i > set && toks[i].0.is_word("WHERE"))?;
+    let in_set = |col: &str| {
+        toks[set + 1..where_at].iter().any(|(t, _)| match t {
+            Tok::Word(w) | Tok::Quoted(w) => w.eq_ignore_ascii_case(col),
+            _ => false,
+        })
+    };
+    keyed_where(sql, toks, table, where_at, &|c| !in_set(c))
+}
+
+/// The key of a WHERE clause at `where_at`, on `table`: its first link
+/// whose column `may` allows.
+fn keyed_where(
+    sql: &[u8],
+    toks: &[Token],
+    table: String,
+    where_at: usize,
+    may: &dyn Fn(&str) -> bool,
+) -> Option<RowKey> {
     let end = depth0(toks)
         .skip_while(|&i| i <= where_at)
         .find(|&i| match &toks[i].0 {
@@ -117,7 +171,7 @@ pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
     }
     let mut at = clause.start;
     loop {
-        if let Some((col, vals)) = link(sql, toks, at, end) {
+        if let Some((col, vals)) = link(sql, toks, at, end).filter(|(c, _)| may(c)) {
             return Some(RowKey {
                 table,
                 col,
@@ -149,6 +203,12 @@ fn depth0(toks: &[Token]) -> impl Iterator<Item = usize> + '_ {
 /// `[db.]table [[AS] alias] WHERE` from `at`: the table's name and where
 /// WHERE stands.
 fn table_then_where(toks: &[Token], at: usize) -> Option<(String, usize)> {
+    table_then(toks, at, "WHERE")
+}
+
+/// `[db.]table [[AS] alias] <next>` from `at`: the table's name and where
+/// `next` stands.
+fn table_then(toks: &[Token], at: usize, next: &str) -> Option<(String, usize)> {
     let mut i = at;
     let mut table = name(toks.get(i)?)?;
     i += 1;
@@ -159,18 +219,22 @@ fn table_then_where(toks: &[Token], at: usize) -> Option<(String, usize)> {
     if toks.get(i)?.0.is_word("AS") {
         i += 1;
     }
-    if !toks.get(i)?.0.is_word("WHERE") {
+    if !toks.get(i)?.0.is_word(next) {
         // an alias
         name(toks.get(i)?)?;
         i += 1;
     }
-    toks.get(i)?.0.is_word("WHERE").then_some((table, i))
+    toks.get(i)?.0.is_word(next).then_some((table, i))
 }
 
 /// A name token, folded.
 fn name(t: &Token) -> Option<String> {
     match &t.0 {
-        Tok::Word(w) if !NOT_COLUMNS.contains(&w.as_str()) && w != "WHERE" => folded(w),
+        Tok::Word(w)
+            if !NOT_COLUMNS.contains(&w.as_str()) && !matches!(w.as_str(), "WHERE" | "SET") =>
+        {
+            folded(w)
+        }
         Tok::Quoted(q) => folded(q),
         _ => None,
     }
@@ -254,17 +318,41 @@ mod tests {
     #[test]
     fn a_select_is_keyed_only_when_its_rows_are_those_of_one_column_s_values() {
         for (sql, want) in [
-            ("SELECT c FROM sbtest1 WHERE id=42", some("sbtest1", "id", &[42])),
-            ("select c from SBtest1 where ID = 42", some("sbtest1", "id", &[42])),
+            (
+                "SELECT c FROM sbtest1 WHERE id=42",
+                some("sbtest1", "id", &[42]),
+            ),
+            (
+                "select c from SBtest1 where ID = 42",
+                some("sbtest1", "id", &[42]),
+            ),
             ("SELECT c FROM db.t WHERE t.id = -7", some("t", "id", &[-7])),
-            ("SELECT c FROM `t` AS x WHERE x.`Id` = 007 ORDER BY c LIMIT 1", some("t", "id", &[7])),
-            ("SELECT c FROM t x WHERE a > 3 AND (b OR c) AND id IN (1, 2,3)", some("t", "id", &[1, 2, 3])),
-            ("SELECT COUNT(*) FROM t WHERE k = 5 GROUP BY c HAVING 1", some("t", "k", &[5])),
-            ("SELECT SUBSTRING(c FROM 2) FROM t WHERE id = 1;", some("t", "id", &[1])),
+            (
+                "SELECT c FROM `t` AS x WHERE x.`Id` = 007 ORDER BY c LIMIT 1",
+                some("t", "id", &[7]),
+            ),
+            (
+                "SELECT c FROM t x WHERE a > 3 AND (b OR c) AND id IN (1, 2,3)",
+                some("t", "id", &[1, 2, 3]),
+            ),
+            (
+                "SELECT COUNT(*) FROM t WHERE k = 5 GROUP BY c HAVING 1",
+                some("t", "k", &[5]),
+            ),
+            (
+                "SELECT SUBSTRING(c FROM 2) FROM t WHERE id = 1;",
+                some("t", "id", &[1]),
+            ),
             ("SELECT c FROM t WHERE db.t.id = 1", some("t", "id", &[1])),
-            ("SELECT c FROM t WHERE id = 99999999999999999999", some("t", "id", &[99999999999999999999])),
+            (
+                "SELECT c FROM t WHERE id = 99999999999999999999",
+                some("t", "id", &[99999999999999999999]),
+            ),
             // the second link when the first is not one
-            ("SELECT c FROM t WHERE id > 1 AND k = 2", some("t", "k", &[2])),
+            (
+                "SELECT c FROM t WHERE id > 1 AND k = 2",
+                some("t", "k", &[2]),
+            ),
             // not keyed
             ("SELECT c FROM t WHERE id = 1 OR k = 2", None),
             ("SELECT c FROM t WHERE k = 2 AND id = 1 XOR b", None),
@@ -277,7 +365,10 @@ mod tests {
             ("SELECT c FROM t WHERE id = 1 IS TRUE", None),
             ("SELECT c FROM t WHERE id = 1 COLLATE utf8mb4_bin", None),
             ("SELECT c FROM t WHERE k BETWEEN 1 AND id = 1", None),
-            ("SELECT c FROM t WHERE CASE WHEN a AND id = 1 THEN 1 END", None),
+            (
+                "SELECT c FROM t WHERE CASE WHEN a AND id = 1 THEN 1 END",
+                None,
+            ),
             ("SELECT c FROM t WHERE id = '1'", None),
             ("SELECT c FROM t WHERE id = 1.0", None),
             ("SELECT c FROM t WHERE id = 1e0", None),
@@ -295,7 +386,10 @@ mod tests {
             ("SELECT c FROM t JOIN u USING (id) WHERE id = 1", None),
             ("SELECT c FROM t USE INDEX (k) WHERE id = 1", None),
             ("SELECT c FROM t PARTITION (p0) WHERE id = 1", None),
-            ("SELECT c FROM t WHERE id = 1 UNION SELECT c FROM u WHERE id = 1", None),
+            (
+                "SELECT c FROM t WHERE id = 1 UNION SELECT c FROM u WHERE id = 1",
+                None,
+            ),
             ("WITH x AS (SELECT 1) SELECT c FROM t WHERE id = 1", None),
             ("(SELECT c FROM t WHERE id = 1)", None),
             ("SELECT c FROM t", None),
@@ -305,6 +399,59 @@ mod tests {
             ("SELECT 1", None),
         ] {
             assert_eq!(key(sql), want, "{sql}");
+        }
+    }
+
+    fn wkey(sql: &str) -> Option<(String, String, Vec<i128>)> {
+        let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+        write_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.vals.to_vec()))
+    }
+
+    #[test]
+    fn an_update_or_delete_is_keyed_only_when_its_rows_keep_their_key() {
+        for (sql, want) in [
+            (
+                "UPDATE sbtest1 SET k=k+1 WHERE id=5",
+                some("sbtest1", "id", &[5]),
+            ),
+            (
+                "UPDATE db.T AS x SET x.v = 'a,b' WHERE x.id IN (1, 2) ORDER BY id LIMIT 2",
+                some("t", "id", &[1, 2]),
+            ),
+            (
+                "DELETE FROM t WHERE id = 3 AND v > 2",
+                some("t", "id", &[3]),
+            ),
+            (
+                "DELETE FROM t WHERE id = 3 RETURNING v",
+                some("t", "id", &[3]),
+            ),
+            (
+                "UPDATE t SET v = 1 WHERE v = 2 AND k = 4",
+                some("t", "k", &[4]),
+            ),
+            // the key's column named in SET
+            ("UPDATE t SET id = 6 WHERE id = 5", None),
+            ("UPDATE t SET t.`ID` = 6 WHERE id = 5", None),
+            ("UPDATE t SET v = id + 1 WHERE id = 5", None),
+            // more than one table, modifiers, subqueries
+            ("UPDATE t, u SET t.v = 1 WHERE t.id = 5", None),
+            (
+                "UPDATE t JOIN u ON t.a = u.a SET t.v = 1 WHERE t.id = 5",
+                None,
+            ),
+            ("UPDATE LOW_PRIORITY t SET v = 1 WHERE id = 5", None),
+            ("UPDATE IGNORE t SET v = 1 WHERE id = 5", None),
+            ("UPDATE t SET v = (SELECT 1) WHERE id = 5", None),
+            ("DELETE t FROM t WHERE id = 5", None),
+            ("DELETE QUICK FROM t WHERE id = 5", None),
+            ("DELETE FROM t USING t JOIN u WHERE id = 5", None),
+            ("DELETE FROM t WHERE id = 5 OR 1", None),
+            ("DELETE FROM t", None),
+            ("INSERT INTO t (id) VALUES (5)", None),
+            ("REPLACE INTO t (id) VALUES (5)", None),
+        ] {
+            assert_eq!(wkey(sql), want, "{sql}");
         }
     }
 

@@ -9,7 +9,8 @@ use tokio::io::AsyncWriteExt;
 
 use super::{Fail, Session};
 use crate::backend::pool::Route;
-use crate::cache::{decide, Hit, Key, Leading, Scope, Turn};
+use crate::backend::write_scope::folded;
+use crate::cache::{decide, Change, Hit, Key, Leading, Scope, Turn};
 use crate::config::Mode;
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
 use crate::protocol::sql::Effects;
@@ -220,7 +221,7 @@ impl Session {
         &mut self,
         fx: &Effects,
         sql: &[u8],
-    ) -> Option<(std::sync::Arc<crate::frontend::ctx::Ctx>, Scope)> {
+    ) -> Option<(std::sync::Arc<crate::frontend::ctx::Ctx>, Change)> {
         use crate::cache::pending::At;
         let whole = self.streamed.is_none();
         if !self.ctx.cache.active() || !decide::invalidates(fx, sql, self.st.in_trans(), whole) {
@@ -235,26 +236,50 @@ impl Session {
         } else {
             At::Alone
         };
-        let own = self.write_scope(fx, sql).await;
-        Some((self.ctx.clone(), self.cache_pending.statement(at, own)))
+        let own = self.write_change(fx, sql).await;
+        let change = match at {
+            // (an autocommit write keeps its rows; in a transaction, its
+            // tables are stale at the COMMIT)
+            At::Alone => {
+                self.cache_pending.statement(at, own.tables_only());
+                own
+            }
+            _ => self.cache_pending.statement(at, own.tables_only()).into(),
+        };
+        Some((self.ctx.clone(), change))
     }
 
     /// What a statement that may write makes stale: the tables it changes
     /// when that is sure (`decide::write_tables`, then the catalog in
-    /// `backend/write_scope.rs`), else everything.
-    async fn write_scope(&self, fx: &Effects, sql: &[u8]) -> Scope {
+    /// `backend/write_scope.rs`), else everything; an UPDATE or DELETE of
+    /// one table whose rows are those of some values of a key the catalog
+    /// says it keeps (`row_key::write_key`), only those rows.
+    async fn write_change(&self, fx: &Effects, sql: &[u8]) -> Change {
         let whole = self.streamed.is_none();
         let Some(refs) = decide::write_tables(fx, sql, whole) else {
-            return Scope::Whole;
+            return Change::whole();
         };
-        match self
-            .ctx
-            .write_scopes
-            .tables(self.st.db().as_deref(), refs)
-            .await
-        {
-            Some(t) => Scope::Tables(std::sync::Arc::new(t)),
-            None => Scope::Whole,
+        let db = self.st.db();
+        let scopes = &self.ctx.write_scopes;
+        let Some(tables) = scopes.tables(db.as_deref(), refs).await else {
+            return Change::whole();
+        };
+        let toks = sqlfleet_dump::lex::lex(sql).toks;
+        let key = match (refs, crate::cache::row_key::write_key(sql, &toks)) {
+            ([r], Some(k)) if folded(&r.name).as_deref() == Some(&k.table[..]) => scopes
+                .keeps_key(db.as_deref(), r, &k.col)
+                .await
+                .then_some(k),
+            _ => None,
+        };
+        let Some(k) = key else {
+            return Scope::Tables(std::sync::Arc::new(tables)).into();
+        };
+        let others = tables.into_iter().filter(|t| *t != k.table).collect();
+        let keys = [(k.col, k.vals.iter().copied().collect())].into();
+        Change {
+            scope: Scope::Tables(std::sync::Arc::new(others)),
+            rows: std::sync::Arc::new(vec![(k.table, keys)]),
         }
     }
 }
