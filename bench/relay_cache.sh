@@ -11,8 +11,12 @@
 # goes stale); and the index updates made directly on the primary, which
 # the relay reads from the binary log. Prints q/s, the ratio to direct, the hit ratio from the
 # relay's metrics and the server's Com_select per client query.
+# The server logs row events with their column names
+# (binlog_row_metadata = FULL, ROW_METADATA to change it): a point select's
+# entry then goes stale only when its own row changes (through the relay
+# or in the binary log); with NO_LOG, at any change of its table.
 #
-# Usage: bench/relay_cache.sh [SECONDS] [THREADS]
+# Usage: [ROW_METADATA=FULL|NO_LOG] bench/relay_cache.sh [SECONDS] [THREADS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS="${1:-20}"
@@ -36,6 +40,7 @@ function thread_done()
   con:disconnect()
 end
 LUA
+mariadb --defaults-file="$CNF" -e "SET GLOBAL binlog_row_metadata = ${ROW_METADATA:-FULL}"
 RP=$(free_port); MP=$(free_port)
 cache_relay_toml "$WORK/relay.toml" "$RP" "$MP" 268435456 sbtest "(?i)FROM sbtest"
 "$SQLFLEET" relay --config "$WORK/relay.toml" 2>"$WORK/relay.log" &
