@@ -17,9 +17,12 @@
 //! or DELETE changes when the catalog says all of them
 //! (`backend/write_scope.rs`: the named tables and, through triggers,
 //! theirs; none behind a view, a routine or a foreign key's action),
-//! else every entry. An entry reads the tables its text names (every
+//! else every entry; an autocommit UPDATE or DELETE of one table by an
+//! integer key it keeps, only the rows of those values (a [`Change`]).
+//! An entry reads the tables its text names (every
 //! identifier in it, by name, in any database), or everything when it
-//! names a view. Writes made elsewhere (directly on the server, another
+//! names a view; a SELECT of one table by such a key, only those rows
+//! (`cache/row_key.rs`, `cache/marks.rs`). Writes made elsewhere (directly on the server, another
 //! relay) are read from the primary's binary log (`cache/follower.rs`);
 //! entries are used only while it is caught up within `max_lag`
 //! (`cache/gate.rs`), else the cache is bypassed; with `[cache] binlog =

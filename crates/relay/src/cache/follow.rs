@@ -1,7 +1,9 @@
 //! What the primary's binary log says the result cache must forget: a
 //! pure reading of the events a replica is sent (`cache/follower.rs`
 //! fetches them), one transaction at a time. At each commit it gives what
-//! that transaction changed — the tables its row events mapped and the
+//! that transaction changed — the tables its row events mapped (only
+//! some rows of a table each of whose rows events said which, by its
+//! integer columns' values: `cache/row_change.rs`) and the
 //! tables its statements write (as the relay reads a write it relays:
 //! `decide::write_tables`, names read alike or not at all) — or
 //! "everything" for anything it cannot read for sure: DDL and every other
