@@ -450,7 +450,7 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
 /// while row 2 changes (before: every entry of the table went), a row
 /// whose key moves is seen at both keys, and an entry not keyed (`v >=
 /// 0`) goes at any change of its table. The same for an UPDATE through
-/// the relay of one row by its key.
+/// the relay of one row by its key, alone or in a transaction.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let _one = SERIAL.lock().await;
@@ -529,6 +529,27 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
         before + 1.0,
         "row 1's entry was kept: {}",
         relay.page("/status")
+    );
+    // In a transaction: its COMMIT makes stale the rows it wrote.
+    let _: Option<i64> = b.query_first(read("5")).await.expect("cache row 5");
+    a.query_drop("BEGIN").await.expect("begin");
+    a.query_drop("UPDATE kv SET v = 10 WHERE k = 5")
+        .await
+        .expect("write row 5");
+    a.query_drop("COMMIT").await.expect("commit");
+    let v: Option<i64> = b.query_first(read("5")).await.expect("row 5");
+    assert_eq!(
+        v,
+        Some(10),
+        "a committed write through the relay is read at once"
+    );
+    let before = hits();
+    let v: Option<i64> = b.query_first(read("1")).await.expect("row 1");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits(),
+        before + 1.0,
+        "row 1's entry was kept after the COMMIT"
     );
 }
 

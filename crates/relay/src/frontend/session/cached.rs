@@ -237,16 +237,7 @@ impl Session {
             At::Alone
         };
         let own = self.write_change(fx, sql).await;
-        let change = match at {
-            // (an autocommit write keeps its rows; in a transaction, its
-            // tables are stale at the COMMIT)
-            At::Alone => {
-                self.cache_pending.statement(at, own.tables_only());
-                own
-            }
-            _ => self.cache_pending.statement(at, own.tables_only()).into(),
-        };
-        Some((self.ctx.clone(), change))
+        Some((self.ctx.clone(), self.cache_pending.statement(at, own)))
     }
 
     /// What a statement that may write makes stale: the tables it changes
