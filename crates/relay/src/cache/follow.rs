@@ -107,6 +107,8 @@ impl Follow {
             Ev::Rows => {
                 self.open_if_not();
                 self.unkeyed_rows = true;
+                // (rows of no table mapped: of any)
+                self.whole |= self.mapped.is_empty();
                 None
             }
             Ev::KeyedRows { db, table, keys } => {
@@ -281,6 +283,109 @@ mod tests {
                 })
                 .collect(),
         ))
+    }
+
+    fn keys(cols: &[(&str, &[i128])]) -> Keys {
+        cols.iter()
+            .map(|(c, v)| (c.to_string(), v.iter().copied().collect()))
+            .collect()
+    }
+
+    fn tref(d: &str, n: &str) -> TableRef {
+        TableRef {
+            db: Some(d.into()),
+            name: n.into(),
+        }
+    }
+
+    /// Row events that say which rows (by their integer columns' values):
+    /// only those rows, unless another event of the group says less.
+    #[test]
+    fn keyed_rows_make_stale_only_their_rows_unless_the_group_says_less() {
+        let one = keys(&[("id", &[1]), ("k", &[5])]);
+        let two = keys(&[("id", &[2])]);
+        let kr = |t: &'static str, k: &'static Keys| Ev::KeyedRows {
+            db: b"app",
+            table: t.as_bytes(),
+            keys: k,
+        };
+        let (one, two): (&'static Keys, &'static Keys) =
+            (Box::leak(Box::new(one)), Box::leak(Box::new(two)));
+        let begin = q("app", "BEGIN");
+        let rows: Vec<(&str, Vec<Ev>, Option<Stale>)> = vec![
+            (
+                "one table's keyed rows",
+                vec![GTID, begin, map("app", "t"), kr("t", one), Ev::Xid],
+                Some(Stale::Rows(vec![], vec![(tref("app", "t"), one.clone())])),
+            ),
+            (
+                "two events of a table: the columns both know, every value",
+                vec![
+                    GTID,
+                    begin,
+                    map("app", "t"),
+                    kr("t", one),
+                    kr("t", two),
+                    Ev::Xid,
+                ],
+                Some(Stale::Rows(
+                    vec![],
+                    vec![(tref("app", "t"), keys(&[("id", &[1, 2])]))],
+                )),
+            ),
+            (
+                "a table mapped without keyed rows: whole",
+                vec![
+                    GTID,
+                    begin,
+                    map("app", "t"),
+                    map("app", "u"),
+                    kr("t", one),
+                    Ev::Xid,
+                ],
+                Some(Stale::Rows(
+                    vec![tref("app", "u")],
+                    vec![(tref("app", "t"), one.clone())],
+                )),
+            ),
+            (
+                "a rows event not keyed: every mapped table whole",
+                vec![
+                    GTID,
+                    begin,
+                    map("app", "t"),
+                    kr("t", one),
+                    Ev::Rows,
+                    Ev::Xid,
+                ],
+                tables(&[("app", "t")]),
+            ),
+            (
+                "a statement writing the table: whole",
+                vec![
+                    GTID,
+                    begin,
+                    map("app", "t"),
+                    kr("t", one),
+                    q("app", "UPDATE t SET v = 1"),
+                    Ev::Xid,
+                ],
+                tables(&[("app", "t")]),
+            ),
+            (
+                "rows of no table mapped: everything",
+                vec![GTID, begin, Ev::Rows, Ev::Xid],
+                Some(Stale::Whole),
+            ),
+        ];
+        for (what, evs, want) in rows {
+            let mut f = Follow::default();
+            let mut got = None;
+            for ev in evs {
+                got = f.step(ev);
+            }
+            assert_eq!(got, want, "{what}");
+        }
     }
 
     const GTID: Ev<'static> = Ev::Gtid { standalone: false };

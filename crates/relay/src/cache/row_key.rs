@@ -1,5 +1,6 @@
 //! Which rows a cached SELECT reads, when its text says so for sure: one
-//! table, no subquery, no join, and a WHERE whose top level is a chain of
+//! table, no subquery, no join, no full-text MATCH (its relevance weighs
+//! the whole table), and a WHERE whose top level is a chain of
 //! ANDs with one link `col = N` or `col IN (N, ...)`, N an integer literal.
 //! Its result then depends on those rows only: the rows whose `col` holds
 //! one of the values. A change of the table that says which values of
@@ -62,8 +63,11 @@ const AFTER_WHERE: &[&str] = &[
     "OFFSET",
 ];
 
-/// Words that make the text not keyed wherever they stand.
+/// Words that make the text not keyed wherever they stand (MATCH ...
+/// AGAINST: a full-text relevance weighs every row of the table).
 const NEVER: &[&str] = &[
+    "MATCH",
+    "AGAINST",
     "UNION",
     "EXCEPT",
     "INTERSECT",
@@ -380,6 +384,7 @@ mod tests {
             ("SELECT c FROM t WHERE id IN (1, k)", None),
             ("SELECT c FROM t WHERE id IN (SELECT 1)", None),
             ("SELECT c FROM t WHERE TRUE = 1", None),
+            ("SELECT MATCH (c) AGAINST ('x') FROM t WHERE id = 1", None),
             ("SELECT c FROM t WHERE id = (SELECT MAX(id) FROM t)", None),
             ("SELECT (SELECT 1 FROM u) FROM t WHERE id = 1", None),
             ("SELECT c FROM t, u WHERE id = 1", None),
