@@ -450,7 +450,8 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
 /// while row 2 changes (before: every entry of the table went), a row
 /// whose key moves is seen at both keys, and an entry not keyed (`v >=
 /// 0`) goes at any change of its table. The same for an UPDATE through
-/// the relay of one row by its key, alone or in a transaction.
+/// the relay of one row by its key, alone or in a transaction, as text
+/// or prepared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let _one = SERIAL.lock().await;
@@ -551,6 +552,25 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
         before + 1.0,
         "row 1's entry was kept after the COMMIT"
     );
+    // Prepared: the reads keyed by their parameters' values, the write
+    // of row 6 by its own.
+    let pread = "SELECT v FROM kv WHERE k = ?";
+    for k in [1i64, 6] {
+        let _: Option<i64> = b.exec_first(pread, (k,)).await.expect("cache");
+    }
+    a.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (11i64, 6i64))
+        .await
+        .expect("prepared write of row 6");
+    let v: Option<i64> = b.exec_first(pread, (6i64,)).await.expect("row 6");
+    assert_eq!(
+        v,
+        Some(11),
+        "a prepared write through the relay is read at once"
+    );
+    let before = hits();
+    let v: Option<i64> = b.exec_first(pread, (1i64,)).await.expect("row 1");
+    assert_eq!(v, Some(0));
+    assert_eq!(hits(), before + 1.0, "row 1's prepared entry was kept");
 }
 
 /// Blind to the primary's writes — here a server that keeps no binary

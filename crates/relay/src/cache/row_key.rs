@@ -93,6 +93,13 @@ type Token = (Tok, Range<usize>);
 /// otherwise. The caller has found it cacheable and reads names as the
 /// server does (`decide::names_read_alike`).
 pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
+    read_key_with(sql, toks, &|_| None)
+}
+
+/// [`read_key`] of a prepared statement's text: a `?` where the literal
+/// stands is its parameter's value (`param`, by the `?`'s place among
+/// them: `stmt::int_param`).
+pub fn read_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey> {
     if !toks.first()?.0.is_word("SELECT") {
         return None;
     }
@@ -105,8 +112,12 @@ pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
     }
     let from = depth0(toks).find(|&i| toks[i].0.is_word("FROM"))?;
     let (table, where_at) = table_then_where(toks, from + 1)?;
-    keyed_where(sql, toks, table, where_at, &|_| true)
+    keyed_where((sql, toks, param), table, where_at, &|_| true)
 }
+
+/// A prepared statement's parameter value by its place (`None`: not an
+/// integer, or not known).
+pub type Param<'a> = &'a dyn Fn(usize) -> Option<i128>;
 
 /// The rows an UPDATE or DELETE of one table changes, when its text says
 /// so for sure: `UPDATE t [AS x] SET ... WHERE ...` whose SET names no
@@ -117,6 +128,11 @@ pub fn read_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
 /// change it, is the catalog's to say (`backend/write_scope.rs`). The
 /// caller has found it one statement that reads names alike.
 pub fn write_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
+    write_key_with(sql, toks, &|_| None)
+}
+
+/// [`write_key`] of a prepared statement's text (see [`read_key_with`]).
+pub fn write_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey> {
     let first = toks.first()?;
     for (t, _) in &toks[1..] {
         if let Tok::Word(w) = t {
@@ -130,7 +146,7 @@ pub fn write_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
             return None;
         }
         let (table, where_at) = table_then_where(toks, 2)?;
-        return keyed_where(sql, toks, table, where_at, &|_| true);
+        return keyed_where((sql, toks, param), table, where_at, &|_| true);
     }
     if !first.0.is_word("UPDATE") {
         return None;
@@ -144,18 +160,21 @@ pub fn write_key(sql: &[u8], toks: &[Token]) -> Option<RowKey> {
             _ => false,
         })
     };
-    keyed_where(sql, toks, table, where_at, &|c| !in_set(c))
+    keyed_where((sql, toks, param), table, where_at, &|c| !in_set(c))
 }
+
+/// A text, its tokens and its parameters' values.
+type Text<'a> = (&'a [u8], &'a [Token], Param<'a>);
 
 /// The key of a WHERE clause at `where_at`, on `table`: its first link
 /// whose column `may` allows.
 fn keyed_where(
-    sql: &[u8],
-    toks: &[Token],
+    text: Text,
     table: String,
     where_at: usize,
     may: &dyn Fn(&str) -> bool,
 ) -> Option<RowKey> {
+    let toks = text.1;
     let end = depth0(toks)
         .skip_while(|&i| i <= where_at)
         .find(|&i| match &toks[i].0 {
@@ -175,7 +194,7 @@ fn keyed_where(
     }
     let mut at = clause.start;
     loop {
-        if let Some((col, vals)) = link(sql, toks, at, end).filter(|(c, _)| may(c)) {
+        if let Some((col, vals)) = link(text, at, end).filter(|(c, _)| may(c)) {
             return Some(RowKey {
                 table,
                 col,
@@ -246,7 +265,8 @@ fn name(t: &Token) -> Option<String> {
 
 /// `[q.[q.]]col = N` or `[q.[q.]]col IN (N, ...)` at `at`, standing alone
 /// before AND or `end`.
-fn link(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(String, Vec<i128>)> {
+fn link(text: Text, at: usize, end: usize) -> Option<(String, Vec<i128>)> {
+    let toks = text.1;
     let mut i = at;
     let mut col = name(toks.get(i)?)?;
     i += 1;
@@ -258,13 +278,13 @@ fn link(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(String, Ve
     }
     let mut vals = Vec::new();
     if i < end && toks[i].0.is_punct(b'=') {
-        let (v, next) = int(sql, toks, i + 1, end)?;
+        let (v, next) = int(text, i + 1, end)?;
         vals.push(v);
         i = next;
     } else if i + 1 < end && toks[i].0.is_word("IN") && toks[i + 1].0.is_punct(b'(') {
         i += 2;
         loop {
-            let (v, next) = int(sql, toks, i, end)?;
+            let (v, next) = int(text, i, end)?;
             vals.push(v);
             if vals.len() > MAX_VALS {
                 return None;
@@ -284,9 +304,9 @@ fn link(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(String, Ve
     (i == end || toks[i].0.is_word("AND")).then_some((col, vals))
 }
 
-/// An integer literal (digits, at most one minus before) at `at`: its
-/// value and the index after it.
-fn int(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(i128, usize)> {
+/// An integer literal (digits, at most one minus before) at `at`, or a
+/// parameter sent as an integer: its value and the index after it.
+fn int((sql, toks, param): Text, at: usize, end: usize) -> Option<(i128, usize)> {
     let mut i = at;
     let neg = i < end && toks[i].0.is_punct(b'-');
     if neg {
@@ -294,6 +314,11 @@ fn int(sql: &[u8], toks: &[Token], at: usize, end: usize) -> Option<(i128, usize
     }
     if i >= end {
         return None;
+    }
+    if toks[i].0.is_punct(b'?') {
+        let place = toks[..i].iter().filter(|t| t.0.is_punct(b'?')).count();
+        let v = param(place)?;
+        return Some((if neg { -v } else { v }, i + 1));
     }
     let (Tok::Literal, r) = &toks[i] else {
         return None;
@@ -458,6 +483,51 @@ mod tests {
         ] {
             assert_eq!(wkey(sql), want, "{sql}");
         }
+    }
+
+    #[test]
+    fn a_parameter_is_its_value_when_sent_as_an_integer() {
+        let params = |i: usize| [Some(7i128), None, Some(9)].get(i).copied().flatten();
+        let k = |sql: &str| {
+            let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+            read_key_with(sql.as_bytes(), &toks, &params).map(|k| k.vals.to_vec())
+        };
+        assert_eq!(k("SELECT c FROM t WHERE id = ?"), Some(vec![7]));
+        assert_eq!(k("SELECT c FROM t WHERE id = -?"), Some(vec![-7]));
+        assert_eq!(
+            k("SELECT c FROM t WHERE b = ? AND a = ? AND id IN (?, 3)"),
+            Some(vec![7]),
+            "the first link whose value is known"
+        );
+        assert_eq!(
+            k("SELECT c FROM t WHERE a > ? AND b = ? AND id = 1"),
+            Some(vec![1]),
+            "the second is not an integer"
+        );
+        assert_eq!(
+            k("SELECT c FROM t WHERE a > ? AND b > ? AND id IN (?, 3)"),
+            Some(vec![9, 3])
+        );
+        assert_eq!(
+            k("SELECT c FROM t WHERE x = '?' AND id = ?"),
+            Some(vec![7]),
+            "a ? in a string is none"
+        );
+        assert_eq!(
+            read_key(
+                b"SELECT c FROM t WHERE id = ?",
+                &sqlfleet_dump::lex::lex(b"SELECT c FROM t WHERE id = ?").toks
+            ),
+            None
+        );
+        let toks = sqlfleet_dump::lex::lex(b"UPDATE t SET v = ? WHERE id = ?").toks;
+        assert_eq!(
+            write_key_with(b"UPDATE t SET v = ? WHERE id = ?", &toks, &|i| Some(
+                i as i128 + 40
+            ))
+            .map(|k| k.vals.to_vec()),
+            Some(vec![41])
+        );
     }
 
     #[test]

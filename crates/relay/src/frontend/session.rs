@@ -864,7 +864,9 @@ impl Session {
             })
             .flatten()
         {
-            miss = self.answer_or_miss(rule, key, &cmd[1..], toks, &fx).await?;
+            miss = self
+                .answer_or_miss(rule, key, (&cmd[1..], toks, 0), &fx)
+                .await?;
             if let Some(m) = miss.as_mut().filter(|_| rewritten.is_none()) {
                 // Kept with its entry: the text as the client sent it.
                 m.analysis = Some(analysed.to_keep(&fx, cache_digest.as_deref()));
@@ -878,7 +880,7 @@ impl Session {
         }
         // A statement that may write: what it may change is stale before
         // it runs and again once its reply is in (`cache.rs`).
-        let stale = self.cache_stale(&fx, &cmd[1..]).await;
+        let stale = self.cache_stale(&fx, &cmd[1..], None).await;
         let writing = stale.as_ref().map(|(c, s)| c.cache.write_begins(s.clone()));
         let streamed = self.streamed.is_some();
         let epoch = self.ctx.pool.epoch();

@@ -387,6 +387,76 @@ pub fn params_key(p: &[u8], params: u16, client_types: Option<&[u8]>) -> Option<
     Some(key)
 }
 
+/// The value of parameter `idx` of an execute's cache key (`params_key`
+/// of a statement of `params` parameters: null bitmap, types, values)
+/// when it was sent as an integer (TINY, SHORT, LONG, LONGLONG, signed
+/// or unsigned); `None` for NULL, any other type, or bytes that do not
+/// say (the values before it are walked by their types' lengths; a type
+/// whose length is not known stops the walk).
+pub fn int_param(key: &[u8], params: u16, idx: usize) -> Option<i128> {
+    let params = params as usize;
+    if idx >= params {
+        return None;
+    }
+    let nb = params.div_ceil(8);
+    let types = key.get(nb..nb + 2 * params)?;
+    let values = key.get(nb + 2 * params..)?;
+    let mut at = 0usize;
+    for j in 0..=idx {
+        if key[j / 8] >> (j % 8) & 1 == 1 {
+            if j == idx {
+                return None;
+            }
+            continue;
+        }
+        let (t, unsigned) = (types[2 * j], types[2 * j + 1] & 0x80 != 0);
+        let fixed = |n: usize| Some((n, 0usize));
+        // (the value's length, and the bytes of its length before it)
+        let (len, head) = match t {
+            1 => fixed(1)?,
+            2 | 13 => fixed(2)?,
+            3 | 9 | 4 => fixed(4)?,
+            8 | 5 => fixed(8)?,
+            6 => fixed(0)?,
+            7 | 10 | 11 | 12 => (*values.get(at)? as usize, 1),
+            0 | 15 | 16 | 245..=254 => lenenc(values.get(at..)?)?,
+            _ => return None,
+        };
+        let v = values.get(at + head..at + head + len)?;
+        if j == idx {
+            let mut b = [0u8; 8];
+            b[..len.min(8)].copy_from_slice(&v[..len.min(8)]);
+            let u = u64::from_le_bytes(b);
+            return match (t, unsigned) {
+                (1 | 2 | 3 | 8, true) => Some(i128::from(u)),
+                (1 | 2 | 3 | 8, false) => {
+                    let shift = 64 - 8 * len as u32;
+                    Some(i128::from(((u << shift) as i64) >> shift))
+                }
+                _ => None,
+            };
+        }
+        at += head + len;
+    }
+    None
+}
+
+/// A length-encoded integer: (its value, its own bytes).
+fn lenenc(b: &[u8]) -> Option<(usize, usize)> {
+    let n = |k: usize| -> Option<usize> {
+        let mut x = [0u8; 8];
+        x[..k].copy_from_slice(b.get(1..1 + k)?);
+        usize::try_from(u64::from_le_bytes(x)).ok()
+    };
+    Some(match *b.first()? {
+        v @ 0..=0xfa => (v as usize, 1),
+        0xfc => (n(2)?, 3),
+        0xfd => (n(3)?, 4),
+        0xfe => (n(8)?, 9),
+        _ => return None,
+    })
+}
+
 /// The parameter types an execute sends (its new-params-bound flag set),
 /// if it sends them: the client's types from then on, wherever the
 /// execute is answered (a cache hit too: a later execute that sends none
@@ -461,6 +531,61 @@ pub fn rewrite_execute(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A key of params: (null, type, unsigned, value bytes) each.
+    fn pkey(ps: &[(bool, u8, bool, &[u8])]) -> Vec<u8> {
+        let mut k = vec![0u8; ps.len().div_ceil(8)];
+        for (i, p) in ps.iter().enumerate() {
+            if p.0 {
+                k[i / 8] |= 1 << (i % 8);
+            }
+        }
+        for p in ps {
+            k.extend_from_slice(&[p.1, if p.2 { 0x80 } else { 0 }]);
+        }
+        for p in ps {
+            k.extend_from_slice(p.3);
+        }
+        k
+    }
+
+    #[test]
+    fn an_integer_parameter_is_read_past_the_ones_before_it() {
+        let ps: &[(bool, u8, bool, &[u8])] = &[
+            (false, 253, false, b"\x03abc"), // a string
+            (true, 6, false, b""),           // NULL
+            (false, 1, false, &[0xff]),      // TINY -1
+            (false, 1, true, &[0xff]),       // TINY UNSIGNED 255
+            (false, 3, false, &7i32.to_le_bytes()),
+            (false, 8, true, &u64::MAX.to_le_bytes()),
+            (false, 12, false, b"\x04\xe8\x07\x01\x02"), // DATETIME
+            (false, 2, false, &(-2i16).to_le_bytes()),
+            (false, 5, false, &1.5f64.to_le_bytes()), // DOUBLE
+            (false, 99, false, b""),                  // a type not known
+            (false, 1, false, &[1]),
+        ];
+        let k = pkey(ps);
+        let n = ps.len() as u16;
+        let got: Vec<Option<i128>> = (0..ps.len() + 1).map(|i| int_param(&k, n, i)).collect();
+        assert_eq!(
+            got,
+            vec![
+                None,
+                None,
+                Some(-1),
+                Some(255),
+                Some(7),
+                Some(u64::MAX as i128),
+                None,
+                Some(-2),
+                None,
+                None,
+                None,
+                None
+            ]
+        );
+        assert_eq!(int_param(&k[..k.len() - 30], n, 7), None, "cut short");
+    }
 
     fn stmt(params: u16) -> ClientStmt {
         ClientStmt::new(
@@ -739,6 +864,11 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn any_key_reads_without_panic(k in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), params in 0u16..20, idx in 0usize..24) {
+            let _ = int_param(&k, params, idx);
+        }
+
         #[test]
         fn rewrite_never_panics(p in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64), params in 0u16..20) {
             let mut c = stmt(params);

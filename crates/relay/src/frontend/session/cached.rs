@@ -121,8 +121,7 @@ impl Session {
         &mut self,
         rule: usize,
         key: Key,
-        sql: &[u8],
-        toks: &[Token],
+        (sql, toks, nparams): (&[u8], &[Token], u16),
         fx: &Effects,
     ) -> Result<Option<Miss>, Fail> {
         let mut leading = None;
@@ -144,9 +143,11 @@ impl Session {
                 Scope::Tables(_) if self.names_a_view(sql, toks, fx, true).await => Scope::Whole,
                 r => r,
             };
-            let rows = match (&reads, &key.params) {
-                (Scope::Tables(_), None) => crate::cache::row_key::read_key(sql, toks),
-                _ => None,
+            let rows = match &reads {
+                Scope::Tables(_) => with_params(key.params.as_deref(), nparams, toks, |p| {
+                    crate::cache::row_key::read_key_with(sql, toks, p)
+                }),
+                Scope::Whole => None,
             };
             self.capture = Some(Vec::new());
             self.capture_max = self.ctx.cache.max_entry_bytes(rule);
@@ -221,6 +222,7 @@ impl Session {
         &mut self,
         fx: &Effects,
         sql: &[u8],
+        params: Option<(&[u8], u16)>,
     ) -> Option<(std::sync::Arc<crate::frontend::ctx::Ctx>, Change)> {
         use crate::cache::pending::At;
         let whole = self.streamed.is_none();
@@ -236,7 +238,7 @@ impl Session {
         } else {
             At::Alone
         };
-        let own = self.write_change(fx, sql).await;
+        let own = self.write_change(fx, sql, params).await;
         Some((self.ctx.clone(), self.cache_pending.statement(at, own)))
     }
 
@@ -245,7 +247,7 @@ impl Session {
     /// `backend/write_scope.rs`), else everything; an UPDATE or DELETE of
     /// one table whose rows are those of some values of a key the catalog
     /// says it keeps (`row_key::write_key`), only those rows.
-    async fn write_change(&self, fx: &Effects, sql: &[u8]) -> Change {
+    async fn write_change(&self, fx: &Effects, sql: &[u8], params: Option<(&[u8], u16)>) -> Change {
         let whole = self.streamed.is_none();
         let Some(refs) = decide::write_tables(fx, sql, whole) else {
             return Change::whole();
@@ -256,7 +258,11 @@ impl Session {
             return Change::whole();
         };
         let toks = sqlfleet_dump::lex::lex(sql).toks;
-        let key = match (refs, crate::cache::row_key::write_key(sql, &toks)) {
+        let (p, n) = params.map_or((None, 0), |(p, n)| (Some(p), n));
+        let key = with_params(p, n, &toks, |p| {
+            crate::cache::row_key::write_key_with(sql, &toks, p)
+        });
+        let key = match (refs, key) {
             ([r], Some(k)) if folded(&r.name).as_deref() == Some(&k.table[..]) => scopes
                 .keeps_key(db.as_deref(), r, &k.col)
                 .await
@@ -271,6 +277,27 @@ impl Session {
         Change {
             scope: Scope::Tables(std::sync::Arc::new(others)),
             rows: std::sync::Arc::new(vec![(k.table, keys)]),
+        }
+    }
+}
+
+/// `f` with a prepared statement's parameters' integer values (from its
+/// execute's cache key, `stmt::int_param`), when its text has as many `?`
+/// as the server said it has parameters; a text query's: none.
+fn with_params<T>(
+    key: Option<&[u8]>,
+    nparams: u16,
+    toks: &[Token],
+    f: impl FnOnce(crate::cache::row_key::Param) -> Option<T>,
+) -> Option<T> {
+    match key {
+        None => f(&|_| None),
+        Some(k) => {
+            let marks = toks.iter().filter(|(t, _)| t.is_punct(b'?')).count();
+            if marks != nparams as usize {
+                return None;
+            }
+            f(&|i| crate::protocol::stmt::int_param(k, nparams, i))
         }
     }
 }

@@ -195,7 +195,7 @@ impl Session {
                 .and_then(|p| self.execute_cache_key(&s, p));
             if let Some((rule, ckey)) = cached {
                 miss = self
-                    .answer_or_miss(rule, ckey, &s.key.sql, &s.toks, fx)
+                    .answer_or_miss(rule, ckey, (&s.key.sql, &s.toks, s.params), fx)
                     .await?;
                 if miss.is_none() {
                     self.update_stmt_pins();
@@ -205,7 +205,16 @@ impl Session {
         }
         // A prepared write makes what it may change stale around it, as a
         // text write does (names are no parameters).
-        let stale = self.cache_stale(fx, &s.key.sql).await;
+        // (its parameters, for a write by key: `row_key::write_key_with`)
+        let wparams = if self.ctx.cache.active() && !bulk {
+            let types = self.stmts.get_mut(id).and_then(|(_, cs)| cs.types.clone());
+            stmt::params_key(cmd, s.params, types.as_deref())
+        } else {
+            None
+        };
+        let stale = self
+            .cache_stale(fx, &s.key.sql, wparams.as_deref().map(|p| (p, s.params)))
+            .await;
         let writing = stale
             .as_ref()
             .map(|(c, sc)| c.cache.write_begins(sc.clone()));
