@@ -1,6 +1,7 @@
 //! The result cache's row-level invalidation reads outside bytes twice:
 //! a client's text (which rows a SELECT reads, an UPDATE or DELETE
-//! writes: `cache/row_key.rs`) and the primary's row events with their
+//! writes: `cache/row_key.rs`; a prepared statement's parameters,
+//! `protocol/stmt.rs` `int_param`) and the primary's row events with their
 //! table map (`cache/row_change.rs`). Any bytes: never a panic; a key
 //! only with values its text holds; a rows event's keys only for columns
 //! the map names.
@@ -33,6 +34,12 @@ fuzz_target!(|data: &[u8]| {
         let text = String::from_utf8_lossy(data).to_ascii_lowercase();
         for v in k.vals.iter() {
             assert!(text.contains(&v.unsigned_abs().to_string()));
+        }
+    }
+    // A prepared statement's parameters, walked by their types.
+    for n in [1u16, 3, 9] {
+        for i in 0..n as usize {
+            let _ = sqlfleet_relay::protocol::stmt::int_param(data, n, i);
         }
     }
     let [kind, split, rest @ ..] = data else {
