@@ -115,12 +115,13 @@ done
 # through the relay beside the writes, against the same reads and the same
 # writes both made directly (the direct side pays for the writes too).
 # mixed WRITE_PORT READ_PORT WRITER... -> the reads' q/s while WRITER runs.
+# (PS=auto: reads and writes as prepared statements)
 mixed() {
-  local wport=$1 rport=$2 w q
+  local wport=$1 rport=$2 w q ps=${PS:-disable}
   shift 2
-  sysbench --config-file="$(mk_sb "$wport")" "$@" "${SB[@]}" --threads=2 --rate="$RATE" --time="$SECS" --report-interval=0 run >/dev/null &
+  sysbench --config-file="$(mk_sb "$wport")" "$@" "${SB[@]}" --db-ps-mode="$ps" --threads=2 --rate="$RATE" --time="$SECS" --report-interval=0 run >/dev/null &
   w=$!
-  q=$(run "$rport" oltp_point_select)
+  q=$(run "$rport" oltp_point_select --db-ps-mode="$ps")
   wait "$w" || true
   echo "$q"
 }
@@ -134,5 +135,7 @@ row "index updates of the same tables through the relay" "$DI" "$(mixed "$RP" "$
 # The same writes made directly on the primary: the relay sees them in its
 # binlog (the follower's invalidations), not as they pass.
 row "index updates of the same tables directly on the primary (binlog)" "$DI" "$(mixed "$PORT" "$RP" oltp_update_index)"
+DP=$(PS=auto mixed "$PORT" "$PORT" oltp_update_index)
+row "index updates of the same tables through the relay, both prepared" "$DP" "$(PS=auto mixed "$RP" "$RP" oltp_update_index)"
 DV=$(mixed "$PORT" "$PORT" "$WORK/visits.lua")
 row "updates of another table through the relay" "$DV" "$(mixed "$RP" "$RP" "$WORK/visits.lua")"

@@ -422,7 +422,9 @@ pub fn int_param(key: &[u8], params: u16, idx: usize) -> Option<i128> {
             0 | 15 | 16 | 245..=254 => lenenc(values.get(at..)?)?,
             _ => return None,
         };
-        let v = values.get(at + head..at + head + len)?;
+        // (a length past the bytes, or past usize, says nothing)
+        let end = at.checked_add(head)?.checked_add(len)?;
+        let v = values.get(at + head..end)?;
         if j == idx {
             let mut b = [0u8; 8];
             b[..len.min(8)].copy_from_slice(&v[..len.min(8)]);
@@ -436,7 +438,7 @@ pub fn int_param(key: &[u8], params: u16, idx: usize) -> Option<i128> {
                 _ => None,
             };
         }
-        at += head + len;
+        at = end;
     }
     None
 }
@@ -585,6 +587,10 @@ mod tests {
             ]
         );
         assert_eq!(int_param(&k[..k.len() - 30], n, 7), None, "cut short");
+        // A length of 2^64 - 1 before it (found by the fuzz target).
+        let huge: &[u8] = &[0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        let k = pkey(&[(false, 253, false, huge), (false, 1, false, &[1])]);
+        assert_eq!(int_param(&k, 2, 1), None);
     }
 
     fn stmt(params: u16) -> ClientStmt {
