@@ -100,30 +100,33 @@ fn decode(ev: &Event, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Optio
     let is = |k: EventType| t == k as u8;
     if is(EventType::WRITE_ROWS_EVENT_V1) {
         let e: WriteRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
         let e: UpdateRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else if is(EventType::DELETE_ROWS_EVENT_V1) {
         let e: DeleteRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else if is(EventType::WRITE_ROWS_EVENT) {
         let e: WriteRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else if is(EventType::UPDATE_ROWS_EVENT) {
         let e: UpdateRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else if is(EventType::DELETE_ROWS_EVENT) {
         let e: DeleteRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), tm, names)
+        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
     } else {
         None
     }
 }
 
-/// Every image of every row: the integer columns each holds.
+/// Every image of every row: the integer columns each holds. A row
+/// takes at least a byte of the event's `len` bytes of rows: more rows
+/// than that (images of no column, which take none) say nothing.
 fn rows_keys(
     rows: RowsEventRows<'_>,
+    len: usize,
     tm: &TableMapEvent<'_>,
     names: &[Option<String>],
 ) -> Option<Keys> {
@@ -137,7 +140,10 @@ fn rows_keys(
             Some((n.as_deref()?, w, BTreeSet::new()))
         })
         .collect();
-    for row in rows {
+    for (n, row) in rows.enumerate() {
+        if n >= len {
+            return None;
+        }
         let (before, after) = row.ok()?;
         for image in [before, after].into_iter().flatten() {
             // The image's values by column index (absent ones are None).
@@ -194,6 +200,48 @@ mod tests {
             assert!(add(&mut s, v, bits));
             assert_eq!(s.into_iter().collect::<Vec<_>>(), want, "{v} at {bits}");
         }
+    }
+
+    /// An event of type `kind` with `body`, as a v4 binlog writes it.
+    fn event(kind: u8, body: &[u8]) -> Event {
+        let mut e = Vec::new();
+        e.extend_from_slice(&0u32.to_le_bytes());
+        e.push(kind);
+        e.extend_from_slice(&1u32.to_le_bytes());
+        e.extend_from_slice(&((19 + body.len()) as u32).to_le_bytes());
+        e.extend_from_slice(&0u32.to_le_bytes());
+        e.extend_from_slice(&0u16.to_le_bytes());
+        e.extend_from_slice(body);
+        let fde = mysql_common::binlog::events::FormatDescriptionEvent::new(
+            mysql_common::binlog::consts::BinlogVersion::Version4,
+        );
+        Event::read(&fde, &e[..]).expect("an event")
+    }
+
+    /// Found by the fuzz target (relay_rows): rows whose images hold no
+    /// column take no byte, and the library's row iterator gave them for
+    /// ever. A bounded walk says nothing instead.
+    #[test]
+    fn rows_of_no_column_end_instead_of_going_on_for_ever() {
+        let input: &[u8] = &[
+            0x0c, 0x10, 0xff, 0x0c, 0x0c, 0x0c, 0x2d, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+            0x00, 0x00, 0x04, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x1b, 0x1b, 0x1b, 0x00, 0x41, 0xc7, 0x57,
+            0xf7, 0xa3, 0x48, 0x2f, 0x2f, 0xc8, 0x9a, 0x00, 0xfc, 0x02, 0x2f, 0x2a, 0x4d, 0x00,
+            0x00, 0x00, 0x1b, 0x1b, 0x2d, 0x00, 0x50, 0x00, 0x00, 0xdb, 0x10,
+        ];
+        let (kind, at, rest) = (input[0], input[1] as usize, &input[2..]);
+        let (map, rows) = rest.split_at(at.min(rest.len()));
+        let rows_kind = [23u8, 24, 25, 30, 31, 32][kind as usize % 6];
+        let map = event(19, map);
+        let tm: TableMapEvent = map.read_event().expect("a table map");
+        assert_eq!(keys_of(&event(rows_kind, rows), &tm), None);
     }
 
     #[test]
