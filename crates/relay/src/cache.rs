@@ -366,9 +366,13 @@ impl Cache {
         *self.counts.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(counts);
         self.active.store(!s.rules.is_empty(), Relaxed);
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(s);
-        self.invalidate();
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
         *st = Store::default();
+        // (and a read begun before is not kept: the marks start from
+        // "everything is stale now", not from nothing)
+        let now = self.version.fetch_add(1, Relaxed) + 1;
+        st.marks.whole(now);
+        self.invalidations.fetch_add(1, Relaxed);
     }
 
     fn settings(&self) -> Arc<CacheSettings> {
@@ -1130,6 +1134,22 @@ mod tests {
                 "{reads:?} after a write of {write:?}"
             );
         }
+    }
+
+    /// A read begun before new rules came (SIGHUP) is not kept after them.
+    #[test]
+    fn a_read_begun_before_a_reconfiguration_is_not_kept() {
+        let c = cache(1 << 20);
+        let since = c.version();
+        c.invalidate();
+        let rules = c.settings().rules.clone();
+        c.reconfigure(CacheSettings {
+            rules,
+            max_bytes: 1 << 20,
+            follow: None,
+        });
+        c.put(0, since, key("a"), hit(10), Scope::Whole);
+        assert!(c.get(0, &key("a")).is_none());
     }
 
     /// `SELECT c FROM t WHERE id = 7` kept, then rows of t changed as a
