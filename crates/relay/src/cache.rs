@@ -561,9 +561,7 @@ impl Cache {
         // (keyed only on a read of tables)
         let rows = rows.filter(|_| matches!(reads, Scope::Tables(_)));
         let bytes = footprint(&key, &hit, &reads)
-            + rows
-                .as_ref()
-                .map_or(0, |r| r.table.len() + r.vals.len() * 16 + 48)
+            + rows.as_ref().map_or(0, RowKey::bytes)
             + analysis
                 .as_ref()
                 .map_or(0, |a| a.bytes() + key.sql.len() + 2 * ALLOC + 48);

@@ -132,6 +132,13 @@ async fn client(relay: &Relay, db: &str) -> mysql_async::Conn {
         .expect("connect")
 }
 
+/// A connection straight to the server, in database `db`.
+async fn direct(srv: &sqlfleet_testkit::TestServer, db: &str) -> mysql_async::Conn {
+    let mut c = srv.connect().await;
+    c.query_drop(format!("USE `{db}`")).await.expect("use");
+    c
+}
+
 async fn com_select(srv: &sqlfleet_testkit::TestServer) -> u64 {
     let mut root = srv.connect().await;
     root.query_first("SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'COM_SELECT'")
@@ -362,8 +369,7 @@ async fn writes_made_directly_on_the_primary_are_read_once_the_binlog_says_so() 
     let srv = sqlfleet_testkit::server();
     let (relay, db) = setup(srv).await;
     let mut a = client(&relay, &db).await;
-    let mut direct = srv.connect().await;
-    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let mut direct = direct(srv, &db).await;
     let cases: [(&str, &str, &str, i64); 7] = [
         (
             "rows",
@@ -458,8 +464,7 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     let srv = sqlfleet_testkit::server();
     let (relay, db) = setup(srv).await;
     let mut a = client(&relay, &db).await;
-    let mut direct = srv.connect().await;
-    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let mut direct = direct(srv, &db).await;
     let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
     let read = |k: &str| format!("SELECT v FROM kv WHERE k = {k}");
     let unkeyed = "SELECT COUNT(*) FROM kv WHERE v >= 0";
@@ -884,8 +889,7 @@ async fn writes_made_directly_are_read_within_the_lag_bound() {
     type History = std::sync::Mutex<Vec<Acked>>;
     let history: Arc<History> = Arc::new(std::sync::Mutex::new(vec![Vec::new(); 4]));
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let mut direct = srv.connect().await;
-    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    let mut direct = direct(srv, &db).await;
     let writer = {
         let history = history.clone();
         let done = done.clone();

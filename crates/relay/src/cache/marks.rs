@@ -35,13 +35,6 @@ pub struct Keyed {
     pub vals: Box<[i128]>,
 }
 
-impl Keyed {
-    /// Its heap bytes.
-    pub fn bytes(&self) -> usize {
-        self.table.capacity() + self.vals.len() * 16 + 2 * 16
-    }
-}
-
 #[derive(Default)]
 pub struct Marks {
     /// The count at the last invalidation of everything, and of any kind.
@@ -180,6 +173,15 @@ mod tests {
         Scope::Tables(Arc::new(names.iter().map(|n| n.to_string()).collect()))
     }
 
+    /// An entry keyed on table t's column number `col`.
+    fn keyed(col: u64, vals: &[i128]) -> Keyed {
+        Keyed {
+            table: "t".into(),
+            col,
+            vals: vals.into(),
+        }
+    }
+
     fn keys(cols: &[(&str, &[i128])]) -> Keys {
         cols.iter()
             .map(|(c, v)| (c.to_string(), v.iter().copied().collect()))
@@ -243,21 +245,9 @@ mod tests {
             let k = m.column("t", "k");
             assert_eq!(m.column("t", "id"), id);
             let entries = [
-                Some(Keyed {
-                    table: "t".into(),
-                    col: id,
-                    vals: Box::new([7]),
-                }),
-                Some(Keyed {
-                    table: "t".into(),
-                    col: id,
-                    vals: Box::new([8, 9]),
-                }),
-                Some(Keyed {
-                    table: "t".into(),
-                    col: k,
-                    vals: Box::new([7]),
-                }),
+                Some(keyed(id, &[7])),
+                Some(keyed(id, &[8, 9])),
+                Some(keyed(k, &[7])),
                 None,
             ];
             change(&mut m);
@@ -275,11 +265,7 @@ mod tests {
         let mut m = Marks::default();
         m.rows(5, "t", &keys(&[("id", &[1])]));
         let id = m.column("t", "id");
-        let e = Keyed {
-            table: "t".into(),
-            col: id,
-            vals: Box::new([7]),
-        };
+        let e = keyed(id, &[7]);
         assert!(
             !m.fresh(4, &tables(&["t"]), Some(&e)),
             "read before the change"
@@ -291,11 +277,7 @@ mod tests {
     fn a_keyed_entry_is_stale_when_another_table_it_names_changes() {
         let mut m = Marks::default();
         let id = m.column("t", "id");
-        let e = Keyed {
-            table: "t".into(),
-            col: id,
-            vals: Box::new([7]),
-        };
+        let e = keyed(id, &[7]);
         m.rows(2, "c", &keys(&[("id", &[1])]));
         assert!(!m.fresh(1, &tables(&["t", "c"]), Some(&e)));
     }
@@ -304,11 +286,7 @@ mod tests {
     fn past_the_bounds_marks_are_forgotten_as_everything() {
         let mut m = Marks::default();
         let id = m.column("t", "id");
-        let e = Keyed {
-            table: "t".into(),
-            col: id,
-            vals: Box::new([-1]),
-        };
+        let e = keyed(id, &[-1]);
         let many: Vec<i128> = (0..MAX_VALUES as i128 + 1).collect();
         m.rows(2, "t", &keys(&[("id", &many)]));
         assert!(
@@ -320,11 +298,7 @@ mod tests {
         for i in 1..=MAX_COLUMNS {
             m.column("t", &format!("c{i}"));
         }
-        let e = Keyed {
-            table: "t".into(),
-            col: first,
-            vals: Box::new([1]),
-        };
+        let e = keyed(first, &[1]);
         m.any_at = 3;
         assert!(
             !m.fresh(2, &tables(&["t"]), Some(&e)),

@@ -47,36 +47,59 @@ pub fn keys_of(ev: &Event, tm: &TableMapEvent<'_>) -> Option<Keys> {
     caught.ok().flatten()
 }
 
-/// The table id a rows event names (`None`: not a rows event it reads).
-pub fn table_id(ev: &Event) -> Option<u64> {
-    let t = ev.header().event_type_raw();
-    let is = |k: EventType| t == k as u8;
-    let id = if is(EventType::WRITE_ROWS_EVENT_V1) {
-        ev.read_event::<WriteRowsEventV1>().ok()?.table_id()
-    } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
-        ev.read_event::<UpdateRowsEventV1>().ok()?.table_id()
-    } else if is(EventType::DELETE_ROWS_EVENT_V1) {
-        ev.read_event::<DeleteRowsEventV1>().ok()?.table_id()
-    } else if is(EventType::WRITE_ROWS_EVENT) {
-        ev.read_event::<WriteRowsEvent>().ok()?.table_id()
-    } else if is(EventType::UPDATE_ROWS_EVENT) {
-        ev.read_event::<UpdateRowsEvent>().ok()?.table_id()
-    } else if is(EventType::DELETE_ROWS_EVENT) {
-        ev.read_event::<DeleteRowsEvent>().ok()?.table_id()
-    } else {
-        return None;
-    };
-    Some(id)
+/// `$body` with `$e` the rows event `$ev` read as its own type (write,
+/// update, delete; MariaDB's v1 and MySQL's v2); `None` for any other
+/// event or one the library cannot read. (The six types share no trait
+/// that reads them.)
+macro_rules! with_rows_event {
+    ($ev:expr, |$e:ident| $body:expr) => {{
+        let t = $ev.header().event_type_raw();
+        let is = |k: EventType| t == k as u8;
+        if is(EventType::WRITE_ROWS_EVENT_V1) {
+            let $e: WriteRowsEventV1 = $ev.read_event().ok()?;
+            $body
+        } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
+            let $e: UpdateRowsEventV1 = $ev.read_event().ok()?;
+            $body
+        } else if is(EventType::DELETE_ROWS_EVENT_V1) {
+            let $e: DeleteRowsEventV1 = $ev.read_event().ok()?;
+            $body
+        } else if is(EventType::WRITE_ROWS_EVENT) {
+            let $e: WriteRowsEvent = $ev.read_event().ok()?;
+            $body
+        } else if is(EventType::UPDATE_ROWS_EVENT) {
+            let $e: UpdateRowsEvent = $ev.read_event().ok()?;
+            $body
+        } else if is(EventType::DELETE_ROWS_EVENT) {
+            let $e: DeleteRowsEvent = $ev.read_event().ok()?;
+            $body
+        } else {
+            None
+        }
+    }};
 }
 
+/// The table id a rows event names (`None`: not a rows event it reads).
+pub fn table_id(ev: &Event) -> Option<u64> {
+    with_rows_event!(ev, |e| Some(e.table_id()))
+}
+
+/// A column's name as the log spells it (as the rows' columns carry it)
+/// and folded (`None`: not ASCII).
+type Name = (Vec<u8>, Option<String>);
+
 /// The table's column names, when the metadata has one for each column.
-fn column_names(tm: &TableMapEvent<'_>) -> Option<Vec<Option<String>>> {
+fn column_names(tm: &TableMapEvent<'_>) -> Option<Vec<Name>> {
     for field in tm.iter_optional_meta() {
         if let Ok(OptionalMetadataField::ColumnName(n)) = field {
-            let names: Vec<Option<String>> = n
+            let names: Option<Vec<Name>> = n
                 .iter_names()
-                .map(|r| r.ok().and_then(|c| folded(&c.name())))
+                .map(|r| {
+                    let c = r.ok()?;
+                    Some((c.name_raw().to_vec(), folded(&c.name())))
+                })
                 .collect();
+            let names = names?;
             return (names.len() as u64 == tm.columns_count()).then_some(names);
         }
     }
@@ -95,30 +118,13 @@ fn width(t: ColumnType) -> Option<u32> {
     })
 }
 
-fn decode(ev: &Event, tm: &TableMapEvent<'_>, names: &[Option<String>]) -> Option<Keys> {
-    let t = ev.header().event_type_raw();
-    let is = |k: EventType| t == k as u8;
-    if is(EventType::WRITE_ROWS_EVENT_V1) {
-        let e: WriteRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else if is(EventType::UPDATE_ROWS_EVENT_V1) {
-        let e: UpdateRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else if is(EventType::DELETE_ROWS_EVENT_V1) {
-        let e: DeleteRowsEventV1 = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else if is(EventType::WRITE_ROWS_EVENT) {
-        let e: WriteRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else if is(EventType::UPDATE_ROWS_EVENT) {
-        let e: UpdateRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else if is(EventType::DELETE_ROWS_EVENT) {
-        let e: DeleteRowsEvent = ev.read_event().ok()?;
-        rows_keys(e.rows(tm), e.rows_data().len(), tm, names)
-    } else {
-        None
-    }
+fn decode(ev: &Event, tm: &TableMapEvent<'_>, names: &[Name]) -> Option<Keys> {
+    with_rows_event!(ev, |e| rows_keys(
+        e.rows(tm),
+        e.rows_data().len(),
+        tm,
+        names
+    ))
 }
 
 /// Every image of every row: the integer columns each holds. A row
@@ -128,16 +134,17 @@ fn rows_keys(
     rows: RowsEventRows<'_>,
     len: usize,
     tm: &TableMapEvent<'_>,
-    names: &[Option<String>],
+    names: &[Name],
 ) -> Option<Keys> {
-    // The named integer columns: (name, width, values); dropped once
-    // unknown.
-    let mut known: Vec<(&str, u32, BTreeSet<i128>)> = names
+    // The named integer columns, by their name as logged: (folded name,
+    // width, values), the values `None` once unknown.
+    type Slot<'n> = (&'n str, u32, Option<BTreeSet<i128>>);
+    let mut known: std::collections::HashMap<&[u8], Slot> = names
         .iter()
         .enumerate()
-        .filter_map(|(i, n)| {
+        .filter_map(|(i, (raw, n))| {
             let w = width(tm.get_column_type(i).ok()??)?;
-            Some((n.as_deref()?, w, BTreeSet::new()))
+            Some((&raw[..], (n.as_deref()?, w, Some(BTreeSet::new()))))
         })
         .collect();
     for (n, row) in rows.enumerate() {
@@ -146,26 +153,44 @@ fn rows_keys(
         }
         let (before, after) = row.ok()?;
         for image in [before, after].into_iter().flatten() {
-            // The image's values by column index (absent ones are None).
-            let cols = image.columns_ref();
-            known.retain_mut(|(name, w, vals)| {
-                let at = cols
-                    .iter()
-                    .position(|c| c.name_ref().eq_ignore_ascii_case(name.as_bytes()));
-                let v = at.and_then(|p| image.as_ref(p));
-                match v {
-                    Some(BinlogValue::Value(Value::NULL)) => true,
-                    Some(BinlogValue::Value(Value::Int(x))) => add(vals, i128::from(*x), *w),
-                    Some(BinlogValue::Value(Value::UInt(x))) => add(vals, i128::from(*x), *w),
+            // One pass over the image's columns; a known column it lacks
+            // is unknown from now on.
+            let mut seen = 0usize;
+            for (p, c) in image.columns_ref().iter().enumerate() {
+                let Some((_, w, slot)) = known.get_mut(c.name_ref()) else {
+                    continue;
+                };
+                seen += 1;
+                let ok = match (image.as_ref(p), slot.as_mut()) {
+                    (_, None) => continue,
+                    (Some(BinlogValue::Value(Value::NULL)), _) => true,
+                    (Some(BinlogValue::Value(Value::Int(x))), Some(v)) => {
+                        add(v, i128::from(*x), *w)
+                    }
+                    (Some(BinlogValue::Value(Value::UInt(x))), Some(v)) => {
+                        add(v, i128::from(*x), *w)
+                    }
                     _ => false,
+                };
+                if !ok {
+                    *slot = None;
                 }
-            });
+            }
+            if seen < known.len() {
+                let present: BTreeSet<&[u8]> =
+                    image.columns_ref().iter().map(|c| c.name_ref()).collect();
+                for (raw, (_, _, slot)) in known.iter_mut() {
+                    if !present.contains(raw) {
+                        *slot = None;
+                    }
+                }
+            }
         }
     }
     Some(
         known
             .into_iter()
-            .map(|(n, _, v)| (n.to_string(), v))
+            .filter_map(|(_, (n, _, v))| Some((n.to_string(), v?)))
             .collect(),
     )
 }

@@ -39,6 +39,14 @@ pub struct RowKey {
     pub vals: Box<[i128]>,
 }
 
+impl RowKey {
+    /// What it holds in memory, kept with an entry (its name and values,
+    /// their two allocations, the registered column's number).
+    pub fn bytes(&self) -> usize {
+        self.table.len() + self.vals.len() * 16 + 48
+    }
+}
+
 /// At most this many values in an IN list.
 const MAX_VALS: usize = 64;
 

@@ -30,7 +30,7 @@ pub(super) struct Miss {
     /// What its read reads (`decide::read_scope`, everything through a view).
     reads: Scope,
     /// The rows it reads, when only those of some values of one column
-    /// (`cache/row_key.rs`; text queries only).
+    /// (`cache/row_key.rs`; a prepared one's by its parameters).
     rows: Option<crate::cache::row_key::RowKey>,
     _leading: Option<Leading>,
     /// A text query's analysis, kept with its entry (`Cache::put_analyzed`).
@@ -257,17 +257,26 @@ impl Session {
         let Some(tables) = scopes.tables(db.as_deref(), refs).await else {
             return Change::whole();
         };
-        let toks = sqlfleet_dump::lex::lex(sql).toks;
-        let (p, n) = params.map_or((None, 0), |(p, n)| (Some(p), n));
-        let key = with_params(p, n, &toks, |p| {
-            crate::cache::row_key::write_key_with(sql, &toks, p)
-        });
-        let key = match (refs, key) {
-            ([r], Some(k)) if folded(&r.name).as_deref() == Some(&k.table[..]) => scopes
+        // (lexed again: the session's tokens may be of another text — a
+        // rewritten one, or only the head of a streamed one)
+        let key = match refs {
+            [r] => {
+                let toks = sqlfleet_dump::lex::lex(sql).toks;
+                let (p, n) = params.map_or((None, 0), |(p, n)| (Some(p), n));
+                with_params(p, n, &toks, |p| {
+                    crate::cache::row_key::write_key_with(sql, &toks, p)
+                })
+                .filter(|k| folded(&r.name).as_deref() == Some(&k.table[..]))
+                .map(|k| (r, k))
+            }
+            _ => None,
+        };
+        let key = match key {
+            Some((r, k)) => scopes
                 .keeps_key(db.as_deref(), r, &k.col)
                 .await
                 .then_some(k),
-            _ => None,
+            None => None,
         };
         let Some(k) = key else {
             return Scope::Tables(std::sync::Arc::new(tables)).into();

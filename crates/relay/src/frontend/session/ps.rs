@@ -205,8 +205,9 @@ impl Session {
         }
         // A prepared write makes what it may change stale around it, as a
         // text write does (names are no parameters).
-        // (its parameters, for a write by key: `row_key::write_key_with`)
-        let wparams = if self.ctx.cache.active() && !bulk {
+        // (its parameters, for a write by key: `row_key::write_key_with`;
+        // a read makes nothing stale and needs none)
+        let wparams = if self.ctx.cache.active() && !bulk && !fx.read {
             let types = self.stmts.get_mut(id).and_then(|(_, cs)| cs.types.clone());
             stmt::params_key(cmd, s.params, types.as_deref())
         } else {
