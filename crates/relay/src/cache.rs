@@ -573,7 +573,7 @@ impl Cache {
         let keyed = rows.map(|r| Keyed {
             col: st.marks.column(&r.table, &r.col),
             table: r.table,
-            vals: r.vals,
+            rows: r.rows,
         });
         // Checked under the store's lock, which an invalidation's clean-up
         // takes too. (The gate: a follower gone blind during the read may
@@ -1157,7 +1157,7 @@ mod tests {
         let row_key = |v: i128| RowKey {
             table: "t".into(),
             col: "id".into(),
-            vals: Box::new([v]),
+            rows: row_key::Rows::In(Box::new([v])),
         };
         let keys = |id: &[i128]| -> Vec<(String, row_change::Keys)> {
             let k = [("id".to_string(), id.iter().copied().collect())].into();

@@ -578,6 +578,92 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     assert_eq!(hits(), before + 1.0, "row 1's prepared entry was kept");
 }
 
+/// A read of a range of keys (BETWEEN, `<`, `>`, text or prepared) is
+/// stale when a change's row held a key inside it, before or after, and
+/// only then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_direct_write_makes_stale_only_the_ranges_holding_its_rows() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut direct = direct(srv, &db).await;
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let low = "SELECT MAX(v) FROM kv WHERE k BETWEEN 1 AND 4";
+    let high = "SELECT MAX(v) FROM kv WHERE k >= 10 AND k < 13";
+    let far = "SELECT COUNT(*) FROM kv WHERE k > 50";
+    let pread = "SELECT MAX(v) FROM kv WHERE k BETWEEN ? AND ?";
+    // Is each read a hit now (and what does it give)?
+    async fn hit(
+        a: &mut mysql_async::Conn,
+        hits: &dyn Fn() -> f64,
+        sql: &str,
+        params: Option<(i64, i64)>,
+    ) -> (bool, Option<i64>) {
+        let before = hits();
+        let v: Option<i64> = match params {
+            Some(p) => a.exec_first(sql, p).await,
+            None => a.query_first(sql).await,
+        }
+        .expect(sql);
+        (hits() > before, v)
+    }
+    for (sql, p) in [
+        (low, None),
+        (high, None),
+        (far, None),
+        (pread, Some((13, 14))),
+        (pread, Some((1, 2))),
+    ] {
+        hit(&mut a, &hits, sql, p).await;
+        assert!(hit(&mut a, &hits, sql, p).await.0, "{sql} {p:?} was cached");
+    }
+    direct
+        .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 5 WHERE k = 2")
+        .await
+        .expect("write row 2");
+    if let Err(v) = read_until(&mut a, low, 5, Duration::from_secs(10)).await {
+        panic!("1..4 still {v:?} 10 s after the commit");
+    }
+    assert_eq!(hit(&mut a, &hits, high, None).await, (true, Some(0)));
+    assert_eq!(hit(&mut a, &hits, far, None).await, (true, Some(0)));
+    assert_eq!(
+        hit(&mut a, &hits, pread, Some((13, 14))).await,
+        (true, Some(0)),
+        "13..14 kept"
+    );
+    assert_eq!(
+        hit(&mut a, &hits, pread, Some((1, 2))).await,
+        (false, Some(5)),
+        "1..2 stale"
+    );
+    // A row moving from 11 to 60: stale in the range it left and the one
+    // it entered.
+    direct
+        .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET k = 60, v = 7 WHERE k = 11")
+        .await
+        .expect("move row 11");
+    if let Err(v) = read_until(&mut a, far, 1, Duration::from_secs(10)).await {
+        panic!("k > 50 still {v:?} rows 10 s after the commit");
+    }
+    assert!(!hit(&mut a, &hits, high, None).await.0, "10..12 stale");
+    assert_eq!(
+        hit(&mut a, &hits, pread, Some((13, 14))).await,
+        (true, Some(0)),
+        "13..14 kept"
+    );
+    // Through the relay: a write of one key makes its ranges stale at once.
+    a.exec_drop("UPDATE kv SET v = ? WHERE k = ?", (8i64, 14i64))
+        .await
+        .expect("write row 14");
+    let mut b = client(&relay, &db).await;
+    assert_eq!(
+        hit(&mut b, &hits, pread, Some((13, 14))).await,
+        (false, Some(8)),
+        "a write through the relay is read at once"
+    );
+}
+
 /// Blind to the primary's writes — here a server that keeps no binary
 /// log — the cache is bypassed: no entry is given, each read goes to the
 /// server, and /status says why. With `binlog = false` (the operator's

@@ -7,8 +7,11 @@
 //! A change of rows (`cache/row_change.rs`) says, for the integer columns
 //! it knows, which values the rows it touched held. It makes stale every
 //! entry of the table that is not keyed, every entry keyed on a column it
-//! does not know, and the entries keyed on one of the values it names —
-//! no other. The columns entries are keyed on are registered when the
+//! does not know, and the entries keyed on one of the values it names or
+//! on a range holding one — no other. The values' marks are ordered, so a
+//! range's freshness is a walk over the marks inside it; past
+//! [`MAX_WALK`] marks the entry counts as stale (a wide range of a table
+//! written all over is not worth the walk). The columns entries are keyed on are registered when the
 //! first of them is stored; a column registered after a change of its
 //! table counts that change as not knowing it (an entry read before it is
 //! not stored).
@@ -17,22 +20,25 @@
 //! [`MAX_VALUES`] marked values, the marks are forgotten and made
 //! "everything" (or "every value of every column") from then.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::cache::row_change::Keys;
+use crate::cache::row_key::Rows;
 use crate::cache::{HashMap, Scope};
 
 const MAX_TABLES: usize = 100_000;
 const MAX_COLUMNS: usize = 10_000;
 const MAX_VALUES: usize = 262_144;
+/// At most this many marks walked for a range's freshness.
+const MAX_WALK: usize = 4096;
 
 /// What a keyed entry reads: the rows of `table` whose column `col` (a
-/// registered column's number) holds one of `vals`.
+/// registered column's number) holds what `rows` says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keyed {
     pub table: String,
     pub col: u64,
-    pub vals: Box<[i128]>,
+    pub rows: Rows,
 }
 
 #[derive(Default)]
@@ -52,7 +58,7 @@ pub struct Marks {
     /// not know the column.
     unknown_at: HashMap<u64, u64>,
     /// By (column number, value): the last change of a row holding it.
-    val_at: HashMap<(u64, i128), u64>,
+    val_at: BTreeMap<(u64, i128), u64>,
 }
 
 impl Marks {
@@ -79,10 +85,19 @@ impl Marks {
         let Some(k) = keyed else {
             return true;
         };
-        self.unknown_at.get(&k.col).is_some_and(|at| *at <= since)
-            && k.vals
+        if self.unknown_at.get(&k.col).is_none_or(|at| *at > since) {
+            return false;
+        }
+        match &k.rows {
+            Rows::In(vals) => vals
                 .iter()
-                .all(|v| self.val_at.get(&(k.col, *v)).is_none_or(|at| *at <= since))
+                .all(|v| self.val_at.get(&(k.col, *v)).is_none_or(|at| *at <= since)),
+            Rows::Range(lo, hi) if lo > hi => true,
+            Rows::Range(lo, hi) => {
+                let mut marks = self.val_at.range((k.col, *lo)..=(k.col, *hi));
+                marks.by_ref().take(MAX_WALK).all(|(_, at)| *at <= since) && marks.next().is_none()
+            }
+        }
     }
 
     /// Everything is stale from count `now`.
@@ -178,7 +193,15 @@ mod tests {
         Keyed {
             table: "t".into(),
             col,
-            vals: vals.into(),
+            rows: Rows::In(vals.into()),
+        }
+    }
+
+    fn ranged(col: u64, lo: i128, hi: i128) -> Keyed {
+        Keyed {
+            table: "t".into(),
+            col,
+            rows: Rows::Range(lo, hi),
         }
     }
 
@@ -258,6 +281,54 @@ mod tests {
             got[4] = m.fresh(1, &tables(&["u"]), None);
             assert_eq!(got, want, "{what}");
         }
+    }
+
+    /// Entries read at count 1, keyed on t.id in 5..=10, in 10..=5 (no
+    /// row), up to 0, and on t.k in 5..=10; then one change at count 2.
+    #[test]
+    fn a_change_of_rows_makes_stale_the_ranges_holding_them() {
+        let rows: Vec<(&str, &[i128], [bool; 4])> = vec![
+            ("id 7", &[7], [false, true, true, true]),
+            ("id 5", &[5], [false, true, true, true]),
+            ("id 10", &[10], [false, true, true, true]),
+            ("id 4 and 11", &[4, 11], [true, true, true, true]),
+            ("id 0", &[0], [true, true, false, true]),
+            ("id -2^63", &[-(1 << 63)], [true, true, false, true]),
+            ("no row", &[], [true, true, true, true]),
+        ];
+        for (what, ids, want) in rows {
+            let mut m = Marks::default();
+            let id = m.column("t", "id");
+            let k = m.column("t", "k");
+            m.rows(1, "t", &keys(&[("id", &[6, 1]), ("k", &[1])]));
+            let entries = [
+                ranged(id, 5, 10),
+                ranged(id, 10, 5),
+                ranged(id, i128::MIN, 0),
+                ranged(k, 5, 10),
+            ];
+            m.rows(2, "t", &keys(&[("id", ids), ("k", &[1])]));
+            let got = entries.map(|e| m.fresh(1, &tables(&["t"]), Some(&e)));
+            assert_eq!(got, want, "{what}");
+        }
+    }
+
+    #[test]
+    fn a_range_past_the_walk_is_stale() {
+        let mut m = Marks::default();
+        let id = m.column("t", "id");
+        let old: Vec<i128> = (0..MAX_WALK as i128).collect();
+        m.rows(1, "t", &keys(&[("id", &old)]));
+        m.rows(2, "t", &keys(&[("id", &[MAX_WALK as i128])]));
+        m.rows(3, "u", &keys(&[]));
+        // (every mark older than the read)
+        let walk = ranged(id, 1, MAX_WALK as i128);
+        assert!(
+            m.fresh(2, &tables(&["t"]), Some(&walk)),
+            "as many as the walk"
+        );
+        let more = ranged(id, 0, MAX_WALK as i128);
+        assert!(!m.fresh(2, &tables(&["t"]), Some(&more)), "one more");
     }
 
     #[test]

@@ -1,23 +1,30 @@
 //! Which rows a cached SELECT reads, when its text says so for sure: one
 //! table, no subquery, no join, no full-text MATCH (its relevance weighs
 //! the whole table), and a WHERE whose top level is a chain of
-//! ANDs with one link `col = N` or `col IN (N, ...)`, N an integer literal.
-//! Its result then depends on those rows only: the rows whose `col` holds
-//! one of the values. A change of the table that says which values of
+//! ANDs with a link `col = N`, `col IN (N, ...)`, `col BETWEEN N AND M`
+//! or `col` `<`, `<=`, `>`, `>=` N, N and M integer literals. Its result
+//! then depends on those rows only: the rows whose `col` holds one of the
+//! values, or a value in the range (the comparisons of one column in the
+//! chain, intersected). A change of the table that says which values of
 //! `col` the rows it touched held, before and after (`cache/row_change.rs`
 //! reads that from the binary log), makes it stale only when one of them
-//! is among its values (`cache/marks.rs`). Anything else — `None` — and
-//! the entry is stale at any change of its tables, as before.
+//! is among its values or in its range (`cache/marks.rs`). Anything else
+//! — `None` — and the entry is stale at any change of its tables, as
+//! before. A link of values is the key before a range: it names fewer
+//! rows.
 //!
 //! Why the top level must be ANDs only: OR, XOR, `||` and `:=` bind looser
-//! than AND (`a AND id = 7 OR b` reads rows where `b` holds), and BETWEEN
-//! and CASE hold an AND of their own; so any of them at the top level, or
-//! a `|` or `:` there, and the text is not keyed. The link must stand
-//! between WHERE or AND and AND or the clause's end, so that no operator
-//! binds to its column or its literal (`id = 7 + 1`, `x = id = 7`, `NOT
-//! id = 7`). The literal is digits only (no decimal point, exponent, hex
-//! or quote), with at most one minus sign before it. A bare word that is
-//! a value, not a column (TRUE, NULL, DEFAULT...), is not a column.
+//! than AND (`a AND id = 7 OR b` reads rows where `b` holds), and CASE
+//! holds an AND of its own; so any of them at the top level, or a `|` or
+//! `:` there, and the text is not keyed. BETWEEN holds an AND of its own
+//! too: the chain is read link by link, a BETWEEN link taking its AND, and
+//! a BETWEEN anywhere else (`k BETWEEN 1 AND id = 7`) makes the text not
+//! keyed. A link must stand between WHERE or AND and AND or the clause's
+//! end, so that no operator binds to its column or its literals (`id = 7 +
+//! 1`, `x = id = 7`, `NOT id = 7`, `id < 7 IS TRUE`). A literal is digits
+//! only (no decimal point, exponent, hex or quote), with at most one minus
+//! sign before it. A bare word that is a value, not a column (TRUE, NULL,
+//! DEFAULT...), is not a column. `<=>`, `<>` and `!=` are not links.
 //!
 //! Comparing the column with an integer is exact only when the column is
 //! an integer; that is the change's side to say: it gives values for
@@ -31,19 +38,33 @@ use sqlfleet_dump::lex::Tok;
 use crate::backend::write_scope::folded;
 
 /// The rows a read reads: those of `table` (any database) whose `col`
-/// holds one of `vals`. Names in ASCII lower case.
+/// holds what `rows` says. Names in ASCII lower case.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowKey {
     pub table: String,
     pub col: String,
-    pub vals: Box<[i128]>,
+    pub rows: Rows,
+}
+
+/// The values of a key's column that its rows hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rows {
+    /// One of these.
+    In(Box<[i128]>),
+    /// From the first to the second, both included (none when the first
+    /// is past the second). Only a read's key is a range.
+    Range(i128, i128),
 }
 
 impl RowKey {
     /// What it holds in memory, kept with an entry (its name and values,
     /// their two allocations, the registered column's number).
     pub fn bytes(&self) -> usize {
-        self.table.len() + self.vals.len() * 16 + 48
+        let vals = match &self.rows {
+            Rows::In(v) => v.len(),
+            Rows::Range(..) => 2,
+        };
+        self.table.len() + vals * 16 + 48
     }
 }
 
@@ -93,7 +114,7 @@ const NEVER: &[&str] = &[
 ];
 
 /// Words that make the WHERE clause not keyed at its top level.
-const LOOSER: &[&str] = &["OR", "XOR", "BETWEEN", "CASE", "ESCAPE"];
+const LOOSER: &[&str] = &["OR", "XOR", "CASE", "ESCAPE"];
 
 type Token = (Tok, Range<usize>);
 
@@ -120,7 +141,7 @@ pub fn read_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey>
     }
     let from = depth0(toks).find(|&i| toks[i].0.is_word("FROM"))?;
     let (table, where_at) = table_then_where(toks, from + 1)?;
-    keyed_where((sql, toks, param), table, where_at, &|_| true)
+    keyed_where((sql, toks, param), table, where_at, &|_| true, true)
 }
 
 /// A prepared statement's parameter value by its place (`None`: not an
@@ -131,7 +152,8 @@ pub type Param<'a> = &'a dyn Fn(usize) -> Option<i128>;
 /// so for sure: `UPDATE t [AS x] SET ... WHERE ...` whose SET names no
 /// word that is the key's column (so the rows keep their key), or
 /// `DELETE FROM t [AS x] WHERE ...`, with the WHERE of [`read_key`]
-/// (ORDER BY, LIMIT and RETURNING after it only narrow it). Whether the
+/// (ORDER BY, LIMIT and RETURNING after it only narrow it) keyed by a
+/// link of values (never a range: a write's key is always `Rows::In`). Whether the
 /// column is an integer, and whether a trigger or a generated column may
 /// change it, is the catalog's to say (`backend/write_scope.rs`). The
 /// caller has found it one statement that reads names alike.
@@ -154,7 +176,7 @@ pub fn write_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey
             return None;
         }
         let (table, where_at) = table_then_where(toks, 2)?;
-        return keyed_where((sql, toks, param), table, where_at, &|_| true);
+        return keyed_where((sql, toks, param), table, where_at, &|_| true, false);
     }
     if !first.0.is_word("UPDATE") {
         return None;
@@ -168,19 +190,21 @@ pub fn write_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey
             _ => false,
         })
     };
-    keyed_where((sql, toks, param), table, where_at, &|c| !in_set(c))
+    keyed_where((sql, toks, param), table, where_at, &|c| !in_set(c), false)
 }
 
 /// A text, its tokens and its parameters' values.
 type Text<'a> = (&'a [u8], &'a [Token], Param<'a>);
 
 /// The key of a WHERE clause at `where_at`, on `table`: its first link
-/// whose column `may` allows.
+/// of values whose column `may` allows, or else (when `ranges`) the range
+/// of the first comparing link's column, intersected over its links.
 fn keyed_where(
     text: Text,
     table: String,
     where_at: usize,
     may: &dyn Fn(&str) -> bool,
+    ranges: bool,
 ) -> Option<RowKey> {
     let toks = text.1;
     let end = depth0(toks)
@@ -200,21 +224,48 @@ fn keyed_where(
             _ => {}
         }
     }
+    let mut vals: Option<(String, Vec<i128>)> = None;
+    let mut range: Option<(String, i128, i128)> = None;
     let mut at = clause.start;
     loop {
-        if let Some((col, vals)) = link(text, at, end).filter(|(c, _)| may(c)) {
-            return Some(RowKey {
-                table,
-                col,
-                vals: vals.into_boxed_slice(),
-            });
+        let next = match link(text, at, end) {
+            Some((col, found, next)) => {
+                match found {
+                    _ if !may(&col) => {}
+                    Rows::In(v) if vals.is_none() => vals = Some((col, v.into_vec())),
+                    Rows::Range(lo, hi) if ranges => match &mut range {
+                        None => range = Some((col, lo, hi)),
+                        Some((c, a, b)) if *c == col => {
+                            *a = (*a).max(lo);
+                            *b = (*b).min(hi);
+                        }
+                        Some(_) => {}
+                    },
+                    _ => {}
+                }
+                next
+            }
+            // Not a link: on to the next top-level AND, unless a BETWEEN
+            // (whose AND is its own) stands before it.
+            None => depth0(toks)
+                .skip_while(|&i| i < at)
+                .find(|&i| i >= end || toks[i].0.is_word("AND") || toks[i].0.is_word("BETWEEN"))
+                .unwrap_or(end),
+        };
+        if next >= end {
+            break;
         }
-        // The next top-level AND.
-        at = depth0(toks)
-            .skip_while(|&i| i < at)
-            .find(|&i| i < end && toks[i].0.is_word("AND"))?
-            + 1;
+        if !toks[next].0.is_word("AND") {
+            return None;
+        }
+        at = next + 1;
     }
+    let (col, rows) = match (vals, range) {
+        (Some((col, v)), _) => (col, Rows::In(v.into_boxed_slice())),
+        (None, Some((col, lo, hi))) => (col, Rows::Range(lo, hi)),
+        (None, None) => return None,
+    };
+    Some(RowKey { table, col, rows })
 }
 
 /// The indexes of the tokens outside any parentheses.
@@ -271,9 +322,10 @@ fn name(t: &Token) -> Option<String> {
     }
 }
 
-/// `[q.[q.]]col = N` or `[q.[q.]]col IN (N, ...)` at `at`, standing alone
-/// before AND or `end`.
-fn link(text: Text, at: usize, end: usize) -> Option<(String, Vec<i128>)> {
+/// A link at `at`: `[q.[q.]]col` then `= N`, `IN (N, ...)`, `BETWEEN N
+/// AND M`, `< N`, `<= N`, `> N` or `>= N`, standing alone before AND or
+/// `end`: its column, its rows and the index after it.
+fn link(text: Text, at: usize, end: usize) -> Option<(String, Rows, usize)> {
     let toks = text.1;
     let mut i = at;
     let mut col = name(toks.get(i)?)?;
@@ -284,32 +336,60 @@ fn link(text: Text, at: usize, end: usize) -> Option<(String, Vec<i128>)> {
             i += 2;
         }
     }
-    let mut vals = Vec::new();
-    if i < end && toks[i].0.is_punct(b'=') {
-        let (v, next) = int(text, i + 1, end)?;
-        vals.push(v);
-        i = next;
-    } else if i + 1 < end && toks[i].0.is_word("IN") && toks[i + 1].0.is_punct(b'(') {
-        i += 2;
-        loop {
-            let (v, next) = int(text, i, end)?;
-            vals.push(v);
-            if vals.len() > MAX_VALS {
-                return None;
-            }
-            match toks.get(next).map(|t| &t.0) {
-                Some(Tok::Punct(b',')) if next < end => i = next + 1,
-                Some(Tok::Punct(b')')) if next < end => {
-                    i = next + 1;
-                    break;
-                }
-                _ => return None,
-            }
-        }
-    } else {
+    if i >= end {
         return None;
     }
-    (i == end || toks[i].0.is_word("AND")).then_some((col, vals))
+    // Whether the token after `i` is the punctuation `c`, written next to it.
+    let then = |i: usize, c: u8| {
+        i + 1 < end && toks[i + 1].0.is_punct(c) && toks[i].1.end == toks[i + 1].1.start
+    };
+    let (rows, i) = match &toks[i].0 {
+        Tok::Punct(b'=') => {
+            let (v, next) = int(text, i + 1, end)?;
+            (Rows::In(Box::new([v])), next)
+        }
+        Tok::Punct(b'<' | b'>') if then(i, b'>') || then(i + 1, b'>') && then(i, b'=') => {
+            return None
+        }
+        Tok::Punct(op @ (b'<' | b'>')) => {
+            let or_equal = then(i, b'=');
+            let (v, next) = int(text, i + 1 + usize::from(or_equal), end)?;
+            let rows = match (op, or_equal) {
+                (b'<', true) => Rows::Range(i128::MIN, v),
+                (b'<', false) => Rows::Range(i128::MIN, v - 1),
+                (_, true) => Rows::Range(v, i128::MAX),
+                (_, false) => Rows::Range(v + 1, i128::MAX),
+            };
+            (rows, next)
+        }
+        Tok::Word(w) if w == "BETWEEN" => {
+            let (lo, and) = int(text, i + 1, end)?;
+            if !toks.get(and)?.0.is_word("AND") {
+                return None;
+            }
+            let (hi, next) = int(text, and + 1, end)?;
+            (Rows::Range(lo, hi), next)
+        }
+        Tok::Word(w) if w == "IN" && i + 1 < end && toks[i + 1].0.is_punct(b'(') => {
+            let mut vals = Vec::new();
+            let mut i = i + 2;
+            let after = loop {
+                let (v, next) = int(text, i, end)?;
+                vals.push(v);
+                if vals.len() > MAX_VALS {
+                    return None;
+                }
+                match toks.get(next).map(|t| &t.0) {
+                    Some(Tok::Punct(b',')) if next < end => i = next + 1,
+                    Some(Tok::Punct(b')')) if next < end => break next + 1,
+                    _ => return None,
+                }
+            };
+            (Rows::In(vals.into_boxed_slice()), after)
+        }
+        _ => return None,
+    };
+    (i == end || toks[i].0.is_word("AND")).then_some((col, rows, i))
 }
 
 /// An integer literal (digits, at most one minus before) at `at`, or a
@@ -343,13 +423,26 @@ fn int((sql, toks, param): Text, at: usize, end: usize) -> Option<(i128, usize)>
 mod tests {
     use super::*;
 
-    fn key(sql: &str) -> Option<(String, String, Vec<i128>)> {
+    type Got = Option<(String, String, Rows)>;
+
+    fn key(sql: &str) -> Got {
         let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
-        read_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.vals.to_vec()))
+        read_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.rows))
     }
 
-    fn some(t: &str, c: &str, v: &[i128]) -> Option<(String, String, Vec<i128>)> {
-        Some((t.into(), c.into(), v.to_vec()))
+    fn some(t: &str, c: &str, v: &[i128]) -> Got {
+        Some((t.into(), c.into(), Rows::In(v.into())))
+    }
+
+    fn range(t: &str, c: &str, lo: i128, hi: i128) -> Got {
+        Some((t.into(), c.into(), Rows::Range(lo, hi)))
+    }
+
+    fn vals(k: RowKey) -> Vec<i128> {
+        match k.rows {
+            Rows::In(v) => v.to_vec(),
+            Rows::Range(..) => panic!("a range: {k:?}"),
+        }
     }
 
     #[test]
@@ -390,8 +483,38 @@ mod tests {
                 "SELECT c FROM t WHERE id > 1 AND k = 2",
                 some("t", "k", &[2]),
             ),
+            // ranges
+            (
+                "SELECT c FROM sbtest1 WHERE id BETWEEN 5 AND 104",
+                range("sbtest1", "id", 5, 104),
+            ),
+            (
+                "SELECT SUM(k) FROM t WHERE a > 1 AND id BETWEEN -5 AND 4 AND b",
+                range("t", "a", 2, i128::MAX),
+            ),
+            (
+                "SELECT c FROM t WHERE id >= 10 AND k > 3 AND id < 20 ORDER BY id",
+                range("t", "id", 10, 19),
+            ),
+            (
+                "SELECT c FROM t WHERE id<=10 AND id>=20",
+                range("t", "id", 20, 10),
+            ),
+            (
+                "SELECT c FROM t WHERE id < -3",
+                range("t", "id", i128::MIN, -4),
+            ),
+            (
+                "SELECT c FROM t WHERE b BETWEEN 1 AND 2 AND id = 7",
+                some("t", "id", &[7]),
+            ),
+            (
+                "SELECT c FROM t WHERE id > 1 AND k IN (2, 3)",
+                some("t", "k", &[2, 3]),
+            ),
             // not keyed
             ("SELECT c FROM t WHERE id = 1 OR k = 2", None),
+            ("SELECT c FROM t WHERE id <=> 1", None),
             ("SELECT c FROM t WHERE k = 2 AND id = 1 XOR b", None),
             ("SELECT c FROM t WHERE b || id = 1", None),
             ("SELECT c FROM t WHERE id = 1 || b", None),
@@ -402,6 +525,27 @@ mod tests {
             ("SELECT c FROM t WHERE id = 1 IS TRUE", None),
             ("SELECT c FROM t WHERE id = 1 COLLATE utf8mb4_bin", None),
             ("SELECT c FROM t WHERE k BETWEEN 1 AND id = 1", None),
+            ("SELECT c FROM t WHERE k BETWEEN id AND 2 AND id = 1", None),
+            (
+                "SELECT c FROM t WHERE id = 1 AND k BETWEEN 1 AND 2 = 1",
+                None,
+            ),
+            (
+                "SELECT c FROM t WHERE id = 1 AND k NOT BETWEEN 1 AND 2",
+                None,
+            ),
+            ("SELECT c FROM t WHERE id BETWEEN 1 AND 2 + 1", None),
+            ("SELECT c FROM t WHERE id BETWEEN 1 + 1 AND 2", None),
+            ("SELECT c FROM t WHERE id BETWEEN 1 OR 2", None),
+            ("SELECT c FROM t WHERE id <> 1", None),
+            ("SELECT c FROM t WHERE id != 1", None),
+            ("SELECT c FROM t WHERE id < = 1", None),
+            ("SELECT c FROM t WHERE id >> 1", None),
+            ("SELECT c FROM t WHERE id << 1", None),
+            ("SELECT c FROM t WHERE id < 1 IS TRUE", None),
+            ("SELECT c FROM t WHERE x = id < 1", None),
+            ("SELECT c FROM t WHERE id < 1 = x", None),
+            ("SELECT c FROM t WHERE id > '1'", None),
             (
                 "SELECT c FROM t WHERE CASE WHEN a AND id = 1 THEN 1 END",
                 None,
@@ -412,8 +556,6 @@ mod tests {
             ("SELECT c FROM t WHERE id = 0x1", None),
             ("SELECT c FROM t WHERE id = - -1", None),
             ("SELECT c FROM t WHERE id = +1", None),
-            ("SELECT c FROM t WHERE id <=> 1", None),
-            ("SELECT c FROM t WHERE id >= 1", None),
             ("SELECT c FROM t WHERE id IN (1, k)", None),
             ("SELECT c FROM t WHERE id IN (SELECT 1)", None),
             ("SELECT c FROM t WHERE TRUE = 1", None),
@@ -440,9 +582,9 @@ mod tests {
         }
     }
 
-    fn wkey(sql: &str) -> Option<(String, String, Vec<i128>)> {
+    fn wkey(sql: &str) -> Got {
         let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
-        write_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.vals.to_vec()))
+        write_key(sql.as_bytes(), &toks).map(|k| (k.table, k.col, k.rows))
     }
 
     #[test]
@@ -485,6 +627,13 @@ mod tests {
             ("DELETE QUICK FROM t WHERE id = 5", None),
             ("DELETE FROM t USING t JOIN u WHERE id = 5", None),
             ("DELETE FROM t WHERE id = 5 OR 1", None),
+            // a write's key is never a range
+            ("DELETE FROM t WHERE id BETWEEN 1 AND 5", None),
+            ("UPDATE t SET v = 1 WHERE id > 5", None),
+            (
+                "UPDATE t SET v = 1 WHERE id < 5 AND k BETWEEN 1 AND 2 AND j = 3",
+                some("t", "j", &[3]),
+            ),
             ("DELETE FROM t", None),
             ("INSERT INTO t (id) VALUES (5)", None),
             ("REPLACE INTO t (id) VALUES (5)", None),
@@ -498,7 +647,7 @@ mod tests {
         let params = |i: usize| [Some(7i128), None, Some(9)].get(i).copied().flatten();
         let k = |sql: &str| {
             let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
-            read_key_with(sql.as_bytes(), &toks, &params).map(|k| k.vals.to_vec())
+            read_key_with(sql.as_bytes(), &toks, &params).map(vals)
         };
         assert_eq!(k("SELECT c FROM t WHERE id = ?"), Some(vec![7]));
         assert_eq!(k("SELECT c FROM t WHERE id = -?"), Some(vec![-7]));
@@ -515,6 +664,19 @@ mod tests {
         assert_eq!(
             k("SELECT c FROM t WHERE a > ? AND b > ? AND id IN (?, 3)"),
             Some(vec![9, 3])
+        );
+        let sql = b"SELECT c FROM t WHERE id BETWEEN ? AND ?";
+        let toks = sqlfleet_dump::lex::lex(sql).toks;
+        assert_eq!(
+            read_key_with(sql, &toks, &|i| (i == 0).then_some(5)),
+            None,
+            "a bound not an integer"
+        );
+        let sql = b"SELECT c FROM t WHERE id BETWEEN ? AND ? AND id >= ?";
+        let toks = sqlfleet_dump::lex::lex(sql).toks;
+        assert_eq!(
+            read_key_with(sql, &toks, &|i| Some(i as i128 * 10 + 1)).map(|k| k.rows),
+            Some(Rows::Range(21, 11))
         );
         assert_eq!(
             k("SELECT c FROM t WHERE x = '?' AND id = ?"),
@@ -533,7 +695,7 @@ mod tests {
             write_key_with(b"UPDATE t SET v = ? WHERE id = ?", &toks, &|i| Some(
                 i as i128 + 40
             ))
-            .map(|k| k.vals.to_vec()),
+            .map(vals),
             Some(vec![41])
         );
     }
@@ -544,7 +706,10 @@ mod tests {
         let sql = format!("SELECT c FROM t WHERE id IN ({})", list.join(","));
         assert_eq!(key(&sql), None);
         let sql = format!("SELECT c FROM t WHERE id IN ({})", list[1..].join(","));
-        assert_eq!(key(&sql).map(|k| k.2.len()), Some(MAX_VALS));
+        assert_eq!(
+            key(&sql).map(|k| k.2),
+            some("t", "id", &(1..=MAX_VALS as i128).collect::<Vec<_>>()).map(|k| k.2)
+        );
     }
 
     proptest::proptest! {
@@ -557,8 +722,13 @@ mod tests {
                 let low = s.to_ascii_lowercase();
                 proptest::prop_assert!(low.contains(&k.col));
                 proptest::prop_assert!(low.contains(&k.table));
-                for v in k.vals.iter() {
-                    proptest::prop_assert!(s.contains(&v.unsigned_abs().to_string()));
+                match k.rows {
+                    Rows::In(vals) => for v in vals.iter() {
+                        proptest::prop_assert!(s.contains(&v.unsigned_abs().to_string()));
+                    },
+                    Rows::Range(..) => proptest::prop_assert!(
+                        s.contains('<') || s.contains('>') || low.contains("between")
+                    ),
                 }
             }
         }

@@ -10,6 +10,7 @@ use tokio::io::AsyncWriteExt;
 use super::{Fail, Session};
 use crate::backend::pool::Route;
 use crate::backend::write_scope::folded;
+use crate::cache::row_key::{RowKey, Rows};
 use crate::cache::{decide, Change, Hit, Key, Leading, Scope, Turn};
 use crate::config::Mode;
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
@@ -31,7 +32,7 @@ pub(super) struct Miss {
     reads: Scope,
     /// The rows it reads, when only those of some values of one column
     /// (`cache/row_key.rs`; a prepared one's by its parameters).
-    rows: Option<crate::cache::row_key::RowKey>,
+    rows: Option<RowKey>,
     _leading: Option<Leading>,
     /// A text query's analysis, kept with its entry (`Cache::put_analyzed`).
     pub(super) analysis: Option<std::sync::Arc<crate::protocol::sql::Analysis>>,
@@ -278,14 +279,20 @@ impl Session {
                 .then_some(k),
             None => None,
         };
-        let Some(k) = key else {
+        // (A write's key is never a range: `row_key::write_key`.)
+        let Some(RowKey {
+            table,
+            col,
+            rows: Rows::In(vals),
+        }) = key
+        else {
             return Scope::Tables(std::sync::Arc::new(tables)).into();
         };
-        let others = tables.into_iter().filter(|t| *t != k.table).collect();
-        let keys = [(k.col, k.vals.iter().copied().collect())].into();
+        let others = tables.into_iter().filter(|t| *t != table).collect();
+        let keys = [(col, vals.iter().copied().collect())].into();
         Change {
             scope: Scope::Tables(std::sync::Arc::new(others)),
-            rows: std::sync::Arc::new(vec![(k.table, keys)]),
+            rows: std::sync::Arc::new(vec![(table, keys)]),
         }
     }
 }
