@@ -9,7 +9,8 @@
 # (oltp_update_index), then updates of another table (an application's
 # session or log table beside its catalog: only what reads that table
 # goes stale); and the index updates made directly on the primary, which
-# the relay reads from the binary log. Prints q/s, the ratio to direct, the hit ratio from the
+# the relay reads from the binary log; last, read-only transactions' reads
+# beside 1% index updates through the relay. Prints q/s, the ratio to direct, the hit ratio from the
 # relay's metrics and the server's Com_select per client query.
 # The server logs row events with their column names
 # (binlog_row_metadata = FULL, ROW_METADATA to change it): a point select's
@@ -115,20 +116,22 @@ done
 # through the relay beside the writes, against the same reads and the same
 # writes both made directly (the direct side pays for the writes too).
 # mixed WRITE_PORT READ_PORT WRITER... -> the reads' q/s while WRITER runs.
-# (PS=auto: reads and writes as prepared statements)
+# (PS=auto: reads and writes as prepared statements; READS: the reads'
+# sysbench test, point selects unless told)
 mixed() {
   local wport=$1 rport=$2 w q ps=${PS:-disable}
   shift 2
   sysbench --config-file="$(mk_sb "$wport")" "$@" "${SB[@]}" --db-ps-mode="$ps" --threads=2 --rate="$RATE" --time="$SECS" --report-interval=0 run >/dev/null &
   w=$!
-  q=$(run "$rport" oltp_point_select --db-ps-mode="$ps")
+  # shellcheck disable=SC2086
+  q=$(run "$rport" ${READS:-oltp_point_select} --db-ps-mode="$ps")
   wait "$w" || true
   echo "$q"
 }
 D=$(run "$PORT" oltp_point_select)
 RATE=$(python3 -c "print(max(1, int($D * 0.01)))")
 row() {  # LABEL DIRECT RELAYED
-  python3 -c "print(f'| oltp_point_select + {$RATE}/s $1 | {$2:.0f} | {$3:.0f} | {$3 / $2:.2f}x (against reads alone: {$3 / $D:.2f}x) | | |')"
+  python3 -c "print(f'| ${READS:-oltp_point_select} + {$RATE}/s $1 | {$2:.0f} | {$3:.0f} | {$3 / $2:.2f}x (against reads alone: {$3 / $D:.2f}x) | | |')"
 }
 DI=$(mixed "$PORT" "$PORT" oltp_update_index)
 row "index updates of the same tables through the relay" "$DI" "$(mixed "$RP" "$RP" oltp_update_index)"
@@ -139,3 +142,26 @@ DP=$(PS=auto mixed "$PORT" "$PORT" oltp_update_index)
 row "index updates of the same tables through the relay, both prepared" "$DP" "$(PS=auto mixed "$RP" "$RP" oltp_update_index)"
 DV=$(mixed "$PORT" "$PORT" "$WORK/visits.lua")
 row "updates of another table through the relay" "$DV" "$(mixed "$RP" "$RP" "$WORK/visits.lua")"
+# Read-only transactions' reads (ten point selects and four ranges of 100
+# keys each: BETWEEN) beside 1% index updates through the relay: a range's
+# entry goes stale only when a row inside it changes.
+READS="oltp_read_only --skip_trx=on"
+# shellcheck disable=SC2086
+D=$(run "$PORT" $READS)
+RATE=$(python3 -c "print(max(1, int($D * 0.01)))")
+DR=$(mixed "$PORT" "$PORT" oltp_update_index)
+row "index updates of the same tables through the relay" "$DR" "$(mixed "$RP" "$RP" oltp_update_index)"
+# What the relay's binlog follower read over the whole run: commits, and
+# what they made stale (everything, tables whole, rows).
+curl -s "http://127.0.0.1:$MP/status" | python3 -c '
+import json, sys
+def find(d):
+    if isinstance(d, dict):
+        if "binlog" in d:
+            return d["binlog"]
+        for v in d.values():
+            r = find(v)
+            if r is not None:
+                return r
+b = find(json.load(sys.stdin)) or {}
+print("binlog follower:", {k: b.get(k) for k in ("state", "commits", "whole", "tables", "rows", "row_metadata")})'

@@ -1,6 +1,6 @@
 //! The result cache's row-level invalidation reads outside bytes twice:
 //! a client's text (which rows a SELECT reads, an UPDATE or DELETE
-//! writes: `cache/row_key.rs`; a prepared statement's parameters,
+//! writes, an INSERT's values: `cache/row_key.rs`; a prepared statement's parameters,
 //! `protocol/stmt.rs` `int_param`) and the primary's row events with their
 //! table map (`cache/row_change.rs`). Any bytes: never a panic; a key
 //! only with values its text holds (a range only for a text comparing),
@@ -44,6 +44,17 @@ fuzz_target!(|data: &[u8]| {
             }
             row_key::Rows::Range(..) => {
                 assert!(text.contains('<') || text.contains('>') || text.contains("between"))
+            }
+        }
+    }
+    // An INSERT's values: only columns and values its text names.
+    if let Some((table, keys)) = row_key::insert_key_with(data, &toks, &|_| None) {
+        let text = String::from_utf8_lossy(data).to_ascii_lowercase();
+        assert!(text.contains(&table));
+        for (col, vals) in keys {
+            assert!(text.contains(&col));
+            for v in vals {
+                assert!(text.contains(&v.unsigned_abs().to_string()));
             }
         }
     }

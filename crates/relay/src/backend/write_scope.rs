@@ -16,7 +16,7 @@
 //! for [`TTL`]. DDL through the relay empties it; DDL elsewhere (a new
 //! trigger or foreign key) is seen within the TTL.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,6 +25,7 @@ use sqlfleet_conn::quote::literal;
 
 use crate::admin::metrics::OwnQuery;
 use crate::backend::side::{field, LookupError, Row, SideConn};
+use crate::cache::row_change::Keys;
 use crate::protocol::sql::{self, TableRef};
 
 /// How long a table's verdict is trusted.
@@ -47,7 +48,64 @@ pub struct Facts {
     pub triggers: bool,
     /// Its integer columns that are not generated (folded names): a
     /// write's key on one of them is exact (`cache/row_key.rs`).
-    pub int_cols: BTreeSet<String>,
+    pub int_cols: BTreeMap<String, IntCol>,
+}
+
+/// An integer column: the values it holds, and whether it is the
+/// AUTO_INCREMENT column (0 written there is a new value, not 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntCol {
+    pub lo: i128,
+    pub hi: i128,
+    pub auto: bool,
+}
+
+impl IntCol {
+    /// The column from the lookup's `type[ unsigned][ auto]` words.
+    fn parse(words: &str) -> Option<IntCol> {
+        let mut w = words.split(' ');
+        let bits = match w.next()? {
+            "tinyint" => 8,
+            "smallint" => 16,
+            "mediumint" => 24,
+            "int" => 32,
+            "bigint" => 64,
+            _ => return None,
+        };
+        let (mut unsigned, mut auto) = (false, false);
+        for x in w {
+            match x {
+                "unsigned" => unsigned = true,
+                "auto" => auto = true,
+                _ => return None,
+            }
+        }
+        let (lo, hi) = if unsigned {
+            (0, (1i128 << bits) - 1)
+        } else {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        };
+        Some(IntCol { lo, hi, auto })
+    }
+
+    /// Whether writing `v` stores `v` (in range; not the AUTO_INCREMENT
+    /// column's 0, which takes the next value).
+    pub fn stores(&self, v: i128) -> bool {
+        (self.lo..=self.hi).contains(&v) && !(self.auto && v == 0)
+    }
+}
+
+impl Facts {
+    /// Of `keys`, the columns whose every value is stored as written.
+    pub fn exact(&self, keys: Keys) -> Keys {
+        keys.into_iter()
+            .filter(|(c, vals)| {
+                self.int_cols
+                    .get(c)
+                    .is_some_and(|col| vals.iter().all(|v| col.stores(*v)))
+            })
+            .collect()
+    }
 }
 
 /// One table's verdict (`None`: a write of it may change any table).
@@ -65,11 +123,12 @@ pub struct WriteScopes {
 
 /// Judges one table of database `db` from its lookup rows (`k`, `s`):
 /// `table` with its TABLE_TYPE, `trigger` with a body, `cascade` for a
-/// foreign key whose action changes another table, `intcol` with the
-/// name of an integer column that is not generated.
+/// foreign key whose action changes another table, `intcol` with
+/// `type[ unsigned][ auto]:name` of an integer column that is not
+/// generated.
 pub fn judge(rows: &[Row], db: &str) -> Verdict {
     let mut writes = Vec::new();
-    let mut int_cols = BTreeSet::new();
+    let mut int_cols = BTreeMap::new();
     let mut triggers = false;
     let mut seen = false;
     for r in rows {
@@ -77,9 +136,12 @@ pub fn judge(rows: &[Row], db: &str) -> Verdict {
         let text = field(Some(r), "s").unwrap_or_default();
         match kind.as_str() {
             "table" if matches!(text.as_str(), "BASE TABLE" | "SYSTEM VERSIONED") => seen = true,
+            // (one not read is not an integer column: its keys unsure)
             "intcol" => {
-                if let Some(c) = folded(&text) {
-                    int_cols.insert(c);
+                if let Some((words, name)) = text.split_once(':') {
+                    if let (Some(c), Some(col)) = (folded(name), IntCol::parse(words)) {
+                        int_cols.insert(c, col);
+                    }
                 }
             }
             "trigger" => {
@@ -120,7 +182,10 @@ fn lookup_sql(db: &str, table: &str) -> String {
          UNION ALL SELECT 'cascade', CONSTRAINT_NAME FROM information_schema.REFERENTIAL_CONSTRAINTS \
          WHERE UNIQUE_CONSTRAINT_SCHEMA = {d} AND REFERENCED_TABLE_NAME = {t} \
          AND (DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION')) \
-         UNION ALL SELECT 'intcol', COLUMN_NAME FROM information_schema.COLUMNS \
+         UNION ALL SELECT 'intcol', CONCAT(DATA_TYPE, \
+           IF(COLUMN_TYPE LIKE '%unsigned%', ' unsigned', ''), \
+           IF(EXTRA LIKE '%auto_increment%', ' auto', ''), ':', COLUMN_NAME) \
+         FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
          AND DATA_TYPE IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint') \
          AND IS_GENERATED = 'NEVER' AND EXTRA NOT LIKE '%GENERATED%'"
@@ -171,22 +236,22 @@ impl WriteScopes {
         Some(out)
     }
 
-    /// Whether a write of `table` (in `db` when not qualified) keeps the
-    /// key `col` of its rows exact: an integer column, not generated, of
-    /// a base table without triggers (the catalog as of at most [`TTL`]
-    /// ago; the binary log's row events say it exactly within the
-    /// cache's lag bound).
-    pub async fn keeps_key(&self, db: Option<&str>, table: &TableRef, col: &str) -> bool {
-        let Some(d) = table.db.as_deref().or(db) else {
-            return false;
-        };
+    /// Of `keys`, the values a write of `table` (in `db` when not
+    /// qualified) names by column, those its rows hold as named: of
+    /// integer columns, not generated, each value one the column stores
+    /// as written (`IntCol::stores`). `None` when no value is sure: a
+    /// table with triggers (which may change a row's columns as it is
+    /// written), not a base table, or not looked up. The catalog as of at
+    /// most [`TTL`] ago; the binary log's row events say it exactly
+    /// within the cache's lag bound.
+    pub async fn exact_keys(&self, db: Option<&str>, table: &TableRef, keys: Keys) -> Option<Keys> {
+        let d = table.db.as_deref().or(db)?;
         if !self.privileged().await {
-            return false;
+            return None;
         }
         let t = (d.to_string(), table.name.clone());
-        self.verdict(&t)
-            .await
-            .is_some_and(|f| !f.triggers && f.int_cols.contains(col))
+        let f = self.verdict(&t).await.filter(|f| !f.triggers)?;
+        Some(f.exact(keys))
     }
 
     /// DDL went through the relay: look every table up again.
@@ -328,12 +393,66 @@ mod tests {
     fn a_table_s_integer_columns_and_triggers_are_kept() {
         let base = row("table", "BASE TABLE");
         let f = judge(
-            &[base.clone(), row("intcol", "Id"), row("intcol", "k")],
+            &[
+                base.clone(),
+                row("intcol", "int unsigned auto:Id"),
+                row("intcol", "tinyint:k"),
+                row("intcol", "bigint unsigned:a:b"),
+            ],
             "app",
         )
         .expect("facts");
-        assert_eq!(f.int_cols, ["id".to_string(), "k".to_string()].into());
+        let col = |lo, hi, auto| IntCol { lo, hi, auto };
+        assert_eq!(
+            f.int_cols,
+            [
+                ("id".to_string(), col(0, u32::MAX as i128, true)),
+                ("k".to_string(), col(-128, 127, false)),
+                ("a:b".to_string(), col(0, u64::MAX as i128, false)),
+            ]
+            .into()
+        );
         assert!(!f.triggers);
+        let odd = judge(
+            &[base.clone(), row("intcol", "float:x"), row("intcol", "y")],
+            "app",
+        );
+        assert_eq!(
+            odd.map(|f| f.int_cols.len()),
+            Some(0),
+            "not read: not integer columns"
+        );
+        // The values stored as written.
+        let keys = |cols: &[(&str, &[i128])]| -> Keys {
+            cols.iter()
+                .map(|(c, v)| (c.to_string(), v.iter().copied().collect()))
+                .collect()
+        };
+        for (what, given, want) in [
+            (
+                "in range",
+                keys(&[("id", &[1, 7]), ("k", &[-128, 127])]),
+                keys(&[("id", &[1, 7]), ("k", &[-128, 127])]),
+            ),
+            (
+                "the next AUTO_INCREMENT value",
+                keys(&[("id", &[0, 7])]),
+                keys(&[]),
+            ),
+            (
+                "past the column's range",
+                keys(&[("k", &[128]), ("id", &[-1])]),
+                keys(&[]),
+            ),
+            ("not an integer column", keys(&[("v", &[1])]), keys(&[])),
+            (
+                "0 where it is no AUTO_INCREMENT",
+                keys(&[("k", &[0])]),
+                keys(&[("k", &[0])]),
+            ),
+        ] {
+            assert_eq!(f.exact(given), want, "{what}");
+        }
         let f = judge(&[base, row("trigger", "SET NEW.id = NEW.id + 1")], "app").expect("facts");
         assert!(
             f.triggers,

@@ -31,11 +31,13 @@
 //! integer columns only, so a key on any other column (a DATE, where
 //! 240101 and 20240101 are the same day) is stale at every change.
 
+use std::collections::BTreeSet;
 use std::ops::Range;
 
 use sqlfleet_dump::lex::Tok;
 
 use crate::backend::write_scope::folded;
+use crate::cache::row_change::{Keys, MAX_VALUES};
 
 /// The rows a read reads: those of `table` (any database) whose `col`
 /// holds what `rows` says. Names in ASCII lower case.
@@ -57,6 +59,14 @@ pub enum Rows {
 }
 
 impl RowKey {
+    /// A write's key as the values it names by column (a range: none).
+    pub fn keys(&self) -> Option<Keys> {
+        match &self.rows {
+            Rows::In(v) => Some([(self.col.clone(), v.iter().copied().collect())].into()),
+            Rows::Range(..) => None,
+        }
+    }
+
     /// What it holds in memory, kept with an entry (its name and values,
     /// their two allocations, the registered column's number).
     pub fn bytes(&self) -> usize {
@@ -193,6 +203,105 @@ pub fn write_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<RowKey
     keyed_where((sql, toks, param), table, where_at, &|c| !in_set(c), false)
 }
 
+/// The values an INSERT writes, by column, when its text says them for
+/// sure: `INSERT [INTO] [db.]t (col, ...) VALUES|VALUE (v, ...), ...`
+/// (RETURNING after it only reads them), each column whose every row's
+/// value is an integer literal or a parameter sent as an integer. A
+/// column not given here is unknown (its default, an expression, an
+/// AUTO_INCREMENT's next value). Not keyed: INSERT ... SELECT, SET,
+/// TABLE, ON DUPLICATE KEY UPDATE, IGNORE and the priorities, REPLACE (it
+/// deletes the rows its new ones collide with, whose values it does not
+/// name). Whether each column stores the value as written — an integer,
+/// not generated, the value in its range, no trigger — is the catalog's
+/// to say (`backend/write_scope.rs` `exact_keys`).
+pub fn insert_key_with(sql: &[u8], toks: &[Token], param: Param) -> Option<(String, Keys)> {
+    if !toks.first()?.0.is_word("INSERT") {
+        return None;
+    }
+    for (t, _) in &toks[1..] {
+        if let Tok::Word(w) = t {
+            if matches!(
+                w.as_str(),
+                "SELECT" | "SET" | "TABLE" | "DUPLICATE" | "DELAYED" | "HIGH_PRIORITY" | "ON"
+            ) || NEVER.contains(&w.as_str())
+            {
+                return None;
+            }
+        }
+    }
+    let at = if toks.get(1)?.0.is_word("INTO") { 2 } else { 1 };
+    let (table, open) = table_then_punct(toks, at, b'(')?;
+    // The column list.
+    let mut cols = Vec::new();
+    let mut i = open + 1;
+    loop {
+        cols.push(name(toks.get(i)?)?);
+        match toks.get(i + 1)?.0 {
+            Tok::Punct(b',') => i += 2,
+            Tok::Punct(b')') => break,
+            _ => return None,
+        }
+    }
+    i += 2;
+    if !matches!(&toks.get(i)?.0, Tok::Word(w) if w == "VALUES" || w == "VALUE") {
+        return None;
+    }
+    i += 1;
+    // Each row: a value per column, `None` where it is not an integer.
+    let mut vals: Vec<Option<BTreeSet<i128>>> = vec![Some(BTreeSet::new()); cols.len()];
+    loop {
+        if !toks.get(i)?.0.is_punct(b'(') {
+            return None;
+        }
+        i += 1;
+        for (n, slot) in vals.iter_mut().enumerate() {
+            // The value's tokens: to the next comma or the row's end at
+            // its depth.
+            let mut depth = 0usize;
+            let mut end = i;
+            loop {
+                match toks.get(end)?.0 {
+                    Tok::Punct(b'(') => depth += 1,
+                    Tok::Punct(b')') if depth == 0 => break,
+                    Tok::Punct(b')') => depth -= 1,
+                    Tok::Punct(b',') if depth == 0 => break,
+                    _ => {}
+                }
+                end += 1;
+            }
+            let last = n + 1 == cols.len();
+            if toks[end].0.is_punct(b')') != last {
+                return None;
+            }
+            match int((sql, toks, param), i, end) {
+                Some((v, next)) if next == end => {
+                    if let Some(set) = slot {
+                        set.insert(v);
+                        if set.len() > MAX_VALUES {
+                            *slot = None;
+                        }
+                    }
+                }
+                _ => *slot = None,
+            }
+            i = end + 1;
+        }
+        match toks.get(i).map(|t| &t.0) {
+            Some(Tok::Punct(b',')) => i += 1,
+            None => break,
+            Some(Tok::Punct(b';')) if i + 1 == toks.len() => break,
+            Some(Tok::Word(w)) if w == "RETURNING" => break,
+            _ => return None,
+        }
+    }
+    let keys = cols
+        .into_iter()
+        .zip(vals)
+        .filter_map(|(c, v)| Some((c, v?)))
+        .collect();
+    Some((table, keys))
+}
+
 /// A text, its tokens and its parameters' values.
 type Text<'a> = (&'a [u8], &'a [Token], Param<'a>);
 
@@ -307,6 +416,19 @@ fn table_then(toks: &[Token], at: usize, next: &str) -> Option<(String, usize)> 
         i += 1;
     }
     toks.get(i)?.0.is_word(next).then_some((table, i))
+}
+
+/// `[db.]table <c>` from `at` (no alias): the table's name and where the
+/// punctuation `c` stands.
+fn table_then_punct(toks: &[Token], at: usize, c: u8) -> Option<(String, usize)> {
+    let mut i = at;
+    let mut table = name(toks.get(i)?)?;
+    i += 1;
+    if toks.get(i)?.0.is_punct(b'.') {
+        table = name(toks.get(i + 1)?)?;
+        i += 2;
+    }
+    toks.get(i)?.0.is_punct(c).then_some((table, i))
 }
 
 /// A name token, folded.
@@ -640,6 +762,79 @@ mod tests {
         ] {
             assert_eq!(wkey(sql), want, "{sql}");
         }
+    }
+
+    #[test]
+    fn an_insert_names_the_values_of_its_integer_columns() {
+        type Want<'a> = Option<(&'a str, Vec<(&'a str, Vec<i128>)>)>;
+        let rows: Vec<(&str, Want)> = vec![
+            (
+                "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 77, 'x', 'y')",
+                Some(("sbtest1", vec![("id", vec![5]), ("k", vec![77])])),
+            ),
+            (
+                "insert db.T (`Id`, v) values (1, 2), (3, -4), (1, 9);",
+                Some(("t", vec![("id", vec![1, 3]), ("v", vec![-4, 2, 9])])),
+            ),
+            (
+                "INSERT INTO t (id, v) VALUE (1, NULL), (2, 3) RETURNING id",
+                Some(("t", vec![("id", vec![1, 2])])),
+            ),
+            (
+                "INSERT INTO t (id, v, w) VALUES (1 + 1, CONCAT('a', 'b'), DEFAULT)",
+                Some(("t", vec![])),
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (f(1, 2), 3)",
+                Some(("t", vec![("v", vec![3])])),
+            ),
+            ("INSERT INTO t (id) VALUES (1), (2, 3)", None),
+            ("INSERT INTO t (id, v) VALUES (1)", None),
+            ("INSERT INTO t VALUES (1, 2)", None),
+            ("INSERT INTO t (id) SELECT 1", None),
+            ("INSERT INTO t (id) VALUES ((SELECT 1))", None),
+            ("INSERT INTO t SET id = 1", None),
+            (
+                "INSERT INTO t (id) VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
+                None,
+            ),
+            ("INSERT IGNORE INTO t (id) VALUES (1)", None),
+            ("INSERT LOW_PRIORITY INTO t (id) VALUES (1)", None),
+            ("INSERT DELAYED INTO t (id) VALUES (1)", None),
+            ("INSERT INTO t PARTITION (p0) (id) VALUES (1)", None),
+            ("INSERT INTO t (id) VALUES (1) AS n", None),
+            ("INSERT INTO t (id) VALUES (1); DELETE FROM t", None),
+            ("INSERT INTO t (t.id) VALUES (1)", None),
+            ("REPLACE INTO t (id) VALUES (1)", None),
+            ("INSERT INTO t (id) VALUES (1", None),
+        ];
+        for (sql, want) in rows {
+            let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+            let got = insert_key_with(sql.as_bytes(), &toks, &|_| None);
+            let want = want.map(|(t, cols)| {
+                let keys: Keys = cols
+                    .into_iter()
+                    .map(|(c, v)| (c.to_string(), v.into_iter().collect()))
+                    .collect();
+                (t.to_string(), keys)
+            });
+            assert_eq!(got, want, "{sql}");
+        }
+        let sql = b"INSERT INTO t (id, k, c) VALUES (?, ?, ?)";
+        let toks = sqlfleet_dump::lex::lex(sql).toks;
+        let got = insert_key_with(sql, &toks, &|i| (i < 2).then_some(i as i128 + 10));
+        assert_eq!(
+            got.map(|(_, k)| k.into_keys().collect::<Vec<_>>()),
+            Some(vec!["id".to_string(), "k".to_string()])
+        );
+        let many: Vec<String> = (0..=MAX_VALUES).map(|i| format!("({i})")).collect();
+        let sql = format!("INSERT INTO t (id) VALUES {}", many.join(","));
+        let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+        assert_eq!(
+            insert_key_with(sql.as_bytes(), &toks, &|_| None).map(|(_, k)| k.len()),
+            Some(0),
+            "past the bound the column is unknown"
+        );
     }
 
     #[test]

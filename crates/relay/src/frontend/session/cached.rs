@@ -10,7 +10,7 @@ use tokio::io::AsyncWriteExt;
 use super::{Fail, Session};
 use crate::backend::pool::Route;
 use crate::backend::write_scope::folded;
-use crate::cache::row_key::{RowKey, Rows};
+use crate::cache::row_key::{self, RowKey};
 use crate::cache::{decide, Change, Hit, Key, Leading, Scope, Turn};
 use crate::config::Mode;
 use crate::protocol::reply::{Outcome, STATUS_AUTOCOMMIT};
@@ -246,8 +246,11 @@ impl Session {
     /// What a statement that may write makes stale: the tables it changes
     /// when that is sure (`decide::write_tables`, then the catalog in
     /// `backend/write_scope.rs`), else everything; an UPDATE or DELETE of
-    /// one table whose rows are those of some values of a key the catalog
-    /// says it keeps (`row_key::write_key`), only those rows.
+    /// one table whose rows are those of some values of a key
+    /// (`row_key::write_key`), or an INSERT naming its rows' values
+    /// (`row_key::insert_key_with`), only those rows — by the values the
+    /// catalog says the rows hold as written (`exact_keys`): the other
+    /// keyed columns' entries of the table go stale whole.
     async fn write_change(&self, fx: &Effects, sql: &[u8], params: Option<(&[u8], u16)>) -> Change {
         let whole = self.streamed.is_none();
         let Some(refs) = decide::write_tables(fx, sql, whole) else {
@@ -260,36 +263,29 @@ impl Session {
         };
         // (lexed again: the session's tokens may be of another text — a
         // rewritten one, or only the head of a streamed one)
-        let key = match refs {
-            [r] => {
-                let toks = sqlfleet_dump::lex::lex(sql).toks;
-                let (p, n) = params.map_or((None, 0), |(p, n)| (Some(p), n));
-                with_params(p, n, &toks, |p| {
-                    crate::cache::row_key::write_key_with(sql, &toks, p)
-                })
-                .filter(|k| folded(&r.name).as_deref() == Some(&k.table[..]))
-                .map(|k| (r, k))
-            }
-            _ => None,
+        let [r] = refs else {
+            return Scope::Tables(std::sync::Arc::new(tables)).into();
         };
-        let key = match key {
-            Some((r, k)) => scopes
-                .keeps_key(db.as_deref(), r, &k.col)
+        let toks = sqlfleet_dump::lex::lex(sql).toks;
+        let (p, n) = params.map_or((None, 0), |(p, n)| (Some(p), n));
+        let written = with_params(p, n, &toks, |p| {
+            match row_key::write_key_with(sql, &toks, p) {
+                Some(k) => Some((k.table.clone(), k.keys()?)),
+                None => row_key::insert_key_with(sql, &toks, p),
+            }
+        })
+        .filter(|(t, _)| folded(&r.name).as_deref() == Some(&t[..]));
+        let exact = match written {
+            Some((t, keys)) => scopes
+                .exact_keys(db.as_deref(), r, keys)
                 .await
-                .then_some(k),
+                .map(|k| (t, k)),
             None => None,
         };
-        // (A write's key is never a range: `row_key::write_key`.)
-        let Some(RowKey {
-            table,
-            col,
-            rows: Rows::In(vals),
-        }) = key
-        else {
+        let Some((table, keys)) = exact else {
             return Scope::Tables(std::sync::Arc::new(tables)).into();
         };
         let others = tables.into_iter().filter(|t| *t != table).collect();
-        let keys = [(col, vals.iter().copied().collect())].into();
         Change {
             scope: Scope::Tables(std::sync::Arc::new(others)),
             rows: std::sync::Arc::new(vec![(table, keys)]),
