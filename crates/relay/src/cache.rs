@@ -708,7 +708,7 @@ impl Cache {
             }
         }
         let (entries, bytes) = self.size();
-        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes that made the result cache stale: everything (scope=\"whole\"), only what reads the tables they change (scope=\"tables\"), or only what reads the rows they name by key (a binary-log row event, an UPDATE or DELETE by key through the relay), one table each (scope=\"rows\").");
+        let _ = writeln!(o, "# HELP sqlfleet_relay_cache_invalidations_total Writes that made the result cache stale: everything (scope=\"whole\"), only what reads the tables they change (scope=\"tables\"), or only what reads the rows they name by key (a binary-log row event; an UPDATE or DELETE by key, or an INSERT by its values, through the relay), one table each (scope=\"rows\").");
         let _ = writeln!(o, "# TYPE sqlfleet_relay_cache_invalidations_total counter");
         for (scope, n) in [
             ("whole", &self.invalidations),

@@ -85,6 +85,9 @@ async fn setup_with(srv: &sqlfleet_testkit::TestServer, rules: &str) -> (Relay, 
         .expect("binlog_row_metadata");
     let relay = start_relay(srv, &["--mode", "transaction", "--toml", rules]);
     relay.wait_cache_following(Duration::from_secs(20));
+    // Past the follower's first settle (everything stale once more SETTLE
+    // after it starts), so that a test's hits are not lost to it.
+    std::thread::sleep(sqlfleet_relay::cache::follower::SETTLE * 3);
     (relay, db)
 }
 
