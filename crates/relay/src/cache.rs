@@ -30,6 +30,7 @@
 
 pub mod caught_up;
 pub mod decide;
+pub mod flying;
 pub mod follow;
 pub mod follower;
 pub mod gate;
@@ -42,13 +43,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// The maps keyed by what clients send (see Cargo.toml's foldhash).
 pub(crate) type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Instant;
 
 use sqlfleet_dump::lex::Tok;
 
 use crate::protocol::sql::{Analysis, Setting};
+use flying::Flying;
 use marks::{Keyed, Marks};
 use row_key::RowKey;
 
@@ -209,6 +211,8 @@ struct Store {
     tick: u64,
     bytes: usize,
     marks: Marks,
+    /// The writes through the relay in flight.
+    flying: Flying,
     /// The analysis of each text some entries hold, and how many do: a
     /// statement whose text is here is not lexed again (`Cache::analysis`).
     by_text: HashMap<Arc<[u8]>, (Arc<Analysis>, usize)>,
@@ -286,8 +290,6 @@ pub struct Cache {
     store: Mutex<Store>,
     /// Bumped by every invalidation.
     version: AtomicU64,
-    /// Writes sent and not yet answered.
-    writes_in_flight: AtomicUsize,
     /// Invalidations of everything, and of some tables only.
     invalidations: AtomicU64,
     table_invalidations: AtomicU64,
@@ -331,13 +333,14 @@ pub enum Turn {
 
 /// A write in flight: made by [`Cache::write_begins`], it invalidates
 /// what it changes again when dropped (after its reply, or if the
-/// session stops).
-pub struct Write<'a>(&'a Cache, Change);
+/// session stops), and ends its flight (`cache/flying.rs`).
+pub struct Write<'a>(&'a Cache, u64, Change);
 
 impl Drop for Write<'_> {
     fn drop(&mut self) {
-        self.0.invalidate_change(&self.1);
-        self.0.writes_in_flight.fetch_sub(1, Relaxed);
+        let mut st = self.0.store.lock().unwrap_or_else(|e| e.into_inner());
+        self.0.invalidate_in(&mut st, &self.2.scope, &self.2.rows);
+        st.flying.end(self.1);
     }
 }
 
@@ -350,7 +353,6 @@ impl Cache {
             counts: RwLock::new(Arc::new(counts)),
             store: Mutex::new(Store::default()),
             version: AtomicU64::new(0),
-            writes_in_flight: AtomicUsize::new(0),
             invalidations: AtomicU64::new(0),
             table_invalidations: AtomicU64::new(0),
             row_invalidations: AtomicU64::new(0),
@@ -367,7 +369,10 @@ impl Cache {
         self.active.store(!s.rules.is_empty(), Relaxed);
         *self.settings.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(s);
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        // (the writes in flight fly on)
+        let flying = std::mem::take(&mut st.flying);
         *st = Store::default();
+        st.flying = flying;
         // (and a read begun before is not kept: the marks start from
         // "everything is stale now", not from nothing)
         let now = self.version.fetch_add(1, Relaxed) + 1;
@@ -570,6 +575,7 @@ impl Cache {
             return;
         }
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let flying = st.flying.holds(&reads, rows.as_ref());
         let keyed = rows.map(|r| Keyed {
             col: st.marks.column(&r.table, &r.col),
             table: r.table,
@@ -578,10 +584,7 @@ impl Cache {
         // Checked under the store's lock, which an invalidation's clean-up
         // takes too. (The gate: a follower gone blind during the read may
         // have missed a write made elsewhere.)
-        if self.writes_in_flight.load(Relaxed) > 0
-            || !st.marks.fresh(since, &reads, keyed.as_ref())
-            || !self.gate.open()
-        {
+        if flying || !st.marks.fresh(since, &reads, keyed.as_ref()) || !self.gate.open() {
             c.not_stored.fetch_add(1, Relaxed);
             return;
         }
@@ -638,6 +641,11 @@ impl Cache {
     /// stale from now on.
     pub fn invalidate_changes(&self, scope: &Scope, rows: &[(String, row_change::Keys)]) {
         let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        self.invalidate_in(&mut st, scope, rows);
+    }
+
+    /// [`Cache::invalidate_changes`] with the store's lock held.
+    fn invalidate_in(&self, st: &mut Store, scope: &Scope, rows: &[(String, row_change::Keys)]) {
         let now = self.version.fetch_add(1, Relaxed) + 1;
         match scope {
             Scope::Whole => {
@@ -658,12 +666,14 @@ impl Cache {
     }
 
     /// A statement that may change `change` is about to be sent: what it
-    /// may change is stale, and no store happens until its reply is in.
+    /// may change is stale, and no read of it is stored until its reply
+    /// is in (one lock for both: no store slips between them).
     pub fn write_begins(&self, change: impl Into<Change>) -> Write<'_> {
         let change = change.into();
-        self.writes_in_flight.fetch_add(1, Relaxed);
-        self.invalidate_change(&change);
-        Write(self, change)
+        let mut st = self.store.lock().unwrap_or_else(|e| e.into_inner());
+        let id = st.flying.begin(change.clone());
+        self.invalidate_in(&mut st, &change.scope, &change.rows);
+        Write(self, id, change)
     }
 
     /// Entries and their bytes now.
@@ -872,6 +882,13 @@ mod tests {
         let v = c.version();
         c.put(0, v, key("d"), hit(10), Scope::Whole);
         assert!(c.get(0, &key("d")).is_some(), "after the write's reply");
+        // A write of table u in flight: a read of t is kept, one of u not.
+        let w = c.write_begins(tables(&["u"]));
+        c.put(0, c.version(), key("e"), hit(10), tables(&["t"]));
+        assert!(c.get(0, &key("e")).is_some(), "reads another table");
+        c.put(0, c.version(), key("f"), hit(10), tables(&["u"]));
+        assert!(c.get(0, &key("f")).is_none(), "reads the table in flight");
+        drop(w);
     }
 
     #[test]

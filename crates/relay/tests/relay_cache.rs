@@ -785,6 +785,56 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
     );
 }
 
+/// While a write through the relay is in flight, a read of the rows it
+/// writes is not kept (it may have seen the server before the commit,
+/// and the writer gets its reply before the write's second invalidation),
+/// and a read of other rows is (before: no read at all was kept).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_during_a_write_is_kept_only_when_the_write_cannot_change_it() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut w = client(&relay, &db).await;
+    let mut r = client(&relay, &db).await;
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let write = async move {
+        w.query_drop("UPDATE kv SET v = 1 WHERE k = 1 AND SLEEP(1) = 0")
+            .await
+            .expect("slow write of row 1");
+    };
+    let reads = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let mut got = Vec::new();
+        for sql in [
+            "SELECT v FROM kv WHERE k = 1",
+            "SELECT v FROM kv WHERE k = 1",
+            "SELECT v FROM kv WHERE k = 2",
+            "SELECT v FROM kv WHERE k = 2",
+        ] {
+            let before = hits();
+            let v: Option<i64> = r.query_first(sql).await.expect(sql);
+            got.push((hits() > before, v));
+        }
+        got
+    };
+    let ((), got) = tokio::join!(write, reads);
+    assert_eq!(
+        got,
+        [
+            (false, Some(0)),
+            (false, Some(0)),
+            (false, Some(0)),
+            (true, Some(0))
+        ],
+        "row 1 (written) read twice, then row 2 twice, during the write"
+    );
+    let v: Option<i64> = r
+        .query_first("SELECT v FROM kv WHERE k = 1")
+        .await
+        .expect("after");
+    assert_eq!(v, Some(1));
+}
+
 /// Blind to the primary's writes — here a server that keeps no binary
 /// log — the cache is bypassed: no entry is given, each read goes to the
 /// server, and /status says why. With `binlog = false` (the operator's
