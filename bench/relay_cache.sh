@@ -118,20 +118,25 @@ done
 # mixed WRITE_PORT READ_PORT WRITER... -> the reads' q/s while WRITER runs.
 # (PS=auto: reads and writes as prepared statements; READS: the reads'
 # sysbench test, point selects unless told)
+# Prints "q/s hit-ratio" (the hit ratio of the rule over the run).
 mixed() {
-  local wport=$1 rport=$2 w q ps=${PS:-disable}
+  local wport=$1 rport=$2 w q h0 m0 ps=${PS:-disable}
   shift 2
   sysbench --config-file="$(mk_sb "$wport")" "$@" "${SB[@]}" --db-ps-mode="$ps" --threads=2 --rate="$RATE" --time="$SECS" --report-interval=0 run >/dev/null &
   w=$!
+  h0=$(metric 'sqlfleet_relay_cache_hits_total{rule="sbtest"}'); m0=$(metric 'sqlfleet_relay_cache_misses_total{rule="sbtest"}')
   # shellcheck disable=SC2086
   q=$(run "$rport" ${READS:-oltp_point_select} --db-ps-mode="$ps")
   wait "$w" || true
-  echo "$q"
+  echo "$q $(python3 -c "h = $(metric 'sqlfleet_relay_cache_hits_total{rule="sbtest"}') - $h0; m = $(metric 'sqlfleet_relay_cache_misses_total{rule="sbtest"}') - $m0; print(f'{h / max(h + m, 1):.3f}')")"
 }
 D=$(run "$PORT" oltp_point_select)
 RATE=$(python3 -c "print(max(1, int($D * 0.01)))")
-row() {  # LABEL DIRECT RELAYED
-  python3 -c "print(f'| ${READS:-oltp_point_select} + {$RATE}/s $1 | {$2:.0f} | {$3:.0f} | {$3 / $2:.2f}x (against reads alone: {$3 / $D:.2f}x) | | |')"
+row() {  # LABEL "DIRECT_Q _" "RELAYED_Q HIT_RATIO"
+  local d r hr
+  read -r d _ <<< "$2"
+  read -r r hr <<< "$3"
+  python3 -c "print(f'| ${READS:-oltp_point_select} + {$RATE}/s $1 | {$d:.0f} | {$r:.0f} | {$r / $d:.2f}x (against reads alone: {$r / $D:.2f}x) | $hr | |')"
 }
 DI=$(mixed "$PORT" "$PORT" oltp_update_index)
 row "index updates of the same tables through the relay" "$DI" "$(mixed "$RP" "$RP" oltp_update_index)"
@@ -148,6 +153,10 @@ row "updates of another table through the relay" "$DV" "$(mixed "$RP" "$RP" "$WO
 READS="oltp_read_only --skip_trx=on"
 # shellcheck disable=SC2086
 D=$(run "$PORT" $READS)
+# (the cache warmed by the reads alone first, as for the reads-alone row:
+# the point selects' writes above made most ranges stale)
+# shellcheck disable=SC2086
+run "$RP" $READS >/dev/null
 RATE=$(python3 -c "print(max(1, int($D * 0.01)))")
 DR=$(mixed "$PORT" "$PORT" oltp_update_index)
 row "index updates of the same tables through the relay" "$DR" "$(mixed "$RP" "$RP" oltp_update_index)"
