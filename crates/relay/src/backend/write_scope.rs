@@ -25,7 +25,6 @@ use sqlfleet_conn::quote::literal;
 
 use crate::admin::metrics::OwnQuery;
 use crate::backend::side::{field, LookupError, Row, SideConn};
-use crate::cache::row_change::Keys;
 use crate::protocol::sql::{self, TableRef};
 
 /// How long a table's verdict is trusted.
@@ -107,6 +106,11 @@ impl Facts {
             .collect()
     }
 }
+
+/// The known integer columns of a table's changed rows and the values
+/// they held (names in ASCII lower case); a column not here is unknown
+/// (the result cache's `cache/row_change.rs` and `cache/marks.rs`).
+pub type Keys = BTreeMap<String, BTreeSet<i128>>;
 
 /// One table's verdict (`None`: a write of it may change any table).
 type Verdict = Option<Facts>;

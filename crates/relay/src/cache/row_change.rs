@@ -19,7 +19,7 @@
 //! (the signedness is not in the metadata unless it is FULL): a read of
 //! either is stale, never one missed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use mysql_common::binlog::consts::EventType;
 use mysql_common::binlog::events::{
@@ -31,10 +31,10 @@ use mysql_common::constants::ColumnType;
 use mysql_common::Value;
 
 use crate::backend::write_scope::folded;
-
 /// The known integer columns of a table's changed rows and the values
-/// they held (names in ASCII lower case). A column not here is unknown.
-pub type Keys = BTreeMap<String, BTreeSet<i128>>;
+/// they held: defined beside the catalog, which says which of a write's
+/// values are exact.
+pub use crate::backend::write_scope::Keys;
 
 /// More values than this in a column (over one transaction): unknown.
 pub const MAX_VALUES: usize = 4096;
