@@ -908,6 +908,46 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// Any INSERT-like text: no panic, and values only for columns
+        /// and values the text names.
+        #[test]
+        fn any_insert_reads_without_panic(
+            cols in proptest::collection::vec("[a-z]{1,3}", 1..4),
+            rows in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::prop_oneof![
+                        "-?[0-9]{1,5}", "'[a-z0-9]{0,3}'", "NULL", "DEFAULT", "[0-9] \\+ [0-9]",
+                        "\\?", "\\([0-9]\\)", "[ -~]{0,4}"
+                    ],
+                    1..4,
+                ),
+                1..4,
+            ),
+            tail in proptest::prop_oneof![
+                proptest::strategy::Just(String::new()),
+                proptest::strategy::Just(";".to_string()),
+                proptest::strategy::Just(" RETURNING id".to_string()),
+                "[ -~]{0,8}",
+            ],
+        ) {
+            let values: Vec<String> = rows.iter().map(|r| format!("({})", r.join(", "))).collect();
+            let sql = format!("INSERT INTO t ({}) VALUES {}{tail}", cols.join(", "), values.join(", "));
+            let toks = sqlfleet_dump::lex::lex(sql.as_bytes()).toks;
+            if let Some((table, keys)) = insert_key_with(sql.as_bytes(), &toks, &|i| Some(i as i128)) {
+                proptest::prop_assert_eq!(table, "t");
+                for (c, vals) in keys {
+                    let at = cols.iter().position(|x| *x == c);
+                    proptest::prop_assert!(at.is_some(), "{} is not a column of {}", c, sql);
+                    // every row gave the column a value
+                    proptest::prop_assert!(rows.iter().all(|r| r.len() == cols.len()));
+                    for v in vals {
+                        let s = v.unsigned_abs().to_string();
+                        proptest::prop_assert!(sql.contains(&s) || sql.contains('?'), "{} not in {}", v, sql);
+                    }
+                }
+            }
+        }
+
         /// Any text: no panic, and a key only for a text that names its
         /// column and every one of its values.
         #[test]
