@@ -239,6 +239,9 @@ pub async fn prepare(
 #[must_use]
 pub struct Begin(Vec<String>);
 
+/// How many times the journal's start is tried on a transient error.
+const BEGIN_ATTEMPTS: u32 = 10;
+
 impl Begin {
     /// Adds the record of a statement run before the journal was written
     /// (one that runs a second time as it ran once: the scheduler's
@@ -250,7 +253,10 @@ impl Begin {
     /// Runs the writes; again from the start on a transient error (each
     /// is idempotent): on a Galera cluster two loads beginning at once on
     /// two nodes abort each other's writes to the journal with the other's
-    /// schema statements (1213), as the galera test saw.
+    /// schema statements (1213), as the galera test saw — over and over
+    /// while the other load runs a file of DDL, so the waits double up to
+    /// a second ([`BEGIN_ATTEMPTS`] attempts, about 5.5 s in all; five
+    /// attempts over half a second were not enough in CI).
     pub async fn run(self, conn: &mut Conn) -> Result<(), mysql_async::Error> {
         let mut attempt = 0;
         loop {
@@ -264,9 +270,11 @@ impl Begin {
             }
             match r {
                 Err(mysql_async::Error::Server(e))
-                    if attempt < 5 && sqlfleet_conn::codes::TRANSIENT.contains(&e.code) =>
+                    if attempt < BEGIN_ATTEMPTS
+                        && sqlfleet_conn::codes::TRANSIENT.contains(&e.code) =>
                 {
-                    tokio::time::sleep(std::time::Duration::from_millis(50 * attempt)).await;
+                    let ms = (50u64 << (attempt - 1).min(5)).min(1000);
+                    tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                 }
                 other => return other,
             }
