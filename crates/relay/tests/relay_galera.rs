@@ -160,7 +160,10 @@ fn kill_node(g: &TestServer, i: usize) {
 /// sets it) — or, where each node logs only its own, every member's log
 /// (`members`: /status names them) — so a row changed directly on node
 /// `writes` (indexes) is read through the cache soon after, long before
-/// the rule's 30 s ttl.
+/// the rule's 30 s ttl. Every node logs its rows' column names
+/// (binlog_row_metadata = FULL), the writer's own and those it applies
+/// from the others alike: an entry of another row stays a hit through
+/// them all (row-level invalidation on the cluster).
 fn cache_sees_every_nodes_writes(
     g: &TestServer,
     dir: &std::path::Path,
@@ -168,12 +171,23 @@ fn cache_sees_every_nodes_writes(
     writes: &[usize],
     members: bool,
 ) {
+    rt.block_on(async {
+        for i in 0..3 {
+            node(g, i)
+                .await
+                .query_drop("SET GLOBAL binlog_row_metadata = FULL")
+                .await
+                .expect("binlog_row_metadata");
+        }
+    });
     let relay = start_with(
         g,
         dir,
         "[[cache_rules]]\nname = \"t\"\ntables = [\"t\"]\nttl = 30\n",
     );
     relay.wait_cache_following(Duration::from_secs(30));
+    // (past the follower's first settle, which makes everything stale)
+    std::thread::sleep(sqlfleet_relay::cache::follower::SETTLE * 3);
     let status = relay.page("/status").replace([' ', '\n'], "");
     let listed: Vec<String> = g
         .sandbox
@@ -193,9 +207,12 @@ fn cache_sees_every_nodes_writes(
             .await
             .expect("relay");
         let read = "SELECT k FROM t WHERE id = 1000000";
+        let other = "SELECT k FROM t WHERE id = 999999";
+        let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"t\"}");
         let before: Option<i64> = c.query_first(read).await.expect("miss");
         let _: Option<i64> = c.query_first(read).await.expect("hit");
-        assert!(relay.metric("sqlfleet_relay_cache_hits_total{rule=\"t\"}") >= 1.0);
+        assert!(hits() >= 1.0);
+        let _: Option<i64> = c.query_first(other).await.expect("miss");
         let want = before.unwrap_or(0) + 7;
         for &i in writes {
             let mut other = node(g, i).await;
@@ -221,6 +238,15 @@ fn cache_sees_every_nodes_writes(
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
+        let h = hits();
+        let v: Option<i64> = c.query_first(other).await.expect("other row");
+        assert_eq!(v, None);
+        assert_eq!(
+            hits(),
+            h + 1.0,
+            "another row's entry kept through the writes of nodes {writes:?}: {}",
+            relay.page("/status")
+        );
     });
 }
 
