@@ -8,7 +8,7 @@
 //! table by a key (`cache/row_key.rs`), is stored as if no write were in
 //! flight: with a write mix, only what the writes touch waits.
 
-use crate::cache::row_key::{RowKey, Rows};
+use crate::cache::row_key::RowKey;
 use crate::cache::{Change, Scope};
 
 /// The changes of the writes in flight, each by its number.
@@ -60,19 +60,14 @@ pub fn may_change(c: &Change, reads: &Scope, key: Option<&RowKey>) -> bool {
         let Some(k) = key.filter(|k| k.table == *table) else {
             return true;
         };
-        let Some(vals) = keys.get(&k.col) else {
-            return true;
-        };
-        match &k.rows {
-            Rows::In(v) => v.iter().any(|x| vals.contains(x)),
-            Rows::Range(lo, hi) => lo <= hi && vals.range(*lo..=*hi).next().is_some(),
-        }
+        keys.get(&k.col).is_none_or(|vals| k.rows.meets(vals))
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cache::row_key::Rows;
     use std::sync::Arc;
 
     fn tables(names: &[&str]) -> Scope {

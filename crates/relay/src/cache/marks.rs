@@ -11,10 +11,10 @@
 //! on a range holding one — no other. The values' marks are ordered, so a
 //! range's freshness is a walk over the marks inside it; past
 //! [`MAX_WALK`] marks the entry counts as stale (a wide range of a table
-//! written all over is not worth the walk). The columns entries are keyed on are registered when the
-//! first of them is stored; a column registered after a change of its
-//! table counts that change as not knowing it (an entry read before it is
-//! not stored).
+//! written all over is not worth the walk). The columns entries are keyed
+//! on are registered when the first of them is stored; a column
+//! registered after a change of its table counts that change as not
+//! knowing it (an entry read before it is not stored).
 //!
 //! Bounded: past [`MAX_TABLES`] tables, [`MAX_COLUMNS`] keyed columns or
 //! [`MAX_VALUES`] marked values, the marks are forgotten and made

@@ -31,6 +31,7 @@ use mysql_common::constants::ColumnType;
 use mysql_common::Value;
 
 use crate::backend::write_scope::folded;
+
 /// The known integer columns of a table's changed rows and the values
 /// they held: defined beside the catalog, which says which of a write's
 /// values are exact.

@@ -58,6 +58,17 @@ pub enum Rows {
     Range(i128, i128),
 }
 
+impl Rows {
+    /// Whether one of `vals` is among these values or in this range.
+    pub fn meets(&self, vals: &BTreeSet<i128>) -> bool {
+        match self {
+            Rows::In(v) => v.iter().any(|x| vals.contains(x)),
+            // (a set's range of a past-the-end start would panic)
+            Rows::Range(lo, hi) => lo <= hi && vals.range(*lo..=*hi).next().is_some(),
+        }
+    }
+}
+
 impl RowKey {
     /// A write's key as the values it names by column (a range: none).
     pub fn keys(&self) -> Option<Keys> {
@@ -400,13 +411,7 @@ fn table_then_where(toks: &[Token], at: usize) -> Option<(String, usize)> {
 /// `[db.]table [[AS] alias] <next>` from `at`: the table's name and where
 /// `next` stands.
 fn table_then(toks: &[Token], at: usize, next: &str) -> Option<(String, usize)> {
-    let mut i = at;
-    let mut table = name(toks.get(i)?)?;
-    i += 1;
-    if toks.get(i)?.0.is_punct(b'.') {
-        table = name(toks.get(i + 1)?)?;
-        i += 2;
-    }
+    let (table, mut i) = qualified(toks, at)?;
     if toks.get(i)?.0.is_word("AS") {
         i += 1;
     }
@@ -421,14 +426,17 @@ fn table_then(toks: &[Token], at: usize, next: &str) -> Option<(String, usize)> 
 /// `[db.]table <c>` from `at` (no alias): the table's name and where the
 /// punctuation `c` stands.
 fn table_then_punct(toks: &[Token], at: usize, c: u8) -> Option<(String, usize)> {
-    let mut i = at;
-    let mut table = name(toks.get(i)?)?;
-    i += 1;
-    if toks.get(i)?.0.is_punct(b'.') {
-        table = name(toks.get(i + 1)?)?;
-        i += 2;
-    }
+    let (table, i) = qualified(toks, at)?;
     toks.get(i)?.0.is_punct(c).then_some((table, i))
+}
+
+/// `[db.]table` from `at`: the table's name and the index after it.
+fn qualified(toks: &[Token], at: usize) -> Option<(String, usize)> {
+    let table = name(toks.get(at)?)?;
+    if toks.get(at + 1)?.0.is_punct(b'.') {
+        return Some((name(toks.get(at + 2)?)?, at + 3));
+    }
+    Some((table, at + 1))
 }
 
 /// A name token, folded.
