@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use common::relay::{start_relay, Relay};
 use mysql_async::prelude::Queryable;
+use mysql_async::Params;
 use sqlfleet_testkit::proxy::app;
 
 // (Health checks hourly: their own SELECTs would move the server's
@@ -339,6 +340,24 @@ async fn a_prepared_select_is_cached_by_its_parameters() {
     }
 }
 
+/// Reads `sql` through `c` — as a prepared statement with `params`, or a
+/// text query when they are `Params::Empty` — and says whether it was a
+/// hit (of the rule `hits` counts) and what it gave.
+async fn counted(
+    c: &mut mysql_async::Conn,
+    hits: &dyn Fn() -> f64,
+    sql: &str,
+    params: impl Into<Params>,
+) -> (bool, Option<i64>) {
+    let before = hits();
+    let v: Option<i64> = match params.into() {
+        Params::Empty => c.query_first(sql).await,
+        p => c.exec_first(sql, p).await,
+    }
+    .expect(sql);
+    (hits() > before, v)
+}
+
 /// Reads `sql` through `c` until it gives `want` (at most `within`);
 /// how long that took.
 async fn read_until(
@@ -596,30 +615,19 @@ async fn a_direct_write_makes_stale_only_the_ranges_holding_its_rows() {
     let high = "SELECT MAX(v) FROM kv WHERE k >= 10 AND k < 13";
     let far = "SELECT COUNT(*) FROM kv WHERE k > 50";
     let pread = "SELECT MAX(v) FROM kv WHERE k BETWEEN ? AND ?";
-    // Is each read a hit now (and what does it give)?
-    async fn hit(
-        a: &mut mysql_async::Conn,
-        hits: &dyn Fn() -> f64,
-        sql: &str,
-        params: Option<(i64, i64)>,
-    ) -> (bool, Option<i64>) {
-        let before = hits();
-        let v: Option<i64> = match params {
-            Some(p) => a.exec_first(sql, p).await,
-            None => a.query_first(sql).await,
-        }
-        .expect(sql);
-        (hits() > before, v)
-    }
+    let range = |lo: i64, hi: i64| Params::from((lo, hi));
     for (sql, p) in [
-        (low, None),
-        (high, None),
-        (far, None),
-        (pread, Some((13, 14))),
-        (pread, Some((1, 2))),
+        (low, Params::Empty),
+        (high, Params::Empty),
+        (far, Params::Empty),
+        (pread, range(13, 14)),
+        (pread, range(1, 2)),
     ] {
-        hit(&mut a, &hits, sql, p).await;
-        assert!(hit(&mut a, &hits, sql, p).await.0, "{sql} {p:?} was cached");
+        counted(&mut a, &hits, sql, p.clone()).await;
+        assert!(
+            counted(&mut a, &hits, sql, p.clone()).await.0,
+            "{sql} {p:?} was cached"
+        );
     }
     direct
         .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 5 WHERE k = 2")
@@ -628,15 +636,15 @@ async fn a_direct_write_makes_stale_only_the_ranges_holding_its_rows() {
     if let Err(v) = read_until(&mut a, low, 5, Duration::from_secs(10)).await {
         panic!("1..4 still {v:?} 10 s after the commit");
     }
-    assert_eq!(hit(&mut a, &hits, high, None).await, (true, Some(0)));
-    assert_eq!(hit(&mut a, &hits, far, None).await, (true, Some(0)));
+    assert_eq!(counted(&mut a, &hits, high, ()).await, (true, Some(0)));
+    assert_eq!(counted(&mut a, &hits, far, ()).await, (true, Some(0)));
     assert_eq!(
-        hit(&mut a, &hits, pread, Some((13, 14))).await,
+        counted(&mut a, &hits, pread, range(13, 14)).await,
         (true, Some(0)),
         "13..14 kept"
     );
     assert_eq!(
-        hit(&mut a, &hits, pread, Some((1, 2))).await,
+        counted(&mut a, &hits, pread, range(1, 2)).await,
         (false, Some(5)),
         "1..2 stale"
     );
@@ -649,9 +657,9 @@ async fn a_direct_write_makes_stale_only_the_ranges_holding_its_rows() {
     if let Err(v) = read_until(&mut a, far, 1, Duration::from_secs(10)).await {
         panic!("k > 50 still {v:?} rows 10 s after the commit");
     }
-    assert!(!hit(&mut a, &hits, high, None).await.0, "10..12 stale");
+    assert!(!counted(&mut a, &hits, high, ()).await.0, "10..12 stale");
     assert_eq!(
-        hit(&mut a, &hits, pread, Some((13, 14))).await,
+        counted(&mut a, &hits, pread, range(13, 14)).await,
         (true, Some(0)),
         "13..14 kept"
     );
@@ -661,7 +669,7 @@ async fn a_direct_write_makes_stale_only_the_ranges_holding_its_rows() {
         .expect("write row 14");
     let mut b = client(&relay, &db).await;
     assert_eq!(
-        hit(&mut b, &hits, pread, Some((13, 14))).await,
+        counted(&mut b, &hits, pread, range(13, 14)).await,
         (false, Some(8)),
         "a write through the relay is read at once"
     );
@@ -685,55 +693,41 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
     let around = "SELECT MAX(v) FROM kv WHERE k BETWEEN 15 AND 25";
     let low = "SELECT MAX(v) FROM kv WHERE k < 5";
     let pnew = "SELECT v FROM kv WHERE k = ?";
-    async fn read(
-        c: &mut mysql_async::Conn,
-        hits: &dyn Fn() -> f64,
-        sql: &str,
-        p: Option<i64>,
-    ) -> (bool, Option<i64>) {
-        let before = hits();
-        let v: Option<i64> = match p {
-            Some(p) => c.exec_first(sql, (p,)).await,
-            None => c.query_first(sql).await,
-        }
-        .expect(sql);
-        (hits() > before, v)
-    }
     for (sql, p) in [
-        (one, None),
-        (new, None),
-        (around, None),
-        (low, None),
-        (pnew, Some(21)),
+        (one, Params::Empty),
+        (new, Params::Empty),
+        (around, Params::Empty),
+        (low, Params::Empty),
+        (pnew, Params::from((21i64,))),
     ] {
-        read(&mut b, &hits, sql, p).await;
-        assert!(read(&mut b, &hits, sql, p).await.0, "{sql} was cached");
+        counted(&mut b, &hits, sql, p.clone()).await;
+        assert!(counted(&mut b, &hits, sql, p).await.0, "{sql} was cached");
     }
     a.query_drop("INSERT INTO kv (k, v) VALUES (20, 3), (30, 4)")
         .await
         .expect("insert");
     assert_eq!(
-        read(&mut b, &hits, new, None).await,
+        counted(&mut b, &hits, new, ()).await,
         (false, Some(3)),
         "k = 20 read at once"
     );
     assert_eq!(
-        read(&mut b, &hits, around, None).await,
+        counted(&mut b, &hits, around, ()).await,
         (false, Some(3)),
         "15..25 read at once"
     );
     assert_eq!(
-        read(&mut b, &hits, one, None).await,
+        counted(&mut b, &hits, one, ()).await,
         (true, Some(0)),
         "k = 1 kept"
     );
     assert_eq!(
-        read(&mut b, &hits, low, None).await,
+        counted(&mut b, &hits, low, ()).await,
         (true, Some(0)),
         "k < 5 kept"
     );
     assert_eq!(
-        read(&mut b, &hits, pnew, Some(21)).await,
+        counted(&mut b, &hits, pnew, (21i64,)).await,
         (true, None),
         "k = 21 kept"
     );
@@ -742,12 +736,12 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
         .await
         .expect("prepared insert");
     assert_eq!(
-        read(&mut b, &hits, pnew, Some(21)).await,
+        counted(&mut b, &hits, pnew, (21i64,)).await,
         (false, Some(5)),
         "k = 21 read at once"
     );
     assert_eq!(
-        read(&mut b, &hits, one, None).await,
+        counted(&mut b, &hits, one, ()).await,
         (true, Some(0)),
         "k = 1 kept"
     );
@@ -765,9 +759,9 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
     let ai = |k: &str| format!("SELECT v FROM ai WHERE id = {k}");
     let ai_hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"ai\"}");
     for k in ["1", "3"] {
-        read(&mut b, &ai_hits, &ai(k), None).await;
+        counted(&mut b, &ai_hits, &ai(k), ()).await;
         assert!(
-            read(&mut b, &ai_hits, &ai(k), None).await.0,
+            counted(&mut b, &ai_hits, &ai(k), ()).await.0,
             "ai {k} was cached"
         );
     }
@@ -775,12 +769,12 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
         .await
         .expect("insert 0");
     assert_eq!(
-        read(&mut b, &ai_hits, &ai("3"), None).await,
+        counted(&mut b, &ai_hits, &ai("3"), ()).await,
         (false, Some(7)),
         "id 0 took 3"
     );
     assert!(
-        !read(&mut b, &ai_hits, &ai("1"), None).await.0,
+        !counted(&mut b, &ai_hits, &ai("1"), ()).await.0,
         "every id entry went"
     );
 }
@@ -797,13 +791,14 @@ async fn a_read_during_a_write_is_kept_only_when_the_write_cannot_change_it() {
     let mut w = client(&relay, &db).await;
     let mut r = client(&relay, &db).await;
     let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    // (the reads start 0.5 s into a 3 s write: room for a slow machine)
     let write = async move {
-        w.query_drop("UPDATE kv SET v = 1 WHERE k = 1 AND SLEEP(1) = 0")
+        w.query_drop("UPDATE kv SET v = 1 WHERE k = 1 AND SLEEP(3) = 0")
             .await
             .expect("slow write of row 1");
     };
     let reads = async {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
         let mut got = Vec::new();
         for sql in [
             "SELECT v FROM kv WHERE k = 1",
@@ -811,9 +806,7 @@ async fn a_read_during_a_write_is_kept_only_when_the_write_cannot_change_it() {
             "SELECT v FROM kv WHERE k = 2",
             "SELECT v FROM kv WHERE k = 2",
         ] {
-            let before = hits();
-            let v: Option<i64> = r.query_first(sql).await.expect(sql);
-            got.push((hits() > before, v));
+            got.push(counted(&mut r, &hits, sql, ()).await);
         }
         got
     };
