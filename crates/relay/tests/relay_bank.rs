@@ -181,6 +181,7 @@ struct Bank<'a> {
 impl<'a> Bank<'a> {
     /// The accounts and the ledger, made through the relay at `port`.
     fn open(name: &str, srv: &'a TestServer, port: u16, seed: u64) -> Bank<'a> {
+        relay_log_in_output();
         let rt = tokio::runtime::Runtime::new().expect("rt");
         let (db, _) = rt.block_on(srv.fresh_db("bank"));
         rt.block_on(async {
@@ -392,6 +393,17 @@ impl<'a> Bank<'a> {
         campaign.assert_clean();
         (t.ledger.len(), t.at_commit, t.before_commit.clone())
     }
+}
+
+/// The relay's log lines (info: replays, what was not replayed and why,
+/// health changes) go to the test's captured output, shown when a
+/// campaign fails. The relay runs in this process, on threads spawned
+/// from the test's, which inherit its capture.
+fn relay_log_in_output() {
+    let _ = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_test_writer()
+        .try_init();
 }
 
 /// Transaction replay as the campaign runs it: on, unless

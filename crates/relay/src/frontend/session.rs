@@ -538,14 +538,26 @@ impl Session {
                 // A transaction the relay can run again elsewhere
                 // outlives its connection: the client's next
                 // command replays it first (`replay.rs`).
-                let fits = self.st.fits_elsewhere();
-                if self.st.in_trans() && self.journal.can_replay(fits) {
-                    self.pending_loss = Some(
-                        "the server closed the connection holding the transaction".into(),
-                    );
-                    return Next::Again;
+                if !self.st.in_trans() {
+                    return Next::End;
                 }
-                return Next::End;
+                let why = "the server closed the connection holding the transaction";
+                match self.journal.replay_later(self.st.fits_elsewhere()) {
+                    Ok(()) => {
+                        self.pending_loss = Some(why.into());
+                        return Next::Again;
+                    }
+                    Err(not) => {
+                        // Counted and told as a loss under a statement is
+                        // (`replay.rs`).
+                        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
+                        tracing::info!(
+                            client = self.id,
+                            "transaction not replayed ({not}) after: {why}"
+                        );
+                        return Next::End;
+                    }
+                }
             }
         };
         let (seq, cmd) = match read {

@@ -288,7 +288,7 @@ impl Journal {
             return match (in_trans, stmt) {
                 (false, _) => OnLoss::Retry,
                 (true, Stmt::Rollback) => OnLoss::RolledBack,
-                (true, _) => self.replayable(),
+                (true, _) => self.replay_or_give_up(),
             };
         }
         if !in_trans {
@@ -309,25 +309,33 @@ impl Journal {
             Stmt::Begin | Stmt::Other => {
                 OnLoss::GiveUp("the statement may have committed the transaction")
             }
-            Stmt::Dml => self.replayable(),
+            Stmt::Dml => self.replay_or_give_up(),
+        }
+    }
+
+    fn replay_or_give_up(&self) -> OnLoss {
+        match self.replayable() {
+            Ok(()) => OnLoss::Replay,
+            Err(why) => OnLoss::GiveUp(why),
         }
     }
 
     /// The open transaction can be replayed, or why not.
-    fn replayable(&self) -> OnLoss {
+    fn replayable(&self) -> Result<(), &'static str> {
         match self.broken {
-            Some(why) => OnLoss::GiveUp(why),
-            None if self.entries.is_empty() => {
-                OnLoss::GiveUp("nothing of the transaction was recorded")
-            }
-            None => OnLoss::Replay,
+            Some(why) => Err(why),
+            None if self.entries.is_empty() => Err("nothing of the transaction was recorded"),
+            None => Ok(()),
         }
     }
 
     /// Whether a transaction whose connection was lost between statements
-    /// can wait for the client's next statement to be replayed.
-    pub fn can_replay(&self, fits: Result<(), &'static str>) -> bool {
-        self.on_loss(true, true, Stmt::Dml, false, false, fits) == OnLoss::Replay
+    /// can wait for the client's next statement to be replayed, or why not.
+    pub fn replay_later(&self, fits: Result<(), &'static str>) -> Result<(), &'static str> {
+        if !self.enabled() {
+            return Err("transaction replay is off");
+        }
+        fits.and_then(|()| self.replayable())
     }
 }
 

@@ -422,8 +422,11 @@ fn a_statement_that_never_reached_the_lost_connection() {
         broken.on_loss(true, true, Stmt::Commit, false, false, Ok(())),
         OnLoss::GiveUp(_)
     ));
-    assert!(open.can_replay(Ok(())));
-    assert!(!open.can_replay(Err("pinned")));
-    assert!(!broken.can_replay(Ok(())));
-    assert!(!empty.can_replay(Ok(())));
+    assert_eq!(open.replay_later(Ok(())), Ok(()));
+    assert_eq!(open.replay_later(Err("pinned")), Err("pinned"));
+    assert!(broken.replay_later(Ok(())).is_err());
+    assert_eq!(
+        empty.replay_later(Ok(())),
+        Err("nothing of the transaction was recorded")
+    );
 }
