@@ -2,11 +2,11 @@
 # Where a relayed query's time goes: sysbench oltp_point_select (persistent
 # connections, 4 threads or CLIENTS) direct, through haproxy in TCP mode (the
 # byte pipe) and through `sqlfleet relay` variants — one event loop per core
-# (default), one event loop (--threads 1), and a backend on the server's
-# Unix socket — with the host's idle CPU and context switches (vmstat), the
-# proxy's own CPU time, and for the relay and haproxy side by side their
-# system calls per query (strace -c) and kernel/user split (perf, when
-# present) in last runs.
+# (default), one event loop (--threads 1), a backend on the server's Unix
+# socket, and session pooling (a server connection per client) — with the
+# host's idle CPU and context switches (vmstat), the proxy's own CPU time,
+# and for the relay and haproxy side by side their system calls per query
+# (strace -c) and kernel/user split (perf, when present) in last runs.
 #
 # Usage: bench/relay_profile.sh [SECONDS_PER_RUN] [CLIENTS]
 set -euo pipefail
@@ -65,6 +65,11 @@ R2=$(free_port); start_relay "$R2" --backend "127.0.0.1:$PORT" --threads 1
 run "relay, --threads 1" "$R2" "${PIDS[-1]}"
 R3=$(free_port); start_relay "$R3" --backend "unix:$SOCK"
 run "relay, backend on the Unix socket" "$R3" "${PIDS[-1]}"
+# Each client on one server connection for its whole session, as through
+# haproxy: what the server spends per query when a statement never lands
+# on a connection another client used last.
+R4=$(free_port); start_relay "$R4" --backend "127.0.0.1:$PORT" --mode session
+run "relay, session pooling (one server connection per client)" "$R4" "${PIDS[-1]}"
 
 for who in relay haproxy; do
   if [ "$who" = relay ]; then P=$R1; PID=$R1PID; else P=$HP; PID=$HPID; fi
