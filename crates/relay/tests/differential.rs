@@ -827,7 +827,9 @@ async fn a_client_gone_mid_insert_leaves_what_a_direct_one_leaves() {
     let mut rows = Vec::new();
     for (p, user, password) in [(direct, "root", pw.as_str()), (port, "app", "app-pw")] {
         let mut child = std::process::Command::new("mariadb")
-            .args(["-h127.0.0.1", "--skip-ssl", "-u", user])
+            // --comments: the client strips them by default, and the
+            // comment is the statement's marker below.
+            .args(["-h127.0.0.1", "--skip-ssl", "--comments", "-u", user])
             .arg(format!("-p{password}"))
             .arg(format!("-P{p}"))
             .args([
