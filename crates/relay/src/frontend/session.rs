@@ -638,6 +638,15 @@ impl Session {
                     self.ctx.pool.discard(c);
                 }
                 if matches!(f, Fail::Close) || self.st.lives_on_conn() {
+                    if let (Fail::Lost(why), true) = (f, self.st.in_trans()) {
+                        // (Its journal never took this statement: a
+                        // replay could not know the reply the client has.)
+                        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
+                        tracing::info!(
+                            client = self.id,
+                            "transaction not replayed (its server connection was lost after the client had its reply): {why}"
+                        );
+                    }
                     return Next::End;
                 }
                 return Next::Again;
