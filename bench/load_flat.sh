@@ -6,6 +6,9 @@
 #   3. sqlfleet load --into --threads THREADS       (files cut into chunks)
 # plus the one-big-file case: a single LOAD DATA INFILE of the whole file vs
 # sqlfleet on that one file. Every result is checked with CHECKSUM TABLE.
+# For each method the server's CPU seconds (its /proc counters) and the
+# client's own (getrusage) are printed beside the time: where a method's
+# time goes, and what the server does more for one than for another.
 #
 # Usage: bench/load_flat.sh [FILES] [ROWS_PER_FILE] [THREADS]
 set -euo pipefail
@@ -41,43 +44,67 @@ MB=$(du -m "$WORK/all.tsv" | cut -f1)
 fresh_flat() { fresh "$1" "CREATE TABLE $1.sbtest LIKE src.sbtest;"; }
 check() { [ "$("${SQL[@]}" -e "CHECKSUM TABLE $1.sbtest" | cut -f2)" = "$WANT" ] || { echo "!! $1 differs from the source" >&2; exit 1; }; }
 CSVCLAUSE="FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"'"
-declare -A T
+declare -A T S C
+MYSQLD_PID="$("${SQL[@]}" -e 'SELECT @@pid_file' | xargs cat)"
+TICK="$(getconf CLK_TCK)"
+srv_cpu() { awk -v t="$TICK" '{printf "%.2f", ($14 + $15) / t}' "/proc/$MYSQLD_PID/stat"; }
+# timed KEY CMD...: the command's wall time into T, the server's CPU over
+# it into S, the command's own CPU (user + system, its children too) into C.
+timed() {
+  local key="$1"; shift
+  local s0 t0; s0="$(srv_cpu)"; t0="$(now)"
+  /usr/bin/time -f '%U %S' -o "$WORK/cpu" "$@"
+  T[$key]=$(secs "$t0" "$(now)")
+  S[$key]=$(python3 -c "print(f'{$(srv_cpu) - $s0:.2f}')")
+  C[$key]=$(awk '{printf "%.2f", $1 + $2}' "$WORK/cpu")
+}
+# ceiling_script FORMAT CLAUSE: a script that loads the files of FORMAT,
+# each by its own server-side LOAD DATA INFILE, all at once.
+ceiling_script() {
+  local f="$WORK/ceiling-$1.sh" i
+  for i in $(seq 1 "$FILES"); do
+    printf '%q ' "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/$1$i/sbtest.$1' INTO TABLE ceil.sbtest $2"
+    printf '&\n'
+  done > "$f"
+  echo wait >> "$f"
+  echo "$f"
+}
 for fmt in tsv csv; do
   clause=""; [ "$fmt" = csv ] && clause="$CSVCLAUSE"
   echo "== $fmt: ceiling, $FILES parallel LOAD DATA INFILE"
-  fresh_flat ceil; t0=$(now)
-  for i in $(seq 1 "$FILES"); do "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/$fmt$i/sbtest.$fmt' INTO TABLE ceil.sbtest $clause" & done
-  wait; T[$fmt,ceiling]=$(secs "$t0" "$(now)"); check ceil
+  fresh_flat ceil
+  timed "$fmt,ceiling" bash "$(ceiling_script "$fmt" "$clause")"
+  check ceil
   echo "== $fmt: mysqlimport --use-threads=$THREADS --local"
-  fresh_flat imp; t0=$(now)
+  fresh_flat imp
   extra=(); [ "$fmt" = csv ] && extra=(--fields-terminated-by=, --fields-optionally-enclosed-by='"')
-  mariadb-import --defaults-file="$CNF" --local --use-threads="$THREADS" "${extra[@]}" imp $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
-  T[$fmt,mysqlimport]=$(secs "$t0" "$(now)"); check imp
-  echo "== $fmt: sqlfleet load --into --threads $THREADS"
-  fresh_flat sf; t0=$(now)
-  "$SQLFLEET" load --sandbox "$NAME" --into sf.sbtest --format "$fmt" --threads "$THREADS" --progress none \
+  timed "$fmt,mysqlimport" mariadb-import --defaults-file="$CNF" --local --use-threads="$THREADS" "${extra[@]}" imp \
     $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
-  T[$fmt,sqlfleet]=$(secs "$t0" "$(now)"); check sf
+  check imp
+  echo "== $fmt: sqlfleet load --into --threads $THREADS"
+  fresh_flat sf
+  timed "$fmt,sqlfleet" "$SQLFLEET" load --sandbox "$NAME" --into sf.sbtest --format "$fmt" --threads "$THREADS" --progress none \
+    $(for i in $(seq 1 "$FILES"); do echo "$WORK/$fmt$i/sbtest.$fmt"; done) >/dev/null
+  check sf
 done
 echo "== one big TSV file: one LOAD DATA INFILE vs sqlfleet"
-fresh_flat one; t0=$(now)
-"${SQL[@]}" -e "LOAD DATA INFILE '$WORK/all.tsv' INTO TABLE one.sbtest"
-T[big,ceiling]=$(secs "$t0" "$(now)"); check one
-fresh_flat onesf; t0=$(now)
-"$SQLFLEET" load --sandbox "$NAME" --into onesf.sbtest --threads "$THREADS" --progress none "$WORK/all.tsv" >/dev/null
-T[big,sqlfleet]=$(secs "$t0" "$(now)"); check onesf
+fresh_flat one
+timed "big,ceiling" "${SQL[@]}" -e "LOAD DATA INFILE '$WORK/all.tsv' INTO TABLE one.sbtest"
+check one
+fresh_flat onesf
+timed "big,sqlfleet" "$SQLFLEET" load --sandbox "$NAME" --into onesf.sbtest --threads "$THREADS" --progress none "$WORK/all.tsv" >/dev/null
+check onesf
 "${SQL[@]}" -e "DROP DATABASE src; DROP DATABASE ceil; DROP DATABASE imp; DROP DATABASE sf; DROP DATABASE one; DROP DATABASE onesf"
 
 echo
 echo "$FILES files x $ROWS rows = $TOTAL rows ($MB MB as TSV) into one table with an AUTO_INCREMENT key and a secondary index; $THREADS threads; $(nproc) CPUs; all checksum-identical"
 echo
-echo "| data | method | seconds | rows/s | sqlfleet / method |"
-echo "|---|---|---:|---:|---:|"
+echo "| data | method | seconds | rows/s | sqlfleet / method | server CPU s | client CPU s |"
+echo "|---|---|---:|---:|---:|---:|---:|"
+row() {  # DATA-LABEL KEY-PREFIX METHOD
+  python3 -c "t=${T[$2,$3]}; s=${T[$2,sqlfleet]}; print(f'| $1 | $3 | {t:.2f} | {$TOTAL/t:,.0f} | {s/t:.2f} | ${S[$2,$3]} | ${C[$2,$3]} |')"
+}
 for fmt in tsv csv; do
-  for m in ceiling mysqlimport sqlfleet; do
-    python3 -c "t=${T[$fmt,$m]}; s=${T[$fmt,sqlfleet]}; print(f'| $FILES $fmt files | $m | {t:.2f} | {$TOTAL/t:,.0f} | {s/t:.2f} |')"
-  done
+  for m in ceiling mysqlimport sqlfleet; do row "$FILES $fmt files" "$fmt" "$m"; done
 done
-for m in ceiling sqlfleet; do
-  python3 -c "t=${T[big,$m]}; s=${T[big,sqlfleet]}; print(f'| one big tsv file | $m | {t:.2f} | {$TOTAL/t:,.0f} | {s/t:.2f} |')"
-done
+for m in ceiling sqlfleet; do row "one big tsv file" big "$m"; done
