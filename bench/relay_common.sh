@@ -21,7 +21,13 @@ PWFILE="$SQLFLEET_HOME/sandboxes/$NAME/root.pw"
 WORK="$(mktemp -d)"; chmod 700 "$WORK"
 printf 'root:%s\n' "$(cat "$PWFILE")" > "$WORK/users"; chmod 600 "$WORK/users"
 PIDS=()
-cleanup() { kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$WORK"; }
+# The sandbox goes too (KEEP=1 keeps it): an idle server left behind
+# still takes memory and wakes up on the next bench's cores.
+cleanup() {
+  kill "${PIDS[@]}" 2>/dev/null || true
+  rm -rf "$WORK"
+  [ -n "${KEEP:-}" ] || "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1 || true
+}
 trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }

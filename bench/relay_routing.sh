@@ -15,7 +15,6 @@ SECS="${1:-10}"
 NAME=bench-routing
 UP_ARGS="--replicas 2"
 source bench/relay_common.sh
-trap 'cleanup; "$SQLFLEET" sandbox destroy --name "$NAME" --yes >/dev/null 2>&1' EXIT
 PORTS=($(awk -F' = ' '/^port/ {print $2}' "$SQLFLEET_HOME/sandboxes/$NAME/sandbox.toml"))
 RPORT=$(free_port)
 BACKENDS=()
