@@ -548,13 +548,7 @@ impl Session {
                         return Next::Again;
                     }
                     Err(not) => {
-                        // Counted and told as a loss under a statement is
-                        // (`replay.rs`).
-                        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
-                        tracing::info!(
-                            client = self.id,
-                            "transaction not replayed ({not}) after: {why}"
-                        );
+                        self.not_replayed(not, why);
                         return Next::End;
                     }
                 }
@@ -638,14 +632,12 @@ impl Session {
                     self.ctx.pool.discard(c);
                 }
                 if matches!(f, Fail::Close) || self.st.lives_on_conn() {
-                    if let (Fail::Lost(why), true) = (f, self.st.in_trans()) {
-                        // (Its journal never took this statement: a
-                        // replay could not know the reply the client has.)
-                        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
-                        tracing::info!(
-                            client = self.id,
-                            "transaction not replayed (its server connection was lost after the client had its reply): {why}"
-                        );
+                    if let Fail::Lost(why) = f {
+                        if self.st.in_trans() {
+                            // (Its journal never took this statement: a
+                            // replay could not know the reply the client has.)
+                            self.not_replayed("the client already had its reply", why);
+                        }
                     }
                     return Next::End;
                 }

@@ -117,17 +117,25 @@ impl Session {
                 }
                 OnLoss::GiveUp(reason) => {
                     if in_trans {
-                        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
-                        tracing::info!(
-                            client = self.id,
-                            "transaction not replayed ({reason}) after: {why}"
-                        );
+                        self.not_replayed(reason, &why);
                     }
                     break;
                 }
             }
         }
         r
+    }
+
+    /// A transaction lost with its server connection is not replayed:
+    /// counted (`transaction_replay_refused_total`) and logged with the
+    /// reason — under a statement, while the client sat idle in it, or
+    /// after the client had a reply.
+    pub(super) fn not_replayed(&self, reason: &str, why: &str) {
+        self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
+        tracing::info!(
+            client = self.id,
+            "transaction not replayed ({reason}) after: {why}"
+        );
     }
 
     /// Runs the journal's statements on a connection of the route's
