@@ -260,4 +260,9 @@ fn a_rollback_after_the_loss_is_answered_and_replay_off_keeps_the_lost_connectio
         assert_eq!(balances(&mut admin, &db).await, vec![(1, 100), (2, 100)]);
     });
     assert_eq!(off.metric("sqlfleet_relay_transaction_replays_total"), 0.0);
+    // Lost while the client sat idle in it, and not replayed: counted.
+    assert_eq!(
+        off.metric("sqlfleet_relay_transaction_replay_refused_total"),
+        1.0
+    );
 }
