@@ -20,6 +20,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use crate::hosts::Host;
 use crate::output::{self, Format, Outcome, Value};
+use crate::read_only;
 
 #[derive(Debug, Clone)]
 pub enum Databases {
@@ -57,6 +58,9 @@ pub struct QueryOptions {
     pub interrupt: Option<tokio::sync::watch::Receiver<bool>>,
     /// Counts hosts as they finish (for a progress line), when given.
     pub finished: Option<std::sync::Arc<std::sync::atomic::AtomicUsize>>,
+    /// Run writes on servers that report read_only = ON (off: their
+    /// sessions are made read-only first, see [`crate::read_only`]).
+    pub writes_on_read_only: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -416,6 +420,20 @@ async fn statements(
     deadline: Option<Instant>,
 ) -> HostResult {
     let mariadb = conn.is_mariadb();
+    let guarded = if read_only::needs_guard(&opts.statements, opts.writes_on_read_only) {
+        match read_only::keep(&mut conn).await {
+            Ok(on) => on,
+            Err(e) => {
+                let msg = format!(
+                    "{}: could not make the session of this read-only server read-only; nothing ran",
+                    describe(&e)
+                );
+                return HostResult::of(State::Error, Some(msg), 0);
+            }
+        }
+    } else {
+        false
+    };
     let dbs = match databases(&opts.databases, &mut conn).await {
         Ok(dbs) => dbs,
         Err(e) => return HostResult::of(State::Error, Some(describe(&e)), 0),
@@ -517,9 +535,15 @@ async fn statements(
                         }
                         _ => State::Error,
                     };
+                    let mut said = describe(&e);
+                    if let (true, WireError::Server { code, .. }) = (guarded, &e) {
+                        if let Some(why) = read_only::explain(*code) {
+                            said = format!("{said}; {why}");
+                        }
+                    }
                     let msg = match db {
-                        Some(d) if dbs.len() > 1 => format!("{d}: {}", describe(&e)),
-                        _ => describe(&e),
+                        Some(d) if dbs.len() > 1 => format!("{d}: {said}"),
+                        _ => said,
                     };
                     if outcome.error.is_none() {
                         outcome.error = Some(msg.clone());

@@ -1272,3 +1272,80 @@ fn json_quiet_progress_and_the_old_parallel() {
         stderr(&o)
     );
 }
+
+/// A write meant for "the fleet" does not fork the replicas: on a server
+/// that reports read_only, query makes the session read-only first, so
+/// the server refuses the write there (and FLUSH, which read_only lets
+/// through, stays out of the replica's binary log); replication carries
+/// the primary's write to the replicas. --writes-on-read-only (or the
+/// statements' own SET) writes there.
+#[test]
+fn a_write_run_on_a_sandbox_leaves_its_replicas_replicating() {
+    let srv = replicated();
+    let name = srv.sandbox.name().to_string();
+    let primary_id = srv.sandbox.meta.primary().server_id;
+    let db = format!("ro_guard_{}", std::process::id());
+    let run = |args: &[&str]| {
+        common::sqlfleet()
+            .args(["query", "--sandbox", &name])
+            .args(args)
+            .env("SQLFLEET_HOME", srv.home())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let o = run(&["-e", &format!("CREATE DATABASE {db}")]);
+    let err = stderr(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "primary ok, replicas refused: {err}"
+    );
+    assert_eq!(
+        err.matches("ERROR 1792").count(),
+        2,
+        "each replica refused the write itself: {err}"
+    );
+    assert!(err.contains("--writes-on-read-only"), "{err}");
+    let o = run(&["-e", "FLUSH TABLES"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // The replicas get the database from their primary, and log nothing
+    // of their own.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let o = run(&["-e", &format!("SHOW DATABASES LIKE '{db}'")]);
+        if stdout(&o).lines().count() == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not replicated: {}", stdout(&o));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = run(&["-e", "SELECT @@gtid_binlog_pos"]);
+    for line in stdout(&o).lines() {
+        let pos = line.rsplit('\t').next().unwrap_or("");
+        for gtid in pos.split(',').filter(|g| !g.is_empty()) {
+            assert_eq!(
+                gtid.split('-').nth(1),
+                Some(primary_id.to_string().as_str()),
+                "a transaction of a replica's own: {line}"
+            );
+        }
+    }
+    // A write the user means: the flag, with the statements' own
+    // sql_log_bin = 0 so the shared sandbox stays replicating.
+    let temp = [
+        "-e",
+        "SET SESSION sql_log_bin = 0; CREATE TEMPORARY TABLE test.ro_guard_t (a int)",
+    ];
+    let o = run(&temp);
+    assert_eq!(o.status.code(), Some(2), "guarded: {}", stderr(&o));
+    let o = run(&[&temp[..], &["--writes-on-read-only"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&[
+        "--hosts",
+        &addr(srv.sandbox.meta.primary().port),
+        "-e",
+        &format!("DROP DATABASE {db}"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
