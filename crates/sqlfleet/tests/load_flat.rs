@@ -153,6 +153,63 @@ fn csv_and_tsv_match_one_load_data() {
     }
 }
 
+/// A file's name says what it is, as to mysqlimport: `t.1.csv` and
+/// `t.2.csv.gz` go into table `t` of the -D database, read as CSV, with no
+/// --into or --format; names that disagree (two tables, two formats) or a
+/// missing -D are refused before anything is loaded.
+#[test]
+fn files_named_csv_go_into_the_table_their_name_gives() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let whole = dir.path().join("whole.csv");
+    write_file(&whole, 2_000, true, false);
+    let want = db_with_table(srv, "want");
+    let clause = "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\'";
+    stock_load(srv, &want, &whole, clause);
+    // The same records in two files of table t.
+    let text = std::fs::read(&whole).expect("read");
+    // Record 1000 starts a line of its own (a quoted newline never
+    // precedes "1000,").
+    let cut = text
+        .windows(6)
+        .position(|w| w == b"\n1000,")
+        .expect("record 1000")
+        + 1;
+    let (one, two) = (dir.path().join("t.1.csv"), dir.path().join("t.2.csv.gz"));
+    std::fs::write(&one, &text[..cut]).expect("write");
+    let mut gz = flate2::write::GzEncoder::new(
+        std::fs::File::create(&two).expect("create"),
+        flate2::Compression::fast(),
+    );
+    gz.write_all(&text[cut..]).expect("gz");
+    gz.finish().expect("gz");
+    let got = db_with_table(srv, "got");
+    let (f1, f2) = (one.to_str().expect("utf8"), two.to_str().expect("utf8"));
+    let refused = |args: &[&str], says: &str| {
+        let o = load(srv, args);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{got}`.t")), "0");
+    };
+    refused(&[f1], "give -D DB, or --into DB.TABLE");
+    let tsv = dir.path().join("t.3.tsv");
+    std::fs::write(&tsv, "").expect("write");
+    refused(
+        &["-D", &got, f1, tsv.to_str().expect("utf8")],
+        "give --format",
+    );
+    let other = dir.path().join("u.csv");
+    std::fs::write(&other, "").expect("write");
+    refused(
+        &["-D", &got, f1, other.to_str().expect("utf8")],
+        "name 2 tables (t, u)",
+    );
+    let o = load(srv, &["-D", &got, "--threads", "2", f1, f2]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("2000 rows"), "{}", stdout(&o));
+    assert_eq!(checksum(srv, &got), checksum(srv, &want));
+}
+
 /// Rows whose AUTO_INCREMENT or `DEFAULT NEXTVAL(...)` column the file
 /// leaves out, or that fire a trigger, get their values in the order they
 /// arrive: loaded in file order they match one LOAD DATA (chunks in

@@ -13,7 +13,8 @@ use crate::exit::Exit;
 ///
 /// A dump is one file (or - for stdin) or a mydumper directory (loaded
 /// as myloader would: -D loads its one database under another name, as
-/// myloader's -B); CSV/TSV files go into one table with --into DB.TABLE.
+/// myloader's -B); CSV/TSV files go into one table: --into DB.TABLE, or
+/// the table their name gives in the -D database (as mysqlimport).
 ///
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined
@@ -30,13 +31,18 @@ pub struct LoadArgs {
     #[arg(long, action = clap::ArgAction::HelpLong)]
     help: Option<bool>,
     /// The dump (one file; plain, gzip or zstd; - for stdin; or a mydumper
-    /// directory), or with --into the CSV/TSV files
+    /// directory), or the CSV/TSV files: named .csv/.tsv (each maybe .gz or
+    /// .zst), or any name with --into
     #[arg(required = true, value_name = "PATH")]
     paths: Vec<PathBuf>,
-    /// Load CSV/TSV files into this table (DB.TABLE, or TABLE with -D)
+    /// Load CSV/TSV files into this table (DB.TABLE, or TABLE with -D).
+    /// Without it, files named .csv/.tsv go into the table their name gives
+    /// (up to the first dot, as mysqlimport: orders.1.tsv.gz is orders) in
+    /// the -D database
     #[arg(long, value_name = "DB.TABLE", help_heading = "CSV/TSV files")]
     into: Option<String>,
-    /// csv (',' optionally enclosed by '"', '\' escapes) or tsv (LOAD DATA's defaults)
+    /// csv (',' optionally enclosed by '"', '\' escapes) or tsv (LOAD DATA's
+    /// defaults) [default: as the files are named, .csv or .tsv; else tsv]
     #[arg(long, value_parser = ["csv", "tsv"], help_heading = "CSV/TSV files")]
     format: Option<String>,
     /// The first line of each file is a header, not data
@@ -146,16 +152,16 @@ pub struct LoadArgs {
 
 pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     let target = sqlfleet_conn::resolve_interactive(&a.conn)?;
-    if let Some(into) = a.into.clone() {
+    if let Some(into) = flat_table(&a, &target)? {
         return run_flat(a, target, into).await;
     }
     if let Some(flag) = flat_only(&a).first() {
         anyhow::bail!(
-            "{flag} is for CSV/TSV files loaded with --into DB.TABLE; {}",
+            "{flag} is for CSV/TSV files (named .csv or .tsv, or loaded with --into DB.TABLE); {}",
             if *flag == "--character-set" {
                 "a dump's character set is what its SET NAMES says, or --default-character-set"
             } else {
-                "a .sql dump takes no such option"
+                "these paths are read as a SQL dump, which takes no such option"
             }
         );
     }
@@ -271,6 +277,26 @@ impl LoadArgs {
     }
 }
 
+/// The table of a CSV/TSV load: --into's, or the one the files' names
+/// give (mysqlimport's rule, `naming::implied_table`) in the -D database;
+/// `None` for a dump.
+fn flat_table(a: &LoadArgs, target: &sqlfleet_conn::Target) -> anyhow::Result<Option<String>> {
+    if a.into.is_some() {
+        return Ok(a.into.clone());
+    }
+    let paths: Vec<&std::path::Path> = a.paths.iter().map(|p| p.as_path()).collect();
+    let table = sqlfleet_flat::naming::implied_table(&paths).map_err(anyhow::Error::msg)?;
+    if let Some(t) = &table {
+        anyhow::ensure!(
+            target.database.is_some(),
+            "{}: a CSV/TSV file goes into the table its name gives (`{t}`, as mysqlimport reads it) \
+             in the -D database: give -D DB, or --into DB.TABLE",
+            a.paths[0].display()
+        );
+    }
+    Ok(table)
+}
+
 fn flat_only(a: &LoadArgs) -> Vec<&'static str> {
     let given = [
         ("--format", a.format.is_some()),
@@ -293,10 +319,18 @@ async fn run_flat(
     into: String,
 ) -> anyhow::Result<Exit> {
     use sqlfleet_flat::format::{parse_byte, parse_sep, Format};
-    let mut format = if a.format.as_deref() == Some("csv") {
-        Format::csv()
-    } else {
-        Format::tsv()
+    use sqlfleet_flat::naming::{agreed_kind, Kind};
+    let paths: Vec<&std::path::Path> = a.paths.iter().map(|p| p.as_path()).collect();
+    let kind = match a.format.as_deref() {
+        Some("csv") => Kind::Csv,
+        Some(_) => Kind::Tsv,
+        None => agreed_kind(&paths)
+            .map_err(anyhow::Error::msg)?
+            .unwrap_or(Kind::Tsv),
+    };
+    let mut format = match kind {
+        Kind::Csv => Format::csv(),
+        Kind::Tsv => Format::tsv(),
     };
     if let Some(s) = &a.fields_terminated_by {
         format.fields_terminated_by = parse_sep(s)?;
