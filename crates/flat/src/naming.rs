@@ -134,7 +134,7 @@ mod tests {
         );
         assert_eq!(agreed_kind(&[p("a.txt"), p("b.tsv")]), Ok(Some(Kind::Tsv)));
         assert_eq!(agreed_kind(&[p("a.txt")]), Ok(None));
-        let e = agreed_kind(&[p("a.csv"), p("b.tsv")]).unwrap_err();
+        let e = agreed_kind(&[p("a.csv"), p("b.tsv")]).expect_err("two formats");
         assert!(
             e.contains("a.csv") && e.contains("b.tsv") && e.contains("--format"),
             "{e}"
@@ -143,7 +143,9 @@ mod tests {
 
     #[test]
     fn the_table_is_the_name_up_to_its_first_dot() {
-        let table: &[(&[&str], Result<Option<&str>, ()>)] = &[
+        // The files, and the table they go into (Err: refused).
+        type Case<'a> = (&'a [&'a str], Result<Option<&'a str>, ()>);
+        let table: &[Case] = &[
             (&["orders.tsv"], Ok(Some("orders"))),
             (
                 &["d/orders.00001.csv.gz", "orders.00002.csv"],
