@@ -305,6 +305,14 @@ fn a_closed_output_pipe_ends_a_command_quietly() {
             !err.contains("panicked") && !err.contains("Broken pipe"),
             "{args:?}: {err}"
         );
+        // The command's own --help says the code it ended with.
+        if code == Some(141) && args[0] == "query" {
+            let h = help(&args[..1])
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(h.contains("141 the output pipe closed"), "{args:?}: {h}");
+        }
     }
 }
 

@@ -582,7 +582,22 @@ fn a_password_after_a_bare_p_is_never_echoed_in_a_usage_error() {
 /// stopped with KILL QUERY on every host, the summary prints with those
 /// hosts interrupted, and the exit code is 130.
 #[test]
-fn ctrl_c_kills_the_queries_in_flight_and_exits_130() {
+fn ctrl_c_and_sigterm_kill_the_queries_in_flight_130_and_143() {
+    // SIGTERM (a service manager, a CI timeout) is the same stop, 143.
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        stopped_by(signal, code);
+    }
+}
+
+fn stopped_by(signal: libc::c_int, code: i32) {
+    let help = common::sqlfleet()
+        .args(["query", "--help"])
+        .output()
+        .expect("help");
+    assert!(
+        stdout(&help).contains(&code.to_string()),
+        "query --help does not say {code}"
+    );
     let srv = server();
     let host = addr(srv.sandbox.meta.primary().port);
     let marker = "SELECT SLEEP(60) AS ctrl_c_marker";
@@ -606,10 +621,10 @@ fn ctrl_c_kills_the_queries_in_flight_and_exits_130() {
     }
     // SAFETY: sending a signal to our own child process.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.id() as i32, signal);
     }
     let o = child.wait_with_output().expect("wait");
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(code), "{}", stderr(&o));
     assert!(stderr(&o).contains("1 interrupted"), "{}", stderr(&o));
     assert!(stderr(&o).contains("KILL QUERY"), "{}", stderr(&o));
     let t1 = Instant::now();

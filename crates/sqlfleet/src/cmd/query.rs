@@ -25,7 +25,8 @@ use crate::exit::Exit;
 ///
 /// Exit codes: 0 every host ok (with --diff: and all alike), 1 usage
 /// error, 2 some hosts (or databases) failed, 3 all failed, 4 with --diff:
-/// every host answered and not all alike, 130 interrupted (Ctrl-C).
+/// every host answered and not all alike, 130 interrupted (Ctrl-C), 141
+/// the output pipe closed (`| head`), 143 terminated (SIGTERM).
 #[derive(clap::Args, Debug)]
 #[command(disable_help_flag = true)]
 pub struct QueryArgs {
