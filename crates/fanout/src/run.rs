@@ -420,19 +420,9 @@ async fn statements(
     deadline: Option<Instant>,
 ) -> HostResult {
     let mariadb = conn.is_mariadb();
-    let guarded = if read_only::needs_guard(&opts.statements, opts.writes_on_read_only) {
-        match read_only::keep(&mut conn).await {
-            Ok(on) => on,
-            Err(e) => {
-                let msg = format!(
-                    "{}: could not make the session of this read-only server read-only; nothing ran",
-                    describe(&e)
-                );
-                return HostResult::of(State::Error, Some(msg), 0);
-            }
-        }
-    } else {
-        false
+    let guarded = match keep_read_only(opts, &mut conn).await {
+        Ok(on) => on,
+        Err(refused) => return refused,
     };
     let dbs = match databases(&opts.databases, &mut conn).await {
         Ok(dbs) => dbs,
@@ -529,18 +519,7 @@ async fn statements(
             match r {
                 Ok(n) => total += n,
                 Err(e) => {
-                    let state = match &e {
-                        WireError::Server { code, .. } if *code == 1969 || *code == 3024 => {
-                            State::Timeout
-                        }
-                        _ => State::Error,
-                    };
-                    let mut said = describe(&e);
-                    if let (true, WireError::Server { code, .. }) = (guarded, &e) {
-                        if let Some(why) = read_only::explain(*code) {
-                            said = format!("{said}; {why}");
-                        }
-                    }
+                    let (state, said) = failed(&e, guarded);
                     let msg = match db {
                         Some(d) if dbs.len() > 1 => format!("{d}: {said}"),
                         _ => said,
@@ -579,6 +558,40 @@ async fn statements(
         rows: total,
         databases: per_db,
         login: None,
+    }
+}
+
+/// Makes a read-only server's session read-only when the statements may
+/// write ([`read_only`]); whether it did, or the host's result when that
+/// failed (then nothing ran).
+async fn keep_read_only(opts: &QueryOptions, conn: &mut Client) -> Result<bool, HostResult> {
+    if !read_only::needs_guard(&opts.statements, opts.writes_on_read_only) {
+        return Ok(false);
+    }
+    read_only::keep(conn).await.map_err(|e| {
+        let msg = format!(
+            "{}: could not make the session of this read-only server read-only; nothing ran",
+            describe(&e)
+        );
+        HostResult::of(State::Error, Some(msg), 0)
+    })
+}
+
+/// A failed statement's state (the server's own statement timeouts are
+/// timeouts) and words, with what a read-only session's refusal means.
+fn failed(e: &WireError, guarded: bool) -> (State, String) {
+    match e {
+        WireError::Server { code, .. } => (
+            match code {
+                1969 | 3024 => State::Timeout,
+                _ => State::Error,
+            },
+            match read_only::explain(*code).filter(|_| guarded) {
+                Some(why) => format!("{}; {why}", describe(e)),
+                None => describe(e),
+            },
+        ),
+        _ => (State::Error, describe(e)),
     }
 }
 
