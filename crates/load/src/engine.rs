@@ -35,9 +35,16 @@ pub struct Connected {
 /// Opens the load's session connection and checks what every input
 /// needs checked before any of it is read: a wrong password or a Galera
 /// node the load cannot keep out of the binary log fails here.
-pub async fn connect(target: &Target, binlog: Binlog) -> Result<Connected, LoadError> {
+pub async fn connect(
+    target: &Target,
+    binlog: Binlog,
+    writes_on_read_only: bool,
+) -> Result<Connected, LoadError> {
     let mut session = SessionConn::open(target, binlog).await?;
     let endpoint = target.endpoint.to_string();
+    if !writes_on_read_only {
+        refuse_read_only(&mut session.conn, &endpoint).await?;
+    }
     let cluster = galera::detect(&mut session.conn)
         .await
         .map_err(|e| LoadError::Setup {
@@ -53,6 +60,31 @@ pub async fn connect(target: &Target, binlog: Binlog) -> Result<Connected, LoadE
         cluster,
         endpoint,
     })
+}
+
+/// A server that reports `read_only = ON` is a replica (or kept from
+/// writes on purpose): a load there by an account with SUPER would go
+/// through, and on a replica fork its data from its primary's, its GTIDs
+/// stopping its replication at the primary's next transaction. Refused
+/// before anything runs; `--writes-on-read-only` loads there anyway.
+async fn refuse_read_only(conn: &mut mysql_async::Conn, endpoint: &str) -> Result<(), LoadError> {
+    use mysql_async::prelude::Queryable;
+    let ro: Option<i64> = conn
+        .query_first("SELECT @@global.read_only + 0")
+        .await
+        .map_err(|e| LoadError::Setup {
+            what: format!("{endpoint}: reading @@read_only: {e}"),
+        })?;
+    match ro {
+        Some(0) => Ok(()),
+        _ => Err(LoadError::Setup {
+            what: format!(
+                "{endpoint} is read_only (a replica?): a load there would fork its data from its \
+                 primary's; load into the primary (--sandbox NAME loads there), or give \
+                 --writes-on-read-only"
+            ),
+        }),
+    }
 }
 
 pub struct EngineOptions {

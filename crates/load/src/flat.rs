@@ -30,6 +30,8 @@ pub struct FlatOptions {
     pub target: Target,
     /// Whether the load writes the server's binary log.
     pub binlog: crate::session::Binlog,
+    /// See [`crate::LoadOptions::writes_on_read_only`].
+    pub writes_on_read_only: bool,
     pub files: Vec<PathBuf>,
     /// `db.table` or `table` (then the connection's database).
     pub into: String,
@@ -154,7 +156,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         session: mut control,
         cluster,
         endpoint,
-    } = engine::connect(&opts.target, opts.binlog).await?;
+    } = engine::connect(&opts.target, opts.binlog, opts.writes_on_read_only).await?;
     let table = FlatTable::read(&mut control.conn, &opts, &endpoint, cluster.as_ref()).await?;
     table.refuse_split_ids(&opts)?;
     let read_counter = Arc::new(AtomicU64::new(0));

@@ -26,6 +26,9 @@ pub struct LoadOptions {
     pub target: Target,
     /// Whether the load writes the server's binary log.
     pub binlog: crate::session::Binlog,
+    /// Load into a server that reports read_only = ON (a replica) too;
+    /// without it such a server is refused before anything runs.
+    pub writes_on_read_only: bool,
     pub path: PathBuf,
     pub threads: usize,
     pub resume: bool,
@@ -316,7 +319,7 @@ impl Setup {
             session: control,
             cluster,
             endpoint,
-        } = engine::connect(&opts.target, opts.binlog).await?;
+        } = engine::connect(&opts.target, opts.binlog, opts.writes_on_read_only).await?;
         let mut bookkeeping = SessionConn::open(&opts.target, opts.binlog).await?.conn;
         let max_packet: Option<u64> = bookkeeping
             .query_first("SELECT @@max_allowed_packet")

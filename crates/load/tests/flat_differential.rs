@@ -274,6 +274,7 @@ fn generated_flat_files_load_like_one_load_data() {
         let opts = FlatOptions {
             target: srv.target().with_database(Some(&ours)),
             binlog: sqlfleet_load::Binlog::Write,
+            writes_on_read_only: false,
             files: vec![path.clone()],
             into: "t".into(),
             format: g.format.clone(),

@@ -2070,3 +2070,62 @@ fn overwrite_tables_drops_each_table_before_creating_it() {
     assert_eq!(count(srv, &format!("SELECT COUNT(*) FROM `{dst}`.a")), 2);
     assert_eq!(count(srv, &format!("SELECT SUM(id) FROM `{dst}`.b")), 7);
 }
+
+/// A server that reports read_only (a replica) is refused before anything
+/// runs: a load there by root would go through read_only and fork the
+/// replica from its primary. --writes-on-read-only loads there (this
+/// file keeps itself out of the replica's binary log, so the shared
+/// sandbox keeps replicating).
+#[test]
+fn a_read_only_server_is_refused_unless_the_user_says_so() {
+    let srv = sqlfleet_testkit::replicated();
+    let replica = srv.sandbox.meta.nodes[1].port.to_string();
+    let db = format!("ro_load_{}", std::process::id());
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("replica_only.sql");
+    std::fs::write(
+        &file,
+        format!(
+            "SET SESSION sql_log_bin = 0;\nCREATE DATABASE {db};\nCREATE TABLE {db}.t (a INT);\nINSERT INTO {db}.t VALUES (1),(2);\n"
+        ),
+    )
+    .expect("write");
+    let f = file.to_str().expect("utf8");
+    let on_replica = ["-h", "127.0.0.1", "--protocol", "tcp", "-P", &replica];
+    let rows = || {
+        let o = common::sqlfleet()
+            .arg("query")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["--hosts", &format!("127.0.0.1:{replica}")])
+            .args(["-e", &format!("SHOW DATABASES LIKE '{db}'")])
+            .output()
+            .expect("query");
+        stdout(&o).lines().count()
+    };
+    let o = common::load(&srv.defaults_file(), &[&on_replica[..], &[f]].concat());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is read_only") && stderr(&o).contains("--writes-on-read-only"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(rows(), 0, "nothing ran");
+    let o = common::load(
+        &srv.defaults_file(),
+        &[&on_replica[..], &["--writes-on-read-only", f]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(rows(), 1, "loaded on the replica");
+    let o = common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--hosts", &format!("127.0.0.1:{replica}")])
+        .arg("--writes-on-read-only")
+        .args([
+            "-e",
+            &format!("SET SESSION sql_log_bin = 0; DROP DATABASE {db}"),
+        ])
+        .output()
+        .expect("query");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}

@@ -17,6 +17,7 @@ pub fn options(srv: &TestServer, db: &str, path: &Path) -> LoadOptions {
     LoadOptions {
         target: srv.target().with_database(Some(db)),
         binlog: sqlfleet_load::Binlog::Write,
+        writes_on_read_only: false,
         path: path.to_path_buf(),
         threads: 4,
         resume: false,

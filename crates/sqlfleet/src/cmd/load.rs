@@ -101,6 +101,10 @@ pub struct LoadArgs {
     /// into a database that already has the tables. Their rows are lost
     #[arg(long)]
     overwrite_tables: bool,
+    /// Load into a server that reports read_only = ON (a replica) too;
+    /// without it such a server is refused before anything runs
+    #[arg(long)]
+    writes_on_read_only: bool,
     /// Do not write the load into the server's binary log (sql_log_bin = 0
     /// on every connection, as myloader does unless --enable-binlog):
     /// replicas and point-in-time recovery will not see it. Needs the
@@ -195,6 +199,7 @@ pub async fn run(a: LoadArgs) -> anyhow::Result<Exit> {
     });
     let opts = LoadOptions {
         binlog: a.binlog(),
+        writes_on_read_only: a.writes_on_read_only,
         target,
         path,
         threads: a.threads,
@@ -355,6 +360,7 @@ async fn run_flat(
     let opts = sqlfleet_load::flat::FlatOptions {
         target,
         binlog: a.binlog(),
+        writes_on_read_only: a.writes_on_read_only,
         files: a.paths,
         into,
         format,

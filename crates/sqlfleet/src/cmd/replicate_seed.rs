@@ -68,6 +68,9 @@ pub async fn seed_one(
         // The target's own replicas and its point-in-time recovery see
         // the seeded copy, as they see the streamed changes.
         binlog: sqlfleet_load::Binlog::Write,
+        // A consolidation target is often read_only for its applications;
+        // replicate writes there as a replica's applier does.
+        writes_on_read_only: true,
         path: work.dump.clone(),
         threads,
         resume: !fresh,

@@ -68,6 +68,16 @@ pub(crate) const IDEAS: &[(&str, &str, &[&str])] = &[
         &["as-json", "json-output"],
     ),
     ("only results and errors", "quiet", &["silent"]),
+    (
+        "writing on a read-only server",
+        "writes-on-read-only",
+        &[
+            "allow-read-only",
+            "write-read-only",
+            "write-replicas",
+            "allow-writes",
+        ],
+    ),
 ];
 
 /// Commands that print results (and so take `--json`), and commands
