@@ -59,12 +59,25 @@ pub async fn cleanup(t: &Target) -> Result<(), mysql_async::Error> {
 }
 
 /// Creates the bench database if needed and `table` afresh from its
-/// column definitions.
+/// column definitions. A server that reports `read_only = ON` (a replica)
+/// is refused first: the bench's account usually has SUPER, and tables
+/// created and filled on a replica fork it from its primary.
 pub async fn recreate_table(
     c: &mut Conn,
     table: &str,
     definition: &str,
 ) -> Result<(), mysql_async::Error> {
+    let ro: Option<i64> = c.query_first("SELECT @@global.read_only + 0").await?;
+    if ro != Some(0) {
+        return Err(mysql_async::Error::Other(
+            format!(
+                "the server is read_only (a replica?): bench creates and fills its tables in \
+                 {DB} there, which would fork it from its primary; bench the primary (--sandbox \
+                 NAME does), or SET GLOBAL read_only = 0 there first if you mean it"
+            )
+            .into(),
+        ));
+    }
     c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {DB}"))
         .await?;
     c.query_drop(format!("DROP TABLE IF EXISTS {DB}.{table}"))

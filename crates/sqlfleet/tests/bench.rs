@@ -537,3 +537,43 @@ fn a_failing_via_target_fails_the_run_and_compare_refuses_mismatches() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(stderr(&o).contains("same benchmark"), "{}", stderr(&o));
 }
+
+/// Both workloads create and fill their tables: on a server that reports
+/// read_only (a replica) they refuse before creating anything, so a bench
+/// pointed at a replica by mistake does not fork it from its primary.
+#[test]
+fn a_read_only_server_is_refused_before_any_table_is_made() {
+    let srv = sqlfleet_testkit::replicated();
+    let replica = srv.sandbox.meta.nodes[1].port.to_string();
+    let on_replica = ["-h", "127.0.0.1", "--protocol", "tcp", "-P", &replica];
+    let out = tempfile::tempdir().expect("tmp");
+    let dir = out.path().to_str().expect("utf8");
+    for workload in [
+        &["insert", "--table-sizes", "100", "--threads", "1"][..],
+        &["pool", "--queries-per-connection", "1", "--threads", "1"][..],
+    ] {
+        let o = common::sqlfleet()
+            .arg("bench")
+            .arg(workload[0])
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(on_replica)
+            .args(&workload[1..])
+            .args(["--out", dir, "--progress", "none"])
+            .output()
+            .expect("run");
+        assert_eq!(o.status.code(), Some(1), "{workload:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("read_only"),
+            "{workload:?}: {}",
+            stderr(&o)
+        );
+    }
+    let o = common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--hosts", &format!("127.0.0.1:{replica}")])
+        .args(["-e", "SHOW DATABASES LIKE 'sqlfleet_bench'"])
+        .output()
+        .expect("query");
+    assert_eq!(stdout(&o), "", "nothing made on the replica");
+}
