@@ -26,6 +26,9 @@
 //! CALL — is guarded. A stored function called from a SELECT is the one
 //! write this lets through; the guide says so.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use sqlfleet_wire::client::Client;
 use sqlfleet_wire::WireError;
 
@@ -55,35 +58,108 @@ pub fn needs_guard(statements: &[String], writes_on_read_only: bool) -> bool {
     !writes_on_read_only && !statements.iter().all(|s| only_reads(s))
 }
 
-/// What a read-only server's error means, added to it when the guard was
-/// on: ERROR 1792 is the server refusing a write in a read-only session.
-pub fn explain(code: u16) -> Option<&'static str> {
-    (code == 1792).then_some(
-        "this server is read_only, as replicas are: sqlfleet query keeps its session read-only \
-         so its data cannot fork from its primary's (--writes-on-read-only writes there)",
-    )
+/// How a host's session was set up for a run that may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// As logged in: the statements only read, the user said so, or the
+    /// server takes writes (and runs its cluster's share of them).
+    Open,
+    /// The server reports read_only: its session is read-only.
+    ReadOnly,
+    /// A Galera member whose cluster's writes run on `on`, another listed
+    /// member: its session is read-only, so a write is applied once in
+    /// the cluster, not once per member.
+    Member { cluster: String, on: String },
 }
 
-/// Makes the session read-only if the server is; returns whether it was.
-/// An account that may not set `sql_log_bin` (ERROR 1227) keeps it: it
-/// cannot write data on a read-only server anyway, and the guide says its
-/// FLUSH or ANALYZE there are still logged.
-pub async fn keep(conn: &mut Client) -> Result<bool, WireError> {
+/// Which listed host runs the writes of each Galera cluster: the first of
+/// its members to log in. Shared by the hosts of one run.
+#[derive(Debug, Default, Clone)]
+pub struct Clusters(Arc<Mutex<HashMap<String, String>>>);
+
+impl Clusters {
+    /// The host that runs `cluster`'s writes, `addr` if it is the first.
+    pub fn claim(&self, cluster: &str, addr: &str) -> String {
+        let mut m = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        m.entry(cluster.to_string())
+            .or_insert_with(|| addr.to_string())
+            .clone()
+    }
+}
+
+/// What a read-only session's refusal (ERROR 1792) means, added to it.
+pub fn explain(code: u16, guard: &Guard) -> Option<String> {
+    if code != 1792 {
+        return None;
+    }
+    match guard {
+        Guard::Open => None,
+        Guard::ReadOnly => Some(
+            "this server is read_only, as replicas are: sqlfleet query keeps its session \
+             read-only so its data cannot fork from its primary's (--writes-on-read-only writes \
+             there)"
+                .into(),
+        ),
+        Guard::Member { cluster, on } => Some(format!(
+            "this server is a member of Galera cluster {cluster}, whose writes run on {on}: the \
+             cluster applies them on every member once (--writes-on-read-only runs them on each \
+             host as given)"
+        )),
+    }
+}
+
+/// A Galera cluster's id as a member reports it; `None` outside one.
+fn cluster_of(status: Option<&Option<String>>) -> Option<String> {
+    match status {
+        Some(Some(uuid)) if !uuid.is_empty() && uuid.bytes().any(|b| b != b'0' && b != b'-') => {
+            Some(uuid.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Sets up a session for a run that may write: read-only on a server
+/// that reports read_only (with `sql_log_bin = 0`: an account that may
+/// not set it, ERROR 1227, keeps it — it cannot write data on a read-only
+/// server anyway, and the guide says its FLUSH there is still logged), and
+/// on each Galera member but the first listed of its cluster (`clusters`).
+pub async fn keep(conn: &mut Client, addr: &str, clusters: &Clusters) -> Result<Guard, WireError> {
     let ro = conn.column("SELECT @@global.read_only").await?;
     let on = matches!(ro.first(), Some(Some(v)) if v == "1" || v.eq_ignore_ascii_case("ON"));
-    if !on {
-        return Ok(false);
-    }
+    let guard = if on {
+        Guard::ReadOnly
+    } else if !conn.is_mariadb() {
+        return Ok(Guard::Open);
+    } else {
+        let uuid = conn
+            .column(
+                "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+                 WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATE_UUID'",
+            )
+            .await?;
+        match cluster_of(uuid.first()) {
+            None => return Ok(Guard::Open),
+            Some(cluster) => match clusters.claim(&cluster, addr) {
+                first if first == addr => return Ok(Guard::Open),
+                other => Guard::Member { cluster, on: other },
+            },
+        }
+    };
     let var = if conn.is_mariadb() {
         "tx_read_only"
     } else {
         "transaction_read_only"
     };
     conn.execute(&format!("SET SESSION {var} = 1")).await?;
-    match conn.execute("SET SESSION sql_log_bin = 0").await {
-        Err(WireError::Server { code: 1227, .. }) | Ok(()) => Ok(true),
-        Err(e) => Err(e),
+    // Not on a Galera member: there sql_log_bin = 0 can keep what does
+    // run (SET GLOBAL, FLUSH) from the cluster too.
+    if guard == Guard::ReadOnly {
+        match conn.execute("SET SESSION sql_log_bin = 0").await {
+            Err(WireError::Server { code: 1227, .. }) | Ok(()) => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(guard)
 }
 
 #[cfg(test)]
@@ -137,9 +213,51 @@ mod tests {
     }
 
     #[test]
-    fn only_the_read_only_refusal_is_explained() {
-        assert!(explain(1792).is_some_and(|w| w.contains("--writes-on-read-only")));
-        assert_eq!(explain(1290), None);
-        assert_eq!(explain(1064), None);
+    fn only_a_guarded_sessions_refusal_is_explained() {
+        let member = Guard::Member {
+            cluster: "u-1".into(),
+            on: "h1:3306".into(),
+        };
+        let table: &[(u16, &Guard, Option<&str>)] = &[
+            (1792, &Guard::ReadOnly, Some("read_only, as replicas are")),
+            (
+                1792,
+                &member,
+                Some("Galera cluster u-1, whose writes run on h1:3306"),
+            ),
+            (1792, &Guard::Open, None),
+            (1290, &Guard::ReadOnly, None),
+            (1064, &member, None),
+        ];
+        for (code, guard, says) in table {
+            let got = explain(*code, guard);
+            match says {
+                Some(w) => assert!(
+                    got.as_deref()
+                        .is_some_and(|g| g.contains(w) && g.contains("--writes-on-read-only")),
+                    "{code} {guard:?}: {got:?}"
+                ),
+                None => assert_eq!(got, None, "{code} {guard:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_first_member_of_a_cluster_runs_its_writes() {
+        let c = Clusters::default();
+        assert_eq!(c.claim("a", "h1"), "h1");
+        assert_eq!(c.claim("a", "h2"), "h1");
+        assert_eq!(c.claim("b", "h2"), "h2");
+        assert_eq!(c.claim("a", "h1"), "h1");
+    }
+
+    #[test]
+    fn a_cluster_id_is_a_non_zero_uuid() {
+        let id = |s: Option<&str>| cluster_of(Some(&s.map(str::to_string)));
+        assert_eq!(id(Some("a1b2-c3")), Some("a1b2-c3".into()));
+        assert_eq!(id(Some("00000000-0000-0000-0000-000000000000")), None);
+        assert_eq!(id(Some("")), None);
+        assert_eq!(id(None), None);
+        assert_eq!(cluster_of(None), None);
     }
 }

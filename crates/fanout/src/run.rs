@@ -61,6 +61,9 @@ pub struct QueryOptions {
     /// Run writes on servers that report read_only = ON (off: their
     /// sessions are made read-only first, see [`crate::read_only`]).
     pub writes_on_read_only: bool,
+    /// Which host runs each Galera cluster's writes (shared by the run's
+    /// hosts; `Default` for a run).
+    pub clusters: read_only::Clusters,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -420,7 +423,7 @@ async fn statements(
     deadline: Option<Instant>,
 ) -> HostResult {
     let mariadb = conn.is_mariadb();
-    let guarded = match keep_read_only(opts, &mut conn).await {
+    let guarded = match keep_read_only(opts, &mut conn, addr).await {
         Ok(on) => on,
         Err(refused) => return refused,
     };
@@ -519,7 +522,7 @@ async fn statements(
             match r {
                 Ok(n) => total += n,
                 Err(e) => {
-                    let (state, said) = failed(&e, guarded);
+                    let (state, said) = failed(&e, &guarded);
                     let msg = match db {
                         Some(d) if dbs.len() > 1 => format!("{d}: {said}"),
                         _ => said,
@@ -562,31 +565,37 @@ async fn statements(
 }
 
 /// Makes a read-only server's session read-only when the statements may
-/// write ([`read_only`]); whether it did, or the host's result when that
-/// failed (then nothing ran).
-async fn keep_read_only(opts: &QueryOptions, conn: &mut Client) -> Result<bool, HostResult> {
+/// write ([`read_only`]); how, or the host's result when that failed
+/// (then nothing ran).
+async fn keep_read_only(
+    opts: &QueryOptions,
+    conn: &mut Client,
+    addr: &str,
+) -> Result<read_only::Guard, HostResult> {
     if !read_only::needs_guard(&opts.statements, opts.writes_on_read_only) {
-        return Ok(false);
+        return Ok(read_only::Guard::Open);
     }
-    read_only::keep(conn).await.map_err(|e| {
-        let msg = format!(
-            "{}: could not make the session of this read-only server read-only; nothing ran",
-            describe(&e)
-        );
-        HostResult::of(State::Error, Some(msg), 0)
-    })
+    read_only::keep(conn, addr, &opts.clusters)
+        .await
+        .map_err(|e| {
+            let msg = format!(
+                "{}: could not set up a session for statements that may write; nothing ran",
+                describe(&e)
+            );
+            HostResult::of(State::Error, Some(msg), 0)
+        })
 }
 
 /// A failed statement's state (the server's own statement timeouts are
 /// timeouts) and words, with what a read-only session's refusal means.
-fn failed(e: &WireError, guarded: bool) -> (State, String) {
+fn failed(e: &WireError, guarded: &read_only::Guard) -> (State, String) {
     match e {
         WireError::Server { code, .. } => (
             match code {
                 1969 | 3024 => State::Timeout,
                 _ => State::Error,
             },
-            match read_only::explain(*code).filter(|_| guarded) {
+            match read_only::explain(*code, guarded) {
                 Some(why) => format!("{}; {why}", describe(e)),
                 None => describe(e),
             },

@@ -1364,3 +1364,80 @@ fn a_write_run_on_a_sandbox_leaves_its_replicas_replicating() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// A write on every member of one Galera cluster would be applied once
+/// per member (three rows for one INSERT, a CREATE refused on all but
+/// one): the first member to log in runs the run's writes, the others'
+/// sessions are read-only (ERROR 1792, explained), so the cluster applies
+/// each write once. What is not replicated (SET GLOBAL) still runs on
+/// every member; --writes-on-read-only runs everything on each host.
+#[test]
+fn a_write_on_a_galera_cluster_is_applied_once() {
+    let g = sqlfleet_testkit::galera();
+    let name = g.sandbox.name().to_string();
+    let members = g.sandbox.meta.nodes.len();
+    let db = format!("galera_once_{}", std::process::id());
+    let run = |args: &[&str]| {
+        common::sqlfleet()
+            .env("SQLFLEET_HOME", g.home())
+            .args(["query", "--sandbox", &name])
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run")
+    };
+    let o = run(&[
+        "-e",
+        &format!("CREATE DATABASE {db}; CREATE TABLE {db}.t (a INT PRIMARY KEY AUTO_INCREMENT, b INT); INSERT INTO {db}.t (b) VALUES (1)"),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.matches("ERROR 1792").count(), members - 1, "{err}");
+    assert!(err.contains("member of Galera cluster"), "{err}");
+    let counts = || {
+        let o = run(&["-e", &format!("SELECT COUNT(*) FROM {db}.t")]);
+        let mut c: Vec<String> = stdout(&o)
+            .lines()
+            .filter_map(|l| l.rsplit('\t').next())
+            .map(str::to_owned)
+            .collect();
+        c.sort();
+        c
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while counts() != vec!["1".to_string(); members] {
+        assert!(
+            Instant::now() < deadline,
+            "one row on every member: {:?}",
+            counts()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = run(&[
+        "-e",
+        "SET GLOBAL max_connections = @@global.max_connections",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "not replicated, run on each: {}",
+        stderr(&o)
+    );
+    let o = run(&[
+        "--writes-on-read-only",
+        "-e",
+        &format!("INSERT INTO {db}.t (b) VALUES (2)"),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let want = vec![(1 + members).to_string(); members];
+    while counts() != want {
+        assert!(
+            Instant::now() < deadline,
+            "a row per member: {:?}",
+            counts()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = run(&["-e", &format!("DROP DATABASE {db}")]);
+    assert_eq!(o.status.code(), Some(2), "dropped once: {}", stderr(&o));
+}

@@ -106,11 +106,12 @@ pub struct QueryArgs {
     /// Run in every database except the system ones
     #[arg(long)]
     all_databases: bool,
-    /// Run writes on servers that report read_only = ON (replicas) too.
-    /// Without it, a run with any statement that is not a plain read
-    /// makes each read-only server's session read-only first
-    /// (tx_read_only, sql_log_bin = 0): the server refuses the writes
-    /// there (ERROR 1792) instead of forking the replica from its primary
+    /// Run every statement on every host as given. Without it, a run with
+    /// any statement that is not a plain read makes each read-only
+    /// server's session read-only first (tx_read_only, sql_log_bin = 0),
+    /// and each Galera member's but one per cluster: the server refuses
+    /// the writes there (ERROR 1792) instead of forking a replica from its
+    /// primary or applying a write once per Galera member
     #[arg(long)]
     writes_on_read_only: bool,
     /// Write the per-host status as JSON to this file
@@ -203,6 +204,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         )),
         finished: Some(finished.clone()),
         writes_on_read_only: a.writes_on_read_only,
+        clusters: Default::default(),
     };
     let total = opts.hosts.len();
     let ticker = show_progress(a.progress.resolve(), finished, total);
