@@ -93,16 +93,18 @@ impl Summary {
             );
         }
         let mut s = format!(
-            "{} {}: {} {}, {} rows into {}, {} in {:.1}s ({:.0} rows/s, {}/s) on {}",
+            "{} {}: {}, {} into {}, {} in {:.1}s ({:.0} rows/s, {}/s) on {}",
             if self.complete {
                 "loaded"
             } else {
                 "stopped loading"
             },
             self.source,
-            self.statements,
-            self.unit,
-            self.rows,
+            sqlfleet_conn::text::count(
+                self.statements as u64,
+                self.unit.strip_suffix('s').unwrap_or(self.unit)
+            ),
+            sqlfleet_conn::text::count(self.rows, "row"),
             sqlfleet_conn::text::count(self.tables as u64, "table"),
             progress::human_bytes(self.bytes as f64),
             self.seconds,
