@@ -101,7 +101,7 @@ impl Summary {
             },
             self.source,
             sqlfleet_conn::text::count(
-                self.statements as u64,
+                self.statements,
                 self.unit.strip_suffix('s').unwrap_or(self.unit)
             ),
             sqlfleet_conn::text::count(self.rows, "row"),
