@@ -67,8 +67,7 @@ pub async fn recreate_table(
     table: &str,
     definition: &str,
 ) -> Result<(), mysql_async::Error> {
-    let ro: Option<i64> = c.query_first("SELECT @@global.read_only + 0").await?;
-    if ro != Some(0) {
+    if sqlfleet_conn::read_only::ask(c).await? {
         return Err(mysql_async::Error::Other(
             format!(
                 "the server is read_only (a replica?): bench creates and fills its tables in \

@@ -17,6 +17,7 @@ pub mod home;
 mod open;
 pub mod optfile;
 pub mod quote;
+pub mod read_only;
 pub mod resolve;
 pub mod secret;
 pub mod text;

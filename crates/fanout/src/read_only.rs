@@ -124,8 +124,14 @@ fn cluster_of(status: Option<&Option<String>>) -> Option<String> {
 /// server anyway, and the guide says its FLUSH there is still logged), and
 /// on each Galera member but the first listed of its cluster (`clusters`).
 pub async fn keep(conn: &mut Client, addr: &str, clusters: &Clusters) -> Result<Guard, WireError> {
-    let ro = conn.column("SELECT @@global.read_only").await?;
-    let on = matches!(ro.first(), Some(Some(v)) if v == "1" || v.eq_ignore_ascii_case("ON"));
+    use sqlfleet_conn::read_only::{says_read_only, ASK, ASK_PLAIN, SYNTAX_ERROR};
+    let ro = match conn.column(ASK).await {
+        Err(WireError::Server { code, .. }) if code == SYNTAX_ERROR => {
+            conn.column(ASK_PLAIN).await?
+        }
+        r => r?,
+    };
+    let on = matches!(ro.first(), Some(Some(v)) if says_read_only(v));
     let guard = if on {
         Guard::ReadOnly
     } else if !conn.is_mariadb() {

@@ -68,16 +68,14 @@ pub async fn connect(
 /// stopping its replication at the primary's next transaction. Refused
 /// before anything runs; `--writes-on-read-only` loads there anyway.
 async fn refuse_read_only(conn: &mut mysql_async::Conn, endpoint: &str) -> Result<(), LoadError> {
-    use mysql_async::prelude::Queryable;
-    let ro: Option<i64> = conn
-        .query_first("SELECT @@global.read_only + 0")
+    let ro = sqlfleet_conn::read_only::ask(conn)
         .await
         .map_err(|e| LoadError::Setup {
             what: format!("{endpoint}: reading @@read_only: {e}"),
         })?;
     match ro {
-        Some(0) => Ok(()),
-        _ => Err(LoadError::Setup {
+        false => Ok(()),
+        true => Err(LoadError::Setup {
             what: format!(
                 "{endpoint} is read_only (a replica?): a load there would fork its data from its \
                  primary's; load into the primary (--sandbox NAME loads there), or give \

@@ -2129,3 +2129,68 @@ fn a_read_only_server_is_refused_unless_the_user_says_so() {
         .expect("query");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
 }
+
+/// Through a read/write-splitting proxy a plain SELECT goes to a replica,
+/// which says read_only for the primary the load's writes reach: the load
+/// asks with a locking read, routed as the writes are, and loads.
+#[test]
+fn a_load_through_a_read_write_split_relay_is_not_taken_for_a_replica() {
+    let srv = sqlfleet_testkit::replicated();
+    let nodes = &srv.sandbox.meta.nodes;
+    let (r1, r2) = (
+        format!("127.0.0.1:{}", nodes[1].port),
+        format!("127.0.0.1:{}", nodes[2].port),
+    );
+    let relay = common::relay::start_relay(
+        srv,
+        &["--backend", &r1, "--backend", &r2, "--read-write-split"],
+    );
+    let port = relay.port.to_string();
+    let via = ["-h", "127.0.0.1", "--protocol", "tcp", "-P", &port];
+    let ask = |sql: &str| {
+        let o = common::sqlfleet()
+            .arg("query")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(via)
+            .args(["-e", sql])
+            .output()
+            .expect("query");
+        stdout(&o)
+            .trim()
+            .rsplit('\t')
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    // The plain question reaches a replica once the relay knows the roles.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while ask("SELECT @@global.read_only + 0") != "1" {
+        assert!(Instant::now() < deadline, "reads never went to a replica");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let db = format!("ro_relay_{}", std::process::id());
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("through.sql");
+    std::fs::write(
+        &file,
+        format!("CREATE DATABASE {db};\nCREATE TABLE {db}.t (a INT);\nINSERT INTO {db}.t VALUES (1),(2);\n"),
+    )
+    .expect("write");
+    let o = common::load(
+        &srv.defaults_file(),
+        &[&via[..], &[file.to_str().expect("utf8")]].concat(),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let primary = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let o = common::sqlfleet()
+        .arg("query")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(["--hosts", &primary])
+        .args([
+            "-e",
+            &format!("SELECT COUNT(*) FROM {db}.t; DROP DATABASE {db}"),
+        ])
+        .output()
+        .expect("query");
+    assert_eq!(stdout(&o), format!("{primary}\t2\n"), "{}", stderr(&o));
+}
