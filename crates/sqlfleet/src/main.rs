@@ -177,6 +177,19 @@ fn main() {
             std::process::exit(Exit::Usage as i32);
         }
     };
+    // Errors say which command they are of, as the commands' own
+    // messages do ("sqlfleet load: ...").
+    let name = match &cli.command {
+        Command::Load(_) => "load",
+        Command::Query(_) => "query",
+        Command::Watch(_) => "watch",
+        Command::Replicate(_) => "replicate",
+        Command::Relay(_) => "relay",
+        Command::Bench(_) => "bench",
+        Command::Sandbox(_) => "sandbox",
+        Command::Completions { .. } => "completions",
+        Command::Man { .. } => "man",
+    };
     let result = rt.block_on(async move {
         match cli.command {
             Command::Load(a) => cmd::load::run(*a).await,
@@ -193,7 +206,7 @@ fn main() {
         Ok(code) => code,
         Err(e) if pipe::is_closed_pipe(&e) => std::process::exit(pipe::CLOSED),
         Err(e) => {
-            eprintln!("sqlfleet: {}", exit::one_line(&e));
+            eprintln!("sqlfleet {name}: {}", exit::one_line(&e));
             Exit::Usage
         }
     };

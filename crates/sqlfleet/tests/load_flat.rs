@@ -189,6 +189,8 @@ fn files_named_csv_go_into_the_table_their_name_gives() {
         let o = load(srv, args);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+        // Named by its command, as the load's own messages are.
+        assert!(stderr(&o).starts_with("sqlfleet load: "), "{}", stderr(&o));
         assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{got}`.t")), "0");
     };
     refused(&[f1], "give -D DB, or --into DB.TABLE");
