@@ -33,7 +33,13 @@ pub async fn ask(conn: &mut mysql_async::Conn) -> Result<bool, mysql_async::Erro
         }
         r => r?,
     };
-    Ok(v.as_deref().is_none_or(says_read_only))
+    Ok(answer_is_read_only(v.as_deref()))
+}
+
+/// Whether the first answer says read-only; no row or NULL is taken as
+/// read-only (unsure: the write is refused there, not let through).
+pub fn answer_is_read_only(first: Option<&str>) -> bool {
+    first.is_none_or(says_read_only)
 }
 
 #[cfg(test)]
@@ -52,5 +58,10 @@ mod tests {
         ] {
             assert_eq!(says_read_only(v), ro, "{v:?}");
         }
+        assert!(
+            answer_is_read_only(None),
+            "no answer: refused, not let through"
+        );
+        assert!(!answer_is_read_only(Some("0")));
     }
 }

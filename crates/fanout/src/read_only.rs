@@ -124,14 +124,15 @@ fn cluster_of(status: Option<&Option<String>>) -> Option<String> {
 /// server anyway, and the guide says its FLUSH there is still logged), and
 /// on each Galera member but the first listed of its cluster (`clusters`).
 pub async fn keep(conn: &mut Client, addr: &str, clusters: &Clusters) -> Result<Guard, WireError> {
-    use sqlfleet_conn::read_only::{says_read_only, ASK, ASK_PLAIN, SYNTAX_ERROR};
+    use sqlfleet_conn::read_only::{answer_is_read_only, ASK, ASK_PLAIN, SYNTAX_ERROR};
     let ro = match conn.column(ASK).await {
         Err(WireError::Server { code, .. }) if code == SYNTAX_ERROR => {
             conn.column(ASK_PLAIN).await?
         }
         r => r?,
     };
-    let on = matches!(ro.first(), Some(Some(v)) if says_read_only(v));
+    // No row or NULL: taken as read-only, as load and bench take it.
+    let on = answer_is_read_only(ro.first().and_then(|v| v.as_deref()));
     let guard = if on {
         Guard::ReadOnly
     } else if !conn.is_mariadb() {
