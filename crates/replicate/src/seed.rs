@@ -254,6 +254,9 @@ fn rename(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, S
             out.write_all(b"\nDELIMITER ;\n").map_err(io)?;
         }
     }
+    // Whole: the loader takes a dump without this line for one cut short.
+    out.write_all(b"-- Dump completed (renamed by sqlfleet replicate seed)\n")
+        .map_err(io)?;
     out.flush().map_err(io)?;
     Ok(r)
 }
@@ -451,6 +454,19 @@ mod tests {
         );
         assert_eq!(dump_gtid(b"-- no position here\n"), None);
         assert_eq!(dump_gtid(b"-- SET GLOBAL gtid_slave_pos='garbage';"), None);
+    }
+
+    #[test]
+    fn a_renamed_dump_ends_as_a_whole_dump_does() {
+        let out = run(
+            "USE `app`;\nINSERT INTO `t` VALUES (1);\n",
+            &map(&[("app", "app_eu")]),
+        )
+        .expect("renamed");
+        assert!(
+            out.ends_with("-- Dump completed (renamed by sqlfleet replicate seed)\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -584,6 +584,8 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
         );
     }
     assert!(stdout(&o).contains("seeded source 'sd'"), "{}", stdout(&o));
+    // Its own dump is whole: the loader has no "cut short" warning for it.
+    assert!(!stderr(&o).contains("warning"), "{}", stderr(&o));
     // Killed after the record and before its work files were removed:
     // the rerun finishes (the positions are this snapshot's) rather than
     // refusing its own seed.

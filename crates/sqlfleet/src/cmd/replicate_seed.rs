@@ -193,6 +193,11 @@ async fn dump(
         sqlfleet_dump::printable::printable(String::from_utf8_lossy(&out.stderr).trim())
     );
     let tail = tail(&work.raw, 64 << 10)?;
+    anyhow::ensure!(
+        tail.windows(17).any(|w| w == b"-- Dump completed"),
+        "{}: mariadb-dump ended without its \"-- Dump completed\" line: the dump is not whole; run seed again",
+        work.raw.display()
+    );
     let gtid = seed::dump_gtid(&tail).ok_or_else(|| {
         anyhow!("the dump names no GTID position (is the source MariaDB with GTIDs and binary logging on?)")
     })?;
