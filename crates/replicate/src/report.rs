@@ -118,7 +118,11 @@ pub fn status_text(st: &[SourceStatus]) -> String {
             "source {}: floor {}, source at {}, behind {}, lag {}{}\n",
             s.source,
             if s.floor.is_empty() { "-" } else { &s.floor },
-            s.source_position.as_deref().unwrap_or("?"),
+            match s.source_position.as_deref() {
+                None => "?",
+                Some("") => "- (no transaction yet)",
+                Some(p) => p,
+            },
             s.behind.map_or("?".into(), |b| b.to_string()),
             s.lag_seconds.map_or("?".into(), |l| format!("{l}s")),
             s.source_error
@@ -308,5 +312,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("skipped 1-101-4"), "{text}");
+        // A source that has logged nothing yet is said so, not left blank.
+        let fresh = SourceStatus {
+            source_position: Some(String::new()),
+            ..st
+        };
+        let text = status_text(std::slice::from_ref(&fresh));
+        assert!(text.contains("source at - (no transaction yet),"), "{text}");
     }
 }
