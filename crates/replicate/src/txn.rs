@@ -792,6 +792,7 @@ impl Building {
                         if let Err(why) = context::reproducible(&stmt.session.ctx) {
                             self.txn.refuse(why, false);
                         }
+                        self.refuse_unlogged(sql, &stmt.session.ctx, map, &src_db);
                         self.txn.dbs.extend(dbs);
                         self.txn.items.push(Item::Stmt(*stmt));
                     }
@@ -812,6 +813,18 @@ impl Building {
             return Ok(Then::Finish);
         }
         Ok(Then::Go)
+    }
+
+    /// Stops the transaction's streams when its statement calls a
+    /// function whose value the target would compute differently.
+    fn refuse_unlogged(&mut self, sql: &[u8], ctx: &context::Context, map: &DbMap, src_db: &str) {
+        let renamed = map.map(src_db).is_some_and(|to| to != src_db);
+        if let Some((f, why)) = crate::unlogged::call(sql, ctx.dialect(), renamed) {
+            self.txn.refuse(
+                format!("a statement logged as text calls {f}, whose value the binary log does not carry: {why}"),
+                false,
+            );
+        }
     }
 
     /// A LOAD DATA logged as a statement, with the file its blocks
@@ -847,6 +860,7 @@ impl Building {
                                 if let Err(why) = context::reproducible(&stmt.session.ctx) {
                                     self.txn.refuse(why, false);
                                 }
+                                self.refuse_unlogged(&sql, &stmt.session.ctx, map, &src_db);
                                 stmt.infile = Some(std::sync::Arc::new(bytes));
                                 self.txn.items.push(Item::Stmt(*stmt));
                             }

@@ -430,3 +430,50 @@ async fn the_multibyte_table_is_the_servers() {
     }
     let _ = c.disconnect().await;
 }
+
+/// Values the binary log does not carry. A STATEMENT session's `UUID()`
+/// would be the target's own (a native replica computes its own too, with
+/// the server's "unsafe statement" warning on the source), and a MIXED
+/// session's `DATABASE()` under a renamed default database would name the
+/// new database: each stops its stream, naming the call. The same calls in
+/// a MIXED session without a rename (`UUID()` logged as rows) apply
+/// exactly, and another database's stream goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_value_the_binary_log_does_not_carry_stops_its_stream() {
+    let s = source(2);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS su_uu; DROP DATABASE IF EXISTS su_dbn; DROP DATABASE IF EXISTS su_fine",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE su_uu; CREATE TABLE su_uu.t (id INT PRIMARY KEY, v VARCHAR(64)); \
+         CREATE DATABASE su_dbn; CREATE TABLE su_dbn.t (id INT PRIMARY KEY, v VARCHAR(64)); \
+         CREATE DATABASE su_fine; CREATE TABLE su_fine.t (id INT PRIMARY KEY, v VARCHAR(64))",
+    )
+    .await;
+    session(s, &[b"INSERT INTO su_uu.t VALUES (1, UUID())"]).await;
+    let mut c = s.connect().await;
+    for q in [
+        "SET SESSION binlog_format = 'MIXED'",
+        "USE su_dbn",
+        "INSERT INTO t VALUES (1, DATABASE())",
+        "USE su_fine",
+        "INSERT INTO t VALUES (1, UUID()), (2, DATABASE())",
+    ] {
+        c.query_drop(q).await.expect(q);
+    }
+    let _ = c.disconnect().await;
+    let cfg = cfg_for("su_uu", s, "su_*", "su_dbn = \"su_dbn_r\"", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 2, "{summary:?}");
+    for (db, call) in [("su_uu", "UUID()"), ("su_dbn_r", "DATABASE()")] {
+        let x = stream_status(&cfg, s, db).await;
+        assert_eq!(x.state, "stopped", "{x:?}");
+        let e = x.error.as_deref().unwrap_or("");
+        assert!(e.contains(call) && e.contains("does not carry"), "{x:?}");
+    }
+    assert_same(s, "su_fine", "su_fine").await;
+}
