@@ -1,11 +1,12 @@
 //! replicate's hand-written decoding of outside bytes must never panic:
 //! MariaDB GTID events, table map renames (a rename that succeeds must
 //! read back with the new name and a valid CRC), rows event headers,
-//! query status variables and statement text, Execute_load_query bodies; merged rows statements (a
+//! query status variables and statement text (names, calls whose value
+//! is not logged), Execute_load_query bodies; merged rows statements (a
 //! merge of any bytes never panics).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn};
+use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn, unlogged};
 
 fuzz_target!(|data: &[u8]| {
     let _ = gtid::decode_gtid_event(data);
@@ -53,6 +54,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let _ = sqltext::event_as_replica(data, d);
     let _ = sqltext::created_table(data, d);
+    let _ = unlogged::call(data, d, pick & 32 != 0);
     {
         if let Ok(named) = sqltext::read(data, d) {
             let _ = named.databases();

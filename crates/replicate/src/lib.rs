@@ -42,5 +42,5 @@ pub mod source;
 pub mod sqltext;
 pub mod status;
 pub mod txn;
-mod unlogged;
+pub mod unlogged;
 mod work;
