@@ -94,7 +94,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
             ChunkOutcome::Fail(w.failure(code, msg))
         }
     };
-    if let Err(e) = c.conn.query_drop("BEGIN").await {
+    if let Err(e) = c.conn.query_drop("START TRANSACTION").await {
         return fail(e);
     }
     let rows = if local_ok && ctx.fast_path.load(Ordering::Relaxed) {
@@ -137,7 +137,7 @@ pub async fn run(ctx: &Ctx, c: &mut SessionConn, w: &ChunkWork, local_ok: bool) 
                         s.message
                     ));
                 }
-                if let Err(e) = c.conn.query_drop("BEGIN").await {
+                if let Err(e) = c.conn.query_drop("START TRANSACTION").await {
                     return fail(e);
                 }
                 None

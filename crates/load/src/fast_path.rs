@@ -137,7 +137,7 @@ async fn load(
             Fast::Fallback
         }
     };
-    if let Err(e) = c.conn.query_drop("BEGIN").await {
+    if let Err(e) = c.conn.query_drop("START TRANSACTION").await {
         return check(e);
     }
     let mut rows = 0;

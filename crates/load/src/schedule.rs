@@ -880,7 +880,7 @@ impl Scheduler {
         // its line numbers, never the journal's statements around it).
         let done_sql = record.map(|kind| {
             let sql = rec(if kind == "create" { "create" } else { "ddl" }, self);
-            format!("BEGIN; {sql}; COMMIT")
+            format!("START TRANSACTION; {sql}; COMMIT")
         });
         // A pending row first, committed before the statement runs (DDL
         // commits on its own): an interrupted DDL is known on resume.
@@ -912,7 +912,7 @@ impl Scheduler {
         let pending_sql = done_sql
             .as_ref()
             .filter(|_| !held)
-            .map(|_| format!("BEGIN; {}; COMMIT", rec("pending-ddl", self)));
+            .map(|_| format!("START TRANSACTION; {}; COMMIT", rec("pending-ddl", self)));
         let ordered = &mut InOrder {
             ctx: &self.ctx,
             control: &mut self.control,
@@ -975,7 +975,10 @@ impl Scheduler {
                     if !stateful && self.begin(stmt).await {
                         let q = rec("quarantine", self);
                         if let Some(c) = self.control.as_mut() {
-                            let _ = c.conn.query_drop(format!("BEGIN; {q}; COMMIT")).await;
+                            let _ = c
+                                .conn
+                                .query_drop(format!("START TRANSACTION; {q}; COMMIT"))
+                                .await;
                         }
                     }
                 } else {

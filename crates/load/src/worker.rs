@@ -405,7 +405,7 @@ async fn run_txn(
             Outcome::Fail(i, e)
         }
     };
-    if let Err(e) = c.conn.query_drop("BEGIN").await {
+    if let Err(e) = c.conn.query_drop("START TRANSACTION").await {
         return fail(0, e);
     }
     let flight = crate::state::InFlight::new(&ctx.shared);
@@ -537,7 +537,7 @@ async fn run_nontx(
     record: &(dyn Fn(&'static str, u64) -> String + Sync),
     prelude_len: usize,
 ) -> Outcome {
-    let journal = |sql: String| format!("BEGIN; {sql}; COMMIT");
+    let journal = |sql: String| format!("START TRANSACTION; {sql}; COMMIT");
     if let Err(e) = c.conn.query_drop(journal(record("pending-data", 0))).await {
         // Nothing of the batch ran yet: an ordinary retry is exact.
         return if retryable(&e) {
@@ -602,7 +602,10 @@ async fn set_aside(
     if let Ok(c) = ensure(ctx, conn, slot).await {
         let table = f.table.as_deref();
         let rec = journal::record_sql(&ctx.load_id, s.offset, s.end, "quarantine", 0, table);
-        let _ = c.conn.query_drop(format!("BEGIN; {rec}; COMMIT")).await;
+        let _ = c
+            .conn
+            .query_drop(format!("START TRANSACTION; {rec}; COMMIT"))
+            .await;
     }
 }
 
