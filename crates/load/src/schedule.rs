@@ -948,11 +948,7 @@ impl Scheduler {
                     return true;
                 }
                 if let Some(done) = &done_sql {
-                    let r = match self.control.as_mut() {
-                        Some(c) => c.conn.query_drop(done.as_str()).await,
-                        None => Ok(()),
-                    };
-                    if let Err(e) = r {
+                    if let Err(e) = record_after(self.control.as_mut(), done).await {
                         self.ctx.shared.fail(StatementFailure {
                             message: format!(
                                 "recording in the journal: {}",
@@ -987,6 +983,29 @@ impl Scheduler {
                 false
             }
         }
+    }
+}
+
+/// A statement's final journal record, on the connection that ran it:
+/// tried again, as the loader's other writes are, after a deadlock or a
+/// lock wait (a Galera node answers 1213 when another node's write-set
+/// wins certification). The record is an upsert of its own row, so a
+/// second attempt writes what the first would have; a lost connection
+/// still ends the load (its session is gone).
+async fn record_after(c: Option<&mut SessionConn>, sql: &str) -> Result<(), mysql_async::Error> {
+    let Some(c) = c else { return Ok(()) };
+    let mut attempt = 1;
+    loop {
+        let e = match c.conn.query_drop(sql).await {
+            Ok(()) => return Ok(()),
+            Err(e) if retry::retryable(&e) => e,
+            Err(e) => return Err(e),
+        };
+        match retry::next(attempt, &e, false) {
+            retry::Next::Again { wait, .. } => tokio::time::sleep(wait).await,
+            retry::Next::GiveUp => return Err(e),
+        }
+        attempt += 1;
     }
 }
 
