@@ -47,6 +47,8 @@ impl Kind {
 enum Tok {
     Word(String),
     Ident(String),
+    /// `"..."`: a name under ANSI_QUOTES, else a string.
+    Quoted(String),
     Punct(u8),
     Other,
 }
@@ -114,7 +116,8 @@ fn tokens(text: &[u8], limit: usize) -> Vec<Tok> {
             out.push(Tok::Word(String::from_utf8_lossy(&text[i..j]).into_owned()));
             i = j;
         } else if b == b'\'' || b == b'"' {
-            // A string: skip it.
+            // A string: skip it. A double-quoted one may be a name
+            // (ANSI_QUOTES, as `--compatible=ansi` dumps write them).
             let mut j = i + 1;
             while j < n && text[j] != b {
                 if text[j] == b'\\' {
@@ -122,7 +125,15 @@ fn tokens(text: &[u8], limit: usize) -> Vec<Tok> {
                 }
                 j += 1;
             }
-            out.push(Tok::Other);
+            let inner = &text[(i + 1).min(n)..j.min(n)];
+            let doubled = text.get(j + 1) == Some(&b'"');
+            out.push(
+                if b == b'"' && j < n && !doubled && !inner.contains(&b'\\') {
+                    Tok::Quoted(String::from_utf8_lossy(inner).into_owned())
+                } else {
+                    Tok::Other
+                },
+            );
             i = j + 1;
         } else {
             out.push(Tok::Punct(b));
@@ -196,12 +207,24 @@ impl Cursor {
             _ => false,
         }
     }
+    /// A table's name part: as [`Cursor::name`], or double-quoted. Where
+    /// the grammar wants a table, `"t"` is a name (ANSI_QUOTES) or a
+    /// syntax error the server reports all the same: the text is sent as
+    /// written either way, so reading it as the name only orders the
+    /// statement with that table's others.
+    fn table_part(&mut self) -> Option<String> {
+        if let Some(Tok::Quoted(w)) = self.toks.get(self.i) {
+            self.i += 1;
+            return Some(w.clone());
+        }
+        self.name()
+    }
     /// `name` or `db.name`.
     fn table(&mut self) -> Option<TableRef> {
-        let first = self.name()?;
+        let first = self.table_part()?;
         if self.toks.get(self.i) == Some(&Tok::Punct(b'.')) {
             self.i += 1;
-            let second = self.name()?;
+            let second = self.table_part()?;
             Some(TableRef {
                 db: Some(first),
                 name: second,
@@ -412,7 +435,9 @@ pub fn reruns_harmlessly(text: &[u8]) -> bool {
         // not harmless.
         let value = |i: usize| {
             toks.len() > i
-                && (toks[i..].iter().all(|t| *t == Tok::Other)
+                && (toks[i..]
+                    .iter()
+                    .all(|t| matches!(t, Tok::Other | Tok::Quoted(_)))
                     || (toks.len() == i + 1 && matches!(toks[i], Tok::Word(_))))
         };
         let eq = |i: usize| toks.get(i) == Some(&Tok::Punct(b'='));
@@ -574,6 +599,15 @@ mod tests {
             ("SET @@SESSION.SQL_LOG_BIN= 0", Kind::Session),
             ("/*!40101 SET SQL_MODE=@@GLOBAL.SQL_MODE */", Kind::Session),
             ("USE `shop`", Kind::Use("shop".into())),
+            // A --compatible=ansi (ANSI_QUOTES) dump's names.
+            ("INSERT INTO \"t\" VALUES (1,'a')", Kind::Data(t("t"))),
+            ("CREATE TABLE \"t\" (\n  \"id\" int(11)\n)", Kind::TableDdl { table: t("t"), create: true }),
+            ("DROP TABLE IF EXISTS \"t\"", Kind::TableDdl { table: t("t"), create: false }),
+            ("INSERT INTO \"d\".\"t\" VALUES (1)", Kind::Data(TableRef { db: Some("d".into()), name: "t".into() })),
+            // Unsure names stay barriers: a doubled quote, a backslash.
+            ("INSERT INTO \"a\"\"b\" VALUES (1)", Kind::Barrier),
+            ("INSERT INTO \"a\\b\" VALUES (1)", Kind::Barrier),
+            ("USE \"shop\"", Kind::Barrier),
             ("LOCK TABLES `t` WRITE", Kind::Hint),
             ("UNLOCK TABLES", Kind::Hint),
             ("ALTER TABLE `t` ENABLE KEYS", Kind::Hint),
@@ -646,6 +680,7 @@ mod tests {
         };
         let rows: Vec<(&str, Option<TableRef>)> = vec![
             ("DO SETVAL(`seq1`, 5100, 0)", Some(seq(None, "seq1"))),
+            ("DO SETVAL(\"seq1\", 1010, 0)", Some(seq(None, "seq1"))),
             ("DO SETVAL(`seq1`, 5100, 0);", Some(seq(None, "seq1"))),
             ("do setval(`d`.`s`, -3, 1, 0)", Some(seq(Some("d"), "s"))),
             ("DO SETVAL(s, 1, 1)", Some(seq(None, "s"))),

@@ -110,15 +110,18 @@ impl<'a> P<'a> {
         }
     }
     /// A backquoted or bare identifier; returns its source text.
-    fn ident(&mut self) -> Option<&'a [u8]> {
+    /// A name: bare, backquoted, or (`ansi`: the session has
+    /// ANSI_QUOTES) double-quoted.
+    fn ident(&mut self, ansi: bool) -> Option<&'a [u8]> {
         self.ws();
         let start = self.i;
-        if self.s.get(self.i) == Some(&b'`') {
+        let q = *self.s.get(self.i)?;
+        if q == b'`' || (ansi && q == b'"') {
             self.i += 1;
             loop {
                 match self.s.get(self.i)? {
-                    b'`' if self.s.get(self.i + 1) == Some(&b'`') => self.i += 2,
-                    b'`' => {
+                    c if *c == q && self.s.get(self.i + 1) == Some(&q) => self.i += 2,
+                    c if *c == q => {
                         self.i += 1;
                         break;
                     }
@@ -176,20 +179,23 @@ fn append(text: &[u8], quoting: Quoting, tsv: &mut Vec<u8>) -> Option<(Target, u
         return None;
     };
     p.kw("INTO");
+    // Names as the session reads them: under ANSI_QUOTES `"t"` is one,
+    // written into the LOAD DATA that runs in that session.
+    let ansi = !quoting.double_quoted_strings;
     let t0 = {
         p.ws();
         p.i
     };
-    p.ident()?;
+    p.ident(ansi)?;
     if p.s.get(p.i) == Some(&b'.') {
         p.i += 1;
-        p.ident()?;
+        p.ident(ansi)?;
     }
     let table = std::str::from_utf8(&text[t0..p.i]).ok()?.to_string();
     let columns = if p.byte(b'(') {
         let c0 = p.i - 1;
         loop {
-            p.ident()?;
+            p.ident(ansi)?;
             if p.byte(b')') {
                 break;
             }
@@ -414,6 +420,15 @@ mod tests {
             None,
             "with ANSI_QUOTES \"..\" is a name"
         );
+        // A --compatible=ansi dump: double-quoted names, kept as written
+        // for the LOAD DATA that runs in the same ANSI_QUOTES session;
+        // without ANSI_QUOTES such a "name" is the server's error to give.
+        let sql = b"INSERT INTO \"d\".\"t\" (\"a\", \"b\"\"c\") VALUES (1,'x')";
+        let r = insert_to_rows(sql, ansi).expect("converts under ANSI_QUOTES");
+        assert_eq!(r.target.table, "\"d\".\"t\"");
+        assert_eq!(r.target.columns.as_deref(), Some("(\"a\", \"b\"\"c\")"));
+        assert_eq!(r.tsv, b"1\tx\n");
+        assert_eq!(insert_to_rows(sql, Quoting::DEFAULT), None);
     }
 
     #[test]
