@@ -301,6 +301,14 @@ fn data_only(files: &[&String], into: Option<&str>) -> Result<Plan, PlanError> {
     let mut dbs: BTreeMap<String, Database> = BTreeMap::new();
     for n in files {
         let base = uncompressed(n).strip_suffix(".sql").unwrap_or_default();
+        // Routines and events (mydumper -m with -R/-E writes them still):
+        // run after the data, as myloader runs them.
+        if let Some(db) = base.strip_suffix("-schema-post") {
+            if !db.is_empty() && !db.contains('.') && !db.contains("-schema") {
+                dbs.entry(db.to_owned()).or_default().post = Some((*n).clone());
+                continue;
+            }
+        }
         if base.contains("-schema") {
             return err(format!(
                 "{n}: a schema file, and the dump has no DB-schema-create.sql for its database (a dump with schemas holds one per database; one without holds only data files)"
@@ -341,6 +349,16 @@ fn data_only(files: &[&String], into: Option<&str>) -> Result<Plan, PlanError> {
             files.sort();
             for (_, f) in files.iter() {
                 p.data_files += 1;
+                p.steps.push(Step::File(f.clone()));
+            }
+        }
+    }
+    if dbs.values().any(|d| d.post.is_some()) {
+        p.steps.push(Step::Sql(OBJECTS_SQL_MODE.to_owned()));
+        for (db, d) in &dbs {
+            if let Some(f) = &d.post {
+                p.steps
+                    .push(Step::Sql(format!("USE {}", quote(into.unwrap_or(db)))));
                 p.steps.push(Step::File(f.clone()));
             }
         }
@@ -580,6 +598,20 @@ mod tests {
         assert_eq!(p.databases, ["d", "e"]);
         let p = plan(&names("metadata d.t.sql"), Some("x")).expect("into");
         assert_eq!(steps(&p), ["sql:USE `x`", "d.t.sql"]);
+        // mydumper -m -R -E still writes the routines and events: after
+        // the data, in the server's sql_mode, as myloader runs them.
+        let p = plan(&names("metadata d-schema-post.sql d.t.sql"), Some("x")).expect("post");
+        assert_eq!(
+            steps(&p),
+            [
+                "sql:USE `x`",
+                "d.t.sql",
+                &format!("sql:{OBJECTS_SQL_MODE}"),
+                "sql:USE `x`",
+                "d-schema-post.sql"
+            ]
+        );
+        assert_eq!((p.tables, p.data_files), (1, 1));
     }
 
     #[test]
@@ -664,6 +696,10 @@ mod tests {
             (
                 "metadata d.t-schema.sql d.t.sql",
                 "d.t-schema.sql: a schema file",
+            ),
+            (
+                "metadata d.t-schema-post.sql d.t.sql",
+                "d.t-schema-post.sql: a schema file",
             ),
             (
                 "metadata d.t.x.sql",
