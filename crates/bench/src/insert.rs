@@ -130,7 +130,7 @@ pub async fn sweep(
 /// The sweep's table header and one cell's lines (its errors and lost
 /// rows below it).
 pub const TABLE_HEAD: &str =
-    "processes table_size index                inserts/s stalls      acked   lost  errors";
+    "  threads table_size index                inserts/s stalls      acked   lost  errors";
 
 impl InsertCell {
     pub fn lines(&self) -> Vec<String> {

@@ -138,7 +138,7 @@ fn insert_charts(r: &Results, out: &mut Vec<(String, String, String)>) {
         t.into(),
         line_chart(&Chart {
             title: t,
-            x_label: "concurrent inserters (processes)",
+            x_label: "concurrent inserters (--threads)",
             y_label: "inserts/s",
             x_integer: true,
             bands: &[],
@@ -502,7 +502,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
     }
     h.push_str("</table><h2>Results</h2>");
     if !r.insert.is_empty() {
-        h.push_str("<table><tr><th>processes</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
+        h.push_str("<table><tr><th>threads</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
         for c in &r.insert {
             let errs: Vec<String> = c.errors.iter().map(|(k, v)| format!("{v}× {k}")).collect();
             let deltas = deltas_text(&c.status_deltas);
