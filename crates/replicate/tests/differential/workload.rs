@@ -165,6 +165,27 @@ fn excluded(a: &str) -> String {
     format!("x{}", a.trim_start_matches('q'))
 }
 
+/// Functions whose value depends on where, when, by whom or after what a
+/// statement runs, from the server's own list of what makes a statement
+/// unsafe for statement-based logging, and the ones it logs as text
+/// with what the event carries (the time, the thread id, the random
+/// seed, the insert id) or with the default database.
+const FUNCTIONS: &[&str] = &[
+    "UUID()",
+    "UUID_SHORT()",
+    "SYSDATE()",
+    "USER()",
+    "CURRENT_USER()",
+    "VERSION()",
+    "FOUND_ROWS()",
+    "ROW_COUNT()",
+    "DATABASE()",
+    "CONNECTION_ID()",
+    "NOW(6)",
+    "RAND()",
+    "LAST_INSERT_ID()",
+];
+
 pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     let format = FORMATS[rng.gen_range(0..FORMATS.len())];
     let image = IMAGES[rng.gen_range(0..IMAGES.len())];
@@ -234,7 +255,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..27) {
+        let step: Vec<String> = match rng.gen_range(0..28) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -371,6 +392,17 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
                     ),
                     format!("LOAD DATA INFILE '{f}' {how}INTO TABLE bulk (a, b)"),
                 ]
+            }
+            // A value the server computes: logged as the rows it gave,
+            // or (statement-based, or one the server takes as safe) as
+            // the text the target evaluates again. Rarer than the rest:
+            // the ones whose value the binary log does not carry stop
+            // the stream (refused clearly), and the seed compares less.
+            26 if rng.gen_bool(0.1) => {
+                let f = FUNCTIONS[rng.gen_range(0..FUNCTIONS.len())];
+                vec![format!(
+                    "INSERT INTO nopk (a, b) VALUES ({n}, LEFT(CAST({f} AS CHAR), 40))"
+                )]
             }
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
