@@ -918,12 +918,14 @@ impl Scheduler {
             control: &mut self.control,
             upto,
             pending: pending_sql.as_deref(),
+            journal_failed: false,
             stmt,
             stateful,
         };
         // The one-connection regime cannot move to a new connection.
         let retries = &self.ctx.shared.retries;
         let result = retry::run(retries, !stateful, retry::Worth::Retryable, ordered).await;
+        let journal_failed = ordered.journal_failed;
         let result = match result {
             Err(mysql_async::Error::Server(s))
                 if self.resume.pending_ddl.contains(&stmt.offset)
@@ -963,6 +965,12 @@ impl Scheduler {
             }
             Err(e) => {
                 let mut f = StatementFailure::of(stmt, table, &e);
+                if journal_failed {
+                    // Not the statement's error: it was not sent.
+                    f.message = format!("recording in the journal before it: {}", f.message);
+                    self.ctx.shared.fail(f);
+                    return false;
+                }
                 if stateful && needs_reconnect(&e) {
                     f.message.push_str(" (the connection was lost, and with it the session state this file built up: the load cannot go on; restore the target and load again with --restart)");
                 }
@@ -1030,6 +1038,9 @@ struct InOrder<'a> {
     upto: usize,
     /// Its "pending" journal record.
     pending: Option<&'a str>,
+    /// The last attempt failed at that record, not at the statement: the
+    /// error is the journal's, and says so.
+    journal_failed: bool,
     stmt: &'a Statement,
     stateful: bool,
 }
@@ -1043,8 +1054,10 @@ impl retry::Attempt for InOrder<'_> {
         let c = worker::ensure(self.ctx, self.control, "c").await?;
         c.sync(&self.ctx.prelude, self.upto).await?;
         if let Some(p) = self.pending {
+            self.journal_failed = true;
             c.conn.query_drop(p).await?;
         }
+        self.journal_failed = false;
         c.conn.query_drop(&self.stmt.text[..]).await?;
         // As written on one connection: nothing of ours in between.
         worker::count_applied(self.ctx, c, self.stmt, !self.stateful).await;

@@ -2392,3 +2392,54 @@ fn every_option_mariadb_dump_lists_loads_like_the_stock_client() {
     assert_eq!(sets_ran, 3, "three character sets of the draw dumped");
     assert!(ran >= 25 + 3, "{ran} dumps loaded");
 }
+
+/// When the loader's own journal record before a statement is refused,
+/// the error says so and the statement (never sent) is not blamed: the
+/// server refuses the record here through a trigger on the journal that
+/// fires for this file's one offset only. Before, it read as the
+/// statement's own error at its line (as under `--compatible=oracle`,
+/// where the record's `BEGIN` was the server's syntax error).
+#[test]
+fn a_refused_journal_record_is_named_as_the_journals_not_the_statements() {
+    let srv = server();
+    let dir = tmp();
+    let db = fresh_db(srv, "jrn");
+    // The journal's tables exist once any load has run.
+    let warm = dir.path().join("warm.sql");
+    std::fs::write(&warm, "CREATE TABLE IF NOT EXISTS warm (id INT);\n").expect("write");
+    let o = sqlfleet_load(srv, &["-D", &db, warm.to_str().expect("utf8")]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // A long comment first: the CREATE's offset is this test's alone.
+    let pad = format!("-- {}\n", "j".repeat(737_373));
+    let offset = pad.len();
+    let p = dir.path().join("j.sql");
+    std::fs::write(&p, format!("{pad}CREATE TABLE jf (id INT);\n")).expect("write");
+    let trigger = format!("jrn_refuse_{offset}");
+    mariadb(
+        srv,
+        &[
+            "-e",
+            &format!(
+                "DELIMITER //\nCREATE TRIGGER sqlfleet.{trigger} BEFORE INSERT ON sqlfleet.load_journal FOR EACH ROW \
+                 IF NEW.kind = 'pending-ddl' AND NEW.start_offset = {offset} THEN \
+                 SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'journal refused by the test'; END IF//"
+            ),
+        ],
+        None,
+    );
+    let o = sqlfleet_load(srv, &["-D", &db, p.to_str().expect("utf8")]);
+    mariadb(
+        srv,
+        &["-e", &format!("DROP TRIGGER sqlfleet.{trigger}")],
+        None,
+    );
+    let e = stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{e}");
+    assert!(
+        e.contains("recording in the journal before it")
+            && e.contains("journal refused by the test"),
+        "{e}"
+    );
+    let tables = mariadb(srv, &["-N", "-D", &db, "-e", "SHOW TABLES LIKE 'jf'"], None);
+    assert_eq!(stdout(&tables).trim(), "", "the statement was not sent");
+}
