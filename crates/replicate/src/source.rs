@@ -377,7 +377,7 @@ impl SourceRunner {
         };
         match self.barrier(s, ctl, temp, &txn, barrier).await {
             Ok(()) => {
-                self.count(&txn);
+                self.count(&txn, &s.stopped);
                 finish(s, Status::Applied);
                 // All before it is done: the floor can be written now.
                 self.write_floor(s, ctl).await
@@ -546,7 +546,12 @@ impl SourceRunner {
         Ok(())
     }
 
-    fn count(&self, txn: &Txn) {
+    /// A transaction applied: its streams' positions move on. A stream's
+    /// error goes only once it runs again (after `retry` or `skip`, in a
+    /// new session): an earlier transaction of a stream that a later one
+    /// has since stopped can finish after that stop, and must not make
+    /// it look fine (the summary counted it as running, and exited 0).
+    fn count(&self, txn: &Txn, stopped: &BTreeMap<String, Gtid>) {
         set(&self.view, |v| {
             v.applied += 1;
             for d in &txn.dbs {
@@ -554,7 +559,9 @@ impl SourceRunner {
                 e.applied += 1;
                 e.position = txn.gtid.to_string();
                 e.last_source_time = txn.timestamp;
-                e.error = None;
+                if !stopped.contains_key(d) {
+                    e.error = None;
+                }
             }
         });
     }
@@ -579,11 +586,15 @@ impl SourceRunner {
             }
         };
         if status == Status::Applied {
+            let stopped = s.stopped.contains_key(&d.stream);
             set(&self.view, |v| {
                 v.applied += 1;
                 let e = v.streams.entry(d.stream.clone()).or_default();
                 e.applied += 1;
-                e.error = None;
+                // (As in `count`: a later stop of the stream stands.)
+                if !stopped {
+                    e.error = None;
+                }
                 e.position = d.gtid.to_string();
                 e.last_source_time = d.timestamp;
             });
