@@ -443,7 +443,8 @@ async fn a_value_the_binary_log_does_not_carry_stops_its_stream() {
     let s = source(2);
     exec(
         s,
-        "DROP DATABASE IF EXISTS su_uu; DROP DATABASE IF EXISTS su_dbn; DROP DATABASE IF EXISTS su_fine",
+        "DROP DATABASE IF EXISTS su_uu; DROP DATABASE IF EXISTS su_dbn; DROP DATABASE IF EXISTS su_fine; \
+         DROP DATABASE IF EXISTS su_sv",
     )
     .await;
     let start = binlog_pos(s).await;
@@ -451,10 +452,19 @@ async fn a_value_the_binary_log_does_not_carry_stops_its_stream() {
         s,
         "CREATE DATABASE su_uu; CREATE TABLE su_uu.t (id INT PRIMARY KEY, v VARCHAR(64)); \
          CREATE DATABASE su_dbn; CREATE TABLE su_dbn.t (id INT PRIMARY KEY, v VARCHAR(64)); \
-         CREATE DATABASE su_fine; CREATE TABLE su_fine.t (id INT PRIMARY KEY, v VARCHAR(64))",
+         CREATE DATABASE su_fine; CREATE TABLE su_fine.t (id INT PRIMARY KEY, v VARCHAR(64)); \
+         CREATE DATABASE su_sv; CREATE TABLE su_sv.t (id INT PRIMARY KEY, v VARCHAR(64))",
     )
     .await;
-    session(s, &[b"INSERT INTO su_uu.t VALUES (1, UUID())"]).await;
+    session(
+        s,
+        &[
+            b"INSERT INTO su_uu.t VALUES (1, UUID())",
+            b"INSERT INTO su_sv.t VALUES (1, @@time_zone)",
+            b"INSERT INTO su_sv.t VALUES (2, @@hostname)",
+        ],
+    )
+    .await;
     let mut c = s.connect().await;
     for q in [
         "SET SESSION binlog_format = 'MIXED'",
@@ -468,12 +478,23 @@ async fn a_value_the_binary_log_does_not_carry_stops_its_stream() {
     let _ = c.disconnect().await;
     let cfg = cfg_for("su_uu", s, "su_*", "su_dbn = \"su_dbn_r\"", &start);
     let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 2, "{summary:?}");
-    for (db, call) in [("su_uu", "UUID()"), ("su_dbn_r", "DATABASE()")] {
+    assert_eq!(summary.stopped_streams, 3, "{summary:?}");
+    for (db, call) in [
+        ("su_uu", "UUID()"),
+        ("su_dbn_r", "DATABASE()"),
+        ("su_sv", "@@hostname"),
+    ] {
         let x = stream_status(&cfg, s, db).await;
         assert_eq!(x.state, "stopped", "{x:?}");
         let e = x.error.as_deref().unwrap_or("");
         assert!(e.contains(call) && e.contains("does not carry"), "{x:?}");
     }
     assert_same(s, "su_fine", "su_fine").await;
+    // `@@time_zone`, which the event carries, applied before the stop.
+    let mut c = target().connect().await;
+    let n: Option<i64> = c
+        .query_first("SELECT COUNT(*) FROM su_sv.t WHERE id = 1")
+        .await
+        .expect("count");
+    assert_eq!(n, Some(1));
 }

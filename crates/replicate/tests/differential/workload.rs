@@ -169,7 +169,8 @@ fn excluded(a: &str) -> String {
 /// statement runs, from the server's own list of what makes a statement
 /// unsafe for statement-based logging, and the ones it logs as text
 /// with what the event carries (the time, the thread id, the random
-/// seed, the insert id) or with the default database.
+/// seed, the insert id, the session settings it takes as safe) or with
+/// the default database.
 const FUNCTIONS: &[&str] = &[
     "UUID()",
     "UUID_SHORT()",
@@ -184,6 +185,12 @@ const FUNCTIONS: &[&str] = &[
     "NOW(6)",
     "RAND()",
     "LAST_INSERT_ID()",
+    "@@hostname",
+    "@@sql_mode",
+    "@@global.time_zone",
+    "@@time_zone",
+    "@@session.lc_time_names",
+    "@@auto_increment_increment",
 ];
 
 pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
