@@ -88,7 +88,7 @@ pub fn call(sql: &[u8], d: Dialect, renamed_default: bool) -> Option<(String, &'
         .any(|w| first.is_word(w))
     {
         0
-    } else if first.is_word("CREATE") && toks.iter().any(|t| t.0.is_word("TABLE")) {
+    } else if first.is_word("CREATE") && creates_a_table(&toks) {
         // CREATE TABLE ... SELECT: the rows come from the SELECT.
         toks.iter().position(|t| t.0.is_word("SELECT"))?
     } else {
@@ -129,6 +129,19 @@ pub fn call(sql: &[u8], d: Dialect, renamed_default: bool) -> Option<(String, &'
         }
     }
     None
+}
+
+/// `CREATE [OR REPLACE] [TEMPORARY] TABLE`: not a routine, trigger or
+/// event whose body holds one.
+fn creates_a_table(toks: &[(Tok, std::ops::Range<usize>)]) -> bool {
+    let mut k = 1;
+    if toks.get(k).is_some_and(|t| t.0.is_word("OR")) {
+        k += 2;
+    }
+    if toks.get(k).is_some_and(|t| t.0.is_word("TEMPORARY")) {
+        k += 1;
+    }
+    toks.get(k).is_some_and(|t| t.0.is_word("TABLE"))
 }
 
 #[cfg(test)]
@@ -245,6 +258,8 @@ mod tests {
             ("UPDATE t SET v = @@SESSION.sql_mode", false, Dialect::default(), Some("@@session.sql_mode")),
             ("INSERT INTO t VALUES (@@global.time_zone)", false, Dialect::default(), Some("@@global.time_zone")),
             ("INSERT INTO t VALUES ('@@hostname')", false, Dialect::default(), None),
+            ("CREATE OR REPLACE TEMPORARY TABLE c SELECT SYSDATE() AS s", false, Dialect::default(), Some("SYSDATE()")),
+            ("CREATE PROCEDURE p() CREATE TABLE x AS SELECT UUID()", false, Dialect::default(), None),
             // Stored to run later: the rows it writes then are logged then.
             (
                 "CREATE TABLE t (u CHAR(36) DEFAULT UUID())",
