@@ -34,4 +34,5 @@ mod worker;
 pub use error::{LoadError, StatementFailure};
 pub use run::{load, LoadOptions};
 pub use session::Binlog;
+pub use source::has_trailer;
 pub use summary::{SourcePosition, Summary};

@@ -950,7 +950,15 @@ impl Scheduler {
                     return true;
                 }
                 if let Some(done) = &done_sql {
-                    if let Err(e) = record_after(self.control.as_mut(), done).await {
+                    let r = match self.control.as_mut() {
+                        Some(conn) => {
+                            let rec = &mut RecordAfter { conn, sql: done };
+                            let retries = &self.ctx.shared.retries;
+                            retry::run(retries, false, retry::Worth::Retryable, rec).await
+                        }
+                        None => Ok(()),
+                    };
+                    if let Err(e) = r {
                         self.ctx.shared.fail(StatementFailure {
                             message: format!(
                                 "recording in the journal: {}",
@@ -995,25 +1003,20 @@ impl Scheduler {
 }
 
 /// A statement's final journal record, on the connection that ran it:
-/// tried again, as the loader's other writes are, after a deadlock or a
-/// lock wait (a Galera node answers 1213 when another node's write-set
-/// wins certification). The record is an upsert of its own row, so a
-/// second attempt writes what the first would have; a lost connection
-/// still ends the load (its session is gone).
-async fn record_after(c: Option<&mut SessionConn>, sql: &str) -> Result<(), mysql_async::Error> {
-    let Some(c) = c else { return Ok(()) };
-    let mut attempt = 1;
-    loop {
-        let e = match c.conn.query_drop(sql).await {
-            Ok(()) => return Ok(()),
-            Err(e) if retry::retryable(&e) => e,
-            Err(e) => return Err(e),
-        };
-        match retry::next(attempt, &e, false) {
-            retry::Next::Again { wait, .. } => tokio::time::sleep(wait).await,
-            retry::Next::GiveUp => return Err(e),
-        }
-        attempt += 1;
+/// tried again by the loader's one retry loop after a deadlock or a lock
+/// wait (a Galera node answers 1213 when another node's write-set wins
+/// certification). The record is an upsert of its own row, so a second
+/// attempt writes what the first would have; a lost connection still
+/// ends the load (its session is gone: no new connection).
+struct RecordAfter<'a> {
+    conn: &'a mut SessionConn,
+    sql: &'a str,
+}
+
+impl retry::Attempt for RecordAfter<'_> {
+    type Out = ();
+    async fn once(&mut self, _fresh: bool) -> Result<(), mysql_async::Error> {
+        self.conn.conn.query_drop(self.sql).await
     }
 }
 
@@ -1051,6 +1054,7 @@ impl retry::Attempt for InOrder<'_> {
         if fresh {
             *self.control = None;
         }
+        self.journal_failed = false;
         let c = worker::ensure(self.ctx, self.control, "c").await?;
         c.sync(&self.ctx.prelude, self.upto).await?;
         if let Some(p) = self.pending {

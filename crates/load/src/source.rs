@@ -70,7 +70,13 @@ const TAIL_BYTES: usize = 512;
 /// Whether a dump tool's file lacks its trailer: cut short, or still being
 /// copied (false for input no dump tool wrote).
 fn lacks_trailer(head: &[u8], tail: &[u8]) -> bool {
-    is_dump_header(head) && memchr::memmem::find(tail, b"-- Dump completed").is_none()
+    is_dump_header(head) && !has_trailer(tail)
+}
+
+/// Whether the end of a dump holds the "-- Dump completed" line
+/// mysqldump and mariadb-dump write last.
+pub fn has_trailer(tail: &[u8]) -> bool {
+    memchr::memmem::find(tail, b"-- Dump completed").is_some()
 }
 
 const HEAD_BYTES: usize = 4096;

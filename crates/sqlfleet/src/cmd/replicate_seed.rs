@@ -194,7 +194,7 @@ async fn dump(
     );
     let tail = tail(&work.raw, 64 << 10)?;
     anyhow::ensure!(
-        tail.windows(17).any(|w| w == b"-- Dump completed"),
+        sqlfleet_load::has_trailer(&tail),
         "{}: mariadb-dump ended without its \"-- Dump completed\" line: the dump is not whole; run seed again",
         work.raw.display()
     );
