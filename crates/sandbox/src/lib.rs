@@ -7,6 +7,7 @@
 //! for readiness, never slept for.
 
 mod cluster;
+pub mod converge;
 mod error;
 mod galera;
 mod handle;

@@ -118,6 +118,9 @@ pub struct ReplHealth {
     pub last_error: String,
     /// GTID position received from the primary (Gtid_IO_Pos).
     pub gtid_io_pos: String,
+    /// Where it replicates from (Master_Host, Master_Port).
+    pub source_host: String,
+    pub source_port: u16,
 }
 
 impl ReplHealth {
@@ -144,7 +147,48 @@ pub async fn repl_health(conn: &mut Conn, label: &str) -> Result<Option<ReplHeal
         seconds_behind: text("Seconds_Behind_Master").parse().ok(),
         last_error: if io_err.is_empty() { sql_err } else { io_err },
         gtid_io_pos: text("Gtid_IO_Pos"),
+        source_host: text("Master_Host"),
+        source_port: text("Master_Port").parse().unwrap_or(0),
     }))
+}
+
+/// What a node reports about its role (for [`crate::converge::fixes`]):
+/// `@@read_only` and where it replicates from.
+pub async fn seen(conn: &mut Conn, label: &str) -> Result<crate::converge::Seen> {
+    let read_only: Option<bool> = conn
+        .query_first("SELECT @@read_only")
+        .await
+        .map_err(sql_err(label))?;
+    let source = repl_health(conn, label)
+        .await?
+        .filter(|h| !h.source_host.is_empty())
+        .map(|h| (h.source_host, h.source_port));
+    Ok(crate::converge::Seen {
+        read_only: read_only.unwrap_or(false),
+        source,
+    })
+}
+
+/// Carries out one fix on a node (`primary`: where a replica points).
+pub async fn apply_fix(
+    label: &str,
+    layout: &NodeLayout,
+    password: &Secret,
+    primary: &NodeMeta,
+    fix: crate::converge::Fix,
+) -> Result<()> {
+    use crate::converge::Fix;
+    let read_only = match fix {
+        Fix::Replicate => return start_replication(label, layout, password, primary).await,
+        Fix::Writable => 0,
+        Fix::ReadOnly => 1,
+    };
+    let mut conn = root_conn(label, layout, Some(password)).await?;
+    conn.query_drop(format!("SET GLOBAL read_only = {read_only}"))
+        .await
+        .map_err(sql_err(label))?;
+    let _ = conn.disconnect().await;
+    Ok(())
 }
 
 /// Waits until both replication threads run.

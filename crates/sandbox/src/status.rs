@@ -4,6 +4,7 @@
 use mysql_async::prelude::Queryable;
 
 use crate::cluster;
+use crate::converge;
 use crate::error::SandboxError;
 use crate::galera;
 use crate::handle::Sandbox;
@@ -32,6 +33,9 @@ pub struct NodeStatus {
     pub galera: Option<galera::Health>,
     /// Set when the node runs but could not be asked about replication.
     pub error: Option<String>,
+    /// How a running node differs from the role `sandbox.toml` gives it
+    /// (a promotion that stopped part way); `up` repairs each.
+    pub not_as_configured: Vec<String>,
 }
 
 /// Transactions in `primary` (a GTID position) not yet in `applied`.
@@ -75,6 +79,7 @@ impl Sandbox {
             v
         }
         .await;
+        let primary_port = self.meta.primary().port;
         for n in &self.meta.nodes {
             let nl = self.layout.node(n);
             let pid = node::running_pid(&nl);
@@ -90,6 +95,7 @@ impl Sandbox {
                 gtid_behind: None,
                 galera: None,
                 error: None,
+                not_as_configured: Vec::new(),
             };
             if pid.is_some() && n.role == Role::Member {
                 let label = self.label(n);
@@ -130,6 +136,18 @@ impl Sandbox {
                             .map(|p| gtid_behind(p, applied.as_deref().unwrap_or("")));
                     }
                     Err(e) => st.error = Some(e.to_string()),
+                }
+            }
+            if pid.is_some() && n.role != Role::Member {
+                let label = self.label(n);
+                if let Ok(mut c) = setup::root_conn(&label, &nl, password.as_ref()).await {
+                    if let Ok(seen) = setup::seen(&mut c, &label).await {
+                        st.not_as_configured = converge::fixes(n.role, primary_port, &seen)
+                            .into_iter()
+                            .map(|f| f.what().to_string())
+                            .collect();
+                    }
+                    let _ = c.disconnect().await;
                 }
             }
             out.push(st);

@@ -13,7 +13,7 @@ use crate::handle::{names, Sandbox, FIRST_PORT};
 use crate::meta::{Layout, Meta, NodeMeta, Role};
 use crate::node::{self, Binaries};
 use crate::setup;
-use crate::{cluster, galera, meta, ports};
+use crate::{cluster, converge, galera, meta, ports};
 
 /// What `up` should make or start.
 #[derive(Debug, Clone, Default)]
@@ -48,6 +48,9 @@ pub struct UpReport {
     pub started: Vec<String>,
     /// Nodes initialised by this call (new data directories).
     pub created: Vec<String>,
+    /// What was brought back to the role `sandbox.toml` gives a node
+    /// (after a promotion that stopped part way): "node: what was wrong".
+    pub repaired: Vec<String>,
     pub elapsed: Duration,
 }
 
@@ -270,6 +273,7 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             sandbox,
             started,
             created,
+            repaired: Vec::new(),
             elapsed: t0.elapsed(),
         });
     }
@@ -341,18 +345,7 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
         }
     }
-    // A node demoted while it was down (sandbox promote) has never been
-    // pointed at the new primary.
-    for n in sandbox.meta.replicas() {
-        let nl = sandbox.layout.node(n);
-        let label = sandbox.label(n);
-        let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
-        let configured = setup::repl_health(&mut c, &label).await?.is_some();
-        let _ = c.disconnect().await;
-        if !configured {
-            setup::start_replication(&label, &nl, &password, sandbox.meta.primary()).await?;
-        }
-    }
+    let repaired = repair(&sandbox, &password).await?;
     for n in sandbox.meta.replicas() {
         setup::wait_replicating(&sandbox.label(n), &sandbox.layout.node(n), &password).await?;
     }
@@ -360,6 +353,27 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         sandbox,
         started,
         created,
+        repaired,
         elapsed: t0.elapsed(),
     })
+}
+
+/// Brings every running node to the role `sandbox.toml` gives it (see
+/// [`converge`]): the primary first, so replicas point at a server that
+/// takes writes. Returns what was repaired, a line per node and fix.
+async fn repair(sb: &Sandbox, password: &Secret) -> Result<Vec<String>> {
+    let primary = sb.meta.primary().clone();
+    let mut repaired = Vec::new();
+    for n in std::iter::once(&primary).chain(sb.meta.replicas()) {
+        let nl = sb.layout.node(n);
+        let label = sb.label(n);
+        let mut c = setup::root_conn(&label, &nl, Some(password)).await?;
+        let seen = setup::seen(&mut c, &label).await?;
+        let _ = c.disconnect().await;
+        for fix in converge::fixes(n.role, primary.port, &seen) {
+            setup::apply_fix(&label, &nl, password, &primary, fix).await?;
+            repaired.push(format!("{}: {}", n.name, fix.what()));
+        }
+    }
+    Ok(repaired)
 }

@@ -705,12 +705,23 @@ fn galera_sql(home: &Path, node: u32, sql: &str) -> String {
     } else {
         home.join(format!("sandboxes/g/client-node{node}.cnf"))
     };
+    client_sql(&cnf, &[], sql)
+}
+
+/// Runs SQL with the stock client from an option file (and `extra`
+/// arguments after it); its output, which must be a success.
+fn client_sql(cnf: &Path, extra: &[&str], sql: &str) -> String {
     let o = std::process::Command::new("mariadb")
         .arg(format!("--defaults-file={}", cnf.display()))
+        .args(extra)
         .args(["-N", "-B", "-e", sql])
         .output()
         .expect("mariadb");
-    assert!(o.status.success(), "node{node}: {sql}: {}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "{cnf:?} {extra:?}: {sql}: {}",
+        stderr(&o)
+    );
     stdout(&o).trim().to_string()
 }
 
@@ -924,4 +935,185 @@ fn two_galera_sandboxes_in_two_homes_at_once() {
         .expect("registry")
         .count();
     assert_eq!(left, 0, "destroy released every port");
+}
+
+/// Name, role, port, what `list --json` says is not as sandbox.toml says,
+/// and the port it replicates from (0: none), of a sandbox's nodes.
+type NodeRow = (String, String, u16, Vec<String>, u64);
+fn roles(home: &Path, name: &str) -> Vec<NodeRow> {
+    let o = run_in(home, &["sandbox", "list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
+    v.as_array()
+        .expect("rows")
+        .iter()
+        .filter(|r| r["sandbox"] == name)
+        .map(|r| {
+            let wrong = r["not_as_configured"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|w| w.as_str())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let port = r["port"].as_u64().unwrap_or(0) as u16;
+            (
+                r["node"].as_str().unwrap_or("").to_string(),
+                r["role"].as_str().unwrap_or("").to_string(),
+                port,
+                wrong,
+                r["replication"]["source_port"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// A promotion killed at each of its steps (the old primary fenced, the
+/// candidate caught up, made writable, sandbox.toml saved, one replica
+/// repointed) leaves a sandbox `list` says is not as configured, and the
+/// next `up` repairs: the primary takes an ordinary account's writes,
+/// every replica is read-only and replicates from it, and no committed
+/// row is lost.
+#[test]
+fn a_promotion_killed_at_any_step_is_named_by_list_and_repaired_by_up() {
+    let home = Home::new();
+    let h = home.path();
+    let port = free_port_block(3).to_string();
+    let o = run_in(
+        h,
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "pk",
+            "--port",
+            &port,
+            "--replicas",
+            "2",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let cnf = h.join("sandboxes/pk/client.cnf");
+    // An account without SUPER: read_only stops its writes, as an
+    // application's.
+    client_sql(
+        &cnf,
+        &[],
+        "CREATE DATABASE pk; CREATE TABLE pk.t (id INT PRIMARY KEY); \
+         CREATE USER app@'127.0.0.1' IDENTIFIED BY 'app-pw'; \
+         GRANT SELECT, INSERT ON pk.* TO app@'127.0.0.1'",
+    );
+    let at = |p: u16, sql: &str| {
+        client_sql(
+            &cnf,
+            &["--protocol=TCP", "-h127.0.0.1", &format!("-P{p}")],
+            sql,
+        )
+    };
+    let app_insert = |p: u16, id: u32| {
+        let o = std::process::Command::new("mariadb")
+            .args([
+                "--no-defaults",
+                "--protocol=TCP",
+                "-h127.0.0.1",
+                &format!("-P{p}"),
+            ])
+            .args([
+                "-uapp",
+                "-papp-pw",
+                "-e",
+                &format!("INSERT INTO pk.t VALUES ({id})"),
+            ])
+            .output()
+            .expect("mariadb");
+        assert!(
+            o.status.success(),
+            "app's write on port {p}: {}",
+            stderr(&o)
+        );
+    };
+    let mut rows = 0;
+    for (i, point) in [
+        "promote::old_primary_fenced",
+        "promote::caught_up",
+        "promote::new_primary_writable",
+        "promote::meta_saved",
+        "promote::replica_repointed",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let nodes = roles(h, "pk");
+        let primary = nodes
+            .iter()
+            .find(|n| n.1 == "primary")
+            .expect("a primary")
+            .2;
+        rows += 1;
+        app_insert(primary, rows);
+        let candidate = nodes
+            .iter()
+            .filter(|n| n.1 == "replica")
+            .nth(i % 2)
+            .expect("replica")
+            .0
+            .clone();
+        let o = common::sqlfleet()
+            .env("SQLFLEET_HOME", h)
+            .env("SQLFLEET_FAILPOINTS", format!("{point}=kill@1"))
+            .args(["sandbox", "promote", "--name", "pk", "--node", &candidate])
+            .output()
+            .expect("promote");
+        assert_eq!(
+            o.status.code(),
+            None,
+            "{point}: killed there: {}",
+            stderr(&o)
+        );
+        let list = run_in(h, &["sandbox", "list"]);
+        assert!(
+            stdout(&list).contains("NOT AS sandbox.toml SAYS"),
+            "{point}: list names what is wrong: {}",
+            stdout(&list)
+        );
+        let o = run_in(h, &["sandbox", "up", "--name", "pk"]);
+        assert!(o.status.success(), "{point}: up: {}", stderr(&o));
+        assert!(stdout(&o).contains("repaired "), "{point}: {}", stdout(&o));
+        let nodes = roles(h, "pk");
+        for n in &nodes {
+            assert!(n.3.is_empty(), "{point}: {} after up: {:?}", n.0, n.3);
+        }
+        let primary = nodes
+            .iter()
+            .find(|n| n.1 == "primary")
+            .expect("a primary")
+            .2;
+        assert_eq!(at(primary, "SELECT @@read_only"), "0", "{point}");
+        rows += 1;
+        app_insert(primary, rows);
+        for n in nodes.iter().filter(|n| n.1 == "replica") {
+            assert_eq!(at(n.2, "SELECT @@read_only"), "1", "{point}: {}", n.0);
+            assert_eq!(n.4, u64::from(primary), "{point}: {} replicates from", n.0);
+            let t0 = Instant::now();
+            loop {
+                let have = at(n.2, "SELECT COUNT(*) FROM pk.t");
+                if have == rows.to_string() {
+                    break;
+                }
+                assert!(
+                    t0.elapsed() < Duration::from_secs(60),
+                    "{point}: {} has {have} of {rows} rows",
+                    n.0
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        assert_eq!(
+            at(primary, "SELECT COUNT(*) FROM pk.t"),
+            rows.to_string(),
+            "{point}"
+        );
+    }
 }

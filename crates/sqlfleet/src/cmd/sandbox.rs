@@ -274,6 +274,9 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         };
         println!("  {:<9} 127.0.0.1:{:<5}  {role}", n.name, n.port);
     }
+    for r in &report.repaired {
+        println!("  repaired {r}");
+    }
     println!("connect:");
     println!("  mariadb --defaults-file={}", sb.defaults_file().display());
     println!("  sqlfleet <command> --sandbox {}", sb.name());
@@ -336,6 +339,20 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
             ),
             (None, _, Role::Replica, true) => "not configured".into(),
             _ => "-".into(),
+        };
+        let repl = if r.not_as_configured.is_empty() {
+            repl
+        } else {
+            format!(
+                "{}NOT AS sandbox.toml SAYS: {} ('sqlfleet sandbox up --name {}' repairs it)",
+                if repl == "-" {
+                    String::new()
+                } else {
+                    format!("{repl}; ")
+                },
+                r.not_as_configured.join("; "),
+                r.sandbox
+            )
         };
         println!(
             "{:<12} {:<9} {:<8} {:<6} {:>8} {:<8} {}",
