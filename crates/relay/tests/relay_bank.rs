@@ -685,7 +685,7 @@ fn bank_with_the_primary_killed_and_a_replica_promoted_replays_its_transactions(
         campaign.fault(format!("kill -9 of the primary node1, {name} promoted"));
         rt.block_on(async {
             let mut s = sqlfleet_sandbox::Sandbox::open(&sb.home, &sb.meta.name).expect("open");
-            s.promote(&name, Duration::from_secs(60))
+            s.promote(&name, Duration::from_secs(60), &Default::default())
                 .await
                 .expect("promote");
         });

@@ -205,9 +205,13 @@ fn replicas_drop_out_and_return_and_a_promoted_replica_takes_writes() {
     });
     rt.block_on(async {
         let mut sb = Sandbox::open(&srv.sandbox.home, &srv.sandbox.meta.name).expect("open");
-        sb.promote("node2", std::time::Duration::from_secs(60))
-            .await
-            .expect("promote");
+        sb.promote(
+            "node2",
+            std::time::Duration::from_secs(60),
+            &Default::default(),
+        )
+        .await
+        .expect("promote");
     });
     let (first_write, attempts) = rt.block_on(writer).expect("writer");
     let took = first_write - killed;

@@ -58,7 +58,7 @@ async fn a_source_entry_pointed_at_the_promoted_replica_goes_on_exactly() {
 
     // The primary is replaced by node2; the config now names it.
     let mut sb = old.sandbox.clone();
-    sb.promote("node2", Duration::from_secs(60))
+    sb.promote("node2", Duration::from_secs(60), &Default::default())
         .await
         .expect("promote node2");
     let new = TestServer { sandbox: sb };

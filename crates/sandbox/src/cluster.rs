@@ -58,7 +58,7 @@ pub async fn up(
     sb: &Sandbox,
     bins: &Binaries,
     password: &Secret,
-    die_with_parent: bool,
+    how: &node::Starting,
 ) -> Result<(Vec<String>, Vec<String>)> {
     let mut started = Vec::new();
     let mut created = Vec::new();
@@ -72,15 +72,7 @@ pub async fn up(
     // Positions already recovered while choosing who bootstraps.
     let mut recovered = Recovered::new();
     if down.len() == sb.meta.nodes.len() {
-        let first = bootstrap(
-            sb,
-            bins,
-            password,
-            die_with_parent,
-            &mut created,
-            &mut recovered,
-        )
-        .await?;
+        let first = bootstrap(sb, bins, password, how, &mut created, &mut recovered).await?;
         started.push(first);
     }
     for n in &sb.meta.nodes {
@@ -88,11 +80,12 @@ pub async fn up(
             continue;
         }
         let known = recovered.remove(&n.name);
-        join(sb, bins, n, password, die_with_parent, &mut created, known).await?;
+        how.stop.check()?;
+        join(sb, bins, n, password, how, &mut created, known).await?;
         started.push(n.name.clone());
     }
     for n in &sb.meta.nodes {
-        wait_synced(&sb.label(n), &sb.layout.node(n), password).await?;
+        wait_synced(&sb.label(n), &sb.layout.node(n), password, &how.stop).await?;
     }
     Ok((started, created))
 }
@@ -139,7 +132,7 @@ async fn bootstrap(
     sb: &Sandbox,
     bins: &Binaries,
     password: &Secret,
-    die: bool,
+    how: &node::Starting,
     created: &mut Vec<String>,
     recovered: &mut Recovered,
 ) -> Result<String> {
@@ -157,7 +150,7 @@ async fn bootstrap(
                 what: format!("init task failed: {e}"),
             })??;
         created.push(first.name.clone());
-        start(sb, bins, first, &["--wsrep-new-cluster".into()], die).await?;
+        start(sb, bins, first, &["--wsrep-new-cluster".into()], how).await?;
         setup::secure_users(&sb.label(first), &nl, password).await?;
         crate::meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
         return Ok(first.name.clone());
@@ -218,7 +211,7 @@ async fn bootstrap(
     if let Some((uuid, seq)) = recovered.remove(&name) {
         args.push(format!("--wsrep-start-position={uuid}:{seq}"));
     }
-    start(sb, bins, n, &args, die).await?;
+    start(sb, bins, n, &args, how).await?;
     Ok(name)
 }
 
@@ -229,7 +222,7 @@ async fn join(
     bins: &Binaries,
     n: &NodeMeta,
     password: &Secret,
-    die: bool,
+    how: &node::Starting,
     created: &mut Vec<String>,
     known: Option<(String, i64)>,
 ) -> Result<()> {
@@ -269,8 +262,8 @@ async fn join(
             });
         }
     }
-    start(sb, bins, n, &args, die).await?;
-    wait_synced(&sb.label(n), &nl, password).await?;
+    start(sb, bins, n, &args, how).await?;
+    wait_synced(&sb.label(n), &nl, password, &how.stop).await?;
     crate::meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
     Ok(())
 }
@@ -345,14 +338,22 @@ async fn start(
     bins: &Binaries,
     n: &NodeMeta,
     args: &[String],
-    die: bool,
+    how: &node::Starting,
 ) -> Result<()> {
     let nl = sb.layout.node(n);
     for p in n.galera.iter().flat_map(|g| [g.gcomm, g.ist, g.sst]) {
         crate::ports::ensure_free(p)?;
     }
-    let mut child = node::spawn(bins, n, &nl, &member_options(sb, n), args, die)?;
-    node::wait_ready(&mut child, &sb.label(n), n.port, &nl).await
+    how.stop.check()?;
+    let mut child = node::spawn(
+        bins,
+        n,
+        &nl,
+        &member_options(sb, n),
+        args,
+        how.die_with_parent,
+    )?;
+    node::wait_ready(&mut child, &sb.label(n), n.port, &nl, &how.stop).await
 }
 
 /// The node's wsrep status.
@@ -364,10 +365,16 @@ pub async fn health(conn: &mut mysql_async::Conn) -> mysql_async::Result<Health>
 }
 
 /// Waits until the node is Synced in the primary component.
-pub async fn wait_synced(label: &str, nl: &NodeLayout, password: &Secret) -> Result<Health> {
+pub async fn wait_synced(
+    label: &str,
+    nl: &NodeLayout,
+    password: &Secret,
+    stop: &crate::Interrupt,
+) -> Result<Health> {
     let t0 = Instant::now();
     let mut last = Health::default();
     while t0.elapsed() < SYNC_TIMEOUT {
+        stop.check()?;
         if node::running_pid(nl).is_none() && t0.elapsed() > Duration::from_secs(5) {
             return Err(SandboxError::StartFailed {
                 node: label.to_string(),

@@ -62,9 +62,19 @@ pub enum SandboxError {
     Sql { node: String, what: String },
     #[error("{node}: did not stop within {secs}s (pid {pid}); it was killed")]
     StopTimeout { node: String, secs: u64, pid: i32 },
+    /// Stopped by Ctrl-C or SIGTERM; `what` says what was left.
+    #[error("{what}")]
+    Interrupted { what: String },
 }
 
 impl SandboxError {
+    /// Stopped by a signal (the caller says what that left).
+    pub(crate) fn interrupted() -> SandboxError {
+        SandboxError::Interrupted {
+            what: "interrupted".into(),
+        }
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> SandboxError {
         let path = path.into();
         move |source| SandboxError::Io { path, source }

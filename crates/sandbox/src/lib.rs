@@ -11,6 +11,7 @@ pub mod converge;
 mod error;
 mod galera;
 mod handle;
+mod interrupt;
 pub mod meta;
 pub mod node;
 pub mod ports;
@@ -21,6 +22,7 @@ mod up;
 
 pub use error::{Result, SandboxError};
 pub use handle::{names, Sandbox, DEFAULT_NAME, FIRST_PORT};
+pub use interrupt::Interrupt;
 pub use meta::{Layout, Meta, NodeMeta, Role};
 pub use node::Binaries;
 pub use promote::PromoteReport;

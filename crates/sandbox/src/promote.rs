@@ -16,6 +16,43 @@ use crate::handle::Sandbox;
 use crate::meta::Role;
 use crate::{node, setup};
 
+/// A promotion's state once its candidate has caught up: the candidate's
+/// connection, the old primary's position it applied (`None`: the old
+/// primary was not running) and the old primary's fencing connection.
+struct Fenced {
+    candidate: mysql_async::Conn,
+    target: Option<String>,
+    fence: Option<mysql_async::Conn>,
+}
+
+/// Stopped by an interrupt before the switch.
+fn untouched(name: &str) -> SandboxError {
+    SandboxError::Interrupted {
+        what: format!(
+            "sandbox '{name}': interrupted before the switch; nothing changed, the primary \
+             takes writes"
+        ),
+    }
+}
+
+/// An SQL error on `node`.
+fn sql(node: String) -> impl Fn(mysql_async::Error) -> SandboxError {
+    move |w| SandboxError::Sql {
+        node: node.clone(),
+        what: w.to_string(),
+    }
+}
+
+/// Lets the old primary take writes again after a promotion that did not
+/// happen: its lock released, read_only off.
+async fn unfence(fence: &mut Option<mysql_async::Conn>) {
+    if let Some(mut o) = fence.take() {
+        let _ = o.query_drop("UNLOCK TABLES").await;
+        let _ = o.query_drop("SET GLOBAL read_only = 0").await;
+        let _ = o.disconnect().await;
+    }
+}
+
 /// What a promotion did.
 #[derive(Debug, Clone)]
 pub struct PromoteReport {
@@ -33,9 +70,19 @@ pub struct PromoteReport {
 }
 
 impl Sandbox {
-    /// Makes replica `name` the primary.
-    pub async fn promote(&mut self, name: &str, wait: Duration) -> Result<PromoteReport> {
+    /// Makes replica `name` the primary. An interrupt before the switch
+    /// (while the candidate catches up included) stops it with nothing
+    /// changed; once the candidate has caught up, the switch is finished.
+    pub async fn promote(
+        &mut self,
+        name: &str,
+        wait: Duration,
+        stop: &crate::Interrupt,
+    ) -> Result<PromoteReport> {
         let t0 = Instant::now();
+        if stop.seen() {
+            return Err(untouched(&self.meta.name));
+        }
         let pos = self.promotable(name)?;
         let password = self.password()?;
         let new = self.meta.nodes[pos].clone();
@@ -47,75 +94,24 @@ impl Sandbox {
                 what: "not running: start it with 'sqlfleet sandbox up' first".into(),
             });
         }
-        let sql = |node: String| {
-            move |w: mysql_async::Error| SandboxError::Sql {
-                node: node.clone(),
-                what: w.to_string(),
-            }
-        };
-        // Stop the old primary's writes and learn what it committed.
-        let old = self.meta.primary().clone();
-        let old_label = self.label(&old);
-        let old_nl = self.layout.node(&old);
-        let mut fence = None;
-        let mut target = None;
-        if node::running_pid(&old_nl).is_some() {
-            let mut o = setup::root_conn(&old_label, &old_nl, Some(&password)).await?;
-            o.query_drop("SET GLOBAL read_only = 1")
-                .await
-                .map_err(sql(old_label.clone()))?;
-            o.query_drop("FLUSH TABLES WITH READ LOCK")
-                .await
-                .map_err(sql(old_label.clone()))?;
-            let pos: Option<String> = o
-                .query_first("SELECT @@gtid_binlog_pos")
-                .await
-                .map_err(sql(old_label.clone()))?;
-            target = Some(pos.unwrap_or_default());
-            fence = Some(o);
-            sqlfleet_faults::point!("promote::old_primary_fenced");
-        }
-        let mut c = setup::root_conn(&label, &nl, Some(&password)).await?;
-        if let Some(pos) = target.as_deref().filter(|p| !p.is_empty()) {
-            let q = format!(
-                "SELECT MASTER_GTID_WAIT('{}', {:.3})",
-                pos.replace('\'', ""),
-                wait.as_secs_f64()
-            );
-            let r: Option<i64> = c.query_first(q).await.map_err(sql(label.clone()))?;
-            if r != Some(0) {
-                let have: Option<String> = c
-                    .query_first("SELECT @@gtid_slave_pos")
-                    .await
-                    .map_err(sql(label.clone()))?;
-                // Refused: the old primary takes writes again.
-                if let Some(mut o) = fence.take() {
-                    let _ = o.query_drop("UNLOCK TABLES").await;
-                    let _ = o.query_drop("SET GLOBAL read_only = 0").await;
-                    let _ = o.disconnect().await;
-                }
-                return Err(SandboxError::Sql {
-                    node: label,
-                    what: format!(
-                        "has not applied everything the primary committed within {:.0} s \
-                         (primary at {pos}, replica at {}); nothing changed, the primary \
-                         takes writes again (wait longer with --wait)",
-                        wait.as_secs_f64(),
-                        have.unwrap_or_default()
-                    ),
-                });
-            }
-        }
+        let Fenced {
+            candidate: mut c,
+            target,
+            mut fence,
+        } = self.fence_and_catch_up(&new, &password, wait, stop).await?;
         sqlfleet_faults::point!("promote::caught_up");
-        c.query_drop("STOP SLAVE")
-            .await
-            .map_err(sql(label.clone()))?;
-        c.query_drop("RESET SLAVE ALL")
-            .await
-            .map_err(sql(label.clone()))?;
-        c.query_drop("SET GLOBAL read_only = 0")
-            .await
-            .map_err(sql(label.clone()))?;
+        let switched = async {
+            c.query_drop("STOP SLAVE").await?;
+            c.query_drop("RESET SLAVE ALL").await?;
+            c.query_drop("SET GLOBAL read_only = 0").await
+        }
+        .await;
+        if let Err(e) = switched {
+            // sandbox.toml is unchanged: the old primary takes writes
+            // again, and `up` puts the candidate back as a replica.
+            unfence(&mut fence).await;
+            return Err(sql(label)(e));
+        }
         sqlfleet_faults::point!("promote::new_primary_writable");
         let _ = c.disconnect().await;
         // The old primary stays read-only; its lock goes before it follows.
@@ -147,6 +143,100 @@ impl Sandbox {
             not_running,
             caught_up_to: target,
             elapsed: t0.elapsed(),
+        })
+    }
+
+    /// Stops the old primary's writes (when it runs: read_only and a
+    /// global read lock) and waits until the candidate has applied every
+    /// GTID it committed. On any failure or an interrupt the old primary
+    /// takes writes again before this returns.
+    async fn fence_and_catch_up(
+        &self,
+        new: &crate::meta::NodeMeta,
+        password: &sqlfleet_conn::Secret,
+        wait: Duration,
+        stop: &crate::Interrupt,
+    ) -> Result<Fenced> {
+        let old = self.meta.primary().clone();
+        let old_label = self.label(&old);
+        let old_nl = self.layout.node(&old);
+        let mut fence = None;
+        let mut target = None;
+        if node::running_pid(&old_nl).is_some() {
+            let mut o = setup::root_conn(&old_label, &old_nl, Some(password)).await?;
+            let fenced = async {
+                o.query_drop("SET GLOBAL read_only = 1").await?;
+                o.query_drop("FLUSH TABLES WITH READ LOCK").await?;
+                o.query_first::<Option<String>, _>("SELECT @@gtid_binlog_pos")
+                    .await
+            }
+            .await;
+            match fenced {
+                Ok(pos) => target = Some(pos.flatten().unwrap_or_default()),
+                Err(e) => {
+                    let _ = o.query_drop("SET GLOBAL read_only = 0").await;
+                    return Err(sql(old_label)(e));
+                }
+            }
+            fence = Some(o);
+            sqlfleet_faults::point!("promote::old_primary_fenced");
+        }
+        match self
+            .catch_up(new, password, target.as_deref(), wait, stop)
+            .await
+        {
+            Ok(candidate) => Ok(Fenced {
+                candidate,
+                target,
+                fence,
+            }),
+            Err(e) => {
+                unfence(&mut fence).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The candidate's connection once it has applied `target` (the old
+    /// primary's GTID position), within `wait`.
+    async fn catch_up(
+        &self,
+        new: &crate::meta::NodeMeta,
+        password: &sqlfleet_conn::Secret,
+        target: Option<&str>,
+        wait: Duration,
+        stop: &crate::Interrupt,
+    ) -> Result<mysql_async::Conn> {
+        let label = self.label(new);
+        let mut c = setup::root_conn(&label, &self.layout.node(new), Some(password)).await?;
+        let Some(pos) = target.filter(|p| !p.is_empty()) else {
+            return Ok(c);
+        };
+        let q = format!(
+            "SELECT MASTER_GTID_WAIT('{}', {:.3})",
+            pos.replace('\'', ""),
+            wait.as_secs_f64()
+        );
+        let waited = tokio::select! {
+            r = c.query_first::<Option<i64>, _>(q) => r,
+            _ = stop.wait() => return Err(untouched(&self.meta.name)),
+        };
+        if waited.map_err(sql(label.clone()))?.flatten() == Some(0) {
+            return Ok(c);
+        }
+        let have: Option<String> = c
+            .query_first("SELECT @@gtid_slave_pos")
+            .await
+            .map_err(sql(label.clone()))?;
+        Err(SandboxError::Sql {
+            node: label,
+            what: format!(
+                "has not applied everything the primary committed within {:.0} s \
+                 (primary at {pos}, replica at {}); nothing changed, the primary \
+                 takes writes again (wait longer with --wait)",
+                wait.as_secs_f64(),
+                have.unwrap_or_default()
+            ),
         })
     }
 

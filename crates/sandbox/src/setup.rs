@@ -192,11 +192,17 @@ pub async fn apply_fix(
 }
 
 /// Waits until both replication threads run.
-pub async fn wait_replicating(label: &str, layout: &NodeLayout, password: &Secret) -> Result<()> {
+pub async fn wait_replicating(
+    label: &str,
+    layout: &NodeLayout,
+    password: &Secret,
+    stop: &crate::Interrupt,
+) -> Result<()> {
     let mut conn = root_conn(label, layout, Some(password)).await?;
     let start = Instant::now();
     let mut restarted = false;
     loop {
+        stop.check()?;
         let h = repl_health(&mut conn, label).await?;
         match &h {
             Some(h) if h.healthy() => break,

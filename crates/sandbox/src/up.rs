@@ -38,6 +38,9 @@ pub struct UpOptions {
     pub die_with_parent: bool,
     /// Restart running servers when `options` change (else that is refused).
     pub restart: bool,
+    /// Ctrl-C or SIGTERM: the servers still starting are stopped, and a
+    /// sandbox this call was making is removed.
+    pub interrupt: crate::Interrupt,
 }
 
 /// What `up` did.
@@ -166,7 +169,23 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
-    r
+    let name = &opts.name;
+    r.map_err(|e| match e {
+        SandboxError::Interrupted { .. } if existed => SandboxError::Interrupted {
+            what: format!(
+                "sandbox '{name}': interrupted before every node was ready; the servers \
+                 still starting were stopped ('sqlfleet sandbox list' shows each node; \
+                 'sqlfleet sandbox up --name {name}' finishes it)"
+            ),
+        },
+        SandboxError::Interrupted { .. } => SandboxError::Interrupted {
+            what: format!(
+                "sandbox '{name}': interrupted while it was being made; its servers were \
+                 stopped and its directory removed (nothing is left)"
+            ),
+        },
+        e => e,
+    })
 }
 
 /// An existing sandbox for `up`: refused when the options ask for
@@ -266,9 +285,13 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
         create(home, opts, &bins, &layout)?
     };
     let password = sandbox.password()?;
+    let how = node::Starting {
+        die_with_parent: opts.die_with_parent,
+        stop: opts.interrupt.clone(),
+    };
+    how.stop.check()?;
     if sandbox.meta.galera() {
-        let (started, created) =
-            cluster::up(&sandbox, &bins, &password, opts.die_with_parent).await?;
+        let (started, created) = cluster::up(&sandbox, &bins, &password, &how).await?;
         return Ok(UpReport {
             sandbox,
             started,
@@ -299,7 +322,7 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             // First, so a user's own --option still has the last word.
             options.insert(0, format!("gtid-domain-id={}", sandbox.meta.domain));
         }
-        let die = opts.die_with_parent;
+        let how = how.clone();
         pending.spawn(async move {
             if fresh {
                 let (b, l, nl2) = (bins.clone(), label.clone(), nl.clone());
@@ -310,8 +333,9 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
                         what: format!("init task failed: {e}"),
                     })??;
             }
-            let mut child = node::spawn(&bins, &n, &nl, &options, &[], die)?;
-            node::wait_ready(&mut child, &label, n.port, &nl).await?;
+            how.stop.check()?;
+            let mut child = node::spawn(&bins, &n, &nl, &options, &[], how.die_with_parent)?;
+            node::wait_ready(&mut child, &label, n.port, &nl, &how.stop).await?;
             Ok::<_, SandboxError>(())
         });
     }
@@ -335,6 +359,7 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
 
     // Users first (all nodes), then replication.
     for n in &sandbox.meta.nodes {
+        how.stop.check()?;
         let nl = sandbox.layout.node(n);
         if !nl.setup_marker().exists() {
             setup::secure_users(&sandbox.label(n), &nl, &password).await?;
@@ -345,9 +370,11 @@ async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
         }
     }
+    how.stop.check()?;
     let repaired = repair(&sandbox, &password).await?;
     for n in sandbox.meta.replicas() {
-        setup::wait_replicating(&sandbox.label(n), &sandbox.layout.node(n), &password).await?;
+        let nl = sandbox.layout.node(n);
+        setup::wait_replicating(&sandbox.label(n), &nl, &password, &how.stop).await?;
     }
     Ok(UpReport {
         sandbox,

@@ -1117,3 +1117,175 @@ fn a_promotion_killed_at_any_step_is_named_by_list_and_repaired_by_up() {
         );
     }
 }
+
+/// The mariadbd processes whose option file lies under `dir`.
+fn servers_under(dir: &Path) -> Vec<String> {
+    let needle = format!("--defaults-file={}/", dir.display());
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .filter_map(|e| {
+            let cmd = std::fs::read(e.ok()?.path().join("cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(&needle).then_some(cmd)
+        })
+        .collect()
+}
+
+/// Sends `sig` to a running `sqlfleet` after `after`; its output.
+fn signalled(mut cmd: std::process::Command, after: Duration, sig: i32) -> std::process::Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(after);
+    // SAFETY: a signal to our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
+    child.wait_with_output().expect("wait")
+}
+
+/// Ctrl-C or SIGTERM at seeded instants of a new sandbox's `up` (drawn
+/// over the time an `up` takes here) stops it with 130 or 143 and leaves
+/// nothing: no server, no directory, the name and ports free for the next
+/// `up`, which makes a whole sandbox. A signal to `promote` while the
+/// candidate catches up changes nothing (the primary takes writes, no
+/// node is left not as configured); one after the candidate caught up
+/// finishes the switch. Seeds: SQLFLEET_SANDBOX_SIGNAL_SEED (default 1),
+/// SQLFLEET_SANDBOX_SIGNALS instants (default 4).
+#[test]
+fn signals_at_seeded_instants_leave_up_and_promote_whole_or_undone() {
+    use rand::{Rng, SeedableRng};
+    let env = |k: &str, d: u64| {
+        std::env::var(k)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(d)
+    };
+    let seed = env("SQLFLEET_SANDBOX_SIGNAL_SEED", 1);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let home = Home::new();
+    let h = home.path();
+    let up = |name: &str| {
+        let mut c = common::sqlfleet();
+        let port = free_port_block(3).to_string();
+        c.env("SQLFLEET_HOME", h).args([
+            "sandbox",
+            "up",
+            "--name",
+            name,
+            "--port",
+            &port,
+            "--replicas",
+            "2",
+        ]);
+        c
+    };
+    let t0 = Instant::now();
+    let o = up("whole").output().expect("up");
+    let took = t0.elapsed();
+    assert!(o.status.success(), "{}", stderr(&o));
+    for i in 0..env("SQLFLEET_SANDBOX_SIGNALS", 4) {
+        let name = format!("s{i}");
+        let at = Duration::from_secs_f64(rng.gen_range(0.0..took.as_secs_f64()));
+        let sig = if rng.gen_bool(0.5) {
+            libc::SIGINT
+        } else {
+            libc::SIGTERM
+        };
+        let why =
+            format!("seed {seed}, up {name}, signal {sig} after {at:?} (an up takes {took:?})");
+        let t1 = Instant::now();
+        let o = signalled(up(&name), at, sig);
+        eprintln!("{why}: exit {:?} in {:?}", o.status.code(), t1.elapsed());
+        let dir = h.join("sandboxes").join(&name);
+        match o.status.code() {
+            Some(0) => {}
+            Some(code) => {
+                assert_eq!(code, 128 + sig, "{why}: {}", stderr(&o));
+                assert!(
+                    stderr(&o).contains("nothing is left"),
+                    "{why}: {}",
+                    stderr(&o)
+                );
+                assert!(!dir.exists(), "{why}: {dir:?} is left");
+                assert_eq!(servers_under(&dir), Vec::<String>::new(), "{why}");
+                let o = up(&name).output().expect("up");
+                assert!(o.status.success(), "{why}: up again: {}", stderr(&o));
+            }
+            None => panic!("{why}: died by the signal: {}", stderr(&o)),
+        }
+        let list = stdout(&run_in(h, &["sandbox", "list"]));
+        let rows: Vec<&str> = list
+            .lines()
+            .filter(|l| l.starts_with(&format!("{name} ")))
+            .collect();
+        assert_eq!(rows.len(), 3, "{why}: {list}");
+        assert!(
+            rows[1..].iter().all(|r| r.contains(" ok, ")),
+            "{why}: {list}"
+        );
+        let o = run_in(h, &["sandbox", "destroy", "--name", &name, "--yes"]);
+        assert!(o.status.success(), "{why}: {}", stderr(&o));
+        assert_eq!(servers_under(&dir), Vec::<String>::new(), "{why}");
+    }
+
+    // promote: the candidate held back, so it waits to catch up.
+    let cnf = h.join("sandboxes/whole/client.cnf");
+    let node3 = h.join("sandboxes/whole/client-node3.cnf");
+    client_sql(&node3, &[], "STOP SLAVE SQL_THREAD");
+    client_sql(
+        &cnf,
+        &[],
+        "CREATE DATABASE w; CREATE TABLE w.t (id INT PRIMARY KEY); INSERT INTO w.t VALUES (1)",
+    );
+    let at = Duration::from_secs_f64(rng.gen_range(0.0..1.5));
+    let why = format!("seed {seed}, promote, SIGINT after {at:?}");
+    let mut c = common::sqlfleet();
+    c.env("SQLFLEET_HOME", h).args([
+        "sandbox", "promote", "--name", "whole", "--node", "node3", "--wait", "60",
+    ]);
+    let o = signalled(c, at, libc::SIGINT);
+    assert_eq!(o.status.code(), Some(130), "{why}: {}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nothing changed"),
+        "{why}: {}",
+        stderr(&o)
+    );
+    assert_eq!(
+        client_sql(&cnf, &[], "SELECT @@port, @@read_only"),
+        format!("{}\t0", roles(h, "whole")[0].2),
+        "{why}"
+    );
+    client_sql(&cnf, &[], "INSERT INTO w.t VALUES (2)");
+    for n in roles(h, "whole") {
+        assert!(n.3.is_empty(), "{why}: {} {:?}", n.0, n.3);
+    }
+    client_sql(&node3, &[], "START SLAVE SQL_THREAD");
+
+    // A signal once the candidate has caught up: the switch is finished.
+    let mut c = common::sqlfleet();
+    c.env("SQLFLEET_HOME", h)
+        .env("SQLFLEET_FAILPOINTS", "promote::caught_up=sleep(1500)")
+        .args(["sandbox", "promote", "--name", "whole", "--node", "node3"]);
+    let o = signalled(c, Duration::from_millis(700), libc::SIGINT);
+    assert!(
+        o.status.success(),
+        "a begun switch finishes: {}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("finishing a switch already begun"),
+        "{}",
+        stderr(&o)
+    );
+    let nodes = roles(h, "whole");
+    assert_eq!(
+        (nodes[0].0.as_str(), nodes[0].1.as_str()),
+        ("node3", "primary"),
+        "{nodes:?}"
+    );
+    for n in &nodes {
+        assert!(n.3.is_empty(), "{} {:?}", n.0, n.3);
+    }
+    assert_eq!(client_sql(&cnf, &[], "SELECT COUNT(*) FROM w.t"), "2");
+}

@@ -14,7 +14,8 @@ use crate::exit::Exit;
 pub enum SandboxCmd {
     /// Create (first time) and start a sandbox; ready when this returns.
     /// Exit codes: 0 running, 1 it could not be started (the reason is
-    /// printed)
+    /// printed), 130 interrupted by Ctrl-C, 143 by SIGTERM (the servers
+    /// still starting are stopped; a sandbox being made is removed)
     Up(UpArgs),
     /// Stop a sandbox's servers cleanly. Exit codes: 0 stopped (or was not
     /// running), 1 no such sandbox or a server did not stop
@@ -34,7 +35,9 @@ pub enum SandboxCmd {
     Destroy(DestroyArgs),
     /// Make a replica the primary: it becomes writable and the other nodes
     /// replicate from it (GTID). Exit codes: 0 promoted, 1 refused (the
-    /// replica did not catch up in --wait seconds; nothing changed) or an error
+    /// replica did not catch up in --wait seconds; nothing changed) or an
+    /// error, 130 interrupted by Ctrl-C, 143 by SIGTERM, before the switch
+    /// (nothing changed; a switch already begun is finished, exit 0)
     Promote(PromoteArgs),
 }
 
@@ -175,9 +178,20 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
             if !(a.wait.is_finite() && a.wait >= 0.0) {
                 anyhow::bail!("--wait takes a number of seconds (>= 0), not {}", a.wait);
             }
-            let r = sb
-                .promote(&a.node, std::time::Duration::from_secs_f64(a.wait))
-                .await?;
+            let stop = sandbox::Interrupt::new(crate::shutdown::on_interrupt(
+                "sandbox",
+                "stopping before the switch, or finishing a switch already begun",
+            ));
+            let r = match sb
+                .promote(&a.node, std::time::Duration::from_secs_f64(a.wait), &stop)
+                .await
+            {
+                Err(e @ sandbox::SandboxError::Interrupted { .. }) => {
+                    eprintln!("sqlfleet sandbox: {e}");
+                    return Ok(crate::shutdown::interrupted_exit());
+                }
+                r => r?,
+            };
             println!(
                 "sandbox '{}': {} is the primary (was {}); replicating from it: {}{} ({:.2} s)",
                 a.name,
@@ -247,8 +261,18 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         options: a.options,
         die_with_parent: false,
         restart: a.restart,
+        interrupt: sandbox::Interrupt::new(crate::shutdown::on_interrupt(
+            "sandbox",
+            "stopping the servers still starting",
+        )),
     };
-    let report = sandbox::up(&home, &opts).await?;
+    let report = match sandbox::up(&home, &opts).await {
+        Err(e @ sandbox::SandboxError::Interrupted { .. }) => {
+            eprintln!("sqlfleet sandbox: {e}");
+            return Ok(crate::shutdown::interrupted_exit());
+        }
+        r => r?,
+    };
     let sb = &report.sandbox;
     let version = sandbox::Binaries::find()
         .ok()
