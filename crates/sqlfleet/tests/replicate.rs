@@ -54,7 +54,7 @@ fn config(dir: &std::path::Path, name: &str, body: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
+fn kill_9_and_signals_at_random_moments_then_a_restart_leaves_the_copy_identical() {
     let rt = runtime();
     let (s, t) = (source(), target());
     let start = gtid_pos(&rt, s);
@@ -81,8 +81,13 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
             )
         });
     });
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0x6b69_6c6c);
-    for round in 0..5 {
+    // SQLFLEET_REPL_STOP_SEED draws other moments and ways to stop.
+    let seed = std::env::var("SQLFLEET_REPL_STOP_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x6b69_6c6c);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    for round in 0..8 {
         let mut child = sqlfleet()
             .args(["replicate", "--config"])
             .arg(&cfg)
@@ -95,10 +100,52 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
         std::thread::sleep(Duration::from_millis(rng.gen_range(150..900)));
         assert!(
             child.try_wait().expect("wait").is_none(),
-            "round {round}: replicate exited before it was killed"
+            "round {round}: replicate exited before it was stopped"
         );
-        child.kill().expect("kill -9");
-        child.wait().expect("reap");
+        // How it is stopped: kill -9, SIGTERM, Ctrl-C, or Ctrl-C twice
+        // (the second quits at once, as a kill).
+        let signal = |sig| unsafe {
+            // SAFETY: a signal to our own child, not yet reaped.
+            libc::kill(child.id() as i32, sig);
+        };
+        let (how, want) = match rng.gen_range(0..4) {
+            0 => {
+                child.kill().expect("kill -9");
+                ("kill -9", None)
+            }
+            1 => {
+                signal(libc::SIGTERM);
+                ("SIGTERM", Some(0))
+            }
+            2 => {
+                signal(libc::SIGINT);
+                ("SIGINT", Some(0))
+            }
+            _ => {
+                signal(libc::SIGINT);
+                std::thread::sleep(Duration::from_millis(rng.gen_range(1..50)));
+                signal(libc::SIGINT);
+                ("SIGINT twice", Some(130))
+            }
+        };
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("wait") {
+                break st;
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "seed {seed} round {round}: replicate still runs a minute after {how}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if let Some(want) = want {
+            // Twice: the first may already have ended it cleanly.
+            assert!(
+                status.code() == Some(want) || (want == 130 && status.code() == Some(0)),
+                "seed {seed} round {round}: after {how}: {status}"
+            );
+        }
     }
     writer.join().expect("writer");
     let o = sqlfleet()
@@ -120,7 +167,7 @@ fn kill_9_at_random_moments_then_a_restart_leaves_the_copy_identical() {
             assert_eq!(
                 s.fingerprint(db).await,
                 t.fingerprint(db).await,
-                "{db} differs after kill -9 and restart"
+                "seed {seed}: {db} differs after kill -9, signals and a restart"
             );
         }
     });
