@@ -577,3 +577,59 @@ fn a_read_only_server_is_refused_before_any_table_is_made() {
         .expect("query");
     assert_eq!(stdout(&o), "", "nothing made on the replica");
 }
+
+/// Ctrl-C or SIGTERM once the first cell of a sweep has finished: the
+/// cell running is dropped, the cells finished are written (results.json
+/// and the report), and the exit says which signal (130, 143).
+#[test]
+fn a_signal_mid_sweep_writes_the_cells_finished_and_exits_by_it() {
+    use std::io::BufRead;
+    let _one = serial();
+    let srv = server();
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().expect("tmp");
+        let mut child = common::sqlfleet()
+            .env("PATH", "/nonexistent")
+            .args(["bench", "insert"])
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["--threads", "1,2,3", "--index", "off", "--table-sizes", "0"])
+            .args(["--duration", "1", "--progress", "none", "--out"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("bench");
+        let out = child.stdout.take().expect("stdout");
+        let mut lines = std::io::BufReader::new(out).lines();
+        // The table's head, then the first cell's row.
+        let head = lines.next().expect("head").expect("line");
+        assert!(head.contains("threads"), "{head}");
+        let first = lines.next().expect("first cell").expect("line");
+        // SAFETY: a signal to our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let rest: Vec<String> = lines.map_while(Result::ok).collect();
+        let o = child.wait_with_output().expect("wait");
+        assert_eq!(
+            o.status.code(),
+            Some(code),
+            "{first}\n{rest:?}\n{}",
+            stderr(&o)
+        );
+        assert!(
+            stderr(&o).contains("interrupted: dropping the cell running"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            rest.iter().any(|l| l.starts_with("wrote results.json")),
+            "{rest:?}"
+        );
+        let r = results(dir.path());
+        let cells = r["insert"].as_array().expect("cells").len();
+        assert!(
+            (1..3).contains(&cells),
+            "{cells} of 3 cells written after the first: {r}"
+        );
+        assert_eq!(r["insert"][0]["processes"], 1, "{r}");
+    }
+}

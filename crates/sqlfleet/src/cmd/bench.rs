@@ -19,7 +19,7 @@ use crate::exit::Exit;
 /// The target as every command resolves it (flags, DSN, option files,
 /// environment, SQLFLEET_SANDBOX), or, when none of them names a server,
 /// the embedded default: sandbox "bench", started if needed.
-async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
+async fn target(conn: &ConnArgs, stop: &Stop) -> anyhow::Result<Target> {
     let (target, origin) = sqlfleet_conn::resolve_interactive_traced(conn)?;
     if origin.named() {
         tracing::info!("bench: target {} (from {origin})", target.endpoint);
@@ -28,6 +28,7 @@ async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
     let home = sqlfleet_conn::home::sqlfleet_home();
     let opts = sqlfleet_sandbox::UpOptions {
         name: "bench".into(),
+        interrupt: sqlfleet_sandbox::Interrupt::new(stop.clone()),
         ..Default::default()
     };
     tracing::info!(
@@ -35,6 +36,38 @@ async fn target(conn: &ConnArgs) -> anyhow::Result<Target> {
     );
     let r = sqlfleet_sandbox::up(&home, &opts).await?;
     Ok(r.sandbox.target(r.sandbox.meta.primary())?)
+}
+
+/// Ctrl-C or SIGTERM: the cell running is dropped, and the cells finished
+/// are written as a run's results are (exit 130 or 143).
+type Stop = tokio::sync::watch::Receiver<bool>;
+
+fn on_interrupt() -> Stop {
+    crate::shutdown::on_interrupt(
+        "bench",
+        "dropping the cell running and writing the cells finished",
+    )
+}
+
+/// Resolves when `stop` fires (never when signals cannot be watched).
+async fn fired(stop: &Stop) {
+    let mut rx = stop.clone();
+    if rx.wait_for(|v| *v).await.is_err() {
+        std::future::pending::<()>().await
+    }
+}
+
+/// The target, or the exit of a signal that stopped the embedded
+/// sandbox's start.
+async fn target_or_exit(conn: &ConnArgs, stop: &Stop) -> anyhow::Result<Result<Target, Exit>> {
+    match target(conn, stop).await {
+        Ok(t) => Ok(Ok(t)),
+        Err(e) if crate::shutdown::seen() => {
+            eprintln!("sqlfleet bench: {e:#}");
+            Ok(Err(crate::shutdown::interrupted_exit()))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Progress while a cell runs: on a terminal one line rewritten in place;
@@ -156,7 +189,11 @@ pub async fn run(cmd: BenchCmd) -> anyhow::Result<Exit> {
 }
 
 async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
-    let target = target(&a.conn).await?;
+    let stop = on_interrupt();
+    let target = match target_or_exit(&a.conn, &stop).await? {
+        Ok(t) => t,
+        Err(exit) => return Ok(exit),
+    };
     let threads = renamed(a.processes.clone(), "--processes", "--threads")
         .unwrap_or_else(|| a.threads.clone());
     anyhow::ensure!(
@@ -197,21 +234,44 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
     let mut results = sweep::begin("bench insert", parameters, &target).await;
     let progress = progress_fn(show.progress(), show.report_interval);
     show.row(insert::TABLE_HEAD);
-    results.insert = insert::sweep(&opts, &progress, |cell| {
+    let kept = std::sync::Mutex::new(Vec::new());
+    let sweep = insert::sweep(&opts, &progress, |cell| {
         clear_progress();
         for l in cell.lines() {
             show.row(&l);
         }
-    })
-    .await
-    .context("insert cell")?;
+        kept.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(cell.clone());
+    });
+    let stopped = tokio::select! {
+        r = sweep => {
+            results.insert = r.context("insert cell")?;
+            false
+        }
+        _ = fired(&stop) => true,
+    };
+    if stopped {
+        clear_progress();
+        results.insert = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    }
     let lost_any = results.insert.iter().any(|c| c.lost > 0);
     finish(&a.out, &results, &target, a.cleanup, show).await?;
-    Ok(if lost_any { Exit::Partial } else { Exit::Ok })
+    Ok(if stopped {
+        crate::shutdown::interrupted_exit()
+    } else if lost_any {
+        Exit::Partial
+    } else {
+        Exit::Ok
+    })
 }
 
 async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
-    let direct = target(&a.conn).await?;
+    let stop = on_interrupt();
+    let direct = match target_or_exit(&a.conn, &stop).await? {
+        Ok(t) => t,
+        Err(exit) => return Ok(exit),
+    };
     let mut targets = vec![("direct".to_string(), direct.clone())];
     for v in &a.via {
         // The label never shows a password.
@@ -268,11 +328,25 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
     let mut results = sweep::begin("bench pool", parameters, &direct).await;
     let progress = progress_fn(show.progress(), show.report_interval);
     show.row(pool::TABLE_HEAD);
-    results.pool = pool::sweep(&opts, &progress, |c| {
+    let kept = std::sync::Mutex::new(Vec::new());
+    let sweep = pool::sweep(&opts, &progress, |c| {
         clear_progress();
         show.row(&c.line());
-    })
-    .await;
+        kept.lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(c.clone());
+    });
+    let stopped = tokio::select! {
+        r = sweep => {
+            results.pool = r;
+            false
+        }
+        _ = fired(&stop) => true,
+    };
+    if stopped {
+        clear_progress();
+        results.pool = kept.into_inner().unwrap_or_else(|p| p.into_inner());
+    }
     finish(&a.out, &results, &direct, a.cleanup, show).await?;
     let failed: Vec<_> = results.pool.iter().filter(|c| c.failed).collect();
     for c in &failed {
@@ -294,7 +368,9 @@ async fn pool_cmd(a: PoolArgs) -> anyhow::Result<Exit> {
             );
         }
     }
-    Ok(if failed.is_empty() {
+    Ok(if stopped {
+        crate::shutdown::interrupted_exit()
+    } else if failed.is_empty() {
         Exit::Ok
     } else {
         Exit::Partial

@@ -11,11 +11,14 @@ use sqlfleet_conn::ConnArgs;
 #[derive(Subcommand, Debug)]
 pub enum BenchCmd {
     /// Concurrent inserters x table sizes x index: rates, stalls, errors, lost rows.
-    /// Exit codes: 0 done, 1 usage or setup error, 2 acknowledged rows were lost
+    /// Exit codes: 0 done, 1 usage or setup error, 2 acknowledged rows were
+    /// lost, 130 interrupted by Ctrl-C, 143 by SIGTERM (the cells finished
+    /// are written)
     Insert(Box<InsertArgs>),
     /// Connect / q queries / disconnect clients, direct and through relays.
     /// Exit codes: 0 done, 1 usage or setup error, 2 a cell failed (more
-    /// errors than --max-errors)
+    /// errors than --max-errors), 130 interrupted by Ctrl-C, 143 by SIGTERM
+    /// (the cells finished are written)
     Pool(Box<PoolArgs>),
     /// Compare two result directories (Welch's t test per cell). Exit
     /// codes: 0 no regression, 1 the runs do not compare (different
