@@ -41,6 +41,9 @@ pub struct UpOptions {
     /// Ctrl-C or SIGTERM: the servers still starting are stopped, and a
     /// sandbox this call was making is removed.
     pub interrupt: crate::Interrupt,
+    /// Called with the sandbox's name when another command holds its lock
+    /// (this call waits for it: see [`crate::lock`]).
+    pub waiting: Option<fn(&str)>,
 }
 
 /// What `up` did.
@@ -160,6 +163,12 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
 /// why), so nothing is left that `list` does not show.
 pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
     check_sandbox_name(&opts.name)?;
+    let _one_at_a_time = crate::lock(home, &opts.name, &opts.interrupt, || {
+        if let Some(w) = opts.waiting {
+            w(&opts.name)
+        }
+    })
+    .await?;
     let dir = home::sandbox_dir(home, &opts.name);
     let existed = dir.join("sandbox.toml").is_file();
     let r = up_now(home, opts).await;

@@ -1289,3 +1289,52 @@ fn signals_at_seeded_instants_leave_up_and_promote_whole_or_undone() {
     }
     assert_eq!(client_sql(&cnf, &[], "SELECT COUNT(*) FROM w.t"), "2");
 }
+
+/// Parallel jobs each running `sandbox up` on one name take turns: one
+/// makes it (or starts it again), the others wait and find it running;
+/// all exit 0 and the sandbox is whole. (Without the lock each made it and
+/// removed the other's on failing: every one failed.)
+#[test]
+fn parallel_ups_of_one_sandbox_take_turns_and_all_succeed() {
+    let home = Home::new();
+    let h = home.path();
+    let port = free_port_block(2).to_string();
+    let ups = |n: usize| -> Vec<std::process::Output> {
+        let children: Vec<_> = (0..n)
+            .map(|_| {
+                common::sqlfleet()
+                    .env("SQLFLEET_HOME", h)
+                    .args(["sandbox", "up", "--name", "race", "--port", &port])
+                    .args(["--replicas", "1"])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .expect("up")
+            })
+            .collect();
+        children
+            .into_iter()
+            .map(|c| c.wait_with_output().expect("wait"))
+            .collect()
+    };
+    for (round, verb) in [(0, "created and started"), (1, "started")] {
+        if round == 1 {
+            let o = run_in(h, &["sandbox", "down", "--name", "race"]);
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        let outs = ups(4);
+        for o in &outs {
+            assert!(o.status.success(), "round {round}: {}", stderr(o));
+        }
+        let made = outs
+            .iter()
+            .filter(|o| stdout(o).contains(&format!("sandbox 'race' {verb} in")))
+            .count();
+        assert_eq!(made, 1, "round {round}: one of them {verb} it");
+        let list = stdout(&run_in(h, &["sandbox", "list"]));
+        let rows: Vec<&str> = list.lines().filter(|l| l.starts_with("race ")).collect();
+        assert_eq!(rows.len(), 2, "{list}");
+        assert!(rows.iter().all(|r| r.contains(" running ")), "{list}");
+        assert!(rows[1].contains(" ok, "), "{list}");
+    }
+}

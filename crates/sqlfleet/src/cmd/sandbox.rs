@@ -127,6 +127,7 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
         SandboxCmd::Up(a) => up(home, a).await,
         SandboxCmd::Down(w) => {
             for sb in selected(&home, &w)? {
+                let _turn = one_at_a_time(&home, sb.name()).await?;
                 let stopped = sb.down().await?;
                 if stopped.is_empty() {
                     println!("sandbox '{}' was not running", sb.name());
@@ -165,6 +166,9 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
                 }
             }
             for sb in all {
+                let _turn = one_at_a_time(&home, sb.name()).await?;
+                // As it is now that this process has its turn.
+                let sb = Sandbox::open(&home, sb.name())?;
                 let name = sb.name().to_string();
                 let dir = sb.layout.dir.clone();
                 sb.destroy().await?;
@@ -174,6 +178,7 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
         }
         SandboxCmd::List { json } => list(home, json).await,
         SandboxCmd::Promote(a) => {
+            let _turn = one_at_a_time(&home, &a.name).await?;
             let mut sb = Sandbox::open(&home, &a.name)?;
             if !(a.wait.is_finite() && a.wait >= 0.0) {
                 anyhow::bail!("--wait takes a number of seconds (>= 0), not {}", a.wait);
@@ -235,6 +240,23 @@ pub async fn run(cmd: SandboxCmd) -> anyhow::Result<Exit> {
     }
 }
 
+/// Said when another sqlfleet command holds a sandbox's lock.
+fn say_waiting(name: &str) {
+    eprintln!(
+        "sqlfleet sandbox: waiting for another sqlfleet command on sandbox '{name}' to finish"
+    );
+}
+
+/// This process's turn on sandbox `name` (see `sqlfleet_sandbox::lock`).
+async fn one_at_a_time(home: &std::path::Path, name: &str) -> anyhow::Result<sandbox::SandboxLock> {
+    Ok(
+        sandbox::lock(home, name, &sandbox::Interrupt::default(), || {
+            say_waiting(name)
+        })
+        .await?,
+    )
+}
+
 fn selected(home: &std::path::Path, w: &Which) -> anyhow::Result<Vec<Sandbox>> {
     if w.all {
         return sandbox::names(home)?
@@ -265,6 +287,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
             "sandbox",
             "stopping the servers still starting",
         )),
+        waiting: Some(say_waiting),
     };
     let report = match sandbox::up(&home, &opts).await {
         Err(e @ sandbox::SandboxError::Interrupted { .. }) => {
