@@ -58,6 +58,10 @@ impl std::error::Error for PlanError {}
 /// The name of the file that says a directory is a finished mydumper dump.
 pub const METADATA: &str = "metadata";
 
+/// `mydumper --updated-since`'s list of the tables it left out (not
+/// updated since): a note, no statement; myloader does not read it either.
+pub const NOT_UPDATED: &str = "not_updated_tables";
+
 /// Is this directory listing a mydumper dump (finished or not)?
 pub fn looks_like(names: &[String]) -> bool {
     names
@@ -125,7 +129,7 @@ pub fn plan(names: &[String], into: Option<&str>) -> Result<Plan, PlanError> {
     let mut dbs: BTreeMap<String, Database> = BTreeMap::new();
     let mut rest: Vec<&String> = Vec::new();
     for n in names {
-        if n == METADATA || n == "metadata.partial" {
+        if n == METADATA || n == "metadata.partial" || n == NOT_UPDATED {
             continue;
         }
         let Some(base) = uncompressed(n).strip_suffix(".sql") else {
@@ -612,6 +616,15 @@ mod tests {
             ]
         );
         assert_eq!((p.tables, p.data_files), (1, 1));
+    }
+
+    #[test]
+    fn updated_since_list_of_tables_left_out_is_read_by_no_step() {
+        let p = plan(&names("metadata not_updated_tables d.t.sql"), None).expect("plan");
+        assert_eq!(steps(&p), ["sql:USE `d`", "d.t.sql"]);
+        // Only that one name: another file without .sql is still refused.
+        let e = plan(&names("metadata not_updated_tables.txt d.t.sql"), None).expect_err("txt");
+        assert!(e.0.contains("not_updated_tables.txt: not a file"), "{e}");
     }
 
     #[test]
