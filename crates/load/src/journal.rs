@@ -389,14 +389,14 @@ pub async fn decide(
             }
         }
     }
-    let start = match (state.as_deref(), resume, restart) {
+    let start = match earlier_run(state.as_deref(), resume, restart) {
         // Finished: the same id is not the same input (size and first MiB
         // only). A dump is read and checked against every recorded
         // statement chain like a cut-off load's before "already loaded" is
         // said (every dump record carries its chain); a CSV/TSV file
         // against every chunk's recorded value (`flat.rs`). Only a journal
         // of an older sqlfleet, which recorded neither, is taken by its id.
-        (Some("done"), true, false) => {
+        EarlierRun::Finished => {
             let r = read_resume(conn, load_id).await.map_err(&e)?;
             if r.chains.is_empty() {
                 return Ok((Start::AlreadyDone, begin));
@@ -411,12 +411,12 @@ pub async fn decide(
             }
             return Ok((Start::Resume(Box::new(Resume { done: true, ..r })), begin));
         }
-        (Some("running" | "failed"), false, false) => {
+        EarlierRun::Refuse => {
             return Err(LoadError::Unfinished {
                 load_id: load_id.to_string(),
             })
         }
-        (Some(_), true, false) => {
+        EarlierRun::Continue => {
             let mut r = read_resume(conn, load_id).await.map_err(&e)?;
             if let Some(earlier) = &taken_over {
                 // Its size was another input's: the chains decide.
@@ -435,7 +435,7 @@ pub async fn decide(
             }
             Start::Resume(Box::new(r))
         }
-        _ => {
+        EarlierRun::Fresh => {
             // (also with no row in sqlfleet.loads: records of this id
             // left without one — a row deleted by hand — must not count)
             begin.0.push(format!(
@@ -884,8 +884,88 @@ pub async fn forget_if_empty(
     .map_err(jerr(endpoint))
 }
 
+/// What a load does with the earlier run of the same input its journal
+/// records (`state`: its row's state, `None` without one), given
+/// `--resume` and `--restart`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EarlierRun {
+    /// It finished; with --resume the input is checked against it.
+    Finished,
+    /// It stopped before the end (killed, failed, interrupted) and neither
+    /// flag says what to do: refused, so a rerun never loads over it.
+    Refuse,
+    /// --resume: go on from what it committed.
+    Continue,
+    /// From the start: no earlier run, --restart, or a finished one
+    /// loaded again without --resume.
+    Fresh,
+}
+
+fn earlier_run(state: Option<&str>, resume: bool, restart: bool) -> EarlierRun {
+    match (state, resume, restart) {
+        (_, _, true) | (None, _, _) => EarlierRun::Fresh,
+        (Some("done"), true, _) => EarlierRun::Finished,
+        (Some("done"), false, _) => EarlierRun::Fresh,
+        (Some(_), true, _) => EarlierRun::Continue,
+        (Some(_), false, _) => EarlierRun::Refuse,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_earlier_run_is_refused_unless_a_flag_says_what_to_do() {
+        use super::{earlier_run, EarlierRun::*};
+        let table = [
+            (None, false, false, Fresh, "nothing recorded"),
+            (None, true, false, Fresh, "--resume with nothing recorded"),
+            (
+                Some("done"),
+                false,
+                false,
+                Fresh,
+                "a finished load, loaded again",
+            ),
+            (
+                Some("done"),
+                true,
+                false,
+                Finished,
+                "--resume after the end: checked",
+            ),
+            (Some("running"), false, false, Refuse, "killed"),
+            (Some("failed"), false, false, Refuse, "failed"),
+            (
+                Some("interrupted"),
+                false,
+                false,
+                Refuse,
+                "Ctrl-C: loaded over it before",
+            ),
+            (Some("running"), true, false, Continue, "killed, --resume"),
+            (
+                Some("interrupted"),
+                true,
+                false,
+                Continue,
+                "Ctrl-C, --resume",
+            ),
+            (Some("failed"), true, false, Continue, "failed, --resume"),
+            (Some("interrupted"), false, true, Fresh, "--restart"),
+            (Some("done"), false, true, Fresh, "--restart after the end"),
+            (
+                Some("a state of a later version"),
+                false,
+                false,
+                Refuse,
+                "unknown: refused",
+            ),
+        ];
+        for (state, resume, restart, want, why) in table {
+            assert_eq!(earlier_run(state, resume, restart), want, "{why}");
+        }
+    }
+
     use super::*;
 
     #[test]

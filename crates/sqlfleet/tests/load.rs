@@ -923,6 +923,15 @@ fn ctrl_c_says_what_committed_and_resume_completes() {
     );
     let state = load_state(srv, &load_id);
     assert_eq!(state.as_deref(), Some("interrupted"));
+    // Neither flag: refused, as after a kill (before: it loaded again
+    // from the start over the rows already there).
+    let o = base(&[]).output().expect("rerun");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("stopped before the end: rerun with --resume"),
+        "{}",
+        stderr(&o)
+    );
     let o = base(&["--resume"]).output().expect("resume");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert_same(srv, &stock, &ours, "after Ctrl-C and --resume");

@@ -396,50 +396,85 @@ fn journal_chunks(srv: &TestServer, file: &str) -> i64 {
     })
 }
 
+/// Stopped by kill -9, Ctrl-C or SIGTERM once 5 chunks are journaled: a
+/// signal exits 130 or 143 naming what committed; a rerun without
+/// `--resume` is refused; `--resume` then gives one LOAD DATA's table.
 #[test]
-fn kill_9_then_resume_loads_each_row_once() {
+fn kill_9_or_a_signal_then_resume_loads_each_row_once() {
     let srv = server();
     let dir = tempfile::tempdir().expect("tmp");
     let file = dir.path().join("big.tsv");
     write_file(&file, 400_000, false, false);
     let want = db_with_table(srv, "kwant");
     stock_load(srv, &want, &file, "");
-    let got = db_with_table(srv, "kgot");
-    let into = format!("{got}.t");
     let f = file.to_str().expect("utf8");
-    let args = [
-        "--into",
-        into.as_str(),
-        "--threads",
-        "3",
-        "--chunk-bytes",
-        "200000",
-        f,
-    ];
-    let before = journal_chunks(srv, f);
-    let mut child = common::sqlfleet()
-        .arg("load")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["--progress", "none"])
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn");
-    common::kill_9_when(&mut child, before + 5, || journal_chunks(srv, f));
-    let o = load(srv, &args);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "refuses without --resume: {}",
-        stderr(&o)
-    );
-    let mut resume = args.to_vec();
-    resume.insert(0, "--resume");
-    let o = load(srv, &resume);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(stdout(&o).contains("skipped (resume)"), "{}", stdout(&o));
-    assert_eq!(checksum(srv, &got), checksum(srv, &want));
+    for (how, sig) in [
+        ("kill -9", libc::SIGKILL),
+        ("Ctrl-C", libc::SIGINT),
+        ("SIGTERM", libc::SIGTERM),
+    ] {
+        let got = db_with_table(srv, "kgot");
+        let into = format!("{got}.t");
+        let args = [
+            "--into",
+            into.as_str(),
+            "--threads",
+            "3",
+            "--chunk-bytes",
+            "200000",
+            f,
+        ];
+        let before = journal_chunks(srv, f);
+        let mut child = common::sqlfleet()
+            .arg("load")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args(["--progress", "none"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let t0 = std::time::Instant::now();
+        while journal_chunks(srv, f) < before + 5 {
+            assert!(
+                child.try_wait().expect("wait").is_none(),
+                "{how}: finished first"
+            );
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(60),
+                "{how}: no progress"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // SAFETY: a signal to our own child, not yet reaped.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let o = child.wait_with_output().expect("wait");
+        if sig != libc::SIGKILL {
+            assert_eq!(o.status.code(), Some(128 + sig), "{how}: {}", stderr(&o));
+            assert!(
+                stderr(&o).contains("committed and journaled; rerun with --resume"),
+                "{how}: {}",
+                stderr(&o)
+            );
+        }
+        let o = load(srv, &args);
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{how}: refuses without --resume: {}",
+            stderr(&o)
+        );
+        let mut resume = args.to_vec();
+        resume.insert(0, "--resume");
+        let o = load(srv, &resume);
+        assert_eq!(o.status.code(), Some(0), "{how}: {}", stderr(&o));
+        assert!(
+            stdout(&o).contains("skipped (resume)"),
+            "{how}: {}",
+            stdout(&o)
+        );
+        assert_eq!(checksum(srv, &got), checksum(srv, &want), "{how}");
+    }
 }
 
 #[test]
