@@ -949,27 +949,10 @@ impl Scheduler {
                     }
                     return true;
                 }
-                if let Some(done) = &done_sql {
-                    let r = match self.control.as_mut() {
-                        Some(conn) => {
-                            let rec = &mut RecordAfter { conn, sql: done };
-                            let retries = &self.ctx.shared.retries;
-                            retry::run(retries, false, retry::Worth::Retryable, rec).await
-                        }
-                        None => Ok(()),
-                    };
-                    if let Err(e) = r {
-                        self.ctx.shared.fail(StatementFailure {
-                            message: format!(
-                                "recording in the journal: {}",
-                                crate::error::describe(&e).1
-                            ),
-                            ..StatementFailure::of(stmt, table, &e)
-                        });
-                        return false;
-                    }
+                match &done_sql {
+                    Some(done) => self.record_after(stmt, table, done).await,
+                    None => true,
                 }
-                true
             }
             Err(e) => {
                 let mut f = StatementFailure::of(stmt, table, &e);
@@ -996,6 +979,30 @@ impl Scheduler {
                 } else {
                     self.ctx.shared.fail(f);
                 }
+                false
+            }
+        }
+    }
+
+    /// Writes a statement's final journal record (`done`) on the
+    /// scheduler's connection, as [`RecordAfter`]; false (after recording
+    /// the failure as the journal's) if it could not be written.
+    async fn record_after(&mut self, stmt: &Statement, table: Option<&str>, done: &str) -> bool {
+        let r = match self.control.as_mut() {
+            Some(conn) => {
+                let rec = &mut RecordAfter { conn, sql: done };
+                let retries = &self.ctx.shared.retries;
+                retry::run(retries, false, retry::Worth::Retryable, rec).await
+            }
+            None => Ok(()),
+        };
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                self.ctx.shared.fail(StatementFailure {
+                    message: format!("recording in the journal: {}", crate::error::describe(&e).1),
+                    ..StatementFailure::of(stmt, table, &e)
+                });
                 false
             }
         }
