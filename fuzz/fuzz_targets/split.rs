@@ -31,11 +31,14 @@ fuzz_target!(|data: &[u8]| {
         for escapes in [true, false] {
             let _ = strip_comments(&text, escapes);
             for double_quoted_strings in [true, false] {
-                let quoting = Quoting {
-                    backslash_escapes: escapes,
-                    double_quoted_strings,
-                };
-                let _ = insert_to_rows(&text, quoting);
+                for empty_strings in [true, false] {
+                    let quoting = Quoting {
+                        backslash_escapes: escapes,
+                        double_quoted_strings,
+                        empty_strings,
+                    };
+                    let _ = insert_to_rows(&text, quoting);
+                }
             }
         }
         let _ = inspect(&text);

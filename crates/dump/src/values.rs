@@ -5,7 +5,9 @@
 //! Only the value forms a dump writes for ordinary columns are converted:
 //! `NULL`, numeric literals, and quoted strings (with the SQL escapes
 //! unescaped and the `LOAD DATA` escapes applied): single quotes always,
-//! double quotes (mydumper's) only when the session has no ANSI_QUOTES. Anything else — hex and
+//! double quotes (mydumper's) only when the session has no ANSI_QUOTES; an
+//! empty string only when the session has no EMPTY_STRING_IS_NULL (the
+//! server reads it as NULL there). Anything else — hex and
 //! bit literals, charset introducers, functions, comments — returns
 //! `None`, and the loader runs the original INSERT instead.
 
@@ -16,6 +18,9 @@ pub struct Quoting {
     pub backslash_escapes: bool,
     /// `"..."` is a string, not a name (no ANSI_QUOTES).
     pub double_quoted_strings: bool,
+    /// `''` is an empty string (no EMPTY_STRING_IS_NULL, under which the
+    /// server reads it as NULL: such a statement is not converted).
+    pub empty_strings: bool,
 }
 
 impl Quoting {
@@ -23,6 +28,7 @@ impl Quoting {
     pub const DEFAULT: Quoting = Quoting {
         backslash_escapes: true,
         double_quoted_strings: true,
+        empty_strings: true,
     };
 }
 
@@ -255,6 +261,7 @@ fn value(p: &mut P, out: &mut Vec<u8>, quoting: Quoting) -> Option<()> {
         b'\'' | b'"' if b == b'\'' || quoting.double_quoted_strings => {
             let q = b;
             p.i += 1;
+            let opened = p.i;
             loop {
                 // Copy the run of ordinary bytes up to the next quote or
                 // backslash in one go; escape it only if it needs it.
@@ -273,6 +280,10 @@ fn value(p: &mut P, out: &mut Vec<u8>, quoting: Quoting) -> Option<()> {
                         p.i += 1;
                         out.push(q);
                         continue;
+                    }
+                    // `''` under EMPTY_STRING_IS_NULL is the server's NULL.
+                    if p.i == opened + 1 && !quoting.empty_strings {
+                        return None;
                     }
                     return Some(());
                 }
@@ -459,6 +470,29 @@ mod tests {
             .map(|r| r.tsv),
             Some(b"a\\\\\n".to_vec())
         );
+        // EMPTY_STRING_IS_NULL: `''` is the server's NULL (and `'\''`, a
+        // quote, or `' '` are not empty): a statement with one runs as
+        // written.
+        let e = Quoting {
+            empty_strings: false,
+            ..Quoting::DEFAULT
+        };
+        assert_eq!(
+            insert_to_rows(b"INSERT INTO t VALUES (1,'')", e).map(|r| r.tsv),
+            None
+        );
+        assert_eq!(
+            insert_to_rows(b"INSERT INTO t VALUES (1,\"\")", e).map(|r| r.tsv),
+            None
+        );
+        assert_eq!(
+            insert_to_rows(b"INSERT INTO t VALUES ('''',' ','\\'')", e).map(|r| r.tsv),
+            Some(b"'\t \t'\n".to_vec())
+        );
+        assert_eq!(
+            insert_to_rows(b"INSERT INTO t VALUES (1,'')", Quoting::DEFAULT).map(|r| r.tsv),
+            Some(b"1\t\n".to_vec())
+        );
     }
 
     #[test]
@@ -563,7 +597,10 @@ mod tests {
             s.extend(bytes);
             for backslash_escapes in [true, false] {
                 for double_quoted_strings in [true, false] {
-                    let _ = insert_to_rows(&s, Quoting { backslash_escapes, double_quoted_strings });
+                    for empty_strings in [true, false] {
+                        let q = Quoting { backslash_escapes, double_quoted_strings, empty_strings };
+                        let _ = insert_to_rows(&s, q);
+                    }
                 }
             }
         }

@@ -131,30 +131,34 @@ impl SessionConn {
     }
 
     /// The session's client character set and how its string literals
-    /// quote (NO_BACKSLASH_ESCAPES, ANSI_QUOTES), as the server says.
+    /// quote (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, EMPTY_STRING_IS_NULL), as
+    /// the server says.
     pub async fn charset(&mut self) -> Result<(String, Quoting), mysql_async::Error> {
         if let Some(c) = &self.charset {
             return Ok(c.clone());
         }
-        let row: Option<(String, i64, i64)> = self
+        let row: Option<(String, i64, i64, i64)> = self
             .conn
             .query_first(
                 "SELECT @@character_set_client, @@sql_mode NOT LIKE '%NO_BACKSLASH_ESCAPES%', \
-                 @@sql_mode NOT LIKE '%ANSI_QUOTES%'",
+                 @@sql_mode NOT LIKE '%ANSI_QUOTES%', @@sql_mode NOT LIKE '%EMPTY_STRING_IS_NULL%'",
             )
             .await?;
-        // No answer: assume the least (no double-quoted strings).
+        // No answer: assume the least (no double-quoted strings, no
+        // empty strings).
         let c = row
-            .map(|(cs, bs, dq)| {
+            .map(|(cs, bs, dq, es)| {
                 let quoting = Quoting {
                     backslash_escapes: bs == 1,
                     double_quoted_strings: dq == 1,
+                    empty_strings: es == 1,
                 };
                 (cs, quoting)
             })
             .unwrap_or_else(|| {
                 let quoting = Quoting {
                     double_quoted_strings: false,
+                    empty_strings: false,
                     ..Quoting::DEFAULT
                 };
                 ("utf8mb4".into(), quoting)

@@ -2452,3 +2452,144 @@ fn a_refused_journal_record_is_named_as_the_journals_not_the_statements() {
     let tables = mariadb(srv, &["-N", "-D", &db, "-e", "SHOW TABLES LIKE 'jf'"], None);
     assert_eq!(stdout(&tables).trim(), "", "the statement was not sent");
 }
+
+/// Every sql_mode flag the server lists (`mariadbd --verbose --help`),
+/// each added to the mode a mariadb-dump file sets for its session: the
+/// dump (every type, and values a mode reads otherwise: backslashes,
+/// quotes, empty strings, NULLs, a zero date, fractions to round) loads
+/// into what the stock client makes of it, success or failure alike. The
+/// fast path reads the INSERTs' values itself, so a mode that changes how
+/// the server reads them (NO_BACKSLASH_ESCAPES, EMPTY_STRING_IS_NULL,
+/// ANSI_QUOTES, ...) must be honoured or passed to the server. Before:
+/// under EMPTY_STRING_IS_NULL the fast path loaded `''` as an empty string
+/// where the server's INSERT gave NULL (both loaded, the rows differed).
+#[test]
+fn every_sql_mode_the_server_lists_loads_a_dump_as_the_stock_client_does() {
+    let srv = server();
+    let src = source_db(srv);
+    mariadb(
+        srv,
+        &[
+            "-D",
+            &src,
+            "-e",
+            "SET SESSION sql_mode = ''; \
+             CREATE TABLE modes (id INT PRIMARY KEY, s VARCHAR(40), e VARCHAR(10) NOT NULL, \
+             n VARCHAR(10), c CHAR(6), d DATE, t DATETIME(6), u INT UNSIGNED, f FLOAT); \
+             INSERT INTO modes VALUES (1, 'a\\\\b\\\\', '', NULL, 'x', '0000-00-00', \
+             '2026-01-01 10:00:00.123456', 4294967295, 1.5), \
+             (2, 'it''s \"q\"', 'e', '', '', '2026-02-28', '2026-01-01 10:00:00.999999', 0, -0.25), \
+             (3, '\\\\', 'x', 'n', 'abc   ', '1999-12-31', NULL, 7, NULL)",
+        ],
+        None,
+    );
+    let help = Command::new("mariadbd")
+        .args(["--no-defaults", "--verbose", "--help"])
+        .output()
+        .or_else(|_| {
+            Command::new("/usr/sbin/mariadbd")
+                .args(["--no-defaults", "--verbose", "--help"])
+                .output()
+        })
+        .expect("mariadbd --verbose --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    let listed = help
+        .split("--sql-mode=name")
+        .nth(1)
+        .and_then(|t| t.split("Any combination of:").nth(1))
+        .and_then(|t| t.split("Use 'ALL'").next())
+        .expect("mariadbd --help lists the sql_mode flags");
+    let flags: Vec<&str> = listed
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .map(|f| f.trim_end_matches('.'))
+        .filter(|f| !f.is_empty())
+        .collect();
+    assert!(flags.len() >= 30, "{flags:?}");
+    let dir = tmp();
+    let base = dir.path().join("base.sql");
+    dump(srv, &src, &[], &base);
+    // (Bytes: the dump's blobs are not UTF-8.)
+    let text = std::fs::read(&base).expect("dump");
+    let header: &[u8] = b"SQL_MODE='NO_AUTO_VALUE_ON_ZERO'";
+    let at = text
+        .windows(header.len())
+        .position(|w| w == header)
+        .expect("the dump sets its session's mode");
+    let mut differ = Vec::new();
+    for flag in &flags {
+        let file = dir.path().join(format!("{flag}.sql"));
+        let mut with = text[..at].to_vec();
+        with.extend_from_slice(format!("SQL_MODE='NO_AUTO_VALUE_ON_ZERO,{flag}'").as_bytes());
+        with.extend_from_slice(&text[at + header.len()..]);
+        std::fs::write(&file, with).expect("write");
+        let stock = fresh_db(srv, "mstock");
+        let s = srv.stock_client(&stock, &file, &[]);
+        let ours = fresh_db(srv, "mours");
+        let o = sqlfleet_load(srv, &["-D", &ours, file.to_str().expect("utf8")]);
+        // Both loaded: the same objects and rows. Both stopped: at the
+        // same line with the same error (what committed before a stop
+        // differs by design: tables load in parallel, and --resume goes on).
+        let same = match (s.status.success(), o.status.success()) {
+            (true, true) => fingerprint(srv, &stock) == fingerprint(srv, &ours),
+            // A client command the client does not know (a backslash
+            // in a string under NO_BACKSLASH_ESCAPES): the same command.
+            (false, false) if stderr(&s).contains("Unknown command '") => {
+                let cmd = stderr(&s)
+                    .split("Unknown command '")
+                    .nth(1)
+                    .and_then(|c| c.split("'.").next())
+                    .map(str::to_string)
+                    .unwrap_or_default();
+                stderr(&o).contains(&format!("unknown mysql client command '{cmd}'"))
+            }
+            (false, false) => {
+                let stock_err = stderr(&s);
+                let at = stock_err
+                    .split("ERROR ")
+                    .nth(1)
+                    .and_then(|e| e.split_once(" at line "))
+                    .map(|(code, rest)| {
+                        let code = code.split_whitespace().next().unwrap_or("").to_string();
+                        let line = rest.split(':').next().unwrap_or("").to_string();
+                        (code, line)
+                    });
+                at.is_some_and(|(code, line)| {
+                    let e = stderr(&o);
+                    e.contains(&format!(", line {line},")) && e.contains(&format!("ERROR {code}:"))
+                })
+            }
+            _ => false,
+        };
+        println!(
+            "{flag}: stock {}, ours {}{}",
+            if s.status.success() {
+                "loaded"
+            } else {
+                "failed"
+            },
+            if o.status.success() {
+                "loaded"
+            } else {
+                "failed"
+            },
+            if same { "" } else { "  DIFFERENT" }
+        );
+        if !same {
+            let (a, b) = (fingerprint(srv, &stock), fingerprint(srv, &ours));
+            let only = |x: &[String], y: &[String]| -> Vec<String> {
+                x.iter()
+                    .filter(|e| !y.contains(e))
+                    .map(|e| e.chars().take(160).collect())
+                    .collect()
+            };
+            differ.push(format!(
+                "{flag}: stock {} / ours {}\nonly the stock client's: {:?}\nonly ours: {:?}",
+                stderr(&s),
+                stderr(&o),
+                only(&a, &b),
+                only(&b, &a)
+            ));
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}
