@@ -95,6 +95,18 @@ impl Multibyte {
         }
     }
 
+    /// The character set named `name` (a client's `--default-character-set`),
+    /// as far as the lexer cares.
+    pub fn of_charset(name: &str) -> Multibyte {
+        match name.to_ascii_lowercase().as_str() {
+            "big5" => Multibyte::Big5,
+            "gbk" => Multibyte::Gbk,
+            "gb18030" => Multibyte::Gb18030,
+            "sjis" | "cp932" => Multibyte::Sjis,
+            _ => Multibyte::AsciiSafe,
+        }
+    }
+
     /// The length of the character at `i` (1 when it is a single byte or
     /// not a well-formed multi-byte character).
     #[inline]
@@ -370,6 +382,23 @@ mod tests {
     /// A session's dialect: what a string or a name is, by sql_mode and
     /// character set; each row a statement whose tokens differ from the
     /// default session's reading.
+    #[test]
+    fn a_client_character_set_by_name() {
+        for (name, want) in [
+            ("sjis", Multibyte::Sjis),
+            ("CP932", Multibyte::Sjis),
+            ("big5", Multibyte::Big5),
+            ("gbk", Multibyte::Gbk),
+            ("gb18030", Multibyte::Gb18030),
+            ("gb2312", Multibyte::AsciiSafe),
+            ("ujis", Multibyte::AsciiSafe),
+            ("utf8mb4", Multibyte::AsciiSafe),
+            ("latin1", Multibyte::AsciiSafe),
+        ] {
+            assert_eq!(Multibyte::of_charset(name), want, "{name}");
+        }
+    }
+
     #[test]
     fn each_session_dialect_reads_its_own_text() {
         let nbe = Dialect {

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+pub use sqlfleet_dump::lex::Multibyte;
+
 /// One value: `None` is NULL.
 pub type Value = Option<Vec<u8>>;
 
@@ -29,12 +31,25 @@ impl std::str::FromStr for Format {
 }
 
 /// A field as `mysql --batch` writes it: `\N` for NULL; tab, newline,
-/// backslash and NUL escaped.
-pub fn tsv_field(out: &mut Vec<u8>, v: &Value) {
+/// backslash and NUL escaped. In big5, gbk, gb18030, sjis and cp932
+/// (`mb`) a character's second byte may be 0x5C: the client copies a
+/// whole multi-byte character as it is, and so does this.
+pub fn tsv_field(out: &mut Vec<u8>, v: &Value, mb: Multibyte) {
     match v {
         None => out.extend_from_slice(b"\\N"),
         Some(b) => {
-            for &c in b {
+            let mut i = 0;
+            while i < b.len() {
+                let c = b[i];
+                if c >= 0x80 && mb != Multibyte::AsciiSafe {
+                    let n = mb.char_len(b, i);
+                    if n > 1 {
+                        out.extend_from_slice(&b[i..i + n]);
+                        i += n;
+                        continue;
+                    }
+                }
+                i += 1;
                 match c {
                     b'\t' => out.extend_from_slice(b"\\t"),
                     b'\n' => out.extend_from_slice(b"\\n"),
@@ -120,6 +135,8 @@ pub struct Block<'a> {
     pub kinds: &'a [crate::json::Kind],
     /// Which result set of the host's output (jsonl's `set`).
     pub set: usize,
+    /// The connection's character set, as TSV escaping needs it.
+    pub charset: Multibyte,
 }
 
 /// A row as a JSON object whose keys keep the columns' order, each value
@@ -158,7 +175,11 @@ pub fn write_rows(
                 line.extend_from_slice(host.as_bytes());
                 for t in b.tags.1 {
                     line.push(b'\t');
-                    tsv_field(&mut line, &Some(t.as_bytes().to_vec()));
+                    tsv_field(
+                        &mut line,
+                        &Some(t.as_bytes().to_vec()),
+                        Multibyte::AsciiSafe,
+                    );
                 }
                 if let Some(d) = db {
                     line.push(b'\t');
@@ -166,7 +187,7 @@ pub fn write_rows(
                 }
                 for v in r {
                     line.push(b'\t');
-                    tsv_field(&mut line, v);
+                    tsv_field(&mut line, v, b.charset);
                 }
             }
             Format::Csv => {
@@ -228,7 +249,11 @@ pub fn header(fmt: Format, with_db: bool, tags: &[String], columns: &[String]) -
                 if i > 0 {
                     line.push(b'\t');
                 }
-                tsv_field(&mut line, &Some(n.as_bytes().to_vec()));
+                tsv_field(
+                    &mut line,
+                    &Some(n.as_bytes().to_vec()),
+                    Multibyte::AsciiSafe,
+                );
             }
             Some(String::from_utf8_lossy(&line).into_owned())
         }
@@ -322,7 +347,8 @@ pub fn outcome_lines(o: &Outcome) -> Vec<String> {
                 if i > 0 {
                     line.push(b'\t');
                 }
-                tsv_field(&mut line, v);
+                // (Shown as text: lossy in any character set.)
+                tsv_field(&mut line, v, Multibyte::AsciiSafe);
             }
             String::from_utf8_lossy(&line).into_owned()
         })
@@ -520,6 +546,56 @@ pub fn diff(results: &[(String, Outcome)]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn tsv_escapes_as_the_client_does_in_each_character_set() {
+        use Multibyte::*;
+        let table: &[(&[u8], Multibyte, &[u8], &str)] = &[
+            (
+                b"a\tb\nc\\d\0",
+                AsciiSafe,
+                b"a\\tb\\nc\\\\d\\0",
+                "the four escapes",
+            ),
+            (
+                b"\x95\\",
+                Sjis,
+                b"\x95\\",
+                "sjis: 0x95 0x5C is one character",
+            ),
+            (
+                b"\x95\\",
+                AsciiSafe,
+                b"\x95\\\\",
+                "utf8mb4: 0x5C is a backslash",
+            ),
+            (b"\x95\\", Gbk, b"\x95\\", "gbk: one character too"),
+            (b"\xa4\\", Big5, b"\xa4\\", "big5"),
+            (b"\x80\\", Big5, b"\x80\\\\", "big5: 0x80 leads nothing"),
+            (
+                b"\xa0\\",
+                Sjis,
+                b"\xa0\\\\",
+                "sjis: 0xA0 is a single byte (half-width kana range)",
+            ),
+            (b"\x95", Sjis, b"\x95", "a lead byte at the end"),
+            (b"\x95\t", Sjis, b"\x95\\t", "a tab is never a second byte"),
+            (
+                b"\x81\x30\x81\x30\\",
+                Gb18030,
+                b"\x81\x30\x81\x30\\\\",
+                "gb18030: four bytes, then a backslash",
+            ),
+        ];
+        for (input, mb, want, why) in table {
+            let mut out = Vec::new();
+            tsv_field(&mut out, &Some(input.to_vec()), *mb);
+            assert_eq!(out, *want, "{why}");
+        }
+        let mut out = Vec::new();
+        tsv_field(&mut out, &None, Sjis);
+        assert_eq!(out, b"\\N");
+    }
+
     fn v(s: &str) -> Value {
         Some(s.as_bytes().to_vec())
     }
@@ -537,6 +613,7 @@ mod tests {
                 columns: &[],
                 kinds: &[],
                 set: 0,
+                charset: Multibyte::AsciiSafe,
             },
             &[vec![v("a\tb"), None, v("x\\y\nz"), Some(vec![0])]],
         )
@@ -561,6 +638,7 @@ mod tests {
                 columns: &cols,
                 kinds: &[],
                 set: 0,
+                charset: Multibyte::AsciiSafe,
             },
             &[vec![v("x,\"y\""), None]],
         )
@@ -580,6 +658,7 @@ mod tests {
                 columns: &cols,
                 kinds: &[],
                 set: 0,
+                charset: Multibyte::AsciiSafe,
             },
             &[vec![v("1"), None]],
         )
@@ -606,6 +685,7 @@ mod tests {
                 columns: &dup,
                 kinds: &[],
                 set: 0,
+                charset: Multibyte::AsciiSafe,
             },
             &[vec![v("1"), v("2"), v("3"), v("4")]],
         )

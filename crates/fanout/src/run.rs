@@ -224,10 +224,17 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
     let (batches, to_writer) = mpsc::channel::<Vec<Event>>(2);
     tokio::spawn(batch_events(rx, batches));
     let writer = tokio::task::spawn_blocking({
-        let fmt = opts.format;
-        let header = opts.header;
-        let mode = opts.mode;
-        let with_db = !matches!(opts.databases, Databases::Default);
+        let shape = Shape {
+            fmt: opts.format,
+            header: opts.header,
+            mode: opts.mode,
+            with_db: !matches!(opts.databases, Databases::Default),
+            charset: opts
+                .base
+                .charset
+                .as_deref()
+                .map_or(output::Multibyte::AsciiSafe, output::Multibyte::of_charset),
+        };
         let tags = Tags {
             names: opts.tag_columns.clone(),
             by_host: opts
@@ -243,7 +250,7 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
                 })
                 .collect(),
         };
-        move || write_output(to_writer, out, fmt, header, mode, with_db, tags)
+        move || write_output(to_writer, out, shape, tags)
     });
     let sem = Arc::new(Semaphore::new(opts.parallel.max(1)));
     let opts = Arc::new(opts);
@@ -851,15 +858,30 @@ impl Tags {
     }
 }
 
-fn write_output(
-    mut rx: mpsc::Receiver<Vec<Event>>,
-    out: Box<dyn Write + Send>,
+/// How the output is written: its format, a header line, --collapse or
+/// --diff, a database column, and the connection's character set (TSV
+/// escaping reads its multi-byte characters whole).
+struct Shape {
     fmt: Format,
     header: bool,
     mode: Mode,
     with_db: bool,
+    charset: output::Multibyte,
+}
+
+fn write_output(
+    mut rx: mpsc::Receiver<Vec<Event>>,
+    out: Box<dyn Write + Send>,
+    shape: Shape,
     tags: Tags,
 ) -> std::io::Result<usize> {
+    let Shape {
+        fmt,
+        header,
+        mode,
+        with_db,
+        charset,
+    } = shape;
     let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
     // A header whenever the column set changes (each statement's result
     // set gets its own), not only for the first.
@@ -922,6 +944,7 @@ fn write_output(
                             columns: &columns,
                             kinds: &kinds,
                             set,
+                            charset,
                         },
                         &rows,
                     )?;

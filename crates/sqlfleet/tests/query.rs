@@ -1030,8 +1030,10 @@ fn preferred_tls_is_one_handshake_taken_where_offered() {
 /// backslashes, NUL, quotes, `NULL` and `\N` as text, multibyte text, bytes
 /// that are not UTF-8, SQL NULL) in text and binary columns, printed by
 /// `sqlfleet query` and by the stock client in batch mode, must be the same
-/// bytes, but for NULL (`\N` here, `NULL` there). Seeded
-/// (`SQLFLEET_QUERY_DIFF_SEED`), replayable.
+/// bytes, but for NULL (`\N` here, `NULL` there), in every character set
+/// the server takes from a client. Seeded (`SQLFLEET_QUERY_DIFF_SEED`),
+/// replayable. Before: in sjis and cp932 a character whose second byte is
+/// 0x5C (`表`) got that byte escaped, which the client does not do.
 #[test]
 fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
     use rand::{Rng, SeedableRng};
@@ -1060,6 +1062,13 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
         b"\x80a",
         b"\x1a",
         b"x y",
+        // Multi-byte characters whose second byte is a backslash in sjis,
+        // cp932, big5, gbk (the client copies them whole).
+        b"\x95\\",
+        b"\x81\x5c",
+        b"\xa4\x5c",
+        "表示".as_bytes(),
+        "ソ".as_bytes(),
     ];
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (db, _) = rt.block_on(srv.fresh_db("qdiff"));
@@ -1108,16 +1117,42 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
     });
     let sql = format!("SELECT id, s IS NULL, s, b IS NULL, b FROM `{db}`.t ORDER BY id");
     let h = addr(srv.sandbox.meta.primary().port);
-    let ours = query(srv, &["--hosts", &h, "-e", &sql]);
-    assert_eq!(ours.status.code(), Some(0), "{}", stderr(&ours));
+    // Every character set the server takes from a client (the ones it
+    // refuses for a client, ucs2, utf16, utf32, are passed over): the
+    // text column arrives converted to it, the binary one as it is.
+    let sets = rt.block_on(async {
+        let mut c = srv.connect().await;
+        let v: Vec<String> = c
+            .query(
+                "SELECT character_set_name FROM information_schema.character_sets \
+                 WHERE character_set_name NOT IN ('ucs2', 'utf16', 'utf16le', 'utf32') \
+                 ORDER BY 1",
+            )
+            .await
+            .expect("sets");
+        v
+    });
+    assert!(sets.len() > 30, "{sets:?}");
+    for cs in &sets {
+        same_tsv_as_the_stock_client(srv, &h, &sql, cs, seed);
+    }
+}
+
+/// `sql`'s rows printed by `sqlfleet query` and by `mariadb -B -N` with
+/// client character set `cs` (five columns: id, s IS NULL, s, b IS NULL,
+/// b) are the same bytes, but for NULL (`\N` here, `NULL` there).
+fn same_tsv_as_the_stock_client(srv: &TestServer, h: &str, sql: &str, cs: &str, seed: u64) {
+    let set = format!("--default-character-set={cs}");
+    let ours = query(srv, &["--hosts", h, &set, "-e", sql]);
+    assert_eq!(ours.status.code(), Some(0), "{cs}: {}", stderr(&ours));
     let stock = std::process::Command::new("mariadb")
         .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["-B", "-N", "-e", &sql])
+        .args([set.as_str(), "-B", "-N", "-e", sql])
         .output()
         .expect("mariadb");
     assert!(
         stock.status.success(),
-        "{}",
+        "{cs}: {}",
         String::from_utf8_lossy(&stock.stderr)
     );
     let lines = |b: &[u8]| -> Vec<Vec<u8>> {
@@ -1127,33 +1162,43 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
             .collect()
     };
     let (ours, stock) = (lines(&ours.stdout), lines(&stock.stdout));
-    assert_eq!(ours.len(), stock.len(), "seed {seed}: rows");
+    assert_eq!(ours.len(), stock.len(), "seed {seed}, {cs}: rows");
     let prefix = format!("{h}\t").into_bytes();
     for (o, s) in ours.iter().zip(&stock) {
         let o = o.strip_prefix(&prefix[..]).unwrap_or_else(|| {
             panic!(
-                "seed {seed}: no host prefix: {:?}",
+                "seed {seed}, {cs}: no host prefix: {:?}",
                 String::from_utf8_lossy(o)
             )
         });
         let of: Vec<&[u8]> = o.split(|&c| c == b'\t').collect();
         let sf: Vec<&[u8]> = s.split(|&c| c == b'\t').collect();
-        assert_eq!(of.len(), 5, "seed {seed}: {:?}", String::from_utf8_lossy(o));
-        assert_eq!(sf.len(), 5, "seed {seed}: {:?}", String::from_utf8_lossy(s));
+        assert_eq!(
+            of.len(),
+            5,
+            "seed {seed}, {cs}: {:?}",
+            String::from_utf8_lossy(o)
+        );
+        assert_eq!(
+            sf.len(),
+            5,
+            "seed {seed}, {cs}: {:?}",
+            String::from_utf8_lossy(s)
+        );
         for (i, (a, b)) in of.iter().zip(&sf).enumerate() {
             let null = (i == 2 && sf[1] == b"1") || (i == 4 && sf[3] == b"1");
             if null {
                 assert_eq!(
                     (*a, *b),
                     (&b"\\N"[..], &b"NULL"[..]),
-                    "seed {seed}, row {:?}",
+                    "seed {seed}, {cs}, row {:?}",
                     String::from_utf8_lossy(sf[0])
                 );
             } else {
                 assert_eq!(
                     a,
                     b,
-                    "seed {seed}, row {}, column {i}: sqlfleet {:?}, the stock client {:?}",
+                    "seed {seed}, {cs}, row {}, column {i}: sqlfleet {:?}, the stock client {:?}",
                     String::from_utf8_lossy(sf[0]),
                     String::from_utf8_lossy(a),
                     String::from_utf8_lossy(b)
