@@ -1486,3 +1486,39 @@ fn a_write_on_a_galera_cluster_is_applied_once() {
     let o = run(&["-e", &format!("DROP DATABASE {db}")]);
     assert_eq!(o.status.code(), Some(2), "dropped once: {}", stderr(&o));
 }
+
+/// jsonl is UTF-8: with a client character set whose text is not, it is
+/// refused before any host is asked (before: `ü` in latin1 came out as
+/// U+FFFD, sjis text as mojibake, exit 0); utf8mb4 and tsv are not.
+#[test]
+fn jsonl_refuses_a_client_character_set_whose_text_is_not_utf8() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    let sql = "SELECT _utf8mb4'表示ü' AS c";
+    for cs in ["latin1", "sjis", "binary"] {
+        let set = format!("--default-character-set={cs}");
+        let o = query(srv, &["--hosts", &h, &set, "--format", "jsonl", "-e", sql]);
+        assert_eq!(o.status.code(), Some(1), "{cs}: {}", stdout(&o));
+        assert!(
+            stderr(&o).contains("--format jsonl writes UTF-8"),
+            "{cs}: {}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty(), "{cs}: {}", stdout(&o));
+        let o = query(srv, &["--hosts", &h, &set, "-e", sql]);
+        assert_eq!(o.status.code(), Some(0), "{cs} tsv: {}", stderr(&o));
+    }
+    let o = query(
+        srv,
+        &[
+            "--hosts",
+            &h,
+            "--default-character-set=utf8mb4",
+            "--json",
+            "-e",
+            sql,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"c\":\"表示ü\""), "{}", stdout(&o));
+}
