@@ -334,10 +334,11 @@ pub fn group(results: &[(String, Outcome)]) -> Vec<(Outcome, Vec<String>)> {
     groups
 }
 
-/// A result's rows as TSV lines (no host column).
-pub fn outcome_lines(o: &Outcome) -> Vec<String> {
+/// A result's rows as TSV lines (no host column), in the connection's
+/// character set `mb`, as `mysql --batch` writes them.
+pub fn outcome_lines(o: &Outcome, mb: Multibyte) -> Vec<Vec<u8>> {
     if let Some(e) = &o.error {
-        return vec![format!("ERROR: {e}")];
+        return vec![format!("ERROR: {e}").into_bytes()];
     }
     o.rows
         .iter()
@@ -347,10 +348,9 @@ pub fn outcome_lines(o: &Outcome) -> Vec<String> {
                 if i > 0 {
                     line.push(b'\t');
                 }
-                // (Shown as text: lossy in any character set.)
-                tsv_field(&mut line, v, Multibyte::AsciiSafe);
+                tsv_field(&mut line, v, mb);
             }
-            String::from_utf8_lossy(&line).into_owned()
+            line
         })
         .collect()
 }
@@ -370,10 +370,10 @@ fn json_list(items: &[String]) -> String {
 /// `--collapse` in `fmt`: each distinct result once, under the hosts that
 /// gave it (tsv: `==>` lines; jsonl: one object per group; csv: the hosts
 /// as the first field of each row; table: a table per group).
-pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
+pub fn collapse_as(results: &[(String, Outcome)], fmt: Format, mb: Multibyte) -> Vec<u8> {
     let mut s = String::new();
     match fmt {
-        Format::Tsv => return collapse(results),
+        Format::Tsv => return collapse(results, mb),
         Format::Jsonl => {
             for (o, hosts) in group(results) {
                 let rows: Vec<&Vec<Value>> = o.rows.iter().collect();
@@ -387,6 +387,8 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
             }
         }
         Format::Csv => {
+            // Bytes as the server sent them, as in streamed CSV.
+            let mut out = Vec::new();
             for (o, hosts) in group(results) {
                 let who = Some(hosts.join(" ").into_bytes());
                 let mut line = Vec::new();
@@ -401,10 +403,11 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
                         line.push(b',');
                         csv_field(&mut line, v);
                     }
-                    s.push_str(&String::from_utf8_lossy(&line));
-                    s.push('\n');
+                    out.extend_from_slice(&line);
+                    out.push(b'\n');
                 }
             }
+            return out;
         }
         Format::Table => {
             for (o, hosts) in group(results) {
@@ -424,7 +427,7 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format) -> String {
             }
         }
     }
-    s
+    s.into_bytes()
 }
 
 /// A value as the mysql client's table shows it.
@@ -438,16 +441,16 @@ pub fn display(v: &Value) -> String {
 /// `--diff` in `fmt` (tsv or jsonl; the caller refuses the others): jsonl
 /// gives one object per differing group with the majority's hosts and the
 /// rows missing and extra.
-pub fn diff_as(results: &[(String, Outcome)], fmt: Format) -> String {
+pub fn diff_as(results: &[(String, Outcome)], fmt: Format, mb: Multibyte) -> Vec<u8> {
     if fmt != Format::Jsonl {
-        return diff(results);
+        return diff(results, mb);
     }
     let groups = group(results);
     let Some((majority, mhosts)) = groups.first() else {
-        return String::new();
+        return Vec::new();
     };
     if groups.len() == 1 {
-        return format!("{{\"agree\":true,\"hosts\":{}}}\n", json_list(mhosts));
+        return format!("{{\"agree\":true,\"hosts\":{}}}\n", json_list(mhosts)).into_bytes();
     }
     let mut s = String::new();
     for (o, hosts) in &groups[1..] {
@@ -471,7 +474,7 @@ pub fn diff_as(results: &[(String, Outcome)], fmt: Format) -> String {
             o.error.as_deref().map_or("null".to_string(), json_str)
         ));
     }
-    s
+    s.into_bytes()
 }
 
 /// `==> h1, h2 (2 hosts)`: the line above a group's result.
@@ -484,17 +487,17 @@ fn group_header(hosts: &[String]) -> String {
 }
 
 /// `--collapse`: each distinct result once, under the hosts that gave it.
-pub fn collapse(results: &[(String, Outcome)]) -> String {
-    let mut s = String::new();
+pub fn collapse(results: &[(String, Outcome)], mb: Multibyte) -> Vec<u8> {
+    let mut s = Vec::new();
     for (o, hosts) in group(results) {
-        s.push_str(&group_header(&hosts));
+        s.extend_from_slice(group_header(&hosts).as_bytes());
         if o.error.is_none() && !o.columns.is_empty() {
-            s.push_str(&o.columns.join("\t"));
-            s.push('\n');
+            s.extend_from_slice(o.columns.join("\t").as_bytes());
+            s.push(b'\n');
         }
-        for l in outcome_lines(&o) {
-            s.push_str(&l);
-            s.push('\n');
+        for l in outcome_lines(&o, mb) {
+            s.extend_from_slice(&l);
+            s.push(b'\n');
         }
     }
     s
@@ -502,41 +505,56 @@ pub fn collapse(results: &[(String, Outcome)]) -> String {
 
 /// `--diff`: only the hosts whose result differs from the majority, with
 /// the lines they lack (`-`) and have extra (`+`).
-pub fn diff(results: &[(String, Outcome)]) -> String {
+pub fn diff(results: &[(String, Outcome)], mb: Multibyte) -> Vec<u8> {
     let groups = group(results);
     let Some((majority, mhosts)) = groups.first() else {
-        return String::new();
+        return Vec::new();
     };
-    let mut s = String::new();
     if groups.len() == 1 {
-        s.push_str(&match mhosts.len() {
+        return match mhosts.len() {
             1 => "the one host agrees with itself\n".to_string(),
             n => format!("all {n} hosts agree\n"),
-        });
-        return s;
-    }
-    let mlines = outcome_lines(majority);
-    for (o, hosts) in &groups[1..] {
-        s.push_str(&format!(
-            "==> {} differ{} from the majority ({} host{}):\n",
-            hosts.join(", "),
-            if hosts.len() == 1 { "s" } else { "" },
-            mhosts.len(),
-            if mhosts.len() == 1 { "" } else { "s" }
-        ));
-        let lines = outcome_lines(o);
-        for l in mlines.iter().filter(|l| !lines.contains(l)) {
-            s.push_str(&format!("- {l}\n"));
         }
-        for l in lines.iter().filter(|l| !mlines.contains(l)) {
-            s.push_str(&format!("+ {l}\n"));
+        .into_bytes();
+    }
+    let mut s = Vec::new();
+    let mlines = outcome_lines(majority, mb);
+    for (o, hosts) in &groups[1..] {
+        s.extend_from_slice(
+            format!(
+                "==> {} differ{} from the majority ({} host{}):\n",
+                hosts.join(", "),
+                if hosts.len() == 1 { "s" } else { "" },
+                mhosts.len(),
+                if mhosts.len() == 1 { "" } else { "s" }
+            )
+            .as_bytes(),
+        );
+        let lines = outcome_lines(o, mb);
+        for (sign, l) in mlines
+            .iter()
+            .filter(|l| !lines.contains(l))
+            .map(|l| (b'-', l))
+            .chain(
+                lines
+                    .iter()
+                    .filter(|l| !mlines.contains(l))
+                    .map(|l| (b'+', l)),
+            )
+        {
+            s.extend_from_slice(&[sign, b' ']);
+            s.extend_from_slice(l);
+            s.push(b'\n');
         }
         if o.columns != majority.columns && o.error.is_none() && majority.error.is_none() {
-            s.push_str(&format!(
-                "  columns: {} vs {}\n",
-                o.columns.join(","),
-                majority.columns.join(",")
-            ));
+            s.extend_from_slice(
+                format!(
+                    "  columns: {} vs {}\n",
+                    o.columns.join(","),
+                    majority.columns.join(",")
+                )
+                .as_bytes(),
+            );
         }
     }
     s
@@ -750,13 +768,16 @@ mod tests {
             ),
         ];
         assert_eq!(
-            collapse(&results),
+            String::from_utf8_lossy(&collapse(&results, Multibyte::AsciiSafe)),
             "==> a:1, b:1 (2 hosts)\nv\nx\ny\n==> c:1 (1 host)\nv\nx\nz\n==> d:1 (1 host)\nERROR: ERROR 1045: denied\n"
         );
         assert_eq!(
-            diff(&results),
+            String::from_utf8_lossy(&diff(&results, Multibyte::AsciiSafe)),
             "==> c:1 differs from the majority (2 hosts):\n- y\n+ z\n==> d:1 differs from the majority (2 hosts):\n- x\n- y\n+ ERROR: ERROR 1045: denied\n"
         );
-        assert_eq!(diff(&results[..2]), "all 2 hosts agree\n");
+        assert_eq!(
+            diff(&results[..2], Multibyte::AsciiSafe),
+            b"all 2 hosts agree\n"
+        );
     }
 }

@@ -961,8 +961,8 @@ fn write_output(
         .map(|(_, hosts)| hosts.len())
         .sum();
     match mode {
-        Mode::Collapse => out.write_all(output::collapse_as(&outcomes, fmt).as_bytes())?,
-        Mode::Diff => out.write_all(output::diff_as(&outcomes, fmt).as_bytes())?,
+        Mode::Collapse => out.write_all(&output::collapse_as(&outcomes, fmt, charset))?,
+        Mode::Diff => out.write_all(&output::diff_as(&outcomes, fmt, charset))?,
         Mode::Stream => {
             for (cols, right, rows) in &mut tables {
                 // By host (each host's rows in the order they came), not

@@ -1522,3 +1522,27 @@ fn jsonl_refuses_a_client_character_set_whose_text_is_not_utf8() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stdout(&o).contains("\"c\":\"表示ü\""), "{}", stdout(&o));
 }
+
+/// `--collapse` in TSV writes the rows' bytes as the client's character
+/// set gives them, as streamed TSV does (before: through lossy UTF-8, so
+/// latin1's `ü`, 0xFC, came out as U+FFFD).
+#[test]
+fn collapse_keeps_the_bytes_of_the_client_character_set() {
+    let srv = server();
+    let h = addr(srv.sandbox.meta.primary().port);
+    let sql = "SELECT _utf8mb4'ü\\\\' AS c";
+    for (cs, want) in [
+        ("latin1", &b"\xfc\\\\\n"[..]),
+        ("sjis", &b"?\x81\x5f\n"[..]),
+        ("utf8mb4", "ü\\\\\n".as_bytes()),
+    ] {
+        let set = format!("--default-character-set={cs}");
+        let o = query(srv, &["--hosts", &h, &set, "--collapse", "-e", sql]);
+        assert_eq!(o.status.code(), Some(0), "{cs}: {}", stderr(&o));
+        assert!(
+            o.stdout.ends_with(want),
+            "{cs}: {:?}",
+            String::from_utf8_lossy(&o.stdout)
+        );
+    }
+}
