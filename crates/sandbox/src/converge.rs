@@ -41,20 +41,21 @@ impl Fix {
     }
 }
 
-/// The changes a node in `role` needs, given what it reports and where
-/// the primary listens. A primary's own replication is left alone (a
-/// promotion never leaves one; a user may have set it up); a Galera
-/// member has no role to restore.
-pub fn fixes(role: Role, primary_port: u16, seen: &Seen) -> Vec<Fix> {
+/// The changes a node in `role` needs, given what it reports, where the
+/// primary listens and the sandbox's own server options (`--option`). A
+/// primary's own replication is left alone (a promotion never leaves one;
+/// a user may have set it up), and so is any node's read_only that the
+/// options set; a Galera member has no role to restore.
+pub fn fixes(role: Role, primary_port: u16, seen: &Seen, options: &[String]) -> Vec<Fix> {
     let mut out = Vec::new();
     match role {
         Role::Primary => {
-            if seen.read_only {
+            if seen.read_only && read_only_option(options) != Some(true) {
                 out.push(Fix::Writable);
             }
         }
         Role::Replica => {
-            if !seen.read_only {
+            if !seen.read_only && read_only_option(options) != Some(false) {
                 out.push(Fix::ReadOnly);
             }
             let follows = matches!(&seen.source,
@@ -66,6 +67,26 @@ pub fn fixes(role: Role, primary_port: u16, seen: &Seen) -> Vec<Fix> {
         Role::Member => {}
     }
     out
+}
+
+/// The read_only the sandbox's server options (`key=value`, as `--option`
+/// takes them; the last one counts, as in an option file) set, if any.
+fn read_only_option(options: &[String]) -> Option<bool> {
+    options
+        .iter()
+        .filter_map(|o| {
+            let (k, v) = o.split_once('=').unwrap_or((o, "1"));
+            k.trim()
+                .replace('-', "_")
+                .eq_ignore_ascii_case("read_only")
+                .then(|| {
+                    !matches!(
+                        v.trim().to_ascii_lowercase().as_str(),
+                        "0" | "off" | "false"
+                    )
+                })
+        })
+        .next_back()
 }
 
 /// The address a sandbox replica is pointed at (`setup::start_replication`
@@ -170,7 +191,38 @@ mod tests {
             ),
         ];
         for (role, s, want, why) in table {
-            assert_eq!(fixes(*role, p, s), *want, "{why}: {role:?} {s:?}");
+            assert_eq!(fixes(*role, p, s, &[]), *want, "{why}: {role:?} {s:?}");
         }
+    }
+
+    #[test]
+    fn read_only_the_sandboxs_options_set_is_left_as_they_set_it() {
+        let ro = seen(true, None);
+        for (options, want, why) in [
+            (vec!["read_only=1"], vec![], "--option read_only=1"),
+            (vec!["read-only=ON"], vec![], "dashes, ON"),
+            (vec!["READ_ONLY"], vec![], "a bare flag"),
+            (vec!["read_only=0"], vec![Fix::Writable], "turned off"),
+            (vec!["read_only=off"], vec![Fix::Writable], "OFF"),
+            (
+                vec!["read_only_compressed=1"],
+                vec![Fix::Writable],
+                "another option",
+            ),
+            (vec![], vec![Fix::Writable], "none"),
+            (
+                vec!["read_only=1", "read_only=0"],
+                vec![Fix::Writable],
+                "the last counts",
+            ),
+        ] {
+            let options: Vec<String> = options.into_iter().map(String::from).collect();
+            assert_eq!(fixes(Role::Primary, 3307, &ro, &options), want, "{why}");
+        }
+        // And a replica the options make writable stays so.
+        let rw = seen(false, Some(("127.0.0.1", 3307)));
+        let off = vec!["read-only=0".to_string()];
+        assert_eq!(fixes(Role::Replica, 3307, &rw, &off), vec![]);
+        assert_eq!(fixes(Role::Replica, 3307, &rw, &[]), vec![Fix::ReadOnly]);
     }
 }

@@ -142,10 +142,11 @@ impl Sandbox {
                 let label = self.label(n);
                 if let Ok(mut c) = setup::root_conn(&label, &nl, password.as_ref()).await {
                     if let Ok(seen) = setup::seen(&mut c, &label).await {
-                        st.not_as_configured = converge::fixes(n.role, primary_port, &seen)
-                            .into_iter()
-                            .map(|f| f.what().to_string())
-                            .collect();
+                        st.not_as_configured =
+                            converge::fixes(n.role, primary_port, &seen, &self.meta.options)
+                                .into_iter()
+                                .map(|f| f.what().to_string())
+                                .collect();
                     }
                     let _ = c.disconnect().await;
                 }

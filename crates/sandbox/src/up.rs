@@ -406,7 +406,7 @@ async fn repair(sb: &Sandbox, password: &Secret) -> Result<Vec<String>> {
         let mut c = setup::root_conn(&label, &nl, Some(password)).await?;
         let seen = setup::seen(&mut c, &label).await?;
         let _ = c.disconnect().await;
-        for fix in converge::fixes(n.role, primary.port, &seen) {
+        for fix in converge::fixes(n.role, primary.port, &seen, &sb.meta.options) {
             setup::apply_fix(&label, &nl, password, &primary, fix).await?;
             repaired.push(format!("{}: {}", n.name, fix.what()));
         }
