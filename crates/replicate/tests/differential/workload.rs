@@ -14,7 +14,8 @@
 //! with settings other than the defaults (the auto_increment pair,
 //! lc_time_names, NO_BACKSLASH_ESCAPES and ANSI_QUOTES with the renamed
 //! database's name inside a literal, explicit_defaults_for_timestamp=0,
-//! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO, an
+//! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO, any one
+//! of the sql_mode flags the server lists, an
 //! excluded default database under statements that qualify every table, a
 //! temporary table) set back
 //! to the defaults after (on the code before the session context, 8 of 8
@@ -45,12 +46,42 @@ pub struct Plan {
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
 const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 
+/// Every sql_mode flag this machine's server lists (`mariadbd --verbose
+/// --help`), read once.
+fn server_sql_modes() -> &'static [String] {
+    static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    FLAGS.get_or_init(|| {
+        let help = ["mariadbd", "/usr/sbin/mariadbd"]
+            .iter()
+            .find_map(|p| {
+                std::process::Command::new(p)
+                    .args(["--no-defaults", "--verbose", "--help"])
+                    .output()
+                    .ok()
+            })
+            .expect("mariadbd --verbose --help");
+        let help = String::from_utf8_lossy(&help.stdout).into_owned();
+        let flags: Vec<String> = help
+            .split("--sql-mode=name")
+            .nth(1)
+            .and_then(|t| t.split("Any combination of:").nth(1))
+            .and_then(|t| t.split("Use 'ALL'").next())
+            .expect("mariadbd --help lists the sql_mode flags")
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .map(|f| f.trim_end_matches('.').to_string())
+            .filter(|f| !f.is_empty())
+            .collect();
+        assert!(flags.len() >= 30, "{flags:?}");
+        flags
+    })
+}
+
 /// Statements under one non-default session setting, drawn from what a
 /// Query event's status variables carry, then the setting back at its
 /// default. `a` is the (renamed) database: its name inside a literal must
 /// stay as written.
 fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
-    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..11) {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..12) {
         0 => (
             format!(
                 "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
@@ -141,6 +172,28 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
             ],
             "USE_BACK",
         ),
+        // A flag drawn from every sql_mode flag the server lists, with
+        // statements whose result some flags change: '' (NULL under
+        // EMPTY_STRING_IS_NULL), NOT ... BETWEEN (HIGH_NOT_PRECEDENCE), and
+        // an UPDATE reading a column it sets (SIMULTANEOUS_ASSIGNMENT).
+        11 => {
+            let flags = server_sql_modes();
+            let flag = &flags[rng.gen_range(0..flags.len())];
+            (
+                format!("SET SESSION sql_mode = '{flag}'"),
+                vec![
+                    format!(
+                        "INSERT INTO nopk (a, b) VALUES ({n}, ''), \
+                         ({n}, IF(NOT 1 BETWEEN -5 AND 5, 'high not', 'not {i}'))"
+                    ),
+                    format!(
+                        "UPDATE bulk SET a = a + 100, b = CONCAT('sa ', a) WHERE a = {}",
+                        n % 6
+                    ),
+                ],
+                "SET SESSION sql_mode = DEFAULT",
+            )
+        }
         _ => (
             "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".into(),
             vec![format!(
