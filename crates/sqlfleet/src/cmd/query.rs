@@ -140,12 +140,21 @@ fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
     Ok(out)
 }
 
-/// Whether text in client character set `cs` is UTF-8 as it comes.
-fn writes_utf8(cs: &str) -> bool {
-    matches!(
+/// JSON is UTF-8 (RFC 8259): with jsonl, text in a client character set
+/// that is not (`charset`) would be written mangled, so it is refused
+/// before any host is asked.
+fn jsonl_gets_utf8(a: &QueryArgs, charset: Option<&str>) -> anyhow::Result<()> {
+    let Some(cs) = charset else { return Ok(()) };
+    let utf8 = matches!(
         cs.to_ascii_lowercase().as_str(),
         "utf8mb4" | "utf8mb3" | "utf8" | "ascii"
-    )
+    );
+    anyhow::ensure!(
+        !(a.json || a.format == Format::Jsonl) || utf8,
+        "--format jsonl writes UTF-8, and --default-character-set {cs} would give it \
+         {cs} bytes as text: use utf8mb4 (the default) with jsonl, or tsv/csv for {cs}"
+    );
+    Ok(())
 }
 
 pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
@@ -155,15 +164,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         if a.format == Format::Csv { "csv" } else { "table" }
     );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
-    // JSON is UTF-8 (RFC 8259): text in another character set would be
-    // written mangled, so it is refused before any host is asked.
-    if let Some(cs) = base.charset.as_deref() {
-        anyhow::ensure!(
-            !(a.json || a.format == Format::Jsonl) || writes_utf8(cs),
-            "--format jsonl writes UTF-8, and --default-character-set {cs} would give it \
-             {cs} bytes as text: use utf8mb4 (the default) with jsonl, or tsv/csv for {cs}"
-        );
-    }
+    jsonl_gets_utf8(&a, base.charset.as_deref())?;
     let connect_timeout = secs(a.connect_timeout, "--connect-timeout")?;
     let inv =
         inventory::resolve("query", &a.hosts, &a.conn, &base, &origin, connect_timeout).await?;
