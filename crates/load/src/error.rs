@@ -206,6 +206,20 @@ impl StatementFailure {
             nothing_written: false,
         }
     }
+
+    /// `e` came from the loader's own journal record for `stmt`, not from
+    /// the statement: the message says so.
+    pub fn of_journal(
+        stmt: &sqlfleet_dump::Statement,
+        table: Option<&str>,
+        e: &mysql_async::Error,
+    ) -> StatementFailure {
+        let f = StatementFailure::of(stmt, table, e);
+        StatementFailure {
+            message: format!("recording in the journal: {}", f.message),
+            ..f
+        }
+    }
 }
 
 #[cfg(test)]

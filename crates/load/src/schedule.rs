@@ -355,10 +355,9 @@ impl Scheduler {
         if let Err(e) =
             journal::mark_stateful(&mut self.bookkeeping, &self.ctx.load_id, stmt.line, why).await
         {
-            self.ctx.shared.fail(StatementFailure {
-                message: format!("recording in the journal: {}", crate::error::describe(&e).1),
-                ..StatementFailure::of(stmt, None, &e)
-            });
+            self.ctx
+                .shared
+                .fail(StatementFailure::of_journal(stmt, None, &e));
             return;
         }
         if let Some(b) = pending {
@@ -553,10 +552,9 @@ impl Scheduler {
         match b.run(&mut self.bookkeeping).await {
             Ok(()) => true,
             Err(e) => {
-                self.ctx.shared.fail(StatementFailure {
-                    message: format!("recording in the journal: {}", crate::error::describe(&e).1),
-                    ..StatementFailure::of(stmt, None, &e)
-                });
+                self.ctx
+                    .shared
+                    .fail(StatementFailure::of_journal(stmt, None, &e));
                 false
             }
         }
@@ -999,10 +997,9 @@ impl Scheduler {
         match r {
             Ok(()) => true,
             Err(e) => {
-                self.ctx.shared.fail(StatementFailure {
-                    message: format!("recording in the journal: {}", crate::error::describe(&e).1),
-                    ..StatementFailure::of(stmt, table, &e)
-                });
+                self.ctx
+                    .shared
+                    .fail(StatementFailure::of_journal(stmt, table, &e));
                 false
             }
         }
