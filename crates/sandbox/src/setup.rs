@@ -153,20 +153,26 @@ pub async fn repl_health(conn: &mut Conn, label: &str) -> Result<Option<ReplHeal
 }
 
 /// What a node reports about its role (for [`crate::converge::fixes`]):
-/// `@@read_only` and where it replicates from.
-pub async fn seen(conn: &mut Conn, label: &str) -> Result<crate::converge::Seen> {
+/// `@@read_only` and where it replicates from, with the replication
+/// health that says it (`None`: none configured).
+pub async fn seen(
+    conn: &mut Conn,
+    label: &str,
+) -> Result<(crate::converge::Seen, Option<ReplHealth>)> {
     let read_only: Option<bool> = conn
         .query_first("SELECT @@read_only")
         .await
         .map_err(sql_err(label))?;
-    let source = repl_health(conn, label)
-        .await?
+    let health = repl_health(conn, label).await?;
+    let source = health
+        .as_ref()
         .filter(|h| !h.source_host.is_empty())
-        .map(|h| (h.source_host, h.source_port));
-    Ok(crate::converge::Seen {
+        .map(|h| (h.source_host.clone(), h.source_port));
+    let seen = crate::converge::Seen {
         read_only: read_only.unwrap_or(false),
         source,
-    })
+    };
+    Ok((seen, health))
 }
 
 /// Carries out one fix on a node (`primary`: where a replica points).

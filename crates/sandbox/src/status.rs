@@ -114,23 +114,30 @@ impl Sandbox {
                     Err(e) => st.error = Some(e.to_string()),
                 }
             }
+            let fixes = |seen: &converge::Seen| -> Vec<String> {
+                converge::fixes(n.role, primary_port, seen, &self.meta.options)
+                    .into_iter()
+                    .map(|f| f.what().to_string())
+                    .collect()
+            };
             if pid.is_some() && n.role == Role::Replica {
                 let label = self.label(n);
                 let r = async {
                     let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
-                    let h = setup::repl_health(&mut c, &label).await;
+                    let seen = setup::seen(&mut c, &label).await;
                     let applied: Option<String> = c
                         .query_first("SELECT @@gtid_slave_pos")
                         .await
                         .ok()
                         .flatten();
                     let _ = c.disconnect().await;
-                    h.map(|h| (h, applied))
+                    seen.map(|s| (s, applied))
                 }
                 .await;
                 match r {
-                    Ok((h, applied)) => {
+                    Ok(((seen, h), applied)) => {
                         st.replication = h;
+                        st.not_as_configured = fixes(&seen);
                         st.gtid_behind = primary_pos
                             .as_deref()
                             .map(|p| gtid_behind(p, applied.as_deref().unwrap_or("")));
@@ -138,17 +145,18 @@ impl Sandbox {
                     Err(e) => st.error = Some(e.to_string()),
                 }
             }
-            if pid.is_some() && n.role != Role::Member {
+            if pid.is_some() && n.role == Role::Primary {
                 let label = self.label(n);
-                if let Ok(mut c) = setup::root_conn(&label, &nl, password.as_ref()).await {
-                    if let Ok(seen) = setup::seen(&mut c, &label).await {
-                        st.not_as_configured =
-                            converge::fixes(n.role, primary_port, &seen, &self.meta.options)
-                                .into_iter()
-                                .map(|f| f.what().to_string())
-                                .collect();
-                    }
+                let r = async {
+                    let mut c = setup::root_conn(&label, &nl, password.as_ref()).await?;
+                    let seen = setup::seen(&mut c, &label).await;
                     let _ = c.disconnect().await;
+                    seen
+                }
+                .await;
+                match r {
+                    Ok((seen, _)) => st.not_as_configured = fixes(&seen),
+                    Err(e) => st.error = Some(e.to_string()),
                 }
             }
             out.push(st);

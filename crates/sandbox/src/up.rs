@@ -168,7 +168,17 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
             w(&opts.name)
         }
     })
-    .await?;
+    .await
+    .map_err(|e| match e {
+        SandboxError::Interrupted { .. } => SandboxError::Interrupted {
+            what: format!(
+                "sandbox '{}': interrupted while waiting for another sqlfleet command on it; \
+                 nothing was changed",
+                opts.name
+            ),
+        },
+        e => e,
+    })?;
     let dir = home::sandbox_dir(home, &opts.name);
     let existed = dir.join("sandbox.toml").is_file();
     let r = up_now(home, opts).await;
@@ -404,7 +414,7 @@ async fn repair(sb: &Sandbox, password: &Secret) -> Result<Vec<String>> {
         let nl = sb.layout.node(n);
         let label = sb.label(n);
         let mut c = setup::root_conn(&label, &nl, Some(password)).await?;
-        let seen = setup::seen(&mut c, &label).await?;
+        let (seen, _) = setup::seen(&mut c, &label).await?;
         let _ = c.disconnect().await;
         for fix in converge::fixes(n.role, primary.port, &seen, &sb.meta.options) {
             setup::apply_fix(&label, &nl, password, &primary, fix).await?;
