@@ -2483,28 +2483,7 @@ fn every_sql_mode_the_server_lists_loads_a_dump_as_the_stock_client_does() {
         ],
         None,
     );
-    let help = Command::new("mariadbd")
-        .args(["--no-defaults", "--verbose", "--help"])
-        .output()
-        .or_else(|_| {
-            Command::new("/usr/sbin/mariadbd")
-                .args(["--no-defaults", "--verbose", "--help"])
-                .output()
-        })
-        .expect("mariadbd --verbose --help");
-    let help = String::from_utf8_lossy(&help.stdout).into_owned();
-    let listed = help
-        .split("--sql-mode=name")
-        .nth(1)
-        .and_then(|t| t.split("Any combination of:").nth(1))
-        .and_then(|t| t.split("Use 'ALL'").next())
-        .expect("mariadbd --help lists the sql_mode flags");
-    let flags: Vec<&str> = listed
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .map(|f| f.trim_end_matches('.'))
-        .filter(|f| !f.is_empty())
-        .collect();
-    assert!(flags.len() >= 30, "{flags:?}");
+    let flags = sqlfleet_testkit::server_lists::sql_mode_flags();
     let dir = tmp();
     let base = dir.path().join("base.sql");
     dump(srv, &src, &[], &base);
@@ -2516,7 +2495,7 @@ fn every_sql_mode_the_server_lists_loads_a_dump_as_the_stock_client_does() {
         .position(|w| w == header)
         .expect("the dump sets its session's mode");
     let mut differ = Vec::new();
-    for flag in &flags {
+    for flag in flags {
         let file = dir.path().join(format!("{flag}.sql"));
         let mut with = text[..at].to_vec();
         with.extend_from_slice(format!("SQL_MODE='NO_AUTO_VALUE_ON_ZERO,{flag}'").as_bytes());

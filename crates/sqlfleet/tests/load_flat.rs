@@ -434,20 +434,7 @@ fn kill_9_or_a_signal_then_resume_loads_each_row_once() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        let t0 = std::time::Instant::now();
-        while journal_chunks(srv, f) < before + 5 {
-            assert!(
-                child.try_wait().expect("wait").is_none(),
-                "{how}: finished first"
-            );
-            assert!(
-                t0.elapsed() < std::time::Duration::from_secs(60),
-                "{how}: no progress"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        // SAFETY: a signal to our own child, not yet reaped.
-        unsafe { libc::kill(child.id() as i32, sig) };
+        common::signal_when(&mut child, sig, before + 5, || journal_chunks(srv, f));
         let o = child.wait_with_output().expect("wait");
         if sig != libc::SIGKILL {
             assert_eq!(o.status.code(), Some(128 + sig), "{how}: {}", stderr(&o));

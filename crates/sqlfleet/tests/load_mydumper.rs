@@ -79,19 +79,34 @@ fn mydumper(srv: &TestServer, db: &str, dir: &Path, rows: usize, extra: &[&str])
     client(srv, "mydumper", &args);
 }
 
+/// myloader loading `dir`'s database `from` into `into`; its output,
+/// success or not.
+fn myloader_output(srv: &TestServer, dir: &Path, from: &str, into: &str) -> Output {
+    Command::new("myloader")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .arg("-d")
+        .arg(dir)
+        .args(["-s", from, "-B", into, "-t", "4"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("myloader (scripts/deps.sh installs it)")
+}
+
 fn myloader(srv: &TestServer, dir: &Path, from: &str, into: &str) {
-    let d = dir.display().to_string();
-    client(
-        srv,
-        "myloader",
-        &["-d", &d, "-s", from, "-B", into, "-t", "4"],
+    let o = myloader_output(srv, dir, from, into);
+    assert!(
+        o.status.success(),
+        "myloader {}: {}",
+        dir.display(),
+        stderr(&o)
     );
 }
 
-#[test]
-fn a_mydumper_directory_loads_as_myloader_loads_it() {
-    let srv = server();
-    let src = fresh_db(srv, "mdsrc");
+/// A source database of every type (`tests/data/every_type.sql`, less the
+/// name mydumper 0.10 cannot dump), with a row id 0 kept as 0 (myloader's
+/// NO_AUTO_VALUE_ON_ZERO) and a sequence.
+fn every_type_source(srv: &TestServer, prefix: &str) -> String {
+    let src = fresh_db(srv, prefix);
     let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/every_type.sql");
     let o = Command::new("mariadb")
         .arg(format!("--defaults-file={}", srv.defaults_file().display()))
@@ -100,14 +115,21 @@ fn a_mydumper_directory_loads_as_myloader_loads_it() {
         .output()
         .expect("mariadb");
     assert!(o.status.success(), "{}", stderr(&o));
-    // A row id 0 kept as 0 (myloader's NO_AUTO_VALUE_ON_ZERO), a sequence.
     // mydumper 0.10 cannot dump a name with a backtick (it crashes).
     sql(
         srv,
         &src,
-        "DROP TABLE `we``ird name`; SET sql_mode='NO_AUTO_VALUE_ON_ZERO'; CREATE TABLE zero (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
+        "DROP TABLE `we``ird name`; SET sql_mode='NO_AUTO_VALUE_ON_ZERO'; \
+         CREATE TABLE zero (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
          INSERT INTO zero VALUES (0, 1), (7, 2); CREATE SEQUENCE seq1 START WITH 100",
     );
+    src
+}
+
+#[test]
+fn a_mydumper_directory_loads_as_myloader_loads_it() {
+    let srv = server();
+    let src = every_type_source(srv, "mdsrc");
     for (style, extra) in [("plain", &[][..]), ("gzip", &["-c"][..])] {
         let tmp = tempfile::tempdir().expect("tmp");
         let dir = tmp.path().join("dump");
@@ -484,22 +506,11 @@ fn every_option_mydumper_lists_loads_as_myloader_loads_it() {
             "mydumper --help lists {o}: say in MYDUMPER_OPTIONS whether and how to run it"
         );
     }
-    let src = fresh_db(srv, "mdopt");
-    let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/every_type.sql");
-    let o = Command::new("mariadb")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args(["-D", &src])
-        .stdin(std::fs::File::open(&schema).expect("schema"))
-        .output()
-        .expect("mariadb");
-    assert!(o.status.success(), "{}", stderr(&o));
+    let src = every_type_source(srv, "mdopt");
     sql(
         srv,
         &src,
-        "DROP TABLE `we``ird name`; SET sql_mode='NO_AUTO_VALUE_ON_ZERO'; \
-         CREATE TABLE zero (id INT AUTO_INCREMENT PRIMARY KEY, v INT); \
-         INSERT INTO zero VALUES (0, 1), (7, 2); CREATE SEQUENCE seq1 START WITH 100; \
-         CREATE TABLE stamps (id INT PRIMARY KEY, t TIMESTAMP(6) NULL, d DATETIME); \
+        "CREATE TABLE stamps (id INT PRIMARY KEY, t TIMESTAMP(6) NULL, d DATETIME); \
          SET time_zone = '+05:30'; INSERT INTO stamps VALUES (1, '2026-03-29 02:30:00.5', NOW()); \
          CREATE TABLE old_engine (a INT) ENGINE=MyISAM; INSERT INTO old_engine VALUES (1)",
     );
@@ -519,12 +530,7 @@ fn every_option_mydumper_lists_loads_as_myloader_loads_it() {
         mydumper(srv, &src, &dir, 3000, &args);
         let want = fresh_db(srv, "mdoref");
         let d = dir.display().to_string();
-        let mine = Command::new("myloader")
-            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-            .args(["-d", &d, "-s", &src, "-B", &want, "-t", "4"])
-            .stdin(Stdio::null())
-            .output()
-            .expect("myloader");
+        let mine = myloader_output(srv, &dir, &src, &want);
         let got = format!("{want}_sf");
         let o = load(srv, &["-D", &got, &d]);
         assert_eq!(

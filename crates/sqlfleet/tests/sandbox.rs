@@ -747,13 +747,17 @@ fn galera_up(home: &Path) -> String {
     stdout(&o)
 }
 
-/// The members' wsrep state from `sandbox list --json`.
-fn galera_states(home: &Path) -> Vec<(String, String, u64)> {
+/// The rows of `sandbox list --json`, a node each.
+fn listed(home: &Path) -> Vec<serde_json::Value> {
     let o = run_in(home, &["sandbox", "list", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    v.as_array()
-        .expect("rows")
+    v.as_array().expect("rows").clone()
+}
+
+/// The members' wsrep state from `sandbox list --json`.
+fn galera_states(home: &Path) -> Vec<(String, String, u64)> {
+    listed(home)
         .iter()
         .map(|r| {
             (
@@ -941,11 +945,7 @@ fn two_galera_sandboxes_in_two_homes_at_once() {
 /// and the port it replicates from (0: none), of a sandbox's nodes.
 type NodeRow = (String, String, u16, Vec<String>, u64);
 fn roles(home: &Path, name: &str) -> Vec<NodeRow> {
-    let o = run_in(home, &["sandbox", "list", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("json");
-    v.as_array()
-        .expect("rows")
+    listed(home)
         .iter()
         .filter(|r| r["sandbox"] == name)
         .map(|r| {

@@ -15,6 +15,7 @@ pub mod faults;
 pub mod http;
 pub mod netfault;
 pub mod proxy;
+pub mod server_lists;
 pub mod sinks;
 pub mod sshd;
 pub mod tls;

@@ -46,36 +46,6 @@ pub struct Plan {
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
 const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 
-/// Every sql_mode flag this machine's server lists (`mariadbd --verbose
-/// --help`), read once.
-fn server_sql_modes() -> &'static [String] {
-    static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
-    FLAGS.get_or_init(|| {
-        let help = ["mariadbd", "/usr/sbin/mariadbd"]
-            .iter()
-            .find_map(|p| {
-                std::process::Command::new(p)
-                    .args(["--no-defaults", "--verbose", "--help"])
-                    .output()
-                    .ok()
-            })
-            .expect("mariadbd --verbose --help");
-        let help = String::from_utf8_lossy(&help.stdout).into_owned();
-        let flags: Vec<String> = help
-            .split("--sql-mode=name")
-            .nth(1)
-            .and_then(|t| t.split("Any combination of:").nth(1))
-            .and_then(|t| t.split("Use 'ALL'").next())
-            .expect("mariadbd --help lists the sql_mode flags")
-            .split(|c: char| c == ',' || c.is_whitespace())
-            .map(|f| f.trim_end_matches('.').to_string())
-            .filter(|f| !f.is_empty())
-            .collect();
-        assert!(flags.len() >= 30, "{flags:?}");
-        flags
-    })
-}
-
 /// Statements under one non-default session setting, drawn from what a
 /// Query event's status variables carry, then the setting back at its
 /// default. `a` is the (renamed) database: its name inside a literal must
@@ -177,7 +147,7 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
         // EMPTY_STRING_IS_NULL), NOT ... BETWEEN (HIGH_NOT_PRECEDENCE), and
         // an UPDATE reading a column it sets (SIMULTANEOUS_ASSIGNMENT).
         11 => {
-            let flags = server_sql_modes();
+            let flags = sqlfleet_testkit::server_lists::sql_mode_flags();
             let flag = &flags[rng.gen_range(0..flags.len())];
             (
                 format!("SET SESSION sql_mode = '{flag}'"),

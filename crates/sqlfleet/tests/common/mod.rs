@@ -67,8 +67,16 @@ pub fn assert_setup_error(o: &Output, want: &str) {
 
 /// Kills `child` with SIGKILL once `progress()` reaches `at_least`, failing
 /// if the child finishes first or nothing happens for a minute.
-pub fn kill_9_when(
+pub fn kill_9_when(child: &mut std::process::Child, at_least: i64, progress: impl FnMut() -> i64) {
+    signal_when(child, libc::SIGKILL, at_least, progress);
+    child.wait().expect("reap");
+}
+
+/// Sends `sig` to `child` once `progress()` reaches `at_least`, failing if
+/// the child finishes first or nothing happens for a minute.
+pub fn signal_when(
     child: &mut std::process::Child,
+    sig: libc::c_int,
     at_least: i64,
     mut progress: impl FnMut() -> i64,
 ) {
@@ -76,7 +84,7 @@ pub fn kill_9_when(
     while progress() < at_least {
         assert!(
             child.try_wait().expect("wait").is_none(),
-            "finished before it could be killed"
+            "finished before it could be stopped"
         );
         assert!(
             t0.elapsed() < std::time::Duration::from_secs(60),
@@ -84,8 +92,8 @@ pub fn kill_9_when(
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    child.kill().expect("kill -9");
-    child.wait().expect("reap");
+    // SAFETY: a signal to our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as i32, sig) };
 }
 
 /// Runs tmux with `args` (a terminal screen driven in a pane); its stdout.
