@@ -91,6 +91,15 @@ pub enum Pin {
 /// clears without reporting it: replayed, a GTID would be used twice.
 pub const ONE_SHOT_VARIABLES: [&str; 4] = ["insert_id", "rand_seed1", "rand_seed2", "gtid_seq_no"];
 
+/// Variables MariaDB gives a session scope whose value belongs to a
+/// replication connection (the one `default_master_connection` names):
+/// a session's SET changes it for the whole server, and every session
+/// reads it back. Not a setting of the client's to carry to another
+/// connection or undo for the next client (that undo changed it for the
+/// whole server): a global change.
+pub const REPLICATION_CONNECTION_VARIABLES: [&str; 2] =
+    ["max_relay_log_size", "sql_slave_skip_counter"];
+
 impl Pin {
     pub const ALL: [Pin; 30] = [
         Pin::Session,
@@ -1326,6 +1335,10 @@ fn assignment(sql: &[u8], a: &[(Tok, Range<usize>)], fx: &mut Effects) {
     };
     if ONE_SHOT_VARIABLES.contains(&name.as_str()) {
         return fx.pins.push(Pin::OneShotVariable);
+    }
+    if REPLICATION_CONNECTION_VARIABLES.contains(&name.as_str()) {
+        fx.sets_global = true;
+        return;
     }
     // `=` or `:=`
     match a.get(k) {

@@ -486,6 +486,10 @@ impl ClientState {
                 }
                 // Read-only: the result of the statement, not a setting.
                 Change::SysVar(name, _) if name == "last_gtid" => {}
+                // The replication connection's, for every session: the
+                // text said it was a global change.
+                Change::SysVar(name, _)
+                    if sql::REPLICATION_CONNECTION_VARIABLES.contains(&name.as_str()) => {}
                 // Used once by the server: never replayed (the text pinned
                 // the client; a procedure's SET does so here).
                 Change::SysVar(name, _) if sql::ONE_SHOT_VARIABLES.contains(&name.as_str()) => {

@@ -402,6 +402,28 @@ fn one_shot_variables_pin_and_are_never_settings() {
 }
 
 #[test]
+fn a_replication_connections_variable_is_a_global_change_never_a_setting() {
+    for q in [
+        &b"SET SESSION max_relay_log_size = 4096"[..],
+        b"SET sql_slave_skip_counter = 1",
+        b"SET @@session.SQL_SLAVE_SKIP_COUNTER = 2",
+        b"SET @@max_relay_log_size = 8192",
+        b"SET time_zone = '+01:00', sql_slave_skip_counter = 1",
+    ] {
+        let fx = analyze(q);
+        assert!(fx.sets_global, "{}", String::from_utf8_lossy(q));
+        assert!(
+            fx.settings
+                .iter()
+                .all(|s| !s.name.contains("slave") && !s.name.contains("relay")),
+            "{}: {:?}",
+            String::from_utf8_lossy(q),
+            fx.settings
+        );
+    }
+}
+
+#[test]
 fn which_tables_a_write_names() {
     let names = |sql: &str| -> Vec<String> {
         analyze(sql.as_bytes())

@@ -526,6 +526,8 @@ fn what_the_connection_learns_from_an_observation() {
             Change::SysVar("time_zone".into(), "+01:00".into()),
             Change::Schema("b".into()),
             Change::SysVar("last_gtid".into(), "0-1-5".into()),
+            Change::SysVar("sql_slave_skip_counter".into(), "1".into()),
+            Change::SysVar("max_relay_log_size".into(), "4096".into()),
         ],
         ..outcome(R::Ok)
     };
