@@ -203,7 +203,23 @@ impl SourceRunner {
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         let mut last_event = Instant::now();
         let mut stop = self.stop.clone();
+        // When a stop came (it may wait for temporary tables: `temp::at_stop`).
+        let mut stop_came: Option<Instant> = None;
         let end = loop {
+            if let Some(t0) = stop_came {
+                match temp::at_stop(&temp.open(), t0.elapsed()) {
+                    temp::AtStop::Now => break End::Stop,
+                    temp::AtStop::Wait => {}
+                    temp::AtStop::Losing(sessions) => {
+                        tracing::warn!(
+                            source = %self.cfg.name,
+                            "stopping with temporary tables of source sessions {sessions:?} still open on the target after {}s: they are lost, and those sessions' later statements that use them will stop their streams with the reason",
+                            temp::STOP_WAIT.as_secs()
+                        );
+                        break End::Stop;
+                    }
+                }
+            }
             if self.until_caught_up
                 && s.floor.is_settled()
                 && !asm.in_transaction()
@@ -274,9 +290,17 @@ impl SourceRunner {
                         break End::Restart("no event or heartbeat from the source for 30 s".into());
                     }
                 }
-                _ = stop.changed() => {
+                _ = stop.changed(), if stop_came.is_none() => {
                     if *stop.borrow() {
-                        break End::Stop;
+                        let open = temp.open();
+                        if !open.is_empty() {
+                            tracing::warn!(
+                                source = %self.cfg.name,
+                                "source sessions {open:?} hold temporary tables on the target: applying on until they drop them (at most {}s), as a replica is stopped with none open; Ctrl-C again stops now and loses them",
+                                temp::STOP_WAIT.as_secs()
+                            );
+                        }
+                        stop_came = Some(Instant::now());
                     }
                 }
             }

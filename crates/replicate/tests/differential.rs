@@ -259,10 +259,30 @@ enum Verdict {
 }
 
 /// One seed: the same, refused clearly, or what differs.
+/// Every (session variable, other value) the sources' server lists, for
+/// the workload's session steps (`SQLFLEET_REPL_DIFF_VAR=name` narrows
+/// them to one variable).
+async fn session_draws() -> &'static [(String, String)] {
+    static DRAWS: OnceCell<Vec<(String, String)>> = OnceCell::const_new();
+    DRAWS
+        .get_or_init(|| async {
+            let only = std::env::var("SQLFLEET_REPL_DIFF_VAR").ok();
+            let mut c = source(0).connect().await;
+            let vars = sqlfleet_testkit::server_lists::session_variables(&mut c).await;
+            let _ = c.disconnect().await;
+            vars.iter()
+                .filter(|v| only.as_ref().is_none_or(|o| *o == v.name))
+                .flat_map(|v| v.other_values().into_iter().map(|x| (v.name.clone(), x)))
+                .collect()
+        })
+        .await
+}
+
 async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let vars = session_draws().await;
     let plans: Vec<workload::Plan> = (0..2)
-        .map(|i| workload::plan(&mut rng, seed, i, steps))
+        .map(|i| workload::plan(&mut rng, vars, seed, i, steps))
         .collect();
     let mut starts = Vec::new();
     for (i, p) in plans.iter().enumerate() {

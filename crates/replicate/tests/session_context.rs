@@ -359,6 +359,79 @@ async fn a_temporary_table_lost_with_a_restart_stops_its_stream() {
     assert_eq!(n, Some(0), "the base table's row never reached t");
 }
 
+/// A stop that comes while a source session holds a temporary table on the
+/// target applies on until the session drops it, then stops: the session's
+/// later use of the table is applied (a stop that came at once lost the
+/// table, and the next run stopped the stream there — seen in the
+/// differential test when its half-way stop fell between CREATE and DROP
+/// TEMPORARY TABLE).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stop_waits_for_a_source_session_to_drop_its_temporary_tables() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_tstop").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_tstop; CREATE TABLE sc_tstop.t (id INT PRIMARY KEY); \
+         CREATE TABLE sc_tstop.tmp (id INT); INSERT INTO sc_tstop.tmp VALUES (7)",
+    )
+    .await;
+    let mut a = statement_session(s, Some("sc_tstop")).await;
+    for q in [
+        "CREATE TEMPORARY TABLE tmp (id INT)",
+        "INSERT INTO tmp VALUES (1)",
+    ] {
+        a.query_drop(q).await.expect(q);
+    }
+    let cfg = cfg_for("sc_tstop", s, "sc_tstop", "", &start);
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let run = {
+        let (cfg, t, src) = (cfg.clone(), target().target(), s.target());
+        tokio::spawn(async move {
+            let views = vec![std::sync::Arc::new(std::sync::Mutex::new(
+                sqlfleet_replicate::source::SourceView::default(),
+            ))];
+            let opts = sqlfleet_replicate::run::Options {
+                threads: Some(2),
+                until_caught_up: false,
+                give_up_after: None,
+            };
+            sqlfleet_replicate::run::run(&cfg, &t, &[src], &opts, rx, views).await
+        })
+    };
+    wait_caught_up("sc_tstop", s, std::time::Duration::from_secs(60)).await;
+    tx.send(true).expect("stop");
+    // The run goes on while the session holds its table.
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert!(
+        !run.is_finished(),
+        "the run stopped with a temporary table open"
+    );
+    for q in [
+        "INSERT INTO t SELECT id FROM tmp",
+        "DROP TEMPORARY TABLE tmp",
+    ] {
+        a.query_drop(q).await.expect(q);
+    }
+    let _ = a.disconnect().await;
+    let summary = tokio::time::timeout(std::time::Duration::from_secs(20), run)
+        .await
+        .expect("the run stops once the table is dropped")
+        .expect("task")
+        .expect("run");
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let second = until_caught_up(&cfg, s).await;
+    assert_eq!(second.stopped_streams, 0, "{second:?}");
+    let mut t = target().connect().await;
+    let ids: Vec<i32> = t.query("SELECT id FROM sc_tstop.t").await.expect("rows");
+    let _ = t.disconnect().await;
+    assert_eq!(
+        ids,
+        vec![1],
+        "the temporary table's row, not the base table's"
+    );
+}
+
 /// The statement reader's character-set table against the server's own
 /// list: every collation the server has maps to the class of its character
 /// set, and no other character set the server takes as a client's

@@ -94,6 +94,37 @@ pub(super) fn route(
     Route::Normal
 }
 
+/// How long a stop waits for source sessions to drop the temporary tables
+/// they hold on the target.
+pub(super) const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// What a stop request does with the sessions that hold temporary tables
+/// on the target: their tables live on this process's connections, so a
+/// stop with any open loses them, and those sessions' later statements
+/// stop their streams after the restart (as on a replica stopped with
+/// `Slave_open_temp_tables` above 0). So a stop applies on until none is
+/// open, for at most [`STOP_WAIT`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum AtStop {
+    /// None open: stop.
+    Now,
+    /// Apply on: sessions hold tables and the wait is not over.
+    Wait,
+    /// The wait is over: stop, losing these sessions' tables.
+    Losing(Vec<u32>),
+}
+
+/// [`AtStop`] for the sessions `open`, `waited` after the stop came.
+pub(super) fn at_stop(open: &BTreeSet<u32>, waited: std::time::Duration) -> AtStop {
+    if open.is_empty() {
+        AtStop::Now
+    } else if waited < STOP_WAIT {
+        AtStop::Wait
+    } else {
+        AtStop::Losing(open.iter().copied().collect())
+    }
+}
+
 impl SourceRunner {
     /// The source started again (its binlog says so): every session of it
     /// before has ended, its temporary tables with it — as a replica drops
@@ -240,6 +271,23 @@ mod tests {
 
     fn n(t: &str) -> (String, String) {
         ("app".to_string(), t.to_string())
+    }
+
+    #[test]
+    fn a_stop_waits_for_open_temporary_tables_for_a_while() {
+        use std::time::Duration;
+        let none = BTreeSet::new();
+        let two: BTreeSet<u32> = [13, 4].into_iter().collect();
+        let cases = [
+            (&none, Duration::ZERO, AtStop::Now),
+            (&none, STOP_WAIT * 2, AtStop::Now),
+            (&two, Duration::ZERO, AtStop::Wait),
+            (&two, STOP_WAIT - Duration::from_millis(1), AtStop::Wait),
+            (&two, STOP_WAIT, AtStop::Losing(vec![4, 13])),
+        ];
+        for (open, waited, want) in cases {
+            assert_eq!(at_stop(open, waited), want, "{open:?} after {waited:?}");
+        }
     }
 
     /// One row per case: the transaction's marks, the sessions open and

@@ -15,7 +15,8 @@
 //! lc_time_names, NO_BACKSLASH_ESCAPES and ANSI_QUOTES with the renamed
 //! database's name inside a literal, explicit_defaults_for_timestamp=0,
 //! foreign_key_checks=0, a latin1 client, NO_AUTO_VALUE_ON_ZERO, any one
-//! of the sql_mode flags the server lists, an
+//! of the sql_mode flags the server lists, any session variable the server
+//! lists at any value its description allows, an
 //! excluded default database under statements that qualify every table, a
 //! temporary table) set back
 //! to the defaults after (on the code before the session context, 8 of 8
@@ -50,8 +51,14 @@ const IMAGES: &[&str] = &["FULL", "MINIMAL", "NOBLOB"];
 /// Query event's status variables carry, then the setting back at its
 /// default. `a` is the (renamed) database: its name inside a literal must
 /// stay as written.
-fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
-    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..12) {
+fn session_step(
+    rng: &mut StdRng,
+    vars: &[(String, String)],
+    a: &str,
+    i: usize,
+    n: i32,
+) -> Vec<String> {
+    let (set, body, reset): (String, Vec<String>, &str) = match rng.gen_range(0..16) {
         0 => (
             format!(
                 "SET SESSION auto_increment_increment = {}, auto_increment_offset = {}",
@@ -164,6 +171,30 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
                 "SET SESSION sql_mode = DEFAULT",
             )
         }
+        // Any session variable the server lists, at any value its
+        // description allows (`server_lists::SessionVariable`), with
+        // statements whose result or logging a setting may change: an
+        // AUTO_INCREMENT insert of a division, a localized date, a
+        // backslash and an empty string; an UPDATE; an INSERT ... SELECT;
+        // a CREATE TABLE naming no engine with a TIMESTAMP column.
+        12..=15 if !vars.is_empty() => {
+            let (name, value) = &vars[rng.gen_range(0..vars.len())];
+            (
+                format!("SET SESSION {name} = {value}"),
+                vec![
+                    format!(
+                        "INSERT INTO bulk (a, b) VALUES ({n}, CONCAT_WS(' ', 1/7, \
+                         DATE_FORMAT('2024-03-01', '%W %M'), 'x\\y', '', 'v{i}'))"
+                    ),
+                    format!("UPDATE bulk SET b = CONCAT(b, '+') WHERE a = {}", n % 6),
+                    format!("INSERT INTO nopk (a, b) SELECT a, LEFT(b, 40) FROM bulk WHERE a = {n}"),
+                    format!("CREATE TABLE sv{i} (id INT AUTO_INCREMENT PRIMARY KEY, t TIMESTAMP NULL, s VARCHAR(20))"),
+                    format!("INSERT INTO sv{i} (s) VALUES ('a'), ('b\\c')"),
+                ],
+                // (Held for the reset below, which names the variable.)
+                "VAR_BACK",
+            )
+        }
         _ => (
             "SET SESSION sql_mode = 'NO_AUTO_VALUE_ON_ZERO'".into(),
             vec![format!(
@@ -174,10 +205,14 @@ fn session_step(rng: &mut StdRng, a: &str, i: usize, n: i32) -> Vec<String> {
     };
     let mut v = vec![set];
     v.extend(body);
-    v.push(if reset == "USE_BACK" {
-        format!("USE {a}")
-    } else {
-        reset.into()
+    v.push(match reset {
+        "USE_BACK" => format!("USE {a}"),
+        "VAR_BACK" => {
+            let name = v[0].trim_start_matches("SET SESSION ");
+            let name = name.split(' ').next().unwrap_or_default();
+            format!("SET SESSION {name} = DEFAULT")
+        }
+        _ => reset.into(),
     });
     v
 }
@@ -216,7 +251,13 @@ const FUNCTIONS: &[&str] = &[
     "@@auto_increment_increment",
 ];
 
-pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
+pub fn plan(
+    rng: &mut StdRng,
+    vars: &[(String, String)],
+    seed: u64,
+    src: usize,
+    steps: usize,
+) -> Plan {
     let format = FORMATS[rng.gen_range(0..FORMATS.len())];
     let image = IMAGES[rng.gen_range(0..IMAGES.len())];
     let alpha = format!("q{seed}_{src}_alpha");
@@ -405,7 +446,7 @@ pub fn plan(rng: &mut StdRng, seed: u64, src: usize, steps: usize) -> Plan {
             // each kind a Query event carries (or leaves out when default),
             // then the defaults again: what the next step logs without
             // them must not run under them on the target.
-            24 => session_step(rng, a, i, n),
+            24 => session_step(rng, vars, a, i, n),
             // A file written by the source itself, loaded back (named for
             // this run: INTO OUTFILE refuses a file that exists).
             25 => {
