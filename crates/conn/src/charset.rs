@@ -58,6 +58,22 @@ pub const HANDSHAKE_COLLATIONS: &[(&str, u8)] = &[
     ("eucjpms", 97),
 ];
 
+/// The character set of a login collation id the server refuses as a
+/// client's — ucs2, utf16, utf16le, utf32, whose ASCII characters take
+/// more than one byte — as the server's refusal names it (`ERROR 1231:
+/// Variable 'character_set_client' can't be set to the value of 'ucs2'`).
+/// The ids are the same on MariaDB and MySQL; the relay's tests check them
+/// against a server's own list.
+pub fn refused_as_client(id: u8) -> Option<&'static str> {
+    match id {
+        35 | 90 | 128..=151 | 159 => Some("ucs2"),
+        54 | 55 | 101..=124 => Some("utf16"),
+        56 | 62 => Some("utf16le"),
+        60 | 61 | 160..=183 => Some("utf32"),
+        _ => None,
+    }
+}
+
 /// utf8mb4_general_ci: the collation a login asks for when the client
 /// names no character set (the mysql client's default).
 pub const UTF8MB4_GENERAL_CI: u8 = 45;

@@ -23,6 +23,22 @@ async fn login(port: u16, password: &str, caps: u32, collation: u8) -> TcpStream
     s
 }
 
+/// [`login`], or how it was refused.
+async fn try_login(
+    port: u16,
+    password: &str,
+    caps: u32,
+    collation: u8,
+) -> Result<TcpStream, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connect");
+    common::wire_login(&mut s, "root", password, caps, collation, None)
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(s)
+}
+
 /// Sends a COM_QUERY and returns the whole reply as it came over the
 /// wire (packet headers included): a result set's metadata, rows and
 /// terminator, or an OK / ERR.
@@ -483,4 +499,118 @@ fn tracking_clients_see_the_tracking_a_global_set_through_the_relay_gives() {
         "the server reports sql_mode once it is tracked"
     );
     assert_eq!(entries_sorted(&got), entries_sorted(&want));
+}
+
+/// What a login's collation decides, with a literal the client's
+/// character set encodes and its own reading of it.
+const CHARSET_READ: &str = "SELECT @@character_set_client, @@character_set_connection, @@character_set_results, @@collation_connection, 'a\\\\b', CHARSET('x'), COLLATION('x'), LENGTH('x')";
+
+/// Every collation the server lists that fits the handshake's byte, given
+/// as a client's login collation: its session reads what a direct login
+/// with that collation reads, byte for byte — through a relay whose one
+/// pooled connection a client of another collation used in between, and
+/// again after that client, and after COM_RESET_CONNECTION. Drawn from
+/// `information_schema.COLLATIONS`, so the collations a client library
+/// rarely sends are drawn too: every sjis or gbk one, and ucs2, utf16 and
+/// utf32, which the server refuses as a client's — the relay refuses them
+/// alike at login, and no backend login fails for them (one did, and the
+/// backend was marked down for every other client).
+#[test]
+fn every_login_collation_the_server_lists_gives_what_a_direct_login_gives() {
+    let srv = server();
+    let pw = password(srv);
+    let direct_port = srv.sandbox.meta.primary().port;
+    let caps = handshake::MULTI_RESULTS | handshake::DEPRECATE_EOF;
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let ids: Vec<u8> = rt.block_on(async {
+        use mysql_async::prelude::Queryable;
+        let mut c = srv.connect().await;
+        let ids: Vec<u32> = c
+            .query("SELECT ID FROM information_schema.COLLATIONS WHERE ID BETWEEN 1 AND 255 ORDER BY ID")
+            .await
+            .expect("collations");
+        let _ = c.disconnect().await;
+        ids.into_iter().filter_map(|i| u8::try_from(i).ok()).collect()
+    });
+    assert!(ids.len() > 150, "{} collations", ids.len());
+    let mut wrong = Vec::new();
+    let mut refused = 0;
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--pool-max", "1", "--mode", mode]);
+        rt.block_on(async {
+            for &id in &ids {
+                // A collation the server refuses a client (ucs2, utf16,
+                // utf32) is refused alike.
+                let mut d = match try_login(direct_port, &pw, caps, id).await {
+                    Ok(d) => d,
+                    Err(direct) => {
+                        let relayed = match try_login(relay.port, &pw, caps, id).await {
+                            Ok(mut r) => {
+                                // (What a client let in would go on to do.)
+                                reply(&mut r, CHARSET_READ, true).await;
+                                None
+                            }
+                            Err(e) => Some(e),
+                        };
+                        if relayed.as_ref() != Some(&direct) {
+                            wrong.push(format!(
+                                "{mode} mode, collation {id}: refused directly ({direct}), through the relay {relayed:?}"
+                            ));
+                        }
+                        refused += 1;
+                        continue;
+                    }
+                };
+                let want = reply(&mut d, CHARSET_READ, true).await;
+                reset(&mut d).await;
+                let want_reset = reply(&mut d, CHARSET_READ, true).await;
+                drop(d);
+                let mut a = login(relay.port, &pw, caps, id).await;
+                let first = reply(&mut a, CHARSET_READ, true).await;
+                if mode == "transaction" {
+                    // Another collation's client on the same connection.
+                    let mut b = login(relay.port, &pw, caps, if id == 8 { 45 } else { 8 }).await;
+                    reply(&mut b, CHARSET_READ, true).await;
+                    drop(b);
+                }
+                let again = reply(&mut a, CHARSET_READ, true).await;
+                reset(&mut a).await;
+                let after_reset = reply(&mut a, CHARSET_READ, true).await;
+                for (what, got, want) in [
+                    ("at login", &first, &want),
+                    ("after another collation's client", &again, &want),
+                    ("after COM_RESET_CONNECTION", &after_reset, &want_reset),
+                ] {
+                    if got != want {
+                        wrong.push(format!(
+                            "{mode} mode, collation {id}, {what}:\n    direct {}\n    relay  {}",
+                            String::from_utf8_lossy(want).escape_debug(),
+                            String::from_utf8_lossy(got).escape_debug()
+                        ));
+                    }
+                }
+            }
+        });
+        // Do no harm: no client's character set failed a backend login
+        // (one did, and the backend was marked down for every client).
+        let errors = relay.metric("sqlfleet_relay_backend_connect_errors_total");
+        if errors != 0.0 {
+            wrong.push(format!("{mode} mode: {errors} backend logins failed"));
+        }
+    }
+    eprintln!(
+        "{} login collations, {refused} refused (in both modes)",
+        ids.len()
+    );
+    assert!(
+        wrong.is_empty(),
+        "{} differences:\n  {}",
+        wrong.len(),
+        wrong
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n  ")
+    );
 }

@@ -285,6 +285,11 @@ impl LeaseError {
     }
 }
 
+/// Login refusals caused by the shape a client's login asked for, not by
+/// the relay's account or the backend: 1231 (a character set a client
+/// cannot use) and 1115 (an unknown one).
+const CLIENT_SHAPE_REFUSALS: [u16; 2] = [1231, 1115];
+
 /// The server's refusal of a login (1045 Access denied ...) as (code, text).
 fn login_refusal(e: &WireError) -> Option<(u16, String)> {
     match e {
@@ -840,10 +845,12 @@ impl Pool {
             }
             Err(e) => {
                 self.metrics.backend_connect_errors.fetch_add(1, Relaxed);
-                // The server answered the client's own account with an
-                // error: that client is refused, the backend is fine.
-                if account.is_some() {
-                    if let Some((code, msg)) = login_refusal(&e) {
+                // The server answered the client's own account, or what
+                // the client's login asked for (its character set), with
+                // an error: that client is refused, the backend is fine —
+                // one client must not make it look down to the others.
+                if let Some((code, msg)) = login_refusal(&e) {
+                    if account.is_some() || CLIENT_SHAPE_REFUSALS.contains(&code) {
                         return Err(LeaseError::Denied(code, msg));
                     }
                 }

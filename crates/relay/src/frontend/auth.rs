@@ -82,6 +82,10 @@ pub enum AuthError {
     /// the client was told so.
     #[error("{0}")]
     Unavailable(String),
+    /// The server would refuse what the login asks for (a character set
+    /// a client cannot use); the client was told so, in the server's words.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A login packet must come with the sequence id the one before it asks
@@ -285,6 +289,15 @@ where
         host,
     )
     .await?;
+    // The server checks the password, then the character set the login's
+    // collation names: one a client cannot use ends the login there, with
+    // the server's error (passed on to a backend login, it would fail that
+    // login instead and look like a backend fault).
+    if let Some(cs) = sqlfleet_conn::charset::refused_as_client(hello.collation) {
+        let msg = format!("Variable 'character_set_client' can't be set to the value of '{cs}'");
+        packet::write(&mut stream, seq, &packet::err_payload(1231, "42000", &msg)).await?;
+        return Err(AuthError::Refused(msg));
+    }
     Ok(LoggedIn {
         stream,
         hello,

@@ -88,7 +88,16 @@ impl From<crate::backend::pool::LeaseError> for Fail {
                     format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)"),
                 )
             }
-            LeaseError::Denied(code, text) => Fail::Err(*code, "28000", text.clone()),
+            LeaseError::Denied(code, text) => {
+                // A character set the server refuses is a syntax-class
+                // error; an account's refusal an access one.
+                let state = if matches!(code, 1231 | 1115) {
+                    "42000"
+                } else {
+                    "28000"
+                };
+                Fail::Err(*code, state, text.clone())
+            }
             // The server's own answer when it is full, word for word
             // (drivers and their tests match it); the relay's log and
             // pool_wait_timeouts_total say which pool was busy.
@@ -244,7 +253,7 @@ where
             crate::admin::log::login_failed("", id, &why);
             return;
         }
-        Ok(Err(auth::AuthError::Unavailable(why))) => {
+        Ok(Err(auth::AuthError::Unavailable(why) | auth::AuthError::Refused(why))) => {
             crate::admin::log::login_failed("", id, &why);
             return;
         }
