@@ -42,12 +42,22 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                 let q = data[i];
                 enclosed = true;
                 i += 1;
+                let mut closed = false;
                 while i < data.len() {
                     let c = data[i];
                     if Some(c) == f.escaped_by && f.escaped_by != Some(q) && i + 1 < data.len() {
                         v.push(unescape(data[i + 1]));
                         i += 2;
                         continue;
+                    }
+                    // With the enclosure as the escape, a quote that ends
+                    // the data is an escape with nothing after it: the
+                    // server keeps it as a byte, and the field is never
+                    // closed (below).
+                    if c == q && f.escaped_by == Some(q) && i + 1 == data.len() {
+                        v.push(q);
+                        i += 1;
+                        break;
                     }
                     if c == q {
                         if data.get(i + 1) == Some(&q) {
@@ -59,11 +69,18 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                         if after >= data.len() || starts(data, after, ft) || starts(data, after, lt)
                         {
                             i = after;
+                            closed = true;
                             break;
                         }
                     }
                     v.push(c);
                     i += 1;
+                }
+                // A field the data ends inside, the enclosure being the
+                // escape: the server keeps what it read with the opening
+                // quote (`"ab"` at the very end of a file is `"ab"`).
+                if !closed && f.escaped_by == Some(q) {
+                    v.insert(0, q);
                 }
             }
             // The data ends right after a field terminator: the server
@@ -156,6 +173,29 @@ mod tests {
             records(b"a,\"\"", &Format::csv()),
             vec![vec![s("a"), s("")]]
         );
+        // The enclosure as the escape, and the data ending inside a
+        // field: the server keeps the field as read, opening quote and
+        // all (checked against a server: LOAD DATA of each as a file).
+        let doubled = Format {
+            escaped_by: Some(b'"'),
+            ..Format::csv()
+        };
+        for (data, want) in [
+            (&b"x,\"\""[..], "\"\""),
+            (b"x,\"abc\"", "\"abc\""),
+            (b"x,\"a\"\"b\"", "\"a\"b\""),
+            (b"x,\"ab\"\"", "\"ab\""),
+            (b"x,\"\"\"\"", "\"\"\""),
+            (b"x,\"abc\"\n", "abc"),
+            (b"x,\"\"\n", ""),
+        ] {
+            assert_eq!(
+                records(data, &doubled),
+                vec![vec![s("x"), s(want)]],
+                "{}",
+                String::from_utf8_lossy(data)
+            );
+        }
         let r = records(b"a\t\\N\t\\0b\nlast\tx\ty", &Format::tsv());
         assert_eq!(
             r,

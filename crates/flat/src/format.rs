@@ -71,6 +71,24 @@ impl Format {
         if self.fields_terminated_by == self.lines_terminated_by {
             return Err(FormatError::SameTerminators);
         }
+        // An escape or enclosure byte that starts a terminator: where the
+        // terminator should end a field or a line, LOAD DATA may read an
+        // escape or a quote (and a file read so cannot be cut into chunks
+        // that mean what the whole file means). Refused, not guessed.
+        for (what, byte) in [("escape", self.escaped_by), ("enclosure", self.enclosed_by)] {
+            for (terminator, t) in [
+                ("field", &self.fields_terminated_by),
+                ("line", &self.lines_terminated_by),
+            ] {
+                if byte.is_some() && t.first().copied() == byte {
+                    return Err(FormatError::StartsTerminator {
+                        what,
+                        terminator,
+                        byte: byte.unwrap_or_default(),
+                    });
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -84,6 +102,13 @@ pub enum FormatError {
     EmptyLineTerminator,
     #[error("fields and lines cannot end with the same terminator")]
     SameTerminators,
+    /// The escape or enclosure byte is the first byte of a terminator.
+    #[error("the {what} byte {} cannot also start the {terminator} terminator: which one a byte is would be a guess", std::ascii::escape_default(*byte))]
+    StartsTerminator {
+        what: &'static str,
+        terminator: &'static str,
+        byte: u8,
+    },
     /// `\x` without two hex digits after it.
     #[error("'{0}': \\x needs two hex digits")]
     Hex(String),
@@ -172,5 +197,34 @@ mod tests {
             .clause(),
             "FIELDS TERMINATED BY 0x09 ESCAPED BY '' LINES TERMINATED BY 0x0A"
         );
+    }
+
+    #[test]
+    fn formats_whose_bytes_would_be_a_guess_are_refused() {
+        let f = |sep: &[u8], enc: Option<u8>, esc: Option<u8>, eol: &[u8]| Format {
+            fields_terminated_by: sep.to_vec(),
+            enclosed_by: enc,
+            escaped_by: esc,
+            lines_terminated_by: eol.to_vec(),
+        };
+        let cases = [
+            (Format::csv(), None),
+            (Format::tsv(), None),
+            // The enclosure as the escape: CSV's doubled quotes.
+            (f(b",", Some(b'"'), Some(b'"'), b"\n"), None),
+            // Inside a terminator but not its first byte: fine.
+            (f(b"a\\", None, Some(b'\\'), b"\n"), None),
+            (f(b"", None, None, b"\n"), Some("the field terminator must not be empty")),
+            (f(b",", None, None, b""), Some("the line terminator must not be empty")),
+            (f(b";", None, None, b";"), Some("fields and lines cannot end with the same terminator")),
+            (f(b"8", Some(b'5'), Some(b'2'), b"2"), Some("the escape byte 2 cannot also start the line terminator: which one a byte is would be a guess")),
+            (f(b"\t", None, Some(b'\t'), b"\n"), Some("the escape byte \\t cannot also start the field terminator: which one a byte is would be a guess")),
+            (f(b"|x", Some(b'|'), None, b"\n"), Some("the enclosure byte | cannot also start the field terminator: which one a byte is would be a guess")),
+            (f(b",", Some(b'\r'), None, b"\r\n"), Some("the enclosure byte \\r cannot also start the line terminator: which one a byte is would be a guess")),
+        ];
+        for (format, want) in cases {
+            let got = format.check().err().map(|e| e.to_string());
+            assert_eq!(got.as_deref(), want, "{format:?}");
+        }
     }
 }

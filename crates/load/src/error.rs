@@ -92,6 +92,8 @@ pub enum LoadError {
     },
     #[error("{path}: the dump is empty: no SQL statements in it")]
     Empty { path: PathBuf },
+    #[error("{path}: no rows in it (the file is empty, or holds only its header)")]
+    EmptyFlat { path: PathBuf },
     #[error("{path}: {failure}; {}", failure.way_on())]
     Statement {
         path: PathBuf,
@@ -158,6 +160,7 @@ impl LoadError {
             | LoadError::Flat { .. }
             | LoadError::Chunk { .. }
             | LoadError::Empty { .. }
+            | LoadError::EmptyFlat { .. }
             | LoadError::Statement { .. } => 3,
             // As a shell reports SIGINT.
             LoadError::Interrupted { .. } => 130,

@@ -325,7 +325,7 @@ impl<'a> Files<'a> {
             }
             _ => {
                 let path = path.to_path_buf();
-                return self.stop(LoadError::Empty { path });
+                return self.stop(LoadError::EmptyFlat { path });
             }
         };
         let name = format!("{shown} -> {}", table.sql);
@@ -369,7 +369,7 @@ impl<'a> Files<'a> {
         let _ = reader.join();
         if !saw && earlier.ranges.is_empty() {
             let path = path.to_path_buf();
-            return self.stop(LoadError::Empty { path });
+            return self.stop(LoadError::EmptyFlat { path });
         }
         if earlier.done {
             // Every chunk met its recorded bytes: loaded, and checked.

@@ -39,7 +39,12 @@ fn pick<'a, T>(rng: &mut impl Rng, xs: &'a [T]) -> &'a T {
 
 fn generate(seed: u64) -> Flat {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let format = match rng.gen_range(0..8) {
+    let format = match rng.gen_range(0..12) {
+        // Any bytes LOAD DATA takes: separators, enclosures and escapes
+        // drawn from the printable ASCII bytes, tab and space (letters and
+        // digits included), lines ended by one or two of them or a
+        // newline.
+        8..=11 => any_format(&mut rng),
         5 => Format {
             // The enclosure is the escape too.
             fields_terminated_by: b",".to_vec(),
@@ -216,6 +221,38 @@ fn generate(seed: u64) -> Flat {
     }
 }
 
+/// A format drawn from the bytes LOAD DATA's clauses take, not from the
+/// formats files usually have: a field separator of one to three bytes,
+/// an enclosure and an escape (each a byte or none), a line end of one or
+/// two bytes or a newline; separator and line end differ, and neither
+/// starts with the other (LOAD DATA would read the one where the other
+/// ends).
+fn any_format(rng: &mut impl Rng) -> Format {
+    let bytes: Vec<u8> = (0x21u8..0x7f).chain([b'\t', b' ']).collect();
+    let mut draw = |n: usize| -> Vec<u8> { (0..n).map(|_| *pick(rng, &bytes)).collect() };
+    loop {
+        let n = 1 + draw(1)[0] as usize % 3;
+        let sep = draw(n);
+        let eol = match draw(1)[0] % 3 {
+            0 => b"\n".to_vec(),
+            1 => draw(1),
+            _ => draw(2),
+        };
+        let one = draw(2);
+        let enclosed_by = (one[0] % 3 != 0).then_some(one[0]);
+        let escaped_by = (one[1] % 3 != 0).then_some(one[1]);
+        if sep.starts_with(&eol) || eol.starts_with(&sep) {
+            continue;
+        }
+        return Format {
+            fields_terminated_by: sep,
+            enclosed_by,
+            escaped_by,
+            lines_terminated_by: eol,
+        };
+    }
+}
+
 async fn make_table(srv: &TestServer, prefix: &str) -> String {
     let (db, _) = srv.fresh_db(prefix).await;
     let mut c = srv.connect().await;
@@ -249,7 +286,7 @@ fn generated_flat_files_load_like_one_load_data() {
     let dir = tempfile::tempdir().expect("tempdir");
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut failures = Vec::new();
-    let (mut compared, mut refused) = (0, 0);
+    let (mut compared, mut refused, mut bad_formats) = (0, 0, 0);
     for seed in first..first + files {
         let g = generate(seed);
         let path = dir.path().join(format!("flat-{seed}.txt"));
@@ -320,16 +357,24 @@ fn generated_flat_files_load_like_one_load_data() {
                 }
             }
             Err(e) => {
-                // A refusal must name the file and a place in it.
+                // A refusal must name the file and a place in it, or be
+                // the format's own refusal.
                 let msg = e.to_string();
-                if msg.contains(&path.display().to_string()) && msg.contains("line") {
+                let format_refused = g.format.check().err().map(|f| f.to_string());
+                if format_refused
+                    .as_ref()
+                    .is_some_and(|f| msg.contains(f.as_str()))
+                {
+                    bad_formats += 1;
+                } else if msg.contains(&path.display().to_string()) && msg.contains("line") {
                     if std::env::var_os("SQLFLEET_FLAT_DIFF_SHOW").is_some() {
-                        eprintln!("seed {seed} ({how}): refused: {msg}");
+                        eprintln!("seed {seed} ({how}; {:?}): refused: {msg}", g.format);
                     }
                     refused += 1;
                 } else {
                     failures.push(format!(
-                        "seed {seed} ({how}): refused without a place: {msg}"
+                        "seed {seed} ({how}; {:?}, header={}): refused without a place: {msg}",
+                        g.format, g.header
                     ));
                 }
             }
@@ -342,6 +387,6 @@ fn generated_flat_files_load_like_one_load_data() {
         |seed| format!("flat-{seed}.txt"),
         &failures,
         (files, compared),
-        format!("{files} files from seed {first}: {compared} compared, {refused} clear refusals"),
+        format!("{files} files from seed {first}: {compared} compared, {refused} clear refusals, {bad_formats} formats refused"),
     );
 }

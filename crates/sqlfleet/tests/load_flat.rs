@@ -489,7 +489,7 @@ fn bad_input_names_file_and_line() {
             3,
             "latin1.csv: line 2 (byte offset 16): invalid UTF-8",
         ),
-        ("empty.csv", b"", 3, "the dump is empty"),
+        ("empty.csv", b"", 3, "empty.csv: no rows in it"),
     ];
     for (name, bytes, code, want) in cases {
         let p = dir.path().join(name);
