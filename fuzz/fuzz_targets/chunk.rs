@@ -1,12 +1,34 @@
 //! The CSV/TSV chunker and field parser must never panic, and chunks must
 //! tile the input after the header (with and without the check of an
-//! AUTO_INCREMENT field left to the server).
+//! AUTO_INCREMENT field left to the server): for CSV, TSV, CSV with the
+//! enclosure as the escape, and a layout the input's first four bytes
+//! draw (separator, enclosure, escape, line end; 0 for none) when
+//! `Format::check` takes it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_flat::{Checks, Chunker, Format, ServerAssigns};
 
 fuzz_target!(|data: &[u8]| {
-    for fmt in [Format::csv(), Format::tsv()] {
+    let mut formats = vec![
+        Format::csv(),
+        Format::tsv(),
+        Format {
+            escaped_by: Some(b'"'),
+            ..Format::csv()
+        },
+    ];
+    if let [sep, enc, esc, eol, ..] = *data {
+        let drawn = Format {
+            fields_terminated_by: vec![sep],
+            enclosed_by: (enc != 0).then_some(enc),
+            escaped_by: (esc != 0).then_some(esc),
+            lines_terminated_by: vec![eol],
+        };
+        if drawn.check().is_ok() {
+            formats.push(drawn);
+        }
+    }
+    for fmt in formats {
         for server_assigns in [
             None,
             Some(ServerAssigns {
