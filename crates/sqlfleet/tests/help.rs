@@ -393,3 +393,61 @@ fn the_guide_introduction_is_the_readme() {
         "docs/guide/introduction.md is not the README: run scripts/introduction.sh"
     );
 }
+
+/// The subcommands `path --help` lists (its "Commands:" section, less
+/// `help`).
+fn subcommands(path: &[String]) -> Vec<String> {
+    let o = common::sqlfleet()
+        .args(path)
+        .arg("--help")
+        .output()
+        .expect("run");
+    common::stdout(&o)
+        .lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+/// Every command and subcommand the tool lists — walked from `sqlfleet
+/// --help` down, not from a list kept by hand — answers `--help` and
+/// `-?` with its help and exit 0 (`watch creds add --help` was an error:
+/// watch gives up clap's help flag for `-h` = `--host`, and so did its
+/// subcommands).
+#[test]
+fn every_command_the_tool_lists_answers_help_and_question_mark() {
+    let mut todo: Vec<Vec<String>> = vec![vec![]];
+    let mut seen = 0;
+    while let Some(path) = todo.pop() {
+        for flag in ["--help", "-?"] {
+            let o = common::sqlfleet()
+                .args(&path)
+                .arg(flag)
+                .output()
+                .expect("run");
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "sqlfleet {} {flag}: {}",
+                path.join(" "),
+                common::stderr(&o)
+            );
+            assert!(
+                common::stdout(&o).contains("Usage:"),
+                "sqlfleet {} {flag} printed no usage",
+                path.join(" ")
+            );
+        }
+        seen += 1;
+        for sub in subcommands(&path) {
+            let mut p = path.clone();
+            p.push(sub);
+            todo.push(p);
+        }
+    }
+    assert!(seen > 25, "only {seen} commands found");
+}

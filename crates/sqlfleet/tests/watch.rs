@@ -193,6 +193,57 @@ fn credential_store_round_trip_never_in_argv_and_clear_errors() {
     assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{}", stderr(&o));
 }
 
+/// Parallel `creds add` (a provisioning script adding a fleet's logins in
+/// parallel) each land: every one exits 0 and the store then lists every
+/// server. Before, each read the store, added its entry and wrote it back,
+/// and the last write lost the others' (1 of 8 left, every add saying
+/// "saved").
+#[test]
+fn parallel_credential_adds_all_land_in_the_store() {
+    let home = tempfile::tempdir().expect("home");
+    let cmd = |args: &[&str]| {
+        let mut c = sqlfleet();
+        c.arg("watch")
+            .args(args)
+            .env("SQLFLEET_HOME", home.path())
+            .env("SQLFLEET_CREDS_PASSPHRASE", "open sesame");
+        c
+    };
+    let o = cmd(&["creds", "init"]).output().expect("init");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let servers: Vec<String> = (1..=3).map(|i| format!("10.9.0.{i}:3306")).collect();
+    let adds: Vec<std::process::Child> = servers
+        .iter()
+        .map(|server| {
+            let mut c = cmd(&["creds", "add", server, "--user", "app"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("add");
+            c.stdin
+                .take()
+                .expect("stdin")
+                .write_all(b"pw\n")
+                .expect("password");
+            c
+        })
+        .collect();
+    for (server, add) in servers.iter().zip(adds) {
+        let o = add.wait_with_output().expect("add");
+        assert_eq!(o.status.code(), Some(0), "{server}: {}", stderr(&o));
+    }
+    let o = cmd(&["creds", "list"]).output().expect("list");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let listed = stdout(&o);
+    for server in &servers {
+        assert!(
+            listed.contains(server.as_str()),
+            "{server} was lost:\n{listed}"
+        );
+    }
+}
+
 #[test]
 fn test_alert_reports_every_channel() {
     let dir = tempfile::tempdir().expect("dir");

@@ -167,6 +167,47 @@ pub fn save(path: &Path, passphrase: &str, store: &Store) -> Result<(), CredsErr
     Ok(())
 }
 
+/// Held while one command reads, changes and writes the store.
+#[derive(Debug)]
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+/// Waits until this process may change the store at `path`: an exclusive
+/// flock(2) on `path` + `.lock` beside it (the store itself is replaced by
+/// a rename, so it cannot carry the lock). Two `creds add` at once each
+/// read the store, added their entry and wrote it: the last write lost the
+/// others' entries, and each said "saved". The kernel lets go of the lock
+/// when the holder exits, killed or not; the file stays (a removed lock
+/// file would let two holders in).
+pub fn lock(path: &Path) -> Result<StoreLock, CredsError> {
+    use std::os::fd::AsRawFd;
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lock");
+    let lock_path = dir.join(name);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(io(&lock_path))?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(StoreLock { _file: file });
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(io(&lock_path)(e));
+        }
+    }
+}
+
 /// Creates an empty store; refuses to overwrite one.
 pub fn init(path: &Path, passphrase: &str) -> Result<(), CredsError> {
     if path.exists() {

@@ -38,7 +38,9 @@ pub struct WatchArgs {
     #[command(flatten)]
     conn: ConnArgs,
     /// Print help
-    #[arg(long, action = clap::ArgAction::HelpLong)]
+    // Global: clap's own help flag is off for -h = --host, and that holds
+    // for watch's subcommands too (`watch creds add --help` was an error).
+    #[arg(long, action = clap::ArgAction::HelpLong, global = true)]
     help: Option<bool>,
     #[command(flatten)]
     hosts: HostArgs,

@@ -108,6 +108,7 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
     match c {
         CredsCmd::Init => {
             let p = new_passphrase(s)?;
+            let _lock = creds::lock(&path)?;
             creds::init(&path, &p)?;
             println!("created {}", path.display());
         }
@@ -119,7 +120,10 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             ssh_password,
         } => {
             let p = passphrase(s, "Store passphrase: ")?;
-            let mut store = creds::load(&path, &p)?;
+            // A wrong passphrase is said before a person types a password.
+            if std::io::stdin().is_terminal() {
+                creds::load(&path, &p)?;
+            }
             let password = if no_password {
                 None
             } else {
@@ -131,6 +135,10 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
             } else {
                 None
             };
+            // Read, changed and written under the store's lock (never
+            // held while a password is typed).
+            let _lock = creds::lock(&path)?;
+            let mut store = creds::load(&path, &p)?;
             store.put(Entry {
                 server: server.clone(),
                 user,
@@ -143,9 +151,13 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
         }
         CredsCmd::Web { user } => {
             let p = passphrase(s, "Store passphrase: ")?;
-            let mut store = creds::load(&path, &p)?;
+            if std::io::stdin().is_terminal() {
+                creds::load(&path, &p)?;
+            }
             let password = read_password(&format!("the web page's user {user}"))?;
             anyhow::ensure!(!password.is_empty(), "an empty password protects nothing");
+            let _lock = creds::lock(&path)?;
+            let mut store = creds::load(&path, &p)?;
             store.put(Entry {
                 server: creds::WEB_LOGIN.into(),
                 user: Some(user.clone()),
@@ -176,6 +188,7 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
         }
         CredsCmd::Remove { server } => {
             let p = passphrase(s, "Store passphrase: ")?;
+            let _lock = creds::lock(&path)?;
             let mut store = creds::load(&path, &p)?;
             anyhow::ensure!(
                 store.remove(&server),
@@ -187,7 +200,7 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
         }
         CredsCmd::Passwd => {
             let old = passphrase(s, "Current passphrase: ")?;
-            let store = creds::load(&path, &old)?;
+            creds::load(&path, &old)?;
             let new = if std::io::stdin().is_terminal() {
                 let a = rpassword::prompt_password("New passphrase: ")?;
                 let b = rpassword::prompt_password("Again: ")?;
@@ -197,6 +210,10 @@ pub fn run(c: CredsCmd, s: &StoreArgs) -> anyhow::Result<Exit> {
                 read_password("the store (new passphrase)")?
             };
             anyhow::ensure!(!new.is_empty(), "an empty passphrase protects nothing");
+            // Read again under the lock: what another command saved while
+            // the new passphrase was typed is kept.
+            let _lock = creds::lock(&path)?;
+            let store = creds::load(&path, &old)?;
             creds::save(&path, &new, &store)?;
             println!("passphrase changed for {}", path.display());
         }
