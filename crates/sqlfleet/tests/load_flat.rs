@@ -774,3 +774,50 @@ fn a_flat_file_is_already_loaded_only_for_the_same_bytes() {
     );
     assert_eq!(checksum(srv, &db), cut, "nothing ran");
 }
+
+/// Loads of one file started at once (an overlapping cron job, a retry
+/// wrapper that does not wait) load its rows once: one loads them, each
+/// other one is refused while it runs ("is running", exit 1) or finds the
+/// file loaded (exit 0). Before, each read "nothing loaded yet" and loaded
+/// every row, each saying done (2 loads: twice the rows, both exit 0).
+#[test]
+fn loads_of_one_file_started_at_once_load_its_rows_once() {
+    let srv = server();
+    let db = db_with_table(srv, "fparallel");
+    sql(srv, &format!("CREATE TABLE `{db}`.u (id INT, name TEXT)"));
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("u.tsv");
+    let rows = 200_000;
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&file).expect("create"));
+        for i in 0..rows {
+            writeln!(f, "{i}\tname {i}").expect("write");
+        }
+    }
+    let into = format!("{db}.u");
+    let path = file.display().to_string();
+    let runs: Vec<std::thread::JoinHandle<Output>> = (0..3)
+        .map(|_| {
+            let (defaults, into, path) = (srv.defaults_file(), into.clone(), path.clone());
+            std::thread::spawn(move || common::load(&defaults, &["--into", &into, &path]))
+        })
+        .collect();
+    let mut loaded = 0;
+    for r in runs {
+        let o = r.join().expect("load");
+        match o.status.code() {
+            Some(0) => loaded += 1,
+            Some(1) => assert!(stderr(&o).contains("is running"), "{}", stderr(&o)),
+            other => panic!("exit {other:?}: {}", stderr(&o)),
+        }
+    }
+    assert!(loaded >= 1, "no load succeeded");
+    assert_eq!(
+        sql(
+            srv,
+            &format!("SELECT COUNT(*), COUNT(DISTINCT id) FROM `{db}`.u")
+        ),
+        format!("{rows}\t{rows}"),
+        "every row once"
+    );
+}
