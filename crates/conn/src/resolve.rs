@@ -345,6 +345,7 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
     let merged = files.merged(GROUPS);
     let mut layer = Layer::default();
     let mut named_by = None;
+    let mut verify_server_cert = false;
     for (key, v) in &merged {
         if matches!(
             normalize_key(key).as_str(),
@@ -378,13 +379,43 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
             "socket" => layer.socket = Some(PathBuf::from(need()?)),
             "database" => layer.database = Some(need()?),
             "ssl-mode" => layer.ssl_mode = Some(need()?.parse().map_err(bad)?),
+            // The MariaDB client's way to ask for a checked certificate
+            // (it has no ssl-mode): TLS required, the certificate chained
+            // to the CA and naming the host. Ignored, it let sqlfleet
+            // connect unchecked, or in plain text, where the stock client
+            // refuses (ERROR 2026).
+            "ssl-verify-server-cert" => {
+                verify_server_cert = flag_on(v.value.as_deref()).map_err(bad)?;
+            }
+            "skip-ssl-verify-server-cert" => verify_server_cert = false,
+            // A session the stock client starts with a statement sqlfleet
+            // would not run: refused, not ignored.
+            "init-command" => {
+                return Err(bad(
+                    "sqlfleet does not run an init-command, so its sessions would not be the ones the stock client gets: remove it here, or move it to a [mysql] group (read by the mysql client only)".into(),
+                ))
+            }
             "ssl-ca" => layer.ssl_ca = Some(PathBuf::from(need()?)),
             "protocol" => layer.protocol_tcp = Some(parse_protocol(&need()?).map_err(bad)?),
             "default-character-set" => layer.charset = Some(parse_charset(&need()?).map_err(bad)?),
             _ => {} // other programs' options share [client]
         }
     }
+    if verify_server_cert {
+        layer.ssl_mode = Some(SslMode::VerifyIdentity);
+    }
     Ok((layer, named_by))
+}
+
+/// An option file's boolean: bare (`ssl-verify-server-cert`) or 1/0,
+/// ON/OFF, TRUE/FALSE, as the client library reads it.
+fn flag_on(v: Option<&str>) -> Result<bool, String> {
+    match v.map(|s| s.trim().to_ascii_lowercase()) {
+        None => Ok(true),
+        Some(s) if matches!(s.as_str(), "" | "1" | "on" | "true" | "yes") => Ok(true),
+        Some(s) if matches!(s.as_str(), "0" | "off" | "false" | "no") => Ok(false),
+        Some(s) => Err(format!("'{s}' is not 1/0, ON/OFF or TRUE/FALSE")),
+    }
 }
 
 /// A character set name as `SET NAMES` takes it (`auto`: utf8mb4).

@@ -1546,3 +1546,58 @@ fn collapse_keeps_the_bytes_of_the_client_character_set() {
         );
     }
 }
+
+/// An option file that asks for a checked server certificate the MariaDB
+/// client's way (`ssl-verify-server-cert`; it has no ssl-mode) gets one,
+/// as the stock client does: against a server whose certificate cannot be
+/// checked (here: none offered) both refuse with ERROR 2026. Ignored, it
+/// let sqlfleet connect in plain text; an `init-command` sqlfleet would
+/// not run is refused, naming the file and line.
+#[test]
+fn option_files_asking_for_a_checked_certificate_are_obeyed_as_the_stock_client_obeys_them() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let base = std::fs::read_to_string(srv.defaults_file()).expect("defaults");
+    let verify = dir.path().join("verify.cnf");
+    std::fs::write(&verify, format!("{base}\nssl-verify-server-cert\n")).expect("write");
+    let defaults = format!("--defaults-file={}", verify.display());
+    let stock = std::process::Command::new("mariadb")
+        .args([defaults.as_str(), "-N", "-e", "SELECT 1"])
+        .output()
+        .expect("mariadb");
+    assert!(
+        !stock.status.success() && stderr(&stock).contains("2026"),
+        "the stock client: {}",
+        stderr(&stock)
+    );
+    let ours = common::sqlfleet()
+        .args(["query", defaults.as_str(), "-e", "SELECT 'connected'"])
+        .env("SQLFLEET_HOME", srv.home())
+        .output()
+        .expect("run sqlfleet");
+    assert_ne!(ours.status.code(), Some(0), "{}", stdout(&ours));
+    assert!(!stdout(&ours).contains("connected"), "{}", stdout(&ours));
+    assert!(stderr(&ours).contains("2026"), "{}", stderr(&ours));
+    let init = dir.path().join("init.cnf");
+    std::fs::write(
+        &init,
+        format!("{base}\ninit-command = SET sql_log_bin = 0\n"),
+    )
+    .expect("write");
+    let o = common::sqlfleet()
+        .args([
+            "query",
+            &format!("--defaults-file={}", init.display()),
+            "-e",
+            "SELECT 1",
+        ])
+        .env("SQLFLEET_HOME", srv.home())
+        .output()
+        .expect("run sqlfleet");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("init.cnf") && stderr(&o).contains("init-command"),
+        "{}",
+        stderr(&o)
+    );
+}

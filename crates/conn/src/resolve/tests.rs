@@ -405,3 +405,60 @@ fn an_option_file_written_for_a_target_reads_back_as_that_target() {
     assert_eq!(back.user, "repl");
     assert_eq!(pw(&back), Some(r#"p"w\d #;x"#));
 }
+
+/// The TLS words of the MariaDB client's option files, and an
+/// init-command, as the stock client would take them: one row per file.
+#[test]
+fn an_option_file_asking_for_a_checked_certificate_gets_one() {
+    let cases: [(&str, Result<SslMode, &str>); 9] = [
+        ("ssl-verify-server-cert\n", Ok(SslMode::VerifyIdentity)),
+        ("ssl_verify_server_cert = 1\n", Ok(SslMode::VerifyIdentity)),
+        (
+            "loose-ssl-verify-server-cert = ON\n",
+            Ok(SslMode::VerifyIdentity),
+        ),
+        (
+            "ssl-mode = PREFERRED\nssl-verify-server-cert\n",
+            Ok(SslMode::VerifyIdentity),
+        ),
+        ("ssl-verify-server-cert = 0\n", Ok(SslMode::Preferred)),
+        (
+            "ssl-verify-server-cert = OFF\nssl-mode = REQUIRED\n",
+            Ok(SslMode::Required),
+        ),
+        // `ssl` alone is the default already: TLS where offered.
+        ("ssl\n", Ok(SslMode::Preferred)),
+        (
+            "ssl-verify-server-cert = maybe\n",
+            Err(".my.cnf:3: option 'ssl-verify-server-cert': 'maybe' is not 1/0"),
+        ),
+        (
+            "init-command = SET sql_log_bin = 0\n",
+            Err(".my.cnf:3: option 'init-command': sqlfleet does not run an init-command"),
+        ),
+    ];
+    for (text, want) in cases {
+        let f = fixture();
+        f.user_cnf(&format!("[client]\nhost = db1\n{text}"));
+        let got = resolve(&ConnArgs::default(), &f.env);
+        match (got, want) {
+            (Ok(t), Ok(mode)) => assert_eq!(t.ssl_mode, mode, "{text}"),
+            (Err(e), Err(words)) => {
+                let e = e.to_string();
+                assert!(e.contains(".my.cnf") && e.contains(words), "{text}: {e}");
+            }
+            (got, want) => panic!("{text}: {:?} where {want:?}", got.map(|t| t.ssl_mode)),
+        }
+    }
+    // The command line still decides.
+    let f = fixture();
+    f.user_cnf("[client]\nssl-verify-server-cert\n");
+    let args = ConnArgs {
+        ssl_mode: Some(SslMode::Disabled),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("resolves").ssl_mode,
+        SslMode::Disabled
+    );
+}
