@@ -152,6 +152,103 @@ async fn renames_never_land_inside_a_literal_in_any_session_dialect() {
     let _ = c.disconnect().await;
 }
 
+/// Every character set the server takes from a client, as a source
+/// session's `SET NAMES` under STATEMENT logging, with a renamed database:
+/// a literal of characters in that set (the server's own conversion of
+/// accented, Cyrillic, Greek, CJK and kana text, whose second bytes are
+/// `\\` in some sets; what a set lacks becomes `?` on both sides), then the
+/// database's name inside a
+/// literal, and a name-like text in a comment. The copy must equal the
+/// source in each, and the literal's name stay as written. The sets come
+/// from the server's list, not from the ones a test happened to need.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_client_character_set_the_server_takes_replicates_as_written() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_allcs").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_allcs; CREATE TABLE sc_allcs.t \
+         (id INT PRIMARY KEY, cs VARCHAR(40), v VARCHAR(200)) CHARACTER SET utf8mb4",
+    )
+    .await;
+    let mut c = s.connect().await;
+    let sets: Vec<String> = c
+        .query(
+            "SELECT CHARACTER_SET_NAME FROM information_schema.CHARACTER_SETS \
+             WHERE CHARACTER_SET_NAME NOT IN ('ucs2', 'utf16', 'utf16le', 'utf32') ORDER BY 1",
+        )
+        .await
+        .expect("character sets");
+    assert!(sets.len() > 30, "{sets:?}");
+    // No quote or backslash of its own: a set's conversion of one is not
+    // always an escape (sjis has no ASCII backslash; the server's QUOTE()
+    // then escapes with 0x815F). What is probed are trail bytes: each
+    // literal ends with a character whose second byte is `\\` in some set
+    // (表 0x95 0x5C and ソ 0x83 0x5C in sjis, 許 0xB3 0x5C and 功 0xA5 0x5C
+    // in big5), right before its closing quote, where a lexer that took
+    // the byte for an escape would run the literal on into the next row.
+    let text = "caf\u{e9} \u{416}\u{436} \u{3a9} \u{8868}\u{793a} \u{30bd} \u{4e2d} ";
+    let ends = ["\u{8868}", "\u{30bd}", "\u{8a31}", "\u{529f}"];
+    for (i, cs) in sets.iter().enumerate() {
+        let mut insert = b"INSERT INTO sc_allcs.t VALUES ".to_vec();
+        for (k, end) in ends.iter().enumerate() {
+            // The text in `cs`, as the server converts it; given in hex,
+            // so that the bytes are `cs`'s, not converted back.
+            let hex: String = c
+                .exec_first(
+                    format!("SELECT HEX(CONVERT(? USING {cs}))"),
+                    (format!("{text}{end}"),),
+                )
+                .await
+                .expect("convert")
+                .unwrap_or_default();
+            let lit: Vec<u8> = (0..hex.len())
+                .step_by(2)
+                .filter_map(|x| u8::from_str_radix(&hex[x..x + 2], 16).ok())
+                .collect();
+            insert.extend_from_slice(format!("({}, '{cs}', '", i * 10 + k).as_bytes());
+            insert.extend_from_slice(&lit);
+            insert.extend_from_slice(b"'), ");
+        }
+        insert.extend_from_slice(
+            format!(
+                "({}, '{cs}', ' sc_allcs.t {i}') /* sc_allcs.t */",
+                i * 10 + 9
+            )
+            .as_bytes(),
+        );
+        let names = format!("SET NAMES {cs}");
+        session(s, &[names.as_bytes(), &insert]).await;
+    }
+    let _ = c.disconnect().await;
+    let cfg = cfg_for(
+        "sc_allcs",
+        s,
+        "sc_allcs",
+        "sc_allcs = \"sc_allcs_r\"",
+        &start,
+    );
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_allcs", "sc_allcs_r").await;
+    let mut t = target().connect().await;
+    let kept: Vec<String> = t
+        .query("SELECT v FROM sc_allcs_r.t WHERE id % 10 = 9 ORDER BY id")
+        .await
+        .expect("rows");
+    let _ = t.disconnect().await;
+    assert_eq!(kept.len(), sets.len());
+    for (i, v) in kept.iter().enumerate() {
+        assert_eq!(
+            v,
+            &format!(" sc_allcs.t {i}"),
+            "{}: the name in a literal",
+            sets[i]
+        );
+    }
+}
+
 /// XA PREPARE then XA COMMIT: the XA database's stream stops with a
 /// reason the status shows; another database's stream goes on past it, and
 /// the run ends as "some streams stopped", not as a failed process.
