@@ -249,6 +249,70 @@ async fn every_client_character_set_the_server_takes_replicates_as_written() {
     }
 }
 
+/// A system-versioned table (and one partitioned by SYSTEM_TIME), written
+/// by row and by statement: the copy has the source's current rows and as
+/// many history rows, or the stream stops saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn system_versioned_tables_keep_their_history_or_stop_clearly() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_ver").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_ver; \
+         CREATE TABLE sc_ver.t (id INT PRIMARY KEY, v INT) WITH SYSTEM VERSIONING; \
+         CREATE TABLE sc_ver.p (id INT PRIMARY KEY, v INT) WITH SYSTEM VERSIONING \
+           PARTITION BY SYSTEM_TIME (PARTITION p_hist HISTORY, PARTITION p_cur CURRENT)",
+    )
+    .await;
+    for format in ["ROW", "STATEMENT", "MIXED"] {
+        let set = format!("SET SESSION binlog_format = '{format}'");
+        let base = match format {
+            "ROW" => 0,
+            "STATEMENT" => 100,
+            _ => 200,
+        };
+        let stmts: Vec<String> = vec![
+            set,
+            format!(
+                "INSERT INTO sc_ver.t VALUES ({}, 1), ({}, 2)",
+                base + 1,
+                base + 2
+            ),
+            format!("UPDATE sc_ver.t SET v = v + 10 WHERE id = {}", base + 1),
+            format!("DELETE FROM sc_ver.t WHERE id = {}", base + 2),
+            format!("INSERT INTO sc_ver.p VALUES ({}, 1)", base + 1),
+            format!("UPDATE sc_ver.p SET v = 5 WHERE id = {}", base + 1),
+        ];
+        let refs: Vec<&[u8]> = stmts.iter().map(|q| q.as_bytes()).collect();
+        session(s, &refs).await;
+    }
+    let cfg = cfg_for("sc_ver", s, "sc_ver", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    let counts = |srv: &'static sqlfleet_testkit::TestServer| async move {
+        let mut c = srv.connect().await;
+        let mut out = Vec::new();
+        for q in [
+            "SELECT COUNT(*), SUM(v) FROM sc_ver.t",
+            "SELECT COUNT(*), SUM(v) FROM sc_ver.t FOR SYSTEM_TIME ALL",
+            "SELECT COUNT(*), SUM(v) FROM sc_ver.p",
+            "SELECT COUNT(*), SUM(v) FROM sc_ver.p FOR SYSTEM_TIME ALL",
+        ] {
+            let r: Option<(i64, Option<i64>)> = c.query_first(q).await.expect(q);
+            out.push(format!("{q}: {r:?}"));
+        }
+        let _ = c.disconnect().await;
+        out
+    };
+    if summary.stopped_streams > 0 {
+        let x = stream_status(&cfg, s, "sc_ver").await;
+        eprintln!("stopped: {x:?}");
+        assert!(x.error.is_some(), "{x:?}");
+        return;
+    }
+    assert_eq!(counts(target()).await, counts(s).await);
+}
+
 /// XA PREPARE then XA COMMIT: the XA database's stream stops with a
 /// reason the status shows; another database's stream goes on past it, and
 /// the run ends as "some streams stopped", not as a failed process.
