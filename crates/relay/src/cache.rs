@@ -71,6 +71,13 @@ pub struct Key {
     /// A prepared statement's execute: its parameters' types and values
     /// (`stmt::params_key`; the reply is binary rows). `None`: a text query.
     pub params: Option<Vec<u8>>,
+    /// How many globals and grants clients had changed through the relay
+    /// when the entry was read (`Pool::epoch`, `Pool::grants_epoch`): after
+    /// a `SET GLOBAL` a new session's defaults differ, after a REVOKE the
+    /// account may not read what it read, so an older entry is not this
+    /// client's answer (one computed under the old
+    /// `div_precision_increment` was served).
+    pub epochs: (u64, u64),
 }
 
 /// What one heap allocation costs besides the bytes asked for: the
@@ -845,6 +852,7 @@ mod tests {
             collation: 45,
             sql: sql.as_bytes().to_vec(),
             params: None,
+            epochs: (0, 0),
         }
     }
 
@@ -919,12 +927,23 @@ mod tests {
             params: Some(Vec::new()),
             ..key("a")
         };
+        // After a global or a grant changed through the relay.
+        let after_global = Key {
+            epochs: (1, 0),
+            ..key("a")
+        };
+        let after_grant = Key {
+            epochs: (0, 1),
+            ..key("a")
+        };
         for k in [
             other_user,
             other_db,
             other_settings,
             other_shape,
             an_execute,
+            after_global,
+            after_grant,
         ] {
             assert!(c.get(0, &k).is_none(), "{k:?}");
         }

@@ -72,6 +72,7 @@ fn entry(user: &Arc<str>, i: usize) -> (Key, Hit, Scope) {
         )
         .into_bytes(),
         params: None,
+        epochs: (0, 0),
     };
     let hit = Hit {
         reply: Arc::new(vec![7u8; 250]),

@@ -261,6 +261,55 @@ async fn entries_are_kept_apart_by_account_and_settings() {
     );
 }
 
+/// A global set through the relay reaches the cache as it reaches new
+/// sessions: a client that connects after `SET GLOBAL
+/// div_precision_increment` reads what a new direct session reads, not an
+/// entry computed under the old default (before: the entry, 8.5000 where
+/// the server gives 8.50000000). (A grant changed through the relay
+/// parts entries the same way: `cache::tests`, keys by epoch.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn entries_from_before_a_global_change_through_the_relay_are_not_served() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let read = "SELECT AVG(k) FROM kv";
+    let mut a = client(&relay, &db).await;
+    let before: Option<String> = a.query_first(read).await.expect("read");
+    let _ = a.disconnect().await;
+    let pw = srv.sandbox.password().expect("pw");
+    let mut as_root = app(relay.port, pw.expose(), Some(&db));
+    as_root.user = "root".into();
+    let mut root = as_root
+        .connect(Duration::from_secs(10))
+        .await
+        .expect("root through the relay");
+    let old: Option<u64> = root
+        .query_first("SELECT @@global.div_precision_increment")
+        .await
+        .expect("old");
+    root.query_drop("SET GLOBAL div_precision_increment = 8")
+        .await
+        .expect("set global");
+    let mut b = client(&relay, &db).await;
+    let after: Option<String> = b.query_first(read).await.expect("read");
+    let _ = b.disconnect().await;
+    let mut d = direct(srv, &db).await;
+    let want: Option<String> = d.query_first(read).await.expect("direct");
+    d.query_drop(format!(
+        "SET GLOBAL div_precision_increment = {}",
+        old.unwrap_or(4)
+    ))
+    .await
+    .expect("restore");
+    let _ = d.disconnect().await;
+    assert_eq!(before.as_deref(), Some("8.5000"));
+    assert_eq!(
+        after, want,
+        "a new client after SET GLOBAL through the relay"
+    );
+    let _ = root.disconnect().await;
+}
+
 /// A prepared SELECT (binary protocol) is cached by its parameters: the
 /// same execute again is answered without the server (its
 /// Com_stmt_execute does not move) with the server's own binary rows —

@@ -373,6 +373,12 @@ impl Pool {
         self.epoch.load(Relaxed)
     }
 
+    /// How many times a client has changed accounts or privileges through
+    /// the relay.
+    pub fn grants_epoch(&self) -> u64 {
+        self.grants.load(Relaxed)
+    }
+
     /// The dial path every backend connection uses.
     /// A client dropped the account `user`: its idle server connections
     /// are closed (a dropped account's sessions would linger otherwise,

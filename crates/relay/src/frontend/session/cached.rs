@@ -87,6 +87,7 @@ impl Session {
                 collation: self.shape.collation,
                 sql: sql.to_vec(),
                 params,
+                epochs: (self.ctx.pool.epoch(), self.ctx.pool.grants_epoch()),
             },
         ))
     }
