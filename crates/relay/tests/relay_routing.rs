@@ -483,3 +483,71 @@ fn read_your_writes_holds_over_many_pairs_from_several_clients() {
     assert_eq!(misses, 0, "reads missed the client's own write");
     assert!(on_primary < reads, "no read was served by a replica");
 }
+
+/// A session whose text the server reads in another dialect —
+/// NO_BACKSLASH_ESCAPES, ANSI_QUOTES, a client character set whose
+/// characters can end in `\` (sjis) — has it read the same way by the
+/// relay: `SELECT 'a\'; INSERT ...; -- '` under NO_BACKSLASH_ESCAPES is a
+/// read and a write, and the write runs on the primary. Before, the relay
+/// read one string, took the text for a read, and sent it to a replica,
+/// where the INSERT ran (the primary never had the row).
+#[test]
+fn a_write_hidden_from_the_default_dialect_runs_on_the_primary() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 0.5",
+        "",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("dialect").await;
+        let mut admin = srv.connect().await;
+        admin
+            .query_drop(format!("CREATE TABLE `{db}`.t (id INT PRIMARY KEY)"))
+            .await
+            .expect("create");
+        // Until the relay's first health checks have read the global
+        // sql_mode (a client before that is read the careful way).
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let cases: [(&str, &[u8]); 3] = [
+            (
+                "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'",
+                b"SELECT 'a\\'; INSERT INTO t VALUES (1); -- '",
+            ),
+            (
+                "SET SESSION sql_mode = 'ANSI_QUOTES'",
+                b"SELECT 1 AS \"a\\\"; INSERT INTO t VALUES (2); -- \"",
+            ),
+            // 0x95 0x5C is one sjis character.
+            (
+                "SET NAMES sjis",
+                b"SELECT '\x95\x5c'; INSERT INTO t VALUES (3); -- '",
+            ),
+        ];
+        for (i, (set, text)) in cases.iter().enumerate() {
+            let mut c = client(relay.port, &db).await;
+            c.query_drop(*set).await.expect("set");
+            c.query_drop(*text)
+                .await
+                .unwrap_or_else(|e| panic!("{set}: {e}"));
+            let _ = c.disconnect().await;
+            let on_primary: Option<i64> = admin
+                .query_first(format!(
+                    "SELECT COUNT(*) FROM `{db}`.t WHERE id = {}",
+                    i + 1
+                ))
+                .await
+                .expect("primary");
+            assert_eq!(
+                on_primary,
+                Some(1),
+                "{set}: the INSERT did not run on the primary"
+            );
+        }
+    });
+}

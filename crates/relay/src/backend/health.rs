@@ -34,6 +34,8 @@ pub struct State {
     pub lag: Option<u64>,
     /// @@gtid_current_pos.
     pub gtid: String,
+    /// @@global.sql_mode: how a new session reads text (`session::dialect`).
+    pub sql_mode: Option<String>,
     /// A Galera node's state (`wsrep_on` is ON).
     pub galera: Option<Wsrep>,
     pub error: Option<String>,
@@ -77,6 +79,15 @@ impl Health {
             downs: addrs.iter().map(|_| tokio::sync::Notify::new()).collect(),
             addrs,
         }
+    }
+
+    /// The global sql_mode a backend's last check read (the first one's
+    /// that was checked: backends of one relay share a configuration);
+    /// `None` before any check.
+    pub fn sql_mode(&self) -> Option<String> {
+        self.states
+            .iter()
+            .find_map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).sql_mode.clone())
     }
 
     pub fn get(&self, i: usize) -> State {
@@ -206,10 +217,13 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
     let Some(c) = conn.as_mut() else {
         return Err("no connection".into());
     };
-    let first = query_row(c, "SELECT @@read_only AS ro, @@gtid_current_pos AS gtid")
-        .await
-        .map_err(|e| e.to_string())?
-        .ok_or("no row")?;
+    let first = query_row(
+        c,
+        "SELECT @@read_only AS ro, @@gtid_current_pos AS gtid, @@global.sql_mode AS mode",
+    )
+    .await
+    .map_err(|e| e.to_string())?
+    .ok_or("no row")?;
     let get = |r: &[(String, Option<String>)], col: &str| -> String {
         r.iter()
             .find(|(n, _)| n == col)
@@ -218,6 +232,10 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
     };
     let ro: i64 = get(&first, "ro").parse().map_err(|_| "bad @@read_only")?;
     let gtid = get(&first, "gtid");
+    let sql_mode = first
+        .iter()
+        .find(|(n, _)| n == "mode")
+        .and_then(|(_, v)| v.clone());
     let row = query_row(c, "SHOW SLAVE STATUS")
         .await
         .map_err(|e| e.to_string())?;
@@ -237,6 +255,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         replicating,
         lag,
         gtid,
+        sql_mode,
         error: galera.as_ref().and_then(Wsrep::excluded),
         galera,
         failures: 0,

@@ -10,6 +10,7 @@
 mod analysed;
 mod binlog;
 mod cached;
+mod dialect;
 mod journal;
 mod kill;
 mod lease;
@@ -133,6 +134,9 @@ struct Session {
     /// The client's session as the relay follows it (`state.rs`).
     st: ClientState,
     shape: Shape,
+    /// The server's global sql_mode when the session began (or was last
+    /// reset): its sql_mode until it sets one (`dialect`).
+    login_sql_mode: Option<String>,
     caps: u32,
     /// COM_CHANGE_USER attempts refused on this connection: as the server
     /// (MDEV-3915), after three every further one is refused unheard, so a
@@ -349,6 +353,7 @@ impl Session {
                 collation: hello.collation,
                 ext: hello.ext & greeting.ext,
             },
+            login_sql_mode: ctx.pool.health.sql_mode(),
             caps: hello.caps,
             change_user_failures: 0,
             host,
@@ -388,15 +393,36 @@ impl Session {
 /// all in session mode without digests or rules. In every mode, KILL is
 /// the relay's (the ids it names are the relay's) and a global set makes
 /// pooled sessions stale.
-fn read_statement(text: &[u8], mode: Mode, want_digest: bool) -> (Option<sql::Query<'_>>, Effects) {
+fn read_statement(
+    text: &[u8],
+    mode: Mode,
+    want_digest: bool,
+    dialect: Option<sqlfleet_dump::lex::Dialect>,
+) -> (Option<sql::Query<'_>>, Effects) {
     let in_any_mode = [
         "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
     ]
     .iter()
     .any(|w| sql::starts_with_word(text, w));
-    let q =
-        (mode == Mode::Transaction || want_digest || in_any_mode).then(|| sql::Query::new(text));
+    // Lexed as the session writes (see `dialect`); a text that reads
+    // otherwise in some dialect, from a session whose dialect is unknown,
+    // pins the client to its connection on the primary.
+    let mut unsure = false;
+    let q = (mode == Mode::Transaction || want_digest || in_any_mode).then(|| match dialect {
+        Some(d) => sql::Query::new_in(text, d),
+        None => {
+            let (q, differs) = sql::Query::new_unsure(text);
+            unsure = differs;
+            q
+        }
+    });
     let fx = match (&q, mode) {
+        (Some(q), Mode::Transaction) if unsure => {
+            let mut fx = q.effects();
+            fx.read = false;
+            fx.pins.push(Pin::Dialect);
+            fx
+        }
         (Some(q), Mode::Transaction) => q.effects(),
         (Some(q), _) if in_any_mode => {
             let fx = q.effects();

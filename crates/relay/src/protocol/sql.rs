@@ -84,6 +84,11 @@ pub enum Pin {
     /// FLUSH STATUS zeroed the connection's session status counters: the
     /// client's later SHOW STATUS counts from there, on this connection.
     SessionStatus,
+    /// The session's sql_mode was not known (the server's global not read
+    /// yet) and its text reads otherwise under NO_BACKSLASH_ESCAPES,
+    /// ANSI_QUOTES or a multi-byte client character set: what it does
+    /// cannot be told, so the client keeps its connection, on the primary.
+    Dialect,
 }
 
 /// Session variables the server uses for the next statement (or, for
@@ -101,7 +106,7 @@ pub const REPLICATION_CONNECTION_VARIABLES: [&str; 2] =
     ["max_relay_log_size", "sql_slave_skip_counter"];
 
 impl Pin {
-    pub const ALL: [Pin; 30] = [
+    pub const ALL: [Pin; 31] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -132,6 +137,7 @@ impl Pin {
         Pin::WriteEffects,
         Pin::Replication,
         Pin::SessionStatus,
+        Pin::Dialect,
     ];
 
     pub fn name(self) -> &'static str {
@@ -166,6 +172,7 @@ impl Pin {
             Pin::WriteEffects => "trigger_or_sequence_default",
             Pin::Replication => "replication",
             Pin::SessionStatus => "session_status",
+            Pin::Dialect => "unknown_dialect",
         }
     }
 }
@@ -516,6 +523,41 @@ impl<'a> Query<'a> {
             sql,
             lexed: lex(sql),
         }
+    }
+
+    /// `sql` as a session of dialect `d` wrote it (its sql_mode's
+    /// NO_BACKSLASH_ESCAPES and ANSI_QUOTES, its client character set).
+    pub fn new_in(sql: &'a [u8], d: sqlfleet_dump::lex::Dialect) -> Query<'a> {
+        Query {
+            sql,
+            lexed: sqlfleet_dump::lex::lex_in(sql, d),
+        }
+    }
+
+    /// `sql` from a session whose dialect is not known (`None`): read as
+    /// the default dialect when every dialect reads its tokens alike;
+    /// otherwise (a backslash, a double quote or a multi-byte character
+    /// that one of them reads otherwise) taken for a write that names no
+    /// table it reads, so it goes to the primary and nothing is cached.
+    pub fn new_unsure(sql: &'a [u8]) -> (Query<'a>, bool) {
+        use sqlfleet_dump::lex::{lex_in, Dialect, Multibyte};
+        let q = Query::new(sql);
+        let same = [
+            Multibyte::AsciiSafe,
+            Multibyte::Sjis,
+            Multibyte::Big5,
+            Multibyte::Gbk,
+        ]
+        .into_iter()
+        .flat_map(|charset| {
+            [(false, false), (true, false), (false, true), (true, true)].map(|(n, a)| Dialect {
+                no_backslash_escapes: n,
+                ansi_quotes: a,
+                charset,
+            })
+        })
+        .all(|d| lex_in(sql, d).toks == q.lexed.toks);
+        (q, !same)
     }
 
     /// The statement's tokens.

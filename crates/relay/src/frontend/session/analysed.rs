@@ -44,6 +44,15 @@ impl Analysed<'_> {
 }
 
 impl Session {
+    /// How the server reads this session's text (`dialect::of_session`).
+    pub(super) fn dialect(&self) -> Option<sqlfleet_dump::lex::Dialect> {
+        super::dialect::of_session(
+            self.st.settings(),
+            self.login_sql_mode.as_deref(),
+            self.shape.collation,
+        )
+    }
+
     /// `text`'s analysis (see the module doc).
     pub(super) fn analyse<'t>(
         &self,
@@ -51,7 +60,10 @@ impl Session {
         caching: bool,
         want_digest: bool,
     ) -> Analysed<'t> {
+        let dialect = self.dialect();
+        // (The kept analyses are the default dialect's.)
         let kept = (caching
+            && dialect == Some(sqlfleet_dump::lex::Dialect::default())
             && self.st.mode() == Mode::Transaction
             && self.streamed.is_none()
             && decide::may_select(text))
@@ -65,7 +77,7 @@ impl Session {
                 read: None,
             },
             None => {
-                let (q, fx) = read_statement(text, self.st.mode(), want_digest);
+                let (q, fx) = read_statement(text, self.st.mode(), want_digest, dialect);
                 let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
                 Analysed {
                     kept: None,

@@ -26,8 +26,16 @@ impl Session {
     }
 
     pub(super) async fn prepare(&mut self, cmd: &[u8]) -> Result<(), Fail> {
-        let q = crate::protocol::sql::Query::new(&cmd[1..]);
-        let fx = q.effects();
+        let (q, unsure) = match self.dialect() {
+            Some(d) => (crate::protocol::sql::Query::new_in(&cmd[1..], d), false),
+            None => crate::protocol::sql::Query::new_unsure(&cmd[1..]),
+        };
+        let mut fx = q.effects();
+        if unsure {
+            // (as `read_statement` takes a text it cannot be sure of)
+            fx.read = false;
+            fx.pins.push(crate::protocol::sql::Pin::Dialect);
+        }
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
             return Err(Fail::Err(

@@ -22,6 +22,8 @@ impl Session {
         self.handle.set_alias(None);
         self.stmts.clear();
         self.st.reset(ran_on_held);
+        // A reset session takes the global sql_mode of now.
+        self.login_sql_mode = self.ctx.pool.health.sql_mode();
     }
 
     /// A count only the server holds (`found_rows_calc`, left on a

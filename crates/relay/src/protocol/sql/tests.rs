@@ -555,3 +555,37 @@ fn privilege_changes_are_told_from_other_ddl() {
         assert_eq!(analyze(sql.as_bytes()).changes_privileges, yes, "{sql}");
     }
 }
+
+#[test]
+fn a_text_some_dialect_reads_otherwise_is_told_apart() {
+    for (sql, differs) in [
+        (&b"SELECT 1"[..], false),
+        (b"SELECT 'plain', `name` FROM t WHERE a = 'x'", false),
+        (b"INSERT INTO t VALUES ('caf\xc3\xa9')", false),
+        // NO_BACKSLASH_ESCAPES: the string ends at the second quote.
+        (b"SELECT 'a\\'; INSERT INTO t VALUES (1); -- '", true),
+        // ANSI_QUOTES: a name, where the default reads a string.
+        (b"SELECT \"a\\\"; INSERT INTO t VALUES (2); -- \"", true),
+        // sjis: 0x95 0x5C is one character, not an escape.
+        (b"SELECT '\x95\x5c'; INSERT INTO t VALUES (3); -- '", true),
+    ] {
+        assert_eq!(
+            Query::new_unsure(sql).1,
+            differs,
+            "{}",
+            String::from_utf8_lossy(sql)
+        );
+    }
+    // Read in its own dialect, the write is seen.
+    let nbe = sqlfleet_dump::lex::Dialect {
+        no_backslash_escapes: true,
+        ..Default::default()
+    };
+    let fx = Query::new_in(b"SELECT 'a\\'; INSERT INTO t VALUES (1); -- '", nbe).effects();
+    assert!(!fx.read, "{fx:?}");
+    assert!(
+        Query::new(b"SELECT 'a\\'; INSERT INTO t VALUES (1); -- '")
+            .effects()
+            .read
+    );
+}

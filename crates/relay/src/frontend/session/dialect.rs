@@ -1,0 +1,198 @@
+//! How the server reads a session's text: its sql_mode's
+//! NO_BACKSLASH_ESCAPES and ANSI_QUOTES, and its client character set
+//! (sjis, big5, gbk... have `\` as some characters' second byte). The
+//! statement reader must lex in the same dialect, or `SELECT 'a\'; INSERT
+//! ...` under NO_BACKSLASH_ESCAPES is one string to it and a write to the
+//! server — sent to a replica as a read, where it ran. Pure: from the
+//! session's recorded settings and what its login started with.
+
+use sqlfleet_dump::lex::{Dialect, Multibyte};
+
+use crate::protocol::sql::Setting;
+
+/// sql_mode names that stand for several flags, and whether they hold
+/// ANSI_QUOTES (none holds NO_BACKSLASH_ESCAPES).
+const COMBINATIONS: [&str; 6] = ["ANSI", "DB2", "MAXDB", "MSSQL", "ORACLE", "POSTGRESQL"];
+
+/// The dialect of a session whose recorded settings are `settings`, which
+/// logged in with `login_collation` on a server whose global sql_mode was
+/// `login_sql_mode`. `None` when the sql_mode cannot be told (the global
+/// not read yet, or a setting's value not a plain literal): the caller
+/// then takes the careful reading.
+pub fn of_session(
+    settings: &[Setting],
+    login_sql_mode: Option<&str>,
+    login_collation: u8,
+) -> Option<Dialect> {
+    let set = |name: &str| {
+        settings
+            .iter()
+            .rev()
+            .find(|s| s.name == name)
+            .map(|s| value_of(&s.text))
+    };
+    let mode = match set("sql_mode") {
+        None => login_sql_mode?.to_string(),
+        Some(Value::Default) => login_sql_mode?.to_string(),
+        Some(Value::Literal(v)) => v,
+        Some(Value::Unknown) => return None,
+    };
+    let flags: Vec<String> = mode
+        .split(',')
+        .map(|f| f.trim().to_ascii_uppercase())
+        .collect();
+    let charset = match set("character_set_client") {
+        Some(Value::Literal(cs)) => Multibyte::of_charset(&cs),
+        Some(Value::Unknown) => return None,
+        Some(Value::Default) | None => Multibyte::of_collation(u16::from(login_collation)),
+    };
+    Some(Dialect {
+        no_backslash_escapes: flags.iter().any(|f| f == "NO_BACKSLASH_ESCAPES"),
+        ansi_quotes: flags
+            .iter()
+            .any(|f| f == "ANSI_QUOTES" || COMBINATIONS.contains(&f.as_str())),
+        charset,
+    })
+}
+
+enum Value {
+    Literal(String),
+    Default,
+    Unknown,
+}
+
+/// The value of a recorded `@@session.name = value`: a quoted literal as
+/// `Setting::from_server` writes it (`''` and `\\` inside), a bare word,
+/// or DEFAULT.
+fn value_of(text: &str) -> Value {
+    let Some((_, v)) = text.split_once('=') else {
+        return Value::Unknown;
+    };
+    let v = v.trim();
+    if v.eq_ignore_ascii_case("DEFAULT") {
+        return Value::Default;
+    }
+    if let Some(inner) = v.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        let mut out = String::new();
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' | '\'' => match chars.next() {
+                    Some(n) => out.push(n),
+                    None => return Value::Unknown,
+                },
+                c => out.push(c),
+            }
+        }
+        return Value::Literal(out);
+    }
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Value::Literal(v.to_string());
+    }
+    Value::Unknown
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(name: &str, text: &str) -> Setting {
+        Setting {
+            name: name.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn a_session_reads_text_as_its_sql_mode_and_character_set_say() {
+        let d = |nbe, ansi, charset| {
+            Some(Dialect {
+                no_backslash_escapes: nbe,
+                ansi_quotes: ansi,
+                charset,
+            })
+        };
+        use Multibyte::{AsciiSafe, Big5, Sjis};
+        let default = "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO";
+        // (settings, the global sql_mode at login, login collation, dialect)
+        type Case<'a> = (Vec<Setting>, Option<&'a str>, u8, Option<Dialect>);
+        let cases: Vec<Case> = vec![
+            (vec![], Some(default), 45, d(false, false, AsciiSafe)),
+            (
+                vec![],
+                Some("NO_BACKSLASH_ESCAPES"),
+                45,
+                d(true, false, AsciiSafe),
+            ),
+            // The global not read yet: unsure.
+            (vec![], None, 45, None),
+            // A login in sjis (collation 13).
+            (vec![], Some(""), 13, d(false, false, Sjis)),
+            (
+                vec![Setting::from_server(
+                    "sql_mode",
+                    "NO_BACKSLASH_ESCAPES,ANSI_QUOTES",
+                )],
+                Some(default),
+                45,
+                d(true, true, AsciiSafe),
+            ),
+            (
+                vec![s("sql_mode", "@@session.sql_mode = 'ANSI'")],
+                Some(""),
+                45,
+                d(false, true, AsciiSafe),
+            ),
+            (
+                vec![s("sql_mode", "@@session.sql_mode = oracle")],
+                Some(""),
+                45,
+                d(false, true, AsciiSafe),
+            ),
+            (
+                vec![s("sql_mode", "@@session.sql_mode = DEFAULT")],
+                Some("NO_BACKSLASH_ESCAPES"),
+                45,
+                d(true, false, AsciiSafe),
+            ),
+            (
+                vec![s(
+                    "sql_mode",
+                    "@@session.sql_mode = CONCAT(@@sql_mode, ',X')",
+                )],
+                Some(""),
+                45,
+                None,
+            ),
+            // The last one recorded counts.
+            (
+                vec![
+                    Setting::from_server("sql_mode", "NO_BACKSLASH_ESCAPES"),
+                    Setting::from_server("sql_mode", ""),
+                ],
+                Some(""),
+                45,
+                d(false, false, AsciiSafe),
+            ),
+            (
+                vec![Setting::from_server("character_set_client", "big5")],
+                Some(""),
+                45,
+                d(false, false, Big5),
+            ),
+            (
+                vec![Setting::from_server("character_set_client", "latin1")],
+                Some(""),
+                13,
+                d(false, false, AsciiSafe),
+            ),
+        ];
+        for (settings, global, collation, want) in cases {
+            assert_eq!(
+                of_session(&settings, global, collation),
+                want,
+                "{settings:?} on {global:?}, login collation {collation}"
+            );
+        }
+    }
+}
