@@ -455,6 +455,16 @@ mod tests {
                 Some(Stale::Whole),
             ),
             (
+                "a double quote: a string, or a name under ANSI_QUOTES",
+                vec![
+                    GTID,
+                    q("app", "BEGIN"),
+                    q("app", "UPDATE t SET v = \"a\" WHERE k = 2"),
+                    Ev::Xid,
+                ],
+                Some(Stale::Whole),
+            ),
+            (
                 "a statement with an executable comment",
                 vec![
                     GTID,

@@ -542,6 +542,13 @@ impl<'a> Query<'a> {
     pub fn new_unsure(sql: &'a [u8]) -> (Query<'a>, bool) {
         use sqlfleet_dump::lex::{lex_in, Dialect, Multibyte};
         let q = Query::new(sql);
+        // Only a backslash, a double quote, and a backquote after a byte
+        // from 0x80 (the second byte of a multi-byte character) are read
+        // otherwise in some dialect.
+        let backquote_trail = sql.windows(2).any(|w| w[0] >= 0x80 && w[1] == b'`');
+        if !backquote_trail && !sql.iter().any(|&b| b == b'\\' || b == b'"') {
+            return (q, false);
+        }
         let same = [
             Multibyte::AsciiSafe,
             Multibyte::Sjis,
