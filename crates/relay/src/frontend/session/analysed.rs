@@ -46,9 +46,15 @@ impl Analysed<'_> {
 impl Session {
     /// How the server reads this session's text (`dialect::of_session`).
     pub(super) fn dialect(&self) -> Option<sqlfleet_dump::lex::Dialect> {
+        // A session that began before the first health check read the
+        // global takes it once one has (the same global, a moment later).
+        let login_mode = match &self.login_sql_mode {
+            Some(m) => Some(m.clone()),
+            None => self.ctx.pool.health.sql_mode(),
+        };
         super::dialect::of_session(
             self.st.settings(),
-            self.login_sql_mode.as_deref(),
+            login_mode.as_deref(),
             self.shape.collation,
         )
     }
