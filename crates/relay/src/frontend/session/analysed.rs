@@ -48,15 +48,15 @@ impl Session {
     pub(super) fn dialect(&self) -> Option<sqlfleet_dump::lex::Dialect> {
         // A session that began before the first health check read the
         // global takes it once one has (the same global, a moment later).
+        let read_now;
         let login_mode = match &self.login_sql_mode {
-            Some(m) => Some(m.clone()),
-            None => self.ctx.pool.health.sql_mode(),
+            Some(m) => Some(m.as_str()),
+            None => {
+                read_now = self.ctx.pool.health.sql_mode();
+                read_now.as_deref()
+            }
         };
-        super::dialect::of_session(
-            self.st.settings(),
-            login_mode.as_deref(),
-            self.shape.collation,
-        )
+        super::dialect::of_session(self.st.settings(), login_mode, self.shape.collation)
     }
 
     /// `text`'s analysis (see the module doc).

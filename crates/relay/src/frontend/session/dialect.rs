@@ -6,6 +6,8 @@
 //! server — sent to a replica as a read, where it ran. Pure: from the
 //! session's recorded settings and what its login started with.
 
+use std::borrow::Cow;
+
 use sqlfleet_dump::lex::{Dialect, Multibyte};
 
 use crate::protocol::sql::Setting;
@@ -24,6 +26,8 @@ pub fn of_session(
     login_sql_mode: Option<&str>,
     login_collation: u8,
 ) -> Option<Dialect> {
+    // (Run for every statement: no allocation unless a value holds an
+    // escape.)
     let set = |name: &str| {
         settings
             .iter()
@@ -31,32 +35,36 @@ pub fn of_session(
             .find(|s| s.name == name)
             .map(|s| value_of(&s.text))
     };
-    let mode = match set("sql_mode") {
-        None => login_sql_mode?.to_string(),
-        Some(Value::Default) => login_sql_mode?.to_string(),
+    let mode: Cow<'_, str> = match set("sql_mode") {
+        None | Some(Value::Default) => Cow::Borrowed(login_sql_mode?),
         Some(Value::Literal(v)) => v,
         Some(Value::Unknown) => return None,
     };
-    let flags: Vec<String> = mode
-        .split(',')
-        .map(|f| f.trim().to_ascii_uppercase())
-        .collect();
+    // One pass over the flags (most fail at the length compare).
+    let (mut no_backslash_escapes, mut ansi_quotes) = (false, false);
+    for f in mode.split(',').map(str::trim) {
+        if f.eq_ignore_ascii_case("NO_BACKSLASH_ESCAPES") {
+            no_backslash_escapes = true;
+        } else if f.eq_ignore_ascii_case("ANSI_QUOTES")
+            || COMBINATIONS.iter().any(|c| f.eq_ignore_ascii_case(c))
+        {
+            ansi_quotes = true;
+        }
+    }
     let charset = match set("character_set_client") {
         Some(Value::Literal(cs)) => Multibyte::of_charset(&cs),
         Some(Value::Unknown) => return None,
         Some(Value::Default) | None => Multibyte::of_collation(u16::from(login_collation)),
     };
     Some(Dialect {
-        no_backslash_escapes: flags.iter().any(|f| f == "NO_BACKSLASH_ESCAPES"),
-        ansi_quotes: flags
-            .iter()
-            .any(|f| f == "ANSI_QUOTES" || COMBINATIONS.contains(&f.as_str())),
+        no_backslash_escapes,
+        ansi_quotes,
         charset,
     })
 }
 
-enum Value {
-    Literal(String),
+enum Value<'a> {
+    Literal(Cow<'a, str>),
     Default,
     Unknown,
 }
@@ -64,7 +72,7 @@ enum Value {
 /// The value of a recorded `@@session.name = value`: a quoted literal as
 /// `Setting::from_server` writes it (`''` and `\\` inside), a bare word,
 /// or DEFAULT.
-fn value_of(text: &str) -> Value {
+fn value_of(text: &str) -> Value<'_> {
     let Some((_, v)) = text.split_once('=') else {
         return Value::Unknown;
     };
@@ -73,6 +81,9 @@ fn value_of(text: &str) -> Value {
         return Value::Default;
     }
     if let Some(inner) = v.strip_prefix('\'').and_then(|r| r.strip_suffix('\'')) {
+        if !inner.contains(['\\', '\'']) {
+            return Value::Literal(Cow::Borrowed(inner));
+        }
         let mut out = String::new();
         let mut chars = inner.chars();
         while let Some(c) = chars.next() {
@@ -84,10 +95,10 @@ fn value_of(text: &str) -> Value {
                 c => out.push(c),
             }
         }
-        return Value::Literal(out);
+        return Value::Literal(Cow::Owned(out));
     }
     if !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Value::Literal(v.to_string());
+        return Value::Literal(Cow::Borrowed(v));
     }
     Value::Unknown
 }
