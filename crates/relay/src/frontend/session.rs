@@ -137,6 +137,9 @@ struct Session {
     /// The server's global sql_mode when the session began (or was last
     /// reset): its sql_mode until it sets one (`dialect`).
     login_sql_mode: Option<String>,
+    /// The last dialect worked out, with the settings generation and login
+    /// collation it was for (`Session::dialect`, asked every statement).
+    dialect_memo: Option<(u64, u8, sqlfleet_dump::lex::Dialect)>,
     caps: u32,
     /// COM_CHANGE_USER attempts refused on this connection: as the server
     /// (MDEV-3915), after three every further one is refused unheard, so a
@@ -354,6 +357,7 @@ impl Session {
                 ext: hello.ext & greeting.ext,
             },
             login_sql_mode: ctx.pool.health.sql_mode(),
+            dialect_memo: None,
             caps: hello.caps,
             change_user_failures: 0,
             host,

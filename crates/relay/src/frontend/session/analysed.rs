@@ -45,7 +45,13 @@ impl Analysed<'_> {
 
 impl Session {
     /// How the server reads this session's text (`dialect::of_session`).
-    pub(super) fn dialect(&self) -> Option<sqlfleet_dump::lex::Dialect> {
+    pub(super) fn dialect(&mut self) -> Option<sqlfleet_dump::lex::Dialect> {
+        let (gen, collation) = (self.st.settings_gen(), self.shape.collation);
+        if let Some((g, c, d)) = self.dialect_memo {
+            if g == gen && c == collation && self.login_sql_mode.is_some() {
+                return Some(d);
+            }
+        }
         // A session that began before the first health check read the
         // global takes it once one has (the same global, a moment later).
         let read_now;
@@ -56,12 +62,16 @@ impl Session {
                 read_now.as_deref()
             }
         };
-        super::dialect::of_session(self.st.settings(), login_mode, self.shape.collation)
+        let d = super::dialect::of_session(self.st.settings(), login_mode, collation);
+        if let (Some(d), true) = (d, self.login_sql_mode.is_some()) {
+            self.dialect_memo = Some((gen, collation, d));
+        }
+        d
     }
 
     /// `text`'s analysis (see the module doc).
     pub(super) fn analyse<'t>(
-        &self,
+        &mut self,
         text: &'t [u8],
         caching: bool,
         want_digest: bool,

@@ -28,6 +28,9 @@ pub(crate) struct ClientState {
     /// mode keeps one per client (`Pin::Session`).
     mode: Mode,
     db: Option<String>,
+    /// Bumped at every change of `settings` (what a value read from them,
+    /// the session's dialect, is kept against).
+    settings_gen: u64,
     /// Settings to replay on another connection, one per variable.
     settings: Vec<Setting>,
     pins: BTreeSet<Pin>,
@@ -120,6 +123,11 @@ impl ClientState {
         &self.settings
     }
 
+    /// Changes with every change of the settings.
+    pub fn settings_gen(&self) -> u64 {
+        self.settings_gen
+    }
+
     pub fn pins(&self) -> &BTreeSet<Pin> {
         &self.pins
     }
@@ -171,6 +179,7 @@ impl ClientState {
         found_rows: Option<u64>,
     ) {
         self.settings = settings.to_vec();
+        self.settings_gen += 1;
         self.last_row_count = row_count;
         if let Some(n) = found_rows {
             self.last_found_rows = n;
@@ -225,6 +234,7 @@ impl ClientState {
             mode,
             db,
             settings: Vec::new(),
+            settings_gen: 0,
             pins,
             pin_next: None,
             kept_for_this: false,
@@ -258,6 +268,7 @@ impl ClientState {
     /// Records a setting (replacing the variable's earlier one).
     pub fn set(&mut self, s: &Setting) {
         upsert(&mut self.settings, s);
+        self.settings_gen += 1;
     }
 
     /// The OK status flags a reply of the relay's own carries.
@@ -507,6 +518,7 @@ impl ClientState {
                     // statement comes back from its text (`after_text`).
                     let s = Setting::from_server(name, value);
                     upsert(&mut self.settings, &s);
+                    self.settings_gen += 1;
                     out.settings.push(s);
                 }
                 Change::Schema(db) => {
@@ -542,6 +554,7 @@ impl ClientState {
         if ok && !tracked {
             for s in &fx.settings {
                 upsert(&mut self.settings, s);
+                self.settings_gen += 1;
                 out.settings.push(s.clone());
             }
             if let Some(db) = fx.use_db.clone() {
@@ -571,6 +584,7 @@ impl ClientState {
                 );
                 if !reported {
                     upsert(&mut self.settings, s);
+                    self.settings_gen += 1;
                     out.settings.push(s.clone());
                 }
             }
@@ -742,6 +756,7 @@ impl ClientState {
     /// (prepared statements are the caller's to drop).
     pub fn clear(&mut self) {
         self.settings.clear();
+        self.settings_gen += 1;
         self.cursors.clear();
         self.long_data.clear();
         self.pins.retain(|p| *p == Pin::Session);
