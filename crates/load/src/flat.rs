@@ -328,21 +328,9 @@ impl<'a> Files<'a> {
                 return self.stop(LoadError::EmptyFlat { path });
             }
         };
-        // One run of a file's load at a time: a second one started
-        // meanwhile (an overlapping cron job, a retry wrapper) read the
-        // same "nothing loaded yet" and loaded every row again, both
-        // saying done. The lock lives with this connection; a killed
-        // run's statements still on the server are waited for.
-        if let Err(e) = journal::lock(conn, self.endpoint, &load_id).await {
-            return self.stop(e);
-        }
-        let leftovers = journal::wait_for_leftovers(
-            conn,
-            self.endpoint,
-            &load_id,
-            std::time::Duration::from_secs(30),
-        );
-        if let Err(e) = leftovers.await {
+        // One run of a file's load at a time (the lock lives with this
+        // connection).
+        if let Err(e) = journal::take_turn(conn, self.endpoint, &load_id).await {
             return self.stop(e);
         }
         let name = format!("{shown} -> {}", table.sql);

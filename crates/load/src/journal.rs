@@ -829,6 +829,16 @@ pub async fn lock(conn: &mut Conn, endpoint: &str, load_id: &str) -> Result<(), 
     })
 }
 
+/// This run's turn at `load_id`: its lock ([`lock`]: another run of it
+/// alive is named and refused), then no statement of an interrupted run
+/// still running on the server ([`wait_for_leftovers`], 30 s). Dumps and
+/// CSV/TSV files alike: two loads of one input started at once each read
+/// "nothing loaded yet" and loaded every row.
+pub async fn take_turn(conn: &mut Conn, endpoint: &str, load_id: &str) -> Result<(), LoadError> {
+    lock(conn, endpoint, load_id).await?;
+    wait_for_leftovers(conn, endpoint, load_id, std::time::Duration::from_secs(30)).await
+}
+
 /// Marks the run finished (or failed).
 /// How a run of a load ended, as its row in `sqlfleet.loads` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

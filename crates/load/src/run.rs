@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::Target;
@@ -521,8 +521,7 @@ async fn begin(
     let (bookkeeping, endpoint) = (&mut setup.bookkeeping, setup.endpoint.as_str());
     let total = setup.input.total;
     let load_id = &ids.load_id;
-    journal::lock(bookkeeping, endpoint, load_id).await?;
-    journal::wait_for_leftovers(bookkeeping, endpoint, load_id, Duration::from_secs(30)).await?;
+    journal::take_turn(bookkeeping, endpoint, load_id).await?;
     setup
         .control
         .conn

@@ -136,6 +136,22 @@ async fn client(relay: &Relay, db: &str) -> mysql_async::Conn {
         .expect("connect")
 }
 
+/// Root, through the relay, in database `db` (another account than
+/// `client`'s).
+async fn root_client(
+    srv: &sqlfleet_testkit::TestServer,
+    relay: &Relay,
+    db: &str,
+) -> mysql_async::Conn {
+    let pw = srv.sandbox.password().expect("pw");
+    let mut as_root = app(relay.port, pw.expose(), Some(db));
+    as_root.user = "root".into();
+    as_root
+        .connect(Duration::from_secs(10))
+        .await
+        .expect("root through the relay")
+}
+
 /// A connection straight to the server, in database `db`.
 async fn direct(srv: &sqlfleet_testkit::TestServer, db: &str) -> mysql_async::Conn {
     let mut c = srv.connect().await;
@@ -239,13 +255,7 @@ async fn entries_are_kept_apart_by_account_and_settings() {
     let _: Option<i64> = a.query_first(read).await.expect("miss");
     let misses = relay.metric("sqlfleet_relay_cache_misses_total{rule=\"kv\"}");
     // Another account: its own entry.
-    let pw = srv.sandbox.password().expect("pw");
-    let mut as_root = app(relay.port, pw.expose(), Some(&db));
-    as_root.user = "root".into();
-    let mut root = as_root
-        .connect(Duration::from_secs(10))
-        .await
-        .expect("root through the relay");
+    let mut root = root_client(srv, &relay, &db).await;
     let _: Option<i64> = root.query_first(read).await.expect("root reads");
     // Other session settings: their own entry.
     a.query_drop("SET time_zone = '+03:00'").await.expect("tz");
@@ -276,13 +286,7 @@ async fn entries_from_before_a_global_change_through_the_relay_are_not_served() 
     let mut a = client(&relay, &db).await;
     let before: Option<String> = a.query_first(read).await.expect("read");
     let _ = a.disconnect().await;
-    let pw = srv.sandbox.password().expect("pw");
-    let mut as_root = app(relay.port, pw.expose(), Some(&db));
-    as_root.user = "root".into();
-    let mut root = as_root
-        .connect(Duration::from_secs(10))
-        .await
-        .expect("root through the relay");
+    let mut root = root_client(srv, &relay, &db).await;
     let old: Option<u64> = root
         .query_first("SELECT @@global.div_precision_increment")
         .await

@@ -150,21 +150,33 @@ pub async fn until_caught_up_into(
     within: Duration,
 ) -> Summary {
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    let views = vec![std::sync::Arc::new(std::sync::Mutex::new(
-        SourceView::default(),
-    ))];
-    let opts = Options {
-        threads: Some(2),
-        until_caught_up: true,
-        give_up_after: None,
-    };
-    tokio::time::timeout(
-        within,
-        run::run(cfg, &t.target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns once caught up")
-    .expect("runs to the end: a stopped stream is not a failed run")
+    tokio::time::timeout(within, run_one(cfg.clone(), t, s, true, rx))
+        .await
+        .expect("returns once caught up")
+        .expect("runs to the end: a stopped stream is not a failed run")
+}
+
+/// Runs `cfg` for source `s` into `t` with two threads, until caught up
+/// (`until`) or until `stop` turns true.
+pub fn run_one(
+    cfg: config::Checked,
+    t: &TestServer,
+    s: &TestServer,
+    until: bool,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> impl std::future::Future<Output = Result<Summary, run::RunError>> + Send + 'static {
+    let (target, source) = (t.target(), s.target());
+    async move {
+        let views = vec![std::sync::Arc::new(std::sync::Mutex::new(
+            SourceView::default(),
+        ))];
+        let opts = Options {
+            threads: Some(2),
+            until_caught_up: until,
+            give_up_after: None,
+        };
+        run::run(&cfg, &target, &[source], &opts, stop, views).await
+    }
 }
 
 /// Every stream of source `s` as `replicate status` shows it.

@@ -51,16 +51,45 @@ pub fn of_session(
             ansi_quotes = true;
         }
     }
-    let charset = match set("character_set_client") {
-        Some(Value::Literal(cs)) => Multibyte::of_charset(&cs),
-        Some(Value::Unknown) => return None,
-        Some(Value::Default) | None => Multibyte::of_collation(u16::from(login_collation)),
+    // The client's character set: the variable as the server reported it,
+    // or a `SET NAMES` / `SET CHARACTER SET` recorded from the text (a
+    // server without session tracking; it replaces the variable, `upsert`).
+    let client = settings.iter().rev().find(|s| {
+        matches!(
+            s.name.as_str(),
+            "character_set_client" | "names" | "charset"
+        )
+    });
+    let charset = match client {
+        None => Multibyte::of_collation(u16::from(login_collation)),
+        Some(s) if s.name == "character_set_client" => match value_of(&s.text) {
+            Value::Literal(cs) => Multibyte::of_charset(&cs),
+            Value::Default => Multibyte::of_collation(u16::from(login_collation)),
+            Value::Unknown => return None,
+        },
+        Some(s) => Multibyte::of_charset(named_set(&s.text)?),
     };
     Some(Dialect {
         no_backslash_escapes,
         ansi_quotes,
         charset,
     })
+}
+
+/// The character set a recorded `NAMES cs [COLLATE c]`, `CHARSET cs` or
+/// `CHARACTER SET cs` names; `None` (unsure) for DEFAULT or anything but
+/// a plain name.
+fn named_set(text: &str) -> Option<&str> {
+    let mut words = text.split_ascii_whitespace();
+    let first = words.next()?;
+    if first.eq_ignore_ascii_case("CHARACTER") {
+        words.next().filter(|w| w.eq_ignore_ascii_case("SET"))?;
+    }
+    let cs = words
+        .next()?
+        .trim_matches(|c| c == '\'' || c == '"' || c == '`');
+    let plain = !cs.is_empty() && cs.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+    (plain && !cs.eq_ignore_ascii_case("DEFAULT")).then_some(cs)
 }
 
 enum Value<'a> {
@@ -197,6 +226,36 @@ mod tests {
                 13,
                 d(false, false, AsciiSafe),
             ),
+            // A server without session tracking: SET NAMES as written,
+            // which replaced the variable.
+            (
+                vec![s("names", "NAMES sjis")],
+                Some(""),
+                45,
+                d(false, false, Sjis),
+            ),
+            (
+                vec![s("names", "names 'big5' COLLATE big5_bin")],
+                Some(""),
+                45,
+                d(false, false, Big5),
+            ),
+            (
+                vec![s("charset", "CHARACTER SET gbk")],
+                Some(""),
+                45,
+                d(false, false, Multibyte::Gbk),
+            ),
+            (
+                vec![
+                    Setting::from_server("character_set_client", "sjis"),
+                    s("charset", "CHARSET latin1"),
+                ],
+                Some(""),
+                45,
+                d(false, false, AsciiSafe),
+            ),
+            (vec![s("names", "NAMES DEFAULT")], Some(""), 13, None),
         ];
         for (settings, global, collation, want) in cases {
             assert_eq!(
