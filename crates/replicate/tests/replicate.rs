@@ -13,7 +13,7 @@ use mysql_async::prelude::Queryable;
 use sqlfleet_replicate::config;
 use sqlfleet_replicate::run::{self, Options, Summary};
 use sqlfleet_replicate::source::SourceView;
-use sqlfleet_testkit::workload::{create_db, exec, workload};
+use sqlfleet_testkit::workload::{create_db, exec, exec_transactions, workload};
 use sqlfleet_testkit::TestServer;
 use tokio::sync::watch;
 
@@ -377,20 +377,21 @@ async fn one_hot_database_is_applied_on_several_connections_and_ends_identical()
     let mut writers = Vec::new();
     for w in 0..4u64 {
         writers.push(tokio::spawn(async move {
-            let mut sql = String::from("SET SESSION binlog_format = 'ROW';");
+            let mut txns = Vec::new();
             for i in 0..400u64 {
                 let a = 2 + (i * 37 + w * 101) % 299;
                 let b = 2 + (i * 53 + w * 7) % 299;
-                sql.push_str(&format!(
+                let mut sql = format!(
                     "START TRANSACTION; UPDATE rp_hot.t SET v = v + 1 WHERE id = {a}; \
                      DELETE FROM rp_hot.t WHERE id = {b}; INSERT INTO rp_hot.t VALUES ({b}, {i}, {w});"
-                ));
+                );
                 if i % 3 == 0 {
                     sql.push_str("UPDATE rp_hot.t SET v = v + 1, k = k + 1 WHERE id = 1;");
                 }
-                sql.push_str("COMMIT;");
+                sql.push_str("COMMIT");
+                txns.push(sql);
             }
-            exec(source(2), &sql).await;
+            exec_transactions(source(2), "SET SESSION binlog_format = 'ROW'", &txns).await;
         }));
     }
     for w in writers {
@@ -430,32 +431,36 @@ async fn a_chunks_rows_statements_apply_as_one_and_end_identical() {
     let mut writers = Vec::new();
     for w in 0..3u64 {
         writers.push(tokio::spawn(async move {
-            let mut sql = String::from("SET SESSION binlog_format = 'ROW';");
+            let mut session = String::from("SET SESSION binlog_format = 'ROW';");
             if w == 1 {
-                sql.push_str("SET SESSION binlog_row_image = 'MINIMAL';");
+                session.push_str("SET SESSION binlog_row_image = 'MINIMAL';");
             }
             if w == 2 {
-                sql.push_str("SET SESSION foreign_key_checks = 0, unique_checks = 0;");
+                session.push_str("SET SESSION foreign_key_checks = 0, unique_checks = 0;");
             }
+            let mut txns = Vec::new();
             for i in 0..300u64 {
                 let a = 1 + (i * 31 + w * 17) % 200;
                 let id = w * 1000 + i;
-                sql.push_str(&format!(
+                let mut sql = format!(
                     "START TRANSACTION; UPDATE rp_merge.a SET v = v + 1 WHERE id = {a}; \
                      INSERT INTO rp_merge.b VALUES ({id}, {a}, 'w{w}'); "
-                ));
+                );
                 if i % 4 == 0 {
                     sql.push_str(&format!(
                         "DELETE FROM rp_merge.b WHERE id = {};",
                         id.saturating_sub(2)
                     ));
                 }
-                sql.push_str("COMMIT;");
+                sql.push_str("COMMIT");
+                txns.push(sql);
                 if w == 0 && i == 150 {
-                    sql.push_str("ALTER TABLE rp_merge.a ADD COLUMN extra INT NOT NULL DEFAULT 5;");
+                    txns.push(
+                        "ALTER TABLE rp_merge.a ADD COLUMN extra INT NOT NULL DEFAULT 5".into(),
+                    );
                 }
             }
-            exec(source(2), &sql).await;
+            exec_transactions(source(2), &session, &txns).await;
         }));
     }
     for w in writers {

@@ -18,6 +18,39 @@ pub async fn exec(s: &TestServer, sql: &str) {
     let _ = c.disconnect().await;
 }
 
+/// Runs `session` (statements that set the session up) and then each of
+/// `transactions` as root on one connection of `s`, as an application
+/// does: a transaction the server ends with a deadlock (ERROR 1213, which
+/// rolls it back whole) is run again; any other error panics, naming the
+/// transaction.
+pub async fn exec_transactions(s: &TestServer, session: &str, transactions: &[String]) {
+    let mut c = s.connect().await;
+    c.query_drop(session)
+        .await
+        .unwrap_or_else(|e| panic!("{session}: {e}"));
+    for t in transactions {
+        let mut deadlocks = 0;
+        loop {
+            match c.query_drop(t).await {
+                Ok(()) => {
+                    if deadlocks > 0 {
+                        eprintln!("ran again after {deadlocks} deadlock(s): {t}");
+                    }
+                    break;
+                }
+                Err(mysql_async::Error::Server(e)) if e.code == 1213 && deadlocks < 100 => {
+                    deadlocks += 1;
+                    c.query_drop("ROLLBACK")
+                        .await
+                        .unwrap_or_else(|e| panic!("ROLLBACK after a deadlock: {e}"));
+                }
+                Err(e) => panic!("{t}: {e} (after {deadlocks} deadlocks)"),
+            }
+        }
+    }
+    let _ = c.disconnect().await;
+}
+
 /// Creates `db` with the workload's table on `src`.
 pub async fn create_db(src: &TestServer, db: &str) {
     exec(
