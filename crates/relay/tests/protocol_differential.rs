@@ -21,6 +21,8 @@
 //! the long campaign. Odd seeds speak the compressed protocol
 //! (CLIENT_COMPRESS: each packet in a frame of its own).
 
+#[path = "protocol_differential/capabilities.rs"]
+mod capabilities;
 mod common;
 
 use std::time::Duration;

@@ -130,7 +130,9 @@ pub struct ClientHello {
     pub collation: u8,
     pub user: String,
     pub auth: Vec<u8>,
-    pub database: Option<String>,
+    /// The database named, in the client's bytes (its login collation's
+    /// character set, which the server reads it in).
+    pub database: Option<Vec<u8>>,
     pub plugin: Option<String>,
 }
 
@@ -167,7 +169,10 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
     };
     let mut i = 32;
     let user = String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned();
-    let auth = if caps & PLUGIN_AUTH_LENENC != 0 {
+    // As MariaDB reads it: the auth data has a length only with
+    // SECURE_CONNECTION (a length-encoded one if PLUGIN_AUTH_LENENC is
+    // set too); without it, it ends at a NUL.
+    let auth = if caps & SECURE_CONNECTION != 0 && caps & PLUGIN_AUTH_LENENC != 0 {
         crate::packet::lenenc_bytes(p, &mut i)
             .map_err(|_| WireError::Protocol("truncated auth data".into()))?
             .to_vec()
@@ -186,16 +191,29 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
     } else {
         cstr(p, &mut i)?
     };
-    let database = if caps & CONNECT_WITH_DB != 0 && i < p.len() {
-        Some(String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned()).filter(|d| !d.is_empty())
+    // The fields after the auth data as MariaDB reads them: a database
+    // the flag announces must be there; each ends at a NUL or at the
+    // packet's end; a missing plugin name is the default one;
+    // connection attributes the flag announces must be framed (after a
+    // NUL-terminated auth data, [`refusal`] refuses them).
+    let database = if caps & CONNECT_WITH_DB != 0 {
+        if i >= p.len() {
+            return Err(WireError::Protocol(
+                "the announced database is missing".into(),
+            ));
+        }
+        Some(cstr_or_end(p, &mut i)).filter(|d| !d.is_empty())
     } else {
         None
     };
     let plugin = if caps & PLUGIN_AUTH != 0 && i < p.len() {
-        Some(String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned())
+        Some(String::from_utf8_lossy(&cstr_or_end(p, &mut i)).into_owned())
     } else {
         None
     };
+    if caps & CONNECT_ATTRS != 0 && caps & SECURE_CONNECTION != 0 {
+        connect_attrs(p.get(i..).unwrap_or_default())?;
+    }
     Ok(ClientHello {
         caps,
         ext,
@@ -205,6 +223,43 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
         database,
         plugin,
     })
+}
+
+/// The server's refusal of a login it could read (code, SQL state,
+/// message), in the server's order: neither a plugin nor the 4.1
+/// scramble means the pre-4.1 one, which it does not take
+/// (`secure_auth`); connection attributes after a NUL-terminated auth
+/// data it cannot find.
+pub fn refusal(h: &ClientHello) -> Option<(u16, &'static str, &'static str)> {
+    if h.caps & (SECURE_CONNECTION | PLUGIN_AUTH) == 0 {
+        return Some((
+            1251,
+            "08004",
+            "Client does not support authentication protocol requested by server; consider upgrading MariaDB client",
+        ));
+    }
+    if h.caps & CONNECT_ATTRS != 0 && h.caps & SECURE_CONNECTION == 0 {
+        return Some((1043, "08S01", "Bad handshake"));
+    }
+    None
+}
+
+/// Checks the connection attributes' framing as the server does before
+/// it takes a login: a length the packet holds (what the attributes
+/// say is neither checked nor kept).
+fn connect_attrs(p: &[u8]) -> Result<(), WireError> {
+    let mut i = 0;
+    crate::packet::lenenc_bytes(p, &mut i)
+        .map_err(|_| WireError::Protocol("malformed connection attributes".into()))?;
+    Ok(())
+}
+
+/// A string that ends at a NUL or at the end of `p`.
+fn cstr_or_end(p: &[u8], i: &mut usize) -> Vec<u8> {
+    let rest = p.get(*i..).unwrap_or_default();
+    let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+    *i += (end + 1).min(rest.len());
+    rest[..end].to_vec()
 }
 
 fn sha1(parts: &[&[u8]]) -> [u8; 20] {
@@ -743,10 +798,131 @@ mod tests {
                 h.database.as_deref(),
                 h.collation
             ),
-            ("app", &b"abc"[..], Some("shop"), 33)
+            ("app", &b"abc"[..], Some(&b"shop"[..]), 33)
         );
         // Cut inside the auth data: an error, not a short read.
         assert!(parse_client_hello(&p[..38]).is_err());
+    }
+
+    /// How the auth data and what follows it are read for each layout
+    /// flag word, as MariaDB reads them: (flags, the bytes after the user
+    /// name, the auth data, the database, or an error).
+    #[test]
+    fn client_hello_layouts_as_the_server_reads_them() {
+        const DB: u32 = PROTOCOL_41 | CONNECT_WITH_DB;
+        type Row = (
+            u32,
+            &'static [u8],
+            Result<(&'static [u8], Option<&'static str>), ()>,
+        );
+        let rows: &[Row] = &[
+            (
+                DB | SECURE_CONNECTION,
+                b"\x02abshop\0",
+                Ok((b"ab", Some("shop"))),
+            ),
+            (
+                DB | SECURE_CONNECTION | PLUGIN_AUTH_LENENC,
+                b"\x02abshop\0",
+                Ok((b"ab", Some("shop"))),
+            ),
+            // A length-encoded length written long.
+            (
+                DB | SECURE_CONNECTION | PLUGIN_AUTH_LENENC,
+                b"\xfc\x02\x00abshop\0",
+                Ok((b"ab", Some("shop"))),
+            ),
+            // Without SECURE_CONNECTION the auth data ends at a NUL, even
+            // with PLUGIN_AUTH_LENENC (which the server then ignores).
+            (
+                DB | PLUGIN_AUTH_LENENC,
+                b"\x02ab\0shop\0",
+                Ok((b"\x02ab", Some("shop"))),
+            ),
+            (DB, b"ab\0shop\0", Ok((b"ab", Some("shop")))),
+            (DB, b"ab", Err(())),
+            (DB | SECURE_CONNECTION, b"\x05ab", Err(())),
+            // The database announced: there, up to a NUL or the end.
+            (DB | SECURE_CONNECTION, b"\x02ab", Err(())),
+            (
+                DB | SECURE_CONNECTION,
+                b"\x02abshop",
+                Ok((b"ab", Some("shop"))),
+            ),
+            (
+                PROTOCOL_41 | SECURE_CONNECTION,
+                b"\x02ab",
+                Ok((b"ab", None)),
+            ),
+            // Connection attributes: a length the packet holds (their
+            // inside is not checked), and only after a sized auth data.
+            (
+                DB | SECURE_CONNECTION | CONNECT_ATTRS,
+                b"\x00shop\0\x04\x01k\x01v",
+                Ok((b"", Some("shop"))),
+            ),
+            (
+                DB | SECURE_CONNECTION | CONNECT_ATTRS,
+                b"\x00shop\0\x03\x01k\x05",
+                Ok((b"", Some("shop"))),
+            ),
+            (
+                DB | SECURE_CONNECTION | CONNECT_ATTRS,
+                b"\x00shop\0\x00",
+                Ok((b"", Some("shop"))),
+            ),
+            (
+                DB | SECURE_CONNECTION | CONNECT_ATTRS,
+                b"\x00shop\0\x09\x01k\x01v",
+                Err(()),
+            ),
+            (
+                DB | SECURE_CONNECTION | CONNECT_ATTRS,
+                b"\x00shop\0",
+                Err(()),
+            ),
+        ];
+        for (caps, rest, want) in rows {
+            let mut p = Vec::new();
+            p.extend_from_slice(&caps.to_le_bytes());
+            p.extend_from_slice(&[0, 0, 0, 1, 33]);
+            p.extend_from_slice(&[0; 23]);
+            p.extend_from_slice(b"app\0");
+            p.extend_from_slice(rest);
+            let got = parse_client_hello(&p)
+                .map(|h| (h.auth, h.database))
+                .map_err(|_| ());
+            let want = want.map(|(a, d)| (a.to_vec(), d.map(|d| d.as_bytes().to_vec())));
+            assert_eq!(got, want, "flags {caps:#x}, {rest:02x?}");
+        }
+    }
+
+    #[test]
+    fn refusals_of_a_readable_login_are_the_servers() {
+        let rows: &[(u32, Option<u16>)] = &[
+            (PROTOCOL_41 | SECURE_CONNECTION, None),
+            (PROTOCOL_41 | PLUGIN_AUTH, None),
+            (
+                PROTOCOL_41 | SECURE_CONNECTION | PLUGIN_AUTH | CONNECT_ATTRS,
+                None,
+            ),
+            (PROTOCOL_41, Some(1251)),
+            // The old scramble's refusal comes first.
+            (PROTOCOL_41 | CONNECT_ATTRS, Some(1251)),
+            (PROTOCOL_41 | PLUGIN_AUTH | CONNECT_ATTRS, Some(1043)),
+        ];
+        for &(caps, want) in rows {
+            let h = ClientHello {
+                caps,
+                ext: 0,
+                collation: 45,
+                user: "u".into(),
+                auth: Vec::new(),
+                database: None,
+                plugin: None,
+            };
+            assert_eq!(refusal(&h).map(|r| r.0), want, "flags {caps:#x}");
+        }
     }
 
     proptest::proptest! {

@@ -18,6 +18,11 @@ pub trait Link {
     /// connection's session holds for a client may change with it (a
     /// SELECT's row count becomes FOUND_ROWS()).
     fn own_statement(&mut self) {}
+    /// CLIENT_SESSION_TRACK is in effect: OKs carry the session's changes
+    /// (read into the outcome's `changes`).
+    fn session_track(&self) -> bool {
+        false
+    }
 }
 
 /// How much of a packet the tracker is shown: the prefix, or all of it
@@ -39,7 +44,10 @@ pub async fn command(
 ) -> Result<crate::protocol::reply::Outcome, WireError> {
     c.own_statement();
     c.io().write_packet(0, payload).await?;
-    let mut t = Tracker::new(expect, c.deprecate_eof());
+    let mut t = Tracker::new(expect, c.deprecate_eof()).tracking(
+        c.session_track(),
+        crate::protocol::reply::ClientTracking::Raw,
+    );
     loop {
         let (_, mut p) = c.io().read_packet(1 << 30).await?;
         let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);

@@ -121,19 +121,43 @@ impl Link for BackendConn {
     fn own_statement(&mut self) {
         self.found_rows_of = None;
     }
+    fn session_track(&self) -> bool {
+        self.caps & sqlfleet_wire::handshake::SESSION_TRACK != 0
+    }
 }
+
+/// Session variables a new connection starts from its login's
+/// capabilities rather than from the global, and which the server's
+/// COM_RESET_CONNECTION sets to the global all the same: (the flag, the
+/// variable, what a login with the flag starts it at). CLIENT_IGNORE_SPACE
+/// adds IGNORE_SPACE to the global sql_mode; CLIENT_INTERACTIVE starts
+/// wait_timeout at interactive_timeout. (Each one expression: the
+/// assignments of one SET all read the values from before it.)
+const LOGIN_STARTS: [(u32, &str, &str); 2] = [
+    (
+        sqlfleet_wire::handshake::IGNORE_SPACE,
+        "sql_mode",
+        "CONCAT(@@global.sql_mode, ',IGNORE_SPACE')",
+    ),
+    (
+        sqlfleet_wire::handshake::INTERACTIVE,
+        "wait_timeout",
+        "@@global.interactive_timeout",
+    ),
+];
 
 /// What brings session variable `name` back to the value a new
 /// connection of capabilities `caps` starts with: its global (`DEFAULT`),
-/// except that a client with CLIENT_IGNORE_SPACE starts with IGNORE_SPACE
-/// added to the global sql_mode, which `DEFAULT` would drop. (One
-/// expression: the assignments of one SET all read the values from before
-/// it.) Settings `DEFAULT` cannot undo (`Setting::undone_by_reset`: the
+/// or what the login's capabilities started it at (`LOGIN_STARTS`).
+/// Settings `DEFAULT` cannot undo (`Setting::undone_by_reset`: the
 /// character set variables come from the login's collation) are undone by
 /// resetting the connection instead.
 pub fn undo_setting(name: &str, caps: u32) -> String {
-    if name == "sql_mode" && caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
-        return IGNORE_SPACE_SQL_MODE.to_string();
+    if let Some((_, _, expr)) = LOGIN_STARTS
+        .iter()
+        .find(|(flag, n, _)| *n == name && caps & flag != 0)
+    {
+        return format!("@@session.{name} = {expr}");
     }
     // No DEFAULT for these: a new session's value is 0.
     if name == "last_insert_id" || name == "identity" {
@@ -143,18 +167,18 @@ pub fn undo_setting(name: &str, caps: u32) -> String {
 }
 
 /// What a client's own COM_RESET_CONNECTION leaves that differs from a new
-/// session of capabilities `caps`, as a setting to replay: the server's
-/// reset gives sql_mode the global's value, without the IGNORE_SPACE a
-/// CLIENT_IGNORE_SPACE login added.
-pub fn left_by_client_reset(caps: u32) -> Option<Setting> {
-    (caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0).then(|| Setting {
-        name: "sql_mode".into(),
-        text: "@@session.sql_mode = DEFAULT".into(),
-    })
+/// session of capabilities `caps`, as settings to replay: the server's
+/// reset gives the `LOGIN_STARTS` variables the global's value.
+pub fn left_by_client_reset(caps: u32) -> Vec<Setting> {
+    LOGIN_STARTS
+        .iter()
+        .filter(|(flag, _, _)| caps & flag != 0)
+        .map(|(_, name, _)| Setting {
+            name: (*name).into(),
+            text: format!("@@session.{name} = DEFAULT"),
+        })
+        .collect()
 }
-
-const IGNORE_SPACE_SQL_MODE: &str =
-    "@@session.sql_mode = CONCAT(@@global.sql_mode, ',IGNORE_SPACE')";
 
 impl BackendConn {
     /// Forgets the session state after COM_RESET_CONNECTION.
@@ -189,11 +213,16 @@ impl BackendConn {
         )
         .await?;
         self.after_reset().await?;
-        // The server's reset gives sql_mode the global's value, without
-        // the IGNORE_SPACE the login's CLIENT_IGNORE_SPACE added: the next
-        // client must find the session a new connection would have.
-        if self.shape.caps & sqlfleet_wire::handshake::IGNORE_SPACE != 0 {
-            let set = format!("\x03SET {IGNORE_SPACE_SQL_MODE}");
+        // The server's reset gives these the global's value, not what the
+        // login's capabilities started them with: the next client must
+        // find the session a new connection would have.
+        let starts: Vec<String> = LOGIN_STARTS
+            .iter()
+            .filter(|(flag, _, _)| self.shape.caps & flag != 0)
+            .map(|(_, name, expr)| format!("@@session.{name} = {expr}"))
+            .collect();
+        if !starts.is_empty() {
+            let set = format!("\x03SET {}", starts.join(", "));
             simple(self, set.as_bytes()).await?;
         }
         Ok(())
@@ -1039,5 +1068,63 @@ impl Drop for WaitGuard<'_> {
         if self.counted {
             self.n.fetch_sub(1, Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod login_start_tests {
+    use super::*;
+    use sqlfleet_wire::handshake::{IGNORE_SPACE, INTERACTIVE};
+
+    /// What undoes a variable, and what a client's own reset leaves, for
+    /// each capability that starts a variable away from its global.
+    #[test]
+    fn variables_a_login_starts_away_from_the_global() {
+        let rows: &[(&str, u32, &str)] = &[
+            ("sql_mode", 0, "@@session.sql_mode = DEFAULT"),
+            (
+                "sql_mode",
+                IGNORE_SPACE,
+                "@@session.sql_mode = CONCAT(@@global.sql_mode, ',IGNORE_SPACE')",
+            ),
+            ("wait_timeout", 0, "@@session.wait_timeout = DEFAULT"),
+            (
+                "wait_timeout",
+                IGNORE_SPACE,
+                "@@session.wait_timeout = DEFAULT",
+            ),
+            (
+                "wait_timeout",
+                INTERACTIVE,
+                "@@session.wait_timeout = @@global.interactive_timeout",
+            ),
+            (
+                "interactive_timeout",
+                INTERACTIVE,
+                "@@session.interactive_timeout = DEFAULT",
+            ),
+            (
+                "last_insert_id",
+                INTERACTIVE,
+                "@@session.last_insert_id = 0",
+            ),
+        ];
+        for (name, caps, want) in rows {
+            assert_eq!(undo_setting(name, *caps), *want, "{name} {caps:#x}");
+        }
+        let left = |caps| -> Vec<String> {
+            left_by_client_reset(caps)
+                .into_iter()
+                .map(|s| s.text)
+                .collect()
+        };
+        assert!(left(0).is_empty());
+        assert_eq!(
+            left(IGNORE_SPACE | INTERACTIVE),
+            [
+                "@@session.sql_mode = DEFAULT",
+                "@@session.wait_timeout = DEFAULT"
+            ]
+        );
     }
 }

@@ -265,6 +265,21 @@ where
         .await?;
         return Err(WireError::Protocol(msg.into()).into());
     }
+    // A login the server would not read, or would refuse as it reads it,
+    // gets the server's refusal, not a closed connection.
+    let refusal = match handshake::parse_client_hello(&r.payload) {
+        Err(e) => Some(((1043, "08S01", "Bad handshake"), e)),
+        Ok(h) => handshake::refusal(&h).map(|r| (r, WireError::Protocol(r.2.into()))),
+    };
+    if let Some(((code, state, msg), e)) = refusal {
+        packet::write(
+            &mut stream,
+            r.seq.wrapping_add(1),
+            &packet::err_payload(code, state, msg),
+        )
+        .await?;
+        return Err(e.into());
+    }
     let mut hello = handshake::parse_client_hello(&r.payload)?;
     let token = std::mem::take(&mut hello.auth);
     let mut extra = None;

@@ -20,6 +20,7 @@ mod plan;
 mod ps;
 mod replay;
 mod route;
+mod schema;
 mod state;
 mod user;
 
@@ -140,6 +141,9 @@ struct Session {
     /// The last dialect worked out, with the settings generation and login
     /// collation it was for (`Session::dialect`, asked every statement).
     dialect_memo: Option<(u64, u8, sqlfleet_dump::lex::Dialect)>,
+    /// The login's database in the client's bytes, when only they name it
+    /// (`schema.rs`): sent once, by the first COM_INIT_DB.
+    login_db_bytes: Option<Vec<u8>>,
     caps: u32,
     /// COM_CHANGE_USER attempts refused on this connection: as the server
     /// (MDEV-3915), after three every further one is refused unheard, so a
@@ -300,7 +304,7 @@ where
     }
     // A default database asked for at login must exist; per-user, the
     // server must take the client's account (its refusal is the login's).
-    if s.st.db().is_some() || s.account.is_some() {
+    if s.st.db().is_some() || s.login_db_bytes.is_some() || s.account.is_some() {
         if let Err(f) = s.ensure_conn().await {
             let (code, state, msg) = match f {
                 Fail::Err(c, st, m) => (c, st, m),
@@ -342,6 +346,15 @@ impl Session {
             tls,
             credential,
         } = li;
+        // A name the relay could not say again in the client's bytes is
+        // sent as the client sent it, once (`schema.rs`).
+        let (login_db, login_db_bytes) = match hello.database.as_deref() {
+            None => (None, None),
+            Some(b) => match schema::login_name(b, hello.collation) {
+                Some(name) => (Some(name), None),
+                None => (None, Some(b.to_vec())),
+            },
+        };
         let s = Session {
             id,
             seat,
@@ -350,7 +363,8 @@ impl Session {
             commands_run: 0,
             handle,
             view_look: None,
-            st: ClientState::new(ctx.cfg.mode, hello.database.clone()),
+            st: ClientState::new(ctx.cfg.mode, login_db),
+            login_db_bytes,
             shape: Shape {
                 caps: hello.caps & SESSION_SHAPE,
                 collation: hello.collation,

@@ -89,6 +89,10 @@ pub enum Pin {
     /// ANSI_QUOTES or a multi-byte client character set: what it does
     /// cannot be told, so the client keeps its connection, on the primary.
     Dialect,
+    /// The default database's name is not ASCII and the client's
+    /// character set is not UTF-8: only the client's own bytes name it
+    /// (`frontend/session/schema.rs`).
+    Schema,
 }
 
 /// Session variables the server uses for the next statement (or, for
@@ -106,7 +110,7 @@ pub const REPLICATION_CONNECTION_VARIABLES: [&str; 2] =
     ["max_relay_log_size", "sql_slave_skip_counter"];
 
 impl Pin {
-    pub const ALL: [Pin; 31] = [
+    pub const ALL: [Pin; 32] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -138,6 +142,7 @@ impl Pin {
         Pin::Replication,
         Pin::SessionStatus,
         Pin::Dialect,
+        Pin::Schema,
     ];
 
     pub fn name(self) -> &'static str {
@@ -173,6 +178,7 @@ impl Pin {
             Pin::Replication => "replication",
             Pin::SessionStatus => "session_status",
             Pin::Dialect => "unknown_dialect",
+            Pin::Schema => "database_name_charset",
         }
     }
 }

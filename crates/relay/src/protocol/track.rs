@@ -284,16 +284,23 @@ pub fn filter(p: &[u8], view: &TrackView) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The same OK for a client without CLIENT_SESSION_TRACK: the info text
-/// unprefixed to the end, no state data, the state-changed flag cleared.
+/// The same OK for a client without CLIENT_SESSION_TRACK, as the server
+/// writes it to such a client: the info text, if any, still
+/// length-prefixed (MariaDB and MySQL store it so in both layouts, and
+/// libmariadb and mysqlnd read it so; the protocol's documentation says
+/// "string to the end"), no state data, the state-changed flag cleared.
 pub fn strip(p: &[u8]) -> Option<Vec<u8>> {
     let l = layout(p, true)?;
-    let mut out = Vec::with_capacity(l.after_warnings + l.info.len());
+    let mut out = Vec::with_capacity(l.after_warnings + 9 + l.info.len());
     out.extend_from_slice(p.get(..l.after_warnings)?);
     let st = l.after_warnings - 4;
     let status = l.ok.status & !STATUS_SESSION_STATE_CHANGED;
     out[st..st + 2].copy_from_slice(&status.to_le_bytes());
-    out.extend_from_slice(p.get(l.info)?);
+    let info = p.get(l.info)?;
+    if !info.is_empty() {
+        sqlfleet_wire::packet::put_lenenc(&mut out, info.len() as u64);
+        out.extend_from_slice(info);
+    }
     Some(out)
 }
 
@@ -365,8 +372,9 @@ mod tests {
         let p = tracked_ok(b"Rows matched: 3", &[(2, b"\x011".to_vec())]);
         let s = strip(&p).expect("strip");
         assert_eq!(parse_ok(&s, false).expect("ok").status, 0x0002);
-        assert!(s.ends_with(b"Rows matched: 3"));
-        assert_eq!(s.len(), 7 + 15);
+        // Length-prefixed, as the server writes it without tracking.
+        assert!(s.ends_with(b"\x0fRows matched: 3"));
+        assert_eq!(s.len(), 7 + 1 + 15);
         // An OK without info or state is unchanged.
         let bare = vec![0x00, 0, 0, 2, 0, 0, 0];
         assert_eq!(strip(&bare), Some(bare.clone()));

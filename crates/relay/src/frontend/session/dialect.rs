@@ -51,28 +51,45 @@ pub fn of_session(
             ansi_quotes = true;
         }
     }
-    // The client's character set: the variable as the server reported it,
-    // or a `SET NAMES` / `SET CHARACTER SET` recorded from the text (a
-    // server without session tracking; it replaces the variable, `upsert`).
+    let charset = match client_set(settings, login_collation)? {
+        ClientSet::Collation(id) => Multibyte::of_collation(u16::from(id)),
+        ClientSet::Named(cs) => Multibyte::of_charset(&cs),
+    };
+    Some(Dialect {
+        no_backslash_escapes,
+        ansi_quotes,
+        charset,
+    })
+}
+
+/// How a session's client character set is known.
+pub enum ClientSet<'a> {
+    /// The login's collation (no setting since, or `= DEFAULT`).
+    Collation(u8),
+    /// A set named by a setting.
+    Named(Cow<'a, str>),
+}
+
+/// The session's client character set: the variable as the server
+/// reported it, or a `SET NAMES` / `SET CHARACTER SET` recorded from the
+/// text (a server without session tracking; it replaces the variable,
+/// `upsert`), else the login's. `None` when a setting's value cannot be
+/// told.
+pub fn client_set(settings: &[Setting], login_collation: u8) -> Option<ClientSet<'_>> {
     let client = settings.iter().rev().find(|s| {
         matches!(
             s.name.as_str(),
             "character_set_client" | "names" | "charset"
         )
     });
-    let charset = match client {
-        None => Multibyte::of_collation(u16::from(login_collation)),
+    Some(match client {
+        None => ClientSet::Collation(login_collation),
         Some(s) if s.name == "character_set_client" => match value_of(&s.text) {
-            Value::Literal(cs) => Multibyte::of_charset(&cs),
-            Value::Default => Multibyte::of_collation(u16::from(login_collation)),
+            Value::Literal(cs) => ClientSet::Named(cs),
+            Value::Default => ClientSet::Collation(login_collation),
             Value::Unknown => return None,
         },
-        Some(s) => Multibyte::of_charset(named_set(&s.text)?),
-    };
-    Some(Dialect {
-        no_backslash_escapes,
-        ansi_quotes,
-        charset,
+        Some(s) => ClientSet::Named(Cow::Borrowed(named_set(&s.text)?)),
     })
 }
 

@@ -131,6 +131,12 @@ impl Session {
                 if self.st.mode() == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id()));
                 }
+                if let Some(bytes) = self.login_db_bytes.take() {
+                    if let Err(e) = self.login_db_by_bytes(&mut c, bytes).await {
+                        self.ctx.pool.discard(c);
+                        return Err(e);
+                    }
+                }
                 self.conn = Some(c);
                 Ok(())
             }
@@ -164,6 +170,8 @@ impl Session {
             self.replay_settings(c).await?;
         }
         match (&self.st.db(), c.db()) {
+            // The login's database, named next in the client's bytes.
+            (None, _) if self.login_db_bytes.is_some() => {}
             (Some(d), cur) if cur != Some(d.as_str()) => {
                 let mut p = vec![COM_INIT_DB];
                 p.extend_from_slice(d.as_bytes());
@@ -185,6 +193,53 @@ impl Session {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The login's database named in the client's own bytes (`schema.rs`):
+    /// the name the server reports back for it becomes the session's, and
+    /// the session keeps `c` while it is its default. A server that does
+    /// not report it (session_track_schema off) refuses the login clearly
+    /// rather than leave the relay a name it cannot say again.
+    async fn login_db_by_bytes(&mut self, c: &mut BackendConn, bytes: Vec<u8>) -> Result<(), Fail> {
+        let mut p = vec![COM_INIT_DB];
+        p.extend_from_slice(&bytes);
+        let o = command::command(c, &p, Expect::Single)
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        if let Some((code, msg)) = o.error {
+            return Err(Fail::Err(code, "42000", msg));
+        }
+        let named = o.changes.iter().rev().find_map(|ch| match ch {
+            crate::protocol::track::Change::Schema(d) if !d.is_empty() => Some(d.clone()),
+            _ => None,
+        });
+        let Some(name) = named else {
+            return Err(Fail::Err(
+                1049,
+                "42000",
+                format!(
+                    "sqlfleet relay: the server did not report the name of database '{}' (session_track_schema is off), which this client's character set writes outside ASCII; log in without a database and USE it, or turn session_track_schema on",
+                    String::from_utf8_lossy(&bytes).escape_debug()
+                ),
+            ));
+        };
+        self.st.use_db(Some(name.clone()));
+        c.note_db(Some(name));
+        self.hold_for_schema();
+        Ok(())
+    }
+
+    /// Keeps the connection while only the client's bytes can name its
+    /// default database (`schema.rs`).
+    pub(super) fn hold_for_schema(&mut self) {
+        let keep = super::schema::keeps_connection(
+            self.st.db().as_deref(),
+            self.st.settings(),
+            self.shape.collation,
+        );
+        if self.st.hold(Pin::Schema, keep) {
+            self.ctx.metrics.pin(Pin::Schema);
+        }
     }
 
     /// One SET: the client's settings `c` lacks, its LAST_INSERT_ID(), and
@@ -514,6 +569,7 @@ impl Session {
     /// In transaction mode, hands the backend connection back when nothing
     /// ties the client to it.
     pub(super) fn release_if_free(&mut self) {
+        self.hold_for_schema();
         if self.st.may_release() {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.put(c);

@@ -259,6 +259,17 @@ impl ClientState {
         self.pins.insert(p)
     }
 
+    /// Holds pin `p` while `on` (a rule the session works out); true when
+    /// it is new.
+    pub fn hold(&mut self, p: Pin, on: bool) -> bool {
+        if on {
+            self.pins.insert(p)
+        } else {
+            self.pins.remove(&p);
+            false
+        }
+    }
+
     fn take(&mut self, p: Pin, out: &mut ForConn) {
         if self.pins.insert(p) {
             out.pinned.push(p);

@@ -60,7 +60,7 @@ impl Session {
         self.clear_state(ran_on_held);
         // What the server's reset leaves that a new session would not have
         // is a setting like any other.
-        if let Some(s) = crate::backend::pool::left_by_client_reset(self.shape.caps) {
+        for s in crate::backend::pool::left_by_client_reset(self.shape.caps) {
             self.st.set(&s);
             if let Some(c) = self.conn.as_mut() {
                 c.note_setting(&s);
