@@ -38,6 +38,9 @@ function show(label, rows, fields) {
   }
   show('select', ...(await c.query('SELECT id, v, d, HEX(b), j, ts FROM t ORDER BY id')));
   show('param select', ...(await c.execute('SELECT id, v, d, ts FROM t WHERE id > ? ORDER BY id', [1])));
+  // An OK's info text (mysql2 reads changedRows from it).
+  const [upd] = await c.query('UPDATE t SET v = v WHERE id = 1');
+  console.log('update', upd.affectedRows, upd.changedRows, `[${upd.info}]`);
   await c.query('CREATE PROCEDURE p() BEGIN SELECT COUNT(*) AS n FROM t; SELECT v FROM t ORDER BY id; END');
   show('call', ...(await c.query('CALL p()')));
   show('multi', ...(await c.query('SELECT 1 AS one; SELECT 2 AS two')));
