@@ -575,16 +575,59 @@ async fn every_capability_flag_gives_through_the_relay_what_a_direct_login_gives
 /// A logged-in plain connection (libmariadb's flags) with this collation
 /// and database.
 async fn open(port: u16, collation: u8, db: &[u8]) -> Conn<TcpStream> {
-    let (s, _) = loop {
+    open_with_nonce(port, collation, db).await.0
+}
+
+async fn open_with_nonce(port: u16, collation: u8, db: &[u8]) -> (Conn<TcpStream>, Vec<u8>) {
+    let (s, hello) = loop {
         match login(port, (BASE, 0), collation, db).await {
             Err(e) if e == AGAIN => continue,
             r => break r.expect("login"),
         }
     };
-    Conn {
-        s,
-        reset: None,
-        deprecate_eof: false,
+    (
+        Conn {
+            s,
+            reset: None,
+            deprecate_eof: false,
+        },
+        hello.nonce,
+    )
+}
+
+/// COM_CHANGE_USER to [`USER`] with this database and collation (the
+/// token from the connection's greeting `nonce`); the reply's packets.
+async fn change_user(c: &mut Conn<TcpStream>, nonce: &[u8], db: &[u8], collation: u8) -> Reply {
+    let token = handshake::native_token(nonce, PASSWORD);
+    let mut p = vec![0x11];
+    p.extend_from_slice(USER.as_bytes());
+    p.push(0);
+    p.push(token.len() as u8);
+    p.extend_from_slice(&token);
+    p.extend_from_slice(db);
+    p.push(0);
+    p.extend_from_slice(&[collation, 0]);
+    p.extend_from_slice(handshake::NATIVE.as_bytes());
+    p.push(0);
+    // (The login had CONNECT_ATTRS: none this time.)
+    p.push(0);
+    let mut out = Vec::new();
+    c.command(&p).await.expect("change user");
+    loop {
+        let r = c.read(&mut out).await.expect("change user reply");
+        match r.first() {
+            Some(0xFE) if r.len() > 1 => {
+                let mut i = 1;
+                let end = r[i..].iter().position(|&b| b == 0).unwrap_or(0);
+                i += end + 1;
+                let nonce: Vec<u8> = r[i..].iter().copied().take_while(|&b| b != 0).collect();
+                let seq = out.last().map(|(s, _)| s.wrapping_add(1)).unwrap_or(0);
+                packet::write(&mut c.s, seq, &handshake::native_token(&nonce, PASSWORD))
+                    .await
+                    .expect("auth switch");
+            }
+            _ => return out,
+        }
     }
 }
 
@@ -654,6 +697,37 @@ async fn a_database_named_in_the_clients_own_character_set_is_the_one_it_means()
                 String::from_utf8_lossy(use_db),
                 replies[0],
                 replies[1]
+            ));
+        }
+    }
+    // COM_CHANGE_USER naming such a database.
+    for (collation, db) in [(LATIN1, &b"caf\xe9"[..]), (SJIS, &b"\x95\x5c"[..])] {
+        let mut replies = Vec::new();
+        for port in [direct_port, relay_port] {
+            let (mut a, nonce) = open_with_nonce(port, UTF8MB4, DB.as_bytes()).await;
+            // How the exchange goes differs (the server switches the
+            // plugin, the relay checks the token it has; the server's OK
+            // reports the session's changes): how it ends, compared.
+            let ended = change_user(&mut a, &nonce, db, collation).await;
+            let ended = ended.last().map(|(_, p)| p.first().copied());
+            let mut got = vec![vec![(0, vec![ended.flatten().unwrap_or(0)])]];
+            let mut b = open(port, collation, DB.as_bytes()).await;
+            got.push(
+                b.request(&Request::Text("SELECT DATABASE()"))
+                    .await
+                    .expect("b"),
+            );
+            got.push(
+                a.request(&Request::Text("SELECT DATABASE(), i FROM t"))
+                    .await
+                    .expect("a"),
+            );
+            replies.push(got);
+        }
+        if replies[0] != replies[1] {
+            failures.push(format!(
+                "change user to {db:02x?}:\n  direct {:02x?}\n  relay  {:02x?}",
+                replies[0], replies[1]
             ));
         }
     }

@@ -202,7 +202,7 @@ impl Session {
     /// ended as the server ends it, the new one's connection ready, OK.
     async fn become_user(
         &mut self,
-        (user, database, collation): (String, Option<String>, Option<u8>),
+        (user, database, collation): (String, Option<Vec<u8>>, Option<u8>),
         account: Option<std::sync::Arc<BackendAccount>>,
         seq: u8,
     ) -> Result<(), Fail> {
@@ -237,10 +237,22 @@ impl Session {
         if let Some(coll) = collation {
             self.shape.collation = coll;
         }
-        self.st.use_db(database);
+        // A name only the client's bytes say is sent as they are (`schema.rs`).
+        let (name, bytes) = match database {
+            None => (None, None),
+            Some(b) => match super::schema::login_name(&b, self.shape.collation) {
+                Some(name) => (Some(name), None),
+                None => (None, Some(b)),
+            },
+        };
+        self.st.use_db(name);
+        self.login_db_bytes = bytes;
         let ready = match keep {
             Some(c) => self.reset_in_place(c).await,
-            None if self.st.db().is_some() || self.account.is_some() => {
+            None if self.st.db().is_some()
+                || self.login_db_bytes.is_some()
+                || self.account.is_some() =>
+            {
                 self.ensure_conn().await.map(drop)
             }
             None => Ok(()),
@@ -269,7 +281,8 @@ impl Session {
 struct ChangeUser {
     user: String,
     auth: Vec<u8>,
-    database: Option<String>,
+    /// In the client's bytes (its collation's character set).
+    database: Option<Vec<u8>>,
     collation: Option<u8>,
     plugin: Option<String>,
 }
@@ -296,7 +309,7 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
     // packet as malformed (1047), as it does a packet that ends right
     // after the credential.
     let db = cstr(&mut i)?;
-    let database = (!db.is_empty()).then(|| String::from_utf8_lossy(&db).into_owned());
+    let database = (!db.is_empty()).then_some(db);
     let mut collation = None;
     if let Some(c) = p.get(i..i + 2) {
         collation = Some(c[0]);
@@ -344,9 +357,13 @@ mod tests {
         ];
         for (p, want) in rows {
             let got = parse_change_user(p, SECURE_CONNECTION);
-            let got = got
-                .as_ref()
-                .map(|r| (r.user.as_str(), r.database.as_deref()));
+            let got = got.as_ref().map(|r| {
+                (
+                    r.user.as_str(),
+                    r.database.as_deref().map(String::from_utf8_lossy),
+                )
+            });
+            let want = want.map(|(u, d)| (u, d.map(std::borrow::Cow::from)));
             assert_eq!(got, want, "{p:?}");
         }
     }
