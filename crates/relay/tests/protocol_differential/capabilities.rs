@@ -51,6 +51,8 @@ enum Request {
     Text(&'static str),
     /// A text in the client's own bytes (not UTF-8).
     Bytes(&'static [u8]),
+    /// COM_INIT_DB with a name in the client's own bytes.
+    InitDb(&'static [u8]),
     /// Prepared, executed with one integer parameter, closed.
     Prepared(&'static str),
 }
@@ -99,7 +101,7 @@ impl Request {
     fn text(&self) -> String {
         match self {
             Request::Text(s) | Request::Prepared(s) => s.to_string(),
-            Request::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+            Request::Bytes(b) | Request::InitDb(b) => String::from_utf8_lossy(b).into_owned(),
         }
     }
 }
@@ -328,13 +330,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     async fn request(&mut self, r: &Request) -> Result<Reply, String> {
         let mut out = Vec::new();
         match r {
-            Request::Text(_) | Request::Bytes(_) => {
-                let sql = match r {
-                    Request::Text(t) => t.as_bytes(),
-                    Request::Bytes(b) => b,
+            Request::Text(_) | Request::Bytes(_) | Request::InitDb(_) => {
+                let (command, sql) = match r {
+                    Request::Text(t) => (0x03, t.as_bytes()),
+                    Request::Bytes(b) => (0x03, *b),
+                    Request::InitDb(b) => (0x02, *b),
                     Request::Prepared(_) => unreachable!(),
                 };
-                let mut body = vec![0x03];
+                let mut body = vec![command];
                 body.extend_from_slice(sql);
                 self.command(&body).await?;
                 self.results(&mut out).await?;
@@ -668,15 +671,17 @@ async fn a_database_named_in_the_clients_own_character_set_is_the_one_it_means()
             ));
         }
     }
-    // USE, then another client between two statements.
+    // USE (or COM_INIT_DB), then another client between two statements.
     for (collation, use_db) in [
-        (LATIN1, &b"USE `caf\xe9`"[..]),
-        (SJIS, &b"USE `\x95\x5c`"[..]),
+        (LATIN1, Request::Bytes(b"USE `caf\xe9`")),
+        (SJIS, Request::Bytes(b"USE `\x95\x5c`")),
+        (LATIN1, Request::InitDb(b"caf\xe9")),
+        (SJIS, Request::InitDb(b"\x95\x5c")),
     ] {
         let mut replies = Vec::new();
         for port in [direct_port, relay_port] {
             let mut a = open(port, collation, DB.as_bytes()).await;
-            let mut got = vec![a.request(&Request::Bytes(use_db)).await];
+            let mut got = vec![a.request(&use_db).await];
             let mut b = open(port, collation, DB.as_bytes()).await;
             for _ in 0..3 {
                 got.push(b.request(&Request::Text("SELECT DATABASE()")).await);
@@ -694,7 +699,7 @@ async fn a_database_named_in_the_clients_own_character_set_is_the_one_it_means()
         if replies[0] != replies[1] {
             failures.push(format!(
                 "{}:\n  direct {:02x?}\n  relay  {:02x?}",
-                String::from_utf8_lossy(use_db),
+                use_db.text(),
                 replies[0],
                 replies[1]
             ));
