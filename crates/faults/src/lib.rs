@@ -17,6 +17,8 @@
 //!   lands while the query after the point is in flight on the server);
 //! - `stop@N`: SIGSTOP itself on the Nth hit (a stalled process; whoever
 //!   holds its pid sends SIGCONT);
+//! - `int@N`, `term@N` (and `+Dms`): SIGINT or SIGTERM itself on the Nth
+//!   hit (Ctrl-C, or a service manager's stop, at exactly that instant);
 //! - anything else is the `fail` crate's own action grammar (`sleep(100)`,
 //!   `3*off->panic`, `pause`, ...).
 //!
@@ -44,6 +46,9 @@ pub enum Action {
     KillLater(u32, std::time::Duration),
     /// SIGSTOP this process on the `n`th hit.
     Stop(u32),
+    /// Send this signal (SIGINT, SIGTERM) to this process on the `n`th
+    /// hit, or this long after it.
+    Signal(libc::c_int, u32, Option<std::time::Duration>),
     /// A `fail` crate action, as written.
     Fail(String),
 }
@@ -93,17 +98,30 @@ pub fn parse(spec: &str) -> Result<Vec<Armed>, FaultError> {
                 _ => Err(bad("the hit after '@' is a number from 1")),
             }
         };
-        let action = if let Some(rest) = action.strip_prefix("kill@") {
+        // `N` or `N+Dms`.
+        let when = |rest: &str| -> Result<(u32, Option<std::time::Duration>), FaultError> {
             match rest.split_once('+') {
                 Some((n, later)) => {
                     let ms = later
                         .strip_suffix("ms")
                         .and_then(|m| m.parse::<u64>().ok())
                         .ok_or_else(|| bad("the delay after '+' is like 5ms"))?;
-                    Action::KillLater(nth(n)?, std::time::Duration::from_millis(ms))
+                    Ok((nth(n)?, Some(std::time::Duration::from_millis(ms))))
                 }
-                None => Action::Kill(nth(rest)?),
+                None => Ok((nth(rest)?, None)),
             }
+        };
+        let signal = [("int@", libc::SIGINT), ("term@", libc::SIGTERM)]
+            .iter()
+            .find_map(|(p, sig)| action.strip_prefix(p).map(|rest| (*sig, rest)));
+        let action = if let Some(rest) = action.strip_prefix("kill@") {
+            match when(rest)? {
+                (n, Some(d)) => Action::KillLater(n, d),
+                (n, None) => Action::Kill(n),
+            }
+        } else if let Some((sig, rest)) = signal {
+            let (n, later) = when(rest)?;
+            Action::Signal(sig, n, later)
         } else if let Some(rest) = action.strip_prefix("stop@") {
             Action::Stop(nth(rest)?)
         } else if action == "kill" {
@@ -146,6 +164,7 @@ pub fn arm(points: &[Armed]) -> Result<usize, FaultError> {
             Action::Kill(n) => on_hit(&p.name, *n, libc::SIGKILL, None)?,
             Action::KillLater(n, d) => on_hit(&p.name, *n, libc::SIGKILL, Some(*d))?,
             Action::Stop(n) => on_hit(&p.name, *n, libc::SIGSTOP, None)?,
+            Action::Signal(sig, n, later) => on_hit(&p.name, *n, *sig, *later)?,
             Action::Fail(a) => fail::cfg(p.name.clone(), a).map_err(|why| FaultError::Refused {
                 name: p.name.clone(),
                 why,
@@ -202,6 +221,19 @@ mod tests {
             ("", Ok(vec![])),
             ("a::b=kill@3", Ok(vec![("a::b", Action::Kill(3))])),
             ("a=kill", Ok(vec![("a", Action::Kill(1))])),
+            (
+                "a=int@2",
+                Ok(vec![("a", Action::Signal(libc::SIGINT, 2, None))]),
+            ),
+            (
+                "a=term@1+5ms",
+                Ok(vec![(
+                    "a",
+                    Action::Signal(libc::SIGTERM, 1, Some(std::time::Duration::from_millis(5))),
+                )]),
+            ),
+            ("a=int@0", Err("a number from 1")),
+            ("a=term@1+5", Err("like 5ms")),
             (
                 "a=kill@2+15ms",
                 Ok(vec![(

@@ -128,13 +128,24 @@ pub enum LoadError {
     Changed { path: PathBuf, what: String },
     #[error("{path}: refused: {what}; nothing was loaded")]
     Refused { path: PathBuf, what: String },
-    #[error("{path}: interrupted: {statements} {unit} ({rows} rows) committed and journaled; rerun with --resume to go on from there, or --restart to load again from the start")]
+    #[error("{path}: interrupted: {}", interrupted_advice(*statements, unit, *rows))]
     Interrupted {
         path: PathBuf,
         unit: &'static str,
         statements: u64,
         rows: u64,
     },
+}
+
+/// What an interrupted load did and what to run next. Before its first
+/// statement a load has written nothing, not even its journal (an earlier
+/// finished load of the same input keeps its own: `--resume` would find
+/// that one), so the same command is what runs next.
+fn interrupted_advice(statements: u64, unit: &str, rows: u64) -> String {
+    if statements == 0 {
+        return "before anything was committed: nothing of this run is on the target; run the same command again".into();
+    }
+    format!("{statements} {unit} ({rows} rows) committed and journaled; rerun with --resume to go on from there, or --restart to load again from the start")
 }
 
 impl From<sqlfleet_conn::ConnectError> for LoadError {
@@ -256,5 +267,26 @@ mod tests {
                 failure.way_on()
             );
         }
+    }
+
+    /// Interrupted before its first statement, a load has no journal of
+    /// its own to resume (`--resume` would find an earlier finished load
+    /// of the same input and call it loaded): the same command again.
+    #[test]
+    fn an_interrupt_says_what_runs_next() {
+        let at = |statements| {
+            LoadError::Interrupted {
+                path: PathBuf::from("d.sql"),
+                unit: "statements",
+                statements,
+                rows: 0,
+            }
+            .to_string()
+        };
+        assert!(at(0).contains("run the same command again"), "{}", at(0));
+        assert!(!at(0).contains("--resume"), "{}", at(0));
+        assert!(
+            at(3).contains("3 statements (0 rows) committed and journaled; rerun with --resume")
+        );
     }
 }

@@ -177,17 +177,36 @@ fn use_db(t: &[u8]) -> Option<String> {
 /// routines. Statements keep their text and delimiters otherwise. A
 /// statement whose names cannot be read for sure is an error naming its
 /// line (never copied unrenamed); so is a database `map` does not take.
-pub fn rewrite(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, SeedError> {
-    rename(input, out, map).map_err(SeedError::Dump)
+/// The renamed copy of a dump, its second line `-- {stamp}`: a stamp of
+/// this dump alone (the source, the snapshot, when, a nonce). The loader
+/// knows an input by its first MiB and size; two dumps of an unchanged
+/// source are byte for byte the same, and without the stamp a new seed's
+/// load would be taken for an earlier seed's finished one ("already
+/// loaded", nothing loaded, the seed recorded over empty databases).
+pub fn rewrite(
+    input: impl Read,
+    out: impl Write,
+    map: &DbMap,
+    stamp: &str,
+) -> Result<Rewritten, SeedError> {
+    rename(input, out, map, stamp).map_err(SeedError::Dump)
 }
 
-fn rename(input: impl Read, out: impl Write, map: &DbMap) -> Result<Rewritten, String> {
+fn rename(
+    input: impl Read,
+    out: impl Write,
+    map: &DbMap,
+    stamp: &str,
+) -> Result<Rewritten, String> {
     let mut out = BufWriter::with_capacity(1 << 20, out);
     let mut sp = Splitter::new(input);
     let mut r = Rewritten::default();
     let io = |e: std::io::Error| format!("writing the renamed dump: {e}");
     // The loader knows a dump by this line.
     out.write_all(b"-- MariaDB dump (renamed by sqlfleet replicate seed)\n")
+        .map_err(io)?;
+    let stamp = stamp.replace(['\n', '\r'], " ");
+    out.write_all(format!("-- {stamp}\n").as_bytes())
         .map_err(io)?;
     let target = |db: &str| -> Result<String, String> {
         map.map(db).map(str::to_string).ok_or_else(|| {
@@ -441,7 +460,7 @@ mod tests {
 
     fn run(input: &str, m: &DbMap) -> Result<String, String> {
         let mut out = Vec::new();
-        rewrite(input.as_bytes(), &mut out, m).map_err(|e| e.to_string())?;
+        rewrite(input.as_bytes(), &mut out, m, "stamp").map_err(|e| e.to_string())?;
         Ok(String::from_utf8(out).expect("utf8"))
     }
 
@@ -501,10 +520,38 @@ mod tests {
                 "CREATE DATABASE `app`;\nUSE `app`;\n".as_bytes(),
                 &mut out,
                 &m,
+                "stamp",
             )
             .expect("ok")
         };
         assert_eq!(r.databases, vec!["app_eu".to_string()]);
+    }
+
+    /// The stamp is the copy's second line, on one line whatever it holds:
+    /// two copies of one dump with their own stamps differ in their first
+    /// MiB (the loader's name for an input).
+    #[test]
+    fn each_copy_carries_its_own_stamp_at_its_head() {
+        let m = DbMap::default();
+        let copy = |stamp: &str| {
+            let mut out = Vec::new();
+            rewrite("CREATE TABLE t (i INT);\n".as_bytes(), &mut out, &m, stamp).expect("ok");
+            String::from_utf8(out).expect("utf8")
+        };
+        let (a, b) = (copy("seed of 'sd', run 1"), copy("seed of 'sd', run 2"));
+        assert_ne!(a, b);
+        assert_eq!(a.lines().nth(1), Some("-- seed of 'sd', run 1"));
+        assert!(a
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("-- MariaDB dump")));
+        assert_eq!(
+            copy("a\nDROP DATABASE x;").lines().nth(1),
+            Some("-- a DROP DATABASE x;")
+        );
+        assert!(!copy("a\nDROP DATABASE x;")
+            .lines()
+            .any(|l| l.starts_with("DROP")));
     }
 
     #[test]
@@ -525,7 +572,7 @@ mod tests {
             let mut tail = b"-- SET GLOBAL gtid_slave_pos='".to_vec();
             tail.extend_from_slice(&bytes);
             let _ = dump_gtid(&tail);
-            let _ = rewrite(&bytes[..], Vec::new(), &DbMap::default());
+            let _ = rewrite(&bytes[..], Vec::new(), &DbMap::default(), "stamp");
         }
     }
 

@@ -702,6 +702,112 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
     assert_setup_error(&o, "already hold tables");
 }
 
+/// `replicate seed` stopped by Ctrl-C or SIGTERM at each of its steps
+/// (while mariadb-dump runs, after the dump, at the load's first and a
+/// later committed batch): it exits 130 or 143 and says what to do in the
+/// seed's own words (never load's `--resume`, a flag seed does not have);
+/// run again, it finishes, and the copy equals the source.
+#[test]
+fn a_seed_stopped_by_a_signal_at_each_step_exits_as_interrupted_and_a_rerun_finishes_it() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    rt.block_on(async {
+        for db in ["sg_a", "sg_b"] {
+            exec(
+                s,
+                &format!(
+                    "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db}; \
+                     CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(200)); \
+                     INSERT INTO t SELECT seq, REPEAT(CHAR(65 + seq % 26), 150) FROM seq_1_to_60000"
+                ),
+            )
+            .await;
+        }
+    });
+    let cases: &[(&str, &str, i32)] = &[
+        ("seed::dumping", "int@1", 130),
+        ("seed::dumping", "term@1", 143),
+        ("seed::dumped", "int@1", 130),
+        ("load::batch_committed", "int@1", 130),
+        ("load::batch_committed", "term@2", 143),
+    ];
+    for (i, (point, action, code)) in cases.iter().enumerate() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let work = dir.path().join("work");
+        let name = format!("sg{i}");
+        // (A source name of its own: no positions from the cases before.)
+        rt.block_on(exec(
+            t,
+            "DROP DATABASE IF EXISTS sg_a; DROP DATABASE IF EXISTS sg_b",
+        ));
+        let c = config(
+            dir.path(),
+            "seed",
+            &format!(
+                "[target]\ndsn = \"{}\"\n[[source]]\nname = \"{name}\"\ndsn = \"{}\"\ninclude = [\"sg_*\"]\n",
+                t.dsn(),
+                s.dsn()
+            ),
+        );
+        let seed = || {
+            let mut cmd = sqlfleet();
+            cmd.args(["replicate", "seed", "--threads", "2", "--dir"])
+                .arg(&work)
+                .arg("--config")
+                .arg(&c)
+                .stdin(Stdio::null());
+            cmd
+        };
+        let what = format!("{point}={action}");
+        let o = seed()
+            .env("SQLFLEET_FAILPOINTS", &what)
+            .output()
+            .expect("seed");
+        assert_eq!(
+            o.status.code(),
+            Some(*code),
+            "{what}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let err = stderr(&o);
+        assert!(
+            err.contains("interrupted") && err.contains("run `replicate seed` again"),
+            "{what}: {err}"
+        );
+        assert!(
+            !err.contains("--resume"),
+            "{what}: load's advice leaked: {err}"
+        );
+        assert!(
+            !stdout(&o).contains("seeded source"),
+            "{what}: {}",
+            stdout(&o)
+        );
+        let o = seed().output().expect("seed again");
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{what}, then again: {}",
+            stderr(&o)
+        );
+        assert!(
+            stdout(&o).contains(&format!("seeded source '{name}'")),
+            "{}",
+            stdout(&o)
+        );
+        rt.block_on(async {
+            for db in ["sg_a", "sg_b"] {
+                assert_eq!(
+                    s.fingerprint(db).await,
+                    t.fingerprint(db).await,
+                    "{what}: {db} differs from the source after the rerun"
+                );
+            }
+        });
+    }
+}
+
 /// Replicating into one node of a real 3-node Galera cluster, killed -9
 /// once under live writes: every node ends equal to the source (the
 /// AUTO_INCREMENT counter aside: each Galera node steps its own), and a

@@ -87,7 +87,8 @@ enum Action {
     /// Copy each source's included databases to the target (renamed, from
     /// one consistent snapshot per source), then record that snapshot's
     /// GTID as where replication starts. Resumable: run it again after an
-    /// interruption. Exit codes: 0 seeded, 1 error (nothing recorded)
+    /// interruption. Exit codes: 0 seeded, 1 error (nothing recorded), 130
+    /// interrupted (143 on SIGTERM; run it again to go on)
     Seed {
         /// The config file replicate runs with
         #[arg(long, value_name = "FILE")]
@@ -222,12 +223,14 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
                 if source.as_ref().is_some_and(|n| *n != s.name) {
                     continue;
                 }
-                anyhow::ensure!(
-                    !*interrupt.borrow(),
-                    "interrupted before source '{}'; run seed again to go on",
-                    s.name
-                );
-                crate::cmd::replicate_seed::seed_one(
+                if *interrupt.borrow() {
+                    eprintln!(
+                        "sqlfleet replicate seed: interrupted before source '{}': run `replicate seed` again to go on",
+                        s.name
+                    );
+                    return Ok(crate::shutdown::interrupted_exit());
+                }
+                let seeded = crate::cmd::replicate_seed::seed_one(
                     s,
                     src,
                     &target,
@@ -236,8 +239,15 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
                     force,
                     interrupt.clone(),
                 )
-                .await
-                .with_context(|| format!("seeding source '{}'", s.name))?;
+                .await;
+                match seeded {
+                    Ok(()) => {}
+                    Err(e) if e.is::<crate::cmd::replicate_seed::Interrupted>() => {
+                        eprintln!("sqlfleet replicate seed: {e}");
+                        return Ok(crate::shutdown::interrupted_exit());
+                    }
+                    Err(e) => return Err(e.context(format!("seeding source '{}'", s.name))),
+                }
             }
             Ok(Exit::Ok)
         }

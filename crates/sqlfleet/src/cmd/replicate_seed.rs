@@ -11,6 +11,19 @@ use sqlfleet_replicate::config::Source;
 use sqlfleet_replicate::gtid::GtidPos;
 use sqlfleet_replicate::seed::{self, State, Step, Work};
 
+/// A seed a signal stopped: what it had done, in the seed's own words
+/// (the caller exits 130, or 143 on SIGTERM).
+#[derive(Debug)]
+pub struct Interrupted(pub String);
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// Copies one source to the target and records where it starts.
 pub async fn seed_one(
     s: &Source,
@@ -61,7 +74,10 @@ pub async fn seed_one(
             );
             (GtidPos::parse(&state.gtid).map_err(|e| anyhow!(e))?, false)
         }
-        Step::Dump => (dump(s, source, target, &work, force).await?, true),
+        Step::Dump => (
+            dump(s, source, target, &work, force, interrupt.clone()).await?,
+            true,
+        ),
     };
     let opts = sqlfleet_load::LoadOptions {
         target: target.with_database(None),
@@ -89,9 +105,13 @@ pub async fn seed_one(
         comments: false,
         interrupt: Some(interrupt),
     };
-    let summary = sqlfleet_load::load(opts)
-        .await
-        .map_err(|e| anyhow!("loading {}: {e}", work.dump.display()))?;
+    let summary = sqlfleet_load::load(opts).await.map_err(|e| match e {
+        sqlfleet_load::LoadError::Interrupted { rows, .. } => anyhow::Error::new(Interrupted(format!(
+            "interrupted while loading the copy of source '{}' ({rows} rows committed by this run, journaled): nothing is recorded yet; run `replicate seed` again to go on from there",
+            s.name
+        ))),
+        e => anyhow!("loading {}: {e}", work.dump.display()),
+    })?;
     anyhow::ensure!(
         summary.complete && summary.errors == 0,
         "loading {}: not complete; run seed again to go on",
@@ -103,10 +123,10 @@ pub async fn seed_one(
         .map_err(|e| anyhow!(e))?;
     sqlfleet_faults::point!("seed::recorded");
     println!(
-        "seeded source '{}': {} rows into {}, from the snapshot at GTID {gtid}; `replicate` continues from there",
+        "seeded source '{}' into {} ({} rows loaded by this run), from the snapshot at GTID {gtid}; `replicate` continues from there",
         s.name,
-        summary.rows,
-        work.read_state().databases.join(", ")
+        work.read_state().databases.join(", "),
+        summary.rows
     );
     // The copy is recorded: its work files are no longer needed.
     let _ = std::fs::remove_file(&work.dump);
@@ -122,6 +142,7 @@ async fn dump(
     target: &Target,
     work: &Work,
     force: bool,
+    mut interrupt: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<GtidPos> {
     let dbs = seed::source_databases(source, &s.dbs)
         .await
@@ -165,7 +186,7 @@ async fn dump(
         }
     };
     let raw = std::fs::File::create(&work.raw).with_context(|| work.raw.display().to_string())?;
-    let out = tokio::process::Command::new("mariadb-dump")
+    let child = tokio::process::Command::new("mariadb-dump")
         .arg(format!("--defaults-file={}", cnf.display()))
         .args([
             "--single-transaction",
@@ -178,11 +199,27 @@ async fn dump(
         .args(&dbs)
         .stdout(raw)
         .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
-        .context("running mariadb-dump (Debian's mariadb-client)")?
-        .wait_with_output()
-        .await;
+        .context("running mariadb-dump (Debian's mariadb-client)")?;
+    sqlfleet_faults::point!("seed::dumping");
+    // A signal stops the dump (dropped, the child is killed): the next
+    // run dumps again from a new snapshot.
+    let out = tokio::select! {
+        out = child.wait_with_output() => Some(out),
+        _ = interrupt.wait_for(|stop| *stop) => None,
+    };
     let _ = std::fs::remove_file(&cnf);
+    let Some(out) = out else {
+        if let Some(h) = held {
+            h.end().await;
+        }
+        let _ = std::fs::remove_file(&work.raw);
+        return Err(anyhow::Error::new(Interrupted(format!(
+            "interrupted while dumping source '{}': nothing is copied or recorded; run `replicate seed` again (it dumps again)",
+            s.name
+        ))));
+    };
     if let Some(h) = held {
         h.end().await;
     }
@@ -205,7 +242,17 @@ async fn dump(
     let output =
         std::fs::File::create(&work.dump).with_context(|| work.dump.display().to_string())?;
     set_mode(&work.dump, 0o600)?;
-    let r = seed::rewrite(std::io::BufReader::new(input), output, &s.dbs)
+    // This dump's own stamp (see `seed::rewrite`).
+    let stamp = format!(
+        "seed of source '{}', snapshot {gtid}, dumped at {} by process {}",
+        s.name,
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| format!("{}.{:09}", d.as_secs(), d.subsec_nanos()))
+            .unwrap_or_default(),
+        std::process::id()
+    );
+    let r = seed::rewrite(std::io::BufReader::new(input), output, &s.dbs, &stamp)
         .map_err(|e| anyhow!("{}: {e}", work.raw.display()))?;
     work.write_state(&State {
         dumped: true,
