@@ -2572,3 +2572,68 @@ fn every_sql_mode_the_server_lists_loads_a_dump_as_the_stock_client_does() {
     }
     assert!(differ.is_empty(), "{differ:#?}");
 }
+
+/// Ctrl-C or SIGTERM at each of the load's instants (a batch sent, its
+/// journal row written, it committed; the last batch done, before the
+/// load's end is recorded), at the first and a later hit: the load exits
+/// 130 or 143 (0 only when it had nothing left), says what to run next,
+/// and that command — whatever it says, taken at its word — finishes it
+/// exactly as the stock client loads the dump.
+#[test]
+fn a_signal_at_each_load_instant_stops_it_and_its_own_advice_finishes_it() {
+    let srv = server();
+    let dir = tmp();
+    let file = dir.path().join("three.sql");
+    big_dump(&file, 3, 12_000);
+    let stock = fresh_db(srv, "stock_sig");
+    mariadb(srv, &["-D", &stock], Some(&file));
+    let cases: &[(&str, &str, i32)] = &[
+        ("load::batch_sent", "int@1", libc::SIGINT),
+        ("load::batch_sent", "term@3", libc::SIGTERM),
+        ("load::batch_journaled", "int@2", libc::SIGINT),
+        ("load::batch_committed", "term@1", libc::SIGTERM),
+        ("load::batch_committed", "int@5", libc::SIGINT),
+        ("load::before_finish", "term@1", libc::SIGTERM),
+    ];
+    for (i, (point, action, sig)) in cases.iter().enumerate() {
+        let what = format!("{point}={action}");
+        let ours = fresh_db(srv, &format!("ours_sig{i}"));
+        let run = |extra: &[&str], armed: bool| {
+            let mut c = common::sqlfleet();
+            c.arg("load")
+                .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+                .args(["-D", &ours, "--progress", "none", "--threads", "3"])
+                .args(["--batch-bytes", "60000"])
+                .args(extra)
+                .arg(&file)
+                .stdin(Stdio::null());
+            if armed {
+                c.env("SQLFLEET_FAILPOINTS", &what);
+            }
+            c.output().expect("load")
+        };
+        let o = run(&[], true);
+        let e = stderr(&o);
+        let code = o.status.code();
+        eprintln!("{what}: exit {code:?}");
+        if code != Some(0) {
+            assert_eq!(code, Some(128 + sig), "{what}: {e}");
+            assert!(e.contains("interrupted"), "{what}: {e}");
+            let next: &[&str] = if e.contains("rerun with --resume") {
+                &["--resume"]
+            } else if e.contains("run the same command again") {
+                &[]
+            } else {
+                panic!("{what}: no word on what to run next: {e}");
+            };
+            let again = run(next, false);
+            assert_eq!(
+                again.status.code(),
+                Some(0),
+                "{what}, then {next:?}: {}",
+                stderr(&again)
+            );
+        }
+        assert_same(srv, &stock, &ours, &what);
+    }
+}
