@@ -322,6 +322,12 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
         return None;
     }
     let plugin = cstr(&mut i).map(|v| String::from_utf8_lossy(&v).into_owned());
+    // A client that logged in with connection attributes sends them
+    // again (a length the packet holds; their inside is not checked):
+    // without them the server refuses the packet (1047).
+    if caps & sqlfleet_wire::handshake::CONNECT_ATTRS != 0 {
+        sqlfleet_wire::packet::lenenc_bytes(p, &mut i).ok()?;
+    }
     Some(ChangeUser {
         user,
         auth,
@@ -334,7 +340,7 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sqlfleet_wire::handshake::SECURE_CONNECTION;
+    use sqlfleet_wire::handshake::{CONNECT_ATTRS, PLUGIN_AUTH, SECURE_CONNECTION};
 
     #[test]
     fn a_change_user_is_read_as_the_server_reads_it() {
@@ -366,5 +372,16 @@ mod tests {
             let want = want.map(|(u, d)| (u, d.map(std::borrow::Cow::from)));
             assert_eq!(got, want, "{p:?}");
         }
+        // A login with connection attributes: the change sends them too
+        // (a length the packet holds).
+        let with_attrs = |tail: &[u8]| {
+            let mut p = b"\x11u\0\x02abdb\0\x21\0mysql_native_password\0".to_vec();
+            p.extend_from_slice(tail);
+            parse_change_user(&p, SECURE_CONNECTION | PLUGIN_AUTH | CONNECT_ATTRS).is_some()
+        };
+        assert!(!with_attrs(b""));
+        assert!(with_attrs(b"\x00"));
+        assert!(with_attrs(b"\x03\x01k\x05"));
+        assert!(!with_attrs(b"\x09\x01k"));
     }
 }
