@@ -8,18 +8,38 @@ use crate::run::Summary;
 use crate::source::SourceView;
 use crate::status::SourceStatus;
 
-/// At most `n` characters of a message, on one line.
+/// At most `n` characters of a message, on one line, printable: a
+/// server's error quotes the statement's values (`Duplicate entry
+/// '...'`), which a source's application wrote, and a terminal must show
+/// an escape sequence in them, never obey it.
 fn short(s: &str, n: usize) -> String {
     let one: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one.chars().count() <= n {
+    let one = if one.chars().count() <= n {
         one
     } else {
         format!("{}...", one.chars().take(n).collect::<String>())
+    };
+    sqlfleet_dump::printable::printable(&one).into_owned()
+}
+
+/// Text for a terminal: every line printable (a stream is named after a
+/// source's database, whose name may hold any character but NUL).
+fn terminal(s: String) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\n') {
+        return s;
     }
+    s.split('\n')
+        .map(|l| sqlfleet_dump::printable::printable(l).into_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// One line for all sources, every few seconds.
 pub fn progress_line(views: &[SourceView]) -> String {
+    terminal(progress_line_raw(views))
+}
+
+fn progress_line_raw(views: &[SourceView]) -> String {
     views
         .iter()
         .map(|v| {
@@ -54,6 +74,10 @@ pub fn progress_line(views: &[SourceView]) -> String {
 
 /// The end of a run: totals, then every stopped stream on a line of its own.
 pub fn summary_text(s: &Summary) -> String {
+    terminal(summary_text_raw(s))
+}
+
+fn summary_text_raw(s: &Summary) -> String {
     let mut out =
         format!(
         "replicate: applied {} transactions from {} in {:.1}s ({:.0}/s); {} stopped; floors: {}\n",
@@ -112,6 +136,10 @@ pub fn summary_text(s: &Summary) -> String {
 /// position, how far behind and the lag; per stream its state and
 /// position, the error of a stopped one; the skips recorded.
 pub fn status_text(st: &[SourceStatus]) -> String {
+    terminal(status_text_raw(st))
+}
+
+fn status_text_raw(st: &[SourceStatus]) -> String {
     let mut out = String::new();
     for s in st {
         out.push_str(&format!(
@@ -200,6 +228,27 @@ mod tests {
             },
         );
         v
+    }
+
+    #[test]
+    fn a_database_named_with_an_escape_sequence_is_shown_not_obeyed() {
+        let mut v = view("eu", true, Some(3));
+        let x = v.streams.remove("app_eu").expect("stream");
+        v.streams.insert("app\x1b[2J".into(), x);
+        for text in [progress_line(std::slice::from_ref(&v))] {
+            assert!(!text.chars().any(char::is_control), "{text:?}");
+            assert!(text.contains("app\\x1b[2J"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_servers_message_is_one_printable_line() {
+        assert_eq!(short("a\n b\tc", 10), "a b c");
+        assert_eq!(
+            short("Duplicate entry '\x1b]0;x\x07' for key", 100),
+            "Duplicate entry '\\x1b]0;x\\x07' for key"
+        );
+        assert_eq!(short("abcdef", 3), "abc...");
     }
 
     #[test]

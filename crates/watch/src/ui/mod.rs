@@ -1,5 +1,12 @@
 //! What a server looks like on a screen: the columns, their text, the
 //! worst-first order. Used by the plain table (`--once`) and the TUI.
+//!
+//! Text from the servers — a statement's text in the processlist or a
+//! digest, a replication error, a version string, names — reaches a
+//! terminal only through [`shown_text`]: its control characters written as
+//! `\xNN`, never obeyed (any account that runs a query could otherwise
+//! retitle, clear or recolour the terminal of whoever watches; the TUI
+//! library passes them through).
 
 pub mod tui;
 
@@ -71,8 +78,17 @@ pub fn replication(s: &Server) -> String {
     }
 }
 
-/// The cells of one server's row, in [`COLUMNS`] order.
+/// Outside text as a terminal may show it (see the module doc).
+pub fn shown_text(s: &str) -> String {
+    sqlfleet_dump::printable::printable(s).into_owned()
+}
+
+/// The cells of one server's row, in [`COLUMNS`] order, printable.
 pub fn cells(s: &Server) -> Cells {
+    raw_cells(s).map(|c| shown_text(&c))
+}
+
+fn raw_cells(s: &Server) -> Cells {
     let f = Figures::of(s);
     // Figures are only given while the server answers.
     let sample = s.sample.as_ref().filter(|_| f.running.is_some());
@@ -168,8 +184,12 @@ pub fn summary(f: &Fleet) -> String {
     )
 }
 
-/// One event as a log line (the `--ui none` text output).
+/// One event as a log line (the `--ui none` text output), printable.
 pub fn event_line(e: &Event) -> String {
+    shown_text(&raw_event_line(e))
+}
+
+fn raw_event_line(e: &Event) -> String {
     match e {
         Event::State {
             server,

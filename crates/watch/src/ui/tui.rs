@@ -254,7 +254,20 @@ pub fn statement_lines(top: Vec<crate::statements::Top>, fleet: bool) -> Vec<Lin
             t.digest
         )));
     }
-    l
+    printable_lines(l)
+}
+
+/// Lines whose text came from the servers, printable (the `ui` module doc).
+fn printable_lines(lines: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    lines
+        .into_iter()
+        .map(|mut l| {
+            for s in &mut l.spans {
+                s.content = super::shown_text(&s.content).into();
+            }
+            l
+        })
+        .collect()
 }
 
 /// How wide a column is drawn; WHY takes what is left.
@@ -373,7 +386,7 @@ pub fn detail(s: &Server) -> Vec<Line<'static>> {
             false,
         ));
     }
-    l
+    printable_lines(l)
 }
 
 type Term = Terminal<CrosstermBackend<Stdout>>;
@@ -519,6 +532,80 @@ mod tests {
                 "an empty GTID is a dash: {channel}"
             );
         }
+    }
+
+    /// Text any account can put on a server (a statement's text, a user,
+    /// a database name, a replication error quoting a statement) and a
+    /// version string: drawn on the screen, in the table, the detail and
+    /// the statements pane, and printed by `--once` and `--ui none`, as
+    /// `\x1b`, never as the escape sequence itself.
+    #[test]
+    fn what_the_servers_say_is_shown_never_obeyed() {
+        const EVIL: &str = "\x1b]0;owned\x07\x1b[2J\r";
+        let mut s = Server::new(&sqlfleet_fanout::hosts::Host::tcp("db1", 3306));
+        let mut x = crate::sample::Sample {
+            version: format!("10.11{EVIL}"),
+            ..Default::default()
+        };
+        x.running.push(crate::sample::Running {
+            id: 7,
+            user: format!("u{EVIL}"),
+            db: format!("d{EVIL}"),
+            seconds: 3,
+            command: "Query".into(),
+            info: format!("SELECT '{EVIL}'"),
+        });
+        x.channels.push(crate::sample::Channel {
+            name: "eu".into(),
+            last_error: format!("Error '{EVIL}' on query"),
+            ..Default::default()
+        });
+        s.sample = Some(x);
+        s.state = State::Degraded;
+        s.reason = format!("replication stopped: Error '{EVIL}'");
+        let fleet = Fleet {
+            servers: vec![s],
+            judged: None,
+        };
+        for (detail, statements) in [(false, false), (true, false), (false, true)] {
+            let mut app = App {
+                sort: Sort::Worst,
+                filter: String::new(),
+                editing: false,
+                compact: false,
+                detail,
+                statements,
+                table: TableState::default(),
+            };
+            let mut t = Terminal::new(ratatui::backend::TestBackend::new(200, 30)).expect("term");
+            t.draw(|f| draw(f, &fleet, &mut app)).expect("draw");
+            let cells = &t.backend().buffer().content;
+            let bad: Vec<&str> = cells
+                .iter()
+                .map(|c| c.symbol())
+                .filter(|sym| sym.chars().any(char::is_control))
+                .collect();
+            assert!(bad.is_empty(), "detail {detail}: {bad:?}");
+            let screen: String = cells.iter().map(|c| c.symbol()).collect();
+            assert!(
+                screen.contains("\\x1b]0;owned"),
+                "detail {detail}: {screen}"
+            );
+        }
+        let table = crate::ui::table(&fleet);
+        assert!(
+            !table.chars().any(|c| c.is_control() && c != '\n'),
+            "{table:?}"
+        );
+        assert!(table.contains("\\x1b"), "{table}");
+        let event = crate::ui::event_line(&crate::monitor::Event::State {
+            server: format!("db1{EVIL}"),
+            from: State::Ok,
+            to: State::Degraded,
+            reason: format!("Error '{EVIL}'"),
+            at: 0.0,
+        });
+        assert!(!event.chars().any(char::is_control), "{event:?}");
     }
 
     #[test]
