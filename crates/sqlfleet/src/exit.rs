@@ -45,5 +45,23 @@ pub fn one_line(e: &anyhow::Error) -> String {
         }
         out.push_str(&s);
     }
-    out.replace('\n', " ")
+    // Printable: an error quotes what servers and files said (a
+    // replication error quoting a statement's values, a name), which a
+    // terminal must show, never obey.
+    sqlfleet_dump::printable::printable(&out.replace('\n', " ")).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_is_one_printable_line() {
+        let e = anyhow::anyhow!("Duplicate entry '\x1b]0;x\x07'\nfor key")
+            .context("node2: replication stopped");
+        assert_eq!(
+            one_line(&e),
+            "node2: replication stopped: Duplicate entry '\\x1b]0;x\\x07' for key"
+        );
+    }
 }

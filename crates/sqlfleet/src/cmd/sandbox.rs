@@ -382,7 +382,10 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
             ),
             (Some(h), _, _, _) => format!(
                 "BROKEN: io={} sql={} {}",
-                h.io_running, h.sql_running, h.last_error
+                h.io_running,
+                h.sql_running,
+                // (The server's words quote a statement's values.)
+                sqlfleet_dump::printable::printable(&h.last_error)
             ),
             (None, _, Role::Replica, true) => "not configured".into(),
             _ => "-".into(),
