@@ -151,6 +151,10 @@ async fn bootstrap(
             })??;
         created.push(first.name.clone());
         start(sb, bins, first, &["--wsrep-new-cluster".into()], how).await?;
+        // A node takes connections before wsrep is ready for them (ERROR
+        // 1047 "WSREP has not yet prepared node for application use"):
+        // its users are set up once it is Synced.
+        wait_synced(&sb.label(first), &nl, password, &how.stop).await?;
         setup::secure_users(&sb.label(first), &nl, password).await?;
         crate::meta::write_atomic(&nl.setup_marker(), b"", 0o644)?;
         return Ok(first.name.clone());
@@ -364,7 +368,9 @@ pub async fn health(conn: &mut mysql_async::Conn) -> mysql_async::Result<Health>
     ))
 }
 
-/// Waits until the node is Synced in the primary component.
+/// Waits until the node is Synced in the primary component (logging in
+/// as root with `password`, or, on a new node whose users are not set up
+/// yet, without one).
 pub async fn wait_synced(
     label: &str,
     nl: &NodeLayout,
@@ -382,7 +388,11 @@ pub async fn wait_synced(
                 tail: format!("the server stopped before it was Synced ({})", last.state),
             });
         }
-        if let Ok(mut c) = setup::root_conn(label, nl, Some(password)).await {
+        let conn = match setup::root_conn(label, nl, Some(password)).await {
+            Ok(c) => Ok(c),
+            Err(_) => setup::root_conn(label, nl, None).await,
+        };
+        if let Ok(mut c) = conn {
             if let Ok(h) = health(&mut c).await {
                 let _ = c.disconnect().await;
                 if h.synced() {
