@@ -487,7 +487,17 @@ async fn fuzz_setup(
             sqlfleet_relay::config::hash_lines(PASSWORD)
         ));
     }
-    let cfg = format!(
+    // Room for every lane's transaction.
+    let max = 4 * lanes;
+    let tail = format!("[pool]\nmax = {max}\nmax_per_account = {max}\nwait_timeout = 10\n{users}");
+    common::serve_relay(&per_user_config(srv, &tail), None).await
+}
+
+/// A relay config before `srv` in transaction mode with per-user accounts
+/// (each side runs as the same account), and `tail` (`[pool]`,
+/// `[[users]]`).
+fn per_user_config(srv: &sqlfleet_testkit::TestServer, tail: &str) -> String {
+    format!(
         r#"
 [relay]
 listen = ["127.0.0.1:0"]
@@ -499,17 +509,10 @@ user = "root"
 password = "{pw}"
 accounts = "per-user"
 
-[pool]
-max = {max}
-max_per_account = {max}
-wait_timeout = 10
-{users}"#,
+{tail}"#,
         port = srv.sandbox.meta.primary().port,
         pw = srv.sandbox.password().expect("pw").expose(),
-        // Room for every lane's transaction.
-        max = 4 * lanes,
-    );
-    common::serve_relay(&cfg, None).await
+    )
 }
 
 /// What one sequence came to.

@@ -562,6 +562,17 @@ fn a_stopped_stream_is_said_loudly_and_retry_resumes_it_exactly() {
     let _ = child.wait();
 }
 
+/// `replicate seed --threads 2` of `config`, its work files in `work`.
+fn seed_command(work: &std::path::Path, config: &std::path::Path) -> std::process::Command {
+    let mut cmd = sqlfleet();
+    cmd.args(["replicate", "seed", "--threads", "2", "--dir"])
+        .arg(work)
+        .arg("--config")
+        .arg(config)
+        .stdin(Stdio::null());
+    cmd
+}
+
 /// `replicate seed` while the source is written: the copy is killed -9
 /// during its load, a rerun resumes it, `replicate` then continues from
 /// the snapshot's GTID, and every database equals the source's. A second
@@ -598,13 +609,8 @@ fn seed_under_live_writes_killed_and_resumed_then_replicate_is_identical() {
         });
     });
     let seed = |extra: &[&str]| {
-        let mut cmd = sqlfleet();
-        cmd.args(["replicate", "seed", "--threads", "2", "--dir"])
-            .arg(&work)
-            .arg("--config")
-            .arg(&c)
-            .args(extra)
-            .stdin(Stdio::null());
+        let mut cmd = seed_command(&work, &c);
+        cmd.args(extra);
         cmd
     };
     // Killed once the dump is whole and its load has begun: at the load's
@@ -749,15 +755,7 @@ fn a_seed_stopped_by_a_signal_at_each_step_exits_as_interrupted_and_a_rerun_fini
                 s.dsn()
             ),
         );
-        let seed = || {
-            let mut cmd = sqlfleet();
-            cmd.args(["replicate", "seed", "--threads", "2", "--dir"])
-                .arg(&work)
-                .arg("--config")
-                .arg(&c)
-                .stdin(Stdio::null());
-            cmd
-        };
+        let seed = || seed_command(&work, &c);
         let what = format!("{point}={action}");
         let o = seed()
             .env("SQLFLEET_FAILPOINTS", &what)

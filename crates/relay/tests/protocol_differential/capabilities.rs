@@ -98,6 +98,16 @@ const REQUESTS: &[(Request, &str)] = &[
 ];
 
 impl Request {
+    /// Its command byte and body.
+    fn command(&self) -> (u8, &'static [u8]) {
+        match self {
+            Request::Text(t) => (0x03, t.as_bytes()),
+            Request::Bytes(b) => (0x03, b),
+            Request::InitDb(b) => (0x02, b),
+            Request::Prepared(sql) => (0x16, sql.as_bytes()),
+        }
+    }
+
     fn text(&self) -> String {
         match self {
             Request::Text(s) | Request::Prepared(s) => s.to_string(),
@@ -329,57 +339,47 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     async fn request(&mut self, r: &Request) -> Result<Reply, String> {
         let mut out = Vec::new();
-        match r {
-            Request::Text(_) | Request::Bytes(_) | Request::InitDb(_) => {
-                let (command, sql) = match r {
-                    Request::Text(t) => (0x03, t.as_bytes()),
-                    Request::Bytes(b) => (0x03, *b),
-                    Request::InitDb(b) => (0x02, *b),
-                    Request::Prepared(_) => unreachable!(),
-                };
-                let mut body = vec![command];
-                body.extend_from_slice(sql);
-                self.command(&body).await?;
-                self.results(&mut out).await?;
+        let (command, sql) = r.command();
+        let mut body = vec![command];
+        body.extend_from_slice(sql);
+        self.command(&body).await?;
+        if !matches!(r, Request::Prepared(_)) {
+            self.results(&mut out).await?;
+            return Ok(out);
+        }
+        // Prepared: its metadata, then executed with one parameter, closed.
+        let ok = self.read(&mut out).await?;
+        if ok.first() != Some(&0x00) || ok.len() < 9 {
+            return Ok(out);
+        }
+        // The statement id is each side's own.
+        let id = [ok[1], ok[2], ok[3], ok[4]];
+        if let Some((_, p)) = out.last_mut() {
+            p[1..5].copy_from_slice(&[0; 4]);
+        }
+        let columns = u16::from_le_bytes([ok[5], ok[6]]) as u64;
+        let params = u16::from_le_bytes([ok[7], ok[8]]) as u64;
+        self.definitions(params, &mut out).await?;
+        self.definitions(columns, &mut out).await?;
+        let mut exec = vec![0x17];
+        exec.extend_from_slice(&id);
+        exec.push(0);
+        exec.extend_from_slice(&1u32.to_le_bytes());
+        if params > 0 {
+            exec.extend(std::iter::repeat_n(0, params.div_ceil(8) as usize));
+            exec.push(1);
+            for _ in 0..params {
+                exec.extend_from_slice(&[0x08, 0x00]);
             }
-            Request::Prepared(sql) => {
-                let mut body = vec![0x16];
-                body.extend_from_slice(sql.as_bytes());
-                self.command(&body).await?;
-                let ok = self.read(&mut out).await?;
-                if ok.first() != Some(&0x00) || ok.len() < 9 {
-                    return Ok(out);
-                }
-                // The statement id is each side's own.
-                let id = [ok[1], ok[2], ok[3], ok[4]];
-                if let Some((_, p)) = out.last_mut() {
-                    p[1..5].copy_from_slice(&[0; 4]);
-                }
-                let columns = u16::from_le_bytes([ok[5], ok[6]]) as u64;
-                let params = u16::from_le_bytes([ok[7], ok[8]]) as u64;
-                self.definitions(params, &mut out).await?;
-                self.definitions(columns, &mut out).await?;
-                let mut exec = vec![0x17];
-                exec.extend_from_slice(&id);
-                exec.push(0);
-                exec.extend_from_slice(&1u32.to_le_bytes());
-                if params > 0 {
-                    exec.extend(std::iter::repeat_n(0, params.div_ceil(8) as usize));
-                    exec.push(1);
-                    for _ in 0..params {
-                        exec.extend_from_slice(&[0x08, 0x00]);
-                    }
-                    for _ in 0..params {
-                        exec.extend_from_slice(&41i64.to_le_bytes());
-                    }
-                }
-                self.command(&exec).await?;
-                self.results(&mut out).await?;
-                let mut close = vec![0x19];
-                close.extend_from_slice(&id);
-                self.command(&close).await?;
+            for _ in 0..params {
+                exec.extend_from_slice(&41i64.to_le_bytes());
             }
         }
+        self.command(&exec).await?;
+        self.results(&mut out).await?;
+        let mut close = vec![0x19];
+        close.extend_from_slice(&id);
+        self.command(&close).await?;
         Ok(out)
     }
 }
@@ -498,27 +498,11 @@ async fn relay_for(
     std::sync::Arc<sqlfleet_relay::Relay>,
 ) {
     setup(srv).await;
-    let cfg = format!(
-        r#"
-[relay]
-listen = ["127.0.0.1:0"]
-mode = "transaction"
-
-[backend]
-servers = ["127.0.0.1:{port}"]
-user = "root"
-password = "{pw}"
-accounts = "per-user"
-
-[[users]]
-name = "{USER}"
-{hash}
-"#,
-        port = srv.sandbox.meta.primary().port,
-        pw = srv.sandbox.password().expect("pw").expose(),
-        hash = sqlfleet_relay::config::hash_lines(PASSWORD),
+    let users = format!(
+        "[[users]]\nname = \"{USER}\"\n{}\n",
+        sqlfleet_relay::config::hash_lines(PASSWORD)
     );
-    super::common::serve_relay(&cfg, None).await
+    super::common::serve_relay(&super::per_user_config(srv, &users), None).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
