@@ -68,6 +68,16 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub ssl_ca: Option<PathBuf>,
 
+    /// Client certificate (PEM) to show the server, for accounts made
+    /// with REQUIRE X509, SUBJECT or ISSUER (as the mysql client)
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
+    pub ssl_cert: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM) [default: read from the
+    /// --ssl-cert file, as the MariaDB client does]
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
+    pub ssl_key: Option<PathBuf>,
+
     /// The connection's character set, as the mysql client's option
     /// (also `default-character-set` in option files) [default: utf8mb4;
     /// `auto` means utf8mb4 too]

@@ -115,8 +115,10 @@ impl Target {
             handshake::parse_server_hello(&greeting.payload).map_err(|e| self.wire_failed(e))?;
         stage.store(Stage::Login as u8, Ordering::Relaxed);
         let offered = hello.caps & handshake::SSL != 0;
-        // A Unix socket is already local and private: no TLS over it.
-        let tcp = matches!(self.endpoint, Endpoint::Tcp { .. });
+        // A Unix socket is already local and private: no TLS over it,
+        // unless there is a client certificate to show (as the stock
+        // client shows it there too).
+        let tcp = matches!(self.endpoint, Endpoint::Tcp { .. }) || self.ssl_cert.is_some();
         let tls = match self.ssl_mode {
             SslMode::Disabled => false,
             SslMode::Preferred => tcp && offered,
@@ -144,7 +146,9 @@ impl Target {
             },
         };
         let (stream, seq): (Box<dyn Duplex>, u8) = if tls {
-            let connector = crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref())
+            let connector = self
+                .client_cert()
+                .and_then(|c| crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref(), c))
                 .map_err(|e| {
                     self.failed(
                         format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
@@ -250,6 +254,8 @@ mod tests {
             database: None,
             ssl_mode: SslMode::Disabled,
             ssl_ca: None,
+            ssl_cert: None,
+            ssl_key: None,
             charset: None,
         }
     }

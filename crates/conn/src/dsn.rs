@@ -2,7 +2,7 @@
 //!
 //! Schemes `mysql://` and `mariadb://`. User and password are
 //! percent-decoded; hosts may be `[v6]`. Query parameters: `socket`,
-//! `ssl-mode`, `ssl-ca` (`_` and `-` alike). Errors echo the DSN with the
+//! `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key` (`_` and `-` alike). Errors echo the DSN with the
 //! password masked.
 
 use crate::secret::Secret;
@@ -20,6 +20,10 @@ pub struct Dsn {
     pub socket: Option<String>,
     pub ssl_mode: Option<SslMode>,
     pub ssl_ca: Option<String>,
+    /// A client certificate (PEM) and its key, as the mysql client's
+    /// `--ssl-cert` and `--ssl-key`.
+    pub ssl_cert: Option<String>,
+    pub ssl_key: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -120,6 +124,8 @@ impl Dsn {
                     dsn.ssl_mode = Some(v.parse().map_err(|e: String| err(&e))?);
                 }
                 "ssl-ca" => dsn.ssl_ca = Some(v),
+                "ssl-cert" => dsn.ssl_cert = Some(v),
+                "ssl-key" => dsn.ssl_key = Some(v),
                 other => return Err(err(&format!("unknown parameter '{other}'"))),
             }
         }

@@ -9,6 +9,7 @@
 pub mod addr;
 mod args;
 pub mod charset;
+mod client_cert;
 pub mod codes;
 mod dial;
 pub mod dsn;

@@ -129,20 +129,25 @@ impl Target {
                 .map(|p| vec![p.into()])
                 .unwrap_or_default()
         };
-        match self.ssl_mode {
-            SslMode::Disabled => None,
-            SslMode::Preferred | SslMode::Required => Some(
-                SslOpts::default()
-                    .with_danger_accept_invalid_certs(true)
-                    .with_danger_skip_domain_validation(true),
-            ),
-            SslMode::VerifyCa => Some(
-                SslOpts::default()
-                    .with_root_certs(ca())
-                    .with_danger_skip_domain_validation(true),
-            ),
-            SslMode::VerifyIdentity => Some(SslOpts::default().with_root_certs(ca())),
-        }
+        // (A key without a certificate was refused when the target was
+        // resolved.)
+        let identity = self.client_cert().ok().flatten().map(|c| {
+            mysql_async::ClientIdentity::new(
+                c.cert.to_path_buf().into(),
+                c.key.to_path_buf().into(),
+            )
+        });
+        let opts = match self.ssl_mode {
+            SslMode::Disabled => return None,
+            SslMode::Preferred | SslMode::Required => SslOpts::default()
+                .with_danger_accept_invalid_certs(true)
+                .with_danger_skip_domain_validation(true),
+            SslMode::VerifyCa => SslOpts::default()
+                .with_root_certs(ca())
+                .with_danger_skip_domain_validation(true),
+            SslMode::VerifyIdentity => SslOpts::default().with_root_certs(ca()),
+        };
+        Some(opts.with_client_identity(identity))
     }
 
     /// Opts for a one-off driver use (pools etc.), honouring a known
@@ -164,6 +169,11 @@ impl Target {
                 Err(_) => Err(None),
             }
         };
+        if self.ssl_opts().is_some() {
+            if let Some(c) = self.client_cert().map_err(|e| self.tls_refused(e))? {
+                c.check_for_driver().map_err(|e| self.tls_refused(e))?;
+            }
+        }
         match attempt(self.opts()).await {
             Ok(c) => Ok(c),
             Err(Some(mysql_async::Error::Driver(
@@ -180,6 +190,20 @@ impl Target {
         }
     }
 
+    /// A client certificate this login cannot show, as the mysql client
+    /// words a TLS setup error.
+    fn tls_refused(&self, e: crate::tls::TlsError) -> ConnectError {
+        ConnectError {
+            endpoint: self.endpoint.to_string(),
+            user: self.user.clone(),
+            what: format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
+            timed_out: false,
+            stage: None,
+            code: Some(2026),
+            source: None,
+        }
+    }
+
     fn connect_error(&self, e: Option<mysql_async::Error>, timeout: Duration) -> ConnectError {
         let what = match &e {
             // The driver does not say how far it got: named as a connect.
@@ -193,7 +217,14 @@ impl Target {
                 )
             }
             Some(mysql_async::Error::Server(s)) => {
-                format!("ERROR {} ({}): {}", s.code, s.state, s.message)
+                let mut m = format!("ERROR {} ({}): {}", s.code, s.state, s.message);
+                if s.code == 1045
+                    && self.ssl_cert.is_some()
+                    && matches!(self.endpoint, Endpoint::Socket(_))
+                {
+                    m.push_str(" (the client certificate was not shown: this command does not use TLS over a Unix socket; connect by TCP to show it)");
+                }
+                m
             }
             Some(mysql_async::Error::Io(io)) => client_error(&self.endpoint, io),
             Some(other) => format!("{other}"),

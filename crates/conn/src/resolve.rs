@@ -162,6 +162,10 @@ pub struct Target {
     pub database: Option<String>,
     pub ssl_mode: SslMode,
     pub ssl_ca: Option<PathBuf>,
+    /// A client certificate to show the server (`--ssl-cert`), and its
+    /// key (`--ssl-key`; the certificate's file when not given).
+    pub ssl_cert: Option<PathBuf>,
+    pub ssl_key: Option<PathBuf>,
     /// `SET NAMES` after connecting (the client's default-character-set);
     /// `None`: utf8mb4, set in the handshake.
     pub charset: Option<String>,
@@ -180,6 +184,8 @@ pub enum ResolveError {
         key: String,
         what: String,
     },
+    #[error(transparent)]
+    Tls(#[from] crate::tls::TlsError),
     #[error("{var}: {what}")]
     BadEnv { var: &'static str, what: String },
     #[error("no sandbox named '{0}' ('sqlfleet sandbox list' shows them; 'sqlfleet sandbox up --name {0}' makes it)")]
@@ -230,6 +236,8 @@ struct Layer {
     database: Option<String>,
     ssl_mode: Option<SslMode>,
     ssl_ca: Option<PathBuf>,
+    ssl_cert: Option<PathBuf>,
+    ssl_key: Option<PathBuf>,
     protocol_tcp: Option<bool>,
     charset: Option<String>,
 }
@@ -249,6 +257,8 @@ impl Layer {
             database,
             ssl_mode,
             ssl_ca,
+            ssl_cert,
+            ssl_key,
             protocol_tcp,
             charset
         );
@@ -396,6 +406,10 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
                 ))
             }
             "ssl-ca" => layer.ssl_ca = Some(PathBuf::from(need()?)),
+            // A client certificate: left out, an account made REQUIRE
+            // X509 was "Access denied" where the stock client logs in.
+            "ssl-cert" => layer.ssl_cert = Some(PathBuf::from(need()?)),
+            "ssl-key" => layer.ssl_key = Some(PathBuf::from(need()?)),
             "protocol" => layer.protocol_tcp = Some(parse_protocol(&need()?).map_err(bad)?),
             "default-character-set" => layer.charset = Some(parse_charset(&need()?).map_err(bad)?),
             _ => {} // other programs' options share [client]
@@ -499,6 +513,8 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
             database: d.database,
             ssl_mode: d.ssl_mode,
             ssl_ca: d.ssl_ca.map(PathBuf::from),
+            ssl_cert: d.ssl_cert.map(PathBuf::from),
+            ssl_key: d.ssl_key.map(PathBuf::from),
             protocol_tcp: None,
             charset: None,
         });
@@ -524,6 +540,8 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
         database: args.database.clone(),
         ssl_mode: args.ssl_mode,
         ssl_ca: args.ssl_ca.clone(),
+        ssl_cert: args.ssl_cert.clone(),
+        ssl_key: args.ssl_key.clone(),
         protocol_tcp: match &args.protocol {
             Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
                 var: "--protocol",
@@ -557,6 +575,7 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
         };
         Endpoint::Tcp { host, port }
     };
+    crate::tls::ClientCert::of(acc.ssl_cert.as_deref(), acc.ssl_key.as_deref())?;
     Ok((
         Target {
             endpoint,
@@ -565,6 +584,8 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
             database: acc.database,
             ssl_mode: acc.ssl_mode.unwrap_or_default(),
             ssl_ca: acc.ssl_ca,
+            ssl_cert: acc.ssl_cert,
+            ssl_key: acc.ssl_key,
             charset: acc.charset,
         },
         origin,
@@ -592,6 +613,12 @@ impl Target {
             Some(PasswordSpec::Given(s)) => Some(s),
             _ => None,
         }
+    }
+
+    /// The client certificate to show the server, if any (`--ssl-key`
+    /// without `--ssl-cert` is refused).
+    pub fn client_cert(&self) -> Result<Option<crate::tls::ClientCert<'_>>, crate::tls::TlsError> {
+        crate::tls::ClientCert::of(self.ssl_cert.as_deref(), self.ssl_key.as_deref())
     }
 
     /// The same target with another default database.
@@ -632,8 +659,14 @@ impl Target {
                 s.push_str("ssl\nssl-verify-server-cert\n");
             }
         }
-        if let Some(ca) = &self.ssl_ca {
-            s.push_str(&format!("ssl-ca={}\n", q(&ca.display().to_string())));
+        for (key, file) in [
+            ("ssl-ca", &self.ssl_ca),
+            ("ssl-cert", &self.ssl_cert),
+            ("ssl-key", &self.ssl_key),
+        ] {
+            if let Some(f) = file {
+                s.push_str(&format!("{key}={}\n", q(&f.display().to_string())));
+            }
         }
         s
     }
@@ -678,6 +711,12 @@ impl Target {
         }
         if let Some(ca) = d.ssl_ca {
             t.ssl_ca = Some(ca.into());
+        }
+        if let Some(c) = d.ssl_cert {
+            t.ssl_cert = Some(c.into());
+        }
+        if let Some(k) = d.ssl_key {
+            t.ssl_key = Some(k.into());
         }
         Ok(t)
     }

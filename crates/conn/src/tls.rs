@@ -1,9 +1,12 @@
-//! `--ssl-mode` and `--ssl-ca`, with the mysql client's meanings, and the
-//! one TLS connector that carries them out.
+//! `--ssl-mode`, `--ssl-ca` and a client certificate (`--ssl-cert`,
+//! `--ssl-key`), with the mysql client's meanings, and the one TLS
+//! connector that carries them out.
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
+
+pub use crate::client_cert::ClientCert;
 
 /// How hard to insist on TLS, as the mysql client's `--ssl-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -96,11 +99,6 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
     }
 }
 
-/// The TLS connector for `mode`: `None` for DISABLED; PREFERRED and
-/// REQUIRED accept any certificate (encryption without verification, as
-/// the mysql client); VERIFY_CA checks the chain against `ca` but not the
-/// name; VERIFY_IDENTITY checks both. The one connector every command and
-/// the relay's backend side use.
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -112,6 +110,9 @@ pub enum TlsError {
         path: std::path::PathBuf,
         what: String,
     },
+    /// `--ssl-key` without `--ssl-cert`.
+    #[error("--ssl-key {} is given without --ssl-cert (the certificate it is the key of)", .0.display())]
+    KeyWithoutCert(std::path::PathBuf),
     /// rustls refused the configuration.
     #[error("TLS configuration: {0}")]
     Config(String),
@@ -170,16 +171,22 @@ where
         .map_err(StartTlsError::Handshake)
 }
 
+/// The TLS connector for `mode`: `None` for DISABLED; PREFERRED and
+/// REQUIRED accept any certificate (encryption without verification, as
+/// the mysql client); VERIFY_CA checks the chain against `ca` but not the
+/// name; VERIFY_IDENTITY checks both. The one connector every command and
+/// the relay's backend side use. `client`: the certificate to show the server.
 pub fn connector(
     mode: SslMode,
     ca: Option<&std::path::Path>,
+    client: Option<ClientCert<'_>>,
 ) -> Result<Option<tokio_rustls::TlsConnector>, TlsError> {
     match mode {
         SslMode::Disabled => Ok(None),
-        SslMode::Preferred | SslMode::Required => tls_connector(None, true).map(Some),
+        SslMode::Preferred | SslMode::Required => tls_connector(None, true, client).map(Some),
         SslMode::VerifyCa | SslMode::VerifyIdentity => {
             let ca = ca.ok_or(TlsError::NeedsCa(mode))?;
-            tls_connector(Some(ca), mode == SslMode::VerifyIdentity).map(Some)
+            tls_connector(Some(ca), mode == SslMode::VerifyIdentity, client).map(Some)
         }
     }
 }
@@ -187,6 +194,7 @@ pub fn connector(
 fn tls_connector(
     ca: Option<&std::path::Path>,
     check_name: bool,
+    client: Option<ClientCert<'_>>,
 ) -> Result<tokio_rustls::TlsConnector, TlsError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
@@ -194,7 +202,7 @@ fn tls_connector(
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    let config = match ca {
+    let builder = match ca {
         Some(ca) => {
             let mut roots = rustls::RootCertStore::empty();
             for c in CertificateDer::pem_file_iter(ca).map_err(|e| TlsError::file(ca, e))? {
@@ -202,7 +210,7 @@ fn tls_connector(
                 roots.add(c).map_err(|e| TlsError::file(ca, e))?;
             }
             if check_name {
-                builder.with_root_certificates(roots).with_no_client_auth()
+                builder.with_root_certificates(roots)
             } else {
                 let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
                     Arc::new(roots),
@@ -213,13 +221,17 @@ fn tls_connector(
                 builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(ChainOnly(inner)))
-                    .with_no_client_auth()
             }
         }
         None => builder
             .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoVerify(provider)))
-            .with_no_client_auth(),
+            .with_custom_certificate_verifier(Arc::new(NoVerify(provider.clone()))),
+    };
+    let config = match client {
+        None => builder.with_no_client_auth(),
+        Some(c) => builder.with_client_cert_resolver(Arc::new(
+            rustls::sign::SingleCertAndKey::from(c.certified(&provider)?),
+        )),
     };
     Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }

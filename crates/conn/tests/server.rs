@@ -214,3 +214,308 @@ async fn every_client_character_set_leaves_the_session_as_set_names_does() {
     assert!(session_charsets(&mut o).await.starts_with("utf8mb3 "));
     c.quit().await;
 }
+
+/// What a login came to: the account it is (`CURRENT_USER()`) or the
+/// error code it ended with.
+type Outcome = Result<String, u16>;
+
+fn error_code(text: &str) -> u16 {
+    text.split("ERROR ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no error code in: {text}"))
+}
+
+/// The stock client's login with these certificate options.
+fn stock_login(port: u16, user: &str, cert: &[&str]) -> Outcome {
+    let o = std::process::Command::new("mariadb")
+        .args(["--no-defaults", "-h127.0.0.1", &format!("-P{port}")])
+        .arg(format!("-u{user}"))
+        .arg("-ppw")
+        .args(cert)
+        .args(["-N", "-B", "-e", "SELECT CURRENT_USER()"])
+        .output()
+        .expect("mariadb client");
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    } else {
+        Err(error_code(&String::from_utf8_lossy(&o.stderr)))
+    }
+}
+
+/// Our two logins of `args`: the command's own (`dial`, as query) and
+/// the driver's (`connect`, as load, replicate and watch).
+async fn our_logins(args: &ConnArgs, env: &Env) -> (Outcome, Outcome) {
+    let t = match resolve(args, env) {
+        Ok(t) => t,
+        Err(e) => panic!("resolve: {e}"),
+    };
+    let own = match t.dial(Duration::from_secs(5)).await {
+        Ok(mut c) => Ok(c
+            .column("SELECT CURRENT_USER()")
+            .await
+            .expect("current user")
+            .into_iter()
+            .flatten()
+            .next()
+            .unwrap_or_default()),
+        Err(e) => Err(error_code(&e.to_string())),
+    };
+    let driver = match t.connect(Duration::from_secs(5)).await {
+        Ok(mut c) => Ok(c
+            .query_first::<String, _>("SELECT CURRENT_USER()")
+            .await
+            .expect("current user")
+            .unwrap_or_default()),
+        Err(e) => Err(error_code(&e.to_string())),
+    };
+    (own, driver)
+}
+
+/// Accounts made REQUIRE X509 and REQUIRE SUBJECT, and one that needs no
+/// certificate, log in (or are refused) as the stock client's are with
+/// the same certificate, given as flags, in an option file, in a DSN, or
+/// with the key inside the certificate's file; a key that is not the
+/// certificate's is refused before the login, naming both files, as the
+/// stock client refuses it (2026). Before, the certificate options were
+/// not read and every certificate account was "Access denied".
+#[tokio::test]
+async fn a_client_certificate_logs_in_where_the_stock_client_does() {
+    let dir = tempfile::tempdir().expect("dir");
+    let pki = sqlfleet_testkit::tls::authority(dir.path(), "client");
+    let srv = sqlfleet_testkit::server_with(&[
+        &format!("ssl-ca={}", pki.ca.display()),
+        &format!("ssl-cert={}", pki.server_cert.display()),
+        &format!("ssl-key={}", pki.server_key.display()),
+    ]);
+    let mut root = srv
+        .target()
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("root");
+    for (user, require) in [
+        ("cx", "REQUIRE X509"),
+        ("cs", "REQUIRE SUBJECT '/CN=client'"),
+        ("co", "REQUIRE SUBJECT '/CN=someone else'"),
+        ("cn", ""),
+    ] {
+        root.query_drop(format!(
+            "CREATE USER IF NOT EXISTS {user}@'%' IDENTIFIED BY 'pw' {require}"
+        ))
+        .await
+        .expect("create user");
+    }
+    root.query_drop("DELETE FROM mysql.global_priv WHERE User = ''; FLUSH PRIVILEGES")
+        .await
+        .expect("no anonymous accounts");
+    let port = srv.sandbox.meta.primary().port;
+    let env = env_for(srv.home());
+    let both = dir.path().join("both.pem");
+    let text = |p: &std::path::Path| std::fs::read_to_string(p).expect("pem");
+    std::fs::write(&both, text(&pki.client_cert) + &text(&pki.client_key)).expect("both");
+    let path = |p: &std::path::Path| p.display().to_string();
+
+    // (name, certificate, key) as the stock client takes them.
+    let certs: Vec<(&str, Option<String>, Option<String>)> = vec![
+        ("none", None, None),
+        (
+            "client",
+            Some(path(&pki.client_cert)),
+            Some(path(&pki.client_key)),
+        ),
+        ("key inside", Some(path(&both)), None),
+        (
+            "server's",
+            Some(path(&pki.server_cert)),
+            Some(path(&pki.server_key)),
+        ),
+        (
+            "wrong key",
+            Some(path(&pki.client_cert)),
+            Some(path(&pki.server_key)),
+        ),
+    ];
+    let mut compared = 0;
+    for (name, cert, key) in &certs {
+        let mut stock_args = Vec::new();
+        if let Some(c) = cert {
+            stock_args.push(format!("--ssl-cert={c}"));
+        }
+        if let Some(k) = key {
+            stock_args.push(format!("--ssl-key={k}"));
+        }
+        let stock_args: Vec<&str> = stock_args.iter().map(String::as_str).collect();
+        // The same options three ways.
+        let optfile = dir.path().join(format!("{}.cnf", name.replace(' ', "-")));
+        let mut cnf = format!("[client]\nhost=127.0.0.1\nport={port}\npassword=pw\n");
+        if let Some(c) = cert {
+            cnf.push_str(&format!("ssl-cert={c}\n"));
+        }
+        if let Some(k) = key {
+            cnf.push_str(&format!("ssl-key={k}\n"));
+        }
+        std::fs::write(&optfile, cnf).expect("option file");
+        let mut query = Vec::new();
+        if let Some(c) = cert {
+            query.push(format!("ssl-cert={c}"));
+        }
+        if let Some(k) = key {
+            query.push(format!("ssl_key={k}"));
+        }
+        for user in ["cx", "cs", "co", "cn"] {
+            let want = stock_login(port, user, &stock_args);
+            let ways = [
+                (
+                    "flags",
+                    ConnArgs {
+                        host: Some("127.0.0.1".into()),
+                        port: Some(port),
+                        user: Some(user.into()),
+                        password: Some(Some("pw".into())),
+                        ssl_cert: cert.as_ref().map(Into::into),
+                        ssl_key: key.as_ref().map(Into::into),
+                        no_defaults: true,
+                        ..ConnArgs::default()
+                    },
+                ),
+                (
+                    "option file",
+                    ConnArgs {
+                        user: Some(user.into()),
+                        defaults_file: Some(optfile.clone()),
+                        ..ConnArgs::default()
+                    },
+                ),
+                (
+                    "dsn",
+                    ConnArgs {
+                        dsn: Some(format!(
+                            "mysql://{user}:pw@127.0.0.1:{port}/?{}",
+                            query.join("&")
+                        )),
+                        no_defaults: true,
+                        ..ConnArgs::default()
+                    },
+                ),
+            ];
+            for (how, args) in ways {
+                let (own, driver) = our_logins(&args, &env).await;
+                assert_eq!(
+                    own, want,
+                    "own login: {user} with the {name} certificate by {how}"
+                );
+                assert_eq!(
+                    driver, want,
+                    "driver: {user} with the {name} certificate by {how}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, certs.len() * 4 * 3);
+    // The certificate accounts log in only with the right certificate,
+    // so the comparison above is not between two refusals.
+    assert_eq!(stock_login(port, "cs", &[]), Err(1045));
+    let (c, k) = (path(&pki.client_cert), path(&pki.client_key));
+    assert_eq!(
+        stock_login(
+            port,
+            "cs",
+            &[&format!("--ssl-cert={c}"), &format!("--ssl-key={k}")]
+        ),
+        Ok("cs@%".to_string())
+    );
+
+    // A wrong key is named with its certificate.
+    let wrong = ConnArgs {
+        host: Some("127.0.0.1".into()),
+        port: Some(port),
+        user: Some("cs".into()),
+        password: Some(Some("pw".into())),
+        ssl_cert: Some(pki.client_cert.clone()),
+        ssl_key: Some(pki.server_key.clone()),
+        no_defaults: true,
+        ..ConnArgs::default()
+    };
+    let t = resolve(&wrong, &env).expect("resolve");
+    let Err(e) = t.dial(Duration::from_secs(5)).await else {
+        panic!("refused")
+    };
+    assert!(
+        e.to_string().contains(&format!(
+            "{}: is not the key of the certificate in {}",
+            pki.server_key.display(),
+            pki.client_cert.display()
+        )),
+        "{e}"
+    );
+
+    // A key without a certificate is refused as the target is read.
+    let key_only = ConnArgs {
+        ssl_cert: None,
+        ..wrong.clone()
+    };
+    let Err(e) = resolve(&key_only, &env) else {
+        panic!("refused")
+    };
+    assert!(e.to_string().contains("without --ssl-cert"), "{e}");
+
+    // Over the Unix socket the stock client shows the certificate by TLS
+    // there too, and so does our own login; the driver cannot use TLS on
+    // a socket, and its refusal says the certificate was not shown.
+    let socket = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
+    let by_socket = ConnArgs {
+        host: None,
+        port: None,
+        socket: Some(socket.clone()),
+        ssl_key: Some(pki.client_key.clone()),
+        ..wrong.clone()
+    };
+    let o = std::process::Command::new("mariadb")
+        .arg("--no-defaults")
+        .arg(format!("--socket={}", socket.display()))
+        .args(["-ucs", "-ppw", "-N", "-B", "-e", "SELECT CURRENT_USER()"])
+        .arg(format!("--ssl-cert={}", pki.client_cert.display()))
+        .arg(format!("--ssl-key={}", pki.client_key.display()))
+        .output()
+        .expect("mariadb client");
+    let stock = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let (own, driver) = our_logins(&by_socket, &env).await;
+    assert_eq!(own, Ok(stock));
+    assert_eq!(driver, Err(1045));
+    let t = resolve(&by_socket, &env).expect("resolve");
+    let Err(e) = t.connect(Duration::from_secs(5)).await else {
+        panic!("driver refused")
+    };
+    assert!(
+        e.to_string()
+            .contains("the client certificate was not shown"),
+        "{e}"
+    );
+
+    // A version 1 certificate: the stock client and our own login show
+    // it; the driver cannot, and says so instead of failing on the
+    // server's certificate.
+    let v1 = ConnArgs {
+        ssl_cert: Some(pki.client_v1_cert.clone()),
+        ssl_key: Some(pki.client_v1_key.clone()),
+        ..wrong
+    };
+    let (own, _) = our_logins(&v1, &env).await;
+    let stock = stock_login(
+        port,
+        "cs",
+        &[
+            &format!("--ssl-cert={}", pki.client_v1_cert.display()),
+            &format!("--ssl-key={}", pki.client_v1_key.display()),
+        ],
+    );
+    assert_eq!(own, stock);
+    assert_eq!(own, Ok("cs@%".to_string()));
+    let t = resolve(&v1, &env).expect("resolve");
+    let Err(e) = t.connect(Duration::from_secs(5)).await else {
+        panic!("driver refuses")
+    };
+    assert!(e.to_string().contains("X.509 version 1 certificate"), "{e}");
+}

@@ -321,6 +321,8 @@ impl RelayConfig {
                 ssl_mode
             },
             ssl_ca,
+            ssl_cert: None,
+            ssl_key: None,
             charset: None,
         }
     }

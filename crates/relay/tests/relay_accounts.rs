@@ -36,6 +36,8 @@ fn client(port: u16, user: &str, pw: &str) -> Target {
         database: None,
         ssl_mode: SslMode::Disabled,
         ssl_ca: None,
+        ssl_cert: None,
+        ssl_key: None,
         charset: None,
     }
 }

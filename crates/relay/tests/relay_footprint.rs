@@ -45,6 +45,8 @@ fn client(port: u16) -> Target {
         database: Some("fp_app".into()),
         ssl_mode: SslMode::Disabled,
         ssl_ca: None,
+        ssl_cert: None,
+        ssl_key: None,
         charset: None,
     }
 }

@@ -81,6 +81,8 @@ impl Sandbox {
             database: None,
             ssl_mode: SslMode::Disabled,
             ssl_ca: None,
+            ssl_cert: None,
+            ssl_key: None,
             charset: None,
         })
     }

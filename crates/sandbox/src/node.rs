@@ -275,6 +275,8 @@ pub fn socket_target(layout: &NodeLayout, password: Option<&Secret>) -> Target {
         database: None,
         ssl_mode: SslMode::Disabled,
         ssl_ca: None,
+        ssl_cert: None,
+        ssl_key: None,
         charset: None,
     }
 }

@@ -107,6 +107,8 @@ fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
         database: None,
         ssl_mode: ssl,
         ssl_ca: None,
+        ssl_cert: None,
+        ssl_key: None,
         charset: None,
     }
 }

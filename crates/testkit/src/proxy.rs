@@ -72,6 +72,8 @@ pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
         database: db.map(str::to_owned),
         ssl_mode: SslMode::Disabled,
         ssl_ca: None,
+        ssl_cert: None,
+        ssl_key: None,
         charset: None,
     }
 }

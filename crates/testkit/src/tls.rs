@@ -23,3 +23,98 @@ pub fn self_signed(dir: &Path, cn: &str) -> (PathBuf, PathBuf) {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     (c, k)
 }
+
+/// A certificate authority and what it signed, for tests that need a
+/// client certificate: `ca.pem`, a server certificate for `localhost`
+/// and 127.0.0.1 (`server-cert.pem`, `server-key.pem`), and a client
+/// certificate with common name `client_cn` (`client-cert.pem`,
+/// `client-key.pem`), also as X.509 version 1 (what `openssl x509 -req`
+/// makes without extensions: `client-v1-cert.pem`, `client-v1-key.pem`).
+pub struct Authority {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+    pub client_v1_cert: PathBuf,
+    pub client_v1_key: PathBuf,
+}
+
+/// Makes an [`Authority`] in `dir` with the openssl command.
+pub fn authority(dir: &Path, client_cn: &str) -> Authority {
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("openssl (apt-get install openssl)");
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=sqlfleet test CA",
+        "-keyout",
+        "ca-key.pem",
+        "-out",
+        "ca.pem",
+    ]);
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .expect("server.ext");
+    std::fs::write(dir.join("client.ext"), "basicConstraints=CA:FALSE\n").expect("client.ext");
+    let sign = |name: &str, cn: &str, ext: Option<&str>| {
+        let (key, csr, cert) = (
+            format!("{name}-key.pem"),
+            format!("{name}.csr"),
+            format!("{name}-cert.pem"),
+        );
+        let subj = format!("/CN={cn}");
+        run(&[
+            "req", "-newkey", "rsa:2048", "-nodes", "-subj", &subj, "-keyout", &key, "-out", &csr,
+        ]);
+        let mut args = vec![
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca-key.pem",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-out",
+            &cert,
+        ];
+        if let Some(e) = ext {
+            args.extend(["-extfile", e]);
+        }
+        run(&args);
+    };
+    sign("server", "localhost", Some("server.ext"));
+    sign("client", client_cn, Some("client.ext"));
+    sign("client-v1", client_cn, None);
+    Authority {
+        ca: dir.join("ca.pem"),
+        server_cert: dir.join("server-cert.pem"),
+        server_key: dir.join("server-key.pem"),
+        client_cert: dir.join("client-cert.pem"),
+        client_key: dir.join("client-key.pem"),
+        client_v1_cert: dir.join("client-v1-cert.pem"),
+        client_v1_key: dir.join("client-v1-key.pem"),
+    }
+}

@@ -67,6 +67,8 @@ mod tests {
             database: None,
             ssl_mode: sqlfleet_conn::SslMode::Disabled,
             ssl_ca: None,
+            ssl_cert: None,
+            ssl_key: None,
             charset: None,
         }
     }

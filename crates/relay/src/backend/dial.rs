@@ -81,11 +81,13 @@ impl Dialer {
         let tls = match &cfg.backend_tls {
             BackendTls::Disabled => None,
             BackendTls::Preferred | BackendTls::Required => {
-                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::Required, None)?
+                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::Required, None, None)?
             }
-            BackendTls::Verify(ca) => {
-                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::VerifyIdentity, Some(ca))?
-            }
+            BackendTls::Verify(ca) => sqlfleet_conn::tls::connector(
+                sqlfleet_conn::SslMode::VerifyIdentity,
+                Some(ca),
+                None,
+            )?,
         };
         Ok(Dialer {
             user: cfg.backend_user.clone(),

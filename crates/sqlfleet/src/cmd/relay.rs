@@ -179,6 +179,15 @@ fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
             e @ Endpoint::Tcp { .. } => e.to_string(),
         }]
     };
+    // The relay logs in to its backends without a client certificate:
+    // one named for the other commands (often in ~/.my.cnf) is refused
+    // here, not left unused.
+    if let Some(c) = target.client_cert()? {
+        anyhow::bail!(
+            "the relay does not show a client certificate to its backends ({} from --ssl-cert or an option file's ssl-cert): give the relay an account that needs none and leave the certificate out (if it comes from an option file: --no-defaults, or --defaults-file with one that names none)",
+            c.cert.display()
+        );
+    }
     let (tls, tls_ca) = match target.ssl_mode {
         SslMode::Disabled => ("disabled", None),
         SslMode::Preferred => ("preferred", None),
@@ -370,6 +379,8 @@ fn conn_given(c: &ConnArgs) -> bool {
         protocol,
         ssl_mode,
         ssl_ca,
+        ssl_cert,
+        ssl_key,
         default_character_set,
         sandbox,
     } = c;
@@ -386,6 +397,8 @@ fn conn_given(c: &ConnArgs) -> bool {
         || protocol.is_some()
         || ssl_mode.is_some()
         || ssl_ca.is_some()
+        || ssl_cert.is_some()
+        || ssl_key.is_some()
         || default_character_set.is_some()
         || sandbox.is_some()
 }
