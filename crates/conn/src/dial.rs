@@ -77,6 +77,12 @@ impl Target {
                 None,
                 false,
             ),
+            // As the stock client says it: the server answered.
+            WireError::Plugin { plugin, why } => self.failed(
+                format!("ERROR 2059 (HY000): Authentication plugin '{plugin}' cannot be loaded: {why}"),
+                Some(2059),
+                false,
+            ),
             other => self.failed(format!("login failed: {other}"), None, false),
         }
     }
@@ -198,7 +204,8 @@ impl Target {
                 cred: &cred,
                 collation,
                 database: self.database.as_deref(),
-                secure: tls,
+                // The password itself may go over TLS or a Unix socket.
+                secure: tls || matches!(self.endpoint, Endpoint::Socket(_)),
             },
         )
         .await

@@ -104,6 +104,9 @@ impl Target {
             // enforces its own max_allowed_packet).
             .max_allowed_packet(Some(1 << 30))
             .wait_timeout(Some(28_800))
+            // A mysql_old_password account logs in, as with the stock
+            // client and sqlfleet's own logins.
+            .secure_auth(false)
             // The client's default-character-set, on every new connection.
             .init(
                 self.charset
@@ -227,15 +230,31 @@ impl Target {
                 m
             }
             Some(mysql_async::Error::Io(io)) => client_error(&self.endpoint, io),
+            // As the stock client says it, and as sqlfleet's own logins do.
+            Some(mysql_async::Error::Driver(mysql_async::DriverError::UnknownAuthPlugin {
+                name,
+            })) => format!(
+                "ERROR 2059 (HY000): Authentication plugin '{name}' cannot be loaded: this command's driver logs in with mysql_native_password, caching_sha2_password, client_ed25519 or mysql_old_password"
+            ),
+            Some(mysql_async::Error::Driver(mysql_async::DriverError::CleartextPluginDisabled)) => {
+                "ERROR 2059 (HY000): Authentication plugin 'mysql_clear_password' cannot be loaded: this command's driver does not send the password in clear text (`sqlfleet query` does, over TLS or a Unix socket)".to_string()
+            }
             Some(other) => format!("{other}"),
         };
+        let plugin = matches!(
+            &e,
+            Some(mysql_async::Error::Driver(
+                mysql_async::DriverError::UnknownAuthPlugin { .. }
+                    | mysql_async::DriverError::CleartextPluginDisabled
+            ))
+        );
         ConnectError {
             endpoint: self.endpoint.to_string(),
             user: self.user.clone(),
             what,
             timed_out: e.is_none(),
             stage: None,
-            code: None,
+            code: plugin.then_some(2059),
             source: e,
         }
     }

@@ -451,6 +451,10 @@ fn mariadb_caps(caps: u32, ext: u32) -> u32 {
 }
 
 pub const SHA2: &str = "caching_sha2_password";
+/// MariaDB's Ed25519 signatures (the server's `ed25519` plugin).
+pub const ED25519: &str = "client_ed25519";
+/// The password itself, NUL-terminated (PAM and LDAP accounts).
+pub const CLEAR: &str = "mysql_clear_password";
 
 /// The pre-4.1 plugin, still accepted by MariaDB with `secure_auth=0`.
 pub const OLD: &str = "mysql_old_password";
@@ -525,24 +529,77 @@ pub fn old_check(nonce: &[u8], token: &[u8], stored: [u32; 2]) -> bool {
     t.len() == 8 && t == old_scramble(nonce, stored)
 }
 
-fn token_for(plugin: &str, nonce: &[u8], cred: &Credential) -> Result<Vec<u8>, WireError> {
+fn token_for(
+    plugin: &str,
+    nonce: &[u8],
+    cred: &Credential,
+    secure: bool,
+) -> Result<Vec<u8>, WireError> {
+    let refuse = |why: String| {
+        Err(WireError::Plugin {
+            plugin: plugin.to_string(),
+            why,
+        })
+    };
     match (plugin, cred) {
         (NATIVE, Credential::Password(p)) => Ok(native_token(nonce, p)),
         (NATIVE, Credential::NativeStage1(s)) => Ok(native_token_from_stage1(nonce, s)),
         (SHA2, Credential::Password(p)) => Ok(sha2_token(nonce, p)),
+        (ED25519, Credential::Password(p)) => Ok(ed25519_token(nonce, p).to_vec()),
+        // The password itself goes only where no one else can read it
+        // (a server that asks for it on a plain connection could be
+        // anyone's).
+        (CLEAR, Credential::Password(p)) if secure => {
+            let mut t = p.as_bytes().to_vec();
+            t.push(0);
+            Ok(t)
+        }
+        (CLEAR, Credential::Password(_)) => refuse(
+            "the server asks for the password in clear text on a connection that is not encrypted; use TLS (--ssl-mode REQUIRED) or the Unix socket".into(),
+        ),
         (OLD, Credential::Password(p)) if p.is_empty() => Ok(old_token(nonce, None)),
         (OLD, Credential::Password(p)) => Ok(old_token(nonce, Some(old_hash(p.as_bytes())))),
         (OLD, Credential::OldHash(h)) => Ok(old_token(nonce, Some(*h))),
-        (NATIVE | SHA2, Credential::OldHash(_)) => Err(WireError::Protocol(format!(
+        (NATIVE | SHA2 | ED25519 | CLEAR, Credential::OldHash(_)) => refuse(format!(
             "the client logged in with {OLD}; the backend account wants {plugin}"
-        ))),
-        (SHA2, Credential::NativeStage1(_)) => Err(WireError::Protocol(format!(
-            "the backend account uses {SHA2}, which needs the password itself; the client logged in with {NATIVE} (use {NATIVE} for this account on the backend, or {SHA2} with full authentication on the relay)"
-        ))),
-        (other, _) => Err(WireError::Protocol(format!(
-            "backend wants auth plugin {other}; the relay logs in with {NATIVE}, {SHA2} or {OLD}"
-        ))),
+        )),
+        (SHA2 | ED25519 | CLEAR, Credential::NativeStage1(_)) => refuse(format!(
+            "the backend account uses {plugin}, which needs the password itself; the client logged in with {NATIVE}, which proves the password without giving it (use {NATIVE} for this account on the backend, or {SHA2} with full authentication on the relay)"
+        )),
+        _ => refuse(format!(
+            "logins are made with {NATIVE}, {SHA2}, {ED25519}, {CLEAR} (over TLS or a Unix socket) or {OLD}"
+        )),
     }
+}
+
+/// MariaDB's client_ed25519 response: an Ed25519 signature of the nonce
+/// whose secret scalar and prefix come from SHA-512 of the password (of
+/// any length, where RFC 8032 hashes a 32-byte seed); the server checks
+/// it against the public key it stores. Written here because no Ed25519
+/// library signs from a hash of something other than a 32-byte seed.
+pub fn ed25519_token(nonce: &[u8], password: &str) -> [u8; 64] {
+    use curve25519_dalek::scalar::clamp_integer;
+    use curve25519_dalek::{EdwardsPoint, Scalar};
+    use sha2::{Digest as _, Sha512};
+    let az: [u8; 64] = Sha512::digest(password.as_bytes()).into();
+    let mut secret = [0u8; 32];
+    secret.copy_from_slice(&az[..32]);
+    let a = Scalar::from_bytes_mod_order(clamp_integer(secret));
+    let public = EdwardsPoint::mul_base(&a).compress();
+    let wide = |h: Sha512| Scalar::from_bytes_mod_order_wide(&h.finalize().into());
+    let r = wide(Sha512::new().chain_update(&az[32..]).chain_update(nonce));
+    let big_r = EdwardsPoint::mul_base(&r).compress();
+    let k = wide(
+        Sha512::new()
+            .chain_update(big_r.as_bytes())
+            .chain_update(public.as_bytes())
+            .chain_update(nonce),
+    );
+    let s = r + k * a;
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(big_r.as_bytes());
+    sig[32..].copy_from_slice(s.as_bytes());
+    sig
 }
 
 /// caching_sha2_password's scramble: SHA256(pw) XOR SHA256(SHA256(SHA256(pw)) + nonce).
@@ -625,7 +682,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         _ if hello.plugin == SHA2 => SHA2,
         _ => NATIVE,
     };
-    let token = token_for(plugin, &hello.nonce, cred)?;
+    let token = token_for(plugin, &hello.nonce, cred, secure)?;
     let mut p = Vec::new();
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(1u32 << 30).to_le_bytes());
@@ -650,6 +707,12 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
         match r.payload.first() {
             Some(0x00) => return Ok(()),
             Some(0xFF) => return Err(crate::packet::server_error(&r.payload)),
+            // The pre-4.1 switch: a bare 0xFE asks for the old scramble
+            // of the nonce already sent (MariaDB, for a
+            // mysql_old_password account the login named native for).
+            Some(0xFE) if r.payload.len() == 1 => {
+                packet::write(s, seq, &token_for(OLD, &nonce, cred, secure)?).await?;
+            }
             Some(0xFE) => {
                 // Auth switch.
                 let mut i = 1;
@@ -659,7 +722,7 @@ pub async fn respond<S: AsyncRead + AsyncWrite + Unpin>(
                     .copied()
                     .take_while(|&b| b != 0)
                     .collect();
-                packet::write(s, seq, &token_for(&plugin, &nonce, cred)?).await?;
+                packet::write(s, seq, &token_for(&plugin, &nonce, cred, secure)?).await?;
             }
             // caching_sha2_password: fast path accepted, OK follows.
             Some(0x01) if r.payload.get(1) == Some(&0x03) => {}
@@ -971,5 +1034,52 @@ mod tests {
         assert!(!old_check(&nonce, &t, old_hash(b"other")));
         assert!(!old_check(&nonce, &[0], h));
         assert!(parse_old_hash("0930174").is_none());
+    }
+
+    proptest::proptest! {
+        /// The hand-written client_ed25519 signature is mysql_common's
+        /// (the driver's, itself checked against the server) for any
+        /// password and nonce.
+        #[test]
+        fn the_ed25519_response_is_the_drivers(
+            password in ".{0,40}",
+            nonce in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        ) {
+            let theirs = mysql_common::scramble::create_response_for_ed25519(password.as_bytes(), &nonce);
+            proptest::prop_assert_eq!(ed25519_token(&nonce, &password), theirs);
+        }
+    }
+
+    #[test]
+    fn which_plugin_gets_which_credential_and_where() {
+        let pw = Credential::Password("pw".into());
+        let stage1 = Credential::NativeStage1([1; 20]);
+        let old = Credential::OldHash([1, 2]);
+        let nonce = [5u8; 20];
+        // (plugin, credential, secure, a token or the refusal's words)
+        let rows: [(&str, &Credential, bool, Result<usize, &str>); 12] = [
+            (NATIVE, &pw, false, Ok(20)),
+            (NATIVE, &stage1, false, Ok(20)),
+            (SHA2, &pw, false, Ok(32)),
+            (ED25519, &pw, false, Ok(64)),
+            (CLEAR, &pw, true, Ok(3)),
+            (CLEAR, &pw, false, Err("not encrypted")),
+            (OLD, &pw, false, Ok(9)),
+            (OLD, &old, false, Ok(9)),
+            (ED25519, &stage1, true, Err("needs the password itself")),
+            (SHA2, &old, false, Err("the client logged in with")),
+            ("dialog", &pw, true, Err("logins are made with")),
+            ("auth_gssapi_client", &pw, true, Err("logins are made with")),
+        ];
+        for (plugin, cred, secure, want) in rows {
+            match (token_for(plugin, &nonce, cred, secure), want) {
+                (Ok(t), Ok(len)) => assert_eq!(t.len(), len, "{plugin}"),
+                (Err(WireError::Plugin { plugin: named, why }), Err(words)) => {
+                    assert_eq!(named, plugin);
+                    assert!(why.contains(words), "{plugin}: {why}");
+                }
+                (got, want) => panic!("{plugin}: {got:?} where {want:?}"),
+            }
+        }
     }
 }

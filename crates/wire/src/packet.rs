@@ -27,6 +27,10 @@ pub enum WireError {
         state: String,
         message: String,
     },
+    /// A login the server wants made with an authentication plugin this
+    /// side cannot use (or not here), and why.
+    #[error("authentication plugin '{plugin}' cannot be used: {why}")]
+    Plugin { plugin: String, why: String },
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
