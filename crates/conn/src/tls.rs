@@ -6,7 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-pub use crate::client_cert::ClientCert;
+pub use crate::client_cert::{public_key_info, ClientCert};
 
 /// How hard to insist on TLS, as the mysql client's `--ssl-mode`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
