@@ -78,6 +78,30 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub ssl_key: Option<PathBuf>,
 
+    /// Directory of CA certificates under OpenSSL's hashed names (HASH.0),
+    /// beside or instead of --ssl-ca
+    #[arg(long, value_name = "DIR", help_heading = CONN)]
+    pub ssl_capath: Option<PathBuf>,
+
+    /// Certificate revocation lists (PEM), checked with the server's
+    /// certificate under VERIFY_CA / VERIFY_IDENTITY
+    #[arg(long, value_name = "FILE", help_heading = CONN)]
+    pub ssl_crl: Option<PathBuf>,
+
+    /// Directory of revocation lists under OpenSSL's hashed names (HASH.r0)
+    #[arg(long, value_name = "DIR", help_heading = CONN)]
+    pub ssl_crlpath: Option<PathBuf>,
+
+    /// TLS versions allowed, e.g. TLSv1.3 or TLSv1.2,TLSv1.3 (checked
+    /// against the server's Ssl_version once logged in)
+    #[arg(long, value_name = "LIST", help_heading = CONN)]
+    pub tls_version: Option<String>,
+
+    /// Ciphers allowed, by the names the server reports in Ssl_cipher,
+    /// separated by ':' (checked once logged in)
+    #[arg(long, value_name = "LIST", help_heading = CONN)]
+    pub ssl_cipher: Option<String>,
+
     /// The connection's character set, as the mysql client's option
     /// (also `default-character-set` in option files) [default: utf8mb4;
     /// `auto` means utf8mb4 too]

@@ -154,7 +154,9 @@ impl Target {
         let (stream, seq): (Box<dyn Duplex>, u8) = if tls {
             let connector = self
                 .client_cert()
-                .and_then(|c| crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref(), c))
+                .and_then(|c| {
+                    crate::tls::connector(self.ssl_mode, self.ssl_ca.as_deref(), c, &self.tls)
+                })
                 .map_err(|e| {
                     self.failed(
                         format!("ERROR 2026 (HY000): TLS/SSL error: {e}"),
@@ -211,6 +213,19 @@ impl Target {
         .await
         .map_err(|e| self.wire_failed(e))?;
         let mut client = Client::buffered(stream, hello, caps, tls);
+        if tls && self.tls.checks_session() {
+            let rows = session_status(&mut client)
+                .await
+                .map_err(|e| self.wire_failed(e))?;
+            if let Err(why) = self.tls.allows_status(&rows) {
+                client.quit().await;
+                return Err(self.failed(
+                    format!("ERROR 2026 (HY000): TLS/SSL error: {why}"),
+                    Some(2026),
+                    false,
+                ));
+            }
+        }
         if let Some(cs) = set_names {
             client
                 .execute(&format!("SET NAMES {cs}"))
@@ -219,6 +234,25 @@ impl Target {
         }
         Ok(client)
     }
+}
+
+/// The session's TLS as the server reports it (name, value rows).
+async fn session_status(c: &mut Client) -> Result<Vec<(String, String)>, WireError> {
+    c.query(crate::tls_policy::SESSION_TLS_SQL).await?;
+    let mut rows = Vec::new();
+    while let Some(step) = c.step().await? {
+        if let sqlfleet_wire::client::Step::Row(r) = step {
+            let text = |i: usize| {
+                r.get(i)
+                    .cloned()
+                    .flatten()
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default()
+            };
+            rows.push((text(0), text(1)));
+        }
+    }
+    Ok(rows)
 }
 
 #[cfg(test)]
@@ -263,6 +297,7 @@ mod tests {
             ssl_ca: None,
             ssl_cert: None,
             ssl_key: None,
+            tls: Default::default(),
             charset: None,
         }
     }

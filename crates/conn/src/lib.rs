@@ -23,6 +23,7 @@ pub mod resolve;
 pub mod secret;
 pub mod text;
 pub mod tls;
+pub mod tls_policy;
 
 pub use args::{normalize_argv, ConnArgs};
 pub use dsn::Dsn;

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, SslOpts};
 
 use crate::resolve::{Endpoint, Target};
@@ -126,11 +127,14 @@ impl Target {
         if matches!(self.endpoint, Endpoint::Socket(_)) {
             return None; // a Unix socket is already local and private
         }
+        // (An unreadable CA directory is refused before connecting.)
         let ca = || {
-            self.ssl_ca
-                .clone()
-                .map(|p| vec![p.into()])
+            self.tls
+                .ca_files(self.ssl_ca.as_deref())
                 .unwrap_or_default()
+                .into_iter()
+                .map(Into::into)
+                .collect::<Vec<_>>()
         };
         // (A key without a certificate was refused when the target was
         // resolved.)
@@ -145,10 +149,16 @@ impl Target {
             SslMode::Preferred | SslMode::Required => SslOpts::default()
                 .with_danger_accept_invalid_certs(true)
                 .with_danger_skip_domain_validation(true),
+            // Only the CA named: the driver would trust its built-in
+            // public roots beside it, where the stock client and our own
+            // logins trust the CA alone.
             SslMode::VerifyCa => SslOpts::default()
                 .with_root_certs(ca())
+                .with_disable_built_in_roots(true)
                 .with_danger_skip_domain_validation(true),
-            SslMode::VerifyIdentity => SslOpts::default().with_root_certs(ca()),
+            SslMode::VerifyIdentity => SslOpts::default()
+                .with_root_certs(ca())
+                .with_disable_built_in_roots(true),
         };
         Some(opts.with_client_identity(identity))
     }
@@ -166,17 +176,63 @@ impl Target {
 
     /// Opens one connection, with a connect timeout.
     pub async fn connect(&self, timeout: Duration) -> Result<Conn, ConnectError> {
+        if self.ssl_opts().is_some() {
+            if let Some(c) = self.client_cert().map_err(|e| self.tls_refused(e))? {
+                c.check_for_driver().map_err(|e| self.tls_refused(e))?;
+            }
+            self.driver_can_verify().map_err(|e| self.tls_refused(e))?;
+        }
+        let mut conn = self.connect_as_told(timeout).await?;
+        if self.tls.checks_session() {
+            let rows: Vec<(String, String)> = conn
+                .query(crate::tls_policy::SESSION_TLS_SQL)
+                .await
+                .map_err(|e| self.connect_error(Some(e), timeout))?;
+            if let Err(why) = self.tls.allows_status(&rows) {
+                let _ = conn.disconnect().await;
+                return Err(self.tls_refused(crate::tls::TlsError::Config(why)));
+            }
+        }
+        Ok(conn)
+    }
+
+    /// What this driver cannot check where a verifying mode asks for it:
+    /// revocation lists; and the CA directory must be readable.
+    fn driver_can_verify(&self) -> Result<(), crate::tls::TlsError> {
+        if !matches!(self.ssl_mode, SslMode::VerifyCa | SslMode::VerifyIdentity) {
+            return Ok(());
+        }
+        let unreadable = |dir: &Option<std::path::PathBuf>, e| {
+            crate::tls::TlsError::file(dir.as_deref().unwrap_or(std::path::Path::new(".")), e)
+        };
+        let cas = self
+            .tls
+            .ca_files(self.ssl_ca.as_deref())
+            .map_err(|e| unreadable(&self.tls.capath, e))?;
+        if cas.is_empty() {
+            return Err(crate::tls::TlsError::NeedsCa(self.ssl_mode));
+        }
+        let crls = self
+            .tls
+            .crl_files()
+            .map_err(|e| unreadable(&self.tls.crlpath, e))?;
+        if !crls.is_empty() {
+            return Err(crate::tls::TlsError::Config(
+                "this command's driver cannot check certificate revocation lists (ssl-crl, ssl-crlpath); `sqlfleet query` can".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Opens one connection as the target says, PREFERRED falling back
+    /// to plain text where the server has no TLS.
+    async fn connect_as_told(&self, timeout: Duration) -> Result<Conn, ConnectError> {
         let attempt = |opts: Opts| async move {
             match tokio::time::timeout(timeout, Conn::new(opts)).await {
                 Ok(r) => r.map_err(Some),
                 Err(_) => Err(None),
             }
         };
-        if self.ssl_opts().is_some() {
-            if let Some(c) = self.client_cert().map_err(|e| self.tls_refused(e))? {
-                c.check_for_driver().map_err(|e| self.tls_refused(e))?;
-            }
-        }
         match attempt(self.opts()).await {
             Ok(c) => Ok(c),
             Err(Some(mysql_async::Error::Driver(
@@ -301,5 +357,44 @@ pub(crate) fn client_io_error(endpoint: &Endpoint, io: &std::io::Error) -> Strin
         _ => format!(
             "ERROR 2013 (HY000): Lost connection to server at 'handshake: reading initial communication packet' ({io})"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(mode: SslMode) -> Target {
+        Target {
+            endpoint: Endpoint::Tcp {
+                host: "db.example".into(),
+                port: 3306,
+            },
+            user: "u".into(),
+            password: None,
+            database: None,
+            ssl_mode: mode,
+            ssl_ca: Some("/etc/ca.pem".into()),
+            ssl_cert: None,
+            ssl_key: None,
+            tls: Default::default(),
+            charset: None,
+        }
+    }
+
+    /// A verifying mode trusts the CA named and nothing else (the driver
+    /// adds its built-in public roots unless told not to).
+    #[test]
+    fn a_verifying_driver_login_trusts_only_the_ca_named() {
+        for (mode, only_named, names_checked) in [
+            (SslMode::VerifyCa, true, false),
+            (SslMode::VerifyIdentity, true, true),
+        ] {
+            let o = target(mode).ssl_opts().expect("tls");
+            assert_eq!(o.disable_built_in_roots(), only_named, "{mode}");
+            assert_eq!(o.root_certs().len(), 1, "{mode}");
+            assert_eq!(!o.skip_domain_validation(), names_checked, "{mode}");
+        }
+        assert!(target(SslMode::Disabled).ssl_opts().is_none());
     }
 }

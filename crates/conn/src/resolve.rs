@@ -33,6 +33,56 @@ pub const GROUPS: &[&str] = &["client", "client-server", "client-mariadb", "sqlf
 
 pub const DEFAULT_SOCKET: &str = "/run/mysqld/mysqld.sock";
 
+/// What sqlfleet does with an option the stock client programs share
+/// (what a `[client]` group holds for all of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientOption {
+    /// Read, with the meaning the stock client gives it (the value is a
+    /// sample a test sets to see it read).
+    Read(&'static str),
+    /// Left alone: it changes nothing sqlfleet's connections do, for the
+    /// reason given.
+    Ignored(&'static str),
+    /// Refused, naming file and line: sqlfleet would not do what the
+    /// stock client does with it.
+    Refused(&'static str),
+}
+
+/// Every option the stock client programs share (`mariadb`,
+/// `mariadb-dump`, `mariadb-admin`, `mariadb-import`: what their
+/// `--help --verbose` all list, and the few they take unlisted), and what
+/// sqlfleet does with it. A test reads the installed programs' lists and
+/// fails on an option not here.
+pub const CLIENT_OPTIONS: &[(&str, ClientOption)] = &[
+    ("host", ClientOption::Read("db.example")),
+    ("port", ClientOption::Read("3307")),
+    ("socket", ClientOption::Read("/tmp/other.sock")),
+    ("user", ClientOption::Read("someone")),
+    ("password", ClientOption::Read("secret")),
+    ("database", ClientOption::Read("shop")),
+    ("protocol", ClientOption::Read("tcp")),
+    ("default-character-set", ClientOption::Read("latin1")),
+    ("ssl", ClientOption::Read("0")),
+    ("ssl-mode", ClientOption::Read("REQUIRED")),
+    ("ssl-ca", ClientOption::Read("/etc/ca.pem")),
+    ("ssl-capath", ClientOption::Read("/etc/ssl/certs")),
+    ("ssl-cert", ClientOption::Read("/etc/client-cert.pem")),
+    ("ssl-key", ClientOption::Read("/etc/client-key.pem")),
+    ("ssl-crl", ClientOption::Read("/etc/crl.pem")),
+    ("ssl-crlpath", ClientOption::Read("/etc/crls")),
+    ("ssl-cipher", ClientOption::Read("ECDHE-RSA-AES256-GCM-SHA384")),
+    ("tls-version", ClientOption::Read("TLSv1.3")),
+    ("ssl-verify-server-cert", ClientOption::Read("1")),
+    ("init-command", ClientOption::Refused("sqlfleet does not run it")),
+    ("compress", ClientOption::Ignored("compression of the protocol changes no answer")),
+    ("character-sets-dir", ClientOption::Ignored("sqlfleet's character sets are built in")),
+    ("plugin-dir", ClientOption::Ignored("sqlfleet's authentication plugins are built in")),
+    ("default-auth", ClientOption::Ignored("the first plugin a login tries: the server names the one the account needs and sqlfleet answers with that")),
+    ("debug-check", ClientOption::Ignored("the client library's own debugging")),
+    ("debug-info", ClientOption::Ignored("the client library's own debugging")),
+    ("force", ClientOption::Ignored("the mysql client's going on after an error; sqlfleet's commands stop, or go on by their own flags (load --continue-on-error)")),
+];
+
 /// The process environment that resolution reads, injectable for tests.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
@@ -166,6 +216,9 @@ pub struct Target {
     /// key (`--ssl-key`; the certificate's file when not given).
     pub ssl_cert: Option<PathBuf>,
     pub ssl_key: Option<PathBuf>,
+    /// The stock client's other TLS options (CA directory, revocation
+    /// lists, versions and ciphers allowed).
+    pub tls: crate::tls_policy::TlsChecks,
     /// `SET NAMES` after connecting (the client's default-character-set);
     /// `None`: utf8mb4, set in the handshake.
     pub charset: Option<String>,
@@ -238,6 +291,11 @@ struct Layer {
     ssl_ca: Option<PathBuf>,
     ssl_cert: Option<PathBuf>,
     ssl_key: Option<PathBuf>,
+    ssl_capath: Option<PathBuf>,
+    ssl_crl: Option<PathBuf>,
+    ssl_crlpath: Option<PathBuf>,
+    tls_version: Option<Vec<String>>,
+    ssl_cipher: Option<Vec<String>>,
     protocol_tcp: Option<bool>,
     charset: Option<String>,
 }
@@ -259,6 +317,11 @@ impl Layer {
             ssl_ca,
             ssl_cert,
             ssl_key,
+            ssl_capath,
+            ssl_crl,
+            ssl_crlpath,
+            tls_version,
+            ssl_cipher,
             protocol_tcp,
             charset
         );
@@ -410,6 +473,25 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
             // X509 was "Access denied" where the stock client logs in.
             "ssl-cert" => layer.ssl_cert = Some(PathBuf::from(need()?)),
             "ssl-key" => layer.ssl_key = Some(PathBuf::from(need()?)),
+            "ssl-capath" => layer.ssl_capath = Some(PathBuf::from(need()?)),
+            "ssl-crl" => layer.ssl_crl = Some(PathBuf::from(need()?)),
+            "ssl-crlpath" => layer.ssl_crlpath = Some(PathBuf::from(need()?)),
+            "tls-version" => {
+                layer.tls_version = Some(crate::tls_policy::parse_versions(&need()?).map_err(bad)?)
+            }
+            "ssl-cipher" => {
+                layer.ssl_cipher = Some(crate::tls_policy::parse_ciphers(&need()?).map_err(bad)?)
+            }
+            // The MariaDB client's switch: `ssl=0` or `skip-ssl` is plain
+            // text; `ssl` alone asks for nothing more than PREFERRED does
+            // (its client does not insist on TLS for it).
+            "ssl" => {
+                let on = flag_on(v.value.as_deref()).map_err(bad)?;
+                if !on {
+                    layer.ssl_mode = Some(SslMode::Disabled);
+                }
+            }
+            "skip-ssl" | "disable-ssl" => layer.ssl_mode = Some(SslMode::Disabled),
             "protocol" => layer.protocol_tcp = Some(parse_protocol(&need()?).map_err(bad)?),
             "default-character-set" => layer.charset = Some(parse_charset(&need()?).map_err(bad)?),
             _ => {} // other programs' options share [client]
@@ -515,8 +597,7 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
             ssl_ca: d.ssl_ca.map(PathBuf::from),
             ssl_cert: d.ssl_cert.map(PathBuf::from),
             ssl_key: d.ssl_key.map(PathBuf::from),
-            protocol_tcp: None,
-            charset: None,
+            ..Layer::default()
         });
     }
     explicit_port |= args.port.is_some();
@@ -542,6 +623,31 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
         ssl_ca: args.ssl_ca.clone(),
         ssl_cert: args.ssl_cert.clone(),
         ssl_key: args.ssl_key.clone(),
+        ssl_capath: args.ssl_capath.clone(),
+        ssl_crl: args.ssl_crl.clone(),
+        ssl_crlpath: args.ssl_crlpath.clone(),
+        tls_version: match &args.tls_version {
+            Some(v) => {
+                Some(
+                    crate::tls_policy::parse_versions(v).map_err(|what| ResolveError::BadEnv {
+                        var: "--tls-version",
+                        what,
+                    })?,
+                )
+            }
+            None => None,
+        },
+        ssl_cipher: match &args.ssl_cipher {
+            Some(v) => {
+                Some(
+                    crate::tls_policy::parse_ciphers(v).map_err(|what| ResolveError::BadEnv {
+                        var: "--ssl-cipher",
+                        what,
+                    })?,
+                )
+            }
+            None => None,
+        },
         protocol_tcp: match &args.protocol {
             Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
                 var: "--protocol",
@@ -586,6 +692,13 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
             ssl_ca: acc.ssl_ca,
             ssl_cert: acc.ssl_cert,
             ssl_key: acc.ssl_key,
+            tls: crate::tls_policy::TlsChecks {
+                capath: acc.ssl_capath,
+                crl: acc.ssl_crl,
+                crlpath: acc.ssl_crlpath,
+                versions: acc.tls_version.unwrap_or_default(),
+                ciphers: acc.ssl_cipher.unwrap_or_default(),
+            },
             charset: acc.charset,
         },
         origin,
@@ -663,10 +776,19 @@ impl Target {
             ("ssl-ca", &self.ssl_ca),
             ("ssl-cert", &self.ssl_cert),
             ("ssl-key", &self.ssl_key),
+            ("ssl-capath", &self.tls.capath),
+            ("ssl-crl", &self.tls.crl),
+            ("ssl-crlpath", &self.tls.crlpath),
         ] {
             if let Some(f) = file {
                 s.push_str(&format!("{key}={}\n", q(&f.display().to_string())));
             }
+        }
+        if !self.tls.versions.is_empty() {
+            s.push_str(&format!("tls-version={}\n", self.tls.versions.join(",")));
+        }
+        if !self.tls.ciphers.is_empty() {
+            s.push_str(&format!("ssl-cipher={}\n", self.tls.ciphers.join(":")));
         }
         s
     }

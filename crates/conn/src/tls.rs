@@ -102,7 +102,7 @@ impl rustls::client::danger::ServerCertVerifier for NoVerify {
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("--ssl-mode {0} needs --ssl-ca (the CA to check the server's certificate against)")]
+    #[error("--ssl-mode {0} needs --ssl-ca or --ssl-capath (the CA to check the server's certificate against)")]
     NeedsCa(SslMode),
     /// A certificate, key or CA file that cannot be read or used.
     #[error("{}: {what}", path.display())]
@@ -180,44 +180,102 @@ pub fn connector(
     mode: SslMode,
     ca: Option<&std::path::Path>,
     client: Option<ClientCert<'_>>,
+    checks: &crate::tls_policy::TlsChecks,
 ) -> Result<Option<tokio_rustls::TlsConnector>, TlsError> {
     match mode {
         SslMode::Disabled => Ok(None),
-        SslMode::Preferred | SslMode::Required => tls_connector(None, true, client).map(Some),
+        SslMode::Preferred | SslMode::Required => {
+            tls_connector(None, true, client, checks).map(Some)
+        }
         SslMode::VerifyCa | SslMode::VerifyIdentity => {
-            let ca = ca.ok_or(TlsError::NeedsCa(mode))?;
-            tls_connector(Some(ca), mode == SslMode::VerifyIdentity, client).map(Some)
+            let verify = Verify::read(mode, ca, checks)?;
+            tls_connector(
+                Some(verify),
+                mode == SslMode::VerifyIdentity,
+                client,
+                checks,
+            )
+            .map(Some)
         }
     }
 }
 
+/// What a verifying mode checks the server's certificate against: the
+/// CA file and the CA directory's certificates, and any revocation lists.
+struct Verify {
+    roots: rustls::RootCertStore,
+    crls: Vec<rustls::pki_types::CertificateRevocationListDer<'static>>,
+    /// The file named in errors about the chain.
+    named: std::path::PathBuf,
+}
+
+impl Verify {
+    fn read(
+        mode: SslMode,
+        ca: Option<&std::path::Path>,
+        checks: &crate::tls_policy::TlsChecks,
+    ) -> Result<Verify, TlsError> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, CertificateRevocationListDer};
+        let dir_error = |e: std::io::Error| {
+            let dir = checks
+                .capath
+                .as_deref()
+                .or(checks.crlpath.as_deref())
+                .unwrap_or(std::path::Path::new("."));
+            TlsError::file(dir, e)
+        };
+        let files = checks.ca_files(ca).map_err(dir_error)?;
+        let Some(named) = files.first().cloned() else {
+            return Err(TlsError::NeedsCa(mode));
+        };
+        let mut roots = rustls::RootCertStore::empty();
+        for f in &files {
+            for c in CertificateDer::pem_file_iter(f).map_err(|e| TlsError::file(f, e))? {
+                let c = c.map_err(|e| TlsError::file(f, e))?;
+                roots.add(c).map_err(|e| TlsError::file(f, e))?;
+            }
+        }
+        let crl_files = checks.crl_files().map_err(dir_error)?;
+        let mut crls = Vec::new();
+        for f in &crl_files {
+            for c in
+                CertificateRevocationListDer::pem_file_iter(f).map_err(|e| TlsError::file(f, e))?
+            {
+                crls.push(c.map_err(|e| TlsError::file(f, e))?);
+            }
+        }
+        Ok(Verify { roots, crls, named })
+    }
+}
+
 fn tls_connector(
-    ca: Option<&std::path::Path>,
+    verify: Option<Verify>,
     check_name: bool,
     client: Option<ClientCert<'_>>,
+    checks: &crate::tls_policy::TlsChecks,
 ) -> Result<tokio_rustls::TlsConnector, TlsError> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut provider = rustls::crypto::ring::default_provider();
+    let (versions, suites) = checks
+        .offer(&provider.cipher_suites)
+        .map_err(TlsError::Config)?;
+    provider.cipher_suites = suites;
+    let provider = Arc::new(provider);
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
-        .with_safe_default_protocol_versions()
+        .with_protocol_versions(&versions)
         .map_err(|e| TlsError::Config(e.to_string()))?;
-    let builder = match ca {
-        Some(ca) => {
-            let mut roots = rustls::RootCertStore::empty();
-            for c in CertificateDer::pem_file_iter(ca).map_err(|e| TlsError::file(ca, e))? {
-                let c = c.map_err(|e| TlsError::file(ca, e))?;
-                roots.add(c).map_err(|e| TlsError::file(ca, e))?;
-            }
+    let builder = match verify {
+        Some(v) => {
+            let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
+                Arc::new(v.roots),
+                provider.clone(),
+            )
+            .with_crls(v.crls)
+            .build()
+            .map_err(|e| TlsError::file(&v.named, e))?;
             if check_name {
-                builder.with_root_certificates(roots)
+                builder.dangerous().with_custom_certificate_verifier(inner)
             } else {
-                let inner = rustls::client::WebPkiServerVerifier::builder_with_provider(
-                    Arc::new(roots),
-                    provider.clone(),
-                )
-                .build()
-                .map_err(|e| TlsError::file(ca, e))?;
                 builder
                     .dangerous()
                     .with_custom_certificate_verifier(Arc::new(ChainOnly(inner)))

@@ -710,3 +710,210 @@ async fn every_authentication_plugin_the_server_has_logs_in_as_with_the_stock_cl
         );
     }
 }
+
+/// The options a program lists in `--help --verbose` (its variables).
+fn listed_options(program: &str) -> std::collections::BTreeSet<String> {
+    let o = std::process::Command::new(program)
+        .args(["--no-defaults", "--help", "--verbose"])
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let Some((_, vars)) = text.split_once("Variables (--variable-name=value)") else {
+        panic!("{program} --help --verbose lists no variables");
+    };
+    vars.lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| !w.starts_with('-') && w.len() > 1)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Every option the stock client programs share — what a `[client]`
+/// group holds for all of them, drawn from the installed programs' own
+/// lists — is read by sqlfleet with the stock client's meaning, or left
+/// alone or refused for a stated reason (`CLIENT_OPTIONS`); one a newer
+/// MariaDB adds fails here until it is decided. (`ssl-cert` and
+/// `ssl-key` were silently left alone before.)
+#[test]
+fn every_option_the_stock_clients_share_is_decided() {
+    let programs = ["mariadb", "mariadb-dump", "mariadb-admin", "mariadb-import"];
+    let mut shared: Option<std::collections::BTreeSet<String>> = None;
+    for p in programs {
+        let listed = listed_options(p);
+        assert!(
+            listed.contains("host") && listed.contains("ssl-ca"),
+            "{p}: {listed:?}"
+        );
+        shared = Some(match shared {
+            None => listed,
+            Some(s) => s.intersection(&listed).cloned().collect(),
+        });
+    }
+    let shared = shared.unwrap_or_default();
+    let decided: Vec<&str> = sqlfleet_conn::resolve::CLIENT_OPTIONS
+        .iter()
+        .map(|(k, _)| *k)
+        .collect();
+    let undecided: Vec<&String> = shared
+        .iter()
+        .filter(|o| !decided.contains(&o.as_str()))
+        .collect();
+    assert!(
+        undecided.is_empty(),
+        "options every stock client reads that sqlfleet has not decided on: {undecided:?}"
+    );
+    assert!(shared.len() >= 20, "{shared:?}");
+}
+
+/// A server with TLS from a test authority, and the authority.
+fn authority_server() -> (
+    tempfile::TempDir,
+    sqlfleet_testkit::tls::Authority,
+    sqlfleet_testkit::TestServer,
+) {
+    let dir = tempfile::tempdir().expect("dir");
+    let pki = sqlfleet_testkit::tls::authority(dir.path(), "client");
+    let srv = sqlfleet_testkit::server_with(&[
+        &format!("ssl-ca={}", pki.ca.display()),
+        &format!("ssl-cert={}", pki.server_cert.display()),
+        &format!("ssl-key={}", pki.server_key.display()),
+    ]);
+    (dir, pki, srv)
+}
+
+/// The session's TLS as the server reports it ("TLSv1.3 TLS_AES_..."; a
+/// space alone for plain text), or the login's error code.
+const TLS_OF_SESSION: &str = "SELECT CONCAT(\
+    (SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_VERSION'), ' ', \
+    (SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'))";
+
+/// The stock client's TLS options in an option file are held as the
+/// stock client holds them, by both our logins: `skip-ssl` is plain
+/// text; `ssl-capath` finds the CA under its hashed name (and not under
+/// another name); `ssl-crl` refuses a revoked server certificate;
+/// `tls-version` and `ssl-cipher` narrow what the connection uses. The
+/// driver cannot check revocation lists or narrow its offer: it refuses
+/// (2026) where it cannot do as asked, never connecting otherwise.
+#[tokio::test]
+async fn the_stock_clients_tls_options_are_held_as_it_holds_them() {
+    let (dir, pki, srv) = authority_server();
+    let mut root = srv
+        .target()
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("root");
+    root.query_drop(
+        "CREATE USER IF NOT EXISTS tl@'%' IDENTIFIED BY 'pw'; \
+         DELETE FROM mysql.global_priv WHERE User = ''; FLUSH PRIVILEGES",
+    )
+    .await
+    .expect("account");
+    let port = srv.sandbox.meta.primary().port;
+    let env = env_for(srv.home());
+    let capath = sqlfleet_testkit::tls::hashed_ca_dir(dir.path(), &pki);
+    let unhashed = dir.path().join("unhashed");
+    std::fs::create_dir_all(&unhashed).expect("dir");
+    std::fs::copy(&pki.ca, unhashed.join("ca.pem")).expect("copy");
+    let revoking = sqlfleet_testkit::tls::crl(dir.path(), &pki, "revoking.pem", true);
+    let empty = sqlfleet_testkit::tls::crl(dir.path(), &pki, "empty.pem", false);
+    let ca = pki.ca.display().to_string();
+    let verify = format!("ssl-ca={ca}\nssl-verify-server-cert");
+    // (options, whether the driver can do as asked)
+    let cases: Vec<(String, bool)> = vec![
+        ("skip-ssl".into(), true),
+        ("ssl=0".into(), true),
+        (
+            format!("ssl-capath={}\nssl-verify-server-cert", capath.display()),
+            true,
+        ),
+        (
+            format!("ssl-capath={}\nssl-verify-server-cert", unhashed.display()),
+            true,
+        ),
+        (format!("{verify}\nssl-crl={}", revoking.display()), false),
+        (format!("{verify}\nssl-crl={}", empty.display()), false),
+        ("tls-version=TLSv1.2".into(), false),
+        ("tls-version=TLSv1.3".into(), true),
+        (
+            "tls-version=TLSv1.2\nssl-cipher=ECDHE-RSA-AES128-GCM-SHA256".into(),
+            false,
+        ),
+        ("ssl-cipher=TLS_AES_128_GCM_SHA256".into(), false),
+        ("ssl-cipher=AES256-SHA".into(), true),
+    ];
+    let mut outcomes = Vec::new();
+    for (i, (options, driver_can)) in cases.iter().enumerate() {
+        let file = dir.path().join(format!("tls{i}.cnf"));
+        std::fs::write(
+            &file,
+            format!("[client]\nhost=127.0.0.1\nport={port}\nuser=tl\npassword=pw\n{options}\n"),
+        )
+        .expect("option file");
+        let o = std::process::Command::new("mariadb")
+            .arg(format!("--defaults-file={}", file.display()))
+            .args(["-N", "-B", "-e", TLS_OF_SESSION])
+            .output()
+            .expect("mariadb client");
+        let stock: Outcome = if o.status.success() {
+            Ok(String::from_utf8_lossy(&o.stdout)
+                .trim_end_matches('\n')
+                .to_string())
+        } else {
+            Err(error_code(&String::from_utf8_lossy(&o.stderr)))
+        };
+        let args = ConnArgs {
+            defaults_file: Some(file.clone()),
+            ..ConnArgs::default()
+        };
+        let t = resolve(&args, &env).unwrap_or_else(|e| panic!("{options}: {e}"));
+        let own = match t.dial(Duration::from_secs(5)).await {
+            Ok(mut c) => Ok(c
+                .column(TLS_OF_SESSION)
+                .await
+                .expect("session")
+                .into_iter()
+                .flatten()
+                .next()
+                .unwrap_or_default()),
+            Err(e) => Err(error_code(&e.to_string())),
+        };
+        assert_eq!(own, stock, "own login with {options:?}");
+        let driver = match t.connect(Duration::from_secs(5)).await {
+            Ok(mut c) => Ok(c
+                .query_first::<String, _>(TLS_OF_SESSION)
+                .await
+                .expect("session")
+                .unwrap_or_default()),
+            Err(e) => Err(error_code(&e.to_string())),
+        };
+        if *driver_can || stock.is_err() {
+            assert_eq!(driver, stock, "driver with {options:?}");
+        } else {
+            assert!(
+                driver == stock || driver == Err(2026),
+                "driver with {options:?}: {driver:?}, stock {stock:?}"
+            );
+        }
+        outcomes.push((options.clone(), stock));
+    }
+    // Not all alike: plain text, TLS 1.2 and 1.3, refusals.
+    let seen = |p: &dyn Fn(&Outcome) -> bool| outcomes.iter().any(|(_, o)| p(o));
+    assert!(
+        seen(&|o| o.as_ref().is_ok_and(|s| s.trim().is_empty())),
+        "{outcomes:?}"
+    );
+    assert!(
+        seen(&|o| o
+            .as_ref()
+            .is_ok_and(|s| s.starts_with("TLSv1.2 ECDHE-RSA-AES128"))),
+        "{outcomes:?}"
+    );
+    assert!(
+        seen(&|o| o
+            .as_ref()
+            .is_ok_and(|s| s == "TLSv1.3 TLS_AES_128_GCM_SHA256")),
+        "{outcomes:?}"
+    );
+    assert!(seen(&|o| *o == Err(2026)), "{outcomes:?}");
+}

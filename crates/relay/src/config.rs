@@ -323,6 +323,7 @@ impl RelayConfig {
             ssl_ca,
             ssl_cert: None,
             ssl_key: None,
+            tls: Default::default(),
             charset: None,
         }
     }

@@ -38,6 +38,7 @@ fn client(port: u16, user: &str, pw: &str) -> Target {
         ssl_ca: None,
         ssl_cert: None,
         ssl_key: None,
+        tls: Default::default(),
         charset: None,
     }
 }

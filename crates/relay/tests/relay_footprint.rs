@@ -47,6 +47,7 @@ fn client(port: u16) -> Target {
         ssl_ca: None,
         ssl_cert: None,
         ssl_key: None,
+        tls: Default::default(),
         charset: None,
     }
 }

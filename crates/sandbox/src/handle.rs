@@ -83,6 +83,7 @@ impl Sandbox {
             ssl_ca: None,
             ssl_cert: None,
             ssl_key: None,
+            tls: Default::default(),
             charset: None,
         })
     }

@@ -277,6 +277,7 @@ pub fn socket_target(layout: &NodeLayout, password: Option<&Secret>) -> Target {
         ssl_ca: None,
         ssl_cert: None,
         ssl_key: None,
+        tls: Default::default(),
         charset: None,
     }
 }

@@ -109,6 +109,7 @@ fn user(port: u16, name: &str, pw: &str, ssl: SslMode) -> Target {
         ssl_ca: None,
         ssl_cert: None,
         ssl_key: None,
+        tls: Default::default(),
         charset: None,
     }
 }

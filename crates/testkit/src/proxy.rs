@@ -74,6 +74,7 @@ pub fn app(port: u16, password: &str, db: Option<&str>) -> Target {
         ssl_ca: None,
         ssl_cert: None,
         ssl_key: None,
+        tls: Default::default(),
         charset: None,
     }
 }

@@ -118,3 +118,64 @@ pub fn authority(dir: &Path, client_cn: &str) -> Authority {
         client_v1_key: dir.join("client-v1-key.pem"),
     }
 }
+
+/// A revocation list signed by `a`'s CA in `dir`/`name`: revoking the
+/// server's certificate when `revoke_server`, else empty.
+pub fn crl(dir: &Path, a: &Authority, name: &str, revoke_server: bool) -> PathBuf {
+    let db = dir.join(format!("{name}.db"));
+    std::fs::create_dir_all(&db).expect("crl db");
+    std::fs::write(db.join("index.txt"), "").expect("index");
+    std::fs::write(db.join("crlnumber"), "01\n").expect("crlnumber");
+    let cnf = db.join("ca.cnf");
+    std::fs::write(
+        &cnf,
+        format!(
+            "[ca]\ndefault_ca = test\n[test]\ndatabase = {}\ncrlnumber = {}\ndefault_md = sha256\ndefault_crl_days = 2\n",
+            db.join("index.txt").display(),
+            db.join("crlnumber").display()
+        ),
+    )
+    .expect("ca.cnf");
+    let key = a.ca.with_file_name("ca-key.pem");
+    let run = |args: &[&str]| {
+        let o = Command::new("openssl")
+            .args(args)
+            .arg("-config")
+            .arg(&cnf)
+            .arg("-keyfile")
+            .arg(&key)
+            .arg("-cert")
+            .arg(&a.ca)
+            .output()
+            .expect("openssl");
+        assert!(
+            o.status.success(),
+            "openssl {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    if revoke_server {
+        let cert = a.server_cert.display().to_string();
+        run(&["ca", "-revoke", &cert]);
+    }
+    let out = dir.join(name);
+    let out_s = out.display().to_string();
+    run(&["ca", "-gencrl", "-out", &out_s]);
+    out
+}
+
+/// A directory holding `a`'s CA certificate under OpenSSL's hashed name
+/// (`HASH.0`), as `ssl-capath` expects it.
+pub fn hashed_ca_dir(dir: &Path, a: &Authority) -> PathBuf {
+    let o = Command::new("openssl")
+        .args(["x509", "-hash", "-noout", "-in"])
+        .arg(&a.ca)
+        .output()
+        .expect("openssl");
+    assert!(o.status.success());
+    let hash = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let d = dir.join("capath");
+    std::fs::create_dir_all(&d).expect("capath");
+    std::fs::copy(&a.ca, d.join(format!("{hash}.0"))).expect("copy");
+    d
+}

@@ -69,6 +69,7 @@ mod tests {
             ssl_ca: None,
             ssl_cert: None,
             ssl_key: None,
+            tls: Default::default(),
             charset: None,
         }
     }

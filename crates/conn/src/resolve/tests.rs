@@ -462,3 +462,78 @@ fn an_option_file_asking_for_a_checked_certificate_gets_one() {
         SslMode::Disabled
     );
 }
+
+/// Each option the table says is read changes the resolved target (or
+/// is refused as a bad value) when an option file sets it to its sample;
+/// each one it says is ignored changes nothing; each refused one is
+/// refused naming its line.
+#[test]
+fn every_shared_client_option_is_read_ignored_or_refused_as_the_table_says() {
+    let f = fixture();
+    // By the socket and by TCP: a port is seen only over TCP, a socket
+    // only over the socket.
+    let ways = [
+        ConnArgs::default(),
+        ConnArgs {
+            protocol: Some("tcp".into()),
+            ..ConnArgs::default()
+        },
+    ];
+    f.user_cnf("[client]\n");
+    let bases: Vec<Target> = ways
+        .iter()
+        .map(|a| resolve(a, &f.env).expect("base"))
+        .collect();
+    for (key, handling) in CLIENT_OPTIONS {
+        let value = match handling {
+            ClientOption::Read(v) => *v,
+            _ => "1",
+        };
+        f.user_cnf(&format!("[client]\n{key}={value}\n"));
+        let got: Vec<_> = ways.iter().map(|a| resolve(a, &f.env)).collect();
+        match handling {
+            ClientOption::Read(_) => {
+                let mut changed = false;
+                for (g, base) in got.iter().zip(&bases) {
+                    match g {
+                        Ok(t) => changed |= t != base,
+                        // Read, and refused alone (a key without its certificate).
+                        Err(e) if e.to_string().contains(key) => changed = true,
+                        Err(e) => panic!("{key}={value}: {e}"),
+                    }
+                }
+                assert!(changed, "{key}={value} was not read");
+            }
+            ClientOption::Ignored(_) => {
+                for (g, base) in got.into_iter().zip(&bases) {
+                    assert_eq!(&g.expect("ignored"), base, "{key} changed the target");
+                }
+            }
+            ClientOption::Refused(_) => {
+                for g in got {
+                    let e = g.expect_err("refused").to_string();
+                    assert!(e.contains(":2:"), "{key}: {e}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn ssl_off_is_plain_text_and_ssl_on_asks_for_no_more_than_preferred() {
+    let f = fixture();
+    let args = ConnArgs::default();
+    for (text, want) in [
+        ("ssl=0", SslMode::Disabled),
+        ("skip-ssl", SslMode::Disabled),
+        ("disable-ssl", SslMode::Disabled),
+        ("ssl=OFF", SslMode::Disabled),
+        ("ssl", SslMode::Preferred),
+        ("ssl=1", SslMode::Preferred),
+        ("ssl-verify-server-cert", SslMode::VerifyIdentity),
+    ] {
+        f.user_cnf(&format!("[client]\n{text}\n"));
+        let t = resolve(&args, &f.env).expect(text);
+        assert_eq!(t.ssl_mode, want, "{text}");
+    }
+}

@@ -80,13 +80,17 @@ impl Dialer {
     pub fn new(cfg: &RelayConfig) -> Result<Dialer, sqlfleet_conn::tls::TlsError> {
         let tls = match &cfg.backend_tls {
             BackendTls::Disabled => None,
-            BackendTls::Preferred | BackendTls::Required => {
-                sqlfleet_conn::tls::connector(sqlfleet_conn::SslMode::Required, None, None)?
-            }
+            BackendTls::Preferred | BackendTls::Required => sqlfleet_conn::tls::connector(
+                sqlfleet_conn::SslMode::Required,
+                None,
+                None,
+                &Default::default(),
+            )?,
             BackendTls::Verify(ca) => sqlfleet_conn::tls::connector(
                 sqlfleet_conn::SslMode::VerifyIdentity,
                 Some(ca),
                 None,
+                &Default::default(),
             )?,
         };
         Ok(Dialer {

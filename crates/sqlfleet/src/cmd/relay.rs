@@ -188,6 +188,11 @@ fn backend_login(a: &RelayArgs) -> anyhow::Result<BackendLogin> {
             c.cert.display()
         );
     }
+    if target.tls != sqlfleet_conn::tls_policy::TlsChecks::default() {
+        anyhow::bail!(
+            "the relay checks its backends' certificates against --ssl-ca only: ssl-capath, ssl-crl, ssl-crlpath, tls-version and ssl-cipher (from flags or an option file) are not read for them; leave them out (if they come from an option file: --no-defaults, or --defaults-file with one that names none)"
+        );
+    }
     let (tls, tls_ca) = match target.ssl_mode {
         SslMode::Disabled => ("disabled", None),
         SslMode::Preferred => ("preferred", None),
@@ -381,6 +386,11 @@ fn conn_given(c: &ConnArgs) -> bool {
         ssl_ca,
         ssl_cert,
         ssl_key,
+        ssl_capath,
+        ssl_crl,
+        ssl_crlpath,
+        tls_version,
+        ssl_cipher,
         default_character_set,
         sandbox,
     } = c;
@@ -399,6 +409,11 @@ fn conn_given(c: &ConnArgs) -> bool {
         || ssl_ca.is_some()
         || ssl_cert.is_some()
         || ssl_key.is_some()
+        || ssl_capath.is_some()
+        || ssl_crl.is_some()
+        || ssl_crlpath.is_some()
+        || tls_version.is_some()
+        || ssl_cipher.is_some()
         || default_character_set.is_some()
         || sandbox.is_some()
 }
