@@ -1,11 +1,13 @@
 //! MySQL option files (`my.cnf`), read the way the mysql client reads them.
 //!
-//! Supported: `[group]` headers, `key`, `key=value` (spaces around `=`),
-//! single- or double-quoted values with the client's escapes (`\n \t \r \b
-//! \s \\`), `#` and `;` comment lines, `#` end-of-line comments after
-//! whitespace in unquoted values, `loose-` prefixes, `!include FILE` and
-//! `!includedir DIR` (files ending in `.cnf`, in name order). Option names
-//! treat `_` and `-` alike.
+//! Read as MariaDB's own reader (`my_print_defaults`) reads them, which a
+//! test holds it to on generated files: `[group]` headers (to the first
+//! `]`, any case), `key`, `key=value` (spaces around `=`), values in
+//! matching quotes or bare with the client's escapes (`\n \t \r \b \s
+//! \" \' \\`), `#` and `;` comment lines, a `#` outside quotes ending
+//! the line, `loose-` prefixes, `!include FILE` and `!includedir DIR`
+//! (files ending in `.cnf`, in name order). Option names treat `_` and `-`
+//! alike.
 //!
 //! A malformed file is an error naming the file and line, never a silent skip.
 
@@ -41,6 +43,9 @@ pub struct OptValue {
     pub value: Option<String>,
     pub path: PathBuf,
     pub line: usize,
+    /// Where it came among every option line read (files in the order
+    /// read, lines in file order): the later one wins, whatever its group.
+    pub order: usize,
 }
 
 /// The options of one group, later lines overriding earlier ones.
@@ -51,6 +56,8 @@ pub type Group = BTreeMap<String, OptValue>;
 #[derive(Debug, Default, Clone)]
 pub struct OptionFiles {
     groups: BTreeMap<String, Group>,
+    /// Option lines read so far.
+    lines_read: usize,
     /// Files that were read, in order (for `--print-defaults`-style output).
     pub files: Vec<PathBuf>,
 }
@@ -84,13 +91,17 @@ impl OptionFiles {
         self.groups.get(group)
     }
 
-    /// The merged view of several groups, later groups overriding earlier.
+    /// The merged view of several groups: as the stock client reads
+    /// them, the option line read last wins, whatever its group (a later
+    /// file over an earlier one, a later line over an earlier one).
     pub fn merged(&self, groups: &[&str]) -> Group {
         let mut out = Group::new();
         for g in groups {
             if let Some(opts) = self.groups.get(*g) {
                 for (k, v) in opts {
-                    out.insert(k.clone(), v.clone());
+                    if out.get(k).is_none_or(|had: &OptValue| had.order < v.order) {
+                        out.insert(k.clone(), v.clone());
+                    }
                 }
             }
         }
@@ -163,15 +174,16 @@ impl OptionFiles {
                 continue;
             }
             if let Some(rest) = line.strip_prefix('[') {
-                let Some(name) = rest.strip_suffix(']') else {
+                // As MariaDB's reader: the name runs to the first ']'
+                // (what follows it is not read), trailing spaces trimmed
+                // and leading ones kept (`[ client ]` is another group),
+                // matched without regard to case.
+                let Some((name, _)) = rest.split_once(']') else {
                     return Err(syntax(format!("group header '{line}' has no closing ']'")));
                 };
-                let name = name.trim();
-                if name.is_empty() {
-                    return Err(syntax("empty group name '[]'".into()));
-                }
-                current = Some(name.to_ascii_lowercase());
-                self.groups.entry(name.to_ascii_lowercase()).or_default();
+                let name = name.trim_end().to_ascii_lowercase();
+                self.groups.entry(name.clone()).or_default();
+                current = Some(name);
                 continue;
             }
             let Some(group) = &current else {
@@ -180,20 +192,20 @@ impl OptionFiles {
                     line.split('=').next().unwrap_or(line).trim()
                 )));
             };
+            let line = strip_end_comment(line);
             let (key, value) = match line.split_once('=') {
-                Some((k, v)) => (k.trim(), Some(parse_value(v.trim()).map_err(syntax)?)),
-                None => (strip_end_comment(line).trim(), None),
+                Some((k, v)) => (k.trim_end(), Some(parse_value(v))),
+                None => (line.trim_end(), None),
             };
-            if key.is_empty() {
-                return Err(syntax("option line with an empty name".into()));
-            }
             let key = normalize_key(key);
+            self.lines_read += 1;
             self.groups.entry(group.clone()).or_default().insert(
                 key,
                 OptValue {
                     value,
                     path: path.to_owned(),
                     line: line_no,
+                    order: self.lines_read,
                 },
             );
         }
@@ -235,69 +247,62 @@ pub fn normalize_key(key: &str) -> String {
     }
 }
 
-/// Removes a `#` comment that follows whitespace in an unquoted value.
+/// Cuts a line at its first `#` outside quotes, as MariaDB's reader
+/// does (`password=ab#cd` is `ab`; `"ab#cd"` keeps it; a backslash
+/// protects a quote only inside quotes).
 fn strip_end_comment(s: &str) -> &str {
-    let bytes = s.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
-        if b == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()) {
-            return s[..i].trim_end();
+    let mut quote: Option<u8> = None;
+    let mut escape = false;
+    for (i, &b) in s.as_bytes().iter().enumerate() {
+        if (b == b'\'' || b == b'"') && !escape {
+            match quote {
+                None => quote = Some(b),
+                Some(q) if q == b => quote = None,
+                Some(_) => {}
+            }
         }
+        if quote.is_none() && b == b'#' {
+            return &s[..i];
+        }
+        escape = quote.is_some() && b == b'\\' && !escape;
     }
     s
 }
 
-/// Parses the text after `=`: a quoted string with escapes, or a bare
-/// value (with escapes too, and an optional trailing comment).
-fn parse_value(v: &str) -> Result<String, String> {
-    let first = v.chars().next();
-    if let Some(q @ ('"' | '\'')) = first {
-        let mut out = String::new();
-        let mut chars = v[1..].chars();
-        while let Some(c) = chars.next() {
-            if c == q {
-                let rest: String = chars.collect();
-                let rest = rest.trim();
-                if !rest.is_empty() && !rest.starts_with('#') {
-                    return Err(format!("unexpected text '{rest}' after quoted value"));
-                }
-                return Ok(out);
-            }
-            if c == '\\' {
-                match chars.next() {
-                    Some(e) => out.push(unescape(e)),
-                    None => break,
-                }
-            } else {
-                out.push(c);
-            }
-        }
-        return Err(format!("unterminated {q}-quoted value"));
-    }
-    let v = strip_end_comment(v);
+/// The text after `=`, as MariaDB's reader takes it: spaces trimmed at
+/// both ends, one pair of matching quotes around the whole removed, then
+/// the escapes `\n \t \r \b \s \" \' \\` (any other backslash is
+/// kept with the character after it; an unmatched quote is kept as it is).
+fn parse_value(v: &str) -> String {
+    let v = v.trim_matches(|c: char| c.is_ascii_whitespace());
+    let b = v.as_bytes();
+    let v = if b.len() > 1 && (b[0] == b'"' || b[0] == b'\'') && b[b.len() - 1] == b[0] {
+        &v[1..v.len() - 1]
+    } else {
+        v
+    };
     let mut out = String::with_capacity(v.len());
-    let mut chars = v.chars();
+    let mut chars = v.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            match chars.next() {
-                Some(e) => out.push(unescape(e)),
-                None => out.push('\\'),
-            }
-        } else {
+        if c != '\\' || chars.peek().is_none() {
             out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else { break };
+        match e {
+            'n' => out.push('\n'),
+            't' => out.push('\t'),
+            'r' => out.push('\r'),
+            'b' => out.push('\u{8}'),
+            's' => out.push(' '),
+            '"' | '\'' | '\\' => out.push(e),
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
         }
     }
-    Ok(out)
-}
-
-fn unescape(e: char) -> char {
-    match e {
-        'n' => '\n',
-        't' => '\t',
-        'r' => '\r',
-        'b' => '\u{8}',
-        's' => ' ',
-        other => other,
-    }
+    out
 }
 
 #[cfg(test)]
@@ -337,8 +342,9 @@ mod tests {
             parse("[client]\npassword=\"a b#c\\\"d\"\nuser='x\\sy'\nhost=a#b\n").expect("parses");
         assert_eq!(val(&f, "client", "password"), Some(Some("a b#c\"d".into())));
         assert_eq!(val(&f, "client", "user"), Some(Some("x y".into())));
-        // '#' not after whitespace is part of an unquoted value.
-        assert_eq!(val(&f, "client", "host"), Some(Some("a#b".into())));
+        // '#' outside quotes ends the line, as MariaDB's reader reads it
+        // (my_print_defaults gives `--host=a`).
+        assert_eq!(val(&f, "client", "host"), Some(Some("a".into())));
     }
 
     #[test]
@@ -367,8 +373,9 @@ mod tests {
         assert!(e
             .to_string()
             .starts_with("/t/my.cnf:2: option 'user' appears before"));
-        let e = parse("[client]\npassword=\"abc\n").expect_err("must fail");
-        assert!(e.to_string().contains(":2: unterminated"), "{e}");
+        // An unmatched quote is part of the value, as MariaDB reads it.
+        let f = parse("[client]\npassword=\"abc\n").expect("parses");
+        assert_eq!(val(&f, "client", "password"), Some(Some("\"abc".into())));
         let e = parse("[client]\n!bogus x\n").expect_err("must fail");
         assert!(
             e.to_string().contains(":2: unknown directive !bogus"),

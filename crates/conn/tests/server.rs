@@ -917,3 +917,123 @@ async fn the_stock_clients_tls_options_are_held_as_it_holds_them() {
     );
     assert!(seen(&|o| *o == Err(2026)), "{outcomes:?}");
 }
+
+mod option_files_as_the_stock_client_reads_them {
+    use proptest::prelude::*;
+    use sqlfleet_conn::optfile::{normalize_key, OptionFiles};
+    use std::collections::BTreeMap;
+
+    /// The groups sqlfleet reads, asked of my_print_defaults too.
+    const GROUPS: &[&str] = sqlfleet_conn::resolve::GROUPS;
+
+    fn line() -> impl Strategy<Value = String> {
+        let key = prop::sample::select(vec![
+            "host",
+            "user",
+            "password",
+            "port",
+            "socket",
+            "database",
+            "ssl-ca",
+            "loose-user",
+            "default_character_set",
+            "ssl_mode",
+            "loose_ssl-mode",
+        ]);
+        let token = prop::sample::select(vec![
+            "a",
+            "b c",
+            " ",
+            "#",
+            "x#y",
+            " #c",
+            ";",
+            " ;d",
+            "\\\\",
+            "\\t",
+            "\\s",
+            "\\b",
+            "\\\"",
+            "\\'",
+            "'",
+            "\"",
+            "\"q w\"",
+            "'q w'",
+            "\"a\\tb\"",
+            "'a\\sb'",
+            "=",
+            "\\x",
+            "\\",
+        ]);
+        let value = prop::collection::vec(token, 0..5).prop_map(|t| t.concat());
+        let sep = prop::sample::select(vec!["=", " = ", "= ", " =", "=\t"]);
+        let indent = prop::sample::select(vec!["", "  ", "\t"]);
+        prop_oneof![
+            2 => prop::sample::select(vec![
+                "[client]", "[sqlfleet]", "[client-server]", "[client-mariadb]", "[mysql]",
+                "[ client ]", "[mysqld]",
+            ])
+            .prop_map(str::to_string),
+            1 => prop::sample::select(vec!["", "# note", "; note", "   # indented"]).prop_map(str::to_string),
+            1 => (indent.clone(), key.clone()).prop_map(|(i, k)| format!("{i}{k}")),
+            6 => (indent, key, sep, value).prop_map(|(i, k, s, v)| format!("{i}{k}{s}{v}")),
+        ]
+    }
+
+    /// What the stock client's own reader gives for these groups: the
+    /// last value of each option (None for a bare option), or None when
+    /// it refuses the file.
+    fn stock(path: &std::path::Path) -> Option<BTreeMap<String, Option<String>>> {
+        let o = std::process::Command::new("my_print_defaults")
+            .arg(format!("--defaults-file={}", path.display()))
+            .args(GROUPS)
+            .output()
+            .expect("my_print_defaults (mariadb-client-core)");
+        if !o.status.success() {
+            return None;
+        }
+        let mut out = BTreeMap::new();
+        for l in String::from_utf8_lossy(&o.stdout).lines() {
+            let l = l.strip_prefix("--").unwrap_or(l);
+            let (k, v) = match l.split_once('=') {
+                Some((k, v)) => (k, Some(v.to_string())),
+                None => (l, None),
+            };
+            out.insert(normalize_key(k), v);
+        }
+        Some(out)
+    }
+
+    fn ours(text: &str, path: &std::path::Path) -> Option<BTreeMap<String, Option<String>>> {
+        let mut f = OptionFiles::default();
+        f.parse_str(text, path).ok()?;
+        Some(
+            f.merged(GROUPS)
+                .into_iter()
+                .map(|(k, v)| (k, v.value))
+                .collect(),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+        /// Generated option files (groups in any order, comments, quotes,
+        /// escapes, `#` and `;` inside and after values, bare options,
+        /// `loose-` and `_`) are read as MariaDB's own reader
+        /// (my_print_defaults) reads them: the same value for every
+        /// option of the groups sqlfleet reads, the line read last
+        /// winning; a file it refuses is refused.
+        #[test]
+        fn generated_option_files_read_as_my_print_defaults_reads_them(
+            lines in prop::collection::vec(line(), 1..12),
+        ) {
+            let dir = tempfile::tempdir().expect("dir");
+            let path = dir.path().join("my.cnf");
+            let text = format!("{}\n", lines.join("\n"));
+            std::fs::write(&path, &text).expect("write");
+            let stock = stock(&path);
+            let ours = ours(&text, &path);
+            prop_assert_eq!(ours, stock, "file:\n{}", text);
+        }
+    }
+}

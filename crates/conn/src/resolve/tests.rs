@@ -66,7 +66,8 @@ fn full_precedence_chain() {
     );
     f.user_cnf("[client]\nuser=clientuser\npassword=client-pw\n[sqlfleet]\nport=2222\n");
 
-    // Option files beat the environment, [sqlfleet] beats [client], ~/.my.cnf beats /etc.
+    // Option files beat the environment, a later line (here [sqlfleet] after
+    // [client]) beats an earlier one, ~/.my.cnf beats /etc.
     let t = resolve(&ConnArgs::default(), &f.env).expect("resolves");
     assert_eq!(t.endpoint, tcp("globalhost", 2222));
     assert_eq!(t.user, "clientuser");
