@@ -2,7 +2,8 @@
 //!
 //! Schemes `mysql://` and `mariadb://`. User and password are
 //! percent-decoded; hosts may be `[v6]`. Query parameters: `socket`,
-//! `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key` (`_` and `-` alike). Errors echo the DSN with the
+//! `ssl-mode`, `ssl-ca`, `ssl-cert`, `ssl-key`, `ssl-capath`, `ssl-crl`,
+//! `ssl-crlpath`, `tls-version`, `ssl-cipher` (`_` and `-` alike). Errors echo the DSN with the
 //! password masked.
 
 use crate::secret::Secret;
@@ -24,6 +25,12 @@ pub struct Dsn {
     /// `--ssl-cert` and `--ssl-key`.
     pub ssl_cert: Option<String>,
     pub ssl_key: Option<String>,
+    /// The stock client's other TLS options (see `tls_policy`).
+    pub ssl_capath: Option<String>,
+    pub ssl_crl: Option<String>,
+    pub ssl_crlpath: Option<String>,
+    pub tls_version: Option<Vec<String>>,
+    pub ssl_cipher: Option<Vec<String>>,
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -126,6 +133,17 @@ impl Dsn {
                 "ssl-ca" => dsn.ssl_ca = Some(v),
                 "ssl-cert" => dsn.ssl_cert = Some(v),
                 "ssl-key" => dsn.ssl_key = Some(v),
+                "ssl-capath" => dsn.ssl_capath = Some(v),
+                "ssl-crl" => dsn.ssl_crl = Some(v),
+                "ssl-crlpath" => dsn.ssl_crlpath = Some(v),
+                "tls-version" => {
+                    dsn.tls_version =
+                        Some(crate::tls_policy::parse_versions(&v).map_err(|e| err(&e))?)
+                }
+                "ssl-cipher" => {
+                    dsn.ssl_cipher =
+                        Some(crate::tls_policy::parse_ciphers(&v).map_err(|e| err(&e))?)
+                }
                 other => return Err(err(&format!("unknown parameter '{other}'"))),
             }
         }
@@ -154,6 +172,27 @@ mod tests {
         assert_eq!(d.database.as_deref(), Some("shop"));
         assert_eq!(d.ssl_mode, Some(SslMode::Required));
         assert_eq!(d.ssl_ca.as_deref(), Some("/ca.pem"));
+    }
+
+    #[test]
+    fn every_tls_option_of_the_stock_client() {
+        let d = Dsn::parse(
+            "mysql://u@h/?ssl-cert=/c.pem&ssl_key=/k.pem&ssl-capath=/cas&ssl-crl=/crl.pem\
+             &ssl-crlpath=/crls&tls-version=TLSv1.3&ssl-cipher=TLS_AES_256_GCM_SHA384",
+        )
+        .expect("valid");
+        assert_eq!(d.ssl_cert.as_deref(), Some("/c.pem"));
+        assert_eq!(d.ssl_key.as_deref(), Some("/k.pem"));
+        assert_eq!(d.ssl_capath.as_deref(), Some("/cas"));
+        assert_eq!(d.ssl_crl.as_deref(), Some("/crl.pem"));
+        assert_eq!(d.ssl_crlpath.as_deref(), Some("/crls"));
+        assert_eq!(d.tls_version, Some(vec!["TLSv1.3".to_string()]));
+        assert_eq!(
+            d.ssl_cipher,
+            Some(vec!["TLS_AES_256_GCM_SHA384".to_string()])
+        );
+        let e = Dsn::parse("mysql://u@h/?ssl-cipher=HIGH:!aNULL").expect_err("refused");
+        assert!(e.what.contains("not a cipher name"), "{e}");
     }
 
     #[test]

@@ -597,6 +597,11 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
             ssl_ca: d.ssl_ca.map(PathBuf::from),
             ssl_cert: d.ssl_cert.map(PathBuf::from),
             ssl_key: d.ssl_key.map(PathBuf::from),
+            ssl_capath: d.ssl_capath.map(PathBuf::from),
+            ssl_crl: d.ssl_crl.map(PathBuf::from),
+            ssl_crlpath: d.ssl_crlpath.map(PathBuf::from),
+            tls_version: d.tls_version,
+            ssl_cipher: d.ssl_cipher,
             ..Layer::default()
         });
     }
@@ -839,6 +844,21 @@ impl Target {
         }
         if let Some(k) = d.ssl_key {
             t.ssl_key = Some(k.into());
+        }
+        if let Some(p) = d.ssl_capath {
+            t.tls.capath = Some(p.into());
+        }
+        if let Some(p) = d.ssl_crl {
+            t.tls.crl = Some(p.into());
+        }
+        if let Some(p) = d.ssl_crlpath {
+            t.tls.crlpath = Some(p.into());
+        }
+        if let Some(v) = d.tls_version {
+            t.tls.versions = v;
+        }
+        if let Some(c) = d.ssl_cipher {
+            t.tls.ciphers = c;
         }
         Ok(t)
     }

@@ -127,14 +127,16 @@ impl Sandbox {
     }
 
     pub(crate) fn write_client_files(&self, password: &Secret) -> Result<()> {
+        // Quoted, so a '#' in a path is not read as a comment.
+        let quoted = |v: &str| format!("\"{}\"", v.replace('\\', "\\\\").replace('"', "\\\""));
         for n in &self.meta.nodes {
             let text = format!(
-                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = \"{}\"\nsocket = {}\ndefault-character-set = utf8mb4\n",
+                "# sqlfleet sandbox '{}' {}: use with --defaults-file\n[client]\nhost = 127.0.0.1\nport = {}\nuser = root\npassword = {}\nsocket = {}\ndefault-character-set = utf8mb4\n",
                 self.meta.name,
                 n.name,
                 n.port,
-                password.expose().replace('\\', "\\\\").replace('"', "\\\""),
-                self.layout.node(n).socket().display()
+                quoted(password.expose()),
+                quoted(&self.layout.node(n).socket().display().to_string())
             );
             meta::write_atomic(&self.layout.client_cnf(n), text.as_bytes(), 0o600)?;
         }
