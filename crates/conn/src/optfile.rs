@@ -165,9 +165,16 @@ impl OptionFiles {
                 if arg.is_empty() {
                     return Err(syntax(format!("!{directive} needs a path")));
                 }
-                let target = resolve_relative(path, arg);
+                // As MariaDB's reader: a relative path is taken from the
+                // current directory (not the including file's), and a file
+                // that cannot be opened is passed over (a directory that
+                // cannot be read is an error).
+                let target = PathBuf::from(arg);
                 match directive {
-                    "include" => self.read_depth(&target, depth + 1)?,
+                    "include" => match std::fs::File::open(&target) {
+                        Ok(_) => self.read_depth(&target, depth + 1)?,
+                        Err(_) => continue,
+                    },
                     "includedir" => self.read_dir(&target, depth + 1)?,
                     other => return Err(syntax(format!("unknown directive !{other}"))),
                 }
@@ -226,15 +233,6 @@ impl OptionFiles {
             self.read_depth(&f, depth)?;
         }
         Ok(())
-    }
-}
-
-fn resolve_relative(base_file: &Path, arg: &str) -> PathBuf {
-    let p = PathBuf::from(arg);
-    if p.is_absolute() {
-        p
-    } else {
-        base_file.parent().unwrap_or(Path::new(".")).join(p)
     }
 }
 
@@ -394,7 +392,12 @@ mod tests {
         std::fs::write(d.join("inc.cnf"), "[sqlfleet]\nhost=h\n").expect("write");
         std::fs::write(
             d.join("my.cnf"),
-            "[client]\nuser=first\n!includedir conf.d\n!include inc.cnf\n",
+            format!(
+                "[client]\nuser=first\n!includedir {}\n!include {}\n!include {}\n",
+                d.join("conf.d").display(),
+                d.join("inc.cnf").display(),
+                d.join("missing.cnf").display(),
+            ),
         )
         .expect("write");
         let mut f = OptionFiles::default();
@@ -406,11 +409,31 @@ mod tests {
         assert_eq!(f.files.len(), 4);
     }
 
+    /// As MariaDB's reader: a relative path is the current directory's,
+    /// not the including file's (the tests run in the crate's directory,
+    /// which has no inc.cnf), and a file that cannot be opened is passed
+    /// over; a directory that cannot be read is an error.
+    #[test]
+    fn relative_includes_are_the_current_directorys() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let d = dir.path();
+        std::fs::write(d.join("inc.cnf"), "[client]\nuser=included\n").expect("write");
+        std::fs::write(d.join("my.cnf"), "[client]\nuser=own\n!include inc.cnf\n").expect("write");
+        let mut f = OptionFiles::default();
+        f.read(&d.join("my.cnf")).expect("reads");
+        assert_eq!(val(&f, "client", "user"), Some(Some("own".into())));
+        std::fs::write(d.join("dir.cnf"), "[client]\n!includedir no-such-dir\n").expect("write");
+        let e = OptionFiles::default()
+            .read(&d.join("dir.cnf"))
+            .expect_err("a missing directory");
+        assert!(e.to_string().contains("no-such-dir"), "{e}");
+    }
+
     #[test]
     fn include_loop_is_an_error() {
         let dir = tempfile::tempdir().expect("tempdir");
         let p = dir.path().join("loop.cnf");
-        std::fs::write(&p, "!include loop.cnf\n").expect("write");
+        std::fs::write(&p, format!("!include {}\n", p.display())).expect("write");
         let mut f = OptionFiles::default();
         let e = f.read(&p).expect_err("loop");
         assert!(e.to_string().contains("nesting deeper"), "{e}");
