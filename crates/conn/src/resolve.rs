@@ -97,6 +97,12 @@ pub struct Env {
     pub global_files: Vec<PathBuf>,
     /// `SQLFLEET_SANDBOX`: the sandbox `sqlfleet sandbox env` points at.
     pub sqlfleet_sandbox: Option<String>,
+    /// `MARIADB_HOME` (or `MYSQL_HOME`): its `my.cnf` is read after the
+    /// global files, as the stock client reads it.
+    pub mysql_home: Option<PathBuf>,
+    /// `MARIADB_GROUP_SUFFIX` (or `MYSQL_GROUP_SUFFIX`): each group is
+    /// read under its suffixed name too (`[client_prod]`).
+    pub group_suffix: Option<String>,
 }
 
 impl Env {
@@ -112,7 +118,24 @@ impl Env {
             mysql_unix_port: var("MYSQL_UNIX_PORT"),
             global_files: vec!["/etc/my.cnf".into(), "/etc/mysql/my.cnf".into()],
             sqlfleet_sandbox: var("SQLFLEET_SANDBOX"),
+            mysql_home: var("MARIADB_HOME")
+                .or_else(|| var("MYSQL_HOME"))
+                .map(PathBuf::from),
+            group_suffix: var("MARIADB_GROUP_SUFFIX").or_else(|| var("MYSQL_GROUP_SUFFIX")),
         }
+    }
+
+    /// The groups read: [`GROUPS`], each also under the group suffix.
+    pub fn groups(&self) -> Vec<String> {
+        let mut out: Vec<String> = GROUPS.iter().map(|g| g.to_string()).collect();
+        if let Some(sfx) = &self.group_suffix {
+            out.extend(
+                GROUPS
+                    .iter()
+                    .map(|g| format!("{g}{sfx}").to_ascii_lowercase()),
+            );
+        }
+        out
     }
 }
 
@@ -396,6 +419,9 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
         .iter()
         .map(|f| (f.clone(), false))
         .collect();
+    if let Some(h) = &env.mysql_home {
+        files.push((h.join("my.cnf"), false));
+    }
     if let Some(f) = &args.defaults_extra_file {
         files.push((f.clone(), true));
     }
@@ -403,6 +429,15 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
         files.push((h.join(".my.cnf"), false));
     }
     Ok(files)
+}
+
+/// The option files these flags and this environment read, in order (as
+/// the stock client's `--help` lists its own).
+pub fn option_files_read(args: &ConnArgs, env: &Env) -> Result<Vec<PathBuf>, ResolveError> {
+    Ok(option_file_list(args, env)?
+        .into_iter()
+        .map(|(f, _)| f)
+        .collect())
 }
 
 /// The option files' settings, and the file that named the server (if any).
@@ -415,7 +450,8 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
             files.read_if_exists(&path)?;
         }
     }
-    let merged = files.merged(GROUPS);
+    let groups = env.groups();
+    let merged = files.merged(&groups.iter().map(String::as_str).collect::<Vec<_>>());
     let mut layer = Layer::default();
     let mut named_by = None;
     let mut verify_server_cert = false;

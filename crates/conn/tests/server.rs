@@ -918,13 +918,64 @@ async fn the_stock_clients_tls_options_are_held_as_it_holds_them() {
     assert!(seen(&|o| *o == Err(2026)), "{outcomes:?}");
 }
 
+/// The option files read, in order, are the ones the stock client's own
+/// `--help` lists under the same environment (`MARIADB_HOME`'s my.cnf,
+/// `--defaults-extra-file`, `~/.my.cnf`); MARIADB_HOME was not read before.
+#[test]
+fn the_option_files_read_are_the_ones_the_stock_client_lists() {
+    let home = tempfile::tempdir().expect("home");
+    let mh = tempfile::tempdir().expect("mariadb home");
+    let extra = mh.path().join("extra.cnf");
+    std::fs::write(&extra, "[client]\n").expect("extra");
+    for with_extra in [false, true] {
+        let mut cmd = std::process::Command::new("mariadb");
+        cmd.env("HOME", home.path())
+            .env("MARIADB_HOME", mh.path())
+            .env_remove("MYSQL_HOME");
+        if with_extra {
+            cmd.arg(format!("--defaults-extra-file={}", extra.display()));
+        }
+        let o = cmd.arg("--help").output().expect("mariadb --help");
+        let text = String::from_utf8_lossy(&o.stdout);
+        let listed: Vec<std::path::PathBuf> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Default options are read from"))
+            .nth(1)
+            .expect("the stock client lists its option files")
+            .split_whitespace()
+            .map(|f| match f.strip_prefix("~/") {
+                Some(rest) => home.path().join(rest),
+                None => f.into(),
+            })
+            .collect();
+        let env = Env {
+            home: Some(home.path().to_path_buf()),
+            mysql_home: Some(mh.path().to_path_buf()),
+            ..Env::from_process()
+        };
+        let args = ConnArgs {
+            defaults_extra_file: with_extra.then(|| extra.clone()),
+            ..ConnArgs::default()
+        };
+        assert_eq!(
+            sqlfleet_conn::resolve::option_files_read(&args, &env).expect("list"),
+            listed,
+            "with_extra={with_extra}"
+        );
+    }
+}
+
 mod option_files_as_the_stock_client_reads_them {
     use proptest::prelude::*;
     use sqlfleet_conn::optfile::{normalize_key, OptionFiles};
     use std::collections::BTreeMap;
 
-    /// The groups sqlfleet reads, asked of my_print_defaults too.
+    /// The groups sqlfleet reads, asked of my_print_defaults too (which
+    /// adds the suffixed ones itself when MARIADB_GROUP_SUFFIX is set).
     const GROUPS: &[&str] = sqlfleet_conn::resolve::GROUPS;
+
+    /// The group suffix the generated files are read with.
+    const SUFFIX: &str = "_x";
 
     fn line() -> impl Strategy<Value = String> {
         let key = prop::sample::select(vec![
@@ -971,7 +1022,7 @@ mod option_files_as_the_stock_client_reads_them {
         prop_oneof![
             2 => prop::sample::select(vec![
                 "[client]", "[sqlfleet]", "[client-server]", "[client-mariadb]", "[mysql]",
-                "[ client ]", "[mysqld]",
+                "[ client ]", "[mysqld]", "[client_x]", "[SQLFLEET_X]",
             ])
             .prop_map(str::to_string),
             1 => prop::sample::select(vec!["", "# note", "; note", "   # indented"]).prop_map(str::to_string),
@@ -985,8 +1036,14 @@ mod option_files_as_the_stock_client_reads_them {
     /// What the stock client's own reader gives for these groups: the
     /// last value of each option (None for a bare option), or None when
     /// it refuses the file or complains about it.
-    fn stock(path: &std::path::Path) -> Option<BTreeMap<String, Option<String>>> {
-        let o = std::process::Command::new("my_print_defaults")
+    fn stock(path: &std::path::Path, suffix: bool) -> Option<BTreeMap<String, Option<String>>> {
+        let mut cmd = std::process::Command::new("my_print_defaults");
+        cmd.env_remove("MYSQL_GROUP_SUFFIX")
+            .env_remove("MARIADB_GROUP_SUFFIX");
+        if suffix {
+            cmd.env("MARIADB_GROUP_SUFFIX", SUFFIX);
+        }
+        let o = cmd
             .arg(format!("--defaults-file={}", path.display()))
             .args(GROUPS)
             .output()
@@ -1008,11 +1065,20 @@ mod option_files_as_the_stock_client_reads_them {
         Some(out)
     }
 
-    fn ours(text: &str, path: &std::path::Path) -> Option<BTreeMap<String, Option<String>>> {
+    fn ours(
+        text: &str,
+        path: &std::path::Path,
+        suffix: bool,
+    ) -> Option<BTreeMap<String, Option<String>>> {
         let mut f = OptionFiles::default();
         f.parse_str(text, path).ok()?;
+        let env = sqlfleet_conn::Env {
+            group_suffix: suffix.then(|| SUFFIX.to_string()),
+            ..sqlfleet_conn::Env::default()
+        };
+        let groups = env.groups();
         Some(
-            f.merged(GROUPS)
+            f.merged(&groups.iter().map(String::as_str).collect::<Vec<_>>())
                 .into_iter()
                 .map(|(k, v)| (k, v.value))
                 .collect(),
@@ -1031,6 +1097,7 @@ mod option_files_as_the_stock_client_reads_them {
         fn generated_option_files_read_as_my_print_defaults_reads_them(
             lines in prop::collection::vec(line(), 1..12),
             second in prop::collection::vec(line(), 0..6),
+            suffix in any::<bool>(),
         ) {
             let dir = tempfile::tempdir().expect("dir");
             let path = dir.path().join("my.cnf");
@@ -1041,8 +1108,8 @@ mod option_files_as_the_stock_client_reads_them {
             let text = format!("{}\n", lines.join("\n"))
                 .replace("{SECOND}", &second_path.display().to_string());
             std::fs::write(&path, &text).expect("write");
-            let stock = stock(&path);
-            let ours = ours(&text, &path);
+            let stock = stock(&path, suffix);
+            let ours = ours(&text, &path, suffix);
             prop_assert_eq!(ours, stock, "file:\n{}\nsecond:\n{}", text, second.join("\n"));
         }
     }

@@ -538,3 +538,45 @@ fn ssl_off_is_plain_text_and_ssl_on_asks_for_no_more_than_preferred() {
         assert_eq!(t.ssl_mode, want, "{text}");
     }
 }
+
+#[test]
+fn the_home_variables_file_and_the_group_suffix_are_read_as_the_stock_client_reads_them() {
+    let mut f = fixture();
+    let mh = f.write("mh/my.cnf", "[client]\nuser=fromhome\nport=1\n");
+    f.env.mysql_home = mh.parent().map(Path::to_path_buf);
+    f.write("etc-my.cnf", "[client]\nuser=global\n");
+    let extra = f.write("extra.cnf", "[client_prod]\nport=2\n[client]\nport=3\n");
+    let args = ConnArgs {
+        defaults_extra_file: Some(extra.clone()),
+        protocol: Some("tcp".into()),
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        option_files_read(&args, &f.env).expect("list"),
+        vec![
+            f.dir.path().join("etc-my.cnf"),
+            mh.clone(),
+            extra.clone(),
+            f.dir.path().join("home/.my.cnf"),
+        ]
+    );
+    let t = resolve(&args, &f.env).expect("resolves");
+    assert_eq!(t.user, "fromhome");
+    assert_eq!(t.endpoint, tcp("127.0.0.1", 3));
+    // With the suffix, [client_prod] is read too; the later line wins.
+    f.env.group_suffix = Some("_prod".into());
+    assert_eq!(
+        resolve(&args, &f.env).expect("resolves").endpoint,
+        tcp("127.0.0.1", 3)
+    );
+    f.write("extra.cnf", "[client]\nport=3\n[CLIENT_PROD]\nport=2\n");
+    assert_eq!(
+        resolve(&args, &f.env).expect("resolves").endpoint,
+        tcp("127.0.0.1", 2)
+    );
+    f.env.group_suffix = None;
+    assert_eq!(
+        resolve(&args, &f.env).expect("resolves").endpoint,
+        tcp("127.0.0.1", 3)
+    );
+}
