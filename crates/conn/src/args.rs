@@ -64,6 +64,19 @@ pub struct ConnArgs {
     #[arg(long, value_name = "MODE", help_heading = CONN)]
     pub ssl_mode: Option<SslMode>,
 
+    /// TLS where the server offers it (the default; the MariaDB client's --ssl)
+    #[arg(long, conflicts_with_all = ["ssl_mode", "skip_ssl"], help_heading = CONN)]
+    pub ssl: bool,
+
+    /// Plain text, no TLS (the MariaDB client's --skip-ssl; --ssl-mode DISABLED)
+    #[arg(long, conflicts_with_all = ["ssl_mode", "ssl_verify_server_cert"], help_heading = CONN)]
+    pub skip_ssl: bool,
+
+    /// TLS with the server's certificate checked against the CA and its
+    /// name (the MariaDB client's switch; --ssl-mode VERIFY_IDENTITY)
+    #[arg(long, conflicts_with = "ssl_mode", help_heading = CONN)]
+    pub ssl_verify_server_cert: bool,
+
     /// CA certificate (PEM) for VERIFY_CA / VERIFY_IDENTITY
     #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub ssl_ca: Option<PathBuf>,

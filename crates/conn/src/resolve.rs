@@ -660,7 +660,13 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
         }),
         socket: args.socket.clone(),
         database: args.database.clone(),
-        ssl_mode: args.ssl_mode,
+        ssl_mode: args.ssl_mode.or(if args.skip_ssl {
+            Some(SslMode::Disabled)
+        } else if args.ssl_verify_server_cert {
+            Some(SslMode::VerifyIdentity)
+        } else {
+            None
+        }),
         ssl_ca: args.ssl_ca.clone(),
         ssl_cert: args.ssl_cert.clone(),
         ssl_key: args.ssl_key.clone(),

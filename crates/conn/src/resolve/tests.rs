@@ -580,3 +580,47 @@ fn the_home_variables_file_and_the_group_suffix_are_read_as_the_stock_client_rea
         tcp("127.0.0.1", 3)
     );
 }
+
+#[test]
+fn the_mariadb_clients_tls_switches_on_the_command_line() {
+    let f = fixture();
+    for (args, want) in [
+        (
+            ConnArgs {
+                skip_ssl: true,
+                ..ConnArgs::default()
+            },
+            SslMode::Disabled,
+        ),
+        (
+            ConnArgs {
+                ssl: true,
+                ..ConnArgs::default()
+            },
+            SslMode::Preferred,
+        ),
+        (
+            ConnArgs {
+                ssl_verify_server_cert: true,
+                ..ConnArgs::default()
+            },
+            SslMode::VerifyIdentity,
+        ),
+    ] {
+        assert_eq!(
+            resolve(&args, &f.env).expect("resolves").ssl_mode,
+            want,
+            "{args:?}"
+        );
+    }
+    // A flag beats an option file's mode, as any flag does.
+    f.user_cnf("[client]\nssl-mode=REQUIRED\n");
+    let args = ConnArgs {
+        skip_ssl: true,
+        ..ConnArgs::default()
+    };
+    assert_eq!(
+        resolve(&args, &f.env).expect("resolves").ssl_mode,
+        SslMode::Disabled
+    );
+}

@@ -383,6 +383,9 @@ fn conn_given(c: &ConnArgs) -> bool {
         no_defaults,
         protocol,
         ssl_mode,
+        ssl,
+        skip_ssl,
+        ssl_verify_server_cert,
         ssl_ca,
         ssl_cert,
         ssl_key,
@@ -406,6 +409,9 @@ fn conn_given(c: &ConnArgs) -> bool {
         || *no_defaults
         || protocol.is_some()
         || ssl_mode.is_some()
+        || *ssl
+        || *skip_ssl
+        || *ssl_verify_server_cert
         || ssl_ca.is_some()
         || ssl_cert.is_some()
         || ssl_key.is_some()
