@@ -52,6 +52,12 @@ pub struct ConnArgs {
     #[arg(long, value_name = "FILE", help_heading = CONN)]
     pub defaults_extra_file: Option<PathBuf>,
 
+    /// Read each option group under this suffix too ([client_SUFFIX], ...),
+    /// as the stock client's --defaults-group-suffix (also
+    /// MARIADB_GROUP_SUFFIX)
+    #[arg(long, value_name = "SUFFIX", help_heading = CONN)]
+    pub defaults_group_suffix: Option<String>,
+
     /// Read no option files
     #[arg(long, help_heading = CONN)]
     pub no_defaults: bool,

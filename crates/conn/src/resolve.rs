@@ -450,7 +450,14 @@ fn option_layer(args: &ConnArgs, env: &Env) -> Result<(Layer, Option<PathBuf>), 
             files.read_if_exists(&path)?;
         }
     }
-    let groups = env.groups();
+    let groups = match &args.defaults_group_suffix {
+        Some(sfx) => Env {
+            group_suffix: Some(sfx.clone()),
+            ..Env::default()
+        }
+        .groups(),
+        None => env.groups(),
+    };
     let merged = files.merged(&groups.iter().map(String::as_str).collect::<Vec<_>>());
     let mut layer = Layer::default();
     let mut named_by = None;

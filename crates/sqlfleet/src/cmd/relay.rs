@@ -380,6 +380,7 @@ fn conn_given(c: &ConnArgs) -> bool {
         dsn,
         defaults_file,
         defaults_extra_file,
+        defaults_group_suffix,
         no_defaults,
         protocol,
         ssl_mode,
@@ -406,6 +407,7 @@ fn conn_given(c: &ConnArgs) -> bool {
         || dsn.is_some()
         || defaults_file.is_some()
         || defaults_extra_file.is_some()
+        || defaults_group_suffix.is_some()
         || *no_defaults
         || protocol.is_some()
         || ssl_mode.is_some()
