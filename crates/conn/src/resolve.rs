@@ -431,6 +431,92 @@ pub fn option_file_list(args: &ConnArgs, env: &Env) -> Result<Vec<(PathBuf, bool
     Ok(files)
 }
 
+/// What a `--dsn` sets.
+fn dsn_layer(d: Dsn) -> Layer {
+    Layer {
+        host: d.host,
+        port: d.port,
+        user: d.user,
+        password: d.password.map(PasswordSpec::Given),
+        socket: d.socket.map(PathBuf::from),
+        database: d.database,
+        ssl_mode: d.ssl_mode,
+        ssl_ca: d.ssl_ca.map(PathBuf::from),
+        ssl_cert: d.ssl_cert.map(PathBuf::from),
+        ssl_key: d.ssl_key.map(PathBuf::from),
+        ssl_capath: d.ssl_capath.map(PathBuf::from),
+        ssl_crl: d.ssl_crl.map(PathBuf::from),
+        ssl_crlpath: d.ssl_crlpath.map(PathBuf::from),
+        tls_version: d.tls_version,
+        ssl_cipher: d.ssl_cipher,
+        ..Layer::default()
+    }
+}
+
+/// What the command line's flags set.
+fn flag_layer(args: &ConnArgs) -> Result<Layer, ResolveError> {
+    Ok(Layer {
+        host: args.host.clone(),
+        port: args.port,
+        user: args.user.clone(),
+        password: args.password.clone().map(|p| match p {
+            Some(p) => PasswordSpec::Given(Secret::new(p)),
+            None => PasswordSpec::Prompt,
+        }),
+        socket: args.socket.clone(),
+        database: args.database.clone(),
+        ssl_mode: args.ssl_mode.or(if args.skip_ssl {
+            Some(SslMode::Disabled)
+        } else if args.ssl_verify_server_cert {
+            Some(SslMode::VerifyIdentity)
+        } else {
+            None
+        }),
+        ssl_ca: args.ssl_ca.clone(),
+        ssl_cert: args.ssl_cert.clone(),
+        ssl_key: args.ssl_key.clone(),
+        ssl_capath: args.ssl_capath.clone(),
+        ssl_crl: args.ssl_crl.clone(),
+        ssl_crlpath: args.ssl_crlpath.clone(),
+        tls_version: match &args.tls_version {
+            Some(v) => {
+                Some(
+                    crate::tls_policy::parse_versions(v).map_err(|what| ResolveError::BadEnv {
+                        var: "--tls-version",
+                        what,
+                    })?,
+                )
+            }
+            None => None,
+        },
+        ssl_cipher: match &args.ssl_cipher {
+            Some(v) => {
+                Some(
+                    crate::tls_policy::parse_ciphers(v).map_err(|what| ResolveError::BadEnv {
+                        var: "--ssl-cipher",
+                        what,
+                    })?,
+                )
+            }
+            None => None,
+        },
+        protocol_tcp: match &args.protocol {
+            Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
+                var: "--protocol",
+                what,
+            })?),
+            None => None,
+        },
+        charset: match &args.default_character_set {
+            Some(c) => Some(parse_charset(c).map_err(|what| ResolveError::BadEnv {
+                var: "--default-character-set",
+                what,
+            })?),
+            None => None,
+        },
+    })
+}
+
 /// The option files these flags and this environment read, in order (as
 /// the stock client's `--help` lists its own).
 pub fn option_files_read(args: &ConnArgs, env: &Env) -> Result<Vec<PathBuf>, ResolveError> {
@@ -629,24 +715,7 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
         }
         explicit_port |= d.port.is_some();
         explicit_socket |= d.socket.is_some();
-        acc.overlay(Layer {
-            host: d.host,
-            port: d.port,
-            user: d.user,
-            password: d.password.map(PasswordSpec::Given),
-            socket: d.socket.map(PathBuf::from),
-            database: d.database,
-            ssl_mode: d.ssl_mode,
-            ssl_ca: d.ssl_ca.map(PathBuf::from),
-            ssl_cert: d.ssl_cert.map(PathBuf::from),
-            ssl_key: d.ssl_key.map(PathBuf::from),
-            ssl_capath: d.ssl_capath.map(PathBuf::from),
-            ssl_crl: d.ssl_crl.map(PathBuf::from),
-            ssl_crlpath: d.ssl_crlpath.map(PathBuf::from),
-            tls_version: d.tls_version,
-            ssl_cipher: d.ssl_cipher,
-            ..Layer::default()
-        });
+        acc.overlay(dsn_layer(d));
     }
     explicit_port |= args.port.is_some();
     explicit_socket |= args.socket.is_some();
@@ -657,66 +726,7 @@ pub fn resolve_traced(args: &ConnArgs, env: &Env) -> Result<(Target, Origin), Re
     {
         origin = Origin::Flags;
     }
-    acc.overlay(Layer {
-        host: args.host.clone(),
-        port: args.port,
-        user: args.user.clone(),
-        password: args.password.clone().map(|p| match p {
-            Some(p) => PasswordSpec::Given(Secret::new(p)),
-            None => PasswordSpec::Prompt,
-        }),
-        socket: args.socket.clone(),
-        database: args.database.clone(),
-        ssl_mode: args.ssl_mode.or(if args.skip_ssl {
-            Some(SslMode::Disabled)
-        } else if args.ssl_verify_server_cert {
-            Some(SslMode::VerifyIdentity)
-        } else {
-            None
-        }),
-        ssl_ca: args.ssl_ca.clone(),
-        ssl_cert: args.ssl_cert.clone(),
-        ssl_key: args.ssl_key.clone(),
-        ssl_capath: args.ssl_capath.clone(),
-        ssl_crl: args.ssl_crl.clone(),
-        ssl_crlpath: args.ssl_crlpath.clone(),
-        tls_version: match &args.tls_version {
-            Some(v) => {
-                Some(
-                    crate::tls_policy::parse_versions(v).map_err(|what| ResolveError::BadEnv {
-                        var: "--tls-version",
-                        what,
-                    })?,
-                )
-            }
-            None => None,
-        },
-        ssl_cipher: match &args.ssl_cipher {
-            Some(v) => {
-                Some(
-                    crate::tls_policy::parse_ciphers(v).map_err(|what| ResolveError::BadEnv {
-                        var: "--ssl-cipher",
-                        what,
-                    })?,
-                )
-            }
-            None => None,
-        },
-        protocol_tcp: match &args.protocol {
-            Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
-                var: "--protocol",
-                what,
-            })?),
-            None => None,
-        },
-        charset: match &args.default_character_set {
-            Some(c) => Some(parse_charset(c).map_err(|what| ResolveError::BadEnv {
-                var: "--default-character-set",
-                what,
-            })?),
-            None => None,
-        },
-    });
+    acc.overlay(flag_layer(args)?);
 
     let host = acc.host.unwrap_or_else(|| "localhost".into());
     let port = acc.port.unwrap_or(3306);
