@@ -128,7 +128,11 @@ pub struct ClientHello {
     /// MariaDB extended capabilities (0 from MySQL clients).
     pub ext: u32,
     pub collation: u8,
+    /// The user name read as UTF-8 (what the relay's accounts are named
+    /// in), and as sent: the client's bytes, in its login collation's
+    /// character set, which is what the server reads.
     pub user: String,
+    pub user_raw: Vec<u8>,
     pub auth: Vec<u8>,
     /// The database named, in the client's bytes (its login collation's
     /// character set, which the server reads it in).
@@ -168,7 +172,8 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
         0
     };
     let mut i = 32;
-    let user = String::from_utf8_lossy(&cstr(p, &mut i)?).into_owned();
+    let user_raw = cstr(p, &mut i)?;
+    let user = String::from_utf8_lossy(&user_raw).into_owned();
     // As MariaDB reads it: the auth data has a length only with
     // SECURE_CONNECTION (a length-encoded one if PLUGIN_AUTH_LENENC is
     // set too); without it, it ends at a NUL.
@@ -219,6 +224,7 @@ pub fn parse_client_hello(p: &[u8]) -> Result<ClientHello, WireError> {
         ext,
         collation,
         user,
+        user_raw,
         auth,
         database,
         plugin,
@@ -980,6 +986,7 @@ mod tests {
                 ext: 0,
                 collation: 45,
                 user: "u".into(),
+                user_raw: b"u".to_vec(),
                 auth: Vec::new(),
                 database: None,
                 plugin: None,

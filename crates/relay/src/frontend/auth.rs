@@ -281,6 +281,17 @@ where
         return Err(e.into());
     }
     let mut hello = handshake::parse_client_hello(&r.payload)?;
+    let (utf8, set) = super::session::schema::name_set(&[], hello.collation, None);
+    if !super::session::schema::user_name_readable(&hello.user_raw, utf8) {
+        let (code, state, msg) = super::session::schema::user_name_refusal(&set);
+        packet::write(
+            &mut stream,
+            r.seq.wrapping_add(1),
+            &packet::err_payload(code, state, &msg),
+        )
+        .await?;
+        return Err(AuthError::Refused(msg));
+    }
     let token = std::mem::take(&mut hello.auth);
     let mut extra = None;
     let users = match with_server_account(users, server, &hello.user, &mut extra).await {

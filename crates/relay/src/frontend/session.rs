@@ -20,7 +20,7 @@ mod plan;
 mod ps;
 mod replay;
 mod route;
-mod schema;
+pub(crate) mod schema;
 mod state;
 mod user;
 

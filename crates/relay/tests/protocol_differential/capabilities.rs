@@ -585,9 +585,20 @@ async fn open_with_nonce(port: u16, collation: u8, db: &[u8]) -> (Conn<TcpStream
 /// COM_CHANGE_USER to [`USER`] with this database and collation (the
 /// token from the connection's greeting `nonce`); the reply's packets.
 async fn change_user(c: &mut Conn<TcpStream>, nonce: &[u8], db: &[u8], collation: u8) -> Reply {
+    change_user_as(c, nonce, USER.as_bytes(), db, collation).await
+}
+
+/// COM_CHANGE_USER to `user` (its bytes as sent) with [`PASSWORD`].
+async fn change_user_as(
+    c: &mut Conn<TcpStream>,
+    nonce: &[u8],
+    user: &[u8],
+    db: &[u8],
+    collation: u8,
+) -> Reply {
     let token = handshake::native_token(nonce, PASSWORD);
     let mut p = vec![0x11];
-    p.extend_from_slice(USER.as_bytes());
+    p.extend_from_slice(user);
     p.push(0);
     p.push(token.len() as u8);
     p.extend_from_slice(&token);
@@ -721,4 +732,108 @@ async fn a_database_named_in_the_clients_own_character_set_is_the_one_it_means()
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// PyMySQL's login as `user` in `charset` (it sends the name in that
+/// character set, as the server reads it): "ok CURRENT_USER()" or
+/// "err CODE MESSAGE".
+fn pymysql_login(port: u16, user: &str, charset: &str) -> String {
+    const SCRIPT: &str = r#"
+import sys, pymysql
+port, user, charset = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+try:
+    c = pymysql.connect(host="127.0.0.1", port=port, user=user, password=sys.argv[4], charset=charset)
+    cur = c.cursor()
+    cur.execute("SELECT CURRENT_USER()")
+    print("ok", cur.fetchone()[0])
+except pymysql.err.MySQLError as e:
+    print("err", e.args[0], e.args[1] if len(e.args) > 1 else "")
+"#;
+    let o = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", SCRIPT, &port.to_string(), user, charset, PASSWORD])
+        .output()
+        .expect("python3 with pymysql (scripts/deps.sh)");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// A user name outside ASCII is the account the server finds: from a
+/// utf8mb4 client the same through the relay as directly; from a client
+/// whose character set is not UTF-8 the relay cannot read it as the
+/// server does, and refuses it in words (1235) — never logging in as
+/// another account, which it did where the client's bytes happened to be
+/// valid UTF-8 (latin1 "Ã©" is the bytes of UTF-8 "é").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_user_name_in_the_clients_own_character_set_is_never_another_account() {
+    let srv = sqlfleet_testkit::server();
+    let (relay_port, _stop, _relay) = relay_for(srv).await;
+    let direct_port = srv.sandbox.meta.primary().port;
+    let mut root = srv
+        .target()
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("root");
+    for name in ["café", "é", "Ã©"] {
+        mysql_async::prelude::Queryable::query_drop(
+            &mut root,
+            format!("CREATE USER IF NOT EXISTS '{name}'@'%' IDENTIFIED BY '{PASSWORD}'"),
+        )
+        .await
+        .expect("account");
+    }
+    for (user, charset) in [
+        ("café", "utf8mb4"),
+        ("é", "utf8mb4"),
+        ("café", "latin1"),
+        ("Ã©", "latin1"),
+    ] {
+        let direct = pymysql_login(direct_port, user, charset);
+        let relayed = pymysql_login(relay_port, user, charset);
+        assert_eq!(
+            direct,
+            format!("ok {user}@%"),
+            "{user} in {charset}, directly"
+        );
+        if charset == "utf8mb4" {
+            assert_eq!(relayed, direct, "{user} in {charset}");
+        } else {
+            assert!(
+                relayed.starts_with("err 1235 ") && relayed.contains("latin1"),
+                "{user} in {charset} through the relay: {relayed}"
+            );
+        }
+    }
+    // COM_CHANGE_USER naming such a user: latin1 bytes, and UTF-8 ones.
+    const LATIN1: u8 = 8;
+    const UTF8MB4: u8 = 45;
+    for (user, collation, relay_refuses) in [
+        (&b"caf\xe9"[..], LATIN1, true),
+        (&b"\xc3\xa9"[..], LATIN1, true),
+        ("café".as_bytes(), UTF8MB4, false),
+    ] {
+        let mut ended = Vec::new();
+        for port in [direct_port, relay_port] {
+            let (mut a, nonce) = open_with_nonce(port, UTF8MB4, DB.as_bytes()).await;
+            let reply = change_user_as(&mut a, &nonce, user, DB.as_bytes(), collation).await;
+            let last = reply.last().map(|(_, p)| p.clone()).unwrap_or_default();
+            let who = if last.first() == Some(&0) {
+                a.request(&Request::Text("SELECT CURRENT_USER()"))
+                    .await
+                    .map(|r| format!("{r:02x?}"))
+                    .unwrap_or_else(|e| e)
+            } else {
+                error_of(&last)
+            };
+            ended.push(who);
+        }
+        if relay_refuses {
+            assert!(
+                ended[1].starts_with("1235"),
+                "change user to {user:02x?}: {ended:?}"
+            );
+            assert!(!ended[0].starts_with("1235"), "{ended:?}");
+        } else {
+            assert_eq!(ended[0], ended[1], "change user to {user:02x?}");
+        }
+    }
 }

@@ -28,6 +28,53 @@ pub fn utf8_client(settings: &[Setting], login_collation: u8) -> bool {
     }
 }
 
+/// The character set a user name comes in: the collation the packet
+/// names (COM_CHANGE_USER may), else the session's client set (its SET
+/// NAMES, else its login collation). Whether it is UTF-8, and its name
+/// for a message.
+pub fn name_set(settings: &[Setting], login_collation: u8, named: Option<u8>) -> (bool, String) {
+    let of_id = |id: u8| {
+        sqlfleet_conn::charset::HANDSHAKE_COLLATIONS
+            .iter()
+            .find(|(_, c)| *c == id)
+            .map_or_else(
+                || format!("collation id {id}"),
+                |(name, _)| (*name).to_string(),
+            )
+    };
+    if let Some(id) = named {
+        return (utf8_collation(id), of_id(id));
+    }
+    let utf8 = utf8_client(settings, login_collation);
+    match client_set(settings, login_collation) {
+        Some(ClientSet::Named(cs)) => (utf8, cs.into_owned()),
+        Some(ClientSet::Collation(id)) => (utf8, of_id(id)),
+        None => (utf8, "not known".into()),
+    }
+}
+
+/// Whether the relay reads a user name as the server does: ASCII, or in
+/// a UTF-8 set. The relay's accounts are named in UTF-8; a name in
+/// another character set would be another name to it (or, where its
+/// bytes happen to be valid UTF-8, another account), so such a login is
+/// refused in words instead ([`user_name_refusal`]).
+pub fn user_name_readable(raw: &[u8], utf8_set: bool) -> bool {
+    raw.is_ascii() || utf8_set
+}
+
+/// The refusal of a login or COM_CHANGE_USER whose user name, in the
+/// character set `set`, the relay does not read as the server would:
+/// code, SQL state and message.
+pub fn user_name_refusal(set: &str) -> (u16, &'static str, String) {
+    (
+        1235,
+        "42000",
+        format!(
+            "This version of the sqlfleet relay doesn't yet support a user name outside ASCII from a client whose character set is {set}: log in with a utf8mb4 client, or an ASCII name"
+        ),
+    )
+}
+
 /// Whether a session with default database `db` (as the server names it)
 /// must keep its connection: the name is not ASCII and the client's set
 /// is not known to be UTF-8.
@@ -137,5 +184,51 @@ mod tests {
         assert_eq!(login_name(b"caf\xe9", 8), None);
         // Not UTF-8 from a UTF-8 client: the server's to refuse.
         assert_eq!(login_name(b"caf\xe9", 45), None);
+    }
+
+    #[test]
+    fn which_user_names_the_relay_reads_as_the_server_does() {
+        const LATIN1: u8 = 8;
+        const UTF8MB4: u8 = 45;
+        let set = |v: &str| {
+            vec![s(
+                "character_set_client",
+                &format!("@@session.character_set_client = '{v}'"),
+            )]
+        };
+        // (name as sent, session settings, login collation, collation the
+        // packet names, readable, the set named in a refusal)
+        type Row = (
+            &'static [u8],
+            Vec<Setting>,
+            u8,
+            Option<u8>,
+            bool,
+            &'static str,
+        );
+        let rows: Vec<Row> = vec![
+            (b"root", vec![], LATIN1, None, true, "latin1"),
+            (b"caf\xc3\xa9", vec![], UTF8MB4, None, true, "utf8mb4"),
+            (b"caf\xe9", vec![], LATIN1, None, false, "latin1"),
+            // Valid UTF-8 bytes, but latin1's: another name.
+            (b"\xc3\xa9", vec![], LATIN1, None, false, "latin1"),
+            // COM_CHANGE_USER: the packet's collation first, then the
+            // session's SET NAMES, then the login's.
+            (b"\xc3\xa9", vec![], LATIN1, Some(UTF8MB4), true, "utf8mb4"),
+            (b"\xc3\xa9", vec![], UTF8MB4, Some(LATIN1), false, "latin1"),
+            (b"\xc3\xa9", set("latin1"), UTF8MB4, None, false, "latin1"),
+            (b"\xc3\xa9", set("utf8mb4"), LATIN1, None, true, "utf8mb4"),
+            (b"\x95\x5c", vec![], 13, None, false, "sjis"),
+        ];
+        for (raw, settings, login, named, readable, name) in rows {
+            let (utf8, set_name) = name_set(&settings, login, named);
+            assert_eq!(
+                user_name_readable(raw, utf8),
+                readable,
+                "{raw:02x?} {login} {named:?}"
+            );
+            assert_eq!(set_name, name, "{raw:02x?} {login} {named:?}");
+            assert!(user_name_refusal(&set_name).2.contains(name));
+        }
     }
 }

@@ -113,6 +113,19 @@ impl Session {
             self.change_user_refused().await?;
             return Err(Fail::Err(1047, "08S01", "malformed COM_CHANGE_USER".into()));
         };
+        let (utf8, set) =
+            super::schema::name_set(self.st.settings(), self.shape.collation, req.collation);
+        if !super::schema::user_name_readable(&req.user_raw, utf8) {
+            let (code, state, msg) = super::schema::user_name_refusal(&set);
+            crate::admin::log::login_failed(&req.user, self.id, &msg);
+            self.change_user_refused().await?;
+            return self
+                .io
+                .write_packet(1, &packet::err_payload(code, state, &msg))
+                .await
+                .map(drop)
+                .map_err(|_| Fail::Close);
+        }
         let users = self
             .ctx
             .users
@@ -280,6 +293,8 @@ impl Session {
 
 struct ChangeUser {
     user: String,
+    /// The name as sent, in the client's character set.
+    user_raw: Vec<u8>,
     auth: Vec<u8>,
     /// In the client's bytes (its collation's character set).
     database: Option<Vec<u8>>,
@@ -295,7 +310,8 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
         Some(s)
     };
     let mut i = 1;
-    let user = String::from_utf8_lossy(&cstr(&mut i)?).into_owned();
+    let user_raw = cstr(&mut i)?;
+    let user = String::from_utf8_lossy(&user_raw).into_owned();
     let auth = if caps & sqlfleet_wire::handshake::SECURE_CONNECTION != 0 {
         let n = *p.get(i)? as usize;
         let a = p.get(i + 1..i + 1 + n)?.to_vec();
@@ -330,6 +346,7 @@ fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
     }
     Some(ChangeUser {
         user,
+        user_raw,
         auth,
         database,
         collation,
