@@ -760,9 +760,12 @@ except pymysql.err.MySQLError as e:
 /// A user name outside ASCII is the account the server finds: from a
 /// utf8mb4 client the same through the relay as directly; from a client
 /// whose character set is not UTF-8 the relay cannot read it as the
-/// server does, and refuses it in words (1235) — never logging in as
-/// another account, which it did where the client's bytes happened to be
-/// valid UTF-8 (latin1 "Ã©" is the bytes of UTF-8 "é").
+/// server does, and refuses it in words (1235). Before, such a name was
+/// "Access denied" for a garbled name, or, where the client's bytes
+/// happened to be valid UTF-8 (latin1 "Ã©" is the bytes of UTF-8 "é"),
+/// checked against the other account's password and rules (per-user
+/// mode; the server then checked its own on the backend login), or taken
+/// for the other account (a config's shared-account users).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_name_in_the_clients_own_character_set_is_never_another_account() {
     let srv = sqlfleet_testkit::server();

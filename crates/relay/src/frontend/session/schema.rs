@@ -56,8 +56,9 @@ pub fn name_set(settings: &[Setting], login_collation: u8, named: Option<u8>) ->
 /// Whether the relay reads a user name as the server does: ASCII, or in
 /// a UTF-8 set. The relay's accounts are named in UTF-8; a name in
 /// another character set would be another name to it (or, where its
-/// bytes happen to be valid UTF-8, another account), so such a login is
-/// refused in words instead ([`user_name_refusal`]).
+/// bytes happen to be valid UTF-8, another account's name, whose
+/// password and rules it would check), so such a login is refused in
+/// words instead ([`user_name_refusal`]).
 pub fn user_name_readable(raw: &[u8], utf8_set: bool) -> bool {
     raw.is_ascii() || utf8_set
 }
