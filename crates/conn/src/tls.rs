@@ -217,15 +217,10 @@ impl Verify {
     ) -> Result<Verify, TlsError> {
         use rustls::pki_types::pem::PemObject;
         use rustls::pki_types::{CertificateDer, CertificateRevocationListDer};
-        let dir_error = |e: std::io::Error| {
-            let dir = checks
-                .capath
-                .as_deref()
-                .or(checks.crlpath.as_deref())
-                .unwrap_or(std::path::Path::new("."));
-            TlsError::file(dir, e)
-        };
-        let files = checks.ca_files(ca).map_err(dir_error)?;
+        let here = std::path::Path::new(".");
+        let files = checks
+            .ca_files(ca)
+            .map_err(|e| TlsError::file(checks.capath.as_deref().unwrap_or(here), e))?;
         let Some(named) = files.first().cloned() else {
             return Err(TlsError::NeedsCa(mode));
         };
@@ -236,7 +231,9 @@ impl Verify {
                 roots.add(c).map_err(|e| TlsError::file(f, e))?;
             }
         }
-        let crl_files = checks.crl_files().map_err(dir_error)?;
+        let crl_files = checks
+            .crl_files()
+            .map_err(|e| TlsError::file(checks.crlpath.as_deref().unwrap_or(here), e))?;
         let mut crls = Vec::new();
         for f in &crl_files {
             for c in
