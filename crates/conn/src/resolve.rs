@@ -478,43 +478,36 @@ fn flag_layer(args: &ConnArgs) -> Result<Layer, ResolveError> {
         ssl_capath: args.ssl_capath.clone(),
         ssl_crl: args.ssl_crl.clone(),
         ssl_crlpath: args.ssl_crlpath.clone(),
-        tls_version: match &args.tls_version {
-            Some(v) => {
-                Some(
-                    crate::tls_policy::parse_versions(v).map_err(|what| ResolveError::BadEnv {
-                        var: "--tls-version",
-                        what,
-                    })?,
-                )
-            }
-            None => None,
-        },
-        ssl_cipher: match &args.ssl_cipher {
-            Some(v) => {
-                Some(
-                    crate::tls_policy::parse_ciphers(v).map_err(|what| ResolveError::BadEnv {
-                        var: "--ssl-cipher",
-                        what,
-                    })?,
-                )
-            }
-            None => None,
-        },
-        protocol_tcp: match &args.protocol {
-            Some(p) => Some(parse_protocol(p).map_err(|what| ResolveError::BadEnv {
-                var: "--protocol",
-                what,
-            })?),
-            None => None,
-        },
-        charset: match &args.default_character_set {
-            Some(c) => Some(parse_charset(c).map_err(|what| ResolveError::BadEnv {
-                var: "--default-character-set",
-                what,
-            })?),
-            None => None,
-        },
+        tls_version: parsed_flag(
+            &args.tls_version,
+            "--tls-version",
+            crate::tls_policy::parse_versions,
+        )?,
+        ssl_cipher: parsed_flag(
+            &args.ssl_cipher,
+            "--ssl-cipher",
+            crate::tls_policy::parse_ciphers,
+        )?,
+        protocol_tcp: parsed_flag(&args.protocol, "--protocol", parse_protocol)?,
+        charset: parsed_flag(
+            &args.default_character_set,
+            "--default-character-set",
+            parse_charset,
+        )?,
     })
+}
+
+/// A flag's value read by `parse`, a bad one named by its flag.
+fn parsed_flag<T>(
+    value: &Option<String>,
+    flag: &'static str,
+    parse: fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, ResolveError> {
+    value
+        .as_deref()
+        .map(parse)
+        .transpose()
+        .map_err(|what| ResolveError::BadEnv { var: flag, what })
 }
 
 /// The option files these flags and this environment read, in order (as
