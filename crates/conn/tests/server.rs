@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use mysql_async::prelude::Queryable;
-use sqlfleet_conn::{resolve, ConnArgs, Env, SslMode};
+use sqlfleet_conn::{resolve, ConnArgs, Env, SslMode, Target};
 
 fn env_for(home: &std::path::Path) -> Env {
     Env {
@@ -227,6 +227,25 @@ fn error_code(text: &str) -> u16 {
         .unwrap_or_else(|| panic!("no error code in: {text}"))
 }
 
+/// The stock client with these arguments, running `sql`: its one
+/// value, or the error code it ended with.
+fn stock<S: AsRef<std::ffi::OsStr>>(args: &[S], sql: &str) -> Outcome {
+    let o = std::process::Command::new("mariadb")
+        .args(args)
+        .args(["-N", "-B", "-e", sql])
+        .output()
+        .expect("mariadb client");
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout)
+            .trim_end_matches('\n')
+            .to_string())
+    } else {
+        Err(error_code(&String::from_utf8_lossy(&o.stderr)))
+    }
+}
+
+const CURRENT_USER: &str = "SELECT CURRENT_USER()";
+
 /// The stock client's login with password `pw` and these options.
 fn stock_login(port: u16, user: &str, options: &[&str]) -> Outcome {
     stock_login_as(port, user, "pw", options)
@@ -234,65 +253,76 @@ fn stock_login(port: u16, user: &str, options: &[&str]) -> Outcome {
 
 /// The stock client's login over TCP with this password and options.
 fn stock_login_as(port: u16, user: &str, password: &str, options: &[&str]) -> Outcome {
-    let o = std::process::Command::new("mariadb")
-        .args(["--no-defaults", "-h127.0.0.1", &format!("-P{port}")])
-        .arg(format!("-u{user}"))
-        .arg(format!("-p{password}"))
-        .args(options)
-        .args(["-N", "-B", "-e", "SELECT CURRENT_USER()"])
-        .output()
-        .expect("mariadb client");
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    } else {
-        Err(error_code(&String::from_utf8_lossy(&o.stderr)))
-    }
+    let mut args = vec![
+        "--no-defaults".to_string(),
+        "-h127.0.0.1".into(),
+        format!("-P{port}"),
+        format!("-u{user}"),
+        format!("-p{password}"),
+    ];
+    args.extend(options.iter().map(|o| o.to_string()));
+    stock(&args, CURRENT_USER)
 }
 
-/// The stock client's login over the Unix socket.
-fn stock_socket_login(socket: &std::path::Path, user: &str, password: &str) -> Outcome {
-    let o = std::process::Command::new("mariadb")
-        .arg("--no-defaults")
-        .arg(format!("--socket={}", socket.display()))
-        .arg(format!("-u{user}"))
-        .arg(format!("-p{password}"))
-        .args(["-N", "-B", "-e", "SELECT CURRENT_USER()"])
-        .output()
-        .expect("mariadb client");
-    if o.status.success() {
-        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
-    } else {
-        Err(error_code(&String::from_utf8_lossy(&o.stderr)))
-    }
+/// The stock client's login over the Unix socket, with these options.
+fn stock_socket_login(
+    socket: &std::path::Path,
+    user: &str,
+    password: &str,
+    options: &[String],
+) -> Outcome {
+    let mut args = vec![
+        "--no-defaults".to_string(),
+        format!("--socket={}", socket.display()),
+        format!("-u{user}"),
+        format!("-p{password}"),
+    ];
+    args.extend(options.iter().cloned());
+    stock(&args, CURRENT_USER)
 }
 
-/// Our two logins of `args`: the command's own (`dial`, as query) and
-/// the driver's (`connect`, as load, replicate and watch).
+/// Our own login (`dial`, as query and watch) running `sql`: its one
+/// value, or the error's words.
+async fn own_login(t: &Target, sql: &str) -> Result<String, String> {
+    let mut c = t
+        .dial(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(c.column(sql)
+        .await
+        .expect("a value")
+        .into_iter()
+        .flatten()
+        .next()
+        .unwrap_or_default())
+}
+
+/// The driver's login (`connect`, as load, replicate and bench) running
+/// `sql`: its one value, or the error's words.
+async fn driver_login(t: &Target, sql: &str) -> Result<String, String> {
+    let mut c = t
+        .connect(Duration::from_secs(5))
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(c.query_first::<String, _>(sql)
+        .await
+        .expect("a value")
+        .unwrap_or_default())
+}
+
+/// A login's outcome by its error code.
+fn outcome(r: Result<String, String>) -> Outcome {
+    r.map_err(|e| error_code(&e))
+}
+
+/// Our two logins of `args`: the command's own (`dial`, as query and
+/// watch) and the driver's (`connect`, as load, replicate and bench).
 async fn our_logins(args: &ConnArgs, env: &Env) -> (Outcome, Outcome) {
-    let t = match resolve(args, env) {
-        Ok(t) => t,
-        Err(e) => panic!("resolve: {e}"),
-    };
-    let own = match t.dial(Duration::from_secs(5)).await {
-        Ok(mut c) => Ok(c
-            .column("SELECT CURRENT_USER()")
-            .await
-            .expect("current user")
-            .into_iter()
-            .flatten()
-            .next()
-            .unwrap_or_default()),
-        Err(e) => Err(error_code(&e.to_string())),
-    };
-    let driver = match t.connect(Duration::from_secs(5)).await {
-        Ok(mut c) => Ok(c
-            .query_first::<String, _>("SELECT CURRENT_USER()")
-            .await
-            .expect("current user")
-            .unwrap_or_default()),
-        Err(e) => Err(error_code(&e.to_string())),
-    };
-    (own, driver)
+    let t = resolve(args, env).unwrap_or_else(|e| panic!("resolve: {e}"));
+    (
+        outcome(own_login(&t, CURRENT_USER).await),
+        outcome(driver_login(&t, CURRENT_USER).await),
+    )
 }
 
 /// Accounts made REQUIRE X509 and REQUIRE SUBJECT, and one that needs no
@@ -494,17 +524,18 @@ async fn a_client_certificate_logs_in_where_the_stock_client_does() {
         ssl_key: Some(pki.client_key.clone()),
         ..wrong.clone()
     };
-    let o = std::process::Command::new("mariadb")
-        .arg("--no-defaults")
-        .arg(format!("--socket={}", socket.display()))
-        .args(["-ucs", "-ppw", "-N", "-B", "-e", "SELECT CURRENT_USER()"])
-        .arg(format!("--ssl-cert={}", pki.client_cert.display()))
-        .arg(format!("--ssl-key={}", pki.client_key.display()))
-        .output()
-        .expect("mariadb client");
-    let stock = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let stock = stock_socket_login(
+        &socket,
+        "cs",
+        "pw",
+        &[
+            format!("--ssl-cert={}", pki.client_cert.display()),
+            format!("--ssl-key={}", pki.client_key.display()),
+        ],
+    );
     let (own, driver) = our_logins(&by_socket, &env).await;
-    assert_eq!(own, Ok(stock));
+    assert_eq!(stock, Ok("cs@%".to_string()));
+    assert_eq!(own, stock);
     assert_eq!(driver, Err(1045));
     let t = resolve(&by_socket, &env).expect("resolve");
     let Err(e) = t.connect(Duration::from_secs(5)).await else {
@@ -548,6 +579,37 @@ async fn a_client_certificate_logs_in_where_the_stock_client_does() {
 /// the password in clear text to whoever asks; sqlfleet sends it over
 /// TLS or a Unix socket (the test logs in by both TCP and the socket).
 const NOT_MADE: &[&str] = &["dialog", "mysql_clear_password"];
+
+/// Our own login ended as the stock client's did, or with 2059 naming a
+/// client plugin sqlfleet lacks ([`NOT_MADE`], or any for the server's
+/// own test plugins).
+fn as_the_stock_client(
+    plugin: &str,
+    test_only: bool,
+    said: &Result<String, String>,
+    stock: &Outcome,
+    how: &str,
+    password: &str,
+) {
+    let words = said.as_ref().err().map(String::as_str).unwrap_or_default();
+    let lacked = NOT_MADE
+        .iter()
+        .any(|p| words.contains(&format!("Authentication plugin '{p}' cannot be loaded")));
+    let own = outcome(said.clone());
+    if lacked {
+        assert_eq!(own, Err(2059), "{plugin} {how}: {words}");
+    } else if test_only && own == Err(2059) {
+        assert!(
+            words.contains(" cannot be loaded: "),
+            "{plugin} {how}: {words}"
+        );
+    } else {
+        assert_eq!(
+            &own, stock,
+            "own login {how}, {plugin}, password {password}: {words}"
+        );
+    }
+}
 
 /// Every authentication plugin the server can load (its own list,
 /// `information_schema.ALL_PLUGINS`, the test plugins included) gets an
@@ -628,7 +690,7 @@ async fn every_authentication_plugin_the_server_has_logs_in_as_with_the_stock_cl
             // Over the Unix socket: our own login only (the stock
             // client's socket login is the oracle; the driver's socket
             // logins are the TCP ones here).
-            let stock = stock_socket_login(&socket, &user, password);
+            let stock = stock_socket_login(&socket, &user, password, &[]);
             let by_socket = ConnArgs {
                 socket: Some(socket.clone()),
                 user: Some(user.clone()),
@@ -637,31 +699,14 @@ async fn every_authentication_plugin_the_server_has_logs_in_as_with_the_stock_cl
                 ..ConnArgs::default()
             };
             let t = resolve(&by_socket, &env).expect("resolve");
-            let own = match t.dial(Duration::from_secs(5)).await {
-                Ok(mut c) => Ok(c
-                    .column("SELECT CURRENT_USER()")
-                    .await
-                    .expect("current user")
-                    .into_iter()
-                    .flatten()
-                    .next()
-                    .unwrap_or_default()),
-                Err(e) => {
-                    let said = e.to_string();
-                    let code = error_code(&said);
-                    assert!(
-                        !(code == 2059 && said.contains("'mysql_clear_password'")),
-                        "{plugin}: the clear password goes over a socket: {said}"
-                    );
-                    Err(code)
-                }
-            };
-            if !(own == Err(2059) && stock != Err(2059)) {
-                assert_eq!(
-                    own, stock,
-                    "own login by socket, {plugin}, password {password}"
+            let said = own_login(&t, CURRENT_USER).await;
+            if let Err(e) = &said {
+                assert!(
+                    !e.contains("Authentication plugin 'mysql_clear_password'"),
+                    "{plugin}: the clear password goes over a socket: {e}"
                 );
             }
+            as_the_stock_client(plugin, *test_only, &said, &stock, "by socket", password);
 
             let stock = stock_login_as(port, &user, password, &[]);
             let args = ConnArgs {
@@ -672,25 +717,10 @@ async fn every_authentication_plugin_the_server_has_logs_in_as_with_the_stock_cl
                 no_defaults: true,
                 ..ConnArgs::default()
             };
-            let (own, driver) = our_logins(&args, &env).await;
             let t = resolve(&args, &env).expect("resolve");
-            let said = match t.dial(Duration::from_secs(5)).await {
-                Ok(_) => String::new(),
-                Err(e) => e.to_string(),
-            };
-            let not_made = NOT_MADE
-                .iter()
-                .any(|p| said.contains(&format!("Authentication plugin '{p}' cannot be loaded")));
-            if not_made {
-                assert_eq!(own, Err(2059), "{plugin}: {said}");
-            } else if *test_only && own == Err(2059) {
-                assert!(said.contains(" cannot be loaded: "), "{plugin}: {said}");
-            } else {
-                assert_eq!(
-                    own, stock,
-                    "own login, {plugin}, password {password}: {said}"
-                );
-            }
+            let said = own_login(&t, CURRENT_USER).await;
+            as_the_stock_client(plugin, *test_only, &said, &stock, "by TCP", password);
+            let driver = outcome(driver_login(&t, CURRENT_USER).await);
             // The driver: the same, or its own 2059 for a plugin it lacks.
             assert!(
                 driver == stock || driver == Err(2059),
@@ -850,43 +880,18 @@ async fn the_stock_clients_tls_options_are_held_as_it_holds_them() {
             format!("[client]\nhost=127.0.0.1\nport={port}\nuser=tl\npassword=pw\n{options}\n"),
         )
         .expect("option file");
-        let o = std::process::Command::new("mariadb")
-            .arg(format!("--defaults-file={}", file.display()))
-            .args(["-N", "-B", "-e", TLS_OF_SESSION])
-            .output()
-            .expect("mariadb client");
-        let stock: Outcome = if o.status.success() {
-            Ok(String::from_utf8_lossy(&o.stdout)
-                .trim_end_matches('\n')
-                .to_string())
-        } else {
-            Err(error_code(&String::from_utf8_lossy(&o.stderr)))
-        };
+        let stock = stock(
+            &[format!("--defaults-file={}", file.display())],
+            TLS_OF_SESSION,
+        );
         let args = ConnArgs {
             defaults_file: Some(file.clone()),
             ..ConnArgs::default()
         };
         let t = resolve(&args, &env).unwrap_or_else(|e| panic!("{options}: {e}"));
-        let own = match t.dial(Duration::from_secs(5)).await {
-            Ok(mut c) => Ok(c
-                .column(TLS_OF_SESSION)
-                .await
-                .expect("session")
-                .into_iter()
-                .flatten()
-                .next()
-                .unwrap_or_default()),
-            Err(e) => Err(error_code(&e.to_string())),
-        };
+        let own = outcome(own_login(&t, TLS_OF_SESSION).await);
         assert_eq!(own, stock, "own login with {options:?}");
-        let driver = match t.connect(Duration::from_secs(5)).await {
-            Ok(mut c) => Ok(c
-                .query_first::<String, _>(TLS_OF_SESSION)
-                .await
-                .expect("session")
-                .unwrap_or_default()),
-            Err(e) => Err(error_code(&e.to_string())),
-        };
+        let driver = outcome(driver_login(&t, TLS_OF_SESSION).await);
         if *driver_can || stock.is_err() {
             assert_eq!(driver, stock, "driver with {options:?}");
         } else {
