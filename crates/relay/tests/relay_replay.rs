@@ -25,7 +25,10 @@ async fn connect(relay: &Relay, db: &str) -> mysql_async::Conn {
 /// A fresh database with two accounts of 100 and an auto-increment
 /// ledger; returns its name and a direct (root) connection to it.
 async fn bank(prefix: &str) -> (String, mysql_async::Conn) {
-    let srv = server();
+    bank_on(server(), prefix).await
+}
+
+async fn bank_on(srv: &sqlfleet_testkit::TestServer, prefix: &str) -> (String, mysql_async::Conn) {
     let (db, _) = srv.fresh_db(prefix).await;
     let mut admin = srv.connect().await;
     admin
@@ -264,5 +267,81 @@ fn a_rollback_after_the_loss_is_answered_and_replay_off_keeps_the_lost_connectio
     assert_eq!(
         off.metric("sqlfleet_relay_transaction_replay_refused_total"),
         1.0
+    );
+}
+
+/// On a Galera node a replay first waits for the cluster's writes
+/// (`SET STATEMENT wsrep_sync_wait = 1 FOR SELECT 1`), and MariaDB reports
+/// that variable's restore only with a later reply, a COMMIT's: the relay
+/// took it for state it could not follow, so a transaction replayed once
+/// pinned its client for good and the client's next lost transaction was
+/// not replayed (the Galera bank campaign's failure in CI). Here a read
+/// that waits for a lock loses its connection twice, then two later
+/// transactions lose theirs between statements: each is replayed.
+#[test]
+fn a_client_replayed_on_galera_is_replayed_again_and_keeps_no_pin() {
+    let g = sqlfleet_testkit::galera();
+    let relay = start_relay(g, &[]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, mut admin) = bank_on(g, "replaygalera").await;
+        // A direct transaction holds row 2: the client's read waits.
+        let mut holder = g.connect().await;
+        holder.query_drop("BEGIN").await.expect("begin");
+        holder
+            .query_drop(format!("SELECT * FROM `{db}`.acct WHERE id = 2 FOR UPDATE"))
+            .await
+            .expect("lock");
+        let mut c = connect(&relay, &db).await;
+        c.query_drop("BEGIN").await.expect("begin");
+        c.query_drop("UPDATE acct SET balance = balance - 10 WHERE id = 1")
+            .await
+            .expect("debit");
+        let waiting = tokio::spawn(async move {
+            let r: Result<Vec<(i32, i32)>, _> = c
+                .query("SELECT id, balance FROM acct WHERE id = 2 FOR UPDATE")
+                .await;
+            (c, r)
+        });
+        for _ in 0..2 {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            kill_trx(&mut admin, &db).await;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        holder.query_drop("ROLLBACK").await.expect("release");
+        let (mut c, r) = waiting.await.expect("join");
+        assert_eq!(r.expect("the read after two losses"), vec![(2, 100)]);
+        c.query_drop("UPDATE acct SET balance = balance + 10 WHERE id = 2")
+            .await
+            .expect("credit");
+        c.query_drop("COMMIT").await.expect("commit");
+        for k in ["t1", "t2"] {
+            c.query_drop("BEGIN").await.expect("begin");
+            c.query_drop(format!("INSERT INTO ledger (k) VALUES ('{k}')"))
+                .await
+                .expect("ledger row");
+            kill_trx(&mut admin, &db).await;
+            c.query_drop("UPDATE acct SET balance = balance - 1 WHERE id = 1")
+                .await
+                .unwrap_or_else(|e| panic!("{k}: the statement after the loss: {e}"));
+            c.query_drop("COMMIT").await.expect("commit");
+        }
+        assert_eq!(balances(&mut admin, &db).await, vec![(1, 88), (2, 110)]);
+        assert_eq!(
+            ledger(&mut admin, &db).await,
+            vec!["t1".to_string(), "t2".to_string()]
+        );
+    });
+    assert_eq!(
+        relay.metric("sqlfleet_relay_transaction_replays_total"),
+        4.0
+    );
+    assert_eq!(
+        relay.metric("sqlfleet_relay_transaction_replay_refused_total"),
+        0.0
+    );
+    assert_eq!(
+        relay.metric("sqlfleet_relay_pins_total{reason=\"server_state\"}"),
+        0.0
     );
 }

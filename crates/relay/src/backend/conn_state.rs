@@ -136,6 +136,33 @@ impl BackendConn {
         }
     }
 
+    /// MariaDB restores what a `SET STATEMENT ... FOR` set after the
+    /// statement, and its tracker reports the restored values (and a
+    /// state change) only with the next reply that reports anything —
+    /// a COMMIT's `last_gtid`, whoever's statement it is. The variables
+    /// still to be reported so, so that the report is known for what it
+    /// is: not a change of the session (`ClientState::observe`).
+    pub fn restores(&self) -> &[String] {
+        &self.restores
+    }
+
+    /// A `SET STATEMENT` of `vars` ran on it (the client's, or the
+    /// relay's own causal wait or question).
+    pub fn note_restores<S: AsRef<str>>(&mut self, vars: &[S]) {
+        for v in vars {
+            let v = v.as_ref();
+            if !self.restores.iter().any(|r| r.eq_ignore_ascii_case(v)) {
+                self.restores.push(v.to_ascii_lowercase());
+            }
+        }
+    }
+
+    /// The server reported variables: every pending restore went with
+    /// them (its tracker sends all it marked at once).
+    pub fn restores_reported(&mut self) {
+        self.restores.clear();
+    }
+
     /// Its default database is now `db`.
     pub fn note_db(&mut self, db: Option<String>) {
         self.db = db;

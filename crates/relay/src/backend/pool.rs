@@ -78,6 +78,9 @@ pub struct ConnParts {
     /// count (every statement of the relay's own forgets it:
     /// `Link::own_statement`).
     pub(in crate::backend) found_rows_of: Option<u32>,
+    /// Variables a `SET STATEMENT ... FOR` on it set whose restore the
+    /// server has not reported yet (`conn_state.rs`, `restores`).
+    pub(in crate::backend) restores: Vec<String>,
     /// The event loop whose poller its socket is registered on.
     home: usize,
     /// The pool's global-settings epoch when this session was last reset
@@ -859,6 +862,7 @@ impl Pool {
                     last_insert_id: 0,
                     diagnostics_dirty: false,
                     found_rows_of: None,
+                    restores: Vec::new(),
                     home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
                     grants: self.grants.load(Relaxed),

@@ -689,7 +689,7 @@ impl Session {
                         if self.st.in_trans() {
                             // (Its journal never took this statement: a
                             // replay could not know the reply the client has.)
-                            self.not_replayed("the client already had its reply", why);
+                            self.not_replayed("the client already had its reply".into(), why);
                         }
                     }
                     return Next::End;
@@ -983,7 +983,7 @@ impl Session {
             self.record_answer(key, epoch, &o, &fx, reply);
         }
         let fits = if streamed {
-            Err("a statement too big to hold was streamed, not kept")
+            Err("a statement too big to hold was streamed, not kept".into())
         } else {
             self.st.fits_elsewhere()
         };
@@ -1097,9 +1097,13 @@ impl Session {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let v = command::query_value(c, self.st.found_rows_question())
+        let question = self.st.found_rows_question();
+        let v = command::query_value(c, question)
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
+        if question.starts_with("SET STATEMENT") {
+            c.note_restores(&["optimizer_trace"]);
+        }
         // The question's own one row is the server's count now.
         if let Some(n) = v.and_then(|v| v.parse().ok()) {
             self.st.note_found_rows(n);
@@ -1123,7 +1127,15 @@ impl Session {
     /// Takes in what the server said about the session after a command
     /// (`ClientState::observe`).
     fn observe(&mut self, o: &Outcome) {
-        let f = self.st.observe(o);
+        let restores = self.conn.as_ref().map(|c| c.restores()).unwrap_or_default();
+        let f = self.st.observe(o, restores);
+        if let Some(c) = self.conn.as_mut() {
+            if f.reported_vars {
+                c.restores_reported();
+            }
+            // This statement's own restore comes after its reply.
+            c.note_restores(self.st.statement_vars());
+        }
         self.apply(f);
     }
 }

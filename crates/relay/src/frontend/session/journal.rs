@@ -66,7 +66,35 @@ pub(crate) enum OnLoss {
     /// the client is told OK and is outside a transaction.
     RolledBack,
     /// The client sees the lost connection, as it would directly.
-    GiveUp(&'static str),
+    GiveUp(Why),
+}
+
+/// Why a transaction is not replayed: said in words, or the state the
+/// session holds on its connection (named as the pin metric's `reason`
+/// label names it, so the log and `/metrics` say the same).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Why {
+    Said(&'static str),
+    Holds(Pin),
+}
+
+impl From<&'static str> for Why {
+    fn from(s: &'static str) -> Why {
+        Why::Said(s)
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Why::Said(s) => f.write_str(s),
+            Why::Holds(p) => write!(
+                f,
+                "the session holds state on its server connection that another connection cannot be given: {}",
+                p.name()
+            ),
+        }
+    }
 }
 
 /// The open transaction's statements, or why it cannot be replayed.
@@ -75,7 +103,7 @@ pub(crate) struct Journal {
     entries: Vec<Entry>,
     bytes: usize,
     /// Why the open transaction cannot be replayed.
-    broken: Option<&'static str>,
+    broken: Option<Why>,
     /// Most statement bytes recorded per transaction; 0: replay is off.
     max_bytes: usize,
 }
@@ -101,18 +129,18 @@ pub(crate) fn session_fits(
     pins: &BTreeSet<Pin>,
     pin_next: Option<Pin>,
     idle_timeout: bool,
-) -> Result<(), &'static str> {
+) -> Result<(), Why> {
     if mode != Mode::Transaction {
-        return Err("session pooling mode keeps the session on its server connection");
+        return Err("session pooling mode keeps the session on its server connection".into());
     }
     if idle_timeout {
-        return Err("the session set an idle transaction timeout: the server ends such transactions on purpose");
+        return Err("the session set an idle transaction timeout: the server ends such transactions on purpose".into());
     }
     let other = |p: &Pin| !REPLAYABLE_PINS.contains(p);
-    if pins.iter().any(other) || pin_next.as_ref().is_some_and(other) {
-        return Err("the session holds state on its server connection (a temporary table, a lock, a user variable, ...)");
+    match pins.iter().copied().find(other).or(pin_next.filter(other)) {
+        Some(p) => Err(Why::Holds(p)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The statement's kind, from its first words (a statement the words do
@@ -189,10 +217,10 @@ impl Journal {
         self.broken = None;
     }
 
-    fn break_with(&mut self, why: &'static str) {
+    fn break_with(&mut self, why: impl Into<Why>) {
         self.entries.clear();
         self.bytes = 0;
-        self.broken = Some(why);
+        self.broken = Some(why.into());
     }
 
     /// A text statement ran: `was_in_trans` and `in_trans` are the
@@ -205,7 +233,7 @@ impl Journal {
         in_trans: bool,
         payload: &[u8],
         digest: Option<(u128, u64)>,
-        fits: Result<(), &'static str>,
+        fits: Result<(), Why>,
     ) {
         if !in_trans || !self.enabled() {
             // Ended (or never began): nothing to keep.
@@ -276,10 +304,10 @@ impl Journal {
         stmt: Stmt,
         read: bool,
         sent: bool,
-        fits: Result<(), &'static str>,
+        fits: Result<(), Why>,
     ) -> OnLoss {
         if !self.enabled() {
-            return OnLoss::GiveUp("transaction replay is off");
+            return OnLoss::GiveUp("transaction replay is off".into());
         }
         if let Err(why) = fits {
             return OnLoss::GiveUp(why);
@@ -299,15 +327,15 @@ impl Journal {
                 // without a COMMIT: the server rolled it back.
                 Stmt::Dml if !autocommit => OnLoss::Retry,
                 Stmt::Rollback | Stmt::Commit => OnLoss::RolledBack,
-                _ => OnLoss::GiveUp("an autocommit statement's outcome is unknown"),
+                _ => OnLoss::GiveUp("an autocommit statement's outcome is unknown".into()),
             };
         }
         match stmt {
             Stmt::Rollback => OnLoss::RolledBack,
-            Stmt::Commit => OnLoss::GiveUp("the COMMIT's outcome is unknown"),
+            Stmt::Commit => OnLoss::GiveUp("the COMMIT's outcome is unknown".into()),
             // BEGIN in a transaction commits it first.
             Stmt::Begin | Stmt::Other => {
-                OnLoss::GiveUp("the statement may have committed the transaction")
+                OnLoss::GiveUp("the statement may have committed the transaction".into())
             }
             Stmt::Dml => self.replay_or_give_up(),
         }
@@ -321,19 +349,21 @@ impl Journal {
     }
 
     /// The open transaction can be replayed, or why not.
-    fn replayable(&self) -> Result<(), &'static str> {
+    fn replayable(&self) -> Result<(), Why> {
         match self.broken {
             Some(why) => Err(why),
-            None if self.entries.is_empty() => Err("nothing of the transaction was recorded"),
+            None if self.entries.is_empty() => {
+                Err("nothing of the transaction was recorded".into())
+            }
             None => Ok(()),
         }
     }
 
     /// Whether a transaction whose connection was lost between statements
     /// can wait for the client's next statement to be replayed, or why not.
-    pub fn replay_later(&self, fits: Result<(), &'static str>) -> Result<(), &'static str> {
+    pub fn replay_later(&self, fits: Result<(), Why>) -> Result<(), Why> {
         if !self.enabled() {
-            return Err("transaction replay is off");
+            return Err("transaction replay is off".into());
         }
         fits.and_then(|()| self.replayable())
     }

@@ -130,7 +130,7 @@ impl Session {
     /// counted (`transaction_replay_refused_total`) and logged with the
     /// reason — under a statement, while the client sat idle in it, or
     /// after the client had a reply.
-    pub(super) fn not_replayed(&self, reason: &str, why: &str) {
+    pub(super) fn not_replayed(&self, reason: journal::Why, why: &str) {
         self.ctx.metrics.replay_given_up.fetch_add(1, Relaxed);
         tracing::info!(
             client = self.id,
@@ -199,6 +199,8 @@ impl Session {
                                 "the causality wait: ERROR {code}: {m}"
                             )));
                         }
+                        // Its restore is reported with a later reply.
+                        c.note_restores(&["wsrep_sync_wait"]);
                     }
                     let mut insert_id = None;
                     for (i, e) in entries.iter().enumerate() {

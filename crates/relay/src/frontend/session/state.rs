@@ -48,6 +48,9 @@ pub(crate) struct ClientState {
     /// The current statement's `SET STATEMENT ... FOR` variables: the
     /// server reports them changed, the session keeps its own.
     statement_vars: Vec<String>,
+    /// The current statement runs no stored code (a procedure, function
+    /// or trigger could change the session where its text does not show).
+    plain: bool,
     /// ROW_COUNT() after the client's previous statement.
     last_row_count: i64,
     /// LAST_INSERT_ID() as the client's session has it.
@@ -81,6 +84,9 @@ pub(crate) struct ForConn {
     pub insert_id: Option<u64>,
     /// Pins newly taken.
     pub pinned: Vec<Pin>,
+    /// The server reported variables: the connection's pending restores
+    /// went with them.
+    pub reported_vars: bool,
 }
 
 /// Whose FOUND_ROWS() the connection holds after a statement.
@@ -243,6 +249,7 @@ impl ClientState {
             autocommit: true,
             explained: true,
             statement_vars: Vec::new(),
+            plain: true,
             last_row_count: -1,
             last_insert_id: 0,
             last_found_rows: 0,
@@ -349,13 +356,21 @@ impl ClientState {
     pub fn begin_command(&mut self) {
         self.kept_for_this = self.pin_next.take().is_some();
         self.explained = true;
+        self.plain = true;
         self.statement_vars.clear();
     }
 
     /// A statement with effects `fx` is about to run.
     pub fn begin_statement(&mut self, fx: &Effects) {
         self.explained = fx.explains_state();
+        self.plain = !fx.calls_stored && !fx.pins.contains(&Pin::Call);
         self.statement_vars.clone_from(&fx.statement_vars);
+    }
+
+    /// The current statement's `SET STATEMENT ... FOR` variables (their
+    /// restore is the connection's to expect: `BackendConn::note_restores`).
+    pub fn statement_vars(&self) -> &[String] {
+        &self.statement_vars
     }
 
     /// The pins the statement's text takes before it runs; returns the new ones.
@@ -393,7 +408,7 @@ impl ClientState {
 
     /// Whether the session can be brought to another connection after its
     /// own is lost (`journal::session_fits`).
-    pub fn fits_elsewhere(&self) -> Result<(), &'static str> {
+    pub fn fits_elsewhere(&self) -> Result<(), super::journal::Why> {
         super::journal::session_fits(self.mode, &self.pins, self.pin_next, self.idle_timeout())
     }
 
@@ -477,9 +492,17 @@ impl ClientState {
     /// transaction and autocommit status, and the tracker's changes
     /// (variables are recorded for replay, a new default database is
     /// followed, any other change pins unless the command's text explains
-    /// it).
-    pub fn observe(&mut self, o: &Outcome) -> ForConn {
+    /// it). `restores`: the variables whose `SET STATEMENT` restore the
+    /// connection has not reported yet (`BackendConn::restores`); a
+    /// statement that runs no stored code cannot change them itself, so
+    /// their report (and the state change it flags) is that restore: the
+    /// session's value again, no setting and no pin.
+    pub fn observe(&mut self, o: &Outcome, restores: &[String]) -> ForConn {
         let mut out = ForConn::default();
+        let mut restored = false;
+        let plain = self.plain
+            && !self.pins.contains(&Pin::StoredFunction)
+            && !self.pins.contains(&Pin::WriteEffects);
         if o.insert_id != 0 {
             self.last_insert_id = o.insert_id;
             out.insert_id = Some(o.insert_id);
@@ -503,6 +526,15 @@ impl ClientState {
         let mut state = false;
         for ch in &o.changes {
             match ch {
+                // An earlier SET STATEMENT's restore, reported late (whatever the
+                // variable: its value is the session's again).
+                Change::SysVar(name, _)
+                    if plain
+                        && !self.explained
+                        && restores.iter().any(|v| v.eq_ignore_ascii_case(name)) =>
+                {
+                    restored = true
+                }
                 Change::SysVar(name, _) if name.starts_with("session_track") => {
                     self.take(Pin::Tracking, &mut out)
                 }
@@ -541,7 +573,8 @@ impl ClientState {
                 Change::Other(_) => {}
             }
         }
-        if state && !self.explained {
+        out.reported_vars = o.changes.iter().any(|c| matches!(c, Change::SysVar(..)));
+        if state && !self.explained && !restored {
             self.take(Pin::ServerState, &mut out);
         }
         // Autocommit as the server has it must be what a replay gives.

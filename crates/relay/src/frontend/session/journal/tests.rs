@@ -67,11 +67,18 @@ fn a_session_fits_elsewhere_only_in_transaction_mode_without_connection_state() 
         (Mode::Transaction, pins(&[]), Some(Pin::Sequence), false),
     ];
     for (mode, p, next, fits) in rows {
-        assert_eq!(
-            session_fits(mode, &p, next, false).is_ok(),
-            fits,
-            "{mode:?} {p:?} {next:?}"
-        );
+        let got = session_fits(mode, &p, next, false);
+        assert_eq!(got.is_ok(), fits, "{mode:?} {p:?} {next:?}");
+        // The reason names the state held, as the pin metric does.
+        if let (Err(why), Mode::Transaction) = (got, mode) {
+            let held = p
+                .iter()
+                .copied()
+                .chain(next)
+                .find(|x| why == Why::Holds(*x));
+            let name = held.map(Pin::name).unwrap_or("none");
+            assert!(why.to_string().ends_with(name), "{why}");
+        }
     }
     // A session that set an idle transaction timeout is the server's to
     // end, whatever it holds.
@@ -83,7 +90,7 @@ fn a_session_fits_elsewhere_only_in_transaction_mode_without_connection_state() 
 fn after(steps: &[(&str, bool, bool, bool, bool)]) -> Journal {
     let mut j = Journal::new(200);
     for (i, (text, was, now, digested, fits)) in steps.iter().enumerate() {
-        let fits = if *fits { Ok(()) } else { Err("pinned") };
+        let fits = if *fits { Ok(()) } else { Err("pinned".into()) };
         j.statement(
             *was,
             *now,
@@ -229,18 +236,10 @@ fn what_a_lost_connection_means() {
     let empty = Journal::new(200);
     let off = Journal::new(0);
     let ok = Ok(());
-    let pinned = Err("pinned");
+    let pinned: Result<(), Why> = Err("pinned".into());
     // (journal, in transaction, autocommit, statement, plain read, fits, want),
     // the statement sent before the loss
-    type Row<'a> = (
-        &'a Journal,
-        bool,
-        bool,
-        Stmt,
-        bool,
-        Result<(), &'static str>,
-        OnLoss,
-    );
+    type Row<'a> = (&'a Journal, bool, bool, Stmt, bool, Result<(), Why>, OnLoss);
     let rows: Vec<Row> = vec![
         // Outside a transaction.
         (&empty, false, true, Stmt::Begin, false, ok, OnLoss::Retry),
@@ -271,7 +270,7 @@ fn what_a_lost_connection_means() {
             Stmt::Dml,
             false,
             ok,
-            OnLoss::GiveUp("an autocommit statement's outcome is unknown"),
+            OnLoss::GiveUp("an autocommit statement's outcome is unknown".into()),
         ),
         (
             &empty,
@@ -280,7 +279,7 @@ fn what_a_lost_connection_means() {
             Stmt::Other,
             false,
             ok,
-            OnLoss::GiveUp("an autocommit statement's outcome is unknown"),
+            OnLoss::GiveUp("an autocommit statement's outcome is unknown".into()),
         ),
         (
             &empty,
@@ -289,7 +288,7 @@ fn what_a_lost_connection_means() {
             Stmt::Dml,
             true,
             pinned,
-            OnLoss::GiveUp("pinned"),
+            OnLoss::GiveUp("pinned".into()),
         ),
         (
             &off,
@@ -298,7 +297,7 @@ fn what_a_lost_connection_means() {
             Stmt::Begin,
             false,
             ok,
-            OnLoss::GiveUp("transaction replay is off"),
+            OnLoss::GiveUp("transaction replay is off".into()),
         ),
         // Inside one.
         (&open, true, true, Stmt::Dml, false, ok, OnLoss::Replay),
@@ -319,7 +318,7 @@ fn what_a_lost_connection_means() {
             Stmt::Commit,
             false,
             ok,
-            OnLoss::GiveUp("the COMMIT's outcome is unknown"),
+            OnLoss::GiveUp("the COMMIT's outcome is unknown".into()),
         ),
         (
             &open,
@@ -328,7 +327,7 @@ fn what_a_lost_connection_means() {
             Stmt::Begin,
             false,
             ok,
-            OnLoss::GiveUp("the statement may have committed the transaction"),
+            OnLoss::GiveUp("the statement may have committed the transaction".into()),
         ),
         (
             &open,
@@ -337,7 +336,7 @@ fn what_a_lost_connection_means() {
             Stmt::Other,
             false,
             ok,
-            OnLoss::GiveUp("the statement may have committed the transaction"),
+            OnLoss::GiveUp("the statement may have committed the transaction".into()),
         ),
         (
             &open,
@@ -346,7 +345,7 @@ fn what_a_lost_connection_means() {
             Stmt::Dml,
             false,
             pinned,
-            OnLoss::GiveUp("pinned"),
+            OnLoss::GiveUp("pinned".into()),
         ),
         (
             &empty,
@@ -355,7 +354,7 @@ fn what_a_lost_connection_means() {
             Stmt::Dml,
             false,
             ok,
-            OnLoss::GiveUp("nothing of the transaction was recorded"),
+            OnLoss::GiveUp("nothing of the transaction was recorded".into()),
         ),
         (
             &off,
@@ -364,7 +363,7 @@ fn what_a_lost_connection_means() {
             Stmt::Dml,
             false,
             ok,
-            OnLoss::GiveUp("transaction replay is off"),
+            OnLoss::GiveUp("transaction replay is off".into()),
         ),
     ];
     for (j, in_trans, autocommit, stmt, read, fits, want) in rows {
@@ -408,7 +407,7 @@ fn a_statement_that_never_reached_the_lost_connection() {
             &empty,
             true,
             Stmt::Commit,
-            OnLoss::GiveUp("nothing of the transaction was recorded"),
+            OnLoss::GiveUp("nothing of the transaction was recorded".into()),
         ),
     ];
     for (j, in_trans, stmt, want) in rows {
@@ -423,10 +422,13 @@ fn a_statement_that_never_reached_the_lost_connection() {
         OnLoss::GiveUp(_)
     ));
     assert_eq!(open.replay_later(Ok(())), Ok(()));
-    assert_eq!(open.replay_later(Err("pinned")), Err("pinned"));
+    assert_eq!(
+        open.replay_later(Err("pinned".into())),
+        Err("pinned".into())
+    );
     assert!(broken.replay_later(Ok(())).is_err());
     assert_eq!(
         empty.replay_later(Ok(())),
-        Err("nothing of the transaction was recorded")
+        Err("nothing of the transaction was recorded".into())
     );
 }

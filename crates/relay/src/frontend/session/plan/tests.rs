@@ -39,7 +39,7 @@ fn state(b: Before) -> ClientState {
         replies: 1,
         ..Outcome::default()
     };
-    st.observe(&o);
+    st.observe(&o, &[]);
     st.counts_after(&o, &fx, Some(false));
     st.after_text(&fx, &o, true);
     st

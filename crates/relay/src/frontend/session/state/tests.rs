@@ -98,7 +98,7 @@ fn run(st: &mut ClientState, sql: &str, r: R) {
     st.drop_diagnostics_hold(&fx);
     let had_set_expression = st.pins.contains(&Pin::SetExpression);
     st.take_statement_pins(&fx);
-    st.observe(&o);
+    st.observe(&o, &[]);
     st.counts_after(&o, &fx, Some(false));
     st.hold_diagnostics(&o, fx.uses_tables);
     st.after_text(&fx, &o, true);
@@ -531,7 +531,7 @@ fn what_the_connection_learns_from_an_observation() {
         ],
         ..outcome(R::Ok)
     };
-    let f = st.observe(&o);
+    let f = st.observe(&o, &[]);
     assert_eq!(
         f,
         ForConn {
@@ -539,6 +539,7 @@ fn what_the_connection_learns_from_an_observation() {
             db: Some(Some("b".into())),
             insert_id: Some(7),
             pinned: vec![],
+            reported_vars: true,
         }
     );
     assert_eq!(st.db.as_deref(), Some("b"));
@@ -861,4 +862,114 @@ fn a_reset_on_the_connection_holding_the_clients_counters_keeps_it() {
     run(&mut st, "SET @a = 1", R::State);
     st.reset(true);
     assert!(st.pins.is_empty());
+}
+
+/// MariaDB reports what a `SET STATEMENT ... FOR` restores only with the
+/// next reply that reports anything (a COMMIT's last_gtid), on whatever
+/// statement comes next on the connection: that report is the restore
+/// (no setting, no pin) only when the connection expects it and the
+/// statement runs no stored code; otherwise it stays an unexplained
+/// change (pinned, fail closed).
+#[test]
+fn a_late_report_of_a_set_statement_restore_is_no_change_of_the_session() {
+    let restore = |var: &str, value: &str| Outcome {
+        changes: vec![
+            Change::SysVar(var.into(), value.into()),
+            Change::SysVar("last_gtid".into(), "0-1-9".into()),
+            Change::State,
+        ],
+        ..outcome(R::Ok)
+    };
+    let mst = ["max_statement_time".to_string()];
+    let wsw = ["wsrep_sync_wait".to_string()];
+    // (pending restores, statement, reply, pinned by server state, setting recorded)
+    let rows: Vec<(&[String], &str, Outcome, bool, bool)> = vec![
+        (
+            &mst,
+            "COMMIT",
+            restore("max_statement_time", "0.000000"),
+            false,
+            false,
+        ),
+        (
+            &wsw,
+            "COMMIT",
+            restore("wsrep_sync_wait", "0"),
+            false,
+            false,
+        ),
+        (
+            &wsw,
+            "UPDATE t SET a = 1",
+            restore("wsrep_sync_wait", "0"),
+            false,
+            false,
+        ),
+        (
+            &wsw,
+            "SELECT 1",
+            restore("WSREP_SYNC_WAIT", "0"),
+            false,
+            false,
+        ),
+        // Not expected on this connection: unexplained.
+        (
+            &[],
+            "COMMIT",
+            restore("max_statement_time", "0.000000"),
+            true,
+            true,
+        ),
+        (
+            &wsw,
+            "COMMIT",
+            restore("max_statement_time", "0.000000"),
+            true,
+            true,
+        ),
+        // Stored code may have changed it itself.
+        (
+            &mst,
+            "CALL p()",
+            restore("max_statement_time", "0.000000"),
+            true,
+            true,
+        ),
+        (
+            &mst,
+            "SELECT my_func(1)",
+            restore("max_statement_time", "0.000000"),
+            true,
+            true,
+        ),
+        // The client's own SET of the variable is its setting.
+        (
+            &mst,
+            "SET max_statement_time = 3",
+            restore("max_statement_time", "3.000000"),
+            false,
+            true,
+        ),
+    ];
+    for (pending, sql, o, pinned, recorded) in rows {
+        let mut st = ClientState::new(T, Some("a".into()));
+        st.begin_command();
+        let fx = Query::new(sql.as_bytes()).effects();
+        st.begin_statement(&fx);
+        st.take_statement_pins(&fx);
+        let f = st.observe(&o, pending);
+        assert_eq!(
+            st.pins.contains(&Pin::ServerState),
+            pinned,
+            "{pending:?} {sql}"
+        );
+        assert_eq!(!st.settings.is_empty(), recorded, "{pending:?} {sql}");
+        assert!(f.reported_vars, "{sql}");
+        // A pinned session is never moved: its transaction not replayed.
+        assert_eq!(
+            st.fits_elsewhere().is_ok(),
+            !pinned && !sql.starts_with("CALL") && !sql.contains("func"),
+            "{sql}"
+        );
+    }
 }
