@@ -23,6 +23,19 @@ pub trait Link {
     fn session_track(&self) -> bool {
         false
     }
+    /// A reply of the relay's own command carried the session tracker's
+    /// report (SESSION_STATE_CHANGED): whatever it had marked went out
+    /// with it (`BackendConn::restores`).
+    fn state_reported(&mut self) {}
+}
+
+/// The end of a reply to the relay's own command.
+fn ended(c: &mut impl Link, o: &crate::protocol::reply::Outcome) {
+    if o.status
+        .is_some_and(|s| s & crate::protocol::track::STATUS_SESSION_STATE_CHANGED != 0)
+    {
+        c.state_reported();
+    }
 }
 
 /// How much of a packet the tracker is shown: the prefix, or all of it
@@ -53,6 +66,7 @@ pub async fn command(
         let len = p.len().min(sqlfleet_wire::packet::MAX_CHUNK - 1);
         let look = look(&t, &p, len);
         if t.packet(len, &mut p[..look])? == crate::protocol::reply::Event::End {
+            ended(c, &t.outcome);
             return Ok(t.outcome);
         }
     }
@@ -81,6 +95,7 @@ pub async fn command_digest(
         d.bytes(&p);
         match ev {
             crate::protocol::reply::Event::End => {
+                ended(c, &t.outcome);
                 let digest = d.finish(t.outcome.answer(), leave);
                 return Ok((t.outcome, digest));
             }
@@ -118,6 +133,7 @@ pub async fn query_value(c: &mut impl Link, sql: &str) -> Result<Option<String>,
             p.clear();
         }
         if ev == crate::protocol::reply::Event::End {
+            ended(c, &t.outcome);
             if let Some((code, msg)) = t.outcome.error {
                 return Err(WireError::Protocol(format!("ERROR {code}: {msg}")));
             }

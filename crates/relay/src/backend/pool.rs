@@ -127,6 +127,9 @@ impl Link for BackendConn {
     fn session_track(&self) -> bool {
         self.caps & sqlfleet_wire::handshake::SESSION_TRACK != 0
     }
+    fn state_reported(&mut self) {
+        self.restores_reported();
+    }
 }
 
 /// Session variables a new connection starts from its login's
@@ -193,6 +196,8 @@ impl BackendConn {
         self.last_insert_id = 0;
         self.settings.clear();
         self.stmts.clear();
+        // The SET that turns tracking on again takes every pending report.
+        self.restores.clear();
         if self.tracking {
             let caps = self.caps;
             if !crate::backend::dial::track_sessions(self, caps).await {

@@ -117,8 +117,13 @@ impl SideConn {
                 }
                 Ok(Some(Err(e))) => e.to_string(),
                 Ok(None) => format!(
-                    "{}: stopped answering (its health check timed out)",
-                    self.backends[at].addr()
+                    "{}: found down ({})",
+                    self.backends[at].addr(),
+                    self.health
+                        .get(at)
+                        .error
+                        .as_deref()
+                        .unwrap_or("by its health check")
                 ),
                 Err(_) => {
                     let why = format!(

@@ -80,7 +80,11 @@ impl Session {
                 {
                     continue;
                 }
-                return Err(Fail::Lost(stopped_answering(&self.ctx.cfg.backends, b)));
+                return Err(Fail::Lost(stopped_answering(
+                    &self.ctx.cfg.backends,
+                    &self.ctx.pool.health,
+                    b,
+                )));
             };
             let c = match leased {
                 Ok(c) => c,
@@ -123,6 +127,7 @@ impl Session {
                 self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                 Err(Fail::Lost(stopped_answering(
                     &self.ctx.cfg.backends,
+                    &health,
                     c.backend(),
                 )))
             });
@@ -330,7 +335,7 @@ impl Session {
             tokio::select! {
                 _ = &mut gone => {
                     self.handle.running(None);
-                    let why = stopped_answering(&self.ctx.cfg.backends, c.backend());
+                    let why = stopped_answering(&self.ctx.cfg.backends, &self.ctx.pool.health, c.backend());
                     self.ctx.pool.discard(c);
                     self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                     return Err(Fail::Lost(why));
@@ -601,11 +606,42 @@ impl Session {
 /// committed writes (`route.rs`, `galera_causal_read`).
 const GALERA_SYNC_WAIT: &[u8] = b"SET STATEMENT wsrep_sync_wait = 1 FOR ";
 
-/// What a client is told when its statement's backend stopped answering.
-pub(super) fn stopped_answering(backends: &[crate::config::Backend], b: usize) -> String {
+/// What a client is told when its statement's backend was found down
+/// while the statement ran (by a health check, or another client): the
+/// reason the health state holds — a check that timed out, a refusal, a
+/// closed connection — not always "stopped answering".
+pub(super) fn stopped_answering(
+    backends: &[crate::config::Backend],
+    health: &crate::backend::health::Health,
+    b: usize,
+) -> String {
     let addr = backends.get(b).map(|x| x.addr()).unwrap_or_default();
+    found_down(&addr, health.get(b).error.as_deref())
+}
+
+fn found_down(addr: &str, why: Option<&str>) -> String {
+    let why = why.unwrap_or("its health check found it down");
     format!(
-        "sqlfleet relay: the server at {addr} stopped answering (its health check timed out); \
+        "sqlfleet relay: the server at {addr} was found down while the statement ran ({why}); \
          the statement's outcome on it is unknown"
     )
+}
+
+#[cfg(test)]
+mod found_down_tests {
+    #[test]
+    fn the_client_is_told_why_its_server_was_found_down() {
+        for (why, says) in [
+            (Some("health check timed out"), "(health check timed out)"),
+            (
+                Some("127.0.0.1:3307 refused the statement: ERROR 1047: WSREP has not yet prepared node for application use"),
+                "ERROR 1047",
+            ),
+            (None, "(its health check found it down)"),
+        ] {
+            let m = super::found_down("127.0.0.1:3307", why);
+            assert!(m.contains(says) && m.contains("outcome on it is unknown"), "{m}");
+            assert!(!m.contains("stopped answering") , "{m}");
+        }
+    }
 }

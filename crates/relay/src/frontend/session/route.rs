@@ -324,6 +324,7 @@ impl Session {
             }
             return Err(Fail::Lost(super::lease::stopped_answering(
                 &self.ctx.cfg.backends,
+                &self.ctx.pool.health,
                 b,
             )));
         };

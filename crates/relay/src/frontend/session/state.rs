@@ -363,7 +363,13 @@ impl ClientState {
     /// A statement with effects `fx` is about to run.
     pub fn begin_statement(&mut self, fx: &Effects) {
         self.explained = fx.explains_state();
-        self.plain = !fx.calls_stored && !fx.pins.contains(&Pin::Call);
+        // (Nor a SET in its text: `SET time_zone = ...; SELECT ...` is no
+        // setting only, and its report is the client's own change.)
+        self.plain = !fx.calls_stored
+            && !fx.pins.contains(&Pin::Call)
+            && fx.settings.is_empty()
+            && fx.computed.is_empty()
+            && !fx.pins.contains(&Pin::SetExpression);
         self.statement_vars.clone_from(&fx.statement_vars);
     }
 
@@ -573,7 +579,7 @@ impl ClientState {
                 Change::Other(_) => {}
             }
         }
-        out.reported_vars = o.changes.iter().any(|c| matches!(c, Change::SysVar(..)));
+        out.reported_vars = !o.changes.is_empty();
         if state && !self.explained && !restored {
             self.take(Pin::ServerState, &mut out);
         }
