@@ -505,9 +505,106 @@ fn keyword(
     }
 }
 
+/// The statement's tokens, from the statement itself: a `SET STATEMENT
+/// v = x [, ...] FOR` in front (which the binary log keeps as the client
+/// wrote it) names nothing, and what follows FOR is read as if it stood
+/// alone. The tokens keep their places in `sql`, so renames land where
+/// they would.
+fn statement_tokens(sql: &[u8], d: Dialect) -> Vec<T> {
+    let mut t = lex_in(sql, d).toks;
+    if kw(t.first(), "SET") && kw(t.get(1), "STATEMENT") {
+        let mut depth = 0i32;
+        let for_at = (2..t.len()).find(|&k| {
+            match &t[k].0 {
+                Tok::Punct(b'(') => depth += 1,
+                Tok::Punct(b')') => depth -= 1,
+                _ => {}
+            }
+            depth == 0 && kw(t.get(k), "FOR")
+        });
+        if let Some(k) = for_at {
+            t.drain(..=k);
+        }
+    }
+    t
+}
+
+/// `SET STATEMENT sql_mode = ... FOR ...`: the event carries the
+/// statement's sql_mode (checked on MariaDB 10.11: `SET @@session.sql_mode`
+/// before it is the FOR clause's), but the source read the text under the
+/// session's own, which the binary log does not carry. A text that reads
+/// the same under every NO_BACKSLASH_ESCAPES and ANSI_QUOTES is sure; one
+/// that does not (a `"` quoted word, a backslash in a literal) is not — a
+/// replica that reads it under the event's sql_mode stores another value
+/// or fails (replaying the binary log as a replica does stored `c\\d`
+/// where the source has `c\d`, and refused `"q"` with 1054).
+fn sql_mode_for_itself(sql: &[u8], d: Dialect) -> Option<String> {
+    let t = lex_in(sql, d).toks;
+    if !(kw(t.first(), "SET") && kw(t.get(1), "STATEMENT")) {
+        return None;
+    }
+    let end = (2..t.len())
+        .find(|&k| kw(t.get(k), "FOR"))
+        .unwrap_or(t.len());
+    if !t[2..end]
+        .iter()
+        .any(|x| matches!(&x.0, Tok::Word(w) if w == "SQL_MODE"))
+    {
+        return None;
+    }
+    let escapes = t.iter().any(|(tok, r)| {
+        matches!(tok, Tok::Literal) && sql.get(r.clone()).is_some_and(|b| b.contains(&b'\\'))
+    });
+    let same = [(false, false), (true, false), (false, true), (true, true)]
+        .into_iter()
+        .all(|(no_backslash_escapes, ansi_quotes)| {
+            let other = Dialect {
+                no_backslash_escapes,
+                ansi_quotes,
+                charset: d.charset,
+            };
+            lex_in(sql, other).toks == t
+        });
+    (escapes || !same).then(|| {
+        "its SET STATEMENT sets sql_mode: the source read the text under the session's own \
+         sql_mode, which the binary log does not carry, and the text reads otherwise under \
+         another (a backslash in a literal, or a double-quoted word)"
+            .to_string()
+    })
+}
+
 /// Reads what a statement's text names, written in dialect `d`.
 pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
-    let t = lex_in(sql, d).toks;
+    if let Some(why) = sql_mode_for_itself(sql, d) {
+        return Err(Unsure(why));
+    }
+    read_in(sql, d)
+}
+
+/// The databases the text names when read in any sql_mode dialect (with
+/// `d`'s character set): those a statement [`read`] was unsure of may
+/// write. Empty when no reading is sure.
+pub fn named_in_any_dialect(sql: &[u8], d: Dialect) -> Vec<String> {
+    let mut all: Vec<String> = [(false, false), (true, false), (false, true), (true, true)]
+        .into_iter()
+        .filter_map(|(no_backslash_escapes, ansi_quotes)| {
+            let other = Dialect {
+                no_backslash_escapes,
+                ansi_quotes,
+                charset: d.charset,
+            };
+            read_in(sql, other).ok()
+        })
+        .flat_map(|n| n.databases())
+        .collect();
+    all.sort();
+    all.dedup();
+    all
+}
+
+/// [`read`] in dialect `d` as given.
+fn read_in(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
+    let t = statement_tokens(sql, d);
     let mut named = Named {
         database_statement: is_database(&t),
         ..Named::default()
@@ -693,7 +790,7 @@ fn name_of(sql: &[u8], t: &T) -> String {
 /// time — its effects arrive from the source. None: not such a statement,
 /// or nothing to change (an ALTER that leaves the status alone).
 pub fn event_as_replica(sql: &[u8], d: Dialect) -> Option<Vec<u8>> {
-    let t = lex_in(sql, d).toks;
+    let t = statement_tokens(sql, d);
     if !(kw(t.first(), "CREATE") || kw(t.first(), "ALTER")) {
         return None;
     }
@@ -754,7 +851,7 @@ pub fn event_as_replica(sql: &[u8], d: Dialect) -> Option<Vec<u8>> {
 /// [IF NOT EXISTS] [db.]name` creates: its database if qualified, and its
 /// name.
 pub fn created_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)> {
-    let t = lex_in(sql, d).toks;
+    let t = statement_tokens(sql, d);
     let mut k = 0;
     if !kw(t.get(k), "CREATE") {
         return None;
@@ -785,7 +882,7 @@ pub fn created_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)>
 /// The temporary table `CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT
 /// EXISTS] [db.]name` creates. None: not such a statement.
 pub fn created_temporary(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)> {
-    let t = lex_in(sql, d).toks;
+    let t = statement_tokens(sql, d);
     let k = if kw(t.get(1), "OR") { 3 } else { 1 };
     if !(kw(t.first(), "CREATE") && kw(t.get(k), "TEMPORARY")) {
         return None;
@@ -806,7 +903,7 @@ pub fn names_identifier(sql: &[u8], d: Dialect, name: &str) -> bool {
 /// each one's database if qualified, and its name. None: not such a
 /// statement.
 pub fn dropped_temporary(sql: &[u8], d: Dialect) -> Option<Vec<(Option<String>, String)>> {
-    let t = lex_in(sql, d).toks;
+    let t = statement_tokens(sql, d);
     if !(kw(t.first(), "DROP") && kw(t.get(1), "TEMPORARY") && kw(t.get(2), "TABLE")) {
         return None;
     }
@@ -952,6 +1049,35 @@ mod tests {
         ];
         for (sql, want) in rows {
             assert_eq!(dbs(sql), *want, "{sql}");
+            // The same statement behind SET STATEMENT ... FOR (kept so in
+            // the binary log): the prefix names nothing.
+            for prefix in [
+                "SET STATEMENT max_statement_time = 10 FOR ",
+                "set statement sql_mode = 'a.b', foreign_key_checks = (0) for\n",
+            ] {
+                let with = format!("{prefix}{sql}");
+                assert_eq!(dbs(&with), *want, "{with}");
+            }
+        }
+    }
+
+    /// A SET STATEMENT of sql_mode: the event's sql_mode is the clause's,
+    /// the text was read under the session's own.
+    #[test]
+    fn a_text_read_under_a_sql_mode_the_event_does_not_carry_is_unsure() {
+        for (sql, sure) in [
+            ("SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR INSERT INTO a.t VALUES (1, 'c\\\\d')", false),
+            ("SET STATEMENT sql_mode = 'ANSI_QUOTES' FOR INSERT INTO a.t VALUES (1, \"q\")", false),
+            ("SET STATEMENT sql_mode = '' FOR INSERT INTO a.t VALUES (1, \"q\")", false),
+            ("set statement SQL_MODE = 'ANSI' for insert into a.t values (1, 'it''s')", true),
+            ("SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR INSERT INTO a.t VALUES (1, 'cd')", true),
+            // Not the sql_mode: the text reads as the event says.
+            ("SET STATEMENT max_statement_time = 1 FOR INSERT INTO a.t VALUES (1, 'c\\\\d')", true),
+            ("INSERT INTO a.t VALUES (1, 'c\\\\d', \"q\")", true),
+        ] {
+            assert_eq!(!unsure(sql), sure, "{sql}");
+            // Those it may write are known all the same.
+            assert_eq!(named_in_any_dialect(sql.as_bytes(), Dialect::default()), ["a"], "{sql}");
         }
     }
 

@@ -961,12 +961,21 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
                     "cannot tell which databases a statement writes ({why}): {}",
                     show()
                 ),
-                dbs: default
-                    .and_then(|d| map.map(d))
-                    .map(str::to_string)
-                    .into_iter()
-                    .collect(),
-            }
+                // Its default database's stream stops, and those of every
+                // database any reading of its text names.
+                dbs: {
+                    let named = sqltext::named_in_any_dialect(sql, dialect);
+                    let mut dbs: Vec<String> = default
+                        .into_iter()
+                        .chain(named.iter().map(String::as_str))
+                        .filter_map(|d| map.map(d))
+                        .map(str::to_string)
+                        .collect();
+                    dbs.sort();
+                    dbs.dedup();
+                    dbs
+                },
+            };
         }
     };
     let text_dbs = named.databases();

@@ -711,3 +711,61 @@ async fn a_value_the_binary_log_does_not_carry_stops_its_stream() {
         .expect("count");
     assert_eq!(n, Some(1));
 }
+
+/// `SET STATEMENT v = x FOR <statement>` is kept so in the binary log, and
+/// the event carries the FOR clause's sql_mode. The statement behind the
+/// prefix is read as if it stood alone: a `CREATE DATABASE` there was no
+/// database statement (filtered, so the renamed copy never had it), and
+/// renames land in the statement. A prefix that sets sql_mode over a text
+/// that reads otherwise under another mode stops its stream, naming the
+/// cause: the source read the text under the session's own sql_mode,
+/// which the log does not carry (replaying it stores `c\\d` for the
+/// source's `c\d`, and fails on a `"q"`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_set_statement_prefix_replicates_the_statement_behind_it_or_stops() {
+    let s = source(2);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sx_ok; DROP DATABASE IF EXISTS sx_made; \
+         DROP DATABASE IF EXISTS sx_nbe; DROP DATABASE IF EXISTS sx_aq",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sx_ok; CREATE TABLE sx_ok.t (id INT PRIMARY KEY, v VARCHAR(20)); \
+         CREATE DATABASE sx_nbe; CREATE TABLE sx_nbe.t (id INT PRIMARY KEY, v VARCHAR(20)); \
+         CREATE DATABASE sx_aq; CREATE TABLE sx_aq.t (id INT PRIMARY KEY, v VARCHAR(20))",
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"SET STATEMENT max_statement_time = 10 FOR INSERT INTO sx_ok.t VALUES (1, 'c\\\\d')",
+            b"SET STATEMENT foreign_key_checks = 0 FOR CREATE TABLE sx_ok.u (id INT PRIMARY KEY)",
+            b"SET STATEMENT max_statement_time = 10 FOR CREATE DATABASE sx_made",
+            b"CREATE TABLE sx_made.t (id INT PRIMARY KEY)",
+            b"INSERT INTO sx_made.t VALUES (1)",
+            b"SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR INSERT INTO sx_nbe.t VALUES (1, 'c\\\\d')",
+            b"SET STATEMENT sql_mode = 'ANSI_QUOTES' FOR INSERT INTO sx_aq.t VALUES (1, \"q\")",
+        ],
+    )
+    .await;
+    let cfg = cfg_for(
+        "sx",
+        s,
+        "sx_*",
+        "sx_ok = \"sx_ok_r\", sx_made = \"sx_made_r\"",
+        &start,
+    );
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 2, "{summary:?}");
+    for db in ["sx_nbe", "sx_aq"] {
+        let x = stream_status(&cfg, s, db).await;
+        assert_eq!(x.state, "stopped", "{x:?}");
+        let e = x.error.as_deref().unwrap_or("");
+        assert!(e.contains("sets sql_mode"), "{x:?}");
+    }
+    assert_same(s, "sx_ok", "sx_ok_r").await;
+    assert_same(s, "sx_made", "sx_made_r").await;
+}
