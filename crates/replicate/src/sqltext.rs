@@ -1151,6 +1151,21 @@ mod tests {
             Some(vec![(Some("a".into()), "t1".into()), (None, "t2".into())])
         );
         assert_eq!(dropped_temporary(b"DROP TABLE t", d), None);
+        // Behind SET STATEMENT ... FOR, as the binary log keeps it.
+        assert_eq!(
+            created_temporary(
+                b"SET STATEMENT max_statement_time = 5 FOR CREATE TEMPORARY TABLE a.tt (id INT)",
+                d
+            ),
+            Some((Some("a".into()), "tt".into()))
+        );
+        assert_eq!(
+            dropped_temporary(
+                b"SET STATEMENT sql_mode = '' FOR DROP TEMPORARY TABLE tt",
+                d
+            ),
+            Some(vec![(None, "tt".into())])
+        );
         assert_eq!(
             created_temporary(b"CREATE OR REPLACE TEMPORARY TABLE a.t (x INT)", d),
             Some((Some("a".into()), "t".into()))

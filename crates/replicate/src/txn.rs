@@ -757,10 +757,11 @@ impl Building {
                 // (The first word first: most statements are
                 // neither, and a big INSERT is not lexed again.)
                 let dialect = session.ctx.dialect();
-                let created = (word == "CREATE")
+                // (Or SET: `SET STATEMENT ... FOR CREATE ...`.)
+                let created = (word == "CREATE" || word == "SET")
                     .then(|| sqltext::created_temporary(sql, dialect))
                     .flatten();
-                let dropped = (word == "DROP")
+                let dropped = (word == "DROP" || word == "SET")
                     .then(|| sqltext::dropped_temporary(sql, dialect))
                     .flatten();
                 let specific = h.flags_raw() & LOG_EVENT_THREAD_SPECIFIC_F != 0;
