@@ -505,66 +505,72 @@ fn keyword(
     }
 }
 
-/// The statement's tokens, from the statement itself: a `SET STATEMENT
-/// v = x [, ...] FOR` in front (which the binary log keeps as the client
-/// wrote it) names nothing, and what follows FOR is read as if it stood
-/// alone. The tokens keep their places in `sql`, so renames land where
-/// they would.
-fn statement_tokens(sql: &[u8], d: Dialect) -> Vec<T> {
-    let mut t = lex_in(sql, d).toks;
-    if kw(t.first(), "SET") && kw(t.get(1), "STATEMENT") {
-        let mut depth = 0i32;
-        let for_at = (2..t.len()).find(|&k| {
+/// Where the statement itself starts: after a `SET STATEMENT v = x
+/// [, ...] FOR` in front (which the binary log keeps as the client wrote
+/// it, and which names nothing), else at the first token.
+fn statement_start(t: &[T]) -> usize {
+    if !(kw(t.first(), "SET") && kw(t.get(1), "STATEMENT")) {
+        return 0;
+    }
+    let mut depth = 0i32;
+    (2..t.len())
+        .find(|&k| {
             match &t[k].0 {
                 Tok::Punct(b'(') => depth += 1,
                 Tok::Punct(b')') => depth -= 1,
                 _ => {}
             }
             depth == 0 && kw(t.get(k), "FOR")
-        });
-        if let Some(k) = for_at {
-            t.drain(..=k);
-        }
-    }
+        })
+        .map_or(0, |k| k + 1)
+}
+
+/// The statement's tokens from [`statement_start`]: what follows FOR is
+/// read as if it stood alone. The tokens keep their places in `sql`, so
+/// renames land where they would.
+fn statement_tokens(sql: &[u8], d: Dialect) -> Vec<T> {
+    let mut t = lex_in(sql, d).toks;
+    t.drain(..statement_start(&t));
     t
 }
 
-/// `SET STATEMENT sql_mode = ... FOR ...`: the event carries the
-/// statement's sql_mode (checked on MariaDB 10.11: `SET @@session.sql_mode`
-/// before it is the FOR clause's), but the source read the text under the
-/// session's own, which the binary log does not carry. A text that reads
-/// the same under every NO_BACKSLASH_ESCAPES and ANSI_QUOTES is sure; one
-/// that does not (a `"` quoted word, a backslash in a literal) is not — a
-/// replica that reads it under the event's sql_mode stores another value
-/// or fails (replaying the binary log as a replica does stored `c\\d`
-/// where the source has `c\d`, and refused `"q"` with 1054).
-fn sql_mode_for_itself(sql: &[u8], d: Dialect) -> Option<String> {
-    let t = lex_in(sql, d).toks;
-    if !(kw(t.first(), "SET") && kw(t.get(1), "STATEMENT")) {
-        return None;
-    }
-    let end = (2..t.len())
-        .find(|&k| kw(t.get(k), "FOR"))
-        .unwrap_or(t.len());
-    if !t[2..end]
+/// The dialects a text could have been written in, whatever its
+/// session's sql_mode: every NO_BACKSLASH_ESCAPES and ANSI_QUOTES, with
+/// `d`'s character set.
+fn sql_mode_dialects(d: Dialect) -> impl Iterator<Item = Dialect> {
+    [(false, false), (true, false), (false, true), (true, true)]
+        .into_iter()
+        .map(move |(no_backslash_escapes, ansi_quotes)| Dialect {
+            no_backslash_escapes,
+            ansi_quotes,
+            charset: d.charset,
+        })
+}
+
+/// `SET STATEMENT sql_mode = ... FOR ...` (`t`: the text's tokens in
+/// `d`): the event carries the statement's sql_mode (checked on MariaDB
+/// 10.11: `SET @@session.sql_mode` before it is the FOR clause's), but the
+/// source read the text under the session's own, which the binary log
+/// does not carry. A text that reads the same under every
+/// NO_BACKSLASH_ESCAPES and ANSI_QUOTES is sure; one that does not (a `"`
+/// quoted word, a backslash in a literal) is not — a replica that reads it
+/// under the event's sql_mode stores another value or fails (replaying the
+/// binary log as a replica does stored `c\\d` where the source has `c\d`,
+/// and refused `"q"` with 1054). The character set variables, which
+/// change how a text reads too, cannot be set so (the server refuses
+/// them with 1971).
+fn sql_mode_for_itself(sql: &[u8], d: Dialect, t: &[T]) -> Option<String> {
+    let start = statement_start(t);
+    let sets_sql_mode = t[..start]
         .iter()
-        .any(|x| matches!(&x.0, Tok::Word(w) if w == "SQL_MODE"))
-    {
+        .any(|x| matches!(&x.0, Tok::Word(w) if w == "SQL_MODE"));
+    if !sets_sql_mode {
         return None;
     }
     let escapes = t.iter().any(|(tok, r)| {
         matches!(tok, Tok::Literal) && sql.get(r.clone()).is_some_and(|b| b.contains(&b'\\'))
     });
-    let same = [(false, false), (true, false), (false, true), (true, true)]
-        .into_iter()
-        .all(|(no_backslash_escapes, ansi_quotes)| {
-            let other = Dialect {
-                no_backslash_escapes,
-                ansi_quotes,
-                charset: d.charset,
-            };
-            lex_in(sql, other).toks == t
-        });
+    let same = sql_mode_dialects(d).all(|other| lex_in(sql, other).toks == t);
     (escapes || !same).then(|| {
         "its SET STATEMENT sets sql_mode: the source read the text under the session's own \
          sql_mode, which the binary log does not carry, and the text reads otherwise under \
@@ -575,26 +581,21 @@ fn sql_mode_for_itself(sql: &[u8], d: Dialect) -> Option<String> {
 
 /// Reads what a statement's text names, written in dialect `d`.
 pub fn read(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
-    if let Some(why) = sql_mode_for_itself(sql, d) {
+    // Lexed once: a statement-based INSERT can be megabytes.
+    let mut t = lex_in(sql, d).toks;
+    if let Some(why) = sql_mode_for_itself(sql, d, &t) {
         return Err(Unsure(why));
     }
-    read_in(sql, d)
+    t.drain(..statement_start(&t));
+    read_tokens(sql, t)
 }
 
 /// The databases the text names when read in any sql_mode dialect (with
 /// `d`'s character set): those a statement [`read`] was unsure of may
 /// write. Empty when no reading is sure.
 pub fn named_in_any_dialect(sql: &[u8], d: Dialect) -> Vec<String> {
-    let mut all: Vec<String> = [(false, false), (true, false), (false, true), (true, true)]
-        .into_iter()
-        .filter_map(|(no_backslash_escapes, ansi_quotes)| {
-            let other = Dialect {
-                no_backslash_escapes,
-                ansi_quotes,
-                charset: d.charset,
-            };
-            read_in(sql, other).ok()
-        })
+    let mut all: Vec<String> = sql_mode_dialects(d)
+        .filter_map(|other| read_tokens(sql, statement_tokens(sql, other)).ok())
         .flat_map(|n| n.databases())
         .collect();
     all.sort();
@@ -602,9 +603,8 @@ pub fn named_in_any_dialect(sql: &[u8], d: Dialect) -> Vec<String> {
     all
 }
 
-/// [`read`] in dialect `d` as given.
-fn read_in(sql: &[u8], d: Dialect) -> Result<Named, Unsure> {
-    let t = statement_tokens(sql, d);
+/// [`read`] of the statement's tokens `t` (from [`statement_start`]).
+fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
     let mut named = Named {
         database_statement: is_database(&t),
         ..Named::default()

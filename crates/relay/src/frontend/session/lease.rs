@@ -80,7 +80,7 @@ impl Session {
                 {
                     continue;
                 }
-                return Err(Fail::Lost(stopped_answering(
+                return Err(Fail::Lost(found_down(
                     &self.ctx.cfg.backends,
                     &self.ctx.pool.health,
                     b,
@@ -125,7 +125,7 @@ impl Session {
             .await
             .unwrap_or_else(|| {
                 self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
-                Err(Fail::Lost(stopped_answering(
+                Err(Fail::Lost(found_down(
                     &self.ctx.cfg.backends,
                     &health,
                     c.backend(),
@@ -335,7 +335,7 @@ impl Session {
             tokio::select! {
                 _ = &mut gone => {
                     self.handle.running(None);
-                    let why = stopped_answering(&self.ctx.cfg.backends, &self.ctx.pool.health, c.backend());
+                    let why = found_down(&self.ctx.cfg.backends, &self.ctx.pool.health, c.backend());
                     self.ctx.pool.discard(c);
                     self.ctx.metrics.backend_lost.fetch_add(1, Relaxed);
                     return Err(Fail::Lost(why));
@@ -610,16 +610,16 @@ const GALERA_SYNC_WAIT: &[u8] = b"SET STATEMENT wsrep_sync_wait = 1 FOR ";
 /// while the statement ran (by a health check, or another client): the
 /// reason the health state holds — a check that timed out, a refusal, a
 /// closed connection — not always "stopped answering".
-pub(super) fn stopped_answering(
+pub(super) fn found_down(
     backends: &[crate::config::Backend],
     health: &crate::backend::health::Health,
     b: usize,
 ) -> String {
     let addr = backends.get(b).map(|x| x.addr()).unwrap_or_default();
-    found_down(&addr, health.get(b).error.as_deref())
+    found_down_words(&addr, health.get(b).error.as_deref())
 }
 
-fn found_down(addr: &str, why: Option<&str>) -> String {
+fn found_down_words(addr: &str, why: Option<&str>) -> String {
     let why = why.unwrap_or("its health check found it down");
     format!(
         "sqlfleet relay: the server at {addr} was found down while the statement ran ({why}); \
@@ -639,7 +639,7 @@ mod found_down_tests {
             ),
             (None, "(its health check found it down)"),
         ] {
-            let m = super::found_down("127.0.0.1:3307", why);
+            let m = super::found_down_words("127.0.0.1:3307", why);
             assert!(m.contains(says) && m.contains("outcome on it is unknown"), "{m}");
             assert!(!m.contains("stopped answering") , "{m}");
         }

@@ -322,7 +322,7 @@ impl Session {
             if let Some(c) = self.conn.take() {
                 self.ctx.pool.discard(c);
             }
-            return Err(Fail::Lost(super::lease::stopped_answering(
+            return Err(Fail::Lost(super::lease::found_down(
                 &self.ctx.cfg.backends,
                 &self.ctx.pool.health,
                 b,
