@@ -2,14 +2,30 @@
 //! MariaDB GTID events, table map renames (a rename that succeeds must
 //! read back with the new name and a valid CRC), rows event headers,
 //! query status variables and statement text (names, calls whose value
-//! is not logged), Execute_load_query bodies; merged rows statements (a
-//! merge of any bytes never panics).
+//! is not logged), Execute_load_query bodies; compressed events (one
+//! that uncompresses is whole: its length field is its length); merged
+//! rows statements (a merge of any bytes never panics).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn, unlogged};
 
 fuzz_target!(|data: &[u8]| {
     let _ = gtid::decode_gtid_event(data);
+    // MariaDB's format description's post-header lengths, and others.
+    let mut lens = [0u8; 171];
+    lens[1] = 13;
+    lens[22..25].copy_from_slice(&[8, 8, 8]);
+    lens[29..32].copy_from_slice(&[10, 10, 10]);
+    lens[164] = 13;
+    lens[165..168].copy_from_slice(&[8, 8, 8]);
+    lens[168..171].copy_from_slice(&[10, 10, 10]);
+    for crc in [false, true] {
+        for l in [&lens[..], &[6u8; 171][..], &lens[..100]] {
+            if let Ok(plain) = sqlfleet_wire::binlog_compressed::plain_event(data, crc, l) {
+                assert_eq!(u32::from_le_bytes([plain[9], plain[10], plain[11], plain[12]]) as usize, plain.len());
+            }
+        }
+    }
     for ph in [13u8, 26, 40] {
         let _ = event::execute_load_query(data, ph);
     }

@@ -653,6 +653,101 @@ async fn a_direct_write_of_some_rows_leaves_the_entries_of_other_rows_cached() {
     assert_eq!(hits(), before + 1.0, "row 1's prepared entry was kept");
 }
 
+/// A primary that compresses its binary log (`log_bin_compress=ON`, from
+/// 10 bytes on) is followed as closely as one that does not: its
+/// compressed rows make stale only the entries of the rows they changed
+/// (before: every entry of the table), and its compressed statement only
+/// the tables it writes (before: the whole cache). The events are checked
+/// to be compressed ones in the server's own SHOW BINLOG EVENTS.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_binary_log_is_followed_row_by_row() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut direct = direct(srv, &db).await;
+    direct
+        .query_drop("SET GLOBAL log_bin_compress = ON, GLOBAL log_bin_compress_min_len = 10")
+        .await
+        .expect("log_bin_compress");
+    let from: Option<(String, u64)> = direct
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .map(|r: Option<mysql_async::Row>| {
+            r.map(|r| (r.get(0).expect("file"), r.get(1).expect("pos")))
+        })
+        .expect("master status");
+    let hits = |rule: &str| {
+        relay.metric(&format!(
+            "sqlfleet_relay_cache_hits_total{{rule=\"{rule}\"}}"
+        ))
+    };
+    let read = |k: &str| format!("SELECT v FROM kv WHERE k = {k}");
+    let other = "SELECT v FROM other WHERE k = 1";
+    for (rule, sql) in [
+        ("kv", read("1")),
+        ("kv", read("2")),
+        ("scoped", other.into()),
+    ] {
+        let _: Option<i64> = a.query_first(&sql).await.expect("miss");
+        let before = hits(rule);
+        let _: Option<i64> = a.query_first(&sql).await.expect("hit");
+        assert_eq!(hits(rule), before + 1.0, "{sql} was cached");
+    }
+    // Rows 2..16 in one compressed rows event.
+    direct
+        .query_drop("SET SESSION binlog_format = 'ROW'; UPDATE kv SET v = 5 WHERE k >= 2")
+        .await
+        .expect("write rows 2..16");
+    if let Err(v) = read_until(&mut a, &read("2"), 5, Duration::from_secs(10)).await {
+        panic!("row 2 still {v:?} 10 s after the commit");
+    }
+    let before = hits("kv");
+    let v: Option<i64> = a.query_first(read("1")).await.expect("row 1");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits("kv"),
+        before + 1.0,
+        "row 1's entry was kept: {}",
+        relay.page("/status")
+    );
+    // A compressed statement: the tables it writes, not the whole cache.
+    direct
+        .query_drop(format!(
+            "SET SESSION binlog_format = 'STATEMENT'; UPDATE kv SET v = 6 WHERE k = 3 /* {} */",
+            "padding ".repeat(20)
+        ))
+        .await
+        .expect("a statement");
+    if let Err(v) = read_until(&mut a, &read("1"), 0, Duration::from_secs(10)).await {
+        panic!("row 1 read {v:?}");
+    }
+    let before = hits("scoped");
+    let v: Option<i64> = a.query_first(other).await.expect("other");
+    assert_eq!(v, Some(0));
+    assert_eq!(
+        hits("scoped"),
+        before + 1.0,
+        "the other table's entry was kept: {}",
+        relay.page("/status")
+    );
+    let mut kinds = Vec::new();
+    if let Some((file, pos)) = from {
+        let rows: Vec<mysql_async::Row> = direct
+            .query(format!("SHOW BINLOG EVENTS IN '{file}' FROM {pos}"))
+            .await
+            .expect("binlog events");
+        kinds = rows.iter().filter_map(|r| r.get::<String, _>(2)).collect();
+    }
+    direct
+        .query_drop("SET GLOBAL log_bin_compress = OFF")
+        .await
+        .expect("log_bin_compress");
+    for k in ["Update_rows_compressed_v1", "Query_compressed"] {
+        assert!(kinds.iter().any(|x| x == k), "no {k} event: {kinds:?}");
+    }
+}
+
 /// A read of a range of keys (BETWEEN, `<`, `>`, text or prepared) is
 /// stale when a change's row held a key inside it, before or after, and
 /// only then.

@@ -24,10 +24,8 @@ pub mod mariadb {
     pub const GTID: u8 = 162;
     pub const GTID_LIST: u8 = 163;
     pub const START_ENCRYPTION: u8 = 164;
-    pub const QUERY_COMPRESSED: u8 = 165;
-    /// 166..=171: compressed rows events (log_bin_compress=ON).
-    pub const FIRST_COMPRESSED_ROWS: u8 = 166;
-    pub const LAST_COMPRESSED_ROWS: u8 = 171;
+    // 165..=171, compressed events (log_bin_compress=ON), are read as the
+    // plain events they stand for: sqlfleet_wire::binlog_compressed.
 }
 
 use crate::gtid::DecodeError;

@@ -257,6 +257,12 @@ impl SourceRunner {
                             // it stops as a whole (recorded, in the status),
                             // and the other sources go on.
                             let open = asm.abandon();
+                            // Read, and stopped at: a run until caught up
+                            // ends when it was the source's last (it
+                            // waited for ever to read it).
+                            if let Some(g) = open {
+                                s.read.advance(g);
+                            }
                             if !s.stopped.contains_key(ALL_STREAMS) {
                                 let g = open
                                     .or_else(|| s.read.0.values().max_by_key(|g| g.seq).copied())

@@ -24,6 +24,7 @@ use crate::context::{self, Context};
 use crate::event::{self, mariadb};
 use crate::gtid::{decode_gtid_event, Gtid};
 use crate::sqltext;
+use sqlfleet_wire::binlog_compressed as compressed;
 
 /// The session a statement ran in on the source.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -424,6 +425,16 @@ impl Assembler {
             what,
         };
         let ty = h.event_type_raw();
+        if compressed::plain_type(ty).is_some() {
+            // log_bin_compress=ON: read as the plain event it stands for,
+            // as a native replica's I/O thread does.
+            let lens = ev.fde().event_type_header_lengths();
+            let plain = compressed::plain_event(&raw_bytes(ev), has_crc(ev), lens)
+                .map_err(|e| err(format!("compressed event type {ty}: {e}")))?;
+            let plain = Event::read(ev.fde(), plain.as_slice())
+                .map_err(|e| err(format!("compressed event type {ty}: {e}")))?;
+            return self.push(&plain);
+        }
         match ty {
             t if t == EventType::FORMAT_DESCRIPTION_EVENT as u8 => {
                 // A server start's description in the middle of a
@@ -518,11 +529,9 @@ impl Assembler {
             _ if self.cur.is_none() && h.flags_raw() & LOG_EVENT_IGNORABLE_F != 0 => {
                 return Ok(Out::Nothing)
             }
-            mariadb::START_ENCRYPTION
-            | mariadb::QUERY_COMPRESSED
-            | mariadb::FIRST_COMPRESSED_ROWS..=mariadb::LAST_COMPRESSED_ROWS => {
+            mariadb::START_ENCRYPTION => {
                 return Err(err(format!(
-                    "event type {ty} (compressed or encrypted binlog) cannot be applied; set log_bin_compress=OFF on the source"
+                    "event type {ty} (an encrypted binlog read as it lies on disk) cannot be applied"
                 )));
             }
             _ => {}

@@ -1,7 +1,8 @@
 //! The oracle for `replicate` is native replication. Two sources are
 //! written by a seeded workload ([`workload`]) in a binlog format and row
 //! image drawn per seed (ROW, MIXED — MariaDB's default — or STATEMENT;
-//! FULL, MINIMAL or NOBLOB); a native replica follows both with MariaDB's
+//! FULL, MINIMAL or NOBLOB), half of the sources compressing their events
+//! (`log_bin_compress`, from 10 or 256 bytes on); a native replica follows both with MariaDB's
 //! own multi-source replication (`CHANGE MASTER 'name'`), sqlfleet
 //! replicate copies the same databases into another server, renaming one
 //! of each source's two databases. Some seeds kill -9 a source, or shut it
@@ -289,8 +290,11 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         starts.push(binlog_pos(source(i)).await);
         let _ = writeln!(
             log,
-            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={}",
-            p.format, p.image
+            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} log_bin_compress={}",
+            p.format,
+            p.image,
+            p.compress
+                .map_or("OFF".to_string(), |n| format!("ON (min_len {n})"))
         );
         for (k, st) in p.steps.iter().enumerate() {
             let _ = writeln!(log, "{};", st.join(";\n"));
@@ -339,12 +343,17 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         .map(|(i, p)| {
             let steps = p.steps.clone();
             let (format, image, restart) = (p.format, p.image, p.restart);
+            // Global, so set again after a restart.
+            let compress = p.compress.map_or(
+                "SET GLOBAL log_bin_compress = OFF".to_string(),
+                |n| format!("SET GLOBAL log_bin_compress = ON, GLOBAL log_bin_compress_min_len = {n}"),
+            );
             let alpha = p.alpha.clone();
             tokio::spawn(async move {
                 let session = async || {
                     let mut c = source(i).connect().await;
                     c.query_drop(format!(
-                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'"
+                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'; {compress}"
                     ))
                     .await
                     .expect("session binlog settings");
@@ -420,10 +429,11 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         .await
         .expect("replicate catches up within 5 minutes");
     eprintln!(
-        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied)",
+        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied; log_bin_compress min_len {:?})",
         t1 - t0,
         t1.elapsed(),
-        summary.applied
+        summary.applied,
+        plans.iter().map(|p| p.compress).collect::<Vec<_>>()
     );
     if let Some(why) = oracle_crashed {
         return Verdict::NoOracle(why);

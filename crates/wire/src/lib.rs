@@ -1,7 +1,9 @@
-//! The MySQL wire protocol pieces the relay and query need: [`packet`]
-//! framing and ERR/OK payloads, the [`compress`]ed protocol's frames, the [`handshake`] on both sides, and a small
+//! The MySQL wire protocol pieces the relay, query and replicate need: [`packet`]
+//! framing and ERR/OK payloads, the [`compress`]ed protocol's frames, MariaDB's
+//! [`binlog_compressed`] events read as plain ones, the [`handshake`] on both sides, and a small
 //! text-protocol [`client`].
 
+pub mod binlog_compressed;
 pub mod client;
 pub mod command;
 pub mod compress;

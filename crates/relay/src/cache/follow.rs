@@ -7,7 +7,7 @@
 //! tables its statements write (as the relay reads a write it relays:
 //! `decide::write_tables`, names read alike or not at all) — or
 //! "everything" for anything it cannot read for sure: DDL and every other
-//! statement, XA, LOAD DATA, a compressed statement, an incident, an
+//! statement, XA, LOAD DATA, an incident, an
 //! event type it does not know. A wrong "everything" costs hit rate; a
 //! wrong list, a stale read. Tables a foreign key's action or a trigger
 //! changes unseen are the follower's to add (the catalog, as for writes
@@ -29,8 +29,8 @@ pub enum Ev<'a> {
     Query { db: &'a [u8], sql: &'a [u8] },
     /// A table map: rows of `db`.`table` follow.
     TableMap { db: &'a [u8], table: &'a [u8] },
-    /// Rows of a table mapped before (write, update, delete, compressed)
-    /// that say nothing for sure about which: every table mapped in the
+    /// Rows of a table mapped before (write, update, delete) that say
+    /// nothing for sure about which: every table mapped in the
     /// group is stale whole.
     Rows,
     /// Rows of `db`.`table` (mapped before) whose integer columns' values
@@ -46,9 +46,9 @@ pub enum Ev<'a> {
     /// a checkpoint, a GTID list, an annotation, a statement's context
     /// (INTVAR, RAND, USER_VAR), a stop.
     Meta,
-    /// Anything else (LOAD DATA's blocks, XA PREPARE, a compressed
-    /// statement, an incident, an unknown type): what it changed is not
-    /// read here.
+    /// Anything else (LOAD DATA's blocks, XA PREPARE, an incident, a
+    /// compressed event that does not uncompress, an unknown type): what
+    /// it changed is not read here.
     Unread,
 }
 

@@ -30,9 +30,10 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn};
-use mysql_common::binlog::consts::EventType;
+use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, TableMapEvent};
 use sqlfleet_conn::Target;
+use sqlfleet_wire::binlog_compressed as compressed;
 
 use crate::admin::metrics::{Metrics, OwnQuery};
 use crate::backend::write_scope::WriteScopes;
@@ -541,7 +542,6 @@ const MARIADB_BINLOG_CHECKPOINT: u8 = 161;
 const MARIADB_GTID: u8 = 162;
 const MARIADB_GTID_LIST: u8 = 163;
 const MARIADB_START_ENCRYPTION: u8 = 164;
-const MARIADB_COMPRESSED_ROWS: std::ops::RangeInclusive<u8> = 166..=171;
 /// A MariaDB GTID event's flag: its group is one statement (DDL).
 const FL_STANDALONE: u8 = 1;
 
@@ -556,6 +556,25 @@ fn read_event(
     formatted: &mut bool,
 ) -> Result<(Option<Stale>, Option<String>), String> {
     let t = ev.header().event_type_raw();
+    if compressed::plain_type(t).is_some() {
+        // log_bin_compress=ON: read as the plain event it stands for; one
+        // that does not read as one (never seen from a server) makes
+        // everything stale.
+        let mut raw = Vec::with_capacity(ev.data().len() + 23);
+        let _ = ev.write(BinlogVersion::Version4, &mut raw);
+        let crc = matches!(
+            ev.footer().get_checksum_alg(),
+            Ok(Some(BinlogChecksumAlg::BINLOG_CHECKSUM_ALG_CRC32))
+        );
+        let lens = ev.fde().event_type_header_lengths();
+        return match compressed::plain_event(&raw, crc, lens)
+            .ok()
+            .and_then(|plain| Event::read(ev.fde(), plain.as_slice()).ok())
+        {
+            Some(plain) => read_event(&plain, follow, maps, formatted),
+            None => Ok((follow.step(Ev::Unread), None)),
+        };
+    }
     let bad = |what: &str, e: std::io::Error| format!("a {what} event it cannot read: {e}");
     let is = |k: EventType| t == k as u8;
     let stale = if is(EventType::QUERY_EVENT) {
@@ -606,7 +625,6 @@ fn read_event(
     ]
     .into_iter()
     .any(is)
-        || MARIADB_COMPRESSED_ROWS.contains(&t)
     {
         // Keyed when the log names its table's columns and rows.
         let tm = row_change::table_id(ev).and_then(|id| maps.0.get(&id));

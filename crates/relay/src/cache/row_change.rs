@@ -11,7 +11,7 @@
 //! a column the metadata does not name, a column absent from an image
 //! (`binlog_row_image = MINIMAL`), a value that is not an integer, more
 //! than [`MAX_VALUES`] values, an event the library cannot read (or that
-//! makes it panic), a compressed or partial event — that column, or the
+//! makes it panic), a partial event — that column, or the
 //! whole table, is not known, and every read keyed on it is stale.
 //!
 //! Integer columns only: an integer compared with an integer literal is

@@ -1,5 +1,5 @@
 //! Reaching a source: the checks before anything is applied (MariaDB,
-//! binlog on and uncompressed, databases that map onto distinct names),
+//! binlog on, databases that map onto distinct names),
 //! registering as a GTID replica, and reading the commit time of the
 //! first transaction after a floor (for `replicate status`).
 
@@ -62,7 +62,7 @@ pub async fn preflight(cfg: &config::Source, t: &Target) -> Result<(), Refused> 
     }
 }
 
-/// A source the applier can follow: MariaDB, binlog on, uncompressed,
+/// A source the applier can follow: MariaDB, binlog on,
 /// and its databases map onto distinct names on the target.
 pub(super) async fn check_source(c: &mut Conn, map: &config::DbMap) -> Result<Facts, CheckError> {
     let q = |e: mysql_async::Error| CheckError::Query(format!("reading settings: {e}"));
@@ -76,20 +76,14 @@ pub(super) async fn check_source(c: &mut Conn, map: &config::DbMap) -> Result<Fa
             "server version {version} is not MariaDB; replicate reads MariaDB binlogs (GTID mode) only for now"
         )));
     }
-    let row: Option<(String, String, String)> = c
-        .query_first("SELECT @@log_bin, @@log_bin_compress, @@gtid_binlog_pos")
+    let row: Option<(String, String)> = c
+        .query_first("SELECT @@log_bin, @@gtid_binlog_pos")
         .await
         .map_err(q)?;
-    let (log_bin, compress, pos) = row.unwrap_or_default();
+    let (log_bin, pos) = row.unwrap_or_default();
     if log_bin != "1" && !log_bin.eq_ignore_ascii_case("ON") {
         return Err(CheckError::Refused(
             "binary logging is off (log_bin=OFF): start the server with log_bin=ON (and binlog_format=ROW)".into(),
-        ));
-    }
-    if compress == "1" || compress.eq_ignore_ascii_case("ON") {
-        return Err(CheckError::Refused(
-            "log_bin_compress=ON: compressed events cannot be applied; set log_bin_compress=OFF"
-                .into(),
         ));
     }
     let binlog_pos = GtidPos::parse(&pos).map_err(|e| CheckError::Query(e.to_string()))?;

@@ -27,7 +27,7 @@
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
-use rand::Rng;
+use rand::{Rng, SeedableRng};
 
 /// One source's part of a seed.
 pub struct Plan {
@@ -42,6 +42,10 @@ pub struct Plan {
     /// After this step the source goes down and comes back: killed -9
     /// (true) or shut down cleanly (false).
     pub restart: Option<(usize, bool)>,
+    /// The source compresses its events (`log_bin_compress=ON`) from this
+    /// many bytes of statement or rows on (`log_bin_compress_min_len`).
+    /// Drawn apart from the rest, so a seed's workload is what it was.
+    pub compress: Option<u32>,
 }
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
@@ -485,6 +489,11 @@ pub fn plan(
     let restart = rng
         .gen_bool(0.12)
         .then(|| (rng.gen_range(2..out.len()), rng.gen_bool(0.5)));
+    let compress = match StdRng::seed_from_u64(seed ^ (0xC0 + src as u64)).gen_range(0..4) {
+        0 => Some(10),
+        1 => Some(256),
+        _ => None,
+    };
     Plan {
         format,
         image,
@@ -493,6 +502,7 @@ pub fn plan(
         gamma,
         steps: out,
         restart,
+        compress,
     }
 }
 
