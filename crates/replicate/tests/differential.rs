@@ -2,7 +2,8 @@
 //! written by a seeded workload ([`workload`]) in a binlog format and row
 //! image drawn per seed (ROW, MIXED — MariaDB's default — or STATEMENT;
 //! FULL, MINIMAL or NOBLOB), half of the sources compressing their events
-//! (`log_bin_compress`, from 10 or 256 bytes on); a native replica follows both with MariaDB's
+//! (`log_bin_compress`, from 10 or 256 bytes on) and a third writing them
+//! without a checksum (`binlog_checksum=NONE`); a native replica follows both with MariaDB's
 //! own multi-source replication (`CHANGE MASTER 'name'`), sqlfleet
 //! replicate copies the same databases into another server, renaming one
 //! of each source's two databases. Some seeds kill -9 a source, or shut it
@@ -290,9 +291,10 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         starts.push(binlog_pos(source(i)).await);
         let _ = writeln!(
             log,
-            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} log_bin_compress={}",
+            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} binlog_checksum={} log_bin_compress={}",
             p.format,
             p.image,
+            p.checksum,
             p.compress
                 .map_or("OFF".to_string(), |n| format!("ON (min_len {n})"))
         );
@@ -348,10 +350,21 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
                 "SET GLOBAL log_bin_compress = OFF".to_string(),
                 |n| format!("SET GLOBAL log_bin_compress = ON, GLOBAL log_bin_compress_min_len = {n}"),
             );
+            let checksum = p.checksum;
             let alpha = p.alpha.clone();
             tokio::spawn(async move {
                 let session = async || {
                     let mut c = source(i).connect().await;
+                    // (Set only when it differs: each SET rotates the binlog.)
+                    let now: Option<String> = c
+                        .query_first("SELECT @@global.binlog_checksum")
+                        .await
+                        .expect("binlog_checksum");
+                    if now.as_deref() != Some(checksum) {
+                        c.query_drop(format!("SET GLOBAL binlog_checksum = {checksum}"))
+                            .await
+                            .expect("binlog_checksum");
+                    }
                     c.query_drop(format!(
                         "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'; {compress}"
                     ))
@@ -429,11 +442,12 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         .await
         .expect("replicate catches up within 5 minutes");
     eprintln!(
-        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied; log_bin_compress min_len {:?})",
+        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied; log_bin_compress min_len {:?}, binlog_checksum {:?})",
         t1 - t0,
         t1.elapsed(),
         summary.applied,
-        plans.iter().map(|p| p.compress).collect::<Vec<_>>()
+        plans.iter().map(|p| p.compress).collect::<Vec<_>>(),
+        plans.iter().map(|p| p.checksum).collect::<Vec<_>>()
     );
     if let Some(why) = oracle_crashed {
         return Verdict::NoOracle(why);

@@ -46,6 +46,9 @@ pub struct Plan {
     /// many bytes of statement or rows on (`log_bin_compress_min_len`).
     /// Drawn apart from the rest, so a seed's workload is what it was.
     pub compress: Option<u32>,
+    /// The source's `binlog_checksum` (CRC32, the default, or NONE: events
+    /// without a checksum), drawn the same way.
+    pub checksum: &'static str,
 }
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
@@ -489,11 +492,13 @@ pub fn plan(
     let restart = rng
         .gen_bool(0.12)
         .then(|| (rng.gen_range(2..out.len()), rng.gen_bool(0.5)));
-    let compress = match StdRng::seed_from_u64(seed ^ (0xC0 + src as u64)).gen_range(0..4) {
+    let mut apart = StdRng::seed_from_u64(seed ^ (0xC0 + src as u64));
+    let compress = match apart.gen_range(0..4) {
         0 => Some(10),
         1 => Some(256),
         _ => None,
     };
+    let checksum = ["CRC32", "CRC32", "NONE"][apart.gen_range(0..3)];
     Plan {
         format,
         image,
@@ -503,6 +508,7 @@ pub fn plan(
         steps: out,
         restart,
         compress,
+        checksum,
     }
 }
 
