@@ -94,6 +94,9 @@ pub struct Context {
     /// Microseconds of the statement's start (MariaDB's Q_HRNOW, MySQL's
     /// Q_MICROSECONDS).
     pub usec: Option<u32>,
+    /// MariaDB's Q_GTID_FLAGS3: its GTID event's extra flags, repeated
+    /// (`gtid::flags_extra`; an ALTER logged in two phases carries them).
+    pub gtid_flags3: Option<u8>,
     /// Why this statement's context cannot be reproduced on the target,
     /// if so (the first reason).
     pub refused: Option<String>,
@@ -185,6 +188,13 @@ pub fn read(raw: &[u8]) -> Context {
                 Some(2)
             }
             key::INVOKER => byte(p).and_then(|u| byte(p + 1 + u).map(|h| 1 + u + 1 + h)),
+            // The flags, then a START ALTER's sequence number when they
+            // say COMMIT or ROLLBACK ALTER.
+            key::GTID_FLAGS3 => byte(p).map(|f| {
+                let ends = crate::gtid::flags_extra::COMMIT_ALTER
+                    | crate::gtid::flags_extra::ROLLBACK_ALTER;
+                1 + if f as u8 & ends != 0 { 8 } else { 0 }
+            }),
             key::UPDATED_DB_NAMES => updated_db_names_len(&raw[p.min(raw.len())..]),
             key::MICROSECONDS | key::HRNOW => Some(3),
             key::COMMIT_TS | key::COMMIT_TS2 => Some(0),
@@ -226,6 +236,7 @@ pub fn read(raw: &[u8]) -> Context {
             key::LC_TIME_NAMES => c.lc_time_names = Some(u16le(v)),
             key::CHARSET_DATABASE => c.charset_database = Some(u16le(v)),
             key::EXPLICIT_DEFAULTS_FOR_TIMESTAMP => c.explicit_defaults = Some(v[0] != 0),
+            key::GTID_FLAGS3 => c.gtid_flags3 = Some(v[0]),
             key::MICROSECONDS | key::HRNOW => {
                 let u = u32::from_le_bytes([v[0], v[1], v[2], 0]);
                 if u < 1_000_000 {
@@ -489,6 +500,10 @@ mod tests {
             vec![key::SQL_REQUIRE_PRIMARY_KEY, 0],
             vec![key::DEFAULT_TABLE_ENCRYPTION, 0],
             vec![key::CATALOG, 3, b's', b't', b'd', 0],
+            // An ALTER's START, COMMIT and ROLLBACK (MariaDB 10.11's bytes).
+            vec![key::GTID_FLAGS3, 2],
+            vec![key::GTID_FLAGS3, 4, 0x12, 0, 0, 0, 0, 0, 0, 0],
+            vec![key::GTID_FLAGS3, 8, 0x0f, 0, 0, 0, 0, 0, 0, 0],
         ] {
             let raw = [base(), extra.clone(), vec![key::HRNOW, 0x40, 0xe2, 0x01]].concat();
             let c = read(&raw);
@@ -510,7 +525,7 @@ mod tests {
                 "default_table_encryption",
             ),
             (vec![key::DEFAULT_COLLATION_FOR_UTF8MB4, 255, 0], "utf8mb4"),
-            (vec![key::GTID_FLAGS3, 0], "status variable 130"),
+            (vec![key::GTID_FLAGS3, 8, 1, 0], "cut short"),
             (
                 vec![key::CHARACTER_SET_COLLATIONS, 0],
                 "status variable 131",

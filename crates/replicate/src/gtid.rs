@@ -4,9 +4,12 @@
 //! not know (MariaDB event type 162).
 //!
 //! Written by hand because the layout is MariaDB's (log_event.h,
-//! `Gtid_log_event`) and small: a fixed prefix we must read exactly; the
-//! rest of the body (XA ids, extra flags) is skipped. Property-tested and
-//! fuzzed (`fuzz/fuzz_targets/replicate_event.rs`).
+//! `Gtid_log_event`) and small: a fixed prefix we must read exactly, the
+//! group commit id or XA id it flags (passed over), then the extra flags
+//! when the body goes on — which say, among others, that the group is one
+//! phase of an ALTER logged in two (`binlog_alter_two_phase`, MariaDB
+//! 10.8+), and which START ALTER a COMMIT or ROLLBACK ALTER ends.
+//! Property-tested and fuzzed (`fuzz/fuzz_targets/replicate_event.rs`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -129,6 +132,19 @@ pub mod flags {
     pub const COMPLETED_XA: u8 = 128;
 }
 
+/// A GTID event's extra flags (`flags_extra`, after the fixed part).
+pub mod flags_extra {
+    /// The transaction wrote more than one engine (one more byte follows).
+    pub const MULTI_ENGINE: u8 = 1;
+    pub const START_ALTER: u8 = 2;
+    pub const COMMIT_ALTER: u8 = 4;
+    pub const ROLLBACK_ALTER: u8 = 8;
+    /// MariaDB 11.5+: the source session's thread id follows.
+    pub const THREAD_ID: u8 = 16;
+    /// Every flag whose meaning is known.
+    pub const KNOWN: u8 = MULTI_ENGINE | START_ALTER | COMMIT_ALTER | ROLLBACK_ALTER | THREAD_ID;
+}
+
 /// The fields of a MariaDB GTID event the applier needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GtidEvent {
@@ -136,9 +152,64 @@ pub struct GtidEvent {
     pub domain: u32,
     pub flags: u8,
     pub commit_id: Option<u64>,
+    /// The extra flags (0 when the body ends before them).
+    pub extra: u8,
+    /// For a COMMIT or ROLLBACK ALTER: the sequence number of its START
+    /// ALTER's group.
+    pub start_alter: Option<u64>,
+}
+
+/// Which part of an ALTER logged in two phases a group is
+/// (`binlog_alter_two_phase=ON`): the source logs the ALTER's text at its
+/// start, and again once it committed or rolled back, each its own GTID.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not one: the group is applied as it stands.
+    Whole,
+    /// The ALTER started on the source; it may still fail there.
+    StartAlter,
+    /// The ALTER (started at that sequence number) committed.
+    CommitAlter(u64),
+    /// The ALTER (started at that sequence number) failed or was killed
+    /// on the source, which keeps nothing of it.
+    RollbackAlter(u64),
+}
+
+impl Phase {
+    /// Whether the group's statement runs on the target. Only a committed
+    /// ALTER does, once: its start would run it before the source knew
+    /// whether it succeeds (and a second time at its commit: an index
+    /// named by the server, `a_2`, doubled), its rollback not at all.
+    pub fn applies(self) -> bool {
+        matches!(self, Phase::Whole | Phase::CommitAlter(_))
+    }
 }
 
 impl GtidEvent {
+    /// The group's phase; `Err` says why it cannot be told (a flag whose
+    /// meaning is unknown, or two phases at once): the group is refused.
+    pub fn phase(&self) -> Result<Phase, String> {
+        use flags_extra::*;
+        let unknown = self.extra & !KNOWN;
+        if unknown != 0 {
+            return Err(format!(
+                "its GTID event carries extra flags 0x{unknown:02x} whose meaning is not known here"
+            ));
+        }
+        match (
+            self.extra & (START_ALTER | COMMIT_ALTER | ROLLBACK_ALTER),
+            self.start_alter,
+        ) {
+            (0, _) => Ok(Phase::Whole),
+            (START_ALTER, _) => Ok(Phase::StartAlter),
+            (COMMIT_ALTER, Some(s)) => Ok(Phase::CommitAlter(s)),
+            (ROLLBACK_ALTER, Some(s)) => Ok(Phase::RollbackAlter(s)),
+            (f, _) => Err(format!(
+                "its GTID event flags ALTER phases 0x{f:02x} at once"
+            )),
+        }
+    }
+
     pub fn standalone(&self) -> bool {
         self.flags & flags::STANDALONE != 0
     }
@@ -185,11 +256,40 @@ pub fn decode_gtid_event(body: &[u8]) -> Result<GtidEvent, DecodeError> {
     } else {
         None
     };
+    let mut at = 13 + if commit_id.is_some() { 8 } else { 0 };
+    if flags & (flags::PREPARED_XA | flags::COMPLETED_XA) != 0 {
+        // format id (4), the two lengths, then gtrid and bqual.
+        let lens = body
+            .get(at + 4..at + 6)
+            .ok_or_else(|| err("GTID event flags an XA id it does not hold"))?;
+        at += 6 + lens[0] as usize + lens[1] as usize;
+        if at > body.len() {
+            return Err(err("GTID event flags an XA id it does not hold"));
+        }
+    }
+    // The extra flags when the body goes on (a GTID event without a
+    // commit id is padded with zeros to 19 bytes: no flags, then).
+    let extra = body.get(at).copied().unwrap_or(0);
+    at += 1;
+    if extra & flags_extra::MULTI_ENGINE != 0 {
+        at += 1;
+    }
+    let start_alter = if extra & (flags_extra::COMMIT_ALTER | flags_extra::ROLLBACK_ALTER) != 0 {
+        Some(u64::from_le_bytes(
+            body.get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| err("GTID event flags an ALTER's end without its start"))?,
+        ))
+    } else {
+        None
+    };
     Ok(GtidEvent {
         seq,
         domain,
         flags,
         commit_id,
+        extra,
+        start_alter,
     })
 }
 
@@ -220,6 +320,87 @@ mod tests {
         assert!("x-1-2".parse::<Gtid>().is_err());
     }
 
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// GTID event bodies (without header and CRC32) from a MariaDB 10.11
+    /// binlog, `binlog_alter_two_phase=ON`: `mariadb-binlog` calls them
+    /// "START ALTER", "COMMIT ALTER id=22", "ROLLBACK ALTER id=15"; then
+    /// what an event says of its phase, and bodies that lie.
+    #[test]
+    fn the_phase_of_an_alter_logged_in_two_is_read_from_the_extra_flags() {
+        let rows: &[(&str, Result<Phase, &str>)] = &[
+            (
+                "16000000000000000000000029020000000000",
+                Ok(Phase::StartAlter),
+            ),
+            (
+                "17000000000000000000000029041600000000000000",
+                Ok(Phase::CommitAlter(0x16)),
+            ),
+            (
+                "10000000000000000000000029080f00000000000000",
+                Ok(Phase::RollbackAlter(0x0f)),
+            ),
+            // A plain DDL (padded with zeros) and a transaction with a
+            // commit id and no extra flags.
+            ("05000000000000000000000029000000000000", Ok(Phase::Whole)),
+            (
+                "0500000000000000000000000e0900000000000000",
+                Ok(Phase::Whole),
+            ),
+            // Multi-engine (one more byte), then the COMMIT ALTER's start.
+            (
+                "1700000000000000000000002905020b00000000000000",
+                Ok(Phase::CommitAlter(0x0b)),
+            ),
+            // The thread id of 11.5+ after a start.
+            (
+                "160000000000000000000000291207000000",
+                Ok(Phase::StartAlter),
+            ),
+            // Unknown flags, two phases, an end without its start.
+            ("16000000000000000000000029200000000000", Err("not known")),
+            (
+                "16000000000000000000000029060000000000000000",
+                Err("at once"),
+            ),
+            ("170000000000000000000000290416", Err("without its start")),
+        ];
+        for (body, want) in rows {
+            let got = decode_gtid_event(&hex(body))
+                .map_err(|e| e.what)
+                .and_then(|g| g.phase());
+            match (want, &got) {
+                (Ok(w), Ok(g)) => assert_eq!(w, g, "{body}"),
+                (Err(w), Err(g)) => assert!(g.contains(w), "{body}: {g}"),
+                _ => panic!("{body}: {got:?}, not {want:?}"),
+            }
+        }
+        assert!(Phase::Whole.applies() && Phase::CommitAlter(1).applies());
+        assert!(!Phase::StartAlter.applies() && !Phase::RollbackAlter(1).applies());
+    }
+
+    /// An XA group's id is passed over to the extra flags behind it.
+    #[test]
+    fn the_extra_flags_after_an_xa_id_are_read() {
+        let mut b = 9u64.to_le_bytes().to_vec();
+        b.extend(0u32.to_le_bytes());
+        b.push(flags::PREPARED_XA);
+        b.extend(1u32.to_le_bytes());
+        b.extend([2, 1]);
+        b.extend(b"abc");
+        b.push(flags_extra::MULTI_ENGINE);
+        b.push(2);
+        let e = decode_gtid_event(&b).expect("decodes");
+        assert_eq!((e.extra, e.start_alter), (flags_extra::MULTI_ENGINE, None));
+        assert!(decode_gtid_event(&b[..17]).is_err(), "an XA id cut short");
+    }
+
     #[test]
     fn a_gtid_event_with_a_commit_id_decodes() {
         let mut b = 77u64.to_le_bytes().to_vec();
@@ -235,17 +416,40 @@ mod tests {
 
     proptest! {
         #[test]
-        fn gtid_event_round_trips(seq: u64, domain: u32, fl: u8, cid: u64, tail in proptest::collection::vec(any::<u8>(), 0..16)) {
+        fn gtid_event_round_trips(
+            seq: u64,
+            domain: u32,
+            fl: u8,
+            cid: u64,
+            xa_id in proptest::collection::vec(any::<u8>(), 0..20),
+            extra in prop_oneof![Just(0u8), Just(1), Just(2), Just(4), Just(8), Just(5), Just(16), Just(18)],
+            start: u64,
+            pad in 0usize..6,
+        ) {
             let mut b = seq.to_le_bytes().to_vec();
             b.extend(domain.to_le_bytes());
             b.push(fl);
             if fl & flags::GROUP_COMMIT_ID != 0 { b.extend(cid.to_le_bytes()); }
-            b.extend(&tail);
+            if fl & (flags::PREPARED_XA | flags::COMPLETED_XA) != 0 {
+                b.extend(1u32.to_le_bytes());
+                let g = xa_id.len() / 2;
+                b.extend([g as u8, (xa_id.len() - g) as u8]);
+                b.extend(&xa_id);
+            }
+            b.push(extra);
+            if extra & flags_extra::MULTI_ENGINE != 0 { b.push(3); }
+            if extra & (flags_extra::COMMIT_ALTER | flags_extra::ROLLBACK_ALTER) != 0 { b.extend(start.to_le_bytes()); }
+            if extra & flags_extra::THREAD_ID != 0 { b.extend(7u32.to_le_bytes()); }
+            b.extend(std::iter::repeat_n(0, pad));
             let e = decode_gtid_event(&b).expect("a well-formed body decodes");
             prop_assert_eq!(e.seq, seq);
             prop_assert_eq!(e.domain, domain);
             prop_assert_eq!(e.flags, fl);
             prop_assert_eq!(e.commit_id, (fl & flags::GROUP_COMMIT_ID != 0).then_some(cid));
+            prop_assert_eq!(e.extra, extra);
+            let ends = extra & (flags_extra::COMMIT_ALTER | flags_extra::ROLLBACK_ALTER) != 0;
+            prop_assert_eq!(e.start_alter, ends.then_some(start));
+            prop_assert!(e.phase().is_ok());
         }
 
         #[test]

@@ -22,7 +22,7 @@ use mysql_common::proto::MySerialize;
 use crate::config::DbMap;
 use crate::context::{self, Context};
 use crate::event::{self, mariadb};
-use crate::gtid::{decode_gtid_event, Gtid};
+use crate::gtid::{self, decode_gtid_event, Gtid};
 use crate::sqltext;
 use sqlfleet_wire::binlog_compressed as compressed;
 
@@ -240,6 +240,11 @@ pub struct StreamError {
 
 struct Building {
     txn: Txn,
+    /// A START ALTER or ROLLBACK ALTER group: its statement is not run
+    /// (`gtid::Phase::applies`).
+    passed: bool,
+    /// Its GTID event's extra flags.
+    phase: u8,
     /// Table id → target database (None: filtered), for this statement.
     tables: HashMap<u64, Option<String>>,
     /// What the statement's rows are, for errors: "Write_rows event on
@@ -505,7 +510,18 @@ impl Assembler {
                 if g.xa() {
                     txn.refuse(XA_REFUSAL, false);
                 }
+                // One phase of an ALTER logged in two: only its commit
+                // runs on the target.
+                let passed = match g.phase() {
+                    Ok(phase) => !phase.applies(),
+                    Err(why) => {
+                        txn.refuse(why, false);
+                        false
+                    }
+                };
                 self.cur = Some(Building {
+                    passed,
+                    phase: g.extra,
                     txn,
                     tables: HashMap::new(),
                     what: None,
@@ -578,6 +594,14 @@ impl Building {
         let h = ev.header();
         let crc = has_crc(ev);
         let fde = ev.fde();
+        if self.passed && ty != EventType::QUERY_EVENT as u8 {
+            // (The source writes a START or ROLLBACK ALTER as its one
+            // statement: anything more is not understood.)
+            self.txn.refuse(
+                format!("an ALTER's START or ROLLBACK group with an event of type {ty} in it"),
+                true,
+            );
+        }
         match ty {
             t if t == EventType::TABLE_MAP_EVENT as u8 => self.table_map(ev, map)?,
             t if ROWS_TYPES.contains(&t) => {
@@ -733,6 +757,28 @@ impl Building {
             .read_event()
             .map_err(|e| format!("bad query event: {e}"))?;
         let sql = q.query_raw();
+        // The statement repeats its GTID event's ALTER phase: the two
+        // must agree (a statement that says otherwise is refused).
+        let phases = gtid::flags_extra::START_ALTER
+            | gtid::flags_extra::COMMIT_ALTER
+            | gtid::flags_extra::ROLLBACK_ALTER;
+        let said = context::read(q.status_vars_raw()).gtid_flags3.unwrap_or(0) & phases;
+        if said != self.phase & phases {
+            self.txn.refuse(
+                format!(
+                    "its GTID event and its statement disagree on an ALTER's phase (0x{:02x} and 0x{said:02x})",
+                    self.phase & phases
+                ),
+                false,
+            );
+        }
+        if self.passed {
+            return Ok(if self.txn.standalone {
+                Then::Finish
+            } else {
+                Then::Go
+            });
+        }
         let word = first_word(sql);
         match word.as_str() {
             "BEGIN" => return Ok(Then::Go),

@@ -2,8 +2,9 @@
 //! written by a seeded workload ([`workload`]) in a binlog format and row
 //! image drawn per seed (ROW, MIXED — MariaDB's default — or STATEMENT;
 //! FULL, MINIMAL or NOBLOB), half of the sources compressing their events
-//! (`log_bin_compress`, from 10 or 256 bytes on) and a third writing them
-//! without a checksum (`binlog_checksum=NONE`); a native replica follows both with MariaDB's
+//! (`log_bin_compress`, from 10 or 256 bytes on), a third writing them
+//! without a checksum (`binlog_checksum=NONE`), half logging each ALTER in
+//! two phases (`binlog_alter_two_phase`); a native replica follows both with MariaDB's
 //! own multi-source replication (`CHANGE MASTER 'name'`), sqlfleet
 //! replicate copies the same databases into another server, renaming one
 //! of each source's two databases. Some seeds kill -9 a source, or shut it
@@ -291,10 +292,11 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         starts.push(binlog_pos(source(i)).await);
         let _ = writeln!(
             log,
-            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} binlog_checksum={} log_bin_compress={}",
+            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} binlog_checksum={} binlog_alter_two_phase={} log_bin_compress={}",
             p.format,
             p.image,
             p.checksum,
+            p.two_phase,
             p.compress
                 .map_or("OFF".to_string(), |n| format!("ON (min_len {n})"))
         );
@@ -351,6 +353,7 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
                 |n| format!("SET GLOBAL log_bin_compress = ON, GLOBAL log_bin_compress_min_len = {n}"),
             );
             let checksum = p.checksum;
+            let two_phase = if p.two_phase { "ON" } else { "OFF" };
             let alpha = p.alpha.clone();
             tokio::spawn(async move {
                 let session = async || {
@@ -366,7 +369,8 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
                             .expect("binlog_checksum");
                     }
                     c.query_drop(format!(
-                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'; {compress}"
+                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}', \
+                         SESSION binlog_alter_two_phase = {two_phase}; {compress}"
                     ))
                     .await
                     .expect("session binlog settings");

@@ -769,3 +769,72 @@ async fn a_set_statement_prefix_replicates_the_statement_behind_it_or_stops() {
     assert_same(s, "sx_ok", "sx_ok_r").await;
     assert_same(s, "sx_made", "sx_made_r").await;
 }
+
+/// A source session with `binlog_alter_two_phase = ON` logs each ALTER
+/// twice, each its own GTID: at its start, and once it committed or
+/// rolled back, the same text both times (the GTID event's extra flags
+/// tell which). Only a committed ALTER runs on the copy, once: an index
+/// the server names (`ADD INDEX (a)`) is not made twice (`a` and `a_2`,
+/// silently, before), a column added is not added again (1060 stopped
+/// the stream, before), and an ALTER that failed on the source (a UNIQUE
+/// key its rows break: ROLLBACK ALTER) or that another session's write
+/// would let succeed on the copy, is not run at all. Under a rename.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_alter_logged_in_two_phases_runs_once_and_only_if_it_committed() {
+    let s = source(2);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_alt; DROP DATABASE IF EXISTS sc_alt_r",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_alt; CREATE TABLE sc_alt.t (id INT PRIMARY KEY, a INT) ENGINE=InnoDB; \
+         INSERT INTO sc_alt.t VALUES (1, 1), (2, 1)",
+    )
+    .await;
+    let mut c = s.connect().await;
+    c.query_drop("SET SESSION binlog_alter_two_phase = ON; USE sc_alt")
+        .await
+        .expect("two-phase ALTERs");
+    c.query_drop("ALTER TABLE t ADD INDEX (a)")
+        .await
+        .expect("an index the server names");
+    c.query_drop("ALTER TABLE t ADD COLUMN b INT NOT NULL DEFAULT 7")
+        .await
+        .expect("a column");
+    let refused = c.query_drop("ALTER TABLE t ADD UNIQUE KEY u (a)").await;
+    assert!(
+        matches!(&refused, Err(mysql_async::Error::Server(e)) if e.code == 1062),
+        "the UNIQUE key fails on the source: {refused:?}"
+    );
+    // Its START ALTER is logged; the rows that break it change only
+    // after its ROLLBACK ALTER, so on the copy, run at its start, it
+    // would have failed too — unless it runs after this write:
+    c.query_drop("UPDATE t SET a = 2 WHERE id = 2")
+        .await
+        .expect("a write");
+    c.query_drop("ALTER TABLE t ADD COLUMN c INT, ALGORITHM=COPY")
+        .await
+        .expect("a copying ALTER");
+    let _ = c.disconnect().await;
+    let kinds = {
+        let mut c = s.connect().await;
+        let rows: Vec<(String, u64, String, u32, u64, String)> =
+            c.query("SHOW BINLOG EVENTS").await.unwrap_or_default();
+        let _ = c.disconnect().await;
+        rows.into_iter().map(|r| r.5).collect::<Vec<_>>()
+    };
+    let cfg = cfg_for("sc_alt", s, "sc_alt", "sc_alt = \"sc_alt_r\"", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_alt", "sc_alt_r").await;
+    // (The source did log them in two phases.)
+    for phase in ["START ALTER", "COMMIT ALTER", "ROLLBACK ALTER"] {
+        assert!(
+            kinds.iter().any(|k| k.contains(phase)),
+            "no {phase} in the source's binlog"
+        );
+    }
+}

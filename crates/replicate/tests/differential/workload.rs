@@ -49,6 +49,9 @@ pub struct Plan {
     /// The source's `binlog_checksum` (CRC32, the default, or NONE: events
     /// without a checksum), drawn the same way.
     pub checksum: &'static str,
+    /// Its sessions log each ALTER in two phases
+    /// (`binlog_alter_two_phase`), drawn the same way.
+    pub two_phase: bool,
 }
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
@@ -415,7 +418,15 @@ pub fn plan(
             )],
             17 if !altered => {
                 altered = true;
-                vec![format!("ALTER TABLE nopk ADD COLUMN c{n} INT DEFAULT {n}")]
+                // (Each a group of its own, or two under
+                // binlog_alter_two_phase: a column; an index the server
+                // names; a UNIQUE key the rows may break, so the source
+                // may roll it back.)
+                vec![
+                    format!("ALTER TABLE nopk ADD COLUMN c{n} INT DEFAULT {n}"),
+                    "ALTER TABLE nopk ADD INDEX (a)".into(),
+                    "ALTER TABLE nopk ADD UNIQUE KEY (b)".into(),
+                ]
             }
             18 if !renamed => {
                 renamed = true;
@@ -499,6 +510,7 @@ pub fn plan(
         _ => None,
     };
     let checksum = ["CRC32", "CRC32", "NONE"][apart.gen_range(0..3)];
+    let two_phase = apart.gen_bool(0.5);
     Plan {
         format,
         image,
@@ -509,6 +521,7 @@ pub fn plan(
         restart,
         compress,
         checksum,
+        two_phase,
     }
 }
 
