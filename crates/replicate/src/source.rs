@@ -339,8 +339,10 @@ impl SourceRunner {
     ) -> Result<(), End> {
         let g = txn.gtid;
         if let Some(p) = s.read.0.get(&g.domain).copied().filter(|p| g.seq <= p.seq) {
-            return Err(End::Restart(format!(
-                "GTID {g} after {p} in the same domain: sequence numbers went back (is gtid_strict_mode off on the source?)"
+            // Reading again finds it again: the source stops here, for
+            // the operator (a loop of restarts never ended a run).
+            return Err(End::Refused(format!(
+                "the source wrote GTID {g} after {p} in the same domain (gtid_strict_mode=OFF on the source, and a session set gtid_seq_no or two servers wrote the domain): positions kept per domain cannot tell whether {g} is applied, so it is not guessed at; a native replica in gtid_strict_mode stops here too (error 1950). Set gtid_strict_mode=ON on the source, and start this source again from a GTID after it"
             )));
         }
         s.read.advance(g);

@@ -271,6 +271,64 @@ async fn a_purged_binlog_refuses_the_source() {
     }
 }
 
+/// A source without gtid_strict_mode lets a session write a sequence
+/// number lower than one already in its domain (`SET gtid_seq_no`): the
+/// positions, one per domain, cannot tell whether that transaction is
+/// applied. The source is refused there with the reason and the run ends
+/// (before: it restarted reading for ever, and `--until-caught-up` never
+/// returned); what came before it is applied, nothing after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_gtid_lower_than_one_before_it_refuses_the_source() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s = S.get_or_init(|| {
+        sqlfleet_testkit::server_with(&["gtid-domain-id=7", "server-id=107", "gtid-strict-mode=0"])
+    });
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fo_a; CREATE TABLE fo_a.t (id INT PRIMARY KEY)",
+    )
+    .await;
+    let mut c = s.connect().await;
+    c.query_drop(
+        "SET SESSION gtid_domain_id = 43; INSERT INTO fo_a.t VALUES (1); \
+         INSERT INTO fo_a.t VALUES (2); INSERT INTO fo_a.t VALUES (3); \
+         SET SESSION gtid_seq_no = 2; INSERT INTO fo_a.t VALUES (4); INSERT INTO fo_a.t VALUES (5)",
+    )
+    .await
+    .expect("the source takes a lower sequence number without strict mode");
+    let _ = c.disconnect().await;
+    let cfg = cfg("fo", s, "fo_*", &start);
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(1),
+        until_caught_up: true,
+        give_up_after: None,
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns instead of reading again for ever");
+    match r {
+        Err(run::RunError::Refused(e)) => {
+            assert!(e.what.contains("43-107-2 after 43-107-3"), "{e}");
+            assert!(e.what.contains("gtid_strict_mode"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_a.t WHERE id <= 3").await,
+        Some(3)
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_a.t WHERE id > 3").await,
+        Some(0)
+    );
+}
+
 /// A database created later under the name another one is renamed onto
 /// would be written into the same target database: its transactions stop
 /// their stream, saying so, instead of mixing the two.

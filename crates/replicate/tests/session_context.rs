@@ -838,3 +838,51 @@ async fn an_alter_logged_in_two_phases_runs_once_and_only_if_it_committed() {
         );
     }
 }
+
+/// A source session may write in a GTID domain of its own (`SET SESSION
+/// gtid_domain_id`, as applications do to let replicas apply their
+/// writes out of order): its transactions, interleaved with the source's
+/// usual domain, are applied exactly once, across a restart of the run,
+/// and `--until-caught-up` ends once both domains are read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn writes_in_a_second_gtid_domain_apply_once_across_a_restart() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_dom").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_dom; CREATE TABLE sc_dom.t (id INT PRIMARY KEY, d INT) ENGINE=InnoDB",
+    )
+    .await;
+    let cfg = cfg_for("sc_dom", s, "sc_dom", "", &start);
+    let mut other = s.connect().await;
+    other
+        .query_drop("SET SESSION gtid_domain_id = 41")
+        .await
+        .expect("a session in domain 41");
+    let mut id = 0;
+    for round in 0..2 {
+        for _ in 0..5 {
+            id += 1;
+            other
+                .query_drop(format!("INSERT INTO sc_dom.t VALUES ({id}, 41)"))
+                .await
+                .expect("domain 41");
+            id += 1;
+            exec(s, &format!("INSERT INTO sc_dom.t VALUES ({id}, 0)")).await;
+        }
+        other
+            .query_drop("BEGIN; UPDATE sc_dom.t SET d = d + 1 WHERE d >= 41; COMMIT")
+            .await
+            .expect("a transaction in domain 41");
+        let summary = until_caught_up(&cfg, s).await;
+        assert_eq!(summary.stopped_streams, 0, "round {round}: {summary:?}");
+        assert_same(s, "sc_dom", "sc_dom").await;
+    }
+    let _ = other.disconnect().await;
+    let pos = binlog_pos(s).await;
+    assert!(
+        pos.0.contains_key(&41),
+        "the source's position names domain 41: {pos}"
+    );
+}
