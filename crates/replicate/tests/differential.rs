@@ -1,10 +1,10 @@
 //! The oracle for `replicate` is native replication. Two sources are
 //! written by a seeded workload ([`workload`]) in a binlog format and row
 //! image drawn per seed (ROW, MIXED — MariaDB's default — or STATEMENT;
-//! FULL, MINIMAL or NOBLOB), half of the sources compressing their events
-//! (`log_bin_compress`, from 10 or 256 bytes on), a third writing them
-//! without a checksum (`binlog_checksum=NONE`), half logging each ALTER in
-//! two phases (`binlog_alter_two_phase`); a native replica follows both with MariaDB's
+//! FULL, MINIMAL or NOBLOB), and per source how it logs beyond that
+//! (`workload::Logging`: compressed events, no checksum, ALTERs in two
+//! phases, table map metadata, annotations, MyISAM writes logged at once,
+//! group commits with a commit id); a native replica follows both with MariaDB's
 //! own multi-source replication (`CHANGE MASTER 'name'`), sqlfleet
 //! replicate copies the same databases into another server, renaming one
 //! of each source's two databases. Some seeds kill -9 a source, or shut it
@@ -292,13 +292,8 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         starts.push(binlog_pos(source(i)).await);
         let _ = writeln!(
             log,
-            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} binlog_checksum={} binlog_alter_two_phase={} log_bin_compress={}",
-            p.format,
-            p.image,
-            p.checksum,
-            p.two_phase,
-            p.compress
-                .map_or("OFF".to_string(), |n| format!("ON (min_len {n})"))
+            "-- seed {seed} source {i}: binlog_format={} binlog_row_image={} {}",
+            p.format, p.image, p.logging
         );
         for (k, st) in p.steps.iter().enumerate() {
             let _ = writeln!(log, "{};", st.join(";\n"));
@@ -348,12 +343,8 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
             let steps = p.steps.clone();
             let (format, image, restart) = (p.format, p.image, p.restart);
             // Global, so set again after a restart.
-            let compress = p.compress.map_or(
-                "SET GLOBAL log_bin_compress = OFF".to_string(),
-                |n| format!("SET GLOBAL log_bin_compress = ON, GLOBAL log_bin_compress_min_len = {n}"),
-            );
-            let checksum = p.checksum;
-            let two_phase = if p.two_phase { "ON" } else { "OFF" };
+            let checksum = p.logging.checksum;
+            let logging = p.logging.sets();
             let alpha = p.alpha.clone();
             tokio::spawn(async move {
                 let session = async || {
@@ -369,8 +360,7 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
                             .expect("binlog_checksum");
                     }
                     c.query_drop(format!(
-                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}', \
-                         SESSION binlog_alter_two_phase = {two_phase}; {compress}"
+                        "SET SESSION binlog_format = '{format}', SESSION binlog_row_image = '{image}'; {logging}"
                     ))
                     .await
                     .expect("session binlog settings");
@@ -446,12 +436,15 @@ async fn one_seed(seed: u64, steps: usize, log: &mut String) -> Verdict {
         .await
         .expect("replicate catches up within 5 minutes");
     eprintln!(
-        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied; log_bin_compress min_len {:?}, binlog_checksum {:?})",
+        "seed {seed}: native caught up in {:?}, sqlfleet in {:?} ({} applied; sources logging {})",
         t1 - t0,
         t1.elapsed(),
         summary.applied,
-        plans.iter().map(|p| p.compress).collect::<Vec<_>>(),
-        plans.iter().map(|p| p.checksum).collect::<Vec<_>>()
+        plans
+            .iter()
+            .map(|p| p.logging.to_string())
+            .collect::<Vec<_>>()
+            .join(" / ")
     );
     if let Some(why) = oracle_crashed {
         return Verdict::NoOracle(why);

@@ -42,16 +42,95 @@ pub struct Plan {
     /// After this step the source goes down and comes back: killed -9
     /// (true) or shut down cleanly (false).
     pub restart: Option<(usize, bool)>,
-    /// The source compresses its events (`log_bin_compress=ON`) from this
-    /// many bytes of statement or rows on (`log_bin_compress_min_len`).
-    /// Drawn apart from the rest, so a seed's workload is what it was.
+    /// How the source logs: drawn apart from the rest, so a seed's
+    /// workload is what it was.
+    pub logging: Logging,
+}
+
+/// How a source writes its binary log, beyond the format and row image:
+/// server settings a user runs with, each changing the events (or their
+/// framing) the reader gets.
+#[derive(Debug, Clone)]
+pub struct Logging {
+    /// `log_bin_compress=ON` from this many bytes on
+    /// (`log_bin_compress_min_len`): compressed Query and rows events.
     pub compress: Option<u32>,
-    /// The source's `binlog_checksum` (CRC32, the default, or NONE: events
-    /// without a checksum), drawn the same way.
+    /// `binlog_checksum`: CRC32 (the default) or NONE.
     pub checksum: &'static str,
-    /// Its sessions log each ALTER in two phases
-    /// (`binlog_alter_two_phase`), drawn the same way.
+    /// `binlog_alter_two_phase`: each ALTER logged at its start and end.
     pub two_phase: bool,
+    /// `binlog_row_metadata`: what a table map says of its columns.
+    pub row_metadata: &'static str,
+    /// `binlog_annotate_row_events`: the statement before its rows.
+    pub annotate: bool,
+    /// `binlog_direct_non_transactional_updates`: a MyISAM write inside
+    /// a transaction logged at once, as a group of its own.
+    pub direct_nontx: bool,
+    /// Group commit held for a second committer
+    /// (`binlog_commit_wait_count=2`, up to 5 ms): GTID events with a
+    /// commit id.
+    pub commit_wait: bool,
+}
+
+impl Logging {
+    fn draw(seed: u64, src: usize) -> Self {
+        let mut r = StdRng::seed_from_u64(seed ^ (0xC0 + src as u64));
+        let compress = match r.gen_range(0..4) {
+            0 => Some(10),
+            1 => Some(256),
+            _ => None,
+        };
+        let checksum = ["CRC32", "CRC32", "NONE"][r.gen_range(0..3)];
+        let two_phase = r.gen_bool(0.5);
+        Logging {
+            compress,
+            checksum,
+            two_phase,
+            row_metadata: ["NO_LOG", "MINIMAL", "FULL"][r.gen_range(0..3)],
+            annotate: r.gen_bool(0.7),
+            direct_nontx: r.gen_bool(0.3),
+            commit_wait: r.gen_bool(0.25),
+        }
+    }
+
+    /// What a session of the source runs first: its own settings, and the
+    /// server's (global: set again after a restart). The checksum is not
+    /// here: each SET of it rotates the binlog, so it is set only when it
+    /// differs.
+    pub fn sets(&self) -> String {
+        let on = |b: bool| if b { "ON" } else { "OFF" };
+        format!(
+            "SET SESSION binlog_alter_two_phase = {}, SESSION binlog_annotate_row_events = {}, \
+             SESSION binlog_direct_non_transactional_updates = {}; \
+             SET GLOBAL log_bin_compress = {}, GLOBAL log_bin_compress_min_len = {}, \
+             GLOBAL binlog_row_metadata = {}, GLOBAL binlog_commit_wait_count = {}, \
+             GLOBAL binlog_commit_wait_usec = 5000",
+            on(self.two_phase),
+            on(self.annotate),
+            on(self.direct_nontx),
+            on(self.compress.is_some()),
+            self.compress.unwrap_or(256),
+            self.row_metadata,
+            if self.commit_wait { 2 } else { 0 },
+        )
+    }
+}
+
+impl std::fmt::Display for Logging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "log_bin_compress={} binlog_checksum={} binlog_alter_two_phase={} binlog_row_metadata={} \
+             binlog_annotate_row_events={} binlog_direct_non_transactional_updates={} binlog_commit_wait_count={}",
+            self.compress.map_or("OFF".to_string(), |n| format!("ON(min_len {n})")),
+            self.checksum,
+            self.two_phase,
+            self.row_metadata,
+            self.annotate,
+            self.direct_nontx,
+            if self.commit_wait { 2 } else { 0 },
+        )
+    }
 }
 
 const FORMATS: &[&str] = &["ROW", "MIXED", "STATEMENT"];
@@ -503,14 +582,7 @@ pub fn plan(
     let restart = rng
         .gen_bool(0.12)
         .then(|| (rng.gen_range(2..out.len()), rng.gen_bool(0.5)));
-    let mut apart = StdRng::seed_from_u64(seed ^ (0xC0 + src as u64));
-    let compress = match apart.gen_range(0..4) {
-        0 => Some(10),
-        1 => Some(256),
-        _ => None,
-    };
-    let checksum = ["CRC32", "CRC32", "NONE"][apart.gen_range(0..3)];
-    let two_phase = apart.gen_bool(0.5);
+    let logging = Logging::draw(seed, src);
     Plan {
         format,
         image,
@@ -519,9 +591,7 @@ pub fn plan(
         gamma,
         steps: out,
         restart,
-        compress,
-        checksum,
-        two_phase,
+        logging,
     }
 }
 
