@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # replicate's oracle with a bigger budget than CI's: SEEDS seeded
 # workloads on two sources (ROW, MIXED or STATEMENT binlogs; FULL, MINIMAL
-# or NOBLOB row images; some runs stopped half-way, some with the target
+# or NOBLOB row images; per source compressed events, no checksum,
+# two-phase ALTERs, table map metadata, annotations, group commit ids;
+# some runs stopped half-way, some with the target
 # killed -9), each copied by sqlfleet replicate (one database renamed per
 # source) and by MariaDB's own multi-source replication; every object of
 # the two copies compared. Prints each seed that differs (its workload is

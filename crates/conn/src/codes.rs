@@ -14,6 +14,14 @@ pub const CONNECTION_LOST: &[u16] = &[1053, 1927, 2006, 2013];
 /// connection is still there.
 pub const INTERRUPTED: u16 = 1317;
 
+/// A statement stopped part-way for a reason of its moment, not of its
+/// text or data: killed (1317, 1927), the server shutting down (1053), a
+/// lock wait timeout or deadlock (1205, 1213, 1614), max_statement_time
+/// (1969). A binlog event that carries one of these as the source's error
+/// cannot be replayed to the same end (a native replica stops there too:
+/// "Query partially completed on the master").
+pub const STOPPED_PART_WAY: &[u16] = &[1053, 1205, 1213, 1317, 1614, 1927, 1969];
+
 /// A creating DDL statement that had already run: database (1007), table
 /// (1050), column (1060), key (1061), routine (1304), trigger (1359), event
 /// (1537), foreign key name (1826) exists.
@@ -29,8 +37,8 @@ pub const KEY_EXISTS: u16 = 1061;
 
 /// A dropping DDL statement that had already run: database (1008), table
 /// (1051, 1146), column or key (1091), routine (1305), trigger (1360),
-/// event (1539), sequence (4092) is gone.
-pub const GONE: &[u16] = &[1008, 1051, 1091, 1146, 1305, 1360, 1539, 4092];
+/// event (1539), sequence (4091), view (4092) is gone.
+pub const GONE: &[u16] = &[1008, 1051, 1091, 1146, 1305, 1360, 1539, 4091, 4092];
 
 #[cfg(test)]
 mod tests {

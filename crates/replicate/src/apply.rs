@@ -25,7 +25,7 @@ use crate::batch_sql::{
 };
 use crate::engines::Engines;
 use crate::sequence;
-use crate::txn::{Item, Session, Stmt, Txn, VarValue};
+use crate::txn::{Item, Session, SourceEnd, Stmt, Txn, VarValue};
 use crate::work::{ApplyError, Collations, Job};
 
 /// Why a transaction does not run on a Galera target (its stream stops).
@@ -340,7 +340,31 @@ impl Applier {
                 Ok(futures_util::stream::iter(pieces.into_iter().map(Ok)).boxed())
             });
         }
-        self.run_bytes(&s.sql).await
+        let shown = || String::from_utf8_lossy(&s.sql[..s.sql.len().min(200)]).into_owned();
+        match (self.run_bytes(&s.sql).await, s.expect) {
+            (r, None) => r,
+            // The source's own end: as there.
+            (Err(ApplyError::Sql { code, .. }), Some(SourceEnd::Error(want))) if code == want => Ok(()),
+            (Ok(()), Some(SourceEnd::DropOfSomeGone)) => Ok(()),
+            (Err(ApplyError::Sql { code, .. }), Some(SourceEnd::DropOfSomeGone))
+                if sqlfleet_conn::codes::GONE.contains(&code) =>
+            {
+                Ok(())
+            }
+            (Err(ApplyError::Sql { code, error, statement }), Some(SourceEnd::Error(want))) => Err(ApplyError::Sql {
+                code,
+                error: format!("{error} (the source ended this statement with error {want}, the target with {code}: they differ)"),
+                statement,
+            }),
+            (Ok(()), Some(SourceEnd::Error(want))) => Err(ApplyError::Sql {
+                code: want,
+                error: format!(
+                    "the source ended this statement with error {want} (after changing what a ROLLBACK does not undo, so it was logged), the target with none: the two differ here"
+                ),
+                statement: shown(),
+            }),
+            (lost, Some(_)) => lost,
+        }
     }
 }
 

@@ -423,7 +423,7 @@ mod tests {
                 layout: None,
             })
         };
-        let stmt = Item::Stmt(Stmt {
+        let stmt = Item::Stmt(Box::new(Stmt {
             db: Some("db".into()),
             sql: b"UPDATE t SET a = 1".to_vec(),
             session: Session {
@@ -431,7 +431,8 @@ mod tests {
                 ..Session::default()
             },
             infile: None,
-        });
+            expect: None,
+        }));
         let jobs = vec![job(vec![rows(), rows()]), job(vec![stmt, rows()])];
         let qs = batch_queries(&jobs, &Collations::new(), true).expect("queries");
         let text: Vec<String> = qs

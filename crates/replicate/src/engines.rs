@@ -187,12 +187,13 @@ mod tests {
     }
 
     fn stmt() -> Item {
-        Item::Stmt(Stmt {
+        Item::Stmt(Box::new(Stmt {
             db: Some("db".into()),
             sql: b"UPDATE t SET v = v + 1".to_vec(),
             session: Session::default(),
             infile: None,
-        })
+            expect: None,
+        }))
     }
 
     /// Every rule, one row each: (what, database, items, applied alone,

@@ -192,6 +192,8 @@ pub struct LoadQuery {
     pub fn_end: usize,
     /// 0 error on duplicates, 1 IGNORE, 2 REPLACE.
     pub dup: u8,
+    /// The error the LOAD DATA ended with on the source (0: none).
+    pub error_code: u16,
 }
 
 /// Reads an Execute_load_query event's body (after the common header,
@@ -243,6 +245,7 @@ pub fn execute_load_query(body: &[u8], post_header_len: u8) -> Result<LoadQuery,
         fn_start,
         fn_end,
         dup: body[25],
+        error_code: u16::from_le_bytes([body[9], body[10]]),
     })
 }
 
@@ -311,6 +314,7 @@ mod tests {
         b[17..21].copy_from_slice(&0u32.to_le_bytes());
         b[21..25].copy_from_slice(&(sql.len() as u32).to_le_bytes());
         b[25] = 2;
+        b[9..11].copy_from_slice(&1062u16.to_le_bytes());
         b[11..13].copy_from_slice(&(status.len() as u16).to_le_bytes());
         b.extend_from_slice(status);
         b.extend_from_slice(db);
@@ -353,7 +357,7 @@ mod tests {
         ) {
             let q = execute_load_query(&load_query(&status, &db, &sql), 26).expect("reads");
             let n = sql.len();
-            prop_assert_eq!(q, LoadQuery { status_vars: status, db, sql, file_id: 7, fn_start: 0, fn_end: n, dup: 2 });
+            prop_assert_eq!(q, LoadQuery { status_vars: status, db, sql, file_id: 7, fn_start: 0, fn_end: n, dup: 2, error_code: 1062 });
         }
 
         #[test]

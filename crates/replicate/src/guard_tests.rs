@@ -50,7 +50,7 @@ fn jobs(
                 timestamp: 1,
                 file: "bin.000001".into(),
                 end_pos: 100 + seq,
-                items: vec![Item::Stmt(Stmt {
+                items: vec![Item::Stmt(Box::new(Stmt {
                     db: Some(db.into()),
                     sql: b"UPDATE t SET v = v + 1 WHERE id = 1".to_vec(),
                     session: Session {
@@ -59,7 +59,8 @@ fn jobs(
                         ..Session::default()
                     },
                     infile: None,
-                })],
+                    expect: None,
+                }))],
                 dbs: [db.to_string()].into_iter().collect(),
                 unsupported: None,
                 unknown_scope: false,

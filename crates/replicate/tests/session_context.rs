@@ -886,3 +886,92 @@ async fn writes_in_a_second_gtid_domain_apply_once_across_a_restart() {
         "the source's position names domain 41: {pos}"
     );
 }
+
+/// A statement that failed on the source after changing a table a
+/// ROLLBACK does not undo is logged with the error it ended with, and is
+/// to end with that error on the copy too, as a native replica checks: a
+/// duplicate key part-way through a MyISAM INSERT (1062: its first rows
+/// stay) and a DROP VIEW of two views one of which is not there (4092)
+/// apply and leave the copy equal to the source; so do a DROP TABLE and a
+/// DROP SEQUENCE of two one of which is not there, which the server logs
+/// in a text of its own without the error (as a native replica's default
+/// `slave_ddl_exec_mode=IDEMPOTENT` does). Before, each stopped its stream
+/// with the error. A
+/// statement the source stopped part-way for a reason of its moment (KILL
+/// QUERY: 1317) cannot be replayed to the same end — its stream stops
+/// (before: it ran whole on the copy, 1000 rows where the source kept
+/// some, and the stream said nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stops() {
+    let s = source(0);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_err; DROP DATABASE IF EXISTS sc_err_k",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_err; CREATE TABLE sc_err.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
+         CREATE TABLE sc_err.a (id INT) ENGINE=InnoDB; CREATE TABLE sc_err.b (id INT) ENGINE=InnoDB; \
+         CREATE VIEW sc_err.v AS SELECT 1 AS one; CREATE SEQUENCE sc_err.q; \
+         INSERT INTO sc_err.m VALUES (1, 1); \
+         CREATE DATABASE sc_err_k; CREATE TABLE sc_err_k.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM",
+    )
+    .await;
+    let mut c = statement_session(s, Some("sc_err")).await;
+    let dup = c
+        .query_drop("INSERT INTO m VALUES (5, 1), (6, 1), (1, 1), (7, 1)")
+        .await;
+    assert!(
+        matches!(&dup, Err(mysql_async::Error::Server(e)) if e.code == 1062),
+        "{dup:?}"
+    );
+    for (drop, code) in [
+        ("DROP TABLE a, nosuch", 1051),
+        ("DROP VIEW v, nosuch", 4092),
+        ("DROP SEQUENCE q, nosuch", 4091),
+    ] {
+        let r = c.query_drop(drop).await;
+        assert!(
+            matches!(&r, Err(mysql_async::Error::Server(e)) if e.code == code),
+            "{drop}: {r:?}"
+        );
+    }
+    c.query_drop("INSERT INTO b VALUES (1)")
+        .await
+        .expect("after");
+    // Killed part-way, from another session.
+    let mut k = statement_session(s, Some("sc_err_k")).await;
+    let id: Option<u32> = k.query_first("SELECT CONNECTION_ID()").await.expect("id");
+    let slow = tokio::spawn(async move {
+        let r = k
+            .query_drop("INSERT INTO m SELECT seq, SLEEP(0.01) FROM seq_1_to_1000")
+            .await;
+        let _ = k.disconnect().await;
+        r
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    exec(s, &format!("KILL QUERY {}", id.expect("a connection id"))).await;
+    let killed = slow.await.expect("task");
+    assert!(
+        matches!(&killed, Err(mysql_async::Error::Server(e)) if e.code == 1317),
+        "{killed:?}"
+    );
+    let _ = c.disconnect().await;
+    let cfg = cfg_for("sc_err", s, "sc_err*", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    let ok = stream_status(&cfg, s, "sc_err").await;
+    assert_ne!(ok.state, "stopped", "{ok:?}");
+    assert_same(s, "sc_err", "sc_err").await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let k = stream_status(&cfg, s, "sc_err_k").await;
+    assert_eq!(k.state, "stopped", "{k:?}");
+    assert!(
+        k.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("stopped part-way on the source (error 1317"),
+        "{k:?}"
+    );
+}

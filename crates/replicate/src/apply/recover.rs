@@ -105,12 +105,13 @@ mod tests {
     use crate::txn::{Session, Stmt};
 
     fn stmt(db: Option<&str>, sql: &str) -> Item {
-        Item::Stmt(Stmt {
+        Item::Stmt(Box::new(Stmt {
             db: db.map(str::to_string),
             sql: sql.as_bytes().to_vec(),
             session: Session::default(),
             infile: None,
-        })
+            expect: None,
+        }))
     }
 
     #[test]

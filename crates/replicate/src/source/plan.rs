@@ -73,9 +73,10 @@ pub(super) fn kind(txn: &Txn, stored: &Stored) -> Kind {
         Kind::Barrier(Barrier::Standalone)
     } else if crate::apply::created(txn).is_some() {
         Kind::Barrier(Barrier::Created)
-    } else if txn.dbs.len() > 1 || txn.loads_a_file() {
+    } else if txn.dbs.len() > 1 || txn.loads_a_file() || txn.expects_an_error() {
         // (A LOAD DATA's file is given on this connection, statement by
-        // statement: never in a worker's batch.)
+        // statement: never in a worker's batch; nor is a statement that is
+        // to end with the source's error, which a batch would stop at.)
         Kind::Barrier(Barrier::Multi)
     } else {
         Kind::Stream
@@ -135,12 +136,13 @@ mod tests {
     }
 
     fn stmt(sql: &str) -> Item {
-        Item::Stmt(Stmt {
+        Item::Stmt(Box::new(Stmt {
             db: Some("a".into()),
             sql: sql.as_bytes().to_vec(),
             session: Session::default(),
             infile: None,
-        })
+            expect: None,
+        }))
     }
 
     /// The transaction 1-1-5 as each row shapes it.
@@ -159,12 +161,26 @@ mod tests {
             "create select" => t.items = vec![stmt("CREATE TABLE t2 (i int)"), stmt("x")],
             "unknown scope" => t.unknown_scope = true,
             "load data" => {
-                t.items = vec![Item::Stmt(Stmt {
+                t.items = vec![Item::Stmt(Box::new(Stmt {
                     db: Some("a".into()),
                     sql: b"LOAD DATA LOCAL INFILE 'f' INTO TABLE t".to_vec(),
                     session: Session::default(),
                     infile: Some(std::sync::Arc::new(b"1\n".to_vec())),
-                })]
+                    expect: None,
+                }))]
+            }
+            "source error" => {
+                t.items = vec![Item::Stmt(Box::new(Stmt {
+                    expect: Some(crate::txn::SourceEnd::Error(1062)),
+                    ..match stmt("INSERT INTO m VALUES (1), (1)") {
+                        Item::Stmt(s) => *s,
+                        Item::Rows(_) => unreachable!(),
+                    }
+                }))]
+            }
+            "ddl with a source error" => {
+                t = shaped("source error");
+                t.standalone = true;
             }
             other => panic!("no shape {other}"),
         }
@@ -211,6 +227,17 @@ mod tests {
             // Its file is given on the source's own connection.
             ("load data", "", &[], &[], Kind::Barrier(Multi)),
             ("load data", "1-1-5", &[], &[], Kind::Applied),
+            // A statement to end with the source's error: alone, on the
+            // source's own connection (a batch would stop at it).
+            ("source error", "", &[], &[], Kind::Barrier(Multi)),
+            ("source error", "", &[("a", "1-1-5")], &[], Kind::Applied),
+            (
+                "ddl with a source error",
+                "",
+                &[],
+                &[],
+                Kind::Barrier(Standalone),
+            ),
         ];
         for (shape, floor, streams, skips, want) in rows {
             let got = kind(&shaped(shape), &stored(floor, streams, skips));
