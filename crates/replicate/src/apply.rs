@@ -359,7 +359,7 @@ impl Applier {
             (Ok(()), Some(SourceEnd::Error(want))) => Err(ApplyError::Sql {
                 code: want,
                 error: format!(
-                    "the source ended this statement with error {want} (after changing what a ROLLBACK does not undo, so it was logged), the target with none: the two differ here"
+                    "the source ended this statement with error {want} (and logged it: it had done part of its work there), the target with none: the two differ here"
                 ),
                 statement: shown(),
             }),

@@ -246,8 +246,6 @@ impl Txn {
             .any(|i| matches!(i, Item::Stmt(s) if s.infile.is_some()))
     }
 
-    /// Nothing of it is replicated (all filtered out, or empty): no
-    /// replicated database is touched, and none may have been.
     /// Whether a statement of it is to end with the source's error
     /// (applied statement by statement: never in a one-trip batch).
     pub fn expects_an_error(&self) -> bool {
@@ -256,6 +254,8 @@ impl Txn {
             .any(|i| matches!(i, Item::Stmt(s) if s.expect.is_some()))
     }
 
+    /// Nothing of it is replicated (all filtered out, or empty): no
+    /// replicated database is touched, and none may have been.
     pub fn is_empty(&self) -> bool {
         self.items.is_empty() && self.dbs.is_empty() && !self.unknown_scope
     }
@@ -801,7 +801,8 @@ impl Building {
         let phases = gtid::flags_extra::START_ALTER
             | gtid::flags_extra::COMMIT_ALTER
             | gtid::flags_extra::ROLLBACK_ALTER;
-        let said = context::read(q.status_vars_raw()).gtid_flags3.unwrap_or(0) & phases;
+        let ctx = context::read(q.status_vars_raw());
+        let said = ctx.gtid_flags3.unwrap_or(0) & phases;
         if said != self.phase & phases {
             self.txn.refuse(
                 format!(
@@ -843,7 +844,7 @@ impl Building {
                 let mut session = std::mem::take(&mut self.pending);
                 session.timestamp = h.timestamp();
                 session.thread_id = q.thread_id();
-                session.ctx = context::read(q.status_vars_raw());
+                session.ctx = ctx;
                 let src_db = q.schema().into_owned();
                 // A temporary table lives in its source session:
                 // noted here, applied in that session's own
