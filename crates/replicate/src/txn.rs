@@ -968,6 +968,18 @@ impl Building {
                             self.txn.first = show;
                         }
                         stmt.expect = self.source_end(q.error_code, &sql);
+                        if q.error_code != 0 {
+                            // Replayed as LOCAL INFILE, the target takes
+                            // its errors for warnings and loads past the
+                            // row where the source stopped.
+                            self.txn.refuse(
+                                format!(
+                                    "{LOAD_REFUSAL} that stopped part-way on the source (error {}): the applier gives the file as LOCAL INFILE, under which the target turns that error into a warning and loads the rows after it",
+                                    q.error_code
+                                ),
+                                false,
+                            );
+                        }
                         self.txn.dbs.extend(dbs);
                         match file.filter(|(id, _)| *id == q.file_id) {
                             Some((_, bytes)) => {

@@ -900,13 +900,16 @@ async fn writes_in_a_second_gtid_domain_apply_once_across_a_restart() {
 /// statement the source stopped part-way for a reason of its moment (KILL
 /// QUERY: 1317) cannot be replayed to the same end — its stream stops
 /// (before: it ran whole on the copy, 1000 rows where the source kept
-/// some, and the stream said nothing).
+/// some, and the stream said nothing); so does a LOAD DATA that stopped at
+/// a duplicate, which the applier's LOCAL INFILE would load past (before:
+/// the row after the duplicate was on the copy only, silently).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stops() {
     let s = source(0);
     exec(
         s,
-        "DROP DATABASE IF EXISTS sc_err; DROP DATABASE IF EXISTS sc_err_k",
+        "DROP DATABASE IF EXISTS sc_err; DROP DATABASE IF EXISTS sc_err_k; \
+         DROP DATABASE IF EXISTS sc_err_l",
     )
     .await;
     let start = binlog_pos(s).await;
@@ -916,7 +919,9 @@ async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stop
          CREATE TABLE sc_err.a (id INT) ENGINE=InnoDB; CREATE TABLE sc_err.b (id INT) ENGINE=InnoDB; \
          CREATE VIEW sc_err.v AS SELECT 1 AS one; CREATE SEQUENCE sc_err.q; \
          INSERT INTO sc_err.m VALUES (1, 1); \
-         CREATE DATABASE sc_err_k; CREATE TABLE sc_err_k.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM",
+         CREATE DATABASE sc_err_k; CREATE TABLE sc_err_k.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
+         CREATE DATABASE sc_err_l; CREATE TABLE sc_err_l.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
+         INSERT INTO sc_err_l.m VALUES (1, 1)",
     )
     .await;
     let mut c = statement_session(s, Some("sc_err")).await;
@@ -938,6 +943,29 @@ async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stop
             "{drop}: {r:?}"
         );
     }
+    // A LOAD DATA stopped at a duplicate after its first two rows
+    // (Execute_load_query carries the error), in a database of its own:
+    // given as LOCAL INFILE the target would load past the duplicate.
+    let dir = tempfile::tempdir().expect("tmp");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the test's folder");
+    }
+    let file = dir.path().join("m.tsv");
+    std::fs::write(&file, "100\t1\n101\t1\n1\t1\n102\t1\n").expect("file");
+    let mut nodb = statement_session(s, None).await;
+    let load = nodb
+        .query_drop(format!(
+            "LOAD DATA INFILE '{}' INTO TABLE sc_err_l.m",
+            file.display()
+        ))
+        .await;
+    assert!(
+        matches!(&load, Err(mysql_async::Error::Server(e)) if e.code == 1062),
+        "{load:?}"
+    );
+    let _ = nodb.disconnect().await;
     c.query_drop("INSERT INTO b VALUES (1)")
         .await
         .expect("after");
@@ -964,7 +992,22 @@ async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stop
     let ok = stream_status(&cfg, s, "sc_err").await;
     assert_ne!(ok.state, "stopped", "{ok:?}");
     assert_same(s, "sc_err", "sc_err").await;
-    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    assert_eq!(summary.stopped_streams, 2, "{summary:?}");
+    let l = stream_status(&cfg, s, "sc_err_l").await;
+    assert_eq!(l.state, "stopped", "{l:?}");
+    assert!(
+        l.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("stopped part-way on the source (error 1062)"),
+        "{l:?}"
+    );
+    let mut t = target().connect().await;
+    let loaded: Option<i64> = t
+        .query_first("SELECT COUNT(*) FROM sc_err_l.m WHERE id >= 100")
+        .await
+        .expect("target");
+    assert_eq!(loaded, Some(0), "nothing of the refused LOAD DATA ran");
     let k = stream_status(&cfg, s, "sc_err_k").await;
     assert_eq!(k.state, "stopped", "{k:?}");
     assert!(
