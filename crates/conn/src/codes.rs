@@ -22,6 +22,9 @@ pub const INTERRUPTED: u16 = 1317;
 /// "Query partially completed on the master").
 pub const STOPPED_PART_WAY: &[u16] = &[1053, 1205, 1213, 1317, 1614, 1927, 1969];
 
+/// ER_DUP_ENTRY: a duplicate key.
+pub const DUPLICATE_KEY: u16 = 1062;
+
 /// A creating DDL statement that had already run: database (1007), table
 /// (1050), column (1060), key (1061), routine (1304), trigger (1359), event
 /// (1537), foreign key name (1826) exists.

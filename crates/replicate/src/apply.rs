@@ -346,6 +346,7 @@ impl Applier {
             // The source's own end: as there.
             (Err(ApplyError::Sql { code, .. }), Some(SourceEnd::Error(want))) if code == want => Ok(()),
             (Ok(()), Some(SourceEnd::DropOfSomeGone)) => Ok(()),
+            (Ok(()), Some(SourceEnd::NoDuplicateKey)) => self.no_duplicate_met(&shown()).await,
             (Err(ApplyError::Sql { code, .. }), Some(SourceEnd::DropOfSomeGone))
                 if sqlfleet_conn::codes::GONE.contains(&code) =>
             {
@@ -369,6 +370,34 @@ impl Applier {
 }
 
 impl Applier {
+    /// After a LOAD DATA given as LOCAL INFILE that met no duplicate key on
+    /// the source: a duplicate the target took for a warning is the copy
+    /// differing from the source, which stops the stream (a native replica
+    /// stops at the error there).
+    async fn no_duplicate_met(&mut self, statement: &str) -> Result<(), ApplyError> {
+        if self.conn.get_warnings() == 0 {
+            return Ok(());
+        }
+        let warnings: Vec<(String, u16, String)> = self
+            .conn
+            .query("SHOW WARNINGS")
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "SHOW WARNINGS"))?;
+        match warnings
+            .iter()
+            .find(|w| w.1 == sqlfleet_conn::codes::DUPLICATE_KEY)
+        {
+            None => Ok(()),
+            Some((_, code, text)) => Err(ApplyError::Sql {
+                code: *code,
+                error: format!(
+                    "the source's LOAD DATA met no duplicate key (one would have stopped it), the target's met one ({text}): the copy differs from the source here"
+                ),
+                statement: statement.to_string(),
+            }),
+        }
+    }
+
     /// The one way applied work becomes durable — the exactly-once rule:
     /// in the transaction the caller opened (and ran the items in), the
     /// position of every (source, stream) it applied, then `extra`

@@ -128,6 +128,12 @@ pub enum SourceEnd {
     /// names is gone, as on the source (a native replica's default
     /// `slave_ddl_exec_mode=IDEMPOTENT` runs it as `IF EXISTS`).
     DropOfSomeGone,
+    /// A LOAD DATA without IGNORE or REPLACE that ended well: the source
+    /// met no duplicate key (one would have stopped it there). The
+    /// applier gives its file as LOCAL INFILE, under which the target
+    /// takes a duplicate for a warning: one means the copy already
+    /// differs from the source.
+    NoDuplicateKey,
 }
 
 impl SourceEnd {
@@ -967,7 +973,9 @@ impl Building {
                         if self.txn.first.is_empty() {
                             self.txn.first = show;
                         }
-                        stmt.expect = self.source_end(q.error_code, &sql);
+                        stmt.expect = self
+                            .source_end(q.error_code, &sql)
+                            .or((q.dup == 0).then_some(SourceEnd::NoDuplicateKey));
                         if q.error_code != 0 {
                             // Replayed as LOCAL INFILE, the target takes
                             // its errors for warnings and loads past the

@@ -1018,3 +1018,61 @@ async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stop
         "{k:?}"
     );
 }
+
+/// A LOAD DATA without IGNORE or REPLACE that went well on the source met
+/// no duplicate key there (one would have stopped it). The applier gives
+/// its file as LOCAL INFILE, under which the target takes a duplicate for
+/// a warning: a copy that already differs (a row put there by hand) stops
+/// its stream at that LOAD DATA, with nothing of it applied, instead of
+/// loading the other rows past the difference and saying nothing (as
+/// before; a native replica stops at the error there).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_data_meeting_a_duplicate_only_on_the_copy_stops_its_stream() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_ldd").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_ldd; CREATE TABLE sc_ldd.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+    )
+    .await;
+    let cfg = cfg_for("sc_ldd", s, "sc_ldd", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    // The copy differs: a row only it has.
+    let mut t = target().connect().await;
+    t.query_drop("INSERT INTO sc_ldd.t VALUES (3, 99)")
+        .await
+        .expect("a row on the copy only");
+    let dir = tempfile::tempdir().expect("tmp");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod the test's folder");
+    }
+    let file = dir.path().join("t.tsv");
+    std::fs::write(&file, "1\t1\n2\t1\n3\t1\n4\t1\n").expect("file");
+    let mut c = statement_session(s, None).await;
+    c.query_drop(format!(
+        "LOAD DATA INFILE '{}' INTO TABLE sc_ldd.t",
+        file.display()
+    ))
+    .await
+    .expect("the source meets no duplicate");
+    let _ = c.disconnect().await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let st = stream_status(&cfg, s, "sc_ldd").await;
+    assert!(
+        st.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("the copy differs from the source here"),
+        "{st:?}"
+    );
+    let n: Option<i64> = t
+        .query_first("SELECT COUNT(*) FROM sc_ldd.t")
+        .await
+        .expect("count");
+    assert_eq!(n, Some(1), "nothing of the LOAD DATA stayed on the copy");
+}
