@@ -26,6 +26,16 @@ async fn statement_session(s: &TestServer, db: Option<&str>) -> mysql_async::Con
     c
 }
 
+/// A folder of the test's own that the server (under its own user) may
+/// read a LOAD DATA INFILE's file from.
+fn server_readable_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("tmp");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod the test's folder");
+    dir
+}
+
 /// Runs `sql` (raw bytes: a statement may be in sjis) on one source session
 /// logged as statements.
 async fn session(s: &TestServer, sql: &[&[u8]]) {
@@ -946,12 +956,7 @@ async fn a_statement_that_failed_on_the_source_ends_the_same_on_the_copy_or_stop
     // A LOAD DATA stopped at a duplicate after its first two rows
     // (Execute_load_query carries the error), in a database of its own:
     // given as LOCAL INFILE the target would load past the duplicate.
-    let dir = tempfile::tempdir().expect("tmp");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod the test's folder");
-    }
+    let dir = server_readable_dir();
     let file = dir.path().join("m.tsv");
     std::fs::write(&file, "100\t1\n101\t1\n1\t1\n102\t1\n").expect("file");
     let mut nodb = statement_session(s, None).await;
@@ -1044,12 +1049,7 @@ async fn a_load_data_meeting_a_duplicate_only_on_the_copy_stops_its_stream() {
     t.query_drop("INSERT INTO sc_ldd.t VALUES (3, 99)")
         .await
         .expect("a row on the copy only");
-    let dir = tempfile::tempdir().expect("tmp");
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
-            .expect("chmod the test's folder");
-    }
+    let dir = server_readable_dir();
     let file = dir.path().join("t.tsv");
     std::fs::write(&file, "1\t1\n2\t1\n3\t1\n4\t1\n").expect("file");
     let mut c = statement_session(s, None).await;
