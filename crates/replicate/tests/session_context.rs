@@ -1076,3 +1076,69 @@ async fn a_load_data_meeting_a_duplicate_only_on_the_copy_stops_its_stream() {
         .expect("count");
     assert_eq!(n, Some(1), "nothing of the LOAD DATA stayed on the copy");
 }
+
+/// A source that encrypts its binary log at rest (`encrypt_binlog`, keys
+/// from the file_key_management plugin) replicates like any other: the
+/// server decrypts what it sends a replica and marks the
+/// `Start_encryption` event that opens each file as one a replica may
+/// pass over (read unmarked, as it lies on disk, it stops the source).
+/// Before, the fixture could not even start such a server: the sandbox
+/// asked the server about each `--option` alone, and the plugin's own
+/// variable is unknown until the plugin is loaded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_source_that_encrypts_its_binary_log_replicates_as_any_other() {
+    static S: std::sync::OnceLock<(TestServer, tempfile::TempDir)> = std::sync::OnceLock::new();
+    let (s, _keys) = S.get_or_init(|| {
+        let keys = server_readable_dir();
+        let file = keys.path().join("keys.txt");
+        std::fs::write(
+            &file,
+            "1;a7addd9adea9978fda19f21e6be987880e68ac92632ca052e5bb42b1a506939a\n",
+        )
+        .expect("the key file");
+        let opt = format!("file-key-management-filename={}", file.display());
+        let s = sqlfleet_testkit::server_with(&[
+            "gtid-domain-id=17",
+            "server-id=117",
+            "plugin-load-add=file_key_management",
+            &opt,
+            "encrypt-binlog=1",
+        ]);
+        (s, keys)
+    });
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_enc; CREATE TABLE sc_enc.t (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB; \
+         INSERT INTO sc_enc.t VALUES (1, 'plain words in a row event')",
+    )
+    .await;
+    session(
+        s,
+        &[b"INSERT INTO sc_enc.t VALUES (2, 'plain words in a statement')"],
+    )
+    .await;
+    // A new file opens with its own Start_encryption event.
+    exec(
+        s,
+        "FLUSH BINARY LOGS; UPDATE sc_enc.t SET v = CONCAT(v, '!')",
+    )
+    .await;
+    let mut c = s.connect().await;
+    let kinds: Vec<String> = c
+        .query::<(String, u64, String, u32, u64, String), _>("SHOW BINLOG EVENTS")
+        .await
+        .expect("the source's events")
+        .into_iter()
+        .map(|r| r.2)
+        .collect();
+    let _ = c.disconnect().await;
+    assert!(
+        kinds.iter().any(|k| k == "Start_encryption"),
+        "the source encrypts its binary log: {kinds:?}"
+    );
+    let cfg = cfg_for("sc_enc", s, "sc_enc", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_enc", "sc_enc").await;
+}

@@ -143,12 +143,26 @@ pub fn server_cnf(node: &NodeMeta, layout: &NodeLayout, options: &[String]) -> S
 
 /// Asks the server binary whether it takes these `key=value` options
 /// (`mariadbd --no-defaults --KEY=VALUE --verbose --help`): a refused one
-/// is an error naming it, before it is saved anywhere.
+/// is an error naming it, before it is saved anywhere. Each is asked
+/// about together with the options that load plugins
+/// ([`loads_plugins`]), since a plugin's own variables
+/// (`file_key_management_filename` after `plugin_load_add =
+/// file_key_management`) exist only once it is loaded.
 pub fn check_options(bins: &Binaries, options: &[String]) -> Result<()> {
+    let arg = |o: &String| format!("--{}", o.trim().trim_start_matches("--"));
+    let loaders: Vec<String> = options
+        .iter()
+        .filter(|o| loads_plugins(o))
+        .map(arg)
+        .collect();
     for o in options {
-        let arg = format!("--{}", o.trim().trim_start_matches("--"));
-        let out = Command::new(&bins.mariadbd)
-            .args(["--no-defaults", &arg, "--verbose", "--help"])
+        let mut cmd = Command::new(&bins.mariadbd);
+        cmd.arg("--no-defaults");
+        if !loads_plugins(o) {
+            cmd.args(&loaders);
+        }
+        let out = cmd
+            .args([&arg(o), "--verbose", "--help"])
             .output()
             .map_err(SandboxError::io(&bins.mariadbd))?;
         if !out.status.success() {
@@ -171,6 +185,23 @@ pub fn check_options(bins: &Binaries, options: &[String]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a `key=value` server option decides which plugins load
+/// (`plugin_load_add`, `plugin-dir`, `loose-plugin-load`, ...): the
+/// server reads its key with `-` and `_` alike and a `loose-` prefix.
+fn loads_plugins(option: &str) -> bool {
+    let key = option
+        .trim()
+        .trim_start_matches("--")
+        .split('=')
+        .next()
+        .unwrap_or_default()
+        .replace('_', "-")
+        .to_ascii_lowercase();
+    key.strip_prefix("loose-")
+        .unwrap_or(&key)
+        .starts_with("plugin-")
 }
 
 /// Runs mariadb-install-db for a node that has no data yet.
@@ -445,4 +476,28 @@ pub async fn stop(label: &str, layout: &NodeLayout) -> Result<bool> {
         tokio::time::sleep(POLL).await;
     }
     Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::loads_plugins;
+
+    #[test]
+    fn the_options_that_load_plugins_are_known_in_every_spelling() {
+        for (option, loads) in [
+            ("plugin-load-add=file_key_management", true),
+            ("plugin_load_add=file_key_management", true),
+            ("--plugin-load=a;b", true),
+            ("loose-plugin-load-add=server_audit", true),
+            ("Plugin_Dir=/opt/plugins", true),
+            ("plugin-maturity=alpha", true),
+            ("file-key-management-filename=/k", false),
+            ("encrypt-binlog=1", false),
+            ("loose-server-audit-logging=ON", false),
+            ("max_connections=10", false),
+            ("", false),
+        ] {
+            assert_eq!(loads_plugins(option), loads, "{option}");
+        }
+    }
 }
