@@ -1142,3 +1142,56 @@ async fn a_source_that_encrypts_its_binary_log_replicates_as_any_other() {
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_same(s, "sc_enc", "sc_enc").await;
 }
+
+/// `SET GLOBAL binlog_checksum` closes the binary log and opens the next
+/// one with the new checksum: a run that is following goes on across
+/// files that end their events with a CRC32 and files that do not, in
+/// either order, and so does a run that reads them all afterwards; the
+/// copy equals the source each time (a reader that kept the first file's
+/// framing would cut four bytes off every event after the change, or
+/// take four bytes of the next for a checksum).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_checksum_changed_while_reading_is_followed_file_by_file() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s =
+        S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=18", "server-id=118"]));
+    let start = binlog_pos(s).await;
+    let writes = |db: &'static str| async move {
+        exec(
+            s,
+            &format!(
+                "CREATE DATABASE {db}; CREATE TABLE {db}.t (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB"
+            ),
+        )
+        .await;
+        let mut id = 0;
+        for checksum in ["NONE", "CRC32", "NONE", "CRC32"] {
+            exec(s, &format!("SET GLOBAL binlog_checksum = {checksum}")).await;
+            for _ in 0..3 {
+                id += 1;
+                exec(
+                    s,
+                    &format!("INSERT INTO {db}.t VALUES ({id}, 'under {checksum}')"),
+                )
+                .await;
+            }
+            let sql = format!("UPDATE {db}.t SET v = CONCAT(v, '+') WHERE id <= {id}");
+            session(s, &[sql.as_bytes()]).await;
+        }
+    };
+    // Following: the changes come while the run reads.
+    let cfg = cfg_for("sc_crc", s, "sc_crc*", "", &start);
+    let (stop, rx) = tokio::sync::watch::channel(false);
+    let run = tokio::spawn(run_one(cfg.clone(), target(), s, false, rx));
+    writes("sc_crc").await;
+    wait_caught_up("sc_crc", s, std::time::Duration::from_secs(60)).await;
+    let _ = stop.send(true);
+    let summary = run.await.expect("the run's task").expect("the run");
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_crc", "sc_crc").await;
+    // Afterwards: the files are all written before the run reads them.
+    writes("sc_crc2").await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_crc2", "sc_crc2").await;
+}
