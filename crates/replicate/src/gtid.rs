@@ -102,6 +102,16 @@ impl GtidPos {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// The GTID with the highest sequence number over all domains (the
+    /// lowest domain on a tie): one fixed name for "where this position
+    /// is", for what has no GTID of its own.
+    pub fn newest(&self) -> Option<Gtid> {
+        self.0
+            .values()
+            .max_by(|a, b| a.seq.cmp(&b.seq).then(b.domain.cmp(&a.domain)))
+            .copied()
+    }
 }
 
 impl fmt::Display for GtidPos {
@@ -297,6 +307,20 @@ pub fn decode_gtid_event(body: &[u8]) -> Result<GtidEvent, DecodeError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_newest_gtid_of_a_position_is_one_fixed_choice() {
+        for (pos, want) in [
+            ("", None),
+            ("0-1-5", Some("0-1-5")),
+            ("0-1-5,7-107-3", Some("0-1-5")),
+            ("0-1-5,7-107-9", Some("7-107-9")),
+            ("3-1-9,7-107-9", Some("3-1-9")),
+        ] {
+            let got = GtidPos::parse(pos).expect("a position").newest();
+            assert_eq!(got.map(|g| g.to_string()).as_deref(), want, "{pos}");
+        }
+    }
 
     #[test]
     fn positions_parse_print_and_compare() {

@@ -200,6 +200,7 @@ impl SourceRunner {
         let mut probed = Instant::now();
         let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
         let mut asm = Assembler::new(self.cfg.dbs.clone());
+        asm.resume(s.read.newest(), &s.stored.skips);
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         let mut last_event = Instant::now();
         let mut stop = self.stop.clone();
@@ -264,8 +265,10 @@ impl SourceRunner {
                                 s.read.advance(g);
                             }
                             if !s.stopped.contains_key(ALL_STREAMS) {
+                                // (An incident, which has no GTID, is named
+                                // by the one read before it: its skip.)
                                 let g = open
-                                    .or_else(|| s.read.0.values().max_by_key(|g| g.seq).copied())
+                                    .or(asm.last())
                                     .unwrap_or(Gtid { domain: 0, server: 0, seq: 0 });
                                 let why = e.to_string();
                                 self.stop_stream(&mut s, &mut ctl, ALL_STREAMS, &g, &why, "", Stop::Refused)

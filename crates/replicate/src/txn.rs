@@ -354,6 +354,12 @@ pub struct Assembler {
     file: String,
     fde: Option<Vec<u8>>,
     cur: Option<Building>,
+    /// The GTID of the last transaction read (or the position reading
+    /// resumed after): an Incident event, which has none, is named by it.
+    last: Option<Gtid>,
+    /// Incidents the operator passed over (`replicate skip` of the GTID
+    /// before one).
+    passed_incidents: Vec<Gtid>,
 }
 
 /// What one event produced.
@@ -442,7 +448,22 @@ impl Assembler {
             file: String::new(),
             fde: None,
             cur: None,
+            last: None,
+            passed_incidents: Vec::new(),
         }
+    }
+
+    /// Reading resumes after `after` (the newest GTID of the position it
+    /// starts from); an Incident right after one of `skips` is passed over.
+    pub fn resume(&mut self, after: Option<Gtid>, skips: &[Gtid]) {
+        self.last = after;
+        self.passed_incidents = skips.to_vec();
+    }
+
+    /// The GTID of the last transaction read, or the one reading resumed
+    /// after.
+    pub fn last(&self) -> Option<Gtid> {
+        self.last
     }
 
     /// The binlog file being read (from the last rotate).
@@ -507,9 +528,17 @@ impl Assembler {
             }
             t if t == EventType::STOP_EVENT as u8 && self.cur.is_none() => return Ok(Out::Nothing),
             t if t == EventType::INCIDENT_EVENT as u8 => {
-                return Err(err(
-                    "an incident event: the source lost events here (its binlog is incomplete); a replica stops here too".into(),
-                ));
+                let after = self.last.map_or_else(|| "the start".to_string(), |g| g.to_string());
+                if self.cur.is_none() && self.last.is_some_and(|g| self.passed_incidents.contains(&g)) {
+                    tracing::warn!(
+                        "binlog {}:{pos}: passing over the incident after {after}, as `replicate skip` of {after} asked",
+                        self.file
+                    );
+                    return Ok(Out::Nothing);
+                }
+                return Err(err(format!(
+                    "an incident event after {after}: the source lost events here (its binlog is incomplete: a statement changed tables it could not log); a replica stops here too"
+                )));
             }
             t if t == EventType::ROTATE_EVENT as u8 => {
                 let r: RotateEvent = ev
@@ -564,6 +593,7 @@ impl Assembler {
                         false
                     }
                 };
+                self.last = Some(txn.gtid);
                 self.cur = Some(Building {
                     passed,
                     phase: g.extra,

@@ -843,3 +843,91 @@ async fn a_target_killed_inside_a_myisam_transaction_stops_its_stream_instead_of
         }
     }
 }
+
+/// A statement that overflows the source's statement cache
+/// (`max_binlog_stmt_cache_size`) after changing a MyISAM table leaves
+/// rows the binary log does not hold, and the server writes an Incident
+/// event (LOST_EVENTS) in their place — the only trace of them. The source
+/// stops there as a whole, naming the incident and the GTID before it, as
+/// a native replica stops (1590); what came before it is applied, nothing
+/// after, and `--until-caught-up` returns. `replicate skip` of that GTID,
+/// as the status says, is the way past (before: the skip restarted
+/// reading, which met the incident again and stopped for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_incident_on_the_source_stops_it_there() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s = S.get_or_init(|| {
+        sqlfleet_testkit::server_with(&[
+            "gtid-domain-id=19",
+            "server-id=119",
+            "max-binlog-stmt-cache-size=4096",
+        ])
+    });
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fo_inc; CREATE TABLE fo_inc.t (id INT PRIMARY KEY, v TEXT) ENGINE=MyISAM; \
+         INSERT INTO fo_inc.t VALUES (1, 'before')",
+    )
+    .await;
+    let mut c = s.connect().await;
+    c.query_drop("USE fo_inc").await.expect("use");
+    let lost = c
+        .query_drop("INSERT INTO fo_inc.t SELECT seq, REPEAT('x', 1000) FROM seq_2_to_100")
+        .await;
+    assert!(
+        matches!(&lost, Err(mysql_async::Error::Server(e)) if e.code == 1705),
+        "the statement overflows the statement cache: {lost:?}"
+    );
+    let _ = c.disconnect().await;
+    exec(s, "INSERT INTO fo_inc.t VALUES (1000, 'after')").await;
+    let kinds: Vec<String> = {
+        let mut c = s.connect().await;
+        let rows: Vec<(String, u64, String, u32, u64, String)> =
+            c.query("SHOW BINLOG EVENTS").await.unwrap_or_default();
+        let _ = c.disconnect().await;
+        rows.into_iter().map(|r| r.2).collect()
+    };
+    assert!(
+        kinds.iter().any(|k| k == "Incident"),
+        "the source wrote an incident: {kinds:?}"
+    );
+    let cfg = cfg("fo_inc", s, "fo_inc", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert!(summary.stopped_streams > 0, "{summary:?}");
+    let st = stopped(&cfg, s).await;
+    let all = st
+        .iter()
+        .find(|x| x.stream == "*")
+        .unwrap_or_else(|| panic!("the source stopped as a whole: {st:?}"));
+    let before = format!("19-119-{}", start.seq(19) + 3);
+    assert_eq!(all.error_gtid.as_deref(), Some(before.as_str()), "{all:?}");
+    let err = all.error.clone().unwrap_or_default();
+    assert!(
+        err.contains(&format!("incident event after {before}")),
+        "{err}"
+    );
+    assert!(err.contains(&format!("--gtid {before}")), "{err}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_inc.t WHERE id = 1").await,
+        Some(1)
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_inc.t WHERE id > 1").await,
+        Some(0)
+    );
+    status::skip(
+        &target().target(),
+        "fo_inc",
+        &before.parse().expect("gtid"),
+        "test: the lost rows are made by hand",
+    )
+    .await
+    .expect("skip");
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_inc.t WHERE id = 1000").await,
+        Some(1)
+    );
+}
