@@ -103,6 +103,41 @@ impl GtidPos {
         self.0.is_empty()
     }
 
+    /// This position's GTIDs that `source` has not reached in their domain
+    /// (a domain `source` lacks counts as not reached): where a floor is
+    /// ahead of the server it says it was read from.
+    pub fn ahead_of(&self, source: &GtidPos) -> Vec<Gtid> {
+        self.0
+            .values()
+            .filter(|g| g.seq > source.seq(g.domain))
+            .copied()
+            .collect()
+    }
+
+    /// Why a source cannot be read on from `floor` (what the target has
+    /// applied of it) when its own binlog position is `source`: nothing
+    /// when the source has reached the floor in every domain. A native
+    /// replica stops there too (1236); read on, its next transactions
+    /// would take sequence numbers the floor already covers and be passed
+    /// over as applied, silently.
+    pub fn behind_the_floor(floor: &GtidPos, source: &GtidPos) -> Option<String> {
+        let ahead = floor.ahead_of(source);
+        if ahead.is_empty() {
+            return None;
+        }
+        let list = ahead
+            .iter()
+            .map(|g| match source.0.get(&g.domain) {
+                Some(at) => format!("{g} applied, the source at {at}"),
+                None => format!("{g} applied, the source has no domain {}", g.domain),
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some(format!(
+            "the source's binlog is behind what the target applied of it ({list}): its binlog was reset (RESET MASTER) or this is another server that lacks those transactions (a failover to a replica behind it); its next transactions would be taken for applied ones, so it is refused, as a native replica refuses it (1236). Point the source at the server it was read from, or start this source anew on a fresh target position"
+        ))
+    }
+
     /// The GTID with the highest sequence number over all domains (the
     /// lowest domain on a tie): one fixed name for "where this position
     /// is", for what has no GTID of its own.
@@ -307,6 +342,35 @@ pub fn decode_gtid_event(body: &[u8]) -> Result<GtidEvent, DecodeError> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_floor_ahead_of_its_source_is_named_domain_by_domain() {
+        // (floor, source, GTIDs of the floor the source has not reached)
+        for (floor, source, want) in [
+            ("", "", ""),
+            ("", "0-1-5", ""),
+            ("0-1-3", "0-1-3", ""),
+            ("0-1-3", "0-1-9", ""),
+            ("0-1-3", "0-2-4", ""),
+            ("0-1-3", "0-1-1", "0-1-3"),
+            ("0-1-3", "", "0-1-3"),
+            ("0-1-3", "5-1-9", "0-1-3"),
+            ("0-1-3,5-1-2", "0-1-3,5-1-1", "5-1-2"),
+            ("0-1-3,5-1-2", "0-2-1", "0-1-3,5-1-2"),
+        ] {
+            let (f, s) = (
+                GtidPos::parse(floor).expect("f"),
+                GtidPos::parse(source).expect("s"),
+            );
+            let got: Vec<String> = f.ahead_of(&s).iter().map(|g| g.to_string()).collect();
+            assert_eq!(got.join(","), want, "floor {floor} source {source}");
+            let why = GtidPos::behind_the_floor(&f, &s);
+            assert_eq!(why.is_some(), !want.is_empty(), "{floor} {source}");
+            if let Some(why) = why {
+                assert!(why.contains("RESET MASTER"), "{why}");
+            }
+        }
+    }
 
     #[test]
     fn the_newest_gtid_of_a_position_is_one_fixed_choice() {

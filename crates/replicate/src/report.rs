@@ -153,10 +153,11 @@ fn status_text_raw(st: &[SourceStatus]) -> String {
             },
             s.behind.map_or("?".into(), |b| b.to_string()),
             s.lag_seconds.map_or("?".into(), |l| format!("{l}s")),
-            s.source_error
-                .as_ref()
-                .map(|e| format!(" (unreachable: {})", short(e, 200)))
-                .unwrap_or_default()
+            match (&s.source_error, &s.behind_the_floor) {
+                (Some(e), _) => format!(" (unreachable: {})", short(e, 200)),
+                (None, Some(why)) => format!(" (REFUSED: {})", short(why, 600)),
+                (None, None) => String::new(),
+            }
         ));
         for x in &s.streams {
             let state = if x.state == "ok" {
@@ -332,6 +333,7 @@ mod tests {
             floor: "1-101-5".into(),
             source_position: Some("1-101-7".into()),
             source_error: None,
+            behind_the_floor: None,
             behind: Some(2),
             lag_seconds: Some(40),
             skipped: vec!["1-101-4".into()],

@@ -42,6 +42,9 @@ pub struct SourceStatus {
     pub floor: String,
     pub source_position: Option<String>,
     pub source_error: Option<String>,
+    /// Why the source is refused: its binlog is behind what the target
+    /// applied of it (`GtidPos::behind_the_floor`).
+    pub behind_the_floor: Option<String>,
     /// Source transactions past the floor.
     pub behind: Option<u64>,
     /// Seconds since the source committed the oldest transaction not yet
@@ -78,6 +81,8 @@ pub async fn status(
             .await
             .map_err(RequestError::Server)?;
         let mut floor = GtidPos::default();
+        // The floor and, past it, what each stream applied.
+        let mut reached = GtidPos::default();
         let mut streams: Vec<StreamStatus> = Vec::new();
         for (stream, at, domain, server, seq, _, _) in &rows {
             let g = Gtid {
@@ -85,6 +90,9 @@ pub async fn status(
                 server: *server,
                 seq: *seq,
             };
+            if !reached.covers(&g) {
+                reached.advance(g);
+            }
             if stream == FLOOR {
                 floor.advance(g);
                 continue;
@@ -101,6 +109,9 @@ pub async fn status(
             Ok(p) => (Some(p), None),
             Err(e) => (None, Some(e)),
         };
+        let behind_the_floor = source_position
+            .as_ref()
+            .and_then(|p| GtidPos::behind_the_floor(&reached, p));
         let behind = source_position.as_ref().map(|p| floor.behind(p));
         let lag_seconds = match behind {
             Some(0) => Some(0),
@@ -132,6 +143,7 @@ pub async fn status(
             floor: floor.to_string(),
             source_position: source_position.map(|p| p.to_string()),
             source_error,
+            behind_the_floor,
             behind,
             lag_seconds,
             skipped,

@@ -931,3 +931,62 @@ async fn an_incident_on_the_source_stops_it_there() {
         Some(1)
     );
 }
+
+/// A source whose binlog was reset (RESET MASTER) after the target
+/// applied some of it starts its GTIDs again at 1: its next transactions
+/// carry sequence numbers the floor already covers. The source is refused
+/// at once, saying so (native replication refuses it with 1236), and
+/// `replicate status` names it; before, `--until-caught-up` said "caught
+/// up" and exited 0 while the new rows were never applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_source_whose_binlog_was_reset_is_refused_not_caught_up() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s =
+        S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=21", "server-id=121"]));
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fo_reset; CREATE TABLE fo_reset.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         INSERT INTO fo_reset.t VALUES (1); INSERT INTO fo_reset.t VALUES (2)",
+    )
+    .await;
+    let cfg = cfg("fo_reset", s, "fo_reset", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    exec(s, "RESET MASTER").await;
+    exec(s, "INSERT INTO fo_reset.t VALUES (3)").await;
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(1),
+        until_caught_up: true,
+        give_up_after: None,
+    };
+    let r = tokio::time::timeout(
+        Duration::from_secs(60),
+        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .expect("returns");
+    match r {
+        Err(run::RunError::Refused(e)) => {
+            assert!(e.what.contains("RESET MASTER"), "{e}");
+            assert!(e.what.contains("the source at 21-121-1"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_reset.t WHERE id = 3").await,
+        Some(0)
+    );
+    let st = status::status(&cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    let why = st[0].behind_the_floor.clone().unwrap_or_default();
+    assert!(why.contains("21-121-"), "{st:?}");
+    let text = sqlfleet_replicate::report::status_text(&st);
+    assert!(
+        text.contains("REFUSED: the source's binlog is behind"),
+        "{text}"
+    );
+}

@@ -75,7 +75,9 @@ struct RunArgs {
 #[derive(clap::Subcommand, Debug)]
 enum Action {
     /// Per stream: position, lag, state, last error. Exit codes: 0 all
-    /// streams ok, 1 setup error, 2 some stream stopped or a source unreachable
+    /// streams ok, 1 setup error, 2 some stream stopped, a source
+    /// unreachable, or a source refused (its binlog behind what was
+    /// applied of it)
     Status {
         /// The config file replicate runs with
         #[arg(long, value_name = "FILE")]
@@ -377,9 +379,11 @@ async fn status(path: &std::path::Path, json: bool) -> anyhow::Result<Exit> {
     let st = sqlfleet_replicate::status::status(&cfg, &target, &sources)
         .await
         .map_err(|e| anyhow!(e))?;
-    let bad = st
-        .iter()
-        .any(|s| s.source_error.is_some() || s.streams.iter().any(|x| x.state != "ok"));
+    let bad = st.iter().any(|s| {
+        s.source_error.is_some()
+            || s.behind_the_floor.is_some()
+            || s.streams.iter().any(|x| x.state != "ok")
+    });
     if json {
         println!("{}", serde_json::to_string_pretty(&st)?);
     } else {
