@@ -38,6 +38,28 @@ async fn count(sql: &str) -> Option<i64> {
     n
 }
 
+/// Runs `cfg` for source `s` with one thread until caught up, within a
+/// minute (`None`: it did not return): the run's own result, a refusal
+/// included.
+async fn run_to_its_end(
+    cfg: &config::Checked,
+    s: &TestServer,
+) -> Option<Result<run::Summary, run::RunError>> {
+    let (_tx, rx) = watch::channel(false);
+    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
+    let opts = Options {
+        threads: Some(1),
+        until_caught_up: true,
+        give_up_after: None,
+    };
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        run::run(cfg, &target().target(), &[s.target()], &opts, rx, views),
+    )
+    .await
+    .ok()
+}
+
 /// A statement whose text cannot be read with certainty, with no default
 /// database to name a stream: the whole source stops there, and nothing
 /// after it applies until it is skipped.
@@ -249,19 +271,9 @@ async fn a_purged_binlog_refuses_the_source() {
     }
     let _ = c.disconnect().await;
     let cfg = cfg("fp", s, "fp_*", &start);
-    let (_tx, rx) = watch::channel(false);
-    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
-    let opts = Options {
-        threads: Some(1),
-        until_caught_up: true,
-        give_up_after: None,
-    };
-    let r = tokio::time::timeout(
-        Duration::from_secs(60),
-        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns instead of retrying for ever");
+    let r = run_to_its_end(&cfg, s)
+        .await
+        .expect("returns instead of retrying for ever");
     match r {
         Err(run::RunError::Refused(e)) => {
             assert!(e.what.contains("1236"), "{e}");
@@ -299,19 +311,9 @@ async fn a_gtid_lower_than_one_before_it_refuses_the_source() {
     .expect("the source takes a lower sequence number without strict mode");
     let _ = c.disconnect().await;
     let cfg = cfg("fo", s, "fo_*", &start);
-    let (_tx, rx) = watch::channel(false);
-    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
-    let opts = Options {
-        threads: Some(1),
-        until_caught_up: true,
-        give_up_after: None,
-    };
-    let r = tokio::time::timeout(
-        Duration::from_secs(60),
-        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns instead of reading again for ever");
+    let r = run_to_its_end(&cfg, s)
+        .await
+        .expect("returns instead of reading again for ever");
     match r {
         Err(run::RunError::Refused(e)) => {
             assert!(e.what.contains("43-107-2 after 43-107-3"), "{e}");
@@ -955,19 +957,7 @@ async fn a_source_whose_binlog_was_reset_is_refused_not_caught_up() {
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     exec(s, "RESET MASTER").await;
     exec(s, "INSERT INTO fo_reset.t VALUES (3)").await;
-    let (_tx, rx) = watch::channel(false);
-    let views = vec![Arc::new(Mutex::new(SourceView::default()))];
-    let opts = Options {
-        threads: Some(1),
-        until_caught_up: true,
-        give_up_after: None,
-    };
-    let r = tokio::time::timeout(
-        Duration::from_secs(60),
-        run::run(&cfg, &target().target(), &[s.target()], &opts, rx, views),
-    )
-    .await
-    .expect("returns");
+    let r = run_to_its_end(&cfg, s).await.expect("returns");
     match r {
         Err(run::RunError::Refused(e)) => {
             assert!(e.what.contains("RESET MASTER"), "{e}");
