@@ -233,10 +233,9 @@ impl SourceRunner {
                     last_event = Instant::now();
                     let ev = match ev {
                         Some(Ok(ev)) => ev,
-                        Some(Err(e)) if purged(&e) => break End::Refused(format!(
-                            "the source no longer has the binlog its floor {} needs (purged?); native replication stops here too: {e}",
-                            s.floor.position()
-                        )),
+                        Some(Err(e)) if purged(&e) => break End::Refused(
+                            check::cannot_send_from(s.floor.position(), &e)
+                        ),
                         Some(Err(e)) => break End::Restart(format!("binlog stream: {e}")),
                         None => break End::Restart("the source closed the binlog stream".into()),
                     };

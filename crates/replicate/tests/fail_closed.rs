@@ -980,3 +980,44 @@ async fn a_source_whose_binlog_was_reset_is_refused_not_caught_up() {
         "{text}"
     );
 }
+
+/// A source that is now another history of the same domain — higher
+/// sequence numbers, but not the transaction the target applied last
+/// (a failover to a server that diverged; here a reset binlog written on
+/// by another server id) — cannot send from the floor: the server refuses
+/// (1236) and so does replicate, with the reason and the server's words,
+/// applying nothing of the other history.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_source_with_another_history_past_the_floor_is_refused() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s =
+        S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=22", "server-id=122"]));
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fo_fork; CREATE TABLE fo_fork.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         INSERT INTO fo_fork.t VALUES (1)",
+    )
+    .await;
+    let cfg = cfg("fo_fork", s, "fo_fork", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    exec(
+        s,
+        "RESET MASTER; SET SESSION server_id = 922, SESSION gtid_seq_no = 50; \
+         INSERT INTO fo_fork.t VALUES (2)",
+    )
+    .await;
+    match run_to_its_end(&cfg, s).await.expect("returns") {
+        Err(run::RunError::Refused(e)) => {
+            assert!(e.what.contains("cannot send its binlog from"), "{e}");
+            assert!(e.what.contains("diverged"), "{e}");
+            assert!(e.what.contains("1236"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    assert_eq!(
+        count("SELECT COUNT(*) FROM fo_fork.t WHERE id = 2").await,
+        Some(0)
+    );
+}

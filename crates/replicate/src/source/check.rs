@@ -23,6 +23,14 @@ pub(super) fn purged(e: &mysql_async::Error) -> bool {
     matches!(e, mysql_async::Error::Server(s) if s.code == 1236)
 }
 
+/// Why the source refused to send its binlog from `pos` ([`purged`]): the
+/// server's own words say which of the causes it is.
+pub(super) fn cannot_send_from(pos: &GtidPos, e: &mysql_async::Error) -> String {
+    format!(
+        "the source cannot send its binlog from {pos}: its files were purged, or its history lacks that position (another server, a diverged failover, a reset); native replication stops here too: {e}"
+    )
+}
+
 pub(super) enum CheckError {
     Refused(String),
     Query(String),

@@ -10,7 +10,7 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, Conn};
 
-use super::check::{check_source, open_stream, purged, CheckError};
+use super::check::{cannot_send_from, check_source, open_stream, purged, CheckError};
 use super::{set, Session, SessionError, SourceRunner};
 use crate::apply::Applier;
 use crate::config;
@@ -120,9 +120,7 @@ impl SourceRunner {
             .await
             .map_err(|e| {
                 if purged(&e) {
-                    SessionError::Refused(format!(
-                        "the source no longer has the binlog position {start} (purged?): {e}"
-                    ))
+                    SessionError::Refused(cannot_send_from(&start, &e))
                 } else {
                     SessionError::Retry(format!("requesting the binlog: {e}"))
                 }
