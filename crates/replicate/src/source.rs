@@ -289,7 +289,19 @@ impl SourceRunner {
                         probed = Instant::now();
                         if let Some(p) = probe.as_mut() {
                             match p.query_first::<String, _>("SELECT @@gtid_binlog_pos").await {
-                                Ok(Some(pos)) => set(&self.view, |v| v.source_pos = pos),
+                                Ok(Some(pos)) => {
+                                    // A binlog reset while it is read: the
+                                    // reading waits on the old file, and the
+                                    // new history's GTIDs are ones already
+                                    // read.
+                                    let behind = GtidPos::parse(&pos)
+                                        .ok()
+                                        .and_then(|p| GtidPos::behind_the_floor(&s.read, &p));
+                                    if let Some(why) = behind {
+                                        break End::Refused(why);
+                                    }
+                                    set(&self.view, |v| v.source_pos = pos)
+                                }
                                 _ => probe = None,
                             }
                         }

@@ -936,10 +936,12 @@ async fn an_incident_on_the_source_stops_it_there() {
 
 /// A source whose binlog was reset (RESET MASTER) after the target
 /// applied some of it starts its GTIDs again at 1: its next transactions
-/// carry sequence numbers the floor already covers. The source is refused
-/// at once, saying so (native replication refuses it with 1236), and
-/// `replicate status` names it; before, `--until-caught-up` said "caught
-/// up" and exited 0 while the new rows were never applied.
+/// carry sequence numbers the floor already covers. A run following it
+/// when it is reset ends refused within seconds (before: it went on
+/// waiting on the old file, the new rows never applied, nothing said); a
+/// run started later is refused at once (native replication refuses it
+/// with 1236; before, `--until-caught-up` said "caught up" and exited 0);
+/// `replicate status` names it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_source_whose_binlog_was_reset_is_refused_not_caught_up() {
     static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
@@ -953,10 +955,19 @@ async fn a_source_whose_binlog_was_reset_is_refused_not_caught_up() {
     )
     .await;
     let cfg = cfg("fo_reset", s, "fo_reset", &start);
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let (stop, rx) = watch::channel(false);
+    let following = tokio::spawn(run_one(cfg.clone(), target(), s, false, rx));
+    wait_caught_up("fo_reset", s, Duration::from_secs(60)).await;
     exec(s, "RESET MASTER").await;
     exec(s, "INSERT INTO fo_reset.t VALUES (3)").await;
+    let ended = tokio::time::timeout(Duration::from_secs(20), following).await;
+    let _ = stop.send(true);
+    match ended {
+        Ok(Ok(Err(run::RunError::Refused(e)))) => {
+            assert!(e.what.contains("RESET MASTER"), "{e}");
+        }
+        other => panic!("the following run is refused, not {other:?}"),
+    }
     let r = run_to_its_end(&cfg, s).await.expect("returns");
     match r {
         Err(run::RunError::Refused(e)) => {
