@@ -134,7 +134,7 @@ impl GtidPos {
             .collect::<Vec<_>>()
             .join("; ");
         Some(format!(
-            "the source's binlog is behind what the target applied of it ({list}): its binlog was reset (RESET MASTER) or this is another server that lacks those transactions (a failover to a replica behind it); its next transactions would be taken for applied ones, so it is refused, as a native replica refuses it (1236). Point the source at the server it was read from, or start this source anew on a fresh target position"
+            "the source's binlog is behind what the target applied of it ({list}): its binlog was reset (RESET MASTER) or this is another server that lacks those transactions (a failover to a replica behind it); its next transactions would be taken for applied ones, so it is refused, as a native replica refuses it (1236). Point the source at the server it was read from, or copy it again from this server (`sqlfleet replicate seed --force`)"
         ))
     }
 
