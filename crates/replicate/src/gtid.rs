@@ -79,6 +79,18 @@ impl GtidPos {
         self.0.insert(g.domain, g);
     }
 
+    /// The furthest of `gtids` in each domain: what the target applied of
+    /// a source, from its floor and every stream's position.
+    pub fn furthest<'a>(gtids: impl IntoIterator<Item = &'a Gtid>) -> GtidPos {
+        let mut p = GtidPos::default();
+        for g in gtids {
+            if !p.covers(g) {
+                p.advance(*g);
+            }
+        }
+        p
+    }
+
     /// The sequence number reached in `domain` (0: none).
     pub fn seq(&self, domain: u32) -> u64 {
         self.0.get(&domain).map_or(0, |g| g.seq)
@@ -369,6 +381,27 @@ mod tests {
             if let Some(why) = why {
                 assert!(why.contains("RESET MASTER"), "{why}");
             }
+        }
+    }
+
+    #[test]
+    fn the_furthest_gtid_of_each_domain_is_kept() {
+        // (GTIDs in the order read, what they reach)
+        for (gtids, want) in [
+            ("", ""),
+            ("0-1-3", "0-1-3"),
+            ("0-1-3,0-1-2", "0-1-3"),
+            ("0-1-2,0-1-3", "0-1-3"),
+            ("0-1-3,0-2-3", "0-1-3"),
+            ("0-1-3,0-2-4", "0-2-4"),
+            ("0-1-9,5-1-2,0-1-4,5-3-7", "0-1-9,5-3-7"),
+        ] {
+            let list: Vec<Gtid> = gtids
+                .split(',')
+                .filter(|g| !g.is_empty())
+                .map(|g| g.parse().expect("gtid"))
+                .collect();
+            assert_eq!(GtidPos::furthest(&list).to_string(), want, "{gtids}");
         }
     }
 

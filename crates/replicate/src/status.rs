@@ -81,18 +81,18 @@ pub async fn status(
             .await
             .map_err(RequestError::Server)?;
         let mut floor = GtidPos::default();
-        // The floor and, past it, what each stream applied.
-        let mut reached = GtidPos::default();
         let mut streams: Vec<StreamStatus> = Vec::new();
-        for (stream, at, domain, server, seq, _, _) in &rows {
-            let g = Gtid {
+        let gtids: Vec<Gtid> = rows
+            .iter()
+            .map(|(_, _, domain, server, seq, _, _)| Gtid {
                 domain: *domain,
                 server: *server,
                 seq: *seq,
-            };
-            if !reached.covers(&g) {
-                reached.advance(g);
-            }
+            })
+            .collect();
+        // The floor and, past it, what each stream applied.
+        let reached = GtidPos::furthest(&gtids);
+        for ((stream, at, ..), &g) in rows.iter().zip(&gtids) {
             if stream == FLOOR {
                 floor.advance(g);
                 continue;

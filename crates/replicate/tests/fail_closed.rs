@@ -883,13 +883,7 @@ async fn an_incident_on_the_source_stops_it_there() {
     );
     let _ = c.disconnect().await;
     exec(s, "INSERT INTO fo_inc.t VALUES (1000, 'after')").await;
-    let kinds: Vec<String> = {
-        let mut c = s.connect().await;
-        let rows: Vec<(String, u64, String, u32, u64, String)> =
-            c.query("SHOW BINLOG EVENTS").await.unwrap_or_default();
-        let _ = c.disconnect().await;
-        rows.into_iter().map(|r| r.2).collect()
-    };
+    let kinds: Vec<String> = binlog_events(s).await.into_iter().map(|e| e.0).collect();
     assert!(
         kinds.iter().any(|k| k == "Incident"),
         "the source wrote an incident: {kinds:?}"

@@ -829,13 +829,7 @@ async fn an_alter_logged_in_two_phases_runs_once_and_only_if_it_committed() {
         .await
         .expect("a copying ALTER");
     let _ = c.disconnect().await;
-    let kinds = {
-        let mut c = s.connect().await;
-        let rows: Vec<(String, u64, String, u32, u64, String)> =
-            c.query("SHOW BINLOG EVENTS").await.unwrap_or_default();
-        let _ = c.disconnect().await;
-        rows.into_iter().map(|r| r.5).collect::<Vec<_>>()
-    };
+    let kinds: Vec<String> = binlog_events(s).await.into_iter().map(|e| e.1).collect();
     let cfg = cfg_for("sc_alt", s, "sc_alt", "sc_alt = \"sc_alt_r\"", &start);
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
@@ -1124,15 +1118,7 @@ async fn a_source_that_encrypts_its_binary_log_replicates_as_any_other() {
         "FLUSH BINARY LOGS; UPDATE sc_enc.t SET v = CONCAT(v, '!')",
     )
     .await;
-    let mut c = s.connect().await;
-    let kinds: Vec<String> = c
-        .query::<(String, u64, String, u32, u64, String), _>("SHOW BINLOG EVENTS")
-        .await
-        .expect("the source's events")
-        .into_iter()
-        .map(|r| r.2)
-        .collect();
-    let _ = c.disconnect().await;
+    let kinds: Vec<String> = binlog_events(s).await.into_iter().map(|e| e.0).collect();
     assert!(
         kinds.iter().any(|k| k == "Start_encryption"),
         "the source encrypts its binary log: {kinds:?}"

@@ -96,12 +96,12 @@ impl SourceRunner {
         let source_pos = facts.binlog_pos.clone();
         // What the target applied of it: the floor and, past it, what
         // each stream applied.
-        let mut reached = start.clone();
-        for g in stored.streams.values().flat_map(|p| p.0.values()) {
-            if !reached.covers(g) {
-                reached.advance(*g);
-            }
-        }
+        let reached = GtidPos::furthest(
+            start
+                .0
+                .values()
+                .chain(stored.streams.values().flat_map(|p| p.0.values())),
+        );
         if let Some(why) = GtidPos::behind_the_floor(&reached, &source_pos) {
             return Err(SessionError::Refused(why));
         }

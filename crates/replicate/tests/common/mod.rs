@@ -94,29 +94,36 @@ pub async fn assert_same(src: &TestServer, db: &str, target_db: &str) {
     assert_eq!(a, b, "source {db} and target {target_db} differ");
 }
 
-/// Annotate_rows events in the target's binlog that copy a `BINLOG '...'`
-/// statement (each would hold the whole statement: the binlog explodes).
-pub async fn annotated_binlog_statements() -> usize {
-    let mut c = target().connect().await;
+/// Every event in `s`'s binary logs, file by file: (event type, info) as
+/// SHOW BINLOG EVENTS gives them.
+pub async fn binlog_events(s: &TestServer) -> Vec<(String, String)> {
+    let mut c = s.connect().await;
     let logs: Vec<mysql_async::Row> = c.query("SHOW BINARY LOGS").await.expect("binary logs");
-    let mut n = 0;
+    let mut all = Vec::new();
     for l in logs {
         let file: String = l.get(0).expect("log name");
         let events: Vec<mysql_async::Row> = c
             .query(format!("SHOW BINLOG EVENTS IN '{file}'"))
             .await
             .expect("binlog events");
-        n += events
-            .iter()
-            .filter(|e| {
-                let ty: String = e.get(2).unwrap_or_default();
-                let info: String = e.get(5).unwrap_or_default();
-                ty == "Annotate_rows" && info.starts_with("BINLOG")
-            })
-            .count();
+        all.extend(events.iter().map(|e| {
+            let ty: String = e.get(2).unwrap_or_default();
+            let info: String = e.get(5).unwrap_or_default();
+            (ty, info)
+        }));
     }
     let _ = c.disconnect().await;
-    n
+    all
+}
+
+/// Annotate_rows events in the target's binlog that copy a `BINLOG '...'`
+/// statement (each would hold the whole statement: the binlog explodes).
+pub async fn annotated_binlog_statements() -> usize {
+    binlog_events(target())
+        .await
+        .iter()
+        .filter(|(ty, info)| ty == "Annotate_rows" && info.starts_with("BINLOG"))
+        .count()
 }
 
 /// A config replicating `include` of `s` (with `rename`, TOML inline-table
