@@ -1,6 +1,8 @@
 //! The logging workload: N concurrent inserters into a table pre-filled to
 //! a size, with or without an index; per-second rates, stalls, connection
-//! errors, and a check that every acknowledged insert is in the table.
+//! errors, and a check that every acknowledged insert is in the table
+//! exactly once (lost and duplicated rows are named) — what a relay's
+//! replay or a failover in between must keep.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -52,10 +54,63 @@ pub struct InsertCell {
     pub lost: u64,
     /// Up to 20 acknowledged rows that are missing.
     pub lost_rows: Vec<String>,
+    /// Rows of this cell found more than once (each counted once).
+    #[serde(default)]
+    pub duplicated: u64,
+    /// Up to 20 of them.
+    #[serde(default)]
+    pub duplicated_rows: Vec<String>,
+    /// Failed inserts whose row is in the table all the same (the
+    /// statement committed and its reply was lost).
+    #[serde(default)]
+    pub failed_but_present: u64,
     pub status_deltas: BTreeMap<String, i64>,
     pub gauges: Gauges,
     /// Fewer than 3 samples after warm-up: not meaningful.
     pub too_short: bool,
+}
+
+/// How the rows of a cell found in the table compare with what its
+/// inserters were told: lost, duplicated, failed yet committed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Tally {
+    acknowledged: u64,
+    failed: u64,
+    lost: Vec<(usize, u64)>,
+    duplicated: Vec<(usize, u64)>,
+    failed_but_present: u64,
+}
+
+/// Compares the inserters' accounts (inserter number, attempts, failed
+/// attempts) with the rows present, `(inserter, attempt)` each, as many
+/// times as found.
+fn tally(workers: &[(usize, Worker)], present: &[(usize, u64)]) -> Tally {
+    let mut have: BTreeMap<(usize, u64), u64> = BTreeMap::new();
+    for k in present {
+        *have.entry(*k).or_insert(0) += 1;
+    }
+    let mut t = Tally::default();
+    for (w, st) in workers {
+        t.failed += st.failed.len() as u64;
+        for n in 0..st.attempts {
+            let found = have.get(&(*w, n)).copied().unwrap_or(0);
+            if st.failed.contains(&n) {
+                t.failed_but_present += u64::from(found > 0);
+            } else {
+                t.acknowledged += 1;
+                if found == 0 {
+                    t.lost.push((*w, n));
+                }
+            }
+        }
+    }
+    // Any row of the cell more than once, whatever its inserter was told.
+    t.duplicated = have
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .map(|(k, _)| *k)
+        .collect();
+    t
 }
 
 impl InsertCell {
@@ -155,6 +210,18 @@ impl InsertCell {
         }
         if self.lost > 0 {
             out.push(format!("           LOST: {}", self.lost_rows.join(", ")));
+        }
+        if self.duplicated > 0 {
+            out.push(format!(
+                "           DUPLICATED: {}",
+                self.duplicated_rows.join(", ")
+            ));
+        }
+        if self.failed_but_present > 0 {
+            out.push(format!(
+                "           {} failed inserts committed all the same (their reply was lost)",
+                self.failed_but_present
+            ));
         }
         out
     }
@@ -322,9 +389,17 @@ pub async fn run_cell(
     }
     stop.store(true, Ordering::Relaxed);
     let mut workers = Vec::new();
-    for t in tasks {
-        if let Ok(w) = t.await {
-            workers.push(w);
+    for (w, t) in tasks.into_iter().enumerate() {
+        match t.await {
+            Ok(st) => workers.push((w, st)),
+            // Its rows cannot be accounted for: said as an error.
+            Err(e) => {
+                *errors
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .entry(format!("inserter {w} ended unaccounted: {e}"))
+                    .or_insert(0) += 1
+            }
         }
     }
     let after = server::variables(&mut side, server::STATUS, true).await?;
@@ -334,35 +409,15 @@ pub async fn run_cell(
             "SELECT fname FROM {DB}.bench_log WHERE fname LIKE '{run}:%'"
         ))
         .await?;
-    let mut have: BTreeSet<(usize, u64)> = BTreeSet::new();
-    for f in present {
-        let mut parts = f.trim_end().split(':').skip(1);
-        if let (Some(w), Some(n)) = (
-            parts.next().and_then(|x| x.parse().ok()),
-            parts.next().and_then(|x| x.parse().ok()),
-        ) {
-            have.insert((w, n));
-        }
-    }
-    let mut lost = 0;
-    let mut lost_rows = Vec::new();
-    let mut acknowledged = 0;
-    let mut failed = 0;
-    for (w, st) in workers.iter().enumerate() {
-        failed += st.failed.len() as u64;
-        for n in 0..st.attempts {
-            if st.failed.contains(&n) {
-                continue;
-            }
-            acknowledged += 1;
-            if !have.contains(&(w, n)) {
-                lost += 1;
-                if lost_rows.len() < 20 {
-                    lost_rows.push(format!("{run}:{w}:{n}"));
-                }
-            }
-        }
-    }
+    let rows: Vec<(usize, u64)> = present
+        .iter()
+        .filter_map(|f| {
+            let mut parts = f.trim_end().split(':').skip(1);
+            Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+        })
+        .collect();
+    let t = tally(&workers, &rows);
+    let name = |(w, n): &(usize, u64)| format!("{run}:{w}:{n}");
     let _ = side.disconnect().await;
     let warm = o.warmup_seconds.min(series.len());
     let measured: Vec<f64> = series[warm..].iter().map(|&x| x as f64).collect();
@@ -381,12 +436,155 @@ pub async fn run_cell(
         too_short: measured.len() < 3,
         series,
         warmup_seconds: warm,
-        acknowledged,
-        failed,
+        acknowledged: t.acknowledged,
+        failed: t.failed,
         errors,
-        lost,
-        lost_rows,
+        lost: t.lost.len() as u64,
+        lost_rows: t.lost.iter().take(20).map(name).collect(),
+        duplicated: t.duplicated.len() as u64,
+        duplicated_rows: t.duplicated.iter().take(20).map(name).collect(),
+        failed_but_present: t.failed_but_present,
         status_deltas: server::deltas(&before, &after),
         gauges,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worker(attempts: u64, failed: &[u64]) -> Worker {
+        Worker {
+            attempts,
+            failed: failed.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn every_acknowledged_row_is_present_exactly_once() {
+        // (inserters, rows present, acknowledged, lost, duplicated, failed, failed but present)
+        type Row = (
+            Vec<(usize, Worker)>,
+            Vec<(usize, u64)>,
+            u64,
+            Vec<(usize, u64)>,
+            Vec<(usize, u64)>,
+            u64,
+            u64,
+        );
+        let rows: Vec<(&str, Row)> = vec![
+            (
+                "all there",
+                (
+                    vec![(0, worker(2, &[]))],
+                    vec![(0, 0), (0, 1)],
+                    2,
+                    vec![],
+                    vec![],
+                    0,
+                    0,
+                ),
+            ),
+            (
+                "one missing",
+                (
+                    vec![(0, worker(2, &[]))],
+                    vec![(0, 1)],
+                    2,
+                    vec![(0, 0)],
+                    vec![],
+                    0,
+                    0,
+                ),
+            ),
+            (
+                "one twice",
+                (
+                    vec![(0, worker(2, &[]))],
+                    vec![(0, 0), (0, 1), (0, 1)],
+                    2,
+                    vec![],
+                    vec![(0, 1)],
+                    0,
+                    0,
+                ),
+            ),
+            (
+                "a failed insert absent",
+                (
+                    vec![(0, worker(2, &[1]))],
+                    vec![(0, 0)],
+                    1,
+                    vec![],
+                    vec![],
+                    1,
+                    0,
+                ),
+            ),
+            (
+                "a failed insert committed",
+                (
+                    vec![(0, worker(2, &[1]))],
+                    vec![(0, 0), (0, 1)],
+                    1,
+                    vec![],
+                    vec![],
+                    1,
+                    1,
+                ),
+            ),
+            (
+                "a failed insert committed twice",
+                (
+                    vec![(0, worker(1, &[0]))],
+                    vec![(0, 0), (0, 0)],
+                    0,
+                    vec![],
+                    vec![(0, 0)],
+                    1,
+                    1,
+                ),
+            ),
+            // An inserter whose task ended unaccounted (1) is left out:
+            // the others keep their own numbers.
+            (
+                "numbers kept across a gap",
+                (
+                    vec![(0, worker(1, &[])), (2, worker(1, &[]))],
+                    vec![(0, 0), (2, 0), (1, 0)],
+                    2,
+                    vec![],
+                    vec![],
+                    0,
+                    0,
+                ),
+            ),
+            (
+                "another inserter's row is not this one's",
+                (
+                    vec![(0, worker(1, &[])), (1, worker(1, &[]))],
+                    vec![(1, 0), (1, 0)],
+                    2,
+                    vec![(0, 0)],
+                    vec![(1, 0)],
+                    0,
+                    0,
+                ),
+            ),
+        ];
+        for (what, (workers, present, acked, lost, dup, failed, fbp)) in rows {
+            let t = tally(&workers, &present);
+            assert_eq!(
+                t,
+                Tally {
+                    acknowledged: acked,
+                    failed,
+                    lost,
+                    duplicated: dup,
+                    failed_but_present: fbp,
+                },
+                "{what}"
+            );
+        }
+    }
 }

@@ -12,7 +12,7 @@ use sqlfleet_conn::Target;
 
 use crate::server::DB;
 use crate::server::{self, Gauges};
-use crate::stats::{histogram, Latency, Spread};
+use crate::stats::{histogram, micros, Latency, Spread};
 
 use crate::server::CONNECT;
 
@@ -215,13 +215,13 @@ impl Client {
                 continue;
             }
             connections += 1;
-            let _ = connect_h.record(t.elapsed().as_micros().max(1) as u64);
+            connect_h.saturating_record(micros(t));
             for _ in 0..q {
                 let t = Instant::now();
                 match c.query_iter(sql.as_str()).await {
                     Ok(r) => match r.drop_result().await {
                         Ok(()) => {
-                            let _ = query_h.record(t.elapsed().as_micros().max(1) as u64);
+                            query_h.saturating_record(micros(t));
                             done_queries.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => {

@@ -410,6 +410,31 @@ pub fn leftover_note() -> String {
     )
 }
 
+/// An insert cell's loss check for the page: `0`, or what is lost and
+/// what is there twice, named.
+fn lost_text(c: &crate::insert::InsertCell) -> String {
+    let mut parts = Vec::new();
+    if c.lost > 0 {
+        parts.push(format!(
+            "{} lost ({})",
+            c.lost,
+            esc(&c.lost_rows.join(", "))
+        ));
+    }
+    if c.duplicated > 0 {
+        parts.push(format!(
+            "{} duplicated ({})",
+            c.duplicated,
+            esc(&c.duplicated_rows.join(", "))
+        ));
+    }
+    if parts.is_empty() {
+        "0".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
 /// `Com_select=12 Connections=3`: status deltas in one cell.
 fn deltas_text(d: &BTreeMap<String, i64>) -> String {
     d.iter()
@@ -502,7 +527,7 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
     }
     h.push_str("</table><h2>Results</h2>");
     if !r.insert.is_empty() {
-        h.push_str("<table><tr><th>threads</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
+        h.push_str("<table><tr><th>threads</th><th>table size</th><th>index</th><th>connect</th><th>inserts/s mean ± sd (n)</th><th>stalls</th><th>acknowledged</th><th>lost / duplicated</th><th>errors</th><th>Threads_running avg</th><th>host CPU %</th><th>status deltas</th></tr>");
         for c in &r.insert {
             let errs: Vec<String> = c.errors.iter().map(|(k, v)| format!("{v}× {k}")).collect();
             let deltas = deltas_text(&c.status_deltas);
@@ -517,8 +542,8 @@ pub fn html(r: &Results, charts: &[(String, String, String)]) -> String {
                 if c.too_short { " <span class=\"warn\">(too short to be meaningful)</span>" } else { "" },
                 c.stalls,
                 c.acknowledged,
-                if c.lost > 0 { "warn" } else { "" },
-                if c.lost > 0 { format!("{} ({})", c.lost, esc(&c.lost_rows.join(", "))) } else { "0".into() },
+                if c.lost + c.duplicated > 0 { "warn" } else { "" },
+                lost_text(c),
                 esc(&errs.join("; ")),
                 mean(&c.gauges.threads_running),
                 mean(&c.gauges.host_cpu_percent),

@@ -149,6 +149,15 @@ impl Latency {
     }
 }
 
+/// Microseconds since `t`, at least 1, for [`histogram`]. A latency past
+/// its 100 s is recorded as 100 s (`saturating_record`), never dropped:
+/// the worst samples are the ones a percentile must not lose.
+pub fn micros(t: std::time::Instant) -> u64 {
+    u64::try_from(t.elapsed().as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1)
+}
+
 /// A histogram for 1 µs .. 100 s at 3 significant digits.
 pub fn histogram() -> hdrhistogram::Histogram<u64> {
     hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 3).expect("valid histogram bounds")
@@ -243,5 +252,10 @@ mod tests {
         assert!((495..=505).contains(&l.p50_us), "{l:?}");
         assert!((985..=995).contains(&l.p99_us), "{l:?}");
         assert_eq!(l.max_us, 1000);
+        // Past the top: kept, at the top.
+        h.saturating_record(1_000_000_000);
+        let l = Latency::of(&h);
+        assert_eq!(l.count, 1001);
+        assert!(l.max_us >= 100_000_000, "{l:?}");
     }
 }

@@ -133,7 +133,8 @@ fn insert_sweep_files_loss_check_and_compare() {
         stdout(&o)
     );
 
-    // Rows deleted behind the benchmark's back are reported as lost.
+    // Rows deleted behind the benchmark's back are reported as lost, and
+    // rows copied behind its back as duplicated.
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         // Whatever rows appear from now on belong to the next run.
@@ -181,6 +182,22 @@ fn insert_sweep_files_loss_check_and_compare() {
             assert!(t0.elapsed() < Duration::from_secs(20), "no rows to delete");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
+        // Five of the rows still there, once more each.
+        loop {
+            let copied = c
+                .query_drop(
+                    "INSERT INTO sqlfleet_bench.bench_log SELECT * FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 5",
+                )
+                .await
+                .map(|_| c.affected_rows())
+                .unwrap_or(0);
+            if copied == 5 {
+                break;
+            }
+            assert_eq!(copied, 0, "copied a part");
+            assert!(t0.elapsed() < Duration::from_secs(20), "no rows to copy");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     });
     let o = child.wait_with_output().expect("wait");
     assert_eq!(
@@ -190,7 +207,11 @@ fn insert_sweep_files_loss_check_and_compare() {
         stdout(&o)
     );
     assert!(stdout(&o).contains("LOST: r"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("DUPLICATED: r"), "{}", stdout(&o));
     assert_eq!(results(&b)["insert"][0]["lost"], 7);
+    assert_eq!(results(&b)["insert"][0]["duplicated"], 5);
+    let page = std::fs::read_to_string(b.join("report.html")).expect("report.html");
+    assert!(page.contains("5 duplicated (r"), "the page names them");
 
     // compare: the same results are within noise; a much slower copy regresses.
     let o = common::sqlfleet()

@@ -255,7 +255,10 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
         clear_progress();
         results.insert = kept.into_inner().unwrap_or_else(|p| p.into_inner());
     }
-    let lost_any = results.insert.iter().any(|c| c.lost > 0);
+    let lost_any = results
+        .insert
+        .iter()
+        .any(|c| c.lost > 0 || c.duplicated > 0);
     finish(&a.out, &results, &target, a.cleanup, show).await?;
     Ok(if stopped {
         crate::shutdown::interrupted_exit()
