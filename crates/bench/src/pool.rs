@@ -44,6 +44,8 @@ pub struct PoolCell {
     pub qps: Spread,
     pub windows: Vec<f64>,
     pub warmup_windows: usize,
+    /// Latencies of the measured windows (the warm-up left out, as from
+    /// the rate).
     pub connect: Latency,
     pub query: Latency,
     pub errors: u64,
@@ -152,6 +154,9 @@ impl PoolCell {
 struct Client {
     target: Target,
     stop: Arc<AtomicBool>,
+    /// Past the warm-up window: latencies are recorded from then on, as
+    /// the rates are counted.
+    measuring: Arc<AtomicBool>,
     /// Queries answered, all clients.
     done_queries: Arc<AtomicU64>,
     /// Statements run after each login.
@@ -176,6 +181,7 @@ impl Client {
         let Client {
             target,
             stop,
+            measuring,
             done_queries,
             connect_queries,
             q,
@@ -215,13 +221,17 @@ impl Client {
                 continue;
             }
             connections += 1;
-            connect_h.saturating_record(micros(t));
+            if measuring.load(Ordering::Relaxed) {
+                connect_h.saturating_record(micros(t));
+            }
             for _ in 0..q {
                 let t = Instant::now();
                 match c.query_iter(sql.as_str()).await {
                     Ok(r) => match r.drop_result().await {
                         Ok(()) => {
-                            query_h.saturating_record(micros(t));
+                            if measuring.load(Ordering::Relaxed) {
+                                query_h.saturating_record(micros(t));
+                            }
                             done_queries.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => {
@@ -255,12 +265,14 @@ pub async fn run_cell(
     progress: &(dyn Fn(&str) + Sync),
 ) -> PoolCell {
     let stop = Arc::new(AtomicBool::new(false));
+    let measuring = Arc::new(AtomicBool::new(false));
     let done_queries = Arc::new(AtomicU64::new(0));
     let tasks: Vec<_> = (0..clients)
         .map(|_| {
             let client = Client {
                 target: target.clone(),
                 stop: stop.clone(),
+                measuring: measuring.clone(),
                 done_queries: done_queries.clone(),
                 connect_queries: o.connect_queries.clone(),
                 q,
@@ -287,6 +299,7 @@ pub async fn run_cell(
         let now = done_queries.load(Ordering::Relaxed);
         windows.push((now - last) as f64 / o.window.as_secs_f64());
         last = now;
+        measuring.store(true, Ordering::Relaxed);
         gauges.sample(side.as_mut(), &mut cpu).await;
         progress(&format!(
             "{label} q={q} clients={clients} window {i}/{}: {:.0} queries/s",
