@@ -72,6 +72,25 @@ fn assert_charts(dir: &Path, stems: &[&str]) {
 }
 
 /// One test, run in order: the insert workloads share a table.
+/// Runs `sql` (a change with a LIMIT) until it changes `rows` rows: the
+/// benchmark's rows it needs have been written by then.
+async fn until_it_changes(c: &mut mysql_async::Conn, sql: &str, rows: u64) {
+    let t0 = Instant::now();
+    loop {
+        let changed = c
+            .query_drop(sql)
+            .await
+            .map(|_| c.affected_rows())
+            .unwrap_or(0);
+        if changed == rows {
+            return;
+        }
+        assert_eq!(changed, 0, "{sql} changed a part");
+        assert!(t0.elapsed() < Duration::from_secs(20), "no rows for {sql}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 #[test]
 fn insert_sweep_files_loss_check_and_compare() {
     let _one = serial();
@@ -167,37 +186,20 @@ fn insert_sweep_files_loss_check_and_compare() {
         .expect("spawn");
     rt.block_on(async {
         let mut c = srv.connect().await;
-        let t0 = Instant::now();
-        loop {
-            let deleted = c
-                .query_drop(
-                    "DELETE FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 7",
-                )
-                .await
-                .map(|_| c.affected_rows())
-                .unwrap_or(0);
-            if deleted > 0 {
-                break;
-            }
-            assert!(t0.elapsed() < Duration::from_secs(20), "no rows to delete");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        // Five of the rows still there, once more each.
-        loop {
-            let copied = c
-                .query_drop(
-                    "INSERT INTO sqlfleet_bench.bench_log SELECT * FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 5",
-                )
-                .await
-                .map(|_| c.affected_rows())
-                .unwrap_or(0);
-            if copied == 5 {
-                break;
-            }
-            assert_eq!(copied, 0, "copied a part");
-            assert!(t0.elapsed() < Duration::from_secs(20), "no rows to copy");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        // Seven of the run's rows gone, then five of those still there
+        // once more each.
+        until_it_changes(
+            &mut c,
+            "DELETE FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 7",
+            7,
+        )
+        .await;
+        until_it_changes(
+            &mut c,
+            "INSERT INTO sqlfleet_bench.bench_log SELECT * FROM sqlfleet_bench.bench_log WHERE fname NOT LIKE 'prefill:%' LIMIT 5",
+            5,
+        )
+        .await;
     });
     let o = child.wait_with_output().expect("wait");
     assert_eq!(
