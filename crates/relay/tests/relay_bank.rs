@@ -33,12 +33,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::relay::app;
-use common::routing::{start_routing_relay, start_routing_relay_at};
+use common::routing::{start_routing_relay, start_routing_relay_through_links};
 use mysql_async::prelude::Queryable;
 use rand::{Rng, SeedableRng};
 use sqlfleet_sandbox::{node, UpOptions};
 use sqlfleet_testkit::faults::{Campaign, Ledger};
-use sqlfleet_testkit::netfault::Link;
 use sqlfleet_testkit::{replicated, TestServer};
 
 const ACCOUNTS: i64 = 10;
@@ -436,22 +435,7 @@ fn bank_transfers_through_the_relay_survive_faults_on_every_server() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let srv = replicated();
     let dir = tempfile::tempdir().expect("tmp");
-    let links: Vec<Link> = srv
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| Link::to(n.port))
-        .collect();
-    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
-    let relay = start_routing_relay_at(
-        srv,
-        dir.path(),
-        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
-        "",
-        "",
-        &ports,
-    );
+    let (relay, links) = start_routing_relay_through_links(srv, dir.path(), "");
     let mut bank = Bank::open(
         "bank_transfers_through_the_relay_survive_faults_on_every_server",
         srv,
@@ -516,22 +500,7 @@ fn bank_on_galera_with_the_writer_killed_stopped_or_cut_off_replays_its_transact
     let (replay, extra) = replay_on();
     // The relay reaches each node through a fault link (the cluster's
     // own traffic does not pass there).
-    let links: Vec<Link> = g
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| Link::to(n.port))
-        .collect();
-    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
-    let relay = start_routing_relay_at(
-        g,
-        dir.path(),
-        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
-        "",
-        extra,
-        &ports,
-    );
+    let (relay, links) = start_routing_relay_through_links(g, dir.path(), extra);
     let ready = ["writer", "reader", "reader"];
     let settled = |relay: &common::relay::Relay| {
         let t0 = std::time::Instant::now();

@@ -17,7 +17,7 @@ mod common;
 use std::time::Duration;
 
 use common::relay::app;
-use common::routing::{start_routing_relay, start_routing_relay_at};
+use common::routing::{start_routing_relay, start_routing_relay_through_links};
 use mysql_async::prelude::Queryable;
 use sqlfleet_sandbox::node;
 use sqlfleet_testkit::netfault::Link;
@@ -85,22 +85,7 @@ fn a_stopped_replica_or_primary_costs_only_its_own_statements() {
     // through fault links (the servers keep running; only the path to one
     // fails). A stalled link is a peer that stops answering with every
     // socket open; a cut one closes them all.
-    let links: Vec<Link> = srv
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| Link::to(n.port))
-        .collect();
-    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
-    let relay = start_routing_relay_at(
-        srv,
-        dir.path(),
-        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
-        "",
-        "",
-        &ports,
-    );
+    let (relay, links) = start_routing_relay_through_links(srv, dir.path(), "");
     type Scene = (&'static str, usize, fn(&Link));
     let scenes: [Scene; 4] = [
         ("the network to a replica stalled", 2, Link::stall),

@@ -56,6 +56,34 @@ pub fn start_routing_relay_at(
     relay
 }
 
+/// [`start_routing_relay_at`] with each node reached through a fault link
+/// of its own (the servers' own traffic does not pass there), with the
+/// session-consistent read/write split every fault test uses (and
+/// `extra`); the links, in node order.
+pub fn start_routing_relay_through_links(
+    srv: &TestServer,
+    dir: &Path,
+    extra: &str,
+) -> (Relay, Vec<sqlfleet_testkit::netfault::Link>) {
+    let links: Vec<sqlfleet_testkit::netfault::Link> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| sqlfleet_testkit::netfault::Link::to(n.port))
+        .collect();
+    let ports: Vec<u16> = links.iter().map(|l| l.port).collect();
+    let relay = start_routing_relay_at(
+        srv,
+        dir,
+        "read_write_split = true\nconsistency = \"session\"\nhealth_interval = 0.2",
+        "",
+        extra,
+        &ports,
+    );
+    (relay, links)
+}
+
 impl Relay {
     pub fn status(&self) -> serde_json::Value {
         let out = self.page("/status");
