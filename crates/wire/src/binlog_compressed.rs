@@ -137,6 +137,11 @@ pub fn plain_event(raw: &[u8], crc: bool, post_header_lens: &[u8]) -> Result<Vec
     }
 }
 
+/// The largest event a server writes (max_allowed_packet's ceiling).
+const MAX_EVENT: usize = 1 << 30;
+/// What is reserved for an event's uncompressed part before it is read.
+const PREALLOCATED: usize = 1 << 20;
+
 fn uncompress(raw: &[u8], crc: bool, ph: u8) -> Result<Vec<u8>, DecodeError> {
     let end = raw
         .len()
@@ -164,7 +169,15 @@ fn uncompress(raw: &[u8], crc: bool, ph: u8) -> Result<Vec<u8>, DecodeError> {
     let len = len_bytes
         .iter()
         .fold(0usize, |n, b| (n << 8) | usize::from(*b));
-    let mut out = Vec::with_capacity(at + len + CRC_LEN);
+    if len > MAX_EVENT {
+        return Err(err(
+            &format!("compressed part claiming {len} bytes, over the 1 GiB an event can hold"),
+            raw.len(),
+        ));
+    }
+    // Room for what the bytes at hand could be, not for what they claim:
+    // a few corrupt bytes must not reserve a gigabyte.
+    let mut out = Vec::with_capacity(at + len.min(PREALLOCATED) + CRC_LEN);
     out.extend_from_slice(&raw[..at]);
     out[4] = plain;
     // At most one byte past what it claims, to tell a longer stream.
@@ -376,6 +389,11 @@ mod tests {
         let mut no_nul = good.clone();
         no_nul[at - 1] = b'x';
         cases.push((no_nul, "NUL"));
+        // A few bytes claiming 2 GiB (fuzzed): refused before anything is
+        // reserved for them.
+        let mut huge = good[..at].to_vec();
+        huge.extend_from_slice(&[0x84, 0x84, 0x84, 0x84, 0x84, 0x78, 0x9c]);
+        cases.push((huge, "over the 1 GiB"));
         for (body, why) in cases {
             let e = event(165, &body, true);
             let got = uncompress(&e, true, 13);
