@@ -33,6 +33,8 @@ pub struct Statement {
     /// The file this statement came from when it is not the main input
     /// (a file read with `source`); its `line` is that file's.
     pub origin: Option<std::sync::Arc<str>>,
+    /// Ended by `\G` (the client's `ego`): its rows asked for vertically.
+    pub vertical: bool,
 }
 
 impl Statement {
@@ -542,6 +544,7 @@ impl<R: Read> Splitter<R> {
             text,
             source,
             origin: None,
+            vertical: false,
         };
         self.pos = end;
         self.reset();
@@ -731,7 +734,9 @@ impl<R: Read> Splitter<R> {
                     let stmt_end = self.pos;
                     self.pos += 2;
                     if self.has_code {
-                        return Ok(Command::Statement(self.take(stmt_end)));
+                        let mut s = self.take(stmt_end);
+                        s.vertical = ch == b'G';
+                        return Ok(Command::Statement(s));
                     }
                     self.reset();
                     return Ok(Command::Skipped);
@@ -816,6 +821,7 @@ impl<R: Read> Splitter<R> {
             text,
             source: None,
             origin: None,
+            vertical: false,
         };
         self.reset();
         s

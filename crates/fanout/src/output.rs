@@ -1,5 +1,6 @@
 //! Turning rows into text: `mysql --batch` TSV, CSV, JSON lines, aligned
-//! tables; and grouping identical results for `--collapse` and `--diff`.
+//! tables, `mysql -E` vertical rows; and grouping identical results for
+//! `--collapse` and `--diff`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,6 +16,9 @@ pub enum Format {
     Jsonl,
     Csv,
     Table,
+    /// One `name: value` line per column, as `mysql -E` (or a statement
+    /// ended by `\G`) prints rows.
+    Vertical,
 }
 
 impl std::str::FromStr for Format {
@@ -25,7 +29,10 @@ impl std::str::FromStr for Format {
             "jsonl" => Ok(Format::Jsonl),
             "csv" => Ok(Format::Csv),
             "table" => Ok(Format::Table),
-            _ => Err(format!("format '{s}' is not tsv, jsonl, csv or table")),
+            "vertical" => Ok(Format::Vertical),
+            _ => Err(format!(
+                "format '{s}' is not tsv, jsonl, csv, table or vertical"
+            )),
         }
     }
 }
@@ -137,6 +144,36 @@ pub struct Block<'a> {
     pub set: usize,
     /// The connection's character set, as TSV escaping needs it.
     pub charset: Multibyte,
+    /// Rows of this result set written before these (vertical rows are
+    /// numbered).
+    pub row: usize,
+}
+
+/// Rows as `mysql -E` prints them: a numbered banner, then each name
+/// right-aligned to the longest and its value as the server sent it
+/// (`NULL` for NULL, a NUL byte as a space, as the client writes them).
+/// `first`: the number of the first row, from 1.
+pub fn vertical(out: &mut Vec<u8>, names: &[&str], rows: &[Vec<Value>], first: usize) {
+    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+    for (i, r) in rows.iter().enumerate() {
+        out.extend_from_slice(
+            format!(
+                "*************************** {}. row ***************************\n",
+                first + i
+            )
+            .as_bytes(),
+        );
+        for (n, v) in names.iter().zip(r) {
+            let pad = w - n.chars().count();
+            out.extend_from_slice(format!("{}{n}: ", " ".repeat(pad)).as_bytes());
+            match v {
+                None => out.extend_from_slice(b"NULL"),
+                // The client writes a NUL byte as a space here.
+                Some(b) => out.extend(b.iter().map(|&c| if c == 0 { b' ' } else { c })),
+            }
+            out.push(b'\n');
+        }
+    }
 }
 
 /// A row as a JSON object whose keys keep the columns' order, each value
@@ -163,6 +200,26 @@ pub fn write_rows(
 ) -> std::io::Result<()> {
     let (host, db, columns) = (b.host, b.db, b.columns);
     let mut line = Vec::with_capacity(256);
+    if fmt == Format::Vertical {
+        // The host, its tags and database as the first fields of each row.
+        let mut names: Vec<&str> = vec!["host"];
+        names.extend(b.tags.0.iter().map(String::as_str));
+        if db.is_some() {
+            names.push("database");
+        }
+        names.extend(columns.iter().map(String::as_str));
+        let mut lead: Vec<Value> = vec![Some(host.as_bytes().to_vec())];
+        lead.extend(b.tags.1.iter().map(|t| Some(t.as_bytes().to_vec())));
+        if let Some(d) = db {
+            lead.push(Some(d.as_bytes().to_vec()));
+        }
+        let rows: Vec<Vec<Value>> = rows
+            .iter()
+            .map(|r| lead.iter().chain(r).cloned().collect())
+            .collect();
+        vertical(&mut line, &names, &rows, b.row + 1);
+        return out.write_all(&line);
+    }
     let names = if fmt == Format::Jsonl {
         distinct_names(columns)
     } else {
@@ -171,7 +228,7 @@ pub fn write_rows(
     for r in rows {
         line.clear();
         match fmt {
-            Format::Tsv | Format::Table => {
+            Format::Tsv | Format::Table | Format::Vertical => {
                 line.extend_from_slice(host.as_bytes());
                 for t in b.tags.1 {
                     line.push(b'\t');
@@ -264,7 +321,7 @@ pub fn header(fmt: Format, with_db: bool, tags: &[String], columns: &[String]) -
                 .collect::<Vec<_>>()
                 .join(","),
         ),
-        Format::Jsonl => None,
+        Format::Jsonl | Format::Vertical => None,
     }
 }
 
@@ -405,6 +462,20 @@ pub fn collapse_as(results: &[(String, Outcome)], fmt: Format, mb: Multibyte) ->
                     }
                     out.extend_from_slice(&line);
                     out.push(b'\n');
+                }
+            }
+            return out;
+        }
+        Format::Vertical => {
+            let mut out = Vec::new();
+            for (o, hosts) in group(results) {
+                out.extend_from_slice(group_header(&hosts).as_bytes());
+                match &o.error {
+                    Some(e) => out.extend_from_slice(format!("ERROR: {e}\n").as_bytes()),
+                    None => {
+                        let names: Vec<&str> = o.columns.iter().map(String::as_str).collect();
+                        vertical(&mut out, &names, &o.rows, 1);
+                    }
                 }
             }
             return out;
@@ -632,6 +703,7 @@ mod tests {
                 kinds: &[],
                 set: 0,
                 charset: Multibyte::AsciiSafe,
+                row: 0,
             },
             &[vec![v("a\tb"), None, v("x\\y\nz"), Some(vec![0])]],
         )
@@ -657,6 +729,7 @@ mod tests {
                 kinds: &[],
                 set: 0,
                 charset: Multibyte::AsciiSafe,
+                row: 0,
             },
             &[vec![v("x,\"y\""), None]],
         )
@@ -677,6 +750,7 @@ mod tests {
                 kinds: &[],
                 set: 0,
                 charset: Multibyte::AsciiSafe,
+                row: 0,
             },
             &[vec![v("1"), None]],
         )
@@ -704,6 +778,7 @@ mod tests {
                 kinds: &[],
                 set: 0,
                 charset: Multibyte::AsciiSafe,
+                row: 0,
             },
             &[vec![v("1"), v("2"), v("3"), v("4")]],
         )

@@ -890,6 +890,10 @@ fn write_output(
     // Table format: one table per column set, in order of first appearance,
     // with which columns hold numbers.
     let mut tables: Vec<TableBlock> = Vec::new();
+    // Rows written of each (host, database, result set): vertical rows are
+    // numbered within their result, which comes in blocks.
+    let mut written: std::collections::HashMap<(String, Option<String>, usize), usize> =
+        std::collections::HashMap::new();
     while let Some(batch) = rx.blocking_recv() {
         for ev in batch {
             match ev {
@@ -934,6 +938,9 @@ fn write_output(
                         }
                         last_columns = Some(columns.clone());
                     }
+                    let before = written.entry((host.clone(), db.clone(), set)).or_insert(0);
+                    let row = *before;
+                    *before += rows.len();
                     output::write_rows(
                         &mut out,
                         fmt,
@@ -945,6 +952,7 @@ fn write_output(
                             kinds: &kinds,
                             set,
                             charset,
+                            row,
                         },
                         &rows,
                     )?;

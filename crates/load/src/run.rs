@@ -897,6 +897,7 @@ mod tests {
                 text: Vec::new(),
                 source: None,
                 origin: None,
+                vertical: false,
             },
             kind: Kind::Barrier,
             traits: Traits::default(),

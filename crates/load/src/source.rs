@@ -384,6 +384,7 @@ fn read_dir(
                     text: q.into_bytes(),
                     source: None,
                     origin: Some(own.clone()),
+                    vertical: false,
                 };
                 let item = r.item(stmt, 0);
                 if !r.emit(Msg::Item(Box::new(item))) {

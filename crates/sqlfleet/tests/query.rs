@@ -1026,18 +1026,13 @@ fn preferred_tls_is_one_handshake_taken_where_offered() {
     );
 }
 
-/// The oracle for the TSV format: generated values (tabs, line breaks,
-/// backslashes, NUL, quotes, `NULL` and `\N` as text, multibyte text, bytes
-/// that are not UTF-8, SQL NULL) in text and binary columns, printed by
-/// `sqlfleet query` and by the stock client in batch mode, must be the same
-/// bytes, but for NULL (`\N` here, `NULL` there), in every character set
-/// the server takes from a client. Seeded (`SQLFLEET_QUERY_DIFF_SEED`),
-/// replayable. Before: in sjis and cp932 a character whose second byte is
-/// 0x5C (`表`) got that byte escaped, which the client does not do.
-#[test]
-fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
+/// A table of 200 rows of generated text and bytes (tabs, newlines,
+/// backslashes, NUL, quotes, `\N`, multi-byte characters whose second
+/// byte is a backslash, invalid UTF-8, NULL) from the seed in
+/// SQLFLEET_QUERY_DIFF_SEED (default 1); the seed, and the SELECT of five
+/// columns that reads it (id, s IS NULL, s, b IS NULL, b).
+fn generated_values(srv: &TestServer) -> (u64, String) {
     use rand::{Rng, SeedableRng};
-    let srv = server();
     let seed: u64 = std::env::var("SQLFLEET_QUERY_DIFF_SEED")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -1116,6 +1111,22 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
         .expect("values");
     });
     let sql = format!("SELECT id, s IS NULL, s, b IS NULL, b FROM `{db}`.t ORDER BY id");
+    (seed, sql)
+}
+
+/// The oracle for the TSV format: generated values (tabs, line breaks,
+/// backslashes, NUL, quotes, `NULL` and `\N` as text, multibyte text, bytes
+/// that are not UTF-8, SQL NULL) in text and binary columns, printed by
+/// `sqlfleet query` and by the stock client in batch mode, must be the same
+/// bytes, but for NULL (`\N` here, `NULL` there), in every character set
+/// the server takes from a client. Seeded (`SQLFLEET_QUERY_DIFF_SEED`),
+/// replayable. Before: in sjis and cp932 a character whose second byte is
+/// 0x5C (`表`) got that byte escaped, which the client does not do.
+#[test]
+fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
+    let srv = server();
+    let (seed, sql) = generated_values(srv);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
     let h = addr(srv.sandbox.meta.primary().port);
     // Every character set the server takes from a client (the ones it
     // refuses for a client, ucs2, utf16, utf32, are passed over): the
@@ -1202,6 +1213,80 @@ fn same_tsv_as_the_stock_client(srv: &TestServer, h: &str, sql: &str, cs: &str, 
                     String::from_utf8_lossy(sf[0]),
                     String::from_utf8_lossy(a),
                     String::from_utf8_lossy(b)
+                );
+            }
+        }
+    }
+}
+
+/// The oracle for vertical rows (`-E`, statements ending in `\G`): the
+/// generated values printed by `sqlfleet query` and by `mariadb -E` are the
+/// same bytes, row by row, once our `host:` line is taken out (the column
+/// names are longer than `host`, so the alignment is the same), in the
+/// character sets where a byte of a multi-byte character can be a
+/// backslash or a newline could hide, and in binary.
+#[test]
+fn vertical_rows_are_the_stock_clients_dash_e_output() {
+    let srv = server();
+    let (seed, sql) = generated_values(srv);
+    let h = addr(srv.sandbox.meta.primary().port);
+    for cs in [
+        "utf8mb4", "binary", "latin1", "sjis", "cp932", "big5", "gbk",
+    ] {
+        let set = format!("--default-character-set={cs}");
+        let stock = std::process::Command::new("mariadb")
+            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+            .args([set.as_str(), "-E", "-e", &sql])
+            .output()
+            .expect("mariadb");
+        assert!(
+            stock.status.success(),
+            "{cs}: {}",
+            String::from_utf8_lossy(&stock.stderr)
+        );
+        assert!(
+            stock
+                .stdout
+                .starts_with(b"*************************** 1. row"),
+            "{cs}: {}",
+            String::from_utf8_lossy(&stock.stdout)
+        );
+        let host_line = format!("     host: {h}\n").into_bytes();
+        for how in [["-E", "-e"], ["--quiet", "-e"]] {
+            let statement = if how[0] == "-E" {
+                sql.clone()
+            } else {
+                format!("{sql}\\G")
+            };
+            let ours = query(srv, &["--hosts", &h, &set, how[0], how[1], &statement]);
+            assert_eq!(ours.status.code(), Some(0), "{cs}: {}", stderr(&ours));
+            let n = ours
+                .stdout
+                .windows(host_line.len())
+                .filter(|w| *w == host_line.as_slice())
+                .count();
+            assert_eq!(n, 200, "seed {seed}, {cs}: a host line per row");
+            let mut without = Vec::new();
+            let mut rest = &ours.stdout[..];
+            while let Some(at) = rest
+                .windows(host_line.len())
+                .position(|w| w == host_line.as_slice())
+            {
+                without.extend_from_slice(&rest[..at]);
+                rest = &rest[at + host_line.len()..];
+            }
+            without.extend_from_slice(rest);
+            if without != stock.stdout {
+                let (o, s) = (
+                    String::from_utf8_lossy(&without),
+                    String::from_utf8_lossy(&stock.stdout),
+                );
+                let at = o.chars().zip(s.chars()).take_while(|(a, b)| a == b).count();
+                panic!(
+                    "seed {seed}, {cs} ({}): differs at char {at}: sqlfleet {:?}, the stock client {:?}",
+                    how[0],
+                    o.chars().skip(at.saturating_sub(40)).take(120).collect::<String>(),
+                    s.chars().skip(at.saturating_sub(40)).take(120).collect::<String>()
                 );
             }
         }

@@ -506,3 +506,34 @@ fn a_last_statement_without_its_delimiter_is_told_apart() {
         );
     }
 }
+
+#[test]
+fn a_statement_ended_by_backslash_capital_g_asks_for_vertical_rows() {
+    // (input, each statement's text and whether it ends in \G)
+    let rows: &[(&str, &[(&str, bool)])] = &[
+        ("SELECT 1\\G", &[("SELECT 1", true)]),
+        ("SELECT 1\\g", &[("SELECT 1", false)]),
+        ("SELECT 1;", &[("SELECT 1", false)]),
+        (
+            "SELECT 1\\G SELECT 2; SELECT 3\\g",
+            &[("SELECT 1", true), ("SELECT 2", false), ("SELECT 3", false)],
+        ),
+        // Inside a string or a comment it is text.
+        ("SELECT '\\G';", &[("SELECT '\\G'", false)]),
+        ("SELECT 1 /* \\G */;", &[("SELECT 1 /* \\G */", false)]),
+    ];
+    for (input, want) in rows {
+        let got: Vec<(String, bool)> = split_all(input.as_bytes())
+            .expect("splits")
+            .into_iter()
+            .map(|s| {
+                (
+                    String::from_utf8(s.text).expect("utf8").trim().to_string(),
+                    s.vertical,
+                )
+            })
+            .collect();
+        let want: Vec<(String, bool)> = want.iter().map(|(t, v)| (t.to_string(), *v)).collect();
+        assert_eq!(got, want, "{input}");
+    }
+}

@@ -47,14 +47,18 @@ pub struct QueryArgs {
     /// A file of SQL to run
     #[arg(long, value_name = "FILE", conflicts_with = "execute")]
     file: Option<PathBuf>,
-    /// tsv (like mysql --batch), jsonl, csv or table
+    /// tsv (like mysql --batch), jsonl, csv, table, or vertical (like mysql
+    /// -E; statements that all end in \G ask for it too)
     #[arg(
         long,
         default_value = "tsv",
-        value_parser = clap::builder::PossibleValuesParser::new(["tsv", "jsonl", "csv", "table"])
+        value_parser = clap::builder::PossibleValuesParser::new(["tsv", "jsonl", "csv", "table", "vertical"])
             .try_map(|s| s.parse::<Format>())
     )]
     format: Format,
+    /// Rows vertically, a `name: value` line per column (--format vertical)
+    #[arg(short = 'E', long, conflicts_with_all = ["format", "json"])]
+    vertical: bool,
     /// Print a header line with the column names
     #[arg(long)]
     header: bool,
@@ -127,17 +131,65 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
-fn statements(sql: &str) -> anyhow::Result<Vec<String>> {
-    let mut out = Vec::new();
+/// The statements to run, and for each whether it ended in `\G`.
+fn statements(sql: &str) -> anyhow::Result<(Vec<String>, Vec<bool>)> {
+    let (mut out, mut vertical) = (Vec::new(), Vec::new());
     for st in sqlfleet_dump::Splitter::new(sql.as_bytes()) {
         let st = st.context("the SQL")?;
         out.push(String::from_utf8_lossy(&st.text).trim().to_string());
+        vertical.push(st.vertical);
     }
     anyhow::ensure!(
         !out.is_empty(),
         "no SQL statement to run (-e SQL or --file F)"
     );
-    Ok(out)
+    Ok((out, vertical))
+}
+
+/// The format rows are written in: the one asked for (`--format`, `--json`,
+/// `-E`), or vertical when every statement ends in `\G` as the mysql client
+/// reads it. One format serves a whole run, so `\G` on some statements
+/// only (without `-E`), or with another format than tsv asked, is refused
+/// rather than half obeyed; so is vertical with `--diff` (its lines are
+/// compared).
+fn output_format(asked: Format, diff: bool, ends_in_g: &[bool]) -> Result<Format, String> {
+    let g = ends_in_g.iter().filter(|v| **v).count();
+    let fmt = if g == 0 || asked == Format::Vertical {
+        asked
+    } else if let Some(i) = ends_in_g.iter().position(|v| !v) {
+        let j = ends_in_g.iter().position(|v| *v).unwrap_or(0);
+        return Err(format!(
+            "statement {} ends in \\G (rows vertically) and statement {} does not: a run writes one format; end every statement alike, or give -E for every result vertically",
+            j + 1,
+            i + 1
+        ));
+    } else {
+        match asked {
+            Format::Tsv | Format::Vertical => Format::Vertical,
+            other => {
+                return Err(format!(
+                    "the statements end in \\G (rows vertically) and --format {} asks for another format: drop one",
+                    format_name(other)
+                ))
+            }
+        }
+    };
+    if diff && fmt == Format::Vertical {
+        return Err(
+            "--diff writes tsv or jsonl (the lines each host lacks and has extra); vertical rows (-E, \\G) are for reading".into(),
+        );
+    }
+    Ok(fmt)
+}
+
+fn format_name(f: Format) -> &'static str {
+    match f {
+        Format::Tsv => "tsv",
+        Format::Jsonl => "jsonl",
+        Format::Csv => "csv",
+        Format::Table => "table",
+        Format::Vertical => "vertical",
+    }
 }
 
 /// JSON is UTF-8 (RFC 8259): with jsonl, text in a client character set
@@ -161,7 +213,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     anyhow::ensure!(
         !(a.diff && matches!(a.format, Format::Csv | Format::Table)),
         "--diff writes tsv or jsonl (the lines each host lacks and has extra); --format {} is for rows",
-        if a.format == Format::Csv { "csv" } else { "table" }
+        format_name(a.format)
     );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
     jsonl_gets_utf8(&a, base.charset.as_deref())?;
@@ -188,10 +240,19 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F (or --discover-only)"),
     };
     let finished = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (statements, ends_in_g) = statements(&sql)?;
+    let asked = if a.json {
+        Format::Jsonl
+    } else if a.vertical {
+        Format::Vertical
+    } else {
+        a.format
+    };
+    let format = output_format(asked, a.diff, &ends_in_g).map_err(anyhow::Error::msg)?;
     let opts = QueryOptions {
         base,
         hosts,
-        statements: statements(&sql)?,
+        statements,
         databases: match (&a.databases, a.all_databases) {
             (Some(l), _) => Databases::List(l.clone()),
             (None, true) => Databases::All,
@@ -206,7 +267,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
             .map(|v| secs(v, "--query-timeout"))
             .transpose()?,
         deadline: a.deadline.map(|v| secs(v, "--deadline")).transpose()?,
-        format: if a.json { Format::Jsonl } else { a.format },
+        format,
         header: a.header,
         tag_columns: a.tags.clone(),
         mode: if a.collapse {
@@ -338,4 +399,47 @@ fn show_progress(
             let _ = e.flush();
         }
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_vertical_when_asked_or_when_every_statement_ends_in_backslash_g() {
+        use Format::*;
+        // (asked, --diff, statements ending in \G, the format or the refusal's words)
+        type Row = (Format, bool, &'static [bool], Result<Format, &'static str>);
+        let rows: &[Row] = &[
+            (Tsv, false, &[false], Ok(Tsv)),
+            (Tsv, false, &[false, false], Ok(Tsv)),
+            (Jsonl, false, &[false], Ok(Jsonl)),
+            (Vertical, false, &[false], Ok(Vertical)),
+            (Tsv, false, &[true], Ok(Vertical)),
+            (Tsv, false, &[true, true], Ok(Vertical)),
+            (Vertical, false, &[true], Ok(Vertical)),
+            (Vertical, false, &[true, false], Ok(Vertical)),
+            (Tsv, false, &[true, false], Err("statement 1 ends in \\G")),
+            (
+                Tsv,
+                false,
+                &[false, false, true],
+                Err("and statement 1 does not"),
+            ),
+            (Csv, false, &[true], Err("--format csv")),
+            (Table, false, &[true], Err("--format table")),
+            (Jsonl, false, &[true], Err("--format jsonl")),
+            (Tsv, true, &[true], Err("--diff")),
+            (Vertical, true, &[false], Err("--diff")),
+            (Tsv, true, &[false], Ok(Tsv)),
+        ];
+        for (asked, diff, ends, want) in rows {
+            let got = output_format(*asked, *diff, ends);
+            match (want, &got) {
+                (Ok(f), Ok(g)) => assert_eq!(f, g, "{asked:?} {diff} {ends:?}"),
+                (Err(words), Err(e)) => assert!(e.contains(words), "{e}"),
+                _ => panic!("{asked:?} {diff} {ends:?}: {got:?}, want {want:?}"),
+            }
+        }
+    }
 }
