@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use mysql_async::prelude::Queryable;
 use sqlfleet_conn::Target;
 use tokio::sync::{mpsc, watch};
@@ -75,6 +75,18 @@ pub struct SourceRunner {
 /// A source's state once `give_up_after` passed without progress.
 pub const GAVE_UP: &str = "gave up";
 
+/// What a source's refusal says when its reading panicked.
+fn panicked(p: &(dyn std::any::Any + Send)) -> String {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into());
+    format!(
+        "its reading stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
+    )
+}
+
 /// Per source: at most this many KiB of transactions queued or applying.
 pub const IN_FLIGHT_KIB: u32 = 256 * 1024;
 
@@ -122,7 +134,14 @@ impl SourceRunner {
         loop {
             let progress_before = self.view.lock().map(|v| v.applied).unwrap_or(0);
             generation += 1;
-            let r = self.session(generation, first, &mut temp).await;
+            // A panic in the reading (a bug, or a library meeting bytes it
+            // cannot take) ends this source as a refusal, said where its
+            // state is shown, instead of a task gone while it still reads
+            // "running" and the other sources go on.
+            let r = std::panic::AssertUnwindSafe(self.session(generation, first, &mut temp))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|p| Err(SessionError::Refused(panicked(p.as_ref()))));
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
                 stalled_since = None;

@@ -1165,3 +1165,95 @@ fn until_caught_up_gives_a_source_that_stays_down_up() {
         .expect("run");
     assert_ne!(o.status.code(), Some(0), "0 seconds is refused");
 }
+
+/// A panic in one source's reading (a failpoint that panics where a DDL
+/// barrier runs: a bug, or a library meeting bytes it cannot take) ends
+/// that source as a refusal the run's report names, with the panic's
+/// words and a non-zero exit, while another source goes on and catches up
+/// (before: the reading task was gone and nothing in the source's state
+/// or the report said so).
+#[test]
+fn a_panic_in_one_source_s_reading_refuses_that_source_and_the_others_go_on() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    for db in ["pn_a", "pn_b"] {
+        rt.block_on(exec(
+            s,
+            &format!(
+                "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; \
+                 CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
+            ),
+        ));
+        rt.block_on(exec(
+            t,
+            &format!(
+                "DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; \
+                 CREATE TABLE {db}.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB"
+            ),
+        ));
+    }
+    let start = gtid_pos(&rt, s);
+    rt.block_on(exec(
+        s,
+        "INSERT INTO pn_a.t VALUES (1, 1); ALTER TABLE pn_a.t ADD COLUMN w INT; \
+         INSERT INTO pn_b.t VALUES (1, 1), (2, 2)",
+    ));
+    let c = config(
+        dir.path(),
+        "panic",
+        &format!(
+            "[target]\ndsn = \"{}\"\n\
+             [[source]]\nname = \"pa\"\ndsn = \"{}\"\ninclude = [\"pn_a\"]\nstart = \"gtid:{start}\"\n\
+             [[source]]\nname = \"pb\"\ndsn = \"{}\"\ninclude = [\"pn_b\"]\nstart = \"gtid:{start}\"\n",
+            t.dsn(),
+            s.dsn(),
+            s.dsn()
+        ),
+    );
+    let t0 = std::time::Instant::now();
+    let mut child = sqlfleet()
+        .args([
+            "replicate",
+            "--progress",
+            "none",
+            "--until-caught-up",
+            "--config",
+        ])
+        .arg(&c)
+        .env("SQLFLEET_FAILPOINTS", "replicate::ddl_marked=panic")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("replicate --until-caught-up did not end");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("read");
+    assert_ne!(status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("source 'pa': its reading stopped at an internal error")
+            && err.contains("replicate::ddl_marked"),
+        "the report names the source and the panic: {err}"
+    );
+    // The other source applied its rows.
+    let n: i64 = rt.block_on(async {
+        let mut c = t.connect().await;
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM pn_b.t")
+            .await
+            .expect("count");
+        n.unwrap_or(0)
+    });
+    assert_eq!(n, 2, "{err}");
+}
