@@ -411,6 +411,7 @@ mod tests {
             format: Arc::new(vec![]),
             reply: tx,
             budget: None,
+            replied: Default::default(),
         }
     }
 

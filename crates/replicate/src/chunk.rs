@@ -168,6 +168,9 @@ async fn mark_nontx(a: &mut Applier, live: &[Job], alone: bool) -> Result<(), Ap
 }
 
 pub fn reply(j: &Job, outcome: Outcome) {
+    if j.replied.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
     let _ = j.reply.send(Done {
         generation: j.generation,
         idx: j.idx,

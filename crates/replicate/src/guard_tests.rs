@@ -76,6 +76,7 @@ fn jobs(
                 format: format.clone(),
                 reply: tx.clone(),
                 budget: None,
+                replied: Default::default(),
             }
         })
         .collect();

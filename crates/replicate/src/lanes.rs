@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde::Serialize;
 use sqlfleet_conn::Target;
 use tokio::sync::watch;
@@ -361,7 +362,30 @@ async fn worker(shared: Arc<Shared>, target: Target, me: usize) {
                 if c.beside && c.mode == Mode::Speculative {
                     shared.stats.ahead.fetch_add(1, Ordering::Relaxed);
                 }
-                run_chunk(&shared, &mut applier, &target, c).await;
+                let ran =
+                    std::panic::AssertUnwindSafe(run_chunk(&shared, &mut applier, &target, &c))
+                        .catch_unwind()
+                        .await;
+                if let Err(p) = ran {
+                    // A panic in applying (a bug): the jobs it had not
+                    // answered stop their stream, said (the commit may or
+                    // may not have happened: the stream's position tells
+                    // the next run); its connection is not used again, and
+                    // the chunk's place in its stream is freed.
+                    applier = None;
+                    let what = crate::source::panicked("applying", p.as_ref());
+                    for j in &c.jobs {
+                        apply::reply(
+                            j,
+                            Outcome::Failed {
+                                error: what.clone(),
+                                statement: String::new(),
+                            },
+                        );
+                    }
+                    done_running(&shared, &c);
+                    close(&shared, &c, ChunkEnd::Failed, false);
+                }
             }
             Take::Drop(jobs) => {
                 for j in &jobs {
@@ -448,9 +472,9 @@ enum Ahead {
 
 /// Applies a chunk as its mode says (see [`crate::order`]); closes it in
 /// the order.
-async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Target, c: Chunk) {
+async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Target, c: &Chunk) {
     let ran = match c.mode {
-        Mode::Speculative => match ahead(shared, applier, target, &c).await {
+        Mode::Speculative => match ahead(shared, applier, target, c).await {
             Ahead::Done(end) => Some(end),
             Ahead::Again => None,
         },
@@ -460,17 +484,17 @@ async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Targ
         Some(end) => (end, end == ChunkEnd::Applied),
         None => {
             if turn(shared, &c.key, c.k).await != Turn::Go {
-                return drop_chunk(shared, &c);
+                return drop_chunk(shared, c);
             }
             if applier.is_none() {
                 match Applier::open(target).await {
                     Ok(a) => *applier = Some(a),
-                    Err(e) => return close(shared, &c, lose(&c.jobs, &e.text()), false),
+                    Err(e) => return close(shared, c, lose(&c.jobs, &e.text()), false),
                 }
             }
-            running(shared, &c);
+            running(shared, c);
             let end = apply::apply_chunk(applier, target, &c.jobs, c.alone).await;
-            done_running(shared, &c);
+            done_running(shared, c);
             (end, false)
         }
     };
@@ -480,7 +504,7 @@ async fn run_chunk(shared: &Shared, applier: &mut Option<Applier>, target: &Targ
     if end == ChunkEnd::Applied {
         shared.stats.merged.fetch_add(merged, Ordering::Relaxed);
     }
-    close(shared, &c, end, clean)
+    close(shared, c, end, clean)
 }
 
 /// Marks chunk `c` as running statements on the target (for the stall

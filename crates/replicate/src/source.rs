@@ -75,15 +75,16 @@ pub struct SourceRunner {
 /// A source's state once `give_up_after` passed without progress.
 pub const GAVE_UP: &str = "gave up";
 
-/// What a source's refusal says when its reading panicked.
-fn panicked(p: &(dyn std::any::Any + Send)) -> String {
+/// What a refusal or a stopped stream says when `doing` (reading,
+/// applying) panicked: the panic's words, and that it is a bug.
+pub(crate) fn panicked(doing: &str, p: &(dyn std::any::Any + Send)) -> String {
     let what = p
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into());
     format!(
-        "its reading stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
+        "{doing} stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
     )
 }
 
@@ -141,7 +142,9 @@ impl SourceRunner {
             let r = std::panic::AssertUnwindSafe(self.session(generation, first, &mut temp))
                 .catch_unwind()
                 .await
-                .unwrap_or_else(|p| Err(SessionError::Refused(panicked(p.as_ref()))));
+                .unwrap_or_else(|p| {
+                    Err(SessionError::Refused(panicked("its reading", p.as_ref())))
+                });
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
                 stalled_since = None;
@@ -604,6 +607,7 @@ impl SourceRunner {
             format: s.format.clone(),
             reply: tx.clone(),
             budget,
+            replied: Default::default(),
         };
         if !self.workers.send(job).await {
             return Err(End::Stop);

@@ -25,6 +25,9 @@ pub struct Job {
     /// This job's share of its source's in-flight byte budget, given back
     /// when the worker is done with it.
     pub budget: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Its outcome was sent: a job is answered once (a worker that panics
+    /// answers the jobs of its chunk it had not answered yet).
+    pub replied: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]

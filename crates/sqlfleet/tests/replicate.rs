@@ -1211,35 +1211,7 @@ fn a_panic_in_one_source_s_reading_refuses_that_source_and_the_others_go_on() {
             s.dsn()
         ),
     );
-    let t0 = std::time::Instant::now();
-    let mut child = sqlfleet()
-        .args([
-            "replicate",
-            "--progress",
-            "none",
-            "--until-caught-up",
-            "--config",
-        ])
-        .arg(&c)
-        .env("SQLFLEET_FAILPOINTS", "replicate::ddl_marked=panic")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run");
-    let status = loop {
-        if let Some(st) = child.try_wait().expect("wait") {
-            break st;
-        }
-        if t0.elapsed() > Duration::from_secs(60) {
-            let _ = child.kill();
-            panic!("replicate --until-caught-up did not end");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
-        .expect("read");
+    let (status, err) = until_caught_up_with(&c, "replicate::ddl_marked=panic");
     assert_ne!(status.code(), Some(0), "{err}");
     assert!(
         err.contains("source 'pa': its reading stopped at an internal error")
@@ -1256,4 +1228,88 @@ fn a_panic_in_one_source_s_reading_refuses_that_source_and_the_others_go_on() {
         n.unwrap_or(0)
     });
     assert_eq!(n, 2, "{err}");
+}
+
+/// `replicate --until-caught-up` with `failpoints` armed, to its end
+/// (within 60 s): its exit status and standard error.
+fn until_caught_up_with(
+    c: &std::path::Path,
+    failpoints: &str,
+) -> (std::process::ExitStatus, String) {
+    let t0 = std::time::Instant::now();
+    let mut child = sqlfleet()
+        .args([
+            "replicate",
+            "--progress",
+            "none",
+            "--until-caught-up",
+            "--config",
+        ])
+        .arg(c)
+        .env("SQLFLEET_FAILPOINTS", failpoints)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run");
+    let mut pipe = child.stderr.take().expect("stderr");
+    let reader = std::thread::spawn(move || {
+        let mut err = String::new();
+        let _ = std::io::Read::read_to_string(&mut pipe, &mut err);
+        err
+    });
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if t0.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "replicate --until-caught-up did not end under {failpoints}: {}",
+                reader.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    (status, reader.join().unwrap_or_default())
+}
+
+/// A panic while applying (a failpoint that panics before a batch's
+/// commit on the target) stops the stream it applied for, named with the
+/// panic's words, and the run ends (exit 2) with the stream STOPPED
+/// (before: the chunk's answer never came, and the source waited for it
+/// for ever: --until-caught-up never ended).
+#[test]
+fn a_panic_while_applying_stops_that_stream_and_the_run_still_ends() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    for srv in [s, t] {
+        rt.block_on(exec(
+            srv,
+            "DROP DATABASE IF EXISTS pn_c; CREATE DATABASE pn_c; \
+             CREATE TABLE pn_c.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
+        ));
+    }
+    let start = gtid_pos(&rt, s);
+    rt.block_on(exec(s, "INSERT INTO pn_c.t VALUES (1, 1), (2, 2)"));
+    let c = config(
+        dir.path(),
+        "panic_apply",
+        &format!(
+            "[target]\ndsn = \"{}\"\n\
+             [[source]]\nname = \"pc\"\ndsn = \"{}\"\ninclude = [\"pn_c\"]\nstart = \"gtid:{start}\"\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    let (status, err) = until_caught_up_with(&c, "replicate::batch_before_commit=panic");
+    assert_eq!(status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("STOPPED: source pc stream pn_c")
+            && err.contains("applying stopped at an internal error")
+            && err.contains("replicate::batch_before_commit"),
+        "the report names the stream and the panic: {err}"
+    );
 }
