@@ -85,6 +85,17 @@ fn user_var(ev: &UserVarEvent<'_>) -> Result<(String, VarValue), String> {
         }
         Ok(ItemResult::REAL_RESULT) => VarValue::Real(f64::from_le_bytes(fixed8()?)),
         Ok(ItemResult::DECIMAL_RESULT) => {
+            // Precision and scale as the server bounds them (65 and 38):
+            // the library sizes its buffer from them unchecked.
+            match v {
+                [p, sc, ..] if *p <= 65 && *sc <= 38 && sc <= p => {}
+                _ => {
+                    return Err(format!(
+                        "user variable @{name}: a decimal whose precision and scale no server writes ({:?})",
+                        v.get(..2)
+                    ))
+                }
+            }
             let d = Decimal::read_packed(v, false)
                 .map_err(|e| format!("user variable @{name}: bad decimal: {e}"))?;
             VarValue::Decimal(d.to_string())
@@ -1244,6 +1255,54 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    /// A User_var event `@a` holding a DECIMAL value of these bytes
+    /// (precision, scale, then the binary decimal).
+    fn decimal_var(value: &[u8]) -> Result<(String, VarValue), String> {
+        use mysql_common::binlog::events::FormatDescriptionEvent;
+        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4)
+            .with_event_type_header_lengths(vec![0u8; 171]);
+        let mut body = Vec::new();
+        body.extend_from_slice(&1u32.to_le_bytes());
+        body.push(b'a');
+        body.push(0); // not NULL
+        body.push(ItemResult::DECIMAL_RESULT as u8);
+        body.extend_from_slice(&33u32.to_le_bytes());
+        body.extend_from_slice(&(value.len() as u32).to_le_bytes());
+        body.extend_from_slice(value);
+        body.push(0); // flags
+        let mut raw = vec![0u8; 19];
+        raw[4] = EventType::USER_VAR_EVENT as u8;
+        raw[9..13].copy_from_slice(&((19 + body.len()) as u32).to_le_bytes());
+        raw.extend_from_slice(&body);
+        let ev = Event::read(&fde, raw.as_slice()).expect("an event");
+        let u: UserVarEvent = ev.read_event().expect("a user variable");
+        user_var(&u)
+    }
+
+    /// A decimal user variable's precision and scale are checked before
+    /// the library reads it (it sized a buffer from them unchecked: a
+    /// precision of 255 with a scale of 200 asked for 8 EiB; fuzzed).
+    #[test]
+    fn a_decimal_user_variable_is_read_only_within_the_servers_bounds() {
+        let rows: &[(&[u8], Result<&str, &str>)] = &[
+            (&[10, 2, 0x80, 0, 0, 0x0C, 0x22], Ok("12.34")),
+            (&[65, 30, 0x80], Err("bad decimal")),
+            (&[255, 200, 0x80, 0, 0], Err("no server writes")),
+            (&[66, 0, 0x80], Err("no server writes")),
+            (&[40, 39, 0x80], Err("no server writes")),
+            (&[2, 5, 0x80], Err("no server writes")),
+            (&[10], Err("no server writes")),
+        ];
+        for (bytes, want) in rows {
+            let got = decimal_var(bytes);
+            match (want, &got) {
+                (Ok(text), Ok((_, VarValue::Decimal(d)))) => assert_eq!(d, text, "{bytes:?}"),
+                (Err(words), Err(e)) => assert!(e.contains(words), "{bytes:?}: {e}"),
+                _ => panic!("{bytes:?}: {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     fn map() -> DbMap {
         let mut r = BTreeMap::new();
