@@ -1149,6 +1149,21 @@ fn tsv_is_the_stock_clients_batch_output_on_generated_values() {
     }
 }
 
+/// The stock client (`mariadb`) with `args` on `srv`, which must succeed.
+fn stock_client(srv: &TestServer, args: &[&str]) -> std::process::Output {
+    let o = std::process::Command::new("mariadb")
+        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+        .args(args)
+        .output()
+        .expect("mariadb");
+    assert!(
+        o.status.success(),
+        "mariadb {args:?}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
 /// `sql`'s rows printed by `sqlfleet query` and by `mariadb -B -N` with
 /// client character set `cs` (five columns: id, s IS NULL, s, b IS NULL,
 /// b) are the same bytes, but for NULL (`\N` here, `NULL` there).
@@ -1156,16 +1171,7 @@ fn same_tsv_as_the_stock_client(srv: &TestServer, h: &str, sql: &str, cs: &str, 
     let set = format!("--default-character-set={cs}");
     let ours = query(srv, &["--hosts", h, &set, "-e", sql]);
     assert_eq!(ours.status.code(), Some(0), "{cs}: {}", stderr(&ours));
-    let stock = std::process::Command::new("mariadb")
-        .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-        .args([set.as_str(), "-B", "-N", "-e", sql])
-        .output()
-        .expect("mariadb");
-    assert!(
-        stock.status.success(),
-        "{cs}: {}",
-        String::from_utf8_lossy(&stock.stderr)
-    );
+    let stock = stock_client(srv, &[set.as_str(), "-B", "-N", "-e", sql]);
     let lines = |b: &[u8]| -> Vec<Vec<u8>> {
         b.split(|&c| c == b'\n')
             .filter(|l| !l.is_empty())
@@ -1234,16 +1240,7 @@ fn vertical_rows_are_the_stock_clients_dash_e_output() {
         "utf8mb4", "binary", "latin1", "sjis", "cp932", "big5", "gbk",
     ] {
         let set = format!("--default-character-set={cs}");
-        let stock = std::process::Command::new("mariadb")
-            .arg(format!("--defaults-file={}", srv.defaults_file().display()))
-            .args([set.as_str(), "-E", "-e", &sql])
-            .output()
-            .expect("mariadb");
-        assert!(
-            stock.status.success(),
-            "{cs}: {}",
-            String::from_utf8_lossy(&stock.stderr)
-        );
+        let stock = stock_client(srv, &[set.as_str(), "-E", "-e", &sql]);
         assert!(
             stock
                 .stdout
