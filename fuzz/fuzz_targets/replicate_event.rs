@@ -24,7 +24,10 @@ fuzz_target!(|data: &[u8]| {
     for crc in [false, true] {
         for l in [&lens[..], &[6u8; 171][..], &lens[..100]] {
             if let Ok(plain) = sqlfleet_wire::binlog_compressed::plain_event(data, crc, l) {
-                assert_eq!(u32::from_le_bytes([plain[9], plain[10], plain[11], plain[12]]) as usize, plain.len());
+                assert_eq!(
+                    u32::from_le_bytes([plain[9], plain[10], plain[11], plain[12]]) as usize,
+                    plain.len()
+                );
             }
         }
     }
@@ -34,7 +37,8 @@ fuzz_target!(|data: &[u8]| {
     for crc in [false, true] {
         for ph in [6u8, 8, 10] {
             if event::table_map(data, crc, ph).is_ok() {
-                let r = event::rename_table_map(data, crc, ph, b"renamed").expect("a readable map renames");
+                let r = event::rename_table_map(data, crc, ph, b"renamed")
+                    .expect("a readable map renames");
                 let tm = event::table_map(&r, crc, ph).expect("reads back");
                 assert_eq!(tm.db, b"renamed");
                 if crc {
@@ -48,10 +52,18 @@ fuzz_target!(|data: &[u8]| {
     }
     let half = data.len() / 2;
     for (crc, ph) in [(false, 8u8), (true, 8), (true, 6), (true, 10)] {
-        let layout = Some(txn::Layout { crc, map_ph: ph, rows_ph: ph });
+        let layout = Some(txn::Layout {
+            crc,
+            map_ph: ph,
+            rows_ph: ph,
+        });
         let mut m = merge::Merged::default();
         for part in [&data[..half], &data[half..], data] {
-            let r = txn::Rows { bytes: part.to_vec(), what: String::new(), layout };
+            let r = txn::Rows {
+                bytes: part.to_vec(),
+                what: String::new(),
+                layout,
+            };
             if m.add(&r, 1 << 20) == merge::Add::Full {
                 let _ = m.take();
                 let _ = m.add(&r, 1 << 20);
@@ -68,15 +80,43 @@ fuzz_target!(|data: &[u8]| {
     let d = sqltext::Dialect {
         no_backslash_escapes: pick & 1 != 0,
         ansi_quotes: pick & 2 != 0,
-        charset: sqlfleet_dump::lex::Multibyte::of_collation([33, 1, 28, 248, 13][(pick as usize >> 2) % 5]),
+        charset: sqlfleet_dump::lex::Multibyte::of_collation(
+            [33, 1, 28, 248, 13][(pick as usize >> 2) % 5],
+        ),
     };
     let _ = sqltext::event_as_replica(data, d);
     let _ = sqltext::created_table(data, d);
     let _ = unlogged::call(data, d, pick & 32 != 0);
     {
-        if let Ok(named) = sqltext::read(data, d) {
-            let _ = named.databases();
-            let _ = sqltext::rename(data, &named, |d| Some(format!("{d}_x")));
+        // (Checked on printable ASCII, where bytes no character set
+        // reads as one cannot split a name from what stands before it.)
+        let printable = data
+            .iter()
+            .all(|b| (0x20..0x7f).contains(b) || b"\t\n\r".contains(b));
+        if let Some(named) = sqltext::read(data, d).ok().filter(|_| printable) {
+            // A rename lands on every database the statement names and
+            // nowhere else: read again, the renamed text names exactly
+            // the renamed databases.
+            let renamed = sqltext::rename(data, &named, |n| Some(format!("{n}_x")));
+            // (Text that is no SQL may read only before: a name where
+            // the statement's keyword stands. The renamed text is not
+            // read again in replicate; what is checked is where it lands.)
+            let Ok(again) = sqltext::read(&renamed, d) else {
+                return;
+            };
+            let mut want: Vec<String> =
+                named.databases().iter().map(|n| format!("{n}_x")).collect();
+            want.sort();
+            assert_eq!(
+                again.databases(),
+                want,
+                "{:?} renamed {:?}",
+                String::from_utf8_lossy(data),
+                String::from_utf8_lossy(&renamed)
+            );
+            assert_eq!(again.refs.len(), named.refs.len());
+            assert_eq!(again.uses_default, named.uses_default);
+            assert_eq!(again.database_statement, named.database_statement);
         }
     }
 });
