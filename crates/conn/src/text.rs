@@ -1,5 +1,6 @@
 //! Text in messages: counted nouns ("1 host", "2 hosts", "1 process",
-//! "3 processes", never "1 hosts" or "backend(s)") and UTC dates.
+//! "3 processes", never "1 hosts" or "backend(s)"), UTC dates, and a
+//! caught panic's own words.
 
 /// `n` and the noun, singular or plural (regular English plurals: `-es`
 /// after s, x, ch, sh; `-s` otherwise).
@@ -10,6 +11,15 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     }
     let es = ["s", "x", "ch", "sh"].iter().any(|e| noun.ends_with(e));
     format!("{n} {noun}{}", if es { "es" } else { "s" })
+}
+
+/// The words a caught panic carries (`panic!` with a literal or a
+/// formatted message), for the error that stops the work it hit.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    p.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
 }
 
 /// `2026-11-23T07:20:01.250Z` (ISO 8601, UTC, milliseconds) for seconds

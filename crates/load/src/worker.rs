@@ -9,6 +9,8 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use futures_util::FutureExt;
+
 use mysql_async::prelude::Queryable;
 use sqlfleet_dump::Statement;
 
@@ -40,7 +42,32 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
             Work::Chunk(_) => 0,
         };
         if !ctx.shared.past_failure(first) && !ctx.shared.is_interrupted() {
-            process(&ctx, &mut conn, &slot, job.work, job.prelude_len, fast_ok).await;
+            // A panic in the work (a bug) stops the load there as a
+            // failure, said with its place; before, the task was gone
+            // and the load said "no errors" without its rows.
+            let on_panic = failure_at(&job.work);
+            let ran = std::panic::AssertUnwindSafe(process(
+                &ctx,
+                &mut conn,
+                &slot,
+                job.work,
+                job.prelude_len,
+                fast_ok,
+            ))
+            .catch_unwind()
+            .await;
+            if let Err(p) = ran {
+                // (Its connection's state is unknown: dropped, so the
+                // server rolls back what it had not committed.)
+                conn = None;
+                ctx.shared.fail(StatementFailure {
+                    message: format!(
+                        "an internal error stopped the load here (a bug in sqlfleet: please report it with this line): {}",
+                        sqlfleet_conn::text::panic_message(p.as_ref())
+                    ),
+                    ..on_panic
+                });
+            }
         } // else drain: nothing after the first failure runs
         drop(job.done);
         queue.done(&table);
@@ -226,6 +253,19 @@ pub(crate) async fn process(
                 }
             }
         },
+    }
+}
+
+/// Where `work` starts, as a failure names it (without cloning a batch's
+/// statements).
+fn failure_at(work: &Work) -> StatementFailure {
+    match work {
+        Work::Data { table, stmts, .. } => StatementFailure::of_text(&stmts[0], Some(table)),
+        Work::Chunk(w) => w.failure(None, String::new()),
+        Work::Index { .. } => {
+            let (stmt, table) = first_stmt(work);
+            StatementFailure::of_text(&stmt, Some(&table))
+        }
     }
 }
 

@@ -78,11 +78,7 @@ pub const GAVE_UP: &str = "gave up";
 /// What a refusal or a stopped stream says when `doing` (reading,
 /// applying) panicked: the panic's words, and that it is a bug.
 pub(crate) fn panicked(doing: &str, p: &(dyn std::any::Any + Send)) -> String {
-    let what = p
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".into());
+    let what = sqlfleet_conn::text::panic_message(p);
     format!(
         "{doing} stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
     )

@@ -2637,3 +2637,63 @@ fn a_signal_at_each_load_instant_stops_it_and_its_own_advice_finishes_it() {
         assert_same(srv, &stock, &ours, &what);
     }
 }
+
+/// A panic in a worker's batch (a failpoint that panics before the batch
+/// is sent, after its journal row, and after its commit) stops the load
+/// there with the place and a non-zero exit, and `--resume` then loads
+/// exactly the rest (before: the worker's task was gone and the load said
+/// "no errors" and exited 0 without its rows).
+#[test]
+fn a_panic_in_a_batch_stops_the_load_named_and_resume_completes_it() {
+    let srv = server();
+    let dir = tmp();
+    let src = fresh_db(srv, "pnc_src");
+    mariadb(
+        srv,
+        &[
+            "-e",
+            &format!(
+                "CREATE TABLE `{src}`.t (id INT PRIMARY KEY, v VARCHAR(20)); \
+                 INSERT INTO `{src}`.t SELECT seq, CONCAT('v', seq) FROM `{src}`.seq_1_to_20000; \
+                 CREATE TABLE `{src}`.u LIKE `{src}`.t; INSERT INTO `{src}`.u SELECT * FROM `{src}`.t; \
+                 CREATE TABLE `{src}`.w LIKE `{src}`.t; INSERT INTO `{src}`.w SELECT * FROM `{src}`.t WHERE id <= 100"
+            ),
+        ],
+        None,
+    );
+    let file = dir.path().join("panic.sql");
+    dump(srv, &src, &["--skip-extended-insert"], &file);
+    for point in [
+        "load::batch_sent",
+        "load::batch_journaled",
+        "load::batch_committed",
+    ] {
+        let db = fresh_db(srv, "pnc");
+        let run = |extra: &[&str], failpoint: Option<&str>| {
+            let mut c = common::sqlfleet();
+            c.arg("load")
+                .arg(format!("--defaults-file={}", srv.defaults_file().display()))
+                .args(["-D", &db, "--progress", "none", "--threads", "2"])
+                .args(["--batch-bytes", "100000"])
+                .args(extra)
+                .arg(&file)
+                .stdin(Stdio::null());
+            if let Some(f) = failpoint {
+                c.env("SQLFLEET_FAILPOINTS", f);
+            }
+            c.output().expect("load")
+        };
+        let o = run(&[], Some(&format!("{point}=panic")));
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(3), "{point}: {e}");
+        assert!(
+            e.contains("an internal error stopped the load here")
+                && e.contains(&format!("failpoint {point} panic"))
+                && e.contains("byte offset"),
+            "{point}: {e}"
+        );
+        let o = run(&["--resume"], None);
+        assert_eq!(o.status.code(), Some(0), "{point}: {}", stderr(&o));
+        assert_same(srv, &src, &db, point);
+    }
+}
