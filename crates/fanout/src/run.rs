@@ -257,64 +257,92 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
     let mut tasks = Vec::with_capacity(opts.hosts.len());
     for h in opts.hosts.clone() {
         let (sem, tx, opts) = (sem.clone(), tx.clone(), opts.clone());
-        tasks.push(tokio::spawn(async move {
-            let addr = h.addr();
-            let t0 = Instant::now();
-            let mut queued = Duration::ZERO;
-            let work = async {
-                let _permit = sem.acquire().await.ok();
-                queued = t0.elapsed();
-                if interrupted(&opts) {
-                    return HostResult::of(
-                        State::Interrupted,
-                        Some("not run: interrupted".into()),
-                        0,
-                    );
+        tasks.push((
+            h.addr(),
+            tokio::spawn(async move {
+                let addr = h.addr();
+                let t0 = Instant::now();
+                let mut queued = Duration::ZERO;
+                let work = async {
+                    let _permit = sem.acquire().await.ok();
+                    queued = t0.elapsed();
+                    sqlfleet_faults::point!("query::host_started");
+                    if interrupted(&opts) {
+                        return HostResult::of(
+                            State::Interrupted,
+                            Some("not run: interrupted".into()),
+                            0,
+                        );
+                    }
+                    // Boxed: a host's work is a few KiB of state, held only
+                    // while it runs (at most --threads at once), not by every
+                    // task from the start (a page touched per host otherwise).
+                    Box::pin(host_work(&opts, &h, &tx, deadline)).await
+                };
+                let r = match deadline {
+                    Some(d) => match tokio::time::timeout_at(d.into(), work).await {
+                        Ok(r) => r,
+                        Err(_) => HostResult::of(
+                            State::Timeout,
+                            Some("overall deadline passed before this host finished".into()),
+                            0,
+                        ),
+                    },
+                    None => work.await,
+                };
+                let end = started.elapsed().as_secs_f64();
+                if let Some(f) = &opts.finished {
+                    f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
-                // Boxed: a host's work is a few KiB of state, held only
-                // while it runs (at most --threads at once), not by every
-                // task from the start (a page touched per host otherwise).
-                Box::pin(host_work(&opts, &h, &tx, deadline)).await
-            };
-            let r = match deadline {
-                Some(d) => match tokio::time::timeout_at(d.into(), work).await {
-                    Ok(r) => r,
-                    Err(_) => HostResult::of(
-                        State::Timeout,
-                        Some("overall deadline passed before this host finished".into()),
-                        0,
-                    ),
-                },
-                None => work.await,
-            };
-            let end = started.elapsed().as_secs_f64();
-            if let Some(f) = &opts.finished {
-                f.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            let login_end = r.login.map(|l| (t0 + queued + l - started).as_secs_f64());
-            (
-                HostStatus {
-                    host: addr,
-                    state: r.state,
-                    message: r.message,
-                    rows: r.rows,
-                    seconds: t0.elapsed().as_secs_f64(),
-                    queued_seconds: queued.as_secs_f64(),
-                    login_seconds: r.login.map(|l| l.as_secs_f64()),
-                    databases: r.databases,
-                },
-                (login_end.unwrap_or(0.0), end),
-            )
-        }));
+                let login_end = r.login.map(|l| (t0 + queued + l - started).as_secs_f64());
+                (
+                    HostStatus {
+                        host: addr,
+                        state: r.state,
+                        message: r.message,
+                        rows: r.rows,
+                        seconds: t0.elapsed().as_secs_f64(),
+                        queued_seconds: queued.as_secs_f64(),
+                        login_seconds: r.login.map(|l| l.as_secs_f64()),
+                        databases: r.databases,
+                    },
+                    (login_end.unwrap_or(0.0), end),
+                )
+            }),
+        ));
     }
     drop(tx);
     let spawned = started.elapsed().as_secs_f64();
     let mut statuses = Vec::with_capacity(tasks.len());
     let mut ends = Vec::with_capacity(tasks.len());
-    for t in tasks {
-        if let Ok((s, e)) = t.await {
-            statuses.push(s);
-            ends.push(e);
+    for (host, t) in tasks {
+        match t.await {
+            Ok((s, e)) => {
+                statuses.push(s);
+                ends.push(e);
+            }
+            // A host's work that panicked (a bug) is that host's error,
+            // counted and said: never a host left out of the report.
+            Err(e) => {
+                let end = started.elapsed().as_secs_f64();
+                let why = match e.try_into_panic() {
+                    Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
+                    Err(e) => e.to_string(),
+                };
+                statuses.push(HostStatus {
+                    host,
+                    state: State::Error,
+                    message: Some(format!(
+                        "an internal error stopped this host's work (a bug in sqlfleet: please report it with this line): {why}"
+                    )),
+                    rows: 0,
+                    seconds: end,
+                    queued_seconds: 0.0,
+                    login_seconds: None,
+                    databases: Vec::new(),
+                });
+                ends.push((0.0, end));
+            }
         }
     }
     let differing = writer.await.map_err(std::io::Error::other)??;

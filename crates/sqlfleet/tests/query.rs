@@ -1683,3 +1683,40 @@ fn option_files_asking_for_a_checked_certificate_are_obeyed_as_the_stock_client_
         stderr(&o)
     );
 }
+
+/// A panic in one host's work (a failpoint that panics once, for the
+/// first host to start) is that host's error: counted in the summary,
+/// named with the panic's words, exit 2; the other hosts answer (before:
+/// the host was left out of the report, and the run said every host was
+/// ok and exited 0).
+#[test]
+fn a_panic_in_one_host_s_work_is_that_host_s_error_not_a_host_left_out() {
+    let srv = replicated();
+    let n = srv.sandbox.meta.nodes.len();
+    assert!(n >= 2, "a sandbox of several servers");
+    let o = common::sqlfleet()
+        .arg("query")
+        .args([
+            "--sandbox",
+            srv.sandbox.name(),
+            "--threads",
+            "1",
+            "-e",
+            "SELECT 1",
+        ])
+        .env("SQLFLEET_HOME", srv.home())
+        .env("SQLFLEET_FAILPOINTS", "query::host_started=1*panic")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run");
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("{n} hosts"))
+            && err.contains(&format!("{} ok, 1 error", n - 1))
+            && err.contains("an internal error stopped this host's work")
+            && err.contains("failpoint query::host_started panic"),
+        "{err}"
+    );
+    assert_eq!(out.lines().count(), n - 1, "the other hosts' rows: {out}");
+}
