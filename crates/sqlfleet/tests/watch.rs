@@ -724,3 +724,74 @@ fn a_galera_cluster_incident_is_one_message_for_the_cluster() {
     unsafe_kill(child.id(), libc::SIGTERM);
     let _ = child.wait();
 }
+
+/// A panic in one server's check (a failpoint that panics once) makes
+/// that server down for that check, said with the panic's words, and the
+/// next check brings it back; the other servers go on being checked
+/// (before: the panicking server's view froze at its last state, and a
+/// panic while the fleet's lock was held stopped every server's loop).
+#[test]
+fn a_panic_in_one_check_is_that_server_down_once_and_the_watch_goes_on() {
+    use std::io::BufRead;
+    let srv = replicated();
+    let name = srv.sandbox.name().to_string();
+    let mut child = sqlfleet()
+        .args(["watch", "--sandbox", &name, "--json", "--interval", "1"])
+        .env("SQLFLEET_HOME", srv.home())
+        .env("SQLFLEET_FAILPOINTS", "watch::check=1*panic")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("run");
+    let out = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for l in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    let mut down: Option<String> = None;
+    let mut back = false;
+    let mut ok_servers = std::collections::BTreeSet::new();
+    let mut seen = Vec::new();
+    let t0 = std::time::Instant::now();
+    while !(back && ok_servers.len() == srv.sandbox.meta.nodes.len()) {
+        let left = std::time::Duration::from_secs(30).saturating_sub(t0.elapsed());
+        let Ok(line) = rx.recv_timeout(left) else {
+            let _ = child.kill();
+            panic!("the watch did not go on: {seen:#?}");
+        };
+        seen.push(line.clone());
+        let v: serde_json::Value = serde_json::from_str(&line).expect("JSON line");
+        if v["type"] != "state" {
+            continue;
+        }
+        let server = v["server"].as_str().unwrap_or_default().to_string();
+        match v["to"].as_str() {
+            Some("down") => {
+                assert!(
+                    v["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("internal error")
+                            && r.contains("failpoint watch::check panic")),
+                    "{line}"
+                );
+                assert!(down.is_none(), "one check panicked, once: {seen:#?}");
+                down = Some(server);
+            }
+            Some("ok") => {
+                if down.as_deref() == Some(server.as_str()) {
+                    back = true;
+                }
+                ok_servers.insert(server);
+            }
+            _ => {}
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(down.is_some(), "{seen:#?}");
+}

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use futures_util::FutureExt;
 use serde::Serialize;
 use sqlfleet_conn::Target;
 use sqlfleet_fanout::hosts::Host;
@@ -241,7 +242,7 @@ pub async fn once(cfg: &MonitorConfig) -> Fleet {
         tasks.push(tokio::spawn(async move {
             let _p = sem.acquire().await.ok();
             let mut link = None;
-            let c = bounded_check(&w.target, &mut link, timeout).await;
+            let c = guarded_check(&w.target, &mut link, timeout).await;
             // Statement figures need two reads of performance_schema's
             // counters: the second one interval after the first.
             let mut baseline = Baseline::default();
@@ -314,11 +315,38 @@ async fn read_statements(
     }
 }
 
+/// [`bounded_check`], where a panic in the check (a bug, or a parser
+/// meeting a reply it cannot take) makes the server down for this check
+/// with the panic's words, never a server whose view stops changing.
+async fn guarded_check(
+    target: &Target,
+    link: &mut Option<probe::Link>,
+    timeout: Duration,
+) -> probe::Check {
+    let taken = Instant::now();
+    let checked = std::panic::AssertUnwindSafe(bounded_check(target, link, timeout))
+        .catch_unwind()
+        .await;
+    checked.unwrap_or_else(|p| {
+        *link = None;
+        probe::Check {
+            health: Health::Down(format!(
+                "sqlfleet's check of this server stopped at an internal error (a bug in sqlfleet: please report it with this line): {}",
+                sqlfleet_conn::text::panic_message(p.as_ref())
+            )),
+            connect: None,
+            sample: None,
+            taken,
+        }
+    })
+}
+
 async fn bounded_check(
     target: &Target,
     link: &mut Option<probe::Link>,
     timeout: Duration,
 ) -> probe::Check {
+    sqlfleet_faults::point!("watch::check");
     let taken = Instant::now();
     // The check bounds its own login and queries; this outer bound is a
     // guard (a margin so the check's own, better-worded timeout wins).
@@ -537,7 +565,7 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
         };
         let (c, statements) = {
             let _permit = lane.acquire().await.ok();
-            let c = bounded_check(&w.target, &mut link, cfg.timeout).await;
+            let c = guarded_check(&w.target, &mut link, cfg.timeout).await;
             let st = match cfg.statements {
                 true => {
                     read_statements(&mut link, &c, &mut baseline, cfg.interval, cfg.timeout).await
@@ -556,9 +584,9 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
             ));
         }
         let events = {
-            let Ok(mut fleet) = ctx.fleet.lock() else {
-                return;
-            };
+            // (A lock another server's loop poisoned by a panic is still
+            // this server's view: it goes on being checked and shown.)
+            let mut fleet = ctx.fleet.lock().unwrap_or_else(|e| e.into_inner());
             let Some(s) = fleet.servers.get_mut(index) else {
                 return;
             };
@@ -574,10 +602,7 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
                 s.statements.add(now, span.as_secs_f64(), method, deltas);
             }
             let before = s.state;
-            let mut inc = match ctx.incidents.lock() {
-                Ok(i) => i,
-                Err(_) => return,
-            };
+            let mut inc = ctx.incidents.lock().unwrap_or_else(|e| e.into_inner());
             let events = apply(
                 s,
                 &c,
