@@ -159,6 +159,13 @@ pub struct Fleet {
     pub judged: Option<&'static str>,
 }
 
+/// The fleet's view, read even when a panic elsewhere poisoned its lock:
+/// a bug in one server's check must not stop the others' loops, the
+/// pages, the metrics or the history.
+pub fn read(fleet: &Mutex<Fleet>) -> std::sync::MutexGuard<'_, Fleet> {
+    fleet.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Fleet {
     pub fn count(&self, s: State) -> usize {
         self.servers.iter().filter(|x| x.state == s).count()
@@ -586,7 +593,7 @@ async fn server_loop(ctx: Ctx, index: usize, w: Watched) {
         let events = {
             // (A lock another server's loop poisoned by a panic is still
             // this server's view: it goes on being checked and shown.)
-            let mut fleet = ctx.fleet.lock().unwrap_or_else(|e| e.into_inner());
+            let mut fleet = read(&ctx.fleet);
             let Some(s) = fleet.servers.get_mut(index) else {
                 return;
             };

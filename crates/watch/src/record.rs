@@ -34,7 +34,7 @@ pub fn spawn(
         loop {
             tick.tick().await;
             let (points, digests) = {
-                let Ok(f) = fleet.lock() else { return };
+                let f = crate::monitor::read(&fleet);
                 seen.resize(f.servers.len(), 0);
                 let mut out = Vec::new();
                 let mut digests: Vec<DigestPoint> = Vec::new();

@@ -62,7 +62,7 @@ pub fn alert(e: &IncidentEvent, now: f64) -> Value {
 
 /// Keeps `firing` as the events say: opened incidents in, resolved out.
 pub fn follow(firing: &Firing, events: &[IncidentEvent]) {
-    let Ok(mut f) = firing.lock() else { return };
+    let mut f = firing.lock().unwrap_or_else(|e| e.into_inner());
     for e in events {
         let k = (e.server.clone(), e.rule.to_string());
         match e.phase {

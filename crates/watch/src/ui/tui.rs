@@ -422,10 +422,7 @@ pub fn run(fleet: Arc<Mutex<Fleet>>) -> std::io::Result<()> {
     };
     let r = (|| -> std::io::Result<()> {
         loop {
-            let snapshot = match fleet.lock() {
-                Ok(f) => f.clone(),
-                Err(_) => return Ok(()),
-            };
+            let snapshot = crate::monitor::read(&fleet).clone();
             term.draw(|f| draw(f, &snapshot, &mut app))?;
             if !event::poll(Duration::from_millis(250))? {
                 continue;

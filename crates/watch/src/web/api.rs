@@ -67,9 +67,7 @@ fn row(s: &Server) -> Row<'_> {
 }
 
 fn fleet_json(st: &WebState) -> serde_json::Value {
-    let Ok(f) = st.fleet.lock() else {
-        return json!({"error": "the monitor stopped"});
-    };
+    let f = crate::monitor::read(&st.fleet);
     json!({
         "at": crate::when::iso_utc(now_unix()),
         "interval": st.interval.as_secs_f64(),
@@ -101,7 +99,7 @@ pub async fn server_page(State(st): State<Arc<WebState>>, Query(q): Params) -> R
     let Some(name) = q.get("name").or_else(|| q.get("server")) else {
         return error(StatusCode::BAD_REQUEST, "name= is missing");
     };
-    let known = st.fleet.lock().is_ok_and(|f| find(&f, name).is_some());
+    let known = find(&crate::monitor::read(&st.fleet), name).is_some();
     if !known {
         return error(
             StatusCode::NOT_FOUND,
@@ -156,10 +154,7 @@ pub async fn server(State(st): State<Arc<WebState>>, Query(q): Params) -> Respon
     let Some(name) = q.get("server").or_else(|| q.get("name")) else {
         return error(StatusCode::BAD_REQUEST, "server= is missing");
     };
-    let s = match st.fleet.lock() {
-        Ok(f) => find(&f, name),
-        Err(_) => None,
-    };
+    let s = find(&crate::monitor::read(&st.fleet), name);
     let Some(s) = s else {
         return error(
             StatusCode::NOT_FOUND,
@@ -209,9 +204,7 @@ pub async fn digests(State(st): State<Arc<WebState>>, Query(q): Params) -> Respo
         Some(Ok(n)) if (1..=200).contains(&n) => n,
         Some(_) => return error(StatusCode::BAD_REQUEST, "n= takes 1 to 200"),
     };
-    let Ok(f) = st.fleet.lock() else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the monitor stopped");
-    };
+    let f = crate::monitor::read(&st.fleet);
     match q.get("server") {
         Some(name) => {
             let Some(s) = f.servers.iter().find(|s| &s.server == name) else {
@@ -473,9 +466,7 @@ pub async fn digest_chart(State(st): State<Arc<WebState>>, Query(q): Params) -> 
 /// buckets, for the fleet page's sparklines.
 pub async fn trends(State(st): State<Arc<WebState>>) -> Response {
     let now = now_unix();
-    let Ok(f) = st.fleet.lock() else {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "the monitor stopped");
-    };
+    let f = crate::monitor::read(&st.fleet);
     let servers: serde_json::Map<String, serde_json::Value> = f
         .servers
         .iter()
@@ -501,8 +492,7 @@ pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Res
         Some(rows) => Json(json!({ "history": true, "incidents": rows })).into_response(),
         None => {
             // Without a history: the open incidents the monitor holds.
-            let open: Vec<serde_json::Value> = match st.fleet.lock() {
-                Ok(f) => f
+            let open: Vec<serde_json::Value> = crate::monitor::read(&st.fleet)
                     .servers
                     .iter()
                     .filter(|s| server.as_ref().is_none_or(|n| *n == s.server))
@@ -512,9 +502,7 @@ pub async fn incidents(State(st): State<Arc<WebState>>, Query(q): Params) -> Res
                                    "resolved": null, "end_note": "", "notified": ""})
                         })
                     })
-                    .collect(),
-                Err(_) => Vec::new(),
-            };
+                    .collect();
             Json(json!({ "history": false, "incidents": open })).into_response()
         }
     }
@@ -536,10 +524,7 @@ pub async fn history(State(st): State<Arc<WebState>>) -> Response {
 }
 
 pub async fn metrics(State(st): State<Arc<WebState>>) -> Response {
-    let text = match st.fleet.lock() {
-        Ok(f) => st.metrics.render(&f),
-        Err(_) => return error(StatusCode::INTERNAL_SERVER_ERROR, "the monitor stopped"),
-    };
+    let text = st.metrics.render(&crate::monitor::read(&st.fleet));
     match text {
         Ok(t) => (
             [(
