@@ -29,18 +29,24 @@ cargo +nightly fuzz build -O --fuzz-dir fuzz >"$out/build.log" 2>&1 \
 run_one() {
   local t="$1"
   mkdir -p "$out/corpus/$t" "$out/artifacts/$t"
-  if cargo +nightly fuzz run -O --fuzz-dir fuzz "$t" "$out/corpus/$t" -- \
+  local before
+  before=$(ls "$out/artifacts/$t" | wc -l)
+  # The binary built above, run as it is (a rebuild mid-campaign would
+  # fuzz a working tree that changed since).
+  if "$out/build/x86_64-unknown-linux-gnu/release/$t" "$out/corpus/$t" \
       -max_total_time="$secs" -artifact_prefix="$out/artifacts/$t/" -print_final_stats=1 \
       >"$out/$t.log" 2>&1; then
     printf '%-18s ok    %s\n' "$t" "$(grep -E '^stat::number_of_executed_units' "$out/$t.log" | awk '{print $2 " runs"}'), $(grep -Eo 'cov: [0-9]+' "$out/$t.log" | tail -1)"
+  elif [ "$(ls "$out/artifacts/$t" | wc -l)" -gt "$before" ]; then
+    printf '%-18s CRASH %s\n' "$t" "$(ls -t "$out/artifacts/$t" | head -1) (log: $out/$t.log)"
   else
-    printf '%-18s CRASH %s\n' "$t" "$(ls "$out/artifacts/$t" | head -1) (log: $out/$t.log)"
+    printf '%-18s ERROR no crash file (log: %s)\n' "$t" "$out/$t.log"
   fi
 }
 export -f run_one
 export out secs
 rc=0
 printf '%s\n' "${targets[@]}" | xargs -P "$jobs" -I{} bash -c 'run_one {}' | tee "$out/summary.txt"
-grep -q CRASH "$out/summary.txt" && rc=1
+grep -qE ' (CRASH|ERROR) ' "$out/summary.txt" && rc=1
 echo "(each target's output: $out/TARGET.log)"
 exit "$rc"
