@@ -670,3 +670,52 @@ fn by_default_each_client_runs_on_the_server_as_itself() {
         "{log}"
     );
 }
+
+/// A panic in a backend's health check (a failpoint that panics once) is
+/// a failed check said as an internal error: the backend is down until
+/// the next check passes, and then serves again (before: the checking
+/// task was gone and the backend stayed as last seen, up or down, with
+/// nobody checking it — a backend that died later was never taken out).
+#[test]
+fn a_panic_in_a_health_check_is_a_failed_check_and_the_checks_go_on() {
+    let srv = server();
+    let port = common::relay::free_port();
+    let metrics_port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let live = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let child = common::sqlfleet()
+        .args(["relay", "--log-format", "json"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--backend", &live, "--health-interval", "0.1"])
+        .args(["--no-defaults", "-u", "root", "--shared-account"])
+        .args(["--client-user", "app:app-pw"])
+        .env("MYSQL_PWD", pw.expose())
+        .env("SQLFLEET_FAILPOINTS", "relay::health_check=1*panic")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("relay");
+    common::relay::wait_listening(port);
+    // A later check finds it again: its role is the primary's, which only
+    // a health check gives.
+    let primary = format!("sqlfleet_relay_backend_role{{backend=\"{live}\",role=\"primary\"}} 1");
+    let t0 = Instant::now();
+    while !sqlfleet_testkit::proxy::http_get(metrics_port, "/metrics").contains(&primary) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "never checked again"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let o = cli_as(port, "app", "app-pw", "SELECT 41 + 1");
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "42");
+    let log = stderr_after_kill(child);
+    assert!(
+        log.lines()
+            .any(|l| l.contains(&format!("backend {live} is down"))
+                && l.contains("the health check stopped at an internal error")
+                && l.contains("failpoint relay::health_check panic")),
+        "the failed check is said, with the panic's words: {log}"
+    );
+}

@@ -14,6 +14,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use serde::Serialize;
 
 use crate::backend::command::{query_row, query_rows};
@@ -318,10 +319,22 @@ pub async fn watch(
     let interval = cfg.routing.health_interval;
     let mut conn = None;
     loop {
-        let r = tokio::time::timeout(CHECK_TIMEOUT, check(&dialer, &b, &mut conn)).await;
-        let r = match r {
-            Ok(r) => r,
-            Err(_) => Err("health check timed out".to_string()),
+        // A panic in a check (a bug, or a reply a parser cannot take) is
+        // a failed check, said: the backend is down until a check passes,
+        // never left as it was last seen with nobody checking it.
+        let guarded = std::panic::AssertUnwindSafe(async {
+            sqlfleet_faults::point!("relay::health_check");
+            tokio::time::timeout(CHECK_TIMEOUT, check(&dialer, &b, &mut conn)).await
+        })
+        .catch_unwind()
+        .await;
+        let r = match guarded {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err("health check timed out".to_string()),
+            Err(p) => Err(format!(
+                "the health check stopped at an internal error (a bug in sqlfleet: please report it with this line): {}",
+                sqlfleet_conn::text::panic_message(p.as_ref())
+            )),
         };
         let before = health.get(i);
         let wait = match r {
