@@ -64,6 +64,10 @@ pub struct InsertCell {
     /// statement committed and its reply was lost).
     #[serde(default)]
     pub failed_but_present: u64,
+    /// Inserters that ended at an internal error: what they were told
+    /// is unknown, so the loss check cannot vouch for the cell.
+    #[serde(default)]
+    pub unaccounted: u64,
     pub status_deltas: BTreeMap<String, i64>,
     pub gauges: Gauges,
     /// Fewer than 3 samples after warm-up: not meaningful.
@@ -389,15 +393,21 @@ pub async fn run_cell(
     }
     stop.store(true, Ordering::Relaxed);
     let mut workers = Vec::new();
+    let mut unaccounted = 0;
     for (w, t) in tasks.into_iter().enumerate() {
         match t.await {
             Ok(st) => workers.push((w, st)),
             // Its rows cannot be accounted for: said as an error.
             Err(e) => {
+                unaccounted += 1;
+                let why = match e.try_into_panic() {
+                    Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
+                    Err(e) => e.to_string(),
+                };
                 *errors
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
-                    .entry(format!("inserter {w} ended unaccounted: {e}"))
+                    .entry(format!("inserter {w} ended unaccounted: {why}"))
                     .or_insert(0) += 1
             }
         }
@@ -444,6 +454,7 @@ pub async fn run_cell(
         duplicated: t.duplicated.len() as u64,
         duplicated_rows: t.duplicated.iter().take(20).map(name).collect(),
         failed_but_present: t.failed_but_present,
+        unaccounted,
         status_deltas: server::deltas(&before, &after),
         gauges,
     })

@@ -312,12 +312,26 @@ pub async fn run_cell(
     let mut query_h = histogram();
     let (mut errors, mut connections, mut first_error) = (0, 0, None);
     for t in tasks {
-        if let Ok((c, qh, e, n, first)) = t.await {
-            let _ = connect_h.add(&c);
-            let _ = query_h.add(&qh);
-            errors += e;
-            connections += n;
-            first_error = first_error.or(first);
+        match t.await {
+            Ok((c, qh, e, n, first)) => {
+                let _ = connect_h.add(&c);
+                let _ = query_h.add(&qh);
+                errors += e;
+                connections += n;
+                first_error = first_error.or(first);
+            }
+            // A client that stopped at an internal error is an error of
+            // the cell, said: never a client quietly left out.
+            Err(e) => {
+                errors += 1;
+                first_error = first_error.or(Some(format!(
+                    "a client stopped at an internal error (a bug in sqlfleet): {}",
+                    match e.try_into_panic() {
+                        Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
+                        Err(e) => e.to_string(),
+                    }
+                )));
+            }
         }
     }
     if let Some(s) = side {

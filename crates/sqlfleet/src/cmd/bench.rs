@@ -258,7 +258,7 @@ async fn insert_cmd(a: InsertArgs) -> anyhow::Result<Exit> {
     let lost_any = results
         .insert
         .iter()
-        .any(|c| c.lost > 0 || c.duplicated > 0);
+        .any(|c| c.lost > 0 || c.duplicated > 0 || c.unaccounted > 0);
     finish(&a.out, &results, &target, a.cleanup, show).await?;
     Ok(if stopped {
         crate::shutdown::interrupted_exit()
