@@ -316,34 +316,9 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
     let mut statuses = Vec::with_capacity(tasks.len());
     let mut ends = Vec::with_capacity(tasks.len());
     for (host, t) in tasks {
-        match t.await {
-            Ok((s, e)) => {
-                statuses.push(s);
-                ends.push(e);
-            }
-            // A host's work that panicked (a bug) is that host's error,
-            // counted and said: never a host left out of the report.
-            Err(e) => {
-                let end = started.elapsed().as_secs_f64();
-                let why = match e.try_into_panic() {
-                    Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
-                    Err(e) => e.to_string(),
-                };
-                statuses.push(HostStatus {
-                    host,
-                    state: State::Error,
-                    message: Some(format!(
-                        "an internal error stopped this host's work (a bug in sqlfleet: please report it with this line): {why}"
-                    )),
-                    rows: 0,
-                    seconds: end,
-                    queued_seconds: 0.0,
-                    login_seconds: None,
-                    databases: Vec::new(),
-                });
-                ends.push((0.0, end));
-            }
-        }
+        let (st, end) = joined(host, t.await, started);
+        statuses.push(st);
+        ends.push(end);
     }
     let differing = writer.await.map_err(std::io::Error::other)??;
     let count = |s: State| statuses.iter().filter(|x| x.state == s).count();
@@ -370,6 +345,39 @@ pub async fn run(opts: QueryOptions, out: Box<dyn Write + Send>) -> std::io::Res
         timing: Timing::of(&statuses, spawned, &ends),
         statuses,
     })
+}
+
+/// A host's task as it ended: its status and (login end, end); one that
+/// panicked (a bug) is that host's error, counted and said — never a host
+/// left out of the report.
+fn joined(
+    host: String,
+    r: Result<(HostStatus, (f64, f64)), tokio::task::JoinError>,
+    started: Instant,
+) -> (HostStatus, (f64, f64)) {
+    match r {
+        Ok(done) => done,
+        Err(e) => {
+            let end = started.elapsed().as_secs_f64();
+            let why = match e.try_into_panic() {
+                Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
+                Err(e) => e.to_string(),
+            };
+            let st = HostStatus {
+                host,
+                state: State::Error,
+                message: Some(format!(
+                    "an internal error stopped this host's work (a bug in sqlfleet: please report it with this line): {why}"
+                )),
+                rows: 0,
+                seconds: end,
+                queued_seconds: 0.0,
+                login_seconds: None,
+                databases: Vec::new(),
+            };
+            (st, (0.0, end))
+        }
+    }
 }
 
 /// Hands the hosts' events to the writer thread in batches: what has

@@ -373,7 +373,7 @@ async fn worker(shared: Arc<Shared>, target: Target, me: usize) {
                     // the next run); its connection is not used again, and
                     // the chunk's place in its stream is freed.
                     applier = None;
-                    let what = crate::source::panicked("applying", p.as_ref());
+                    let what = crate::work::panicked("applying", p.as_ref());
                     for j in &c.jobs {
                         apply::reply(
                             j,

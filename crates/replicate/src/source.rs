@@ -75,15 +75,6 @@ pub struct SourceRunner {
 /// A source's state once `give_up_after` passed without progress.
 pub const GAVE_UP: &str = "gave up";
 
-/// What a refusal or a stopped stream says when `doing` (reading,
-/// applying) panicked: the panic's words, and that it is a bug.
-pub(crate) fn panicked(doing: &str, p: &(dyn std::any::Any + Send)) -> String {
-    let what = sqlfleet_conn::text::panic_message(p);
-    format!(
-        "{doing} stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
-    )
-}
-
 /// Per source: at most this many KiB of transactions queued or applying.
 pub const IN_FLIGHT_KIB: u32 = 256 * 1024;
 
@@ -139,7 +130,10 @@ impl SourceRunner {
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|p| {
-                    Err(SessionError::Refused(panicked("its reading", p.as_ref())))
+                    Err(SessionError::Refused(crate::work::panicked(
+                        "its reading",
+                        p.as_ref(),
+                    )))
                 });
             first = false;
             if self.view.lock().map(|v| v.applied).unwrap_or(0) > progress_before {
@@ -270,28 +264,7 @@ impl SourceRunner {
                                 break e;
                             }
                         }
-                        Err(e) => {
-                            // The source's stream cannot be read past here:
-                            // it stops as a whole (recorded, in the status),
-                            // and the other sources go on.
-                            let open = asm.abandon();
-                            // Read, and stopped at: a run until caught up
-                            // ends when it was the source's last (it
-                            // waited for ever to read it).
-                            if let Some(g) = open {
-                                s.read.advance(g);
-                            }
-                            if !s.stopped.contains_key(ALL_STREAMS) {
-                                // (An incident, which has no GTID, is named
-                                // by the one read before it: its skip.)
-                                let g = open
-                                    .or(asm.last())
-                                    .unwrap_or(Gtid { domain: 0, server: 0, seq: 0 });
-                                let why = e.to_string();
-                                self.stop_stream(&mut s, &mut ctl, ALL_STREAMS, &g, &why, "", Stop::Refused)
-                                    .await;
-                            }
-                        }
+                        Err(e) => self.unreadable(&mut s, &mut ctl, &mut asm, &e.to_string()).await,
                     }
                 }
                 Some(d) = rx.recv() => {
@@ -305,23 +278,8 @@ impl SourceRunner {
                     }
                     if probed.elapsed() >= Duration::from_secs(2) {
                         probed = Instant::now();
-                        if let Some(p) = probe.as_mut() {
-                            match p.query_first::<String, _>("SELECT @@gtid_binlog_pos").await {
-                                Ok(Some(pos)) => {
-                                    // A binlog reset while it is read: the
-                                    // reading waits on the old file, and the
-                                    // new history's GTIDs are ones already
-                                    // read.
-                                    let behind = GtidPos::parse(&pos)
-                                        .ok()
-                                        .and_then(|p| GtidPos::behind_the_floor(&s.read, &p));
-                                    if let Some(why) = behind {
-                                        break End::Refused(why);
-                                    }
-                                    set(&self.view, |v| v.source_pos = pos)
-                                }
-                                _ => probe = None,
-                            }
+                        if let Some(e) = self.probe_source(&mut probe, &s).await {
+                            break e;
                         }
                     }
                     if last_event.elapsed() > Duration::from_secs(30) {
@@ -355,6 +313,53 @@ impl SourceRunner {
         let _ = self.write_floor(&mut s, &mut ctl).await;
         let _ = stream.close().await;
         Ok(end)
+    }
+
+    /// The source's stream cannot be read past here (`why`): it stops as
+    /// a whole (recorded, in the status), and the other sources go on.
+    async fn unreadable(&self, s: &mut Session, ctl: &mut Applier, asm: &mut Assembler, why: &str) {
+        let open = asm.abandon();
+        // Read, and stopped at: a run until caught up ends when it was
+        // the source's last (it waited for ever to read it).
+        if let Some(g) = open {
+            s.read.advance(g);
+        }
+        if !s.stopped.contains_key(ALL_STREAMS) {
+            // (An incident, which has no GTID, is named by the one read
+            // before it: its skip.)
+            let g = open.or(asm.last()).unwrap_or(Gtid {
+                domain: 0,
+                server: 0,
+                seq: 0,
+            });
+            self.stop_stream(s, ctl, ALL_STREAMS, &g, why, "", Stop::Refused)
+                .await;
+        }
+    }
+
+    /// The source's binlog position, asked every 2 s on `probe` (dropped
+    /// when it fails): a binlog reset while it is read ends the session
+    /// refused — the reading waits on the old file, and the new
+    /// history's GTIDs are ones already read.
+    async fn probe_source(
+        &self,
+        probe: &mut Option<mysql_async::Conn>,
+        s: &Session,
+    ) -> Option<End> {
+        let p = probe.as_mut()?;
+        match p.query_first::<String, _>("SELECT @@gtid_binlog_pos").await {
+            Ok(Some(pos)) => {
+                let behind = GtidPos::parse(&pos)
+                    .ok()
+                    .and_then(|p| GtidPos::behind_the_floor(&s.read, &p));
+                if let Some(why) = behind {
+                    return Some(End::Refused(why));
+                }
+                set(&self.view, |v| v.source_pos = pos);
+            }
+            _ => *probe = None,
+        }
+        None
     }
 
     /// One transaction read: decided by plan.rs, carried out here —

@@ -103,3 +103,12 @@ impl ApplyError {
 
 /// Collation id → (character set, collation) names on the target.
 pub type Collations = HashMap<u32, (String, String)>;
+
+/// What a refusal or a stopped stream says when `doing` (reading,
+/// applying) panicked: the panic's words, and that it is a bug.
+pub fn panicked(doing: &str, p: &(dyn std::any::Any + Send)) -> String {
+    let what = sqlfleet_conn::text::panic_message(p);
+    format!(
+        "{doing} stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
+    )
+}

@@ -295,6 +295,17 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         }
     }
     let report = report?;
+    say_report(&a, &report);
+    if let Some(p) = &a.status_json {
+        std::fs::write(p, serde_json::to_string_pretty(&report)?)
+            .with_context(|| format!("{}", p.display()))?;
+    }
+    Ok(exit_of(&a, &report))
+}
+
+/// The run's summary, its databases and each host that was not ok, on
+/// standard error (the summary line unless --quiet).
+fn say_report(a: &QueryArgs, report: &run::Report) {
     if !a.quiet {
         eprintln!(
         "sqlfleet query: {} in {:.3}s: {} ok, {} error, {} timeout, {} unreachable, {} stalled{}",
@@ -346,11 +357,11 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     if failed.len() > 50 {
         eprintln!("  ... and {} more (see --status-json)", failed.len() - 50);
     }
-    if let Some(p) = &a.status_json {
-        std::fs::write(p, serde_json::to_string_pretty(&report)?)
-            .with_context(|| format!("{}", p.display()))?;
-    }
-    Ok(if report.interrupted > 0 {
+}
+
+/// The exit code a run's report gives (see the command's help).
+fn exit_of(a: &QueryArgs, report: &run::Report) -> Exit {
+    if report.interrupted > 0 {
         crate::shutdown::interrupted_exit()
     } else if a.diff && report.differing > 0 && report.ok == report.hosts {
         Exit::Differ
@@ -361,7 +372,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
         Exit::Total
     } else {
         Exit::Partial
-    })
+    }
 }
 
 /// Hosts done out of `total`, every 200 ms: a line rewritten in place on
