@@ -400,10 +400,7 @@ pub async fn run_cell(
             // Its rows cannot be accounted for: said as an error.
             Err(e) => {
                 unaccounted += 1;
-                let why = match e.try_into_panic() {
-                    Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
-                    Err(e) => e.to_string(),
-                };
+                let why = sqlfleet_conn::text::join_message(e);
                 *errors
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())

@@ -325,11 +325,9 @@ pub async fn run_cell(
             Err(e) => {
                 errors += 1;
                 first_error = first_error.or(Some(format!(
-                    "a client stopped at an internal error (a bug in sqlfleet): {}",
-                    match e.try_into_panic() {
-                        Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
-                        Err(e) => e.to_string(),
-                    }
+                    "a client stopped at an internal error ({}): {}",
+                    sqlfleet_conn::text::A_BUG,
+                    sqlfleet_conn::text::join_message(e)
                 )));
             }
         }

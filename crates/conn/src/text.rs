@@ -13,6 +13,10 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     format!("{n} {noun}{}", if es { "es" } else { "s" })
 }
 
+/// What every error that a caught panic became says of it, in brackets
+/// after "an internal error".
+pub const A_BUG: &str = "a bug in sqlfleet: please report it with this line";
+
 /// The words a caught panic carries (`panic!` with a literal or a
 /// formatted message), for the error that stops the work it hit.
 pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -20,6 +24,15 @@ pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
         .map(|s| s.to_string())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".into())
+}
+
+/// A task's end that was not its own: the panic's words, or why the
+/// runtime ended it.
+pub fn join_message(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(p) => panic_message(p.as_ref()),
+        Err(e) => e.to_string(),
+    }
 }
 
 /// `2026-11-23T07:20:01.250Z` (ISO 8601, UTC, milliseconds) for seconds

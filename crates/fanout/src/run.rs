@@ -359,15 +359,13 @@ fn joined(
         Ok(done) => done,
         Err(e) => {
             let end = started.elapsed().as_secs_f64();
-            let why = match e.try_into_panic() {
-                Ok(p) => sqlfleet_conn::text::panic_message(p.as_ref()),
-                Err(e) => e.to_string(),
-            };
+            let why = sqlfleet_conn::text::join_message(e);
             let st = HostStatus {
                 host,
                 state: State::Error,
                 message: Some(format!(
-                    "an internal error stopped this host's work (a bug in sqlfleet: please report it with this line): {why}"
+                    "an internal error stopped this host's work ({}): {why}",
+                    sqlfleet_conn::text::A_BUG
                 )),
                 rows: 0,
                 seconds: end,
@@ -974,9 +972,16 @@ fn write_output(
                         }
                         last_columns = Some(columns.clone());
                     }
-                    let before = written.entry((host.clone(), db.clone(), set)).or_insert(0);
-                    let row = *before;
-                    *before += rows.len();
+                    // (Counted for vertical rows only: the other formats
+                    // number nothing, and a key per block costs.)
+                    let row = if fmt == Format::Vertical {
+                        let before = written.entry((host.clone(), db.clone(), set)).or_insert(0);
+                        let row = *before;
+                        *before += rows.len();
+                        row
+                    } else {
+                        0
+                    };
                     output::write_rows(
                         &mut out,
                         fmt,

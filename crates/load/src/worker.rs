@@ -62,7 +62,8 @@ pub async fn run(ctx: Arc<Ctx>, queue: Arc<JobQueue>, index: usize) {
                 conn = None;
                 ctx.shared.fail(StatementFailure {
                     message: format!(
-                        "an internal error stopped the load here (a bug in sqlfleet: please report it with this line): {}",
+                        "an internal error stopped the load here ({}): {}",
+                        sqlfleet_conn::text::A_BUG,
                         sqlfleet_conn::text::panic_message(p.as_ref())
                     ),
                     ..on_panic

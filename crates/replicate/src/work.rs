@@ -109,6 +109,7 @@ pub type Collations = HashMap<u32, (String, String)>;
 pub fn panicked(doing: &str, p: &(dyn std::any::Any + Send)) -> String {
     let what = sqlfleet_conn::text::panic_message(p);
     format!(
-        "{doing} stopped at an internal error (a bug in sqlfleet: please report it with this line): {what}; what was applied stays, and a new run reads on from there"
+        "{doing} stopped at an internal error ({}): {what}; what was applied stays, and a new run reads on from there",
+        sqlfleet_conn::text::A_BUG
     )
 }

@@ -338,7 +338,8 @@ async fn guarded_check(
         *link = None;
         probe::Check {
             health: Health::Down(format!(
-                "sqlfleet's check of this server stopped at an internal error (a bug in sqlfleet: please report it with this line): {}",
+                "sqlfleet's check of this server stopped at an internal error ({}): {}",
+                sqlfleet_conn::text::A_BUG,
                 sqlfleet_conn::text::panic_message(p.as_ref())
             )),
             connect: None,

@@ -332,7 +332,8 @@ pub async fn watch(
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err("health check timed out".to_string()),
             Err(p) => Err(format!(
-                "the health check stopped at an internal error (a bug in sqlfleet: please report it with this line): {}",
+                "the health check stopped at an internal error ({}): {}",
+                sqlfleet_conn::text::A_BUG,
                 sqlfleet_conn::text::panic_message(p.as_ref())
             )),
         };
