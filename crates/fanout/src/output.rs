@@ -21,19 +21,34 @@ pub enum Format {
     Vertical,
 }
 
+impl Format {
+    pub const ALL: [Format; 5] = [
+        Format::Tsv,
+        Format::Jsonl,
+        Format::Csv,
+        Format::Table,
+        Format::Vertical,
+    ];
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Tsv => "tsv",
+            Format::Jsonl => "jsonl",
+            Format::Csv => "csv",
+            Format::Table => "table",
+            Format::Vertical => "vertical",
+        }
+    }
+}
+
 impl std::str::FromStr for Format {
     type Err = String;
     fn from_str(s: &str) -> Result<Format, String> {
-        match s {
-            "tsv" => Ok(Format::Tsv),
-            "jsonl" => Ok(Format::Jsonl),
-            "csv" => Ok(Format::Csv),
-            "table" => Ok(Format::Table),
-            "vertical" => Ok(Format::Vertical),
-            _ => Err(format!(
-                "format '{s}' is not tsv, jsonl, csv, table or vertical"
-            )),
-        }
+        Format::ALL
+            .into_iter()
+            .find(|f| f.name() == s)
+            .ok_or_else(|| format!("format '{s}' is not tsv, jsonl, csv, table or vertical"))
     }
 }
 

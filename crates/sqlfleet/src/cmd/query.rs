@@ -52,7 +52,7 @@ pub struct QueryArgs {
     #[arg(
         long,
         default_value = "tsv",
-        value_parser = clap::builder::PossibleValuesParser::new(["tsv", "jsonl", "csv", "table", "vertical"])
+        value_parser = clap::builder::PossibleValuesParser::new(Format::ALL.map(Format::name))
             .try_map(|s| s.parse::<Format>())
     )]
     format: Format,
@@ -169,7 +169,7 @@ fn output_format(asked: Format, diff: bool, ends_in_g: &[bool]) -> Result<Format
             other => {
                 return Err(format!(
                     "the statements end in \\G (rows vertically) and --format {} asks for another format: drop one",
-                    format_name(other)
+                    other.name()
                 ))
             }
         }
@@ -180,16 +180,6 @@ fn output_format(asked: Format, diff: bool, ends_in_g: &[bool]) -> Result<Format
         );
     }
     Ok(fmt)
-}
-
-fn format_name(f: Format) -> &'static str {
-    match f {
-        Format::Tsv => "tsv",
-        Format::Jsonl => "jsonl",
-        Format::Csv => "csv",
-        Format::Table => "table",
-        Format::Vertical => "vertical",
-    }
 }
 
 /// JSON is UTF-8 (RFC 8259): with jsonl, text in a client character set
@@ -213,7 +203,7 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     anyhow::ensure!(
         !(a.diff && matches!(a.format, Format::Csv | Format::Table)),
         "--diff writes tsv or jsonl (the lines each host lacks and has extra); --format {} is for rows",
-        format_name(a.format)
+        a.format.name()
     );
     let (base, origin) = sqlfleet_conn::resolve_interactive_traced(&a.conn)?;
     jsonl_gets_utf8(&a, base.charset.as_deref())?;
