@@ -282,4 +282,47 @@ mod tests {
             assert!(r.is_err(), "{r:?}");
         }
     }
+
+    /// Every point the sources place is named in ARCHITECTURE.md's list
+    /// (`prefix::{a, b}`), so a test author finds it there: three points
+    /// added with their tests were missing from it.
+    #[test]
+    fn every_point_placed_is_named_in_the_architecture() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).expect("doc");
+        let listed = |name: &str| {
+            let Some((prefix, point)) = name.split_once("::") else {
+                return false;
+            };
+            doc.match_indices(&format!("{prefix}::{{")).any(|(at, m)| {
+                doc[at + m.len()..].split('}').next().is_some_and(|group| {
+                    group
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .any(|w| w == point)
+                })
+            })
+        };
+        let mut placed = Vec::new();
+        let mut dirs = vec![root.join("crates")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).expect("dir").flatten() {
+                let p = e.path();
+                if p.is_dir() && !p.ends_with("target") {
+                    dirs.push(p);
+                } else if p.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    for part in text.split("point!(\"").skip(1) {
+                        if let Some(name) = part.split('"').next() {
+                            placed.push(name.to_string());
+                        }
+                    }
+                }
+            }
+        }
+        placed.sort();
+        placed.dedup();
+        assert!(placed.len() >= 30, "too few points found: {placed:?}");
+        let missing: Vec<&String> = placed.iter().filter(|n| !listed(n)).collect();
+        assert!(missing.is_empty(), "not in ARCHITECTURE.md: {missing:?}");
+    }
 }

@@ -7,7 +7,8 @@
 //! prepared statement ids); `admin` serves metrics and status; [`config`]
 //! is the one validated configuration, from flags or a file; `listen`
 //! accepts clients; [`tls`] holds both TLS directions; [`run`] starts a
-//! relay from its configuration (the binary and the tests alike).
+//! relay from its configuration (the binary and the tests alike);
+//! `supervise` keeps the relay's own tasks through a panic in them.
 //!
 //! In transaction mode a backend connection serves many clients, one
 //! transaction at a time; a client's session state is replayed on the
@@ -27,6 +28,7 @@ mod routing;
 pub mod run;
 mod start_error;
 mod status;
+mod supervise;
 pub mod tls;
 
 pub use config::RelayConfig;

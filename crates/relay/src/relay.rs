@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use futures_util::FutureExt;
 use tokio::net::TcpListener;
 
 use crate::backend::pool::Pool;
@@ -13,6 +14,7 @@ use crate::config::RelayConfig;
 use crate::frontend::ctx::Ctx;
 use crate::listen::{self, accept_loop, Accepted, Listener};
 use crate::start_error::StartError;
+use crate::supervise::supervise;
 use crate::{admin, backend, event_loops, frontend, routing, status, tls};
 
 /// A running relay's shared state.
@@ -193,13 +195,17 @@ impl Relay {
         // Client ids start far above any server thread id, so that KILL of
         // a relay id and KILL of a CONNECTION_ID() can never be confused.
         let ids = Arc::new(AtomicU32::new(frontend::clients::FIRST_ID));
-        let maintain = tokio::spawn(self.ctx.pool.clone().maintain());
+        let ctx = self.ctx.clone();
+        let maintain = tokio::spawn(async move {
+            let upkeep = || ctx.pool.clone().maintain();
+            supervise("the pool's upkeep", &ctx.metrics, upkeep).await
+        });
         if self.ctx.greeting().stand_in {
-            tokio::spawn(
-                self.ctx
-                    .clone()
-                    .learn_greeting(self.ctx.pool.dialer().clone()),
-            );
+            let ctx = self.ctx.clone();
+            tokio::spawn(async move {
+                let learn = || ctx.clone().learn_greeting(ctx.pool.dialer().clone());
+                supervise("learning the server's greeting", &ctx.metrics, learn).await
+            });
         }
         let watchers: Vec<_> = (0..self.ctx.cfg.backends.len())
             .map(|i| {
@@ -211,14 +217,13 @@ impl Relay {
                 ))
             })
             .collect();
-        let follower = self
-            .ctx
-            .cfg
-            .dynamic
-            .cache
-            .follow
-            .clone()
-            .map(|f| tokio::spawn(follow_binlog(self.ctx.clone(), f)));
+        let follower = self.ctx.cfg.dynamic.cache.follow.clone().map(|f| {
+            let ctx = self.ctx.clone();
+            tokio::spawn(async move {
+                let follow = || follow_binlog(ctx.clone(), f.clone());
+                supervise("the result cache's binlog follower", &ctx.metrics, follow).await
+            })
+        });
         let loops = event_loops::EventLoops::start(self.ctx.cfg.threads);
         let _ = self.ctx.metrics.loops.set(loops.placement().clone());
         let sessions = Arc::new(std::sync::Mutex::new(tokio::task::JoinSet::new()));
@@ -325,7 +330,25 @@ struct Starter {
 }
 
 impl Starter {
+    /// Starts `client`'s session. A panic in starting it (a bug) drops that
+    /// client, said and counted, and the accept loop goes on: before, the
+    /// loop ended with it and its listener closed, and every later client
+    /// was refused while the relay still ran.
     fn start(&self, client: listen::Client) {
+        let started =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.start_session(client)));
+        if let Err(p) = started {
+            crate::admin::log::internal_error(
+                &self.ctx.metrics,
+                "starting a client's session",
+                p.as_ref(),
+                "that client is dropped, and the relay accepts on",
+            );
+        }
+    }
+
+    fn start_session(&self, client: listen::Client) {
+        sqlfleet_faults::point!("relay::session_start");
         let listen::Client { conn: a, host } = client;
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let ctx = self.ctx.clone();
@@ -359,7 +382,12 @@ impl Starter {
     }
 }
 
-/// Serves one accepted client (see [`frontend::session::serve`]).
+/// Serves one accepted client (see [`frontend::session::serve`]). A
+/// panic in its session (a bug) ends that client only, said and counted:
+/// its socket and the backend connection it held close as the session
+/// unwinds (the server rolls back what it had open), and everything the
+/// session counted in the pool and the limits is given back by the
+/// guards that hold it.
 async fn serve_accepted(
     ctx: Arc<Ctx>,
     a: Accepted,
@@ -367,9 +395,22 @@ async fn serve_accepted(
     host: String,
     seat: event_loops::Seat,
 ) {
-    match a {
-        Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host, seat).await,
-        Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host, seat).await,
+    let metrics = ctx.metrics.clone();
+    let served = std::panic::AssertUnwindSafe(async move {
+        match a {
+            Accepted::Tcp(s) => frontend::session::serve(ctx, s, id, host, seat).await,
+            Accepted::Unix(s) => frontend::session::serve(ctx, s, id, host, seat).await,
+        }
+    })
+    .catch_unwind()
+    .await;
+    if let Err(p) = served {
+        crate::admin::log::internal_error(
+            &metrics,
+            &format!("client {id}'s session"),
+            p.as_ref(),
+            "that client's connection is closed, and the others go on",
+        );
     }
 }
 

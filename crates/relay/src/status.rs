@@ -53,6 +53,7 @@ pub fn render(ctx: &Ctx) -> String {
         "backends": backends,
         "clients_connected": m.clients_connected.load(Ordering::Relaxed),
         "commands": m.commands.load(Ordering::Relaxed),
+        "internal_errors": m.internal_errors.load(Ordering::Relaxed),
         "pins": pins,
         "rules": rule_hits,
         "cache": ctx.cache.status(),

@@ -540,6 +540,97 @@ fn cli_as(port: u16, user: &str, password: &str, sql: &str) -> std::process::Out
         .expect("mariadb client")
 }
 
+/// A panic (a bug) in the relay's own work ends only what it hit: the
+/// client whose session start panicked is dropped and the next one is
+/// served (the accept loop ended with the panic before, its listener
+/// closed, and every later client was refused); a session that panicked
+/// holding a backend connection gives back its place among the backend's
+/// busy ones (it stayed counted for good, and the least-busy pick shunned
+/// that backend); the pool's upkeep starts again and keeps --pool-min
+/// open. Each is logged with the panic's words and counted in
+/// internal_errors_total.
+#[test]
+fn a_panic_in_a_session_or_the_pools_upkeep_ends_only_what_it_hit() {
+    let (child, port, metrics_port) = relay_with_failpoints(
+        &["--pool-min", "2"],
+        "relay::session_start=1*panic;relay::leased=1*panic;relay::maintain=1*panic",
+    );
+    let status = || -> serde_json::Value {
+        let at = format!("127.0.0.1:{metrics_port}");
+        let (_, _, body) = sqlfleet_testkit::http::http_get(&at, "/status", &[]);
+        serde_json::from_str(&body).expect("status json")
+    };
+    // The first connection (wait_listening's) met the session start's
+    // panic; each client here connects anew: the first one's lease
+    // panics, the next ones are served.
+    let answers: Vec<String> = (0..3)
+        .map(|_| {
+            let o = cli_as(port, "app", "app-pw", "SELECT 41 + 1");
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        })
+        .collect();
+    assert_eq!(answers, ["", "42", "42"], "served after the panics");
+    let t0 = Instant::now();
+    loop {
+        let s = status();
+        let b = &s["backends"][0];
+        let settled = s["internal_errors"] == 3
+            && s["clients_connected"] == 0
+            && b["clients_busy"] == 0
+            && b["connections_open"] == 2;
+        if settled {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "three panics counted, nothing left busy, --pool-min kept: {s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let log = stderr_after_kill(child);
+    for (what, then) in [
+        ("starting a client's session", "the relay accepts on"),
+        ("session stopped at an internal error", "the others go on"),
+        ("the pool's upkeep", "it starts again"),
+    ] {
+        assert!(
+            log.lines().any(|l| l.contains(what)
+                && l.contains(then)
+                && l.contains("a bug in sqlfleet")
+                && l.contains("failpoint relay::")),
+            "{what}: said with the panic's words: {log}"
+        );
+    }
+}
+
+/// A relay in front of the shared server's primary (JSON logs, a
+/// metrics port, user `app` on a shared account) with `failpoints` armed
+/// and `extra` flags, listening: the child (stderr piped), its port and
+/// its metrics port.
+fn relay_with_failpoints(extra: &[&str], failpoints: &str) -> (std::process::Child, u16, u16) {
+    let srv = server();
+    let port = common::relay::free_port();
+    let metrics_port = common::relay::free_port();
+    let pw = srv.sandbox.password().expect("pw");
+    let live = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let child = common::sqlfleet()
+        .args(["relay", "--log-format", "json"])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
+        .args(["--backend", &live])
+        .args(extra)
+        .args(["--no-defaults", "-u", "root", "--shared-account"])
+        .args(["--client-user", "app:app-pw"])
+        .env("MYSQL_PWD", pw.expose())
+        .env("SQLFLEET_FAILPOINTS", failpoints)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("relay");
+    common::relay::wait_listening(port);
+    (child, port, metrics_port)
+}
+
 /// A relay's stderr, read to its end once the relay is killed.
 fn stderr_after_kill(mut child: std::process::Child) -> String {
     let _ = child.kill();
@@ -678,25 +769,9 @@ fn by_default_each_client_runs_on_the_server_as_itself() {
 /// nobody checking it — a backend that died later was never taken out).
 #[test]
 fn a_panic_in_a_health_check_is_a_failed_check_and_the_checks_go_on() {
-    let srv = server();
-    let port = common::relay::free_port();
-    let metrics_port = common::relay::free_port();
-    let pw = srv.sandbox.password().expect("pw");
-    let live = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
-    let child = common::sqlfleet()
-        .args(["relay", "--log-format", "json"])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--metrics", &format!("127.0.0.1:{metrics_port}")])
-        .args(["--backend", &live, "--health-interval", "0.1"])
-        .args(["--no-defaults", "-u", "root", "--shared-account"])
-        .args(["--client-user", "app:app-pw"])
-        .env("MYSQL_PWD", pw.expose())
-        .env("SQLFLEET_FAILPOINTS", "relay::health_check=1*panic")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("relay");
-    common::relay::wait_listening(port);
+    let (child, port, metrics_port) =
+        relay_with_failpoints(&["--health-interval", "0.1"], "relay::health_check=1*panic");
+    let live = format!("127.0.0.1:{}", server().sandbox.meta.primary().port);
     // A later check finds it again: its role is the primary's, which only
     // a health check gives.
     let primary = format!("sqlfleet_relay_backend_role{{backend=\"{live}\",role=\"primary\"}} 1");

@@ -79,6 +79,23 @@ pub fn pool_exhausted(backend: &str, why: &str) {
     }
 }
 
+/// A panic (a bug) caught in the relay's own work: `what` stopped there,
+/// `then` says what happens now. Counted in `internal_errors_total`;
+/// never rate-limited (each is a bug to report).
+pub fn internal_error(
+    metrics: &crate::admin::metrics::Metrics,
+    what: &str,
+    p: &(dyn std::any::Any + Send),
+    then: &str,
+) {
+    metrics.internal_errors.fetch_add(1, Relaxed);
+    tracing::error!(
+        "relay: {what} stopped at an internal error ({}): {}; {then}",
+        sqlfleet_conn::text::A_BUG,
+        sqlfleet_conn::text::panic_message(p)
+    );
+}
+
 /// A Galera cluster's writes moved to another node.
 pub fn galera_writer(from: &str, to: &str) {
     if from == "none" {

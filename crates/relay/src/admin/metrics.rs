@@ -170,6 +170,9 @@ pub struct Metrics {
     pub login: Histogram,
     /// Sessions moved to a less busy event loop.
     pub session_moves: AtomicU64,
+    /// Panics caught in the relay's own work (see `admin/log.rs`,
+    /// `internal_error`).
+    pub internal_errors: AtomicU64,
     /// Where sessions run (set when the relay starts serving).
     pub loops: std::sync::OnceLock<std::sync::Arc<crate::event_loops::Placement>>,
 }
@@ -352,6 +355,7 @@ const COUNTERS: &[Counter] = &[
     ("consistency_waits_total", "Replica reads that waited for the client's own write.", |m| &m.consistency_waits),
     ("consistency_fallbacks_total", "Reads sent to the primary because a replica had not caught up.", |m| &m.consistency_fallbacks),
     ("session_moves_total", "Sessions moved to a less busy event loop between commands.", |m| &m.session_moves),
+    ("internal_errors_total", "Panics caught in the relay's own work (a bug; each is logged with its words): a client's session or its start (that client is dropped, the others go on), the pool's upkeep or the result cache's follower (started again). Alert on any increase.", |m| &m.internal_errors),
 ];
 
 /// The counters a backend's clients count, as rendered.

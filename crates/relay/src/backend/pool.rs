@@ -94,6 +94,9 @@ pub struct ConnParts {
     /// The account whose client holds it, counted against its share
     /// until it goes back (or away).
     held: Option<crate::backend::share::Held>,
+    /// Counts it among its backend's busy connections while a client
+    /// holds it, until it goes back or is dropped.
+    busy: Option<Busy>,
 }
 
 impl BackendConn {
@@ -246,6 +249,27 @@ impl Drop for Slot {
     fn drop(&mut self) {
         self.side.inner().open -= 1;
         self.side.notify.notify_one();
+    }
+}
+
+/// Counts a leased connection in its backend's busy ones (the least-busy
+/// pick reads them); dropping it, however the connection goes (back to
+/// the pool, closed, or with a session that panicked), uncounts it. A
+/// count the session decremented by hand stayed up for good when it
+/// panicked holding the connection: that backend looked busy to every
+/// pick after.
+struct Busy(Arc<Side>);
+
+impl Busy {
+    fn new(side: &Arc<Side>) -> Busy {
+        side.busy.fetch_add(1, Relaxed);
+        Busy(side.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.busy.fetch_sub(1, Relaxed);
     }
 }
 
@@ -657,7 +681,7 @@ impl Pool {
         let mut at_share;
         // Woken by `notify` (a connection came back, a place freed).
         let mut woken = false;
-        let result = loop {
+        let mut result = loop {
             let held = side.shares.try_take(want.user, share, &side.share_notify);
             at_share = held.is_none();
             if at_share && std::mem::take(&mut woken) {
@@ -733,8 +757,8 @@ impl Pool {
         };
         drop(waiting);
         self.metrics.wait(t0.elapsed());
-        if result.is_ok() {
-            side.busy.fetch_add(1, Relaxed);
+        if let Ok(c) = &mut result {
+            c.busy = Some(Busy::new(side));
             // Leased: a connection is the client's; nothing sent yet.
             sqlfleet_faults::point!("relay::leased");
         }
@@ -885,6 +909,7 @@ impl Pool {
                     idle_since: now,
                     _slot: slot,
                     held: None,
+                    busy: None,
                 })))
             }
             Err(e) => {
@@ -904,8 +929,8 @@ impl Pool {
     }
 
     /// A connection whose session state is known goes back to the pool.
-    pub fn put(&self, c: BackendConn) {
-        self.sides[c.backend].busy.fetch_sub(1, Relaxed);
+    pub fn put(&self, mut c: BackendConn) {
+        c.busy = None;
         self.make_idle(c);
     }
 
@@ -950,7 +975,6 @@ impl Pool {
 
     /// A connection in an unknown state is closed.
     pub fn discard(&self, c: BackendConn) {
-        self.sides[c.backend].busy.fetch_sub(1, Relaxed);
         drop(c);
     }
 
@@ -980,6 +1004,7 @@ impl Pool {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
+            sqlfleet_faults::point!("relay::maintain");
             let s = self.settings();
             for (b, side) in self.sides.iter().enumerate() {
                 let (old, want) = {
