@@ -12,7 +12,7 @@
 //! commit (see [`crate::order`]).
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -77,6 +77,10 @@ pub struct Parallel {
     /// Source rows statements applied inside another of their chunk
     /// (merge.rs), in chunks that committed.
     pub merged: u64,
+    /// Why chunks stopped running beside each other part-way (the stall
+    /// watcher stopped at an internal error): they ran in turn after.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_turn_after: Option<String>,
 }
 
 #[derive(Default)]
@@ -86,6 +90,7 @@ struct Stats {
     conflicts: AtomicU64,
     yields: AtomicU64,
     merged: AtomicU64,
+    in_turn_after: Mutex<Option<String>>,
 }
 
 struct Shared {
@@ -94,8 +99,9 @@ struct Shared {
     changed: watch::Sender<u64>,
     threads: usize,
     batch: usize,
-    /// Chunks of one stream may run beside each other.
-    beside: bool,
+    /// Chunks of one stream may run beside each other (turned off for
+    /// good when the stall watcher is gone: see [`watcher`]).
+    beside: AtomicBool,
     ddl: DdlGeneration,
     stats: Stats,
     /// The clock chunks' running times are read on.
@@ -147,7 +153,7 @@ impl Workers {
             changed: watch::channel(0).0,
             threads: threads.max(1),
             batch: batch.max(1),
-            beside: beside && threads > 1,
+            beside: AtomicBool::new(beside && threads > 1),
             ddl: ddl.clone(),
             stats: Stats::default(),
             epoch: std::time::Instant::now(),
@@ -157,7 +163,7 @@ impl Workers {
             .enumerate()
             .map(|(me, _)| tokio::spawn(worker(shared.clone(), target.clone(), me)))
             .collect();
-        if shared.beside {
+        if shared.beside.load(Ordering::Relaxed) {
             tasks.push(tokio::spawn(watcher(shared.clone())));
         }
         (Workers { shared, ddl }, tasks)
@@ -214,6 +220,11 @@ impl Workers {
             conflicts: s.conflicts.load(Ordering::Relaxed),
             yields: s.yields.load(Ordering::Relaxed),
             merged: s.merged.load(Ordering::Relaxed),
+            in_turn_after: s
+                .in_turn_after
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
         }
     }
 }
@@ -355,7 +366,8 @@ async fn worker(shared: Arc<Shared>, target: Target, me: usize) {
     loop {
         rx.borrow_and_update();
         let generation = shared.ddl.load(Ordering::Acquire);
-        let next = take(&mut shared.lock(), shared.beside, generation, me);
+        let beside = shared.beside.load(Ordering::Relaxed);
+        let next = take(&mut shared.lock(), beside, generation, me);
         match next {
             Take::Chunk(c) => {
                 shared.stats.chunks.fetch_add(1, Ordering::Relaxed);
@@ -658,7 +670,40 @@ fn close(shared: &Shared, c: &Chunk, end: ChunkEnd, clean: bool) {
 /// Every 10 ms while some stream has two chunks open: a chunk running
 /// for [`crate::order::STALL_MS`] makes the later chunks waiting for their
 /// turn roll back ([`Order::stalled`]). Ends with the workers.
+///
+/// A panic in it (a bug) turns running beside off for the rest of the
+/// run, said in the log and the summary: chunks run in turn, one per
+/// stream at a time, which needs no watcher (slower, the same result).
+/// Before, the watcher was gone unsaid, and an earlier chunk waiting on a
+/// row a later one held waited out the server's lock timeout.
 async fn watcher(shared: Arc<Shared>) {
+    let watched = std::panic::AssertUnwindSafe(watch_stalls(&shared))
+        .catch_unwind()
+        .await;
+    if let Err(p) = watched {
+        let why = format!(
+            "the stall watcher stopped at an internal error ({}): {}",
+            sqlfleet_conn::text::A_BUG,
+            sqlfleet_conn::text::panic_message(p.as_ref())
+        );
+        tracing::error!("replicate: {why}; chunks of a stream now run in turn, one at a time");
+        *shared
+            .stats
+            .in_turn_after
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(why);
+        shared.beside.store(false, Ordering::Relaxed);
+        // No new chunk runs beside another now; the ones that do roll
+        // back and run again in turn, so that none waits for its turn
+        // holding rows an earlier one may need with nobody to tell it.
+        for s in shared.lock().streams.values_mut() {
+            s.order.yield_all();
+        }
+        shared.bump();
+    }
+}
+
+async fn watch_stalls(shared: &Shared) {
     let mut rx = shared.changed.subscribe();
     loop {
         rx.borrow_and_update();
@@ -681,6 +726,7 @@ async fn watcher(shared: Arc<Shared>) {
             continue;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
+        sqlfleet_faults::point!("replicate::stall_watch");
         let now = shared.now_ms();
         let told: usize = shared
             .lock()

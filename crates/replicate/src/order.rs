@@ -247,6 +247,21 @@ impl Order {
         later.len()
     }
 
+    /// Every open speculative chunk after the oldest, running or not,
+    /// must roll back and run again in turn: what a stream does when
+    /// nothing will watch for stalls any more (lanes.rs's watcher is
+    /// gone), so that no chunk waits for its turn holding rows an earlier
+    /// one may need.
+    pub fn yield_all(&mut self) {
+        let later: Vec<u64> = self
+            .open
+            .range(self.head + 1..)
+            .filter(|(_, m)| **m == Mode::Speculative)
+            .map(|(j, _)| *j)
+            .collect();
+        self.rerun.extend(later);
+    }
+
     /// Chunk `k` met an error running beside earlier chunks: it runs
     /// again in turn; chunks shrink.
     pub fn conflict(&mut self, k: u64) {
@@ -333,6 +348,8 @@ mod tests {
         Ran(u64),
         /// The clock reads ms.
         At(u64),
+        /// Nothing watches for stalls any more.
+        YieldAll,
         RolledBack(u64),
         Commit(u64),
         Fail(u64),
@@ -352,6 +369,7 @@ mod tests {
                 At(t) => {
                     o.stalled(t);
                 }
+                YieldAll => o.yield_all(),
                 RolledBack(k) => o.rolled_back(k),
                 Commit(k) => o.committed(k, true),
                 Fail(k) => o.failed(k),
@@ -553,6 +571,30 @@ mod tests {
                 &[T, T, Fail(1)],
                 0,
                 Turn::Go,
+            ),
+            (
+                "unwatched, a later chunk still running yields too",
+                &[T, T, Runs(0, 0), Runs(1, 0), YieldAll],
+                1,
+                Turn::RollBack,
+            ),
+            (
+                "unwatched, a later chunk waiting yields",
+                &[T, T, T, Runs(1, 0), Ran(1), Ran(2), YieldAll],
+                2,
+                Turn::RollBack,
+            ),
+            (
+                "unwatched, the oldest open chunk goes",
+                &[T, T, Runs(0, 0), YieldAll],
+                0,
+                Turn::Go,
+            ),
+            (
+                "unwatched, a chunk in turn waits for its turn",
+                &[T, T, Conflict(1), YieldAll],
+                1,
+                Turn::Wait,
             ),
             (
                 "a dropped chunk still moves the head",

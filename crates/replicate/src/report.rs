@@ -99,6 +99,12 @@ fn summary_text_raw(s: &Summary) -> String {
             p.chunks, p.ahead, p.conflicts, p.yields, p.merged
         ));
     }
+    if let Some(why) = &p.in_turn_after {
+        out.push_str(&format!(
+            "replicate: chunks of a stream ran in turn after {}\n",
+            short(why, 600)
+        ));
+    }
     for v in s
         .sources
         .iter()
@@ -299,6 +305,7 @@ mod tests {
                 conflicts: 1,
                 yields: 1,
                 merged: 4,
+                in_turn_after: Some("the stall watcher stopped at an internal error".into()),
             },
             warnings: Vec::new(),
             sources: vec![view("eu", true, Some(3)), view("us", false, Some(0))],
@@ -311,6 +318,12 @@ mod tests {
         assert!(
             text.contains(
                 "3 target transactions, 2 of them run beside an earlier one of their stream; 1 conflicts and 1 yields run again in turn; 4 rows statements applied inside another of their chunk"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "chunks of a stream ran in turn after the stall watcher stopped at an internal error"
             ),
             "{text}"
         );

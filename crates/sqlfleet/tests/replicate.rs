@@ -1230,6 +1230,75 @@ fn a_panic_in_one_source_s_reading_refuses_that_source_and_the_others_go_on() {
     assert_eq!(n, 2, "{err}");
 }
 
+/// A panic in the stall watcher (a bug) turns running beside off for the
+/// rest of the run, said in the log and the summary: the chunks of the
+/// hot stream run in turn after it, and the copy is the source's. Before,
+/// the watcher was gone unsaid and an earlier chunk waiting on a row a
+/// later one held waited out the server's lock timeout.
+#[test]
+fn a_panic_in_the_stall_watcher_runs_chunks_in_turn_and_the_copy_is_the_same() {
+    let rt = runtime();
+    let (s, t) = (source(), target());
+    let dir = tempfile::tempdir().expect("tempdir");
+    on_both(
+        &rt,
+        "DROP DATABASE IF EXISTS pn_w; CREATE DATABASE pn_w; \
+             CREATE TABLE pn_w.t (id INT PRIMARY KEY, v INT NOT NULL) ENGINE=InnoDB; \
+             INSERT INTO pn_w.t SELECT seq, 0 FROM pn_w.seq_1_to_50",
+    );
+    let start = gtid_pos(&rt, s);
+    rt.block_on(async {
+        let writers: Vec<_> = (0..4u64)
+            .map(|w| {
+                tokio::spawn(async move {
+                    let mut c = source().connect().await;
+                    for i in 0..150u64 {
+                        let (a, b) = (1 + (i * 7 + w * 13) % 50, 1 + (i * 11 + w) % 50);
+                        c.query_drop(format!(
+                            "START TRANSACTION; UPDATE pn_w.t SET v = v + 1 WHERE id = {a}; \
+                             UPDATE pn_w.t SET v = v + {w} WHERE id = {b}; COMMIT"
+                        ))
+                        .await
+                        .expect("write");
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.await.expect("writer");
+        }
+    });
+    let c = config(
+        dir.path(),
+        "panic_watch",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[apply]\nthreads = 4\nbatch = 4\nbeside = true\n\
+             [[source]]\nname = \"pw\"\ndsn = \"{}\"\ninclude = [\"pn_w\"]\nstart = \"gtid:{start}\"\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    let (status, err) = until_caught_up_with(&c, "replicate::stall_watch=panic");
+    assert_eq!(status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "chunks of a stream ran in turn after the stall watcher stopped at an internal error"
+        ) && err.contains("replicate::stall_watch"),
+        "the summary says it, with the panic's words: {err}"
+    );
+    rt.block_on(async {
+        assert_eq!(s.fingerprint("pn_w").await, t.fingerprint("pn_w").await);
+    });
+}
+
+/// Runs `sql` on the source and on the target (a test's tables, made on
+/// both before the stream starts).
+fn on_both(rt: &tokio::runtime::Runtime, sql: &str) {
+    for srv in [source(), target()] {
+        rt.block_on(exec(srv, sql));
+    }
+}
+
 /// `replicate --until-caught-up` with `failpoints` armed, to its end
 /// (within 60 s): its exit status and standard error.
 fn until_caught_up_with(
@@ -1285,13 +1354,11 @@ fn a_panic_while_applying_stops_that_stream_and_the_run_still_ends() {
     let rt = runtime();
     let (s, t) = (source(), target());
     let dir = tempfile::tempdir().expect("tempdir");
-    for srv in [s, t] {
-        rt.block_on(exec(
-            srv,
-            "DROP DATABASE IF EXISTS pn_c; CREATE DATABASE pn_c; \
+    on_both(
+        &rt,
+        "DROP DATABASE IF EXISTS pn_c; CREATE DATABASE pn_c; \
              CREATE TABLE pn_c.t (id INT PRIMARY KEY, v INT) ENGINE=InnoDB",
-        ));
-    }
+    );
     let start = gtid_pos(&rt, s);
     rt.block_on(exec(s, "INSERT INTO pn_c.t VALUES (1, 1), (2, 2)"));
     let c = config(
