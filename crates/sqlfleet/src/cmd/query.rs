@@ -131,6 +131,19 @@ fn secs(v: f64, what: &str) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs_f64(v))
 }
 
+/// A SQL file's text: UTF-8, or an error naming the first byte that is
+/// not (query sends its SQL as UTF-8 text; "stream did not contain valid
+/// UTF-8" named no place and no way on).
+fn sql_text(bytes: Vec<u8>) -> anyhow::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+        anyhow::anyhow!(
+            "not UTF-8 at byte offset {at} (line {line}): query reads its SQL as UTF-8; convert the file (iconv -f CHARSET -t UTF-8) and run it with --default-character-set utf8mb4"
+        )
+    })
+}
+
 /// The statements to run, and for each whether it ended in `\G`.
 fn statements(sql: &str) -> anyhow::Result<(Vec<String>, Vec<bool>)> {
     let (mut out, mut vertical) = (Vec::new(), Vec::new());
@@ -225,7 +238,8 @@ pub async fn run(a: QueryArgs) -> anyhow::Result<Exit> {
     let sql = match (&a.execute, &a.file) {
         (Some(s), _) => s.clone(),
         (None, Some(f)) => {
-            std::fs::read_to_string(f).with_context(|| format!("{}", f.display()))?
+            let bytes = std::fs::read(f).with_context(|| format!("{}", f.display()))?;
+            sql_text(bytes).with_context(|| format!("{}", f.display()))?
         }
         (None, None) => anyhow::bail!("no SQL: give -e SQL or --file F (or --discover-only)"),
     };
@@ -404,6 +418,28 @@ fn show_progress(
 
 #[cfg(test)]
 mod tests {
+    /// A file that is not UTF-8 is named at its first such byte.
+    #[test]
+    fn a_sql_file_that_is_not_utf8_is_named_at_its_byte() {
+        let rows: &[(&[u8], Option<&str>)] = &[
+            (b"SELECT 1;", None),
+            (b"SELECT '\xc3\xa9';", None),
+            (
+                b"SELECT 1;\nSELECT 'caf\xe9';",
+                Some("not UTF-8 at byte offset 21 (line 2)"),
+            ),
+            (b"\x95\\", Some("not UTF-8 at byte offset 0 (line 1)")),
+        ];
+        for (bytes, want) in rows {
+            let got = super::sql_text(bytes.to_vec()).err().map(|e| e.to_string());
+            match (want, got) {
+                (None, None) => {}
+                (Some(w), Some(g)) => assert!(g.starts_with(w) && g.contains("iconv"), "{g}"),
+                (w, g) => panic!("{bytes:?}: wanted {w:?}, got {g:?}"),
+            }
+        }
+    }
+
     use super::*;
 
     #[test]
