@@ -3,10 +3,11 @@
 //! AUTO_INCREMENT field left to the server): for CSV, TSV, CSV with the
 //! enclosure as the escape, and a layout the input's first four bytes
 //! draw (separator, enclosure, escape, line end; 0 for none) when
-//! `Format::check` takes it.
+//! `Format::check` takes it; each also in sjis, big5, gbk and gb18030,
+//! whose characters hold ASCII bytes.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_flat::{Checks, Chunker, Format, ServerAssigns};
+use sqlfleet_flat::{Checks, Chunker, Format, Multibyte, ServerAssigns};
 
 fuzz_target!(|data: &[u8]| {
     let mut formats = vec![
@@ -23,11 +24,30 @@ fuzz_target!(|data: &[u8]| {
             enclosed_by: (enc != 0).then_some(enc),
             escaped_by: (esc != 0).then_some(esc),
             lines_terminated_by: vec![eol],
+            charset: Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         };
         if drawn.check().is_ok() {
             formats.push(drawn);
         }
     }
+    let sets = [
+        Multibyte::Sjis,
+        Multibyte::Big5,
+        Multibyte::Gbk,
+        Multibyte::Gb18030,
+    ];
+    let in_sets: Vec<Format> = formats
+        .iter()
+        .flat_map(|f| {
+            sets.iter().map(|&charset| Format {
+                charset,
+                ..f.clone()
+            })
+        })
+        .filter(|f| f.check().is_ok())
+        .collect();
+    formats.extend(in_sets);
     for fmt in formats {
         for server_assigns in [
             None,

@@ -2,17 +2,30 @@
 //! must point at its own bytes (the same bytes, but for a client command
 //! inside it blanked to spaces; `use` and `charset` lines become SQL of
 //! their own); nor may what the loader does with each statement
-//! (comments stripped, traits inspected, rows converted).
+//! (comments stripped, traits inspected, rows converted); in the
+//! client's character sets whose characters hold ASCII bytes too.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_dump::comments::{strip_comments, strip_cr};
 use sqlfleet_dump::inspect::{generates_ids, inspect};
 use sqlfleet_dump::values::{insert_to_rows, Quoting};
+use sqlfleet_dump::lex::Multibyte;
 use sqlfleet_dump::{classify, Splitter};
 
 fuzz_target!(|data: &[u8]| {
     let mut last = 0;
-    for st in Splitter::new(data) {
+    // The client's set, drawn from the first byte: the sets whose
+    // characters hold ASCII bytes among them.
+    let sets = [
+        Multibyte::AsciiSafe,
+        Multibyte::Sjis,
+        Multibyte::Big5,
+        Multibyte::Gbk,
+        Multibyte::Gb18030,
+    ];
+    let mut sp = Splitter::new(data);
+    sp.set_charset(sets[usize::from(data.first().copied().unwrap_or(0)) % sets.len()]);
+    for st in sp {
         let Ok(st) = st else { break };
         assert!(last <= st.offset && st.offset <= st.end && st.end as usize <= data.len());
         last = st.offset;

@@ -12,6 +12,7 @@
 
 use std::io::Read;
 
+use crate::lex::Multibyte;
 use crate::printable::printable;
 use commands::{Action, Place};
 
@@ -120,6 +121,13 @@ pub struct Splitter<R> {
     /// The delimiter ends a statement only at the end of a line.
     line_delimiter: bool,
     backslash_escapes: bool,
+    /// The client's character set as far as reading cares: in big5, gbk,
+    /// gb18030, sjis and cp932 a character's second byte may be `\`, a
+    /// backquote or another ASCII byte, which the client reads as part of
+    /// the character (its line reader takes a multi-byte character whole,
+    /// in and out of quotes). Set from `--default-character-set` and by
+    /// the `charset` command, as the client's.
+    charset: Multibyte,
     eof: bool,
     pub max_statement: usize,
     total_read: u64,
@@ -152,6 +160,7 @@ impl<R: Read> Splitter<R> {
             delimiter: b";".to_vec(),
             line_delimiter: false,
             backslash_escapes: true,
+            charset: Multibyte::AsciiSafe,
             eof: false,
             max_statement: MAX_STATEMENT,
             total_read: 0,
@@ -170,6 +179,29 @@ impl<R: Read> Splitter<R> {
     /// NO_BACKSLASH_ESCAPES (the caller sees the SET statement).
     pub fn set_backslash_escapes(&mut self, on: bool) {
         self.backslash_escapes = on;
+    }
+
+    /// The client's character set (its `--default-character-set`), as far
+    /// as reading cares; the `charset` command in the input changes it.
+    pub fn set_charset(&mut self, cs: Multibyte) {
+        self.charset = cs;
+    }
+
+    /// The character set reading is in now.
+    pub fn charset(&self) -> Multibyte {
+        self.charset
+    }
+
+    /// A multi-byte character of the client's set at `pos`: its length
+    /// (bytes the client takes whole, whatever they are), or `None`.
+    #[inline]
+    fn multibyte_at(&mut self) -> Result<Option<usize>, SplitError> {
+        if self.charset == Multibyte::AsciiSafe || self.buf[self.pos] < 0x81 {
+            return Ok(None);
+        }
+        self.have(4)?;
+        let n = self.charset.char_len(&self.buf, self.pos);
+        Ok((n > 1).then_some(n))
     }
 
     /// Ends statements only at a delimiter that ends its line, as
@@ -335,6 +367,11 @@ impl<R: Read> Splitter<R> {
                             "NUL byte outside a string: this is binary data, not a SQL dump (compressed with an unknown method?)",
                         ));
                     }
+                    if let Some(n) = self.multibyte_at()? {
+                        self.has_code = true;
+                        self.pos += n;
+                        continue;
+                    }
                     if !self.delimiter.is_empty()
                         && b == self.delimiter[0]
                         && self.peek_is(&self.delimiter.clone())?
@@ -433,6 +470,19 @@ impl<R: Read> Splitter<R> {
     /// (its quote, a backslash, a newline) and past it.
     #[inline]
     fn in_quote(&mut self, q: u8) -> Result<(), SplitError> {
+        if self.charset != Multibyte::AsciiSafe {
+            // A character at a time: a multi-byte character's tail is
+            // never a quote or an escape.
+            if let Some(n) = self.multibyte_at()? {
+                self.pos += n;
+                return Ok(());
+            }
+            let c = self.buf[self.pos];
+            if c != q && c != b'\\' && c != b'\n' {
+                self.pos += 1;
+                return Ok(());
+            }
+        }
         // Fast path: skip to the next byte that matters.
         let rest = &self.buf[self.pos..];
         let stop = if self.backslash_escapes {
@@ -652,7 +702,10 @@ impl<R: Read> Splitter<R> {
                 _ => return Err(self.err(at, "USE must be followed by a database name")),
             },
             Action::Charset => match commands::get_arg(text) {
-                Some(cs) if !cs.is_empty() => Effect::Sql(names_sql(&cs)),
+                Some(cs) if !cs.is_empty() => {
+                    self.charset = Multibyte::of_charset(&String::from_utf8_lossy(&cs));
+                    Effect::Sql(names_sql(&cs))
+                }
                 _ => return Err(self.err(at, "'charset' must be followed by a character set")),
             },
             Action::Source => {

@@ -2,14 +2,17 @@
 //!
 //! Records are parsed with `LOAD DATA`'s rules (escape character, optional
 //! enclosure with doubled enclosure characters, multi-byte terminators), so
-//! a line terminator inside quotes or after an escape is not a boundary.
+//! a line terminator inside quotes or after an escape is not a boundary;
+//! in big5, gbk, gb18030, sjis and cp932 a multi-byte character's tail is
+//! data, as LOAD DATA reads it (a `\` there is no escape), except in the
+//! fields of binary columns, which it reads byte by byte.
 //! While at it, each record is checked: its field count (a ragged row is an
 //! error naming its line), UTF-8 validity when the table wants it, and an
 //! unterminated quote at the end of the file.
 
 use std::io::Read;
 
-use crate::format::Format;
+use crate::format::{Format, Multibyte};
 
 /// A run of whole records, ready for one `LOAD DATA LOCAL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -356,8 +359,10 @@ fn skip_line(buf: &[u8], start: usize, f: &Format, eof: bool) -> Option<(usize, 
         if partial(buf, i, lt) && !eof {
             return None;
         }
+        // (A character cut at the buffer's end reads as bytes alone up to
+        // that end, where more input is asked for and the line read again.)
         lines += u64::from(buf[i] == b'\n');
-        i += 1;
+        i += f.reading(None).char_len(buf, i);
     }
     eof.then_some((buf.len(), lines))
 }
@@ -433,13 +438,22 @@ fn parse_record(buf: &[u8], start: usize, f: &Format, eof: bool) -> Result<Parse
                     }
                     // A quote not followed by a terminator is data (as LOAD DATA).
                 }
-                i += 1;
+                i += f.reading(Some(fields - 1)).char_len(buf, i);
             }
             field_start = false;
             continue;
         }
         field_start = false;
         if !(b == ft[0] || b == lt[0] || b == b'\n' || Some(b) == f.escaped_by) {
+            let mb = f.reading(Some(fields - 1));
+            if mb != Multibyte::AsciiSafe {
+                // A character at a time: the byte after a multi-byte
+                // character's first is data, whatever it is. (One cut at
+                // the buffer's end reads as bytes alone up to that end,
+                // where the record is read again with more input.)
+                i += mb.char_len(buf, i);
+                continue;
+            }
             // Plain field bytes: jump to the next byte that can matter
             // (most of a file is plain field bytes; this is the hot loop).
             i = next_special(buf, i + 1, ft[0], lt[0], f.escaped_by);

@@ -73,8 +73,9 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                             break;
                         }
                     }
-                    v.push(c);
-                    i += 1;
+                    let n = f.reading(Some(row.len())).char_len(data, i);
+                    v.extend_from_slice(&data[i..i + n]);
+                    i += n;
                 }
                 // A field the data ends inside, the enclosure being the
                 // escape: the server keeps what it read with the opening
@@ -110,8 +111,9 @@ pub fn records(data: &[u8], f: &Format) -> Vec<Vec<Field>> {
                     i += 2;
                     continue;
                 }
-                v.push(c);
-                i += 1;
+                let n = f.reading(Some(row.len())).char_len(data, i);
+                v.extend_from_slice(&data[i..i + n]);
+                i += n;
                 if i >= data.len() {
                     end_of_record = true;
                 }

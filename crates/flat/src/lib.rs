@@ -11,3 +11,4 @@ pub mod naming;
 
 pub use chunk::{leaves_id_to_server, Checks, Chunk, Chunker, FlatError, ServerAssigns};
 pub use format::Format;
+pub use sqlfleet_dump::lex::Multibyte;

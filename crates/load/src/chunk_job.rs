@@ -239,7 +239,13 @@ async fn insert_rows(
     c: &mut SessionConn,
     w: &ChunkWork,
 ) -> Result<(u64, ServerCounts), mysql_async::Error> {
-    let backslashes = c.charset().await?.1.backslash_escapes;
+    let (client_charset, quoting) = c.charset().await?;
+    let backslashes = quoting.backslash_escapes;
+    // Bytes of another character set than the connection's are sent as
+    // that set's hex strings (`_sjis X'955C'`): as string literals the
+    // server read them as the connection's (a latin1 or sjis file failed
+    // with ERROR 1366, or, outside strict mode, loaded as '?').
+    let foreign = (!same_charset(&w.charset, &client_charset)).then_some(w.charset.as_str());
     let mut rows = 0;
     let mut counts = ServerCounts::default();
     let head = format!("INSERT INTO {} {} VALUES ", w.table, w.columns);
@@ -256,7 +262,21 @@ async fn insert_rows(
             }
             match f {
                 None => sql.extend_from_slice(b"NULL"),
-                Some(v) => push_literal(&mut sql, v, backslashes),
+                // A binary column's field goes in as its bytes, as
+                // LOAD DATA puts them there (no conversion).
+                Some(v) if w.format.binary_fields.get(i) == Some(&true) => {
+                    push_hex(&mut sql, "binary", v)
+                }
+                // An empty field is an empty string, as LOAD DATA gives
+                // it; a literal '' would be NULL under EMPTY_STRING_IS_NULL
+                // (a hex string never is).
+                Some(v) if v.is_empty() && !quoting.empty_strings => {
+                    push_hex(&mut sql, foreign.unwrap_or(&w.charset), v)
+                }
+                Some(v) => match foreign {
+                    Some(cs) => push_hex(&mut sql, cs, v),
+                    None => push_literal(&mut sql, v, backslashes),
+                },
             }
         }
         for i in rec.len()..w.fields {
@@ -288,6 +308,34 @@ async fn insert_rows(
 fn reply_counts(c: &SessionConn) -> ServerCounts {
     ServerCounts::from_info(&c.conn.info())
         .unwrap_or_else(|| ServerCounts::from_ok(c.conn.affected_rows(), c.conn.get_warnings()))
+}
+
+/// Whether two character set names name one set (`utf8` is utf8mb3, as
+/// the server reads it by default).
+fn same_charset(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        let s = s.to_ascii_lowercase();
+        if s == "utf8" {
+            "utf8mb3".to_string()
+        } else {
+            s
+        }
+    };
+    norm(a) == norm(b)
+}
+
+/// Raw bytes as a string of character set `cs`, in hex: read the same
+/// whatever the connection's set and sql_mode.
+fn push_hex(out: &mut Vec<u8>, cs: &str, v: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    out.push(b'_');
+    out.extend_from_slice(cs.as_bytes());
+    out.extend_from_slice(b" X'");
+    for &b in v {
+        out.push(HEX[usize::from(b >> 4)]);
+        out.push(HEX[usize::from(b & 15)]);
+    }
+    out.push(b'\'');
 }
 
 /// `_binary`-free string literal of raw bytes, for either escape mode.

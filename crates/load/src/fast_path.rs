@@ -91,6 +91,15 @@ pub async fn try_fast(
         Err(e) if retryable(&e) => return Fast::Retry(e),
         Err(_) => return Fast::Fallback,
     };
+    // In big5, gbk, gb18030, sjis and cp932 a character's second byte may
+    // be `\` or a quote, which the server's lexer reads as part of the
+    // character: the values are read by the server (the INSERTs), not
+    // here byte by byte, which would read other strings out of them.
+    if sqlfleet_dump::lex::Multibyte::of_charset(&charset)
+        != sqlfleet_dump::lex::Multibyte::AsciiSafe
+    {
+        return Fast::Fallback;
+    }
     // The buffer is the connection's, kept across batches: a batch's
     // rows are tens of MiB, and fresh memory costs a page fault per 4 KiB.
     let mut buf = std::mem::take(&mut c.rows_buf);

@@ -149,8 +149,21 @@ fn setup(what: String) -> LoadError {
 }
 
 /// Loads CSV/TSV files into one table.
-pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
+pub async fn load_flat(mut opts: FlatOptions) -> Result<Summary, LoadError> {
     let started = Instant::now();
+    // The files are read as the server reads them: in their character set.
+    // Not in one whose every character is two or four bytes: LOAD DATA
+    // reads its terminators as single bytes there (the server's manual:
+    // such files cannot be loaded), and so would the chunks.
+    let wide = ["ucs2", "utf16", "utf16le", "utf32"];
+    if wide.contains(&opts.charset.to_ascii_lowercase().as_str()) {
+        return Err(setup(format!(
+            "--character-set {}: LOAD DATA cannot read files in a character set of two- or four-byte characters; convert them to utf8mb4 first (iconv -f {} -t UTF-8)",
+            opts.charset,
+            opts.charset.to_ascii_uppercase()
+        )));
+    }
+    opts.format.charset = sqlfleet_flat::Multibyte::of_charset(&opts.charset);
     opts.format.check().map_err(|e| setup(e.to_string()))?;
     let Connected {
         session: mut control,
@@ -158,6 +171,7 @@ pub async fn load_flat(opts: FlatOptions) -> Result<Summary, LoadError> {
         endpoint,
     } = engine::connect(&opts.target, opts.binlog, opts.writes_on_read_only).await?;
     let table = FlatTable::read(&mut control.conn, &opts, &endpoint, cluster.as_ref()).await?;
+    opts.format.binary_fields = table.binary.clone();
     table.refuse_split_ids(&opts)?;
     let read_counter = Arc::new(AtomicU64::new(0));
     let mut engine = Engine::start(EngineOptions {

@@ -199,6 +199,7 @@ pub fn scan(
     path: &Path,
     cluster: &Cluster,
     line_delimiter: bool,
+    charset: sqlfleet_dump::lex::Multibyte,
 ) -> Result<Vec<Finding>, sqlfleet_dump::split::SplitError> {
     let opened =
         sqlfleet_dump::reader::open(path).map_err(|e| sqlfleet_dump::split::SplitError::Io {
@@ -208,6 +209,7 @@ pub fn scan(
         })?;
     let mut split = Splitter::new(opened.reader);
     split.set_line_delimiter(line_delimiter);
+    split.set_charset(charset);
     let mut found = Vec::new();
     while let Some(stmt) = split.next_statement()? {
         if let Some(f) = check(&stmt.text, stmt.line, cluster) {

@@ -260,7 +260,12 @@ impl Input {
 
     /// On a Galera node: refuses a file with tables the cluster would not
     /// replicate, read whole before anything of it runs.
-    async fn refuse_for_galera(&self, c: &galera::Cluster, path: &Path) -> Result<(), LoadError> {
+    async fn refuse_for_galera(
+        &self,
+        c: &galera::Cluster,
+        path: &Path,
+        charset: sqlfleet_dump::lex::Multibyte,
+    ) -> Result<(), LoadError> {
         let files: Vec<PathBuf> = match &self.dir {
             Some(d) => d
                 .parts
@@ -276,7 +281,7 @@ impl Input {
         for path in files {
             let (p, c2) = (path.clone(), c.clone());
             let in_dir = self.dir.is_some();
-            let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2, in_dir))
+            let found = tokio::task::spawn_blocking(move || galera::scan(&p, &c2, in_dir, charset))
                 .await
                 .map_err(|e| LoadError::Setup {
                     what: format!("checking the dump for Galera: {e}"),
@@ -328,7 +333,13 @@ impl Setup {
                 what: format!("{endpoint}: reading its max_allowed_packet: {e}"),
             })?;
         if let Some(c) = &cluster {
-            input.refuse_for_galera(c, &opts.path).await?;
+            input
+                .refuse_for_galera(
+                    c,
+                    &opts.path,
+                    reading_charset(&opts.target, input.dir.is_some()),
+                )
+                .await?;
         }
         Ok(Setup {
             input,
@@ -410,6 +421,7 @@ impl Reading {
                     .filter(|_| !sqlfleet_dump::reader::is_stdin(&opts.path) && input.dir.is_none())
                     .map(Path::to_path_buf),
                 raw_read: input.raw_read.clone(),
+                charset: reading_charset(&opts.target, input.dir.is_some()),
             },
             tx,
             stop.clone(),
@@ -881,6 +893,19 @@ fn verdict(
         });
     }
     Ok(())
+}
+
+/// The character set the input is read in, as far as reading cares: a
+/// dump file in the client's `--default-character-set` (utf8mb4 when
+/// none), as the mysql client reads it; a mydumper directory byte by byte,
+/// as myloader reads it (mydumper writes `SET NAMES binary` and escapes
+/// every `\`: read in sjis, its `\x95\\` ran a string on, and a
+/// directory myloader loads stopped at "unknown mysql client command").
+fn reading_charset(target: &sqlfleet_conn::Target, dir: bool) -> sqlfleet_dump::lex::Multibyte {
+    if dir {
+        return sqlfleet_dump::lex::Multibyte::AsciiSafe;
+    }
+    sqlfleet_dump::lex::Multibyte::of_charset(target.charset.as_deref().unwrap_or("utf8mb4"))
 }
 
 #[cfg(test)]

@@ -135,6 +135,9 @@ pub struct ReadOptions {
     pub base_dir: Option<std::path::PathBuf>,
     /// Bytes on disk read of a directory's files (for progress).
     pub raw_read: Arc<std::sync::atomic::AtomicU64>,
+    /// The client's character set (`--default-character-set`), as far as
+    /// reading cares (see `Splitter::set_charset`).
+    pub charset: sqlfleet_dump::lex::Multibyte,
 }
 
 /// Starts the reader thread. `stop` ends it early.
@@ -184,6 +187,9 @@ struct Reading<'a> {
     /// Backslash escapes in strings (the session's sql_mode, shared by
     /// every file of the session).
     escapes: bool,
+    /// The client's character set, shared by every file (a `charset`
+    /// command in one holds for the next, as in the client).
+    charset: sqlfleet_dump::lex::Multibyte,
     /// Bytes of sourced files read so far: statements get offsets in one
     /// stream, the main file's bytes with each sourced file's spliced in
     /// where its `source` command stood.
@@ -206,6 +212,7 @@ impl<'a> Reading<'a> {
             keep_comments: opts.keep_comments,
             max_statement: opts.max_statement,
             escapes: true,
+            charset: opts.charset,
             shift: 0,
             base_dir: opts.base_dir.clone(),
             read: opts.read.clone(),
@@ -329,6 +336,7 @@ impl<'a> Reading<'a> {
         sp.set_line_delimiter(line_delimiter);
         sp.max_statement = self.max_statement;
         sp.set_backslash_escapes(self.escapes);
+        sp.set_charset(self.charset);
         let mut inner = 0u64;
         loop {
             if self.stop.load(Ordering::Relaxed) {
@@ -345,6 +353,7 @@ impl<'a> Reading<'a> {
                 continue;
             }
             stmt.origin = Some(origin.clone());
+            self.charset = sp.charset();
             let item = self.item(stmt, at + inner);
             sp.set_backslash_escapes(self.escapes);
             if !self.emit(Msg::Item(Box::new(item))) {
@@ -433,6 +442,7 @@ fn read_all(
         tail: Vec::new(),
     });
     sp.max_statement = opts.max_statement;
+    sp.set_charset(opts.charset);
     let mut r = Reading::new(opts, tx, stop);
     loop {
         if stop.load(Ordering::Relaxed) {
@@ -470,10 +480,12 @@ fn read_all(
             Ok(Some(stmt)) => {
                 if let Some(path) = stmt.source.clone() {
                     let at = stmt.end + r.shift;
+                    r.charset = sp.charset();
                     match r.source(&stmt, &path, at, 0) {
                         Ok(Some(n)) => {
                             r.shift += n;
                             sp.set_backslash_escapes(r.escapes);
+                            sp.set_charset(r.charset);
                         }
                         Ok(None) => return,
                         Err(e) => {

@@ -4,7 +4,9 @@
 //! then bytes written raw where they should have been escaped) loaded by
 //! the stock client's one `LOAD DATA LOCAL INFILE` and by `sqlfleet load
 //! --into` (random threads and chunk sizes, by LOAD DATA or by INSERTs)
-//! must give the same rows, or sqlfleet must refuse the file clearly.
+//! must give the same rows, or sqlfleet must refuse the file clearly (a
+//! malformed one only). Files come in the server's character sets, with
+//! characters whose second byte is `\`, a quote or a separator.
 //!
 //! `SQLFLEET_FLAT_DIFF_FILES` (default 100) sets the budget and
 //! `SQLFLEET_FLAT_DIFF_SEED` the first seed; a failure prints the seed and
@@ -26,20 +28,105 @@ fn env_u64(name: &str, default: u64) -> u64 {
 }
 
 /// One generated file: its bytes, its format, whether its first line is
-/// a header.
+/// a header, its character set.
 struct Flat {
     text: Vec<u8>,
     format: Format,
     header: bool,
+    charset: String,
+    /// Column b is a BLOB.
+    blob_b: bool,
+    /// CSV or TSV as written by `SELECT ... INTO OUTFILE`, with neither
+    /// ragged rows nor bytes written raw: nothing to refuse. (Other
+    /// formats' files can read otherwise than the generator meant: a
+    /// separator of letters, the enclosure as the escape.)
+    well_formed: bool,
+}
+
+/// The character sets files are drawn in: the server's own list (`SHOW
+/// CHARACTER SET`), less the two- and four-byte ones LOAD DATA cannot
+/// read; each with characters of its own that the server converts to
+/// utf8mb4 and back unchanged, drawn from byte pairs whose second byte
+/// is ASCII (a `\`, a quote or a separator inside a character in big5,
+/// gbk, gb18030, sjis and cp932) and from single bytes from 0x80.
+async fn charsets(srv: &TestServer, seed: u64) -> Vec<(String, Vec<Vec<u8>>)> {
+    let mut c = srv.connect().await;
+    let names: Vec<String> = c
+        .query("SELECT character_set_name FROM information_schema.character_sets ORDER BY 1")
+        .await
+        .expect("character sets");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xc5);
+    let mut out = Vec::new();
+    for cs in names {
+        if ["ucs2", "utf16", "utf16le", "utf32"].contains(&cs.as_str()) {
+            continue;
+        }
+        let candidates: Vec<Vec<u8>> = (0..160)
+            .map(|i| {
+                if i % 4 == 0 {
+                    vec![rng.gen_range(0x80..=0xFF)]
+                } else {
+                    let trail = *pick(&mut rng, b"\\\\\"'|,;@[]^_`{}~AZaz\t\x7f\x80\xa1\xfe");
+                    vec![rng.gen_range(0x81..=0xFE), trail]
+                }
+            })
+            .collect();
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02X}")).collect::<String>();
+        let exprs: Vec<String> = candidates
+            .iter()
+            .map(|b| {
+                format!(
+                    "HEX(CONVERT(CONVERT(CONVERT(X'{h}' USING {cs}) USING utf8mb4) USING {cs})) = '{h}' AND CONVERT(X'{h}' USING {cs}) NOT LIKE '%?%'",
+                    h = hex(b)
+                )
+            })
+            .collect();
+        let row: mysql_async::Row = c
+            .query_first(format!("SELECT {}", exprs.join(", ")))
+            .await
+            .expect("round trips")
+            .expect("a row");
+        let chars: Vec<Vec<u8>> = candidates
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| row.get::<Option<i64>, _>(*i).flatten() == Some(1))
+            .map(|(_, b)| b)
+            .collect();
+        out.push((cs, chars));
+    }
+    out
 }
 
 fn pick<'a, T>(rng: &mut impl Rng, xs: &'a [T]) -> &'a T {
     &xs[rng.gen_range(0..xs.len())]
 }
 
-fn generate(seed: u64) -> Flat {
+fn generate(seed: u64, sets: &[(String, Vec<Vec<u8>>)]) -> Flat {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let format = match rng.gen_range(0..12) {
+    // Half the files in utf8mb4; of the others, half in a set whose
+    // characters hold ASCII bytes.
+    let ascii_inside = ["big5", "gbk", "gb18030", "sjis", "cp932"];
+    let (charset, chars) = match rng.gen_range(0..4) {
+        0 | 1 => ("utf8mb4".to_string(), Vec::new()),
+        2 => {
+            let inside: Vec<_> = sets
+                .iter()
+                .filter(|(n, _)| ascii_inside.contains(&n.as_str()))
+                .collect();
+            let (n, c) = *pick(&mut rng, &inside);
+            (n.clone(), c.clone())
+        }
+        _ => {
+            let (n, c) = pick(&mut rng, sets);
+            (n.clone(), c.clone())
+        }
+    };
+    let mb = sqlfleet_flat::Multibyte::of_charset(&charset);
+    // Column b is a BLOB in some files: its field is written byte by byte
+    // (LOAD DATA reads it so).
+    let blob_b = rng.gen_bool(0.3);
+    let shape = rng.gen_range(0..12);
+    let format = match shape {
         // Any bytes LOAD DATA takes: separators, enclosures and escapes
         // drawn from the printable ASCII bytes, tab and space (letters and
         // digits included), lines ended by one or two of them or a
@@ -51,6 +138,8 @@ fn generate(seed: u64) -> Flat {
             enclosed_by: Some(b'"'),
             escaped_by: Some(b'"'),
             lines_terminated_by: b"\n".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
         6 => Format {
             // Lines end with something other than a newline.
@@ -58,12 +147,16 @@ fn generate(seed: u64) -> Flat {
             enclosed_by: Some(b'"'),
             escaped_by: Some(b'\\'),
             lines_terminated_by: b"~~".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
         7 => Format {
             fields_terminated_by: b", ".to_vec(),
             enclosed_by: Some(b'"'),
             escaped_by: Some(b'\\'),
             lines_terminated_by: b";\n".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
         0 => Format::csv(),
         1 => Format::tsv(),
@@ -72,19 +165,29 @@ fn generate(seed: u64) -> Flat {
             enclosed_by: Some(b'\''),
             escaped_by: Some(b'\\'),
             lines_terminated_by: b"\r\n".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
         3 => Format {
             fields_terminated_by: b"||".to_vec(),
             enclosed_by: None,
             escaped_by: Some(b'\\'),
             lines_terminated_by: b"\n".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
         _ => Format {
             fields_terminated_by: b",".to_vec(),
             enclosed_by: Some(b'"'),
             escaped_by: None,
             lines_terminated_by: b"\n".to_vec(),
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         },
+    };
+    let format = Format {
+        charset: mb,
+        ..format
     };
     let header = rng.gen_bool(0.3);
     let mut text = Vec::new();
@@ -132,6 +235,13 @@ fn generate(seed: u64) -> Flat {
     .collect();
     pieces.push(sep.clone());
     pieces.push(eol.clone());
+    if charset != "utf8mb4" {
+        // The file's set: its own characters, no UTF-8.
+        pieces.retain(|p| p.is_ascii());
+        for _ in 0..3 {
+            pieces.extend(chars.iter().cloned());
+        }
+    }
     // Some files are malformed: ragged rows, or bytes written raw where
     // they should have been quoted or escaped.
     let ragged = rng.gen_bool(0.15);
@@ -144,6 +254,11 @@ fn generate(seed: u64) -> Flat {
             _ => 3,
         };
         for f in 0..fields {
+            let mb = if blob_b && f == 1 {
+                sqlfleet_flat::Multibyte::AsciiSafe
+            } else {
+                mb
+            };
             if f > 0 {
                 text.extend_from_slice(&sep);
             }
@@ -167,21 +282,30 @@ fn generate(seed: u64) -> Flat {
                 text.extend_from_slice(&v);
             } else if let (Some(q), true) = (format.enclosed_by, how % 2 == 0) {
                 text.push(q);
-                for &b in &v {
-                    if Some(b) == format.escaped_by {
-                        text.push(b);
+                for c in characters(&v, mb) {
+                    // A character's tail is data, never a quote.
+                    if let [b] = *c {
+                        if Some(b) == format.escaped_by {
+                            text.push(b);
+                        }
+                        if b == q {
+                            text.push(q);
+                        }
                     }
-                    if b == q {
-                        text.push(q);
-                    }
-                    text.push(b);
+                    text.extend_from_slice(c);
                 }
                 text.push(q);
             } else if let Some(e) = format.escaped_by {
                 // Escaped: the escape byte before every byte that would
                 // end the field or the line or be read as a quote.
                 let mut i = 0;
-                while i < v.len() {
+                for c in characters(&v, mb) {
+                    if c.len() > 1 {
+                        // A character's tail is data, never escaped.
+                        text.extend_from_slice(c);
+                        i += c.len();
+                        continue;
+                    }
                     let rest = &v[i..];
                     let special = rest.starts_with(&sep)
                         || rest.starts_with(&eol)
@@ -218,7 +342,22 @@ fn generate(seed: u64) -> Flat {
         text,
         format,
         header,
+        charset,
+        blob_b,
+        well_formed: !ragged && !raw && shape <= 1,
     }
+}
+
+/// `v` cut into the characters of `mb` (a multi-byte one whole).
+fn characters(v: &[u8], mb: sqlfleet_flat::Multibyte) -> Vec<&[u8]> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < v.len() {
+        let n = mb.char_len(v, i);
+        out.push(&v[i..i + n]);
+        i += n;
+    }
+    out
 }
 
 /// A format drawn from the bytes LOAD DATA's clauses take, not from the
@@ -249,15 +388,19 @@ fn any_format(rng: &mut impl Rng) -> Format {
             enclosed_by,
             escaped_by,
             lines_terminated_by: eol,
+            charset: sqlfleet_flat::Multibyte::AsciiSafe,
+            binary_fields: Vec::new(),
         };
     }
 }
 
-async fn make_table(srv: &TestServer, prefix: &str) -> String {
+/// The table both loads go into; `b` is a BLOB in some runs (LOAD DATA
+/// reads a binary column's field byte by byte, whatever the file's set).
+async fn make_table(srv: &TestServer, prefix: &str, b: &str) -> String {
     let (db, _) = srv.fresh_db(prefix).await;
     let mut c = srv.connect().await;
     c.query_drop(format!(
-        "CREATE TABLE `{db}`.t (a TEXT, b TEXT, c TEXT) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+        "CREATE TABLE `{db}`.t (a TEXT, b {b}, c TEXT) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
     ))
     .await
     .expect("create");
@@ -287,14 +430,19 @@ fn generated_flat_files_load_like_one_load_data() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut failures = Vec::new();
     let (mut compared, mut refused, mut bad_formats) = (0, 0, 0);
+    let sets = rt.block_on(charsets(srv, first));
+    let mut per_set = std::collections::BTreeMap::<String, usize>::new();
     for seed in first..first + files {
-        let g = generate(seed);
+        let g = generate(seed, &sets);
+        *per_set.entry(g.charset.clone()).or_default() += 1;
         let path = dir.path().join(format!("flat-{seed}.txt"));
         std::fs::write(&path, &g.text).expect("write");
-        let stock = rt.block_on(make_table(srv, "fstock"));
+        let b = if g.blob_b { "BLOB" } else { "TEXT" };
+        let stock = rt.block_on(make_table(srv, "fstock", b));
         let load = format!(
-            "LOAD DATA LOCAL INFILE '{}' INTO TABLE `{stock}`.t CHARACTER SET utf8mb4 {}{}",
+            "LOAD DATA LOCAL INFILE '{}' INTO TABLE `{stock}`.t CHARACTER SET {} {}{}",
             path.display(),
+            g.charset,
             g.format.clause(),
             if g.header { " IGNORE 1 LINES" } else { "" }
         );
@@ -306,7 +454,7 @@ fn generated_flat_files_load_like_one_load_data() {
             "seed {seed}: the stock client failed: {}",
             String::from_utf8_lossy(&o.stderr)
         );
-        let ours = rt.block_on(make_table(srv, "fours"));
+        let ours = rt.block_on(make_table(srv, "fours", b));
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0xf1a7);
         let opts = FlatOptions {
             target: srv.target().with_database(Some(&ours)),
@@ -324,7 +472,7 @@ fn generated_flat_files_load_like_one_load_data() {
             progress: sqlfleet_load::progress::Mode::None,
             chunk_bytes: *pick(&mut rng, &[1usize, 64, 300, 4096, 1 << 20]),
             read_ahead: 1 << 20,
-            charset: "utf8mb4".into(),
+            charset: g.charset.clone(),
             fast_path: rng.gen_bool(0.5),
             interrupt: None,
         };
@@ -346,8 +494,9 @@ fn generated_flat_files_load_like_one_load_data() {
                 if want != got {
                     let at = want.iter().zip(&got).position(|(a, b)| a != b);
                     failures.push(format!(
-                        "seed {seed} ({:?}, header={}; {how}): {} rows from LOAD DATA, {} from sqlfleet; first difference: {:?} against {:?}",
+                        "seed {seed} ({:?} in {}, b {b}, header={}; {how}): {} rows from LOAD DATA, {} from sqlfleet; first difference: {:?} against {:?}",
                         g.format,
+                        g.charset,
                         g.header,
                         want.len(),
                         got.len(),
@@ -366,6 +515,11 @@ fn generated_flat_files_load_like_one_load_data() {
                     .is_some_and(|f| msg.contains(f.as_str()))
                 {
                     bad_formats += 1;
+                } else if g.well_formed {
+                    failures.push(format!(
+                        "seed {seed} ({how}; {:?} in {}, header={}): a well-formed file refused: {msg}",
+                        g.format, g.charset, g.header
+                    ));
                 } else if msg.contains(&path.display().to_string()) && msg.contains("line") {
                     if std::env::var_os("SQLFLEET_FLAT_DIFF_SHOW").is_some() {
                         eprintln!("seed {seed} ({how}; {:?}): refused: {msg}", g.format);
@@ -387,6 +541,6 @@ fn generated_flat_files_load_like_one_load_data() {
         |seed| format!("flat-{seed}.txt"),
         &failures,
         (files, compared),
-        format!("{files} files from seed {first}: {compared} compared, {refused} clear refusals, {bad_formats} formats refused"),
+        format!("{files} files from seed {first}: {compared} compared, {refused} clear refusals, {bad_formats} formats refused; by character set {per_set:?}"),
     );
 }

@@ -377,6 +377,96 @@ fn falls_back_to_inserts_without_local_infile() {
         stderr(&o)
     );
     assert_eq!(checksum(srv, &got), checksum(srv, &want));
+
+    // The INSERTs give what LOAD DATA gives for a file in another set than
+    // the connection's (sjis, `表` being 0x95 0x5C, into sjis, BLOB and
+    // utf8mb4 columns) and for an empty field under EMPTY_STRING_IS_NULL
+    // (this server is this test's alone). Before: ERROR 1366 for the sjis
+    // file, and NULL where LOAD DATA gives ''.
+    let sjis = dir.path().join("s.tsv");
+    // (The BLOB's field is read byte by byte: its 0x5C is escaped.)
+    std::fs::write(
+        &sjis,
+        b"1\t\x95\\\t\x95\\\\x\t\n2\t\t\x83\\\\\tz\\\\\n3\t\\N\t\t\x95\\\n",
+    )
+    .expect("write");
+    let table =
+        "(id INT, a VARCHAR(20) CHARACTER SET sjis, b BLOB, c VARCHAR(20)) DEFAULT CHARSET=utf8mb4";
+    let rows = |db: &str| {
+        sql(
+            srv,
+            &format!("SELECT id, a IS NULL, HEX(a), b IS NULL, HEX(b), c IS NULL, HEX(c) FROM `{db}`.s ORDER BY id"),
+        )
+    };
+    let utf8 = dir.path().join("u.tsv");
+    std::fs::write(&utf8, "1\tソ\t\t\n2\t\tx\tz\n3\t\\N\t\\N\t\n").expect("write");
+    sql(
+        srv,
+        "SET GLOBAL sql_mode = CONCAT(@@global.sql_mode, ',EMPTY_STRING_IS_NULL')",
+    );
+    for (file, cs, has) in [(&sjis, "sjis", "955C"), (&utf8, "utf8mb4", "835C")] {
+        let want = db_with_table(srv, "want_s");
+        sql(srv, &format!("CREATE TABLE `{want}`.s {table}"));
+        sql(srv, &format!("SET SESSION sql_mode = @@global.sql_mode; LOAD DATA INFILE '{}' INTO TABLE `{want}`.s CHARACTER SET {cs}", file.display()));
+        let got = db_with_table(srv, "got_s");
+        sql(srv, &format!("CREATE TABLE `{got}`.s {table}"));
+        let into = format!("{got}.s");
+        let o = load(
+            srv,
+            &[
+                "--into",
+                &into,
+                "--character-set",
+                cs,
+                file.to_str().expect("utf8"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{cs}: {}", stderr(&o));
+        assert!(rows(&want).contains(has), "{cs}: {}", rows(&want));
+        assert_eq!(rows(&got), rows(&want), "{cs}");
+    }
+    sql(
+        srv,
+        "SET GLOBAL sql_mode = REPLACE(@@global.sql_mode, ',EMPTY_STRING_IS_NULL', '')",
+    );
+}
+
+/// An account that may insert into the table but not read it (LOAD DATA
+/// needs no more) loads a file: which columns are binary comes from
+/// information_schema when the server refuses to describe the table to
+/// it. Before that fallback, the load was refused at "reading the column
+/// types" with SELECT denied.
+#[test]
+fn an_account_that_may_only_insert_loads_a_file() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let db = db_with_table(srv, "insonly");
+    let user = format!("ins_{}", std::process::id());
+    sql(
+        srv,
+        &format!(
+            "CREATE USER '{user}'@'%' IDENTIFIED BY 'ins-pw'; CREATE USER '{user}'@'localhost' IDENTIFIED BY 'ins-pw'; \
+             GRANT INSERT ON `{db}`.* TO '{user}'@'%'; GRANT INSERT ON `{db}`.* TO '{user}'@'localhost'; \
+             GRANT ALL ON sqlfleet.* TO '{user}'@'%'; GRANT ALL ON sqlfleet.* TO '{user}'@'localhost'"
+        ),
+    );
+    let p = dir.path().join("ins.tsv");
+    write_file(&p, 50, false, false);
+    let port = srv.sandbox.meta.primary().port.to_string();
+    let o = common::sqlfleet()
+        .arg("load")
+        .args(["--no-defaults", "-h", "127.0.0.1", "-P", &port, "-u", &user])
+        .args(["--into", &format!("{db}.t"), "--format", "tsv"])
+        .arg(&p)
+        .env("MYSQL_PWD", "ins-pw")
+        .output()
+        .expect("load");
+    sql(
+        srv,
+        &format!("DROP USER '{user}'@'%'; DROP USER '{user}'@'localhost'"),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(sql(srv, &format!("SELECT COUNT(*) FROM `{db}`.t")), "50");
 }
 
 /// Chunks journaled by the loads of `file` (other tests load at the same
@@ -535,6 +625,28 @@ fn bad_input_names_file_and_line() {
     );
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no column 'nope'"), "{}", stderr(&o));
+    // A set of two- or four-byte characters: LOAD DATA cannot read such
+    // files (its terminators are single bytes), so neither is a guess made.
+    for wide in ["utf16", "UCS2", "utf16le", "utf32"] {
+        let o = load(
+            srv,
+            &[
+                "--into",
+                &into,
+                "--character-set",
+                wide,
+                p.to_str().expect("utf8"),
+            ],
+        );
+        assert_eq!(o.status.code(), Some(1), "{wide}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains(
+                "LOAD DATA cannot read files in a character set of two- or four-byte characters"
+            ),
+            "{wide}: {}",
+            stderr(&o)
+        );
+    }
 }
 
 #[test]

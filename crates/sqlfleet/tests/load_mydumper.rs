@@ -54,6 +54,40 @@ fn assert_same(srv: &TestServer, want_db: &str, got_db: &str, what: &str) {
     assert_eq!(want.len(), got.len(), "{what}: object count");
 }
 
+/// A mydumper directory of text in a set whose characters hold ASCII
+/// bytes (sjis: `表` is 0x95 0x5C), loaded with `--default-character-set
+/// sjis`: as myloader loads it. mydumper writes `SET NAMES binary` and
+/// escapes every `\`, so the directory is read byte by byte whatever the
+/// client's set. Before: read in sjis, `\x95\\` ran its string on and the
+/// load stopped at "unknown mysql client command".
+#[test]
+fn a_mydumper_directory_of_sjis_text_loads_as_myloader_loads_it_in_any_client_set() {
+    let srv = server();
+    let src = fresh_db(srv, "mdsjis");
+    sql(
+        srv,
+        &src,
+        "CREATE TABLE t (id INT PRIMARY KEY, a VARCHAR(20) CHARACTER SET sjis, b BLOB, c TEXT) DEFAULT CHARSET=utf8mb4; \
+         INSERT INTO t VALUES (1, CONVERT(X'955C' USING sjis), X'955C27', 'a''b'), \
+         (2, CONVERT(X'835C955C5C' USING sjis), X'5C', CONVERT(CONVERT(X'955C' USING sjis) USING utf8mb4))",
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    mydumper(srv, &src, dir.path(), 1000, &[]);
+    let theirs = fresh_db(srv, "mdsjis_myloader");
+    myloader(srv, dir.path(), &src, &theirs);
+    let ours = fresh_db(srv, "mdsjis_ours");
+    let d = dir.path().to_str().expect("utf8");
+    let o = load(srv, &["--default-character-set", "sjis", "-D", &ours, d]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (want, got) =
+        rt().block_on(async { (srv.fingerprint(&theirs).await, srv.fingerprint(&ours).await) });
+    assert!(want.iter().any(|l| l.contains("rows Some(2)")), "{want:?}");
+    assert_eq!(
+        want, got,
+        "sjis text, client set sjis (myloader, then sqlfleet)"
+    );
+}
+
 /// mydumper's dump of `db` into `dir`: routines, triggers, events, in
 /// chunks of `rows` rows.
 fn mydumper(srv: &TestServer, db: &str, dir: &Path, rows: usize, extra: &[&str]) {

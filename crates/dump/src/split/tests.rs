@@ -537,3 +537,60 @@ fn a_statement_ended_by_backslash_capital_g_asks_for_vertical_rows() {
         assert_eq!(got, want, "{input}");
     }
 }
+
+/// In the client's big5, gbk, gb18030, sjis or cp932 a character's second
+/// byte may be `\`, a backquote or `|`: the client reads the character
+/// whole, in and out of quotes (checked with the stock client: an sjis
+/// dump of `表`, 0x95 0x5C, loads with `--default-character-set=sjis`
+/// and stops at "Unknown command" without it); the `charset` command
+/// switches the set for the lines after it. One row each: (set, input,
+/// the statements).
+#[test]
+fn a_multibyte_characters_tail_is_never_a_quote_an_escape_or_a_command() {
+    use crate::lex::Multibyte::{AsciiSafe, Big5, Gb18030, Gbk, Sjis};
+    type Row<'a> = (crate::lex::Multibyte, &'a [u8], &'a [&'a [u8]]);
+    let rows: &[Row] = &[
+        (
+            Sjis,
+            b"INSERT INTO t VALUES ('\x95\\');SELECT 1;",
+            &[b"INSERT INTO t VALUES ('\x95\\')", b"SELECT 1"],
+        ),
+        (
+            Sjis,
+            b"SELECT `a\x95``;SELECT 2;",
+            &[b"SELECT `a\x95``", b"SELECT 2"],
+        ),
+        (
+            Big5,
+            b"SELECT '\xa4\\', \xa4\\;",
+            &[b"SELECT '\xa4\\', \xa4\\"],
+        ),
+        (
+            Gbk,
+            b"SELECT '\x81\\\\\\';SELECT '\x81|';",
+            &[b"SELECT '\x81\\\\\\'", b"SELECT '\x81|'"],
+        ),
+        (
+            Gb18030,
+            b"SELECT '\x81\x30\x81\x30\\'';",
+            &[b"SELECT '\x81\x30\x81\x30\\''"],
+        ),
+        // A first byte whose second is not a character's: the `\` escapes.
+        (Sjis, b"SELECT '\x95\t\\';';", &[b"SELECT '\x95\t\\';'"]),
+        // Read byte by byte, the same bytes are an escaped quote.
+        (AsciiSafe, b"SELECT '\x95\\';';", &[b"SELECT '\x95\\';'"]),
+        // `charset` switches the set for what follows.
+        (
+            AsciiSafe,
+            b"charset sjis\nSELECT '\x95\\';",
+            &[b"SET NAMES sjis", b"SELECT '\x95\\'"],
+        ),
+    ];
+    for (set, input, want) in rows {
+        let mut sp = Splitter::new(*input);
+        sp.set_charset(*set);
+        let got: Vec<Vec<u8>> = sp.map(|s| s.expect("splits").text).collect();
+        let want: Vec<Vec<u8>> = want.iter().map(|w| w.to_vec()).collect();
+        assert_eq!(got, want, "{set:?} {}", String::from_utf8_lossy(input));
+    }
+}

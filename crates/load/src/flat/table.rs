@@ -36,6 +36,10 @@ pub(super) struct FlatTable {
     pub utf8: bool,
     /// The file's field that holds the AUTO_INCREMENT column.
     pub server_assigns: Option<ServerAssigns>,
+    /// The fields whose column the server reports in the binary set (a
+    /// result's metadata: numbers, dates, BINARY, BLOB...): LOAD DATA
+    /// reads them byte by byte, whatever the file's set.
+    pub binary: Vec<bool>,
 }
 
 impl FlatTable {
@@ -109,7 +113,26 @@ impl FlatTable {
             )
             .await
             .map_err(|e| described("triggers", e))?;
-        let mut t = FlatTable::of(sql, &cols, opts, triggers.unwrap_or(0) > 0)?;
+        let mut t = FlatTable::of(sql.clone(), &cols, opts, triggers.unwrap_or(0) > 0)?;
+        t.binary = match binary_columns(conn, &t).await {
+            Ok(b) => b,
+            // An account that may insert but not read (LOAD DATA needs no
+            // more): information_schema's word, a NULL character set. It
+            // differs from the server's reading only for INET6 and UUID,
+            // whose text is ASCII (a multi-byte character there is not a
+            // value the column takes).
+            Err(mysql_async::Error::Server(e)) if matches!(e.code, 1142 | 1143) => {
+                t.chosen.iter().map(|(_, cs)| cs.is_none()).collect()
+            }
+            Err(e) => return Err(described("column types", e)),
+        };
+        if t.binary.len() != t.chosen.len() {
+            return Err(setup(format!(
+                "{endpoint}: reading the column types of {sql}: {} columns described for {} fields",
+                t.binary.len(),
+                t.chosen.len()
+            )));
+        }
         if let Some((field, column)) = t.id_field(&cols) {
             let mode: Option<String> = conn
                 .query_first("SELECT @@SESSION.sql_mode")
@@ -187,6 +210,7 @@ impl FlatTable {
             in_file_order,
             utf8,
             server_assigns: None,
+            binary: Vec::new(),
         })
     }
 
@@ -235,6 +259,37 @@ impl FlatTable {
         }
         Ok(())
     }
+}
+
+/// The character set id a result's metadata gives a binary column.
+const BINARY_SET: u16 = 63;
+
+/// Which of the file's columns the server describes in the binary set
+/// (`SELECT cols FROM t LIMIT 0`: its result metadata, the server's own
+/// word on how LOAD DATA reads each field).
+async fn binary_columns(
+    conn: &mut mysql_async::Conn,
+    t: &FlatTable,
+) -> Result<Vec<bool>, mysql_async::Error> {
+    let list = t
+        .chosen
+        .iter()
+        .map(|(n, _)| ident(n))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let result = conn
+        .query_iter(format!("SELECT {list} FROM {} LIMIT 0", t.sql))
+        .await?;
+    let binary = result
+        .columns()
+        .map(|cols| {
+            cols.iter()
+                .map(|c| c.character_set() == BINARY_SET)
+                .collect()
+        })
+        .unwrap_or_default();
+    result.drop_result().await?;
+    Ok(binary)
 }
 
 /// The table's AUTO_INCREMENT column.
