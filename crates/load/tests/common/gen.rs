@@ -3,8 +3,10 @@
 //! AUTO_INCREMENT; extended and single-row INSERTs, values that warn,
 //! INSERT IGNORE duplicates; INSERT ... SELECT, user variables, temporary
 //! tables, LAST_INSERT_ID, transactions; views, triggers and procedures
-//! in DELIMITER blocks; client commands; BOM, CRLF, no final newline.
-//! The same seed gives the same file.
+//! in DELIMITER blocks; client commands; BOM, CRLF, no final newline;
+//! with [`generate_in`], text in one of the server's character sets (read
+//! by both clients with `--default-character-set`), its tables in that set
+//! or in utf8mb4. The same seed gives the same file.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -20,6 +22,54 @@ pub struct Generated {
     /// Has statements the server refuses (load with --force /
     /// --continue-on-error).
     pub failing: bool,
+    /// The set its text is written in (the clients' `--default-character-set`);
+    /// `None`: utf8mb4.
+    pub charset: Option<String>,
+}
+
+/// The set a file is written in: its characters (`charsets.rs`), and the
+/// string values drawn in it, each kept here and marked in the text by
+/// `\u{1}index\u{1}` until the text becomes bytes.
+struct InSet<'a> {
+    name: &'a str,
+    chars: &'a [Vec<u8>],
+    rng: StdRng,
+    pieces: Vec<Vec<u8>>,
+}
+
+impl InSet<'_> {
+    /// 1–10 of the set's characters, with an ASCII letter or a space
+    /// among them now and then (more than `varchar(20)` holds is cut
+    /// with a warning, by both clients alike).
+    fn literal(&mut self) -> String {
+        let mut v = Vec::new();
+        for _ in 0..self.rng.gen_range(1..=10) {
+            if self.rng.gen_bool(0.2) {
+                v.push(*b"a Z_".get(self.rng.gen_range(0..4)).unwrap_or(&b'a'));
+            } else {
+                v.extend_from_slice(&self.chars[self.rng.gen_range(0..self.chars.len())]);
+            }
+        }
+        self.pieces.push(v);
+        format!("'\u{1}{}\u{1}'", self.pieces.len() - 1)
+    }
+
+    /// The text with each marked value's bytes in place.
+    fn bytes(&self, text: &[u8]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(text.len());
+        let mut parts = text.split(|b| *b == 1);
+        while let Some(plain) = parts.next() {
+            out.extend_from_slice(plain);
+            if let Some(i) = parts.next() {
+                let i: usize = std::str::from_utf8(i)
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .expect("a marker");
+                out.extend_from_slice(&self.pieces[i]);
+            }
+        }
+        out
+    }
 }
 
 struct Table {
@@ -31,14 +81,40 @@ struct Table {
 }
 
 pub fn generate(seed: u64) -> Generated {
+    generate_in(seed, &[])
+}
+
+/// As [`generate`], and one file in three (when `sets` has any) in one of
+/// `sets`, drawn by a generator of its own so the file's statements are
+/// the ones [`generate`] gives for the seed.
+pub fn generate_in(seed: u64, sets: &[(String, Vec<Vec<u8>>)]) -> Generated {
     let mut rng = StdRng::seed_from_u64(seed);
+    let mut in_set = {
+        let mut r = StdRng::seed_from_u64(seed ^ 0xc4a5);
+        let usable: Vec<&(String, Vec<Vec<u8>>)> =
+            sets.iter().filter(|(_, c)| !c.is_empty()).collect();
+        if !usable.is_empty() && r.gen_bool(1.0 / 3.0) {
+            let (name, chars) = usable[r.gen_range(0..usable.len())];
+            Some(InSet {
+                name,
+                chars,
+                rng: r,
+                pieces: Vec::new(),
+            })
+        } else {
+            None
+        }
+    };
+    let names = in_set.as_ref().map_or("utf8mb4", |s| s.name).to_string();
     let dump = rng.gen_bool(0.5);
     let mut out = String::new();
     let mut stateful = false;
     let mut nontx = false;
     if dump {
         out.push_str("-- MariaDB dump 10.19  Distrib 10.11.6-MariaDB, for debian-linux-gnu (x86_64)\n--\n-- Host: localhost    Database: gen\n");
-        out.push_str("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n/*!40101 SET NAMES utf8mb4 */;\n");
+        out.push_str("/*!40101 SET @OLD_CHARACTER_SET_CLIENT=@@CHARACTER_SET_CLIENT */;\n/*!40101 SET NAMES ");
+        out.push_str(&names);
+        out.push_str(" */;\n");
         out.push_str(
             "/*!40014 SET @OLD_FOREIGN_KEY_CHECKS=@@FOREIGN_KEY_CHECKS, FOREIGN_KEY_CHECKS=0 */;\n",
         );
@@ -56,6 +132,12 @@ pub fn generate(seed: u64) -> Generated {
         nontx |= engine != "InnoDB";
         let pk = rng.gen_bool(0.7);
         let auto_inc = pk && rng.gen_bool(0.5);
+        let mut table_set = "utf8mb4".to_string();
+        if let Some(s) = in_set.as_mut() {
+            if s.rng.gen_bool(0.5) {
+                table_set = s.name.to_string();
+            }
+        }
         let t = Table {
             name: format!("t{i}"),
             engine,
@@ -65,7 +147,7 @@ pub fn generate(seed: u64) -> Generated {
         };
         out.push_str(&format!("DROP TABLE IF EXISTS `{}`;\n", t.name));
         out.push_str(&format!(
-            "CREATE TABLE `{}` (\n  `id` int(11) NOT NULL{},\n  `v` varchar(20) DEFAULT NULL,\n  `d` date DEFAULT NULL,\n  `n` int(11) DEFAULT NULL{}\n) ENGINE={} DEFAULT CHARSET=utf8mb4;\n",
+            "CREATE TABLE `{}` (\n  `id` int(11) NOT NULL{},\n  `v` varchar(20) DEFAULT NULL,\n  `d` date DEFAULT NULL,\n  `n` int(11) DEFAULT NULL{}\n) ENGINE={} DEFAULT CHARSET={table_set};\n",
             t.name,
             if auto_inc { " AUTO_INCREMENT" } else { "" },
             if pk { ",\n  PRIMARY KEY (`id`)" } else { "" },
@@ -109,7 +191,14 @@ pub fn generate(seed: u64) -> Generated {
             if t.auto_inc && !dump && rng.gen_bool(0.3) {
                 // Ids from AUTO_INCREMENT: the order of inserts decides them.
                 let vals: Vec<String> = (0..rows)
-                    .map(|_| format!("({},{},{})", value(&mut rng), date(&mut rng), num(&mut rng)))
+                    .map(|_| {
+                        format!(
+                            "({},{},{})",
+                            value(&mut rng, in_set.as_mut()),
+                            date(&mut rng),
+                            num(&mut rng)
+                        )
+                    })
                     .collect();
                 t.next_id += rows + 1;
                 out.push_str(&format!(
@@ -130,7 +219,7 @@ pub fn generate(seed: u64) -> Generated {
                 };
                 vals.push(format!(
                     "({id},{},{},{})",
-                    value(&mut rng),
+                    value(&mut rng, in_set.as_mut()),
                     date(&mut rng),
                     num(&mut rng)
                 ));
@@ -276,7 +365,7 @@ pub fn generate(seed: u64) -> Generated {
             .replace('\n', "\r\n")
             .into_bytes();
     }
-    if rng.gen_bool(0.1) && !dump {
+    if rng.gen_bool(0.1) && !dump && in_set.is_none() {
         let mut b = b"\xEF\xBB\xBF".to_vec();
         b.extend_from_slice(&text);
         text = b;
@@ -286,17 +375,26 @@ pub fn generate(seed: u64) -> Generated {
             text.pop();
         }
     }
+    if let Some(s) = &in_set {
+        text = s.bytes(&text);
+    }
     Generated {
         text,
         dump,
         stateful,
         nontx,
         failing,
+        charset: in_set.map(|s| s.name.to_string()),
     }
 }
 
-fn value(rng: &mut StdRng) -> String {
-    match rng.gen_range(0..6) {
+/// A string value; in a set of the file's own, some in its characters.
+fn value(rng: &mut StdRng, set: Option<&mut InSet>) -> String {
+    let pick = rng.gen_range(0..6);
+    if let (4 | 5, Some(s)) = (pick, set) {
+        return s.literal();
+    }
+    match pick {
         0 => "NULL".into(),
         1 => "'it''s'".into(),
         2 => "'semi;colon'".into(),

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod charsets;
 pub mod gen;
 
 use std::path::Path;
