@@ -87,10 +87,18 @@ fn count_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str) -> u64 {
 /// returns, but a read there may start before it is applied (the loads
 /// below failed once, on a busy machine, with node 2 behind node 1).
 fn wait_on(g: &sqlfleet_testkit::TestServer, node: usize, sql: &str, want: u64) {
+    use mysql_async::prelude::Queryable;
     let t0 = std::time::Instant::now();
     loop {
-        let got = count_on(g, node, sql);
-        if got == want {
+        // A table the writer made may not be on this node yet either
+        // (1146 on node 1 once, on a fresh machine): asked again.
+        let (rt, mut c) = node_conn(g, node);
+        let got = match rt.block_on(c.query_first::<u64, _>(sql)) {
+            Ok(v) => v.unwrap_or(0).to_string(),
+            Err(mysql_async::Error::Server(e)) if matches!(e.code, 1146 | 1049) => e.message,
+            Err(e) => panic!("node{}: `{sql}`: {e}", node + 1),
+        };
+        if got == want.to_string() {
             return;
         }
         assert!(
