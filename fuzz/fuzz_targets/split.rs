@@ -24,7 +24,8 @@ fuzz_target!(|data: &[u8]| {
         Multibyte::Gb18030,
     ];
     let mut sp = Splitter::new(data);
-    sp.set_charset(sets[usize::from(data.first().copied().unwrap_or(0)) % sets.len()]);
+    let set = sets[usize::from(data.first().copied().unwrap_or(0)) % sets.len()];
+    sp.set_charset(set);
     for st in sp {
         let Ok(st) = st else { break };
         assert!(last <= st.offset && st.offset <= st.end && st.end as usize <= data.len());
@@ -49,8 +50,10 @@ fuzz_target!(|data: &[u8]| {
                         backslash_escapes: escapes,
                         double_quoted_strings,
                         empty_strings,
+                        charset: set,
                     };
                     let _ = insert_to_rows(&text, quoting);
+                    let _ = sqlfleet_dump::values::target(&text, quoting);
                 }
             }
         }

@@ -300,6 +300,57 @@ pub fn lex_in(sql: &[u8], d: Dialect) -> Lexed {
     Lexed { toks }
 }
 
+/// `sql` with every ASCII byte that is part of a multi-byte character (a
+/// second byte in big5, gbk, sjis and cp932, any in gb18030's two- and
+/// four-byte ones) replaced by 0x80, as [`lex_in`] reads the characters of
+/// strings, names and words; `None` when no character holds one (in every
+/// other set, and in most text), so there is nothing to change. Lengths
+/// and every other byte are kept: a scanner that reads byte by byte sees
+/// the statement's strings, names and comments where the server does.
+pub fn hide_inner_ascii(sql: &[u8], d: Dialect) -> Option<Vec<u8>> {
+    let mb = d.charset;
+    if mb == Multibyte::AsciiSafe {
+        return None;
+    }
+    // No byte from 0x81 followed by an ASCII one (0x30..=0x7E holds every
+    // second byte these sets allow): no character can hold one.
+    if !sql
+        .windows(2)
+        .any(|w| w[0] >= 0x81 && (0x30..=0x7E).contains(&w[1]))
+    {
+        return None;
+    }
+    let mut out: Option<Vec<u8>> = None;
+    for (tok, r) in lex_in(sql, d).toks {
+        let (mut i, escapes) = match tok {
+            Tok::Literal if matches!(sql.get(r.start), Some(b'\'' | b'"')) => {
+                (r.start + 1, !d.no_backslash_escapes)
+            }
+            Tok::Quoted(_) => (r.start + 1, false),
+            Tok::Word(_) => (r.start, false),
+            _ => continue,
+        };
+        // The token's characters, stepped as lex_in steps them.
+        while i < r.end {
+            let b = sql[i];
+            if escapes && b == b'\\' {
+                i += 2;
+            } else if b >= 0x80 {
+                let k = mb.char_len(sql, i);
+                for j in i + 1..(i + k).min(sql.len()) {
+                    if sql[j] < 0x80 {
+                        out.get_or_insert_with(|| sql.to_vec())[j] = 0x80;
+                    }
+                }
+                i += k;
+            } else {
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
 /// A word upper-cased: an ASCII word of up to 24 bytes (nearly all of
 /// them) is cased on the stack and kept inline, without the heap.
 fn upper_word(b: &[u8]) -> CompactString {
@@ -328,6 +379,65 @@ fn text_of(b: &[u8]) -> CompactString {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn ascii_bytes_inside_characters_are_hidden_only_there() {
+        let sjis = Dialect {
+            charset: Multibyte::Sjis,
+            ..Dialect::default()
+        };
+        let nbe = Dialect {
+            no_backslash_escapes: true,
+            ..sjis
+        };
+        let gb = Dialect {
+            charset: Multibyte::Gb18030,
+            ..Dialect::default()
+        };
+        // (text, how it is read, the text with what is hidden)
+        type Row<'a> = (&'a [u8], Dialect, Option<&'a [u8]>);
+        let rows: &[Row] = &[
+            // ソ (0x83 0x5C) in a string, then a comment-like text in
+            // another: only the 0x5C goes.
+            (
+                b"INSERT INTO t VALUES ('\x83\x5C', 'a /* b */ c')",
+                sjis,
+                Some(b"INSERT INTO t VALUES ('\x83\x80', 'a /* b */ c')"),
+            ),
+            // In a backquoted name and an unquoted word (0x95 0x5C, 表).
+            (
+                b"SELECT `\x95\x5C` FROM \x95\x60",
+                sjis,
+                Some(b"SELECT `\x95\x80` FROM \x95\x80"),
+            ),
+            // A half-width katakana holds no ASCII byte; neither does
+            // UTF-8 text, nor any text read byte by byte.
+            (b"SELECT '\xB1\\n'", sjis, None),
+            (b"SELECT '\xE8\xA1\xA8'", sjis, None),
+            (b"SELECT '\x83\x5C'", Dialect::default(), None),
+            // Comments and numbers are not touched.
+            (b"/* \x83\x5C */ SELECT 1", sjis, None),
+            // A backslash escapes the byte after it (one byte, as the
+            // server's lexer takes it) unless NO_BACKSLASH_ESCAPES.
+            (b"SELECT '\\\x83\x5C'", sjis, None),
+            (b"SELECT '\\\x83\x5C'", nbe, Some(b"SELECT '\\\x83\x80'")),
+            // gb18030's four bytes, two of them digits.
+            (
+                b"SELECT '\x81\x30\x81\x39'",
+                gb,
+                Some(b"SELECT '\x81\x80\x81\x80'"),
+            ),
+        ];
+        for (sql, d, want) in rows {
+            assert_eq!(
+                hide_inner_ascii(sql, *d).as_deref(),
+                *want,
+                "{:?} in {:?}",
+                String::from_utf8_lossy(sql),
+                d.charset
+            );
+        }
+    }
 
     /// Statement-like bytes: keywords, names in every case, quoted names
     /// with doubled quotes, literals, variables, comments, long words,

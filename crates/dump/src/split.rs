@@ -36,9 +36,23 @@ pub struct Statement {
     pub origin: Option<std::sync::Arc<str>>,
     /// Ended by `\G` (the client's `ego`): its rows asked for vertically.
     pub vertical: bool,
+    /// How it was read: backslash escapes and the client's character set
+    /// then (see [`Statement::scan_text`]).
+    pub dialect: crate::lex::Dialect,
 }
 
 impl Statement {
+    /// The text for a scanner that reads byte by byte: in big5, gbk,
+    /// gb18030, sjis and cp932, with the ASCII bytes inside characters
+    /// hidden (`lex::hide_inner_ascii`), so a `\\` or a backquote that is a
+    /// character's second byte is not read as one; else the text itself.
+    pub fn scan_text(&self) -> std::borrow::Cow<'_, [u8]> {
+        match crate::lex::hide_inner_ascii(&self.text, self.dialect) {
+            Some(hidden) => std::borrow::Cow::Owned(hidden),
+            None => std::borrow::Cow::Borrowed(&self.text),
+        }
+    }
+
     /// The start of the statement for messages: one line, at most `max` chars.
     pub fn preview(&self, max: usize) -> String {
         let s = String::from_utf8_lossy(&self.text[..self.text.len().min(max * 4)]);
@@ -177,6 +191,16 @@ impl<R: Read> Splitter<R> {
 
     /// Switches backslash escapes off when the dump sets
     /// NO_BACKSLASH_ESCAPES (the caller sees the SET statement).
+    /// How statements are read now (`ANSI_QUOTES` is not followed: the
+    /// client does not either).
+    fn dialect(&self) -> crate::lex::Dialect {
+        crate::lex::Dialect {
+            no_backslash_escapes: !self.backslash_escapes,
+            ansi_quotes: false,
+            charset: self.charset,
+        }
+    }
+
     pub fn set_backslash_escapes(&mut self, on: bool) {
         self.backslash_escapes = on;
     }
@@ -595,6 +619,7 @@ impl<R: Read> Splitter<R> {
             source,
             origin: None,
             vertical: false,
+            dialect: self.dialect(),
         };
         self.pos = end;
         self.reset();
@@ -875,6 +900,7 @@ impl<R: Read> Splitter<R> {
             source: None,
             origin: None,
             vertical: false,
+            dialect: self.dialect(),
         };
         self.reset();
         s

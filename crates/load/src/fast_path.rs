@@ -2,15 +2,20 @@
 //! sent as tab-separated rows when that gives exactly what the INSERTs
 //! would (every row taken, no warning); anything else rolls back and the
 //! caller runs the INSERTs. Only for transactional tables: a rollback is
-//! what makes the fallback exact.
+//! what makes the fallback exact. In big5, gbk, gb18030, sjis and cp932
+//! the server is asked which columns are binary (`binary_columns`), since
+//! LOAD DATA reads those byte by byte and the others a character at a
+//! time (`values::append_rows`).
 
+use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use mysql_async::prelude::Queryable;
-use sqlfleet_dump::values::{append_rows, Duplicates, Quoting, Target};
+use sqlfleet_dump::lex::Multibyte;
+use sqlfleet_dump::values::{append_rows, target, Duplicates, Quoting, Target};
 use sqlfleet_dump::Statement;
 
 use crate::retry::retryable;
@@ -27,16 +32,73 @@ struct Group {
     input: u64,
 }
 
+/// Which columns of each table a batch writes are binary, by a value's
+/// place in its row (see `values::append_rows`): asked of the server
+/// (`SELECT cols FROM t LIMIT 0`, charset 63) for each table once per
+/// batch, and only in a set whose characters hold ASCII bytes, where
+/// LOAD DATA reads a binary column's field byte by byte and a text
+/// column's a character at a time. `None`: a statement does not convert,
+/// or the server did not say (the INSERTs give its own error).
+async fn binary_columns(
+    c: &mut SessionConn,
+    stmts: &[Statement],
+    quoting: Quoting,
+) -> Result<Option<HashMap<Target, Vec<bool>>>, mysql_async::Error> {
+    let mut out = HashMap::new();
+    if quoting.charset == Multibyte::AsciiSafe {
+        return Ok(Some(out));
+    }
+    for s in stmts {
+        let Some((t, width)) = target(&s.text, quoting) else {
+            return Ok(None);
+        };
+        if out.contains_key(&t) {
+            continue;
+        }
+        let columns = t.columns.as_deref().map_or("*", |c| {
+            c.strip_prefix('(')
+                .and_then(|c| c.strip_suffix(')'))
+                .unwrap_or(c)
+        });
+        let sql = format!("SELECT {columns} FROM {} LIMIT 0", t.table);
+        let binary: Vec<bool> = match c.conn.query_iter(sql).await {
+            Ok(r) => {
+                let cols = r.columns();
+                let binary =
+                    cols.map(|cols| cols.iter().map(|col| col.character_set() == 63).collect());
+                r.drop_result().await?;
+                binary.unwrap_or_default()
+            }
+            Err(e) if retryable(&e) => return Err(e),
+            Err(_) => return Ok(None),
+        };
+        if binary.len() != width {
+            return Ok(None);
+        }
+        out.insert(t, binary);
+    }
+    Ok(Some(out))
+}
+
 /// The batch as LOAD DATA groups, its rows written into `buf`, if every
 /// statement converts.
-fn convert(stmts: &[Statement], quoting: Quoting, buf: &mut Vec<u8>) -> Option<Vec<Group>> {
+fn convert(
+    stmts: &[Statement],
+    quoting: Quoting,
+    binary: &HashMap<Target, Vec<bool>>,
+    buf: &mut Vec<u8>,
+) -> Option<Vec<Group>> {
     buf.clear();
     // The rows take about as many bytes as the statements.
     buf.reserve(stmts.iter().map(|s| s.text.len()).sum());
     let mut groups: Vec<Group> = Vec::new();
     for s in stmts {
         let start = buf.len();
-        let (target, rows) = append_rows(&s.text, quoting, buf)?;
+        let columns = match quoting.charset {
+            Multibyte::AsciiSafe => &[][..],
+            _ => binary.get(&target(&s.text, quoting)?.0)?.as_slice(),
+        };
+        let (target, rows) = append_rows(&s.text, quoting, columns, buf)?;
         match groups.last_mut() {
             Some(g) if g.target == target => {
                 g.range.end = buf.len();
@@ -91,19 +153,15 @@ pub async fn try_fast(
         Err(e) if retryable(&e) => return Fast::Retry(e),
         Err(_) => return Fast::Fallback,
     };
-    // In big5, gbk, gb18030, sjis and cp932 a character's second byte may
-    // be `\` or a quote, which the server's lexer reads as part of the
-    // character: the values are read by the server (the INSERTs), not
-    // here byte by byte, which would read other strings out of them.
-    if sqlfleet_dump::lex::Multibyte::of_charset(&charset)
-        != sqlfleet_dump::lex::Multibyte::AsciiSafe
-    {
-        return Fast::Fallback;
-    }
+    let binary = match binary_columns(c, stmts, quoting).await {
+        Ok(Some(b)) => b,
+        Ok(None) => return Fast::Fallback,
+        Err(e) => return Fast::Retry(e),
+    };
     // The buffer is the connection's, kept across batches: a batch's
     // rows are tens of MiB, and fresh memory costs a page fault per 4 KiB.
     let mut buf = std::mem::take(&mut c.rows_buf);
-    let Some(groups) = convert(stmts, quoting, &mut buf) else {
+    let Some(groups) = convert(stmts, quoting, &binary, &mut buf) else {
         c.rows_buf = buf;
         return Fast::Fallback;
     };

@@ -212,7 +212,7 @@ pub fn scan(
     split.set_charset(charset);
     let mut found = Vec::new();
     while let Some(stmt) = split.next_statement()? {
-        if let Some(f) = check(&stmt.text, stmt.line, cluster) {
+        if let Some(f) = check(&stmt.scan_text(), stmt.line, cluster) {
             found.push(f);
         }
         if let Some(on) = sqlfleet_dump::classify::backslash_escapes_after(&stmt.text) {

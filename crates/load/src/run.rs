@@ -923,6 +923,7 @@ mod tests {
                 source: None,
                 origin: None,
                 vertical: false,
+                dialect: Default::default(),
             },
             kind: Kind::Barrier,
             traits: Traits::default(),

@@ -223,7 +223,9 @@ impl Scheduler {
         }
         match kind {
             Kind::Session if t.reads_tables => Some("a SET computed from a query".into()),
-            Kind::Session if self.regime == Regime::Ordered && sets_autocommit_off(&stmt.text) => {
+            Kind::Session
+                if self.regime == Regime::Ordered && sets_autocommit_off(&stmt.scan_text()) =>
+            {
                 Some("SET autocommit=0 (a transaction the file ends itself)".into())
             }
             Kind::Session | Kind::Use(_) | Kind::Hint => None,
@@ -713,7 +715,9 @@ impl Scheduler {
         // server: no value, NULL, DEFAULT or 0?
         let left_to_server = |col: &Option<(usize, String)>| {
             col.as_ref().is_some_and(|(pos, name)| {
-                b.stmts.iter().any(|s| generates_ids(&s.text, *pos, name))
+                b.stmts
+                    .iter()
+                    .any(|s| generates_ids(&s.scan_text(), *pos, name))
             })
         };
         let generates = left_to_server(&info.auto_inc);

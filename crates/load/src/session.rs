@@ -152,6 +152,7 @@ impl SessionConn {
                     backslash_escapes: bs == 1,
                     double_quoted_strings: dq == 1,
                     empty_strings: es == 1,
+                    charset: sqlfleet_dump::lex::Multibyte::of_charset(&cs),
                 };
                 (cs, quoting)
             })

@@ -248,21 +248,28 @@ impl<'a> Reading<'a> {
         if let Some(text) = strip_cr(&stmt.text) {
             stmt.text = text;
         }
-        if !self.keep_comments {
+        // In a set whose characters hold ASCII bytes, the scanners below
+        // (which read byte by byte) read the text with those bytes hidden;
+        // the comments of such a statement stay, for the server to skip
+        // as it reads: cutting them here cut `/* .. */` out of a string
+        // after a `ソ` (0x83 0x5C) and the server stored the rest.
+        let hidden = sqlfleet_dump::lex::hide_inner_ascii(&stmt.text, stmt.dialect);
+        if !self.keep_comments && hidden.is_none() {
             if let Some(text) = strip_comments(&stmt.text, self.escapes) {
                 stmt.text = text;
             }
         }
+        let scan: &[u8] = hidden.as_deref().unwrap_or(&stmt.text);
         stmt.offset += shift;
         stmt.end += shift;
         self.read.fetch_max(stmt.end, Ordering::Relaxed);
-        let kind = classify(&stmt.text);
+        let kind = classify(scan);
         if kind == Kind::Session {
-            if let Some(on) = backslash_escapes_after(&stmt.text) {
+            if let Some(on) = backslash_escapes_after(scan) {
                 self.escapes = on;
             }
         }
-        let traits = inspect(&stmt.text);
+        let traits = inspect(scan);
         let chain = self.chain.add(stmt.offset, &stmt.text);
         Item {
             stmt,
@@ -394,6 +401,8 @@ fn read_dir(
                     source: None,
                     origin: Some(own.clone()),
                     vertical: false,
+                    // The load's own statements, in UTF-8.
+                    dialect: Default::default(),
                 };
                 let item = r.item(stmt, 0);
                 if !r.emit(Msg::Item(Box::new(item))) {

@@ -38,13 +38,20 @@ struct InSet<'a> {
 }
 
 impl InSet<'_> {
-    /// 1–10 of the set's characters, with an ASCII letter or a space
-    /// among them now and then (more than `varchar(20)` holds is cut
-    /// with a warning, by both clients alike).
+    /// 1–10 of the set's characters, with an ASCII letter, a space, an
+    /// escape (`\\`, `\n`, `''`, a tab as it is, ...) or text that reads
+    /// as a comment (`/* c */`, `-- d`, `#e`) among them now and then (more than `varchar(20)` holds is cut with a warning, by both
+    /// clients alike).
     fn literal(&mut self) -> String {
+        const ESCAPES: [&[u8]; 11] = [
+            b"\\\\", b"\\n", b"''", b"\\'", b"\\t", b"\\0", b"\t", b"\\%", b"/* c */", b" -- d",
+            b"#e",
+        ];
         let mut v = Vec::new();
         for _ in 0..self.rng.gen_range(1..=10) {
-            if self.rng.gen_bool(0.2) {
+            if self.rng.gen_bool(0.15) {
+                v.extend_from_slice(ESCAPES[self.rng.gen_range(0..ESCAPES.len())]);
+            } else if self.rng.gen_bool(0.2) {
                 v.push(*b"a Z_".get(self.rng.gen_range(0..4)).unwrap_or(&b'a'));
             } else {
                 v.extend_from_slice(&self.chars[self.rng.gen_range(0..self.chars.len())]);
