@@ -41,6 +41,8 @@ fuzz_target!(|data: &[u8]| {
             );
         }
         let _ = classify(&st.text);
+        let scan = st.scan_text();
+        assert_eq!(scan.len(), st.text.len());
         let text = strip_cr(&st.text).unwrap_or(st.text);
         for escapes in [true, false] {
             let _ = strip_comments(&text, escapes);

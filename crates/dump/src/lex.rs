@@ -578,6 +578,37 @@ mod tests {
                 last = r.start;
             }
         }
+
+        /// Statements of strings, names and words made of a set's
+        /// characters (second bytes `\\`, a quote, a backquote, ...): with
+        /// the ASCII bytes inside characters hidden, a byte-by-byte reading
+        /// finds the tokens a reading in the set finds, and only ASCII
+        /// bytes inside characters change.
+        #[test]
+        fn hidden_text_reads_byte_by_byte_as_the_set_reads_it(
+            parts in prop::collection::vec((0usize..4, prop::collection::vec((0x81u8..=0xFC, prop::sample::select(vec![0x5Cu8, 0x60, 0x27, 0x40, 0x7C, 0x22, 0x80, 0xA1])), 0..4)), 1..6),
+        ) {
+            let d = Dialect { charset: Multibyte::Sjis, ..Dialect::default() };
+            let mut sql = b"SELECT ".to_vec();
+            for (shape, chars) in &parts {
+                let body: Vec<u8> = chars.iter().flat_map(|(a, b)| [*a, *b]).collect();
+                match shape {
+                    0 => { sql.push(b'\''); sql.extend(&body); sql.push(b'\''); }
+                    1 => { sql.push(b'`'); sql.extend(&body); sql.push(b'`'); }
+                    2 => { sql.extend(b"w"); sql.extend(&body); }
+                    _ => sql.extend(b"/* c */"),
+                }
+                sql.extend(b", ");
+            }
+            sql.extend(b"1");
+            let hidden = hide_inner_ascii(&sql, d).unwrap_or_else(|| sql.clone());
+            prop_assert_eq!(hidden.len(), sql.len());
+            for (h, o) in hidden.iter().zip(&sql) {
+                prop_assert!(h == o || (*o < 0x80 && *h == 0x80));
+            }
+            let ranges = |l: Lexed| l.toks.into_iter().map(|t| t.1).collect::<Vec<_>>();
+            prop_assert_eq!(ranges(lex(&hidden)), ranges(lex_in(&sql, d)));
+        }
     }
 
     #[test]
