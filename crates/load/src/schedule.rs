@@ -270,6 +270,24 @@ impl Scheduler {
             }
             return;
         }
+        if let Some(name) = unreadable_name(&kind) {
+            // A latin1 `café`, an sjis `テ`: the loader keeps names as
+            // UTF-8 to ask the server about a table (its engine, triggers,
+            // AUTO_INCREMENT decide how its rows load safely) and to
+            // journal it; it stops here rather than load under a guess
+            // (before: such a table was handled as a transactional one
+            // with no triggers, and in sjis the load stopped at the
+            // journal's "Illegal mix of collations").
+            self.ctx.shared.fail(StatementFailure {
+                code: None,
+                message: format!(
+                    "the name {name} is not UTF-8 text as this file is read (--default-character-set {}): sqlfleet keeps database and table names as UTF-8 to ask the server about a table and to journal it, and cannot for this one; nothing of this statement was sent. Convert the file to UTF-8 first (iconv, then --default-character-set=utf8mb4 and its SET NAMES), or load it with the mysql client",
+                    self.ctx.target.charset.as_deref().unwrap_or("utf8mb4")
+                ),
+                ..StatementFailure::of_text(&stmt, None)
+            });
+            return;
+        }
         if let Some(why) = self
             .ctx
             .max_packet
@@ -287,7 +305,7 @@ impl Scheduler {
         if let (Some(c), Kind::TableDdl { .. } | Kind::Barrier) = (&self.ctx.galera, &kind) {
             // Input read once (standard input) was not checked before the
             // load: the statement stops here, before it runs.
-            if let Some(f) = crate::galera::check(&stmt.text, stmt.line, c) {
+            if let Some(f) = crate::galera::check(&stmt.scan_text(), stmt.line, c) {
                 self.ctx.shared.fail(StatementFailure {
                     code: None,
                     message: crate::galera::message(c, &[f]),
@@ -1075,6 +1093,22 @@ impl retry::Attempt for InOrder<'_> {
         worker::count_applied(self.ctx, c, self.stmt, !self.stateful).await;
         Ok(())
     }
+}
+
+/// A database or table name of `kind` that is not UTF-8 text (read in
+/// another set: replaced characters in it), shown escaped.
+fn unreadable_name(kind: &Kind) -> Option<String> {
+    let lossy = |n: &str| n.contains('\u{FFFD}');
+    let name = match kind {
+        Kind::Use(db) => lossy(db).then(|| format!("`{db}`")),
+        other => other.table().and_then(|t| {
+            (lossy(&t.name) || t.db.as_deref().is_some_and(lossy)).then(|| match &t.db {
+                Some(d) => format!("`{d}`.`{}`", t.name),
+                None => format!("`{}`", t.name),
+            })
+        }),
+    }?;
+    Some(sqlfleet_dump::printable::printable(&name).into_owned())
 }
 
 #[cfg(test)]

@@ -2600,6 +2600,60 @@ fn comment_like_text_in_a_string_after_a_character_holding_a_backslash_is_loaded
     }
 }
 
+/// A database or table name that is not UTF-8 text as the file is read (a
+/// latin1 `café`, an sjis `テ`) stops the load before the statement is
+/// sent, naming the name, its line and the way on: the loader asks the
+/// server about a table by its name, and before it took such a table for
+/// a transactional one with no triggers (latin1) or stopped at its
+/// journal's "Illegal mix of collations" (sjis). The same names in a UTF-8
+/// file load.
+#[test]
+fn a_name_that_is_not_utf8_as_the_file_is_read_stops_before_it_is_sent() {
+    let srv = server();
+    let dir = tmp();
+    for (cs, name) in [
+        ("latin1", &b"caf\xE9"[..]),
+        ("sjis", b"\x83\x65"),
+        ("utf8mb4", "café_表".as_bytes()),
+    ] {
+        let mut sql = b"CREATE TABLE `".to_vec();
+        sql.extend_from_slice(name);
+        sql.extend_from_slice(b"` (id INT PRIMARY KEY) ENGINE=MyISAM;\nINSERT INTO `");
+        sql.extend_from_slice(name);
+        sql.extend_from_slice(b"` VALUES (1),(2);\n");
+        let file = dir.path().join(format!("{cs}.sql"));
+        std::fs::write(&file, &sql).expect("write");
+        let db = fresh_db(srv, "nm");
+        let flag = format!("--default-character-set={cs}");
+        let o = sqlfleet_load(srv, &["-D", &db, &flag, file.to_str().expect("utf8")]);
+        let tables = stdout(&mariadb(
+            srv,
+            &[
+                "-N",
+                "-e",
+                &format!(
+                    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{db}'"
+                ),
+            ],
+            None,
+        ));
+        if cs == "utf8mb4" {
+            assert_eq!(o.status.code(), Some(0), "{cs}: {}", stderr(&o));
+            assert_eq!(tables.trim(), "1", "{cs}");
+        } else {
+            assert_eq!(o.status.code(), Some(3), "{cs}: {}", stderr(&o));
+            let err = stderr(&o);
+            assert!(
+                err.contains("is not UTF-8 text as this file is read")
+                    && err.contains("line 1")
+                    && err.contains(&flag[2..].replace('=', " ")),
+                "{cs}: {err}"
+            );
+            assert_eq!(tables.trim(), "0", "{cs}: nothing sent");
+        }
+    }
+}
+
 /// When the loader's own journal record before a statement is refused,
 /// the error says so and the statement (never sent) is not blamed: the
 /// server refuses the record here through a trigger on the journal that
