@@ -2498,15 +2498,7 @@ fn a_dump_in_a_set_whose_characters_hold_ascii_bytes_loads_like_the_stock_client
         let stock = fresh_db(srv, "mbstock");
         let s = srv.stock_client(&stock, &file, &[&flag]);
         assert!(s.status.success(), "{cs}: the stock client: {}", stderr(&s));
-        for fast in [true, false] {
-            let ours = fresh_db(srv, "mbours");
-            let f = file.to_str().expect("utf8");
-            let mut args = vec!["-D", &ours, &flag, f];
-            if !fast {
-                args.push("--no-fast-path");
-            }
-            let o = sqlfleet_load(srv, &args);
-            assert_eq!(o.status.code(), Some(0), "{cs} fast={fast}: {}", stderr(&o));
+        for (fast, ours, o) in loaded_both_ways(srv, "mbours", &flag, &file) {
             assert_eq!(
                 fingerprint(srv, &stock),
                 fingerprint(srv, &ours),
@@ -2537,6 +2529,35 @@ fn a_dump_in_a_set_whose_characters_hold_ascii_bytes_loads_like_the_stock_client
         tried.len() >= 4,
         "sets whose characters hold ASCII bytes: {tried:?}"
     );
+}
+
+/// `file` loaded with `flag` into a fresh database (named from `prefix`)
+/// by the fast path and again without it, each exiting 0: (fast, the
+/// database, the run).
+fn loaded_both_ways(
+    srv: &TestServer,
+    prefix: &str,
+    flag: &str,
+    file: &Path,
+) -> Vec<(bool, String, Output)> {
+    [true, false]
+        .into_iter()
+        .map(|fast| {
+            let ours = fresh_db(srv, prefix);
+            let mut args = vec!["-D", &ours, flag, file.to_str().expect("utf8")];
+            if !fast {
+                args.push("--no-fast-path");
+            }
+            let o = sqlfleet_load(srv, &args);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{flag} fast={fast}: {}",
+                stderr(&o)
+            );
+            (fast, ours, o)
+        })
+        .collect()
 }
 
 /// In a set whose characters hold ASCII bytes, text that reads as a
@@ -2570,15 +2591,7 @@ fn comment_like_text_in_a_string_after_a_character_holding_a_backslash_is_loaded
         let stock = fresh_db(srv, "cmstock");
         let s = srv.stock_client(&stock, &file, &[&flag]);
         assert!(s.status.success(), "{cs}: the stock client: {}", stderr(&s));
-        for fast in [true, false] {
-            let ours = fresh_db(srv, "cmours");
-            let f = file.to_str().expect("utf8");
-            let mut args = vec!["-D", &ours, &flag, f];
-            if !fast {
-                args.push("--no-fast-path");
-            }
-            let o = sqlfleet_load(srv, &args);
-            assert_eq!(o.status.code(), Some(0), "{cs} fast={fast}: {}", stderr(&o));
+        for (fast, ours, _) in loaded_both_ways(srv, "cmours", &flag, &file) {
             let rows = |db: &str| {
                 stdout(&mariadb(
                     srv,
