@@ -935,6 +935,35 @@ async fn an_insert_through_the_relay_makes_stale_only_the_entries_of_its_rows() 
     );
 }
 
+/// A write from a session in a set whose characters hold ASCII bytes makes
+/// stale the rows the server changes: in sjis `ソ` is 0x83 0x5C, so the
+/// server reads `'ソ'` as a string and this UPDATE as one of every row,
+/// while a reading byte by byte takes `\'` for an escaped quote and finds
+/// `WHERE k = 1` (the rest a comment). The row keys are read byte by byte
+/// (`cached.rs`), which is exact only for a text every dialect reads
+/// alike: this one is not, so its table goes stale whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_sjis_makes_stale_the_rows_the_server_changes() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let mut a = client(&relay, &db).await;
+    let mut b = client(&relay, &db).await;
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let two = "SELECT v FROM kv WHERE k = 2";
+    counted(&mut b, &hits, two, ()).await;
+    assert!(counted(&mut b, &hits, two, ()).await.0, "k = 2 was cached");
+    a.query_drop("SET NAMES sjis").await.expect("sjis");
+    let update: &[u8] =
+        b"UPDATE kv SET v = CASE WHEN '\x83\x5C' = ' WHERE k = 1 -- ' THEN 0 ELSE 9 END WHERE k > 0";
+    a.query_drop(update).await.expect("update");
+    assert_eq!(
+        counted(&mut b, &hits, two, ()).await,
+        (false, Some(9)),
+        "k = 2 read at once"
+    );
+}
+
 /// While a write through the relay is in flight, a read of the rows it
 /// writes is not kept (it may have seen the server before the commit,
 /// and the writer gets its reply before the write's second invalidation),
