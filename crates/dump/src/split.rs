@@ -189,8 +189,6 @@ impl<R: Read> Splitter<R> {
         self.unterminated
     }
 
-    /// Switches backslash escapes off when the dump sets
-    /// NO_BACKSLASH_ESCAPES (the caller sees the SET statement).
     /// How statements are read now (`ANSI_QUOTES` is not followed: the
     /// client does not either).
     fn dialect(&self) -> crate::lex::Dialect {
@@ -201,6 +199,8 @@ impl<R: Read> Splitter<R> {
         }
     }
 
+    /// Switches backslash escapes off when the dump sets
+    /// NO_BACKSLASH_ESCAPES (the caller sees the SET statement).
     pub fn set_backslash_escapes(&mut self, on: bool) {
         self.backslash_escapes = on;
     }

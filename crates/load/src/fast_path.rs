@@ -3,7 +3,7 @@
 //! would (every row taken, no warning); anything else rolls back and the
 //! caller runs the INSERTs. Only for transactional tables: a rollback is
 //! what makes the fallback exact. In big5, gbk, gb18030, sjis and cp932
-//! the server is asked which columns are binary (`binary_columns`), since
+//! the server is asked which columns are binary (`binary_columns.rs`), since
 //! LOAD DATA reads those byte by byte and the others a character at a
 //! time (`values::append_rows`).
 
@@ -34,8 +34,8 @@ struct Group {
 
 /// Which columns of each table a batch writes are binary, by a value's
 /// place in its row (see `values::append_rows`): asked of the server
-/// (`SELECT cols FROM t LIMIT 0`, charset 63) for each table once per
-/// batch, and only in a set whose characters hold ASCII bytes, where
+/// (`binary_columns.rs`) for each table once per batch, and only in a
+/// set whose characters hold ASCII bytes, where
 /// LOAD DATA reads a binary column's field byte by byte and a text
 /// column's a character at a time. `None`: a statement does not convert,
 /// or the server did not say (the INSERTs give its own error).
@@ -60,18 +60,12 @@ async fn binary_columns(
                 .and_then(|c| c.strip_suffix(')'))
                 .unwrap_or(c)
         });
-        let sql = format!("SELECT {columns} FROM {} LIMIT 0", t.table);
-        let binary: Vec<bool> = match c.conn.query_iter(sql).await {
-            Ok(r) => {
-                let cols = r.columns();
-                let binary =
-                    cols.map(|cols| cols.iter().map(|col| col.character_set() == 63).collect());
-                r.drop_result().await?;
-                binary.unwrap_or_default()
-            }
-            Err(e) if retryable(&e) => return Err(e),
-            Err(_) => return Ok(None),
-        };
+        let binary =
+            match crate::binary_columns::binary_columns(&mut c.conn, &t.table, columns).await {
+                Ok(b) => b,
+                Err(e) if retryable(&e) => return Err(e),
+                Err(_) => return Ok(None),
+            };
         if binary.len() != width {
             return Ok(None);
         }

@@ -5,6 +5,7 @@
 //! batches in transactions with their [`journal`] record) and
 //! [`progress`]. Session settings travel as a `session::Prelude`.
 
+mod binary_columns;
 mod chunk_job;
 mod counts;
 mod defer;

@@ -114,7 +114,13 @@ impl FlatTable {
             .await
             .map_err(|e| described("triggers", e))?;
         let mut t = FlatTable::of(sql.clone(), &cols, opts, triggers.unwrap_or(0) > 0)?;
-        t.binary = match binary_columns(conn, &t).await {
+        let list = t
+            .chosen
+            .iter()
+            .map(|(n, _)| ident(n))
+            .collect::<Vec<_>>()
+            .join(", ");
+        t.binary = match crate::binary_columns::binary_columns(conn, &t.sql, &list).await {
             Ok(b) => b,
             // An account that may insert but not read (LOAD DATA needs no
             // more): information_schema's word, a NULL character set. It
@@ -259,37 +265,6 @@ impl FlatTable {
         }
         Ok(())
     }
-}
-
-/// The character set id a result's metadata gives a binary column.
-const BINARY_SET: u16 = 63;
-
-/// Which of the file's columns the server describes in the binary set
-/// (`SELECT cols FROM t LIMIT 0`: its result metadata, the server's own
-/// word on how LOAD DATA reads each field).
-async fn binary_columns(
-    conn: &mut mysql_async::Conn,
-    t: &FlatTable,
-) -> Result<Vec<bool>, mysql_async::Error> {
-    let list = t
-        .chosen
-        .iter()
-        .map(|(n, _)| ident(n))
-        .collect::<Vec<_>>()
-        .join(", ");
-    let result = conn
-        .query_iter(format!("SELECT {list} FROM {} LIMIT 0", t.sql))
-        .await?;
-    let binary = result
-        .columns()
-        .map(|cols| {
-            cols.iter()
-                .map(|c| c.character_set() == BINARY_SET)
-                .collect()
-        })
-        .unwrap_or_default();
-    result.drop_result().await?;
-    Ok(binary)
 }
 
 /// The table's AUTO_INCREMENT column.
