@@ -81,6 +81,7 @@ pub fn txn(db: &str, items: Vec<Item>) -> Txn {
         unknown_scope: false,
         first: String::new(),
         temp: Default::default(),
+        xa: None,
     }
 }
 

@@ -24,6 +24,11 @@ pub(crate) enum Status {
     Applied,
     /// Not applied: its stream stopped; the floor stays before it.
     Stopped,
+    /// A prepared XA group waiting for its end on the source
+    /// (source/xa.rs): it holds the floor but counts no lag (nothing is
+    /// committed there yet), and takes its end's status once that ends
+    /// ([`Floor::tie`]).
+    Held,
 }
 
 /// One reading session's floor and window.
@@ -37,6 +42,8 @@ pub(crate) struct Floor {
     /// Source commit times of the transactions not applied yet (in flight
     /// or stopped), by index: the lag counts them.
     unapplied_times: BTreeMap<u64, u32>,
+    /// An XA end's index → the held prepared group's, which ends as it does.
+    ties: BTreeMap<u64, u64>,
 }
 
 impl Floor {
@@ -50,6 +57,7 @@ impl Floor {
             window: BTreeMap::new(),
             next: 0,
             unapplied_times: BTreeMap::new(),
+            ties: BTreeMap::new(),
         }
     }
 
@@ -64,10 +72,29 @@ impl Floor {
     /// ends in `status` — or, `Pending`, goes to a worker.
     pub(crate) fn place(&mut self, idx: u64, after: GtidPos, ts: u32, status: Status) {
         self.window.insert(idx, (after, status));
-        if status != Status::Applied {
+        if !matches!(status, Status::Applied | Status::Held) {
             self.unapplied_times.insert(idx, ts);
         }
+        self.follow(idx, status);
         self.advance();
+    }
+
+    /// The held group at `held` ends as transaction `end` (its XA
+    /// COMMIT or ROLLBACK, read but not placed yet) ends.
+    pub(crate) fn tie(&mut self, held: u64, end: u64) {
+        self.ties.insert(end, held);
+    }
+
+    /// A tied end finished: its held group takes its status.
+    fn follow(&mut self, idx: u64, status: Status) {
+        if matches!(status, Status::Pending | Status::Held) {
+            return;
+        }
+        if let Some(held) = self.ties.remove(&idx) {
+            if let Some(e) = self.window.get_mut(&held) {
+                e.1 = status;
+            }
+        }
     }
 
     /// A worker's answer for a pending transaction. An index the window
@@ -78,6 +105,7 @@ impl Floor {
             if status == Status::Applied {
                 self.unapplied_times.remove(&idx);
             }
+            self.follow(idx, status);
         }
         self.advance();
     }
@@ -87,7 +115,7 @@ impl Floor {
     fn advance(&mut self) {
         while let Some(e) = self.window.first_entry() {
             match e.get().1 {
-                Status::Pending => break,
+                Status::Pending | Status::Held => break,
                 Status::Applied => {
                     let (p, _) = e.remove();
                     if !self.frozen {
@@ -118,10 +146,11 @@ impl Floor {
         &self.floor
     }
 
-    /// Nothing read in this session is waiting for a worker or holding the
-    /// floor.
+    /// Nothing read in this session is waiting for a worker. (Without
+    /// prepared XA groups, whose end the source has not logged yet, the
+    /// window is then empty: nothing holds the floor.)
     pub(crate) fn is_settled(&self) -> bool {
-        self.window.is_empty()
+        self.window.values().all(|e| e.1 != Status::Pending)
     }
 
     /// The source commit time of the oldest transaction read and not
@@ -153,6 +182,12 @@ mod tests {
         Stale(u64),
         /// The floor was written.
         Write,
+        /// Read a prepared XA group and hold it.
+        Holds(&'static str),
+        /// Read the end of the group held at that index; it ends at once.
+        EndsTied(&'static str, u64, Status),
+        /// Read the end of the group held at that index; sent to a worker.
+        SendsTied(&'static str, u64),
     }
     use Status::*;
     use Step::*;
@@ -286,6 +321,78 @@ mod tests {
             settled: false,
             oldest: Some(12),
         },
+        Row {
+            name: "a prepared XA group holds it, counts no lag and leaves it settled",
+            start: "1-1-10",
+            steps: &[
+                Ends("1-1-11", Applied),
+                Holds("1-1-12"),
+                Ends("1-1-13", Applied),
+            ],
+            floor: "1-1-11",
+            to_write: Some("1-1-11"),
+            settled: true,
+            oldest: None,
+        },
+        Row {
+            name: "its commit applied by a worker moves it past both",
+            start: "1-1-10",
+            steps: &[
+                Holds("1-1-11"),
+                Ends("1-1-12", Applied),
+                SendsTied("1-1-13", 0),
+                Answer(2, Applied),
+            ],
+            floor: "1-1-13",
+            to_write: Some("1-1-13"),
+            settled: true,
+            oldest: None,
+        },
+        Row {
+            name: "its commit in flight holds it back",
+            start: "1-1-10",
+            steps: &[Holds("1-1-11"), SendsTied("1-1-12", 0)],
+            floor: "1-1-10",
+            to_write: None,
+            settled: false,
+            oldest: Some(12),
+        },
+        Row {
+            name: "its commit stopped freezes it before the prepare: a restart reads both again",
+            start: "1-1-10",
+            steps: &[
+                Holds("1-1-11"),
+                Ends("1-1-12", Applied),
+                EndsTied("1-1-13", 0, Stopped),
+                Ends("1-1-14", Applied),
+            ],
+            floor: "1-1-10",
+            to_write: None,
+            settled: true,
+            oldest: Some(13),
+        },
+        Row {
+            name: "its commit stopped by a worker does the same",
+            start: "1-1-10",
+            steps: &[Holds("1-1-11"), SendsTied("1-1-12", 0), Answer(1, Stopped)],
+            floor: "1-1-10",
+            to_write: None,
+            settled: true,
+            oldest: Some(12),
+        },
+        Row {
+            name: "its rollback frees it at once",
+            start: "1-1-10",
+            steps: &[
+                Holds("1-1-11"),
+                Holds("1-1-12"),
+                EndsTied("1-1-13", 0, Applied),
+            ],
+            floor: "1-1-11",
+            to_write: Some("1-1-11"),
+            settled: true,
+            oldest: None,
+        },
     ];
 
     #[test]
@@ -303,6 +410,23 @@ mod tests {
                     Sends(p) => {
                         n += 1;
                         let idx = f.admit();
+                        f.place(idx, pos(p), 10 + n, Pending);
+                    }
+                    Holds(p) => {
+                        n += 1;
+                        let idx = f.admit();
+                        f.place(idx, pos(p), 10 + n, Held);
+                    }
+                    EndsTied(p, held, st) => {
+                        n += 1;
+                        let idx = f.admit();
+                        f.tie(held, idx);
+                        f.place(idx, pos(p), 10 + n, st);
+                    }
+                    SendsTied(p, held) => {
+                        n += 1;
+                        let idx = f.admit();
+                        f.tie(held, idx);
                         f.place(idx, pos(p), 10 + n, Pending);
                     }
                     Answer(idx, st) => f.done(idx, st),

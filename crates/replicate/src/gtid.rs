@@ -214,6 +214,65 @@ pub struct GtidEvent {
     /// For a COMMIT or ROLLBACK ALTER: the sequence number of its START
     /// ALTER's group.
     pub start_alter: Option<u64>,
+    /// The XA transaction a prepared or completed XA group belongs to.
+    pub xid: Option<XaId>,
+}
+
+/// An XA transaction's id as the server logs it (format id, global
+/// transaction id, branch qualifier; each part at most 64 bytes), kept
+/// in place so a GTID event stays a plain value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct XaId {
+    pub format: u32,
+    gtrid_len: u8,
+    bqual_len: u8,
+    data: [u8; 128],
+}
+
+impl XaId {
+    /// `None` when a part is longer than the server allows (64 bytes).
+    pub fn new(format: u32, gtrid: &[u8], bqual: &[u8]) -> Option<XaId> {
+        if gtrid.len() > 64 || bqual.len() > 64 {
+            return None;
+        }
+        let mut data = [0u8; 128];
+        data[..gtrid.len()].copy_from_slice(gtrid);
+        data[gtrid.len()..gtrid.len() + bqual.len()].copy_from_slice(bqual);
+        Some(XaId {
+            format,
+            gtrid_len: gtrid.len() as u8,
+            bqual_len: bqual.len() as u8,
+            data,
+        })
+    }
+    pub fn gtrid(&self) -> &[u8] {
+        &self.data[..self.gtrid_len as usize]
+    }
+    pub fn bqual(&self) -> &[u8] {
+        let g = self.gtrid_len as usize;
+        &self.data[g..g + self.bqual_len as usize]
+    }
+}
+
+/// As `XA RECOVER FORMAT='SQL'` and mariadb-binlog write it:
+/// `X'6131',X'',1`.
+impl std::fmt::Display for XaId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        write!(
+            f,
+            "X'{}',X'{}',{}",
+            hex(self.gtrid()),
+            hex(self.bqual()),
+            self.format
+        )
+    }
+}
+
+impl std::fmt::Debug for XaId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
 }
 
 /// Which part of an ALTER logged in two phases a group is
@@ -270,9 +329,6 @@ impl GtidEvent {
     pub fn standalone(&self) -> bool {
         self.flags & flags::STANDALONE != 0
     }
-    pub fn xa(&self) -> bool {
-        self.flags & (flags::PREPARED_XA | flags::COMPLETED_XA) != 0
-    }
 }
 
 /// A body that is not what its event type promises.
@@ -314,15 +370,19 @@ pub fn decode_gtid_event(body: &[u8]) -> Result<GtidEvent, DecodeError> {
         None
     };
     let mut at = 13 + if commit_id.is_some() { 8 } else { 0 };
+    let mut xid = None;
     if flags & (flags::PREPARED_XA | flags::COMPLETED_XA) != 0 {
         // format id (4), the two lengths, then gtrid and bqual.
-        let lens = body
-            .get(at + 4..at + 6)
-            .ok_or_else(|| err("GTID event flags an XA id it does not hold"))?;
-        at += 6 + lens[0] as usize + lens[1] as usize;
-        if at > body.len() {
-            return Err(err("GTID event flags an XA id it does not hold"));
-        }
+        let missing = || err("GTID event flags an XA id it does not hold");
+        let head = body.get(at..at + 6).ok_or_else(missing)?;
+        let format = u32::from_le_bytes([head[0], head[1], head[2], head[3]]);
+        let (g, b) = (head[4] as usize, head[5] as usize);
+        let parts = body.get(at + 6..at + 6 + g + b).ok_or_else(missing)?;
+        xid = Some(
+            XaId::new(format, &parts[..g], &parts[g..])
+                .ok_or_else(|| err("GTID event holds an XA id longer than a server allows"))?,
+        );
+        at += 6 + g + b;
     }
     // The extra flags when the body goes on (a GTID event without a
     // commit id is padded with zeros to 19 bytes: no flags, then).
@@ -347,6 +407,7 @@ pub fn decode_gtid_event(body: &[u8]) -> Result<GtidEvent, DecodeError> {
         commit_id,
         extra,
         start_alter,
+        xid,
     })
 }
 
@@ -519,7 +580,23 @@ mod tests {
         b.push(2);
         let e = decode_gtid_event(&b).expect("decodes");
         assert_eq!((e.extra, e.start_alter), (flags_extra::MULTI_ENGINE, None));
+        let xid = e.xid.expect("the XA id");
+        assert_eq!(
+            (xid.gtrid(), xid.bqual(), xid.format),
+            (&b"ab"[..], &b"c"[..], 1)
+        );
+        assert_eq!(xid.to_string(), "X'6162',X'63',1");
         assert!(decode_gtid_event(&b[..17]).is_err(), "an XA id cut short");
+        assert!(decode_gtid_event(&b[..20]).is_err(), "an XA id cut short");
+        // A part longer than a server allows.
+        let mut long = b[..19].to_vec();
+        long[17..19].copy_from_slice(&[65, 0]);
+        long.extend([b'x'; 66]);
+        assert!(decode_gtid_event(&long).is_err(), "a 65-byte gtrid");
+        assert_eq!(
+            XaId::new(1, &[b'a'; 64], &[b'b'; 64]).map(|x| x.bqual().len()),
+            Some(64)
+        );
     }
 
     #[test]
@@ -571,6 +648,13 @@ mod tests {
             let ends = extra & (flags_extra::COMMIT_ALTER | flags_extra::ROLLBACK_ALTER) != 0;
             prop_assert_eq!(e.start_alter, ends.then_some(start));
             prop_assert!(e.phase().is_ok());
+            if fl & (flags::PREPARED_XA | flags::COMPLETED_XA) != 0 {
+                let x = e.xid.expect("an XA id");
+                let g = xa_id.len() / 2;
+                prop_assert_eq!((x.gtrid(), x.bqual()), (&xa_id[..g], &xa_id[g..]));
+            } else {
+                prop_assert!(e.xid.is_none());
+            }
         }
 
         #[test]

@@ -66,6 +66,7 @@ fn jobs(
                 unknown_scope: false,
                 first: "UPDATE t SET v = v + 1 WHERE id = 1".into(),
                 temp: Default::default(),
+                xa: None,
             };
             Job {
                 source: Arc::from("guard"),

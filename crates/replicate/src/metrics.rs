@@ -57,6 +57,12 @@ pub fn render(views: &Views) -> prometheus::Result<String> {
         &["source"],
     )?;
     let lag = gauge(&r, "lag_seconds", "Now minus the source commit time of the oldest transaction not yet applied (stopped ones included); 0 when caught up", &["source"])?;
+    let xa = gauge(
+        &r,
+        "xa_prepared_held",
+        "XA transactions the source prepared and has not committed or rolled back yet, held until it does (the floor stays before the oldest)",
+        &["source"],
+    )?;
     let up = gauge(
         &r,
         "running",
@@ -90,6 +96,7 @@ pub fn render(views: &Views) -> prometheus::Result<String> {
         if let Some(lag_s) = v.lag_seconds {
             lag.with_label_values(&l).set(lag_s as i64);
         }
+        xa.with_label_values(&l).set(v.xa_held as i64);
         up.with_label_values(&l)
             .set(i64::from(v.state == "running"));
         for (name, s) in &v.streams {

@@ -50,13 +50,16 @@ fn progress_line_raw(views: &[SourceView]) -> String {
                 .collect();
             stopped.sort_by(|a, b| a.1.error_gtid.cmp(&b.1.error_gtid));
             let lag = v.lag_seconds.map_or("?".to_string(), |l| format!("{l}s"));
-            let head = format!(
+            let mut head = format!(
                 "{}: {}, applied {}, behind {}, lag {lag}",
                 v.name,
                 v.state,
                 v.applied,
                 v.behind()
             );
+            if v.xa_held > 0 {
+                head += &format!(", {} XA prepared on the source held", v.xa_held);
+            }
             match stopped.first() {
                 None => head,
                 Some((stream, s)) => format!(

@@ -25,6 +25,7 @@ mod plan;
 mod temp;
 mod upkeep;
 mod view;
+mod xa;
 
 pub(crate) use check::first_after;
 pub use check::preflight;
@@ -97,6 +98,8 @@ struct Session {
     /// The target's tables a ROLLBACK does not undo, as the barriers
     /// across databases last read them (engines.rs).
     engines: crate::engines::Engines,
+    /// Prepared XA groups waiting for their end (xa.rs).
+    xa: xa::Held,
 }
 
 /// How a session ended.
@@ -370,7 +373,7 @@ impl SourceRunner {
         s: &mut Session,
         ctl: &mut Applier,
         temp: &mut temp::Sessions,
-        mut txn: Txn,
+        txn: Txn,
         tx: &mpsc::UnboundedSender<Done>,
         rx: &mut mpsc::UnboundedReceiver<Done>,
     ) -> Result<(), End> {
@@ -386,6 +389,24 @@ impl SourceRunner {
         s.last_read_time = txn.timestamp;
         let after = s.read.clone();
         set(&self.view, |v| v.read = after.to_string());
+        let idx = s.floor.admit();
+        // A prepared XA group waits for its end; its end brings its
+        // changes (xa.rs).
+        let covered = s.stored.floor.covers(&g);
+        let mut txn = match s.xa.read(idx, txn, covered) {
+            xa::Next::Hold => {
+                s.floor.place(idx, after, s.last_read_time, Status::Held);
+                set(&self.view, |v| v.xa_held = s.xa.len());
+                return Ok(());
+            }
+            xa::Next::Go { txn, tied } => {
+                if let Some(held) = tied {
+                    s.floor.tie(held, idx);
+                    set(&self.view, |v| v.xa_held = s.xa.len());
+                }
+                *txn
+            }
+        };
         // (Most transactions are not thread-specific: nothing to decide.)
         let route = match txn.temp.thread {
             None => temp::Route::Normal,
@@ -410,7 +431,6 @@ impl SourceRunner {
             }
             temp::Route::Session(_) => {}
         }
-        let idx = s.floor.admit();
         let ts = txn.timestamp;
         // A stopped transaction stays unapplied: the lag counts it.
         let finish = |s: &mut Session, st: Status| s.floor.place(idx, after.clone(), ts, st);

@@ -22,7 +22,8 @@ use mysql_common::proto::MySerialize;
 use crate::config::DbMap;
 use crate::context::{self, Context};
 use crate::event::{self, mariadb};
-use crate::gtid::{self, decode_gtid_event, Gtid};
+use crate::gtid::flags::{COMPLETED_XA, PREPARED_XA};
+use crate::gtid::{self, decode_gtid_event, Gtid, XaId};
 use crate::sqltext;
 use sqlfleet_wire::binlog_compressed as compressed;
 
@@ -222,6 +223,22 @@ pub struct Txn {
     pub first: String,
     /// Its source session's temporary tables (statement-based binlogs).
     pub temp: Temp,
+    /// A group of an XA transaction prepared and ended apart (MariaDB
+    /// 10.5+ logs each as its own GTID): which one.
+    pub xa: Option<XaStep>,
+}
+
+/// The two groups of an XA transaction the source prepared, then
+/// committed or rolled back: `XA PREPARE` logs its changes, and the end,
+/// a group of its own with only its `XA COMMIT` or `XA ROLLBACK`, says
+/// whether they count. The reader holds a prepared group until its end
+/// (source/xa.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XaStep {
+    /// The prepared branch's changes, not committed yet on the source.
+    Prepared(XaId),
+    /// Its end: committed (`true`) or rolled back.
+    Ended { xid: XaId, commit: bool },
 }
 
 /// What a transaction does with its source session's own state, as the
@@ -317,6 +334,9 @@ struct Building {
     /// The file of a LOAD DATA logged as a statement, as its
     /// Begin_load_query and Append_block events bring it: (file id, bytes).
     load_file: Option<(u32, Vec<u8>)>,
+    /// An XA group's closing event was read (the XA_PREPARE event of a
+    /// prepared group, the XA COMMIT or ROLLBACK of an ended one).
+    xa_closed: bool,
 }
 
 /// The framing of a statement's kept events as they are read: each value
@@ -431,11 +451,26 @@ pub fn local_infile(q: &event::LoadQuery) -> Vec<u8> {
     sql
 }
 
-/// Why an XA transaction's streams stop. A prepared branch would hold its
-/// stream's position row locked until the source's XA COMMIT, which the
-/// same stream must apply after it; until that is built, its streams stop
-/// here, and only they.
-pub const XA_REFUSAL: &str = "an XA transaction (XA PREPARE, then XA COMMIT or ROLLBACK as a transaction of its own): sqlfleet cannot apply it exactly yet; its streams stop here (the others go on)";
+/// Why an XA group is refused: its events are not the ones MariaDB
+/// writes for the two steps of an XA transaction (an XA statement in a
+/// group its GTID event does not flag, an id that differs from the GTID
+/// event's, changes in an end group). What it touches is not known for
+/// sure, so the source stops as a whole.
+pub const XA_REFUSAL: &str = "an XA group whose events are not the ones MariaDB writes for XA PREPARE and its XA COMMIT or ROLLBACK (an XA statement or id that does not match its GTID event)";
+
+/// An XA_PREPARE event's body: one_phase (1), format id (4), gtrid and
+/// bqual lengths (4 each), then the two parts. `None` when it does not
+/// read as one.
+fn xa_prepare_event(data: &[u8]) -> Option<(bool, XaId)> {
+    let u32_at = |i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(data.get(i..i + 4)?.try_into().ok()?))
+    };
+    let one_phase = *data.first()? != 0;
+    let format = u32_at(1)?;
+    let (g, b) = (u32_at(5)? as usize, u32_at(9)? as usize);
+    let parts = data.get(13..13usize.checked_add(g)?.checked_add(b)?)?;
+    Some((one_phase, XaId::new(format, &parts[..g], &parts[g..])?))
+}
 
 /// An event header flag: a reader that does not know the event may skip it.
 const LOG_EVENT_IGNORABLE_F: u16 = 0x80;
@@ -591,10 +626,18 @@ impl Assembler {
                     unknown_scope: false,
                     first: String::new(),
                     temp: Temp::default(),
+                    xa: None,
                 };
-                if g.xa() {
-                    txn.refuse(XA_REFUSAL, false);
-                }
+                txn.xa = match (g.flags & (PREPARED_XA | COMPLETED_XA), g.xid) {
+                    (0, _) => None,
+                    (PREPARED_XA, Some(xid)) => Some(XaStep::Prepared(xid)),
+                    // (Commit or rollback: its statement says which.)
+                    (COMPLETED_XA, Some(xid)) => Some(XaStep::Ended { xid, commit: false }),
+                    (f, _) => {
+                        txn.refuse(format!("its GTID event flags XA steps 0x{f:02x} at once"), true);
+                        None
+                    }
+                };
                 // One phase of an ALTER logged in two: only its commit
                 // runs on the target.
                 let passed = match g.phase() {
@@ -617,6 +660,7 @@ impl Assembler {
                     seen: Seen::default(),
                     pending: Session::default(),
                     load_file: None,
+                    xa_closed: false,
                 });
                 return Ok(Out::Nothing);
             }
@@ -658,6 +702,12 @@ impl Assembler {
                     let _ = close_group(&mut b, false, 8);
                 }
                 b.txn.end_pos = pos;
+                if b.txn.xa.is_some() && !b.xa_closed {
+                    b.txn.refuse(
+                        "an XA group that ends without its XA PREPARE event or its XA COMMIT or ROLLBACK",
+                        true,
+                    );
+                }
                 Out::Txn(Box::new(b.txn))
             }
             None => Out::Nothing,
@@ -719,7 +769,17 @@ impl Building {
             t if t == EventType::XID_EVENT as u8 => return Ok(Then::Finish),
             // XA PREPARE ends its group (MariaDB 10.5+).
             XA_PREPARE_LOG_EVENT => {
-                self.txn.refuse(XA_REFUSAL, false);
+                match (self.txn.xa, xa_prepare_event(ev.data())) {
+                    (Some(XaStep::Prepared(held)), Some((false, xid))) if xid == held => {
+                        self.xa_closed = true;
+                    }
+                    // Prepared and committed in one: applied as it stands.
+                    (Some(XaStep::Prepared(held)), Some((true, xid))) if xid == held => {
+                        self.xa_closed = true;
+                        self.txn.xa = None;
+                    }
+                    _ => self.txn.refuse(XA_REFUSAL, true),
+                }
                 return Ok(Then::Finish);
             }
             t if t == EventType::INTVAR_EVENT as u8 => {
@@ -878,13 +938,30 @@ impl Building {
                 return Ok(Then::Finish);
             }
             "XA" => {
-                // XA START/END inside a prepared group, XA COMMIT or
-                // ROLLBACK as a group of its own (MariaDB writes no
-                // other event after it). Stops the streams the
-                // prepared group touched (see XA_PREPARE below).
-                self.txn.refuse(XA_REFUSAL, false);
-                if matches!(second_word(sql).as_str(), "COMMIT" | "ROLLBACK") {
-                    return Ok(Then::Finish);
+                // XA END inside a prepared group; XA COMMIT or ROLLBACK
+                // as a group of its own (MariaDB writes no other event
+                // after it). Each as the server writes it, for the id its
+                // GTID event holds: anything else is refused.
+                let second = second_word(sql);
+                let said = |verb: &str, xid: &XaId| sql == format!("XA {verb} {xid}").as_bytes();
+                match (self.txn.xa, second.as_str()) {
+                    (Some(XaStep::Prepared(xid)), "END") if said("END", &xid) => {}
+                    (Some(XaStep::Ended { xid, .. }), verb @ ("COMMIT" | "ROLLBACK"))
+                        if said(verb, &xid) && self.txn.items.is_empty() && !self.xa_closed =>
+                    {
+                        self.txn.xa = Some(XaStep::Ended {
+                            xid,
+                            commit: verb == "COMMIT",
+                        });
+                        self.xa_closed = true;
+                        return Ok(Then::Finish);
+                    }
+                    _ => {
+                        self.txn.refuse(XA_REFUSAL, true);
+                        if matches!(second.as_str(), "COMMIT" | "ROLLBACK") {
+                            return Ok(Then::Finish);
+                        }
+                    }
                 }
             }
             _ => {
@@ -1312,6 +1389,193 @@ mod tests {
 
     /// How a logged statement ended on the source, from its error code
     /// and text, as MariaDB 10.11 logs each (read off a real binlog).
+    /// One event as a MariaDB 10.11 source sends it (no CRC).
+    fn raw_event(ty: u8, body: &[u8]) -> Vec<u8> {
+        let mut raw = vec![0u8; 19];
+        raw[4] = ty;
+        raw[5] = 1; // server id 1
+        raw[9..13].copy_from_slice(&((19 + body.len()) as u32).to_le_bytes());
+        raw.extend_from_slice(body);
+        raw
+    }
+
+    /// A GTID event 0-1-`seq` with XA `flags` for id 'x' (format 1).
+    fn gtid_event(seq: u64, flags: u8, xid: &[u8]) -> Vec<u8> {
+        let mut b = seq.to_le_bytes().to_vec();
+        b.extend(0u32.to_le_bytes());
+        b.push(flags | gtid::flags::TRANSACTIONAL);
+        if flags & (PREPARED_XA | COMPLETED_XA) != 0 {
+            b.extend(1u32.to_le_bytes());
+            b.extend([xid.len() as u8, 0]);
+            b.extend(xid);
+        }
+        b.resize(b.len().max(19), 0);
+        raw_event(mariadb::GTID, &b)
+    }
+
+    /// A statement in database `app`.
+    fn query_event(sql: &str) -> Vec<u8> {
+        let status = crate::fixtures::default_status();
+        let mut b = 9u32.to_le_bytes().to_vec();
+        b.extend(0u32.to_le_bytes());
+        b.push(3);
+        b.extend(0u16.to_le_bytes());
+        b.extend((status.len() as u16).to_le_bytes());
+        b.extend(&status);
+        b.extend(b"app\0");
+        b.extend(sql.as_bytes());
+        raw_event(EventType::QUERY_EVENT as u8, &b)
+    }
+
+    /// An XA_PREPARE event for `xid` (format 1, no branch qualifier).
+    fn xa_prepare(one_phase: bool, xid: &[u8]) -> Vec<u8> {
+        let mut b = vec![one_phase as u8];
+        b.extend(1u32.to_le_bytes());
+        b.extend((xid.len() as u32).to_le_bytes());
+        b.extend(0u32.to_le_bytes());
+        b.extend(xid);
+        raw_event(XA_PREPARE_LOG_EVENT, &b)
+    }
+
+    /// The groups of an XA transaction as the assembler reads them, and
+    /// what it makes of events MariaDB does not write that way: an id
+    /// that differs from its GTID event's, an XA statement in a group the
+    /// GTID event does not flag, a prepared group without its XA_PREPARE
+    /// event — each refused for the whole source, never passed as empty.
+    #[test]
+    fn xa_groups_are_read_as_their_gtid_event_flags_them() {
+        use mysql_common::binlog::events::FormatDescriptionEvent;
+        let mut lengths = vec![0u8; 171];
+        lengths[1] = 13; // QUERY
+        lengths[161] = 19; // GTID
+        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4)
+            .with_event_type_header_lengths(lengths);
+        let x = b"x".as_slice();
+        let end_x = "XA END X'78',X'',1";
+        let p = PREPARED_XA;
+        let c = COMPLETED_XA;
+        // (name, events, (xa step, refused whole))
+        type Row = (&'static str, Vec<Vec<u8>>, &'static str);
+        let rows: Vec<Row> = vec![
+            (
+                "a prepared group",
+                vec![
+                    gtid_event(5, p, x),
+                    query_event("INSERT INTO t VALUES (1)"),
+                    query_event(end_x),
+                    xa_prepare(false, x),
+                ],
+                "prepared X'78',X'',1",
+            ),
+            (
+                "its commit",
+                vec![gtid_event(6, c, x), query_event("XA COMMIT X'78',X'',1")],
+                "commit X'78',X'',1",
+            ),
+            (
+                "its rollback",
+                vec![gtid_event(6, c, x), query_event("XA ROLLBACK X'78',X'',1")],
+                "rollback X'78',X'',1",
+            ),
+            (
+                "prepared and committed in one phase: applied as it stands",
+                vec![
+                    gtid_event(5, p, x),
+                    query_event("INSERT INTO t VALUES (1)"),
+                    query_event(end_x),
+                    xa_prepare(true, x),
+                ],
+                "plain",
+            ),
+            (
+                "an XA_PREPARE event for another id",
+                vec![
+                    gtid_event(5, p, x),
+                    query_event(end_x),
+                    xa_prepare(false, b"y"),
+                ],
+                "refused whole",
+            ),
+            (
+                "an XA END for another id",
+                vec![
+                    gtid_event(5, p, x),
+                    query_event("XA END X'79',X'',1"),
+                    xa_prepare(false, x),
+                ],
+                "refused whole",
+            ),
+            (
+                "a commit naming another id",
+                vec![gtid_event(6, c, x), query_event("XA COMMIT X'79',X'',1")],
+                "refused whole",
+            ),
+            (
+                "a commit in other words",
+                vec![gtid_event(6, c, x), query_event("XA COMMIT 'x'")],
+                "refused whole",
+            ),
+            (
+                "an end group with a change before its commit",
+                vec![
+                    gtid_event(6, c, x),
+                    query_event("INSERT INTO t VALUES (1)"),
+                    query_event("XA COMMIT X'78',X'',1"),
+                ],
+                "refused whole",
+            ),
+            (
+                "an XA COMMIT in a group its GTID event does not flag",
+                vec![gtid_event(6, 0, x), query_event("XA COMMIT X'78',X'',1")],
+                "refused whole",
+            ),
+            (
+                "a prepared group that ends as a plain commit",
+                vec![
+                    gtid_event(5, p, x),
+                    query_event("INSERT INTO t VALUES (1)"),
+                    query_event("COMMIT"),
+                ],
+                "refused whole",
+            ),
+            (
+                "both XA flags at once",
+                vec![
+                    gtid_event(5, p | c, x),
+                    query_event(end_x),
+                    xa_prepare(false, x),
+                ],
+                "refused whole",
+            ),
+        ];
+        for (name, events, want) in rows {
+            let mut a = Assembler::new(DbMap::new(&[], &[], &Default::default()));
+            let mut got = None;
+            for raw in &events {
+                let ev = Event::read(&fde, raw.as_slice()).expect("an event");
+                match a.push(&ev) {
+                    Ok(Out::Txn(t)) => got = Some(t),
+                    Ok(_) => {}
+                    Err(e) => panic!("{name}: {e}"),
+                }
+            }
+            let t = got.unwrap_or_else(|| panic!("{name}: no transaction"));
+            let said = match (&t.unsupported, t.xa) {
+                (Some(_), _) if t.unknown_scope => "refused whole".to_string(),
+                (Some(why), _) => format!("refused {why}"),
+                (None, None) => "plain".into(),
+                (None, Some(XaStep::Prepared(id))) => format!("prepared {id}"),
+                (None, Some(XaStep::Ended { xid, commit })) => {
+                    format!("{} {xid}", if commit { "commit" } else { "rollback" })
+                }
+            };
+            assert_eq!(said, want, "{name}");
+            if want.starts_with("prepared") || want == "plain" {
+                assert_eq!(t.items.len(), 1, "{name}: the change, and no XA statement");
+            }
+        }
+    }
+
     #[test]
     fn how_a_statement_ended_on_the_source_is_read_from_its_event() {
         let rows: &[(u16, &str, Option<SourceEnd>)] = &[

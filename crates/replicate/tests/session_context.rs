@@ -3,8 +3,8 @@
 //! statement-based source) as a test — session settings of one source
 //! session never reach the next, renames never land inside a literal under
 //! NO_BACKSLASH_ESCAPES or in sjis, explicit_defaults_for_timestamp=0 is
-//! carried, and an XA transaction stops its own stream while the others
-//! go on and the run ends normally.
+//! carried, and XA transactions prepared and ended apart apply at their
+//! commit (and nothing of a rollback).
 
 mod common;
 
@@ -319,11 +319,33 @@ async fn system_versioned_tables_keep_their_current_and_history_rows() {
     assert_eq!(counts(target()).await, counts(s).await);
 }
 
-/// XA PREPARE then XA COMMIT: the XA database's stream stops with a
-/// reason the status shows; another database's stream goes on past it, and
-/// the run ends as "some streams stopped", not as a failed process.
+/// Runs `sql` on a source session of its own (logged as statements when
+/// `statements`) and leaves: a branch it prepared stays prepared, for
+/// any session to end.
+async fn prepare_on_own_session(s: &TestServer, statements: bool, sql: &str) {
+    let mut c = if statements {
+        statement_session(s, None).await
+    } else {
+        s.connect().await
+    };
+    c.query_drop(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let _ = c.disconnect().await;
+}
+
+/// XA transactions as MariaDB logs them (10.5+): XA PREPARE as a group of
+/// its own, its XA COMMIT or ROLLBACK later as another, other sessions'
+/// commits between, ended from another session. Rows and statements,
+/// an id with a branch qualifier and a format id, one across two
+/// databases, one committed in ONE PHASE, one rolled back, and one still
+/// prepared when the run ends: the copy is the source's committed data
+/// at each point, no stream stops, and the branch left prepared is
+/// applied by the next run once the source commits it (the floor stayed
+/// before its prepare). On the code before, the XA database's stream
+/// stopped ("cannot apply it exactly yet").
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_xa_transaction_stops_its_stream_and_only_it() {
+async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
     let s = source(2);
     exec(
         s,
@@ -333,26 +355,139 @@ async fn an_xa_transaction_stops_its_stream_and_only_it() {
     let start = binlog_pos(s).await;
     exec(
         s,
-        "CREATE DATABASE sc_xa; CREATE TABLE sc_xa.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+        "CREATE DATABASE sc_xa; CREATE TABLE sc_xa.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB; \
          CREATE DATABASE sc_ok; CREATE TABLE sc_ok.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
-         INSERT INTO sc_ok.t VALUES (1)",
+         INSERT INTO sc_xa.t VALUES (100, 'before'); INSERT INTO sc_ok.t VALUES (1)",
+    )
+    .await;
+    prepare_on_own_session(
+        s,
+        false,
+        "XA START 'a1'; INSERT INTO sc_xa.t VALUES (1, 'rows'), (2, 'rows'); \
+         UPDATE sc_xa.t SET v = 'rows too' WHERE id = 100; XA END 'a1'; XA PREPARE 'a1'",
     )
     .await;
     exec(
         s,
-        "XA START 'sc1'; INSERT INTO sc_xa.t VALUES (1); XA END 'sc1'; XA PREPARE 'sc1'; XA COMMIT 'sc1'",
+        "INSERT INTO sc_xa.t VALUES (3, 'between'); INSERT INTO sc_ok.t VALUES (2)",
     )
     .await;
-    exec(s, "INSERT INTO sc_ok.t VALUES (2), (3)").await;
+    prepare_on_own_session(
+        s,
+        true,
+        "XA START 'b2', 'q', 7; INSERT INTO sc_xa.t VALUES (4, 'rolled back'); \
+         XA END 'b2', 'q', 7; XA PREPARE 'b2', 'q', 7",
+    )
+    .await;
+    prepare_on_own_session(
+        s,
+        true,
+        "XA START X'00ff', X'', 3; INSERT INTO sc_xa.t VALUES (5, 'statements'); \
+         UPDATE sc_xa.t SET v = CONCAT(v, '+') WHERE id = 3; INSERT INTO sc_ok.t VALUES (3); \
+         XA END X'00ff', X'', 3; XA PREPARE X'00ff', X'', 3",
+    )
+    .await;
+    exec(
+        s,
+        "XA COMMIT 'a1'; XA ROLLBACK 'b2', 'q', 7; XA COMMIT X'00ff', X'', 3; \
+         XA START 'd4'; INSERT INTO sc_xa.t VALUES (6, 'one phase'); XA END 'd4'; XA COMMIT 'd4' ONE PHASE",
+    )
+    .await;
+    prepare_on_own_session(
+        s,
+        false,
+        "XA START 'e5'; INSERT INTO sc_xa.t VALUES (7, 'later'); XA END 'e5'; XA PREPARE 'e5'",
+    )
+    .await;
+    exec(s, "INSERT INTO sc_ok.t VALUES (4)").await;
     let cfg = cfg_for("sc_xa", s, "sc_*", "", &start);
     let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(summary.sources[0].xa_held, 1, "e5 is held: {summary:?}");
     assert_same(s, "sc_ok", "sc_ok").await;
-    let xa = stream_status(&cfg, s, "sc_xa").await;
-    assert_eq!(xa.state, "stopped", "{xa:?}");
-    assert!(xa.error.as_deref().unwrap_or("").contains("XA"), "{xa:?}");
-    let ok = stream_status(&cfg, s, "sc_ok").await;
-    assert_ne!(ok.state, "stopped", "{ok:?}");
+    assert_same(s, "sc_xa", "sc_xa").await;
+    let ids = |srv: &'static TestServer| async move {
+        let mut c = srv.connect().await;
+        let ids: Vec<(i32, String)> = c
+            .query("SELECT id, v FROM sc_xa.t ORDER BY id")
+            .await
+            .expect("rows");
+        let _ = c.disconnect().await;
+        ids
+    };
+    let want: Vec<(i32, String)> = [
+        (1, "rows"),
+        (2, "rows"),
+        (3, "between+"),
+        (5, "statements"),
+        (6, "one phase"),
+        (100, "rows too"),
+    ]
+    .iter()
+    .map(|(i, v)| (*i, v.to_string()))
+    .collect();
+    assert_eq!(ids(target()).await, want, "committed branches only");
+    let floor_now = floor("sc_xa").await;
+    // The source commits the branch left prepared: the next run reads
+    // it again from the floor, before its prepare.
+    exec(s, "XA COMMIT 'e5'; INSERT INTO sc_ok.t VALUES (5)").await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(summary.sources[0].xa_held, 0, "{summary:?}");
+    assert_same(s, "sc_xa", "sc_xa").await;
+    assert_same(s, "sc_ok", "sc_ok").await;
+    assert!(
+        ids(target()).await.contains(&(7, "later".to_string())),
+        "the branch committed later is applied"
+    );
+    assert_ne!(floor("sc_xa").await, floor_now, "the floor passed it");
+    for st in streams(&cfg, s).await {
+        assert_ne!(st.state, "stopped", "{st:?}");
+    }
+}
+
+/// An XA COMMIT whose XA PREPARE is before where the source's reading
+/// starts (replication begun while a branch was prepared): its changes
+/// were never read, so the source stops there, named, rather than pass
+/// the commit as if it were empty; the run ends as "stopped", not failed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_xa_commit_whose_prepare_was_never_read_stops_the_source() {
+    let s = source(2);
+    exec(s, "DROP DATABASE IF EXISTS sc_xa_cut").await;
+    exec(
+        s,
+        "CREATE DATABASE sc_xa_cut; CREATE TABLE sc_xa_cut.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+    )
+    .await;
+    let mut t = target().connect().await;
+    t.query_drop(
+        "DROP DATABASE IF EXISTS sc_xa_cut; CREATE DATABASE sc_xa_cut; \
+         CREATE TABLE sc_xa_cut.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+    )
+    .await
+    .expect("target copy");
+    let _ = t.disconnect().await;
+    prepare_on_own_session(
+        s,
+        false,
+        "XA START 'cut'; INSERT INTO sc_xa_cut.t VALUES (1); XA END 'cut'; XA PREPARE 'cut'",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(s, "XA COMMIT 'cut'").await;
+    let cfg = cfg_for("sc_xa_cut", s, "sc_xa_cut", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert!(summary.stopped_streams >= 1, "{summary:?}");
+    let why = summary.sources[0].last_error.clone().unwrap_or_default()
+        + &streams(&cfg, s)
+            .await
+            .iter()
+            .filter_map(|x| x.error.clone())
+            .collect::<String>();
+    assert!(
+        why.contains("XA COMMIT of X'637574',X'',1") && why.contains("never read"),
+        "{why}"
+    );
 }
 
 /// `USE other; INSERT INTO app.t ...` with `other` excluded: every table

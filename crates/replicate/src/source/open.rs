@@ -138,6 +138,7 @@ impl SourceRunner {
             retry_seen,
             stopped_at: None,
             engines: Default::default(),
+            xa: Default::default(),
         };
         Ok(Opened {
             ctl,

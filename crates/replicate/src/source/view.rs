@@ -34,6 +34,10 @@ pub struct SourceView {
     /// Seconds since the source committed the oldest transaction not yet
     /// applied (as Seconds_Behind_Master means it): 0 when caught up.
     pub lag_seconds: Option<u64>,
+    /// XA transactions the source prepared and has not ended yet: held
+    /// until their XA COMMIT or ROLLBACK is read (the floor stays before
+    /// the oldest, so `behind` counts what follows it).
+    pub xa_held: usize,
     pub streams: BTreeMap<String, StreamView>,
 }
 
