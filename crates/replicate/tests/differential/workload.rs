@@ -23,11 +23,19 @@
 //! seeds differed), and LOAD DATA of a file the source wrote with SELECT
 //! ... INTO OUTFILE (tabs and escapes inside fields, ids from
 //! AUTO_INCREMENT, IGNORE or REPLACE): logged as a statement (its file in
-//! Begin_load_query/Append_block events) on STATEMENT sources. Every statement is deterministic, so a replica
+//! Begin_load_query/Append_block events) on STATEMENT sources, and XA
+//! transactions (prepared and ended by another session steps later,
+//! committed in one phase, rolled back; ids with a branch qualifier, a
+//! format id, in hex; some across both databases). Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+/// A statement of a step that is not sent: the step's connection is
+/// closed and a new one opened in the workload's database (an XA branch
+/// prepared on the first is ended from the second).
+pub const RECONNECT: &str = "-- reconnect";
 
 /// One source's part of a seed.
 pub struct Plan {
@@ -378,6 +386,10 @@ pub fn plan(
         }],
         vec!["CREATE TABLE part (id INT PRIMARY KEY, v INT) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 3".into()],
         vec![format!("CREATE TABLE {b}.t3 (id INT PRIMARY KEY, w INT NOT NULL) ENGINE=InnoDB")],
+        // Written only by XA transactions (one prepared at a time: no
+        // other step waits on the rows a prepared branch holds).
+        vec!["CREATE TABLE xa_t (id INT PRIMARY KEY, v INT NOT NULL, note VARCHAR(40)) ENGINE=InnoDB".into()],
+        vec![format!("CREATE TABLE {b}.xa_u (id INT PRIMARY KEY, w INT NOT NULL) ENGINE=InnoDB")],
         vec!["CREATE TRIGGER child_ai AFTER INSERT ON child FOR EACH ROW \
               INSERT INTO audit (what, at_id) VALUES ('child', NEW.id)"
             .into()],
@@ -412,10 +424,12 @@ pub fn plan(
     let mut made_gamma = false;
     let mut renamed = false;
     let mut altered = false;
+    // The XA branch prepared and not ended yet.
+    let mut xa_open: Option<String> = None;
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..28) {
+        let step: Vec<String> = match rng.gen_range(0..30) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -579,12 +593,52 @@ pub fn plan(
                     "INSERT INTO nopk (a, b) VALUES ({n}, LEFT(CAST({f} AS CHAR), 40))"
                 )]
             }
+            // An XA transaction: prepared, then ended by another
+            // session steps later (other commits between), or ended in
+            // one phase, or rolled back before its prepare.
+            28 | 29 => match xa_open.take() {
+                Some(id) => {
+                    let end = if rng.gen_bool(0.7) { "COMMIT" } else { "ROLLBACK" };
+                    vec![format!("XA {end} {id}")]
+                }
+                None => {
+                    let id = match rng.gen_range(0..4) {
+                        0 => format!("'xa{i}'"),
+                        1 => format!("'xa{i}', 'branch{r}'"),
+                        2 => format!("'xa{i}', 'b', {}", n + 1),
+                        _ => format!("X'00{i:04x}ff', X'', 3"),
+                    };
+                    let mut v = vec![
+                        format!("XA START {id}"),
+                        format!("INSERT INTO xa_t VALUES ({i}, {n}, 'xa step {i}')"),
+                        format!("UPDATE xa_t SET v = v + {n} WHERE id % 3 = {}", r % 3),
+                    ];
+                    if rng.gen_bool(0.5) {
+                        v.push(format!("INSERT INTO {b}.xa_u VALUES ({i}, {n})"));
+                    }
+                    v.push(format!("XA END {id}"));
+                    match rng.gen_range(0..10) {
+                        0..=5 => {
+                            v.push(format!("XA PREPARE {id}"));
+                            // (The branch outlives its session: ended by another.)
+                            v.push(RECONNECT.into());
+                            xa_open = Some(id);
+                        }
+                        6..=8 => v.push(format!("XA COMMIT {id} ONE PHASE")),
+                        _ => v.push(format!("XA ROLLBACK {id}")),
+                    }
+                    v
+                }
+            },
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
             )],
         };
         out.push(step);
+    }
+    if let Some(id) = xa_open {
+        out.push(vec![format!("XA COMMIT {id}")]);
     }
     let restart = rng
         .gen_bool(0.12)
