@@ -4,8 +4,8 @@
 #   scripts/deps.sh --core   what the demo and an install need: mariadb-server
 #                            and mariadb-client (sandboxes, the stock client
 #                            load is compared with), a C compiler and make
-#                            (the crypto crate), curl, and Rust via rustup
-#                            when cargo is missing.
+#                            (the crypto crate), curl, and Rust via the
+#                            system's rustup package when cargo is missing.
 #   scripts/deps.sh          the core set plus everything the tests drive:
 #                            the server's mysql-test suite, promtool,
 #                            headless Chromium, sshd/ssh, tmux, sysbench,
@@ -90,9 +90,17 @@ if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
   export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null 2>&1; then
-  echo "deps: installing Rust with rustup" >&2
-  curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs \
-    | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
+  # Through the package manager as configured: Debian 13+ packages rustup,
+  # which then fetches the toolchain from its own configured channel.
+  if apt-cache show rustup >/dev/null 2>&1; then
+    echo "deps: installing Rust with Debian's rustup" >&2
+    $SUDO apt-get install -y -qq --no-install-recommends rustup >/dev/null
+    rustup default stable >/dev/null
+    rustup component add clippy rustfmt >/dev/null
+  else
+    echo "deps: cargo is missing and this system's packages have no rustup: install Rust (rustup, or your distribution's cargo) and run this again" >&2
+    exit 1
+  fi
 fi
 
 # The guide's book builder (tests build docs/ with it), once cargo is here.
