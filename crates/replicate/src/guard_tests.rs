@@ -37,6 +37,26 @@ fn jobs(
     seqs: std::ops::RangeInclusive<u64>,
     format: &Arc<Vec<u8>>,
 ) -> (Vec<Job>, mpsc::UnboundedReceiver<Done>) {
+    jobs_in(db, seqs, format, 33)
+}
+
+/// [`jobs`] whose statements the source ran with connection collation
+/// `collation` (an id; the client's stays utf8mb3).
+fn jobs_in(
+    db: &str,
+    seqs: std::ops::RangeInclusive<u64>,
+    format: &Arc<Vec<u8>>,
+    collation: u16,
+) -> (Vec<Job>, mpsc::UnboundedReceiver<Done>) {
+    let mut status = crate::fixtures::default_status();
+    // The charset status variable's connection collation (after the
+    // code 4 and the client's id): see fixtures::default_status.
+    let at = status
+        .windows(7)
+        .position(|w| w == [4, 33, 0, 33, 0, 8, 0])
+        .expect("the charset status variable")
+        + 3;
+    status[at..at + 2].copy_from_slice(&collation.to_le_bytes());
     let (tx, rx) = mpsc::unbounded_channel();
     let jobs = seqs
         .map(|seq| {
@@ -55,7 +75,7 @@ fn jobs(
                     sql: b"UPDATE t SET v = v + 1 WHERE id = 1".to_vec(),
                     session: Session {
                         timestamp: 1_700_000_000,
-                        ctx: crate::context::read(&crate::fixtures::default_status()),
+                        ctx: crate::context::read(&status),
                         ..Session::default()
                     },
                     infile: None,
@@ -241,4 +261,43 @@ async fn a_position_never_moves_backwards() {
         ChunkEnd::Applied
     );
     assert_eq!(state(&mut c, db).await, (5, Some(24)));
+    // Chunks on a connection that a statement of the source left in
+    // another connection collation — every one the server has whose text
+    // is not ASCII-based (ucs2, utf16, utf16le, utf32) and a few that are:
+    // the next chunk applies, and one behind the row is refused as the
+    // guard's own. Before, the guard did not parse there (its SIGNAL's
+    // SQLSTATE literal read as '': ERROR 1407), so every chunk after such
+    // a statement stopped the stream.
+    let wide: Vec<(u16, String)> = c
+        .query(
+            "SELECT ID, COLLATION_NAME FROM information_schema.COLLATIONS \
+             WHERE CHARACTER_SET_NAME IN ('ucs2', 'utf16', 'utf16le', 'utf32') \
+             OR COLLATION_NAME IN ('latin1_swedish_ci', 'utf8mb4_bin', 'sjis_japanese_ci', 'binary') \
+             ORDER BY ID",
+        )
+        .await
+        .expect("collations");
+    assert!(wide.len() > 80, "the server's wide collations: {wide:?}");
+    let (mut seq, mut v) = (24, 5);
+    for (id, name) in &wide {
+        seq += 1;
+        v += 1;
+        let (fresh, _rx) = jobs_in(db, seq..=seq, &fde, *id);
+        assert_eq!(
+            apply_chunk(&mut applier, &target(), &fresh, false).await,
+            ChunkEnd::Applied,
+            "{name}"
+        );
+        let (stale, mut rx) = jobs(db, seq - 1..=seq, &fde);
+        let end = apply_chunk(&mut applier, &target(), &stale, false).await;
+        let out = outcomes(&mut rx).await;
+        assert_eq!(end, ChunkEnd::Lost, "{name}: {out:?}");
+        assert_eq!(state(&mut c, db).await, (v, Some(seq)), "{name}");
+        assert!(
+            out.iter().all(
+                |o| matches!(o, Outcome::Lost { error } if error.contains("not applied again"))
+            ),
+            "{name}: {out:?}"
+        );
+    }
 }

@@ -204,18 +204,24 @@ pub fn is_covered(code: u16, message: &str) -> bool {
 ///
 /// One compound statement (MariaDB runs `BEGIN NOT ATOMIC` outside stored
 /// programs), parsed with an empty sql_mode (a replayed statement may
-/// have left the session in ORACLE mode, where it reads otherwise); the
-/// session's sql_mode is put back after it for the rows that follow.
+/// have left the session in ORACLE mode, where it reads otherwise) and a
+/// utf8mb4 connection collation (one a replayed statement left at ucs2,
+/// utf16 or utf32 makes the SIGNAL's SQLSTATE literal '' when the block is
+/// parsed: error 1407 on every chunk after it); both are put back after
+/// it for the rows that follow.
 pub fn guarded(source: &str, stream: &str, domain: u32, first: u64, write: &str) -> String {
     format!(
-        "SET @`sqlfleet mode` = @@session.sql_mode, @@session.sql_mode = ''\n;\n\
+        "SET @`sqlfleet mode` = @@session.sql_mode, @@session.sql_mode = '', \
+         @`sqlfleet collation` = @@session.collation_connection, \
+         @@session.collation_connection = 'utf8mb4_general_ci'\n;\n\
          BEGIN NOT ATOMIC DECLARE cur BIGINT UNSIGNED DEFAULT NULL; \
          DECLARE CONTINUE HANDLER FOR NOT FOUND SET cur = NULL; \
          SELECT seq_no INTO cur FROM sqlfleet.replicate_position \
          WHERE source = {} AND stream = {} AND domain_id = {domain} FOR UPDATE; \
          IF cur >= {first} THEN SIGNAL SQLSTATE '45000' SET MYSQL_ERRNO = {GUARD_ERRNO}, \
          MESSAGE_TEXT = '{COVERED}'; END IF; {write}; END\n;\n\
-         SET @@session.sql_mode = @`sqlfleet mode`",
+         SET @@session.sql_mode = @`sqlfleet mode`, \
+         @@session.collation_connection = @`sqlfleet collation`",
         utf8_literal(source),
         utf8_literal(stream),
     )
@@ -591,7 +597,10 @@ mod tests {
                 // The guard reads (and locks) before it writes.
                 assert!(sql.find("FOR UPDATE") < sql.find("INSERT INTO"), "{sql}");
                 assert!(
-                    sql.ends_with("SET @@session.sql_mode = @`sqlfleet mode`"),
+                    sql.ends_with(
+                        "SET @@session.sql_mode = @`sqlfleet mode`, \
+                         @@session.collation_connection = @`sqlfleet collation`"
+                    ),
                     "{sql}"
                 );
             }

@@ -319,6 +319,62 @@ async fn system_versioned_tables_keep_their_current_and_history_rows() {
     assert_eq!(counts(target()).await, counts(s).await);
 }
 
+/// Source sessions whose connection collation is one whose text is not
+/// ASCII-based (ucs2, utf16, utf16le, utf32), logged as statements, and
+/// transactions after them on the same target connection: all applied,
+/// the copy the source's. Before, the position guard after such a
+/// statement did not parse (ERROR 1407 "Bad SQLSTATE: ''") and the
+/// stream stopped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn statements_after_a_session_in_a_wide_connection_collation_apply() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_wide").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_wide; \
+         CREATE TABLE sc_wide.t (id INT PRIMARY KEY, v VARCHAR(40)) ENGINE=InnoDB",
+    )
+    .await;
+    for (i, coll) in [
+        "ucs2_general_ci",
+        "utf16_general_ci",
+        "utf16le_general_ci",
+        "utf32_unicode_ci",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let set = format!("SET SESSION collation_connection = {coll}");
+        let insert = format!("INSERT INTO sc_wide.t VALUES ({i}, CONCAT('w', '{coll}'))");
+        session(
+            s,
+            &[
+                set.as_bytes(),
+                insert.as_bytes(),
+                b"UPDATE sc_wide.t SET v = CONCAT(v, '+') WHERE id < 2",
+            ],
+        )
+        .await;
+        exec(
+            s,
+            &format!("INSERT INTO sc_wide.t VALUES ({}, 'after')", 100 + i),
+        )
+        .await;
+    }
+    // One transaction per target commit: each chunk's guard is parsed on
+    // the connection the chunk before it left.
+    let cfg = sqlfleet_replicate::config::parse(&format!(
+        "[target]\ndsn = \"{}\"\n[apply]\nbatch = 1\n[[source]]\nname = \"sc_wide\"\ndsn = \"{}\"\ninclude = [\"sc_wide\"]\nstart = \"gtid:{start}\"\n",
+        dsn(target()),
+        dsn(s)
+    ))
+    .expect("config");
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_wide", "sc_wide").await;
+}
+
 /// Runs `sql` on a source session of its own (logged as statements when
 /// `statements`) and leaves: a branch it prepared stays prepared, for
 /// any session to end.
