@@ -356,9 +356,19 @@ async fn statements_after_a_session_in_a_wide_connection_collation_apply() {
             ],
         )
         .await;
+        // Rows after it (a BINLOG statement on that connection), and a
+        // statement in the default collation.
+        let mut c = s.connect().await;
+        c.query_drop(format!(
+            "SET SESSION binlog_format = 'ROW'; INSERT INTO sc_wide.t VALUES ({}, 'après {coll}')",
+            100 + i
+        ))
+        .await
+        .expect("rows");
+        let _ = c.disconnect().await;
         exec(
             s,
-            &format!("INSERT INTO sc_wide.t VALUES ({}, 'after')", 100 + i),
+            &format!("INSERT INTO sc_wide.t VALUES ({}, 'after')", 200 + i),
         )
         .await;
     }
