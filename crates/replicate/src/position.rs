@@ -50,6 +50,8 @@ const DDL: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_ddl (
         source VARCHAR(64) NOT NULL PRIMARY KEY, gtid VARCHAR(64) NOT NULL,
         statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)) ENGINE=InnoDB",
+    // (Added after the table: a target set up by an earlier version.)
+    "ALTER TABLE sqlfleet.replicate_ddl ADD COLUMN IF NOT EXISTS before_def MEDIUMTEXT NULL",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_nontx (
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL, gtid VARCHAR(64) NOT NULL,
         statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -88,6 +90,9 @@ pub struct Stored {
     pub skips: Vec<Gtid>,
     /// A standalone statement that was started and not recorded.
     pub ddl: Option<Gtid>,
+    /// The definition of the table that statement alters, as it was
+    /// before it ran (`ALTER TABLE`: see `apply::definition`).
+    pub ddl_before: Option<String>,
     /// A start position was recorded (the floor is where to read from,
     /// even when empty).
     pub started: bool,
@@ -318,13 +323,16 @@ impl Book<'_> {
             )
             .await?;
         s.skips = skips.iter().filter_map(|g| g.parse().ok()).collect();
-        let ddl: Option<String> = conn
+        let ddl: Option<(String, Option<String>)> = conn
             .exec_first(
-                "SELECT gtid FROM sqlfleet.replicate_ddl WHERE source = ?",
+                "SELECT gtid, before_def FROM sqlfleet.replicate_ddl WHERE source = ?",
                 (source,),
             )
             .await?;
-        s.ddl = ddl.and_then(|g| g.parse().ok());
+        if let Some((g, before)) = ddl {
+            s.ddl = g.parse().ok();
+            s.ddl_before = before;
+        }
         // A mark that a retry recorded after it answers is not unsure any
         // more: the operator said the transaction is not on the target.
         let marks: Vec<(String, String, bool)> = conn
@@ -367,13 +375,20 @@ impl Book<'_> {
 
     /// Marks a statement outside a transaction (DDL) as started for `source`:
     /// after a crash before its position, it is re-run with "already done"
-    /// errors taken as done.
-    pub async fn mark_ddl(&mut self, gtid: &Gtid, first: &str) -> mysql_async::Result<()> {
+    /// errors taken as done — or, for an `ALTER TABLE` (`before`: the
+    /// table's definition before it), taken as done when the table is no
+    /// longer what it was.
+    pub async fn mark_ddl(
+        &mut self,
+        gtid: &Gtid,
+        first: &str,
+        before: Option<&str>,
+    ) -> mysql_async::Result<()> {
         let (conn, source) = (&mut *self.conn, self.source);
         utf8_client(conn).await?;
         conn.exec_drop(
-            "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement) VALUES (?, ?, ?)",
-            (source, gtid.to_string(), first),
+            "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement, before_def) VALUES (?, ?, ?, ?)",
+            (source, gtid.to_string(), first, before),
         )
         .await
     }

@@ -337,6 +337,9 @@ struct Head {
     rename: bool,
     ddl: bool,
     object_seen: bool,
+    /// The token index of `TABLE` in `CREATE|ALTER ... TABLE`: it names
+    /// one table (a comma after it separates clauses or options).
+    one_table_at: Option<usize>,
 }
 
 fn head(t: &[T], at: usize) -> Head {
@@ -356,6 +359,9 @@ fn head(t: &[T], at: usize) -> Head {
                 Some("TRIGGER") => h.trigger = true,
                 Some("INDEX") => h.on_names_table = true,
                 Some("TABLE") => {
+                    if matches!(first, "CREATE" | "ALTER") {
+                        h.one_table_at = Some(k);
+                    }
                     // CREATE TABLE [IF NOT EXISTS] name [(] LIKE
                     let mut e = k + 1;
                     if kw(t.get(e), "IF") {
@@ -441,7 +447,7 @@ fn keyword(
         "INTO" | "TRUNCATE" | "CALL" => top.expect = true,
         "TABLE" | "TABLES" => {
             top.expect = true;
-            top.list = true;
+            top.list = h.one_table_at != Some(k);
         }
         "REFERENCES" => top.expect = true,
         "INSERT" | "REPLACE"
@@ -879,6 +885,36 @@ pub fn created_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)>
     }
 }
 
+/// The table `ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] [db.]name ...`
+/// changes: its database if qualified, and its name.
+pub fn altered_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)> {
+    let t = statement_tokens(sql, d);
+    let mut k = 0;
+    if !kw(t.get(k), "ALTER") {
+        return None;
+    }
+    k += 1;
+    for word in ["ONLINE", "IGNORE"] {
+        if kw(t.get(k), word) {
+            k += 1;
+        }
+    }
+    if !kw(t.get(k), "TABLE") {
+        return None;
+    }
+    k += 1;
+    if kw(t.get(k), "IF") && kw(t.get(k + 1), "EXISTS") {
+        k += 2;
+    }
+    let first = t.get(k).and_then(|x| ident(sql, x))?.name;
+    if punct(t.get(k + 1), b'.') {
+        let table = t.get(k + 2).map(|x| name_of(sql, x))?;
+        Some((Some(first), table))
+    } else {
+        Some((None, first))
+    }
+}
+
 /// The temporary table `CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT
 /// EXISTS] [db.]name` creates. None: not such a statement.
 pub fn created_temporary(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)> {
@@ -1137,6 +1173,33 @@ mod tests {
     }
 
     #[test]
+    fn the_altered_table_is_named() {
+        let d = Dialect::default();
+        type Named<'a> = Option<(Option<&'a str>, &'a str)>;
+        let rows: &[(&str, Named)] = &[
+            ("ALTER TABLE nopk ADD INDEX (a)", Some((None, "nopk"))),
+            (
+                "alter online ignore table if exists `a b`.`t` add c int",
+                Some((Some("a b"), "t")),
+            ),
+            (
+                "ALTER TABLE app.t RENAME TO other.t",
+                Some((Some("app"), "t")),
+            ),
+            ("/* c */ ALTER TABLE t ENGINE=InnoDB", Some((None, "t"))),
+            ("ALTER DATABASE app CHARACTER SET utf8mb4", None),
+            ("ALTER SEQUENCE s RESTART", None),
+            ("ALTER VIEW v AS SELECT 1", None),
+            ("ALTER TABLE", None),
+            ("CREATE TABLE t (i int)", None),
+        ];
+        for (sql, want) in rows {
+            let want = want.map(|(db, t)| (db.map(str::to_string), t.to_string()));
+            assert_eq!(altered_table(sql.as_bytes(), d), want, "{sql}");
+        }
+    }
+
+    #[test]
     fn dropped_temporary_tables_are_named() {
         let d = Dialect::default();
         assert_eq!(
@@ -1213,6 +1276,27 @@ mod tests {
             ),
             ("CREATE DATABASE other", false),
             ("TRUNCATE TABLE app.t", false),
+            // A comma after ALTER|CREATE TABLE's one name separates its
+            // clauses or options.
+            ("ALTER TABLE app.t ADD INDEX (a), ADD INDEX (b)", false),
+            (
+                "ALTER TABLE app.t ADD INDEX (a), ADD CONSTRAINT CHECK (a >= 0)",
+                false,
+            ),
+            (
+                "ALTER ONLINE TABLE app.t ADD c INT, DROP d, ALGORITHM=INPLACE",
+                false,
+            ),
+            (
+                "CREATE TABLE app.t (id INT) ENGINE=InnoDB, DEFAULT CHARSET=utf8mb4",
+                false,
+            ),
+            ("DROP TABLE app.t, u", true),
+            ("LOCK TABLES app.t READ, u WRITE", true),
+            (
+                "CREATE PROCEDURE app.p() BEGIN DROP TABLE app.x, y; END",
+                true,
+            ),
             ("INSERT INTO t VALUES (1)", true),
             ("INSERT INTO app.t SELECT * FROM s", true),
             (

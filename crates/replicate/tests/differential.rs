@@ -29,6 +29,8 @@
 //! number and the workload's file.
 
 mod common;
+#[path = "differential/types.rs"]
+mod types;
 #[path = "differential/workload.rs"]
 mod workload;
 

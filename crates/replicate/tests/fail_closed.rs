@@ -464,6 +464,88 @@ async fn a_create_select_killed_between_its_create_and_its_rows_is_finished_on_r
     }
 }
 
+/// An `ALTER TABLE` that the target ran before a kill -9 left its
+/// position unrecorded is not run a second time: some ALTERs succeed
+/// twice and change the table twice (`ADD INDEX (a)`, whose index the
+/// server names, is made again as `a_2`, with no error to call it done;
+/// the replicate differential's seed 9111 found it). The mark keeps the
+/// table's definition from before; a re-run that finds it changed takes
+/// the ALTER as applied, one that finds it unchanged (killed before the
+/// ALTER ran) runs it, and one whose table is gone (renamed by it) takes
+/// it as applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_alter_killed_before_its_position_is_not_applied_twice() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS fk_alt").await;
+    // (Fixture servers outlive a test process: an earlier run's record.)
+    let mut t = target().connect().await;
+    for table in ["replicate_position", "replicate_error", "replicate_ddl"] {
+        let _ = t
+            .query_drop(format!(
+                "DELETE FROM sqlfleet.{table} WHERE source = 'fk_alt'"
+            ))
+            .await;
+    }
+    let _ = t.query_drop("DROP DATABASE IF EXISTS fk_alt").await;
+    let _ = t.disconnect().await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fk_alt; \
+         CREATE TABLE fk_alt.t (id INT PRIMARY KEY, a INT, b VARCHAR(10)) ENGINE=InnoDB; \
+         INSERT INTO fk_alt.t VALUES (1, 1, 'x'), (2, 2, 'y')",
+    )
+    .await;
+    let cfg = cfg("fk_alt", s, "fk_alt", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    // (the ALTER, whether the killed run had run it on the target)
+    for (alter, ran) in [
+        ("ALTER TABLE fk_alt.t ADD INDEX (a)", true),
+        ("ALTER TABLE fk_alt.t ADD INDEX (a), ADD INDEX (b)", true),
+        ("ALTER TABLE fk_alt.t ADD INDEX (b)", false),
+        ("ALTER TABLE fk_alt.t RENAME TO fk_alt.u", true),
+    ] {
+        let mut c = s.connect().await;
+        c.query_drop(alter).await.expect("alter");
+        let g: String = c
+            .query_first("SELECT @@last_gtid")
+            .await
+            .expect("last_gtid")
+            .expect("a gtid");
+        let _ = c.disconnect().await;
+        // What a kill -9 after the mark (and, `ran`, after the ALTER)
+        // leaves on the target.
+        let mut t = target().connect().await;
+        let (_, before): (String, String) = t
+            .query_first("SHOW CREATE TABLE fk_alt.t")
+            .await
+            .expect("show create")
+            .expect("a definition");
+        t.exec_drop(
+            "REPLACE INTO sqlfleet.replicate_ddl (source, gtid, statement, before_def) VALUES ('fk_alt', ?, ?, ?)",
+            (&g, alter, &before),
+        )
+        .await
+        .expect("mark");
+        if ran {
+            t.query_drop(alter).await.expect("the killed run's ALTER");
+        }
+        let _ = t.disconnect().await;
+        let summary = until_caught_up(&cfg, s).await;
+        assert_eq!(summary.stopped_streams, 0, "{alter}: {summary:?}");
+        assert_same(s, "fk_alt", "fk_alt").await;
+        assert_eq!(
+            count("SELECT COUNT(*) FROM sqlfleet.replicate_ddl WHERE source = 'fk_alt'").await,
+            Some(0),
+            "{alter}: the mark is cleared"
+        );
+        if alter.contains("RENAME") {
+            break;
+        }
+    }
+}
+
 /// A CREATE the target refuses (the table is there already, not made by
 /// us) stops its stream, and a run after that meets the same refusal:
 /// the started-statement mark it left must not pass for a re-run after a

@@ -25,6 +25,31 @@ pub(crate) fn created(txn: &Txn) -> Option<String> {
     Some(format!("{}.{}", ident(&db), ident(&table)))
 }
 
+/// The table a standalone `ALTER TABLE` changes, qualified.
+pub(crate) fn altered(txn: &Txn) -> Option<String> {
+    let Some(Item::Stmt(st)) = txn.items.first() else {
+        return None;
+    };
+    let (db, table) = crate::sqltext::altered_table(&st.sql, st.session.ctx.dialect())?;
+    let db = db.or_else(|| st.db.clone())?;
+    Some(format!("{}.{}", ident(&db), ident(&table)))
+}
+
+/// A table's definition as `SHOW CREATE TABLE` gives it, without the
+/// AUTO_INCREMENT counter (the one part a crash may move on its own).
+/// Only the DDL being applied changes a table between the mark and a
+/// re-run (it is a barrier: nothing else runs then).
+pub(crate) fn comparable_definition(create: &str) -> String {
+    create
+        .split(' ')
+        .filter(|w| {
+            !w.strip_prefix("AUTO_INCREMENT=")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// Errors that mean a re-run DDL had already been applied: what it
 /// creates exists, or what it drops is gone.
 pub(crate) fn already_done(code: u16) -> bool {
@@ -32,12 +57,54 @@ pub(crate) fn already_done(code: u16) -> bool {
 }
 
 impl Applier {
-    /// Marks `txn`, a standalone statement, as started by `source`.
+    /// Marks `txn`, a standalone statement, as started by `source` — an
+    /// `ALTER TABLE` with the table's definition before it.
     pub(crate) async fn mark_started(&mut self, source: &str, txn: &Txn) -> Result<(), ApplyError> {
+        let before = match altered(txn) {
+            Some(q) => self.definition(&q).await?,
+            None => None,
+        };
         position::Book::new(&mut self.conn, source)
-            .mark_ddl(&txn.gtid, &txn.first)
+            .mark_ddl(&txn.gtid, &txn.first, before.as_deref())
             .await
             .map_err(|e| ApplyError::from_driver(e, "recording the position"))
+    }
+
+    /// The definition of table `q` (qualified) as [`comparable_definition`]
+    /// gives it; `None` when the server has no such table to show. Read
+    /// in UTF-8 whatever a replayed statement left the session's result
+    /// character set at.
+    pub(crate) async fn definition(&mut self, q: &str) -> Result<Option<String>, ApplyError> {
+        let sql = format!("SHOW CREATE TABLE {q}");
+        self.conn
+            .query_drop("SET @@session.character_set_results = utf8mb4")
+            .await
+            .map_err(|e| ApplyError::from_driver(e, "SET character_set_results"))?;
+        match self
+            .conn
+            .query_first::<mysql_async::Row, _>(sql.as_str())
+            .await
+        {
+            Ok(row) => Ok(row
+                .and_then(|r| r.get::<String, _>(1))
+                .map(|c| comparable_definition(&c))),
+            Err(mysql_async::Error::Server(e)) if already_done(e.code) => Ok(None),
+            Err(e) => Err(ApplyError::from_driver(e, &sql)),
+        }
+    }
+
+    /// Whether a re-run of `txn`, an `ALTER TABLE` marked with its table's
+    /// definition `before`, finds it already applied: the table is no
+    /// longer what it was (or gone: renamed by it).
+    pub(crate) async fn altered_already(
+        &mut self,
+        txn: &Txn,
+        before: &str,
+    ) -> Result<bool, ApplyError> {
+        let Some(q) = altered(txn) else {
+            return Ok(false);
+        };
+        Ok(self.definition(&q).await?.as_deref() != Some(before))
     }
 
     /// Whether the table or sequence a re-run `CREATE` found existing can
@@ -130,6 +197,46 @@ mod tests {
             assert_eq!(created(&t).as_deref(), *want, "{sql} in {db:?}");
         }
         assert_eq!(created(&txn("a", vec![])), None);
+    }
+
+    #[test]
+    fn a_definition_is_compared_without_its_auto_increment_counter() {
+        let rows: &[(&str, &str)] = &[
+            (
+                "CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB AUTO_INCREMENT=17 DEFAULT CHARSET=latin1",
+                "CREATE TABLE `t` (\n  `id` int(11) NOT NULL AUTO_INCREMENT,\n  PRIMARY KEY (`id`)\n) ENGINE=InnoDB DEFAULT CHARSET=latin1",
+            ),
+            // A comment or a default that merely reads like it stays.
+            (
+                "CREATE TABLE `t` (`c` varchar(9) DEFAULT 'AUTO_INCREMENT=5') COMMENT='AUTO_INCREMENT=x'",
+                "CREATE TABLE `t` (`c` varchar(9) DEFAULT 'AUTO_INCREMENT=5') COMMENT='AUTO_INCREMENT=x'",
+            ),
+        ];
+        for (create, want) in rows {
+            assert_eq!(comparable_definition(create), *want);
+        }
+        // Two definitions that differ by an index stay different.
+        assert_ne!(
+            comparable_definition("CREATE TABLE `t` (`a` int, KEY `a` (`a`)) AUTO_INCREMENT=3"),
+            comparable_definition(
+                "CREATE TABLE `t` (`a` int, KEY `a` (`a`), KEY `a_2` (`a`)) AUTO_INCREMENT=3"
+            )
+        );
+    }
+
+    #[test]
+    fn altered_names_the_table_an_alter_changes_and_nothing_else() {
+        let rows: &[(Option<&str>, &str, Option<&str>)] = &[
+            (Some("a"), "ALTER TABLE t ADD INDEX (x)", Some("`a`.`t`")),
+            (None, "ALTER TABLE b.t ADD c INT", Some("`b`.`t`")),
+            (None, "ALTER TABLE t ADD c INT", None),
+            (Some("a"), "CREATE TABLE t (i int)", None),
+            (Some("a"), "ALTER DATABASE a CHARACTER SET latin1", None),
+        ];
+        for (db, sql, want) in rows {
+            let t = txn("a", vec![stmt(*db, sql)]);
+            assert_eq!(altered(&t).as_deref(), *want, "{sql} in {db:?}");
+        }
     }
 
     #[test]

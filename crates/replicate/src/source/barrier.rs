@@ -28,9 +28,22 @@ impl SourceRunner {
         let name = &self.cfg.name;
         let redo = s.stored.ddl == Some(txn.gtid);
         let first = txn.first.clone();
-        ctl.mark_started(name, txn).await?;
-        sqlfleet_faults::point!("replicate::ddl_marked");
-        let r = ctl.items(txn).await;
+        // An ALTER TABLE marked with its table's definition: a re-run
+        // that finds the table changed takes it as done. (Some ALTERs run
+        // twice without an error and change the table twice: an index the
+        // server names, `ADD INDEX (a)`, is made again as `a_2`.)
+        let done_before = match (redo, s.stored.ddl_before.as_deref()) {
+            (true, Some(before)) => ctl.altered_already(txn, before).await?,
+            _ => false,
+        };
+        let r = if done_before {
+            tracing::warn!(source = %name, gtid = %txn.gtid, "re-run after a crash found the table it alters changed: already applied: {first}");
+            Ok(())
+        } else {
+            ctl.mark_started(name, txn).await?;
+            sqlfleet_faults::point!("replicate::ddl_marked");
+            ctl.items(txn).await
+        };
         sqlfleet_faults::point!("replicate::ddl_ran");
         if let Err(ApplyError::Sql { code, .. }) = &r {
             if !(redo && already_done(*code)) {
@@ -78,6 +91,7 @@ impl SourceRunner {
         ctl.commit_with_positions(&streams, &[position::clear_ddl_sql(name)])
             .await?;
         s.stored.ddl = None;
+        s.stored.ddl_before = None;
         Ok(())
     }
 
@@ -141,6 +155,7 @@ impl SourceRunner {
         }
         r?;
         s.stored.ddl = None;
+        s.stored.ddl_before = None;
         Ok(())
     }
 
@@ -201,5 +216,6 @@ impl SourceRunner {
 async fn clear_mark(s: &mut Session, ctl: &mut Applier, name: &str) {
     if ctl.clear_mark(name).await {
         s.stored.ddl = None;
+        s.stored.ddl_before = None;
     }
 }

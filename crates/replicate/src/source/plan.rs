@@ -129,6 +129,7 @@ mod tests {
                 .collect(),
             skips: skips.iter().map(|g| g.parse().expect("gtid")).collect(),
             ddl: None,
+            ddl_before: None,
             started: true,
             temp: Default::default(),
             unsure: Default::default(),

@@ -26,11 +26,15 @@
 //! Begin_load_query/Append_block events) on STATEMENT sources, and XA
 //! transactions (prepared and ended by another session steps later,
 //! committed in one phase, rolled back; ids with a branch qualifier, a
-//! format id, in hex; some across both databases). Every statement is deterministic, so a replica
+//! format id, in hex; some across both databases), and rows of a table
+//! whose columns are drawn from the server's data types (types.rs).
+//! Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+
+use crate::types::Typed;
 
 /// A statement of a step that is not sent: the step's connection is
 /// closed and a new one opened in the workload's database (an XA branch
@@ -361,6 +365,10 @@ pub fn plan(
     let beta = format!("q{seed}_{src}_beta");
     let gamma = format!("q{seed}_{src}_gamma");
     let (a, b) = (&alpha, &beta);
+    // The typed table's columns and values: drawn apart from the rest,
+    // so the other steps of a seed stay what they were.
+    let mut types_rng = StdRng::seed_from_u64(seed.wrapping_mul(7919).wrapping_add(src as u64 + 1));
+    let typed = Typed::draw(&mut types_rng);
     let mut out: Vec<Vec<String>> = vec![
         vec![
             format!("CREATE DATABASE {a}"),
@@ -385,6 +393,7 @@ pub fn plan(
             "CREATE TABLE seqd (id BIGINT NOT NULL DEFAULT NEXTVAL(seq1) PRIMARY KEY, v INT) ENGINE=InnoDB".into()
         }],
         vec!["CREATE TABLE part (id INT PRIMARY KEY, v INT) ENGINE=InnoDB PARTITION BY HASH (id) PARTITIONS 3".into()],
+        vec![typed.create()],
         vec![format!("CREATE TABLE {b}.t3 (id INT PRIMARY KEY, w INT NOT NULL) ENGINE=InnoDB")],
         // Written only by XA transactions (one prepared at a time: no
         // other step waits on the rows a prepared branch holds).
@@ -429,7 +438,7 @@ pub fn plan(
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
-        let step: Vec<String> = match rng.gen_range(0..30) {
+        let step: Vec<String> = match rng.gen_range(0..32) {
             0 | 1 => {
                 let rows: Vec<String> = (0..rng.gen_range(1..5))
                     .map(|_| {
@@ -630,6 +639,8 @@ pub fn plan(
                     v
                 }
             },
+            // Values of the server's column types (types.rs).
+            30 | 31 => typed.step(&mut types_rng, i),
             _ => vec![format!(
                 "DELETE FROM {b}.t3 WHERE id IN (SELECT d.id FROM (SELECT t.id FROM {b}.t3 t WHERE t.w % 5 = {}) d)",
                 r % 5
