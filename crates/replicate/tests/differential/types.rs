@@ -4,7 +4,8 @@
 //! CHAR/VARCHAR/TEXT in utf8mb4 and latin1, BINARY/VARBINARY and the
 //! BLOBs (one past 64 KiB), ENUM, SET, JSON, geometry, INET4, INET6 and
 //! UUID), each with a literal of one of its values drawn over its whole
-//! range: extremes, zero, NULL, fractions, multi-byte text. A seed's
+//! range: extremes, zero, NULL, fractions, multi-byte text (and only
+//! values the server takes for the type: a refused row tests nothing). A seed's
 //! `typed` table takes some of them; its steps insert, update and delete
 //! rows of it and pass values through user variables (which a statement
 //! binlog carries as User_var events of each result type).
@@ -318,7 +319,17 @@ fn value(rng: &mut StdRng, kind: Kind) -> String {
             }
         }
         Kind::Uuid => {
-            let b: [u8; 16] = rng.gen();
+            // (The server takes RFC 4122 ones — a version 1 to 5 with
+            // variant 10xx — and the nil one.)
+            let mut b: [u8; 16] = if rng.gen_bool(0.1) {
+                [0; 16]
+            } else {
+                rng.gen()
+            };
+            if b != [0; 16] {
+                b[6] = (b[6] & 0x0f) | (rng.gen_range(1..=5u8) << 4);
+                b[8] = (b[8] & 0x3f) | 0x80;
+            }
             let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
             format!(
                 "'{}-{}-{}-{}-{}'",
