@@ -1149,6 +1149,78 @@ fn a_chosen_collation_follows_the_client_to_another_connection() {
     });
 }
 
+/// A connection collation whose text is not ASCII-based (every ucs2,
+/// utf16, utf16le and utf32 collation the server lists), chosen by one
+/// client of a one-connection pool: its writes, reads with literals and
+/// transactions run as on a direct connection, it keeps its collation
+/// when another client used the connection between, and that other
+/// client never sees it (a replicate guard parsed under one such
+/// collation failed with error 1407: the relay's own statements on a
+/// client's connection must not).
+#[test]
+fn a_wide_connection_collation_follows_its_client_and_no_other() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaywide").await;
+        let mut root = srv.connect().await;
+        root.query_drop(format!(
+            "CREATE TABLE `{db}`.t (id INT PRIMARY KEY, v VARCHAR(40)) DEFAULT CHARSET=utf8mb4"
+        ))
+        .await
+        .expect("table");
+        let wide: Vec<String> = root
+            .query(
+                "SELECT COLLATION_NAME FROM information_schema.COLLATIONS \
+                 WHERE CHARACTER_SET_NAME IN ('ucs2', 'utf16', 'utf16le', 'utf32') ORDER BY ID",
+            )
+            .await
+            .expect("collations");
+        assert!(wide.len() > 80, "{wide:?}");
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        let default: Option<String> = b
+            .query_first("SELECT @@collation_connection")
+            .await
+            .expect("b's own");
+        for (i, coll) in wide.iter().enumerate() {
+            a.query_drop(format!("SET SESSION collation_connection = {coll}"))
+                .await
+                .unwrap_or_else(|e| panic!("{coll}: {e}"));
+            for sql in [
+                format!("INSERT INTO t VALUES ({i}, 'ç {coll}')"),
+                "BEGIN".into(),
+                format!("UPDATE t SET v = CONCAT(v, '+') WHERE id = {i} AND v LIKE 'ç%'"),
+                "COMMIT".into(),
+            ] {
+                a.query_drop(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{coll}: {sql}: {e}"));
+            }
+            // The other client between: the connection's own defaults.
+            let seen: Option<String> = b
+                .query_first("SELECT @@collation_connection")
+                .await
+                .unwrap_or_else(|e| panic!("{coll}: b: {e}"));
+            assert_eq!(seen, default, "{coll} leaked to another client");
+            let (now, v): (String, String) = a
+                .query_first(format!(
+                    "SELECT @@collation_connection, v FROM t WHERE id = {i} AND v = 'ç {coll}+'"
+                ))
+                .await
+                .unwrap_or_else(|e| panic!("{coll}: a: {e}"))
+                .unwrap_or_else(|| panic!("{coll}: the row as written"));
+            assert_eq!(
+                (now.as_str(), v.as_str()),
+                (coll.as_str(), format!("ç {coll}+").as_str())
+            );
+        }
+        a.disconnect().await.expect("quit");
+        b.disconnect().await.expect("quit");
+    });
+}
+
 /// FLUSH STATUS zeroes the session's status counters on the connection it
 /// ran on: the client keeps that connection, and its later SHOW STATUS
 /// counts its own statements only, while another client works on the

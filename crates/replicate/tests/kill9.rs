@@ -2,7 +2,8 @@
 //! its recorded position could part (named failpoints) and at seeded
 //! random instants, while the source is written in ROW, MIXED and
 //! STATEMENT format with non-idempotent changes (`v = v + 1`,
-//! `INSERT ... SELECT`, `UPDATE ... ORDER BY ... LIMIT`, DDL). After the
+//! `INSERT ... SELECT`, `UPDATE ... ORDER BY ... LIMIT`, DDL — an ALTER
+//! that runs twice without an error among it). After the
 //! campaign one clean run catches up and every database must equal its
 //! source: a transaction applied twice or lost shows as a difference.
 //!
@@ -131,7 +132,8 @@ async fn writer(
             let k = n / 40;
             c.query_drop(format!(
                 "CREATE TABLE x{k} (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; \
-                 INSERT INTO x{k} SELECT id, v FROM t WHERE id <= 5"
+                 INSERT INTO x{k} SELECT id, v FROM t WHERE id <= 5; \
+                 ALTER TABLE x{k} ADD INDEX (v)"
             ))
             .await
             .expect("ddl");
