@@ -430,7 +430,7 @@ fn database_named(sql: &[u8], t: &[T]) -> Option<Ident> {
 /// name stands is that name. `prev` the token before, `k` its place.
 fn keyword(
     w: &str,
-    (prev, k, paren_next): (Option<&T>, usize, bool),
+    (prev, k, paren_next, next): (Option<&T>, usize, bool, Option<&T>),
     top: &mut Frame,
     h: &mut Head,
     (introduced, named): (&mut HashSet<String>, &mut Named),
@@ -444,7 +444,9 @@ fn keyword(
             top.expect = true;
             top.list = true;
         }
-        "INTO" | "TRUNCATE" | "CALL" => top.expect = true,
+        "INTO" | "CALL" => top.expect = true,
+        // (Not ALTER TABLE's `TRUNCATE PARTITION p, q`.)
+        "TRUNCATE" if !kw(next, "PARTITION") => top.expect = true,
         "TABLE" | "TABLES" => {
             top.expect = true;
             top.list = h.one_table_at != Some(k);
@@ -471,7 +473,8 @@ fn keyword(
             top.expect = true;
             top.list = w == "VIEW" || w == "SEQUENCE";
         }
-        "RENAME" => {
+        // (Not ALTER TABLE's `RENAME INDEX|KEY|COLUMN a TO b`.)
+        "RENAME" if !matches!(word(next), Some("INDEX" | "KEY" | "COLUMN")) => {
             h.rename = true;
             top.expect = true;
         }
@@ -681,7 +684,7 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
                 }
                 keyword(
                     w,
-                    (prev, k, paren_next),
+                    (prev, k, paren_next, next),
                     top,
                     &mut h,
                     (&mut introduced, &mut named),
@@ -1241,6 +1244,79 @@ mod tests {
         ));
         assert!(!names_identifier(b"UPDATE q SET o = 'tmp'", d, "tmp"));
         assert_eq!(dropped_temporary(b"DROP TEMPORARY TABLE", d), None);
+    }
+
+    /// DDL as schema-migration tools and DBAs write it (Rails, Django,
+    /// Flyway, Liquibase, gh-ost, pt-online-schema-change, by hand), every
+    /// name qualified: read for sure, naming only `app` (and `arch` where
+    /// it says so), never the default database. A statement read as using
+    /// the default is refused when the source had none, and stops its
+    /// stream where native replication goes on.
+    #[test]
+    fn migration_ddl_with_qualified_names_names_only_its_databases() {
+        let rows: &[&str] = &[
+            "ALTER TABLE app.t ADD COLUMN c INT NOT NULL DEFAULT 0 AFTER b, ADD INDEX idx_c (c)",
+            "ALTER TABLE app.t ADD CONSTRAINT fk_p FOREIGN KEY (pid) REFERENCES app.p (id) ON DELETE CASCADE ON UPDATE SET NULL",
+            "ALTER TABLE app.t ADD FOREIGN KEY (pid) REFERENCES app.p (id)",
+            "ALTER TABLE app.t MODIFY COLUMN c VARCHAR(10) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NULL",
+            "ALTER TABLE app.t CHANGE COLUMN a b INT UNSIGNED NOT NULL",
+            "ALTER TABLE app.t ALTER COLUMN c SET DEFAULT 5",
+            "ALTER TABLE app.t ALTER COLUMN c DROP DEFAULT",
+            "ALTER TABLE app.t DROP FOREIGN KEY fk_p, DROP INDEX idx_c",
+            "ALTER TABLE app.t DROP PRIMARY KEY, ADD PRIMARY KEY (id, k)",
+            "ALTER TABLE app.t PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+            "ALTER TABLE app.t REMOVE PARTITIONING",
+            "ALTER TABLE app.t TRUNCATE PARTITION p0, p1",
+            "ALTER TABLE app.t RENAME INDEX a TO b",
+            "ALTER TABLE app.t RENAME COLUMN a TO b",
+            "ALTER TABLE app.t ENGINE=InnoDB, ALGORITHM=INPLACE, LOCK=NONE",
+            "ALTER TABLE app.t ADD FULLTEXT INDEX ft (c)",
+            "ALTER TABLE app.t ADD SPATIAL INDEX (g)",
+            "ALTER TABLE app.t ADD COLUMN g POINT NOT NULL",
+            "ALTER TABLE app.t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci",
+            "ALTER TABLE app.t ADD SYSTEM VERSIONING",
+            "ALTER TABLE app.t COMMENT = 'a table', AUTO_INCREMENT = 10",
+            "ALTER TABLE app.t ADD COLUMN IF NOT EXISTS c INT, DROP COLUMN IF EXISTS d",
+            "ALTER TABLE app.t ADD UNIQUE KEY uk (a), ADD KEY k2 (b)",
+            "ALTER TABLE app.t ADD INDEX (a), ADD CONSTRAINT CHECK (a >= 0)",
+            "ALTER TABLE app.t ADD CONSTRAINT chk CHECK (a BETWEEN 1 AND 10)",
+            "ALTER TABLE app.t ORDER BY id",
+            "ALTER TABLE app.t FORCE",
+            "ALTER ONLINE TABLE app.t ADD INDEX i (a)",
+            "ALTER TABLE app.t ADD COLUMN v INT AS (a + 1) VIRTUAL",
+            "CREATE INDEX idx ON app.t (a, b)",
+            "CREATE UNIQUE INDEX idx ON app.t (a) USING BTREE",
+            "DROP INDEX idx ON app.t",
+            "CREATE TABLE app.t (id INT AUTO_INCREMENT PRIMARY KEY, c INT, KEY (c), CONSTRAINT fk FOREIGN KEY (c) REFERENCES app.p (id)) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci",
+            "CREATE TABLE app.t (id INT, CHECK (id > 0)) ENGINE=InnoDB",
+            "CREATE TABLE app.t LIKE app.u",
+            "CREATE TABLE IF NOT EXISTS app.t (id INT PRIMARY KEY) PARTITION BY HASH(id) PARTITIONS 4",
+            "CREATE OR REPLACE TABLE app.t (id INT) ENGINE=InnoDB, COMMENT='x'",
+            "CREATE TABLE app.t (a INT, b INT, INDEX (a), UNIQUE (b))",
+            "RENAME TABLE app.a TO app.b, app.c TO app.d",
+            "DROP TABLE IF EXISTS app.a, app.b",
+            "TRUNCATE TABLE app.t",
+            "TRUNCATE app.t",
+            "OPTIMIZE TABLE app.t",
+            "ANALYZE TABLE app.t, app.u",
+            "CREATE VIEW app.v AS SELECT a FROM app.t WHERE a > 1",
+            "CREATE TRIGGER app.tr BEFORE INSERT ON app.t FOR EACH ROW SET NEW.c = 1",
+            "CREATE SEQUENCE app.s START WITH 1 INCREMENT BY 1",
+            "CREATE DATABASE IF NOT EXISTS app",
+            "ALTER DATABASE app CHARACTER SET utf8mb4",
+        ];
+        let wrong: Vec<String> = rows
+            .iter()
+            .filter_map(|sql| match read(sql.as_bytes(), Dialect::default()) {
+                Err(e) => Some(format!("{sql}: unsure: {e}")),
+                Ok(n) if n.uses_default => Some(format!("{sql}: uses the default")),
+                Ok(n) if n.databases() != ["app"] => {
+                    Some(format!("{sql}: names {:?}", n.databases()))
+                }
+                Ok(_) => None,
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]
