@@ -1319,6 +1319,66 @@ mod tests {
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
+    /// DML as ORMs and applications write it, every table qualified:
+    /// read for sure, naming only `app`.
+    #[test]
+    fn application_dml_with_qualified_names_names_only_its_database() {
+        let rows: &[&str] = &[
+            "INSERT INTO app.t (a) VALUES (1) ON DUPLICATE KEY UPDATE a = VALUES(a)",
+            "INSERT INTO app.t (a, b) VALUES (1, 2) ON DUPLICATE KEY UPDATE a = a + VALUES(a), b = IF(VALUES(b) > b, VALUES(b), b)",
+            "INSERT IGNORE INTO app.t SET a = 1, b = 'x'",
+            "INSERT INTO app.t VALUES (DEFAULT, 1)",
+            "INSERT INTO app.t (a, b) VALUES (1, 'x'), (2, 'y') RETURNING id",
+            "INSERT INTO app.t (d) VALUES (CURRENT_TIMESTAMP), (DATE_ADD(NOW(), INTERVAL 1 DAY))",
+            "INSERT INTO app.t (a) VALUES (CAST('1' AS SIGNED)), (CONVERT('2', UNSIGNED))",
+            "INSERT INTO app.t (g) VALUES (ST_GeomFromText('POINT(1 1)'))",
+            "INSERT INTO app.t (a) SELECT MAX(a) + 1 FROM app.t FOR UPDATE",
+            "INSERT INTO app.t (a) SELECT a FROM app.u UNION ALL SELECT a FROM app.v",
+            "INSERT INTO app.t (id, r) SELECT id, ROW_NUMBER() OVER (ORDER BY id) FROM app.u",
+            "INSERT INTO app.t (a) SELECT a FROM app.u WHERE a IN (1, 2) GROUP BY a HAVING COUNT(*) > 1",
+            "INSERT INTO app.t SELECT * FROM app.u WHERE NOT EXISTS (SELECT 1 FROM app.t AS z WHERE z.id = app.u.id)",
+            "REPLACE INTO app.t (a, b) SELECT a, b FROM app.u WHERE b LIKE 'x%'",
+            "UPDATE app.t SET a = a + 1 WHERE id IN (1, 2) ORDER BY id LIMIT 10",
+            "UPDATE LOW_PRIORITY IGNORE app.t SET a = 1",
+            "UPDATE app.t AS x JOIN app.u AS y ON x.id = y.id SET x.a = y.b",
+            "UPDATE app.t t1, app.u t2 SET t1.a = t2.a WHERE t1.id = t2.id",
+            "UPDATE app.t SET a = (SELECT COUNT(*) FROM app.u WHERE app.u.t_id = app.t.id)",
+            "UPDATE app.t SET j = JSON_SET(j, '$.a', 1) WHERE JSON_EXTRACT(j, '$.b') = 2",
+            "UPDATE app.t SET a = CASE WHEN b > 1 THEN 1 ELSE 0 END",
+            "UPDATE app.t SET a = 1 WHERE id = 1 AND (b = 'x' OR c IS NULL)",
+            "UPDATE app.t SET a = 'table app.x'",
+            "UPDATE app.t SET a = 1 WHERE id = 1 -- a comment",
+            "/* app */ UPDATE app.t SET a = 1",
+            "DELETE FROM app.t WHERE id IN (SELECT id FROM (SELECT id FROM app.t WHERE a > 1) AS d)",
+            "DELETE app.t FROM app.t LEFT JOIN app.u ON app.t.id = app.u.id WHERE app.u.id IS NULL",
+            "DELETE FROM app.t WHERE created_at < NOW() - INTERVAL 30 DAY",
+            "DELETE FROM app.t ORDER BY id LIMIT 100",
+            "DELETE FROM app.t WHERE a REGEXP '^x'",
+        ];
+        let wrong: Vec<String> = rows
+            .iter()
+            .filter_map(|sql| match read(sql.as_bytes(), Dialect::default()) {
+                Err(e) => Some(format!("{sql}: unsure: {e}")),
+                Ok(n) if n.uses_default => Some(format!("{sql}: uses the default")),
+                Ok(n) if n.databases() != ["app"] => {
+                    Some(format!("{sql}: names {:?}", n.databases()))
+                }
+                Ok(_) => None,
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        // Known and fail-closed: an alias named before it is defined (a
+        // multi-table DELETE's targets) reads as a table of the default
+        // database — refused when the source had none, where the alias
+        // is plain to the server.
+        let n = read(
+            b"DELETE x FROM app.t AS x JOIN app.u AS y ON x.id = y.id WHERE y.b IS NULL",
+            Dialect::default(),
+        )
+        .expect("read");
+        assert!(n.uses_default);
+    }
+
     #[test]
     fn an_unsure_reading_is_an_error() {
         // `app.t` after a comma join that follows an ON: the reader sees
