@@ -1221,6 +1221,80 @@ fn a_wide_connection_collation_follows_its_client_and_no_other() {
     });
 }
 
+/// An XA branch a client prepared and then left (its session gone, as an
+/// application server's transaction manager leaves it between the two
+/// phases; or reset with COM_RESET_CONNECTION): the next client of a
+/// one-connection pool works as on a fresh connection, the branch stays
+/// prepared on the server (XA RECOVER lists it, as after a direct
+/// client's disconnect), and any client ends it — the relay neither
+/// rolls it back nor hands its PREPARED state to another client. Before,
+/// the relay reset the connection and pooled it, and the next client's
+/// INSERT there failed with error 1031.
+#[test]
+fn a_prepared_xa_branch_outlives_its_client_and_binds_no_other() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relayxa").await;
+        let mut root = srv.connect().await;
+        root.query_drop(format!(
+            "CREATE TABLE `{db}`.t (id INT PRIMARY KEY) ENGINE=InnoDB"
+        ))
+        .await
+        .expect("table");
+        // (how the branch ends; whether its client leaves, or resets its
+        // session and goes on)
+        let rounds = [
+            ("XA COMMIT", false),
+            ("XA ROLLBACK", false),
+            ("XA COMMIT", true),
+        ];
+        for (i, (end, reset)) in rounds.iter().enumerate() {
+            let xid = format!("'relayxa{i}', 'b', 7");
+            let mut a = connect(&relay, Some(&db)).await;
+            for sql in [
+                format!("XA START {xid}"),
+                format!("INSERT INTO t VALUES ({i})"),
+                format!("XA END {xid}"),
+                format!("XA PREPARE {xid}"),
+            ] {
+                a.query_drop(&sql)
+                    .await
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+            if *reset {
+                a.reset().await.expect("COM_RESET_CONNECTION");
+                a.query_drop(format!("INSERT INTO t VALUES ({})", 200 + i))
+                    .await
+                    .expect("the client goes on after its reset");
+            }
+            a.disconnect().await.expect("quit");
+            let mut b = connect(&relay, Some(&db)).await;
+            b.query_drop(format!("INSERT INTO t VALUES ({})", 100 + i))
+                .await
+                .expect("the next client writes on the connection");
+            let listed: Vec<(i64, i64, i64, Vec<u8>)> =
+                b.query("XA RECOVER").await.expect("xa recover");
+            assert!(
+                listed
+                    .iter()
+                    .any(|r| r.3.starts_with(format!("relayxa{i}").as_bytes())),
+                "the branch stays prepared: {listed:?}"
+            );
+            b.query_drop(format!("{end} {xid}"))
+                .await
+                .unwrap_or_else(|e| panic!("{end} by another client: {e}"));
+            let n: Option<i64> = b
+                .query_first(format!("SELECT COUNT(*) FROM t WHERE id = {i}"))
+                .await
+                .expect("count");
+            assert_eq!(n, Some(if *end == "XA COMMIT" { 1 } else { 0 }), "{end}");
+            b.disconnect().await.expect("quit");
+        }
+    });
+}
+
 /// FLUSH STATUS zeroes the session's status counters on the connection it
 /// ran on: the client keeps that connection, and its later SHOW STATUS
 /// counts its own statements only, while another client works on the

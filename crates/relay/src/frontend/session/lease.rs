@@ -15,6 +15,7 @@ use super::{Fail, Session};
 use crate::backend::command::{self, Link};
 use crate::backend::pool::BackendConn;
 use crate::config::Mode;
+use crate::frontend::session::state::Parting;
 use crate::protocol::io::ForwardError;
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
@@ -583,10 +584,25 @@ impl Session {
     }
 
     /// The client is done: its connection (between commands, so in a known
-    /// state apart from the session's leftovers) is reset and reused.
+    /// state apart from the session's leftovers) is reset and reused — or
+    /// closed, as the client's own disconnect would end it, when the
+    /// session's state says so (`ClientState::parting`: an XA branch).
     pub(super) fn finish(&mut self) {
         if let Some(c) = self.conn.take() {
-            self.ctx.pool.reset_and_put(c);
+            match self.st.parting() {
+                Parting::Reuse => self.ctx.pool.reset_and_put(c),
+                Parting::Close => self.ctx.pool.discard(c),
+            }
+        }
+    }
+
+    /// The server session the client held on `c` ends (a reset or a change
+    /// of user): reset and back to the pool when done, or closed
+    /// (`ClientState::parting`).
+    pub(super) async fn end_server_session(&mut self, c: BackendConn) {
+        match self.st.parting() {
+            Parting::Reuse => self.ctx.pool.reset_then_put(c).await,
+            Parting::Close => self.ctx.pool.discard(c),
         }
     }
 

@@ -21,6 +21,22 @@ use crate::protocol::reply::{
 use crate::protocol::sql::{self, upsert, Effects, LockOp, Pin, Setting, TempOp};
 use crate::protocol::track::Change;
 
+/// What becomes of a client's server connection when the server session
+/// it holds for the client ends ([`ClientState::parting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parting {
+    /// Reset (COM_RESET_CONNECTION) and pooled for the next client.
+    Reuse,
+    /// Closed, as the client's own disconnect ends a server session: an
+    /// XA branch is on it (started, ended or prepared, and neither
+    /// committed nor rolled back through it). The server then rolls an
+    /// unprepared branch back and keeps a prepared one for any session's
+    /// XA COMMIT or ROLLBACK (XA RECOVER lists it). A reset left the
+    /// prepared branch bound to the connection, and the next client's
+    /// writes there failed (error 1031).
+    Close,
+}
+
 /// The client's session as the relay follows it.
 #[derive(Debug, Clone)]
 pub(crate) struct ClientState {
@@ -317,6 +333,17 @@ impl ClientState {
         [Pin::Session, Pin::Call, Pin::TextPrepare]
             .iter()
             .any(|p| self.pins.contains(p))
+    }
+
+    /// What becomes of the client's server connection when its session
+    /// ends there: the client leaves, or resets its session or changes
+    /// its user (commands that end the server session it had).
+    pub fn parting(&self) -> Parting {
+        if self.pins.contains(&Pin::Xa) {
+            Parting::Close
+        } else {
+            Parting::Reuse
+        }
     }
 
     /// Something of the client's lives on its connection (a transaction,

@@ -10,6 +10,7 @@ use crate::backend::dial::BackendAccount;
 use crate::backend::pool::BackendConn;
 use crate::config::Mode;
 use crate::frontend::auth;
+use crate::frontend::session::state::Parting;
 use crate::protocol::reply::Expect;
 
 /// Refused COM_CHANGE_USER attempts a connection gets, as the server allows.
@@ -44,6 +45,13 @@ impl Session {
             self.take_found_rows().await?;
         }
         let mut ran_on_held = false;
+        if self.st.parting() == Parting::Close {
+            // Ended as the client's disconnect would end it (an XA branch
+            // on it); the client's next statement leases another.
+            if let Some(c) = self.conn.take() {
+                self.ctx.pool.discard(c);
+            }
+        }
         if self.conn.is_some() {
             let o = self.forward(cmd, Expect::Single, None).await?;
             if o.error.is_none() {
@@ -89,16 +97,20 @@ impl Session {
     async fn change_user_refused(&mut self) -> Result<(), Fail> {
         let db = self.st.db().clone();
         let held = self.conn.take();
+        let parting = self.st.parting();
+        match held {
+            Some(c) if parting == Parting::Close => self.end_server_session(c).await,
+            Some(c) if self.st.mode() == Mode::Session => {
+                self.clear_state(false);
+                self.st.use_db(db);
+                return self.reset_in_place(c).await;
+            }
+            Some(c) => self.end_server_session(c).await,
+            None => {}
+        }
         self.clear_state(false);
         self.st.use_db(db);
-        match held {
-            Some(c) if self.st.mode() == Mode::Session => self.reset_in_place(c).await,
-            Some(c) => {
-                self.ctx.pool.reset_then_put(c).await;
-                Ok(())
-            }
-            None => Ok(()),
-        }
+        Ok(())
     }
 
     pub(super) async fn change_user(&mut self, cmd: &[u8]) -> Result<(), Fail> {
@@ -232,13 +244,13 @@ impl Session {
                 && (database.is_some() || c.db().is_none())
         };
         let keep = match self.conn.take() {
-            Some(c) if in_place(&c) => Some(c),
+            Some(c) if in_place(&c) && self.st.parting() == Parting::Reuse => Some(c),
             Some(c) => {
                 // As the server's COM_CHANGE_USER ends the old session
                 // before it answers: its named and table locks are free
                 // when the client hears OK (a reset off the client's path
                 // let another client find a GET_LOCK still held).
-                self.ctx.pool.reset_then_put(c).await;
+                self.end_server_session(c).await;
                 None
             }
             None => None,

@@ -990,3 +990,54 @@ fn a_late_report_of_a_set_statement_restore_is_no_change_of_the_session() {
         }
     }
 }
+
+/// A session's end closes its connection when an XA branch is on it, and
+/// hands it back for reuse otherwise (whatever else it holds: a reset
+/// frees locks, temporary tables and prepared statements).
+#[test]
+fn a_session_ending_with_an_xa_branch_closes_its_connection() {
+    // (statements, what becomes of the connection)
+    let rows: &[(&[&str], Parting)] = &[
+        (&[], Parting::Reuse),
+        (&["SELECT 1"], Parting::Reuse),
+        (&["BEGIN", "INSERT INTO t VALUES (1)"], Parting::Reuse),
+        (&["LOCK TABLES t WRITE"], Parting::Reuse),
+        (&["SELECT GET_LOCK('a', 0)"], Parting::Reuse),
+        (&["CREATE TEMPORARY TABLE tt (i INT)"], Parting::Reuse),
+        (&["XA START 'x'"], Parting::Close),
+        (
+            &["XA START 'x'", "INSERT INTO t VALUES (1)", "XA END 'x'"],
+            Parting::Close,
+        ),
+        (
+            &["XA START 'x'", "XA END 'x'", "XA PREPARE 'x'"],
+            Parting::Close,
+        ),
+        (
+            &[
+                "XA START 'x'",
+                "XA END 'x'",
+                "XA PREPARE 'x'",
+                "XA COMMIT 'x'",
+            ],
+            Parting::Reuse,
+        ),
+        (
+            &["XA START 'x'", "XA END 'x'", "XA ROLLBACK 'x'"],
+            Parting::Reuse,
+        ),
+        (
+            &["XA START 'x'", "XA END 'x'", "XA COMMIT 'x' ONE PHASE"],
+            Parting::Reuse,
+        ),
+    ];
+    for (steps, want) in rows {
+        for mode in [T, Mode::Session] {
+            let mut st = ClientState::new(mode, None);
+            for sql in *steps {
+                run(&mut st, sql, R::Ok);
+            }
+            assert_eq!(st.parting(), *want, "{steps:?} in {mode:?}");
+        }
+    }
+}
