@@ -1295,6 +1295,63 @@ fn a_prepared_xa_branch_outlives_its_client_and_binds_no_other() {
     });
 }
 
+/// A client that leaves holding a server-wide lock (a backup stage,
+/// FLUSH TABLES WITH READ LOCK, a table lock, a named lock) leaves none
+/// behind on the pooled connection: DDL from another session, with a
+/// short lock wait, goes through, and the next client of the
+/// one-connection pool runs DDL and writes as on a fresh connection.
+#[test]
+fn a_client_leaving_with_a_server_wide_lock_leaves_none_behind() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("relaylocks").await;
+        let mut root = srv.connect().await;
+        root.query_drop(format!("CREATE TABLE `{db}`.t (id INT PRIMARY KEY) ENGINE=InnoDB"))
+            .await
+            .expect("table");
+        let holds: &[&[&str]] = &[
+            &["BACKUP STAGE START", "BACKUP STAGE BLOCK_DDL"],
+            &["BACKUP STAGE START", "BACKUP STAGE BLOCK_COMMIT"],
+            &["FLUSH TABLES WITH READ LOCK"],
+            &["LOCK TABLES t WRITE"],
+            &["SELECT GET_LOCK('relaylocks', 0)"],
+            &["BEGIN", "SELECT * FROM t FOR UPDATE"],
+        ];
+        for (i, steps) in holds.iter().enumerate() {
+            let mut a = connect(&relay, Some(&db)).await;
+            for sql in *steps {
+                a.query_drop(*sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+            }
+            a.disconnect().await.expect("quit");
+            // (The relay resets the connection off the client's path.)
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let ddl = format!(
+                "SET STATEMENT lock_wait_timeout = 3 FOR CREATE TABLE `{db}`.x{i} (id INT) ENGINE=InnoDB"
+            );
+            root.query_drop(&ddl)
+                .await
+                .unwrap_or_else(|e| panic!("{steps:?} left a lock: {ddl}: {e}"));
+            root.query_drop(format!(
+                "SET STATEMENT innodb_lock_wait_timeout = 3 FOR INSERT INTO `{db}`.t VALUES ({i})"
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{steps:?} left a row lock: {e}"));
+            let mut b = connect(&relay, Some(&db)).await;
+            let got: Option<i64> = b
+                .query_first("SELECT IS_FREE_LOCK('relaylocks')")
+                .await
+                .unwrap_or_else(|e| panic!("{steps:?}: next client: {e}"));
+            assert_eq!(got, Some(1), "{steps:?}: the named lock is free");
+            b.query_drop(format!("CREATE TABLE y{i} (id INT); INSERT INTO y{i} VALUES (1)"))
+                .await
+                .unwrap_or_else(|e| panic!("{steps:?}: next client's DDL and write: {e}"));
+            b.disconnect().await.expect("quit");
+        }
+    });
+}
+
 /// FLUSH STATUS zeroes the session's status counters on the connection it
 /// ran on: the client keeps that connection, and its later SHOW STATUS
 /// counts its own statements only, while another client works on the
