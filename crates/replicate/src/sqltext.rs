@@ -1246,6 +1246,23 @@ mod tests {
         assert_eq!(dropped_temporary(b"DROP TEMPORARY TABLE", d), None);
     }
 
+    /// Every statement of `rows` read for sure, naming only database `app`
+    /// and not the default one; all that do not, listed.
+    fn assert_name_only_app(rows: &[&str]) {
+        let wrong: Vec<String> = rows
+            .iter()
+            .filter_map(|sql| match read(sql.as_bytes(), Dialect::default()) {
+                Err(e) => Some(format!("{sql}: unsure: {e}")),
+                Ok(n) if n.uses_default => Some(format!("{sql}: uses the default")),
+                Ok(n) if n.databases() != ["app"] => {
+                    Some(format!("{sql}: names {:?}", n.databases()))
+                }
+                Ok(_) => None,
+            })
+            .collect();
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
     /// DDL as schema-migration tools and DBAs write it (Rails, Django,
     /// Flyway, Liquibase, gh-ost, pt-online-schema-change, by hand), every
     /// name qualified: read for sure, naming only `app` (and `arch` where
@@ -1305,18 +1322,7 @@ mod tests {
             "CREATE DATABASE IF NOT EXISTS app",
             "ALTER DATABASE app CHARACTER SET utf8mb4",
         ];
-        let wrong: Vec<String> = rows
-            .iter()
-            .filter_map(|sql| match read(sql.as_bytes(), Dialect::default()) {
-                Err(e) => Some(format!("{sql}: unsure: {e}")),
-                Ok(n) if n.uses_default => Some(format!("{sql}: uses the default")),
-                Ok(n) if n.databases() != ["app"] => {
-                    Some(format!("{sql}: names {:?}", n.databases()))
-                }
-                Ok(_) => None,
-            })
-            .collect();
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_name_only_app(rows);
     }
 
     /// DML as ORMs and applications write it, every table qualified:
@@ -1355,18 +1361,7 @@ mod tests {
             "DELETE FROM app.t ORDER BY id LIMIT 100",
             "DELETE FROM app.t WHERE a REGEXP '^x'",
         ];
-        let wrong: Vec<String> = rows
-            .iter()
-            .filter_map(|sql| match read(sql.as_bytes(), Dialect::default()) {
-                Err(e) => Some(format!("{sql}: unsure: {e}")),
-                Ok(n) if n.uses_default => Some(format!("{sql}: uses the default")),
-                Ok(n) if n.databases() != ["app"] => {
-                    Some(format!("{sql}: names {:?}", n.databases()))
-                }
-                Ok(_) => None,
-            })
-            .collect();
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        assert_name_only_app(rows);
         // Known and fail-closed: an alias named before it is defined (a
         // multi-table DELETE's targets) reads as a table of the default
         // database — refused when the source had none, where the alias

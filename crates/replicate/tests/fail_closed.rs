@@ -503,6 +503,7 @@ async fn an_alter_killed_before_its_position_is_not_applied_twice() {
     for (alter, ran) in [
         ("ALTER TABLE fk_alt.t ADD INDEX (a)", true),
         ("ALTER TABLE fk_alt.t ADD INDEX (a), ADD INDEX (b)", true),
+        ("ALTER TABLE fk_alt.t ADD CONSTRAINT CHECK (a >= 0)", true),
         ("ALTER TABLE fk_alt.t ADD INDEX (b)", false),
         ("ALTER TABLE fk_alt.t RENAME TO fk_alt.u", true),
     ] {

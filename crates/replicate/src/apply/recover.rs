@@ -10,6 +10,7 @@ use sqlfleet_conn::quote::ident;
 
 use super::Applier;
 use crate::position;
+use crate::sqltext::Dialect;
 use crate::txn::{Item, Txn};
 use crate::work::ApplyError;
 
@@ -17,22 +18,27 @@ use crate::work::ApplyError;
 /// first statement of a `CREATE TABLE ... SELECT` group) creates,
 /// qualified.
 pub(crate) fn created(txn: &Txn) -> Option<String> {
+    first_statement_names(txn, crate::sqltext::created_table)
+}
+
+/// The table `read` finds in `txn`'s first statement, qualified by the
+/// statement's default database when the text does not qualify it.
+fn first_statement_names(txn: &Txn, read: fn(&[u8], Dialect) -> Option<DbTable>) -> Option<String> {
     let Some(Item::Stmt(st)) = txn.items.first() else {
         return None;
     };
-    let (db, table) = crate::sqltext::created_table(&st.sql, st.session.ctx.dialect())?;
+    let (db, table) = read(&st.sql, st.session.ctx.dialect())?;
     let db = db.or_else(|| st.db.clone())?;
     Some(format!("{}.{}", ident(&db), ident(&table)))
 }
 
+/// A table's database (when qualified) and name, as the text reader
+/// gives them.
+type DbTable = (Option<String>, String);
+
 /// The table a standalone `ALTER TABLE` changes, qualified.
 pub(crate) fn altered(txn: &Txn) -> Option<String> {
-    let Some(Item::Stmt(st)) = txn.items.first() else {
-        return None;
-    };
-    let (db, table) = crate::sqltext::altered_table(&st.sql, st.session.ctx.dialect())?;
-    let db = db.or_else(|| st.db.clone())?;
-    Some(format!("{}.{}", ident(&db), ident(&table)))
+    first_statement_names(txn, crate::sqltext::altered_table)
 }
 
 /// A table's definition as `SHOW CREATE TABLE` gives it, without the
