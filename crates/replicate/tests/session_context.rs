@@ -319,6 +319,40 @@ async fn system_versioned_tables_keep_their_current_and_history_rows() {
     assert_eq!(counts(target()).await, counts(s).await);
 }
 
+/// A NULL user variable written into columns of the types MariaDB added
+/// (UUID, INET6, INET4) and the classic ones, logged as statements: the
+/// copy is the source's. (A native MariaDB 10.11 replica reads the NULL as
+/// a DECIMAL variable and stops: "Cannot cast 'decimal' as 'uuid'".)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_null_user_variable_lands_in_any_column_type() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_nullvar").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_nullvar; CREATE TABLE sc_nullvar.t (id INT PRIMARY KEY, \
+         u UUID, i6 INET6, i4 INET4, d DECIMAL(10,2), j JSON, p POINT, b BLOB, e ENUM('a','b'))",
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"USE sc_nullvar",
+            b"SET @v = NULL",
+            b"INSERT INTO t VALUES (1, @v, @v, @v, @v, @v, @v, @v, @v)",
+            b"SET @v = 'a'",
+            b"INSERT INTO t (id, e) VALUES (2, @v)",
+            b"SET @v = NULL",
+            b"UPDATE t SET e = @v WHERE id = 2",
+        ],
+    )
+    .await;
+    let cfg = cfg_for("sc_nullvar", s, "sc_nullvar", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "sc_nullvar", "sc_nullvar").await;
+}
+
 /// Source sessions whose connection collation is one whose text is not
 /// ASCII-based (ucs2, utf16, utf16le, utf32), logged as statements, and
 /// transactions after them on the same target connection: all applied,
