@@ -15,7 +15,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use mysql_common::binlog::consts::{BinlogChecksumAlg, BinlogVersion, EventType};
 use mysql_common::binlog::decimal::Decimal;
-use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent, UserVarEvent};
+use mysql_common::binlog::events::{Event, QueryEvent, RotateEvent};
 use mysql_common::constants::ItemResult;
 use mysql_common::proto::MySerialize;
 
@@ -59,26 +59,83 @@ pub enum VarValue {
 
 impl Eq for VarValue {}
 
-/// Reads a User_var event's variable.
-fn user_var(ev: &UserVarEvent<'_>) -> Result<(String, VarValue), String> {
-    let name = ev.name().into_owned();
-    if ev.is_null() {
+/// The data types whose name MariaDB writes after a User_var event's
+/// flags (flag 0x02, then the name's length and the name): the geometry
+/// family. Their value is the server's own geometry bytes, which the
+/// variable holds as a binary string too (as `mariadb-binlog` writes it).
+const GEOMETRY_TYPE_NAMES: &[&[u8]] = &[
+    b"geometry",
+    b"point",
+    b"linestring",
+    b"polygon",
+    b"multipoint",
+    b"multilinestring",
+    b"multipolygon",
+    b"geometrycollection",
+];
+
+/// A User_var event's flag: the value is unsigned.
+const USER_VAR_UNSIGNED: u8 = 1;
+/// A User_var event's flag (MariaDB): a data type name follows.
+const USER_VAR_TYPE_NAME: u8 = 2;
+
+/// Reads a User_var event's body (name length, name, NULL flag; then the
+/// value's result type, collation, length, bytes and flags, and — MariaDB,
+/// for a geometry value — its data type's name). Read here rather than by
+/// the binlog library, which refuses the type name ("bytes remaining").
+fn user_var(data: &[u8]) -> Result<(String, VarValue), String> {
+    let short = || "a User_var event cut short".to_string();
+    let u32_at = |at: usize| -> Result<u32, String> {
+        data.get(at..at + 4)
+            .and_then(|b| b.try_into().ok())
+            .map(u32::from_le_bytes)
+            .ok_or_else(short)
+    };
+    let name_len = u32_at(0)? as usize;
+    let name_bytes = data.get(4..4 + name_len).ok_or_else(short)?;
+    let name = String::from_utf8_lossy(name_bytes).into_owned();
+    let mut at = 4 + name_len;
+    if *data.get(at).ok_or_else(short)? != 0 {
         return Ok((name, VarValue::Null));
     }
-    let v = ev.value();
+    let kind = *data.get(at + 1).ok_or_else(short)?;
+    let collation = u32_at(at + 2)?;
+    let len = u32_at(at + 6)? as usize;
+    at += 10;
+    let v = data.get(at..at + len).ok_or_else(short)?;
+    at += len;
+    let flags = data.get(at).copied().unwrap_or(0);
+    at += 1;
+    if flags & USER_VAR_TYPE_NAME != 0 {
+        let n = *data.get(at).ok_or_else(short)? as usize;
+        let type_name = data.get(at + 1..at + 1 + n).ok_or_else(short)?;
+        if !GEOMETRY_TYPE_NAMES.contains(&type_name) {
+            return Err(format!(
+                "user variable @{name}: of data type '{}', which this reader does not know how to set",
+                String::from_utf8_lossy(type_name)
+            ));
+        }
+        at += 1 + n;
+    }
+    if flags & !(USER_VAR_UNSIGNED | USER_VAR_TYPE_NAME) != 0 || at < data.len() {
+        return Err(format!(
+            "user variable @{name}: flags 0x{flags:02x} and {} more bytes this reader does not know",
+            data.len().saturating_sub(at)
+        ));
+    }
     let fixed8 = || -> Result<[u8; 8], String> {
         v.get(..8)
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| format!("user variable @{name}: short value"))
     };
-    let value = match ev.value_type() {
+    let value = match ItemResult::try_from(kind as i8) {
         Ok(ItemResult::STRING_RESULT) => VarValue::Str {
-            collation: ev.charset(),
+            collation,
             bytes: v.to_vec(),
         },
         Ok(ItemResult::INT_RESULT) => {
             let b = fixed8()?;
-            if ev.flags_raw() & 1 != 0 {
+            if flags & USER_VAR_UNSIGNED != 0 {
                 VarValue::UInt(u64::from_le_bytes(b))
             } else {
                 VarValue::Int(i64::from_le_bytes(b))
@@ -101,7 +158,7 @@ fn user_var(ev: &UserVarEvent<'_>) -> Result<(String, VarValue), String> {
                 .map_err(|e| format!("user variable @{name}: bad decimal: {e}"))?;
             VarValue::Decimal(d.to_string())
         }
-        other => return Err(format!("user variable @{name}: value type {other:?}")),
+        _ => return Err(format!("user variable @{name}: value type {kind}")),
     };
     Ok((name, value))
 }
@@ -807,11 +864,7 @@ impl Building {
                 }
             }
             t if t == EventType::USER_VAR_EVENT as u8 => {
-                let parsed = ev
-                    .read_event::<UserVarEvent>()
-                    .map_err(|e| e.to_string())
-                    .and_then(|u| user_var(&u));
-                match parsed {
+                match user_var(ev.data()) {
                     Ok(v) => self.pending.user_vars.push(v),
                     // The statement it belongs to decides whether it matters.
                     Err(why) => self.txn.refuse(why, false),
@@ -1333,28 +1386,124 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// A User_var event `@a` holding a DECIMAL value of these bytes
-    /// (precision, scale, then the binary decimal).
-    fn decimal_var(value: &[u8]) -> Result<(String, VarValue), String> {
-        use mysql_common::binlog::events::FormatDescriptionEvent;
-        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4)
-            .with_event_type_header_lengths(vec![0u8; 171]);
+    /// A User_var event body for `@a` of result type `kind`, collation
+    /// `coll`, value `value`, then `tail` (the flags and what follows).
+    fn var_body(kind: u8, coll: u32, value: &[u8], tail: &[u8]) -> Vec<u8> {
         let mut body = Vec::new();
         body.extend_from_slice(&1u32.to_le_bytes());
         body.push(b'a');
         body.push(0); // not NULL
-        body.push(ItemResult::DECIMAL_RESULT as u8);
-        body.extend_from_slice(&33u32.to_le_bytes());
+        body.push(kind);
+        body.extend_from_slice(&coll.to_le_bytes());
         body.extend_from_slice(&(value.len() as u32).to_le_bytes());
         body.extend_from_slice(value);
-        body.push(0); // flags
-        let mut raw = vec![0u8; 19];
-        raw[4] = EventType::USER_VAR_EVENT as u8;
-        raw[9..13].copy_from_slice(&((19 + body.len()) as u32).to_le_bytes());
-        raw.extend_from_slice(&body);
-        let ev = Event::read(&fde, raw.as_slice()).expect("an event");
-        let u: UserVarEvent = ev.read_event().expect("a user variable");
-        user_var(&u)
+        body.extend_from_slice(tail);
+        body
+    }
+
+    /// A User_var event `@a` holding a DECIMAL value of these bytes
+    /// (precision, scale, then the binary decimal).
+    fn decimal_var(value: &[u8]) -> Result<(String, VarValue), String> {
+        user_var(&var_body(ItemResult::DECIMAL_RESULT as u8, 33, value, &[0]))
+    }
+
+    /// User_var event bodies as MariaDB 10.11 writes them (a geometry
+    /// value with its data type's name after the flags, read off a real
+    /// binlog), and the ones it does not: refused, never guessed.
+    #[test]
+    fn a_user_variable_is_read_with_the_data_type_name_mariadb_writes() {
+        let point = b"\0\0\0\0\x01\x01\0\0\0\0\0\0\0\0\0\xf0\x3f\0\0\0\0\0\0\0\x40";
+        let named = |name: &[u8]| {
+            let mut t = vec![USER_VAR_TYPE_NAME, name.len() as u8];
+            t.extend_from_slice(name);
+            t
+        };
+        let s = ItemResult::STRING_RESULT as u8;
+        let i = ItemResult::INT_RESULT as u8;
+        let rows: Vec<(&str, Vec<u8>, Result<VarValue, &str>)> = vec![
+            (
+                "a point",
+                var_body(s, 63, point, &named(b"point")),
+                Ok(VarValue::Str {
+                    collation: 63,
+                    bytes: point.to_vec(),
+                }),
+            ),
+            (
+                "a geometry",
+                var_body(s, 63, point, &named(b"geometry")),
+                Ok(VarValue::Str {
+                    collation: 63,
+                    bytes: point.to_vec(),
+                }),
+            ),
+            (
+                "text",
+                var_body(s, 8, b"::1", &[0]),
+                Ok(VarValue::Str {
+                    collation: 8,
+                    bytes: b"::1".to_vec(),
+                }),
+            ),
+            (
+                "text without flags",
+                var_body(s, 8, b"x", &[]),
+                Ok(VarValue::Str {
+                    collation: 8,
+                    bytes: b"x".to_vec(),
+                }),
+            ),
+            (
+                "unsigned",
+                var_body(i, 63, &u64::MAX.to_le_bytes(), &[1]),
+                Ok(VarValue::UInt(u64::MAX)),
+            ),
+            (
+                "signed",
+                var_body(i, 63, &(-2i64).to_le_bytes(), &[0]),
+                Ok(VarValue::Int(-2)),
+            ),
+            (
+                "a type it does not know",
+                var_body(s, 63, b"x", &named(b"inet7")),
+                Err("does not know how to set"),
+            ),
+            (
+                "a flag it does not know",
+                var_body(s, 63, b"x", &[4]),
+                Err("flags 0x04"),
+            ),
+            (
+                "bytes after",
+                var_body(s, 63, b"x", &[0, 9]),
+                Err("1 more bytes"),
+            ),
+            (
+                "a name cut short",
+                var_body(s, 63, b"x", &[2, 8, b'g']),
+                Err("cut short"),
+            ),
+            (
+                "a value cut short",
+                var_body(s, 63, b"x", &[])[..14].to_vec(),
+                Err("cut short"),
+            ),
+        ];
+        for (what, body, want) in rows {
+            let got = user_var(&body).map(|(n, v)| {
+                assert_eq!(n, "a");
+                v
+            });
+            match (&want, &got) {
+                (Ok(w), Ok(g)) => assert_eq!(w, g, "{what}"),
+                (Err(words), Err(e)) => assert!(e.contains(words), "{what}: {e}"),
+                _ => panic!("{what}: {got:?}, want {want:?}"),
+            }
+        }
+        // NULL: nothing after the flag.
+        let mut null = 1u32.to_le_bytes().to_vec();
+        null.extend([b'a', 1]);
+        assert_eq!(user_var(&null), Ok(("a".into(), VarValue::Null)));
     }
 
     /// A decimal user variable's precision and scale are checked before

@@ -320,9 +320,10 @@ async fn system_versioned_tables_keep_their_current_and_history_rows() {
 }
 
 /// A NULL user variable written into columns of the types MariaDB added
-/// (UUID, INET6, INET4) and the classic ones, logged as statements: the
-/// copy is the source's. (A native MariaDB 10.11 replica reads the NULL as
-/// a DECIMAL variable and stops: "Cannot cast 'decimal' as 'uuid'".)
+/// (UUID, INET6, INET4) and the classic ones, and geometry variables,
+/// logged as statements: the copy is the source's. (A native MariaDB
+/// 10.11 replica reads the NULL as a DECIMAL variable and stops: "Cannot
+/// cast 'decimal' as 'uuid'".)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_null_user_variable_lands_in_any_column_type() {
     let s = source(1);
@@ -344,6 +345,13 @@ async fn a_null_user_variable_lands_in_any_column_type() {
             b"INSERT INTO t (id, e) VALUES (2, @v)",
             b"SET @v = NULL",
             b"UPDATE t SET e = @v WHERE id = 2",
+            // A geometry variable: MariaDB logs its data type's name after
+            // the value (the binlog library refused the event: the stream
+            // stopped where native replication goes on).
+            b"SET @v = ST_GeomFromText('POINT(-764 918)')",
+            b"INSERT INTO t (id, p) VALUES (3, @v)",
+            b"SET @v = POINT(1, 2)",
+            b"UPDATE t SET p = @v, b = ST_AsText(@v) WHERE id = 2",
         ],
     )
     .await;
