@@ -666,60 +666,14 @@ impl Assembler {
                 if self.cur.is_some() {
                     return Err(err("a GTID event inside an unfinished transaction".into()));
                 }
-                let g = decode_gtid_event(ev.data()).map_err(|e| err(e.to_string()))?;
-                let mut txn = Txn {
-                    gtid: Gtid {
-                        domain: g.domain,
-                        server: h.server_id(),
-                        seq: g.seq,
-                    },
-                    standalone: g.standalone(),
-                    timestamp: h.timestamp(),
-                    file: self.file.clone(),
-                    end_pos: pos,
-                    items: Vec::new(),
-                    dbs: BTreeSet::new(),
-                    unsupported: None,
-                    unknown_scope: false,
-                    first: String::new(),
-                    temp: Temp::default(),
-                    xa: None,
+                return match self.open(ev, pos) {
+                    Ok(()) => Ok(Out::Nothing),
+                    Err(what) => Err(StreamError {
+                        file: self.file.clone(),
+                        pos,
+                        what,
+                    }),
                 };
-                txn.xa = match (g.flags & (PREPARED_XA | COMPLETED_XA), g.xid) {
-                    (0, _) => None,
-                    (PREPARED_XA, Some(xid)) => Some(XaStep::Prepared(xid)),
-                    // (Commit or rollback: its statement says which.)
-                    (COMPLETED_XA, Some(xid)) => Some(XaStep::Ended { xid, commit: false }),
-                    (f, _) => {
-                        txn.refuse(format!("its GTID event flags XA steps 0x{f:02x} at once"), true);
-                        None
-                    }
-                };
-                // One phase of an ALTER logged in two: only its commit
-                // runs on the target.
-                let passed = match g.phase() {
-                    Ok(phase) => !phase.applies(),
-                    Err(why) => {
-                        txn.refuse(why, false);
-                        false
-                    }
-                };
-                self.last = Some(txn.gtid);
-                self.cur = Some(Building {
-                    passed,
-                    phase: g.extra,
-                    txn,
-                    tables: HashMap::new(),
-                    what: None,
-                    group: Vec::new(),
-                    last_rows_at: None,
-                    last_rows_flagged: false,
-                    seen: Seen::default(),
-                    pending: Session::default(),
-                    load_file: None,
-                    xa_closed: false,
-                });
-                return Ok(Out::Nothing);
             }
             mariadb::ANNOTATE_ROWS
             | mariadb::BINLOG_CHECKPOINT
@@ -747,6 +701,68 @@ impl Assembler {
             Then::Go => Ok(Out::Nothing),
             Then::Finish => Ok(self.finish(pos)),
         }
+    }
+
+    /// A GTID event opens the transaction it heads.
+    fn open(&mut self, ev: &Event, pos: u64) -> Result<(), String> {
+        let h = ev.header();
+        let g = decode_gtid_event(ev.data()).map_err(|e| e.to_string())?;
+        let mut txn = Txn {
+            gtid: Gtid {
+                domain: g.domain,
+                server: h.server_id(),
+                seq: g.seq,
+            },
+            standalone: g.standalone(),
+            timestamp: h.timestamp(),
+            file: self.file.clone(),
+            end_pos: pos,
+            items: Vec::new(),
+            dbs: BTreeSet::new(),
+            unsupported: None,
+            unknown_scope: false,
+            first: String::new(),
+            temp: Temp::default(),
+            xa: None,
+        };
+        txn.xa = match (g.flags & (PREPARED_XA | COMPLETED_XA), g.xid) {
+            (0, _) => None,
+            (PREPARED_XA, Some(xid)) => Some(XaStep::Prepared(xid)),
+            // (Commit or rollback: its statement says which.)
+            (COMPLETED_XA, Some(xid)) => Some(XaStep::Ended { xid, commit: false }),
+            (f, _) => {
+                txn.refuse(
+                    format!("its GTID event flags XA steps 0x{f:02x} at once"),
+                    true,
+                );
+                None
+            }
+        };
+        // One phase of an ALTER logged in two: only its commit runs on
+        // the target.
+        let passed = match g.phase() {
+            Ok(phase) => !phase.applies(),
+            Err(why) => {
+                txn.refuse(why, false);
+                false
+            }
+        };
+        self.last = Some(txn.gtid);
+        self.cur = Some(Building {
+            passed,
+            phase: g.extra,
+            txn,
+            tables: HashMap::new(),
+            what: None,
+            group: Vec::new(),
+            last_rows_at: None,
+            last_rows_flagged: false,
+            seen: Seen::default(),
+            pending: Session::default(),
+            load_file: None,
+            xa_closed: false,
+        });
+        Ok(())
     }
 
     fn finish(&mut self, pos: u64) -> Out {
