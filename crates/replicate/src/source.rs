@@ -210,6 +210,9 @@ impl SourceRunner {
             mut stream,
         } = self.open(generation, first).await?;
         temp.recorded(&s.stored.temp);
+        // (A new reading session holds nothing yet: it reads the prepared
+        // groups it holds again from the floor.)
+        set(&self.view, |v| v.xa_held = 0);
         // Kept to follow the source's position (for lag) while reading.
         let mut probe = Some(probe);
         let mut probed = Instant::now();

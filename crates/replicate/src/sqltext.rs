@@ -879,6 +879,11 @@ pub fn created_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)>
     if kw(t.get(k), "IF") && kw(t.get(k + 1), "NOT") && kw(t.get(k + 2), "EXISTS") {
         k += 3;
     }
+    table_name_at(sql, &t, k)
+}
+
+/// The `[db.]name` at token `k`: its database if qualified, and its name.
+fn table_name_at(sql: &[u8], t: &[T], k: usize) -> Option<(Option<String>, String)> {
     let first = t.get(k).and_then(|x| ident(sql, x))?.name;
     if punct(t.get(k + 1), b'.') {
         let table = t.get(k + 2).map(|x| name_of(sql, x))?;
@@ -909,13 +914,7 @@ pub fn altered_table(sql: &[u8], d: Dialect) -> Option<(Option<String>, String)>
     if kw(t.get(k), "IF") && kw(t.get(k + 1), "EXISTS") {
         k += 2;
     }
-    let first = t.get(k).and_then(|x| ident(sql, x))?.name;
-    if punct(t.get(k + 1), b'.') {
-        let table = t.get(k + 2).map(|x| name_of(sql, x))?;
-        Some((Some(first), table))
-    } else {
-        Some((None, first))
-    }
+    table_name_at(sql, &t, k)
 }
 
 /// The temporary table `CREATE [OR REPLACE] TEMPORARY TABLE [IF NOT

@@ -96,6 +96,13 @@ fn user_var(data: &[u8]) -> Result<(String, VarValue), String> {
     let name = String::from_utf8_lossy(name_bytes).into_owned();
     let mut at = 4 + name_len;
     if *data.get(at).ok_or_else(short)? != 0 {
+        // (MariaDB writes nothing after a NULL's flag.)
+        if data.len() > at + 1 {
+            return Err(format!(
+                "user variable @{name}: NULL with {} more bytes this reader does not know",
+                data.len() - at - 1
+            ));
+        }
         return Ok((name, VarValue::Null));
     }
     let kind = *data.get(at + 1).ok_or_else(short)?;
@@ -1520,6 +1527,8 @@ mod tests {
         let mut null = 1u32.to_le_bytes().to_vec();
         null.extend([b'a', 1]);
         assert_eq!(user_var(&null), Ok(("a".into(), VarValue::Null)));
+        null.push(0);
+        assert!(user_var(&null).is_err_and(|e| e.contains("1 more bytes")));
     }
 
     /// A decimal user variable's precision and scale are checked before

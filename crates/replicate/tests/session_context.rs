@@ -457,15 +457,15 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
     let s = source(2);
     exec(
         s,
-        "DROP DATABASE IF EXISTS sc_xa; DROP DATABASE IF EXISTS sc_ok",
+        "DROP DATABASE IF EXISTS sc_xa; DROP DATABASE IF EXISTS sc_xa_ok",
     )
     .await;
     let start = binlog_pos(s).await;
     exec(
         s,
         "CREATE DATABASE sc_xa; CREATE TABLE sc_xa.t (id INT PRIMARY KEY, v VARCHAR(20)) ENGINE=InnoDB; \
-         CREATE DATABASE sc_ok; CREATE TABLE sc_ok.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
-         INSERT INTO sc_xa.t VALUES (100, 'before'); INSERT INTO sc_ok.t VALUES (1)",
+         CREATE DATABASE sc_xa_ok; CREATE TABLE sc_xa_ok.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         INSERT INTO sc_xa.t VALUES (100, 'before'); INSERT INTO sc_xa_ok.t VALUES (1)",
     )
     .await;
     prepare_on_own_session(
@@ -477,7 +477,7 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
     .await;
     exec(
         s,
-        "INSERT INTO sc_xa.t VALUES (3, 'between'); INSERT INTO sc_ok.t VALUES (2)",
+        "INSERT INTO sc_xa.t VALUES (3, 'between'); INSERT INTO sc_xa_ok.t VALUES (2)",
     )
     .await;
     prepare_on_own_session(
@@ -491,7 +491,7 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
         s,
         true,
         "XA START X'00ff', X'', 3; INSERT INTO sc_xa.t VALUES (5, 'statements'); \
-         UPDATE sc_xa.t SET v = CONCAT(v, '+') WHERE id = 3; INSERT INTO sc_ok.t VALUES (3); \
+         UPDATE sc_xa.t SET v = CONCAT(v, '+') WHERE id = 3; INSERT INTO sc_xa_ok.t VALUES (3); \
          XA END X'00ff', X'', 3; XA PREPARE X'00ff', X'', 3",
     )
     .await;
@@ -507,12 +507,12 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
         "XA START 'e5'; INSERT INTO sc_xa.t VALUES (7, 'later'); XA END 'e5'; XA PREPARE 'e5'",
     )
     .await;
-    exec(s, "INSERT INTO sc_ok.t VALUES (4)").await;
-    let cfg = cfg_for("sc_xa", s, "sc_*", "", &start);
+    exec(s, "INSERT INTO sc_xa_ok.t VALUES (4)").await;
+    let cfg = cfg_for("sc_xa", s, "sc_xa*", "", &start);
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_eq!(summary.sources[0].xa_held, 1, "e5 is held: {summary:?}");
-    assert_same(s, "sc_ok", "sc_ok").await;
+    assert_same(s, "sc_xa_ok", "sc_xa_ok").await;
     assert_same(s, "sc_xa", "sc_xa").await;
     let ids = |srv: &'static TestServer| async move {
         let mut c = srv.connect().await;
@@ -538,12 +538,12 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
     let floor_now = floor("sc_xa").await;
     // The source commits the branch left prepared: the next run reads
     // it again from the floor, before its prepare.
-    exec(s, "XA COMMIT 'e5'; INSERT INTO sc_ok.t VALUES (5)").await;
+    exec(s, "XA COMMIT 'e5'; INSERT INTO sc_xa_ok.t VALUES (5)").await;
     let summary = until_caught_up(&cfg, s).await;
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_eq!(summary.sources[0].xa_held, 0, "{summary:?}");
     assert_same(s, "sc_xa", "sc_xa").await;
-    assert_same(s, "sc_ok", "sc_ok").await;
+    assert_same(s, "sc_xa_ok", "sc_xa_ok").await;
     assert!(
         ids(target()).await.contains(&(7, "later".to_string())),
         "the branch committed later is applied"
@@ -561,16 +561,18 @@ async fn xa_transactions_apply_at_their_commit_and_nothing_of_a_rollback() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_xa_commit_whose_prepare_was_never_read_stops_the_source() {
     let s = source(2);
-    exec(s, "DROP DATABASE IF EXISTS sc_xa_cut").await;
+    // (Named outside `sc_xa*`: the XA test beside it on this source
+    // reads those databases.)
+    exec(s, "DROP DATABASE IF EXISTS xacut_db").await;
     exec(
         s,
-        "CREATE DATABASE sc_xa_cut; CREATE TABLE sc_xa_cut.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+        "CREATE DATABASE xacut_db; CREATE TABLE xacut_db.t (id INT PRIMARY KEY) ENGINE=InnoDB",
     )
     .await;
     let mut t = target().connect().await;
     t.query_drop(
-        "DROP DATABASE IF EXISTS sc_xa_cut; CREATE DATABASE sc_xa_cut; \
-         CREATE TABLE sc_xa_cut.t (id INT PRIMARY KEY) ENGINE=InnoDB",
+        "DROP DATABASE IF EXISTS xacut_db; CREATE DATABASE xacut_db; \
+         CREATE TABLE xacut_db.t (id INT PRIMARY KEY) ENGINE=InnoDB",
     )
     .await
     .expect("target copy");
@@ -578,12 +580,12 @@ async fn an_xa_commit_whose_prepare_was_never_read_stops_the_source() {
     prepare_on_own_session(
         s,
         false,
-        "XA START 'cut'; INSERT INTO sc_xa_cut.t VALUES (1); XA END 'cut'; XA PREPARE 'cut'",
+        "XA START 'cut'; INSERT INTO xacut_db.t VALUES (1); XA END 'cut'; XA PREPARE 'cut'",
     )
     .await;
     let start = binlog_pos(s).await;
     exec(s, "XA COMMIT 'cut'").await;
-    let cfg = cfg_for("sc_xa_cut", s, "sc_xa_cut", "", &start);
+    let cfg = cfg_for("xacut_db", s, "xacut_db", "", &start);
     let summary = until_caught_up(&cfg, s).await;
     assert!(summary.stopped_streams >= 1, "{summary:?}");
     let why = summary.sources[0].last_error.clone().unwrap_or_default()
