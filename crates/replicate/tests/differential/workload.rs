@@ -433,8 +433,11 @@ pub fn plan(
     let mut made_gamma = false;
     let mut renamed = false;
     let mut altered = false;
-    // The XA branch prepared and not ended yet.
+    // The XA branch prepared and not ended yet, and what makes its id this
+    // run's own (fixture servers outlive a test process: a branch an
+    // earlier run left prepared on the native replica holds its id).
     let mut xa_open: Option<String> = None;
+    let xa_tag = format!("xa{}_{seed}_{src}_", run_token());
     for i in 0..steps {
         let n: i32 = rng.gen_range(1..50);
         let r = rng.gen_range(0..7);
@@ -612,10 +615,16 @@ pub fn plan(
                 }
                 None => {
                     let id = match rng.gen_range(0..4) {
-                        0 => format!("'xa{i}'"),
-                        1 => format!("'xa{i}', 'branch{r}'"),
-                        2 => format!("'xa{i}', 'b', {}", n + 1),
-                        _ => format!("X'00{i:04x}ff', X'', 3"),
+                        0 => format!("'{xa_tag}{i}'"),
+                        1 => format!("'{xa_tag}{i}', 'branch{r}'"),
+                        2 => format!("'{xa_tag}{i}', 'b', {}", n + 1),
+                        _ => {
+                            let hex: String = format!("{xa_tag}{i}")
+                                .bytes()
+                                .map(|b| format!("{b:02x}"))
+                                .collect();
+                            format!("X'00{hex}ff', X'', 3")
+                        }
                     };
                     let mut v = vec![
                         format!("XA START {id}"),
