@@ -259,6 +259,11 @@ pub struct RelayConfig {
     /// relay's own account only runs health checks. Otherwise every client
     /// shares the relay's backend account and its privileges.
     pub per_user_accounts: bool,
+    /// With a shared account, dynamic SQL run from a text the relay cannot
+    /// read (`PREPARE s FROM @q`, `EXECUTE IMMEDIATE CONCAT(...)`) goes to
+    /// the server (`shared_dynamic_sql = "run"`) instead of being refused:
+    /// it could run a KILL of another client's connection.
+    pub shared_dynamic_sql: bool,
     pub mode: Mode,
     /// Event-loop threads: each serves its share of the clients on its
     /// own (one per core by default).

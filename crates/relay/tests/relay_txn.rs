@@ -497,6 +497,138 @@ fn connection_id_pins_and_names_the_client_for_kill() {
     });
 }
 
+/// With one shared account, a client cannot end another client's session
+/// by a KILL the relay does not read (the server would kill as the
+/// account every client shares): the grammar's expressions and query
+/// ids, a KILL among statements or in a compound one, a routine or event
+/// body, and dynamic SQL, each aimed at the server thread holding another
+/// client's open transaction. Each is refused with 1235; the transaction
+/// runs on and commits. In both pooling modes (session mode reads only
+/// the first words of most texts). Dynamic SQL from a variable runs when
+/// the variable's value (read first) kills nothing; from an expression,
+/// only where the config says `shared_dynamic_sql = "run"`.
+#[test]
+fn a_kill_the_relay_cannot_read_is_refused_with_one_shared_account() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--mode", mode]);
+        let (db, _) = rt.block_on(srv.fresh_db("relaykill"));
+        rt.block_on(async {
+            let mut a = connect(&relay, Some(&db)).await;
+            a.query_drop("CREATE TABLE t (id INT PRIMARY KEY)")
+                .await
+                .expect("table");
+            a.query_drop("BEGIN").await.expect("begin");
+            a.query_drop("INSERT INTO t VALUES (1)")
+                .await
+                .expect("insert");
+            let sleeper = tokio::spawn(async move {
+                let r: Result<Option<i64>, _> = a.query_first("SELECT SLEEP(4)").await;
+                (r.map_err(|e| e.to_string()), a)
+            });
+            let mut root = srv.connect().await;
+            let mut thread = None;
+            for _ in 0..50 {
+                thread = root
+                    .query_first(
+                        "SELECT ID FROM information_schema.PROCESSLIST \
+                         WHERE INFO = 'SELECT SLEEP(4)'",
+                    )
+                    .await
+                    .expect("processlist");
+                if thread.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            let id: u64 = thread.expect("A's statement runs");
+            let mut b = connect(&relay, Some(&db)).await;
+            b.query_drop(format!("SET @k = {id}, @q = 'KILL {id}'"))
+                .await
+                .expect("b's variables");
+            for sql in [
+                format!("KILL ({id})"),
+                format!("KILL CONNECTION 0 + {id}"),
+                "KILL @k".to_string(),
+                format!("KILL QUERY ID {id}"),
+                format!("/* first */ KILL ({id})"),
+                format!("SET STATEMENT max_statement_time = 10 FOR KILL ({id})"),
+                format!("BEGIN NOT ATOMIC KILL {id}; END"),
+                format!("IF 1 THEN KILL {id}; END IF"),
+                format!("CREATE PROCEDURE p{id}() KILL {id}"),
+                format!("EXECUTE IMMEDIATE 'KILL {id}'"),
+                format!("EXECUTE IMMEDIATE 'KI\\LL {id}'"),
+                "EXECUTE IMMEDIATE @q".to_string(),
+                "PREPARE s FROM @q".to_string(),
+                format!("PREPARE s FROM 'KILL {id}'"),
+            ] {
+                let e = b
+                    .query_drop(&sql)
+                    .await
+                    .expect_err(&format!("{mode}: {sql} is refused"));
+                assert!(e.to_string().contains("1235"), "{mode}: {sql}: {e}");
+            }
+            // As a prepared statement too.
+            let e = b.prep("KILL ?").await.expect_err("KILL ? is refused");
+            assert!(e.to_string().contains("1235"), "{mode}: KILL ?: {e}");
+            let (slept, mut a) = tokio::time::timeout(Duration::from_secs(15), sleeper)
+                .await
+                .expect("A's statement ends")
+                .expect("join");
+            assert_eq!(slept, Ok(Some(0)), "{mode}: A's statement ran to its end");
+            a.query_drop("COMMIT")
+                .await
+                .expect("A's transaction commits");
+            let n: Option<i64> = root
+                .query_first(format!("SELECT COUNT(*) FROM `{db}`.t"))
+                .await
+                .expect("count");
+            assert_eq!(n, Some(1), "{mode}: A's row is there");
+            // B's session is whole: a plain query still runs, and so does
+            // dynamic SQL from one plain string.
+            let one: Option<i64> = b.query_first("SELECT 1").await.expect("b goes on");
+            assert_eq!(one, Some(1));
+            let one: Option<i64> = b
+                .query_first("EXECUTE IMMEDIATE 'SELECT ?' USING 1")
+                .await
+                .expect("a plain string runs");
+            assert_eq!(one, Some(1));
+            // ... and from a variable whose value (read first) kills nothing.
+            b.query_drop("SET @q = 'SELECT 7'").await.expect("set");
+            let seven: Option<i64> = b
+                .query_first("EXECUTE IMMEDIATE @q")
+                .await
+                .expect("a variable's harmless text runs");
+            assert_eq!(seven, Some(7));
+            b.query_drop("PREPARE s FROM @q").await.expect("prepare");
+            let seven: Option<i64> = b.query_first("EXECUTE s").await.expect("execute");
+            assert_eq!(seven, Some(7));
+            let e = b
+                .query_drop("EXECUTE IMMEDIATE CONCAT('SELECT ', 7)")
+                .await
+                .expect_err("an expression's text is not read");
+            assert!(e.to_string().contains("1235"), "{mode}: {e}");
+        });
+    }
+    // Where the config lets dynamic SQL the relay cannot read run, it
+    // runs; a KILL it can see is refused still.
+    let relay = start_relay(srv, &["--shared-dynamic-sql", "run"]);
+    rt.block_on(async {
+        let mut b = connect(&relay, None).await;
+        let seven: Option<i64> = b
+            .query_first("EXECUTE IMMEDIATE CONCAT('SELECT ', 7)")
+            .await
+            .expect("runs where the config says run");
+        assert_eq!(seven, Some(7));
+        let e = b
+            .query_drop("KILL @k")
+            .await
+            .expect_err("KILL @k still is not");
+        assert!(e.to_string().contains("1235"), "{e}");
+    });
+}
+
 /// Named locks nest: taken twice and released once, the lock is still
 /// held, so the client keeps its connection; the second release frees it.
 /// A temporary table dropped while another remains keeps the pin too.

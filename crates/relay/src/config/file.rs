@@ -202,6 +202,9 @@ struct BackendSection {
     /// server as that client, so the server applies its own privileges)
     /// or "shared" (every client runs as `user`).
     accounts: Option<String>,
+    /// With `accounts = "shared"`: "refuse" (default) or "run" dynamic SQL
+    /// whose text the relay cannot read.
+    shared_dynamic_sql: Option<String>,
     tls_ca: Option<PathBuf>,
     /// One weight per server (default 1 each).
     weights: Option<Vec<u32>>,
@@ -325,6 +328,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, ConfigError> {
             password_env: None,
             tls: q.backend_tls,
             tls_ca: q.backend_tls_ca,
+            shared_dynamic_sql: None,
             accounts: Some(
                 if q.shared_account {
                     "shared"
@@ -468,6 +472,21 @@ fn build(f: File) -> Result<RelayConfig, String> {
             ))
         }
     };
+    let shared_dynamic_sql = match f.backend.shared_dynamic_sql.as_deref() {
+        None | Some("refuse") => false,
+        Some("run") if !per_user_accounts => true,
+        Some("run") => {
+            return Err(
+                "backend.shared_dynamic_sql: only with accounts = \"shared\" (per-user, the server decides as each client's own account)"
+                    .into(),
+            )
+        }
+        Some(other) => {
+            return Err(format!(
+                "backend.shared_dynamic_sql: {other:?}: use \"refuse\" or \"run\""
+            ))
+        }
+    };
     let metrics_token = metrics_token(&f.relay)?;
     let threads = match f.relay.threads {
         Some(0) | Some(257..) => {
@@ -489,6 +508,7 @@ fn build(f: File) -> Result<RelayConfig, String> {
         backend_password: password,
         backend_tls,
         per_user_accounts,
+        shared_dynamic_sql,
         mode: f.relay.mode,
         tls,
         sha2_full_auth: f.relay.sha2_full_auth,

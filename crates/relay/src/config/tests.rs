@@ -101,6 +101,40 @@ fn accounts_are_per_user_unless_shared_is_chosen() {
 }
 
 #[test]
+fn dynamic_sql_a_shared_account_cannot_read_is_refused_unless_the_file_says_run() {
+    let base = "[relay]\nlisten = [\"a:1\"]\n[backend]\nservers=[\"x\"]\nuser=\"u\"\n";
+    for (lines, run) in [
+        ("accounts = \"shared\"\n", Ok(false)),
+        (
+            "accounts = \"shared\"\nshared_dynamic_sql = \"refuse\"\n",
+            Ok(false),
+        ),
+        (
+            "accounts = \"shared\"\nshared_dynamic_sql = \"run\"\n",
+            Ok(true),
+        ),
+        (
+            "shared_dynamic_sql = \"run\"\n",
+            Err("only with accounts = \"shared\""),
+        ),
+        (
+            "accounts = \"shared\"\nshared_dynamic_sql = \"yes\"\n",
+            Err("use \"refuse\" or \"run\""),
+        ),
+    ] {
+        let f = write(&format!("{base}{lines}"));
+        match (load(f.path()), run) {
+            (Ok(c), Ok(want)) => assert_eq!(c.shared_dynamic_sql, want, "{lines:?}"),
+            (Err(e), Err(want)) => assert!(e.to_string().contains(want), "{lines:?}: {e}"),
+            (got, want) => panic!(
+                "{lines:?}: {:?} (expected {want:?})",
+                got.map(|c| c.shared_dynamic_sql)
+            ),
+        }
+    }
+}
+
+#[test]
 fn a_users_file_names_its_bad_line() {
     // (text, accounts read, error)
     let rows: [(&str, Vec<&str>, Option<&str>); 5] = [

@@ -416,12 +416,14 @@ fn read_statement(
     mode: Mode,
     want_digest: bool,
     dialect: Option<sqlfleet_dump::lex::Dialect>,
+    shared: bool,
 ) -> (Option<sql::Query<'_>>, Effects) {
     let in_any_mode = [
         "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
     ]
     .iter()
-    .any(|w| sql::starts_with_word(text, w));
+    .any(|w| sql::starts_with_word(text, w))
+        || (shared && sql::may_hide_kill(text));
     // Lexed as the session writes (see `dialect`); a text that reads
     // otherwise in some dialect, from a session whose dialect is unknown,
     // pins the client to its connection on the primary.
@@ -446,6 +448,8 @@ fn read_statement(
             let fx = q.effects();
             Effects {
                 kill: fx.kill,
+                kill_unread: fx.kill_unread,
+                dynamic_var: fx.dynamic_var,
                 sets_global: fx.sets_global,
                 drops_users: fx.drops_users,
                 changes_accounts: fx.changes_accounts,
@@ -865,6 +869,12 @@ impl Session {
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
+        if let Some(refused) = self.unread_kill_refused(fx.kill_unread) {
+            return Err(refused);
+        }
+        if let Some(var) = &fx.dynamic_var {
+            self.dynamic_var_checked(var).await?;
+        }
         if let Some((query_only, target)) = fx.kill.clone() {
             return self.kill(query_only, target, cmd).await;
         }

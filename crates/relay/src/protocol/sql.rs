@@ -12,9 +12,12 @@ use std::ops::Range;
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
 mod calls;
+mod kill;
 mod writes;
 
 use calls::{calls_stored_function, EFFECT_BUILTINS};
+use kill::{kill_target, unread_kill};
+pub use kill::{may_hide_kill, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
 pub use writes::{written_tables, TableRef};
 
@@ -360,6 +363,14 @@ pub struct Effects {
     /// `KILL [QUERY|CONNECTION] <id>` or `... USER <account>`: (query
     /// only, whom).
     pub kill: Option<(bool, KillTarget)>,
+    /// Whether the text may run a KILL whose target only the server reads
+    /// (an expression or query id, a KILL among other statements or in a
+    /// compound one, in dynamic SQL, or dynamic SQL from a text that is
+    /// not one plain string): `kill` is then None (see `sql/kill.rs`).
+    pub kill_unread: Unread,
+    /// The text is one `PREPARE <name> FROM @v` or `EXECUTE IMMEDIATE @v`:
+    /// the variable (as written), whose value is the text the server runs.
+    pub dynamic_var: Option<String>,
     /// Creates, changes or drops accounts or their passwords and rights
     /// (what per-user mode looked up on the server is then looked up
     /// again).
@@ -623,6 +634,10 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     }
     fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
+    (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts);
+    if fx.kill_unread != Unread::No {
+        fx.kill = None;
+    }
     fx.limit_offset = stmts.last().is_some_and(|t| {
         t.iter().enumerate().any(|(i, (k, _))| match k {
             Tok::Word(w) if w == "OFFSET" => true,
@@ -1208,48 +1223,6 @@ pub fn starts_with_word(sql: &[u8], w: &str) -> bool {
         && rest
             .get(w.len())
             .is_none_or(|b| !(b.is_ascii_alphanumeric() || *b == b'_'))
-}
-
-/// Whom a KILL names.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KillTarget {
-    /// A thread id (a relay id, or a server thread id).
-    Id(u64),
-    /// `USER name[@host]`: every connection of that account (the host
-    /// pattern, when given, as written).
-    User(String, Option<String>),
-}
-
-/// The target of `KILL [HARD|SOFT] [CONNECTION|QUERY] <thread id>` or
-/// `... USER <account>` (after KILL): (query only, whom). `KILL QUERY ID`
-/// names a query, not a thread.
-fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, KillTarget)> {
-    let mut i = 0;
-    if matches!(word(t.first()), Some("HARD") | Some("SOFT")) {
-        i += 1;
-    }
-    let mut query = false;
-    match word(t.get(i)) {
-        Some("QUERY") => {
-            query = true;
-            i += 1;
-        }
-        Some("CONNECTION") => i += 1,
-        _ => {}
-    }
-    match t.get(i) {
-        Some((Tok::Literal, r)) if t.len() == i + 1 => {
-            let id = std::str::from_utf8(&sql[r.clone()]).ok()?.parse().ok()?;
-            Some((query, KillTarget::Id(id)))
-        }
-        Some((Tok::Word(w), _)) if w == "USER" => {
-            let from = t.get(i + 1)?.1.start;
-            let to = t.last()?.1.end;
-            let (user, host) = account_name(sql.get(from..to)?)?;
-            Some((query, KillTarget::User(user, host)))
-        }
-        _ => None,
-    }
 }
 
 /// `name`, `name@host`, `'name'@'host'` (any of the three quotes) as

@@ -117,7 +117,8 @@ pub fn start_suite_relay(
 /// (the server's password), metrics on a free port. `flags` are the
 /// quick-mode spellings of the settings a test changes: `--pool-max N`,
 /// `--pool-min N`, `--wait-timeout S`, `--idle-timeout S`, `--mode M`,
-/// `--threads N`; `--toml TEXT` appends sections as they are.
+/// `--threads N`, `--shared-dynamic-sql refuse|run`; `--toml TEXT`
+/// appends sections as they are.
 pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let port = free_port();
     let metrics_port = free_port();
@@ -125,6 +126,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let mut pool = String::new();
     let mut mode = "transaction".to_string();
     let mut relay_extra = String::new();
+    let mut backend_extra = String::new();
     let mut sections = String::new();
     let mut backend_port = srv.sandbox.meta.primary().port;
     for pair in flags.chunks(2) {
@@ -138,6 +140,9 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
             "--idle-timeout" => pool += &format!("idle_timeout = {value}\n"),
             "--mode" => mode = value.to_string(),
             "--threads" => relay_extra += &format!("threads = {value}\n"),
+            "--shared-dynamic-sql" => {
+                backend_extra += &format!("shared_dynamic_sql = \"{value}\"\n")
+            }
             // Sections of the config file as they are (appended).
             "--toml" => sections += &format!("{value}\n"),
             // The backend reached on another port (a test kit link to it).
@@ -148,7 +153,7 @@ pub fn start_relay(srv: &TestServer, flags: &[&str]) -> Relay {
     let hash = sqlfleet_relay::config::hash_lines;
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n{relay_extra}\n\
-         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"root\"\npassword = {}\naccounts = \"shared\"\n{backend_extra}\n\
          [pool]\n{pool}\n\
          [[users]]\nname = \"app\"\n{}\n[[users]]\nname = \"root\"\n{}\n{sections}",
         backend_port,

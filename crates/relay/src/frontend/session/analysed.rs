@@ -93,7 +93,13 @@ impl Session {
                 read: None,
             },
             None => {
-                let (q, fx) = read_statement(text, self.st.mode(), want_digest, dialect);
+                let (q, fx) = read_statement(
+                    text,
+                    self.st.mode(),
+                    want_digest,
+                    dialect,
+                    self.account.is_none(),
+                );
                 let digest = q.as_ref().filter(|_| want_digest).map(|q| q.digest());
                 Analysed {
                     kept: None,

@@ -36,6 +36,9 @@ impl Session {
             fx.read = false;
             fx.pins.push(crate::protocol::sql::Pin::Dialect);
         }
+        if let Some(refused) = self.unread_kill_refused(fx.kill_unread) {
+            return Err(refused);
+        }
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
             return Err(Fail::Err(

@@ -589,3 +589,112 @@ fn a_text_some_dialect_reads_otherwise_is_told_apart() {
             .read
     );
 }
+
+/// Every way a text makes the server run a KILL whose target the relay
+/// does not read (the grammar's `kill_expr`, statements around it,
+/// compound statements, routine and event bodies, dynamic SQL at any
+/// quoting), against texts that only look like one.
+#[test]
+fn kills_whose_target_only_the_server_reads() {
+    for (sql, unread) in [
+        ("KILL 7", Unread::No),
+        ("KILL HARD QUERY 7", Unread::No),
+        ("KILL USER bob", Unread::No),
+        ("SET STATEMENT max_statement_time = 1 FOR KILL 7", Unread::No),
+        ("SELECT t.kill FROM t", Unread::No),
+        ("SELECT 'kill 7', `kill`", Unread::No),
+        ("PREPARE s FROM 'SELECT 1'", Unread::No),
+        ("EXECUTE IMMEDIATE 'SELECT ?' USING 1", Unread::No),
+        ("PREPARE s FROM 'SELECT ''kill'''", Unread::No),
+        ("EXECUTE s", Unread::No),
+        ("KILL CONNECTION_ID()", Unread::No),
+        ("KILL QUERY CONNECTION_ID ( )", Unread::No),
+        (
+            "CREATE PROCEDURE p(q TEXT) BEGIN EXECUTE IMMEDIATE q; EXECUTE IMMEDIATE CONCAT(q, ''); END",
+            Unread::No,
+        ),
+        ("CREATE DEFINER = CURRENT_USER FUNCTION f() RETURNS INT BEGIN PREPARE s FROM @q; RETURN 1; END", Unread::No),
+        ("CREATE TABLE e (event INT); EXECUTE IMMEDIATE @q", Unread::Dynamic),
+        ("CREATE PROCEDURE p() BEGIN KILL 7; END", Unread::Kill),
+        ("KILL (7)", Unread::Kill),
+        ("KILL 0+7", Unread::Kill),
+        ("KILL @k", Unread::Kill),
+        ("KILL QUERY ID 7", Unread::Kill),
+        ("KILL ?", Unread::Kill),
+        ("SELECT 1; KILL 7", Unread::Kill),
+        ("KILL 7; SELECT 1", Unread::Kill),
+        ("BEGIN NOT ATOMIC KILL 7; END", Unread::Kill),
+        ("IF 1 THEN KILL 7; END IF", Unread::Kill),
+        ("l: LOOP KILL 7; LEAVE l; END LOOP", Unread::Kill),
+        ("CREATE PROCEDURE p() KILL 7", Unread::Kill),
+        ("CREATE EVENT e ON SCHEDULE AT NOW() DO KILL 7", Unread::Kill),
+        ("EXECUTE IMMEDIATE 'KILL 7'", Unread::Kill),
+        ("execute immediate \"kill 7\"", Unread::Kill),
+        ("PREPARE s FROM 'KILL 7'", Unread::Kill),
+        ("PREPARE s FROM 'KILL ?'", Unread::Kill),
+        // The server reads `\L` as `L`.
+        ("EXECUTE IMMEDIATE 'KI\\LL 7'", Unread::Kill),
+        ("EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''KILL 7'''", Unread::Kill),
+        (
+            "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE \\'KI\\\\LL 7\\''",
+            Unread::Kill,
+        ),
+        ("EXECUTE IMMEDIATE 'SELECT 1; KILL 7'", Unread::Kill),
+        (
+            "EXECUTE IMMEDIATE 'BEGIN NOT ATOMIC PREPARE s FROM @q; END'",
+            Unread::Dynamic,
+        ),
+        // One PREPARE or EXECUTE IMMEDIATE from a variable: read in the
+        // session first (`dynamic_var`, below).
+        ("EXECUTE IMMEDIATE @q", Unread::No),
+        ("PREPARE s FROM @q", Unread::No),
+        ("EXECUTE IMMEDIATE @q USING KILL", Unread::Kill),
+        ("SELECT 1; PREPARE s FROM @q", Unread::Dynamic),
+        ("PREPARE s FROM @q; EXECUTE s", Unread::Dynamic),
+        ("PREPARE s FROM @@q", Unread::Dynamic),
+        ("EXECUTE IMMEDIATE CONCAT('KI', 'LL 7')", Unread::Dynamic),
+        ("EXECUTE IMMEDIATE 'KI' 'LL 7'", Unread::Dynamic),
+        ("EXECUTE IMMEDIATE X'4B494C4C2037'", Unread::Dynamic),
+        ("EXECUTE IMMEDIATE _latin1'SELECT 1'", Unread::Dynamic),
+        (
+            "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''EXECUTE IMMEDIATE ''''EXECUTE IMMEDIATE \
+             ''''''''EXECUTE IMMEDIATE ''''''''''''''''SELECT 1'''''''''''''''''''''''''''''''",
+            Unread::Dynamic,
+        ),
+    ] {
+        let fx = analyze(sql.as_bytes());
+        assert_eq!(fx.kill_unread, unread, "{sql}");
+        if unread != Unread::No {
+            assert_eq!(fx.kill, None, "{sql}: no KILL of the relay's");
+        }
+        if unread != Unread::No && sql.trim_start().get(..4) != Some("KILL") {
+            assert!(
+                may_hide_kill(sql.as_bytes()),
+                "{sql}: lexed in session mode"
+            );
+        }
+    }
+    assert!(!may_hide_kill(b"SELECT 1 FROM t WHERE a = 'x'"));
+    for (sql, var) in [
+        ("PREPARE s FROM @q", Some("@q")),
+        ("execute immediate @`a b` USING 1, 2", Some("@`a b`")),
+        ("PREPARE s FROM 'SELECT 1'", None),
+        ("PREPARE s FROM @q; EXECUTE s", None),
+    ] {
+        assert_eq!(analyze(sql.as_bytes()).dynamic_var.as_deref(), var, "{sql}");
+    }
+    assert_eq!(
+        analyze(b"KILL QUERY CONNECTION_ID()").kill,
+        Some((true, KillTarget::Own))
+    );
+    // Four strings deep are read; five are not.
+    let nested = |depth: usize| {
+        let mut s = "SELECT 1".to_string();
+        for _ in 0..depth {
+            s = format!("EXECUTE IMMEDIATE '{}'", s.replace('\'', "''"));
+        }
+        s
+    };
+    assert_eq!(analyze(nested(4).as_bytes()).kill_unread, Unread::No);
+    assert_eq!(analyze(nested(5).as_bytes()).kill_unread, Unread::Dynamic);
+}

@@ -1,0 +1,264 @@
+//! KILL as a text names it: the target the relay maps to its own clients
+//! (`KILL [QUERY|CONNECTION] <number>`, `KILL ... USER <account>`), and
+//! every other way a text can make the server run a KILL, whose target
+//! only the server reads: an expression or `QUERY ID` after KILL, a KILL
+//! among several statements or inside a compound statement or a routine's
+//! body, and dynamic SQL (`EXECUTE IMMEDIATE`, `PREPARE ... FROM`).
+//!
+//! The server lets an account kill its own connections without any
+//! privilege. With one shared account every client's connections are that
+//! account's, so such a text from one client could end another's session:
+//! the session refuses it there. `KILL CONNECTION_ID()` is the client's
+//! own session. Dynamic SQL run now is read when its text is
+//! one plain string (read twice: with and without backslash escapes, as
+//! the session's sql_mode may take it), and a string that is not plain,
+//! or nested more than four deep, is unread: refused there unless the
+//! config lets it run (`shared_dynamic_sql`; fail closed) — but for a
+//! text that is one `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v`, whose
+//! variable's value the session reads first and checks as a text. The
+//! dynamic SQL in a routine's, trigger's or event's body runs later, as
+//! its account decides: an account that may create them may have them
+//! run anything (the relay guide says so).
+
+use std::ops::Range;
+
+use sqlfleet_dump::lex::{lex, Tok};
+
+use super::{account_name, word};
+
+/// Whom a KILL names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillTarget {
+    /// A thread id (a relay id, or a server thread id).
+    Id(u64),
+    /// `USER name[@host]`: every connection of that account (the host
+    /// pattern, when given, as written).
+    User(String, Option<String>),
+    /// `CONNECTION_ID()`: the client's own session, whatever id it holds.
+    Own,
+}
+
+/// The target of `KILL [HARD|SOFT] [CONNECTION|QUERY] <thread id>` or
+/// `... USER <account>` (after KILL): (query only, whom). `KILL QUERY ID`
+/// names a query, not a thread; an expression is the server's to read:
+/// both are None.
+pub(super) fn kill_target(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<(bool, KillTarget)> {
+    let mut i = 0;
+    if matches!(word(t.first()), Some("HARD") | Some("SOFT")) {
+        i += 1;
+    }
+    let mut query = false;
+    match word(t.get(i)) {
+        Some("QUERY") => {
+            query = true;
+            i += 1;
+        }
+        Some("CONNECTION") => i += 1,
+        _ => {}
+    }
+    match t.get(i) {
+        Some((Tok::Literal, r)) if t.len() == i + 1 => {
+            let id = std::str::from_utf8(&sql[r.clone()]).ok()?.parse().ok()?;
+            Some((query, KillTarget::Id(id)))
+        }
+        Some((Tok::Word(w), _))
+            if w == "CONNECTION_ID"
+                && t.len() == i + 3
+                && t[i + 1].0.is_punct(b'(')
+                && t[i + 2].0.is_punct(b')') =>
+        {
+            Some((query, KillTarget::Own))
+        }
+        Some((Tok::Word(w), _)) if w == "USER" => {
+            let from = t.get(i + 1)?.1.start;
+            let to = t.last()?.1.end;
+            let (user, host) = account_name(sql.get(from..to)?)?;
+            Some((query, KillTarget::User(user, host)))
+        }
+        _ => None,
+    }
+}
+
+/// How deep dynamic SQL inside dynamic SQL is read before it counts as
+/// unread.
+const MAX_DEPTH: u8 = 4;
+
+/// What the relay can tell of the KILLs a text may run, least sure last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Unread {
+    /// None, or one the relay maps (a lone `KILL <number>`, `KILL ...
+    /// USER`, `KILL CONNECTION_ID()`).
+    #[default]
+    No,
+    /// Dynamic SQL run now from a text that is not one plain string (a
+    /// variable, an expression): what it runs is not there to read.
+    Dynamic,
+    /// A KILL whose target only the server reads.
+    Kill,
+}
+
+/// What the relay can tell of the KILLs the statements (`;`-separated,
+/// each after any `SET STATEMENT ... FOR`) may run (see the module doc),
+/// and, for a text that is one `PREPARE <name> FROM @v` or `EXECUTE
+/// IMMEDIATE @v [USING ...]`, the variable as written: its value, read
+/// in the session just before, is the text that runs (a session's user
+/// variables are its own, so nothing changes it in between).
+pub(super) fn unread_kill(
+    sql: &[u8],
+    stmts: &[&[(Tok, Range<usize>)]],
+) -> (Unread, Option<String>) {
+    if let [t] = stmts {
+        if let Some([(Tok::UserVar, r), rest @ ..]) = dynamic_source(t, 0) {
+            if rest.is_empty() || rest[0].0.is_word("USING") {
+                let rest_of_text = &t[1..];
+                let others = unread_at(sql, &[rest_of_text], 0);
+                let var = String::from_utf8_lossy(&sql[r.clone()]).into_owned();
+                if others == Unread::No {
+                    return (Unread::No, Some(var));
+                }
+            }
+        }
+    }
+    (unread_at(sql, stmts, 0), None)
+}
+
+fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8) -> Unread {
+    let kills = |t: &&[(Tok, Range<usize>)]| word(t.first()) == Some("KILL");
+    if stmts.len() > 1 && stmts.iter().any(kills) {
+        return Unread::Kill;
+    }
+    // A routine's, trigger's or event's body runs later, as the account:
+    // a KILL in it is seen, its dynamic SQL's text is not there to read.
+    let defines = stmts.first().is_some_and(|t| defines_body(t));
+    let mut most = Unread::No;
+    for t in stmts {
+        if kills(t) && kill_target(sql, &t[1..]).is_none() {
+            return Unread::Kill;
+        }
+        for (i, (k, _)) in t.iter().enumerate() {
+            // (After a dot it is a column's name: `t.kill`.)
+            if i > 0 && k.is_word("KILL") && !t[i - 1].0.is_punct(b'.') {
+                return Unread::Kill;
+            }
+            if let Some(src) = dynamic_source(t, i).filter(|_| !defines) {
+                most = most.max(dynamic(sql, src, depth));
+            }
+        }
+    }
+    most
+}
+
+/// `CREATE [OR REPLACE] [DEFINER = ...] [AGGREGATE] PROCEDURE | FUNCTION |
+/// TRIGGER | EVENT | PACKAGE ...` or `ALTER EVENT`: its body (`;` and
+/// all, when sent with DELIMITER) is stored, not run. The kind is the
+/// first of those words before any parenthesis.
+fn defines_body(t: &[(Tok, Range<usize>)]) -> bool {
+    let kinds = ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"];
+    match word(t.first()) {
+        Some("CREATE") => t
+            .iter()
+            .take_while(|(k, _)| !k.is_punct(b'('))
+            .any(|(k, _)| matches!(k, Tok::Word(w) if kinds.contains(&w.as_str()))),
+        Some("ALTER") => word(t.get(1)) == Some("EVENT"),
+        _ => false,
+    }
+}
+
+/// The tokens that give dynamic SQL its text, when `t[i]` starts
+/// `EXECUTE IMMEDIATE <text>` or `PREPARE <name> FROM <text>`.
+fn dynamic_source(t: &[(Tok, Range<usize>)], i: usize) -> Option<&[(Tok, Range<usize>)]> {
+    let at = |k: usize| word(t.get(k));
+    match at(i)? {
+        "EXECUTE" if at(i + 1) == Some("IMMEDIATE") => t.get(i + 2..),
+        "PREPARE" if at(i + 2) == Some("FROM") => t.get(i + 3..),
+        _ => None,
+    }
+}
+
+/// What dynamic SQL from `src` may kill: Dynamic when its text is not
+/// one plain string (followed by nothing but `USING ...`) or is nested too
+/// deep; else what the string, read with or without backslash escapes,
+/// holds (any KILL in it is the server's to run).
+fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8) -> Unread {
+    let plain = match src {
+        [(Tok::Literal, r), rest @ ..] if rest.is_empty() || rest[0].0.is_word("USING") => {
+            sql.get(r.clone()).filter(|raw| {
+                raw.len() >= 2 && matches!(raw[0], b'\'' | b'"') && raw.last() == Some(&raw[0])
+            })
+        }
+        _ => None,
+    };
+    let Some(raw) = plain.filter(|_| depth < MAX_DEPTH) else {
+        return Unread::Dynamic;
+    };
+    let quote = raw[0];
+    let inner = &raw[1..raw.len() - 1];
+    [true, false]
+        .into_iter()
+        .map(|backslashes| {
+            let text = unquote(inner, quote, backslashes);
+            let lexed = lex(&text);
+            let stmts: Vec<_> = lexed
+                .toks
+                .split(|(t, _)| t.is_punct(b';'))
+                .filter(|s| !s.is_empty())
+                .collect();
+            if stmts.iter().any(|t| word(t.first()) == Some("KILL")) {
+                Unread::Kill
+            } else {
+                unread_at(&text, &stmts, depth + 1)
+            }
+        })
+        .max()
+        .unwrap_or_default()
+}
+
+/// A string literal's text: doubled quotes as one, and (with
+/// `backslashes`) the server's escapes read (`\n` a newline, `\x` x for
+/// any other x but `%` and `_`, which keep their backslash).
+fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let c = inner[i];
+        if c == quote && inner.get(i + 1) == Some(&quote) {
+            out.push(quote);
+            i += 2;
+        } else if c == b'\\' && backslashes && i + 1 < inner.len() {
+            let e = inner[i + 1];
+            match e {
+                b'n' => out.push(b'\n'),
+                b't' => out.push(b'\t'),
+                b'r' => out.push(b'\r'),
+                b'b' => out.push(8),
+                b'0' => out.push(0),
+                b'Z' => out.push(26),
+                b'%' | b'_' => out.extend_from_slice(&[b'\\', e]),
+                _ => out.push(e),
+            }
+            i += 2;
+        } else {
+            out.push(c);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Whether a text may hold a KILL or dynamic SQL (a cheap test before
+/// lexing: any of the words KILL, EXECUTE, PREPARE in any case,
+/// anywhere).
+pub fn may_hide_kill(sql: &[u8]) -> bool {
+    sql.windows(4).enumerate().any(|(i, w)| {
+        let starts = |word: &[u8]| {
+            sql.get(i..i + word.len())
+                .is_some_and(|s| s.eq_ignore_ascii_case(word))
+        };
+        match w[0] | 0x20 {
+            b'k' => w.eq_ignore_ascii_case(b"kill"),
+            b'e' => starts(b"execute"),
+            b'p' => starts(b"prepare"),
+            _ => false,
+        }
+    })
+}
