@@ -22,7 +22,8 @@ pub fn render(ctx: &Ctx) -> String {
             serde_json::json!({
                 "address": g.addr, "socket": g.socket, "role": g.role, "up": h.up, "read_only": h.read_only,
                 "galera": h.galera,
-                "replicating": h.replicating, "lag_seconds": h.lag, "gtid": h.gtid,
+                "replicating": h.replicating, "replication_unread": h.replication_unread,
+                "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "down": down,
                 "connections_open": g.open, "connections_idle": g.idle,
                 "clients_waiting": g.waiting, "clients_busy": g.busy,

@@ -185,3 +185,73 @@ fn a_relay_started_before_its_server_greets_as_the_server_once_it_answers() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+/// A relay whose backend account may not read replication status (no
+/// SLAVE MONITOR: a least-privileged application account) keeps its
+/// server up as the primary, says once what to grant, and shows it in
+/// /status; a statement that runs across several health checks runs to
+/// its end. (Before, each check marked the server down and cut the
+/// statements running on it.)
+#[test]
+fn an_account_that_cannot_read_replication_status_keeps_the_server_up_and_says_so() {
+    logs();
+    // (Not `own_server`, which another test here stops and starts.)
+    let srv = sqlfleet_testkit::server();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        root.query_drop(
+            "CREATE OR REPLACE USER 'lowpriv'@'%' IDENTIFIED BY 'low-pw'; \
+             GRANT SELECT ON *.* TO 'lowpriv'@'%'",
+        )
+        .await
+        .expect("a SELECT-only account");
+    });
+    let (port, metrics_port) = (common::relay::free_port(), common::relay::free_port());
+    let toml = format!(
+        "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\
+         [backend]\nservers = [\"127.0.0.1:{}\"]\nuser = \"lowpriv\"\npassword = \"low-pw\"\n\
+         accounts = \"shared\"\n[routing]\nhealth_interval = 0.2\n\
+         [[users]]\nname = \"app\"\n{}\n",
+        srv.sandbox.meta.primary().port,
+        sqlfleet_relay::config::hash_lines("app-pw"),
+    );
+    let r = common::relay::start_config(&toml, port, metrics_port);
+    let addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
+    let role = format!("sqlfleet_relay_backend_role{{backend=\"{addr}\",role=\"primary\"}}");
+    wait_for("the backend up as primary", || r.metric(&role) == 1.0);
+    wait_for("the line saying what to grant", || {
+        lines_with(&format!(
+            "backend {addr}: the relay's account cannot read replication status"
+        )) > 0
+    });
+    assert!(
+        r.page("/status").contains("grant it SLAVE MONITOR"),
+        "/status says why: {}",
+        r.page("/status")
+    );
+    rt.block_on(async {
+        let mut c = app(r.port, "app-pw", None)
+            .connect(Duration::from_secs(10))
+            .await
+            .expect("connect");
+        // Ten health checks pass while it sleeps.
+        let slept: Option<i64> = c
+            .query_first("SELECT SLEEP(2)")
+            .await
+            .expect("runs to its end");
+        assert_eq!(slept, Some(0));
+    });
+    assert_eq!(
+        lines_with(&format!(
+            "backend {addr}: the relay's account cannot read replication status"
+        )),
+        1,
+        "said once"
+    );
+    assert_eq!(
+        lines_with(&format!("backend {addr} is down")),
+        0,
+        "never down"
+    );
+}

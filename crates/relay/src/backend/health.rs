@@ -44,6 +44,9 @@ pub struct State {
     /// When it was last found down (None while up).
     #[serde(skip)]
     pub down_since: Option<std::time::SystemTime>,
+    /// Why its replication could not be read (the relay's account lacks
+    /// the privilege): it then counts as not replicating.
+    pub replication_unread: Option<String>,
 }
 
 pub use crate::routing::pick::Brief;
@@ -237,9 +240,23 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         .iter()
         .find(|(n, _)| n == "mode")
         .and_then(|(_, v)| v.clone());
-    let row = query_row(c, "SHOW SLAVE STATUS")
-        .await
-        .map_err(|e| e.to_string())?;
+    // An account that may not read replication status (no SLAVE MONITOR)
+    // leaves the server up with its replication unknown: counted as not
+    // replicating (so no read that needs a replica's lag goes to it) and
+    // said, never a healthy server marked down at every check.
+    let mut replication_unread = None;
+    let row = match query_row(c, "SHOW SLAVE STATUS").await {
+        Ok(row) => row,
+        Err(e @ sqlfleet_wire::packet::WireError::Server { code: 1227, .. }) => {
+            replication_unread = Some(format!(
+                "the relay's account cannot read replication status (SHOW SLAVE STATUS: {e}): \
+                 grant it SLAVE MONITOR (REPLICATION CLIENT before MariaDB 10.5); until then \
+                 the server counts as not replicating"
+            ));
+            None
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let text = |r: &Vec<(String, Option<String>)>, col: &str| get(r, col);
     let (replicating, lag) = match &row {
         Some(r) => (
@@ -261,6 +278,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         galera,
         failures: 0,
         down_since: None,
+        replication_unread,
     })
 }
 
@@ -366,6 +384,9 @@ pub async fn watch(
         };
         if from != after.role() || (!before.checked && !after.up) {
             crate::admin::log::backend_role(&b.addr(), from, after.role(), after.error.as_deref());
+        }
+        if let (None, Some(why)) = (&before.replication_unread, &after.replication_unread) {
+            tracing::warn!("relay: backend {}: {why}", b.addr());
         }
         tokio::time::sleep(wait).await;
     }
