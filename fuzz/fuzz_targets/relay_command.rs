@@ -43,6 +43,12 @@ fuzz_target!(|data: &[u8]| {
         tokio::join!(writer, reader);
     });
     let q = sqlfleet_relay::protocol::sql::Query::new(data);
+    if !sqlfleet_relay::protocol::sql::may_hide_kill(data) {
+        // Session mode lexes only texts the cheap test flags.
+        let fx = q.effects();
+        assert!(fx.kill.is_none() && fx.dynamic_var.is_none());
+        assert_eq!(fx.kill_unread, sqlfleet_relay::protocol::sql::Unread::No);
+    }
     let s = sqlfleet_relay::cache::decide::Session {
         plain: true,
         holds_conn: false,

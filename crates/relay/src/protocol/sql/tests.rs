@@ -97,6 +97,28 @@ proptest::proptest! {
         let _ = analyze(&bytes);
     }
 
+    /// Texts assembled from the words KILL and dynamic SQL are made of, in
+    /// any order: every text whose analysis finds a KILL (read or not) or
+    /// dynamic SQL is one the cheap test before lexing flags too (session
+    /// mode lexes only those), and the analysis never panics.
+    #[test]
+    fn the_cheap_test_flags_every_text_with_a_kill_or_dynamic_sql(words in proptest::collection::vec(
+        proptest::sample::select(vec![
+            "KILL", "kill", "QUERY", "CONNECTION", "ID", "USER", "CONNECTION_ID", "(", ")",
+            "EXECUTE", "IMMEDIATE", "PREPARE", "s", "FROM", "USING", "@q", "7", "0+7", "'KILL 7'",
+            "'KI\\LL 7'", "'EXECUTE IMMEDIATE ''KILL 7'''", "\"kill 7\"", "BEGIN", "NOT",
+            "ATOMIC", "END", "IF", "THEN", "CREATE", "PROCEDURE", "p()", ";", "SELECT", "t.kill",
+            "/*!KILL 7*/", "SET", "STATEMENT", "x=1", "FOR", "_latin1'SELECT 1'", "CONCAT('KI','LL')",
+        ]),
+        0..16,
+    )) {
+        let sql = words.join(" ");
+        let fx = analyze(sql.as_bytes());
+        if fx.kill_unread != Unread::No || fx.kill.is_some() || fx.dynamic_var.is_some() {
+            proptest::prop_assert!(may_hide_kill(sql.as_bytes()), "{}", sql);
+        }
+    }
+
     /// Writes assembled from the words the table reader acts on, in any
     /// order: never a panic, and every name it gives is a word of the text.
     #[test]
