@@ -21,6 +21,7 @@ mod ps;
 mod replay;
 mod route;
 pub(crate) mod schema;
+mod shared;
 mod state;
 mod user;
 
@@ -450,6 +451,7 @@ fn read_statement(
                 kill: fx.kill,
                 kill_unread: fx.kill_unread,
                 dynamic_var: fx.dynamic_var,
+                account_targets: fx.account_targets,
                 sets_global: fx.sets_global,
                 drops_users: fx.drops_users,
                 changes_accounts: fx.changes_accounts,
@@ -869,7 +871,10 @@ impl Session {
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
-        if let Some(refused) = self.unread_kill_refused(fx.kill_unread) {
+        if let Some(refused) = self
+            .unread_kill_refused(fx.kill_unread)
+            .or_else(|| self.own_account_change_refused(&fx))
+        {
             return Err(refused);
         }
         if let Some(var) = &fx.dynamic_var {

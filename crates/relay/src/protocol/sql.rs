@@ -11,10 +11,13 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
+mod account_targets;
 mod calls;
 mod kill;
 mod writes;
 
+use account_targets::account_targets;
+pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
 pub use kill::{may_hide_kill, KillTarget, Unread};
@@ -382,6 +385,9 @@ pub struct Effects {
     /// `DROP USER a, b@h`: the account names (their server connections
     /// idle in a per-user pool are closed).
     pub drops_users: Vec<String>,
+    /// Whom the text's account statements act on (see
+    /// `sql/account_targets.rs`); None when it has none.
+    pub account_targets: Option<AccountTargets>,
     /// `DROP DATABASE <name>` / `DROP SCHEMA <name>`.
     pub drops_db: Option<String>,
     /// Temporary tables made and dropped, in order (names as written,
@@ -783,6 +789,11 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     let w2 = word(t.get(2)).unwrap_or("");
     let w3 = word(t.get(3)).unwrap_or("");
     accounts(fx, [w0, w1, w2, w3]);
+    if let Some(a) = account_targets(sql, t, [w0, w1, w2]) {
+        let all = fx.account_targets.get_or_insert_with(Default::default);
+        all.own |= a.own;
+        all.names.extend(a.names);
+    }
     if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
         fx.writes.extend(written_tables(sql, t));
     }

@@ -17,7 +17,7 @@
 //!
 //! A text that may run a KILL the relay cannot read (`protocol/sql/kill.rs`)
 //! goes to the server in per-user mode (the client's own account) and is
-//! refused with one shared account.
+//! refused with one shared account (`shared.rs`).
 //!
 //! `KILL ... USER name[@host]` ends (or stops the statements of) the relay
 //! clients logged in as that account; in per-user mode the server first
@@ -32,7 +32,7 @@ use crate::backend::command;
 use crate::backend::dial::Shape;
 use crate::frontend::clients::FIRST_ID;
 use crate::protocol::reply::Expect;
-use crate::protocol::sql::{KillTarget, Unread};
+use crate::protocol::sql::KillTarget;
 
 /// Waits (up to 5 s) until killed sessions have ended and their sockets
 /// are closed, as the server's KILL returns after closing the victim's.
@@ -40,73 +40,6 @@ async fn wait_ended(targets: &[(u32, std::sync::Arc<crate::frontend::clients::Ha
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
     for (_, t) in targets {
         let _ = tokio::time::timeout_at(deadline, t.ended()).await;
-    }
-}
-
-impl Session {
-    /// The error for a text that may run a KILL the relay cannot read
-    /// (`protocol/sql/kill.rs`), from a client of one shared account: the
-    /// server would kill as the account every client shares, so one client
-    /// could end another's session. Dynamic SQL from a text the relay
-    /// cannot read runs when the config says `shared_dynamic_sql = "run"`.
-    /// Per-user, the server decides as the client's own account.
-    pub(super) fn unread_kill_refused(&self, u: Unread) -> Option<Fail> {
-        let why = match u {
-            _ if self.account.is_some() => return None,
-            Unread::No => return None,
-            Unread::Dynamic if self.ctx.cfg.shared_dynamic_sql => return None,
-            Unread::Dynamic => {
-                "this dynamic SQL's text is not one plain string, so the relay cannot see whether \
-                 it runs a KILL, which the server would run as the account every client shares \
-                 (set [backend] shared_dynamic_sql = \"run\" to let it run anyway)"
-            }
-            Unread::Kill => {
-                "this text may run a KILL whose target only the server reads (an expression or \
-                 QUERY ID, KILL among other statements or in a compound one, or in dynamic SQL), \
-                 and the server would kill as the account every client shares; send KILL \
-                 [QUERY|CONNECTION] <number> or KILL ... USER <name> alone"
-            }
-        };
-        Some(Fail::Err(
-            1235,
-            "42000",
-            format!("sqlfleet relay: with one shared account, {why}"),
-        ))
-    }
-
-    /// Before `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v` from a client
-    /// of one shared account: reads `@v` in the client's session and
-    /// checks its value as the text it is. A session whose FOUND_ROWS()
-    /// only the server knows is refused instead (reading the variable
-    /// would change it).
-    pub(super) async fn dynamic_var_checked(&mut self, var: &str) -> Result<(), Fail> {
-        if self.account.is_some() || self.ctx.cfg.shared_dynamic_sql {
-            return Ok(());
-        }
-        if self
-            .st
-            .pins()
-            .contains(&crate::protocol::sql::Pin::FoundRows)
-        {
-            return Err(self
-                .unread_kill_refused(Unread::Dynamic)
-                .unwrap_or(Fail::Close));
-        }
-        let c = self.ensure_conn().await?;
-        let value = command::query_value(c, &format!("SELECT {var}"))
-            .await
-            .map_err(|e| Fail::Lost(e.to_string()))?;
-        self.release_if_free();
-        let fx = crate::protocol::sql::analyze(value.unwrap_or_default().as_bytes());
-        let read = match fx.kill_unread {
-            Unread::No if fx.kill.is_some() => Unread::Kill,
-            Unread::No if fx.dynamic_var.is_some() => Unread::Dynamic,
-            u => u,
-        };
-        match self.unread_kill_refused(read) {
-            Some(refused) => Err(refused),
-            None => Ok(()),
-        }
     }
 }
 

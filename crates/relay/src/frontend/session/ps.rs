@@ -36,7 +36,10 @@ impl Session {
             fx.read = false;
             fx.pins.push(crate::protocol::sql::Pin::Dialect);
         }
-        if let Some(refused) = self.unread_kill_refused(fx.kill_unread) {
+        if let Some(refused) = self
+            .unread_kill_refused(fx.kill_unread)
+            .or_else(|| self.own_account_change_refused(&fx))
+        {
             return Err(refused);
         }
         if fx.kill.is_some() {

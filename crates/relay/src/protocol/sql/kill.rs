@@ -216,7 +216,7 @@ fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8) -> Unread {
 /// A string literal's text: doubled quotes as one, and (with
 /// `backslashes`) the server's escapes read (`\n` a newline, `\x` x for
 /// any other x but `%` and `_`, which keep their backslash).
-fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
+pub(super) fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(inner.len());
     let mut i = 0;
     while i < inner.len() {

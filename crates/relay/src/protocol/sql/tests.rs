@@ -720,3 +720,60 @@ fn kills_whose_target_only_the_server_reads() {
     assert_eq!(analyze(nested(4).as_bytes()).kill_unread, Unread::No);
     assert_eq!(analyze(nested(5).as_bytes()).kill_unread, Unread::Dynamic);
 }
+
+/// Whom account statements act on: the session's own account (which
+/// needs no privilege for SET PASSWORD and SET DEFAULT ROLE) and the
+/// names written after USER, TO, FROM or FOR, however quoted.
+#[test]
+fn account_statements_name_whom_they_act_on() {
+    let own = |sql: &str| analyze(sql.as_bytes()).account_targets.map(|a| a.own);
+    let names = |sql: &str| {
+        analyze(sql.as_bytes())
+            .account_targets
+            .map(|a| a.names)
+            .unwrap_or_default()
+    };
+    for (sql, is_own) in [
+        ("SET PASSWORD = PASSWORD('x')", Some(true)),
+        ("set password = 'hash'", Some(true)),
+        (
+            "SET PASSWORD FOR CURRENT_USER() = PASSWORD('x')",
+            Some(true),
+        ),
+        ("SET PASSWORD FOR bob@'%' = PASSWORD('x')", Some(false)),
+        ("SET DEFAULT ROLE NONE", Some(true)),
+        ("SET DEFAULT ROLE r1 FOR bob", Some(false)),
+        ("ALTER USER CURRENT_USER() ACCOUNT LOCK", Some(true)),
+        ("ALTER USER USER() IDENTIFIED BY 'x'", Some(true)),
+        ("GRANT SELECT ON *.* TO CURRENT_USER", Some(true)),
+        ("GRANT SELECT ON app.* TO bob", Some(false)),
+        ("REVOKE ALL PRIVILEGES, GRANT OPTION FROM bob", Some(false)),
+        ("DROP USER bob", Some(false)),
+        ("SET NAMES utf8mb4", None),
+        ("SELECT user FROM mysql.user", None),
+        ("GRANT r1", None),
+    ] {
+        assert_eq!(own(sql), is_own, "{sql}");
+    }
+    for (sql, name) in [
+        ("SET PASSWORD FOR app@'%' = PASSWORD('x')", "app"),
+        ("SET DEFAULT ROLE NONE FOR `app`@localhost", "app"),
+        ("ALTER USER 'app'@'%' ACCOUNT LOCK", "app"),
+        ("ALTER USER 'a\\pp' ACCOUNT LOCK", "app"),
+        ("ALTER USER \"app\" WITH MAX_USER_CONNECTIONS 1", "app"),
+        ("CREATE OR REPLACE USER app IDENTIFIED BY 'x'", "app"),
+        ("RENAME USER bob TO app", "app"),
+        ("RENAME USER app TO bob", "app"),
+        ("DROP USER IF EXISTS bob, app", "app"),
+        ("GRANT SELECT ON *.* TO bob, app@'%'", "app"),
+        ("REVOKE r1 FROM 'app'", "app"),
+    ] {
+        assert!(
+            names(sql).iter().any(|n| n == name),
+            "{sql}: {:?}",
+            names(sql)
+        );
+    }
+    // The database in ON is not a grantee.
+    assert!(!names("GRANT SELECT ON app.* TO bob").contains(&"app".to_string()));
+}

@@ -1,0 +1,103 @@
+//! What a client of one shared account may not do, because the server
+//! would let it act on the account every client shares: run a KILL the
+//! relay cannot map to a client (`protocol/sql/kill.rs`; the server lets
+//! an account kill its own connections without any privilege), or change
+//! that account itself — its password, default role, privileges, limits
+//! or name (`protocol/sql/account_targets.rs`; `SET PASSWORD` and `SET
+//! DEFAULT ROLE` for oneself need no privilege either). Per-user, each
+//! client's account is its own and the server decides.
+
+use super::{Fail, Session};
+use crate::backend::command;
+use crate::protocol::sql::{Effects, Unread};
+
+impl Session {
+    /// The error for a text that may run a KILL the relay cannot read
+    /// (`protocol/sql/kill.rs`), from a client of one shared account: the
+    /// server would kill as the account every client shares, so one client
+    /// could end another's session. Dynamic SQL from a text the relay
+    /// cannot read runs when the config says `shared_dynamic_sql = "run"`.
+    /// Per-user, the server decides as the client's own account.
+    pub(super) fn unread_kill_refused(&self, u: Unread) -> Option<Fail> {
+        let why = match u {
+            _ if self.account.is_some() => return None,
+            Unread::No => return None,
+            Unread::Dynamic if self.ctx.cfg.shared_dynamic_sql => return None,
+            Unread::Dynamic => {
+                "this dynamic SQL's text is not one plain string, so the relay cannot see whether \
+                 it runs a KILL, which the server would run as the account every client shares \
+                 (set [backend] shared_dynamic_sql = \"run\" to let it run anyway)"
+            }
+            Unread::Kill => {
+                "this text may run a KILL whose target only the server reads (an expression or \
+                 QUERY ID, KILL among other statements or in a compound one, or in dynamic SQL), \
+                 and the server would kill as the account every client shares; send KILL \
+                 [QUERY|CONNECTION] <number> or KILL ... USER <name> alone"
+            }
+        };
+        Some(Fail::Err(
+            1235,
+            "42000",
+            format!("sqlfleet relay: with one shared account, {why}"),
+        ))
+    }
+
+    /// Before `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v` from a client
+    /// of one shared account: reads `@v` in the client's session and
+    /// checks its value as the text it is. A session whose FOUND_ROWS()
+    /// only the server knows is refused instead (reading the variable
+    /// would change it).
+    pub(super) async fn dynamic_var_checked(&mut self, var: &str) -> Result<(), Fail> {
+        if self.account.is_some() || self.ctx.cfg.shared_dynamic_sql {
+            return Ok(());
+        }
+        if self
+            .st
+            .pins()
+            .contains(&crate::protocol::sql::Pin::FoundRows)
+        {
+            return Err(self
+                .unread_kill_refused(Unread::Dynamic)
+                .unwrap_or(Fail::Close));
+        }
+        let c = self.ensure_conn().await?;
+        let value = command::query_value(c, &format!("SELECT {var}"))
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        self.release_if_free();
+        let fx = crate::protocol::sql::analyze(value.unwrap_or_default().as_bytes());
+        let read = match fx.kill_unread {
+            Unread::No if fx.kill.is_some() => Unread::Kill,
+            Unread::No if fx.dynamic_var.is_some() => Unread::Dynamic,
+            u => u,
+        };
+        match self.unread_kill_refused(read) {
+            Some(refused) => Err(refused),
+            None => Ok(()),
+        }
+    }
+
+    /// The error for a statement that changes the shared account itself
+    /// (or may: any name it acts on that is the account's user name, or
+    /// CURRENT_USER): every client would then log in with the new
+    /// password, run with the new role or lose the account.
+    pub(super) fn own_account_change_refused(&self, fx: &Effects) -> Option<Fail> {
+        let t = fx.account_targets.as_ref()?;
+        if self.account.is_some() {
+            return None;
+        }
+        let user = &self.ctx.cfg.backend_user;
+        if !(t.own || t.names.iter().any(|n| n == user)) {
+            return None;
+        }
+        Some(Fail::Err(
+            1227,
+            "42000",
+            format!(
+                "sqlfleet relay: with one shared account, a statement that changes that account \
+                 ('{user}': its password, default role, privileges, limits or name) is refused: it \
+                 would change every client's account; change it directly on the server"
+            ),
+        ))
+    }
+}
