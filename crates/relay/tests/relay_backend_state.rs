@@ -255,3 +255,48 @@ fn an_account_that_cannot_read_replication_status_keeps_the_server_up_and_says_s
         "never down"
     );
 }
+
+/// What a client is told when the relay cannot get a server connection:
+/// a server that answers but refuses the relay's login (a wrong password,
+/// a limit) "refused the relay's connection", with the server's code; a
+/// port nothing answers on "cannot be reached". Neither carries the
+/// server's words (they may name the relay's account).
+#[test]
+fn a_refused_backend_login_is_told_apart_from_an_unreachable_server() {
+    let srv = sqlfleet_testkit::server();
+    let dead = common::relay::free_port();
+    let rt = tokio::runtime::Runtime::new().expect("runtime");
+    for (backend_port, password, want) in [
+        (
+            srv.sandbox.meta.primary().port,
+            "not-the-password",
+            "refused the relay's connection: ERROR 1045 (28000)",
+        ),
+        (dead, "x", "cannot be reached"),
+    ] {
+        let (port, metrics_port) = (common::relay::free_port(), common::relay::free_port());
+        let toml = format!(
+            "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\n\
+             [backend]\nservers = [\"127.0.0.1:{backend_port}\"]\nuser = \"root\"\n\
+             password = \"{password}\"\naccounts = \"shared\"\n[pool]\nwait_timeout = 2\n\
+             [[users]]\nname = \"app\"\n{}\n",
+            sqlfleet_relay::config::hash_lines("app-pw"),
+        );
+        let _r = common::relay::start_config(&toml, port, metrics_port);
+        let e = rt.block_on(async {
+            let mut c = app(port, "app-pw", None)
+                .connect(Duration::from_secs(10))
+                .await
+                .expect("the relay checks the login itself");
+            c.query_drop("SELECT 1")
+                .await
+                .expect_err("no server connection")
+        });
+        let text = e.to_string();
+        assert!(
+            text.contains("1429") && text.contains(want),
+            "{want}: {text}"
+        );
+        assert!(!text.contains("Access denied"), "{text}");
+    }
+}

@@ -80,15 +80,22 @@ impl From<crate::backend::pool::LeaseError> for Fail {
             // they go to /status (the backend's health), not to clients.
             LeaseError::Connect(addr, why) => {
                 let why = why.to_string();
-                // Keep the server's error code, not its text.
-                let why = match why.find("ERROR ") {
-                    Some(i) => why[i..].split(':').next().unwrap_or("").to_string(),
-                    None => why,
+                // Keep the server's error code, not its text: a server
+                // that answered refused the relay's login (an account,
+                // a limit); one that did not cannot be reached.
+                let what = match why.find("ERROR ") {
+                    Some(i) => format!(
+                        "refused the relay's connection: {}",
+                        why[i..].split(':').next().unwrap_or("")
+                    ),
+                    None => format!("cannot be reached: {why}"),
                 };
                 Fail::Err(
                     e.code(),
                     "08004",
-                    format!("sqlfleet relay: backend {addr} cannot be reached: {why} (details in the relay's /status)"),
+                    format!(
+                        "sqlfleet relay: backend {addr} {what} (details in the relay's /status)"
+                    ),
                 )
             }
             LeaseError::Denied(code, text) => {
