@@ -44,9 +44,10 @@ fuzz_target!(|data: &[u8]| {
     });
     let q = sqlfleet_relay::protocol::sql::Query::new(data);
     if !sqlfleet_relay::protocol::sql::may_hide_kill(data) {
-        // Session mode lexes only texts the cheap test flags.
+        // Session mode, with one shared account, lexes only texts the
+        // cheap test flags.
         let fx = q.effects();
-        assert!(fx.kill.is_none() && fx.dynamic_var.is_none());
+        assert!(fx.kill.is_none() && fx.dynamic_var.is_none() && fx.account_targets.is_none());
         assert_eq!(fx.kill_unread, sqlfleet_relay::protocol::sql::Unread::No);
     }
     let s = sqlfleet_relay::cache::decide::Session {

@@ -640,44 +640,57 @@ fn a_kill_the_relay_cannot_read_is_refused_with_one_shared_account() {
 #[test]
 fn a_client_cannot_change_the_shared_account_itself() {
     let srv = server();
-    let relay = start_relay(srv, &[]);
     let pw = srv.sandbox.password().expect("pw");
     let pw = pw.expose().replace('\'', "''");
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    rt.block_on(async {
-        let mut c = connect(&relay, None).await;
-        for sql in [
-            format!("SET PASSWORD = PASSWORD('{pw}')"),
-            format!("SET PASSWORD FOR CURRENT_USER() = PASSWORD('{pw}')"),
-            format!("SET PASSWORD FOR root@localhost = PASSWORD('{pw}')"),
-            "SET DEFAULT ROLE NONE".to_string(),
-            "SET DEFAULT ROLE NONE FOR 'root'@'localhost'".to_string(),
-            "ALTER USER CURRENT_USER() WITH MAX_USER_CONNECTIONS 0".to_string(),
-            "GRANT USAGE ON *.* TO `root`@`localhost`".to_string(),
-        ] {
-            let shown = sql.replace(&pw, "***");
-            let e = c
-                .query_drop(&sql)
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--mode", mode]);
+        rt.block_on(async {
+            let mut c = connect(&relay, None).await;
+            c.query_drop("SET @own = 'SET DEFAULT ROLE NONE'")
                 .await
-                .expect_err(&format!("{shown} is refused"));
-            let e = e.to_string();
-            assert!(
-                e.contains("1227") && e.contains("sqlfleet relay"),
-                "{shown}: {e}"
-            );
-        }
-        c.query_drop(
-            "CREATE USER IF NOT EXISTS 'shared_other'@'%'; \
+                .expect("a variable");
+            for sql in [
+                format!("SET PASSWORD = PASSWORD('{pw}')"),
+                format!("SET PASSWORD FOR CURRENT_USER() = PASSWORD('{pw}')"),
+                format!("SET PASSWORD FOR root@localhost = PASSWORD('{pw}')"),
+                "SET DEFAULT ROLE NONE".to_string(),
+                "SET DEFAULT ROLE NONE FOR 'root'@'localhost'".to_string(),
+                "ALTER USER CURRENT_USER() WITH MAX_USER_CONNECTIONS 0".to_string(),
+                "GRANT USAGE ON *.* TO `root`@`localhost`".to_string(),
+                // Where the statement reader alone would not look.
+                format!("BEGIN NOT ATOMIC SET PASSWORD = PASSWORD('{pw}'); END"),
+                "IF 1 THEN SET DEFAULT ROLE NONE; END IF".to_string(),
+                format!(
+                    "EXECUTE IMMEDIATE 'SET PASSWORD = PASSWORD(''{}'')'",
+                    pw.replace('\'', "''")
+                ),
+                "EXECUTE IMMEDIATE @own".to_string(),
+            ] {
+                let shown = sql.replace(&pw, "***");
+                let e = c
+                    .query_drop(&sql)
+                    .await
+                    .expect_err(&format!("{shown} is refused"));
+                let e = e.to_string();
+                assert!(
+                    e.contains("1227") && e.contains("sqlfleet relay"),
+                    "{mode}: {shown}: {e}"
+                );
+            }
+            c.query_drop(
+                "CREATE USER IF NOT EXISTS 'shared_other'@'%'; \
              SET PASSWORD FOR 'shared_other'@'%' = PASSWORD('other-pw'); \
              DROP USER 'shared_other'@'%'",
-        )
-        .await
-        .expect("another account's password is the shared account's to change");
-        // Every client still logs in.
-        let mut d = connect(&relay, None).await;
-        let one: Option<i64> = d.query_first("SELECT 1").await.expect("select");
-        assert_eq!(one, Some(1));
-    });
+            )
+            .await
+            .expect("another account's password is the shared account's to change");
+            // Every client still logs in.
+            let mut d = connect(&relay, None).await;
+            let one: Option<i64> = d.query_first("SELECT 1").await.expect("select");
+            assert_eq!(one, Some(1));
+        });
+    }
 }
 
 /// Named locks nest: taken twice and released once, the lock is still

@@ -640,7 +640,7 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     }
     fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
-    (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts);
+    (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut fx.account_targets);
     if fx.kill_unread != Unread::No {
         fx.kill = None;
     }

@@ -44,7 +44,8 @@ impl Session {
 
     /// Before `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v` from a client
     /// of one shared account: reads `@v` in the client's session and
-    /// checks its value as the text it is. A session whose FOUND_ROWS()
+    /// checks its value as the text it is (its KILLs and account
+    /// statements). A session whose FOUND_ROWS()
     /// only the server knows is refused instead (reading the variable
     /// would change it).
     pub(super) async fn dynamic_var_checked(&mut self, var: &str) -> Result<(), Fail> {
@@ -66,6 +67,9 @@ impl Session {
             .map_err(|e| Fail::Lost(e.to_string()))?;
         self.release_if_free();
         let fx = crate::protocol::sql::analyze(value.unwrap_or_default().as_bytes());
+        if let Some(refused) = self.own_account_change_refused(&fx) {
+            return Err(refused);
+        }
         let read = match fx.kill_unread {
             Unread::No if fx.kill.is_some() => Unread::Kill,
             Unread::No if fx.dynamic_var.is_some() => Unread::Dynamic,

@@ -24,6 +24,7 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Tok};
 
+use super::account_targets::{account_targets, AccountTargets};
 use super::{account_name, word};
 
 /// Whom a KILL names.
@@ -103,15 +104,20 @@ pub enum Unread {
 /// IMMEDIATE @v [USING ...]`, the variable as written: its value, read
 /// in the session just before, is the text that runs (a session's user
 /// variables are its own, so nothing changes it in between).
+///
+/// Account statements the text runs where the statement reader does not
+/// look — inside a compound statement run now, or in dynamic SQL's
+/// string at any depth — are added to `accounts` (`account_targets.rs`).
 pub(super) fn unread_kill(
     sql: &[u8],
     stmts: &[&[(Tok, Range<usize>)]],
+    accounts: &mut Option<AccountTargets>,
 ) -> (Unread, Option<String>) {
     if let [t] = stmts {
         if let Some([(Tok::UserVar, r), rest @ ..]) = dynamic_source(t, 0) {
             if rest.is_empty() || rest[0].0.is_word("USING") {
                 let rest_of_text = &t[1..];
-                let others = unread_at(sql, &[rest_of_text], 0);
+                let others = unread_at(sql, &[rest_of_text], 0, accounts);
                 let var = String::from_utf8_lossy(&sql[r.clone()]).into_owned();
                 if others == Unread::No {
                     return (Unread::No, Some(var));
@@ -119,10 +125,44 @@ pub(super) fn unread_kill(
             }
         }
     }
-    (unread_at(sql, stmts, 0), None)
+    (unread_at(sql, stmts, 0, accounts), None)
 }
 
-fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8) -> Unread {
+/// Adds what an account statement starting at `t[i]` names.
+fn account_statement_at(
+    sql: &[u8],
+    t: &[(Tok, Range<usize>)],
+    i: usize,
+    accounts: &mut Option<AccountTargets>,
+) {
+    let w = |k: usize| word(t.get(i + k)).unwrap_or("");
+    if let Some(a) = account_targets(sql, &t[i..], [w(0), w(1), w(2)]) {
+        let all = accounts.get_or_insert_with(Default::default);
+        all.own |= a.own;
+        all.names.extend(a.names);
+    }
+}
+
+/// Whether a statement of a compound statement starts at `t[i]` (after
+/// BEGIN [NOT ATOMIC], THEN, ELSE, DO, LOOP, REPEAT or a label).
+fn inner_start(t: &[(Tok, Range<usize>)], i: usize) -> bool {
+    i > 0
+        && match &t[i - 1].0 {
+            Tok::Word(w) => matches!(
+                w.as_str(),
+                "BEGIN" | "ATOMIC" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT"
+            ),
+            Tok::Punct(b':') => true,
+            _ => false,
+        }
+}
+
+fn unread_at(
+    sql: &[u8],
+    stmts: &[&[(Tok, Range<usize>)]],
+    depth: u8,
+    accounts: &mut Option<AccountTargets>,
+) -> Unread {
     let kills = |t: &&[(Tok, Range<usize>)]| word(t.first()) == Some("KILL");
     if stmts.len() > 1 && stmts.iter().any(kills) {
         return Unread::Kill;
@@ -140,8 +180,11 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8) -> Unread 
             if i > 0 && k.is_word("KILL") && !t[i - 1].0.is_punct(b'.') {
                 return Unread::Kill;
             }
+            if !defines && inner_start(t, i) {
+                account_statement_at(sql, t, i, accounts);
+            }
             if let Some(src) = dynamic_source(t, i).filter(|_| !defines) {
-                most = most.max(dynamic(sql, src, depth));
+                most = most.max(dynamic(sql, src, depth, accounts));
             }
         }
     }
@@ -179,7 +222,12 @@ fn dynamic_source(t: &[(Tok, Range<usize>)], i: usize) -> Option<&[(Tok, Range<u
 /// one plain string (followed by nothing but `USING ...`) or is nested too
 /// deep; else what the string, read with or without backslash escapes,
 /// holds (any KILL in it is the server's to run).
-fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8) -> Unread {
+fn dynamic(
+    sql: &[u8],
+    src: &[(Tok, Range<usize>)],
+    depth: u8,
+    accounts: &mut Option<AccountTargets>,
+) -> Unread {
     let plain = match src {
         [(Tok::Literal, r), rest @ ..] if rest.is_empty() || rest[0].0.is_word("USING") => {
             sql.get(r.clone()).filter(|raw| {
@@ -203,10 +251,13 @@ fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8) -> Unread {
                 .split(|(t, _)| t.is_punct(b';'))
                 .filter(|s| !s.is_empty())
                 .collect();
+            for t in &stmts {
+                account_statement_at(&text, t, 0, accounts);
+            }
             if stmts.iter().any(|t| word(t.first()) == Some("KILL")) {
                 Unread::Kill
             } else {
-                unread_at(&text, &stmts, depth + 1)
+                unread_at(&text, &stmts, depth + 1, accounts)
             }
         })
         .max()
@@ -245,20 +296,28 @@ pub(super) fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
     out
 }
 
-/// Whether a text may hold a KILL or dynamic SQL (a cheap test before
-/// lexing: any of the words KILL, EXECUTE, PREPARE in any case,
-/// anywhere).
+/// Whether a text may hold a KILL, dynamic SQL or an account statement
+/// (a cheap test before lexing, for session mode: any of the words KILL,
+/// EXECUTE, PREPARE, PASSWORD, ROLE, USER, GRANT, REVOKE in any case,
+/// anywhere; account statements all hold one of the last five).
 pub fn may_hide_kill(sql: &[u8]) -> bool {
-    sql.windows(4).enumerate().any(|(i, w)| {
-        let starts = |word: &[u8]| {
-            sql.get(i..i + word.len())
-                .is_some_and(|s| s.eq_ignore_ascii_case(word))
-        };
-        match w[0] | 0x20 {
-            b'k' => w.eq_ignore_ascii_case(b"kill"),
-            b'e' => starts(b"execute"),
-            b'p' => starts(b"prepare"),
-            _ => false,
-        }
+    const WORDS: [&[u8]; 8] = [
+        b"kill",
+        b"execute",
+        b"prepare",
+        b"password",
+        b"role",
+        b"user",
+        b"grant",
+        b"revoke",
+    ];
+    (0..sql.len()).any(|i| {
+        let first = sql[i] | 0x20;
+        WORDS.iter().any(|w| {
+            w[0] == first
+                && sql
+                    .get(i..i + w.len())
+                    .is_some_and(|s| s.eq_ignore_ascii_case(w))
+        })
     })
 }

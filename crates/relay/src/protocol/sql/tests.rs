@@ -109,12 +109,18 @@ proptest::proptest! {
             "'KI\\LL 7'", "'EXECUTE IMMEDIATE ''KILL 7'''", "\"kill 7\"", "BEGIN", "NOT",
             "ATOMIC", "END", "IF", "THEN", "CREATE", "PROCEDURE", "p()", ";", "SELECT", "t.kill",
             "/*!KILL 7*/", "SET", "STATEMENT", "x=1", "FOR", "_latin1'SELECT 1'", "CONCAT('KI','LL')",
+            "PASSWORD", "=", "'h'", "DEFAULT", "ROLE", "NONE", "ALTER", "USER", "CURRENT_USER",
+            "GRANT", "REVOKE", "TO", "app", "'SET PASSWORD = ''h'''", "THEN",
         ]),
         0..16,
     )) {
         let sql = words.join(" ");
         let fx = analyze(sql.as_bytes());
-        if fx.kill_unread != Unread::No || fx.kill.is_some() || fx.dynamic_var.is_some() {
+        if fx.kill_unread != Unread::No
+            || fx.kill.is_some()
+            || fx.dynamic_var.is_some()
+            || fx.account_targets.is_some()
+        {
             proptest::prop_assert!(may_hide_kill(sql.as_bytes()), "{}", sql);
         }
     }
@@ -774,6 +780,34 @@ fn account_statements_name_whom_they_act_on() {
             names(sql)
         );
     }
+    // Where the statement reader does not look: in a compound statement
+    // run now, in dynamic SQL's string at any depth.
+    for sql in [
+        "BEGIN NOT ATOMIC SET PASSWORD = PASSWORD('x'); END",
+        "IF 1 THEN SET DEFAULT ROLE NONE; END IF",
+        "l: BEGIN NOT ATOMIC SELECT 1; END",
+        "EXECUTE IMMEDIATE 'SET PASSWORD = PASSWORD(''x'')'",
+        "PREPARE s FROM 'SET DEFAULT ROLE NONE'",
+        "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''ALTER USER CURRENT_USER() ACCOUNT LOCK'''",
+        "EXECUTE IMMEDIATE 'BEGIN NOT ATOMIC SET PASSWORD = ''h''; END'",
+    ] {
+        let a = analyze(sql.as_bytes()).account_targets;
+        if sql.contains("SELECT 1") {
+            assert_eq!(a, None, "{sql}");
+        } else {
+            assert_eq!(a.map(|a| a.own), Some(true), "{sql}");
+        }
+    }
+    assert!(names("EXECUTE IMMEDIATE 'GRANT SELECT ON *.* TO app'").contains(&"app".to_string()));
+    // A column named password is no account statement.
+    assert_eq!(
+        analyze(b"UPDATE t SET password = 'x' WHERE id = 1").account_targets,
+        None
+    );
+    assert_eq!(
+        analyze(b"BEGIN NOT ATOMIC UPDATE t SET password = 'x'; END").account_targets,
+        None
+    );
     // The database in ON is not a grantee.
     assert!(!names("GRANT SELECT ON app.* TO bob").contains(&"app".to_string()));
 }
