@@ -43,7 +43,7 @@ fuzz_target!(|data: &[u8]| {
         tokio::join!(writer, reader);
     });
     let q = sqlfleet_relay::protocol::sql::Query::new(data);
-    if !sqlfleet_relay::protocol::sql::may_hide_kill(data) {
+    if !sqlfleet_relay::protocol::sql::may_touch_the_account(data) {
         // Session mode, with one shared account, lexes only texts the
         // cheap test flags.
         let fx = q.effects();

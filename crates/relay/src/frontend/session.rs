@@ -431,7 +431,7 @@ fn read_statement(
     ]
     .iter()
     .any(|w| sql::starts_with_word(text, w))
-        || (shared && sql::may_hide_kill(text));
+        || (shared && sql::may_touch_the_account(text));
     // Lexed as the session writes (see `dialect`); a text that reads
     // otherwise in some dialect, from a session whose dialect is unknown,
     // pins the client to its connection on the primary.

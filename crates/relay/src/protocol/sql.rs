@@ -20,7 +20,7 @@ use account_targets::account_targets;
 pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
-pub use kill::{may_hide_kill, KillTarget, Unread};
+pub use kill::{may_touch_the_account, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
 pub use writes::{written_tables, TableRef};
 

@@ -300,7 +300,7 @@ pub(super) fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
 /// (a cheap test before lexing, for session mode: any of the words KILL,
 /// EXECUTE, PREPARE, PASSWORD, ROLE, USER, GRANT, REVOKE in any case,
 /// anywhere; account statements all hold one of the last five).
-pub fn may_hide_kill(sql: &[u8]) -> bool {
+pub fn may_touch_the_account(sql: &[u8]) -> bool {
     const WORDS: [&[u8]; 8] = [
         b"kill",
         b"execute",

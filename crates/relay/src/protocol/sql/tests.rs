@@ -121,7 +121,7 @@ proptest::proptest! {
             || fx.dynamic_var.is_some()
             || fx.account_targets.is_some()
         {
-            proptest::prop_assert!(may_hide_kill(sql.as_bytes()), "{}", sql);
+            proptest::prop_assert!(may_touch_the_account(sql.as_bytes()), "{}", sql);
         }
     }
 
@@ -697,12 +697,12 @@ fn kills_whose_target_only_the_server_reads() {
         }
         if unread != Unread::No && sql.trim_start().get(..4) != Some("KILL") {
             assert!(
-                may_hide_kill(sql.as_bytes()),
+                may_touch_the_account(sql.as_bytes()),
                 "{sql}: lexed in session mode"
             );
         }
     }
-    assert!(!may_hide_kill(b"SELECT 1 FROM t WHERE a = 'x'"));
+    assert!(!may_touch_the_account(b"SELECT 1 FROM t WHERE a = 'x'"));
     for (sql, var) in [
         ("PREPARE s FROM @q", Some("@q")),
         ("execute immediate @`a b` USING 1, 2", Some("@`a b`")),
