@@ -878,15 +878,7 @@ impl Session {
         self.apply_rules(&rules, &cmd[1..], digest.as_deref().unwrap_or_default())?;
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
-        if let Some(refused) = self
-            .unread_kill_refused(fx.kill_unread)
-            .or_else(|| self.own_account_change_refused(&fx))
-        {
-            return Err(refused);
-        }
-        if let Some(var) = &fx.dynamic_var {
-            self.dynamic_var_checked(var).await?;
-        }
+        self.shared_account_guard(&fx).await?;
         if let Some((query_only, target)) = fx.kill.clone() {
             return self.kill(query_only, target, cmd).await;
         }

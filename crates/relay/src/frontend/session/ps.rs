@@ -36,12 +36,7 @@ impl Session {
             fx.read = false;
             fx.pins.push(crate::protocol::sql::Pin::Dialect);
         }
-        if let Some(refused) = self
-            .unread_kill_refused(fx.kill_unread)
-            .or_else(|| self.own_account_change_refused(&fx))
-        {
-            return Err(refused);
-        }
+        self.shared_account_guard(&fx).await?;
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
             return Err(Fail::Err(

@@ -12,13 +12,28 @@ use crate::backend::command;
 use crate::protocol::sql::{Effects, Unread};
 
 impl Session {
+    /// Refuses what a client of one shared account may not run (see the
+    /// module doc); per-user, nothing.
+    pub(super) async fn shared_account_guard(&mut self, fx: &Effects) -> Result<(), Fail> {
+        if let Some(refused) = self
+            .unread_kill_refused(fx.kill_unread)
+            .or_else(|| self.own_account_change_refused(fx))
+        {
+            return Err(refused);
+        }
+        if let Some(var) = &fx.dynamic_var {
+            self.dynamic_var_checked(var).await?;
+        }
+        Ok(())
+    }
+
     /// The error for a text that may run a KILL the relay cannot read
     /// (`protocol/sql/kill.rs`), from a client of one shared account: the
     /// server would kill as the account every client shares, so one client
     /// could end another's session. Dynamic SQL from a text the relay
     /// cannot read runs when the config says `shared_dynamic_sql = "run"`.
     /// Per-user, the server decides as the client's own account.
-    pub(super) fn unread_kill_refused(&self, u: Unread) -> Option<Fail> {
+    fn unread_kill_refused(&self, u: Unread) -> Option<Fail> {
         let why = match u {
             _ if self.account.is_some() => return None,
             Unread::No => return None,
@@ -48,7 +63,7 @@ impl Session {
     /// statements). A session whose FOUND_ROWS()
     /// only the server knows is refused instead (reading the variable
     /// would change it).
-    pub(super) async fn dynamic_var_checked(&mut self, var: &str) -> Result<(), Fail> {
+    async fn dynamic_var_checked(&mut self, var: &str) -> Result<(), Fail> {
         if self.account.is_some() || self.ctx.cfg.shared_dynamic_sql {
             return Ok(());
         }
@@ -85,7 +100,7 @@ impl Session {
     /// (or may: any name it acts on that is the account's user name, or
     /// CURRENT_USER): every client would then log in with the new
     /// password, run with the new role or lose the account.
-    pub(super) fn own_account_change_refused(&self, fx: &Effects) -> Option<Fail> {
+    fn own_account_change_refused(&self, fx: &Effects) -> Option<Fail> {
         let t = fx.account_targets.as_ref()?;
         if self.account.is_some() {
             return None;
