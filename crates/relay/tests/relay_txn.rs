@@ -569,6 +569,19 @@ fn a_kill_the_relay_cannot_read_is_refused_with_one_shared_account() {
                     .expect_err(&format!("{mode}: {sql} is refused"));
                 assert!(e.to_string().contains("1235"), "{mode}: {sql}: {e}");
             }
+            // A variable read back in a character set whose text is not
+            // ASCII's (the KILL would hide between its zero bytes).
+            b.query_drop("SET character_set_results = utf16")
+                .await
+                .expect("utf16 results");
+            let e = b
+                .query_drop("EXECUTE IMMEDIATE @q")
+                .await
+                .expect_err("read in utf16, still refused");
+            assert!(e.to_string().contains("1235"), "{mode}: utf16: {e}");
+            b.query_drop("SET character_set_results = utf8mb4")
+                .await
+                .expect("back to utf8mb4");
             // As a prepared statement too.
             let e = b.prep("KILL ?").await.expect_err("KILL ? is refused");
             assert!(e.to_string().contains("1235"), "{mode}: KILL ?: {e}");

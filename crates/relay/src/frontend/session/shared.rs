@@ -77,11 +77,30 @@ impl Session {
                 .unwrap_or(Fail::Close));
         }
         let c = self.ensure_conn().await?;
-        let value = command::query_value(c, &format!("SELECT {var}"))
-            .await
-            .map_err(|e| Fail::Lost(e.to_string()))?;
+        // As characters (utf8mb4, sent as hex: the session's
+        // character_set_results may be any), with the character set the
+        // server reads the text in.
+        let row = command::query_row(
+            c,
+            &format!(
+                "SELECT HEX(CONVERT({var} USING utf8mb4)) AS v, @@character_set_connection AS cs"
+            ),
+        )
+        .await
+        .map_err(|e| Fail::Lost(e.to_string()))?;
         self.release_if_free();
-        let fx = crate::protocol::sql::analyze(value.unwrap_or_default().as_bytes());
+        let get = |name: &str| {
+            row.iter()
+                .flatten()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.clone())
+        };
+        let Some(text) = value_text(get("v").as_deref(), get("cs").as_deref()) else {
+            return Err(self
+                .unread_kill_refused(Unread::Dynamic)
+                .unwrap_or(Fail::Close));
+        };
+        let fx = crate::protocol::sql::analyze(&text);
         if let Some(refused) = self.own_account_change_refused(&fx) {
             return Err(refused);
         }
@@ -118,5 +137,55 @@ impl Session {
                  would change every client's account; change it directly on the server"
             ),
         ))
+    }
+}
+
+/// A variable's value as the relay read it (`HEX(CONVERT(@v USING
+/// utf8mb4))`, and the connection's character set), as UTF-8 text; None
+/// when it cannot be sure of it: hex it cannot read (the results came in
+/// a character set that is not ASCII's), or a connection character set
+/// in which the server would read other characters (ucs2, utf16,
+/// utf16le, utf32).
+fn value_text(hex: Option<&str>, charset: Option<&str>) -> Option<Vec<u8>> {
+    let cs = charset?;
+    if !cs.bytes().all(|b| b.is_ascii_alphanumeric())
+        || ["ucs2", "utf16", "utf16le", "utf32"].contains(&cs.to_ascii_lowercase().as_str())
+    {
+        return None;
+    }
+    let Some(hex) = hex else {
+        // NULL: the server has nothing to run.
+        return Some(Vec::new());
+    };
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::value_text;
+
+    #[test]
+    fn a_value_is_read_only_when_the_relay_can_be_sure_of_it() {
+        for (hex, cs, want) in [
+            (Some("4B494C4C2037"), Some("utf8mb4"), Some(&b"KILL 7"[..])),
+            (Some("4b494c4c"), Some("latin1"), Some(&b"KILL"[..])),
+            (None, Some("gbk"), Some(&b""[..])),
+            (Some(""), Some("utf8mb4"), Some(&b""[..])),
+            (Some("4B4"), Some("utf8mb4"), None),
+            (Some("4G"), Some("utf8mb4"), None),
+            (Some("\u{0}4\u{0}B"), Some("utf8mb4"), None),
+            (Some("4B"), Some("utf16"), None),
+            (Some("4B"), Some("UCS2"), None),
+            (Some("4B"), Some("u\u{0}t\u{0}f"), None),
+            (Some("4B"), None, None),
+        ] {
+            assert_eq!(value_text(hex, cs).as_deref(), want, "{hex:?} {cs:?}");
+        }
     }
 }
