@@ -262,7 +262,8 @@ pub struct RelayConfig {
     /// With a shared account, dynamic SQL run from a text the relay cannot
     /// read (`PREPARE s FROM @q`, `EXECUTE IMMEDIATE CONCAT(...)`) goes to
     /// the server (`shared_dynamic_sql = "run"`) instead of being refused:
-    /// it could run a KILL of another client's connection.
+    /// it could run a KILL of another client's connection or change the
+    /// account every client shares.
     pub shared_dynamic_sql: bool,
     pub mode: Mode,
     /// Event-loop threads: each serves its share of the clients on its

@@ -673,6 +673,10 @@ fn a_client_cannot_change_the_shared_account_itself() {
                 "GRANT USAGE ON *.* TO `root`@`localhost`".to_string(),
                 // Where the statement reader alone would not look.
                 format!("BEGIN NOT ATOMIC SET PASSWORD = PASSWORD('{pw}'); END"),
+                format!(
+                    "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR SQLEXCEPTION \
+                 SET PASSWORD = PASSWORD('{pw}'); SIGNAL SQLSTATE '45000'; END"
+                ),
                 "IF 1 THEN SET DEFAULT ROLE NONE; END IF".to_string(),
                 format!(
                     "EXECUTE IMMEDIATE 'SET PASSWORD = PASSWORD(''{}'')'",

@@ -16,7 +16,7 @@ mod calls;
 mod kill;
 mod writes;
 
-use account_targets::account_targets;
+use account_targets::add_account_statement;
 pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
@@ -789,11 +789,7 @@ fn statement(sql: &[u8], t: &[(Tok, Range<usize>)], fx: &mut Effects) {
     let w2 = word(t.get(2)).unwrap_or("");
     let w3 = word(t.get(3)).unwrap_or("");
     accounts(fx, [w0, w1, w2, w3]);
-    if let Some(a) = account_targets(sql, t, [w0, w1, w2]) {
-        let all = fx.account_targets.get_or_insert_with(Default::default);
-        all.own |= a.own;
-        all.names.extend(a.names);
-    }
+    add_account_statement(sql, t, &mut fx.account_targets);
     if matches!(w0, "INSERT" | "REPLACE" | "UPDATE" | "DELETE" | "LOAD") {
         fx.writes.extend(written_tables(sql, t));
     }

@@ -27,34 +27,19 @@ impl Session {
         Ok(())
     }
 
-    /// The error for a text that may run a KILL the relay cannot read
-    /// (`protocol/sql/kill.rs`), from a client of one shared account: the
-    /// server would kill as the account every client shares, so one client
-    /// could end another's session. Dynamic SQL from a text the relay
-    /// cannot read runs when the config says `shared_dynamic_sql = "run"`.
-    /// Per-user, the server decides as the client's own account.
+    /// Whether a text that may run a KILL the relay cannot read
+    /// (`protocol/sql/kill.rs`) is refused: from a client of one shared
+    /// account, whose KILL the server would run as the account every client
+    /// shares. Dynamic SQL from a text the relay cannot read runs when the
+    /// config says `shared_dynamic_sql = "run"`. Per-user, the server
+    /// decides as the client's own account.
     fn unread_kill_refused(&self, u: Unread) -> Option<Fail> {
-        let why = match u {
-            _ if self.account.is_some() => return None,
-            Unread::No => return None,
-            Unread::Dynamic if self.ctx.cfg.shared_dynamic_sql => return None,
-            Unread::Dynamic => {
-                "this dynamic SQL's text is not one plain string, so the relay cannot see whether \
-                 it runs a KILL, which the server would run as the account every client shares \
-                 (set [backend] shared_dynamic_sql = \"run\" to let it run anyway)"
-            }
-            Unread::Kill => {
-                "this text may run a KILL whose target only the server reads (an expression or \
-                 QUERY ID, KILL among other statements or in a compound one, or in dynamic SQL), \
-                 and the server would kill as the account every client shares; send KILL \
-                 [QUERY|CONNECTION] <number> or KILL ... USER <name> alone"
-            }
-        };
-        Some(Fail::Err(
-            1235,
-            "42000",
-            format!("sqlfleet relay: with one shared account, {why}"),
-        ))
+        match u {
+            _ if self.account.is_some() => None,
+            Unread::No => None,
+            Unread::Dynamic if self.ctx.cfg.shared_dynamic_sql => None,
+            u => Some(refusal(u)),
+        }
     }
 
     /// Before `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v` from a client
@@ -72,9 +57,7 @@ impl Session {
             .pins()
             .contains(&crate::protocol::sql::Pin::FoundRows)
         {
-            return Err(self
-                .unread_kill_refused(Unread::Dynamic)
-                .unwrap_or(Fail::Close));
+            return Err(refusal(Unread::Dynamic));
         }
         let c = self.ensure_conn().await?;
         // As characters (utf8mb4, sent as hex: the session's
@@ -96,9 +79,7 @@ impl Session {
                 .and_then(|(_, v)| v.clone())
         };
         let Some(text) = value_text(get("v").as_deref(), get("cs").as_deref()) else {
-            return Err(self
-                .unread_kill_refused(Unread::Dynamic)
-                .unwrap_or(Fail::Close));
+            return Err(refusal(Unread::Dynamic));
         };
         let fx = crate::protocol::sql::analyze(&text);
         if let Some(refused) = self.own_account_change_refused(&fx) {
@@ -138,6 +119,26 @@ impl Session {
             ),
         ))
     }
+}
+
+/// The error for a text a client of one shared account may not run
+/// (`u` is Dynamic or Kill).
+fn refusal(u: Unread) -> Fail {
+    let why = if u == Unread::Kill {
+        "this text may run a KILL whose target only the server reads (an expression or QUERY ID, \
+         KILL among other statements or in a compound one, or in dynamic SQL), and the server \
+         would kill as the account every client shares; send KILL [QUERY|CONNECTION] <number> \
+         or KILL ... USER <name> alone"
+    } else {
+        "this dynamic SQL's text is not one plain string, so the relay cannot see whether it runs \
+         a KILL or changes that account, which the server would do as the account every client \
+         shares (set [backend] shared_dynamic_sql = \"run\" to let it run anyway)"
+    };
+    Fail::Err(
+        1235,
+        "42000",
+        format!("sqlfleet relay: with one shared account, {why}"),
+    )
 }
 
 /// A variable's value as the relay read it (`HEX(CONVERT(@v USING

@@ -25,9 +25,24 @@ pub struct AccountTargets {
     pub names: Vec<String>,
 }
 
+/// Adds to `all` whom the account statement starting at `t[0]` acts on
+/// (nothing when it is no account statement).
+pub(super) fn add_account_statement(
+    sql: &[u8],
+    t: &[(Tok, Range<usize>)],
+    all: &mut Option<AccountTargets>,
+) {
+    let w = |k: usize| word(t.get(k)).unwrap_or("");
+    if let Some(a) = account_targets(sql, t, [w(0), w(1), w(2)]) {
+        let all = all.get_or_insert_with(Default::default);
+        all.own |= a.own;
+        all.names.extend(a.names);
+    }
+}
+
 /// What `t` (one statement, first words `w`) names, when it changes
 /// accounts or privileges; None otherwise.
-pub(super) fn account_targets(
+fn account_targets(
     sql: &[u8],
     t: &[(Tok, Range<usize>)],
     [w0, w1, w2]: [&str; 3],

@@ -24,8 +24,8 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Tok};
 
-use super::account_targets::{account_targets, AccountTargets};
-use super::{account_name, word};
+use super::account_targets::{add_account_statement, AccountTargets};
+use super::{account_name, runs_statements, word};
 
 /// Whom a KILL names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,8 +106,9 @@ pub enum Unread {
 /// variables are its own, so nothing changes it in between).
 ///
 /// Account statements the text runs where the statement reader does not
-/// look — inside a compound statement run now, or in dynamic SQL's
-/// string at any depth — are added to `accounts` (`account_targets.rs`).
+/// look — inside a compound statement run now (from any of its tokens: a
+/// doubt refuses), or in dynamic SQL's string at any depth — are added
+/// to `accounts` (`account_targets.rs`).
 pub(super) fn unread_kill(
     sql: &[u8],
     stmts: &[&[(Tok, Range<usize>)]],
@@ -128,33 +129,14 @@ pub(super) fn unread_kill(
     (unread_at(sql, stmts, 0, accounts), None)
 }
 
-/// Adds what an account statement starting at `t[i]` names.
-fn account_statement_at(
-    sql: &[u8],
-    t: &[(Tok, Range<usize>)],
-    i: usize,
-    accounts: &mut Option<AccountTargets>,
-) {
-    let w = |k: usize| word(t.get(i + k)).unwrap_or("");
-    if let Some(a) = account_targets(sql, &t[i..], [w(0), w(1), w(2)]) {
-        let all = accounts.get_or_insert_with(Default::default);
-        all.own |= a.own;
-        all.names.extend(a.names);
-    }
-}
-
-/// Whether a statement of a compound statement starts at `t[i]` (after
-/// BEGIN [NOT ATOMIC], THEN, ELSE, DO, LOOP, REPEAT or a label).
-fn inner_start(t: &[(Tok, Range<usize>)], i: usize) -> bool {
-    i > 0
-        && match &t[i - 1].0 {
-            Tok::Word(w) => matches!(
-                w.as_str(),
-                "BEGIN" | "ATOMIC" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT"
-            ),
-            Tok::Punct(b':') => true,
-            _ => false,
-        }
+/// Whether the text is a compound statement run as it is sent (`BEGIN NOT
+/// ATOMIC`, `IF`, `CASE`, `LOOP`, `WHILE`, `REPEAT`, `FOR`, labelled or
+/// not): any token of it may start one of its statements (after THEN, a
+/// label, a handler's condition...), so each is read as one.
+fn compound(stmts: &[&[(Tok, Range<usize>)]]) -> bool {
+    stmts.first().is_some_and(|t| {
+        runs_statements(t) && !matches!(word(t.first()), Some("CALL") | Some("EXECUTE"))
+    })
 }
 
 fn unread_at(
@@ -170,6 +152,9 @@ fn unread_at(
     // A routine's, trigger's or event's body runs later, as the account:
     // a KILL in it is seen, its dynamic SQL's text is not there to read.
     let defines = stmts.first().is_some_and(|t| defines_body(t));
+    // (Each statement's first token is the statement reader's; in a
+    // string of dynamic SQL, `dynamic`'s.)
+    let compound = compound(stmts);
     let mut most = Unread::No;
     for t in stmts {
         if kills(t) && kill_target(sql, &t[1..]).is_none() {
@@ -180,8 +165,8 @@ fn unread_at(
             if i > 0 && k.is_word("KILL") && !t[i - 1].0.is_punct(b'.') {
                 return Unread::Kill;
             }
-            if !defines && inner_start(t, i) {
-                account_statement_at(sql, t, i, accounts);
+            if compound && i > 0 {
+                add_account_statement(sql, &t[i..], accounts);
             }
             if let Some(src) = dynamic_source(t, i).filter(|_| !defines) {
                 most = most.max(dynamic(sql, src, depth, accounts));
@@ -252,7 +237,7 @@ fn dynamic(
                 .filter(|s| !s.is_empty())
                 .collect();
             for t in &stmts {
-                account_statement_at(&text, t, 0, accounts);
+                add_account_statement(&text, t, accounts);
             }
             if stmts.iter().any(|t| word(t.first()) == Some("KILL")) {
                 Unread::Kill
