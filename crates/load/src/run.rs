@@ -145,6 +145,9 @@ pub async fn load(mut opts: LoadOptions) -> Result<Summary, LoadError> {
     let regime = regime(is_dump, opts.serial, &source_name);
     let (position, endpoint) = (setup.input.position.take(), setup.endpoint.clone());
     let mut sched = schedule(&engine, setup, begun, &opts, regime);
+    // A dump that goes to another database than the one -D named would
+    // write where the user did not mean (see `Scheduler::elsewhere`).
+    sched.named_database = opts.target.database.clone().filter(|_| is_dump);
     let fed = feed(
         &mut engine,
         &mut sched,

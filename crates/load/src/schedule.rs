@@ -70,6 +70,9 @@ pub struct Scheduler {
     pub defer_indexes: bool,
     /// Drop each table before its CREATE TABLE (`--overwrite-tables`).
     pub overwrite_tables: bool,
+    /// The database -D named, for a dump (mysqldump, mariadb-dump): one
+    /// that creates, alters, drops or goes to another stops there.
+    pub named_database: Option<String>,
     pub warnings: Vec<String>,
     pub skipped: u64,
     pub tables: std::collections::BTreeSet<String>,
@@ -154,6 +157,7 @@ impl Scheduler {
             batch_bytes,
             defer_indexes,
             overwrite_tables: false,
+            named_database: None,
             begin: None,
             warnings: Vec::new(),
             skipped: 0,
@@ -205,6 +209,33 @@ impl Scheduler {
             ));
         }
         hit
+    }
+
+    /// Why a dump's statement is refused when -D named a database: the
+    /// dump creates, alters, drops or goes to (`USE`) another one — as dumps made
+    /// with `--databases` or `--all-databases` do. The mysql client would
+    /// follow the dump there (its USE wins over -D), and with the dump's
+    /// DROP TABLE statements replace that database's tables, which a user
+    /// who named another database did not mean; myloader's -B (and this
+    /// loader's -D for a mydumper directory) would load into the named
+    /// one. A doubt stops, before the statement runs.
+    fn elsewhere(&self, stmt: &Statement, kind: &Kind) -> Option<String> {
+        let named = self.named_database.as_deref()?;
+        let other = match kind {
+            Kind::Use(db) => db.clone(),
+            Kind::Barrier => database_named(&stmt.text)?,
+            _ => return None,
+        };
+        if other == named {
+            return None;
+        }
+        Some(format!(
+            "this statement of the dump acts on database {} while -D named {}: the mysql client would load it into {} (the dump's USE wins over -D), replacing the tables it has there; to load the dump where it says, leave -D out; to load one database of it into {}, dump that database alone (mariadb-dump DB, without --databases)",
+            ident(&other),
+            ident(named),
+            ident(&other),
+            ident(named)
+        ))
     }
 
     /// Why this statement needs the one connection the file would run
@@ -268,6 +299,14 @@ impl Scheduler {
                     self.tables.remove(&shown);
                 }
             }
+            return;
+        }
+        if let Some(why) = self.elsewhere(&stmt, &kind) {
+            self.ctx.shared.fail(StatementFailure {
+                code: None,
+                message: why,
+                ..StatementFailure::of_text(&stmt, None)
+            });
             return;
         }
         if let Some(name) = unreadable_name(&kind) {

@@ -670,6 +670,91 @@ fn inputs_that_are_not_sql_are_named() {
     }
 }
 
+/// A dump made with `--databases` (or `--all-databases`) goes to its own
+/// database; with -D naming another, the mysql client follows the dump
+/// there and replaces that database's tables. The loader stops at the
+/// first statement that creates, alters, drops or goes to another
+/// database, before it runs; without -D the dump loads where it says, and
+/// a dump that stays in the named database loads as before.
+#[test]
+fn a_dump_for_another_database_than_the_one_named_is_refused() {
+    let srv = server();
+    let dir = tempfile::tempdir().expect("tmp");
+    let ours = common::fresh_db(srv, "named");
+    let theirs = common::fresh_db(srv, "theirs");
+    common::query(
+        srv,
+        &format!("CREATE TABLE `{theirs}`.`t` (a INT); INSERT INTO `{theirs}`.`t` VALUES (7)"),
+    );
+    let body = format!(
+        "DROP TABLE IF EXISTS `t`;\nCREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1),(2);\n"
+    );
+    for (name, switch) in [
+        ("use", format!("USE `{theirs}`;\n")),
+        (
+            "create",
+            format!("CREATE DATABASE /*!32312 IF NOT EXISTS*/ `{theirs}`;\n\nUSE `{theirs}`;\n"),
+        ),
+        (
+            "drop",
+            format!("/*!40000 DROP DATABASE IF EXISTS `{theirs}`*/;\n\nCREATE DATABASE `{theirs}`;\nUSE `{theirs}`;\n"),
+        ),
+        ("alter", format!("ALTER DATABASE `{theirs}` CHARACTER SET latin1;\n")),
+    ] {
+        let f = write(
+            dir.path(),
+            &format!("{name}.sql"),
+            format!("{HEADER}{switch}{body}").as_bytes(),
+        );
+        let e = common::load(common::options(srv, &ours, &f))
+            .expect_err(&format!("{name}: a dump for another database"))
+            .to_string();
+        assert!(
+            e.contains(&format!("acts on database `{theirs}` while -D named `{ours}`"))
+                && e.contains("leave -D out")
+                && e.contains("nothing was written to the target"),
+            "{name}: {e}"
+        );
+        assert_eq!(
+            common::query(srv, &format!("SELECT a FROM `{theirs}`.`t`")),
+            vec!["7"],
+            "{name}: nothing ran"
+        );
+        assert_eq!(
+            common::query(
+                srv,
+                &format!("SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{ours}'")
+            ),
+            vec!["0"],
+            "{name}"
+        );
+    }
+    // Without -D it loads where the dump says.
+    let f = write(
+        dir.path(),
+        "there.sql",
+        format!("{HEADER}USE `{theirs}`;\n{body}").as_bytes(),
+    );
+    let mut opts = common::options(srv, &ours, &f);
+    opts.target = opts.target.with_database(None);
+    common::load(opts).expect("without -D");
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{theirs}`.`t`")),
+        vec!["2"]
+    );
+    // A dump that goes to the named database loads there.
+    let f = write(
+        dir.path(),
+        "here.sql",
+        format!("{HEADER}USE `{ours}`;\n{body}").as_bytes(),
+    );
+    common::load(common::options(srv, &ours, &f)).expect("into the named database");
+    assert_eq!(
+        common::query(srv, &format!("SELECT COUNT(*) FROM `{ours}`.`t`")),
+        vec!["2"]
+    );
+}
+
 #[test]
 fn a_dump_of_a_server_loaded_with_sqlfleet_keeps_the_journal() {
     let srv = server();

@@ -14,7 +14,9 @@ use crate::exit::Exit;
 /// A dump is one file (or - for stdin) or a mydumper directory (loaded
 /// as myloader would: -D loads its one database under another name, as
 /// myloader's -B); CSV/TSV files go into one table: --into DB.TABLE, or
-/// the table their name gives in the -D database (as mysqlimport).
+/// the table their name gives in the -D database (as mysqlimport). A
+/// dump that goes to another database than -D names (--databases,
+/// --all-databases) stops before it does: leave -D out for such a dump.
 ///
 /// Exit codes: 0 loaded; 1 setup error (connection, missing file, an
 /// unfinished earlier load without --resume); 2 loaded with quarantined
