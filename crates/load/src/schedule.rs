@@ -230,11 +230,9 @@ impl Scheduler {
             return None;
         }
         Some(format!(
-            "this statement of the dump acts on database {} while -D named {}: the mysql client would load it into {} (the dump's USE wins over -D), replacing the tables it has there; to load the dump where it says, leave -D out; to load one database of it into {}, dump that database alone (mariadb-dump DB, without --databases)",
-            ident(&other),
-            ident(named),
-            ident(&other),
-            ident(named)
+            "this statement of the dump acts on database {o} while -D named {n}: the mysql client would run it there (a dump's USE wins over -D), replacing or changing what {o} holds; to load the dump where it says, leave -D out; to load one database into {n}, dump it alone (mariadb-dump DB, without --databases; an ALTER DATABASE that mariadb-dump writes around routines of another collation names the dumped database even then: load into a database of that name)",
+            o = ident(&other),
+            n = ident(named),
         ))
     }
 
