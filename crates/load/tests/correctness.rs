@@ -686,9 +686,8 @@ fn a_dump_for_another_database_than_the_one_named_is_refused() {
         srv,
         &format!("CREATE TABLE `{theirs}`.`t` (a INT); INSERT INTO `{theirs}`.`t` VALUES (7)"),
     );
-    let body = format!(
-        "DROP TABLE IF EXISTS `t`;\nCREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1),(2);\n"
-    );
+    let body =
+        "DROP TABLE IF EXISTS `t`;\nCREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1),(2);\n";
     for (name, switch) in [
         ("use", format!("USE `{theirs}`;\n")),
         (
