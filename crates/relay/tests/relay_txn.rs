@@ -656,10 +656,11 @@ fn a_client_cannot_change_the_shared_account_itself() {
     let pw = srv.sandbox.password().expect("pw");
     let pw = pw.expose().replace('\'', "''");
     let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relayownacct"));
     for mode in ["transaction", "session"] {
         let relay = start_relay(srv, &["--mode", mode]);
         rt.block_on(async {
-            let mut c = connect(&relay, None).await;
+            let mut c = connect(&relay, Some(&db)).await;
             c.query_drop("SET @own = 'SET DEFAULT ROLE NONE'")
                 .await
                 .expect("a variable");
@@ -683,6 +684,13 @@ fn a_client_cannot_change_the_shared_account_itself() {
                     pw.replace('\'', "''")
                 ),
                 "EXECUTE IMMEDIATE @own".to_string(),
+                // A stored body runs later, as the same account.
+                format!("CREATE PROCEDURE pw_{mode}() SET PASSWORD = PASSWORD('{pw}')"),
+                format!(
+                    "CREATE PROCEDURE role_{mode}() BEGIN DECLARE EXIT HANDLER FOR SQLEXCEPTION \
+                     SET DEFAULT ROLE NONE; SIGNAL SQLSTATE '45000'; END"
+                ),
+                format!("CREATE EVENT ev_{mode} ON SCHEDULE AT NOW() DO SET DEFAULT ROLE NONE"),
             ] {
                 let shown = sql.replace(&pw, "***");
                 let e = c
@@ -702,6 +710,32 @@ fn a_client_cannot_change_the_shared_account_itself() {
             )
             .await
             .expect("another account's password is the shared account's to change");
+            // A table's password column is no account; a routine whose
+            // dynamic SQL the relay cannot read is refused as the same
+            // text run now would be.
+            c.query_drop(format!(
+                "CREATE TABLE IF NOT EXISTS users (id INT PRIMARY KEY, password TEXT); \
+                 CREATE OR REPLACE PROCEDURE reset_{mode}(v TEXT) \
+                 UPDATE users SET password = v WHERE id = 1"
+            ))
+            .await
+            .expect("a routine that updates a password column");
+            let e = c
+                .query_drop(format!(
+                    "CREATE PROCEDURE run_{mode}(q TEXT) EXECUTE IMMEDIATE q"
+                ))
+                .await
+                .expect_err("dynamic SQL in a body the relay cannot read");
+            assert!(e.to_string().contains("1235"), "{mode}: {e}");
+            let mut routines: Vec<String> = c
+                .query(format!(
+                    "SELECT ROUTINE_NAME FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{db}' \
+                     UNION ALL SELECT EVENT_NAME FROM information_schema.EVENTS WHERE EVENT_SCHEMA = '{db}'"
+                ))
+                .await
+                .expect("routines");
+            routines.retain(|r| r.ends_with(mode));
+            assert_eq!(routines, vec![format!("reset_{mode}")], "{mode}");
             // Every client still logs in.
             let mut d = connect(&relay, None).await;
             let one: Option<i64> = d.query_first("SELECT 1").await.expect("select");

@@ -15,10 +15,10 @@
 //! or nested more than four deep, is unread: refused there unless the
 //! config lets it run (`shared_dynamic_sql`; fail closed) — but for a
 //! text that is one `PREPARE s FROM @v` or `EXECUTE IMMEDIATE @v`, whose
-//! variable's value the session reads first and checks as a text. The
-//! dynamic SQL in a routine's, trigger's or event's body runs later, as
-//! its account decides: an account that may create them may have them
-//! run anything (the relay guide says so).
+//! variable's value the session reads first and checks as a text. A
+//! routine's, trigger's or event's body is read the same way: it runs
+//! later, as the definer or the caller — with one shared account, the
+//! account every client shares either way.
 
 use std::ops::Range;
 
@@ -106,8 +106,10 @@ pub enum Unread {
 /// variables are its own, so nothing changes it in between).
 ///
 /// Account statements the text runs where the statement reader does not
-/// look — inside a compound statement run now (from any of its tokens: a
-/// doubt refuses), or in dynamic SQL's string at any depth — are added
+/// look — inside a compound statement run now or a routine's, trigger's
+/// or event's body (from any of their tokens but the SET clause of an
+/// UPDATE, INSERT or REPLACE: a doubt refuses), or in dynamic SQL's
+/// string at any depth — are added
 /// to `accounts` (`account_targets.rs`).
 pub(super) fn unread_kill(
     sql: &[u8],
@@ -149,12 +151,13 @@ fn unread_at(
     if stmts.len() > 1 && stmts.iter().any(kills) {
         return Unread::Kill;
     }
-    // A routine's, trigger's or event's body runs later, as the account:
-    // a KILL in it is seen, its dynamic SQL's text is not there to read.
-    let defines = stmts.first().is_some_and(|t| defines_body(t));
-    // (Each statement's first token is the statement reader's; in a
-    // string of dynamic SQL, `dynamic`'s.)
-    let compound = compound(stmts);
+    // A compound statement runs its statements now; a routine's,
+    // trigger's or event's body runs them later, as the account (the
+    // definer's or the caller's: with one shared account, that account
+    // either way). Any of their tokens may start one. (Each statement's
+    // first token is the statement reader's; in a string of dynamic SQL,
+    // `dynamic`'s.)
+    let reads_all = compound(stmts) || stmts.first().is_some_and(|t| defines_body(t));
     let mut most = Unread::No;
     for t in stmts {
         if kills(t) && kill_target(sql, &t[1..]).is_none() {
@@ -165,15 +168,43 @@ fn unread_at(
             if i > 0 && k.is_word("KILL") && !t[i - 1].0.is_punct(b'.') {
                 return Unread::Kill;
             }
-            if compound && i > 0 {
+            if reads_all && i > 0 && !set_clause(sql, t, i) {
                 add_account_statement(sql, &t[i..], accounts);
             }
-            if let Some(src) = dynamic_source(t, i).filter(|_| !defines) {
+            if let Some(src) = dynamic_source(t, i) {
                 most = most.max(dynamic(sql, src, depth, accounts));
             }
         }
     }
     most
+}
+
+/// Whether `t[i]`, read inside a compound statement or a stored body, is
+/// the SET clause of an UPDATE, INSERT or REPLACE (`UPDATE users SET
+/// password = ...`) rather than a statement of its own: reading back from
+/// it, one of those words (not after a dot) comes before anything after
+/// which a statement may start there (BEGIN, THEN, ELSE, DO, LOOP, REPEAT,
+/// a handler's or trigger's FOR, a label's colon). A doubt reads it as a
+/// statement. Never in a text with an executable comment, whose code the
+/// lexer reads even where the server skips it (`/*!99999 UPDATE t */ SET
+/// PASSWORD ...`).
+fn set_clause(sql: &[u8], t: &[(Tok, Range<usize>)], i: usize) -> bool {
+    if !t[i].0.is_word("SET") || sql.windows(3).any(|w| w == b"/*!" || w == b"/*M") {
+        return false;
+    }
+    for k in (0..i).rev() {
+        let after_dot = k > 0 && t[k - 1].0.is_punct(b'.');
+        match &t[k].0 {
+            Tok::Punct(b':') => return false,
+            Tok::Word(w) if !after_dot => match w.as_str() {
+                "UPDATE" | "INSERT" | "REPLACE" => return true,
+                "BEGIN" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT" | "FOR" => return false,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    false
 }
 
 /// `CREATE [OR REPLACE] [DEFINER = ...] [AGGREGATE] PROCEDURE | FUNCTION |

@@ -637,11 +637,20 @@ fn kills_whose_target_only_the_server_reads() {
         ("EXECUTE s", Unread::No),
         ("KILL CONNECTION_ID()", Unread::No),
         ("KILL QUERY CONNECTION_ID ( )", Unread::No),
+        // A stored body runs later as the same account: its dynamic SQL
+        // is read as if run now.
         (
-            "CREATE PROCEDURE p(q TEXT) BEGIN EXECUTE IMMEDIATE q; EXECUTE IMMEDIATE CONCAT(q, ''); END",
+            "CREATE PROCEDURE p() BEGIN EXECUTE IMMEDIATE 'SELECT 1'; END",
             Unread::No,
         ),
-        ("CREATE DEFINER = CURRENT_USER FUNCTION f() RETURNS INT BEGIN PREPARE s FROM @q; RETURN 1; END", Unread::No),
+        (
+            "CREATE PROCEDURE p(q TEXT) BEGIN EXECUTE IMMEDIATE q; END",
+            Unread::Dynamic,
+        ),
+        ("CREATE DEFINER = CURRENT_USER FUNCTION f() RETURNS INT BEGIN PREPARE s FROM @q; RETURN 1; END", Unread::Dynamic),
+        ("CREATE EVENT e ON SCHEDULE EVERY 1 HOUR DO EXECUTE IMMEDIATE CONCAT('KI', 'LL 7')", Unread::Dynamic),
+        ("CREATE PROCEDURE p() PREPARE s FROM 'KILL 7'", Unread::Kill),
+        ("CREATE OR REPLACE TRIGGER tr AFTER INSERT ON t FOR EACH ROW PREPARE s FROM 'SELECT 1'", Unread::No),
         ("CREATE TABLE e (event INT); EXECUTE IMMEDIATE @q", Unread::Dynamic),
         ("CREATE PROCEDURE p() BEGIN KILL 7; END", Unread::Kill),
         ("KILL (7)", Unread::Kill),
@@ -807,16 +816,40 @@ fn account_statements_name_whom_they_act_on() {
         analyze(b"UPDATE t SET password = 'x' WHERE id = 1").account_targets,
         None
     );
-    // ... but inside a compound statement any token may start one of its
-    // statements (a handler's condition may be any name, and the lexer
-    // reads every executable comment as code, `/*!99999 ... */` too), so
-    // there a doubt refuses.
-    assert_eq!(
-        analyze(b"BEGIN NOT ATOMIC UPDATE t SET password = 'x'; END")
-            .account_targets
-            .map(|a| a.own),
-        Some(true)
-    );
+    // Inside a compound statement or a stored body any token may start
+    // one of its statements (after a handler's condition, which may be
+    // any name), so there a doubt refuses; an UPDATE's, INSERT's or
+    // REPLACE's SET clause is read as one, but not in a text with an
+    // executable comment (the lexer reads its code even where the server
+    // skips it).
+    let own = |sql: &str| analyze(sql.as_bytes()).account_targets.map(|a| a.own);
+    for (sql, changes) in [
+        ("BEGIN NOT ATOMIC UPDATE t SET password = 'x'; END", false),
+        ("CREATE PROCEDURE p(v TEXT) UPDATE users SET password = v WHERE id = 1", false),
+        ("CREATE PROCEDURE p() BEGIN INSERT INTO u SET password = 'x'; REPLACE u SET password = 'y'; END", false),
+        ("CREATE TRIGGER tr BEFORE UPDATE ON t FOR EACH ROW SET NEW.password = 'x'", false),
+        ("CREATE PROCEDURE p() SET PASSWORD = PASSWORD('x')", true),
+        ("CREATE DEFINER = CURRENT_USER PROCEDURE p() MODIFIES SQL DATA SET DEFAULT ROLE NONE", true),
+        ("CREATE PROCEDURE p() BEGIN GRANT ALL ON *.* TO CURRENT_USER; END", true),
+        ("CREATE TRIGGER tr BEFORE UPDATE ON t FOR EACH ROW SET PASSWORD = 'h'", true),
+        ("CREATE TRIGGER tr BEFORE UPDATE ON t FOR EACH ROW FOLLOWS t0 SET PASSWORD = 'h'", true),
+        ("CREATE EVENT e ON SCHEDULE AT NOW() DO SET PASSWORD = 'h'", true),
+        ("ALTER EVENT e DO SET PASSWORD = 'h'", true),
+        ("CREATE PROCEDURE d.update() SET PASSWORD = 'h'", true),
+        ("BEGIN NOT ATOMIC IF (SELECT 1 FROM t FOR UPDATE) THEN SET PASSWORD = 'h'; END IF; END", true),
+        ("BEGIN NOT ATOMIC WHILE REPLACE('a', 'a', '') != '' DO SET PASSWORD = 'h'; END WHILE; END", true),
+        ("BEGIN NOT ATOMIC DECLARE EXIT HANDLER FOR SQLEXCEPTION UPDATE t SET password = 'x'; END", false),
+        ("BEGIN NOT ATOMIC DECLARE EXIT HANDLER FOR update_failed SET PASSWORD = 'x'; END", true),
+        ("BEGIN NOT ATOMIC /*!99999 UPDATE t */ SET PASSWORD = 'x'; END", true),
+        ("BEGIN NOT ATOMIC /*M!99999 UPDATE t */ SET PASSWORD = 'x'; END", true),
+        ("CREATE PROCEDURE p() BEGIN UPDATE t SET a = 1; SET PASSWORD = 'x'; END", true),
+        // With DELIMITER, the body comes as one text.
+        ("CREATE PROCEDURE p() BEGIN DECLARE password TEXT; SET password = 'x'; END", true),
+    ] {
+        assert_eq!(own(sql).unwrap_or(false), changes, "{sql}");
+        assert!(may_touch_the_account(sql.as_bytes()), "{sql}");
+    }
+    assert!(names("CREATE PROCEDURE p() RENAME USER bob TO app").contains(&"app".to_string()));
     // The database in ON is not a grantee.
     assert!(!names("GRANT SELECT ON app.* TO bob").contains(&"app".to_string()));
 }
