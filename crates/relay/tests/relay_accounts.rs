@@ -516,6 +516,63 @@ fn accounts_made_or_changed_log_in_at_once() {
     });
 }
 
+/// A password rotated directly on the server: a direct session keeps
+/// going, a relayed one needs new server connections, which the server
+/// now refuses with the password the session logged in with. The client
+/// is told why (the server's 1045 and what it means here), not a bare
+/// "Access denied" in the middle of a session; a login with the new
+/// password works once the relay's kept copy of the account is older
+/// than its TTL.
+#[test]
+fn a_password_rotated_on_the_server_says_why_a_session_is_refused() {
+    let _accounts = beside_others();
+    let setup = [
+        "DROP USER IF EXISTS 'rosa'@'%'",
+        "CREATE USER 'rosa'@'%' IDENTIFIED BY 'rosa-1'",
+    ];
+    let (srv, rt, port, _relay) = per_user_relay(&setup);
+    rt.block_on(async {
+        let mut r = client(port, "rosa", "rosa-1")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("rosa");
+        let one: Option<i64> = r.query_first("SELECT 1").await.expect("before");
+        assert_eq!(one, Some(1));
+        let mut root = srv.connect().await;
+        root.query_drop("SET PASSWORD FOR 'rosa'@'%' = PASSWORD('rosa-2')")
+            .await
+            .expect("rotate");
+        // Its server connections end (a restart, wait_timeout): the
+        // session needs a new one.
+        let ids: Vec<u64> = root
+            .query("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = 'rosa'")
+            .await
+            .expect("ids");
+        for id in ids {
+            let _ = root.query_drop(format!("KILL {id}")).await;
+        }
+        let e = r
+            .query_drop("SELECT 1")
+            .await
+            .expect_err("the old password is refused");
+        let e = e.to_string();
+        assert!(
+            e.contains("1045") && e.contains("password changed since"),
+            "{e}"
+        );
+        tokio::time::sleep(sqlfleet_relay::backend::accounts::TTL).await;
+        let mut n = client(port, "rosa", "rosa-2")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("the new password");
+        let one: Option<i64> = n.query_first("SELECT 1").await.expect("after");
+        assert_eq!(one, Some(1));
+        root.query_drop("DROP USER 'rosa'@'%'")
+            .await
+            .expect("clean up");
+    });
+}
+
 /// Per-user mode: a client's account may write a table whose columns the
 /// relay's own account cannot see, so the relay cannot tell whether a
 /// column default advances a sequence (the server reports no such

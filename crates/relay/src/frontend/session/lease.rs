@@ -101,6 +101,22 @@ impl Session {
                     }
                     return Err(e.into());
                 }
+                // Per-user, a session that has run commands logged in to
+                // the relay with a password the server no longer takes
+                // for its account (rotated directly on the server, or
+                // the account locked or dropped): a direct session would
+                // keep going, a pooled one needs new server connections.
+                Err(crate::backend::pool::LeaseError::Denied(1045, text))
+                    if self.account.is_some() && self.commands_run > 0 =>
+                {
+                    return Err(Fail::Err(
+                        1045,
+                        "28000",
+                        format!(
+                            "{text} (sqlfleet relay: the server refused a new connection for this session's account with the password the session gave the relay: if it logged in earlier, the account's password changed since, or the account was dropped; log in again)"
+                        ),
+                    ));
+                }
                 Err(e) => return Err(e.into()),
             };
             match self.adopt(c).await {
