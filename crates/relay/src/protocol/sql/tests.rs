@@ -853,3 +853,128 @@ fn account_statements_name_whom_they_act_on() {
     // The database in ON is not a grantee.
     assert!(!names("GRANT SELECT ON app.* TO bob").contains(&"app".to_string()));
 }
+
+/// Every place the server's grammar starts a statement inside a stored
+/// body or a compound statement (after BEGIN, THEN, ELSE, DO, LOOP,
+/// REPEAT, a handler's condition of each kind, a trigger's FOR EACH ROW
+/// with FOLLOWS or PRECEDES, an event's DO, a routine's characteristics),
+/// each with and without an UPDATE before it in its condition or header
+/// and behind an executable comment, times every form of account
+/// statement, KILL and unreadable dynamic SQL: each is seen — refused
+/// with a shared account — whatever surrounds it.
+#[test]
+fn every_statement_start_of_a_body_is_read() {
+    let characteristics = [
+        "",
+        "COMMENT 'update'",
+        "LANGUAGE SQL",
+        "DETERMINISTIC",
+        "NOT DETERMINISTIC",
+        "CONTAINS SQL",
+        "NO SQL",
+        "READS SQL DATA",
+        "MODIFIES SQL DATA",
+        "SQL SECURITY DEFINER",
+        "SQL SECURITY INVOKER",
+    ];
+    let conditions = [
+        "SQLEXCEPTION",
+        "SQLWARNING",
+        "NOT FOUND",
+        "1062",
+        "SQLSTATE '23000'",
+        "SQLSTATE VALUE '23000'",
+        "update_failed",
+        "1062, update_failed",
+    ];
+    let mut contexts: Vec<String> = Vec::new();
+    for c in characteristics {
+        contexts.push(format!("CREATE PROCEDURE p() {c} {{S}}"));
+        contexts.push(format!(
+            "CREATE DEFINER = CURRENT_USER PROCEDURE d.update(IN a SET('x'), OUT b TEXT) {c} BEGIN {{S}}; END"
+        ));
+        contexts.push(format!(
+            "CREATE FUNCTION f() RETURNS INT {c} BEGIN {{S}}; RETURN 1; END"
+        ));
+    }
+    for when in ["BEFORE", "AFTER"] {
+        for on in ["INSERT", "UPDATE", "DELETE"] {
+            for order in ["", "FOLLOWS t0", "PRECEDES t0"] {
+                contexts.push(format!(
+                    "CREATE TRIGGER tr {when} {on} ON t FOR EACH ROW {order} {{S}}"
+                ));
+            }
+        }
+    }
+    for schedule in [
+        "AT NOW()",
+        "EVERY 1 DAY STARTS NOW() ON COMPLETION PRESERVE DISABLE COMMENT 'x'",
+    ] {
+        contexts.push(format!("CREATE EVENT e ON SCHEDULE {schedule} DO {{S}}"));
+    }
+    contexts.push("ALTER EVENT e DO {S}".into());
+    contexts.push("CREATE PACKAGE BODY pk PROCEDURE p AS BEGIN {S}; END; END".into());
+    let update = "(SELECT 1 FROM t FOR UPDATE)";
+    for compound in [
+        "BEGIN NOT ATOMIC {S}; END".to_string(),
+        format!("IF {update} THEN {{S}}; END IF"),
+        "IF 0 THEN DO 1; ELSEIF 1 THEN {S}; END IF".into(),
+        "IF 0 THEN DO 1; ELSE {S}; END IF".into(),
+        format!("CASE WHEN {update} THEN {{S}}; END CASE"),
+        "CASE 1 WHEN 1 THEN {S}; END CASE".into(),
+        "l: LOOP {S}; LEAVE l; END LOOP l".into(),
+        format!("WHILE {update} DO {{S}}; END WHILE"),
+        "REPEAT {S}; UNTIL 1 END REPEAT".into(),
+        "FOR i IN 1..2 DO {S}; END FOR".into(),
+        format!("FOR r IN {update} DO {{S}}; END FOR"),
+        "BEGIN NOT ATOMIC UPDATE t SET a = 1; {S}; END".into(),
+        "BEGIN NOT ATOMIC /*!99999 UPDATE t */ {S}; END".into(),
+        "BEGIN NOT ATOMIC /*M!999999 REPLACE t */ {S}; END".into(),
+    ] {
+        contexts.push(format!("CREATE PROCEDURE p() {compound}"));
+        contexts.push(compound);
+    }
+    for kind in ["CONTINUE", "EXIT", "UNDO"] {
+        for c in conditions {
+            let h = format!("DECLARE {kind} HANDLER FOR {c} {{S}}");
+            contexts.push(format!("BEGIN NOT ATOMIC {h}; SELECT 1; END"));
+            contexts.push(format!("CREATE PROCEDURE p() BEGIN {h}; SELECT 1; END"));
+        }
+    }
+    let account = [
+        "SET PASSWORD = PASSWORD('x')",
+        "SET PASSWORD FOR CURRENT_USER() = 'h'",
+        "SET PASSWORD FOR app = 'h'",
+        "SET DEFAULT ROLE NONE",
+        "SET DEFAULT ROLE r1 FOR app@'%'",
+        "ALTER USER CURRENT_USER() ACCOUNT LOCK",
+        "ALTER USER app WITH MAX_USER_CONNECTIONS 1",
+        "GRANT SELECT ON *.* TO app",
+        "REVOKE ALL PRIVILEGES, GRANT OPTION FROM CURRENT_USER",
+        "DROP USER IF EXISTS app",
+        "RENAME USER app TO b",
+        "CREATE OR REPLACE USER app",
+    ];
+    for ctx in &contexts {
+        for s in account {
+            let sql = ctx.replace("{S}", s);
+            let a = analyze(sql.as_bytes()).account_targets;
+            assert!(
+                a.as_ref()
+                    .is_some_and(|a| a.own || a.names.iter().any(|n| n == "app")),
+                "{sql}: {a:?}"
+            );
+            assert!(may_touch_the_account(sql.as_bytes()), "{sql}");
+        }
+        for (s, unread) in [
+            ("KILL 7", Unread::Kill),
+            ("EXECUTE IMMEDIATE CONCAT('KI', 'LL 7')", Unread::Dynamic),
+            ("PREPARE s FROM v", Unread::Dynamic),
+            ("EXECUTE IMMEDIATE 'KILL 7'", Unread::Kill),
+        ] {
+            let sql = ctx.replace("{S}", s);
+            assert!(analyze(sql.as_bytes()).kill_unread >= unread, "{sql}");
+            assert!(may_touch_the_account(sql.as_bytes()), "{sql}");
+        }
+    }
+}
