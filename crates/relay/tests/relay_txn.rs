@@ -1845,3 +1845,68 @@ fn a_set_statement_of_any_session_variable_leaves_the_client_unpinned() {
         assert_eq!(n, Some(ran), "every transaction committed once");
     });
 }
+
+async fn current_role(c: &mut mysql_async::Conn) -> Option<String> {
+    c.query_first::<Option<String>, _>("SELECT CURRENT_ROLE()")
+        .await
+        .expect("CURRENT_ROLE()")
+        .flatten()
+}
+
+/// MariaDB's COM_RESET_CONNECTION keeps the session's role: a pooled
+/// connection reset for the next client carried the role the last one
+/// set, and a new client ran with a role it never asked for (a new login
+/// starts with the account's default role, none here). However a client
+/// sets it — SET ROLE, dynamic SQL — the connection is closed when that
+/// client leaves; a client's own reset keeps its role, as directly.
+#[test]
+fn a_role_one_client_set_never_reaches_the_next() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        let roots: Vec<(String, String)> = root
+            .query("SELECT User, Host FROM mysql.user WHERE User = 'root'")
+            .await
+            .expect("root accounts");
+        root.query_drop("CREATE ROLE IF NOT EXISTS relay_role")
+            .await
+            .expect("role");
+        for (u, h) in &roots {
+            root.query_drop(format!("GRANT relay_role TO '{u}'@'{h}'"))
+                .await
+                .expect("grant the role");
+        }
+    });
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--mode", mode, "--pool-max", "1"]);
+        rt.block_on(async {
+            for set in [
+                "SET ROLE relay_role",
+                "SET STATEMENT max_statement_time = 10 FOR SET ROLE relay_role",
+                "EXECUTE IMMEDIATE 'SET ROLE relay_role'",
+            ] {
+                let mut a = connect(&relay, None).await;
+                a.query_drop(set).await.expect(set);
+                assert_eq!(
+                    current_role(&mut a).await.as_deref(),
+                    Some("relay_role"),
+                    "{mode}: {set}"
+                );
+                a.reset().await.expect("the client's own reset");
+                assert_eq!(
+                    current_role(&mut a).await.as_deref(),
+                    Some("relay_role"),
+                    "{mode}: {set}: a reset keeps the role, as directly"
+                );
+                drop(a);
+                let mut b = connect(&relay, None).await;
+                assert_eq!(current_role(&mut b).await, None, "{mode}: after {set}");
+            }
+        });
+    }
+    rt.block_on(async {
+        let mut root = srv.connect().await;
+        root.query_drop("DROP ROLE relay_role").await.expect("drop");
+    });
+}

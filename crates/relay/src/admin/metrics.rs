@@ -161,7 +161,7 @@ pub struct Metrics {
     pub replay_given_up: AtomicU64,
     pub consistency_waits: AtomicU64,
     pub consistency_fallbacks: AtomicU64,
-    pins: [AtomicU64; Pin::ALL.len()],
+    pins: PinCounts,
     /// Queries the relay sent on its own behalf, by kind.
     own: [AtomicU64; OwnQuery::ALL.len()],
     wait: Histogram,
@@ -197,6 +197,16 @@ pub struct BackendGauge {
     pub lag: Option<u64>,
 }
 
+/// A count per pin reason (more reasons than `Default` takes for an
+/// array).
+struct PinCounts([AtomicU64; Pin::ALL.len()]);
+
+impl Default for PinCounts {
+    fn default() -> Self {
+        PinCounts(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
 impl Metrics {
     /// Counters for `backends` backends.
     pub fn new(backends: usize) -> Metrics {
@@ -213,7 +223,7 @@ impl Metrics {
 
     pub fn pin(&self, p: Pin) {
         if let Some(i) = Pin::ALL.iter().position(|&x| x == p) {
-            self.pins[i].fetch_add(1, Relaxed);
+            self.pins.0[i].fetch_add(1, Relaxed);
         }
     }
 
@@ -236,7 +246,7 @@ impl Metrics {
         Pin::ALL
             .iter()
             .position(|&x| x == p)
-            .map_or(0, |i| self.pins[i].load(Relaxed))
+            .map_or(0, |i| self.pins.0[i].load(Relaxed))
     }
 
     pub fn wait(&self, d: std::time::Duration) {
@@ -299,7 +309,7 @@ impl Metrics {
                 o,
                 "sqlfleet_relay_pins_total{{reason=\"{}\"}} {}",
                 p.name(),
-                self.pins[i].load(Relaxed)
+                self.pins.0[i].load(Relaxed)
             );
         }
         family(

@@ -20,7 +20,7 @@ use account_targets::add_account_statement;
 pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
-pub use kill::{may_touch_the_account, KillTarget, Unread};
+pub use kill::{may_set_role, may_touch_the_account, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
 pub use writes::{written_tables, TableRef};
 
@@ -87,6 +87,12 @@ pub enum Pin {
     /// COM_REGISTER_SLAVE / COM_BINLOG_DUMP: a replica's session (the
     /// server ends the connection after the dump).
     Replication,
+    /// The session's role may have changed (`SET ROLE` anywhere in a
+    /// text, or dynamic SQL the relay cannot read): the server's
+    /// COM_RESET_CONNECTION keeps the role, so the connection is never
+    /// reset for another client — closed when this one leaves, as its own
+    /// disconnect would end the server session.
+    Role,
     /// FLUSH STATUS zeroed the connection's session status counters: the
     /// client's later SHOW STATUS counts from there, on this connection.
     SessionStatus,
@@ -116,7 +122,7 @@ pub const REPLICATION_CONNECTION_VARIABLES: [&str; 2] =
     ["max_relay_log_size", "sql_slave_skip_counter"];
 
 impl Pin {
-    pub const ALL: [Pin; 32] = [
+    pub const ALL: [Pin; 33] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -146,6 +152,7 @@ impl Pin {
         Pin::StoredFunction,
         Pin::WriteEffects,
         Pin::Replication,
+        Pin::Role,
         Pin::SessionStatus,
         Pin::Dialect,
         Pin::Schema,
@@ -182,6 +189,7 @@ impl Pin {
             Pin::StoredFunction => "stored_function",
             Pin::WriteEffects => "trigger_or_sequence_default",
             Pin::Replication => "replication",
+            Pin::Role => "role",
             Pin::SessionStatus => "session_status",
             Pin::Dialect => "unknown_dialect",
             Pin::Schema => "database_name_charset",
@@ -640,7 +648,15 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     }
     fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
-    (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut fx.account_targets);
+    let mut found = kill::Found {
+        accounts: fx.account_targets.take(),
+        sets_role: false,
+    };
+    (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut found);
+    fx.account_targets = found.accounts;
+    if found.sets_role {
+        fx.pins.push(Pin::Role);
+    }
     if fx.kill_unread != Unread::No {
         fx.kill = None;
     }

@@ -33,7 +33,10 @@ pub(crate) enum Parting {
     /// unprepared branch back and keeps a prepared one for any session's
     /// XA COMMIT or ROLLBACK (XA RECOVER lists it). A reset left the
     /// prepared branch bound to the connection, and the next client's
-    /// writes there failed (error 1031).
+    /// writes there failed (error 1031). Or the session's role may have
+    /// changed (`Pin::Role`): a reset keeps it, and the next client ran
+    /// with a role it never set (a new login starts with the account's
+    /// default role).
     Close,
 }
 
@@ -339,11 +342,19 @@ impl ClientState {
     /// ends there: the client leaves, or resets its session or changes
     /// its user (commands that end the server session it had).
     pub fn parting(&self) -> Parting {
-        if self.pins.contains(&Pin::Xa) {
+        if self.reset_ends_session() || self.pins.contains(&Pin::Role) {
             Parting::Close
         } else {
             Parting::Reuse
         }
+    }
+
+    /// Whether the client's own COM_RESET_CONNECTION ends its server
+    /// session (the connection closed, another leased for its next
+    /// statement): an XA branch on it, as at its end. A role it set stays
+    /// through the server's reset, as it would directly.
+    pub fn reset_ends_session(&self) -> bool {
+        self.pins.contains(&Pin::Xa)
     }
 
     /// Something of the client's lives on its connection (a transaction,
@@ -820,13 +831,16 @@ impl ClientState {
     /// COM_RESET_CONNECTION: the session is a new one ([`Self::clear`]).
     /// A reset that ran on the connection the client holds for its status
     /// counters (FLUSH STATUS) zeroed them there as well: the client's
-    /// counters live on that connection still, and it keeps it.
+    /// counters live on that connection still, and it keeps it. The
+    /// server's reset keeps the session's role: a client whose role may
+    /// have changed keeps its connection too (`Pin::Role`).
     pub fn reset(&mut self, ran_on_held: bool) {
-        let counters_here = ran_on_held && self.pins.contains(&Pin::SessionStatus);
+        let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role]
+            .into_iter()
+            .filter(|p| ran_on_held && self.pins.contains(p))
+            .collect();
         self.clear();
-        if counters_here {
-            self.pins.insert(Pin::SessionStatus);
-        }
+        self.pins.extend(kept);
     }
 
     /// COM_RESET_CONNECTION or COM_CHANGE_USER: the session is a new one

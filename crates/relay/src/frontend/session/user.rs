@@ -45,7 +45,7 @@ impl Session {
             self.take_found_rows().await?;
         }
         let mut ran_on_held = false;
-        if self.st.parting() == Parting::Close {
+        if self.st.reset_ends_session() {
             // Ended as the client's disconnect would end it (an XA branch
             // on it); the client's next statement leases another.
             if let Some(c) = self.conn.take() {

@@ -105,30 +105,45 @@ pub enum Unread {
 /// in the session just before, is the text that runs (a session's user
 /// variables are its own, so nothing changes it in between).
 ///
-/// Account statements the text runs where the statement reader does not
-/// look — inside a compound statement run now or a routine's, trigger's
-/// or event's body (from any of their tokens but the SET clause of an
-/// UPDATE, INSERT or REPLACE: a doubt refuses), or in dynamic SQL's
-/// string at any depth — are added
-/// to `accounts` (`account_targets.rs`).
+/// What else it finds is added to `found`.
 pub(super) fn unread_kill(
     sql: &[u8],
     stmts: &[&[(Tok, Range<usize>)]],
-    accounts: &mut Option<AccountTargets>,
+    found: &mut Found,
 ) -> (Unread, Option<String>) {
     if let [t] = stmts {
         if let Some([(Tok::UserVar, r), rest @ ..]) = dynamic_source(t, 0) {
             if rest.is_empty() || rest[0].0.is_word("USING") {
                 let rest_of_text = &t[1..];
-                let others = unread_at(sql, &[rest_of_text], 0, accounts);
+                let others = unread_at(sql, &[rest_of_text], 0, found);
                 let var = String::from_utf8_lossy(&sql[r.clone()]).into_owned();
                 if others == Unread::No {
+                    // (Its value is read only with a shared account.)
+                    found.sets_role = true;
                     return (Unread::No, Some(var));
                 }
             }
         }
     }
-    (unread_at(sql, stmts, 0, accounts), None)
+    (unread_at(sql, stmts, 0, found), None)
+}
+
+/// What the KILL pass finds besides, where the statement reader does not
+/// look (inside compound statements, stored bodies, dynamic SQL's
+/// strings).
+#[derive(Debug, Default)]
+pub(super) struct Found {
+    /// Account statements the text runs there — inside a compound
+    /// statement run now or a routine's, trigger's or event's body (from
+    /// any of their tokens but the SET clause of an UPDATE, INSERT or
+    /// REPLACE: a doubt refuses), or in dynamic SQL's string at any depth
+    /// (`account_targets.rs`) — added to what the statement reader found.
+    pub accounts: Option<AccountTargets>,
+    /// A `SET ROLE` anywhere (a compound statement, a body, a string of
+    /// dynamic SQL at any depth), or dynamic SQL whose text the pass
+    /// cannot read: the session's role may change, and the server's
+    /// COM_RESET_CONNECTION keeps it.
+    pub sets_role: bool,
 }
 
 /// Whether the text is a compound statement run as it is sent (`BEGIN NOT
@@ -141,12 +156,7 @@ fn compound(stmts: &[&[(Tok, Range<usize>)]]) -> bool {
     })
 }
 
-fn unread_at(
-    sql: &[u8],
-    stmts: &[&[(Tok, Range<usize>)]],
-    depth: u8,
-    accounts: &mut Option<AccountTargets>,
-) -> Unread {
+fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mut Found) -> Unread {
     let kills = |t: &&[(Tok, Range<usize>)]| word(t.first()) == Some("KILL");
     if stmts.len() > 1 && stmts.iter().any(kills) {
         return Unread::Kill;
@@ -165,14 +175,18 @@ fn unread_at(
         }
         for (i, (k, _)) in t.iter().enumerate() {
             // (After a dot it is a column's name: `t.kill`.)
-            if i > 0 && k.is_word("KILL") && !t[i - 1].0.is_punct(b'.') {
+            let after_dot = i > 0 && t[i - 1].0.is_punct(b'.');
+            if i > 0 && k.is_word("KILL") && !after_dot {
                 return Unread::Kill;
             }
+            if k.is_word("SET") && !after_dot && word(t.get(i + 1)) == Some("ROLE") {
+                found.sets_role = true;
+            }
             if reads_all && i > 0 && !set_clause(sql, t, i) {
-                add_account_statement(sql, &t[i..], accounts);
+                add_account_statement(sql, &t[i..], &mut found.accounts);
             }
             if let Some(src) = dynamic_source(t, i) {
-                most = most.max(dynamic(sql, src, depth, accounts));
+                most = most.max(dynamic(sql, src, depth, found));
             }
         }
     }
@@ -238,12 +252,7 @@ fn dynamic_source(t: &[(Tok, Range<usize>)], i: usize) -> Option<&[(Tok, Range<u
 /// one plain string (followed by nothing but `USING ...`) or is nested too
 /// deep; else what the string, read with or without backslash escapes,
 /// holds (any KILL in it is the server's to run).
-fn dynamic(
-    sql: &[u8],
-    src: &[(Tok, Range<usize>)],
-    depth: u8,
-    accounts: &mut Option<AccountTargets>,
-) -> Unread {
+fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8, found: &mut Found) -> Unread {
     let plain = match src {
         [(Tok::Literal, r), rest @ ..] if rest.is_empty() || rest[0].0.is_word("USING") => {
             sql.get(r.clone()).filter(|raw| {
@@ -253,6 +262,7 @@ fn dynamic(
         _ => None,
     };
     let Some(raw) = plain.filter(|_| depth < MAX_DEPTH) else {
+        found.sets_role = true;
         return Unread::Dynamic;
     };
     let quote = raw[0];
@@ -268,12 +278,12 @@ fn dynamic(
                 .filter(|s| !s.is_empty())
                 .collect();
             for t in &stmts {
-                add_account_statement(&text, t, accounts);
+                add_account_statement(&text, t, &mut found.accounts);
             }
             if stmts.iter().any(|t| word(t.first()) == Some("KILL")) {
                 Unread::Kill
             } else {
-                unread_at(&text, &stmts, depth + 1, accounts)
+                unread_at(&text, &stmts, depth + 1, found)
             }
         })
         .max()
@@ -317,19 +327,33 @@ pub(super) fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
 /// EXECUTE, PREPARE, PASSWORD, ROLE, USER, GRANT, REVOKE in any case,
 /// anywhere; account statements all hold one of the last five).
 pub fn may_touch_the_account(sql: &[u8]) -> bool {
-    const WORDS: [&[u8]; 8] = [
-        b"kill",
-        b"execute",
-        b"prepare",
-        b"password",
-        b"role",
-        b"user",
-        b"grant",
-        b"revoke",
-    ];
+    holds_any(
+        sql,
+        &[
+            b"kill",
+            b"execute",
+            b"prepare",
+            b"password",
+            b"role",
+            b"user",
+            b"grant",
+            b"revoke",
+        ],
+    )
+}
+
+/// Whether a text may change the session's role (a cheap test before
+/// lexing, for session mode: ROLE, or dynamic SQL's EXECUTE or PREPARE,
+/// in any case, anywhere), which the server's COM_RESET_CONNECTION keeps.
+pub fn may_set_role(sql: &[u8]) -> bool {
+    holds_any(sql, &[b"role", b"execute", b"prepare"])
+}
+
+/// Whether `sql` holds any of `words` (lower case), in any case.
+fn holds_any(sql: &[u8], words: &[&[u8]]) -> bool {
     (0..sql.len()).any(|i| {
         let first = sql[i] | 0x20;
-        WORDS.iter().any(|w| {
+        words.iter().any(|w| {
             w[0] == first
                 && sql
                     .get(i..i + w.len())

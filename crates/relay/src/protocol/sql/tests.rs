@@ -978,3 +978,42 @@ fn every_statement_start_of_a_body_is_read() {
         }
     }
 }
+
+/// Every way a text sets the session's role (which the server's
+/// COM_RESET_CONNECTION keeps) pins the client and closes its connection
+/// at its end: SET ROLE alone or behind SET STATEMENT, in a compound
+/// statement, in dynamic SQL's string at any quoting, or dynamic SQL the
+/// relay cannot read; the session-mode cheap test flags each.
+#[test]
+fn a_text_that_may_set_the_role_pins() {
+    for (sql, pins) in [
+        ("SET ROLE r1", true),
+        ("set role NONE", true),
+        ("SET STATEMENT max_statement_time = 1 FOR SET ROLE r1", true),
+        ("BEGIN NOT ATOMIC SET ROLE r1; END", true),
+        ("IF 1 THEN SET ROLE r1; END IF", true),
+        ("EXECUTE IMMEDIATE 'SET ROLE r1'", true),
+        ("EXECUTE IMMEDIATE 'SET RO\\LE r1'", true),
+        (
+            "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''SET ROLE r1'''",
+            true,
+        ),
+        ("PREPARE s FROM 'SET ROLE r1'", true),
+        ("PREPARE s FROM @q", true),
+        ("EXECUTE IMMEDIATE @q", true),
+        ("EXECUTE IMMEDIATE CONCAT('SET ', 'ROLE r1')", true),
+        ("SELECT CURRENT_ROLE()", false),
+        ("SET @role = 'r1'", false),
+        ("SELECT t.set, role FROM t", false),
+        ("SET DEFAULT ROLE r1 FOR bob", false),
+        ("GRANT r1 TO bob", false),
+        ("EXECUTE s", false),
+    ] {
+        let fx = analyze(sql.as_bytes());
+        assert_eq!(fx.pins.contains(&Pin::Role), pins, "{sql}: {:?}", fx.pins);
+        if pins {
+            assert!(may_set_role(sql.as_bytes()), "{sql}: lexed in session mode");
+        }
+    }
+    assert!(!may_set_role(b"SELECT a FROM users WHERE id = 1"));
+}

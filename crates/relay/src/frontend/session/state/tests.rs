@@ -862,6 +862,20 @@ fn a_reset_on_the_connection_holding_the_clients_counters_keeps_it() {
     run(&mut st, "SET @a = 1", R::State);
     st.reset(true);
     assert!(st.pins.is_empty());
+    // The server's reset keeps the session's role: so does the client's
+    // hold on that connection, and its end closes it.
+    let mut st = ClientState::new(T, None);
+    run(&mut st, "SET ROLE r1", R::Ok);
+    assert!(
+        !st.reset_ends_session(),
+        "the client's own reset keeps its role"
+    );
+    st.reset(true);
+    assert_eq!(st.pins.iter().copied().collect::<Vec<_>>(), [Pin::Role]);
+    assert_eq!(st.parting(), Parting::Close);
+    // A change of user logs in again: the account's default role.
+    st.clear();
+    assert_eq!(st.parting(), Parting::Reuse);
 }
 
 /// MariaDB reports what a `SET STATEMENT ... FOR` restores only with the
@@ -991,11 +1005,12 @@ fn a_late_report_of_a_set_statement_restore_is_no_change_of_the_session() {
     }
 }
 
-/// A session's end closes its connection when an XA branch is on it, and
+/// A session's end closes its connection when an XA branch is on it or
+/// its role may have changed (the server's reset keeps the role), and
 /// hands it back for reuse otherwise (whatever else it holds: a reset
 /// frees locks, temporary tables and prepared statements).
 #[test]
-fn a_session_ending_with_an_xa_branch_closes_its_connection() {
+fn a_session_ending_with_an_xa_branch_or_a_role_closes_its_connection() {
     // (statements, what becomes of the connection)
     let rows: &[(&[&str], Parting)] = &[
         (&[], Parting::Reuse),
@@ -1005,6 +1020,23 @@ fn a_session_ending_with_an_xa_branch_closes_its_connection() {
         (&["SELECT GET_LOCK('a', 0)"], Parting::Reuse),
         (&["CREATE TEMPORARY TABLE tt (i INT)"], Parting::Reuse),
         (&["XA START 'x'"], Parting::Close),
+        (&["SET ROLE r1"], Parting::Close),
+        (&["SET ROLE NONE"], Parting::Close),
+        (
+            &["SET STATEMENT max_statement_time = 1 FOR SET ROLE r1"],
+            Parting::Close,
+        ),
+        (&["EXECUTE IMMEDIATE 'SET ROLE r1'"], Parting::Close),
+        (
+            &["PREPARE s FROM 'SET ROLE r1'", "EXECUTE s"],
+            Parting::Close,
+        ),
+        (
+            &["EXECUTE IMMEDIATE CONCAT('SET ', 'ROLE r1')"],
+            Parting::Close,
+        ),
+        (&["SELECT CURRENT_ROLE()"], Parting::Reuse),
+        (&["SET DEFAULT ROLE r1 FOR bob"], Parting::Reuse),
         (
             &["XA START 'x'", "INSERT INTO t VALUES (1)", "XA END 'x'"],
             Parting::Close,
