@@ -1910,3 +1910,42 @@ fn a_role_one_client_set_never_reaches_the_next() {
         root.query_drop("DROP ROLE relay_role").await.expect("drop");
     });
 }
+
+/// MariaDB's COM_RESET_CONNECTION keeps a session's profile history (and
+/// goes on profiling the next statement): SHOW PROFILES, which needs no
+/// privilege, listed one client's statement texts to the next client on
+/// the pooled connection. A client that names `profiling` keeps its
+/// connection, sees its own profiles as directly, and the connection is
+/// closed when it leaves.
+#[test]
+fn a_profile_history_never_reaches_the_next_client() {
+    let srv = server();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    for mode in ["transaction", "session"] {
+        let relay = start_relay(srv, &["--mode", mode, "--pool-max", "1"]);
+        rt.block_on(async {
+            for (set, secret) in [
+                ("SET profiling = 1", "SELECT 'secret-of-a' AS s"),
+                (
+                    "EXECUTE IMMEDIATE 'SET profiling = 1'",
+                    "SELECT 'secret-of-a2' AS s",
+                ),
+            ] {
+                let mut a = connect(&relay, None).await;
+                a.query_drop(set).await.expect(set);
+                a.query_drop(secret).await.expect(secret);
+                let own: Vec<(u32, f64, String)> =
+                    a.query("SHOW PROFILES").await.expect("own profiles");
+                assert!(
+                    own.iter().any(|(_, _, q)| secret.contains(q.as_str())),
+                    "{mode}: {own:?}"
+                );
+                drop(a);
+                let mut b = connect(&relay, None).await;
+                let seen: Vec<(u32, f64, String)> =
+                    b.query("SHOW PROFILES").await.expect("profiles");
+                assert!(seen.is_empty(), "{mode}: after {secret}: {seen:?}");
+            }
+        });
+    }
+}

@@ -418,8 +418,8 @@ impl Session {
 /// The statement's lexed text and what it does, read once — and not at
 /// all in session mode without digests or rules. In every mode, KILL is
 /// the relay's (the ids it names are the relay's), a global set makes
-/// pooled sessions stale, and a role the session may have set closes its
-/// connection at the end (a reset keeps it).
+/// pooled sessions stale, and a role or profile history the session may
+/// have made closes its connection at the end (a reset keeps both).
 fn read_statement(
     text: &[u8],
     mode: Mode,
@@ -433,7 +433,7 @@ fn read_statement(
     .iter()
     .any(|w| sql::starts_with_word(text, w))
         || (shared && sql::may_touch_the_account(text))
-        || sql::may_set_role(text);
+        || sql::may_set_what_a_reset_keeps(text);
     // Lexed as the session writes (see `dialect`); a text that reads
     // otherwise in some dialect, from a session whose dialect is unknown,
     // pins the client to its connection on the primary.
@@ -467,9 +467,13 @@ fn read_statement(
                 changes_privileges: fx.changes_privileges,
                 statement_vars: fx.statement_vars,
                 changes_schema: fx.changes_schema,
-                // The session holds its connection anyway; a role it may
-                // have set closes it at the end instead of a reset.
-                pins: fx.pins.into_iter().filter(|p| *p == Pin::Role).collect(),
+                // The session holds its connection anyway; a role or a
+                // profile history closes it at the end instead of a reset.
+                pins: fx
+                    .pins
+                    .into_iter()
+                    .filter(|p| matches!(p, Pin::Role | Pin::Profiling))
+                    .collect(),
                 ..Effects::default()
             }
         }

@@ -20,7 +20,7 @@ use account_targets::add_account_statement;
 pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
-pub use kill::{may_set_role, may_touch_the_account, KillTarget, Unread};
+pub use kill::{may_set_what_a_reset_keeps, may_touch_the_account, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
 pub use writes::{written_tables, TableRef};
 
@@ -93,6 +93,10 @@ pub enum Pin {
     /// reset for another client — closed when this one leaves, as its own
     /// disconnect would end the server session.
     Role,
+    /// The session may keep a profile history (`profiling` named in a
+    /// text): COM_RESET_CONNECTION keeps it, and SHOW PROFILES listed one
+    /// client's statements to the next; closed at the end, as `Role`.
+    Profiling,
     /// FLUSH STATUS zeroed the connection's session status counters: the
     /// client's later SHOW STATUS counts from there, on this connection.
     SessionStatus,
@@ -122,7 +126,7 @@ pub const REPLICATION_CONNECTION_VARIABLES: [&str; 2] =
     ["max_relay_log_size", "sql_slave_skip_counter"];
 
 impl Pin {
-    pub const ALL: [Pin; 33] = [
+    pub const ALL: [Pin; 34] = [
         Pin::Session,
         Pin::TemporaryTable,
         Pin::UserVariable,
@@ -153,6 +157,7 @@ impl Pin {
         Pin::WriteEffects,
         Pin::Replication,
         Pin::Role,
+        Pin::Profiling,
         Pin::SessionStatus,
         Pin::Dialect,
         Pin::Schema,
@@ -190,6 +195,7 @@ impl Pin {
             Pin::WriteEffects => "trigger_or_sequence_default",
             Pin::Replication => "replication",
             Pin::Role => "role",
+            Pin::Profiling => "profiling",
             Pin::SessionStatus => "session_status",
             Pin::Dialect => "unknown_dialect",
             Pin::Schema => "database_name_charset",
@@ -650,12 +656,16 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     fx.statements = stmts.len();
     let mut found = kill::Found {
         accounts: fx.account_targets.take(),
-        sets_role: false,
+        ..Default::default()
     };
     (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut found);
     fx.account_targets = found.accounts;
     if found.sets_role {
         fx.pins.push(Pin::Role);
+    }
+    // (`SET STATEMENT profiling = 1 FOR ...` profiles its statement.)
+    if found.profiles || fx.statement_vars.iter().any(|v| v == "profiling") {
+        fx.pins.push(Pin::Profiling);
     }
     if fx.kill_unread != Unread::No {
         fx.kill = None;

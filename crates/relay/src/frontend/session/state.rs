@@ -36,7 +36,9 @@ pub(crate) enum Parting {
     /// writes there failed (error 1031). Or the session's role may have
     /// changed (`Pin::Role`): a reset keeps it, and the next client ran
     /// with a role it never set (a new login starts with the account's
-    /// default role).
+    /// default role). Or it may keep a profile history
+    /// (`Pin::Profiling`), which a reset keeps too: the next client's
+    /// SHOW PROFILES listed this one's statements.
     Close,
 }
 
@@ -342,7 +344,10 @@ impl ClientState {
     /// ends there: the client leaves, or resets its session or changes
     /// its user (commands that end the server session it had).
     pub fn parting(&self) -> Parting {
-        if self.reset_ends_session() || self.pins.contains(&Pin::Role) {
+        if self.reset_ends_session()
+            || self.pins.contains(&Pin::Role)
+            || self.pins.contains(&Pin::Profiling)
+        {
             Parting::Close
         } else {
             Parting::Reuse
@@ -832,10 +837,10 @@ impl ClientState {
     /// A reset that ran on the connection the client holds for its status
     /// counters (FLUSH STATUS) zeroed them there as well: the client's
     /// counters live on that connection still, and it keeps it. The
-    /// server's reset keeps the session's role: a client whose role may
-    /// have changed keeps its connection too (`Pin::Role`).
+    /// server's reset keeps the session's role and profile history: a
+    /// client that may have either keeps its connection too.
     pub fn reset(&mut self, ran_on_held: bool) {
-        let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role]
+        let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role, Pin::Profiling]
             .into_iter()
             .filter(|p| ran_on_held && self.pins.contains(p))
             .collect();

@@ -144,6 +144,12 @@ pub(super) struct Found {
     /// cannot read: the session's role may change, and the server's
     /// COM_RESET_CONNECTION keeps it.
     pub sets_role: bool,
+    /// `profiling` named anywhere (a variable, `SET STATEMENT profiling =
+    /// 1 FOR ...`, in dynamic SQL's string): the session may keep a
+    /// profile history of its statements' texts, which the server's
+    /// COM_RESET_CONNECTION keeps too (SHOW PROFILES lists them to the
+    /// next session on the connection).
+    pub profiles: bool,
 }
 
 /// Whether the text is a compound statement run as it is sent (`BEGIN NOT
@@ -181,6 +187,9 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
             }
             if k.is_word("SET") && !after_dot && word(t.get(i + 1)) == Some("ROLE") {
                 found.sets_role = true;
+            }
+            if !after_dot && names_profiling(k) {
+                found.profiles = true;
             }
             if reads_all && i > 0 && !set_clause(sql, t, i) {
                 add_account_statement(sql, &t[i..], &mut found.accounts);
@@ -342,11 +351,22 @@ pub fn may_touch_the_account(sql: &[u8]) -> bool {
     )
 }
 
-/// Whether a text may change the session's role (a cheap test before
-/// lexing, for session mode: ROLE, or dynamic SQL's EXECUTE or PREPARE,
-/// in any case, anywhere), which the server's COM_RESET_CONNECTION keeps.
-pub fn may_set_role(sql: &[u8]) -> bool {
-    holds_any(sql, &[b"role", b"execute", b"prepare"])
+/// Whether a text may change what the server's COM_RESET_CONNECTION
+/// keeps — the session's role, its profile history (a cheap test before
+/// lexing, for session mode: ROLE, PROFILING, or dynamic SQL's EXECUTE or
+/// PREPARE, in any case, anywhere).
+pub fn may_set_what_a_reset_keeps(sql: &[u8]) -> bool {
+    holds_any(sql, &[b"role", b"profiling", b"execute", b"prepare"])
+}
+
+/// `profiling` as a word, a system variable or a quoted name.
+fn names_profiling(k: &Tok) -> bool {
+    match k {
+        Tok::Word(w) => w == "PROFILING",
+        Tok::SysVar(_, name) => name == "profiling",
+        Tok::Quoted(q) => q.eq_ignore_ascii_case("profiling"),
+        _ => false,
+    }
 }
 
 /// Whether `sql` holds any of `words` (lower case), in any case.

@@ -1012,8 +1012,46 @@ fn a_text_that_may_set_the_role_pins() {
         let fx = analyze(sql.as_bytes());
         assert_eq!(fx.pins.contains(&Pin::Role), pins, "{sql}: {:?}", fx.pins);
         if pins {
-            assert!(may_set_role(sql.as_bytes()), "{sql}: lexed in session mode");
+            assert!(
+                may_set_what_a_reset_keeps(sql.as_bytes()),
+                "{sql}: lexed in session mode"
+            );
         }
     }
-    assert!(!may_set_role(b"SELECT a FROM users WHERE id = 1"));
+    assert!(!may_set_what_a_reset_keeps(
+        b"SELECT a FROM users WHERE id = 1"
+    ));
+}
+
+/// Every way a text may start a profile history (which the server's
+/// COM_RESET_CONNECTION keeps, and SHOW PROFILES lists to the next
+/// session on the connection) pins the client; reading about profiling
+/// does not.
+#[test]
+fn a_text_that_may_profile_pins() {
+    for (sql, pins) in [
+        ("SET profiling = 1", true),
+        ("SET SESSION profiling = ON", true),
+        ("SET @@profiling = 1", true),
+        ("SET @@session.profiling = 1", true),
+        ("SET `profiling` = 1", true),
+        ("SET STATEMENT profiling = 1 FOR SELECT 1", true),
+        ("SET profiling_history_size = 0, profiling = 1", true),
+        ("EXECUTE IMMEDIATE 'SET profiling = 1'", true),
+        ("BEGIN NOT ATOMIC SET profiling = 1; END", true),
+        ("SHOW PROFILES", false),
+        ("SELECT * FROM information_schema.PROFILING", false),
+        ("SELECT 'profiling'", false),
+    ] {
+        let fx = analyze(sql.as_bytes());
+        assert_eq!(
+            fx.pins.contains(&Pin::Profiling),
+            pins,
+            "{sql}: {:?}",
+            fx.pins
+        );
+        if pins {
+            assert!(may_set_what_a_reset_keeps(sql.as_bytes()), "{sql}");
+        }
+    }
 }
