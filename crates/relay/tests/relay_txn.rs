@@ -1912,13 +1912,15 @@ fn a_role_one_client_set_never_reaches_the_next() {
 }
 
 /// MariaDB's COM_RESET_CONNECTION keeps a session's profile history (and
-/// goes on profiling the next statement): SHOW PROFILES, which needs no
-/// privilege, listed one client's statement texts to the next client on
-/// the pooled connection. A client that names `profiling` keeps its
-/// connection, sees its own profiles as directly, and the connection is
-/// closed when it leaves.
+/// goes on profiling the next statement), and the optimizer trace stays
+/// after tracing is turned off: SHOW PROFILES and
+/// information_schema.OPTIMIZER_TRACE, which need no privilege, listed
+/// one client's statement texts to the next client on the pooled
+/// connection. A client that names `profiling` or `optimizer_trace`
+/// keeps its connection, sees its own traces as directly, and the
+/// connection is closed when it leaves.
 #[test]
-fn a_profile_history_never_reaches_the_next_client() {
+fn a_statement_trace_never_reaches_the_next_client() {
     let srv = server();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     for mode in ["transaction", "session"] {
@@ -1946,6 +1948,26 @@ fn a_profile_history_never_reaches_the_next_client() {
                     b.query("SHOW PROFILES").await.expect("profiles");
                 assert!(seen.is_empty(), "{mode}: after {secret}: {seen:?}");
             }
+            let mut a = connect(&relay, None).await;
+            a.query_drop("SET optimizer_trace = 'enabled=on'")
+                .await
+                .expect("trace");
+            a.query_drop("SELECT 'trace-secret' FROM mysql.user WHERE User = 'x'")
+                .await
+                .expect("traced");
+            a.query_drop("SET optimizer_trace = DEFAULT")
+                .await
+                .expect("trace off");
+            drop(a);
+            let mut b = connect(&relay, None).await;
+            let traced: Vec<String> = b
+                .query("SELECT QUERY FROM information_schema.OPTIMIZER_TRACE")
+                .await
+                .expect("trace");
+            assert!(
+                traced.iter().all(|q| !q.contains("trace-secret")),
+                "{mode}: {traced:?}"
+            );
         });
     }
 }

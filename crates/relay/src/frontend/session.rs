@@ -472,7 +472,7 @@ fn read_statement(
                 pins: fx
                     .pins
                     .into_iter()
-                    .filter(|p| matches!(p, Pin::Role | Pin::Profiling))
+                    .filter(|p| matches!(p, Pin::Role | Pin::Traces))
                     .collect(),
                 ..Effects::default()
             }

@@ -93,10 +93,13 @@ pub enum Pin {
     /// reset for another client — closed when this one leaves, as its own
     /// disconnect would end the server session.
     Role,
-    /// The session may keep a profile history (`profiling` named in a
-    /// text): COM_RESET_CONNECTION keeps it, and SHOW PROFILES listed one
-    /// client's statements to the next; closed at the end, as `Role`.
-    Profiling,
+    /// The session may keep traces of its statements on the connection
+    /// (`profiling` or `optimizer_trace` named in a text): the profile
+    /// history, which COM_RESET_CONNECTION keeps, and the optimizer trace,
+    /// which stays after tracing is off; SHOW PROFILES and
+    /// information_schema.OPTIMIZER_TRACE listed one client's statements
+    /// to the next. Never shared; closed at the end, as `Role`.
+    Traces,
     /// FLUSH STATUS zeroed the connection's session status counters: the
     /// client's later SHOW STATUS counts from there, on this connection.
     SessionStatus,
@@ -157,7 +160,7 @@ impl Pin {
         Pin::WriteEffects,
         Pin::Replication,
         Pin::Role,
-        Pin::Profiling,
+        Pin::Traces,
         Pin::SessionStatus,
         Pin::Dialect,
         Pin::Schema,
@@ -195,7 +198,7 @@ impl Pin {
             Pin::WriteEffects => "trigger_or_sequence_default",
             Pin::Replication => "replication",
             Pin::Role => "role",
-            Pin::Profiling => "profiling",
+            Pin::Traces => "statement_traces",
             Pin::SessionStatus => "session_status",
             Pin::Dialect => "unknown_dialect",
             Pin::Schema => "database_name_charset",
@@ -663,9 +666,10 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     if found.sets_role {
         fx.pins.push(Pin::Role);
     }
-    // (`SET STATEMENT profiling = 1 FOR ...` profiles its statement.)
-    if found.profiles || fx.statement_vars.iter().any(|v| v == "profiling") {
-        fx.pins.push(Pin::Profiling);
+    // (`SET STATEMENT optimizer_trace = ... FOR ...` traces its
+    // statement.)
+    if found.traces || kill::traces_named(&fx.statement_vars) {
+        fx.pins.push(Pin::Traces);
     }
     if fx.kill_unread != Unread::No {
         fx.kill = None;

@@ -37,7 +37,7 @@ pub(crate) enum Parting {
     /// changed (`Pin::Role`): a reset keeps it, and the next client ran
     /// with a role it never set (a new login starts with the account's
     /// default role). Or it may keep a profile history
-    /// (`Pin::Profiling`), which a reset keeps too: the next client's
+    /// (`Pin::Traces`), which a reset keeps too: the next client's
     /// SHOW PROFILES listed this one's statements.
     Close,
 }
@@ -346,7 +346,7 @@ impl ClientState {
     pub fn parting(&self) -> Parting {
         if self.reset_ends_session()
             || self.pins.contains(&Pin::Role)
-            || self.pins.contains(&Pin::Profiling)
+            || self.pins.contains(&Pin::Traces)
         {
             Parting::Close
         } else {
@@ -840,7 +840,7 @@ impl ClientState {
     /// server's reset keeps the session's role and profile history: a
     /// client that may have either keeps its connection too.
     pub fn reset(&mut self, ran_on_held: bool) {
-        let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role, Pin::Profiling]
+        let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role, Pin::Traces]
             .into_iter()
             .filter(|p| ran_on_held && self.pins.contains(p))
             .collect();

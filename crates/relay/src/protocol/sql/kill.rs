@@ -144,12 +144,14 @@ pub(super) struct Found {
     /// cannot read: the session's role may change, and the server's
     /// COM_RESET_CONNECTION keeps it.
     pub sets_role: bool,
-    /// `profiling` named anywhere (a variable, `SET STATEMENT profiling =
-    /// 1 FOR ...`, in dynamic SQL's string): the session may keep a
-    /// profile history of its statements' texts, which the server's
-    /// COM_RESET_CONNECTION keeps too (SHOW PROFILES lists them to the
-    /// next session on the connection).
-    pub profiles: bool,
+    /// `profiling` or `optimizer_trace` named anywhere (a variable, in
+    /// dynamic SQL's string): the session may keep traces of its
+    /// statements' texts on the connection — a profile history, which
+    /// the server's COM_RESET_CONNECTION keeps too, and the optimizer's
+    /// trace, which stays after tracing is turned off: SHOW PROFILES and
+    /// information_schema.OPTIMIZER_TRACE list them to the next session
+    /// there.
+    pub traces: bool,
 }
 
 /// Whether the text is a compound statement run as it is sent (`BEGIN NOT
@@ -188,8 +190,8 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
             if k.is_word("SET") && !after_dot && word(t.get(i + 1)) == Some("ROLE") {
                 found.sets_role = true;
             }
-            if !after_dot && names_profiling(k) {
-                found.profiles = true;
+            if !after_dot && names_a_trace(k) {
+                found.traces = true;
             }
             if reads_all && i > 0 && !set_clause(sql, t, i) {
                 add_account_statement(sql, &t[i..], &mut found.accounts);
@@ -351,22 +353,41 @@ pub fn may_touch_the_account(sql: &[u8]) -> bool {
     )
 }
 
-/// Whether a text may change what the server's COM_RESET_CONNECTION
-/// keeps — the session's role, its profile history (a cheap test before
-/// lexing, for session mode: ROLE, PROFILING, or dynamic SQL's EXECUTE or
-/// PREPARE, in any case, anywhere).
+/// Whether a text may leave on its connection what must not reach
+/// another client — the session's role, traces of its statements (a
+/// cheap test before lexing, for session mode: ROLE, PROFILING,
+/// OPTIMIZER_TRACE, or dynamic SQL's EXECUTE or PREPARE, in any case,
+/// anywhere).
 pub fn may_set_what_a_reset_keeps(sql: &[u8]) -> bool {
-    holds_any(sql, &[b"role", b"profiling", b"execute", b"prepare"])
+    holds_any(
+        sql,
+        &[
+            b"role",
+            b"profiling",
+            b"optimizer_trace",
+            b"execute",
+            b"prepare",
+        ],
+    )
 }
 
-/// `profiling` as a word, a system variable or a quoted name.
-fn names_profiling(k: &Tok) -> bool {
+/// The variables that keep traces of a session's statements.
+const TRACES: [&str; 2] = ["profiling", "optimizer_trace"];
+
+/// `profiling` or `optimizer_trace` as a word, a system variable or a
+/// quoted name.
+fn names_a_trace(k: &Tok) -> bool {
     match k {
-        Tok::Word(w) => w == "PROFILING",
-        Tok::SysVar(_, name) => name == "profiling",
-        Tok::Quoted(q) => q.eq_ignore_ascii_case("profiling"),
+        Tok::Word(w) => TRACES.iter().any(|t| w.eq_ignore_ascii_case(t)),
+        Tok::SysVar(_, name) => TRACES.contains(&name.as_str()),
+        Tok::Quoted(q) => TRACES.iter().any(|t| q.eq_ignore_ascii_case(t)),
         _ => false,
     }
+}
+
+/// Whether `SET STATEMENT` names a variable that keeps traces.
+pub(super) fn traces_named(vars: &[String]) -> bool {
+    vars.iter().any(|v| TRACES.contains(&v.as_str()))
 }
 
 /// Whether `sql` holds any of `words` (lower case), in any case.

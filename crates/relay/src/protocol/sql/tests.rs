@@ -1023,12 +1023,13 @@ fn a_text_that_may_set_the_role_pins() {
     ));
 }
 
-/// Every way a text may start a profile history (which the server's
-/// COM_RESET_CONNECTION keeps, and SHOW PROFILES lists to the next
-/// session on the connection) pins the client; reading about profiling
-/// does not.
+/// Every way a text may leave traces of its statements on the connection
+/// (a profile history, which the server's COM_RESET_CONNECTION keeps and
+/// SHOW PROFILES lists to the next session there; an optimizer trace,
+/// which stays after tracing is off) pins the client; reading them does
+/// not.
 #[test]
-fn a_text_that_may_profile_pins() {
+fn a_text_that_may_trace_its_statements_pins() {
     for (sql, pins) in [
         ("SET profiling = 1", true),
         ("SET SESSION profiling = ON", true),
@@ -1039,17 +1040,23 @@ fn a_text_that_may_profile_pins() {
         ("SET profiling_history_size = 0, profiling = 1", true),
         ("EXECUTE IMMEDIATE 'SET profiling = 1'", true),
         ("BEGIN NOT ATOMIC SET profiling = 1; END", true),
+        ("SET optimizer_trace = 'enabled=on'", true),
+        ("SET @@session.optimizer_trace = 'enabled=on'", true),
+        (
+            "SET STATEMENT optimizer_trace = 'enabled=on' FOR SELECT 1",
+            true,
+        ),
+        (
+            "EXECUTE IMMEDIATE 'SET OPTIMIZER_TRACE = ''enabled=on'''",
+            true,
+        ),
         ("SHOW PROFILES", false),
         ("SELECT * FROM information_schema.PROFILING", false),
+        ("SELECT * FROM information_schema.OPTIMIZER_TRACE", false),
         ("SELECT 'profiling'", false),
     ] {
         let fx = analyze(sql.as_bytes());
-        assert_eq!(
-            fx.pins.contains(&Pin::Profiling),
-            pins,
-            "{sql}: {:?}",
-            fx.pins
-        );
+        assert_eq!(fx.pins.contains(&Pin::Traces), pins, "{sql}: {:?}", fx.pins);
         if pins {
             assert!(may_set_what_a_reset_keeps(sql.as_bytes()), "{sql}");
         }

@@ -1006,12 +1006,12 @@ fn a_late_report_of_a_set_statement_restore_is_no_change_of_the_session() {
 }
 
 /// A session's end closes its connection when an XA branch is on it or
-/// its role or profile history may have changed (the server's reset
-/// keeps both), and
+/// its role may have changed or it may have traced its statements (the
+/// server's reset keeps the role and the profile history), and
 /// hands it back for reuse otherwise (whatever else it holds: a reset
 /// frees locks, temporary tables and prepared statements).
 #[test]
-fn a_session_ending_with_an_xa_branch_a_role_or_profiles_closes_its_connection() {
+fn a_session_ending_with_an_xa_branch_a_role_or_traces_closes_its_connection() {
     // (statements, what becomes of the connection)
     let rows: &[(&[&str], Parting)] = &[
         (&[], Parting::Reuse),
@@ -1039,6 +1039,10 @@ fn a_session_ending_with_an_xa_branch_a_role_or_profiles_closes_its_connection()
         (&["SELECT CURRENT_ROLE()"], Parting::Reuse),
         (&["SET profiling = 1", "SELECT 1"], Parting::Close),
         (&["SHOW PROFILES"], Parting::Reuse),
+        (
+            &["SET optimizer_trace = 'enabled=on'", "SELECT 1"],
+            Parting::Close,
+        ),
         (&["SET DEFAULT ROLE r1 FOR bob"], Parting::Reuse),
         (
             &["XA START 'x'", "INSERT INTO t VALUES (1)", "XA END 'x'"],
