@@ -1971,3 +1971,48 @@ fn a_statement_trace_never_reaches_the_next_client() {
         });
     }
 }
+
+async fn last_gtid(c: &mut mysql_async::Conn) -> String {
+    c.query_first::<String, _>("SELECT @@last_gtid")
+        .await
+        .expect("last_gtid")
+        .expect("a row")
+}
+
+/// `@@last_gtid` is the GTID of the session's last write; on a pooled
+/// connection it was whoever wrote there last, so a client that waits
+/// for its own write on a replica (`MASTER_GTID_WAIT(@@last_gtid)`)
+/// waited for another client's. A client's read of it is its own.
+#[test]
+fn last_gtid_is_the_clients_own_write() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaygtid"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (a INT)")
+            .await
+            .expect("create");
+        a.query_drop("INSERT INTO t VALUES (1)")
+            .await
+            .expect("a writes");
+        let mine = last_gtid(&mut a).await;
+        b.query_drop("INSERT INTO t VALUES (2)")
+            .await
+            .expect("b writes");
+        let theirs = last_gtid(&mut b).await;
+        assert_ne!(mine, theirs);
+        assert_eq!(
+            last_gtid(&mut a).await,
+            mine,
+            "a's own, after b wrote on the connection"
+        );
+        let named: Option<(String,)> = a
+            .query_first("SELECT @@session.last_gtid AS g")
+            .await
+            .expect("named");
+        assert_eq!(named, Some((mine,)));
+    });
+}

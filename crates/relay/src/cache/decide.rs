@@ -211,7 +211,7 @@ pub fn cacheable(
     if fx.calls_stored {
         return Err("calls a stored function");
     }
-    if fx.reads_diagnostics || fx.reads_insert_id {
+    if fx.reads_diagnostics || fx.reads_insert_id || fx.reads_last_gtid {
         return Err("reads the previous statement's counts or the session's insert id");
     }
     if fx.limit_offset || fx.found_rows_unknown {

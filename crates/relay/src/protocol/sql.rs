@@ -359,6 +359,10 @@ pub struct Effects {
     /// Reads the session's last insert id (LAST_INSERT_ID() without an
     /// argument, @@identity, @@last_insert_id).
     pub reads_insert_id: bool,
+    /// Reads `@@last_gtid`: the GTID of the session's last write, which
+    /// on a pooled connection is whoever wrote there last
+    /// (`ClientState::own_counts` writes the client's own in).
+    pub reads_last_gtid: bool,
     /// The last statement is a SELECT (which sets FOUND_ROWS()).
     pub selects: bool,
     /// The text sets FOUND_ROWS() to a count only the server knows: an
@@ -911,6 +915,11 @@ fn calls(sql: &[u8], t: &[(Tok, Range<usize>)], w0: &str, fx: &mut Effects) {
     {
         fx.reads_diagnostics = true;
     }
+    if t.iter()
+        .any(|(k, _)| matches!(k, Tok::SysVar(_, n) if n == "last_gtid"))
+    {
+        fx.reads_last_gtid = true;
+    }
 }
 
 /// What the statement's first words make it: SET, a transaction's end,
@@ -1062,24 +1071,48 @@ fn table_names(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Vec<String> {
 /// the server would give it, its own text (`... AS `NAME()``,
 /// `... AS `hex(NAME())``). `None` when the statement has no such call.
 pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
+    substitute(sql, &value.to_string(), |t, i| {
+        (matches!(&t[i].0, Tok::Word(w) if w == name)
+            && t.get(i + 1).is_some_and(|x| x.0.is_punct(b'('))
+            && t.get(i + 2).is_some_and(|x| x.0.is_punct(b')')))
+        .then_some(i + 2)
+    })
+}
+
+/// The statement with every read of the session variable `name`
+/// (`@@name`, `@@session.name`) answering the string `value`, as
+/// [`substitute_call`] does for a call. `None` when it reads none.
+pub fn substitute_var(sql: &[u8], name: &str, value: &str) -> Option<Vec<u8>> {
+    substitute(sql, &sqlfleet_conn::quote::literal(value), |t, i| {
+        matches!(&t[i].0, Tok::SysVar(scope, n)
+            if n == name && scope.as_deref().is_none_or(|s| s == "session" || s == "local"))
+        .then_some(i)
+    })
+}
+
+/// Every target (`end(t, i)`: the index of its last token, when one
+/// starts at `i`) becomes `COALESCE(value, target)`, and a select item
+/// holding one and no alias keeps its text as its name.
+fn substitute(
+    sql: &[u8],
+    value: &str,
+    end: impl Fn(&[(Tok, Range<usize>)], usize) -> Option<usize>,
+) -> Option<Vec<u8>> {
     let lexed = lex(sql);
     let t = &lexed.toks;
-    let is_call = |i: usize| {
-        matches!(&t[i].0, Tok::Word(w) if w == name)
-            && t.get(i + 1).is_some_and(|x| x.0.is_punct(b'('))
-            && t.get(i + 2).is_some_and(|x| x.0.is_punct(b')'))
-    };
-    let calls: Vec<usize> = (0..t.len()).filter(|&i| is_call(i)).collect();
-    if calls.is_empty() {
+    let targets: Vec<(usize, usize)> = (0..t.len())
+        .filter_map(|i| end(t, i).map(|e| (i, e)))
+        .collect();
+    if targets.is_empty() {
         return None;
     }
-    // Each select item holding a call keeps the name the server would
-    // give it: the call alone is named as written, an expression around
+    // Each select item holding a target keeps the name the server would
+    // give it: the target alone is named as written, an expression around
     // it (hex(concat(row_count()))) by its own text.
     let mut aliases: Vec<(usize, Vec<u8>)> = Vec::new();
     for item in select_items(t) {
         let (a, b) = (item.start, item.end);
-        if !calls.iter().any(|c| (a..b).contains(c)) || has_alias(&t[a..b]) {
+        if !targets.iter().any(|(c, _)| (a..b).contains(c)) || has_alias(&t[a..b]) {
             continue;
         }
         let text = &sql[t[a].1.start..t[b - 1].1.end];
@@ -1095,12 +1128,13 @@ pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
     }
     let mut out = Vec::with_capacity(sql.len() + 32);
     let mut at = 0;
-    let mut edits: Vec<(usize, usize, Vec<u8>)> = calls
+    let mut edits: Vec<(usize, usize, Vec<u8>)> = targets
         .iter()
-        .map(|&i| {
-            let (start, end) = (t[i].1.start, t[i + 2].1.end);
-            // COALESCE(value, call) keeps the call's type and length in the
-            // column definition (a bare literal would be a shorter INT).
+        .map(|&(i, e)| {
+            let (start, end) = (t[i].1.start, t[e].1.end);
+            // COALESCE(value, target) keeps the target's type and length
+            // in the column definition (a bare literal would be a shorter
+            // INT).
             let mut v = format!("COALESCE({value}, ").into_bytes();
             v.extend_from_slice(&sql[start..end]);
             v.push(b')');
@@ -1108,7 +1142,7 @@ pub fn substitute_call(sql: &[u8], name: &str, value: i64) -> Option<Vec<u8>> {
         })
         .collect();
     edits.extend(aliases.into_iter().map(|(pos, v)| (pos, pos, v)));
-    // An alias goes after the call that ends where its item ends.
+    // An alias goes after the target that ends where its item ends.
     edits.sort_by_key(|e| (e.0, e.1 == e.0));
     for (start, end, v) in edits {
         out.extend_from_slice(&sql[at..start]);

@@ -78,6 +78,10 @@ pub(crate) struct ClientState {
     last_insert_id: u64,
     /// FOUND_ROWS() after the client's last SELECT.
     last_found_rows: u64,
+    /// `@@last_gtid` as the client's session has it: the GTID the server
+    /// reported for the client's last committed write (None: none
+    /// reported since the login or a reset).
+    own_gtid: Option<String>,
     /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
     found_rows_calc: bool,
     /// Prepared statements (client ids) with an open cursor.
@@ -274,6 +278,7 @@ impl ClientState {
             last_row_count: -1,
             last_insert_id: 0,
             last_found_rows: 0,
+            own_gtid: None,
             found_rows_calc: false,
             cursors: Default::default(),
             long_data: Default::default(),
@@ -587,8 +592,11 @@ impl ClientState {
                 Change::SysVar(name, _) if name.starts_with("session_track") => {
                     self.take(Pin::Tracking, &mut out)
                 }
-                // Read-only: the result of the statement, not a setting.
-                Change::SysVar(name, _) if name == "last_gtid" => {}
+                // Read-only: the result of the statement, not a setting;
+                // the client's own from now on.
+                Change::SysVar(name, v) if name == "last_gtid" => {
+                    self.own_gtid = Some(v.clone());
+                }
                 // The replication connection's, for every session: the
                 // text said it was a global change.
                 Change::SysVar(name, _)
@@ -810,17 +818,26 @@ impl ClientState {
         taken
     }
 
-    /// A statement that asks ROW_COUNT() or FOUND_ROWS() gets the client's
-    /// own values written in: the relay knows them from the replies, while
-    /// the connection may have run other clients' statements (or the
-    /// relay's own) since. FOUND_ROWS() after SQL_CALC_FOUND_ROWS is the
-    /// server's (the connection is kept for it); a text of several
-    /// statements is sent as it is.
+    /// A statement that asks ROW_COUNT(), FOUND_ROWS() or `@@last_gtid`
+    /// gets the client's own values written in: the relay knows them from
+    /// the replies, while the connection may have run other clients'
+    /// statements (or the relay's own) since. FOUND_ROWS() after
+    /// SQL_CALC_FOUND_ROWS is the server's (the connection is kept for
+    /// it); `@@last_gtid` only once the server reported one of the
+    /// client's writes; a text of several statements is sent as it is.
     pub fn own_counts<'q>(&self, text: &'q [u8], fx: &Effects) -> std::borrow::Cow<'q, [u8]> {
-        if !fx.reads_diagnostics || fx.statements != 1 {
+        if !(fx.reads_diagnostics || fx.reads_last_gtid) || fx.statements != 1 {
             return std::borrow::Cow::Borrowed(text);
         }
         let mut out = std::borrow::Cow::Borrowed(text);
+        if let Some(g) = self.own_gtid.as_deref().filter(|_| fx.reads_last_gtid) {
+            if let Some(v) = sql::substitute_var(&out, "last_gtid", g) {
+                out = std::borrow::Cow::Owned(v);
+            }
+        }
+        if !fx.reads_diagnostics {
+            return out;
+        }
         if let Some(v) = sql::substitute_call(&out, "ROW_COUNT", self.last_row_count) {
             out = std::borrow::Cow::Owned(v);
         }
@@ -865,6 +882,7 @@ impl ClientState {
         // FOUND_ROWS() keeps the previous SELECT's count.
         self.last_row_count = 0;
         self.last_insert_id = 0;
+        self.own_gtid = None;
         // A reset drops temporary tables and releases named locks.
         self.temp_tables = Some(Default::default());
         self.locks = Some(Default::default());

@@ -1062,3 +1062,35 @@ fn a_text_that_may_trace_its_statements_pins() {
         }
     }
 }
+
+/// `@@last_gtid` is the GTID of the session's last write: on a pooled
+/// connection, whoever wrote there last. A read of it becomes the
+/// client's own value and keeps its column name; a global or a
+/// differently named variable is left alone.
+#[test]
+fn a_last_gtid_read_becomes_the_clients_own() {
+    let s = |q: &str| {
+        substitute_var(q.as_bytes(), "last_gtid", "0-1-7")
+            .map(|b| String::from_utf8(b).expect("utf8"))
+    };
+    for (q, want) in [
+        (
+            "SELECT @@last_gtid",
+            Some("SELECT COALESCE('0-1-7', @@last_gtid) AS `@@last_gtid`"),
+        ),
+        (
+            "select @@session.last_gtid AS g",
+            Some("select COALESCE('0-1-7', @@session.last_gtid) AS g"),
+        ),
+        (
+            "SELECT MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)",
+            Some("SELECT MASTER_GTID_WAIT(COALESCE('0-1-7', @@LOCAL.last_gtid), 1) AS `MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)`"),
+        ),
+        ("SELECT @@gtid_current_pos", None),
+        ("SELECT 1", None),
+    ] {
+        assert_eq!(s(q).as_deref(), want, "{q}");
+    }
+    assert!(analyze(b"SELECT @@last_gtid").reads_last_gtid);
+    assert!(!analyze(b"SELECT @@gtid_slave_pos").reads_last_gtid);
+}
