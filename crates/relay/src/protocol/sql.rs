@@ -14,6 +14,7 @@ use sqlfleet_dump::lex::{lex, Lexed, Tok};
 mod account_targets;
 mod calls;
 mod kill;
+mod literal;
 mod writes;
 
 use account_targets::add_account_statement;

@@ -12,7 +12,7 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::Tok;
 
-use super::kill::unquote;
+use super::literal::unquote;
 use super::word;
 
 /// The accounts an account statement names.

@@ -25,6 +25,7 @@ use std::ops::Range;
 use sqlfleet_dump::lex::{lex, Tok};
 
 use super::account_targets::{add_account_statement, AccountTargets};
+use super::literal::unquote;
 use super::{account_name, runs_statements, word};
 
 /// Whom a KILL names.
@@ -299,38 +300,6 @@ fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8, found: &mut Found
         })
         .max()
         .unwrap_or_default()
-}
-
-/// A string literal's text: doubled quotes as one, and (with
-/// `backslashes`) the server's escapes read (`\n` a newline, `\x` x for
-/// any other x but `%` and `_`, which keep their backslash).
-pub(super) fn unquote(inner: &[u8], quote: u8, backslashes: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(inner.len());
-    let mut i = 0;
-    while i < inner.len() {
-        let c = inner[i];
-        if c == quote && inner.get(i + 1) == Some(&quote) {
-            out.push(quote);
-            i += 2;
-        } else if c == b'\\' && backslashes && i + 1 < inner.len() {
-            let e = inner[i + 1];
-            match e {
-                b'n' => out.push(b'\n'),
-                b't' => out.push(b'\t'),
-                b'r' => out.push(b'\r'),
-                b'b' => out.push(8),
-                b'0' => out.push(0),
-                b'Z' => out.push(26),
-                b'%' | b'_' => out.extend_from_slice(&[b'\\', e]),
-                _ => out.push(e),
-            }
-            i += 2;
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    out
 }
 
 /// Whether a text may hold a KILL, dynamic SQL or an account statement
