@@ -120,7 +120,7 @@ pub(super) fn unread_kill(
                 let var = String::from_utf8_lossy(&sql[r.clone()]).into_owned();
                 if others == Unread::No {
                     // (Its value is read only with a shared account.)
-                    found.sets_role = true;
+                    found.unreadable();
                     return (Unread::No, Some(var));
                 }
             }
@@ -141,18 +141,35 @@ pub(super) struct Found {
     /// (`account_targets.rs`) — added to what the statement reader found.
     pub accounts: Option<AccountTargets>,
     /// A `SET ROLE` anywhere (a compound statement, a body, a string of
-    /// dynamic SQL at any depth), or dynamic SQL whose text the pass
-    /// cannot read: the session's role may change, and the server's
-    /// COM_RESET_CONNECTION keeps it.
+    /// dynamic SQL at any depth), or text the pass cannot read (dynamic
+    /// SQL's, or what follows a KILL it stops at): the session's role may
+    /// change, and the server's COM_RESET_CONNECTION keeps it.
     pub sets_role: bool,
     /// `profiling` or `optimizer_trace` named anywhere (a variable, in
-    /// dynamic SQL's string): the session may keep traces of its
+    /// dynamic SQL's string), or text the pass cannot read: the session
+    /// may keep traces of its
     /// statements' texts on the connection — a profile history, which
     /// the server's COM_RESET_CONNECTION keeps too, and the optimizer's
     /// trace, which stays after tracing is turned off: SHOW PROFILES and
     /// information_schema.OPTIMIZER_TRACE list them to the next session
     /// there.
     pub traces: bool,
+}
+
+impl Found {
+    /// A KILL whose target only the server reads: the pass stops there,
+    /// before the rest of the text, so what else it may do counts as done
+    /// (per-user, such a text runs).
+    fn unread_kill(&mut self) -> Unread {
+        self.unreadable();
+        Unread::Kill
+    }
+
+    /// Text the pass cannot read runs: it may set the role or trace.
+    fn unreadable(&mut self) {
+        self.sets_role = true;
+        self.traces = true;
+    }
 }
 
 /// Whether the text is a compound statement run as it is sent (`BEGIN NOT
@@ -168,7 +185,7 @@ fn compound(stmts: &[&[(Tok, Range<usize>)]]) -> bool {
 fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mut Found) -> Unread {
     let kills = |t: &&[(Tok, Range<usize>)]| word(t.first()) == Some("KILL");
     if stmts.len() > 1 && stmts.iter().any(kills) {
-        return Unread::Kill;
+        return found.unread_kill();
     }
     // A compound statement runs its statements now; a routine's,
     // trigger's or event's body runs them later, as the account (the
@@ -180,13 +197,13 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
     let mut most = Unread::No;
     for t in stmts {
         if kills(t) && kill_target(sql, &t[1..]).is_none() {
-            return Unread::Kill;
+            return found.unread_kill();
         }
         for (i, (k, _)) in t.iter().enumerate() {
             // (After a dot it is a column's name: `t.kill`.)
             let after_dot = i > 0 && t[i - 1].0.is_punct(b'.');
             if i > 0 && k.is_word("KILL") && !after_dot {
-                return Unread::Kill;
+                return found.unread_kill();
             }
             if k.is_word("SET") && !after_dot && word(t.get(i + 1)) == Some("ROLE") {
                 found.sets_role = true;
@@ -274,7 +291,7 @@ fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8, found: &mut Found
         _ => None,
     };
     let Some(raw) = plain.filter(|_| depth < MAX_DEPTH) else {
-        found.sets_role = true;
+        found.unreadable();
         return Unread::Dynamic;
     };
     let quote = raw[0];
@@ -293,7 +310,7 @@ fn dynamic(sql: &[u8], src: &[(Tok, Range<usize>)], depth: u8, found: &mut Found
                 add_account_statement(&text, t, &mut found.accounts);
             }
             if stmts.iter().any(|t| word(t.first()) == Some("KILL")) {
-                Unread::Kill
+                found.unread_kill()
             } else {
                 unread_at(&text, &stmts, depth + 1, found)
             }

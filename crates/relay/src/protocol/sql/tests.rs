@@ -1094,3 +1094,21 @@ fn a_last_gtid_read_becomes_the_clients_own() {
     assert!(analyze(b"SELECT @@last_gtid").reads_last_gtid);
     assert!(!analyze(b"SELECT @@gtid_slave_pos").reads_last_gtid);
 }
+
+/// The KILL pass stops at a KILL it cannot map; per-user such a text
+/// runs, so whatever else it may do counts as done.
+#[test]
+fn what_follows_an_unread_kill_counts_as_done() {
+    for sql in [
+        "KILL 7; SET ROLE r1",
+        "SELECT 1; SET profiling = 1; KILL (7)",
+        "KILL @k",
+    ] {
+        let fx = analyze(sql.as_bytes());
+        assert!(
+            fx.pins.contains(&Pin::Role) && fx.pins.contains(&Pin::Traces),
+            "{sql}: {:?}",
+            fx.pins
+        );
+    }
+}
