@@ -662,10 +662,7 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     }
     fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
-    let mut found = kill::Found {
-        accounts: fx.account_targets.take(),
-        ..Default::default()
-    };
+    let mut found = kill::Found::new(fx.account_targets.take());
     (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut found);
     fx.account_targets = found.accounts;
     if found.sets_role {
@@ -1113,7 +1110,9 @@ fn substitute(
     let mut aliases: Vec<(usize, Vec<u8>)> = Vec::new();
     for item in select_items(t) {
         let (a, b) = (item.start, item.end);
-        if !targets.iter().any(|(c, _)| (a..b).contains(c)) || has_alias(&t[a..b]) {
+        // (Targets are in text order: the first at or after `a`.)
+        let first = targets.partition_point(|(c, _)| *c < a);
+        if targets.get(first).is_none_or(|(c, _)| *c >= b) || has_alias(&t[a..b]) {
             continue;
         }
         let text = &sql[t[a].1.start..t[b - 1].1.end];

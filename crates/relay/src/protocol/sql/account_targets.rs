@@ -32,33 +32,59 @@ pub(super) fn add_account_statement(
     t: &[(Tok, Range<usize>)],
     all: &mut Option<AccountTargets>,
 ) {
-    let w = |k: usize| word(t.get(k)).unwrap_or("");
-    if let Some(a) = account_targets(sql, t, [w(0), w(1), w(2)]) {
+    if let Some(a) = account_targets(sql, t) {
         let all = all.get_or_insert_with(Default::default);
         all.own |= a.own;
         all.names.extend(a.names);
     }
 }
 
-/// What `t` (one statement, first words `w`) names, when it changes
-/// accounts or privileges; None otherwise.
-fn account_targets(
-    sql: &[u8],
-    t: &[(Tok, Range<usize>)],
-    [w0, w1, w2]: [&str; 3],
-) -> Option<AccountTargets> {
+/// How an account statement starts.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// CREATE, ALTER, DROP, RENAME or CREATE OR REPLACE USER: the names
+    /// from this token on.
+    User(usize),
+    /// SET PASSWORD or SET DEFAULT ROLE: the session's own account unless
+    /// FOR names another.
+    SetOwn,
+    Grant,
+    Revoke,
+}
+
+/// How `t` starts, when it starts an account statement (its first words
+/// only: cheap, for every token of a compound statement).
+fn head(t: &[(Tok, Range<usize>)]) -> Option<Head> {
+    let w = |k: usize| word(t.get(k)).unwrap_or("");
+    match (w(0), w(1), w(2)) {
+        ("CREATE" | "ALTER" | "DROP" | "RENAME", "USER", _) => Some(Head::User(2)),
+        ("CREATE", "OR", "REPLACE") if w(3) == "USER" => Some(Head::User(4)),
+        ("SET", "PASSWORD", _) | ("SET", "DEFAULT", "ROLE") => Some(Head::SetOwn),
+        ("GRANT", _, _) => Some(Head::Grant),
+        ("REVOKE", _, _) => Some(Head::Revoke),
+        _ => None,
+    }
+}
+
+/// Whether `t` starts with the words of an account statement.
+pub(super) fn starts_account_statement(t: &[(Tok, Range<usize>)]) -> bool {
+    head(t).is_some()
+}
+
+/// What `t` (one statement) names, when it changes accounts or
+/// privileges; None otherwise. (It reads the rest of `t`: inside a
+/// compound statement, where any token may start one, its caller bounds
+/// how often.)
+fn account_targets(sql: &[u8], t: &[(Tok, Range<usize>)]) -> Option<AccountTargets> {
+    let head = head(t)?;
     // From which token on the names are.
-    let from = match (w0, w1, w2) {
-        ("CREATE" | "ALTER" | "DROP" | "RENAME", "USER", _) => 2,
-        ("CREATE", "OR", "REPLACE") if word(t.get(3)) == Some("USER") => 4,
-        ("SET", "PASSWORD", _) | ("SET", "DEFAULT", "ROLE") => {
-            after(t, &["FOR"]).unwrap_or(t.len())
-        }
-        ("GRANT", _, _) => after(t, &["TO"])?,
-        ("REVOKE", _, _) => after(t, &["FROM"])?,
-        _ => return None,
+    let from = match head {
+        Head::User(from) => from,
+        Head::SetOwn => after(t, &["FOR"]).unwrap_or(t.len()),
+        Head::Grant => after(t, &["TO"])?,
+        Head::Revoke => after(t, &["FROM"])?,
     };
-    let no_for = matches!((w0, w1), ("SET", "PASSWORD") | ("SET", "DEFAULT")) && from == t.len();
+    let no_for = head == Head::SetOwn && from == t.len();
     let mut out = AccountTargets {
         own: no_for,
         names: Vec::new(),

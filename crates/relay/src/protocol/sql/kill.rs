@@ -24,7 +24,7 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{lex, Tok};
 
-use super::account_targets::{add_account_statement, AccountTargets};
+use super::account_targets::{add_account_statement, starts_account_statement, AccountTargets};
 use super::literal::unquote;
 use super::{account_name, runs_statements, word};
 
@@ -154,9 +154,27 @@ pub(super) struct Found {
     /// information_schema.OPTIMIZER_TRACE list them to the next session
     /// there.
     pub traces: bool,
+    /// Account statements read inside compound statements and bodies of
+    /// this text so far (each read scans the rest of its statement).
+    inner_account_reads: u16,
 }
 
+/// How many account statements inside compound statements and bodies of
+/// one text are read; past it, a doubt (each read scans the rest of its
+/// statement: unbounded, a long text of GRANT or SET PASSWORD words cost
+/// seconds of an event loop's time).
+const MAX_INNER_ACCOUNT_READS: u16 = 64;
+
 impl Found {
+    /// Nothing found yet besides what the statement reader found
+    /// (`accounts`).
+    pub(super) fn new(accounts: Option<AccountTargets>) -> Found {
+        Found {
+            accounts,
+            ..Default::default()
+        }
+    }
+
     /// A KILL whose target only the server reads: the pass stops there,
     /// before the rest of the text, so what else it may do counts as done
     /// (per-user, such a text runs).
@@ -169,6 +187,19 @@ impl Found {
     fn unreadable(&mut self) {
         self.sets_role = true;
         self.traces = true;
+    }
+
+    /// An account statement that starts inside a compound statement or a
+    /// body (`t`, to the end of its `;`-separated part): read, up to
+    /// `MAX_INNER_ACCOUNT_READS` per text; past them counted as acting on
+    /// the session's own account (a doubt refuses).
+    fn inner_account_statement(&mut self, sql: &[u8], t: &[(Tok, Range<usize>)]) {
+        if self.inner_account_reads < MAX_INNER_ACCOUNT_READS {
+            self.inner_account_reads += 1;
+            add_account_statement(sql, t, &mut self.accounts);
+        } else {
+            self.accounts.get_or_insert_with(Default::default).own = true;
+        }
     }
 }
 
@@ -194,11 +225,13 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
     // first token is the statement reader's; in a string of dynamic SQL,
     // `dynamic`'s.)
     let reads_all = compound(stmts) || stmts.first().is_some_and(|t| defines_body(t));
+    let exec_comment = reads_all && has_executable_comment(sql);
     let mut most = Unread::No;
     for t in stmts {
         if kills(t) && kill_target(sql, &t[1..]).is_none() {
             return found.unread_kill();
         }
+        let mut clauses = SetClauses::new(exec_comment);
         for (i, (k, _)) in t.iter().enumerate() {
             // (After a dot it is a column's name: `t.kill`.)
             let after_dot = i > 0 && t[i - 1].0.is_punct(b'.');
@@ -211,9 +244,11 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
             if !after_dot && names_a_trace(k) {
                 found.traces = true;
             }
-            if reads_all && i > 0 && !set_clause(sql, t, i) {
-                add_account_statement(sql, &t[i..], &mut found.accounts);
+            if reads_all && i > 0 && !clauses.is_set_clause(k) && starts_account_statement(&t[i..])
+            {
+                found.inner_account_statement(sql, &t[i..]);
             }
+            clauses.read(k, after_dot);
             if let Some(src) = dynamic_source(t, i) {
                 most = most.max(dynamic(sql, src, depth, found));
             }
@@ -222,32 +257,53 @@ fn unread_at(sql: &[u8], stmts: &[&[(Tok, Range<usize>)]], depth: u8, found: &mu
     most
 }
 
-/// Whether `t[i]`, read inside a compound statement or a stored body, is
-/// the SET clause of an UPDATE, INSERT or REPLACE (`UPDATE users SET
-/// password = ...`) rather than a statement of its own: reading back from
-/// it, one of those words (not after a dot) comes before anything after
+/// Whether a SET, read forward inside a compound statement or a stored
+/// body, is the SET clause of an UPDATE, INSERT or REPLACE (`UPDATE users
+/// SET password = ...`) rather than a statement of its own: the nearest
+/// of those words before it (not after a dot) comes after anything after
 /// which a statement may start there (BEGIN, THEN, ELSE, DO, LOOP, REPEAT,
 /// a handler's or trigger's FOR, a label's colon). A doubt reads it as a
 /// statement. Never in a text with an executable comment, whose code the
 /// lexer reads even where the server skips it (`/*!99999 UPDATE t */ SET
-/// PASSWORD ...`).
-fn set_clause(sql: &[u8], t: &[(Tok, Range<usize>)], i: usize) -> bool {
-    if !t[i].0.is_word("SET") || sql.windows(3).any(|w| w == b"/*!" || w == b"/*M") {
-        return false;
+/// PASSWORD ...`). One pass: every SET of a long text was once read back
+/// to its statement's start.
+struct SetClauses {
+    exec_comment: bool,
+    /// The nearest such word so far is an UPDATE, INSERT or REPLACE.
+    open: bool,
+}
+
+impl SetClauses {
+    /// At the start of a `;`-separated part.
+    fn new(exec_comment: bool) -> SetClauses {
+        SetClauses {
+            exec_comment,
+            open: false,
+        }
     }
-    for k in (0..i).rev() {
-        let after_dot = k > 0 && t[k - 1].0.is_punct(b'.');
-        match &t[k].0 {
-            Tok::Punct(b':') => return false,
+
+    /// Whether `k`, the next token, is such a SET clause.
+    fn is_set_clause(&self, k: &Tok) -> bool {
+        self.open && !self.exec_comment && k.is_word("SET")
+    }
+
+    /// After `k` was read.
+    fn read(&mut self, k: &Tok, after_dot: bool) {
+        match k {
+            Tok::Punct(b':') => self.open = false,
             Tok::Word(w) if !after_dot => match w.as_str() {
-                "UPDATE" | "INSERT" | "REPLACE" => return true,
-                "BEGIN" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT" | "FOR" => return false,
+                "UPDATE" | "INSERT" | "REPLACE" => self.open = true,
+                "BEGIN" | "THEN" | "ELSE" | "DO" | "LOOP" | "REPEAT" | "FOR" => self.open = false,
                 _ => {}
             },
             _ => {}
         }
     }
-    false
+}
+
+/// Whether `sql` holds an executable comment (`/*!`, `/*M!`).
+fn has_executable_comment(sql: &[u8]) -> bool {
+    sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
 }
 
 /// `CREATE [OR REPLACE] [DEFINER = ...] [AGGREGATE] PROCEDURE | FUNCTION |
