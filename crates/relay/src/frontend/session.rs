@@ -418,8 +418,9 @@ impl Session {
 /// The statement's lexed text and what it does, read once — and not at
 /// all in session mode without digests or rules. In every mode, KILL is
 /// the relay's (the ids it names are the relay's), a global set makes
-/// pooled sessions stale, and a role or profile history the session may
-/// have made closes its connection at the end (a reset keeps both).
+/// pooled sessions stale, and a role or statement traces the session may
+/// have left close its connection at the end (a reset keeps the role and
+/// the profile history).
 fn read_statement(
     text: &[u8],
     mode: Mode,
@@ -427,13 +428,16 @@ fn read_statement(
     dialect: Option<sqlfleet_dump::lex::Dialect>,
     shared: bool,
 ) -> (Option<sql::Query<'_>>, Effects) {
-    let in_any_mode = [
-        "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
-    ]
-    .iter()
-    .any(|w| sql::starts_with_word(text, w))
-        || (shared && sql::may_touch_the_account(text))
-        || sql::may_set_what_a_reset_keeps(text);
+    // (Transaction mode reads every text whole: the cheap tests, which
+    // scan it, are for session mode only.)
+    let in_any_mode = mode != Mode::Transaction
+        && ([
+            "KILL", "SET", "DROP", "CREATE", "ALTER", "RENAME", "GRANT", "REVOKE",
+        ]
+        .iter()
+        .any(|w| sql::starts_with_word(text, w))
+            || (shared && sql::may_touch_the_account(text))
+            || sql::may_set_what_a_reset_keeps(text));
     // Lexed as the session writes (see `dialect`); a text that reads
     // otherwise in some dialect, from a session whose dialect is unknown,
     // pins the client to its connection on the primary.
@@ -467,8 +471,8 @@ fn read_statement(
                 changes_privileges: fx.changes_privileges,
                 statement_vars: fx.statement_vars,
                 changes_schema: fx.changes_schema,
-                // The session holds its connection anyway; a role or a
-                // profile history closes it at the end instead of a reset.
+                // The session holds its connection anyway; a role or
+                // statement traces close it at the end instead of a reset.
                 pins: fx
                     .pins
                     .into_iter()

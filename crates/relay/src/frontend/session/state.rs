@@ -36,9 +36,9 @@ pub(crate) enum Parting {
     /// writes there failed (error 1031). Or the session's role may have
     /// changed (`Pin::Role`): a reset keeps it, and the next client ran
     /// with a role it never set (a new login starts with the account's
-    /// default role). Or it may keep a profile history
-    /// (`Pin::Traces`), which a reset keeps too: the next client's
-    /// SHOW PROFILES listed this one's statements.
+    /// default role). Or it may have left traces of its statements
+    /// (`Pin::Traces`): a reset keeps the profile history, and the next
+    /// client's SHOW PROFILES listed this one's statements.
     Close,
 }
 
@@ -361,8 +361,9 @@ impl ClientState {
 
     /// Whether the client's own COM_RESET_CONNECTION ends its server
     /// session (the connection closed, another leased for its next
-    /// statement): an XA branch on it, as at its end. A role it set stays
-    /// through the server's reset, as it would directly.
+    /// statement): an XA branch on it, as at its end. A role it set and
+    /// its profile history stay through the server's reset, as they would
+    /// directly.
     pub fn reset_ends_session(&self) -> bool {
         self.pins.contains(&Pin::Xa)
     }
@@ -855,7 +856,8 @@ impl ClientState {
     /// counters (FLUSH STATUS) zeroed them there as well: the client's
     /// counters live on that connection still, and it keeps it. The
     /// server's reset keeps the session's role and profile history: a
-    /// client that may have either keeps its connection too.
+    /// client that may have either (`Pin::Role`, `Pin::Traces`) keeps its
+    /// connection too.
     pub fn reset(&mut self, ran_on_held: bool) {
         let kept: Vec<Pin> = [Pin::SessionStatus, Pin::Role, Pin::Traces]
             .into_iter()
