@@ -49,7 +49,23 @@ fuzz_target!(|data: &[u8]| {
         ("s".into(), Some(String::from_utf8_lossy(rest).into_owned())),
     ]]);
     let _ = sqlfleet_relay::frontend::answers::is_variable_read(rest);
-    let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, "ROW_COUNT", 3);
+    // Written in as each dialect reads the text.
+    for d in [0u8, 1, 2, 3] {
+        let dialect = sqlfleet_dump::lex::Dialect {
+            no_backslash_escapes: d & 1 != 0,
+            ansi_quotes: false,
+            charset: if d & 2 != 0 {
+                sqlfleet_dump::lex::Multibyte::Sjis
+            } else {
+                sqlfleet_dump::lex::Multibyte::AsciiSafe
+            },
+        };
+        let toks = sqlfleet_dump::lex::lex_in(rest, dialect).toks;
+        let cs = dialect.charset;
+        let _ = sqlfleet_relay::protocol::sql::substitute_call(rest, &toks, cs, "ROW_COUNT", 3);
+        let _ =
+            sqlfleet_relay::protocol::sql::substitute_var(rest, &toks, cs, "last_gtid", "0-1-2");
+    }
     let _ = sqlfleet_relay::protocol::track::parse_ok(rest, kind & 1 != 0);
     let _ = sqlfleet_relay::protocol::track::strip(rest);
     let _ = sqlfleet_relay::protocol::track::filter(rest, &view);

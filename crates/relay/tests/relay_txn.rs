@@ -2022,3 +2022,84 @@ fn last_gtid_is_the_clients_own_write() {
         assert_eq!(named, Some((mine,)));
     });
 }
+
+/// The relay writes a client's own ROW_COUNT(), FOUND_ROWS() and
+/// `@@last_gtid` into its statement; it must read the text as the server
+/// does. Under NO_BACKSLASH_ESCAPES `'a\'` is a whole string: read in the
+/// default dialect, a call inside the next string was rewritten (the
+/// client's data changed) and a call after it was left alone (another
+/// client's count). Also for a statement too big to hold, whose text is
+/// read whole for the rewrite.
+#[test]
+fn own_counts_are_written_in_as_the_session_reads_its_text() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaynbe"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (a INT)")
+            .await
+            .expect("create");
+        a.query_drop("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
+            .await
+            .expect("nbe");
+        let pad = "p".repeat(1 << 21);
+        // ("MINE": a's own last GTID, read after.)
+        for (what, text, want) in [
+            (
+                "a call after a string ending in a backslash",
+                r"SELECT 'a\', ROW_COUNT(), 'b'".to_string(),
+                vec![r"a\", "3", "b"],
+            ),
+            (
+                "a call's text inside a string",
+                r"SELECT 'a\', 'ROW_COUNT() @@last_gtid', 'b\'".to_string(),
+                vec![r"a\", "ROW_COUNT() @@last_gtid", r"b\"],
+            ),
+            (
+                "@@last_gtid after a string ending in a backslash",
+                r"SELECT 'a\', @@last_gtid".to_string(),
+                vec![r"a\", "MINE"],
+            ),
+            (
+                "a streamed statement",
+                format!(r"SELECT ROW_COUNT(), '{pad}', 'a\', 'ROW_COUNT()', 'b\'"),
+                vec!["3", &pad, r"a\", "ROW_COUNT()", r"b\"],
+            ),
+        ] {
+            a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
+                .await
+                .expect("a writes 3");
+            // b's write on the one connection: the server's ROW_COUNT()
+            // and @@last_gtid there are b's now.
+            b.query_drop("INSERT INTO t VALUES (4)")
+                .await
+                .expect("b writes 1");
+            let row: mysql_async::Row = a
+                .query_first(&text)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: {e}"))
+                .expect("a row");
+            let got: Vec<String> = (0..row.len())
+                .map(|i| {
+                    let v: mysql_async::Value = row.as_ref(i).expect("column").clone();
+                    mysql_async::from_value::<String>(v)
+                })
+                .collect();
+            let mine = last_gtid(&mut a).await;
+            let want: Vec<&str> = want
+                .into_iter()
+                .map(|w| if w == "MINE" { mine.as_str() } else { w })
+                .collect();
+            assert!(
+                got == want,
+                "{what}: got {:?}",
+                got.iter()
+                    .map(|s| &s[..s.len().min(40)])
+                    .collect::<Vec<_>>()
+            );
+        }
+    });
+}

@@ -875,6 +875,54 @@ impl Session {
         self.st.use_db(db);
     }
 
+    /// The statement (with its command byte) with the client's own
+    /// ROW_COUNT(), FOUND_ROWS() and `@@last_gtid` written in
+    /// (`ClientState::own_counts`), `None` when it reads none of them.
+    /// Read as the session writes: `toks` unless the rest of a streamed
+    /// text was read since (`rest`); a session whose dialect is not known
+    /// is rewritten only where every dialect reads the text alike, else
+    /// refused (its data would change, or another client's count).
+    fn own_counts(
+        &self,
+        text: &[u8],
+        (toks, rest): (&[sql::Token], bool),
+        dialect: Option<sqlfleet_dump::lex::Dialect>,
+        fx: &Effects,
+    ) -> Result<Option<Vec<u8>>, Fail> {
+        if !(fx.reads_diagnostics || fx.reads_last_gtid) {
+            return Ok(None);
+        }
+        let relexed;
+        let (toks, sure) = match (rest, dialect) {
+            (false, _) => (toks, dialect.is_some() || !fx.pins.contains(&Pin::Dialect)),
+            (true, Some(d)) => {
+                relexed = sql::Query::new_in(text, d);
+                (relexed.tokens(), true)
+            }
+            (true, None) => {
+                let (q, differs) = sql::Query::new_unsure(text);
+                relexed = q;
+                (relexed.tokens(), !differs)
+            }
+        };
+        match self
+            .st
+            .own_counts(text, toks, dialect.unwrap_or_default(), fx)
+        {
+            std::borrow::Cow::Borrowed(_) => Ok(None),
+            std::borrow::Cow::Owned(_) if !sure => Err(Fail::Err(
+                1235,
+                "42000",
+                "sqlfleet relay: this statement reads ROW_COUNT(), FOUND_ROWS() or @@last_gtid, \
+                 which the relay writes in for this client, but the session's sql_mode or \
+                 character set is not known and they read this text differently; set them to \
+                 literal values first (SET sql_mode = '...', NAMES ...)"
+                    .into(),
+            )),
+            std::borrow::Cow::Owned(v) => Ok(Some([&[COM_QUERY][..], &v].concat())),
+        }
+    }
+
     async fn query(&mut self, cmd: &[u8]) -> Result<(), Fail> {
         let t0 = std::time::Instant::now();
         let rules = self.ctx.rules();
@@ -900,8 +948,9 @@ impl Session {
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = analysed.tokens();
         self.route_and_pin(&cmd[1..], toks, &fx).await;
+        let dialect = self.dialect();
         let plan = plan::plan(
-            &cmd[1..],
+            (&cmd[1..], toks, dialect.unwrap_or_default()),
             &fx,
             &self.st,
             plan::Facts {
@@ -914,6 +963,7 @@ impl Session {
         // The relay's own answers and rewrites need the whole text: a
         // streamed statement that would have one is read whole after all.
         let whole;
+        let mut read_rest = false;
         let cmd: &[u8] = match self.streamed.take() {
             Some(mut st) if plan.read_whole => {
                 let mut all = cmd.to_vec();
@@ -921,6 +971,7 @@ impl Session {
                     return Err(Fail::Close);
                 }
                 whole = all;
+                read_rest = true;
                 &whole
             }
             st => {
@@ -928,10 +979,7 @@ impl Session {
                 cmd
             }
         };
-        let rewritten = match self.st.own_counts(&cmd[1..], &fx) {
-            std::borrow::Cow::Owned(v) => Some([&[COM_QUERY][..], &v].concat()),
-            std::borrow::Cow::Borrowed(_) => None,
-        };
+        let rewritten = self.own_counts(&cmd[1..], (toks, read_rest), dialect, &fx)?;
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         // A connect-time variable read: the server's recorded reply, or
         // the server's reply recorded on its way.

@@ -9,7 +9,8 @@
 
 use crate::config::Mode;
 use crate::frontend::answers;
-use crate::protocol::sql::Effects;
+use crate::protocol::sql::{Effects, Token};
+use sqlfleet_dump::lex::Dialect;
 
 use super::journal;
 use super::state::ClientState;
@@ -47,14 +48,25 @@ pub(crate) struct StatementPlan {
     pub digest: bool,
 }
 
-/// The plan for `text` (without its command byte).
-pub(crate) fn plan(text: &[u8], fx: &Effects, st: &ClientState, f: Facts) -> StatementPlan {
+/// The plan for `text` (without its command byte), whose tokens (of
+/// what was read of it) are `toks`, as written in `dialect`.
+pub(crate) fn plan(
+    (text, toks, dialect): (&[u8], &[Token], Dialect),
+    fx: &Effects,
+    st: &ClientState,
+    f: Facts,
+) -> StatementPlan {
     let local = st.mode() == Mode::Transaction
         && !f.held
         && st.is_plain()
         && (answers::is_session_set(fx) || answers::is_variable_read(text));
     // (The rewrite itself is made once, on the whole text, by the caller.)
-    let rewrites = || matches!(st.own_counts(text, fx), std::borrow::Cow::Owned(_));
+    let rewrites = || {
+        matches!(
+            st.own_counts(text, toks, dialect, fx),
+            std::borrow::Cow::Owned(_)
+        )
+    };
     StatementPlan {
         local,
         read_whole: f.streamed && (local || rewrites()),

@@ -826,26 +826,39 @@ impl ClientState {
     /// SQL_CALC_FOUND_ROWS is the server's (the connection is kept for
     /// it); `@@last_gtid` only once the server reported one of the
     /// client's writes; a text of several statements is sent as it is.
-    pub fn own_counts<'q>(&self, text: &'q [u8], fx: &Effects) -> std::borrow::Cow<'q, [u8]> {
+    /// `toks` are the whole text's tokens as the session wrote it, in
+    /// `dialect` (under NO_BACKSLASH_ESCAPES `'a\'` ends a string, and a
+    /// call after it is one); a text rewritten is lexed again for the
+    /// next rewrite (rare: a statement reading two of them).
+    pub fn own_counts<'q>(
+        &self,
+        text: &'q [u8],
+        toks: &[sql::Token],
+        dialect: sqlfleet_dump::lex::Dialect,
+        fx: &Effects,
+    ) -> std::borrow::Cow<'q, [u8]> {
+        use std::borrow::Cow;
         if !(fx.reads_diagnostics || fx.reads_last_gtid) || fx.statements != 1 {
-            return std::borrow::Cow::Borrowed(text);
+            return Cow::Borrowed(text);
         }
-        let mut out = std::borrow::Cow::Borrowed(text);
-        if let Some(g) = self.own_gtid.as_deref().filter(|_| fx.reads_last_gtid) {
-            if let Some(v) = sql::substitute_var(&out, "last_gtid", g) {
-                out = std::borrow::Cow::Owned(v);
-            }
-        }
-        if !fx.reads_diagnostics {
-            return out;
-        }
-        if let Some(v) = sql::substitute_call(&out, "ROW_COUNT", self.last_row_count) {
-            out = std::borrow::Cow::Owned(v);
-        }
-        if !self.found_rows_calc {
-            let found = i64::try_from(self.last_found_rows).unwrap_or(i64::MAX);
-            if let Some(v) = sql::substitute_call(&out, "FOUND_ROWS", found) {
-                out = std::borrow::Cow::Owned(v);
+        let gtid = self.own_gtid.as_deref().filter(|_| fx.reads_last_gtid);
+        let found = (fx.reads_diagnostics && !self.found_rows_calc)
+            .then(|| i64::try_from(self.last_found_rows).unwrap_or(i64::MAX));
+        let row_count = fx.reads_diagnostics.then_some(self.last_row_count);
+        let mut out = Cow::Borrowed(text);
+        let mut relexed: Option<Vec<sql::Token>> = None;
+        let cs = dialect.charset;
+        type Rewrite<'f> = &'f dyn Fn(&[u8], &[sql::Token]) -> Option<Vec<u8>>;
+        let steps: [Rewrite<'_>; 3] = [
+            &|q, t| gtid.and_then(|g| sql::substitute_var(q, t, cs, "last_gtid", g)),
+            &|q, t| row_count.and_then(|v| sql::substitute_call(q, t, cs, "ROW_COUNT", v)),
+            &|q, t| found.and_then(|v| sql::substitute_call(q, t, cs, "FOUND_ROWS", v)),
+        ];
+        for step in steps {
+            let t = relexed.as_deref().unwrap_or(toks);
+            if let Some(v) = step(&out, t) {
+                relexed = Some(sqlfleet_dump::lex::lex_in(&v, dialect).toks);
+                out = Cow::Owned(v);
             }
         }
         out

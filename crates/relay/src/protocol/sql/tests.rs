@@ -300,48 +300,6 @@ fn what_the_tracker_cannot_say() {
 }
 
 #[test]
-fn a_call_becomes_its_value_and_keeps_its_column_name() {
-    let s = |q: &str, v| {
-        substitute_call(q.as_bytes(), "ROW_COUNT", v).map(|b| String::from_utf8(b).expect("utf8"))
-    };
-    assert_eq!(
-        s("SELECT ROW_COUNT()", 3).as_deref(),
-        Some("SELECT COALESCE(3, ROW_COUNT()) AS `ROW_COUNT()`")
-    );
-    assert_eq!(
-        s("select row_count()", 3).as_deref(),
-        Some("select COALESCE(3, row_count()) AS `row_count()`")
-    );
-    assert_eq!(
-        s("SELECT ROW_COUNT() AS rc", 3).as_deref(),
-        Some("SELECT COALESCE(3, ROW_COUNT()) AS rc")
-    );
-    assert_eq!(
-        s("SELECT a, ROW_COUNT() FROM t WHERE ROW_COUNT() > 1", 2).as_deref(),
-        Some("SELECT a, COALESCE(2, ROW_COUNT()) AS `ROW_COUNT()` FROM t WHERE COALESCE(2, ROW_COUNT()) > 1")
-    );
-    // Inside an expression: the item keeps its own text as its name.
-    assert_eq!(
-        s("SELECT hex(concat(row_count()))", -1).as_deref(),
-        Some("SELECT hex(concat(COALESCE(-1, row_count()))) AS `hex(concat(row_count()))`")
-    );
-    assert_eq!(
-        s("select DISTINCT row_count() + 1, 2 from t", 5).as_deref(),
-        Some("select DISTINCT COALESCE(5, row_count()) + 1 AS `row_count() + 1`, 2 from t")
-    );
-    assert_eq!(
-        s("SELECT row_count() rc, (SELECT row_count() x) y", 5).as_deref(),
-        Some("SELECT COALESCE(5, row_count()) rc, (SELECT COALESCE(5, row_count()) x) y")
-    );
-    assert_eq!(
-        s("SELECT IF(row_count() > 0, 'a`b', 'c')", 1).as_deref(),
-        Some("SELECT IF(COALESCE(1, row_count()) > 0, 'a`b', 'c') AS `IF(row_count() > 0, 'a``b', 'c')`")
-    );
-    assert_eq!(s("SELECT 'ROW_COUNT()'", 2), None);
-    assert_eq!(s("SELECT 1", 2), None);
-}
-
-#[test]
 fn temporary_tables_and_named_locks_are_followed_by_name() {
     let fx = analyze(b"CREATE TEMPORARY TABLE IF NOT EXISTS `Tmp1` (id INT); CREATE OR REPLACE TEMPORARY TABLE db.t2 AS SELECT 1");
     assert_eq!(
@@ -1062,39 +1020,6 @@ fn a_text_that_may_trace_its_statements_pins() {
         }
     }
 }
-
-/// `@@last_gtid` is the GTID of the session's last write: on a pooled
-/// connection, whoever wrote there last. A read of it becomes the
-/// client's own value and keeps its column name; a global or a
-/// differently named variable is left alone.
-#[test]
-fn a_last_gtid_read_becomes_the_clients_own() {
-    let s = |q: &str| {
-        substitute_var(q.as_bytes(), "last_gtid", "0-1-7")
-            .map(|b| String::from_utf8(b).expect("utf8"))
-    };
-    for (q, want) in [
-        (
-            "SELECT @@last_gtid",
-            Some("SELECT COALESCE('0-1-7', @@last_gtid) AS `@@last_gtid`"),
-        ),
-        (
-            "select @@session.last_gtid AS g",
-            Some("select COALESCE('0-1-7', @@session.last_gtid) AS g"),
-        ),
-        (
-            "SELECT MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)",
-            Some("SELECT MASTER_GTID_WAIT(COALESCE('0-1-7', @@LOCAL.last_gtid), 1) AS `MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)`"),
-        ),
-        ("SELECT @@gtid_current_pos", None),
-        ("SELECT 1", None),
-    ] {
-        assert_eq!(s(q).as_deref(), want, "{q}");
-    }
-    assert!(analyze(b"SELECT @@last_gtid").reads_last_gtid);
-    assert!(!analyze(b"SELECT @@gtid_slave_pos").reads_last_gtid);
-}
-
 /// The KILL pass stops at a KILL it cannot map; per-user such a text
 /// runs, so whatever else it may do counts as done.
 #[test]
@@ -1163,7 +1088,13 @@ fn long_texts_are_read_in_one_pass() {
         let sel = format!("SELECT {} 1", unit.repeat(n));
         let t0 = std::time::Instant::now();
         let _ = analyze(sel.as_bytes());
-        let _ = substitute_var(sel.as_bytes(), "last_gtid", "0-1-1");
+        let _ = substitute_var(
+            sel.as_bytes(),
+            &lex(sel.as_bytes()).toks,
+            sqlfleet_dump::lex::Multibyte::AsciiSafe,
+            "last_gtid",
+            "0-1-1",
+        );
         eprintln!(
             "{name}: {} bytes: compound {compound:?}, SELECT {:?}",
             sql.len(),

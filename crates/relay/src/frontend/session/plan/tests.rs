@@ -245,8 +245,10 @@ const ROWS: &[Row] = &[
 fn every_plan_rule() {
     for r in ROWS {
         let st = state(r.before);
-        let fx = Query::new(r.sql.as_bytes()).effects();
-        let got = plan(r.sql.as_bytes(), &fx, &st, r.facts);
+        let q = Query::new(r.sql.as_bytes());
+        let fx = q.effects();
+        let text = (r.sql.as_bytes(), q.tokens(), Dialect::default());
+        let got = plan(text, &fx, &st, r.facts);
         assert_eq!(
             got, r.want,
             "{}: {:?} {:?} {}",

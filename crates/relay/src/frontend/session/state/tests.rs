@@ -652,9 +652,10 @@ fn counts_are_the_clients_own() {
         st.counts_after(&o, &fx, Some(false)),
         FoundRowsOnConn::Unknown
     );
-    let rc = Query::new(b"SELECT ROW_COUNT()").effects();
+    let q = Query::new(b"SELECT ROW_COUNT()");
     st.last_row_count = 2;
-    let text = st.own_counts(b"SELECT ROW_COUNT()", &rc);
+    let d = sqlfleet_dump::lex::Dialect::default();
+    let text = st.own_counts(b"SELECT ROW_COUNT()", q.tokens(), d, &q.effects());
     assert!(
         String::from_utf8_lossy(&text).starts_with("SELECT COALESCE(2, "),
         "{}",
