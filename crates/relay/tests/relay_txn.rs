@@ -2103,3 +2103,56 @@ fn own_counts_are_written_in_as_the_session_reads_its_text() {
         }
     });
 }
+
+/// A prepared statement's reads of ROW_COUNT(), FOUND_ROWS() and
+/// `@@last_gtid` are the client's own, as a text statement's are: the
+/// connection it executes on may have run another client's write since.
+#[test]
+fn a_prepared_statement_reads_the_clients_own_counts() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "1"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaypsrc"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (a INT)")
+            .await
+            .expect("create");
+        let rc = a.prep("SELECT ROW_COUNT()").await.expect("prepare");
+        let g = a.prep("SELECT @@last_gtid").await.expect("prepare");
+        a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
+            .await
+            .expect("a writes 3");
+        b.query_drop("INSERT INTO t VALUES (4)")
+            .await
+            .expect("b writes 1");
+        let row: mysql_async::Row = a
+            .exec_first(&rc, ())
+            .await
+            .expect("row_count")
+            .expect("a row");
+        assert_eq!(row.columns_ref()[0].name_str(), "ROW_COUNT()");
+        assert_eq!(row.get::<i64, _>(0), Some(3), "a's own ROW_COUNT()");
+        // Another value: another backend statement, the same client one.
+        a.query_drop("DELETE FROM t WHERE a < 3")
+            .await
+            .expect("a deletes 2");
+        b.query_drop("INSERT INTO t VALUES (4)")
+            .await
+            .expect("b writes 1");
+        let n: Option<i64> = a.exec_first(&rc, ()).await.expect("row_count");
+        assert_eq!(n, Some(2), "a's own ROW_COUNT() again");
+        let fr = a.prep("SELECT FOUND_ROWS()").await.expect("prepare");
+        let _: Vec<i64> = a.query("SELECT a FROM t").await.expect("a reads");
+        let _: Vec<i64> = b.query("SELECT a FROM t LIMIT 1").await.expect("b reads");
+        let n: Option<u64> = a.exec_first(&fr, ()).await.expect("found_rows");
+        assert_eq!(n, Some(3), "a's own FOUND_ROWS() (b's read 1)");
+        let mine: Option<String> = a.exec_first(&g, ()).await.expect("last_gtid");
+        b.query_drop("INSERT INTO t VALUES (5)")
+            .await
+            .expect("b writes");
+        let again: Option<String> = a.exec_first(&g, ()).await.expect("last_gtid");
+        assert_eq!(again, mine, "a's own @@last_gtid after b wrote");
+    });
+}

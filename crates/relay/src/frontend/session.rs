@@ -875,14 +875,14 @@ impl Session {
         self.st.use_db(db);
     }
 
-    /// The statement (with its command byte) with the client's own
-    /// ROW_COUNT(), FOUND_ROWS() and `@@last_gtid` written in
+    /// The statement's text with the client's own ROW_COUNT(),
+    /// FOUND_ROWS() and `@@last_gtid` written in
     /// (`ClientState::own_counts`), `None` when it reads none of them.
     /// Read as the session writes: `toks` unless the rest of a streamed
     /// text was read since (`rest`); a session whose dialect is not known
     /// is rewritten only where every dialect reads the text alike, else
     /// refused (its data would change, or another client's count).
-    fn own_counts(
+    pub(super) fn own_counts(
         &self,
         text: &[u8],
         (toks, rest): (&[sql::Token], bool),
@@ -919,7 +919,7 @@ impl Session {
                  literal values first (SET sql_mode = '...', NAMES ...)"
                     .into(),
             )),
-            std::borrow::Cow::Owned(v) => Ok(Some([&[COM_QUERY][..], &v].concat())),
+            std::borrow::Cow::Owned(v) => Ok(Some(v)),
         }
     }
 
@@ -979,7 +979,9 @@ impl Session {
                 cmd
             }
         };
-        let rewritten = self.own_counts(&cmd[1..], (toks, read_rest), dialect, &fx)?;
+        let rewritten = self
+            .own_counts(&cmd[1..], (toks, read_rest), dialect, &fx)?
+            .map(|v| [&[COM_QUERY][..], &v].concat());
         let cmd: &[u8] = rewritten.as_deref().unwrap_or(cmd);
         // A connect-time variable read: the server's recorded reply, or
         // the server's reply recorded on its way.

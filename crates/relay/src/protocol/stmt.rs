@@ -17,6 +17,14 @@ pub struct ClientStmt {
     pub def: Arc<StmtDef>,
     /// The parameter types of the client's last execute that sent them.
     pub types: Option<Vec<u8>>,
+    /// The text its backend statement had at its last execute (or long
+    /// data) when that was not its own: the client's ROW_COUNT(),
+    /// FOUND_ROWS() or `@@last_gtid` written in.
+    pub ran_as: Option<Arc<[u8]>>,
+    /// The backend statement its long data went to (since the last
+    /// execute, when the session says some was sent): the next execute
+    /// runs there.
+    pub long_data_at: Option<StmtKey>,
 }
 
 /// What a prepared statement is, fixed at prepare.
@@ -53,6 +61,21 @@ impl ClientStmt {
                 toks,
             }),
             types: None,
+            ran_as: None,
+            long_data_at: None,
+        }
+    }
+
+    /// The backend statement it runs as now: its text (or the one it ran
+    /// as last), shared or, for a cursor, its own (`owned_by`).
+    pub fn backend_key(&self, cursor_of: Option<u32>) -> StmtKey {
+        let key = match &self.ran_as {
+            Some(text) => StmtKey::new(self.def.key.db.clone(), text.clone()),
+            None => self.def.key.clone(),
+        };
+        match cursor_of {
+            Some(cid) => key.owned_by(cid),
+            None => key,
         }
     }
 }

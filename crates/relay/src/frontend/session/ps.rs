@@ -78,7 +78,7 @@ impl Session {
     /// (`key`: its shared backend statement, or one of its own for a
     /// cursor), preparing it there first if needed (under the default
     /// database it was prepared with).
-    async fn backend_stmt(&mut self, s: &StmtDef, key: &StmtKey) -> Result<u32, Fail> {
+    async fn backend_stmt(&mut self, key: &StmtKey) -> Result<u32, Fail> {
         self.ensure_conn().await?;
         let Some(c) = self.conn.as_mut() else {
             return Err(Fail::Close);
@@ -89,7 +89,7 @@ impl Session {
         let cap = self.ctx.pool.settings().statement_cache;
         let client_db = &self.st.db();
         let metrics = &self.ctx.metrics;
-        let (db, sql) = (&s.key.db, &s.key.sql);
+        let (db, sql) = (&key.db, &key.sql);
         let lost = |e: sqlfleet_wire::packet::WireError| Fail::Lost(e.to_string());
         let init_db = |db: &str| {
             let mut p = vec![COM_INIT_DB];
@@ -129,22 +129,13 @@ impl Session {
         Ok(bid)
     }
 
-    /// The backend statement a client statement's cursor lives on.
-    fn cursor_key(&self, cid: u32, def: &StmtDef) -> StmtKey {
-        if self.st.cursor_open(cid) {
-            def.key.owned_by(cid)
-        } else {
-            def.key.clone()
-        }
-    }
-
     /// The client statement's cursor is gone (closed, or the statement ran
-    /// again without one): its own backend statement, if it has one on
-    /// this connection, is closed with it.
-    fn drop_cursor(&mut self, cid: u32, def: &StmtDef) {
+    /// again without one): its own backend statement (`key`), if it has
+    /// one on this connection, is closed with it.
+    fn drop_cursor(&mut self, cid: u32, key: &StmtKey) {
         self.st.close_cursor(cid);
         if let Some(c) = self.conn.as_mut() {
-            c.stmts().close(&def.key.owned_by(cid));
+            c.stmts().close(key);
         }
     }
 
@@ -173,24 +164,27 @@ impl Session {
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;
         self.carry_over(fx, false).await?;
         let cursor = !bulk && stmt::wants_cursor(cmd);
+        let (key, old_cursor) = self.run_as(cid, &s, cursor)?;
         // Running again closes the cursor the statement had open: with a
         // cursor again, on its own backend statement (the server closes
-        // the old one); without, that statement goes.
+        // the old one, unless the statement runs as another text now);
+        // without, that statement goes.
         if cursor {
             self.st.close_cursor(cid);
-        } else if self.st.cursor_open(cid) {
-            self.drop_cursor(cid, &s);
         }
-        let key = if cursor {
-            s.key.owned_by(cid)
-        } else {
-            s.key.clone()
-        };
+        if let Some(old) = old_cursor.filter(|k| !cursor || *k != key) {
+            self.drop_cursor(cid, &old);
+        }
+        let rewritten = self
+            .stmts
+            .get_mut(cid)
+            .is_some_and(|(_, c)| c.ran_as.is_some());
         // A rule's SELECT, executed with the same parameters before: from
         // the cache (binary rows as the server sent them), else read and
         // kept. Not with a cursor, array binding or long data.
         let mut miss = None;
-        if self.ctx.cache.active() && !bulk && !cursor && !self.st.has_long_data(cid) {
+        if self.ctx.cache.active() && !bulk && !cursor && !rewritten && !self.st.has_long_data(cid)
+        {
             // The types it sends are the client's from now on, answered
             // from the cache or not (rewrite_execute keeps them too).
             let sent = stmt::sent_types(cmd, s.params);
@@ -256,11 +250,51 @@ impl Session {
         Ok(())
     }
 
+    /// The backend statement client statement `cid` runs as at this
+    /// execute, and the one its open cursor lived on: its text, or with
+    /// the client's own ROW_COUNT(), FOUND_ROWS() and `@@last_gtid`
+    /// written in as literals (`Session::own_counts`; the connection may
+    /// have run another client's statements since the client's last one,
+    /// and the server only reproduces -1 and 0). Each value is a backend
+    /// statement of its own, prepared where it runs (such reads are rare;
+    /// the statement cache bounds them). Long data went to the shared
+    /// statement as it ran last: an execute that would run elsewhere (with
+    /// a cursor, or other values written in) is refused, where the server
+    /// would find the value missing.
+    fn run_as(
+        &mut self,
+        cid: u32,
+        def: &StmtDef,
+        cursor: bool,
+    ) -> Result<(StmtKey, Option<StmtKey>), Fail> {
+        let dialect = self.dialect();
+        let text = self.own_counts(&def.key.sql, (&def.toks, false), dialect, &def.fx)?;
+        let open = self.st.cursor_open(cid);
+        let Some((_, cs)) = self.stmts.get_mut(cid) else {
+            return Err(Fail::Close);
+        };
+        let old_cursor = open.then(|| cs.backend_key(Some(cid)));
+        cs.ran_as = text.map(std::sync::Arc::from);
+        let key = cs.backend_key(cursor.then_some(cid));
+        let moved = self.st.has_long_data(cid) && cs.long_data_at.as_ref() != Some(&key);
+        if moved {
+            return Err(Fail::Err(
+                1235,
+                "42000",
+                "This version of the sqlfleet relay doesn't yet support long data for an \
+                 execute with a cursor, or for a statement that reads ROW_COUNT(), \
+                 FOUND_ROWS() or @@last_gtid: send the value with the execute"
+                    .into(),
+            ));
+        }
+        Ok((key, old_cursor))
+    }
+
     /// An execute as the connection the client holds now takes it:
     /// prepared there if it is not yet, its ids and types rewritten.
     pub(super) async fn execute_packet(&mut self, e: &Execute<'_>) -> Result<Vec<u8>, Fail> {
         let (cmd, cid, s, key) = (e.cmd, e.cid, e.def, e.key);
-        self.backend_stmt(s, key).await?;
+        self.backend_stmt(key).await?;
         let (Some((_, cs)), Some(c)) = (self.stmts.get_mut(cid), self.conn.as_mut()) else {
             return Err(Fail::Close);
         };
@@ -294,8 +328,14 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Ok(()); // no reply to this command, even for errors
         };
-        let s = s.def.clone();
-        let bid = self.backend_stmt(&s, &s.key).await?;
+        // (Where the first piece went, the rest and the execute go: the
+        // shared statement, as it ran last.)
+        let key = match &s.long_data_at {
+            Some(k) if self.st.has_long_data(cid) => k.clone(),
+            _ => s.backend_key(None),
+        };
+        s.long_data_at = Some(key.clone());
+        let bid = self.backend_stmt(&key).await?;
         self.st.note_long_data(cid);
         self.update_stmt_pins();
         let Some(c) = self.conn.as_mut() else {
@@ -317,7 +357,7 @@ impl Session {
         // An open cursor's own backend statement is closed with it (before
         // the connection's next command); the shared one stays cached.
         if let Some(s) = s {
-            self.drop_cursor(cid, &s.def);
+            self.drop_cursor(cid, &s.backend_key(Some(cid)));
         }
         self.update_stmt_pins();
         Ok(())
@@ -328,8 +368,7 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_reset"));
         };
-        let def = s.def.clone();
-        let key = self.cursor_key(cid, &def);
+        let key = s.backend_key(self.st.cursor_open(cid).then_some(cid));
         let bid = self
             .conn
             .as_mut()
@@ -353,8 +392,7 @@ impl Session {
         let Some((cid, s)) = self.stmts.get_mut(id) else {
             return Err(unknown(id, "mysqld_stmt_fetch"));
         };
-        let def = s.def.clone();
-        let key = def.key.owned_by(cid);
+        let key = s.backend_key(Some(cid));
         let bid = self
             .conn
             .as_mut()
