@@ -2020,6 +2020,10 @@ fn last_gtid_is_the_clients_own_write() {
             .await
             .expect("named");
         assert_eq!(named, Some((mine,)));
+        // A session that never wrote has none, as a new direct session.
+        let mut c = connect(&relay, Some(&db)).await;
+        assert_eq!(last_gtid(&mut c).await, "", "a new client's own: none");
+        drop(c);
     });
 }
 

@@ -82,6 +82,11 @@ pub(crate) struct ClientState {
     /// reported for the client's last committed write (None: none
     /// reported since the login or a reset).
     own_gtid: Option<String>,
+    /// A statement that may have written ran on a connection that reports
+    /// nothing (no session tracking) since: the client's `@@last_gtid` is
+    /// not known (None with this false: no write since the login or a
+    /// reset, and the server's answer is '').
+    gtid_unseen: bool,
     /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
     found_rows_calc: bool,
     /// Prepared statements (client ids) with an open cursor.
@@ -279,6 +284,7 @@ impl ClientState {
             last_insert_id: 0,
             last_found_rows: 0,
             own_gtid: None,
+            gtid_unseen: false,
             found_rows_calc: false,
             cursors: Default::default(),
             long_data: Default::default(),
@@ -653,6 +659,10 @@ impl ClientState {
             self.db = None;
             out.db = Some(None);
         }
+        if !tracked && !fx.read {
+            self.own_gtid = None;
+            self.gtid_unseen = true;
+        }
         if ok && !tracked {
             for s in &fx.settings {
                 upsert(&mut self.settings, s);
@@ -824,8 +834,9 @@ impl ClientState {
     /// the replies, while the connection may have run other clients'
     /// statements (or the relay's own) since. FOUND_ROWS() after
     /// SQL_CALC_FOUND_ROWS is the server's (the connection is kept for
-    /// it); `@@last_gtid` only once the server reported one of the
-    /// client's writes; a text of several statements is sent as it is.
+    /// it); `@@last_gtid` the one the server reported for the client's
+    /// last write, '' before any, the server's when a write ran where
+    /// nothing is reported; a text of several statements is sent as it is.
     /// `toks` are the whole text's tokens as the session wrote it, in
     /// `dialect` (under NO_BACKSLASH_ESCAPES `'a\'` ends a string, and a
     /// call after it is one); a text rewritten is lexed again for the
@@ -841,7 +852,14 @@ impl ClientState {
         if !(fx.reads_diagnostics || fx.reads_last_gtid) || fx.statements != 1 {
             return Cow::Borrowed(text);
         }
-        let gtid = self.own_gtid.as_deref().filter(|_| fx.reads_last_gtid);
+        // (No write since the login or a reset: '', as the server's own
+        // answer to a new session.)
+        let gtid = match (&self.own_gtid, self.gtid_unseen) {
+            (Some(g), _) => Some(g.as_str()),
+            (None, false) => Some(""),
+            (None, true) => None,
+        }
+        .filter(|_| fx.reads_last_gtid);
         let found = (fx.reads_diagnostics && !self.found_rows_calc)
             .then(|| i64::try_from(self.last_found_rows).unwrap_or(i64::MAX));
         let row_count = fx.reads_diagnostics.then_some(self.last_row_count);
@@ -898,6 +916,7 @@ impl ClientState {
         self.last_row_count = 0;
         self.last_insert_id = 0;
         self.own_gtid = None;
+        self.gtid_unseen = false;
         // A reset drops temporary tables and releases named locks.
         self.temp_tables = Some(Default::default());
         self.locks = Some(Default::default());

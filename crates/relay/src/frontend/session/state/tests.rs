@@ -1081,3 +1081,39 @@ fn a_session_ending_with_an_xa_branch_a_role_or_traces_closes_its_connection() {
         }
     }
 }
+
+/// What a read of `@@last_gtid` answers, step by step: '' before any
+/// write (a new direct session's answer), the GTID the server reported
+/// for the client's last write, the server's own (no rewrite) once a
+/// write ran where nothing is reported, and '' again after a reset.
+#[test]
+fn last_gtid_is_known_from_the_reports_or_left_to_the_server() {
+    let read = |st: &ClientState| {
+        let q = Query::new(b"SELECT @@last_gtid");
+        let d = sqlfleet_dump::lex::Dialect::default();
+        match st.own_counts(b"SELECT @@last_gtid", q.tokens(), d, &q.effects()) {
+            std::borrow::Cow::Owned(v) => {
+                let v = String::from_utf8(v).expect("utf8");
+                let at = v.find('\'').expect("a literal") + 1;
+                Some(v[at..at + v[at..].find('\'').expect("its end")].to_string())
+            }
+            std::borrow::Cow::Borrowed(_) => None,
+        }
+    };
+    let mut st = ClientState::new(T, Some("a".into()));
+    assert_eq!(read(&st).as_deref(), Some(""), "a new session");
+    run(
+        &mut st,
+        "INSERT INTO t VALUES (1)",
+        R::Track("last_gtid", "0-1-5"),
+    );
+    assert_eq!(read(&st).as_deref(), Some("0-1-5"), "reported");
+    run(&mut st, "SELECT 1", R::Rows(1));
+    assert_eq!(read(&st).as_deref(), Some("0-1-5"), "a read keeps it");
+    // A write on a connection that tracks nothing.
+    let fx = Query::new(b"INSERT INTO t VALUES (2)").effects();
+    st.after_text(&fx, &outcome(R::Ok), false);
+    assert_eq!(read(&st), None, "unseen: the server's");
+    st.clear();
+    assert_eq!(read(&st).as_deref(), Some(""), "after a reset");
+}
