@@ -143,6 +143,23 @@ fn session_consistency_reads_its_own_writes() {
             sel[1] + sel[2] > 0,
             "some reads were served by replicas: {sel:?}"
         );
+        // The write's GTID comes with its OK (session tracking): the relay
+        // asks the primary nothing after a write (200 writes; the health
+        // checks' few SELECTs meanwhile), and the client's ROW_COUNT() is
+        // its write's.
+        let before = counters(srv, "Com_select").await;
+        for i in 1..=200 {
+            c.query_drop(format!("UPDATE c SET v = v WHERE v <= {i}"))
+                .await
+                .expect("update");
+        }
+        let asked = delta(&counters(srv, "Com_select").await, &before)[0];
+        assert!(asked < 50, "{asked} SELECTs on the primary for 200 writes");
+        c.query_drop("INSERT INTO c VALUES (1001), (1002)")
+            .await
+            .expect("insert 2");
+        let n: Option<i64> = c.query_first("SELECT ROW_COUNT()").await.expect("rc");
+        assert_eq!(n, Some(2), "the write's own count");
     });
     eprintln!(
         "consistency waits {}, fallbacks to the primary {}",

@@ -349,8 +349,11 @@ impl Session {
     }
 
     /// consistency = session, with read/write split: after a committed
-    /// write, remember its GTID (a query on the client's connection, so
-    /// only where replicas serve reads; without a split nothing is asked).
+    /// write, remember its GTID — the one the server's session tracking
+    /// reported with the write's OK (`ClientState::own_gtid`), else (a
+    /// Galera node's, or no tracking) a query on the client's connection,
+    /// so only where replicas serve reads; without a split nothing is
+    /// asked.
     pub(super) async fn after_write(&mut self, read: bool, o: &Outcome) -> Result<(), Fail> {
         let routing = &self.ctx.cfg.routing;
         if !read::remember_write(
@@ -369,6 +372,15 @@ impl Session {
         let galera = self
             .backend
             .is_some_and(|b| self.ctx.pool.health.get(b).galera.is_some());
+        if !galera && c.tracking() {
+            // (A write that logged nothing leaves the client's previous
+            // one, which is all it has to wait for.)
+            self.own_write_unknown = false;
+            if let Some(g) = self.st.own_gtid().filter(|g| !g.is_empty()) {
+                self.last_write_gtid = Some(g.to_string());
+            }
+            return Ok(());
+        }
         let q = if galera {
             "SELECT WSREP_LAST_WRITTEN_GTID()"
         } else {

@@ -176,6 +176,13 @@ impl ClientState {
         self.autocommit
     }
 
+    /// The GTID the server reported for the client's last write (None:
+    /// none since the login or a reset, or a write ran where nothing is
+    /// reported since).
+    pub fn own_gtid(&self) -> Option<&str> {
+        self.own_gtid.as_deref()
+    }
+
     pub fn last_row_count(&self) -> i64 {
         self.last_row_count
     }
