@@ -394,3 +394,87 @@ fn failed_logins_in_a_row_make_their_address_wait() {
         assert_eq!(delays(), 2.0, "a success ended the streak");
     });
 }
+
+/// A parameter sent as long data (COM_STMT_SEND_LONG_DATA) reaches the
+/// backend statement its execute runs on: without a cursor it is the
+/// value; with one, the cursor's statement is another backend statement,
+/// and the relay says so (1235) rather than let the server find the value
+/// missing. The session goes on either way.
+#[test]
+fn long_data_reaches_the_statement_its_execute_runs_on() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let caps = handshake::MULTI_RESULTS | handshake::PS_MULTI_RESULTS;
+        let mut s = logged_in(relay.port, caps, Some("mysql")).await;
+        for cursor in [false, true] {
+            let mut prep = vec![0x16];
+            prep.extend_from_slice(b"SELECT CONCAT('<', ?, '>')");
+            sqlfleet_wire::packet::write(&mut s, 0, &prep)
+                .await
+                .expect("prepare");
+            let ok = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+                .await
+                .expect("prepare ok");
+            assert_eq!(ok.payload.first(), Some(&0x00), "{:?}", ok.payload);
+            let id = [ok.payload[1], ok.payload[2], ok.payload[3], ok.payload[4]];
+            // The parameter's and the column's definitions, each list
+            // ended by an EOF.
+            until_eof(&mut s).await;
+            until_eof(&mut s).await;
+            for piece in [&b"hel"[..], b"lo"] {
+                let mut long = vec![0x18];
+                long.extend_from_slice(&id);
+                long.extend_from_slice(&0u16.to_le_bytes());
+                long.extend_from_slice(piece);
+                sqlfleet_wire::packet::write(&mut s, 0, &long)
+                    .await
+                    .expect("long data");
+            }
+            // Execute: flags (a read-only cursor or none), one iteration,
+            // the null bitmap, types sent, VAR_STRING; the value itself
+            // went as long data.
+            let mut exec = vec![0x17];
+            exec.extend_from_slice(&id);
+            exec.extend_from_slice(&[u8::from(cursor), 1, 0, 0, 0, 0, 1, 0xfd, 0]);
+            sqlfleet_wire::packet::write(&mut s, 0, &exec)
+                .await
+                .expect("execute");
+            let first = until_eof(&mut s).await;
+            if first[0].first() == Some(&0xFF) {
+                let code = u16::from_le_bytes([first[0][1], first[0][2]]);
+                assert!(cursor, "refused without a cursor: {:?}", first[0]);
+                assert_eq!(code, 1235, "{}", String::from_utf8_lossy(&first[0]));
+            } else {
+                let mut rows = if cursor {
+                    let mut fetch = vec![0x1C];
+                    fetch.extend_from_slice(&id);
+                    fetch.extend_from_slice(&10u32.to_le_bytes());
+                    sqlfleet_wire::packet::write(&mut s, 0, &fetch)
+                        .await
+                        .expect("fetch");
+                    until_eof(&mut s).await
+                } else {
+                    until_eof(&mut s).await
+                };
+                rows.pop();
+                assert_eq!(rows.len(), 1, "one row: {rows:?}");
+                // 0x00, the null bitmap, then the value length-encoded.
+                assert_eq!(&rows[0][2..], b"\x07<hello>", "cursor={cursor}");
+            }
+            let mut close = vec![0x19];
+            close.extend_from_slice(&id);
+            sqlfleet_wire::packet::write(&mut s, 0, &close)
+                .await
+                .expect("close");
+        }
+        sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
+            .await
+            .expect("ping");
+        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
+            .await
+            .expect("pong");
+        assert_eq!(p.payload.first(), Some(&0x00));
+    });
+}
