@@ -153,6 +153,13 @@ fn pins_hold_the_connection_and_release_when_safe() {
             "set_transaction",
         ),
         ("BEGIN", "INSERT INTO t VALUES (1)", Some("ROLLBACK"), ""),
+        // The session's counters: its later reads count on one connection.
+        (
+            "SHOW SESSION STATUS LIKE 'Com_select'",
+            "SELECT 1",
+            None,
+            "session_status",
+        ),
         // LASTVAL lives on the connection NEXTVAL ran on.
         (
             "SELECT NEXTVAL(sq)",
@@ -2158,5 +2165,44 @@ fn a_prepared_statement_reads_the_clients_own_counts() {
             .expect("b writes");
         let again: Option<String> = a.exec_first(&g, ()).await.expect("last_gtid");
         assert_eq!(again, mine, "a's own @@last_gtid after b wrote");
+    });
+}
+
+/// Com_select as a session status read gives it.
+async fn com_select(c: &mut mysql_async::Conn, how: &str) -> u64 {
+    let q = match how {
+        "show" => "SHOW SESSION STATUS LIKE 'Com_select'",
+        _ => "SELECT 'Com_select', VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_SELECT'",
+    };
+    let (_, v): (String, u64) = c.query_first(q).await.expect("status").expect("row");
+    v
+}
+
+/// A client's session status counters count its own statements between
+/// two reads, as a direct session's do: the first read keeps the
+/// connection they count on (while another client works on the other).
+#[test]
+fn session_status_counts_the_clients_own_statements() {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", "2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("relaystatus"));
+    rt.block_on(async {
+        let mut a = connect(&relay, Some(&db)).await;
+        let mut b = connect(&relay, Some(&db)).await;
+        for how in ["show", "information_schema"] {
+            let before = com_select(&mut a, how).await;
+            for i in 0..5 {
+                // b's statements go to whichever connection is free.
+                b.query_drop("BEGIN").await.expect("begin");
+                let _: Option<i64> = b.query_first("SELECT 1").await.expect("b");
+                let _: Option<i64> = a.query_first(format!("SELECT {i}")).await.expect("a");
+                b.query_drop("COMMIT").await.expect("commit");
+            }
+            let after = com_select(&mut a, how).await;
+            // (Reading information_schema is itself a SELECT.)
+            let own = if how == "show" { 5 } else { 6 };
+            assert_eq!(after - before, own, "{how}: a's own SELECTs");
+        }
     });
 }

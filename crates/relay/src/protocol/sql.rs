@@ -106,8 +106,12 @@ pub enum Pin {
     /// information_schema.OPTIMIZER_TRACE listed one client's statements
     /// to the next. Never shared; closed at the end, as `Role`.
     Traces,
-    /// FLUSH STATUS zeroed the connection's session status counters: the
-    /// client's later SHOW STATUS counts from there, on this connection.
+    /// FLUSH STATUS zeroed the connection's session status counters, or
+    /// the client read them (SHOW [SESSION | LOCAL] STATUS,
+    /// information_schema.SESSION_STATUS): its later reads count from
+    /// there, on this connection, as a direct session's do (a first read
+    /// without FLUSH STATUS also counts what the connection ran before
+    /// the client had it).
     SessionStatus,
     /// The session's sql_mode was not known (the server's global not read
     /// yet) and its text reads otherwise under NO_BACKSLASH_ESCAPES,
@@ -870,6 +874,15 @@ fn calls(sql: &[u8], t: &[(Tok, Range<usize>)], w0: &str, fx: &mut Effects) {
     if t.iter().any(|(k, _)| matches!(k, Tok::UserVar)) {
         fx.pins.push(Pin::UserVariable);
     }
+    // information_schema.SESSION_STATUS: the session's counters, wherever
+    // the statement reads them.
+    if t.iter().any(|(k, _)| match k {
+        Tok::Word(w) => w == "SESSION_STATUS",
+        Tok::Quoted(q) => q.eq_ignore_ascii_case("SESSION_STATUS"),
+        _ => false,
+    }) {
+        fx.pins.push(Pin::SessionStatus);
+    }
     // Where function calls can be: in DDL only its SELECT part (a table
     // name or a column type followed by `(` is no call; DEFAULT, CHECK and
     // generated columns take no stored functions); DROP has none.
@@ -997,6 +1010,11 @@ fn by_first_words(
         }
         // FLUSH [LOCAL | NO_WRITE_TO_BINLOG] STATUS (among other options).
         "FLUSH" if t.iter().skip(1).any(|(k, _)| k.is_word("STATUS")) => {
+            fx.pins.push(Pin::SessionStatus)
+        }
+        // SHOW [SESSION | LOCAL] STATUS: the session's counters (SHOW
+        // GLOBAL STATUS is the server's).
+        "SHOW" if w1 == "STATUS" || (matches!(w1, "SESSION" | "LOCAL") && w2 == "STATUS") => {
             fx.pins.push(Pin::SessionStatus)
         }
         "BACKUP" => match (w1, w2) {

@@ -244,6 +244,36 @@ fn what_the_tracker_cannot_say() {
         vec![Pin::SessionStatus]
     );
     assert!(analyze(b"FLUSH TABLES").pins.is_empty());
+    // A read of the session's counters keeps the connection they count on;
+    // the server's (GLOBAL) do not.
+    for sql in [
+        "SHOW STATUS",
+        "show session status like 'Com_select'",
+        "SHOW LOCAL STATUS WHERE Variable_name = 'Max_memory_used'",
+        "SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS",
+        "SELECT * FROM `information_schema`.`session_status` WHERE 1",
+        "SELECT (SELECT 1 FROM INFORMATION_SCHEMA.SESSION_STATUS LIMIT 1)",
+    ] {
+        assert_eq!(
+            analyze(sql.as_bytes()).pins,
+            vec![Pin::SessionStatus],
+            "{sql}"
+        );
+    }
+    for sql in [
+        "SHOW GLOBAL STATUS",
+        "SELECT * FROM information_schema.GLOBAL_STATUS",
+        "SHOW SESSION VARIABLES",
+        "SELECT 'SESSION_STATUS'",
+        "SHOW SLAVE STATUS",
+        "SHOW MASTER STATUS",
+        "SHOW TABLE STATUS",
+    ] {
+        assert!(
+            !analyze(sql.as_bytes()).pins.contains(&Pin::SessionStatus),
+            "{sql}"
+        );
+    }
     // KILL names a relay id.
     let id = |n| Some((n == 42, KillTarget::Id(n)));
     assert_eq!(analyze(b"KILL QUERY 42").kill, id(42));
