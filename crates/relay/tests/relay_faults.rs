@@ -180,13 +180,7 @@ fn malformed_packets_and_stalled_handshakes_affect_no_one_else() {
             sqlfleet_wire::packet::parse_err(&p.payload).map(|e| e.0),
             Some(1047)
         );
-        sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
-            .await
-            .expect("ping");
-        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
-            .await
-            .expect("pong");
-        assert_eq!(p.payload.first(), Some(&0x00));
+        pings(&mut s).await;
     });
     let o = cli(relay.port, &["-e", "SELECT 'still fine'"]);
     assert_eq!(
@@ -225,6 +219,30 @@ async fn until_eof(s: &mut tokio::net::TcpStream) -> Vec<Vec<u8>> {
     }
 }
 
+/// The session answers COM_PING with OK.
+async fn pings(s: &mut tokio::net::TcpStream) {
+    sqlfleet_wire::packet::write(s, 0, &[0x0E])
+        .await
+        .expect("ping");
+    let p = sqlfleet_wire::packet::read(s, 1 << 20).await.expect("pong");
+    assert_eq!(p.payload.first(), Some(&0x00));
+}
+
+/// Sends COM_STMT_PREPARE of `sql`; the statement id of its OK (the
+/// definitions after it are left to read).
+async fn prepare(s: &mut tokio::net::TcpStream, sql: &[u8]) -> [u8; 4] {
+    let mut prep = vec![0x16];
+    prep.extend_from_slice(sql);
+    sqlfleet_wire::packet::write(s, 0, &prep)
+        .await
+        .expect("prepare");
+    let ok = sqlfleet_wire::packet::read(s, 1 << 20)
+        .await
+        .expect("prepare ok");
+    assert_eq!(ok.payload.first(), Some(&0x00), "{:?}", ok.payload);
+    [ok.payload[1], ok.payload[2], ok.payload[3], ok.payload[4]]
+}
+
 #[test]
 fn server_side_cursors_fetch_through_the_relay() {
     let srv = server();
@@ -237,16 +255,7 @@ fn server_side_cursors_fetch_through_the_relay() {
                 caps |= handshake::DEPRECATE_EOF;
             }
             let mut s = logged_in(relay.port, caps, Some("mysql")).await;
-            let mut prep = vec![0x16];
-            prep.extend_from_slice(b"SELECT seq FROM seq_1_to_10");
-            sqlfleet_wire::packet::write(&mut s, 0, &prep)
-                .await
-                .expect("prepare");
-            let ok = sqlfleet_wire::packet::read(&mut s, 1 << 20)
-                .await
-                .expect("prepare ok");
-            assert_eq!(ok.payload.first(), Some(&0x00));
-            let id = [ok.payload[1], ok.payload[2], ok.payload[3], ok.payload[4]];
+            let id = prepare(&mut s, b"SELECT seq FROM seq_1_to_10").await;
             // One column definition, then EOF unless deprecated.
             if deprecate_eof {
                 sqlfleet_wire::packet::read(&mut s, 1 << 20)
@@ -290,13 +299,7 @@ fn server_side_cursors_fetch_through_the_relay() {
             }
             assert_eq!(got, 10, "deprecate_eof={deprecate_eof}");
             // The session goes on normally afterwards.
-            sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
-                .await
-                .expect("ping");
-            let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
-                .await
-                .expect("pong");
-            assert_eq!(p.payload.first(), Some(&0x00));
+            pings(&mut s).await;
         }
         assert!(relay.metric("sqlfleet_relay_pins_total{reason=\"cursor\"}") >= 2.0);
     });
@@ -409,16 +412,7 @@ fn long_data_reaches_the_statement_its_execute_runs_on() {
         let caps = handshake::MULTI_RESULTS | handshake::PS_MULTI_RESULTS;
         let mut s = logged_in(relay.port, caps, Some("mysql")).await;
         for cursor in [false, true] {
-            let mut prep = vec![0x16];
-            prep.extend_from_slice(b"SELECT CONCAT('<', ?, '>')");
-            sqlfleet_wire::packet::write(&mut s, 0, &prep)
-                .await
-                .expect("prepare");
-            let ok = sqlfleet_wire::packet::read(&mut s, 1 << 20)
-                .await
-                .expect("prepare ok");
-            assert_eq!(ok.payload.first(), Some(&0x00), "{:?}", ok.payload);
-            let id = [ok.payload[1], ok.payload[2], ok.payload[3], ok.payload[4]];
+            let id = prepare(&mut s, b"SELECT CONCAT('<', ?, '>')").await;
             // The parameter's and the column's definitions, each list
             // ended by an EOF.
             until_eof(&mut s).await;
@@ -469,12 +463,6 @@ fn long_data_reaches_the_statement_its_execute_runs_on() {
                 .await
                 .expect("close");
         }
-        sqlfleet_wire::packet::write(&mut s, 0, &[0x0E])
-            .await
-            .expect("ping");
-        let p = sqlfleet_wire::packet::read(&mut s, 1 << 20)
-            .await
-            .expect("pong");
-        assert_eq!(p.payload.first(), Some(&0x00));
+        pings(&mut s).await;
     });
 }

@@ -1992,6 +1992,44 @@ async fn last_gtid(c: &mut mysql_async::Conn) -> String {
         .expect("a row")
 }
 
+/// A relay of `pool_max` server connections and two of its clients, in a
+/// fresh database (named from `prefix`) holding a table `t (a INT)`.
+fn two_clients(
+    prefix: &str,
+    pool_max: &str,
+) -> (
+    Relay,
+    tokio::runtime::Runtime,
+    mysql_async::Conn,
+    mysql_async::Conn,
+) {
+    let srv = server();
+    let relay = start_relay(srv, &["--pool-max", pool_max]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (a, b) = rt.block_on(async {
+        let (db, _) = srv.fresh_db(prefix).await;
+        let mut a = connect(&relay, Some(&db)).await;
+        let b = connect(&relay, Some(&db)).await;
+        a.query_drop("CREATE TABLE t (a INT)")
+            .await
+            .expect("create");
+        (a, b)
+    });
+    (relay, rt, a, b)
+}
+
+/// a inserts 3 rows into `t`, then b 1 (on the one connection of a
+/// one-connection pool: the server's ROW_COUNT() and `@@last_gtid` there
+/// are b's).
+async fn a_writes_3_then_b_1(a: &mut mysql_async::Conn, b: &mut mysql_async::Conn) {
+    a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
+        .await
+        .expect("a writes 3");
+    b.query_drop("INSERT INTO t VALUES (4)")
+        .await
+        .expect("b writes 1");
+}
+
 /// `@@last_gtid` is the GTID of the session's last write; on a pooled
 /// connection it was whoever wrote there last, so a client that waits
 /// for its own write on a replica (`MASTER_GTID_WAIT(@@last_gtid)`)
@@ -2043,16 +2081,8 @@ fn last_gtid_is_the_clients_own_write() {
 /// read whole for the rewrite.
 #[test]
 fn own_counts_are_written_in_as_the_session_reads_its_text() {
-    let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "1"]);
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let (db, _) = rt.block_on(srv.fresh_db("relaynbe"));
+    let (_relay, rt, mut a, mut b) = two_clients("relaynbe", "1");
     rt.block_on(async {
-        let mut a = connect(&relay, Some(&db)).await;
-        let mut b = connect(&relay, Some(&db)).await;
-        a.query_drop("CREATE TABLE t (a INT)")
-            .await
-            .expect("create");
         a.query_drop("SET sql_mode = 'NO_BACKSLASH_ESCAPES'")
             .await
             .expect("nbe");
@@ -2080,14 +2110,7 @@ fn own_counts_are_written_in_as_the_session_reads_its_text() {
                 vec!["3", &pad, r"a\", "ROW_COUNT()", r"b\"],
             ),
         ] {
-            a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
-                .await
-                .expect("a writes 3");
-            // b's write on the one connection: the server's ROW_COUNT()
-            // and @@last_gtid there are b's now.
-            b.query_drop("INSERT INTO t VALUES (4)")
-                .await
-                .expect("b writes 1");
+            a_writes_3_then_b_1(&mut a, &mut b).await;
             let row: mysql_async::Row = a
                 .query_first(&text)
                 .await
@@ -2120,24 +2143,11 @@ fn own_counts_are_written_in_as_the_session_reads_its_text() {
 /// connection it executes on may have run another client's write since.
 #[test]
 fn a_prepared_statement_reads_the_clients_own_counts() {
-    let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "1"]);
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let (db, _) = rt.block_on(srv.fresh_db("relaypsrc"));
+    let (_relay, rt, mut a, mut b) = two_clients("relaypsrc", "1");
     rt.block_on(async {
-        let mut a = connect(&relay, Some(&db)).await;
-        let mut b = connect(&relay, Some(&db)).await;
-        a.query_drop("CREATE TABLE t (a INT)")
-            .await
-            .expect("create");
         let rc = a.prep("SELECT ROW_COUNT()").await.expect("prepare");
         let g = a.prep("SELECT @@last_gtid").await.expect("prepare");
-        a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
-            .await
-            .expect("a writes 3");
-        b.query_drop("INSERT INTO t VALUES (4)")
-            .await
-            .expect("b writes 1");
+        a_writes_3_then_b_1(&mut a, &mut b).await;
         let row: mysql_async::Row = a
             .exec_first(&rc, ())
             .await
@@ -2183,13 +2193,8 @@ async fn com_select(c: &mut mysql_async::Conn, how: &str) -> u64 {
 /// connection they count on (while another client works on the other).
 #[test]
 fn session_status_counts_the_clients_own_statements() {
-    let srv = server();
-    let relay = start_relay(srv, &["--pool-max", "2"]);
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let (db, _) = rt.block_on(srv.fresh_db("relaystatus"));
+    let (_relay, rt, mut a, mut b) = two_clients("relaystatus", "2");
     rt.block_on(async {
-        let mut a = connect(&relay, Some(&db)).await;
-        let mut b = connect(&relay, Some(&db)).await;
         for how in ["show", "information_schema"] {
             let before = com_select(&mut a, how).await;
             for i in 0..5 {
