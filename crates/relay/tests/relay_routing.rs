@@ -239,6 +239,27 @@ route = "primary"
                     && d["p99_ms"].as_f64() > Some(0.0)),
             "{digests:?}"
         );
+        // A prepared statement meets the same rules, at each execute: a
+        // reject cannot be passed by preparing, nor a route.
+        let e = match c.prep("DELETE FROM guarded WHERE id = ?").await {
+            Err(e) => e,
+            Ok(st) => c.exec_drop(&st, (1,)).await.expect_err("rejected"),
+        };
+        assert!(
+            e.to_string().contains("deletes on guarded are not allowed"),
+            "prepared: {e}"
+        );
+        let fresh = c.prep("SELECT COUNT(*) FROM fresh").await.expect("prepare");
+        let before = counters(srv, "Com_stmt_execute").await;
+        for _ in 0..30 {
+            let _: Option<i64> = c.exec_first(&fresh, ()).await.expect("execute");
+        }
+        let ran = delta(&counters(srv, "Com_stmt_execute").await, &before);
+        assert!(
+            ran[0] >= 30,
+            "the rule sent the executes to the primary: {ran:?}"
+        );
+        assert_eq!(ran[1] + ran[2], 0, "none to a replica: {ran:?}");
     });
 }
 

@@ -41,6 +41,8 @@ pub struct StmtDef {
     /// Its text's tokens: which views it names is asked at each execute
     /// (`backend/view_calls.rs`), without lexing it again.
     pub toks: Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
+    /// Its digest, as query rules match it at each execute.
+    pub digest: String,
 }
 
 impl ClientStmt {
@@ -50,7 +52,10 @@ impl ClientStmt {
         params: u16,
         columns: u16,
         fx: crate::protocol::sql::Effects,
-        toks: Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
+        (toks, digest): (
+            Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
+            String,
+        ),
     ) -> ClientStmt {
         ClientStmt {
             def: Arc::new(StmtDef {
@@ -59,6 +64,7 @@ impl ClientStmt {
                 columns,
                 fx,
                 toks,
+                digest,
             }),
             types: None,
             ran_as: None,
@@ -626,7 +632,7 @@ mod tests {
                 read: true,
                 ..Default::default()
             },
-            Vec::new(),
+            (Vec::new(), "SELECT ?".into()),
         )
     }
 

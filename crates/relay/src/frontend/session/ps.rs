@@ -36,6 +36,8 @@ impl Session {
             fx.read = false;
             fx.pins.push(crate::protocol::sql::Pin::Dialect);
         }
+        let digest = q.digest();
+        self.rules_refuse_prepare(&self.ctx.rules(), &cmd[1..], &digest)?;
         self.shared_account_guard(&fx).await?;
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
@@ -63,7 +65,7 @@ impl Session {
                 params,
                 columns,
                 fx,
-                q.into_tokens(),
+                (q.into_tokens(), digest),
             );
             let cap = self.ctx.pool.settings().statement_cache;
             if let Some(c) = self.conn.as_mut() {
@@ -159,6 +161,8 @@ impl Session {
         };
         let s = s.def.clone();
         let fx = &s.fx;
+        let rules = self.ctx.rules();
+        self.apply_rules(&rules, &s.key.sql, &s.digest, s.key.db.as_deref())?;
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;

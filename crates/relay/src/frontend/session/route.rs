@@ -115,35 +115,74 @@ impl Session {
         }
     }
 
-    /// Applies the first matching query rule: reject, route, or pin.
+    /// The first query rule a statement of text `sql` and digest `digest`
+    /// matches, run in default database `schema`.
+    fn first_rule(
+        &self,
+        rules: &crate::routing::rules::RuleSet,
+        sql: &[u8],
+        digest: &str,
+        schema: Option<&str>,
+    ) -> Option<usize> {
+        rules.rules.iter().position(|r| {
+            r.user.as_ref().is_none_or(|u| **u == *self.user)
+                && r.schema.as_ref().is_none_or(|s| Some(s.as_str()) == schema)
+                // Keywords may be written in any case; so may identifiers here.
+                && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
+                && r.regex.as_ref().is_none_or(|x| crate::protocol::sql::regex_matches(x, sql))
+        })
+    }
+
+    /// The refusal of rule `i` when it rejects (its hit counted).
+    fn rule_rejects(rules: &crate::routing::rules::RuleSet, i: usize) -> Result<(), Fail> {
+        let r = &rules.rules[i];
+        match &r.reject {
+            Some(msg) => {
+                rules.hits[i].fetch_add(1, Relaxed);
+                Err(Fail::Err(
+                    1227,
+                    "42000",
+                    format!("sqlfleet relay: rejected by rule '{}': {msg}", r.name),
+                ))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// A prepare the first matching rule rejects is refused (the client
+    /// learns it before it executes); the rule's other actions apply at
+    /// each execute ([`Self::apply_rules`]).
+    pub(super) fn rules_refuse_prepare(
+        &self,
+        rules: &crate::routing::rules::RuleSet,
+        sql: &[u8],
+        digest: &str,
+    ) -> Result<(), Fail> {
+        match self.first_rule(rules, sql, digest, self.st.db().as_deref()) {
+            Some(i) => Self::rule_rejects(rules, i),
+            None => Ok(()),
+        }
+    }
+
+    /// Applies the first matching query rule: reject, route, or pin. A
+    /// text statement matches in the session's database, a prepared one's
+    /// execute in the one it was prepared in (`schema`), where it runs.
     pub(super) fn apply_rules(
         &mut self,
         rules: &crate::routing::rules::RuleSet,
         sql: &[u8],
         digest: &str,
+        schema: Option<&str>,
     ) -> Result<(), Fail> {
         if rules.rules.is_empty() {
             return Ok(());
         }
-        for (i, r) in rules.rules.iter().enumerate() {
-            let hit = r.user.as_ref().is_none_or(|u| **u == *self.user)
-                && r.schema
-                    .as_ref()
-                    .is_none_or(|s| Some(s) == self.st.db().as_ref())
-                // Keywords may be written in any case; so may identifiers here.
-                && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
-                && r.regex.as_ref().is_none_or(|x| crate::protocol::sql::regex_matches(x, sql));
-            if !hit {
-                continue;
+        if let Some(i) = self.first_rule(rules, sql, digest, schema) {
+            let r = &rules.rules[i];
+            if r.reject.is_some() {
+                return Self::rule_rejects(rules, i);
             }
             rules.hits[i].fetch_add(1, Relaxed);
-            if let Some(msg) = &r.reject {
-                return Err(Fail::Err(
-                    1227,
-                    "42000",
-                    format!("sqlfleet relay: rejected by rule '{}': {msg}", r.name),
-                ));
-            }
             if !r.multiplex {
                 self.pin(Pin::Rule);
             }
