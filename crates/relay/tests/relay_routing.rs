@@ -260,6 +260,15 @@ route = "primary"
             "the rule sent the executes to the primary: {ran:?}"
         );
         assert_eq!(ran[1] + ran[2], 0, "none to a replica: {ran:?}");
+        // Each execute counts in its digest's statistics, as a text run.
+        let st = relay.status();
+        let count = st["digests"]
+            .as_array()
+            .expect("digests")
+            .iter()
+            .find(|d| d["digest"] == "SELECT COUNT (*) FROM fresh")
+            .map(|d| d["count"].clone());
+        assert_eq!(count, Some(serde_json::json!(30)), "30 executes");
     });
 }
 

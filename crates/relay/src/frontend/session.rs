@@ -1074,7 +1074,12 @@ impl Session {
 
     /// A statement's run in its digest's statistics: rows returned (or
     /// affected), whether it failed, how long it took since `t0`.
-    fn record_digest(&self, d: String, o: &Result<Outcome, Fail>, t0: std::time::Instant) {
+    pub(super) fn record_digest(
+        &self,
+        d: String,
+        o: &Result<Outcome, Fail>,
+        t0: std::time::Instant,
+    ) {
         let rows = match o {
             Ok(o) if o.result_sets > 0 => o.rows,
             Ok(o) => o.affected,

@@ -144,6 +144,7 @@ impl Session {
     /// COM_STMT_EXECUTE and MariaDB's COM_STMT_BULK_EXECUTE (array
     /// binding: the rows of one execute, answered once).
     pub(super) async fn execute(&mut self, cmd: &[u8]) -> Result<(), Fail> {
+        let t0 = std::time::Instant::now();
         let bulk = cmd.first() == Some(&COM_STMT_BULK_EXECUTE);
         let bulk_allowed =
             self.shape.ext & sqlfleet_wire::handshake::MARIADB_STMT_BULK_OPERATIONS != 0;
@@ -205,6 +206,10 @@ impl Session {
                     .answer_or_miss(rule, ckey, (&s.key.sql, &s.toks, s.params), fx)
                     .await?;
                 if miss.is_none() {
+                    if self.ctx.digests.enabled() {
+                        let d = s.digest.clone();
+                        self.ctx.digests.record(d, false, false, 1, t0.elapsed());
+                    }
                     self.update_stmt_pins();
                     return Ok(());
                 }
@@ -240,6 +245,10 @@ impl Session {
         if let (Some(m), Ok(o)) = (miss, &o) {
             let reply = captured.as_mut().map(std::mem::take);
             self.cache_store(m, o, reply);
+        }
+        // In its digest's statistics, as a text statement's run is.
+        if self.ctx.digests.enabled() {
+            self.record_digest(s.digest.clone(), &o, t0);
         }
         let o = o?;
         self.after_write(fx.read, &o).await?;
