@@ -148,6 +148,17 @@ pub async fn load(mut opts: LoadOptions) -> Result<Summary, LoadError> {
     // A dump that goes to another database than the one -D named would
     // write where the user did not mean (see `Scheduler::elsewhere`).
     sched.named_database = opts.target.database.clone().filter(|_| is_dump);
+    if sched.named_database.is_some() {
+        // How the server compares database names (unread: as written).
+        use mysql_async::prelude::Queryable;
+        let lctn: Option<u32> = sched
+            .bookkeeping
+            .query_first("SELECT @@lower_case_table_names")
+            .await
+            .ok()
+            .flatten();
+        sched.names_fold = lctn.is_some_and(|v| v != 0);
+    }
     let fed = feed(
         &mut engine,
         &mut sched,

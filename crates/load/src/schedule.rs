@@ -73,6 +73,9 @@ pub struct Scheduler {
     /// The database -D named, for a dump (mysqldump, mariadb-dump): one
     /// that creates, alters, drops or goes to another stops there.
     pub named_database: Option<String>,
+    /// The server takes database names without regard to ASCII case
+    /// (lower_case_table_names 1 or 2): `-D Shop` and `USE shop` are one.
+    pub names_fold: bool,
     pub warnings: Vec<String>,
     pub skipped: u64,
     pub tables: std::collections::BTreeSet<String>,
@@ -158,6 +161,7 @@ impl Scheduler {
             defer_indexes,
             overwrite_tables: false,
             named_database: None,
+            names_fold: false,
             begin: None,
             warnings: Vec::new(),
             skipped: 0,
@@ -226,7 +230,7 @@ impl Scheduler {
             Kind::Barrier => database_named(&stmt.text)?,
             _ => return None,
         };
-        if other == named {
+        if same_database(&other, named, self.names_fold) {
             return None;
         }
         Some(format!(
@@ -1146,6 +1150,39 @@ fn unreadable_name(kind: &Kind) -> Option<String> {
         }),
     }?;
     Some(sqlfleet_dump::printable::printable(&name).into_owned())
+}
+
+/// Whether database names `a` and `b` name one database on a server that
+/// folds ASCII case in them (`fold`) or not. Only ASCII letters are
+/// folded: a name that differs elsewhere is taken for another database (a
+/// doubt refuses, see `Scheduler::elsewhere`).
+fn same_database(a: &str, b: &str, fold: bool) -> bool {
+    a == b || (fold && a.eq_ignore_ascii_case(b))
+}
+
+#[cfg(test)]
+mod names_tests {
+    #[test]
+    fn database_names_are_one_as_the_server_folds_them() {
+        for (a, b, fold, same) in [
+            ("shop", "shop", false, true),
+            ("Shop", "shop", false, false),
+            ("Shop", "shop", true, true),
+            ("SHOP_2024", "shop_2024", true, true),
+            ("shop", "shops", true, false),
+            // Beyond ASCII: never folded here (the server's casefolding
+            // of other letters is not guessed).
+            ("Ärger", "ärger", true, false),
+            ("ärger", "ärger", true, true),
+            ("", "", true, true),
+        ] {
+            assert_eq!(
+                super::same_database(a, b, fold),
+                same,
+                "{a} {b} fold={fold}"
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -676,6 +676,38 @@ fn inputs_that_are_not_sql_are_named() {
 /// first statement that creates, alters, drops or goes to another
 /// database, before it runs; without -D the dump loads where it says, and
 /// a dump that stays in the named database loads as before.
+/// On a server that takes database names without regard to case
+/// (lower_case_table_names = 1), `-D Named` and the dump's `USE named` are
+/// one database: it loads there; another database is still refused.
+#[test]
+fn a_dump_for_the_named_database_in_another_case_loads_where_the_server_folds_names() {
+    let srv = sqlfleet_testkit::server_with(&["lower_case_table_names=1"]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let ours = common::fresh_db(&srv, "named");
+    let other = common::fresh_db(&srv, "other");
+    let body =
+        "DROP TABLE IF EXISTS `t`;\nCREATE TABLE `t` (`a` int);\nINSERT INTO `t` VALUES (1),(2);\n";
+    let f = write(
+        dir.path(),
+        "case.sql",
+        format!("{HEADER}USE `{}`;\n{body}", ours.to_uppercase()).as_bytes(),
+    );
+    common::load(common::options(&srv, &ours, &f)).expect("the named database in another case");
+    assert_eq!(
+        common::query(&srv, &format!("SELECT COUNT(*) FROM `{ours}`.`t`")),
+        vec!["2"]
+    );
+    let f = write(
+        dir.path(),
+        "other.sql",
+        format!("{HEADER}USE `{}`;\n{body}", other.to_uppercase()).as_bytes(),
+    );
+    let e = common::load(common::options(&srv, &ours, &f))
+        .expect_err("another database")
+        .to_string();
+    assert!(e.contains("while -D named"), "{e}");
+}
+
 #[test]
 fn a_dump_for_another_database_than_the_one_named_is_refused() {
     let srv = server();
