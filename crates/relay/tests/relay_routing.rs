@@ -145,8 +145,8 @@ fn session_consistency_reads_its_own_writes() {
         );
         // The write's GTID comes with its OK (session tracking): the relay
         // asks the primary nothing after a write (200 writes; the health
-        // checks' few SELECTs meanwhile), and the client's ROW_COUNT() is
-        // its write's.
+        // checks' few SELECTs meanwhile, every 0.5 s; one per write before),
+        // and the client's ROW_COUNT() is its write's.
         let before = counters(srv, "Com_select").await;
         for i in 1..=200 {
             c.query_drop(format!("UPDATE c SET v = v WHERE v <= {i}"))
@@ -154,7 +154,8 @@ fn session_consistency_reads_its_own_writes() {
                 .expect("update");
         }
         let asked = delta(&counters(srv, "Com_select").await, &before)[0];
-        assert!(asked < 50, "{asked} SELECTs on the primary for 200 writes");
+        eprintln!("{asked} SELECTs on the primary during 200 writes");
+        assert!(asked < 100, "{asked} SELECTs on the primary for 200 writes");
         c.query_drop("INSERT INTO c VALUES (1001), (1002)")
             .await
             .expect("insert 2");
