@@ -936,9 +936,11 @@ impl Session {
             fx.read = false;
         }
         let digest = analysed.digest.take();
-        let db = self.st.db().clone();
-        let digest_text = digest.as_deref().unwrap_or_default();
-        self.apply_rules(&rules, &cmd[1..], digest_text, db.as_deref())?;
+        if !rules.rules.is_empty() {
+            let db = self.st.db().clone();
+            let digest_text = digest.as_deref().unwrap_or_default();
+            self.apply_rules(&rules, &cmd[1..], digest_text, db.as_deref())?;
+        }
         let cache_digest = digest.clone().filter(|_| caching);
         let digest = digest.filter(|_| self.ctx.digests.enabled());
         self.shared_account_guard(&fx).await?;

@@ -44,6 +44,26 @@ impl RuleSet {
         let hits = rules.iter().map(|_| AtomicU64::new(0)).collect();
         RuleSet { rules, hits }
     }
+
+    /// The first rule a statement matches: of text `sql` and digest
+    /// `digest`, from `user`, run in default database `schema` (a text
+    /// statement's session database; a prepared one's, the database it
+    /// was prepared in, where it runs).
+    pub fn first_match(
+        &self,
+        user: &str,
+        schema: Option<&str>,
+        sql: &[u8],
+        digest: &str,
+    ) -> Option<usize> {
+        self.rules.iter().position(|r| {
+            r.user.as_deref().is_none_or(|u| u == user)
+                && r.schema.as_deref().is_none_or(|s| Some(s) == schema)
+                // Keywords may be written in any case; so may identifiers here.
+                && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
+                && r.regex.as_ref().is_none_or(|x| crate::protocol::sql::regex_matches(x, sql))
+        })
+    }
 }
 
 /// Latency buckets per digest: bucket i holds times up to 2^(i/2) µs.
@@ -206,6 +226,78 @@ impl Digests {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each condition of a rule as a row: what matches, what does not,
+    /// and that the first matching rule is the one.
+    #[test]
+    fn the_first_rule_that_matches_every_condition_is_the_one() {
+        let rule = |name: &str| Rule {
+            name: name.into(),
+            digest: None,
+            regex: None,
+            user: None,
+            schema: None,
+            route: None,
+            group: None,
+            reject: None,
+            multiplex: true,
+        };
+        let set = RuleSet::new(vec![
+            Rule {
+                regex: Some(regex::Regex::new("(?i)^DELETE FROM guarded").expect("re")),
+                ..rule("regex")
+            },
+            Rule {
+                digest: Some("SELECT COUNT (*) FROM fresh".into()),
+                ..rule("digest")
+            },
+            Rule {
+                user: Some("shop".into()),
+                schema: Some("orders".into()),
+                ..rule("user and schema")
+            },
+            rule("any"),
+        ]);
+        let first = |user, schema, sql: &str, digest| {
+            set.first_match(user, schema, sql.as_bytes(), digest)
+                .map(|i| set.rules[i].name.as_str())
+        };
+        for (user, schema, sql, digest, want) in [
+            (
+                "app",
+                None,
+                "delete from guarded where id = ?",
+                "x",
+                "regex",
+            ),
+            ("app", None, "DELETE FROM other", "x", "any"),
+            (
+                "app",
+                None,
+                "select count(*) from fresh",
+                "select count (*) from fresh",
+                "digest",
+            ),
+            ("app", None, "select 1", "select ?", "any"),
+            (
+                "shop",
+                Some("orders"),
+                "select 1",
+                "select ?",
+                "user and schema",
+            ),
+            ("shop", Some("other"), "select 1", "select ?", "any"),
+            ("shop", None, "select 1", "select ?", "any"),
+            ("shop2", Some("orders"), "select 1", "select ?", "any"),
+        ] {
+            assert_eq!(
+                first(user, schema, sql, digest),
+                Some(want),
+                "{user} {schema:?} {sql}"
+            );
+        }
+        assert_eq!(RuleSet::new(vec![]).first_match("a", None, b"x", "x"), None);
+    }
 
     #[test]
     fn a_time_lands_in_the_first_bucket_whose_bound_holds_it() {

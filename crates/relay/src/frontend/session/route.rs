@@ -115,24 +115,6 @@ impl Session {
         }
     }
 
-    /// The first query rule a statement of text `sql` and digest `digest`
-    /// matches, run in default database `schema`.
-    fn first_rule(
-        &self,
-        rules: &crate::routing::rules::RuleSet,
-        sql: &[u8],
-        digest: &str,
-        schema: Option<&str>,
-    ) -> Option<usize> {
-        rules.rules.iter().position(|r| {
-            r.user.as_ref().is_none_or(|u| **u == *self.user)
-                && r.schema.as_ref().is_none_or(|s| Some(s.as_str()) == schema)
-                // Keywords may be written in any case; so may identifiers here.
-                && r.digest.as_ref().is_none_or(|d| d.eq_ignore_ascii_case(digest))
-                && r.regex.as_ref().is_none_or(|x| crate::protocol::sql::regex_matches(x, sql))
-        })
-    }
-
     /// The refusal of rule `i` when it rejects (its hit counted).
     fn rule_rejects(rules: &crate::routing::rules::RuleSet, i: usize) -> Result<(), Fail> {
         let r = &rules.rules[i];
@@ -158,7 +140,7 @@ impl Session {
         sql: &[u8],
         digest: &str,
     ) -> Result<(), Fail> {
-        match self.first_rule(rules, sql, digest, self.st.db().as_deref()) {
+        match rules.first_match(&self.user, self.st.db().as_deref(), sql, digest) {
             Some(i) => Self::rule_rejects(rules, i),
             None => Ok(()),
         }
@@ -177,7 +159,7 @@ impl Session {
         if rules.rules.is_empty() {
             return Ok(());
         }
-        if let Some(i) = self.first_rule(rules, sql, digest, schema) {
+        if let Some(i) = rules.first_match(&self.user, schema, sql, digest) {
             let r = &rules.rules[i];
             if r.reject.is_some() {
                 return Self::rule_rejects(rules, i);
