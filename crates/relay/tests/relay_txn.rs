@@ -2211,3 +2211,56 @@ fn session_status_counts_the_clients_own_statements() {
         }
     });
 }
+
+/// A stored routine, trigger, event or view keeps its body as the client
+/// wrote it: the relay writes a client's own ROW_COUNT(), FOUND_ROWS() and
+/// `@@last_gtid` into a statement that reads them now, never into a body
+/// the server keeps and runs later (where the literal would stand for
+/// every later call).
+#[test]
+fn a_stored_body_that_reads_the_counts_is_kept_as_written() {
+    let (_relay, rt, mut a, _b) = two_clients("relaybody", "1");
+    rt.block_on(async {
+        a.query_drop("INSERT INTO t VALUES (1), (2), (3)")
+            .await
+            .expect("a writes 3");
+        for (create, show, name) in [
+            (
+                "CREATE PROCEDURE p() SELECT ROW_COUNT(), @@last_gtid",
+                "SHOW CREATE PROCEDURE p",
+                2,
+            ),
+            (
+                "CREATE FUNCTION f() RETURNS TEXT NO SQL RETURN CONCAT(FOUND_ROWS(), @@last_gtid)",
+                "SHOW CREATE FUNCTION f",
+                2,
+            ),
+            (
+                "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = ROW_COUNT()",
+                "SHOW CREATE TRIGGER tr",
+                2,
+            ),
+            (
+                "CREATE VIEW v AS SELECT ROW_COUNT() AS r, FOUND_ROWS() AS f",
+                "SHOW CREATE VIEW v",
+                1,
+            ),
+            (
+                "CREATE EVENT e ON SCHEDULE AT '2038-01-01 00:00:00' DO INSERT INTO t VALUES (ROW_COUNT())",
+                "SHOW CREATE EVENT e",
+                3,
+            ),
+        ] {
+            a.query_drop(create)
+                .await
+                .unwrap_or_else(|e| panic!("{create}: {e}"));
+            let row: mysql_async::Row = a
+                .query_first(show)
+                .await
+                .unwrap_or_else(|e| panic!("{show}: {e}"))
+                .expect("a row");
+            let text: String = row.get(name).expect("the body");
+            assert!(!text.contains("COALESCE"), "{create}: stored as {text}");
+        }
+    });
+}

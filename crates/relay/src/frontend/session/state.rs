@@ -843,7 +843,9 @@ impl ClientState {
     /// SQL_CALC_FOUND_ROWS is the server's (the connection is kept for
     /// it); `@@last_gtid` the one the server reported for the client's
     /// last write, '' before any, the server's when a write ran where
-    /// nothing is reported; a text of several statements is sent as it is.
+    /// nothing is reported; a text of several statements is sent as it is,
+    /// and so is a definition the server keeps (`sql::evaluated_now`: a
+    /// routine's body would keep the literal for every later call).
     /// `toks` are the whole text's tokens as the session wrote it, in
     /// `dialect` (under NO_BACKSLASH_ESCAPES `'a\'` ends a string, and a
     /// call after it is one); a text rewritten is lexed again for the
@@ -856,7 +858,10 @@ impl ClientState {
         fx: &Effects,
     ) -> std::borrow::Cow<'q, [u8]> {
         use std::borrow::Cow;
-        if !(fx.reads_diagnostics || fx.reads_last_gtid) || fx.statements != 1 {
+        if !(fx.reads_diagnostics || fx.reads_last_gtid)
+            || fx.statements != 1
+            || !sql::evaluated_now(toks)
+        {
             return Cow::Borrowed(text);
         }
         // (No write since the login or a reset: '', as the server's own

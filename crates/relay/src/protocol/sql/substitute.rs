@@ -9,7 +9,24 @@ use std::ops::Range;
 
 use sqlfleet_dump::lex::{Multibyte, Tok};
 
-use super::word;
+use super::{after_set_statement, word};
+
+/// Whether a statement's reads are evaluated as it runs, so that a
+/// client's own values may be written into them: it starts (after any
+/// `(` and a `SET STATEMENT ... FOR`) with a word of a statement that
+/// runs its expressions now. Never a definition the server keeps — a
+/// routine's, trigger's, event's or view's body, a column's DEFAULT,
+/// CHECK or generated expression (CREATE and ALTER are none of these
+/// words) — where the literal would stand for every later run.
+pub fn evaluated_now(t: &[(Tok, Range<usize>)]) -> bool {
+    const NOW: &[&str] = &[
+        "SELECT", "WITH", "VALUES", "TABLE", "INSERT", "REPLACE", "UPDATE", "DELETE", "SET", "DO",
+        "CALL", "LOAD", "EXECUTE",
+    ];
+    let t = after_set_statement(t, &mut Vec::new());
+    let first = t.iter().find(|(k, _)| !k.is_punct(b'('));
+    word(first).is_some_and(|w| NOW.contains(&w))
+}
 
 /// The statement with every call `NAME()` (no arguments) answering
 /// `value` (`COALESCE(value, NAME())`, so the column keeps the call's type);

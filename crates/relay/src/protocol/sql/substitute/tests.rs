@@ -219,3 +219,50 @@ proptest::proptest! {
         }
     }
 }
+
+/// What runs its reads now (a client's own values may be written in) and
+/// what the server keeps as a definition (never written into).
+#[test]
+fn only_a_statement_that_runs_its_reads_now_is_written_into() {
+    for (sql, now) in [
+        ("SELECT ROW_COUNT()", true),
+        ("(SELECT ROW_COUNT())", true),
+        ("WITH c AS (SELECT 1) SELECT ROW_COUNT()", true),
+        ("INSERT INTO t VALUES (ROW_COUNT())", true),
+        ("UPDATE t SET a = ROW_COUNT()", true),
+        ("SET @a = ROW_COUNT()", true),
+        ("DO ROW_COUNT()", true),
+        ("CALL p(ROW_COUNT())", true),
+        (
+            "SET STATEMENT max_statement_time = 1 FOR SELECT ROW_COUNT()",
+            true,
+        ),
+        ("CREATE PROCEDURE p() SELECT ROW_COUNT()", false),
+        (
+            "CREATE DEFINER = CURRENT_USER FUNCTION f() RETURNS INT RETURN ROW_COUNT()",
+            false,
+        ),
+        ("CREATE OR REPLACE VIEW v AS SELECT ROW_COUNT()", false),
+        (
+            "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET NEW.a = ROW_COUNT()",
+            false,
+        ),
+        (
+            "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO SELECT ROW_COUNT()",
+            false,
+        ),
+        ("ALTER EVENT e DO SELECT @@last_gtid", false),
+        (
+            "CREATE TABLE t (a INT DEFAULT (ROW_COUNT())) SELECT ROW_COUNT() AS b",
+            false,
+        ),
+        (
+            "SET STATEMENT max_statement_time = 1 FOR CREATE VIEW v AS SELECT ROW_COUNT()",
+            false,
+        ),
+        ("SHOW WARNINGS", false),
+    ] {
+        let t = lex(sql.as_bytes()).toks;
+        assert_eq!(evaluated_now(&t), now, "{sql}");
+    }
+}
