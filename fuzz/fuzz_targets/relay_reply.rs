@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
         u16::from(kind % 20),
         0,
         Default::default(),
-        sqlfleet_dump::lex::lex(b"SELECT ?").toks,
+        (sqlfleet_dump::lex::lex(b"SELECT ?").toks, "SELECT ?".into()),
     );
     let mut b = sqlfleet_relay::protocol::stmt::BackendStmts::default();
     b.insert(c.def.key.clone(), 1, 4);
