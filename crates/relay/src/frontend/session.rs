@@ -879,9 +879,10 @@ impl Session {
     /// FOUND_ROWS() and `@@last_gtid` written in
     /// (`ClientState::own_counts`), `None` when it reads none of them.
     /// Read as the session writes: `toks` unless the rest of a streamed
-    /// text was read since (`rest`); a session whose dialect is not known
-    /// is rewritten only where every dialect reads the text alike, else
-    /// refused (its data would change, or another client's count).
+    /// text was read since (`rest`) or they were lexed before the dialect
+    /// was known; a session whose dialect is not known is rewritten only
+    /// where every dialect reads the text alike, else refused (its data
+    /// would change, or another client's count).
     pub(super) fn own_counts(
         &self,
         text: &[u8],
@@ -892,9 +893,13 @@ impl Session {
         if !(fx.reads_diagnostics || fx.reads_last_gtid) {
             return Ok(None);
         }
+        // (Tokens lexed while the dialect was not known, and read
+        // otherwise in some dialect, carry Pin::Dialect: a prepared
+        // statement's may be executed once it is known.)
+        let relex = rest || fx.pins.contains(&Pin::Dialect);
         let relexed;
-        let (toks, sure) = match (rest, dialect) {
-            (false, _) => (toks, dialect.is_some() || !fx.pins.contains(&Pin::Dialect)),
+        let (toks, sure) = match (relex, dialect) {
+            (false, _) => (toks, true),
             (true, Some(d)) => {
                 relexed = sql::Query::new_in(text, d);
                 (relexed.tokens(), true)
