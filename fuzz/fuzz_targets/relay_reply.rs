@@ -75,7 +75,10 @@ fuzz_target!(|data: &[u8]| {
         u16::from(kind % 20),
         0,
         Default::default(),
-        (sqlfleet_dump::lex::lex(b"SELECT ?").toks, "SELECT ?".into()),
+        (
+            sqlfleet_dump::lex::lex(b"SELECT ?").toks,
+            Some("SELECT ?".into()),
+        ),
     );
     let mut b = sqlfleet_relay::protocol::stmt::BackendStmts::default();
     b.insert(c.def.key.clone(), 1, 4);

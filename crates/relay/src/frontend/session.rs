@@ -896,14 +896,16 @@ impl Session {
         // (Tokens lexed while the dialect was not known, and read
         // otherwise in some dialect, carry Pin::Dialect: a prepared
         // statement's may be executed once it is known.)
-        let relex = rest || fx.pins.contains(&Pin::Dialect);
+        let unsure = fx.pins.contains(&Pin::Dialect);
         let relexed;
-        let (toks, sure) = match (relex, dialect) {
+        let (toks, sure) = match (rest || unsure, dialect) {
             (false, _) => (toks, true),
             (true, Some(d)) => {
                 relexed = sql::Query::new_in(text, d);
                 (relexed.tokens(), true)
             }
+            // (Already found to read otherwise in some dialect.)
+            (true, None) if !rest => (toks, false),
             (true, None) => {
                 let (q, differs) = sql::Query::new_unsure(text);
                 relexed = q;

@@ -41,8 +41,10 @@ pub struct StmtDef {
     /// Its text's tokens: which views it names is asked at each execute
     /// (`backend/view_calls.rs`), without lexing it again.
     pub toks: Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
-    /// Its digest, as query rules match it at each execute.
-    pub digest: String,
+    /// Its digest, as query rules match it at each execute and the
+    /// statistics count it: taken at prepare when the relay keeps digest
+    /// statistics or has rules (none: rules loaded since take it then).
+    pub digest: Option<String>,
 }
 
 impl ClientStmt {
@@ -54,7 +56,7 @@ impl ClientStmt {
         fx: crate::protocol::sql::Effects,
         (toks, digest): (
             Vec<(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)>,
-            String,
+            Option<String>,
         ),
     ) -> ClientStmt {
         ClientStmt {
@@ -632,7 +634,7 @@ mod tests {
                 read: true,
                 ..Default::default()
             },
-            (Vec::new(), "SELECT ?".into()),
+            (Vec::new(), Some("SELECT ?".into())),
         )
     }
 

@@ -36,8 +36,12 @@ impl Session {
             fx.read = false;
             fx.pins.push(crate::protocol::sql::Pin::Dialect);
         }
-        let digest = q.digest();
-        self.rules_refuse_prepare(&self.ctx.rules(), &cmd[1..], &digest)?;
+        // (Taken only where something reads it, as a text statement's.)
+        let rules = self.ctx.rules();
+        let digest = (self.ctx.digests.enabled() || !rules.rules.is_empty()).then(|| q.digest());
+        if let Some(d) = &digest {
+            self.rules_refuse_prepare(&rules, &cmd[1..], d)?;
+        }
         self.shared_account_guard(&fx).await?;
         if fx.kill.is_some() {
             // The id would reach the backend untranslated.
@@ -163,7 +167,20 @@ impl Session {
         let s = s.def.clone();
         let fx = &s.fx;
         let rules = self.ctx.rules();
-        self.apply_rules(&rules, &s.key.sql, &s.digest, s.key.db.as_deref())?;
+        if !rules.rules.is_empty() {
+            // (Rules loaded after the prepare, without digest statistics:
+            // its digest taken now.)
+            let digest = match &s.digest {
+                Some(d) => std::borrow::Cow::Borrowed(d.as_str()),
+                None => {
+                    let d = self.dialect().unwrap_or_default();
+                    std::borrow::Cow::Owned(
+                        crate::protocol::sql::Query::new_in(&s.key.sql, d).digest(),
+                    )
+                }
+            };
+            self.apply_rules(&rules, &s.key.sql, &digest, s.key.db.as_deref())?;
+        }
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
         self.route_and_pin(&s.key.sql, &s.toks, fx).await;
@@ -206,8 +223,8 @@ impl Session {
                     .answer_or_miss(rule, ckey, (&s.key.sql, &s.toks, s.params), fx)
                     .await?;
                 if miss.is_none() {
-                    if self.ctx.digests.enabled() {
-                        let d = s.digest.clone();
+                    if let (true, Some(d)) = (self.ctx.digests.enabled(), &s.digest) {
+                        let d = d.clone();
                         self.ctx.digests.record(d, false, false, 1, t0.elapsed());
                     }
                     self.update_stmt_pins();
@@ -247,8 +264,8 @@ impl Session {
             self.cache_store(m, o, reply);
         }
         // In its digest's statistics, as a text statement's run is.
-        if self.ctx.digests.enabled() {
-            self.record_digest(s.digest.clone(), &o, t0);
+        if let (true, Some(d)) = (self.ctx.digests.enabled(), &s.digest) {
+            self.record_digest(d.clone(), &o, t0);
         }
         let o = o?;
         self.after_write(fx.read, &o).await?;
