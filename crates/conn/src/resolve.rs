@@ -372,9 +372,14 @@ pub fn sandbox_of<'a>(args: &'a ConnArgs, env: &'a Env) -> Option<(&'a str, bool
 
 /// Whether no server of the sandbox whose defaults file this is runs:
 /// each node's server makes its socket (`NODE/mysqld.sock` beside the
-/// file) when it starts and removes it when it stops, so none there is a
-/// stopped sandbox, said as such instead of a bare ERROR 2003. (One node
-/// down is not: its neighbours may still be asked, by address.)
+/// file) and its pid file when it starts and removes both when it stops,
+/// so none there is a stopped sandbox, said as such instead of a bare
+/// ERROR 2003. A server that did not stop cleanly (killed, or the machine
+/// restarted) leaves both behind: its socket counts only while the pid
+/// file names a live server process. Nothing is sent to a server to find
+/// out (a connection dropped before its login would count in its
+/// Aborted_connects). (One node down is not a stopped sandbox: its
+/// neighbours may still be asked, by address.)
 fn sandbox_stopped(defaults: &Path) -> bool {
     let Some(dir) = defaults.parent() else {
         return false;
@@ -384,14 +389,31 @@ fn sandbox_stopped(defaults: &Path) -> bool {
     };
     let mut nodes = 0;
     for e in entries.flatten() {
-        if e.path().is_dir() {
+        let node = e.path();
+        if node.is_dir() {
             nodes += 1;
-            if e.path().join("mysqld.sock").exists() {
+            if node.join("mysqld.sock").exists() && !left_by_a_dead_server(&node) {
                 return false;
             }
         }
     }
     nodes > 0
+}
+
+/// Whether a node's pid file names a process that is not a running
+/// server: gone, or its number taken since by another program (after a
+/// restart of the machine). No pid file: not known, so not said.
+fn left_by_a_dead_server(node: &Path) -> bool {
+    let Ok(text) = std::fs::read_to_string(node.join("mariadbd.pid")) else {
+        return false;
+    };
+    let Ok(pid) = text.trim().parse::<u32>() else {
+        return false;
+    };
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) => !matches!(comm.trim(), "mariadbd" | "mysqld"),
+        Err(_) => true,
+    }
 }
 
 /// Which option files to read for these flags, in order.

@@ -254,6 +254,56 @@ fn a_stopped_sandbox_is_called_stopped() {
     assert!(resolve(&args, &f.env).is_ok());
 }
 
+/// A server that did not stop cleanly (killed, or the machine restarted)
+/// leaves its socket and pid file: the sandbox is still called stopped
+/// when the pid names no process, or a process that is not a server (a
+/// number taken again after a restart), and runs while a server process
+/// has it.
+#[test]
+fn a_sandbox_whose_servers_died_is_called_stopped() {
+    let f = fixture();
+    let node = f.env.sqlfleet_home.join("sandboxes/demo/node1");
+    f.write(
+        "sqlfleet/sandboxes/demo/client.cnf",
+        "[client]\nhost=127.0.0.1\nport=23306\nuser=root\n",
+    );
+    std::fs::create_dir_all(&node).expect("dir");
+    std::fs::write(node.join("mysqld.sock"), "").expect("socket left behind");
+    let args = ConnArgs {
+        sandbox: Some("demo".into()),
+        ..ConnArgs::default()
+    };
+    let stopped = |why: &str| {
+        let e = resolve(&args, &f.env)
+            .map(|_| ())
+            .expect_err(why)
+            .to_string();
+        assert!(e.starts_with("the sandbox 'demo' is stopped"), "{why}: {e}");
+    };
+    // A pid that was never handed out (above the kernel's limit).
+    std::fs::write(node.join("mariadbd.pid"), "4194305\n").expect("pid");
+    stopped("no such process");
+    std::fs::write(
+        node.join("mariadbd.pid"),
+        format!("{}\n", std::process::id()),
+    )
+    .expect("pid");
+    stopped("the number is this test's, not a server's");
+    // A process whose name is a server's.
+    let bin = f.dir.path().join("mariadbd");
+    std::os::unix::fs::symlink("/bin/sleep", &bin).expect("link");
+    let mut server = std::process::Command::new(&bin)
+        .arg("30")
+        .spawn()
+        .expect("sleep");
+    std::fs::write(node.join("mariadbd.pid"), format!("{}\n", server.id())).expect("pid");
+    let running = resolve(&args, &f.env).map(|_| ());
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(running.is_ok(), "{running:?}");
+    stopped("the server is gone");
+}
+
 #[test]
 fn errors_are_one_line_and_name_the_cause() {
     let f = fixture();
