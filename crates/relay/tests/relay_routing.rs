@@ -599,3 +599,81 @@ fn a_write_hidden_from_the_default_dialect_runs_on_the_primary() {
         }
     });
 }
+
+/// Under autocommit=0 (what MySQLdb, JDBC's setAutoCommit(false) and
+/// mysql_autocommit(0) give a session) a read opens a transaction, and
+/// the client's writes after it run in that transaction: every one of
+/// them on the primary, none on a replica (where the shared account's
+/// writes would pass read_only and break replication) — after a read
+/// that answered, after one that failed, and with a rule that sends
+/// reads to replicas. Checked on the servers' own counters.
+#[test]
+fn under_autocommit_off_a_transaction_that_starts_with_a_read_stays_on_the_primary() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rule = "[[rules]]\nname = \"reads-away\"\nmatch_regex = \"(?i)^\\\\s*SELECT\"\nroute = \"replica\"\n";
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    for (what, extra) in [
+        ("the split", ""),
+        ("a rule sending reads to replicas", rule),
+    ] {
+        let relay = start_routing_relay(
+            srv,
+            dir.path(),
+            "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 2",
+            "",
+            extra,
+        );
+        rt.block_on(async {
+            let (db, _) = srv.fresh_db("autocommit_off").await;
+            let mut admin = srv.connect().await;
+            admin
+                .query_drop(format!("CREATE TABLE `{db}`.t (id INT PRIMARY KEY)"))
+                .await
+                .expect("create");
+            let mut c = client(relay.port, &db).await;
+            c.query_drop("SET autocommit = 0")
+                .await
+                .expect("autocommit");
+            for i in 0..5 {
+                let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.expect("read");
+                c.query_drop(format!("INSERT INTO t VALUES ({i})"))
+                    .await
+                    .expect("insert");
+                c.query_drop("COMMIT").await.expect("commit");
+            }
+            c.query_drop("SELECT * FROM missing WHERE 1 = 0")
+                .await
+                .expect_err("no such table");
+            c.query_drop("INSERT INTO t VALUES (100)")
+                .await
+                .expect("insert after a failed read");
+            c.query_drop("COMMIT").await.expect("commit");
+            let _ = c.disconnect().await;
+            // A transaction a replica ran itself is in its binlog under its
+            // own server id (and stops its replication, strict mode).
+            for n in &srv.sandbox.meta.nodes[1..] {
+                let t = srv.sandbox.target(n).expect("target");
+                let mut r = t.connect(Duration::from_secs(5)).await.expect("replica");
+                let (id, pos): (u32, String) = r
+                    .query_first("SELECT @@server_id, @@gtid_binlog_pos")
+                    .await
+                    .expect("gtid")
+                    .expect("row");
+                assert!(
+                    !pos.split(',')
+                        .any(|g| g.split('-').nth(1) == Some(&id.to_string())),
+                    "{what}: replica {} (server id {id}) wrote on its own: {pos}",
+                    n.port
+                );
+                let _ = r.disconnect().await;
+            }
+            let n: Option<i64> = admin
+                .query_first(format!("SELECT COUNT(*) FROM `{db}`.t"))
+                .await
+                .expect("count");
+            assert_eq!(n, Some(6), "{what}: rows on the primary");
+        });
+    }
+}

@@ -70,14 +70,17 @@ pub enum RuleRoute {
 
 /// A matching rule's route, fixed for the statement; None leaves the route
 /// as it is. Rules route only when the split is on; a rule's replica is
-/// not taken by a client holding a connection or inside a transaction.
-pub fn rule_route(split: bool, to: RuleRoute, holds_conn: bool, in_trans: bool) -> Option<Route> {
+/// not taken by a client holding a connection or whose session is tied
+/// to one (`tied`: a transaction, autocommit off — the read would open
+/// one on the replica and the client's writes would follow it there —,
+/// session mode, a pin).
+pub fn rule_route(split: bool, to: RuleRoute, holds_conn: bool, tied: bool) -> Option<Route> {
     if !split {
         return None;
     }
     match to {
         RuleRoute::Primary => Some(Route::Primary),
-        RuleRoute::Replica | RuleRoute::Group(_) if holds_conn || in_trans => None,
+        RuleRoute::Replica | RuleRoute::Group(_) if holds_conn || tied => None,
         RuleRoute::Replica | RuleRoute::Group(None) => Some(Route::Replica),
         RuleRoute::Group(Some(g)) => Some(Route::Group(g)),
     }

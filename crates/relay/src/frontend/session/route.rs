@@ -179,7 +179,7 @@ impl Session {
             let split = self.ctx.cfg.routing.read_write_split;
             let held = self.conn.is_some();
             if let Some(route) =
-                to.and_then(|to| read::rule_route(split, to, held, self.st.in_trans()))
+                to.and_then(|to| read::rule_route(split, to, held, !self.st.may_read_elsewhere()))
             {
                 self.route = route;
                 // Keep choose_route from changing it.

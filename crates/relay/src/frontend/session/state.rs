@@ -397,10 +397,15 @@ impl ClientState {
         }
     }
 
-    /// A plain read may go to a replica: transaction mode, no transaction
-    /// and nothing pinned (the router adds its own conditions).
+    /// A plain read may go to a replica: transaction mode, autocommit on,
+    /// no transaction and nothing pinned (the router adds its own
+    /// conditions). Under autocommit=0 a read opens a transaction that the
+    /// client's next statements (its writes too) run in, on the same
+    /// connection: it starts on the writable backend, never a replica
+    /// (where a write would pass read_only for an account that may, and
+    /// break replication).
     pub fn may_read_elsewhere(&self) -> bool {
-        self.mode == Mode::Transaction && !self.in_trans && self.pins.is_empty()
+        self.mode == Mode::Transaction && self.autocommit && !self.in_trans && self.pins.is_empty()
     }
 
     /// A recorded reply can stand for the server's: nothing of the

@@ -81,7 +81,7 @@ fn which_route_kind_a_statement_takes() {
 
 #[test]
 fn what_a_query_rule_routes() {
-    // (name, split, rule, holds_conn, in_trans, route)
+    // (name, split, rule, holds_conn, tied, route)
     type Row = (&'static str, bool, RuleRoute, bool, bool, Option<Route>);
     let rows: &[Row] = &[
         (
@@ -141,6 +141,14 @@ fn what_a_query_rule_routes() {
             None,
         ),
         (
+            "replica with autocommit off (the read would open a transaction there)",
+            true,
+            RuleRoute::Replica,
+            false,
+            true,
+            None,
+        ),
+        (
             "a group inside a transaction",
             true,
             RuleRoute::Group(Some(0)),
@@ -165,8 +173,8 @@ fn what_a_query_rule_routes() {
             None,
         ),
     ];
-    for (name, split, to, holds, trans, want) in rows {
-        assert_eq!(rule_route(*split, *to, *holds, *trans), *want, "{name}");
+    for (name, split, to, holds, tied, want) in rows {
+        assert_eq!(rule_route(*split, *to, *holds, *tied), *want, "{name}");
     }
 }
 

@@ -1117,3 +1117,71 @@ fn last_gtid_is_known_from_the_reports_or_left_to_the_server() {
     st.clear();
     assert_eq!(read(&st).as_deref(), Some(""), "after a reset");
 }
+
+/// A read may leave for a replica only when nothing ties the session to
+/// its connection: under autocommit=0 the read itself opens a transaction
+/// whose writes would follow it to the replica.
+#[test]
+fn a_read_goes_elsewhere_only_when_it_opens_no_transaction() {
+    type Row = (&'static str, Mode, &'static [(&'static str, R)], bool);
+    let rows: &[Row] = &[
+        ("a fresh session", T, &[], true),
+        (
+            "autocommit off",
+            T,
+            &[("SET autocommit = 0", R::AutocommitOff)],
+            false,
+        ),
+        (
+            "autocommit off, after a read's OK with no transaction yet",
+            T,
+            &[
+                ("SET autocommit = 0", R::AutocommitOff),
+                ("SELECT 1", R::NoAutocommit),
+            ],
+            false,
+        ),
+        (
+            "autocommit off, after a read's error",
+            T,
+            &[
+                ("SET autocommit = 0", R::AutocommitOff),
+                ("SELECT * FROM missing WHERE 1 = 0", R::Err),
+            ],
+            false,
+        ),
+        (
+            "autocommit back on",
+            T,
+            &[
+                ("SET autocommit = 0", R::AutocommitOff),
+                ("SET autocommit = 1", R::Track("autocommit", "ON")),
+            ],
+            true,
+        ),
+        ("inside a transaction", T, &[("BEGIN", R::InTx)], false),
+        (
+            "after the transaction",
+            T,
+            &[("BEGIN", R::InTx), ("COMMIT", R::Ok)],
+            true,
+        ),
+        ("session mode", Mode::Session, &[], false),
+    ];
+    let mut failed = Vec::new();
+    for (name, mode, steps, want) in rows {
+        let mut st = ClientState::new(*mode, Some("test".into()));
+        for (sql, r) in *steps {
+            run(&mut st, sql, *r);
+        }
+        if st.may_read_elsewhere() != *want {
+            failed.push(format!(
+                "{name}: {} (expected {want}; pins {:?}, autocommit {})",
+                st.may_read_elsewhere(),
+                st.pins,
+                st.autocommit
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "\n{}", failed.join("\n"));
+}
