@@ -119,7 +119,10 @@ fn substitute(
             // COALESCE(value, target) keeps the target's type and length
             // in the column definition (a bare literal would be a shorter
             // INT).
-            let mut v = format!("COALESCE({value}, ").into_bytes();
+            // A target written against a word (`SELECT@@last_gtid`) is
+            // kept apart from it: `SELECTCOALESCE` would be one name.
+            let joined = start > 0 && ident_byte(sql[start - 1]);
+            let mut v = format!("{}COALESCE({value}, ", if joined { " " } else { "" }).into_bytes();
             v.extend_from_slice(&sql[start..end]);
             v.push(b')');
             (start, end, v)
@@ -135,6 +138,12 @@ fn substitute(
     }
     out.extend_from_slice(&sql[at..]);
     Some(out)
+}
+
+/// A byte that may be part of a name or a number the server reads on
+/// (letters, digits, `_`, `$`, and any byte of a multi-byte character).
+fn ident_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
 /// The select items of every SELECT in `t`, as token ranges: from after

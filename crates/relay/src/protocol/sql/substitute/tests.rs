@@ -79,6 +79,14 @@ fn a_last_gtid_read_becomes_the_clients_own() {
             "SELECT MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)",
             Some("SELECT MASTER_GTID_WAIT(COALESCE('0-1-7', @@LOCAL.last_gtid), 1) AS `MASTER_GTID_WAIT(@@LOCAL.last_gtid, 1)`"),
         ),
+        (
+            "SELECT@@last_gtid",
+            Some("SELECT COALESCE('0-1-7', @@last_gtid) AS `@@last_gtid`"),
+        ),
+        (
+            "SELECT 1 FROM t WHERE x=@@last_gtid",
+            Some("SELECT 1 FROM t WHERE x=COALESCE('0-1-7', @@last_gtid)"),
+        ),
         ("SELECT @@gtid_current_pos", None),
         ("SELECT 1", None),
     ] {
