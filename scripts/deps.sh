@@ -11,7 +11,8 @@
 #                            headless Chromium, sshd/ssh, tmux, sysbench,
 #                            Go, a JDK, Node/npm (mysql2), PHP, Python
 #                            drivers, fonts for PNG charts, Connector/C's
-#                            unit tests (scripts/connector_c.sh), mydumper
+#                            unit tests (scripts/connector_c.sh), MySQLdb's
+#                            test suite (scripts/mysqldb_suite.sh), mydumper
 #                            (its directories, with myloader as the oracle)
 #                            and mdbook (cargo install).
 #   scripts/deps.sh PKG...   the full set plus these Debian packages.
@@ -57,7 +58,9 @@ have npm || need+=(npm)
 # Python MySQLdb (mysqlclient, on libmariadb) and PHP mysqli (mysqlnd) for
 # the relay's client x configuration matrix.
 have php || need+=(php-cli)
-for pkg in python3-pymysql python3-mysqldb php-mysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
+# MySQLdb's own test suite (scripts/mysqldb_suite.sh) runs under pytest and
+# imports mock.
+for pkg in python3-pymysql python3-mysqldb python3-pytest python3-mock php-mysql golang-github-go-sql-driver-mysql-dev libmariadb-java; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 fi
@@ -84,6 +87,9 @@ fi
 # (crates/relay/tests/connector_c.rs): built once from Debian's source.
 if [ -z "$CORE" ]; then
   "$(dirname "$0")/connector_c.sh" >/dev/null
+  # MySQLdb's own tests, run directly and through the relay
+  # (crates/relay/tests/peer_suite.rs): fetched once from Debian's source.
+  "$(dirname "$0")/mysqldb_suite.sh" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

@@ -159,7 +159,8 @@ fn connector_cs_own_tests_pass_through_the_relay() {
         ("transaction", "shared"),
     ] {
         let relay = start_suite_relay(
-            &format!("127.0.0.1:{direct_port}"),
+            &[&format!("127.0.0.1:{direct_port}")],
+            "",
             &pw,
             mode,
             accounts,

@@ -111,7 +111,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
-        let relay = start_suite_relay(&direct_addr, &pw, mode, accounts, None);
+        let relay = start_suite_relay(&[&direct_addr], "", &pw, mode, accounts, None);
         let port = relay.port;
         let db = format!("gotest_{mode}");
         common::servers::fresh_named_db(srv, &db);
@@ -153,6 +153,141 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
     assert!(
         regressions.is_empty(),
         "tests that pass directly but not through the relay:\n{}\n{}",
+        regressions.join("\n"),
+        report.join("\n")
+    );
+}
+
+/// Runs mysqlclient's (Python MySQLdb, on Connector/C) own tests in `dir`
+/// against 127.0.0.1:`port` as root in database `db`; returns the names
+/// of the tests that passed, and the whole output.
+fn run_mysqldb_suite(dir: &Path, port: u16, pw: &str, db: &str) -> (BTreeSet<String>, String) {
+    let cnf = tempfile::NamedTempFile::new().expect("cnf");
+    std::fs::write(
+        cnf.path(),
+        format!(
+            "[MySQLdb-tests]\nhost = 127.0.0.1\nport = {port}\nuser = root\npassword = \"{pw}\"\ndatabase = {db}\n"
+        ),
+    )
+    .expect("cnf");
+    let o = Command::new("/usr/bin/python3")
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA", "."])
+        .current_dir(dir)
+        .env("TESTDB", cnf.path())
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python3 -m pytest (scripts/deps.sh installs python3-pytest)");
+    let text = common::stdout(&o) + &common::stderr(&o);
+    let passed = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("PASSED "))
+        .map(|l| l.trim().to_string())
+        .collect();
+    (passed, text)
+}
+
+/// Whether a replica's binary log holds a transaction of its own (its
+/// server id in its GTID position): a write that reached it through the
+/// relay, not through replication.
+async fn replica_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
+    use mysql_async::prelude::Queryable;
+    let mut out = Vec::new();
+    for n in &srv.sandbox.meta.nodes[1..] {
+        let t = srv.sandbox.target(n).expect("target");
+        let mut c = t
+            .connect(std::time::Duration::from_secs(5))
+            .await
+            .expect("replica");
+        let (id, pos): (u32, String) = c
+            .query_first("SELECT @@server_id, @@gtid_binlog_pos")
+            .await
+            .expect("gtid")
+            .expect("row");
+        if pos
+            .split(',')
+            .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
+        {
+            out.push(format!("127.0.0.1:{} (server id {id}): {pos}", n.port));
+        }
+        let _ = c.disconnect().await;
+    }
+    out
+}
+
+/// mysqlclient's own suite (`scripts/mysqldb_suite.sh` fetches it from
+/// Debian's source package) directly against the primary of a primary
+/// with two replicas, then through a relay with read/write split over all
+/// three: transaction mode with per-user accounts, session mode with the
+/// shared one. Every test that passes directly passes through the relay,
+/// and no replica ran a transaction of its own: MySQLdb sessions run with
+/// autocommit off, where a read opens the transaction the writes after it
+/// run in (they once followed it to a replica, as root past read_only).
+#[test]
+fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
+    let srv = sqlfleet_testkit::replicated();
+    let pw = srv.sandbox.password().expect("pw").expose().to_string();
+    let o = Command::new("bash")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../scripts/mysqldb_suite.sh"
+        ))
+        .output()
+        .expect("scripts/mysqldb_suite.sh");
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let dir = PathBuf::from(common::stdout(&o).trim());
+    let primary = srv.sandbox.meta.primary().port;
+    common::servers::fresh_named_db(srv, "mdbtest_direct");
+    let (direct, text) = run_mysqldb_suite(&dir, primary, &pw, "mdbtest_direct");
+    assert!(
+        direct.len() >= 80,
+        "most of the suite passes directly ({} passed):\n{text}",
+        direct.len()
+    );
+    let backends: Vec<String> = srv
+        .sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect();
+    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let mut report = vec![format!("direct: {} pass", direct.len())];
+    let mut regressions = Vec::new();
+    for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
+        let relay = start_suite_relay(
+            &backends,
+            "read_write_split = true\nhealth_interval = 0.5",
+            &pw,
+            mode,
+            accounts,
+            None,
+        );
+        relay.wait_roles(1, backends.len() - 1);
+        let db = format!("mdbtest_{mode}");
+        common::servers::fresh_named_db(srv, &db);
+        let (got, text) = run_mysqldb_suite(&dir, relay.port, &pw, &db);
+        drop(relay);
+        let lost: Vec<&String> = direct.iter().filter(|t| !got.contains(*t)).collect();
+        report.push(format!(
+            "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
+            direct.iter().filter(|t| got.contains(*t)).count(),
+            direct.len()
+        ));
+        let wrote = rt.block_on(replica_wrote(srv));
+        if !lost.is_empty() || !wrote.is_empty() {
+            let saved = std::env::temp_dir().join(format!("sqlfleet-mysqldb-suite-{mode}.out"));
+            let _ = std::fs::write(&saved, &text);
+            regressions.push(format!(
+                "{mode}: lost {lost:?}, replicas that wrote {wrote:?} (output: {})",
+                saved.display()
+            ));
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+    assert!(
+        regressions.is_empty(),
+        "through the relay:\n{}\n{}",
         regressions.join("\n"),
         report.join("\n")
     );

@@ -76,13 +76,14 @@ pub fn quoted(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// A relay for a client library's suite: in front of `backend` as root
+/// A relay for a client library's suite: in front of `backends` as root
 /// (password `pw`) in `mode` with `accounts` ("per-user", or "shared" with
-/// root in the relay's own list), offering TLS with `tls` (certificate,
-/// key) when given.
+/// root in the relay's own list), `routing` as its [routing] section,
+/// offering TLS with `tls` (certificate, key) when given.
 #[allow(dead_code)]
 pub fn start_suite_relay(
-    backend: &str,
+    backends: &[&str],
+    routing: &str,
     pw: &str,
     mode: &str,
     accounts: &str,
@@ -107,7 +108,13 @@ pub fn start_suite_relay(
     });
     let toml = format!(
         "[relay]\nlisten = [\"127.0.0.1:{port}\"]\nmetrics = \"127.0.0.1:{metrics_port}\"\nmode = \"{mode}\"\n\n\
-         [backend]\nservers = [\"{backend}\"]\nuser = \"root\"\npassword = {}\naccounts = \"{accounts}\"\n\n{tls}{users}",
+         [backend]\nservers = [{}]\nuser = \"root\"\npassword = {}\naccounts = \"{accounts}\"\n\n\
+         [routing]\n{routing}\n\n{tls}{users}",
+        backends
+            .iter()
+            .map(|b| quoted(b))
+            .collect::<Vec<_>>()
+            .join(", "),
         quoted(pw),
     );
     start_config(&toml, port, metrics_port)
