@@ -653,22 +653,11 @@ fn under_autocommit_off_a_transaction_that_starts_with_a_read_stays_on_the_prima
             let _ = c.disconnect().await;
             // A transaction a replica ran itself is in its binlog under its
             // own server id (and stops its replication, strict mode).
-            for n in &srv.sandbox.meta.nodes[1..] {
-                let t = srv.sandbox.target(n).expect("target");
-                let mut r = t.connect(Duration::from_secs(5)).await.expect("replica");
-                let (id, pos): (u32, String) = r
-                    .query_first("SELECT @@server_id, @@gtid_binlog_pos")
-                    .await
-                    .expect("gtid")
-                    .expect("row");
-                assert!(
-                    !pos.split(',')
-                        .any(|g| g.split('-').nth(1) == Some(&id.to_string())),
-                    "{what}: replica {} (server id {id}) wrote on its own: {pos}",
-                    n.port
-                );
-                let _ = r.disconnect().await;
-            }
+            let wrote = replicas_that_wrote(srv).await;
+            assert!(
+                wrote.is_empty(),
+                "{what}: replicas wrote on their own: {wrote:?}"
+            );
             let n: Option<i64> = admin
                 .query_first(format!("SELECT COUNT(*) FROM `{db}`.t"))
                 .await
@@ -676,4 +665,131 @@ fn under_autocommit_off_a_transaction_that_starts_with_a_read_stays_on_the_prima
             assert_eq!(n, Some(6), "{what}: rows on the primary");
         });
     }
+}
+
+/// Sets @@global.autocommit on the nodes whose index is in `nodes`.
+async fn global_autocommit(srv: &sqlfleet_testkit::TestServer, nodes: &[usize], on: bool) {
+    for &i in nodes {
+        let t = srv
+            .sandbox
+            .target(&srv.sandbox.meta.nodes[i])
+            .expect("target");
+        let mut c = t.connect(Duration::from_secs(5)).await.expect("node");
+        c.query_drop(format!("SET GLOBAL autocommit = {}", u8::from(on)))
+            .await
+            .expect("set global");
+        let _ = c.disconnect().await;
+    }
+}
+
+/// Sessions that start with autocommit off (@@global.autocommit = 0, as
+/// some servers are configured): on every backend, a client's reads stay
+/// on the primary from its first statement (the health check reads what
+/// a new session starts with), and its writes with them; on the replicas
+/// only, a read that opened a transaction there keeps anything but reads,
+/// COMMIT and ROLLBACK from running in it (1792, said why) — never a
+/// write on a replica.
+#[test]
+fn sessions_that_start_with_autocommit_off_never_write_on_a_replica() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("fresh_autocommit"));
+    rt.block_on(async {
+        let mut admin = srv.connect().await;
+        admin
+            .query_drop(format!("CREATE TABLE `{db}`.t (id INT PRIMARY KEY)"))
+            .await
+            .expect("create");
+        global_autocommit(srv, &[0, 1, 2], false).await;
+    });
+    let routing = "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 0.3";
+    let relay = start_routing_relay(srv, dir.path(), routing, "", "");
+    let everywhere_off = rt.block_on(async {
+        let mut c = client(relay.port, &db).await;
+        for _ in 0..3 {
+            let _: Option<i64> = c.query_first("SELECT COUNT(*) FROM t").await.expect("read");
+        }
+        c.query_drop("INSERT INTO t VALUES (1)")
+            .await
+            .expect("insert");
+        c.query_drop("COMMIT").await.expect("commit");
+        let _ = c.disconnect().await;
+        let everywhere_off = replicas_that_wrote(srv).await;
+        // Only the replicas: the primary's sessions autocommit (a relay
+        // whose pooled connections are made now).
+        global_autocommit(srv, &[0], true).await;
+        everywhere_off
+    });
+    drop(relay);
+    let relay = start_routing_relay(srv, dir.path(), routing, "", "");
+    let outcome = rt.block_on(async {
+        let primary: u32 = srv
+            .connect()
+            .await
+            .query_first("SELECT @@server_id")
+            .await
+            .expect("id")
+            .expect("row");
+        let mut c = client(relay.port, &db).await;
+        let mut on_replica = false;
+        for _ in 0..4 {
+            let id: Option<u32> = c.query_first("SELECT @@server_id").await.expect("read");
+            if id != Some(primary) {
+                on_replica = true;
+                break;
+            }
+        }
+        let refused = c.query_drop("INSERT INTO t VALUES (2)").await;
+        c.query_drop("COMMIT").await.expect("commit");
+        let _ = c.disconnect().await;
+        global_autocommit(srv, &[1, 2], true).await;
+        (
+            everywhere_off,
+            on_replica,
+            refused,
+            replicas_that_wrote(srv).await,
+        )
+    });
+    let (everywhere_off, on_replica, refused, wrote) = outcome;
+    assert!(
+        everywhere_off.is_empty(),
+        "autocommit off everywhere: {everywhere_off:?}"
+    );
+    assert!(on_replica, "a read reached a replica");
+    match refused {
+        Err(mysql_async::Error::Server(e)) => assert!(
+            e.code == 1792 && e.message.contains("only reads, COMMIT and ROLLBACK"),
+            "{e:?}"
+        ),
+        other => panic!("a write in a replica's transaction: {other:?}"),
+    }
+    assert!(
+        wrote.is_empty(),
+        "autocommit off on the replicas: {wrote:?}"
+    );
+}
+
+/// The replicas whose binary log holds a transaction of their own (their
+/// server id in their GTID position): a write that reached them directly.
+async fn replicas_that_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &srv.sandbox.meta.nodes[1..] {
+        let t = srv.sandbox.target(n).expect("target");
+        let mut r = t.connect(Duration::from_secs(5)).await.expect("replica");
+        let (id, pos): (u32, String) = r
+            .query_first("SELECT @@server_id, @@gtid_binlog_pos")
+            .await
+            .expect("gtid")
+            .expect("row");
+        if pos
+            .split(',')
+            .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
+        {
+            out.push(format!("{} (server id {id}): {pos}", n.port));
+        }
+        let _ = r.disconnect().await;
+    }
+    out
 }

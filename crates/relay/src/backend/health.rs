@@ -37,6 +37,12 @@ pub struct State {
     pub gtid: String,
     /// @@global.sql_mode: how a new session reads text (`session::dialect`).
     pub sql_mode: Option<String>,
+    /// @@global.autocommit: what a new session starts with.
+    pub autocommit: bool,
+    /// @@global.init_connect is set: a new session of an account without
+    /// CONNECTION ADMIN runs it after its login, which may change what it
+    /// starts with (its autocommit among the rest).
+    pub init_connect: bool,
     /// A Galera node's state (`wsrep_on` is ON).
     pub galera: Option<Wsrep>,
     pub error: Option<String>,
@@ -65,6 +71,33 @@ impl State {
     }
 }
 
+/// What a client's new session starts with, as far as the relay knows
+/// before the server's first reply says it: its autocommit, and whether
+/// that is sure. A read under autocommit=0 opens a transaction, so a
+/// client whose autocommit is not sure reads on the primary until a reply
+/// tells it (`ClientState::may_read_elsewhere`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fresh {
+    pub autocommit: bool,
+    pub sure: bool,
+}
+
+/// A new session's start on the backends `states` (those checked and up):
+/// autocommit when every one has @@global.autocommit on (what the relay
+/// tells a client at login, as the server's own login OK does); sure when
+/// they agree and none runs an init_connect (which the server runs after
+/// that OK). Nothing checked yet: autocommit, not sure.
+pub fn fresh_sessions(states: &[State]) -> Fresh {
+    let seen: Vec<&State> = states.iter().filter(|s| s.checked && s.up).collect();
+    let on = seen.iter().filter(|s| s.autocommit).count();
+    Fresh {
+        autocommit: on == seen.len(),
+        sure: !seen.is_empty()
+            && (on == 0 || on == seen.len())
+            && !seen.iter().any(|s| s.init_connect),
+    }
+}
+
 /// How long a check may take before the backend counts as not answering.
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -83,6 +116,12 @@ impl Health {
             downs: addrs.iter().map(|_| tokio::sync::Notify::new()).collect(),
             addrs,
         }
+    }
+
+    /// What a new session starts with on every backend checked so far
+    /// ([`fresh_sessions`]).
+    pub fn fresh_sessions(&self) -> Fresh {
+        fresh_sessions(&self.all())
     }
 
     /// The global sql_mode a backend's last check read (the first one's
@@ -223,7 +262,8 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
     };
     let first = query_row(
         c,
-        "SELECT @@read_only AS ro, @@gtid_current_pos AS gtid, @@global.sql_mode AS mode",
+        "SELECT @@read_only AS ro, @@gtid_current_pos AS gtid, @@global.sql_mode AS mode, \
+         @@global.autocommit AS ac, @@global.init_connect <> '' AS ic",
     )
     .await
     .map_err(|e| e.to_string())?
@@ -236,6 +276,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
     };
     let ro: i64 = get(&first, "ro").parse().map_err(|_| "bad @@read_only")?;
     let gtid = get(&first, "gtid");
+    let (autocommit, init_connect) = (get(&first, "ac") != "0", get(&first, "ic") == "1");
     let sql_mode = first
         .iter()
         .find(|(n, _)| n == "mode")
@@ -274,6 +315,8 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         lag,
         gtid,
         sql_mode,
+        autocommit,
+        init_connect,
         error: galera.as_ref().and_then(Wsrep::excluded),
         galera,
         failures: 0,
@@ -416,6 +459,65 @@ mod tests {
         assert_eq!(h.get(0).down_since, s.down_since, "still the first time");
         h.set(0, |s| s.up = true);
         assert_eq!(h.get(0).down_since, None);
+    }
+
+    /// (name, each backend's (checked, up, @@global.autocommit,
+    /// init_connect set), what a new session starts with)
+    #[test]
+    fn what_a_new_session_starts_with() {
+        type Row = (&'static str, &'static [(bool, bool, bool, bool)], Fresh);
+        let f = |autocommit, sure| Fresh { autocommit, sure };
+        let rows: &[Row] = &[
+            (
+                "nothing checked",
+                &[(false, false, false, false)],
+                f(true, false),
+            ),
+            ("no backend", &[], f(true, false)),
+            (
+                "all on",
+                &[(true, true, true, false), (true, true, true, false)],
+                f(true, true),
+            ),
+            (
+                "all off",
+                &[(true, true, false, false), (true, true, false, false)],
+                f(false, true),
+            ),
+            (
+                "a replica off",
+                &[(true, true, true, false), (true, true, false, false)],
+                f(false, false),
+            ),
+            (
+                "init_connect on one",
+                &[(true, true, true, false), (true, true, true, true)],
+                f(true, false),
+            ),
+            (
+                "a down backend does not count",
+                &[(true, true, true, false), (true, false, false, true)],
+                f(true, true),
+            ),
+            (
+                "one checked, one not yet",
+                &[(true, true, true, false), (false, false, false, false)],
+                f(true, true),
+            ),
+        ];
+        for (name, backends, want) in rows {
+            let states: Vec<State> = backends
+                .iter()
+                .map(|&(checked, up, autocommit, init_connect)| State {
+                    checked,
+                    up,
+                    autocommit,
+                    init_connect,
+                    ..State::default()
+                })
+                .collect();
+            assert_eq!(fresh_sessions(&states), *want, "{name}");
+        }
     }
 
     fn up(h: &Health, i: usize) {

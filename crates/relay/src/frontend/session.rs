@@ -371,7 +371,8 @@ impl Session {
             commands_run: 0,
             handle,
             view_look: None,
-            st: ClientState::new(ctx.cfg.mode, login_db),
+            st: ClientState::new(ctx.cfg.mode, login_db)
+                .starting_as(ctx.pool.health.fresh_sessions()),
             login_db_bytes,
             shape: Shape {
                 caps: hello.caps & SESSION_SHAPE,
@@ -958,7 +959,7 @@ impl Session {
         self.drop_diagnostics_hold(&fx);
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = analysed.tokens();
-        self.route_and_pin(&cmd[1..], toks, &fx).await;
+        self.route_and_pin(&cmd[1..], toks, &fx).await?;
         let dialect = self.dialect();
         let plan = plan::plan(
             (&cmd[1..], toks, dialect.unwrap_or_default()),

@@ -183,7 +183,7 @@ impl Session {
         }
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
-        self.route_and_pin(&s.key.sql, &s.toks, fx).await;
+        self.route_and_pin(&s.key.sql, &s.toks, fx).await?;
         self.carry_over(fx, false).await?;
         let cursor = !bulk && stmt::wants_cursor(cmd);
         let (key, old_cursor) = self.run_as(cid, &s, cursor)?;

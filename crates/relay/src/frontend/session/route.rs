@@ -470,9 +470,11 @@ impl Session {
         sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
-    ) {
+    ) -> Result<(), Fail> {
         let via_view = self.names_a_calling_view(sql, toks, fx).await;
-        self.choose_route(!via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none());
+        let read = !via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none();
+        self.refuse_writes_on_a_replica(read, fx)?;
+        self.choose_route(read);
         for p in self.st.take_statement_pins(fx) {
             self.ctx.metrics.pin(p);
         }
@@ -480,6 +482,35 @@ impl Session {
             self.pin(Pin::StoredFunction);
         }
         self.pin_unseen_write_effects(fx).await;
+        Ok(())
+    }
+
+    /// A client holding a replica's connection got there by a read that
+    /// opened a transaction the relay did not expect (that replica's
+    /// sessions start with autocommit off: its @@global.autocommit or
+    /// init_connect differs from the primary's). Only reads and the COMMIT
+    /// or ROLLBACK that ends it run there: anything else could write on
+    /// the replica (root's writes pass read_only) and is refused, never
+    /// sent.
+    fn refuse_writes_on_a_replica(&self, read: bool, fx: &Effects) -> Result<(), Fail> {
+        let Some(b) = self.backend.filter(|_| self.conn.is_some()) else {
+            return Ok(());
+        };
+        let ends_it = fx.ends_transaction && fx.statements == 1;
+        if read || ends_it || self.ctx.pool.health.get(b).role() != "replica" {
+            return Ok(());
+        }
+        Err(Fail::Err(
+            1792,
+            "25006",
+            format!(
+                "sqlfleet relay: this session's transaction runs on the replica {}: a read \
+                 opened it there (that server's sessions start with autocommit off, unlike the \
+                 primary's: its @@global.autocommit or init_connect); only reads, COMMIT and \
+                 ROLLBACK may run in it. End it, and give every backend the same autocommit",
+                self.ctx.cfg.backends[b].addr()
+            ),
+        ))
     }
 
     /// In transaction mode, whether the statement names a view whose

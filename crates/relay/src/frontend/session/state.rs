@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::backend::health::Fresh;
 use crate::config::Mode;
 use crate::protocol::reply::{
     Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
@@ -63,6 +64,12 @@ pub(crate) struct ClientState {
     savepoint_began: bool,
     in_trans: bool,
     autocommit: bool,
+    /// `autocommit` is the server's word (a reply's status, or a new
+    /// session's start known for sure), not a guess: until it is, a read
+    /// may open a transaction and stays on the primary.
+    autocommit_sure: bool,
+    /// What a new session starts with (at login and after a reset).
+    fresh: Fresh,
     /// The current statement's text explains a session change the server
     /// reports (SET, USE, or a command the relay manages itself).
     explained: bool,
@@ -268,6 +275,15 @@ impl ClientState {
     }
 
     /// A client just logged in (with `db` as its default database).
+    /// A new session that starts as the backends' new sessions do
+    /// (`Health::fresh_sessions`): its autocommit, and whether that is sure.
+    pub fn starting_as(mut self, fresh: Fresh) -> ClientState {
+        self.fresh = fresh;
+        self.autocommit = fresh.autocommit;
+        self.autocommit_sure = fresh.sure;
+        self
+    }
+
     pub fn new(mode: Mode, db: Option<String>) -> ClientState {
         let mut pins = BTreeSet::new();
         if mode == Mode::Session {
@@ -284,6 +300,11 @@ impl ClientState {
             savepoint_began: false,
             in_trans: false,
             autocommit: true,
+            autocommit_sure: true,
+            fresh: Fresh {
+                autocommit: true,
+                sure: true,
+            },
             explained: true,
             statement_vars: Vec::new(),
             plain: true,
@@ -405,7 +426,11 @@ impl ClientState {
     /// (where a write would pass read_only for an account that may, and
     /// break replication).
     pub fn may_read_elsewhere(&self) -> bool {
-        self.mode == Mode::Transaction && self.autocommit && !self.in_trans && self.pins.is_empty()
+        self.mode == Mode::Transaction
+            && self.autocommit
+            && self.autocommit_sure
+            && !self.in_trans
+            && self.pins.is_empty()
     }
 
     /// A recorded reply can stand for the server's: nothing of the
@@ -415,6 +440,7 @@ impl ClientState {
             && self.pin_next.is_none()
             && !self.in_trans
             && self.autocommit
+            && self.autocommit_sure
             && !self.found_rows_calc
     }
 
@@ -589,6 +615,7 @@ impl ClientState {
                 }
                 self.in_trans = st & STATUS_IN_TRANS != 0;
                 self.autocommit = st & STATUS_AUTOCOMMIT != 0;
+                self.autocommit_sure = true;
                 self.pins.remove(&Pin::MaybeInTransaction);
             }
             // An error packet has no status: under autocommit=0 the
@@ -926,7 +953,8 @@ impl ClientState {
         self.pin_next = None;
         self.savepoint_began = false;
         self.in_trans = false;
-        self.autocommit = true;
+        self.autocommit = self.fresh.autocommit;
+        self.autocommit_sure = self.fresh.sure;
         // As the server's reset (THD::change_user, for both commands):
         // ROW_COUNT() is 0 (the command's OK) and LAST_INSERT_ID() 0;
         // FOUND_ROWS() keeps the previous SELECT's count.

@@ -1169,12 +1169,59 @@ fn a_read_goes_elsewhere_only_when_it_opens_no_transaction() {
         ("session mode", Mode::Session, &[], false),
     ];
     let mut failed = Vec::new();
-    for (name, mode, steps, want) in rows {
-        let mut st = ClientState::new(*mode, Some("test".into()));
-        for (sql, r) in *steps {
+    let sure = Fresh {
+        autocommit: true,
+        sure: true,
+    };
+    let rows = rows.iter().map(|&(n, m, s, w)| (n, m, s, w, sure)).chain([
+        // What a new session starts with, from the health checks.
+        (
+            "starts not sure (an init_connect)",
+            T,
+            &[][..],
+            false,
+            Fresh {
+                autocommit: true,
+                sure: false,
+            },
+        ),
+        (
+            "not sure, until a reply's status says autocommit",
+            T,
+            &[("SELECT 1", R::Rows(1))][..],
+            true,
+            Fresh {
+                autocommit: true,
+                sure: false,
+            },
+        ),
+        (
+            "not sure, and a reply says autocommit off",
+            T,
+            &[("SELECT 1", R::NoAutocommit)][..],
+            false,
+            Fresh {
+                autocommit: true,
+                sure: false,
+            },
+        ),
+        (
+            "starts with autocommit off",
+            T,
+            &[][..],
+            false,
+            Fresh {
+                autocommit: false,
+                sure: true,
+            },
+        ),
+    ]);
+    for (name, mode, steps, want, fresh) in rows {
+        let mut st = ClientState::new(mode, Some("test".into())).starting_as(fresh);
+        for (sql, r) in steps {
             run(&mut st, sql, *r);
         }
-        if st.may_read_elsewhere() != *want {
+        if st.may_read_elsewhere() != want {
             failed.push(format!(
                 "{name}: {} (expected {want}; pins {:?}, autocommit {})",
                 st.may_read_elsewhere(),
