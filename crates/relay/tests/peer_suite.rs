@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::relay::start_suite_relay;
-use sqlfleet_testkit::server;
+use sqlfleet_testkit::replicated;
 
 const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
 
@@ -97,7 +97,7 @@ fn run_suite(
 
 #[test]
 fn go_sql_drivers_own_tests_pass_through_the_relay() {
-    let srv = server();
+    let srv = replicated();
     let pw = srv.sandbox.password().expect("pw").expose().to_string();
     let gopath = gopath();
     let direct_addr = format!("127.0.0.1:{}", srv.sandbox.meta.primary().port);
@@ -108,10 +108,21 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
+    let backends = backend_addrs(srv);
+    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
-        let relay = start_suite_relay(&[&direct_addr], "", &pw, mode, accounts, None);
+        let relay = start_suite_relay(
+            &backends,
+            "read_write_split = true\nhealth_interval = 0.5",
+            &pw,
+            mode,
+            accounts,
+            None,
+        );
+        relay.wait_roles(1, backends.len() - 1);
         let port = relay.port;
         let db = format!("gotest_{mode}");
         common::servers::fresh_named_db(srv, &db);
@@ -143,16 +154,20 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
             direct.iter().filter(|t| got.contains(*t)).count(),
             direct.len()
         ));
-        if !lost.is_empty() {
+        let wrote = rt.block_on(replica_wrote(srv));
+        if !lost.is_empty() || !wrote.is_empty() {
             let saved = std::env::temp_dir().join(format!("sqlfleet-go-suite-{mode}.out"));
             let _ = std::fs::write(&saved, &text);
-            regressions.push(format!("{mode}: {lost:?} (output: {})", saved.display()));
+            regressions.push(format!(
+                "{mode}: lost {lost:?}, replicas that wrote {wrote:?} (output: {})",
+                saved.display()
+            ));
         }
     }
     eprintln!("{}", report.join("\n"));
     assert!(
         regressions.is_empty(),
-        "tests that pass directly but not through the relay:\n{}\n{}",
+        "through the relay:\n{}\n{}",
         regressions.join("\n"),
         report.join("\n")
     );
@@ -186,6 +201,16 @@ fn run_mysqldb_suite(dir: &Path, port: u16, pw: &str, db: &str) -> (BTreeSet<Str
     (passed, text)
 }
 
+/// Every node of `srv` (the primary first), as a relay's backend.
+fn backend_addrs(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
+    srv.sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect()
+}
+
 /// Whether a replica's binary log holds a transaction of its own (its
 /// server id in its GTID position): a write that reached it through the
 /// relay, not through replication.
@@ -207,7 +232,26 @@ async fn replica_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
             .split(',')
             .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
         {
-            out.push(format!("127.0.0.1:{} (server id {id}): {pos}", n.port));
+            // What it ran: its own events' texts.
+            let logs: Vec<(String, u64)> = c.query("SHOW BINARY LOGS").await.unwrap_or_default();
+            let mut own = Vec::new();
+            for (log, _) in logs {
+                let events: Vec<mysql_async::Row> = c
+                    .query(format!("SHOW BINLOG EVENTS IN '{log}'"))
+                    .await
+                    .unwrap_or_default();
+                for e in events {
+                    let server: Option<u32> = e.get("Server_id");
+                    let info: Option<String> = e.get("Info");
+                    if server == Some(id) && own.len() < 20 {
+                        own.extend(info);
+                    }
+                }
+            }
+            out.push(format!(
+                "127.0.0.1:{} (server id {id}): {pos}; its own events: {own:?}",
+                n.port
+            ));
         }
         let _ = c.disconnect().await;
     }
@@ -224,7 +268,7 @@ async fn replica_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
 /// run in (they once followed it to a replica, as root past read_only).
 #[test]
 fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
-    let srv = sqlfleet_testkit::replicated();
+    let srv = replicated();
     let pw = srv.sandbox.password().expect("pw").expose().to_string();
     let o = Command::new("bash")
         .arg(concat!(
@@ -243,13 +287,7 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let backends: Vec<String> = srv
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
+    let backends = backend_addrs(srv);
     let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
