@@ -959,7 +959,7 @@ impl Session {
         self.drop_diagnostics_hold(&fx);
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = analysed.tokens();
-        self.route_and_pin(&cmd[1..], toks, &fx).await?;
+        self.route_and_pin(&cmd[1..], toks, &fx, false).await?;
         let dialect = self.dialect();
         let plan = plan::plan(
             (&cmd[1..], toks, dialect.unwrap_or_default()),

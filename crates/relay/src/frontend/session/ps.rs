@@ -183,9 +183,9 @@ impl Session {
         }
         self.st.begin_statement(fx);
         self.drop_diagnostics_hold(fx);
-        self.route_and_pin(&s.key.sql, &s.toks, fx).await?;
-        self.carry_over(fx, false).await?;
         let cursor = !bulk && stmt::wants_cursor(cmd);
+        self.route_and_pin(&s.key.sql, &s.toks, fx, cursor).await?;
+        self.carry_over(fx, false).await?;
         let (key, old_cursor) = self.run_as(cid, &s, cursor)?;
         // Running again closes the cursor the statement had open: with a
         // cursor again, on its own backend statement (the server closes

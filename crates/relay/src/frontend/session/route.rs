@@ -464,15 +464,19 @@ impl Session {
     /// Chooses the statement's route and takes its pins, before anything
     /// can release the connection: those its text names, a stored
     /// function's when it reads a view that calls one, and a write's whose
-    /// table acts unseen. `toks` are the statement's tokens.
+    /// table acts unseen. `toks` are the statement's tokens; `cursor`: a
+    /// prepared execute that opens a cursor, which holds its connection
+    /// while it is open (on the primary: on a replica the client's next
+    /// writes would follow it there).
     pub(super) async fn route_and_pin(
         &mut self,
         sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
+        cursor: bool,
     ) -> Result<(), Fail> {
         let via_view = self.names_a_calling_view(sql, toks, fx).await;
-        let read = !via_view && fx.read && fx.pins.is_empty() && fx.pin_next.is_none();
+        let read = !via_view && !cursor && fx.read && fx.pins.is_empty() && fx.pin_next.is_none();
         self.refuse_writes_on_a_replica(read, fx)?;
         self.choose_route(read);
         for p in self.st.take_statement_pins(fx) {
@@ -486,12 +490,11 @@ impl Session {
     }
 
     /// A client holding a replica's connection got there by a read that
-    /// opened a transaction the relay did not expect (that replica's
-    /// sessions start with autocommit off: its @@global.autocommit or
-    /// init_connect differs from the primary's). Only reads and the COMMIT
-    /// or ROLLBACK that ends it run there: anything else could write on
-    /// the replica (root's writes pass read_only) and is refused, never
-    /// sent.
+    /// left something open the relay did not expect (a transaction: that
+    /// replica's sessions start with autocommit off, its @@global.autocommit
+    /// or init_connect unlike the primary's). Only reads and the COMMIT or
+    /// ROLLBACK that ends it run there: anything else could write on the
+    /// replica (root's writes pass read_only) and is refused, never sent.
     fn refuse_writes_on_a_replica(&self, read: bool, fx: &Effects) -> Result<(), Fail> {
         let Some(b) = self.backend.filter(|_| self.conn.is_some()) else {
             return Ok(());
@@ -504,10 +507,11 @@ impl Session {
             1792,
             "25006",
             format!(
-                "sqlfleet relay: this session's transaction runs on the replica {}: a read \
-                 opened it there (that server's sessions start with autocommit off, unlike the \
-                 primary's: its @@global.autocommit or init_connect); only reads, COMMIT and \
-                 ROLLBACK may run in it. End it, and give every backend the same autocommit",
+                "sqlfleet relay: this session is held on the replica {} by what a read opened \
+                 there (a transaction: that server's sessions may start with autocommit off, \
+                 unlike the primary's, by its @@global.autocommit or init_connect); only reads, \
+                 COMMIT and ROLLBACK may run there until it ends. End it (COMMIT), and give \
+                 every backend the same autocommit",
                 self.ctx.cfg.backends[b].addr()
             ),
         ))
