@@ -95,19 +95,9 @@ fn substitute(
             continue;
         }
         let text = &sql[t[a].1.start..t[b - 1].1.end];
-        let mut alias = b" AS `".to_vec();
-        // A backquote is doubled; a byte of a multi-byte character (sjis
-        // has 0x60 as a second byte) is not one.
-        let mut k = 0;
-        while k < text.len() {
-            let n = cs.char_len(text, k);
-            if n == 1 && text[k] == b'`' {
-                alias.push(b'`');
-            }
-            alias.extend_from_slice(&text[k..k + n]);
-            k += n;
-        }
-        alias.push(b'`');
+        let Some(alias) = alias_of(text, cs) else {
+            continue;
+        };
         aliases.push((t[b - 1].1.end, alias));
     }
     let mut out = Vec::with_capacity(sql.len() + 32);
@@ -138,6 +128,31 @@ fn substitute(
     }
     out.extend_from_slice(&sql[at..]);
     Some(out)
+}
+
+/// ` AS `text`` for a select item's text: a backquote is doubled; a byte
+/// of a multi-byte character (sjis has 0x60 as a second byte) is not one.
+/// None when a byte of the text is no character in a character set whose
+/// second bytes include the backquote (a lead byte alone, as the text
+/// stood before a space): written before the alias's closing backquote it
+/// would take it as its second byte, and the rest of the statement would
+/// read otherwise. The item then keeps the name the server gives it.
+fn alias_of(text: &[u8], cs: Multibyte) -> Option<Vec<u8>> {
+    let mut alias = b" AS `".to_vec();
+    let mut k = 0;
+    while k < text.len() {
+        let n = cs.char_len(text, k);
+        if n == 1 && text[k] >= 0x80 && cs != Multibyte::AsciiSafe {
+            return None;
+        }
+        if n == 1 && text[k] == b'`' {
+            alias.push(b'`');
+        }
+        alias.extend_from_slice(&text[k..k + n]);
+        k += n;
+    }
+    alias.push(b'`');
+    Some(alias)
 }
 
 /// A byte that may be part of a name or a number the server reads on

@@ -119,6 +119,30 @@ fn an_alias_doubles_only_a_real_backquote() {
     assert_eq!(names, 1);
 }
 
+/// A lead byte alone at the end of a select item (a space after it)
+/// would take the alias's closing backquote as its second byte in gbk:
+/// the item keeps the server's name instead, and the rest of the text
+/// reads as it did.
+#[test]
+fn an_alias_is_left_out_where_a_lead_byte_would_take_its_backquote() {
+    let q = b"SELECT @@last_gtid + \x81 , 'a`b' FROM t";
+    let gbk = Dialect {
+        charset: Multibyte::Gbk,
+        ..Dialect::default()
+    };
+    let out = substitute_var(
+        q,
+        &lex_in(q, gbk).toks,
+        Multibyte::Gbk,
+        "last_gtid",
+        "0-1-7",
+    )
+    .expect("rewritten");
+    let want: &[u8] = b"SELECT COALESCE('0-1-7', @@last_gtid) + \x81 , 'a`b' FROM t";
+    assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
+    assert_eq!(literals(&out, gbk).len(), literals(q, gbk).len() + 1);
+}
+
 /// The values written in (never in the texts drawn below).
 const VALUE: i64 = 987_654;
 const GTID: &str = "9-9-9";
