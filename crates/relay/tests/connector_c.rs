@@ -16,6 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::relay::start_suite_relay;
+use common::routing::{node_addrs, replicas_that_wrote};
 use sqlfleet_testkit::TestServer;
 
 /// Tests that pass directly and cannot through a relay in one account
@@ -222,7 +223,6 @@ fn connector_cs_own_tests_pass_through_the_relay() {
 /// parallel stores them in another order, relay or not.)
 #[test]
 fn connector_cs_cursor_tests_through_a_split_relay_never_write_on_a_replica() {
-    use mysql_async::prelude::Queryable;
     let dir = tests_dir();
     let srv = sqlfleet_testkit::replicated();
     let pw = srv.sandbox.password().expect("pw").expose().to_string();
@@ -234,13 +234,7 @@ fn connector_cs_cursor_tests_through_a_split_relay_never_write_on_a_replica() {
         direct.len() >= 20,
         "the cursor tests pass directly:\n{text}"
     );
-    let backends: Vec<String> = srv
-        .sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect();
+    let backends = node_addrs(srv);
     let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let relay = start_suite_relay(
         &backends,
@@ -256,26 +250,7 @@ fn connector_cs_cursor_tests_through_a_split_relay_never_write_on_a_replica() {
     drop(relay);
     let lost: Vec<&String> = direct.iter().filter(|t| !got.contains(*t)).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
-    let wrote: Vec<String> = rt.block_on(async {
-        let mut out = Vec::new();
-        for n in &srv.sandbox.meta.nodes[1..] {
-            let t = srv.sandbox.target(n).expect("target");
-            let mut c = t.connect(Duration::from_secs(5)).await.expect("replica");
-            let (id, pos): (u32, String) = c
-                .query_first("SELECT @@server_id, @@gtid_binlog_pos")
-                .await
-                .expect("gtid")
-                .expect("row");
-            if pos
-                .split(',')
-                .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
-            {
-                out.push(format!("{} (server id {id}): {pos}", n.port));
-            }
-            let _ = c.disconnect().await;
-        }
-        out
-    });
+    let wrote = rt.block_on(replicas_that_wrote(srv));
     assert!(
         lost.is_empty() && wrote.is_empty(),
         "through a split relay: lost {lost:?}, replicas that wrote {wrote:?}\n{text}"

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::relay::start_suite_relay;
+use common::routing::{node_addrs, replicas_that_wrote};
 use sqlfleet_testkit::replicated;
 
 const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
@@ -108,7 +109,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let backends = backend_addrs(srv);
+    let backends = node_addrs(srv);
     let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
@@ -154,7 +155,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
             direct.iter().filter(|t| got.contains(*t)).count(),
             direct.len()
         ));
-        let wrote = rt.block_on(replica_wrote(srv));
+        let wrote = rt.block_on(replicas_that_wrote(srv));
         if !lost.is_empty() || !wrote.is_empty() {
             let saved = std::env::temp_dir().join(format!("sqlfleet-go-suite-{mode}.out"));
             let _ = std::fs::write(&saved, &text);
@@ -201,63 +202,6 @@ fn run_mysqldb_suite(dir: &Path, port: u16, pw: &str, db: &str) -> (BTreeSet<Str
     (passed, text)
 }
 
-/// Every node of `srv` (the primary first), as a relay's backend.
-fn backend_addrs(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
-    srv.sandbox
-        .meta
-        .nodes
-        .iter()
-        .map(|n| format!("127.0.0.1:{}", n.port))
-        .collect()
-}
-
-/// Whether a replica's binary log holds a transaction of its own (its
-/// server id in its GTID position): a write that reached it through the
-/// relay, not through replication.
-async fn replica_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
-    use mysql_async::prelude::Queryable;
-    let mut out = Vec::new();
-    for n in &srv.sandbox.meta.nodes[1..] {
-        let t = srv.sandbox.target(n).expect("target");
-        let mut c = t
-            .connect(std::time::Duration::from_secs(5))
-            .await
-            .expect("replica");
-        let (id, pos): (u32, String) = c
-            .query_first("SELECT @@server_id, @@gtid_binlog_pos")
-            .await
-            .expect("gtid")
-            .expect("row");
-        if pos
-            .split(',')
-            .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
-        {
-            // What it ran: its own events' texts.
-            let logs: Vec<(String, u64)> = c.query("SHOW BINARY LOGS").await.unwrap_or_default();
-            let mut own = Vec::new();
-            for (log, _) in logs {
-                let events: Vec<mysql_async::Row> = c
-                    .query(format!("SHOW BINLOG EVENTS IN '{log}'"))
-                    .await
-                    .unwrap_or_default();
-                for e in events {
-                    let server: Option<u32> = e.get("Server_id");
-                    let info: Option<String> = e.get("Info");
-                    if server == Some(id) && own.len() < 20 {
-                        own.extend(info);
-                    }
-                }
-            }
-            out.push(format!(
-                "127.0.0.1:{} (server id {id}): {pos}; its own events: {own:?}",
-                n.port
-            ));
-        }
-        let _ = c.disconnect().await;
-    }
-    out
-}
-
 /// mysqlclient's own suite (`scripts/mysqldb_suite.sh` fetches it from
 /// Debian's source package) directly against the primary of a primary
 /// with two replicas, then through a relay with read/write split over all
@@ -287,7 +231,7 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let backends = backend_addrs(srv);
+    let backends = node_addrs(srv);
     let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
@@ -312,7 +256,7 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
             direct.iter().filter(|t| got.contains(*t)).count(),
             direct.len()
         ));
-        let wrote = rt.block_on(replica_wrote(srv));
+        let wrote = rt.block_on(replicas_that_wrote(srv));
         if !lost.is_empty() || !wrote.is_empty() {
             let saved = std::env::temp_dir().join(format!("sqlfleet-mysqldb-suite-{mode}.out"));
             let _ = std::fs::write(&saved, &text);

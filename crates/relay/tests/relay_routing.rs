@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::relay::app;
-use common::routing::{counters, start_routing_relay};
+use common::routing::{counters, replicas_that_wrote, start_routing_relay};
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::replicated;
 
@@ -769,27 +769,4 @@ fn sessions_that_start_with_autocommit_off_never_write_on_a_replica() {
         wrote.is_empty(),
         "autocommit off on the replicas: {wrote:?}"
     );
-}
-
-/// The replicas whose binary log holds a transaction of their own (their
-/// server id in their GTID position): a write that reached them directly.
-async fn replicas_that_wrote(srv: &sqlfleet_testkit::TestServer) -> Vec<String> {
-    let mut out = Vec::new();
-    for n in &srv.sandbox.meta.nodes[1..] {
-        let t = srv.sandbox.target(n).expect("target");
-        let mut r = t.connect(Duration::from_secs(5)).await.expect("replica");
-        let (id, pos): (u32, String) = r
-            .query_first("SELECT @@server_id, @@gtid_binlog_pos")
-            .await
-            .expect("gtid")
-            .expect("row");
-        if pos
-            .split(',')
-            .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
-        {
-            out.push(format!("{} (server id {id}): {pos}", n.port));
-        }
-        let _ = r.disconnect().await;
-    }
-    out
 }

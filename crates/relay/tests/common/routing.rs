@@ -155,3 +155,65 @@ pub async fn counters(srv: &TestServer, name: &str) -> Vec<u64> {
     }
     out
 }
+
+/// Every node of `srv` (the primary first), as a relay's backend address.
+#[allow(dead_code)]
+pub fn node_addrs(srv: &TestServer) -> Vec<String> {
+    srv.sandbox
+        .meta
+        .nodes
+        .iter()
+        .map(|n| format!("127.0.0.1:{}", n.port))
+        .collect()
+}
+
+/// The replicas of `srv` whose binary log holds a transaction of their own
+/// (their server id in their GTID position): a write that reached them
+/// directly, not through replication. Each is named with its own events'
+/// texts.
+#[allow(dead_code)]
+pub async fn replicas_that_wrote(srv: &TestServer) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in &srv.sandbox.meta.nodes[1..] {
+        let t = srv.sandbox.target(n).expect("target");
+        let mut c = t.connect(Duration::from_secs(5)).await.expect("replica");
+        let (id, pos): (u32, String) = c
+            .query_first("SELECT @@server_id, @@gtid_binlog_pos")
+            .await
+            .expect("gtid")
+            .expect("row");
+        if !pos
+            .split(',')
+            .any(|g| g.split('-').nth(1) == Some(&id.to_string()))
+        {
+            let _ = c.disconnect().await;
+            continue;
+        }
+        let logs: Vec<(String, u64)> = c.query("SHOW BINARY LOGS").await.unwrap_or_default();
+        let mut own = Vec::new();
+        for (log, _) in logs {
+            let events: Vec<mysql_async::Row> = c
+                .query(format!("SHOW BINLOG EVENTS IN '{log}'"))
+                .await
+                .unwrap_or_default();
+            for e in events {
+                let server: Option<u32> = e.get("Server_id");
+                let kind: Option<String> = e.get("Event_type");
+                let info: Option<String> = e.get("Info");
+                let written = matches!(
+                    kind.as_deref(),
+                    Some("Gtid" | "Query" | "Xid" | "Table_map")
+                );
+                if server == Some(id) && written && own.len() < 20 {
+                    own.extend(info);
+                }
+            }
+        }
+        out.push(format!(
+            "127.0.0.1:{} (server id {id}): {pos}; its own events: {own:?}",
+            n.port
+        ));
+        let _ = c.disconnect().await;
+    }
+    out
+}
