@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::relay::start_suite_relay;
-use common::routing::{node_addrs, replicas_that_wrote};
+use common::routing::{replicas_that_wrote, start_split_suite_relay};
 use sqlfleet_testkit::TestServer;
 
 /// Tests that pass directly and cannot through a relay in one account
@@ -234,17 +234,7 @@ fn connector_cs_cursor_tests_through_a_split_relay_never_write_on_a_replica() {
         direct.len() >= 20,
         "the cursor tests pass directly:\n{text}"
     );
-    let backends = node_addrs(srv);
-    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
-    let relay = start_suite_relay(
-        &backends,
-        "read_write_split = true\nhealth_interval = 0.5",
-        &pw,
-        "transaction",
-        "per-user",
-        None,
-    );
-    relay.wait_roles(1, backends.len() - 1);
+    let relay = start_split_suite_relay(srv, &pw, "transaction", "per-user");
     make_db(srv, "cccursor_split");
     let (got, text) = run_programs(&dir, &cursor, relay.port, &pw, "cccursor_split");
     drop(relay);

@@ -14,8 +14,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::relay::start_suite_relay;
-use common::routing::{node_addrs, replicas_that_wrote};
+use common::routing::{replicas_that_wrote, start_split_suite_relay};
 use sqlfleet_testkit::replicated;
 
 const SOURCE: &str = "/usr/share/gocode/src/github.com/go-sql-driver/mysql";
@@ -109,21 +108,11 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let backends = node_addrs(srv);
-    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
-        let relay = start_suite_relay(
-            &backends,
-            "read_write_split = true\nhealth_interval = 0.5",
-            &pw,
-            mode,
-            accounts,
-            None,
-        );
-        relay.wait_roles(1, backends.len() - 1);
+        let relay = start_split_suite_relay(srv, &pw, mode, accounts);
         let port = relay.port;
         let db = format!("gotest_{mode}");
         common::servers::fresh_named_db(srv, &db);
@@ -231,21 +220,11 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let backends = node_addrs(srv);
-    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
-        let relay = start_suite_relay(
-            &backends,
-            "read_write_split = true\nhealth_interval = 0.5",
-            &pw,
-            mode,
-            accounts,
-            None,
-        );
-        relay.wait_roles(1, backends.len() - 1);
+        let relay = start_split_suite_relay(srv, &pw, mode, accounts);
         let db = format!("mdbtest_{mode}");
         common::servers::fresh_named_db(srv, &db);
         let (got, text) = run_mysqldb_suite(&dir, relay.port, &pw, &db);

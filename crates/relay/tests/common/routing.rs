@@ -217,3 +217,21 @@ pub async fn replicas_that_wrote(srv: &TestServer) -> Vec<String> {
     }
     out
 }
+
+/// A client library suite's relay (`start_suite_relay`) over every node of
+/// `srv` with read/write split, once it knows the roles.
+#[allow(dead_code)]
+pub fn start_split_suite_relay(srv: &TestServer, pw: &str, mode: &str, accounts: &str) -> Relay {
+    let backends = node_addrs(srv);
+    let backends: Vec<&str> = backends.iter().map(String::as_str).collect();
+    let relay = super::relay::start_suite_relay(
+        &backends,
+        "read_write_split = true\nhealth_interval = 0.5",
+        pw,
+        mode,
+        accounts,
+        None,
+    );
+    relay.wait_roles(1, backends.len() - 1);
+    relay
+}
