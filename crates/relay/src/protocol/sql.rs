@@ -334,10 +334,11 @@ impl Setting {
     }
 }
 
-/// Whether replaying `settings` on a fresh connection leaves autocommit on.
-pub fn replayed_autocommit(settings: &[Setting]) -> bool {
+/// Whether replaying `settings` on a fresh connection leaves autocommit on
+/// (`fresh`: whether such a connection starts with it on).
+pub fn replayed_autocommit(settings: &[Setting], fresh: bool) -> bool {
     let Some(s) = settings.iter().rev().find(|s| s.name == "autocommit") else {
-        return true;
+        return fresh;
     };
     let v = s.text.rsplit('=').next().unwrap_or("").trim();
     let v = v

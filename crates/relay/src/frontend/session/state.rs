@@ -680,8 +680,11 @@ impl ClientState {
         if state && !self.explained && !restored {
             self.take(Pin::ServerState, &mut out);
         }
-        // Autocommit as the server has it must be what a replay gives.
-        if o.status.is_some() && self.autocommit != sql::replayed_autocommit(&self.settings) {
+        // Autocommit as the server has it must be what a replay gives (on a
+        // new session, which starts as the servers' do).
+        if o.status.is_some()
+            && self.autocommit != sql::replayed_autocommit(&self.settings, self.fresh.autocommit)
+        {
             self.take(Pin::ServerState, &mut out);
         }
         out

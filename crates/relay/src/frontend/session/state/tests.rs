@@ -1232,3 +1232,25 @@ fn a_read_goes_elsewhere_only_when_it_opens_no_transaction() {
     }
     assert!(failed.is_empty(), "\n{}", failed.join("\n"));
 }
+
+/// A session whose servers start it with autocommit off goes back to the
+/// pool as a direct one would be: a new connection gives the same; one
+/// that is found off where a new connection would have it on keeps its
+/// connection.
+#[test]
+fn autocommit_as_the_servers_start_sessions_is_no_reason_to_hold() {
+    let off = Fresh {
+        autocommit: false,
+        sure: true,
+    };
+    let mut st = ClientState::new(T, Some("test".into())).starting_as(off);
+    run(&mut st, "SELECT 1", R::NoAutocommit);
+    assert!(st.pins.is_empty() && st.may_release(), "{:?}", st.pins);
+    let unsure = Fresh {
+        autocommit: true,
+        sure: false,
+    };
+    let mut st = ClientState::new(T, Some("test".into())).starting_as(unsure);
+    run(&mut st, "SELECT 1", R::NoAutocommit);
+    assert!(st.pins.contains(&Pin::ServerState), "{:?}", st.pins);
+}
