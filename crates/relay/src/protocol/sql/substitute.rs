@@ -136,8 +136,13 @@ fn substitute(
 /// second bytes include the backquote (a lead byte alone, as the text
 /// stood before a space): written before the alias's closing backquote it
 /// would take it as its second byte, and the rest of the statement would
-/// read otherwise. The item then keeps the name the server gives it.
+/// read otherwise; or when the text ends in `-`, where ` AS` would start
+/// a comment. The item then keeps the name the server gives it.
 fn alias_of(text: &[u8], cs: Multibyte) -> Option<Vec<u8>> {
+    // After a `-`, the space before AS would start a `-- ` comment.
+    if text.last() == Some(&b'-') {
+        return None;
+    }
     let mut alias = b" AS `".to_vec();
     let mut k = 0;
     while k < text.len() {

@@ -141,6 +141,21 @@ fn an_alias_is_left_out_where_a_lead_byte_would_take_its_backquote() {
     let want: &[u8] = b"SELECT COALESCE('0-1-7', @@last_gtid) + \x81 , 'a`b' FROM t";
     assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(want));
     assert_eq!(literals(&out, gbk).len(), literals(q, gbk).len() + 1);
+    // An item ending in `-`: ` AS` after it would start a `-- ` comment.
+    let q = b"SELECT @@last_gtid --, 2 FROM t";
+    let d = Dialect::default();
+    let out = substitute_var(
+        q,
+        &lex_in(q, d).toks,
+        Multibyte::AsciiSafe,
+        "last_gtid",
+        "0-1-7",
+    )
+    .expect("rewritten");
+    assert_eq!(
+        String::from_utf8_lossy(&out),
+        "SELECT COALESCE('0-1-7', @@last_gtid) --, 2 FROM t"
+    );
 }
 
 /// The values written in (never in the texts drawn below).
