@@ -917,8 +917,8 @@ impl Session {
             .st
             .own_counts(text, toks, dialect.unwrap_or_default(), fx)
         {
-            std::borrow::Cow::Borrowed(_) => Ok(None),
-            std::borrow::Cow::Owned(_) if !sure => Err(Fail::Err(
+            Some(std::borrow::Cow::Borrowed(_)) => Ok(None),
+            Some(std::borrow::Cow::Owned(_)) if !sure => Err(Fail::Err(
                 1235,
                 "42000",
                 "sqlfleet relay: this statement reads ROW_COUNT(), FOUND_ROWS() or @@last_gtid, \
@@ -927,7 +927,16 @@ impl Session {
                  literal values first (SET sql_mode = '...', NAMES ...)"
                     .into(),
             )),
-            std::borrow::Cow::Owned(v) => Ok(Some(v)),
+            Some(std::borrow::Cow::Owned(v)) => Ok(Some(v)),
+            None => Err(Fail::Err(
+                1235,
+                "42000",
+                "sqlfleet relay: this statement reads ROW_COUNT(), FOUND_ROWS() or @@last_gtid, \
+                 which the relay writes in for this client, but written in here they would \
+                 change how the rest of the text reads (a string or comment beside them); \
+                 give the read a plain place of its own (its own select item, spaced)"
+                    .into(),
+            )),
         }
     }
 

@@ -64,7 +64,7 @@ pub(crate) fn plan(
     let rewrites = || {
         matches!(
             st.own_counts(text, toks, dialect, fx),
-            std::borrow::Cow::Owned(_)
+            Some(std::borrow::Cow::Owned(_)) | None
         )
     };
     StatementPlan {

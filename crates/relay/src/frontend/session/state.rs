@@ -885,19 +885,21 @@ impl ClientState {
     /// `dialect` (under NO_BACKSLASH_ESCAPES `'a\'` ends a string, and a
     /// call after it is one); a text rewritten is lexed again for the
     /// next rewrite (rare: a statement reading two of them).
+    /// `None`: a rewrite would not read as the text did (`sql::reads_as_before`),
+    /// to be refused.
     pub fn own_counts<'q>(
         &self,
         text: &'q [u8],
         toks: &[sql::Token],
         dialect: sqlfleet_dump::lex::Dialect,
         fx: &Effects,
-    ) -> std::borrow::Cow<'q, [u8]> {
+    ) -> Option<std::borrow::Cow<'q, [u8]>> {
         use std::borrow::Cow;
         if !(fx.reads_diagnostics || fx.reads_last_gtid)
             || fx.statements != 1
             || !sql::evaluated_now(toks)
         {
-            return Cow::Borrowed(text);
+            return Some(Cow::Borrowed(text));
         }
         // (No write since the login or a reset: '', as the server's own
         // answer to a new session.)
@@ -914,19 +916,35 @@ impl ClientState {
         let mut relexed: Option<Vec<sql::Token>> = None;
         let cs = dialect.charset;
         type Rewrite<'f> = &'f dyn Fn(&[u8], &[sql::Token]) -> Option<Vec<u8>>;
-        let steps: [Rewrite<'_>; 3] = [
-            &|q, t| gtid.and_then(|g| sql::substitute_var(q, t, cs, "last_gtid", g)),
-            &|q, t| row_count.and_then(|v| sql::substitute_call(q, t, cs, "ROW_COUNT", v)),
-            &|q, t| found.and_then(|v| sql::substitute_call(q, t, cs, "FOUND_ROWS", v)),
+        let gtid_literal = gtid.map(sqlfleet_conn::quote::literal).unwrap_or_default();
+        let number = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_default();
+        let (rows_literal, found_literal) = (number(row_count), number(found));
+        let steps: [(Rewrite<'_>, &[u8]); 3] = [
+            (
+                &|q, t| gtid.and_then(|g| sql::substitute_var(q, t, cs, "last_gtid", g)),
+                gtid_literal.as_bytes(),
+            ),
+            (
+                &|q, t| row_count.and_then(|v| sql::substitute_call(q, t, cs, "ROW_COUNT", v)),
+                rows_literal.as_bytes(),
+            ),
+            (
+                &|q, t| found.and_then(|v| sql::substitute_call(q, t, cs, "FOUND_ROWS", v)),
+                found_literal.as_bytes(),
+            ),
         ];
-        for step in steps {
+        for (step, value) in steps {
             let t = relexed.as_deref().unwrap_or(toks);
             if let Some(v) = step(&out, t) {
-                relexed = Some(sqlfleet_dump::lex::lex_in(&v, dialect).toks);
+                let new = sqlfleet_dump::lex::lex_in(&v, dialect).toks;
+                if !sql::reads_as_before((&out, t), (&v, &new), value) {
+                    return None;
+                }
+                relexed = Some(new);
                 out = Cow::Owned(v);
             }
         }
-        out
+        Some(out)
     }
 
     /// COM_RESET_CONNECTION: the session is a new one ([`Self::clear`]).

@@ -160,6 +160,26 @@ fn alias_of(text: &[u8], cs: Multibyte) -> Option<Vec<u8>> {
     Some(alias)
 }
 
+/// Whether `new`, a rewrite of `old` (each with its tokens, lexed in the
+/// session's dialect), reads as `old` did with only `value` written in:
+/// the same string and number literals, in the same order, once those
+/// equal to `value` are left out. A rewrite that fails this would change
+/// what the client's statement says (a string ended elsewhere, a comment
+/// begun): it is refused, never sent.
+pub fn reads_as_before(
+    (old, old_toks): (&[u8], &[(Tok, Range<usize>)]),
+    (new, new_toks): (&[u8], &[(Tok, Range<usize>)]),
+    value: &[u8],
+) -> bool {
+    let literals = |sql: &'_ [u8], t: &'_ [(Tok, Range<usize>)]| -> Vec<Vec<u8>> {
+        t.iter()
+            .filter(|(k, r)| matches!(k, Tok::Literal) && sql.get(r.clone()) != Some(value))
+            .filter_map(|(_, r)| sql.get(r.clone()).map(<[u8]>::to_vec))
+            .collect()
+    };
+    literals(old, old_toks) == literals(new, new_toks)
+}
+
 /// A byte that may be part of a name or a number the server reads on
 /// (letters, digits, `_`, `$`, and any byte of a multi-byte character).
 fn ident_byte(b: u8) -> bool {

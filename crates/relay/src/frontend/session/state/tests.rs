@@ -655,7 +655,9 @@ fn counts_are_the_clients_own() {
     let q = Query::new(b"SELECT ROW_COUNT()");
     st.last_row_count = 2;
     let d = sqlfleet_dump::lex::Dialect::default();
-    let text = st.own_counts(b"SELECT ROW_COUNT()", q.tokens(), d, &q.effects());
+    let text = st
+        .own_counts(b"SELECT ROW_COUNT()", q.tokens(), d, &q.effects())
+        .expect("reads as before");
     assert!(
         String::from_utf8_lossy(&text).starts_with("SELECT COALESCE(2, "),
         "{}",
@@ -1091,7 +1093,10 @@ fn last_gtid_is_known_from_the_reports_or_left_to_the_server() {
     let read = |st: &ClientState| {
         let q = Query::new(b"SELECT @@last_gtid");
         let d = sqlfleet_dump::lex::Dialect::default();
-        match st.own_counts(b"SELECT @@last_gtid", q.tokens(), d, &q.effects()) {
+        match st
+            .own_counts(b"SELECT @@last_gtid", q.tokens(), d, &q.effects())
+            .expect("reads as before")
+        {
             std::borrow::Cow::Owned(v) => {
                 let v = String::from_utf8(v).expect("utf8");
                 let at = v.find('\'').expect("a literal") + 1;

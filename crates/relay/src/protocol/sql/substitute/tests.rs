@@ -313,3 +313,34 @@ fn only_a_statement_that_runs_its_reads_now_is_written_into() {
         assert_eq!(evaluated_now(&t), now, "{sql}");
     }
 }
+
+/// The last check before a rewrite is sent: its literals are the text's,
+/// the value aside; a literal changed, lost or run into a comment fails.
+#[test]
+fn a_rewrite_is_sent_only_when_it_reads_as_the_text_did() {
+    let d = Dialect::default();
+    let check = |old: &[u8], new: &[u8]| {
+        reads_as_before(
+            (old, &lex_in(old, d).toks),
+            (new, &lex_in(new, d).toks),
+            b"'0-1-7'",
+        )
+    };
+    let old = b"SELECT 'a', @@last_gtid, 'b'";
+    assert!(check(
+        old,
+        b"SELECT 'a', COALESCE('0-1-7', @@last_gtid), 'b'"
+    ));
+    assert!(!check(
+        old,
+        b"SELECT 'a', COALESCE('0-1-7', @@last_gtid) -- , 'b'"
+    ));
+    assert!(!check(
+        old,
+        b"SELECT 'a, COALESCE('0-1-7', @@last_gtid), 'b'"
+    ));
+    assert!(!check(
+        old,
+        b"SELECT 'a', COALESCE('0-1-7', @@last_gtid), 'c'"
+    ));
+}
