@@ -207,13 +207,24 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
 /// A relay in front of `srv` that logs in to it over its socket as
 /// root@localhost, the account the suite's own connections use, so that
 /// CURRENT_USER(), DEFINER clauses and privileges read the same.
+/// With `split`, in front of every node of `srv` with read/write split.
 async fn start_relay(
     srv: &TestServer,
     mode: &str,
     per_user: bool,
     dir: &Path,
+    split: bool,
 ) -> (PathBuf, u16, tokio::sync::oneshot::Sender<()>) {
-    let backend = srv.sandbox.layout.node(srv.sandbox.meta.primary()).socket();
+    let nodes: Vec<_> = if split {
+        srv.sandbox.meta.nodes.iter().collect()
+    } else {
+        vec![srv.sandbox.meta.primary()]
+    };
+    let servers = nodes
+        .iter()
+        .map(|n| format!("\"unix:{}\"", srv.sandbox.layout.node(n).socket().display()))
+        .collect::<Vec<_>>()
+        .join(", ");
     let socket = dir.join(format!("relay-{mode}.sock"));
     let cfg_text = format!(
         r#"
@@ -222,11 +233,13 @@ listen = ["127.0.0.1:0"]
 mode = "{mode}"
 
 [backend]
-servers = ["unix:{backend}"]
+servers = [{servers}]
 user = "root"
 password = ""
-
 {accounts}
+[routing]
+read_write_split = {split}
+
 [pool]
 max = {max}
 wait_timeout = 30
@@ -236,7 +249,6 @@ wait_timeout = 30
 name = "root"
 {hashes}
 "#,
-        backend = backend.display(),
         hashes = sqlfleet_relay::config::hash_lines(""),
         // A small pool shares server connections between the test's clients
         // as much as it can. Per-user mode holds connections per account:
@@ -256,6 +268,51 @@ name = "root"
     );
     let (port, stop) = common::serve(&cfg_text, Some(&socket)).await;
     (socket, port, stop)
+}
+
+/// One suite at a time: mariadb-test-run's directories are named by
+/// process and run label.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The suite's tests through a relay with read/write split over a primary
+/// and two replicas (transaction mode, per-user accounts): whatever each
+/// test's verdict (a replica's read may lag behind another client's
+/// write, or list rows in another order), no replica runs a transaction of
+/// its own — the suite's autocommit=0 sessions, cursors, XA, locks,
+/// temporary tables and routines all write on the primary or not at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_own_tests_through_a_split_relay_never_write_on_a_replica() {
+    let list = std::env::var("SQLFLEET_MYSQLTEST_LIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| here().join("ci.list"));
+    let tests = read_list(&list);
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let srv = sqlfleet_testkit::replicated_with(SERVER_OPTIONS);
+    prepare(&srv).await;
+    let dir = tempfile::tempdir().expect("tmp");
+    let (socket, port, stop) = start_relay(&srv, "transaction", true, dir.path(), true).await;
+    let verdicts = tokio::task::spawn_blocking(move || run_suite("split", &socket, port, &tests))
+        .await
+        .expect("suite");
+    let _ = stop.send(());
+    let passed = verdicts.values().filter(|v| *v == "pass").count();
+    eprintln!("split: {passed} of {} pass", verdicts.len());
+    // (As root@localhost over each replica's socket: the suite's
+    // password, empty.)
+    let mut conns = Vec::new();
+    for n in &srv.sandbox.meta.nodes[1..] {
+        let socket = srv.sandbox.layout.node(n).socket();
+        let opts = mysql_async::OptsBuilder::default()
+            .socket(Some(socket.display().to_string()))
+            .user(Some("root"));
+        let c = mysql_async::Conn::new(opts).await.expect("replica");
+        conns.push((socket.display().to_string(), c));
+    }
+    let wrote = common::routing::servers_that_wrote(conns).await;
+    assert!(
+        wrote.is_empty(),
+        "replicas that ran transactions of their own: {wrote:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -286,9 +343,6 @@ async fn run_list(
     per_user: bool,
     known: BTreeMap<String, (Vec<String>, String)>,
 ) {
-    // One suite at a time: mariadb-test-run's directories are named by
-    // process and run label.
-    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = ONE_AT_A_TIME.lock().await;
     // A fresh server for each run: what one run's failures leave behind
     // must not decide the next run's results.
@@ -316,7 +370,7 @@ async fn run_list(
     for mode in ["transaction", "session"] {
         let srv = server_with(SERVER_OPTIONS);
         prepare(&srv).await;
-        let (socket, port, stop) = start_relay(&srv, mode, per_user, dir.path()).await;
+        let (socket, port, stop) = start_relay(&srv, mode, per_user, dir.path(), false).await;
         // Known differences are left out of the run: a test that fails
         // half-way leaves tables and accounts that would fail the next.
         let relayed = tokio::task::spawn_blocking({

@@ -93,6 +93,12 @@ pub fn galera_with(options: &[&str]) -> TestServer {
     )
 }
 
+/// A primary with two replicas started with extra options; one per
+/// distinct call site, kept by the caller.
+pub fn replicated_with(options: &[&str]) -> TestServer {
+    start("q", 2, options.iter().map(|s| s.to_string()).collect())
+}
+
 /// A server started with extra options (e.g. `local_infile=0`); one per
 /// distinct call site, kept in the caller's own `OnceLock`.
 pub fn server_with(options: &[&str]) -> TestServer {

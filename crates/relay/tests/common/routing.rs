@@ -173,10 +173,21 @@ pub fn node_addrs(srv: &TestServer) -> Vec<String> {
 /// texts.
 #[allow(dead_code)]
 pub async fn replicas_that_wrote(srv: &TestServer) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut conns = Vec::new();
     for n in &srv.sandbox.meta.nodes[1..] {
         let t = srv.sandbox.target(n).expect("target");
-        let mut c = t.connect(Duration::from_secs(5)).await.expect("replica");
+        let c = t.connect(Duration::from_secs(5)).await.expect("replica");
+        conns.push((format!("127.0.0.1:{}", n.port), c));
+    }
+    servers_that_wrote(conns).await
+}
+
+/// [`replicas_that_wrote`] over connections to the replicas, each with
+/// its name.
+#[allow(dead_code)]
+pub async fn servers_that_wrote(conns: Vec<(String, mysql_async::Conn)>) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, mut c) in conns {
         let (id, pos): (u32, String) = c
             .query_first("SELECT @@server_id, @@gtid_binlog_pos")
             .await
@@ -210,8 +221,7 @@ pub async fn replicas_that_wrote(srv: &TestServer) -> Vec<String> {
             }
         }
         out.push(format!(
-            "127.0.0.1:{} (server id {id}): {pos}; its own events: {own:?}",
-            n.port
+            "{name} (server id {id}): {pos}; its own events: {own:?}"
         ));
         let _ = c.disconnect().await;
     }
