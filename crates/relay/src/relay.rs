@@ -25,6 +25,22 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// Waits until each backend's first health check has ended (at most
+    /// a check's own limit): a client's session then starts as the
+    /// backends' do, its dialect and autocommit known, instead of the
+    /// careful guesses of a relay that knows nothing yet. Clients that
+    /// connect meanwhile wait in the listen queue.
+    async fn first_checks(&self) {
+        let until = tokio::time::Instant::now()
+            + backend::health::CHECK_TIMEOUT
+            + std::time::Duration::from_millis(100);
+        while !self.ctx.pool.health.all().iter().all(|s| s.checked)
+            && tokio::time::Instant::now() < until
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    }
+
     pub async fn new(cfg: RelayConfig) -> Result<Relay, StartError> {
         let tls = match &cfg.tls {
             Some(t) => Some(Arc::new(
@@ -217,6 +233,7 @@ impl Relay {
                 ))
             })
             .collect();
+        self.first_checks().await;
         let follower = self.ctx.cfg.dynamic.cache.follow.clone().map(|f| {
             let ctx = self.ctx.clone();
             tokio::spawn(async move {
