@@ -171,9 +171,17 @@ pub fn reads_as_before(
     (new, new_toks): (&[u8], &[(Tok, Range<usize>)]),
     value: &[u8],
 ) -> bool {
+    // (A negative count is written as `-1`: the lexer reads a `-` and a
+    // literal `1`.)
+    let digits = value.strip_prefix(b"-").unwrap_or(value);
     let literals = |sql: &'_ [u8], t: &'_ [(Tok, Range<usize>)]| -> Vec<Vec<u8>> {
         t.iter()
-            .filter(|(k, r)| matches!(k, Tok::Literal) && sql.get(r.clone()) != Some(value))
+            .filter(|(k, r)| {
+                matches!(k, Tok::Literal)
+                    && sql
+                        .get(r.clone())
+                        .is_some_and(|l| l != value && l != digits)
+            })
             .filter_map(|(_, r)| sql.get(r.clone()).map(<[u8]>::to_vec))
             .collect()
     };

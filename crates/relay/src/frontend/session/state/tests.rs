@@ -1259,3 +1259,26 @@ fn autocommit_as_the_servers_start_sessions_is_no_reason_to_hold() {
     run(&mut st, "SELECT 1", R::NoAutocommit);
     assert!(st.pins.contains(&Pin::ServerState), "{:?}", st.pins);
 }
+
+/// A count of -1 (the statement before was no write, or failed) is
+/// written in as every other: the rewrite reads as the text did.
+#[test]
+fn a_negative_count_is_written_in() {
+    let mut st = ClientState::new(T, None);
+    st.last_row_count = -1;
+    let q = Query::new(b"SELECT hex(concat(row_count()))");
+    let d = sqlfleet_dump::lex::Dialect::default();
+    let text = st
+        .own_counts(
+            b"SELECT hex(concat(row_count()))",
+            q.tokens(),
+            d,
+            &q.effects(),
+        )
+        .expect("reads as before");
+    assert!(
+        String::from_utf8_lossy(&text).contains("COALESCE(-1, row_count())"),
+        "{}",
+        String::from_utf8_lossy(&text)
+    );
+}

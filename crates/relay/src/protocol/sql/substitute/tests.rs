@@ -343,4 +343,12 @@ fn a_rewrite_is_sent_only_when_it_reads_as_the_text_did() {
         old,
         b"SELECT 'a', COALESCE('0-1-7', @@last_gtid), 'c'"
     ));
+    // A negative count: `-` and a literal to the lexer.
+    let old = b"SELECT ROW_COUNT(), 'x'";
+    let new = b"SELECT COALESCE(-1, ROW_COUNT()) AS `ROW_COUNT()`, 'x'";
+    assert!(reads_as_before(
+        (old, &lex_in(old, d).toks),
+        (new, &lex_in(new, d).toks),
+        b"-1"
+    ));
 }
