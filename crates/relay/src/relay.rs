@@ -34,9 +34,7 @@ impl Relay {
         let until = tokio::time::Instant::now()
             + backend::health::CHECK_TIMEOUT
             + std::time::Duration::from_millis(100);
-        while !self.ctx.pool.health.all().iter().all(|s| s.checked)
-            && tokio::time::Instant::now() < until
-        {
+        while !self.ctx.pool.health.all_checked() && tokio::time::Instant::now() < until {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }

@@ -82,13 +82,22 @@ pub struct Fresh {
     pub sure: bool,
 }
 
+/// What a backend's last check found of its new sessions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Start {
+    pub checked: bool,
+    pub up: bool,
+    pub autocommit: bool,
+    pub init_connect: bool,
+}
+
 /// A new session's start on the backends `states` (those checked and up):
 /// autocommit when every one has @@global.autocommit on (what the relay
 /// tells a client at login, as the server's own login OK does); sure when
 /// they agree and none runs an init_connect (which the server runs after
 /// that OK). Nothing checked yet: autocommit, not sure.
-pub fn fresh_sessions(states: &[State]) -> Fresh {
-    let seen: Vec<&State> = states.iter().filter(|s| s.checked && s.up).collect();
+pub fn fresh_sessions(states: &[Start]) -> Fresh {
+    let seen: Vec<&Start> = states.iter().filter(|s| s.checked && s.up).collect();
     let on = seen.iter().filter(|s| s.autocommit).count();
     Fresh {
         autocommit: on == seen.len(),
@@ -119,9 +128,22 @@ impl Health {
     }
 
     /// What a new session starts with on every backend checked so far
-    /// ([`fresh_sessions`]).
+    /// ([`fresh_sessions`]; asked at each login: no copy of the states).
     pub fn fresh_sessions(&self) -> Fresh {
-        fresh_sessions(&self.all())
+        let starts: Vec<Start> = self
+            .states
+            .iter()
+            .map(|m| {
+                let s = m.lock().unwrap_or_else(|e| e.into_inner());
+                Start {
+                    checked: s.checked,
+                    up: s.up,
+                    autocommit: s.autocommit,
+                    init_connect: s.init_connect,
+                }
+            })
+            .collect();
+        fresh_sessions(&starts)
     }
 
     /// The global sql_mode a backend's last check read (the first one's
@@ -138,6 +160,21 @@ impl Health {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Backend `i`'s role now (a lock, no copy: asked per statement).
+    pub fn role(&self, i: usize) -> &'static str {
+        self.states[i]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .role()
+    }
+
+    /// Whether every backend's first check has ended.
+    pub fn all_checked(&self) -> bool {
+        self.states
+            .iter()
+            .all(|m| m.lock().unwrap_or_else(|e| e.into_inner()).checked)
     }
 
     pub fn all(&self) -> Vec<State> {
@@ -276,7 +313,15 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
     };
     let ro: i64 = get(&first, "ro").parse().map_err(|_| "bad @@read_only")?;
     let gtid = get(&first, "gtid");
-    let (autocommit, init_connect) = (get(&first, "ac") != "0", get(&first, "ic") == "1");
+    // (What a new session starts with decides where its reads go: a value
+    // not read as 0 or 1 fails the check rather than be guessed.)
+    let flag = |col: &str, what: &str| match get(&first, col).as_str() {
+        "1" => Ok(true),
+        "0" => Ok(false),
+        other => Err(format!("bad {what}: {other:?}")),
+    };
+    let autocommit = flag("ac", "@@global.autocommit")?;
+    let init_connect = flag("ic", "@@global.init_connect <> ''")?;
     let sql_mode = first
         .iter()
         .find(|(n, _)| n == "mode")
@@ -506,14 +551,13 @@ mod tests {
             ),
         ];
         for (name, backends, want) in rows {
-            let states: Vec<State> = backends
+            let states: Vec<Start> = backends
                 .iter()
-                .map(|&(checked, up, autocommit, init_connect)| State {
+                .map(|&(checked, up, autocommit, init_connect)| Start {
                     checked,
                     up,
                     autocommit,
                     init_connect,
-                    ..State::default()
                 })
                 .collect();
             assert_eq!(fresh_sessions(&states), *want, "{name}");

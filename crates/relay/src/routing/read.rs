@@ -58,6 +58,15 @@ pub fn route_for(f: Facts) -> Route {
     }
 }
 
+/// Whether a statement may run on a replica's connection the client
+/// holds (a read left something open there the relay did not expect: a
+/// transaction, where that replica's sessions start with autocommit off):
+/// a read, or the one COMMIT or ROLLBACK that ends it; anything else
+/// could write there (root's writes pass read_only) and is refused.
+pub fn runs_on_a_held_replica(read: bool, ends_transaction: bool, statements: usize) -> bool {
+    read || (ends_transaction && statements == 1)
+}
+
 /// What a query rule's `route` asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RuleRoute {

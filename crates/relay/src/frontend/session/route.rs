@@ -499,8 +499,9 @@ impl Session {
         let Some(b) = self.backend.filter(|_| self.conn.is_some()) else {
             return Ok(());
         };
-        let ends_it = fx.ends_transaction && fx.statements == 1;
-        if read || ends_it || self.ctx.pool.health.get(b).role() != "replica" {
+        if read::runs_on_a_held_replica(read, fx.ends_transaction, fx.statements)
+            || self.ctx.pool.health.role(b) != "replica"
+        {
             return Ok(());
         }
         Err(Fail::Err(

@@ -274,7 +274,6 @@ impl ClientState {
         self.explained = true;
     }
 
-    /// A client just logged in (with `db` as its default database).
     /// A new session that starts as the backends' new sessions do
     /// (`Health::fresh_sessions`): its autocommit, and whether that is sure.
     pub fn starting_as(mut self, fresh: Fresh) -> ClientState {
@@ -284,6 +283,7 @@ impl ClientState {
         self
     }
 
+    /// A client just logged in (with `db` as its default database).
     pub fn new(mode: Mode, db: Option<String>) -> ClientState {
         let mut pins = BTreeSet::new();
         if mode == Mode::Session {

@@ -166,26 +166,21 @@ fn alias_of(text: &[u8], cs: Multibyte) -> Option<Vec<u8>> {
 /// equal to `value` are left out. A rewrite that fails this would change
 /// what the client's statement says (a string ended elsewhere, a comment
 /// begun): it is refused, never sent.
-pub fn reads_as_before(
-    (old, old_toks): (&[u8], &[(Tok, Range<usize>)]),
-    (new, new_toks): (&[u8], &[(Tok, Range<usize>)]),
-    value: &[u8],
+pub fn reads_as_before<'a>(
+    (old, old_toks): (&'a [u8], &'a [(Tok, Range<usize>)]),
+    (new, new_toks): (&'a [u8], &'a [(Tok, Range<usize>)]),
+    value: &'a [u8],
 ) -> bool {
     // (A negative count is written as `-1`: the lexer reads a `-` and a
     // literal `1`.)
     let digits = value.strip_prefix(b"-").unwrap_or(value);
-    let literals = |sql: &'_ [u8], t: &'_ [(Tok, Range<usize>)]| -> Vec<Vec<u8>> {
+    let literals = |sql: &'a [u8], t: &'a [(Tok, Range<usize>)]| {
         t.iter()
-            .filter(|(k, r)| {
-                matches!(k, Tok::Literal)
-                    && sql
-                        .get(r.clone())
-                        .is_some_and(|l| l != value && l != digits)
-            })
-            .filter_map(|(_, r)| sql.get(r.clone()).map(<[u8]>::to_vec))
-            .collect()
+            .filter(|(k, _)| matches!(k, Tok::Literal))
+            .filter_map(move |(_, r)| sql.get(r.clone()))
+            .filter(move |l| *l != value && *l != digits)
     };
-    literals(old, old_toks) == literals(new, new_toks)
+    literals(old, old_toks).eq(literals(new, new_toks))
 }
 
 /// A byte that may be part of a name or a number the server reads on

@@ -460,3 +460,28 @@ fn which_writes_are_remembered() {
         );
     }
 }
+
+/// What may run on a replica's connection a client holds: reads and the
+/// statement that ends the transaction there, alone.
+#[test]
+fn what_runs_on_a_held_replica() {
+    // (name, read, ends_transaction, statements, runs)
+    let rows: &[(&str, bool, bool, usize, bool)] = &[
+        ("a read", true, false, 1, true),
+        ("COMMIT", false, true, 1, true),
+        ("ROLLBACK", false, true, 1, true),
+        ("COMMIT; INSERT ...", false, true, 2, false),
+        ("INSERT", false, false, 1, false),
+        (
+            "ROLLBACK TO SAVEPOINT s (the transaction goes on)",
+            false,
+            false,
+            1,
+            false,
+        ),
+        ("SET @a = 1", false, false, 1, false),
+    ];
+    for (name, read, ends, n, want) in rows {
+        assert_eq!(runs_on_a_held_replica(*read, *ends, *n), *want, "{name}");
+    }
+}
