@@ -95,6 +95,66 @@ fn run_suite(
     (passed, text)
 }
 
+/// A suite's runs through relays, against its direct run: a line each
+/// for the report, and what was lost or written on a replica.
+struct Runs<'d> {
+    suite: &'static str,
+    direct: &'d BTreeSet<String>,
+    report: Vec<String>,
+    regressions: Vec<String>,
+}
+
+impl<'d> Runs<'d> {
+    fn new(suite: &'static str, direct: &'d BTreeSet<String>) -> Runs<'d> {
+        Runs {
+            suite,
+            direct,
+            report: vec![format!("direct: {} pass", direct.len())],
+            regressions: Vec::new(),
+        }
+    }
+
+    /// One run through a relay in `(mode, accounts)`: the tests that
+    /// passed, those lost (what passes directly and may not be forgiven),
+    /// its output (kept when something went wrong); the replicas are
+    /// checked for transactions of their own.
+    fn record(
+        &mut self,
+        srv: &sqlfleet_testkit::TestServer,
+        (mode, accounts): (&str, &str),
+        got: &BTreeSet<String>,
+        lost: &[&String],
+        text: &str,
+    ) {
+        self.report.push(format!(
+            "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
+            self.direct.iter().filter(|t| got.contains(*t)).count(),
+            self.direct.len()
+        ));
+        let rt = tokio::runtime::Runtime::new().expect("rt");
+        let wrote = rt.block_on(replicas_that_wrote(srv));
+        if !lost.is_empty() || !wrote.is_empty() {
+            let saved =
+                std::env::temp_dir().join(format!("sqlfleet-{}-suite-{mode}.out", self.suite));
+            let _ = std::fs::write(&saved, text);
+            self.regressions.push(format!(
+                "{mode}: lost {lost:?}, replicas that wrote {wrote:?} (output: {})",
+                saved.display()
+            ));
+        }
+    }
+
+    fn assert_none_lost(self) {
+        eprintln!("{}", self.report.join("\n"));
+        assert!(
+            self.regressions.is_empty(),
+            "through the relay:\n{}\n{}",
+            self.regressions.join("\n"),
+            self.report.join("\n")
+        );
+    }
+}
+
 #[test]
 fn go_sql_drivers_own_tests_pass_through_the_relay() {
     let srv = replicated();
@@ -108,9 +168,7 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let mut report = vec![format!("direct: {} pass", direct.len())];
-    let mut regressions = Vec::new();
+    let mut runs = Runs::new("go", &direct);
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
         let relay = start_split_suite_relay(srv, &pw, mode, accounts);
         let port = relay.port;
@@ -134,33 +192,15 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
                     .contains(*t)
             });
             if let Some(n) = again {
-                report.push(format!("{mode}: {t} (racy) passed on rerun {n}"));
+                runs.report
+                    .push(format!("{mode}: {t} (racy) passed on rerun {n}"));
             }
             again.is_none()
         });
         drop(relay);
-        report.push(format!(
-            "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
-            direct.iter().filter(|t| got.contains(*t)).count(),
-            direct.len()
-        ));
-        let wrote = rt.block_on(replicas_that_wrote(srv));
-        if !lost.is_empty() || !wrote.is_empty() {
-            let saved = std::env::temp_dir().join(format!("sqlfleet-go-suite-{mode}.out"));
-            let _ = std::fs::write(&saved, &text);
-            regressions.push(format!(
-                "{mode}: lost {lost:?}, replicas that wrote {wrote:?} (output: {})",
-                saved.display()
-            ));
-        }
+        runs.record(srv, (mode, accounts), &got, &lost, &text);
     }
-    eprintln!("{}", report.join("\n"));
-    assert!(
-        regressions.is_empty(),
-        "through the relay:\n{}\n{}",
-        regressions.join("\n"),
-        report.join("\n")
-    );
+    runs.assert_none_lost();
 }
 
 /// Runs mysqlclient's (Python MySQLdb, on Connector/C) own tests in `dir`
@@ -220,9 +260,7 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
         "most of the suite passes directly ({} passed):\n{text}",
         direct.len()
     );
-    let rt = tokio::runtime::Runtime::new().expect("rt");
-    let mut report = vec![format!("direct: {} pass", direct.len())];
-    let mut regressions = Vec::new();
+    let mut runs = Runs::new("mysqldb", &direct);
     for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
         let relay = start_split_suite_relay(srv, &pw, mode, accounts);
         let db = format!("mdbtest_{mode}");
@@ -230,26 +268,7 @@ fn mysqldbs_own_tests_pass_through_a_split_relay_and_no_replica_writes() {
         let (got, text) = run_mysqldb_suite(&dir, relay.port, &pw, &db);
         drop(relay);
         let lost: Vec<&String> = direct.iter().filter(|t| !got.contains(*t)).collect();
-        report.push(format!(
-            "{mode} mode, {accounts} accounts: {} of the {} that pass directly; failing: {lost:?}",
-            direct.iter().filter(|t| got.contains(*t)).count(),
-            direct.len()
-        ));
-        let wrote = rt.block_on(replicas_that_wrote(srv));
-        if !lost.is_empty() || !wrote.is_empty() {
-            let saved = std::env::temp_dir().join(format!("sqlfleet-mysqldb-suite-{mode}.out"));
-            let _ = std::fs::write(&saved, &text);
-            regressions.push(format!(
-                "{mode}: lost {lost:?}, replicas that wrote {wrote:?} (output: {})",
-                saved.display()
-            ));
-        }
+        runs.record(srv, (mode, accounts), &got, &lost, &text);
     }
-    eprintln!("{}", report.join("\n"));
-    assert!(
-        regressions.is_empty(),
-        "through the relay:\n{}\n{}",
-        regressions.join("\n"),
-        report.join("\n")
-    );
+    runs.assert_none_lost();
 }

@@ -1056,9 +1056,6 @@ async fn without_the_primarys_binary_log_the_cache_is_bypassed_unless_told_to_tr
     // once the rule's ttl (1 s) has ended.
     let rules = format!("{RULES}\n[cache]\nbinlog = false\n");
     let relay = start_relay(&srv, &["--mode", "transaction", "--toml", &rules]);
-    // (Once a health check has said how new sessions start: before it a
-    // client's autocommit is not sure, and its reads are not kept.)
-    relay.wait_roles(1, 0);
     let mut a = client(&relay, &db).await;
     let v: Option<i64> = a.query_first(read).await.expect("miss");
     assert_eq!(v, Some(0));
