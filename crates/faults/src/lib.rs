@@ -34,6 +34,18 @@ macro_rules! point {
     };
 }
 
+/// Marks a named failpoint reached on behalf of one `scope` (a source's
+/// name): armed as `name` it acts for every scope, armed as
+/// `name@scope` only for that one — a test in a process where other
+/// tests' runs reach the same point arms it for its own run alone.
+#[macro_export]
+macro_rules! point_of {
+    ($name:expr, $scope:expr) => {{
+        $crate::fail::fail_point!($name);
+        $crate::fail::fail_point!(&format!("{}@{}", $name, $scope));
+    }};
+}
+
 /// The environment variable a process reads its armed points from.
 pub const ENV: &str = "SQLFLEET_FAILPOINTS";
 

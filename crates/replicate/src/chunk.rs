@@ -248,8 +248,12 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job], alone: bool) -> Resul
             if alone {
                 // The same instant in a chunk that writes tables a
                 // ROLLBACK does not undo (its own name: a test arms it
-                // without touching other runs' chunks).
-                sqlfleet_faults::point!("replicate::nontx_before_commit");
+                // without touching other runs' chunks; `@source`: nor
+                // other sources' runs in the same process).
+                sqlfleet_faults::point_of!(
+                    "replicate::nontx_before_commit",
+                    jobs.first().map_or("", |j| &*j.source)
+                );
             }
         }
         a.run_query(q).await?;

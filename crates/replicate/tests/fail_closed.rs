@@ -725,7 +725,9 @@ fn kill_at_nontx_commit(t: &'static TestServer) -> Arc<std::sync::atomic::Atomic
     use std::sync::atomic::{AtomicBool, Ordering};
     let killed = Arc::new(AtomicBool::new(false));
     let k = killed.clone();
-    sqlfleet_faults::fail::cfg_callback("replicate::nontx_before_commit", move || {
+    // (Its source's own point: other tests' runs in this process write
+    // MyISAM tables too, and a kill at their instant is not this test's.)
+    sqlfleet_faults::fail::cfg_callback("replicate::nontx_before_commit@fn", move || {
         if k.load(Ordering::SeqCst) {
             return;
         }
@@ -764,7 +766,7 @@ async fn run_through_a_kill(
         }
     });
     let summary = caught_up_into(cfg, t, s).await;
-    sqlfleet_faults::fail::remove("replicate::nontx_before_commit");
+    sqlfleet_faults::fail::remove("replicate::nontx_before_commit@fn");
     assert!(
         restart.await.expect("restart task"),
         "the failpoint before a MyISAM chunk's COMMIT was never hit"

@@ -233,7 +233,7 @@ impl SourceRunner {
             conn.begin().await?;
             conn.items(txn).await?;
             if nontx {
-                sqlfleet_faults::point!("replicate::nontx_before_commit");
+                sqlfleet_faults::point_of!("replicate::nontx_before_commit", name);
             }
             let streams: Vec<(&str, &str, &Txn)> =
                 txn.dbs.iter().map(|d| (name, d.as_str(), txn)).collect();
