@@ -29,6 +29,8 @@ pub mod gtid;
 #[cfg(test)]
 mod guard_tests;
 mod lanes;
+#[cfg(test)]
+mod mark_tests;
 pub mod merge;
 pub mod metrics;
 mod order;

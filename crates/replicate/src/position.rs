@@ -56,6 +56,11 @@ const DDL: &[&str] = &[
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL, gtid VARCHAR(64) NOT NULL,
         statement MEDIUMTEXT NOT NULL, started_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
         PRIMARY KEY (source, stream)) ENGINE=InnoDB",
+    // The newest retry request of the source when the mark was made: a
+    // retry answers the marks made before it, told by its id (a marking
+    // session's clock is the source's, replayed). NULL: a mark of an
+    // earlier version, told by its time.
+    "ALTER TABLE sqlfleet.replicate_nontx ADD COLUMN IF NOT EXISTS after_retry BIGINT UNSIGNED NULL",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_skip (
         source VARCHAR(64) NOT NULL, gtid VARCHAR(64) NOT NULL,
         reason VARCHAR(255) NOT NULL DEFAULT '', at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
@@ -338,7 +343,8 @@ impl Book<'_> {
         let marks: Vec<(String, String, bool)> = conn
             .exec(
                 "SELECT n.stream, n.gtid, EXISTS (SELECT 1 FROM sqlfleet.replicate_retry r \
-                 WHERE r.source = n.source AND r.stream IN ('', n.stream) AND r.at > n.started_at) \
+                 WHERE r.source = n.source AND r.stream IN ('', n.stream) AND \
+                 IF(n.after_retry IS NULL, r.at > n.started_at, r.id > n.after_retry)) \
                  FROM sqlfleet.replicate_nontx n WHERE n.source = ?",
                 (source,),
             )
@@ -394,7 +400,12 @@ impl Book<'_> {
     }
 
     /// Marks a transaction of `stream` that writes tables a ROLLBACK does
-    /// not undo as started (autocommitted, before its first write).
+    /// not undo as started (autocommitted, before its first write), with
+    /// the newest retry request it comes after. (Not by time: the marking
+    /// session replays statements at their source's time, so a mark made
+    /// while catching up read older than a retry recorded before it, and
+    /// that retry answered it: a crash inside the transaction then applied
+    /// it twice.)
     pub async fn mark_nontx(
         &mut self,
         stream: &str,
@@ -404,8 +415,9 @@ impl Book<'_> {
         let (conn, source) = (&mut *self.conn, self.source);
         utf8_client(conn).await?;
         conn.exec_drop(
-            "REPLACE INTO sqlfleet.replicate_nontx (source, stream, gtid, statement) VALUES (?, ?, ?, ?)",
-            (source, stream, gtid.to_string(), first),
+            "REPLACE INTO sqlfleet.replicate_nontx (source, stream, gtid, statement, after_retry) \
+             SELECT ?, ?, ?, ?, COALESCE(MAX(id), 0) FROM sqlfleet.replicate_retry WHERE source = ?",
+            (source, stream, gtid.to_string(), first, source),
         )
         .await
     }
