@@ -401,11 +401,11 @@ impl Book<'_> {
 
     /// Marks a transaction of `stream` that writes tables a ROLLBACK does
     /// not undo as started (autocommitted, before its first write), with
-    /// the newest retry request it comes after. (Not by time: the marking
-    /// session replays statements at their source's time, so a mark made
-    /// while catching up read older than a retry recorded before it, and
-    /// that retry answered it: a crash inside the transaction then applied
-    /// it twice.)
+    /// the newest retry request it comes after, read in the same
+    /// statement. (Not by time: the marking session replays statements at
+    /// their source's time, so a mark made while catching up read older
+    /// than a retry recorded before it, and that retry answered it: a
+    /// crash inside the transaction then applied it twice.)
     pub async fn mark_nontx(
         &mut self,
         stream: &str,
@@ -415,8 +415,11 @@ impl Book<'_> {
         let (conn, source) = (&mut *self.conn, self.source);
         utf8_client(conn).await?;
         conn.exec_drop(
+            // (VALUES with a subquery, not REPLACE ... SELECT: that one
+            // is unsafe to log as a statement, a warning in the target's
+            // error log on every mark where it logs statements.)
             "REPLACE INTO sqlfleet.replicate_nontx (source, stream, gtid, statement, after_retry) \
-             SELECT ?, ?, ?, ?, COALESCE(MAX(id), 0) FROM sqlfleet.replicate_retry WHERE source = ?",
+             VALUES (?, ?, ?, ?, (SELECT COALESCE(MAX(id), 0) FROM sqlfleet.replicate_retry WHERE source = ?))",
             (source, stream, gtid.to_string(), first, source),
         )
         .await
