@@ -30,6 +30,8 @@ pub mod gtid;
 mod guard_tests;
 mod lanes;
 #[cfg(test)]
+mod logged_tests;
+#[cfg(test)]
 mod mark_tests;
 pub mod merge;
 pub mod metrics;

@@ -79,24 +79,3 @@ async fn a_retry_answers_only_the_marks_made_before_it_whatever_the_session_cloc
     }
     let _ = c.disconnect().await;
 }
-
-/// A mark written where the target logs statements is safe to log so: no
-/// 1592 warning, which the server also writes to its error log, on every
-/// MyISAM transaction (`REPLACE ... SELECT` was one).
-#[tokio::test]
-async fn a_mark_logged_as_a_statement_leaves_no_warning() {
-    let mut c = sqlfleet_testkit::server().connect().await;
-    position::ensure(&mut c).await.expect("our schema");
-    c.query_drop("SET SESSION binlog_format = 'STATEMENT'")
-        .await
-        .expect("statement logging");
-    let g: Gtid = "1-100-78".parse().expect("gtid");
-    Book::new(&mut c, "mark_logged")
-        .mark_nontx("mo", &g, "UPDATE mo.m SET v = v + 1")
-        .await
-        .expect("mark");
-    let warnings: Vec<(String, u32, String)> = c.query("SHOW WARNINGS").await.expect("warnings");
-    assert!(warnings.is_empty(), "{warnings:?}");
-    assert_eq!(unsure("mark_logged").await.get("mo"), Some(&g));
-    let _ = c.disconnect().await;
-}

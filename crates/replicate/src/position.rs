@@ -257,15 +257,20 @@ pub fn clear_ddl_sql(source: &str) -> String {
 /// applied at, domain, server, sequence number, source time, binlog file.
 pub type StreamRow = (String, String, u32, u32, u64, u64, String);
 
-/// The statement recording `stream` at `g` (also the floor when stream is
-/// [`FLOOR`]).
+/// The statements recording `stream` at `g` (also the floor when stream
+/// is [`FLOOR`]), applied at the target's time: the session's clock is set
+/// back to it first (a replayed statement left it at its source's), and
+/// `NOW(6)` read, which a target logging statements logs with its value
+/// (`SYSDATE(6)` was unsafe there: a 1592 warning, in its error log too,
+/// on every position written).
 pub fn upsert(source: &str, stream: &str, g: &Gtid, file: &str, pos: u64, time: u32) -> String {
     format!(
-        "INSERT INTO sqlfleet.replicate_position (source, stream, domain_id, server_id, seq_no, binlog_file, binlog_pos, source_time, applied_at) \
-         VALUES ({}, {}, {}, {}, {}, {}, {}, {}, SYSDATE(6)) \
+        "SET @@session.timestamp = DEFAULT; \
+         INSERT INTO sqlfleet.replicate_position (source, stream, domain_id, server_id, seq_no, binlog_file, binlog_pos, source_time, applied_at) \
+         VALUES ({}, {}, {}, {}, {}, {}, {}, {}, NOW(6)) \
          ON DUPLICATE KEY UPDATE server_id = VALUES(server_id), seq_no = VALUES(seq_no), \
          binlog_file = VALUES(binlog_file), binlog_pos = VALUES(binlog_pos), source_time = VALUES(source_time), \
-         applied_at = SYSDATE(6)",
+         applied_at = NOW(6)",
         utf8_literal(source),
         utf8_literal(stream),
         g.domain,
