@@ -11,8 +11,9 @@
 //! A run of the suite takes a minute or more (its connection and async
 //! programs wait out timeouts), so CI runs a seeded slice: the default
 //! mode (transaction, per-user) every time and one of the other two by
-//! `SQLFLEET_CONNECTOR_C_SEED` (default: the day's number, printed);
-//! `SQLFLEET_CONNECTOR_C_MODES=all` runs the three (`bench/connector_c.sh`).
+//! `SQLFLEET_CONNECTOR_C_SEED` (`common::relay::seeded_modes`; default:
+//! the day's number, printed); `SQLFLEET_CONNECTOR_C_MODES=all` runs the
+//! three (`bench/client_suites.sh`).
 
 mod common;
 
@@ -154,30 +155,6 @@ fn verdicts_are_read_from_tap_lines() {
     assert_eq!(verdict("Bail out! Signal 11 thrown"), None);
 }
 
-/// The relay modes (mode, accounts) each run of the suite goes through:
-/// the default always, the others by seed or all of them (module doc).
-fn relay_modes() -> Vec<(&'static str, &'static str)> {
-    const OTHERS: [(&str, &str); 2] = [("session", "per-user"), ("transaction", "shared")];
-    let mut modes = vec![("transaction", "per-user")];
-    if std::env::var("SQLFLEET_CONNECTOR_C_MODES").as_deref() == Ok("all") {
-        modes.extend(OTHERS);
-        return modes;
-    }
-    let seed: u64 = std::env::var("SQLFLEET_CONNECTOR_C_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs() / 86_400)
-        });
-    eprintln!(
-        "connector_c: SQLFLEET_CONNECTOR_C_SEED={seed} (SQLFLEET_CONNECTOR_C_MODES=all runs every mode)"
-    );
-    modes.push(OTHERS[(seed % 2) as usize]);
-    modes
-}
-
 #[test]
 fn connector_cs_own_tests_pass_through_the_relay() {
     let dir = tests_dir();
@@ -195,7 +172,12 @@ fn connector_cs_own_tests_pass_through_the_relay() {
     let (cert, key) = sqlfleet_testkit::tls::self_signed(certs.path(), "127.0.0.1");
     let mut report = vec![format!("direct: {} pass", direct.len())];
     let mut regressions = Vec::new();
-    for (mode, accounts) in relay_modes() {
+    let modes = common::relay::seeded_modes(
+        "SQLFLEET_CONNECTOR_C",
+        &[("transaction", "per-user")],
+        &[("session", "per-user"), ("transaction", "shared")],
+    );
+    for (mode, accounts) in modes {
         let relay = start_suite_relay(
             &[&format!("127.0.0.1:{direct_port}")],
             "",

@@ -7,6 +7,9 @@
 //! also racy directly, which must then pass on a rerun alone). The suite's concurrency
 //! test is on: it opens @@max_connections transactions at once and takes,
 //! for each, success or exactly `Error 1040: Too many connections`.
+//! A run of the go suite takes a minute or more: CI takes one of its two
+//! relay modes by `SQLFLEET_GO_SUITE_SEED` (default: the day's number,
+//! printed); `SQLFLEET_GO_SUITE_MODES=all` runs both.
 
 mod common;
 
@@ -169,7 +172,13 @@ fn go_sql_drivers_own_tests_pass_through_the_relay() {
         direct.len()
     );
     let mut runs = Runs::new("go", &direct);
-    for (mode, accounts) in [("transaction", "per-user"), ("session", "shared")] {
+    // (A run of the suite takes a minute: CI takes one mode by seed.)
+    let modes = common::relay::seeded_modes(
+        "SQLFLEET_GO_SUITE",
+        &[],
+        &[("transaction", "per-user"), ("session", "shared")],
+    );
+    for (mode, accounts) in modes {
         let relay = start_split_suite_relay(srv, &pw, mode, accounts);
         let port = relay.port;
         let db = format!("gotest_{mode}");

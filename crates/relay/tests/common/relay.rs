@@ -215,3 +215,32 @@ pub fn stdout(o: &std::process::Output) -> String {
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// A relay mode a client suite runs through: (pool mode, accounts).
+pub type Mode = (&'static str, &'static str);
+
+/// The relay modes a client library's suite goes through in a run (each
+/// run of such a suite takes a minute or more, so CI takes a seeded
+/// slice): `always`, then one of `others` by `{name}_SEED` (default: the
+/// day's number, printed so a failing run can be repeated); `{name}_MODES=all`
+/// takes every one.
+pub fn seeded_modes(name: &str, always: &[Mode], others: &[Mode]) -> Vec<Mode> {
+    let mut modes = always.to_vec();
+    if std::env::var(format!("{name}_MODES")).as_deref() == Ok("all") {
+        modes.extend_from_slice(others);
+        return modes;
+    }
+    let seed: u64 = std::env::var(format!("{name}_SEED"))
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() / 86_400)
+        });
+    eprintln!("\n{name}_SEED={seed} ({name}_MODES=all runs every mode)");
+    if !others.is_empty() {
+        modes.push(others[(seed % others.len() as u64) as usize]);
+    }
+    modes
+}
