@@ -79,3 +79,36 @@ async fn a_retry_answers_only_the_marks_made_before_it_whatever_the_session_cloc
     }
     let _ = c.disconnect().await;
 }
+
+/// A mark an earlier version made (no retry id: its time alone, which may
+/// be its source's) is unsure after the schema is brought up to date,
+/// even with a retry whose time is later than its own; a retry recorded
+/// after that answers it. (Taken by its time, it read as answered.)
+#[tokio::test]
+async fn a_mark_of_an_earlier_version_is_answered_by_no_guess() {
+    let mut c = sqlfleet_testkit::server().connect().await;
+    position::ensure(&mut c).await.expect("our schema");
+    retry("mark_old", "").await;
+    c.query_drop(
+        "REPLACE INTO sqlfleet.replicate_nontx (source, stream, gtid, statement, started_at, after_retry) \
+         VALUES ('mark_old', 'mo', '1-100-80', 'UPDATE mo.m SET v = v + 1', NOW(6) - INTERVAL 1 HOUR, NULL)",
+    )
+    .await
+    .expect("an earlier version's mark");
+    position::ensure(&mut c)
+        .await
+        .expect("the schema brought up to date");
+    let g: Gtid = "1-100-80".parse().expect("gtid");
+    assert_eq!(
+        unsure("mark_old").await.get("mo"),
+        Some(&g),
+        "answered by a retry whose time is later than the mark's"
+    );
+    retry("mark_old", "mo").await;
+    assert_eq!(
+        unsure("mark_old").await.get("mo"),
+        None,
+        "a new retry answers it"
+    );
+    let _ = c.disconnect().await;
+}

@@ -58,8 +58,7 @@ const DDL: &[&str] = &[
         PRIMARY KEY (source, stream)) ENGINE=InnoDB",
     // The newest retry request of the source when the mark was made: a
     // retry answers the marks made before it, told by its id (a marking
-    // session's clock is the source's, replayed). NULL: a mark of an
-    // earlier version, told by its time.
+    // session's clock is the source's, replayed).
     "ALTER TABLE sqlfleet.replicate_nontx ADD COLUMN IF NOT EXISTS after_retry BIGINT UNSIGNED NULL",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_skip (
         source VARCHAR(64) NOT NULL, gtid VARCHAR(64) NOT NULL,
@@ -77,6 +76,11 @@ const DDL: &[&str] = &[
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL DEFAULT '',
         at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (source, id)) ENGINE=InnoDB",
+    // A mark an earlier version made (its time alone, which may be the
+    // source's) is taken as made after every retry so far: unsure until
+    // a new retry or skip says, never answered by a guess.
+    "UPDATE sqlfleet.replicate_nontx n SET after_retry = (SELECT COALESCE(MAX(r.id), 0) \
+     FROM sqlfleet.replicate_retry r WHERE r.source = n.source) WHERE after_retry IS NULL",
 ];
 
 /// Creates the tables when missing.
@@ -348,8 +352,7 @@ impl Book<'_> {
         let marks: Vec<(String, String, bool)> = conn
             .exec(
                 "SELECT n.stream, n.gtid, EXISTS (SELECT 1 FROM sqlfleet.replicate_retry r \
-                 WHERE r.source = n.source AND r.stream IN ('', n.stream) AND \
-                 IF(n.after_retry IS NULL, r.at > n.started_at, r.id > n.after_retry)) \
+                 WHERE r.source = n.source AND r.stream IN ('', n.stream) AND r.id > n.after_retry) \
                  FROM sqlfleet.replicate_nontx n WHERE n.source = ?",
                 (source,),
             )
