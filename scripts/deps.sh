@@ -13,8 +13,10 @@
 #                            drivers, fonts for PNG charts, Connector/C's
 #                            unit tests (scripts/connector_c.sh), MySQLdb's
 #                            test suite (scripts/mysqldb_suite.sh), mydumper
-#                            (its directories, with myloader as the oracle)
-#                            and mdbook (cargo install).
+#                            (its directories, with myloader as the oracle),
+#                            MariaDB 11.4 beside Debian's 10.11
+#                            (scripts/mariadb_next.sh, Maven) and mdbook
+#                            (cargo install).
 #   scripts/deps.sh PKG...   the full set plus these Debian packages.
 set -euo pipefail
 
@@ -90,6 +92,9 @@ if [ -z "$CORE" ]; then
   # MySQLdb's own tests, run directly and through the relay
   # (crates/relay/tests/peer_suite.rs): fetched once from Debian's source.
   "$(dirname "$0")/mysqldb_suite.sh" >/dev/null
+  # A newer server than Debian's (MariaDB 11.4, through Maven): what a
+  # newer source writes into its binlog, read by replicate's tests.
+  "$(dirname "$0")/mariadb_next.sh" >/dev/null
 fi
 
 if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then

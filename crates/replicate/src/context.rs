@@ -97,6 +97,13 @@ pub struct Context {
     /// MariaDB's Q_GTID_FLAGS3: its GTID event's extra flags, repeated
     /// (`gtid::flags_extra`; an ALTER logged in two phases carries them).
     pub gtid_flags3: Option<u8>,
+    /// MariaDB 11.2+'s Q_CHARACTER_SET_COLLATIONS: the session's
+    /// `character_set_collations` as (character set's primary collation
+    /// id, collation id) pairs, written whenever the statement named a
+    /// character set without a collation — empty (`83 00`) in a default
+    /// session, so every such DDL of an 11.4 source carries it; absent:
+    /// the map decided nothing (taken as empty).
+    pub collations: Option<Vec<(u16, u16)>>,
     /// Why this statement's context cannot be reproduced on the target,
     /// if so (the first reason).
     pub refused: Option<String>,
@@ -196,6 +203,10 @@ pub fn read(raw: &[u8]) -> Context {
                 1 + if f as u8 & ends != 0 { 8 } else { 0 }
             }),
             key::UPDATED_DB_NAMES => updated_db_names_len(&raw[p.min(raw.len())..]),
+            // A count, then that many pairs of 2-byte ids (read off an
+            // 11.4 server's binlog: `utf8mb4=utf8mb4_uca1400_ai_ci` is
+            // `01 2d00 0009`).
+            key::CHARACTER_SET_COLLATIONS => byte(p).map(|n| 1 + 4 * n),
             key::MICROSECONDS | key::HRNOW => Some(3),
             key::COMMIT_TS | key::COMMIT_TS2 => Some(0),
             key::EXPLICIT_DEFAULTS_FOR_TIMESTAMP
@@ -237,6 +248,14 @@ pub fn read(raw: &[u8]) -> Context {
             key::CHARSET_DATABASE => c.charset_database = Some(u16le(v)),
             key::EXPLICIT_DEFAULTS_FOR_TIMESTAMP => c.explicit_defaults = Some(v[0] != 0),
             key::GTID_FLAGS3 => c.gtid_flags3 = Some(v[0]),
+            key::CHARACTER_SET_COLLATIONS => {
+                c.collations = Some(
+                    v[1..]
+                        .chunks_exact(4)
+                        .map(|p| (u16le(p), u16le(&p[2..])))
+                        .collect(),
+                )
+            }
             key::MICROSECONDS | key::HRNOW => {
                 let u = u32::from_le_bytes([v[0], v[1], v[2], 0]);
                 if u < 1_000_000 {
@@ -355,6 +374,12 @@ pub fn set_items(c: &Context) -> Result<Vec<String>, String> {
         format!("@@session.auto_increment_increment = {inc}"),
         format!("@@session.auto_increment_offset = {offset}"),
     ];
+    if let Some(pairs) = c.collations.as_deref().filter(|p| !p.is_empty()) {
+        v.push(format!(
+            "@@session.character_set_collations = {}",
+            collations_by_id(pairs)
+        ));
+    }
     // Variables older targets lack: at their default they go in a
     // versioned comment (a target without the variable behaves as the
     // default), otherwise plainly (such a target stops with its error).
@@ -369,13 +394,45 @@ pub fn set_items(c: &Context) -> Result<Vec<String>, String> {
         if f & bit != 0 {
             v.push(format!("@@session.{name} = 1"));
         } else {
-            // Appended to the previous item: `a = 1 /*!NNNNNN , b = 0 */`.
-            if let Some(last) = v.last_mut() {
-                last.push_str(&format!(" /*!{since} , @@session.{name} = 0 */"));
-            }
+            at_default(&mut v, since, &format!("@@session.{name} = 0"));
         }
     }
+    if c.collations.as_deref().is_none_or(|p| p.is_empty()) {
+        at_default(&mut v, "110200", "@@session.character_set_collations = ''");
+    }
     Ok(v)
+}
+
+/// Appends an item older targets lack, at its default, to the previous
+/// one in a versioned comment: `a = 1 /*!NNNNNN , b = 0 */`.
+fn at_default(v: &mut [String], since: &str, item: &str) {
+    if let Some(last) = v.last_mut() {
+        last.push_str(&format!(" /*!{since} , {item} */"));
+    }
+}
+
+/// `character_set_collations` from the event's ids, named by the target
+/// itself (its own collation table, so no list of ours can be out of
+/// date): one `CONCAT`, NULL — refused by the server with 1231, the
+/// statement not run — when the target lacks any of the ids; a target
+/// without the variable (before 11.2) stops with 1193.
+fn collations_by_id(pairs: &[(u16, u16)]) -> String {
+    let name = |column: &str, id: u16| {
+        format!(
+            "(SELECT {column} FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID = {id})"
+        )
+    };
+    let items: Vec<String> = pairs
+        .iter()
+        .map(|(set, coll)| {
+            format!(
+                "{}, '=', {}",
+                name("CHARACTER_SET_NAME", *set),
+                name("FULL_COLLATION_NAME", *coll)
+            )
+        })
+        .collect();
+    format!("CONCAT({})", items.join(", ',', "))
 }
 
 #[cfg(test)]
@@ -426,6 +483,7 @@ mod tests {
             "auto_increment_offset = 1",
             "sql_if_exists = 0",
             "system_versioning_insert_history = 0",
+            "/*!110200 , @@session.character_set_collations = '' */",
         ] {
             assert!(has(&d, want), "defaults lack {want}: {d:?}");
         }
@@ -482,10 +540,44 @@ mod tests {
                 [base(), vec![key::EXPLICIT_DEFAULTS_FOR_TIMESTAMP, 0]].concat(),
                 "explicit_defaults_for_timestamp = 0",
             ),
+            // MariaDB 11.4's bytes for `utf8mb4=utf8mb4_uca1400_ai_ci`.
+            (
+                [base(), vec![key::CHARACTER_SET_COLLATIONS, 1, 45, 0, 0, 9]].concat(),
+                "@@session.character_set_collations = CONCAT((SELECT CHARACTER_SET_NAME \
+                 FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID = 45), \
+                 '=', (SELECT FULL_COLLATION_NAME FROM \
+                 information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID = 2304))",
+            ),
+            (
+                [
+                    base(),
+                    vec![
+                        key::CHARACTER_SET_COLLATIONS,
+                        2,
+                        33,
+                        0,
+                        83,
+                        0,
+                        45,
+                        0,
+                        224,
+                        0,
+                    ],
+                ]
+                .concat(),
+                "WHERE ID = 83), ',', (SELECT CHARACTER_SET_NAME \
+                 FROM information_schema.COLLATION_CHARACTER_SET_APPLICABILITY WHERE ID = 45)",
+            ),
         ];
         for (raw, want) in &rows {
             let got = items(raw);
             assert!(has(&got, want), "{raw:?} should give {want}: {got:?}");
+            if raw.contains(&key::CHARACTER_SET_COLLATIONS) {
+                assert!(
+                    !has(&got, "character_set_collations = ''"),
+                    "{raw:?}: the map both set and emptied: {got:?}"
+                );
+            }
         }
         // Variables without a meaning for the applier are read past.
         for extra in [
@@ -504,6 +596,8 @@ mod tests {
             vec![key::GTID_FLAGS3, 2],
             vec![key::GTID_FLAGS3, 4, 0x12, 0, 0, 0, 0, 0, 0, 0],
             vec![key::GTID_FLAGS3, 8, 0x0f, 0, 0, 0, 0, 0, 0, 0],
+            // MariaDB 11.4's map in a default session (empty).
+            vec![key::CHARACTER_SET_COLLATIONS, 0],
         ] {
             let raw = [base(), extra.clone(), vec![key::HRNOW, 0x40, 0xe2, 0x01]].concat();
             let c = read(&raw);
@@ -527,8 +621,8 @@ mod tests {
             (vec![key::DEFAULT_COLLATION_FOR_UTF8MB4, 255, 0], "utf8mb4"),
             (vec![key::GTID_FLAGS3, 8, 1, 0], "cut short"),
             (
-                vec![key::CHARACTER_SET_COLLATIONS, 0],
-                "status variable 131",
+                vec![key::CHARACTER_SET_COLLATIONS, 2, 45, 0, 0, 9],
+                "cut short",
             ),
             (vec![77, 0], "status variable 77"),
             (vec![key::TIME_ZONE, 9, b'x'], "cut short"),

@@ -1426,3 +1426,128 @@ async fn a_checksum_changed_while_reading_is_followed_file_by_file() {
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     assert_same(s, "sc_crc2", "sc_crc2").await;
 }
+
+/// A source of the newer MariaDB (11.4), and a target of it, each started
+/// once for this binary (the shared target is the system's 10.11).
+fn newer(i: usize) -> &'static TestServer {
+    static S: [std::sync::OnceLock<TestServer>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    S[i].get_or_init(|| {
+        let (domain, id) = [
+            ("gtid-domain-id=4", "server-id=104"),
+            ("gtid-domain-id=8", "server-id=108"),
+        ][i];
+        sqlfleet_testkit::newer_server_with(&[domain, id])
+    })
+}
+
+/// MariaDB 11.2+ logs a statement's `character_set_collations` (status
+/// variable 131) when the map decided a collation — a database, table or
+/// column named with a character set and no collation. On an 11.4 target
+/// the columns get the source's collations, and a later session without
+/// the map the compiled defaults (never the previous statement's map); a
+/// 10.11 target, which has no such variable, stops the stream with the
+/// server's own error and applies nothing of it — but takes the empty map
+/// an 11.4 session has by default (and logs with every such DDL). Before,
+/// every such statement stopped its stream ("status variable 131, which
+/// the applier does not know"), whatever the target and the map.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_newer_sources_collation_map_gives_the_same_columns_or_stops_its_stream() {
+    let (s, t) = (newer(0), newer(1));
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_map; DROP DATABASE IF EXISTS sc_map0",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    // A default session: its map is empty.
+    session(
+        s,
+        &[
+            b"CREATE DATABASE sc_map0 CHARACTER SET utf8mb4",
+            b"CREATE TABLE sc_map0.t (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET utf8mb4) \
+              CHARACTER SET latin1",
+            b"INSERT INTO sc_map0.t VALUES (1, 'a')",
+        ],
+    )
+    .await;
+    session(
+        s,
+        &[
+            b"SET SESSION character_set_collations = 'utf8mb4=utf8mb4_uca1400_ai_ci,utf8mb3=utf8mb3_bin'",
+            b"CREATE DATABASE sc_map CHARACTER SET utf8mb4",
+            b"CREATE TABLE sc_map.t (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET utf8mb4, \
+              b VARCHAR(10) CHARACTER SET utf8mb3)",
+            b"INSERT INTO sc_map.t VALUES (1, 'a', 'B'), (2, 'A', 'b')",
+        ],
+    )
+    .await;
+    session(
+        s,
+        &[b"CREATE TABLE sc_map.u (id INT PRIMARY KEY, a VARCHAR(10) CHARACTER SET utf8mb4)"],
+    )
+    .await;
+    // The map decided on the source (so its statements carry it).
+    let mut c = s.connect().await;
+    let cols: Vec<(String, String)> = c
+        .query(
+            "SELECT CONCAT(TABLE_NAME, '.', COLUMN_NAME), COLLATION_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = 'sc_map' AND COLLATION_NAME IS NOT NULL ORDER BY 1",
+        )
+        .await
+        .expect("columns");
+    let _ = c.disconnect().await;
+    let want = [
+        ("t.a", "utf8mb4_uca1400_ai_ci"),
+        ("t.b", "utf8mb3_bin"),
+        ("u.a", "utf8mb4_general_ci"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(cols, want, "the source's own columns");
+
+    let cfg = cfg_for("sc_map", s, "sc_map*", "", &start);
+    let summary = until_caught_up_into(&cfg, t, s, std::time::Duration::from_secs(180)).await;
+    assert_eq!(summary.stopped_streams, 0, "into 11.4: {summary:?}");
+    for db in ["sc_map", "sc_map0"] {
+        assert_eq!(
+            s.fingerprint(db).await,
+            t.fingerprint(db).await,
+            "source and 11.4 target differ in {db}"
+        );
+    }
+
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "into 10.11: {summary:?}");
+    let st = stream_status(&cfg, s, "sc_map").await;
+    let error = st.error.unwrap_or_default();
+    assert!(
+        error.contains("character_set_collations") && error.contains("1193"),
+        "into 10.11, the server's own refusal: {error}"
+    );
+    let mut c = target().connect().await;
+    let dbs: Vec<String> = c
+        .query("SHOW DATABASES LIKE 'sc_map'")
+        .await
+        .expect("databases");
+    let cols: Vec<(String, String)> = c
+        .query(
+            "SELECT CONCAT(TABLE_NAME, '.', COLUMN_NAME), COLLATION_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = 'sc_map0' AND COLLATION_NAME IS NOT NULL",
+        )
+        .await
+        .expect("columns");
+    let rows: Vec<(i32, String)> = c.query("SELECT * FROM sc_map0.t").await.expect("rows");
+    let _ = c.disconnect().await;
+    assert!(dbs.is_empty(), "10.11 applied part of it: {dbs:?}");
+    assert_eq!(
+        (cols, rows),
+        (
+            vec![("t.a".to_string(), "utf8mb4_general_ci".to_string())],
+            vec![(1, "a".to_string())]
+        ),
+        "10.11: the empty map's statements"
+    );
+}

@@ -6,6 +6,14 @@ use std::path::PathBuf;
 pub enum SandboxError {
     #[error("{what} not found: install it with 'apt-get install mariadb-server' (or point SQLFLEET_MARIADBD at mariadbd)")]
     MariadbMissing { what: &'static str },
+    #[error("{path}: no such mariadbd (named by --mariadbd or SQLFLEET_MARIADBD; without a name the system's is used: apt-get install mariadb-server)")]
+    NamedMariadbdMissing { path: PathBuf },
+    #[error("sandbox '{name}' was made with {have}; its data directories are that server's and it keeps it (asked for {want}; destroy the sandbox to make it with another)")]
+    MariadbdChange {
+        name: String,
+        have: String,
+        want: PathBuf,
+    },
     #[error("port {port} is in use on 127.0.0.1: pick another with --port")]
     PortInUse { port: u16 },
     #[error("no sandbox named '{0}' ('sqlfleet sandbox list' shows them)")]

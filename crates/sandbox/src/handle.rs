@@ -9,7 +9,8 @@ use sqlfleet_conn::{home, Endpoint, PasswordSpec, Secret, SslMode, Target};
 
 use crate::error::{Result, SandboxError};
 use crate::meta::{self, Layout, Meta, NodeMeta};
-use crate::{node, ports};
+use crate::node::{self, Binaries};
+use crate::ports;
 
 /// The sandbox used when none is named.
 pub const DEFAULT_NAME: &str = "default";
@@ -42,6 +43,30 @@ pub fn names(home: &Path) -> Result<Vec<String>> {
 }
 
 impl Sandbox {
+    /// The server programs this sandbox runs: the mariadbd it was made
+    /// with. `asked` (a `--mariadbd` given again) must be that one: a data
+    /// directory is never handed to another server version.
+    pub fn binaries(&self, asked: Option<&Path>) -> Result<Binaries> {
+        let have = match &self.meta.mariadbd {
+            Some(p) => Binaries::find(Some(p))?,
+            None => Binaries::system()?,
+        };
+        if let Some(want) = asked {
+            let same = std::fs::canonicalize(want).is_ok_and(|w| w == have.mariadbd);
+            if !same {
+                return Err(SandboxError::MariadbdChange {
+                    name: self.meta.name.clone(),
+                    have: match &self.meta.mariadbd {
+                        Some(p) => p.display().to_string(),
+                        None => format!("the system's mariadbd ({})", have.mariadbd.display()),
+                    },
+                    want: want.to_owned(),
+                });
+            }
+        }
+        Ok(have)
+    }
+
     /// Opens an existing sandbox by name.
     pub fn open(home: &Path, name: &str) -> Result<Sandbox> {
         check_sandbox_name(name)?;

@@ -52,6 +52,11 @@ pub struct Meta {
     /// Extra server options (`key=value`) written into every node's config.
     #[serde(default)]
     pub options: Vec<String>,
+    /// The mariadbd this sandbox was made with when one was named
+    /// (`--mariadbd`, `$SQLFLEET_MARIADBD`); absent: the system's. Its data
+    /// directories are that server's, so every later start uses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mariadbd: Option<std::path::PathBuf>,
 }
 
 impl Meta {
@@ -211,9 +216,17 @@ mod tests {
                 },
             ],
             options: vec!["local_infile=0".into()],
+            mariadbd: None,
         };
         m.save(&p).expect("save");
         assert_eq!(Meta::load(&p).expect("load"), m);
+        // A sandbox of a named server keeps its path.
+        let named = Meta {
+            mariadbd: Some("/opt/mariadb-11.4/bin/mariadbd".into()),
+            ..m.clone()
+        };
+        named.save(&p).expect("save");
+        assert_eq!(Meta::load(&p).expect("load"), named);
         std::fs::write(&p, "name = 1\n").expect("write");
         let e = Meta::load(&p).expect_err("bad").to_string();
         assert!(e.starts_with(&p.display().to_string()), "{e}");

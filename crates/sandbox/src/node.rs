@@ -31,6 +31,8 @@ pub struct Starting {
 pub struct Binaries {
     pub mariadbd: PathBuf,
     pub install_db: PathBuf,
+    /// mariadbd was named (not the system's found on the path).
+    pub named: bool,
 }
 
 fn find_program(names: &[&str], extra_dirs: &[&str]) -> Option<PathBuf> {
@@ -48,33 +50,59 @@ fn find_program(names: &[&str], extra_dirs: &[&str]) -> Option<PathBuf> {
 }
 
 impl Binaries {
-    /// Finds mariadbd (or `$SQLFLEET_MARIADBD`) and mariadb-install-db.
-    pub fn find() -> Result<Binaries> {
+    /// Finds mariadbd (`named`, else `$SQLFLEET_MARIADBD`, else the
+    /// system's) and the mariadb-install-db that goes with it.
+    pub fn find(named: Option<&Path>) -> Result<Binaries> {
+        let named = named
+            .map(|p| p.as_os_str().to_owned())
+            .or_else(|| std::env::var_os("SQLFLEET_MARIADBD"));
+        Self::resolve(named.filter(|p| !p.is_empty()))
+    }
+
+    /// The system's mariadbd (the one on the path or in its sbin folders),
+    /// whatever `$SQLFLEET_MARIADBD` says.
+    pub fn system() -> Result<Binaries> {
+        Self::resolve(None)
+    }
+
+    fn resolve(named: Option<std::ffi::OsString>) -> Result<Binaries> {
         let sbin = [
             "/usr/sbin",
             "/usr/local/sbin",
             "/usr/libexec",
             "/usr/local/mysql/bin",
         ];
-        let mariadbd = match std::env::var_os("SQLFLEET_MARIADBD").filter(|p| !p.is_empty()) {
-            Some(p) if Path::new(&p).is_file() => PathBuf::from(p),
-            Some(_) => return Err(SandboxError::MariadbMissing { what: "mariadbd" }),
+        let was_named = named.is_some();
+        let mariadbd = match named {
+            Some(p) if Path::new(&p).is_file() => {
+                std::fs::canonicalize(&p).map_err(SandboxError::io(PathBuf::from(&p)))?
+            }
+            Some(p) => {
+                return Err(SandboxError::NamedMariadbdMissing {
+                    path: PathBuf::from(p),
+                })
+            }
             None => find_program(&["mariadbd", "mysqld"], &sbin)
                 .ok_or(SandboxError::MariadbMissing { what: "mariadbd" })?,
         };
-        let mut dirs: Vec<&str> = vec!["/usr/bin", "/usr/local/bin", "/usr/scripts"];
-        let sibling = mariadbd.parent().map(|p| p.to_string_lossy().into_owned());
-        if let Some(s) = &sibling {
-            dirs.push(s);
-        }
-        let install_db = find_program(&["mariadb-install-db", "mysql_install_db"], &dirs).ok_or(
-            SandboxError::MariadbMissing {
+        // The install-db of the same server first: its own folder, then
+        // `scripts/` beside it (a binary tarball's layout), then the system's.
+        let names = ["mariadb-install-db", "mysql_install_db"];
+        let own = mariadbd.parent().into_iter().flat_map(|bin| {
+            let base = bin.parent().map(|b| b.join("scripts"));
+            std::iter::once(bin.to_path_buf()).chain(base)
+        });
+        let install_db = own
+            .flat_map(|d| names.map(|n| d.join(n)))
+            .find(|p| p.is_file())
+            .or_else(|| find_program(&names, &["/usr/bin", "/usr/local/bin", "/usr/scripts"]))
+            .ok_or(SandboxError::MariadbMissing {
                 what: "mariadb-install-db",
-            },
-        )?;
+            })?;
         Ok(Binaries {
             mariadbd,
             install_db,
+            named: was_named,
         })
     }
 

@@ -34,6 +34,9 @@ pub struct UpOptions {
     pub domain: Option<u32>,
     /// Extra server options, `key=value`.
     pub options: Vec<String>,
+    /// The mariadbd to make the sandbox with (else `$SQLFLEET_MARIADBD`,
+    /// else the system's); recorded, and an existing sandbox keeps its own.
+    pub mariadbd: Option<std::path::PathBuf>,
     /// Servers get SIGTERM when this process dies (test fixtures).
     pub die_with_parent: bool,
     /// Restart running servers when `options` change (else that is refused).
@@ -154,6 +157,7 @@ fn new_meta(home: &Path, opts: &UpOptions) -> Result<Meta> {
         domain: opts.domain.unwrap_or(0),
         nodes,
         options: opts.options.clone(),
+        mariadbd: None,
     })
 }
 
@@ -211,12 +215,11 @@ pub async fn up(home: &Path, opts: &UpOptions) -> Result<UpReport> {
 /// another shape, domain or port; new server options saved (the servers
 /// restarted with `--restart`).
 async fn reopen(
-    home: &Path,
+    mut sb: Sandbox,
     opts: &UpOptions,
     bins: &Binaries,
     layout: &Layout,
 ) -> Result<Sandbox> {
-    let mut sb = Sandbox::open(home, &opts.name)?;
     if let Some(want) = opts.galera {
         if !sb.meta.galera() || sb.meta.nodes.len() != want {
             return Err(SandboxError::ClusterShape {
@@ -278,7 +281,10 @@ async fn reopen(
 /// option files.
 fn create(home: &Path, opts: &UpOptions, bins: &Binaries, layout: &Layout) -> Result<Sandbox> {
     node::check_options(bins, &opts.options)?;
-    let meta = new_meta(home, opts)?;
+    let meta = Meta {
+        mariadbd: bins.named.then(|| bins.mariadbd.clone()),
+        ..new_meta(home, opts)?
+    };
     std::fs::create_dir_all(&layout.dir).map_err(SandboxError::io(&layout.dir))?;
     let password = Secret::new(Alphanumeric.sample_string(&mut rand::thread_rng(), 24));
     meta::write_atomic(&layout.password_file(), password.expose().as_bytes(), 0o600)?;
@@ -294,14 +300,16 @@ fn create(home: &Path, opts: &UpOptions, bins: &Binaries, layout: &Layout) -> Re
 
 async fn up_now(home: &Path, opts: &UpOptions) -> Result<UpReport> {
     let t0 = Instant::now();
-    let bins = Binaries::find()?;
     let layout = Layout {
         dir: home::sandbox_dir(home, &opts.name),
     };
-    let sandbox = if layout.meta().is_file() {
-        reopen(home, opts, &bins, &layout).await?
+    let (sandbox, bins) = if layout.meta().is_file() {
+        let sb = Sandbox::open(home, &opts.name)?;
+        let bins = sb.binaries(opts.mariadbd.as_deref())?;
+        (reopen(sb, opts, &bins, &layout).await?, bins)
     } else {
-        create(home, opts, &bins, &layout)?
+        let bins = Binaries::find(opts.mariadbd.as_deref())?;
+        (create(home, opts, &bins, &layout)?, bins)
     };
     let password = sandbox.password()?;
     let how = node::Starting {

@@ -232,6 +232,60 @@ fn replicas_apply_a_primary_write() {
     });
 }
 
+/// A sandbox of another server version (`--mariadbd`, here MariaDB 11.4
+/// beside the system's 10.11) is made with that server's install-db and
+/// keeps it: a later `up` starts the same server whatever the
+/// environment says, and asking for another is refused with nothing
+/// changed (a data directory is never handed to another version).
+#[test]
+fn a_sandbox_keeps_the_server_version_it_was_made_with() {
+    let home = Home::new();
+    let newer = sqlfleet_testkit::newer_mariadbd();
+    let newer = newer.to_str().expect("utf8 path");
+    let port = free_port_block(1).to_string();
+    let up = |extra: &[&str], env: Option<&str>| {
+        let mut cmd = common::sqlfleet();
+        cmd.env("SQLFLEET_HOME", home.path());
+        cmd.env_remove("SQLFLEET_MARIADBD");
+        if let Some(e) = env {
+            cmd.env("SQLFLEET_MARIADBD", e);
+        }
+        cmd.args(["sandbox", "up", "--name", "v", "--port", &port])
+            .args(extra)
+            .output()
+            .expect("run")
+    };
+    let o = up(&["--mariadbd", newer], None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains(": 11.4."), "{}", stdout(&o));
+    let cnf = home.path().join("sandboxes/v/client.cnf");
+    assert!(client_sql(&cnf, &[], "SELECT VERSION()").starts_with("11.4."));
+    // Stopped and started again with the environment naming the system's.
+    let o = run_in(home.path(), &["sandbox", "down", "--name", "v"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = up(&[], Some("/usr/sbin/mariadbd"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(client_sql(&cnf, &[], "SELECT VERSION()").starts_with("11.4."));
+    // Another server asked for by name: refused, the sandbox as it was.
+    let o = up(&["--mariadbd", "/usr/sbin/mariadbd"], None);
+    assert_setup_error(&o, "sandbox 'v' was made with ");
+    assert!(stderr(&o).contains("destroy the sandbox to make it with another"));
+    assert!(client_sql(&cnf, &[], "SELECT VERSION()").starts_with("11.4."));
+    // A path that is no server, for a new sandbox.
+    let o = run_in(
+        home.path(),
+        &[
+            "sandbox",
+            "up",
+            "--name",
+            "w",
+            "--mariadbd",
+            "/nonexistent/mariadbd",
+        ],
+    );
+    assert_setup_error(&o, "/nonexistent/mariadbd: no such mariadbd");
+}
+
 #[test]
 fn port_in_use_is_a_one_line_error() {
     let home = Home::new();

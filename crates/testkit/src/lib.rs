@@ -109,6 +109,29 @@ fn tests_root() -> PathBuf {
     std::env::temp_dir().join("sqlfleet-tests")
 }
 
+/// A server of the newer MariaDB ([`newer_mariadbd`]) started with extra
+/// options; one per distinct call site, kept by the caller.
+pub fn newer_server_with(options: &[&str]) -> TestServer {
+    let options = options.iter().map(|s| s.to_string()).collect();
+    start_with("n", 0, None, options, Some(newer_mariadbd()))
+}
+
+/// The newer MariaDB server `scripts/mariadb_next.sh` fetches (11.4, while
+/// the system's is Debian's 10.11): what a newer source writes. Panics
+/// with the command when it is not there.
+pub fn newer_mariadbd() -> PathBuf {
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    let bin = home.join(".cache/sqlfleet/mariadb-11.4.5/bin/mariadbd");
+    assert!(
+        bin.is_file(),
+        "{} is missing: run scripts/mariadb_next.sh (scripts/deps.sh does)",
+        bin.display()
+    );
+    bin
+}
+
 fn start(name: &str, replicas: usize, options: Vec<String>) -> TestServer {
     start_shape(name, replicas, None, options)
 }
@@ -118,6 +141,16 @@ fn start_shape(
     replicas: usize,
     galera: Option<usize>,
     options: Vec<String>,
+) -> TestServer {
+    start_with(name, replicas, galera, options, None)
+}
+
+fn start_with(
+    name: &str,
+    replicas: usize,
+    galera: Option<usize>,
+    options: Vec<String>,
+    mariadbd: Option<PathBuf>,
 ) -> TestServer {
     clean_stale();
     let home = tests_root().join(format!(
@@ -152,6 +185,7 @@ fn start_shape(
                     replicas: galera.is_none().then_some(replicas),
                     galera,
                     options: options.clone(),
+                    mariadbd: mariadbd.clone(),
                     die_with_parent: true,
                     ..UpOptions::default()
                 };

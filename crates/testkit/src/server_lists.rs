@@ -7,7 +7,7 @@
 pub fn sql_mode_flags() -> &'static [String] {
     static FLAGS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
     FLAGS.get_or_init(|| {
-        let bins = sqlfleet_sandbox::Binaries::find().expect("mariadbd");
+        let bins = sqlfleet_sandbox::Binaries::find(None).expect("mariadbd");
         let help = std::process::Command::new(&bins.mariadbd)
             .args(["--no-defaults", "--verbose", "--help"])
             .output()

@@ -86,6 +86,12 @@ pub struct UpArgs {
     /// it, changing the options of a running sandbox is refused)
     #[arg(long)]
     restart: bool,
+    /// The server to make the sandbox with, e.g. another version's
+    /// bin/mariadbd (its mariadb-install-db is taken from beside it);
+    /// default: $SQLFLEET_MARIADBD, else the system's. Recorded: the
+    /// sandbox always starts with it
+    #[arg(long, value_name = "PATH")]
+    mariadbd: Option<std::path::PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -281,6 +287,7 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         galera: a.galera.map(usize::from),
         domain: a.domain,
         options: a.options,
+        mariadbd: a.mariadbd,
         die_with_parent: false,
         restart: a.restart,
         interrupt: sandbox::Interrupt::new(crate::shutdown::on_interrupt(
@@ -297,7 +304,8 @@ async fn up(home: PathBuf, a: UpArgs) -> anyhow::Result<Exit> {
         r => r?,
     };
     let sb = &report.sandbox;
-    let version = sandbox::Binaries::find()
+    let version = sb
+        .binaries(None)
         .ok()
         .and_then(|b| b.version())
         .unwrap_or_else(|| "MariaDB".into());
