@@ -129,31 +129,40 @@ impl Context {
         self.charset.map(|c| c.0)
     }
 
-    /// Whether the statement's text is UTF-8 (utf8mb3 or utf8mb4, every
-    /// collation of them MariaDB 10.11 lists: checked against a server's
-    /// own list in the tests), so a name written into it in UTF-8 reads
-    /// as that name.
+    /// Whether the statement's text is UTF-8 (utf8mb3 or utf8mb4: every
+    /// collation id MariaDB 10.11 and 11.4 list, with 11.4's MySQL 8.0
+    /// aliases (255..) and the UCA 14.0 ones (2048..) — checked against
+    /// both servers' own lists in the tests), so a name written into it in
+    /// UTF-8 reads as that name.
     pub fn utf8_text(&self) -> bool {
         matches!(
             self.client_charset(),
             Some(
                 33
+                | 45..=46
                 | 83
                 | 192..=215
-                | 223
+                | 223..=247
+                | 255..=271
+                | 273..=275
+                | 277..=294
+                | 296..=298
+                | 300
+                | 305
+                | 309
                 | 576..=578
+                | 608..=610
                 | 1057
+                | 1069..=1070
                 | 1107
                 | 1216
                 | 1238
-                | 45
-                | 46
-                | 224..=247
-                | 608..=610
-                | 1069
-                | 1070
                 | 1248
-                | 1270,
+                | 1270
+                | 2048..=2215
+                | 2232..=2247
+                | 2304..=2471
+                | 2488..=2503,
             )
         )
     }
