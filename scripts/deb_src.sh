@@ -23,7 +23,12 @@ if ! apt-get source --print-uris "$pkg" >/dev/null 2>&1; then
       /(^|\n)Types:[^\n]*(^|[ \t])deb([ \t]|\n|$)/ && !/(^|\n)Enabled: *no/ {
         sub(/(^|\n)Types:[^\n]*/, "\nTypes: deb-src"); sub(/^\n/, ""); print }' "$f"
   done | $SUDO tee /etc/apt/sources.list.d/sqlfleet-deb-src.sources >/dev/null
-  cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null \
+  # One-line entries, where there are any (a machine may have only
+  # deb822 files and no /etc/apt/sources.list at all).
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    case "$f" in */sqlfleet-deb-src.list) continue ;; esac
+    if [ -f "$f" ]; then cat "$f"; fi
+  done \
     | sed -n 's/^[[:space:]]*deb[[:space:]]/deb-src /p' \
     | $SUDO tee /etc/apt/sources.list.d/sqlfleet-deb-src.list >/dev/null
   shopt -u nullglob
