@@ -19,6 +19,9 @@ pub struct NodeStatus {
     pub node: String,
     pub role: Role,
     pub port: u16,
+    /// The server the sandbox runs (`mariadbd --version`, e.g.
+    /// `11.4.5-MariaDB`): the one it was made with.
+    pub version: Option<String>,
     pub pid: Option<i32>,
     pub running: bool,
     /// Not running, and its pid file names a process that is gone: it
@@ -80,6 +83,7 @@ impl Sandbox {
         }
         .await;
         let primary_port = self.meta.primary().port;
+        let version = self.binaries(None).ok().and_then(|b| b.version());
         for n in &self.meta.nodes {
             let nl = self.layout.node(n);
             let pid = node::running_pid(&nl);
@@ -88,6 +92,7 @@ impl Sandbox {
                 node: n.name.clone(),
                 role: n.role,
                 port: n.port,
+                version: version.clone(),
                 pid,
                 running: pid.is_some(),
                 crashed_pid: pid.is_none().then(|| node::stale_pid(&nl)).flatten(),

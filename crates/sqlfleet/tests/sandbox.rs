@@ -258,6 +258,13 @@ fn a_sandbox_keeps_the_server_version_it_was_made_with() {
     let o = up(&["--mariadbd", newer], None);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains(": 11.4."), "{}", stdout(&o));
+    let table = stdout(&run_in(home.path(), &["sandbox", "list"]));
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("v ") && l.contains(" 11.4.")),
+        "list names the version: {table}"
+    );
     let cnf = home.path().join("sandboxes/v/client.cnf");
     assert!(client_sql(&cnf, &[], "SELECT VERSION()").starts_with("11.4."));
     // Stopped and started again with the environment naming the system's.

@@ -159,6 +159,11 @@ impl SessionVariable {
                 "default_master_connection" => others(&["other"]),
                 "innodb_tmpdir" => others(&["/tmp"]),
                 "session_track_system_variables" => others(&["time_zone", ""]),
+                // MariaDB 11.2+: the collation a named character set gets.
+                "character_set_collations" => others(&[
+                    "utf8mb4=utf8mb4_uca1400_ai_ci,utf8mb3=utf8mb3_bin",
+                    "utf8mb4=utf8mb4_unicode_ci",
+                ]),
                 _ => vec![],
             },
             _ => {

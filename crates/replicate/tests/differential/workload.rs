@@ -277,7 +277,9 @@ fn session_step(
         // statements whose result or logging a setting may change: an
         // AUTO_INCREMENT insert of a division, a localized date, a
         // backslash and an empty string; an UPDATE; an INSERT ... SELECT;
-        // a CREATE TABLE naming no engine with a TIMESTAMP column.
+        // a CREATE TABLE naming no engine with a TIMESTAMP column, a
+        // column of the default character set and one naming a set but no
+        // collation (`character_set_collations` decides it on 11.2+).
         12..=15 if !vars.is_empty() => {
             let (name, value) = &vars[rng.gen_range(0..vars.len())];
             (
@@ -289,8 +291,9 @@ fn session_step(
                     ),
                     format!("UPDATE bulk SET b = CONCAT(b, '+') WHERE a = {}", n % 6),
                     format!("INSERT INTO nopk (a, b) SELECT a, LEFT(b, 40) FROM bulk WHERE a = {n}"),
-                    format!("CREATE TABLE sv{i} (id INT AUTO_INCREMENT PRIMARY KEY, t TIMESTAMP NULL, s VARCHAR(20))"),
-                    format!("INSERT INTO sv{i} (s) VALUES ('a'), ('b\\c')"),
+                    format!("CREATE TABLE sv{i} (id INT AUTO_INCREMENT PRIMARY KEY, t TIMESTAMP NULL, s VARCHAR(20), \
+                             u VARCHAR(20) CHARACTER SET utf8mb4)"),
+                    format!("INSERT INTO sv{i} (s, u) VALUES ('a', 'a'), ('b\\c', 'B')"),
                 ],
                 // (Held for the reset below, which names the variable.)
                 "VAR_BACK",

@@ -361,8 +361,8 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
         return Ok(Exit::Ok);
     }
     println!(
-        "{:<12} {:<9} {:<8} {:<6} {:>8} {:<8} REPLICATION",
-        "SANDBOX", "NODE", "ROLE", "PORT", "PID", "STATE"
+        "{:<12} {:<9} {:<8} {:<6} {:<9} {:>8} {:<8} REPLICATION",
+        "SANDBOX", "NODE", "ROLE", "PORT", "VERSION", "PID", "STATE"
     );
     for r in rows {
         let role = r.role.as_str();
@@ -413,11 +413,16 @@ async fn list(home: PathBuf, json: bool) -> anyhow::Result<Exit> {
             )
         };
         println!(
-            "{:<12} {:<9} {:<8} {:<6} {:>8} {:<8} {}",
+            "{:<12} {:<9} {:<8} {:<6} {:<9} {:>8} {:<8} {}",
             r.sandbox,
             r.node,
             role,
             r.port,
+            // `11.4.5` of `11.4.5-MariaDB` (--json has it whole).
+            r.version
+                .as_deref()
+                .and_then(|v| v.split('-').next())
+                .unwrap_or("?"),
             r.pid.map_or("-".into(), |p| p.to_string()),
             match (r.running, r.crashed_pid) {
                 (true, _) => "running".to_string(),
