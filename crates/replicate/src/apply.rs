@@ -228,12 +228,9 @@ impl Applier {
                 Item::Rows(rows) => {
                     for chunk in rows_chunks(&rows.bytes, CHUNK) {
                         let r = match self.run(&binlog_statement(&chunk)).await {
-                            Err(
-                                e @ ApplyError::Sql {
-                                    code: sequence::ER_SEQUENCE_INVALID_DATA,
-                                    ..
-                                },
-                            ) => self.with_sequences(&chunk, e).await,
+                            Err(e @ ApplyError::Sql { code, .. }) if sequence::refusal(code) => {
+                                self.with_sequences(&chunk, e).await
+                            }
                             r => r,
                         };
                         r.map_err(|e| rows_error(e, rows, txn))?;

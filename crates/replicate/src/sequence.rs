@@ -5,8 +5,9 @@
 //! (NEXTVAL past its cache) as a Write_rows event holding only the
 //! columns that changed. Its own replica applies that; a `BINLOG`
 //! statement does not — the target fills the missing columns with zeros
-//! and refuses the row (ER_SEQUENCE_INVALID_DATA, 4085; `mariadb-binlog |
-//! mariadb` fails the same way). Only on that error, and only for a
+//! and refuses the row (ER_SEQUENCE_INVALID_DATA, 4085, on 10.11; 11.4
+//! says ER_UNKNOWN_ERROR, 1105, for the same row: [`refusal`];
+//! `mariadb-binlog | mariadb` fails the same way). Only on that error, and only for a
 //! Write_rows event whose table map has a sequence's exact columns, the
 //! applier reads the target's current row, lays the logged columns over
 //! it and writes the whole row with `INSERT INTO db.seq VALUES (...)`,
@@ -20,6 +21,14 @@ use crate::event::{crc_ok, CRC_LEN, HEADER_LEN};
 
 /// The server's error for a row a sequence refuses.
 pub const ER_SEQUENCE_INVALID_DATA: u16 = 4085;
+
+/// Whether a `BINLOG` statement's error may be a sequence refusing a
+/// partially logged row: 4085 (MariaDB 10.11), or 1105 "Unknown error",
+/// which 11.4 answers for the same row (measured). Either is only taken
+/// for one when an event of the statement decodes as such a row.
+pub fn refusal(code: u16) -> bool {
+    matches!(code, ER_SEQUENCE_INVALID_DATA | 1105)
+}
 
 /// A sequence table's columns, in order: next_not_cached_value,
 /// minimum_value, maximum_value, start_value, increment, cache_size,
@@ -96,7 +105,11 @@ fn table_map(raw: &[u8]) -> Option<(u64, String, String, Vec<u8>)> {
 
 /// Reads a Write_rows event (v1 or v2) of a table whose map is one of
 /// `maps`, when that table has a sequence's columns and the event logs
-/// one row with some of them left out.
+/// rows with some of them left out: one per refill (a statement that
+/// passed the cache twice, `DO NEXTVAL(s), NEXTVAL(s), NEXTVAL(s)` with
+/// `CACHE 2`, logs two in one event). Each row replaces the sequence's
+/// one row and every row has the same columns, so the last one's values
+/// are the state they leave.
 pub fn partial_write(maps: &[&[u8]], ev: &[u8]) -> Option<Partial> {
     let ty = *ev.get(4)?;
     if ty != 23 && ty != 30 {
@@ -125,27 +138,32 @@ pub fn partial_write(maps: &[&[u8]], ev: &[u8]) -> Option<Partial> {
     if present == 0xff {
         return None;
     }
-    let nulls = *b.get(p + 2)?;
-    p += 3;
+    p += 2;
     let mut values = [None; 8];
-    let mut k = 0;
-    for (i, v) in values.iter_mut().enumerate() {
-        if present & (1 << i) == 0 {
-            continue;
+    let mut rows = 0;
+    // Whole rows up to the event's end, nothing after the last.
+    while p < b.len() {
+        let nulls = *b.get(p)?;
+        p += 1;
+        let mut k = 0;
+        for (i, v) in values.iter_mut().enumerate() {
+            if present & (1 << i) == 0 {
+                continue;
+            }
+            let null = nulls & (1 << k) != 0;
+            k += 1;
+            if null {
+                return None;
+            }
+            let w = if TYPES[i] == 1 { 1 } else { 8 };
+            let mut x = [0u8; 8];
+            x[..w].copy_from_slice(b.get(p..p + w)?);
+            *v = Some(u64::from_le_bytes(x));
+            p += w;
         }
-        let null = nulls & (1 << k) != 0;
-        k += 1;
-        if null {
-            return None;
-        }
-        let w = if TYPES[i] == 1 { 1 } else { 8 };
-        let mut x = [0u8; 8];
-        x[..w].copy_from_slice(b.get(p..p + w)?);
-        *v = Some(u64::from_le_bytes(x));
-        p += w;
+        rows += 1;
     }
-    // Exactly one row, nothing after it.
-    (p == b.len()).then_some(Partial { db, table, values })
+    (rows > 0 && p == b.len()).then_some(Partial { db, table, values })
 }
 
 /// Raw events of one `BINLOG` piece.
@@ -249,11 +267,36 @@ mod tests {
             full.extend_from_slice(if i == 6 { &[0u8][..] } else { &[0u8; 8][..] });
         }
         assert!(partial_write(&[&map(0x12, &TYPES)], &event(23, &full)).is_none());
-        // Two rows: not a sequence refill.
-        let mut two = b.clone();
-        two.extend_from_slice(&[0]);
-        two.extend_from_slice(&1u64.to_le_bytes());
-        assert!(partial_write(&[&map(0x12, &TYPES)], &event(23, &two)).is_none());
+        // A second row cut short.
+        let mut cut = b.clone();
+        cut.extend_from_slice(&[0, 1, 0]);
+        assert!(partial_write(&[&map(0x12, &TYPES)], &event(23, &cut)).is_none());
+    }
+
+    /// Two refills in one statement (MariaDB 11.4's bytes, the same layout
+    /// as 10.11's: `DO NEXTVAL(s), NEXTVAL(s), NEXTVAL(s)` on a sequence
+    /// START WITH 100 INCREMENT BY 7 CACHE 2 in database `sqm`): one
+    /// Write_rows event of two rows, 114 then 128; the last is the state.
+    /// Before, "one row only" left it to the `BINLOG` that had refused it.
+    #[test]
+    fn two_refills_in_one_event_leave_the_last_one() {
+        let m = event(
+            19,
+            &hex(
+                "31 00 00 00 00 00 01 00 03 73 71 6d 00 01 73 00 08 08 08 08 08 08 08 01 08 00 00",
+            ),
+        );
+        let w = event(
+            23,
+            &hex(
+                "31 00 00 00 00 00 01 00 08 81 fc 72 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 \
+                 fc 80 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00",
+            ),
+        );
+        let p = partial_write(&[&m], &w).expect("decodes");
+        assert_eq!((p.db.as_str(), p.table.as_str()), ("sqm", "s"));
+        assert_eq!((p.values[0], p.values[7]), (Some(128), Some(0)));
+        assert!(p.values[1..7].iter().all(Option::is_none));
     }
 
     proptest! {
