@@ -777,3 +777,58 @@ fn sessions_that_start_with_autocommit_off_never_write_on_a_replica() {
         "autocommit off on the replicas: {wrote:?}"
     );
 }
+
+/// A session on the one backend (or the primary), held there by a
+/// temporary table, when the server turns read_only under it: the relay
+/// took the server for a replica and refused the session's next
+/// statement as a write on a replica read (1792, "held on the replica by
+/// what a read opened there") — no read had taken it there. Found by the
+/// server's own `main.read_only_innodb` through a per-user relay, when
+/// the health check ran between its `SET GLOBAL read_only = 1` and its
+/// user's `CREATE TEMPORARY TABLE tt2 LIKE t1`. The server answers for
+/// itself now (root's temporary tables pass read_only).
+#[test]
+fn a_session_held_on_a_server_that_turns_read_only_is_no_replica_read() {
+    let srv = sqlfleet_testkit::server_with(&[]);
+    let relay = common::relay::start_relay(&srv, &["--toml", "[routing]\nhealth_interval = 0.2"]);
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let (db, _) = rt.block_on(srv.fresh_db("turns_read_only"));
+    rt.block_on(async {
+        let mut admin = srv.connect().await;
+        admin
+            .query_drop(format!("CREATE TABLE `{db}`.t (a INT)"))
+            .await
+            .expect("table");
+        // (The backend account is root: its temporary tables pass
+        // read_only.)
+        let mut c = client(relay.port, &db).await;
+        c.query_drop("CREATE TEMPORARY TABLE tt1 (a INT)")
+            .await
+            .expect("tt1");
+        admin
+            .query_drop("SET GLOBAL read_only = 1")
+            .await
+            .expect("read_only");
+        let t0 = std::time::Instant::now();
+        while !relay
+            .page("/status")
+            .replace([' ', '\n'], "")
+            .contains("\"read_only\":true")
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{}",
+                relay.page("/status")
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let like = c.query_drop("CREATE TEMPORARY TABLE tt2 LIKE t").await;
+        let insert = c.query_drop("INSERT INTO tt1 VALUES (1)").await;
+        admin
+            .query_drop("SET GLOBAL read_only = 0")
+            .await
+            .expect("read_only off");
+        like.expect("CREATE TEMPORARY TABLE ... LIKE on the server turned read_only");
+        insert.expect("INSERT into the session's temporary table");
+    });
+}

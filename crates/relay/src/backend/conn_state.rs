@@ -163,6 +163,27 @@ impl BackendConn {
         self.restores.clear();
     }
 
+    /// A reply on it showed its variable tracker lost count
+    /// (`tracker.rs`; mended by `mend_tracking`).
+    pub fn note_tracking_lost(&mut self) {
+        self.tracking_lost = true;
+    }
+
+    /// A reply showed its variable tracker lost count, not mended yet.
+    pub fn tracking_lost(&self) -> bool {
+        self.tracking_lost
+    }
+
+    /// Its `@@last_gtid` as the relay last learned it.
+    pub fn last_gtid(&self) -> Option<&str> {
+        self.last_gtid.as_deref()
+    }
+
+    /// Its `@@last_gtid` is now `gtid` (reported, or asked).
+    pub fn note_last_gtid(&mut self, gtid: &str) {
+        self.last_gtid = Some(gtid.to_string());
+    }
+
     /// Its default database is now `db`.
     pub fn note_db(&mut self, db: Option<String>) {
         self.db = db;

@@ -5,7 +5,9 @@
 //! share of the pool ([`share`]), the relay's own
 //! connection for lookups ([`side`]): per-user, accounts looked up on the
 //! server ([`accounts`]), which tables' writes do what no tracker
-//! reports ([`write_effects`]) and which views' reads do ([`view_calls`]).
+//! reports ([`write_effects`]) and which views' reads do ([`view_calls`]),
+//! and when a connection's session tracker stopped telling the truth
+//! ([`tracker`]).
 
 pub mod accounts;
 pub mod command;
@@ -15,6 +17,7 @@ pub mod health;
 pub mod pool;
 pub mod share;
 pub mod side;
+pub mod tracker;
 pub mod view_calls;
 pub mod write_effects;
 pub mod write_scope;

@@ -81,6 +81,12 @@ pub struct ConnParts {
     /// Variables a `SET STATEMENT ... FOR` on it set whose restore the
     /// server has not reported yet (`conn_state.rs`, `restores`).
     pub(in crate::backend) restores: Vec<String>,
+    /// A reply showed its variable tracker lost count (`tracker.rs`): it
+    /// is re-armed before the connection serves another statement.
+    pub(in crate::backend) tracking_lost: bool,
+    /// Its `@@last_gtid` as the relay last learned it (None: not known):
+    /// a write's own GTID, asked of the server, is told from one it had.
+    pub(in crate::backend) last_gtid: Option<String>,
     /// The event loop whose poller its socket is registered on.
     home: usize,
     /// The pool's global-settings epoch when this session was last reset
@@ -199,8 +205,11 @@ impl BackendConn {
         self.last_insert_id = 0;
         self.settings.clear();
         self.stmts.clear();
-        // The SET that turns tracking on again takes every pending report.
+        // The SET that turns tracking on again takes every pending report,
+        // and starts the tracker afresh.
         self.restores.clear();
+        self.tracking_lost = false;
+        self.last_gtid = None;
         if self.tracking {
             let caps = self.caps;
             if !crate::backend::dial::track_sessions(self, caps).await {
@@ -209,6 +218,19 @@ impl BackendConn {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Starts its variable tracker afresh when a reply showed it lost
+    /// count (`tracker.rs`); the SET's reply takes every pending restore.
+    pub async fn mend_tracking(&mut self) -> Result<(), WireError> {
+        if !self.tracking_lost {
+            return Ok(());
+        }
+        let set = format!("\x03SET {}", crate::backend::tracker::REARM);
+        simple(self, set.as_bytes()).await?;
+        self.tracking_lost = false;
+        self.restores.clear();
         Ok(())
     }
 
@@ -892,6 +914,9 @@ impl Pool {
                     diagnostics_dirty: false,
                     found_rows_of: None,
                     restores: Vec::new(),
+                    tracking_lost: false,
+                    // A new session's is ''.
+                    last_gtid: Some(String::new()),
                     home: crate::event_loops::home(),
                     epoch: self.epoch.load(Relaxed),
                     grants: self.grants.load(Relaxed),

@@ -44,6 +44,7 @@ use crate::protocol::io::{AnyStream, Command, PacketIo, STREAM_OVER};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{self, Effects, KillTarget, Pin};
 use crate::protocol::stmt::ClientStmts;
+use crate::protocol::track::Change;
 use state::{ClientState, ForConn, FoundRowsOnConn};
 
 use sqlfleet_wire::command::*;
@@ -164,6 +165,9 @@ struct Session {
     stmts: ClientStmts,
     conn: Option<BackendConn>,
     backend: Option<usize>,
+    /// The server of the connection the client holds was a replica when
+    /// the client got it (`routing/read.rs`, `runs_on_held`).
+    leased_on_replica: bool,
     /// Where the next leased connection comes from.
     route: Route,
     /// A query rule chose the route.
@@ -389,6 +393,7 @@ impl Session {
             stmts: ClientStmts::default(),
             conn: None,
             backend: None,
+            leased_on_replica: false,
             route: Route::Any,
             route_fixed: false,
             hold_refusal: false,
@@ -1235,6 +1240,14 @@ impl Session {
         if let Some(c) = self.conn.as_mut() {
             if f.reported_vars {
                 c.restores_reported();
+            }
+            if f.tracking_lost && c.tracking() {
+                c.note_tracking_lost();
+            } else if let Some(g) = o.changes.iter().find_map(|ch| match ch {
+                Change::SysVar(n, g) if n == "last_gtid" => Some(g),
+                _ => None,
+            }) {
+                c.note_last_gtid(g);
             }
             // This statement's own restore comes after its reply.
             c.note_restores(self.st.statement_vars());

@@ -58,13 +58,23 @@ pub fn route_for(f: Facts) -> Route {
     }
 }
 
-/// Whether a statement may run on a replica's connection the client
-/// holds (a read left something open there the relay did not expect: a
-/// transaction, where that replica's sessions start with autocommit off):
-/// a read, or the one COMMIT or ROLLBACK that ends it; anything else
-/// could write there (root's writes pass read_only) and is refused.
-pub fn runs_on_a_held_replica(read: bool, ends_transaction: bool, statements: usize) -> bool {
-    read || (ends_transaction && statements == 1)
+/// Whether a statement may run on the connection the client holds;
+/// `leased_on_replica`: the server was a replica when the client got the
+/// connection. There (a read left something open the relay did not
+/// expect: a transaction, where that replica's sessions start with
+/// autocommit off): a read, or the one COMMIT or ROLLBACK that ends it;
+/// anything else could write there (root's writes pass read_only) and is
+/// refused. A connection got on the primary (or the one backend) stays no
+/// replica read when its server turns read_only under the session:
+/// everything runs, and the server answers (a session holding a temporary
+/// table was refused its next statement when a test set read_only).
+pub fn runs_on_held(
+    leased_on_replica: bool,
+    read: bool,
+    ends_transaction: bool,
+    statements: usize,
+) -> bool {
+    !leased_on_replica || read || (ends_transaction && statements == 1)
 }
 
 /// What a query rule's `route` asks for.

@@ -210,7 +210,11 @@ pub async fn servers_that_wrote(conns: Vec<(String, mysql_async::Conn)>) -> Vec<
             for e in events {
                 let server: Option<u32> = e.get("Server_id");
                 let kind: Option<String> = e.get("Event_type");
-                let info: Option<String> = e.get("Info");
+                // (Bytes: a statement's text need not be UTF-8.)
+                let info: Option<String> = e
+                    .get_opt::<Vec<u8>, _>("Info")
+                    .and_then(Result::ok)
+                    .map(|b| String::from_utf8_lossy(&b).into_owned());
                 let written = matches!(
                     kind.as_deref(),
                     Some("Gtid" | "Query" | "Xid" | "Table_map")

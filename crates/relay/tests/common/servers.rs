@@ -29,6 +29,14 @@ pub fn tls_server() -> &'static TestServer {
     })
 }
 
+/// The newer MariaDB (testkit's 11.4, beside the system's 10.11), one
+/// per test binary: what the relay meets behind it differs (its session
+/// tracker, for one).
+pub fn newer_server() -> &'static TestServer {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    S.get_or_init(|| sqlfleet_testkit::newer_server_with(&[]))
+}
+
 /// Drops and creates database `db` on `srv` (a fixed name, so that runs
 /// directly and through a relay print the same).
 pub fn fresh_named_db(srv: &TestServer, db: &str) {

@@ -150,6 +150,7 @@ impl Session {
             });
         match synced {
             Ok(()) => {
+                self.leased_on_replica = health.role(c.backend()) == "replica";
                 if self.st.mode() == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id()));
                 }
@@ -172,6 +173,8 @@ impl Session {
     /// Replays the client's settings and default database on `c`.
     pub(super) async fn sync(&self, c: &mut BackendConn) -> Result<(), Fail> {
         let lost = |e: WireError| Fail::Lost(e.to_string());
+        // (A connection left so by a path that did not mend it.)
+        c.mend_tracking().await.map_err(lost)?;
         if c.needs_reset_for(self.st.settings()) {
             self.ctx.metrics.resets.fetch_add(1, Relaxed);
             c.reset().await.map_err(lost)?;
@@ -275,6 +278,14 @@ impl Session {
             self.ctx.metrics.state_syncs.fetch_add(1, Relaxed);
             let mut q = b"\x03SET ".to_vec();
             q.extend_from_slice(parts.join(", ").as_bytes());
+            if c.tracking() {
+                // Last: a plugin's variable among them (or its undoing)
+                // makes MariaDB 11.4's tracker lose count
+                // (`backend/tracker.rs`); set again after them, it starts
+                // afresh, in the same round trip.
+                q.extend_from_slice(b", ");
+                q.extend_from_slice(crate::backend::tracker::REARM.as_bytes());
+            }
             sqlfleet_faults::point!("relay::before_replay");
             let o = command::command(c, &q, Expect::Results { cursor: false })
                 .await

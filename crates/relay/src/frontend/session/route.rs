@@ -14,6 +14,7 @@ use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
 use crate::protocol::stmt::{StmtDef, StmtKey};
 use crate::routing::read::{self, BeforeRead, Facts, RuleRoute};
+use sqlfleet_wire::packet::WireError;
 
 use super::state::ClientState;
 
@@ -369,6 +370,32 @@ impl Session {
         self.ensure_conn().await.map(drop)
     }
 
+    /// After a reply that showed the connection's variable tracker lost
+    /// count (`backend/tracker.rs`): the tracker is started afresh before
+    /// the connection serves again, and a statement that may have
+    /// committed a write outside a transaction has its GTID asked of the
+    /// server (the tracker's report of it was not taken): a GTID the
+    /// connection did not have before is the client's write.
+    async fn mend_tracking(&mut self, read: bool) -> Result<(), Fail> {
+        let Some(c) = self.conn.as_mut().filter(|c| c.tracking_lost()) else {
+            return Ok(());
+        };
+        let lost = |e: WireError| Fail::Lost(format!("re-arming session tracking: {e}"));
+        c.mend_tracking().await.map_err(lost)?;
+        if read || self.st.in_trans() {
+            return Ok(());
+        }
+        let asked = command::query_value(c, "SELECT @@last_gtid")
+            .await
+            .map_err(lost)?
+            .unwrap_or_default();
+        if !asked.is_empty() && c.last_gtid() != Some(asked.as_str()) {
+            self.st.note_own_gtid(asked.clone());
+        }
+        c.note_last_gtid(&asked);
+        Ok(())
+    }
+
     /// consistency = session, with read/write split: after a committed
     /// write, remember its GTID — the one the server's session tracking
     /// reported with the write's OK (`ClientState::own_gtid`), else (a
@@ -376,6 +403,7 @@ impl Session {
     /// so only where replicas serve reads; without a split nothing is
     /// asked.
     pub(super) async fn after_write(&mut self, read: bool, o: &Outcome) -> Result<(), Fail> {
+        self.mend_tracking(read).await?;
         let routing = &self.ctx.cfg.routing;
         if !read::remember_write(
             routing.read_write_split,
@@ -499,8 +527,12 @@ impl Session {
         let Some(b) = self.backend.filter(|_| self.conn.is_some()) else {
             return Ok(());
         };
-        if read::runs_on_a_held_replica(read, fx.ends_transaction, fx.statements)
-            || self.ctx.pool.health.role(b) != "replica"
+        if read::runs_on_held(
+            self.leased_on_replica,
+            read,
+            fx.ends_transaction,
+            fx.statements,
+        ) || self.ctx.pool.health.role(b) != "replica"
         {
             return Ok(());
         }

@@ -76,6 +76,11 @@ pub(crate) struct ClientState {
     /// The current statement's `SET STATEMENT ... FOR` variables: the
     /// server reports them changed, the session keeps its own.
     statement_vars: Vec<String>,
+    /// The variables the current statement's text sets by name (its SETs
+    /// and its `SET STATEMENT ... FOR` ones): a reply that says the state
+    /// changed without naming each shows a tracker that lost count
+    /// (`backend/tracker.rs`).
+    set_vars: Vec<String>,
     /// The current statement runs no stored code (a procedure, function
     /// or trigger could change the session where its text does not show).
     plain: bool,
@@ -124,6 +129,10 @@ pub(crate) struct ForConn {
     /// The server reported variables: the connection's pending restores
     /// went with them.
     pub reported_vars: bool,
+    /// The reply showed the connection's variable tracker lost count
+    /// (`backend/tracker.rs`): it is re-armed before it serves again, and
+    /// its `last_gtid` report was not taken.
+    pub tracking_lost: bool,
 }
 
 /// Whose FOUND_ROWS() the connection holds after a statement.
@@ -271,6 +280,7 @@ impl ClientState {
     /// on a Galera node): the server reports it changed, the client did not.
     pub fn sync_wait_added(&mut self) {
         self.statement_vars.push("wsrep_sync_wait".into());
+        self.set_vars.push("wsrep_sync_wait".into());
         self.explained = true;
     }
 
@@ -307,6 +317,7 @@ impl ClientState {
             },
             explained: true,
             statement_vars: Vec::new(),
+            set_vars: Vec::new(),
             plain: true,
             last_row_count: -1,
             last_insert_id: 0,
@@ -451,6 +462,7 @@ impl ClientState {
         self.explained = true;
         self.plain = true;
         self.statement_vars.clear();
+        self.set_vars.clear();
     }
 
     /// A statement with effects `fx` is about to run.
@@ -464,6 +476,20 @@ impl ClientState {
             && fx.computed.is_empty()
             && !fx.pins.contains(&Pin::SetExpression);
         self.statement_vars.clone_from(&fx.statement_vars);
+        self.set_vars = fx
+            .settings
+            .iter()
+            .filter(|s| is_variable(&s.name))
+            .map(|s| s.name.clone())
+            .chain(fx.statement_vars.iter().cloned())
+            .collect();
+    }
+
+    /// The server's `@@last_gtid` after the client's write, asked where
+    /// the tracker's report could not be taken (`ForConn::tracking_lost`).
+    pub fn note_own_gtid(&mut self, gtid: String) {
+        self.own_gtid = Some(gtid);
+        self.gtid_unseen = false;
     }
 
     /// The current statement's `SET STATEMENT ... FOR` variables (their
@@ -595,9 +621,14 @@ impl ClientState {
     /// connection has not reported yet (`BackendConn::restores`); a
     /// statement that runs no stored code cannot change them itself, so
     /// their report (and the state change it flags) is that restore: the
-    /// session's value again, no setting and no pin.
+    /// session's value again, no setting and no pin. A reply that shows
+    /// the tracker lost count of what the text set (`backend/tracker.rs`)
+    /// says so in `tracking_lost`.
     pub fn observe(&mut self, o: &Outcome, restores: &[String]) -> ForConn {
-        let mut out = ForConn::default();
+        let mut out = ForConn {
+            tracking_lost: crate::backend::tracker::lost(&self.set_vars, &o.changes),
+            ..ForConn::default()
+        };
         let mut restored = false;
         let plain = self.plain
             && !self.pins.contains(&Pin::StoredFunction)
@@ -640,8 +671,12 @@ impl ClientState {
                 }
                 // Read-only: the result of the statement, not a setting;
                 // the client's own from now on.
+                // (Not from a tracker that lost count: it may be stale, or
+                // another variable's report; the server is asked.)
                 Change::SysVar(name, v) if name == "last_gtid" => {
-                    self.own_gtid = Some(v.clone());
+                    if !out.tracking_lost {
+                        self.own_gtid = Some(v.clone());
+                    }
                 }
                 // The replication connection's, for every session: the
                 // text said it was a global change.

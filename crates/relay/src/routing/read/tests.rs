@@ -465,23 +465,36 @@ fn which_writes_are_remembered() {
 /// statement that ends the transaction there, alone.
 #[test]
 fn what_runs_on_a_held_replica() {
-    // (name, read, ends_transaction, statements, runs)
-    let rows: &[(&str, bool, bool, usize, bool)] = &[
-        ("a read", true, false, 1, true),
-        ("COMMIT", false, true, 1, true),
-        ("ROLLBACK", false, true, 1, true),
-        ("COMMIT; INSERT ...", false, true, 2, false),
-        ("INSERT", false, false, 1, false),
+    // (name, leased on a replica, read, ends_transaction, statements, runs)
+    let rows: &[(&str, bool, bool, bool, usize, bool)] = &[
+        ("a read", true, true, false, 1, true),
+        ("COMMIT", true, false, true, 1, true),
+        ("ROLLBACK", true, false, true, 1, true),
+        ("COMMIT; INSERT ...", true, false, true, 2, false),
+        ("INSERT", true, false, false, 1, false),
         (
             "ROLLBACK TO SAVEPOINT s (the transaction goes on)",
+            true,
             false,
             false,
             1,
             false,
         ),
-        ("SET @a = 1", false, false, 1, false),
+        ("SET @a = 1", true, false, false, 1, false),
+        (
+            "INSERT, got on the primary, which turned read_only since",
+            false,
+            false,
+            false,
+            1,
+            true,
+        ),
     ];
-    for (name, read, ends, n, want) in rows {
-        assert_eq!(runs_on_a_held_replica(*read, *ends, *n), *want, "{name}");
+    for (name, leased_on_replica, read, ends, n, want) in rows {
+        assert_eq!(
+            runs_on_held(*leased_on_replica, *read, *ends, *n),
+            *want,
+            "{name}"
+        );
     }
 }
