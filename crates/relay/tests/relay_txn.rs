@@ -1945,6 +1945,42 @@ async fn session_variables(root: &mut mysql_async::Conn) -> Vec<(String, String)
         .collect()
 }
 
+/// FOUND_ROWS() after a locking `SELECT SQL_CALC_FOUND_ROWS ... LIMIT`
+/// (only the server knows the count: the relay asks it at once) whose
+/// reply also had the relay ask the connection something of its own
+/// (MariaDB 11.4: a plugin's variable set for the statement,
+/// `backend/tracker.rs`): the client's count, not the relay's
+/// question's.
+#[test]
+fn found_rows_stays_the_clients_when_the_relay_asks_after_its_statement() {
+    for srv in [server(), common::servers::newer_server()] {
+        let relay = start_relay(srv, &[]);
+        let rt = tokio::runtime::Runtime::new().expect("rt");
+        let (db, _) = rt.block_on(srv.fresh_db("relayfoundmend"));
+        rt.block_on(async {
+            let mut c = connect(&relay, Some(&db)).await;
+            c.query_drop("CREATE TABLE t (a INT); INSERT INTO t VALUES (1), (2), (3)")
+                .await
+                .expect("table");
+            let rows: Vec<i64> = c
+                .query(
+                    "SET STATEMENT innodb_lock_wait_timeout = 5 FOR \
+                     SELECT SQL_CALC_FOUND_ROWS a FROM t LIMIT 1 FOR UPDATE",
+                )
+                .await
+                .expect("select");
+            assert_eq!(rows.len(), 1);
+            let found: Option<i64> = c.query_first("SELECT FOUND_ROWS()").await.expect("found");
+            assert_eq!(
+                found,
+                Some(3),
+                "FOUND_ROWS() on {:?}",
+                srv.sandbox.meta.name
+            );
+        });
+    }
+}
+
 /// Each write's marker (the text between quotes after `VALUES (k, `) and
 /// the GTID the server's binary log gives its transaction.
 fn gtids_of_marks(

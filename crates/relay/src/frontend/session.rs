@@ -1074,9 +1074,11 @@ impl Session {
         if fx.sets_global && o.error.is_none() {
             self.ctx.pool.globals_changed();
         }
-        self.after_write(fx.read, &o).await?;
+        // (The counts first: what `after_write` may ask the connection
+        // replaces the server's FOUND_ROWS().)
         self.keep_diagnostics(&o, &fx);
         self.capture_found_rows().await?;
+        self.after_write(fx.read, &o).await?;
         self.after_text_effects(&fx, &o);
         if !had_set_expression {
             let tracked = self.conn.as_ref().is_some_and(|c| c.tracking());

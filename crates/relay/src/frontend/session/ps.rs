@@ -268,9 +268,10 @@ impl Session {
             self.record_digest(d.clone(), &o, t0);
         }
         let o = o?;
-        self.after_write(fx.read, &o).await?;
+        // (The counts first, as for a text statement.)
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
+        self.after_write(fx.read, &o).await?;
         self.after_text_effects(fx, &o);
         self.st.forget_long_data(cid);
         if cursor && o.error.is_none() {
