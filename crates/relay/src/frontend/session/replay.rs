@@ -203,6 +203,7 @@ impl Session {
                         c.note_restores(&["wsrep_sync_wait"]);
                     }
                     let mut insert_id = None;
+                    let mut set_insert_id = false;
                     for (i, e) in entries.iter().enumerate() {
                         sqlfleet_faults::point!("relay::replay_statement");
                         if e.insert_id != 0 && leave == Leave::Nothing {
@@ -218,6 +219,7 @@ impl Session {
                                     "SET insert_id: ERROR {code}: {m}"
                                 )));
                             }
+                            set_insert_id = true;
                         }
                         let (o, d) = command::command_digest(c, &e.payload, leave).await?;
                         if o.insert_id != 0 {
@@ -226,6 +228,16 @@ impl Session {
                         if d != e.digest {
                             return Ok(Err((i, o)));
                         }
+                    }
+                    if set_insert_id {
+                        // The relay's own one-shot `insert_id`: MariaDB 11.4
+                        // reports its use late (with the client's next
+                        // reply, taken there for the client's one-shot
+                        // variable: a pin) or loses count of other
+                        // variables after it (`backend/tracker.rs`). The
+                        // tracker starts afresh instead.
+                        c.note_tracking_lost();
+                        c.mend_tracking().await?;
                     }
                     Ok::<_, sqlfleet_wire::packet::WireError>(Ok(insert_id))
                 })
