@@ -21,20 +21,14 @@ if [ -f "$DONE" ]; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 need=()
 command -v cmake >/dev/null 2>&1 || need+=(cmake)
 command -v cc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v make >/dev/null 2>&1 || need+=(make)
 dpkg -s zlib1g-dev >/dev/null 2>&1 || need+=(zlib1g-dev)
 dpkg -s libssl-dev >/dev/null 2>&1 || need+=(libssl-dev)
-if [ "${#need[@]}" -gt 0 ]; then
-  echo "connector_c: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+apt_install connector_c ${need[@]+"${need[@]}"}
 
 mkdir -p "$ROOT"
 cd "$ROOT"

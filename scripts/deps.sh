@@ -20,8 +20,7 @@
 #   scripts/deps.sh PKG...   the full set plus these Debian packages.
 set -euo pipefail
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 CORE=""
 if [ "${1:-}" = "--core" ]; then CORE=1; shift; fi
 
@@ -71,12 +70,7 @@ for extra in "$@"; do
   dpkg -s "$extra" >/dev/null 2>&1 || need+=("$extra")
 done
 
-if [ "${#need[@]}" -gt 0 ]; then
-  echo "deps: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+apt_install deps ${need[@]+"${need[@]}"}
 
 NODE_DIR="$HOME/.cache/sqlfleet/node"
 if [ -z "$CORE" ] && [ ! -d "$NODE_DIR/node_modules/mysql2" ]; then
@@ -104,8 +98,7 @@ if ! command -v cargo >/dev/null 2>&1; then
   # Through the package manager as configured: Debian 13+ packages rustup,
   # which then fetches the toolchain from its own configured channel.
   if apt-cache show rustup >/dev/null 2>&1; then
-    echo "deps: installing Rust with Debian's rustup" >&2
-    $SUDO apt-get install -y -qq --no-install-recommends rustup >/dev/null
+    apt_install "deps (Rust, with Debian's rustup)" rustup
     rustup default stable >/dev/null
     rustup component add clippy rustfmt >/dev/null
   else

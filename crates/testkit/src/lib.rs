@@ -117,19 +117,33 @@ pub fn newer_server_with(options: &[&str]) -> TestServer {
 }
 
 /// The newer MariaDB server `scripts/mariadb_next.sh` fetches (11.4, while
-/// the system's is Debian's 10.11): what a newer source writes. Panics
-/// with the command when it is not there.
+/// the system's is Debian's 10.11): what a newer source writes. The script
+/// names it (its version is written there only), fetching it first when
+/// it is not there yet; panics with the script's words when it cannot.
 pub fn newer_mariadbd() -> PathBuf {
-    let home = std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_default();
-    let bin = home.join(".cache/sqlfleet/mariadb-11.4.5/bin/mariadbd");
-    assert!(
-        bin.is_file(),
-        "{} is missing: run scripts/mariadb_next.sh (scripts/deps.sh does)",
-        bin.display()
-    );
-    bin
+    static BIN: std::sync::OnceLock<Result<PathBuf, String>> = std::sync::OnceLock::new();
+    let got = BIN.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb_next.sh");
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .map_err(|e| format!("{}: {e}", script.display()))?;
+        let path = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !out.status.success() || path.is_empty() {
+            return Err(format!(
+                "{} failed ({}): {}",
+                script.display(),
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(PathBuf::from(path))
+    });
+    match got {
+        Ok(p) => p.clone(),
+        Err(e) => panic!("the newer MariaDB server: {e}"),
+    }
 }
 
 fn start(name: &str, replicas: usize, options: Vec<String>) -> TestServer {
