@@ -1945,6 +1945,87 @@ async fn session_variables(root: &mut mysql_async::Conn) -> Vec<(String, String)
         .collect()
 }
 
+/// A client that set `timestamp` (as a binary log replayed through the
+/// relay does) and then `SET timestamp = DEFAULT` has the clock again on
+/// whatever connection its next statement runs. MariaDB 11.4's tracker,
+/// on a connection that had not logged a write, reports the variable set
+/// first in `last_gtid`'s place with every later write (`timestamp =
+/// <its current value>`, `backend/tracker.rs`): the relay recorded that
+/// value as the client's setting, and replayed on another connection it
+/// froze the client's NOW() in the past.
+#[test]
+fn a_client_back_on_the_clock_keeps_the_clock_on_another_connection() {
+    for srv in [server(), common::servers::newer_server()] {
+        let relay = start_relay(srv, &[]);
+        let rt = tokio::runtime::Runtime::new().expect("rt");
+        let (db, _) = rt.block_on(srv.fresh_db("relayclock"));
+        let name = &srv.sandbox.meta.name;
+        let said = rt.block_on(async {
+            let mut root = srv.connect().await;
+            root.query_drop(format!(
+                "CREATE TABLE `{db}`.t (k INT PRIMARY KEY, at DATETIME(6), m TEXT)"
+            ))
+            .await
+            .expect("table");
+            // (Its first connection: nothing written on it yet.)
+            let mut a = connect(&relay, Some(&db)).await;
+            let mut said = Vec::new();
+            for (k, set) in [
+                (1, "SET timestamp = 1000000000"),
+                (2, "SET timestamp = DEFAULT"),
+            ] {
+                a.query_drop(set)
+                    .await
+                    .unwrap_or_else(|e| panic!("{set}: {e}"));
+                let mark = format!("clock #{k}");
+                a.query_drop(format!("INSERT INTO t VALUES ({k}, NOW(6), '{mark}')"))
+                    .await
+                    .expect("insert");
+                said.push((mark, last_gtid(&mut a).await));
+            }
+            assert_eq!(
+                pins(&relay).get("server_state"),
+                Some(&0.0),
+                "{name}: nothing the client did is unseen"
+            );
+            // Another client holds that connection: a's next statement
+            // runs on another one, with a's session replayed there.
+            let mut b = connect(&relay, Some(&db)).await;
+            b.query_drop("BEGIN").await.expect("begin");
+            b.query_drop("SELECT 1").await.expect("hold");
+            tokio::time::sleep(Duration::from_millis(1500)).await;
+            a.query_drop("INSERT INTO t VALUES (3, NOW(6), 'clock #3')")
+                .await
+                .expect("insert 3");
+            b.query_drop("COMMIT").await.expect("commit");
+            let lag: Vec<(i32, i64)> = root
+                .query(format!(
+                    "SELECT k, TIMESTAMPDIFF(MICROSECOND, at, NOW(6)) FROM `{db}`.t ORDER BY k"
+                ))
+                .await
+                .expect("rows");
+            assert!(
+                lag[0].1 > 1_000_000_000_000,
+                "{name}: row 1 at 2001: {lag:?}"
+            );
+            assert!(
+                lag[2].1 < 1_000_000,
+                "{name}: row 3 was written at the clock's time, not {} us before: {lag:?}",
+                lag[2].1
+            );
+            said
+        });
+        let logged = gtids_of_marks(srv, &rt);
+        for (mark, gtid) in said {
+            assert_eq!(
+                logged.get(&mark),
+                Some(&gtid),
+                "{name}: @@last_gtid after {mark}"
+            );
+        }
+    }
+}
+
 /// FOUND_ROWS() after a locking `SELECT SQL_CALC_FOUND_ROWS ... LIMIT`
 /// (only the server knows the count: the relay asks it at once) whose
 /// reply also had the relay ask the connection something of its own

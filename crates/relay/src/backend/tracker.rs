@@ -16,9 +16,17 @@
 //! again starts the tracker afresh (checked on 11.4.5: every write's
 //! `last_gtid` after it).
 //!
-//! The sign, whatever the server and the variable: the statement's text
+//! Its `last_gtid` is one slot with the variables that have no place of
+//! their own in the session (`insert_id`, `last_insert_id`, `identity`,
+//! `rand_seed1`, `rand_seed2`, `timestamp`): on a connection that had not
+//! logged a write, the first of them set names the slot, and every later
+//! write reports that variable (`timestamp = <now>`, `insert_id = 5`)
+//! instead of its `last_gtid`.
+//!
+//! The signs, whatever the server and the variable: the statement's text
 //! set variables and the reply says the state changed without naming
-//! each of them. Then the connection's tracker is re-armed ([`REARM`])
+//! each of them; or the reply names one of those slot-sharing variables
+//! ([`STAND_INS`]) the text did not set. Then the connection's tracker is re-armed ([`REARM`])
 //! before it serves another statement, and what the reply said of
 //! `last_gtid` is not taken (the server is asked). A variable reported
 //! under another name (an alias: `long_query_time` as
@@ -32,15 +40,31 @@ use crate::protocol::track::Change;
 /// tracking, as [`crate::backend::dial::track_sessions`] set it).
 pub const REARM: &str = "session_track_system_variables = '*'";
 
-/// Whether a reply's `changes` show that the tracker lost count of the
-/// variables `set` the statement's text set (by name, any case).
+/// The variables MariaDB 11.4's tracker reports in `last_gtid`'s place.
+pub const STAND_INS: [&str; 6] = [
+    "insert_id",
+    "last_insert_id",
+    "identity",
+    "rand_seed1",
+    "rand_seed2",
+    "timestamp",
+];
+
+/// Whether a reply's `changes` show that the tracker lost count: of the
+/// variables `set` the statement's text set (by name, any case), or of
+/// `last_gtid`, named for a variable the text did not set. (Stored code
+/// setting such a variable shows the same sign: a re-arm, harmless.)
 pub fn lost<S: AsRef<str>>(set: &[S], changes: &[Change]) -> bool {
     let named = |v: &str| {
         changes
             .iter()
             .any(|c| matches!(c, Change::SysVar(n, _) if n.eq_ignore_ascii_case(v)))
     };
-    changes.contains(&Change::State) && set.iter().any(|v| !named(v.as_ref()))
+    let was_set = |n: &str| set.iter().any(|v| v.as_ref().eq_ignore_ascii_case(n));
+    let stand_in = changes.iter().any(
+        |c| matches!(c, Change::SysVar(n, _) if STAND_INS.contains(&n.as_str()) && !was_set(n)),
+    );
+    stand_in || (changes.contains(&Change::State) && set.iter().any(|v| !named(v.as_ref())))
 }
 
 #[cfg(test)]
@@ -107,6 +131,24 @@ mod tests {
                 "SET @@v = .. (no scope): neither version reports it, nor a state change",
                 vec!["sql_mode"],
                 vec![],
+                false,
+            ),
+            (
+                "11.4.5, after SET insert_id on a connection that never wrote: a write's reply",
+                vec![],
+                vec![var("insert_id", "5")],
+                true,
+            ),
+            (
+                "11.4.5, after SET timestamp likewise: the clock in last_gtid's place",
+                vec![],
+                vec![var("timestamp", "1796606624.416124")],
+                true,
+            ),
+            (
+                "SET timestamp = 5: its own report",
+                vec!["timestamp"],
+                vec![var("timestamp", "5.000000"), Change::State],
                 false,
             ),
             (

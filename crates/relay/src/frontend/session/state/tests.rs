@@ -1301,3 +1301,33 @@ fn a_negative_count_is_written_in() {
         String::from_utf8_lossy(&text)
     );
 }
+
+/// `timestamp` is recorded from the statement's text, never from the
+/// tracker's value (MariaDB 10.11 reports the value from before `SET
+/// timestamp = DEFAULT`; the clock's value replayed would stop it); a
+/// procedure that sets it holds the client by its call.
+#[test]
+fn the_clock_is_what_the_text_set() {
+    let mut st = ClientState::new(T, Some("a".into()));
+    run(
+        &mut st,
+        "SET timestamp = 1000000000",
+        R::Track("timestamp", "1000000000.000000"),
+    );
+    let texts = |st: &ClientState| -> Vec<String> {
+        st.settings.iter().map(|s| s.text.to_lowercase()).collect()
+    };
+    assert_eq!(texts(&st), vec!["@@session.timestamp = 1000000000"]);
+    // 10.11's report: the value before the SET.
+    run(
+        &mut st,
+        "SET timestamp = DEFAULT",
+        R::Track("timestamp", "1000000000.000000"),
+    );
+    assert_eq!(texts(&st), vec!["@@session.timestamp = default"]);
+    assert!(!st.pins.contains(&Pin::ServerState));
+    // A procedure's SET: only the server says so.
+    run(&mut st, "CALL p()", R::Track("timestamp", "5.000000"));
+    assert!(st.pins.contains(&Pin::Call), "{:?}", st.pins);
+    assert_eq!(texts(&st), vec!["@@session.timestamp = default"]);
+}
