@@ -129,13 +129,15 @@ pub enum Pin {
 /// clears without reporting it: replayed, a GTID would be used twice.
 pub const ONE_SHOT_VARIABLES: [&str; 4] = ["insert_id", "rand_seed1", "rand_seed2", "gtid_seq_no"];
 
-/// Variables whose reported value is no setting to replay: `timestamp`
-/// at its DEFAULT follows the clock (its value replayed elsewhere would
-/// stop the client's NOW() there), and MariaDB 10.11 reports the value
-/// from before `SET timestamp = DEFAULT` (the client's NOW() went back to
-/// the value it had set). The statement's text says what was set; stored
-/// code that sets it is pinned by its call.
-pub const CLOCK_VARIABLES: [&str; 1] = ["timestamp"];
+/// Variables whose reported value is no setting to replay, because their
+/// DEFAULT is the connection's own: `timestamp` follows the clock (its
+/// value replayed elsewhere would stop the client's NOW() there; MariaDB
+/// 10.11 even reports the value from before `SET timestamp = DEFAULT`, and
+/// the client's NOW() went back to the value it had set), and
+/// `pseudo_thread_id` is the connection's thread id (reported as 0 after
+/// `SET pseudo_thread_id = DEFAULT`). The statement's text says what was
+/// set; stored code that sets one is pinned by its call.
+pub const OWN_DEFAULT_VARIABLES: [&str; 2] = ["timestamp", "pseudo_thread_id"];
 
 /// Variables MariaDB gives a session scope whose value belongs to a
 /// replication connection (the one `default_master_connection` names):

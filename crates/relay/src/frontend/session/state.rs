@@ -682,11 +682,12 @@ impl ClientState {
                 // text said it was a global change.
                 Change::SysVar(name, _)
                     if sql::REPLICATION_CONNECTION_VARIABLES.contains(&name.as_str()) => {}
-                // The clock: what the text set is recorded (`after_text`).
-                // Named where the text set nothing, it is a tracker that
-                // lost count (`tracking_lost`: MariaDB 11.4 names it in
+                // The clock and the thread id: what the text set is
+                // recorded (`after_text`). Named where the text set
+                // nothing, it is a tracker that lost count
+                // (`tracking_lost`: MariaDB 11.4 names `timestamp` in
                 // last_gtid's place), or stored code, which its call pins.
-                Change::SysVar(name, _) if sql::CLOCK_VARIABLES.contains(&name.as_str()) => {}
+                Change::SysVar(name, _) if sql::OWN_DEFAULT_VARIABLES.contains(&name.as_str()) => {}
                 // Used once by the server: never replayed (the text pinned
                 // the client; a procedure's SET does so here).
                 Change::SysVar(name, _) if sql::ONE_SHOT_VARIABLES.contains(&name.as_str()) => {
@@ -773,7 +774,7 @@ impl ClientState {
                 .filter(|s| is_variable(&s.name))
                 .chain(collations.iter())
             {
-                let reported = !sql::CLOCK_VARIABLES.contains(&s.name.as_str())
+                let reported = !sql::OWN_DEFAULT_VARIABLES.contains(&s.name.as_str())
                     && o.changes.iter().any(
                         |ch| matches!(ch, Change::SysVar(n, _) if n.eq_ignore_ascii_case(&s.name)),
                     );

@@ -1302,12 +1302,13 @@ fn a_negative_count_is_written_in() {
     );
 }
 
-/// `timestamp` is recorded from the statement's text, never from the
-/// tracker's value (MariaDB 10.11 reports the value from before `SET
-/// timestamp = DEFAULT`; the clock's value replayed would stop it); a
-/// procedure that sets it holds the client by its call.
+/// `timestamp` and `pseudo_thread_id` are recorded from the statement's
+/// text, never from the tracker's value (MariaDB 10.11 reports the value
+/// from before `SET timestamp = DEFAULT`, and 0 for the thread id's
+/// DEFAULT; the clock's value replayed would stop it); a procedure that
+/// sets one holds the client by its call.
 #[test]
-fn the_clock_is_what_the_text_set() {
+fn the_clock_and_the_thread_id_are_what_the_text_set() {
     let mut st = ClientState::new(T, Some("a".into()));
     run(
         &mut st,
@@ -1326,8 +1327,21 @@ fn the_clock_is_what_the_text_set() {
     );
     assert_eq!(texts(&st), vec!["@@session.timestamp = default"]);
     assert!(!st.pins.contains(&Pin::ServerState));
+    // The thread id's DEFAULT is the connection's own (reported as 0).
+    run(
+        &mut st,
+        "SET pseudo_thread_id = DEFAULT",
+        R::Track("pseudo_thread_id", "0"),
+    );
+    assert_eq!(
+        texts(&st),
+        vec![
+            "@@session.timestamp = default",
+            "@@session.pseudo_thread_id = default"
+        ]
+    );
     // A procedure's SET: only the server says so.
     run(&mut st, "CALL p()", R::Track("timestamp", "5.000000"));
     assert!(st.pins.contains(&Pin::Call), "{:?}", st.pins);
-    assert_eq!(texts(&st), vec!["@@session.timestamp = default"]);
+    assert_eq!(texts(&st).len(), 2, "nothing recorded from the report");
 }
