@@ -1252,10 +1252,48 @@ async fn every_variable(srv: &TestServer, accounts: &str) {
         }
         let globals_now = global_values(&mut admin).await;
         wrong.extend(changed(&globals_set, &globals_now, &sql, "a new client"));
+        // (Pins from here on: the SHOW may warn, and its warnings hold
+        // the connection for SHOW WARNINGS.)
+        let pinned_before = pins();
         let want = session_values(&mut d).await;
         let got = session_values(&mut a).await;
         for diff in differences(&want, &got) {
             wrong.push(format!("after {sql}, the setter's {diff}"));
+        }
+        // Back to DEFAULT, and (unless held) the setter's next statement on
+        // the connection after another client had it: what the relay
+        // recorded of the DEFAULT is what it replays there. (Found so:
+        // `SET timestamp = DEFAULT` replayed the value set before.)
+        let back = format!("SET SESSION {name} = DEFAULT");
+        let (db_, rb) = (
+            code(d.query_drop(&back).await),
+            code(a.query_drop(&back).await),
+        );
+        assert_eq!(db_, rb, "{back}: error code directly and through the relay");
+        // (The DEFAULT changes a replication connection's global, directly
+        // too: what counts is what serving the setter changes after it.)
+        let mut globals_set = globals_set;
+        if db_ == 0 {
+            for c in [&mut d, &mut a] {
+                c.query_drop("DO 0").await.expect("DO 0");
+            }
+            globals_set = global_values(&mut admin).await;
+            let held = pins()
+                .iter()
+                .zip(pinned_before)
+                .any(|(now, was)| now.1 > was.1);
+            if pinned.is_empty() && !held {
+                let mut c = mysql_async::Conn::new(relayed.clone())
+                    .await
+                    .unwrap_or_else(|e| panic!("a new client after {sql} and {back}: {e}"));
+                let _ = session_values(&mut c).await;
+                let _ = c.disconnect().await;
+            }
+            let want = session_values(&mut d).await;
+            let got = session_values(&mut a).await;
+            for diff in differences(&want, &got) {
+                wrong.push(format!("after {sql} and {back}, the setter's {diff}"));
+            }
         }
         let _ = a.disconnect().await;
         let _ = d.disconnect().await;

@@ -240,6 +240,14 @@ const NULL_WHEN_EMPTY: &[&str] = &[
     "innodb_tmpdir",
 ];
 
+/// Session variables whose reported `DEFAULT` is the keyword, not a
+/// value (it refuses the string `'DEFAULT'` with 1231): after `SET
+/// system_versioning_asof = DEFAULT` the client's next statement on
+/// another connection failed with the replay's 1231 (found by the
+/// every-variable oracle's DEFAULT round trip). (`alter_algorithm`'s
+/// `'DEFAULT'` is a value of its own: the keyword would give the global.)
+const KEYWORD_WHEN_DEFAULT: &[&str] = &["system_versioning_asof"];
+
 /// One tracked session setting, replayable with `SET <text>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Setting {
@@ -315,6 +323,8 @@ impl Setting {
             value.to_string()
         } else if value.is_empty() && NULL_WHEN_EMPTY.contains(&name) {
             "NULL".to_string()
+        } else if value == "DEFAULT" && KEYWORD_WHEN_DEFAULT.contains(&name) {
+            "DEFAULT".to_string()
         } else {
             format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''"))
         };

@@ -540,6 +540,21 @@ fn settings_reported_by_the_server_replay_as_they_were() {
             "",
             "@@session.innodb_ft_user_stopword_table = NULL",
         ),
+        (
+            "system_versioning_asof",
+            "DEFAULT",
+            "@@session.system_versioning_asof = DEFAULT",
+        ),
+        (
+            "system_versioning_asof",
+            "2020-01-01 00:00:00.000000",
+            "@@session.system_versioning_asof = '2020-01-01 00:00:00.000000'",
+        ),
+        (
+            "alter_algorithm",
+            "DEFAULT",
+            "@@session.alter_algorithm = 'DEFAULT'",
+        ),
     ];
     for (name, value, text) in rows {
         let s = Setting::from_server(name, value);
