@@ -164,9 +164,10 @@ impl BackendConn {
     }
 
     /// A reply on it showed its variable tracker lost count
-    /// (`tracker.rs`; mended by `mend_tracking`).
+    /// (`tracker.rs`; mended by `mend_tracking`). Only a connection with
+    /// tracking on has one.
     pub fn note_tracking_lost(&mut self) {
-        self.tracking_lost = true;
+        self.tracking_lost = self.tracking;
     }
 
     /// A reply showed its variable tracker lost count, not mended yet.
@@ -179,9 +180,12 @@ impl BackendConn {
         self.last_gtid.as_deref()
     }
 
-    /// Its `@@last_gtid` is now `gtid` (reported, or asked).
+    /// Its `@@last_gtid` is now `gtid` (reported, or asked). (Its buffer
+    /// kept: every logged write's reply comes here.)
     pub fn note_last_gtid(&mut self, gtid: &str) {
-        self.last_gtid = Some(gtid.to_string());
+        let g = self.last_gtid.get_or_insert_with(String::new);
+        g.clear();
+        g.push_str(gtid);
     }
 
     /// Its default database is now `db`.

@@ -26,8 +26,9 @@
 //! The signs, whatever the server and the variable: the statement's text
 //! set variables and the reply says the state changed without naming
 //! each of them; or the reply names one of those slot-sharing variables
-//! ([`STAND_INS`]) the text did not set. Then the connection's tracker is re-armed ([`REARM`])
-//! before it serves another statement, and what the reply said of
+//! ([`STAND_INS`]) the text did not set. Then the connection's tracker is
+//! re-armed ([`REARM`]) before it serves another statement, and what the
+//! reply said of
 //! `last_gtid` is not taken (the server is asked). A variable reported
 //! under another name (an alias: `long_query_time` as
 //! `log_slow_query_time`) re-arms too, needlessly and harmlessly.
@@ -54,17 +55,20 @@ pub const STAND_INS: [&str; 6] = [
 /// variables `set` the statement's text set (by name, any case), or of
 /// `last_gtid`, named for a variable the text did not set. (Stored code
 /// setting such a variable shows the same sign: a re-arm, harmless.)
-pub fn lost<S: AsRef<str>>(set: &[S], changes: &[Change]) -> bool {
+pub fn lost<S: AsRef<str>>(set: impl Iterator<Item = S> + Clone, changes: &[Change]) -> bool {
+    if changes.is_empty() {
+        return false;
+    }
     let named = |v: &str| {
         changes
             .iter()
             .any(|c| matches!(c, Change::SysVar(n, _) if n.eq_ignore_ascii_case(v)))
     };
-    let was_set = |n: &str| set.iter().any(|v| v.as_ref().eq_ignore_ascii_case(n));
+    let was_set = |n: &str| set.clone().any(|v| v.as_ref().eq_ignore_ascii_case(n));
     let stand_in = changes.iter().any(
         |c| matches!(c, Change::SysVar(n, _) if STAND_INS.contains(&n.as_str()) && !was_set(n)),
     );
-    stand_in || (changes.contains(&Change::State) && set.iter().any(|v| !named(v.as_ref())))
+    stand_in || (changes.contains(&Change::State) && set.clone().any(|v| !named(v.as_ref())))
 }
 
 #[cfg(test)]
@@ -165,7 +169,7 @@ mod tests {
             ),
         ];
         for (what, set, changes, want) in cases {
-            assert_eq!(lost(&set, &changes), want, "{what}");
+            assert_eq!(lost(set.iter(), &changes), want, "{what}");
         }
     }
 }

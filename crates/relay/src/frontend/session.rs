@@ -1243,7 +1243,7 @@ impl Session {
             if f.reported_vars {
                 c.restores_reported();
             }
-            if f.tracking_lost && c.tracking() {
+            if f.tracking_lost {
                 c.note_tracking_lost();
             } else if let Some(g) = o.changes.iter().find_map(|ch| match ch {
                 Change::SysVar(n, g) if n == "last_gtid" => Some(g),

@@ -76,10 +76,8 @@ pub(crate) struct ClientState {
     /// The current statement's `SET STATEMENT ... FOR` variables: the
     /// server reports them changed, the session keeps its own.
     statement_vars: Vec<String>,
-    /// The variables the current statement's text sets by name (its SETs
-    /// and its `SET STATEMENT ... FOR` ones): a reply that says the state
-    /// changed without naming each shows a tracker that lost count
-    /// (`backend/tracker.rs`).
+    /// The variables the current statement's SETs set by name (with
+    /// `statement_vars`, what a reply must name: `backend/tracker.rs`).
     set_vars: Vec<String>,
     /// The current statement runs no stored code (a procedure, function
     /// or trigger could change the session where its text does not show).
@@ -280,7 +278,6 @@ impl ClientState {
     /// on a Galera node): the server reports it changed, the client did not.
     pub fn sync_wait_added(&mut self) {
         self.statement_vars.push("wsrep_sync_wait".into());
-        self.set_vars.push("wsrep_sync_wait".into());
         self.explained = true;
     }
 
@@ -481,7 +478,6 @@ impl ClientState {
             .iter()
             .filter(|s| is_variable(&s.name))
             .map(|s| s.name.clone())
-            .chain(fx.statement_vars.iter().cloned())
             .collect();
     }
 
@@ -626,7 +622,10 @@ impl ClientState {
     /// says so in `tracking_lost`.
     pub fn observe(&mut self, o: &Outcome, restores: &[String]) -> ForConn {
         let mut out = ForConn {
-            tracking_lost: crate::backend::tracker::lost(&self.set_vars, &o.changes),
+            tracking_lost: crate::backend::tracker::lost(
+                self.set_vars.iter().chain(&self.statement_vars),
+                &o.changes,
+            ),
             ..ForConn::default()
         };
         let mut restored = false;
