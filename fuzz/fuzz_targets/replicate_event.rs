@@ -4,12 +4,17 @@
 //! query status variables and statement text (names, calls whose value
 //! is not logged), Execute_load_query bodies; compressed events (one
 //! that uncompresses is whole: its length field is its length); merged
-//! rows statements (a merge of any bytes never panics).
+//! rows statements (a merge of any bytes never panics); Gtid_list event
+//! bodies and their text as SHOW BINLOG EVENTS prints it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_replicate::{context, event, gtid, merge, sqltext, txn, unlogged};
+use sqlfleet_replicate::{context, event, gtid, merge, retired, sqltext, txn, unlogged};
 
 fuzz_target!(|data: &[u8]| {
+    let _ = retired::list_domains(data);
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = retired::parse_list(text);
+    }
     if let Ok(g) = gtid::decode_gtid_event(data) {
         let _ = g.phase();
     }

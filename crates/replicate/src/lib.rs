@@ -39,6 +39,7 @@ mod order;
 mod position;
 pub mod report;
 mod resume;
+pub mod retired;
 pub mod run;
 pub mod seed;
 mod sequence;

@@ -23,6 +23,8 @@
 //! - `replicate_error (source, stream)`: the error a stopped stream hit.
 //! - `replicate_retry (id)`: `replicate retry` asking a running process to
 //!   try a source's stopped transactions again.
+//! - `replicate_retired (source, domain_id)`: a domain the source deleted
+//!   after the target applied all of it, and where it ended (retired.rs).
 
 use std::collections::BTreeMap;
 
@@ -72,6 +74,10 @@ const DDL: &[&str] = &[
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_temp (
         source VARCHAR(64) NOT NULL, thread_id INT UNSIGNED NOT NULL,
         tables MEDIUMTEXT NOT NULL, PRIMARY KEY (source, thread_id)) ENGINE=InnoDB",
+    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_retired (
+        source VARCHAR(64) NOT NULL, domain_id INT UNSIGNED NOT NULL, gtid VARCHAR(64) NOT NULL,
+        proof VARCHAR(255) NOT NULL DEFAULT '', at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+        PRIMARY KEY (source, domain_id)) ENGINE=InnoDB",
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_retry (
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL DEFAULT '',
@@ -82,6 +88,27 @@ const DDL: &[&str] = &[
     "UPDATE sqlfleet.replicate_nontx n SET after_retry = (SELECT COALESCE(MAX(r.id), 0) \
      FROM sqlfleet.replicate_retry r WHERE r.source = n.source) WHERE after_retry IS NULL",
 ];
+
+/// The retired domains of `source` and where each ended.
+pub async fn retired(conn: &mut Conn, source: &str) -> mysql_async::Result<BTreeMap<u32, Gtid>> {
+    let rows: Vec<(u32, String)> = conn
+        .exec(
+            "SELECT domain_id, gtid FROM sqlfleet.replicate_retired WHERE source = ?",
+            (source,),
+        )
+        .await?;
+    rows.into_iter()
+        .map(|(d, g)| {
+            // Our own text; unreadable, the source does not start rather
+            // than read from a guess.
+            g.parse::<Gtid>().map(|g| (d, g)).map_err(|e| {
+                mysql_async::Error::Other(
+                    format!("sqlfleet.replicate_retired: domain {d}: GTID {g:?}: {e}").into(),
+                )
+            })
+        })
+        .collect()
+}
 
 /// Creates the tables when missing.
 pub async fn ensure(conn: &mut Conn) -> mysql_async::Result<()> {
@@ -112,6 +139,9 @@ pub struct Stored {
     /// that was started and neither recorded nor retried since: whether
     /// it is on the target is unknown (see the module doc).
     pub unsure: BTreeMap<String, Gtid>,
+    /// Domains the source deleted after all of them was applied: where
+    /// each ended (retired.rs).
+    pub retired: BTreeMap<u32, Gtid>,
 }
 
 /// Per source session (pseudo thread id): its temporary tables, as
@@ -150,6 +180,16 @@ pub fn temp_sql(
 }
 
 impl Stored {
+    /// Domain `end.domain` retired: out of the floor and every stream's
+    /// position (its next transactions are new ones), its end kept.
+    pub fn retire(&mut self, end: Gtid) {
+        self.floor.0.remove(&end.domain);
+        for p in self.streams.values_mut() {
+            p.0.remove(&end.domain);
+        }
+        self.retired.insert(end.domain, end);
+    }
+
     /// True when `stream` has applied `g` already.
     pub fn applied(&self, stream: &str, g: &Gtid) -> bool {
         self.floor.covers(g) || self.streams.get(stream).is_some_and(|p| p.covers(g))
@@ -369,6 +409,7 @@ impl Book<'_> {
                 s.unsure.insert(stream, g);
             }
         }
+        s.retired = retired(conn, source).await?;
         let temp: Vec<(u32, String)> = conn
             .exec(
                 "SELECT thread_id, tables FROM sqlfleet.replicate_temp WHERE source = ?",
@@ -514,6 +555,7 @@ impl Book<'_> {
         let (conn, source) = (&mut *self.conn, self.source);
         for table in [
             "replicate_position",
+            "replicate_retired",
             "replicate_error",
             "replicate_ddl",
             "replicate_temp",
@@ -541,6 +583,25 @@ impl Book<'_> {
             .await?;
         self.write_floor(pos).await?;
         self.conn.query_drop("COMMIT").await
+    }
+
+    /// Retires domain `end.domain` (retired.rs): its position rows go,
+    /// in the floor and every stream, and its end is recorded with
+    /// `proof`, in one transaction.
+    pub async fn retire(&mut self, end: &Gtid, proof: &str) -> mysql_async::Result<()> {
+        let (conn, source) = (&mut *self.conn, self.source);
+        conn.query_drop("START TRANSACTION").await?;
+        conn.exec_drop(
+            "DELETE FROM sqlfleet.replicate_position WHERE source = ? AND domain_id = ?",
+            (source, end.domain),
+        )
+        .await?;
+        conn.exec_drop(
+            "REPLACE INTO sqlfleet.replicate_retired (source, domain_id, gtid, proof) VALUES (?, ?, ?, ?)",
+            (source, end.domain, end.to_string(), proof),
+        )
+        .await?;
+        conn.query_drop("COMMIT").await
     }
 
     /// Writes a floor (every domain of `pos`), autocommitted.

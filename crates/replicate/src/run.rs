@@ -98,6 +98,7 @@ pub async fn run(
             give_up_after: opts.give_up_after,
             retry_after: cfg.retry_after,
             auto_retries: Default::default(),
+            ask_retired: Default::default(),
             budget: Arc::new(tokio::sync::Semaphore::new(source::IN_FLIGHT_KIB as usize)),
         };
         tasks.push(tokio::spawn(runner.run()));

@@ -27,9 +27,9 @@ mod upkeep;
 mod view;
 mod xa;
 
-pub(crate) use check::first_after;
 pub use check::preflight;
 use check::purged;
+pub(crate) use check::{first_after, oldest_gtid_list};
 use open::Opened;
 use plan::{Barrier, Blocked, Kind};
 use view::set;
@@ -69,6 +69,10 @@ pub struct SourceRunner {
     pub retry_after: Option<Duration>,
     /// Automatic retries since the source last made progress (back-off).
     pub auto_retries: std::sync::atomic::AtomicU32,
+    /// The source refused the floor alone (1236) where retired domains
+    /// could be asked for at their ends: the next session asks for them
+    /// (retired.rs).
+    pub ask_retired: std::sync::atomic::AtomicBool,
     /// In-flight bytes (KiB) of this source's queued transactions.
     pub budget: Arc<tokio::sync::Semaphore>,
 }
@@ -100,6 +104,12 @@ struct Session {
     engines: crate::engines::Engines,
     /// Prepared XA groups waiting for their end (xa.rs).
     xa: xa::Held,
+    /// Retired domains the source was asked for at their ends (it wanted
+    /// them): the session ends at the first binlog file that no longer
+    /// lists one (retired.rs).
+    asked_retired: std::collections::BTreeSet<u32>,
+    /// Retired domains could be asked for (the source lacks them).
+    may_ask_retired: bool,
 }
 
 /// How a session ended.
@@ -251,12 +261,23 @@ impl SourceRunner {
                     last_event = Instant::now();
                     let ev = match ev {
                         Some(Ok(ev)) => ev,
+                        Some(Err(e)) if purged(&e) && s.may_ask_retired && s.asked_retired.is_empty() => {
+                            self.ask_retired.store(true, std::sync::atomic::Ordering::Relaxed);
+                            break End::Restart(format!(
+                                "the source wants a retired domain asked for at its end (a file to be read still lists it): reading again so ({e})"
+                            ));
+                        }
                         Some(Err(e)) if purged(&e) => break End::Refused(
                             check::cannot_send_from(s.floor.position(), &e)
                         ),
                         Some(Err(e)) => break End::Restart(format!("binlog stream: {e}")),
                         None => break End::Restart("the source closed the binlog stream".into()),
                     };
+                    if let Some(d) = crate::retired::unlisted(&s.asked_retired, &ev) {
+                        break End::Restart(format!(
+                            "read into the binlog written after domain {d} was deleted: reading on without asking for it"
+                        ));
+                    }
                     match asm.push(&ev) {
                         Ok(Out::Nothing) => {}
                         Ok(Out::Format { raw, server_start }) => {
@@ -346,7 +367,8 @@ impl SourceRunner {
     /// The source's binlog position, asked every 2 s on `probe` (dropped
     /// when it fails): a binlog reset while it is read ends the session
     /// refused — the reading waits on the old file, and the new
-    /// history's GTIDs are ones already read.
+    /// history's GTIDs are ones already read; a domain gone from it ends
+    /// the session for the next to judge.
     async fn probe_source(
         &self,
         probe: &mut Option<mysql_async::Conn>,
@@ -355,11 +377,28 @@ impl SourceRunner {
         let p = probe.as_mut()?;
         match p.query_first::<String, _>("SELECT @@gtid_binlog_pos").await {
             Ok(Some(pos)) => {
-                let behind = GtidPos::parse(&pos)
-                    .ok()
-                    .and_then(|p| GtidPos::behind_the_floor(&s.read, &p));
-                if let Some(why) = behind {
-                    return Some(End::Refused(why));
+                let source = GtidPos::parse(&pos).ok();
+                if let Some(why) = source
+                    .as_ref()
+                    .and_then(|p| GtidPos::behind_the_floor(&s.read, p))
+                {
+                    // A domain gone from the source altogether may be one
+                    // it deleted after everything of it was read: a new
+                    // session judges it (retired.rs); behind in a domain
+                    // it has, it is refused.
+                    let gone = source.as_ref().is_some_and(|p| {
+                        s.read
+                            .ahead_of(p)
+                            .iter()
+                            .all(|g| !p.0.contains_key(&g.domain))
+                    });
+                    return Some(if gone {
+                        End::Restart(format!(
+                            "the source's binlog has no domain the target applied ({why})"
+                        ))
+                    } else {
+                        End::Refused(why)
+                    });
                 }
                 set(&self.view, |v| v.source_pos = pos);
             }

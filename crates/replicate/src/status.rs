@@ -105,23 +105,42 @@ pub async fn status(
                 _ => streams.push(StreamStatus::new(stream, g.to_string(), at.clone())),
             }
         }
-        let (source_position, source_error) = match source_pos(st).await {
-            Ok(p) => (Some(p), None),
-            Err(e) => (None, Some(e)),
+        let retired = position::retired(&mut t, &s.name)
+            .await
+            .map_err(RequestError::Server)?;
+        let (source_position, oldest, source_error) = match source_pos(st, &reached).await {
+            Ok((p, oldest)) => (Some(p), oldest, None),
+            Err(e) => (None, Err(String::new()), Some(e)),
         };
-        let behind_the_floor = source_position
-            .as_ref()
-            .and_then(|p| GtidPos::behind_the_floor(&reached, p));
+        // As a reader judges it when it opens (a domain the source
+        // deleted after all of it was applied is retired then, not
+        // refused).
+        let behind_the_floor = source_position.as_ref().and_then(|p| {
+            crate::retired::judge(
+                &reached,
+                p,
+                oldest.as_ref().map(|(_, l)| &l[..]).map_err(String::as_str),
+            )
+            .refused
+        });
         let behind = source_position.as_ref().map(|p| floor.behind(p));
         let lag_seconds = match behind {
             Some(0) => Some(0),
             // Unknown ("?") when the source's binlog does not say in time:
             // never 0 while behind.
-            Some(_) => crate::source::first_after(st, &s.name, &floor)
-                .await
-                .ok()
-                .flatten()
-                .map(|t| now.saturating_sub(u64::from(t))),
+            Some(_) => crate::source::first_after(
+                st,
+                &s.name,
+                &crate::retired::connect_state(
+                    &floor,
+                    &retired,
+                    source_position.as_ref().unwrap_or(&floor),
+                ),
+            )
+            .await
+            .ok()
+            .flatten()
+            .map(|t| now.saturating_sub(u64::from(t))),
             None => None,
         };
         for (stream, gtid, error, statement) in errors {
@@ -153,7 +172,9 @@ pub async fn status(
     Ok(out)
 }
 
-async fn source_pos(t: &Target) -> Result<GtidPos, String> {
+/// The source's binlog position and, when it lacks a domain of
+/// `reached`, its oldest binlog file's Gtid_list (retired.rs).
+async fn source_pos(t: &Target, reached: &GtidPos) -> Result<(GtidPos, Oldest), String> {
     let mut c = t
         .connect(Duration::from_secs(5))
         .await
@@ -162,8 +183,17 @@ async fn source_pos(t: &Target) -> Result<GtidPos, String> {
         .query_first("SELECT @@gtid_binlog_pos")
         .await
         .map_err(|e| e.to_string())?;
-    GtidPos::parse(&p.unwrap_or_default()).map_err(|e| e.to_string())
+    let p = GtidPos::parse(&p.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let oldest = if reached.0.keys().all(|d| p.0.contains_key(d)) {
+        Err(String::new())
+    } else {
+        crate::source::oldest_gtid_list(&mut c).await
+    };
+    Ok((p, oldest))
 }
+
+/// The source's oldest binlog file and its Gtid_list, or why not.
+type Oldest = Result<(String, Vec<Gtid>), String>;
 
 /// Why the target could not be read (`status`) or a request (`retry`,
 /// `skip`) was not recorded on it.

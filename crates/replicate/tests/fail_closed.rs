@@ -1111,3 +1111,220 @@ async fn a_source_with_another_history_past_the_floor_is_refused() {
         Some(0)
     );
 }
+
+/// Deletes GTID domain `d` from `s`'s binlog state as an administrator
+/// does: purge the files before the newest (`rotate`: rotate first, so
+/// that every file holding the domain's transactions goes; without, the
+/// newest must hold none, and what it holds stays to be read), again
+/// until the server lets go of them (it keeps a file until its checkpoint
+/// passed it), then `FLUSH BINARY LOGS DELETE_DOMAIN_ID`, which the
+/// server refuses (1076) while a file may hold the domain's transactions.
+async fn delete_domain(s: &TestServer, d: u32, rotate: bool) {
+    let mut c = s.connect().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if rotate {
+            c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
+        }
+        let current: Option<mysql_async::Row> =
+            c.query_first("SHOW MASTER STATUS").await.unwrap_or(None);
+        let file: String = current.and_then(|r| r.get(0)).expect("a binlog");
+        c.query_drop(format!("PURGE BINARY LOGS TO '{file}'"))
+            .await
+            .expect("purge");
+        match c
+            .query_drop(format!("FLUSH BINARY LOGS DELETE_DOMAIN_ID = ({d})"))
+            .await
+        {
+            Ok(()) => break,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "domain {d} never deleted: {e}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let state: Option<String> = c
+        .query_first("SELECT @@gtid_binlog_state")
+        .await
+        .expect("state");
+    assert!(
+        !state
+            .unwrap_or_default()
+            .split(',')
+            .any(|g| g.trim().starts_with(&format!("{d}-"))),
+        "domain {d} deleted"
+    );
+    let _ = c.disconnect().await;
+}
+
+/// A domain the source deleted (`FLUSH BINARY LOGS DELETE_DOMAIN_ID`, as
+/// an administrator retires the domain of an old primary) after the
+/// target applied all of it is retired, on the word of the source's
+/// oldest binlog file (its Gtid_list names the domain's end, the GTID
+/// applied last): the source reads on, and the domain's next
+/// transactions, from sequence 1 again, are applied as the new ones they
+/// are (before: the source was refused for good, "behind what the target
+/// applied", where a native replica reads on) — deleted between runs,
+/// while a run follows the source, and while the target is behind in
+/// another domain (the source then wants the deleted domain asked for, at
+/// its end, until the files stop listing it). A domain whose last
+/// transactions were purged before they were read is still refused,
+/// named, and nothing of it is applied.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_anew() {
+    static S: std::sync::OnceLock<TestServer> = std::sync::OnceLock::new();
+    let s =
+        S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=23", "server-id=123"]));
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE fo_del; CREATE TABLE fo_del.t (id INT PRIMARY KEY) ENGINE=InnoDB; \
+         INSERT INTO fo_del.t VALUES (1); \
+         SET SESSION gtid_domain_id = 24; INSERT INTO fo_del.t VALUES (2); \
+         INSERT INTO fo_del.t VALUES (3); SET SESSION gtid_domain_id = 23",
+    )
+    .await;
+    let cfg = cfg("fo_del", s, "fo_del", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let rows = |cond: &'static str| count_in("fo_del", cond);
+
+    // Deleted after everything of it was applied, nothing written in it
+    // since: the oldest file lists it (the source wants it asked for).
+    delete_domain(s, 24, true).await;
+    exec(s, "INSERT INTO fo_del.t VALUES (4)").await;
+    match run_to_its_end(&cfg, s).await.expect("returns") {
+        Ok(summary) => assert_eq!(summary.stopped_streams, 0, "{summary:?}"),
+        Err(e) => panic!("domain 24 deleted after it was applied: read on, not {e}"),
+    }
+    assert_eq!(rows("id = 4").await, Some(1));
+    assert_eq!(
+        count("SELECT COUNT(*) FROM sqlfleet.replicate_retired WHERE source = 'fo_del' AND domain_id = 24 AND gtid = '24-123-2'")
+            .await,
+        Some(1)
+    );
+    // Written again: its sequence starts at 1, below what was applied
+    // there; applied as new.
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 24; INSERT INTO fo_del.t VALUES (5); \
+         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (6)",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(rows("id IN (5, 6)").await, Some(2));
+
+    // Deleted while a run follows the source: the run reads on (its
+    // next session retires the domain), and the domain's new
+    // transactions are applied.
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 26; INSERT INTO fo_del.t VALUES (10); \
+         SET SESSION gtid_domain_id = 23",
+    )
+    .await;
+    let (stop, rx) = watch::channel(false);
+    let following = tokio::spawn(run_one(cfg.clone(), target(), s, false, rx));
+    wait_caught_up("fo_del", s, Duration::from_secs(60)).await;
+    delete_domain(s, 26, true).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count("SELECT COUNT(*) FROM sqlfleet.replicate_retired WHERE source = 'fo_del' AND domain_id = 26 AND gtid = '26-123-1'")
+        .await
+        != Some(1)
+    {
+        assert!(
+            !following.is_finished(),
+            "the following run ended before domain 26 was retired"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "domain 26 never retired by the following run"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 26; INSERT INTO fo_del.t VALUES (11); \
+         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (12)",
+    )
+    .await;
+    wait_caught_up("fo_del", s, Duration::from_secs(60)).await;
+    let _ = stop.send(true);
+    let ended = tokio::time::timeout(Duration::from_secs(30), following).await;
+    assert!(
+        matches!(ended, Ok(Ok(Ok(_)))),
+        "the following run stops cleanly: {ended:?}"
+    );
+    assert_eq!(rows("id IN (10, 11, 12)").await, Some(3));
+
+    // Deleted while the target is behind in another domain: the reading
+    // starts in a file that still lists the deleted domain (the source
+    // wants it asked for there, and ends the asking at the next file),
+    // and the domain's next transactions are still applied.
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 27; INSERT INTO fo_del.t VALUES (20); \
+         SET SESSION gtid_domain_id = 23",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    {
+        let mut c = s.connect().await;
+        c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
+        let _ = c.disconnect().await;
+    }
+    exec(s, "INSERT INTO fo_del.t VALUES (21)").await;
+    delete_domain(s, 27, false).await;
+    match run_to_its_end(&cfg, s).await.expect("returns") {
+        Ok(summary) => {
+            assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+            // Asked without the domain (refused: 1236), then with it
+            // until the next file (a new session there).
+            assert!(summary.sources[0].reconnects >= 2, "{summary:?}");
+        }
+        Err(e) => panic!("domain 27 deleted after it was applied: read on, not {e}"),
+    }
+    assert_eq!(rows("id = 21").await, Some(1));
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 27; INSERT INTO fo_del.t VALUES (22); \
+         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (23)",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_eq!(rows("id IN (22, 23)").await, Some(2));
+
+    // A domain deleted with a transaction never read: refused, named.
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 25; INSERT INTO fo_del.t VALUES (7); \
+         SET SESSION gtid_domain_id = 23",
+    )
+    .await;
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    exec(
+        s,
+        "SET SESSION gtid_domain_id = 25; INSERT INTO fo_del.t VALUES (8); \
+         SET SESSION gtid_domain_id = 23",
+    )
+    .await;
+    delete_domain(s, 25, true).await;
+    match run_to_its_end(&cfg, s).await.expect("returns") {
+        Err(run::RunError::Refused(e)) => {
+            assert!(e.what.contains("domain 25 ended at 25-123-2"), "{e}");
+            assert!(e.what.contains("purged before they were read"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    assert_eq!(rows("id = 8").await, Some(0));
+}
+
+/// Rows of `db`.t where `cond` holds, on the target.
+async fn count_in(db: &str, cond: &str) -> Option<i64> {
+    count(&format!("SELECT COUNT(*) FROM {db}.t WHERE {cond}")).await
+}

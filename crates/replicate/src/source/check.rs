@@ -15,7 +15,7 @@ use sqlfleet_conn::Target;
 
 use super::Refused;
 use crate::config;
-use crate::gtid::GtidPos;
+use crate::gtid::{Gtid, GtidPos};
 
 /// ER_MASTER_FATAL_ERROR_READING_BINLOG: the source cannot send from the
 /// requested position (its binlog was purged, or never had it).
@@ -170,4 +170,33 @@ pub(crate) async fn first_after(
         .unwrap_or_else(|_| Err("no transaction read from the source's binlog within 10 s".into()));
     let _ = stream.close().await;
     r
+}
+
+/// The source's oldest binlog file and the GTIDs its Gtid_list event
+/// names (retired.rs: where a domain deleted since ended), as the server
+/// reports them (`SHOW BINARY LOGS`, `SHOW BINLOG EVENTS`).
+pub(crate) async fn oldest_gtid_list(conn: &mut Conn) -> Result<(String, Vec<Gtid>), String> {
+    let first: Option<mysql_async::Row> = conn
+        .query_first("SHOW BINARY LOGS")
+        .await
+        .map_err(|e| format!("SHOW BINARY LOGS: {e}"))?;
+    let file: String = first
+        .and_then(|r| r.get_opt::<String, _>(0).and_then(Result::ok))
+        .ok_or("SHOW BINARY LOGS: no binlog file")?;
+    let events: Vec<mysql_async::Row> = conn
+        .query(format!("SHOW BINLOG EVENTS IN {} LIMIT 4", literal(&file)))
+        .await
+        .map_err(|e| format!("SHOW BINLOG EVENTS IN '{file}': {e}"))?;
+    let info = events
+        .iter()
+        .find(|r| {
+            r.get_opt::<String, _>("Event_type")
+                .and_then(Result::ok)
+                .is_some_and(|t| t == "Gtid_list")
+        })
+        .and_then(|r| r.get_opt::<String, _>("Info").and_then(Result::ok))
+        .ok_or_else(|| format!("{file} begins with no Gtid_list event"))?;
+    let list = crate::retired::parse_list(&info)
+        .ok_or_else(|| format!("{file}'s Gtid_list event reads {info:?}, not a GTID list"))?;
+    Ok((file, list))
 }

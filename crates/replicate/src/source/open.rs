@@ -10,12 +10,15 @@ use std::time::Duration;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, Conn};
 
-use super::check::{cannot_send_from, check_source, open_stream, purged, CheckError};
+use super::check::{
+    cannot_send_from, check_source, oldest_gtid_list, open_stream, purged, CheckError,
+};
 use super::{set, Session, SessionError, SourceRunner};
 use crate::apply::Applier;
 use crate::config;
 use crate::floor::Floor;
 use crate::gtid::GtidPos;
+use crate::retired;
 use crate::work::ApplyError;
 
 /// A session ready to read.
@@ -53,7 +56,7 @@ impl SourceRunner {
             });
         }
         let mut book = ctl.book(&name);
-        let stored = book
+        let mut stored = book
             .load()
             .await
             .map_err(|e| SessionError::Retry(format!("target: reading positions: {e}")))?;
@@ -71,7 +74,7 @@ impl SourceRunner {
                 CheckError::Refused(w) if first => SessionError::Refused(w),
                 CheckError::Refused(w) | CheckError::Query(w) => SessionError::Retry(w),
             })?;
-        let start = if stored.started {
+        let mut start = if stored.started {
             stored.floor.clone()
         } else {
             let p = match &self.cfg.start {
@@ -102,7 +105,30 @@ impl SourceRunner {
                 .values()
                 .chain(stored.streams.values().flat_map(|p| p.0.values())),
         );
-        if let Some(why) = GtidPos::behind_the_floor(&reached, &source_pos) {
+        // A domain the source deleted after all of it was applied is
+        // retired on the server's word (retired.rs); anything else behind
+        // the floor is refused.
+        let oldest = if reached.0.keys().all(|d| source_pos.0.contains_key(d)) {
+            Err(String::new())
+        } else {
+            oldest_gtid_list(&mut src).await
+        };
+        let judged = retired::judge(
+            &reached,
+            &source_pos,
+            oldest.as_ref().map(|(_, l)| &l[..]).map_err(String::as_str),
+        );
+        for end in &judged.retire {
+            let file = oldest.as_ref().map(|(f, _)| f.as_str()).unwrap_or("");
+            ctl.book(&name)
+                .retire(end, &format!("the Gtid_list of {file}"))
+                .await
+                .map_err(driver)?;
+            stored.retire(*end);
+            start.0.remove(&end.domain);
+            tracing::info!(source = %name, "domain {} deleted on the source after everything of it was applied (its end {end}, named by the Gtid_list of {file}): retired, its next transactions are read as new ones", end.domain);
+        }
+        if let Some(why) = judged.refused {
             return Err(SessionError::Refused(why));
         }
         set(&self.view, |v| {
@@ -111,20 +137,41 @@ impl SourceRunner {
             v.floor = start.to_string();
         });
 
-        let stream_conn = self
-            .source
-            .connect(Duration::from_secs(10))
-            .await
-            .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
-        let stream = open_stream(stream_conn, self.cfg.server_id, &start)
-            .await
-            .map_err(|e| {
-                if purged(&e) {
-                    SessionError::Refused(cannot_send_from(&start, &e))
-                } else {
-                    SessionError::Retry(format!("requesting the binlog: {e}"))
+        // From the floor; a retired domain is asked for at its end only
+        // when the server wants it (1236 — at the request, or as the
+        // stream's first answer, and the next session asks so: a file to
+        // be read still lists it), and that session ends where the files
+        // stop listing it (retired.rs).
+        let with = retired::connect_state(&start, &stored.retired, &source_pos);
+        let mut ask = if self
+            .ask_retired
+            .swap(false, std::sync::atomic::Ordering::Relaxed)
+        {
+            with.clone()
+        } else {
+            start.clone()
+        };
+        let stream = loop {
+            let stream_conn = self
+                .source
+                .connect(Duration::from_secs(10))
+                .await
+                .map_err(|e| SessionError::Retry(format!("connecting: {e}")))?;
+            match open_stream(stream_conn, self.cfg.server_id, &ask).await {
+                Ok(stream) => break stream,
+                Err(e) if purged(&e) && ask != with => ask = with.clone(),
+                Err(e) if purged(&e) => {
+                    return Err(SessionError::Refused(cannot_send_from(&ask, &e)))
                 }
-            })?;
+                Err(e) => return Err(SessionError::Retry(format!("requesting the binlog: {e}"))),
+            }
+        };
+        let asked_retired = ask
+            .0
+            .keys()
+            .filter(|d| !start.0.contains_key(d))
+            .copied()
+            .collect();
 
         let session = Session {
             generation,
@@ -139,6 +186,8 @@ impl SourceRunner {
             stopped_at: None,
             engines: Default::default(),
             xa: Default::default(),
+            asked_retired,
+            may_ask_retired: with != start,
         };
         Ok(Opened {
             ctl,

@@ -133,6 +133,7 @@ mod tests {
             started: true,
             temp: Default::default(),
             unsure: Default::default(),
+            retired: Default::default(),
         }
     }
 
