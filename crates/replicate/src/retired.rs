@@ -166,13 +166,37 @@ pub fn list_domains(body: &[u8]) -> Option<std::collections::BTreeSet<u32>> {
         .collect()
 }
 
+/// Whether an operator may retire domain `end.domain` at `end` (`replicate
+/// retire-domain`: the source's binlog no longer says where the domain
+/// ended, and the operator knows): `end` must be the GTID the target
+/// applied last there (`reached`), and the source (`@@gtid_binlog_pos`)
+/// must not have the domain at or past it — past it, its transactions
+/// could not be told from the applied ones.
+pub fn operator_may_retire(reached: &GtidPos, source: &GtidPos, end: Gtid) -> Result<(), String> {
+    let d = end.domain;
+    match reached.0.get(&d) {
+        None => Err(format!(
+            "the target has no position in domain {d} for this source (never read, or retired already)"
+        )),
+        Some(applied) if *applied != end => Err(format!(
+            "the target applied domain {d} up to {applied}, not {end}: name the GTID applied last (`replicate status` shows the floor)"
+        )),
+        Some(_) => match source.0.get(&d) {
+            Some(at) if at.seq >= end.seq => Err(format!(
+                "the source has domain {d} at {at}, at or past {end}: it was not deleted, or was written again past what was applied, and its transactions there cannot be told from the applied ones; copy the source again (`replicate seed --force`)"
+            )),
+            _ => Ok(()),
+        },
+    }
+}
+
 impl Deleted {
     /// Why the source is still refused for this domain (`None`: retired).
     pub fn refusal(&self) -> Option<String> {
         match self {
             Deleted::Retire { .. } => None,
             Deleted::Lost { applied, listed } => Some(format!(
-                "domain {} ended at {listed} on the source, whose binlog no longer has it (deleted, FLUSH BINARY LOGS DELETE_DOMAIN_ID), but the target applied it only to {applied}: the transactions between were purged before they were read",
+                "domain {} ended at {listed} on the source, whose binlog no longer has it (deleted, FLUSH BINARY LOGS DELETE_DOMAIN_ID), but the target applied it only to {applied}: the transactions between were purged before they were read (copy the source again, `replicate seed --force`; or, accepting they are missing on the target, `replicate retire-domain --gtid {applied}`)",
                 applied.domain
             )),
             Deleted::Unknown { applied, listed } => Some(format!(
@@ -182,7 +206,7 @@ impl Deleted {
                     Some(l) => format!("its oldest binlog file names {l} as the domain's end, another history"),
                     None => "no binlog file left names where the domain ended".to_string(),
                 }
-            )),
+            ) + &format!(" (if it did, say so: `replicate retire-domain --gtid {applied}`)")),
         }
     }
 }
@@ -356,6 +380,50 @@ mod tests {
         // Shorter than its count.
         assert_eq!(list_domains(&body(2, &[gtid(0, 1, 3)])), None);
         assert_eq!(list_domains(&[1, 0]), None);
+    }
+
+    #[test]
+    fn an_operator_retires_a_domain_only_at_the_end_applied_and_not_past_the_source() {
+        // (applied, the source, the end stated, refused naming)
+        for (reached, source, end, refused) in [
+            ("0-1-4,5-1-2", "0-1-9", "5-1-2", None),
+            // Deleted and written again below the end: new ones follow.
+            ("0-1-4,5-1-2", "0-1-9,5-1-1", "5-1-2", None),
+            (
+                "0-1-4,5-1-2",
+                "0-1-9",
+                "5-1-1",
+                Some("up to 5-1-2, not 5-1-1"),
+            ),
+            (
+                "0-1-4,5-1-2",
+                "0-1-9",
+                "5-2-2",
+                Some("up to 5-1-2, not 5-2-2"),
+            ),
+            ("0-1-4", "0-1-9", "5-1-2", Some("no position in domain 5")),
+            (
+                "0-1-4,5-1-2",
+                "0-1-9,5-1-2",
+                "5-1-2",
+                Some("at or past 5-1-2"),
+            ),
+            (
+                "0-1-4,5-1-2",
+                "0-1-9,5-3-8",
+                "5-1-2",
+                Some("at or past 5-1-2"),
+            ),
+        ] {
+            let got = operator_may_retire(&pos(reached), &pos(source), end.parse().expect("g"));
+            match (refused, got) {
+                (None, Ok(())) => {}
+                (Some(want), Err(why)) => {
+                    assert!(why.contains(want), "{reached} {source} {end}: {why}")
+                }
+                (want, got) => panic!("{reached} {source} {end}: {want:?} vs {got:?}"),
+            }
+        }
     }
 
     proptest::proptest! {

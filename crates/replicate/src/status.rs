@@ -1,5 +1,6 @@
-//! `replicate status` and `replicate skip`: read (and, for skip, add to)
-//! what the target records, and compare with each source's position.
+//! `replicate status`, `skip`, `retry` and `retire-domain`: read (and,
+//! for the requests, add to) what the target records, and compare with
+//! each source's position.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -203,6 +204,11 @@ pub enum RequestError {
     Connect(#[source] Box<sqlfleet_conn::ConnectError>),
     #[error("target: {0}")]
     Server(#[source] mysql_async::Error),
+    #[error("source: {0}")]
+    Source(String),
+    /// The request was refused: the reason.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// A target connection with the replicate tables in place (for status
@@ -241,4 +247,55 @@ pub async fn skip(
         .record_skip(gtid, reason)
         .await
         .map_err(RequestError::Server)
+}
+
+/// `replicate retire-domain`: records, on the operator's word, that
+/// domain `end.domain` of `source` was applied to its end `end` and
+/// deleted on the source (retired.rs: the source's binlog no longer says
+/// where it ended, so a reader cannot retire it by itself). Refused while
+/// a replicate reads the source, and unless `end` is the GTID applied
+/// last there and the source does not have the domain at or past it.
+pub async fn retire_domain(
+    target: &Target,
+    source_target: &Target,
+    source: &str,
+    end: &Gtid,
+    reason: &str,
+) -> Result<(), RequestError> {
+    let mut t = control(target).await?;
+    let lock = format!("sqlfleet:{source}");
+    let got: Option<Option<i64>> = t
+        .exec_first("SELECT GET_LOCK(?, 0)", (lock.as_str(),))
+        .await
+        .map_err(RequestError::Server)?;
+    if got.flatten() != Some(1) {
+        return Err(RequestError::Refused(format!(
+            "source '{source}' is being replicated (its lock {lock} is held): stop that replicate first"
+        )));
+    }
+    let stored = position::Book::new(&mut t, source)
+        .load()
+        .await
+        .map_err(RequestError::Server)?;
+    let reached = GtidPos::furthest(
+        stored
+            .floor
+            .0
+            .values()
+            .chain(stored.streams.values().flat_map(|p| p.0.values())),
+    );
+    let (at, _) = source_pos(source_target, &GtidPos::default())
+        .await
+        .map_err(RequestError::Source)?;
+    crate::retired::operator_may_retire(&reached, &at, *end).map_err(RequestError::Refused)?;
+    let proof: String = format!("stated by the operator (replicate retire-domain): {reason}")
+        .chars()
+        .take(255)
+        .collect();
+    position::Book::new(&mut t, source)
+        .retire(end, &proof)
+        .await
+        .map_err(RequestError::Server)?;
+    let _ = t.exec_drop("DO RELEASE_LOCK(?)", (lock.as_str(),)).await;
+    Ok(())
 }

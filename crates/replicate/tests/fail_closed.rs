@@ -245,31 +245,7 @@ async fn a_purged_binlog_refuses_the_source() {
     let s = S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=5", "server-id=105"]));
     let start = binlog_pos(s).await;
     exec(s, "CREATE DATABASE fp_a; CREATE TABLE fp_a.t (id INT PRIMARY KEY); INSERT INTO fp_a.t VALUES (1)").await;
-    // The server keeps a file until its binlog checkpoint has passed it
-    // (PURGE then only warns): rotate and purge until the first file goes.
-    let mut c = s.connect().await;
-    let first = |rows: Vec<mysql_async::Row>| rows.first().and_then(|r| r.get::<String, _>(0));
-    let before = first(c.query("SHOW BINARY LOGS").await.expect("logs")).expect("a binlog");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
-        let current: Option<mysql_async::Row> =
-            c.query_first("SHOW MASTER STATUS").await.unwrap_or(None);
-        let file: String = current.and_then(|r| r.get(0)).expect("a binlog");
-        c.query_drop(format!("PURGE BINARY LOGS TO '{file}'"))
-            .await
-            .expect("purge");
-        let now = first(c.query("SHOW BINARY LOGS").await.expect("logs"));
-        if now.as_deref() != Some(before.as_str()) {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first binlog was never purged"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let _ = c.disconnect().await;
+    purge_to_the_newest(s, true).await;
     let cfg = cfg("fp", s, "fp_*", &start);
     let r = run_to_its_end(&cfg, s)
         .await
@@ -1112,38 +1088,51 @@ async fn a_source_with_another_history_past_the_floor_is_refused() {
     );
 }
 
-/// Deletes GTID domain `d` from `s`'s binlog state as an administrator
-/// does: purge the files before the newest (`rotate`: rotate first, so
-/// that every file holding the domain's transactions goes; without, the
-/// newest must hold none, and what it holds stays to be read), again
-/// until the server lets go of them (it keeps a file until its checkpoint
-/// passed it), then `FLUSH BINARY LOGS DELETE_DOMAIN_ID`, which the
-/// server refuses (1076) while a file may hold the domain's transactions.
-async fn delete_domain(s: &TestServer, d: u32, rotate: bool) {
+/// Purges every binlog file of `s` before the newest (`rotate`: a new
+/// one first), again until the server lets go of them (it keeps a file
+/// until its checkpoint has passed it; PURGE then only warns).
+async fn purge_to_the_newest(s: &TestServer, rotate: bool) {
     let mut c = s.connect().await;
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    if rotate {
+        c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
+    }
     loop {
-        if rotate {
-            c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
-        }
         let current: Option<mysql_async::Row> =
             c.query_first("SHOW MASTER STATUS").await.unwrap_or(None);
         let file: String = current.and_then(|r| r.get(0)).expect("a binlog");
         c.query_drop(format!("PURGE BINARY LOGS TO '{file}'"))
             .await
             .expect("purge");
-        match c
-            .query_drop(format!("FLUSH BINARY LOGS DELETE_DOMAIN_ID = ({d})"))
-            .await
-        {
-            Ok(()) => break,
-            Err(e) => assert!(
-                std::time::Instant::now() < deadline,
-                "domain {d} never deleted: {e}"
-            ),
+        let first: Option<mysql_async::Row> =
+            c.query_first("SHOW BINARY LOGS").await.unwrap_or(None);
+        if first.and_then(|r| r.get::<String, _>(0)).as_deref() == Some(file.as_str()) {
+            break;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the files before {file} were never purged"
+        );
         tokio::time::sleep(Duration::from_millis(200)).await;
+        if rotate {
+            c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
+        }
     }
+    let _ = c.disconnect().await;
+}
+
+/// Deletes GTID domain `d` from `s`'s binlog state as an administrator
+/// does: the files before the newest purged (`rotate`: a new one first,
+/// so that every file holding the domain's transactions goes; without,
+/// the newest must hold none, and what it holds stays to be read), then
+/// `FLUSH BINARY LOGS DELETE_DOMAIN_ID`, which the server refuses (1076)
+/// while a file may hold the domain's transactions.
+async fn delete_domain(s: &TestServer, d: u32, rotate: bool) {
+    purge_to_the_newest(s, rotate).await;
+    let mut c = s.connect().await;
+    c.query_drop(format!("FLUSH BINARY LOGS DELETE_DOMAIN_ID = ({d})"))
+        .await
+        .expect("the domain deleted");
     let state: Option<String> = c
         .query_first("SELECT @@gtid_binlog_state")
         .await
@@ -1186,14 +1175,13 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     )
     .await;
     let cfg = cfg("fo_del", s, "fo_del", &start);
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    caught_up(&cfg, s).await;
     let rows = |cond: &'static str| count_in("fo_del", cond);
 
     // Deleted after everything of it was applied, nothing written in it
     // since: the oldest file lists it (the source wants it asked for).
     delete_domain(s, 24, true).await;
-    exec(s, "INSERT INTO fo_del.t VALUES (4)").await;
+    insert_in(s, 23, 4).await;
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Ok(summary) => assert_eq!(summary.stopped_streams, 0, "{summary:?}"),
         Err(e) => panic!("domain 24 deleted after it was applied: read on, not {e}"),
@@ -1206,25 +1194,15 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     );
     // Written again: its sequence starts at 1, below what was applied
     // there; applied as new.
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 24; INSERT INTO fo_del.t VALUES (5); \
-         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (6)",
-    )
-    .await;
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    insert_in(s, 24, 5).await;
+    insert_in(s, 23, 6).await;
+    caught_up(&cfg, s).await;
     assert_eq!(rows("id IN (5, 6)").await, Some(2));
 
     // Deleted while a run follows the source: the run reads on (its
     // next session retires the domain), and the domain's new
     // transactions are applied.
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 26; INSERT INTO fo_del.t VALUES (10); \
-         SET SESSION gtid_domain_id = 23",
-    )
-    .await;
+    insert_in(s, 26, 10).await;
     let (stop, rx) = watch::channel(false);
     let following = tokio::spawn(run_one(cfg.clone(), target(), s, false, rx));
     wait_caught_up("fo_del", s, Duration::from_secs(60)).await;
@@ -1244,12 +1222,8 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 26; INSERT INTO fo_del.t VALUES (11); \
-         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (12)",
-    )
-    .await;
+    insert_in(s, 26, 11).await;
+    insert_in(s, 23, 12).await;
     wait_caught_up("fo_del", s, Duration::from_secs(60)).await;
     let _ = stop.send(true);
     let ended = tokio::time::timeout(Duration::from_secs(30), following).await;
@@ -1263,20 +1237,14 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     // starts in a file that still lists the deleted domain (the source
     // wants it asked for there, and ends the asking at the next file),
     // and the domain's next transactions are still applied.
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 27; INSERT INTO fo_del.t VALUES (20); \
-         SET SESSION gtid_domain_id = 23",
-    )
-    .await;
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    insert_in(s, 27, 20).await;
+    caught_up(&cfg, s).await;
     {
         let mut c = s.connect().await;
         c.query_drop("FLUSH BINARY LOGS").await.expect("flush");
         let _ = c.disconnect().await;
     }
-    exec(s, "INSERT INTO fo_del.t VALUES (21)").await;
+    insert_in(s, 23, 21).await;
     delete_domain(s, 27, false).await;
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Ok(summary) => {
@@ -1288,31 +1256,15 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
         Err(e) => panic!("domain 27 deleted after it was applied: read on, not {e}"),
     }
     assert_eq!(rows("id = 21").await, Some(1));
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 27; INSERT INTO fo_del.t VALUES (22); \
-         SET SESSION gtid_domain_id = 23; INSERT INTO fo_del.t VALUES (23)",
-    )
-    .await;
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    insert_in(s, 27, 22).await;
+    insert_in(s, 23, 23).await;
+    caught_up(&cfg, s).await;
     assert_eq!(rows("id IN (22, 23)").await, Some(2));
 
     // A domain deleted with a transaction never read: refused, named.
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 25; INSERT INTO fo_del.t VALUES (7); \
-         SET SESSION gtid_domain_id = 23",
-    )
-    .await;
-    let summary = until_caught_up(&cfg, s).await;
-    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
-    exec(
-        s,
-        "SET SESSION gtid_domain_id = 25; INSERT INTO fo_del.t VALUES (8); \
-         SET SESSION gtid_domain_id = 23",
-    )
-    .await;
+    insert_in(s, 25, 7).await;
+    caught_up(&cfg, s).await;
+    insert_in(s, 25, 8).await;
     delete_domain(s, 25, true).await;
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Err(run::RunError::Refused(e)) => {
@@ -1322,6 +1274,81 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
         other => panic!("refused, not {other:?}"),
     }
     assert_eq!(rows("id = 8").await, Some(0));
+
+    // The operator, accepting that 25-123-2 is missing, retires the
+    // domain at what was applied (any other GTID is refused); the source
+    // reads on.
+    let retire = |g: &str| {
+        let g = g.parse().expect("gtid");
+        async move { status::retire_domain(&target().target(), &s.target(), "fo_del", &g, "test").await }
+    };
+    match retire("25-123-2").await {
+        Err(status::RequestError::Refused(why)) => {
+            assert!(why.contains("up to 25-123-1, not 25-123-2"), "{why}")
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    retire("25-123-1").await.expect("retired");
+    insert_in(s, 23, 30).await;
+    caught_up(&cfg, s).await;
+    assert_eq!(rows("id = 30").await, Some(1));
+
+    // No file names the deleted domain's end any more (purged as well):
+    // refused, saying how the operator says what the source cannot; not
+    // while a replicate reads the source; then read on, and the domain's
+    // new transactions applied.
+    insert_in(s, 28, 40).await;
+    caught_up(&cfg, s).await;
+    delete_domain(s, 28, true).await;
+    // The file naming the domain's end goes too.
+    purge_to_the_newest(s, true).await;
+    match run_to_its_end(&cfg, s).await.expect("returns") {
+        Err(run::RunError::Refused(e)) => {
+            assert!(
+                e.what
+                    .contains("no binlog file left names where the domain ended"),
+                "{e}"
+            );
+            assert!(e.what.contains("retire-domain --gtid 28-123-1"), "{e}");
+        }
+        other => panic!("refused, not {other:?}"),
+    }
+    // Held as a running replicate holds it.
+    let mut holder = target().connect().await;
+    holder
+        .query_drop("DO GET_LOCK('sqlfleet:fo_del', 0)")
+        .await
+        .expect("lock");
+    match retire("28-123-1").await {
+        Err(status::RequestError::Refused(why)) => {
+            assert!(why.contains("is being replicated"), "{why}")
+        }
+        other => panic!("refused while the source is read, not {other:?}"),
+    }
+    let _ = holder.disconnect().await;
+    retire("28-123-1").await.expect("retired");
+    insert_in(s, 28, 41).await;
+    insert_in(s, 23, 42).await;
+    caught_up(&cfg, s).await;
+    assert_eq!(rows("id IN (41, 42)").await, Some(2));
+}
+
+/// Inserts `id` into fo_del.t in GTID domain `domain` (23: the server's).
+async fn insert_in(s: &TestServer, domain: u32, id: i64) {
+    exec(
+        s,
+        &format!(
+            "SET SESSION gtid_domain_id = {domain}; INSERT INTO fo_del.t VALUES ({id}); \
+             SET SESSION gtid_domain_id = 23"
+        ),
+    )
+    .await;
+}
+
+/// Runs `cfg` until caught up, no stream stopped.
+async fn caught_up(cfg: &config::Checked, s: &TestServer) {
+    let summary = until_caught_up(cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
 }
 
 /// Rows of `db`.t where `cond` holds, on the target.

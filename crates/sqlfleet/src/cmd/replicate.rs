@@ -113,12 +113,8 @@ enum Action {
     /// fixed on the target: a running replicate does within a second (the
     /// next start does anyway). Exit codes: 0 requested, 1 error
     Retry {
-        /// The config file replicate runs with
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// The source's name in the config
-        #[arg(long)]
-        source: String,
+        #[command(flatten)]
+        on: OneSource,
         /// Only when this stream (target database) is one of those stopped
         #[arg(long, value_name = "DB")]
         stream: Option<String>,
@@ -126,12 +122,8 @@ enum Action {
     /// Pass over one transaction of a source, recorded on the target
     /// (sqlfleet.replicate_skip). Exit codes: 0 recorded, 1 error
     Skip {
-        /// The config file replicate runs with
-        #[arg(long, value_name = "FILE")]
-        config: PathBuf,
-        /// The source's name in the config
-        #[arg(long)]
-        source: String,
+        #[command(flatten)]
+        on: OneSource,
         /// The transaction's GTID (domain-server-seq)
         #[arg(long)]
         gtid: String,
@@ -139,6 +131,36 @@ enum Action {
         #[arg(long, default_value = "")]
         reason: String,
     },
+    /// Record that a GTID domain the source deleted (FLUSH BINARY LOGS
+    /// DELETE_DOMAIN_ID) was applied up to GTID, its end: the source is
+    /// read on, and the domain's next transactions are applied as new.
+    /// Only where the source's binlog no longer names the domain's end
+    /// (replicate retires it by itself while it does). Refused while
+    /// replicate runs for the source, unless GTID is the one applied last
+    /// in its domain, and where the source has the domain at or past it.
+    /// Exit codes: 0 recorded, 1 error or refused
+    RetireDomain {
+        #[command(flatten)]
+        on: OneSource,
+        /// The domain's last GTID applied (domain-server-seq; `replicate
+        /// status` shows the floor)
+        #[arg(long)]
+        gtid: String,
+        /// Why (kept with the record)
+        #[arg(long, default_value = "")]
+        reason: String,
+    },
+}
+
+/// The source a request is about: `--config FILE --source NAME`.
+#[derive(clap::Args, Debug)]
+pub struct OneSource {
+    /// The config file replicate runs with
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// The source's name in the config
+    #[arg(long)]
+    source: String,
 }
 
 /// A config's server as a connection target: a DSN (its password from the
@@ -194,8 +216,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
     match a.action {
         Some(Action::Status { config, json }) => status(&config, json).await,
         Some(Action::Skip {
-            config,
-            source,
+            on: OneSource { config, source },
             gtid,
             reason,
         }) => {
@@ -204,6 +225,28 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             let g: Gtid = gtid.parse()?;
             sqlfleet_replicate::status::skip(&target, &source, &g, &reason).await?;
             println!("recorded: source '{source}' passes over {g}");
+            Ok(Exit::Ok)
+        }
+        Some(Action::RetireDomain {
+            on: OneSource { config, source },
+            gtid,
+            reason,
+        }) => {
+            let (cfg, target, sources) = load(&config)?;
+            named(&cfg, &source, &config)?;
+            let g: Gtid = gtid.parse()?;
+            let src = cfg
+                .sources
+                .iter()
+                .zip(&sources)
+                .find(|(s, _)| s.name == source)
+                .map(|(_, t)| t)
+                .ok_or_else(|| anyhow!("no source named '{source}'"))?;
+            sqlfleet_replicate::status::retire_domain(&target, src, &source, &g, &reason).await?;
+            println!(
+                "recorded: source '{source}' retires domain {} at {g}; its next transactions there are read as new",
+                g.domain
+            );
             Ok(Exit::Ok)
         }
         Some(Action::Seed {
@@ -254,8 +297,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             Ok(Exit::Ok)
         }
         Some(Action::Retry {
-            config,
-            source,
+            on: OneSource { config, source },
             stream,
         }) => {
             let (cfg, target, _) = load(&config)?;
@@ -278,7 +320,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
 
 async fn replicate(a: RunArgs) -> anyhow::Result<Exit> {
     let path = a.config.ok_or_else(|| {
-        anyhow!("replicate needs --config FILE (or a subcommand: status, retry, skip)")
+        anyhow!("replicate needs --config FILE (or a subcommand: status, seed, retry, skip, retire-domain)")
     })?;
     let (cfg, target, sources) = load(&path)?;
     let stop_rx = crate::shutdown::on_interrupt(
