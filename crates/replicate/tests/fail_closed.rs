@@ -1182,6 +1182,14 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     // since: the oldest file lists it (the source wants it asked for).
     delete_domain(s, 24, true).await;
     insert_in(s, 23, 4).await;
+    // `replicate status` judges it as a reader will: not refused.
+    let refused = |cfg: config::Checked| async move {
+        let st = status::status(&cfg, &target().target(), &[s.target()])
+            .await
+            .expect("status");
+        st[0].behind_the_floor.clone()
+    };
+    assert_eq!(refused(cfg.clone()).await, None);
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Ok(summary) => assert_eq!(summary.stopped_streams, 0, "{summary:?}"),
         Err(e) => panic!("domain 24 deleted after it was applied: read on, not {e}"),
@@ -1302,6 +1310,8 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     delete_domain(s, 28, true).await;
     // The file naming the domain's end goes too.
     purge_to_the_newest(s, true).await;
+    let why = refused(cfg.clone()).await.expect("status: refused");
+    assert!(why.contains("retire-domain --gtid 28-123-1"), "{why}");
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Err(run::RunError::Refused(e)) => {
             assert!(
