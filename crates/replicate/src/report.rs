@@ -196,6 +196,12 @@ fn status_text_raw(st: &[SourceStatus]) -> String {
         for g in &s.skipped {
             out.push_str(&format!("  skipped {g} (replicate skip)\n"));
         }
+        for g in &s.retired {
+            out.push_str(&format!(
+                "  retired domain {} at {g} (deleted on the source; its new transactions are read as new)\n",
+                g.split('-').next().unwrap_or("?")
+            ));
+        }
     }
     out
 }
@@ -353,6 +359,7 @@ mod tests {
             behind: Some(2),
             lag_seconds: Some(40),
             skipped: vec!["1-101-4".into()],
+            retired: vec!["9-101-3".into()],
             streams: vec![StreamStatus {
                 stream: "app_eu".into(),
                 position: "1-101-5".into(),
@@ -378,6 +385,7 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("skipped 1-101-4"), "{text}");
+        assert!(text.contains("retired domain 9 at 9-101-3"), "{text}");
         // A source that has logged nothing yet is said so, not left blank.
         let fresh = SourceStatus {
             source_position: Some(String::new()),

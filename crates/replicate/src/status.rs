@@ -53,6 +53,8 @@ pub struct SourceStatus {
     /// when the source cannot be asked.
     pub lag_seconds: Option<u64>,
     pub skipped: Vec<String>,
+    /// Domains the source deleted, retired at their ends (retired.rs).
+    pub retired: Vec<String>,
     pub streams: Vec<StreamStatus>,
 }
 
@@ -167,6 +169,7 @@ pub async fn status(
             behind,
             lag_seconds,
             skipped,
+            retired: retired.values().map(|g| g.to_string()).collect(),
             streams,
         });
     }

@@ -1200,6 +1200,10 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
             .await,
         Some(1)
     );
+    let st = status::status(&cfg, &target().target(), &[s.target()])
+        .await
+        .expect("status");
+    assert_eq!(st[0].retired, ["24-123-2"], "{st:?}");
     // Written again: its sequence starts at 1, below what was applied
     // there; applied as new.
     insert_in(s, 24, 5).await;
