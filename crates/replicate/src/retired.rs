@@ -170,8 +170,11 @@ pub fn list_domains(body: &[u8]) -> Option<std::collections::BTreeSet<u32>> {
 /// retire-domain`: the source's binlog no longer says where the domain
 /// ended, and the operator knows): `end` must be the GTID the target
 /// applied last there (`reached`), and the source (`@@gtid_binlog_pos`)
-/// must not have the domain at or past it — past it, its transactions
-/// could not be told from the applied ones.
+/// must not have the domain at all. Having it past `end`, its
+/// transactions could not be told from the applied ones; below `end`, it
+/// may as well be another server's history of the domain (a failover to
+/// a replica behind the target), whose transactions before `end` the
+/// target has: read from the domain's start, they would be applied twice.
 pub fn operator_may_retire(reached: &GtidPos, source: &GtidPos, end: Gtid) -> Result<(), String> {
     let d = end.domain;
     match reached.0.get(&d) {
@@ -182,10 +185,10 @@ pub fn operator_may_retire(reached: &GtidPos, source: &GtidPos, end: Gtid) -> Re
             "the target applied domain {d} up to {applied}, not {end}: name the GTID applied last (`replicate status` shows the floor)"
         )),
         Some(_) => match source.0.get(&d) {
-            Some(at) if at.seq >= end.seq => Err(format!(
-                "the source has domain {d} at {at}, at or past {end}: it was not deleted, or was written again past what was applied, and its transactions there cannot be told from the applied ones; copy the source again (`replicate seed --force`)"
+            Some(at) => Err(format!(
+                "the source has domain {d} (at {at}): it was not deleted, or was written again since, or is another server's history of it, and which of its transactions the target has cannot be told; copy the source again (`replicate seed --force`)"
             )),
-            _ => Ok(()),
+            None => Ok(()),
         },
     }
 }
@@ -383,12 +386,17 @@ mod tests {
     }
 
     #[test]
-    fn an_operator_retires_a_domain_only_at_the_end_applied_and_not_past_the_source() {
+    fn an_operator_retires_a_domain_only_at_the_end_applied_and_one_the_source_lacks() {
         // (applied, the source, the end stated, refused naming)
         for (reached, source, end, refused) in [
             ("0-1-4,5-1-2", "0-1-9", "5-1-2", None),
-            // Deleted and written again below the end: new ones follow.
-            ("0-1-4,5-1-2", "0-1-9,5-1-1", "5-1-2", None),
+            // Written again, or another server's history: not told apart.
+            (
+                "0-1-4,5-1-2",
+                "0-1-9,5-1-1",
+                "5-1-2",
+                Some("the source has domain 5 (at 5-1-1)"),
+            ),
             (
                 "0-1-4,5-1-2",
                 "0-1-9",
@@ -406,13 +414,13 @@ mod tests {
                 "0-1-4,5-1-2",
                 "0-1-9,5-1-2",
                 "5-1-2",
-                Some("at or past 5-1-2"),
+                Some("has domain 5 (at"),
             ),
             (
                 "0-1-4,5-1-2",
                 "0-1-9,5-3-8",
                 "5-1-2",
-                Some("at or past 5-1-2"),
+                Some("has domain 5 (at 5-3-8)"),
             ),
         ] {
             let got = operator_may_retire(&pos(reached), &pos(source), end.parse().expect("g"));

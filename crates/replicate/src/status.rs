@@ -257,7 +257,7 @@ pub async fn skip(
 /// deleted on the source (retired.rs: the source's binlog no longer says
 /// where it ended, so a reader cannot retire it by itself). Refused while
 /// a replicate reads the source, and unless `end` is the GTID applied
-/// last there and the source does not have the domain at or past it.
+/// last there and the source does not have the domain.
 pub async fn retire_domain(
     target: &Target,
     source_target: &Target,

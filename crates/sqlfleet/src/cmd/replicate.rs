@@ -137,7 +137,8 @@ enum Action {
     /// Only where the source's binlog no longer names the domain's end
     /// (replicate retires it by itself while it does). Refused while
     /// replicate runs for the source, unless GTID is the one applied last
-    /// in its domain, and where the source has the domain at or past it.
+    /// in its domain, and where the source has the domain (written again
+    /// since, or another server's history of it).
     /// Exit codes: 0 recorded, 1 error or refused
     RetireDomain {
         #[command(flatten)]
