@@ -138,6 +138,17 @@ pub fn judge(reached: &GtidPos, source: &GtidPos, oldest: Result<&[Gtid], &str>)
     Judged { retire, refused }
 }
 
+/// Whether every domain in which `read` is ahead of `source` (its
+/// `@@gtid_binlog_pos`) is one the source has no longer at all — a reader
+/// following it ends its session for the next to judge them ([`judge`]);
+/// behind in a domain it has, the source is refused at once (true, too,
+/// when `read` is nowhere ahead).
+pub fn only_gone(read: &GtidPos, source: &GtidPos) -> bool {
+    read.ahead_of(source)
+        .iter()
+        .all(|g| !source.0.contains_key(&g.domain))
+}
+
 /// A retired domain of `asked` that binlog event `ev`, a Gtid_list
 /// event (a binlog file's start), does not list: the file was written
 /// after the domain was deleted. `None` for any other event.
@@ -446,6 +457,25 @@ mod tests {
                 let again = format!("[{}]", l.iter().map(|g| g.to_string()).collect::<Vec<_>>().join(","));
                 proptest::prop_assert_eq!(parse_list(&again), Some(l));
             }
+        }
+    }
+
+    #[test]
+    fn a_reader_ends_for_a_domain_gone_and_is_refused_for_one_behind() {
+        // (read, the source, only gone)
+        for (read, source, want) in [
+            ("0-1-4", "0-1-4", true),
+            ("0-1-4,5-1-2", "0-1-4", true),
+            ("0-1-4,5-1-2,6-1-1", "0-1-9", true),
+            ("0-1-4,5-1-2", "0-1-4,5-1-1", false),
+            ("0-1-4,5-1-2", "0-1-1", false),
+            ("0-1-4,5-1-2", "", true),
+        ] {
+            assert_eq!(
+                only_gone(&pos(read), &pos(source)),
+                want,
+                "{read} / {source}"
+            );
         }
     }
 

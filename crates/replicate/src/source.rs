@@ -386,12 +386,9 @@ impl SourceRunner {
                     // it deleted after everything of it was read: a new
                     // session judges it (retired.rs); behind in a domain
                     // it has, it is refused.
-                    let gone = source.as_ref().is_some_and(|p| {
-                        s.read
-                            .ahead_of(p)
-                            .iter()
-                            .all(|g| !p.0.contains_key(&g.domain))
-                    });
+                    let gone = source
+                        .as_ref()
+                        .is_some_and(|p| crate::retired::only_gone(&s.read, p));
                     return Some(if gone {
                         End::Restart(format!(
                             "the source's binlog has no domain the target applied ({why})"
