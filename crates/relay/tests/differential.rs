@@ -189,6 +189,12 @@ fn generate(rng: &mut rand::rngs::StdRng, steps: usize, kills: bool) -> Vec<Step
             75 => vec![Text(format!("SET @m = {k}; SELECT @m + 1, @@time_zone"))],
             76 => vec![Text(format!("INSERT INTO t (v) VALUES ({k}); SELECT LAST_INSERT_ID()")), Text("SELECT LAST_INSERT_ID(), ROW_COUNT()".into())],
             77 => vec![Text(format!("SET time_zone = '+0{k}:00'; SELECT @@time_zone")), Text("SELECT @@time_zone".into())],
+            // A CREATE TABLE's SELECT reading the client's counts.
+            79 => vec![
+                Text(format!("INSERT INTO t (v) VALUES ({k}), ({k})")),
+                Text("CREATE OR REPLACE TABLE rc SELECT ROW_COUNT() AS r, FOUND_ROWS() AS f".into()),
+                Text("SELECT r, f FROM rc".into()),
+            ],
             78 => vec![Text("CREATE TEMPORARY TABLE IF NOT EXISTS tmp3 (a INT); INSERT INTO tmp3 VALUES (1)".into()), Text("SELECT COUNT(*) FROM tmp3".into())],
             // Session state changed out of the text's sight: stored
             // functions and a trigger (user variables, a temporary table,

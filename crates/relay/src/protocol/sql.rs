@@ -24,7 +24,9 @@ use calls::{calls_stored_function, EFFECT_BUILTINS};
 use kill::{kill_target, unread_kill};
 pub use kill::{may_set_what_a_reset_keeps, may_touch_the_account, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
-pub use substitute::{evaluated_now, reads_as_before, substitute_call, substitute_var};
+pub use substitute::{
+    creates_table, evaluated_now, reads_as_before, substitute_call, substitute_var,
+};
 pub use writes::{written_tables, TableRef};
 
 /// A token and the bytes it stands on.

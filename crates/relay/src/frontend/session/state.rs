@@ -921,7 +921,8 @@ impl ClientState {
     /// last write, '' before any, the server's when a write ran where
     /// nothing is reported; a text of several statements is sent as it is,
     /// and so is a definition the server keeps (`sql::evaluated_now`: a
-    /// routine's body would keep the literal for every later call).
+    /// routine's body would keep the literal for every later call) — but
+    /// for a CREATE TABLE's counts (`sql::creates_table`).
     /// `toks` are the whole text's tokens as the session wrote it, in
     /// `dialect` (under NO_BACKSLASH_ESCAPES `'a\'` ends a string, and a
     /// call after it is one); a text rewritten is lexed again for the
@@ -936,10 +937,17 @@ impl ClientState {
         fx: &Effects,
     ) -> Option<std::borrow::Cow<'q, [u8]>> {
         use std::borrow::Cow;
-        if !(fx.reads_diagnostics || fx.reads_last_gtid)
-            || fx.statements != 1
-            || !sql::evaluated_now(toks)
-        {
+        if !(fx.reads_diagnostics || fx.reads_last_gtid) || fx.statements != 1 {
+            return Some(Cow::Borrowed(text));
+        }
+        // A CREATE TABLE's SELECT runs now too, but a DEFAULT there may
+        // keep `@@last_gtid` (`sql::creates_table`): the counts only.
+        let (now, counts_only) = if sql::evaluated_now(toks) {
+            (true, false)
+        } else {
+            (sql::creates_table(toks), true)
+        };
+        if !now {
             return Some(Cow::Borrowed(text));
         }
         // (No write since the login or a reset: '', as the server's own
@@ -949,7 +957,7 @@ impl ClientState {
             (None, false) => Some(""),
             (None, true) => None,
         }
-        .filter(|_| fx.reads_last_gtid);
+        .filter(|_| fx.reads_last_gtid && !counts_only);
         let found = (fx.reads_diagnostics && !self.found_rows_calc)
             .then(|| i64::try_from(self.last_found_rows).unwrap_or(i64::MAX));
         let row_count = fx.reads_diagnostics.then_some(self.last_row_count);

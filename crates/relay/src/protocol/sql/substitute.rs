@@ -28,6 +28,31 @@ pub fn evaluated_now(t: &[(Tok, Range<usize>)]) -> bool {
     word(first).is_some_and(|w| NOW.contains(&w))
 }
 
+/// Whether a statement creates a table (`CREATE [OR REPLACE] [TEMPORARY]
+/// TABLE`, after any `SET STATEMENT ... FOR`): its `... SELECT` reads
+/// ROW_COUNT() and FOUND_ROWS() as it runs, and the server refuses both
+/// in every expression a table keeps (a column's DEFAULT, CHECK or
+/// generated expression: 1901, measured on 10.11), so they may be
+/// written in anywhere in it; `@@last_gtid` may not (a DEFAULT keeps it).
+pub fn creates_table(t: &[(Tok, Range<usize>)]) -> bool {
+    let t = after_set_statement(t, &mut Vec::new());
+    let mut words = t.iter().map(|x| word(Some(x)));
+    if words.next() != Some(Some("CREATE")) {
+        return false;
+    }
+    let mut next = words.next();
+    if next == Some(Some("OR")) {
+        if words.next() != Some(Some("REPLACE")) {
+            return false;
+        }
+        next = words.next();
+    }
+    if next == Some(Some("TEMPORARY")) {
+        next = words.next();
+    }
+    next == Some(Some("TABLE"))
+}
+
 /// The statement with every call `NAME()` (no arguments) answering
 /// `value` (`COALESCE(value, NAME())`, so the column keeps the call's type);
 /// a select-list item holding a call and no alias keeps the column name

@@ -314,6 +314,36 @@ fn only_a_statement_that_runs_its_reads_now_is_written_into() {
     }
 }
 
+/// CREATE TABLE's SELECT runs as the statement does; every other CREATE
+/// keeps a definition.
+#[test]
+fn a_table_creation_is_told_from_other_definitions() {
+    for (sql, table) in [
+        ("CREATE TABLE t SELECT ROW_COUNT() AS r", true),
+        ("create or replace table t as select found_rows()", true),
+        ("CREATE TEMPORARY TABLE t SELECT 1", true),
+        ("CREATE OR REPLACE TEMPORARY TABLE t SELECT 1", true),
+        (
+            "SET STATEMENT max_statement_time = 1 FOR CREATE TABLE t SELECT ROW_COUNT()",
+            true,
+        ),
+        ("CREATE VIEW v AS SELECT ROW_COUNT()", false),
+        ("CREATE OR REPLACE VIEW v AS SELECT ROW_COUNT()", false),
+        (
+            "CREATE TRIGGER tr BEFORE INSERT ON t FOR EACH ROW SET @r = ROW_COUNT()",
+            false,
+        ),
+        ("CREATE OR TABLE t SELECT 1", false),
+        ("CREATE TEMPORARY SEQUENCE s", false),
+        ("SELECT ROW_COUNT()", false),
+        ("ALTER TABLE t ADD c INT", false),
+        ("", false),
+    ] {
+        let t = lex(sql.as_bytes()).toks;
+        assert_eq!(creates_table(&t), table, "{sql}");
+    }
+}
+
 /// The last check before a rewrite is sent: its literals are the text's,
 /// the value aside; a literal changed, lost or run into a comment fails.
 #[test]
