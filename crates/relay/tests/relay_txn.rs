@@ -1854,7 +1854,8 @@ fn set_statements_leave_the_client_unpinned(srv: &sqlfleet_testkit::TestServer) 
 /// stops reporting `last_gtid` on a connection once a plugin's variable
 /// (`innodb_lock_wait_timeout`, `aria_*`, `myisam_*`) is set there before
 /// any write (`backend/tracker.rs`): the client read '' for its own write,
-/// and a read-your-writes wait on a replica waited for nothing. Drawn from
+/// and a read-your-writes wait on a replica waited for nothing. Set by
+/// `SET`, by `SET STATEMENT ... FOR` and by a stored procedure. Drawn from
 /// the server's own list of session variables, on either version; the
 /// truth is the server's binary log (each write's GTID event before its
 /// text).
@@ -1889,6 +1890,22 @@ fn own_gtids_whatever_was_set(srv: &sqlfleet_testkit::TestServer) {
                 c.query_drop(format!("INSERT INTO t VALUES ({k}, '{mark}')"))
                     .await
                     .unwrap_or_else(|e| panic!("INSERT after SET {name}: {e}"));
+                said.push((mark, last_gtid(&mut c).await));
+            }
+            // Stored code setting it (the client is held: its state
+            // changed out of the text's sight).
+            k += 1;
+            let proc = format!("p_own_{k}");
+            root.query_drop(format!(
+                "CREATE PROCEDURE `{db}`.{proc}() SET SESSION {name} = {literal}"
+            ))
+            .await
+            .expect("procedure");
+            if c.query_drop(format!("CALL {proc}()")).await.is_ok() {
+                let mark = format!("call {name} #{k}");
+                c.query_drop(format!("INSERT INTO t VALUES ({k}, '{mark}')"))
+                    .await
+                    .unwrap_or_else(|e| panic!("INSERT after CALL setting {name}: {e}"));
                 said.push((mark, last_gtid(&mut c).await));
             }
             k += 1;
