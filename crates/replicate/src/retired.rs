@@ -111,13 +111,18 @@ pub struct Judged {
 /// (its `@@gtid_binlog_pos`), with `oldest`, the Gtid_list of the
 /// source's oldest binlog file — or why it could not be read; only
 /// consulted when the source lacks a domain.
-pub fn judge(reached: &GtidPos, source: &GtidPos, oldest: Result<&[Gtid], &str>) -> Judged {
+pub fn judge(
+    name: &str,
+    reached: &GtidPos,
+    source: &GtidPos,
+    oldest: Result<&[Gtid], &str>,
+) -> Judged {
     let verdicts = deleted(reached, source, oldest.unwrap_or(&[]));
     let mut rest = reached.clone();
     let mut reasons = Vec::new();
     let mut retire = Vec::new();
     for v in &verdicts {
-        match (v, v.refusal()) {
+        match (v, v.refusal(name)) {
             (Deleted::Retire { end }, _) => {
                 rest.0.remove(&end.domain);
                 retire.push(*end);
@@ -205,12 +210,13 @@ pub fn operator_may_retire(reached: &GtidPos, source: &GtidPos, end: Gtid) -> Re
 }
 
 impl Deleted {
-    /// Why the source is still refused for this domain (`None`: retired).
-    pub fn refusal(&self) -> Option<String> {
+    /// Why source `name` is still refused for this domain (`None`:
+    /// retired), with the operator's way on.
+    pub fn refusal(&self, name: &str) -> Option<String> {
         match self {
             Deleted::Retire { .. } => None,
             Deleted::Lost { applied, listed } => Some(format!(
-                "domain {} ended at {listed} on the source, whose binlog no longer has it (deleted, FLUSH BINARY LOGS DELETE_DOMAIN_ID), but the target applied it only to {applied}: the transactions between were purged before they were read (copy the source again, `replicate seed --force`; or, accepting they are missing on the target, `replicate retire-domain --gtid {applied}`)",
+                "domain {} ended at {listed} on the source, whose binlog no longer has it (deleted, FLUSH BINARY LOGS DELETE_DOMAIN_ID), but the target applied it only to {applied}: the transactions between were purged before they were read (copy the source again, `sqlfleet replicate seed --config FILE --source {name} --force`; or, accepting they are missing on the target, `sqlfleet replicate retire-domain --config FILE --source {name} --gtid {applied}`)",
                 applied.domain
             )),
             Deleted::Unknown { applied, listed } => Some(format!(
@@ -220,7 +226,7 @@ impl Deleted {
                     Some(l) => format!("its oldest binlog file names {l} as the domain's end, another history"),
                     None => "no binlog file left names where the domain ended".to_string(),
                 }
-            ) + &format!(" (if it did, say so: `replicate retire-domain --gtid {applied}`)")),
+            ) + &format!(" (if it did, say so: `sqlfleet replicate retire-domain --config FILE --source {name} --gtid {applied}`)")),
         }
     }
 }
@@ -315,7 +321,7 @@ mod tests {
             assert_eq!(got, want, "{reached} / {source} / {list:?}");
             for d in &got {
                 assert_eq!(
-                    d.refusal().is_none(),
+                    d.refusal("eu").is_none(),
                     matches!(d, Deleted::Retire { .. }),
                     "{d:?}"
                 );
@@ -355,7 +361,7 @@ mod tests {
                 Some("could not be read: 1227"),
             ),
         ] {
-            let j = judge(&pos(reached), &pos(source), oldest);
+            let j = judge("eu", &pos(reached), &pos(source), oldest);
             let got: Vec<String> = j.retire.iter().map(|g| g.to_string()).collect();
             assert_eq!(got.join(","), retire, "{reached} / {source}");
             match (refused, &j.refused) {

@@ -120,6 +120,7 @@ pub async fn status(
         // refused).
         let behind_the_floor = source_position.as_ref().and_then(|p| {
             crate::retired::judge(
+                &s.name,
                 &reached,
                 p,
                 oldest.as_ref().map(|(_, l)| &l[..]).map_err(String::as_str),

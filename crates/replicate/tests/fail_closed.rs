@@ -1315,7 +1315,10 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
     // The file naming the domain's end goes too.
     purge_to_the_newest(s, true).await;
     let why = refused(cfg.clone()).await.expect("status: refused");
-    assert!(why.contains("retire-domain --gtid 28-123-1"), "{why}");
+    assert!(
+        why.contains("retire-domain --config FILE --source fo_del --gtid 28-123-1"),
+        "{why}"
+    );
     match run_to_its_end(&cfg, s).await.expect("returns") {
         Err(run::RunError::Refused(e)) => {
             assert!(
@@ -1323,7 +1326,11 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
                     .contains("no binlog file left names where the domain ended"),
                 "{e}"
             );
-            assert!(e.what.contains("retire-domain --gtid 28-123-1"), "{e}");
+            assert!(
+                e.what
+                    .contains("retire-domain --config FILE --source fo_del --gtid 28-123-1"),
+                "{e}"
+            );
         }
         other => panic!("refused, not {other:?}"),
     }

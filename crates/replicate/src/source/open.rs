@@ -114,6 +114,7 @@ impl SourceRunner {
             oldest_gtid_list(&mut src).await
         };
         let judged = retired::judge(
+            &name,
             &reached,
             &source_pos,
             oldest.as_ref().map(|(_, l)| &l[..]).map_err(String::as_str),
