@@ -271,6 +271,16 @@ impl DbMap {
         Some(self.rename.get(db).map(String::as_str).unwrap_or(db))
     }
 
+    /// Whether target database `db` is one a source database is written
+    /// into: renamed onto it, or taken under its own name.
+    pub fn writes_into(&self, db: &str) -> bool {
+        self.map(db) == Some(db)
+            || self
+                .rename
+                .iter()
+                .any(|(from, to)| to == db && self.map(from) == Some(db))
+    }
+
     /// The source database renamed onto `db`'s own name, when `db` is
     /// taken under its own name too: the two would be written into one
     /// database. (Checked at start for the databases that exist; this
@@ -663,6 +673,32 @@ mod tests {
         assert_eq!(m.collides("other"), None);
         let m = DbMap::new(&[], &["app_eu".to_string()], &r);
         assert_eq!(m.collides("app_eu"), None, "excluded: never written");
+    }
+
+    #[test]
+    fn the_target_databases_written_are_the_included_ones_and_the_renamed_onto() {
+        let mut r = BTreeMap::new();
+        r.insert("app".to_string(), "app_eu".to_string());
+        r.insert("old".to_string(), "old_eu".to_string());
+        let m = DbMap::new(
+            &["app*".to_string(), "shop".to_string()],
+            &["old".to_string()],
+            &r,
+        );
+        // (target database, written into)
+        for (db, want) in [
+            ("app_eu", true),
+            ("shop", true),
+            ("app2", true),
+            // `app` is written into app_eu, not under its own name.
+            ("app", false),
+            // Renamed onto, but excluded at the source.
+            ("old_eu", false),
+            ("other", false),
+            ("mysql", false),
+        ] {
+            assert_eq!(m.writes_into(db), want, "{db}");
+        }
     }
 
     #[test]

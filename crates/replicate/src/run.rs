@@ -70,7 +70,7 @@ pub async fn run(
     position::ensure(&mut ctl)
         .await
         .map_err(|e| RunError::Target(format!("creating sqlfleet.replicate_* tables: {e}")))?;
-    let warnings = non_transactional(&mut ctl).await;
+    let warnings = non_transactional(&mut ctl, cfg).await;
     for w in &warnings {
         tracing::warn!("{w}");
     }
@@ -181,9 +181,11 @@ async fn check_target(c: &mut mysql_async::Conn) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Tables on the target that cannot commit with a position (named in a
-/// warning: a crash while applying to them may apply a change twice).
-async fn non_transactional(c: &mut mysql_async::Conn) -> Vec<String> {
+/// Tables on the target that cannot commit with a position, in the
+/// databases the sources write into (named in a warning: a crash while
+/// applying to them may apply a change twice; the target's other
+/// databases are not replicate's).
+async fn non_transactional(c: &mut mysql_async::Conn, cfg: &crate::config::Checked) -> Vec<String> {
     let skip = SYSTEM_SCHEMAS
         .iter()
         .map(|s| format!("'{s}'"))
@@ -193,11 +195,13 @@ async fn non_transactional(c: &mut mysql_async::Conn) -> Vec<String> {
         .query(format!(
             "SELECT TABLE_SCHEMA, TABLE_NAME, ENGINE FROM information_schema.TABLES \
              WHERE TABLE_TYPE = 'BASE TABLE' AND ENGINE NOT IN ('InnoDB') \
-             AND TABLE_SCHEMA NOT IN ({skip}) ORDER BY 1, 2 LIMIT 50"
+             AND TABLE_SCHEMA NOT IN ({skip}) ORDER BY 1, 2"
         ))
         .await
         .unwrap_or_default();
     rows.into_iter()
+        .filter(|(d, _, _)| cfg.sources.iter().any(|s| s.dbs.writes_into(d)))
+        .take(50)
         .map(|(d, t, e)| {
             format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it stops the stream until `replicate skip` or `retry` says whether the change is there")
         })

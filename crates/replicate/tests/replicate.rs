@@ -225,7 +225,8 @@ async fn a_statement_of_many_megabytes_applies_whole_in_pieces_from_a_file_posit
     };
     exec(
         target(),
-        "CREATE DATABASE IF NOT EXISTS rb_side; CREATE TABLE IF NOT EXISTS rb_side.m (a INT) ENGINE=MyISAM",
+        "CREATE DATABASE IF NOT EXISTS rb_side; CREATE TABLE IF NOT EXISTS rb_side.m (a INT) ENGINE=MyISAM; \
+         CREATE DATABASE IF NOT EXISTS not_rb; CREATE TABLE IF NOT EXISTS not_rb.m (a INT) ENGINE=MyISAM",
     )
     .await;
     let cfg_text = format!(
@@ -251,6 +252,12 @@ async fn a_statement_of_many_megabytes_applies_whole_in_pieces_from_a_file_posit
             .warnings
             .iter()
             .any(|w| w.contains("rb_side.m is MyISAM")),
+        "{:?}",
+        summary.warnings
+    );
+    // A database no source writes into is not replicate's to warn about.
+    assert!(
+        !summary.warnings.iter().any(|w| w.contains("not_rb.m")),
         "{:?}",
         summary.warnings
     );
