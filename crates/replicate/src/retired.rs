@@ -13,7 +13,8 @@
 //! file is purged; one without it is refused (1236, "Could not find GTID
 //! state") while a file to be read lists it; once the domain is written
 //! again, a position holding its old GTID is refused ("not in the
-//! master's binlog").
+//! master's binlog"), and a session that asked for it before is passed
+//! over the new transaction with that same GTID.
 //!
 //! A floor that keeps such a domain stops the source for good (its binlog
 //! is behind the floor there: `GtidPos::behind_the_floor`), and a floor
@@ -22,12 +23,16 @@
 //! file's Gtid_list names, as the domain's end, exactly the GTID the
 //! target applied last in it — nothing of it was left unread. Retired, it
 //! leaves the floor (its next transactions, from sequence 1, are new
-//! ones) and its end is recorded (`sqlfleet.replicate_retired`) so that
-//! the position asked of the source holds it while the source has no
-//! such domain ([`connect_state`]). Anything else — no file lists it any
-//! more, or the list names another end — stays refused, as before.
+//! ones) and its end is recorded (`sqlfleet.replicate_retired`): the
+//! source is asked for the floor alone, and for the domain at its end
+//! only when it refuses that ([`connect_state`]), in a session that ends
+//! where the files stop listing the domain ([`unlisted`]). Anything else
+//! — no file lists it any more, or the list names another end — stays
+//! refused, naming the operator's way on: `replicate retire-domain`
+//! ([`operator_may_retire`]) or a new copy.
 //!
-//! Pure; source/open.rs asks the source and carries the answer out.
+//! Pure; source/open.rs and status.rs ask the source and carry the
+//! answer out.
 
 use std::collections::BTreeMap;
 
