@@ -42,6 +42,7 @@ mod resume;
 pub mod retired;
 pub mod run;
 pub mod seed;
+pub mod seed_xa;
 mod sequence;
 pub mod source;
 pub mod sqltext;

@@ -1380,3 +1380,130 @@ fn a_panic_while_applying_stops_that_stream_and_the_run_still_ends() {
         "the report names the stream and the panic: {err}"
     );
 }
+
+/// Exit 1, its last line on standard error the error, naming `want`
+/// (before it, the seed's notes).
+fn refused(o: &std::process::Output, want: &str) {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    let err = stderr(o);
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("sqlfleet replicate: ") && last.contains(want),
+        "{err}"
+    );
+}
+
+/// A seed and the XA transactions prepared on its source: a snapshot
+/// lacks a prepared branch's changes, and replication after it would stop
+/// at the branch's XA COMMIT. Prepared before the dump, the seed waits
+/// for the branch to end (`--xa-wait`) and refuses, naming it, when it
+/// does not; prepared between that check and the snapshot, the dump is
+/// refused after it (the binlog after the snapshot holds no XA PREPARE of
+/// it); ended, the seed runs and the copy equals the source. (Before: the
+/// seed recorded a snapshot without the branch, and replicate stopped at
+/// its XA COMMIT.) A source of its own: XA RECOVER is server-wide.
+#[test]
+fn a_seed_waits_for_prepared_xa_transactions_and_never_copies_without_them() {
+    static S: OnceLock<TestServer> = OnceLock::new();
+    let s =
+        S.get_or_init(|| sqlfleet_testkit::server_with(&["gtid-domain-id=31", "server-id=131"]));
+    let t = target();
+    let rt = runtime();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    let prepare = move |xid: &'static str, id: u32| {
+        runtime().block_on(async move {
+            let mut c = s.connect().await;
+            c.query_drop(format!(
+                "XA START '{xid}'; INSERT INTO sx_a.t VALUES ({id}); XA END '{xid}'; XA PREPARE '{xid}'"
+            ))
+            .await
+            .expect("prepared");
+            // The branch outlives its session.
+            let _ = c.disconnect().await;
+        })
+    };
+    let commit = move |xid: &str| {
+        let sql = format!("XA COMMIT '{xid}'");
+        runtime().block_on(async move { exec(s, &sql).await });
+    };
+    rt.block_on(async {
+        exec(
+            s,
+            "CREATE DATABASE sx_a; CREATE TABLE sx_a.t (id INT PRIMARY KEY) ENGINE=InnoDB; INSERT INTO sx_a.t VALUES (1)",
+        )
+        .await
+    });
+    let c = config(
+        dir.path(),
+        "xa",
+        &format!(
+            "[target]\ndsn = \"{}\"\n[[source]]\nname = \"sx\"\ndsn = \"{}\"\ninclude = [\"sx_*\"]\n",
+            t.dsn(),
+            s.dsn()
+        ),
+    );
+    // Prepared before: waited for, then refused.
+    prepare("seedx", 2);
+    let o = seed_command(&work, &c)
+        .args(["--xa-wait", "1"])
+        .output()
+        .expect("seed");
+    refused(
+        &o,
+        "prepared on the source (X'7365656478',X'',1) did not end within 1 s",
+    );
+    assert!(stderr(&o).contains("waiting up to 1 s"), "{}", stderr(&o));
+    // Ended while the seed waits: it goes on.
+    let ender = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(2));
+        commit("seedx");
+    });
+    // Prepared between that check and the snapshot: the dump is refused.
+    let late = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(4));
+        prepare("late", 3);
+    });
+    let o = seed_command(&work, &c)
+        .args(["--xa-wait", "30"])
+        .env("SQLFLEET_FAILPOINTS", "seed::xa_checked=sleep(5000)")
+        .output()
+        .expect("seed");
+    ender.join().expect("ender");
+    late.join().expect("late");
+    assert!(stderr(&o).contains("waiting up to 30 s"), "{}", stderr(&o));
+    refused(
+        &o,
+        "XA transaction X'6c617465',X'',1 was prepared on the source before the snapshot",
+    );
+    // Ended: seeded, and replicate after it has every row.
+    commit("late");
+    let o = seed_command(&work, &c).output().expect("seed");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = sqlfleet()
+        .args([
+            "replicate",
+            "--until-caught-up",
+            "--progress",
+            "none",
+            "--config",
+        ])
+        .arg(&c)
+        .stdin(Stdio::null())
+        .output()
+        .expect("replicate");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    rt.block_on(async {
+        assert_eq!(
+            s.fingerprint("sx_a").await,
+            t.fingerprint("sx_a").await,
+            "the seeded copy differs from the source"
+        );
+        let mut c = t.connect().await;
+        let n: Option<i64> = c
+            .query_first("SELECT COUNT(*) FROM sx_a.t")
+            .await
+            .expect("rows");
+        assert_eq!(n, Some(3));
+    });
+}

@@ -200,3 +200,62 @@ pub(crate) async fn oldest_gtid_list(conn: &mut Conn) -> Result<(String, Vec<Gti
         .ok_or_else(|| format!("{file}'s Gtid_list event reads {info:?}, not a GTID list"))?;
     Ok((file, list))
 }
+
+/// The XA transactions whose `XA PREPARE` the source's binlog holds after
+/// `from`, up to its position when asked (read as a replica reads, with
+/// an id of its own): `replicate seed` tells by it which branches still
+/// prepared were prepared before its snapshot.
+pub(crate) async fn xa_prepared_after(
+    source: &Target,
+    name: &str,
+    from: &GtidPos,
+) -> Result<std::collections::HashSet<crate::gtid::XaId>, String> {
+    let mut conn = source
+        .connect(Duration::from_secs(10))
+        .await
+        .map_err(|e| e.to_string())?;
+    let until: Option<String> = conn
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .map_err(|e| e.to_string())?;
+    let until = GtidPos::parse(&until.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let mut seen = from.clone();
+    let mut prepared = std::collections::HashSet::new();
+    if until.0.values().all(|g| seen.covers(g)) {
+        return Ok(prepared);
+    }
+    let id = config::default_server_id(&format!("{name}/seed"));
+    let mut stream = open_stream(conn, id, from)
+        .await
+        .map_err(|e| format!("requesting the binlog: {e}"))?;
+    let read = async {
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| e.to_string())?;
+            let t = ev.header().event_type_raw();
+            if t == crate::event::mariadb::GTID {
+                let g = crate::gtid::decode_gtid_event(ev.data()).map_err(|e| e.to_string())?;
+                if g.flags & crate::gtid::flags::PREPARED_XA != 0 {
+                    prepared.extend(g.xid);
+                }
+                seen.advance(Gtid {
+                    domain: g.domain,
+                    server: ev.header().server_id(),
+                    seq: g.seq,
+                });
+            } else if t == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8 {
+                break;
+            }
+            if until.0.values().all(|g| seen.covers(g)) {
+                break;
+            }
+        }
+        Ok::<_, String>(())
+    };
+    let r = tokio::time::timeout(Duration::from_secs(120), read)
+        .await
+        .unwrap_or_else(|_| {
+            Err("the source's binlog since the snapshot was not read within 120 s".into())
+        });
+    let _ = stream.close().await;
+    r.map(|()| prepared)
+}

@@ -108,6 +108,11 @@ enum Action {
         /// already replicates (its positions are replaced by the snapshot's)
         #[arg(long)]
         force: bool,
+        /// How long to wait for XA transactions prepared on the source to
+        /// end before its dump (a snapshot lacks their changes, and
+        /// replication would stop at their XA COMMIT): then refused
+        #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+        xa_wait: u64,
     },
     /// Try a source's stopped transactions again, after their cause was
     /// fixed on the target: a running replicate does within a second (the
@@ -256,6 +261,7 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
             dir,
             threads,
             force,
+            xa_wait,
         }) => {
             let (cfg, target, sources) = load(&config)?;
             if let Some(name) = &source {
@@ -276,16 +282,15 @@ pub async fn run(a: ReplicateArgs) -> anyhow::Result<Exit> {
                     );
                     return Ok(crate::shutdown::interrupted_exit());
                 }
-                let seeded = crate::cmd::replicate_seed::seed_one(
-                    s,
-                    src,
-                    &target,
-                    &dir,
-                    threads.max(1),
+                let opts = crate::cmd::replicate_seed::Options {
+                    dir: &dir,
+                    threads: threads.max(1),
                     force,
-                    interrupt.clone(),
-                )
-                .await;
+                    xa_wait: std::time::Duration::from_secs(xa_wait),
+                };
+                let seeded =
+                    crate::cmd::replicate_seed::seed_one(s, src, &target, &opts, interrupt.clone())
+                        .await;
                 match seeded {
                     Ok(()) => {}
                     Err(e) if e.is::<crate::cmd::replicate_seed::Interrupted>() => {

@@ -10,6 +10,7 @@ use sqlfleet_conn::Target;
 use sqlfleet_replicate::config::Source;
 use sqlfleet_replicate::gtid::GtidPos;
 use sqlfleet_replicate::seed::{self, State, Step, Work};
+use sqlfleet_replicate::seed_xa;
 
 /// A seed a signal stopped: what it had done, in the seed's own words
 /// (the caller exits 130, or 143 on SIGTERM).
@@ -24,16 +25,25 @@ impl std::fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
+/// How `replicate seed` runs: work files in `dir`, `threads` loading,
+/// `force` over positions and tables, and how long it waits for prepared
+/// XA transactions on the source to end.
+pub struct Options<'a> {
+    pub dir: &'a Path,
+    pub threads: usize,
+    pub force: bool,
+    pub xa_wait: std::time::Duration,
+}
+
 /// Copies one source to the target and records where it starts.
 pub async fn seed_one(
     s: &Source,
     source: &Target,
     target: &Target,
-    dir: &Path,
-    threads: usize,
-    force: bool,
+    opts: &Options<'_>,
     interrupt: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    let (dir, threads, force) = (opts.dir, opts.threads, opts.force);
     std::fs::create_dir_all(dir).with_context(|| dir.display().to_string())?;
     set_mode(dir, 0o700)?;
     let work = Work::new(dir, &s.name);
@@ -75,7 +85,7 @@ pub async fn seed_one(
             (GtidPos::parse(&state.gtid).map_err(|e| anyhow!(e))?, false)
         }
         Step::Dump => (
-            dump(s, source, target, &work, force, interrupt.clone()).await?,
+            dump(s, source, target, &work, opts, interrupt.clone()).await?,
             true,
         ),
     };
@@ -141,9 +151,10 @@ async fn dump(
     source: &Target,
     target: &Target,
     work: &Work,
-    force: bool,
+    opts: &Options<'_>,
     mut interrupt: tokio::sync::watch::Receiver<bool>,
 ) -> anyhow::Result<GtidPos> {
+    let force = opts.force;
     let dbs = seed::source_databases(source, &s.dbs)
         .await
         .map_err(|e| anyhow!(e))?;
@@ -164,6 +175,10 @@ async fn dump(
         if full.len() == 1 { "" } else { "s" },
         full.join(", ")
     );
+    // A prepared XA transaction's changes are not in a snapshot, and its
+    // XA COMMIT would stop replication (`sqlfleet_replicate::seed_xa`).
+    wait_for_xa(s, source, opts.xa_wait, &mut interrupt).await?;
+    sqlfleet_faults::point!("seed::xa_checked");
     // The password goes to the dump program in a private option file.
     let cnf = work.dump.with_extension("cnf");
     write_private(&cnf, source.option_file().as_bytes())?;
@@ -238,6 +253,25 @@ async fn dump(
     let gtid = seed::dump_gtid(&tail).ok_or_else(|| {
         anyhow!("the dump names no GTID position (is the source MariaDB with GTIDs and binary logging on?)")
     })?;
+    let still = seed_xa::recovered(source).await.map_err(|e| anyhow!(e))?;
+    if !still.is_empty() {
+        let after = seed_xa::prepared_after(source, &s.name, &gtid)
+            .await
+            .map_err(|e| anyhow!("source: reading its binlog after the snapshot {gtid}: {e}"))?;
+        let lacking = seed_xa::before_the_snapshot(&still, &after);
+        if !lacking.is_empty() {
+            let _ = std::fs::remove_file(&work.raw);
+            anyhow::bail!(
+                "XA transaction{} {} {} prepared on the source before the snapshot ({gtid}) was taken: the dump lacks {} changes, and replication would stop at {} XA COMMIT; end {} (XA COMMIT or XA ROLLBACK; XA RECOVER lists them) and run seed again (it dumps again)",
+                if lacking.len() == 1 { "" } else { "s" },
+                seed_xa::list(&lacking),
+                if lacking.len() == 1 { "was" } else { "were" },
+                if lacking.len() == 1 { "its" } else { "their" },
+                if lacking.len() == 1 { "its" } else { "their" },
+                if lacking.len() == 1 { "it" } else { "them" },
+            );
+        }
+    }
     let input = std::fs::File::open(&work.raw).with_context(|| work.raw.display().to_string())?;
     let output =
         std::fs::File::create(&work.dump).with_context(|| work.dump.display().to_string())?;
@@ -262,6 +296,54 @@ async fn dump(
     sqlfleet_faults::point!("seed::dumped");
     let _ = std::fs::remove_file(&work.raw);
     Ok(gtid)
+}
+
+/// Waits up to `wait` for the XA transactions prepared on the source to
+/// end; refused, naming them, when they do not.
+async fn wait_for_xa(
+    s: &Source,
+    source: &Target,
+    wait: std::time::Duration,
+    interrupt: &mut tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut said = false;
+    loop {
+        let prepared = seed_xa::recovered(source).await.map_err(|e| anyhow!(e))?;
+        if prepared.is_empty() {
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            anyhow::bail!(
+                "{} XA transaction{} prepared on the source ({}) did not end within {} s (--xa-wait): a snapshot lacks a prepared transaction's changes, and replication would stop at its XA COMMIT; end {} (XA COMMIT or XA ROLLBACK; XA RECOVER lists them) and run seed again",
+                prepared.len(),
+                if prepared.len() == 1 { "" } else { "s" },
+                seed_xa::list(&prepared),
+                wait.as_secs(),
+                if prepared.len() == 1 { "it" } else { "them" }
+            );
+        }
+        if !said {
+            eprintln!(
+                "seed {}: waiting up to {} s for {} XA transaction{} prepared on the source to end (XA RECOVER: {})",
+                s.name,
+                wait.as_secs(),
+                prepared.len(),
+                if prepared.len() == 1 { "" } else { "s" },
+                seed_xa::list(&prepared)
+            );
+            said = true;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(std::time::Duration::from_millis(500)) => {}
+            _ = interrupt.wait_for(|stop| *stop) => {
+                return Err(anyhow::Error::new(Interrupted(format!(
+                    "interrupted while waiting for XA transactions on source '{}' to end: nothing is copied or recorded; run `replicate seed` again",
+                    s.name
+                ))));
+            }
+        }
+    }
 }
 
 fn tail(path: &Path, n: u64) -> anyhow::Result<Vec<u8>> {
