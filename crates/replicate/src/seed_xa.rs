@@ -46,14 +46,15 @@ pub async fn recovered(source: &sqlfleet_conn::Target) -> Result<Vec<XaId>, Seed
         .collect())
 }
 
-/// The XA transactions prepared in the source's binlog after `from` (the
-/// snapshot), up to its position now.
+/// Of `wanted`, the XA transactions prepared in the source's binlog
+/// after `from` (the snapshot), up to its position now.
 pub async fn prepared_after(
     source: &sqlfleet_conn::Target,
     name: &str,
     from: &crate::gtid::GtidPos,
+    wanted: &[XaId],
 ) -> Result<HashSet<XaId>, String> {
-    crate::source::xa_prepared_after(source, name, from).await
+    crate::source::xa_prepared_after(source, name, from, wanted).await
 }
 
 /// An `XA RECOVER` row as an id (`None` when its lengths do not fit its

@@ -201,14 +201,16 @@ pub(crate) async fn oldest_gtid_list(conn: &mut Conn) -> Result<(String, Vec<Gti
     Ok((file, list))
 }
 
-/// The XA transactions whose `XA PREPARE` the source's binlog holds after
-/// `from`, up to its position when asked (read as a replica reads, with
-/// an id of its own): `replicate seed` tells by it which branches still
-/// prepared were prepared before its snapshot.
+/// Of the XA transactions `wanted`, those whose `XA PREPARE` the source's
+/// binlog holds after `from`, up to its position when asked (read as a
+/// replica reads, with an id of its own, until all are found):
+/// `replicate seed` tells by it which branches still prepared were
+/// prepared before its snapshot. Bounded by 30 minutes of reading.
 pub(crate) async fn xa_prepared_after(
     source: &Target,
     name: &str,
     from: &GtidPos,
+    wanted: &[crate::gtid::XaId],
 ) -> Result<std::collections::HashSet<crate::gtid::XaId>, String> {
     let mut conn = source
         .connect(Duration::from_secs(10))
@@ -235,7 +237,10 @@ pub(crate) async fn xa_prepared_after(
             if t == crate::event::mariadb::GTID {
                 let g = crate::gtid::decode_gtid_event(ev.data()).map_err(|e| e.to_string())?;
                 if g.flags & crate::gtid::flags::PREPARED_XA != 0 {
-                    prepared.extend(g.xid);
+                    prepared.extend(g.xid.filter(|x| wanted.contains(x)));
+                    if prepared.len() == wanted.len() {
+                        break;
+                    }
                 }
                 seen.advance(Gtid {
                     domain: g.domain,
@@ -251,10 +256,10 @@ pub(crate) async fn xa_prepared_after(
         }
         Ok::<_, String>(())
     };
-    let r = tokio::time::timeout(Duration::from_secs(120), read)
+    let r = tokio::time::timeout(Duration::from_secs(30 * 60), read)
         .await
         .unwrap_or_else(|_| {
-            Err("the source's binlog since the snapshot was not read within 120 s".into())
+            Err("the source's binlog since the snapshot was not read within 30 minutes".into())
         });
     let _ = stream.close().await;
     r.map(|()| prepared)

@@ -255,7 +255,7 @@ async fn dump(
     })?;
     let still = seed_xa::recovered(source).await.map_err(|e| anyhow!(e))?;
     if !still.is_empty() {
-        let after = seed_xa::prepared_after(source, &s.name, &gtid)
+        let after = seed_xa::prepared_after(source, &s.name, &gtid, &still)
             .await
             .map_err(|e| anyhow!("source: reading its binlog after the snapshot {gtid}: {e}"))?;
         let lacking = seed_xa::before_the_snapshot(&still, &after);
