@@ -1254,12 +1254,24 @@ fn a_panic_in_the_stall_watcher_runs_chunks_in_turn_and_the_copy_is_the_same() {
                     let mut c = source().connect().await;
                     for i in 0..150u64 {
                         let (a, b) = (1 + (i * 7 + w * 13) % 50, 1 + (i * 11 + w) % 50);
-                        c.query_drop(format!(
-                            "START TRANSACTION; UPDATE pn_w.t SET v = v + 1 WHERE id = {a}; \
-                             UPDATE pn_w.t SET v = v + {w} WHERE id = {b}; COMMIT"
-                        ))
-                        .await
-                        .expect("write");
+                        // Four writers updating rows in crossing orders:
+                        // the source may pick one as a deadlock's victim
+                        // (1213, its transaction rolled back): again.
+                        loop {
+                            match c
+                                .query_drop(format!(
+                                    "START TRANSACTION; UPDATE pn_w.t SET v = v + 1 WHERE id = {a}; \
+                                     UPDATE pn_w.t SET v = v + {w} WHERE id = {b}; COMMIT"
+                                ))
+                                .await
+                            {
+                                Ok(()) => break,
+                                Err(mysql_async::Error::Server(e)) if e.code == 1213 => {
+                                    c.query_drop("ROLLBACK").await.expect("rollback");
+                                }
+                                Err(e) => panic!("write: {e}"),
+                            }
+                        }
                     }
                 })
             })
