@@ -181,13 +181,18 @@ pub fn temp_sql(
 
 impl Stored {
     /// Domain `end.domain` retired: out of the floor and every stream's
-    /// position (its next transactions are new ones), its end kept.
+    /// position, and its skips and MyISAM marks gone (its next
+    /// transactions are new ones, numbered from 1 again: an old record's
+    /// GTID would be taken for a new one's), its end kept.
     pub fn retire(&mut self, end: Gtid) {
-        self.floor.0.remove(&end.domain);
+        let d = end.domain;
+        self.floor.0.remove(&d);
         for p in self.streams.values_mut() {
-            p.0.remove(&end.domain);
+            p.0.remove(&d);
         }
-        self.retired.insert(end.domain, end);
+        self.skips.retain(|g| g.domain != d);
+        self.unsure.retain(|_, g| g.domain != d);
+        self.retired.insert(d, end);
     }
 
     /// True when `stream` has applied `g` already.
@@ -585,9 +590,12 @@ impl Book<'_> {
         self.conn.query_drop("COMMIT").await
     }
 
-    /// Retires domain `end.domain` (retired.rs): its position rows go,
-    /// in the floor and every stream, and its end is recorded with
-    /// `proof`, in one transaction.
+    /// Retires domain `end.domain` (retired.rs): what the target keeps of
+    /// its old history goes — positions (the floor and every stream's),
+    /// skips and MyISAM marks, whose GTIDs the domain's new transactions
+    /// will carry again ([`Stored::retire`]; a mark there is of a
+    /// transaction applied, since its end was) — and its end is recorded
+    /// with `proof`, in one transaction.
     pub async fn retire(&mut self, end: &Gtid, proof: &str) -> mysql_async::Result<()> {
         let (conn, source) = (&mut *self.conn, self.source);
         conn.query_drop("START TRANSACTION").await?;
@@ -596,6 +604,15 @@ impl Book<'_> {
             (source, end.domain),
         )
         .await?;
+        for table in ["replicate_skip", "replicate_nontx"] {
+            conn.exec_drop(
+                format!(
+                    "DELETE FROM sqlfleet.{table} WHERE source = ? AND gtid LIKE CONCAT(?, '-%')"
+                ),
+                (source, end.domain),
+            )
+            .await?;
+        }
         conn.exec_drop(
             "REPLACE INTO sqlfleet.replicate_retired (source, domain_id, gtid, proof) VALUES (?, ?, ?, ?)",
             (source, end.domain, end.to_string(), proof),
