@@ -463,24 +463,9 @@ impl Applier {
         source: &str,
         wait: u32,
     ) -> Result<Result<(), String>, ApplyError> {
-        let lock = format!("sqlfleet:{source}");
-        let got: Option<Option<i64>> = self
-            .conn
-            .exec_first("SELECT GET_LOCK(?, ?)", (lock.as_str(), wait))
+        crate::position::lock_source(&mut self.conn, source, wait)
             .await
-            .map_err(|e| ApplyError::Lost(e.to_string()))?;
-        if got.flatten() == Some(1) {
-            return Ok(Ok(()));
-        }
-        let holder: Option<Option<u64>> = self
-            .conn
-            .exec_first("SELECT IS_USED_LOCK(?)", (lock.as_str(),))
-            .await
-            .unwrap_or(None);
-        Ok(Err(format!(
-            "is being replicated by another sqlfleet replicate (target connection {}); stop that one first",
-            holder.flatten().map_or("?".into(), |h| h.to_string())
-        )))
+            .map_err(|e| ApplyError::Lost(e.to_string()))
     }
 
     /// The target's table engines in `dbs`, as the workers keep them.

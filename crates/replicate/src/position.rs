@@ -89,6 +89,31 @@ const DDL: &[&str] = &[
      FROM sqlfleet.replicate_retry r WHERE r.source = n.source) WHERE after_retry IS NULL",
 ];
 
+/// Takes the target-wide lock that lets one process replicate `source`
+/// (held as long as `conn`), waiting up to `wait` seconds. The inner Err
+/// says who holds it instead.
+pub async fn lock_source(
+    conn: &mut Conn,
+    source: &str,
+    wait: u32,
+) -> mysql_async::Result<Result<(), String>> {
+    let lock = format!("sqlfleet:{source}");
+    let got: Option<Option<i64>> = conn
+        .exec_first("SELECT GET_LOCK(?, ?)", (lock.as_str(), wait))
+        .await?;
+    if got.flatten() == Some(1) {
+        return Ok(Ok(()));
+    }
+    let holder: Option<Option<u64>> = conn
+        .exec_first("SELECT IS_USED_LOCK(?)", (lock.as_str(),))
+        .await
+        .unwrap_or(None);
+    Ok(Err(format!(
+        "is being replicated by another sqlfleet replicate (target connection {}); stop that one first",
+        holder.flatten().map_or("?".into(), |h| h.to_string())
+    )))
+}
+
 /// The retired domains of `source` and where each ended.
 pub async fn retired(conn: &mut Conn, source: &str) -> mysql_async::Result<BTreeMap<u32, Gtid>> {
     let rows: Vec<(u32, String)> = conn
@@ -193,6 +218,17 @@ impl Stored {
         self.skips.retain(|g| g.domain != d);
         self.unsure.retain(|_, g| g.domain != d);
         self.retired.insert(d, end);
+    }
+
+    /// What the target applied of the source: the floor and, past it,
+    /// what each stream applied.
+    pub fn reached(&self) -> GtidPos {
+        GtidPos::furthest(
+            self.floor
+                .0
+                .values()
+                .chain(self.streams.values().flat_map(|p| p.0.values())),
+        )
     }
 
     /// True when `stream` has applied `g` already.

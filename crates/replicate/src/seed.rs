@@ -303,13 +303,16 @@ pub enum SeedError {
     /// The dump cannot be renamed (naming its line) or written.
     #[error("{0}")]
     Dump(String),
+    /// The source answered what cannot be read for sure (`XA RECOVER`).
+    #[error("source: {0}")]
+    Unreadable(String),
 }
 
-fn server(side: &'static str) -> impl Fn(mysql_async::Error) -> SeedError {
+pub(crate) fn server(side: &'static str) -> impl Fn(mysql_async::Error) -> SeedError {
     move |error| SeedError::Server { side, error }
 }
 
-async fn connect(
+pub(crate) async fn connect(
     t: &sqlfleet_conn::Target,
     side: &'static str,
 ) -> Result<mysql_async::Conn, SeedError> {

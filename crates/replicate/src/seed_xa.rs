@@ -25,25 +25,26 @@ use crate::seed::SeedError;
 /// The source's prepared XA branches (`XA RECOVER`).
 pub async fn recovered(source: &sqlfleet_conn::Target) -> Result<Vec<XaId>, SeedError> {
     use mysql_async::prelude::Queryable;
-    let mut c = source
-        .connect(std::time::Duration::from_secs(10))
+    let mut c = crate::seed::connect(source, "source").await?;
+    let rows: Vec<mysql_async::Row> = c
+        .query("XA RECOVER")
         .await
-        .map_err(|e| SeedError::Connect {
-            side: "source",
-            error: Box::new(e),
-        })?;
-    let rows: Vec<(i64, u32, u32, Vec<u8>)> =
-        c.query("XA RECOVER")
-            .await
-            .map_err(|error| SeedError::Server {
-                side: "source: XA RECOVER",
-                error,
-            })?;
+        .map_err(crate::seed::server("source: XA RECOVER"))?;
     let _ = c.disconnect().await;
-    Ok(rows
-        .iter()
-        .filter_map(|(format, g, b, data)| branch(*format, *g, *b, data))
-        .collect())
+    // A row that does not read as a branch refuses the seed rather than
+    // be passed over as none.
+    rows.into_iter()
+        .map(|r| {
+            let read = mysql_async::from_row_opt::<(i64, u32, u32, Vec<u8>)>(r.clone())
+                .ok()
+                .and_then(|(format, g, b, data)| branch(format, g, b, &data));
+            read.ok_or_else(|| {
+                SeedError::Unreadable(format!(
+                    "XA RECOVER row {r:?} does not read as an XA transaction id"
+                ))
+            })
+        })
+        .collect()
 }
 
 /// Of `wanted`, the XA transactions prepared in the source's binlog

@@ -29,7 +29,7 @@ mod xa;
 
 pub use check::preflight;
 use check::purged;
-pub(crate) use check::{first_after, oldest_gtid_list, xa_prepared_after};
+pub(crate) use check::{binlog_pos, first_after, oldest_gtid_list, xa_prepared_after};
 use open::Opened;
 use plan::{Barrier, Blocked, Kind};
 use view::set;

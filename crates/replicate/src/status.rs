@@ -4,7 +4,6 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mysql_async::prelude::Queryable;
 use serde::Serialize;
 use sqlfleet_conn::Target;
 
@@ -111,7 +110,7 @@ pub async fn status(
         let retired = position::retired(&mut t, &s.name)
             .await
             .map_err(RequestError::Server)?;
-        let (source_position, oldest, source_error) = match source_pos(st, &reached).await {
+        let (source_position, oldest, source_error) = match source_pos(st, Some(&reached)).await {
             Ok((p, oldest)) => (Some(p), oldest, None),
             Err(e) => (None, Err(String::new()), Some(e)),
         };
@@ -178,22 +177,21 @@ pub async fn status(
 }
 
 /// The source's binlog position and, when it lacks a domain of
-/// `reached`, its oldest binlog file's Gtid_list (retired.rs).
-async fn source_pos(t: &Target, reached: &GtidPos) -> Result<(GtidPos, Oldest), String> {
+/// `reached`, its oldest binlog file's Gtid_list (retired.rs; not asked
+/// without `reached`).
+async fn source_pos(t: &Target, reached: Option<&GtidPos>) -> Result<(GtidPos, Oldest), String> {
     let mut c = t
         .connect(Duration::from_secs(5))
         .await
         .map_err(|e| e.to_string())?;
-    let p: Option<String> = c
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .map_err(|e| e.to_string())?;
-    let p = GtidPos::parse(&p.unwrap_or_default()).map_err(|e| e.to_string())?;
-    let oldest = if reached.0.keys().all(|d| p.0.contains_key(d)) {
-        Err(String::new())
-    } else {
-        crate::source::oldest_gtid_list(&mut c).await
+    let p = crate::source::binlog_pos(&mut c).await?;
+    let oldest = match reached {
+        Some(r) if !r.0.keys().all(|d| p.0.contains_key(d)) => {
+            crate::source::oldest_gtid_list(&mut c).await
+        }
+        _ => Err(String::new()),
     };
+    let _ = c.disconnect().await;
     Ok((p, oldest))
 }
 
@@ -267,31 +265,20 @@ pub async fn retire_domain(
     reason: &str,
 ) -> Result<(), RequestError> {
     let mut t = control(target).await?;
-    let lock = format!("sqlfleet:{source}");
-    let got: Option<Option<i64>> = t
-        .exec_first("SELECT GET_LOCK(?, 0)", (lock.as_str(),))
+    // Held until `t` closes: no replicate of the source starts meanwhile.
+    position::lock_source(&mut t, source, 0)
         .await
-        .map_err(RequestError::Server)?;
-    if got.flatten() != Some(1) {
-        return Err(RequestError::Refused(format!(
-            "source '{source}' is being replicated (its lock {lock} is held): stop that replicate first"
-        )));
-    }
+        .map_err(RequestError::Server)?
+        .map_err(|who| RequestError::Refused(format!("source '{source}' {who}")))?;
     let stored = position::Book::new(&mut t, source)
         .load()
         .await
         .map_err(RequestError::Server)?;
-    let reached = GtidPos::furthest(
-        stored
-            .floor
-            .0
-            .values()
-            .chain(stored.streams.values().flat_map(|p| p.0.values())),
-    );
-    let (at, _) = source_pos(source_target, &GtidPos::default())
+    let (at, _) = source_pos(source_target, None)
         .await
         .map_err(RequestError::Source)?;
-    crate::retired::operator_may_retire(&reached, &at, *end).map_err(RequestError::Refused)?;
+    crate::retired::operator_may_retire(&stored.reached(), &at, *end)
+        .map_err(RequestError::Refused)?;
     let proof: String = format!("stated by the operator (replicate retire-domain): {reason}")
         .chars()
         .take(255)
@@ -300,6 +287,6 @@ pub async fn retire_domain(
         .retire(end, &proof)
         .await
         .map_err(RequestError::Server)?;
-    let _ = t.exec_drop("DO RELEASE_LOCK(?)", (lock.as_str(),)).await;
+    let _ = t.disconnect().await;
     Ok(())
 }

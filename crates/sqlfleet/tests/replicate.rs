@@ -1311,8 +1311,8 @@ fn on_both(rt: &tokio::runtime::Runtime, sql: &str) {
     }
 }
 
-/// `replicate --until-caught-up` with `failpoints` armed, to its end
-/// (within 60 s): its exit status and standard error.
+/// `replicate --until-caught-up` with `failpoints` armed (none: `""`),
+/// to its end (within 60 s): its exit status and standard error.
 fn until_caught_up_with(
     c: &std::path::Path,
     failpoints: &str,
@@ -1492,19 +1492,8 @@ fn a_seed_waits_for_prepared_xa_transactions_and_never_copies_without_them() {
     commit("late");
     let o = seed_command(&work, &c).output().expect("seed");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = sqlfleet()
-        .args([
-            "replicate",
-            "--until-caught-up",
-            "--progress",
-            "none",
-            "--config",
-        ])
-        .arg(&c)
-        .stdin(Stdio::null())
-        .output()
-        .expect("replicate");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (status, err) = until_caught_up_with(&c, "");
+    assert_eq!(status.code(), Some(0), "{err}");
     rt.block_on(async {
         assert_eq!(
             s.fingerprint("sx_a").await,

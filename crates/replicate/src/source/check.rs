@@ -172,6 +172,15 @@ pub(crate) async fn first_after(
     r
 }
 
+/// The source's binlog position (`@@gtid_binlog_pos`).
+pub(crate) async fn binlog_pos(conn: &mut Conn) -> Result<GtidPos, String> {
+    let p: Option<String> = conn
+        .query_first("SELECT @@gtid_binlog_pos")
+        .await
+        .map_err(|e| e.to_string())?;
+    GtidPos::parse(&p.unwrap_or_default()).map_err(|e| e.to_string())
+}
+
 /// The source's oldest binlog file and the GTIDs its Gtid_list event
 /// names (retired.rs: where a domain deleted since ended), as the server
 /// reports them (`SHOW BINARY LOGS`, `SHOW BINLOG EVENTS`).
@@ -216,11 +225,7 @@ pub(crate) async fn xa_prepared_after(
         .connect(Duration::from_secs(10))
         .await
         .map_err(|e| e.to_string())?;
-    let until: Option<String> = conn
-        .query_first("SELECT @@gtid_binlog_pos")
-        .await
-        .map_err(|e| e.to_string())?;
-    let until = GtidPos::parse(&until.unwrap_or_default()).map_err(|e| e.to_string())?;
+    let until = binlog_pos(&mut conn).await?;
     let mut seen = from.clone();
     let mut prepared = std::collections::HashSet::new();
     if until.0.values().all(|g| seen.covers(g)) {

@@ -97,14 +97,13 @@ impl SourceRunner {
             p
         };
         let source_pos = facts.binlog_pos.clone();
-        // What the target applied of it: the floor and, past it, what
-        // each stream applied.
-        let reached = GtidPos::furthest(
-            start
-                .0
-                .values()
-                .chain(stored.streams.values().flat_map(|p| p.0.values())),
-        );
+        // What the target applied of it (from the start it records now,
+        // the first time).
+        let reached = if stored.started {
+            stored.reached()
+        } else {
+            start.clone()
+        };
         // A domain the source deleted after all of it was applied is
         // retired on the server's word (retired.rs); anything else behind
         // the floor is refused.
