@@ -133,10 +133,48 @@ pub(super) async fn open_stream(
     .await
 }
 
+/// Reads the source's binlog after `from` on `conn` as a replica reads
+/// it, registered as `{name}/{role}` so a running replicate's reader is
+/// not displaced: each event goes to `each` until it answers `Some`, a
+/// heartbeat says there is nothing more, or `limit` passes (`late`, the
+/// error then).
+async fn read_after<T>(
+    conn: Conn,
+    name: &str,
+    role: &str,
+    from: &GtidPos,
+    limit: Duration,
+    late: &str,
+    mut each: impl FnMut(&mysql_common::binlog::events::Event) -> Result<Option<T>, String>,
+) -> Result<Option<T>, String> {
+    let id = config::default_server_id(&format!("{name}/{role}"));
+    let mut stream = open_stream(conn, id, from)
+        .await
+        .map_err(|e| format!("requesting the binlog: {e}"))?;
+    let read = async {
+        while let Some(ev) = stream.next().await {
+            let ev = ev.map_err(|e| e.to_string())?;
+            if ev.header().event_type_raw()
+                == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8
+            {
+                break;
+            }
+            if let Some(t) = each(&ev)? {
+                return Ok(Some(t));
+            }
+        }
+        Ok(None)
+    };
+    let r = tokio::time::timeout(limit, read)
+        .await
+        .unwrap_or_else(|_| Err(late.to_string()));
+    let _ = stream.close().await;
+    r
+}
+
 /// The source commit time of the first transaction after `floor` (the
 /// oldest one not applied), read from the source's binlog as a replica
-/// reads it; `None` when there is none yet. Registers with an id of its
-/// own so a running replicate's reader is not displaced.
+/// reads it; `None` when there is none yet.
 pub(crate) async fn first_after(
     source: &Target,
     name: &str,
@@ -146,30 +184,19 @@ pub(crate) async fn first_after(
         .connect(Duration::from_secs(5))
         .await
         .map_err(|e| e.to_string())?;
-    let id = config::default_server_id(&format!("{name}/status"));
-    let mut stream = open_stream(conn, id, floor)
-        .await
-        .map_err(|e| format!("requesting the binlog: {e}"))?;
-    let read = async {
-        while let Some(ev) = stream.next().await {
-            let ev = ev.map_err(|e| e.to_string())?;
+    read_after(
+        conn,
+        name,
+        "status",
+        floor,
+        Duration::from_secs(10),
+        "no transaction read from the source's binlog within 10 s",
+        |ev| {
             let h = ev.header();
-            match h.event_type_raw() {
-                crate::event::mariadb::GTID => return Ok(Some(h.timestamp())),
-                // A heartbeat: the source has nothing after the floor.
-                t if t == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8 => {
-                    return Ok(None)
-                }
-                _ => {}
-            }
-        }
-        Ok(None)
-    };
-    let r = tokio::time::timeout(Duration::from_secs(10), read)
-        .await
-        .unwrap_or_else(|_| Err("no transaction read from the source's binlog within 10 s".into()));
-    let _ = stream.close().await;
-    r
+            Ok((h.event_type_raw() == crate::event::mariadb::GTID).then(|| h.timestamp()))
+        },
+    )
+    .await
 }
 
 /// The source's binlog position (`@@gtid_binlog_pos`).
@@ -212,9 +239,9 @@ pub(crate) async fn oldest_gtid_list(conn: &mut Conn) -> Result<(String, Vec<Gti
 
 /// Of the XA transactions `wanted`, those whose `XA PREPARE` the source's
 /// binlog holds after `from`, up to its position when asked (read as a
-/// replica reads, with an id of its own, until all are found):
-/// `replicate seed` tells by it which branches still prepared were
-/// prepared before its snapshot. Bounded by 30 minutes of reading.
+/// replica reads, until all are found): `replicate seed` tells by it
+/// which branches still prepared were prepared before its snapshot.
+/// Bounded by 30 minutes of reading.
 pub(crate) async fn xa_prepared_after(
     source: &Target,
     name: &str,
@@ -231,41 +258,29 @@ pub(crate) async fn xa_prepared_after(
     if until.0.values().all(|g| seen.covers(g)) {
         return Ok(prepared);
     }
-    let id = config::default_server_id(&format!("{name}/seed"));
-    let mut stream = open_stream(conn, id, from)
-        .await
-        .map_err(|e| format!("requesting the binlog: {e}"))?;
-    let read = async {
-        while let Some(ev) = stream.next().await {
-            let ev = ev.map_err(|e| e.to_string())?;
-            let t = ev.header().event_type_raw();
-            if t == crate::event::mariadb::GTID {
+    read_after(
+        conn,
+        name,
+        "seed",
+        from,
+        Duration::from_secs(30 * 60),
+        "the source's binlog since the snapshot was not read within 30 minutes",
+        |ev| {
+            if ev.header().event_type_raw() == crate::event::mariadb::GTID {
                 let g = crate::gtid::decode_gtid_event(ev.data()).map_err(|e| e.to_string())?;
                 if g.flags & crate::gtid::flags::PREPARED_XA != 0 {
                     prepared.extend(g.xid.filter(|x| wanted.contains(x)));
-                    if prepared.len() == wanted.len() {
-                        break;
-                    }
                 }
                 seen.advance(Gtid {
                     domain: g.domain,
                     server: ev.header().server_id(),
                     seq: g.seq,
                 });
-            } else if t == mysql_common::binlog::consts::EventType::HEARTBEAT_EVENT as u8 {
-                break;
             }
-            if until.0.values().all(|g| seen.covers(g)) {
-                break;
-            }
-        }
-        Ok::<_, String>(())
-    };
-    let r = tokio::time::timeout(Duration::from_secs(30 * 60), read)
-        .await
-        .unwrap_or_else(|_| {
-            Err("the source's binlog since the snapshot was not read within 30 minutes".into())
-        });
-    let _ = stream.close().await;
-    r.map(|()| prepared)
+            let done = prepared.len() == wanted.len() || until.0.values().all(|g| seen.covers(g));
+            Ok(done.then_some(()))
+        },
+    )
+    .await?;
+    Ok(prepared)
 }
