@@ -722,6 +722,26 @@ async fn same_both_ways(
     for mode in ["transaction", "session"] {
         let (port, stop) = start_relay(srv, mode, "shared").await;
         let relayed = run_all(srv, port, "app", "app-pw", &format!("{prefix}r"), &scripts).await;
+        // The first step each way differs at, with its statement.
+        for (i, (d, r)) in direct.iter().zip(&relayed).enumerate() {
+            if let Some(n) = (0..d.len().max(r.len())).find(|&n| d.get(n) != r.get(n)) {
+                let at = |n: usize| {
+                    scripts[i]
+                        .get(n)
+                        .map(|s| format!("{s:?}"))
+                        .unwrap_or_default()
+                };
+                panic!(
+                    "{mode} mode, client {i}, step {n}: direct {:?}, relay {:?}; the step: {}; \
+                     the two before: {} / {}",
+                    d.get(n),
+                    r.get(n),
+                    at(n),
+                    at(n.wrapping_sub(2)),
+                    at(n.wrapping_sub(1)),
+                );
+            }
+        }
         assert_eq!(direct, relayed, "{mode} mode");
         let _ = stop.send(());
     }
@@ -785,6 +805,167 @@ async fn a_failed_select_leaves_found_rows_as_the_server_does() {
     assert_eq!(direct[0][2], "ERROR 1792", "{direct:?}");
     assert_eq!(direct[0][3], "'0'", "{direct:?}");
     assert_eq!(direct[0][7], "'2'", "{direct:?}");
+}
+
+/// The statement shapes whose FOUND_ROWS() the server was measured to
+/// set in each way (`sql/found_rows.rs`): the rows they return, the count
+/// before them, or only the server's — a grouping without GROUP BY whose
+/// WHERE the optimizer finds impossible (a constant, a primary key value
+/// that is not there, a constant row failing the rest) keeps the count
+/// before it, SELECT ... INTO counts the rows it found, EXPLAIN sets 0.
+const FOUND_ROWS_SHAPES: &[&str] = &[
+    "SELECT COUNT(*) FROM t WHERE 0",
+    "SELECT COUNT(*) FROM t WHERE id = 999999",
+    "SELECT MAX(v) FROM t WHERE id = 1 AND v = -7",
+    "SELECT COUNT(*) FROM t WHERE id < 0",
+    "SELECT COUNT(*) FROM t",
+    "SELECT SUM(v) FROM t WHERE 1 = 0 HAVING 1",
+    "SELECT COUNT(*) FROM t WHERE 0 HAVING COUNT(*) > 0",
+    "SELECT 1 UNION ALL SELECT COUNT(*) FROM t WHERE 0",
+    "(SELECT COUNT(*) FROM t WHERE 0)",
+    "SELECT COUNT(*) FROM (SELECT * FROM t WHERE 0) d",
+    "SELECT k, COUNT(*) FROM (SELECT v % 2 AS k FROM t) d GROUP BY k",
+    "SELECT COUNT(*) OVER () FROM t",
+    "SELECT (SELECT COUNT(*) FROM t WHERE 0)",
+    "SELECT COUNT(*) FROM information_schema.ENGINES WHERE 0",
+    "SELECT v FROM t WHERE id = 1 INTO @x",
+    "SELECT v FROM t WHERE id = 999999 INTO @x",
+    "SELECT COUNT(*) FROM t WHERE 0 INTO @x",
+    "SELECT 1 INTO @x",
+    "SELECT * FROM t LIMIT 1, 2",
+    "SELECT COUNT(*) FROM t WHERE 0 LIMIT 1, 1",
+    "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1",
+    "SELECT SQL_CALC_FOUND_ROWS COUNT(*) FROM t WHERE 0",
+    "VALUES (1), (2), (3)",
+    "SHOW TABLES",
+    "SHOW TABLES LIKE 'none'",
+    "SHOW FULL COLUMNS FROM t",
+    "SHOW SESSION VARIABLES LIKE 'found%'",
+    "SHOW CREATE TABLE t",
+    "SHOW PROFILES",
+    "SHOW ERRORS",
+    "SHOW COUNT(*) WARNINGS",
+    "DESCRIBE t",
+    "EXPLAIN SELECT * FROM t",
+    "EXPLAIN FORMAT=JSON SELECT 1",
+    "ANALYZE SELECT * FROM t",
+    "CHECK TABLE t",
+    "CHECKSUM TABLE t",
+    "HELP 'no such topic'",
+    "INSERT INTO t (v) SELECT COUNT(*) FROM t WHERE 0",
+    "INSERT INTO t (v) VALUES (1)",
+    "DO 1",
+];
+
+/// FOUND_ROWS() after every statement shape of `FOUND_ROWS_SHAPES`, after
+/// counts of 5, 1, 0 and 100 (SQL_CALC_FOUND_ROWS), is what a direct
+/// session gets: eight clients run the shapes in turns against a pool of
+/// two connections, so a statement that may keep the count runs where
+/// another client's count is (before, the relay answered 1 for an
+/// impossible grouping, the rows of VALUES, its earlier count after SHOW
+/// TABLES and SELECT ... INTO).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_statement_leaves_found_rows_as_the_server_does() {
+    use Step::*;
+    let srv = server();
+    let before = [
+        "SELECT * FROM seq_1_to_5",
+        "SELECT * FROM seq_1_to_1",
+        "SELECT * FROM seq_1_to_5 WHERE 0",
+        "SELECT SQL_CALC_FOUND_ROWS * FROM seq_1_to_100 LIMIT 1",
+    ];
+    let scripts: Vec<Vec<Step>> = (0..CLIENTS)
+        .map(|i| {
+            let mut script = vec![Text("INSERT INTO t (v) VALUES (1), (2), (3)".into())];
+            // Each client starts elsewhere in the list.
+            for k in 0..FOUND_ROWS_SHAPES.len() {
+                let shape = FOUND_ROWS_SHAPES[(k + i * 5) % FOUND_ROWS_SHAPES.len()];
+                for b in before {
+                    script.push(Text(b.into()));
+                    script.push(Text(shape.into()));
+                    script.push(Text("SELECT FOUND_ROWS()".into()));
+                }
+            }
+            script
+        })
+        .collect();
+    let direct = same_both_ways(srv, scripts, "fr").await;
+    // What the relay must imitate happened (client 0 runs the list in
+    // order): FOUND_ROWS() after shape `k` following count `b`.
+    let after = |shape: &str, b: usize| {
+        let k = FOUND_ROWS_SHAPES
+            .iter()
+            .position(|s| *s == shape)
+            .expect("shape");
+        direct[0][1 + (k * before.len() + b) * 3 + 2].clone()
+    };
+    let impossible = "SELECT COUNT(*) FROM t WHERE 0";
+    assert_eq!(
+        [0, 1, 2, 3].map(|b| after(impossible, b)),
+        ["'5'", "'1'", "'0'", "'100'"],
+        "an impossible grouping keeps the count: {direct:?}"
+    );
+    assert_eq!(after("SELECT COUNT(*) FROM t WHERE id < 0", 0), "'1'");
+    assert_eq!(after("VALUES (1), (2), (3)", 0), "'5'");
+    assert_eq!(after("SHOW TABLES LIKE 'none'", 0), "'0'");
+    assert_eq!(after("SELECT v FROM t WHERE id = 1 INTO @x", 0), "'1'");
+    assert_eq!(after("EXPLAIN FORMAT=JSON SELECT 1", 0), "'0'");
+}
+
+/// A client whose FOUND_ROWS() another client's statement replaced on
+/// the one pooled connection gets its own count made there again before
+/// a statement that may keep it, and one too big to make is refused when
+/// read, never answered with the other client's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_another_client_replaced_is_made_again_or_refused() {
+    let srv = server();
+    {
+        let _ddl = ROUTINE_DDL.write().await;
+        setup(srv, "frc").await;
+    }
+    let (port, stop, relay) =
+        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
+    let mut a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "frc").await)
+        .await
+        .expect("client a");
+    let mut b = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "frc").await)
+        .await
+        .expect("client b");
+    let mut results = Vec::new();
+    for rows in [100u64, 3, 200_000] {
+        a.query_drop(format!("SELECT * FROM seq_1_to_{rows}"))
+            .await
+            .expect("a's count");
+        // B's statement runs on the one connection: its count is there now.
+        b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
+        a.query_drop("SELECT COUNT(*) FROM t WHERE 0")
+            .await
+            .expect("a's impossible grouping");
+        results.push(
+            a.query_first::<u64, _>("SELECT FOUND_ROWS()")
+                .await
+                .map_err(|e| e.to_string()),
+        );
+    }
+    assert_eq!(results[0], Ok(Some(100)), "{results:?}");
+    assert_eq!(results[1], Ok(Some(3)), "{results:?}");
+    let refused = results[2]
+        .as_ref()
+        .expect_err("a count too big to make is refused");
+    assert!(
+        refused.contains("1235") && refused.contains("FOUND_ROWS() is not known"),
+        "{refused}"
+    );
+    let restored = relay.metrics_text();
+    assert!(
+        restored.contains("sqlfleet_relay_found_rows_restored_total 2"),
+        "{restored}"
+    );
+    // Read anew, the count is the client's again.
+    a.query_drop("SELECT * FROM seq_1_to_4").await.expect("a");
+    let four: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("a");
+    assert_eq!(four, Some(4));
+    let _ = stop.send(());
 }
 
 /// A client that goes away while its statement runs (here: killed while

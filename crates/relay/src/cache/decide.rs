@@ -28,6 +28,10 @@ pub struct Session {
     pub holds_conn: bool,
     /// Only the statement's head was read (`protocol/io/stream.rs`).
     pub streamed: bool,
+    /// The client's FOUND_ROWS() is 1, and known: a grouping without
+    /// GROUP BY leaves 1 whether the server found its WHERE impossible
+    /// or not (`sql/found_rows.rs`).
+    pub found_rows_one: bool,
 }
 
 /// [`VOLATILE`] as a set: every word of a statement that may be cached
@@ -217,6 +221,9 @@ pub fn cacheable(
     if fx.limit_offset || fx.found_rows_unknown {
         return Err("its FOUND_ROWS() only the server knows");
     }
+    if fx.found_rows_server && !(fx.found_rows_one_row && s.found_rows_one) {
+        return Err("its FOUND_ROWS() may be the count before it, which only the server knows");
+    }
     if !fx.pins.is_empty()
         || fx.pin_next.is_some()
         || !fx.settings.is_empty()
@@ -251,6 +258,7 @@ mod tests {
         plain: true,
         holds_conn: false,
         streamed: false,
+        found_rows_one: true,
     };
 
     /// A `false` only costs a lexing (a comment-led SELECT is read again);
@@ -436,6 +444,12 @@ mod tests {
             streamed: true,
             ..PLAIN
         };
+        // After a count other than 1: a grouping without GROUP BY may
+        // leave it (an impossible WHERE), only the server knows.
+        let counted = Session {
+            found_rows_one: false,
+            ..PLAIN
+        };
         let rows: &[(&str, Session, bool)] = &[
             ("SELECT id, name FROM products WHERE id = 7", PLAIN, true),
             (
@@ -449,6 +463,10 @@ mod tests {
             ("SELECT id FROM t", held, false),
             ("SELECT id FROM t", in_txn, false),
             ("SELECT id FROM t", streamed, false),
+            ("SELECT id FROM t", counted, true),
+            ("SELECT COUNT(*) FROM t WHERE id = 7", counted, false),
+            ("SELECT k, COUNT(*) FROM t GROUP BY k", counted, true),
+            ("SELECT COUNT(*) FROM t HAVING COUNT(*) > 1", PLAIN, false),
             ("SELECT id FROM t FOR UPDATE", PLAIN, false),
             ("SELECT id FROM t LOCK IN SHARE MODE", PLAIN, false),
             ("SELECT id INTO @x FROM t", PLAIN, false),

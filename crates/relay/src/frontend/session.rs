@@ -191,6 +191,10 @@ struct Session {
     journal: journal::Journal,
     /// The next forward digests its reply into `last_digest`.
     digest_next: bool,
+    /// The statement being run needs the client's FOUND_ROWS() on its
+    /// connection first (`ClientState::found_rows_restore`; made again
+    /// where a retry runs it on another).
+    carry_found_rows: Option<state::Restore>,
     last_digest: Option<u128>,
     /// The statement being run is a plain read (its text says so).
     stmt_read: bool,
@@ -403,6 +407,7 @@ impl Session {
             replied: false,
             journal: journal::Journal::new(ctx.cfg.replay.max_bytes),
             digest_next: false,
+            carry_found_rows: None,
             last_digest: None,
             stmt_read: false,
             client_sent: false,
@@ -899,6 +904,20 @@ impl Session {
         if !(fx.reads_diagnostics || fx.reads_last_gtid) {
             return Ok(None);
         }
+        if self.st.found_rows_lost() && sql::calls_builtin(toks, "FOUND_ROWS") {
+            return Err(Fail::Err(
+                1235,
+                "42000",
+                format!(
+                    "sqlfleet relay: this session's FOUND_ROWS() is not known: a statement that \
+                     may keep the count before it ran on a server connection that held another \
+                     client's, and the count ({} rows) is too big to make there again \
+                     (over {}); run the SELECT whose count you need again",
+                    self.st.last_found_rows(),
+                    state::RESTORE_MAX
+                ),
+            ));
+        }
         // (Tokens lexed while the dialect was not known, and read
         // otherwise in some dialect, carry Pin::Dialect: a prepared
         // statement's may be executed once it is known.)
@@ -1058,7 +1077,9 @@ impl Session {
         let was_in_trans = self.st.in_trans();
         self.digest_next = plan.digest;
         self.last_digest = None;
+        self.carry_found_rows = self.st.found_rows_restore(&fx);
         let o = self.run_statement(route::Send::Text(cmd)).await;
+        self.carry_found_rows = None;
         drop(writing);
         self.digest_next = false;
         let mut captured = self.capture.take();

@@ -13,6 +13,7 @@ use sqlfleet_dump::lex::{lex, Lexed, Tok};
 
 mod account_targets;
 mod calls;
+mod found_rows;
 mod kill;
 mod literal;
 mod substitute;
@@ -21,6 +22,7 @@ mod writes;
 use account_targets::add_account_statement;
 pub use account_targets::AccountTargets;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
+pub use found_rows::Count;
 use kill::{kill_target, unread_kill};
 pub use kill::{may_set_what_a_reset_keeps, may_touch_the_account, KillTarget, Unread};
 pub use sqlfleet_dump::digest::digest;
@@ -396,8 +398,17 @@ pub struct Effects {
     /// on a pooled connection is whoever wrote there last
     /// (`ClientState::own_counts` writes the client's own in).
     pub reads_last_gtid: bool,
-    /// The last statement is a SELECT (which sets FOUND_ROWS()).
+    /// The last statement is a SELECT, or a SHOW or DESCRIBE the server
+    /// answers as one (which set FOUND_ROWS(): `sql/found_rows.rs`).
     pub selects: bool,
+    /// The last statement leaves FOUND_ROWS() at a count only the server
+    /// knows, which may be the one before it (`sql/found_rows.rs`:
+    /// a grouping without GROUP BY, INTO, EXPLAIN of a statement, a SHOW
+    /// form not measured).
+    pub found_rows_server: bool,
+    /// ... for the one reason that after a count of 1 leaves 1 either way
+    /// (`Count::Server { one_row }`).
+    pub found_rows_one_row: bool,
     /// The text sets FOUND_ROWS() to a count only the server knows: an
     /// INSERT, REPLACE or CREATE ... SELECT (the rows its SELECT found,
     /// and 0 for some), or a SELECT before the last of several statements.
@@ -669,6 +680,12 @@ impl<'a> Query<'a> {
     }
 }
 
+/// Whether the text calls the built-in `name` (upper case).
+pub fn calls_builtin(toks: &[Token], name: &str) -> bool {
+    toks.windows(2)
+        .any(|w| w[0].0.is_word(name) && w[1].0.is_punct(b'('))
+}
+
 /// Reads one or more `;`-separated statements.
 pub fn analyze(sql: &[u8]) -> Effects {
     Query::new(sql).effects()
@@ -716,12 +733,16 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         })
     });
     fx.uses_tables = stmts.last().is_some_and(|t| uses_tables(t));
-    fx.selects = stmts.last().is_some_and(|t| {
-        matches!(
-            word(t.iter().find(|(k, _)| !k.is_punct(b'('))),
-            Some("SELECT") | Some("WITH") | Some("VALUES") | Some("TABLE")
-        )
-    });
+    let count = stmts.last().map_or(Count::Kept, |t| found_rows::count(t));
+    fx.selects = count == Count::Rows
+        || stmts.last().is_some_and(|t| {
+            matches!(
+                word(t.iter().find(|(k, _)| !k.is_punct(b'('))),
+                Some("SELECT") | Some("WITH") | Some("TABLE")
+            )
+        });
+    fx.found_rows_server = matches!(count, Count::Server { .. });
+    fx.found_rows_one_row = count == Count::Server { one_row: true };
     let unknown: Vec<bool> = stmts
         .iter()
         .enumerate()

@@ -69,6 +69,9 @@ impl Session {
             plain: self.st.is_plain(),
             holds_conn: self.conn.is_some(),
             streamed: self.streamed.is_some(),
+            found_rows_one: self.st.last_found_rows() == 1
+                && !self.st.found_rows_calc()
+                && !self.st.found_rows_lost(),
         };
         decide::cacheable(fx, toks, session).ok()?;
         if !self.ctx.cache.gate.open() {

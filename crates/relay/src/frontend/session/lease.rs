@@ -41,6 +41,39 @@ impl Session {
         Ok(())
     }
 
+    /// Before a statement whose FOUND_ROWS() may be the count before it
+    /// (`carry_found_rows`): the connection holds the client's count,
+    /// made there when it holds another's — else the server's answer after
+    /// the statement could be that other count. A count too big to make
+    /// is lost instead (`ClientState::lose_found_rows`).
+    pub(super) async fn restore_found_rows(&mut self) -> Result<(), Fail> {
+        let Some(restore) = self.carry_found_rows.clone() else {
+            return Ok(());
+        };
+        let id = self.id;
+        let c = self.ensure_conn().await?;
+        if c.holds_found_rows_of(id) {
+            return Ok(());
+        }
+        let Some((sql, vars)) = restore else {
+            self.st.lose_found_rows();
+            return Ok(());
+        };
+        let mut p = vec![0x03];
+        p.extend_from_slice(sql.as_bytes());
+        let o = command::command(c, &p, Expect::Results { cursor: false })
+            .await
+            .map_err(|e| Fail::Lost(e.to_string()))?;
+        c.note_restores(vars);
+        if o.error.is_some() {
+            self.st.lose_found_rows();
+        } else {
+            c.note_found_rows_of(Some(id));
+            self.ctx.metrics.found_rows_restored.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+
     /// On a connection the client's previous statement did not run on:
     /// empty diagnostics, and the row count that statement left where it
     /// is one a statement reproduces (-1 after a query, 0 after others).

@@ -78,7 +78,12 @@ impl Session {
         let Some(c) = self.conn.as_ref() else {
             return;
         };
-        let common = self.st.is_plain() && o.error.is_none() && o.warnings == 0 && o.insert_id == 0;
+        // (A count only the server knows is no recorded answer's.)
+        let common = self.st.is_plain()
+            && o.error.is_none()
+            && o.warnings == 0
+            && o.insert_id == 0
+            && !fx.found_rows_server;
         let exact = if answers::is_session_set(fx) {
             common
                 && o.result_sets == 0

@@ -248,6 +248,7 @@ impl Session {
         let writing = stale
             .as_ref()
             .map(|(c, sc)| c.cache.write_begins(sc.clone()));
+        self.carry_found_rows = self.st.found_rows_restore(fx);
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
@@ -257,6 +258,7 @@ impl Session {
                 cursor,
             }))
             .await;
+        self.carry_found_rows = None;
         drop(writing);
         let mut captured = self.capture.take();
         if let (Some(m), Ok(o)) = (miss, &o) {

@@ -223,6 +223,7 @@ impl Session {
     /// connection the route leases.
     async fn send_once(&mut self, send: &Send<'_>) -> Result<Outcome, Fail> {
         self.before_replica_read(send.is_text()).await?;
+        self.restore_found_rows().await?;
         // A refusal of the replica's (not Synced, shutting down) is held
         // back for the retry.
         self.hold_refusal = self.route.is_replica();

@@ -99,6 +99,11 @@ pub(crate) struct ClientState {
     gtid_unseen: bool,
     /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
     found_rows_calc: bool,
+    /// The count could not be carried to the connection of a statement
+    /// that may keep it (`found_rows_restore`): the server's count after
+    /// it may be another client's, and FOUND_ROWS() is refused until a
+    /// statement sets it anew.
+    found_rows_lost: bool,
     /// Prepared statements (client ids) with an open cursor.
     cursors: rustc_hash::FxHashSet<u32>,
     /// Prepared statements (client ids) with long data sent.
@@ -132,6 +137,16 @@ pub(crate) struct ForConn {
     /// its `last_gtid` report was not taken.
     pub tracking_lost: bool,
 }
+
+/// The largest count [`ClientState::found_rows_restore`] makes on a
+/// connection: a recursive WITH of that many rows (about 60 ms on the
+/// 2-core machine of `docs/benchmarks.md`; 5 million took 10 s).
+pub(crate) const RESTORE_MAX: u64 = 100_000;
+
+/// What gives a connection a client's FOUND_ROWS()
+/// ([`ClientState::found_rows_restore`]): a statement and the variables
+/// its `SET STATEMENT` sets; `None` for a count too big to make.
+pub(crate) type Restore = Option<(String, &'static [&'static str])>;
 
 /// Whose FOUND_ROWS() the connection holds after a statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -215,6 +230,18 @@ impl ClientState {
         self.found_rows_calc
     }
 
+    /// The client's FOUND_ROWS() is not known (`found_rows_lost`).
+    pub fn found_rows_lost(&self) -> bool {
+        self.found_rows_lost
+    }
+
+    /// The count could not be carried to the connection the next
+    /// statement runs on (`found_rows_lost`).
+    pub fn lose_found_rows(&mut self) {
+        self.found_rows_lost = true;
+        self.found_rows_calc = false;
+    }
+
     /// Prepared statement `cid` has an open cursor.
     pub fn cursor_open(&self, cid: u32) -> bool {
         self.cursors.contains(&cid)
@@ -252,6 +279,7 @@ impl ClientState {
     pub fn note_found_rows(&mut self, n: u64) {
         self.last_found_rows = n;
         self.found_rows_calc = false;
+        self.found_rows_lost = false;
     }
 
     /// An execute with a cursor left it open.
@@ -322,6 +350,7 @@ impl ClientState {
             own_gtid: None,
             gtid_unseen: false,
             found_rows_calc: false,
+            found_rows_lost: false,
             cursors: Default::default(),
             long_data: Default::default(),
             temp_tables: Some(BTreeSet::new()),
@@ -560,6 +589,76 @@ impl ClientState {
         }
     }
 
+    /// Before a statement whose FOUND_ROWS() is the server's and may be
+    /// the count before it (`Effects::found_rows_server`, INSERT ...
+    /// SELECT, routines, SQL_CALC_FOUND_ROWS, LIMIT with an offset): the
+    /// statement that gives a connection the client's count, and the
+    /// variables its `SET STATEMENT` sets (restored by the server after
+    /// it). `None`: nothing to carry — the count is the server's already
+    /// (`found_rows_calc`), or 1 either way after a one-row grouping, or
+    /// the statement does not keep it — or `Some(None)`: a count too big
+    /// to make cheaply (more than [`RESTORE_MAX`] rows).
+    ///
+    /// No table is read for 64 rows or fewer, so the client's warnings
+    /// stay on the connection; an explicit LIMIT, so SQL_SELECT_LIMIT does
+    /// not cut the rows; a session that set `optimizer_trace` keeps its
+    /// trace (`found_rows_question`).
+    pub fn found_rows_restore(&self, fx: &Effects) -> Option<Restore> {
+        let keeps = fx.found_rows_server
+            || fx.found_rows_unknown
+            || fx.found_rows_unknown_first
+            || fx.limit_offset
+            || fx.pin_next == Some(Pin::FoundRows);
+        if !keeps || self.found_rows_calc || self.found_rows_lost {
+            return None;
+        }
+        let only_one_row = fx.found_rows_one_row
+            && !fx.found_rows_unknown
+            && !fx.found_rows_unknown_first
+            && !fx.limit_offset
+            && fx.pin_next.is_none();
+        if only_one_row && self.last_found_rows == 1 {
+            return None;
+        }
+        let n = self.last_found_rows;
+        let traced = self.settings.iter().any(|s| s.name == "optimizer_trace");
+        let (body, vars): (String, &'static [&'static str]) = match n {
+            0 => ("SELECT 1 FROM DUAL WHERE 0".into(), &[]),
+            1..=64 => (
+                format!(
+                    "SELECT 1{} LIMIT {n}",
+                    " UNION ALL SELECT 1".repeat(n as usize - 1)
+                ),
+                &[],
+            ),
+            n if n <= RESTORE_MAX => (
+                format!(
+                    "SET STATEMENT max_recursive_iterations = {n}{} FOR WITH RECURSIVE \
+                     sqlfleet_relay (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM sqlfleet_relay \
+                     WHERE n < {n}) SELECT SQL_CALC_FOUND_ROWS 1 FROM sqlfleet_relay LIMIT 0",
+                    if traced {
+                        ", optimizer_trace = 'enabled=off'"
+                    } else {
+                        ""
+                    }
+                ),
+                if traced {
+                    &["max_recursive_iterations", "optimizer_trace"]
+                } else {
+                    &["max_recursive_iterations"]
+                },
+            ),
+            _ => return Some(None),
+        };
+        if traced && n <= 64 {
+            return Some(Some((
+                format!("SET STATEMENT optimizer_trace = 'enabled=off' FOR {body}"),
+                &["optimizer_trace"],
+            )));
+        }
+        Some(Some((body, vars)))
+    }
+
     /// The client's statement counts after a reply: ROW_COUNT() always,
     /// FOUND_ROWS() after a SELECT. `conn_has_mine`: whether the
     /// connection's own FOUND_ROWS() was this client's before the
@@ -582,12 +681,35 @@ impl ClientState {
         } else {
             fx.found_rows_unknown_first
         };
-        if unknown && o.error.is_none() {
-            // Asked of the server at once (`found_rows_calc`).
+        if (unknown || fx.found_rows_server) && o.error.is_none() {
+            if self.found_rows_lost {
+                // (The connection's count may be another client's.)
+                return FoundRowsOnConn::Unknown;
+            }
+            if !unknown
+                && fx.found_rows_one_row
+                && o.replies <= 1
+                && o.result_sets == 1
+                && o.rows == 1
+                && self.last_found_rows == 1
+                && !self.found_rows_calc
+            {
+                // Its row, or the count before it: 1 either way; the
+                // connection's own may be another's.
+                return if conn_has_mine == Some(true) {
+                    FoundRowsOnConn::Mine
+                } else {
+                    FoundRowsOnConn::Unknown
+                };
+            }
+            // Asked of the server at once (`found_rows_calc`), on the
+            // connection that held the client's count before it
+            // (`found_rows_restore`).
             self.found_rows_calc = true;
             FoundRowsOnConn::Unknown
         } else if fx.selects && o.result_sets > 0 && o.error.is_none() {
             self.last_found_rows = o.rows;
+            self.found_rows_lost = false;
             self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
             FoundRowsOnConn::Mine
         } else if o.error.is_some() && (fx.selects || fx.statements > 1) {

@@ -1345,3 +1345,128 @@ fn the_clock_and_the_thread_id_are_what_the_text_set() {
     assert!(st.pins.contains(&Pin::Call), "{:?}", st.pins);
     assert_eq!(texts(&st).len(), 2, "nothing recorded from the report");
 }
+
+/// Before a statement that may keep the count before it: what gives the
+/// connection the client's count, by the client's count and the
+/// statement (`found_rows_restore`), and the count after it.
+#[test]
+fn a_count_a_statement_may_keep_is_made_on_its_connection_first() {
+    // (statement, the client's count, the restore's text or None)
+    let rows: &[(&str, u64, Option<&str>)] = &[
+        ("SELECT * FROM t", 5, None),
+        ("INSERT INTO t VALUES (1)", 5, None),
+        ("SELECT COUNT(*) FROM t WHERE 0", 1, None),
+        (
+            "SELECT COUNT(*) FROM t WHERE 0",
+            0,
+            Some("SELECT 1 FROM DUAL WHERE 0"),
+        ),
+        (
+            "SELECT COUNT(*) FROM t WHERE 0",
+            3,
+            Some("SELECT 1 UNION ALL SELECT 1 UNION ALL SELECT 1 LIMIT 3"),
+        ),
+        (
+            "SELECT COUNT(*) FROM t WHERE 0 HAVING 1",
+            1,
+            Some("SELECT 1 LIMIT 1"),
+        ),
+        ("SELECT 1 INTO @x", 1, Some("SELECT 1 LIMIT 1")),
+        ("SELECT * FROM t LIMIT 2, 1", 1, Some("SELECT 1 LIMIT 1")),
+        ("INSERT INTO t SELECT * FROM u", 1, Some("SELECT 1 LIMIT 1")),
+        ("CALL p()", 2, Some("SELECT 1 UNION ALL SELECT 1 LIMIT 2")),
+        (
+            "SHOW NEW_THING",
+            2,
+            Some("SELECT 1 UNION ALL SELECT 1 LIMIT 2"),
+        ),
+    ];
+    for (sql, n, want) in rows {
+        let mut st = ClientState::new(T, None);
+        st.last_found_rows = *n;
+        let fx = Query::new(sql.as_bytes()).effects();
+        let got = st.found_rows_restore(&fx).map(|r| r.map(|(q, _)| q));
+        assert_eq!(got, want.map(|w| Some(w.to_string())), "{sql} after {n}");
+    }
+    // Past 64 rows a recursive WITH, its SET STATEMENT variables named;
+    // past RESTORE_MAX none (the count is lost).
+    let fx = Query::new(b"SELECT MAX(v) FROM t").effects();
+    let mut st = ClientState::new(T, None);
+    st.last_found_rows = 100;
+    let (q, vars) = st.found_rows_restore(&fx).flatten().expect("a restore");
+    assert!(
+        q.starts_with("SET STATEMENT max_recursive_iterations = 100 FOR WITH RECURSIVE")
+            && q.ends_with("LIMIT 0"),
+        "{q}"
+    );
+    assert_eq!(vars, &["max_recursive_iterations"]);
+    st.last_found_rows = RESTORE_MAX + 1;
+    assert_eq!(st.found_rows_restore(&fx), Some(None));
+    // A session tracing its statements keeps its trace.
+    st.last_found_rows = 2;
+    st.set(&Setting {
+        name: "optimizer_trace".into(),
+        text: "SET optimizer_trace = 'enabled=on'".into(),
+    });
+    let (q, vars) = st.found_rows_restore(&fx).flatten().expect("a restore");
+    assert!(
+        q.starts_with("SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT 1"),
+        "{q}"
+    );
+    assert_eq!(vars, &["optimizer_trace"]);
+    // A count only the server knows, or lost: nothing to carry.
+    st.found_rows_calc = true;
+    assert_eq!(st.found_rows_restore(&fx), None);
+    st.found_rows_calc = false;
+    st.lose_found_rows();
+    assert_eq!(st.found_rows_restore(&fx), None);
+}
+
+/// After a statement that may keep the count: asked of the server, but
+/// for one row of a grouping after a count of 1 (1 either way); a lost
+/// count stays lost until a SELECT sets it.
+#[test]
+fn a_count_a_statement_may_keep_is_the_servers() {
+    let agg = Query::new(b"SELECT COUNT(*) FROM t WHERE 0").effects();
+    let mut st = ClientState::new(T, None);
+    st.last_found_rows = 1;
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(1)), &agg, Some(true)),
+        FoundRowsOnConn::Mine
+    );
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(1)), &agg, Some(false)),
+        FoundRowsOnConn::Unknown
+    );
+    assert!(!st.found_rows_calc);
+    assert_eq!(st.last_found_rows, 1);
+    st.last_found_rows = 5;
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(1)), &agg, Some(true)),
+        FoundRowsOnConn::Unknown
+    );
+    assert!(st.found_rows_calc, "asked");
+    // VALUES keeps it; SHOW TABLES counts its rows.
+    let mut st = ClientState::new(T, None);
+    st.last_found_rows = 5;
+    let values = Query::new(b"VALUES (1), (2)").effects();
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(2)), &values, Some(true)),
+        FoundRowsOnConn::Unchanged
+    );
+    assert_eq!(st.last_found_rows, 5);
+    let show = Query::new(b"SHOW TABLES").effects();
+    st.counts_after(&outcome(R::Rows(3)), &show, Some(true));
+    assert_eq!(st.last_found_rows, 3);
+    // Lost: not asked; a SELECT's rows set it again.
+    st.lose_found_rows();
+    assert_eq!(
+        st.counts_after(&outcome(R::Rows(1)), &agg, Some(false)),
+        FoundRowsOnConn::Unknown
+    );
+    assert!(st.found_rows_lost && !st.found_rows_calc);
+    let sel = Query::new(b"SELECT * FROM t").effects();
+    st.counts_after(&outcome(R::Rows(2)), &sel, Some(false));
+    assert!(!st.found_rows_lost);
+    assert_eq!(st.last_found_rows, 2);
+}
