@@ -266,7 +266,11 @@ impl ClientState {
         self.settings_gen += 1;
         self.last_row_count = row_count;
         if let Some(n) = found_rows {
+            // The answer's count is the client's now, wherever the
+            // server's was left.
             self.last_found_rows = n;
+            self.found_rows_calc = false;
+            self.found_rows_lost = false;
         }
     }
 
