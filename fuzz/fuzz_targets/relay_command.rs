@@ -54,7 +54,6 @@ fuzz_target!(|data: &[u8]| {
         plain: true,
         holds_conn: false,
         streamed: false,
-        found_rows_one: data.first().is_some_and(|b| b & 1 == 1),
     };
     let _ = sqlfleet_relay::cache::decide::cacheable(&q.effects(), q.tokens(), s);
 });

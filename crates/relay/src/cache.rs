@@ -186,8 +186,16 @@ impl From<Scope> for Change {
 #[derive(Debug, Clone)]
 pub struct Hit {
     pub reply: Arc<Vec<u8>>,
-    /// FOUND_ROWS() after it (its rows).
+    /// Its rows.
     pub rows: u64,
+    /// How it leaves FOUND_ROWS(), as the server did at the miss: its
+    /// rows (`Some(false)`), the count before it (`Some(true)`: a
+    /// grouping whose WHERE the optimizer found impossible,
+    /// `sql/found_rows.rs`), or not told apart there (`None`: the count
+    /// before it was its rows too; answered only where it is again).
+    /// What makes a WHERE impossible — constants, the rows a key names —
+    /// changes only by a write that makes the entry stale.
+    pub keeps: Option<bool>,
 }
 
 struct Entry {
@@ -860,6 +868,7 @@ mod tests {
         Hit {
             reply: Arc::new(vec![7; n]),
             rows: 1,
+            keeps: Some(false),
         }
     }
 

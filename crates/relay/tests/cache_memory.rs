@@ -77,6 +77,7 @@ fn entry(user: &Arc<str>, i: usize) -> (Key, Hit, Scope) {
     let hit = Hit {
         reply: Arc::new(vec![7u8; 250]),
         rows: 1,
+        keeps: Some(false),
     };
     let reads = Scope::Tables(Arc::new(BTreeSet::from(["kv".to_string()])));
     (key, hit, reads)

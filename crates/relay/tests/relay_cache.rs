@@ -1520,10 +1520,15 @@ async fn a_cold_key_read_by_many_at_once_costs_one_server_read() {
             .lines()
             .filter(|l| l.starts_with("sqlfleet_relay_cache"))
             .collect();
+        // The key's one server read, the status read, and the two a
+        // grouping's FOUND_ROWS() costs the first reader, whose count (0,
+        // a new session's) may be what it leaves: made on its connection
+        // first, then asked (`sql/found_rows.rs`); the entry keeps what
+        // the server said, so the others' hits cost nothing.
         assert_eq!(
             com_select(srv).await,
-            before + 2,
-            "one server read (and the status read): {cache_lines:?}"
+            before + 4,
+            "one server read (and the status read, and the count's two): {cache_lines:?}"
         );
         assert_eq!(
             relay.metric("sqlfleet_relay_cache_waits_total{rule=\"kv\"}"),
@@ -1701,4 +1706,104 @@ async fn a_primary_killed_at_any_instant_leaves_no_read_older_than_the_lag_bound
         "no hit after the restarts: {}",
         relay.page("/status")
     );
+}
+
+/// A cached grouping leaves FOUND_ROWS() as the server left it at the
+/// miss: its one row where the WHERE can match, the client's own count
+/// before it where the optimizer found the WHERE impossible (a key that
+/// is not there) — each client reading its own count, as directly. A
+/// write that puts the key there makes the entry stale, and the next
+/// read learns the new way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_grouping_leaves_found_rows_as_the_server_did() {
+    let _one = SERIAL.lock().await;
+    let srv = sqlfleet_testkit::server();
+    let (relay, db) = setup(srv).await;
+    let hits = || relay.metric("sqlfleet_relay_cache_hits_total{rule=\"kv\"}");
+    let missing = "SELECT COUNT(*) FROM kv WHERE k = 999";
+    let matching = "SELECT COUNT(*) FROM kv WHERE v >= 0";
+    let mut direct = srv.connect().await;
+    direct.query_drop(format!("USE `{db}`")).await.expect("use");
+    // (count before, grouping, a hit): each client's FOUND_ROWS() after
+    // it is read once all have run (reading it is no plain read, which
+    // makes the cache stale).
+    let mut ran = Vec::new();
+    for (rows, grouping, hit) in [
+        (5, missing, false),
+        (3, missing, true),
+        (0, missing, true),
+        (5, matching, false),
+        (3, matching, true),
+    ] {
+        let mut c = client(&relay, &db).await;
+        let mut d = srv.connect().await;
+        d.query_drop(format!("USE `{db}`")).await.expect("use");
+        for conn in [&mut c, &mut d] {
+            conn.query_drop(format!("SELECT * FROM kv WHERE k <= {rows}"))
+                .await
+                .expect("count");
+        }
+        let before = hits();
+        for conn in [&mut c, &mut d] {
+            let _: Option<u64> = conn.query_first(grouping).await.expect("grouping");
+        }
+        let m = relay.metrics();
+        let cache_lines: Vec<&str> = m
+            .lines()
+            .filter(|l| l.starts_with("sqlfleet_relay_cache") && l.contains("kv"))
+            .collect();
+        assert_eq!(
+            hits() > before,
+            hit,
+            "{grouping} after {rows} rows: a hit ({cache_lines:?})"
+        );
+        ran.push((rows, grouping, c, d));
+    }
+    for (rows, grouping, mut c, mut d) in ran {
+        let relayed: Option<u64> = c.query_first("SELECT FOUND_ROWS()").await.expect("found");
+        let direct_found: Option<u64> = d.query_first("SELECT FOUND_ROWS()").await.expect("found");
+        assert_eq!(relayed, direct_found, "{grouping} after {rows} rows");
+        let _ = c.disconnect().await;
+    }
+    // The premise: directly, the missing key's grouping kept the count.
+    direct
+        .query_drop("SELECT * FROM kv WHERE k <= 3")
+        .await
+        .expect("count");
+    let _: Option<u64> = direct.query_first(missing).await.expect("grouping");
+    let kept: Option<u64> = direct
+        .query_first("SELECT FOUND_ROWS()")
+        .await
+        .expect("found");
+    assert_eq!(kept, Some(3));
+    // The key put there: stale, read again, its row counted.
+    direct
+        .query_drop("INSERT INTO kv VALUES (999, 0)")
+        .await
+        .expect("insert");
+    let mut c = client(&relay, &db).await;
+    let mut seen = None;
+    for _ in 0..100 {
+        c.query_drop("SELECT * FROM kv WHERE k <= 3")
+            .await
+            .expect("count");
+        let n: Option<u64> = c.query_first(missing).await.expect("grouping");
+        if n == Some(1) {
+            seen = c
+                .query_first::<u64, _>("SELECT FOUND_ROWS()")
+                .await
+                .expect("found");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        seen,
+        Some(1),
+        "the key's row counted once the entry went stale"
+    );
+    direct
+        .query_drop("DELETE FROM kv WHERE k = 999")
+        .await
+        .expect("delete");
 }

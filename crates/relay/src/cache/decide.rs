@@ -28,10 +28,6 @@ pub struct Session {
     pub holds_conn: bool,
     /// Only the statement's head was read (`protocol/io/stream.rs`).
     pub streamed: bool,
-    /// The client's FOUND_ROWS() is 1, and known: a grouping without
-    /// GROUP BY leaves 1 whether the server found its WHERE impossible
-    /// or not (`sql/found_rows.rs`).
-    pub found_rows_one: bool,
 }
 
 /// [`VOLATILE`] as a set: every word of a statement that may be cached
@@ -221,8 +217,10 @@ pub fn cacheable(
     if fx.limit_offset || fx.found_rows_unknown {
         return Err("its FOUND_ROWS() only the server knows");
     }
-    if fx.found_rows_server && !(fx.found_rows_one_row && s.found_rows_one) {
-        return Err("its FOUND_ROWS() may be the count before it, which only the server knows");
+    // (A one-row grouping's count, its row or the one before it, is
+    // learned at the miss and kept with the entry: `Hit::keeps`.)
+    if fx.found_rows_server && !fx.found_rows_one_row {
+        return Err("its FOUND_ROWS() is the server's alone");
     }
     if !fx.pins.is_empty()
         || fx.pin_next.is_some()
@@ -258,7 +256,6 @@ mod tests {
         plain: true,
         holds_conn: false,
         streamed: false,
-        found_rows_one: true,
     };
 
     /// A `false` only costs a lexing (a comment-led SELECT is read again);
@@ -444,12 +441,7 @@ mod tests {
             streamed: true,
             ..PLAIN
         };
-        // After a count other than 1: a grouping without GROUP BY may
-        // leave it (an impossible WHERE), only the server knows.
-        let counted = Session {
-            found_rows_one: false,
-            ..PLAIN
-        };
+
         let rows: &[(&str, Session, bool)] = &[
             ("SELECT id, name FROM products WHERE id = 7", PLAIN, true),
             (
@@ -463,9 +455,8 @@ mod tests {
             ("SELECT id FROM t", held, false),
             ("SELECT id FROM t", in_txn, false),
             ("SELECT id FROM t", streamed, false),
-            ("SELECT id FROM t", counted, true),
-            ("SELECT COUNT(*) FROM t WHERE id = 7", counted, false),
-            ("SELECT k, COUNT(*) FROM t GROUP BY k", counted, true),
+            ("SELECT COUNT(*) FROM t WHERE id = 7", PLAIN, true),
+            ("SELECT k, COUNT(*) FROM t GROUP BY k", PLAIN, true),
             ("SELECT COUNT(*) FROM t HAVING COUNT(*) > 1", PLAIN, false),
             ("SELECT id FROM t FOR UPDATE", PLAIN, false),
             ("SELECT id FROM t LOCK IN SHARE MODE", PLAIN, false),

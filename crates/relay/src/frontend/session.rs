@@ -1078,16 +1078,14 @@ impl Session {
         self.digest_next = plan.digest;
         self.last_digest = None;
         self.carry_found_rows = self.st.found_rows_restore(&fx);
+        let count_before = self.st.known_found_rows();
         let o = self.run_statement(route::Send::Text(cmd)).await;
         self.carry_found_rows = None;
         drop(writing);
         self.digest_next = false;
         let mut captured = self.capture.take();
-        if let (Some(m), Ok(o)) = (miss, &o) {
-            // (No capture: the reply grew past the rule's largest entry.)
-            let reply = captured.as_mut().map(std::mem::take);
-            self.cache_store(m, o, reply);
-        }
+        // (No capture: the reply grew past the rule's largest entry.)
+        let store = miss.map(|m| (m, captured.as_mut().map(std::mem::take)));
         if let Some(d) = digest {
             self.record_digest(d, &o, t0);
         }
@@ -1099,6 +1097,10 @@ impl Session {
         // replaces the server's FOUND_ROWS().)
         self.keep_diagnostics(&o, &fx);
         self.capture_found_rows().await?;
+        // Stored once the count it left is known (`Hit::keeps`).
+        if let Some((m, reply)) = store {
+            self.cache_store(m, &o, reply, (&fx, count_before));
+        }
         self.after_write(fx.read, &o).await?;
         self.after_text_effects(&fx, &o);
         if !had_set_expression {

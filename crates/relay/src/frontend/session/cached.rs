@@ -69,9 +69,6 @@ impl Session {
             plain: self.st.is_plain(),
             holds_conn: self.conn.is_some(),
             streamed: self.streamed.is_some(),
-            found_rows_one: self.st.last_found_rows() == 1
-                && !self.st.found_rows_calc()
-                && !self.st.found_rows_lost(),
         };
         decide::cacheable(fx, toks, session).ok()?;
         if !self.ctx.cache.gate.open() {
@@ -130,6 +127,10 @@ impl Session {
         fx: &Effects,
     ) -> Result<Option<Miss>, Fail> {
         let mut leading = None;
+        // An entry whose count after it is not told apart answers only
+        // where the client's count is its rows again (`Hit::keeps`).
+        let known = self.st.known_found_rows();
+        let fits = |h: &Hit| h.keeps.is_some() || known == Some(h.rows);
         let hit = match self.ctx.cache.get(rule, &key) {
             Some(h) => Some(h),
             // Identical misses in flight wait for the first (one server
@@ -141,7 +142,8 @@ impl Session {
                 }
                 Turn::Wait(n) => self.ctx.cache.wait_for(rule, &key, n, WAIT_FOR_READ).await,
             },
-        };
+        }
+        .filter(fits);
         let Some(hit) = hit else {
             let since = self.ctx.cache.version();
             let reads = match decide::read_scope(sql, toks) {
@@ -179,16 +181,27 @@ impl Session {
             .await
             .map_err(|_| Fail::Close)?;
         self.io.s.flush().await.map_err(|_| Fail::Close)?;
-        // What the SELECT leaves: ROW_COUNT() -1, FOUND_ROWS() its rows.
+        // What the SELECT leaves: ROW_COUNT() -1, FOUND_ROWS() its rows
+        // (or the count before it, as the server left it at the miss).
         let settings = self.st.settings().to_vec();
-        self.st.answered_locally(&settings, -1, Some(hit.rows));
+        let found = (hit.keeps != Some(true)).then_some(hit.rows);
+        self.st.answered_locally(&settings, -1, found);
         Ok(None)
     }
 
     /// Keeps a miss's reply when it is one plain result: no error, no
     /// warnings, no session change, autocommit and nothing else in its
     /// status.
-    pub(super) fn cache_store(&self, miss: Miss, o: &Outcome, reply: Option<Vec<u8>>) {
+    /// `count_before`: the client's FOUND_ROWS() before the statement,
+    /// where known — with the one after it, it tells how a one-row
+    /// grouping leaves the count (`Hit::keeps`); not told, not stored.
+    pub(super) fn cache_store(
+        &self,
+        miss: Miss,
+        o: &Outcome,
+        reply: Option<Vec<u8>>,
+        (fx, count_before): (&Effects, Option<u64>),
+    ) {
         let plain = o.error.is_none()
             && o.warnings == 0
             && o.changes.is_empty()
@@ -196,7 +209,17 @@ impl Session {
             && o.insert_id == 0
             && o.status
                 .is_some_and(|st| st & !STATUS_ALSO == STATUS_AUTOCOMMIT);
-        let Some(reply) = reply.filter(|_| plain) else {
+        let keeps = if fx.found_rows_server {
+            match (count_before, self.st.known_found_rows()) {
+                (Some(b), Some(a)) if b == o.rows && a == b => Some(None),
+                (Some(b), Some(a)) if a == o.rows => Some(Some(false)).filter(|_| b != a),
+                (Some(b), Some(a)) if a == b => Some(Some(true)),
+                _ => None,
+            }
+        } else {
+            Some(Some(false))
+        };
+        let (Some(reply), Some(keeps)) = (reply.filter(|_| plain), keeps) else {
             if let Some(c) = self.ctx.cache.counts().get(miss.rule) {
                 c.not_stored.fetch_add(1, Relaxed);
             }
@@ -205,6 +228,7 @@ impl Session {
         let hit = Hit {
             reply: std::sync::Arc::new(reply),
             rows: o.rows,
+            keeps,
         };
         self.ctx.cache.put_analyzed(
             miss.rule,

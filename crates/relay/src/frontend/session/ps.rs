@@ -249,6 +249,7 @@ impl Session {
             .as_ref()
             .map(|(c, sc)| c.cache.write_begins(sc.clone()));
         self.carry_found_rows = self.st.found_rows_restore(fx);
+        let count_before = self.st.known_found_rows();
         let o = self
             .run_statement(Send::Execute(Execute {
                 cmd,
@@ -261,10 +262,7 @@ impl Session {
         self.carry_found_rows = None;
         drop(writing);
         let mut captured = self.capture.take();
-        if let (Some(m), Ok(o)) = (miss, &o) {
-            let reply = captured.as_mut().map(std::mem::take);
-            self.cache_store(m, o, reply);
-        }
+        let store = miss.map(|m| (m, captured.as_mut().map(std::mem::take)));
         // In its digest's statistics, as a text statement's run is.
         if let (true, Some(d)) = (self.ctx.digests.enabled(), &s.digest) {
             self.record_digest(d.clone(), &o, t0);
@@ -273,6 +271,9 @@ impl Session {
         // (The counts first, as for a text statement.)
         self.keep_diagnostics(&o, fx);
         self.capture_found_rows().await?;
+        if let Some((m, reply)) = store {
+            self.cache_store(m, &o, reply, (fx, count_before));
+        }
         self.after_write(fx.read, &o).await?;
         self.after_text_effects(fx, &o);
         self.st.forget_long_data(cid);

@@ -230,6 +230,12 @@ impl ClientState {
         self.found_rows_calc
     }
 
+    /// The client's FOUND_ROWS() where the relay knows it (not one only
+    /// the server holds, nor a lost one).
+    pub fn known_found_rows(&self) -> Option<u64> {
+        (!self.found_rows_calc && !self.found_rows_lost).then_some(self.last_found_rows)
+    }
+
     /// The client's FOUND_ROWS() is not known (`found_rows_lost`).
     pub fn found_rows_lost(&self) -> bool {
         self.found_rows_lost
