@@ -28,10 +28,10 @@ printf '| workload | build | client statements | server statements | per client 
 for wl in oltp_read_only oltp_point_select "oltp_read_only --db-ps-mode=disable" oltp_read_write; do
   for i in "${!BINS[@]}"; do
     port=$(free_port)
-    start_relay_of "${BINS[$i]}" "$port" --mode transaction --pool-max 4 --health-interval 60
+    start_relay_of "${BINS[$i]}" "$port" --backend "127.0.0.1:$PORT" --mode transaction --pool-max 4 --health-interval 60
     sb=$(mk_sb "$port")
     # shellcheck disable=SC2086
-    sysbench --config-file="$sb" $wl --tables=4 --table-size=10000 --threads=8 --events=200 --time=0 run >/dev/null
+    sysbench --config-file="$sb" $wl --tables=4 --table-size=10000 --threads=8 --events=200 --time=0 run > "$WORK/warm.log" || { cat "$WORK/warm.log" "$WORK/relay-$port.log" >&2; exit 1; }
     q0=$(questions)
     # shellcheck disable=SC2086
     out=$(sysbench --config-file="$sb" $wl --tables=4 --table-size=10000 --threads=8 --events="$EVENTS" --time=0 run)
