@@ -198,6 +198,25 @@ pub struct Hit {
     pub keeps: Option<bool>,
 }
 
+impl Hit {
+    /// [`Hit::keeps`] of a grouping whose count only the server knows
+    /// (`sql/found_rows.rs`), from the client's count before it and the
+    /// server's after it (each where known) and its `rows`; `None`: not
+    /// told, the reply is not kept.
+    pub fn keeps_from(rows: u64, before: Option<u64>, after: Option<u64>) -> Option<Option<bool>> {
+        let (b, a) = (before?, after?);
+        if b == rows && a == b {
+            Some(None)
+        } else if a == rows {
+            Some(Some(false))
+        } else if a == b {
+            Some(Some(true))
+        } else {
+            None
+        }
+    }
+}
+
 struct Entry {
     hit: Hit,
     /// The invalidation count when its read started.
@@ -869,6 +888,28 @@ mod tests {
             reply: Arc::new(vec![7; n]),
             rows: 1,
             keeps: Some(false),
+        }
+    }
+
+    /// (rows, count before, count after, how the entry leaves the count)
+    #[test]
+    fn how_a_grouping_left_the_count_is_told_from_the_counts_around_it() {
+        type Row = (u64, Option<u64>, Option<u64>, Option<Option<bool>>);
+        let rows: &[Row] = &[
+            (1, Some(5), Some(1), Some(Some(false))),
+            (1, Some(5), Some(5), Some(Some(true))),
+            (1, Some(0), Some(0), Some(Some(true))),
+            (1, Some(1), Some(1), Some(None)),
+            (1, Some(5), Some(7), None),
+            (1, None, Some(1), None),
+            (1, Some(5), None, None),
+        ];
+        for (n, before, after, want) in rows {
+            assert_eq!(
+                Hit::keeps_from(*n, *before, *after),
+                *want,
+                "{n} {before:?} {after:?}"
+            );
         }
     }
 

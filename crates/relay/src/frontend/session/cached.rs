@@ -210,12 +210,7 @@ impl Session {
             && o.status
                 .is_some_and(|st| st & !STATUS_ALSO == STATUS_AUTOCOMMIT);
         let keeps = if fx.found_rows_server {
-            match (count_before, self.st.known_found_rows()) {
-                (Some(b), Some(a)) if b == o.rows && a == b => Some(None),
-                (Some(b), Some(a)) if a == o.rows => Some(Some(false)).filter(|_| b != a),
-                (Some(b), Some(a)) if a == b => Some(Some(true)),
-                _ => None,
-            }
+            Hit::keeps_from(o.rows, count_before, self.st.known_found_rows())
         } else {
             Some(Some(false))
         };

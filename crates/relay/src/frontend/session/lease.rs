@@ -64,7 +64,7 @@ impl Session {
         let o = command::command(c, &p, Expect::Results { cursor: false })
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
-        c.note_restores(vars);
+        c.note_restores(&vars);
         if o.error.is_some() {
             self.st.lose_found_rows();
         } else {

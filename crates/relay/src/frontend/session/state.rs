@@ -146,7 +146,7 @@ pub(crate) const RESTORE_MAX: u64 = 100_000;
 /// What gives a connection a client's FOUND_ROWS()
 /// ([`ClientState::found_rows_restore`]): a statement and the variables
 /// its `SET STATEMENT` sets; `None` for a count too big to make.
-pub(crate) type Restore = Option<(String, &'static [&'static str])>;
+pub(crate) type Restore = Option<(String, Vec<&'static str>)>;
 
 /// Whose FOUND_ROWS() the connection holds after a statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -592,11 +592,17 @@ impl ClientState {
     /// statement, which must stay the client's (information_schema
     /// .OPTIMIZER_TRACE would otherwise show the relay's question).
     pub fn found_rows_question(&self) -> &'static str {
-        if self.settings.iter().any(|s| s.name == "optimizer_trace") {
+        if self.traces() {
             "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT FOUND_ROWS()"
         } else {
             "SELECT FOUND_ROWS()"
         }
+    }
+
+    /// The session set `optimizer_trace`: the relay's own statements on
+    /// its connection run untraced.
+    fn traces(&self) -> bool {
+        self.settings.iter().any(|s| s.name == "optimizer_trace")
     }
 
     /// Before a statement whose FOUND_ROWS() is the server's and may be
@@ -614,59 +620,48 @@ impl ClientState {
     /// not cut the rows; a session that set `optimizer_trace` keeps its
     /// trace (`found_rows_question`).
     pub fn found_rows_restore(&self, fx: &Effects) -> Option<Restore> {
-        let keeps = fx.found_rows_server
-            || fx.found_rows_unknown
+        // Reasons other than a one-row grouping's (which keeps the count
+        // or sets 1).
+        let other = fx.found_rows_unknown
             || fx.found_rows_unknown_first
             || fx.limit_offset
             || fx.pin_next == Some(Pin::FoundRows);
-        if !keeps || self.found_rows_calc || self.found_rows_lost {
-            return None;
-        }
-        let only_one_row = fx.found_rows_one_row
-            && !fx.found_rows_unknown
-            && !fx.found_rows_unknown_first
-            && !fx.limit_offset
-            && fx.pin_next.is_none();
-        if only_one_row && self.last_found_rows == 1 {
+        if !(fx.found_rows_server || other) || self.found_rows_calc || self.found_rows_lost {
             return None;
         }
         let n = self.last_found_rows;
-        let traced = self.settings.iter().any(|s| s.name == "optimizer_trace");
-        let (body, vars): (String, &'static [&'static str]) = match n {
-            0 => ("SELECT 1 FROM DUAL WHERE 0".into(), &[]),
-            1..=64 => (
-                format!(
-                    "SELECT 1{} LIMIT {n}",
-                    " UNION ALL SELECT 1".repeat(n as usize - 1)
-                ),
-                &[],
+        if fx.found_rows_one_row && !other && n == 1 {
+            return None;
+        }
+        let mut vars: Vec<(&'static str, String)> = Vec::new();
+        let body = match n {
+            0 => "SELECT 1 FROM DUAL WHERE 0".to_string(),
+            1..=64 => format!(
+                "SELECT 1{} LIMIT {n}",
+                " UNION ALL SELECT 1".repeat(n as usize - 1)
             ),
-            n if n <= RESTORE_MAX => (
+            n if n <= RESTORE_MAX => {
+                vars.push(("max_recursive_iterations", n.to_string()));
                 format!(
-                    "SET STATEMENT max_recursive_iterations = {n}{} FOR WITH RECURSIVE \
-                     sqlfleet_relay (n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM sqlfleet_relay \
-                     WHERE n < {n}) SELECT SQL_CALC_FOUND_ROWS 1 FROM sqlfleet_relay LIMIT 0",
-                    if traced {
-                        ", optimizer_trace = 'enabled=off'"
-                    } else {
-                        ""
-                    }
-                ),
-                if traced {
-                    &["max_recursive_iterations", "optimizer_trace"]
-                } else {
-                    &["max_recursive_iterations"]
-                },
-            ),
+                    "WITH RECURSIVE sqlfleet_relay (n) AS (SELECT 1 UNION ALL SELECT n + 1 \
+                     FROM sqlfleet_relay WHERE n < {n}) SELECT SQL_CALC_FOUND_ROWS 1 \
+                     FROM sqlfleet_relay LIMIT 0"
+                )
+            }
             _ => return Some(None),
         };
-        if traced && n <= 64 {
-            return Some(Some((
-                format!("SET STATEMENT optimizer_trace = 'enabled=off' FOR {body}"),
-                &["optimizer_trace"],
-            )));
+        if self.traces() {
+            vars.push(("optimizer_trace", "'enabled=off'".into()));
         }
-        Some(Some((body, vars)))
+        if vars.is_empty() {
+            return Some(Some((body, Vec::new())));
+        }
+        let set: Vec<String> = vars.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let names = vars.iter().map(|(k, _)| *k).collect();
+        Some(Some((
+            format!("SET STATEMENT {} FOR {body}", set.join(", ")),
+            names,
+        )))
     }
 
     /// The client's statement counts after a reply: ROW_COUNT() always,
