@@ -888,6 +888,18 @@ async fn every_kind_of_statement_leaves_found_rows_as_the_server_does() {
                     script.push(Text("SELECT FOUND_ROWS()".into()));
                 }
             }
+            // The same as server-side prepared statements (a missing key,
+            // one that matches nothing), after each count.
+            for (sql, key) in [
+                ("SELECT COUNT(*) FROM t WHERE id = ?", 999_999),
+                ("SELECT COUNT(*) FROM t WHERE id < ?", 0),
+            ] {
+                for b in before {
+                    script.push(Text(b.into()));
+                    script.push(Prepared(sql.into(), vec![key.into()]));
+                    script.push(Text("SELECT FOUND_ROWS()".into()));
+                }
+            }
             script
         })
         .collect();
@@ -912,6 +924,17 @@ async fn every_kind_of_statement_leaves_found_rows_as_the_server_does() {
     assert_eq!(after("SHOW TABLES LIKE 'none'", 0), "'0'");
     assert_eq!(after("SELECT v FROM t WHERE id = 1 INTO @x", 0), "'1'");
     assert_eq!(after("EXPLAIN FORMAT=JSON SELECT 1", 0), "'0'");
+    // The prepared ones, last: the missing key kept each count, the other
+    // counted its row.
+    let prepared: Vec<&str> = direct[0][direct[0].len() - 2 - 8 * 3..direct[0].len() - 2]
+        .chunks(3)
+        .map(|c| c[2].as_str())
+        .collect();
+    assert_eq!(
+        prepared,
+        ["'5'", "'1'", "'0'", "'100'", "'1'", "'1'", "'1'", "'1'"],
+        "{direct:?}"
+    );
 }
 
 /// A client whose FOUND_ROWS() another client's statement replaced on

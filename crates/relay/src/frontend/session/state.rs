@@ -611,8 +611,10 @@ impl ClientState {
     /// statement that gives a connection the client's count, and the
     /// variables its `SET STATEMENT` sets (restored by the server after
     /// it). `None`: nothing to carry — the count is the server's already
-    /// (`found_rows_calc`), or 1 either way after a one-row grouping, or
-    /// the statement does not keep it — or `Some(None)`: a count too big
+    /// (`found_rows_calc`, or a connection kept for good: session mode
+    /// reads no text it need not, so its own count is not followed), or 1
+    /// either way after a one-row grouping, or the statement does not keep
+    /// it — or `Some(None)`: a count too big
     /// to make cheaply (more than [`RESTORE_MAX`] rows).
     ///
     /// No table is read for 64 rows or fewer, so the client's warnings
@@ -626,7 +628,13 @@ impl ClientState {
             || fx.found_rows_unknown_first
             || fx.limit_offset
             || fx.pin_next == Some(Pin::FoundRows);
-        if !(fx.found_rows_server || other) || self.found_rows_calc || self.found_rows_lost {
+        // (A connection kept for good holds the client's count: session
+        // mode does not follow it, the server does.)
+        if !(fx.found_rows_server || other)
+            || self.found_rows_calc
+            || self.found_rows_lost
+            || self.holds_conn_for_good()
+        {
             return None;
         }
         let n = self.last_found_rows;
