@@ -937,6 +937,164 @@ async fn every_kind_of_statement_leaves_found_rows_as_the_server_does() {
     );
 }
 
+/// The shapes of `FOUND_ROWS_SHAPES` whose count only the server knows
+/// (the relay asks it), run in transactions: the count stays on the
+/// connection the client keeps until the transaction ends (asked then,
+/// or never when a later SELECT sets one the relay knows), read inside
+/// the transaction, after a statement that keeps it, after COMMIT,
+/// ROLLBACK or an implicit commit, and after autocommit=0's COMMIT, while
+/// eight clients share two connections: each read is what a direct
+/// session gets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_count_left_on_the_connection_through_a_transaction_is_the_servers() {
+    use Step::*;
+    let srv = server();
+    let server_only = [
+        "SELECT COUNT(*) FROM t WHERE 0",
+        "SELECT COUNT(*) FROM t WHERE id = 999999",
+        "SELECT COUNT(*) FROM t WHERE id < 0",
+        "SELECT v FROM t WHERE id = 999999 INTO @x",
+        "SELECT * FROM t LIMIT 1, 2",
+        "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1",
+        "EXPLAIN SELECT * FROM t",
+        "INSERT INTO t (v) SELECT COUNT(*) FROM t WHERE 0",
+    ];
+    let before = ["SELECT * FROM seq_1_to_5", "SELECT * FROM seq_1_to_1"];
+    let found = || Text("SELECT FOUND_ROWS()".into());
+    let ends = [
+        ("START TRANSACTION", "COMMIT"),
+        ("BEGIN", "ROLLBACK"),
+        ("START TRANSACTION READ ONLY", "COMMIT"),
+        // (A DDL statement commits implicitly.)
+        ("BEGIN", "CREATE TABLE IF NOT EXISTS tc (a INT)"),
+        ("SET autocommit = 0", "COMMIT"),
+    ];
+    let scripts: Vec<Vec<Step>> = (0..CLIENTS)
+        .map(|i| {
+            let mut script = vec![Text("INSERT INTO t (v) VALUES (1), (2), (3)".into())];
+            for k in 0..server_only.len() * ends.len() {
+                let shape = server_only[(k + i) % server_only.len()];
+                let (begin, end) = ends[(k / server_only.len() + i) % ends.len()];
+                if begin.starts_with("START TRANSACTION READ ONLY") && shape.starts_with("INSERT") {
+                    continue;
+                }
+                for b in before {
+                    // The count before the transaction kept through it
+                    // (or not), read after its end; then read inside.
+                    script.extend([
+                        Text(b.into()),
+                        Text(begin.into()),
+                        Text(shape.into()),
+                        Text("DO 1".into()),
+                        Text(shape.into()),
+                        Text(end.into()),
+                        found(),
+                        Text(b.into()),
+                        Text(begin.into()),
+                        Text(shape.into()),
+                        found(),
+                        Text(end.into()),
+                    ]);
+                    if begin.starts_with("SET autocommit") {
+                        script.push(Text("SET autocommit = 1".into()));
+                    }
+                    // Ended with the count unknown: asked at the end, or
+                    // (a plain SELECT after it) not needed.
+                    script.extend([
+                        Text(b.into()),
+                        Text(begin.into()),
+                        Text(shape.into()),
+                        Text("SELECT * FROM seq_1_to_3".into()),
+                        Text(end.into()),
+                        found(),
+                    ]);
+                    if begin.starts_with("SET autocommit") {
+                        script.push(Text("SET autocommit = 1".into()));
+                    }
+                }
+            }
+            script
+        })
+        .collect();
+    let direct = same_both_ways(srv, scripts.clone(), "frt").await;
+    // What the relay must imitate happened: an impossible grouping in a
+    // transaction kept the count before it, read inside and after COMMIT.
+    let first = scripts[0]
+        .iter()
+        .position(|s| matches!(s, Text(t) if t == "SELECT COUNT(*) FROM t WHERE 0"))
+        .expect("the shape");
+    assert_eq!(
+        [&direct[0][first + 4], &direct[0][first + 8]],
+        ["'5'", "'5'"],
+        "{direct:?}"
+    );
+}
+
+/// The relay's own question after a statement whose count only the
+/// server knows waits, in a transaction, for the transaction's end, and
+/// is not asked at all when a later SELECT sets a count the relay knows:
+/// sysbench's `oltp_read_only` transaction (a `SUM(k)` range between
+/// other ranges) costs the server no statement of the relay's (before:
+/// one per transaction), and a transaction that ends with the count
+/// unknown costs one, after which another client on the one connection
+/// does not change it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_asks_the_server_its_count_only_when_it_ends_unknown() {
+    let srv = server();
+    {
+        let _ddl = ROUTINE_DDL.write().await;
+        setup(srv, "fra").await;
+    }
+    let (port, stop, relay) =
+        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
+    let mut a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "fra").await)
+        .await
+        .expect("client a");
+    let mut b = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "fra").await)
+        .await
+        .expect("client b");
+    a.query_drop("INSERT INTO t (v) VALUES (1), (2), (3)")
+        .await
+        .expect("rows");
+    let asked = || {
+        let text = relay.metrics_text();
+        text.lines()
+            .find_map(|l| l.strip_prefix("sqlfleet_relay_found_rows_asked_total "))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .expect("the metric")
+    };
+    let at_start = asked();
+    for _ in 0..5 {
+        for q in [
+            "BEGIN",
+            "SELECT * FROM seq_1_to_100",
+            "SELECT SUM(v) FROM t WHERE id BETWEEN 1 AND 100",
+            "SELECT * FROM seq_1_to_3 ORDER BY seq",
+            "COMMIT",
+        ] {
+            a.query_drop(q).await.expect(q);
+        }
+    }
+    let three: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("a");
+    assert_eq!(three, Some(3));
+    assert_eq!(asked(), at_start, "no question for a count set later");
+    for q in [
+        "SELECT * FROM seq_1_to_5",
+        "BEGIN",
+        "SELECT COUNT(*) FROM t WHERE 0",
+        "COMMIT",
+    ] {
+        a.query_drop(q).await.expect(q);
+    }
+    // B's statement runs on the one connection: A's count is the relay's.
+    b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
+    let five: Option<u64> = a.query_first("SELECT FOUND_ROWS()").await.expect("a");
+    assert_eq!(five, Some(5));
+    // (Read after A's next command: the relay asks after the reply.)
+    assert_eq!(asked(), at_start + 1, "asked once, at the end");
+    let _ = stop.send(());
+}
+
 /// A client whose FOUND_ROWS() another client's statement replaced on
 /// the one pooled connection gets its own count made there again before
 /// a statement that may keep it, and one too big to make is refused when

@@ -45,7 +45,7 @@ use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{self, Effects, KillTarget, Pin};
 use crate::protocol::stmt::ClientStmts;
 use crate::protocol::track::Change;
-use state::{ClientState, ForConn, FoundRowsOnConn};
+use state::{ClientState, ForConn, FoundRowsAsk, FoundRowsLost, FoundRowsOnConn};
 
 use sqlfleet_wire::command::*;
 
@@ -585,6 +585,11 @@ impl Session {
             }
             // A one-statement pin ends after the statement it was kept for.
             self.st.begin_command();
+            if self.conn.is_none() {
+                // (Dropped since the last command: a count only it held
+                // went with it.)
+                self.st.conn_gone();
+            }
             self.route = self.default_route();
             self.route_fixed = false;
             let t0 = std::time::Instant::now();
@@ -904,19 +909,10 @@ impl Session {
         if !(fx.reads_diagnostics || fx.reads_last_gtid) {
             return Ok(None);
         }
-        if self.st.found_rows_lost() && sql::calls_builtin(toks, "FOUND_ROWS") {
-            return Err(Fail::Err(
-                1235,
-                "42000",
-                format!(
-                    "sqlfleet relay: this session's FOUND_ROWS() is not known: a statement that \
-                     may keep the count before it ran on a server connection that held another \
-                     client's, and the count ({} rows) is too big to make there again \
-                     (over {}); run the SELECT whose count you need again",
-                    self.st.last_found_rows(),
-                    state::RESTORE_MAX
-                ),
-            ));
+        if let Some(why) = self.st.found_rows_lost() {
+            if sql::calls_builtin(toks, "FOUND_ROWS") {
+                return Err(Fail::Err(1235, "42000", self.found_rows_lost_words(why)));
+            }
         }
         // (Tokens lexed while the dialect was not known, and read
         // otherwise in some dialect, carry Pin::Dialect: a prepared
@@ -1203,25 +1199,60 @@ impl Session {
         }
     }
 
-    /// After SQL_CALC_FOUND_ROWS or a LIMIT with an offset only the server
-    /// knows the count: ask for it at once, on the same connection, so that the client's later
-    /// FOUND_ROWS() is answered with it wherever it runs.
+    /// Why a FOUND_ROWS() read is refused (`ClientState::found_rows_lost`).
+    fn found_rows_lost_words(&self, why: FoundRowsLost) -> String {
+        let why = match why {
+            FoundRowsLost::TooBig => format!(
+                "a statement that may keep the count before it ran on a server connection that \
+                 held another client's, and the count ({} rows) is too big to make there again \
+                 (over {})",
+                self.st.last_found_rows(),
+                state::RESTORE_MAX
+            ),
+            FoundRowsLost::NotMade => "a statement that may keep the count before it ran on a \
+                 server connection that held another client's, and making the count there \
+                 again failed"
+                .to_string(),
+            FoundRowsLost::ConnGone => "only the server connection that held it knew it, and \
+                 that connection is gone (lost, or replaced to replay the transaction)"
+                .to_string(),
+        };
+        format!(
+            "sqlfleet relay: this session's FOUND_ROWS() is not known: {why}; run the SELECT \
+             whose count you need again"
+        )
+    }
+
+    /// After a statement whose count only the server knows
+    /// (`ClientState::found_rows_ask`): asked at once, on the same
+    /// connection, so that the client's later FOUND_ROWS() is answered
+    /// with it wherever it runs — or left there while the client keeps
+    /// the connection (its FOUND_ROWS() goes there as written, and the
+    /// server's status counters see no question of the relay's:
+    /// mysql-test's main.status2).
     async fn capture_found_rows(&mut self) -> Result<(), Fail> {
-        if !self.st.found_rows_calc() {
-            return Ok(());
-        }
-        if self.st.holds_conn_for_good() {
-            // The count stays on the connection the client keeps: its
-            // FOUND_ROWS() goes there as written (`found_rows_calc`), and
-            // the server's status counters (Questions) see no question
-            // of the relay's (mysql-test's main.status2).
-            let id = self.id;
-            if let Some(c) = self.conn.as_mut() {
-                c.note_found_rows_of(Some(id));
+        match self.st.found_rows_ask() {
+            FoundRowsAsk::No => Ok(()),
+            FoundRowsAsk::Later => {
+                let id = self.id;
+                if let Some(c) = self.conn.as_mut() {
+                    c.note_found_rows_of(Some(id));
+                }
+                Ok(())
             }
-            return Ok(());
+            FoundRowsAsk::Now => self.ask_found_rows().await,
         }
-        self.ask_found_rows().await
+    }
+
+    /// Before the relay's own statement on the client's connection (which
+    /// replaces the server's FOUND_ROWS()): a count left there for later
+    /// (`FoundRowsAsk::Later`) is asked first. A connection kept for good
+    /// is not asked (session mode does not follow the client's count).
+    pub(super) async fn settle_found_rows(&mut self) -> Result<(), Fail> {
+        if self.st.found_rows_ask() != FoundRowsAsk::No && !self.st.holds_conn_for_good() {
+            self.ask_found_rows().await?;
+        }
+        Ok(())
     }
 
     /// Asks the connection for FOUND_ROWS() now and keeps it as the
@@ -1231,6 +1262,7 @@ impl Session {
             return Ok(());
         };
         let question = self.st.found_rows_question();
+        self.ctx.metrics.found_rows_asked.fetch_add(1, Relaxed);
         let v = command::query_value(c, question)
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;

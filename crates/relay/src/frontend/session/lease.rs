@@ -15,7 +15,7 @@ use super::{Fail, Session};
 use crate::backend::command::{self, Link};
 use crate::backend::pool::BackendConn;
 use crate::config::Mode;
-use crate::frontend::session::state::Parting;
+use crate::frontend::session::state::{FoundRowsLost, Parting};
 use crate::protocol::io::ForwardError;
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
@@ -56,7 +56,7 @@ impl Session {
             return Ok(());
         }
         let Some((sql, vars)) = restore else {
-            self.st.lose_found_rows();
+            self.st.lose_found_rows(FoundRowsLost::TooBig);
             return Ok(());
         };
         let mut p = vec![0x03];
@@ -66,7 +66,7 @@ impl Session {
             .map_err(|e| Fail::Lost(e.to_string()))?;
         c.note_restores(&vars);
         if o.error.is_some() {
-            self.st.lose_found_rows();
+            self.st.lose_found_rows(FoundRowsLost::NotMade);
         } else {
             c.note_found_rows_of(Some(id));
             self.ctx.metrics.found_rows_restored.fetch_add(1, Relaxed);
@@ -193,6 +193,9 @@ impl Session {
                         return Err(e);
                     }
                 }
+                // (A replay's new connection: a count only the old one
+                // held is not this one's.)
+                self.st.conn_gone();
                 self.conn = Some(c);
                 Ok(())
             }
@@ -638,6 +641,9 @@ impl Session {
         self.hold_for_schema();
         if self.st.may_release() {
             if let Some(c) = self.conn.take() {
+                // (Asked before now where it had to be: what is left is
+                // lost, never read on another client's connection.)
+                self.st.conn_gone();
                 self.ctx.pool.put(c);
             }
         }

@@ -386,6 +386,10 @@ impl Session {
         if read || self.st.in_trans() {
             return Ok(());
         }
+        self.settle_found_rows().await?;
+        let Some(c) = self.conn.as_mut() else {
+            return Ok(());
+        };
         let asked = command::query_value(c, "SELECT @@last_gtid")
             .await
             .map_err(lost)?
@@ -435,6 +439,10 @@ impl Session {
             "SELECT WSREP_LAST_WRITTEN_GTID()"
         } else {
             "SELECT @@last_gtid"
+        };
+        self.settle_found_rows().await?;
+        let Some(c) = self.conn.as_mut() else {
+            return Ok(());
         };
         match command::query_value(c, q).await {
             Ok(v) => {

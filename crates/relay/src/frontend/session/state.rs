@@ -97,13 +97,15 @@ pub(crate) struct ClientState {
     /// not known (None with this false: no write since the login or a
     /// reset, and the server's answer is '').
     gtid_unseen: bool,
-    /// That SELECT had SQL_CALC_FOUND_ROWS (only the server knows the count).
+    /// Only the server knows the client's count (SQL_CALC_FOUND_ROWS, a
+    /// LIMIT with an offset, a grouping that may keep the count before
+    /// it): it is on the client's connection, asked there
+    /// (`found_rows_ask`) or read there as the client wrote it.
     found_rows_calc: bool,
-    /// The count could not be carried to the connection of a statement
-    /// that may keep it (`found_rows_restore`): the server's count after
-    /// it may be another client's, and FOUND_ROWS() is refused until a
-    /// statement sets it anew.
-    found_rows_lost: bool,
+    /// The client's count is not known (`FoundRowsLost` says why): the
+    /// server's may be another client's, and FOUND_ROWS() is refused until
+    /// a statement sets it anew.
+    found_rows_lost: Option<FoundRowsLost>,
     /// Prepared statements (client ids) with an open cursor.
     cursors: rustc_hash::FxHashSet<u32>,
     /// Prepared statements (client ids) with long data sent.
@@ -147,6 +149,38 @@ pub(crate) const RESTORE_MAX: u64 = 100_000;
 /// ([`ClientState::found_rows_restore`]): a statement and the variables
 /// its `SET STATEMENT` sets; `None` for a count too big to make.
 pub(crate) type Restore = Option<(String, Vec<&'static str>)>;
+
+/// Why a client's FOUND_ROWS() is not known (read, it is refused with
+/// 1235 until a statement sets it anew).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FoundRowsLost {
+    /// It could not be carried to the connection of a statement that may
+    /// keep it (`found_rows_restore`): more than [`RESTORE_MAX`] rows.
+    TooBig,
+    /// The statement that makes it there failed.
+    NotMade,
+    /// Only the server knew it (`found_rows_calc`), and the connection
+    /// that held it is no longer the client's (lost, or replaced for a
+    /// transaction's replay).
+    ConnGone,
+}
+
+/// When the relay asks the server for a count only it knows
+/// ([`ClientState::found_rows_ask`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FoundRowsAsk {
+    /// The relay knows the client's count.
+    No,
+    /// Before the connection may go to another client: now.
+    Now,
+    /// The count stays where the client's statements run: on a connection
+    /// kept for good (the server holds it; asked only before a reset or a
+    /// change of user), or in a transaction, whose connection the client
+    /// keeps until a statement ends it (asked after that one, unless a
+    /// SELECT set a count the relay knows meanwhile: sysbench's
+    /// `oltp_read_only` runs a range after its `SUM(k)`).
+    Later,
+}
 
 /// Whose FOUND_ROWS() the connection holds after a statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -233,19 +267,38 @@ impl ClientState {
     /// The client's FOUND_ROWS() where the relay knows it (not one only
     /// the server holds, nor a lost one).
     pub fn known_found_rows(&self) -> Option<u64> {
-        (!self.found_rows_calc && !self.found_rows_lost).then_some(self.last_found_rows)
+        (!self.found_rows_calc && self.found_rows_lost.is_none()).then_some(self.last_found_rows)
     }
 
-    /// The client's FOUND_ROWS() is not known (`found_rows_lost`).
-    pub fn found_rows_lost(&self) -> bool {
+    /// Why the client's FOUND_ROWS() is not known, if it is not.
+    pub fn found_rows_lost(&self) -> Option<FoundRowsLost> {
         self.found_rows_lost
     }
 
-    /// The count could not be carried to the connection the next
-    /// statement runs on (`found_rows_lost`).
-    pub fn lose_found_rows(&mut self) {
-        self.found_rows_lost = true;
+    /// The client's count is not known any more (`found_rows_lost`).
+    pub fn lose_found_rows(&mut self, why: FoundRowsLost) {
+        self.found_rows_lost = Some(why);
         self.found_rows_calc = false;
+    }
+
+    /// The client's server connection is gone or about to be another's
+    /// (lost, released, replaced): a count only it held goes with it.
+    pub fn conn_gone(&mut self) {
+        if self.found_rows_calc {
+            self.lose_found_rows(FoundRowsLost::ConnGone);
+        }
+    }
+
+    /// Whether and when the server is asked for the client's count after
+    /// a statement (`found_rows_calc`).
+    pub fn found_rows_ask(&self) -> FoundRowsAsk {
+        if !self.found_rows_calc {
+            FoundRowsAsk::No
+        } else if self.holds_conn_for_good() || (self.mode == Mode::Transaction && self.in_trans) {
+            FoundRowsAsk::Later
+        } else {
+            FoundRowsAsk::Now
+        }
     }
 
     /// Prepared statement `cid` has an open cursor.
@@ -276,7 +329,7 @@ impl ClientState {
             // server's was left.
             self.last_found_rows = n;
             self.found_rows_calc = false;
-            self.found_rows_lost = false;
+            self.found_rows_lost = None;
         }
     }
 
@@ -289,7 +342,7 @@ impl ClientState {
     pub fn note_found_rows(&mut self, n: u64) {
         self.last_found_rows = n;
         self.found_rows_calc = false;
-        self.found_rows_lost = false;
+        self.found_rows_lost = None;
     }
 
     /// An execute with a cursor left it open.
@@ -360,7 +413,7 @@ impl ClientState {
             own_gtid: None,
             gtid_unseen: false,
             found_rows_calc: false,
-            found_rows_lost: false,
+            found_rows_lost: None,
             cursors: Default::default(),
             long_data: Default::default(),
             temp_tables: Some(BTreeSet::new()),
@@ -632,7 +685,7 @@ impl ClientState {
         // mode does not follow it, the server does.)
         if !(fx.found_rows_server || other)
             || self.found_rows_calc
-            || self.found_rows_lost
+            || self.found_rows_lost.is_some()
             || self.holds_conn_for_good()
         {
             return None;
@@ -695,7 +748,7 @@ impl ClientState {
             fx.found_rows_unknown_first
         };
         if (unknown || fx.found_rows_server) && o.error.is_none() {
-            if self.found_rows_lost {
+            if self.found_rows_lost.is_some() {
                 // (The connection's count may be another client's.)
                 return FoundRowsOnConn::Unknown;
             }
@@ -722,7 +775,7 @@ impl ClientState {
             FoundRowsOnConn::Unknown
         } else if fx.selects && o.result_sets > 0 && o.error.is_none() {
             self.last_found_rows = o.rows;
-            self.found_rows_lost = false;
+            self.found_rows_lost = None;
             self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
             FoundRowsOnConn::Mine
         } else if o.error.is_some() && (fx.selects || fx.statements > 1) {

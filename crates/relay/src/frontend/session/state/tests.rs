@@ -1423,7 +1423,7 @@ fn a_count_a_statement_may_keep_is_made_on_its_connection_first() {
     st.found_rows_calc = true;
     assert_eq!(st.found_rows_restore(&fx), None);
     st.found_rows_calc = false;
-    st.lose_found_rows();
+    st.lose_found_rows(FoundRowsLost::TooBig);
     assert_eq!(st.found_rows_restore(&fx), None);
 }
 
@@ -1464,15 +1464,15 @@ fn a_count_a_statement_may_keep_is_the_servers() {
     st.counts_after(&outcome(R::Rows(3)), &show, Some(true));
     assert_eq!(st.last_found_rows, 3);
     // Lost: not asked; a SELECT's rows set it again.
-    st.lose_found_rows();
+    st.lose_found_rows(FoundRowsLost::TooBig);
     assert_eq!(
         st.counts_after(&outcome(R::Rows(1)), &agg, Some(false)),
         FoundRowsOnConn::Unknown
     );
-    assert!(st.found_rows_lost && !st.found_rows_calc);
+    assert!(st.found_rows_lost.is_some() && !st.found_rows_calc);
     let sel = Query::new(b"SELECT * FROM t").effects();
     st.counts_after(&outcome(R::Rows(2)), &sel, Some(false));
-    assert!(!st.found_rows_lost);
+    assert_eq!(st.found_rows_lost, None);
     assert_eq!(st.last_found_rows, 2);
     // An answer the relay gives itself (a recorded one, the cache's)
     // sets the count: the server's left on a connection is no longer it.
@@ -1480,4 +1480,117 @@ fn a_count_a_statement_may_keep_is_the_servers() {
     st.answered_locally(&[], -1, Some(1));
     assert!(!st.found_rows_calc);
     assert_eq!(st.last_found_rows, 1);
+}
+
+/// When a count only the server knows is asked (`found_rows_ask`): at
+/// once where the connection may go to another client after the
+/// statement; later where the client keeps it (a transaction, a
+/// connection kept for good); and a connection gone with it loses it.
+#[test]
+fn a_count_only_the_server_knows_is_asked_before_its_connection_may_go() {
+    use FoundRowsAsk::{Later, No, Now};
+    struct Case {
+        rule: &'static str,
+        mode: Mode,
+        in_trans: bool,
+        pins: &'static [Pin],
+        calc: bool,
+        want: FoundRowsAsk,
+    }
+    let cases = [
+        Case {
+            rule: "a count the relay knows is not asked",
+            mode: T,
+            in_trans: false,
+            pins: &[],
+            calc: false,
+            want: No,
+        },
+        Case {
+            rule: "not even in a transaction",
+            mode: T,
+            in_trans: true,
+            pins: &[],
+            calc: false,
+            want: No,
+        },
+        Case {
+            rule: "outside a transaction the connection goes back after the statement",
+            mode: T,
+            in_trans: false,
+            pins: &[],
+            calc: true,
+            want: Now,
+        },
+        Case {
+            rule: "a pin that a later statement may drop does not wait",
+            mode: T,
+            in_trans: false,
+            pins: &[Pin::Diagnostics],
+            calc: true,
+            want: Now,
+        },
+        Case {
+            rule: "a temporary table's pin does not wait either",
+            mode: T,
+            in_trans: false,
+            pins: &[Pin::TemporaryTable],
+            calc: true,
+            want: Now,
+        },
+        Case {
+            rule: "in a transaction the client keeps the connection until it ends",
+            mode: T,
+            in_trans: true,
+            pins: &[],
+            calc: true,
+            want: Later,
+        },
+        Case {
+            rule: "a CALL keeps the connection for good",
+            mode: T,
+            in_trans: false,
+            pins: &[Pin::Call],
+            calc: true,
+            want: Later,
+        },
+        Case {
+            rule: "a text PREPARE keeps it for good",
+            mode: T,
+            in_trans: false,
+            pins: &[Pin::TextPrepare],
+            calc: true,
+            want: Later,
+        },
+        Case {
+            rule: "session mode holds it for good",
+            mode: Mode::Session,
+            in_trans: false,
+            pins: &[],
+            calc: true,
+            want: Later,
+        },
+    ];
+    for c in cases {
+        let mut st = ClientState::new(c.mode, None);
+        st.in_trans = c.in_trans;
+        st.pins.extend(c.pins.iter().copied());
+        st.found_rows_calc = c.calc;
+        assert_eq!(st.found_rows_ask(), c.want, "{}", c.rule);
+        // Its connection gone (released, lost, replaced): a count only it
+        // held is lost, one the relay knows stays.
+        st.last_found_rows = 7;
+        st.conn_gone();
+        if c.calc {
+            assert_eq!(
+                st.found_rows_lost(),
+                Some(FoundRowsLost::ConnGone),
+                "{}",
+                c.rule
+            );
+            assert_eq!(st.found_rows_ask(), No, "{}: lost, not asked", c.rule);
+        } else {
+            assert_eq!(st.known_found_rows(), Some(7), "{}", c.rule);
+        }
+    }
 }
