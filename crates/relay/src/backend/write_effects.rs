@@ -31,6 +31,7 @@ use sqlfleet_conn::quote::literal;
 
 use crate::backend::side::{field, LookupError, OwnQuery, Row, SideConn};
 use crate::backend::view_calls::ViewCalls;
+use crate::protocol::sql::insert_id::AutoCol;
 use crate::protocol::sql::{self, TableRef};
 
 /// How long a table's verdict is trusted.
@@ -42,7 +43,7 @@ const MAX_DEPTH: usize = 4;
 
 pub struct WriteEffects {
     side: Arc<SideConn>,
-    cache: std::sync::Mutex<HashMap<(String, String), (Instant, bool)>>,
+    cache: std::sync::Mutex<HashMap<(String, String), (Instant, Entry)>>,
     /// One lookup at a time: writers that missed the cache together wait
     /// for the first one's answer instead of each asking again.
     lookup: tokio::sync::Mutex<()>,
@@ -50,6 +51,15 @@ pub struct WriteEffects {
     /// (information_schema shows only those of tables it has the TRIGGER
     /// privilege on): once, and a warning when it cannot.
     asked_privilege: std::sync::atomic::AtomicBool,
+}
+
+/// What is kept of one table: whether writing it may change the session
+/// unseen, and its AUTO_INCREMENT column (for how an INSERT leaves
+/// LAST_INSERT_ID(): `protocol/sql/insert_id.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    hidden: bool,
+    auto: Option<AutoCol>,
 }
 
 /// What one table's lookup says.
@@ -75,6 +85,7 @@ pub fn judge(rows: &[Row]) -> Verdict {
             "table" if text.parse::<u64>().is_ok_and(|n| n > 0) => {}
             "table" => return Verdict::Hidden,
             "view" => return Verdict::Hidden,
+            "auto" => {}
             "default" | "trigger" => {
                 let q = sql::Query::new(text.as_bytes());
                 if q.effects().acts_unseen() {
@@ -88,6 +99,26 @@ pub fn judge(rows: &[Row]) -> Verdict {
         }
     }
     Verdict::Writes(writes)
+}
+
+/// The table's AUTO_INCREMENT column from its lookup rows (`auto`:
+/// "position name"), and whether it has triggers.
+pub fn auto_col(rows: &[Row]) -> Option<AutoCol> {
+    let triggers = rows
+        .iter()
+        .any(|r| field(Some(r), "k").as_deref() == Some("trigger"));
+    rows.iter().find_map(|r| {
+        if field(Some(r), "k").as_deref() != Some("auto") {
+            return None;
+        }
+        let s = field(Some(r), "s")?;
+        let (pos, name) = s.split_once(' ')?;
+        Some(AutoCol {
+            name: name.to_lowercase(),
+            position: pos.parse().ok()?,
+            triggers,
+        })
+    })
 }
 
 /// Whether a trigger among `rows` (of a table in `db`, where its
@@ -121,7 +152,10 @@ fn lookup_sql(db: &str, table: &str) -> String {
          UNION ALL SELECT 'default', COLUMN_DEFAULT FROM information_schema.COLUMNS \
          WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} AND COLUMN_DEFAULT IS NOT NULL \
          UNION ALL SELECT 'view', '' FROM information_schema.VIEWS \
-         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t}"
+         WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
+         UNION ALL SELECT 'auto', CONCAT(ORDINAL_POSITION, ' ', COLUMN_NAME) \
+         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
+         AND EXTRA LIKE '%auto_increment%'"
     )
 }
 
@@ -135,17 +169,27 @@ impl WriteEffects {
         }
     }
 
-    fn cached(&self, key: &(String, String)) -> Option<bool> {
+    fn cached(&self, key: &(String, String)) -> Option<Entry> {
         let c = self.cache.lock().ok()?;
         c.get(key)
             .filter(|(at, _)| at.elapsed() < TTL)
-            .map(|(_, v)| *v)
+            .map(|(_, v)| v.clone())
     }
 
     /// Whether writing `db`.`table` may change the writer's session in a
     /// way no tracker reports; `views` says which views call stored
     /// functions that do (a trigger may read one).
     pub async fn hidden(&self, db: &str, table: &str, views: &ViewCalls) -> bool {
+        self.entry(db, table, views).await.hidden
+    }
+
+    /// The AUTO_INCREMENT column of `db`.`table` (none when it has none,
+    /// or the lookup failed).
+    pub async fn auto_col(&self, db: &str, table: &str, views: &ViewCalls) -> Option<AutoCol> {
+        self.entry(db, table, views).await.auto
+    }
+
+    async fn entry(&self, db: &str, table: &str, views: &ViewCalls) -> Entry {
         let key = (db.to_string(), table.to_string());
         if let Some(v) = self.cached(&key) {
             return v;
@@ -162,14 +206,17 @@ impl WriteEffects {
                     table,
                     "looking up the table's triggers and defaults failed ({e}): its writers keep their connections"
                 );
-                true
+                Entry {
+                    hidden: true,
+                    auto: None,
+                }
             }
         };
         if let Ok(mut c) = self.cache.lock() {
             if c.len() > 10_000 {
                 c.retain(|_, (at, _)| at.elapsed() < TTL);
             }
-            c.insert(key, (Instant::now(), v));
+            c.insert(key, (Instant::now(), v.clone()));
         }
         v
     }
@@ -184,8 +231,10 @@ impl WriteEffects {
     /// The table and, through triggers, every table it writes; a trigger
     /// that names a view calling a stored function that acts unseen
     /// (`view_calls.rs`) makes it hidden too.
-    async fn follow(&self, db: &str, table: &str, views: &ViewCalls) -> Result<bool, LookupError> {
+    async fn follow(&self, db: &str, table: &str, views: &ViewCalls) -> Result<Entry, LookupError> {
         self.ask_privilege().await?;
+        let mut auto = None;
+        let hidden = |auto| Entry { hidden: true, auto };
         let mut seen = HashSet::new();
         let mut todo = vec![(db.to_string(), table.to_string(), 0usize)];
         while let Some((d, t, depth)) = todo.pop() {
@@ -193,7 +242,7 @@ impl WriteEffects {
                 continue;
             }
             if depth > MAX_DEPTH {
-                return Ok(true);
+                return Ok(hidden(auto));
             }
             let rows = self
                 .side
@@ -201,10 +250,13 @@ impl WriteEffects {
                 .await?
                 .pop()
                 .unwrap_or_default();
+            if depth == 0 {
+                auto = auto_col(&rows);
+            }
             match judge(&rows) {
-                Verdict::Hidden => return Ok(true),
+                Verdict::Hidden => return Ok(hidden(auto)),
                 Verdict::Writes(_) if reads_a_calling_view(&rows, &d, views).await => {
-                    return Ok(true)
+                    return Ok(hidden(auto))
                 }
                 Verdict::Writes(w) => todo.extend(
                     w.into_iter()
@@ -212,7 +264,10 @@ impl WriteEffects {
                 ),
             }
         }
-        Ok(false)
+        Ok(Entry {
+            hidden: false,
+            auto,
+        })
     }
 
     /// Warns once when the relay's account lacks the global TRIGGER
@@ -252,6 +307,27 @@ mod tests {
     /// A table whose lookup shows `n` columns, then `rows`.
     fn seen(n: &str, rows: &[Row]) -> Vec<Row> {
         [vec![row("table", n)], rows.to_vec()].concat()
+    }
+
+    #[test]
+    fn the_auto_increment_column_is_read_from_the_lookup() {
+        assert_eq!(auto_col(&seen("2", &[])), None);
+        let with = seen("2", &[row("auto", "1 ID")]);
+        assert_eq!(
+            auto_col(&with),
+            Some(AutoCol {
+                name: "id".into(),
+                position: 1,
+                triggers: false
+            })
+        );
+        assert_eq!(judge(&with), Verdict::Writes(vec![]), "no reason to hide");
+        let trig = seen("2", &[row("auto", "3 n"), row("trigger", "SET NEW.v = 1")]);
+        assert_eq!(
+            auto_col(&trig).map(|a| (a.position, a.triggers)),
+            Some((3, true))
+        );
+        assert_eq!(auto_col(&seen("2", &[row("auto", "x")])), None);
     }
 
     #[test]

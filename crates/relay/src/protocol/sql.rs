@@ -14,6 +14,7 @@ use sqlfleet_dump::lex::{lex, Lexed, Tok};
 mod account_targets;
 mod calls;
 mod found_rows;
+pub mod insert_id;
 mod kill;
 mod literal;
 mod substitute;
@@ -394,6 +395,11 @@ pub struct Effects {
     /// Reads the session's last insert id (LAST_INSERT_ID() without an
     /// argument, @@identity, @@last_insert_id).
     pub reads_insert_id: bool,
+    /// Calls LAST_INSERT_ID(expr), which sets it.
+    pub sets_insert_id: bool,
+    /// A text of one INSERT or REPLACE, read for how it leaves
+    /// LAST_INSERT_ID() (`insert_id.rs`).
+    pub insert: Option<insert_id::InsertShape>,
     /// Reads `@@last_gtid`: the GTID of the session's last write, which
     /// on a pooled connection is whoever wrote there last
     /// (`ClientState::own_counts` writes the client's own in).
@@ -711,6 +717,9 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
     }
     fx.read = reads > 0 && others == 0;
     fx.statements = stmts.len();
+    if let [one] = stmts.as_slice() {
+        fx.insert = insert_id::shape(sql, one);
+    }
     let mut found = kill::Found::new(fx.account_targets.take());
     (fx.kill_unread, fx.dynamic_var) = unread_kill(sql, &stmts, &mut found);
     fx.account_targets = found.accounts;
@@ -963,6 +972,7 @@ fn calls(sql: &[u8], t: &[(Tok, Range<usize>)], w0: &str, fx: &mut Effects) {
             "LAST_INSERT_ID" if call && t.get(i + 2).is_some_and(|(k, _)| k.is_punct(b')')) => {
                 fx.reads_insert_id = true
             }
+            "LAST_INSERT_ID" if call => fx.sets_insert_id = true,
             "WARNINGS" | "ERRORS" if i > 0 && word(t.first()) == Some("SHOW") => {
                 fx.reads_diagnostics = true
             }

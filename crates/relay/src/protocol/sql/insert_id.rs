@@ -1,0 +1,512 @@
+//! How a statement leaves LAST_INSERT_ID(), which the relay carries from
+//! one pooled connection to the next (`@@session.last_insert_id`).
+//!
+//! The server's OK packet does not say it: its insert id is the first id
+//! the statement generated, or — where it generated none — the
+//! AUTO_INCREMENT value of its last row as written (an explicit id), or
+//! the argument of LAST_INSERT_ID(expr); LAST_INSERT_ID() takes the
+//! first and the last of those and keeps its value through the second
+//! (measured on MariaDB 10.11: after `INSERT INTO t (id, v) VALUES (500,
+//! 1)` the OK says 500 and LAST_INSERT_ID() is still the id generated
+//! before). Taking the OK's id for the client's value gave a client that
+//! moved to another connection the explicit id (`tests/differential.rs`
+//! `an_explicit_id_leaves_last_insert_id_as_the_server_does`).
+//!
+//! So an INSERT or REPLACE is read here into an [`InsertShape`] (which
+//! columns it gives values, and what kind of value each row gives), and
+//! judged with what the catalog says of its table (the AUTO_INCREMENT
+//! column, whether triggers may write it: `backend/write_effects.rs`) into
+//! an [`InsertId`]: the OK's id is the client's value, or the value
+//! before stands, or only the server knows (the relay then asks it before
+//! the connection may go to another client). NULL, DEFAULT and 0 (unless
+//! NO_AUTO_VALUE_ON_ZERO) generate; an integer literal is explicit; any
+//! other value (an expression, a parameter, a string) is not judged.
+
+use std::ops::Range;
+
+use sqlfleet_dump::lex::Tok;
+
+use super::word;
+
+/// How a statement whose OK carried a non-zero insert id left
+/// LAST_INSERT_ID().
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertId {
+    /// It is the OK's id.
+    Sets,
+    /// It is what it was before (every row's id was written explicitly).
+    Keeps,
+    /// Only the server knows.
+    Unsure,
+}
+
+/// What one row gives the AUTO_INCREMENT column, as far as the text says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Value {
+    /// NULL or DEFAULT: a new id.
+    Generates,
+    /// The literal 0: a new id, but under NO_AUTO_VALUE_ON_ZERO.
+    Zero,
+    /// An integer literal other than 0: written as it is.
+    Explicit,
+    /// Anything else (an expression, a parameter, a string literal).
+    Unknown,
+}
+
+/// An INSERT or REPLACE as far as its insert id goes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct InsertShape {
+    /// The columns named (folded to lower case), in order; `None`: no
+    /// column list, the values are the table's columns in order.
+    pub columns: Option<Vec<String>>,
+    /// Each row's values; `None`: the rows come from a query.
+    pub rows: Option<Vec<Vec<Value>>>,
+    /// Nothing makes the OK's id mean something else: no IGNORE (a row
+    /// left out may have taken the generated id), no ON DUPLICATE KEY
+    /// UPDATE, a shape read to its end.
+    pub plain: bool,
+    /// It also calls LAST_INSERT_ID(expr).
+    pub calls_setter: bool,
+}
+
+/// The AUTO_INCREMENT column of the table an INSERT writes, as the
+/// catalog says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AutoCol {
+    /// Its name, folded to lower case.
+    pub name: String,
+    /// Its place among the table's columns (1 for the first).
+    pub position: usize,
+    /// The table has triggers (one may set the column: `SET NEW.id`).
+    pub triggers: bool,
+}
+
+/// How the statement left LAST_INSERT_ID() where its OK carried an id:
+/// `shape` is the INSERT's (none for other statements), `sets` whether
+/// the text calls LAST_INSERT_ID(expr), `auto` the written table's
+/// AUTO_INCREMENT column, `zero_is_value` NO_AUTO_VALUE_ON_ZERO in the
+/// session's sql_mode.
+pub fn after_ok(
+    shape: Option<&InsertShape>,
+    sets: bool,
+    auto: Option<&AutoCol>,
+    zero_is_value: bool,
+) -> InsertId {
+    let Some(shape) = shape else {
+        return if sets {
+            InsertId::Sets
+        } else {
+            InsertId::Unsure
+        };
+    };
+    let Some(auto) = auto.filter(|a| !a.triggers) else {
+        return InsertId::Unsure;
+    };
+    if !shape.plain || shape.calls_setter {
+        return InsertId::Unsure;
+    }
+    let at = match &shape.columns {
+        Some(cols) => match cols.iter().position(|c| *c == auto.name) {
+            Some(i) => i,
+            // Not given: every row's id is generated.
+            None => return InsertId::Sets,
+        },
+        None => auto.position.saturating_sub(1),
+    };
+    let Some(rows) = &shape.rows else {
+        return InsertId::Unsure;
+    };
+    let (mut generated, mut unknown) = (false, false);
+    for row in rows {
+        match row.get(at) {
+            Some(Value::Generates) => generated = true,
+            Some(Value::Zero) if !zero_is_value => generated = true,
+            Some(Value::Zero) | Some(Value::Explicit) => {}
+            Some(Value::Unknown) | None => unknown = true,
+        }
+    }
+    // The first generated id is the OK's and LAST_INSERT_ID()'s, whatever
+    // the other rows wrote.
+    if generated {
+        InsertId::Sets
+    } else if unknown {
+        InsertId::Unsure
+    } else {
+        InsertId::Keeps
+    }
+}
+
+/// Reads one statement's tokens (after any `SET STATEMENT ... FOR`) as an
+/// INSERT or REPLACE; `None` for any other statement.
+pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
+    let first = word(t.first())?;
+    if first != "INSERT" && first != "REPLACE" {
+        return None;
+    }
+    let mut s = InsertShape {
+        calls_setter: t.windows(3).any(|w| {
+            w[0].0.is_word("LAST_INSERT_ID") && w[1].0.is_punct(b'(') && !w[2].0.is_punct(b')')
+        }),
+        ..InsertShape::default()
+    };
+    let mut i = 1;
+    let mut plain = true;
+    while let Some(w) = word(t.get(i)) {
+        match w {
+            "LOW_PRIORITY" | "DELAYED" | "HIGH_PRIORITY" | "INTO" => i += 1,
+            "IGNORE" => {
+                plain = false;
+                i += 1;
+            }
+            _ => break,
+        }
+    }
+    // The table, maybe qualified.
+    i += 1;
+    if t.get(i).is_some_and(|(k, _)| k.is_punct(b'.')) {
+        i += 2;
+    }
+    if word(t.get(i)) == Some("PARTITION") {
+        i = after_brackets(t, i + 1)?;
+    }
+    if t.get(i).is_some_and(|(k, _)| k.is_punct(b'('))
+        && !matches!(
+            word(t.get(i + 1)),
+            Some("SELECT" | "WITH" | "VALUES" | "TABLE")
+        )
+    {
+        let end = after_brackets(t, i)?;
+        let mut cols = Vec::new();
+        for item in t[i + 1..end - 1].split(|(k, _)| k.is_punct(b',')) {
+            cols.push(name(item)?);
+        }
+        s.columns = Some(cols);
+        i = end;
+    }
+    match word(t.get(i)) {
+        Some("VALUES" | "VALUE") => {
+            let mut rows = Vec::new();
+            i += 1;
+            loop {
+                if !t.get(i).is_some_and(|(k, _)| k.is_punct(b'(')) {
+                    return None;
+                }
+                let end = after_brackets(t, i)?;
+                let row = if end == i + 2 {
+                    Vec::new()
+                } else {
+                    t[i + 1..end - 1]
+                        .split(|(k, _)| k.is_punct(b','))
+                        .map(|v| value(text, v))
+                        .collect()
+                };
+                rows.push(row);
+                i = end;
+                if t.get(i).is_some_and(|(k, _)| k.is_punct(b',')) {
+                    i += 1;
+                } else {
+                    break;
+                }
+            }
+            s.rows = Some(rows);
+        }
+        Some("SET") if s.columns.is_none() => {
+            // `SET a = 1, b = DEFAULT`: one row, named.
+            let (mut cols, mut row) = (Vec::new(), Vec::new());
+            let end = t
+                .iter()
+                .position(|(k, _)| matches!(k, Tok::Word(w) if w == "ON" || w == "RETURNING"))
+                .unwrap_or(t.len());
+            for item in split_top(&t[i + 1..end]) {
+                let eq = item.iter().position(|(k, _)| k.is_punct(b'='))?;
+                cols.push(name(&item[..eq])?);
+                row.push(value(text, &item[eq + 1..]));
+            }
+            s.columns = Some(cols);
+            s.rows = Some(vec![row]);
+            i = end;
+        }
+        // The rows of a query: only the column list can tell.
+        Some("SELECT" | "WITH" | "TABLE") => i = t.len(),
+        _ if t.get(i).is_some_and(|(k, _)| k.is_punct(b'(')) => i = t.len(),
+        _ => return None,
+    }
+    match word(t.get(i)) {
+        None | Some("RETURNING") => {}
+        // ON DUPLICATE KEY UPDATE, or anything not read.
+        _ => plain = false,
+    }
+    s.plain = plain;
+    Some(s)
+}
+
+/// The index after the bracket group opening at `i`.
+fn after_brackets(t: &[(Tok, Range<usize>)], i: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    for (j, (k, _)) in t.iter().enumerate().skip(i) {
+        if k.is_punct(b'(') {
+            depth += 1;
+        } else if k.is_punct(b')') {
+            depth = depth.checked_sub(1)?;
+            if depth == 0 {
+                return Some(j + 1);
+            }
+        }
+    }
+    None
+}
+
+/// Splits at the commas outside brackets.
+fn split_top(t: &[(Tok, Range<usize>)]) -> Vec<&[(Tok, Range<usize>)]> {
+    let mut out = Vec::new();
+    let (mut depth, mut from) = (0usize, 0);
+    for (j, (k, _)) in t.iter().enumerate() {
+        if k.is_punct(b'(') {
+            depth += 1;
+        } else if k.is_punct(b')') {
+            depth = depth.saturating_sub(1);
+        } else if k.is_punct(b',') && depth == 0 {
+            out.push(&t[from..j]);
+            from = j + 1;
+        }
+    }
+    out.push(&t[from..]);
+    out
+}
+
+/// A column named alone (maybe qualified: its last part), folded.
+fn name(item: &[(Tok, Range<usize>)]) -> Option<String> {
+    let last = match item {
+        [one] => one,
+        [_, dot, last] if dot.0.is_punct(b'.') => last,
+        [_, d1, _, d2, last] if d1.0.is_punct(b'.') && d2.0.is_punct(b'.') => last,
+        _ => return None,
+    };
+    match &last.0 {
+        Tok::Word(w) => Some(w.as_str().to_lowercase()),
+        Tok::Quoted(q) => Some(q.as_str().to_lowercase()),
+        _ => None,
+    }
+}
+
+/// What one value gives the column (split at top-level commas first:
+/// a value with a bracket is an expression, `Unknown`).
+fn value(text: &[u8], v: &[(Tok, Range<usize>)]) -> Value {
+    match v {
+        [(Tok::Word(w), _)] if w == "NULL" || w == "DEFAULT" => Value::Generates,
+        [(Tok::Literal, r)] => match text.get(r.clone()) {
+            Some(b) if !b.is_empty() && b.iter().all(u8::is_ascii_digit) => {
+                if b.iter().all(|c| *c == b'0') {
+                    Value::Zero
+                } else {
+                    Value::Explicit
+                }
+            }
+            _ => Value::Unknown,
+        },
+        _ => Value::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auto(name: &str, position: usize) -> AutoCol {
+        AutoCol {
+            name: name.into(),
+            position,
+            triggers: false,
+        }
+    }
+
+    /// Each row: a statement, the catalog's AUTO_INCREMENT column (id,
+    /// first of the table's columns), and how the statement leaves
+    /// LAST_INSERT_ID() — measured against MariaDB 10.11 where the rule
+    /// says so (`tests/differential.rs`).
+    #[test]
+    fn how_a_statement_leaves_last_insert_id() {
+        use InsertId::*;
+        let id = Some(auto("id", 1));
+        let cases: &[(&str, Option<AutoCol>, bool, InsertId)] = &[
+            ("INSERT INTO t (v) VALUES (1)", id.clone(), false, Sets),
+            ("INSERT INTO t (v) VALUES (?)", id.clone(), false, Sets),
+            ("INSERT INTO t (v) SELECT v FROM u", id.clone(), false, Sets),
+            ("INSERT INTO t SET v = 1 + 2", id.clone(), false, Sets),
+            (
+                "INSERT INTO t (id, v) VALUES (500, 1)",
+                id.clone(),
+                false,
+                Keeps,
+            ),
+            (
+                "INSERT INTO t (`ID`, v) VALUES (500, 1), (501, 2)",
+                id.clone(),
+                false,
+                Keeps,
+            ),
+            ("INSERT INTO t VALUES (500, 1)", id.clone(), false, Keeps),
+            (
+                "REPLACE INTO t (id, v) VALUES (500, 1)",
+                id.clone(),
+                false,
+                Keeps,
+            ),
+            ("INSERT INTO t SET id = 7, v = 1", id.clone(), false, Keeps),
+            (
+                "INSERT INTO t (id, v) VALUES (NULL, 1), (700, 2)",
+                id.clone(),
+                false,
+                Sets,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (700, 1), (DEFAULT, 2)",
+                id.clone(),
+                false,
+                Sets,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (0, 1)",
+                id.clone(),
+                false,
+                Sets,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (0, 1)",
+                id.clone(),
+                true,
+                Keeps,
+            ),
+            ("INSERT INTO t VALUES (NULL, 1)", id.clone(), false, Sets),
+            (
+                "INSERT INTO db.t (db.t.id, v) VALUES (9, 1)",
+                id.clone(),
+                false,
+                Keeps,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (?, ?)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (1 + 1, 1)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES ('5', 1)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (-5, 1)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (@x, 1)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (id, v) SELECT 5, 1",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            ("INSERT INTO t SELECT 5, 1", id.clone(), false, Unsure),
+            (
+                "INSERT IGNORE INTO t (v) VALUES (1)",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (v) VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (v) VALUES (LAST_INSERT_ID(5))",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+            (
+                "INSERT INTO t (v) VALUES (1) RETURNING id",
+                id.clone(),
+                false,
+                Sets,
+            ),
+            ("INSERT INTO t (v) VALUES (1)", None, false, Unsure),
+            (
+                "UPDATE t SET v = LAST_INSERT_ID(77) WHERE id = 5",
+                id.clone(),
+                false,
+                Sets,
+            ),
+            ("SELECT LAST_INSERT_ID(5)", None, false, Sets),
+            ("CALL p()", None, false, Unsure),
+            (
+                "LOAD DATA INFILE 'f' INTO TABLE t",
+                id.clone(),
+                false,
+                Unsure,
+            ),
+        ];
+        for (sql, auto, zero, want) in cases {
+            let q = crate::protocol::sql::Query::new(sql.as_bytes());
+            let t = q.tokens();
+            let s = shape(sql.as_bytes(), t);
+            assert_eq!(
+                s,
+                q.effects().insert,
+                "{sql}: read once, kept in the effects"
+            );
+            let sets = q.effects().sets_insert_id;
+            assert_eq!(
+                after_ok(s.as_ref(), sets, auto.as_ref(), *zero),
+                *want,
+                "{sql}"
+            );
+        }
+        // A table with triggers: one may write the column.
+        let mut trig = auto("id", 1);
+        trig.triggers = true;
+        let s = shape(
+            b"INSERT INTO t (v) VALUES (1)",
+            crate::protocol::sql::Query::new(b"INSERT INTO t (v) VALUES (1)").tokens(),
+        );
+        assert_eq!(
+            after_ok(s.as_ref(), false, Some(&trig), false),
+            InsertId::Unsure
+        );
+        // The column elsewhere in the table: the positional value counts.
+        let sql = b"INSERT INTO t VALUES ('a', 500)";
+        let s = shape(sql, crate::protocol::sql::Query::new(sql).tokens());
+        assert_eq!(
+            after_ok(s.as_ref(), false, Some(&auto("id", 2)), false),
+            InsertId::Keeps
+        );
+    }
+
+    /// Any bytes: no panic, and a shape only for INSERT and REPLACE.
+    #[test]
+    fn any_text_reads_without_panic() {
+        use proptest::prelude::*;
+        proptest!(|(s in "(INSERT|REPLACE|SELECT)? ?[ a-z0-9(),=?'@.`]{0,60}")| {
+            let q = crate::protocol::sql::Query::new(s.as_bytes());
+            let got = shape(s.as_bytes(), q.tokens());
+            if got.is_some() {
+                prop_assert!(s.starts_with("INSERT") || s.starts_with("REPLACE"));
+            }
+        });
+    }
+}
