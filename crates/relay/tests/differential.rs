@@ -937,6 +937,41 @@ async fn every_kind_of_statement_leaves_found_rows_as_the_server_does() {
     );
 }
 
+/// Two clients of database `db` (set up afresh) on a relay in
+/// transaction mode with one pooled connection, which they take in turns.
+async fn two_clients_one_connection(
+    db: &str,
+) -> (
+    mysql_async::Conn,
+    mysql_async::Conn,
+    std::sync::Arc<sqlfleet_relay::Relay>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let srv = server();
+    {
+        let _ddl = ROUTINE_DDL.write().await;
+        setup(srv, db).await;
+    }
+    let (port, stop, relay) =
+        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
+    let a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", db).await)
+        .await
+        .expect("client a");
+    let b = mysql_async::Conn::new(client_opts(port, "app", "app-pw", db).await)
+        .await
+        .expect("client b");
+    (a, b, relay, stop)
+}
+
+/// A counter of the relay's metrics (`name` without the prefix).
+fn metric(relay: &sqlfleet_relay::Relay, name: &str) -> u64 {
+    let text = relay.metrics_text();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("sqlfleet_relay_{name} ")))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("{name} in {text}"))
+}
+
 /// The shapes of `FOUND_ROWS_SHAPES` whose count only the server knows
 /// (the relay asks it), run in transactions: the count stays on the
 /// connection the client keeps until the transaction ends (asked then,
@@ -1040,29 +1075,11 @@ async fn a_count_left_on_the_connection_through_a_transaction_is_the_servers() {
 /// does not change it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transaction_asks_the_server_its_count_only_when_it_ends_unknown() {
-    let srv = server();
-    {
-        let _ddl = ROUTINE_DDL.write().await;
-        setup(srv, "fra").await;
-    }
-    let (port, stop, relay) =
-        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
-    let mut a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "fra").await)
-        .await
-        .expect("client a");
-    let mut b = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "fra").await)
-        .await
-        .expect("client b");
+    let (mut a, mut b, relay, stop) = two_clients_one_connection("fra").await;
     a.query_drop("INSERT INTO t (v) VALUES (1), (2), (3)")
         .await
         .expect("rows");
-    let asked = || {
-        let text = relay.metrics_text();
-        text.lines()
-            .find_map(|l| l.strip_prefix("sqlfleet_relay_found_rows_asked_total "))
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .expect("the metric")
-    };
+    let asked = || metric(&relay, "found_rows_asked_total");
     let at_start = asked();
     for _ in 0..5 {
         for q in [
@@ -1095,25 +1112,138 @@ async fn a_transaction_asks_the_server_its_count_only_when_it_ends_unknown() {
     let _ = stop.send(());
 }
 
+/// LAST_INSERT_ID() after every INSERT shape that gives the
+/// AUTO_INCREMENT column values or not — written ids, generated ones,
+/// both in one statement, 0, an expression, a parameter, IGNORE, ON
+/// DUPLICATE KEY UPDATE, a table with a trigger, REPLACE, INSERT ...
+/// SELECT, LAST_INSERT_ID(expr), in and out of a transaction — read
+/// right after, and again after a statement that eight clients sharing
+/// two connections interleave, is what a direct session gets. The
+/// server's OK carries a written id, which leaves LAST_INSERT_ID() as
+/// it was (before, a client that moved to another connection was given
+/// the written id: 500 where the server said 1).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_id_leaves_last_insert_id_as_the_server_does() {
+    use Step::*;
+    let srv = server();
+    let shapes = [
+        "INSERT INTO t (id, v) VALUES ({n}, 1)",
+        "INSERT INTO t VALUES ({n}, 2)",
+        "INSERT INTO t SET id = {n}, v = 3",
+        "INSERT INTO t (id, v) VALUES ({n}, 1), (NULL, 2)",
+        "INSERT INTO t (id, v) VALUES (DEFAULT, 1), ({n}, 2)",
+        "INSERT INTO t (id, v) VALUES (0, 1)",
+        "INSERT INTO t (id, v) VALUES ({n} + 0, 1)",
+        "INSERT IGNORE INTO t (id, v) VALUES ({n}, 1), ({n}, 2)",
+        "INSERT INTO t (id, v) VALUES ({n}, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+        "INSERT INTO tt (id, v) VALUES ({n}, 1)",
+        "INSERT INTO tt (v) VALUES (5)",
+        "REPLACE INTO t (id, v) VALUES ({n}, 9)",
+        "INSERT INTO t (id, v) SELECT {n}, 1",
+        "INSERT INTO t (v) SELECT 4",
+        "SELECT LAST_INSERT_ID({n})",
+    ];
+    let read = || Text("SELECT LAST_INSERT_ID(), @@last_insert_id".into());
+    let scripts: Vec<Vec<Step>> = (0..CLIENTS)
+        .map(|i| {
+            let mut script = Vec::new();
+            let mut n = 1000;
+            for k in 0..shapes.len() {
+                let shape = shapes[(k + i) % shapes.len()];
+                for in_trans in [false, true] {
+                    n += 10;
+                    script.push(Text("INSERT INTO t (v) VALUES (7)".into()));
+                    if in_trans {
+                        script.push(Text("BEGIN".into()));
+                    }
+                    script.extend([
+                        Text(shape.replace("{n}", &n.to_string())),
+                        read(),
+                        Text("SELECT * FROM seq_1_to_2".into()),
+                        read(),
+                    ]);
+                    if in_trans {
+                        script.push(Text("COMMIT".into()));
+                        script.push(read());
+                    }
+                }
+            }
+            // As server-side prepared statements: a written id as a
+            // parameter (only the server can tell), a generated one.
+            for (sql, id) in [
+                ("INSERT INTO t (id, v) VALUES (?, 1)", 5000 + i as i64),
+                ("INSERT INTO t (v) VALUES (?)", 1),
+            ] {
+                script.extend([
+                    Text("INSERT INTO t (v) VALUES (7)".into()),
+                    Prepared(sql.into(), vec![id.into()]),
+                    Text("SELECT * FROM seq_1_to_2".into()),
+                    read(),
+                ]);
+            }
+            script
+        })
+        .collect();
+    let direct = same_both_ways(srv, scripts.clone(), "lid").await;
+    // What the relay must imitate happened: a written id left the
+    // generated one before it (client 0 runs the shapes in order).
+    let first = scripts[0]
+        .iter()
+        .position(
+            |s| matches!(s, Text(t) if t.starts_with("INSERT INTO t (id, v) VALUES (1010, 1)")),
+        )
+        .expect("the shape");
+    assert_eq!(direct[0][first + 1], "'1','1'", "{direct:?}");
+    assert_eq!(direct[0][first + 3], "'1','1'", "{direct:?}");
+}
+
+/// A written id costs nothing: a client that inserts with its own ids
+/// (sysbench's `oltp_read_write` does) and shares the one connection
+/// with another client has no LAST_INSERT_ID() to carry between them
+/// (before, the written id was taken for it and set again each time the
+/// client came back: one statement per transaction), and nothing is
+/// asked; an id only the server knows is asked once, before the
+/// connection goes to the other client.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_written_id_costs_no_statement_and_an_unknown_one_is_asked_once() {
+    let (mut a, mut b, relay, stop) = two_clients_one_connection("lic").await;
+    let metric = |name: &str| metric(&relay, name);
+    a.query_drop("SELECT 1").await.expect("a");
+    b.query_drop("SELECT 1").await.expect("b");
+    let (syncs, asked) = (metric("state_syncs_total"), metric("insert_id_asked_total"));
+    for n in 0..10 {
+        for q in [
+            "BEGIN".to_string(),
+            format!("INSERT INTO t (id, v) VALUES ({}, 1)", 100 + n),
+            "COMMIT".to_string(),
+        ] {
+            a.query_drop(&q).await.expect("a");
+        }
+        b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
+    }
+    let id: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("a");
+    assert_eq!(id, Some(0), "a written id leaves it as it was");
+    assert_eq!(metric("state_syncs_total"), syncs, "nothing carried");
+    assert_eq!(metric("insert_id_asked_total"), asked, "nothing asked");
+    // An id given by an expression: only the server can tell; asked once,
+    // then carried to the other client's turn and back.
+    a.query_drop("INSERT INTO t (id, v) VALUES (200 + 0, 1)")
+        .await
+        .expect("a");
+    b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
+    let id: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("a");
+    assert_eq!(id, Some(0));
+    assert_eq!(metric("insert_id_asked_total"), asked + 1);
+    let _ = stop.send(());
+}
+
 /// A client whose FOUND_ROWS() another client's statement replaced on
 /// the one pooled connection gets its own count made there again before
 /// a statement that may keep it, and one too big to make is refused when
 /// read, never answered with the other client's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_count_another_client_replaced_is_made_again_or_refused() {
-    let srv = server();
-    {
-        let _ddl = ROUTINE_DDL.write().await;
-        setup(srv, "frc").await;
-    }
-    let (port, stop, relay) =
-        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
-    let mut a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "frc").await)
-        .await
-        .expect("client a");
-    let mut b = mysql_async::Conn::new(client_opts(port, "app", "app-pw", "frc").await)
-        .await
-        .expect("client b");
+    let (mut a, mut b, relay, stop) = two_clients_one_connection("frc").await;
     let mut results = Vec::new();
     for rows in [100u64, 3, 200_000] {
         a.query_drop(format!("SELECT * FROM seq_1_to_{rows}"))

@@ -148,6 +148,10 @@ pub struct Metrics {
     /// The relay's own `SELECT FOUND_ROWS()` after a client's statement
     /// whose count only the server knew (`ClientState::found_rows_ask`).
     pub found_rows_asked: AtomicU64,
+    /// The relay's own `SELECT LAST_INSERT_ID()` after a client's INSERT
+    /// whose ids it could not tell generated from written
+    /// (`protocol/sql/insert_id.rs`).
+    pub insert_id_asked: AtomicU64,
     pub read_retries: AtomicU64,
     /// Statements run again on another server after theirs was lost
     /// where nothing of the client's was lost with it (a BEGIN, a read,
@@ -363,6 +367,7 @@ const COUNTERS: &[Counter] = &[
     ("answered_locally_total", "Connect-time variable reads answered from the server's recorded reply.", |m| &m.answered_locally),
     ("found_rows_restored_total", "Statements a client's FOUND_ROWS() was made on their connection for first (one that may leave the count before it ran on a connection holding another's).", |m| &m.found_rows_restored),
     ("found_rows_asked_total", "Statements the relay ran to ask the server a client's FOUND_ROWS() (after a statement whose count only the server knew, before the connection went back to the pool).", |m| &m.found_rows_asked),
+    ("insert_id_asked_total", "Statements the relay ran to ask the server a client's LAST_INSERT_ID() (after an INSERT whose ids it could not tell generated from written, before the connection went back to the pool).", |m| &m.insert_id_asked),
     ("state_syncs_total", "Session state replayed on a backend connection.", |m| &m.state_syncs),
     ("read_retries_total", "Reads retried on another backend after their replica died.", |m| &m.read_retries),
     ("lost_retries_total", "Statements run again after their server connection was lost with nothing of the client's on it (BEGIN, a read, a write under autocommit=0).", |m| &m.lost_retries),

@@ -109,7 +109,7 @@ impl BackendConn {
     /// The replay's `SET` ran: it has the client's session now.
     pub fn replayed(&mut self, settings: &[Setting], last_insert_id: u64) {
         self.settings = settings.to_vec();
-        self.last_insert_id = last_insert_id;
+        self.last_insert_id = Some(last_insert_id);
     }
 
     /// A statement on it set `s` (replacing its earlier value).
@@ -132,7 +132,7 @@ impl BackendConn {
             self.db = db;
         }
         if let Some(id) = insert_id {
-            self.last_insert_id = id;
+            self.last_insert_id = Some(id);
         }
     }
 
@@ -195,7 +195,13 @@ impl BackendConn {
 
     /// Its LAST_INSERT_ID() is now `id`.
     pub fn note_last_insert_id(&mut self, id: u64) {
-        self.last_insert_id = id;
+        self.last_insert_id = Some(id);
+    }
+
+    /// Its LAST_INSERT_ID() is not known (a statement whose id only the
+    /// server knows, a replay): set again for the next client.
+    pub fn forget_last_insert_id(&mut self) {
+        self.last_insert_id = None;
     }
 
     /// Whose FOUND_ROWS() it holds now: client `id`'s, or nobody's known.
@@ -224,9 +230,15 @@ fn reset_needed(have: &[Setting], want: &[Setting]) -> bool {
 }
 
 /// What brings a connection that has settings `have` and LAST_INSERT_ID()
-/// `have_id` (logged in with capabilities `caps`) to a client's `want` and
-/// `want_id`.
-pub fn diff(have: &[Setting], have_id: u64, caps: u32, want: &[Setting], want_id: u64) -> Replay {
+/// `have_id` (`None`: not known) (logged in with capabilities `caps`) to a
+/// client's `want` and `want_id`.
+pub fn diff(
+    have: &[Setting],
+    have_id: Option<u64>,
+    caps: u32,
+    want: &[Setting],
+    want_id: u64,
+) -> Replay {
     let reset_first = reset_needed(have, want);
     // The client's settings in its own order (a later one may undo an
     // earlier one on the server: a collation after its character set).
@@ -236,7 +248,7 @@ pub fn diff(have: &[Setting], have_id: u64, caps: u32, want: &[Setting], want_id
         .map(|s| s.text.clone())
         .collect();
     // LAST_INSERT_ID() is per connection: the client's goes with it.
-    if have_id != want_id {
+    if have_id != Some(want_id) {
         set.push(format!("@@session.last_insert_id = {want_id}"));
     }
     for s in have {

@@ -69,7 +69,7 @@ pub struct ConnParts {
     /// tracking settings for a new session).
     pub(in crate::backend) client_tracking: Option<Arc<TrackView>>,
     /// LAST_INSERT_ID() on this connection, as far as the relay has seen.
-    pub(in crate::backend) last_insert_id: u64,
+    pub(in crate::backend) last_insert_id: Option<u64>,
     /// The last statement on it left warnings or an error, which stay
     /// until a statement that uses a table.
     pub(in crate::backend) diagnostics_dirty: bool,
@@ -202,7 +202,7 @@ impl BackendConn {
     /// tracking among them, so it is turned on again) and prepared
     /// statements; it keeps the default database.
     pub async fn after_reset(&mut self) -> Result<(), WireError> {
-        self.last_insert_id = 0;
+        self.last_insert_id = Some(0);
         self.settings.clear();
         self.stmts.clear();
         // The SET that turns tracking on again takes every pending report,
@@ -910,7 +910,7 @@ impl Pool {
                 let now = Instant::now();
                 Ok(BackendConn(Box::new(ConnParts {
                     thread_id: l.hello.connection_id,
-                    last_insert_id: 0,
+                    last_insert_id: Some(0),
                     diagnostics_dirty: false,
                     found_rows_of: None,
                     restores: Vec::new(),

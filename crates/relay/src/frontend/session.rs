@@ -45,7 +45,7 @@ use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{self, Effects, KillTarget, Pin};
 use crate::protocol::stmt::ClientStmts;
 use crate::protocol::track::Change;
-use state::{ClientState, ForConn, FoundRowsAsk, FoundRowsLost, FoundRowsOnConn};
+use state::{Ask, ClientState, ForConn, FoundRowsLost, FoundRowsOnConn};
 
 use sqlfleet_wire::command::*;
 
@@ -554,6 +554,9 @@ impl Session {
         }
         if let Some(c) = self.conn.as_mut() {
             c.note_changes(&f.settings, f.db, f.insert_id);
+            if f.insert_id_unknown {
+                c.forget_last_insert_id();
+            }
         }
     }
 
@@ -906,6 +909,17 @@ impl Session {
         dialect: Option<sqlfleet_dump::lex::Dialect>,
         fx: &Effects,
     ) -> Result<Option<Vec<u8>>, Fail> {
+        if self.st.insert_id_lost() && fx.reads_insert_id {
+            return Err(Fail::Err(
+                1235,
+                "42000",
+                "sqlfleet relay: this session's LAST_INSERT_ID() is not known: only the server \
+                 connection that held it knew it (an INSERT whose ids the relay could not tell \
+                 generated from written), and that connection is gone; an INSERT that \
+                 generates an id, or LAST_INSERT_ID(expr), sets it anew"
+                    .into(),
+            ));
+        }
         if !(fx.reads_diagnostics || fx.reads_last_gtid) {
             return Ok(None);
         }
@@ -1231,50 +1245,65 @@ impl Session {
     /// server's status counters see no question of the relay's:
     /// mysql-test's main.status2).
     async fn capture_found_rows(&mut self) -> Result<(), Fail> {
-        match self.st.found_rows_ask() {
-            FoundRowsAsk::No => Ok(()),
-            FoundRowsAsk::Later => {
-                let id = self.id;
-                if let Some(c) = self.conn.as_mut() {
-                    c.note_found_rows_of(Some(id));
-                }
-                Ok(())
-            }
-            FoundRowsAsk::Now => self.ask_found_rows().await,
+        let (found, insert) = (self.st.found_rows_ask(), self.st.insert_id_ask());
+        if found == Ask::Now || insert == Ask::Now {
+            return self.ask_server(found != Ask::No, insert != Ask::No).await;
         }
-    }
-
-    /// Before the relay's own statement on the client's connection (which
-    /// replaces the server's FOUND_ROWS()): a count left there for later
-    /// (`FoundRowsAsk::Later`) is asked first. A connection kept for good
-    /// is not asked (session mode does not follow the client's count).
-    pub(super) async fn settle_found_rows(&mut self) -> Result<(), Fail> {
-        if self.st.found_rows_ask() != FoundRowsAsk::No && !self.st.holds_conn_for_good() {
-            self.ask_found_rows().await?;
+        if found == Ask::Later {
+            let id = self.id;
+            if let Some(c) = self.conn.as_mut() {
+                c.note_found_rows_of(Some(id));
+            }
         }
         Ok(())
     }
 
-    /// Asks the connection for FOUND_ROWS() now and keeps it as the
-    /// client's count.
-    pub(super) async fn ask_found_rows(&mut self) -> Result<(), Fail> {
+    /// Before the relay's own statement on the client's connection (which
+    /// replaces the server's FOUND_ROWS()): a count left there for later
+    /// (`Ask::Later`) is asked first. A connection kept for good
+    /// is not asked (session mode does not follow the client's count).
+    pub(super) async fn settle_found_rows(&mut self) -> Result<(), Fail> {
+        if self.st.found_rows_ask() != Ask::No && !self.st.holds_conn_for_good() {
+            self.ask_server(true, false).await?;
+        }
+        Ok(())
+    }
+
+    /// Asks the connection now for the client's FOUND_ROWS() (`found`)
+    /// and LAST_INSERT_ID() (`insert`), and keeps them as the client's.
+    pub(super) async fn ask_server(&mut self, found: bool, insert: bool) -> Result<(), Fail> {
         let Some(c) = self.conn.as_mut() else {
             return Ok(());
         };
-        let question = self.st.found_rows_question();
-        self.ctx.metrics.found_rows_asked.fetch_add(1, Relaxed);
-        let v = command::query_value(c, question)
+        let question = self.st.question(found, insert);
+        if found {
+            self.ctx.metrics.found_rows_asked.fetch_add(1, Relaxed);
+        }
+        if insert {
+            self.ctx.metrics.insert_id_asked.fetch_add(1, Relaxed);
+        }
+        let row = command::query_row(c, &question)
             .await
             .map_err(|e| Fail::Lost(e.to_string()))?;
         if question.starts_with("SET STATEMENT") {
             c.note_restores(&["optimizer_trace"]);
         }
+        let get = |name: &str| -> Option<u64> {
+            row.iter()
+                .flatten()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| v.as_deref()?.parse().ok())
+        };
         // The question's own one row is the server's count now.
-        if let Some(n) = v.and_then(|v| v.parse().ok()) {
+        if let Some(n) = get("f").filter(|_| found) {
             self.st.note_found_rows(n);
             if n == 1 {
                 c.note_found_rows_of(Some(self.id));
             }
+        }
+        if let Some(n) = get("i").filter(|_| insert) {
+            self.st.note_insert_id(n);
+            c.note_last_insert_id(n);
         }
         Ok(())
     }

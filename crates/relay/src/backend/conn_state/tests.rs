@@ -136,8 +136,14 @@ fn what_brings_a_connection_to_a_clients_session() {
         },
     ];
     for r in rows {
-        let got = diff(&r.have, r.have_id, r.caps, &r.want, r.want_id);
+        let got = diff(&r.have, Some(r.have_id), r.caps, &r.want, r.want_id);
         assert_eq!(got.reset_first, r.reset_first, "{}: reset", r.name);
         assert_eq!(got.set, r.set, "{}: SET", r.name);
     }
+    // A connection whose LAST_INSERT_ID() is not known gets the client's
+    // whatever it is.
+    assert_eq!(
+        diff(&[], None, 0, &[], 0).set,
+        vec!["@@session.last_insert_id = 0"]
+    );
 }

@@ -16,6 +16,26 @@ use crate::protocol::sql::Setting;
 /// ANSI_QUOTES (none holds NO_BACKSLASH_ESCAPES).
 const COMBINATIONS: [&str; 6] = ["ANSI", "DB2", "MAXDB", "MSSQL", "ORACLE", "POSTGRESQL"];
 
+/// Whether NO_AUTO_VALUE_ON_ZERO is in the sql_mode of a session whose
+/// recorded settings are `settings` (`of_session`'s reading; `None` when
+/// it cannot be told): an INSERT's 0 is then an id, not a new one.
+pub fn zero_is_value(settings: &[Setting], login_sql_mode: Option<&str>) -> Option<bool> {
+    let set = settings
+        .iter()
+        .rev()
+        .find(|s| s.name == "sql_mode")
+        .map(|s| value_of(&s.text));
+    let mode: Cow<'_, str> = match set {
+        None | Some(Value::Default) => Cow::Borrowed(login_sql_mode?),
+        Some(Value::Literal(v)) => v,
+        Some(Value::Unknown) => return None,
+    };
+    Some(
+        mode.split(',')
+            .any(|f| f.trim().eq_ignore_ascii_case("NO_AUTO_VALUE_ON_ZERO")),
+    )
+}
+
 /// The dialect of a session whose recorded settings are `settings`, which
 /// logged in with `login_collation` on a server whose global sql_mode was
 /// `login_sql_mode`. `None` when the sql_mode cannot be told (the global

@@ -275,8 +275,10 @@ impl Session {
                     )));
                 }
                 Some(Ok(Ok(insert_id))) => {
-                    if let (Some(c), Some(id)) = (self.conn.as_mut(), insert_id) {
-                        c.note_last_insert_id(id);
+                    if let (Some(c), Some(_)) = (self.conn.as_mut(), insert_id) {
+                        // (An OK's id may be one written, which leaves
+                        // LAST_INSERT_ID() as it was: set again.)
+                        c.forget_last_insert_id();
                     }
                     return Ok(());
                 }

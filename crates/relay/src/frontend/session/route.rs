@@ -523,7 +523,44 @@ impl Session {
             self.pin(Pin::StoredFunction);
         }
         self.pin_unseen_write_effects(fx).await;
+        self.judge_insert_id(fx).await;
         Ok(())
+    }
+
+    /// How the statement will leave LAST_INSERT_ID() where its OK carries
+    /// an id (`protocol/sql/insert_id.rs`), judged with the catalog's
+    /// AUTO_INCREMENT column of the table an INSERT writes (the lookup
+    /// `pin_unseen_write_effects` made, kept for a while). Only transaction
+    /// mode carries the id between connections; a connection kept for the
+    /// whole session holds it, and the OK's id is kept as before.
+    async fn judge_insert_id(&mut self, fx: &Effects) {
+        use crate::protocol::sql::insert_id::{self, InsertId};
+        if self.st.mode() != Mode::Transaction {
+            self.st.expect_insert_id(InsertId::Sets);
+            return;
+        }
+        let mut auto = None;
+        if let (Some(_), [w]) = (&fx.insert, fx.writes.as_slice()) {
+            let db = w.db.as_ref().or(self.st.db().as_ref()).cloned();
+            if let Some(db) = db {
+                auto = self
+                    .ctx
+                    .write_effects
+                    .auto_col(&db, &w.name, &self.ctx.view_calls)
+                    .await;
+            }
+        }
+        let login = self
+            .login_sql_mode
+            .clone()
+            .or_else(|| self.ctx.pool.health.sql_mode());
+        let zero = super::dialect::zero_is_value(self.st.settings(), login.as_deref());
+        self.st.expect_insert_id(insert_id::after_ok(
+            fx.insert.as_ref(),
+            fx.sets_insert_id,
+            auto.as_ref(),
+            zero,
+        ));
     }
 
     /// A client holding a replica's connection got there by a read that

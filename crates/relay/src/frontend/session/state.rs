@@ -19,6 +19,7 @@ use crate::config::Mode;
 use crate::protocol::reply::{
     Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
 };
+use crate::protocol::sql::insert_id::InsertId;
 use crate::protocol::sql::{self, upsert, Effects, LockOp, Pin, Setting, TempOp};
 use crate::protocol::track::Change;
 
@@ -86,6 +87,15 @@ pub(crate) struct ClientState {
     last_row_count: i64,
     /// LAST_INSERT_ID() as the client's session has it.
     last_insert_id: u64,
+    /// How the current statement leaves LAST_INSERT_ID() where its OK
+    /// carries an id (`insert_id.rs`; judged before it runs).
+    insert_id_rule: InsertId,
+    /// Only the server knows the client's LAST_INSERT_ID(): it is on the
+    /// client's connection, asked there (`insert_id_ask`).
+    insert_id_unsure: bool,
+    /// The connection that held it went first: reads of it are refused
+    /// until a statement sets it anew.
+    insert_id_lost: bool,
     /// FOUND_ROWS() after the client's last SELECT.
     last_found_rows: u64,
     /// `@@last_gtid` as the client's session has it: the GTID the server
@@ -129,6 +139,8 @@ pub(crate) struct ForConn {
     pub db: Option<Option<String>>,
     /// The connection's LAST_INSERT_ID() is now this.
     pub insert_id: Option<u64>,
+    /// The connection's LAST_INSERT_ID() is only the server's now.
+    pub insert_id_unknown: bool,
     /// Pins newly taken.
     pub pinned: Vec<Pin>,
     /// The server reported variables: the connection's pending restores
@@ -165,15 +177,16 @@ pub(crate) enum FoundRowsLost {
     ConnGone,
 }
 
-/// When the relay asks the server for a count only it knows
-/// ([`ClientState::found_rows_ask`]).
+/// When the relay asks the server what only it knows of the client's
+/// session: a count ([`ClientState::found_rows_ask`]) or LAST_INSERT_ID()
+/// ([`ClientState::insert_id_ask`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum FoundRowsAsk {
-    /// The relay knows the client's count.
+pub(crate) enum Ask {
+    /// The relay knows it.
     No,
     /// Before the connection may go to another client: now.
     Now,
-    /// The count stays where the client's statements run: on a connection
+    /// It stays where the client's statements run: on a connection
     /// kept for good (the server holds it; asked only before a reset or a
     /// change of user), or in a transaction, whose connection the client
     /// keeps until a statement ends it (asked after that one, unless a
@@ -287,18 +300,51 @@ impl ClientState {
         if self.found_rows_calc {
             self.lose_found_rows(FoundRowsLost::ConnGone);
         }
+        if self.insert_id_unsure {
+            self.insert_id_unsure = false;
+            self.insert_id_lost = true;
+        }
     }
 
     /// Whether and when the server is asked for the client's count after
     /// a statement (`found_rows_calc`).
-    pub fn found_rows_ask(&self) -> FoundRowsAsk {
-        if !self.found_rows_calc {
-            FoundRowsAsk::No
+    pub fn found_rows_ask(&self) -> Ask {
+        self.ask_when(self.found_rows_calc)
+    }
+
+    /// Whether and when the server is asked for the client's
+    /// LAST_INSERT_ID() after a statement (`insert_id_unsure`).
+    pub fn insert_id_ask(&self) -> Ask {
+        self.ask_when(self.insert_id_unsure)
+    }
+
+    fn ask_when(&self, unknown: bool) -> Ask {
+        if !unknown {
+            Ask::No
         } else if self.holds_conn_for_good() || (self.mode == Mode::Transaction && self.in_trans) {
-            FoundRowsAsk::Later
+            Ask::Later
         } else {
-            FoundRowsAsk::Now
+            Ask::Now
         }
+    }
+
+    /// How the statement about to run leaves LAST_INSERT_ID() where its
+    /// OK carries an id (`insert_id::after_ok`).
+    pub fn expect_insert_id(&mut self, rule: InsertId) {
+        self.insert_id_rule = rule;
+    }
+
+    /// The server's LAST_INSERT_ID() for the client, asked.
+    pub fn note_insert_id(&mut self, id: u64) {
+        self.last_insert_id = id;
+        self.insert_id_unsure = false;
+        self.insert_id_lost = false;
+    }
+
+    /// The client's LAST_INSERT_ID() went with a connection before it was
+    /// asked (`conn_gone`).
+    pub fn insert_id_lost(&self) -> bool {
+        self.insert_id_lost
     }
 
     /// Prepared statement `cid` has an open cursor.
@@ -409,6 +455,9 @@ impl ClientState {
             plain: true,
             last_row_count: -1,
             last_insert_id: 0,
+            insert_id_rule: InsertId::Unsure,
+            insert_id_unsure: false,
+            insert_id_lost: false,
             last_found_rows: 0,
             own_gtid: None,
             gtid_unseen: false,
@@ -547,6 +596,7 @@ impl ClientState {
     /// A new client command arrives: a one-statement pin ends after the
     /// statement it was kept for.
     pub fn begin_command(&mut self) {
+        self.insert_id_rule = InsertId::Unsure;
         self.kept_for_this = self.pin_next.take().is_some();
         self.explained = true;
         self.plain = true;
@@ -639,16 +689,25 @@ impl ClientState {
         })
     }
 
-    /// What asks the connection for FOUND_ROWS() right after the client's
-    /// statement (`found_rows_calc`). A session that set `optimizer_trace`
-    /// gets it untraced: the server keeps the trace of the last traced
-    /// statement, which must stay the client's (information_schema
-    /// .OPTIMIZER_TRACE would otherwise show the relay's question).
-    pub fn found_rows_question(&self) -> &'static str {
+    /// What asks the connection for what only it knows of the client's
+    /// session (`Ask`): FOUND_ROWS() as `f` (`found`), LAST_INSERT_ID() as
+    /// `i` (`insert`). A session that set `optimizer_trace` gets it
+    /// untraced: the server keeps the trace of the last traced statement,
+    /// which must stay the client's (information_schema.OPTIMIZER_TRACE
+    /// would otherwise show the relay's question).
+    pub fn question(&self, found: bool, insert: bool) -> String {
+        let cols: Vec<&str> = [
+            (found, "FOUND_ROWS() AS f"),
+            (insert, "LAST_INSERT_ID() AS i"),
+        ]
+        .into_iter()
+        .filter_map(|(on, c)| on.then_some(c))
+        .collect();
+        let q = format!("SELECT {}", cols.join(", "));
         if self.traces() {
-            "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT FOUND_ROWS()"
+            format!("SET STATEMENT optimizer_trace = 'enabled=off' FOR {q}")
         } else {
-            "SELECT FOUND_ROWS()"
+            q
         }
     }
 
@@ -673,7 +732,7 @@ impl ClientState {
     /// No table is read for 64 rows or fewer, so the client's warnings
     /// stay on the connection; an explicit LIMIT, so SQL_SELECT_LIMIT does
     /// not cut the rows; a session that set `optimizer_trace` keeps its
-    /// trace (`found_rows_question`).
+    /// trace (`question`).
     pub fn found_rows_restore(&self, fx: &Effects) -> Option<Restore> {
         // Reasons other than a one-row grouping's (which keeps the count
         // or sets 1).
@@ -820,9 +879,24 @@ impl ClientState {
         let plain = self.plain
             && !self.pins.contains(&Pin::StoredFunction)
             && !self.pins.contains(&Pin::WriteEffects);
-        if o.insert_id != 0 {
-            self.last_insert_id = o.insert_id;
-            out.insert_id = Some(o.insert_id);
+        match self.insert_id_rule {
+            _ if o.insert_id == 0 => {}
+            InsertId::Sets => {
+                self.last_insert_id = o.insert_id;
+                self.insert_id_unsure = false;
+                self.insert_id_lost = false;
+                out.insert_id = Some(o.insert_id);
+            }
+            InsertId::Keeps => {}
+            // The same either way.
+            InsertId::Unsure
+                if o.insert_id == self.last_insert_id
+                    && !self.insert_id_unsure
+                    && !self.insert_id_lost => {}
+            InsertId::Unsure => {
+                self.insert_id_unsure = true;
+                out.insert_id_unknown = true;
+            }
         }
         match o.status {
             Some(st) => {
@@ -1218,6 +1292,8 @@ impl ClientState {
         // FOUND_ROWS() keeps the previous SELECT's count.
         self.last_row_count = 0;
         self.last_insert_id = 0;
+        self.insert_id_unsure = false;
+        self.insert_id_lost = false;
         self.own_gtid = None;
         self.gtid_unseen = false;
         // A reset drops temporary tables and releases named locks.

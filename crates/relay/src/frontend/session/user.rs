@@ -33,7 +33,7 @@ impl Session {
     /// FOUND_ROWS() through both.
     async fn take_found_rows(&mut self) -> Result<(), Fail> {
         if self.st.found_rows_calc() && self.conn.is_some() {
-            self.ask_found_rows().await?;
+            self.ask_server(true, false).await?;
         }
         Ok(())
     }

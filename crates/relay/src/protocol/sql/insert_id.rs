@@ -84,13 +84,13 @@ pub struct AutoCol {
 /// How the statement left LAST_INSERT_ID() where its OK carried an id:
 /// `shape` is the INSERT's (none for other statements), `sets` whether
 /// the text calls LAST_INSERT_ID(expr), `auto` the written table's
-/// AUTO_INCREMENT column, `zero_is_value` NO_AUTO_VALUE_ON_ZERO in the
-/// session's sql_mode.
+/// AUTO_INCREMENT column, `zero_is_value` whether NO_AUTO_VALUE_ON_ZERO
+/// is in the session's sql_mode (`None`: not known).
 pub fn after_ok(
     shape: Option<&InsertShape>,
     sets: bool,
     auto: Option<&AutoCol>,
-    zero_is_value: bool,
+    zero_is_value: Option<bool>,
 ) -> InsertId {
     let Some(shape) = shape else {
         return if sets {
@@ -120,7 +120,8 @@ pub fn after_ok(
     for row in rows {
         match row.get(at) {
             Some(Value::Generates) => generated = true,
-            Some(Value::Zero) if !zero_is_value => generated = true,
+            Some(Value::Zero) if zero_is_value == Some(false) => generated = true,
+            Some(Value::Zero) if zero_is_value.is_none() => unknown = true,
             Some(Value::Zero) | Some(Value::Explicit) => {}
             Some(Value::Unknown) | None => unknown = true,
         }
@@ -328,136 +329,166 @@ mod tests {
     fn how_a_statement_leaves_last_insert_id() {
         use InsertId::*;
         let id = Some(auto("id", 1));
-        let cases: &[(&str, Option<AutoCol>, bool, InsertId)] = &[
-            ("INSERT INTO t (v) VALUES (1)", id.clone(), false, Sets),
-            ("INSERT INTO t (v) VALUES (?)", id.clone(), false, Sets),
-            ("INSERT INTO t (v) SELECT v FROM u", id.clone(), false, Sets),
-            ("INSERT INTO t SET v = 1 + 2", id.clone(), false, Sets),
+        let cases: &[(&str, Option<AutoCol>, Option<bool>, InsertId)] = &[
+            (
+                "INSERT INTO t (v) VALUES (1)",
+                id.clone(),
+                Some(false),
+                Sets,
+            ),
+            (
+                "INSERT INTO t (v) VALUES (?)",
+                id.clone(),
+                Some(false),
+                Sets,
+            ),
+            (
+                "INSERT INTO t (v) SELECT v FROM u",
+                id.clone(),
+                Some(false),
+                Sets,
+            ),
+            ("INSERT INTO t SET v = 1 + 2", id.clone(), Some(false), Sets),
             (
                 "INSERT INTO t (id, v) VALUES (500, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Keeps,
             ),
             (
                 "INSERT INTO t (`ID`, v) VALUES (500, 1), (501, 2)",
                 id.clone(),
-                false,
+                Some(false),
                 Keeps,
             ),
-            ("INSERT INTO t VALUES (500, 1)", id.clone(), false, Keeps),
+            (
+                "INSERT INTO t VALUES (500, 1)",
+                id.clone(),
+                Some(false),
+                Keeps,
+            ),
             (
                 "REPLACE INTO t (id, v) VALUES (500, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Keeps,
             ),
-            ("INSERT INTO t SET id = 7, v = 1", id.clone(), false, Keeps),
+            (
+                "INSERT INTO t SET id = 7, v = 1",
+                id.clone(),
+                Some(false),
+                Keeps,
+            ),
             (
                 "INSERT INTO t (id, v) VALUES (NULL, 1), (700, 2)",
                 id.clone(),
-                false,
+                Some(false),
                 Sets,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (700, 1), (DEFAULT, 2)",
                 id.clone(),
-                false,
+                Some(false),
                 Sets,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (0, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Sets,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (0, 1)",
                 id.clone(),
-                true,
+                Some(true),
                 Keeps,
             ),
-            ("INSERT INTO t VALUES (NULL, 1)", id.clone(), false, Sets),
+            (
+                "INSERT INTO t VALUES (NULL, 1)",
+                id.clone(),
+                Some(false),
+                Sets,
+            ),
             (
                 "INSERT INTO db.t (db.t.id, v) VALUES (9, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Keeps,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (?, ?)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (1 + 1, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (id, v) VALUES ('5', 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (-5, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (id, v) VALUES (@x, 1)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (id, v) SELECT 5, 1",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
-            ("INSERT INTO t SELECT 5, 1", id.clone(), false, Unsure),
+            ("INSERT INTO t SELECT 5, 1", id.clone(), Some(false), Unsure),
             (
                 "INSERT IGNORE INTO t (v) VALUES (1)",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (v) VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (v) VALUES (LAST_INSERT_ID(5))",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
             (
                 "INSERT INTO t (v) VALUES (1) RETURNING id",
                 id.clone(),
-                false,
+                Some(false),
                 Sets,
             ),
-            ("INSERT INTO t (v) VALUES (1)", None, false, Unsure),
+            ("INSERT INTO t (v) VALUES (1)", None, Some(false), Unsure),
             (
                 "UPDATE t SET v = LAST_INSERT_ID(77) WHERE id = 5",
                 id.clone(),
-                false,
+                Some(false),
                 Sets,
             ),
-            ("SELECT LAST_INSERT_ID(5)", None, false, Sets),
-            ("CALL p()", None, false, Unsure),
+            ("SELECT LAST_INSERT_ID(5)", None, Some(false), Sets),
+            ("CALL p()", None, Some(false), Unsure),
             (
                 "LOAD DATA INFILE 'f' INTO TABLE t",
                 id.clone(),
-                false,
+                Some(false),
                 Unsure,
             ),
         ];
@@ -485,14 +516,14 @@ mod tests {
             crate::protocol::sql::Query::new(b"INSERT INTO t (v) VALUES (1)").tokens(),
         );
         assert_eq!(
-            after_ok(s.as_ref(), false, Some(&trig), false),
+            after_ok(s.as_ref(), false, Some(&trig), Some(false)),
             InsertId::Unsure
         );
         // The column elsewhere in the table: the positional value counts.
         let sql = b"INSERT INTO t VALUES ('a', 500)";
         let s = shape(sql, crate::protocol::sql::Query::new(sql).tokens());
         assert_eq!(
-            after_ok(s.as_ref(), false, Some(&auto("id", 2)), false),
+            after_ok(s.as_ref(), false, Some(&auto("id", 2)), Some(false)),
             InsertId::Keeps
         );
     }

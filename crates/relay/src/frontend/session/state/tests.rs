@@ -531,6 +531,7 @@ fn what_the_connection_learns_from_an_observation() {
         ],
         ..outcome(R::Ok)
     };
+    st.expect_insert_id(InsertId::Sets);
     let f = st.observe(&o, &[]);
     assert_eq!(
         f,
@@ -538,6 +539,7 @@ fn what_the_connection_learns_from_an_observation() {
             settings: vec![Setting::from_server("time_zone", "+01:00")],
             db: Some(Some("b".into())),
             insert_id: Some(7),
+            insert_id_unknown: false,
             pinned: vec![],
             reported_vars: true,
             tracking_lost: false,
@@ -824,15 +826,19 @@ fn a_setting_replaces_what_it_assigns_on_the_server() {
 #[test]
 fn found_rows_are_asked_untraced_under_a_clients_optimizer_trace() {
     let mut st = ClientState::new(T, None);
-    assert_eq!(st.found_rows_question(), "SELECT FOUND_ROWS()");
+    assert_eq!(st.question(true, false), "SELECT FOUND_ROWS() AS f");
+    assert_eq!(
+        st.question(true, true),
+        "SELECT FOUND_ROWS() AS f, LAST_INSERT_ID() AS i"
+    );
     run(
         &mut st,
         "SET optimizer_trace = 'enabled=on'",
         R::Track("optimizer_trace", "enabled=on"),
     );
     assert_eq!(
-        st.found_rows_question(),
-        "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT FOUND_ROWS()"
+        st.question(false, true),
+        "SET STATEMENT optimizer_trace = 'enabled=off' FOR SELECT LAST_INSERT_ID() AS i"
     );
 }
 
@@ -1488,14 +1494,14 @@ fn a_count_a_statement_may_keep_is_the_servers() {
 /// connection kept for good); and a connection gone with it loses it.
 #[test]
 fn a_count_only_the_server_knows_is_asked_before_its_connection_may_go() {
-    use FoundRowsAsk::{Later, No, Now};
+    use Ask::{Later, No, Now};
     struct Case {
         rule: &'static str,
         mode: Mode,
         in_trans: bool,
         pins: &'static [Pin],
         calc: bool,
-        want: FoundRowsAsk,
+        want: Ask,
     }
     let cases = [
         Case {
@@ -1593,4 +1599,54 @@ fn a_count_only_the_server_knows_is_asked_before_its_connection_may_go() {
             assert_eq!(st.known_found_rows(), Some(7), "{}", c.rule);
         }
     }
+}
+
+/// An OK's insert id is the client's LAST_INSERT_ID() only where the
+/// statement generated it (`insert_id.rs`); where every id was written the
+/// value before stands; where the text cannot tell, only the server knows
+/// (asked before the connection may go, later in a transaction), and a
+/// connection gone with it loses it.
+#[test]
+fn an_oks_insert_id_is_the_clients_only_where_it_was_generated() {
+    let ok = |id: u64| Outcome {
+        insert_id: id,
+        ..outcome(R::Ok)
+    };
+    let mut st = ClientState::new(T, None);
+    st.expect_insert_id(InsertId::Sets);
+    let f = st.observe(&ok(5), &[]);
+    assert_eq!(
+        (st.last_insert_id, f.insert_id, f.insert_id_unknown),
+        (5, Some(5), false)
+    );
+    st.expect_insert_id(InsertId::Keeps);
+    let f = st.observe(&ok(500), &[]);
+    assert_eq!(
+        (st.last_insert_id, f.insert_id, f.insert_id_unknown),
+        (5, None, false)
+    );
+    assert_eq!(st.insert_id_ask(), Ask::No);
+    // The same value either way: nothing to ask.
+    st.expect_insert_id(InsertId::Unsure);
+    let f = st.observe(&ok(5), &[]);
+    assert!(!f.insert_id_unknown && st.insert_id_ask() == Ask::No);
+    st.expect_insert_id(InsertId::Unsure);
+    let f = st.observe(&ok(600), &[]);
+    assert_eq!((f.insert_id, f.insert_id_unknown), (None, true));
+    assert_eq!(st.insert_id_ask(), Ask::Now);
+    st.in_trans = true;
+    assert_eq!(st.insert_id_ask(), Ask::Later, "in a transaction");
+    st.in_trans = false;
+    st.note_insert_id(5);
+    assert_eq!(st.insert_id_ask(), Ask::No, "asked");
+    // Gone with its connection before it was asked: lost, until an id is
+    // generated.
+    st.expect_insert_id(InsertId::Unsure);
+    st.observe(&ok(700), &[]);
+    st.conn_gone();
+    assert!(st.insert_id_lost() && st.insert_id_ask() == Ask::No);
+    st.expect_insert_id(InsertId::Sets);
+    st.observe(&ok(8), &[]);
+    assert!(!st.insert_id_lost());
+    assert_eq!(st.last_insert_id, 8);
 }
