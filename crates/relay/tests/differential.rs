@@ -1220,6 +1220,12 @@ async fn a_written_id_costs_no_statement_and_an_unknown_one_is_asked_once() {
             a.query_drop(&q).await.expect("a");
         }
         b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
+        // The same as a server-side prepared statement, the id a
+        // parameter (sysbench's INSERT).
+        a.exec_drop("INSERT INTO t (id, v) VALUES (?, ?)", (300 + n, 1))
+            .await
+            .expect("a prepared");
+        b.query_drop("SELECT * FROM seq_1_to_2").await.expect("b");
     }
     let id: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("a");
     assert_eq!(id, Some(0), "a written id leaves it as it was");

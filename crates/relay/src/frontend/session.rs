@@ -1003,6 +1003,7 @@ impl Session {
         let had_set_expression = self.st.pins().contains(&Pin::SetExpression);
         let toks = analysed.tokens();
         self.route_and_pin(&cmd[1..], toks, &fx, false).await?;
+        self.judge_insert_id(&fx, None).await;
         let dialect = self.dialect();
         let plan = plan::plan(
             (&cmd[1..], toks, dialect.unwrap_or_default()),

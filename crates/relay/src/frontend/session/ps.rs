@@ -185,6 +185,18 @@ impl Session {
         self.drop_diagnostics_hold(fx);
         let cursor = !bulk && stmt::wants_cursor(cmd);
         self.route_and_pin(&s.key.sql, &s.toks, fx, cursor).await?;
+        // (An INSERT's parameters, for how it leaves LAST_INSERT_ID(): the
+        // types sent now, or the client's last ones.)
+        let iparams = if fx.insert.is_some() && !bulk {
+            let sent = stmt::sent_types(cmd, s.params);
+            let types =
+                sent.or_else(|| self.stmts.get_mut(id).and_then(|(_, cs)| cs.types.clone()));
+            stmt::params_key(cmd, s.params, types.as_deref())
+        } else {
+            None
+        };
+        self.judge_insert_id(fx, iparams.as_deref().map(|p| (p, s.params)))
+            .await;
         self.carry_over(fx, false).await?;
         let (key, old_cursor) = self.run_as(cid, &s, cursor)?;
         // Running again closes the cursor the statement had open: with a

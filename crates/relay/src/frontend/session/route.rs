@@ -523,7 +523,6 @@ impl Session {
             self.pin(Pin::StoredFunction);
         }
         self.pin_unseen_write_effects(fx).await;
-        self.judge_insert_id(fx).await;
         Ok(())
     }
 
@@ -533,7 +532,8 @@ impl Session {
     /// `pin_unseen_write_effects` made, kept for a while). Only transaction
     /// mode carries the id between connections; a connection kept for the
     /// whole session holds it, and the OK's id is kept as before.
-    async fn judge_insert_id(&mut self, fx: &Effects) {
+    /// `params`: an execute's parameters (`stmt::params_key`) and count.
+    pub(super) async fn judge_insert_id(&mut self, fx: &Effects, params: Option<(&[u8], u16)>) {
         use crate::protocol::sql::insert_id::{self, InsertId};
         if self.st.mode() != Mode::Transaction {
             self.st.expect_insert_id(InsertId::Sets);
@@ -555,11 +555,13 @@ impl Session {
             .clone()
             .or_else(|| self.ctx.pool.health.sql_mode());
         let zero = super::dialect::zero_is_value(self.st.settings(), login.as_deref());
+        let param = |k: usize| params.and_then(|(p, n)| crate::protocol::stmt::int_param(p, n, k));
         self.st.expect_insert_id(insert_id::after_ok(
             fx.insert.as_ref(),
             fx.sets_insert_id,
             auto.as_ref(),
             zero,
+            &param,
         ));
     }
 

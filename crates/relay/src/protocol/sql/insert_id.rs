@@ -49,6 +49,9 @@ pub enum Value {
     Zero,
     /// An integer literal other than 0: written as it is.
     Explicit,
+    /// The statement's parameter of this index (its `?` marks counted
+    /// from 0): judged by the value an execute binds.
+    Param(usize),
     /// Anything else (an expression, a parameter, a string literal).
     Unknown,
 }
@@ -85,12 +88,15 @@ pub struct AutoCol {
 /// `shape` is the INSERT's (none for other statements), `sets` whether
 /// the text calls LAST_INSERT_ID(expr), `auto` the written table's
 /// AUTO_INCREMENT column, `zero_is_value` whether NO_AUTO_VALUE_ON_ZERO
-/// is in the session's sql_mode (`None`: not known).
+/// is in the session's sql_mode (`None`: not known), `param` an execute's
+/// integer parameter by index (`None`: NULL, another type, or a text
+/// statement).
 pub fn after_ok(
     shape: Option<&InsertShape>,
     sets: bool,
     auto: Option<&AutoCol>,
     zero_is_value: Option<bool>,
+    param: &dyn Fn(usize) -> Option<i128>,
 ) -> InsertId {
     let Some(shape) = shape else {
         return if sets {
@@ -118,12 +124,20 @@ pub fn after_ok(
     };
     let (mut generated, mut unknown) = (false, false);
     for row in rows {
-        match row.get(at) {
+        let v = match row.get(at) {
+            Some(Value::Param(k)) => match param(*k) {
+                Some(0) => Some(&Value::Zero),
+                Some(n) if n > 0 => Some(&Value::Explicit),
+                _ => Some(&Value::Unknown),
+            },
+            v => v,
+        };
+        match v {
             Some(Value::Generates) => generated = true,
             Some(Value::Zero) if zero_is_value == Some(false) => generated = true,
             Some(Value::Zero) if zero_is_value.is_none() => unknown = true,
             Some(Value::Zero) | Some(Value::Explicit) => {}
-            Some(Value::Unknown) | None => unknown = true,
+            Some(Value::Unknown) | Some(Value::Param(_)) | None => unknown = true,
         }
     }
     // The first generated id is the OK's and LAST_INSERT_ID()'s, whatever
@@ -149,6 +163,19 @@ pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
             w[0].0.is_word("LAST_INSERT_ID") && w[1].0.is_punct(b'(') && !w[2].0.is_punct(b')')
         }),
         ..InsertShape::default()
+    };
+    // Each `?` by where it starts: its index among the statement's.
+    let marks: Vec<usize> = t
+        .iter()
+        .filter(|(k, _)| k.is_punct(b'?'))
+        .map(|(_, r)| r.start)
+        .collect();
+    let value = |v: &[(Tok, Range<usize>)]| match v {
+        [(k, r)] if k.is_punct(b'?') => marks
+            .iter()
+            .position(|m| *m == r.start)
+            .map_or(Value::Unknown, Value::Param),
+        _ => value(text, v),
     };
     let mut i = 1;
     let mut plain = true;
@@ -198,7 +225,7 @@ pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
                 } else {
                     t[i + 1..end - 1]
                         .split(|(k, _)| k.is_punct(b','))
-                        .map(|v| value(text, v))
+                        .map(value)
                         .collect()
                 };
                 rows.push(row);
@@ -221,7 +248,7 @@ pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
             for item in split_top(&t[i + 1..end]) {
                 let eq = item.iter().position(|(k, _)| k.is_punct(b'='))?;
                 cols.push(name(&item[..eq])?);
-                row.push(value(text, &item[eq + 1..]));
+                row.push(value(&item[eq + 1..]));
             }
             s.columns = Some(cols);
             s.rows = Some(vec![row]);
@@ -503,7 +530,7 @@ mod tests {
             );
             let sets = q.effects().sets_insert_id;
             assert_eq!(
-                after_ok(s.as_ref(), sets, auto.as_ref(), *zero),
+                after_ok(s.as_ref(), sets, auto.as_ref(), *zero, &|_| None),
                 *want,
                 "{sql}"
             );
@@ -516,15 +543,49 @@ mod tests {
             crate::protocol::sql::Query::new(b"INSERT INTO t (v) VALUES (1)").tokens(),
         );
         assert_eq!(
-            after_ok(s.as_ref(), false, Some(&trig), Some(false)),
+            after_ok(s.as_ref(), false, Some(&trig), Some(false), &|_| None),
             InsertId::Unsure
         );
         // The column elsewhere in the table: the positional value counts.
         let sql = b"INSERT INTO t VALUES ('a', 500)";
         let s = shape(sql, crate::protocol::sql::Query::new(sql).tokens());
         assert_eq!(
-            after_ok(s.as_ref(), false, Some(&auto("id", 2)), Some(false)),
+            after_ok(
+                s.as_ref(),
+                false,
+                Some(&auto("id", 2)),
+                Some(false),
+                &|_| None
+            ),
             InsertId::Keeps
+        );
+    }
+
+    /// A parameter is judged by the value an execute binds: an integer
+    /// other than 0 is written, 0 generates, NULL or another type only
+    /// the server can tell.
+    #[test]
+    fn a_parameter_is_judged_by_its_value() {
+        let sql = b"INSERT INTO t (v, id, w) VALUES (?, ?, ?), (1, ?, 2)";
+        let s = shape(sql, crate::protocol::sql::Query::new(sql).tokens());
+        let id = auto("id", 1);
+        let judge = |vals: [Option<i128>; 4]| {
+            after_ok(s.as_ref(), false, Some(&id), Some(false), &|k| {
+                vals.get(k).copied().flatten()
+            })
+        };
+        assert_eq!(
+            judge([Some(9), Some(500), Some(9), Some(501)]),
+            InsertId::Keeps
+        );
+        assert_eq!(
+            judge([Some(9), Some(500), Some(9), Some(0)]),
+            InsertId::Sets
+        );
+        assert_eq!(judge([Some(9), None, Some(9), Some(501)]), InsertId::Unsure);
+        assert_eq!(
+            judge([Some(9), Some(-1), Some(9), Some(501)]),
+            InsertId::Unsure
         );
     }
 
