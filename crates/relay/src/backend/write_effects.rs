@@ -102,7 +102,9 @@ pub fn judge(rows: &[Row]) -> Verdict {
 }
 
 /// The table's AUTO_INCREMENT column from its lookup rows (`auto`:
-/// "position name"), and whether it has triggers.
+/// "position name", the position among the visible columns — those a
+/// VALUES row without a column list gives, 0 for an INVISIBLE column),
+/// and whether it has triggers.
 pub fn auto_col(rows: &[Row]) -> Option<AutoCol> {
     let triggers = rows
         .iter()
@@ -153,9 +155,12 @@ fn lookup_sql(db: &str, table: &str) -> String {
          WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} AND COLUMN_DEFAULT IS NOT NULL \
          UNION ALL SELECT 'view', '' FROM information_schema.VIEWS \
          WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
-         UNION ALL SELECT 'auto', CONCAT(ORDINAL_POSITION, ' ', COLUMN_NAME) \
-         FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = {d} AND TABLE_NAME = {t} \
-         AND EXTRA LIKE '%auto_increment%'"
+         UNION ALL SELECT 'auto', CONCAT(IF(c.EXTRA LIKE '%INVISIBLE%', 0, \
+         (SELECT COUNT(*) FROM information_schema.COLUMNS v WHERE v.TABLE_SCHEMA = {d} \
+         AND v.TABLE_NAME = {t} AND v.ORDINAL_POSITION <= c.ORDINAL_POSITION \
+         AND v.EXTRA NOT LIKE '%INVISIBLE%')), ' ', c.COLUMN_NAME) \
+         FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = {d} AND c.TABLE_NAME = {t} \
+         AND c.EXTRA LIKE '%auto_increment%'"
     )
 }
 

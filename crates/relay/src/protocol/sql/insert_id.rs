@@ -78,7 +78,9 @@ pub struct InsertShape {
 pub struct AutoCol {
     /// Its name, folded to lower case.
     pub name: String,
-    /// Its place among the table's columns (1 for the first).
+    /// Its place among the table's visible columns (1 for the first),
+    /// which a VALUES row without a column list gives in order; 0 for an
+    /// INVISIBLE column, which such a row does not give.
     pub position: usize,
     /// The table has triggers (one may set the column: `SET NEW.id`).
     pub triggers: bool,
@@ -117,7 +119,8 @@ pub fn after_ok(
             // Not given: every row's id is generated.
             None => return InsertId::Sets,
         },
-        None => auto.position.saturating_sub(1),
+        None if auto.position == 0 => return InsertId::Sets,
+        None => auto.position - 1,
     };
     let Some(rows) = &shape.rows else {
         return InsertId::Unsure;
@@ -558,6 +561,12 @@ mod tests {
                 &|_| None
             ),
             InsertId::Keeps
+        );
+        // An INVISIBLE column: a row without a column list does not give it.
+        let invisible = auto("id", 0);
+        assert_eq!(
+            after_ok(s.as_ref(), false, Some(&invisible), Some(false), &|_| None),
+            InsertId::Sets
         );
     }
 
