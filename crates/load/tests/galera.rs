@@ -157,13 +157,17 @@ fn a_galera_node_refuses_tables_it_would_not_replicate_and_loads_innodb_identica
         "DROP DATABASE IF EXISTS gal_pre; CREATE DATABASE gal_pre; \
          CREATE TABLE gal_pre.t (id INT PRIMARY KEY) ENGINE=MyISAM",
     );
-    wait_on(
-        g,
-        1,
-        "SELECT COUNT(*) FROM information_schema.TABLES \
-         WHERE TABLE_SCHEMA = 'gal_pre' AND TABLE_NAME = 't'",
-        1,
-    );
+    // (On every node: the counts below read each; node 3 had not made
+    // it yet once, 1146 on a busy machine.)
+    for n in 0..3 {
+        wait_on(
+            g,
+            n,
+            "SELECT COUNT(*) FROM information_schema.TABLES \
+             WHERE TABLE_SCHEMA = 'gal_pre' AND TABLE_NAME = 't'",
+            1,
+        );
+    }
     let file = dir.path().join("rows_only.sql");
     std::fs::write(&file, "INSERT INTO t VALUES (1),(2),(3);\n").expect("write");
     let opts = on_node2(g, "gal_pre", &file);
