@@ -539,6 +539,14 @@ impl Session {
             self.st.expect_insert_id(InsertId::Sets);
             return;
         }
+        // (Most statements are no INSERT: judged without the catalog or
+        // the session's sql_mode.)
+        if fx.insert.is_none() {
+            let param = |_: usize| None;
+            let rule = insert_id::after_ok(None, fx.sets_insert_id, None, None, &param);
+            self.st.expect_insert_id(rule);
+            return;
+        }
         let mut auto = None;
         if let (Some(_), [w]) = (&fx.insert, fx.writes.as_slice()) {
             let db = w.db.as_ref().or(self.st.db().as_ref()).cloned();
