@@ -947,13 +947,27 @@ async fn two_clients_one_connection(
     std::sync::Arc<sqlfleet_relay::Relay>,
     tokio::sync::oneshot::Sender<()>,
 ) {
+    two_clients(db, 1).await
+}
+
+/// Two clients of database `db` (set up afresh) on a relay in
+/// transaction mode with `pool` pooled connections.
+async fn two_clients(
+    db: &str,
+    pool: usize,
+) -> (
+    mysql_async::Conn,
+    mysql_async::Conn,
+    std::sync::Arc<sqlfleet_relay::Relay>,
+    tokio::sync::oneshot::Sender<()>,
+) {
     let srv = server();
     {
         let _ddl = ROUTINE_DDL.write().await;
         setup(srv, db).await;
     }
     let (port, stop, relay) =
-        common::serve_relay(&relay_config(srv, "transaction", "shared", 1), None).await;
+        common::serve_relay(&relay_config(srv, "transaction", "shared", pool), None).await;
     let a = mysql_async::Conn::new(client_opts(port, "app", "app-pw", db).await)
         .await
         .expect("client a");
@@ -1195,6 +1209,67 @@ async fn an_explicit_id_leaves_last_insert_id_as_the_server_does() {
         .expect("the shape");
     assert_eq!(direct[0][first + 1], "'1','1'", "{direct:?}");
     assert_eq!(direct[0][first + 3], "'1','1'", "{direct:?}");
+}
+
+/// Every way a statement sets LAST_INSERT_ID() — a generated id,
+/// LAST_INSERT_ID(expr) in a SELECT (whose rows carry no id), in an
+/// UPDATE with 0 (whose OK says 0), in DO and SET, SET of the variable,
+/// an INSERT whose values call it — goes with the client to another
+/// connection: after each, another client holds the connection it ran
+/// on, and the read runs on the other; each read is what a direct
+/// session reads (before, `SELECT LAST_INSERT_ID(42)` and
+/// `LAST_INSERT_ID(0)` left the relay's earlier value: 1 where the server
+/// said 42 and 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
+    let statements = [
+        "INSERT INTO t (v) VALUES (1)",
+        "SELECT LAST_INSERT_ID(42)",
+        "UPDATE t SET v = LAST_INSERT_ID(0) WHERE id = 1",
+        "INSERT INTO t (v) VALUES (2)",
+        "DO LAST_INSERT_ID(7)",
+        "SET @x = LAST_INSERT_ID(9)",
+        "SET LAST_INSERT_ID = 11",
+        "SET @@last_insert_id = 12",
+        "INSERT INTO t (v) VALUES (LAST_INSERT_ID(13))",
+        "INSERT INTO t (id, v) VALUES (900, 1)",
+        "SELECT LAST_INSERT_ID(LAST_INSERT_ID() + 1)",
+    ];
+    async fn reads(mut a: mysql_async::Conn, mut b: mysql_async::Conn, s: &[&str]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for q in s {
+            a.query_drop(*q).await.expect(q);
+            // B holds the connection A's statement ran on (or the other:
+            // then A's read runs where its statement did, as directly).
+            b.query_drop("BEGIN").await.expect("b");
+            b.query_drop("SELECT 1").await.expect("b");
+            let v: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("a");
+            out.push(v.unwrap_or_default());
+            b.query_drop("COMMIT").await.expect("b");
+        }
+        out
+    }
+    let srv = server();
+    {
+        let _ddl = ROUTINE_DDL.write().await;
+        setup(srv, "lis_d").await;
+    }
+    let root_pw = srv.sandbox.password().expect("password");
+    let port = srv.sandbox.meta.primary().port;
+    let a = mysql_async::Conn::new(client_opts(port, "root", root_pw.expose(), "lis_d").await)
+        .await
+        .expect("a");
+    let b = mysql_async::Conn::new(client_opts(port, "root", root_pw.expose(), "lis_d").await)
+        .await
+        .expect("b");
+    let direct = reads(a, b, &statements).await;
+    let (a, b, relay, stop) = two_clients("lis_r", 2).await;
+    let relayed = reads(a, b, &statements).await;
+    assert_eq!(relayed, direct, "{statements:?}");
+    // What the relay must imitate happened.
+    assert_eq!(&direct[..3], &[1, 42, 0], "{direct:?}");
+    assert!(metric(&relay, "insert_id_asked_total") >= 2);
+    let _ = stop.send(());
 }
 
 /// A written id costs nothing: a client that inserts with its own ids

@@ -880,8 +880,16 @@ impl ClientState {
             && !self.pins.contains(&Pin::StoredFunction)
             && !self.pins.contains(&Pin::WriteEffects);
         match self.insert_id_rule {
+            // LAST_INSERT_ID(expr) where no OK carried its value (a
+            // SELECT's rows, an expr of 0): only the server knows.
+            InsertId::Setter if o.insert_id == 0 || o.result_sets > 0 => {
+                if o.error.is_none() {
+                    self.insert_id_unsure = true;
+                    out.insert_id_unknown = true;
+                }
+            }
             _ if o.insert_id == 0 => {}
-            InsertId::Sets => {
+            InsertId::Sets | InsertId::Setter => {
                 self.last_insert_id = o.insert_id;
                 self.insert_id_unsure = false;
                 self.insert_id_lost = false;

@@ -34,6 +34,10 @@ use super::word;
 pub enum InsertId {
     /// It is the OK's id.
     Sets,
+    /// LAST_INSERT_ID(expr) set it: the OK's id where an OK carries one;
+    /// a SELECT's rows carry none, nor does an OK where expr is 0 (only
+    /// the server knows then).
+    Setter,
     /// It is what it was before (every row's id was written explicitly).
     Keeps,
     /// Only the server knows.
@@ -102,7 +106,7 @@ pub fn after_ok(
 ) -> InsertId {
     let Some(shape) = shape else {
         return if sets {
-            InsertId::Sets
+            InsertId::Setter
         } else {
             InsertId::Unsure
         };
@@ -511,9 +515,9 @@ mod tests {
                 "UPDATE t SET v = LAST_INSERT_ID(77) WHERE id = 5",
                 id.clone(),
                 Some(false),
-                Sets,
+                Setter,
             ),
-            ("SELECT LAST_INSERT_ID(5)", None, Some(false), Sets),
+            ("SELECT LAST_INSERT_ID(5)", None, Some(false), Setter),
             ("CALL p()", None, Some(false), Unsure),
             (
                 "LOAD DATA INFILE 'f' INTO TABLE t",

@@ -1649,4 +1649,12 @@ fn an_oks_insert_id_is_the_clients_only_where_it_was_generated() {
     st.observe(&ok(8), &[]);
     assert!(!st.insert_id_lost());
     assert_eq!(st.last_insert_id, 8);
+    // LAST_INSERT_ID(expr): the OK's id; where no OK carries it (a
+    // SELECT's rows, LAST_INSERT_ID(0)) only the server knows.
+    st.expect_insert_id(InsertId::Setter);
+    st.observe(&ok(42), &[]);
+    assert_eq!((st.last_insert_id, st.insert_id_ask()), (42, Ask::No));
+    st.expect_insert_id(InsertId::Setter);
+    let f = st.observe(&ok(0), &[]);
+    assert!(f.insert_id_unknown && st.insert_id_ask() == Ask::Now);
 }
