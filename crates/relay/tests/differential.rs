@@ -1234,6 +1234,18 @@ async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
         "INSERT INTO t (v) VALUES (LAST_INSERT_ID(13))",
         "INSERT INTO t (id, v) VALUES (900, 1)",
         "SELECT LAST_INSERT_ID(LAST_INSERT_ID() + 1)",
+        // The upsert idiom, on a duplicate and not.
+        "INSERT INTO t (id, v) VALUES (1, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "INSERT INTO t (id, v) VALUES (950, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "INSERT IGNORE INTO t (id, v) VALUES (1, 1)",
+        "INSERT IGNORE INTO t (v) VALUES (3)",
+        "REPLACE INTO t (id, v) VALUES (1, 2)",
+        "INSERT INTO t (v) VALUES (1), (2), (3)",
+        "INSERT INTO t (v) SELECT v FROM t LIMIT 2",
+        "INSERT INTO tt (v) VALUES (5)",
+        "INSERT INTO tt (id, v) VALUES (980, 5)",
+        "CREATE TABLE tc2 (id INT AUTO_INCREMENT PRIMARY KEY, v INT) SELECT v FROM t",
+        "INSERT INTO t (v) VALUES (1); INSERT INTO t (id, v) VALUES (990, 1)",
     ];
     async fn reads(mut a: mysql_async::Conn, mut b: mysql_async::Conn, s: &[&str]) -> Vec<u64> {
         let mut out = Vec::new();
