@@ -356,6 +356,7 @@ async fn setup(srv: &TestServer, db: &str) {
          DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}; USE {db};
          CREATE TABLE t (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
          CREATE TABLE tt (id INT AUTO_INCREMENT PRIMARY KEY, v INT) ENGINE=InnoDB;
+         CREATE TABLE tu (id INT AUTO_INCREMENT PRIMARY KEY, k INT UNIQUE, v INT) ENGINE=InnoDB;
          CREATE TRIGGER tt_bi BEFORE INSERT ON tt FOR EACH ROW SET @trig = NEW.v;
          CREATE PROCEDURE p_tz(z VARCHAR(10)) SET time_zone = z;
          CREATE PROCEDURE p_uv(k INT) SET @pv = k;
@@ -1246,6 +1247,17 @@ async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
         "INSERT INTO tt (id, v) VALUES (980, 5)",
         "CREATE TABLE tc2 (id INT AUTO_INCREMENT PRIMARY KEY, v INT) SELECT v FROM t",
         "INSERT INTO t (v) VALUES (1); INSERT INTO t (id, v) VALUES (990, 1)",
+        // The upsert idiom on a unique key other than the id: the OK's id
+        // is the row's, updated or inserted; without the setter an
+        // updated row's id is the OK's while LAST_INSERT_ID() stays.
+        "INSERT INTO tu (k, v) VALUES (1, 1)",
+        "SELECT LAST_INSERT_ID(77)",
+        "INSERT INTO tu (k, v) VALUES (1, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id), v = VALUES(v)",
+        "INSERT INTO tu (k, v) VALUES (3, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "SELECT LAST_INSERT_ID(77)",
+        "INSERT INTO tu (k, v) VALUES (1, 6) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+        "INSERT INTO tu (k, v) VALUES (10, 7), (1, 7) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+        "INSERT INTO tu (k, v) SELECT 3, 8 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
     ];
     async fn reads(mut a: mysql_async::Conn, mut b: mysql_async::Conn, s: &[&str]) -> Vec<u64> {
         let mut out = Vec::new();
