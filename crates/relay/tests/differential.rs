@@ -1256,6 +1256,10 @@ async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
         "INSERT INTO tu (k, v) VALUES (3, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
         "SELECT LAST_INSERT_ID(77)",
         "INSERT INTO tu (k, v) VALUES (1, 6) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+        "INSERT INTO tu (k, v) VALUES (1, 6) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+        "INSERT INTO tu (k, v) VALUES (20, 6) ON DUPLICATE KEY UPDATE v = VALUES(v)",
+        "SELECT LAST_INSERT_ID(77)",
+        "INSERT INTO tu SET k = 20, v = 9 ON DUPLICATE KEY UPDATE v = 9",
         "INSERT INTO tu (k, v) VALUES (10, 7), (1, 7) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
         "INSERT INTO tu (k, v) SELECT 3, 8 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
     ];

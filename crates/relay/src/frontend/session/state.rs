@@ -19,7 +19,7 @@ use crate::config::Mode;
 use crate::protocol::reply::{
     Outcome, STATUS_AUTOCOMMIT, STATUS_IN_TRANS, STATUS_IN_TRANS_READONLY,
 };
-use crate::protocol::sql::insert_id::InsertId;
+use crate::protocol::sql::insert_id::{self, After, InsertId};
 use crate::protocol::sql::{self, upsert, Effects, LockOp, Pin, Setting, TempOp};
 use crate::protocol::track::Change;
 
@@ -879,29 +879,16 @@ impl ClientState {
         let plain = self.plain
             && !self.pins.contains(&Pin::StoredFunction)
             && !self.pins.contains(&Pin::WriteEffects);
-        match self.insert_id_rule {
-            // LAST_INSERT_ID(expr) where no OK carried its value (a
-            // SELECT's rows, an expr of 0): only the server knows.
-            InsertId::Setter if o.insert_id == 0 || o.result_sets > 0 => {
-                if o.error.is_none() {
-                    self.insert_id_unsure = true;
-                    out.insert_id_unknown = true;
-                }
-            }
-            _ if o.insert_id == 0 => {}
-            InsertId::Sets | InsertId::Setter => {
-                self.last_insert_id = o.insert_id;
+        let known = (!self.insert_id_unsure && !self.insert_id_lost).then_some(self.last_insert_id);
+        match insert_id::after_reply(self.insert_id_rule, o, known) {
+            After::Is(n) => {
+                self.last_insert_id = n;
                 self.insert_id_unsure = false;
                 self.insert_id_lost = false;
-                out.insert_id = Some(o.insert_id);
+                out.insert_id = Some(n);
             }
-            InsertId::Keeps => {}
-            // The same either way.
-            InsertId::Unsure
-                if o.insert_id == self.last_insert_id
-                    && !self.insert_id_unsure
-                    && !self.insert_id_lost => {}
-            InsertId::Unsure => {
+            After::Stays => {}
+            After::Unknown => {
                 self.insert_id_unsure = true;
                 out.insert_id_unknown = true;
             }

@@ -40,6 +40,13 @@ pub enum InsertId {
     Setter,
     /// It is what it was before (every row's id was written explicitly).
     Keeps,
+    /// A one-row upsert without the setter whose id is generated: the
+    /// reply's affected rows say — 1, inserted (the OK's id generated, and
+    /// LAST_INSERT_ID()'s); 2, updated (the OK's id is the row's, and
+    /// LAST_INSERT_ID() stays); measured on MariaDB 10.11, with and
+    /// without CLIENT_FOUND_ROWS (an update that changes nothing says 0,
+    /// or 1 with an OK id of 0).
+    ByAffected,
     /// Only the server knows.
     Unsure,
 }
@@ -132,10 +139,11 @@ pub fn after_ok(
             Some(cols) => !cols.contains(&auto.name),
             None => auto.position == 0,
         };
-        return if setter && generated {
-            InsertId::Sets
-        } else {
-            InsertId::Unsure
+        let one_row = shape.rows.as_ref().is_some_and(|r| r.len() == 1);
+        return match (setter, generated) {
+            (true, true) => InsertId::Sets,
+            (false, true) if one_row => InsertId::ByAffected,
+            _ => InsertId::Unsure,
         };
     }
     let at = match &shape.columns {
@@ -176,6 +184,41 @@ pub fn after_ok(
         InsertId::Unsure
     } else {
         InsertId::Keeps
+    }
+}
+
+/// What a reply says of LAST_INSERT_ID().
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum After {
+    /// It is this.
+    Is(u64),
+    /// It is what it was.
+    Stays,
+    /// Only the server knows.
+    Unknown,
+}
+
+/// LAST_INSERT_ID() after a reply `o` to a statement judged `rule`
+/// ([`after_ok`]); `known`: the client's value before, where the relay
+/// knows it (an id that equals it is the same either way).
+pub fn after_reply(
+    rule: InsertId,
+    o: &crate::protocol::reply::Outcome,
+    known: Option<u64>,
+) -> After {
+    let id = o.insert_id;
+    match rule {
+        // LAST_INSERT_ID(expr) where no OK carried its value (a SELECT's
+        // rows, an expr of 0).
+        InsertId::Setter if o.error.is_none() && (id == 0 || o.result_sets > 0) => After::Unknown,
+        _ if id == 0 => After::Stays,
+        InsertId::Sets | InsertId::Setter => After::Is(id),
+        InsertId::ByAffected if o.affected == 1 => After::Is(id),
+        // Updated: the OK's id is the row's.
+        InsertId::ByAffected if o.affected == 2 => After::Stays,
+        InsertId::Keeps => After::Stays,
+        InsertId::Unsure | InsertId::ByAffected if known == Some(id) => After::Stays,
+        InsertId::Unsure | InsertId::ByAffected => After::Unknown,
     }
 }
 
@@ -528,6 +571,24 @@ mod tests {
                 "INSERT INTO t (v) VALUES (1) ON DUPLICATE KEY UPDATE v = 2",
                 id.clone(),
                 Some(false),
+                ByAffected,
+            ),
+            (
+                "INSERT INTO t (v) VALUES (1), (2) ON DUPLICATE KEY UPDATE v = 2",
+                id.clone(),
+                Some(false),
+                Unsure,
+            ),
+            (
+                "INSERT INTO t SET v = 1 ON DUPLICATE KEY UPDATE v = 2",
+                id.clone(),
+                Some(false),
+                ByAffected,
+            ),
+            (
+                "INSERT INTO t (id, v) VALUES (5, 1) ON DUPLICATE KEY UPDATE v = 2",
+                id.clone(),
+                Some(false),
                 Unsure,
             ),
             (
@@ -634,6 +695,42 @@ mod tests {
             after_ok(s.as_ref(), false, Some(&invisible), Some(false), &|_| None),
             InsertId::Sets
         );
+    }
+
+    /// What a reply says, by the statement's rule: its id, its affected
+    /// rows (an upsert), a result set (LAST_INSERT_ID(expr) in a SELECT).
+    #[test]
+    fn what_a_reply_says_of_last_insert_id() {
+        use crate::protocol::reply::Outcome;
+        use InsertId::*;
+        let reply = |id: u64, affected: u64, result_sets: u32| Outcome {
+            insert_id: id,
+            affected,
+            result_sets,
+            ..Outcome::default()
+        };
+        let cases = [
+            (Sets, reply(5, 1, 0), Some(1), After::Is(5)),
+            (Sets, reply(0, 0, 0), Some(1), After::Stays),
+            (Keeps, reply(500, 1, 0), Some(1), After::Stays),
+            (Setter, reply(42, 1, 0), Some(1), After::Is(42)),
+            (Setter, reply(0, 1, 0), Some(1), After::Unknown),
+            (Setter, reply(0, 0, 1), Some(1), After::Unknown),
+            (ByAffected, reply(7, 1, 0), Some(1), After::Is(7)),
+            (ByAffected, reply(3, 2, 0), Some(1), After::Stays),
+            (ByAffected, reply(0, 1, 0), Some(1), After::Stays),
+            (ByAffected, reply(3, 4, 0), Some(1), After::Unknown),
+            (Unsure, reply(9, 1, 0), Some(1), After::Unknown),
+            (Unsure, reply(9, 1, 0), Some(9), After::Stays),
+            (Unsure, reply(9, 1, 0), None, After::Unknown),
+        ];
+        for (rule, o, known, want) in cases {
+            assert_eq!(
+                after_reply(rule, &o, known),
+                want,
+                "{rule:?} {o:?} {known:?}"
+            );
+        }
     }
 
     /// A parameter is judged by the value an execute binds: an integer
