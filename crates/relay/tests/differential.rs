@@ -1212,6 +1212,102 @@ async fn an_explicit_id_leaves_last_insert_id_as_the_server_does() {
     assert_eq!(direct[0][first + 3], "'1','1'", "{direct:?}");
 }
 
+/// Runs `statements` as client A and after each reads `read` (one
+/// integer) as A, while client B holds a connection in a transaction —
+/// directly (database `{db}_d`) and through a relay of two connections
+/// (`{db}_r`), where A's read then runs on another connection than its
+/// statement whenever B took that one, as after any other client's turn.
+/// `more_setup` runs in both databases first. The reads each way, and the
+/// relay.
+async fn reads_both_ways(
+    db: &str,
+    statements: &[&str],
+    read: &str,
+    more_setup: &str,
+) -> (
+    Vec<i64>,
+    Vec<i64>,
+    std::sync::Arc<sqlfleet_relay::Relay>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    async fn reads(
+        mut a: mysql_async::Conn,
+        mut b: mysql_async::Conn,
+        s: &[&str],
+        read: &str,
+    ) -> Vec<i64> {
+        let mut out = Vec::new();
+        for q in s {
+            a.query_drop(*q).await.expect(q);
+            b.query_drop("BEGIN").await.expect("b");
+            b.query_drop("SELECT 1").await.expect("b");
+            let v: Option<i64> = a.query_first(read).await.expect("a");
+            out.push(v.unwrap_or_default());
+            b.query_drop("COMMIT").await.expect("b");
+        }
+        out
+    }
+    let srv = server();
+    let (d, r) = (format!("{db}_d"), format!("{db}_r"));
+    {
+        let _ddl = ROUTINE_DDL.write().await;
+        setup(srv, &d).await;
+    }
+    let mut root = srv.connect().await;
+    if !more_setup.is_empty() {
+        root.query_drop(format!("USE {d}; {more_setup}"))
+            .await
+            .expect("more setup");
+    }
+    let root_pw = srv.sandbox.password().expect("password");
+    let port = srv.sandbox.meta.primary().port;
+    let conn = || async {
+        mysql_async::Conn::new(client_opts(port, "root", root_pw.expose(), &d).await)
+            .await
+            .expect("a direct client")
+    };
+    let direct = reads(conn().await, conn().await, statements, read).await;
+    let (a, b, relay, stop) = two_clients(&r, 2).await;
+    if !more_setup.is_empty() {
+        root.query_drop(format!("USE {r}; {more_setup}"))
+            .await
+            .expect("more setup");
+    }
+    let relayed = reads(a, b, statements, read).await;
+    (direct, relayed, relay, stop)
+}
+
+/// ROW_COUNT() after a text of several statements is its last one's
+/// (not their sum, nor -1 for a SELECT before a write), and after a CALL
+/// the procedure's own OK's (0 after a procedure whose last statement is
+/// a SELECT), wherever the client's read runs (before, the relay said
+/// 3 where the server said 2, -1 where it said 0, 2 and 6).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_count_after_several_statements_and_calls_is_the_last_ones() {
+    let statements = [
+        "INSERT INTO t (v) VALUES (1); INSERT INTO t (v) VALUES (2), (3)",
+        "SELECT 1; INSERT INTO t (v) VALUES (4), (5)",
+        "INSERT INTO t (v) VALUES (6); SELECT 1",
+        "CALL p_sel()",
+        "CALL p_sel_upd()",
+        "UPDATE t SET v = 3; DO 1",
+        "DO 1; UPDATE t SET v = 4",
+        "CALL p_upd()",
+        "UPDATE t SET v = 5",
+        "SELECT * FROM t",
+        "DELETE FROM t WHERE id = 1; SELECT 1; DELETE FROM t WHERE id = 2",
+    ];
+    let procs = "CREATE PROCEDURE p_sel() SELECT 1; \
+         CREATE PROCEDURE p_sel_upd() BEGIN SELECT 1; UPDATE t SET v = v + 1; END; \
+         CREATE PROCEDURE p_upd() UPDATE t SET v = v + 1";
+    let (direct, relayed, _relay, stop) =
+        reads_both_ways("rcm", &statements, "SELECT ROW_COUNT()", procs).await;
+    assert_eq!(relayed, direct, "{statements:?}");
+    // What the relay must imitate happened.
+    assert_eq!(&direct[..5], &[2, 2, -1, 0, 6], "{direct:?}");
+    let _ = stop.send(());
+}
+
 /// Every way a statement sets LAST_INSERT_ID() — a generated id,
 /// LAST_INSERT_ID(expr) in a SELECT (whose rows carry no id), in an
 /// UPDATE with 0 (whose OK says 0), in DO and SET, SET of the variable,
@@ -1263,36 +1359,8 @@ async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
         "INSERT INTO tu (k, v) VALUES (10, 7), (1, 7) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
         "INSERT INTO tu (k, v) SELECT 3, 8 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
     ];
-    async fn reads(mut a: mysql_async::Conn, mut b: mysql_async::Conn, s: &[&str]) -> Vec<u64> {
-        let mut out = Vec::new();
-        for q in s {
-            a.query_drop(*q).await.expect(q);
-            // B holds the connection A's statement ran on (or the other:
-            // then A's read runs where its statement did, as directly).
-            b.query_drop("BEGIN").await.expect("b");
-            b.query_drop("SELECT 1").await.expect("b");
-            let v: Option<u64> = a.query_first("SELECT LAST_INSERT_ID()").await.expect("a");
-            out.push(v.unwrap_or_default());
-            b.query_drop("COMMIT").await.expect("b");
-        }
-        out
-    }
-    let srv = server();
-    {
-        let _ddl = ROUTINE_DDL.write().await;
-        setup(srv, "lis_d").await;
-    }
-    let root_pw = srv.sandbox.password().expect("password");
-    let port = srv.sandbox.meta.primary().port;
-    let a = mysql_async::Conn::new(client_opts(port, "root", root_pw.expose(), "lis_d").await)
-        .await
-        .expect("a");
-    let b = mysql_async::Conn::new(client_opts(port, "root", root_pw.expose(), "lis_d").await)
-        .await
-        .expect("b");
-    let direct = reads(a, b, &statements).await;
-    let (a, b, relay, stop) = two_clients("lis_r", 2).await;
-    let relayed = reads(a, b, &statements).await;
+    let (direct, relayed, relay, stop) =
+        reads_both_ways("lis", &statements, "SELECT LAST_INSERT_ID()", "").await;
     assert_eq!(relayed, direct, "{statements:?}");
     // What the relay must imitate happened.
     assert_eq!(&direct[..3], &[1, 42, 0], "{direct:?}");

@@ -58,7 +58,14 @@ pub struct Outcome {
     /// ERR code and message.
     pub error: Option<(u16, String)>,
     pub insert_id: u64,
+    /// Rows the last OK says it affected (a text of several statements,
+    /// or a CALL, ends with its last statement's: what ROW_COUNT() and the
+    /// client library's affected rows say).
     pub affected: u64,
+    /// The last statement result was an OK after result sets (a CALL's
+    /// own, or a later statement's in a text of several): ROW_COUNT() is
+    /// its affected rows, not -1.
+    pub last_is_ok: bool,
     /// COM_STMT_PREPARE: (statement id as the server sent it, params, columns).
     pub prepared: Option<(u32, u16, u16)>,
     /// Result sets seen (0 for an OK-only reply).
@@ -263,7 +270,7 @@ impl Tracker {
             ClientTracking::Filter(view) => crate::protocol::track::filter(p, view),
         };
         self.replacement = rewritten.filter(|s| s.as_slice() != p);
-        self.outcome.affected += ok.affected;
+        self.outcome.affected = ok.affected;
         if ok.insert_id != 0 {
             self.outcome.insert_id = ok.insert_id;
         }
@@ -356,6 +363,7 @@ impl Tracker {
                 }
                 Some(0x00) => {
                     let status = self.take_ok(p).ok_or(ReplyError("short OK packet"))?;
+                    self.outcome.last_is_ok = true;
                     Ok(self.end_with_status(Some(status)))
                 }
                 Some(0xFB) if matches!(self.expect, Expect::Results { .. }) => {
@@ -404,6 +412,7 @@ impl Tracker {
                         self.outcome.status = status;
                         return Ok(Event::End);
                     }
+                    self.outcome.last_is_ok = false;
                     return Ok(self.end_with_status(status));
                 }
                 self.outcome.rows += 1;

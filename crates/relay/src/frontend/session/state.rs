@@ -794,7 +794,9 @@ impl ClientState {
         fx: &Effects,
         conn_has_mine: Option<bool>,
     ) -> FoundRowsOnConn {
-        self.last_row_count = if o.result_sets > 0 || o.error.is_some() {
+        // (The last statement's: a CALL's own OK after its result sets,
+        // the last of a text of several.)
+        self.last_row_count = if (o.result_sets > 0 && !o.last_is_ok) || o.error.is_some() {
             -1
         } else {
             o.affected as i64

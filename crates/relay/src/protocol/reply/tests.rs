@@ -68,6 +68,27 @@ fn multiple_results_and_errors() {
     let mut t = Tracker::new(Expect::Results { cursor: false }, false);
     assert_eq!(run(&mut t, &packets), Some(5));
     assert_eq!(t.outcome.insert_id, 7);
+    // The last statement result is the procedure's OK: ROW_COUNT() is its
+    // affected rows.
+    assert!(t.outcome.last_is_ok);
+    assert_eq!(t.outcome.affected, 1);
+    // Two statements' OKs: the last one's affected rows, not their sum;
+    // an OK then a result set ends in rows.
+    let two_oks = |a: u8, b: u8| {
+        let mut first = ok(2 | STATUS_MORE_RESULTS, 0);
+        first[1] = a;
+        let mut last = ok(2, 0);
+        last[1] = b;
+        vec![first, last]
+    };
+    let mut t = Tracker::new(Expect::Results { cursor: false }, false);
+    assert_eq!(run(&mut t, &two_oks(1, 2)), Some(1));
+    assert_eq!((t.outcome.affected, t.outcome.last_is_ok), (2, true));
+    let mut then_rows = vec![ok(2 | STATUS_MORE_RESULTS, 0)];
+    then_rows.extend([vec![1], b"c".to_vec(), eof(0), b"\x011".to_vec(), eof(2)]);
+    let mut t = Tracker::new(Expect::Results { cursor: false }, false);
+    assert_eq!(run(&mut t, &then_rows), Some(5));
+    assert!(!t.outcome.last_is_ok);
 
     let mut err = vec![0xFF, 0x7A, 0x04, b'#'];
     err.extend_from_slice(b"42S02Table 'x' doesn't exist");
