@@ -1308,6 +1308,34 @@ async fn row_count_after_several_statements_and_calls_is_the_last_ones() {
     let _ = stop.send(());
 }
 
+/// FOUND_ROWS() after a text of several statements is its last SELECT's
+/// rows (before, the relay summed every result set's: 5 where the server
+/// said 2), the count an earlier SELECT left when the last keeps it, and
+/// after a CALL the server's, wherever the client's read runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn found_rows_after_several_statements_is_the_last_selects() {
+    let statements = [
+        "SELECT * FROM seq_1_to_3; SELECT * FROM seq_1_to_2",
+        "SELECT * FROM seq_1_to_3; DO 1",
+        "DO 1; SELECT * FROM seq_1_to_4",
+        "SELECT * FROM seq_1_to_7",
+        "CALL p_three()",
+        "SELECT * FROM seq_1_to_7",
+        "CALL p_three_two()",
+        "SELECT * FROM seq_1_to_3; SELECT COUNT(*) FROM seq_1_to_5 WHERE 0",
+        "SELECT * FROM seq_1_to_2; SHOW CREATE TABLE t",
+        "SELECT * FROM seq_1_to_6; SELECT * FROM seq_1_to_4 LIMIT 1, 1",
+    ];
+    let procs = "CREATE PROCEDURE p_three() SELECT * FROM seq_1_to_3; \
+         CREATE PROCEDURE p_three_two() BEGIN SELECT * FROM seq_1_to_3; SELECT * FROM seq_1_to_2; END";
+    let (direct, relayed, _relay, stop) =
+        reads_both_ways("frm", &statements, "SELECT FOUND_ROWS()", procs).await;
+    assert_eq!(relayed, direct, "{statements:?}");
+    // What the relay must imitate happened.
+    assert_eq!(&direct[..3], &[2, 3, 4], "{direct:?}");
+    let _ = stop.send(());
+}
+
 /// Every way a statement sets LAST_INSERT_ID() — a generated id,
 /// LAST_INSERT_ID(expr) in a SELECT (whose rows carry no id), in an
 /// UPDATE with 0 (whose OK says 0), in DO and SET, SET of the variable,

@@ -72,6 +72,9 @@ pub struct Outcome {
     pub result_sets: u32,
     /// Rows seen, over all result sets.
     pub rows: u64,
+    /// Rows of the last result set (a text of several SELECTs leaves
+    /// FOUND_ROWS() at its last one's).
+    pub last_rows: u64,
     /// Statement results that ended with a status (an OK, or a result
     /// set's end): 1 for one statement, more for a text of several or a
     /// CALL. How many statements the server ran, as it says.
@@ -233,6 +236,7 @@ impl Tracker {
             && first != 0xFF
         {
             self.outcome.rows += 1;
+            self.outcome.last_rows += 1;
             return true;
         }
         false
@@ -376,6 +380,7 @@ impl Tracker {
                         return Err(ReplyError("zero column count"));
                     }
                     self.outcome.result_sets += 1;
+                    self.outcome.last_rows = 0;
                     self.phase = Phase::Columns(n);
                     Ok(Event::More)
                 }
@@ -416,6 +421,7 @@ impl Tracker {
                     return Ok(self.end_with_status(status));
                 }
                 self.outcome.rows += 1;
+                self.outcome.last_rows += 1;
                 Ok(Event::More)
             }
             Phase::PrepParams(left, cols) => {

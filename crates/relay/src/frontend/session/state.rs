@@ -835,7 +835,8 @@ impl ClientState {
             self.found_rows_calc = true;
             FoundRowsOnConn::Unknown
         } else if fx.selects && o.result_sets > 0 && o.error.is_none() {
-            self.last_found_rows = o.rows;
+            // (The last statement's: its result set is the last.)
+            self.last_found_rows = o.last_rows;
             self.found_rows_lost = None;
             self.found_rows_calc = fx.pin_next == Some(Pin::FoundRows) || fx.limit_offset;
             FoundRowsOnConn::Mine

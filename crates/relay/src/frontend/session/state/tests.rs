@@ -60,6 +60,7 @@ fn outcome(r: R) -> Outcome {
         R::Rows(n) => Outcome {
             result_sets: 1,
             rows: n,
+            last_rows: n,
             ..ok(STATUS_AUTOCOMMIT)
         },
         R::Track(name, value) => Outcome {
