@@ -1215,8 +1215,10 @@ async fn an_explicit_id_leaves_last_insert_id_as_the_server_does() {
 /// Runs `statements` as client A and after each reads `read` (one
 /// integer) as A, while client B holds a connection in a transaction —
 /// directly (database `{db}_d`) and through a relay of two connections
-/// (`{db}_r`), where A's read then runs on another connection than its
-/// statement whenever B took that one, as after any other client's turn.
+/// (`{db}_r`), where A's read runs on another connection than its
+/// statement whenever B took that one (the pool gives B the connection
+/// that fits it best, so not after every statement; a statement that
+/// pins A's connection, a CALL, keeps the read there).
 /// `more_setup` runs in both databases first. The reads each way, and the
 /// relay.
 async fn reads_both_ways(
@@ -1339,10 +1341,9 @@ async fn found_rows_after_several_statements_is_the_last_selects() {
 /// Every way a statement sets LAST_INSERT_ID() — a generated id,
 /// LAST_INSERT_ID(expr) in a SELECT (whose rows carry no id), in an
 /// UPDATE with 0 (whose OK says 0), in DO and SET, SET of the variable,
-/// an INSERT whose values call it — goes with the client to another
-/// connection: after each, another client holds the connection it ran
-/// on, and the read runs on the other; each read is what a direct
-/// session reads (before, `SELECT LAST_INSERT_ID(42)` and
+/// an INSERT whose values call it — goes with the client: after each,
+/// another client holds a connection, often the one it ran on, and each
+/// read is what a direct session reads (before, `SELECT LAST_INSERT_ID(42)` and
 /// `LAST_INSERT_ID(0)` left the relay's earlier value: 1 where the server
 /// said 42 and 0).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1358,6 +1359,9 @@ async fn every_way_of_setting_last_insert_id_goes_with_the_client() {
         "SET @@last_insert_id = 12",
         "INSERT INTO t (v) VALUES (LAST_INSERT_ID(13))",
         "INSERT INTO t (id, v) VALUES (900, 1)",
+        // A value that calls a function of several arguments before the
+        // generated id.
+        "INSERT INTO t (v, id) VALUES (GREATEST(1, 7, 2), NULL)",
         "SELECT LAST_INSERT_ID(LAST_INSERT_ID() + 1)",
         // The upsert idiom, on a duplicate and not.
         "INSERT INTO t (id, v) VALUES (1, 5) ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",

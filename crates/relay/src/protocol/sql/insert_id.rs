@@ -301,11 +301,13 @@ pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
                     return None;
                 }
                 let end = after_brackets(t, i)?;
+                // (At the commas outside brackets: a value may call a
+                // function of several arguments.)
                 let row = if end == i + 2 {
                     Vec::new()
                 } else {
-                    t[i + 1..end - 1]
-                        .split(|(k, _)| k.is_punct(b','))
+                    split_top(&t[i + 1..end - 1])
+                        .into_iter()
                         .map(value)
                         .collect()
                 };
@@ -322,10 +324,12 @@ pub fn shape(text: &[u8], t: &[(Tok, Range<usize>)]) -> Option<InsertShape> {
         Some("SET") if s.columns.is_none() => {
             // `SET a = 1, b = DEFAULT`: one row, named.
             let (mut cols, mut row) = (Vec::new(), Vec::new());
-            let end = t
+            // (To the ON of ON DUPLICATE KEY, or RETURNING.)
+            let end = t[i..]
                 .iter()
-                .position(|(k, _)| matches!(k, Tok::Word(w) if w == "ON" || w == "RETURNING"))
-                .unwrap_or(t.len());
+                .position(|(k, _)| k.is_word("RETURNING"))
+                .map_or(t.len(), |e| i + e)
+                .min(if dup < t.len() { dup - 1 } else { t.len() });
             for item in split_top(&t[i + 1..end]) {
                 let eq = item.iter().position(|(k, _)| k.is_punct(b'='))?;
                 cols.push(name(&item[..eq])?);
@@ -535,6 +539,24 @@ mod tests {
                 id.clone(),
                 Some(false),
                 Unsure,
+            ),
+            (
+                "INSERT INTO t (v, id) VALUES (GREATEST(1, 7, 2), NULL)",
+                id.clone(),
+                Some(false),
+                Sets,
+            ),
+            (
+                "INSERT INTO t SET v = (SELECT 1 FROM u JOIN w ON u.a = w.a), id = 9",
+                id.clone(),
+                Some(false),
+                Keeps,
+            ),
+            (
+                "INSERT INTO t SET k = 1, v = 2 ON DUPLICATE KEY UPDATE id = LAST_INSERT_ID(id)",
+                id.clone(),
+                Some(false),
+                Sets,
             ),
             (
                 "INSERT INTO t (id, v) VALUES ('5', 1)",
