@@ -22,6 +22,11 @@
 //! passed on, a table that does not exist) is nothing to fear. An account
 //! that sees some of a table's columns (grants on single columns) is
 //! trusted for the rest.
+//!
+//! The same lookup names the table's AUTO_INCREMENT column (its place
+//! among the visible columns) and whether it has triggers, for how an
+//! INSERT leaves LAST_INSERT_ID() (`protocol/sql/insert_id.rs`); a failed
+//! lookup names none, and the id is then asked of the server.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -1107,7 +1107,7 @@ impl Session {
         // (The counts first: what `after_write` may ask the connection
         // replaces the server's FOUND_ROWS().)
         self.keep_diagnostics(&o, &fx);
-        self.capture_found_rows().await?;
+        self.capture_counts().await?;
         // Stored once the count it left is known (`Hit::keeps`).
         if let Some((m, reply)) = store {
             self.cache_store(m, &o, reply, (&fx, count_before));
@@ -1238,14 +1238,16 @@ impl Session {
         )
     }
 
-    /// After a statement whose count only the server knows
-    /// (`ClientState::found_rows_ask`): asked at once, on the same
-    /// connection, so that the client's later FOUND_ROWS() is answered
-    /// with it wherever it runs — or left there while the client keeps
-    /// the connection (its FOUND_ROWS() goes there as written, and the
-    /// server's status counters see no question of the relay's:
-    /// mysql-test's main.status2).
-    async fn capture_found_rows(&mut self) -> Result<(), Fail> {
+    /// After a statement that left a count or a LAST_INSERT_ID() only the
+    /// server knows (`ClientState::found_rows_ask`, `insert_id_ask`):
+    /// asked at once, on the same connection and in one question, so that
+    /// the client's later reads are answered with them wherever they run —
+    /// or left there while the client keeps the connection (its reads go
+    /// there as written, and the server's status counters see no question
+    /// of the relay's: mysql-test's main.status2). `after_write`'s own
+    /// statements come after this, outside a transaction only, so they
+    /// find nothing left to ask.
+    async fn capture_counts(&mut self) -> Result<(), Fail> {
         let (found, insert) = (self.st.found_rows_ask(), self.st.insert_id_ask());
         if found == Ask::Now || insert == Ask::Now {
             return self.ask_server(found != Ask::No, insert != Ask::No).await;

@@ -132,7 +132,6 @@ impl Session {
         if self.account.is_none() {
             return Ok(false);
         }
-        self.ensure_conn().await?;
         self.settle_found_rows().await?;
         let c = self.ensure_conn().await?;
         let n = command::query_value(

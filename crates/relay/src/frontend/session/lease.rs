@@ -641,9 +641,6 @@ impl Session {
         self.hold_for_schema();
         if self.st.may_release() {
             if let Some(c) = self.conn.take() {
-                // (Asked before now where it had to be: what is left is
-                // lost, never read on another client's connection.)
-                self.st.conn_gone();
                 self.ctx.pool.put(c);
             }
         }

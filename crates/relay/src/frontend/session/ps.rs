@@ -282,7 +282,7 @@ impl Session {
         let o = o?;
         // (The counts first, as for a text statement.)
         self.keep_diagnostics(&o, fx);
-        self.capture_found_rows().await?;
+        self.capture_counts().await?;
         if let Some((m, reply)) = store {
             self.cache_store(m, &o, reply, (fx, count_before));
         }

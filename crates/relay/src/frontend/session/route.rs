@@ -386,10 +386,6 @@ impl Session {
         if read || self.st.in_trans() {
             return Ok(());
         }
-        self.settle_found_rows().await?;
-        let Some(c) = self.conn.as_mut() else {
-            return Ok(());
-        };
         let asked = command::query_value(c, "SELECT @@last_gtid")
             .await
             .map_err(lost)?
@@ -439,10 +435,6 @@ impl Session {
             "SELECT WSREP_LAST_WRITTEN_GTID()"
         } else {
             "SELECT @@last_gtid"
-        };
-        self.settle_found_rows().await?;
-        let Some(c) = self.conn.as_mut() else {
-            return Ok(());
         };
         match command::query_value(c, q).await {
             Ok(v) => {
@@ -548,7 +540,7 @@ impl Session {
             return;
         }
         let mut auto = None;
-        if let (Some(_), [w]) = (&fx.insert, fx.writes.as_slice()) {
+        if let [w] = fx.writes.as_slice() {
             let db = w.db.as_ref().or(self.st.db().as_ref()).cloned();
             if let Some(db) = db {
                 auto = self

@@ -59,7 +59,6 @@ impl Session {
         {
             return Err(refusal(Unread::Dynamic));
         }
-        self.ensure_conn().await?;
         self.settle_found_rows().await?;
         let c = self.ensure_conn().await?;
         // As characters (utf8mb4, sent as hex: the session's
