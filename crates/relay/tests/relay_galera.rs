@@ -98,7 +98,10 @@ async fn node(g: &TestServer, i: usize) -> mysql_async::Conn {
 async fn read_ports(c: &mut mysql_async::Conn, n: usize) -> Vec<u16> {
     let mut out = Vec::new();
     for _ in 0..n {
-        let p: Option<u16> = c.query_first("SELECT @@port").await.expect("read");
+        let p: Option<u16> = c
+            .query_first("SELECT port FROM gal.whoami")
+            .await
+            .expect("read");
         out.push(p.expect("row"));
     }
     out
@@ -124,7 +127,9 @@ pub async fn causal_pairs(
                     .await
                     .expect("insert");
                 let (port, n): (u16, u64) = c
-                    .query_first(format!("SELECT @@port, COUNT(*) FROM t WHERE k = {key}"))
+                    .query_first(format!(
+                        "SELECT (SELECT port FROM whoami), COUNT(*) FROM t WHERE k = {key}"
+                    ))
                     .await
                     .expect("read")
                     .expect("row");
@@ -254,7 +259,10 @@ fn cache_sees_every_nodes_writes(
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The table the scenes read and write, made through node1 and waited for
-/// on the other two.
+/// on the other two; and `gal.whoami`, whose one row on each node is that
+/// node's port, written there alone (wsrep and the binary log off for the
+/// write): a read of data that says which node answered it (`@@port`
+/// reads the server itself, which the relay asks the writer).
 async fn make_table(g: &TestServer) {
     let mut n1 = node(g, 0).await;
     n1.query_drop("CREATE DATABASE IF NOT EXISTS gal; CREATE TABLE IF NOT EXISTS gal.t (id BIGINT AUTO_INCREMENT PRIMARY KEY, client INT, k BIGINT); \
@@ -274,6 +282,28 @@ async fn make_table(g: &TestServer) {
             assert!(
                 t0.elapsed() < Duration::from_secs(30),
                 "node{} lacks gal.t",
+                i + 1
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    n1.query_drop("CREATE TABLE IF NOT EXISTS gal.whoami (port INT)")
+        .await
+        .expect("whoami");
+    for i in [0, 1, 2] {
+        let mut n = node(g, i).await;
+        let t0 = Instant::now();
+        while n
+            .query_drop(
+                "SET SESSION wsrep_on = OFF, SESSION sql_log_bin = 0; \
+                 DELETE FROM gal.whoami; INSERT INTO gal.whoami VALUES (@@port)",
+            )
+            .await
+            .is_err()
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(30),
+                "node{} lacks gal.whoami",
                 i + 1
             );
             tokio::time::sleep(Duration::from_millis(20)).await;

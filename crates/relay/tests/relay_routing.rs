@@ -433,7 +433,10 @@ fn without_split_only_the_primary_serves_and_replicas_stand_by() {
         for i in 0..30 {
             // Each statement on a fresh connection from the pool's view.
             let mut one = client(relay.port, &db).await;
-            let sid: Option<u32> = one.query_first("SELECT @@server_id").await.expect("read");
+            let sid: Option<u32> = one
+                .query_first("SELECT @@session.server_id")
+                .await
+                .expect("read");
             assert_eq!(
                 sid, primary_id,
                 "statement {i} was answered by another server"
@@ -482,7 +485,7 @@ fn read_your_writes_holds_over_many_pairs_from_several_clients() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(2000);
-    let primary = srv.sandbox.meta.primary().port;
+    let primary = srv.sandbox.meta.primary().server_id;
     let rt = tokio::runtime::Runtime::new().expect("rt");
     let (misses, on_primary, reads) = rt.block_on(async {
         let (db, _) = srv.fresh_db("rywn").await;
@@ -501,16 +504,18 @@ fn read_your_writes_holds_over_many_pairs_from_several_clients() {
                     c.query_drop(format!("INSERT INTO p VALUES ({cl}, {k})"))
                         .await
                         .expect("insert");
-                    let (port, n): (u16, u64) = c
+                    // (The session's server id says which server read:
+                    // `@@port` reads the server itself, the primary's.)
+                    let (id, n): (u32, u64) = c
                         .query_first(format!(
-                            "SELECT @@port, COUNT(*) FROM p WHERE client = {cl} AND k = {k}"
+                            "SELECT @@session.server_id, COUNT(*) FROM p WHERE client = {cl} AND k = {k}"
                         ))
                         .await
                         .expect("read")
                         .expect("row");
                     reads += 1;
                     misses += usize::from(n != 1);
-                    on_primary += usize::from(port == primary);
+                    on_primary += usize::from(id == primary);
                 }
                 (misses, on_primary, reads)
             }));
@@ -738,7 +743,10 @@ fn sessions_that_start_with_autocommit_off_never_write_on_a_replica() {
         // reads stay on the primary.)
         let mut read_on = Vec::new();
         for _ in 0..4 {
-            let id: Option<u32> = c.query_first("SELECT @@server_id").await.expect("read");
+            let id: Option<u32> = c
+                .query_first("SELECT @@session.server_id")
+                .await
+                .expect("read");
             read_on.push(id != Some(primary));
         }
         let insert = c.query_drop("INSERT INTO t VALUES (2)").await;
@@ -830,5 +838,147 @@ fn a_session_held_on_a_server_that_turns_read_only_is_no_replica_read() {
             .expect("read_only off");
         like.expect("CREATE TEMPORARY TABLE ... LIKE on the server turned read_only");
         insert.expect("INSERT into the session's temporary table");
+    });
+}
+
+/// A read of the server itself is the primary's to answer, as the SHOW
+/// statements of the same facts are: a replica has its own variables,
+/// user locks and threads. Drawn from the server's own space: every
+/// variable `information_schema.SYSTEM_VARIABLES` lists with a global
+/// scope, read through the split relay as `@@global.name` and as `@@name`,
+/// must answer what the primary answers directly (before the rule: the
+/// answer of a replica, `read_only` 1 where `SHOW GLOBAL VARIABLES` said
+/// OFF); so must a lock another session holds on the primary
+/// (`IS_FREE_LOCK`, `IS_USED_LOCK`) and that session's row in
+/// information_schema's PROCESSLIST, also with information_schema as the
+/// default database. Reads of data and of the session's own variables
+/// still go to the replicas.
+#[test]
+fn a_read_of_the_servers_own_state_is_the_primarys() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 2",
+        "",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("own_state").await;
+        let nodes = &srv.sandbox.meta.nodes;
+        let direct = |i: usize| {
+            let t = srv.sandbox.target(&nodes[i]).expect("target");
+            async move { t.connect(Duration::from_secs(5)).await.expect("node") }
+        };
+        let mut primary = direct(0).await;
+        let mut replica = direct(1).await;
+        let names: Vec<String> = primary
+            .query(
+                "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES \
+                 WHERE VARIABLE_SCOPE = 'GLOBAL' ORDER BY 1",
+            )
+            .await
+            .expect("variables");
+        assert!(names.len() > 100, "global-only variables: {}", names.len());
+        // A value or the error a read gets, as text.
+        async fn read(c: &mut mysql_async::Conn, sql: &str) -> String {
+            match c.query_first::<Option<String>, _>(sql).await {
+                Ok(v) => format!("{v:?}"),
+                Err(e) => format!("error {e}"),
+            }
+        }
+        let mut c = client(relay.port, &db).await;
+        let (mut differ_on_replica, mut wrong) = (Vec::new(), Vec::new());
+        for n in &names {
+            for sql in [format!("SELECT @@global.{n}"), format!("SELECT @@{n}")] {
+                let want = read(&mut primary, &sql).await;
+                let got = read(&mut c, &sql).await;
+                // (A value that moves on its own between two reads of the
+                // primary is not compared.)
+                if want != read(&mut primary, &sql).await {
+                    continue;
+                }
+                if read(&mut replica, &sql).await != want {
+                    differ_on_replica.push(n.clone());
+                }
+                if got != want {
+                    wrong.push(format!("{sql}: relay {got}, primary {want}"));
+                }
+            }
+        }
+        assert!(
+            differ_on_replica.iter().any(|n| n == "read_only")
+                && differ_on_replica.iter().any(|n| n == "port"),
+            "a replica answers these differently, so a read sent there shows: {differ_on_replica:?}"
+        );
+        assert!(
+            wrong.is_empty(),
+            "{} of {} variables read elsewhere than on the primary:\n{}",
+            wrong.len(),
+            names.len(),
+            wrong.join("\n")
+        );
+
+        // A user lock and a thread of another session on the primary.
+        let mut holder = direct(0).await;
+        let got: Option<i64> = holder
+            .query_first("SELECT GET_LOCK('sqlfleet_own_state', 10)")
+            .await
+            .expect("lock");
+        assert_eq!(got, Some(1));
+        let holder_id: u64 = holder
+            .query_first("SELECT CONNECTION_ID()")
+            .await
+            .expect("id")
+            .expect("id");
+        let free: Option<i64> = c
+            .query_first("SELECT IS_FREE_LOCK('sqlfleet_own_state')")
+            .await
+            .expect("is_free_lock");
+        assert_eq!(free, Some(0), "IS_FREE_LOCK of a lock held on the primary");
+        let used: Option<u64> = c
+            .query_first("SELECT IS_USED_LOCK('sqlfleet_own_state')")
+            .await
+            .expect("is_used_lock");
+        assert_eq!(
+            used,
+            Some(holder_id),
+            "IS_USED_LOCK names the primary's session"
+        );
+        let seen =
+            format!("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {holder_id}");
+        let n: Option<i64> = c.query_first(&seen).await.expect("processlist");
+        assert_eq!(n, Some(1), "the primary's session in PROCESSLIST");
+        let mut in_is = client(relay.port, "information_schema").await;
+        let n: Option<i64> = in_is
+            .query_first(format!(
+                "SELECT COUNT(*) FROM PROCESSLIST WHERE ID = {holder_id}"
+            ))
+            .await
+            .expect("processlist");
+        assert_eq!(
+            n,
+            Some(1),
+            "the primary's session in PROCESSLIST, information_schema the default database"
+        );
+        let _ = holder
+            .query_drop("DO RELEASE_LOCK('sqlfleet_own_state')")
+            .await;
+
+        // Data and the session's own variables stay the replicas'.
+        c.query_drop("CREATE TABLE t (id INT PRIMARY KEY)")
+            .await
+            .expect("create");
+        for sql in [
+            "SELECT COUNT(*) FROM t",
+            "SELECT LENGTH(@@session.sql_mode)",
+        ] {
+            let sel = selects_during_reads(srv, &mut c, sql, 40).await;
+            let on_replicas: u64 = sel[1..].iter().sum();
+            assert!(on_replicas >= 40, "{sql} on the replicas: {sel:?}");
+        }
     });
 }

@@ -106,7 +106,10 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
                 t0.elapsed() < Duration::from_secs(10),
                 "reads served by the sandbox's two replicas: {seen:?}"
             );
-            let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
+            let id: Option<i64> = c
+                .query_first("SELECT @@session.server_id")
+                .await
+                .expect("id");
             let id = id.expect("a value");
             if id != primary {
                 seen.insert(id);
@@ -116,7 +119,10 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
             let mut v = Vec::new();
             for _ in 0..3 {
                 c.query_drop("BEGIN").await.expect("begin");
-                let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
+                let id: Option<i64> = c
+                    .query_first("SELECT @@session.server_id")
+                    .await
+                    .expect("id");
                 c.query_drop("COMMIT").await.expect("commit");
                 v.push(id.expect("a value"));
             }
@@ -144,7 +150,10 @@ fn the_relay_takes_a_sandbox_and_option_files_for_its_backends() {
     let relay = spawn(&["--defaults-file", &with_ca.display().to_string()]);
     rt.block_on(async {
         let mut c = client(relay.port, &db).await;
-        let id: Option<i64> = c.query_first("SELECT @@server_id").await.expect("id");
+        let id: Option<i64> = c
+            .query_first("SELECT @@session.server_id")
+            .await
+            .expect("id");
         assert_eq!(id, Some(srv.sandbox.meta.primary().server_id as i64));
     });
 }

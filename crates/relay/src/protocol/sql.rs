@@ -17,6 +17,7 @@ mod found_rows;
 pub mod insert_id;
 mod kill;
 mod literal;
+mod server_state;
 mod substitute;
 mod writes;
 
@@ -26,6 +27,7 @@ use calls::{calls_stored_function, EFFECT_BUILTINS};
 pub use found_rows::Count;
 use kill::{kill_target, unread_kill};
 pub use kill::{may_set_what_a_reset_keeps, may_touch_the_account, KillTarget, Unread};
+pub use server_state::server_schema;
 pub use sqlfleet_dump::digest::digest;
 pub use substitute::{
     creates_table, evaluated_now, reads_as_before, substitute_call, substitute_var,
@@ -386,6 +388,10 @@ pub struct Effects {
     /// Only plain reads (SELECT without locking clauses, INTO or functions
     /// with side effects): a replica may answer.
     pub read: bool,
+    /// Reads the server itself, not replicated data (a global system
+    /// variable, one of the server's own schemas, a user lock's state:
+    /// `sql/server_state.rs`): a read, but the primary's to answer.
+    pub reads_server: bool,
     /// Every statement is a SET of session variables or a USE: a session
     /// change the server reports is explained by the text.
     pub settings_only: bool,
@@ -709,6 +715,7 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         .collect();
     for stmt in &stmts {
         statement(sql, stmt, &mut fx);
+        fx.reads_server |= server_state::reads_server(stmt);
         if is_read(stmt) {
             reads += 1;
         } else {

@@ -30,6 +30,11 @@ pub struct Facts {
     pub split: bool,
     /// The statement only reads (and names nothing that pins it).
     pub read: bool,
+    /// It reads the server itself — a global system variable, one of the
+    /// server's own schemas (also as the session's default database), a
+    /// user lock's state — which a replica has its own of: the primary
+    /// answers, as it answers the SHOW statements of the same facts.
+    pub reads_server: bool,
     /// Nothing of the client's session ties it to its connection (no
     /// transaction, temporary table, lock, pin).
     pub may_read_elsewhere: bool,
@@ -41,14 +46,15 @@ pub struct Facts {
     pub fixed: bool,
 }
 
-/// The route kind of a statement: a plain read outside a transaction
-/// goes to a replica when the split is on; everything else stays where
-/// it was (the writable backend by default, a rule's choice).
+/// The route kind of a statement: a plain read of data outside a
+/// transaction goes to a replica when the split is on; everything else
+/// stays where it was (the writable backend by default, a rule's choice).
 pub fn route_for(f: Facts) -> Route {
     if f.split
         && f.may_read_elsewhere
         && !f.holds_conn
         && f.read
+        && !f.reads_server
         && f.current == Route::Primary
         && !f.fixed
     {

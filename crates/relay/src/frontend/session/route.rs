@@ -66,12 +66,21 @@ impl Session {
         }
     }
 
-    /// A replica for a plain read outside a transaction with nothing
-    /// pinning the client, when read/write split is on.
-    pub(super) fn choose_route(&mut self, read: bool) {
+    /// A replica for a plain read of data outside a transaction with
+    /// nothing pinning the client, when read/write split is on; a read of
+    /// the server itself (`reads_server`, or any read while the default
+    /// database is one of the server's own schemas) is the primary's.
+    pub(super) fn choose_route(&mut self, read: bool, reads_server: bool) {
+        let reads_server = reads_server
+            || self
+                .st
+                .db()
+                .as_deref()
+                .is_some_and(crate::protocol::sql::server_schema);
         self.route = read::route_for(Facts {
             split: self.ctx.cfg.routing.read_write_split,
             read,
+            reads_server,
             may_read_elsewhere: self.st.may_read_elsewhere(),
             holds_conn: self.conn.is_some(),
             current: self.route,
@@ -507,7 +516,7 @@ impl Session {
         let via_view = self.names_a_calling_view(sql, toks, fx).await;
         let read = !via_view && !cursor && fx.read && fx.pins.is_empty() && fx.pin_next.is_none();
         self.refuse_writes_on_a_replica(read, fx)?;
-        self.choose_route(read);
+        self.choose_route(read, fx.reads_server);
         for p in self.st.take_statement_pins(fx) {
             self.ctx.metrics.pin(p);
         }

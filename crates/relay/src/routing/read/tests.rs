@@ -6,6 +6,7 @@ use Consistency::{Global, None as NoWait, Session};
 const PLAIN_READ: Facts = Facts {
     split: true,
     read: true,
+    reads_server: false,
     may_read_elsewhere: true,
     holds_conn: false,
     current: Route::Primary,
@@ -28,6 +29,14 @@ fn which_route_kind_a_statement_takes() {
             "a write",
             Facts {
                 read: false,
+                ..PLAIN_READ
+            },
+            Route::Primary,
+        ),
+        (
+            "a read of the server itself (@@global.read_only, IS_FREE_LOCK, information_schema)",
+            Facts {
+                reads_server: true,
                 ..PLAIN_READ
             },
             Route::Primary,
