@@ -35,3 +35,7 @@ pub use config::RelayConfig;
 pub use frontend::ctx::Ctx;
 pub use listen::{accept_loop, Accepted, Listener};
 pub use relay::{AccountsNote, Relay};
+/// The settings a new session reads with that change a read's value
+/// (`routing/defaults.rs`), for the test that holds the server's list
+/// against them.
+pub use routing::defaults::READ_DEFAULTS;

@@ -23,6 +23,7 @@ pub fn render(ctx: &Ctx) -> String {
                 "address": g.addr, "socket": g.socket, "role": g.role, "up": h.up, "read_only": h.read_only,
                 "galera": h.galera,
                 "replicating": h.replicating, "replication_unread": h.replication_unread,
+                "reads_unlike_primary": h.reads_unlike_primary,
                 "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "down": down,
                 "connections_open": g.open, "connections_idle": g.idle,

@@ -982,3 +982,303 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
         }
     });
 }
+
+/// A value for `name` unlike `now` that a read shows (None: a variable
+/// no session can set, or one this server lacks).
+fn another_value(name: &str, now: &str) -> Option<&'static str> {
+    let pick =
+        |a: &'static str, b: &'static str| Some(if now.eq_ignore_ascii_case(a) { b } else { a });
+    match name {
+        "time_zone" => pick("+05:00", "+06:00"),
+        "default_regex_flags" => pick("DOTALL", "EXTENDED"),
+        "default_week_format" => pick("3", "5"),
+        "div_precision_increment" => pick("8", "9"),
+        "group_concat_max_len" => pick("5", "6"),
+        "lc_time_names" => pick("de_DE", "fr_FR"),
+        "max_recursive_iterations" => pick("5", "6"),
+        "max_sort_length" => pick("8", "9"),
+        "old" => pick("ON", "OFF"),
+        "old_mode" => pick("ZERO_DATE_TIME_CAST", "NO_PROGRESS_INFO"),
+        "sql_auto_is_null" => pick("ON", "OFF"),
+        "sql_mode" => pick("PIPES_AS_CONCAT", "ANSI_QUOTES"),
+        "sql_select_limit" => pick("5", "6"),
+        "standard_compliant_cte" => pick("OFF", "ON"),
+        "system_versioning_asof" => {
+            pick("2001-01-01 00:00:00.000000", "2002-01-01 00:00:00.000000")
+        }
+        "tx_isolation" | "transaction_isolation" => pick("READ-UNCOMMITTED", "SERIALIZABLE"),
+        "character_set_collations" => pick("utf8mb4=utf8mb4_bin", "utf8mb4=utf8mb4_general_ci"),
+        // Read-only: stands behind time_zone = SYSTEM.
+        "system_time_zone" => None,
+        other => panic!("{other}: a setting of READ_DEFAULTS without a value to try here"),
+    }
+}
+
+/// Session variables the server lists whose global, when a replica's
+/// differs from the primary's, does not change the value a read returns
+/// (the rest is `routing::defaults::READ_DEFAULTS`): by prefix, then by
+/// name, each group with why.
+const NO_READ_VALUE_PREFIXES: &[&str] = &[
+    // Plans, costs and statistics: the same answer by another way.
+    "optimizer_",
+    "histogram_",
+    "analyze_",
+    // Logs, diagnostics kept for SHOW, the relay's own tracking.
+    "log_",
+    "session_track_",
+    // What writes and DDL do, and how they are logged.
+    "binlog_",
+    "column_compression_",
+    "innodb_",
+    "aria_",
+    "myisam_",
+    // Galera's replication of writes; the relay reads a node's state.
+    "wsrep_",
+    // Lock waits and deadlock searches: a wait, or an error.
+    "deadlock_",
+    "idle_",
+    // The query cache keeps the same answers.
+    "query_cache_",
+];
+
+const NO_READ_VALUE: &[&str] = &[
+    // Set by the client's handshake, or by its default database.
+    "autocommit",
+    "character_set_client",
+    "character_set_connection",
+    "character_set_results",
+    "collation_connection",
+    "character_set_database",
+    "collation_database",
+    // File names (LOAD_FILE reads the primary's).
+    "character_set_filesystem",
+    // What writes and DDL do, and where they are logged.
+    "alter_algorithm",
+    "auto_increment_increment",
+    "auto_increment_offset",
+    "bulk_insert_buffer_size",
+    "character_set_server",
+    "collation_server",
+    "check_constraint_checks",
+    "completion_type",
+    "default_storage_engine",
+    "default_tmp_storage_engine",
+    "enforce_storage_engine",
+    "explicit_defaults_for_timestamp",
+    "foreign_key_checks",
+    "gtid_domain_id",
+    "keep_files_on_create",
+    "low_priority_updates",
+    "max_delayed_threads",
+    "max_insert_delayed_threads",
+    "max_relay_log_size",
+    "old_alter_table",
+    "old_passwords",
+    "server_id",
+    "sql_if_exists",
+    "sql_log_bin",
+    "sql_safe_updates",
+    "sql_slave_skip_counter",
+    "storage_engine",
+    "system_versioning_alter_history",
+    "system_versioning_insert_history",
+    "tx_read_only",
+    "transaction_read_only",
+    "unique_checks",
+    "updatable_views_with_limit",
+    "use_stat_tables",
+    // Memory, buffers and plans: the same answer at another cost.
+    "big_tables",
+    "eq_range_index_dive_limit",
+    "expensive_subquery_limit",
+    "in_predicate_conversion_threshold",
+    "join_buffer_size",
+    "join_buffer_space_limit",
+    "join_cache_level",
+    "max_heap_table_size",
+    "max_length_for_sort_data",
+    "max_rowid_filter_size",
+    "max_seeks_for_key",
+    "mrr_buffer_size",
+    "net_buffer_length",
+    "preload_buffer_size",
+    "query_alloc_block_size",
+    "query_prealloc_size",
+    "range_alloc_block_size",
+    "read_buffer_size",
+    "read_rnd_buffer_size",
+    "rowid_merge_buff_size",
+    "sort_buffer_size",
+    "sql_buffer_result",
+    "tcp_nodelay",
+    "thread_pool_priority",
+    "tmp_disk_table_size",
+    "tmp_memory_table_size",
+    "tmp_table_size",
+    "transaction_alloc_block_size",
+    "transaction_prealloc_size",
+    // Limits that fail a read with an error (loud, never another answer),
+    // and timeouts.
+    "interactive_timeout",
+    "lock_wait_timeout",
+    "max_allowed_packet",
+    "max_join_size",
+    "max_session_mem_used",
+    "max_sp_recursion_depth",
+    "max_statement_time",
+    "max_tmp_tables",
+    "max_user_connections",
+    "net_read_timeout",
+    "net_retry_count",
+    "net_write_timeout",
+    "sql_big_selects",
+    "wait_timeout",
+    // Diagnostics: warnings, notes, error texts, the slow log, profiles,
+    // progress reports.
+    "lc_messages",
+    "long_query_time",
+    "max_error_count",
+    "min_examined_row_limit",
+    "note_verbosity",
+    "profiling",
+    "profiling_history_size",
+    "progress_report_time",
+    "slow_query_log",
+    "sql_log_off",
+    "sql_notes",
+    "sql_quote_show_create",
+    "sql_warnings",
+];
+
+/// Every session variable the server lists is placed: one of
+/// READ_DEFAULTS (a replica whose global differs gets no reads) or of the
+/// lists above (its difference changes no read's value). A variable a new
+/// server adds fails this until it is placed.
+#[test]
+fn every_session_variable_the_server_lists_is_placed_for_reads() {
+    let srv = replicated();
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    let names: Vec<String> = rt.block_on(async {
+        srv.connect()
+            .await
+            .query(
+                "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES \
+                 WHERE VARIABLE_SCOPE = 'SESSION' ORDER BY 1",
+            )
+            .await
+            .expect("variables")
+    });
+    assert!(names.len() > 150, "{}", names.len());
+    let read = sqlfleet_relay::READ_DEFAULTS;
+    let unplaced: Vec<&String> = names
+        .iter()
+        .filter(|n| {
+            !read.contains(&n.as_str())
+                && !NO_READ_VALUE.contains(&n.as_str())
+                && !NO_READ_VALUE_PREFIXES.iter().any(|p| n.starts_with(p))
+        })
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "session variables neither in READ_DEFAULTS nor said to change no read's value: {unplaced:?}"
+    );
+    let both: Vec<&&str> = read
+        .iter()
+        .filter(|n| {
+            NO_READ_VALUE.contains(n) || NO_READ_VALUE_PREFIXES.iter().any(|p| n.starts_with(p))
+        })
+        .collect();
+    assert!(both.is_empty(), "placed twice: {both:?}");
+}
+
+/// A replica whose new sessions read with another setting than the
+/// primary's — each of READ_DEFAULTS the server has, set on one replica —
+/// gets no reads until it matches again: every read through the split
+/// answers as on the primary (before: `FROM_UNIXTIME(0)` read `05:00:00`
+/// there with time_zone +05:00, `1/3` eight decimals with
+/// div_precision_increment 8), the other replica serves them, and
+/// `/status` says why.
+#[test]
+fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 0.2",
+        "",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("defaults").await;
+        let node = |i: usize| {
+            let t = srv.sandbox.target(&srv.sandbox.meta.nodes[i]).expect("target");
+            async move { t.connect(Duration::from_secs(5)).await.expect("node") }
+        };
+        let mut primary = node(0).await;
+        let mut replica = node(1).await;
+        let addr = format!("127.0.0.1:{}", srv.sandbox.meta.nodes[1].port);
+        let unlike = |relay: &common::relay::Relay| -> Option<String> {
+            relay.status()["backends"]
+                .as_array()
+                .and_then(|a| a.iter().find(|b| b["address"] == addr.as_str()))
+                .and_then(|b| b["reads_unlike_primary"].as_str().map(str::to_string))
+        };
+        let wait = |want: bool| {
+            let t0 = std::time::Instant::now();
+            while unlike(&relay).is_some() != want {
+                assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", relay.status());
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
+        let mut c = client(relay.port, &db).await;
+        let probe = "SELECT CONCAT_WS('|', FROM_UNIXTIME(0), 1/3, DATE_FORMAT('2001-01-01', '%M'))";
+        let want: Option<String> = primary.query_first(probe).await.expect("probe");
+        let mut tried = 0;
+        for name in sqlfleet_relay::READ_DEFAULTS {
+            let now: Option<String> = replica
+                .query_first(format!(
+                    "SELECT GLOBAL_VALUE FROM information_schema.SYSTEM_VARIABLES WHERE VARIABLE_NAME = '{name}'"
+                ))
+                .await
+                .expect("global");
+            let Some(now) = now else { continue };
+            let Some(value) = another_value(name, &now) else { continue };
+            // (Numbers bare: a quoted one is refused for a numeric
+            // variable; and DEFAULT, system_versioning_asof's.)
+            let lit = |v: &str| {
+                if v.parse::<f64>().is_ok() || v == "DEFAULT" {
+                    v.to_string()
+                } else {
+                    format!("'{}'", v.replace('\'', "''"))
+                }
+            };
+            replica
+                .query_drop(format!("SET GLOBAL {name} = {}", lit(value)))
+                .await
+                .unwrap_or_else(|e| panic!("SET GLOBAL {name} = '{value}': {e}"));
+            wait(true);
+            let why = unlike(&relay).unwrap_or_default();
+            assert!(why.contains(name), "{name}: {why}");
+            let before = counters(srv, "Com_select").await;
+            for _ in 0..20 {
+                let got: Option<String> = c.query_first(probe).await.expect("read");
+                assert_eq!(got, want, "{name} = {value} on a replica: a read answered otherwise");
+            }
+            let sel = delta(&counters(srv, "Com_select").await, &before);
+            assert!(sel[1] == 0 && sel[2] >= 20, "{name}: reads by server {sel:?}");
+            replica
+                .query_drop(format!("SET GLOBAL {name} = {}", lit(&now)))
+                .await
+                .unwrap_or_else(|e| panic!("{name} back to {now}: {e}"));
+            wait(false);
+            tried += 1;
+        }
+        assert!(tried >= 15, "settings tried: {tried}");
+        // Matching again, it serves reads.
+        let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
+        assert!(sel[1] > 0, "the replica serves reads again: {sel:?}");
+    });
+}

@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::backend::command::{query_row, query_rows};
 use crate::backend::dial::{Dialer, Login, Shape};
 use crate::config::{Backend, RelayConfig};
+use crate::routing::defaults::{self, Defaults};
 use crate::routing::galera::Wsrep;
 
 /// What the last check of a backend found.
@@ -53,6 +54,12 @@ pub struct State {
     /// Why its replication could not be read (the relay's account lacks
     /// the privilege): it then counts as not replicating.
     pub replication_unread: Option<String>,
+    /// What its new sessions read with (`routing::defaults`).
+    #[serde(skip)]
+    pub defaults: Defaults,
+    /// Why a read on it would answer otherwise than on the primary (its
+    /// sessions' settings differ): it then gets no reads.
+    pub reads_unlike_primary: Option<String>,
 }
 
 pub use crate::routing::pick::Brief;
@@ -195,9 +202,44 @@ impl Health {
                     lag: s.lag,
                     galera: s.galera.as_ref().map(|w| w.excluded().is_none()),
                     galera_queue: s.galera.as_ref().map_or(0, |w| w.recv_queue),
+                    reads_unlike_primary: s.reads_unlike_primary.is_some(),
                 }
             })
             .collect()
+    }
+
+    /// Judges each backend's new sessions against the primary's
+    /// (`defaults::unlike`) and keeps why a read there would answer
+    /// otherwise; returns the backends whose judgement changed. Without
+    /// one writable, checked primary (or on a Galera cluster) nothing is
+    /// judged and every judgement stands.
+    pub fn compare_defaults(&self) -> Vec<(usize, Option<String>)> {
+        let states: Vec<State> = (0..self.states.len()).map(|i| self.get(i)).collect();
+        let primaries: Vec<usize> = (0..states.len())
+            .filter(|&i| {
+                let s = &states[i];
+                s.checked && s.up && !s.read_only && s.galera.is_none()
+            })
+            .collect();
+        let [p] = primaries.as_slice() else {
+            return Vec::new();
+        };
+        let mut changed = Vec::new();
+        for (j, s) in states.iter().enumerate() {
+            if j == *p || !s.checked || !s.up || s.galera.is_some() {
+                continue;
+            }
+            let why = defaults::unlike(&states[*p].defaults, &s.defaults);
+            if why != s.reads_unlike_primary {
+                self.set(j, |x| x.reads_unlike_primary = why.clone());
+                changed.push((j, why));
+            }
+        }
+        // The primary itself reads as the primary.
+        if states[*p].reads_unlike_primary.is_some() {
+            self.set(*p, |x| x.reads_unlike_primary = None);
+        }
+        changed
     }
 
     fn set(&self, i: usize, f: impl FnOnce(&mut State)) {
@@ -351,7 +393,34 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         ),
         None => (false, None),
     };
-    let galera = wsrep(c).await?;
+    // One read of the globals: a Galera node's switches and what a new
+    // session reads with.
+    let names: Vec<String> = ["wsrep_on", "wsrep_desync", "wsrep_reject_queries"]
+        .iter()
+        .chain(defaults::READ_DEFAULTS)
+        .map(|n| format!("'{n}'"))
+        .collect();
+    let vars = query_rows(
+        c,
+        &format!(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ({})",
+            names.join(", ")
+        ),
+        64,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let session_defaults: Defaults = vars
+        .iter()
+        .filter_map(|r| {
+            let name = r.first()?.1.as_deref()?.to_ascii_lowercase();
+            let value = r.get(1)?.1.clone().unwrap_or_default();
+            defaults::READ_DEFAULTS
+                .contains(&name.as_str())
+                .then_some((name, value))
+        })
+        .collect();
+    let galera = wsrep(c, &vars).await?;
     Ok(State {
         checked: true,
         up: true,
@@ -367,18 +436,17 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         failures: 0,
         down_since: None,
         replication_unread,
+        defaults: session_defaults,
+        reads_unlike_primary: None,
     })
 }
 
-/// A Galera node's state; `None` when `wsrep_on` is OFF (or absent).
-async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
-    let vars = query_rows(
-        c,
-        "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('wsrep_on', 'wsrep_desync', 'wsrep_reject_queries')",
-        16,
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+/// A Galera node's state from its global variables `vars`; `None` when
+/// `wsrep_on` is OFF (or absent).
+async fn wsrep(
+    c: &mut Login,
+    vars: &[Vec<(String, Option<String>)>],
+) -> Result<Option<Wsrep>, String> {
     let value = |rows: &[Vec<(String, Option<String>)>], name: &str| -> String {
         rows.iter()
             .find(|r| {
@@ -390,7 +458,7 @@ async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
             .and_then(|(_, v)| v.clone())
             .unwrap_or_default()
     };
-    if !value(&vars, "wsrep_on").eq_ignore_ascii_case("ON") {
+    if !value(vars, "wsrep_on").eq_ignore_ascii_case("ON") {
         return Ok(None);
     }
     let st = query_rows(
@@ -408,8 +476,8 @@ async fn wsrep(c: &mut Login) -> Result<Option<Wsrep>, String> {
         state: value(&st, "wsrep_local_state_comment"),
         cluster_status: value(&st, "wsrep_cluster_status"),
         cluster_size: value(&st, "wsrep_cluster_size").parse().unwrap_or(0),
-        desync: value(&vars, "wsrep_desync").eq_ignore_ascii_case("ON"),
-        reject_queries: value(&vars, "wsrep_reject_queries"),
+        desync: value(vars, "wsrep_desync").eq_ignore_ascii_case("ON"),
+        reject_queries: value(vars, "wsrep_reject_queries"),
         recv_queue: value(&st, "wsrep_local_recv_queue").parse().unwrap_or(0),
     }))
 }
@@ -446,7 +514,13 @@ pub async fn watch(
         let before = health.get(i);
         let wait = match r {
             Ok(st) => {
-                health.set(i, |s| *s = st);
+                // (Its likeness to the primary is judged below, with the
+                // others' states.)
+                health.set(i, |s| {
+                    let unlike = s.reads_unlike_primary.take();
+                    *s = st;
+                    s.reads_unlike_primary = unlike;
+                });
                 interval
             }
             Err(e) => {
@@ -475,6 +549,15 @@ pub async fn watch(
         }
         if let (None, Some(why)) = (&before.replication_unread, &after.replication_unread) {
             tracing::warn!("relay: backend {}: {why}", b.addr());
+        }
+        for (j, why) in health.compare_defaults() {
+            let addr = cfg.backends[j].addr();
+            match why {
+                Some(why) => tracing::warn!("relay: backend {addr}: {why}"),
+                None => tracing::info!(
+                    "relay: backend {addr}: its new sessions read with the primary's settings again; reads go to it"
+                ),
+            }
         }
         tokio::time::sleep(wait).await;
     }
@@ -617,5 +700,47 @@ mod tests {
         tokio::time::sleep(Duration::from_secs(1)).await;
         up(&h, 0);
         assert_eq!(w.await.expect("task"), Some(()), "back up: it went on");
+    }
+
+    /// A replica whose sessions read with other settings than the
+    /// primary's is judged so after a check, gets no reads, and is judged
+    /// alike again once they match; without one primary nothing changes.
+    #[test]
+    fn a_replica_is_judged_against_the_primarys_session_settings() {
+        let h = Health::new(vec!["p:1".into(), "r:2".into(), "r:3".into()]);
+        let tz = |v: &str| vec![("time_zone".to_string(), v.to_string())];
+        for (i, ro, zone) in [
+            (0, false, "SYSTEM"),
+            (1, true, "SYSTEM"),
+            (2, true, "+05:00"),
+        ] {
+            h.set(i, |s| {
+                s.checked = true;
+                s.up = true;
+                s.read_only = ro;
+                s.defaults = tz(zone);
+            });
+        }
+        let changed = h.compare_defaults();
+        assert_eq!(changed.len(), 1, "{changed:?}");
+        assert_eq!(changed[0].0, 2);
+        assert!(
+            changed[0]
+                .1
+                .as_deref()
+                .is_some_and(|w| w.contains("time_zone '+05:00'")),
+            "{changed:?}"
+        );
+        let briefs = h.briefs();
+        assert!(!briefs[1].reads_unlike_primary && briefs[2].reads_unlike_primary);
+        assert!(h.compare_defaults().is_empty(), "a judgement is said once");
+        // No primary (down): the judgement stands.
+        h.set(0, |s| s.up = false);
+        h.set(2, |s| s.defaults = tz("SYSTEM"));
+        assert!(h.compare_defaults().is_empty());
+        assert!(h.briefs()[2].reads_unlike_primary);
+        h.set(0, |s| s.up = true);
+        assert_eq!(h.compare_defaults(), vec![(2, None)]);
+        assert!(!h.briefs()[2].reads_unlike_primary);
     }
 }

@@ -5,6 +5,7 @@
 //! in [`pick`] (the pool gathers the backends' states).
 
 pub mod cache_rules;
+pub mod defaults;
 pub mod galera;
 pub mod pick;
 pub mod read;

@@ -10,7 +10,8 @@
 //!   none while several non-Galera backends are writable, unless
 //!   `multi_primary` (writes on two asynchronous primaries diverge them).
 //! - `Replica` / `Group`: an up, read-only, replicating backend of that
-//!   group within `max_lag`, else the primary.
+//!   group within `max_lag` whose sessions read with the primary's
+//!   settings (`defaults.rs`), else the primary.
 //! - A Galera cluster (any backend reports `wsrep_on`): `galera.rs` decides
 //!   from the usable nodes and the writer.
 //!
@@ -32,6 +33,9 @@ pub struct Brief {
     pub galera: Option<bool>,
     /// A Galera node's write sets waiting to be applied.
     pub galera_queue: u64,
+    /// Its new sessions read with other settings than the primary's
+    /// (`defaults.rs`): a read there would answer otherwise.
+    pub reads_unlike_primary: bool,
 }
 
 /// The settings a pick depends on.
@@ -98,6 +102,7 @@ pub fn candidates(
                         && s.up
                         && s.read_only
                         && s.replicating
+                        && !s.reads_unlike_primary
                         && s.lag.is_some_and(|l| l <= policy.max_lag)
                 })
                 .collect();

@@ -8,6 +8,7 @@ const PRIMARY: Brief = Brief {
     lag: None,
     galera: None,
     galera_queue: 0,
+    reads_unlike_primary: false,
 };
 const REPLICA: Brief = Brief {
     checked: true,
@@ -17,6 +18,7 @@ const REPLICA: Brief = Brief {
     lag: Some(0),
     galera: None,
     galera_queue: 0,
+    reads_unlike_primary: false,
 };
 const UNCHECKED: Brief = Brief {
     checked: false,
@@ -26,6 +28,7 @@ const UNCHECKED: Brief = Brief {
     lag: None,
     galera: None,
     galera_queue: 0,
+    reads_unlike_primary: false,
 };
 const NODE: Brief = Brief {
     checked: true,
@@ -35,6 +38,7 @@ const NODE: Brief = Brief {
     lag: None,
     galera: Some(true),
     galera_queue: 0,
+    reads_unlike_primary: false,
 };
 
 fn down(b: Brief) -> Brief {
@@ -195,6 +199,35 @@ fn which_backends_a_route_may_use() {
             Route::Replica,
             vec![PRIMARY, stopped_replica],
             vec![None; 2],
+            policy(),
+            vec![0],
+        ),
+        (
+            "replica: one whose sessions read otherwise than the primary's is out",
+            Route::Replica,
+            vec![
+                PRIMARY,
+                Brief {
+                    reads_unlike_primary: true,
+                    ..REPLICA
+                },
+                REPLICA,
+            ],
+            vec![None, None, None],
+            policy(),
+            vec![2],
+        ),
+        (
+            "replica: the only one reading otherwise: the primary",
+            Route::Replica,
+            vec![
+                PRIMARY,
+                Brief {
+                    reads_unlike_primary: true,
+                    ..REPLICA
+                },
+            ],
+            vec![None, None],
             policy(),
             vec![0],
         ),
