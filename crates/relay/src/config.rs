@@ -190,6 +190,11 @@ pub struct Routing {
     /// failover that left the old primary writable, a replica someone set
     /// read_only=0 on).
     pub multi_primary: bool,
+    /// Settings of `routing::defaults::READ_DEFAULTS` a replica's sessions
+    /// may have otherwise than the primary's and still take reads (the
+    /// operator's word that the difference is meant, e.g. a reporting
+    /// replica's longer group_concat_max_len).
+    pub settings_may_differ: Vec<String>,
 }
 
 impl Default for Routing {
@@ -205,6 +210,7 @@ impl Default for Routing {
             galera_writers: crate::routing::galera::Writers::One,
             galera_max_recv_queue: 100,
             multi_primary: false,
+            settings_may_differ: Vec::new(),
         }
     }
 }

@@ -1281,4 +1281,46 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
         let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
         assert!(sel[1] > 0, "the replica serves reads again: {sel:?}");
     });
+    // A difference the operator names as meant keeps the replica reading.
+    drop(relay);
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 0.2\n\
+         settings_may_differ = [\"time_zone\"]",
+        "",
+        "",
+    );
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("defaults_meant").await;
+        let mut replica = srv
+            .sandbox
+            .target(&srv.sandbox.meta.nodes[1])
+            .expect("target")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("node");
+        replica
+            .query_drop("SET GLOBAL time_zone = '+05:00'")
+            .await
+            .expect("time_zone");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let mut c = client(relay.port, &db).await;
+        let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
+        let status = relay.status();
+        replica
+            .query_drop("SET GLOBAL time_zone = SYSTEM")
+            .await
+            .expect("time_zone back");
+        assert!(
+            sel[1] > 0,
+            "a replica whose difference is meant serves reads: {sel:?}"
+        );
+        assert!(
+            status["backends"]
+                .as_array()
+                .is_some_and(|a| a.iter().all(|b| b["reads_unlike_primary"].is_null())),
+            "{status}"
+        );
+    });
 }

@@ -213,7 +213,7 @@ impl Health {
     /// otherwise; returns the backends whose judgement changed. Without
     /// one writable, checked primary (or on a Galera cluster) nothing is
     /// judged and every judgement stands.
-    pub fn compare_defaults(&self) -> Vec<(usize, Option<String>)> {
+    pub fn compare_defaults(&self, may_differ: &[String]) -> Vec<(usize, Option<String>)> {
         let states: Vec<State> = (0..self.states.len()).map(|i| self.get(i)).collect();
         let primaries: Vec<usize> = (0..states.len())
             .filter(|&i| {
@@ -229,7 +229,7 @@ impl Health {
             if j == *p || !s.checked || !s.up || s.galera.is_some() {
                 continue;
             }
-            let why = defaults::unlike(&states[*p].defaults, &s.defaults);
+            let why = defaults::unlike(&states[*p].defaults, &s.defaults, may_differ);
             if why != s.reads_unlike_primary {
                 self.set(j, |x| x.reads_unlike_primary = why.clone());
                 changed.push((j, why));
@@ -550,7 +550,7 @@ pub async fn watch(
         if let (None, Some(why)) = (&before.replication_unread, &after.replication_unread) {
             tracing::warn!("relay: backend {}: {why}", b.addr());
         }
-        for (j, why) in health.compare_defaults() {
+        for (j, why) in health.compare_defaults(&cfg.routing.settings_may_differ) {
             let addr = cfg.backends[j].addr();
             match why {
                 Some(why) => tracing::warn!("relay: backend {addr}: {why}"),
@@ -721,7 +721,7 @@ mod tests {
                 s.defaults = tz(zone);
             });
         }
-        let changed = h.compare_defaults();
+        let changed = h.compare_defaults(&[]);
         assert_eq!(changed.len(), 1, "{changed:?}");
         assert_eq!(changed[0].0, 2);
         assert!(
@@ -733,14 +733,17 @@ mod tests {
         );
         let briefs = h.briefs();
         assert!(!briefs[1].reads_unlike_primary && briefs[2].reads_unlike_primary);
-        assert!(h.compare_defaults().is_empty(), "a judgement is said once");
+        assert!(
+            h.compare_defaults(&[]).is_empty(),
+            "a judgement is said once"
+        );
         // No primary (down): the judgement stands.
         h.set(0, |s| s.up = false);
         h.set(2, |s| s.defaults = tz("SYSTEM"));
-        assert!(h.compare_defaults().is_empty());
+        assert!(h.compare_defaults(&[]).is_empty());
         assert!(h.briefs()[2].reads_unlike_primary);
         h.set(0, |s| s.up = true);
-        assert_eq!(h.compare_defaults(), vec![(2, None)]);
+        assert_eq!(h.compare_defaults(&[]), vec![(2, None)]);
         assert!(!h.briefs()[2].reads_unlike_primary);
     }
 }

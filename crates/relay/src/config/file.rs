@@ -149,6 +149,7 @@ struct RoutingSection {
     galera_writers: Option<crate::routing::galera::Writers>,
     galera_max_recv_queue: Option<u64>,
     multi_primary: Option<bool>,
+    settings_may_differ: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -362,6 +363,7 @@ pub fn from_flags(q: Flags) -> Result<RelayConfig, ConfigError> {
             galera_writers: None,
             galera_max_recv_queue: None,
             multi_primary: None,
+            settings_may_differ: None,
             health_interval: Some(q.health_interval),
             consistency_wait: None,
         },
@@ -640,9 +642,28 @@ fn routing(r: &RoutingSection) -> Result<Routing, String> {
         galera_writers: r.galera_writers.unwrap_or_default(),
         galera_max_recv_queue: r.galera_max_recv_queue.unwrap_or(d.galera_max_recv_queue),
         multi_primary: r.multi_primary.unwrap_or(d.multi_primary),
+        settings_may_differ: r
+            .settings_may_differ
+            .iter()
+            .flatten()
+            .map(|n| n.to_ascii_lowercase())
+            .collect(),
     };
     if routing.health_interval.is_zero() {
         return Err("routing.health_interval must be above 0".into());
+    }
+    let known = crate::routing::defaults::READ_DEFAULTS;
+    if let Some(n) = routing
+        .settings_may_differ
+        .iter()
+        .find(|n| !known.contains(&n.as_str()))
+    {
+        return Err(format!(
+            "routing.settings_may_differ: '{}' is not a setting the relay compares between \
+             servers (one of {})",
+            n.escape_debug(),
+            known.join(", ")
+        ));
     }
     Ok(routing)
 }

@@ -184,6 +184,33 @@ fn multi_primary_is_an_explicit_choice() {
     );
 }
 
+/// Replicas' sessions must read with the primary's settings unless the
+/// file names those that may differ; a name the relay does not compare
+/// is refused, naming the ones it does.
+#[test]
+fn settings_that_may_differ_are_named_from_the_compared_ones() {
+    let base = "[relay]\nlisten = [\"127.0.0.1:6033\"]\n[backend]\nservers = [\"db1\", \"db2\"]\nuser = \"relay\"\npassword = \"x\"\n";
+    let c = load(write(base).path()).expect("loads");
+    assert!(c.routing.settings_may_differ.is_empty(), "none by default");
+    let some = format!(
+        "{base}[routing]\nsettings_may_differ = [\"GROUP_CONCAT_MAX_LEN\", \"time_zone\"]\n"
+    );
+    assert_eq!(
+        load(write(&some).path())
+            .expect("loads")
+            .routing
+            .settings_may_differ,
+        ["group_concat_max_len", "time_zone"]
+    );
+    let bad = format!("{base}[routing]\nsettings_may_differ = [\"sort_buffer_size\"]\n");
+    let e = load(write(&bad).path()).expect_err("refused").to_string();
+    assert!(
+        e.contains("'sort_buffer_size' is not a setting the relay compares")
+            && e.contains("time_zone"),
+        "{e}"
+    );
+}
+
 /// A server reached through its socket goes by the name others know it
 /// by (`unix:/path as host:port`): one name in /status, metrics and logs
 /// across commands, the socket as an extra field.

@@ -47,11 +47,62 @@ pub const READ_DEFAULTS: &[&str] = &[
 /// the server does not have is absent.
 pub type Defaults = Vec<(String, String)>;
 
+/// sql_mode flags that change only what a write or DDL does (or fail a
+/// read loudly: ONLY_FULL_GROUP_BY): a replica whose mode differs from
+/// the primary's only in these answers reads alike (replicas often drop
+/// strictness; replication applies the primary's mode with each event).
+const WRITE_MODES: &[&str] = &[
+    "ALLOW_INVALID_DATES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
+    "NO_AUTO_CREATE_USER",
+    "NO_AUTO_VALUE_ON_ZERO",
+    "NO_DIR_IN_CREATE",
+    "NO_ENGINE_SUBSTITUTION",
+    "NO_FIELD_OPTIONS",
+    "NO_KEY_OPTIONS",
+    "NO_TABLE_OPTIONS",
+    "NO_ZERO_DATE",
+    "NO_ZERO_IN_DATE",
+    "ONLY_FULL_GROUP_BY",
+    "SIMULTANEOUS_ASSIGNMENT",
+    "STRICT_ALL_TABLES",
+    "STRICT_TRANS_TABLES",
+    "TRADITIONAL",
+];
+
+/// What of a setting's value a read sees: sql_mode without its
+/// write-only flags, an isolation level as dirty (READ UNCOMMITTED) or
+/// not — one autocommit read is one consistent snapshot under every other
+/// level —, anything else as it is.
+fn as_read(name: &str, value: &str) -> String {
+    match name {
+        "sql_mode" => {
+            let mut flags: Vec<String> = value
+                .split(',')
+                .map(|f| f.trim().to_ascii_uppercase())
+                .filter(|f| !f.is_empty() && !WRITE_MODES.contains(&f.as_str()))
+                .collect();
+            flags.sort();
+            flags.join(",")
+        }
+        "tx_isolation" | "transaction_isolation" => {
+            if value.eq_ignore_ascii_case("READ-UNCOMMITTED") {
+                "dirty".into()
+            } else {
+                "consistent".into()
+            }
+        }
+        _ => value.to_string(),
+    }
+}
+
 /// Why a session on `other` would read otherwise than one on the primary
-/// (`primary`): each setting that differs, with both values; `None` when
-/// none does. Values are compared as the server reports them (its
-/// canonical form for each variable).
-pub fn unlike(primary: &Defaults, other: &Defaults) -> Option<String> {
+/// (`primary`): each setting that differs as a read sees it ([`as_read`]),
+/// with both values; `None` when none does. Values are compared as the
+/// server reports them (its canonical form for each variable). The
+/// settings in `may_differ` (`[routing] settings_may_differ`: the
+/// operator's word that a difference is meant) are not compared.
+pub fn unlike(primary: &Defaults, other: &Defaults, may_differ: &[String]) -> Option<String> {
     let value = |d: &Defaults, name: &str| {
         d.iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -63,15 +114,19 @@ pub fn unlike(primary: &Defaults, other: &Defaults) -> Option<String> {
     };
     let differ: Vec<String> = READ_DEFAULTS
         .iter()
+        .filter(|name| !may_differ.iter().any(|m| m.eq_ignore_ascii_case(name)))
         .filter_map(|name| {
             let (p, o) = (value(primary, name), value(other, name));
-            (p != o).then(|| format!("{name} {} (the primary's {})", show(o), show(p)))
+            let read = |v: &Option<String>| v.as_deref().map(|v| as_read(name, v));
+            (read(&p) != read(&o))
+                .then(|| format!("{name} {} (the primary's {})", show(o), show(p)))
         })
         .collect();
     (!differ.is_empty()).then(|| {
         format!(
             "its new sessions read with {}: a read there would answer otherwise than on the \
-             primary, so reads do not go to it until the settings match",
+             primary, so reads do not go to it until the settings match (or [routing] \
+             settings_may_differ names them)",
             differ.join(", ")
         )
     })
@@ -160,7 +215,7 @@ mod tests {
             ),
         ];
         for (name, other, differs, words) in rows {
-            let why = unlike(&primary, other);
+            let why = unlike(&primary, other, &[]);
             assert_eq!(why.is_some(), *differs, "{name}: {why:?}");
             for w in *words {
                 assert!(
@@ -170,9 +225,81 @@ mod tests {
             }
         }
         assert!(
-            unlike(&primary, &d(&[("time_zone", "'\n")])).is_some_and(|w| w.contains("'\\'\\n'")),
+            unlike(&primary, &d(&[("time_zone", "'\n")]), &[])
+                .is_some_and(|w| w.contains("'\\'\\n'")),
             "a value is escaped for a terminal"
         );
+    }
+
+    #[test]
+    fn a_mode_or_isolation_a_read_does_not_see_and_a_named_setting_may_differ() {
+        let p = d(&[
+            (
+                "sql_mode",
+                "STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION",
+            ),
+            ("tx_isolation", "REPEATABLE-READ"),
+            ("group_concat_max_len", "1024"),
+        ]);
+        let with = |mode: &str, iso: &str, gc: &str| {
+            d(&[
+                ("sql_mode", mode),
+                ("tx_isolation", iso),
+                ("group_concat_max_len", gc),
+            ])
+        };
+        // (other's mode, isolation, group_concat_max_len, may differ, differs)
+        let rows: &[(&str, &str, &str, &[&str], bool)] = &[
+            ("", "READ-COMMITTED", "1024", &[], false),
+            ("NO_ENGINE_SUBSTITUTION", "SERIALIZABLE", "1024", &[], false),
+            (
+                "ONLY_FULL_GROUP_BY,STRICT_ALL_TABLES",
+                "REPEATABLE-READ",
+                "1024",
+                &[],
+                false,
+            ),
+            ("PIPES_AS_CONCAT", "REPEATABLE-READ", "1024", &[], true),
+            (
+                "ANSI_QUOTES,STRICT_TRANS_TABLES",
+                "REPEATABLE-READ",
+                "1024",
+                &[],
+                true,
+            ),
+            ("", "READ-UNCOMMITTED", "1024", &[], true),
+            ("", "READ-COMMITTED", "1048576", &[], true),
+            (
+                "",
+                "READ-COMMITTED",
+                "1048576",
+                &["group_concat_max_len"],
+                false,
+            ),
+            (
+                "",
+                "READ-COMMITTED",
+                "1048576",
+                &["GROUP_CONCAT_MAX_LEN"],
+                false,
+            ),
+            (
+                "PIPES_AS_CONCAT",
+                "REPEATABLE-READ",
+                "1048576",
+                &["group_concat_max_len"],
+                true,
+            ),
+        ];
+        for (mode, iso, gc, may, differs) in rows {
+            let may: Vec<String> = may.iter().map(|m| m.to_string()).collect();
+            let why = unlike(&p, &with(mode, iso, gc), &may);
+            assert_eq!(
+                why.is_some(),
+                *differs,
+                "{mode} {iso} {gc} {may:?}: {why:?}"
+            );
+        }
     }
 
     #[test]
