@@ -401,6 +401,46 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
             "{got:?}"
         );
 
+        // A node whose new sessions read otherwise than the writer's (its
+        // time_zone) takes no reads until it matches again.
+        let mut n3 = node(g, 2).await;
+        let unlike = |relay: &Relay| {
+            let body = relay.page("/status");
+            let body = body.split_once("\r\n\r\n").map(|x| x.1).unwrap_or_default();
+            let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+            v["backends"]
+                .as_array()
+                .and_then(|a| {
+                    a.iter()
+                        .find(|b| b["address"] == format!("127.0.0.1:{}", ports[2]).as_str())
+                })
+                .is_some_and(|b| !b["reads_unlike_primary"].is_null())
+        };
+        let wait_unlike = |want: bool| {
+            let t0 = Instant::now();
+            while unlike(&relay) != want {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{}",
+                    relay.page("/status")
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
+        n3.query_drop("SET GLOBAL time_zone = '+05:00'")
+            .await
+            .expect("time_zone");
+        wait_unlike(true);
+        let got = read_ports(&mut c, 30).await;
+        n3.query_drop("SET GLOBAL time_zone = SYSTEM")
+            .await
+            .expect("time_zone back");
+        assert!(
+            got.iter().all(|p| *p == ports[1]),
+            "reads on a node whose sessions read otherwise: {got:?}"
+        );
+        wait_unlike(false);
+
         // Read-your-writes: a read right after a write waits on its reader
         // for that write (counted), and sees it.
         let waits = relay.metric("sqlfleet_relay_consistency_waits_total");

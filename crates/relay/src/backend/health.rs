@@ -123,6 +123,9 @@ pub struct Health {
     downs: Vec<tokio::sync::Notify>,
     /// Each backend's address, for the log line of a state change.
     addrs: Vec<String>,
+    /// A Galera cluster's writer as the pool last chose it (usize::MAX:
+    /// none): the node whose sessions the others' are judged against.
+    galera_writer: std::sync::atomic::AtomicUsize,
 }
 
 impl Health {
@@ -131,6 +134,7 @@ impl Health {
             states: addrs.iter().map(|_| Mutex::new(State::default())).collect(),
             downs: addrs.iter().map(|_| tokio::sync::Notify::new()).collect(),
             addrs,
+            galera_writer: std::sync::atomic::AtomicUsize::new(usize::MAX),
         }
     }
 
@@ -208,25 +212,43 @@ impl Health {
             .collect()
     }
 
-    /// Judges each backend's new sessions against the primary's
-    /// (`defaults::unlike`) and keeps why a read there would answer
-    /// otherwise; returns the backends whose judgement changed. Without
-    /// one writable, checked primary (or on a Galera cluster) nothing is
-    /// judged and every judgement stands.
+    /// The Galera writer the pool chose (`None`: none), whose sessions the
+    /// other nodes' are judged against.
+    pub fn note_galera_writer(&self, w: Option<usize>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.galera_writer.store(w.unwrap_or(usize::MAX), Relaxed);
+    }
+
+    /// Judges each backend's new sessions against the primary's — on a
+    /// Galera cluster, the writer's — (`defaults::unlike`) and keeps why a
+    /// read there would answer otherwise; returns the backends whose
+    /// judgement changed. Without one writable, checked primary (or a
+    /// Galera writer) nothing is judged and every judgement stands.
     pub fn compare_defaults(&self, may_differ: &[String]) -> Vec<(usize, Option<String>)> {
+        use std::sync::atomic::Ordering::Relaxed;
         let states: Vec<State> = (0..self.states.len()).map(|i| self.get(i)).collect();
-        let primaries: Vec<usize> = (0..states.len())
-            .filter(|&i| {
-                let s = &states[i];
-                s.checked && s.up && !s.read_only && s.galera.is_none()
-            })
-            .collect();
+        let galera = states.iter().any(|s| s.galera.is_some());
+        let primaries: Vec<usize> = if galera {
+            let w = self.galera_writer.load(Relaxed);
+            states
+                .get(w)
+                .filter(|s| s.checked && s.up)
+                .map(|_| vec![w])
+                .unwrap_or_default()
+        } else {
+            (0..states.len())
+                .filter(|&i| {
+                    let s = &states[i];
+                    s.checked && s.up && !s.read_only
+                })
+                .collect()
+        };
         let [p] = primaries.as_slice() else {
             return Vec::new();
         };
         let mut changed = Vec::new();
         for (j, s) in states.iter().enumerate() {
-            if j == *p || !s.checked || !s.up || s.galera.is_some() {
+            if j == *p || !s.checked || !s.up {
                 continue;
             }
             let why = defaults::unlike(&states[*p].defaults, &s.defaults, may_differ);

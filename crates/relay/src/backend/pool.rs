@@ -607,6 +607,9 @@ impl Pool {
         let w =
             crate::routing::galera::writer((cur != usize::MAX).then_some(cur), &usable, &checked);
         let new = w.unwrap_or(usize::MAX);
+        if new != cur {
+            self.health.note_galera_writer(w);
+        }
         if new != cur
             && self
                 .writer

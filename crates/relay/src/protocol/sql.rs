@@ -388,9 +388,10 @@ pub struct Effects {
     /// Only plain reads (SELECT without locking clauses, INTO or functions
     /// with side effects): a replica may answer.
     pub read: bool,
-    /// Reads the server itself, not replicated data (a global system
-    /// variable, one of the server's own schemas, a user lock's state:
-    /// `sql/server_state.rs`): a read, but the primary's to answer.
+    /// A read of the server itself, not of replicated data (a global
+    /// system variable, one of the server's own schemas, a user lock's
+    /// state: `sql/server_state.rs`): the primary's to answer. (Only
+    /// reads are looked at: anything else goes there anyway.)
     pub reads_server: bool,
     /// Every statement is a SET of session variables or a USE: a session
     /// change the server reports is explained by the text.
@@ -715,9 +716,9 @@ fn effects(sql: &[u8], lexed: &Lexed) -> Effects {
         .collect();
     for stmt in &stmts {
         statement(sql, stmt, &mut fx);
-        fx.reads_server |= server_state::reads_server(stmt);
         if is_read(stmt) {
             reads += 1;
+            fx.reads_server |= server_state::reads_server(stmt);
         } else {
             others += 1;
         }

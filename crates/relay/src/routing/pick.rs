@@ -13,7 +13,8 @@
 //!   group within `max_lag` whose sessions read with the primary's
 //!   settings (`defaults.rs`), else the primary.
 //! - A Galera cluster (any backend reports `wsrep_on`): `galera.rs` decides
-//!   from the usable nodes and the writer.
+//!   from the usable nodes and the writer; a node whose sessions read
+//!   otherwise than the writer's takes no reads.
 //!
 //! Among the candidates, the least busy per unit of weight
 //! ([`least_busy`]); ties take turns in proportion to weight.
@@ -63,7 +64,13 @@ pub fn candidates(
         let read = route.is_replica();
         let allowed = if read {
             let queues: Vec<u64> = states.iter().map(|s| s.galera_queue).collect();
+            // (A node whose sessions read otherwise than the writer's
+            // takes no reads; the writer is never judged so.)
             galera::readable(&usable, &queues, policy.galera_max_recv_queue)
+                .into_iter()
+                .zip(states)
+                .map(|(r, s)| r && !s.reads_unlike_primary)
+                .collect()
         } else {
             usable
         };

@@ -334,6 +334,38 @@ fn galera_routes() {
             vec![2],
         ),
         (
+            "reads: not a node whose sessions read otherwise than the writer's",
+            Route::Replica,
+            vec![
+                NODE,
+                Brief {
+                    reads_unlike_primary: true,
+                    ..NODE
+                },
+                NODE,
+            ],
+            Some(0),
+            policy(),
+            vec![2],
+        ),
+        (
+            "writes: such a node still writes with every node a writer",
+            Route::Primary,
+            vec![
+                NODE,
+                Brief {
+                    reads_unlike_primary: true,
+                    ..NODE
+                },
+            ],
+            Some(0),
+            Policy {
+                galera_writers: Writers::All,
+                ..policy()
+            },
+            vec![0, 1],
+        ),
+        (
             "reads: not a down node",
             Route::Replica,
             vec![NODE, down(NODE), NODE],
