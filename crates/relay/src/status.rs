@@ -24,6 +24,7 @@ pub fn render(ctx: &Ctx) -> String {
                 "galera": h.galera,
                 "replicating": h.replicating, "replication_unread": h.replication_unread,
                 "reads_unlike_primary": h.reads_unlike_primary,
+                "replication_filters": h.replication_filters,
                 "lag_seconds": h.lag, "gtid": h.gtid,
                 "error": h.error, "down": down,
                 "connections_open": g.open, "connections_idle": g.idle,

@@ -1324,3 +1324,142 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
         );
     });
 }
+
+/// How to give a replica the filter a SHOW SLAVE STATUS column shows, and
+/// how to take it off (replication stopped around both); None for a
+/// column this test does not know (which fails it: a new server's filter
+/// must be placed here).
+fn filter_statements(column: &str) -> Option<(&'static str, &'static str)> {
+    Some(match column {
+        "Replicate_Do_DB" => (
+            "SET GLOBAL replicate_do_db = 'x'",
+            "SET GLOBAL replicate_do_db = ''",
+        ),
+        "Replicate_Ignore_DB" => (
+            "SET GLOBAL replicate_ignore_db = 'x'",
+            "SET GLOBAL replicate_ignore_db = ''",
+        ),
+        "Replicate_Do_Table" => (
+            "SET GLOBAL replicate_do_table = 'x.t'",
+            "SET GLOBAL replicate_do_table = ''",
+        ),
+        "Replicate_Ignore_Table" => (
+            "SET GLOBAL replicate_ignore_table = 'x.t'",
+            "SET GLOBAL replicate_ignore_table = ''",
+        ),
+        "Replicate_Wild_Do_Table" => (
+            "SET GLOBAL replicate_wild_do_table = 'x.%'",
+            "SET GLOBAL replicate_wild_do_table = ''",
+        ),
+        "Replicate_Wild_Ignore_Table" => (
+            "SET GLOBAL replicate_wild_ignore_table = 'x.%'",
+            "SET GLOBAL replicate_wild_ignore_table = ''",
+        ),
+        "Replicate_Rewrite_DB" => (
+            "SET GLOBAL replicate_rewrite_db = 'x->y'",
+            "SET GLOBAL replicate_rewrite_db = ''",
+        ),
+        "Replicate_Ignore_Server_Ids" => (
+            "CHANGE MASTER TO IGNORE_SERVER_IDS = (99)",
+            "CHANGE MASTER TO IGNORE_SERVER_IDS = ()",
+        ),
+        "Replicate_Do_Domain_Ids" => (
+            "CHANGE MASTER TO DO_DOMAIN_IDS = (99)",
+            "CHANGE MASTER TO DO_DOMAIN_IDS = ()",
+        ),
+        "Replicate_Ignore_Domain_Ids" => (
+            "CHANGE MASTER TO IGNORE_DOMAIN_IDS = (99)",
+            "CHANGE MASTER TO IGNORE_DOMAIN_IDS = ()",
+        ),
+        _ => return None,
+    })
+}
+
+/// A replica with replication filters holds part of the primary's data:
+/// a read there of what it leaves out would miss the primary's writes,
+/// silently. Drawn from the server's own space: each `Replicate_*` column
+/// of the replica's SHOW SLAVE STATUS, set in turn on one replica, keeps
+/// every read off it (the other replica takes them) and `/status` names
+/// the filter; with it taken off the replica reads again. A rule's named
+/// group may still send it reads (`pick`'s rows).
+#[test]
+fn a_replica_with_replication_filters_serves_no_reads() {
+    let _one = serial();
+    let srv = replicated();
+    let dir = tempfile::tempdir().expect("tmp");
+    let relay = start_routing_relay(
+        srv,
+        dir.path(),
+        "read_write_split = true\nconsistency = \"none\"\nhealth_interval = 0.2",
+        "",
+        "",
+    );
+    let rt = tokio::runtime::Runtime::new().expect("rt");
+    rt.block_on(async {
+        let (db, _) = srv.fresh_db("filters").await;
+        let mut replica = srv
+            .sandbox
+            .target(&srv.sandbox.meta.nodes[1])
+            .expect("target")
+            .connect(Duration::from_secs(5))
+            .await
+            .expect("node");
+        let addr = format!("127.0.0.1:{}", srv.sandbox.meta.nodes[1].port);
+        let filters = |relay: &common::relay::Relay| -> Option<String> {
+            relay.status()["backends"]
+                .as_array()
+                .and_then(|a| a.iter().find(|b| b["address"] == addr.as_str()))
+                .and_then(|b| b["replication_filters"].as_str().map(str::to_string))
+        };
+        let wait = |want: bool| {
+            let t0 = std::time::Instant::now();
+            while filters(&relay).is_some() != want {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "{:?}",
+                    relay.status()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        };
+        let row: mysql_async::Row = replica
+            .query_first("SHOW SLAVE STATUS")
+            .await
+            .expect("status")
+            .expect("a replica");
+        let columns: Vec<String> = row
+            .columns_ref()
+            .iter()
+            .map(|c| c.name_str().to_string())
+            .filter(|n| n.starts_with("Replicate_"))
+            .collect();
+        assert!(columns.len() >= 9, "{columns:?}");
+        let mut c = client(relay.port, &db).await;
+        for col in &columns {
+            let (set, unset) = filter_statements(col)
+                .unwrap_or_else(|| panic!("{col}: a replication filter this test does not set"));
+            replica
+                .query_drop(format!("STOP SLAVE; {set}; START SLAVE"))
+                .await
+                .unwrap_or_else(|e| panic!("{set}: {e}"));
+            wait(true);
+            let said = filters(&relay).unwrap_or_default();
+            let sel = selects_during_reads(srv, &mut c, "SELECT 1", 30).await;
+            replica
+                .query_drop(format!("STOP SLAVE; {unset}; START SLAVE"))
+                .await
+                .unwrap_or_else(|e| panic!("{unset}: {e}"));
+            assert!(said.contains(col.as_str()), "{col}: {said}");
+            assert!(
+                sel[1] == 0 && sel[2] >= 30,
+                "{col}: reads by server {sel:?}"
+            );
+            wait(false);
+        }
+        let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
+        assert!(
+            sel[1] > 0,
+            "without filters the replica serves reads again: {sel:?}"
+        );
+    });
+}

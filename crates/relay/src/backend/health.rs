@@ -54,6 +54,9 @@ pub struct State {
     /// Why its replication could not be read (the relay's account lacks
     /// the privilege): it then counts as not replicating.
     pub replication_unread: Option<String>,
+    /// Its replication filters (`Replicate_Do_DB: shop`, ...) when it
+    /// has any: it holds only part of the primary's data.
+    pub replication_filters: Option<String>,
     /// What its new sessions read with (`routing::defaults`).
     #[serde(skip)]
     pub defaults: Defaults,
@@ -207,6 +210,7 @@ impl Health {
                     galera: s.galera.as_ref().map(|w| w.excluded().is_none()),
                     galera_queue: s.galera.as_ref().map_or(0, |w| w.recv_queue),
                     reads_unlike_primary: s.reads_unlike_primary.is_some(),
+                    filtered: s.replication_filters.is_some(),
                 }
             })
             .collect()
@@ -408,6 +412,7 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         Err(e) => return Err(e.to_string()),
     };
     let text = |r: &Vec<(String, Option<String>)>, col: &str| get(r, col);
+    let replication_filters = row.as_ref().and_then(|r| filters(r));
     let (replicating, lag) = match &row {
         Some(r) => (
             text(r, "Slave_IO_Running") == "Yes" && text(r, "Slave_SQL_Running") == "Yes",
@@ -458,9 +463,26 @@ async fn check(dialer: &Dialer, b: &Backend, conn: &mut Option<Login>) -> Result
         failures: 0,
         down_since: None,
         replication_unread,
+        replication_filters,
         defaults: session_defaults,
         reads_unlike_primary: None,
     })
+}
+
+/// A replica's replication filters as its SHOW SLAVE STATUS row gives
+/// them (every `Replicate_*` column — databases, tables, wildcards, GTID
+/// domains, server ids, rewritten databases — that is not empty), or
+/// `None`: it applies all of the primary's events.
+pub fn filters(row: &[(String, Option<String>)]) -> Option<String> {
+    let set: Vec<String> = row
+        .iter()
+        .filter(|(n, _)| n.starts_with("Replicate_"))
+        .filter_map(|(n, v)| {
+            let v = v.as_deref().unwrap_or("").trim();
+            (!v.is_empty()).then(|| format!("{n}: {}", v.escape_debug()))
+        })
+        .collect();
+    (!set.is_empty()).then(|| set.join("; "))
 }
 
 /// A Galera node's state from its global variables `vars`; `None` when
@@ -571,6 +593,20 @@ pub async fn watch(
         }
         if let (None, Some(why)) = (&before.replication_unread, &after.replication_unread) {
             tracing::warn!("relay: backend {}: {why}", b.addr());
+        }
+        if before.replication_filters != after.replication_filters {
+            match &after.replication_filters {
+                Some(f) => tracing::warn!(
+                    "relay: backend {}: its replication filters leave part of the primary's data out ({f}): \
+                     no reads go to it unless a rule sends them to its group",
+                    b.addr()
+                ),
+                None if before.checked => tracing::info!(
+                    "relay: backend {}: no replication filters now; reads go to it",
+                    b.addr()
+                ),
+                None => {}
+            }
         }
         for (j, why) in health.compare_defaults(&cfg.routing.settings_may_differ) {
             let addr = cfg.backends[j].addr();
@@ -767,5 +803,32 @@ mod tests {
         h.set(0, |s| s.up = true);
         assert_eq!(h.compare_defaults(&[]), vec![(2, None)]);
         assert!(!h.briefs()[2].reads_unlike_primary);
+    }
+
+    #[test]
+    fn replication_filters_are_every_replicate_column_set() {
+        let row = |pairs: &[(&str, &str)]| -> Vec<(String, Option<String>)> {
+            pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), Some(v.to_string())))
+                .collect()
+        };
+        let none = row(&[
+            ("Slave_IO_Running", "Yes"),
+            ("Replicate_Do_DB", ""),
+            ("Replicate_Ignore_Table", " "),
+            ("Replicate_Rewrite_DB", ""),
+        ]);
+        assert_eq!(filters(&none), None);
+        let some = row(&[
+            ("Replicate_Do_DB", ""),
+            ("Replicate_Wild_Ignore_Table", "tmp.%"),
+            ("Replicate_Ignore_Domain_Ids", "7"),
+        ]);
+        assert_eq!(
+            filters(&some).as_deref(),
+            Some("Replicate_Wild_Ignore_Table: tmp.%; Replicate_Ignore_Domain_Ids: 7")
+        );
+        assert_eq!(filters(&[("Replicate_Do_DB".into(), None)]), None);
     }
 }

@@ -11,7 +11,9 @@
 //!   `multi_primary` (writes on two asynchronous primaries diverge them).
 //! - `Replica` / `Group`: an up, read-only, replicating backend of that
 //!   group within `max_lag` whose sessions read with the primary's
-//!   settings (`defaults.rs`), else the primary.
+//!   settings (`defaults.rs`), else the primary; a replica with
+//!   replication filters holds part of the data and serves only its named
+//!   group's reads (a rule's choice).
 //! - A Galera cluster (any backend reports `wsrep_on`): `galera.rs` decides
 //!   from the usable nodes and the writer; a node whose sessions read
 //!   otherwise than the writer's takes no reads.
@@ -37,6 +39,9 @@ pub struct Brief {
     /// Its new sessions read with other settings than the primary's
     /// (`defaults.rs`): a read there would answer otherwise.
     pub reads_unlike_primary: bool,
+    /// Its replication filters leave part of the primary's data out: it
+    /// serves only the reads a rule sends to its named group.
+    pub filtered: bool,
 }
 
 /// The settings a pick depends on.
@@ -110,6 +115,7 @@ pub fn candidates(
                         && s.read_only
                         && s.replicating
                         && !s.reads_unlike_primary
+                        && (group.is_some() || !s.filtered)
                         && s.lag.is_some_and(|l| l <= policy.max_lag)
                 })
                 .collect();

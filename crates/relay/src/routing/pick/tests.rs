@@ -9,6 +9,7 @@ const PRIMARY: Brief = Brief {
     galera: None,
     galera_queue: 0,
     reads_unlike_primary: false,
+    filtered: false,
 };
 const REPLICA: Brief = Brief {
     checked: true,
@@ -19,6 +20,7 @@ const REPLICA: Brief = Brief {
     galera: None,
     galera_queue: 0,
     reads_unlike_primary: false,
+    filtered: false,
 };
 const UNCHECKED: Brief = Brief {
     checked: false,
@@ -29,6 +31,7 @@ const UNCHECKED: Brief = Brief {
     galera: None,
     galera_queue: 0,
     reads_unlike_primary: false,
+    filtered: false,
 };
 const NODE: Brief = Brief {
     checked: true,
@@ -39,6 +42,7 @@ const NODE: Brief = Brief {
     galera: Some(true),
     galera_queue: 0,
     reads_unlike_primary: false,
+    filtered: false,
 };
 
 fn down(b: Brief) -> Brief {
@@ -230,6 +234,36 @@ fn which_backends_a_route_may_use() {
             vec![None, None],
             policy(),
             vec![0],
+        ),
+        (
+            "replica: one with replication filters is out",
+            Route::Replica,
+            vec![
+                PRIMARY,
+                Brief {
+                    filtered: true,
+                    ..REPLICA
+                },
+                REPLICA,
+            ],
+            vec![None, None, None],
+            policy(),
+            vec![2],
+        ),
+        (
+            "group: one with replication filters serves its group's reads",
+            Route::Group(0),
+            vec![
+                PRIMARY,
+                Brief {
+                    filtered: true,
+                    ..REPLICA
+                },
+                REPLICA,
+            ],
+            vec![None, Some(0), None],
+            policy(),
+            vec![1],
         ),
         (
             "replica: a down one is out",
