@@ -1008,6 +1008,10 @@ fn another_value(name: &str, now: &str) -> Option<&'static str> {
         }
         "tx_isolation" | "transaction_isolation" => pick("READ-UNCOMMITTED", "SERIALIZABLE"),
         "character_set_collations" => pick("utf8mb4=utf8mb4_bin", "utf8mb4=utf8mb4_general_ci"),
+        "block_encryption_mode" => pick("aes-256-cbc", "aes-128-cbc"),
+        // (root, the relay's account here, skips it: the judgement is
+        // what matters.)
+        "init_connect" => pick("SET @sqlfleet_probe = 1", "SET @sqlfleet_probe = 2"),
         // Read-only: stands behind time_zone = SYSTEM.
         "system_time_zone" => None,
         other => panic!("{other}: a setting of READ_DEFAULTS without a value to try here"),
@@ -1133,6 +1137,8 @@ const NO_READ_VALUE: &[&str] = &[
     "net_write_timeout",
     "sql_big_selects",
     "wait_timeout",
+    // Where the server tells a client to reconnect (11.4): no read's value.
+    "redirect_url",
     // Diagnostics: warnings, notes, error texts, the slow log, profiles,
     // progress reports.
     "lc_messages",

@@ -16,17 +16,22 @@
 //! placed). The client's own handshake sets its character sets.
 
 /// Globals a new session reads with that change what a read returns,
-/// lower-case; `system_time_zone` stands behind `time_zone = SYSTEM`, and
+/// lower-case; `system_time_zone` stands behind `time_zone = SYSTEM`,
+/// `init_connect` may set any of them for a login without CONNECTION
+/// ADMIN, and
 /// a replica's READ UNCOMMITTED reads its applier's unfinished
 /// transactions (`tx_isolation`, `transaction_isolation` on 11.x).
-/// (`character_set_collations` is MariaDB 11.2's; a server without a
-/// variable reads it as absent, which matches only absent.)
+/// (`character_set_collations` is MariaDB 11.2's and
+/// `block_encryption_mode`, AES_ENCRYPT's mode, 11.4's; a server without
+/// a variable reads it as absent, which matches only absent.)
 pub const READ_DEFAULTS: &[&str] = &[
+    "block_encryption_mode",
     "character_set_collations",
     "default_regex_flags",
     "default_week_format",
     "div_precision_increment",
     "group_concat_max_len",
+    "init_connect",
     "lc_time_names",
     "max_recursive_iterations",
     "max_sort_length",
