@@ -1268,6 +1268,10 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
             wait(true);
             let why = unlike(&relay).unwrap_or_default();
             assert!(why.contains(name), "{name}: {why}");
+            let withheld = format!(
+                "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"settings\"}}"
+            );
+            assert_eq!(relay.metric(&withheld), 1.0, "{name}: {withheld}");
             let before = counters(srv, "Com_select").await;
             for _ in 0..20 {
                 let got: Option<String> = c.query_first(probe).await.expect("read");
@@ -1280,6 +1284,7 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
                 .await
                 .unwrap_or_else(|e| panic!("{name} back to {now}: {e}"));
             wait(false);
+            assert_eq!(relay.metric(&withheld), 0.0, "{name}: {withheld} after");
             tried += 1;
         }
         assert!(tried >= 15, "settings tried: {tried}");
@@ -1450,17 +1455,28 @@ fn a_replica_with_replication_filters_serves_no_reads() {
                 .unwrap_or_else(|e| panic!("{set}: {e}"));
             wait(true);
             let said = filters(&relay).unwrap_or_default();
+            let withheld = relay.metric(&format!(
+                "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"filters\"}}"
+            ));
             let sel = selects_during_reads(srv, &mut c, "SELECT 1", 30).await;
             replica
                 .query_drop(format!("STOP SLAVE; {unset}; START SLAVE"))
                 .await
                 .unwrap_or_else(|e| panic!("{unset}: {e}"));
             assert!(said.contains(col.as_str()), "{col}: {said}");
+            assert_eq!(withheld, 1.0, "{col}: the metric");
             assert!(
                 sel[1] == 0 && sel[2] >= 30,
                 "{col}: reads by server {sel:?}"
             );
             wait(false);
+            assert_eq!(
+                relay.metric(&format!(
+                    "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"filters\"}}"
+                )),
+                0.0,
+                "{col}: the metric after"
+            );
         }
         let sel = selects_during_reads(srv, &mut c, "SELECT 1", 60).await;
         assert!(

@@ -205,6 +205,12 @@ pub struct BackendGauge {
     pub role: &'static str,
     /// Seconds_Behind_Master, when it replicates.
     pub lag: Option<u64>,
+    /// Its new sessions read with other settings than the primary's: no
+    /// reads go to it (`routing/defaults.rs`).
+    pub settings_differ: bool,
+    /// Its replication filters leave part of the primary's data out: no
+    /// general reads go to it.
+    pub filtered: bool,
 }
 
 /// A count per pin reason (more reasons than `Default` takes for an
@@ -506,6 +512,24 @@ fn render_backends(o: &mut String, backends: &[BackendGauge], counters: &[Backen
         ),
         backends.iter().map(|b| (addr(b), b.lag)),
     );
+    family(
+        o,
+        "backend_reads_withheld",
+        "gauge",
+        "1 when the relay sends the backend no reads a replica could take, as a read there would \
+         answer otherwise than on the primary: its sessions' settings differ (reason=\"settings\") \
+         or its replication filters leave data out (reason=\"filters\").",
+    );
+    for b in backends {
+        for (reason, on) in [("settings", b.settings_differ), ("filters", b.filtered)] {
+            let _ = writeln!(
+                o,
+                "sqlfleet_relay_backend_reads_withheld{{backend=\"{}\",reason=\"{reason}\"}} {}",
+                addr(b),
+                u8::from(on)
+            );
+        }
+    }
     for (name, help, f) in POOL_GAUGES {
         let rows = backends.iter().map(|b| (addr(b), Some(f(b))));
         by_backend(o, (name, "gauge", help), rows);

@@ -682,6 +682,8 @@ impl Pool {
                         r => r,
                     },
                     lag: h.lag,
+                    settings_differ: h.reads_unlike_primary.is_some(),
+                    filtered: h.replication_filters.is_some(),
                 }
             })
             .collect()
