@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::relay::{free_port, quoted, start_config, Relay};
+use common::routing::node;
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::TestServer;
 
@@ -83,15 +84,6 @@ fn opts(port: u16) -> mysql_async::Opts {
         .db_name(Some("gal"))
         .prefer_socket(false)
         .into()
-}
-
-async fn node(g: &TestServer, i: usize) -> mysql_async::Conn {
-    g.sandbox
-        .target(&g.sandbox.meta.nodes[i])
-        .expect("target")
-        .connect(Duration::from_secs(5))
-        .await
-        .expect("node")
 }
 
 /// The ports that answered `n` autocommit reads through the relay.
@@ -404,33 +396,11 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
         // A node whose new sessions read otherwise than the writer's (its
         // time_zone) takes no reads until it matches again.
         let mut n3 = node(g, 2).await;
-        let unlike = |relay: &Relay| {
-            let body = relay.page("/status");
-            let body = body.split_once("\r\n\r\n").map(|x| x.1).unwrap_or_default();
-            let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
-            v["backends"]
-                .as_array()
-                .and_then(|a| {
-                    a.iter()
-                        .find(|b| b["address"] == format!("127.0.0.1:{}", ports[2]).as_str())
-                })
-                .is_some_and(|b| !b["reads_unlike_primary"].is_null())
-        };
-        let wait_unlike = |want: bool| {
-            let t0 = Instant::now();
-            while unlike(&relay) != want {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(10),
-                    "{}",
-                    relay.page("/status")
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        };
+        let n3_addr = format!("127.0.0.1:{}", ports[2]);
         n3.query_drop("SET GLOBAL time_zone = '+05:00'")
             .await
             .expect("time_zone");
-        wait_unlike(true);
+        relay.wait_backend_says(&n3_addr, "reads_unlike_primary", true);
         let got = read_ports(&mut c, 30).await;
         n3.query_drop("SET GLOBAL time_zone = SYSTEM")
             .await
@@ -439,7 +409,7 @@ fn galera_one_writer_reads_elsewhere_desync_read_your_writes_writer_killed_non_p
             got.iter().all(|p| *p == ports[1]),
             "reads on a node whose sessions read otherwise: {got:?}"
         );
-        wait_unlike(false);
+        relay.wait_backend_says(&n3_addr, "reads_unlike_primary", false);
 
         // Read-your-writes: a read right after a write waits on its reader
         // for that write (counted), and sees it.

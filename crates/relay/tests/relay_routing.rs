@@ -7,7 +7,7 @@ mod common;
 use std::time::Duration;
 
 use common::relay::app;
-use common::routing::{counters, replicas_that_wrote, start_routing_relay};
+use common::routing::{counters, node, replicas_that_wrote, start_routing_relay};
 use mysql_async::prelude::Queryable;
 use sqlfleet_testkit::replicated;
 
@@ -675,11 +675,7 @@ fn under_autocommit_off_a_transaction_that_starts_with_a_read_stays_on_the_prima
 /// Sets @@global.autocommit on the nodes whose index is in `nodes`.
 async fn global_autocommit(srv: &sqlfleet_testkit::TestServer, nodes: &[usize], on: bool) {
     for &i in nodes {
-        let t = srv
-            .sandbox
-            .target(&srv.sandbox.meta.nodes[i])
-            .expect("target");
-        let mut c = t.connect(Duration::from_secs(5)).await.expect("node");
+        let mut c = node(srv, i).await;
         c.query_drop(format!("SET GLOBAL autocommit = {}", u8::from(on)))
             .await
             .expect("set global");
@@ -868,13 +864,8 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let (db, _) = srv.fresh_db("own_state").await;
-        let nodes = &srv.sandbox.meta.nodes;
-        let direct = |i: usize| {
-            let t = srv.sandbox.target(&nodes[i]).expect("target");
-            async move { t.connect(Duration::from_secs(5)).await.expect("node") }
-        };
-        let mut primary = direct(0).await;
-        let mut replica = direct(1).await;
+        let mut primary = node(srv, 0).await;
+        let mut replica = node(srv, 1).await;
         let names: Vec<String> = primary
             .query(
                 "SELECT LOWER(VARIABLE_NAME) FROM information_schema.SYSTEM_VARIABLES \
@@ -923,7 +914,7 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
         );
 
         // A user lock and a thread of another session on the primary.
-        let mut holder = direct(0).await;
+        let mut holder = node(srv, 0).await;
         let got: Option<i64> = holder
             .query_first("SELECT GET_LOCK('sqlfleet_own_state', 10)")
             .await
@@ -972,6 +963,25 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
         c.query_drop("CREATE TABLE t (id INT PRIMARY KEY)")
             .await
             .expect("create");
+        for i in [1, 2] {
+            let mut r = node(srv, i).await;
+            let t0 = std::time::Instant::now();
+            while r
+                .query_first::<u64, _>(format!(
+                    "SELECT COUNT(*) FROM information_schema.TABLES \
+                     WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = 't'"
+                ))
+                .await
+                .expect("tables")
+                != Some(1)
+            {
+                assert!(
+                    t0.elapsed() < Duration::from_secs(10),
+                    "t never reached replica {i}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
         for sql in [
             "SELECT COUNT(*) FROM t",
             "SELECT LENGTH(@@session.sql_mode)",
@@ -1219,26 +1229,10 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let (db, _) = srv.fresh_db("defaults").await;
-        let node = |i: usize| {
-            let t = srv.sandbox.target(&srv.sandbox.meta.nodes[i]).expect("target");
-            async move { t.connect(Duration::from_secs(5)).await.expect("node") }
-        };
-        let mut primary = node(0).await;
-        let mut replica = node(1).await;
+        let mut primary = node(srv, 0).await;
+        let mut replica = node(srv, 1).await;
         let addr = format!("127.0.0.1:{}", srv.sandbox.meta.nodes[1].port);
-        let unlike = |relay: &common::relay::Relay| -> Option<String> {
-            relay.status()["backends"]
-                .as_array()
-                .and_then(|a| a.iter().find(|b| b["address"] == addr.as_str()))
-                .and_then(|b| b["reads_unlike_primary"].as_str().map(str::to_string))
-        };
-        let wait = |want: bool| {
-            let t0 = std::time::Instant::now();
-            while unlike(&relay).is_some() != want {
-                assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", relay.status());
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        };
+        let field = "reads_unlike_primary";
         let mut c = client(relay.port, &db).await;
         let probe = "SELECT CONCAT_WS('|', FROM_UNIXTIME(0), 1/3, DATE_FORMAT('2001-01-01', '%M'))";
         let want: Option<String> = primary.query_first(probe).await.expect("probe");
@@ -1265,8 +1259,8 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
                 .query_drop(format!("SET GLOBAL {name} = {}", lit(value)))
                 .await
                 .unwrap_or_else(|e| panic!("SET GLOBAL {name} = '{value}': {e}"));
-            wait(true);
-            let why = unlike(&relay).unwrap_or_default();
+            relay.wait_backend_says(&addr, field, true);
+            let why = relay.backend_says(&addr, field).unwrap_or_default();
             assert!(why.contains(name), "{name}: {why}");
             let withheld = format!(
                 "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"settings\"}}"
@@ -1283,7 +1277,7 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
                 .query_drop(format!("SET GLOBAL {name} = {}", lit(&now)))
                 .await
                 .unwrap_or_else(|e| panic!("{name} back to {now}: {e}"));
-            wait(false);
+            relay.wait_backend_says(&addr, field, false);
             assert_eq!(relay.metric(&withheld), 0.0, "{name}: {withheld} after");
             tried += 1;
         }
@@ -1304,13 +1298,7 @@ fn a_replica_whose_sessions_read_otherwise_gets_no_reads() {
     );
     rt.block_on(async {
         let (db, _) = srv.fresh_db("defaults_meant").await;
-        let mut replica = srv
-            .sandbox
-            .target(&srv.sandbox.meta.nodes[1])
-            .expect("target")
-            .connect(Duration::from_secs(5))
-            .await
-            .expect("node");
+        let mut replica = node(srv, 1).await;
         replica
             .query_drop("SET GLOBAL time_zone = '+05:00'")
             .await
@@ -1408,31 +1396,26 @@ fn a_replica_with_replication_filters_serves_no_reads() {
     let rt = tokio::runtime::Runtime::new().expect("rt");
     rt.block_on(async {
         let (db, _) = srv.fresh_db("filters").await;
-        let mut replica = srv
-            .sandbox
-            .target(&srv.sandbox.meta.nodes[1])
-            .expect("target")
-            .connect(Duration::from_secs(5))
+        let mut replica = node(srv, 1).await;
+        // (The database must have reached the replica before a filter
+        // leaves its creation out for good.)
+        let t0 = std::time::Instant::now();
+        while replica
+            .query_first::<u64, _>(format!(
+                "SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = '{db}'"
+            ))
             .await
-            .expect("node");
+            .expect("schemata")
+            != Some(1)
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{db} never reached the replica"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         let addr = format!("127.0.0.1:{}", srv.sandbox.meta.nodes[1].port);
-        let filters = |relay: &common::relay::Relay| -> Option<String> {
-            relay.status()["backends"]
-                .as_array()
-                .and_then(|a| a.iter().find(|b| b["address"] == addr.as_str()))
-                .and_then(|b| b["replication_filters"].as_str().map(str::to_string))
-        };
-        let wait = |want: bool| {
-            let t0 = std::time::Instant::now();
-            while filters(&relay).is_some() != want {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(10),
-                    "{:?}",
-                    relay.status()
-                );
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        };
+        let field = "replication_filters";
         let row: mysql_async::Row = replica
             .query_first("SHOW SLAVE STATUS")
             .await
@@ -1453,8 +1436,8 @@ fn a_replica_with_replication_filters_serves_no_reads() {
                 .query_drop(format!("STOP SLAVE; {set}; START SLAVE"))
                 .await
                 .unwrap_or_else(|e| panic!("{set}: {e}"));
-            wait(true);
-            let said = filters(&relay).unwrap_or_default();
+            relay.wait_backend_says(&addr, field, true);
+            let said = relay.backend_says(&addr, field).unwrap_or_default();
             let withheld = relay.metric(&format!(
                 "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"filters\"}}"
             ));
@@ -1469,7 +1452,7 @@ fn a_replica_with_replication_filters_serves_no_reads() {
                 sel[1] == 0 && sel[2] >= 30,
                 "{col}: reads by server {sel:?}"
             );
-            wait(false);
+            relay.wait_backend_says(&addr, field, false);
             assert_eq!(
                 relay.metric(&format!(
                     "sqlfleet_relay_backend_reads_withheld{{backend=\"{addr}\",reason=\"filters\"}}"

@@ -91,6 +91,30 @@ impl Relay {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {out}"))
     }
 
+    /// What `/status` says in `field` of the backend at `addr` (a text
+    /// field; None when it is null or absent).
+    pub fn backend_says(&self, addr: &str, field: &str) -> Option<String> {
+        self.status()["backends"]
+            .as_array()
+            .and_then(|a| a.iter().find(|b| b["address"] == addr))
+            .and_then(|b| b[field].as_str().map(str::to_string))
+    }
+
+    /// Waits (at most 10 s) until the backend at `addr` has `field` said
+    /// (`said`) or not.
+    pub fn wait_backend_says(&self, addr: &str, field: &str, said: bool) {
+        let t0 = Instant::now();
+        while self.backend_says(addr, field).is_some() != said {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{field} of {addr} never {}: {}",
+                if said { "said" } else { "cleared" },
+                self.status()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Roles as the relay sees them, by backend address.
     pub fn roles(&self) -> Vec<(String, String)> {
         self.status()["backends"]
@@ -138,6 +162,16 @@ impl Relay {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// A direct connection to node `i` of `srv` (0: the primary).
+pub async fn node(srv: &TestServer, i: usize) -> mysql_async::Conn {
+    srv.sandbox
+        .target(&srv.sandbox.meta.nodes[i])
+        .expect("target")
+        .connect(Duration::from_secs(5))
+        .await
+        .expect("node")
 }
 
 /// A global status counter on each node, primary first.
