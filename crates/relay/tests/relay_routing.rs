@@ -907,7 +907,7 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
         );
         assert!(
             wrong.is_empty(),
-            "{} of {} variables read elsewhere than on the primary:\n{}",
+            "{} reads of {} variables answered elsewhere than on the primary:\n{}",
             wrong.len(),
             names.len(),
             wrong.join("\n")

@@ -224,16 +224,26 @@ impl Health {
     }
 
     /// Judges each backend's new sessions against the primary's — on a
-    /// Galera cluster, the writer's — (`defaults::unlike`) and keeps why a
-    /// read there would answer otherwise; returns the backends whose
-    /// judgement changed. Without one writable, checked primary (or a
-    /// Galera writer) nothing is judged and every judgement stands.
+    /// Galera cluster, the writer's: the pool's choice, or before its
+    /// first pick the one it would choose (`galera::writer`) — with
+    /// `defaults::unlike`, and keeps why a read there would answer
+    /// otherwise; returns the backends whose judgement changed. Without
+    /// one writable, checked primary (or a Galera writer) nothing is
+    /// judged and every judgement stands.
     pub fn compare_defaults(&self, may_differ: &[String]) -> Vec<(usize, Option<String>)> {
         use std::sync::atomic::Ordering::Relaxed;
         let states: Vec<State> = (0..self.states.len()).map(|i| self.get(i)).collect();
         let galera = states.iter().any(|s| s.galera.is_some());
         let primaries: Vec<usize> = if galera {
-            let w = self.galera_writer.load(Relaxed);
+            let noted = self.galera_writer.load(Relaxed);
+            let w = if noted == usize::MAX {
+                let briefs = self.briefs();
+                let usable = crate::routing::pick::galera_usable(&briefs).unwrap_or_default();
+                let checked: Vec<bool> = briefs.iter().map(|b| b.checked).collect();
+                crate::routing::galera::writer(None, &usable, &checked).unwrap_or(usize::MAX)
+            } else {
+                noted
+            };
             states
                 .get(w)
                 .filter(|s| s.checked && s.up)
@@ -830,5 +840,41 @@ mod tests {
             Some("Replicate_Wild_Ignore_Table: tmp.%; Replicate_Ignore_Domain_Ids: 7")
         );
         assert_eq!(filters(&[("Replicate_Do_DB".into(), None)]), None);
+    }
+
+    /// On a Galera cluster the nodes are judged against the writer the
+    /// pool chose, and before its first pick against the one it would
+    /// choose (the first usable node): no window where a node that reads
+    /// otherwise takes reads unjudged.
+    #[test]
+    fn galera_nodes_are_judged_against_the_writer_before_the_first_pick_too() {
+        let h = Health::new(vec!["g:1".into(), "g:2".into(), "g:3".into()]);
+        let synced = Wsrep {
+            ready: true,
+            local_state: 4,
+            state: "Synced".into(),
+            cluster_status: "Primary".into(),
+            cluster_size: 3,
+            reject_queries: "NONE".into(),
+            ..Wsrep::default()
+        };
+        let tz = |v: &str| vec![("time_zone".to_string(), v.to_string())];
+        for (i, zone) in [(0, "SYSTEM"), (1, "+05:00"), (2, "SYSTEM")] {
+            h.set(i, |s| {
+                s.checked = true;
+                s.up = true;
+                s.galera = Some(synced.clone());
+                s.defaults = tz(zone);
+            });
+        }
+        let changed = h.compare_defaults(&[]);
+        assert_eq!(changed.iter().map(|c| c.0).collect::<Vec<_>>(), vec![1]);
+        // The pool picks node 3 as its writer: judged against it now.
+        h.note_galera_writer(Some(2));
+        h.set(2, |s| s.defaults = tz("+05:00"));
+        let changed = h.compare_defaults(&[]);
+        let mut who: Vec<(usize, bool)> = changed.iter().map(|c| (c.0, c.1.is_some())).collect();
+        who.sort();
+        assert_eq!(who, vec![(0, true), (1, false)]);
     }
 }

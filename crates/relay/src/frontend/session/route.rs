@@ -71,12 +71,14 @@ impl Session {
     /// the server itself (`reads_server`, or any read while the default
     /// database is one of the server's own schemas) is the primary's.
     pub(super) fn choose_route(&mut self, read: bool, reads_server: bool) {
+        // (The default database is looked at for reads only.)
         let reads_server = reads_server
-            || self
-                .st
-                .db()
-                .as_deref()
-                .is_some_and(crate::protocol::sql::server_schema);
+            || (read
+                && self
+                    .st
+                    .db()
+                    .as_deref()
+                    .is_some_and(crate::protocol::sql::server_schema));
         self.route = read::route_for(Facts {
             split: self.ctx.cfg.routing.read_write_split,
             read,
