@@ -170,6 +170,12 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
             "--parallel=1",
         ])
         .args(["--testcase-timeout=1", "--suite-timeout=30"])
+        // Each test run this many times in a row (a hunt for a failure
+        // that comes now and then; bench/mysqltest.sh passes it on).
+        .arg(format!(
+            "--repeat={}",
+            std::env::var("SQLFLEET_MYSQLTEST_REPEAT").unwrap_or_else(|_| "1".into())
+        ))
         .args(tests)
         .output()
         .expect("perl and mariadb-test (apt-get install mariadb-test)");
@@ -177,11 +183,25 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     // The whole output (diffs of failing tests) for whoever looks next.
-    let saved = std::env::temp_dir().join(format!("sqlfleet-mysqltest-{label}.out"));
+    let saved = std::env::temp_dir().join(format!(
+        "sqlfleet-mysqltest-{}-{label}.out",
+        std::process::id()
+    ));
     let _ = std::fs::write(&saved, &text);
     eprintln!("mariadb-test-run output ({label}): {}", saved.display());
     let mut verdicts = BTreeMap::new();
+    let mut last_failed: Option<String> = None;
     for line in text.lines() {
+        // What mysqltest said of the test that failed last (its first
+        // complaint), in the verdict, so that a failure in CI names its
+        // cause in the test's own output.
+        if let Some(t) = &last_failed {
+            let l = line.trim();
+            if l.starts_with("mysqltest:") || l.starts_with("ERROR") || l.starts_with("---") {
+                verdicts.insert(t.clone(), format!("fail: {l}"));
+                last_failed = None;
+            }
+        }
         let mut words = line.split_whitespace();
         let (Some(name), Some(rest)) = (words.next(), line.find('[')) else {
             continue;
@@ -199,7 +219,16 @@ fn run_suite(label: &str, socket: &Path, port: u16, tests: &[String]) -> BTreeMa
         } else {
             continue;
         };
-        verdicts.insert(name.to_string(), verdict.to_string());
+        if verdict == "fail" {
+            last_failed = Some(name.to_string());
+        }
+        // A test run more than once keeps its first failure.
+        if verdicts
+            .get(name)
+            .is_none_or(|v: &String| !v.starts_with("fail"))
+        {
+            verdicts.insert(name.to_string(), verdict.to_string());
+        }
     }
     verdicts
 }
@@ -379,7 +408,12 @@ async fn run_list(
                 .filter(|t| !is_known(&known, t, mode, per_user))
                 .map(|s| s.to_string())
                 .collect();
-            move || run_suite(mode, &socket, port, &tests)
+            let label = if per_user {
+                format!("{mode}-per-user")
+            } else {
+                mode.to_string()
+            };
+            move || run_suite(&label, &socket, port, &tests)
         })
         .await
         .expect("suite");
@@ -403,7 +437,8 @@ async fn run_list(
         ));
         for t in failed {
             if !is_known(&known, t, mode, per_user) {
-                regressions.push(format!("{mode}: {t}"));
+                let why = relayed.get(*t).map(String::as_str).unwrap_or("no verdict");
+                regressions.push(format!("{mode}: {t}: {why}"));
             }
         }
     }

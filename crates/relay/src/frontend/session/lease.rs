@@ -183,7 +183,13 @@ impl Session {
             });
         match synced {
             Ok(()) => {
-                self.leased_on_replica = health.role(c.backend()) == "replica";
+                // A replica read's lease: the route asked for a replica
+                // and got one. A connection got for any other route is
+                // no replica read, whatever the server's role now (the
+                // one backend turned read_only a moment: the sessions
+                // that began then were refused every write).
+                self.leased_on_replica =
+                    self.route.is_replica() && health.role(c.backend()) == "replica";
                 if self.st.mode() == Mode::Session {
                     self.handle.set_alias(Some(c.thread_id()));
                 }
