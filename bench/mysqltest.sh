@@ -15,7 +15,9 @@
 # that pass when run directly against such a server. `--list` rebuilds the candidates (the passing ones are then
 # taken from a direct run's output).
 #
-# Usage: [ACCOUNTS="per-user shared"] bench/mysqltest.sh [--list]
+# Usage: [ACCOUNTS="per-user shared"] [SQLFLEET_MYSQLTEST_REPEAT=N] bench/mysqltest.sh [--list]
+# (N: each test run N times in a row, a hunt for a failure that comes now
+# and then; a test keeps its first failure.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 suite=/usr/share/mysql/mysql-test
