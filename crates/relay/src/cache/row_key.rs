@@ -925,9 +925,11 @@ mod tests {
                 proptest::collection::vec(
                     proptest::prop_oneof![
                         "-?[0-9]{1,5}", "'[a-z0-9]{0,3}'", "NULL", "DEFAULT", "[0-9] \\+ [0-9]",
-                        // (No comma in the free text: one would make
-                        // the row one value longer than it was drawn.)
-                        "\\?", "\\([0-9]\\)", "[ -+\\--~]{0,4}"
+                        // (Nothing in the free text that changes where
+                        // a value ends: a comma, a quote opening a string
+                        // across the row's end, a parenthesis, a comment
+                        // — `"), ("` made two drawn rows one.)
+                        "\\?", "\\([0-9]\\)", "[ !$%&*+.0-9:<=>@A-Z^_a-z|~]{0,4}"
                     ],
                     1..4,
                 ),
