@@ -994,6 +994,37 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
             Some(1),
             "the primary's session in PROCESSLIST, information_schema the default database"
         );
+
+        // The same reads through views (a view of a view too): the view's
+        // definition reads the server, so the statement does.
+        for sql in [
+            "CREATE VIEW v_lock AS SELECT IS_FREE_LOCK('sqlfleet_own_state') AS f, \
+             IS_USED_LOCK('sqlfleet_own_state') AS u",
+            "CREATE VIEW v_threads AS SELECT ID FROM information_schema.PROCESSLIST",
+            "CREATE VIEW v_over AS SELECT ID FROM v_threads",
+        ] {
+            c.query_drop(sql).await.expect(sql);
+        }
+        wait_on_replicas(srv, &db, "v_over").await;
+        for _ in 0..10 {
+            let (free, used): (Option<i64>, Option<u64>) = c
+                .query_first("SELECT f, u FROM v_lock")
+                .await
+                .expect("v_lock")
+                .expect("a row");
+            assert_eq!(
+                (free, used),
+                (Some(0), Some(holder_id)),
+                "a view of the lock's state held on the primary"
+            );
+            for v in ["v_threads", "v_over"] {
+                let n: Option<i64> = c
+                    .query_first(format!("SELECT COUNT(*) FROM {v} WHERE ID = {holder_id}"))
+                    .await
+                    .expect("view of PROCESSLIST");
+                assert_eq!(n, Some(1), "the primary's session in {v}");
+            }
+        }
         let _ = holder
             .query_drop("DO RELEASE_LOCK('sqlfleet_own_state')")
             .await;
@@ -1002,27 +1033,14 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
         c.query_drop("CREATE TABLE t (id INT PRIMARY KEY)")
             .await
             .expect("create");
-        for i in [1, 2] {
-            let mut r = node(srv, i).await;
-            let t0 = std::time::Instant::now();
-            while r
-                .query_first::<u64, _>(format!(
-                    "SELECT COUNT(*) FROM information_schema.TABLES \
-                     WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = 't'"
-                ))
-                .await
-                .expect("tables")
-                != Some(1)
-            {
-                assert!(
-                    t0.elapsed() < Duration::from_secs(10),
-                    "t never reached replica {i}"
-                );
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
+        c.query_drop("CREATE VIEW v_data AS SELECT id FROM t")
+            .await
+            .expect("create view");
+        wait_on_replicas(srv, &db, "t").await;
+        wait_on_replicas(srv, &db, "v_data").await;
         for sql in [
             "SELECT COUNT(*) FROM t",
+            "SELECT COUNT(*) FROM v_data",
             "SELECT LENGTH(@@session.sql_mode)",
         ] {
             let sel = selects_during_reads(srv, &mut c, sql, 40).await;
@@ -1030,6 +1048,29 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
             assert!(on_replicas >= 40, "{sql} on the replicas: {sel:?}");
         }
     });
+}
+
+/// Waits until table or view `name` of `db` is on both replicas of `srv`.
+async fn wait_on_replicas(srv: &sqlfleet_testkit::TestServer, db: &str, name: &str) {
+    for i in [1, 2] {
+        let mut r = node(srv, i).await;
+        let t0 = std::time::Instant::now();
+        while r
+            .query_first::<u64, _>(format!(
+                "SELECT COUNT(*) FROM information_schema.TABLES \
+                 WHERE TABLE_SCHEMA = '{db}' AND TABLE_NAME = '{name}'"
+            ))
+            .await
+            .expect("tables")
+            != Some(1)
+        {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "{name} never reached replica {i}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
 }
 
 /// A value for `name` unlike `now` that a read shows (None: a variable

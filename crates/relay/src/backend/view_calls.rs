@@ -5,6 +5,11 @@
 //! `SELECT * FROM v` is then `SELECT f()` in disguise. A statement that
 //! names such a view keeps its connection and is no read for a replica,
 //! like the call itself (write_effects.rs does the same for writes).
+//! A view whose definition reads the server's own state (its schemas, a
+//! user lock's state, `VERSION()`: `protocol/sql/server_state.rs`) is
+//! that read in disguise too: a statement naming it is the primary's to
+//! answer, as the read itself is (a replica has its own threads, locks and
+//! catalog) — [`Reading`] says which of the two, or neither.
 //!
 //! Do no harm: the relay asks the server only about the names a statement
 //! uses, never about the whole catalog (a scan of information_schema.VIEWS
@@ -76,14 +81,32 @@ pub fn candidates(sql: &[u8], toks: &[(Tok, Range<usize>)], dbs: &[&str]) -> Vec
     out
 }
 
+/// What reading a view does beyond reading tables: the strongest of its
+/// definition and the views it reads (ordered weakest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reading {
+    /// Tables only (or no view at all): a read like any other.
+    Plain,
+    /// The server's own state: the primary's to answer.
+    Server,
+    /// It calls what may change the session unseen, or it could not be
+    /// judged (hidden, a lookup that failed, too deep): pinned, no
+    /// replica's read.
+    Unseen,
+}
+
 /// What a view's definition says on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Definition {
     /// It calls what may change the session unseen, or it is hidden.
     Suspect,
     /// It may still read such a view: these names (in the view's
-    /// database when unqualified).
-    Reads(Vec<(String, String)>),
+    /// database when unqualified); `server`: it reads the server's own
+    /// state itself.
+    Reads {
+        names: Vec<(String, String)>,
+        server: bool,
+    },
 }
 
 /// Judges one definition (of a view in `db`).
@@ -93,10 +116,14 @@ pub fn judge(db: &str, definition: Option<&str>) -> Definition {
         return Definition::Suspect;
     }
     let q = sql::Query::new(def.as_bytes());
-    if q.effects().acts_unseen() {
+    let fx = q.effects();
+    if fx.acts_unseen() {
         return Definition::Suspect;
     }
-    Definition::Reads(candidates(def.as_bytes(), q.tokens(), &[db]))
+    Definition::Reads {
+        names: candidates(def.as_bytes(), q.tokens(), &[db]),
+        server: fx.reads_server,
+    }
 }
 
 /// The name at token `i` (a word or a backquoted name) as written: the
@@ -145,9 +172,9 @@ pub struct ViewCalls {
     side: Arc<SideConn>,
     /// Per database (lower case): when listed, its view names.
     lists: Mutex<HashMap<String, (Instant, Names)>>,
-    /// Per (database, view) in lower case: when judged, whether reading it
-    /// may change the session unseen.
-    verdicts: Mutex<HashMap<(String, String), (Instant, bool)>>,
+    /// Per (database, view) in lower case: when judged, what reading it
+    /// does.
+    verdicts: Mutex<HashMap<(String, String), (Instant, Reading)>>,
     /// Counts forgets: a session's [`Look`] of another generation is
     /// taken again.
     generation: AtomicU64,
@@ -196,16 +223,16 @@ impl ViewCalls {
         }
     }
 
-    /// Whether a statement (its tokens) names a view whose reading may
-    /// change the session unseen; `dbs` are its databases (the look's
-    /// first, when there is one).
+    /// What reading the views a statement (its tokens) names does, the
+    /// strongest of them; `dbs` are its databases (the look's first, when
+    /// there is one).
     pub async fn names(
         &self,
         look: &Look,
         sql: &[u8],
         toks: &[(Tok, Range<usize>)],
         dbs: &[&str],
-    ) -> bool {
+    ) -> Reading {
         self.names_where(look, sql, toks, dbs, false).await
     }
 
@@ -219,10 +246,11 @@ impl ViewCalls {
         toks: &[(Tok, Range<usize>)],
         dbs: &[&str],
     ) -> bool {
-        self.names_where(look, sql, toks, dbs, true).await
+        self.names_where(look, sql, toks, dbs, true).await != Reading::Plain
     }
 
-    /// [`names`](Self::names), or with `any` every view counts.
+    /// [`names`](Self::names), or with `any` every view counts as
+    /// [`Reading::Unseen`].
     async fn names_where(
         &self,
         look: &Look,
@@ -230,7 +258,7 @@ impl ViewCalls {
         toks: &[(Tok, Range<usize>)],
         dbs: &[&str],
         any: bool,
-    ) -> bool {
+    ) -> Reading {
         let qualified = toks.iter().any(|(t, _)| t.is_punct(b'.'));
         let in_look = |d: &str| look.db.as_deref() == Some(d);
         if !qualified && dbs.iter().all(|d| in_look(d)) {
@@ -238,24 +266,33 @@ impl ViewCalls {
             // names are in memory, each word checked without allocating.
             let (db, names) = match (look.db.as_deref(), look.names.as_ref()) {
                 // No database: no unqualified word names a view.
-                (None, _) => return false,
+                (None, _) => return Reading::Plain,
                 // Its views could not be listed: suspect.
-                (Some(_), None) => return true,
+                (Some(_), None) => return Reading::Unseen,
                 (Some(db), Some(names)) => (db, names),
             };
             if names.is_empty() {
-                return false;
+                return Reading::Plain;
             }
+            let mut worst = Reading::Plain;
             for i in 0..toks.len() {
                 let Some(n) = name_at(sql, toks, i) else {
                     continue;
                 };
-                if with_lower(&n, |k| names.contains(k)) && (any || self.suspect(db, &n, 0).await) {
-                    return true;
+                if with_lower(&n, |k| names.contains(k)) {
+                    worst = worst.max(if any {
+                        Reading::Unseen
+                    } else {
+                        self.reading(db, &n, 0).await
+                    });
+                    if worst == Reading::Unseen {
+                        break;
+                    }
                 }
             }
-            return false;
+            return worst;
         }
+        let mut worst = Reading::Plain;
         for (d, n) in candidates(sql, toks, dbs) {
             let names = if in_look(&d) {
                 look.names.clone()
@@ -265,19 +302,27 @@ impl ViewCalls {
             // Views unknown there (the list failed): suspect, without
             // asking about each word.
             let Some(names) = names else {
-                return true;
+                return Reading::Unseen;
             };
-            if names.contains(&lower(&n)) && (any || self.suspect(&d, &n, 0).await) {
-                return true;
+            if names.contains(&lower(&n)) {
+                worst = worst.max(if any {
+                    Reading::Unseen
+                } else {
+                    self.reading(&d, &n, 0).await
+                });
+                if worst == Reading::Unseen {
+                    break;
+                }
             }
         }
-        false
+        worst
     }
 
-    /// [`ViewCalls::names`] for a text in `db` (a trigger's body).
+    /// Whether a text in `db` (a trigger's body) names a view whose
+    /// reading may change the session unseen.
     pub async fn names_in(&self, sql: &[u8], toks: &[(Tok, Range<usize>)], db: &str) -> bool {
         let look = self.look(Some(db)).await;
-        self.names(&look, sql, toks, &[db]).await
+        self.names(&look, sql, toks, &[db]).await == Reading::Unseen
     }
 
     /// `db`'s view names, listed when the last list ran out.
@@ -340,24 +385,24 @@ impl ViewCalls {
             .map(|(_, n)| n.clone())
     }
 
-    fn cached_verdict(&self, key: &(String, String)) -> Option<bool> {
+    fn cached_verdict(&self, key: &(String, String)) -> Option<Reading> {
         let v = self.verdicts.lock().ok()?;
         v.get(key)
             .filter(|(at, _)| at.elapsed() < TTL)
             .map(|(_, s)| *s)
     }
 
-    /// Whether reading the view `db`.`name` may change the session unseen:
-    /// its definition, and the views it names, `depth` views down.
-    fn suspect<'a>(
+    /// What reading the view `db`.`name` does: its definition, and the
+    /// views it names, `depth` views down.
+    fn reading<'a>(
         &'a self,
         db: &'a str,
         name: &'a str,
         depth: usize,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = bool> + Send + 'a>> {
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Reading> + Send + 'a>> {
         Box::pin(async move {
             if depth > MAX_DEPTH {
-                return true;
+                return Reading::Unseen;
             }
             let key = (lower(db), lower(name));
             if let Some(v) = self.cached_verdict(&key) {
@@ -395,30 +440,36 @@ impl ViewCalls {
                 }
             };
             let v = match def {
-                None => true,
-                Some(None) => false,
+                None => Reading::Unseen,
+                Some(None) => Reading::Plain,
                 Some(Some(def)) => {
                     if def.as_deref().is_none_or(|s| s.trim().is_empty()) {
                         self.warn_hidden(db, name);
                     }
                     match judge(db, def.as_deref()) {
-                        Definition::Suspect => true,
-                        Definition::Reads(names) => {
-                            let mut any = false;
+                        Definition::Suspect => Reading::Unseen,
+                        Definition::Reads { names, server } => {
+                            let mut worst = if server {
+                                Reading::Server
+                            } else {
+                                Reading::Plain
+                            };
                             for (d, n) in names {
                                 let is_view = match self.list(&d).await {
                                     None => {
-                                        any = true;
+                                        worst = Reading::Unseen;
                                         break;
                                     }
                                     Some(v) => v.contains(&lower(&n)),
                                 };
-                                if is_view && self.suspect(&d, &n, depth + 1).await {
-                                    any = true;
-                                    break;
+                                if is_view {
+                                    worst = worst.max(self.reading(&d, &n, depth + 1).await);
+                                    if worst == Reading::Unseen {
+                                        break;
+                                    }
                                 }
                             }
-                            any
+                            worst
                         }
                     }
                 }
@@ -531,36 +582,75 @@ mod tests {
     #[test]
     fn a_definition_is_suspect_when_it_calls_unseen_or_is_hidden() {
         type Pairs<'a> = &'a [(&'a str, &'a str)];
-        let table: &[(Option<&str>, Option<Pairs>)] = &[
+        // The names a definition may read, and whether it reads the
+        // server's own state.
+        type Reads<'a> = (Pairs<'a>, bool);
+        // (definition, None: suspect, or what it reads)
+        let table: &[(Option<&str>, Option<Reads>)] = &[
             (
                 Some("select `shop`.`t`.`a` AS `a` from `shop`.`t`"),
-                Some(&[
-                    ("shop", "a"),
-                    ("shop", "t"),
-                    ("shop", "AS"),
-                    ("shop", "from"),
-                    ("shop", "select"),
-                ]),
+                Some((
+                    &[
+                        ("shop", "a"),
+                        ("shop", "t"),
+                        ("shop", "AS"),
+                        ("shop", "from"),
+                        ("shop", "select"),
+                    ],
+                    false,
+                )),
             ),
             (Some("select `shop`.`f_lock`() AS `l`"), None),
             (Some("select nextval(`shop`.`s`) AS `id`"), None),
             (Some("select get_lock('x', 0) AS `l`"), None),
             (Some(""), None),
             (None, None),
+            // The server's own state, as the server writes a definition.
+            (
+                Some(
+                    "select `information_schema`.`PROCESSLIST`.`ID` AS `ID` \
+                     from `information_schema`.`PROCESSLIST`",
+                ),
+                Some((&[("information_schema", "PROCESSLIST")], true)),
+            ),
+            (Some("select is_free_lock('x') AS `f`"), Some((&[], true))),
+            (Some("select version() AS `v`"), Some((&[], true))),
+            (
+                Some("select `m`.`User` AS `User` from `mysql`.`user` `m`"),
+                Some((&[("mysql", "user")], true)),
+            ),
+            // A view of a view: the inner one is judged by its own
+            // definition.
+            (
+                Some("select `shop`.`v`.`ID` AS `ID` from `shop`.`v`"),
+                Some((&[("shop", "v")], false)),
+            ),
         ];
         for (def, want) in table {
             let got = judge("shop", *def);
             match want {
                 None => assert_eq!(got, Definition::Suspect, "{def:?}"),
-                Some(names) => {
-                    let Definition::Reads(got) = got else {
+                Some((names, server)) => {
+                    let Definition::Reads {
+                        names: got,
+                        server: got_server,
+                    } = got
+                    else {
                         panic!("{def:?}: {got:?}");
                     };
+                    assert_eq!(got_server, *server, "{def:?}: reads the server");
                     for n in pairs(names) {
                         assert!(got.contains(&n), "{def:?}: {n:?} not in {got:?}");
                     }
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_strongest_reading_wins() {
+        assert!(Reading::Plain < Reading::Server && Reading::Server < Reading::Unseen);
+        assert_eq!(Reading::Server.max(Reading::Plain), Reading::Server);
+        assert_eq!(Reading::Server.max(Reading::Unseen), Reading::Unseen);
     }
 }

@@ -147,7 +147,7 @@ impl Session {
         let Some(hit) = hit else {
             let since = self.ctx.cache.version();
             let reads = match decide::read_scope(sql, toks) {
-                Scope::Tables(_) if self.names_a_view(sql, toks, fx, true).await => Scope::Whole,
+                Scope::Tables(_) if self.names_a_view(sql, toks, fx).await => Scope::Whole,
                 r => r,
             };
             let rows = match &reads {

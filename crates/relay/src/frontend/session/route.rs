@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use super::{Fail, Session};
 use crate::backend::command;
 use crate::backend::pool::Route;
+use crate::backend::view_calls::Reading;
 use crate::config::{Mode, RouteTo};
 use crate::protocol::reply::{Expect, Outcome};
 use crate::protocol::sql::{Effects, Pin};
@@ -515,10 +516,11 @@ impl Session {
         fx: &Effects,
         cursor: bool,
     ) -> Result<(), Fail> {
-        let via_view = self.names_a_calling_view(sql, toks, fx).await;
+        let through_views = self.view_reading(sql, toks, fx).await;
+        let via_view = through_views == Reading::Unseen;
         let read = !via_view && !cursor && fx.read && fx.pins.is_empty() && fx.pin_next.is_none();
         self.refuse_writes_on_a_replica(read, fx)?;
-        self.choose_route(read, fx.reads_server);
+        self.choose_route(read, fx.reads_server || through_views == Reading::Server);
         for p in self.st.take_statement_pins(fx) {
             self.ctx.metrics.pin(p);
         }
@@ -609,33 +611,44 @@ impl Session {
         ))
     }
 
-    /// In transaction mode, whether the statement names a view whose
-    /// reading calls a stored function (`backend/view_calls.rs`): it is
-    /// then treated as the call itself (pinned, never a replica's read).
-    /// The session keeps its look at the views while it holds (one atomic
-    /// read and a clock read per statement); a text that USEs another
-    /// database looks for that statement alone.
-    pub(super) async fn names_a_calling_view(
+    /// In transaction mode, what reading the views the statement names
+    /// does (`backend/view_calls.rs`): one that calls a stored function
+    /// makes the statement the call itself (pinned, never a replica's
+    /// read), one that reads the server's own state makes it the
+    /// primary's. The session keeps its look at the views while it holds
+    /// (one atomic read and a clock read per statement); a text that USEs
+    /// another database looks for that statement alone.
+    pub(super) async fn view_reading(
         &mut self,
         sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
-    ) -> bool {
-        self.names_a_view(sql, toks, fx, false).await
+    ) -> Reading {
+        self.views_named(sql, toks, fx, false).await
     }
 
-    /// [`names_a_calling_view`](Self::names_a_calling_view), or with
-    /// `any` whether the statement names any view at all (the result
-    /// cache's question: a view reads tables its name does not say).
+    /// Whether the statement names any view at all (the result cache's
+    /// question: a view reads tables its name does not say).
     pub(super) async fn names_a_view(
         &mut self,
         sql: &[u8],
         toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
         fx: &Effects,
-        any: bool,
     ) -> bool {
+        self.views_named(sql, toks, fx, true).await != Reading::Plain
+    }
+
+    /// [`view_reading`](Self::view_reading), or with `any` every view
+    /// counts as [`Reading::Unseen`].
+    async fn views_named(
+        &mut self,
+        sql: &[u8],
+        toks: &[(sqlfleet_dump::lex::Tok, std::ops::Range<usize>)],
+        fx: &Effects,
+        any: bool,
+    ) -> Reading {
         if self.st.mode() != Mode::Transaction || fx.calls_stored {
-            return false;
+            return Reading::Plain;
         }
         let views = &self.ctx.view_calls;
         let db = self.st.db().as_deref();
@@ -656,9 +669,15 @@ impl Session {
             self.view_look = Some(look);
         }
         match self.view_look.as_ref() {
-            Some(look) if any => views.names_any(look, sql, toks, dbs).await,
+            Some(look) if any => {
+                if views.names_any(look, sql, toks, dbs).await {
+                    Reading::Unseen
+                } else {
+                    Reading::Plain
+                }
+            }
             Some(look) => views.names(look, sql, toks, dbs).await,
-            None => true,
+            None => Reading::Unseen,
         }
     }
 }
