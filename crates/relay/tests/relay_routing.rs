@@ -994,6 +994,22 @@ fn a_read_of_the_servers_own_state_is_the_primarys() {
             Some(1),
             "the primary's session in PROCESSLIST, information_schema the default database"
         );
+        // Under ANSI_QUOTES, the schema's name in double quotes.
+        let mut ansi = client(relay.port, &db).await;
+        ansi.query_drop("SET SESSION sql_mode = 'ANSI_QUOTES'")
+            .await
+            .expect("sql_mode");
+        let n: Option<i64> = ansi
+            .query_first(format!(
+                "SELECT COUNT(*) FROM \"information_schema\".\"PROCESSLIST\" WHERE ID = {holder_id}"
+            ))
+            .await
+            .expect("processlist under ANSI_QUOTES");
+        assert_eq!(
+            n,
+            Some(1),
+            "the primary's session in PROCESSLIST named in double quotes under ANSI_QUOTES"
+        );
 
         // The same reads through views (a view of a view too): the view's
         // definition reads the server, so the statement does.

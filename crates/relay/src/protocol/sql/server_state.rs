@@ -101,4 +101,17 @@ mod tests {
         assert!(server_schema("information_schema") && server_schema("Sys"));
         assert!(!server_schema("shop"));
     }
+
+    #[test]
+    fn a_schema_in_double_quotes_is_a_name_under_ansi_quotes_only() {
+        use sqlfleet_dump::lex::{lex_in, Dialect};
+        let sql = br#"SELECT * FROM "information_schema"."PROCESSLIST""#;
+        let ansi = Dialect {
+            ansi_quotes: true,
+            ..Dialect::default()
+        };
+        assert!(reads_server(&lex_in(sql, ansi).toks));
+        // Without ANSI_QUOTES those are strings (and the text an error).
+        assert!(!reads_server(&lex_in(sql, Dialect::default()).toks));
+    }
 }
