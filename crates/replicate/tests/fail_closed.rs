@@ -1347,12 +1347,16 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
         }
         other => panic!("refused, not {other:?}"),
     }
-    // Held as a running replicate holds it.
+    // Held as a running replicate holds it. (Waited for, and checked:
+    // the run above may still hold it while its connection closes, and a
+    // GET_LOCK that did not take it made this a test of nothing — a CI
+    // run's retire then went through.)
     let mut holder = target().connect().await;
-    holder
-        .query_drop("DO GET_LOCK('sqlfleet:fo_del', 0)")
+    let took: Option<i64> = holder
+        .query_first("SELECT GET_LOCK('sqlfleet:fo_del', 30)")
         .await
         .expect("lock");
+    assert_eq!(took, Some(1), "the source's lock taken");
     match retire("28-123-1").await {
         Err(status::RequestError::Refused(why)) => {
             assert!(why.contains("is being replicated"), "{why}")
