@@ -237,10 +237,9 @@ impl Health {
         let primaries: Vec<usize> = if galera {
             let noted = self.galera_writer.load(Relaxed);
             let w = if noted == usize::MAX {
-                let briefs = self.briefs();
-                let usable = crate::routing::pick::galera_usable(&briefs).unwrap_or_default();
-                let checked: Vec<bool> = briefs.iter().map(|b| b.checked).collect();
-                crate::routing::galera::writer(None, &usable, &checked).unwrap_or(usize::MAX)
+                crate::routing::pick::galera_writer(None, &self.briefs())
+                    .flatten()
+                    .unwrap_or(usize::MAX)
             } else {
                 noted
             };

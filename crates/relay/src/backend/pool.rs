@@ -601,11 +601,8 @@ impl Pool {
     /// The Galera writer now: kept while it may take traffic, else moved
     /// (and the move logged once).
     fn galera_writer(&self, states: &[pick::Brief]) -> Option<usize> {
-        let usable = pick::galera_usable(states)?;
-        let checked: Vec<bool> = states.iter().map(|s| s.checked).collect();
         let cur = self.writer.load(Relaxed);
-        let w =
-            crate::routing::galera::writer((cur != usize::MAX).then_some(cur), &usable, &checked);
+        let w = pick::galera_writer((cur != usize::MAX).then_some(cur), states)?;
         let new = w.unwrap_or(usize::MAX);
         if new != cur {
             self.health.note_galera_writer(w);

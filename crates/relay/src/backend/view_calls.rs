@@ -236,22 +236,11 @@ impl ViewCalls {
         self.names_where(look, sql, toks, dbs, false).await
     }
 
-    /// Whether a statement names any view at all (or may: a database whose
-    /// views could not be listed) — the result cache's question, since a
-    /// view reads tables its name does not say.
-    pub async fn names_any(
-        &self,
-        look: &Look,
-        sql: &[u8],
-        toks: &[(Tok, Range<usize>)],
-        dbs: &[&str],
-    ) -> bool {
-        self.names_where(look, sql, toks, dbs, true).await != Reading::Plain
-    }
-
     /// [`names`](Self::names), or with `any` every view counts as
-    /// [`Reading::Unseen`].
-    async fn names_where(
+    /// [`Reading::Unseen`] (or may: a database whose views could not be
+    /// listed) — the result cache's question, since a view reads tables
+    /// its name does not say.
+    pub async fn names_where(
         &self,
         look: &Look,
         sql: &[u8],

@@ -157,6 +157,16 @@ pub fn galera_usable(states: &[Brief]) -> Option<Vec<bool>> {
     })
 }
 
+/// For a Galera cluster: its writer (`galera::writer` over the nodes'
+/// states), the current one `current` while it may take traffic; None
+/// for other backends. The pool's choice, and the health checks' before
+/// the pool's first pick.
+pub fn galera_writer(current: Option<usize>, states: &[Brief]) -> Option<Option<usize>> {
+    let usable = galera_usable(states)?;
+    let checked: Vec<bool> = states.iter().map(|s| s.checked).collect();
+    Some(galera::writer(current, &usable, &checked))
+}
+
 /// The least busy candidate per unit of weight (`busy(i)`, `weight[i]`,
 /// a weight of 0 counting as 1); ties go round-robin from the candidate
 /// whose turn `turn` is, each taking turns in proportion to its weight.

@@ -669,14 +669,7 @@ impl Session {
             self.view_look = Some(look);
         }
         match self.view_look.as_ref() {
-            Some(look) if any => {
-                if views.names_any(look, sql, toks, dbs).await {
-                    Reading::Unseen
-                } else {
-                    Reading::Plain
-                }
-            }
-            Some(look) => views.names(look, sql, toks, dbs).await,
+            Some(look) => views.names_where(look, sql, toks, dbs, any).await,
             None => Reading::Unseen,
         }
     }
