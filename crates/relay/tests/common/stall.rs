@@ -19,6 +19,10 @@ pub const READERS: usize = 4;
 /// read caught for the whole stall takes the stall.
 pub const LONGEST: Duration = Duration::from_secs(5);
 
+/// The share of the readers' rate before a fault they keep during it, at
+/// the least (see [`Stall::check`]).
+pub const KEPT: f64 = 0.25;
+
 /// One read: when it ended, how long it took, and its error if any.
 pub type Done = (Instant, Duration, Option<String>);
 
@@ -88,10 +92,19 @@ pub struct Stall {
 }
 
 impl Stall {
-    /// Prints the scene's figures and asserts its claims: the readers'
-    /// rate during the stall is at least half the rate before, no read
-    /// waited longer than [`LONGEST`], and (`errors_allowed` false) no
-    /// read failed.
+    /// Prints the scene's figures and asserts its claims: only the reads
+    /// the fault caught were slow — at most two per reader (one on the
+    /// faulted backend, one behind a view lookup on it), however long the
+    /// stall; no read waited longer than [`LONGEST`]; (`errors_allowed`
+    /// false) no read failed; and the readers kept reading, at least
+    /// [`KEPT`] of their rate before.
+    ///
+    /// The counts are the claim; the rate is a floor against a relay that
+    /// makes every read pay (a read that waits for the stalled backend's
+    /// timeout takes the rate to a few reads a second). It is not half:
+    /// on a busy 2-core machine the readers' rate moves by that much on
+    /// its own (a CI run: 5518/s to 8878/s between the scenes' "before",
+    /// and 5926/s to 2870/s across a cut with no slow read and no error).
     pub fn check(&self, scene: &str, errors_allowed: bool) {
         eprintln!(
             "{scene}: reads {:.0}/s before, {:.0}/s during; longest read {:?}; errors {}; \
@@ -104,7 +117,14 @@ impl Stall {
             self.slow
         );
         assert!(
-            self.during >= self.before * 0.5,
+            self.slow.len() <= 2 * READERS,
+            "{scene}: {} reads were slow, more than the fault could catch ({}): {:?}",
+            self.slow.len(),
+            2 * READERS,
+            self.slow
+        );
+        assert!(
+            self.during >= self.before * KEPT,
             "{scene}: the readers' rate fell from {:.0}/s to {:.0}/s",
             self.before,
             self.during
