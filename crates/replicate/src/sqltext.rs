@@ -340,6 +340,22 @@ struct Head {
     /// The token index of `TABLE` in `CREATE|ALTER ... TABLE`: it names
     /// one table (a comma after it separates clauses or options).
     one_table_at: Option<usize>,
+    /// A multi-table DELETE's targets (token indices): `DELETE a, b FROM
+    /// ...` or `DELETE FROM a, b USING ...`. Each names a table or alias
+    /// of the table list that follows (else the server refuses the
+    /// statement, 1109), so an unqualified one uses no default database of
+    /// its own: `DELETE x FROM app.t AS x` writes `app` only.
+    delete_targets: Option<Range<usize>>,
+    /// The token index of that `DELETE FROM ... USING`'s `USING`, which
+    /// opens its table list.
+    delete_using: Option<usize>,
+}
+
+impl Head {
+    /// Whether token `k` stands in a multi-table DELETE's target list.
+    fn is_delete_target(&self, k: usize) -> bool {
+        self.delete_targets.as_ref().is_some_and(|r| r.contains(&k))
+    }
 }
 
 fn head(t: &[T], at: usize) -> Head {
@@ -351,6 +367,9 @@ fn head(t: &[T], at: usize) -> Head {
         on_names_table: matches!(first, "GRANT" | "REVOKE"),
         ..Head::default()
     };
+    if first == "DELETE" {
+        (h.delete_targets, h.delete_using) = delete_targets(t, at + 1);
+    }
     if h.ddl {
         // Up to the object word: CREATE [OR REPLACE] [DEFINER=..] [UNIQUE] ...
         let mut k = at + 1;
@@ -395,6 +414,36 @@ fn head(t: &[T], at: usize) -> Head {
         }
     }
     h
+}
+
+/// A multi-table DELETE's target list (token indices) and the `USING`
+/// of its second form, reading from `k` (after `DELETE`); None for a
+/// single-table DELETE. Only this statement's top level counts (a
+/// subquery's FROM, a `JOIN ... USING (c)`, what follows a `;`).
+fn delete_targets(t: &[T], mut k: usize) -> (Option<Range<usize>>, Option<usize>) {
+    while matches!(word(t.get(k)), Some("LOW_PRIORITY" | "QUICK" | "IGNORE")) {
+        k += 1;
+    }
+    let after_from = kw(t.get(k), "FROM");
+    let start = if after_from { k + 1 } else { k };
+    let mut depth = 0i32;
+    for e in start..t.len() {
+        match &t[e].0 {
+            Tok::Punct(b'(') => depth += 1,
+            Tok::Punct(b')') => depth -= 1,
+            Tok::Punct(b';') if depth == 0 => break,
+            Tok::Word(w) if depth == 0 => match w.as_str() {
+                "USING" if after_from && !punct(t.get(e + 1), b'(') => {
+                    return (Some(start..e), Some(e));
+                }
+                "FROM" if !after_from => return (Some(start..e), None),
+                "WHERE" | "ORDER" | "LIMIT" | "RETURNING" => break,
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    (None, None)
 }
 
 /// Where a statement may start inside a routine, trigger or event body.
@@ -481,6 +530,10 @@ fn keyword(
         "TO" | "AS" if h.rename && w == "TO" || kw(prev, "RENAME") => top.expect = true,
         "LIKE" if h.like_at == Some(k) => top.expect = true,
         "FOR" if kw(prev, "VALUE") => top.expect = true,
+        "USING" if h.delete_using == Some(k) => {
+            top.expect = true;
+            top.list = true;
+        }
         "ON" => {
             let trigger_event =
                 h.trigger && matches!(word(prev), Some("INSERT" | "UPDATE" | "DELETE"));
@@ -507,7 +560,7 @@ fn keyword(
             // (`FROM event`).
             if top.expect {
                 introduced.insert(w.to_ascii_lowercase());
-                named.uses_default = true;
+                named.uses_default |= !h.is_delete_target(k);
             }
             top.expect = false;
         }
@@ -728,7 +781,7 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
                     } else if parts.len() == 2 || star {
                         qualifiers.push(first);
                     }
-                    if parts.len() == 1 && (top.expect || grant_star) {
+                    if parts.len() == 1 && (top.expect || grant_star) && !h.is_delete_target(k) {
                         named.uses_default = true;
                     }
                 }
@@ -1361,16 +1414,65 @@ mod tests {
             "DELETE FROM app.t WHERE a REGEXP '^x'",
         ];
         assert_name_only_app(rows);
-        // Known and fail-closed: an alias named before it is defined (a
-        // multi-table DELETE's targets) reads as a table of the default
-        // database — refused when the source had none, where the alias
-        // is plain to the server.
+    }
+
+    /// A multi-table DELETE's targets name tables or aliases of its table
+    /// list (the server refuses any other, 1109): an alias there, defined
+    /// only later, uses no default database, in both forms; the table
+    /// list of `DELETE FROM ... USING` is read as one. Before: the alias
+    /// read as a table of the default database, and a stream whose source
+    /// ran it under an excluded default database stopped.
+    #[test]
+    fn a_multi_table_deletes_targets_name_its_own_tables() {
+        assert_name_only_app(&[
+            "DELETE x FROM app.t AS x JOIN app.u AS y ON x.id = y.id WHERE y.b IS NULL",
+            "DELETE x, y FROM app.t x, app.u y WHERE x.id = y.id",
+            "DELETE LOW_PRIORITY QUICK IGNORE x FROM app.t AS x WHERE x.a > 1",
+            "DELETE x.* FROM app.t AS x LEFT JOIN app.u AS y USING (id) WHERE y.id IS NULL",
+            "DELETE FROM x USING app.t AS x JOIN app.u AS y ON x.id = y.id",
+            "DELETE FROM x, y USING app.t AS x, app.u AS y WHERE x.id = y.id",
+            "DELETE FROM x.* USING app.t x WHERE x.id IN (SELECT id FROM app.v JOIN app.w USING (id))",
+            "DELETE `event` FROM app.t AS `event` WHERE `event`.id = 1",
+            "DELETE event FROM app.t AS event WHERE event.id = 1",
+            "DELETE FROM status USING app.t AS status WHERE status.id = 1",
+        ]);
+        for (sql, uses) in [
+            // The table list's own unqualified names still use it.
+            ("DELETE t FROM t JOIN app.u ON t.id = app.u.id", true),
+            ("DELETE FROM t USING t JOIN app.u ON t.id = app.u.id", true),
+            ("DELETE FROM x USING app.t AS x JOIN u ON x.id = u.id", true),
+            // A single-table DELETE's table is a table.
+            ("DELETE FROM t WHERE id = 1", true),
+            (
+                "DELETE FROM t WHERE id IN (SELECT id FROM app.u JOIN app.v USING (id))",
+                true,
+            ),
+            (
+                "DELETE FROM app.t WHERE id IN (SELECT a.id FROM app.u a JOIN app.v b USING (id))",
+                false,
+            ),
+            // An index type is no table list.
+            ("CREATE INDEX i ON app.t (a) USING BTREE", false),
+        ] {
+            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
+            assert_eq!(n.uses_default, uses, "{sql}");
+            assert_eq!(
+                n.databases(),
+                if sql.contains("app.") {
+                    vec!["app".to_string()]
+                } else {
+                    vec![]
+                },
+                "{sql}"
+            );
+        }
+        // A qualified name in USING's table list is a database.
         let n = read(
-            b"DELETE x FROM app.t AS x JOIN app.u AS y ON x.id = y.id WHERE y.b IS NULL",
+            b"DELETE FROM x USING app.t AS x JOIN other.u AS y ON x.id = y.id",
             Dialect::default(),
         )
         .expect("read");
-        assert!(n.uses_default);
+        assert_eq!(n.databases(), ["app", "other"]);
     }
 
     #[test]

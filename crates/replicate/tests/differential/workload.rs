@@ -241,12 +241,23 @@ fn session_step(
             "DROP TEMPORARY TABLE tmp",
         ),
         // An excluded default database, every table qualified: only the
-        // replicated one is written (native replication applies it).
+        // replicated one is written (native replication applies it), by
+        // a multi-table DELETE too, whose targets stand unqualified.
         7 => (
             format!("USE {}", excluded(a)),
             vec![
                 format!("INSERT INTO {a}.nopk (a, b) VALUES ({n}, 'other default {i}')"),
                 format!("UPDATE {a}.bulk SET b = CONCAT(b, '+') WHERE a = {}", n % 6),
+                // A multi-table DELETE in both forms, its targets the
+                // aliases its table list defines.
+                format!(
+                    "INSERT INTO {a}.nopk (a, b) VALUES ({n}, 'gone {i}'), ({n}, 'gone too {i}')"
+                ),
+                format!("DELETE x FROM {a}.nopk AS x WHERE x.b = 'gone {i}'"),
+                format!(
+                    "DELETE FROM x USING {a}.nopk AS x LEFT JOIN {a}.bulk AS y ON y.a = x.a \
+                     WHERE x.b = 'gone too {i}'"
+                ),
             ],
             "USE_BACK",
         ),
