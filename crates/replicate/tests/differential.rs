@@ -98,8 +98,8 @@ async fn native() -> &'static TestServer {
 }
 
 /// Waits until the native replica has applied `pos`, or panics with its
-/// replication errors. `Some(why)` when the oracle itself crashed on the
-/// way (MariaDB's own replica, killed by a signal: seen once in CI, in
+/// replication errors. `Some(why)` when the oracle itself failed on the
+/// way (its relay log unreadable: below) or crashed (MariaDB's own replica, killed by a signal: seen once in CI, in
 /// `mysql_unlock_tables` under a parallel applier's Rows event): it is
 /// started again and caught up, and the seed is not compared — a
 /// crashed replica's MyISAM tables are not the oracle's word.
@@ -163,7 +163,7 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
     };
     if r != Some(0) {
         let st: Vec<mysql_async::Row> = c.query("SHOW ALL SLAVES STATUS").await.expect("status");
-        let errs: Vec<String> = st
+        let errs: Vec<(String, String)> = st
             .iter()
             .map(|r| {
                 let get = |k: &str| -> String {
@@ -175,15 +175,57 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
                         .flatten()
                         .unwrap_or_default()
                 };
-                format!(
-                    "{}: io {} sql {}",
+                (
                     get("Connection_name"),
-                    get("Last_IO_Error"),
-                    get("Last_SQL_Error")
+                    format!(
+                        "{}: io {} sql {}",
+                        get("Connection_name"),
+                        get("Last_IO_Error"),
+                        get("Last_SQL_Error")
+                    ),
                 )
             })
             .collect();
-        panic!("the native replica did not reach {pos}: {errs:?}");
+        // MariaDB's replica failing to read back its own relay log (seen
+        // on seeds 12000-12025 run together, the same with the workload of
+        // the session before; seed 12025 alone passes): its connection
+        // fetches again from what it applied, and the seed is not compared
+        // (a transaction half-applied to a MyISAM table would be applied
+        // twice by the native side).
+        let unreadable: Vec<&String> = errs
+            .iter()
+            .filter(|(_, e)| e.contains("Relay log read failure"))
+            .map(|(name, _)| name)
+            .collect();
+        if unreadable.is_empty() {
+            panic!("the native replica did not reach {pos}: {errs:?}");
+        }
+        eprintln!(
+            "the native replica could not read its relay log: {errs:?}; the end of its error log:\n{}",
+            error_log_tail(n)
+        );
+        for name in &unreadable {
+            let name = sqlfleet_conn::quote::literal(name);
+            c.query_drop(format!(
+                "STOP SLAVE {name}; RESET SLAVE {name}; START SLAVE {name}"
+            ))
+            .await
+            .expect("the native replica's connection fetches again");
+        }
+        let again: Option<i64> = c
+            .exec_first("SELECT MASTER_GTID_WAIT(?, 120)", (pos.to_string(),))
+            .await
+            .expect("the native replica, fetching again");
+        assert_eq!(
+            again,
+            Some(0),
+            "the native replica, fetching again after its relay log failed, did not reach {pos}"
+        );
+        let _ = c.disconnect().await;
+        return Some(format!(
+            "the native replica could not read back its own relay log (MariaDB's own fault; fetched again): {:?}",
+            errs.iter().map(|(_, e)| e).collect::<Vec<_>>()
+        ));
     }
     let _ = c.disconnect().await;
     None
@@ -653,7 +695,7 @@ async fn replicate_ends_identical_to_native_replication_on_seeded_workloads() {
         }
     }
     eprintln!(
-        "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?}, {} not compared (the native replica crashed) {no_oracle:?} \
+        "replicate differential: {seeds} seeds from {first}: {} the same as native replication, {} refused clearly {refused:?}, {} differ {failed:?}, {} not compared (the native replica crashed or could not read its relay log) {no_oracle:?} \
          ({stopped_early} stopped half-way, {target_kills} with the target killed -9, {source_restarts} source restarts, \
          {source_refusals} statements the sources refused, {loads} LOAD DATA, {xa_prepared} XA branches prepared and ended later, {functions} computed values, {sessions} sessions with a non-default setting, \
          {other_defaults} runs of statements under an excluded default database, {temps} temporary tables, {multibyte} sessions in a multi-byte character set with `\\` trail bytes)",
