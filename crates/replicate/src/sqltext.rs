@@ -1713,7 +1713,8 @@ mod tests {
         fn sql_like_text_never_panics(words in proptest::collection::vec(
             proptest::sample::select(vec!["SELECT", "FROM", "a", ".", "b", "(", ")", ",", "ON",
                 "JOIN", "UPDATE", "SET", "=", "INTO", "INSERT", "`x`", ";", "BEGIN", "END",
-                "CREATE", "TABLE", "LIKE", "TRIGGER", "NEW", "*", "NEXTVAL", "1.5", "'s'"]),
+                "CREATE", "TABLE", "LIKE", "TRIGGER", "NEW", "*", "NEXTVAL", "1.5", "'s'",
+                "DELETE", "USING", "AS", "WHERE", "QUICK"]),
             0..40)) {
             let sql = words.join(" ");
             if let Ok(n) = read(sql.as_bytes(), Dialect::default()) {
