@@ -419,7 +419,8 @@ fn head(t: &[T], at: usize) -> Head {
 /// A multi-table DELETE's target list (token indices) and the `USING`
 /// of its second form, reading from `k` (after `DELETE`); None for a
 /// single-table DELETE. Only this statement's top level counts (a
-/// subquery's FROM, a `JOIN ... USING (c)`, what follows a `;`).
+/// subquery's FROM, what follows a `;`); the table list after `USING`
+/// may open with a parenthesis.
 fn delete_targets(t: &[T], mut k: usize) -> (Option<Range<usize>>, Option<usize>) {
     while matches!(word(t.get(k)), Some("LOW_PRIORITY" | "QUICK" | "IGNORE")) {
         k += 1;
@@ -433,7 +434,8 @@ fn delete_targets(t: &[T], mut k: usize) -> (Option<Range<usize>>, Option<usize>
             Tok::Punct(b')') => depth -= 1,
             Tok::Punct(b';') if depth == 0 => break,
             Tok::Word(w) if depth == 0 => match w.as_str() {
-                "USING" if after_from && !punct(t.get(e + 1), b'(') => {
+                // (A join's `USING (c)` cannot stand among the targets.)
+                "USING" if after_from => {
                     return (Some(start..e), Some(e));
                 }
                 "FROM" if !after_from => return (Some(start..e), None),
@@ -542,10 +544,16 @@ fn keyword(
                 top.expect = true;
                 top.list = false;
             } else {
+                // A join's condition: a comma after it at this depth is
+                // the next table of the list (`FROM a JOIN b ON a.x = b.x,
+                // app.c`); an expression has none outside parentheses.
+                // `ON DUPLICATE KEY UPDATE a = 1, b = 2` ends the list.
                 top.expect = false;
-                top.list = false;
+                top.list &= !kw(next, "DUPLICATE");
             }
         }
+        // A join's `USING (c)` keeps the list, as its ON does.
+        "USING" if paren_next => top.expect = false,
         "WHERE" | "SET" | "USING" | "GROUP" | "ORDER" | "LIMIT" | "HAVING" | "VALUES" | "VALUE"
         | "SELECT" | "UNION" | "WINDOW" | "RETURNING" | "RETURNS" | "WHEN" => {
             top.expect = false;
@@ -1466,6 +1474,31 @@ mod tests {
                 "{sql}"
             );
         }
+        // A comma after a join's ON or USING (c) opens the next table of
+        // the list, as MariaDB reads it; ON DUPLICATE KEY UPDATE's commas
+        // separate assignments.
+        assert_name_only_app(&[
+            "SELECT 1 FROM app.a JOIN app.b ON a.x = b.x, app.t",
+            "INSERT INTO app.r SELECT a.x FROM app.a LEFT JOIN app.b ON a.x = b.x AND b.y IN (1, 2), app.c AS c WHERE c.z = a.x",
+            "UPDATE app.a JOIN app.b USING (id), app.c SET a.v = c.v WHERE c.id = a.id",
+            "DELETE FROM x USING app.t AS x JOIN app.u AS y ON y.a = x.a, app.u AS z WHERE z.a = y.a",
+            "DELETE FROM x USING (app.t AS x JOIN app.u AS y ON y.a = x.a)",
+            "INSERT INTO app.t (a, b) SELECT a, b FROM app.u JOIN app.v ON u.a = v.a ON DUPLICATE KEY UPDATE a = v.a, b = 2",
+        ]);
+        for (sql, uses) in [
+            (
+                "INSERT INTO app.t SELECT * FROM app.u JOIN app.v ON u.a = v.a, w",
+                true,
+            ),
+            (
+                "INSERT INTO app.t SELECT u.a FROM app.u ON DUPLICATE KEY UPDATE a = 1, b = 2",
+                false,
+            ),
+            ("UPDATE app.a JOIN app.b USING (id), c SET a.v = 1", true),
+        ] {
+            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
+            assert_eq!(n.uses_default, uses, "{sql}");
+        }
         // A qualified name in USING's table list is a database.
         let n = read(
             b"DELETE FROM x USING app.t AS x JOIN other.u AS y ON x.id = y.id",
@@ -1479,7 +1512,8 @@ mod tests {
     fn an_unsure_reading_is_an_error() {
         // `app.t` after a comma join that follows an ON: the reader sees
         // an expression, and `app` is introduced nowhere.
-        assert!(unsure("SELECT 1 FROM a JOIN b ON a.x = b.x, app.t"));
+        // `app.c` in a join's condition: no table `app` is introduced.
+        assert!(unsure("SELECT 1 FROM a JOIN b ON a.x = app.c"));
         assert!(unsure("UPDATE t SET v = q.w"));
         assert!(unsure("FROBNICATE app.t"));
         assert!(read(br#"INSERT INTO t VALUES ("a")"#, Dialect::default()).is_ok());

@@ -242,7 +242,8 @@ fn session_step(
         ),
         // An excluded default database, every table qualified: only the
         // replicated one is written (native replication applies it), by
-        // a multi-table DELETE too, whose targets stand unqualified.
+        // a multi-table DELETE too, whose targets stand unqualified, and
+        // by joins with a comma after their ON or USING.
         7 => (
             format!("USE {}", excluded(a)),
             vec![
@@ -254,9 +255,14 @@ fn session_step(
                     "INSERT INTO {a}.nopk (a, b) VALUES ({n}, 'gone {i}'), ({n}, 'gone too {i}')"
                 ),
                 format!("DELETE x FROM {a}.nopk AS x WHERE x.b = 'gone {i}'"),
+                // Tables after a join's USING (c) and ON, comma-joined.
                 format!(
-                    "DELETE FROM x USING {a}.nopk AS x LEFT JOIN {a}.bulk AS y ON y.a = x.a \
-                     WHERE x.b = 'gone too {i}'"
+                    "UPDATE {a}.nopk AS x JOIN {a}.bulk AS y USING (a), {a}.bulk AS z \
+                     SET x.b = CONCAT(x.b, '!') WHERE x.b = 'gone too {i}' AND z.a = y.a"
+                ),
+                format!(
+                    "DELETE FROM x USING {a}.nopk AS x LEFT JOIN {a}.bulk AS y ON y.a = x.a, \
+                     {a}.bulk AS z WHERE x.b LIKE 'gone too {i}%'"
                 ),
             ],
             "USE_BACK",
