@@ -1676,6 +1676,10 @@ mod tests {
         // `app.c` in a join's condition: no table `app` is introduced.
         assert!(unsure("SELECT 1 FROM a JOIN b ON a.x = app.c"));
         assert!(unsure("UPDATE t SET v = q.w"));
+        // A MERGE table's UNION=(...) is no place this reader knows.
+        assert!(unsure(
+            "CREATE TABLE app.m (id INT, v INT) ENGINE=MERGE UNION=(app.t, other.w)"
+        ));
         assert!(unsure("FROBNICATE app.t"));
         assert!(read(br#"INSERT INTO t VALUES ("a")"#, Dialect::default()).is_ok());
     }
