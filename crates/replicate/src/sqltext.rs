@@ -1456,16 +1456,22 @@ mod tests {
             "INSERT INTO app.t SELECT * FROM app.u WHERE a > (SELECT AVG(a) FROM app.v) FOR UPDATE SKIP LOCKED",
         ]);
         // What still uses the default database beside them.
-        for sql in [
-            "INSERT INTO app.t SELECT * FROM c",
-            "INSERT INTO app.t WITH c AS (SELECT 1) SELECT * FROM c, d",
-            "INSERT INTO app.t SELECT jt.a FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS jt, u",
-            "INSERT INTO app.t SELECT * FROM app.u USE INDEX FOR JOIN (i), v",
-            "INSERT INTO app.t SELECT * FROM `DUAL`",
-            "INSERT INTO app.t SELECT * FROM app.u GROUP BY a WITH ROLLUP",
-        ] {
+        assert_uses_default(&[
+            ("INSERT INTO app.t SELECT * FROM c", true),
+            ("INSERT INTO app.t WITH c AS (SELECT 1) SELECT * FROM c, d", true),
+            ("INSERT INTO app.t SELECT jt.a FROM JSON_TABLE('[1]', '$[*]' COLUMNS (a INT PATH '$')) AS jt, u", true),
+            ("INSERT INTO app.t SELECT * FROM app.u USE INDEX FOR JOIN (i), v", true),
+            ("INSERT INTO app.t SELECT * FROM `DUAL`", true),
+            ("INSERT INTO app.t SELECT * FROM app.u GROUP BY a WITH ROLLUP", false),
+        ]);
+    }
+
+    /// Each row's statement reads for sure, using its default database
+    /// as the row says.
+    fn assert_uses_default(rows: &[(&str, bool)]) {
+        for (sql, uses) in rows {
             let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
-            assert_eq!(n.uses_default, !sql.contains("ROLLUP"), "{sql}");
+            assert_eq!(n.uses_default, *uses, "{sql}");
         }
     }
 
@@ -1646,7 +1652,7 @@ mod tests {
             "DELETE FROM x USING (app.t AS x JOIN app.u AS y ON y.a = x.a)",
             "INSERT INTO app.t (a, b) SELECT a, b FROM app.u JOIN app.v ON u.a = v.a ON DUPLICATE KEY UPDATE a = v.a, b = 2",
         ]);
-        for (sql, uses) in [
+        assert_uses_default(&[
             (
                 "INSERT INTO app.t SELECT * FROM app.u JOIN app.v ON u.a = v.a, w",
                 true,
@@ -1656,10 +1662,7 @@ mod tests {
                 false,
             ),
             ("UPDATE app.a JOIN app.b USING (id), c SET a.v = 1", true),
-        ] {
-            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
-            assert_eq!(n.uses_default, uses, "{sql}");
-        }
+        ]);
         // A qualified name in USING's table list is a database.
         let n = read(
             b"DELETE FROM x USING app.t AS x JOIN other.u AS y ON x.id = y.id",
@@ -1689,7 +1692,7 @@ mod tests {
     /// standing as one, `DATABASE()`; never a column, alias or builtin.
     #[test]
     fn the_default_database_is_used_only_by_an_unqualified_name() {
-        for (sql, uses) in [
+        assert_uses_default(&[
             ("INSERT INTO app.t VALUES (1)", false),
             (
                 "INSERT INTO app.t (a, b) SELECT x.a, x.b FROM app.s AS x",
@@ -1747,10 +1750,7 @@ mod tests {
             ),
             ("CREATE VIEW v AS SELECT 1", true),
             ("GRANT SELECT ON * TO u", true),
-        ] {
-            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
-            assert_eq!(n.uses_default, uses, "{sql}");
-        }
+        ]);
     }
 
     const ANSI: Dialect = Dialect {
