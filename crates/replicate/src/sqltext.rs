@@ -349,9 +349,6 @@ struct Head {
     /// The token index of that `DELETE FROM ... USING`'s `USING`, which
     /// opens its table list.
     delete_using: Option<usize>,
-    /// The names the statement's `WITH` clauses define (lower case): in a
-    /// table's place they name no table of the default database.
-    ctes: HashSet<String>,
 }
 
 impl Head {
@@ -373,7 +370,6 @@ fn head(t: &[T], at: usize) -> Head {
     if first == "DELETE" {
         (h.delete_targets, h.delete_using) = delete_targets(t, at + 1);
     }
-    h.ctes = cte_names(t, at);
     if h.ddl {
         // Up to the object word: CREATE [OR REPLACE] [DEFINER=..] [UNIQUE] ...
         let mut k = at + 1;
@@ -453,9 +449,11 @@ fn delete_targets(t: &[T], mut k: usize) -> (Option<Range<usize>>, Option<usize>
 }
 
 /// The names `WITH [RECURSIVE] name [(columns)] AS (...) [, ...]`
-/// defines anywhere in the statement from `at` (to its `;`), lower case.
-/// (`WITH ROLLUP`, `WITH CHECK OPTION` and the like have no `AS`.)
-fn cte_names(t: &[T], at: usize) -> HashSet<String> {
+/// defines anywhere in the text, lower case: in a table's place they name
+/// no table of the default database. (`WITH ROLLUP`, `WITH CHECK OPTION`
+/// and the like have no `AS`.) Read once per text, not per statement
+/// start: a CASE of ten thousand WHEN ... THEN starts as many.
+fn cte_names(t: &[T]) -> HashSet<String> {
     let name = |x: Option<&T>| match x.map(|x| &x.0) {
         Some(Tok::Word(w) | Tok::Quoted(w)) => Some(w.to_ascii_lowercase().to_string()),
         _ => None,
@@ -478,11 +476,7 @@ fn cte_names(t: &[T], at: usize) -> HashSet<String> {
         t.len()
     };
     let mut out = HashSet::new();
-    let end = t[at.min(t.len())..]
-        .iter()
-        .position(|x| matches!(x.0, Tok::Punct(b';')))
-        .map_or(t.len(), |p| at + p);
-    for w in at..end {
+    for w in 0..t.len() {
         if !kw(t.get(w), "WITH") {
             continue;
         }
@@ -545,7 +539,7 @@ fn keyword(
     (prev, k, paren_next, next): (Option<&T>, usize, bool, Option<&T>),
     top: &mut Frame,
     h: &mut Head,
-    (introduced, named): (&mut HashSet<String>, &mut Named),
+    (introduced, named, ctes): (&mut HashSet<String>, &mut Named, &HashSet<String>),
 ) {
     match w {
         "FROM" if top.kind == Kind::Stmt => {
@@ -632,7 +626,7 @@ fn keyword(
                 introduced.insert(w.to_ascii_lowercase());
                 named.uses_default |= !h.is_delete_target(k)
                     && w != "DUAL"
-                    && !h.ctes.contains(&w.to_ascii_lowercase());
+                    && !ctes.contains(&w.to_ascii_lowercase());
             }
             top.expect = false;
         }
@@ -749,6 +743,7 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
     }
     let mut stack = vec![Frame::stmt()];
     let mut h = head(&t, 0);
+    let ctes = cte_names(&t);
     let mut introduced: HashSet<String> = HashSet::new();
     let mut qualifiers: Vec<Ident> = Vec::new();
     let mut k = 0;
@@ -812,7 +807,7 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
                     (prev, k, paren_next, next),
                     top,
                     &mut h,
-                    (&mut introduced, &mut named),
+                    (&mut introduced, &mut named, &ctes),
                 );
             }
             Tok::Word(_) | Tok::Quoted(_) => {
@@ -846,7 +841,7 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
                     .and_then(|p| t.get(*p))
                     .map(|x| name_of(sql, x));
                 if let Some(first) = first {
-                    let cte = h.ctes.contains(&first.name.to_ascii_lowercase());
+                    let cte = ctes.contains(&first.name.to_ascii_lowercase());
                     let grant_star = star && parts.len() == 1 && h.on_names_table && top.expect;
                     if parts.len() >= 3 || (parts.len() == 2 && (top.expect || call)) || grant_star
                     {
@@ -1922,6 +1917,41 @@ mod tests {
                 let kept = String::from_utf8_lossy(&out).replace("`zz`", "a");
                 prop_assert_eq!(kept, sql);
             }
+        }
+    }
+}
+/// How long the reader takes on the big statements applications send as
+/// text: a bulk UPDATE with a CASE of 20,000 WHEN ... THEN (each THEN a
+/// place a routine body's statement may start), and a DELETE of 50,000
+/// ids under a WITH. A measurement, not a claim (no timing is asserted):
+/// `cargo test -p sqlfleet-replicate --release --lib read_time -- --ignored --nocapture`.
+#[cfg(test)]
+mod read_time {
+    use super::{read, Dialect};
+
+    #[test]
+    #[ignore]
+    fn the_time_to_read_big_statements() {
+        let mut case = String::from("UPDATE app.t SET v = CASE id");
+        for i in 0..20_000 {
+            case.push_str(&format!(" WHEN {i} THEN 'v{i}'"));
+        }
+        case.push_str(" END WHERE id IN (SELECT id FROM app.u)");
+        let mut ids = String::from("WITH c AS (SELECT 1) DELETE FROM app.t WHERE id IN (");
+        for i in 0..50_000 {
+            ids.push_str(&format!("{i}, "));
+        }
+        ids.push_str("0)");
+        for sql in [case, ids] {
+            let t0 = std::time::Instant::now();
+            let n = read(sql.as_bytes(), Dialect::default()).expect("read");
+            eprintln!(
+                "{} bytes: read in {:?}, names {:?}",
+                sql.len(),
+                t0.elapsed(),
+                n.databases()
+            );
+            assert_eq!(n.databases(), ["app"]);
         }
     }
 }
