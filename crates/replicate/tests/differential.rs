@@ -99,10 +99,11 @@ async fn native() -> &'static TestServer {
 
 /// Waits until the native replica has applied `pos`, or panics with its
 /// replication errors. `Some(why)` when the oracle itself failed on the
-/// way (its relay log unreadable: below) or crashed (MariaDB's own replica, killed by a signal: seen once in CI, in
-/// `mysql_unlock_tables` under a parallel applier's Rows event): it is
-/// started again and caught up, and the seed is not compared — a
-/// crashed replica's MyISAM tables are not the oracle's word.
+/// way (its relay log unreadable: below) or crashed (MariaDB's own
+/// replica, killed by a signal: seen once in CI, in `mysql_unlock_tables`
+/// under a parallel applier's Rows event): it is started again and caught
+/// up, and the seed is not compared — a crashed replica's MyISAM tables
+/// are not the oracle's word.
 async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
     let waited = async {
         let mut c = n
@@ -138,19 +139,7 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
             let mut c = n.connect().await;
             let _ = c.query_drop("START ALL SLAVES").await;
             let _ = c.disconnect().await;
-            let mut c = n.connect().await;
-            let again: Option<i64> = c
-                .exec_first("SELECT MASTER_GTID_WAIT(?, 120)", (pos.to_string(),))
-                .await
-                .unwrap_or_else(|e| {
-                    panic!("the native replica, started again after its crash: {e}")
-                });
-            assert_eq!(
-                again,
-                Some(0),
-                "the native replica, started again, did not reach {pos}"
-            );
-            let _ = c.disconnect().await;
+            reached_again(n.connect().await, pos, "started again after its crash").await;
             let at = log
                 .lines()
                 .find(|l| l.starts_with("Query ("))
@@ -212,16 +201,7 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
             .await
             .expect("the native replica's connection fetches again");
         }
-        let again: Option<i64> = c
-            .exec_first("SELECT MASTER_GTID_WAIT(?, 120)", (pos.to_string(),))
-            .await
-            .expect("the native replica, fetching again");
-        assert_eq!(
-            again,
-            Some(0),
-            "the native replica, fetching again after its relay log failed, did not reach {pos}"
-        );
-        let _ = c.disconnect().await;
+        reached_again(c, pos, "fetching again after its relay log failed").await;
         return Some(format!(
             "the native replica could not read back its own relay log (MariaDB's own fault; fetched again): {:?}",
             errs.iter().map(|(_, e)| e).collect::<Vec<_>>()
@@ -229,6 +209,21 @@ async fn native_caught_up(n: &TestServer, pos: &GtidPos) -> Option<String> {
     }
     let _ = c.disconnect().await;
     None
+}
+
+/// The native replica, after `how` (its recovery), reaches `pos`: the
+/// seed's outcome can then be left out and the next seeds compared.
+async fn reached_again(mut c: mysql_async::Conn, pos: &GtidPos, how: &str) {
+    let again: Option<i64> = c
+        .exec_first("SELECT MASTER_GTID_WAIT(?, 120)", (pos.to_string(),))
+        .await
+        .unwrap_or_else(|e| panic!("the native replica, {how}: {e}"));
+    assert_eq!(
+        again,
+        Some(0),
+        "the native replica, {how}, did not reach {pos}"
+    );
+    let _ = c.disconnect().await;
 }
 
 /// The last lines of a fixture server's error log.
