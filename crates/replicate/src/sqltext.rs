@@ -331,6 +331,9 @@ struct Head {
     trigger: bool,
     /// `CREATE|DROP ... INDEX`, `GRANT`, `REVOKE`: the first `ON`.
     on_names_table: bool,
+    /// `GRANT`, `REVOKE`: a `FROM` names accounts (`REVOKE ... FROM
+    /// u@h`), no table.
+    grant: bool,
     on_seen: bool,
     /// The token index of `LIKE` in `CREATE TABLE t LIKE u`, if here.
     like_at: Option<usize>,
@@ -365,6 +368,7 @@ fn head(t: &[T], at: usize) -> Head {
         ddl: matches!(first, "CREATE" | "ALTER" | "DROP"),
         rename: first == "RENAME",
         on_names_table: matches!(first, "GRANT" | "REVOKE"),
+        grant: matches!(first, "GRANT" | "REVOKE"),
         ..Head::default()
     };
     if first == "DELETE" {
@@ -542,7 +546,7 @@ fn keyword(
     (introduced, named, ctes): (&mut HashSet<String>, &mut Named, &HashSet<String>),
 ) {
     match w {
-        "FROM" if top.kind == Kind::Stmt => {
+        "FROM" if top.kind == Kind::Stmt && !h.grant => {
             top.expect = true;
             top.list = true;
         }
@@ -1745,6 +1749,16 @@ mod tests {
             ),
             ("CREATE VIEW v AS SELECT 1", true),
             ("GRANT SELECT ON * TO u", true),
+            // REVOKE's FROM names accounts, however quoted.
+            ("REVOKE SELECT ON app.t FROM u", false),
+            ("REVOKE SELECT ON app.t FROM `u`@`%`, v@localhost", false),
+            (
+                "REVOKE ALL PRIVILEGES, GRANT OPTION FROM u@localhost",
+                false,
+            ),
+            ("REVOKE INSERT ON t FROM u", true),
+            ("REVOKE r FROM u", false),
+            ("GRANT SELECT ON app.t TO `u`@`%`", false),
         ]);
     }
 
