@@ -221,6 +221,21 @@ impl Applier {
         self.items_from(txn, 0).await
     }
 
+    /// Applies one transaction's items inside the caller's transaction and
+    /// ends them as the source did: one the source rolled back is rolled
+    /// back here too (what a ROLLBACK does not undo stays, as on the
+    /// source and on a native replica), and a new transaction is opened
+    /// for the caller's positions. The caller's transaction must hold
+    /// nothing else.
+    pub async fn items_as_ended(&mut self, txn: &Txn) -> Result<(), ApplyError> {
+        self.items(txn).await?;
+        if txn.rolled_back {
+            self.run("ROLLBACK").await?;
+            self.begin().await?;
+        }
+        Ok(())
+    }
+
     /// Applies one transaction's items from the `skip`th on.
     pub async fn items_from(&mut self, txn: &Txn, skip: usize) -> Result<(), ApplyError> {
         for item in txn.items.iter().skip(skip) {

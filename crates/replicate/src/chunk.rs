@@ -192,7 +192,9 @@ async fn apply_batch(
 ) -> Result<(), ApplyError> {
     let mut tries = 0;
     loop {
-        let r = if one_trip {
+        // (A transaction the source rolled back ends with its own
+        // ROLLBACK before its positions: statement by statement.)
+        let r = if one_trip && !jobs.iter().any(|j| j.txn.rolled_back) {
             try_batch_one_trip(a, jobs, alone).await
         } else {
             try_batch(a, jobs).await
@@ -230,15 +232,7 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job], alone: bool) -> Resul
             return try_batch(a, jobs).await;
         }
     }
-    let sessions: Vec<Session> = jobs
-        .iter()
-        .flat_map(|j| j.txn.items.iter())
-        .filter_map(|i| match i {
-            Item::Stmt(st) if !st.session.user_vars.is_empty() => Some(st.session.clone()),
-            _ => None,
-        })
-        .collect();
-    a.learn(&sessions).await?;
+    a.learn(&user_var_sessions(jobs)).await?;
     let queries = batch_queries(jobs, &a.collations, true)?;
     let last = queries.len().saturating_sub(1);
     for (i, q) in queries.iter().enumerate() {
@@ -264,13 +258,26 @@ async fn try_batch_one_trip(a: &mut Applier, jobs: &[Job], alone: bool) -> Resul
     Ok(())
 }
 
+/// The sessions of `jobs`' statements that carry user variables (whose
+/// collations the applier must know by name).
+fn user_var_sessions(jobs: &[Job]) -> Vec<Session> {
+    jobs.iter()
+        .flat_map(|j| j.txn.items.iter())
+        .filter_map(|i| match i {
+            Item::Stmt(st) if !st.session.user_vars.is_empty() => Some(st.session.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Statement by statement: slower, but an error names its statement.
 async fn try_batch(a: &mut Applier, jobs: &[Job]) -> Result<(), ApplyError> {
     a.merged = 0;
     a.begin().await?;
+    a.learn(&user_var_sessions(jobs)).await?;
     for j in jobs {
         a.prime(&j.format).await?;
-        a.items(&j.txn).await?;
+        a.items_as_ended(&j.txn).await?;
     }
     let done: Vec<(&str, &str, &Txn)> = jobs
         .iter()

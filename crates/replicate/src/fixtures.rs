@@ -82,6 +82,7 @@ pub fn txn(db: &str, items: Vec<Item>) -> Txn {
         first: String::new(),
         temp: Default::default(),
         xa: None,
+        rolled_back: false,
     }
 }
 

@@ -87,6 +87,7 @@ fn jobs_in(
                 first: "UPDATE t SET v = v + 1 WHERE id = 1".into(),
                 temp: Default::default(),
                 xa: None,
+                rolled_back: false,
             };
             Job {
                 source: Arc::from("guard"),

@@ -299,7 +299,9 @@ fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
         if !stale.is_empty() {
             return Take::Refresh(key, stale, generation);
         }
-        let alone = st.engines.no_rollback(&s.queue[0].txn);
+        // A transaction the source rolled back runs alone too: its
+        // ROLLBACK must end nothing but it.
+        let alone = st.engines.no_rollback(&s.queue[0].txn) || s.queue[0].txn.rolled_back;
         let format = s.queue[0].format.clone();
         let len = if alone {
             1
@@ -307,7 +309,9 @@ fn take(st: &mut State, beside: bool, generation: u64, me: usize) -> Take {
             let n = within_bytes(s.queue.range(..n).map(|j| j.txn.bytes()), CHUNK_BYTES);
             s.queue
                 .range(..n)
-                .take_while(|j| j.format == format && !st.engines.no_rollback(&j.txn))
+                .take_while(|j| {
+                    j.format == format && !st.engines.no_rollback(&j.txn) && !j.txn.rolled_back
+                })
                 .count()
         };
         // One chunk at a time: every chunk runs alone anyway.

@@ -290,6 +290,12 @@ pub struct Txn {
     /// A group of an XA transaction prepared and ended apart (MariaDB
     /// 10.5+ logs each as its own GTID): which one.
     pub xa: Option<XaStep>,
+    /// The source ended it with ROLLBACK: it is logged only because it
+    /// changed a table a ROLLBACK does not undo (MyISAM, Aria, a temporary
+    /// table's CREATE), and a native replica applies it and rolls back —
+    /// what the rollback does not undo stays, as on the source. Applied
+    /// alone, so the ROLLBACK ends nothing but it.
+    pub rolled_back: bool,
 }
 
 /// The two groups of an XA transaction the source prepared, then
@@ -731,6 +737,7 @@ impl Assembler {
             first: String::new(),
             temp: Temp::default(),
             xa: None,
+            rolled_back: false,
         };
         txn.xa = match (g.flags & (PREPARED_XA | COMPLETED_XA), g.xid) {
             (0, _) => None,
@@ -1007,10 +1014,7 @@ impl Building {
             "BEGIN" => return Ok(Then::Go),
             "COMMIT" => return Ok(Then::Finish),
             "ROLLBACK" if !is_rollback_to(sql) => {
-                self.txn.refuse(
-                    "a transaction the source rolled back after changing a non-transactional table",
-                    false,
-                );
+                self.txn.rolled_back = true;
                 return Ok(Then::Finish);
             }
             "XA" => {
@@ -1573,6 +1577,28 @@ mod tests {
         raw
     }
 
+    /// The transaction an assembler makes of `events` (GTID and Query
+    /// events of a MariaDB format description), with no filters.
+    fn assembled(name: &str, events: &[Vec<u8>]) -> Txn {
+        use mysql_common::binlog::events::FormatDescriptionEvent;
+        let mut lengths = vec![0u8; 171];
+        lengths[1] = 13; // QUERY
+        lengths[161] = 19; // GTID
+        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4)
+            .with_event_type_header_lengths(lengths);
+        let mut a = Assembler::new(DbMap::new(&[], &[], &Default::default()));
+        let mut got = None;
+        for raw in events {
+            let ev = Event::read(&fde, raw.as_slice()).expect("an event");
+            match a.push(&ev) {
+                Ok(Out::Txn(t)) => got = Some(t),
+                Ok(_) => {}
+                Err(e) => panic!("{name}: {e}"),
+            }
+        }
+        *got.unwrap_or_else(|| panic!("{name}: no transaction"))
+    }
+
     /// A GTID event 0-1-`seq` with XA `flags` for id 'x' (format 1).
     fn gtid_event(seq: u64, flags: u8, xid: &[u8]) -> Vec<u8> {
         let mut b = seq.to_le_bytes().to_vec();
@@ -1618,12 +1644,6 @@ mod tests {
     /// event — each refused for the whole source, never passed as empty.
     #[test]
     fn xa_groups_are_read_as_their_gtid_event_flags_them() {
-        use mysql_common::binlog::events::FormatDescriptionEvent;
-        let mut lengths = vec![0u8; 171];
-        lengths[1] = 13; // QUERY
-        lengths[161] = 19; // GTID
-        let fde = FormatDescriptionEvent::new(BinlogVersion::Version4)
-            .with_event_type_header_lengths(lengths);
         let x = b"x".as_slice();
         let end_x = "XA END X'78',X'',1";
         let p = PREPARED_XA;
@@ -1723,17 +1743,7 @@ mod tests {
             ),
         ];
         for (name, events, want) in rows {
-            let mut a = Assembler::new(DbMap::new(&[], &[], &Default::default()));
-            let mut got = None;
-            for raw in &events {
-                let ev = Event::read(&fde, raw.as_slice()).expect("an event");
-                match a.push(&ev) {
-                    Ok(Out::Txn(t)) => got = Some(t),
-                    Ok(_) => {}
-                    Err(e) => panic!("{name}: {e}"),
-                }
-            }
-            let t = got.unwrap_or_else(|| panic!("{name}: no transaction"));
+            let t = assembled(name, &events);
             let said = match (&t.unsupported, t.xa) {
                 (Some(_), _) if t.unknown_scope => "refused whole".to_string(),
                 (Some(why), _) => format!("refused {why}"),
@@ -1747,6 +1757,55 @@ mod tests {
             if want.starts_with("prepared") || want == "plain" {
                 assert_eq!(t.items.len(), 1, "{name}: the change, and no XA statement");
             }
+        }
+    }
+
+    /// A group the source ended with ROLLBACK (logged because it changed
+    /// a table a ROLLBACK does not undo) is read as rolled back, with its
+    /// changes, for the applier to end the same way; a ROLLBACK TO a
+    /// savepoint is one of its statements, not its end.
+    #[test]
+    fn a_group_the_source_rolled_back_is_read_as_rolled_back() {
+        // (name, statements after BEGIN, (rolled back, items))
+        let rows: &[(&str, &[&str], (bool, usize))] = &[
+            ("committed", &["UPDATE m SET v = 1", "COMMIT"], (false, 1)),
+            (
+                "rolled back",
+                &["UPDATE m SET v = 1", "INSERT INTO i VALUES (1)", "ROLLBACK"],
+                (true, 2),
+            ),
+            (
+                "rolled back, in lower case",
+                &["UPDATE m SET v = 1", "rollback"],
+                (true, 1),
+            ),
+            (
+                "a savepoint rolled back to, then committed",
+                &[
+                    "SAVEPOINT s",
+                    "UPDATE m SET v = 1",
+                    "ROLLBACK TO s",
+                    "COMMIT",
+                ],
+                (false, 3),
+            ),
+            (
+                "a savepoint rolled back to, then rolled back",
+                &[
+                    "SAVEPOINT s",
+                    "UPDATE m SET v = 1",
+                    "ROLLBACK WORK TO SAVEPOINT s",
+                    "ROLLBACK",
+                ],
+                (true, 3),
+            ),
+        ];
+        for (name, stmts, want) in rows {
+            let mut events = vec![gtid_event(5, 0, b"x"), query_event("BEGIN")];
+            events.extend(stmts.iter().map(|s| query_event(s)));
+            let t = assembled(name, &events);
+            assert_eq!(t.unsupported, None, "{name}");
+            assert_eq!((t.rolled_back, t.items.len()), *want, "{name}");
         }
     }
 

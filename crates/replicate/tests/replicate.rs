@@ -509,3 +509,84 @@ async fn catch_up(s: &'static TestServer, apply: &str, include: &str, start: &st
     assert_eq!(summary.stopped_streams, 0, "{summary:?}");
     summary
 }
+
+/// A transaction the source rolled back after changing a MyISAM table is
+/// logged (ending in ROLLBACK) because that change stays; a native
+/// replica applies it and rolls back, keeping what the rollback does not
+/// undo. So does replicate, in every binlog format, in one database (a
+/// worker's chunk), across two (the source's own connection), after a
+/// rollback to a savepoint, and with a temporary table the transaction
+/// made (its session's connection) — and the streams go on after it.
+/// (The code before refused each: "a transaction the source rolled back
+/// after changing a non-transactional table", its stream stopped.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_transaction_the_source_rolled_back_keeps_only_what_the_rollback_did_not_undo() {
+    let s = source(1);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE rb_a; CREATE DATABASE rb_b; \
+         CREATE TABLE rb_a.m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM; \
+         CREATE TABLE rb_a.i (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; \
+         CREATE TABLE rb_b.i (id INT PRIMARY KEY, v INT) ENGINE=InnoDB; \
+         INSERT INTO rb_a.m VALUES (1, 0), (2, 0)",
+    )
+    .await;
+    for (k, format) in ["ROW", "MIXED", "STATEMENT"].iter().enumerate() {
+        let n = 10 * (k + 1);
+        exec(
+            s,
+            &format!(
+                "SET SESSION binlog_format = '{format}'; USE rb_a; \
+                 START TRANSACTION; INSERT INTO i VALUES ({n}, 1); \
+                 UPDATE m SET v = v + 1 WHERE id = 1; INSERT INTO i VALUES ({}, 1); ROLLBACK; \
+                 START TRANSACTION; INSERT INTO rb_b.i VALUES ({n}, 1); \
+                 INSERT INTO m VALUES ({n}, 1); ROLLBACK; \
+                 START TRANSACTION; INSERT INTO i VALUES ({}, 1); SAVEPOINT s1; \
+                 UPDATE m SET v = v + 10 WHERE id = 2; INSERT INTO i VALUES ({}, 1); \
+                 ROLLBACK TO SAVEPOINT s1; INSERT INTO i VALUES ({}, 1); ROLLBACK; \
+                 START TRANSACTION; CREATE TEMPORARY TABLE tt (id INT) ENGINE=InnoDB; \
+                 INSERT INTO tt VALUES ({n}); INSERT INTO m SELECT id + 1, 2 FROM tt; ROLLBACK; \
+                 DROP TEMPORARY TABLE tt; \
+                 INSERT INTO i VALUES ({}, 9)",
+                n + 1,
+                n + 2,
+                n + 3,
+                n + 4,
+                n + 5,
+            ),
+        )
+        .await;
+    }
+    let cfg = cfg_for("rb", s, "rb_*", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "rb_a", "rb_a").await;
+    assert_same(s, "rb_b", "rb_b").await;
+    // The claim itself: the MyISAM changes there, the InnoDB ones not.
+    let mut c = target().connect().await;
+    let m: Vec<(i32, i32)> = c
+        .query("SELECT id, v FROM rb_a.m ORDER BY id")
+        .await
+        .expect("m");
+    assert_eq!(
+        m,
+        [
+            (1, 3),
+            (2, 30),
+            (10, 1),
+            (11, 2),
+            (20, 1),
+            (21, 2),
+            (30, 1),
+            (31, 2)
+        ],
+        "every MyISAM change of the rolled-back transactions, once"
+    );
+    let i: Vec<i32> = c
+        .query("SELECT id FROM rb_a.i UNION ALL SELECT id FROM rb_b.i ORDER BY 1")
+        .await
+        .expect("i");
+    assert_eq!(i, [15, 25, 35], "only the committed InnoDB rows");
+    let _ = c.disconnect().await;
+}

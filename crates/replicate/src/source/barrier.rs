@@ -172,7 +172,7 @@ impl SourceRunner {
         let nontx = self.mark_if_nontx(ctl, engines, txn).await?;
         let r = async {
             ctl.begin().await?;
-            ctl.items(txn).await?;
+            ctl.items_as_ended(txn).await?;
             if nontx {
                 sqlfleet_faults::point_of!("replicate::nontx_before_commit", name);
             }

@@ -231,7 +231,7 @@ impl SourceRunner {
             // again after a restart: marked like any other.)
             let nontx = self.mark_if_nontx(&mut conn, &mut s.engines, txn).await?;
             conn.begin().await?;
-            conn.items(txn).await?;
+            conn.items_as_ended(txn).await?;
             if nontx {
                 sqlfleet_faults::point_of!("replicate::nontx_before_commit", name);
             }
