@@ -236,7 +236,8 @@ fn error_log_tail(s: &TestServer) -> String {
 }
 
 /// What must match, for one database on one server: the fixture's
-/// fingerprint and each sequence's state.
+/// fingerprint, each sequence's state and each system-versioned table's
+/// rows with their history.
 async fn snapshot(s: &TestServer, db: &str) -> Vec<String> {
     let mut lines = s.fingerprint(db).await;
     let mut c = s.connect().await;
@@ -255,6 +256,37 @@ async fn snapshot(s: &TestServer, db: &str) -> Vec<String> {
             .await
             .expect("sequence state");
         lines.push(format!("sequence {q}: {row:?}"));
+    }
+    // A system-versioned table (which the fingerprint shows only as its
+    // CREATE): every row it ever held, with the times it held them.
+    let versioned: Vec<String> = c
+        .exec(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = ? AND table_type = 'SYSTEM VERSIONED' ORDER BY 1",
+            (db,),
+        )
+        .await
+        .expect("system-versioned tables");
+    for t in versioned {
+        let cols: Vec<String> = c
+            .exec(
+                "SELECT column_name FROM information_schema.columns WHERE table_schema = ? AND table_name = ? ORDER BY ordinal_position",
+                (db, &t),
+            )
+            .await
+            .expect("columns");
+        let quoted: Vec<String> = cols
+            .iter()
+            .map(|x| format!("QUOTE(`{x}`)"))
+            .chain(["QUOTE(ROW_START)".into(), "QUOTE(ROW_END)".into()])
+            .collect();
+        let rows: Vec<String> = c
+            .query(format!(
+                "SELECT CONCAT_WS('|', {}) FROM `{db}`.`{t}` FOR SYSTEM_TIME ALL ORDER BY 1",
+                quoted.join(", ")
+            ))
+            .await
+            .expect("history rows");
+        lines.extend(rows.into_iter().map(|r| format!("history {t}: {r}")));
     }
     let _ = c.disconnect().await;
     lines

@@ -27,7 +27,11 @@
 //! transactions (prepared and ended by another session steps later,
 //! committed in one phase, rolled back; ids with a branch qualifier, a
 //! format id, in hex; some across both databases), and rows of a table
-//! whose columns are drawn from the server's data types (types.rs).
+//! whose columns are drawn from the server's data types (types.rs), and
+//! the table kinds and statement kinds of `kinds_step` (a system-versioned
+//! table with its history, an application-time period, Aria and MEMORY
+//! tables, TRUNCATE, savepoints, rollbacks, CREATE OR REPLACE, RETURNING,
+//! LOCK TABLES, table maintenance).
 //! Every statement is deterministic, so a replica
 //! that applies them in the source's order must end identical.
 
@@ -336,6 +340,129 @@ fn session_step(
         _ => reset.into(),
     });
     v
+}
+
+/// Statements on the table kinds CREATE TABLE offers beyond the setup's
+/// (a system-versioned table, whose history rows and their row_start and
+/// row_end the copies must hold alike; an application-time period split
+/// by `FOR PORTION OF`; Aria and MEMORY tables — a MEMORY table is empty
+/// after a source restart, and the source logs that emptying as its own
+/// statement) and statement kinds the server logs that the other steps
+/// do not send: TRUNCATE, SAVEPOINT and ROLLBACK TO (with a MyISAM write
+/// the rollback cannot undo), a transaction rolled back after a MyISAM
+/// write, CREATE OR REPLACE ... SELECT, DROP TABLE IF EXISTS of a table
+/// that is not there, RETURNING, LOCK TABLES, and the table maintenance
+/// statements the server writes to its binary log. Each table is made by
+/// the first step that writes it.
+fn kinds_step(rng: &mut StdRng, i: usize, n: i32, r: i32) -> Vec<String> {
+    let sv =
+        "CREATE TABLE IF NOT EXISTS sv (id INT PRIMARY KEY, v INT NOT NULL) WITH SYSTEM VERSIONING";
+    match rng.gen_range(0..12) {
+        0 | 1 => vec![
+            sv.into(),
+            format!(
+                "INSERT INTO sv VALUES ({n}, {r}), ({}, 1) ON DUPLICATE KEY UPDATE v = v + 1",
+                n + 50
+            ),
+            format!("UPDATE sv SET v = v + {n} WHERE id % 3 = {}", r % 3),
+        ],
+        2 => {
+            let mut v = vec![
+                sv.into(),
+                format!("DELETE FROM sv WHERE id % 4 = {}", r % 4),
+            ];
+            if rng.gen_bool(0.3) {
+                v.push("DELETE HISTORY FROM sv".into());
+            }
+            v
+        }
+        3 => {
+            let to = rng.gen_range(4..10);
+            vec![
+                "CREATE TABLE IF NOT EXISTS ap (id INT, s DATE, e DATE, v INT, PERIOD FOR p (s, e))"
+                    .into(),
+                format!("INSERT INTO ap VALUES ({n}, '2024-01-01', '2024-12-31', {r})"),
+                format!(
+                    "UPDATE ap FOR PORTION OF p FROM '2024-03-01' TO '2024-0{to}-01' SET v = v + 1 WHERE id = {n}"
+                ),
+                format!(
+                    "DELETE FROM ap FOR PORTION OF p FROM '2024-0{to}-15' TO '2024-11-01' WHERE id % 3 = {}",
+                    r % 3
+                ),
+            ]
+        }
+        4 => vec![
+            "CREATE TABLE IF NOT EXISTS aria_t (id INT PRIMARY KEY, v INT) ENGINE=Aria".into(),
+            format!("INSERT INTO aria_t VALUES ({n}, {r}) ON DUPLICATE KEY UPDATE v = v + {r}"),
+            "CREATE TABLE IF NOT EXISTS mem (id INT PRIMARY KEY, v INT) ENGINE=MEMORY".into(),
+            format!("REPLACE INTO mem VALUES ({n}, {r}), ({}, {i})", n + 100),
+        ],
+        5 => {
+            let mut v = vec![
+                "CREATE TABLE IF NOT EXISTS scratch (id INT PRIMARY KEY, v INT)".into(),
+                format!("INSERT IGNORE INTO scratch SELECT seq, seq * {r} FROM seq_1_to_{n}"),
+            ];
+            if rng.gen_bool(0.5) {
+                v.push("TRUNCATE TABLE scratch".into());
+            }
+            v
+        }
+        6 => {
+            let mut v = vec![
+                "START TRANSACTION".into(),
+                format!("INSERT INTO nopk (a, b) VALUES ({n}, 'sp a {i}')"),
+                "SAVEPOINT s1".into(),
+                format!("INSERT INTO nopk (a, b) VALUES ({n}, 'sp b {i}')"),
+                format!("UPDATE bulk SET b = CONCAT(b, 's') WHERE a = {}", n % 6),
+            ];
+            if rng.gen_bool(0.5) {
+                v.push(format!(
+                    "INSERT INTO myi (id, v) VALUES ({}, {r}) ON DUPLICATE KEY UPDATE v = v + 1",
+                    n + 2000
+                ));
+            }
+            v.extend([
+                "ROLLBACK TO SAVEPOINT s1".into(),
+                format!("INSERT INTO nopk (a, b) VALUES ({n}, 'sp c {i}')"),
+                "COMMIT".into(),
+            ]);
+            v
+        }
+        7 => vec![
+            "START TRANSACTION".into(),
+            format!("UPDATE myi SET v = v + 1 WHERE id % 2 = {}", r % 2),
+            format!("INSERT INTO nopk (a, b) VALUES ({n}, 'rolled back {i}')"),
+            "ROLLBACK".into(),
+        ],
+        8 => {
+            let mut v = vec![format!(
+                "CREATE OR REPLACE TABLE cor AS SELECT c.id, c.v FROM child c WHERE c.v > {n}"
+            )];
+            if rng.gen_bool(0.4) {
+                v.push(format!("DROP TABLE IF EXISTS cor_none_{i}, cor"));
+            }
+            v
+        }
+        9 => vec![
+            format!(
+                "INSERT INTO nopk (a, b) VALUES ({n}, 'ret {i}'), ({r}, 'ret {i}') RETURNING a, b"
+            ),
+            format!("DELETE FROM nopk WHERE b = 'ret {i}' AND a = {r} RETURNING a"),
+        ],
+        10 => vec![
+            "LOCK TABLES bulk WRITE, nopk WRITE".into(),
+            format!("INSERT INTO bulk (a, b) VALUES ({n}, 'locked {i}')"),
+            format!("INSERT INTO nopk (a, b) SELECT a, b FROM bulk WHERE b = 'locked {i}'"),
+            "UNLOCK TABLES".into(),
+        ],
+        _ => vec![[
+            "ANALYZE TABLE bulk",
+            "OPTIMIZE TABLE myi",
+            "REPAIR TABLE myi",
+            "ANALYZE TABLE child PERSISTENT FOR ALL",
+        ][rng.gen_range(0..4)]
+        .into()],
+    }
 }
 
 /// A database on the source that the run's filters exclude (the include
@@ -668,6 +795,9 @@ pub fn plan(
                     v
                 }
             },
+            // A table kind or statement kind the server defines that the
+            // steps above do not write (kinds_step).
+            27 => kinds_step(rng, i, n, r),
             // Values of the server's column types (types.rs).
             30 | 31 => typed.step(&mut types_rng, i),
             _ => vec![format!(
