@@ -180,6 +180,15 @@ impl SessionVariable {
     }
 }
 
+/// Every built-in function the server on `c` lists
+/// (`information_schema.SQL_FUNCTIONS`, MariaDB 10.6+), upper case.
+pub async fn sql_functions(c: &mut mysql_async::Conn) -> Vec<String> {
+    use mysql_async::prelude::Queryable;
+    c.query("SELECT UPPER(FUNCTION) FROM information_schema.SQL_FUNCTIONS ORDER BY 1")
+        .await
+        .expect("information_schema.SQL_FUNCTIONS")
+}
+
 #[cfg(test)]
 mod tests {
     use super::SessionVariable;

@@ -23,6 +23,7 @@ mod writes;
 
 use account_targets::add_account_statement;
 pub use account_targets::AccountTargets;
+pub use calls::builtin;
 use calls::{calls_stored_function, EFFECT_BUILTINS};
 pub use found_rows::Count;
 use kill::{kill_target, unread_kill};

@@ -71,6 +71,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "COLUMN_LIST",
     "COMPRESS",
     "CONCAT",
+    "CONCAT_OPERATOR_ORACLE",
     "CONCAT_WS",
     "CONNECTION_ID",
     "CONTAINS",
@@ -106,6 +107,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "DECIMAL",
     "DECODE",
     "DECODE_HISTOGRAM",
+    "DECODE_ORACLE",
     "DEFAULT",
     "DEGREES",
     "DENSE_RANK",
@@ -246,7 +248,9 @@ pub(super) const BUILTINS: &[&str] = &[
     "LOG2",
     "LOWER",
     "LPAD",
+    "LPAD_ORACLE",
     "LTRIM",
+    "LTRIM_ORACLE",
     "MAKEDATE",
     "MAKETIME",
     "MAKE_SET",
@@ -272,6 +276,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "MULTILINESTRING",
     "MULTIPOINT",
     "MULTIPOLYGON",
+    "NAME_CONST",
     "NATURAL_SORT_KEY",
     "NCHAR",
     "NOT",
@@ -321,6 +326,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "RELEASE_ALL_LOCKS",
     "REPEAT",
     "REPLACE",
+    "REPLACE_ORACLE",
     "REVERSE",
     "RIGHT",
     "RLIKE",
@@ -329,8 +335,11 @@ pub(super) const BUILTINS: &[&str] = &[
     "ROWNUM",
     "ROW_NUMBER",
     "RPAD",
+    "RPAD_ORACLE",
     "RTRIM",
+    "RTRIM_ORACLE",
     "SCHEMA",
+    "SCHEMAS",
     "SECOND",
     "SEC_TO_TIME",
     "SELECT",
@@ -411,6 +420,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "SUBSTR",
     "SUBSTRING",
     "SUBSTRING_INDEX",
+    "SUBSTR_ORACLE",
     "SUBTIME",
     "SUM",
     "SYSDATE",
@@ -528,6 +538,13 @@ const BEFORE_TABLE: &[&str] = &[
     "TABLE",
     "WITH",
 ];
+
+/// Whether `name` (upper case) is a built-in function of the server:
+/// one of [`BUILTINS`] or [`EFFECT_BUILTINS`]. A test holds it to the
+/// server's own list (`information_schema.SQL_FUNCTIONS`).
+pub fn builtin(name: &str) -> bool {
+    BUILTINS.binary_search(&name).is_ok() || EFFECT_BUILTINS.contains(&name)
+}
 
 /// Whether the name at `i` calls a stored function: a word or backquoted
 /// name followed by `(` that is no built-in, keyword or known effect, and
