@@ -1883,6 +1883,7 @@ const STABLE: &[&str] = &[
     "FIRST_VALUE",
     "FLOOR",
     "FORMAT",
+    "FORMAT_PICO_TIME",
     "FROM_BASE64",
     "FROM_DAYS",
     "FROM_UNIXTIME",
@@ -1904,6 +1905,7 @@ const STABLE: &[&str] = &[
     "JSON_ARRAYAGG",
     "JSON_ARRAY_APPEND",
     "JSON_ARRAY_INSERT",
+    "JSON_ARRAY_INTERSECT",
     "JSON_COMPACT",
     "JSON_CONTAINS",
     "JSON_CONTAINS_PATH",
@@ -1914,6 +1916,7 @@ const STABLE: &[&str] = &[
     "JSON_EXTRACT",
     "JSON_INSERT",
     "JSON_KEYS",
+    "JSON_KEY_VALUE",
     "JSON_LENGTH",
     "JSON_LOOSE",
     "JSON_MERGE",
@@ -1922,18 +1925,22 @@ const STABLE: &[&str] = &[
     "JSON_NORMALIZE",
     "JSON_OBJECT",
     "JSON_OBJECTAGG",
+    "JSON_OBJECT_FILTER_KEYS",
+    "JSON_OBJECT_TO_ARRAY",
     "JSON_OVERLAPS",
     "JSON_PRETTY",
     "JSON_QUERY",
     "JSON_QUOTE",
     "JSON_REMOVE",
     "JSON_REPLACE",
+    "JSON_SCHEMA_VALID",
     "JSON_SEARCH",
     "JSON_SET",
     "JSON_TYPE",
     "JSON_UNQUOTE",
     "JSON_VALID",
     "JSON_VALUE",
+    "KDF",
     "LAG",
     "LAST_DAY",
     "LCASE",
@@ -2050,7 +2057,7 @@ const STABLE: &[&str] = &[
 
 /// The cache's list of what is never cached, against the server's own
 /// list of its functions (`information_schema.SQL_FUNCTIONS`, 261 on
-/// 10.11): each is a built-in to the statement reader (else a call to it
+/// 10.11, 268 on 11.4): each is a built-in to the statement reader (else a call to it
 /// would be taken for a stored function's: never shared, never cached),
 /// and each is either volatile or in [`STABLE`] — a function a newer
 /// server adds stops this test rather than be cached unread. (Before

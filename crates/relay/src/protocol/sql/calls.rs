@@ -199,6 +199,7 @@ pub(super) const BUILTINS: &[&str] = &[
     "JSON_EXTRACT",
     "JSON_INSERT",
     "JSON_KEYS",
+    "JSON_KEY_VALUE",
     "JSON_LENGTH",
     "JSON_LOOSE",
     "JSON_MERGE",
