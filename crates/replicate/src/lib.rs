@@ -47,6 +47,7 @@ mod sequence;
 pub mod source;
 pub mod sqltext;
 pub mod status;
+mod target_start;
 pub mod txn;
 pub mod unlogged;
 mod work;

@@ -184,7 +184,8 @@ async fn check_target(c: &mut mysql_async::Conn) -> Result<(), RunError> {
 /// Tables on the target that cannot commit with a position, in the
 /// databases the sources write into (named in a warning: a crash while
 /// applying to them may apply a change twice; the target's other
-/// databases are not replicate's).
+/// databases are not replicate's); and the MEMORY tables a restart of the
+/// target emptied since a source's last run (target_start.rs).
 async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<String> {
     // The databases first (their names alone), then at most 50 of their
     // tables: what is asked does not grow with the rest of the target.
@@ -197,8 +198,21 @@ async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<Stri
         .filter(|d| cfg.sources.iter().any(|s| s.dbs.writes_into(d)))
         .map(|d| sqlfleet_conn::quote::utf8_literal(d))
         .collect();
+    let each: Vec<(&str, Vec<String>)> = cfg
+        .sources
+        .iter()
+        .map(|s| {
+            let w = dbs
+                .iter()
+                .filter(|d| s.dbs.writes_into(d))
+                .map(|d| sqlfleet_conn::quote::utf8_literal(d))
+                .collect();
+            (s.name.as_str(), w)
+        })
+        .collect();
+    let mut out = crate::target_start::check(c, &each).await;
     if written.is_empty() {
-        return Vec::new();
+        return out;
     }
     let rows: Vec<(String, String, String)> = c
         .query(format!(
@@ -209,9 +223,13 @@ async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<Stri
         ))
         .await
         .unwrap_or_default();
-    rows.into_iter()
-        .map(|(d, t, e)| {
-            format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it stops the stream until `replicate skip` or `retry` says whether the change is there")
-        })
-        .collect()
+    out.extend(rows.into_iter().map(|(d, t, e)| {
+        let restart = if e.eq_ignore_ascii_case("MEMORY") {
+            "; a restart of the target empties it (said at the next start)"
+        } else {
+            ""
+        };
+        format!("target table {d}.{t} is {e} (not transactional): a crash while applying to it stops the stream until `replicate skip` or `retry` says whether the change is there{restart}")
+    }));
+    out
 }
