@@ -519,6 +519,26 @@ fn starts_statement(w: &str, prev: Option<&T>) -> bool {
     }
 }
 
+/// `ALTER DATABASE|SCHEMA` with no name: its options start at once, and
+/// it alters the default database (`ALTER DATABASE CHARACTER SET latin1`,
+/// `ALTER SCHEMA COMMENT 'c'`). As MariaDB 10.11 parses it (checked): a
+/// reserved option word (DEFAULT, CHARACTER, COLLATE) cannot be a name,
+/// COMMENT is an option when `=` or a string follows it, and any other
+/// word (CHARSET included: `ALTER DATABASE CHARSET x` is refused) is the
+/// database's name.
+fn alters_the_default_database(t: &[T]) -> bool {
+    if !kw(t.first(), "ALTER") {
+        return false;
+    }
+    match word(t.get(2)) {
+        Some("DEFAULT" | "CHARACTER" | "COLLATE") => true,
+        Some("COMMENT") => {
+            punct(t.get(3), b'=') || matches!(t.get(3).map(|x| &x.0), Some(Tok::Literal))
+        }
+        _ => false,
+    }
+}
+
 /// The database a CREATE/DROP/ALTER DATABASE names (after IF [NOT]
 /// EXISTS).
 fn database_named(sql: &[u8], t: &[T]) -> Option<Ident> {
@@ -532,7 +552,15 @@ fn database_named(sql: &[u8], t: &[T]) -> Option<Ident> {
             k += 1;
         }
     }
-    t.get(k).and_then(|x| ident(sql, x))
+    // Any word there is the name (the server's grammar puts one there; an
+    // ALTER without one is told apart before): `comment`, `security`, ...
+    // which elsewhere this reader takes for keywords.
+    t.get(k)
+        .filter(|x| matches!(x.0, Tok::Word(_) | Tok::Quoted(_)))
+        .map(|x| Ident {
+            at: x.1.clone(),
+            name: name_of(sql, x),
+        })
 }
 
 /// What a keyword does to the table positions: opens one (FROM, JOIN,
@@ -742,7 +770,11 @@ fn read_tokens(sql: &[u8], t: Vec<T>) -> Result<Named, Unsure> {
         ..Named::default()
     };
     if named.database_statement {
-        named.refs.extend(database_named(sql, &t));
+        if alters_the_default_database(&t) {
+            named.uses_default = true;
+        } else {
+            named.refs.extend(database_named(sql, &t));
+        }
         return Ok(named);
     }
     let mut stack = vec![Frame::stmt()];
@@ -1671,6 +1703,36 @@ mod tests {
         assert_eq!(n.databases(), ["app", "other"]);
     }
 
+    /// `ALTER DATABASE` names its database, or none (then it alters the
+    /// default one), as the server parses it.
+    #[test]
+    fn an_alter_database_names_its_database_or_the_default() {
+        let rows: &[(&str, &[&str], bool)] = &[
+            ("ALTER DATABASE CHARACTER SET latin1", &[], true),
+            ("ALTER SCHEMA COMMENT 'c'", &[], true),
+            ("ALTER DATABASE app COLLATE utf8mb4_bin", &["app"], false),
+            ("ALTER DATABASE comment COMMENT 'x'", &["comment"], false),
+            ("CREATE DATABASE security", &["security"], false),
+            ("DROP DATABASE IF EXISTS language", &["language"], false),
+            (
+                "ALTER DATABASE `default` DEFAULT COLLATE utf8mb4_bin",
+                &["default"],
+                false,
+            ),
+            ("CREATE DATABASE IF NOT EXISTS app", &["app"], false),
+            ("DROP SCHEMA app", &["app"], false),
+        ];
+        for (sql, dbs, uses) in rows {
+            let n = read(sql.as_bytes(), Dialect::default()).expect(sql);
+            assert!(n.database_statement, "{sql}");
+            assert_eq!(
+                (n.databases(), n.uses_default),
+                (dbs.iter().map(|d| d.to_string()).collect::<Vec<_>>(), *uses),
+                "{sql}"
+            );
+        }
+    }
+
     #[test]
     fn an_unsure_reading_is_an_error() {
         // `app.t` after a comma join that follows an ON: the reader sees
@@ -1749,6 +1811,16 @@ mod tests {
             ),
             ("CREATE VIEW v AS SELECT 1", true),
             ("GRANT SELECT ON * TO u", true),
+            // ALTER DATABASE without a name alters the default one.
+            ("ALTER DATABASE CHARACTER SET latin1", true),
+            ("ALTER DATABASE DEFAULT COLLATE utf8mb4_bin", true),
+            ("ALTER SCHEMA COLLATE utf8mb4_bin", true),
+            ("ALTER SCHEMA COMMENT 'c'", true),
+            ("ALTER SCHEMA COMMENT = 'c'", true),
+            ("ALTER DATABASE app CHARACTER SET latin1", false),
+            ("ALTER DATABASE comment COMMENT 'x'", false),
+            ("ALTER DATABASE `character` CHARACTER SET latin1", false),
+            ("CREATE DATABASE app CHARACTER SET latin1", false),
             // REVOKE's FROM names accounts, however quoted.
             ("REVOKE SELECT ON app.t FROM u", false),
             ("REVOKE SELECT ON app.t FROM `u`@`%`, v@localhost", false),

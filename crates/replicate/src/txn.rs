@@ -1313,11 +1313,12 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
     let text_dbs = named.databases();
     // The default database counts when the statement may use it, or when
     // it is replicated (it then keeps its context, as a replica's `USE`).
-    // A CREATE/DROP/ALTER DATABASE writes only the one it names; a
-    // statement whose every table is qualified writes only those, whatever
-    // its default (`USE other; INSERT INTO app.t ...`).
+    // A CREATE/DROP/ALTER DATABASE writes only the one it names (an ALTER
+    // that names none, the default one: it uses it); a statement whose
+    // every table is qualified writes only those, whatever its default
+    // (`USE other; INSERT INTO app.t ...`).
     let default = default
-        .filter(|d| !named.database_statement && (named.uses_default || map.map(d).is_some()));
+        .filter(|d| named.uses_default || (!named.database_statement && map.map(d).is_some()));
     let mut all: Vec<&str> = text_dbs.iter().map(String::as_str).collect();
     if let Some(d) = default {
         all.push(d);

@@ -590,3 +590,49 @@ async fn a_transaction_the_source_rolled_back_keeps_only_what_the_rollback_did_n
     assert_eq!(i, [15, 25, 35], "only the committed InnoDB rows");
     let _ = c.disconnect().await;
 }
+
+/// `ALTER DATABASE` without a name alters the default database: its
+/// copy (renamed here) takes the new default character set, and so the
+/// tables made after it, as on the source. (The code before filtered the
+/// statement away as naming no database: the copy's next CREATE TABLE
+/// made a utf8mb4 table where the source's is latin1, every stream ok.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_alter_database_without_a_name_alters_the_default_databases_copy() {
+    let s = source(2);
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE ad_a; USE ad_a; ALTER DATABASE CHARACTER SET latin1; \
+         CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10)); INSERT INTO t VALUES (1, 'caf\u{e9}'); \
+         ALTER SCHEMA COMMENT 'renamed copy'; \
+         ALTER DATABASE DEFAULT CHARACTER SET utf8mb4 COLLATE utf8mb4_bin; \
+         CREATE TABLE u (id INT PRIMARY KEY, s VARCHAR(10))",
+    )
+    .await;
+    let cfg = cfg_for("ad", s, "ad_a", "ad_a = \"ad_a_r\"", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    assert_same(s, "ad_a", "ad_a_r").await;
+    let mut c = target().connect().await;
+    let db: Option<(String, String)> = c
+        .query_first(
+            "SELECT default_collation_name, schema_comment FROM information_schema.schemata \
+             WHERE schema_name = 'ad_a_r'",
+        )
+        .await
+        .expect("schema");
+    assert_eq!(
+        db,
+        Some(("utf8mb4_bin".into(), "renamed copy".into())),
+        "the copy's own options"
+    );
+    let t: Option<String> = c
+        .query_first(
+            "SELECT table_collation FROM information_schema.tables \
+             WHERE table_schema = 'ad_a_r' AND table_name = 't'",
+        )
+        .await
+        .expect("table");
+    assert_eq!(t.as_deref(), Some("latin1_swedish_ci"));
+    let _ = c.disconnect().await;
+}
