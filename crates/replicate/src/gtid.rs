@@ -146,7 +146,7 @@ impl GtidPos {
             .collect::<Vec<_>>()
             .join("; ");
         Some(format!(
-            "the source's binlog is behind what the target applied of it ({list}): its binlog was reset (RESET MASTER), a domain of it deleted (FLUSH BINARY LOGS DELETE_DOMAIN_ID; its next transactions there start again at sequence 1), or this is another server that lacks those transactions (a failover to a replica behind it); its next transactions would be taken for applied ones, so it is refused, as a native replica is once the source writes there again (1236). A domain deleted after everything of it was applied is read on from while the source's oldest binlog file still names its end; otherwise point the source at the server it was read from, or copy it again from this server (`sqlfleet replicate seed --force`)"
+            "the source's binlog is behind what the target applied of it ({list}): its binlog was reset (RESET MASTER), a domain of it deleted (FLUSH BINARY LOGS DELETE_DOMAIN_ID; its next transactions there start again at sequence 1), this is another server that lacks those transactions (a failover to a replica behind it), or a session of it set `gtid_seq_no` below its domain's last (or past the greatest, which wraps to 0; a source without gtid_strict_mode logs it); its next transactions would be taken for applied ones, so it is refused, as a native replica is once the source writes there again (1236). A domain deleted after everything of it was applied is read on from while the source's oldest binlog file still names its end; otherwise point the source at the server it was read from, or copy it again from this server (`sqlfleet replicate seed --force`)"
         ))
     }
 

@@ -352,12 +352,16 @@ fn session_step(
 /// the rollback cannot undo), a transaction rolled back after a MyISAM
 /// write, CREATE OR REPLACE ... SELECT, DROP TABLE IF EXISTS of a table
 /// that is not there, RETURNING, LOCK TABLES, and the table maintenance
-/// statements the server writes to its binary log. Each table is made by
-/// the first step that writes it.
+/// statements the server writes to its binary log; and DDL kinds
+/// (partitions truncated, exchanged, rebuilt and coalesced; `ALTER
+/// DATABASE` of the default database's character set around a CREATE
+/// TABLE; a swap by one RENAME; index, column, key and engine changes;
+/// CREATE TABLE ... LIKE; views replaced, altered and written through).
+/// Each table is made by the first step that writes it.
 fn kinds_step(rng: &mut StdRng, i: usize, n: i32, r: i32) -> Vec<String> {
     let sv =
         "CREATE TABLE IF NOT EXISTS sv (id INT PRIMARY KEY, v INT NOT NULL) WITH SYSTEM VERSIONING";
-    match rng.gen_range(0..12) {
+    match rng.gen_range(0..18) {
         0 | 1 => vec![
             sv.into(),
             format!(
@@ -454,6 +458,79 @@ fn kinds_step(rng: &mut StdRng, i: usize, n: i32, r: i32) -> Vec<String> {
             format!("INSERT INTO bulk (a, b) VALUES ({n}, 'locked {i}')"),
             format!("INSERT INTO nopk (a, b) SELECT a, b FROM bulk WHERE b = 'locked {i}'"),
             "UNLOCK TABLES".into(),
+        ],
+        // DDL kinds: partition maintenance, a partition exchanged with a
+        // table, a default database's character set changed under a
+        // CREATE TABLE, tables swapped by one RENAME, index and engine
+        // changes, CREATE TABLE ... LIKE, views replaced and altered.
+        12 => {
+            let mut v = vec![
+                "CREATE TABLE IF NOT EXISTS rp (id INT PRIMARY KEY, v INT) PARTITION BY RANGE (id) \
+                 (PARTITION p0 VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN (1000), \
+                 PARTITION pmax VALUES LESS THAN MAXVALUE)"
+                    .into(),
+                "CREATE TABLE IF NOT EXISTS rpx (id INT PRIMARY KEY, v INT)".into(),
+                format!(
+                    "INSERT IGNORE INTO rp VALUES ({n}, {r}), ({}, {r}), ({}, {r})",
+                    n + 100,
+                    n + 1000
+                ),
+            ];
+            v.push(
+                [
+                    "ALTER TABLE rp TRUNCATE PARTITION p1",
+                    "ALTER TABLE rp EXCHANGE PARTITION p0 WITH TABLE rpx",
+                    "ALTER TABLE rp REBUILD PARTITION pmax",
+                    "ALTER TABLE rp ANALYZE PARTITION p0, p1",
+                ][rng.gen_range(0..4)]
+                .into(),
+            );
+            v
+        }
+        13 => vec![
+            "ALTER DATABASE CHARACTER SET latin1".into(),
+            format!("CREATE TABLE cs{i} (id INT PRIMARY KEY, s VARCHAR(10))"),
+            format!("INSERT INTO cs{i} VALUES (1, 'caf\u{e9}')"),
+            "ALTER DATABASE CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci".into(),
+        ],
+        14 => vec![
+            "CREATE TABLE IF NOT EXISTS sw1 (id INT PRIMARY KEY, w VARCHAR(10))".into(),
+            "CREATE TABLE IF NOT EXISTS sw2 LIKE sw1".into(),
+            format!("INSERT INTO sw1 VALUES ({i}, 'one') ON DUPLICATE KEY UPDATE w = 'one'"),
+            "RENAME TABLE sw1 TO swt, sw2 TO sw1, swt TO sw2".into(),
+        ],
+        15 => {
+            let mut v = vec![
+                "CREATE TABLE IF NOT EXISTS ix (id INT PRIMARY KEY, a INT, b INT)".into(),
+                format!("INSERT INTO ix VALUES ({n}, {r}, {i}) ON DUPLICATE KEY UPDATE a = a + 1"),
+            ];
+            v.push(match rng.gen_range(0..4) {
+                0 => format!("CREATE INDEX ia{i} ON ix (a)"),
+                1 => format!(
+                    "ALTER TABLE ix ENGINE={}",
+                    ["Aria", "InnoDB", "MyISAM"][rng.gen_range(0..3)]
+                ),
+                2 => format!("ALTER TABLE ix ADD COLUMN IF NOT EXISTS c{r} INT DEFAULT {r}"),
+                _ => "ALTER TABLE ix DROP PRIMARY KEY, ADD PRIMARY KEY (id)".into(),
+            });
+            v
+        }
+        16 => {
+            let mut v = vec![
+                format!("CREATE TABLE lk{i} LIKE bulk"),
+                format!("INSERT INTO lk{i} SELECT * FROM bulk WHERE a = {}", n % 6),
+            ];
+            if rng.gen_bool(0.5) {
+                v.push(format!("DROP TABLE lk{i}"));
+            }
+            v
+        }
+        17 => vec![
+            "CREATE OR REPLACE VIEW vw AS SELECT a, COUNT(*) AS c FROM bulk GROUP BY a".into(),
+            format!("ALTER VIEW vw AS SELECT a, COUNT(*) AS c FROM bulk WHERE a > {r} GROUP BY a"),
+            "CREATE OR REPLACE VIEW vck AS SELECT a, b FROM nopk WHERE a > 10 WITH CHECK OPTION"
+                .into(),
+            format!("INSERT INTO vck VALUES ({}, 'through a view')", n + 11),
         ],
         _ => vec![[
             "ANALYZE TABLE bulk",
