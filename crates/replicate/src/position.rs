@@ -82,10 +82,10 @@ const DDL: &[&str] = &[
         id BIGINT UNSIGNED NOT NULL AUTO_INCREMENT PRIMARY KEY,
         source VARCHAR(64) NOT NULL, stream VARCHAR(192) NOT NULL DEFAULT '',
         at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6), KEY (source, id)) ENGINE=InnoDB",
-    // Whether the target started again since the last run: a row in a
-    // MEMORY table, and the record that a run put it there (target_start.rs).
-    "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_memory (
-        source VARCHAR(64) NOT NULL PRIMARY KEY) ENGINE=MEMORY",
+    // Whether the target started again since the last run: the record
+    // that a run put a row in our MEMORY table (target_start.rs, which
+    // makes that table itself: a target that refuses MEMORY tables, as a
+    // Galera node in strict mode may, is not refused for it).
     "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_target (
         source VARCHAR(64) NOT NULL PRIMARY KEY) ENGINE=InnoDB",
     // A mark an earlier version made (its time alone, which may be the

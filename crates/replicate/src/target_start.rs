@@ -18,6 +18,10 @@
 use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
 
+/// Our MEMORY table: a row per source, gone after a restart.
+const MEMORY_TABLE: &str = "CREATE TABLE IF NOT EXISTS sqlfleet.replicate_memory (
+    source VARCHAR(64) NOT NULL PRIMARY KEY) ENGINE=MEMORY";
+
 /// Whether the target emptied its MEMORY tables since the last run:
 /// that run recorded (`recorded`) the row it put in our MEMORY table, and
 /// the row is gone (`row`). No record: a first run, nothing to say.
@@ -34,6 +38,11 @@ pub fn restarted(recorded: bool, row: bool) -> bool {
 /// run is not refused for it.
 pub async fn check(c: &mut Conn, sources: &[(&str, Vec<String>)]) -> Vec<String> {
     let mut out = Vec::new();
+    if let Err(e) = c.query_drop(MEMORY_TABLE).await {
+        return vec![format!(
+            "could not make sqlfleet.replicate_memory, so a restart of the target that empties its MEMORY tables will go unsaid: {e}"
+        )];
+    }
     for (name, written) in sources {
         let read = async |c: &mut Conn, table: &str| -> Result<bool, String> {
             c.exec_first::<i64, _, _>(
