@@ -512,6 +512,12 @@ impl Applier {
             .map_err(|e| ApplyError::from_driver(e, "reading the target's table engines"))
     }
 
+    /// Warnings naming `source`'s MEMORY tables when the target started
+    /// again since its last session (target_start.rs).
+    pub async fn target_restarted(&mut self, source: &crate::config::Source) -> Vec<String> {
+        crate::target_start::check(&mut self.conn, &[source]).await
+    }
+
     /// The session, for tests that drive it by hand.
     #[cfg(test)]
     pub(crate) fn conn(&mut self) -> &mut Conn {

@@ -129,6 +129,8 @@ pub async fn run(
         .filter_map(|v| v.lock().ok().map(|g| g.clone()))
         .collect();
     let applied = sources.iter().map(|s| s.applied).sum();
+    let mut warnings = warnings;
+    warnings.extend(sources.iter().flat_map(|s| s.warnings.iter().cloned()));
     let elapsed = started.elapsed().as_secs_f64();
     Ok(Summary {
         elapsed_seconds: elapsed,
@@ -198,19 +200,8 @@ async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<Stri
         .filter(|d| cfg.sources.iter().any(|s| s.dbs.writes_into(d)))
         .map(|d| sqlfleet_conn::quote::utf8_literal(d))
         .collect();
-    let each: Vec<(&str, Vec<String>)> = cfg
-        .sources
-        .iter()
-        .map(|s| {
-            let w = dbs
-                .iter()
-                .filter(|d| s.dbs.writes_into(d))
-                .map(|d| sqlfleet_conn::quote::utf8_literal(d))
-                .collect();
-            (s.name.as_str(), w)
-        })
-        .collect();
-    let mut out = crate::target_start::check(c, &each).await;
+    let sources: Vec<&crate::config::Source> = cfg.sources.iter().collect();
+    let mut out = crate::target_start::check(c, &sources).await;
     if written.is_empty() {
         return out;
     }

@@ -29,21 +29,35 @@ pub fn restarted(recorded: bool, row: bool) -> bool {
     recorded && !row
 }
 
-/// For each source (its name, and the databases it writes as SQL
-/// literals), reads whether the target started again since that source's
-/// last run, puts the row and its record back, and when it did, names
-/// the MEMORY tables of those databases in a warning each. Kept per
-/// source: two processes replicating other sources into one target each
-/// learn of the restart. A failure to read or record is a warning too: a
+/// For each source, reads whether the target started again since that
+/// source's last run, puts the row and its record back, and when it did,
+/// names the MEMORY tables of the databases the source writes in a
+/// warning each. Kept per source: two processes replicating other
+/// sources into one target each learn of the restart. Asked when a run
+/// starts and when a source's reading session opens again (a restart
+/// while a run goes on). A failure to read or record is a warning too: a
 /// run is not refused for it.
-pub async fn check(c: &mut Conn, sources: &[(&str, Vec<String>)]) -> Vec<String> {
+pub async fn check(c: &mut Conn, sources: &[&crate::config::Source]) -> Vec<String> {
     let mut out = Vec::new();
     if let Err(e) = c.query_drop(MEMORY_TABLE).await {
         return vec![format!(
             "could not make sqlfleet.replicate_memory, so a restart of the target that empties its MEMORY tables will go unsaid: {e}"
         )];
     }
-    for (name, written) in sources {
+    let dbs: Vec<String> = match c
+        .query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+        .await
+    {
+        Ok(d) => d,
+        Err(e) => return vec![format!("reading the target's databases: {e}")],
+    };
+    for src in sources {
+        let name = src.name.as_str();
+        let written: Vec<String> = dbs
+            .iter()
+            .filter(|d| src.dbs.writes_into(d))
+            .map(|d| sqlfleet_conn::quote::utf8_literal(d))
+            .collect();
         let read = async |c: &mut Conn, table: &str| -> Result<bool, String> {
             c.exec_first::<i64, _, _>(
                 format!("SELECT COUNT(*) FROM sqlfleet.{table} WHERE source = ?"),

@@ -1451,4 +1451,36 @@ async fn a_target_restart_that_emptied_memory_tables_is_said_at_the_next_start()
     );
     let third = caught_up_into(&cfg, t, s).await;
     assert_eq!(said(&third.warnings), 0, "said once: {:?}", third.warnings);
+    // A restart while a run goes on: said when its reading session opens
+    // again, and in the run's summary.
+    let (stop, rx) = watch::channel(false);
+    let running = tokio::spawn(run_one(cfg.clone(), t, s, false, rx));
+    exec(s, "INSERT INTO mem_a.i VALUES (2)").await;
+    let there = async |id: i64| {
+        for _ in 0..600 {
+            if let Ok(mut c) = t.target().connect(Duration::from_secs(2)).await {
+                let n: Option<i64> = c
+                    .exec_first("SELECT COUNT(*) FROM mem_a.i WHERE id = ?", (id,))
+                    .await
+                    .unwrap_or(None);
+                let _ = c.disconnect().await;
+                if n == Some(1) {
+                    return;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("row {id} never reached the target");
+    };
+    there(2).await;
+    sqlfleet_testkit::workload::crash_and_restart(t).await;
+    exec(s, "INSERT INTO mem_a.i VALUES (3)").await;
+    there(3).await;
+    let _ = stop.send(true);
+    let fourth = tokio::time::timeout(Duration::from_secs(60), running)
+        .await
+        .expect("the run stops")
+        .expect("task")
+        .expect("runs");
+    assert_eq!(said(&fourth.warnings), 1, "{:?}", fourth.warnings);
 }

@@ -63,6 +63,14 @@ impl SourceRunner {
         book.clear_errors().await.map_err(driver)?;
         // Retry requests before this session are answered by it.
         let retry_seen = book.last_retry().await.map_err(driver)?;
+        if !first {
+            // The target may have started again since this run began
+            // (the run's own start asked already).
+            for w in ctl.target_restarted(&self.cfg).await {
+                tracing::warn!(source = %name, "{w}");
+                set(&self.view, |v| v.warnings.push(w));
+            }
+        }
         let mut src = self
             .source
             .connect(Duration::from_secs(10))

@@ -38,6 +38,10 @@ pub struct SourceView {
     /// until their XA COMMIT or ROLLBACK is read (the floor stays before
     /// the oldest, so `behind` counts what follows it).
     pub xa_held: usize,
+    /// What a reading session opened again found to say while the run
+    /// went on (a restart of the target that emptied MEMORY tables); the
+    /// summary's warnings take them at the end.
+    pub warnings: Vec<String>,
     pub streams: BTreeMap<String, StreamView>,
 }
 
