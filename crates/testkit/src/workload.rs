@@ -193,7 +193,28 @@ pub async fn start_again(s: &TestServer) {
                 tries += 1;
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            Err(e) => panic!("restart the server: {e}"),
+            Err(e) => {
+                // The fixture's directory goes with the process: keep the
+                // server's whole error log where a later look finds it
+                // (a killed 11.4 server that would not start again, seen
+                // twice, lost its log both times).
+                let log = sb.layout.node(sb.meta.primary()).error_log();
+                let kept = std::env::temp_dir().join("sqlfleet-kept").join(format!(
+                    "restart-{}-{}-error.log",
+                    std::process::id(),
+                    sb.meta.name
+                ));
+                let _ = std::fs::create_dir_all(kept.parent().unwrap_or(&kept));
+                let saved = std::fs::copy(&log, &kept).is_ok();
+                panic!(
+                    "restart the server: {e}{}",
+                    if saved {
+                        format!(" (its whole error log kept in {})", kept.display())
+                    } else {
+                        String::new()
+                    }
+                )
+            }
         }
     }
 }
