@@ -515,7 +515,14 @@ impl Applier {
     /// Warnings naming `source`'s MEMORY tables when the target started
     /// again since its last session (target_start.rs).
     pub async fn target_restarted(&mut self, source: &crate::config::Source) -> Vec<String> {
-        crate::target_start::check(&mut self.conn, &[source]).await
+        match self
+            .conn
+            .query::<String, _>("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
+            .await
+        {
+            Ok(dbs) => crate::target_start::check(&mut self.conn, &[source], &dbs).await,
+            Err(e) => vec![format!("reading the target's databases: {e}")],
+        }
     }
 
     /// The session, for tests that drive it by hand.

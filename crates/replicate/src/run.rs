@@ -191,17 +191,22 @@ async fn check_target(c: &mut mysql_async::Conn) -> Result<(), RunError> {
 async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<String> {
     // The databases first (their names alone), then at most 50 of their
     // tables: what is asked does not grow with the rest of the target.
-    let dbs: Vec<String> = c
+    let dbs: Vec<String> = match c
         .query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
         .await
-        .unwrap_or_default();
+    {
+        Ok(d) => d,
+        // (Not an empty list: the restart check would record a start it
+        // had not looked at.)
+        Err(e) => return vec![format!("reading the target's databases: {e}")],
+    };
     let written: Vec<String> = dbs
         .iter()
         .filter(|d| cfg.sources.iter().any(|s| s.dbs.writes_into(d)))
         .map(|d| sqlfleet_conn::quote::utf8_literal(d))
         .collect();
     let sources: Vec<&crate::config::Source> = cfg.sources.iter().collect();
-    let mut out = crate::target_start::check(c, &sources).await;
+    let mut out = crate::target_start::check(c, &sources, &dbs).await;
     if written.is_empty() {
         return out;
     }
@@ -216,7 +221,7 @@ async fn non_transactional(c: &mut mysql_async::Conn, cfg: &Checked) -> Vec<Stri
         .unwrap_or_default();
     out.extend(rows.into_iter().map(|(d, t, e)| {
         let restart = if e.eq_ignore_ascii_case("MEMORY") {
-            "; a restart of the target empties it (said at the next start)"
+            "; a restart of the target empties it (said when replicate next opens a session there)"
         } else {
             ""
         };

@@ -37,20 +37,19 @@ pub fn restarted(recorded: bool, row: bool) -> bool {
 /// starts and when a source's reading session opens again (a restart
 /// while a run goes on). A failure to read or record is a warning too: a
 /// run is not refused for it.
-pub async fn check(c: &mut Conn, sources: &[&crate::config::Source]) -> Vec<String> {
+/// `dbs`: the target's databases, as the caller read them
+/// (`SELECT SCHEMA_NAME FROM information_schema.SCHEMATA`).
+pub async fn check(
+    c: &mut Conn,
+    sources: &[&crate::config::Source],
+    dbs: &[String],
+) -> Vec<String> {
     let mut out = Vec::new();
     if let Err(e) = c.query_drop(MEMORY_TABLE).await {
         return vec![format!(
             "could not make sqlfleet.replicate_memory, so a restart of the target that empties its MEMORY tables will go unsaid: {e}"
         )];
     }
-    let dbs: Vec<String> = match c
-        .query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA")
-        .await
-    {
-        Ok(d) => d,
-        Err(e) => return vec![format!("reading the target's databases: {e}")],
-    };
     for src in sources {
         let name = src.name.as_str();
         let written: Vec<String> = dbs
