@@ -24,6 +24,7 @@ use crate::context::{self, Context};
 use crate::event::{self, mariadb};
 use crate::gtid::flags::{COMPLETED_XA, PREPARED_XA};
 use crate::gtid::{self, decode_gtid_event, Gtid, XaId};
+use crate::load_query::{self, LOAD_REFUSAL};
 use crate::sqltext;
 use sqlfleet_wire::binlog_compressed as compressed;
 
@@ -499,27 +500,6 @@ const XA_PREPARE_LOG_EVENT: u8 = 38;
 const APPEND_BLOCK: u8 = 9;
 const BEGIN_LOAD_QUERY: u8 = 17;
 const EXECUTE_LOAD_QUERY: u8 = 18;
-
-/// Why a LOAD DATA logged as a statement could not be applied.
-pub const LOAD_REFUSAL: &str = "a LOAD DATA logged as a statement";
-
-/// The statement of an Execute_load_query as a replayer sends it: its
-/// `INFILE 'name' [REPLACE|IGNORE] INTO` part made `LOCAL INFILE` of the
-/// applier's own bytes (as `mariadb-binlog` writes it), the duplicate
-/// handling kept.
-pub fn local_infile(q: &event::LoadQuery) -> Vec<u8> {
-    let dup: &[u8] = match q.dup {
-        2 => b" REPLACE",
-        1 => b" IGNORE",
-        _ => b"",
-    };
-    let mut sql = q.sql[..q.fn_start].to_vec();
-    sql.extend_from_slice(b" LOCAL INFILE 'sqlfleet-binlog-load'");
-    sql.extend_from_slice(dup);
-    sql.extend_from_slice(b" INTO");
-    sql.extend_from_slice(&q.sql[q.fn_end..]);
-    sql
-}
 
 /// Why an XA group is refused: its events are not the ones MariaDB
 /// writes for the two steps of an XA transaction (an XA statement in a
@@ -1162,14 +1142,30 @@ impl Building {
                 let src_db = String::from_utf8_lossy(&q.db).into_owned();
                 let show: String = String::from_utf8_lossy(&q.sql).chars().take(200).collect();
                 // Applied as `mariadb-binlog | mariadb` replays it: the
-                // file name part read from the applier's own bytes.
-                let sql = local_infile(&q);
+                // file name part read from the applier's own bytes (and
+                // the clauses as the session reads them).
+                // One that cannot be sent is still routed by its logged
+                // text: into an excluded database it is passed by.
+                let bytes: &[u8] = match &file {
+                    Some((id, b)) if *id == q.file_id => b,
+                    _ => &[],
+                };
+                let (sql, unsendable) =
+                    match load_query::statement(&q, session.ctx.backslash_escapes(), bytes) {
+                        Ok(sql) => (sql, None),
+                        Err(why) => (q.sql.clone(), Some(why)),
+                    };
                 match route_statement(map, &src_db, &sql, session) {
                     // Into a database the filters exclude: passed by.
                     Routed::Filtered => {}
                     Routed::Apply { mut stmt, dbs } => {
                         if self.txn.first.is_empty() {
                             self.txn.first = show;
+                        }
+                        if let Some(why) = unsendable {
+                            self.txn.dbs.extend(dbs);
+                            self.txn.refuse(why, false);
+                            return;
                         }
                         stmt.expect = self
                             .source_end(q.error_code, &sql)

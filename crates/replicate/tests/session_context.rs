@@ -1611,3 +1611,169 @@ async fn a_sequence_refilled_under_a_minimal_row_image_applies_on_either_version
         );
     }
 }
+
+/// A LOAD DATA's FIELDS and LINES clauses mean on the target what they
+/// meant on the source in every mode a session reads strings in. The
+/// server logs the clauses with backslash escapes whatever the session's
+/// `sql_mode`; under `NO_BACKSLASH_ESCAPES` (logged with it) that text
+/// splits the file elsewhere — a native replica of 10.11.19 loaded `p`
+/// and `q<TAB>r<LF>` where the source loaded `p\tq` and `r`, and said
+/// nothing. Each form below, in both modes, into a table of its own; the
+/// copies equal the source's tables. And a `LOAD XML`, which the server
+/// logs as a LOAD DATA splitting at its row tag, stops its stream naming
+/// it (one into an excluded database passes by).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_mode() {
+    let s = source(2);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_ldm; DROP DATABASE IF EXISTS sc_ldme; DROP DATABASE IF EXISTS sc_ldmx_out",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    let dir = server_readable_dir();
+    let file = dir.path().join("mixed.txt");
+    // Real tabs, newlines and CR LF beside backslash-t and backslash-n
+    // written out, commas, quotes, a line-start mark, a quote in a
+    // terminator's way.
+    let mixed: &[u8] =
+        b"head\r\n1\tp\\tq\tr\r\n>2,\"x,y\",z\n3\\n4\tw\\\\n5\tit's6it'sv\n>7,\"a\"\"b\",c\\\n\n";
+    std::fs::write(&file, mixed).expect("file");
+    // Without its backslashes: under NO_BACKSLASH_ESCAPES a LOAD DATA
+    // naming no escape character is logged as one naming a backslash,
+    // which loads the same rows only from a file without one.
+    let plain = dir.path().join("plain.txt");
+    let no_backslash: Vec<u8> = mixed.iter().copied().filter(|b| *b != b'\\').collect();
+    std::fs::write(&plain, &no_backslash).expect("file");
+    let forms = [
+        "",
+        "FIELDS ESCAPED BY ''",
+        "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' LINES STARTING BY '>' TERMINATED BY '\\n'",
+        "LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES (a, @b) SET b = CONCAT(@b, '\\\\')",
+        "FIELDS TERMINATED BY 'it''s' ESCAPED BY '' LINES TERMINATED BY '\\n'",
+        "FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '|' LINES TERMINATED BY '\\\\n'",
+    ];
+    let modes = ["", "NO_BACKSLASH_ESCAPES"];
+    let mut c = statement_session(s, None).await;
+    c.query_drop("CREATE DATABASE sc_ldm").await.expect("db");
+    let mut tables = Vec::new();
+    for (m, mode) in modes.iter().enumerate() {
+        for (i, form) in forms.iter().enumerate() {
+            let t = format!("sc_ldm.t{m}_{i}");
+            c.query_drop(format!(
+                "CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, a VARCHAR(200), b VARCHAR(200))"
+            ))
+            .await
+            .expect("table");
+            c.query_drop(format!("SET SESSION sql_mode = '{mode}'"))
+                .await
+                .expect("mode");
+            let from = if m == 1 && !form.contains("ESCAPED") {
+                &plain
+            } else {
+                &file
+            };
+            c.query_drop(format!(
+                "LOAD DATA INFILE '{}' INTO TABLE {t} {}",
+                from.display(),
+                if form.contains("(a") {
+                    form.to_string()
+                } else {
+                    format!("{form} (a, b)")
+                }
+            ))
+            .await
+            .unwrap_or_else(|e| panic!("{mode}: {form}: {e}"));
+            c.query_drop("SET SESSION sql_mode = DEFAULT")
+                .await
+                .expect("mode");
+            tables.push(t);
+        }
+    }
+    let _ = c.disconnect().await;
+    let cfg = cfg_for("sc_ldm", s, "sc_ldm", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let digest = |t: &str| {
+        format!(
+            "SELECT CONCAT(COUNT(*), '/', COALESCE(GROUP_CONCAT(HEX(CONCAT_WS('|', id, IFNULL(a, 'NULL'), IFNULL(b, 'NULL'))) ORDER BY id), '')) FROM {t}"
+        )
+    };
+    let mut src = s.connect().await;
+    let mut tgt = target().connect().await;
+    let mut splits = std::collections::BTreeSet::new();
+    for t in &tables {
+        let want: Option<String> = src.query_first(digest(t)).await.expect("source");
+        let got: Option<String> = tgt.query_first(digest(t)).await.expect("target");
+        assert_eq!(got, want, "{t} on the copy equals the source's");
+        splits.insert(want);
+    }
+    assert!(
+        splits.len() >= 8,
+        "the forms and modes split the file in different ways: {splits:?}"
+    );
+
+    // A LOAD XML logged as statements.
+    let xml = dir.path().join("rows.xml");
+    std::fs::write(
+        &xml,
+        "<?xml version=\"1.0\"?>\n<resultset>\n<row><field name=\"a\">1</field><field name=\"b\">one</field></row>\n<row a=\"2\" b=\"two\"/>\n</resultset>\n",
+    )
+    .expect("xml");
+    let mut c = statement_session(s, None).await;
+    for q in [
+        "CREATE DATABASE sc_ldmx_out".to_string(),
+        "CREATE TABLE sc_ldmx_out.t (a VARCHAR(200), b VARCHAR(200))".into(),
+        "CREATE TABLE sc_ldm.x (a VARCHAR(200), b VARCHAR(200))".into(),
+        "CREATE DATABASE sc_ldme".into(),
+        "CREATE TABLE sc_ldme.t (a VARCHAR(200), b VARCHAR(200))".into(),
+        "SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'".into(),
+        format!("LOAD DATA INFILE '{}' INTO TABLE sc_ldme.t", file.display()),
+        "SET SESSION sql_mode = ''".into(),
+        format!(
+            "LOAD XML INFILE '{}' INTO TABLE sc_ldmx_out.t",
+            xml.display()
+        ),
+        format!(
+            "LOAD XML INFILE '{}' INTO TABLE sc_ldm.x ROWS IDENTIFIED BY '<row>'",
+            xml.display()
+        ),
+    ] {
+        c.query_drop(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    let _ = c.disconnect().await;
+    let n: Option<i64> = src
+        .query_first("SELECT COUNT(*) FROM sc_ldm.x")
+        .await
+        .expect("rows");
+    assert_eq!(n, Some(2), "the source read the XML");
+    // sc_ldmx_out is not included: its LOAD XML is passed by.
+    let cfg = cfg_for("sc_ldm", s, "sc_ldm\", \"sc_ldme", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 2, "{summary:?}");
+    let st = stream_status(&cfg, s, "sc_ldm").await;
+    let why = st.error.as_deref().unwrap_or("");
+    assert!(why.contains("LOAD XML") && why.contains("<row>"), "{st:?}");
+    let st = stream_status(&cfg, s, "sc_ldme").await;
+    let why = st.error.as_deref().unwrap_or("");
+    assert!(
+        why.contains("NO_BACKSLASH_ESCAPES") && why.contains("ESCAPED BY"),
+        "{st:?}"
+    );
+    let n: Option<i64> = tgt
+        .query_first("SELECT COUNT(*) FROM sc_ldme.t")
+        .await
+        .expect("count");
+    assert_eq!(n, Some(0), "nothing of the LOAD DATA was applied");
+    let n: Option<i64> = tgt
+        .query_first("SELECT COUNT(*) FROM sc_ldm.x")
+        .await
+        .expect("count");
+    assert_eq!(
+        n,
+        Some(0),
+        "nothing of the LOAD XML was applied as LOAD DATA"
+    );
+}
