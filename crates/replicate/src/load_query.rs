@@ -67,18 +67,47 @@ pub fn statement(q: &LoadQuery, backslash_escapes: bool, file: &[u8]) -> Result<
     sql.extend_from_slice(b" LOCAL INFILE 'sqlfleet-binlog-load'");
     sql.extend_from_slice(dup);
     sql.extend_from_slice(b" INTO");
-    if backslash_escapes {
-        sql.extend_from_slice(tail);
-    } else {
-        let mut at = 0;
-        for s in w.strings() {
-            sql.extend_from_slice(&tail[at..s.span.0]);
-            sql.extend_from_slice(&without_backslashes(&s.value));
-            at = s.span.1;
+    let mut at = 0;
+    for s in w.strings() {
+        sql.extend_from_slice(&tail[at..s.span.0]);
+        match sent_literal(&s.value, backslash_escapes) {
+            Some(lit) => sql.extend_from_slice(&lit),
+            None => sql.extend_from_slice(&tail[s.span.0..s.span.1]),
         }
-        sql.extend_from_slice(&tail[at..]);
+        at = s.span.1;
     }
+    sql.extend_from_slice(&tail[at..]);
     Ok(sql)
+}
+
+/// A clause string as the target's session reads it, where the logged
+/// literal would not do (`None`: it does). The parser keeps a literal's
+/// bytes as they are (no conversion) and so does a hex literal: bytes
+/// over 0x7F or a NUL go as hex — the server escaped them byte by byte,
+/// so a sjis `表` (0x95 0x5C) was logged as 0x95 `\\`, which a session
+/// in sjis reads as the character and an escaped quote —; without
+/// backslash escapes the rest go as they are, a quote doubled.
+fn sent_literal(v: &[u8], backslash_escapes: bool) -> Option<Vec<u8>> {
+    if v.iter().any(|b| *b == 0 || *b > 0x7F) {
+        let mut out = b"X'".to_vec();
+        for b in v {
+            out.extend_from_slice(format!("{b:02X}").as_bytes());
+        }
+        out.push(b'\'');
+        return Some(out);
+    }
+    if backslash_escapes {
+        return None;
+    }
+    let mut out = vec![b'\''];
+    for &b in v {
+        if b == b'\'' {
+            out.push(b'\'');
+        }
+        out.push(b);
+    }
+    out.push(b'\'');
+    Some(out)
 }
 
 /// A string of the clauses: its bytes, and where its literal (quotes
@@ -127,29 +156,6 @@ impl Written {
             && l[0] == b'<'
             && l[l.len() - 1] == b'>'
     }
-}
-
-/// A string literal for a session without backslash escapes: its bytes
-/// as they are, a quote doubled; one holding a NUL (which no literal
-/// should carry raw) as a hex literal.
-fn without_backslashes(v: &[u8]) -> Vec<u8> {
-    if v.contains(&0) {
-        let mut out = b"X'".to_vec();
-        for b in v {
-            out.extend_from_slice(format!("{b:02X}").as_bytes());
-        }
-        out.push(b'\'');
-        return out;
-    }
-    let mut out = vec![b'\''];
-    for &b in v {
-        if b == b'\'' {
-            out.push(b'\'');
-        }
-        out.push(b);
-    }
-    out.push(b'\'');
-    out
 }
 
 /// Reads the clauses after `INTO` as the server writes them; `None` when
@@ -355,7 +361,7 @@ mod tests {
             (
                 " TABLE `a``b`.`t.x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\0' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\Z' IGNORE 1 LINES  (`a`)",
                 1,
-                " TABLE `a``b`.`t.x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY '\\0' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\Z' IGNORE 1 LINES  (`a`)",
+                " TABLE `a``b`.`t.x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY X'00' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\Z' IGNORE 1 LINES  (`a`)",
                 " TABLE `a``b`.`t.x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY X'00' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\u{1a}' IGNORE 1 LINES  (`a`)",
             ),
         ];
@@ -373,6 +379,25 @@ mod tests {
                 format!("{head}{without}"),
                 "{tail}"
             );
+        }
+    }
+
+    /// A sjis terminator (`表`, 0x95 0x5C) as 10.11.19 logged it — its
+    /// second byte escaped as if it stood alone — goes as its bytes, in
+    /// either mode.
+    #[test]
+    fn a_multibyte_terminator_goes_as_its_bytes() {
+        let mut tail = b" TABLE `x`.`sj` FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '\\\\' LINES TERMINATED BY '".to_vec();
+        tail.extend_from_slice(&[0x95, b'\\', b'\\']);
+        tail.extend_from_slice(b"' (`a`)");
+        let q = logged(&String::from_utf8_lossy(&[]), 0);
+        let mut sql = q.sql.clone();
+        sql.extend_from_slice(&tail);
+        let q = query(&sql, q.fn_start, q.fn_end, 0);
+        for mode in [true, false] {
+            let got = statement(&q, mode, b"").expect("sent");
+            let got = String::from_utf8_lossy(&got);
+            assert!(got.ends_with("LINES TERMINATED BY X'955C' (`a`)"), "{got}");
         }
     }
 

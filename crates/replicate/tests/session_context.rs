@@ -1690,6 +1690,21 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
             tables.push(t);
         }
     }
+    // A terminator in sjis whose second byte is a backslash's (`表`).
+    let sj = dir.path().join("sjis.txt");
+    std::fs::write(&sj, b"a\x95\x5cb\x95\x5cc").expect("file");
+    c.query_drop("CREATE TABLE sc_ldm.sj (id INT AUTO_INCREMENT PRIMARY KEY, a VARBINARY(20), b VARBINARY(20))")
+        .await
+        .expect("table");
+    c.query_drop("SET NAMES sjis").await.expect("sjis");
+    let mut q = format!(
+        "LOAD DATA INFILE '{}' INTO TABLE sc_ldm.sj LINES TERMINATED BY '",
+        sj.display()
+    )
+    .into_bytes();
+    q.extend_from_slice(b"\x95\x5c' (a)");
+    c.query_drop(q.as_slice()).await.expect("sjis terminator");
+    tables.push("sc_ldm.sj".into());
     let _ = c.disconnect().await;
     let cfg = cfg_for("sc_ldm", s, "sc_ldm", "", &start);
     let summary = until_caught_up(&cfg, s).await;
