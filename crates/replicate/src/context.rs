@@ -124,6 +124,17 @@ impl Context {
             .is_none_or(|m| m & MODE_NO_BACKSLASH_ESCAPES == 0)
     }
 
+    /// For a text the server wrote itself (SHOW CREATE TABLE's, for a
+    /// CREATE ... SELECT logged as rows): it escapes backslashes whatever
+    /// the mode, so it is read with backslash escapes. A native replica
+    /// reads it under the session's NO_BACKSLASH_ESCAPES (seen on 10.11:
+    /// a default of `a\b` became `a\\b` there, silently).
+    pub fn read_as_server_written(&mut self) {
+        if let Some(m) = self.sql_mode.as_mut() {
+            *m &= !MODE_NO_BACKSLASH_ESCAPES;
+        }
+    }
+
     /// The id of the character set the statement's text is in.
     pub fn client_charset(&self) -> Option<u16> {
         self.charset.map(|c| c.0)

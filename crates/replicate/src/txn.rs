@@ -1029,6 +1029,9 @@ impl Building {
                 session.timestamp = h.timestamp();
                 session.thread_id = q.thread_id();
                 session.ctx = ctx;
+                if !self.txn.standalone && server_written_create(sql) {
+                    session.ctx.read_as_server_written();
+                }
                 let src_db = q.schema().into_owned();
                 // A temporary table lives in its source session:
                 // noted here, applied in that session's own
@@ -1249,6 +1252,19 @@ fn second_word(sql: &[u8]) -> String {
     s.split_whitespace().nth(1).unwrap_or("").to_string()
 }
 
+/// A CREATE TABLE as the server writes it for a CREATE ... SELECT
+/// logged as rows: SHOW CREATE TABLE's text, inside the transaction that
+/// carries its rows (a CREATE TABLE a client sends commits on its own:
+/// it is a standalone group). Its spelling exactly — a name quoted
+/// first — else not.
+fn server_written_create(sql: &[u8]) -> bool {
+    let rest = [&b"CREATE TABLE "[..], b"CREATE OR REPLACE TABLE "]
+        .iter()
+        .find_map(|p| sql.strip_prefix(*p));
+    let rest = rest.map(|r| r.strip_prefix(b"IF NOT EXISTS ").unwrap_or(r));
+    matches!(rest.and_then(|r| r.first()), Some(b'`' | b'"'))
+}
+
 fn first_word(sql: &[u8]) -> String {
     let s = String::from_utf8_lossy(&sql[..sql.len().min(32)]);
     s.trim_start()
@@ -1407,6 +1423,32 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
 
 #[cfg(test)]
 mod tests {
+    /// The server's spelling of a CREATE ... SELECT's CREATE (10.11.19,
+    /// row-based; `"` under ANSI_QUOTES), and texts that are not it.
+    #[test]
+    fn server_written_creates_are_told_by_their_spelling() {
+        for (sql, want) in [
+            (
+                "CREATE TABLE `y`.`t2` (\n  `s` varchar(10) DEFAULT 'a\\\\b'\n)",
+                true,
+            ),
+            ("CREATE OR REPLACE TABLE `y`.`t8` (\n  `g` int\n)", true),
+            (
+                "CREATE TABLE IF NOT EXISTS `y`.`t9` (\n  `n` int(1) NOT NULL\n)",
+                true,
+            ),
+            ("CREATE TABLE \"y\".\"t\" (\n  \"n\" int\n)", true),
+            ("CREATE TABLE y.t3 SELECT 1 AS n", false),
+            ("CREATE TEMPORARY TABLE `y`.`t` (a int)", false),
+            ("create table `y`.`t` (a int)", false),
+            ("CREATE TABLE IF NOT EXISTS y.t (a int)", false),
+            ("CREATE VIEW `v` AS SELECT 1", false),
+            ("CREATE TABLE", false),
+        ] {
+            assert_eq!(super::server_written_create(sql.as_bytes()), want, "{sql}");
+        }
+    }
+
     use super::*;
     use std::collections::BTreeMap;
 
