@@ -5,7 +5,9 @@
 //! its own, `LOAD DATA INFILE '...' [REPLACE|IGNORE] INTO TABLE `db`.`t`
 //! [CHARACTER SET cs] FIELDS TERMINATED BY '..' [OPTIONALLY] ENCLOSED BY
 //! '..' ESCAPED BY '..' LINES TERMINATED BY '..' [STARTING BY '..'] ...`,
-//! then the column list and SET clause as the client wrote them. Read on
+//! then the column list and SET clause as the client wrote them (names
+//! quoted as the session quotes them: backquotes, double quotes under
+//! ANSI_QUOTES, none with `sql_quote_show_create = 0`). Read on
 //! MariaDB 10.11 and 11.4, that text is wrong in two ways a native
 //! replica follows (both seen on a native replica of 10.11.19):
 //!
@@ -163,9 +165,9 @@ impl Written {
 pub fn written(tail: &[u8]) -> Option<Written> {
     let mut r = Reader { s: tail, at: 0 };
     r.word("TABLE")?;
-    r.quoted_name()?;
+    r.name()?;
     while r.punct(b'.') {
-        r.quoted_name()?;
+        r.name()?;
     }
     if r.word("CHARACTER").is_some() {
         r.word("SET")?;
@@ -254,15 +256,28 @@ impl Reader<'_> {
         hit
     }
 
-    /// A backquoted name (a doubled backquote inside it).
-    fn quoted_name(&mut self) -> Option<()> {
-        if !self.punct(b'`') {
-            return None;
+    /// A name as the server writes one: in backquotes, in double quotes
+    /// (ANSI_QUOTES), a quote doubled inside, or bare
+    /// (`sql_quote_show_create = 0`).
+    fn name(&mut self) -> Option<()> {
+        self.blank();
+        let q = *self.s.get(self.at)?;
+        if q != b'`' && q != b'"' {
+            let start = self.at;
+            while self
+                .s
+                .get(self.at)
+                .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$' || *b > 0x7F)
+            {
+                self.at += 1;
+            }
+            return (self.at > start).then_some(());
         }
+        self.at += 1;
         loop {
             match self.s.get(self.at)? {
-                b'`' if self.s.get(self.at + 1) == Some(&b'`') => self.at += 2,
-                b'`' => {
+                b if *b == q && self.s.get(self.at + 1) == Some(&q) => self.at += 2,
+                b if *b == q => {
                     self.at += 1;
                     return Some(());
                 }
@@ -365,7 +380,31 @@ mod tests {
                 " TABLE `a``b`.`t.x` CHARACTER SET utf8mb4 FIELDS TERMINATED BY X'00' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\u{1a}' IGNORE 1 LINES  (`a`)",
             ),
         ];
-        for (tail, dup, with, without) in rows {
+        // ANSI_QUOTES names, and bare ones (sql_quote_show_create = 0).
+        let ansi = DEFAULTS.replace("`db`.`t`", "\"d\"\"b\".\"t\"");
+        let bare = DEFAULTS.replace("`db`.`t`", "db.t");
+        let more: Vec<(&str, u8, String, String)> = [ansi.as_str(), bare.as_str()]
+            .iter()
+            .map(|t| {
+                (
+                    *t,
+                    0,
+                    t.to_string(),
+                    t.replace("'\\t'", "'\t'")
+                        .replace("'\\\\'", "'\\'")
+                        .replace("'\\n'", "'\n'"),
+                )
+            })
+            .collect();
+        let rows: Vec<(&str, u8, &str, &str)> = rows
+            .iter()
+            .copied()
+            .chain(
+                more.iter()
+                    .map(|(a, b, c, d)| (*a, *b, c.as_str(), d.as_str())),
+            )
+            .collect();
+        for (tail, dup, with, without) in &rows {
             let q = logged(tail, *dup);
             let d = ["", " IGNORE", " REPLACE"][*dup as usize];
             let head = format!("LOAD DATA LOCAL INFILE 'sqlfleet-binlog-load'{d} INTO");
@@ -449,13 +488,14 @@ mod tests {
     fn a_text_in_another_form_is_refused() {
         for tail in [
             "",
-            " TABLE t FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\n'",
+            " TABLE t. FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\n'",
             " TABLE `t` LINES TERMINATED BY '\\n'",
             " TABLE `t` FIELDS TERMINATED BY '\\q' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY '\\n'",
             " TABLE `t` FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES",
             " TABLE `t` FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY 'a' TERMINATED BY 'b'",
             " TABLE `t` FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY 'a",
             " TABLE `t FIELDS",
+            " TABLE \"t` FIELDS TERMINATED BY ',' ENCLOSED BY '' ESCAPED BY '' LINES TERMINATED BY 'a'",
         ] {
             let e = statement(&logged(tail, 0), true, b"").expect_err("refused");
             assert!(e.contains("not in the form"), "{tail}: {e}");

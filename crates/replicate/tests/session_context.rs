@@ -1653,13 +1653,28 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
         "FIELDS TERMINATED BY 'it''s' ESCAPED BY '' LINES TERMINATED BY '\\n'",
         "FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '|' LINES TERMINATED BY '\\\\n'",
     ];
-    let modes = ["", "NO_BACKSLASH_ESCAPES"];
+    // The settings the server's text of the statement depends on: how it
+    // reads strings, how it quotes names, whether it quotes them at all;
+    // and a default database (the table's name written unqualified).
+    let modes = [
+        ("", 1),
+        ("NO_BACKSLASH_ESCAPES", 1),
+        ("ANSI_QUOTES", 1),
+        ("NO_BACKSLASH_ESCAPES,ANSI_QUOTES", 0),
+        ("", 0),
+    ];
     let mut c = statement_session(s, None).await;
     c.query_drop("CREATE DATABASE sc_ldm").await.expect("db");
     let mut tables = Vec::new();
-    for (m, mode) in modes.iter().enumerate() {
+    for (m, (mode, quote)) in modes.iter().enumerate() {
         for (i, form) in forms.iter().enumerate() {
             let t = format!("sc_ldm.t{m}_{i}");
+            c.query_drop(format!("SET SESSION sql_quote_show_create = {quote}"))
+                .await
+                .expect("quote");
+            c.query_drop(if m % 2 == 0 { "USE sc_ldm" } else { "USE mysql" })
+                .await
+                .expect("use");
             c.query_drop(format!(
                 "CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, a VARCHAR(200), b VARCHAR(200))"
             ))
@@ -1668,7 +1683,7 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
             c.query_drop(format!("SET SESSION sql_mode = '{mode}'"))
                 .await
                 .expect("mode");
-            let from = if m == 1 && !form.contains("ESCAPED") {
+            let from = if mode.contains("NO_BACKSLASH") && !form.contains("ESCAPED") {
                 &plain
             } else {
                 &file
