@@ -1884,3 +1884,67 @@ async fn a_create_select_logged_as_rows_keeps_its_literals_in_every_mode() {
         assert_eq!(got, want, "{t}'s rows on the copy");
     }
 }
+
+/// SAVEPOINT and ROLLBACK TO are logged in the server's own spelling of
+/// the name: backquoted, double-quoted under ANSI_QUOTES, bare with
+/// `sql_quote_show_create = 0`. A rollback to a savepoint after a MyISAM
+/// write (so the transaction is logged with it) keeps on the copy what it
+/// kept on the source, in each spelling, names with a space and a quote.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_rollback_to_a_savepoint_in_every_spelling_the_server_writes_keeps_what_it_kept() {
+    let s = source(0);
+    exec(s, "DROP DATABASE IF EXISTS sc_sp").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_sp; CREATE TABLE sc_sp.i (a INT) ENGINE=InnoDB; \
+         CREATE TABLE sc_sp.m (a INT) ENGINE=MyISAM",
+    )
+    .await;
+    let cases = [
+        ("", 1, "`s p``q`"),
+        ("ANSI_QUOTES", 1, "\"s p\"\"q\""),
+        ("ANSI_QUOTES", 0, "sp"),
+        ("", 0, "`s p`"),
+        ("NO_BACKSLASH_ESCAPES", 0, "sp2"),
+    ];
+    let mut c = statement_session(s, Some("sc_sp")).await;
+    for (n, (mode, quote, name)) in cases.iter().enumerate() {
+        let n = n as i64 * 10;
+        for q in [
+            format!("SET SESSION sql_mode = '{mode}'"),
+            format!("SET SESSION sql_quote_show_create = {quote}"),
+            "BEGIN".into(),
+            format!("INSERT INTO i VALUES ({n})"),
+            format!("SAVEPOINT {name}"),
+            format!("INSERT INTO m VALUES ({})", n + 1),
+            format!("INSERT INTO i VALUES ({})", n + 2),
+            format!("ROLLBACK TO SAVEPOINT {name}"),
+            format!("INSERT INTO i VALUES ({})", n + 3),
+            "COMMIT".into(),
+        ] {
+            c.query_drop(&q)
+                .await
+                .unwrap_or_else(|e| panic!("{mode} {quote}: {q}: {e}"));
+        }
+    }
+    let _ = c.disconnect().await;
+    let cfg = cfg_for("sc_sp", s, "sc_sp", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let mut src = s.connect().await;
+    let mut tgt = target().connect().await;
+    for t in ["sc_sp.i", "sc_sp.m"] {
+        let q = format!("SELECT GROUP_CONCAT(a ORDER BY a) FROM {t}");
+        let want: Option<Option<String>> = src.query_first(&q).await.expect("source");
+        let got: Option<Option<String>> = tgt.query_first(&q).await.expect("target");
+        assert_eq!(got, want, "{t} on the copy");
+    }
+    let q = "SELECT GROUP_CONCAT(a ORDER BY a) FROM sc_sp.i";
+    let want: Option<Option<String>> = src.query_first(q).await.expect("source");
+    assert_eq!(
+        want,
+        Some(Some("0,3,10,13,20,23,30,33,40,43".into())),
+        "the rollbacks undid the InnoDB rows after each savepoint"
+    );
+}
