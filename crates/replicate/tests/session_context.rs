@@ -1948,3 +1948,65 @@ async fn a_rollback_to_a_savepoint_in_every_spelling_the_server_writes_keeps_wha
         "the rollbacks undid the InnoDB rows after each savepoint"
     );
 }
+
+/// A session that ends with temporary tables open has them dropped by
+/// the server, which logs the DROP in its own spelling of the names
+/// (ANSI_QUOTES: double quotes; `sql_quote_show_create = 0`: bare). Each
+/// spelling: the table is known dropped, and one of the same name made by
+/// the next session is another table.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_temporary_table_dropped_at_disconnect_is_read_in_every_spelling() {
+    let s = source(1);
+    exec(s, "DROP DATABASE IF EXISTS sc_tmpq").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_tmpq; CREATE TABLE sc_tmpq.t (a INT, b VARCHAR(20))",
+    )
+    .await;
+    let cases = [
+        ("ANSI_QUOTES", 1, "\"x y\""),
+        ("ANSI_QUOTES", 0, "tq"),
+        ("", 0, "tq"),
+        ("", 1, "`x``y`"),
+    ];
+    for (n, (mode, quote, name)) in cases.iter().enumerate() {
+        let mut c = statement_session(s, Some("sc_tmpq")).await;
+        for q in [
+            format!("SET SESSION sql_mode = '{mode}'"),
+            format!("SET SESSION sql_quote_show_create = {quote}"),
+            format!("CREATE TEMPORARY TABLE {name} (a INT)"),
+            format!("INSERT INTO {name} VALUES ({n}), ({n} + 100)"),
+            format!("INSERT INTO t SELECT a, 'case {n}' FROM {name}"),
+        ] {
+            c.query_drop(&q)
+                .await
+                .unwrap_or_else(|e| panic!("{mode} {quote}: {q}: {e}"));
+        }
+        // Left open: the server drops it, and logs that.
+        let _ = c.disconnect().await;
+    }
+    // The drops are logged when the sessions end.
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let cfg = cfg_for("sc_tmpq", s, "sc_tmpq", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 0, "{summary:?}");
+    let q = "SELECT GROUP_CONCAT(CONCAT(a, ':', b) ORDER BY a) FROM sc_tmpq.t";
+    let mut src = s.connect().await;
+    let mut tgt = target().connect().await;
+    let want: Option<Option<String>> = src.query_first(q).await.expect("source");
+    let got: Option<Option<String>> = tgt.query_first(q).await.expect("target");
+    assert_eq!(got, want, "the copy");
+    assert_eq!(want.flatten().map(|w| w.split(',').count()), Some(8));
+    // Each drop was read as the drop of its session's table: no session
+    // is left recorded as holding one.
+    let open: Option<i64> = tgt
+        .query_first("SELECT COUNT(*) FROM sqlfleet.replicate_temp WHERE source = 'sc_tmpq'")
+        .await
+        .expect("temp record");
+    assert_eq!(
+        open,
+        Some(0),
+        "sessions recorded as holding temporary tables"
+    );
+}
