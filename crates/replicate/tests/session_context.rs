@@ -1978,12 +1978,20 @@ async fn a_temporary_table_dropped_at_disconnect_is_read_in_every_spelling() {
             format!("CREATE TEMPORARY TABLE {name} (a INT)"),
             format!("INSERT INTO {name} VALUES ({n}), ({n} + 100)"),
             format!("INSERT INTO t SELECT a, 'case {n}' FROM {name}"),
+            format!("CREATE TABLE r{n} (a INT)"),
         ] {
             c.query_drop(&q)
                 .await
                 .unwrap_or_else(|e| panic!("{mode} {quote}: {q}: {e}"));
         }
-        // Left open: the server drops it, and logs that.
+        if n % 2 == 1 {
+            // One DROP of a table and a temporary one: the server logs
+            // it as two DROPs of its own writing.
+            c.query_drop(format!("DROP TABLE r{n}, {name}"))
+                .await
+                .expect("drop both");
+        }
+        // Else left open: the server drops it, and logs that.
         let _ = c.disconnect().await;
     }
     // The drops are logged when the sessions end.
@@ -1998,6 +2006,11 @@ async fn a_temporary_table_dropped_at_disconnect_is_read_in_every_spelling() {
     let got: Option<Option<String>> = tgt.query_first(q).await.expect("target");
     assert_eq!(got, want, "the copy");
     assert_eq!(want.flatten().map(|w| w.split(',').count()), Some(8));
+    let q = "SELECT GROUP_CONCAT(TABLE_NAME ORDER BY TABLE_NAME) FROM information_schema.TABLES WHERE TABLE_SCHEMA = 'sc_tmpq'";
+    let want: Option<Option<String>> = src.query_first(q).await.expect("source");
+    let got: Option<Option<String>> = tgt.query_first(q).await.expect("target");
+    assert_eq!(got, want, "the copy's tables");
+    assert_eq!(want, Some(Some("r0,r2,t".into())));
     // Each drop was read as the drop of its session's table: no session
     // is left recorded as holding one.
     let open: Option<i64> = tgt
