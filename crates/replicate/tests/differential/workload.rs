@@ -293,6 +293,49 @@ fn session_step(
                 "SET SESSION sql_mode = DEFAULT",
             )
         }
+        // Texts the server writes itself, in each spelling of names it
+        // has (ANSI_QUOTES: double quotes; `sql_quote_show_create = 0`:
+        // none): the CREATE of a CREATE ... SELECT logged as rows, the
+        // DROPs of a table and a temporary one dropped together,
+        // SAVEPOINT and ROLLBACK TO around a MyISAM write.
+        10 => {
+            let (set, reset) = [
+                (
+                    "SET SESSION sql_quote_show_create = 0",
+                    "SET SESSION sql_quote_show_create = DEFAULT",
+                ),
+                (
+                    "SET SESSION sql_mode = 'ANSI_QUOTES'",
+                    "SET SESSION sql_mode = DEFAULT",
+                ),
+                (
+                    "SET SESSION sql_mode = 'ANSI_QUOTES', sql_quote_show_create = 0",
+                    "SET SESSION sql_mode = DEFAULT, sql_quote_show_create = DEFAULT",
+                ),
+            ][rng.gen_range(0..3)];
+            (
+                set.into(),
+                vec![
+                    format!(
+                        "CREATE TABLE cs{i} (s VARCHAR(20) DEFAULT 'it''s', id INT AUTO_INCREMENT PRIMARY KEY)                          SELECT a, b FROM bulk WHERE a = {} ORDER BY id",
+                        n % 6
+                    ),
+                    format!("CREATE TEMPORARY TABLE tq{i} (a INT)"),
+                    format!("INSERT INTO tq{i} VALUES ({n}), ({})", n + 1),
+                    format!("INSERT INTO nopk (a, b) SELECT a, 'spelt {i}' FROM tq{i}"),
+                    format!("CREATE TABLE dr{i} (a INT)"),
+                    format!("DROP TABLE dr{i}, tq{i}"),
+                    "BEGIN".into(),
+                    format!("INSERT INTO nopk (a, b) VALUES ({n}, 'kept {i}')"),
+                    "SAVEPOINT sp".into(),
+                    format!("UPDATE myi SET v = v + 1 WHERE id % 5 = {}", n.rem_euclid(5)),
+                    format!("INSERT INTO nopk (a, b) VALUES ({n}, 'undone {i}')"),
+                    "ROLLBACK TO SAVEPOINT sp".into(),
+                    "COMMIT".into(),
+                ],
+                reset,
+            )
+        }
         // Any session variable the server lists, at any value its
         // description allows (`server_lists::SessionVariable`), with
         // statements whose result or logging a setting may change: an
