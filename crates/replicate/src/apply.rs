@@ -28,6 +28,11 @@ use crate::sequence;
 use crate::txn::{Item, Session, SourceEnd, Stmt, Txn, VarValue};
 use crate::work::{ApplyError, Collations, Job};
 
+/// "Found a row not matching the given partition set": the code a
+/// LOAD DATA into a partitioned table stops with when the source's
+/// partition clause may be lost (`Applier::unpartitioned`).
+const ER_ROW_DOES_NOT_MATCH_GIVEN_PARTITION_SET: u16 = 1748;
+
 /// Why a transaction does not run on a Galera target (its stream stops).
 pub(crate) const GALERA_REFUSAL: &str = "the target is a Galera node, which replicates InnoDB tables only: this transaction writes (or, as a statement, may write) a table that is not InnoDB (MyISAM, Aria, MEMORY ...), so the other nodes would silently differ; make the table InnoDB on the target, then `replicate retry`";
 
@@ -353,6 +358,9 @@ impl Applier {
             });
         }
         let shown = || String::from_utf8_lossy(&s.sql[..s.sql.len().min(200)]).into_owned();
+        if s.expect == Some(SourceEnd::Ignoring) {
+            self.unpartitioned(&s.sql, &shown()).await?;
+        }
         match (self.run_bytes(&s.sql).await, s.expect) {
             (r, None) => r,
             // The source's own end: as there.
@@ -382,6 +390,45 @@ impl Applier {
 }
 
 impl Applier {
+    /// Before a LOAD DATA with IGNORE (or LOCAL) logged as a statement:
+    /// its table must not be partitioned on the target, since a
+    /// `PARTITION (...)` the source's statement named (rows outside it
+    /// passed over there) is not in the logged text
+    /// ([`SourceEnd::Ignoring`]). Asked of the server, in the session's
+    /// default database when the text names none.
+    async fn unpartitioned(&mut self, sql: &[u8], statement: &str) -> Result<(), ApplyError> {
+        let refuse = |why: String| ApplyError::Sql {
+            code: ER_ROW_DOES_NOT_MATCH_GIVEN_PARTITION_SET,
+            error: why,
+            statement: statement.to_string(),
+        };
+        let Some((db, table)) = crate::load_query::table_of(sql) else {
+            return Err(refuse(
+                "cannot read which table this LOAD DATA loads into, to check that the target does not partition it".into(),
+            ));
+        };
+        let (Ok(db), Ok(table)) = (
+            db.map(String::from_utf8).transpose(),
+            String::from_utf8(table),
+        ) else {
+            return Err(refuse(
+                "this LOAD DATA's table is named in bytes that are not UTF-8: cannot check that the target does not partition it".into(),
+            ));
+        };
+        let check = "SELECT COUNT(*) FROM information_schema.PARTITIONS                      WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?                      AND PARTITION_NAME IS NOT NULL";
+        let parts: Option<i64> = self
+            .conn
+            .exec_first(check, (db, table.clone()))
+            .await
+            .map_err(|e| ApplyError::from_driver(e, check))?;
+        match parts {
+            Some(0) => Ok(()),
+            _ => Err(refuse(format!(
+                "a LOAD DATA with IGNORE (or LOCAL) into `{table}`, which is partitioned: the source's statement may have named partitions (rows outside them passed over there), and the server leaves that clause out of the logged text, so what it loaded cannot be told (a native replica loads every row); load what the source loaded by hand and skip this transaction — a LOAD DATA under row-based logging replicates"
+            ))),
+        }
+    }
+
     /// After a LOAD DATA given as LOCAL INFILE that met no duplicate key on
     /// the source: a duplicate the target took for a warning is the copy
     /// differing from the source, which stops the stream (a native replica

@@ -82,6 +82,18 @@ pub fn statement(q: &LoadQuery, backslash_escapes: bool, file: &[u8]) -> Result<
     Ok(sql)
 }
 
+/// The table a statement of [`statement`]'s making loads into (its
+/// database when named), as the names read after any renaming.
+pub fn table_of(sent: &[u8]) -> Option<(Option<Vec<u8>>, Vec<u8>)> {
+    let marker: &[u8] = b" LOCAL INFILE 'sqlfleet-binlog-load'";
+    let at = sent.windows(marker.len()).position(|w| w == marker)? + marker.len();
+    let mut r = Reader { s: sent, at };
+    let _ = r.word("IGNORE").or_else(|| r.word("REPLACE"));
+    r.word("INTO")?;
+    r.word("TABLE")?;
+    r.table()
+}
+
 /// A clause string as the target's session reads it, where the logged
 /// literal would not do (`None`: it does). The parser keeps a literal's
 /// bytes as they are (no conversion) and so does a hex literal: bytes
@@ -165,10 +177,7 @@ impl Written {
 pub fn written(tail: &[u8]) -> Option<Written> {
     let mut r = Reader { s: tail, at: 0 };
     r.word("TABLE")?;
-    r.name()?;
-    while r.punct(b'.') {
-        r.name()?;
-    }
+    r.table()?;
     if r.word("CHARACTER").is_some() {
         r.word("SET")?;
         r.any_word()?;
@@ -258,8 +267,8 @@ impl Reader<'_> {
 
     /// A name as the server writes one: in backquotes, in double quotes
     /// (ANSI_QUOTES), a quote doubled inside, or bare
-    /// (`sql_quote_show_create = 0`).
-    fn name(&mut self) -> Option<()> {
+    /// (`sql_quote_show_create = 0`); its bytes unquoted.
+    fn name(&mut self) -> Option<Vec<u8>> {
         self.blank();
         let q = *self.s.get(self.at)?;
         if q != b'`' && q != b'"' {
@@ -271,18 +280,32 @@ impl Reader<'_> {
             {
                 self.at += 1;
             }
-            return (self.at > start).then_some(());
+            return (self.at > start).then(|| self.s[start..self.at].to_vec());
         }
         self.at += 1;
+        let mut out = Vec::new();
         loop {
-            match self.s.get(self.at)? {
-                b if *b == q && self.s.get(self.at + 1) == Some(&q) => self.at += 2,
-                b if *b == q => {
-                    self.at += 1;
-                    return Some(());
-                }
-                _ => self.at += 1,
+            let b = *self.s.get(self.at)?;
+            if b == q && self.s.get(self.at + 1) == Some(&q) {
+                out.push(q);
+                self.at += 2;
+            } else if b == q {
+                self.at += 1;
+                return Some(out);
+            } else {
+                out.push(b);
+                self.at += 1;
             }
+        }
+    }
+
+    /// `[db.]table`.
+    fn table(&mut self) -> Option<(Option<Vec<u8>>, Vec<u8>)> {
+        let first = self.name()?;
+        if self.punct(b'.') {
+            Some((Some(first), self.name()?))
+        } else {
+            Some((None, first))
         }
     }
 
@@ -481,6 +504,29 @@ mod tests {
         assert!(statement(&q, true, b"1\t\\x\n").is_ok());
         let none = logged(&DEFAULTS.replace("ESCAPED BY '\\\\'", "ESCAPED BY ''"), 0);
         assert!(statement(&none, false, b"1\t\\x\n").is_ok());
+    }
+
+    /// The table of a sent statement, in each spelling of its name.
+    #[test]
+    fn the_table_a_sent_statement_loads_into() {
+        let rows: &[(&str, Option<&str>, &str)] = &[
+            (" TABLE `db`.`t` FIELDS", Some("db"), "t"),
+            ("  TABLE \"d\"\"b\".\"t x\" FIELDS", Some("d\"b"), "t x"),
+            (" TABLE `a``b` CHARACTER SET latin1 FIELDS", None, "a`b"),
+            (" TABLE db.t FIELDS", Some("db"), "t"),
+        ];
+        for (tail, db, t) in rows {
+            for dup in [0, 1, 2] {
+                let mut sql = b"LOAD DATA LOCAL INFILE 'sqlfleet-binlog-load'".to_vec();
+                sql.extend_from_slice([&b""[..], b" IGNORE", b" REPLACE"][dup]);
+                sql.extend_from_slice(b" INTO");
+                sql.extend_from_slice(tail.as_bytes());
+                let got = table_of(&sql).expect("a table");
+                assert_eq!(got.0.as_deref(), db.map(str::as_bytes), "{tail}");
+                assert_eq!(got.1, t.as_bytes(), "{tail}");
+            }
+        }
+        assert_eq!(table_of(b"LOAD DATA INFILE 'x' INTO TABLE t"), None);
     }
 
     /// Texts not in the server's form are refused as unreadable.

@@ -2023,3 +2023,64 @@ async fn a_temporary_table_dropped_at_disconnect_is_read_in_every_spelling() {
         "sessions recorded as holding temporary tables"
     );
 }
+
+/// The server leaves a LOAD DATA's `PARTITION (...)` out of the text it
+/// logs: with IGNORE (or LOCAL) the source passed over the rows outside
+/// the partitions named, and a native replica of 10.11.19 loaded them
+/// (source 1 row, replica 2, no error). A LOAD DATA with IGNORE into a
+/// table the target partitions stops its stream, naming the cause, with
+/// nothing of it applied; one with IGNORE into a table not partitioned,
+/// and one without IGNORE into a partitioned one (a row outside the
+/// partitions would have stopped it on the source), apply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_data_ignoring_rows_into_a_partitioned_table_stops_instead_of_guessing() {
+    let s = source(2);
+    exec(s, "DROP DATABASE IF EXISTS sc_ldp").await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_ldp; \
+         CREATE TABLE sc_ldp.pt (a INT) PARTITION BY RANGE (a) \
+         (PARTITION p0 VALUES LESS THAN (100), PARTITION p1 VALUES LESS THAN MAXVALUE); \
+         CREATE TABLE sc_ldp.plain (a INT PRIMARY KEY)",
+    )
+    .await;
+    let dir = server_readable_dir();
+    let file = dir.path().join("rows.tsv");
+    std::fs::write(&file, "1\n150\n1\n").expect("file");
+    let f = file.display();
+    let mut c = statement_session(s, Some("sc_ldp")).await;
+    for q in [
+        format!("LOAD DATA INFILE '{f}' IGNORE INTO TABLE plain"),
+        format!("LOAD DATA INFILE '{f}' INTO TABLE pt PARTITION (p1, p0)"),
+        format!("LOAD DATA INFILE '{f}' IGNORE INTO TABLE pt PARTITION (p0)"),
+    ] {
+        c.query_drop(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    let _ = c.disconnect().await;
+    let mut src = s.connect().await;
+    let n: Option<i64> = src
+        .query_first("SELECT COUNT(*) FROM sc_ldp.pt")
+        .await
+        .expect("count");
+    assert_eq!(n, Some(5), "3 rows, then the 2 of p0");
+    let cfg = cfg_for("sc_ldp", s, "sc_ldp", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let st = stream_status(&cfg, s, "sc_ldp").await;
+    let why = st.error.as_deref().unwrap_or("");
+    assert!(
+        why.contains("partitioned") && why.contains("IGNORE"),
+        "{st:?}"
+    );
+    let mut tgt = target().connect().await;
+    for (t, want) in [("plain", 2), ("pt", 3)] {
+        let n: Option<i64> = tgt
+            .query_first(format!("SELECT COUNT(*) FROM sc_ldp.{t}"))
+            .await
+            .expect("count");
+        assert_eq!(n, Some(want), "{t} on the copy");
+    }
+}
