@@ -42,7 +42,7 @@ pub const LOAD_REFUSAL: &str = "a LOAD DATA logged as a statement";
 /// clause strings written as a session with `backslash_escapes` (false:
 /// `NO_BACKSLASH_ESCAPES`) reads them; `file` is what it loads. `Err`:
 /// why it is refused.
-pub fn statement(q: &LoadQuery, backslash_escapes: bool, file: &[u8]) -> Result<Vec<u8>, String> {
+pub fn statement(q: &LoadQuery, backslash_escapes: bool, file: &[u8]) -> Result<Sent, String> {
     let dup: &[u8] = match q.dup {
         2 => b" REPLACE",
         1 => b" IGNORE",
@@ -79,7 +79,19 @@ pub fn statement(q: &LoadQuery, backslash_escapes: bool, file: &[u8]) -> Result<
         at = s.span.1;
     }
     sql.extend_from_slice(&tail[at..]);
-    Ok(sql)
+    Ok(Sent {
+        sql,
+        charset_named: w.charset_named,
+    })
+}
+
+/// A statement to send, and whether it names the file's character set
+/// (without `CHARACTER SET` the server reads the file in the default
+/// database's, which the binary log does not carry).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub sql: Vec<u8>,
+    pub charset_named: bool,
 }
 
 /// The table a statement of [`statement`]'s making loads into (its
@@ -135,6 +147,7 @@ pub struct Literal {
 /// The clauses the server writes after `INTO`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Written {
+    pub charset_named: bool,
     pub fields_terminated: Literal,
     pub optionally: bool,
     pub enclosed: Literal,
@@ -178,7 +191,8 @@ pub fn written(tail: &[u8]) -> Option<Written> {
     let mut r = Reader { s: tail, at: 0 };
     r.word("TABLE")?;
     r.table()?;
-    if r.word("CHARACTER").is_some() {
+    let charset_named = r.word("CHARACTER").is_some();
+    if charset_named {
         r.word("SET")?;
         r.any_word()?;
     }
@@ -210,6 +224,7 @@ pub fn written(tail: &[u8]) -> Option<Written> {
         }
     }
     Some(Written {
+        charset_named,
         fields_terminated,
         optionally,
         enclosed,
@@ -432,12 +447,12 @@ mod tests {
             let d = ["", " IGNORE", " REPLACE"][*dup as usize];
             let head = format!("LOAD DATA LOCAL INFILE 'sqlfleet-binlog-load'{d} INTO");
             assert_eq!(
-                String::from_utf8_lossy(&statement(&q, true, b"").expect("sent")),
+                String::from_utf8_lossy(&statement(&q, true, b"").expect("sent").sql),
                 format!("{head}{with}"),
                 "{tail}"
             );
             assert_eq!(
-                String::from_utf8_lossy(&statement(&q, false, b"").expect("sent")),
+                String::from_utf8_lossy(&statement(&q, false, b"").expect("sent").sql),
                 format!("{head}{without}"),
                 "{tail}"
             );
@@ -457,7 +472,7 @@ mod tests {
         sql.extend_from_slice(&tail);
         let q = query(&sql, q.fn_start, q.fn_end, 0);
         for mode in [true, false] {
-            let got = statement(&q, mode, b"").expect("sent");
+            let got = statement(&q, mode, b"").expect("sent").sql;
             let got = String::from_utf8_lossy(&got);
             assert!(got.ends_with("LINES TERMINATED BY X'955C' (`a`)"), "{got}");
         }

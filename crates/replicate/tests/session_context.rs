@@ -1667,18 +1667,13 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
     c.query_drop("CREATE DATABASE sc_ldm").await.expect("db");
     let mut tables = Vec::new();
     for (m, (mode, quote)) in modes.iter().enumerate() {
+        // Odd: a session with no default database (the file is ASCII).
+        let mut c = statement_session(s, (m % 2 == 0).then_some("sc_ldm")).await;
         for (i, form) in forms.iter().enumerate() {
             let t = format!("sc_ldm.t{m}_{i}");
             c.query_drop(format!("SET SESSION sql_quote_show_create = {quote}"))
                 .await
                 .expect("quote");
-            c.query_drop(if m % 2 == 0 {
-                "USE sc_ldm"
-            } else {
-                "USE mysql"
-            })
-            .await
-            .expect("use");
             c.query_drop(format!(
                 "CREATE TABLE {t} (id INT AUTO_INCREMENT PRIMARY KEY, a VARCHAR(200), b VARCHAR(200))"
             ))
@@ -1708,6 +1703,7 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
                 .expect("mode");
             tables.push(t);
         }
+        let _ = c.disconnect().await;
     }
     // A terminator in sjis whose second byte is a backslash's (`表`).
     let sj = dir.path().join("sjis.txt");
@@ -1715,6 +1711,7 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
     c.query_drop("CREATE TABLE sc_ldm.sj (id INT AUTO_INCREMENT PRIMARY KEY, a VARBINARY(20), b VARBINARY(20))")
         .await
         .expect("table");
+    c.query_drop("USE sc_ldm").await.expect("use");
     c.query_drop("SET NAMES sjis").await.expect("sjis");
     let mut q = format!(
         "LOAD DATA INFILE '{}' INTO TABLE sc_ldm.sj LINES TERMINATED BY '",
@@ -2083,4 +2080,106 @@ async fn a_load_data_ignoring_rows_into_a_partitioned_table_stops_instead_of_gue
             .expect("count");
         assert_eq!(n, Some(want), "{t} on the copy");
     }
+}
+
+/// A LOAD DATA naming no CHARACTER SET reads its file in the default
+/// database's character set. Run under a default database the filters
+/// exclude (utf16 here: it reads even an ASCII file as other text), the
+/// target has nothing to read it in: its stream stops, naming the cause,
+/// and nothing of it is applied. With no default database the server
+/// logs the session's collation_database (seen on 10.11), which the
+/// target is given: a file that is not ASCII applies, equal. Beside
+/// them, the same with CHARACTER SET named applies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_load_data_read_in_a_character_set_the_target_lacks_stops_instead_of_guessing() {
+    let s = source(0);
+    exec(
+        s,
+        "DROP DATABASE IF EXISTS sc_ldc; DROP DATABASE IF EXISTS sc_ldcx_u16; \
+         DROP DATABASE IF EXISTS sc_ldc2",
+    )
+    .await;
+    let start = binlog_pos(s).await;
+    exec(
+        s,
+        "CREATE DATABASE sc_ldc; CREATE DATABASE sc_ldc2; \
+         CREATE DATABASE sc_ldcx_u16 CHARACTER SET utf16; \
+         CREATE TABLE sc_ldc.t (a VARCHAR(40) CHARACTER SET utf8mb4); \
+         CREATE TABLE sc_ldc2.t (a VARCHAR(40) CHARACTER SET utf8mb4)",
+    )
+    .await;
+    let dir = server_readable_dir();
+    let ascii = dir.path().join("ascii.txt");
+    std::fs::write(&ascii, "one\ntwo\n").expect("file");
+    let latin = dir.path().join("latin.txt");
+    std::fs::write(&latin, "caf\u{e9}\n").expect("file");
+    let (a, l) = (ascii.display(), latin.display());
+    // Applied: named sets, and ASCII with no default database.
+    let mut c = statement_session(s, None).await;
+    for q in [
+        format!("LOAD DATA INFILE '{a}' INTO TABLE sc_ldc.t"),
+        format!("LOAD DATA INFILE '{l}' INTO TABLE sc_ldc.t CHARACTER SET utf8mb4"),
+        "USE sc_ldcx_u16".into(),
+        format!("LOAD DATA INFILE '{a}' INTO TABLE sc_ldc.t CHARACTER SET utf8mb4"),
+    ] {
+        c.query_drop(&q)
+            .await
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+    }
+    let _ = c.disconnect().await;
+    // Stopped: each in a database of its own (a stream each).
+    let mut c = statement_session(s, Some("sc_ldcx_u16")).await;
+    c.query_drop(format!("LOAD DATA INFILE '{a}' INTO TABLE sc_ldc.t"))
+        .await
+        .expect("read as utf16 on the source");
+    let _ = c.disconnect().await;
+    // Applied: no default database (its collation_database logged).
+    let mut c = statement_session(s, None).await;
+    c.query_drop("SET SESSION collation_database = 'latin1_swedish_ci'")
+        .await
+        .expect("the session's collation_database");
+    c.query_drop(format!("LOAD DATA INFILE '{l}' INTO TABLE sc_ldc2.t"))
+        .await
+        .expect("no default database");
+    let _ = c.disconnect().await;
+    let cfg = cfg_for("sc_ldc", s, "sc_ldc\", \"sc_ldc2", "", &start);
+    let summary = until_caught_up(&cfg, s).await;
+    assert_eq!(summary.stopped_streams, 1, "{summary:?}");
+    let st = stream_status(&cfg, s, "sc_ldc").await;
+    let why = st.error.as_deref().unwrap_or("");
+    assert!(
+        why.contains("CHARACTER SET") && why.contains("`sc_ldcx_u16`"),
+        "{st:?}"
+    );
+    let q = "SELECT GROUP_CONCAT(HEX(a) ORDER BY HEX(a)) FROM sc_ldc.t";
+    let mut src = s.connect().await;
+    let mut tgt = target().connect().await;
+    let all: Option<Option<String>> = src.query_first(q).await.expect("source");
+    let got: Option<Option<String>> = tgt.query_first(q).await.expect("target");
+    // The copy holds the five rows of the loads before the stop, the
+    // source those and the utf16 reading's.
+    let split = |v: Option<Option<String>>| -> Vec<String> {
+        v.flatten()
+            .unwrap_or_default()
+            .split(',')
+            .filter(|h| !h.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let (all, got) = (split(all), split(got));
+    assert_eq!(got.len(), 5, "the rows before the stop: {got:?}");
+    assert!(all.len() > 5, "the source read more: {all:?}");
+    assert!(
+        got.iter().all(|h| all.contains(h)),
+        "{got:?} within {all:?}"
+    );
+    let q = "SELECT GROUP_CONCAT(HEX(a)) FROM sc_ldc2.t";
+    let want: Option<Option<String>> = src.query_first(q).await.expect("source");
+    let got: Option<Option<String>> = tgt.query_first(q).await.expect("target");
+    assert_eq!(got, want, "read as latin1 on both");
+    assert_eq!(
+        want,
+        Some(Some("636166C383C2A9".into())),
+        "caf\u{e9} read as latin1"
+    );
 }
