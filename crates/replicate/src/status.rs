@@ -266,7 +266,9 @@ pub async fn retire_domain(
 ) -> Result<(), RequestError> {
     let mut t = control(target).await?;
     // Held until `t` closes: no replicate of the source starts meanwhile.
-    position::lock_source(&mut t, source, 0)
+    // Waited for 2 s: a replicate that has just exited may hold it until
+    // the server has ended its session.
+    position::lock_source(&mut t, source, 2)
         .await
         .map_err(RequestError::Server)?
         .map_err(|who| RequestError::Refused(format!("source '{source}' {who}")))?;

@@ -1365,6 +1365,14 @@ async fn a_domain_the_source_deleted_after_it_was_applied_is_retired_and_read_an
         }
         other => panic!("refused while the source is read, not {other:?}"),
     }
+    // Released before the retire: a disconnect returns before the server
+    // has ended the session and freed its lock (a CI run's retire was
+    // refused so, naming the holder's connection).
+    let freed: Option<i64> = holder
+        .query_first("SELECT RELEASE_LOCK('sqlfleet:fo_del')")
+        .await
+        .expect("release");
+    assert_eq!(freed, Some(1), "the source's lock released");
     let _ = holder.disconnect().await;
     retire("28-123-1").await.expect("retired");
     insert_in(s, 28, 41).await;
