@@ -2,13 +2,17 @@
 //! MariaDB GTID events, table map renames (a rename that succeeds must
 //! read back with the new name and a valid CRC), rows event headers,
 //! query status variables and statement text (names, calls whose value
-//! is not logged), Execute_load_query bodies; compressed events (one
+//! is not logged), Execute_load_query bodies and the statement sent for
+//! one (its clauses read back, refused or rewritten in either mode, the
+//! table read from what is sent); compressed events (one
 //! that uncompresses is whole: its length field is its length); merged
 //! rows statements (a merge of any bytes never panics); Gtid_list event
 //! bodies and their text as SHOW BINLOG EVENTS prints it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use sqlfleet_replicate::{context, event, gtid, merge, retired, sqltext, txn, unlogged};
+use sqlfleet_replicate::{
+    context, event, gtid, load_query, merge, retired, sqltext, txn, unlogged,
+};
 
 fuzz_target!(|data: &[u8]| {
     let _ = retired::list_domains(data);
@@ -37,8 +41,17 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     for ph in [13u8, 26, 40] {
-        let _ = event::execute_load_query(data, ph);
+        if let Ok(q) = event::execute_load_query(data, ph) {
+            for backslashes in [true, false] {
+                if let Ok(sent) = load_query::statement(&q, backslashes, data) {
+                    // What is sent names the table the logged text names.
+                    assert!(load_query::table_of(&sent.sql).is_some());
+                }
+            }
+        }
     }
+    let _ = load_query::written(data);
+    let _ = load_query::table_of(data);
     for crc in [false, true] {
         for ph in [6u8, 8, 10] {
             if event::table_map(data, crc, ph).is_ok() {

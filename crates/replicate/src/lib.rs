@@ -29,7 +29,7 @@ pub mod gtid;
 #[cfg(test)]
 mod guard_tests;
 mod lanes;
-mod load_query;
+pub mod load_query;
 #[cfg(test)]
 mod logged_tests;
 #[cfg(test)]

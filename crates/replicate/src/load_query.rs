@@ -98,12 +98,20 @@ pub struct Sent {
 /// database when named), as the names read after any renaming.
 pub fn table_of(sent: &[u8]) -> Option<(Option<Vec<u8>>, Vec<u8>)> {
     let marker: &[u8] = b" LOCAL INFILE 'sqlfleet-binlog-load'";
-    let at = sent.windows(marker.len()).position(|w| w == marker)? + marker.len();
-    let mut r = Reader { s: sent, at };
-    let _ = r.word("IGNORE").or_else(|| r.word("REPLACE"));
-    r.word("INTO")?;
-    r.word("TABLE")?;
-    r.table()
+    // The first place it reads at (the one [`statement`] put there).
+    sent.windows(marker.len())
+        .enumerate()
+        .filter(|(_, w)| *w == marker)
+        .find_map(|(i, _)| {
+            let mut r = Reader {
+                s: sent,
+                at: i + marker.len(),
+            };
+            let _ = r.word("IGNORE").or_else(|| r.word("REPLACE"));
+            r.word("INTO")?;
+            r.word("TABLE")?;
+            r.table()
+        })
 }
 
 /// A clause string as the target's session reads it, where the logged
