@@ -45,6 +45,7 @@ pub mod run;
 pub mod seed;
 pub mod seed_xa;
 mod sequence;
+pub mod server_written;
 pub mod source;
 pub mod sqltext;
 pub mod status;

@@ -25,6 +25,7 @@ use crate::event::{self, mariadb};
 use crate::gtid::flags::{COMPLETED_XA, PREPARED_XA};
 use crate::gtid::{self, decode_gtid_event, Gtid, XaId};
 use crate::load_query::{self, LOAD_REFUSAL};
+use crate::server_written;
 use crate::sqltext;
 use sqlfleet_wire::binlog_compressed as compressed;
 
@@ -1037,9 +1038,15 @@ impl Building {
                 session.timestamp = h.timestamp();
                 session.thread_id = q.thread_id();
                 session.ctx = ctx;
-                if !self.txn.standalone && server_written_create(sql) {
+                if !self.txn.standalone && server_written::create_select(sql) {
                     session.ctx.read_as_server_written();
                 }
+                // A routine's COMMENT the server wrote with backslash
+                // escapes, in a session without them.
+                let rewritten = (!session.ctx.backslash_escapes() && word == "CREATE")
+                    .then(|| server_written::routine_comment(sql))
+                    .flatten();
+                let sql: &[u8] = rewritten.as_deref().unwrap_or(sql);
                 let src_db = q.schema().into_owned();
                 // A temporary table lives in its source session:
                 // noted here, applied in that session's own
@@ -1291,22 +1298,6 @@ fn second_word(sql: &[u8]) -> String {
     s.split_whitespace().nth(1).unwrap_or("").to_string()
 }
 
-/// A CREATE TABLE as the server writes it for a CREATE ... SELECT
-/// logged as rows: SHOW CREATE TABLE's text, inside the transaction that
-/// carries its rows (a CREATE TABLE a client sends commits on its own:
-/// it is a standalone group: the place is what tells). Its spelling —
-/// upper case, one space, then its name (quoted, or bare with
-/// `sql_quote_show_create = 0`) — else not.
-fn server_written_create(sql: &[u8]) -> bool {
-    let rest = [&b"CREATE TABLE "[..], b"CREATE OR REPLACE TABLE "]
-        .iter()
-        .find_map(|p| sql.strip_prefix(*p));
-    let rest = rest.map(|r| r.strip_prefix(b"IF NOT EXISTS ").unwrap_or(r));
-    rest.and_then(|r| r.first()).is_some_and(|b| {
-        matches!(b, b'`' | b'"' | b'_' | b'$') || b.is_ascii_alphanumeric() || *b > 0x7F
-    })
-}
-
 fn first_word(sql: &[u8]) -> String {
     let s = String::from_utf8_lossy(&sql[..sql.len().min(32)]);
     s.trim_start()
@@ -1465,35 +1456,6 @@ fn route_statement(map: &DbMap, src_db: &str, sql: &[u8], session: Session) -> R
 
 #[cfg(test)]
 mod tests {
-    /// The server's spelling of a CREATE ... SELECT's CREATE (10.11.19,
-    /// row-based; `"` under ANSI_QUOTES), and texts that are not it.
-    #[test]
-    fn server_written_creates_are_told_by_their_spelling() {
-        for (sql, want) in [
-            (
-                "CREATE TABLE `y`.`t2` (\n  `s` varchar(10) DEFAULT 'a\\\\b'\n)",
-                true,
-            ),
-            ("CREATE OR REPLACE TABLE `y`.`t8` (\n  `g` int\n)", true),
-            (
-                "CREATE TABLE IF NOT EXISTS `y`.`t9` (\n  `n` int(1) NOT NULL\n)",
-                true,
-            ),
-            ("CREATE TABLE \"y\".\"t\" (\n  \"n\" int\n)", true),
-            (
-                "CREATE TABLE y.q1 (\n  s varchar(5) DEFAULT 'a\\b'\n)",
-                true,
-            ),
-            ("CREATE TABLE  y.t3 SELECT 1 AS n", false),
-            ("CREATE TEMPORARY TABLE `y`.`t` (a int)", false),
-            ("create table `y`.`t` (a int)", false),
-            ("CREATE VIEW `v` AS SELECT 1", false),
-            ("CREATE TABLE", false),
-        ] {
-            assert_eq!(super::server_written_create(sql.as_bytes()), want, "{sql}");
-        }
-    }
-
     use super::*;
     use std::collections::BTreeMap;
 
