@@ -4,14 +4,15 @@
 //! query status variables and statement text (names, calls whose value
 //! is not logged), Execute_load_query bodies and the statement sent for
 //! one (its clauses read back, refused or rewritten in either mode, the
-//! table read from what is sent); compressed events (one
+//! table read from what is sent); texts the server writes itself (a
+//! routine's COMMENT rewritten); compressed events (one
 //! that uncompresses is whole: its length field is its length); merged
 //! rows statements (a merge of any bytes never panics); Gtid_list event
 //! bodies and their text as SHOW BINLOG EVENTS prints it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use sqlfleet_replicate::{
-    context, event, gtid, load_query, merge, retired, sqltext, txn, unlogged,
+    context, event, gtid, load_query, merge, retired, server_written, sqltext, txn, unlogged,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -52,6 +53,10 @@ fuzz_target!(|data: &[u8]| {
     }
     let _ = load_query::written(data);
     let _ = load_query::table_of(data);
+    let _ = server_written::create_select(data);
+    if let Some(out) = server_written::routine_comment(data) {
+        assert!(out.starts_with(b"CREATE "));
+    }
     for crc in [false, true] {
         for ph in [6u8, 8, 10] {
             if event::table_map(data, crc, ph).is_ok() {
