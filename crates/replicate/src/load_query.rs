@@ -338,38 +338,12 @@ impl Reader<'_> {
     fn literal(&mut self) -> Option<Literal> {
         self.blank();
         let start = self.at;
-        if self.s.get(self.at) != Some(&b'\'') {
-            return None;
-        }
-        self.at += 1;
-        let mut value = Vec::new();
-        loop {
-            let b = *self.s.get(self.at)?;
-            self.at += 1;
-            match b {
-                b'\'' => {
-                    return Some(Literal {
-                        value,
-                        span: (start, self.at),
-                    })
-                }
-                b'\\' => {
-                    let e = *self.s.get(self.at)?;
-                    self.at += 1;
-                    value.push(match e {
-                        b'0' => 0,
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 8,
-                        b'Z' => 26,
-                        b'\\' | b'\'' | b'"' => e,
-                        _ => return None,
-                    });
-                }
-                _ => value.push(b),
-            }
-        }
+        let (value, end) = crate::server_written::unescaped(self.s, start)?;
+        self.at = end;
+        Some(Literal {
+            value,
+            span: (start, end),
+        })
     }
 }
 

@@ -113,10 +113,12 @@ fn routine_head(before: &[u8]) -> bool {
         || (line.contains_seq(b" FUNCTION ") && line.contains_seq(b") RETURNS "))
 }
 
-/// A literal as the server's `append_unescaped` writes it, from its
-/// opening quote at `at`: its bytes and the position after its closing
-/// quote.
-fn unescaped(sql: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
+/// A literal as the server writes those of its own texts (its
+/// `append_unescaped` and the LOAD DATA clauses' writer): single quotes,
+/// backslash escapes, a quote doubled or escaped; from its opening quote
+/// at `at`: its bytes and the position after its closing quote. An escape
+/// the writers do not make is not read (`None`).
+pub fn unescaped(sql: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
     if sql.get(at) != Some(&b'\'') {
         return None;
     }
@@ -137,6 +139,7 @@ fn unescaped(sql: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
                     b'n' => b'\n',
                     b'r' => b'\r',
                     b't' => b'\t',
+                    b'b' => 8,
                     b'Z' => 26,
                     b'\\' | b'\'' | b'"' => e,
                     _ => return None,
