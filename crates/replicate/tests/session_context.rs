@@ -1649,7 +1649,8 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
         "",
         "FIELDS ESCAPED BY ''",
         "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' LINES STARTING BY '>' TERMINATED BY '\\n'",
-        "LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES (a, @b) SET b = CONCAT(@b, '\\\\')",
+        // (@p set before, in the session: a User_var event.)
+        "LINES TERMINATED BY '\\r\\n' IGNORE 1 LINES (a, @b) SET b = CONCAT(@p, @b, '\\\\')",
         "FIELDS TERMINATED BY 'it''s' ESCAPED BY '' LINES TERMINATED BY '\\n'",
         "FIELDS TERMINATED BY '\\t' ENCLOSED BY '' ESCAPED BY '|' LINES TERMINATED BY '\\\\n'",
     ];
@@ -1671,6 +1672,9 @@ async fn a_load_data_s_clauses_mean_on_the_copy_what_they_meant_in_the_source_s_
         let mut c = statement_session(s, (m % 2 == 0).then_some("sc_ldm")).await;
         for (i, form) in forms.iter().enumerate() {
             let t = format!("sc_ldm.t{m}_{i}");
+            c.query_drop(format!("SET @p = 'pre{m}_{i} '"))
+                .await
+                .expect("a user variable");
             c.query_drop(format!("SET SESSION sql_quote_show_create = {quote}"))
                 .await
                 .expect("quote");
