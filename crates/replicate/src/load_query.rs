@@ -94,6 +94,48 @@ pub struct Sent {
     pub charset_named: bool,
 }
 
+/// What decides the character set a LOAD DATA read its file in.
+#[derive(Debug, Clone, Copy)]
+pub struct CharsetCase<'a> {
+    /// The statement names it (`CHARACTER SET`).
+    pub named: bool,
+    /// The source session's default database (empty: none).
+    pub default_db: &'a str,
+    /// The target has that database (replicated, renamed or not): the
+    /// same character set, as the DDL that made it was replicated.
+    pub default_db_on_target: bool,
+    /// The event carries the session's collation_database (MariaDB
+    /// writes it when the session has no default database).
+    pub logged: bool,
+    pub file_ascii: bool,
+}
+
+/// Why a LOAD DATA naming no CHARACTER SET cannot be read on the target
+/// as on the source, if so: the source read its file in its default
+/// database's character set, which the binary log does not carry, and
+/// the target does not have that database (the filters exclude it) — a
+/// utf16 one reads even an ASCII file as other text. With no default
+/// database the server logs the session's collation_database (given to
+/// the target); were it not logged, a file that is not ASCII is refused
+/// too (a server whose own default set is not ASCII's, utf16, is taken
+/// not to be run).
+pub fn unknown_charset(c: &CharsetCase) -> Option<String> {
+    if c.named || c.default_db_on_target || c.logged {
+        return None;
+    }
+    if c.default_db.is_empty() {
+        return (!c.file_ascii).then(|| {
+            format!(
+                "{LOAD_REFUSAL} naming no CHARACTER SET, run with no default database, its file not ASCII: the source read the file in its session's collation_database (the server's default when it logged in), which this event does not carry; a LOAD DATA naming its CHARACTER SET, or under row-based logging, replicates"
+            )
+        });
+    }
+    Some(format!(
+        "{LOAD_REFUSAL} naming no CHARACTER SET, run with default database `{}`, which this source's filters exclude: the source read the file in that database's character set, which the binary log does not carry and the target does not have (a utf16 one reads even an ASCII file as other text); a LOAD DATA naming its CHARACTER SET, or under row-based logging, replicates",
+        c.default_db
+    ))
+}
+
 /// The table a statement of [`statement`]'s making loads into (its
 /// database when named), as the names read after any renaming.
 pub fn table_of(sent: &[u8]) -> Option<(Option<Vec<u8>>, Vec<u8>)> {
@@ -501,6 +543,39 @@ mod tests {
         assert!(statement(&q, true, b"1\t\\x\n").is_ok());
         let none = logged(&DEFAULTS.replace("ESCAPED BY '\\\\'", "ESCAPED BY ''"), 0);
         assert!(statement(&none, false, b"1\t\\x\n").is_ok());
+    }
+
+    /// When the character set a file was read in is not known.
+    #[test]
+    fn a_file_s_character_set_unknown_to_the_target_is_refused() {
+        // (named, default db, on target, logged, ascii) -> refused
+        let rows: &[(bool, &str, bool, bool, bool, bool)] = &[
+            (true, "x", false, false, false, false),
+            (false, "app", true, false, false, false),
+            (false, "skipped", false, false, true, true),
+            (false, "skipped", false, false, false, true),
+            (false, "skipped", false, true, false, false),
+            (false, "", false, true, false, false),
+            (false, "", false, false, true, false),
+            (false, "", false, false, false, true),
+        ];
+        for &(named, db, on_target, logged, ascii, refused) in rows {
+            let got = unknown_charset(&CharsetCase {
+                named,
+                default_db: db,
+                default_db_on_target: on_target,
+                logged,
+                file_ascii: ascii,
+            });
+            assert_eq!(
+                got.is_some(),
+                refused,
+                "{named} {db} {on_target} {logged} {ascii}: {got:?}"
+            );
+            if let Some(why) = got {
+                assert!(why.contains("CHARACTER SET"), "{why}");
+            }
+        }
     }
 
     /// The table of a sent statement, in each spelling of its name.

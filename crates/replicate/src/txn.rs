@@ -1180,34 +1180,13 @@ impl Building {
                         if self.txn.first.is_empty() {
                             self.txn.first = show;
                         }
-                        // Without CHARACTER SET the source read the file
-                        // in its default database's character set; the
-                        // target has that database (the same set) unless
-                        // the filters exclude it. With none, the server logs
-                        // the session's collation_database (set on the
-                        // target from the event); were it not logged, a
-                        // file that is not ASCII is refused too (a server
-                        // whose default set is not ASCII's, utf16, is
-                        // taken not to be run).
                         let unsendable = unsendable.or_else(|| {
-                            (!charset_named
-                                && stmt.db.is_none()
-                                && stmt.session.ctx.charset_database.is_none()
-                                && (!src_db.is_empty() || !bytes.is_ascii()))
-                            .then(|| {
-                                format!(
-                                    "{LOAD_REFUSAL} naming no CHARACTER SET, run with {}: the source read its file in {}, which the binary log does not carry and the target does not have; a LOAD DATA naming its CHARACTER SET, or under row-based logging, replicates",
-                                    if src_db.is_empty() {
-                                        "no default database, its file not ASCII"
-                                    } else {
-                                        "a default database this source's filters exclude"
-                                    },
-                                    if src_db.is_empty() {
-                                        "the character set of its session's collation_database (the server's default when it logged in)".to_string()
-                                    } else {
-                                        format!("the character set of `{src_db}`, its default database (a utf16 one reads even an ASCII file otherwise)")
-                                    }
-                                )
+                            load_query::unknown_charset(&load_query::CharsetCase {
+                                named: charset_named,
+                                default_db: &src_db,
+                                default_db_on_target: stmt.db.is_some(),
+                                logged: stmt.session.ctx.charset_database.is_some(),
+                                file_ascii: bytes.is_ascii(),
                             })
                         });
                         if let Some(why) = unsendable {
