@@ -106,11 +106,15 @@ pub async fn binlog_events(s: &TestServer) -> Vec<(String, String)> {
             .query(format!("SHOW BINLOG EVENTS IN '{file}'"))
             .await
             .expect("binlog events");
-        all.extend(events.iter().map(|e| {
-            let ty: String = e.get(2).unwrap_or_default();
-            let info: String = e.get(5).unwrap_or_default();
-            (ty, info)
-        }));
+        // (As bytes: a statement in another character set, sjis, is not
+        // UTF-8, and a String would panic on it.)
+        let text = |e: &mysql_async::Row, i: usize| {
+            e.get::<Option<Vec<u8>>, _>(i)
+                .flatten()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default()
+        };
+        all.extend(events.iter().map(|e| (text(e, 2), text(e, 5))));
     }
     let _ = c.disconnect().await;
     all
