@@ -1147,9 +1147,18 @@ pub fn rename(sql: &[u8], named: &Named, to: impl Fn(&str) -> Option<String>) ->
             continue;
         }
         out.extend_from_slice(&sql[at..r.at.start]);
+        // A name right after or before a backquoted one (`a`db: two
+        // tokens) keeps a space from it: quoted, the two backquotes side
+        // by side would read as one escaped inside a single name.
+        if r.at.start > 0 && sql[r.at.start - 1] == b'`' {
+            out.push(b' ');
+        }
         out.push(b'`');
         out.extend_from_slice(new.replace('`', "``").as_bytes());
         out.push(b'`');
+        if sql.get(r.at.end) == Some(&b'`') {
+            out.push(b' ');
+        }
         at = r.at.end;
     }
     out.extend_from_slice(&sql[at..]);
@@ -1161,6 +1170,35 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use sqlfleet_dump::lex::Multibyte;
+
+    /// A name the reader finds right after a closing backquote is renamed
+    /// apart from it (found by fuzzing: renamed as `\`x\``, the two
+    /// backquotes read as one inside the name before, and the renamed
+    /// text named another database).
+    #[test]
+    fn a_renamed_name_beside_a_backquote_stays_a_name_of_its_own() {
+        let sql: &[u8] = b"lOAD(TTTTTTTTTTTTTTTTTMFROM.O(!WM.O(!TT;TT`TTTTTTTTTTTTTTTM.O(!TTTT1TmFO.RMTTTMFROM.O(!WM.O(!TT;TT`TTTTTTTTTTTTTTM.O(!TTTTTTmFO.RMO(!WM.O(!TT;TTTTTR\tOU";
+        let d = Dialect::default();
+        let named = read(sql, d).expect("read");
+        let renamed = rename(sql, &named, |n| Some(format!("{n}_x")));
+        let again = read(&renamed, d).expect("read again");
+        let mut want: Vec<String> = named.databases().iter().map(|n| format!("{n}_x")).collect();
+        want.sort();
+        assert_eq!(
+            again.databases(),
+            want,
+            "{}",
+            String::from_utf8_lossy(&renamed)
+        );
+        // Not beside one: as before.
+        let sql: &[u8] = b"SELECT 1 AS`a`FROM app.t";
+        let named = read(sql, d).expect("read");
+        let got = rename(sql, &named, |n| Some(format!("{n}_x")));
+        assert_eq!(
+            String::from_utf8_lossy(&got),
+            "SELECT 1 AS`a`FROM `app_x`.t"
+        );
+    }
 
     fn dbs(sql: &str) -> Vec<String> {
         read(sql.as_bytes(), Dialect::default())
