@@ -415,10 +415,12 @@ impl Applier {
                 "this LOAD DATA's table is named in bytes that are not UTF-8: cannot check that the target does not partition it".into(),
             ));
         };
-        let check = "SELECT COUNT(*) FROM information_schema.PARTITIONS                      WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?                      AND PARTITION_NAME IS NOT NULL";
+        let check = "SELECT COUNT(*) FROM information_schema.PARTITIONS \
+                     WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? \
+                     AND PARTITION_NAME IS NOT NULL";
         let parts: Option<i64> = self
             .conn
-            .exec_first(check, (db, table.clone()))
+            .exec_first(check, (db, table.as_str()))
             .await
             .map_err(|e| ApplyError::from_driver(e, check))?;
         match parts {

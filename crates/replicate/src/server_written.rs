@@ -109,8 +109,8 @@ fn routine_head(before: &[u8]) -> bool {
     }
     let start = rest.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
     let line = &rest[start..];
-    (line.contains_seq(b" PROCEDURE ") && line.ends_with(b")"))
-        || (line.contains_seq(b" FUNCTION ") && line.contains_seq(b") RETURNS "))
+    let has = |needle: &[u8]| find(line, needle).is_some();
+    (has(b" PROCEDURE ") && line.ends_with(b")")) || (has(b" FUNCTION ") && has(b") RETURNS "))
 }
 
 /// A literal as the server writes those of its own texts (its
@@ -156,16 +156,6 @@ pub fn unescaped(sql: &[u8], at: usize) -> Option<(Vec<u8>, usize)> {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
-}
-
-trait ContainsSeq {
-    fn contains_seq(&self, needle: &[u8]) -> bool;
-}
-
-impl ContainsSeq for [u8] {
-    fn contains_seq(&self, needle: &[u8]) -> bool {
-        find(self, needle).is_some()
-    }
 }
 
 #[cfg(test)]
